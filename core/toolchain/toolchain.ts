@@ -1,0 +1,192 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import lockfile from 'proper-lockfile';
+import cliProgress from 'cli-progress';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Versions are the pinned toolchain versions, read from deploy/toolchain/versions.json (the one place they live). */
+export interface Versions {
+  kubernetes: string;
+  etcd: string;
+  kwok: string;
+}
+
+/** BINARIES lists every executable the toolchain provides. */
+export const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'kwok'] as const;
+/** Binary is one of BINARIES. */
+export type Binary = (typeof BINARIES)[number];
+
+/** pinnedVersions reads deploy/toolchain/versions.json. */
+export function pinnedVersions(): Versions {
+  const v = JSON.parse(readFileSync(join(repoRoot, 'deploy/toolchain/versions.json'), 'utf8')) as Versions;
+  return { kubernetes: v.kubernetes, etcd: v.etcd, kwok: v.kwok };
+}
+
+/** cacheRoot is where toolchains are cached: $VC_TOOLCHAIN_CACHE, else $XDG_CACHE_HOME or ~/.cache, /virtualcluster-ts/toolchain. */
+export function cacheRoot(): string {
+  if (process.env.VC_TOOLCHAIN_CACHE) return resolve(process.env.VC_TOOLCHAIN_CACHE);
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(base, 'virtualcluster-ts', 'toolchain');
+}
+
+/** toolchainDir is the directory holding the binaries of the given versions (it may not exist yet). */
+export function toolchainDir(v: Versions = pinnedVersions()): string {
+  return join(cacheRoot(), `k8s-${v.kubernetes}_etcd-${v.etcd}_kwok-${v.kwok}`);
+}
+
+const MARKER = '.complete';
+
+/** isComplete reports whether a finished build of these versions is in the cache. */
+export function isComplete(dir: string): boolean {
+  return existsSync(join(dir, MARKER)) && BINARIES.every((b) => existsSync(join(dir, b)));
+}
+
+/** binaryPath returns the path of one binary of the pinned toolchain; it throws when the toolchain is not built. */
+export function binaryPath(name: Binary, dir = toolchainDir()): string {
+  if (!isComplete(dir)) throw new Error(`the Kubernetes toolchain is not built in ${dir}: run \`npx vc toolchain build\``);
+  return join(dir, name);
+}
+
+/** BuildOptions tune ensureToolchain. */
+export interface BuildOptions {
+  versions?: Versions;
+  /** where progress goes; defaults to stderr */
+  out?: NodeJS.WriteStream;
+}
+
+/**
+ * ensureToolchain returns the directory of a complete toolchain for the pinned versions, building it when missing.
+ * The build runs deploy/toolchain/build.sh into a private temporary directory that is renamed into place only when
+ * complete, under a lock, so concurrent callers wait for one build instead of corrupting each other.
+ */
+export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> {
+  const v = opts.versions ?? pinnedVersions();
+  const dir = toolchainDir(v);
+  if (isComplete(dir)) return dir;
+  const out = opts.out ?? process.stderr;
+  mkdirSync(cacheRoot(), { recursive: true });
+  const lockTarget = join(cacheRoot(), `${dir.split('/').pop()}.lock`);
+  writeFileSync(lockTarget, '', { flag: 'a' });
+  let announced = false;
+  const release = await lockfile.lock(lockTarget, {
+    stale: 60_000,
+    update: 10_000,
+    retries: {
+      retries: 100_000,
+      factor: 1,
+      minTimeout: 2000,
+      maxTimeout: 2000,
+      onRetry: () => {
+        if (!announced) out.write(`waiting for another build of ${dir} to finish...\n`);
+        announced = true;
+      },
+    } as lockfile.LockOptions['retries'],
+  } as lockfile.LockOptions);
+  try {
+    if (isComplete(dir)) return dir;
+    const tmp = `${dir}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    const started = Date.now();
+    out.write(`building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`);
+    out.write('a cold build takes 30-60 minutes on 2 cores; later runs reuse it\n');
+    await runBuild(tmp, v, out);
+    writeFileSync(join(tmp, MARKER), JSON.stringify({ ...v, builtAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }) + '\n');
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+    out.write(`toolchain ready in ${Math.round((Date.now() - started) / 1000)} s: ${dir}\n`);
+    return dir;
+  } finally {
+    await release();
+  }
+}
+
+async function runBuild(tmp: string, v: Versions, out: NodeJS.WriteStream): Promise<void> {
+  const script = join(repoRoot, 'deploy/toolchain/build.sh');
+  const child = spawn('bash', [script, tmp, v.kubernetes, v.etcd, v.kwok], { stdio: ['ignore', 'inherit', 'pipe'] });
+  const progress = new Progress(out);
+  const tail: string[] = [];
+  const lines = createInterface({ input: child.stderr!, crlfDelay: Infinity });
+  lines.on('line', (line) => {
+    if (line.startsWith('::step ')) progress.step(line.slice(7));
+    else if (line.startsWith('::total ')) progress.total(Number(line.slice(8)));
+    else if (line.startsWith('go: building ')) progress.tick(line.slice(13));
+    else {
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+    }
+  });
+  const code = await new Promise<number>((res) => child.on('close', (c) => res(c ?? 1)));
+  progress.stop();
+  if (code !== 0) {
+    throw new Error(`toolchain build failed (exit ${code}); last output:\n${tail.join('\n')}`);
+  }
+}
+
+/** Progress shows a bar on a terminal and a line every few percent (or 30 s) elsewhere, such as in CI logs. */
+class Progress {
+  private bar?: cliProgress.SingleBar;
+  private n = 0;
+  private max = 0;
+  private label = '';
+  private lastPct = -1;
+  private lastPrint = 0;
+  private readonly started = Date.now();
+  constructor(private readonly out: NodeJS.WriteStream) {}
+
+  step(label: string): void {
+    this.finishBar();
+    this.label = label;
+    this.n = 0;
+    this.max = 0;
+    this.lastPct = -1;
+    this.print(`[${this.elapsed()}] ${label}`);
+  }
+
+  total(n: number): void {
+    this.max = n;
+    if (this.out.isTTY) {
+      this.bar = new cliProgress.SingleBar(
+        { format: '  {bar} {value}/{total} packages | {eta_formatted} left | {pkg}', stream: this.out, hideCursor: true, etaBuffer: 200 },
+        cliProgress.Presets.shades_classic,
+      );
+      this.bar.start(n, 0, { pkg: '' });
+    }
+  }
+
+  tick(pkg: string): void {
+    this.n++;
+    if (this.bar) {
+      this.bar.update(Math.min(this.n, this.max), { pkg: pkg.slice(-60) });
+      return;
+    }
+    const pct = this.max ? Math.floor((100 * this.n) / this.max) : 0;
+    if ((this.max && pct >= this.lastPct + 5) || Date.now() - this.lastPrint > 30_000) {
+      this.lastPct = pct;
+      this.print(`[${this.elapsed()}]   ${this.label}: ${this.n}/${this.max || '?'} packages (${pct}%)`);
+    }
+  }
+
+  stop(): void {
+    this.finishBar();
+  }
+
+  private finishBar(): void {
+    this.bar?.stop();
+    this.bar = undefined;
+  }
+
+  private print(s: string): void {
+    this.lastPrint = Date.now();
+    this.out.write(s + '\n');
+  }
+
+  private elapsed(): string {
+    const s = Math.round((Date.now() - this.started) / 1000);
+    return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  }
+}
