@@ -1,0 +1,360 @@
+import https from 'node:https';
+import http from 'node:http';
+import { createInterface } from 'node:readline';
+import { KubeConfig } from '@kubernetes/client-node';
+
+/** Resource names one API resource: where it lives and what kind it serves. */
+export interface Resource {
+  readonly group: string;
+  readonly version: string;
+  /** plural, lower case: `pods`, `virtualclusters` */
+  readonly resource: string;
+  readonly kind: string;
+  readonly namespaced: boolean;
+}
+
+/** KubeObject is the part of every Kubernetes object the core relies on. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  [field: string]: unknown;
+}
+
+/** ObjectMeta is the subset of metav1.ObjectMeta the core reads and writes. */
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: Array<Record<string, unknown>>;
+  [field: string]: unknown;
+}
+
+/** KubeList is a list response. */
+export interface KubeList<T extends KubeObject = KubeObject> {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { resourceVersion?: string; continue?: string };
+  items: T[];
+}
+
+/** WatchEvent is one line of a watch stream. */
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: T;
+}
+
+/** ApiError is a non-2xx answer of the apiserver, carrying the HTTP code and the Status reason. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly body?: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** isNotFound reports a 404 answer. */
+export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
+/** isConflict reports a 409 Conflict (stale resourceVersion or precondition failure). */
+export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409 && e.reason !== 'AlreadyExists';
+/** isAlreadyExists reports a 409 AlreadyExists. */
+export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.reason === 'AlreadyExists';
+/** isGone reports a 410 Gone (resourceVersion too old). */
+export const isGone = (e: unknown): boolean => e instanceof ApiError && (e.code === 410 || e.reason === 'Expired');
+
+/** RequestOptions are the knobs of one request. */
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** ListOptions are the query parameters of a list or watch. */
+export interface ListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: string;
+}
+
+/** DeleteOptions of one delete. */
+export interface DeleteOptions {
+  /** only delete the object with this uid (a precondition the apiserver checks atomically) */
+  uid?: string;
+  resourceVersion?: string;
+  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  gracePeriodSeconds?: number;
+}
+
+/** PatchType is the content type of a patch. */
+export type PatchType = 'json' | 'merge' | 'strategic' | 'apply';
+const patchContentType: Record<PatchType, string> = {
+  json: 'application/json-patch+json',
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+};
+
+/**
+ * KubeClient is a small dynamic client over one apiserver: every verb for any resource, and streaming watches.
+ * It reads credentials from a client-node KubeConfig and keeps connections alive through one agent.
+ */
+export class KubeClient {
+  private constructor(
+    readonly server: URL,
+    private readonly tls: https.RequestOptions,
+    private readonly agent: http.Agent,
+    readonly kubeConfig: KubeConfig,
+  ) {}
+
+  /** KubeClient.fromKubeConfig builds a client for the current context of a loaded KubeConfig. */
+  static async fromKubeConfig(kc: KubeConfig, opts: { maxSockets?: number } = {}): Promise<KubeClient> {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const tls: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(tls);
+    const server = new URL(cluster.server);
+    const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) };
+    const agent = server.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+    return new KubeClient(server, tls, agent, kc);
+  }
+
+  /** KubeClient.fromFile loads a kubeconfig file. */
+  static async fromFile(path: string): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(path);
+    return KubeClient.fromKubeConfig(kc);
+  }
+
+  /** KubeClient.fromString loads a kubeconfig from its YAML text. */
+  static async fromString(text: string): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    kc.loadFromString(text);
+    return KubeClient.fromKubeConfig(kc);
+  }
+
+  /** close frees the sockets kept alive for this client. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /** path returns the URL path of a collection or of one object. */
+  static path(r: Resource, namespace?: string, name?: string, sub?: string): string {
+    let p = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+    if (r.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;
+    p += `/${r.resource}`;
+    if (name) p += `/${encodeURIComponent(name)}`;
+    if (sub) p += `/${sub}`;
+    return p;
+  }
+
+  /** request sends one request and parses the JSON answer; a non-2xx answer throws ApiError. */
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const res = await this.send(method, path, opts);
+    const text = await readAll(res);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw toApiError(status, text, method, path);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  private send(method: string, path: string, opts: RequestOptions): Promise<http.IncomingMessage> {
+    const url = new URL(path, this.server);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { Accept: 'application/json', ...(this.tls.headers as Record<string, string>) };
+    let payload: string | undefined;
+    if (opts.body !== undefined) {
+      payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    const mod = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = mod.request(url, { method, headers, agent: this.agent, signal: opts.signal, ...pickTls(this.tls) }, resolve);
+      req.on('error', reject);
+      if (opts.timeoutMs) {
+        req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)));
+      }
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  /** get reads one object. */
+  get<T extends KubeObject = KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T> {
+    return this.request<T>('GET', KubeClient.path(r, namespace, name));
+  }
+
+  /** getOrNull reads one object, or returns null when it does not exist. */
+  async getOrNull<T extends KubeObject = KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T | null> {
+    try {
+      return await this.get<T>(r, namespace, name);
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  }
+
+  /** list reads one page of a collection (all namespaces when no namespace is given). */
+  list<T extends KubeObject = KubeObject>(r: Resource, o: ListOptions = {}): Promise<KubeList<T>> {
+    const { namespace, ...query } = o;
+    return this.request<KubeList<T>>('GET', KubeClient.path(r, namespace), { query: { ...query } });
+  }
+
+  /** listAll follows continue tokens and returns every item with the resourceVersion of the list. */
+  async listAll<T extends KubeObject = KubeObject>(r: Resource, o: ListOptions = {}): Promise<KubeList<T>> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let rv: string | undefined;
+    do {
+      const page = await this.list<T>(r, { limit: 500, ...o, continue: cont });
+      items.push(...page.items);
+      cont = page.metadata.continue || undefined;
+      rv = page.metadata.resourceVersion;
+    } while (cont);
+    return { metadata: { resourceVersion: rv }, items };
+  }
+
+  /** create creates an object; its namespace comes from metadata. */
+  create<T extends KubeObject = KubeObject>(r: Resource, obj: T, opts: { fieldManager?: string; dryRun?: boolean } = {}): Promise<T> {
+    return this.request<T>('POST', KubeClient.path(r, obj.metadata?.namespace), {
+      body: obj,
+      query: { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined },
+    });
+  }
+
+  /** update replaces an object (optimistic concurrency through metadata.resourceVersion). */
+  update<T extends KubeObject = KubeObject>(r: Resource, obj: T, opts: { fieldManager?: string; subresource?: string } = {}): Promise<T> {
+    return this.request<T>('PUT', KubeClient.path(r, obj.metadata?.namespace, obj.metadata?.name, opts.subresource), {
+      body: obj,
+      query: { fieldManager: opts.fieldManager },
+    });
+  }
+
+  /** patch patches an object or one of its subresources. */
+  patch<T extends KubeObject = KubeObject>(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    type: PatchType,
+    opts: { fieldManager?: string; force?: boolean; subresource?: string; dryRun?: boolean } = {},
+  ): Promise<T> {
+    return this.request<T>('PATCH', KubeClient.path(r, namespace, name, opts.subresource), {
+      body: patch,
+      contentType: patchContentType[type],
+      query: { fieldManager: opts.fieldManager, force: opts.force, dryRun: opts.dryRun ? 'All' : undefined },
+    });
+  }
+
+  /** apply server-side-applies an object under the given field manager. */
+  apply<T extends KubeObject = KubeObject>(r: Resource, obj: KubeObject, fieldManager: string, opts: { force?: boolean; dryRun?: boolean; subresource?: string } = {}): Promise<T> {
+    return this.patch<T>(r, obj.metadata?.namespace, obj.metadata?.name ?? '', obj, 'apply', {
+      fieldManager,
+      force: opts.force ?? true,
+      dryRun: opts.dryRun,
+      subresource: opts.subresource,
+    });
+  }
+
+  /** delete deletes one object; a missing object is not an error (returns false). */
+  async delete(r: Resource, namespace: string | undefined, name: string, o: DeleteOptions = {}): Promise<boolean> {
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
+    if (o.uid || o.resourceVersion) body.preconditions = { uid: o.uid, resourceVersion: o.resourceVersion };
+    if (o.propagationPolicy) body.propagationPolicy = o.propagationPolicy;
+    if (o.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = o.gracePeriodSeconds;
+    try {
+      await this.request('DELETE', KubeClient.path(r, namespace, name), { body });
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * watch opens a watch stream and calls onEvent for every event until the server ends the stream (resolves),
+   * the signal aborts (resolves) or the connection fails (rejects). An ERROR event with a Status rejects with
+   * ApiError, so a 410 Gone surfaces as isGone().
+   */
+  async watch<T extends KubeObject = KubeObject>(
+    r: Resource,
+    o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number },
+    onEvent: (e: WatchEvent<T>) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const { namespace, ...query } = o;
+    const path = KubeClient.path(r, namespace);
+    let res: http.IncomingMessage;
+    try {
+      res = await this.send('GET', path, { query: { ...query, watch: true }, signal });
+    } catch (e) {
+      if (signal?.aborted) return;
+      throw e;
+    }
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw toApiError(status, await readAll(res), 'WATCH', path);
+    const lines = createInterface({ input: res, crlfDelay: Infinity });
+    try {
+      for await (const line of lines) {
+        if (!line) continue;
+        const ev = JSON.parse(line) as WatchEvent<T>;
+        if (ev.type === 'ERROR') {
+          const st = ev.object as unknown as { code?: number; reason?: string; message?: string };
+          throw new ApiError(st.code ?? 500, st.reason ?? 'Unknown', st.message ?? 'watch error', st);
+        }
+        onEvent(ev);
+      }
+    } catch (e) {
+      if (signal?.aborted) return;
+      throw e;
+    } finally {
+      res.destroy();
+    }
+  }
+}
+
+function pickTls(o: https.RequestOptions): https.AgentOptions {
+  const { ca, cert, key, rejectUnauthorized, servername } = o;
+  const out: https.AgentOptions = {};
+  if (ca) out.ca = ca;
+  if (cert) out.cert = cert;
+  if (key) out.key = key;
+  if (rejectUnauthorized !== undefined) out.rejectUnauthorized = rejectUnauthorized;
+  if (servername) out.servername = servername;
+  return out;
+}
+
+function readAll(res: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+function toApiError(status: number, text: string, method: string, path: string): ApiError {
+  try {
+    const st = JSON.parse(text) as { reason?: string; message?: string };
+    return new ApiError(status, st.reason ?? 'Unknown', `${method} ${path}: ${status} ${st.message ?? text}`, st);
+  } catch {
+    return new ApiError(status, 'Unknown', `${method} ${path}: ${status} ${text.slice(0, 200)}`);
+  }
+}

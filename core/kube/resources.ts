@@ -1,0 +1,40 @@
+import type { Resource } from './client.ts';
+
+const core = (resource: string, kind: string, namespaced = true): Resource => ({ group: '', version: 'v1', resource, kind, namespaced });
+const grp = (group: string, version: string, resource: string, kind: string, namespaced = true): Resource => ({
+  group,
+  version,
+  resource,
+  kind,
+  namespaced,
+});
+
+/** R lists the built-in resources the core and the plugins touch. */
+export const R = {
+  namespaces: core('namespaces', 'Namespace', false),
+  nodes: core('nodes', 'Node', false),
+  pods: core('pods', 'Pod'),
+  services: core('services', 'Service'),
+  endpoints: core('endpoints', 'Endpoints'),
+  configmaps: core('configmaps', 'ConfigMap'),
+  secrets: core('secrets', 'Secret'),
+  serviceaccounts: core('serviceaccounts', 'ServiceAccount'),
+  events: core('events', 'Event'),
+  persistentvolumeclaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),
+  persistentvolumes: core('persistentvolumes', 'PersistentVolume', false),
+  storageclasses: grp('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
+  priorityclasses: grp('scheduling.k8s.io', 'v1', 'priorityclasses', 'PriorityClass', false),
+  ingresses: grp('networking.k8s.io', 'v1', 'ingresses', 'Ingress'),
+  deployments: grp('apps', 'v1', 'deployments', 'Deployment'),
+  statefulsets: grp('apps', 'v1', 'statefulsets', 'StatefulSet'),
+  daemonsets: grp('apps', 'v1', 'daemonsets', 'DaemonSet'),
+  replicasets: grp('apps', 'v1', 'replicasets', 'ReplicaSet'),
+  leases: grp('coordination.k8s.io', 'v1', 'leases', 'Lease'),
+  crds: grp('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
+  clusterroles: grp('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
+  clusterrolebindings: grp('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
+  roles: grp('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
+  rolebindings: grp('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
+  virtualclusters: grp('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster'),
+  clusterversions: grp('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false),
+} as const satisfies Record<string, Resource>;
