@@ -1,0 +1,135 @@
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { createCA, issueCert } from './ca.ts';
+import type { CertKeyPair } from './ca.ts';
+import { renderKubeconfig } from './kubeconfig.ts';
+
+const b64 = (text: string): string => Buffer.from(text).toString('base64');
+
+describe('renderKubeconfig', () => {
+  let ca: CertKeyPair;
+  let admin: CertKeyPair;
+  let server: https.Server;
+  let url: string;
+
+  beforeAll(async () => {
+    ca = await createCA('kc-ca', 1);
+    const [serving, client] = await Promise.all([
+      issueCert(ca, { commonName: 'kube-apiserver', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 }),
+      issueCert(ca, { commonName: 'admin', organizations: ['system:masters'], usages: ['client'], validityDays: 1 }),
+    ]);
+    admin = client;
+    server = https.createServer(
+      { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        res.end(JSON.stringify({ cn: peer.subject.CN, o: peer.subject.O, auth: req.headers.authorization ?? null }));
+      },
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('renders one cluster, user and current context with embedded base64 data', () => {
+    const text = renderKubeconfig({
+      clusterName: 'tenant-a',
+      server: 'https://10.0.0.5:6443',
+      caPem: ca.certPem,
+      user: 'admin',
+      clientCertPem: admin.certPem,
+      clientKeyPem: admin.keyPem,
+    });
+    expect(parse(text)).toEqual({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'tenant-a',
+          cluster: { server: 'https://10.0.0.5:6443', 'certificate-authority-data': b64(ca.certPem) },
+        },
+      ],
+      users: [
+        {
+          name: 'admin',
+          user: { 'client-certificate-data': b64(admin.certPem), 'client-key-data': b64(admin.keyPem) },
+        },
+      ],
+      contexts: [{ name: 'admin@tenant-a', context: { cluster: 'tenant-a', user: 'admin' } }],
+      'current-context': 'admin@tenant-a',
+      preferences: {},
+    });
+  });
+
+  it('loads into client-node with the same server, CA, certificate and key', () => {
+    const kc = new KubeConfig();
+    kc.loadFromString(
+      renderKubeconfig({
+        clusterName: 'tenant-a',
+        server: url,
+        caPem: ca.certPem,
+        user: 'admin',
+        clientCertPem: admin.certPem,
+        clientKeyPem: admin.keyPem,
+      }),
+    );
+    expect(kc.getCurrentContext()).toBe('admin@tenant-a');
+    expect(kc.getCurrentCluster()?.server).toBe(url);
+    expect(Buffer.from(kc.getCurrentCluster()?.caData ?? '', 'base64').toString()).toBe(ca.certPem);
+    expect(Buffer.from(kc.getCurrentUser()?.certData ?? '', 'base64').toString()).toBe(admin.certPem);
+    expect(Buffer.from(kc.getCurrentUser()?.keyData ?? '', 'base64').toString()).toBe(admin.keyPem);
+  });
+
+  it('renders a token user', () => {
+    const text = renderKubeconfig({
+      clusterName: 'c',
+      server: 'https://x:6443',
+      caPem: ca.certPem,
+      user: 'sa',
+      token: 'abc.def.ghi',
+    });
+    expect(parse(text).users).toEqual([{ name: 'sa', user: { token: 'abc.def.ghi' } }]);
+    const kc = new KubeConfig();
+    kc.loadFromString(text);
+    expect(kc.getCurrentUser()?.token).toBe('abc.def.ghi');
+  });
+
+  it('authenticates a client-node HTTPS request with the embedded certificate', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromString(
+      renderKubeconfig({
+        clusterName: 'tenant-a',
+        server: url,
+        caPem: ca.certPem,
+        user: 'admin',
+        clientCertPem: admin.certPem,
+        clientKeyPem: admin.keyPem,
+      }),
+    );
+    const options: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(options);
+    const body = await new Promise<string>((resolve, reject) => {
+      https
+        .get(`${url}/version`, options, (res) => {
+          let data = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (data += chunk));
+          res.on('end', () => resolve(data));
+        })
+        .on('error', reject);
+    });
+    expect(JSON.parse(body)).toEqual({ cn: 'admin', o: 'system:masters', auth: null });
+  });
+
+  it('refuses a client certificate without its key and vice versa', () => {
+    const base = { clusterName: 'c', server: 'https://x', caPem: ca.certPem, user: 'u' };
+    expect(() => renderKubeconfig({ ...base, clientCertPem: admin.certPem })).toThrow(/go together/);
+    expect(() => renderKubeconfig({ ...base, clientKeyPem: admin.keyPem })).toThrow(/go together/);
+  });
+});
