@@ -1,0 +1,160 @@
+import { childLogger, type Logger } from '../log.ts';
+import { realClock, type Clock } from '../queue/clock.ts';
+import type { RateLimitingQueue } from '../queue/workqueue.ts';
+
+/**
+ * Result is what a reconcile asks for on success: nothing, or to run the key again after `requeueAfter` milliseconds
+ * (a value that is not > 0 counts as nothing, as in controller-runtime).
+ */
+export type Result = { requeueAfter?: number } | void;
+
+/**
+ * TerminalError fails a reconcile for good: the runner logs it and forgets the key instead of retrying it. An error
+ * whose `cause` chain holds a TerminalError counts as one.
+ */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+
+  constructor(
+    /** reason is a short machine-readable cause, e.g. `InvalidSpec`. */
+    readonly reason: string,
+    message: string = reason,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Reconciler brings the state named by a key to what it should be; a thrown error or rejection means "retry". */
+export interface Reconciler {
+  reconcile(key: string): Promise<Result>;
+}
+
+/** reconcileOutcomes lists the ways a reconcile can end, as reported to RunnerMetrics. */
+export const reconcileOutcomes = ['success', 'requeue_after', 'error', 'terminal_error'] as const;
+
+/** ReconcileOutcome is one of reconcileOutcomes. */
+export type ReconcileOutcome = (typeof reconcileOutcomes)[number];
+
+/** RunnerMetrics receives one observation per finished reconcile. */
+export interface RunnerMetrics {
+  reconciled(outcome: ReconcileOutcome, durationMs: number): void;
+}
+
+/** RunnerOptions configures a Runner. */
+export interface RunnerOptions {
+  /** name identifies the controller in logs (the `controller` field). */
+  name: string;
+  queue: RateLimitingQueue;
+  reconciler: Reconciler;
+  /** concurrency is the number of workers, each reconciling one key at a time; default 1. */
+  concurrency?: number;
+  /** clock times reconciles for the metrics; default realClock. */
+  clock?: Clock;
+  metrics?: RunnerMetrics;
+  /** logger replaces the default `childLogger({ controller: name })`. */
+  logger?: Logger;
+}
+
+/**
+ * Runner feeds the keys of a queue to a reconciler with a fixed number of workers, following controller-runtime:
+ * success forgets the key's retry history; `requeueAfter` forgets it and adds the key back after the delay; an error
+ * (thrown or rejected) adds it back rate limited; a TerminalError is logged and forgotten. A reconcile's failure never
+ * escapes the runner.
+ */
+export class Runner {
+  private readonly queue: RateLimitingQueue;
+  private readonly reconciler: Reconciler;
+  private readonly concurrency: number;
+  private readonly clock: Clock;
+  private readonly metrics: RunnerMetrics | undefined;
+  private readonly log: Logger;
+  private workers: Promise<void>[] | undefined;
+
+  constructor(options: RunnerOptions) {
+    const concurrency = options.concurrency ?? 1;
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+      throw new RangeError(`runner ${options.name}: concurrency must be a positive integer, got ${concurrency}`);
+    }
+    this.queue = options.queue;
+    this.reconciler = options.reconciler;
+    this.concurrency = concurrency;
+    this.clock = options.clock ?? realClock;
+    this.metrics = options.metrics;
+    this.log = options.logger ?? childLogger({ controller: options.name });
+  }
+
+  /** start launches the workers; a runner starts once. */
+  start(): void {
+    if (this.workers) throw new Error('runner: already started');
+    if (this.queue.shuttingDown()) throw new Error('runner: queue is shut down');
+    this.workers = Array.from({ length: this.concurrency }, () => this.work());
+    this.log.info({ concurrency: this.concurrency }, 'runner started');
+  }
+
+  /**
+   * stop shuts the queue down and resolves once every worker has exited. As in controller-runtime, workers first
+   * finish their current reconcile and the keys that were already queued; delayed and rate-limited re-adds are
+   * dropped.
+   */
+  async stop(): Promise<void> {
+    this.queue.shutDown();
+    await Promise.all(this.workers ?? []);
+    this.log.info('runner stopped');
+  }
+
+  private async work(): Promise<void> {
+    for (let key = await this.queue.get(); key !== undefined; key = await this.queue.get()) {
+      try {
+        await this.process(key);
+      } catch (err) {
+        this.log.error({ key, err }, 'runner bookkeeping failed');
+      }
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    const started = this.clock.now();
+    let outcome: ReconcileOutcome;
+    try {
+      outcome = await this.reconcile(key);
+    } finally {
+      this.queue.done(key);
+    }
+    this.metrics?.reconciled(outcome, this.clock.now() - started);
+  }
+
+  private async reconcile(key: string): Promise<ReconcileOutcome> {
+    let result: Result;
+    try {
+      result = await this.reconciler.reconcile(key);
+    } catch (err) {
+      const terminal = terminalCause(err);
+      if (terminal) {
+        this.log.error({ key, err, reason: terminal.reason }, 'reconcile failed terminally, not retrying');
+        this.queue.forget(key);
+        return 'terminal_error';
+      }
+      this.queue.addRateLimited(key);
+      this.log.error({ key, err, requeues: this.queue.numRequeues(key) }, 'reconcile failed, retrying');
+      return 'error';
+    }
+    this.queue.forget(key);
+    const requeueAfter = result?.requeueAfter;
+    if (requeueAfter !== undefined && requeueAfter > 0) {
+      this.queue.addAfter(key, requeueAfter);
+      return 'requeue_after';
+    }
+    return 'success';
+  }
+}
+
+/** terminalCause finds a TerminalError in the error or its `cause` chain, as controller-runtime's errors.Is would. */
+function terminalCause(err: unknown): TerminalError | undefined {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    if (e instanceof TerminalError) return e;
+    seen.add(e);
+  }
+  return undefined;
+}

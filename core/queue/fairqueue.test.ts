@@ -1,0 +1,167 @@
+import { describe, it, expect } from 'vitest';
+import { FakeClock } from './clock.ts';
+import { FairQueue, tenantOfKey } from './fairqueue.ts';
+import { ItemExponentialFailureRateLimiter } from './ratelimiter.ts';
+
+function newQueue(clock = new FakeClock()): FairQueue {
+  return new FairQueue({ clock, rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000) });
+}
+
+function fill(queue: FairQueue, tenant: string, count: number): void {
+  for (let i = 0; i < count; i++) queue.add(`${tenant}/ns/obj-${i}`);
+}
+
+/** take gets `count` keys, marking each done at once, and returns their tenants in order. */
+async function take(queue: FairQueue, count: number): Promise<string[]> {
+  const tenants: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const key = await queue.get();
+    if (key === undefined) throw new Error('queue ran dry');
+    tenants.push(tenantOfKey(key));
+    queue.done(key);
+  }
+  return tenants;
+}
+
+function tally(tenants: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const tenant of tenants) counts[tenant] = (counts[tenant] ?? 0) + 1;
+  return counts;
+}
+
+describe('tenantOfKey', () => {
+  it.each([
+    ['acme/default/web', 'acme'],
+    ['acme/node-1', 'acme'],
+    ['plain', ''],
+    ['/default/web', ''],
+  ])('%s belongs to "%s"', (key, tenant) => {
+    expect(tenantOfKey(key)).toBe(tenant);
+  });
+});
+
+describe('FairQueue', () => {
+  it('serves a small tenant within the first gets while another floods', async () => {
+    const queue = newQueue();
+    fill(queue, 'flood', 10_000);
+    fill(queue, 'small', 10);
+    const first = await take(queue, 20);
+    expect(tally(first)).toEqual({ flood: 10, small: 10 });
+    expect(queue.tenantLen('small')).toBe(0);
+    expect(queue.len()).toBe(10_000 - 10);
+  });
+
+  it.each([
+    { weights: { a: 1, b: 1 }, gets: 1000 },
+    { weights: { a: 3, b: 1 }, gets: 4000 },
+    { weights: { a: 1, b: 2, c: 3 }, gets: 6000 },
+  ])('shares service by weight $weights', async ({ weights, gets }) => {
+    const queue = newQueue();
+    const total = Object.values(weights).reduce((sum, w) => sum + w, 0);
+    for (const [tenant, weight] of Object.entries(weights)) {
+      queue.setWeight(tenant, weight);
+      fill(queue, tenant, gets);
+    }
+    const served = await take(queue, gets);
+    const want = Object.fromEntries(Object.entries(weights).map(([tenant, w]) => [tenant, (gets * w) / total]));
+    expect(tally(served)).toEqual(want);
+    // Smooth: every full round of `total` gets already holds each tenant exactly `weight` times.
+    for (let round = 0; round < gets; round += total) {
+      expect(tally(served.slice(round, round + total))).toEqual(weights);
+    }
+  });
+
+  it('applies a new weight to a tenant that is already queued', async () => {
+    const queue = newQueue();
+    fill(queue, 'a', 1000);
+    fill(queue, 'b', 1000);
+    expect(tally(await take(queue, 100))).toEqual({ a: 50, b: 50 });
+    queue.setWeight('a', 3);
+    expect(queue.weight('a')).toBe(3);
+    expect(tally(await take(queue, 400))).toEqual({ a: 300, b: 100 });
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])('rejects weight %d', (weight) => {
+    expect(() => newQueue().setWeight('a', weight)).toThrow(RangeError);
+  });
+
+  it('dedups keys and keeps one worker per key across tenants', async () => {
+    const queue = newQueue();
+    queue.add('a/x');
+    queue.add('a/x');
+    queue.add('b/x');
+    expect(queue.len()).toBe(2);
+    const first = await queue.get();
+    queue.add(first!);
+    expect(queue.len()).toBe(1);
+    const second = await queue.get();
+    expect(second).not.toBe(first);
+    expect(queue.len()).toBe(0);
+    queue.done(first!);
+    expect(queue.len()).toBe(1);
+    expect(await queue.get()).toBe(first);
+  });
+
+  it('serves a worker that waits for a key', async () => {
+    const queue = newQueue();
+    const next = queue.get();
+    queue.add('t/k');
+    expect(await next).toBe('t/k');
+  });
+
+  it('drops a sub-queue as soon as its tenant has no ready keys, keeping the configured weight', async () => {
+    const queue = newQueue();
+    queue.setWeight('a', 2);
+    queue.add('a/1');
+    queue.add('b/1');
+    queue.add('b/2');
+    expect(queue.activeTenants().sort()).toEqual(['a', 'b']);
+    await take(queue, 2);
+    expect(queue.activeTenants()).toEqual(['b']);
+    await take(queue, 1);
+    expect(queue.activeTenants()).toEqual([]);
+    expect(queue.weight('a')).toBe(2);
+  });
+
+  it('removeTenant drops its ready, delayed and re-added keys and leaves the others', async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.setWeight('a', 5);
+    queue.add('a/busy');
+    expect(await queue.get()).toBe('a/busy');
+    queue.add('a/busy');
+    fill(queue, 'a', 5);
+    queue.addAfter('a/later', 100);
+    queue.addRateLimited('a/failing');
+    fill(queue, 'b', 2);
+
+    queue.removeTenant('a');
+
+    expect(queue.len()).toBe(2);
+    expect(queue.activeTenants()).toEqual(['b']);
+    expect(queue.weight('a')).toBe(1);
+    expect(queue.numRequeues('a/failing')).toBe(0);
+    expect(clock.pending()).toBe(0);
+    clock.step(1000);
+    queue.done('a/busy');
+    expect(tally(await take(queue, 2))).toEqual({ b: 2 });
+    expect(queue.len()).toBe(0);
+
+    queue.add('a/ns/obj-0');
+    queue.addAfter('a/later', 10);
+    clock.step(10);
+    expect(queue.len()).toBe(2);
+  });
+
+  it('still serves the other tenants after one is removed mid-round', async () => {
+    const queue = newQueue();
+    fill(queue, 'a', 10);
+    fill(queue, 'b', 10);
+    fill(queue, 'c', 10);
+    expect(await take(queue, 4)).toEqual(['a', 'b', 'c', 'a']);
+    queue.removeTenant('b');
+    const rest = await take(queue, queue.len());
+    expect(rest.join('')).not.toMatch(/aaa|ccc/);
+    expect(tally(rest)).toEqual({ a: 8, c: 9 });
+  });
+});

@@ -1,0 +1,119 @@
+import { Fifo } from './fifo.ts';
+import { BaseQueue, type QueueOptions } from './workqueue.ts';
+
+/**
+ * tenantOfKey is the default tenant of a fair-queue key: the text before the first `/`, so `acme/default/web` and
+ * `acme/node-1` belong to `acme`. A key without a `/` belongs to the tenant `''`, which is scheduled like any other.
+ */
+export function tenantOfKey(key: string): string {
+  const slash = key.indexOf('/');
+  return slash < 0 ? '' : key.slice(0, slash);
+}
+
+/** FairQueueOptions configures a FairQueue. */
+export interface FairQueueOptions extends QueueOptions {
+  /** tenantOf maps a key to its tenant; default tenantOfKey. It must always give the same tenant for a key. */
+  tenantOf?: (key: string) => string;
+}
+
+interface TenantQueue {
+  readonly keys: Fifo;
+  weight: number;
+  /** the smooth weighted round robin "current weight" */
+  current: number;
+}
+
+/**
+ * FairQueue is a RateLimitingQueue that shares workers between tenants. Keys name their tenant (see `tenantOf`), so
+ * the consumer API is exactly that of WorkQueue, and dedup and the never-two-workers rule hold per key across all
+ * tenants. Each tenant with ready keys has its own FIFO sub-queue; `get` picks the sub-queue by smooth weighted round
+ * robin (as nginx balances upstreams), so a tenant with weight w out of a total W among busy tenants gets w/W of
+ * the hand-outs, evenly spread, however many keys the others hold. A sub-queue is dropped as soon as it runs empty,
+ * and a tenant that comes back starts with a clean round robin state.
+ */
+export class FairQueue extends BaseQueue {
+  private readonly tenants = new Map<string, TenantQueue>();
+  private readonly weights = new Map<string, number>();
+  private readonly tenantOf: (key: string) => string;
+  private ready = 0;
+
+  constructor(options: FairQueueOptions = {}) {
+    super(options);
+    this.tenantOf = options.tenantOf ?? tenantOfKey;
+  }
+
+  /** setWeight sets the share of a tenant relative to the others; weights are positive integers, 1 by default. */
+  setWeight(tenant: string, weight: number): void {
+    if (!Number.isSafeInteger(weight) || weight < 1) {
+      throw new RangeError(`fair queue: weight of tenant "${tenant}" must be a positive integer, got ${weight}`);
+    }
+    if (weight === 1) this.weights.delete(tenant);
+    else this.weights.set(tenant, weight);
+    const queue = this.tenants.get(tenant);
+    if (queue) queue.weight = weight;
+  }
+
+  /** weight is the tenant's current weight. */
+  weight(tenant: string): number {
+    return this.weights.get(tenant) ?? 1;
+  }
+
+  /** activeTenants lists the tenants that have ready keys, i.e. that currently hold a sub-queue. */
+  activeTenants(): string[] {
+    return [...this.tenants.keys()];
+  }
+
+  /** tenantLen is the number of ready keys of one tenant. */
+  tenantLen(tenant: string): number {
+    return this.tenants.get(tenant)?.keys.length ?? 0;
+  }
+
+  /**
+   * removeTenant drops the tenant's ready and delayed keys, its keys' retry history and its weight. Keys of the
+   * tenant being processed finish normally but are not requeued by an earlier `add`; later adds are accepted as for
+   * a new tenant.
+   */
+  removeTenant(tenant: string): void {
+    this.discard((key) => this.tenantOf(key) === tenant);
+    const queue = this.tenants.get(tenant);
+    if (queue) {
+      this.ready -= queue.keys.length;
+      this.tenants.delete(tenant);
+    }
+    this.weights.delete(tenant);
+    this.reportDepth();
+  }
+
+  protected push(key: string): void {
+    const tenant = this.tenantOf(key);
+    let queue = this.tenants.get(tenant);
+    if (!queue) {
+      queue = { keys: new Fifo(), weight: this.weight(tenant), current: 0 };
+      this.tenants.set(tenant, queue);
+    }
+    queue.keys.push(key);
+    this.ready++;
+  }
+
+  protected pop(): string | undefined {
+    let total = 0;
+    let best: [string, TenantQueue] | undefined;
+    for (const entry of this.tenants) {
+      const queue = entry[1];
+      queue.current += queue.weight;
+      total += queue.weight;
+      if (!best || queue.current > best[1].current) best = entry;
+    }
+    if (!best) return undefined;
+    const [tenant, queue] = best;
+    queue.current -= total;
+    const key = queue.keys.shift();
+    this.ready--;
+    if (queue.keys.length === 0) this.tenants.delete(tenant);
+    return key;
+  }
+
+  protected readyCount(): number {
+    return this.ready;
+  }
+}

@@ -1,0 +1,245 @@
+import { realClock, type Clock, type TimerHandle } from './clock.ts';
+import { Fifo } from './fifo.ts';
+import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
+
+/**
+ * RateLimitingQueue is what a consumer of a work queue sees: client-go's rate-limiting, delaying work queue with
+ * string keys. Both WorkQueue and FairQueue implement it.
+ *
+ * - `add` marks a key dirty; a key added many times before a worker takes it is handed out once.
+ * - `get` hands a key to one worker and marks it processing. A key that is processing is never handed to a second
+ *   worker: if it is added again meanwhile, it goes back into the queue when the first worker calls `done`.
+ * - After `shutDown`, adds are ignored and pending delays are cancelled; `get` still hands out the keys that were
+ *   already queued and resolves `undefined` once the queue is empty.
+ */
+export interface RateLimitingQueue {
+  add(key: string): void;
+  /** get resolves with the next key, waiting for one if needed, or `undefined` once shut down and drained. */
+  get(): Promise<string | undefined>;
+  /** done ends the processing of a key obtained from `get`; every `get` must be paired with one `done`. */
+  done(key: string): void;
+  /** addAfter adds the key once `ms` milliseconds have passed; of several pending delays for a key the earliest wins. */
+  addAfter(key: string, ms: number): void;
+  /** addRateLimited adds the key after the delay the rate limiter assigns to it, counting one more retry. */
+  addRateLimited(key: string): void;
+  /** forget clears the key's retry history in the rate limiter; it does not remove the key from the queue. */
+  forget(key: string): void;
+  /** numRequeues is the number of rate-limited retries of the key since it was last forgotten. */
+  numRequeues(key: string): number;
+  /** len is the number of keys waiting to be handed out (not counting keys being processed or delayed). */
+  len(): number;
+  shutDown(): void;
+  shuttingDown(): boolean;
+}
+
+/**
+ * QueueMetrics receives the measurements client-go's workqueue exports; an implementation backed by prom-client can be
+ * plugged in per queue.
+ */
+export interface QueueMetrics {
+  /** add counts a key that became dirty (an add of an already dirty key is not counted). */
+  add(): void;
+  /** depth reports the number of keys waiting to be handed out, after each change. */
+  depth(keys: number): void;
+  /** queueLatency observes how long a key waited between becoming dirty and being handed to a worker. */
+  queueLatency(ms: number): void;
+  /** workDuration observes how long a worker held a key, from `get` to `done`. */
+  workDuration(ms: number): void;
+  /** retry counts a call to `addRateLimited`. */
+  retry(): void;
+}
+
+/** QueueOptions configures a queue; every field has a default. */
+export interface QueueOptions {
+  /** clock drives delays, rate limiting and metrics; default realClock. */
+  clock?: Clock;
+  /** rateLimiter spaces out `addRateLimited`; default defaultControllerRateLimiter on the queue's clock. */
+  rateLimiter?: RateLimiter;
+  metrics?: QueueMetrics;
+}
+
+interface Delayed {
+  readonly readyAt: number;
+  readonly timer: TimerHandle;
+}
+
+/**
+ * BaseQueue implements the RateLimitingQueue bookkeeping (dirty and processing sets, delays, rate limiting, waiting
+ * workers, metrics) and leaves to subclasses only the order in which ready keys are handed out.
+ */
+export abstract class BaseQueue implements RateLimitingQueue {
+  protected readonly clock: Clock;
+  protected readonly rateLimiter: RateLimiter;
+  private readonly metrics: QueueMetrics | undefined;
+  /** keys added and not yet handed out: every ready key, plus processing keys that were added again */
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly delayed = new Map<string, Delayed>();
+  private readonly waiters: Array<(key: string | undefined) => void> = [];
+  private readonly dirtySince = new Map<string, number>();
+  private readonly processingSince = new Map<string, number>();
+  private stopping = false;
+
+  constructor(options: QueueOptions = {}) {
+    this.clock = options.clock ?? realClock;
+    this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter(this.clock);
+    this.metrics = options.metrics;
+  }
+
+  /** push makes a key ready to be handed out; the key is not ready already. */
+  protected abstract push(key: string): void;
+  /** pop removes and returns the ready key to hand out next, if any. */
+  protected abstract pop(): string | undefined;
+  /** readyCount is the number of ready keys. */
+  protected abstract readyCount(): number;
+
+  add(key: string): void {
+    if (this.stopping || this.dirty.has(key)) return;
+    this.dirty.add(key);
+    if (this.metrics) {
+      this.metrics.add();
+      this.dirtySince.set(key, this.clock.now());
+    }
+    if (this.processing.has(key)) return;
+    this.push(key);
+    this.dispatch();
+  }
+
+  get(): Promise<string | undefined> {
+    if (this.readyCount() > 0) {
+      const key = this.take();
+      this.reportDepth();
+      return Promise.resolve(key);
+    }
+    if (this.stopping) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  done(key: string): void {
+    if (!this.processing.delete(key)) return;
+    const since = this.processingSince.get(key);
+    if (since !== undefined) {
+      this.processingSince.delete(key);
+      this.metrics?.workDuration(this.clock.now() - since);
+    }
+    if (this.dirty.has(key)) {
+      this.push(key);
+      this.dispatch();
+    }
+  }
+
+  addAfter(key: string, ms: number): void {
+    if (this.stopping) return;
+    if (!(ms > 0)) {
+      this.add(key);
+      return;
+    }
+    const readyAt = this.clock.now() + ms;
+    const pending = this.delayed.get(key);
+    if (pending) {
+      if (pending.readyAt <= readyAt) return;
+      this.clock.clearTimer(pending.timer);
+    }
+    const timer = this.clock.setTimer(() => {
+      this.delayed.delete(key);
+      this.add(key);
+    }, ms);
+    this.delayed.set(key, { readyAt, timer });
+  }
+
+  addRateLimited(key: string): void {
+    if (this.stopping) return;
+    this.metrics?.retry();
+    this.addAfter(key, this.rateLimiter.when(key));
+  }
+
+  forget(key: string): void {
+    this.rateLimiter.forget(key);
+  }
+
+  numRequeues(key: string): number {
+    return this.rateLimiter.retries(key);
+  }
+
+  len(): number {
+    return this.readyCount();
+  }
+
+  shutDown(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const { timer } of this.delayed.values()) this.clock.clearTimer(timer);
+    this.delayed.clear();
+    for (const resolve of this.waiters.splice(0)) resolve(undefined);
+  }
+
+  shuttingDown(): boolean {
+    return this.stopping;
+  }
+
+  /**
+   * discard forgets every key that matches: it is no longer dirty, its pending delay is cancelled and its retry history
+   * cleared. Keys being processed stay processing until `done`. The subclass must drop matching keys from its ready
+   * set itself, then call `reportDepth`.
+   */
+  protected discard(matches: (key: string) => boolean): void {
+    for (const key of this.dirty) {
+      if (!matches(key)) continue;
+      this.dirty.delete(key);
+      this.dirtySince.delete(key);
+      this.rateLimiter.forget(key);
+    }
+    for (const [key, { timer }] of this.delayed) {
+      if (!matches(key)) continue;
+      this.clock.clearTimer(timer);
+      this.delayed.delete(key);
+      this.rateLimiter.forget(key);
+    }
+  }
+
+  /** reportDepth tells the metrics the current number of ready keys. */
+  protected reportDepth(): void {
+    this.metrics?.depth(this.readyCount());
+  }
+
+  private take(): string {
+    const key = this.pop();
+    if (key === undefined) throw new Error('queue: ready count and ready set disagree');
+    this.dirty.delete(key);
+    this.processing.add(key);
+    if (this.metrics) {
+      const now = this.clock.now();
+      const since = this.dirtySince.get(key);
+      this.dirtySince.delete(key);
+      if (since !== undefined) this.metrics.queueLatency(now - since);
+      this.processingSince.set(key, now);
+    }
+    return key;
+  }
+
+  /** dispatch hands ready keys to workers blocked in `get`, oldest waiter first. */
+  private dispatch(): void {
+    while (this.waiters.length > 0 && this.readyCount() > 0) {
+      const resolve = this.waiters.shift();
+      resolve?.(this.take());
+    }
+    this.reportDepth();
+  }
+}
+
+/** WorkQueue is a RateLimitingQueue that hands keys out in the order they became ready. */
+export class WorkQueue extends BaseQueue {
+  private readonly ready = new Fifo();
+
+  protected push(key: string): void {
+    this.ready.push(key);
+  }
+
+  protected pop(): string | undefined {
+    return this.ready.shift();
+  }
+
+  protected readyCount(): number {
+    return this.ready.length;
+  }
+}
