@@ -1,0 +1,394 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import https from 'node:https';
+import { firstServiceIP, generateControlPlanePKI, renderKubeconfig, writePKI } from '../pki/pki.ts';
+import { KubeClient } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { binaryPath, toolchainDir } from '../toolchain/toolchain.ts';
+import type { LocalEtcd } from './etcd.ts';
+import { freePorts, ManagedProcess, waitFor } from './process.ts';
+
+/** ControlPlaneOptions configure one local Kubernetes control plane on a shared etcd. */
+export interface ControlPlaneOptions {
+  /** cluster name; also the etcd prefix `/<name>` unless etcdPrefix is given */
+  name: string;
+  /** etcd key prefix; another control plane's prefix makes this apiserver a replica of it */
+  etcdPrefix?: string;
+  /** run kube-controller-manager (default true; false for an apiserver replica) */
+  controllerManager?: boolean;
+  /** state directory of this control plane (PKI, kubeconfigs, logs, ports) */
+  dir: string;
+  etcd: LocalEtcd;
+  /** service CIDR; the first address is the `kubernetes` Service */
+  serviceCidr?: string;
+  /** run kube-scheduler (super clusters do; tenant control planes do not, their Pods are scheduled in the super) */
+  scheduler?: boolean;
+  /** run kwok with this many fake nodes (0: no kwok) */
+  kwokNodes?: number;
+  /** kube-controller-manager --controllers value */
+  controllers?: string;
+  /** extra kube-apiserver flags, `--name=value` */
+  apiserverArgs?: string[];
+  /** restart crashed components */
+  restart?: boolean;
+  /** certificate lifetime */
+  pkiValidityDays?: number;
+  /** fixed ports (reuse across restarts); free ports otherwise */
+  ports?: Partial<Ports>;
+}
+
+/** Ports are the loopback ports of one control plane. */
+export interface Ports {
+  apiserver: number;
+  controllerManager: number;
+  scheduler: number;
+  kwok: number;
+}
+
+const CA_FILE = 'pki/ca.crt';
+
+/**
+ * LocalControlPlane is a real kube-apiserver, kube-controller-manager and optionally kube-scheduler and kwok, as
+ * processes on 127.0.0.1. Its admin kubeconfig (client certificate, system:masters) is `<dir>/admin.kubeconfig`.
+ */
+export class LocalControlPlane {
+  readonly apiserver: ManagedProcess;
+  readonly controllerManager?: ManagedProcess;
+  readonly scheduler?: ManagedProcess;
+  readonly kwok?: ManagedProcess;
+  private clientCache?: Promise<KubeClient>;
+
+  private constructor(
+    readonly opts: ControlPlaneOptions,
+    readonly ports: Ports,
+    readonly adminToken: string,
+  ) {
+    const d = opts.dir;
+    const restart = opts.restart ?? false;
+    const log = (n: string) => join(d, 'logs', `${n}.log`);
+    const serviceCidr = opts.serviceCidr ?? '10.96.0.0/16';
+    this.apiserver = new ManagedProcess({
+      name: `${opts.name}/kube-apiserver`,
+      command: binaryPath('kube-apiserver'),
+      logFile: log('kube-apiserver'),
+      restart,
+      args: [
+        `--etcd-servers=${opts.etcd.endpoint}`,
+        `--etcd-prefix=${opts.etcdPrefix ?? `/${opts.name}`}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${ports.apiserver}`,
+        `--tls-cert-file=${join(d, 'pki/apiserver.crt')}`,
+        `--tls-private-key-file=${join(d, 'pki/apiserver.key')}`,
+        `--client-ca-file=${join(d, CA_FILE)}`,
+        `--token-auth-file=${join(d, 'tokens.csv')}`,
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${join(d, 'pki/sa.pub')}`,
+        `--service-account-signing-key-file=${join(d, 'pki/sa.key')}`,
+        `--service-cluster-ip-range=${serviceCidr}`,
+        '--authorization-mode=Node,RBAC',
+        '--endpoint-reconciler-type=none',
+        '--allow-privileged=true',
+        '--kubelet-preferred-address-types=InternalIP,Hostname',
+        `--kubelet-client-certificate=${join(d, 'pki/kubelet-client.crt')}`,
+        `--kubelet-client-key=${join(d, 'pki/kubelet-client.key')}`,
+        `--requestheader-client-ca-file=${join(d, 'pki/front-proxy-ca.crt')}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-username-headers=X-Remote-User',
+        `--proxy-client-cert-file=${join(d, 'pki/front-proxy-client.crt')}`,
+        `--proxy-client-key-file=${join(d, 'pki/front-proxy-client.key')}`,
+        '--profiling=false',
+        '--v=1',
+        ...(opts.apiserverArgs ?? []),
+      ],
+    });
+    if (opts.controllerManager !== false) this.controllerManager = new ManagedProcess({
+      name: `${opts.name}/kube-controller-manager`,
+      command: binaryPath('kube-controller-manager'),
+      logFile: log('kube-controller-manager'),
+      restart,
+      args: [
+        `--kubeconfig=${join(d, 'controller-manager.kubeconfig')}`,
+        `--authentication-kubeconfig=${join(d, 'controller-manager.kubeconfig')}`,
+        `--authorization-kubeconfig=${join(d, 'controller-manager.kubeconfig')}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        `--secure-port=${ports.controllerManager}`,
+        '--use-service-account-credentials=true',
+        `--service-account-private-key-file=${join(d, 'pki/sa.key')}`,
+        `--root-ca-file=${join(d, CA_FILE)}`,
+        `--cluster-signing-cert-file=${join(d, CA_FILE)}`,
+        `--cluster-signing-key-file=${join(d, 'pki/ca.key')}`,
+        `--cluster-name=${opts.name}`,
+        `--service-cluster-ip-range=${serviceCidr}`,
+        `--controllers=${opts.controllers ?? '*'}`,
+        '--profiling=false',
+        '--v=1',
+      ],
+    });
+    if (opts.scheduler) {
+      this.scheduler = new ManagedProcess({
+        name: `${opts.name}/kube-scheduler`,
+        command: binaryPath('kube-scheduler'),
+        logFile: log('kube-scheduler'),
+        restart,
+        args: [
+          `--kubeconfig=${join(d, 'scheduler.kubeconfig')}`,
+          `--authentication-kubeconfig=${join(d, 'scheduler.kubeconfig')}`,
+          `--authorization-kubeconfig=${join(d, 'scheduler.kubeconfig')}`,
+          '--leader-elect=false',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${ports.scheduler}`,
+          '--profiling=false',
+          '--v=1',
+        ],
+      });
+    }
+    if (opts.kwokNodes) {
+      this.kwok = new ManagedProcess({
+        name: `${opts.name}/kwok`,
+        command: binaryPath('kwok'),
+        logFile: log('kwok'),
+        restart,
+        args: [
+          `--kubeconfig=${join(d, 'admin.kubeconfig')}`,
+          `--config=${join(d, 'kwok.yaml')}`,
+          '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+          '--node-ip=127.0.0.1',
+          `--node-port=${ports.kwok}`,
+          `--server-address=127.0.0.1:${ports.kwok}`,
+          '--cidr=10.244.0.0/16',
+          '--node-lease-duration-seconds=40',
+        ],
+      });
+    }
+  }
+
+  /**
+   * LocalControlPlane.start prepares the state directory (PKI and kubeconfigs are generated once and reused), starts
+   * every component, and waits until the apiserver is ready, the controllers run and kwok's nodes are Ready.
+   */
+  static async start(opts: ControlPlaneOptions): Promise<LocalControlPlane> {
+    const d = opts.dir;
+    mkdirSync(join(d, 'logs'), { recursive: true });
+    const ports = await resolvePorts(d, opts.ports);
+    const token = await prepareStateDir(opts, ports);
+    const cp = new LocalControlPlane(opts, ports, token);
+    await cp.startComponents();
+    return cp;
+  }
+
+  /** name is the cluster name. */
+  get name(): string {
+    return this.opts.name;
+  }
+
+  /** dir is the state directory. */
+  get dir(): string {
+    return this.opts.dir;
+  }
+
+  /** server is the apiserver URL. */
+  get server(): string {
+    return `https://127.0.0.1:${this.ports.apiserver}`;
+  }
+
+  /** kubeconfigPath is the admin kubeconfig. */
+  get kubeconfigPath(): string {
+    return join(this.opts.dir, 'admin.kubeconfig');
+  }
+
+  /** caPem is the cluster CA certificate. */
+  get caPem(): string {
+    return readFileSync(join(this.opts.dir, CA_FILE), 'utf8');
+  }
+
+  /** client returns a shared admin client. */
+  client(): Promise<KubeClient> {
+    this.clientCache ??= KubeClient.fromFile(this.kubeconfigPath);
+    return this.clientCache;
+  }
+
+  private async startComponents(): Promise<void> {
+    await this.startApiserver();
+    this.controllerManager?.start();
+    this.scheduler?.start();
+    await Promise.all([
+      this.controllerManager && this.waitHealthz('kube-controller-manager', this.ports.controllerManager, this.controllerManager),
+      this.scheduler && this.waitHealthz('kube-scheduler', this.ports.scheduler, this.scheduler),
+    ]);
+    if (this.kwok) {
+      await this.createKwokNodes();
+      this.kwok.start();
+      await this.waitNodesReady();
+    }
+  }
+
+  /** startApiserver (re)starts only the apiserver on its port and waits for /readyz. */
+  async startApiserver(): Promise<void> {
+    this.apiserver.start();
+    await waitFor(`${this.name} kube-apiserver /readyz`, () => this.probe(this.ports.apiserver, '/readyz', this.adminToken), {
+      timeoutMs: 90_000,
+      process: this.apiserver,
+    });
+  }
+
+  /** stopApiserver stops only the apiserver (tests use it to simulate an outage). */
+  stopApiserver(): Promise<void> {
+    return this.apiserver.stop();
+  }
+
+  private waitHealthz(what: string, port: number, p: ManagedProcess): Promise<void> {
+    return waitFor(`${this.name} ${what} /healthz`, () => this.probe(port, '/healthz'), { timeoutMs: 60_000, process: p });
+  }
+
+  private probe(port: number, path: string, token?: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      const req = https.get(
+        { host: '127.0.0.1', port, path, rejectUnauthorized: false, timeout: 2000, headers: token ? { Authorization: `Bearer ${token}` } : {} },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        },
+      );
+      req.on('error', () => resolve(false));
+      req.on('timeout', () => req.destroy());
+    });
+  }
+
+  private async createKwokNodes(): Promise<void> {
+    const c = await this.client();
+    for (let i = 0; i < (this.opts.kwokNodes ?? 0); i++) {
+      const name = `${this.name}-node-${i}`;
+      if (await c.getOrNull(R.nodes, undefined, name)) continue;
+      await c.create(R.nodes, kwokNode(name));
+    }
+  }
+
+  private async waitNodesReady(): Promise<void> {
+    const c = await this.client();
+    const want = this.opts.kwokNodes ?? 0;
+    await waitFor(
+      `${want} kwok nodes Ready`,
+      async () => {
+        const nodes = await c.list<{ status?: { conditions?: Array<{ type: string; status: string }> } }>(R.nodes, {
+          labelSelector: 'type=kwok',
+        });
+        const ready = nodes.items.filter((n) => n.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
+        return ready.length >= want;
+      },
+      { timeoutMs: 60_000, process: this.kwok },
+    );
+  }
+
+  /** processes lists every running component. */
+  processes(): ManagedProcess[] {
+    return [this.apiserver, this.controllerManager, this.scheduler, this.kwok].filter((p): p is ManagedProcess => !!p);
+  }
+
+  /** rssBytes is the resident memory of all components (etcd excluded: it is shared). */
+  rssBytes(): number {
+    return this.processes().reduce((s, p) => s + p.rssBytes(), 0);
+  }
+
+  /** stop stops every component, kwok and controllers first, the apiserver last. */
+  async stop(): Promise<void> {
+    if (this.clientCache) (await this.clientCache).close();
+    this.clientCache = undefined;
+    await Promise.all([this.kwok?.stop(), this.scheduler?.stop(), this.controllerManager?.stop()]);
+    await this.apiserver.stop();
+  }
+}
+
+async function resolvePorts(dir: string, fixed: Partial<Ports> = {}): Promise<Ports> {
+  const file = join(dir, 'ports.json');
+  const saved: Partial<Ports> = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<Ports>) : {};
+  const [a, b, c, k] = await freePorts(4);
+  const ports: Ports = {
+    apiserver: fixed.apiserver ?? saved.apiserver ?? a!,
+    controllerManager: fixed.controllerManager ?? b!,
+    scheduler: fixed.scheduler ?? c!,
+    kwok: fixed.kwok ?? k!,
+  };
+  writeFileSync(file, JSON.stringify(ports, null, 2) + '\n');
+  return ports;
+}
+
+/** prepareStateDir writes PKI (once), the token file and kubeconfigs, and returns the admin token. */
+async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise<string> {
+  const d = opts.dir;
+  if (!existsSync(join(d, 'pki/ca.crt'))) {
+    const pki = await generateControlPlanePKI({
+      clusterName: opts.name,
+      apiserverDnsNames: ['localhost'],
+      apiserverIPs: ['127.0.0.1'],
+      serviceIP: firstServiceIP(opts.serviceCidr ?? '10.96.0.0/16'),
+      validityDays: opts.pkiValidityDays ?? 365,
+    });
+    writePKI(join(d, 'pki'), pki);
+  }
+  const tokenFile = join(d, 'tokens.csv');
+  let token: string;
+  if (existsSync(tokenFile)) {
+    token = readFileSync(tokenFile, 'utf8').split(',')[0]!;
+  } else {
+    token = randomBytes(24).toString('hex');
+    writeFileSync(tokenFile, `${token},admin,admin,"system:masters"\n`, { mode: 0o600 });
+  }
+  const server = `https://127.0.0.1:${ports.apiserver}`;
+  const caPem = readFileSync(join(d, CA_FILE), 'utf8');
+  const kc = (user: string, base: string) =>
+    renderKubeconfig({
+      clusterName: opts.name,
+      server,
+      caPem,
+      user,
+      clientCertPem: readFileSync(join(d, `pki/${base}.crt`), 'utf8'),
+      clientKeyPem: readFileSync(join(d, `pki/${base}.key`), 'utf8'),
+    });
+  writeFileSync(join(d, 'admin.kubeconfig'), kc('admin', 'admin'), { mode: 0o600 });
+  writeFileSync(join(d, 'controller-manager.kubeconfig'), kc('system:kube-controller-manager', 'controller-manager'), { mode: 0o600 });
+  writeFileSync(join(d, 'scheduler.kubeconfig'), kc('system:kube-scheduler', 'scheduler'), { mode: 0o600 });
+  writeFileSync(
+    join(d, 'admin-token.kubeconfig'),
+    renderKubeconfig({ clusterName: opts.name, server, caPem, user: 'admin-token', token }),
+    { mode: 0o600 },
+  );
+  if (opts.kwokNodes) writeFileSync(join(d, 'kwok.yaml'), kwokConfig());
+  return token;
+}
+
+/** kwokConfig concatenates the upstream Stage documents shipped with the kwok build. */
+function kwokConfig(): string {
+  const stages = join(toolchainDir(), 'kwok-stages');
+  return ['node-initialize', 'node-heartbeat-with-lease', 'pod-ready', 'pod-complete', 'pod-delete']
+    .map((s) => readFileSync(join(stages, `${s}.yaml`), 'utf8').trim())
+    .join('\n---\n')
+    .concat('\n');
+}
+
+/** kwokNode is a fake Node that kwok manages: untainted, with the usual os/arch/hostname labels and capacity. */
+export function kwokNode(name: string): Record<string, unknown> {
+  const capacity = { cpu: '32', memory: '256Gi', pods: '110', 'ephemeral-storage': '1Ti' };
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: {
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        'kubernetes.io/hostname': name,
+        'node-role.kubernetes.io/agent': '',
+        type: 'kwok',
+      },
+    },
+    spec: {},
+    status: { capacity, allocatable: capacity, nodeInfo: { architecture: 'amd64', operatingSystem: 'linux', kubeletVersion: 'fake' } },
+  };
+}
+

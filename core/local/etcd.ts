@@ -1,0 +1,99 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { binaryPath } from '../toolchain/toolchain.ts';
+import { freePorts, ManagedProcess, waitFor } from './process.ts';
+
+/** EtcdOptions configure one local etcd member. */
+export interface EtcdOptions {
+  /** directory for data and log */
+  dir: string;
+  /** client port; a free one when absent */
+  clientPort?: number;
+  peerPort?: number;
+  restart?: boolean;
+}
+
+/**
+ * LocalEtcd is a single-member etcd on 127.0.0.1, shared by several apiservers through --etcd-prefix. It runs with
+ * --unsafe-no-fsync: this machine's etcd holds disposable local and test state, and fsync would dominate start-up.
+ */
+export class LocalEtcd {
+  readonly process: ManagedProcess;
+
+  private constructor(
+    readonly dir: string,
+    readonly clientPort: number,
+    readonly peerPort: number,
+    restart: boolean,
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.process = new ManagedProcess({
+      name: 'etcd',
+      command: binaryPath('etcd'),
+      logFile: join(dir, 'etcd.log'),
+      restart,
+      args: [
+        '--name=local',
+        `--data-dir=${join(dir, 'data')}`,
+        '--unsafe-no-fsync=true',
+        `--listen-client-urls=${this.endpoint}`,
+        `--advertise-client-urls=${this.endpoint}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=local=http://127.0.0.1:${peerPort}`,
+        '--listen-metrics-urls=',
+        '--quota-backend-bytes=8589934592',
+        '--log-level=warn',
+      ],
+    });
+  }
+
+  /** LocalEtcd.start starts etcd and waits until /health answers. */
+  static async start(o: EtcdOptions): Promise<LocalEtcd> {
+    const [c, p] = o.clientPort && o.peerPort ? [o.clientPort, o.peerPort] : await freePorts(2);
+    const e = new LocalEtcd(o.dir, c!, p!, o.restart ?? false);
+    await e.resume();
+    return e;
+  }
+
+  /** endpoint is the client URL. */
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.clientPort}`;
+  }
+
+  /** resume (re)starts the process on the same ports and data and waits for health. */
+  async resume(): Promise<void> {
+    this.process.start();
+    await waitFor('etcd to become healthy', () => this.healthy(), { timeoutMs: 30_000, process: this.process });
+  }
+
+  /** healthy asks etcd's /health. */
+  async healthy(): Promise<boolean> {
+    const res = await fetch(`${this.endpoint}/health`, { signal: AbortSignal.timeout(2000) });
+    return res.ok && ((await res.json()) as { health?: string }).health === 'true';
+  }
+
+  /** revision returns etcd's current revision (through the v3 JSON gateway). */
+  async revision(): Promise<number> {
+    const body = await this.gateway('/v3/kv/range', { key: Buffer.from('/').toString('base64'), limit: 1 });
+    return Number((body as { header: { revision: string } }).header.revision);
+  }
+
+  /** compact compacts etcd's history up to the given revision (the current one by default). */
+  async compact(revision?: number): Promise<number> {
+    const rev = revision ?? (await this.revision());
+    await this.gateway('/v3/kv/compaction', { revision: String(rev), physical: true });
+    return rev;
+  }
+
+  private async gateway(path: string, body: unknown): Promise<unknown> {
+    const res = await fetch(`${this.endpoint}${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+    if (!res.ok) throw new Error(`etcd ${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  /** stop stops etcd. */
+  stop(): Promise<void> {
+    return this.process.stop();
+  }
+}

@@ -1,0 +1,222 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
+import net from 'node:net';
+import { childLogger } from '../log.ts';
+
+const logger = childLogger({ controller: 'process' });
+
+/** ProcessSpec describes one long-running component. */
+export interface ProcessSpec {
+  /** short name used in logs: `etcd`, `kube-apiserver` */
+  name: string;
+  command: string;
+  args: string[];
+  /** file receiving stdout and stderr */
+  logFile: string;
+  env?: Record<string, string>;
+  cwd?: string;
+  /** restart the process when it exits unexpectedly (with backoff) */
+  restart?: boolean;
+}
+
+/** RestartBackoff bounds how fast a crashing component is restarted. */
+const RESTART_MIN_MS = 500;
+const RESTART_MAX_MS = 30_000;
+
+const live = new Set<ManagedProcess>();
+let hooksInstalled = false;
+
+/**
+ * killAllSync sends SIGKILL to every process this module started and has not stopped. It runs on process exit;
+ * the parent-death signal covers the case where this process is killed outright.
+ */
+export function killAllSync(): void {
+  for (const p of live) p.killSync();
+}
+
+function installExitHooks(): void {
+  if (hooksInstalled) return;
+  hooksInstalled = true;
+  process.on('exit', killAllSync);
+}
+
+/**
+ * ManagedProcess runs one component. The child gets SIGKILL from the kernel when this process dies (setpriv's
+ * parent-death signal), runs in its own process group (so a terminal's Ctrl-C reaches only us, and we stop
+ * children in order), and writes its output to a log file.
+ */
+export class ManagedProcess {
+  private child?: ChildProcess;
+  private out?: WriteStream;
+  private stopping = false;
+  private restarts = 0;
+  private restartTimer?: NodeJS.Timeout;
+  private exitWaiters: Array<() => void> = [];
+  /** lastExit is the exit code or signal of the previous run, if any. */
+  lastExit?: string;
+
+  constructor(readonly spec: ProcessSpec) {}
+
+  /** pid of the running child, if any. */
+  get pid(): number | undefined {
+    return this.child?.exitCode === null && this.child.signalCode === null ? this.child.pid : undefined;
+  }
+
+  /** restartCount is how often the process was restarted after a crash. */
+  get restartCount(): number {
+    return this.restarts;
+  }
+
+  /** start spawns the process. */
+  start(): void {
+    installExitHooks();
+    this.stopping = false;
+    this.out ??= createWriteStream(this.spec.logFile, { flags: 'a' });
+    const useSetpriv = existsSync('/usr/bin/setpriv');
+    const cmd = useSetpriv ? '/usr/bin/setpriv' : this.spec.command;
+    const args = useSetpriv ? ['--pdeathsig', 'KILL', '--', this.spec.command, ...this.spec.args] : this.spec.args;
+    const child = spawn(cmd, args, {
+      cwd: this.spec.cwd,
+      env: { ...process.env, ...this.spec.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.child = child;
+    live.add(this);
+    child.stdout!.pipe(this.out, { end: false });
+    child.stderr!.pipe(this.out, { end: false });
+    child.on('error', (err) => logger.error({ component: this.spec.name, err }, 'failed to start'));
+    child.on('exit', (code, signal) => {
+      this.lastExit = signal ?? String(code);
+      live.delete(this);
+      const waiters = this.exitWaiters;
+      this.exitWaiters = [];
+      waiters.forEach((w) => w());
+      if (this.stopping) return;
+      logger.warn({ component: this.spec.name, code, signal, log: this.spec.logFile }, 'component exited');
+      if (this.spec.restart) {
+        const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** Math.min(this.restarts, 10));
+        this.restarts++;
+        this.restartTimer = setTimeout(() => {
+          if (!this.stopping) this.start();
+        }, delay);
+        this.restartTimer.unref();
+      }
+    });
+  }
+
+  /** exited resolves when the current child exits. */
+  exited(): Promise<void> {
+    if (!this.pid) return Promise.resolve();
+    return new Promise((res) => this.exitWaiters.push(res));
+  }
+
+  /** stop sends SIGTERM, then SIGKILL after the grace period, and waits for the exit. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const pid = this.pid;
+    if (pid) {
+      const done = this.exited();
+      signalGroup(pid, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+      await done;
+      clearTimeout(timer);
+    }
+    await new Promise<void>((res) => (this.out ? this.out.end(res) : res()));
+    this.out = undefined;
+  }
+
+  /** kill sends SIGKILL without waiting: a crash, as tests simulate it. The restart policy still applies. */
+  kill(): void {
+    const pid = this.pid;
+    if (pid) signalGroup(pid, 'SIGKILL');
+  }
+
+  /** killSync kills the process group and forgets the child (used at exit). */
+  killSync(): void {
+    this.stopping = true;
+    const pid = this.pid;
+    if (pid) signalGroup(pid, 'SIGKILL');
+  }
+
+  /** rssBytes reads the resident memory of the process from /proc (0 when not running). */
+  rssBytes(): number {
+    const pid = this.pid;
+    if (!pid) return 0;
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return m ? Number(m[1]) * 1024 : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** logTail returns the last lines of the component's log, for error messages. */
+  logTail(lines = 20): string {
+    try {
+      return readFileSync(this.spec.logFile, 'utf8').split('\n').slice(-lines - 1).join('\n');
+    } catch {
+      return '';
+    }
+  }
+}
+
+function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+/** freePorts reserves n distinct free TCP ports on 127.0.0.1 (held open together so none repeats, then released). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = net.createServer();
+      await new Promise<void>((res, rej) => {
+        s.once('error', rej);
+        s.listen(0, '127.0.0.1', () => res());
+      });
+      servers.push(s);
+    }
+    return servers.map((s) => (s.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
+  }
+}
+
+/** WaitOptions bound waitFor. */
+export interface WaitOptions {
+  timeoutMs: number;
+  intervalMs?: number;
+  /** a process whose death aborts the wait with its log tail */
+  process?: ManagedProcess;
+}
+
+/** waitFor polls check until it returns true, the timeout passes (throws, naming what) or the watched process dies. */
+export async function waitFor(what: string, check: () => Promise<boolean>, o: WaitOptions): Promise<void> {
+  const deadline = Date.now() + o.timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch (e) {
+      lastErr = e;
+    }
+    if (o.process && !o.process.pid && !o.process.spec.restart) {
+      throw new Error(`${what}: ${o.process.spec.name} exited (${o.process.lastExit}); log ${o.process.spec.logFile}:\n${o.process.logTail()}`);
+    }
+    if (Date.now() > deadline) {
+      const tail = o.process ? `\nlog ${o.process.spec.logFile}:\n${o.process.logTail()}` : '';
+      throw new Error(`timed out after ${o.timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, o.intervalMs ?? 200));
+  }
+}

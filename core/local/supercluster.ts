@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalEtcd } from './etcd.ts';
+import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
+import { freePorts } from './process.ts';
+
+/** SuperClusterOptions configure the local super cluster. */
+export interface SuperClusterOptions {
+  /** directory for all state: etcd data, PKI, kubeconfigs, logs */
+  stateDir: string;
+  /** number of kwok nodes (default 3) */
+  nodes?: number;
+  /** cluster name and etcd prefix (default `super`) */
+  name?: string;
+  /** restart crashed components */
+  restart?: boolean;
+}
+
+/**
+ * LocalSuperCluster is one etcd plus a full control plane (apiserver, controller-manager, scheduler, kwok nodes)
+ * on loopback. Further control planes (tenant apiservers) share its etcd under their own prefix.
+ */
+export class LocalSuperCluster {
+  private readonly extra: LocalControlPlane[] = [];
+
+  private constructor(
+    readonly stateDir: string,
+    readonly etcd: LocalEtcd,
+    readonly cluster: LocalControlPlane,
+  ) {}
+
+  /** LocalSuperCluster.start starts (or restarts, reusing its state) the super cluster and waits for it. */
+  static async start(o: SuperClusterOptions): Promise<LocalSuperCluster> {
+    mkdirSync(o.stateDir, { recursive: true });
+    const etcdDir = join(o.stateDir, 'etcd');
+    mkdirSync(etcdDir, { recursive: true });
+    const portFile = join(etcdDir, 'ports.json');
+    const [client, peer] = existsSync(portFile)
+      ? (JSON.parse(readFileSync(portFile, 'utf8')) as number[])
+      : await freePorts(2);
+    writeFileSync(portFile, JSON.stringify([client, peer]) + '\n');
+    const etcd = await LocalEtcd.start({ dir: etcdDir, clientPort: client, peerPort: peer, restart: o.restart });
+    const name = o.name ?? 'super';
+    try {
+      const cluster = await LocalControlPlane.start({
+        name,
+        dir: join(o.stateDir, 'clusters', name),
+        etcd,
+        scheduler: true,
+        kwokNodes: o.nodes ?? 3,
+        restart: o.restart,
+      });
+      return new LocalSuperCluster(o.stateDir, etcd, cluster);
+    } catch (e) {
+      await etcd.stop();
+      throw e;
+    }
+  }
+
+  /** kubeconfigPath is the super cluster's admin kubeconfig. */
+  get kubeconfigPath(): string {
+    return this.cluster.kubeconfigPath;
+  }
+
+  /**
+   * addControlPlane starts another apiserver + controller-manager on the shared etcd under the prefix `/<name>`:
+   * an independent Kubernetes control plane (a tenant's, in later stages).
+   */
+  async addControlPlane(name: string, o: Partial<Omit<ControlPlaneOptions, 'name' | 'etcd'>> = {}): Promise<LocalControlPlane> {
+    const cp = await LocalControlPlane.start({ dir: join(this.stateDir, 'clusters', name), ...o, name, etcd: this.etcd });
+    this.extra.push(cp);
+    return cp;
+  }
+
+  /** stop stops every control plane it started, then etcd. */
+  async stop(): Promise<void> {
+    await Promise.all(this.extra.map((c) => c.stop()));
+    await this.cluster.stop();
+    await this.etcd.stop();
+  }
+}
