@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { R } from '../../core/kube/resources.ts';
+import { LeaderElector } from '../../core/leader/election.ts';
+import type { KubeObject } from '../../core/kube/client.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+describe('runtime on a real super cluster', () => {
+  let t: TestSuper;
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('moves leadership to the second candidate when the holder stops', async () => {
+    const events: string[] = [];
+    const elector = (identity: string) =>
+      new LeaderElector({
+        client: t.client,
+        namespace: 'default',
+        name: 'vc-manager',
+        identity,
+        leaseDurationSeconds: 4,
+        renewDeadlineSeconds: 3,
+        retryPeriodSeconds: 1,
+        onStartedLeading: () => void events.push(`${identity} started`),
+        onStoppedLeading: () => void events.push(`${identity} stopped`),
+      });
+    const a = elector('a');
+    const b = elector('b');
+    const stopA = new AbortController();
+    const stopB = new AbortController();
+    const runA = a.run(stopA.signal);
+    await eventually(() => expect(a.isLeader()).toBe(true), 20_000);
+    const runB = b.run(stopB.signal);
+    // b must wait while a renews.
+    await new Promise((r) => setTimeout(r, 5000));
+    expect(b.isLeader()).toBe(false);
+    const lease = await t.client.get<KubeObject & { spec: { holderIdentity: string } }>(R.leases, 'default', 'vc-manager');
+    expect(lease.spec.holderIdentity).toBe('a');
+
+    stopA.abort();
+    await runA;
+    await eventually(() => expect(b.isLeader()).toBe(true), 20_000);
+    const after = await t.client.get<KubeObject & { spec: { holderIdentity: string; leaseTransitions: number } }>(R.leases, 'default', 'vc-manager');
+    expect(after.spec.holderIdentity).toBe('b');
+    expect(after.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
+    expect(events).toEqual(['a started', 'a stopped', 'b started']);
+    stopB.abort();
+    await runB;
+  });
+
+  it('runs an extra apiserver on the shared etcd as an isolated control plane', async () => {
+    const tenant = await t.sc.addControlPlane('tenant-a');
+    const tc = await tenant.client();
+    await tc.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'only-in-tenant-a' } });
+    expect(await tc.getOrNull(R.namespaces, undefined, 'only-in-tenant-a')).not.toBeNull();
+    expect(await t.client.getOrNull(R.namespaces, undefined, 'only-in-tenant-a')).toBeNull();
+    // Its own controller-manager runs: the namespace gets its default ServiceAccount.
+    await eventually(() => tc.get(R.serviceaccounts, 'only-in-tenant-a', 'default'), 30_000);
+    // No nodes of the super cluster leak into the tenant.
+    expect((await tc.list(R.nodes)).items).toHaveLength(0);
+  });
+});
+
+describe('process cleanup', () => {
+  it('leaves no component running when the parent process is SIGKILLed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-kill-'));
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/start-super.ts'), dir], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const line = await new Promise<string>((res, rej) => {
+        createInterface({ input: child.stdout! }).once('line', res);
+        child.once('exit', (c) => rej(new Error(`fixture exited ${c}`)));
+      });
+      const { pids } = JSON.parse(line) as { pids: number[] };
+      expect(pids).toHaveLength(5);
+      for (const pid of pids) expect(alive(pid)).toBe(true);
+      child.kill('SIGKILL');
+      await eventually(() => {
+        for (const pid of pids) expect(alive(pid), `pid ${pid}`).toBe(false);
+      }, 15_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
