@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 // Kubernetes processes; they run one file at a time because this machine has two cores.
 export default defineConfig({
   test: {
+    reporters: ['default', './test/summary-reporter.ts'],
     projects: [
       {
         test: {

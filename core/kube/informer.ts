@@ -1,0 +1,219 @@
+import type { Logger } from 'pino';
+import { childLogger } from '../log.ts';
+import { isGone, type KubeClient, type KubeObject, type ListOptions, type Resource, type WatchEvent } from './client.ts';
+
+/** EventHandler maps informer events to work; it must only enqueue keys: no I/O and no mutation of the objects. */
+export interface EventHandler<T extends KubeObject> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  onDelete?(obj: T): void;
+}
+
+/** InformerOptions configure one informer. */
+export interface InformerOptions {
+  client: KubeClient;
+  resource: Resource;
+  /** restrict to one namespace */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** a name for logs and metrics */
+  name?: string;
+  /** initial and maximum backoff between failed list/watch attempts */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+}
+
+/** InformerStats counts what an informer went through, for tests and metrics. */
+export interface InformerStats {
+  lists: number;
+  relistsAfterGone: number;
+  watchRestarts: number;
+  watchErrors: number;
+  events: number;
+}
+
+/** objectKey is the cache key of an object: `namespace/name`, or `name` for cluster-scoped objects. */
+export function objectKey(o: KubeObject): string {
+  const m = o.metadata ?? {};
+  return m.namespace ? `${m.namespace}/${m.name}` : String(m.name);
+}
+
+/**
+ * Informer keeps a local cache of one resource in step with the apiserver, the way client-go's reflector does:
+ * list, then watch from the list's resourceVersion with bookmarks; a watch that ends is reopened from the last seen
+ * resourceVersion; an error backs off exponentially and retries; a 410 Gone (history compacted) relists and
+ * delivers the difference as add/update/delete events, so no change is ever lost.
+ */
+export class Informer<T extends KubeObject = KubeObject> {
+  private readonly store = new Map<string, T>();
+  private readonly handlers: Array<EventHandler<T>> = [];
+  private synced = false;
+  private syncWaiters: Array<() => void> = [];
+  private abort?: AbortController;
+  private loop?: Promise<void>;
+  private rv = '';
+  private readonly log: Logger;
+  /** stats counts lists, relists, watch restarts and events. */
+  readonly stats: InformerStats = { lists: 0, relistsAfterGone: 0, watchRestarts: 0, watchErrors: 0, events: 0 };
+
+  constructor(private readonly o: InformerOptions) {
+    this.log = childLogger({ controller: 'informer', informer: o.name ?? o.resource.resource });
+  }
+
+  /** addHandler registers a handler; objects already cached are replayed to it as adds. */
+  addHandler(h: EventHandler<T>): void {
+    this.handlers.push(h);
+    if (this.synced) for (const obj of this.store.values()) h.onAdd?.(obj);
+  }
+
+  /** hasSynced reports whether the first list has been delivered. */
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** waitForSync resolves once the first list has been delivered. */
+  waitForSync(): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((res) => this.syncWaiters.push(res));
+  }
+
+  /** get returns the cached object with this key. Callers must not mutate it. */
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  /** list returns every cached object. Callers must not mutate them. */
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  /** size is the number of cached objects. */
+  get size(): number {
+    return this.store.size;
+  }
+
+  /** lastResourceVersion is the newest resourceVersion seen. */
+  get lastResourceVersion(): string {
+    return this.rv;
+  }
+
+  /** start begins listing and watching in the background. */
+  start(): void {
+    if (this.loop) return;
+    this.abort = new AbortController();
+    this.loop = this.run(this.abort.signal);
+  }
+
+  /** stop ends the watch and waits for the loop to finish. */
+  async stop(): Promise<void> {
+    this.abort?.abort();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  private listOptions(): ListOptions {
+    return { namespace: this.o.namespace, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector };
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    const min = this.o.backoffMinMs ?? 800;
+    const max = this.o.backoffMaxMs ?? 30_000;
+    let backoff = min;
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.relist();
+          needList = false;
+        }
+        // Servers close watches after timeoutSeconds; jitter spreads reconnects of many informers.
+        const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
+        await this.o.client.watch<T>(
+          this.o.resource,
+          { ...this.listOptions(), resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds },
+          (ev) => this.apply(ev),
+          signal,
+        );
+        this.stats.watchRestarts++;
+        backoff = min;
+      } catch (e) {
+        if (signal.aborted) break;
+        if (isGone(e)) {
+          this.stats.relistsAfterGone++;
+          this.log.info({ rv: this.rv }, 'watch history is gone (410); relisting');
+          needList = true;
+          continue;
+        }
+        this.stats.watchErrors++;
+        this.log.debug({ err: String(e), backoffMs: backoff }, 'list/watch failed; retrying');
+        await sleep(backoff * (0.8 + Math.random() * 0.4), signal);
+        backoff = Math.min(max, backoff * 2);
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const list = await this.o.client.listAll<T>(this.o.resource, this.listOptions());
+    this.stats.lists++;
+    const fresh = new Map<string, T>();
+    for (const item of list.items) fresh.set(objectKey(item), item);
+    const old = new Map(this.store);
+    this.store.clear();
+    for (const [k, v] of fresh) this.store.set(k, v);
+    this.rv = list.metadata.resourceVersion ?? '';
+    for (const [k, obj] of fresh) {
+      const prev = old.get(k);
+      if (!prev) this.emit('add', obj);
+      else if (prev.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('update', obj, prev);
+    }
+    for (const [k, prev] of old) if (!fresh.has(k)) this.emit('delete', prev);
+    if (!this.synced) {
+      this.synced = true;
+      const w = this.syncWaiters;
+      this.syncWaiters = [];
+      w.forEach((f) => f());
+    }
+  }
+
+  private apply(ev: WatchEvent<T>): void {
+    this.stats.events++;
+    const rv = ev.object.metadata?.resourceVersion;
+    if (rv) this.rv = rv;
+    if (ev.type === 'BOOKMARK') return;
+    const key = objectKey(ev.object);
+    const prev = this.store.get(key);
+    if (ev.type === 'DELETED') {
+      this.store.delete(key);
+      this.emit('delete', ev.object);
+      return;
+    }
+    this.store.set(key, ev.object);
+    if (prev) this.emit('update', ev.object, prev);
+    else this.emit('add', ev.object);
+  }
+
+  private emit(kind: 'add' | 'update' | 'delete', obj: T, prev?: T): void {
+    for (const h of this.handlers) {
+      try {
+        if (kind === 'add') h.onAdd?.(obj);
+        else if (kind === 'update') h.onUpdate?.(prev!, obj);
+        else h.onDelete?.(obj);
+      } catch (err) {
+        this.log.error({ err }, 'event handler threw; handlers must only enqueue');
+      }
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((res) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      res();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
