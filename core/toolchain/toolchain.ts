@@ -93,7 +93,7 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
     rmSync(tmp, { recursive: true, force: true });
     const started = Date.now();
     out.write(`building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`);
-    out.write('a cold build takes 30-60 minutes on 2 cores; later runs reuse it\n');
+    out.write('a cold build takes about 15-20 minutes on 2 cores; later runs reuse it\n');
     await runBuild(tmp, v, out);
     writeFileSync(join(tmp, MARKER), JSON.stringify({ ...v, builtAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }) + '\n');
     rmSync(dir, { recursive: true, force: true });

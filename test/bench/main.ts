@@ -1,0 +1,25 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
+import { controlPlaneBench } from './controlplane.ts';
+
+/** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
+export interface BenchResult {
+  name: string;
+  figures: Record<string, number>;
+  detail?: Record<string, unknown>;
+}
+
+const scenarios: Record<string, () => Promise<BenchResult>> = {
+  controlplane: controlPlaneBench,
+};
+
+const wanted = process.argv.slice(2);
+await ensureToolchain();
+mkdirSync('bench-results', { recursive: true });
+for (const [name, run] of Object.entries(scenarios)) {
+  if (wanted.length && !wanted.includes(name)) continue;
+  const r = await run();
+  process.stdout.write(`\n== ${r.name}\n`);
+  for (const [k, v] of Object.entries(r.figures)) process.stdout.write(`  ${k.padEnd(32)} ${v.toFixed(2)}\n`);
+  writeFileSync(`bench-results/${r.name}.json`, JSON.stringify({ ...r, at: new Date().toISOString() }, null, 2) + '\n');
+}
