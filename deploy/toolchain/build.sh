@@ -46,8 +46,8 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   X="$X -X $p.gitVersion=$KV -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=2026-01-01T00:00:00Z"
 done
 K8S_CMDS="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl"
-echo "::total $(go list -deps -tags=selinux,notest,grpcnotrace $K8S_CMDS | wc -l)" >&2
 step "compiling kube-apiserver kube-controller-manager kube-scheduler kubectl"
+echo "::total $(go list -deps -tags=selinux,notest,grpcnotrace $K8S_CMDS | wc -l)" >&2
 go build -v -tags=selinux,notest,grpcnotrace -ldflags="-s -w$X" -o "$OUT/" \
   $K8S_CMDS 2>&1 | sed 's/^/go: building /' >&2
 
@@ -57,7 +57,7 @@ go mod init local/etcdbin >/dev/null 2>&1
 go mod edit -require=go.etcd.io/etcd/server/v3@"$EV"
 printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > tools.go
 go mod tidy
-echo "::total $(go list -deps go.etcd.io/etcd/server/v3 | wc -l)" >&2
+echo "::total $(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' go.etcd.io/etcd/server/v3 | grep -c .)" >&2
 EX="-X go.etcd.io/etcd/api/v3/version.GitSHA=$EV"
 go build -v -ldflags="-s -w $EX" -o "$OUT/etcd" go.etcd.io/etcd/server/v3 2>&1 | sed 's/^/go: building /' >&2
 
@@ -67,7 +67,7 @@ go mod init local/kwokbin >/dev/null 2>&1
 go mod edit -require=sigs.k8s.io/kwok@"$WV"
 printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/kwok/cmd/kwok"\n' > tools.go
 go mod tidy
-echo "::total $(go list -deps sigs.k8s.io/kwok/cmd/kwok | wc -l)" >&2
+echo "::total $(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' sigs.k8s.io/kwok/cmd/kwok | grep -c .)" >&2
 go build -v -ldflags="-s -w" -o "$OUT/kwok" sigs.k8s.io/kwok/cmd/kwok 2>&1 | sed 's/^/go: building /' >&2
 # kwok needs Stage documents to move nodes and pods; ship the upstream ones next to the binary.
 stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
