@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto';
+import type { KubeObject, ObjectMeta } from '../kube/client.ts';
+
+/**
+ * This module owns tenant-to-super names and provenance: the root namespace of a tenant, the super namespace of
+ * each tenant namespace, the 63-character rule, the ownership annotations every super object carries, and the
+ * reserved metadata prefixes. Nothing else in the project builds these strings.
+ */
+
+/** PREFIX is the project's own metadata domain. */
+export const PREFIX = 'tenancy.x-k8s.io';
+
+/** ANN names the ownership annotations written on every super object. */
+export const ANN = {
+  /** the tenant's cluster key (its root namespace) */
+  cluster: `${PREFIX}/cluster`,
+  /** namespace of the tenant object */
+  namespace: `${PREFIX}/namespace`,
+  /** name of the tenant object */
+  name: `${PREFIX}/name`,
+  /** uid of the tenant object: every write and delete checks it */
+  uid: `${PREFIX}/uid`,
+  vcName: `${PREFIX}/vcname`,
+  vcNamespace: `${PREFIX}/vcnamespace`,
+  /** the cluster IP the tenant's own apiserver gave a Service, kept on the super Service */
+  tenantClusterIP: `${PREFIX}/clusterIP`,
+  /** the super's cluster IP, shown to the tenant on its Service */
+  superClusterIP: `transparency.${PREFIX}/clusterIP`,
+} as const;
+
+/** LABEL names the labels written on every super object. */
+export const LABEL = {
+  managedBy: `${PREFIX}/managed-by`,
+  cluster: `${PREFIX}/cluster`,
+  /** set by a super-cluster admin on objects (StorageClass, PriorityClass, CRD) tenants may see */
+  public: `${PREFIX}/super.public`,
+} as const;
+
+/** MANAGER is the value of the managed-by label and the field manager of every write the syncer makes. */
+export const MANAGER = 'vc-syncer';
+
+/** MAX_NAME is the longest DNS-1123 label, which namespace names must be. */
+export const MAX_NAME = 63;
+
+/** HASH_LEN is how many hex characters of sha256 replace the cut part of a long name (40 bits). */
+const HASH_LEN = 10;
+
+const sha256hex = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/**
+ * fitName returns name unchanged when it has at most 63 characters; otherwise its first 52 characters, a dash and
+ * 10 hex characters of the sha256 of the whole name. Two different long names therefore differ unless their
+ * hashes collide on 40 bits; the uid checks on every write catch even that case instead of merging two tenants.
+ */
+export function fitName(name: string): string {
+  if (name.length <= MAX_NAME) return name;
+  const keep = MAX_NAME - HASH_LEN - 1;
+  return `${name.slice(0, keep).replace(/-+$/, '')}-${sha256hex(name).slice(0, HASH_LEN)}`;
+}
+
+/** rootNamespace is a tenant's cluster key: `<vc-namespace>-<6 hex of sha256(vc uid)>-<vc-name>`, fitted to 63. */
+export function rootNamespace(vcNamespace: string, vcName: string, vcUid: string): string {
+  return fitName(`${vcNamespace}-${sha256hex(vcUid).slice(0, 6)}-${vcName}`);
+}
+
+/** superNamespace maps a tenant namespace to its super namespace: `<root>-<ns>`, fitted to 63. */
+export function superNamespace(root: string, tenantNamespace: string): string {
+  return fitName(`${root}-${tenantNamespace}`);
+}
+
+/** Provenance is what a super object records about the tenant object it came from. */
+export interface Provenance {
+  cluster: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** provenanceOf reads the ownership annotations of a super object, or null when the syncer did not write it. */
+export function provenanceOf(o: KubeObject | undefined): Provenance | null {
+  const a = o?.metadata?.annotations;
+  const l = o?.metadata?.labels;
+  if (!a || l?.[LABEL.managedBy] !== MANAGER || !a[ANN.cluster]) return null;
+  return { cluster: a[ANN.cluster]!, namespace: a[ANN.namespace] ?? '', name: a[ANN.name] ?? '', uid: a[ANN.uid] ?? '' };
+}
+
+/** TenantIdentity is what the naming rules need to know about one tenant. */
+export interface TenantIdentity {
+  /** cluster key = root namespace */
+  key: string;
+  vcName: string;
+  vcNamespace: string;
+  /** prefixes of tenant labels/annotations that must not reach the super cluster */
+  opaqueMetaPrefixes?: readonly string[];
+  /** prefixes of super labels/annotations that are copied up to the tenant */
+  transparentMetaPrefixes?: readonly string[];
+}
+
+/** stampOwnership writes the ownership annotations and labels of a tenant object onto its super counterpart. */
+export function stampOwnership(superObj: KubeObject, tenant: TenantIdentity, tenantObj: KubeObject): void {
+  const m = (superObj.metadata ??= {});
+  const tm = tenantObj.metadata ?? {};
+  m.annotations = {
+    ...m.annotations,
+    [ANN.cluster]: tenant.key,
+    [ANN.namespace]: tm.namespace ?? '',
+    [ANN.name]: tm.name ?? '',
+    [ANN.uid]: tm.uid ?? '',
+    [ANN.vcName]: tenant.vcName,
+    [ANN.vcNamespace]: tenant.vcNamespace,
+  };
+  m.labels = { ...m.labels, [LABEL.managedBy]: MANAGER, [LABEL.cluster]: tenant.key };
+}
+
+/** ownedBy reports whether superObj was written for exactly this tenant object (cluster and uid both match). */
+export function ownedBy(superObj: KubeObject | undefined, tenant: TenantIdentity, tenantObj: KubeObject): boolean {
+  const p = provenanceOf(superObj);
+  return !!p && p.cluster === tenant.key && p.uid === (tenantObj.metadata?.uid ?? '');
+}
+
+const isReserved = (key: string): boolean => {
+  const domain = key.includes('/') ? key.slice(0, key.indexOf('/')) : '';
+  return domain === PREFIX || domain.endsWith(`.${PREFIX}`);
+};
+
+/**
+ * stripDown returns a copy of tenant labels or annotations without the project's reserved keys (a tenant must not
+ * forge ownership) and without keys under the tenant's opaque prefixes.
+ */
+export function stripDown(m: Record<string, string> | undefined, opaque: readonly string[] = []): Record<string, string> | undefined {
+  if (!m) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m)) {
+    if (isReserved(k) || opaque.some((p) => k.startsWith(p))) continue;
+    out[k] = v;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** pickUp returns the super labels or annotations under the tenant's transparent prefixes (copied up). */
+export function pickUp(m: Record<string, string> | undefined, transparent: readonly string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m ?? {})) if (transparent.some((p) => k.startsWith(p))) out[k] = v;
+  return out;
+}
+
+/** cleanMeta returns the metadata fields of a tenant object that may be copied to a new super object. */
+export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: string | undefined, name = tm.name): ObjectMeta {
+  const out: ObjectMeta = { name };
+  if (superNs !== undefined) out.namespace = superNs;
+  const labels = stripDown(tm.labels, tenant.opaqueMetaPrefixes);
+  const annotations = stripDown(tm.annotations, tenant.opaqueMetaPrefixes);
+  if (labels) out.labels = labels;
+  if (annotations) out.annotations = annotations;
+  return out;
+}

@@ -1,0 +1,42 @@
+import type { KubeObject, ObjectMeta } from '../kube/client.ts';
+import { stripDown } from '../names/names.ts';
+import type { PluginContext } from './contract.ts';
+
+/** clone deep-copies an object; plugins never edit what they were given. */
+export function clone<T>(o: T): T {
+  return structuredClone(o);
+}
+
+/**
+ * downMeta returns the metadata of a desired super object: built on the existing super object's metadata when
+ * there is one (so server-set fields survive), with the tenant's labels and annotations minus reserved and opaque
+ * keys, plus `extraAnnotations`. The core adds the ownership annotations afterwards.
+ */
+export function downMeta(
+  tenantObj: KubeObject,
+  superObj: KubeObject | undefined,
+  ctx: PluginContext,
+  target: { namespace?: string; name: string },
+  extraAnnotations: Record<string, string> = {},
+): ObjectMeta {
+  const tm = tenantObj.metadata ?? {};
+  const base: ObjectMeta = superObj?.metadata ? clone(superObj.metadata) : {};
+  base.name = target.name;
+  if (target.namespace !== undefined) base.namespace = target.namespace;
+  else delete base.namespace;
+  const labels = stripDown(tm.labels, ctx.tenant.opaqueMetaPrefixes);
+  const annotations = { ...stripDown(tm.annotations, ctx.tenant.opaqueMetaPrefixes), ...extraAnnotations };
+  if (labels) base.labels = labels;
+  else delete base.labels;
+  if (Object.keys(annotations).length) base.annotations = annotations;
+  else delete base.annotations;
+  delete base.ownerReferences;
+  delete base.finalizers;
+  delete base.generateName;
+  return base;
+}
+
+/** newObject starts a desired object of the same kind as `like` with the given metadata. */
+export function newObject<T extends KubeObject>(like: KubeObject, metadata: ObjectMeta, body: Partial<T> = {}): T {
+  return { apiVersion: like.apiVersion, kind: like.kind, metadata, ...body } as T;
+}
