@@ -232,7 +232,7 @@ export class KubeClient {
   }
 
   /** create creates an object; its namespace comes from metadata. */
-  create<T extends KubeObject = KubeObject>(r: Resource, obj: T, opts: { fieldManager?: string; dryRun?: boolean } = {}): Promise<T> {
+  create<T extends KubeObject = KubeObject>(r: Resource, obj: KubeObject, opts: { fieldManager?: string; dryRun?: boolean } = {}): Promise<T> {
     return this.request<T>('POST', KubeClient.path(r, obj.metadata?.namespace), {
       body: obj,
       query: { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined },

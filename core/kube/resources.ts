@@ -30,6 +30,7 @@ export const R = {
   daemonsets: grp('apps', 'v1', 'daemonsets', 'DaemonSet'),
   replicasets: grp('apps', 'v1', 'replicasets', 'ReplicaSet'),
   leases: grp('coordination.k8s.io', 'v1', 'leases', 'Lease'),
+  runtimeclasses: grp('node.k8s.io', 'v1', 'runtimeclasses', 'RuntimeClass', false),
   crds: grp('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
   clusterroles: grp('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
   clusterrolebindings: grp('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),

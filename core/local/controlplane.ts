@@ -392,3 +392,18 @@ export function kwokNode(name: string): Record<string, unknown> {
   };
 }
 
+
+/**
+ * TENANT_CONTROLLERS is the kube-controller-manager --controllers value for tenant control planes. The controllers
+ * that act on nodes and volumes are off: vNodes have no kubelet and no lease (node lifecycle would taint and evict
+ * every tenant Pod), and the super cluster binds and attaches volumes (the syncer carries the result up).
+ */
+export const TENANT_CONTROLLERS = [
+  '*',
+  '-node-lifecycle-controller',
+  '-taint-eviction-controller',
+  '-node-ipam-controller',
+  '-persistentvolume-binder-controller',
+  '-persistentvolume-attach-detach-controller',
+  '-service-lb-controller',
+].join(',');

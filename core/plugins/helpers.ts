@@ -30,8 +30,9 @@ export function downMeta(
   else delete base.labels;
   if (Object.keys(annotations).length) base.annotations = annotations;
   else delete base.annotations;
+  // Finalizers on an existing super object belong to super controllers (pvc-protection, load-balancer cleanup).
+  if (!superObj) delete base.finalizers;
   delete base.ownerReferences;
-  delete base.finalizers;
   delete base.generateName;
   return base;
 }

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
+import { TENANT_CONTROLLERS } from '../../core/local/controlplane.ts';
 import type { BenchResult } from './main.ts';
 
 const MiB = 1024 * 1024;
@@ -17,7 +18,7 @@ export async function controlPlaneBench(): Promise<BenchResult> {
   const superReadyMs = performance.now() - t0;
   try {
     const t1 = performance.now();
-    const tenant = await sc.addControlPlane('tenant-bench', { controllers: '*,-nodelifecycle' });
+    const tenant = await sc.addControlPlane('tenant-bench', { controllers: TENANT_CONTROLLERS });
     const tenantReadyMs = performance.now() - t1;
     await new Promise((r) => setTimeout(r, 10_000));
     const perComponent: Record<string, number> = { etcd: sc.etcd.process.rssBytes() / MiB };

@@ -1,0 +1,65 @@
+import type { KubeClient } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { MANAGER, PREFIX } from '../names/names.ts';
+import type { Effect } from '../plugins/contract.ts';
+import type { Tenant } from './tenant.ts';
+
+/** TOKEN_SECONDS is the lifetime asked for each token; tokens are refreshed at 80% of it. */
+export const TOKEN_SECONDS = 3600;
+
+type TokenRequestEffect = Extract<Effect, { type: 'serviceAccountToken' }> & { superNamespace: string; superPodUid: string };
+
+/**
+ * TokenMinter keeps, for every synced Pod, a super Secret holding a service account token minted by the Pod's own
+ * *tenant* apiserver (TokenRequest bound to the tenant Pod), the tenant CA and the tenant namespace, and refreshes
+ * it at 80% of its lifetime. The Secret is owned by the super Pod, so the super garbage collector removes it with
+ * the Pod. Refresh times live in memory: after a restart each Pod's token is minted once more.
+ */
+export class TokenMinter {
+  private readonly refreshAt = new Map<string, number>();
+
+  constructor(private readonly superClient: KubeClient) {}
+
+  /** ensure mints or refreshes the token when due and returns the milliseconds until the next refresh. */
+  async ensure(tenant: Tenant, tenantClient: KubeClient, e: TokenRequestEffect): Promise<number> {
+    const id = `${e.superNamespace}/${e.secretName}/${e.superPodUid}`;
+    const due = this.refreshAt.get(id);
+    const now = Date.now();
+    if (due && due > now) return due - now;
+    const tr = await tenantClient.request<{ status: { token: string; expirationTimestamp: string } }>(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/serviceaccounts/${encodeURIComponent(e.serviceAccount)}/token`,
+      {
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { audiences: e.audiences ?? [], expirationSeconds: TOKEN_SECONDS, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: e.pod, uid: e.podUid } },
+        },
+      },
+    );
+    const expires = Date.parse(tr.status.expirationTimestamp);
+    const ca = tenantClient.kubeConfig.getCurrentCluster()?.caData ?? '';
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    await this.superClient.apply(
+      R.secrets,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {
+          name: e.secretName,
+          namespace: e.superNamespace,
+          labels: { [`${PREFIX}/managed-by`]: `${MANAGER}-token`, [`${PREFIX}/cluster`]: tenant.key },
+          annotations: { [`${PREFIX}/token-expires`]: tr.status.expirationTimestamp },
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: e.pod, uid: e.superPodUid }],
+        },
+        type: 'Opaque',
+        data: { token: b64(tr.status.token), 'ca.crt': ca, namespace: b64(e.namespace) },
+      },
+      MANAGER,
+    );
+    const next = now + 0.8 * (expires - now);
+    this.refreshAt.set(id, next);
+    if (this.refreshAt.size > 200_000) this.refreshAt.clear();
+    return next - now;
+  }
+}

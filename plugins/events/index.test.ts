@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
+import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
+import { MapCache, testContext } from '../../core/plugins/testing.ts';
+import plugin, { type Event, eventsPlugin } from './index.ts';
+
+const ctx0 = testContext();
+const KEY = ctx0.tenant.key;
+const SNS = ctx0.names.superNamespace('default');
+
+const owned = (kind: string, name: string, superUid: string, tenantUid: string, cluster = KEY): KubeObject => ({
+  apiVersion: 'v1',
+  kind,
+  metadata: {
+    name,
+    namespace: SNS,
+    uid: superUid,
+    labels: { [LABEL.managedBy]: MANAGER, [LABEL.cluster]: cluster },
+    annotations: { [ANN.cluster]: cluster, [ANN.namespace]: 'default', [ANN.name]: name, [ANN.uid]: tenantUid },
+  },
+});
+
+const superEvent = (kind = 'Pod', name = 'web', uid = 'super-pod-uid', over: Partial<Event> = {}): Event => ({
+  apiVersion: 'v1',
+  kind: 'Event',
+  metadata: { name: `${name}.17a3`, namespace: SNS, uid: 'super-event-uid', resourceVersion: '301' },
+  involvedObject: { apiVersion: 'v1', kind, namespace: SNS, name, uid, resourceVersion: '88', fieldPath: 'spec.containers{app}' },
+  reason: 'Pulled',
+  message: 'Successfully pulled image "nginx:1"',
+  type: 'Normal',
+  count: 3,
+  firstTimestamp: '2026-01-01T00:00:01Z',
+  lastTimestamp: '2026-01-01T00:00:09Z',
+  eventTime: null,
+  source: { component: 'kubelet', host: 'node-1' },
+  reportingComponent: 'kubelet',
+  reportingInstance: 'node-1',
+  action: 'Pull',
+  series: { count: 3 },
+  ...over,
+});
+
+const tenantEvent = (kind = 'Pod', name = 'web', tenantUid = 'tenant-pod-uid'): Event => ({
+  apiVersion: 'v1',
+  kind: 'Event',
+  metadata: { name: `${name}.17a3`, namespace: 'default' },
+  involvedObject: { apiVersion: 'v1', kind, namespace: 'default', name, uid: tenantUid, fieldPath: 'spec.containers{app}' },
+  reason: 'Pulled',
+  message: 'Successfully pulled image "nginx:1"',
+  type: 'Normal',
+  count: 3,
+  firstTimestamp: '2026-01-01T00:00:01Z',
+  lastTimestamp: '2026-01-01T00:00:09Z',
+  eventTime: null,
+  source: { component: 'kubelet', host: 'node-1' },
+  reportingComponent: 'kubelet',
+  reportingInstance: 'node-1',
+  action: 'Pull',
+});
+
+interface Case {
+  name: string;
+  superPods?: KubeObject[];
+  superServices?: KubeObject[];
+  superEvent?: Event;
+  tenantEvent?: Event;
+  want: Decision<Event>;
+}
+
+const cases: Case[] = [
+  {
+    name: 'a Pod event is created in the tenant with the involved object rewritten to the tenant Pod',
+    superPods: [owned('Pod', 'web', 'super-pod-uid', 'tenant-pod-uid')],
+    superEvent: superEvent(),
+    want: { object: tenantEvent() },
+  },
+  {
+    name: 'a Service event is created in the tenant with the tenant Service uid',
+    superServices: [owned('Service', 'db', 'super-svc-uid', 'tenant-svc-uid')],
+    superEvent: superEvent('Service', 'db', 'super-svc-uid'),
+    want: { object: tenantEvent('Service', 'db', 'tenant-svc-uid') },
+  },
+  {
+    name: 'create-only: an existing tenant event is returned unchanged even when the super event changed',
+    superPods: [owned('Pod', 'web', 'super-pod-uid', 'tenant-pod-uid')],
+    superEvent: superEvent('Pod', 'web', 'super-pod-uid', { count: 9, lastTimestamp: '2026-01-01T00:05:00Z' }),
+    tenantEvent: tenantEvent(),
+    want: { object: tenantEvent() },
+  },
+  {
+    name: 'the involved super Pod is not in the cache: no event',
+    superEvent: superEvent(),
+    want: { object: null },
+  },
+  {
+    name: 'the involved super Pod is another tenant’s: no event',
+    superPods: [owned('Pod', 'web', 'super-pod-uid', 'tenant-pod-uid', 'team-b-4d5e6f-prod')],
+    superEvent: superEvent(),
+    want: { object: null },
+  },
+  {
+    name: 'the event is about an earlier super Pod of the same name: no event',
+    superPods: [owned('Pod', 'web', 'super-pod-uid-2', 'tenant-pod-uid-2')],
+    superEvent: superEvent(),
+    want: { object: null },
+  },
+  {
+    name: 'the super event is gone and no tenant event exists: nothing',
+    want: { object: null },
+  },
+];
+
+describe('events plugin: toTenant', () => {
+  it.each(cases)('$name', (c) => {
+    const ctx = testContext({
+      superCache: new MapCache([
+        [R.pods, c.superPods ?? []],
+        [R.services, c.superServices ?? []],
+      ]),
+    });
+    const got = eventsPlugin.toTenant!(c.superEvent && structuredClone(c.superEvent), c.tenantEvent && structuredClone(c.tenantEvent), ctx);
+    expect(got).toEqual(c.want);
+  });
+});
+
+describe('events plugin: route', () => {
+  const rctx: RouteContext = {
+    tenants: [],
+    superCache: new MapCache(),
+    tenantsOnNode: () => [],
+    tenantOfNamespace: (ns) => (ns === SNS ? { tenant: KEY, namespace: 'default' } : undefined),
+  };
+  const cases: Array<[string, Event, unknown[]]> = [
+    ['a Pod event in a tenant namespace', superEvent(), [{ tenant: KEY, namespace: 'default', name: 'web.17a3' }]],
+    ['a Service event in a tenant namespace', superEvent('Service', 'db'), [{ tenant: KEY, namespace: 'default', name: 'db.17a3' }]],
+    ['a Node event', superEvent('Node', 'node-1', 'n', { involvedObject: { kind: 'Node', name: 'node-1' } }), []],
+    ['a ConfigMap event in a tenant namespace', superEvent('ConfigMap', 'cm'), []],
+    [
+      'a Pod event in a super namespace of no tenant',
+      superEvent('Pod', 'web', 'u', { involvedObject: { kind: 'Pod', namespace: 'kube-system', name: 'web' } }),
+      [],
+    ],
+  ];
+  it.each(cases)('%s', (_, e, want) => {
+    expect(eventsPlugin.route!(e, rctx)).toEqual(want);
+  });
+});
+
+describe('events plugin: manifest', () => {
+  it('owns core/v1 events, up from the super, and is the default export', () => {
+    expect(eventsPlugin.manifest).toEqual({
+      name: 'events',
+      version: '0.1.0',
+      description: expect.any(String),
+      resource: { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
+      direction: 'up',
+      sourceOfTruth: 'super',
+      processes: ['manager'],
+    });
+    expect(plugin).toBe(eventsPlugin);
+  });
+});

@@ -1,0 +1,93 @@
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { provenanceOf } from '../../core/names/names.ts';
+import type { ResourcePlugin } from '../../core/plugins/contract.ts';
+import { clone } from '../../core/plugins/helpers.ts';
+
+/** InvolvedObject is the object a core/v1 Event is about. */
+export interface InvolvedObject {
+  apiVersion?: string;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+  fieldPath?: string;
+}
+
+/** Event is a core/v1 Event as the events plugin sees it. */
+export interface Event extends KubeObject {
+  involvedObject?: InvolvedObject;
+}
+
+/** EVENT_KINDS are the kinds of involved objects whose super events are copied to the tenant, with their resource. */
+export const EVENT_KINDS = { Pod: R.pods, Service: R.services } as const;
+
+/** COPIED_FIELDS are the Event fields copied as they are from the super event. */
+export const COPIED_FIELDS = [
+  'reason',
+  'message',
+  'type',
+  'count',
+  'firstTimestamp',
+  'lastTimestamp',
+  'eventTime',
+  'source',
+  'reportingComponent',
+  'reportingInstance',
+  'action',
+] as const;
+
+const kindOf = (e: Event): keyof typeof EVENT_KINDS | undefined => {
+  const k = e.involvedObject?.kind;
+  return k !== undefined && Object.hasOwn(EVENT_KINDS, k) ? (k as keyof typeof EVENT_KINDS) : undefined;
+};
+
+/**
+ * eventsPlugin copies super events about a tenant's Pods and Services to the tenant, once (create-only), with the
+ * involved object rewritten to the tenant object. Events about super objects the syncer did not write, or about an
+ * earlier incarnation of one, are dropped.
+ */
+export const eventsPlugin: ResourcePlugin<Event> = {
+  manifest: {
+    name: 'events',
+    version: '0.1.0',
+    description: "Super events about a tenant's Pods and Services, copied once to the tenant",
+    resource: { ...R.events },
+    direction: 'up',
+    sourceOfTruth: 'super',
+    processes: ['manager'],
+  },
+
+  route(superEvent, rctx) {
+    const io = superEvent.involvedObject;
+    if (!kindOf(superEvent) || !io?.namespace) return [];
+    const owner = rctx.tenantOfNamespace(io.namespace);
+    return owner ? [{ tenant: owner.tenant, namespace: owner.namespace, name: superEvent.metadata?.name ?? '' }] : [];
+  },
+
+  toTenant(superEvent, tenantEvent, ctx) {
+    if (tenantEvent) return { object: tenantEvent };
+    const kind = superEvent && kindOf(superEvent);
+    const io = superEvent?.involvedObject;
+    if (!superEvent || !kind || !io?.namespace || !io.name) return { object: null };
+    const involved = ctx.superCache.get(EVENT_KINDS[kind], io.namespace, io.name);
+    const p = provenanceOf(involved);
+    if (!p || p.cluster !== ctx.tenant.key || !p.uid) return { object: null };
+    if (io.uid && involved?.metadata?.uid && io.uid !== involved.metadata.uid) return { object: null };
+    const tenantNs = p.namespace || ctx.names.tenantNamespace(io.namespace);
+    if (!tenantNs) return { object: null };
+    const involvedObject: InvolvedObject = { ...clone(io), namespace: tenantNs, name: p.name || io.name, uid: p.uid };
+    delete involvedObject.resourceVersion;
+    const out: Event = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: superEvent.metadata?.name ?? '', namespace: tenantNs },
+      involvedObject,
+    };
+    for (const f of COPIED_FIELDS) if (superEvent[f] !== undefined) out[f] = clone(superEvent[f]);
+    return { object: out };
+  },
+};
+
+export default eventsPlugin;

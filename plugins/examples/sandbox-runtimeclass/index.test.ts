@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import type { CacheReader, Decision, Effect, PluginContext } from '../../../core/plugins/contract.ts';
+import plugin, { sandboxRuntimeClassPlugin, type Pod } from './index.ts';
+
+const emptyCache: CacheReader = { get: () => undefined, list: () => [] };
+
+const contextFor = (pluginConfig?: Record<string, unknown>): PluginContext => ({
+  tenant: {
+    key: 'team-a-1a2b3c-dev',
+    vcName: 'dev',
+    vcNamespace: 'team-a',
+    vcUid: '00000000-0000-0000-0000-00000000000a',
+    kubeconfig: '',
+    weight: 1,
+    clusterDomain: 'cluster.local',
+    podSecurityLevel: 'baseline',
+    ...(pluginConfig ? { pluginConfig } : {}),
+  },
+  names: { superNamespace: (ns) => `team-a-1a2b3c-dev-${ns}`, tenantNamespace: () => undefined },
+  tenantCache: emptyCache,
+  superCache: emptyCache,
+  now: new Date('2026-01-01T00:00:00Z'),
+});
+
+const tenantPod = (runtimeClassName?: string): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { namespace: 'web', name: 'api-0', uid: 'tenant-pod-uid' },
+  spec: { containers: [{ name: 'api', image: 'api:1' }], ...(runtimeClassName ? { runtimeClassName } : {}) },
+});
+
+const superPod = (o: { runtimeClassName?: string; existing?: boolean } = {}): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { namespace: 'team-a-1a2b3c-dev-web', name: 'api-0', ...(o.existing ? { uid: 'super-pod-uid' } : {}) },
+  spec: { containers: [{ name: 'api', image: 'api:1' }], ...(o.runtimeClassName ? { runtimeClassName: o.runtimeClassName } : {}) },
+});
+
+const enforcedEvent = (from: string, to: string): Effect => ({
+  type: 'event',
+  side: 'tenant',
+  regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'web', name: 'api-0', uid: 'tenant-pod-uid' },
+  eventType: 'Normal',
+  reason: 'RuntimeClassEnforced',
+  message: `runtimeClassName ${from} replaced by ${to}, which this tenant enforces`,
+});
+
+const kata = { sandbox: { runtimeClassName: 'kata' } };
+const kataEnforced = { sandbox: { runtimeClassName: 'kata', enforce: true } };
+
+const cases: Array<{ name: string; pluginConfig?: Record<string, unknown>; tenantObj: Pod; desired: Pod; want: Decision<Pod> }> = [
+  { name: 'tenant asks: new Pod gets the runtime class', pluginConfig: kata, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod({ runtimeClassName: 'kata' }) } },
+  { name: 'tenant without pluginConfig: untouched', tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
+  { name: 'tenant configuring other plugins only: untouched', pluginConfig: { dns: { x: 1 } }, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
+  { name: 'malformed sandbox config (no name): untouched', pluginConfig: { sandbox: { runtimeClassName: 5, enforce: true } }, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
+  {
+    name: 'Pod already names a runtime class, not enforced: kept',
+    pluginConfig: kata,
+    tenantObj: tenantPod('gvisor'),
+    desired: superPod({ runtimeClassName: 'gvisor' }),
+    want: { object: superPod({ runtimeClassName: 'gvisor' }) },
+  },
+  {
+    name: 'enforce "true" as a string is not enforce: kept',
+    pluginConfig: { sandbox: { runtimeClassName: 'kata', enforce: 'true' } },
+    tenantObj: tenantPod('gvisor'),
+    desired: superPod({ runtimeClassName: 'gvisor' }),
+    want: { object: superPod({ runtimeClassName: 'gvisor' }) },
+  },
+  {
+    name: 'Pod already names a runtime class, enforced: replaced, tenant told',
+    pluginConfig: kataEnforced,
+    tenantObj: tenantPod('gvisor'),
+    desired: superPod({ runtimeClassName: 'gvisor' }),
+    want: { object: superPod({ runtimeClassName: 'kata' }), effects: [enforcedEvent('gvisor', 'kata')] },
+  },
+  {
+    name: 'enforced, Pod without a runtime class: set, no event',
+    pluginConfig: kataEnforced,
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod({ runtimeClassName: 'kata' }) },
+  },
+  {
+    name: 'enforced, Pod already names the same class: unchanged, no event',
+    pluginConfig: kataEnforced,
+    tenantObj: tenantPod('kata'),
+    desired: superPod({ runtimeClassName: 'kata' }),
+    want: { object: superPod({ runtimeClassName: 'kata' }) },
+  },
+  { name: 'existing super Pod (has a uid): untouched even when enforced', pluginConfig: kataEnforced, tenantObj: tenantPod(), desired: superPod({ existing: true }), want: { object: superPod({ existing: true }) } },
+];
+
+describe('sandbox-runtimeclass mutate', () => {
+  it.each(cases)('$name', (c) => {
+    const before = structuredClone(c.desired);
+    expect(sandboxRuntimeClassPlugin.mutate(c.desired, c.tenantObj, contextFor(c.pluginConfig))).toStrictEqual(c.want);
+    expect(c.desired).toStrictEqual(before);
+  });
+});
+
+describe('sandbox-runtimeclass manifest', () => {
+  it('is a mutator of the pods plugin and the default export', () => {
+    expect(plugin).toBe(sandboxRuntimeClassPlugin);
+    expect(plugin.manifest).toEqual({
+      name: 'sandbox-runtimeclass',
+      version: '0.1.0',
+      description: expect.any(String),
+      direction: 'mutator',
+      mutates: 'pods',
+      sourceOfTruth: 'tenant',
+      processes: ['manager'],
+    });
+  });
+});

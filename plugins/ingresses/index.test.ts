@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
+import type { Decision } from '../../core/plugins/contract.ts';
+import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import plugin, { ingressesPlugin, type Ingress } from './index.ts';
+
+const tenant = testTenant();
+const superNs = superNamespace(tenant.key, 'web');
+
+const rules = [{ host: 'shop.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'shop', port: { number: 80 } } } }] } }];
+const tls = [{ hosts: ['shop.example.com'], secretName: 'shop-tls' }];
+const defaultBackend = { service: { name: 'fallback', port: { name: 'http' } } };
+const lb = { ingress: [{ ip: '203.0.113.7', ports: [{ port: 443, protocol: 'TCP' }] }] };
+
+const tenantIngress = (spec: Ingress['spec'], status?: Ingress['status']): Ingress => ({
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'Ingress',
+  metadata: {
+    namespace: 'web',
+    name: 'shop',
+    uid: 'tenant-ing-uid',
+    resourceVersion: '21',
+    generation: 2,
+    labels: { app: 'shop', [LABEL.cluster]: 'forged' },
+    annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/', [ANN.uid]: 'forged' },
+    ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Shop', name: 'shop', uid: 'owner-uid' }],
+    finalizers: ['example.com/cleanup'],
+  },
+  spec,
+  ...(status ? { status } : {}),
+});
+const fullSpec = { ingressClassName: 'nginx', rules, tls, defaultBackend };
+
+const superIngress = (spec: Ingress['spec'], status?: Ingress['status']): Ingress => ({
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'Ingress',
+  metadata: {
+    namespace: superNs,
+    name: 'shop',
+    uid: 'super-ing-uid',
+    resourceVersion: '300',
+    labels: { app: 'shop', [LABEL.managedBy]: MANAGER, [LABEL.cluster]: tenant.key },
+    annotations: { [ANN.cluster]: tenant.key, [ANN.uid]: 'tenant-ing-uid' },
+  },
+  spec,
+  ...(status ? { status } : {}),
+});
+
+const downCases: Array<{ name: string; tenantObj: Ingress; superObj?: Ingress; want: Decision<Ingress> }> = [
+  {
+    name: 'new: spec copied with TLS secret and backend names unchanged; no owner, uid, resourceVersion or status',
+    tenantObj: tenantIngress(fullSpec, { loadBalancer: { ingress: [{ ip: '10.0.0.1' }] } }),
+    want: {
+      object: {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'Ingress',
+        metadata: { namespace: superNs, name: 'shop', labels: { app: 'shop' }, annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/' } },
+        spec: fullSpec,
+      },
+    },
+  },
+  {
+    name: 'existing: built on the super ingress (uid, status and super-only spec fields kept), tenant fields win, removed ones go',
+    tenantObj: tenantIngress({ ingressClassName: 'nginx-internal', rules }),
+    superObj: superIngress({ ...fullSpec, 'x-defaulted': true }, { loadBalancer: lb }),
+    want: {
+      object: {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'Ingress',
+        metadata: {
+          namespace: superNs,
+          name: 'shop',
+          uid: 'super-ing-uid',
+          resourceVersion: '300',
+          labels: { app: 'shop' },
+          annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/' },
+        },
+        spec: { ingressClassName: 'nginx-internal', rules, 'x-defaulted': true },
+        status: { loadBalancer: lb },
+      },
+    },
+  },
+];
+
+describe('ingresses toSuper', () => {
+  it.each(downCases)('$name', (c) => {
+    const before = structuredClone([c.tenantObj, c.superObj]);
+    expect(ingressesPlugin.toSuper(c.tenantObj, c.superObj, testContext({ tenant }))).toStrictEqual(c.want);
+    expect([c.tenantObj, c.superObj]).toEqual(before);
+  });
+});
+
+const upCases: Array<{ name: string; superObj?: Ingress; tenantObj?: Ingress; want: Decision<Ingress> }> = [
+  {
+    name: 'load balancer status carried up, tenant spec untouched',
+    superObj: superIngress({ ...fullSpec, ingressClassName: 'other' }, { loadBalancer: lb }),
+    tenantObj: tenantIngress(fullSpec),
+    want: { object: tenantIngress(fullSpec, { loadBalancer: lb }) },
+  },
+  {
+    name: 'super ingress without an address: a stale tenant address is cleared',
+    superObj: superIngress(fullSpec),
+    tenantObj: tenantIngress(fullSpec, { loadBalancer: lb }),
+    want: { object: tenantIngress(fullSpec, { loadBalancer: {} }) },
+  },
+  {
+    name: 'super ingress not there (yet): tenant unchanged',
+    tenantObj: tenantIngress(fullSpec, { loadBalancer: lb }),
+    want: { object: tenantIngress(fullSpec, { loadBalancer: lb }) },
+  },
+  {
+    name: 'tenant ingress gone: nothing to carry up',
+    superObj: superIngress(fullSpec, { loadBalancer: lb }),
+    want: { object: null, skip: { reason: 'NoTenantObject', message: 'the tenant ingress is gone; nothing to carry up' } },
+  },
+];
+
+describe('ingresses toTenant', () => {
+  it.each(upCases)('$name', (c) => {
+    const before = structuredClone([c.superObj, c.tenantObj]);
+    expect(ingressesPlugin.toTenant(c.superObj, c.tenantObj)).toStrictEqual(c.want);
+    expect([c.superObj, c.tenantObj]).toEqual(before);
+  });
+});
+
+describe('ingresses manifest', () => {
+  it('is an opt-in both plugin of namespaced Ingresses and the default export', () => {
+    expect(plugin).toBe(ingressesPlugin);
+    expect(plugin.manifest).toEqual({
+      name: 'ingresses',
+      version: '0.1.0',
+      description: expect.any(String),
+      resource: { group: 'networking.k8s.io', version: 'v1', resource: 'ingresses', kind: 'Ingress', namespaced: true },
+      direction: 'both',
+      sourceOfTruth: 'tenant',
+      processes: ['manager'],
+      optIn: true,
+    });
+  });
+});

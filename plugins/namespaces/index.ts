@@ -1,0 +1,74 @@
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
+import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+
+/** Namespace is the part of a core/v1 Namespace this plugin touches. */
+export interface Namespace extends KubeObject {
+  spec?: { finalizers?: string[] };
+  status?: { phase?: string; [field: string]: unknown };
+}
+
+/** POD_SECURITY_MODES are the Pod Security admission modes labelled with the tenant's level on its super namespaces. */
+export const POD_SECURITY_MODES = ['enforce', 'audit', 'warn'] as const;
+
+/** POD_SECURITY_PREFIX is the label prefix of Pod Security admission; the tenant never sets keys under it in the super. */
+export const POD_SECURITY_PREFIX = 'pod-security.kubernetes.io/';
+
+/** NAME_LABEL is the label the apiserver sets on every Namespace to its own name. */
+export const NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/**
+ * SUPER_ANNOTATION_PREFIXES are namespace annotations that configure super admission for the Pods of the namespace
+ * (PodNodeSelector, PodTolerationRestriction). They belong to the super admin: tenant values are dropped and the
+ * super's values are kept, so a tenant cannot pick nodes or whitelist tolerations for itself.
+ */
+export const SUPER_ANNOTATION_PREFIXES = ['scheduler.alpha.kubernetes.io/'] as const;
+
+const superOwned = (key: string): boolean => SUPER_ANNOTATION_PREFIXES.some((p) => key.startsWith(p));
+
+function superName(_tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { name: string } {
+  return { name: ctx.names.superNamespace(tenantName) };
+}
+
+function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: PluginContext): Decision<Namespace> {
+  const meta = downMeta(tenantObj, superObj, ctx, superName('', tenantObj.metadata?.name ?? '', ctx));
+  const sm = superObj?.metadata;
+
+  const labels: Record<string, string> = {};
+  for (const [k, v] of Object.entries(meta.labels ?? {})) if (!k.startsWith(POD_SECURITY_PREFIX) && k !== NAME_LABEL) labels[k] = v;
+  for (const mode of POD_SECURITY_MODES) labels[`${POD_SECURITY_PREFIX}${mode}`] = ctx.tenant.podSecurityLevel;
+  const ownName = sm?.labels?.[NAME_LABEL];
+  if (ownName !== undefined) labels[NAME_LABEL] = ownName;
+  meta.labels = labels;
+
+  const annotations: Record<string, string> = {};
+  for (const [k, v] of Object.entries(meta.annotations ?? {})) if (!superOwned(k)) annotations[k] = v;
+  for (const [k, v] of Object.entries(sm?.annotations ?? {})) if (superOwned(k)) annotations[k] = v;
+  if (Object.keys(annotations).length) meta.annotations = annotations;
+  else delete meta.annotations;
+
+  if (sm?.finalizers?.length) meta.finalizers = [...sm.finalizers];
+  if (!superObj) return { object: newObject<Namespace>({ apiVersion: 'v1', kind: 'Namespace' }, meta) };
+  return { object: { ...clone(superObj), metadata: meta } };
+}
+
+/**
+ * namespacesPlugin creates one super Namespace per tenant Namespace, named by the names module, carrying the
+ * tenant's labels and annotations and the tenant's Pod Security level. Spec and finalizers stay the super's.
+ */
+export const namespacesPlugin = {
+  manifest: {
+    name: 'namespaces',
+    version: '0.1.0',
+    description: 'Creates a prefixed super Namespace for every tenant Namespace, labelled with the tenant Pod Security level.',
+    resource: { ...R.namespaces },
+    direction: 'down',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+  },
+  toSuper,
+  superName,
+} satisfies ResourcePlugin<Namespace>;
+
+export default namespacesPlugin;

@@ -1,0 +1,239 @@
+import { describe, expect, it } from 'vitest';
+import { R } from '../../core/kube/resources.ts';
+import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
+import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
+import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
+import type { Tenant } from '../../core/syncer/tenant.ts';
+import type { Pod } from '../pods/types.ts';
+import plugin, { buildVNode, nodesPlugin, type Node } from './index.ts';
+
+const KEY = testTenant().key;
+const OTHER = 'team-b-4d5e6f-prod';
+const NOW = new Date('2026-01-01T00:10:00Z');
+const ago = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();
+
+const superNode: Node = {
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: {
+    name: 'node-1',
+    uid: 'super-node-uid',
+    resourceVersion: '99',
+    labels: { 'kubernetes.io/hostname': 'node-1', 'topology.kubernetes.io/zone': 'z1' },
+    annotations: { 'node.alpha.kubernetes.io/ttl': '0' },
+  },
+  spec: { podCIDR: '10.244.1.0/24', providerID: 'kwok://node-1', taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+  status: {
+    conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
+    capacity: { cpu: '8', memory: '32Gi', pods: '110' },
+    allocatable: { cpu: '7800m', memory: '31Gi', pods: '110' },
+    nodeInfo: { kubeletVersion: 'v1.36.3', osImage: 'Linux', architecture: 'amd64' },
+    addresses: [
+      { type: 'InternalIP', address: '192.168.0.11' },
+      { type: 'ExternalIP', address: '203.0.113.7' },
+      { type: 'Hostname', address: 'node-1.super.example' },
+    ],
+    daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+    images: [{ names: ['other-tenant/secret-image:1'], sizeBytes: 1 }],
+  },
+};
+
+/** mirrored is the vNode of superNode: what every rule that keeps a vNode expects. */
+const mirrored = (o: { host?: string; port?: number; extraMeta?: Record<string, unknown> } = {}): Node => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: {
+    name: 'node-1',
+    labels: { 'kubernetes.io/hostname': 'node-1', 'topology.kubernetes.io/zone': 'z1', 'tenancy.x-k8s.io/vnode': 'true' },
+    ...o.extraMeta,
+  },
+  spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+  status: {
+    conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
+    capacity: { cpu: '8', memory: '32Gi', pods: '110' },
+    allocatable: { cpu: '7800m', memory: '31Gi', pods: '110' },
+    nodeInfo: { kubeletVersion: 'v1.36.3', osImage: 'Linux', architecture: 'amd64' },
+    addresses: [
+      { type: 'InternalIP', address: o.host ?? '192.168.0.11' },
+      { type: 'Hostname', address: 'node-1' },
+    ],
+    daemonEndpoints: { kubeletEndpoint: { Port: o.port ?? 10550 } },
+  },
+});
+
+/** existing is a vNode as read from the tenant, with fields the tenant apiserver set. */
+const existing = (annotations?: Record<string, string>): Node => {
+  const n = mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', ...(annotations ? { annotations } : {}) } });
+  n.status!.capacity = { cpu: '4' };
+  return n;
+};
+
+const tenantPodOn = (node: string | undefined): Pod => ({
+  metadata: { name: 'web', namespace: 'default', uid: 't1' },
+  spec: { containers: [{ name: 'c' }], ...(node ? { nodeName: node } : {}) },
+});
+
+const superPodOn = (node: string, cluster: string): Pod => ({
+  metadata: {
+    name: 'web',
+    namespace: `${cluster}-default`,
+    labels: { [LABEL.managedBy]: MANAGER },
+    annotations: { [ANN.cluster]: cluster, [ANN.namespace]: 'default', [ANN.name]: 'web', [ANN.uid]: 't1' },
+  },
+  spec: { containers: [{ name: 'c' }], nodeName: node },
+});
+
+interface Case {
+  name: string;
+  superNode?: Node;
+  vNode?: Node;
+  tenantPods?: Pod[];
+  superPods?: Pod[];
+  pluginConfig?: Tenant['pluginConfig'];
+  want: Decision<Node>;
+}
+
+const cases: Case[] = [
+  {
+    name: 'a tenant Pod bound to the node: the vNode mirrors the super node and points at the vn-agent on the node',
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: mirrored() },
+  },
+  {
+    name: 'the vn-agent host and port come from pluginConfig.vnAgent',
+    tenantPods: [tenantPodOn('node-1')],
+    pluginConfig: { vnAgent: { host: 'vn-agent.example', port: 10666 } },
+    want: { object: mirrored({ host: 'vn-agent.example', port: 10666 }) },
+  },
+  {
+    name: 'a vn-agent port without host keeps the node InternalIP',
+    tenantPods: [tenantPodOn('node-1')],
+    pluginConfig: { vnAgent: { port: 10777 } },
+    want: { object: mirrored({ port: 10777 }) },
+  },
+  {
+    name: 'a super Pod of this tenant on the node (not yet bound in the tenant) keeps the vNode',
+    tenantPods: [tenantPodOn(undefined)],
+    superPods: [superPodOn('node-1', KEY)],
+    want: { object: mirrored() },
+  },
+  {
+    name: 'an existing vNode is updated in place: tenant-set metadata survives, super changes follow',
+    vNode: existing(),
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5' } }) },
+  },
+  {
+    name: 'a Pod reappearing on an empty vNode clears the empty-since mark',
+    vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(60), keep: 'me' }),
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { keep: 'me' } } }) },
+  },
+  {
+    name: 'the last Pod left: the vNode is marked empty now and looked at again after the grace period',
+    vNode: existing(),
+    tenantPods: [tenantPodOn('node-2')],
+    superPods: [superPodOn('node-1', OTHER)],
+    want: {
+      object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() } } }),
+      requeueAfterMs: 120_000,
+    },
+  },
+  {
+    name: 'empty for less than the grace period: kept, requeued for the rest',
+    vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }),
+    want: {
+      object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { 'tenancy.x-k8s.io/empty-since': ago(100) } } }),
+      requeueAfterMs: 20_000,
+    },
+  },
+  {
+    name: 'empty for the grace period: deleted',
+    vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(120) }),
+    want: { object: null },
+  },
+  {
+    name: 'the grace period comes from pluginConfig.nodes.gracePeriodSeconds',
+    vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }),
+    pluginConfig: { nodes: { gracePeriodSeconds: 30 } },
+    want: { object: null },
+  },
+  {
+    name: 'a configured grace period is used for the first requeue',
+    vNode: existing(),
+    pluginConfig: { nodes: { gracePeriodSeconds: 30 } },
+    want: {
+      object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() } } }),
+      requeueAfterMs: 30_000,
+    },
+  },
+  {
+    name: 'no Pod and no vNode: nothing is created',
+    want: { object: null },
+  },
+  {
+    name: 'the super node is gone: the vNode is deleted even with Pods bound',
+    superNode: undefined,
+    vNode: existing(),
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: null },
+  },
+];
+
+describe('nodes plugin: toTenant', () => {
+  it.each(cases)('$name', (c) => {
+    const ctx = testContext({
+      tenant: testTenant(c.pluginConfig ? { pluginConfig: c.pluginConfig } : {}),
+      tenantCache: new MapCache([[R.pods, c.tenantPods ?? []]]),
+      superCache: new MapCache([[R.pods, c.superPods ?? []]]),
+      now: NOW,
+    });
+    const sn = 'superNode' in c ? c.superNode : superNode;
+    const vNode = c.vNode && structuredClone(c.vNode);
+    const got = nodesPlugin.toTenant!(sn && structuredClone(sn), vNode, ctx);
+    expect(got).toEqual(c.want);
+    expect(vNode).toEqual(c.vNode);
+  });
+});
+
+describe('nodes plugin: buildVNode', () => {
+  it('builds the vNode the core creates before binding', () => {
+    expect(buildVNode(structuredClone(superNode), testContext())).toEqual(mirrored());
+  });
+  it('omits InternalIP when neither the vn-agent host nor the node InternalIP is known', () => {
+    const n = structuredClone(superNode);
+    n.status!.addresses = [{ type: 'Hostname', address: 'h' }];
+    expect(buildVNode(n, testContext()).status?.addresses).toEqual([{ type: 'Hostname', address: 'node-1' }]);
+  });
+});
+
+describe('nodes plugin: route', () => {
+  it('routes a super node to every tenant with Pods on it', () => {
+    const rctx: RouteContext = {
+      tenants: [],
+      superCache: new MapCache(),
+      tenantsOnNode: (n) => (n === 'node-1' ? [KEY, OTHER] : []),
+      tenantOfNamespace: () => undefined,
+    };
+    expect(nodesPlugin.route!(superNode, rctx)).toEqual([
+      { tenant: KEY, namespace: '', name: 'node-1' },
+      { tenant: OTHER, namespace: '', name: 'node-1' },
+    ]);
+    expect(nodesPlugin.route!({ ...superNode, metadata: { name: 'node-9' } }, rctx)).toEqual([]);
+  });
+});
+
+describe('nodes plugin: manifest', () => {
+  it('owns core/v1 nodes, up from the super, and is the default export', () => {
+    expect(nodesPlugin.manifest).toEqual({
+      name: 'nodes',
+      version: '0.1.0',
+      description: expect.any(String),
+      resource: { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false },
+      direction: 'up',
+      sourceOfTruth: 'super',
+      processes: ['manager'],
+    });
+    expect(plugin).toBe(nodesPlugin);
+  });
+});

@@ -1,0 +1,263 @@
+import { describe, expect, it } from 'vitest';
+import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
+import type { Decision, Plugin } from '../../core/plugins/contract.ts';
+import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import plugin, { persistentvolumeclaimsPlugin, type PersistentVolumeClaim } from './index.ts';
+
+const tenant = testTenant();
+const sns = superNamespace(tenant.key, 'data');
+const frozen = <T>(o: T): T => {
+  if (o && typeof o === 'object') for (const v of Object.values(Object.freeze(o))) frozen(v);
+  return o;
+};
+
+const tenantPvc = (over: Partial<PersistentVolumeClaim> = {}, meta: Record<string, unknown> = {}): PersistentVolumeClaim => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: {
+    namespace: 'data',
+    name: 'db',
+    uid: 'tenant-uid',
+    resourceVersion: '5',
+    labels: { app: 'db' },
+    finalizers: ['kubernetes.io/pvc-protection'],
+    ...meta,
+  },
+  spec: {
+    accessModes: ['ReadWriteOnce'],
+    resources: { requests: { storage: '1Gi' } },
+    storageClassName: 'fast',
+    volumeMode: 'Filesystem',
+  },
+  status: { phase: 'Pending' },
+  ...over,
+});
+
+const superServerMeta = {
+  namespace: sns,
+  name: 'db',
+  uid: 'super-uid',
+  resourceVersion: '88',
+  creationTimestamp: '2025-11-02T00:00:00Z',
+  finalizers: ['kubernetes.io/pvc-protection'],
+};
+const bindAnnotations = {
+  'pv.kubernetes.io/bind-completed': 'yes',
+  'pv.kubernetes.io/bound-by-controller': 'yes',
+  'volume.kubernetes.io/storage-provisioner': 'csi.example.com',
+  'volume.kubernetes.io/selected-node': 'node-1',
+};
+const boundStatus = {
+  phase: 'Bound',
+  accessModes: ['ReadWriteOnce'],
+  capacity: { storage: '1Gi' },
+  conditions: [{ type: 'FileSystemResizePending', status: 'True' }],
+};
+
+/** superPvc is the super claim as the apiserver returns it once bound: server fields, defaults, binding annotations. */
+const superPvc = (phase: 'Bound' | 'Pending' = 'Bound'): PersistentVolumeClaim => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: {
+    ...superServerMeta,
+    labels: { app: 'old', [LABEL.managedBy]: MANAGER },
+    annotations: { ...(phase === 'Bound' ? bindAnnotations : {}), [ANN.cluster]: tenant.key },
+  },
+  spec: {
+    accessModes: ['ReadWriteOnce'],
+    resources: { requests: { storage: '1Gi' } },
+    storageClassName: 'fast',
+    volumeMode: 'Filesystem',
+    ...(phase === 'Bound' ? { volumeName: 'pvc-123' } : {}),
+  },
+  status: phase === 'Bound' ? boundStatus : { phase: 'Pending' },
+});
+
+interface DownCase {
+  name: string;
+  tenant: PersistentVolumeClaim;
+  super?: PersistentVolumeClaim;
+  opaque?: string[];
+  want: Decision<PersistentVolumeClaim>;
+}
+
+const down: DownCase[] = [
+  {
+    name: 'create: spec fields copied; volumeName, status, tenant binding annotations and finalizers not; dataSourceRef namespace mapped',
+    tenant: tenantPvc(
+      {
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: 'fast',
+          volumeMode: 'Block',
+          selector: { matchLabels: { tier: 'gold' } },
+          dataSource: { kind: 'PersistentVolumeClaim', name: 'seed' },
+          dataSourceRef: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap', namespace: 'backups' },
+          volumeName: 'pvc-999',
+        },
+        status: { phase: 'Bound' },
+      },
+      { annotations: { note: 'x', 'pv.kubernetes.io/bind-completed': 'yes', 'volume.kubernetes.io/selected-node': 'tenant-node' } },
+    ),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { namespace: sns, name: 'db', labels: { app: 'db' }, annotations: { note: 'x' } },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: 'fast',
+          volumeMode: 'Block',
+          selector: { matchLabels: { tier: 'gold' } },
+          dataSource: { kind: 'PersistentVolumeClaim', name: 'seed' },
+          dataSourceRef: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap', namespace: superNamespace(tenant.key, 'backups') },
+        },
+      },
+    },
+  },
+  {
+    name: 'update (bound): only resources.requests follows the tenant; super spec, binding annotations, finalizers, status stay',
+    tenant: tenantPvc(
+      { spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '2Gi' } }, storageClassName: 'slow', volumeName: 'pvc-123' } },
+      { annotations: { note: 'x', 'pv.kubernetes.io/bind-completed': 'no' } },
+    ),
+    super: superPvc('Bound'),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { ...superServerMeta, labels: { app: 'db' }, annotations: { note: 'x', ...bindAnnotations } },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '2Gi' } },
+          storageClassName: 'fast',
+          volumeMode: 'Filesystem',
+          volumeName: 'pvc-123',
+        },
+        status: boundStatus,
+      },
+    },
+  },
+  {
+    name: 'update (pending): resources.requests is immutable until bound, so the super spec is kept whole',
+    tenant: tenantPvc({ spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '5Gi' } } } }),
+    super: superPvc('Pending'),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { ...superServerMeta, labels: { app: 'db' } },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' },
+        status: { phase: 'Pending' },
+      },
+    },
+  },
+  {
+    name: 'reserved keys: a forged tenancy.x-k8s.io annotation never reaches the super',
+    tenant: tenantPvc({}, { annotations: { [ANN.uid]: 'forged' }, labels: { [LABEL.managedBy]: 'me' } }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { namespace: sns, name: 'db' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' },
+      },
+    },
+  },
+  {
+    name: "opaque prefixes: the tenant's opaque keys are dropped",
+    opaque: ['secret.example.com/'],
+    tenant: tenantPvc({}, { annotations: { 'secret.example.com/k': 'v', keep: 'me' } }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { namespace: sns, name: 'db', labels: { app: 'db' }, annotations: { keep: 'me' } },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' },
+      },
+    },
+  },
+];
+
+describe('persistentvolumeclaims toSuper', () => {
+  it.each(down)('$name', (c) => {
+    const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }) });
+    expect(persistentvolumeclaimsPlugin.toSuper(frozen(c.tenant), c.super && frozen(c.super), ctx)).toEqual(c.want);
+  });
+});
+
+interface UpCase {
+  name: string;
+  super: PersistentVolumeClaim;
+  tenant: PersistentVolumeClaim;
+  want: Decision<PersistentVolumeClaim>;
+}
+
+const pendingTenant = tenantPvc();
+const withVolume = (p: PersistentVolumeClaim, volumeName: string, status = boundStatus): PersistentVolumeClaim => ({
+  ...p,
+  spec: { ...p.spec, volumeName },
+  status,
+});
+
+const up: UpCase[] = [
+  {
+    name: 'bound in the super: status and spec.volumeName carried up, nothing else changes',
+    super: superPvc('Bound'),
+    tenant: pendingTenant,
+    want: { object: withVolume(pendingTenant, 'pvc-123') },
+  },
+  {
+    name: 'already bound in the tenant to the same volume: no change',
+    super: superPvc('Bound'),
+    tenant: withVolume(pendingTenant, 'pvc-123'),
+    want: { object: withVolume(pendingTenant, 'pvc-123') },
+  },
+  {
+    name: 'tenant names another volume: volumeName cannot change once set, kept, with a warning event; status still follows',
+    super: superPvc('Bound'),
+    tenant: withVolume(pendingTenant, 'pvc-tenant', { phase: 'Pending' } as typeof boundStatus),
+    want: {
+      object: withVolume(pendingTenant, 'pvc-tenant'),
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'data', name: 'db', uid: 'tenant-uid' },
+          eventType: 'Warning',
+          reason: 'VolumeNameMismatch',
+          message: expect.stringContaining('pvc-123') as unknown as string,
+        },
+      ],
+    },
+  },
+  {
+    name: 'pending in the super: status follows (stale conditions and capacity removed), no volumeName',
+    super: superPvc('Pending'),
+    tenant: { ...pendingTenant, status: { phase: 'Lost', capacity: { storage: '1Gi' }, conditions: [{ type: 'Resizing' }] } },
+    want: { object: { ...pendingTenant, status: { phase: 'Pending' } } },
+  },
+];
+
+describe('persistentvolumeclaims toTenant', () => {
+  it.each(up)('$name', (c) => {
+    expect(persistentvolumeclaimsPlugin.toTenant(frozen(structuredClone(c.super)), frozen(structuredClone(c.tenant)), testContext())).toEqual(c.want);
+  });
+});
+
+describe('persistentvolumeclaims manifest', () => {
+  it('declares a both, tenant-truth plugin for core/v1 persistentvolumeclaims and is the default export', () => {
+    const asPlugin: Plugin = persistentvolumeclaimsPlugin;
+    expect(asPlugin.manifest).toMatchObject({
+      name: 'persistentvolumeclaims',
+      version: '0.1.0',
+      resource: { group: '', version: 'v1', resource: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true },
+      direction: 'both',
+      sourceOfTruth: 'tenant',
+      processes: ['manager'],
+    });
+    expect(plugin).toBe(persistentvolumeclaimsPlugin);
+  });
+});

@@ -1,0 +1,135 @@
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { Decision, Effect, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
+import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+
+/** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
+export interface TypedObjectReference {
+  apiGroup?: string;
+  kind?: string;
+  name?: string;
+  namespace?: string;
+}
+
+/** PersistentVolumeClaimSpec is the part of a claim's spec this plugin touches. */
+export interface PersistentVolumeClaimSpec {
+  accessModes?: string[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  storageClassName?: string;
+  volumeMode?: string;
+  selector?: Record<string, unknown>;
+  dataSource?: TypedObjectReference;
+  dataSourceRef?: TypedObjectReference;
+  volumeName?: string;
+  [field: string]: unknown;
+}
+
+/** PersistentVolumeClaim is the part of a core/v1 PersistentVolumeClaim this plugin touches. */
+export interface PersistentVolumeClaim extends KubeObject {
+  spec?: PersistentVolumeClaimSpec;
+  status?: { phase?: string; accessModes?: string[]; capacity?: Record<string, string>; conditions?: Array<Record<string, unknown>>; [field: string]: unknown };
+}
+
+/** DOWN_SPEC_FIELDS are the spec fields a new super claim takes from the tenant claim. */
+export const DOWN_SPEC_FIELDS = ['accessModes', 'resources', 'storageClassName', 'volumeMode', 'selector', 'dataSource', 'dataSourceRef'] as const;
+
+/** UP_STATUS_FIELDS are the status fields the tenant claim takes from the super claim. */
+export const UP_STATUS_FIELDS = ['phase', 'accessModes', 'capacity', 'conditions'] as const;
+
+/**
+ * SUPER_ANNOTATIONS are claim annotations written by the super's volume controllers and scheduler (binding,
+ * provisioner, selected node, resizer). Tenant values are dropped; the super's are kept, or every write would
+ * strip them and the super's PV controller would put them back.
+ */
+export const SUPER_ANNOTATIONS = [
+  'volume.kubernetes.io/storage-provisioner',
+  'volume.beta.kubernetes.io/storage-provisioner',
+  'volume.kubernetes.io/selected-node',
+  'volume.kubernetes.io/storage-resizer',
+] as const;
+
+/** SUPER_ANNOTATION_PREFIXES are prefixes of claim annotations owned by the super like SUPER_ANNOTATIONS. */
+export const SUPER_ANNOTATION_PREFIXES = ['pv.kubernetes.io/'] as const;
+
+const superOwned = (key: string): boolean =>
+  (SUPER_ANNOTATIONS as readonly string[]).includes(key) || SUPER_ANNOTATION_PREFIXES.some((p) => key.startsWith(p));
+
+function toSuper(tenantObj: PersistentVolumeClaim, superObj: PersistentVolumeClaim | undefined, ctx: PluginContext): Decision<PersistentVolumeClaim> {
+  const tm = tenantObj.metadata ?? {};
+  const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' });
+  const sm = superObj?.metadata;
+  const annotations: Record<string, string> = {};
+  for (const [k, v] of Object.entries(meta.annotations ?? {})) if (!superOwned(k)) annotations[k] = v;
+  for (const [k, v] of Object.entries(sm?.annotations ?? {})) if (superOwned(k)) annotations[k] = v;
+  if (Object.keys(annotations).length) meta.annotations = annotations;
+  else delete meta.annotations;
+  if (sm?.finalizers?.length) meta.finalizers = [...sm.finalizers];
+
+  if (!superObj) {
+    const ts = tenantObj.spec ?? {};
+    const spec: PersistentVolumeClaimSpec = {};
+    for (const f of DOWN_SPEC_FIELDS) if (ts[f] !== undefined) spec[f] = clone(ts[f]) as never;
+    if (spec.dataSourceRef?.namespace) spec.dataSourceRef.namespace = ctx.names.superNamespace(spec.dataSourceRef.namespace);
+    return { object: newObject<PersistentVolumeClaim>({ apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, meta, { spec }) };
+  }
+
+  // The spec of a claim is immutable except resources.requests, and that only once the claim is bound.
+  const desired: PersistentVolumeClaim = { ...clone(superObj), metadata: meta };
+  const requests = tenantObj.spec?.resources?.requests;
+  if (requests && superObj.status?.phase === 'Bound') {
+    const spec = (desired.spec ??= {});
+    spec.resources = { ...spec.resources, requests: clone(requests) };
+  }
+  return { object: desired };
+}
+
+function toTenant(superObj: PersistentVolumeClaim | undefined, tenantObj: PersistentVolumeClaim | undefined, _ctx: PluginContext): Decision<PersistentVolumeClaim> {
+  if (!tenantObj) return { object: null, skip: { reason: 'NoTenantObject', message: 'the tenant claim is gone; nothing to carry up' } };
+  const desired = clone(tenantObj);
+  if (!superObj) return { object: desired };
+  const status = { ...desired.status };
+  for (const f of UP_STATUS_FIELDS) {
+    const v = superObj.status?.[f];
+    if (v === undefined) delete status[f];
+    else status[f] = clone(v) as never;
+  }
+  desired.status = status;
+
+  const effects: Effect[] = [];
+  const volume = superObj.spec?.volumeName;
+  const own = desired.spec?.volumeName;
+  if (volume && !own) desired.spec = { ...desired.spec, volumeName: volume };
+  else if (volume && own !== volume) {
+    const tm = tenantObj.metadata ?? {};
+    effects.push({
+      type: 'event',
+      side: 'tenant',
+      regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid },
+      eventType: 'Warning',
+      reason: 'VolumeNameMismatch',
+      message: `the claim names volume ${own} but the super cluster bound it to ${volume}; spec.volumeName cannot change once set`,
+    });
+  }
+  return effects.length ? { object: desired, effects } : { object: desired };
+}
+
+/**
+ * persistentvolumeclaimsPlugin copies tenant claims to the super cluster, where they are provisioned and bound,
+ * and carries the binding back: status, and spec.volumeName (the super PV, which the persistentvolumes plugin shows
+ * to the tenant under the same name). volumeName never goes down: the super binds.
+ */
+export const persistentvolumeclaimsPlugin = {
+  manifest: {
+    name: 'persistentvolumeclaims',
+    version: '0.1.0',
+    description: 'Copies tenant PersistentVolumeClaims to the super cluster and carries binding and status back.',
+    resource: { ...R.persistentvolumeclaims },
+    direction: 'both',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+  },
+  toSuper,
+  toTenant,
+} satisfies ResourcePlugin<PersistentVolumeClaim>;
+
+export default persistentvolumeclaimsPlugin;

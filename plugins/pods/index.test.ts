@@ -1,0 +1,547 @@
+import { describe, expect, it } from 'vitest';
+import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
+import type { Decision, Effect } from '../../core/plugins/contract.ts';
+import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import type { Tenant } from '../../core/syncer/tenant.ts';
+import plugin, { podsPlugin, tokenSecretName, translateKubeletPath } from './index.ts';
+import type { Pod, PodSpec } from './types.ts';
+
+const ctx = testContext();
+const SNS = ctx.names.superNamespace('default');
+const TUID = 'tenant-uid-1';
+
+const tokenVolume = {
+  name: 'kube-api-access-x7k2p',
+  projected: {
+    defaultMode: 420,
+    sources: [
+      { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+      { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      { downwardAPI: { items: [{ fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' }, path: 'namespace' }] } },
+    ],
+  },
+};
+const tokenMount = { name: 'kube-api-access-x7k2p', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true };
+const tokenSecretVolume = {
+  name: 'kube-api-access-x7k2p',
+  secret: {
+    secretName: 'web-vc-token',
+    defaultMode: 420,
+    items: [
+      { key: 'token', path: 'token' },
+      { key: 'ca.crt', path: 'ca.crt' },
+      { key: 'namespace', path: 'namespace' },
+    ],
+  },
+};
+
+function tenantPod(spec: Partial<PodSpec> = {}, meta: Record<string, unknown> = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'web',
+      namespace: 'default',
+      uid: TUID,
+      resourceVersion: '42',
+      labels: { app: 'web' },
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-abc', uid: 'rs-uid' }],
+      ...meta,
+    },
+    spec: { containers: [{ name: 'app', image: 'nginx:1' }], ...spec },
+    status: { phase: 'Pending' },
+  };
+}
+
+function superPod(spec: Partial<PodSpec> = {}, status: Pod['status'] = {}, meta: Record<string, unknown> = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'web',
+      namespace: SNS,
+      uid: 'super-uid-9',
+      resourceVersion: '7',
+      labels: { app: 'web', [LABEL.managedBy]: MANAGER, [LABEL.cluster]: ctx.tenant.key },
+      annotations: { [ANN.cluster]: ctx.tenant.key, [ANN.namespace]: 'default', [ANN.name]: 'web', [ANN.uid]: TUID },
+      ...meta,
+    },
+    spec: { containers: [{ name: 'app', image: 'nginx:1' }], ...spec },
+    status,
+  };
+}
+
+const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'web', namespace: SNS, labels },
+  spec: { automountServiceAccountToken: false, ...spec },
+});
+
+const tokenEffect = (serviceAccount = 'default'): Effect => ({
+  type: 'serviceAccountToken',
+  namespace: 'default',
+  pod: 'web',
+  podUid: TUID,
+  serviceAccount,
+  secretName: 'web-vc-token',
+});
+
+interface ToSuperCase {
+  name: string;
+  tenant: Pod;
+  super?: Pod;
+  tenantOver?: Partial<Tenant>;
+  want: Decision<Pod>;
+}
+
+const NOW = '2026-01-01T00:00:00Z';
+
+const toSuperCases: ToSuperCase[] = [
+  {
+    name: 'a tenant Pod naming its node is refused with a Warning event on the tenant Pod',
+    tenant: tenantPod({ nodeName: 'node-1' }),
+    want: {
+      object: null,
+      skip: { reason: 'NodeNameNotSupported', message: expect.stringContaining('node-1') as unknown as string },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: TUID },
+          eventType: 'Warning',
+          reason: 'NodeNameNotSupported',
+          message: expect.stringContaining('spec.nodeName') as unknown as string,
+        },
+      ],
+    },
+  },
+  {
+    name: 'a bound tenant Pod whose super Pod exists is synced (nodeName came from the bind)',
+    tenant: tenantPod({ nodeName: 'node-1' }),
+    super: superPod({ nodeName: 'node-1' }),
+    want: {
+      object: { ...superPod({ nodeName: 'node-1' }), metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined } },
+    },
+  },
+  {
+    name: 'a terminating tenant Pod with a super Pod: the super Pod must go',
+    tenant: tenantPod({}, { deletionTimestamp: NOW }),
+    super: superPod(),
+    want: { object: null },
+  },
+  {
+    name: 'a terminating tenant Pod without a super Pod is deleted at once (no kubelet finalizes it)',
+    tenant: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
+    want: { object: null, effects: [{ type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 }] },
+  },
+  {
+    name: 'new super Pod: spec copied, nodeName cleared, hostname and subdomain kept, owners and status dropped',
+    tenant: tenantPod({
+      hostname: 'web-0',
+      subdomain: 'web-headless',
+      schedulerName: 'default-scheduler',
+      tolerations: [{ key: 'k', operator: 'Exists' }],
+    }),
+    want: {
+      object: newSuper({
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        hostname: 'web-0',
+        subdomain: 'web-headless',
+        schedulerName: 'default-scheduler',
+        tolerations: [{ key: 'k', operator: 'Exists' }],
+      }),
+    },
+  },
+  {
+    name: 'new super Pod: reserved annotations of the tenant are not copied down',
+    tenant: tenantPod({}, { annotations: { note: 'x', [ANN.cluster]: 'forged' } }),
+    want: { object: { ...newSuper({ containers: [{ name: 'app', image: 'nginx:1' }] }), metadata: { name: 'web', namespace: SNS, labels: { app: 'web' }, annotations: { note: 'x' } } } },
+  },
+  {
+    name: 'new super Pod: the kube-api-access volume becomes the vc-token Secret and the token effect is emitted',
+    tenant: tenantPod({
+      serviceAccountName: 'default',
+      containers: [{ name: 'app', image: 'nginx:1', volumeMounts: [tokenMount] }],
+      volumes: [{ name: 'data', emptyDir: {} }, tokenVolume],
+    }),
+    want: {
+      object: newSuper({
+        serviceAccountName: 'default',
+        containers: [{ name: 'app', image: 'nginx:1', volumeMounts: [tokenMount] }],
+        volumes: [{ name: 'data', emptyDir: {} }, tokenSecretVolume],
+      }),
+      effects: [tokenEffect()],
+    },
+  },
+  {
+    name: 'new super Pod: the token effect names the Pod service account',
+    tenant: tenantPod({ serviceAccountName: 'builder', volumes: [tokenVolume] }),
+    want: {
+      object: newSuper({ serviceAccountName: 'builder', containers: [{ name: 'app', image: 'nginx:1' }], volumes: [tokenSecretVolume] }),
+      effects: [tokenEffect('builder')],
+    },
+  },
+  {
+    name: 'new super Pod: a projected volume not from the ServiceAccount admission is left alone',
+    tenant: tenantPod({ volumes: [{ name: 'kube-api-access-x', projected: { sources: [{ secret: { name: 's' } }] } }] }),
+    want: {
+      object: newSuper({
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        volumes: [{ name: 'kube-api-access-x', projected: { sources: [{ secret: { name: 's' } }] } }],
+      }),
+    },
+  },
+  {
+    name: 'new super Pod: kube-root-ca.crt is renamed in volumes, projections, env and envFrom',
+    tenant: tenantPod({
+      containers: [
+        {
+          name: 'app',
+          image: 'nginx:1',
+          env: [
+            { name: 'CA', valueFrom: { configMapKeyRef: { name: 'kube-root-ca.crt', key: 'ca.crt' } } },
+            { name: 'OTHER', valueFrom: { configMapKeyRef: { name: 'settings', key: 'x' } } },
+          ],
+          envFrom: [{ configMapRef: { name: 'kube-root-ca.crt' } }, { secretRef: { name: 'kube-root-ca.crt' } }],
+        },
+      ],
+      initContainers: [{ name: 'init', image: 'busybox', envFrom: [{ configMapRef: { name: 'kube-root-ca.crt' } }] }],
+      volumes: [
+        { name: 'ca', configMap: { name: 'kube-root-ca.crt' } },
+        { name: 'mix', projected: { sources: [{ configMap: { name: 'kube-root-ca.crt' } }, { configMap: { name: 'settings' } }] } },
+      ],
+    }),
+    want: {
+      object: newSuper({
+        containers: [
+          {
+            name: 'app',
+            image: 'nginx:1',
+            env: [
+              { name: 'CA', valueFrom: { configMapKeyRef: { name: 'tenant-kube-root-ca.crt', key: 'ca.crt' } } },
+              { name: 'OTHER', valueFrom: { configMapKeyRef: { name: 'settings', key: 'x' } } },
+            ],
+            envFrom: [{ configMapRef: { name: 'tenant-kube-root-ca.crt' } }, { secretRef: { name: 'kube-root-ca.crt' } }],
+          },
+        ],
+        initContainers: [{ name: 'init', image: 'busybox', envFrom: [{ configMapRef: { name: 'tenant-kube-root-ca.crt' } }] }],
+        volumes: [
+          { name: 'ca', configMap: { name: 'tenant-kube-root-ca.crt' } },
+          { name: 'mix', projected: { sources: [{ configMap: { name: 'tenant-kube-root-ca.crt' } }, { configMap: { name: 'settings' } }] } },
+        ],
+      }),
+    },
+  },
+  {
+    name: 'new super Pod: the tenant apiserver endpoint is set in every container and init container',
+    tenantOver: { apiserverEndpoint: { host: '10.0.0.5', port: 6443 } },
+    tenant: tenantPod({
+      containers: [
+        { name: 'app', image: 'nginx:1', env: [{ name: 'KUBERNETES_SERVICE_HOST', value: 'wrong' }, { name: 'A', value: '1' }] },
+        { name: 'side', image: 'envoy' },
+      ],
+      initContainers: [{ name: 'init', image: 'busybox' }],
+    }),
+    want: {
+      object: newSuper({
+        containers: [
+          {
+            name: 'app',
+            image: 'nginx:1',
+            env: [
+              { name: 'KUBERNETES_SERVICE_HOST', value: '10.0.0.5' },
+              { name: 'A', value: '1' },
+              { name: 'KUBERNETES_SERVICE_PORT', value: '6443' },
+            ],
+          },
+          {
+            name: 'side',
+            image: 'envoy',
+            env: [
+              { name: 'KUBERNETES_SERVICE_HOST', value: '10.0.0.5' },
+              { name: 'KUBERNETES_SERVICE_PORT', value: '6443' },
+            ],
+          },
+        ],
+        initContainers: [
+          {
+            name: 'init',
+            image: 'busybox',
+            env: [
+              { name: 'KUBERNETES_SERVICE_HOST', value: '10.0.0.5' },
+              { name: 'KUBERNETES_SERVICE_PORT', value: '6443' },
+            ],
+          },
+        ],
+      }),
+    },
+  },
+  {
+    name: 'new super Pod: fields the super admission recomputes or forbids at creation are dropped',
+    tenant: tenantPod({
+      priority: 1000,
+      priorityClassName: 'high',
+      preemptionPolicy: 'PreemptLowerPriority',
+      runtimeClassName: 'kata',
+      overhead: { cpu: '250m' },
+      ephemeralContainers: [{ name: 'debug', image: 'busybox' }],
+    }),
+    want: {
+      object: newSuper({ containers: [{ name: 'app', image: 'nginx:1' }], priorityClassName: 'high', runtimeClassName: 'kata' }),
+    },
+  },
+  {
+    name: 'existing super Pod: only labels, annotations, images and activeDeadlineSeconds follow; defaulted fields survive',
+    tenant: tenantPod(
+      {
+        containers: [{ name: 'app', image: 'nginx:2', env: [{ name: 'NEW', value: 'ignored' }] }],
+        initContainers: [{ name: 'init', image: 'busybox:2' }],
+        activeDeadlineSeconds: 30,
+        hostname: 'changed',
+      },
+      { labels: { app: 'web', tier: 'front' }, annotations: { note: 'y' } },
+    ),
+    super: superPod(
+      {
+        containers: [{ name: 'app', image: 'nginx:1', terminationMessagePath: '/dev/termination-log', imagePullPolicy: 'IfNotPresent' }],
+        initContainers: [{ name: 'init', image: 'busybox:1' }],
+        activeDeadlineSeconds: 60,
+        dnsPolicy: 'None',
+        dnsConfig: { nameservers: ['10.96.0.99'] },
+        schedulerName: 'default-scheduler',
+        tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+        nodeName: 'node-1',
+        priority: 0,
+      },
+      { phase: 'Running' },
+    ),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web', namespace: SNS, uid: 'super-uid-9', resourceVersion: '7', labels: { app: 'web', tier: 'front' }, annotations: { note: 'y' } },
+        spec: {
+          containers: [{ name: 'app', image: 'nginx:2', terminationMessagePath: '/dev/termination-log', imagePullPolicy: 'IfNotPresent' }],
+          initContainers: [{ name: 'init', image: 'busybox:2' }],
+          activeDeadlineSeconds: 30,
+          dnsPolicy: 'None',
+          dnsConfig: { nameservers: ['10.96.0.99'] },
+          schedulerName: 'default-scheduler',
+          tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+          nodeName: 'node-1',
+          priority: 0,
+        },
+        status: { phase: 'Running' },
+      },
+    },
+  },
+  {
+    name: 'existing super Pod using the vc-token Secret: the token effect is emitted again so the core keeps it fresh',
+    tenant: tenantPod({ volumes: [tokenVolume] }),
+    super: superPod({ automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
+    want: {
+      object: {
+        ...superPod({ automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
+        metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined },
+      },
+      effects: [tokenEffect()],
+    },
+  },
+];
+
+/** normalize drops undefined-valued keys, as a JSON round trip (and the core's JSON Patch diff) would. */
+const normalize = <T>(d: T): T => JSON.parse(JSON.stringify(d)) as T;
+
+describe('pods plugin: toSuper', () => {
+  it.each(toSuperCases)('$name', (c) => {
+    const tenant = testTenant(c.tenantOver);
+    const got = podsPlugin.toSuper!(structuredClone(c.tenant), c.super && structuredClone(c.super), testContext({ tenant }));
+    const want = { ...c.want, object: c.want.object && normalize(c.want.object) };
+    expect(got).toEqual(want);
+  });
+
+  it('fits a long Pod name into the token Secret name', () => {
+    const long = 'a'.repeat(70);
+    const got = podsPlugin.toSuper!(tenantPod({ volumes: [tokenVolume] }, { name: long }), undefined, ctx);
+    const secretName = tokenSecretName(long);
+    expect(secretName.length).toBeLessThanOrEqual(63);
+    expect(got.object?.spec?.volumes?.[0]?.secret?.secretName).toBe(secretName);
+    expect(got.effects).toEqual([{ ...tokenEffect(), pod: long, secretName }]);
+  });
+
+  it('does not modify its arguments', () => {
+    const t = tenantPod({ nodeName: 'n', volumes: [tokenVolume, { name: 'ca', configMap: { name: 'kube-root-ca.crt' } }] });
+    const s = superPod();
+    const [t0, s0] = [structuredClone(t), structuredClone(s)];
+    podsPlugin.toSuper!(t, undefined, ctx);
+    podsPlugin.toSuper!({ ...t, spec: { ...t.spec!, nodeName: undefined } }, undefined, ctx);
+    podsPlugin.toSuper!(t, s, ctx);
+    expect([t, s]).toEqual([t0, s0]);
+  });
+});
+
+interface ToTenantCase {
+  name: string;
+  super: Pod | undefined;
+  tenant: Pod;
+  want: Decision<Pod>;
+}
+
+const runningStatus = {
+  phase: 'Running',
+  conditions: [
+    { type: 'PodScheduled', status: 'True' },
+    { type: 'Ready', status: 'True' },
+  ],
+  podIP: '10.244.1.7',
+  podIPs: [{ ip: '10.244.1.7' }],
+  hostIP: '192.168.0.11',
+  hostIPs: [{ ip: '192.168.0.11' }],
+  startTime: '2026-01-01T00:00:01Z',
+  containerStatuses: [{ name: 'app', ready: true, restartCount: 0, image: 'nginx:1', imageID: 'sha', state: { running: {} } }],
+  initContainerStatuses: [{ name: 'init', ready: true, restartCount: 0, state: { terminated: { exitCode: 0 } } }],
+  qosClass: 'BestEffort',
+  nominatedNodeName: 'super-only',
+};
+const { nominatedNodeName: _, ...copiedStatus } = runningStatus;
+
+const toTenantCases: ToTenantCase[] = [
+  {
+    name: 'status is copied up from the super Pod; a bound tenant Pod gets no bind effect',
+    super: superPod({ nodeName: 'node-1' }, runningStatus),
+    tenant: tenantPod({ nodeName: 'node-1' }),
+    want: { object: { ...tenantPod({ nodeName: 'node-1' }), status: copiedStatus } },
+  },
+  {
+    name: 'a scheduled super Pod binds the unbound tenant Pod to the vNode of the same name',
+    super: superPod({ nodeName: 'node-1' }, { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True' }] }),
+    tenant: tenantPod(),
+    want: {
+      object: { ...tenantPod(), status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True' }] } },
+      effects: [{ type: 'bind', namespace: 'default', name: 'web', uid: TUID, node: 'node-1' }],
+    },
+  },
+  {
+    name: 'a super Pod not yet scheduled: status only, no bind',
+    super: superPod({}, { phase: 'Pending' }),
+    tenant: tenantPod(),
+    want: { object: tenantPod() },
+  },
+  {
+    name: 'a terminating tenant Pod is not bound',
+    super: superPod({ nodeName: 'node-1' }, { phase: 'Running' }),
+    tenant: tenantPod({}, { deletionTimestamp: NOW }),
+    want: { object: { ...tenantPod({}, { deletionTimestamp: NOW }), status: { phase: 'Running' } } },
+  },
+  {
+    name: 'fields the super Pod no longer has are cleared; tenant-only condition types are kept',
+    super: superPod({ nodeName: 'node-1' }, { phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }] }),
+    tenant: {
+      ...tenantPod({ nodeName: 'node-1' }),
+      status: {
+        phase: 'Pending',
+        message: 'old',
+        reason: 'Old',
+        conditions: [
+          { type: 'Ready', status: 'True' },
+          { type: 'example.com/gate', status: 'True' },
+        ],
+      },
+    },
+    want: {
+      object: {
+        ...tenantPod({ nodeName: 'node-1' }),
+        status: {
+          phase: 'Running',
+          conditions: [
+            { type: 'Ready', status: 'False' },
+            { type: 'example.com/gate', status: 'True' },
+          ],
+        },
+      },
+    },
+  },
+  {
+    name: 'the super Pod is gone and the tenant Pod is terminating: delete it with grace 0',
+    super: undefined,
+    tenant: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
+    want: {
+      object: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
+      effects: [{ type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 }],
+    },
+  },
+  {
+    name: 'the super Pod is gone and the tenant Pod lives: nothing changes',
+    super: undefined,
+    tenant: tenantPod(),
+    want: { object: tenantPod() },
+  },
+  {
+    name: 'a super Pod of an earlier tenant Pod with the same name lends neither status nor node',
+    super: superPod({ nodeName: 'node-1' }, runningStatus, {
+      annotations: { [ANN.cluster]: ctx.tenant.key, [ANN.namespace]: 'default', [ANN.name]: 'web', [ANN.uid]: 'older-uid' },
+    }),
+    tenant: tenantPod(),
+    want: { object: tenantPod() },
+  },
+];
+
+describe('pods plugin: toTenant', () => {
+  it.each(toTenantCases)('$name', (c) => {
+    const got = podsPlugin.toTenant!(c.super && structuredClone(c.super), structuredClone(c.tenant), ctx);
+    expect(got).toEqual(c.want);
+  });
+});
+
+describe('pods plugin: translateKubeletPath', () => {
+  const cases: Array<[string, string | null]> = [
+    ['/containerLogs/default/web/app', `/containerLogs/${SNS}/web/app`],
+    ['/containerLogs/default/web/app?follow=true&tailLines=10', `/containerLogs/${SNS}/web/app?follow=true&tailLines=10`],
+    ['/exec/default/web/app?command=sh&stdin=1&tty=1', `/exec/${SNS}/web/app?command=sh&stdin=1&tty=1`],
+    ['/exec/default/web/3f2a-uid/app?command=ls', `/exec/${SNS}/web/app?command=ls`],
+    ['/attach/default/web/app?stdout=1', `/attach/${SNS}/web/app?stdout=1`],
+    ['/attach/default/web/3f2a-uid/app', `/attach/${SNS}/web/app`],
+    ['/portForward/default/web?port=80', `/portForward/${SNS}/web?port=80`],
+    ['/portForward/default/web/3f2a-uid', `/portForward/${SNS}/web`],
+    ['/run/default/web/app', `/run/${SNS}/web/app`],
+    ['/run/default/web/3f2a-uid/app', `/run/${SNS}/web/app`],
+    ['/containerLogs/default/web', null],
+    ['/containerLogs/default/web/uid/app', null],
+    ['/exec/default/web', null],
+    ['/exec/default/web/uid/app/extra', null],
+    ['/portForward/default', null],
+    ['/exec/../kube-system/web/app', null],
+    ['/exec/default/web/%2e%2e/app', null],
+    ['/exec/default//app', null],
+    ['/pods', null],
+    ['/metrics', null],
+    ['/stats/summary', null],
+    ['/logs/syslog', null],
+    ['/configz', null],
+    ['/checkpoint/default/web/app', null],
+    ['/toString/default/web/app', null],
+    ['exec/default/web/app', null],
+  ];
+  it.each(cases)('%s -> %s', (path, want) => {
+    expect(translateKubeletPath(path, ctx)).toBe(want);
+  });
+  it('is the plugin vn-agent capability', () => {
+    expect(podsPlugin.translateKubeletPath).toBe(translateKubeletPath);
+  });
+});
+
+describe('pods plugin: manifest', () => {
+  it('owns core/v1 pods in both directions, runs in the manager and the vn-agent, and is the default export', () => {
+    expect(podsPlugin.manifest).toEqual({
+      name: 'pods',
+      version: '0.1.0',
+      description: expect.any(String),
+      resource: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true },
+      direction: 'both',
+      sourceOfTruth: 'tenant',
+      processes: ['manager', 'vn-agent'],
+    });
+    expect(plugin).toBe(podsPlugin);
+  });
+});

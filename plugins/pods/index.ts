@@ -1,0 +1,254 @@
+import { R } from '../../core/kube/resources.ts';
+import { fitName, provenanceOf } from '../../core/names/names.ts';
+import type { Decision, Effect, Naming, PluginContext, ResourcePlugin, VnAgentCapability } from '../../core/plugins/contract.ts';
+import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import type { Tenant } from '../../core/syncer/tenant.ts';
+import type { Container, Pod, PodSpec, PodStatus, Volume } from './types.ts';
+
+export type { Pod, PodSpec, PodStatus } from './types.ts';
+
+/** ROOT_CA_CONFIGMAP is the ConfigMap every tenant namespace gets with the tenant apiserver's CA. */
+export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
+/** SUPER_ROOT_CA_CONFIGMAP is the super name of ROOT_CA_CONFIGMAP (the super has its own kube-root-ca.crt). */
+export const SUPER_ROOT_CA_CONFIGMAP = 'tenant-kube-root-ca.crt';
+/** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
+export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
+/** NODE_NAME_NOT_SUPPORTED is the skip and event reason for a tenant Pod that names its node itself. */
+export const NODE_NAME_NOT_SUPPORTED = 'NodeNameNotSupported';
+
+/** STATUS_FIELDS are the status fields copied from the super Pod to the tenant Pod. */
+export const STATUS_FIELDS = [
+  'phase',
+  'conditions',
+  'podIP',
+  'podIPs',
+  'hostIP',
+  'hostIPs',
+  'startTime',
+  'containerStatuses',
+  'initContainerStatuses',
+  'qosClass',
+  'message',
+  'reason',
+] as const;
+
+/** tokenSecretName is the super Secret holding the tenant service account token of a Pod. */
+export function tokenSecretName(podName: string): string {
+  return fitName(`${podName}-vc-token`);
+}
+
+const allContainers = (spec: PodSpec): Container[] => [...spec.containers, ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])];
+
+function renameRootCA(spec: PodSpec): void {
+  const rename = (ref: { name?: string } | undefined): void => {
+    if (ref?.name === ROOT_CA_CONFIGMAP) ref.name = SUPER_ROOT_CA_CONFIGMAP;
+  };
+  for (const v of spec.volumes ?? []) {
+    rename(v.configMap);
+    for (const s of v.projected?.sources ?? []) rename(s.configMap);
+  }
+  for (const c of allContainers(spec)) {
+    for (const e of c.env ?? []) rename(e.valueFrom?.configMapKeyRef);
+    for (const e of c.envFrom ?? []) rename(e.configMapRef);
+  }
+}
+
+const isTokenVolume = (v: Volume): boolean =>
+  v.name.startsWith(TOKEN_VOLUME_PREFIX) && !!v.projected?.sources?.some((s) => s.serviceAccountToken !== undefined);
+
+/** replaceTokenVolume swaps the admission's projected token volume for the super Secret; reports whether it did. */
+function replaceTokenVolume(spec: PodSpec, secretName: string): boolean {
+  let replaced = false;
+  spec.volumes = spec.volumes?.map((v) => {
+    if (!isTokenVolume(v)) return v;
+    replaced = true;
+    const secret: NonNullable<Volume['secret']> = {
+      secretName,
+      items: ['token', 'ca.crt', 'namespace'].map((key) => ({ key, path: key })),
+    };
+    if (v.projected?.defaultMode !== undefined) secret.defaultMode = v.projected.defaultMode;
+    return { name: v.name, secret };
+  });
+  return replaced;
+}
+
+function setApiserverEnv(spec: PodSpec, endpoint: { host: string; port: number }): void {
+  const wanted = { KUBERNETES_SERVICE_HOST: endpoint.host, KUBERNETES_SERVICE_PORT: String(endpoint.port) };
+  for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+    const env = (c.env ??= []);
+    for (const [name, value] of Object.entries(wanted)) {
+      const i = env.findIndex((e) => e.name === name);
+      if (i >= 0) env[i] = { name, value };
+      else env.push({ name, value });
+    }
+  }
+}
+
+const podRef = (p: Pod) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  namespace: p.metadata?.namespace ?? '',
+  name: p.metadata?.name ?? '',
+  uid: p.metadata?.uid ?? '',
+});
+
+function deleteTenant(p: Pod): Effect {
+  const { namespace, name, uid } = podRef(p);
+  return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0 };
+}
+
+function tokenEffect(tenantPod: Pod, secretName: string): Effect {
+  return {
+    type: 'serviceAccountToken',
+    namespace: tenantPod.metadata?.namespace ?? '',
+    pod: tenantPod.metadata?.name ?? '',
+    podUid: tenantPod.metadata?.uid ?? '',
+    serviceAccount: tenantPod.spec?.serviceAccountName || 'default',
+    secretName,
+  };
+}
+
+function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: string; name: string }): Decision<Pod> {
+  const spec = clone(tenantPod.spec ?? { containers: [] });
+  delete spec.nodeName;
+  // Pods cannot be created with ephemeral containers; priority, preemptionPolicy and overhead are recomputed by the
+  // super's admission from priorityClassName and runtimeClassName, and rejected when the tenant's values differ.
+  delete spec.ephemeralContainers;
+  delete spec.priority;
+  delete spec.preemptionPolicy;
+  delete spec.overhead;
+  const effects: Effect[] = [];
+  const secretName = tokenSecretName(target.name);
+  if (replaceTokenVolume(spec, secretName)) effects.push(tokenEffect(tenantPod, secretName));
+  renameRootCA(spec);
+  spec.automountServiceAccountToken = false;
+  if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
+  const object = newObject<Pod>(tenantPod, downMeta(tenantPod, undefined, ctx, target), { spec });
+  return effects.length ? { object, effects } : { object };
+}
+
+function updateSuperPod(tenantPod: Pod, superPod: Pod, ctx: PluginContext, target: { namespace: string; name: string }): Decision<Pod> {
+  const desired = clone(superPod);
+  desired.metadata = downMeta(tenantPod, superPod, ctx, target);
+  const spec = desired.spec;
+  const tspec = tenantPod.spec;
+  if (!spec || !tspec) return { object: desired };
+  const images = (cs: Container[] | undefined, from: Container[] | undefined): void => {
+    for (const c of cs ?? []) {
+      const t = from?.find((x) => x.name === c.name);
+      if (t?.image !== undefined) c.image = t.image;
+    }
+  };
+  images(spec.containers, tspec.containers);
+  images(spec.initContainers, tspec.initContainers);
+  if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
+  const secretName = tokenSecretName(target.name);
+  const usesToken = spec.volumes?.some((v) => v.secret?.secretName === secretName);
+  return usesToken ? { object: desired, effects: [tokenEffect(tenantPod, secretName)] } : { object: desired };
+}
+
+/** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
+function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): PodStatus {
+  const out: PodStatus = { ...to };
+  const src: Record<string, unknown> = from ?? {};
+  const dst: Record<string, unknown> = out;
+  for (const f of STATUS_FIELDS) {
+    if (src[f] === undefined) delete dst[f];
+    else dst[f] = clone(src[f]);
+  }
+  if (from?.conditions) {
+    const known = new Set(from.conditions.map((c) => c.type));
+    const tenantOnly = (to?.conditions ?? []).filter((c) => !known.has(c.type));
+    out.conditions = [...clone(from.conditions), ...clone(tenantOnly)];
+  } else if (to?.conditions) {
+    out.conditions = clone(to.conditions);
+  }
+  return out;
+}
+
+const KUBELET_PATHS: Record<string, { min: number; max: number; uidAt?: number }> = {
+  containerLogs: { min: 3, max: 3 },
+  exec: { min: 3, max: 4, uidAt: 2 },
+  attach: { min: 3, max: 4, uidAt: 2 },
+  run: { min: 3, max: 4, uidAt: 2 },
+  portForward: { min: 2, max: 3, uidAt: 2 },
+};
+
+const SEGMENT = /^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$/;
+
+/**
+ * translateKubeletPath rewrites a kubelet API path the tenant apiserver sent to a vNode so the super kubelet
+ * understands it: the tenant namespace becomes the super namespace and the optional pod uid segment is dropped (the
+ * super Pod has another uid). Paths other than containerLogs, exec, attach, run and portForward are refused (null).
+ */
+export function translateKubeletPath(path: string, ctx: { names: Naming; tenant: Readonly<Tenant> }): string | null {
+  const q = path.indexOf('?');
+  const query = q >= 0 ? path.slice(q) : '';
+  const parts = (q >= 0 ? path.slice(0, q) : path).split('/');
+  if (parts.shift() !== '') return null;
+  const kind = parts.shift() ?? '';
+  const shape = Object.hasOwn(KUBELET_PATHS, kind) ? KUBELET_PATHS[kind] : undefined;
+  if (!shape || parts.length < shape.min || parts.length > shape.max) return null;
+  if (!parts.every((s) => SEGMENT.test(s))) return null;
+  if (shape.uidAt !== undefined && parts.length === shape.max) parts.splice(shape.uidAt, 1);
+  const [ns, ...rest] = parts;
+  return `/${kind}/${[ctx.names.superNamespace(ns!), ...rest].join('/')}${query}`;
+}
+
+/**
+ * podsPlugin syncs tenant Pods to the super cluster and their status back. New super Pods get the tenant spec
+ * without nodeName, with the service account token served from a super Secret and kube-root-ca.crt renamed;
+ * existing ones (immutable spec) only follow labels, annotations, images and activeDeadlineSeconds. A super Pod
+ * that got scheduled asks the core to bind the tenant Pod to the matching vNode.
+ */
+export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
+  manifest: {
+    name: 'pods',
+    version: '0.1.0',
+    description: 'Pods down (spec at creation, labels, images), status and node binding up; kubelet paths for the vn-agent',
+    resource: { ...R.pods },
+    direction: 'both',
+    sourceOfTruth: 'tenant',
+    processes: ['manager', 'vn-agent'],
+  },
+
+  toSuper(tenantPod, superPod, ctx) {
+    const ns = tenantPod.metadata?.namespace ?? '';
+    const name = tenantPod.metadata?.name ?? '';
+    if (tenantPod.metadata?.deletionTimestamp) {
+      return superPod ? { object: null } : { object: null, effects: [deleteTenant(tenantPod)] };
+    }
+    if (tenantPod.spec?.nodeName && !superPod) {
+      const message = `spec.nodeName is set to "${tenantPod.spec.nodeName}": a tenant Pod cannot choose its node, the super cluster schedules it; remove spec.nodeName (use nodeSelector or affinity instead)`;
+      return {
+        object: null,
+        skip: { reason: NODE_NAME_NOT_SUPPORTED, message },
+        effects: [{ type: 'event', side: 'tenant', regarding: podRef(tenantPod), eventType: 'Warning', reason: NODE_NAME_NOT_SUPPORTED, message }],
+      };
+    }
+    const target = { namespace: ctx.names.superNamespace(ns), name };
+    return superPod ? updateSuperPod(tenantPod, superPod, ctx, target) : newSuperPod(tenantPod, ctx, target);
+  },
+
+  toTenant(superPod, tenantPod) {
+    if (!tenantPod) return { object: null };
+    const terminating = !!tenantPod.metadata?.deletionTimestamp;
+    const p = provenanceOf(superPod);
+    const mine = superPod && !(p?.uid && p.uid !== tenantPod.metadata?.uid);
+    if (!superPod || !mine) {
+      return terminating ? { object: clone(tenantPod), effects: [deleteTenant(tenantPod)] } : { object: clone(tenantPod) };
+    }
+    const desired = clone(tenantPod);
+    desired.status = copyStatus(superPod.status, tenantPod.status);
+    const node = superPod.spec?.nodeName;
+    if (node && !tenantPod.spec?.nodeName && !terminating) {
+      const { namespace, name, uid } = podRef(tenantPod);
+      return { object: desired, effects: [{ type: 'bind', namespace, name, uid, node }] };
+    }
+    return { object: desired };
+  },
+
+  translateKubeletPath,
+};
+
+export default podsPlugin;

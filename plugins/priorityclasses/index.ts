@@ -1,0 +1,81 @@
+import type { KubeObject, ObjectMeta } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { LABEL, stripDown } from '../../core/names/names.ts';
+import type { Decision, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
+import { clone, newObject } from '../../core/plugins/helpers.ts';
+
+/** PriorityClass is a scheduling.k8s.io/v1 PriorityClass. */
+export interface PriorityClass extends KubeObject {
+  value?: number;
+  globalDefault?: boolean;
+  preemptionPolicy?: string;
+  description?: string;
+}
+
+/** RESERVED_PREFIX starts the names of the PriorityClasses every apiserver creates itself; they are never copied. */
+export const RESERVED_PREFIX = 'system-';
+
+const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] === 'true';
+const isReserved = (o: KubeObject): boolean => (o.metadata?.name ?? '').startsWith(RESERVED_PREFIX);
+
+/**
+ * upMeta returns the tenant metadata of a super-truth object: the tenant object's own metadata when it exists, with
+ * the super labels and annotations minus the project's reserved keys; reserved keys the core stamped on the tenant
+ * object (managed-by) are kept.
+ */
+function upMeta(superObj: KubeObject, tenantObj: KubeObject | undefined): ObjectMeta {
+  const meta: ObjectMeta = tenantObj?.metadata ? clone(tenantObj.metadata) : { name: superObj.metadata?.name };
+  for (const field of ['labels', 'annotations'] as const) {
+    const own = meta[field] ?? {};
+    const ownPlain = stripDown(own) ?? {};
+    const merged = { ...stripDown(superObj.metadata?.[field]), ...Object.fromEntries(Object.entries(own).filter(([k]) => !(k in ownPlain))) };
+    if (Object.keys(merged).length) meta[field] = merged;
+    else delete meta[field];
+  }
+  return meta;
+}
+
+/**
+ * priorityclassesPlugin copies the super PriorityClasses labelled public into every tenant that enables it, so tenant Pods
+ * can name them. The tenant copy is never the global default: the super's default must not silently become the
+ * default of tenant Pods that name no class.
+ */
+export const priorityclassesPlugin = {
+  manifest: {
+    name: 'priorityclasses',
+    version: '0.1.0',
+    description: 'Copies the super PriorityClasses labelled tenancy.x-k8s.io/super.public=true into tenants, never as global default.',
+    resource: { ...R.priorityclasses },
+    direction: 'up',
+    sourceOfTruth: 'super',
+    processes: ['manager'],
+    optIn: true,
+  },
+
+  route(superObj: PriorityClass, rctx: RouteContext): TenantKey[] {
+    if (!isPublic(superObj) || isReserved(superObj)) return [];
+    const name = superObj.metadata?.name ?? '';
+    return rctx.tenants.map((t) => ({ tenant: t.key, namespace: '', name }));
+  },
+
+  toTenant(superObj: PriorityClass | undefined, tenantObj: PriorityClass | undefined): Decision<PriorityClass> {
+    if (superObj && isReserved(superObj)) {
+      return {
+        object: tenantObj ?? null,
+        skip: { reason: 'ReservedName', message: `priority class ${superObj.metadata?.name ?? ''} is built into every apiserver` },
+      };
+    }
+    if (!superObj || !isPublic(superObj)) return { object: null };
+    const desired: PriorityClass = tenantObj ? clone(tenantObj) : newObject<PriorityClass>(superObj, {});
+    desired.metadata = upMeta(superObj, tenantObj);
+    desired.value = superObj.value ?? 0;
+    desired.globalDefault = false;
+    for (const f of ['preemptionPolicy', 'description'] as const) {
+      if (superObj[f] === undefined) delete desired[f];
+      else desired[f] = superObj[f];
+    }
+    return { object: desired };
+  },
+} satisfies ResourcePlugin<PriorityClass>;
+
+export default priorityclassesPlugin;

@@ -1,0 +1,68 @@
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { PREFIX } from '../../core/names/names.ts';
+import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
+import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+
+/** Secret is the part of a core/v1 Secret this plugin touches. */
+export interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+  immutable?: boolean;
+}
+
+/** SERVICE_ACCOUNT_TOKEN is the Secret type the token controller fills with a token of its own cluster. */
+export const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
+
+/**
+ * ORIGINAL_TYPE_ANNOTATION records, on a super Secret, the tenant type it was converted from. It is under the
+ * reserved prefix, so a tenant cannot forge it (stripDown drops tenant keys there).
+ */
+export const ORIGINAL_TYPE_ANNOTATION = `${PREFIX}/secret-type`;
+
+/** superSecretType is the type a tenant Secret type gets in the super cluster. */
+export function superSecretType(tenantType: string | undefined): string | undefined {
+  return tenantType === SERVICE_ACCOUNT_TOKEN ? 'Opaque' : tenantType;
+}
+
+function toSuper(tenantObj: Secret, superObj: Secret | undefined, ctx: PluginContext): Decision<Secret> {
+  const tm = tenantObj.metadata ?? {};
+  const converted = tenantObj.type === SERVICE_ACCOUNT_TOKEN;
+  const meta = downMeta(
+    tenantObj,
+    superObj,
+    ctx,
+    { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' },
+    converted ? { [ORIGINAL_TYPE_ANNOTATION]: SERVICE_ACCOUNT_TOKEN } : {},
+  );
+  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
+  const desired: Secret = superObj ? { ...clone(superObj), metadata: meta } : newObject<Secret>({ apiVersion: 'v1', kind: 'Secret' }, meta);
+  const type = superSecretType(tenantObj.type);
+  if (type === undefined) delete desired.type;
+  else desired.type = type;
+  for (const f of ['data', 'immutable'] as const) {
+    if (tenantObj[f] === undefined) delete desired[f];
+    else desired[f] = clone(tenantObj[f]) as never;
+  }
+  return { object: desired };
+}
+
+/**
+ * secretsPlugin copies tenant Secrets into their super namespace. Service account token Secrets become Opaque there
+ * (keeping the tenant token), so the super token controller neither fills nor deletes them.
+ */
+export const secretsPlugin = {
+  manifest: {
+    name: 'secrets',
+    version: '0.1.0',
+    description: 'Copies tenant Secrets to the super cluster; service account token Secrets become Opaque there.',
+    resource: { ...R.secrets },
+    direction: 'down',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+  },
+  toSuper,
+} satisfies ResourcePlugin<Secret>;
+
+export default secretsPlugin;

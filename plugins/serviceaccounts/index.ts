@@ -1,0 +1,58 @@
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
+import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+
+/** LocalObjectReference names an object in the same namespace. */
+export interface LocalObjectReference {
+  name?: string;
+}
+
+/** ServiceAccount is the part of a core/v1 ServiceAccount this plugin touches. */
+export interface ServiceAccount extends KubeObject {
+  automountServiceAccountToken?: boolean;
+  secrets?: Array<LocalObjectReference & Record<string, unknown>>;
+  imagePullSecrets?: LocalObjectReference[];
+}
+
+const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
+
+function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined, ctx: PluginContext): Decision<ServiceAccount> {
+  const tm = tenantObj.metadata ?? {};
+  const namespace = tm.namespace ?? '';
+  const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name: tm.name ?? '' });
+  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
+  const desired: ServiceAccount = superObj
+    ? { ...clone(superObj), metadata: meta }
+    : newObject<ServiceAccount>({ apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
+  desired.automountServiceAccountToken = false;
+  const pull = (tenantObj.imagePullSecrets ?? []).filter((ref) => {
+    const s = ref.name ? ctx.tenantCache.get<KubeObject & { type?: string }>(R.secrets, namespace, ref.name) : undefined;
+    return !!ref.name && s?.type !== SERVICE_ACCOUNT_TOKEN;
+  });
+  if (pull.length) desired.imagePullSecrets = pull.map((ref) => ({ name: ref.name }));
+  else delete desired.imagePullSecrets;
+  return { object: desired };
+}
+
+/**
+ * serviceaccountsPlugin copies tenant ServiceAccounts into their super namespace with token automounting off: Pods
+ * get tokens minted by the tenant apiserver (mounted by the pods plugin), never super tokens. The tenant's `secrets`
+ * list is not copied; imagePullSecrets keep their names (those Secrets are synced under the same name) except
+ * references to token Secrets. A super ServiceAccount the syncer did not write (the `default` one the super creates
+ * in every namespace) is built on, so its own fields such as `secrets` stay; whether it is adopted is the core's call.
+ */
+export const serviceaccountsPlugin = {
+  manifest: {
+    name: 'serviceaccounts',
+    version: '0.1.0',
+    description: 'Copies tenant ServiceAccounts to the super cluster with token automounting disabled.',
+    resource: { ...R.serviceaccounts },
+    direction: 'down',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+  },
+  toSuper,
+} satisfies ResourcePlugin<ServiceAccount>;
+
+export default serviceaccountsPlugin;

@@ -1,0 +1,371 @@
+import { describe, expect, it } from 'vitest';
+import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
+import type { Decision, Plugin } from '../../core/plugins/contract.ts';
+import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import plugin, { matchPort, servicesPlugin, type Service, type ServicePort, type ServiceSpec } from './index.ts';
+
+const tenant = testTenant();
+const sns = superNamespace(tenant.key, 'app');
+const frozen = <T>(o: T): T => {
+  if (o && typeof o === 'object') for (const v of Object.values(Object.freeze(o))) frozen(v);
+  return o;
+};
+
+const http: ServicePort = { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 };
+const https: ServicePort = { name: 'https', protocol: 'TCP', port: 443, targetPort: 8443 };
+
+/** tenantSpec is a spec as the tenant apiserver returns it: its own cluster IP and defaults. */
+const tenantSpec = (over: ServiceSpec = {}): ServiceSpec => ({
+  type: 'ClusterIP',
+  clusterIP: '10.96.0.20',
+  clusterIPs: ['10.96.0.20'],
+  ipFamilies: ['IPv4'],
+  ipFamilyPolicy: 'SingleStack',
+  ports: [http],
+  selector: { app: 'web' },
+  sessionAffinity: 'None',
+  internalTrafficPolicy: 'Cluster',
+  ...over,
+});
+
+const tenantSvc = (spec: ServiceSpec = tenantSpec(), meta: Record<string, unknown> = {}, status?: Service['status']): Service => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { namespace: 'app', name: 'web', uid: 'tenant-uid', resourceVersion: '6', labels: { app: 'web' }, ...meta },
+  spec,
+  status: status ?? { loadBalancer: {} },
+});
+
+const superServerMeta = {
+  namespace: sns,
+  name: 'web',
+  uid: 'super-uid',
+  resourceVersion: '70',
+  creationTimestamp: '2025-11-02T00:00:00Z',
+  finalizers: ['service.kubernetes.io/load-balancer-cleanup'],
+};
+
+/** superSvc is the super Service as the apiserver returns it: the super's cluster IP, node ports and defaults. */
+const superSvc = (spec: ServiceSpec, status?: Service['status']): Service => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: {
+    ...superServerMeta,
+    labels: { app: 'old', [LABEL.managedBy]: MANAGER },
+    annotations: { [ANN.tenantClusterIP]: '10.96.0.20', [ANN.cluster]: tenant.key },
+  },
+  spec: { clusterIP: '10.0.0.5', clusterIPs: ['10.0.0.5'], ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack', ...spec },
+  status: status ?? { loadBalancer: {} },
+});
+
+const createdMeta = (ip = '10.96.0.20') => ({ namespace: sns, name: 'web', labels: { app: 'web' }, annotations: { [ANN.tenantClusterIP]: ip } });
+const updatedMeta = { ...superServerMeta, labels: { app: 'web' }, annotations: { [ANN.tenantClusterIP]: '10.96.0.20' } };
+const superIPs = { clusterIP: '10.0.0.5', clusterIPs: ['10.0.0.5'], ipFamilies: ['IPv4'] };
+const superStatus = { status: { loadBalancer: {} } };
+const mirrored = { selector: { app: 'web' }, sessionAffinity: 'None', internalTrafficPolicy: 'Cluster', ipFamilyPolicy: 'SingleStack' };
+
+interface DownCase {
+  name: string;
+  tenant: Service;
+  super?: Service;
+  opaque?: string[];
+  want: Decision<Service>;
+}
+
+const down: DownCase[] = [
+  {
+    name: "create ClusterIP: no cluster IP(s) or IP families (the super assigns them); the tenant's IP recorded in an annotation",
+    tenant: tenantSvc(),
+    want: {
+      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+    },
+  },
+  {
+    name: 'create NodePort: node ports zeroed, traffic policies copied',
+    tenant: tenantSvc(
+      tenantSpec({ type: 'NodePort', externalTrafficPolicy: 'Local', ports: [{ ...http, nodePort: 30001 }, { ...https, nodePort: 30002 }] }),
+    ),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: createdMeta(),
+        spec: { type: 'NodePort', externalTrafficPolicy: 'Local', ports: [http, https], ...mirrored },
+      },
+    },
+  },
+  {
+    name: 'create headless: stays headless',
+    tenant: tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'], publishNotReadyAddresses: true })),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: createdMeta('None'),
+        spec: { type: 'ClusterIP', clusterIP: 'None', clusterIPs: ['None'], ports: [http], publishNotReadyAddresses: true, ...mirrored },
+      },
+    },
+  },
+  {
+    name: 'create: externalIPs and loadBalancerIP are not copied, and the tenant is told',
+    tenant: tenantSvc(tenantSpec({ externalIPs: ['8.8.8.8'], loadBalancerIP: '1.2.3.4' })),
+    want: {
+      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'Service', namespace: 'app', name: 'web', uid: 'tenant-uid' },
+          eventType: 'Warning',
+          reason: 'FieldsIgnored',
+          message: expect.stringMatching(/externalIPs.*loadBalancerIP/) as unknown as string,
+        },
+      ],
+    },
+  },
+  {
+    name: "update NodePort: the super's cluster IPs and node ports (matched by name, else port) are kept over the tenant's",
+    tenant: tenantSvc(
+      tenantSpec({
+        type: 'NodePort',
+        externalTrafficPolicy: 'Cluster',
+        ports: [
+          { ...http, port: 8000, nodePort: 30001 },
+          { name: 'tls', protocol: 'TCP', port: 443, targetPort: 8443, nodePort: 30002 },
+          { name: 'metrics', protocol: 'TCP', port: 9090, nodePort: 30003 },
+        ],
+      }),
+    ),
+    super: superSvc({
+      type: 'NodePort',
+      externalTrafficPolicy: 'Cluster',
+      ports: [
+        { ...http, nodePort: 31000 },
+        { ...https, nodePort: 31001 },
+      ],
+      ...mirrored,
+    }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: updatedMeta,
+        ...superStatus,
+        spec: {
+          ...superIPs,
+          type: 'NodePort',
+          externalTrafficPolicy: 'Cluster',
+          ports: [
+            { ...http, port: 8000, nodePort: 31000 },
+            { name: 'tls', protocol: 'TCP', port: 443, targetPort: 8443, nodePort: 31001 },
+            { name: 'metrics', protocol: 'TCP', port: 9090 },
+          ],
+          ...mirrored,
+        },
+      },
+    },
+  },
+  {
+    name: 'update NodePort -> ClusterIP: node ports and externalTrafficPolicy dropped',
+    tenant: tenantSvc(),
+    super: superSvc({ type: 'NodePort', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
+    want: { object: { apiVersion: 'v1', kind: 'Service', metadata: updatedMeta, ...superStatus, spec: { ...superIPs, type: 'ClusterIP', ports: [http], ...mirrored } } },
+  },
+  {
+    name: 'update -> ExternalName: cluster IPs and families dropped, externalName set',
+    tenant: tenantSvc({ type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' }),
+    super: superSvc({ type: 'ClusterIP', ports: [http], ...mirrored }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { ...superServerMeta, labels: { app: 'web' } },
+        ...superStatus,
+        spec: { type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' },
+      },
+    },
+  },
+  {
+    name: "update LoadBalancer Local: the super's healthCheckNodePort and node ports kept, LB fields copied",
+    tenant: tenantSvc(
+      tenantSpec({
+        type: 'LoadBalancer',
+        externalTrafficPolicy: 'Local',
+        healthCheckNodePort: 32000,
+        loadBalancerClass: 'example.com/lb',
+        loadBalancerSourceRanges: ['10.0.0.0/8'],
+        allocateLoadBalancerNodePorts: true,
+        ports: [{ ...http, nodePort: 30001 }],
+      }),
+    ),
+    super: superSvc({
+      type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local',
+      healthCheckNodePort: 31500,
+      loadBalancerClass: 'example.com/lb',
+      allocateLoadBalancerNodePorts: true,
+      ports: [{ ...http, nodePort: 31000 }],
+      ...mirrored,
+    }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: updatedMeta,
+        ...superStatus,
+        spec: {
+          ...superIPs,
+          ...mirrored,
+          type: 'LoadBalancer',
+          externalTrafficPolicy: 'Local',
+          healthCheckNodePort: 31500,
+          loadBalancerClass: 'example.com/lb',
+          loadBalancerSourceRanges: ['10.0.0.0/8'],
+          allocateLoadBalancerNodePorts: true,
+          ports: [{ ...http, nodePort: 31000 }],
+        },
+      },
+    },
+  },
+  {
+    name: 'update LoadBalancer Local -> Cluster: healthCheckNodePort dropped',
+    tenant: tenantSvc(tenantSpec({ type: 'LoadBalancer', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 30001 }] })),
+    super: superSvc({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', healthCheckNodePort: 31500, ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: updatedMeta,
+        ...superStatus,
+        spec: { ...superIPs, ...mirrored, type: 'LoadBalancer', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 31000 }] },
+      },
+    },
+  },
+  {
+    name: 'update: selector removed in the tenant is removed in the super',
+    tenant: tenantSvc(tenantSpec({ selector: undefined })),
+    super: superSvc({ type: 'ClusterIP', ports: [http], ...mirrored }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: updatedMeta,
+        ...superStatus,
+        spec: { ...superIPs, type: 'ClusterIP', ports: [http], sessionAffinity: 'None', internalTrafficPolicy: 'Cluster', ipFamilyPolicy: 'SingleStack' },
+      },
+    },
+  },
+  {
+    name: 'reserved keys: forged uid, a forged tenant cluster IP and the super cluster IP shown to the tenant never reach the super',
+    tenant: tenantSvc(tenantSpec(), {
+      annotations: { [ANN.uid]: 'forged', [ANN.tenantClusterIP]: '6.6.6.6', [ANN.superClusterIP]: '10.0.0.5' },
+    }),
+    want: {
+      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+    },
+  },
+  {
+    name: "opaque prefixes: the tenant's opaque keys are dropped",
+    opaque: ['secret.example.com/'],
+    tenant: tenantSvc(tenantSpec(), { labels: { app: 'web', 'secret.example.com/x': 'y' }, annotations: { 'secret.example.com/z': 'w' } }),
+    want: {
+      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+    },
+  },
+];
+
+describe('services toSuper', () => {
+  it.each(down)('$name', (c) => {
+    const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }) });
+    expect(servicesPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx)).toEqual(c.want);
+  });
+});
+
+interface UpCase {
+  name: string;
+  super: Service;
+  tenant: Service;
+  want: Decision<Service>;
+}
+
+const lbIngress = { loadBalancer: { ingress: [{ ip: '203.0.113.7', ipMode: 'VIP' }] } };
+
+const up: UpCase[] = [
+  {
+    name: "ClusterIP: the tenant keeps its own cluster IP and is shown the super's in an annotation",
+    super: superSvc({ type: 'ClusterIP', ports: [http], ...mirrored }),
+    tenant: tenantSvc(),
+    want: { object: tenantSvc(tenantSpec(), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }) },
+  },
+  {
+    name: 'LoadBalancer: load balancer status copied; tenant node ports follow the super where the super assigned one',
+    super: superSvc(
+      { type: 'LoadBalancer', ports: [{ ...http, nodePort: 31000 }, { ...https, nodePort: 0 }], ...mirrored },
+      lbIngress,
+    ),
+    tenant: tenantSvc(tenantSpec({ type: 'LoadBalancer', ports: [{ ...http, nodePort: 30001 }, { ...https, nodePort: 30002 }] }), {
+      annotations: { keep: 'me' },
+    }),
+    want: {
+      object: tenantSvc(
+        tenantSpec({ type: 'LoadBalancer', ports: [{ ...http, nodePort: 31000 }, { ...https, nodePort: 30002 }] }),
+        { annotations: { keep: 'me', [ANN.superClusterIP]: '10.0.0.5' } },
+        lbIngress,
+      ),
+    },
+  },
+  {
+    name: 'in sync: the desired tenant object equals the tenant object',
+    super: superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
+    tenant: tenantSvc(tenantSpec({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] }), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }),
+    want: {
+      object: tenantSvc(tenantSpec({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] }), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }),
+    },
+  },
+  {
+    name: 'ClusterIP tenant: stale super node ports are not copied; a stale load balancer status is cleared',
+    super: superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
+    tenant: tenantSvc(tenantSpec(), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }, lbIngress),
+    want: { object: tenantSvc(tenantSpec(), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }, { loadBalancer: {} }) },
+  },
+  {
+    name: 'headless super: the annotation shows None',
+    super: superSvc({ clusterIP: 'None', clusterIPs: ['None'], type: 'ClusterIP', ports: [http], ...mirrored }),
+    tenant: tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'] })),
+    want: { object: tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'] }), { annotations: { [ANN.superClusterIP]: 'None' } }) },
+  },
+];
+
+describe('services toTenant', () => {
+  it.each(up)('$name', (c) => {
+    expect(servicesPlugin.toTenant(frozen(structuredClone(c.super)), frozen(structuredClone(c.tenant)), testContext())).toEqual(c.want);
+  });
+});
+
+describe('services matchPort', () => {
+  it.each([
+    { name: 'same name and protocol', p: { name: 'http', port: 8000 }, want: 31000 },
+    { name: 'renamed, same port', p: { name: 'web', port: 443, protocol: 'TCP' }, want: 31001 },
+    { name: 'same port, other protocol', p: { name: 'dns', port: 80, protocol: 'UDP' }, want: undefined },
+    { name: 'unnamed single port', p: { port: 80 }, want: 31000 },
+  ] as Array<{ name: string; p: ServicePort; want: number | undefined }>)('$name', ({ p, want }) => {
+    const candidates: ServicePort[] = [{ ...http, nodePort: 31000 }, { ...https, nodePort: 31001 }];
+    const unnamed: ServicePort[] = [{ port: 80, nodePort: 31000 }];
+    expect(matchPort(p, p.name === undefined ? unnamed : candidates)?.nodePort).toBe(want);
+  });
+});
+
+describe('services manifest', () => {
+  it('declares a both, tenant-truth plugin for core/v1 services and is the default export', () => {
+    const asPlugin: Plugin = servicesPlugin;
+    expect(asPlugin.manifest).toMatchObject({
+      name: 'services',
+      version: '0.1.0',
+      resource: { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true },
+      direction: 'both',
+      sourceOfTruth: 'tenant',
+      processes: ['manager'],
+    });
+    expect(plugin).toBe(servicesPlugin);
+  });
+});

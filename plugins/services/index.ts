@@ -1,0 +1,174 @@
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { ANN } from '../../core/names/names.ts';
+import type { Decision, Effect, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
+import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+
+/** ServicePort is one port of a Service. */
+export interface ServicePort {
+  name?: string;
+  protocol?: string;
+  appProtocol?: string;
+  port?: number;
+  targetPort?: number | string;
+  nodePort?: number;
+}
+
+/** ServiceSpec is the part of a Service's spec this plugin touches. */
+export interface ServiceSpec {
+  type?: string;
+  clusterIP?: string;
+  clusterIPs?: string[];
+  ipFamilies?: string[];
+  ports?: ServicePort[];
+  healthCheckNodePort?: number;
+  externalTrafficPolicy?: string;
+  externalIPs?: string[];
+  loadBalancerIP?: string;
+  [field: string]: unknown;
+}
+
+/** Service is the part of a core/v1 Service this plugin touches. */
+export interface Service extends KubeObject {
+  spec?: ServiceSpec;
+  status?: { loadBalancer?: Record<string, unknown>; [field: string]: unknown };
+}
+
+/**
+ * MIRRORED_SPEC_FIELDS are the spec fields the super Service takes from the tenant as they are (absent stays absent).
+ * Not copied: clusterIP(s), ipFamilies, nodePorts and healthCheckNodePort (the super assigns them), and externalIPs
+ * and loadBalancerIP, with which a tenant could capture traffic to addresses it does not own in the shared cluster.
+ */
+export const MIRRORED_SPEC_FIELDS = [
+  'type',
+  'selector',
+  'sessionAffinity',
+  'sessionAffinityConfig',
+  'externalTrafficPolicy',
+  'internalTrafficPolicy',
+  'publishNotReadyAddresses',
+  'ipFamilyPolicy',
+  'loadBalancerClass',
+  'loadBalancerSourceRanges',
+  'allocateLoadBalancerNodePorts',
+  'externalName',
+  'trafficDistribution',
+] as const;
+
+/** HEADLESS is the clusterIP of a Service without a virtual IP. */
+export const HEADLESS = 'None';
+
+const usesNodePorts = (type: string | undefined): boolean => type === 'NodePort' || type === 'LoadBalancer';
+const protocolOf = (p: ServicePort): string => p.protocol ?? 'TCP';
+
+/** matchPort finds the port of another version of a Service that is `p`: same name and protocol, else same port and protocol. */
+export function matchPort(p: ServicePort, candidates: readonly ServicePort[] | undefined): ServicePort | undefined {
+  const list = candidates ?? [];
+  return (
+    list.find((c) => (c.name ?? '') === (p.name ?? '') && protocolOf(c) === protocolOf(p)) ??
+    list.find((c) => c.port === p.port && protocolOf(c) === protocolOf(p))
+  );
+}
+
+function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
+  const tm = tenantObj.metadata ?? {};
+  const ts = tenantObj.spec ?? {};
+  const tenantIP = ts.clusterIP;
+  const meta = downMeta(
+    tenantObj,
+    superObj,
+    ctx,
+    { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' },
+    tenantIP ? { [ANN.tenantClusterIP]: tenantIP } : {},
+  );
+  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
+
+  const spec: ServiceSpec = superObj?.spec ? clone(superObj.spec) : {};
+  for (const f of MIRRORED_SPEC_FIELDS) {
+    if (ts[f] === undefined) delete spec[f];
+    else spec[f] = clone(ts[f]) as never;
+  }
+  if (ts.ports?.length) {
+    spec.ports = ts.ports.map((p) => {
+      const out = clone(p);
+      delete out.nodePort;
+      const assigned = usesNodePorts(ts.type) ? matchPort(p, superObj?.spec?.ports)?.nodePort : undefined;
+      if (assigned) out.nodePort = assigned;
+      return out;
+    });
+  } else delete spec.ports;
+
+  if (!superObj) {
+    if (tenantIP === HEADLESS) {
+      spec.clusterIP = HEADLESS;
+      spec.clusterIPs = [HEADLESS];
+    }
+  } else if (ts.type === 'ExternalName') {
+    delete spec.clusterIP;
+    delete spec.clusterIPs;
+    delete spec.ipFamilies;
+  }
+  if (!superObj || ts.type !== 'LoadBalancer' || ts.externalTrafficPolicy !== 'Local') delete spec.healthCheckNodePort;
+
+  const effects: Effect[] = [];
+  const ignored = [ts.externalIPs?.length ? 'externalIPs' : '', ts.loadBalancerIP ? 'loadBalancerIP' : ''].filter(Boolean);
+  if (ignored.length) {
+    effects.push({
+      type: 'event',
+      side: 'tenant',
+      regarding: { apiVersion: 'v1', kind: 'Service', namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid },
+      eventType: 'Warning',
+      reason: 'FieldsIgnored',
+      message: `spec.${ignored.join(' and spec.')} not applied: addresses in the shared cluster are assigned by its administrator`,
+    });
+  }
+
+  const desired: Service = superObj
+    ? { ...clone(superObj), metadata: meta, spec }
+    : newObject<Service>({ apiVersion: 'v1', kind: 'Service' }, meta, { spec });
+  return effects.length ? { object: desired, effects } : { object: desired };
+}
+
+function toTenant(superObj: Service | undefined, tenantObj: Service | undefined, _ctx: PluginContext): Decision<Service> {
+  if (!tenantObj) return { object: null, skip: { reason: 'NoTenantObject', message: 'the tenant Service is gone; nothing to carry up' } };
+  const desired = clone(tenantObj);
+  if (!superObj) return { object: desired };
+  const meta = (desired.metadata ??= {});
+  const annotations = { ...meta.annotations };
+  const superIP = superObj.spec?.clusterIP;
+  if (superIP) annotations[ANN.superClusterIP] = superIP;
+  else delete annotations[ANN.superClusterIP];
+  if (Object.keys(annotations).length) meta.annotations = annotations;
+  else delete meta.annotations;
+
+  desired.status = { ...desired.status, loadBalancer: clone(superObj.status?.loadBalancer ?? {}) };
+
+  if (usesNodePorts(desired.spec?.type)) {
+    for (const p of desired.spec?.ports ?? []) {
+      const assigned = matchPort(p, superObj.spec?.ports)?.nodePort;
+      if (assigned && assigned !== p.nodePort) p.nodePort = assigned;
+    }
+  }
+  return { object: desired };
+}
+
+/**
+ * servicesPlugin copies tenant Services to the super cluster, which assigns cluster IPs and node ports of its own:
+ * the tenant's cluster IP is recorded on the super Service (ANN.tenantClusterIP), the super's is shown on the tenant
+ * Service (ANN.superClusterIP), node ports and the load balancer status follow the super.
+ */
+export const servicesPlugin = {
+  manifest: {
+    name: 'services',
+    version: '0.1.0',
+    description: 'Copies tenant Services to the super cluster; node ports and load balancer status follow the super.',
+    resource: { ...R.services },
+    direction: 'both',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+  },
+  toSuper,
+  toTenant,
+} satisfies ResourcePlugin<Service>;
+
+export default servicesPlugin;

@@ -1,0 +1,284 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { TENANT_CONTROLLERS, type LocalControlPlane } from '../../core/local/controlplane.ts';
+import { ANN, LABEL, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+interface Pod extends KubeObject {
+  spec: {
+    nodeName?: string;
+    dnsPolicy?: string;
+    dnsConfig?: { nameservers?: string[]; searches?: string[] };
+    runtimeClassName?: string;
+    automountServiceAccountToken?: boolean;
+    volumes?: Array<{ name: string; secret?: { secretName: string } }>;
+  };
+  status?: { phase?: string; podIP?: string; conditions?: Array<{ type: string; status: string }> };
+}
+
+const sandboxPlugin = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
+
+function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, extra: Partial<Tenant> = {}): Tenant {
+  return {
+    key: rootNamespace(vcNamespace, vcName, uid),
+    vcName,
+    vcNamespace,
+    vcUid: uid,
+    kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
+    weight: 1,
+    clusterDomain: 'cluster.local',
+    podSecurityLevel: 'baseline',
+    opaqueMetaPrefixes: [],
+    transparentMetaPrefixes: [],
+    pluginConfig: { vnAgent: { port: 10550 } },
+    ...extra,
+  };
+}
+
+const deployment = (name: string, replicas: number, podSpec: Record<string, unknown> = {}) => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name, namespace: 'default' },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app: name } },
+    template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'nginx' }], ...podSpec } },
+  },
+});
+
+describe('syncer on a real super cluster with two tenant control planes', () => {
+  let t: TestSuper;
+  let cpA: LocalControlPlane;
+  let cpB: LocalControlPlane;
+  let a: KubeClient;
+  let b: KubeClient;
+  let tenantA: Tenant;
+  let tenantB: Tenant;
+  let registry: StaticTenantRegistry;
+  let host: PluginHost;
+  let syncer: Syncer;
+
+  const newSyncer = () => new Syncer({ superClient: t.client, host, registry, patrolIntervalMs: 0, workers: 8 });
+  const superPods = async (tenant: Tenant) =>
+    (await t.client.list<Pod>(R.pods, { labelSelector: `${LABEL.cluster}=${tenant.key}` })).items;
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 2 });
+    [cpA, cpB] = await Promise.all([
+      t.sc.addControlPlane('tenant-a', { controllers: TENANT_CONTROLLERS }),
+      t.sc.addControlPlane('tenant-b', { controllers: TENANT_CONTROLLERS }),
+    ]);
+    a = await cpA.client();
+    b = await cpB.client();
+    tenantA = tenantOf(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-000000000001');
+    tenantB = tenantOf(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
+      pluginConfig: { vnAgent: { port: 10550 }, sandbox: { runtimeClassName: 'kata' } },
+    });
+    await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });
+    registry = new StaticTenantRegistry([tenantA, tenantB]);
+    host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins, thirdParty: [sandboxPlugin] });
+    expect(host.failures).toEqual([]);
+    syncer = newSyncer();
+    await syncer.start();
+    await eventually(() => expect(syncer.tenantReady(tenantA.key) && syncer.tenantReady(tenantB.key)).toBe(true));
+  });
+
+  afterAll(async () => {
+    await syncer?.stop();
+    await t?.stop();
+  });
+
+  it("runs a tenant Deployment's Pods Running in the tenant, on vNodes, from prefixed super namespaces", async () => {
+    await a.create(R.deployments, deployment('web', 3));
+    const pods = await eventually(async () => {
+      const list = await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'app=web' });
+      expect(list.items.filter((p) => p.status?.phase === 'Running' && p.spec.nodeName)).toHaveLength(3);
+      return list.items;
+    }, 90_000);
+    const superNs = superNamespace(tenantA.key, 'default');
+    expect(superNs).toMatch(/^team-a-[0-9a-f]{6}-a-default$/);
+    const sp = await t.client.list<Pod>(R.pods, { namespace: superNs, labelSelector: 'app=web' });
+    expect(sp.items).toHaveLength(3);
+    for (const p of pods) {
+      const s = sp.items.find((x) => x.metadata?.name === p.metadata?.name)!;
+      expect(s.spec.nodeName).toBe(p.spec.nodeName);
+      expect(provenanceOf(s)).toMatchObject({ cluster: tenantA.key, namespace: 'default', uid: p.metadata?.uid });
+      expect(p.status?.podIP).toBe(s.status?.podIP);
+    }
+    const vnodes = await a.list(R.nodes);
+    expect(vnodes.items.map((n) => n.metadata?.name).sort()).toEqual([...new Set(pods.map((p) => p.spec.nodeName!))].sort());
+    const vn = vnodes.items[0] as KubeObject & { status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } };
+    expect(vn.status.daemonEndpoints.kubeletEndpoint.Port).toBe(10550);
+  });
+
+  it('mints the service account token from the tenant apiserver and mounts it instead of the super one', async () => {
+    const superNs = superNamespace(tenantA.key, 'default');
+    const [sp] = (await t.client.list<Pod>(R.pods, { namespace: superNs, labelSelector: 'app=web' })).items;
+    expect(sp!.spec.automountServiceAccountToken).toBe(false);
+    const vol = sp!.spec.volumes!.find((v) => v.name.startsWith('kube-api-access-'))!;
+    expect(vol.secret?.secretName).toBeTruthy();
+    const secret = await eventually(() => t.client.get<KubeObject & { data: Record<string, string> }>(R.secrets, superNs, vol.secret!.secretName));
+    const token = Buffer.from(secret.data.token!, 'base64').toString();
+    // The token authenticates against the tenant's own apiserver as the tenant's service account.
+    const review = (await a.create(
+      { group: 'authentication.k8s.io', version: 'v1', resource: 'tokenreviews', kind: 'TokenReview', namespaced: false },
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec: { token } },
+    )) as KubeObject & { status: { authenticated: boolean; user: { username: string } } };
+    expect(review.status.authenticated).toBe(true);
+    expect(review.status.user.username).toBe('system:serviceaccount:default:default');
+  });
+
+  it("keeps tenant A's objects out of tenant B and out of B's super namespaces", async () => {
+    await a.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a-only', namespace: 'default' }, data: { k: 'a' } });
+    const superNsA = superNamespace(tenantA.key, 'default');
+    await eventually(() => t.client.get(R.configmaps, superNsA, 'a-only'));
+    expect(await b.getOrNull(R.configmaps, 'default', 'a-only')).toBeNull();
+    expect(await t.client.getOrNull(R.configmaps, superNamespace(tenantB.key, 'default'), 'a-only')).toBeNull();
+    expect((await b.list(R.pods, { namespace: 'default' })).items).toHaveLength(0);
+    for (const p of await superPods(tenantB)) expect(p.metadata?.namespace!.startsWith(tenantB.key)).toBe(true);
+  });
+
+  it('refuses a tenant Pod that sets nodeName, with an event on it', async () => {
+    await a.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'pinned', namespace: 'default' },
+      spec: { nodeName: 'super-node-0', containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    const ev = await eventually(async () => {
+      const list = await a.list<KubeObject & { reason: string; message: string; involvedObject: { name: string } }>(R.events, {
+        namespace: 'default',
+        fieldSelector: 'involvedObject.name=pinned',
+      });
+      const e = list.items.find((x) => x.reason === 'NodeNameNotSupported');
+      expect(e).toBeDefined();
+      return e!;
+    });
+    expect(ev.message).toMatch(/nodeName/);
+    expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'pinned')).toBeNull();
+  });
+
+  it("points ClusterFirst Pods at the tenant's own kube-dns through its super cluster IP", async () => {
+    await a.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'kube-dns', namespace: 'kube-system' },
+      spec: { selector: { k8s_app: 'kube-dns' }, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] },
+    });
+    const superSvc = await eventually(async () => {
+      const s = await t.client.get<KubeObject & { spec: { clusterIP: string } }>(R.services, superNamespace(tenantA.key, 'kube-system'), 'kube-dns');
+      expect(s.spec.clusterIP).toMatch(/^10\./);
+      return s;
+    });
+    const tenantSvc = await eventually(async () => {
+      const s = await a.get<KubeObject & { spec: { clusterIP: string } }>(R.services, 'kube-system', 'kube-dns');
+      expect(s.metadata?.annotations?.[ANN.superClusterIP]).toBe(superSvc.spec.clusterIP);
+      return s;
+    });
+    expect(tenantSvc.spec.clusterIP).not.toBe('');
+    await a.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'dns-probe', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    const sp = await eventually(() => t.client.get<Pod>(R.pods, superNamespace(tenantA.key, 'default'), 'dns-probe'));
+    expect(sp.spec.dnsPolicy).toBe('None');
+    expect(sp.spec.dnsConfig?.nameservers).toEqual([superSvc.spec.clusterIP]);
+    expect(sp.spec.dnsConfig?.searches?.[0]).toBe('default.svc.cluster.local');
+  });
+
+  it('loads a third-party plugin by path: tenant B asked for a sandbox runtime class', async () => {
+    await b.create(R.deployments, deployment('sandboxed', 1));
+    const [p] = await eventually(async () => {
+      const ps = await superPods(tenantB);
+      expect(ps.length).toBeGreaterThan(0);
+      return ps;
+    });
+    expect(p!.spec.runtimeClassName).toBe('kata');
+    for (const pa of await superPods(tenantA)) expect(pa.spec.runtimeClassName).toBeUndefined();
+  });
+
+  it('carries PVC binding status up and mirrors the bound PV into the tenant', async () => {
+    await t.client.create(R.persistentvolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: 'pv-a' },
+      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: 'manual', hostPath: { path: '/tmp/pv-a' } },
+    });
+    await a.create(R.persistentvolumeclaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'data', namespace: 'default' },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'manual', resources: { requests: { storage: '1Gi' } } },
+    });
+    const pvc = await eventually(async () => {
+      const c = await a.get<KubeObject & { status?: { phase?: string }; spec: { volumeName?: string } }>(R.persistentvolumeclaims, 'default', 'data');
+      expect(c.status?.phase).toBe('Bound');
+      return c;
+    }, 90_000);
+    expect(pvc.spec.volumeName).toBe('pv-a');
+    const pv = await eventually(() => a.get<KubeObject & { spec: { claimRef: { namespace: string; uid: string } } }>(R.persistentvolumes, undefined, 'pv-a'));
+    expect(pv.spec.claimRef.namespace).toBe('default');
+    expect(pv.spec.claimRef.uid).toBe(pvc.metadata?.uid);
+  });
+
+  it('repairs a super object edited or deleted behind its back (patrol)', async () => {
+    const superNs = superNamespace(tenantA.key, 'default');
+    await t.client.patch(R.configmaps, superNs, 'a-only', { data: { k: 'tampered' } }, 'merge');
+    await eventually(async () => {
+      const cm = await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only');
+      expect(cm.data.k).toBe('tampered');
+    });
+    // Give the informer the tampered version, then patrol.
+    await eventually(() => expect(syncer.patrol()).toBeGreaterThan(0));
+    await eventually(async () => {
+      const cm = await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only');
+      expect(cm.data.k).toBe('a');
+    });
+    await t.client.delete(R.configmaps, superNs, 'a-only');
+    await eventually(() => t.client.get(R.configmaps, superNs, 'a-only'));
+    // An orphan: a managed super object whose tenant object never existed.
+    await t.client.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'orphan',
+        namespace: superNs,
+        labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: tenantA.key },
+        annotations: { [ANN.cluster]: tenantA.key, [ANN.namespace]: 'default', [ANN.name]: 'orphan', [ANN.uid]: 'gone' },
+      },
+    });
+    await eventually(async () => {
+      syncer.patrol();
+      expect(await t.client.getOrNull(R.configmaps, superNs, 'orphan')).toBeNull();
+    });
+  });
+
+  it('propagates deletion down', async () => {
+    await a.delete(R.deployments, 'default', 'web', { propagationPolicy: 'Foreground' });
+    await eventually(async () => {
+      const ps = await t.client.list<Pod>(R.pods, { namespace: superNamespace(tenantA.key, 'default'), labelSelector: 'app=web' });
+      expect(ps.items).toHaveLength(0);
+      expect((await a.list(R.pods, { namespace: 'default', labelSelector: 'app=web' })).items).toHaveLength(0);
+    }, 90_000);
+  });
+
+  it('creates no duplicates and loses nothing across a syncer restart', async () => {
+    await syncer.stop();
+    await a.create(R.deployments, deployment('after-restart', 2));
+    const before = (await superPods(tenantA)).length;
+    syncer = newSyncer();
+    await syncer.start();
+    await eventually(async () => {
+      const list = await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'app=after-restart' });
+      expect(list.items.filter((p) => p.status?.phase === 'Running')).toHaveLength(2);
+    }, 90_000);
+    const after = await superPods(tenantA);
+    const names = after.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
+    expect(new Set(names).size).toBe(names.length);
+    expect(after.length).toBe(before + 2);
+  });
+});
