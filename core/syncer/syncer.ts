@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Operation } from 'rfc6902';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { ApiError, isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
@@ -113,6 +113,8 @@ export class Syncer {
   private readonly tokens: TokenMinter;
   private readonly recentEvents = new Set<string>();
   private unsubscribe?: () => void;
+  private gate?: Promise<void>;
+  private openGate?: () => void;
   private patrolTimer?: NodeJS.Timeout;
   /** patrolRuns counts completed patrol passes; patrolFixes counts the drift they found. */
   readonly stats = { patrolRuns: 0, patrolFixes: 0 };
@@ -165,6 +167,7 @@ export class Syncer {
   /** stop stops workers, informers and the patrol. */
   async stop(): Promise<void> {
     liveSyncers.delete(this);
+    this.resume();
     clearInterval(this.patrolTimer);
     this.unsubscribe?.();
     await this.runner.stop();
@@ -491,7 +494,23 @@ export class Syncer {
     if (st.length) plan.steps.push({ op: 'patchTenantStatus', namespace: m.namespace, name: m.name!, ops: st });
   }
 
+  /**
+   * pause stops all writes: workers hold on to their next key until resume, while informers keep watching and
+   * keys keep queueing. For maintenance windows; patrol still reports drift while paused.
+   */
+  pause(): void {
+    if (!this.gate) this.gate = new Promise((res) => (this.openGate = res));
+  }
+
+  /** resume lets the workers continue after pause. */
+  resume(): void {
+    this.openGate?.();
+    this.gate = undefined;
+    this.openGate = undefined;
+  }
+
   private async reconcile(key: string): Promise<Result> {
+    if (this.gate) await this.gate;
     const k = parseKey(key);
     const s = this.tenants.get(k.tenant);
     if (!s) return;
@@ -504,9 +523,14 @@ export class Syncer {
       if (plan.skip) metrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: plan.skip.reason });
       const r = toResource(p);
       let superUid: string | undefined;
+      let lastRv: string | undefined;
       for (const step of plan.steps) {
+        // A status patch after a spec patch of the same object must test the version the first patch produced.
+        if (lastRv && 'ops' in step && step.ops[0]?.op === 'test') step.ops[0] = { ...step.ops[0], value: lastRv };
         try {
-          superUid = (await this.execute(s, r, k.plugin, step)) ?? superUid;
+          const written = await this.execute(s, r, k.plugin, step);
+          superUid = (step.op.endsWith('Super') ? written?.metadata?.uid : undefined) ?? superUid;
+          lastRv = written?.metadata?.resourceVersion;
         } catch (e) {
           // The super apiserver made this object itself (the `default` ServiceAccount of a new namespace): it is
           // outside the managed-only cache, so read it and plan again with both sides known.
@@ -523,7 +547,10 @@ export class Syncer {
     } catch (e) {
       metrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
       // A stale cache (409, precondition) or a namespace not there yet resolves itself: retry soon.
-      if (isConflict(e) || isAlreadyExists(e)) return { requeueAfter: 100 };
+      if (isConflict(e) || isAlreadyExists(e) || isStalePatch(e)) {
+        log.debug({ key, err: String(e) }, 'stale cache; requeueing');
+        return { requeueAfter: 100 };
+      }
       throw e;
     } finally {
       metrics.latency.observe({ tenant: k.tenant, plugin: k.plugin }, (performance.now() - started) / 1000);
@@ -540,31 +567,29 @@ export class Syncer {
     const plan = this.planBoth(s, p, this.context(s), tenantObj, actual, k);
     if (plan.skip) throw new Error(`${plan.skip.reason}: ${plan.skip.message}`);
     let uid = actual.metadata?.uid;
-    for (const step of plan.steps) uid = (await this.execute(s, r, p.manifest.name, step)) ?? uid;
+    for (const step of plan.steps) uid = (await this.execute(s, r, p.manifest.name, step))?.metadata?.uid ?? uid;
     return uid;
   }
 
-  private async execute(s: TenantState, r: Resource, plugin: string, step: Step): Promise<string | undefined> {
+  /** execute performs one step and returns the object written, if the step writes one. */
+  private async execute(s: TenantState, r: Resource, plugin: string, step: Step): Promise<KubeObject | undefined> {
     const sup = this.o.superClient;
     const fm = { fieldManager: MANAGER };
     metrics.writes.inc({ tenant: s.tenant.key, plugin, op: step.op });
     switch (step.op) {
       case 'createSuper':
-        return (await sup.create(r, step.obj, fm)).metadata?.uid;
+        return sup.create(r, step.obj, fm);
       case 'patchSuper':
-        return (await sup.patch(r, step.namespace, step.name, step.ops, 'json', fm)).metadata?.uid;
+        return sup.patch(r, step.namespace, step.name, step.ops, 'json', fm);
       case 'deleteSuper':
         await sup.delete(r, step.namespace, step.name, { uid: step.uid, propagationPolicy: 'Background' });
         return;
       case 'createTenant':
-        await s.client.create(r, step.obj, fm);
-        return;
+        return s.client.create(r, step.obj, fm);
       case 'patchTenant':
-        await s.client.patch(r, step.namespace, step.name, step.ops, 'json', fm);
-        return;
+        return s.client.patch(r, step.namespace, step.name, step.ops, 'json', fm);
       case 'patchTenantStatus':
-        await s.client.patch(r, step.namespace, step.name, step.ops, 'json', { ...fm, subresource: 'status' });
-        return;
+        return s.client.patch(r, step.namespace, step.name, step.ops, 'json', { ...fm, subresource: 'status' });
       case 'deleteTenant':
         await s.client.delete(r, step.namespace, step.name, { uid: step.uid });
         return;
@@ -687,6 +712,16 @@ export class Syncer {
     if (fixes) log.info({ fixes }, 'patrol requeued drift');
     return fixes;
   }
+}
+
+/**
+ * isStalePatch recognises the apiserver's answer to a JSON Patch whose resourceVersion test failed (422 with no
+ * field causes): the cache was behind, not the request wrong.
+ */
+function isStalePatch(e: unknown): boolean {
+  if (!(e instanceof ApiError) || e.code !== 422 || !e.message.startsWith('PATCH ')) return false;
+  const causes = (e.body as { details?: { causes?: unknown[] } } | undefined)?.details?.causes;
+  return !causes?.length;
 }
 
 function toResource(p: ResourcePlugin): Resource {

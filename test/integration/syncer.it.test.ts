@@ -6,6 +6,7 @@ import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS, type LocalControlPlane } from '../../core/local/controlplane.ts';
 import { ANN, LABEL, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
+import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -225,34 +226,39 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     expect(pv.spec.claimRef.uid).toBe(pvc.metadata?.uid);
   });
 
-  it('repairs a super object edited or deleted behind its back (patrol)', async () => {
+  it('repairs a super object edited or deleted behind its back', async () => {
     const superNs = superNamespace(tenantA.key, 'default');
+    const data = async () => (await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only')).data.k;
     await t.client.patch(R.configmaps, superNs, 'a-only', { data: { k: 'tampered' } }, 'merge');
-    await eventually(async () => {
-      const cm = await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only');
-      expect(cm.data.k).toBe('tampered');
-    });
-    // Give the informer the tampered version, then patrol.
-    await eventually(() => expect(syncer.patrol()).toBeGreaterThan(0));
-    await eventually(async () => {
-      const cm = await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only');
-      expect(cm.data.k).toBe('a');
-    });
+    await eventually(async () => expect(await data()).toBe('a'));
     await t.client.delete(R.configmaps, superNs, 'a-only');
-    await eventually(() => t.client.get(R.configmaps, superNs, 'a-only'));
-    // An orphan: a managed super object whose tenant object never existed.
-    await t.client.create(R.configmaps, {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {
-        name: 'orphan',
-        namespace: superNs,
-        labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: tenantA.key },
-        annotations: { [ANN.cluster]: tenantA.key, [ANN.namespace]: 'default', [ANN.name]: 'orphan', [ANN.uid]: 'gone' },
-      },
-    });
+    await eventually(async () => expect(await data()).toBe('a'));
+  });
+
+  it('patrol finds drift nothing else has handled yet, reports it, and it is repaired', async () => {
+    const superNs = superNamespace(tenantA.key, 'default');
+    syncer.pause();
+    try {
+      await t.client.patch(R.configmaps, superNs, 'a-only', { data: { k: 'tampered' } }, 'merge');
+      await t.client.create(R.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: 'orphan',
+          namespace: superNs,
+          labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: tenantA.key },
+          annotations: { [ANN.cluster]: tenantA.key, [ANN.namespace]: 'default', [ANN.name]: 'orphan', [ANN.uid]: 'gone' },
+        },
+      });
+      // Once the caches have seen both changes, patrol counts one drifted and one orphaned object.
+      await eventually(() => expect(syncer.patrol()).toBeGreaterThanOrEqual(2));
+      const metricsText = await metricsRegistry.metrics();
+      expect(metricsText).toMatch(new RegExp(`vc_syncer_patrol_fixes_total\\{tenant="${tenantA.key}",plugin="configmaps"\\} [1-9]`));
+    } finally {
+      syncer.resume();
+    }
     await eventually(async () => {
-      syncer.patrol();
+      expect((await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only')).data.k).toBe('a');
       expect(await t.client.getOrNull(R.configmaps, superNs, 'orphan')).toBeNull();
     });
   });
