@@ -10,6 +10,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 /** SCHEMAS names the JSON Schemas in this folder. */
 export const SCHEMAS = {
   plugin: 'plugin.schema.json',
+  managerConfig: 'manager-config.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;

@@ -56,6 +56,58 @@ program
     await sc.stop();
   });
 
+program
+  .command('manager')
+  .description('run the manager: a syncer per super cluster, leader election, /metrics /healthz /readyz')
+  .requiredOption('-c, --config <file>', 'manager configuration (ManagerConfiguration YAML)')
+  .action(async (o: { config: string }) => {
+    const { loadManagerConfig } = await import('../manager/config.ts');
+    const { startManager } = await import('../manager/manager.ts');
+    const cfg = loadManagerConfig(o.config);
+    const m = await startManager(cfg, o.config);
+    process.stderr.write(`manager running; metrics and probes on 127.0.0.1:${m.opsPort}\n`);
+    await new Promise<void>((res) => {
+      process.once('SIGINT', res);
+      process.once('SIGTERM', res);
+    });
+    await m.stop();
+  });
+
+const plugins = program.command('plugins').description('syncer plugins');
+plugins
+  .command('list')
+  .description('list the built-in plugins and those a manager configuration adds, with their manifests and load errors')
+  .option('-c, --config <file>', 'manager configuration naming third-party plugins')
+  .option('--process <name>', 'manager or vn-agent', 'manager')
+  .option('-o, --output <format>', 'table or json', 'table')
+  .action(async (o: { config?: string; process: 'manager' | 'vn-agent'; output: string }) => {
+    const { PluginHost } = await import('../plugins/host.ts');
+    const { builtinPlugins } = await import('../../plugins/registry.ts');
+    const cfg = o.config ? (await import('../manager/config.ts')).loadManagerConfig(o.config) : undefined;
+    const host = await PluginHost.load({
+      process: o.process,
+      builtins: builtinPlugins,
+      thirdParty: cfg?.plugins?.thirdParty,
+      enable: cfg?.plugins?.enable,
+      disable: cfg?.plugins?.disable,
+    });
+    const rows = host.names().map((n) => {
+      const m = host.get(n)!.manifest;
+      const on = host.enabledFor({}, n);
+      return { name: n, version: m.version, direction: m.direction, truth: m.sourceOfTruth, processes: m.processes.join(','), enabled: on ? 'yes' : 'opt-in' };
+    });
+    if (o.output === 'json') {
+      process.stdout.write(JSON.stringify({ plugins: rows, failures: host.failures }, null, 2) + '\n');
+    } else {
+      const cols = ['name', 'version', 'direction', 'truth', 'processes', 'enabled'] as const;
+      const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
+      const line = (v: readonly string[]) => v.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd();
+      process.stdout.write([line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))].join('\n') + '\n');
+      for (const f of host.failures) process.stderr.write(`FAILED ${f.plugin} (${f.source}): ${f.reason}\n`);
+    }
+    if (host.failures.length) process.exitCode = 1;
+  });
+
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);
   process.exit(1);

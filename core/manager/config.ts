@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { formatErrors, validate } from '../../schemas/validate.ts';
+import { rootNamespace } from '../names/names.ts';
+import type { PodSecurityLevel, Tenant } from '../syncer/tenant.ts';
+
+/** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
+export interface ManagerConfig {
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1';
+  kind: 'ManagerConfiguration';
+  superClusters?: Array<{ name: string; kubeconfig?: string }>;
+  plugins?: { thirdParty?: string[]; enable?: string[]; disable?: string[] };
+  syncer?: { workers?: number; patrolIntervalSeconds?: number };
+  leaderElection?: {
+    enabled?: boolean;
+    namespace?: string;
+    name?: string;
+    leaseDurationSeconds?: number;
+    renewDeadlineSeconds?: number;
+    retryPeriodSeconds?: number;
+  };
+  metrics?: { host?: string; port?: number };
+  tenants?: Array<{
+    name: string;
+    namespace: string;
+    uid: string;
+    kubeconfig: string;
+    superCluster?: string;
+    weight?: number;
+    clusterDomain?: string;
+    podSecurityLevel?: PodSecurityLevel;
+    opaqueMetaPrefixes?: string[];
+    transparentMetaPrefixes?: string[];
+    plugins?: { enable?: string[]; disable?: string[] };
+    pluginConfig?: Record<string, unknown>;
+  }>;
+}
+
+/** ConfigError is a configuration that cannot be used; its message names the file, the field and the problem. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** loadManagerConfig reads, parses and validates a configuration file, resolving relative paths against it. */
+export function loadManagerConfig(file: string): ManagerConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`${file}: cannot read: ${(e as Error).message}`);
+  }
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length) throw new ConfigError(`${file}: invalid YAML: ${doc.errors[0]!.message}`);
+  const value = doc.toJS() as unknown;
+  const errors = validate('managerConfig', value);
+  if (errors.length) {
+    const tenants = (value as { tenants?: Array<{ namespace?: string; name?: string }> } | null)?.tenants ?? [];
+    const named = errors.map((e) => {
+      const m = /^\/tenants\/(\d+)/.exec(e.pointer);
+      const t = m ? tenants[Number(m[1])] : undefined;
+      return t ? { ...e, message: `${e.message} (tenant ${t.namespace ?? '?'}/${t.name ?? '?'})` } : e;
+    });
+    throw new ConfigError(formatErrors(file, named));
+  }
+  const cfg = value as ManagerConfig;
+  const base = dirname(resolve(file));
+  const abs = (p: string) => resolve(base, p);
+  for (const sc of cfg.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
+  for (const t of cfg.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
+  if (cfg.plugins?.thirdParty) {
+    cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => (p.startsWith('.') || p.startsWith('/') ? abs(p) : p));
+  }
+  const names = new Set<string>();
+  for (const [i, t] of (cfg.tenants ?? []).entries()) {
+    const id = `${t.namespace}/${t.name}`;
+    if (names.has(id)) throw new ConfigError(`${file}: /tenants/${i} tenant ${id} is listed twice`);
+    names.add(id);
+  }
+  return cfg;
+}
+
+/** staticTenants turns the configuration's tenant list into syncer tenants, reading each kubeconfig. */
+export function staticTenants(cfg: ManagerConfig, file: string, superCluster?: string): Tenant[] {
+  return (cfg.tenants ?? [])
+    .filter((t) => !superCluster || (t.superCluster ?? cfg.superClusters?.[0]?.name ?? 'default') === superCluster)
+    .map((t, i) => {
+      let kubeconfig: string;
+      try {
+        kubeconfig = readFileSync(t.kubeconfig, 'utf8');
+      } catch (e) {
+        throw new ConfigError(`${file}: /tenants/${i}/kubeconfig tenant ${t.namespace}/${t.name}: cannot read ${t.kubeconfig}: ${(e as Error).message}`);
+      }
+      return {
+        key: rootNamespace(t.namespace, t.name, t.uid),
+        vcName: t.name,
+        vcNamespace: t.namespace,
+        vcUid: t.uid,
+        kubeconfig,
+        weight: t.weight ?? 1,
+        clusterDomain: t.clusterDomain ?? 'cluster.local',
+        podSecurityLevel: t.podSecurityLevel ?? 'baseline',
+        opaqueMetaPrefixes: t.opaqueMetaPrefixes ?? [],
+        transparentMetaPrefixes: t.transparentMetaPrefixes ?? [],
+        plugins: t.plugins,
+        pluginConfig: t.pluginConfig,
+      };
+    });
+}

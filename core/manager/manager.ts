@@ -1,0 +1,110 @@
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '../kube/client.ts';
+import { LeaderElector } from '../leader/election.ts';
+import { childLogger } from '../log.ts';
+import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
+import { PluginHost } from '../plugins/host.ts';
+import { Syncer } from '../syncer/syncer.ts';
+import { StaticTenantRegistry } from '../syncer/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { staticTenants, type ManagerConfig } from './config.ts';
+
+const log = childLogger({ controller: 'manager' });
+
+/** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
+export interface Manager {
+  opsPort: number;
+  syncers: Syncer[];
+  host: PluginHost;
+  stop(): Promise<void>;
+}
+
+async function clientFor(kubeconfig?: string): Promise<KubeClient> {
+  const kc = new KubeConfig();
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else kc.loadFromCluster();
+  return KubeClient.fromKubeConfig(kc);
+}
+
+/**
+ * startManager loads the plugins, starts /metrics, /healthz and /readyz, and, while it holds the leader Lease (or
+ * at once when leader election is off), one syncer per super cluster serving the configured tenants.
+ */
+export async function startManager(cfg: ManagerConfig, file: string): Promise<Manager> {
+  const host = await PluginHost.load({
+    process: 'manager',
+    builtins: builtinPlugins,
+    thirdParty: cfg.plugins?.thirdParty,
+    enable: cfg.plugins?.enable,
+    disable: cfg.plugins?.disable,
+  });
+  for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
+  const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
+  const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
+  const syncers = supers.map(
+    (s, i) =>
+      new Syncer({
+        superClient: clients[i]!,
+        host,
+        registry: new StaticTenantRegistry(staticTenants(cfg, file, s.name)),
+        workers: cfg.syncer?.workers,
+        patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? 60) * 1000,
+        name: s.name,
+      }),
+  );
+  let running = false;
+  const start = async () => {
+    await Promise.all(syncers.map((s) => s.start()));
+    running = true;
+  };
+  const halt = async () => {
+    running = false;
+    await Promise.all(syncers.map((s) => s.stop()));
+  };
+  const ops: OpsServer = await startOpsServer({ host: cfg.metrics?.host ?? '127.0.0.1', port: cfg.metrics?.port ?? 0 });
+  const removeChecks = [
+    addHealthCheck('plugins', (): true | string => (host.names().length ? true : 'no plugin loaded')),
+    addReadyCheck('syncers', (): true | string => (running || !!cfg.leaderElection?.enabled ? true : 'syncers not started')),
+  ];
+  const stopElection = new AbortController();
+  let election: Promise<void> | undefined;
+  if (cfg.leaderElection?.enabled) {
+    const le = cfg.leaderElection;
+    const elector = new LeaderElector({
+      client: clients[0]!,
+      namespace: le.namespace ?? 'kube-system',
+      name: le.name ?? 'vc-manager',
+      identity: `${hostname()}-${process.pid}`,
+      leaseDurationSeconds: le.leaseDurationSeconds,
+      renewDeadlineSeconds: le.renewDeadlineSeconds,
+      retryPeriodSeconds: le.retryPeriodSeconds,
+      onStartedLeading: async (signal) => {
+        log.info('became leader; starting syncers');
+        await start();
+        await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
+        await halt();
+      },
+      onStoppedLeading: () => log.info('stopped leading'),
+    });
+    election = (async () => {
+      while (!stopElection.signal.aborted) await elector.run(stopElection.signal);
+    })();
+  } else {
+    await start();
+  }
+  log.info({ opsPort: ops.port, superClusters: supers.map((s) => s.name), plugins: host.names() }, 'manager started');
+  return {
+    opsPort: ops.port,
+    syncers,
+    host,
+    async stop() {
+      stopElection.abort();
+      await election;
+      if (running) await halt();
+      removeChecks.forEach((r) => r());
+      await ops.close();
+      clients.forEach((c) => c.close());
+    },
+  };
+}
