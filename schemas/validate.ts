@@ -11,6 +11,8 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 export const SCHEMAS = {
   plugin: 'plugin.schema.json',
   managerConfig: 'manager-config.schema.json',
+  virtualCluster: 'virtualcluster.schema.json',
+  clusterVersion: 'clusterversion.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;
