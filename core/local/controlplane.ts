@@ -5,8 +5,9 @@ import https from 'node:https';
 import { firstServiceIP, generateControlPlanePKI, renderKubeconfig, writePKI } from '../pki/pki.ts';
 import { KubeClient } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
+import { apiserverFlags, controllerManagerFlags, parseFlagArgs, pkiPaths } from '../provision/flags.ts';
 import { binaryPath, toolchainDir } from '../toolchain/toolchain.ts';
-import type { LocalEtcd } from './etcd.ts';
+import type { EtcdEndpoint } from './etcd.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 
 /** ControlPlaneOptions configure one local Kubernetes control plane on a shared etcd. */
@@ -19,7 +20,7 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** state directory of this control plane (PKI, kubeconfigs, logs, ports) */
   dir: string;
-  etcd: LocalEtcd;
+  etcd: EtcdEndpoint;
   /** service CIDR; the first address is the `kubernetes` Service */
   serviceCidr?: string;
   /** run kube-scheduler (super clusters do; tenant control planes do not, their Pods are scheduled in the super) */
@@ -73,61 +74,30 @@ export class LocalControlPlane {
       command: binaryPath('kube-apiserver'),
       logFile: log('kube-apiserver'),
       restart,
-      args: [
-        `--etcd-servers=${opts.etcd.endpoint}`,
-        `--etcd-prefix=${opts.etcdPrefix ?? `/${opts.name}`}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${ports.apiserver}`,
-        `--tls-cert-file=${join(d, 'pki/apiserver.crt')}`,
-        `--tls-private-key-file=${join(d, 'pki/apiserver.key')}`,
-        `--client-ca-file=${join(d, CA_FILE)}`,
-        `--token-auth-file=${join(d, 'tokens.csv')}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${join(d, 'pki/sa.pub')}`,
-        `--service-account-signing-key-file=${join(d, 'pki/sa.key')}`,
-        `--service-cluster-ip-range=${serviceCidr}`,
-        '--authorization-mode=Node,RBAC',
-        '--endpoint-reconciler-type=none',
-        '--allow-privileged=true',
-        '--kubelet-preferred-address-types=InternalIP,Hostname',
-        `--kubelet-client-certificate=${join(d, 'pki/kubelet-client.crt')}`,
-        `--kubelet-client-key=${join(d, 'pki/kubelet-client.key')}`,
-        `--requestheader-client-ca-file=${join(d, 'pki/front-proxy-ca.crt')}`,
-        '--requestheader-allowed-names=front-proxy-client',
-        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-        '--requestheader-group-headers=X-Remote-Group',
-        '--requestheader-username-headers=X-Remote-User',
-        `--proxy-client-cert-file=${join(d, 'pki/front-proxy-client.crt')}`,
-        `--proxy-client-key-file=${join(d, 'pki/front-proxy-client.key')}`,
-        '--profiling=false',
-        '--v=1',
-        ...(opts.apiserverArgs ?? []),
-      ],
+      args: apiserverFlags({
+        paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig'), tokenFile: join(d, 'tokens.csv') }),
+        etcdServers: opts.etcd.endpoint,
+        etcdPrefix: opts.etcdPrefix ?? `/${opts.name}`,
+        bindAddress: '127.0.0.1',
+        advertiseAddress: '127.0.0.1',
+        securePort: ports.apiserver,
+        serviceCidr,
+        extraArgs: parseFlagArgs(opts.apiserverArgs ?? []),
+      }),
     });
     if (opts.controllerManager !== false) this.controllerManager = new ManagedProcess({
       name: `${opts.name}/kube-controller-manager`,
       command: binaryPath('kube-controller-manager'),
       logFile: log('kube-controller-manager'),
       restart,
-      args: [
-        `--kubeconfig=${join(d, 'controller-manager.kubeconfig')}`,
-        `--authentication-kubeconfig=${join(d, 'controller-manager.kubeconfig')}`,
-        `--authorization-kubeconfig=${join(d, 'controller-manager.kubeconfig')}`,
-        '--leader-elect=false',
-        '--bind-address=127.0.0.1',
-        `--secure-port=${ports.controllerManager}`,
-        '--use-service-account-credentials=true',
-        `--service-account-private-key-file=${join(d, 'pki/sa.key')}`,
-        `--root-ca-file=${join(d, CA_FILE)}`,
-        `--cluster-signing-cert-file=${join(d, CA_FILE)}`,
-        `--cluster-signing-key-file=${join(d, 'pki/ca.key')}`,
-        `--cluster-name=${opts.name}`,
-        `--service-cluster-ip-range=${serviceCidr}`,
-        `--controllers=${opts.controllers ?? '*'}`,
-        '--profiling=false',
-        '--v=1',
-      ],
+      args: controllerManagerFlags({
+        paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
+        bindAddress: '127.0.0.1',
+        securePort: ports.controllerManager,
+        clusterName: opts.name,
+        serviceCidr,
+        controllers: opts.controllers ?? '*',
+      }),
     });
     if (opts.scheduler) {
       this.scheduler = new ManagedProcess({

@@ -1,0 +1,512 @@
+import { createHash } from 'node:crypto';
+import type { KubeObject, Resource } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { TENANT_CONTROLLERS } from '../local/controlplane.ts';
+import { LABEL } from '../names/names.ts';
+import { firstServiceIP, renderKubeconfig } from '../pki/pki.ts';
+import type { ControlPlanePKI, ControlPlanePKIOptions } from '../pki/pki.ts';
+import { apiserverFlags, controllerManagerFlags, flagList, pkiPaths, type ExtraArgs } from './flags.ts';
+
+/** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
+export interface VirtualCluster extends KubeObject {
+  spec: {
+    /** the tenant's cluster DNS domain; default `cluster.local` */
+    clusterDomain?: string;
+    clusterVersionName?: string;
+    /** lifetime of the tenant's certificates; default 365 */
+    pkiExpireDays?: number;
+    /** the tenant's service CIDR; default `10.32.0.0/16` */
+    serviceCidr?: string;
+    apiServer?: { extraArgs?: Record<string, string> };
+    controllerManager?: { extraArgs?: Record<string, string> };
+  };
+}
+
+/** ClusterVersion is the part of a tenancy.x-k8s.io ClusterVersion the native provisioner reads. */
+export interface ClusterVersion extends KubeObject {
+  spec: {
+    /** tag of the default kube-apiserver and kube-controller-manager images, e.g. `v1.36.3` */
+    kubernetesVersion: string;
+    etcd?: {
+      image?: string;
+      /** etcd version, e.g. `v3.6.16`: the image is then `registry.k8s.io/etcd:3.6.16-0` unless image is set */
+      version?: string;
+      extraArgs?: Record<string, string>;
+      /** size of the data volume; default `1Gi` */
+      storageSize?: string;
+    };
+    apiServer?: {
+      image?: string;
+      replicas?: number;
+      extraArgs?: Record<string, string>;
+      /** type of the `apiserver` Service; default ClusterIP */
+      serviceType?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
+    };
+    controllerManager?: { image?: string; replicas?: number; extraArgs?: Record<string, string> };
+  };
+}
+
+/** NativeInput is what renderNative renders a tenant control plane from. */
+export interface NativeInput {
+  vc: VirtualCluster;
+  clusterVersion: ClusterVersion;
+  /** made by generateControlPlanePKI(nativePKIOptions(vc, rootNamespace)) */
+  pki: ControlPlanePKI;
+  rootNamespace: string;
+}
+
+/** NATIVE_DEFAULTS are the values of fields VirtualCluster and ClusterVersion leave out. */
+export const NATIVE_DEFAULTS = {
+  clusterDomain: 'cluster.local',
+  pkiExpireDays: 365,
+  serviceCidr: '10.32.0.0/16',
+  etcdImage: 'registry.k8s.io/etcd:3.6.6-0',
+  etcdStorageSize: '1Gi',
+  serviceType: 'ClusterIP',
+  /** the super cluster's DNS domain, in which `apiserver.<root>.svc.<domain>` resolves */
+  superClusterDomain: 'cluster.local',
+} as const;
+
+/** NATIVE_PORTS are the container ports of the tenant control plane. */
+export const NATIVE_PORTS = { apiserver: 6443, controllerManager: 10257, etcdClient: 2379, etcdPeer: 2380, etcdMetrics: 2381 } as const;
+
+/** NATIVE_SECRETS names the Secrets renderNative puts in the root namespace. */
+export const NATIVE_SECRETS = {
+  ca: 'root-ca',
+  apiserver: 'apiserver-tls',
+  frontProxyCA: 'front-proxy-ca',
+  frontProxyClient: 'front-proxy-client',
+  serviceAccount: 'serviceaccount-key',
+  kubeletClient: 'kubelet-client',
+  adminKubeconfig: 'admin-kubeconfig',
+  controllerManagerKubeconfig: 'controller-manager-kubeconfig',
+} as const;
+
+/** ADMIN_KUBECONFIG_KEY is the data key of the admin kubeconfig in its Secret. */
+export const ADMIN_KUBECONFIG_KEY = 'admin-kubeconfig';
+
+/** CONFIG_HASH_ANNOTATION on a pod template is a hash of the certificates and flags its Pods run with. */
+export const CONFIG_HASH_ANNOTATION = 'tenancy.x-k8s.io/config-hash';
+
+/** KUBELET_CLIENT_FINGERPRINT_ANNOTATION on the kubelet-client Secret is fingerprintSha256 of its certificate. */
+export const KUBELET_CLIENT_FINGERPRINT_ANNOTATION = 'tenancy.x-k8s.io/fingerprint-sha256';
+
+/** COMPONENT_LABEL tells the etcd, apiserver and controller-manager Pods of a tenant apart. */
+export const COMPONENT_LABEL = 'tenancy.x-k8s.io/component';
+
+/** KUBE_DIR is where every control-plane Pod finds its Secrets: certificates under `pki/`, kubeconfigs at the top. */
+export const KUBE_DIR = '/etc/kubernetes';
+
+const PATHS = pkiPaths(`${KUBE_DIR}/pki`, { kubeconfig: `${KUBE_DIR}/controller-manager.kubeconfig` });
+
+/** FILE_SOURCES maps every file under KUBE_DIR to the Secret key it is projected from. */
+const FILE_SOURCES: Readonly<Record<string, { secret: string; key: string }>> = {
+  [PATHS.caFile]: { secret: NATIVE_SECRETS.ca, key: 'tls.crt' },
+  [PATHS.caKey]: { secret: NATIVE_SECRETS.ca, key: 'tls.key' },
+  [PATHS.apiserverCert]: { secret: NATIVE_SECRETS.apiserver, key: 'tls.crt' },
+  [PATHS.apiserverKey]: { secret: NATIVE_SECRETS.apiserver, key: 'tls.key' },
+  [PATHS.saPub]: { secret: NATIVE_SECRETS.serviceAccount, key: 'sa.pub' },
+  [PATHS.saKey]: { secret: NATIVE_SECRETS.serviceAccount, key: 'sa.key' },
+  [PATHS.frontProxyCa]: { secret: NATIVE_SECRETS.frontProxyCA, key: 'tls.crt' },
+  [PATHS.frontProxyClientCert]: { secret: NATIVE_SECRETS.frontProxyClient, key: 'tls.crt' },
+  [PATHS.frontProxyClientKey]: { secret: NATIVE_SECRETS.frontProxyClient, key: 'tls.key' },
+  [PATHS.kubeletClientCert]: { secret: NATIVE_SECRETS.kubeletClient, key: 'tls.crt' },
+  [PATHS.kubeletClientKey]: { secret: NATIVE_SECRETS.kubeletClient, key: 'tls.key' },
+  [PATHS.kubeconfig]: { secret: NATIVE_SECRETS.controllerManagerKubeconfig, key: 'controller-manager-kubeconfig' },
+};
+
+const NETWORK_POLICIES: Resource = {
+  group: 'networking.k8s.io',
+  version: 'v1',
+  resource: 'networkpolicies',
+  kind: 'NetworkPolicy',
+  namespaced: true,
+};
+
+/** resourceFor is the API resource of an object renderNative returns, for KubeClient.apply. */
+export function resourceFor(obj: KubeObject): Resource {
+  const r = [R.namespaces, R.secrets, R.services, R.statefulsets, NETWORK_POLICIES].find(
+    (x) => x.kind === obj.kind && (x.group ? `${x.group}/${x.version}` : x.version) === obj.apiVersion,
+  );
+  if (!r) throw new Error(`renderNative does not make ${obj.apiVersion} ${obj.kind}`);
+  return r;
+}
+
+/** apiserverHost is the in-cluster DNS name of a tenant's apiserver Service. */
+export function apiserverHost(rootNamespace: string): string {
+  return `apiserver.${rootNamespace}.svc`;
+}
+
+/** apiserverURL is the in-cluster URL of a tenant's apiserver, the server of the rendered kubeconfigs. */
+export function apiserverURL(rootNamespace: string): string {
+  return `https://${apiserverHost(rootNamespace)}:${NATIVE_PORTS.apiserver}`;
+}
+
+/** etcdURL is the client URL of a tenant's etcd, as its apiserver reaches it. */
+export function etcdURL(rootNamespace: string): string {
+  return `http://${etcdPeerHost(rootNamespace)}:${NATIVE_PORTS.etcdClient}`;
+}
+
+function etcdPeerHost(rootNamespace: string): string {
+  return `etcd-0.etcd.${rootNamespace}.svc`;
+}
+
+/**
+ * nativePKIOptions are the generateControlPlanePKI options of a tenant control plane in the super cluster: its
+ * apiserver serves the `apiserver` Service names of the root namespace (up to `.svc.<superClusterDomain>`) besides
+ * the tenant's own `kubernetes.default` names and the first IP of its service CIDR.
+ */
+export function nativePKIOptions(
+  vc: VirtualCluster,
+  rootNamespace: string,
+  superClusterDomain: string = NATIVE_DEFAULTS.superClusterDomain,
+): ControlPlanePKIOptions {
+  const s = vc.spec;
+  return {
+    clusterName: rootNamespace,
+    apiserverDnsNames: ['apiserver', `apiserver.${rootNamespace}`, apiserverHost(rootNamespace), `${apiserverHost(rootNamespace)}.${superClusterDomain}`],
+    apiserverIPs: [],
+    serviceIP: firstServiceIP(s.serviceCidr ?? NATIVE_DEFAULTS.serviceCidr),
+    validityDays: s.pkiExpireDays ?? NATIVE_DEFAULTS.pkiExpireDays,
+    clusterDomain: s.clusterDomain ?? NATIVE_DEFAULTS.clusterDomain,
+  };
+}
+
+/**
+ * renderNative renders a tenant control plane as objects for the super cluster, all in the root namespace: the
+ * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
+ * (StatefulSet with a data volume, headless Service, a NetworkPolicy admitting only the apiserver to its client
+ * port); kube-apiserver (StatefulSet and Service `apiserver`) and kube-controller-manager (StatefulSet), with the
+ * flags of apiserverFlags and controllerManagerFlags. Each pod template carries CONFIG_HASH_ANNOTATION, so new
+ * certificates or flags roll its StatefulSet. Namespace first, then Secrets, then the rest: an order to apply in.
+ */
+export function renderNative(input: NativeInput): KubeObject[] {
+  const { vc, clusterVersion: cv, pki, rootNamespace: root } = input;
+  const s = vc.spec;
+  const serviceCidr = s.serviceCidr ?? NATIVE_DEFAULTS.serviceCidr;
+  const secrets = renderSecrets(input);
+  const secretData = new Map(secrets.map((x) => [x.metadata!.name!, x.data as Record<string, string>]));
+  const apiserverReplicas = cv.spec.apiServer?.replicas ?? 1;
+  const kcmReplicas = cv.spec.controllerManager?.replicas ?? 1;
+
+  const apiserverArgs = apiserverFlags({
+    paths: PATHS,
+    etcdServers: etcdURL(root),
+    etcdPrefix: '/registry',
+    bindAddress: '0.0.0.0',
+    advertiseAddress: '$(POD_IP)',
+    securePort: NATIVE_PORTS.apiserver,
+    serviceCidr,
+    clusterDomain: s.clusterDomain ?? NATIVE_DEFAULTS.clusterDomain,
+    extraArgs: { ...cv.spec.apiServer?.extraArgs, ...s.apiServer?.extraArgs },
+  });
+  const kcmArgs = controllerManagerFlags({
+    paths: PATHS,
+    bindAddress: '0.0.0.0',
+    securePort: NATIVE_PORTS.controllerManager,
+    clusterName: root,
+    serviceCidr,
+    controllers: TENANT_CONTROLLERS,
+    leaderElect: kcmReplicas > 1,
+    extraArgs: { ...cv.spec.controllerManager?.extraArgs, ...s.controllerManager?.extraArgs },
+  });
+  const etcdArgs = etcdFlags(root, cv.spec.etcd?.extraArgs);
+
+  const k8sImage = (name: string): string => `registry.k8s.io/${name}:${cv.spec.kubernetesVersion}`;
+  const httpsProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTPS' } });
+  const httpProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTP' } });
+
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: root,
+        labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
+        annotations: {
+          'tenancy.x-k8s.io/vcname': vc.metadata?.name ?? '',
+          'tenancy.x-k8s.io/vcnamespace': vc.metadata?.namespace ?? '',
+          'tenancy.x-k8s.io/vcuid': vc.metadata?.uid ?? '',
+        },
+      },
+    },
+    ...secrets,
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: objectMeta(root, 'etcd', 'etcd'),
+      spec: {
+        clusterIP: 'None',
+        publishNotReadyAddresses: true,
+        selector: selector(root, 'etcd'),
+        ports: [
+          { name: 'client', port: NATIVE_PORTS.etcdClient, targetPort: NATIVE_PORTS.etcdClient },
+          { name: 'peer', port: NATIVE_PORTS.etcdPeer, targetPort: NATIVE_PORTS.etcdPeer },
+        ],
+      },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: objectMeta(root, 'etcd', 'etcd'),
+      spec: {
+        podSelector: { matchLabels: selector(root, 'etcd') },
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: [{ podSelector: { matchLabels: selector(root, 'apiserver') } }], ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdClient }] },
+          { from: [{ podSelector: { matchLabels: selector(root, 'etcd') } }], ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdPeer }] },
+          { ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdMetrics }] },
+        ],
+      },
+    },
+    statefulSet(root, 'etcd', {
+      replicas: 1,
+      serviceName: 'etcd',
+      files: new Map(),
+      args: etcdArgs,
+      container: {
+        image: etcdImage(cv),
+        command: ['etcd'],
+        ports: [
+          { name: 'client', containerPort: NATIVE_PORTS.etcdClient },
+          { name: 'peer', containerPort: NATIVE_PORTS.etcdPeer },
+          { name: 'metrics', containerPort: NATIVE_PORTS.etcdMetrics },
+        ],
+        volumeMounts: [{ name: 'data', mountPath: '/var/lib/etcd' }],
+        resources: { requests: { cpu: '100m', memory: '100Mi' } },
+        readinessProbe: { ...httpProbe('/readyz', NATIVE_PORTS.etcdMetrics), periodSeconds: 5, failureThreshold: 3 },
+        livenessProbe: { ...httpProbe('/livez', NATIVE_PORTS.etcdMetrics), periodSeconds: 10, failureThreshold: 8 },
+        startupProbe: { ...httpProbe('/readyz', NATIVE_PORTS.etcdMetrics), periodSeconds: 5, failureThreshold: 24 },
+      },
+      volumeClaimTemplates: [
+        {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'data' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: cv.spec.etcd?.storageSize ?? NATIVE_DEFAULTS.etcdStorageSize } },
+          },
+        },
+      ],
+    }),
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: objectMeta(root, 'apiserver', 'apiserver'),
+      spec: {
+        type: cv.spec.apiServer?.serviceType ?? NATIVE_DEFAULTS.serviceType,
+        selector: selector(root, 'apiserver'),
+        ports: [{ name: 'https', port: NATIVE_PORTS.apiserver, targetPort: NATIVE_PORTS.apiserver }],
+      },
+    },
+    statefulSet(root, 'apiserver', {
+      replicas: apiserverReplicas,
+      serviceName: 'apiserver',
+      files: projectedFiles(apiserverArgs, secretData),
+      args: apiserverArgs,
+      container: {
+        image: cv.spec.apiServer?.image ?? k8sImage('kube-apiserver'),
+        command: ['kube-apiserver'],
+        env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+        ports: [{ name: 'https', containerPort: NATIVE_PORTS.apiserver }],
+        resources: { requests: { cpu: '250m' } },
+        readinessProbe: { ...httpsProbe('/readyz', NATIVE_PORTS.apiserver), periodSeconds: 5, failureThreshold: 3 },
+        livenessProbe: { ...httpsProbe('/livez', NATIVE_PORTS.apiserver), periodSeconds: 10, failureThreshold: 8 },
+        startupProbe: { ...httpsProbe('/livez', NATIVE_PORTS.apiserver), periodSeconds: 5, failureThreshold: 48 },
+        securityContext: { capabilities: { drop: ['ALL'] } },
+      },
+    }),
+    statefulSet(root, 'controller-manager', {
+      replicas: kcmReplicas,
+      serviceName: 'controller-manager',
+      files: projectedFiles(kcmArgs, secretData),
+      args: kcmArgs,
+      container: {
+        image: cv.spec.controllerManager?.image ?? k8sImage('kube-controller-manager'),
+        command: ['kube-controller-manager'],
+        ports: [{ name: 'https', containerPort: NATIVE_PORTS.controllerManager }],
+        resources: { requests: { cpu: '200m' } },
+        readinessProbe: { ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager), periodSeconds: 10, failureThreshold: 3 },
+        livenessProbe: { ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager), periodSeconds: 10, failureThreshold: 8 },
+        startupProbe: { ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager), periodSeconds: 5, failureThreshold: 48 },
+        securityContext: { capabilities: { drop: ['ALL'] } },
+      },
+    }),
+  ];
+}
+
+/**
+ * etcdImage is spec.etcd.image, else the kubeadm-style tag of spec.etcd.version in registry.k8s.io (`v3.6.16` gives
+ * `3.6.16-0`), else NATIVE_DEFAULTS.etcdImage.
+ */
+function etcdImage(cv: ClusterVersion): string {
+  const e = cv.spec.etcd;
+  if (e?.image) return e.image;
+  if (!e?.version) return NATIVE_DEFAULTS.etcdImage;
+  const tag = e.version.replace(/^v/, '');
+  return `registry.k8s.io/etcd:${tag.includes('-') ? tag : `${tag}-0`}`;
+}
+
+/**
+ * etcdFlags is the command line of the single etcd member `etcd-0`: plain HTTP on all Pod addresses (the
+ * NetworkPolicy limits who connects), data in the volume, health on the metrics port.
+ */
+function etcdFlags(root: string, extraArgs: ExtraArgs = {}): string[] {
+  const peer = `http://${etcdPeerHost(root)}:${NATIVE_PORTS.etcdPeer}`;
+  return flagList(
+    [
+      ['name', 'etcd-0'],
+      ['data-dir', '/var/lib/etcd/data'],
+      ['listen-client-urls', `http://0.0.0.0:${NATIVE_PORTS.etcdClient}`],
+      ['advertise-client-urls', etcdURL(root)],
+      ['listen-peer-urls', `http://0.0.0.0:${NATIVE_PORTS.etcdPeer}`],
+      ['initial-advertise-peer-urls', peer],
+      ['initial-cluster', `etcd-0=${peer}`],
+      ['initial-cluster-state', 'new'],
+      ['initial-cluster-token', root],
+      ['listen-metrics-urls', `http://0.0.0.0:${NATIVE_PORTS.etcdMetrics}`],
+    ],
+    extraArgs,
+  );
+}
+
+function renderSecrets({ vc, pki, rootNamespace: root }: NativeInput): KubeObject[] {
+  const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+  const tls = (name: string, pair: { certPem: string; keyPem: string }, annotations?: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { ...objectMeta(root, name), ...(annotations ? { annotations } : {}) },
+    type: 'kubernetes.io/tls',
+    data: { 'tls.crt': b64(pair.certPem), 'tls.key': b64(pair.keyPem) },
+  });
+  const opaque = (name: string, data: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: objectMeta(root, name),
+    type: 'Opaque',
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+  });
+  const kubeconfig = (user: string, pair: { certPem: string; keyPem: string }): string =>
+    renderKubeconfig({
+      clusterName: vc.metadata?.name ?? root,
+      server: apiserverURL(root),
+      caPem: pki.ca.certPem,
+      user,
+      clientCertPem: pair.certPem,
+      clientKeyPem: pair.keyPem,
+    });
+  return [
+    tls(NATIVE_SECRETS.ca, pki.ca),
+    tls(NATIVE_SECRETS.apiserver, pki.apiserver),
+    tls(NATIVE_SECRETS.frontProxyCA, pki.frontProxyCA),
+    tls(NATIVE_SECRETS.frontProxyClient, pki.frontProxyClient),
+    opaque(NATIVE_SECRETS.serviceAccount, { 'sa.key': pki.serviceAccount.privateKeyPem, 'sa.pub': pki.serviceAccount.publicKeyPem }),
+    tls(NATIVE_SECRETS.kubeletClient, pki.kubeletClient, { [KUBELET_CLIENT_FINGERPRINT_ANNOTATION]: pki.kubeletClientFingerprint }),
+    opaque(NATIVE_SECRETS.adminKubeconfig, { [ADMIN_KUBECONFIG_KEY]: kubeconfig('admin', pki.admin) }),
+    opaque(NATIVE_SECRETS.controllerManagerKubeconfig, {
+      'controller-manager-kubeconfig': kubeconfig('system:kube-controller-manager', pki.controllerManager),
+    }),
+  ];
+}
+
+/** ProjectedFile is one file of KUBE_DIR in a Pod: where it comes from and (base64) what it holds. */
+interface ProjectedFile {
+  secret: string;
+  key: string;
+  data: string;
+}
+
+/**
+ * projectedFiles finds the files under KUBE_DIR a command line names and the Secret key each comes from; a flag
+ * naming a file no Secret provides is an error here rather than a crash loop in the super cluster.
+ */
+function projectedFiles(args: readonly string[], secretData: ReadonlyMap<string, Record<string, string>>): Map<string, ProjectedFile> {
+  const files = new Map<string, ProjectedFile>();
+  for (const arg of args) {
+    const v = arg.slice(arg.indexOf('=') + 1);
+    if (!v.startsWith(`${KUBE_DIR}/`)) continue;
+    const src = FILE_SOURCES[v];
+    if (!src) throw new Error(`${arg}: no Secret provides ${v}`);
+    files.set(v, { ...src, data: secretData.get(src.secret)![src.key]! });
+  }
+  return files;
+}
+
+interface StatefulSetParts {
+  replicas: number;
+  serviceName: string;
+  files: ReadonlyMap<string, ProjectedFile>;
+  args: string[];
+  container: Record<string, unknown> & { image: string };
+  volumeClaimTemplates?: KubeObject[];
+}
+
+function statefulSet(root: string, component: string, p: StatefulSetParts): KubeObject {
+  const sources = new Map<string, Array<{ key: string; path: string }>>();
+  for (const [path, f] of [...p.files].sort(([a], [b]) => a.localeCompare(b))) {
+    const items = sources.get(f.secret) ?? [];
+    items.push({ key: f.key, path: path.slice(KUBE_DIR.length + 1) });
+    sources.set(f.secret, items);
+  }
+  const hash = createHash('sha256')
+    .update(JSON.stringify({ args: p.args, files: [...p.files].map(([path, f]) => [path, f.data]).sort(([a], [b]) => a!.localeCompare(b!)) }))
+    .digest('hex')
+    .slice(0, 32);
+  const volumes =
+    sources.size === 0
+      ? []
+      : [
+          {
+            name: 'kubernetes',
+            projected: {
+              defaultMode: 0o400,
+              sources: [...sources].map(([name, items]) => ({ secret: { name, items } })),
+            },
+          },
+        ];
+  const mounts = sources.size === 0 ? [] : [{ name: 'kubernetes', mountPath: KUBE_DIR, readOnly: true }];
+  const existingMounts = (p.container.volumeMounts as unknown[] | undefined) ?? [];
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: objectMeta(root, component, component),
+    spec: {
+      replicas: p.replicas,
+      serviceName: p.serviceName,
+      podManagementPolicy: 'Parallel',
+      selector: { matchLabels: selector(root, component) },
+      template: {
+        metadata: { labels: selector(root, component), annotations: { [CONFIG_HASH_ANNOTATION]: hash } },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [
+            {
+              name: component,
+              ...p.container,
+              args: p.args,
+              volumeMounts: [...existingMounts, ...mounts],
+              securityContext: { allowPrivilegeEscalation: false, ...(p.container.securityContext as object | undefined) },
+            },
+          ],
+          volumes,
+        },
+      },
+      ...(p.volumeClaimTemplates ? { volumeClaimTemplates: p.volumeClaimTemplates } : {}),
+    },
+  };
+}
+
+function selector(root: string, component: string): Record<string, string> {
+  return { [LABEL.cluster]: root, [COMPONENT_LABEL]: component };
+}
+
+function objectMeta(root: string, name: string, component?: string): { name: string; namespace: string; labels: Record<string, string> } {
+  return {
+    name,
+    namespace: root,
+    labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root, ...(component ? { [COMPONENT_LABEL]: component } : {}) },
+  };
+}
