@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ensureToolchain, isComplete, toolchainDir } from '../toolchain/toolchain.ts';
+import { registerVirtualClusterCommands } from './vcs.ts';
 
 const program = new Command();
 program.name('vc').description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps').showHelpAfterError();
@@ -107,6 +108,8 @@ plugins
     }
     if (host.failures.length) process.exitCode = 1;
   });
+
+registerVirtualClusterCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);

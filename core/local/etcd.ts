@@ -86,14 +86,38 @@ export class LocalEtcd {
     return rev;
   }
 
-  private async gateway(path: string, body: unknown): Promise<unknown> {
-    const res = await fetch(`${this.endpoint}${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
-    if (!res.ok) throw new Error(`etcd ${path}: ${res.status} ${await res.text()}`);
-    return res.json();
+  private gateway(path: string, body: unknown): Promise<unknown> {
+    return etcdGateway(this.endpoint, path, body);
+  }
+
+  /** deletePrefix removes every key under a prefix: a tenant control plane's whole state. */
+  async deletePrefix(prefix: string): Promise<number> {
+    return deleteEtcdPrefix(this.endpoint, prefix);
   }
 
   /** stop stops etcd. */
   stop(): Promise<void> {
     return this.process.stop();
   }
+}
+
+/** EtcdEndpoint is what a control plane needs of an etcd: where its clients connect. */
+export interface EtcdEndpoint {
+  readonly endpoint: string;
+}
+
+async function etcdGateway(endpoint: string, path: string, body: unknown): Promise<unknown> {
+  const res = await fetch(`${endpoint}${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  if (!res.ok) throw new Error(`etcd ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** deleteEtcdPrefix deletes every key under prefix through etcd's v3 JSON gateway and returns how many went. */
+export async function deleteEtcdPrefix(endpoint: string, prefix: string): Promise<number> {
+  if (!prefix.startsWith('/') || prefix.length < 2) throw new Error(`refusing to delete etcd prefix ${JSON.stringify(prefix)}`);
+  const p = prefix.endsWith('/') ? prefix : `${prefix}/`;
+  const end = p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1);
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const r = (await etcdGateway(endpoint, '/v3/kv/deleterange', { key: b64(p), range_end: b64(end) })) as { deleted?: string };
+  return Number(r.deleted ?? 0);
 }

@@ -9,12 +9,17 @@ import { Syncer } from '../syncer/syncer.ts';
 import { StaticTenantRegistry } from '../syncer/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { staticTenants, type ManagerConfig } from './config.ts';
+import { VirtualClusterController } from '../lifecycle/controller.ts';
+import { ImportProvisioner } from '../lifecycle/importer.ts';
+import { LocalProvisioner } from '../lifecycle/local.ts';
+import type { Provisioner } from '../lifecycle/provisioner.ts';
 
 const log = childLogger({ controller: 'manager' });
 
 /** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
 export interface Manager {
   opsPort: number;
+  lifecycle?: VirtualClusterController;
   syncers: Syncer[];
   host: PluginHost;
   stop(): Promise<void>;
@@ -42,12 +47,14 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
   const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
+  const registries = supers.map((s) => new StaticTenantRegistry(staticTenants(cfg, file, s.name)));
+  const lifecycle = cfg.virtualClusters?.enabled ? await lifecycleController(cfg, clients[0]!, registries[0]!) : undefined;
   const syncers = supers.map(
     (s, i) =>
       new Syncer({
         superClient: clients[i]!,
         host,
-        registry: new StaticTenantRegistry(staticTenants(cfg, file, s.name)),
+        registry: registries[i]!,
         workers: cfg.syncer?.workers,
         patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? 60) * 1000,
         name: s.name,
@@ -56,10 +63,13 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   let running = false;
   const start = async () => {
     await Promise.all(syncers.map((s) => s.start()));
+    await lifecycle?.controller.start();
     running = true;
   };
   const halt = async () => {
     running = false;
+    await lifecycle?.controller.stop();
+    await lifecycle?.stopProvisioners();
     await Promise.all(syncers.map((s) => s.stop()));
   };
   const ops: OpsServer = await startOpsServer({ host: cfg.metrics?.host ?? '127.0.0.1', port: cfg.metrics?.port ?? 0 });
@@ -96,6 +106,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   log.info({ opsPort: ops.port, superClusters: supers.map((s) => s.name), plugins: host.names() }, 'manager started');
   return {
     opsPort: ops.port,
+    lifecycle: lifecycle?.controller,
     syncers,
     host,
     async stop() {
@@ -105,6 +116,19 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
       removeChecks.forEach((r) => r());
       await ops.close();
       clients.forEach((c) => c.close());
+    },
+  };
+}
+
+async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: StaticTenantRegistry) {
+  const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta) };
+  const local = cfg.virtualClusters?.local;
+  if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });
+  const controller = new VirtualClusterController({ meta, superClient: meta, provisioners, tenants, workers: cfg.virtualClusters?.workers });
+  return {
+    controller,
+    stopProvisioners: async () => {
+      await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },
   };
 }

@@ -1,0 +1,206 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { parseAllDocuments, stringify } from 'yaml';
+import { formatErrors, validate } from '../../schemas/validate.ts';
+import { isNotFound, KubeClient } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import type { VirtualCluster } from '../lifecycle/types.ts';
+
+/** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default; its super kubeconfig is the default meta cluster. */
+export const DEFAULT_STATE_DIR = '.state/default';
+
+/** CliError is a failure reported as one line and a non-zero exit. */
+export class CliError extends Error {}
+
+function metaKubeconfig(flag?: string): string {
+  const candidates = [flag, process.env.VC_KUBECONFIG, resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig'), process.env.KUBECONFIG];
+  for (const c of candidates) if (c && existsSync(c)) return c;
+  throw new CliError('no meta cluster: pass --kubeconfig, set VC_KUBECONFIG, or start the embedded default with `vc up`');
+}
+
+async function meta(flag?: string): Promise<KubeClient> {
+  return KubeClient.fromFile(metaKubeconfig(flag));
+}
+
+/** readVirtualClusters reads VirtualCluster documents from a file and validates each against the schema. */
+export function readVirtualClusters(file: string): VirtualCluster[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new CliError(`${file}: cannot read: ${(e as Error).message}`);
+  }
+  const out: VirtualCluster[] = [];
+  for (const [i, doc] of parseAllDocuments(text).entries()) {
+    if ('errors' in doc && doc.errors.length) throw new CliError(`${file}: document ${i + 1}: invalid YAML: ${doc.errors[0]!.message}`);
+    const v = doc.toJS() as VirtualCluster | null;
+    if (!v) continue;
+    v.metadata ??= {};
+    v.metadata.namespace ??= 'default';
+    const errors = validate('virtualCluster', v);
+    if (errors.length) throw new CliError(formatErrors(`${file}: VirtualCluster ${v.metadata.namespace}/${v.metadata.name ?? '?'}`, errors));
+    out.push(v);
+  }
+  if (!out.length) throw new CliError(`${file}: no VirtualCluster in the file`);
+  return out;
+}
+
+function splitName(name: string, namespace?: string): { namespace: string; name: string } {
+  const [a, b] = name.includes('/') ? name.split('/') : [namespace ?? 'default', name];
+  return { namespace: a!, name: b! };
+}
+
+async function kubeconfigOf(c: KubeClient, vc: VirtualCluster): Promise<string> {
+  const secretName = vc.status?.kubeconfigSecretName;
+  if (!secretName) throw new CliError(`VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name} has no kubeconfig yet (phase ${vc.status?.phase ?? 'Pending'})`);
+  const s = await c.get<{ data?: Record<string, string> }>(R.secrets, vc.metadata!.namespace, secretName);
+  return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
+}
+
+async function waitRunning(c: KubeClient, ns: string, name: string, timeoutMs: number): Promise<VirtualCluster> {
+  const started = Date.now();
+  let last = '';
+  for (;;) {
+    const vc = await c.get<VirtualCluster>(R.virtualclusters, ns, name);
+    const phase = vc.status?.phase ?? 'Pending';
+    const line = `${phase}${vc.status?.message ? `: ${vc.status.message}` : ''}`;
+    if (line !== last) process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${ns}/${name} ${line}\n`);
+    last = line;
+    if (phase === 'Running') return vc;
+    if (phase === 'Error') throw new CliError(`VirtualCluster ${ns}/${name}: ${vc.status?.message ?? 'error'}`);
+    if (Date.now() - started > timeoutMs) throw new CliError(`VirtualCluster ${ns}/${name} not Running after ${timeoutMs / 1000} s (phase ${phase})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** registerVirtualClusterCommands adds create, get, delete, kubeconfig and exec to the CLI. */
+export function registerVirtualClusterCommands(program: Command): void {
+  const kcOpt = ['--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)'] as const;
+
+  program
+    .command('create')
+    .description('validate and create VirtualClusters, wait until Running, and write the tenant kubeconfig')
+    .requiredOption('-f, --file <file>', 'VirtualCluster YAML')
+    .option('-o, --output <file>', 'where to write the tenant kubeconfig')
+    .option('--timeout <seconds>', 'how long to wait for Running', '300')
+    .option(...kcOpt)
+    .action(async (o: { file: string; output?: string; timeout: string; kubeconfig?: string }) => {
+      const vcs = readVirtualClusters(o.file);
+      const c = await meta(o.kubeconfig);
+      for (const vc of vcs) {
+        await c.create(R.virtualclusters, { ...vc, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' });
+        process.stderr.write(`virtualcluster ${vc.metadata!.namespace}/${vc.metadata!.name} created\n`);
+      }
+      for (const vc of vcs) {
+        const done = await waitRunning(c, vc.metadata!.namespace!, vc.metadata!.name!, Number(o.timeout) * 1000);
+        const kubeconfig = await kubeconfigOf(c, done);
+        const out = o.output && vcs.length === 1 ? o.output : o.output ? `${o.output}.${vc.metadata!.name}` : undefined;
+        if (out) {
+          writeFileSync(out, kubeconfig, { mode: 0o600 });
+          process.stdout.write(`${out}\n`);
+        }
+      }
+    });
+
+  program
+    .command('get [name]')
+    .description('list VirtualClusters, or show one')
+    .option('-n, --namespace <ns>', 'namespace (default: all for a list, `default` for one)')
+    .option('-o, --output <format>', 'table, yaml or json', 'table')
+    .option(...kcOpt)
+    .action(async (name: string | undefined, o: { namespace?: string; output: string; kubeconfig?: string }) => {
+      const c = await meta(o.kubeconfig);
+      let items: VirtualCluster[];
+      if (name) {
+        const k = splitName(name, o.namespace);
+        try {
+          items = [await c.get<VirtualCluster>(R.virtualclusters, k.namespace, k.name)];
+        } catch (e) {
+          if (isNotFound(e)) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+          throw e;
+        }
+      } else {
+        items = (await c.list<VirtualCluster>(R.virtualclusters, { namespace: o.namespace })).items;
+      }
+      if (o.output === 'json') process.stdout.write(JSON.stringify(name ? items[0] : { items }, null, 2) + '\n');
+      else if (o.output === 'yaml') process.stdout.write(stringify(name ? items[0] : { items }));
+      else {
+        const rows = items.map((v) => [
+          v.metadata!.namespace!,
+          v.metadata!.name!,
+          v.status?.phase ?? 'Pending',
+          v.spec?.provisioner?.type ?? 'local',
+          v.status?.clusterNamespace ?? '',
+          age(v.metadata!.creationTimestamp),
+        ]);
+        const head = ['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'];
+        const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+        for (const r of [head, ...rows]) process.stdout.write(r.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd() + '\n');
+      }
+    });
+
+  program
+    .command('delete <name>')
+    .description('delete a VirtualCluster and wait until its control plane and super namespaces are gone')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('--wait <seconds>', 'how long to wait (0: do not wait)', '120')
+    .option(...kcOpt)
+    .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string }) => {
+      const c = await meta(o.kubeconfig);
+      const k = splitName(name, o.namespace);
+      if (!(await c.delete(R.virtualclusters, k.namespace, k.name))) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+      const deadline = Date.now() + Number(o.wait) * 1000;
+      while (Number(o.wait) > 0 && (await c.getOrNull(R.virtualclusters, k.namespace, k.name))) {
+        if (Date.now() > deadline) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} still deleting after ${o.wait} s`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      process.stderr.write(`virtualcluster ${k.namespace}/${k.name} deleted\n`);
+    });
+
+  program
+    .command('kubeconfig <name>')
+    .description("print a VirtualCluster's admin kubeconfig")
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option(...kcOpt)
+    .action(async (name: string, o: { namespace: string; kubeconfig?: string }) => {
+      const c = await meta(o.kubeconfig);
+      const k = splitName(name, o.namespace);
+      const vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
+      if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+      process.stdout.write(await kubeconfigOf(c, vc));
+    });
+
+  program
+    .command('exec <name>')
+    .description("run a command with KUBECONFIG set to the tenant's kubeconfig: vc exec dev -- kubectl get ns")
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option(...kcOpt)
+    .argument('[command...]')
+    .action(async (name: string, command: string[], o: { namespace: string; kubeconfig?: string }) => {
+      if (!command.length) throw new CliError('nothing to run: vc exec NAME -- COMMAND [ARGS...]');
+      const c = await meta(o.kubeconfig);
+      const k = splitName(name, o.namespace);
+      const vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
+      if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+      const file = resolve(process.env.TMPDIR ?? '/tmp', `vc-${k.namespace}-${k.name}-${process.pid}.kubeconfig`);
+      writeFileSync(file, await kubeconfigOf(c, vc), { mode: 0o600 });
+      const { toolchainDir } = await import('../toolchain/toolchain.ts');
+      const child = spawn(command[0]!, command.slice(1), {
+        stdio: 'inherit',
+        env: { ...process.env, KUBECONFIG: file, PATH: `${process.env.PATH}:${toolchainDir()}` },
+      });
+      const code = await new Promise<number>((res) => child.on('close', (x) => res(x ?? 1)));
+      process.exitCode = code;
+    });
+}
+
+function age(ts?: string): string {
+  if (!ts) return '';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86400)}d`;
+}

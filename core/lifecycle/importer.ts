@@ -1,0 +1,36 @@
+import { KubeClient } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import type { Provisioner, ProvisionState } from './provisioner.ts';
+import type { VirtualCluster } from './types.ts';
+
+/**
+ * ImportProvisioner adopts an existing cluster given by a kubeconfig Secret in the VirtualCluster's namespace. It
+ * checks that the cluster answers and never deletes it: removing the VirtualCluster only forgets it.
+ */
+export class ImportProvisioner implements Provisioner {
+  readonly type = 'import';
+
+  constructor(private readonly meta: KubeClient) {}
+
+  async ensure(vc: VirtualCluster, _root: string): Promise<ProvisionState> {
+    const ref = vc.spec.provisioner?.import?.kubeconfigSecretRef;
+    if (!ref) throw new Error('spec.provisioner.import.kubeconfigSecretRef is required for the import provisioner');
+    const key = ref.key ?? 'kubeconfig';
+    const secret = await this.meta.getOrNull<{ data?: Record<string, string> }>(R.secrets, vc.metadata!.namespace, ref.name);
+    if (!secret) return { ready: false, waitingFor: `Secret ${vc.metadata!.namespace}/${ref.name}` };
+    const data = secret.data?.[key];
+    if (!data) throw new Error(`Secret ${vc.metadata!.namespace}/${ref.name} has no key "${key}" (spec.provisioner.import.kubeconfigSecretRef.key)`);
+    const kubeconfig = Buffer.from(data, 'base64').toString('utf8');
+    const client = await KubeClient.fromString(kubeconfig);
+    try {
+      await client.request('GET', '/version', { timeoutMs: 5000 });
+    } catch (e) {
+      return { ready: false, waitingFor: `the imported cluster to answer (${e instanceof Error ? e.message : String(e)})` };
+    } finally {
+      client.close();
+    }
+    return { ready: true, result: { kubeconfig } };
+  }
+
+  async remove(): Promise<void> {}
+}

@@ -1,0 +1,27 @@
+import type { VirtualCluster } from './types.ts';
+
+/** Provisioned describes a tenant control plane that answers. */
+export interface Provisioned {
+  /** admin kubeconfig (YAML) reachable from the manager */
+  kubeconfig: string;
+  /** SHA-256 of the client certificate the tenant apiserver presents to kubelets (the vn-agent checks it) */
+  kubeletClientCertFingerprint?: string;
+  /** where workloads reach the apiserver */
+  apiserverEndpoint?: { host: string; port: number };
+}
+
+/** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */
+export type ProvisionState = { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
+
+/**
+ * Provisioner makes and removes tenant control planes. ensure is idempotent and level-triggered: called with the
+ * same VirtualCluster twice it changes nothing the second time; a changed spec rolls the control plane.
+ */
+export interface Provisioner {
+  readonly type: string;
+  ensure(vc: VirtualCluster, rootNamespace: string): Promise<ProvisionState>;
+  /** remove deletes the control plane and all its data; a missing one is not an error */
+  remove(vc: VirtualCluster, rootNamespace: string): Promise<void>;
+  /** stop releases what this process runs without deleting data (manager shutdown) */
+  stop?(): Promise<void>;
+}

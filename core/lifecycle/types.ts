@@ -1,0 +1,75 @@
+import type { KubeObject } from '../kube/client.ts';
+import type { PodSecurityLevel } from '../syncer/tenant.ts';
+
+/** PHASES are the phases of a VirtualCluster. */
+export const PHASES = ['Pending', 'Provisioning', 'Running', 'Updating', 'Error', 'Deleting'] as const;
+/** Phase is one of PHASES. */
+export type Phase = (typeof PHASES)[number];
+
+/** PROVISIONERS name the ways a tenant control plane can be made. */
+export const PROVISIONERS = ['local', 'native', 'import'] as const;
+/** ProvisionerType is one of PROVISIONERS. */
+export type ProvisionerType = (typeof PROVISIONERS)[number];
+
+/** Condition is a status condition with a machine-readable reason. */
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/** VirtualClusterSpec mirrors schemas/virtualcluster.schema.json. */
+export interface VirtualClusterSpec {
+  clusterDomain?: string;
+  clusterVersionName?: string;
+  pkiExpireDays?: number;
+  transparentMetaPrefixes?: string[];
+  opaqueMetaPrefixes?: string[];
+  serviceCidr?: string;
+  provisioner?: { type: ProvisionerType; import?: { kubeconfigSecretRef: { name: string; key?: string } } };
+  weight?: number;
+  podSecurityLevel?: PodSecurityLevel;
+  plugins?: { enable?: string[]; disable?: string[] };
+  pluginConfig?: Record<string, unknown>;
+  superCluster?: string;
+  apiServer?: { extraArgs?: Record<string, string> };
+  controllerManager?: { extraArgs?: Record<string, string> };
+}
+
+/** VirtualClusterStatus mirrors the status of schemas/virtualcluster.schema.json. */
+export interface VirtualClusterStatus {
+  phase?: Phase;
+  conditions?: Condition[];
+  observedGeneration?: number;
+  clusterNamespace?: string;
+  kubeletClientCertFingerprint?: string;
+  kubeconfigSecretName?: string;
+  apiserverEndpoint?: string;
+  message?: string;
+  reason?: string;
+}
+
+/** VirtualCluster is one tenant control plane's definition. */
+export interface VirtualCluster extends KubeObject {
+  spec: VirtualClusterSpec;
+  status?: VirtualClusterStatus;
+}
+
+/** DEFAULTS are the values of fields a VirtualCluster leaves out. */
+export const DEFAULTS = {
+  clusterDomain: 'cluster.local',
+  pkiExpireDays: 365,
+  serviceCidr: '10.32.0.0/16',
+  weight: 1,
+  podSecurityLevel: 'baseline' as PodSecurityLevel,
+  provisioner: 'local' as ProvisionerType,
+};
+
+/** FINALIZER guards a VirtualCluster until its control plane and super namespaces are gone. */
+export const FINALIZER = 'tenancy.x-k8s.io/virtualcluster';
+
+/** kubeconfigSecretName is the Secret (in the VirtualCluster's namespace) holding the tenant's admin kubeconfig. */
+export const kubeconfigSecretName = (vcName: string): string => `${vcName}-kubeconfig`;
