@@ -1,0 +1,113 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
+import { LocalProvisioner } from '../../core/lifecycle/local.ts';
+import { StaticTenantRegistry } from '../../core/syncer/tenant.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const execP = promisify(execFile);
+const vcBin = join(import.meta.dirname, '../../core/cli/vc.mjs');
+
+/** vc runs the CLI as a user would, returning its exit code and output instead of throwing. */
+async function vc(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await execP(process.execPath, [vcBin, ...args], { env: { ...process.env, ...env }, timeout: 180_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const x = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof x.code === 'number' ? x.code : 1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
+  }
+}
+
+describe('vc CLI against a manager on a real super cluster', () => {
+  let t: TestSuper;
+  let dir: string;
+  let local: LocalProvisioner;
+  let controller: VirtualClusterController;
+  let kc: string[];
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml']) {
+      const text = readFileSync(join(import.meta.dirname, '../../deploy/crds', f), 'utf8');
+      for (const d of parseAllDocuments(text)) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    }
+    await eventually(() => t.client.list(R.virtualclusters));
+    dir = mkdtempSync(join(tmpdir(), 'vc-cli-'));
+    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
+    controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { local }, tenants: new StaticTenantRegistry() });
+    await controller.start();
+    kc = ['--kubeconfig', t.sc.kubeconfigPath];
+  });
+
+  afterAll(async () => {
+    await controller?.stop();
+    await local?.stop();
+    await t?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates a VirtualCluster, waits for Running with progress, and writes a kubeconfig kubectl can use', async () => {
+    const file = join(dir, 'dev.yaml');
+    writeFileSync(file, 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: dev\nspec:\n  provisioner:\n    type: local\n');
+    const out = join(dir, 'dev.kubeconfig');
+    const r = await vc(['create', '-f', file, '-o', out, ...kc]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/default\/dev Provisioning/);
+    expect(r.stderr).toMatch(/default\/dev Running/);
+    const ns = await execP(binaryPath('kubectl'), ['--kubeconfig', out, 'get', 'namespaces', '-o', 'name']);
+    expect(ns.stdout).toContain('namespace/kube-system');
+  });
+
+  it('lists and shows VirtualClusters as a table, JSON and YAML', async () => {
+    const table = await vc(['get', ...kc]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+PROVISIONER/m);
+    expect(table.stdout).toMatch(/^default\s+dev\s+Running\s+local\s+default-[0-9a-f]{6}-dev\s/m);
+    const json = await vc(['get', 'dev', '-o', 'json', ...kc]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ kind: 'VirtualCluster', status: { phase: 'Running' } });
+    const yaml = await vc(['get', 'dev', '-o', 'yaml', ...kc]);
+    expect(yaml.stdout).toMatch(/phase: Running/);
+  });
+
+  it('prints the kubeconfig and runs a command with it', async () => {
+    const k = await vc(['kubeconfig', 'dev', ...kc]);
+    expect(k.stdout).toMatch(/^apiVersion: v1/m);
+    const e = await vc(['exec', 'dev', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    expect(e.code, e.stderr).toBe(0);
+    expect(e.stdout.trim()).toBe('namespace/default');
+  });
+
+  it.each([
+    ['a schema error', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: bad\nspec:\n  weight: 0\n', /bad\.yaml: VirtualCluster default\/bad: \/spec\/weight must be >= 1/],
+    ['invalid YAML', 'kind: [\n', /bad\.yaml: document 1: invalid YAML/],
+  ])('refuses %s with one clear line and a non-zero exit', async (_, text, want) => {
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, text);
+    const r = await vc(['create', '-f', file, ...kc]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(want);
+    expect(r.stderr.trim().split('\n')[0]).toMatch(/^vc: /);
+    expect(await t.client.getOrNull(R.virtualclusters, 'default', 'bad')).toBeNull();
+  });
+
+  it('reports a missing VirtualCluster as one line and a non-zero exit', async () => {
+    const r = await vc(['kubeconfig', 'nope', ...kc]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr.trim()).toBe('vc: VirtualCluster default/nope not found');
+  });
+
+  it('deletes a VirtualCluster and waits until it is gone', async () => {
+    const r = await vc(['delete', 'dev', ...kc]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await t.client.getOrNull(R.virtualclusters, 'default', 'dev')).toBeNull();
+  });
+});
