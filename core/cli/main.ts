@@ -29,22 +29,29 @@ toolchain
 
 program
   .command('up')
-  .description('start the embedded default on this machine (the local super cluster) and keep it running until Ctrl-C')
+  .description('start the embedded default on this machine: local super cluster, manager, syncer; Ctrl-C stops it all')
   .option('--state-dir <dir>', 'where all state lives', '.state/default')
   .option('--nodes <n>', 'number of kwok nodes', '3')
   .action(async (o: { stateDir: string; nodes: string }) => {
+    // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
+    process.env.LOG_LEVEL ??= 'warn';
     await ensureToolchain();
-    const { LocalSuperCluster } = await import('../local/supercluster.ts');
+    const { startEmbedded } = await import('../embedded/embedded.ts');
     const stateDir = resolve(o.stateDir);
-    process.stderr.write(`starting the local super cluster in ${stateDir} ...\n`);
     const started = Date.now();
-    const sc = await LocalSuperCluster.start({ stateDir, nodes: Number(o.nodes), restart: true });
+    const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
+    const e = await startEmbedded({ stateDir, nodes: Number(o.nodes), onStep: (s) => process.stderr.write(`${since()} ${s}\n`) });
+    const kubectl = `${toolchainDir()}/kubectl`;
     process.stdout.write(
       [
-        `super cluster ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-        `  kubeconfig: ${sc.kubeconfigPath}`,
-        `  try:        kubectl --kubeconfig ${sc.kubeconfigPath} get nodes`,
-        `  kubectl:    ${toolchainDir()}/kubectl`,
+        `${since()} ready`,
+        `  super cluster kubeconfig: ${e.superCluster.kubeconfigPath}`,
+        `  manager configuration:    ${e.configPath}`,
+        `  metrics and probes:       http://127.0.0.1:${e.manager.opsPort}/metrics`,
+        `  kubectl:                  ${kubectl}`,
+        'next:',
+        '  npx vc create -f deploy/samples/virtualcluster.yaml -o dev.kubeconfig',
+        `  ${kubectl} --kubeconfig dev.kubeconfig get namespaces`,
         'press Ctrl-C to stop everything',
         '',
       ].join('\n'),
@@ -54,7 +61,7 @@ program
       process.once('SIGTERM', res);
     });
     process.stderr.write('stopping ...\n');
-    await sc.stop();
+    await e.stop();
   });
 
 program

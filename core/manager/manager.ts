@@ -19,6 +19,8 @@ const log = childLogger({ controller: 'manager' });
 /** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
 export interface Manager {
   opsPort: number;
+  /** isLeader reports whether this manager runs the controllers (always true without leader election) */
+  isLeader(): boolean;
   lifecycle?: VirtualClusterController;
   syncers: Syncer[];
   host: PluginHost;
@@ -106,6 +108,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   log.info({ opsPort: ops.port, superClusters: supers.map((s) => s.name), plugins: host.names() }, 'manager started');
   return {
     opsPort: ops.port,
+    isLeader: () => running,
     lifecycle: lifecycle?.controller,
     syncers,
     host,
