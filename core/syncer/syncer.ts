@@ -6,7 +6,7 @@ import { Informer, objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { registry } from '../metrics/registry.ts';
-import { LABEL, MANAGER, ownedBy, provenanceOf, stampOwnership, superNamespace } from '../names/names.ts';
+import { LABEL, MANAGER, ownedBy, pickUp, provenanceOf, stampOwnership, superNamespace } from '../names/names.ts';
 import type { CacheReader, Decision, Effect, Naming, PluginContext, ResourcePlugin, RouteContext, TenantKey } from '../plugins/contract.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
@@ -390,7 +390,11 @@ export class Syncer {
       effects.push(...(md.effects ?? []));
       d = { ...d, object: md.object, skip: md.skip ?? d.skip, requeueAfterMs: md.requeueAfterMs ?? d.requeueAfterMs };
     }
-    if (d.object) stampOwnership(d.object, ctx.tenant, tenantObj);
+    if (d.object) {
+      // Keys under the tenant's transparent prefixes belong to the super side: keep them, they flow up.
+      if (superObj) copyTransparent(superObj, d.object, ctx.tenant.transparentMetaPrefixes ?? []);
+      stampOwnership(d.object, ctx.tenant, tenantObj);
+    }
     return { ...d, effects };
   }
 
@@ -445,6 +449,7 @@ export class Syncer {
     if (p.toTenant && p.manifest.direction === 'both') {
       const u = p.toTenant(structuredClone(superObj), structuredClone(tenantObj), ctx);
       plan.effects.push(...(u.effects ?? []));
+      if (u.object) copyTransparent(superObj, u.object, s.tenant.transparentMetaPrefixes ?? []);
       // Bind first: the tenant must not see a Running Pod without a node. Status follows on the next pass, which
       // the Binding itself triggers through the tenant informer.
       if (u.object && !u.effects?.some((e) => e.type === 'bind')) this.tenantDiff(plan, tenantObj, u.object);
@@ -523,14 +528,16 @@ export class Syncer {
       if (plan.skip) metrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: plan.skip.reason });
       const r = toResource(p);
       let superUid: string | undefined;
-      let lastRv: string | undefined;
+      const written = new Map<string, string>();
       for (const step of plan.steps) {
         // A status patch after a spec patch of the same object must test the version the first patch produced.
-        if (lastRv && 'ops' in step && step.ops[0]?.op === 'test') step.ops[0] = { ...step.ops[0], value: lastRv };
+        const target = `${step.op.endsWith('Super') ? 'super' : 'tenant'}/${'obj' in step ? '' : `${step.namespace ?? ''}/${step.name}`}`;
+        const rv = written.get(target);
+        if (rv && 'ops' in step && step.ops[0]?.op === 'test') step.ops[0] = { ...step.ops[0], value: rv };
         try {
-          const written = await this.execute(s, r, k.plugin, step);
-          superUid = (step.op.endsWith('Super') ? written?.metadata?.uid : undefined) ?? superUid;
-          lastRv = written?.metadata?.resourceVersion;
+          const out = await this.execute(s, r, k.plugin, step);
+          superUid = (step.op.endsWith('Super') ? out?.metadata?.uid : undefined) ?? superUid;
+          if (out?.metadata?.resourceVersion) written.set(target, out.metadata.resourceVersion);
         } catch (e) {
           // The super apiserver made this object itself (the `default` ServiceAccount of a new namespace): it is
           // outside the managed-only cache, so read it and plan again with both sides known.
@@ -712,6 +719,20 @@ export class Syncer {
     if (fixes) log.info({ fixes }, 'patrol requeued drift');
     return fixes;
   }
+}
+
+/**
+ * copyTransparent copies the super object's labels and annotations under the tenant's transparent prefixes onto a
+ * desired object: onto the tenant copy going up (a super admission controller's annotation the tenant should see),
+ * and onto the desired super object going down, so the syncer does not strip what the super side owns.
+ */
+function copyTransparent(superObj: KubeObject, desired: KubeObject, prefixes: readonly string[]): void {
+  if (!prefixes.length) return;
+  const m = (desired.metadata ??= {});
+  const labels = pickUp(superObj.metadata?.labels, prefixes);
+  const annotations = pickUp(superObj.metadata?.annotations, prefixes);
+  if (Object.keys(labels).length) m.labels = { ...m.labels, ...labels };
+  if (Object.keys(annotations).length) m.annotations = { ...m.annotations, ...annotations };
 }
 
 /**

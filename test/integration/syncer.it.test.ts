@@ -78,7 +78,10 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     ]);
     a = await cpA.client();
     b = await cpB.client();
-    tenantA = tenantOf(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-000000000001');
+    tenantA = tenantOf(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-000000000001', {
+      transparentMetaPrefixes: ['super.example.com/'],
+      opaqueMetaPrefixes: ['secret.example.com/'],
+    });
     tenantB = tenantOf(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
       pluginConfig: { vnAgent: { port: 10550 }, sandbox: { runtimeClassName: 'kata' } },
     });
@@ -144,6 +147,25 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     expect(await t.client.getOrNull(R.configmaps, superNamespace(tenantB.key, 'default'), 'a-only')).toBeNull();
     expect((await b.list(R.pods, { namespace: 'default' })).items).toHaveLength(0);
     for (const p of await superPods(tenantB)) expect(p.metadata?.namespace!.startsWith(tenantB.key)).toBe(true);
+  });
+
+  it('honours opaque prefixes going down and transparent prefixes coming up', async () => {
+    await a.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'meta', namespace: 'default', annotations: { 'secret.example.com/key': 'hidden', 'team.example.com/owner': 'ana' } },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    const superNs = superNamespace(tenantA.key, 'default');
+    const sp = await eventually(() => t.client.get<Pod>(R.pods, superNs, 'meta'));
+    expect(sp.metadata?.annotations?.['secret.example.com/key']).toBeUndefined();
+    expect(sp.metadata?.annotations?.['team.example.com/owner']).toBe('ana');
+    await t.client.patch(R.pods, superNs, 'meta', { metadata: { annotations: { 'super.example.com/zone': 'z1', 'other.example.com/x': 'no' } } }, 'merge');
+    await eventually(async () => {
+      const tp = await a.get<Pod>(R.pods, 'default', 'meta');
+      expect(tp.metadata?.annotations?.['super.example.com/zone']).toBe('z1');
+      expect(tp.metadata?.annotations?.['other.example.com/x']).toBeUndefined();
+    });
   });
 
   it('refuses a tenant Pod that sets nodeName, with an event on it', async () => {
