@@ -12,6 +12,7 @@ import { staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../lifecycle/controller.ts';
 import { ImportProvisioner } from '../lifecycle/importer.ts';
 import { LocalProvisioner } from '../lifecycle/local.ts';
+import { NativeProvisioner } from '../lifecycle/native.ts';
 import type { Provisioner } from '../lifecycle/provisioner.ts';
 
 const log = childLogger({ controller: 'manager' });
@@ -124,7 +125,8 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
 }
 
 async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: StaticTenantRegistry) {
-  const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta) };
+  // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
+  const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta), native: new NativeProvisioner(meta) };
   const local = cfg.virtualClusters?.local;
   if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });
   const controller = new VirtualClusterController({ meta, superClient: meta, provisioners, tenants, workers: cfg.virtualClusters?.workers });

@@ -1,0 +1,245 @@
+import { createHash } from 'node:crypto';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import { isAlreadyExists, type KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import { LABEL } from '../names/names.ts';
+import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../pki/pki.ts';
+import {
+  ADMIN_KUBECONFIG_KEY,
+  apiserverHost,
+  apiserverURL,
+  NATIVE_PORTS,
+  NATIVE_SECRETS,
+  nativePKIOptions,
+  renderNative,
+  resourceFor,
+  type ClusterVersion,
+} from '../provision/native.ts';
+import { pinnedVersions } from '../toolchain/toolchain.ts';
+import type { Provisioner, ProvisionState } from './provisioner.ts';
+import type { VirtualCluster } from './types.ts';
+
+const log = childLogger({ controller: 'provisioner-native' });
+const FIELD_MANAGER = 'vc-manager';
+
+/** PKI_SECRET is the Secret in the root namespace that keeps a tenant's generated PKI across reconciles. */
+export const PKI_SECRET = 'vc-pki';
+/** PKI_SECRET_KEY is the data key of the serialized ControlPlanePKI (JSON) in PKI_SECRET. */
+export const PKI_SECRET_KEY = 'pki.json';
+/** PKI_OPTIONS_ANNOTATION on PKI_SECRET is pkiOptionsHash of the options the PKI was generated with. */
+export const PKI_OPTIONS_ANNOTATION = 'tenancy.x-k8s.io/pki-options-hash';
+/** READYZ_TIMEOUT_MS bounds the /readyz probe of the tenant apiserver. */
+export const READYZ_TIMEOUT_MS = 3000;
+
+const NETWORK_POLICIES: Resource = resourceFor({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' });
+
+/** The kinds remove deletes from the root namespace, workloads first so nothing restarts on missing Secrets. */
+const OWNED_KINDS: readonly Resource[] = [R.statefulsets, R.services, NETWORK_POLICIES, R.secrets, R.persistentvolumeclaims];
+
+interface StatefulSet extends KubeObject {
+  spec?: { replicas?: number };
+  status?: { readyReplicas?: number; replicas?: number };
+}
+
+interface Secret extends KubeObject {
+  data?: Record<string, string>;
+}
+
+/**
+ * defaultClusterVersion is the ClusterVersion of a VirtualCluster that names none: the Kubernetes version the
+ * project pins for its toolchain, every other field left to renderNative's defaults.
+ */
+export function defaultClusterVersion(): ClusterVersion {
+  return { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', metadata: { name: 'default' }, spec: { kubernetesVersion: pinnedVersions().kubernetes } };
+}
+
+/** pkiOptionsHash identifies the certificate-relevant options; the PKI is regenerated only when it changes. */
+export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
+  const stable = { ...o, apiserverDnsNames: [...o.apiserverDnsNames].sort(), apiserverIPs: [...o.apiserverIPs].sort() };
+  return createHash('sha256').update(JSON.stringify(stable, Object.keys(stable).sort())).digest('hex').slice(0, 16);
+}
+
+/**
+ * NativeProvisioner runs each tenant control plane as workloads in the super cluster, in its root namespace:
+ * etcd, kube-apiserver and kube-controller-manager StatefulSets, their Services and Secrets, as renderNative
+ * renders them from the VirtualCluster and its ClusterVersion. The PKI is generated once and kept in the Secret
+ * PKI_SECRET, so reconciling re-applies identical objects (server-side apply, field manager `vc-manager`) and
+ * changes nothing; it is regenerated only when the certificate options (service CIDR, cluster domain, lifetime)
+ * change, which rolls the StatefulSets through their config hash. The control plane is ready when the apiserver
+ * StatefulSet has a ready replica and the apiserver answers /readyz through the admin kubeconfig. That kubeconfig
+ * names the in-cluster Service (`apiserver.<root>.svc`), so a manager outside the super cluster's network never
+ * sees it ready and says so in waitingFor.
+ */
+export class NativeProvisioner implements Provisioner {
+  readonly type = 'native';
+
+  constructor(private readonly superClient: KubeClient) {}
+
+  async ensure(vc: VirtualCluster, root: string): Promise<ProvisionState> {
+    const cvName = vc.spec.clusterVersionName;
+    let clusterVersion: ClusterVersion;
+    if (cvName) {
+      const cv = await this.superClient.getOrNull<ClusterVersion>(R.clusterversions, undefined, cvName);
+      if (!cv) return { ready: false, waitingFor: `ClusterVersion ${cvName}` };
+      clusterVersion = cv;
+    } else {
+      clusterVersion = defaultClusterVersion();
+    }
+    await this.ensureNamespace(vc, root);
+    const pki = await this.ensurePKI(vc, root);
+    const objects = renderNative({ vc, clusterVersion, pki, rootNamespace: root });
+    let adminKubeconfig: string | undefined;
+    for (const obj of objects) {
+      const applied = await this.superClient.apply<Secret>(resourceFor(obj), obj, FIELD_MANAGER);
+      if (obj.kind === 'Secret' && obj.metadata?.name === NATIVE_SECRETS.adminKubeconfig) {
+        const data = applied.data?.[ADMIN_KUBECONFIG_KEY];
+        if (data) adminKubeconfig = Buffer.from(data, 'base64').toString('utf8');
+      }
+    }
+    if (!adminKubeconfig) throw new Error(`Secret ${root}/${NATIVE_SECRETS.adminKubeconfig} has no key "${ADMIN_KUBECONFIG_KEY}" after apply`);
+
+    const sts = await this.superClient.getOrNull<StatefulSet>(R.statefulsets, root, 'apiserver');
+    const ready = sts?.status?.readyReplicas ?? 0;
+    if (ready < 1) return { ready: false, waitingFor: `the apiserver StatefulSet ${root}/apiserver to have a ready Pod (${ready}/${sts?.spec?.replicas ?? 1} ready)` };
+    const url = apiserverURL(root);
+    const answer = await probeReadyz(adminKubeconfig, READYZ_TIMEOUT_MS);
+    if (answer !== true) return { ready: false, waitingFor: `the apiserver to answer at ${url} (${answer})` };
+    return {
+      ready: true,
+      result: {
+        kubeconfig: adminKubeconfig,
+        kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
+        apiserverEndpoint: { host: apiserverHost(root), port: NATIVE_PORTS.apiserver },
+      },
+    };
+  }
+
+  /** ensureNamespace creates the root namespace when it is missing (the PKI Secret goes there before rendering). */
+  private async ensureNamespace(vc: VirtualCluster, root: string): Promise<void> {
+    if (await this.superClient.getOrNull(R.namespaces, undefined, root)) return;
+    const m = vc.metadata ?? {};
+    try {
+      await this.superClient.create(
+        R.namespaces,
+        {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: {
+            name: root,
+            labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
+            annotations: { 'tenancy.x-k8s.io/vcname': m.name ?? '', 'tenancy.x-k8s.io/vcnamespace': m.namespace ?? '', 'tenancy.x-k8s.io/vcuid': m.uid ?? '' },
+          },
+        },
+        { fieldManager: FIELD_MANAGER },
+      );
+    } catch (e) {
+      if (!isAlreadyExists(e)) throw e;
+    }
+  }
+
+  /**
+   * ensurePKI returns the PKI kept in PKI_SECRET, generating and storing it when the Secret is missing or was made
+   * for other certificate options. Creation is a create, not an apply: of two racing managers one wins and the
+   * other reads its PKI.
+   */
+  private async ensurePKI(vc: VirtualCluster, root: string): Promise<ControlPlanePKI> {
+    const opts = nativePKIOptions(vc, root);
+    const hash = pkiOptionsHash(opts);
+    const existing = await this.superClient.getOrNull<Secret>(R.secrets, root, PKI_SECRET);
+    if (existing && existing.metadata?.annotations?.[PKI_OPTIONS_ANNOTATION] === hash) return parsePKI(existing, root);
+
+    const pki = await generateControlPlanePKI(opts);
+    const secret: Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: PKI_SECRET,
+        namespace: root,
+        labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
+        annotations: { [PKI_OPTIONS_ANNOTATION]: hash },
+      },
+      type: 'Opaque',
+      data: { [PKI_SECRET_KEY]: Buffer.from(JSON.stringify(pki), 'utf8').toString('base64') },
+    };
+    if (existing) {
+      log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
+      // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
+      await this.superClient.update(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } }, { fieldManager: FIELD_MANAGER });
+      return pki;
+    }
+    try {
+      await this.superClient.create(R.secrets, secret, { fieldManager: FIELD_MANAGER });
+      log.info({ tenant: root }, 'tenant PKI generated');
+      return pki;
+    } catch (e) {
+      if (!isAlreadyExists(e)) throw e;
+      return parsePKI(await this.superClient.get<Secret>(R.secrets, root, PKI_SECRET), root);
+    }
+  }
+
+  /**
+   * remove deletes what ensure made in the root namespace (StatefulSets first, then Services, the NetworkPolicy,
+   * Secrets including the PKI, and etcd's volume claims) with Background propagation; the controller then deletes
+   * the root namespace itself. A missing namespace is not an error.
+   */
+  async remove(_vc: VirtualCluster, root: string): Promise<void> {
+    const selector = `${LABEL.cluster}=${root}`;
+    let deleted = 0;
+    for (const r of OWNED_KINDS) {
+      let items: KubeObject[];
+      try {
+        items = (await this.superClient.listAll(r, { namespace: root, labelSelector: selector })).items;
+      } catch (e) {
+        // A super cluster without the NetworkPolicy API has nothing of that kind to delete.
+        if (r === NETWORK_POLICIES && (e as { code?: number }).code === 404) continue;
+        throw e;
+      }
+      for (const o of items) {
+        if (o.metadata?.deletionTimestamp) continue;
+        if (await this.superClient.delete(r, root, o.metadata!.name!, { propagationPolicy: 'Background' })) deleted++;
+      }
+    }
+    log.info({ tenant: root, deleted }, 'native control plane removed');
+  }
+}
+
+function parsePKI(secret: Secret, root: string): ControlPlanePKI {
+  const data = secret.data?.[PKI_SECRET_KEY];
+  if (!data) throw new Error(`Secret ${root}/${PKI_SECRET} has no key "${PKI_SECRET_KEY}"; delete it to have the PKI regenerated`);
+  try {
+    const pki = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as ControlPlanePKI;
+    if (!pki.ca?.certPem || !pki.kubeletClient?.certPem || !pki.kubeletClientFingerprint) throw new Error('incomplete');
+    return pki;
+  } catch (e) {
+    throw new Error(`Secret ${root}/${PKI_SECRET} key "${PKI_SECRET_KEY}" is not a serialized PKI (${(e as Error).message}); delete it to have the PKI regenerated`);
+  }
+}
+
+/**
+ * probeReadyz sends GET /readyz to the server of a kubeconfig with its credentials and returns true on 200, or a
+ * short reason (DNS failure, refused, timeout, status code).
+ */
+export async function probeReadyz(kubeconfig: string, timeoutMs: number): Promise<true | string> {
+  const kc = new KubeConfig();
+  kc.loadFromString(kubeconfig);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) return 'kubeconfig has no current cluster';
+  const tls: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(tls);
+  const url = new URL('/readyz', cluster.server);
+  return new Promise((resolve) => {
+    const req = https.get(url, { ca: tls.ca, cert: tls.cert, key: tls.key, headers: tls.headers, agent: false }, (res) => {
+      res.resume();
+      clearTimeout(timer);
+      resolve(res.statusCode === 200 ? true : `HTTP ${res.statusCode}`);
+    });
+    // One deadline for DNS, connect, TLS and the answer.
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      resolve(e.code ? `${e.code} ${url.hostname}` : e.message);
+    });
+  });
+}

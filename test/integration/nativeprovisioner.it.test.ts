@@ -1,0 +1,182 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
+import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/lifecycle/native.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import { rootNamespace } from '../../core/names/names.ts';
+import type { ControlPlanePKI } from '../../core/pki/pki.ts';
+import { apiserverURL, NATIVE_SECRETS, renderNative, resourceFor, type ClusterVersion } from '../../core/provision/native.ts';
+import { StaticTenantRegistry } from '../../core/syncer/tenant.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const crdDir = join(import.meta.dirname, '../../deploy/crds');
+
+const clusterVersion: ClusterVersion = {
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'ClusterVersion',
+  metadata: { name: 'v1-36' },
+  spec: { kubernetesVersion: 'v1.36.3', etcd: { storageSize: '1Gi' }, apiServer: { extraArgs: { v: '1' } } },
+};
+
+const vcObject = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'VirtualCluster',
+  metadata: { name, namespace: 'default' },
+  spec: { provisioner: { type: 'native' }, ...spec },
+});
+
+interface Pod extends KubeObject {
+  status?: { phase?: string };
+}
+interface StatefulSet extends KubeObject {
+  spec: { replicas: number };
+  status?: { readyReplicas?: number };
+}
+
+describe('native provisioner on a real super cluster (kwok runs the Pods)', () => {
+  let t: TestSuper;
+  let native: NativeProvisioner;
+
+  const createVC = (name: string, spec: Record<string, unknown> = {}) => t.client.create<VirtualCluster>(R.virtualclusters, vcObject(name, spec));
+  const rootOf = (vc: VirtualCluster) => rootNamespace(vc.metadata!.namespace!, vc.metadata!.name!, vc.metadata!.uid!);
+  const readPKI = async (root: string): Promise<ControlPlanePKI> => {
+    const s = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, PKI_SECRET);
+    return JSON.parse(Buffer.from(s.data[PKI_SECRET_KEY]!, 'base64').toString('utf8')) as ControlPlanePKI;
+  };
+  const resourceVersions = async (objs: KubeObject[]): Promise<Record<string, string | undefined>> => {
+    const out: Record<string, string | undefined> = {};
+    for (const o of objs) {
+      const live = await t.client.get(resourceFor(o), o.metadata?.namespace, o.metadata!.name!);
+      out[`${o.kind}/${o.metadata!.name}`] = live.metadata?.resourceVersion;
+    }
+    return out;
+  };
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    for (const f of readdirSync(crdDir).filter((f) => f.endsWith('.yaml'))) {
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    }
+    await eventually(() => Promise.all([t.client.list(R.virtualclusters), t.client.list(R.clusterversions)]));
+    native = new NativeProvisioner(t.client);
+  });
+
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('waits for a ClusterVersion that does not exist yet', async () => {
+    const vc = await createVC('early', { clusterVersionName: 'not-yet' });
+    expect(await native.ensure(vc, rootOf(vc))).toEqual({ ready: false, waitingFor: 'ClusterVersion not-yet' });
+    await t.client.delete(R.virtualclusters, 'default', 'early');
+  });
+
+  it('applies every rendered object once, reuses its PKI, lets kwok run the Pods, and removes them', async () => {
+    await t.client.create(R.clusterversions, clusterVersion);
+    const vc = await createVC('dev', { clusterVersionName: clusterVersion.metadata!.name, pkiExpireDays: 30 });
+    const root = rootOf(vc);
+
+    const first = await native.ensure(vc, root);
+    expect(first.ready).toBe(false);
+    expect(!first.ready && first.waitingFor).toMatch(/apiserver/);
+    expect(await t.client.getOrNull(R.namespaces, undefined, root)).not.toBeNull();
+
+    // Everything renderNative makes from the stored PKI exists in the root namespace.
+    const pki = await readPKI(root);
+    const cv = await t.client.get<ClusterVersion>(R.clusterversions, undefined, clusterVersion.metadata!.name!);
+    const objs = renderNative({ vc, clusterVersion: cv, pki, rootNamespace: root });
+    expect(objs.map((o) => o.kind).sort()).toEqual(
+      ['Namespace', ...Array(8).fill('Secret'), 'Service', 'Service', 'NetworkPolicy', 'StatefulSet', 'StatefulSet', 'StatefulSet'].sort(),
+    );
+    for (const o of objs) {
+      const live = await t.client.getOrNull(resourceFor(o), o.metadata?.namespace, o.metadata!.name!);
+      expect(live, `${o.kind}/${o.metadata!.name}`).not.toBeNull();
+      expect(live!.metadata?.namespace ?? root).toBe(root);
+    }
+    const tls = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, NATIVE_SECRETS.apiserver);
+    expect(Buffer.from(tls.data['tls.crt']!, 'base64').toString()).toBe(pki.apiserver.certPem);
+
+    // A volume for etcd's claim, so the scheduler places all three Pods and kwok runs them.
+    await t.client.create(R.persistentvolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: `etcd-${root}`.slice(0, 63) },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Retain',
+        hostPath: { path: `/tmp/${root}` },
+        claimRef: { namespace: root, name: 'data-etcd-0' },
+      },
+    });
+    await eventually(async () => {
+      const pods = (await t.client.list<Pod>(R.pods, { namespace: root })).items;
+      expect(pods.map((p) => `${p.metadata!.name}=${p.status?.phase}`).sort()).toEqual(['apiserver-0=Running', 'controller-manager-0=Running', 'etcd-0=Running']);
+      const sets = (await t.client.list<StatefulSet>(R.statefulsets, { namespace: root })).items;
+      for (const s of sets) expect(s.status?.readyReplicas, s.metadata!.name).toBe(s.spec.replicas);
+    }, 90_000);
+
+    // With a ready apiserver Pod the only thing missing is an apiserver that answers: kwok runs no container,
+    // and the in-cluster Service name does not resolve outside the super cluster.
+    const settled = await native.ensure(vc, root);
+    expect(settled.ready).toBe(false);
+    expect(!settled.ready && settled.waitingFor).toContain(`the apiserver to answer at ${apiserverURL(root)}`);
+
+    // Reconciling again writes nothing: same resourceVersions, same PKI.
+    const pkiSecret = (await t.client.get(R.secrets, root, PKI_SECRET)).metadata?.resourceVersion;
+    const before = await resourceVersions(objs);
+    await native.ensure(vc, root);
+    await native.ensure(vc, root);
+    expect(await resourceVersions(objs)).toEqual(before);
+    expect((await t.client.get(R.secrets, root, PKI_SECRET)).metadata?.resourceVersion).toBe(pkiSecret);
+    expect((await readPKI(root)).kubeletClientFingerprint).toBe(pki.kubeletClientFingerprint);
+
+    await native.remove(vc, root);
+    await eventually(async () => {
+      for (const o of objs.filter((x) => x.kind !== 'Namespace')) {
+        expect(await t.client.getOrNull(resourceFor(o), root, o.metadata!.name!), `${o.kind}/${o.metadata!.name}`).toBeNull();
+      }
+      expect(await t.client.getOrNull(R.secrets, root, PKI_SECRET)).toBeNull();
+      expect((await t.client.list(R.pods, { namespace: root })).items).toEqual([]);
+    }, 60_000);
+    // Removing twice is not an error.
+    await native.remove(vc, root);
+    await t.client.delete(R.virtualclusters, 'default', 'dev');
+  });
+
+  it('under the VirtualClusterController, keeps the VirtualCluster Provisioning while the apiserver does not answer', async () => {
+    const controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { native }, tenants: new StaticTenantRegistry() });
+    await controller.start();
+    try {
+      // No clusterVersionName: the default ClusterVersion (the pinned Kubernetes version).
+      const created = await createVC('managed');
+      const root = rootOf(created);
+      const get = () => t.client.get<VirtualCluster>(R.virtualclusters, 'default', 'managed');
+      const vc = await eventually(async () => {
+        const v = await get();
+        expect(v.status?.message).toContain(`waiting for the apiserver to answer at ${apiserverURL(root)}`);
+        return v;
+      }, 90_000);
+      expect(vc.status?.phase).toBe('Provisioning');
+      expect(vc.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Waiting' });
+      const sts = await t.client.get<KubeObject & { spec: { template: { spec: { containers: Array<{ image: string }> } } } }>(R.statefulsets, root, 'apiserver');
+      expect(sts.spec.template.spec.containers[0]!.image).toBe('registry.k8s.io/kube-apiserver:v1.36.3');
+      // It stays there (requeued every 2 s) and never turns to Error.
+      for (let i = 0; i < 3; i++) {
+        await new Promise((r) => setTimeout(r, 1500));
+        const v = await get();
+        expect(v.status?.phase, v.status?.message).toBe('Provisioning');
+      }
+
+      await t.client.delete(R.virtualclusters, 'default', 'managed');
+      await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, 'default', 'managed')).toBeNull(), 90_000);
+      expect(await t.client.getOrNull(R.namespaces, undefined, root)).toBeNull();
+    } finally {
+      await controller.stop();
+    }
+  });
+});
