@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { controlPlaneBench } from './controlplane.ts';
+import { lifecycleBench } from './lifecycle.ts';
+import { syncerBench } from './syncer.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
 export interface BenchResult {
@@ -11,6 +13,8 @@ export interface BenchResult {
 
 const scenarios: Record<string, () => Promise<BenchResult>> = {
   controlplane: controlPlaneBench,
+  lifecycle: lifecycleBench,
+  syncer: syncerBench,
 };
 
 const wanted = process.argv.slice(2);
