@@ -20,7 +20,7 @@ export const GROUP = 'tenancy.x-k8s.io';
 export const VERSION = 'v1alpha1';
 
 /** CRD_NAMES are the schemas a CRD is generated from. */
-export const CRD_NAMES = ['virtualCluster', 'clusterVersion'] as const;
+export const CRD_NAMES = ['virtualCluster', 'clusterVersion', 'gitSource'] as const;
 /** CRDName is one of CRD_NAMES. */
 export type CRDName = (typeof CRD_NAMES)[number];
 
@@ -104,6 +104,20 @@ const TARGETS: Record<CRDName, Target> = {
     shortNames: ['cv'],
     scope: 'Cluster',
     columns: [{ name: 'Version', type: 'string', jsonPath: '.spec.kubernetesVersion', description: 'Kubernetes version.' }, age],
+  },
+  gitSource: {
+    kind: 'GitSource',
+    plural: 'gitsources',
+    shortNames: ['gs'],
+    scope: 'Namespaced',
+    columns: [
+      { name: 'URL', type: 'string', jsonPath: '.spec.url', description: 'Repository URL.' },
+      { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Whether the last revision was applied in full.' },
+      { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Why it is or is not ready.', priority: 1 },
+      { name: 'Revision', type: 'string', jsonPath: '.status.lastAppliedRevision', description: 'Last revision applied in full.' },
+      age,
+    ],
+    listMaps: { 'status.conditions': ['type'] },
   },
 };
 

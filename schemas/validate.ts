@@ -13,6 +13,7 @@ export const SCHEMAS = {
   managerConfig: 'manager-config.schema.json',
   virtualCluster: 'virtualcluster.schema.json',
   clusterVersion: 'clusterversion.schema.json',
+  gitSource: 'gitsource.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;

@@ -1,0 +1,76 @@
+import type { KubeObject, ObjectMeta, Resource } from '../../core/kube/client.ts';
+import type { ReconcileOptions } from './applier.ts';
+import type { InventoryEntry } from './objects.ts';
+import { CONFIRM_DELETION_ANNOTATION } from './objects.ts';
+
+/** GITSOURCES is the API resource of GitSource objects (schemas/gitsource.schema.json). */
+export const GITSOURCES: Resource = { group: 'tenancy.x-k8s.io', version: 'v1alpha1', resource: 'gitsources', kind: 'GitSource', namespaced: true };
+
+/** SAFETY_DEFAULTS are the deletion limits of a GitSource without spec.safety, as in its schema. */
+export const SAFETY_DEFAULTS = { maxDeletes: 3, maxDeletePercent: 25 } as const;
+
+/** ConditionStatus is the status of a Condition. */
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+/** Condition is one metav1.Condition of a GitSource. */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message?: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/** SecretRef names a Secret in the GitSource's namespace. */
+export interface SecretRef {
+  name: string;
+}
+
+/** GitSourceSpec is spec of a GitSource; see the schema for every field's meaning. */
+export interface GitSourceSpec {
+  url: string;
+  ref: { branch?: string; tag?: string; semver?: string; commit?: string };
+  path?: string;
+  interval?: string;
+  timeout?: string;
+  secretRef?: SecretRef;
+  verify?: { mode: 'head'; secretRef: SecretRef };
+  suspend?: boolean;
+  prune?: boolean;
+  safety?: { maxDeletes?: number; maxDeletePercent?: number };
+  webhook?: { kind: 'github' | 'gitlab' | 'generic'; secretRef: SecretRef };
+}
+
+/** GitSourceStatus is status of a GitSource. */
+export interface GitSourceStatus {
+  conditions?: Condition[];
+  observedGeneration?: number;
+  lastAppliedRevision?: string;
+  lastAttemptedRevision?: string;
+  lastHandledConfirmation?: string;
+  artifact?: { revision: string; digest: string };
+  inventory?: InventoryEntry[];
+}
+
+/** GitSource is a namespaced tenancy.x-k8s.io/v1alpha1 GitSource. */
+export interface GitSource extends KubeObject {
+  metadata: ObjectMeta & { name: string; namespace: string };
+  spec: GitSourceSpec;
+  status?: GitSourceStatus;
+}
+
+/** reconcileOptionsFor reads a GitSource's pruning switch, deletion limits, confirmation and generation. */
+export function reconcileOptionsFor(gs: GitSource): ReconcileOptions {
+  const o: ReconcileOptions = {
+    prune: gs.spec.prune ?? true,
+    safety: {
+      maxDeletes: gs.spec.safety?.maxDeletes ?? SAFETY_DEFAULTS.maxDeletes,
+      maxDeletePercent: gs.spec.safety?.maxDeletePercent ?? SAFETY_DEFAULTS.maxDeletePercent,
+    },
+  };
+  const confirmation = gs.metadata.annotations?.[CONFIRM_DELETION_ANNOTATION];
+  if (confirmation) o.confirmation = confirmation;
+  if (gs.metadata.generation !== undefined) o.generation = gs.metadata.generation;
+  return o;
+}

@@ -1,0 +1,208 @@
+import { createHash } from 'node:crypto';
+import type { Artifact, SourceDocument } from '../artifact.ts';
+import type { KubeObject, Resource } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { validate, type SchemaName } from '../../schemas/validate.ts';
+
+/** FIELD_MANAGER is the server-side apply field manager of every object a GitSource applies. */
+export const FIELD_MANAGER = 'vc-gitops';
+
+/** SOURCE_LABEL marks every applied object with the GitSource it came from (`<namespace>.<name>`). */
+export const SOURCE_LABEL = 'tenancy.x-k8s.io/gitsource';
+
+/**
+ * CONFIRM_DELETION_ANNOTATION, set on a GitSource to a revision, allows that revision (and no other) to delete more
+ * than spec.safety allows, or to prune everything when its path holds no objects.
+ */
+export const CONFIRM_DELETION_ANNOTATION = 'tenancy.x-k8s.io/confirm-deletion';
+
+/** TenantKind describes one kind a GitSource may carry: the schema its documents must pass and where it is served. */
+export interface TenantKind {
+  schema: SchemaName;
+  resource: Resource;
+  /** apply order: lower first; pruning goes the other way */
+  order: number;
+}
+
+/** TENANT_KINDS are the only kinds accepted from a GitSource: tenant definitions. */
+export const TENANT_KINDS: Readonly<Record<string, TenantKind>> = {
+  ClusterVersion: { schema: 'clusterVersion', resource: R.clusterversions, order: 0 },
+  VirtualCluster: { schema: 'virtualCluster', resource: R.virtualclusters, order: 1 },
+};
+
+/** ObjectRef names one object. */
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  /** absent for a cluster-scoped object */
+  namespace?: string;
+  name: string;
+}
+
+/** InventoryEntry is one object applied by a GitSource, with the uid it had then (status.inventory[]). */
+export interface InventoryEntry extends ObjectRef {
+  uid: string;
+}
+
+/** SourceRef names the GitSource an artifact belongs to. */
+export interface SourceRef {
+  namespace: string;
+  name: string;
+}
+
+/** DesiredObject is a valid tenant definition of an artifact, as it will be applied. */
+export interface DesiredObject {
+  ref: ObjectRef;
+  /** objectKey(ref) */
+  key: string;
+  file: string;
+  index: number;
+  resource: Resource;
+  /** the body sent with server-side apply */
+  object: KubeObject;
+}
+
+/** DocumentErrorReason is why a document of an artifact cannot be applied. */
+export type DocumentErrorReason = 'ParseFailed' | 'ValidationFailed';
+
+/** DocumentError is one problem of an artifact, located by file (and object and field when known). */
+export interface DocumentError {
+  reason: DocumentErrorReason;
+  file: string;
+  /** set when the file holds several documents */
+  index?: number;
+  /** e.g. `VirtualCluster team-a/dev` */
+  object?: string;
+  /** JSON pointer of the field at fault */
+  pointer?: string;
+  /** the whole text: file, object, pointer and problem */
+  message: string;
+}
+
+/** Rendered is an artifact turned into what can be applied and what cannot. */
+export interface Rendered {
+  objects: DesiredObject[];
+  errors: DocumentError[];
+  /** keys of every object the artifact names, valid or not: none of them is pruned */
+  named: Set<string>;
+}
+
+/** objectKey identifies an object across revisions: kind, namespace and name (the group is always tenancy). */
+export function objectKey(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>): string {
+  return `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`;
+}
+
+/** describeRef renders `VirtualCluster team-a/dev` or `ClusterVersion v1-36`. */
+export function describeRef(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>): string {
+  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
+}
+
+/**
+ * sourceLabelValue is the value of SOURCE_LABEL for a GitSource: `<namespace>.<name>`, or, past the 63 characters a
+ * label value may have, its first 54 characters, a dash and 8 hex characters of its sha256.
+ */
+export function sourceLabelValue(source: SourceRef): string {
+  const full = `${source.namespace}.${source.name}`;
+  if (full.length <= 63) return full;
+  const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
+  return `${full.slice(0, 54).replace(/[^A-Za-z0-9]+$/, '')}-${hash}`;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+function where(doc: SourceDocument, several: boolean): string {
+  return several ? `${doc.file} (document ${doc.index + 1})` : doc.file;
+}
+
+function refOf(doc: SourceDocument): { kind?: string; apiVersion?: string; namespace?: string; name?: string } {
+  const o = doc.object;
+  const meta = o.metadata && typeof o.metadata === 'object' ? (o.metadata as Record<string, unknown>) : {};
+  return { kind: str(o.kind), apiVersion: str(o.apiVersion), namespace: str(meta.namespace), name: str(meta.name) };
+}
+
+/**
+ * desiredBody is what is applied for a valid document: apiVersion, kind, name, namespace, labels (with SOURCE_LABEL
+ * when a source is given), annotations and spec. Anything else of the document (status, uid, resourceVersion,
+ * managedFields…) belongs to the apiserver and is left out.
+ */
+function desiredBody(o: Record<string, unknown>, source: SourceRef | undefined): KubeObject {
+  const meta = o.metadata as Record<string, unknown>;
+  const labels = { ...((meta.labels as Record<string, string> | undefined) ?? {}) };
+  if (source) labels[SOURCE_LABEL] = sourceLabelValue(source);
+  const metadata: Record<string, unknown> = { name: meta.name };
+  if (meta.namespace !== undefined) metadata.namespace = meta.namespace;
+  if (Object.keys(labels).length) metadata.labels = labels;
+  if (meta.annotations !== undefined) metadata.annotations = meta.annotations;
+  const body: KubeObject = { apiVersion: o.apiVersion as string, kind: o.kind as string, metadata };
+  if (o.spec !== undefined) body.spec = o.spec;
+  return body;
+}
+
+/**
+ * renderDesired checks every document of an artifact and returns the valid tenant definitions in apply order
+ * (ClusterVersions first), with one error per problem. A document is refused when its kind is not a tenant kind,
+ * when it fails its schema, or when another document names the same object (both are refused: which one is meant
+ * is not knowable). Parse errors of the artifact come first.
+ */
+export function renderDesired(artifact: Artifact, source?: SourceRef): Rendered {
+  const errors: DocumentError[] = artifact.parseErrors.map((p) => {
+    const at = p.line !== undefined ? `${p.file}:${p.line}${p.column !== undefined ? `:${p.column}` : ''}` : p.file;
+    return { reason: 'ParseFailed', file: p.file, message: `${at}: cannot be parsed as YAML: ${p.message}` };
+  });
+  const perFile = new Map<string, number>();
+  for (const d of artifact.documents) perFile.set(d.file, (perFile.get(d.file) ?? 0) + 1);
+
+  const candidates: DesiredObject[] = [];
+  const named = new Set<string>();
+  for (const doc of artifact.documents) {
+    const several = (perFile.get(doc.file) ?? 0) > 1;
+    const at = where(doc, several);
+    const index = several ? doc.index : undefined;
+    const r = refOf(doc);
+    const object = r.kind ? describeRef({ kind: r.kind, namespace: r.namespace, name: r.name ?? '<unnamed>' }) : undefined;
+    const fail = (message: string, pointer?: string): void => {
+      errors.push({ reason: 'ValidationFailed', file: doc.file, index, object, pointer, message });
+    };
+    if (r.kind && r.name) named.add(objectKey({ kind: r.kind, namespace: r.namespace, name: r.name }));
+    if (!r.kind) {
+      fail(`${at}: document has no kind: only ${Object.keys(TENANT_KINDS).join(' and ')} objects may come from a GitSource`, '/kind');
+      continue;
+    }
+    const tk = TENANT_KINDS[r.kind];
+    if (!tk) {
+      fail(`${at}: ${object}: kind ${r.kind} is refused: only tenant definitions (${Object.keys(TENANT_KINDS).join(', ')}) may come from a GitSource`, '/kind');
+      continue;
+    }
+    const fieldErrors = validate(tk.schema, doc.object);
+    if (!tk.resource.namespaced && r.namespace !== undefined) {
+      fieldErrors.push({ pointer: '/metadata/namespace', message: `must not be set: ${r.kind} is cluster-scoped` });
+    }
+    if (fieldErrors.length) {
+      for (const e of fieldErrors) fail(`${at}: ${object}: ${e.pointer} ${e.message}`, e.pointer);
+      continue;
+    }
+    const ref: ObjectRef = { apiVersion: r.apiVersion!, kind: r.kind, name: r.name! };
+    if (r.namespace !== undefined) ref.namespace = r.namespace;
+    candidates.push({ ref, key: objectKey(ref), file: doc.file, index: doc.index, resource: tk.resource, object: desiredBody(doc.object, source) });
+  }
+
+  const byKey = new Map<string, DesiredObject[]>();
+  for (const c of candidates) byKey.set(c.key, [...(byKey.get(c.key) ?? []), c]);
+  const objects: DesiredObject[] = [];
+  for (const [, group] of byKey) {
+    if (group.length === 1) {
+      objects.push(group[0]!);
+      continue;
+    }
+    const places = group.map((g) => (perFile.get(g.file)! > 1 ? `${g.file} (document ${g.index + 1})` : g.file));
+    const object = describeRef(group[0]!.ref);
+    errors.push({
+      reason: 'ValidationFailed',
+      file: group[0]!.file,
+      object,
+      message: `${object} is defined more than once: in ${places.join(' and ')}; none of them is applied`,
+    });
+  }
+  objects.sort((a, b) => TENANT_KINDS[a.ref.kind]!.order - TENANT_KINDS[b.ref.kind]!.order || a.key.localeCompare(b.key));
+  return { objects, errors, named };
+}
