@@ -21,6 +21,7 @@ export interface ManagerConfig {
     retryPeriodSeconds?: number;
   };
   metrics?: { host?: string; port?: number };
+  gitops?: { enabled?: boolean; cacheDir?: string; timeoutSeconds?: number; webhook?: { host?: string; port?: number } };
   virtualClusters?: { enabled?: boolean; workers?: number; local?: { stateDir: string; etcdEndpoint: string } };
   tenants?: Array<{
     name: string;
@@ -70,6 +71,7 @@ export function loadManagerConfig(file: string): ManagerConfig {
   for (const sc of cfg.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
   for (const t of cfg.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
   if (cfg.virtualClusters?.local) cfg.virtualClusters.local.stateDir = abs(cfg.virtualClusters.local.stateDir);
+  if (cfg.gitops?.cacheDir) cfg.gitops.cacheDir = abs(cfg.gitops.cacheDir);
   if (cfg.plugins?.thirdParty) {
     cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => (p.startsWith('.') || p.startsWith('/') ? abs(p) : p));
   }

@@ -1,4 +1,6 @@
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GitOpsController } from '../../gitops/controller.ts';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LeaderElector } from '../leader/election.ts';
@@ -23,6 +25,7 @@ export interface Manager {
   /** isLeader reports whether this manager runs the controllers (always true without leader election) */
   isLeader(): boolean;
   lifecycle?: VirtualClusterController;
+  gitops?: GitOpsController;
   syncers: Syncer[];
   host: PluginHost;
   stop(): Promise<void>;
@@ -52,6 +55,14 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
   const registries = supers.map((s) => new StaticTenantRegistry(staticTenants(cfg, file, s.name)));
   const lifecycle = cfg.virtualClusters?.enabled ? await lifecycleController(cfg, clients[0]!, registries[0]!) : undefined;
+  const gitops = cfg.gitops?.enabled
+    ? new GitOpsController({
+        meta: clients[0]!,
+        cacheRoot: cfg.gitops.cacheDir ?? join(tmpdir(), 'vc-gitops-cache'),
+        timeoutMs: (cfg.gitops.timeoutSeconds ?? 60) * 1000,
+        webhook: cfg.gitops.webhook,
+      })
+    : undefined;
   const syncers = supers.map(
     (s, i) =>
       new Syncer({
@@ -67,10 +78,12 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   const start = async () => {
     await Promise.all(syncers.map((s) => s.start()));
     await lifecycle?.controller.start();
+    await gitops?.start();
     running = true;
   };
   const halt = async () => {
     running = false;
+    await gitops?.stop();
     await lifecycle?.controller.stop();
     await lifecycle?.stopProvisioners();
     await Promise.all(syncers.map((s) => s.stop()));
@@ -111,6 +124,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     opsPort: ops.port,
     isLeader: () => running,
     lifecycle: lifecycle?.controller,
+    gitops,
     syncers,
     host,
     async stop() {

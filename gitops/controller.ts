@@ -1,0 +1,309 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Counter } from 'prom-client';
+import { Runner, type Result } from '../core/controller/runner.ts';
+import { isNotFound, type KubeClient, type KubeObject } from '../core/kube/client.ts';
+import { Informer, objectKey } from '../core/kube/informer.ts';
+import { R } from '../core/kube/resources.ts';
+import { childLogger } from '../core/log.ts';
+import { registry } from '../core/metrics/registry.ts';
+import { WorkQueue } from '../core/queue/workqueue.ts';
+import type { Artifact } from './artifact.ts';
+import { Applier } from './applier/applier.ts';
+import { GITSOURCES, reconcileOptionsFor, type Condition, type GitSource, type GitSourceStatus } from './applier/gitsource.ts';
+import { SOURCE_LABEL, sourceLabelValue } from './applier/objects.ts';
+import type { SourceError } from './source/errors.ts';
+import { SourcePoller } from './source/poller.ts';
+import { GitSourceFetcher, type Credentials, type SourceRef } from './source/source.ts';
+import type { VerifyKeys } from './source/verify.ts';
+import { startWebhookReceiver, type WebhookReceiver, type WebhookRoute } from './source/webhook.ts';
+
+const log = childLogger({ controller: 'gitops' });
+
+const sourceErrors = new Counter({
+  name: 'vc_gitops_source_errors_total',
+  help: 'Failed polls of a git source, by reason.',
+  labelNames: ['source', 'reason'],
+  registers: [registry],
+});
+
+/** GitOpsOptions configure the GitSource controller. */
+export interface GitOpsOptions {
+  /** the meta cluster: GitSources, their Secrets and the VirtualClusters they define */
+  meta: KubeClient;
+  /** directory of the bare repository caches */
+  cacheRoot: string;
+  /** where the webhook receiver listens (default 127.0.0.1 and a free port) */
+  webhook?: { host?: string; port?: number };
+  /** default timeout of network calls to git servers */
+  timeoutMs?: number;
+}
+
+interface SourceState {
+  specHash: string;
+  poller: SourcePoller;
+  applier: Applier;
+  artifact?: Artifact;
+  error?: SourceError;
+  webhook?: WebhookRoute;
+}
+
+/** parseDuration reads `90s`, `1m`, `1h30m`, `500ms` into milliseconds. */
+export function parseDuration(s: string | undefined, fallbackMs: number): number {
+  if (!s) return fallbackMs;
+  let total = 0;
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
+  let m: RegExpExecArray | null;
+  let matched = '';
+  while ((m = re.exec(s))) {
+    total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+    matched += m[0];
+  }
+  return matched === s && total > 0 ? total : fallbackMs;
+}
+
+/**
+ * GitOpsController keeps the meta cluster equal to the git repositories GitSources name. Each GitSource gets a
+ * poller (the producer: cheap ref listing, depth-1 fetch only when the ref moved, immutable artifacts) whose newest
+ * artifact is handed to the applier (the consumer: validate, server-side apply, inventory, guarded prune). A failed
+ * poll never reaches the applier, so it never prunes. The newest artifact is re-applied every interval and whenever
+ * an object it owns is changed or deleted by hand, which puts drift back. Status is written once per reconcile.
+ */
+export class GitOpsController {
+  private readonly sources: Informer<GitSource>;
+  private readonly owned: Informer;
+  private readonly queue = new WorkQueue();
+  private readonly runner: Runner;
+  private readonly fetcher: GitSourceFetcher;
+  private readonly state = new Map<string, SourceState>();
+  private receiver?: WebhookReceiver;
+  private receiverPort: number;
+  private routesKey = '';
+
+  constructor(private readonly o: GitOpsOptions) {
+    this.fetcher = new GitSourceFetcher({ cacheRoot: o.cacheRoot, timeoutMs: o.timeoutMs });
+    this.receiverPort = o.webhook?.port ?? 0;
+    this.sources = new Informer<GitSource>({ client: o.meta, resource: GITSOURCES, name: 'gitsources' });
+    const enqueue = (gs: KubeObject) => this.queue.add(objectKey(gs));
+    this.sources.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
+    // Objects a source applied: a hand edit or deletion requeues their source at once.
+    this.owned = new Informer({ client: o.meta, resource: R.virtualclusters, name: 'gitops-owned', labelSelector: SOURCE_LABEL });
+    const back = (obj: KubeObject) => {
+      const label = obj.metadata?.labels?.[SOURCE_LABEL];
+      for (const gs of this.sources.list()) if (sourceLabelValue(gs.metadata) === label) this.queue.add(objectKey(gs));
+    };
+    this.owned.addHandler({ onUpdate: (_a, b) => back(b), onDelete: back });
+    this.runner = new Runner({ name: 'gitops', queue: this.queue, concurrency: 2, reconciler: { reconcile: (k) => this.reconcile(k) } });
+  }
+
+  /** start syncs the caches, starts the webhook receiver and the workers. */
+  async start(): Promise<void> {
+    this.sources.start();
+    this.owned.start();
+    await Promise.all([this.sources.waitForSync(), this.owned.waitForSync()]);
+    await this.refreshWebhooks();
+    this.runner.start();
+  }
+
+  /** stop stops pollers, workers, informers and the webhook receiver. */
+  async stop(): Promise<void> {
+    for (const s of this.state.values()) s.poller.stop();
+    this.state.clear();
+    await this.runner.stop();
+    await Promise.all([this.sources.stop(), this.owned.stop()]);
+    await this.receiver?.close();
+  }
+
+  /** webhookURL is where a GitSource's git host should send push notifications. */
+  webhookURL(namespace: string, name: string): string | undefined {
+    return this.receiver?.url(hookPath(namespace, name));
+  }
+
+  private async reconcile(key: string): Promise<Result> {
+    const gs = this.sources.get(key);
+    if (!gs) {
+      this.state.get(key)?.poller.stop();
+      this.state.delete(key);
+      await this.refreshWebhooks();
+      return;
+    }
+    const interval = parseDuration(gs.spec.interval, 60_000);
+    let st: SourceState;
+    try {
+      st = await this.ensureState(key, gs);
+    } catch (e) {
+      await this.writeStatus(gs, stalled(gs, 'InvalidSpec', e instanceof Error ? e.message : String(e)));
+      return { requeueAfter: interval };
+    }
+    if (gs.spec.suspend) {
+      st.poller.suspend();
+      await this.writeStatus(gs, withCondition(gs, { type: 'Ready', status: 'Unknown', reason: 'Suspended', message: 'reconciliation is suspended' }));
+      return;
+    }
+    st.poller.resume();
+    if (st.error) {
+      await this.writeStatus(gs, stalled(gs, st.error.reason, st.error.message));
+      return { requeueAfter: interval };
+    }
+    if (!st.artifact) return;
+    const outcome = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
+    outcome.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
+    await this.writeStatus(gs, outcome.status);
+    const r = outcome.result;
+    if (r.applied.length || r.pruned.length) {
+      await this.event(gs, 'Normal', 'Applied', `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`);
+    }
+    if (r.stop) await this.event(gs, 'Warning', r.stop.reason, r.stop.message);
+    return { requeueAfter: interval };
+  }
+
+  private async ensureState(key: string, gs: GitSource): Promise<SourceState> {
+    const secrets = await Promise.all([gs.spec.secretRef, gs.spec.verify?.secretRef, gs.spec.webhook?.secretRef].map((r) => (r ? this.secret(gs, r.name) : undefined)));
+    const specHash = createHash('sha256').update(JSON.stringify([gs.spec, secrets.map((s) => s?.metadata?.resourceVersion)])).digest('hex');
+    const existing = this.state.get(key);
+    if (existing?.specHash === specHash) return existing;
+    existing?.poller.stop();
+    const [creds, keys, hook] = secrets;
+    const ref = toSourceRef(gs);
+    const st: SourceState = {
+      specHash,
+      applier: new Applier({ client: this.o.meta, source: { namespace: gs.metadata.namespace, name: gs.metadata.name } }),
+      poller: undefined as unknown as SourcePoller,
+      artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
+    };
+    st.poller = new SourcePoller({
+      fetcher: this.fetcher,
+      spec: {
+        url: gs.spec.url,
+        ref,
+        path: gs.spec.path,
+        intervalMs: parseDuration(gs.spec.interval, 60_000),
+        timeoutMs: parseDuration(gs.spec.timeout, 60_000),
+        credentials: creds ? credentialsOf(gs, creds) : undefined,
+        verify: keys ? verifyKeysOf(keys) : undefined,
+        suspend: gs.spec.suspend,
+      },
+      onArtifact: (a) => {
+        st.artifact = a;
+        st.error = undefined;
+        this.queue.add(key);
+      },
+      onError: (e) => {
+        st.error = e;
+        sourceErrors.inc({ source: key, reason: e.reason });
+        this.queue.add(key);
+      },
+    });
+    if (hook && gs.spec.webhook) {
+      const secret = secretValue(hook, 'token');
+      if (!secret) throw new Error(`Secret ${gs.metadata.namespace}/${gs.spec.webhook.secretRef.name} has no key "token" (spec.webhook.secretRef)`);
+      st.webhook = { path: hookPath(gs.metadata.namespace, gs.metadata.name), kind: gs.spec.webhook.kind, secret, onTrigger: () => void st.poller.trigger() };
+    }
+    this.state.set(key, st);
+    await this.refreshWebhooks();
+    st.poller.start();
+    return st;
+  }
+
+  private async secret(gs: GitSource, name: string): Promise<KubeObject & { data?: Record<string, string> }> {
+    try {
+      return await this.o.meta.get(R.secrets, gs.metadata.namespace, name);
+    } catch (e) {
+      if (isNotFound(e)) throw new Error(`Secret ${gs.metadata.namespace}/${name} named by the GitSource does not exist`);
+      throw e;
+    }
+  }
+
+  /** refreshWebhooks restarts the receiver on the same port when the set of webhook routes changed. */
+  private async refreshWebhooks(): Promise<void> {
+    const routes = [...this.state.values()].flatMap((s) => (s.webhook ? [s.webhook] : []));
+    const routesKey = JSON.stringify(routes.map((r) => [r.path, r.kind, r.secret]));
+    if (this.receiver && routesKey === this.routesKey) return;
+    await this.receiver?.close();
+    this.receiver = await startWebhookReceiver({ host: this.o.webhook?.host ?? '127.0.0.1', port: this.receiverPort, routes });
+    this.receiverPort = this.receiver.port;
+    this.routesKey = routesKey;
+  }
+
+  private async writeStatus(gs: GitSource, status: GitSourceStatus): Promise<void> {
+    if (JSON.stringify(status) === JSON.stringify(gs.status ?? {})) return;
+    try {
+      await this.o.meta.patch(GITSOURCES, gs.metadata.namespace, gs.metadata.name, { status }, 'merge', { subresource: 'status', fieldManager: 'vc-gitops' });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  private async event(gs: GitSource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const now = new Date().toISOString();
+    try {
+      await this.o.meta.create(R.events, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: `${gs.metadata.name}.${randomBytes(8).toString('hex')}`, namespace: gs.metadata.namespace },
+        involvedObject: { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', name: gs.metadata.name, namespace: gs.metadata.namespace, uid: gs.metadata.uid },
+        type,
+        reason,
+        message: message.slice(0, 1024),
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+        source: { component: 'vc-gitops' },
+      });
+    } catch (e) {
+      log.warn({ err: String(e) }, 'could not record event');
+    }
+  }
+}
+
+function hookPath(namespace: string, name: string): string {
+  return `/hook/${namespace}/${name}`;
+}
+
+function toSourceRef(gs: GitSource): SourceRef {
+  const r = gs.spec.ref;
+  if (r.branch) return { branch: r.branch };
+  if (r.tag) return { tag: r.tag };
+  if (r.semver) return { semver: r.semver };
+  if (r.commit) return { commit: r.commit };
+  throw new Error('spec.ref names no branch, tag, semver range or commit');
+}
+
+function sameSource(prev: SourceState, gs: GitSource): boolean {
+  return !!prev.artifact && prev.artifact.url === gs.spec.url;
+}
+
+function secretValue(s: { data?: Record<string, string> }, key: string): string | undefined {
+  const v = s.data?.[key];
+  return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
+}
+
+function credentialsOf(gs: GitSource, s: { data?: Record<string, string> }): Credentials {
+  const token = secretValue(s, 'token');
+  if (token) return { token, username: secretValue(s, 'username') };
+  const username = secretValue(s, 'username');
+  const password = secretValue(s, 'password');
+  if (username && password) return { username, password };
+  throw new Error(`Secret ${gs.metadata.namespace}/${gs.spec.secretRef!.name} needs keys username and password, or token (spec.secretRef)`);
+}
+
+function verifyKeysOf(s: { data?: Record<string, string> }): VerifyKeys {
+  const values = Object.keys(s.data ?? {}).map((k) => secretValue(s, k)!);
+  return { openpgp: values.filter((v) => v.includes('BEGIN PGP PUBLIC KEY')), ssh: values.filter((v) => !v.includes('BEGIN PGP')) };
+}
+
+function withCondition(gs: GitSource, c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): GitSourceStatus {
+  const old = gs.status ?? {};
+  const prev = old.conditions?.find((x) => x.type === c.type);
+  const now = new Date().toISOString();
+  const cond = { ...c, lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : now, observedGeneration: gs.metadata.generation } as Condition;
+  return { ...old, observedGeneration: gs.metadata.generation, conditions: [...(old.conditions ?? []).filter((x) => x.type !== c.type), cond] };
+}
+
+/** stalled keeps the last applied revision and inventory, and says why the source cannot go on. */
+function stalled(gs: GitSource, reason: string, message: string): GitSourceStatus {
+  const s = withCondition(gs, { type: 'Ready', status: 'False', reason, message });
+  const prev = gs.status?.conditions?.find((x) => x.type === 'Stalled');
+  const since = prev?.status === 'True' ? prev.lastTransitionTime : new Date().toISOString();
+  const stall: Condition = { type: 'Stalled', status: 'True', reason, message, lastTransitionTime: since, observedGeneration: gs.metadata.generation };
+  return { ...s, conditions: [...s.conditions!.filter((x) => x.type !== 'Stalled' && x.type !== 'Reconciling'), stall] };
+}
