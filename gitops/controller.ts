@@ -141,6 +141,9 @@ export class GitOpsController {
     }
     st.poller.resume();
     if (st.error) {
+      // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
+      // failing source can never cause a new deletion.
+      if (st.artifact) await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
       await this.writeStatus(gs, stalled(gs, st.error.reason, st.error.message));
       return { requeueAfter: interval };
     }
@@ -170,8 +173,21 @@ export class GitOpsController {
       poller: undefined as unknown as SourcePoller,
       artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
     };
+    // A poll that reaches the server and finds the ref where the last artifact was clears an earlier fetch error:
+    // the poller does not emit an unchanged revision again.
+    const fetcher = {
+      resolve: async (req: Parameters<GitSourceFetcher['resolve']>[0]) => {
+        const r = await this.fetcher.resolve(req);
+        if (st.error && st.error.reason !== 'VerificationFailed' && r.commit === st.artifact?.revision) {
+          st.error = undefined;
+          this.queue.add(key);
+        }
+        return r;
+      },
+      artifact: (...a: Parameters<GitSourceFetcher['artifact']>) => this.fetcher.artifact(...a),
+    };
     st.poller = new SourcePoller({
-      fetcher: this.fetcher,
+      fetcher,
       spec: {
         url: gs.spec.url,
         ref,

@@ -2,6 +2,8 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ensureToolchain, isComplete, toolchainDir } from '../toolchain/toolchain.ts';
 import { registerVirtualClusterCommands } from './vcs.ts';
+import { registerVnAgentCommand } from './vnagent.ts';
+import { registerGitOpsCommands } from './gitops.ts';
 
 const program = new Command();
 program.name('vc').description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps').showHelpAfterError();
@@ -117,6 +119,8 @@ plugins
   });
 
 registerVirtualClusterCommands(program);
+registerVnAgentCommand(program);
+registerGitOpsCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);

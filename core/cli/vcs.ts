@@ -14,7 +14,8 @@ export const DEFAULT_STATE_DIR = '.state/default';
 /** CliError is a failure reported as one line and a non-zero exit. */
 export class CliError extends Error {}
 
-function metaKubeconfig(flag?: string): string {
+/** metaKubeconfig finds the meta cluster's kubeconfig: the flag, VC_KUBECONFIG, the embedded default, KUBECONFIG. */
+export function metaKubeconfig(flag?: string): string {
   const candidates = [flag, process.env.VC_KUBECONFIG, resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig'), process.env.KUBECONFIG];
   for (const c of candidates) if (c && existsSync(c)) return c;
   throw new CliError('no meta cluster: pass --kubeconfig, set VC_KUBECONFIG, or start the embedded default with `vc up`');

@@ -327,15 +327,38 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
     renderKubeconfig({ clusterName: opts.name, server, caPem, user: 'admin-token', token }),
     { mode: 0o600 },
   );
-  if (opts.kwokNodes) writeFileSync(join(d, 'kwok.yaml'), kwokConfig());
+  if (opts.kwokNodes) writeFileSync(join(d, 'kwok.yaml'), kwokConfig(d));
   return token;
 }
 
-/** kwokConfig concatenates the upstream Stage documents shipped with the kwok build. */
-function kwokConfig(): string {
+/**
+ * kwokConfig concatenates the upstream Stage documents shipped with the kwok build and the documents that make kwok's
+ * kubelet server (`--server-address`) answer for every Pod on its nodes, with state under `<dir>/kwok/`:
+ * ClusterLogs and ClusterAttach serve `container.log` (written here, in the CRI log format, for every container),
+ * ClusterExec runs the command on this host in that directory, and ClusterPortForward connects any port to `cat`, an
+ * echo. Exec runs tenant commands as the user running kwok, without a sandbox: this is a local development and test
+ * super cluster, not one to expose to untrusted tenants.
+ */
+function kwokConfig(dir: string): string {
   const stages = join(toolchainDir(), 'kwok-stages');
+  const work = join(dir, 'kwok');
+  mkdirSync(work, { recursive: true });
+  const logFile = join(work, 'container.log');
+  const at = new Date().toISOString();
+  const lines = ['kwok fake container log line 1', 'kwok fake container log line 2', 'kwok fake container log line 3'];
+  writeFileSync(logFile, lines.map((l) => `${at} stdout F ${l}\n`).join(''));
+  // JSON is YAML: no YAML library needed for these documents.
+  const doc = (kind: string, name: string, spec: Record<string, unknown>): string =>
+    JSON.stringify({ apiVersion: 'kwok.x-k8s.io/v1alpha1', kind, metadata: { name }, spec }, null, 2);
+  const debugging = [
+    doc('ClusterLogs', 'vc-logs', { logs: [{ logsFile: logFile, previousLogsFile: logFile }] }),
+    doc('ClusterAttach', 'vc-attach', { attaches: [{ logsFile: logFile }] }),
+    doc('ClusterExec', 'vc-exec', { execs: [{ local: { workDir: work, envs: [{ name: 'KWOK_EXEC', value: 'true' }] } }] }),
+    doc('ClusterPortForward', 'vc-port-forward', { forwards: [{ command: ['cat'] }] }),
+  ];
   return ['node-initialize', 'node-heartbeat-with-lease', 'pod-ready', 'pod-complete', 'pod-delete']
     .map((s) => readFileSync(join(stages, `${s}.yaml`), 'utf8').trim())
+    .concat(debugging)
     .join('\n---\n')
     .concat('\n');
 }

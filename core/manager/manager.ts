@@ -83,10 +83,11 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   };
   const halt = async () => {
     running = false;
+    // Writers first, then the tenants' control planes: a syncer must not outlive the apiservers it talks to.
     await gitops?.stop();
     await lifecycle?.controller.stop();
-    await lifecycle?.stopProvisioners();
     await Promise.all(syncers.map((s) => s.stop()));
+    await lifecycle?.stopProvisioners();
   };
   const ops: OpsServer = await startOpsServer({ host: cfg.metrics?.host ?? '127.0.0.1', port: cfg.metrics?.port ?? 0 });
   const removeChecks = [

@@ -1,0 +1,92 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import type { Command } from 'commander';
+import type { Artifact, ParseError, SourceDocument } from '../../gitops/artifact.ts';
+import { KubeClient, type KubeObject } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { CliError, metaKubeconfig } from './vcs.ts';
+
+/** readDirArtifact reads every YAML/JSON file under dir into an artifact, as the git source would. */
+export async function readDirArtifact(dir: string): Promise<Artifact> {
+  const { contentDigest, parseManifests } = await import('../../gitops/source/source.ts');
+  const root = resolve(dir);
+  let st;
+  try {
+    st = statSync(root);
+  } catch {
+    throw new CliError(`${dir}: no such directory`);
+  }
+  if (!st.isDirectory()) throw new CliError(`${dir}: not a directory`);
+  const files: Array<{ path: string; content: Uint8Array }> = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.name.startsWith('.')) continue;
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.(ya?ml|json)$/.test(e.name)) files.push({ path: relative(root, p), content: readFileSync(p) });
+    }
+  };
+  walk(root);
+  files.sort((a, b) => a.path.localeCompare(b.path));
+  const documents: SourceDocument[] = [];
+  const parseErrors: ParseError[] = [];
+  for (const f of files) {
+    const r = parseManifests(f.path, Buffer.from(f.content).toString('utf8'));
+    documents.push(...r.documents);
+    if (r.error) parseErrors.push(r.error);
+  }
+  return { url: `file://${root}`, ref: 'working-tree', revision: 'working-tree', digest: contentDigest(files), path: '.', documents, parseErrors, fetchedAt: new Date().toISOString() };
+}
+
+async function urlArtifact(url: string, ref: string, path: string): Promise<Artifact> {
+  const { GitSourceFetcher } = await import('../../gitops/source/source.ts');
+  const cache = mkdtempSync(join(tmpdir(), 'vc-diff-'));
+  try {
+    const f = new GitSourceFetcher({ cacheRoot: cache, timeoutMs: 30_000 });
+    const r = /^[0-9a-f]{40}$/.test(ref) ? { commit: ref } : ref.startsWith('tag:') ? { tag: ref.slice(4) } : { branch: ref };
+    return await f.artifact({ url, ref: r, path });
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+}
+
+/** registerGitOpsCommands adds `vc validate` and `vc diff`. */
+export function registerGitOpsCommands(program: Command): void {
+  program
+    .command('validate <dir>')
+    .description("check a tenant repository's definitions against the schemas (for the repository's own CI)")
+    .action(async (dir: string) => {
+      const { planApply } = await import('../../gitops/applier/applier.ts');
+      const artifact = await readDirArtifact(dir);
+      const plan = planApply(artifact, [], { namespace: 'validate', name: 'validate' });
+      for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
+      if (plan.errors.length) throw new CliError(`${plan.errors.length} problem(s) in ${dir}`);
+      if (!plan.apply.length) throw new CliError(`${dir}: no tenant definitions found`);
+      process.stdout.write(`${dir}: ${plan.apply.length} object(s) valid\n`);
+    });
+
+  program
+    .command('diff <source>')
+    .description('what applying a directory or a git revision would create, change and delete; changes nothing')
+    .option('--ref <ref>', 'branch, tag:<name> or commit of a git URL', 'main')
+    .option('--path <path>', 'directory inside the repository', '.')
+    .option('--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)')
+    .action(async (source: string, o: { ref: string; path: string; kubeconfig?: string }) => {
+      const { planDiff } = await import('../../gitops/applier/diff.ts');
+      const artifact = /^(https?|file):\/\//.test(source) ? await urlArtifact(source, o.ref, o.path) : await readDirArtifact(source);
+      const c = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
+      const live: KubeObject[] = [];
+      for (const r of [R.virtualclusters, R.clusterversions]) {
+        for (const item of (await c.list(r)).items) live.push({ ...item, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: r.kind });
+      }
+      const d = planDiff(artifact, live);
+      const name = (x: { kind: string; namespace?: string; name: string }) => `${x.kind} ${x.namespace ? `${x.namespace}/` : ''}${x.name}`;
+      for (const x of d.create) process.stdout.write(`+ ${name(x)} (${x.file})\n`);
+      for (const x of d.change) process.stdout.write(`~ ${name(x.object)} (${x.object.file}): ${x.fields.join(', ')}\n`);
+      for (const x of d.delete) process.stdout.write(`- ${name(x)}\n`);
+      for (const e of d.errors) process.stderr.write(`${e.message}\n`);
+      process.stdout.write(`${d.create.length} to create, ${d.change.length} to change, ${d.delete.length} to delete\n`);
+      if (d.errors.length) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,388 @@
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registry } from '../metrics/registry.ts';
+import { stampOwnership, superNamespace } from '../names/names.ts';
+import { PluginHost } from '../plugins/host.ts';
+import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../pki/pki.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { startVnAgent, type VnAgent } from './agent.ts';
+import { StaticTenantDirectory } from './directory.ts';
+import type { SuperNode, SuperPod, SuperView } from './superview.ts';
+
+const A = 'team-a-111111-a';
+const B = 'team-b-222222-b';
+
+interface Seen {
+  method: string;
+  url: string;
+  raw: string[];
+  closed: boolean;
+}
+
+/** A fake kubelet: logs (optionally following), run (echoes the body), and upgrades that echo, or refuse on /refuse/. */
+function fakeKubelet(serving: CertKeyPair, seen: Seen[], streams: Set<Duplex>): https.Server {
+  const server = https.createServer({ cert: serving.certPem, key: serving.keyPem });
+  server.on('request', (req: IncomingMessage, res) => {
+    const s: Seen = { method: req.method!, url: req.url!, raw: req.rawHeaders, closed: false };
+    seen.push(s);
+    res.on('close', () => (s.closed = true));
+    if (req.url!.startsWith('/run/')) {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      req.pipe(res);
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'X-Kubelet': 'fake' });
+    res.write('line 1\n');
+    if (!req.url!.includes('follow=true')) return void res.end('line 2\n');
+    let n = 1;
+    const t = setInterval(() => res.write(`line ${++n}\n`), 20);
+    res.on('close', () => clearInterval(t));
+  });
+  server.on('upgrade', (req: IncomingMessage, sock: Duplex) => {
+    seen.push({ method: req.method!, url: req.url!, raw: req.rawHeaders, closed: false });
+    if (req.url!.includes('/refuse/')) {
+      const body = 'container "c" is not running\n';
+      sock.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      return;
+    }
+    streams.add(sock);
+    sock.on('close', () => streams.delete(sock));
+    sock.on('error', () => sock.destroy());
+    sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n');
+    sock.pipe(sock);
+  });
+  return server;
+}
+
+async function listen(s: net.Server): Promise<number> {
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  return (s.address() as net.AddressInfo).port;
+}
+
+interface Reply {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+describe('vn-agent (in-process, fake kubelet)', () => {
+  let caA: CertKeyPair;
+  let caB: CertKeyPair;
+  let kubeletA: CertKeyPair;
+  let kubeletB: CertKeyPair;
+  let adminA: CertKeyPair;
+  let selfSigned: CertKeyPair;
+  let agent: VnAgent;
+  let directory: StaticTenantDirectory;
+  const seen: Seen[] = [];
+  const kubeletStreams = new Set<Duplex>();
+  const servers: net.Server[] = [];
+  const held: net.Socket[] = [];
+  const pods = new Map<string, SuperPod>();
+  const nodes = new Map<string, SuperNode>();
+
+  const view: SuperView = {
+    start: () => Promise.resolve(),
+    stop: () => Promise.resolve(),
+    ready: () => true,
+    pod: (ns, name) => Promise.resolve(pods.get(`${ns}/${name}`)),
+    node: (name) => Promise.resolve(nodes.get(name)),
+  };
+
+  const addNode = (name: string, port: number) =>
+    nodes.set(name, { metadata: { name }, status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: port } } } });
+  const addPod = (tenant: string | null, name: string, node: string | undefined, ns = 'default', superNs = superNamespace(tenant ?? A, ns)) => {
+    const p: SuperPod = { metadata: { name, namespace: superNs }, spec: node ? { nodeName: node } : {} };
+    if (tenant) stampOwnership(p, { key: tenant, vcName: tenant, vcNamespace: 'x' }, { metadata: { namespace: ns, name, uid: `uid-${name}` } });
+    pods.set(`${superNs}/${name}`, p);
+  };
+
+  beforeAll(async () => {
+    [caA, caB] = await Promise.all([createCA('a-ca', 1), createCA('b-ca', 1)]);
+    const servingCA = await createCA('serving', 1);
+    const serve = (cn: string) => issueCert(servingCA, { commonName: cn, ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    let agentServing: CertKeyPair;
+    let kubeletServing: CertKeyPair;
+    [kubeletA, kubeletB, adminA, selfSigned, agentServing, kubeletServing] = await Promise.all([
+      issueCert(caA, { commonName: 'kube-apiserver-kubelet-client', usages: ['client'], validityDays: 1 }),
+      issueCert(caB, { commonName: 'kube-apiserver-kubelet-client', usages: ['client'], validityDays: 1 }),
+      issueCert(caA, { commonName: 'admin', usages: ['client'], validityDays: 1 }),
+      createCA('kube-apiserver-kubelet-client', 1),
+      serve('vn-agent'),
+      serve('kubelet'),
+    ]);
+    const kubelet = fakeKubelet(kubeletServing, seen, kubeletStreams);
+    const dropper = net.createServer((s) => s.destroy());
+    const silent = net.createServer((s) => void held.push(s));
+    servers.push(kubelet, dropper, silent);
+    addNode('node-ok', await listen(kubelet));
+    addNode('node-drop', await listen(dropper));
+    addNode('node-silent', await listen(silent));
+    addPod(A, 'web', 'node-ok');
+    addPod(A, 'refuse', 'node-ok');
+    addPod(A, 'dropped', 'node-drop');
+    addPod(A, 'slow', 'node-silent');
+    addPod(A, 'unscheduled', undefined);
+    addPod(B, 'web-b', 'node-ok');
+    addPod(null, 'orphan', 'node-ok');
+    // A super Pod in A's namespace that the syncer wrote for B: the namespace alone must not decide.
+    addPod(B, 'planted', 'node-ok', 'default', superNamespace(A, 'default'));
+    directory = new StaticTenantDirectory([
+      { key: A, caPem: caA.certPem, fingerprint: fingerprintSha256(kubeletA.certPem) },
+      { key: B, caPem: caB.certPem, fingerprint: fingerprintSha256(kubeletB.certPem) },
+    ]);
+    const plugins = await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins });
+    agent = await startVnAgent({
+      host: '127.0.0.1',
+      port: 0,
+      serving: agentServing,
+      directory,
+      superView: view,
+      plugins,
+      kubelet: { insecureSkipVerify: true },
+      ops: { port: 0 },
+      handshakeTimeoutMs: 800,
+    });
+  });
+
+  afterAll(async () => {
+    await agent?.stop();
+    for (const s of held) s.destroy();
+    for (const s of kubeletStreams) s.destroy();
+    for (const s of servers) {
+      (s as https.Server).closeAllConnections?.();
+      s.close();
+    }
+  });
+
+  function request(path: string, cert?: CertKeyPair, o: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: agent.port,
+          path,
+          method: o.method ?? 'GET',
+          headers: o.headers,
+          rejectUnauthorized: false,
+          agent: false,
+          ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}),
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(o.body);
+    });
+  }
+
+  /** upgrade sends an upgrade request over a raw TLS connection and returns the head of the answer and the socket. */
+  async function upgrade(path: string, cert: CertKeyPair | undefined): Promise<{ socket: tls.TLSSocket; status: number; head: string; rest: string }> {
+    const socket = tls.connect({ host: '127.0.0.1', port: agent.port, rejectUnauthorized: false, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) });
+    await once(socket, 'secureConnect');
+    socket.write(
+      [
+        `POST ${path} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        'Connection: Upgrade',
+        'Upgrade: SPDY/3.1',
+        'X-Stream-Protocol-Version: v4.channel.k8s.io',
+        'X-Stream-Protocol-Version: v3.channel.k8s.io',
+        'Authorization: Bearer tenant-token',
+        'Content-Length: 0',
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    let buf = '';
+    for (;;) {
+      const [chunk] = (await once(socket, 'data')) as [Buffer];
+      buf += chunk.toString('utf8');
+      const end = buf.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const head = buf.slice(0, end);
+        return { socket, status: Number(head.split(' ')[1]), head, rest: buf.slice(end + 4) };
+      }
+    }
+  }
+
+  async function readToEnd(socket: tls.TLSSocket, rest: string): Promise<string> {
+    let out = rest;
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (out += c));
+    await once(socket, 'close');
+    return out;
+  }
+
+  const eventually = async (fn: () => void, ms = 3000): Promise<void> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      try {
+        return fn();
+      } catch (e) {
+        if (Date.now() > end) throw e;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+
+  it('relays logs from the translated path, without tenant credentials', async () => {
+    const r = await request('/containerLogs/default/web/c?tailLines=2', kubeletA, { headers: { Authorization: 'Bearer t', 'Impersonate-User': 'admin', 'X-Custom': '1' } });
+    expect(r).toMatchObject({ status: 200, body: 'line 1\nline 2\n' });
+    expect(r.headers['x-kubelet']).toBe('fake');
+    const s = seen.at(-1)!;
+    expect(s.url).toBe(`/containerLogs/${A}-default/web/c?tailLines=2`);
+    const names = s.raw.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase());
+    expect(names).toContain('x-custom');
+    expect(names).not.toContain('authorization');
+    expect(names).not.toContain('impersonate-user');
+    expect(s.raw[names.indexOf('host') * 2 + 1]).toBe(`127.0.0.1:${nodes.get('node-ok')!.status!.daemonEndpoints!.kubeletEndpoint!.Port}`);
+  });
+
+  it('streams follow=true as it comes, and the client leaving closes the kubelet request', async () => {
+    const lines: string[] = [];
+    const req = https.request({ host: '127.0.0.1', port: agent.port, path: '/containerLogs/default/web/c?follow=true', rejectUnauthorized: false, agent: false, cert: kubeletA.certPem, key: kubeletA.keyPem });
+    req.end();
+    const [res] = (await once(req, 'response')) as [IncomingMessage];
+    expect(res.statusCode).toBe(200);
+    res.setEncoding('utf8');
+    for await (const c of res) {
+      lines.push(...(c as string).split('\n').filter(Boolean));
+      if (lines.length >= 4) break;
+    }
+    expect(lines.slice(0, 4)).toEqual(['line 1', 'line 2', 'line 3', 'line 4']);
+    const s = seen.at(-1)!;
+    expect(s.url).toContain('follow=true');
+    await eventually(() => expect(s.closed).toBe(true));
+  });
+
+  it('relays a request body (run)', async () => {
+    const r = await request('/run/default/web/c?cmd=ls', kubeletA, { method: 'POST', body: 'x'.repeat(200_000) });
+    expect(r.status).toBe(200);
+    expect(r.body).toHaveLength(200_000);
+  });
+
+  it('asks for a client certificate (401), refuses a self-signed one (401) and a non-kubelet tenant certificate (403)', async () => {
+    expect(await request('/containerLogs/default/web/c')).toMatchObject({ status: 401, body: expect.stringMatching(/client certificate is required/) });
+    expect(await request('/containerLogs/default/web/c', selfSigned)).toMatchObject({ status: 401, body: expect.stringMatching(/self-signed/) });
+    expect(await request('/containerLogs/default/web/c', adminA)).toMatchObject({ status: 403, body: expect.stringMatching(/not its apiserver kubelet client certificate/) });
+  });
+
+  it("refuses a tenant another tenant's pod, even through a crafted super-looking namespace (403)", async () => {
+    const r = await request('/containerLogs/default/web-b/c', kubeletA);
+    expect(r).toEqual(expect.objectContaining({ status: 403, body: 'pod default/web-b not found for this tenant\n' }));
+    expect(await request(`/containerLogs/${B}-default/web-b/c`, kubeletA)).toMatchObject({ status: 403 });
+    expect(await request(`/exec/${superNamespace(B, 'default')}/web-b/c?command=ls`, kubeletA)).toMatchObject({ status: 403 });
+    expect(await request('/containerLogs/default/web-b/c', kubeletB)).toMatchObject({ status: 200 });
+  });
+
+  it('checks provenance, not only the namespace: unowned pods and pods stamped for another tenant are refused', async () => {
+    expect(await request('/containerLogs/default/orphan/c', kubeletA)).toMatchObject({ status: 403, body: expect.stringMatching(/not found for this tenant/) });
+    expect(await request('/containerLogs/default/planted/c', kubeletA)).toMatchObject({ status: 403 });
+  });
+
+  it('serves only the kubelet streaming endpoints, with their methods', async () => {
+    for (const p of ['/pods', '/metrics', '/stats/summary', '/healthz', '/configz', '/logs/', '/']) {
+      expect(await request(p, kubeletA)).toMatchObject({ status: 403, body: expect.stringMatching(/not served by the vn-agent/) });
+    }
+    expect(await request('/exec/default/web/c', kubeletA, { method: 'DELETE' })).toMatchObject({ status: 405 });
+    expect(await request('/containerLogs/default/web/c/extra', kubeletA)).toMatchObject({ status: 403, body: expect.stringMatching(/refused/) });
+    expect(await request('/containerLogs/default/unscheduled/c', kubeletA)).toMatchObject({ status: 502, body: expect.stringMatching(/not running on a node/) });
+  });
+
+  it('relays an upgrade: 101 with the negotiated headers, then bytes both ways; closing tears both sides down', async () => {
+    const before = kubeletStreams.size;
+    const u = await upgrade('/exec/default/web/c?command=sh&stdin=1', kubeletA);
+    expect(u.status).toBe(101);
+    expect(u.head).toMatch(/X-Stream-Protocol-Version: v4.channel.k8s.io/);
+    const s = seen.at(-1)!;
+    expect(s.url).toBe(`/exec/${A}-default/web/c?command=sh&stdin=1`);
+    const versions = s.raw.flatMap((h, i) => (i % 2 === 0 && h.toLowerCase() === 'x-stream-protocol-version' ? [s.raw[i + 1]] : []));
+    expect(versions).toEqual(['v4.channel.k8s.io', 'v3.channel.k8s.io']);
+    expect(s.raw.map((h) => h.toLowerCase())).not.toContain('authorization');
+    expect(kubeletStreams.size).toBe(before + 1);
+    u.socket.write('ping-1');
+    const [echo] = (await once(u.socket, 'data')) as [Buffer];
+    expect(echo.toString()).toBe('ping-1');
+    const big = Buffer.alloc(1 << 20, 7);
+    let got = 0;
+    u.socket.on('data', (c: Buffer) => (got += c.length));
+    u.socket.write(big);
+    await eventually(() => expect(got).toBe(big.length));
+    expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(new RegExp(`tenant="${A}",kind="exec"} 1`));
+    u.socket.destroy();
+    await eventually(() => expect(kubeletStreams.size).toBe(before));
+    await eventually(async () => expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(new RegExp(`tenant="${A}",kind="exec"} 0`)));
+  });
+
+  it('ends the client side when the kubelet ends the stream, after delivering what it sent', async () => {
+    const u = await upgrade('/attach/default/web/c', kubeletA);
+    expect(u.status).toBe(101);
+    const k = [...kubeletStreams].at(-1)!;
+    k.unpipe();
+    k.end('bye');
+    expect(await readToEnd(u.socket, u.rest)).toBe('bye');
+  });
+
+  it("relays a kubelet's refusal of an upgrade with its status and body", async () => {
+    const u = await upgrade('/exec/default/refuse/c?command=ls', kubeletA);
+    expect(u.status).toBe(400);
+    expect(await readToEnd(u.socket, u.rest)).toBe('container "c" is not running\n');
+  });
+
+  it('refuses an upgrade it does not admit, with a one-line reason', async () => {
+    const u = await upgrade('/portForward/default/web-b', kubeletA);
+    expect(u.status).toBe(403);
+    expect(await readToEnd(u.socket, u.rest)).toBe('pod default/web-b not found for this tenant\n');
+    const anon = await upgrade('/portForward/default/web', undefined);
+    expect(anon.status).toBe(401);
+  });
+
+  it('gives a clean 502 when the kubelet drops the connection, for requests and upgrades', async () => {
+    const t0 = Date.now();
+    expect(await request('/containerLogs/default/dropped/c', kubeletA)).toMatchObject({ status: 502, body: expect.stringMatching(/of node node-drop closed the connection/) });
+    const u = await upgrade('/exec/default/dropped/c?command=ls', kubeletA);
+    expect(u.status).toBe(502);
+    expect(await readToEnd(u.socket, u.rest)).toMatch(/closed the connection/);
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+
+  it('gives 504 when the kubelet does not answer within the handshake timeout', async () => {
+    expect(await request('/containerLogs/default/slow/c', kubeletA)).toMatchObject({ status: 504, body: expect.stringMatching(/did not answer within 800 ms/) });
+    const u = await upgrade('/exec/default/slow/c?command=ls', kubeletA);
+    expect(u.status).toBe(504);
+    await readToEnd(u.socket, u.rest);
+  });
+
+  it('refuses a tenant as soon as it leaves the directory', async () => {
+    expect((await request('/containerLogs/default/web-b/c', kubeletB)).status).toBe(200);
+    directory.remove(B);
+    expect(await request('/containerLogs/default/web-b/c', kubeletB)).toMatchObject({ status: 401, body: expect.stringMatching(/not signed by the CA of any known tenant/) });
+  });
+
+  it('counts requests by tenant, kind and result, and bytes relayed; serves probes and metrics on the ops port', async () => {
+    const m = await registry.getSingleMetricAsString('vc_vnagent_requests_total');
+    expect(m).toContain(`tenant="${A}",kind="containerLogs",result="ok"`);
+    expect(m).toContain(`tenant="",kind="containerLogs",result="unauthenticated"`);
+    expect(m).toContain(`tenant="${A}",kind="containerLogs",result="forbidden"`);
+    expect(m).toContain(`tenant="${A}",kind="containerLogs",result="bad_gateway"`);
+    expect(m).toContain(`tenant="${A}",kind="exec",result="kubelet_error"`);
+    expect(m).toContain(`tenant="${A}",kind="containerLogs",result="timeout"`);
+    expect(await registry.getSingleMetricAsString('vc_vnagent_relayed_bytes_total')).toMatch(new RegExp(`tenant="${A}",kind="exec",direction="to_kubelet"} \\d{7}`));
+    const base = `http://127.0.0.1:${agent.opsPort}`;
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`${base}/metrics`)).text()).toContain('vc_vnagent_requests_total');
+  });
+});

@@ -1,0 +1,267 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { childLogger } from '../log.ts';
+import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
+import { provenanceOf } from '../names/names.ts';
+import type { PluginHost } from '../plugins/host.ts';
+import { authenticate, type AgentTenant } from './auth.ts';
+import type { TenantDirectory } from './directory.ts';
+import { vnAgentMetrics, type Result } from './metrics.ts';
+import { forwardRequest, forwardUpgrade, rawResponse, sendText, tlsOptions, type KubeletEndpoint, type KubeletTLS, type RelayOptions } from './proxy.ts';
+import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
+import { kubeletEndpointOf, type SuperView } from './superview.ts';
+
+const log = childLogger({ controller: 'vn-agent' });
+
+/** DEFAULT_PORT is the port the vn-agent listens on, and the vNodes' kubelet port (plugins/nodes). */
+export const DEFAULT_PORT = 10550;
+/** DEFAULT_HANDSHAKE_TIMEOUT_MS bounds how long a kubelet may take to answer a request or an upgrade. */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
+/** DEFAULT_STREAM_IDLE_TIMEOUT_MS is the kubelet's own default streaming-connection idle timeout (4 h). */
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
+
+/** VnAgentOptions configure a vn-agent. */
+export interface VnAgentOptions {
+  /** listen address (default 0.0.0.0) */
+  host?: string;
+  /** listen port (default DEFAULT_PORT; 0 picks a free one) */
+  port?: number;
+  /** the agent's serving certificate and key (PEM) */
+  serving: { certPem: string; keyPem: string };
+  /** the tenants that may connect; started and stopped with the agent */
+  directory: TenantDirectory;
+  /** super Pods and Nodes; started and stopped with the agent */
+  superView: SuperView;
+  /** a plugin host loaded with process 'vn-agent' */
+  plugins: PluginHost;
+  /** how the agent talks to kubelets (kubeletInsecureSkipVerify defaults to false) */
+  kubelet?: KubeletTLS;
+  /** serve /healthz, /readyz and /metrics on a plain HTTP port */
+  ops?: { host?: string; port: number };
+  handshakeTimeoutMs?: number;
+  streamIdleTimeoutMs?: number;
+}
+
+/** Refusal is a request the agent answers itself. */
+interface Refusal {
+  ok: false;
+  status: number;
+  reason: string;
+  result: Result;
+  tenant: string;
+  kind: string;
+}
+
+/** Admission is a request the agent forwards. */
+interface Admission {
+  ok: true;
+  tenant: AgentTenant;
+  kind: string;
+  path: string;
+  endpoint: KubeletEndpoint;
+}
+
+/**
+ * VnAgent is the kubelet endpoint of every vNode. A tenant apiserver connects with its kubelet client certificate;
+ * the agent finds the tenant (authenticate), lets the plugins translate the kubelet path to super names, checks that
+ * the super Pod exists and belongs to that tenant, and forwards the request, or relays the upgraded stream, to the
+ * kubelet of the node the Pod runs on with the agent's own credentials. It answers only containerLogs, exec, attach,
+ * portForward and run; health and metrics are on the separate ops port.
+ */
+export class VnAgent {
+  private readonly server: https.Server;
+  private readonly kubeletAgent: https.Agent;
+  private readonly sockets = new Set<Duplex>();
+  private readonly checks: Array<() => void> = [];
+  private ops?: OpsServer;
+  private stopping?: Promise<void>;
+
+  private constructor(private readonly o: VnAgentOptions) {
+    this.server = https.createServer({
+      cert: o.serving.certPem,
+      key: o.serving.keyPem,
+      requestCert: true,
+      // Certificates are checked per request against the tenant directory (and a clear reason given), not by OpenSSL.
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+    });
+    this.kubeletAgent = new https.Agent({ keepAlive: true, maxSockets: 256, ...tlsOptions(o.kubelet ?? {}) });
+    this.server.on('request', (req, res) =>
+      void this.onRequest(req, res).catch((e: unknown) => {
+        log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'request failed');
+        if (!res.headersSent) sendText(res, 500, 'internal error in the vn-agent');
+        else res.destroy();
+      }),
+    );
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      void this.onUpgrade(req, socket, head).catch((e: unknown) => {
+        log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'upgrade failed');
+        socket.destroy();
+      }),
+    );
+    this.server.on('tlsClientError', (err) => log.debug({ err: err.message }, 'TLS handshake failed'));
+  }
+
+  /** VnAgent.start starts the directory and super caches, then listens; with `ops`, the ops server too. */
+  static async start(o: VnAgentOptions): Promise<VnAgent> {
+    const a = new VnAgent(o);
+    await Promise.all([o.directory.start(), o.superView.start()]);
+    await new Promise<void>((resolve, reject) => {
+      a.server.once('error', reject);
+      a.server.listen(o.port ?? DEFAULT_PORT, o.host ?? '0.0.0.0', () => {
+        a.server.off('error', reject);
+        resolve();
+      });
+    });
+    if (o.ops) {
+      a.ops = await startOpsServer({ host: o.ops.host ?? '127.0.0.1', port: o.ops.port });
+      const name = `vn-agent-${a.port}`;
+      a.checks.push(
+        addHealthCheck(name, () => (a.server.listening ? true : 'not listening')),
+        addReadyCheck(name, () => {
+          const d = o.directory.ready();
+          if (d !== true) return d;
+          return o.superView.ready();
+        }),
+      );
+    }
+    log.info({ port: a.port, opsPort: a.ops?.port, plugins: o.plugins.names() }, 'vn-agent listening');
+    return a;
+  }
+
+  /** port is the bound port. */
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** opsPort is the bound ops port, when the ops server runs. */
+  get opsPort(): number | undefined {
+    return this.ops?.port;
+  }
+
+  /** stop stops listening, cuts every open request and stream, and stops the caches. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const undo of this.checks.splice(0)) undo();
+      const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+      this.server.closeAllConnections();
+      for (const s of this.sockets) s.destroy();
+      this.kubeletAgent.destroy();
+      await closed;
+      await this.ops?.close();
+      await Promise.all([this.o.directory.stop(), this.o.superView.stop()]);
+    })();
+    return this.stopping;
+  }
+
+  private track(s: Duplex): void {
+    this.sockets.add(s);
+    s.once('close', () => this.sockets.delete(s));
+  }
+
+  private relay(a: Admission): RelayOptions {
+    const labels = { tenant: a.tenant.key, kind: a.kind };
+    return {
+      endpoint: a.endpoint,
+      path: a.path,
+      tls: this.o.kubelet ?? {},
+      handshakeTimeoutMs: this.o.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+      idleTimeoutMs: this.o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+      agent: this.kubeletAgent,
+      onBytes: (direction, n) => vnAgentMetrics.bytes.inc({ ...labels, direction }, n),
+      track: (s) => this.track(s),
+    };
+  }
+
+  /** admit decides a request: who is asking, for what, and whether the Pod is theirs. */
+  private async admit(req: IncomingMessage): Promise<Admission | Refusal> {
+    const url = req.url ?? '/';
+    const kindGuess = kindOf(url) ?? 'other';
+    const refuse = (status: number, reason: string, result: Result, tenant = '', kind: string = kindGuess): Refusal => ({ ok: false, status, reason, result, tenant, kind });
+    const peer = (req.socket as TLSSocket).getPeerX509Certificate?.();
+    const auth = authenticate(peer, this.o.directory.tenants());
+    if (!auth.ok) return refuse(auth.status, auth.reason, auth.status === 401 ? 'unauthenticated' : 'forbidden');
+    const t = auth.tenant;
+    const kind = kindOf(url);
+    if (!kind) {
+      return refuse(403, `path ${url.split('?')[0]} is not served by the vn-agent (only ${KUBELET_KINDS.map((k) => `/${k}/`).join(', ')})`, 'forbidden', t.key, 'other');
+    }
+    if (!METHODS[kind].includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed on /${kind}/`, 'forbidden', t.key);
+    const path = translatePath(this.o.plugins, t, url);
+    const target = path === null ? undefined : targetOf(path);
+    const asked = targetOf(url);
+    const podName = asked ? `${asked.namespace}/${asked.pod}` : url.split('?')[0];
+    if (!path || !target) return refuse(403, `path ${url.split('?')[0]} is refused: not a kubelet path of a tenant pod`, 'forbidden', t.key);
+    const pod = await this.o.superView.pod(target.namespace, target.pod);
+    if (!pod || provenanceOf(pod)?.cluster !== t.key) return refuse(403, `pod ${podName} not found for this tenant`, 'forbidden', t.key);
+    const nodeName = pod.spec?.nodeName;
+    if (!nodeName) return refuse(502, `pod ${podName} is not running on a node yet`, 'bad_gateway', t.key);
+    const node = await this.o.superView.node(nodeName);
+    const ep = node ? kubeletEndpointOf(node) : `node ${nodeName} of pod ${podName} is not known`;
+    if (typeof ep === 'string') return refuse(502, ep, 'bad_gateway', t.key);
+    return { ok: true, tenant: t, kind, path, endpoint: { ...ep, node: nodeName } };
+  }
+
+  private async admitSafely(req: IncomingMessage): Promise<Admission | Refusal> {
+    try {
+      return await this.admit(req);
+    } catch (e) {
+      log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'request could not be decided');
+      return { ok: false, status: 503, reason: 'the vn-agent cannot check the pod right now; retry', result: 'bad_gateway', tenant: '', kind: kindOf(req.url ?? '/') ?? 'other' };
+    }
+  }
+
+  private refused(r: Refusal, req: IncomingMessage): void {
+    vnAgentMetrics.requests.inc({ tenant: r.tenant, kind: r.kind, result: r.result });
+    const peer = (req.socket as TLSSocket).getPeerX509Certificate?.();
+    log.info({ tenant: r.tenant || undefined, status: r.status, url: req.url?.split('?')[0], subject: peer?.subject.replace(/\n/g, ','), reason: r.reason }, 'request refused');
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const a = await this.admitSafely(req);
+    if (!a.ok) {
+      this.refused(a, req);
+      req.resume();
+      return sendText(res, a.status, a.reason);
+    }
+    const labels = { tenant: a.tenant.key, kind: a.kind };
+    vnAgentMetrics.activeStreams.inc(labels);
+    try {
+      const result = await forwardRequest(req, res, this.relay(a));
+      vnAgentMetrics.requests.inc({ ...labels, result });
+      log.debug({ ...labels, node: a.endpoint.node, result }, 'request relayed');
+    } finally {
+      vnAgentMetrics.activeStreams.dec(labels);
+    }
+  }
+
+  private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    this.track(socket);
+    socket.on('error', (err) => {
+      log.debug({ err: err.message }, 'client stream error');
+      socket.destroy();
+    });
+    const a = await this.admitSafely(req);
+    if (!a.ok) {
+      this.refused(a, req);
+      return rawResponse(socket, a.status, a.reason);
+    }
+    const labels = { tenant: a.tenant.key, kind: a.kind };
+    vnAgentMetrics.activeStreams.inc(labels);
+    try {
+      const result = await forwardUpgrade(req, socket, head, this.relay(a));
+      vnAgentMetrics.requests.inc({ ...labels, result });
+      log.debug({ ...labels, node: a.endpoint.node, result }, 'stream ended');
+    } finally {
+      vnAgentMetrics.activeStreams.dec(labels);
+    }
+  }
+}
+
+/** startVnAgent starts a vn-agent (see VnAgent). */
+export function startVnAgent(o: VnAgentOptions): Promise<VnAgent> {
+  return VnAgent.start(o);
+}

@@ -1,0 +1,65 @@
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ensureServingCert, loadVnAgentConfig, validateVnAgentConfig, VnAgentConfigError } from './config.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'vn-agent-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('vn-agent configuration', () => {
+  it('loads a configuration and resolves paths against the file', () => {
+    const f = join(dir, 'agent.yaml');
+    writeFileSync(
+      f,
+      [
+        'apiVersion: tenancy.x-k8s.io/v1alpha1',
+        'kind: VnAgentConfiguration',
+        'port: 10550',
+        'metaKubeconfig: meta.kubeconfig',
+        'kubeletClientCert: pki/agent.crt',
+        'kubeletClientKey: /abs/agent.key',
+        'kubeletInsecureSkipVerify: true',
+        'ops: { host: 0.0.0.0, port: 10551 }',
+        'plugins: { thirdParty: [./plugin, some-package] }',
+      ].join('\n'),
+    );
+    const c = loadVnAgentConfig(f);
+    expect(c.port).toBe(10550);
+    expect(c.metaKubeconfig).toBe(join(dir, 'meta.kubeconfig'));
+    expect(c.kubeletClientCert).toBe(join(dir, 'pki/agent.crt'));
+    expect(c.kubeletClientKey).toBe('/abs/agent.key');
+    expect(c.kubeletInsecureSkipVerify).toBe(true);
+    expect(c.plugins?.thirdParty).toEqual([join(dir, 'plugin'), 'some-package']);
+  });
+
+  it('reports every problem with its field', () => {
+    expect(validateVnAgentConfig({ port: 70000, prot: 1, ops: { port: 'x' }, kubeletInsecureSkipVerify: 'yes', kind: 'Other' })).toEqual([
+      '/port: must be a port number (0-65535)',
+      '/prot: unknown field',
+      '/ops/port: must be a port number (0-65535)',
+      '/kubeletInsecureSkipVerify: must be true or false',
+      '/kind: must be VnAgentConfiguration',
+    ]);
+    expect(validateVnAgentConfig({ servingCert: 'a' })).toEqual(['/servingCert: servingCert and servingKey go together']);
+    expect(validateVnAgentConfig({ kubeletCA: 'ca', kubeletInsecureSkipVerify: true })[0]).toMatch(/either kubeletCA or kubeletInsecureSkipVerify/);
+    expect(validateVnAgentConfig([])).toEqual(['/: must be a mapping']);
+    const f = join(dir, 'bad.yaml');
+    writeFileSync(f, 'port: nope\n');
+    expect(() => loadVnAgentConfig(f)).toThrow(VnAgentConfigError);
+    expect(() => loadVnAgentConfig(f)).toThrow(/bad.yaml:\n  \/port: must be a port number/);
+    expect(() => loadVnAgentConfig(join(dir, 'missing.yaml'))).toThrow(/cannot read/);
+  });
+
+  it('generates a serving certificate once and reuses it', async () => {
+    const stateDir = join(dir, 'state');
+    const first = await ensureServingCert({ stateDir, names: ['node-1', '10.0.0.7'] });
+    const c = new X509Certificate(first.certPem);
+    expect(c.subjectAltName).toContain('DNS:node-1');
+    expect(c.subjectAltName).toContain('IP Address:10.0.0.7');
+    expect(c.subjectAltName).toContain('IP Address:127.0.0.1');
+    const again = await ensureServingCert({ stateDir });
+    expect(again.certPem).toBe(first.certPem);
+  });
+});

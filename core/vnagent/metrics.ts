@@ -1,0 +1,42 @@
+import { Counter, Gauge } from 'prom-client';
+import { registry } from '../metrics/registry.ts';
+
+/** RESULTS are the outcomes a vn-agent request is counted under. */
+export const RESULTS = [
+  /** the kubelet answered 2xx, or 101 for a stream */
+  'ok',
+  /** the kubelet answered with an error status, relayed as is */
+  'kubelet_error',
+  /** no, an unknown, or an out-of-date client certificate */
+  'unauthenticated',
+  /** a tenant asked for a pod that is not its own, or a refused path or method */
+  'forbidden',
+  /** the kubelet could not be reached, dropped the connection, or the pod's node is unknown */
+  'bad_gateway',
+  /** the kubelet did not answer in time */
+  'timeout',
+] as const;
+/** Result is one of RESULTS. */
+export type Result = (typeof RESULTS)[number];
+
+/** vnAgentMetrics are the vn-agent's metrics on the shared registry. */
+export const vnAgentMetrics = {
+  requests: new Counter({
+    name: 'vc_vnagent_requests_total',
+    help: 'Kubelet requests the vn-agent handled, per tenant (cluster key, empty when unknown), kind and result.',
+    labelNames: ['tenant', 'kind', 'result'],
+    registers: [registry],
+  }),
+  activeStreams: new Gauge({
+    name: 'vc_vnagent_active_streams',
+    help: 'Requests and upgraded streams being relayed to a kubelet right now, per tenant and kind.',
+    labelNames: ['tenant', 'kind'],
+    registers: [registry],
+  }),
+  bytes: new Counter({
+    name: 'vc_vnagent_relayed_bytes_total',
+    help: 'Bytes relayed, per tenant, kind and direction (to_kubelet, to_client).',
+    labelNames: ['tenant', 'kind', 'direction'],
+    registers: [registry],
+  }),
+};

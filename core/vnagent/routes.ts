@@ -1,0 +1,60 @@
+import { hasVnAgent } from '../plugins/contract.ts';
+import type { PluginHost } from '../plugins/host.ts';
+import type { AgentTenant } from './auth.ts';
+
+/** KUBELET_KINDS are the kubelet endpoints the vn-agent serves; every other path is refused. */
+export const KUBELET_KINDS = ['containerLogs', 'exec', 'attach', 'portForward', 'run'] as const;
+/** KubeletKind is one of KUBELET_KINDS. */
+export type KubeletKind = (typeof KUBELET_KINDS)[number];
+
+/** METHODS are the HTTP methods each kind accepts (the kubelet's own routes). */
+export const METHODS: Record<KubeletKind, readonly string[]> = {
+  containerLogs: ['GET'],
+  exec: ['GET', 'POST'],
+  attach: ['GET', 'POST'],
+  portForward: ['GET', 'POST'],
+  run: ['POST'],
+};
+
+/** kindOf returns the kubelet endpoint a request path names, or undefined for a path the agent does not serve. */
+export function kindOf(path: string): KubeletKind | undefined {
+  const m = /^\/([A-Za-z]+)\//.exec(path);
+  const k = m?.[1];
+  return k && (KUBELET_KINDS as readonly string[]).includes(k) ? (k as KubeletKind) : undefined;
+}
+
+/** PodTarget is the pod a translated kubelet path addresses. */
+export interface PodTarget {
+  kind: KubeletKind;
+  namespace: string;
+  pod: string;
+}
+
+/**
+ * targetOf reads the kind, namespace and pod of a kubelet path (`/<kind>/<namespace>/<pod>/...`), or undefined when
+ * the path does not have that shape.
+ */
+export function targetOf(path: string): PodTarget | undefined {
+  const q = path.indexOf('?');
+  const parts = (q >= 0 ? path.slice(0, q) : path).split('/');
+  const kind = kindOf(path);
+  if (!kind || parts[0] !== '' || parts.length < 4) return undefined;
+  const namespace = parts[2]!;
+  const pod = parts[3]!;
+  if (!namespace || !pod) return undefined;
+  return { kind, namespace, pod };
+}
+
+/**
+ * translatePath asks the vn-agent-capable plugins enabled for the tenant, in load order, to rewrite a kubelet path
+ * from tenant names to super names; the first non-null answer wins, null means every plugin refused the path.
+ */
+export function translatePath(host: PluginHost, t: AgentTenant, path: string): string | null {
+  for (const name of host.names()) {
+    const p = host.get(name);
+    if (!p || !hasVnAgent(p) || !host.enabledFor(t.tenant, name)) continue;
+    const out = p.translateKubeletPath(path, { names: t.names, tenant: t.tenant });
+    if (out !== null) return out;
+  }
+  return null;
+}

@@ -1,0 +1,78 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '../kube/client.ts';
+import { childLogger } from '../log.ts';
+import { PluginHost } from '../plugins/host.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { DEFAULT_PORT, startVnAgent, type VnAgent } from './agent.ts';
+import { ensureServingCert, type VnAgentConfig } from './config.ts';
+import { VirtualClusterDirectory } from './directory.ts';
+import { InformerSuperView } from './superview.ts';
+
+const log = childLogger({ controller: 'vn-agent' });
+
+/** DEFAULT_OPS_PORT is the vn-agent's ops port (/healthz, /readyz, /metrics). */
+export const DEFAULT_OPS_PORT = 10551;
+
+async function clientFor(kubeconfig?: string): Promise<KubeClient> {
+  const kc = new KubeConfig();
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else kc.loadFromCluster();
+  return KubeClient.fromKubeConfig(kc);
+}
+
+/** RunningVnAgent is a vn-agent started from a configuration, with the clients it owns. */
+export interface RunningVnAgent {
+  agent: VnAgent;
+  stop(): Promise<void>;
+}
+
+/**
+ * runVnAgent starts a vn-agent from a configuration: tenants from the VirtualClusters of the meta cluster, Pods and
+ * Nodes from the super cluster, the vn-agent-capable plugins, and its serving certificate (generated when absent).
+ */
+export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
+  const plugins = await PluginHost.load({
+    process: 'vn-agent',
+    builtins: builtinPlugins,
+    thirdParty: cfg.plugins?.thirdParty,
+    enable: cfg.plugins?.enable,
+    disable: cfg.plugins?.disable,
+  });
+  for (const f of plugins.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
+  const meta = await clientFor(cfg.metaKubeconfig);
+  const superClient = cfg.superKubeconfig && cfg.superKubeconfig !== cfg.metaKubeconfig ? await clientFor(cfg.superKubeconfig) : meta;
+  const nodeName = cfg.nodeName ?? (process.env.NODE_NAME || undefined);
+  const serving = await ensureServingCert({
+    certFile: cfg.servingCert,
+    keyFile: cfg.servingKey,
+    stateDir: cfg.stateDir ?? resolve('.state/vn-agent'),
+    names: [nodeName, process.env.HOST_IP].filter((x): x is string => !!x),
+  });
+  const agent = await startVnAgent({
+    host: cfg.host,
+    port: cfg.port ?? DEFAULT_PORT,
+    serving,
+    directory: new VirtualClusterDirectory({ meta, superCluster: cfg.superCluster }),
+    superView: new InformerSuperView({ client: superClient, nodeName }),
+    plugins,
+    kubelet: {
+      certPem: cfg.kubeletClientCert ? readFileSync(cfg.kubeletClientCert, 'utf8') : undefined,
+      keyPem: cfg.kubeletClientKey ? readFileSync(cfg.kubeletClientKey, 'utf8') : undefined,
+      caPem: cfg.kubeletCA ? readFileSync(cfg.kubeletCA, 'utf8') : undefined,
+      insecureSkipVerify: cfg.kubeletInsecureSkipVerify ?? false,
+    },
+    ops: { host: cfg.ops?.host ?? '127.0.0.1', port: cfg.ops?.port ?? DEFAULT_OPS_PORT },
+    handshakeTimeoutMs: cfg.handshakeTimeoutSeconds ? cfg.handshakeTimeoutSeconds * 1000 : undefined,
+    streamIdleTimeoutMs: cfg.streamIdleTimeoutSeconds ? cfg.streamIdleTimeoutSeconds * 1000 : undefined,
+  });
+  return {
+    agent,
+    async stop() {
+      await agent.stop();
+      meta.close();
+      if (superClient !== meta) superClient.close();
+    },
+  };
+}

@@ -1,0 +1,216 @@
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyCRDs } from '../../core/embedded/embedded.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import { loadManagerConfig } from '../../core/manager/config.ts';
+import { startManager, type Manager } from '../../core/manager/manager.ts';
+import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
+import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '../git/server.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const vcYaml = (name: string, spec: Record<string, unknown> = {}) =>
+  stringify({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace: 'default' }, spec: { provisioner: { type: 'local' }, ...spec } });
+
+describe('GitOps: tenant definitions in git, reconciled into Running tenants', () => {
+  let t: TestSuper;
+  let git: GitServer;
+  let dir: string;
+  let manager: Manager;
+
+  const source = () => t.client.get<GitSource>(GITSOURCES, 'default', 'tenants');
+  const vc = (name: string) => t.client.getOrNull<VirtualCluster>(R.virtualclusters, 'default', name);
+  const poke = async (name = 'tenants') => {
+    const body = JSON.stringify({ ref: 'refs/heads/main' });
+    const sig = createHmac('sha256', 's3cret').update(body).digest('hex');
+    const res = await fetch(manager.gitops!.webhookURL('default', name)!, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-signature': `sha256=${sig}` } });
+    expect(res.status).toBeLessThan(300);
+  };
+  const condition = (gs: GitSource, type: string) => gs.status?.conditions?.find((c) => c.type === type);
+  const appliedRevision = (rev: string) =>
+    eventually(async () => {
+      const gs = await source();
+      expect(gs.status?.lastAttemptedRevision).toBe(rev);
+      return gs;
+    }, 60_000);
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    await applyCRDs(t.sc);
+    dir = mkdtempSync(join(tmpdir(), 'vc-gitops-'));
+    git = await startGitServer();
+    await git.initRepo('tenants');
+    await git.commitFiles('tenants', { 'tenants/alpha.yaml': vcYaml('alpha'), 'README.md': 'tenant definitions\n' }, 'alpha');
+    await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hook', namespace: 'default' }, stringData: { token: 's3cret' } });
+    await t.client.create(GITSOURCES, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'GitSource',
+      metadata: { name: 'tenants', namespace: 'default' },
+      spec: {
+        url: git.url('tenants'),
+        ref: { branch: 'main' },
+        path: 'tenants',
+        interval: '1h',
+        webhook: { kind: 'generic', secretRef: { name: 'hook' } },
+        safety: { maxDeletes: 1, maxDeletePercent: 50 },
+      },
+    });
+    const file = join(dir, 'manager.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ManagerConfiguration',
+        superClusters: [{ name: 'default', kubeconfig: t.sc.kubeconfigPath }],
+        virtualClusters: { enabled: true, local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint } },
+        gitops: { enabled: true, cacheDir: join(dir, 'git-cache') },
+        syncer: { patrolIntervalSeconds: 0 },
+      }),
+    );
+    manager = await startManager(loadManagerConfig(file), file);
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    await git?.close();
+    await t?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('turns a tenant file into a Running tenant and records what it applied', async () => {
+    await eventually(async () => expect((await vc('alpha'))?.status?.phase).toBe('Running'), 90_000);
+    const gs = await source();
+    expect(condition(gs, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+    expect(gs.status?.lastAppliedRevision).toBe(await git.revParse('tenants', 'main'));
+    expect(gs.status?.inventory?.map((e) => `${e.kind}/${e.name}`)).toEqual(['VirtualCluster/alpha']);
+  });
+
+  it('follows a push announced by the webhook without waiting for the interval: add and edit', async () => {
+    const rev = await git.commitFiles('tenants', { 'tenants/beta.yaml': vcYaml('beta'), 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) }, 'beta; alpha weight 5');
+    await poke();
+    await appliedRevision(rev);
+    expect((await vc('alpha'))?.spec.weight).toBe(5);
+    await eventually(async () => expect((await vc('beta'))?.status?.phase).toBe('Running'), 90_000);
+  });
+
+  it('stalls on invalid YAML or a schema error, naming file and field, and deletes nothing', async () => {
+    const bad = await git.commitFiles('tenants', { 'tenants/beta.yaml': null, 'tenants/broken.yaml': 'kind: [\n' }, 'broken yaml and beta removed');
+    await poke();
+    let gs = await appliedRevision(bad);
+    expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'ParseFailed' });
+    expect(condition(gs, 'Ready')!.message).toMatch(/tenants\/broken\.yaml:\d+:\d+: cannot be parsed as YAML/);
+    expect(await vc('beta')).not.toBeNull();
+    const invalid = await git.commitFiles('tenants', { 'tenants/broken.yaml': vcYaml('gamma', { weight: 0 }) }, 'schema error');
+    await poke();
+    gs = await appliedRevision(invalid);
+    expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'ValidationFailed' });
+    expect(condition(gs, 'Ready')!.message).toMatch(/tenants\/broken\.yaml: VirtualCluster default\/gamma: \/spec\/weight must be >= 1/);
+    expect(await vc('beta')).not.toBeNull();
+    expect(await vc('gamma')).toBeNull();
+    expect((await vc('alpha'))?.status?.phase).toBe('Running');
+  });
+
+  it('prunes a removed tenant once the revision is clean', async () => {
+    const rev = await git.commitFiles('tenants', { 'tenants/broken.yaml': null }, 'fix');
+    await poke();
+    await appliedRevision(rev);
+    await eventually(async () => expect(await vc('beta')).toBeNull(), 90_000);
+    expect((await source()).status?.lastAppliedRevision).toBe(rev);
+  });
+
+  it('stops a vanished path, an empty path and a delete-all instead of deleting, until that revision is confirmed', async () => {
+    await git.commitFiles('tenants', { 'tenants/delta.yaml': vcYaml('delta'), 'tenants/epsilon.yaml': vcYaml('epsilon') }, 'two more');
+    await poke();
+    await eventually(async () => expect((await source()).status?.inventory).toHaveLength(3), 60_000);
+    // git keeps no empty directories: removing every file removes the path itself.
+    await git.commitFiles('tenants', { 'tenants/alpha.yaml': null, 'tenants/delta.yaml': null, 'tenants/epsilon.yaml': null }, 'oops');
+    await poke();
+    await eventually(async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'False', reason: 'PathNotFound' }), 60_000);
+    expect(await vc('delta')).not.toBeNull();
+    const empty = await git.commitFiles('tenants', { 'tenants/NOTES.md': 'no tenants for now\n' }, 'path without definitions');
+    await poke();
+    const gs = await appliedRevision(empty);
+    expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'EmptyPath' });
+    expect(await vc('alpha')).not.toBeNull();
+    const most = await git.commitFiles('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) }, 'remove two of three');
+    await poke();
+    const gs2 = await appliedRevision(most);
+    expect(condition(gs2, 'Ready')).toMatchObject({ status: 'False', reason: 'DeletionLimitExceeded' });
+    expect(await vc('delta')).not.toBeNull();
+    expect(await vc('epsilon')).not.toBeNull();
+    await t.client.patch(GITSOURCES, 'default', 'tenants', { metadata: { annotations: { 'tenancy.x-k8s.io/confirm-deletion': most } } }, 'merge');
+    await eventually(async () => {
+      expect(await vc('delta')).toBeNull();
+      expect(await vc('epsilon')).toBeNull();
+    }, 90_000);
+    expect(condition(await source(), 'Ready')).toMatchObject({ status: 'True' });
+  });
+
+  it('puts back a hand edit and a hand deletion', async () => {
+    await t.client.patch(R.virtualclusters, 'default', 'alpha', { spec: { weight: 9 } }, 'merge');
+    await eventually(async () => expect((await vc('alpha'))?.spec.weight).toBe(5), 60_000);
+    const before = (await vc('alpha'))!.metadata!.uid;
+    await t.client.delete(R.virtualclusters, 'default', 'alpha');
+    await eventually(async () => {
+      const again = await vc('alpha');
+      expect(again?.metadata?.uid).toBeDefined();
+      expect(again!.metadata!.uid).not.toBe(before);
+      expect(again!.status?.phase).toBe('Running');
+    }, 90_000);
+  });
+
+  it('follows a force-pushed, rewritten history', async () => {
+    const rev = await git.forcePush('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 7 }) }, 'rewritten');
+    await poke();
+    await appliedRevision(rev);
+    expect((await vc('alpha'))?.spec.weight).toBe(7);
+  });
+
+  it('reports a git server that is down and changes nothing, then recovers', async () => {
+    await git.stop();
+    await poke();
+    await eventually(async () => {
+      const gs = await source();
+      expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'FetchFailed' });
+    }, 60_000);
+    expect((await vc('alpha'))?.status?.phase).toBe('Running');
+    await git.start();
+    await poke();
+    await eventually(async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'True' }), 60_000);
+  });
+
+  it('refuses an unsigned commit when signature verification is on', async () => {
+    if (!(await sshKeygenAvailable())) throw new Error('ssh-keygen is needed for this test (openssh-client)');
+    const key = await makeSshKey(dir, 'trusted');
+    await git.initRepo('signed');
+    const signed = await git.commitFiles('signed', { 'tenants/zeta.yaml': vcYaml('zeta') }, 'signed', { sign: { format: 'ssh', keyFile: key.keyFile } });
+    await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'trusted-keys', namespace: 'default' }, stringData: { key: key.publicKey } });
+    await t.client.create(GITSOURCES, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'GitSource',
+      metadata: { name: 'signed', namespace: 'default' },
+      spec: {
+        url: git.url('signed'),
+        ref: { branch: 'main' },
+        path: 'tenants',
+        interval: '1h',
+        verify: { mode: 'head', secretRef: { name: 'trusted-keys' } },
+        webhook: { kind: 'generic', secretRef: { name: 'hook' } },
+      },
+    });
+    await eventually(async () => expect((await t.client.get<GitSource>(GITSOURCES, 'default', 'signed')).status?.lastAppliedRevision).toBe(signed), 60_000);
+    await git.commitFiles('signed', { 'tenants/eta.yaml': vcYaml('eta') }, 'unsigned');
+    await poke('signed');
+    await eventually(async () => {
+      const gs = await t.client.get<GitSource>(GITSOURCES, 'default', 'signed');
+      expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'VerificationFailed' });
+      expect(condition(gs, 'Ready')!.message).toMatch(/not signed/);
+    }, 60_000);
+    expect(await vc('eta')).toBeNull();
+    expect(await vc('zeta')).not.toBeNull();
+  });
+});
