@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { controlPlaneBench } from './controlplane.ts';
+import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
 import { syncerBench } from './syncer.ts';
 
@@ -14,6 +15,7 @@ export interface BenchResult {
 const scenarios: Record<string, () => Promise<BenchResult>> = {
   controlplane: controlPlaneBench,
   lifecycle: lifecycleBench,
+  gitops: gitopsBench,
   syncer: syncerBench,
 };
 

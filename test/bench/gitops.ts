@@ -1,0 +1,136 @@
+import { createHmac } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { readDirArtifact } from '../../core/cli/gitops.ts';
+import { applyCRDs } from '../../core/embedded/embedded.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import { loadManagerConfig } from '../../core/manager/config.ts';
+import { startManager } from '../../core/manager/manager.ts';
+import { planApply } from '../../gitops/applier/applier.ts';
+import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
+import { GitSourceFetcher } from '../../gitops/source/source.ts';
+import { startGitServer } from '../git/server.ts';
+import { startTestSuper } from '../harness.ts';
+import type { BenchResult } from './main.ts';
+
+const vcYaml = (name: string, weight = 1) =>
+  stringify({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace: 'default' }, spec: { provisioner: { type: 'local' }, weight } });
+
+async function waitRunning(get: () => Promise<VirtualCluster | null>): Promise<void> {
+  for (;;) {
+    if ((await get())?.status?.phase === 'Running') return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * gitopsBench measures (1) reading, validating and planning N tenant definitions (default 1000) from a directory
+ * and from a git repository on a loopback git server, and (2) the time from a git commit announced by a webhook to a
+ * Running tenant, against creating the same VirtualCluster directly in the same run (the baseline).
+ */
+export async function gitopsBench(): Promise<BenchResult> {
+  const n = Number(process.env.BENCH_DEFINITIONS ?? 1000);
+  const dir = mkdtempSync(join(tmpdir(), 'vc-bench-gitops-'));
+  const files: Record<string, string> = {};
+  mkdirSync(join(dir, 'repo/tenants'), { recursive: true });
+  for (let i = 0; i < n; i++) {
+    files[`tenants/t${i}.yaml`] = vcYaml(`t${i}`);
+    writeFileSync(join(dir, 'repo', `tenants/t${i}.yaml`), files[`tenants/t${i}.yaml`]!);
+  }
+  const git = await startGitServer();
+  try {
+    let t0 = performance.now();
+    const fromDir = await readDirArtifact(join(dir, 'repo'));
+    const readDirMs = performance.now() - t0;
+    t0 = performance.now();
+    const plan = planApply(fromDir, [], { namespace: 'bench', name: 'bench' });
+    const planMs = performance.now() - t0;
+    if (plan.errors.length || plan.apply.length !== n) throw new Error(`plan of ${n} definitions: ${plan.errors.length} errors, ${plan.apply.length} objects`);
+
+    await git.initRepo('bulk');
+    await git.commitFiles('bulk', files, `${n} tenants`);
+    const fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache') });
+    t0 = performance.now();
+    const art = await fetcher.artifact({ url: git.url('bulk'), ref: { branch: 'main' }, path: 'tenants' });
+    const gitReadMs = performance.now() - t0;
+    t0 = performance.now();
+    planApply(art, [], { namespace: 'bench', name: 'bench' });
+    const gitPlanMs = performance.now() - t0;
+
+    // Commit-to-Running through a webhook, against a direct create, on a real super cluster and manager.
+    const t = await startTestSuper({ nodes: 1 });
+    let manager;
+    try {
+      await applyCRDs(t.sc);
+      await git.initRepo('tenants');
+      await git.commitFiles('tenants', { 'tenants/first.yaml': vcYaml('first') }, 'first');
+      await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hook', namespace: 'default' }, stringData: { token: 'k' } });
+      await t.client.create(GITSOURCES, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'GitSource',
+        metadata: { name: 'tenants', namespace: 'default' },
+        spec: { url: git.url('tenants'), ref: { branch: 'main' }, path: 'tenants', interval: '1h', webhook: { kind: 'generic', secretRef: { name: 'hook' } } },
+      });
+      const cfgFile = join(dir, 'manager.yaml');
+      writeFileSync(
+        cfgFile,
+        stringify({
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'ManagerConfiguration',
+          superClusters: [{ name: 'default', kubeconfig: t.sc.kubeconfigPath }],
+          virtualClusters: { enabled: true, local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint } },
+          gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache') },
+        }),
+      );
+      manager = await startManager(loadManagerConfig(cfgFile), cfgFile);
+      const get = (name: string) => t.client.getOrNull<VirtualCluster>(R.virtualclusters, 'default', name);
+      await waitRunning(() => get('first'));
+
+      const samples: Array<{ viaGit: number; direct: number }> = [];
+      for (let i = 0; i < 3; i++) {
+        t0 = performance.now();
+        await t.client.create(R.virtualclusters, { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name: `direct${i}`, namespace: 'default' }, spec: { provisioner: { type: 'local' } } });
+        await waitRunning(() => get(`direct${i}`));
+        const direct = performance.now() - t0;
+        t0 = performance.now();
+        await git.commitFiles('tenants', { [`tenants/git${i}.yaml`]: vcYaml(`git${i}`) }, `git${i}`);
+        const body = '{}';
+        const res = await fetch(manager.gitops!.webhookURL('default', 'tenants')!, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json', 'x-signature': `sha256=${createHmac('sha256', 'k').update(body).digest('hex')}` },
+        });
+        if (res.status >= 300) throw new Error(`webhook answered ${res.status}`);
+        await waitRunning(() => get(`git${i}`));
+        samples.push({ viaGit: performance.now() - t0, direct });
+      }
+      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      const viaGit = med(samples.map((s) => s.viaGit));
+      const direct = med(samples.map((s) => s.direct));
+      return {
+        name: 'gitops',
+        figures: {
+          definitions: n,
+          readDirSeconds: readDirMs / 1000,
+          validateAndPlanSeconds: planMs / 1000,
+          planMsPerDefinition: planMs / n,
+          gitFetchAndReadSeconds: gitReadMs / 1000,
+          gitPlanSeconds: gitPlanMs / 1000,
+          commitToRunningSeconds: viaGit / 1000,
+          directCreateToRunningSeconds: direct / 1000,
+          commitToRunningRatio: viaGit / direct,
+        },
+        detail: { samples },
+      };
+    } finally {
+      await manager?.stop();
+      await t.stop();
+    }
+  } finally {
+    await git.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
