@@ -5,6 +5,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
 import { registry } from '../metrics/registry.ts';
 import { stampOwnership, superNamespace } from '../names/names.ts';
 import { PluginHost } from '../plugins/host.ts';
@@ -43,8 +44,13 @@ function fakeKubelet(serving: CertKeyPair, seen: Seen[], streams: Set<Duplex>): 
     const t = setInterval(() => res.write(`line ${++n}\n`), 20);
     res.on('close', () => clearInterval(t));
   });
-  server.on('upgrade', (req: IncomingMessage, sock: Duplex) => {
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (offered) => [...offered][0] ?? false });
+  server.on('upgrade', (req: IncomingMessage, sock: Duplex, head: Buffer) => {
     seen.push({ method: req.method!, url: req.url!, raw: req.rawHeaders, closed: false });
+    if (req.headers.upgrade?.toLowerCase() === 'websocket') {
+      wss.handleUpgrade(req, sock, head, (ws) => ws.on('message', (m, binary) => ws.send(m, { binary })));
+      return;
+    }
     if (req.url!.includes('/refuse/')) {
       const body = 'container "c" is not running\n';
       sock.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
@@ -54,6 +60,14 @@ function fakeKubelet(serving: CertKeyPair, seen: Seen[], streams: Set<Duplex>): 
     sock.on('close', () => streams.delete(sock));
     sock.on('error', () => sock.destroy());
     sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n');
+    if (req.url!.includes('/ticker/')) {
+      // Talks for 2 s without listening, then falls silent (but keeps the connection).
+      const t = setInterval(() => sock.write('.'), 100);
+      setTimeout(() => clearInterval(t), 2000);
+      sock.on('close', () => clearInterval(t));
+      sock.resume();
+      return;
+    }
     sock.pipe(sock);
   });
   return server;
@@ -125,6 +139,7 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     addNode('node-drop', await listen(dropper));
     addNode('node-silent', await listen(silent));
     addPod(A, 'web', 'node-ok');
+    addPod(A, 'ticker', 'node-ok');
     addPod(A, 'refuse', 'node-ok');
     addPod(A, 'dropped', 'node-drop');
     addPod(A, 'slow', 'node-silent');
@@ -148,6 +163,7 @@ describe('vn-agent (in-process, fake kubelet)', () => {
       kubelet: { insecureSkipVerify: true },
       ops: { port: 0 },
       handshakeTimeoutMs: 800,
+      streamIdleTimeoutMs: 1000,
     });
   });
 
@@ -326,6 +342,41 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     await eventually(async () => expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(new RegExp(`tenant="${A}",kind="exec"} 0`)));
   });
 
+  it('relays a WebSocket upgrade with its subprotocol (v5.channel.k8s.io)', async () => {
+    const ws = new WebSocket(`wss://127.0.0.1:${agent.port}/exec/default/web/c?command=sh&stdin=1&stdout=1`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], {
+      cert: kubeletA.certPem,
+      key: kubeletA.keyPem,
+      rejectUnauthorized: false,
+    });
+    await once(ws, 'open');
+    expect(ws.protocol).toBe('v5.channel.k8s.io');
+    expect(seen.at(-1)!.url).toBe(`/exec/${A}-default/web/c?command=sh&stdin=1&stdout=1`);
+    ws.send(Buffer.from([0, 104, 105]));
+    const [msg] = (await once(ws, 'message')) as [Buffer];
+    expect([...msg]).toEqual([0, 104, 105]);
+    ws.close();
+    await once(ws, 'close');
+    const refused = new WebSocket(`wss://127.0.0.1:${agent.port}/exec/default/web-b/c?command=sh`, ['v5.channel.k8s.io'], { cert: kubeletA.certPem, key: kubeletA.keyPem, rejectUnauthorized: false });
+    refused.on('error', () => undefined);
+    const [, res] = (await once(refused, 'unexpected-response')) as [unknown, IncomingMessage];
+    expect(res.statusCode).toBe(403);
+    refused.terminate();
+  });
+
+  it('keeps a stream while either side talks, and tears it down once both are idle for the idle timeout', async () => {
+    const u = await upgrade('/attach/default/ticker/c', kubeletA);
+    expect(u.status).toBe(101);
+    const t0 = Date.now();
+    let ticks = u.rest.length;
+    u.socket.on('data', (c: Buffer) => (ticks += c.length));
+    await once(u.socket, 'close');
+    const lived = Date.now() - t0;
+    // 2 s of kubelet output with a silent client (longer than the 1 s idle timeout), then 1 s of silence.
+    expect(ticks).toBeGreaterThanOrEqual(15);
+    expect(lived).toBeGreaterThanOrEqual(2500);
+    expect(lived).toBeLessThan(4500);
+  });
+
   it('ends the client side when the kubelet ends the stream, after delivering what it sent', async () => {
     const u = await upgrade('/attach/default/web/c', kubeletA);
     expect(u.status).toBe(101);
@@ -359,10 +410,14 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   });
 
   it('gives 504 when the kubelet does not answer within the handshake timeout', async () => {
+    let t0 = Date.now();
     expect(await request('/containerLogs/default/slow/c', kubeletA)).toMatchObject({ status: 504, body: expect.stringMatching(/did not answer within 800 ms/) });
+    expect(Date.now() - t0).toBeLessThan(1500);
+    t0 = Date.now();
     const u = await upgrade('/exec/default/slow/c?command=ls', kubeletA);
     expect(u.status).toBe(504);
     await readToEnd(u.socket, u.rest);
+    expect(Date.now() - t0).toBeLessThan(1500);
   });
 
   it('refuses a tenant as soon as it leaves the directory', async () => {

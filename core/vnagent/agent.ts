@@ -250,11 +250,16 @@ export class VnAgent {
       return rawResponse(socket, a.status, a.reason);
     }
     const labels = { tenant: a.tenant.key, kind: a.kind };
+    const protocol = req.headers.upgrade;
     vnAgentMetrics.activeStreams.inc(labels);
     try {
-      const result = await forwardUpgrade(req, socket, head, this.relay(a));
-      vnAgentMetrics.requests.inc({ ...labels, result });
-      log.debug({ ...labels, node: a.endpoint.node, result }, 'stream ended');
+      const relay = this.relay(a);
+      relay.onHandshake = (result) => {
+        vnAgentMetrics.requests.inc({ ...labels, result });
+        log.debug({ ...labels, node: a.endpoint.node, protocol, result }, 'upgrade handshake decided');
+      };
+      await forwardUpgrade(req, socket, head, relay);
+      log.debug({ ...labels, node: a.endpoint.node, protocol }, 'stream ended');
     } finally {
       vnAgentMetrics.activeStreams.dec(labels);
     }

@@ -1,8 +1,9 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
 import { ensureServingCert, loadVnAgentConfig, validateVnAgentConfig, VnAgentConfigError } from './config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'vn-agent-config-'));
@@ -61,5 +62,14 @@ describe('vn-agent configuration', () => {
     expect(c.subjectAltName).toContain('IP Address:127.0.0.1');
     const again = await ensureServingCert({ stateDir });
     expect(again.certPem).toBe(first.certPem);
+  });
+
+  it('accepts the configuration shipped in deploy/vn-agent/daemonset.yaml', () => {
+    const file = join(import.meta.dirname, '../../deploy/vn-agent/daemonset.yaml');
+    const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as { kind: string; data?: Record<string, string> });
+    const cm = docs.find((d) => d.kind === 'ConfigMap')!;
+    const cfg = parse(cm.data!['vn-agent.yaml']!) as Record<string, unknown>;
+    expect(validateVnAgentConfig(cfg)).toEqual([]);
+    expect(cfg).toMatchObject({ port: 10550, kubeletInsecureSkipVerify: false });
   });
 });

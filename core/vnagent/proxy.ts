@@ -41,6 +41,8 @@ export interface RelayOptions {
   onBytes?(direction: Direction, n: number): void;
   /** called with every socket of an upgraded stream, so the owner can destroy them on shutdown */
   track?(socket: Duplex): void;
+  /** called once when an upgrade's handshake is decided (101 relayed, refused, failed), before the stream runs */
+  onHandshake?(result: Result): void;
 }
 
 /** MAX_ERROR_BODY caps how much of a refusing kubelet's body is relayed on an upgrade request. */
@@ -146,9 +148,9 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, o: Rel
       headers: forwardHeaders(req.rawHeaders, o.endpoint),
       agent: o.agent ?? false,
     });
-    up.setTimeout(o.handshakeTimeoutMs, () => up.destroy(new TimeoutError()));
+    const timer = setTimeout(() => up.destroy(new TimeoutError()), o.handshakeTimeoutMs);
     up.on('response', (ur) => {
-      up.setTimeout(0);
+      clearTimeout(timer);
       const status = ur.statusCode ?? 502;
       result = status < 400 ? 'ok' : 'kubelet_error';
       res.writeHead(status, ur.statusMessage, responseHeaders(ur.rawHeaders));
@@ -160,6 +162,7 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, o: Rel
       });
     });
     up.on('error', (e) => {
+      clearTimeout(timer);
       if (result === undefined && !res.headersSent) {
         const f = failure(e, o.endpoint, o.handshakeTimeoutMs);
         result = f.result;
@@ -172,6 +175,7 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, o: Rel
     });
     res.on('close', () => {
       // The client left (or the answer is complete): nothing more to relay.
+      clearTimeout(timer);
       if (!res.writableFinished) up.destroy();
       done();
     });
@@ -222,7 +226,15 @@ export function rawResponse(socket: Duplex, status: number, message: string, hea
 export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, o: RelayOptions): Promise<Result> {
   return new Promise((resolve) => {
     let settled = false;
+    let decided = false;
+    const decide = (r: Result): void => {
+      if (!decided) {
+        decided = true;
+        o.onHandshake?.(r);
+      }
+    };
     const done = (r: Result): void => {
+      decide(r);
       if (!settled) {
         settled = true;
         resolve(r);
@@ -260,6 +272,7 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
       lines.push('', '');
       socket.write(lines.join('\r\n'));
       o.track?.(kubelet);
+      decide('ok');
       if (kubeletHead.length) {
         o.onBytes?.('to_client', kubeletHead.length);
         socket.write(kubeletHead);
@@ -275,7 +288,10 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
       settleHandshake();
       const chunks: Buffer[] = [];
       let size = 0;
+      let finished = false;
       const finish = (): void => {
+        if (finished) return;
+        finished = true;
         up.destroy();
         rawResponse(socket, ur.statusCode ?? 502, '', ur.rawHeaders, Buffer.concat(chunks));
         done('kubelet_error');
@@ -333,6 +349,9 @@ function splice(client: Duplex, kubelet: Duplex, o: RelayOptions): Promise<void>
       [client, kubelet, 'to_kubelet'],
       [kubelet, client, 'to_client'],
     ] as const) {
+      // After the upgrade the stream's idleness is ours to judge (both sides): drop any other 'timeout' listener (an
+      // HTTP server with `timeout` set would destroy the socket when this side alone was idle).
+      s.removeAllListeners('timeout');
       // Upgraded sockets are net.Sockets (TLS ones) even though the 'upgrade' event types them as Duplex.
       (s as Socket).setTimeout?.(o.idleTimeoutMs);
       s.on('timeout', () => {

@@ -1,0 +1,566 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { TENANT_CONTROLLERS, type LocalControlPlane } from '../../core/local/controlplane.ts';
+import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
+import { LABEL, rootNamespace, stampOwnership, superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
+import { StaticTenantDirectory, VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
+import { InformerSuperView } from '../../core/vnagent/superview.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+interface Pod extends KubeObject {
+  spec: { nodeName?: string; containers: Array<{ name: string; image: string }> };
+  status?: { phase?: string };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  ms: number;
+}
+
+const children = new Set<ChildProcess>();
+
+/** kubectl runs the real kubectl against a tenant's own apiserver and waits for it (killed after timeoutMs). */
+function kubectl(cp: LocalControlPlane, args: string[], timeoutMs = 60_000): Promise<Run> {
+  const started = Date.now();
+  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  return new Promise((resolve) => {
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      children.delete(child);
+      resolve({ code, stdout, stderr, timedOut, ms: Date.now() - started });
+    });
+  });
+}
+
+/** background starts a long-running kubectl (logs -f, attach, port-forward) and collects its output. */
+function background(cp: LocalControlPlane, args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
+  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('close', () => children.delete(child));
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  return { child, out: () => out, err: () => err };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await once(child, 'close');
+}
+
+/** portForwardEcho runs `kubectl port-forward`, connects through it and checks the bytes come back (kwok runs `cat`). */
+async function portForwardEcho(cp: LocalControlPlane, pod: string, payload: string): Promise<string> {
+  const pf = background(cp, ['port-forward', `pod/${pod}`, ':8080']);
+  try {
+    const port = await eventually(() => {
+      const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 8080/.exec(pf.out());
+      if (!m) throw new Error(`port-forward not ready: ${pf.out()} ${pf.err()}`);
+      return Number(m[1]);
+    }, 30_000, 100);
+    const s = net.connect(port, '127.0.0.1');
+    await once(s, 'connect');
+    s.write(payload);
+    let got = '';
+    s.setEncoding('utf8');
+    s.on('data', (c: string) => (got += c));
+    await eventually(() => expect(got).toBe(payload), 20_000, 50);
+    s.destroy();
+    return got;
+  } finally {
+    await stop(pf.child);
+  }
+}
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+describe('vn-agent: tenant kubectl logs/exec/attach/port-forward through real apiservers to kwok', () => {
+  let t: TestSuper;
+  let cpA: LocalControlPlane;
+  let cpB: LocalControlPlane;
+  let a: KubeClient;
+  let b: KubeClient;
+  let tenantA: Tenant;
+  let tenantB: Tenant;
+  let syncer: Syncer;
+  let agent: VnAgent;
+  let directory: StaticTenantDirectory;
+  const dropServers: net.Server[] = [];
+
+  const pki = (cp: LocalControlPlane, name: string): CertKeyPair => ({
+    certPem: readFileSync(join(cp.dir, `pki/${name}.crt`), 'utf8'),
+    keyPem: readFileSync(join(cp.dir, `pki/${name}.key`), 'utf8'),
+  });
+  const tenantOf = (cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, port: number): Tenant => ({
+    key: rootNamespace(vcNamespace, vcName, uid),
+    vcName,
+    vcNamespace,
+    vcUid: uid,
+    kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
+    weight: 1,
+    clusterDomain: 'cluster.local',
+    podSecurityLevel: 'baseline',
+    opaqueMetaPrefixes: [],
+    transparentMetaPrefixes: [],
+    pluginConfig: { vnAgent: { port } },
+  });
+  const directoryEntry = (cp: LocalControlPlane, tenant: Tenant) => ({
+    key: tenant.key,
+    vcName: tenant.vcName,
+    vcNamespace: tenant.vcNamespace,
+    caPem: cp.caPem,
+    fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+  });
+
+  /** direct calls the agent the way a tenant apiserver does, with the given client certificate. */
+  function direct(path: string, cert: CertKeyPair | undefined): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: agent.port, path, rejectUnauthorized: false, agent: false, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.setTimeout(20_000, () => req.destroy(new Error('timed out')));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  const pod = (name: string): Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+
+  async function runningPods(c: KubeClient, names: string[]): Promise<void> {
+    // The service account controller creates `default` a moment after the control plane starts.
+    await eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000);
+    for (const n of names) await c.create(R.pods, pod(n));
+    await eventually(async () => {
+      for (const n of names) {
+        const p = await c.get<Pod>(R.pods, 'default', n);
+        expect(p.status?.phase).toBe('Running');
+        expect(p.spec.nodeName).toBeTruthy();
+      }
+    }, 90_000);
+  }
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 2 });
+    [cpA, cpB] = await Promise.all([
+      t.sc.addControlPlane('tenant-a', { controllers: TENANT_CONTROLLERS }),
+      t.sc.addControlPlane('tenant-b', { controllers: TENANT_CONTROLLERS }),
+    ]);
+    a = await cpA.client();
+    b = await cpB.client();
+
+    // The agent's own identity towards kubelets: a client certificate from the super cluster's CA.
+    const superCA = { certPem: t.sc.cluster.caPem, keyPem: readFileSync(join(t.sc.cluster.dir, 'pki/ca.key'), 'utf8') };
+    const agentClient = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 1 });
+    const servingCA = await createCA('vn-agent-serving-ca', 1);
+    const serving = await issueCert(servingCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    directory = new StaticTenantDirectory();
+    const plugins = await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins });
+    expect(plugins.failures).toEqual([]);
+    agent = await startVnAgent({
+      host: '127.0.0.1',
+      port: 0,
+      serving,
+      directory,
+      superView: new InformerSuperView({ client: t.client }),
+      plugins,
+      kubelet: { certPem: agentClient.certPem, keyPem: agentClient.keyPem, insecureSkipVerify: true },
+      ops: { port: 0 },
+      handshakeTimeoutMs: 10_000,
+    });
+
+    tenantA = tenantOf(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-00000000000a', agent.port);
+    tenantB = tenantOf(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-00000000000b', agent.port);
+    directory.upsert(directoryEntry(cpA, tenantA));
+    directory.upsert(directoryEntry(cpB, tenantB));
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({ superClient: t.client, host, registry: new StaticTenantRegistry([tenantA, tenantB]), patrolIntervalMs: 0, workers: 8 });
+    await syncer.start();
+    await eventually(() => expect(syncer.tenantReady(tenantA.key) && syncer.tenantReady(tenantB.key)).toBe(true));
+    await Promise.all([runningPods(a, ['app-a', 'app-a2']), runningPods(b, ['app-b'])]);
+  });
+
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    for (const s of dropServers) s.close();
+    await syncer?.stop();
+    await agent?.stop();
+    await t?.stop();
+  });
+
+  it("binds tenant Pods to vNodes whose kubelet endpoint is the vn-agent", async () => {
+    const p = await a.get<Pod>(R.pods, 'default', 'app-a');
+    const vn = await a.get<KubeObject & { status: { addresses: Array<{ type: string; address: string }>; daemonEndpoints: { kubeletEndpoint: { Port: number } } } }>(
+      R.nodes,
+      undefined,
+      p.spec.nodeName!,
+    );
+    expect(vn.status.daemonEndpoints.kubeletEndpoint.Port).toBe(agent.port);
+    expect(vn.status.addresses).toContainEqual({ type: 'InternalIP', address: '127.0.0.1' });
+  });
+
+  it('kubectl logs returns the container log kwok serves', async () => {
+    const r = await kubectl(cpA, ['logs', 'app-a', '-c', 'c']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('kwok fake container log line 1');
+    expect(r.stdout).toContain('kwok fake container log line 3');
+    const tail = await kubectl(cpB, ['logs', 'app-b', '--tail=1']);
+    expect(tail.stdout.trim()).toBe('kwok fake container log line 3');
+  });
+
+  it('kubectl logs -f streams: the first lines arrive while the stream stays open, and new lines follow', async () => {
+    const f = background(cpA, ['logs', '-f', 'app-a']);
+    try {
+      await eventually(() => expect(f.out()).toContain('kwok fake container log line 3'), 30_000, 100);
+      expect(f.child.exitCode).toBeNull();
+      const logFile = join(t.sc.cluster.dir, 'kwok/container.log');
+      appendFileSync(logFile, `${new Date().toISOString()} stdout F followed line\n`);
+      await eventually(() => expect(f.out()).toContain('followed line'), 30_000, 100);
+      expect(f.child.exitCode).toBeNull();
+    } finally {
+      await stop(f.child);
+    }
+    await eventually(async () => expect(await metricsRegistry.getSingleMetricAsString('vc_vnagent_active_streams')).not.toMatch(/kind="containerLogs"} [1-9]/));
+  });
+
+  it('kubectl exec runs the command (kwok runs it on the host) and returns its output and exit code', async () => {
+    const r = await kubectl(cpA, ['exec', 'app-a', '--', 'echo', 'hello']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('hello\n');
+    const fail = await kubectl(cpB, ['exec', 'app-b', '--', 'sh', '-c', 'echo oops >&2; exit 3']);
+    expect(fail.stderr).toContain('oops');
+    // kwok reports any failed command as a generic error, so kubectl exits 1 rather than with the command's code.
+    expect(fail.code).not.toBe(0);
+  });
+
+  it('kubectl attach follows the container output', async () => {
+    const at = background(cpA, ['attach', 'app-a', '-c', 'c']);
+    try {
+      const logFile = join(t.sc.cluster.dir, 'kwok/container.log');
+      await eventually(() => {
+        appendFileSync(logFile, `${new Date().toISOString()} stdout F attached line\n`);
+        expect(at.out()).toContain('attached line');
+      }, 30_000, 500);
+    } finally {
+      await stop(at.child);
+    }
+  });
+
+  it('kubectl port-forward carries bytes both ways', async () => {
+    expect(await portForwardEcho(cpA, 'app-a', 'ping through the vn-agent\n')).toBe('ping through the vn-agent\n');
+  });
+
+  it('serves several concurrent streams from both tenants', async () => {
+    const started = Date.now();
+    const follows = [background(cpA, ['logs', '-f', 'app-a2']), background(cpB, ['logs', '-f', 'app-b'])];
+    await eventually(() => {
+      for (const f of follows) expect(f.out()).toContain('kwok fake container log line 1');
+    }, 30_000, 100);
+    const streams = await metricsRegistry.getSingleMetricAsString('vc_vnagent_active_streams');
+    for (const k of [tenantA.key, tenantB.key]) expect(streams).toMatch(new RegExp(`tenant="${k}",kind="containerLogs"} [1-9]`));
+    const results = await Promise.all([
+      ...['app-a', 'app-a2'].flatMap((p) => [kubectl(cpA, ['logs', p]), kubectl(cpA, ['exec', p, '--', 'echo', `hi-${p}`])]),
+      kubectl(cpB, ['logs', 'app-b']),
+      kubectl(cpB, ['exec', 'app-b', '--', 'echo', 'hi-app-b']),
+      kubectl(cpB, ['exec', 'app-b', '--', 'sh', '-c', 'sleep 1; echo slept']),
+    ]);
+    for (const r of results) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    const [logsA, execA, logsA2, execA2, logsB, execB, slept] = results.map((r) => r.stdout);
+    for (const l of [logsA, logsA2, logsB]) expect(l).toContain('kwok fake container log line 1');
+    expect([execA, execA2, execB, slept]).toEqual(['hi-app-a\n', 'hi-app-a2\n', 'hi-app-b\n', 'slept\n']);
+    const echoes = await Promise.all([portForwardEcho(cpA, 'app-a', 'from A\n'), portForwardEcho(cpB, 'app-b', 'from B\n')]);
+    expect(echoes).toEqual(['from A\n', 'from B\n']);
+    for (const f of follows) expect(f.child.exitCode).toBeNull();
+    await Promise.all(follows.map((f) => stop(f.child)));
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it("refuses tenant A's apiserver certificate asking for tenant B's pod (403), however the path is crafted", async () => {
+    const certA = pki(cpA, 'kubelet-client');
+    expect(await direct('/containerLogs/default/app-b/c', certA)).toEqual({ status: 403, body: 'pod default/app-b not found for this tenant\n' });
+    const bNs = superNamespace(tenantB.key, 'default');
+    expect((await direct(`/containerLogs/${bNs}/app-b/c`, certA)).status).toBe(403);
+    expect((await direct(`/exec/${bNs}/app-b/c?command=ls&output=1`, certA)).status).toBe(403);
+    // B's own certificate gets B's pod.
+    const own = await direct('/containerLogs/default/app-b/c', pki(cpB, 'kubelet-client'));
+    expect(own.status).toBe(200);
+    expect(own.body).toContain('kwok fake container log line 1');
+  });
+
+  it("refuses a super Pod in the tenant's namespace that the syncer did not write for this tenant", async () => {
+    const ns = superNamespace(tenantA.key, 'default');
+    const planted: Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'planted', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+    stampOwnership(planted, tenantB, { metadata: { namespace: 'default', name: 'planted', uid: 'x' } });
+    await t.client.create(R.pods, planted);
+    await t.client.create(R.pods, { ...planted, metadata: { name: 'unowned', namespace: ns } });
+    const certA = pki(cpA, 'kubelet-client');
+    expect(await direct('/containerLogs/default/planted/c', certA)).toMatchObject({ status: 403 });
+    expect(await direct('/containerLogs/default/unowned/c', certA)).toMatchObject({ status: 403 });
+  });
+
+  it('refuses a self-signed certificate (401), a tenant admin certificate (403), and no certificate (401)', async () => {
+    const self = await createCA('kube-apiserver-kubelet-client', 1);
+    expect(await direct('/containerLogs/default/app-a/c', self)).toMatchObject({ status: 401, body: expect.stringMatching(/self-signed/) });
+    expect(await direct('/containerLogs/default/app-a/c', pki(cpA, 'admin'))).toMatchObject({ status: 403 });
+    expect(await direct('/containerLogs/default/app-a/c', undefined)).toMatchObject({ status: 401 });
+    expect(await direct('/pods', pki(cpA, 'kubelet-client'))).toMatchObject({ status: 403 });
+  });
+
+  it('refuses a tenant removed from the directory, through its own apiserver too, and serves it again once back', async () => {
+    directory.remove(tenantB.key);
+    expect(await direct('/containerLogs/default/app-b/c', pki(cpB, 'kubelet-client'))).toMatchObject({ status: 401 });
+    const logs = await kubectl(cpB, ['logs', 'app-b'], 30_000);
+    expect(logs.timedOut).toBe(false);
+    expect(logs.code).not.toBe(0);
+    expect(logs.stdout).toBe('');
+    // The tenant apiserver relays the agent's 401 as is; kubectl words it as a credentials problem.
+    expect(logs.stderr).toMatch(/provide credentials/);
+    const ex = await kubectl(cpB, ['exec', 'app-b', '--', 'echo', 'hello'], 30_000);
+    expect(ex.timedOut).toBe(false);
+    expect(ex.code).not.toBe(0);
+    expect(ex.stdout).not.toContain('hello');
+    directory.upsert(directoryEntry(cpB, tenantB));
+    expect((await kubectl(cpB, ['exec', 'app-b', '--', 'echo', 'back'])).stdout).toBe('back\n');
+  });
+
+  it('gives kubectl a clean error, not a hang, when the kubelet drops the connection', async () => {
+    const dropper = net.createServer((s) => s.destroy());
+    dropServers.push(dropper);
+    dropper.listen(0, '127.0.0.1');
+    await once(dropper, 'listening');
+    const dropPort = (dropper.address() as net.AddressInfo).port;
+    const p = await a.get<Pod>(R.pods, 'default', 'app-a');
+    const node = p.spec.nodeName!;
+    const before = await t.client.get<KubeObject & { status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } }>(R.nodes, undefined, node);
+    const kwokPort = before.status.daemonEndpoints.kubeletEndpoint.Port;
+    const setPort = (Port: number) => t.client.patch(R.nodes, undefined, node, { status: { daemonEndpoints: { kubeletEndpoint: { Port } } } }, 'merge', { subresource: 'status' });
+    await setPort(dropPort);
+    try {
+      const certA = pki(cpA, 'kubelet-client');
+      await eventually(async () => expect(await direct('/containerLogs/default/app-a/c', certA)).toMatchObject({ status: 502, body: expect.stringMatching(/closed the connection/) }), 30_000);
+      const logs = await kubectl(cpA, ['logs', 'app-a'], 30_000);
+      expect(logs.timedOut).toBe(false);
+      expect(logs.code).not.toBe(0);
+      const ex = await kubectl(cpA, ['exec', 'app-a', '--', 'echo', 'hello'], 30_000);
+      expect(ex.timedOut).toBe(false);
+      expect(ex.code).not.toBe(0);
+      expect(ex.stdout).toBe('');
+      expect(logs.stderr).toContain('closed the connection');
+      expect(ex.stderr).toContain('closed the connection');
+      // kubectl port-forward opens its tunnel first: it exits with the reason instead of listening.
+      const pf = background(cpA, ['port-forward', 'pod/app-a', ':8080']);
+      try {
+        const outcome = await eventually(() => {
+          if (pf.child.exitCode !== null) return 'exited' as const;
+          expect(pf.out()).toMatch(/127\.0\.0\.1:\d+ ->/);
+          return 'listening' as const;
+        }, 30_000, 100);
+        if (outcome === 'exited') {
+          expect(pf.child.exitCode).not.toBe(0);
+          expect(pf.err()).toContain('closed the connection');
+        } else {
+          const s = net.connect(Number(/127\.0\.0\.1:(\d+) ->/.exec(pf.out())![1]), '127.0.0.1');
+          s.on('error', () => undefined);
+          s.write('x');
+          // The forwarded connection is closed (or kubectl gives up) instead of hanging.
+          await Promise.race([once(s, 'close'), once(pf.child, 'close')]);
+          s.destroy();
+        }
+      } finally {
+        await stop(pf.child);
+      }
+    } finally {
+      await setPort(kwokPort);
+    }
+    await eventually(async () => expect((await kubectl(cpA, ['exec', 'app-a', '--', 'echo', 'restored'])).stdout).toBe('restored\n'), 30_000);
+  });
+
+  it('follows VirtualCluster objects of the meta cluster: Running tenants in, failed and deleted ones out', async () => {
+    for (const d of parseAllDocuments(readFileSync(join(import.meta.dirname, '../../deploy/crds/virtualclusters.yaml'), 'utf8'))) {
+      await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    }
+    await eventually(() => t.client.list(R.virtualclusters, { namespace: 'default' }));
+    await t.client.apply(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } }, 'test');
+    const vc = await t.client.create<KubeObject>(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'a', namespace: 'team-a' },
+      spec: { provisioner: { type: 'local' } },
+    });
+    await t.client.create(R.secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'a-kubeconfig', namespace: 'team-a', labels: { [LABEL.managedBy]: 'vc-manager' } },
+      data: { kubeconfig: Buffer.from(readFileSync(cpA.kubeconfigPath, 'utf8')).toString('base64') },
+    });
+    const setStatus = (phase: string) =>
+      t.client.patch(
+        R.virtualclusters,
+        'team-a',
+        'a',
+        {
+          status: {
+            phase,
+            clusterNamespace: tenantA.key,
+            kubeconfigSecretName: 'a-kubeconfig',
+            kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cpA.dir, 'pki/kubelet-client.crt'), 'utf8')),
+          },
+        },
+        'merge',
+        { subresource: 'status' },
+      );
+    await setStatus('Provisioning');
+    const servingCA = await createCA('vn-agent-serving-ca-2', 1);
+    const serving = await issueCert(servingCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    const agent2 = await startVnAgent({
+      host: '127.0.0.1',
+      port: 0,
+      serving,
+      directory: new VirtualClusterDirectory({ meta: t.client }),
+      superView: new InformerSuperView({ client: t.client }),
+      plugins: await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins }),
+      kubelet: { insecureSkipVerify: true },
+    });
+    const via2 = (cert: CertKeyPair): Promise<Reply> =>
+      new Promise((resolve, reject) => {
+        const req = https.request(
+          { host: '127.0.0.1', port: agent2.port, path: '/containerLogs/default/app-a/c', rejectUnauthorized: false, agent: false, cert: cert.certPem, key: cert.keyPem },
+          (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode!, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      const certA = pki(cpA, 'kubelet-client');
+      expect(await via2(certA)).toMatchObject({ status: 401 });
+      await setStatus('Running');
+      await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 200, body: expect.stringContaining('kwok fake container log line 1') }));
+      expect(await via2(pki(cpB, 'kubelet-client'))).toMatchObject({ status: 401 });
+      expect(await via2(pki(cpA, 'admin'))).toMatchObject({ status: 403 });
+      await setStatus('Error');
+      await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 401 }));
+      await setStatus('Running');
+      await eventually(async () => expect((await via2(certA)).status).toBe(200));
+      await t.client.delete(R.virtualclusters, 'team-a', 'a', { uid: vc.metadata?.uid });
+      await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 401 }));
+    } finally {
+      await agent2.stop();
+    }
+  });
+
+  it('ships manifests the apiserver accepts (server-side dry run)', async () => {
+    await t.client.apply(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'vc-system' } }, 'test');
+    const kinds: Record<string, (typeof R)[keyof typeof R]> = {
+      ServiceAccount: R.serviceaccounts,
+      ClusterRole: R.clusterroles,
+      ClusterRoleBinding: R.clusterrolebindings,
+      ConfigMap: R.configmaps,
+      DaemonSet: R.daemonsets,
+    };
+    const seen: string[] = [];
+    for (const f of ['rbac.yaml', 'daemonset.yaml']) {
+      for (const d of parseAllDocuments(readFileSync(join(import.meta.dirname, '../../deploy/vn-agent', f), 'utf8'))) {
+        const o = d.toJS() as KubeObject;
+        const r = kinds[o.kind!];
+        expect(r, `${f}: ${o.kind}`).toBeDefined();
+        await t.client.create(r!, o, { dryRun: true });
+        seen.push(o.kind!);
+      }
+    }
+    expect(seen.sort()).toEqual(['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'ServiceAccount']);
+  });
+
+  it('runs as `vc vn-agent --config` against the meta and super clusters', async () => {
+    const dir = join(t.stateDir, 'vn-agent-cli');
+    const cfg = join(t.stateDir, 'vn-agent.yaml');
+    writeFileSync(
+      cfg,
+      [
+        'apiVersion: tenancy.x-k8s.io/v1alpha1',
+        'kind: VnAgentConfiguration',
+        'host: 127.0.0.1',
+        'port: 0',
+        `stateDir: ${dir}`,
+        `metaKubeconfig: ${t.sc.kubeconfigPath}`,
+        `superKubeconfig: ${t.sc.kubeconfigPath}`,
+        'kubeletInsecureSkipVerify: true',
+        'ops: { port: 0 }',
+      ].join('\n'),
+    );
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../core/cli/vc.mjs'), 'vn-agent', '--config', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.stdout.resume();
+    const [port, opsPort] = await eventually(() => {
+      const m = /listening on port (\d+); metrics and probes on port (\d+)/.exec(err);
+      if (!m) throw new Error(`not started: ${err}`);
+      return [Number(m[1]), Number(m[2])];
+    }, 60_000, 100);
+    expect((await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status).toBe(200);
+    const anon = await new Promise<number>((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port, path: '/containerLogs/default/app-a/c', rejectUnauthorized: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      }).on('error', reject);
+    });
+    expect(anon).toBe(401);
+    expect(readFileSync(join(dir, 'serving.crt'), 'utf8')).toContain('BEGIN CERTIFICATE');
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'close')) as [number | null];
+    expect(code).toBe(0);
+  });
+
+  it('serves probes and metrics on the ops port', async () => {
+    const base = `http://127.0.0.1:${agent.opsPort}`;
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    const m = await (await fetch(`${base}/metrics`)).text();
+    expect(m).toMatch(new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="exec",result="ok"\\} \\d+`));
+    expect(m).toMatch(new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="portForward",result="ok"\\} \\d+`));
+    expect(m).toMatch(/vc_vnagent_requests_total\{tenant="",kind="containerLogs",result="unauthenticated"\} \d+/);
+    expect(m).toMatch(new RegExp(`vc_vnagent_relayed_bytes_total\\{tenant="${tenantB.key}",kind="portForward",direction="to_client"\\} \\d+`));
+  });
+});
