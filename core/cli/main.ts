@@ -4,6 +4,7 @@ import { ensureToolchain, isComplete, toolchainDir } from '../toolchain/toolchai
 import { registerVirtualClusterCommands } from './vcs.ts';
 import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
+import { registerUpCommands } from './up.ts';
 
 const program = new Command();
 program.name('vc').description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps').showHelpAfterError();
@@ -27,43 +28,6 @@ toolchain
       process.stderr.write('not built yet: run `npx vc toolchain build`\n');
       process.exitCode = 1;
     }
-  });
-
-program
-  .command('up')
-  .description('start the embedded default on this machine: local super cluster, manager, syncer; Ctrl-C stops it all')
-  .option('--state-dir <dir>', 'where all state lives', '.state/default')
-  .option('--nodes <n>', 'number of kwok nodes', '3')
-  .action(async (o: { stateDir: string; nodes: string }) => {
-    // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
-    process.env.LOG_LEVEL ??= 'warn';
-    await ensureToolchain();
-    const { startEmbedded } = await import('../embedded/embedded.ts');
-    const stateDir = resolve(o.stateDir);
-    const started = Date.now();
-    const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
-    const e = await startEmbedded({ stateDir, nodes: Number(o.nodes), onStep: (s) => process.stderr.write(`${since()} ${s}\n`) });
-    const kubectl = `${toolchainDir()}/kubectl`;
-    process.stdout.write(
-      [
-        `${since()} ready`,
-        `  super cluster kubeconfig: ${e.superCluster.kubeconfigPath}`,
-        `  manager configuration:    ${e.configPath}`,
-        `  metrics and probes:       http://127.0.0.1:${e.manager.opsPort}/metrics`,
-        `  kubectl:                  ${kubectl}`,
-        'next:',
-        '  npx vc create -f deploy/samples/virtualcluster.yaml -o dev.kubeconfig',
-        `  ${kubectl} --kubeconfig dev.kubeconfig get namespaces`,
-        'press Ctrl-C to stop everything',
-        '',
-      ].join('\n'),
-    );
-    await new Promise<void>((res) => {
-      process.once('SIGINT', res);
-      process.once('SIGTERM', res);
-    });
-    process.stderr.write('stopping ...\n');
-    await e.stop();
   });
 
 program
@@ -121,6 +85,7 @@ plugins
 registerVirtualClusterCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
+registerUpCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);

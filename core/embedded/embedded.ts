@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -8,15 +8,48 @@ import { LocalSuperCluster } from '../local/supercluster.ts';
 import { waitFor } from '../local/process.ts';
 import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
+import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
+import { git, startGitServer, type GitServer } from './gitserver.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Embedded is the whole system on this machine: the local super cluster and a manager serving it. */
+/** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
 export interface Embedded {
   superCluster: LocalSuperCluster;
   manager: Manager;
   configPath: string;
+  /** clone/push URL of the tenant repository the manager follows */
+  gitURL: string;
+  /** where the git server's webhook should be pointed (generic HMAC with the token in Secret default/tenants-webhook) */
+  webhookURL?: string;
   stop(): Promise<void>;
+}
+
+/** SAMPLE_TENANTS are the two tenants the embedded default's repository starts with. */
+export const SAMPLE_TENANTS = ['dev', 'staging'] as const;
+
+const sampleTenant = (name: string) =>
+  stringify({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { name, namespace: 'default' },
+    spec: { provisioner: { type: 'local' }, weight: 1, podSecurityLevel: 'baseline' },
+  });
+
+/** startTenantRepository serves `<stateDir>/git` on a port kept across restarts and seeds the tenants repository once. */
+async function startTenantRepository(stateDir: string): Promise<GitServer> {
+  const portFile = join(stateDir, 'git-port');
+  const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : 0;
+  const server = await startGitServer({ root: join(stateDir, 'git'), port });
+  writeFileSync(portFile, String(server.port));
+  if (!existsSync(join(stateDir, 'git', 'tenants.git'))) {
+    await server.initRepo('tenants');
+    await git(join(stateDir, 'git', 'tenants.git'), ['config', 'http.receivepack', 'true']);
+    const files: Record<string, string> = { 'README.md': 'Tenant definitions: one VirtualCluster per file under tenants/.\n' };
+    for (const t of SAMPLE_TENANTS) files[`tenants/${t}.yaml`] = sampleTenant(t);
+    await server.commitFiles('tenants', files, 'two sample tenants');
+  }
+  return server;
 }
 
 /** applyCRDs server-side-applies every CRD under deploy/crds and waits until the VirtualCluster API answers. */
@@ -41,12 +74,28 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
   try {
     step('installing the CRDs');
     await applyCRDs(sc);
+    step('starting the tenant git repository');
+    const gitServer = await startTenantRepository(o.stateDir);
+    const gitURL = gitServer.url('tenants');
+    const c = await sc.cluster.client();
+    await c.apply(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tenants-webhook', namespace: 'default' }, stringData: { token: 'embedded' } }, 'vc-up');
+    await c.apply(
+      GITSOURCES,
+      {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'GitSource',
+        metadata: { name: 'tenants', namespace: 'default' },
+        spec: { url: gitURL, ref: { branch: 'main' }, path: 'tenants', interval: '10s', webhook: { kind: 'generic', secretRef: { name: 'tenants-webhook' } } },
+      },
+      'vc-up',
+    );
     const cfg: ManagerConfig = {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
       superClusters: [{ name: 'default', kubeconfig: sc.kubeconfigPath }],
       leaderElection: { enabled: true, namespace: 'kube-system', name: 'vc-manager', leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
       virtualClusters: { enabled: true, local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint } },
+      gitops: { enabled: true, cacheDir: join(o.stateDir, 'gitops-cache') },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
     };
     const configPath = join(o.stateDir, 'manager.yaml');
@@ -58,8 +107,11 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
       superCluster: sc,
       manager,
       configPath,
+      gitURL,
+      webhookURL: manager.gitops?.webhookURL('default', 'tenants'),
       async stop() {
         await manager.stop();
+        await gitServer.close();
         await sc.stop();
       },
     };

@@ -1,7 +1,7 @@
 /**
- * A real smart-HTTP git server for tests: a Node HTTP server on 127.0.0.1 that runs git's own `git http-backend` CGI
- * over bare repositories under a root directory, with optional basic or bearer authentication, plus helpers that make
- * commits with the `git` CLI and push them into those repositories.
+ * A real smart-HTTP git server (the embedded default's tenant repository, and the tests'): a Node HTTP server on
+ * 127.0.0.1 that runs git's own `git http-backend` CGI over bare repositories under a root directory, with optional
+ * basic or bearer authentication, plus helpers that make commits with the `git` CLI and push them into those repositories.
  */
 import { execFile, spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';

@@ -1,0 +1,191 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { KubeClient } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import type { VirtualCluster } from '../lifecycle/types.ts';
+import { ensureToolchain, toolchainDir } from '../toolchain/toolchain.ts';
+import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
+
+/** UpStatus is what a running embedded default records in `<state-dir>/status.json`. */
+export interface UpStatus {
+  pid: number;
+  ready: boolean;
+  startedAt: string;
+  superKubeconfig: string;
+  managerConfig: string;
+  gitURL: string;
+  webhookURL?: string;
+  opsURL: string;
+  kubectl: string;
+}
+
+const statusFile = (dir: string) => join(dir, 'status.json');
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** readUpStatus returns the recorded status of a running embedded default, or undefined when none runs there. */
+export function readUpStatus(stateDir: string): UpStatus | undefined {
+  const f = statusFile(stateDir);
+  if (!existsSync(f)) return undefined;
+  const s = JSON.parse(readFileSync(f, 'utf8')) as UpStatus;
+  return alive(s.pid) ? s : undefined;
+}
+
+function summary(s: UpStatus): string {
+  return [
+    `  super cluster kubeconfig: ${s.superKubeconfig}`,
+    `  tenant repository:        ${s.gitURL}   (git clone it, edit tenants/*.yaml, git push)`,
+    `  manager configuration:    ${s.managerConfig}`,
+    `  metrics and probes:       ${s.opsURL}/metrics`,
+    `  kubectl:                  ${s.kubectl}`,
+    'next:',
+    '  npx vc status                      # tenants, phases and kubeconfig paths',
+    '  npx vc exec dev -- kubectl create deployment web --image=nginx --replicas=2',
+    '  npx vc exec dev -- kubectl get pods -o wide',
+  ].join('\n');
+}
+
+async function tenants(s: UpStatus, stateDir: string) {
+  const c = await KubeClient.fromFile(s.superKubeconfig);
+  try {
+    const vcs = (await c.list<VirtualCluster>(R.virtualclusters)).items;
+    const dir = join(stateDir, 'kubeconfigs');
+    mkdirSync(dir, { recursive: true });
+    const out = [];
+    for (const vc of vcs) {
+      const m = vc.metadata!;
+      let kubeconfig: string | undefined;
+      if (vc.status?.phase === 'Running' && vc.status.kubeconfigSecretName) {
+        const sec = await c.getOrNull<{ data?: Record<string, string> }>(R.secrets, m.namespace, vc.status.kubeconfigSecretName);
+        if (sec?.data?.kubeconfig) {
+          kubeconfig = join(dir, `${m.namespace}-${m.name}.kubeconfig`);
+          writeFileSync(kubeconfig, Buffer.from(sec.data.kubeconfig, 'base64'), { mode: 0o600 });
+        }
+      }
+      out.push({ namespace: m.namespace!, name: m.name!, phase: vc.status?.phase ?? 'Pending', kubeconfig });
+    }
+    return out;
+  } finally {
+    c.close();
+  }
+}
+
+/** registerUpCommands adds `vc up`, `vc status` and `vc down`. */
+export function registerUpCommands(program: Command): void {
+  program
+    .command('up')
+    .description('start the embedded default here: super cluster, tenant git repository, manager; Ctrl-C stops it all')
+    .option('--state-dir <dir>', 'where all state lives', DEFAULT_STATE_DIR)
+    .option('--nodes <n>', 'number of kwok nodes', '3')
+    .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
+    .action(async (o: { stateDir: string; nodes: string; detach?: boolean }) => {
+      const stateDir = resolve(o.stateDir);
+      mkdirSync(stateDir, { recursive: true });
+      await ensureToolchain();
+      const running = readUpStatus(stateDir);
+      if (running?.ready) {
+        process.stdout.write(`already running (pid ${running.pid}) in ${stateDir}\n${summary(running)}\n`);
+        return;
+      }
+      if (o.detach) return detach(stateDir, o.nodes);
+      // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
+      process.env.LOG_LEVEL ??= 'warn';
+      const { startEmbedded } = await import('../embedded/embedded.ts');
+      const started = Date.now();
+      const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
+      const e = await startEmbedded({ stateDir, nodes: Number(o.nodes), onStep: (s) => process.stderr.write(`${since()} ${s}\n`) });
+      const status: UpStatus = {
+        pid: process.pid,
+        ready: true,
+        startedAt: new Date().toISOString(),
+        superKubeconfig: e.superCluster.kubeconfigPath,
+        managerConfig: e.configPath,
+        gitURL: e.gitURL,
+        webhookURL: e.webhookURL,
+        opsURL: `http://127.0.0.1:${e.manager.opsPort}`,
+        kubectl: join(toolchainDir(), 'kubectl'),
+      };
+      writeFileSync(statusFile(stateDir), JSON.stringify(status, null, 2) + '\n');
+      process.stdout.write(`${since()} ready\n${summary(status)}\npress Ctrl-C to stop everything\n`);
+      await new Promise<void>((res) => {
+        process.once('SIGINT', res);
+        process.once('SIGTERM', res);
+      });
+      process.stderr.write('stopping ...\n');
+      await e.stop();
+      rmSync(statusFile(stateDir), { force: true });
+    });
+
+  program
+    .command('status')
+    .description('the embedded default: kubeconfigs, tenant repository, and each tenant with its phase and kubeconfig')
+    .option('--state-dir <dir>', 'state directory of vc up', DEFAULT_STATE_DIR)
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (o: { stateDir: string; output: string }) => {
+      const stateDir = resolve(o.stateDir);
+      const s = readUpStatus(stateDir);
+      if (!s) throw new CliError(`nothing is running in ${stateDir}: start it with vc up`);
+      const ts = await tenants(s, stateDir);
+      if (o.output === 'json') {
+        process.stdout.write(JSON.stringify({ ...s, tenants: ts }, null, 2) + '\n');
+        return;
+      }
+      process.stdout.write(`running (pid ${s.pid}) since ${s.startedAt}\n${summary(s)}\ntenants:\n`);
+      for (const t of ts) process.stdout.write(`  ${t.namespace}/${t.name}  ${t.phase}  ${t.kubeconfig ?? ''}\n`);
+    });
+
+  program
+    .command('down')
+    .description('stop the embedded default started with vc up --detach; no process is left')
+    .option('--state-dir <dir>', 'state directory of vc up', DEFAULT_STATE_DIR)
+    .action(async (o: { stateDir: string }) => {
+      const stateDir = resolve(o.stateDir);
+      const s = readUpStatus(stateDir);
+      if (!s) {
+        process.stderr.write(`nothing is running in ${stateDir}\n`);
+        return;
+      }
+      process.kill(s.pid, 'SIGTERM');
+      const deadline = Date.now() + 90_000;
+      while (alive(s.pid)) {
+        if (Date.now() > deadline) process.kill(s.pid, 'SIGKILL');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      rmSync(statusFile(stateDir), { force: true });
+      process.stderr.write(`stopped (pid ${s.pid})\n`);
+    });
+}
+
+/** detach starts `vc up` as a daemon with its output in `<state-dir>/up.log`, shows its progress and waits for ready. */
+async function detach(stateDir: string, nodes: string): Promise<void> {
+  rmSync(statusFile(stateDir), { force: true });
+  const logFile = join(stateDir, 'up.log');
+  const fd = openSync(logFile, 'w');
+  const vc = fileURLToPath(new URL('./vc.mjs', import.meta.url));
+  const child = spawn(process.execPath, [vc, 'up', '--state-dir', stateDir, '--nodes', nodes], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
+  child.unref();
+  let shown = 0;
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    const lines = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n') : [];
+    for (const l of lines.slice(shown, -1)) if (/^\[\d/.test(l)) process.stderr.write(`${l}\n`);
+    shown = Math.max(shown, lines.length - 1);
+    const s = readUpStatus(stateDir);
+    if (s?.ready) {
+      process.stdout.write(`running in the background (pid ${s.pid}); stop it with: npx vc down --state-dir ${stateDir}\n${summary(s)}\n`);
+      return;
+    }
+    if (!alive(child.pid!)) throw new CliError(`vc up exited before it was ready; see ${logFile}`);
+    if (Date.now() > deadline) throw new CliError(`vc up not ready after 10 minutes; see ${logFile}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
