@@ -5,7 +5,13 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { LocalSuperCluster } from '../local/supercluster.ts';
-import { waitFor } from '../local/process.ts';
+import { freePorts, waitFor } from '../local/process.ts';
+import { issueCert } from '../pki/pki.ts';
+import { PluginHost } from '../plugins/host.ts';
+import { startVnAgent, type VnAgent } from '../vnagent/agent.ts';
+import { VirtualClusterDirectory } from '../vnagent/directory.ts';
+import { InformerSuperView } from '../vnagent/superview.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
 import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
@@ -22,6 +28,8 @@ export interface Embedded {
   gitURL: string;
   /** where the git server's webhook should be pointed (generic HMAC with the token in Secret default/tenants-webhook) */
   webhookURL?: string;
+  /** port of the vn-agent the tenants' vNodes point at */
+  vnAgentPort: number;
   stop(): Promise<void>;
 }
 
@@ -98,6 +106,9 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
       gitops: { enabled: true, cacheDir: join(o.stateDir, 'gitops-cache') },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
     };
+    step('starting the vn-agent (kubelet proxy for tenants)');
+    const agent = await startAgent(sc, o.stateDir);
+    cfg.virtualClusters!.defaultPluginConfig = { vnAgent: { host: '127.0.0.1', port: agent.port } };
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
@@ -109,8 +120,10 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
       configPath,
       gitURL,
       webhookURL: manager.gitops?.webhookURL('default', 'tenants'),
+      vnAgentPort: agent.port,
       async stop() {
         await manager.stop();
+        await agent.stop();
         await gitServer.close();
         await sc.stop();
       },
@@ -119,4 +132,27 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
     await sc.stop();
     throw e;
   }
+}
+
+/**
+ * startAgent runs the vn-agent on 127.0.0.1 (port kept across restarts): tenants are the Running VirtualClusters of
+ * the super cluster, kubelets are kwok's (self-signed, hence the explicit skip of their verification).
+ */
+async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAgent> {
+  const c = await sc.cluster.client();
+  const superCA = { certPem: sc.cluster.caPem, keyPem: readFileSync(join(sc.cluster.dir, 'pki/ca.key'), 'utf8') };
+  const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
+  const serving = await issueCert(superCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 365 });
+  const portFile = join(stateDir, 'vn-agent-port');
+  const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : (await freePorts(1))[0]!;
+  writeFileSync(portFile, String(port));
+  return startVnAgent({
+    host: '127.0.0.1',
+    port,
+    serving,
+    directory: new VirtualClusterDirectory({ meta: c }),
+    superView: new InformerSuperView({ client: c }),
+    plugins: await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins }),
+    kubelet: { certPem: client.certPem, keyPem: client.keyPem, insecureSkipVerify: true },
+  });
 }

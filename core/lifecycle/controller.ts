@@ -38,6 +38,8 @@ export interface LifecycleOptions {
   /** where Running tenants are handed to the syncer */
   tenants: StaticTenantRegistry;
   workers?: number;
+  /** plugin settings every tenant gets unless its VirtualCluster sets its own */
+  defaultPluginConfig?: Record<string, unknown>;
   /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
   superCluster?: string;
 }
@@ -169,7 +171,7 @@ export class VirtualClusterController {
       opaqueMetaPrefixes: s.opaqueMetaPrefixes ?? [],
       transparentMetaPrefixes: s.transparentMetaPrefixes ?? [],
       plugins: s.plugins,
-      pluginConfig: s.pluginConfig,
+      pluginConfig: { ...this.o.defaultPluginConfig, ...s.pluginConfig },
       apiserverEndpoint: p.apiserverEndpoint,
     };
   }

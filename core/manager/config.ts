@@ -22,7 +22,12 @@ export interface ManagerConfig {
   };
   metrics?: { host?: string; port?: number };
   gitops?: { enabled?: boolean; cacheDir?: string; timeoutSeconds?: number; webhook?: { host?: string; port?: number } };
-  virtualClusters?: { enabled?: boolean; workers?: number; local?: { stateDir: string; etcdEndpoint: string } };
+  virtualClusters?: {
+    enabled?: boolean;
+    workers?: number;
+    local?: { stateDir: string; etcdEndpoint: string };
+    defaultPluginConfig?: Record<string, unknown>;
+  };
   tenants?: Array<{
     name: string;
     namespace: string;

@@ -144,7 +144,14 @@ async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants
   const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta), native: new NativeProvisioner(meta) };
   const local = cfg.virtualClusters?.local;
   if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });
-  const controller = new VirtualClusterController({ meta, superClient: meta, provisioners, tenants, workers: cfg.virtualClusters?.workers });
+  const controller = new VirtualClusterController({
+    meta,
+    superClient: meta,
+    provisioners,
+    tenants,
+    workers: cfg.virtualClusters?.workers,
+    defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
+  });
   return {
     controller,
     stopProvisioners: async () => {
