@@ -41,3 +41,20 @@ export function downMeta(
 export function newObject<T extends KubeObject>(like: KubeObject, metadata: ObjectMeta, body: Partial<T> = {}): T {
   return { apiVersion: like.apiVersion, kind: like.kind, metadata, ...body } as T;
 }
+
+/**
+ * upMeta returns the metadata of a desired tenant object mirrored from a super object (up plugins): built on the
+ * existing tenant object's metadata when there is one, with the super's labels and annotations minus the project's
+ * reserved keys; reserved keys the core stamped on the tenant object (managed-by) are kept.
+ */
+export function upMeta(superObj: KubeObject, tenantObj: KubeObject | undefined): ObjectMeta {
+  const meta: ObjectMeta = tenantObj?.metadata ? clone(tenantObj.metadata) : { name: superObj.metadata?.name };
+  for (const field of ['labels', 'annotations'] as const) {
+    const own = meta[field] ?? {};
+    const ownPlain = stripDown(own) ?? {};
+    const merged = { ...stripDown(superObj.metadata?.[field]), ...Object.fromEntries(Object.entries(own).filter(([k]) => !(k in ownPlain))) };
+    if (Object.keys(merged).length) meta[field] = merged;
+    else delete meta[field];
+  }
+  return meta;
+}

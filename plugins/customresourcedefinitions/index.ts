@@ -1,8 +1,8 @@
-import type { KubeObject, ObjectMeta } from '../../core/kube/client.ts';
+import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { LABEL, stripDown } from '../../core/names/names.ts';
+import { LABEL } from '../../core/names/names.ts';
 import type { Decision, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
-import { clone, newObject } from '../../core/plugins/helpers.ts';
+import { clone, newObject, upMeta } from '../../core/plugins/helpers.ts';
 
 /** CustomResourceDefinition is the part of an apiextensions.k8s.io/v1 CRD this plugin reads. */
 export interface CustomResourceDefinition extends KubeObject {
@@ -18,22 +18,6 @@ export interface CustomResourceDefinition extends KubeObject {
 
 const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] === 'true';
 
-/**
- * upMeta returns the tenant metadata of a super-truth object: the tenant object's own metadata when it exists, with
- * the super labels and annotations minus the project's reserved keys; reserved keys the core stamped on the tenant
- * object (managed-by) are kept.
- */
-function upMeta(superObj: KubeObject, tenantObj: KubeObject | undefined): ObjectMeta {
-  const meta: ObjectMeta = tenantObj?.metadata ? clone(tenantObj.metadata) : { name: superObj.metadata?.name };
-  for (const field of ['labels', 'annotations'] as const) {
-    const own = meta[field] ?? {};
-    const ownPlain = stripDown(own) ?? {};
-    const merged = { ...stripDown(superObj.metadata?.[field]), ...Object.fromEntries(Object.entries(own).filter(([k]) => !(k in ownPlain))) };
-    if (Object.keys(merged).length) meta[field] = merged;
-    else delete meta[field];
-  }
-  return meta;
-}
 
 /**
  * customresourcedefinitionsPlugin copies the super CRDs labelled public into every tenant that enables it: group, names,

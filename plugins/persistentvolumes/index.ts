@@ -1,8 +1,8 @@
-import type { KubeObject, ObjectMeta } from '../../core/kube/client.ts';
+import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { provenanceOf, stripDown } from '../../core/names/names.ts';
+import { provenanceOf } from '../../core/names/names.ts';
 import type { Decision, PluginContext, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
-import { clone, newObject } from '../../core/plugins/helpers.ts';
+import { clone, newObject, upMeta } from '../../core/plugins/helpers.ts';
 
 /** ClaimRef is the ObjectReference a bound PersistentVolume keeps to its claim. */
 export interface ClaimRef {
@@ -21,22 +21,6 @@ export interface PersistentVolume extends KubeObject {
   status?: { phase?: string; [field: string]: unknown };
 }
 
-/**
- * upMeta returns the tenant metadata of a super-truth object: the tenant object's own metadata when it exists, with
- * the super labels and annotations minus the project's reserved keys; reserved keys the core stamped on the tenant
- * object (managed-by) are kept.
- */
-function upMeta(superObj: KubeObject, tenantObj: KubeObject | undefined): ObjectMeta {
-  const meta: ObjectMeta = tenantObj?.metadata ? clone(tenantObj.metadata) : { name: superObj.metadata?.name };
-  for (const field of ['labels', 'annotations'] as const) {
-    const own = meta[field] ?? {};
-    const ownPlain = stripDown(own) ?? {};
-    const merged = { ...stripDown(superObj.metadata?.[field]), ...Object.fromEntries(Object.entries(own).filter(([k]) => !(k in ownPlain))) };
-    if (Object.keys(merged).length) meta[field] = merged;
-    else delete meta[field];
-  }
-  return meta;
-}
 
 /**
  * claimUid returns the uid of the tenant claim a super PV is bound to: the tenant PVC's uid when that PVC is the one
