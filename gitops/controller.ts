@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Counter } from 'prom-client';
 import { Runner, type Result } from '../core/controller/runner.ts';
 import { isNotFound, type KubeClient, type KubeObject } from '../core/kube/client.ts';
+import { recordEvent } from '../core/kube/events.ts';
 import { Informer, objectKey } from '../core/kube/informer.ts';
 import { R } from '../core/kube/resources.ts';
 import { childLogger } from '../core/log.ts';
@@ -250,25 +251,11 @@ export class GitOpsController {
   }
 
   private async event(gs: GitSource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const now = new Date().toISOString();
-    try {
-      await this.o.meta.create(R.events, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: `${gs.metadata.name}.${randomBytes(8).toString('hex')}`, namespace: gs.metadata.namespace },
-        involvedObject: { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', name: gs.metadata.name, namespace: gs.metadata.namespace, uid: gs.metadata.uid },
-        type,
-        reason,
-        message: message.slice(0, 1024),
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-        source: { component: 'vc-gitops' },
-      });
-    } catch (e) {
-      log.warn({ err: String(e) }, 'could not record event');
-    }
+    const target = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', name: gs.metadata.name, namespace: gs.metadata.namespace, uid: gs.metadata.uid };
+    const err = await recordEvent(this.o.meta, target, type, reason, message, 'vc-gitops');
+    if (err) log.warn({ err: err.message }, 'could not record event');
   }
+
 }
 
 function hookPath(namespace: string, name: string): string {

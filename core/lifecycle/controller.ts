@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { Gauge } from 'prom-client';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { isNotFound, type KubeClient, type KubeObject } from '../kube/client.ts';
+import { recordEvent } from '../kube/events.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
@@ -267,25 +267,11 @@ export class VirtualClusterController {
 
   private async event(vc: VirtualCluster, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const m = vc.metadata!;
-    const now = new Date().toISOString();
-    try {
-      await this.o.meta.create(R.events, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: `${m.name}.${randomBytes(8).toString('hex')}`, namespace: m.namespace },
-        involvedObject: { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: m.name, namespace: m.namespace, uid: m.uid },
-        type,
-        reason,
-        message: message.slice(0, 1024),
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-        source: { component: 'vc-manager' },
-      });
-    } catch (e) {
-      log.warn({ err: String(e) }, 'could not record event');
-    }
+    const target = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: m.name!, namespace: m.namespace, uid: m.uid };
+    const err = await recordEvent(this.o.meta, target, type, reason, message, 'vc-manager');
+    if (err) log.warn({ err: err.message }, 'could not record event');
   }
+
 }
 
 function cond(type: string, status: Condition['status'], reason: string, message: string, vc: VirtualCluster): Condition {
