@@ -72,7 +72,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     return this.synced;
   }
 
-  /** waitForSync resolves once the first list has been delivered. */
+  /** waitForSync resolves once the first list has been delivered, or when the informer is stopped. */
   waitForSync(): Promise<void> {
     if (this.synced) return Promise.resolve();
     return new Promise((res) => this.syncWaiters.push(res));
@@ -105,11 +105,14 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.loop = this.run(this.abort.signal);
   }
 
-  /** stop ends the watch and waits for the loop to finish. */
+  /** stop ends the watch and waits for the loop to finish; callers still waiting for the first sync are released. */
   async stop(): Promise<void> {
     this.abort?.abort();
     await this.loop;
     this.loop = undefined;
+    const w = this.syncWaiters;
+    this.syncWaiters = [];
+    w.forEach((f) => f());
   }
 
   private listOptions(): ListOptions {

@@ -112,6 +112,8 @@ export class Syncer {
   private readonly nodeIndex = new Map<string, Map<string, string>>();
   private readonly tokens: TokenMinter;
   private readonly recentEvents = new Set<string>();
+  private readonly adding = new Map<string, Tenant>();
+  private readonly removeAfterAdd = new Set<string>();
   private unsubscribe?: () => void;
   private gate?: Promise<void>;
   private openGate?: () => void;
@@ -193,12 +195,33 @@ export class Syncer {
   // ---- tenants -------------------------------------------------------------------------------------------------
 
   private async upsertTenant(t: Tenant): Promise<void> {
+    // Registries report the same tenant often (every reconcile of a Running VirtualCluster): while one add is under
+    // way, later reports only record the newest tenant, which is applied when the add finishes.
+    if (this.adding.has(t.key)) {
+      this.adding.set(t.key, t);
+      this.removeAfterAdd.delete(t.key);
+      return;
+    }
     const existing = this.tenants.get(t.key);
-    if (existing) {
+    if (existing && existing.tenant.kubeconfig === t.kubeconfig) {
       existing.tenant = t;
       this.queue.setWeight(t.key, t.weight);
       return;
     }
+    this.adding.set(t.key, t);
+    try {
+      // A new kubeconfig (rotated certificates, a moved apiserver) means new connections and fresh caches.
+      if (existing) await this.dropTenant(t.key);
+      await this.addTenant(t);
+    } finally {
+      const latest = this.adding.get(t.key);
+      this.adding.delete(t.key);
+      if (this.removeAfterAdd.delete(t.key)) await this.dropTenant(t.key);
+      else if (latest && latest !== t) await this.upsertTenant(latest);
+    }
+  }
+
+  private async addTenant(t: Tenant): Promise<void> {
     const client = await KubeClient.fromString(t.kubeconfig);
     const informers = new Map<string, Informer>();
     const state: TenantState = {
@@ -238,6 +261,14 @@ export class Syncer {
   }
 
   private async removeTenant(key: string): Promise<void> {
+    // An add under way may be waiting for caches that never sync (the tenant apiserver is gone): drop what it has
+    // registered now, which releases it, and make sure nothing of it stays when it returns.
+    if (this.adding.has(key)) this.removeAfterAdd.add(key);
+    await this.dropTenant(key);
+  }
+
+  /** dropTenant stops a tenant's informers and forgets its queued keys. */
+  private async dropTenant(key: string): Promise<void> {
     const s = this.tenants.get(key);
     if (!s) return;
     s.stopped = true;

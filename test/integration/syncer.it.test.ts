@@ -294,6 +294,18 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     }, 90_000);
   });
 
+  it('drops a tenant whose apiserver never answers when it is removed, and keeps serving the others', async () => {
+    const dead = { ...tenantB, key: 'team-z-000000-z', vcName: 'z', vcNamespace: 'team-z', kubeconfig: tenantB.kubeconfig.replace(/server: https:\/\/127\.0\.0\.1:\d+/, 'server: https://127.0.0.1:1') };
+    registry.upsert(dead);
+    for (let i = 0; i < 10; i++) registry.upsert({ ...tenantA });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(syncer.tenantReady(dead.key)).toBe(false);
+    registry.remove(dead.key);
+    await a.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'still-served', namespace: 'default' }, data: { k: 'v' } });
+    await eventually(() => t.client.get(R.configmaps, superNamespace(tenantA.key, 'default'), 'still-served'));
+    expect(syncer.tenantReady(tenantA.key)).toBe(true);
+  });
+
   it('creates no duplicates and loses nothing across a syncer restart', async () => {
     await syncer.stop();
     await a.create(R.deployments, deployment('after-restart', 2));
