@@ -14,7 +14,6 @@ import { InformerSuperView } from '../vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
-import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { git, startGitServer, type GitServer } from './gitserver.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -87,23 +86,26 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
     const gitURL = gitServer.url('tenants');
     const c = await sc.cluster.client();
     await c.apply(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tenants-webhook', namespace: 'default' }, stringData: { token: 'embedded' } }, 'vc-up');
-    await c.apply(
-      GITSOURCES,
-      {
-        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-        kind: 'GitSource',
-        metadata: { name: 'tenants', namespace: 'default' },
-        spec: { url: gitURL, ref: { branch: 'main' }, path: 'tenants', interval: '10s', webhook: { kind: 'generic', secretRef: { name: 'tenants-webhook' } } },
-      },
-      'vc-up',
-    );
+
     const cfg: ManagerConfig = {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
       superClusters: [{ name: 'default', kubeconfig: sc.kubeconfigPath }],
       leaderElection: { enabled: true, namespace: 'kube-system', name: 'vc-manager', leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
       virtualClusters: { enabled: true, local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint } },
-      gitops: { enabled: true, cacheDir: join(o.stateDir, 'gitops-cache') },
+      gitops: {
+        enabled: true,
+        cacheDir: join(o.stateDir, 'gitops-cache'),
+        // The tenant repository's GitSource is declared here; the manager applies it when it starts.
+        sources: [
+          {
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'GitSource',
+            metadata: { name: 'tenants', namespace: 'default' },
+            spec: { url: gitURL, ref: { branch: 'main' }, path: 'tenants', interval: '10s', webhook: { kind: 'generic', secretRef: { name: 'tenants-webhook' } } },
+          },
+        ],
+      },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
     };
     step('starting the vn-agent (kubelet proxy for tenants)');

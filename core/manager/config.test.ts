@@ -30,6 +30,11 @@ describe('manager configuration', () => {
     ['a bad field of a tenant, naming the tenant', `${header}tenants:\n  - {name: dev, namespace: team-a, uid: u, kubeconfig: k, weight: 0}\n`, /bad\.yaml: \/tenants\/0\/weight must be >= 1 \(tenant team-a\/dev\)/],
     ['a missing required field', `${header}tenants:\n  - {name: dev, namespace: team-a, kubeconfig: k}\n`, /\/tenants\/0\/uid is required/],
     ['a duplicate tenant', `${header}tenants:\n  - {name: dev, namespace: a, uid: u, kubeconfig: k}\n  - {name: dev, namespace: a, uid: v, kubeconfig: k}\n`, /\/tenants\/1 tenant a\/dev is listed twice/],
+    [
+      'an invalid GitSource in gitops.sources, naming it',
+      `${header}gitops:\n  sources:\n    - {apiVersion: tenancy.x-k8s.io/v1alpha1, kind: GitSource, metadata: {name: t, namespace: n}, spec: {url: 'not a url', ref: {branch: main}}}\n`,
+      /bad\.yaml: \/gitops\/sources\/0 GitSource n\/t: \/spec\/url/,
+    ],
     ['the wrong kind', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: Other\n', /\/kind must be equal to constant/],
   ])('rejects %s with the file and field', (_, text, want) => {
     const f = write('bad.yaml', text);

@@ -21,7 +21,13 @@ export interface ManagerConfig {
     retryPeriodSeconds?: number;
   };
   metrics?: { host?: string; port?: number };
-  gitops?: { enabled?: boolean; cacheDir?: string; timeoutSeconds?: number; webhook?: { host?: string; port?: number } };
+  gitops?: {
+    enabled?: boolean;
+    cacheDir?: string;
+    timeoutSeconds?: number;
+    webhook?: { host?: string; port?: number };
+    sources?: Array<Record<string, unknown>>;
+  };
   virtualClusters?: {
     enabled?: boolean;
     workers?: number;
@@ -79,6 +85,12 @@ export function loadManagerConfig(file: string): ManagerConfig {
   if (cfg.gitops?.cacheDir) cfg.gitops.cacheDir = abs(cfg.gitops.cacheDir);
   if (cfg.plugins?.thirdParty) {
     cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => (p.startsWith('.') || p.startsWith('/') ? abs(p) : p));
+  }
+  for (const [i, src] of (cfg.gitops?.sources ?? []).entries()) {
+    const errs = validate('gitSource', src);
+    const m = (src as { metadata?: { namespace?: string; name?: string } }).metadata;
+    const where = `${file}: /gitops/sources/${i} GitSource ${m?.namespace ?? '?'}/${m?.name ?? '?'}`;
+    if (errs.length) throw new ConfigError(formatErrors(where, errs));
   }
   const names = new Set<string>();
   for (const [i, t] of (cfg.tenants ?? []).entries()) {

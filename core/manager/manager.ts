@@ -2,7 +2,8 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GitOpsController } from '../../gitops/controller.ts';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient, type KubeObject } from '../kube/client.ts';
+import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../leader/election.ts';
 import { childLogger } from '../log.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
@@ -76,6 +77,8 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   );
   let running = false;
   const start = async () => {
+    // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
+    for (const src of cfg.gitops?.sources ?? []) await clients[0]!.apply(GITSOURCES, src as KubeObject, 'vc-manager-config');
     await Promise.all(syncers.map((s) => s.start()));
     await lifecycle?.controller.start();
     await gitops?.start();

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -8,12 +7,12 @@ import { isGone, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS, type LocalControlPlane } from '../../core/local/controlplane.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
-import { LABEL, MANAGER, rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { startTestSuper, type TestSuper } from '../harness.ts';
+import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 
 /** Pods a kwok node takes (its `pods` capacity, see kwokNode). */
@@ -341,22 +340,9 @@ function waitServiceAccount(c: KubeClient, ns: string): Promise<void> {
   return waitUntil(async () => !!(await c.getOrNull(R.serviceaccounts, ns, 'default')), 60_000, () => `ServiceAccount ${ns}/default`);
 }
 
-/** tenantOf describes a local control plane as a syncer tenant. */
+/** tenantOf describes a local control plane as a syncer tenant with a fresh uid. */
 function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string): Tenant {
-  const uid = randomUUID();
-  return {
-    key: rootNamespace(vcNamespace, vcName, uid),
-    vcName,
-    vcNamespace,
-    vcUid: uid,
-    kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
-    weight: 1,
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    opaqueMetaPrefixes: [],
-    transparentMetaPrefixes: [],
-    pluginConfig: { vnAgent: { port: 10550 } },
-  };
+  return tenantFor(cp, vcNamespace, vcName, randomUUID(), { pluginConfig: { vnAgent: { port: 10550 } } });
 }
 
 /** syncerCounters reads the syncer's counters (errors, writes, skips) and reconcile-time histogram from the registry. */

@@ -1,16 +1,15 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS, type LocalControlPlane } from '../../core/local/controlplane.ts';
-import { ANN, LABEL, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { ANN, LABEL, provenanceOf, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 
 interface Pod extends KubeObject {
   spec: {
@@ -26,22 +25,6 @@ interface Pod extends KubeObject {
 
 const sandboxPlugin = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
 
-function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, extra: Partial<Tenant> = {}): Tenant {
-  return {
-    key: rootNamespace(vcNamespace, vcName, uid),
-    vcName,
-    vcNamespace,
-    vcUid: uid,
-    kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
-    weight: 1,
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    opaqueMetaPrefixes: [],
-    transparentMetaPrefixes: [],
-    pluginConfig: { vnAgent: { port: 10550 } },
-    ...extra,
-  };
-}
 
 const deployment = (name: string, replicas: number, podSpec: Record<string, unknown> = {}) => ({
   apiVersion: 'apps/v1',
@@ -78,11 +61,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     ]);
     a = await cpA.client();
     b = await cpB.client();
-    tenantA = tenantOf(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-000000000001', {
+    tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-000000000001', {
+      pluginConfig: { vnAgent: { port: 10550 } },
       transparentMetaPrefixes: ['super.example.com/'],
       opaqueMetaPrefixes: ['secret.example.com/'],
     });
-    tenantB = tenantOf(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
+    tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
       pluginConfig: { vnAgent: { port: 10550 }, sandbox: { runtimeClassName: 'kata' } },
     });
     await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });

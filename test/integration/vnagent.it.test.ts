@@ -10,7 +10,7 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS, type LocalControlPlane } from '../../core/local/controlplane.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
-import { LABEL, rootNamespace, stampOwnership, superNamespace } from '../../core/names/names.ts';
+import { LABEL, stampOwnership, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
@@ -20,7 +20,7 @@ import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory, VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 
 interface Pod extends KubeObject {
   spec: { nodeName?: string; containers: Array<{ name: string; image: string }> };
@@ -123,19 +123,8 @@ describe('vn-agent: tenant kubectl logs/exec/attach/port-forward through real ap
     certPem: readFileSync(join(cp.dir, `pki/${name}.crt`), 'utf8'),
     keyPem: readFileSync(join(cp.dir, `pki/${name}.key`), 'utf8'),
   });
-  const tenantOf = (cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, port: number): Tenant => ({
-    key: rootNamespace(vcNamespace, vcName, uid),
-    vcName,
-    vcNamespace,
-    vcUid: uid,
-    kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
-    weight: 1,
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    opaqueMetaPrefixes: [],
-    transparentMetaPrefixes: [],
-    pluginConfig: { vnAgent: { port } },
-  });
+  const tenantOf = (cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, port: number): Tenant =>
+    tenantFor(cp, vcNamespace, vcName, uid, { pluginConfig: { vnAgent: { port } } });
   const directoryEntry = (cp: LocalControlPlane, tenant: Tenant) => ({
     key: tenant.key,
     vcName: tenant.vcName,
