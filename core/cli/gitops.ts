@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import type { Artifact, ParseError, SourceDocument } from '../../gitops/artifact.ts';
 import { KubeClient, type KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
+import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
 import { CliError, metaKubeconfig } from './vcs.ts';
 
 /** readDirArtifact reads every YAML/JSON file under dir into an artifact, as the git source would. */
@@ -71,8 +72,9 @@ export function registerGitOpsCommands(program: Command): void {
     .description('what applying a directory or a git revision would create, change and delete; changes nothing')
     .option('--ref <ref>', 'branch, tag:<name> or commit of a git URL', 'main')
     .option('--path <path>', 'directory inside the repository', '.')
+    .option('--source <namespace/name>', 'the GitSource that applies these definitions (default: the one labelled on the live objects)')
     .option('--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)')
-    .action(async (source: string, o: { ref: string; path: string; kubeconfig?: string }) => {
+    .action(async (source: string, o: { ref: string; path: string; source?: string; kubeconfig?: string }) => {
       const { planDiff } = await import('../../gitops/applier/diff.ts');
       const artifact = /^(https?|file):\/\//.test(source) ? await urlArtifact(source, o.ref, o.path) : await readDirArtifact(source);
       const c = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
@@ -80,7 +82,11 @@ export function registerGitOpsCommands(program: Command): void {
       for (const r of [R.virtualclusters, R.clusterversions]) {
         for (const item of (await c.list(r)).items) live.push({ ...item, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: r.kind });
       }
-      const d = planDiff(artifact, live);
+      // Objects a GitSource applied carry its label; knowing the source keeps that label from showing as a change.
+      const labels = new Set(live.map((x) => x.metadata?.labels?.[SOURCE_LABEL]).filter((x): x is string => !!x));
+      const owner = o.source ?? (labels.size === 1 ? [...labels][0]!.replace('.', '/') : undefined);
+      const [ownerNs, ownerName] = owner?.split('/') ?? [];
+      const d = planDiff(artifact, live, ownerNs && ownerName ? { namespace: ownerNs, name: ownerName } : undefined);
       const name = (x: { kind: string; namespace?: string; name: string }) => `${x.kind} ${x.namespace ? `${x.namespace}/` : ''}${x.name}`;
       for (const x of d.create) process.stdout.write(`+ ${name(x)} (${x.file})\n`);
       for (const x of d.change) process.stdout.write(`~ ${name(x.object)} (${x.object.file}): ${x.fields.join(', ')}\n`);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -103,6 +103,27 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const r = await vc(['kubeconfig', 'nope', ...kc]);
     expect(r.code).not.toBe(0);
     expect(r.stderr.trim()).toBe('vc: VirtualCluster default/nope not found');
+  });
+
+  it('validates a tenant repository and shows what applying it would change, without changing anything', async () => {
+    const repo = join(dir, 'repo');
+    mkdirSync(join(repo, 'tenants'), { recursive: true });
+    const vcDoc = (name: string, weight: number) =>
+      `apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: ${name}\n  namespace: default\nspec:\n  provisioner:\n    type: local\n  weight: ${weight}\n`;
+    writeFileSync(join(repo, 'tenants/dev.yaml'), vcDoc('dev', 3));
+    writeFileSync(join(repo, 'tenants/new.yaml'), vcDoc('new', 1));
+    const ok = await vc(['validate', repo]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/2 object\(s\) valid/);
+    const diff = await vc(['diff', repo, ...kc]);
+    expect(diff.code, diff.stderr).toBe(0);
+    expect(diff.stdout).toContain('+ VirtualCluster default/new (tenants/new.yaml)');
+    expect(diff.stdout).toMatch(/~ VirtualCluster default\/dev \(tenants\/dev\.yaml\): .*\/spec\/weight/);
+    expect(await t.client.getOrNull(R.virtualclusters, 'default', 'new')).toBeNull();
+    writeFileSync(join(repo, 'tenants/bad.yaml'), vcDoc('bad', 0));
+    const bad = await vc(['validate', repo]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/tenants\/bad\.yaml: VirtualCluster default\/bad: \/spec\/weight must be >= 1/);
   });
 
   it('deletes a VirtualCluster and waits until it is gone', async () => {
