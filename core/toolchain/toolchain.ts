@@ -57,6 +57,8 @@ export interface BuildOptions {
   versions?: Versions;
   /** where progress goes; defaults to stderr */
   out?: NodeJS.WriteStream;
+  /** the build recipe (default deploy/toolchain/build.sh); tests substitute a fast one */
+  script?: string;
 }
 
 /**
@@ -94,7 +96,12 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
     const started = Date.now();
     out.write(`building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`);
     out.write('a cold build takes about 15-20 minutes on 2 cores; later runs reuse it\n');
-    await runBuild(tmp, v, out);
+    try {
+      await runBuild(tmp, v, out, opts.script ?? join(repoRoot, 'deploy/toolchain/build.sh'));
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
     writeFileSync(join(tmp, MARKER), JSON.stringify({ ...v, builtAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }) + '\n');
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
@@ -105,8 +112,7 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
   }
 }
 
-async function runBuild(tmp: string, v: Versions, out: NodeJS.WriteStream): Promise<void> {
-  const script = join(repoRoot, 'deploy/toolchain/build.sh');
+async function runBuild(tmp: string, v: Versions, out: NodeJS.WriteStream, script: string): Promise<void> {
   const child = spawn('bash', [script, tmp, v.kubernetes, v.etcd, v.kwok], { stdio: ['ignore', 'inherit', 'pipe'] });
   const progress = new Progress(out);
   const tail: string[] = [];
