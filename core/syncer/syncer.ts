@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { Operation } from 'rfc6902';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { ApiError, isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { recordEvent } from '../kube/events.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
@@ -405,8 +405,8 @@ export class Syncer {
     const loc = p.superName?.(k.namespace, k.name, ctx) ?? { namespace: r.namespaced ? s.names.superNamespace(k.namespace) : undefined, name: k.name };
     const tenantObj = s.cache.get(r, k.namespace || undefined, k.name);
     const superObj = this.superCache.get(r, loc.namespace, loc.name);
-    if (p.manifest.sourceOfTruth === 'super') return this.planUp(s, p, ctx, tenantObj, superObj);
-    if (tenantObj && !superObj) return this.planOnlyTenant(s, p, ctx, tenantObj);
+    if (p.manifest.sourceOfTruth === 'super') return this.planUp(p, ctx, tenantObj, superObj);
+    if (tenantObj && !superObj) return this.planOnlyTenant(p, ctx, tenantObj);
     if (tenantObj && superObj) return this.planBoth(s, p, ctx, tenantObj, superObj, k);
     if (!tenantObj && superObj) return this.planOnlySuper(s, superObj);
     return { steps: [], effects: [] };
@@ -430,12 +430,11 @@ export class Syncer {
   }
 
   /** planOnlyTenant: the tenant object exists, its super counterpart does not: create it. */
-  private planOnlyTenant(s: TenantState, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject): Plan {
+  private planOnlyTenant(p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject): Plan {
     if (!p.toSuper) return { steps: [], effects: [] };
     const d = this.desiredSuper(p, ctx, tenantObj, undefined);
     const plan: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
     if (d.object && !d.skip) plan.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
-    void s;
     return plan;
   }
 
@@ -503,7 +502,7 @@ export class Syncer {
   }
 
   /** planUp: the super object is the truth; the tenant object follows it. */
-  private planUp(s: TenantState, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject | undefined, superObj: KubeObject | undefined): Plan {
+  private planUp(p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject | undefined, superObj: KubeObject | undefined): Plan {
     if (!p.toTenant) return { steps: [], effects: [] };
     const d = p.toTenant(superObj && structuredClone(superObj), tenantObj && structuredClone(tenantObj), ctx);
     const plan: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
@@ -518,7 +517,6 @@ export class Syncer {
     desired.metadata.labels = { ...desired.metadata.labels, [LABEL.managedBy]: MANAGER };
     if (!tenantObj) plan.steps.push({ op: 'createTenant', obj: forCreate(desired) });
     else this.tenantDiff(plan, tenantObj, desired);
-    void s;
     return plan;
   }
 
@@ -662,26 +660,16 @@ export class Syncer {
     if (this.recentEvents.size > 10_000) this.recentEvents.clear();
     this.recentEvents.add(id);
     const client = e.side === 'tenant' ? s.client : this.o.superClient;
-    const now = new Date().toISOString();
-    await client.create(R.events, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${e.regarding.name}.${randomBytes(8).toString('hex')}`, namespace: e.regarding.namespace ?? 'default' },
-      involvedObject: e.regarding,
-      reason: e.reason,
-      message: e.message,
-      type: e.eventType,
-      count: 1,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      source: { component: MANAGER },
-      reportingComponent: MANAGER,
-      reportingInstance: this.o.name ?? 'syncer',
-    });
+    const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
+    if (err) {
+      this.recentEvents.delete(id);
+      throw err;
+    }
   }
 
+
   private async bind(s: TenantState, e: Extract<Effect, { type: 'bind' }>): Promise<void> {
-    const nodes = this.o.host.get('nodes') as (ResourcePlugin & { buildVNode?: unknown }) | undefined;
+    const nodes = this.o.host.get('nodes') as ResourcePlugin | undefined;
     if (nodes && !s.cache.get(R.nodes, undefined, e.node)) {
       const superNode = this.superCache.get(R.nodes, undefined, e.node);
       const d = nodes.toTenant?.(superNode && structuredClone(superNode), undefined, { ...this.context(s), tenantCache: this.withBoundPod(s, e) });
