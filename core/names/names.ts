@@ -154,3 +154,49 @@ export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: strin
   if (annotations) out.annotations = annotations;
   return out;
 }
+
+/** Naming is the tenant-bound view of these rules that plugins receive. */
+export interface Naming {
+  /** super namespace of a tenant namespace */
+  superNamespace(tenantNamespace: string): string;
+  /** tenant namespace of a super namespace of this tenant, if it is one */
+  tenantNamespace(superNamespace: string): string | undefined;
+}
+
+/**
+ * NamespaceOwnerLookup reads the provenance of a super namespace (from a cache of super namespaces); undefined means
+ * the namespace is not known to it.
+ */
+export type NamespaceOwnerLookup = (superNamespace: string) => Provenance | null | undefined;
+
+/** HASHED_TAIL matches the end of a name fitName cut and hashed. */
+const HASHED_TAIL = new RegExp(`-[0-9a-f]{${HASH_LEN}}$`);
+
+/**
+ * tenantNaming is the one Naming of a tenant, used by the syncer, the vn-agent and the plugin test kit alike.
+ * superNamespace is fitName arithmetic. tenantNamespace asks `lookup` first: a super namespace it knows maps back
+ * through its ownership annotations (the only way a cut and hashed name maps back), and is this tenant's only if
+ * they say so. A namespace the lookup does not know (or no lookup, as in the vn-agent) maps back by arithmetic,
+ * except a 63-character name ending in a hash, which cannot be told apart from a cut one and maps to undefined.
+ */
+export function tenantNaming(tenantKey: string, lookup?: NamespaceOwnerLookup): Naming {
+  const prefix = `${tenantKey}-`;
+  return {
+    superNamespace: (ns) => superNamespace(tenantKey, ns),
+    tenantNamespace: (sns) => {
+      const known = lookup?.(sns);
+      if (known !== undefined) return known?.cluster === tenantKey ? known.name : undefined;
+      if (!sns.startsWith(prefix) || (sns.length === MAX_NAME && HASHED_TAIL.test(sns))) return undefined;
+      const ns = sns.slice(prefix.length);
+      return ns && superNamespace(tenantKey, ns) === sns ? ns : undefined;
+    },
+  };
+}
+
+/** namespaceOwnerIn builds a NamespaceOwnerLookup over a function that reads a super namespace from a cache. */
+export function namespaceOwnerIn(getNamespace: (name: string) => KubeObject | undefined): NamespaceOwnerLookup {
+  return (sns) => {
+    const ns = getNamespace(sns);
+    return ns ? provenanceOf(ns) : undefined;
+  };
+}

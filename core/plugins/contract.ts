@@ -1,5 +1,7 @@
 import type { KubeObject, Resource } from '../kube/client.ts';
-import type { Tenant } from '../syncer/tenant.ts';
+import type { Naming } from '../names/names.ts';
+
+export type { Naming } from '../names/names.ts';
 
 /**
  * The plugin contract. A plugin is a pure transform: it receives cloned objects and read-only views of the caches
@@ -39,17 +41,9 @@ export interface CacheReader {
   list<T extends KubeObject = KubeObject>(r: Resource, namespace?: string): T[];
 }
 
-/** Naming is the tenant-bound view of the names module. */
-export interface Naming {
-  /** super namespace of a tenant namespace */
-  superNamespace(tenantNamespace: string): string;
-  /** tenant namespace of a super namespace of this tenant, if it is one */
-  tenantNamespace(superNamespace: string): string | undefined;
-}
-
 /** PluginContext is everything a plugin may consult while transforming one object. */
 export interface PluginContext {
-  tenant: Readonly<Tenant>;
+  tenant: TenantView;
   names: Naming;
   tenantCache: CacheReader;
   superCache: CacheReader;
@@ -69,8 +63,8 @@ export interface ObjectRef {
 /** Effect is a side effect a plugin asks the core to carry out, declaratively. */
 export type Effect =
   | { type: 'event'; side: 'tenant' | 'super'; regarding: ObjectRef; eventType: 'Normal' | 'Warning'; reason: string; message: string }
-  /** bind the tenant Pod to the vNode `node` (the core ensures the vNode exists first) */
-  | { type: 'bind'; namespace: string; name: string; uid: string; node: string }
+  /** bind the tenant Pod to the node `node`; plugins implementing beforeBind create that node first */
+  | BindEffect
   /** delete the tenant object (a Pod whose super Pod is gone while the tenant Pod is terminating: no kubelet finalizes it) */
   | { type: 'deleteTenant'; namespace: string; name: string; uid: string; gracePeriodSeconds?: number }
   /** keep a super Secret holding a token minted by the tenant apiserver for this Pod's service account */
@@ -96,10 +90,10 @@ export interface TenantKey {
 
 /** RouteContext lets an up plugin map a super object to the tenants that must hear about it. */
 export interface RouteContext {
-  tenants: ReadonlyArray<Readonly<Tenant>>;
+  tenants: readonly TenantView[];
   superCache: CacheReader;
-  /** tenant keys whose Pods run on this super node */
-  tenantsOnNode(node: string): string[];
+  /** tenant keys owning super objects whose index `index` (declared in some plugin's `indexes`) has this value */
+  tenantsBy(index: string, value: string): string[];
   /** the tenant and tenant namespace of a super namespace, if a tenant owns it */
   tenantOfNamespace(superNamespace: string): { tenant: string; namespace: string } | undefined;
 }
@@ -124,17 +118,35 @@ export interface ResourcePlugin<T extends KubeObject = KubeObject> {
   route?(superObj: T, ctx: RouteContext): TenantKey[];
   /** superName maps a tenant object's name to the super name (default: the same name; namespaces override). */
   superName?(tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { namespace?: string; name: string };
+  /** reads lists the caches of other resources this plugin consults (see Dependencies). */
+  reads?: readonly CacheNeed[];
+  /** watches lists the events of other resources that requeue this plugin's objects (see Dependencies). */
+  watches?: readonly Watch[];
+  /** indexes lists the super-side indexes this plugin's route() asks about through RouteContext.tenantsBy. */
+  indexes?: readonly SuperIndex[];
+  /**
+   * beforeBind returns an object of this plugin's resource that must exist in the tenant before the core carries
+   * out a bind effect (the nodes plugin returns the vNode), or undefined when nothing is missing.
+   */
+  beforeBind?(bind: BindEffect, ctx: PluginContext): T | undefined;
 }
 
-/** MutatorPlugin edits the desired object of another plugin before the core diffs it. */
+/**
+ * MutatorPlugin edits the desired object of another plugin before the core diffs it. The mutators of one plugin form
+ * a chain in a defined order: built-in plugins in registry order, then third-party plugins in load order. Each sees
+ * the previous one's output; a skip or a null object stops the chain; a mutator not enabled for the tenant is passed
+ * over and the chain goes on.
+ */
 export interface MutatorPlugin<T extends KubeObject = KubeObject> {
   manifest: PluginManifest;
   mutate(desired: T, tenantObj: T, ctx: PluginContext): Decision<T>;
+  /** reads lists the caches this mutator consults beyond the mutated plugin's own resource. */
+  reads?: readonly CacheNeed[];
 }
 
 /** VnAgentPlugin is the vn-agent capability: translate a kubelet request path from tenant names to super names. */
 export interface VnAgentCapability {
-  translateKubeletPath?(path: string, ctx: { names: Naming; tenant: Readonly<Tenant> }): string | null;
+  translateKubeletPath?(path: string, ctx: { names: Naming; tenant: TenantView }): string | null;
 }
 
 /** Plugin is anything the host can load. */
@@ -148,4 +160,79 @@ export function isMutator(p: Plugin): p is MutatorPlugin & Partial<VnAgentCapabi
 /** hasVnAgent tells whether a plugin has the vn-agent capability. */
 export function hasVnAgent(p: Plugin): p is Plugin & Required<VnAgentCapability> {
   return typeof (p as VnAgentCapability).translateKubeletPath === 'function';
+}
+
+// ---- Contract v1: the tenant as plugins see it, and the dependencies a plugin declares -------------------------
+
+/**
+ * TenantView is the read-only view of one tenant that plugins receive: identity and settings, never a credential
+ * (no kubeconfig) and nothing that only the core needs (no queue weight).
+ */
+export interface TenantView {
+  /** cluster key = root namespace */
+  readonly key: string;
+  readonly vcName: string;
+  readonly vcNamespace: string;
+  /** uid of the VirtualCluster object */
+  readonly vcUid: string;
+  /** cluster domain used in DNS search paths */
+  readonly clusterDomain: string;
+  /** Pod Security admission level written on the tenant's super namespaces */
+  readonly podSecurityLevel: 'privileged' | 'baseline' | 'restricted';
+  /** prefixes of tenant labels/annotations that must not reach the super cluster */
+  readonly opaqueMetaPrefixes?: readonly string[];
+  /** prefixes of super labels/annotations that are copied up to the tenant */
+  readonly transparentMetaPrefixes?: readonly string[];
+  /** plugins enabled for this tenant beyond the defaults (opt-in ones) and disabled for it */
+  readonly plugins?: { readonly enable?: readonly string[]; readonly disable?: readonly string[] };
+  /** per-tenant settings for plugins, by plugin or setting name */
+  readonly pluginConfig?: Readonly<Record<string, unknown>>;
+  /** where Pods in the super reach this tenant's apiserver */
+  readonly apiserverEndpoint?: { readonly host: string; readonly port: number };
+}
+
+/** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */
+export interface BindEffect {
+  type: 'bind';
+  namespace: string;
+  name: string;
+  uid: string;
+  node: string;
+}
+
+/** SIDES are the two clusters a cache or an event comes from. */
+export const SIDES = ['tenant', 'super'] as const;
+/** Side is one of SIDES. */
+export type Side = (typeof SIDES)[number];
+
+/**
+ * CacheNeed asks the core to keep an informer cache of `resource` on `side`, so ctx.tenantCache or ctx.superCache
+ * can read it. The core watches exactly the resources plugins own, read or watch (plus super namespaces, which it
+ * needs for naming). Super caches hold only objects the syncer manages, unless a plugin whose source of truth is
+ * the super cluster owns the resource.
+ */
+export interface CacheNeed {
+  resource: Resource;
+  side: Side;
+}
+
+/**
+ * Watch requeues this plugin's objects when an object of another resource changes (vcluster's extra watches). It
+ * implies the CacheNeed. On an update, map sees the old and the new version.
+ * - side `tenant`: map returns the tenant namespace and name of this plugin's objects in the same tenant;
+ * - side `super`: map returns full tenant keys (which tenant, which object), as route() does.
+ */
+export type Watch =
+  | (CacheNeed & { side: 'tenant'; map(obj: KubeObject, tenant: TenantView): Array<{ namespace: string; name: string }> })
+  | (CacheNeed & { side: 'super'; map(obj: KubeObject, ctx: RouteContext): TenantKey[] });
+
+/**
+ * SuperIndex asks the core to index the super objects of `resource` by the values `values` returns, remembering the
+ * tenant that owns each object (its ownership annotations); RouteContext.tenantsBy(name, value) answers from it.
+ * The nodes plugin indexes super Pods by node name to find the tenants with Pods on a node.
+ */
+export interface SuperIndex {
+  name: string;
+  resource: Resource;
+  values(obj: KubeObject): string[];
 }

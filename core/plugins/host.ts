@@ -3,8 +3,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { childLogger } from '../log.ts';
-import type { Tenant } from '../syncer/tenant.ts';
-import { isMutator, type MutatorPlugin, type Plugin, type PluginProcess, type ResourcePlugin } from './contract.ts';
+import { isMutator, type MutatorPlugin, type Plugin, type PluginProcess, type ResourcePlugin, type TenantView } from './contract.ts';
 
 const log = childLogger({ controller: 'plugin-host' });
 
@@ -97,7 +96,7 @@ export class PluginHost {
     return [...this.plugins.values()].filter((p): p is ResourcePlugin => !isMutator(p));
   }
 
-  /** mutatorsOf lists the active mutators of a plugin, in load order. */
+  /** mutatorsOf lists the active mutators of a plugin in chain order: built-ins in registry order, then third-party in load order. */
   mutatorsOf(name: string): MutatorPlugin[] {
     return [...this.plugins.values()].filter((p): p is MutatorPlugin => isMutator(p) && p.manifest.mutates === name);
   }
@@ -106,7 +105,7 @@ export class PluginHost {
    * enabledFor says whether a plugin runs for a tenant: opt-in plugins need enabling (globally or by the tenant),
    * and either level can disable any plugin.
    */
-  enabledFor(tenant: Pick<Tenant, 'plugins'>, name: string): boolean {
+  enabledFor(tenant: Pick<TenantView, 'plugins'>, name: string): boolean {
     const p = this.plugins.get(name);
     if (!p) return false;
     if (this.o.disable?.includes(name) || tenant.plugins?.disable?.includes(name)) return false;

@@ -1,7 +1,7 @@
 import type { KubeObject, Resource } from '../kube/client.ts';
-import { superNamespace } from '../names/names.ts';
-import type { Tenant } from '../syncer/tenant.ts';
-import type { CacheReader, PluginContext } from './contract.ts';
+import { namespaceOwnerIn, tenantNaming } from '../names/names.ts';
+import { R } from '../kube/resources.ts';
+import type { CacheReader, PluginContext, TenantView } from './contract.ts';
 
 /**
  * MapCache is a CacheReader over plain arrays of objects, for table-driven plugin tests: a plugin is a pure
@@ -24,15 +24,13 @@ export class MapCache implements CacheReader {
   }
 }
 
-/** testTenant returns a tenant with sensible defaults for unit tests. */
-export function testTenant(over: Partial<Tenant> = {}): Tenant {
+/** testTenant returns the view of a tenant that plugins get, with sensible defaults for unit tests. */
+export function testTenant(over: Partial<TenantView> = {}): TenantView {
   return {
     key: 'team-a-1a2b3c-dev',
     vcName: 'dev',
     vcNamespace: 'team-a',
     vcUid: '00000000-0000-0000-0000-00000000000a',
-    kubeconfig: '',
-    weight: 1,
     clusterDomain: 'cluster.local',
     podSecurityLevel: 'baseline',
     opaqueMetaPrefixes: [],
@@ -41,18 +39,18 @@ export function testTenant(over: Partial<Tenant> = {}): Tenant {
   };
 }
 
-/** testContext builds a PluginContext over the given tenant and caches. */
-export function testContext(o: { tenant?: Tenant; tenantCache?: CacheReader; superCache?: CacheReader; now?: Date } = {}): PluginContext {
+/**
+ * testContext builds a PluginContext over the given tenant and caches. Its naming is the production one
+ * (tenantNaming), reading super namespaces from the super cache as the syncer does.
+ */
+export function testContext(o: { tenant?: TenantView; tenantCache?: CacheReader; superCache?: CacheReader; now?: Date } = {}): PluginContext {
   const tenant = o.tenant ?? testTenant();
-  const prefix = `${tenant.key}-`;
+  const superCache = o.superCache ?? new MapCache();
   return {
     tenant,
-    names: {
-      superNamespace: (ns) => superNamespace(tenant.key, ns),
-      tenantNamespace: (sns) => (sns.startsWith(prefix) && sns.length < 63 ? sns.slice(prefix.length) : undefined),
-    },
+    names: tenantNaming(tenant.key, namespaceOwnerIn((n) => superCache.get(R.namespaces, undefined, n))),
     tenantCache: o.tenantCache ?? new MapCache(),
-    superCache: o.superCache ?? new MapCache(),
+    superCache,
     now: o.now ?? new Date('2026-01-01T00:00:00Z'),
   };
 }

@@ -20,12 +20,12 @@ export class TokenMinter {
 
   constructor(private readonly superClient: KubeClient) {}
 
-  /** ensure mints or refreshes the token when due and returns the milliseconds until the next refresh. */
-  async ensure(tenant: Tenant, tenantClient: KubeClient, e: TokenRequestEffect): Promise<number> {
+  /** ensure mints or refreshes the token when due; it says whether it minted and when the next refresh is due. */
+  async ensure(tenant: Tenant, tenantClient: KubeClient, e: TokenRequestEffect): Promise<{ minted: boolean; refreshInMs: number }> {
     const id = `${e.superNamespace}/${e.secretName}/${e.superPodUid}`;
     const due = this.refreshAt.get(id);
     const now = Date.now();
-    if (due && due > now) return due - now;
+    if (due && due > now) return { minted: false, refreshInMs: due - now };
     const tr = await tenantClient.request<{ status: { token: string; expirationTimestamp: string } }>(
       'POST',
       `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/serviceaccounts/${encodeURIComponent(e.serviceAccount)}/token`,
@@ -60,6 +60,6 @@ export class TokenMinter {
     const next = now + 0.8 * (expires - now);
     this.refreshAt.set(id, next);
     if (this.refreshAt.size > 200_000) this.refreshAt.clear();
-    return next - now;
+    return { minted: true, refreshInMs: next - now };
   }
 }

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { superNamespace } from '../names/names.ts';
 import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../pki/pki.ts';
-import { agentTenant, authenticate, certFingerprint, chainsTo, namingFor, splitPem, type AgentTenant } from './auth.ts';
+import { agentTenant, authenticate, certFingerprint, chainsTo, splitPem, type AgentTenant } from './auth.ts';
 
 const DAY = 86_400_000;
 
@@ -96,7 +96,7 @@ describe('vn-agent authentication', () => {
   });
 
   it('names super namespaces as the syncer does, and maps them back', () => {
-    const n = namingFor('team-a-111111-a');
+    const n = agentTenant({ key: 'team-a-111111-a', caPem: caA.certPem, fingerprint: 'a'.repeat(64) }).names;
     expect(n.superNamespace('default')).toBe(superNamespace('team-a-111111-a', 'default'));
     expect(n.tenantNamespace('team-a-111111-a-default')).toBe('default');
     expect(n.tenantNamespace('team-b-222222-b-default')).toBeUndefined();

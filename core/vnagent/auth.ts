@@ -1,7 +1,6 @@
 import { X509Certificate, createHash } from 'node:crypto';
-import { MAX_NAME, superNamespace } from '../names/names.ts';
-import type { Naming } from '../plugins/contract.ts';
-import type { Tenant } from '../syncer/tenant.ts';
+import { tenantNaming, type Naming } from '../names/names.ts';
+import type { TenantView } from '../plugins/contract.ts';
 
 /**
  * Tenant identity for the vn-agent. A tenant apiserver reaches the agent with its kubelet client certificate; the
@@ -20,7 +19,7 @@ export interface AgentTenant {
   /** lowercase hex SHA-256 of the DER of the tenant apiserver's kubelet client certificate */
   readonly fingerprint: string;
   /** the tenant as plugins see it (only identity, plugins and pluginConfig are meaningful in the agent) */
-  readonly tenant: Readonly<Tenant>;
+  readonly tenant: TenantView;
   /** tenant-bound naming */
   readonly names: Naming;
 }
@@ -43,23 +42,6 @@ export function splitPem(pem: string): string[] {
 }
 
 /**
- * namingFor is the tenant-bound naming of a cluster key, computed from the names module alone (no caches); a super
- * namespace whose name was cut to 63 characters and hashed does not map back (undefined).
- */
-export function namingFor(key: string): Naming {
-  return {
-    superNamespace: (ns) => superNamespace(key, ns),
-    tenantNamespace: (sns) => {
-      if (!sns.startsWith(`${key}-`)) return undefined;
-      // A 63-character name ending in -<10 hex> may be a cut and hashed one, which cannot be mapped back.
-      if (sns.length === MAX_NAME && /-[0-9a-f]{10}$/.test(sns)) return undefined;
-      const ns = sns.slice(key.length + 1);
-      return ns && superNamespace(key, ns) === sns ? ns : undefined;
-    },
-  };
-}
-
-/**
  * agentTenant builds an AgentTenant from its spec, parsing the CA. It throws when the CA holds no certificate or the
  * fingerprint is not 64 hex characters, so a broken tenant is reported instead of silently never matching.
  */
@@ -69,19 +51,17 @@ export function agentTenant(s: AgentTenantSpec): AgentTenant {
   const cas = blocks.map((b) => new X509Certificate(b));
   const fingerprint = s.fingerprint.toLowerCase().replace(/:/g, '');
   if (!/^[0-9a-f]{64}$/.test(fingerprint)) throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
-  const tenant: Tenant = {
+  const tenant: TenantView = {
     key: s.key,
     vcName: s.vcName ?? s.key,
     vcNamespace: s.vcNamespace ?? '',
     vcUid: s.vcUid ?? '',
-    kubeconfig: '',
-    weight: 1,
     clusterDomain: 'cluster.local',
     podSecurityLevel: 'baseline',
     plugins: s.plugins,
     pluginConfig: s.pluginConfig,
   };
-  return { key: s.key, caPem: s.caPem, cas, fingerprint, tenant, names: namingFor(s.key) };
+  return { key: s.key, caPem: s.caPem, cas, fingerprint, tenant, names: tenantNaming(s.key) };
 }
 
 /** certFingerprint is the lowercase hex SHA-256 of a certificate's DER, as fingerprintSha256 computes from PEM. */

@@ -76,7 +76,7 @@ describe('customresourcedefinitions toTenant', () => {
   });
 });
 
-const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsOnNode: () => [], tenantOfNamespace: () => undefined };
+const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsBy: () => [], tenantOfNamespace: () => undefined };
 
 describe('customresourcedefinitions route', () => {
   it.each([

@@ -59,6 +59,11 @@ export const dnsPlugin: MutatorPlugin<Pod> = {
     mutates: 'pods',
   },
 
+  reads: [
+    { resource: R.services, side: 'tenant' },
+    { resource: R.services, side: 'super' },
+  ],
+
   mutate(desired, tenantObj, ctx) {
     const spec = desired?.spec;
     if (!spec || desired.metadata?.uid || !usesClusterDNS(spec)) return { object: desired };

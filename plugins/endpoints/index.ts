@@ -86,6 +86,14 @@ export const endpointsPlugin = {
     sourceOfTruth: 'tenant',
     processes: ['manager'],
   },
+  // A Service that gains or loses its selector decides whether its Endpoints are copied.
+  watches: [
+    {
+      resource: R.services,
+      side: 'tenant',
+      map: (svc) => [{ namespace: svc.metadata?.namespace ?? '', name: svc.metadata?.name ?? '' }],
+    },
+  ],
   toSuper,
 } satisfies ResourcePlugin<Endpoints>;
 

@@ -129,7 +129,7 @@ describe('events plugin: route', () => {
   const rctx: RouteContext = {
     tenants: [],
     superCache: new MapCache(),
-    tenantsOnNode: () => [],
+    tenantsBy: () => [],
     tenantOfNamespace: (ns) => (ns === SNS ? { tenant: KEY, namespace: 'default' } : undefined),
   };
   const cases: Array<[string, Event, unknown[]]> = [

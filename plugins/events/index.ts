@@ -58,6 +58,7 @@ export const eventsPlugin: ResourcePlugin<Event> = {
     sourceOfTruth: 'super',
     processes: ['manager'],
   },
+  reads: Object.values(EVENT_KINDS).map((resource) => ({ resource, side: 'super' as const })),
 
   route(superEvent, rctx) {
     const io = superEvent.involvedObject;

@@ -5,7 +5,7 @@ import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { Tenant } from '../../core/syncer/tenant.ts';
 import type { Pod } from '../pods/types.ts';
-import plugin, { buildVNode, nodesPlugin, type Node } from './index.ts';
+import plugin, { buildVNode, nodesPlugin, PODS_BY_NODE, type Node } from './index.ts';
 
 const KEY = testTenant().key;
 const OTHER = 'team-b-4d5e6f-prod';
@@ -212,7 +212,7 @@ describe('nodes plugin: route', () => {
     const rctx: RouteContext = {
       tenants: [],
       superCache: new MapCache(),
-      tenantsOnNode: (n) => (n === 'node-1' ? [KEY, OTHER] : []),
+      tenantsBy: (index, n) => (index === PODS_BY_NODE && n === 'node-1' ? [KEY, OTHER] : []),
       tenantOfNamespace: () => undefined,
     };
     expect(nodesPlugin.route!(superNode, rctx)).toEqual([

@@ -11,6 +11,8 @@ export const VNODE_LABEL = `${PREFIX}/vnode`;
 export const EMPTY_SINCE_ANN = `${PREFIX}/empty-since`;
 /** DEFAULT_VN_AGENT_PORT is the vn-agent port a vNode advertises as its kubelet endpoint. */
 export const DEFAULT_VN_AGENT_PORT = 10550;
+/** PODS_BY_NODE is the super index of Pods by node name that route() reads: the tenants with Pods on a node. */
+export const PODS_BY_NODE = 'nodes/pods-by-node';
 /** DEFAULT_GRACE_SECONDS is how long an empty vNode is kept before it is deleted. */
 export const DEFAULT_GRACE_SECONDS = 120;
 
@@ -77,10 +79,15 @@ function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant'>
   return vNode;
 }
 
-/** buildVNode returns a new vNode for a super node; the core creates it right before binding a tenant Pod to it. */
+/** buildVNode returns a new vNode for a super node; beforeBind hands it to the core right before a bind. */
 export function buildVNode(superNode: Node, ctx: Pick<PluginContext, 'tenant'>): Node {
   return mirror(superNode, { apiVersion: 'v1', kind: 'Node', metadata: {} }, ctx);
 }
+
+const nodeOf = (pod: KubeObject): string[] => {
+  const node = (pod as Pod).spec?.nodeName;
+  return node ? [node] : [];
+};
 
 /** tenantHasPodOn reports whether the tenant has a Pod on the node, bound in the tenant or running in the super. */
 function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
@@ -103,9 +110,31 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     processes: ['manager'],
   },
 
+  indexes: [{ name: PODS_BY_NODE, resource: R.pods, values: (pod) => nodeOf(pod) }],
+
+  // A Pod bound to or leaving a node, on either side, decides whether the tenant keeps that node's vNode.
+  watches: [
+    { resource: R.pods, side: 'tenant', map: (pod) => nodeOf(pod).map((name) => ({ namespace: '', name })) },
+    {
+      resource: R.pods,
+      side: 'super',
+      map: (pod) => {
+        const tenant = provenanceOf(pod)?.cluster;
+        return tenant ? nodeOf(pod).map((name) => ({ tenant, namespace: '', name })) : [];
+      },
+    },
+  ],
+
   route(superNode, rctx) {
     const name = superNode.metadata?.name ?? '';
-    return rctx.tenantsOnNode(name).map((tenant) => ({ tenant, namespace: '', name }));
+    return rctx.tenantsBy(PODS_BY_NODE, name).map((tenant) => ({ tenant, namespace: '', name }));
+  },
+
+  // A tenant Pod can only be bound to a node the tenant has: build the vNode from the super node when it is missing.
+  beforeBind(bind, ctx) {
+    if (ctx.tenantCache.get(R.nodes, undefined, bind.node)) return undefined;
+    const superNode = ctx.superCache.get<Node>(R.nodes, undefined, bind.node);
+    return superNode ? buildVNode(superNode, ctx) : undefined;
   },
 
   toTenant(superNode, vNode, ctx): Decision<Node> {

@@ -202,7 +202,7 @@ describe('persistentvolumes toTenant', () => {
 const rctx = (owned: Record<string, { tenant: string; namespace: string }>): RouteContext => ({
   tenants: [tenant],
   superCache: new MapCache(),
-  tenantsOnNode: () => [],
+  tenantsBy: () => [],
   tenantOfNamespace: (ns) => owned[ns],
 });
 

@@ -55,6 +55,19 @@ export const persistentvolumesPlugin = {
     processes: ['manager'],
   },
 
+  reads: [{ resource: R.persistentvolumeclaims, side: 'super' }],
+  // A tenant claim that binds (or is deleted and created again) changes the claimRef uid its volume shows.
+  watches: [
+    {
+      resource: R.persistentvolumeclaims,
+      side: 'tenant',
+      map: (pvc) => {
+        const volume = (pvc as { spec?: { volumeName?: string } }).spec?.volumeName;
+        return volume ? [{ namespace: '', name: volume }] : [];
+      },
+    },
+  ],
+
   route(superObj: PersistentVolume, rctx: RouteContext): TenantKey[] {
     const ns = superObj.spec?.claimRef?.namespace;
     const owner = ns ? rctx.tenantOfNamespace(ns) : undefined;

@@ -1,8 +1,7 @@
 import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf } from '../../core/names/names.ts';
-import type { Decision, Effect, Naming, PluginContext, ResourcePlugin, VnAgentCapability } from '../../core/plugins/contract.ts';
+import type { Decision, Effect, Naming, PluginContext, ResourcePlugin, TenantView, VnAgentCapability } from '../../core/plugins/contract.ts';
 import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
-import type { Tenant } from '../../core/syncer/tenant.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume } from './types.ts';
 
 export type { Pod, PodSpec, PodStatus } from './types.ts';
@@ -181,7 +180,7 @@ const SEGMENT = /^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$/;
  * understands it: the tenant namespace becomes the super namespace and the optional pod uid segment is dropped (the
  * super Pod has another uid). Paths other than containerLogs, exec, attach, run and portForward are refused (null).
  */
-export function translateKubeletPath(path: string, ctx: { names: Naming; tenant: Readonly<Tenant> }): string | null {
+export function translateKubeletPath(path: string, ctx: { names: Naming; tenant: TenantView }): string | null {
   const q = path.indexOf('?');
   const query = q >= 0 ? path.slice(q) : '';
   const parts = (q >= 0 ? path.slice(0, q) : path).split('/');

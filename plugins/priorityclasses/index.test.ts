@@ -109,7 +109,7 @@ describe('priorityclasses toTenant', () => {
   });
 });
 
-const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsOnNode: () => [], tenantOfNamespace: () => undefined };
+const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsBy: () => [], tenantOfNamespace: () => undefined };
 
 describe('priorityclasses route', () => {
   it.each([

@@ -52,6 +52,7 @@ export const serviceaccountsPlugin = {
     sourceOfTruth: 'tenant',
     processes: ['manager'],
   },
+  reads: [{ resource: R.secrets, side: 'tenant' }],
   toSuper,
 } satisfies ResourcePlugin<ServiceAccount>;
 

@@ -119,7 +119,7 @@ describe('storageclasses toTenant', () => {
   });
 });
 
-const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsOnNode: () => [], tenantOfNamespace: () => undefined };
+const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsBy: () => [], tenantOfNamespace: () => undefined };
 
 describe('storageclasses route', () => {
   it.each([

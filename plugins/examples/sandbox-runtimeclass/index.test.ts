@@ -10,8 +10,6 @@ const contextFor = (pluginConfig?: Record<string, unknown>): PluginContext => ({
     vcName: 'dev',
     vcNamespace: 'team-a',
     vcUid: '00000000-0000-0000-0000-00000000000a',
-    kubeconfig: '',
-    weight: 1,
     clusterDomain: 'cluster.local',
     podSecurityLevel: 'baseline',
     ...(pluginConfig ? { pluginConfig } : {}),

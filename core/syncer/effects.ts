@@ -1,0 +1,129 @@
+import { isAlreadyExists, isConflict, isNotFound, KubeClient, type Resource } from '../kube/client.ts';
+import { recordEvent } from '../kube/events.ts';
+import { childLogger } from '../log.ts';
+import { MANAGER } from '../names/names.ts';
+import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
+import type { PluginHost } from '../plugins/host.ts';
+import { diffStatus, forCreate } from './diff.ts';
+import { countWrite } from './metrics.ts';
+import { markManaged } from './plan.ts';
+import type { TenantSession } from './tenants.ts';
+import type { TokenMinter } from './tokens.ts';
+
+const log = childLogger({ controller: 'syncer' });
+
+type EventEffect = Extract<Effect, { type: 'event' }>;
+
+/** EffectsOptions are what carrying out effects needs beyond the tenant session. */
+export interface EffectsOptions {
+  superClient: KubeClient;
+  superCache: CacheReader;
+  host: PluginHost;
+  tokens: TokenMinter;
+}
+
+/** EffectTarget is the reconcile an effect belongs to. */
+export interface EffectTarget {
+  session: TenantSession;
+  /** the queue key, for event dedupe and logs */
+  key: string;
+  /** the plugin whose plan asked for the effect, and its resource */
+  plugin: string;
+  resource: Resource;
+  ctx: PluginContext;
+  /** uid of the super object the plan's steps wrote, if any */
+  superUid: string | undefined;
+}
+
+/**
+ * Effects carries out the declarative effects plugins ask for, each write counted in vc_syncer_writes_total: events
+ * (best effort, deduplicated), binds (after the objects other plugins say must exist first), deletion of a tenant
+ * Pod no kubelet finalizes, and service account tokens.
+ */
+export class Effects {
+  private readonly recentEvents = new Set<string>();
+
+  constructor(private readonly o: EffectsOptions) {}
+
+  /** run carries out one effect and returns a requeue delay in milliseconds, if it needs one. */
+  async run(t: EffectTarget, e: Effect): Promise<number | undefined> {
+    const s = t.session;
+    switch (e.type) {
+      case 'event':
+        await this.event(t, e);
+        return;
+      case 'bind':
+        await this.bind(t, e);
+        return;
+      case 'deleteTenant':
+        await s.client.delete(t.resource, e.namespace, e.name, { uid: e.uid, gracePeriodSeconds: e.gracePeriodSeconds });
+        countWrite(s.tenant.key, t.plugin, 'deleteTenant');
+        return;
+      case 'serviceAccountToken': {
+        const superNs = s.names.superNamespace(e.namespace);
+        const uid = t.superUid ?? this.o.superCache.get(t.resource, superNs, e.pod)?.metadata?.uid;
+        // No super Pod yet (its creation is waiting, e.g. for DNS): its creation event brings us back.
+        if (!uid) return;
+        const r = await this.o.tokens.ensure(s.tenant, s.client, { ...e, superNamespace: superNs, superPodUid: uid });
+        if (r.minted) countWrite(s.tenant.key, t.plugin, 'token');
+        return r.refreshInMs;
+      }
+    }
+  }
+
+  /**
+   * event records an event once per key, object, reason and message. Events are best effort (core/kube/events.ts):
+   * a failure is logged at debug level and forgotten, so the same event is tried again next time, and it never fails
+   * the reconcile.
+   */
+  private async event(t: EffectTarget, e: EventEffect): Promise<void> {
+    const id = `${t.key}|${e.regarding.uid}|${e.reason}|${e.message}`;
+    if (this.recentEvents.has(id)) return;
+    if (this.recentEvents.size > 10_000) this.recentEvents.clear();
+    this.recentEvents.add(id);
+    const client = e.side === 'tenant' ? t.session.client : this.o.superClient;
+    const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
+    if (err) {
+      this.recentEvents.delete(id);
+      log.debug({ key: t.key, reason: e.reason, err: String(err) }, 'event not recorded');
+      return;
+    }
+    countWrite(t.session.tenant.key, t.plugin, 'event');
+  }
+
+  /**
+   * bind binds a tenant object (a Pod: the requesting plugin's resource) to a node through its binding subresource.
+   * First every enabled plugin implementing beforeBind may name an object that
+   * must exist in the tenant (the nodes plugin's vNode); the core creates it, with its status.
+   */
+  private async bind(t: EffectTarget, e: BindEffect): Promise<void> {
+    const s = t.session;
+    for (const p of this.o.host.resourcePlugins()) {
+      if (!p.beforeBind || !this.o.host.enabledFor(s.view, p.manifest.name)) continue;
+      const needed = p.beforeBind(e, t.ctx);
+      if (!needed) continue;
+      const r = p.manifest.resource!;
+      const desired = markManaged(needed);
+      try {
+        const created = await s.client.create(r, forCreate(desired), { fieldManager: MANAGER });
+        countWrite(s.tenant.key, p.manifest.name, 'createTenant');
+        const st = diffStatus(created, desired);
+        if (st.length) {
+          await s.client.patch(r, created.metadata?.namespace, created.metadata?.name ?? '', st, 'json', { subresource: 'status', fieldManager: MANAGER });
+          countWrite(s.tenant.key, p.manifest.name, 'patchTenantStatus');
+        }
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+      }
+    }
+    try {
+      await s.client.request('POST', KubeClient.path(t.resource, e.namespace, e.name, 'binding'), {
+        body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: e.name, namespace: e.namespace, uid: e.uid }, target: { apiVersion: 'v1', kind: 'Node', name: e.node } },
+      });
+      countWrite(s.tenant.key, t.plugin, 'bind');
+    } catch (err) {
+      // Already bound (a previous attempt succeeded before the cache caught up) is success.
+      if (!isConflict(err) && !isNotFound(err)) throw err;
+    }
+  }
+}

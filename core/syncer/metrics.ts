@@ -1,0 +1,64 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { registry } from '../metrics/registry.ts';
+
+/** QueueDepthSource is anything that reports the keys waiting per tenant (a running syncer). */
+export interface QueueDepthSource {
+  depthByTenant(): Array<[string, number]>;
+}
+
+const depthSources = new Set<QueueDepthSource>();
+
+/** watchDepth adds a running syncer to the queue-depth gauge; the returned function removes it. */
+export function watchDepth(s: QueueDepthSource): () => void {
+  depthSources.add(s);
+  return () => depthSources.delete(s);
+}
+
+/**
+ * WRITE_OPS are the `op` labels of vc_syncer_writes_total: the steps of a plan, then the effects that write (a bind,
+ * a minted token, a recorded event, the deletion of a tenant Pod no kubelet finalizes).
+ */
+export const WRITE_OPS = [
+  'createSuper',
+  'patchSuper',
+  'deleteSuper',
+  'createTenant',
+  'patchTenant',
+  'patchTenantStatus',
+  'deleteTenant',
+  'bind',
+  'token',
+  'event',
+] as const;
+/** WriteOp is one of WRITE_OPS. */
+export type WriteOp = (typeof WRITE_OPS)[number];
+
+/** syncerMetrics are the syncer's Prometheus series, registered once on the process registry. */
+export const syncerMetrics = {
+  depth: new Gauge({
+    name: 'vc_syncer_queue_depth',
+    help: 'Keys waiting in the fair queue, per tenant.',
+    labelNames: ['tenant'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of depthSources) for (const [t, n] of s.depthByTenant()) this.set({ tenant: t }, n);
+    },
+  }),
+  latency: new Histogram({
+    name: 'vc_syncer_sync_duration_seconds',
+    help: 'Time to reconcile one key (plan and writes), per tenant and plugin.',
+    labelNames: ['tenant', 'plugin'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  }),
+  errors: new Counter({ name: 'vc_syncer_sync_errors_total', help: 'Failed reconciles, per tenant and plugin.', labelNames: ['tenant', 'plugin'], registers: [registry] }),
+  writes: new Counter({ name: 'vc_syncer_writes_total', help: 'Writes made, per tenant, plugin and operation.', labelNames: ['tenant', 'plugin', 'op'], registers: [registry] }),
+  skips: new Counter({ name: 'vc_syncer_skips_total', help: 'Objects deliberately not synced, per reason.', labelNames: ['tenant', 'plugin', 'reason'], registers: [registry] }),
+  patrol: new Counter({ name: 'vc_syncer_patrol_fixes_total', help: 'Drift found and requeued by patrol.', labelNames: ['tenant', 'plugin'], registers: [registry] }),
+};
+
+/** countWrite counts one write in vc_syncer_writes_total. */
+export function countWrite(tenant: string, plugin: string, op: WriteOp): void {
+  syncerMetrics.writes.inc({ tenant, plugin, op });
+}

@@ -1,0 +1,47 @@
+import { childLogger } from '../log.ts';
+import type { CacheReader } from '../plugins/contract.ts';
+import type { PluginHost } from '../plugins/host.ts';
+import { syncerMetrics } from './metrics.ts';
+import type { Plan } from './plan.ts';
+import { makeKey, type Router } from './routing.ts';
+import type { TenantSession } from './tenants.ts';
+
+const log = childLogger({ controller: 'syncer' });
+
+/** PatrolOptions are what a patrol pass reads and where it sends the drift it finds. */
+export interface PatrolOptions {
+  sessions: readonly TenantSession[];
+  host: PluginHost;
+  superCache: CacheReader;
+  router: Router;
+  plan(key: string): Plan | undefined;
+  enqueue(key: string): void;
+}
+
+/**
+ * patrol compares both sides for every served tenant: every key of a tenant or super object of each enabled plugin
+ * whose plan is not empty is requeued. It returns the number of keys requeued.
+ */
+export function patrol(o: PatrolOptions): number {
+  let fixes = 0;
+  for (const s of o.sessions) {
+    if (!s.ready) continue;
+    for (const p of o.host.resourcePlugins()) {
+      if (!o.host.enabledFor(s.view, p.manifest.name)) continue;
+      const keys = new Set<string>();
+      const r = p.manifest.resource!;
+      for (const obj of s.cache.list(r)) keys.add(makeKey(s.tenant.key, p.manifest.name, obj.metadata?.namespace ?? '', obj.metadata?.name ?? ''));
+      for (const obj of o.superCache.list(r)) {
+        for (const k of o.router.routeOf(p, obj)) if (k.tenant === s.tenant.key) keys.add(makeKey(k.tenant, p.manifest.name, k.namespace, k.name));
+      }
+      for (const key of keys) {
+        if (!o.plan(key)?.steps.length) continue;
+        fixes++;
+        syncerMetrics.patrol.inc({ tenant: s.tenant.key, plugin: p.manifest.name });
+        o.enqueue(key);
+      }
+    }
+  }
+  if (fixes) log.info({ fixes }, 'patrol requeued drift');
+  return fixes;
+}

@@ -1,0 +1,212 @@
+import type { Operation } from 'rfc6902';
+import type { KubeObject } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { LABEL, MANAGER, ownedBy, pickUp, provenanceOf, stampOwnership } from '../names/names.ts';
+import type { Decision, Effect, MutatorPlugin, PluginContext, ResourcePlugin, TenantView } from '../plugins/contract.ts';
+import { diffSpec, diffStatus, forCreate } from './diff.ts';
+
+/**
+ * The planner: what reconciling one key would write, computed from the two objects and the caches alone. It is a
+ * pure function (no I/O, no clock but ctx.now), so every direction is tested from tables in plan.test.ts. The core
+ * chooses the direction: only tenant (create), both (ownership check, patch, status up), only super (delete), or
+ * up (the super object is the truth and the tenant object follows it).
+ */
+
+/** Step is one write a plan makes. */
+export type Step =
+  | { op: 'createSuper'; obj: KubeObject }
+  | { op: 'patchSuper'; namespace?: string; name: string; ops: Operation[] }
+  | { op: 'deleteSuper'; namespace?: string; name: string; uid: string }
+  | { op: 'createTenant'; obj: KubeObject }
+  | { op: 'patchTenant'; namespace?: string; name: string; ops: Operation[] }
+  | { op: 'patchTenantStatus'; namespace?: string; name: string; ops: Operation[] }
+  | { op: 'deleteTenant'; namespace?: string; name: string; uid: string };
+
+/** Plan is what reconciling one key would do: writes, effects and when to look again. */
+export interface Plan {
+  steps: Step[];
+  effects: Effect[];
+  requeueAfterMs?: number;
+  skip?: { reason: string; message: string };
+}
+
+/** PlanHost is the part of the plugin host the planner consults: the mutator chain and per-tenant enablement. */
+export interface PlanHost {
+  mutatorsOf(plugin: string): readonly MutatorPlugin[];
+  enabledFor(tenant: Pick<TenantView, 'plugins'>, plugin: string): boolean;
+}
+
+/** ObjectName is the tenant namespace (empty for cluster-scoped objects) and name a key stands for. */
+export interface ObjectName {
+  namespace: string;
+  name: string;
+}
+
+/** PlanInput is everything one plan depends on. */
+export interface PlanInput {
+  host: PlanHost;
+  plugin: ResourcePlugin;
+  /** the tenant view, its naming, both caches and the time */
+  ctx: PluginContext;
+  key: ObjectName;
+  tenantObj: KubeObject | undefined;
+  superObj: KubeObject | undefined;
+}
+
+const nothing = (): Plan => ({ steps: [], effects: [] });
+
+/** superLocation is where the super counterpart of a tenant object lives. */
+export function superLocation(p: ResourcePlugin, ctx: PluginContext, k: ObjectName): { namespace?: string; name: string } {
+  const r = p.manifest.resource!;
+  return p.superName?.(k.namespace, k.name, ctx) ?? { namespace: r.namespaced ? ctx.names.superNamespace(k.namespace) : undefined, name: k.name };
+}
+
+/** planKey reads both objects of a key from the caches in ctx and plans them. */
+export function planKey(host: PlanHost, plugin: ResourcePlugin, ctx: PluginContext, key: ObjectName): Plan {
+  const r = plugin.manifest.resource!;
+  const loc = superLocation(plugin, ctx, key);
+  const tenantObj = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
+  const superObj = ctx.superCache.get(r, loc.namespace, loc.name);
+  return plan({ host, plugin, ctx, key, tenantObj, superObj });
+}
+
+/** plan chooses the direction from which objects exist and the plugin's source of truth. */
+export function plan(i: PlanInput): Plan {
+  if (i.plugin.manifest.sourceOfTruth === 'super') return planUp(i.plugin, i.ctx, i.tenantObj, i.superObj);
+  if (i.tenantObj && !i.superObj) return planOnlyTenant(i.host, i.plugin, i.ctx, i.tenantObj);
+  if (i.tenantObj && i.superObj) return planBoth(i.host, i.plugin, i.ctx, i.tenantObj, i.superObj, i.key);
+  if (!i.tenantObj && i.superObj) return planOnlySuper(i.ctx, i.superObj);
+  return nothing();
+}
+
+/**
+ * desiredSuper runs the plugin's toSuper, then its mutator chain (see MutatorPlugin for the order), then keeps the
+ * super side's transparent keys and stamps ownership.
+ */
+export function desiredSuper(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject, superObj: KubeObject | undefined): Decision {
+  let d = p.toSuper!(structuredClone(tenantObj), superObj && structuredClone(superObj), ctx);
+  const effects = [...(d.effects ?? [])];
+  for (const m of host.mutatorsOf(p.manifest.name)) {
+    if (!d.object || d.skip) break;
+    if (!host.enabledFor(ctx.tenant, m.manifest.name)) continue;
+    const md = m.mutate(d.object, structuredClone(tenantObj), ctx);
+    effects.push(...(md.effects ?? []));
+    d = { ...d, object: md.object, skip: md.skip ?? d.skip, requeueAfterMs: md.requeueAfterMs ?? d.requeueAfterMs };
+  }
+  if (d.object) {
+    // Keys under the tenant's transparent prefixes belong to the super side: keep them, they flow up.
+    if (superObj) copyTransparent(superObj, d.object, ctx.tenant.transparentMetaPrefixes ?? []);
+    stampOwnership(d.object, ctx.tenant, tenantObj);
+  }
+  return { ...d, effects };
+}
+
+/** planOnlyTenant: the tenant object exists, its super counterpart does not: create it. */
+function planOnlyTenant(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject): Plan {
+  if (!p.toSuper) return nothing();
+  const d = desiredSuper(host, p, ctx, tenantObj, undefined);
+  const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
+  if (d.object && !d.skip) out.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
+  return out;
+}
+
+/** planBoth: both exist: check ownership, patch the super object, then carry status up. */
+function planBoth(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject, superObj: KubeObject, k: ObjectName): Plan {
+  const prov = provenanceOf(superObj);
+  const sm = superObj.metadata!;
+  const kind = p.manifest.resource!.kind;
+  if (prov && !ownedBy(superObj, ctx.tenant, tenantObj)) {
+    if (prov.cluster === ctx.tenant.key && prov.namespace === k.namespace && prov.name === k.name) {
+      // The tenant object was deleted and recreated under the same name: the old super object goes first.
+      return { steps: [{ op: 'deleteSuper', namespace: sm.namespace, name: sm.name!, uid: sm.uid! }], effects: [], requeueAfterMs: 200 };
+    }
+    const owner = prov.cluster === ctx.tenant.key ? `tenant object ${prov.namespace}/${prov.name}` : 'another tenant';
+    return { steps: [], effects: [], skip: { reason: 'NameCollision', message: `super ${kind} ${sm.namespace ?? ''}/${sm.name} belongs to ${owner}` } };
+  }
+  if (!prov && !adoptable(ctx, superObj)) {
+    return { steps: [], effects: [], skip: { reason: 'NotManaged', message: `super ${kind} ${sm.name} exists and is not managed by the syncer` } };
+  }
+  const out = nothing();
+  if (p.toSuper) {
+    const d = desiredSuper(host, p, ctx, tenantObj, superObj);
+    out.effects.push(...(d.effects ?? []));
+    out.requeueAfterMs = d.requeueAfterMs;
+    out.skip = d.skip;
+    if (d.skip) return out;
+    if (d.object === null) {
+      out.steps.push({ op: 'deleteSuper', namespace: sm.namespace, name: sm.name!, uid: sm.uid! });
+      return out;
+    }
+    const ops = diffSpec(superObj, d.object);
+    if (ops.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops });
+  }
+  if (p.toTenant && p.manifest.direction === 'both') {
+    const u = p.toTenant(structuredClone(superObj), structuredClone(tenantObj), ctx);
+    out.effects.push(...(u.effects ?? []));
+    if (u.object) copyTransparent(superObj, u.object, ctx.tenant.transparentMetaPrefixes ?? []);
+    // Bind first: the tenant must not see a Running Pod without a node. Status follows on the next pass, which
+    // the Binding itself triggers through the tenant informer.
+    if (u.object && !u.effects?.some((e) => e.type === 'bind')) tenantDiff(out, tenantObj, u.object);
+  }
+  return out;
+}
+
+/** adoptable: an unmanaged super object inside a super namespace this tenant owns (e.g. the `default` ServiceAccount). */
+function adoptable(ctx: PluginContext, superObj: KubeObject): boolean {
+  const ns = superObj.metadata?.namespace;
+  return !!ns && provenanceOf(ctx.superCache.get(R.namespaces, undefined, ns))?.cluster === ctx.tenant.key;
+}
+
+/** planOnlySuper: the tenant object is gone: delete the super object this tenant wrote (uid precondition). */
+function planOnlySuper(ctx: PluginContext, superObj: KubeObject): Plan {
+  const prov = provenanceOf(superObj);
+  const m = superObj.metadata!;
+  if (prov?.cluster !== ctx.tenant.key || m.deletionTimestamp) return nothing();
+  return { steps: [{ op: 'deleteSuper', namespace: m.namespace, name: m.name!, uid: m.uid! }], effects: [] };
+}
+
+/** planUp: the super object is the truth; the tenant object follows it. */
+function planUp(p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject | undefined, superObj: KubeObject | undefined): Plan {
+  if (!p.toTenant) return nothing();
+  const d = p.toTenant(superObj && structuredClone(superObj), tenantObj && structuredClone(tenantObj), ctx);
+  const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
+  if (d.skip) return out;
+  if (d.object === null) {
+    const m = tenantObj?.metadata;
+    if (m && m.labels?.[LABEL.managedBy] === MANAGER && !m.deletionTimestamp) out.steps.push({ op: 'deleteTenant', namespace: m.namespace, name: m.name!, uid: m.uid! });
+    return out;
+  }
+  const desired = markManaged(d.object);
+  if (!tenantObj) out.steps.push({ op: 'createTenant', obj: forCreate(desired) });
+  else tenantDiff(out, tenantObj, desired);
+  return out;
+}
+
+/** markManaged labels a desired tenant object as written by the syncer (so only such objects are ever deleted). */
+export function markManaged<T extends KubeObject>(desired: T): T {
+  desired.metadata ??= {};
+  desired.metadata.labels = { ...desired.metadata.labels, [LABEL.managedBy]: MANAGER };
+  return desired;
+}
+
+function tenantDiff(out: Plan, actual: KubeObject, desired: KubeObject): void {
+  const m = actual.metadata!;
+  const ops = diffSpec(actual, desired);
+  if (ops.length) out.steps.push({ op: 'patchTenant', namespace: m.namespace, name: m.name!, ops });
+  const st = diffStatus(actual, desired);
+  if (st.length) out.steps.push({ op: 'patchTenantStatus', namespace: m.namespace, name: m.name!, ops: st });
+}
+
+/**
+ * copyTransparent copies the super object's labels and annotations under the tenant's transparent prefixes onto a
+ * desired object: onto the tenant copy going up (a super admission controller's annotation the tenant should see),
+ * and onto the desired super object going down, so the syncer does not strip what the super side owns.
+ */
+function copyTransparent(superObj: KubeObject, desired: KubeObject, prefixes: readonly string[]): void {
+  if (!prefixes.length) return;
+  const m = (desired.metadata ??= {});
+  const labels = pickUp(superObj.metadata?.labels, prefixes);
+  const annotations = pickUp(superObj.metadata?.annotations, prefixes);
+  if (Object.keys(labels).length) m.labels = { ...m.labels, ...labels };
+  if (Object.keys(annotations).length) m.annotations = { ...m.annotations, ...annotations };
+}

@@ -1,0 +1,181 @@
+import { KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { Informer, type EventHandler } from '../kube/informer.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import { namespaceOwnerIn, tenantNaming, type Naming } from '../names/names.ts';
+import type { CacheReader, TenantView } from '../plugins/contract.ts';
+import type { FairQueue } from '../queue/fairqueue.ts';
+import type { Tenant } from './tenant.ts';
+
+const log = childLogger({ controller: 'syncer' });
+
+/** TenantSession is one served tenant: its client, its informers and what plugins see of it. */
+export interface TenantSession {
+  tenant: Tenant;
+  /** what plugins see of the tenant (no credentials) */
+  view: TenantView;
+  client: KubeClient;
+  informers: Map<string, Informer>;
+  cache: CacheReader;
+  names: Naming;
+  ready: boolean;
+  stopped: boolean;
+}
+
+/** TenantSessionsOptions wire the sessions to the rest of the syncer. */
+export interface TenantSessionsOptions {
+  queue: FairQueue;
+  superCache: CacheReader;
+  /** the resources to watch in a tenant, by resource name */
+  resourcesFor(tenant: TenantView): Map<string, Resource>;
+  /** the event handler of one tenant informer, attached once the tenant's caches have synced */
+  handlerFor(s: TenantSession, resource: string): EventHandler<KubeObject>;
+  /** called once a tenant is served (its caches synced, its handlers attached) */
+  onServed(s: TenantSession): void;
+}
+
+/**
+ * tenantView is what plugins see of a tenant: identity and settings, copied field by field so that the kubeconfig
+ * (a credential) and the queue weight never reach a plugin. The view is frozen.
+ */
+export function tenantView(t: Tenant): TenantView {
+  const v: TenantView = {
+    key: t.key,
+    vcName: t.vcName,
+    vcNamespace: t.vcNamespace,
+    vcUid: t.vcUid,
+    clusterDomain: t.clusterDomain,
+    podSecurityLevel: t.podSecurityLevel,
+    ...(t.opaqueMetaPrefixes && { opaqueMetaPrefixes: t.opaqueMetaPrefixes }),
+    ...(t.transparentMetaPrefixes && { transparentMetaPrefixes: t.transparentMetaPrefixes }),
+    ...(t.plugins && { plugins: t.plugins }),
+    ...(t.pluginConfig && { pluginConfig: t.pluginConfig }),
+    ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
+  };
+  return Object.freeze(v);
+}
+
+const cacheKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
+
+/** readerOf is the CacheReader over a set of informers, by resource name. */
+export function readerOf(informers: Map<string, Informer>): CacheReader {
+  return {
+    get: <T extends KubeObject>(r: Resource, namespace: string | undefined, name: string) =>
+      informers.get(r.resource)?.get(cacheKey(namespace, name)) as T | undefined,
+    list: <T extends KubeObject>(r: Resource, namespace?: string) => {
+      const all = (informers.get(r.resource)?.list() ?? []) as T[];
+      return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
+    },
+  };
+}
+
+/**
+ * TenantSessions keeps one session per tenant the registry reports: it connects, starts the tenant informers, waits
+ * for them to sync, then serves the tenant. It handles the races of a registry that reports a tenant again while it
+ * is being added (the newest report wins once the add finishes) and removes a tenant whose add is still waiting.
+ */
+export class TenantSessions {
+  private readonly sessions = new Map<string, TenantSession>();
+  private readonly adding = new Map<string, Tenant>();
+  private readonly removeAfterAdd = new Set<string>();
+
+  constructor(private readonly o: TenantSessionsOptions) {}
+
+  /** get returns the session of a tenant key. */
+  get(key: string): TenantSession | undefined {
+    return this.sessions.get(key);
+  }
+
+  /** all lists the sessions. */
+  all(): TenantSession[] {
+    return [...this.sessions.values()];
+  }
+
+  /** keys lists the tenant keys with a session. */
+  keys(): string[] {
+    return [...this.sessions.keys()];
+  }
+
+  /** upsert adds a tenant, or updates its settings; a new kubeconfig means new connections and fresh caches. */
+  async upsert(t: Tenant): Promise<void> {
+    // Registries report the same tenant often (every reconcile of a Running VirtualCluster): while one add is under
+    // way, later reports only record the newest tenant, which is applied when the add finishes.
+    if (this.adding.has(t.key)) {
+      this.adding.set(t.key, t);
+      this.removeAfterAdd.delete(t.key);
+      return;
+    }
+    const existing = this.sessions.get(t.key);
+    if (existing && existing.tenant.kubeconfig === t.kubeconfig) {
+      existing.tenant = t;
+      existing.view = tenantView(t);
+      this.o.queue.setWeight(t.key, t.weight);
+      return;
+    }
+    this.adding.set(t.key, t);
+    try {
+      if (existing) await this.drop(t.key);
+      await this.add(t);
+    } finally {
+      const latest = this.adding.get(t.key);
+      this.adding.delete(t.key);
+      if (this.removeAfterAdd.delete(t.key)) await this.drop(t.key);
+      else if (latest && latest !== t) await this.upsert(latest);
+    }
+  }
+
+  /** remove stops serving a tenant, including one whose add is still waiting for its caches. */
+  async remove(key: string): Promise<void> {
+    // An add under way may be waiting for caches that never sync (the tenant apiserver is gone): drop what it has
+    // registered now, which releases it, and make sure nothing of it stays when it returns.
+    if (this.adding.has(key)) this.removeAfterAdd.add(key);
+    await this.drop(key);
+  }
+
+  /** removeAll stops serving every tenant. */
+  async removeAll(): Promise<void> {
+    await Promise.all(this.keys().map((k) => this.remove(k)));
+  }
+
+  private async add(t: Tenant): Promise<void> {
+    const client = await KubeClient.fromString(t.kubeconfig);
+    const informers = new Map<string, Informer>();
+    const view = tenantView(t);
+    const superCache = this.o.superCache;
+    const s: TenantSession = {
+      tenant: t,
+      view,
+      client,
+      informers,
+      cache: readerOf(informers),
+      names: tenantNaming(t.key, namespaceOwnerIn((n) => superCache.get(R.namespaces, undefined, n))),
+      ready: false,
+      stopped: false,
+    };
+    this.sessions.set(t.key, s);
+    this.o.queue.setWeight(t.key, t.weight);
+    for (const [name, r] of this.o.resourcesFor(view)) {
+      const inf = new Informer({ client, resource: r, name: `${t.key}/${name}` });
+      informers.set(name, inf);
+      inf.start();
+    }
+    await Promise.all([...informers.values()].map((i) => i.waitForSync()));
+    if (s.stopped) return;
+    for (const [name, inf] of informers) inf.addHandler(this.o.handlerFor(s, name));
+    s.ready = true;
+    log.info({ tenant: t.key }, 'tenant caches synced; serving');
+    this.o.onServed(s);
+  }
+
+  /** drop stops a tenant's informers and forgets its queued keys. */
+  private async drop(key: string): Promise<void> {
+    const s = this.sessions.get(key);
+    if (!s) return;
+    s.stopped = true;
+    this.sessions.delete(key);
+    this.o.queue.removeTenant(key);
+    await Promise.all([...s.informers.values()].map((i) => i.stop()));
+    s.client.close();
+    log.info({ tenant: key }, 'tenant removed');
+  }
+}
