@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ANN, fitName, LABEL, MANAGER, ownedBy, pickUp, provenanceOf, rootNamespace, stampOwnership, stripDown, superNamespace } from './names.ts';
+import { ANN, fitName, LABEL, MANAGER, namespaceOwnerIn, ownedBy, pickUp, provenanceOf, rootNamespace, stampOwnership, stripDown, superNamespace, tenantNaming } from './names.ts';
+import type { KubeObject } from '../kube/client.ts';
 
 const tenant = { key: 'team-a-1a2b3c-dev', vcName: 'dev', vcNamespace: 'team-a' };
 
@@ -67,5 +68,45 @@ describe('names', () => {
 
   it('copies only transparent prefixes up', () => {
     expect(pickUp({ 'up.example.com/a': '1', other: '2' }, ['up.example.com/'])).toEqual({ 'up.example.com/a': '1' });
+  });
+
+  describe('tenantNaming', () => {
+    const key = tenant.key;
+    const longNs = `team-${'x'.repeat(60)}`;
+    const hashed = superNamespace(key, longNs);
+    const nsObj = (name: string, owner?: { cluster: string; namespace: string }): KubeObject => ({
+      metadata: {
+        name,
+        ...(owner && {
+          labels: { [LABEL.managedBy]: MANAGER },
+          annotations: { [ANN.cluster]: owner.cluster, [ANN.namespace]: '', [ANN.name]: owner.namespace },
+        }),
+      },
+    });
+    const lookupOver = (objs: KubeObject[]) => namespaceOwnerIn((n) => objs.find((o) => o.metadata?.name === n));
+
+    it('cuts and hashes a long namespace name to 63 characters', () => {
+      expect(hashed).toHaveLength(63);
+      expect(tenantNaming(key).superNamespace(longNs)).toBe(hashed);
+    });
+
+    it.each([
+      ['a short name, no lookup', 'default', undefined, [], 'default'],
+      ['a short name the lookup does not know', 'default', 'lookup', [], 'default'],
+      ['another tenant\'s name, no lookup', undefined, undefined, [], undefined],
+      ['a hashed name, no lookup (cannot be told from a cut one)', 'hashed', undefined, [], undefined],
+      ['a hashed name the lookup knows as this tenant\'s', 'hashed', 'lookup', [nsObj(hashed, { cluster: key, namespace: longNs })], longNs],
+      ['a name the lookup knows as another tenant\'s', 'default', 'lookup', [nsObj(superNamespace(key, 'default'), { cluster: 'other', namespace: 'default' })], undefined],
+      ['a name the lookup knows as not managed', 'default', 'lookup', [nsObj(superNamespace(key, 'default'))], undefined],
+    ] as const)('maps back %s', (_, which, withLookup, objs, want) => {
+      const sns = which === 'hashed' ? hashed : which === 'default' ? superNamespace(key, 'default') : 'team-b-4d5e6f-prod-default';
+      const n = tenantNaming(key, withLookup ? lookupOver([...objs]) : undefined);
+      expect(n.tenantNamespace(sns)).toBe(want);
+    });
+
+    it('maps every short tenant namespace there and back', () => {
+      const n = tenantNaming(key);
+      for (const ns of ['default', 'kube-system', 'a', 'x'.repeat(63 - key.length - 1)]) expect(n.tenantNamespace(n.superNamespace(ns))).toBe(ns);
+    });
   });
 });

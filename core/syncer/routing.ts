@@ -29,9 +29,10 @@ export function makeKey(tenant: string, plugin: string, namespace: string, name:
 
 const resourceOf = (p: ResourcePlugin): Resource => p.manifest.resource!;
 
-/** needsOf lists the caches a plugin and its mutators declare (reads and watches), on one side. */
-function needsOf(host: PluginHost, p: ResourcePlugin, side: CacheNeed['side']): CacheNeed[] {
-  const mutatorReads = host.mutatorsOf(p.manifest.name).flatMap((m) => m.reads ?? []);
+/** needsOf lists the caches a plugin and its mutators (those enabled for `tenant`, if given) declare, on one side. */
+function needsOf(host: PluginHost, p: ResourcePlugin, side: CacheNeed['side'], tenant?: TenantSession['view']): CacheNeed[] {
+  const mutators = host.mutatorsOf(p.manifest.name).filter((m) => !tenant || host.enabledFor(tenant, m.manifest.name));
+  const mutatorReads = mutators.flatMap((m) => m.reads ?? []);
   return [...(p.reads ?? []), ...(p.watches ?? []), ...mutatorReads].filter((n) => n.side === side);
 }
 
@@ -60,7 +61,7 @@ export function tenantResources(host: PluginHost, tenant: TenantSession['view'])
   for (const p of host.resourcePlugins()) {
     if (!host.enabledFor(tenant, p.manifest.name)) continue;
     out.set(resourceOf(p).resource, resourceOf(p));
-    for (const n of needsOf(host, p, 'tenant')) if (!out.has(n.resource.resource)) out.set(n.resource.resource, n.resource);
+    for (const n of needsOf(host, p, 'tenant', tenant)) if (!out.has(n.resource.resource)) out.set(n.resource.resource, n.resource);
   }
   return out;
 }
@@ -79,8 +80,8 @@ export class Router {
   constructor(
     private readonly o: {
       host: PluginHost;
-      queue: FairQueue;
-      sessions: TenantSessions;
+      queue: Pick<FairQueue, 'add'>;
+      sessions: Pick<TenantSessions, 'get' | 'all'>;
       superCache: CacheReader;
     },
   ) {}

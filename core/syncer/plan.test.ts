@@ -1,0 +1,350 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { ANN, LABEL, MANAGER } from '../names/names.ts';
+import type { MutatorPlugin, ResourcePlugin, TenantView } from '../plugins/contract.ts';
+import { PluginHost } from '../plugins/host.ts';
+import { MapCache, testContext, testTenant } from '../plugins/testing.ts';
+import configmaps from '../../plugins/configmaps/index.ts';
+import pods from '../../plugins/pods/index.ts';
+import storageclasses from '../../plugins/storageclasses/index.ts';
+import { planKey, type Plan, type PlanHost } from './plan.ts';
+
+/**
+ * Planner tables: initial tenant state + initial super state -> expected steps, effects, skip and requeue, for every
+ * direction (only tenant, both, only super, up), as vcluster's SyncTest and the original syncer's RunDownwardSync do.
+ */
+
+const tenant = testTenant();
+const other = testTenant({ key: 'team-b-4d5e6f-prod', vcName: 'prod', vcNamespace: 'team-b' });
+const names = testContext({ tenant }).names;
+const SNS = names.superNamespace('default');
+
+/** noMutators is a PlanHost with no mutators where every plugin is enabled. */
+const noMutators: PlanHost = { mutatorsOf: () => [], enabledFor: () => true };
+
+const provenance = (t: TenantView, ns: string, name: string, uid: string) => ({
+  labels: { [LABEL.managedBy]: MANAGER, [LABEL.cluster]: t.key },
+  annotations: {
+    [ANN.cluster]: t.key,
+    [ANN.namespace]: ns,
+    [ANN.name]: name,
+    [ANN.uid]: uid,
+    [ANN.vcName]: t.vcName,
+    [ANN.vcNamespace]: t.vcNamespace,
+  },
+});
+
+const superNamespaceObj = (owner: TenantView | undefined, name = SNS): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  metadata: { name, uid: 'ns-uid', ...(owner ? provenance(owner, '', 'default', 'tenant-ns-uid') : {}) },
+});
+
+const tenantCM = (data: Record<string, string>, uid = 'cm-uid'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { namespace: 'default', name: 'app', uid, resourceVersion: '10' },
+  data,
+});
+
+const superCM = (data: Record<string, string>, meta: Record<string, unknown> = provenance(tenant, 'default', 'app', 'cm-uid')): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { namespace: SNS, name: 'app', uid: 'super-cm-uid', resourceVersion: '20', ...meta },
+  data,
+});
+
+const tenantPod = (spec: Record<string, unknown> = {}, status: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { namespace: 'default', name: 'web', uid: 'pod-uid', resourceVersion: '5' },
+  spec: { containers: [{ name: 'c', image: 'nginx' }], ...spec },
+  status,
+});
+
+const superPod = (spec: Record<string, unknown> = {}, status: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { namespace: SNS, name: 'web', uid: 'super-pod-uid', resourceVersion: '7', ...provenance(tenant, 'default', 'web', 'pod-uid') },
+  spec: { containers: [{ name: 'c', image: 'nginx' }], automountServiceAccountToken: false, ...spec },
+  status,
+});
+
+const publicSC = (provisioner: string): KubeObject => ({
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: { name: 'fast', uid: 'super-sc-uid', resourceVersion: '3', labels: { [LABEL.public]: 'true' } },
+  provisioner,
+});
+
+const tenantSC = (provisioner: string, managed = true): KubeObject => ({
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: { name: 'fast', uid: 'tenant-sc-uid', resourceVersion: '4', ...(managed ? { labels: { [LABEL.managedBy]: MANAGER, [LABEL.public]: 'true' } } : {}) },
+  provisioner,
+});
+
+/** summary keeps what a table asserts: each step as `op namespace/name` (or the created object's), effects by type. */
+function summary(p: Plan): { steps: string[]; effects: string[]; skip?: string; requeueAfterMs?: number } {
+  const steps = p.steps.map((s) => {
+    const m = 'obj' in s ? s.obj.metadata : s;
+    const extra = 'uid' in s ? ` uid=${s.uid}` : '';
+    return `${s.op} ${m?.namespace ?? ''}/${m?.name ?? ''}${extra}`;
+  });
+  return {
+    steps,
+    effects: p.effects.map((e) => e.type),
+    ...(p.skip && { skip: p.skip.reason }),
+    ...(p.requeueAfterMs !== undefined && { requeueAfterMs: p.requeueAfterMs }),
+  };
+}
+
+interface Row {
+  name: string;
+  plugin: ResourcePlugin;
+  key: { namespace: string; name: string };
+  tenantState: Array<[typeof R.configmaps, KubeObject[]]>;
+  superState: Array<[typeof R.configmaps, KubeObject[]]>;
+  want: ReturnType<typeof summary>;
+}
+
+const cmKey = { namespace: 'default', name: 'app' };
+const podKey = { namespace: 'default', name: 'web' };
+const scKey = { namespace: '', name: 'fast' };
+
+const rows: Row[] = [
+  // ---- only tenant: create ----
+  {
+    name: 'only tenant: creates the super object',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.namespaces, [superNamespaceObj(tenant)]]],
+    want: { steps: [`createSuper ${SNS}/app`], effects: [] },
+  },
+  {
+    name: 'only tenant: a skip with its event and no write',
+    plugin: configmaps,
+    key: { namespace: 'default', name: 'tenant-kube-root-ca.crt' },
+    tenantState: [[R.configmaps, [{ ...tenantCM({}), metadata: { namespace: 'default', name: 'tenant-kube-root-ca.crt', uid: 'x' } }]]],
+    superState: [],
+    want: { steps: [], effects: ['event'], skip: 'ReservedName' },
+  },
+  // ---- both: patch, ownership ----
+  {
+    name: 'both, in sync: nothing',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.configmaps, [superCM({ a: '1' })]]],
+    want: { steps: [], effects: [] },
+  },
+  {
+    name: 'both, drifted: patches the super object',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '2' })]]],
+    superState: [[R.configmaps, [superCM({ a: '1' })]]],
+    want: { steps: [`patchSuper ${SNS}/app`], effects: [] },
+  },
+  {
+    name: 'both, super object written for another tenant: NameCollision',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.configmaps, [superCM({ a: '1' }, provenance(other, 'default', 'app', 'cm-uid'))]]],
+    want: { steps: [], effects: [], skip: 'NameCollision' },
+  },
+  {
+    name: 'both, super object written for another object of this tenant: NameCollision',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.configmaps, [superCM({ a: '1' }, provenance(tenant, 'default', 'other', 'other-uid'))]]],
+    want: { steps: [], effects: [], skip: 'NameCollision' },
+  },
+  {
+    name: 'both, super object not managed, namespace not this tenant: NotManaged',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.configmaps, [superCM({ a: '1' }, {})]]],
+    want: { steps: [], effects: [], skip: 'NotManaged' },
+  },
+  {
+    name: 'both, super object not managed inside a super namespace of this tenant: adopted (patched)',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [
+      [R.configmaps, [superCM({ a: '1' }, {})]],
+      [R.namespaces, [superNamespaceObj(tenant)]],
+    ],
+    want: { steps: [`patchSuper ${SNS}/app`], effects: [] },
+  },
+  {
+    name: 'both, tenant object deleted and recreated under the same name: the old super object goes first',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' }, 'new-uid')]]],
+    superState: [[R.configmaps, [superCM({ a: '1' })]]],
+    want: { steps: [`deleteSuper ${SNS}/app uid=super-cm-uid`], effects: [], requeueAfterMs: 200 },
+  },
+  {
+    name: 'both (pods): status flows up once the tenant Pod is bound',
+    plugin: pods,
+    key: podKey,
+    tenantState: [[R.pods, [tenantPod({ nodeName: 'node-1' }, { phase: 'Pending' })]]],
+    superState: [[R.pods, [superPod({ nodeName: 'node-1' }, { phase: 'Running', podIP: '10.0.0.5' })]]],
+    want: { steps: ['patchTenantStatus default/web'], effects: [] },
+  },
+  {
+    name: 'both (pods): a scheduled super Pod asks for a bind and holds status back',
+    plugin: pods,
+    key: podKey,
+    tenantState: [[R.pods, [tenantPod({}, { phase: 'Pending' })]]],
+    superState: [[R.pods, [superPod({ nodeName: 'node-1' }, { phase: 'Running' })]]],
+    want: { steps: [], effects: ['bind'] },
+  },
+  // ---- only super: delete ----
+  {
+    name: 'only super: deletes the super object this tenant wrote, with its uid',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [],
+    superState: [[R.configmaps, [superCM({ a: '1' })]]],
+    want: { steps: [`deleteSuper ${SNS}/app uid=super-cm-uid`], effects: [] },
+  },
+  {
+    name: 'only super: leaves another tenant\'s object alone',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [],
+    superState: [[R.configmaps, [superCM({ a: '1' }, provenance(other, 'default', 'app', 'cm-uid'))]]],
+    want: { steps: [], effects: [] },
+  },
+  {
+    name: 'only super: leaves an object already being deleted alone',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [],
+    superState: [[R.configmaps, [{ ...superCM({}), metadata: { ...superCM({}).metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }]]],
+    want: { steps: [], effects: [] },
+  },
+  {
+    name: 'neither side: nothing',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [],
+    superState: [],
+    want: { steps: [], effects: [] },
+  },
+  // ---- up: the super object is the truth ----
+  {
+    name: 'up: creates the tenant mirror',
+    plugin: storageclasses,
+    key: scKey,
+    tenantState: [],
+    superState: [[R.storageclasses, [publicSC('csi.a')]]],
+    want: { steps: ['createTenant /fast'], effects: [] },
+  },
+  {
+    name: 'up: patches a drifted tenant mirror',
+    plugin: storageclasses,
+    key: scKey,
+    tenantState: [[R.storageclasses, [tenantSC('csi.old')]]],
+    superState: [[R.storageclasses, [publicSC('csi.a')]]],
+    want: { steps: ['patchTenant /fast'], effects: [] },
+  },
+  {
+    name: 'up: deletes the tenant mirror when the super object is gone, with its uid',
+    plugin: storageclasses,
+    key: scKey,
+    tenantState: [[R.storageclasses, [tenantSC('csi.a')]]],
+    superState: [],
+    want: { steps: ['deleteTenant /fast uid=tenant-sc-uid'], effects: [] },
+  },
+  {
+    name: 'up: never deletes a tenant object the syncer did not write',
+    plugin: storageclasses,
+    key: scKey,
+    tenantState: [[R.storageclasses, [tenantSC('csi.a', false)]]],
+    superState: [],
+    want: { steps: [], effects: [] },
+  },
+];
+
+describe('planKey', () => {
+  it.each(rows)('$name', (row) => {
+    const ctx = testContext({ tenant, tenantCache: new MapCache(row.tenantState), superCache: new MapCache(row.superState) });
+    expect(summary(planKey(noMutators, row.plugin, ctx, row.key))).toEqual(row.want);
+  });
+
+  it('creates the super object with ownership stamped and server fields stripped', () => {
+    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '1' })]]]) });
+    const [step] = planKey(noMutators, configmaps, ctx, cmKey).steps;
+    expect(step?.op).toBe('createSuper');
+    const obj = step?.op === 'createSuper' ? step.obj : undefined;
+    expect(obj?.metadata?.annotations).toMatchObject({ [ANN.cluster]: tenant.key, [ANN.uid]: 'cm-uid' });
+    expect(obj?.metadata?.resourceVersion).toBeUndefined();
+    expect(obj?.metadata?.uid).toBeUndefined();
+  });
+
+  it('guards every patch with the resourceVersion of the object it read', () => {
+    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '2' })]]]), superCache: new MapCache([[R.configmaps, [superCM({ a: '1' })]]]) });
+    const [step] = planKey(noMutators, configmaps, ctx, cmKey).steps;
+    expect(step?.op === 'patchSuper' && step.ops[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '20' });
+  });
+});
+
+describe('mutator chain', () => {
+  const downPlugin: ResourcePlugin = {
+    manifest: {
+      name: 'things',
+      version: '0.1.0',
+      resource: { ...R.configmaps },
+      direction: 'down',
+      sourceOfTruth: 'tenant',
+      processes: ['manager'],
+    },
+    toSuper: (t, _s, ctx) => ({ object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: ctx.names.superNamespace('default'), name: t.metadata?.name } } }),
+  };
+  const labeller = (name: string, out: 'label' | 'skip' | 'null' = 'label'): MutatorPlugin => ({
+    manifest: { name, version: '0.1.0', direction: 'mutator', sourceOfTruth: 'tenant', processes: ['manager'], mutates: 'things' },
+    mutate: (d) => {
+      if (out === 'skip') return { object: d, skip: { reason: `SkippedBy-${name}`, message: name } };
+      if (out === 'null') return { object: null };
+      return { object: { ...d, metadata: { ...d.metadata, labels: { ...d.metadata?.labels, [`by-${name}`]: 'yes' } } } };
+    },
+  });
+  const run = async (mutators: MutatorPlugin[], t: TenantView) => {
+    const host = await PluginHost.load({ process: 'manager', builtins: [downPlugin, ...mutators] });
+    const ctx = testContext({ tenant: t, tenantCache: new MapCache([[R.configmaps, [tenantCM({})]]]) });
+    return planKey(host, downPlugin, ctx, cmKey);
+  };
+  const labelsOf = (p: Plan) => (p.steps[0]?.op === 'createSuper' ? Object.keys(p.steps[0].obj.metadata?.labels ?? {}).filter((k) => k.startsWith('by-')) : []);
+
+  it('runs every enabled mutator in load order', async () => {
+    expect(labelsOf(await run([labeller('first'), labeller('second')], tenant))).toEqual(['by-first', 'by-second']);
+  });
+
+  it('passes over a disabled mutator and still runs the ones after it', async () => {
+    const t = testTenant({ plugins: { disable: ['first'] } });
+    expect(labelsOf(await run([labeller('first'), labeller('second')], t))).toEqual(['by-second']);
+  });
+
+  it('passes over an opt-in mutator the tenant has not enabled', async () => {
+    const optIn = { ...labeller('first'), manifest: { ...labeller('first').manifest, optIn: true } };
+    expect(labelsOf(await run([optIn, labeller('second')], tenant))).toEqual(['by-second']);
+  });
+
+  it('stops the chain at a skip', async () => {
+    const p = await run([labeller('first', 'skip'), labeller('second')], tenant);
+    expect(summary(p)).toEqual({ steps: [], effects: [], skip: 'SkippedBy-first' });
+  });
+
+  it('stops the chain at a null object', async () => {
+    expect(summary(await run([labeller('first', 'null'), labeller('second')], tenant))).toEqual({ steps: [], effects: [] });
+  });
+});

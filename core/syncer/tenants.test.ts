@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import type { Tenant } from './tenant.ts';
+import { tenantView } from './tenants.ts';
+
+describe('tenantView', () => {
+  const tenant: Tenant = {
+    key: 'team-a-1a2b3c-dev',
+    vcName: 'dev',
+    vcNamespace: 'team-a',
+    vcUid: 'uid',
+    kubeconfig: 'apiVersion: v1\nusers: [{name: admin, user: {client-key-data: c2VjcmV0}}]',
+    weight: 3,
+    clusterDomain: 'cluster.local',
+    podSecurityLevel: 'restricted',
+    plugins: { enable: ['ingresses'] },
+    pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
+    apiserverEndpoint: { host: '10.0.0.1', port: 6443 },
+  };
+
+  it('gives plugins identity and settings, never the kubeconfig or the queue weight', () => {
+    const v = tenantView(tenant);
+    expect(Object.keys(v)).not.toContain('kubeconfig');
+    expect(Object.keys(v)).not.toContain('weight');
+    expect(JSON.stringify(v)).not.toContain('c2VjcmV0');
+    expect(v).toMatchObject({ key: tenant.key, podSecurityLevel: 'restricted', pluginConfig: { sandbox: { runtimeClassName: 'kata' } } });
+    expect(Object.isFrozen(v)).toBe(true);
+  });
+});
