@@ -17,8 +17,6 @@ import type { TenantRegistry } from './tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
 
-export { makeKey, parseKey } from './routing.ts';
-export type { Plan, Step } from './plan.ts';
 
 const log = childLogger({ controller: 'syncer' });
 
