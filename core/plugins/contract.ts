@@ -118,15 +118,16 @@ export interface ResourcePlugin<T extends KubeObject = KubeObject> {
   route?(superObj: T, ctx: RouteContext): TenantKey[];
   /** superName maps a tenant object's name to the super name (default: the same name; namespaces override). */
   superName?(tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { namespace?: string; name: string };
-  /** reads lists the caches of other resources this plugin consults (see Dependencies). */
+  /** reads lists the caches of other resources this plugin consults (see CacheNeed). */
   reads?: readonly CacheNeed[];
-  /** watches lists the events of other resources that requeue this plugin's objects (see Dependencies). */
+  /** watches lists the events of other resources that requeue this plugin's objects (see Watch). */
   watches?: readonly Watch[];
   /** indexes lists the super-side indexes this plugin's route() asks about through RouteContext.tenantsBy. */
   indexes?: readonly SuperIndex[];
   /**
    * beforeBind returns an object of this plugin's resource that must exist in the tenant before the core carries
-   * out a bind effect (the nodes plugin returns the vNode), or undefined when nothing is missing.
+   * out a bind effect (the nodes plugin returns the vNode), or undefined when nothing is missing. The core asks every
+   * plugin enabled for the tenant that implements it, creates what they return, then binds.
    */
   beforeBind?(bind: BindEffect, ctx: PluginContext): T | undefined;
 }
