@@ -92,3 +92,16 @@ describe('Router', () => {
     expect(router.routeOf(host.get('nodes') as never, node)).toEqual([]);
   });
 });
+
+describe('the core names no plugin', () => {
+  it('has no built-in plugin name in the syncer sources', async () => {
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const dir = new URL('.', import.meta.url);
+    // Namespaces are the core's own concern too: it reads super namespaces for naming and adoption.
+    const names = builtinPlugins.map((p) => p.manifest.name).filter((n) => n !== 'namespaces');
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) {
+      const src = readFileSync(new URL(f, dir), 'utf8');
+      for (const n of names) expect(src, `${f} names plugin ${n}`).not.toMatch(new RegExp(`['"\`]${n}['"\`/]`));
+    }
+  });
+});

@@ -42,7 +42,7 @@ function needsOf(host: PluginHost, p: ResourcePlugin, side: CacheNeed['side'], t
  * of truth is the super cluster owns the resource; otherwise only objects the syncer manages are watched.
  */
 export function superResources(host: PluginHost): Map<string, { resource: Resource; all: boolean }> {
-  const out = new Map<string, { resource: Resource; all: boolean }>([['namespaces', { resource: R.namespaces, all: false }]]);
+  const out = new Map<string, { resource: Resource; all: boolean }>([[R.namespaces.resource, { resource: R.namespaces, all: false }]]);
   const want = (r: Resource, all: boolean) => {
     const had = out.get(r.resource);
     out.set(r.resource, { resource: had?.resource ?? r, all: all || !!had?.all });
