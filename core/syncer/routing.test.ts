@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../names/names.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testTenant } from '../plugins/testing.ts';

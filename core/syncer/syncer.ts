@@ -1,12 +1,11 @@
 import { isAlreadyExists, isConflict, type KubeClient, type KubeObject } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
-import { LABEL, MANAGER } from '../names/names.ts';
+import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
 import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { Runner, type Result } from '../controller/runner.ts';
-import { provenanceOf } from '../names/names.ts';
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
@@ -219,7 +218,7 @@ export class Syncer {
       this.missingNamespaceRetries.delete(key);
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
     } catch (e) {
-      metricsError(k);
+      syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
       // A stale cache (409, precondition) resolves itself: retry soon.
       if (isConflict(e) || isAlreadyExists(e) || isStalePatch(e)) {
         log.debug({ key, err: String(e) }, 'stale cache; requeueing');
@@ -260,8 +259,4 @@ export class Syncer {
     for (const step of again.steps) uid = (await this.write(s, p, step))?.metadata?.uid ?? uid;
     return uid;
   }
-}
-
-function metricsError(k: { tenant: string; plugin: string }): void {
-  syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
 }
