@@ -3,8 +3,9 @@ import { pino } from 'pino';
 import { FakeClock } from '../queue/clock.ts';
 import { FairQueue, tenantOfKey } from '../queue/fairqueue.ts';
 import { ItemExponentialFailureRateLimiter } from '../queue/ratelimiter.ts';
+import { registry } from '../metrics/registry.ts';
 import { WorkQueue, type RateLimitingQueue } from '../queue/workqueue.ts';
-import { Runner, TerminalError, type ReconcileOutcome, type Result } from './runner.ts';
+import { Runner, TerminalError, type ReconcileEnding, type Result } from './runner.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -26,7 +27,7 @@ function deferred<T = Result>(): Deferred<T> {
 function setup(reconcile: (key: string) => Promise<Result>, options: { concurrency?: number; queue?: RateLimitingQueue } = {}) {
   const clock = new FakeClock();
   const queue = options.queue ?? new WorkQueue({ clock, rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000) });
-  const outcomes: ReconcileOutcome[] = [];
+  const outcomes: ReconcileEnding[] = [];
   const durations: number[] = [];
   const calls: string[] = [];
   const runner = new Runner({
@@ -293,6 +294,44 @@ describe('Runner', () => {
     expect(outcomes).toEqual(['error']);
     expect(calls).toEqual(['a']);
     expect(clock.pending()).toBe(0);
+  });
+
+  it('passes each reconcile a signal that stop aborts', async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue({ clock });
+    const seen: AbortSignal[] = [];
+    const runner = new Runner({
+      name: 'test-signal',
+      queue,
+      clock,
+      logger: silent,
+      reconciler: {
+        reconcile: (_key, signal) => {
+          seen.push(signal);
+          return new Promise<Result>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        },
+      },
+    });
+    runner.start();
+    queue.add('a');
+    await flush();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.aborted).toBe(false);
+    await runner.stop();
+    expect(seen[0]!.aborted).toBe(true);
+  });
+
+  it('reports reconciles on /metrics by controller and result when given no metrics', async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue({ clock });
+    const runner = new Runner({ name: 'test-default-metrics', queue, clock, logger: silent, reconciler: { reconcile: async () => undefined } });
+    runner.start();
+    queue.add('a');
+    await flush();
+    await runner.stop();
+    const text = await registry.metrics();
+    expect(text).toContain('vc_controller_reconcile_total{controller="test-default-metrics",result="success"} 1');
+    expect(text).toContain('vc_controller_reconcile_duration_seconds_count{controller="test-default-metrics"} 1');
   });
 
   it('stop resolves at once when idle, and start refuses to run twice', async () => {

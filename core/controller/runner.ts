@@ -1,6 +1,7 @@
 import { childLogger, type Logger } from '../log.ts';
 import { realClock, type Clock } from '../queue/clock.ts';
 import type { RateLimitingQueue } from '../queue/workqueue.ts';
+import { runnerMetrics } from './metrics.ts';
 
 /**
  * Result is what a reconcile asks for on success: nothing, or to run the key again after `requeueAfter` milliseconds
@@ -25,20 +26,23 @@ export class TerminalError extends Error {
   }
 }
 
-/** Reconciler brings the state named by a key to what it should be; a thrown error or rejection means "retry". */
+/**
+ * Reconciler brings the state named by a key to what it should be; a thrown error or rejection means "retry". The
+ * signal is aborted when the runner stops: a long reconcile may pass it on to its I/O or return early.
+ */
 export interface Reconciler {
-  reconcile(key: string): Promise<Result>;
+  reconcile(key: string, signal: AbortSignal): Promise<Result>;
 }
 
-/** reconcileOutcomes lists the ways a reconcile can end, as reported to RunnerMetrics. */
-export const reconcileOutcomes = ['success', 'requeue_after', 'error', 'terminal_error'] as const;
+/** RECONCILE_ENDINGS lists the ways a reconcile can end, as reported to RunnerMetrics (the `result` label). */
+export const RECONCILE_ENDINGS = ['success', 'requeue_after', 'error', 'terminal_error'] as const;
 
-/** ReconcileOutcome is one of reconcileOutcomes. */
-export type ReconcileOutcome = (typeof reconcileOutcomes)[number];
+/** ReconcileEnding is one of RECONCILE_ENDINGS. */
+export type ReconcileEnding = (typeof RECONCILE_ENDINGS)[number];
 
 /** RunnerMetrics receives one observation per finished reconcile. */
 export interface RunnerMetrics {
-  reconciled(outcome: ReconcileOutcome, durationMs: number): void;
+  reconciled(ending: ReconcileEnding, durationMs: number): void;
 }
 
 /** RunnerOptions configures a Runner. */
@@ -51,6 +55,7 @@ export interface RunnerOptions {
   concurrency?: number;
   /** clock times reconciles for the metrics; default realClock. */
   clock?: Clock;
+  /** metrics receives every finished reconcile; default runnerMetrics(name), which /metrics serves. */
   metrics?: RunnerMetrics;
   /** logger replaces the default `childLogger({ controller: name })`. */
   logger?: Logger;
@@ -67,8 +72,9 @@ export class Runner {
   private readonly reconciler: Reconciler;
   private readonly concurrency: number;
   private readonly clock: Clock;
-  private readonly metrics: RunnerMetrics | undefined;
+  private readonly metrics: RunnerMetrics;
   private readonly log: Logger;
+  private readonly stopping = new AbortController();
   private workers: Promise<void>[] | undefined;
 
   constructor(options: RunnerOptions) {
@@ -80,7 +86,7 @@ export class Runner {
     this.reconciler = options.reconciler;
     this.concurrency = concurrency;
     this.clock = options.clock ?? realClock;
-    this.metrics = options.metrics;
+    this.metrics = options.metrics ?? runnerMetrics(options.name);
     this.log = options.logger ?? childLogger({ controller: options.name });
   }
 
@@ -95,9 +101,10 @@ export class Runner {
   /**
    * stop shuts the queue down and resolves once every worker has exited. As in controller-runtime, workers first
    * finish their current reconcile and the keys that were already queued; delayed and rate-limited re-adds are
-   * dropped.
+   * dropped. The reconciles' signal is aborted first, so those that heed it end early.
    */
   async stop(): Promise<void> {
+    this.stopping.abort();
     this.queue.shutDown();
     await Promise.all(this.workers ?? []);
     this.log.info('runner stopped');
@@ -115,19 +122,19 @@ export class Runner {
 
   private async process(key: string): Promise<void> {
     const started = this.clock.now();
-    let outcome: ReconcileOutcome;
+    let ending: ReconcileEnding;
     try {
-      outcome = await this.reconcile(key);
+      ending = await this.reconcile(key);
     } finally {
       this.queue.done(key);
     }
-    this.metrics?.reconciled(outcome, this.clock.now() - started);
+    this.metrics.reconciled(ending, this.clock.now() - started);
   }
 
-  private async reconcile(key: string): Promise<ReconcileOutcome> {
+  private async reconcile(key: string): Promise<ReconcileEnding> {
     let result: Result;
     try {
-      result = await this.reconciler.reconcile(key);
+      result = await this.reconciler.reconcile(key, this.stopping.signal);
     } catch (err) {
       const terminal = terminalCause(err);
       if (terminal) {
