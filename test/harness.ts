@@ -5,7 +5,7 @@ import { LocalSuperCluster, type SuperClusterOptions } from '../core/local/super
 import type { KubeClient } from '../core/kube/client.ts';
 import type { LocalControlPlane } from '../core/local/controlplane.ts';
 import { rootNamespace } from '../core/names/names.ts';
-import type { Tenant } from '../core/syncer/tenant.ts';
+import type { Tenant } from '../core/tenancy/tenant.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */

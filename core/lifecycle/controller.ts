@@ -9,7 +9,7 @@ import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { LABEL, MANAGER, rootNamespace } from '../names/names.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
-import type { StaticTenantRegistry, Tenant } from '../syncer/tenant.ts';
+import type { MutableTenantRegistry, Tenant } from '../tenancy/tenant.ts';
 import type { Provisioned, Provisioner } from './provisioner.ts';
 import { DEFAULTS, FINALIZER, kubeconfigSecretName, type Condition, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
 
@@ -36,7 +36,7 @@ export interface LifecycleOptions {
   superClient: KubeClient;
   provisioners: Partial<Record<string, Provisioner>>;
   /** where Running tenants are handed to the syncer */
-  tenants: StaticTenantRegistry;
+  tenants: MutableTenantRegistry;
   workers?: number;
   /** plugin settings every tenant gets unless its VirtualCluster sets its own */
   defaultPluginConfig?: Record<string, unknown>;

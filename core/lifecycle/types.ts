@@ -1,5 +1,5 @@
 import type { KubeObject } from '../kube/client.ts';
-import type { PodSecurityLevel } from '../syncer/tenant.ts';
+import type { PodSecurityLevel } from '../tenancy/tenant.ts';
 
 /** PHASES are the phases of a VirtualCluster. */
 export const PHASES = ['Pending', 'Provisioning', 'Running', 'Updating', 'Error', 'Deleting'] as const;

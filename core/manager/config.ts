@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { rootNamespace } from '../names/names.ts';
-import type { PodSecurityLevel, Tenant } from '../syncer/tenant.ts';
+import type { PodSecurityLevel, Tenant } from '../tenancy/tenant.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {

@@ -9,7 +9,7 @@ import { childLogger } from '../log.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { Syncer } from '../syncer/syncer.ts';
-import { StaticTenantRegistry } from '../syncer/tenant.ts';
+import { MutableTenantRegistry } from '../tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../lifecycle/controller.ts';
@@ -54,7 +54,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
   const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
-  const registries = supers.map((s) => new StaticTenantRegistry(staticTenants(cfg, file, s.name)));
+  const registries = supers.map((s) => new MutableTenantRegistry(staticTenants(cfg, file, s.name)));
   const lifecycle = cfg.virtualClusters?.enabled ? await lifecycleController(cfg, clients[0]!, registries[0]!) : undefined;
   const gitops = cfg.gitops?.enabled
     ? new GitOpsController({
@@ -142,7 +142,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   };
 }
 
-async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: StaticTenantRegistry) {
+async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: MutableTenantRegistry) {
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
   const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta), native: new NativeProvisioner(meta) };
   const local = cfg.virtualClusters?.local;

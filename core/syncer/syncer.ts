@@ -12,7 +12,7 @@ import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
 import { patrol } from './patrol.ts';
 import { plan, planKey, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey, Router, superResources, tenantResources } from './routing.ts';
-import type { TenantRegistry } from './tenant.ts';
+import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Tenant } from './tenant.ts';
+import type { Tenant } from '../tenancy/tenant.ts';
 import { tenantView } from './tenants.ts';
 
 describe('tenantView', () => {

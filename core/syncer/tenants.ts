@@ -5,7 +5,7 @@ import { childLogger } from '../log.ts';
 import { namespaceOwnerIn, tenantNaming, type Naming } from '../names/names.ts';
 import type { CacheReader, TenantView } from '../plugins/contract.ts';
 import type { FairQueue } from '../queue/fairqueue.ts';
-import type { Tenant } from './tenant.ts';
+import type { Tenant } from '../tenancy/tenant.ts';
 
 const log = childLogger({ controller: 'syncer' });
 

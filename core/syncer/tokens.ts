@@ -2,7 +2,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { MANAGER, PREFIX } from '../names/names.ts';
 import type { Effect } from '../plugins/contract.ts';
-import type { Tenant } from './tenant.ts';
+import type { Tenant } from '../tenancy/tenant.ts';
 
 /** TOKEN_SECONDS is the lifetime asked for each token; tokens are refreshed at 80% of it. */
 export const TOKEN_SECONDS = 3600;

@@ -3,7 +3,7 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
-import type { Tenant } from '../../core/syncer/tenant.ts';
+import type { Tenant } from '../../core/tenancy/tenant.ts';
 import type { Pod } from '../pods/types.ts';
 import plugin, { buildVNode, nodesPlugin, PODS_BY_NODE, type Node } from './index.ts';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Decision, Effect } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
-import type { Tenant } from '../../core/syncer/tenant.ts';
+import type { Tenant } from '../../core/tenancy/tenant.ts';
 import plugin, { podsPlugin, tokenSecretName, translateKubeletPath } from './index.ts';
 import type { Pod, PodSpec } from './types.ts';
 

@@ -8,7 +8,7 @@ import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { LocalProvisioner } from '../../core/lifecycle/local.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
-import { StaticTenantRegistry } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import type { BenchResult } from './main.ts';
 
 const MiB = 1024 * 1024;
@@ -105,7 +105,7 @@ export async function lifecycleBench(): Promise<BenchResult> {
       }
     }
     local = new LocalProvisioner(join(dir, 'tenants'), sc.etcd);
-    controller = new VirtualClusterController({ meta: client, superClient: client, provisioners: { local }, tenants: new StaticTenantRegistry(), workers: BATCH });
+    controller = new VirtualClusterController({ meta: client, superClient: client, provisioners: { local }, tenants: new MutableTenantRegistry(), workers: BATCH });
     await controller.start();
 
     const roots: string[] = [];

@@ -10,7 +10,7 @@ import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
-import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
@@ -490,7 +490,7 @@ export async function syncerBench(): Promise<BenchResult> {
     samplers.push(rss);
     const counters0 = await syncerCounters();
     t0 = performance.now();
-    syncer = new Syncer({ superClient: syncerSuper, host, registry: new StaticTenantRegistry(tenants), patrolIntervalMs: 0, workers: WORKERS });
+    syncer = new Syncer({ superClient: syncerSuper, host, registry: new MutableTenantRegistry(tenants), patrolIntervalMs: 0, workers: WORKERS });
     await syncer.start();
     const s = syncer;
     await waitUntil(() => tenants.every((x) => s.tenantReady(x.key)), 60_000, () => 'tenant caches synced');

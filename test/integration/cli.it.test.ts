@@ -9,7 +9,7 @@ import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { LocalProvisioner } from '../../core/lifecycle/local.ts';
-import { StaticTenantRegistry } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -43,7 +43,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
     await eventually(() => t.client.list(R.virtualclusters));
     dir = mkdtempSync(join(tmpdir(), 'vc-cli-'));
     local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
-    controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { local }, tenants: new StaticTenantRegistry() });
+    controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { local }, tenants: new MutableTenantRegistry() });
     await controller.start();
     kc = ['--kubeconfig', t.sc.kubeconfigPath];
   });

@@ -12,7 +12,7 @@ import { ImportProvisioner } from '../../core/lifecycle/importer.ts';
 import { LocalProvisioner } from '../../core/lifecycle/local.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
-import { StaticTenantRegistry, type TenantEvent } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -29,7 +29,7 @@ const vcObject = (name: string, spec: Record<string, unknown> = {}, namespace = 
 describe('VirtualCluster lifecycle on a real super cluster', () => {
   let t: TestSuper;
   let stateDir: string;
-  let tenants: StaticTenantRegistry;
+  let tenants: MutableTenantRegistry;
   const seen = new Map<string, TenantEvent>();
   let local: LocalProvisioner;
   let controller: VirtualClusterController;
@@ -67,7 +67,7 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     }
     await eventually(() => t.client.list(R.virtualclusters));
     stateDir = mkdtempSync(join(tmpdir(), 'vc-lifecycle-'));
-    tenants = new StaticTenantRegistry();
+    tenants = new MutableTenantRegistry();
     tenants.subscribe((e) => seen.set(e.type === 'upsert' ? e.tenant.key : e.key, e));
     await startManager();
   });

@@ -10,7 +10,7 @@ import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import type { ControlPlanePKI } from '../../core/pki/pki.ts';
 import { apiserverURL, NATIVE_SECRETS, renderNative, resourceFor, type ClusterVersion } from '../../core/provision/native.ts';
-import { StaticTenantRegistry } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const crdDir = join(import.meta.dirname, '../../deploy/crds');
@@ -149,7 +149,7 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
   });
 
   it('under the VirtualClusterController, keeps the VirtualCluster Provisioning while the apiserver does not answer', async () => {
-    const controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { native }, tenants: new StaticTenantRegistry() });
+    const controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { native }, tenants: new MutableTenantRegistry() });
     await controller.start();
     try {
       // No clusterVersionName: the default ClusterVersion (the pinned Kubernetes version).

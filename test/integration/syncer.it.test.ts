@@ -7,7 +7,7 @@ import { ANN, LABEL, provenanceOf, superNamespace } from '../../core/names/names
 import { PluginHost } from '../../core/plugins/host.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
-import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 
@@ -45,7 +45,7 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
   let b: KubeClient;
   let tenantA: Tenant;
   let tenantB: Tenant;
-  let registry: StaticTenantRegistry;
+  let registry: MutableTenantRegistry;
   let host: PluginHost;
   let syncer: Syncer;
 
@@ -70,7 +70,7 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       pluginConfig: { vnAgent: { port: 10550 }, sandbox: { runtimeClassName: 'kata' } },
     });
     await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });
-    registry = new StaticTenantRegistry([tenantA, tenantB]);
+    registry = new MutableTenantRegistry([tenantA, tenantB]);
     host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins, thirdParty: [sandboxPlugin] });
     expect(host.failures).toEqual([]);
     syncer = newSyncer();

@@ -14,7 +14,7 @@ import { LABEL, stampOwnership, superNamespace } from '../../core/names/names.ts
 import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
-import { StaticTenantRegistry, type Tenant } from '../../core/syncer/tenant.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory, VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
@@ -200,7 +200,7 @@ describe('vn-agent: tenant kubectl logs/exec/attach/port-forward through real ap
     directory.upsert(directoryEntry(cpA, tenantA));
     directory.upsert(directoryEntry(cpB, tenantB));
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
-    syncer = new Syncer({ superClient: t.client, host, registry: new StaticTenantRegistry([tenantA, tenantB]), patrolIntervalMs: 0, workers: 8 });
+    syncer = new Syncer({ superClient: t.client, host, registry: new MutableTenantRegistry([tenantA, tenantB]), patrolIntervalMs: 0, workers: 8 });
     await syncer.start();
     await eventually(() => expect(syncer.tenantReady(tenantA.key) && syncer.tenantReady(tenantB.key)).toBe(true));
     await Promise.all([runningPods(a, ['app-a', 'app-a2']), runningPods(b, ['app-b'])]);

@@ -29,15 +29,19 @@ export interface Tenant extends TenantIdentity {
 export type TenantEvent = { type: 'upsert'; tenant: Tenant } | { type: 'remove'; key: string };
 
 /**
- * TenantRegistry tells the syncer which tenants exist: a static list now, VirtualCluster objects later. subscribe
- * replays the current tenants as upserts, then reports changes; it returns an unsubscribe function.
+ * TenantRegistry tells the syncer which tenants exist. subscribe replays the current tenants as upserts, then
+ * reports changes; it returns an unsubscribe function.
  */
 export interface TenantRegistry {
   subscribe(fn: (e: TenantEvent) => void): () => void;
 }
 
-/** StaticTenantRegistry serves a fixed list of tenants (from flags or configuration) and accepts changes in tests. */
-export class StaticTenantRegistry implements TenantRegistry {
+/**
+ * MutableTenantRegistry is the tenant set that its owners change while it runs: the manager seeds it with the
+ * configuration's static tenants and the VirtualCluster controller upserts a tenant when its control plane serves
+ * and removes it when it stops. Every subscriber sees each change.
+ */
+export class MutableTenantRegistry implements TenantRegistry {
   private readonly tenants = new Map<string, Tenant>();
   private readonly subs = new Set<(e: TenantEvent) => void>();
 
