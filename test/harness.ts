@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import { LocalSuperCluster, type SuperClusterOptions } from '../core/local/supercluster.ts';
 import type { KubeClient } from '../core/kube/client.ts';
 import type { LocalControlPlane } from '../core/local/controlplane.ts';
-import { rootNamespace } from '../core/names/names.ts';
-import type { Tenant } from '../core/tenancy/tenant.ts';
+import { tenantFrom, type Tenant } from '../core/tenancy/tenant.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */
@@ -52,17 +51,5 @@ export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 60_000
 
 /** tenantFor describes a local control plane as a syncer tenant (defaults of a VirtualCluster, overridable). */
 export function tenantFor(cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, extra: Partial<Tenant> = {}): Tenant {
-  return {
-    key: rootNamespace(vcNamespace, vcName, uid),
-    vcName,
-    vcNamespace,
-    vcUid: uid,
-    kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
-    weight: 1,
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    opaqueMetaPrefixes: [],
-    transparentMetaPrefixes: [],
-    ...extra,
-  };
+  return { ...tenantFrom({ vcNamespace, vcName, vcUid: uid, kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8') }), ...extra };
 }

@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { formatErrors, validate } from '../../schemas/validate.ts';
-import { rootNamespace } from '../names/names.ts';
-import type { PodSecurityLevel, Tenant } from '../tenancy/tenant.ts';
+import { tenantFrom, type PodSecurityLevel, type Tenant } from '../tenancy/tenant.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {
@@ -112,19 +111,6 @@ export function staticTenants(cfg: ManagerConfig, file: string, superCluster?: s
       } catch (e) {
         throw new ConfigError(`${file}: /tenants/${i}/kubeconfig tenant ${t.namespace}/${t.name}: cannot read ${t.kubeconfig}: ${(e as Error).message}`);
       }
-      return {
-        key: rootNamespace(t.namespace, t.name, t.uid),
-        vcName: t.name,
-        vcNamespace: t.namespace,
-        vcUid: t.uid,
-        kubeconfig,
-        weight: t.weight ?? 1,
-        clusterDomain: t.clusterDomain ?? 'cluster.local',
-        podSecurityLevel: t.podSecurityLevel ?? 'baseline',
-        opaqueMetaPrefixes: t.opaqueMetaPrefixes ?? [],
-        transparentMetaPrefixes: t.transparentMetaPrefixes ?? [],
-        plugins: t.plugins,
-        pluginConfig: t.pluginConfig,
-      };
+      return tenantFrom({ vcNamespace: t.namespace, vcName: t.name, vcUid: t.uid, kubeconfig, settings: t });
     });
 }

@@ -1,6 +1,7 @@
 import type { KubeObject, Resource } from '../kube/client.ts';
 import { namespaceOwnerIn, tenantNaming } from '../names/names.ts';
 import { R } from '../kube/resources.ts';
+import { tenantFrom, tenantView } from '../tenancy/tenant.ts';
 import type { CacheReader, PluginContext, TenantView } from './contract.ts';
 
 /**
@@ -26,17 +27,8 @@ export class MapCache implements CacheReader {
 
 /** testTenant returns the view of a tenant that plugins get, with sensible defaults for unit tests. */
 export function testTenant(over: Partial<TenantView> = {}): TenantView {
-  return {
-    key: 'team-a-1a2b3c-dev',
-    vcName: 'dev',
-    vcNamespace: 'team-a',
-    vcUid: '00000000-0000-0000-0000-00000000000a',
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    opaqueMetaPrefixes: [],
-    transparentMetaPrefixes: [],
-    ...over,
-  };
+  const t = tenantFrom({ key: 'team-a-1a2b3c-dev', vcName: 'dev', vcNamespace: 'team-a', vcUid: '00000000-0000-0000-0000-00000000000a' });
+  return { ...tenantView(t), ...over };
 }
 
 /**

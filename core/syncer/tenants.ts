@@ -5,7 +5,7 @@ import { childLogger } from '../log.ts';
 import { namespaceOwnerIn, tenantNaming, type Naming } from '../names/names.ts';
 import type { CacheReader, TenantView } from '../plugins/contract.ts';
 import type { FairQueue } from '../queue/fairqueue.ts';
-import type { Tenant } from '../tenancy/tenant.ts';
+import { tenantView, type Tenant } from '../tenancy/tenant.ts';
 
 const log = childLogger({ controller: 'syncer' });
 
@@ -32,27 +32,6 @@ export interface TenantSessionsOptions {
   handlerFor(s: TenantSession, resource: string): EventHandler<KubeObject>;
   /** called once a tenant is served (its caches synced, its handlers attached) */
   onServed(s: TenantSession): void;
-}
-
-/**
- * tenantView is what plugins see of a tenant: identity and settings, copied field by field so that the kubeconfig
- * (a credential) and the queue weight never reach a plugin. The view is frozen.
- */
-export function tenantView(t: Tenant): TenantView {
-  const v: TenantView = {
-    key: t.key,
-    vcName: t.vcName,
-    vcNamespace: t.vcNamespace,
-    vcUid: t.vcUid,
-    clusterDomain: t.clusterDomain,
-    podSecurityLevel: t.podSecurityLevel,
-    ...(t.opaqueMetaPrefixes && { opaqueMetaPrefixes: t.opaqueMetaPrefixes }),
-    ...(t.transparentMetaPrefixes && { transparentMetaPrefixes: t.transparentMetaPrefixes }),
-    ...(t.plugins && { plugins: t.plugins }),
-    ...(t.pluginConfig && { pluginConfig: t.pluginConfig }),
-    ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
-  };
-  return Object.freeze(v);
 }
 
 const cacheKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);

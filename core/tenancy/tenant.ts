@@ -1,15 +1,17 @@
-import type { TenantIdentity } from '../names/names.ts';
+import { rootNamespace, type TenantIdentity } from '../names/names.ts';
+import type { TenantView } from '../plugins/contract.ts';
+import { TENANT_DEFAULTS } from './defaults.ts';
 
 /** POD_SECURITY_LEVELS are the Pod Security admission levels a tenant's super namespaces may be labelled with. */
 export const POD_SECURITY_LEVELS = ['privileged', 'baseline', 'restricted'] as const;
 /** PodSecurityLevel is one of POD_SECURITY_LEVELS. */
 export type PodSecurityLevel = (typeof POD_SECURITY_LEVELS)[number];
 
-/** Tenant is one tenant control plane as the syncer sees it. */
+/** Tenant is one tenant control plane as the syncer and the vn-agent see it. */
 export interface Tenant extends TenantIdentity {
   /** uid of the VirtualCluster object */
   vcUid: string;
-  /** admin kubeconfig of the tenant control plane (YAML text) */
+  /** admin kubeconfig of the tenant control plane (YAML text); empty where no process talks to it (the vn-agent) */
   kubeconfig: string;
   /** fair-queue weight (positive integer) */
   weight: number;
@@ -23,6 +25,79 @@ export interface Tenant extends TenantIdentity {
   pluginConfig?: Record<string, unknown>;
   /** where Pods in the super reach this tenant's apiserver (host and port), for their service account tokens */
   apiserverEndpoint?: { host: string; port: number };
+}
+
+/**
+ * TenantSettings are the per-tenant choices a VirtualCluster's spec, a static manager-configuration entry and a
+ * vn-agent tenant entry share; every one left out takes its value from TENANT_DEFAULTS.
+ */
+export interface TenantSettings {
+  weight?: number;
+  clusterDomain?: string;
+  podSecurityLevel?: PodSecurityLevel;
+  opaqueMetaPrefixes?: readonly string[];
+  transparentMetaPrefixes?: readonly string[];
+  plugins?: { enable?: string[]; disable?: string[] };
+  pluginConfig?: Record<string, unknown>;
+}
+
+/** TenantSource is everything tenantFrom builds a Tenant from. */
+export interface TenantSource {
+  vcNamespace: string;
+  vcName: string;
+  vcUid: string;
+  /** the cluster key; default rootNamespace(vcNamespace, vcName, vcUid) */
+  key?: string;
+  /** a VirtualCluster's spec, a static tenant entry, or the few settings the vn-agent knows */
+  settings?: TenantSettings;
+  kubeconfig?: string;
+  apiserverEndpoint?: { host: string; port: number };
+}
+
+/**
+ * tenantFrom builds a Tenant, the one place where a tenant's settings meet their defaults: the VirtualCluster
+ * controller builds Running tenants with it, the manager its static tenants, the vn-agent the tenants of its
+ * directory, and tests their fixtures.
+ */
+export function tenantFrom(s: TenantSource): Tenant {
+  const o = s.settings ?? {};
+  const t: Tenant = {
+    key: s.key ?? rootNamespace(s.vcNamespace, s.vcName, s.vcUid),
+    vcName: s.vcName,
+    vcNamespace: s.vcNamespace,
+    vcUid: s.vcUid,
+    kubeconfig: s.kubeconfig ?? '',
+    weight: o.weight ?? TENANT_DEFAULTS.weight,
+    clusterDomain: o.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
+    podSecurityLevel: o.podSecurityLevel ?? TENANT_DEFAULTS.podSecurityLevel,
+    opaqueMetaPrefixes: [...(o.opaqueMetaPrefixes ?? [])],
+    transparentMetaPrefixes: [...(o.transparentMetaPrefixes ?? [])],
+  };
+  if (o.plugins) t.plugins = o.plugins;
+  if (o.pluginConfig) t.pluginConfig = o.pluginConfig;
+  if (s.apiserverEndpoint) t.apiserverEndpoint = s.apiserverEndpoint;
+  return t;
+}
+
+/**
+ * tenantView is what plugins see of a tenant: identity and settings, copied field by field so that the kubeconfig
+ * (a credential) and the queue weight never reach a plugin. The view is frozen.
+ */
+export function tenantView(t: Tenant): TenantView {
+  const v: TenantView = {
+    key: t.key,
+    vcName: t.vcName,
+    vcNamespace: t.vcNamespace,
+    vcUid: t.vcUid,
+    clusterDomain: t.clusterDomain,
+    podSecurityLevel: t.podSecurityLevel,
+    ...(t.opaqueMetaPrefixes && { opaqueMetaPrefixes: t.opaqueMetaPrefixes }),
+    ...(t.transparentMetaPrefixes && { transparentMetaPrefixes: t.transparentMetaPrefixes }),
+    ...(t.plugins && { plugins: t.plugins }),
+    ...(t.pluginConfig && { pluginConfig: t.pluginConfig }),
+    ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
+  };
+  return Object.freeze(v);
 }
 
 /** TenantEvent is a change in the set of tenants a registry reports. */

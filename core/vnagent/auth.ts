@@ -1,6 +1,7 @@
 import { X509Certificate, createHash } from 'node:crypto';
 import { tenantNaming, type Naming } from '../names/names.ts';
 import type { TenantView } from '../plugins/contract.ts';
+import { tenantFrom, tenantView } from '../tenancy/tenant.ts';
 
 /**
  * Tenant identity for the vn-agent. A tenant apiserver reaches the agent with its kubelet client certificate; the
@@ -51,16 +52,15 @@ export function agentTenant(s: AgentTenantSpec): AgentTenant {
   const cas = blocks.map((b) => new X509Certificate(b));
   const fingerprint = s.fingerprint.toLowerCase().replace(/:/g, '');
   if (!/^[0-9a-f]{64}$/.test(fingerprint)) throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
-  const tenant: TenantView = {
-    key: s.key,
-    vcName: s.vcName ?? s.key,
-    vcNamespace: s.vcNamespace ?? '',
-    vcUid: s.vcUid ?? '',
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    plugins: s.plugins,
-    pluginConfig: s.pluginConfig,
-  };
+  const tenant = tenantView(
+    tenantFrom({
+      key: s.key,
+      vcName: s.vcName ?? s.key,
+      vcNamespace: s.vcNamespace ?? '',
+      vcUid: s.vcUid ?? '',
+      settings: { plugins: s.plugins, pluginConfig: s.pluginConfig },
+    }),
+  );
   return { key: s.key, caPem: s.caPem, cas, fingerprint, tenant, names: tenantNaming(s.key) };
 }
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Tenant } from '../tenancy/tenant.ts';
-import { tenantView } from './tenants.ts';
+import { tenantView, type Tenant } from './tenant.ts';
 
 describe('tenantView', () => {
   const tenant: Tenant = {
