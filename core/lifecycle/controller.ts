@@ -1,20 +1,24 @@
 import { Gauge } from 'prom-client';
 import { formatErrors, validate } from '../../schemas/validate.ts';
+import { EventRecorder } from '../controller/events.ts';
+import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
-import { isNotFound, type KubeClient, type KubeObject } from '../kube/client.ts';
-import { recordEvent } from '../kube/events.ts';
+import { setCondition, StatusWriter, type ConditionInput } from '../controller/status.ts';
+import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
-import { LABEL, MANAGER, rootNamespace } from '../names/names.ts';
+import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
+import type { Provisioned, Provisioner } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
-import type { MutableTenantRegistry, Tenant } from '../tenancy/tenant.ts';
-import type { Provisioned, Provisioner } from './provisioner.ts';
-import { DEFAULTS, FINALIZER, kubeconfigSecretName, type Condition, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
+import { TENANT_DEFAULTS } from '../tenancy/defaults.ts';
+import { rootNamespaceObject } from '../tenancy/namespace.ts';
+import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
+import { kubeconfigSecretName, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
-const FIELD_MANAGER = 'vc-manager';
+const VC_API_VERSION = 'tenancy.x-k8s.io/v1alpha1';
 
 const liveControllers = new Set<VirtualClusterController>();
 new Gauge({
@@ -52,15 +56,19 @@ export interface LifecycleOptions {
  */
 export class VirtualClusterController {
   private readonly informer: Informer<VirtualCluster>;
-  private readonly queue = new WorkQueue();
+  private readonly queue = new WorkQueue({ metrics: queueMetrics('virtualcluster') });
   private readonly runner: Runner;
   private readonly roots = new Map<string, string>();
+  private readonly status: StatusWriter<VirtualClusterStatus>;
+  private readonly events: EventRecorder;
 
   constructor(private readonly o: LifecycleOptions) {
     this.informer = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'virtualclusters' });
     const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
     this.informer.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
     this.runner = new Runner({ name: 'virtualcluster', queue: this.queue, concurrency: o.workers ?? 4, reconciler: { reconcile: (k) => this.reconcile(k) } });
+    this.status = new StatusWriter({ client: o.meta, resource: R.virtualclusters, fieldManager: IDENTITY.manager });
+    this.events = new EventRecorder({ client: o.meta, component: IDENTITY.manager, apiVersion: VC_API_VERSION, kind: 'VirtualCluster', log });
   }
 
   /** start syncs the cache and starts the workers. */
@@ -85,8 +93,12 @@ export class VirtualClusterController {
     return [...m];
   }
 
+  /**
+   * reconcile works on the cached VirtualCluster without changing it: each status write returns the copy that the
+   * rest of the reconcile reads.
+   */
   private async reconcile(key: string): Promise<Result> {
-    const vc = this.informer.get(key);
+    let vc = this.informer.get(key);
     if (!vc) {
       const root = this.roots.get(key);
       if (root) this.o.tenants.remove(root);
@@ -103,42 +115,44 @@ export class VirtualClusterController {
     if (errors.length) {
       this.o.tenants.remove(root);
       const message = formatErrors(`VirtualCluster ${key}`, errors);
-      await this.setStatus(vc, { phase: 'Error', reason: 'InvalidSpec', message }, cond('Ready', 'False', 'InvalidSpec', message, vc));
-      await this.event(vc, 'Warning', 'InvalidSpec', message);
+      await this.setStatus(vc, { phase: 'Error', reason: 'InvalidSpec', message }, ready('False', 'InvalidSpec', message));
+      await this.events.record(vc, 'Warning', 'InvalidSpec', message);
       return;
     }
-    if (!m.finalizers?.includes(FINALIZER)) {
-      await this.o.meta.patch(R.virtualclusters, m.namespace, m.name!, { metadata: { finalizers: [...(m.finalizers ?? []), FINALIZER] } }, 'merge', {
-        fieldManager: FIELD_MANAGER,
+    if (!m.finalizers?.includes(VC_FINALIZER)) {
+      await this.o.meta.patch(R.virtualclusters, m.namespace, m.name!, { metadata: { finalizers: [...(m.finalizers ?? []), VC_FINALIZER] } }, 'merge', {
+        fieldManager: IDENTITY.manager,
       });
     }
-    const type = vc.spec.provisioner?.type ?? DEFAULTS.provisioner;
+    const type = vc.spec.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
     const provisioner = this.o.provisioners[type];
     if (!provisioner) {
       const message = `provisioner "${type}" is not available in this manager (spec.provisioner.type)`;
-      await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionerUnavailable', message }, cond('Ready', 'False', 'ProvisionerUnavailable', message, vc));
+      await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionerUnavailable', message }, ready('False', 'ProvisionerUnavailable', message));
       return;
     }
     const first = vc.status?.phase !== 'Running' && vc.status?.phase !== 'Updating';
     if (first && vc.status?.phase !== 'Provisioning') {
-      await this.setStatus(vc, { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` }, cond('Ready', 'False', 'Provisioning', 'control plane starting', vc));
-      await this.event(vc, 'Normal', 'Provisioning', `provisioning the control plane with the ${type} provisioner`);
+      vc = await this.setStatus(vc, { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` }, ready('False', 'Provisioning', 'control plane starting'));
+      await this.events.record(vc, 'Normal', 'Provisioning', `provisioning the control plane with the ${type} provisioner`);
     }
-    await this.ensureRootNamespace(vc, root);
+    await this.o.superClient.apply(R.namespaces, rootNamespaceObject(m, root), IDENTITY.manager);
     let state;
     try {
       state = await provisioner.ensure(vc, root);
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
-      await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionFailed', message }, cond('Ready', 'False', 'ProvisionFailed', message, vc));
-      await this.event(vc, 'Warning', 'ProvisionFailed', message);
+      await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionFailed', message }, ready('False', 'ProvisionFailed', message));
+      await this.events.record(vc, 'Warning', 'ProvisionFailed', message);
       throw e;
     }
     if (!state.ready) {
-      await this.setStatus(vc, { phase: 'Provisioning', reason: 'Waiting', message: `waiting for ${state.waitingFor}` }, cond('Ready', 'False', 'Waiting', `waiting for ${state.waitingFor}`, vc));
+      const message = `waiting for ${state.waitingFor}`;
+      await this.setStatus(vc, { phase: 'Provisioning', reason: 'Waiting', message }, ready('False', 'Waiting', message));
       return { requeueAfter: 2000 };
     }
     const secretName = await this.writeKubeconfig(vc, state.result);
+    const endpoint = state.result.apiserverEndpoint;
     await this.setStatus(
       vc,
       {
@@ -148,49 +162,28 @@ export class VirtualClusterController {
         clusterNamespace: root,
         kubeconfigSecretName: secretName,
         kubeletClientCertFingerprint: state.result.kubeletClientCertFingerprint,
-        apiserverEndpoint: state.result.apiserverEndpoint ? `https://${state.result.apiserverEndpoint.host}:${state.result.apiserverEndpoint.port}` : undefined,
+        apiserverEndpoint: endpoint ? `https://${endpoint.host}:${endpoint.port}` : undefined,
       },
-      cond('Ready', 'True', 'Running', 'control plane is serving', vc),
+      ready('True', 'Running', 'control plane is serving'),
     );
-    if (first || state.rolled) await this.event(vc, 'Normal', state.rolled ? 'Updated' : 'Running', state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving');
+    if (first || state.rolled) {
+      await this.events.record(vc, 'Normal', state.rolled ? 'Updated' : 'Running', state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving');
+    }
     this.o.tenants.upsert(this.tenantOf(vc, root, state.result));
     return;
   }
 
   private tenantOf(vc: VirtualCluster, root: string, p: Provisioned): Tenant {
-    const s = vc.spec;
-    return {
-      key: root,
-      vcName: vc.metadata!.name!,
-      vcNamespace: vc.metadata!.namespace!,
-      vcUid: vc.metadata!.uid!,
-      kubeconfig: p.kubeconfig,
-      weight: s.weight ?? DEFAULTS.weight,
-      clusterDomain: s.clusterDomain ?? DEFAULTS.clusterDomain,
-      podSecurityLevel: s.podSecurityLevel ?? DEFAULTS.podSecurityLevel,
-      opaqueMetaPrefixes: s.opaqueMetaPrefixes ?? [],
-      transparentMetaPrefixes: s.transparentMetaPrefixes ?? [],
-      plugins: s.plugins,
-      pluginConfig: { ...this.o.defaultPluginConfig, ...s.pluginConfig },
-      apiserverEndpoint: p.apiserverEndpoint,
-    };
-  }
-
-  private async ensureRootNamespace(vc: VirtualCluster, root: string): Promise<void> {
     const m = vc.metadata!;
-    await this.o.superClient.apply(
-      R.namespaces,
-      {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: {
-          name: root,
-          labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
-          annotations: { 'tenancy.x-k8s.io/vcname': m.name!, 'tenancy.x-k8s.io/vcnamespace': m.namespace!, 'tenancy.x-k8s.io/vcuid': m.uid! },
-        },
-      },
-      FIELD_MANAGER,
-    );
+    return tenantFrom({
+      key: root,
+      vcName: m.name!,
+      vcNamespace: m.namespace!,
+      vcUid: m.uid!,
+      kubeconfig: p.kubeconfig,
+      apiserverEndpoint: p.apiserverEndpoint,
+      settings: { ...vc.spec, pluginConfig: { ...this.o.defaultPluginConfig, ...vc.spec.pluginConfig } },
+    });
   }
 
   private async writeKubeconfig(vc: VirtualCluster, p: Provisioned): Promise<string> {
@@ -204,13 +197,13 @@ export class VirtualClusterController {
         metadata: {
           name,
           namespace: m.namespace,
-          labels: { [LABEL.managedBy]: 'vc-manager' },
-          ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
+          labels: { [LABEL.managedBy]: IDENTITY.manager },
+          ownerReferences: [{ apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
         },
         type: 'Opaque',
         data: { kubeconfig: Buffer.from(p.kubeconfig).toString('base64') },
       },
-      FIELD_MANAGER,
+      IDENTITY.manager,
     );
     return name;
   }
@@ -218,15 +211,16 @@ export class VirtualClusterController {
   /** finalize deletes everything the VirtualCluster owns, waiting for the super namespaces to go, then the finalizer. */
   private async finalize(vc: VirtualCluster, root: string): Promise<Result> {
     const m = vc.metadata!;
-    if (!m.finalizers?.includes(FINALIZER)) return;
+    if (!m.finalizers?.includes(VC_FINALIZER)) return;
     this.o.tenants.remove(root);
     if (vc.status?.phase !== 'Deleting') {
-      await this.setStatus(vc, { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' }, cond('Ready', 'False', 'Deleting', 'deleting', vc));
+      await this.setStatus(vc, { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' }, ready('False', 'Deleting', 'deleting'));
     }
-    const type = vc.spec?.provisioner?.type ?? DEFAULTS.provisioner;
+    const type = vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
     await this.o.provisioners[type]?.remove(vc, root);
     const owned = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
-    const remaining = owned.items.filter((n) => n.metadata?.name === root || n.metadata?.labels?.[LABEL.managedBy] === MANAGER || n.metadata?.labels?.[LABEL.managedBy] === 'vc-manager');
+    const ours = new Set<string>([IDENTITY.syncer, IDENTITY.manager]);
+    const remaining = owned.items.filter((n) => n.metadata?.name === root || ours.has(n.metadata?.labels?.[LABEL.managedBy] ?? ''));
     if (remaining.length) {
       for (const n of remaining) if (!n.metadata?.deletionTimestamp) await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!);
       return { requeueAfter: 1000 };
@@ -238,50 +232,26 @@ export class VirtualClusterController {
       m.name!,
       [
         { op: 'test', path: '/metadata/finalizers', value: m.finalizers },
-        { op: 'replace', path: '/metadata/finalizers', value: m.finalizers.filter((f) => f !== FINALIZER) },
+        { op: 'replace', path: '/metadata/finalizers', value: m.finalizers.filter((f) => f !== VC_FINALIZER) },
       ],
       'json',
-      { fieldManager: FIELD_MANAGER },
+      { fieldManager: IDENTITY.manager },
     );
     log.info({ vc: objectKey(vc), tenant: root }, 'VirtualCluster deleted');
     return;
   }
 
-  /** setStatus writes the status when it differs from what is recorded (one patch). */
-  private async setStatus(vc: VirtualCluster, s: VirtualClusterStatus, c: Condition): Promise<void> {
+  /** setStatus merges s and the condition into vc's status and writes it when it changed; vc itself is not changed. */
+  private setStatus(vc: VirtualCluster, s: VirtualClusterStatus, c: ConditionInput): Promise<VirtualCluster> {
     const old = vc.status ?? {};
-    const conditions = mergeCondition(old.conditions ?? [], c);
-    const next: VirtualClusterStatus = { ...old, ...s, conditions, observedGeneration: vc.metadata?.generation };
-    for (const k of Object.keys(next) as Array<keyof VirtualClusterStatus>) if (next[k] === undefined) delete next[k];
-    if (JSON.stringify(next) === JSON.stringify(old)) return;
-    try {
-      await this.o.meta.patch(R.virtualclusters, vc.metadata!.namespace, vc.metadata!.name!, { status: next }, 'merge', {
-        subresource: 'status',
-        fieldManager: FIELD_MANAGER,
-      });
-      vc.status = next;
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
+    const generation = vc.metadata?.generation;
+    const conditions = setCondition(old.conditions, { ...c, observedGeneration: generation });
+    return this.status.write(vc, { ...old, ...s, conditions, observedGeneration: generation });
   }
-
-  private async event(vc: VirtualCluster, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const m = vc.metadata!;
-    const target = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: m.name!, namespace: m.namespace, uid: m.uid };
-    const err = await recordEvent(this.o.meta, target, type, reason, message, 'vc-manager');
-    if (err) log.warn({ err: err.message }, 'could not record event');
-  }
-
 }
 
-function cond(type: string, status: Condition['status'], reason: string, message: string, vc: VirtualCluster): Condition {
-  return { type, status, reason, message, lastTransitionTime: new Date().toISOString(), observedGeneration: vc.metadata?.generation };
-}
-
-function mergeCondition(list: Condition[], c: Condition): Condition[] {
-  const old = list.find((x) => x.type === c.type);
-  const keep = old && old.status === c.status ? old.lastTransitionTime : c.lastTransitionTime;
-  return [...list.filter((x) => x.type !== c.type), { ...c, lastTransitionTime: keep }];
+function ready(status: ConditionInput['status'], reason: string, message: string): ConditionInput {
+  return { type: 'Ready', status, reason, message };
 }
 
 /** Phase is re-exported for callers that only need the controller module. */

@@ -1,3 +1,4 @@
+import type { Condition } from '../controller/status.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { PodSecurityLevel } from '../tenancy/tenant.ts';
 
@@ -10,16 +11,6 @@ export type Phase = (typeof PHASES)[number];
 export const PROVISIONERS = ['local', 'native', 'import'] as const;
 /** ProvisionerType is one of PROVISIONERS. */
 export type ProvisionerType = (typeof PROVISIONERS)[number];
-
-/** Condition is a status condition with a machine-readable reason. */
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
-}
 
 /** VirtualClusterSpec mirrors schemas/virtualcluster.schema.json. */
 export interface VirtualClusterSpec {
@@ -57,19 +48,6 @@ export interface VirtualCluster extends KubeObject {
   spec: VirtualClusterSpec;
   status?: VirtualClusterStatus;
 }
-
-/** DEFAULTS are the values of fields a VirtualCluster leaves out. */
-export const DEFAULTS = {
-  clusterDomain: 'cluster.local',
-  pkiExpireDays: 365,
-  serviceCidr: '10.32.0.0/16',
-  weight: 1,
-  podSecurityLevel: 'baseline' as PodSecurityLevel,
-  provisioner: 'local' as ProvisionerType,
-};
-
-/** FINALIZER guards a VirtualCluster until its control plane and super namespaces are gone. */
-export const FINALIZER = 'tenancy.x-k8s.io/virtualcluster';
 
 /** kubeconfigSecretName is the Secret (in the VirtualCluster's namespace) holding the tenant's admin kubeconfig. */
 export const kubeconfigSecretName = (vcName: string): string => `${vcName}-kubeconfig`;

@@ -5,7 +5,7 @@ import https from 'node:https';
 import { firstServiceIP, generateControlPlanePKI, renderKubeconfig, writePKI } from '../pki/pki.ts';
 import { KubeClient } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
-import { apiserverFlags, controllerManagerFlags, parseFlagArgs, pkiPaths } from '../provision/flags.ts';
+import { apiserverFlags, controllerManagerFlags, pkiPaths, type ExtraArgs } from '../provisioners/native/flags.ts';
 import { binaryPath, toolchainDir } from '../toolchain/toolchain.ts';
 import type { EtcdEndpoint } from './etcd.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
@@ -29,8 +29,10 @@ export interface ControlPlaneOptions {
   kwokNodes?: number;
   /** kube-controller-manager --controllers value */
   controllers?: string;
-  /** extra kube-apiserver flags, `--name=value` */
-  apiserverArgs?: string[];
+  /** kube-apiserver flags by name that replace or add to the defaults */
+  apiserverExtraArgs?: ExtraArgs;
+  /** kube-controller-manager flags by name that replace or add to the defaults */
+  controllerManagerExtraArgs?: ExtraArgs;
   /** restart crashed components */
   restart?: boolean;
   /** certificate lifetime */
@@ -82,7 +84,7 @@ export class LocalControlPlane {
         advertiseAddress: '127.0.0.1',
         securePort: ports.apiserver,
         serviceCidr,
-        extraArgs: parseFlagArgs(opts.apiserverArgs ?? []),
+        extraArgs: opts.apiserverExtraArgs,
       }),
     });
     if (opts.controllerManager !== false) this.controllerManager = new ManagedProcess({
@@ -97,6 +99,7 @@ export class LocalControlPlane {
         clusterName: opts.name,
         serviceCidr,
         controllers: opts.controllers ?? '*',
+        extraArgs: opts.controllerManagerExtraArgs,
       }),
     });
     if (opts.scheduler) {
@@ -385,18 +388,3 @@ export function kwokNode(name: string): Record<string, unknown> {
   };
 }
 
-
-/**
- * TENANT_CONTROLLERS is the kube-controller-manager --controllers value for tenant control planes. The controllers
- * that act on nodes and volumes are off: vNodes have no kubelet and no lease (node lifecycle would taint and evict
- * every tenant Pod), and the super cluster binds and attaches volumes (the syncer carries the result up).
- */
-export const TENANT_CONTROLLERS = [
-  '*',
-  '-node-lifecycle-controller',
-  '-taint-eviction-controller',
-  '-node-ipam-controller',
-  '-persistentvolume-binder-controller',
-  '-persistentvolume-attach-detach-controller',
-  '-service-lb-controller',
-].join(',');

@@ -6,6 +6,7 @@ import { KubeClient, type KubeObject } from '../kube/client.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../leader/election.ts';
 import { childLogger } from '../log.ts';
+import { IDENTITY } from '../names/names.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { Syncer } from '../syncer/syncer.ts';
@@ -13,10 +14,10 @@ import { MutableTenantRegistry } from '../tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../lifecycle/controller.ts';
-import { ImportProvisioner } from '../lifecycle/importer.ts';
-import { LocalProvisioner } from '../lifecycle/local.ts';
-import { NativeProvisioner } from '../lifecycle/native.ts';
-import type { Provisioner } from '../lifecycle/provisioner.ts';
+import { ImportProvisioner } from '../provisioners/import/provisioner.ts';
+import { LocalProvisioner } from '../provisioners/local/provisioner.ts';
+import { NativeProvisioner } from '../provisioners/native/provisioner.ts';
+import type { Provisioner } from '../provisioners/provisioner.ts';
 
 const log = childLogger({ controller: 'manager' });
 
@@ -78,7 +79,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   let running = false;
   const start = async () => {
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
-    for (const src of cfg.gitops?.sources ?? []) await clients[0]!.apply(GITSOURCES, src as KubeObject, 'vc-manager-config');
+    for (const src of cfg.gitops?.sources ?? []) await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     await Promise.all(syncers.map((s) => s.start()));
     await lifecycle?.controller.start();
     await gitops?.start();

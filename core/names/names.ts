@@ -3,8 +3,10 @@ import type { KubeObject, ObjectMeta } from '../kube/client.ts';
 
 /**
  * This module owns tenant-to-super names and provenance: the root namespace of a tenant, the super namespace of
- * each tenant namespace, the 63-character rule, the ownership annotations every super object carries, and the
- * reserved metadata prefixes. Nothing else in the project builds these strings.
+ * each tenant namespace, the 63-character rule, the ownership annotations every super object carries, the reserved
+ * metadata prefixes, every other `tenancy.x-k8s.io/*` label, annotation and finalizer the core and GitOps write, and
+ * the identity (field manager, managed-by value, event source) of each writer. Nothing else in the core builds these
+ * strings; a plugin derives its own keys from PREFIX.
  */
 
 /** PREFIX is the project's own metadata domain. */
@@ -20,12 +22,24 @@ export const ANN = {
   name: `${PREFIX}/name`,
   /** uid of the tenant object: every write and delete checks it */
   uid: `${PREFIX}/uid`,
+  /** on a root namespace: the VirtualCluster it belongs to */
   vcName: `${PREFIX}/vcname`,
   vcNamespace: `${PREFIX}/vcnamespace`,
+  vcUid: `${PREFIX}/vcuid`,
   /** the cluster IP the tenant's own apiserver gave a Service, kept on the super Service */
   tenantClusterIP: `${PREFIX}/clusterIP`,
   /** the super's cluster IP, shown to the tenant on its Service */
   superClusterIP: `transparency.${PREFIX}/clusterIP`,
+  /** on a service-account token Secret the syncer writes: when its token expires */
+  tokenExpires: `${PREFIX}/token-expires`,
+  /** on the native provisioner's PKI Secret: a hash of the options the PKI was generated with */
+  pkiOptionsHash: `${PREFIX}/pki-options-hash`,
+  /** on a native control-plane pod template: a hash of the certificates and flags its Pods run with */
+  configHash: `${PREFIX}/config-hash`,
+  /** on the native kubelet-client Secret: the SHA-256 fingerprint of its certificate */
+  kubeletClientFingerprint: `${PREFIX}/fingerprint-sha256`,
+  /** on a GitSource: the one revision allowed to delete beyond its safety limits */
+  confirmDeletion: `${PREFIX}/confirm-deletion`,
 } as const;
 
 /** LABEL names the labels written on every super object. */
@@ -34,10 +48,34 @@ export const LABEL = {
   cluster: `${PREFIX}/cluster`,
   /** set by a super-cluster admin on objects (StorageClass, PriorityClass, CRD) tenants may see */
   public: `${PREFIX}/super.public`,
+  /** tells the etcd, apiserver and controller-manager Pods of a native tenant control plane apart */
+  component: `${PREFIX}/component`,
+  /** on every object a GitSource applied: that GitSource */
+  gitSource: `${PREFIX}/gitsource`,
 } as const;
 
-/** MANAGER is the value of the managed-by label and the field manager of every write the syncer makes. */
-export const MANAGER = 'vc-syncer';
+/** VC_FINALIZER guards a VirtualCluster until its control plane and super namespaces are gone. */
+export const VC_FINALIZER = `${PREFIX}/virtualcluster`;
+
+/**
+ * IDENTITY names each writer of the project. The value is its server-side apply field manager, the managed-by
+ * label it puts on what it creates, and the source of its events.
+ */
+export const IDENTITY = {
+  /** the syncer: super objects it copies from tenants */
+  syncer: 'vc-syncer',
+  /** the syncer's service-account token Secrets */
+  syncerToken: 'vc-syncer-token',
+  /** the VirtualCluster controller and the provisioners: root namespaces, control planes, kubeconfig Secrets */
+  manager: 'vc-manager',
+  /** the manager applying the GitSources its configuration declares */
+  managerConfig: 'vc-manager-config',
+  /** the GitSource controller and its applier */
+  gitops: 'vc-gitops',
+} as const;
+
+/** MANAGER is IDENTITY.syncer: the managed-by value and field manager of every write the syncer makes. */
+export const MANAGER = IDENTITY.syncer;
 
 /** MAX_NAME is the longest DNS-1123 label, which namespace names must be. */
 export const MAX_NAME = 63;

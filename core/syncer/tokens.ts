@@ -1,6 +1,6 @@
 import type { KubeClient } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
-import { MANAGER, PREFIX } from '../names/names.ts';
+import { ANN, IDENTITY, LABEL, MANAGER } from '../names/names.ts';
 import type { Effect } from '../plugins/contract.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
 
@@ -48,8 +48,8 @@ export class TokenMinter {
         metadata: {
           name: e.secretName,
           namespace: e.superNamespace,
-          labels: { [`${PREFIX}/managed-by`]: `${MANAGER}-token`, [`${PREFIX}/cluster`]: tenant.key },
-          annotations: { [`${PREFIX}/token-expires`]: tr.status.expirationTimestamp },
+          labels: { [LABEL.managedBy]: IDENTITY.syncerToken, [LABEL.cluster]: tenant.key },
+          annotations: { [ANN.tokenExpires]: tr.status.expirationTimestamp },
           ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: e.pod, uid: e.superPodUid }],
         },
         type: 'Opaque',

@@ -4,7 +4,7 @@ import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import type { VirtualCluster } from '../lifecycle/types.ts';
 import { childLogger } from '../log.ts';
-import { LABEL } from '../names/names.ts';
+import { IDENTITY, LABEL } from '../names/names.ts';
 import { agentTenant, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -88,7 +88,7 @@ export interface VirtualClusterDirectoryOptions {
  * certificate fingerprint and the admin kubeconfig Secret; the tenant CA is the certificate-authority-data of that
  * kubeconfig. Both caches are watched; tenants are recomputed from them on each read (memoized per resourceVersion),
  * so a deleted or failed VirtualCluster drops out as soon as the watch reports it. Secrets are watched in all
- * namespaces, restricted by label to those the manager writes (`tenancy.x-k8s.io/managed-by=vc-manager`).
+ * namespaces, restricted by label to those the manager writes (LABEL.managedBy = IDENTITY.manager).
  */
 export class VirtualClusterDirectory implements TenantDirectory {
   private readonly vcs: Informer<VirtualCluster>;
@@ -100,7 +100,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
     this.secrets = new Informer<Secret>({
       client: o.meta,
       resource: R.secrets,
-      labelSelector: `${LABEL.managedBy}=vc-manager`,
+      labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
       name: 'vn-agent-kubeconfig-secrets',
     });
   }

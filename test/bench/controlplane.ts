@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
-import { TENANT_CONTROLLERS } from '../../core/local/controlplane.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import type { BenchResult } from './main.ts';
 
 const MiB = 1024 * 1024;

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { ImportProvisioner } from '../../core/lifecycle/importer.ts';
-import { LocalProvisioner } from '../../core/lifecycle/local.ts';
+import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
+import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
@@ -145,12 +145,14 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     const vc = await running('alpha');
     const cp = local.controlPlane(vc.status!.clusterNamespace!)!;
     const before = cp.apiserver.pid;
-    await t.client.patch(R.virtualclusters, 'default', 'alpha', { spec: { apiServer: { extraArgs: { 'max-requests-inflight': '123' } } } }, 'merge');
+    const spec = { apiServer: { extraArgs: { 'max-requests-inflight': '123' } }, controllerManager: { extraArgs: { 'concurrent-deployment-syncs': '7' } } };
+    await t.client.patch(R.virtualclusters, 'default', 'alpha', { spec }, 'merge');
     await eventually(async () => {
       const now = local.controlPlane(vc.status!.clusterNamespace!);
       expect(now?.apiserver.pid).toBeDefined();
       expect(now!.apiserver.pid).not.toBe(before);
       expect(readFileSync(`/proc/${now!.apiserver.pid}/cmdline`, 'utf8')).toContain('--max-requests-inflight=123');
+      expect(readFileSync(`/proc/${now!.controllerManager!.pid}/cmdline`, 'utf8')).toContain('--concurrent-deployment-syncs=7');
       const v = await getVC('alpha');
       expect(v.status?.observedGeneration).toBe(v.metadata?.generation);
       expect(v.status?.phase).toBe('Running');

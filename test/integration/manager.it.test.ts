@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { TENANT_CONTROLLERS } from '../../core/local/controlplane.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { loadManagerConfig } from '../../core/manager/config.ts';
 import { startManager, type Manager } from '../../core/manager/manager.ts';

@@ -3,16 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { fingerprintSha256, generateControlPlanePKI } from '../../core/pki/pki.ts';
 import type { ControlPlanePKI } from '../../core/pki/pki.ts';
-import { rootNamespace } from '../../core/names/names.ts';
+import { ANN, rootNamespace } from '../../core/names/names.ts';
 import {
-  KUBELET_CLIENT_FINGERPRINT_ANNOTATION,
   NATIVE_SECRETS,
   nativePKIOptions,
   renderNative,
   resourceFor,
   type ClusterVersion,
   type VirtualCluster,
-} from '../../core/provision/native.ts';
+} from '../../core/provisioners/native/render.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 
 const DAY_MS = 86_400_000;
@@ -101,6 +100,6 @@ describe('native provisioner rendering on a real super cluster', () => {
     const cert = pem(NATIVE_SECRETS.kubeletClient);
     expect(new X509Certificate(cert).verify(new X509Certificate(pem(NATIVE_SECRETS.ca)).publicKey)).toBe(true);
     expect(pki.kubeletClientFingerprint).toBe(fingerprintSha256(cert));
-    expect(secret(NATIVE_SECRETS.kubeletClient).metadata?.annotations?.[KUBELET_CLIENT_FINGERPRINT_ANNOTATION]).toBe(fingerprintSha256(cert));
+    expect(secret(NATIVE_SECRETS.kubeletClient).metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(fingerprintSha256(cert));
   });
 });

@@ -5,11 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/lifecycle/native.ts';
+import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/provisioners/native/provisioner.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import type { ControlPlanePKI } from '../../core/pki/pki.ts';
-import { apiserverURL, NATIVE_SECRETS, renderNative, resourceFor, type ClusterVersion } from '../../core/provision/native.ts';
+import { apiserverURL, NATIVE_SECRETS, renderNative, resourceFor, type ClusterVersion } from '../../core/provisioners/native/render.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 

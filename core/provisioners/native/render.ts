@@ -1,21 +1,22 @@
 import { createHash } from 'node:crypto';
-import type { KubeObject, Resource } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import { TENANT_CONTROLLERS } from '../local/controlplane.ts';
-import { LABEL } from '../names/names.ts';
-import { firstServiceIP, renderKubeconfig } from '../pki/pki.ts';
-import type { ControlPlanePKI, ControlPlanePKIOptions } from '../pki/pki.ts';
-import { apiserverFlags, controllerManagerFlags, flagList, pkiPaths, type ExtraArgs } from './flags.ts';
+import type { KubeObject, Resource } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
+import { firstServiceIP, renderKubeconfig } from '../../pki/pki.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import { rootNamespaceObject } from '../../tenancy/namespace.ts';
+import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
+import { apiserverFlags, controllerManagerFlags, flagList, pkiPaths, TENANT_CONTROLLERS, type ExtraArgs } from './flags.ts';
 
 /** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
 export interface VirtualCluster extends KubeObject {
   spec: {
-    /** the tenant's cluster DNS domain; default `cluster.local` */
+    /** the tenant's cluster DNS domain; default TENANT_DEFAULTS.clusterDomain */
     clusterDomain?: string;
     clusterVersionName?: string;
-    /** lifetime of the tenant's certificates; default 365 */
+    /** lifetime of the tenant's certificates; default TENANT_DEFAULTS.pkiExpireDays */
     pkiExpireDays?: number;
-    /** the tenant's service CIDR; default `10.32.0.0/16` */
+    /** the tenant's service CIDR; default TENANT_DEFAULTS.serviceCidr */
     serviceCidr?: string;
     apiServer?: { extraArgs?: Record<string, string> };
     controllerManager?: { extraArgs?: Record<string, string> };
@@ -55,11 +56,8 @@ export interface NativeInput {
   rootNamespace: string;
 }
 
-/** NATIVE_DEFAULTS are the values of fields VirtualCluster and ClusterVersion leave out. */
+/** NATIVE_DEFAULTS are the values of ClusterVersion fields left out; a VirtualCluster's are TENANT_DEFAULTS. */
 export const NATIVE_DEFAULTS = {
-  clusterDomain: 'cluster.local',
-  pkiExpireDays: 365,
-  serviceCidr: '10.32.0.0/16',
   etcdImage: 'registry.k8s.io/etcd:3.6.6-0',
   etcdStorageSize: '1Gi',
   serviceType: 'ClusterIP',
@@ -85,15 +83,6 @@ export const NATIVE_SECRETS = {
 /** ADMIN_KUBECONFIG_KEY is the data key of the admin kubeconfig in its Secret. */
 export const ADMIN_KUBECONFIG_KEY = 'admin-kubeconfig';
 
-/** CONFIG_HASH_ANNOTATION on a pod template is a hash of the certificates and flags its Pods run with. */
-export const CONFIG_HASH_ANNOTATION = 'tenancy.x-k8s.io/config-hash';
-
-/** KUBELET_CLIENT_FINGERPRINT_ANNOTATION on the kubelet-client Secret is fingerprintSha256 of its certificate. */
-export const KUBELET_CLIENT_FINGERPRINT_ANNOTATION = 'tenancy.x-k8s.io/fingerprint-sha256';
-
-/** COMPONENT_LABEL tells the etcd, apiserver and controller-manager Pods of a tenant apart. */
-export const COMPONENT_LABEL = 'tenancy.x-k8s.io/component';
-
 /** KUBE_DIR is where every control-plane Pod finds its Secrets: certificates under `pki/`, kubeconfigs at the top. */
 export const KUBE_DIR = '/etc/kubernetes';
 
@@ -115,7 +104,8 @@ const FILE_SOURCES: Readonly<Record<string, { secret: string; key: string }>> = 
   [PATHS.kubeconfig]: { secret: NATIVE_SECRETS.controllerManagerKubeconfig, key: 'controller-manager-kubeconfig' },
 };
 
-const NETWORK_POLICIES: Resource = {
+/** NETWORK_POLICIES is the API resource of the NetworkPolicy renderNative makes for etcd. */
+export const NETWORK_POLICIES: Resource = {
   group: 'networking.k8s.io',
   version: 'v1',
   resource: 'networkpolicies',
@@ -166,9 +156,9 @@ export function nativePKIOptions(
     clusterName: rootNamespace,
     apiserverDnsNames: ['apiserver', `apiserver.${rootNamespace}`, apiserverHost(rootNamespace), `${apiserverHost(rootNamespace)}.${superClusterDomain}`],
     apiserverIPs: [],
-    serviceIP: firstServiceIP(s.serviceCidr ?? NATIVE_DEFAULTS.serviceCidr),
-    validityDays: s.pkiExpireDays ?? NATIVE_DEFAULTS.pkiExpireDays,
-    clusterDomain: s.clusterDomain ?? NATIVE_DEFAULTS.clusterDomain,
+    serviceIP: firstServiceIP(s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr),
+    validityDays: s.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+    clusterDomain: s.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
   };
 }
 
@@ -177,13 +167,13 @@ export function nativePKIOptions(
  * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
  * (StatefulSet with a data volume, headless Service, a NetworkPolicy admitting only the apiserver to its client
  * port); kube-apiserver (StatefulSet and Service `apiserver`) and kube-controller-manager (StatefulSet), with the
- * flags of apiserverFlags and controllerManagerFlags. Each pod template carries CONFIG_HASH_ANNOTATION, so new
+ * flags of apiserverFlags and controllerManagerFlags. Each pod template carries ANN.configHash, so new
  * certificates or flags roll its StatefulSet. Namespace first, then Secrets, then the rest: an order to apply in.
  */
 export function renderNative(input: NativeInput): KubeObject[] {
   const { vc, clusterVersion: cv, pki, rootNamespace: root } = input;
   const s = vc.spec;
-  const serviceCidr = s.serviceCidr ?? NATIVE_DEFAULTS.serviceCidr;
+  const serviceCidr = s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr;
   const secrets = renderSecrets(input);
   const secretData = new Map(secrets.map((x) => [x.metadata!.name!, x.data as Record<string, string>]));
   const apiserverReplicas = cv.spec.apiServer?.replicas ?? 1;
@@ -197,7 +187,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
     advertiseAddress: '$(POD_IP)',
     securePort: NATIVE_PORTS.apiserver,
     serviceCidr,
-    clusterDomain: s.clusterDomain ?? NATIVE_DEFAULTS.clusterDomain,
+    clusterDomain: s.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
     extraArgs: { ...cv.spec.apiServer?.extraArgs, ...s.apiServer?.extraArgs },
   });
   const kcmArgs = controllerManagerFlags({
@@ -217,19 +207,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
   const httpProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTP' } });
 
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: {
-        name: root,
-        labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
-        annotations: {
-          'tenancy.x-k8s.io/vcname': vc.metadata?.name ?? '',
-          'tenancy.x-k8s.io/vcnamespace': vc.metadata?.namespace ?? '',
-          'tenancy.x-k8s.io/vcuid': vc.metadata?.uid ?? '',
-        },
-      },
-    },
+    rootNamespaceObject(vc.metadata ?? {}, root),
     ...secrets,
     {
       apiVersion: 'v1',
@@ -402,7 +380,7 @@ function renderSecrets({ vc, pki, rootNamespace: root }: NativeInput): KubeObjec
     tls(NATIVE_SECRETS.frontProxyCA, pki.frontProxyCA),
     tls(NATIVE_SECRETS.frontProxyClient, pki.frontProxyClient),
     opaque(NATIVE_SECRETS.serviceAccount, { 'sa.key': pki.serviceAccount.privateKeyPem, 'sa.pub': pki.serviceAccount.publicKeyPem }),
-    tls(NATIVE_SECRETS.kubeletClient, pki.kubeletClient, { [KUBELET_CLIENT_FINGERPRINT_ANNOTATION]: pki.kubeletClientFingerprint }),
+    tls(NATIVE_SECRETS.kubeletClient, pki.kubeletClient, { [ANN.kubeletClientFingerprint]: pki.kubeletClientFingerprint }),
     opaque(NATIVE_SECRETS.adminKubeconfig, { [ADMIN_KUBECONFIG_KEY]: kubeconfig('admin', pki.admin) }),
     opaque(NATIVE_SECRETS.controllerManagerKubeconfig, {
       'controller-manager-kubeconfig': kubeconfig('system:kube-controller-manager', pki.controllerManager),
@@ -477,7 +455,7 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
       podManagementPolicy: 'Parallel',
       selector: { matchLabels: selector(root, component) },
       template: {
-        metadata: { labels: selector(root, component), annotations: { [CONFIG_HASH_ANNOTATION]: hash } },
+        metadata: { labels: selector(root, component), annotations: { [ANN.configHash]: hash } },
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
@@ -500,13 +478,13 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
 }
 
 function selector(root: string, component: string): Record<string, string> {
-  return { [LABEL.cluster]: root, [COMPONENT_LABEL]: component };
+  return { [LABEL.cluster]: root, [LABEL.component]: component };
 }
 
 function objectMeta(root: string, name: string, component?: string): { name: string; namespace: string; labels: Record<string, string> } {
   return {
     name,
     namespace: root,
-    labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root, ...(component ? { [COMPONENT_LABEL]: component } : {}) },
+    labels: { [LABEL.managedBy]: IDENTITY.manager, [LABEL.cluster]: root, ...(component ? { [LABEL.component]: component } : {}) },
   };
 }

@@ -1,7 +1,7 @@
-import { KubeClient } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import type { Provisioner, ProvisionState } from './provisioner.ts';
-import type { VirtualCluster } from './types.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import type { Provisioner, ProvisionState } from '../provisioner.ts';
+import type { VirtualCluster } from '../../lifecycle/types.ts';
 
 /**
  * ImportProvisioner adopts an existing cluster given by a kubeconfig Secret in the VirtualCluster's namespace. It

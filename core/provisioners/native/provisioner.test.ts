@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { validate } from '../../schemas/validate.ts';
-import { createCA, renderKubeconfig } from '../pki/pki.ts';
-import { nativePKIOptions } from '../provision/native.ts';
-import { defaultClusterVersion, pkiOptionsHash, probeReadyz } from './native.ts';
-import type { VirtualCluster } from './types.ts';
+import { validate } from '../../../schemas/validate.ts';
+import { createCA, renderKubeconfig } from '../../pki/pki.ts';
+import { nativePKIOptions } from './render.ts';
+import { defaultClusterVersion, pkiOptionsHash, probeReadyz } from './provisioner.ts';
+import type { VirtualCluster } from '../../lifecycle/types.ts';
 
 const vc = (spec: VirtualCluster['spec'] = {}): VirtualCluster => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',

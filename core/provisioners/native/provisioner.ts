@@ -1,39 +1,38 @@
 import { createHash } from 'node:crypto';
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
-import { isAlreadyExists, type KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import { childLogger } from '../log.ts';
-import { LABEL } from '../names/names.ts';
-import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../pki/pki.ts';
+import { isAlreadyExists, isNotFound, type KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { childLogger } from '../../log.ts';
+import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
+import { rootNamespaceObject } from '../../tenancy/namespace.ts';
+import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
 import {
   ADMIN_KUBECONFIG_KEY,
   apiserverHost,
   apiserverURL,
   NATIVE_PORTS,
   NATIVE_SECRETS,
+  NETWORK_POLICIES,
   nativePKIOptions,
   renderNative,
   resourceFor,
   type ClusterVersion,
-} from '../provision/native.ts';
-import { pinnedVersions } from '../toolchain/toolchain.ts';
-import type { Provisioner, ProvisionState } from './provisioner.ts';
-import type { VirtualCluster } from './types.ts';
+} from './render.ts';
+import { pinnedVersions } from '../../toolchain/toolchain.ts';
+import type { Provisioner, ProvisionState } from '../provisioner.ts';
+import type { VirtualCluster } from '../../lifecycle/types.ts';
 
 const log = childLogger({ controller: 'provisioner-native' });
-const FIELD_MANAGER = 'vc-manager';
 
 /** PKI_SECRET is the Secret in the root namespace that keeps a tenant's generated PKI across reconciles. */
 export const PKI_SECRET = 'vc-pki';
 /** PKI_SECRET_KEY is the data key of the serialized ControlPlanePKI (JSON) in PKI_SECRET. */
 export const PKI_SECRET_KEY = 'pki.json';
 /** PKI_OPTIONS_ANNOTATION on PKI_SECRET is pkiOptionsHash of the options the PKI was generated with. */
-export const PKI_OPTIONS_ANNOTATION = 'tenancy.x-k8s.io/pki-options-hash';
+export const PKI_OPTIONS_ANNOTATION = ANN.pkiOptionsHash;
 /** READYZ_TIMEOUT_MS bounds the /readyz probe of the tenant apiserver. */
 export const READYZ_TIMEOUT_MS = 3000;
-
-const NETWORK_POLICIES: Resource = resourceFor({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' });
 
 /** The kinds remove deletes from the root namespace, workloads first so nothing restarts on missing Secrets. */
 const OWNED_KINDS: readonly Resource[] = [R.statefulsets, R.services, NETWORK_POLICIES, R.secrets, R.persistentvolumeclaims];
@@ -65,7 +64,7 @@ export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
  * NativeProvisioner runs each tenant control plane as workloads in the super cluster, in its root namespace:
  * etcd, kube-apiserver and kube-controller-manager StatefulSets, their Services and Secrets, as renderNative
  * renders them from the VirtualCluster and its ClusterVersion. The PKI is generated once and kept in the Secret
- * PKI_SECRET, so reconciling re-applies identical objects (server-side apply, field manager `vc-manager`) and
+ * PKI_SECRET, so reconciling re-applies identical objects (server-side apply, field manager IDENTITY.manager) and
  * changes nothing; it is regenerated only when the certificate options (service CIDR, cluster domain, lifetime)
  * change, which rolls the StatefulSets through their config hash. The control plane is ready when the apiserver
  * StatefulSet has a ready replica and the apiserver answers /readyz through the admin kubeconfig. That kubeconfig
@@ -92,7 +91,7 @@ export class NativeProvisioner implements Provisioner {
     const objects = renderNative({ vc, clusterVersion, pki, rootNamespace: root });
     let adminKubeconfig: string | undefined;
     for (const obj of objects) {
-      const applied = await this.superClient.apply<Secret>(resourceFor(obj), obj, FIELD_MANAGER);
+      const applied = await this.superClient.apply<Secret>(resourceFor(obj), obj, IDENTITY.manager);
       if (obj.kind === 'Secret' && obj.metadata?.name === NATIVE_SECRETS.adminKubeconfig) {
         const data = applied.data?.[ADMIN_KUBECONFIG_KEY];
         if (data) adminKubeconfig = Buffer.from(data, 'base64').toString('utf8');
@@ -119,21 +118,8 @@ export class NativeProvisioner implements Provisioner {
   /** ensureNamespace creates the root namespace when it is missing (the PKI Secret goes there before rendering). */
   private async ensureNamespace(vc: VirtualCluster, root: string): Promise<void> {
     if (await this.superClient.getOrNull(R.namespaces, undefined, root)) return;
-    const m = vc.metadata ?? {};
     try {
-      await this.superClient.create(
-        R.namespaces,
-        {
-          apiVersion: 'v1',
-          kind: 'Namespace',
-          metadata: {
-            name: root,
-            labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
-            annotations: { 'tenancy.x-k8s.io/vcname': m.name ?? '', 'tenancy.x-k8s.io/vcnamespace': m.namespace ?? '', 'tenancy.x-k8s.io/vcuid': m.uid ?? '' },
-          },
-        },
-        { fieldManager: FIELD_MANAGER },
-      );
+      await this.superClient.create(R.namespaces, rootNamespaceObject(vc.metadata ?? {}, root), { fieldManager: IDENTITY.manager });
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
     }
@@ -157,7 +143,7 @@ export class NativeProvisioner implements Provisioner {
       metadata: {
         name: PKI_SECRET,
         namespace: root,
-        labels: { [LABEL.managedBy]: 'vc-manager', [LABEL.cluster]: root },
+        labels: { [LABEL.managedBy]: IDENTITY.manager, [LABEL.cluster]: root },
         annotations: { [PKI_OPTIONS_ANNOTATION]: hash },
       },
       type: 'Opaque',
@@ -166,11 +152,11 @@ export class NativeProvisioner implements Provisioner {
     if (existing) {
       log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
       // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
-      await this.superClient.update(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } }, { fieldManager: FIELD_MANAGER });
+      await this.superClient.update(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } }, { fieldManager: IDENTITY.manager });
       return pki;
     }
     try {
-      await this.superClient.create(R.secrets, secret, { fieldManager: FIELD_MANAGER });
+      await this.superClient.create(R.secrets, secret, { fieldManager: IDENTITY.manager });
       log.info({ tenant: root }, 'tenant PKI generated');
       return pki;
     } catch (e) {
@@ -193,7 +179,7 @@ export class NativeProvisioner implements Provisioner {
         items = (await this.superClient.listAll(r, { namespace: root, labelSelector: selector })).items;
       } catch (e) {
         // A super cluster without the NetworkPolicy API has nothing of that kind to delete.
-        if (r === NETWORK_POLICIES && (e as { code?: number }).code === 404) continue;
+        if (r === NETWORK_POLICIES && isNotFound(e)) continue;
         throw e;
       }
       for (const o of items) {

@@ -1,15 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import type { KubeObject } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import { TENANT_CONTROLLERS } from '../local/controlplane.ts';
-import { fingerprintSha256, generateControlPlanePKI } from '../pki/pki.ts';
-import type { ControlPlanePKI } from '../pki/pki.ts';
+import type { KubeObject } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { ANN } from '../../names/names.ts';
+import { fingerprintSha256, generateControlPlanePKI } from '../../pki/pki.ts';
+import type { ControlPlanePKI } from '../../pki/pki.ts';
+import { TENANT_CONTROLLERS } from './flags.ts';
 import {
   ADMIN_KUBECONFIG_KEY,
-  CONFIG_HASH_ANNOTATION,
   KUBE_DIR,
-  KUBELET_CLIENT_FINGERPRINT_ANNOTATION,
   NATIVE_SECRETS,
   nativePKIOptions,
   renderNative,
@@ -17,7 +16,7 @@ import {
   type ClusterVersion,
   type NativeInput,
   type VirtualCluster,
-} from './native.ts';
+} from './render.ts';
 
 const ROOT = 'team-a-1a2b3c-dev';
 
@@ -82,7 +81,7 @@ const find = <T extends KubeObject>(objs: KubeObject[], kind: string, name: stri
 const sts = (objs: KubeObject[], name: string): StatefulSet => find<StatefulSet>(objs, 'StatefulSet', name);
 const container = (objs: KubeObject[], name: string): Container => sts(objs, name).spec.template.spec.containers[0]!;
 const flag = (args: string[], name: string): string | undefined => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const hashOf = (objs: KubeObject[], name: string): string => sts(objs, name).spec.template.metadata.annotations[CONFIG_HASH_ANNOTATION]!;
+const hashOf = (objs: KubeObject[], name: string): string => sts(objs, name).spec.template.metadata.annotations[ANN.configHash]!;
 const decode = (s: Secret, key: string): string => Buffer.from(s.data[key]!, 'base64').toString('utf8');
 
 /** fileContent follows a path from the container's mounts through the projected volume to the Secret's data. */
@@ -148,7 +147,7 @@ describe('renderNative', () => {
       'controller-manager-kubeconfig': 'Opaque',
     });
     const kubelet = find<Secret>(objs, 'Secret', NATIVE_SECRETS.kubeletClient);
-    expect(kubelet.metadata?.annotations?.[KUBELET_CLIENT_FINGERPRINT_ANNOTATION]).toBe(fingerprintSha256(decode(kubelet, 'tls.crt')));
+    expect(kubelet.metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(fingerprintSha256(decode(kubelet, 'tls.crt')));
   });
 
   it('points both kubeconfigs at the apiserver Service with the tenant CA', () => {

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { deleteEtcdPrefix, type EtcdEndpoint } from '../local/etcd.ts';
-import { LocalControlPlane, TENANT_CONTROLLERS } from '../local/controlplane.ts';
-import { childLogger } from '../log.ts';
-import { fingerprintSha256 } from '../pki/pki.ts';
-import type { Provisioner, ProvisionState } from './provisioner.ts';
-import { DEFAULTS, type VirtualCluster } from './types.ts';
+import { deleteEtcdPrefix, type EtcdEndpoint } from '../../local/etcd.ts';
+import { LocalControlPlane } from '../../local/controlplane.ts';
+import { TENANT_CONTROLLERS } from '../native/flags.ts';
+import { childLogger } from '../../log.ts';
+import { fingerprintSha256 } from '../../pki/pki.ts';
+import type { Provisioner, ProvisionState } from '../provisioner.ts';
+import type { VirtualCluster } from '../../lifecycle/types.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });
 
@@ -14,7 +16,9 @@ const log = childLogger({ controller: 'provisioner-local' });
  * LocalProvisioner runs each tenant's kube-apiserver and kube-controller-manager as processes on this machine,
  * sharing one etcd under the prefix `/<root namespace>`. State (PKI, kubeconfigs, ports) lives in
  * `<stateDir>/<root namespace>/`, so after a manager restart the same control plane comes back with its data;
- * crashed components are restarted. A changed spec (flags, CIDR, certificate lifetime) restarts the components.
+ * crashed components are restarted. A change of the service CIDR or of the apiserver or controller-manager flags
+ * restarts the components with the new values. The PKI is made once, when the control plane is first created, so
+ * the certificate lifetime (and the service IP in the apiserver certificate) keep their first values.
  */
 export class LocalProvisioner implements Provisioner {
   readonly type = 'local';
@@ -66,11 +70,12 @@ export class LocalProvisioner implements Provisioner {
         name: root,
         dir: this.dir(root),
         etcd: this.etcd,
-        serviceCidr: vc.spec.serviceCidr ?? DEFAULTS.serviceCidr,
+        serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
         controllers: TENANT_CONTROLLERS,
         restart: true,
-        pkiValidityDays: vc.spec.pkiExpireDays ?? DEFAULTS.pkiExpireDays,
-        apiserverArgs: Object.entries(vc.spec.apiServer?.extraArgs ?? {}).map(([k, v]) => `--${k}=${v}`),
+        pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+        apiserverExtraArgs: vc.spec.apiServer?.extraArgs,
+        controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
       }).finally(() => this.starting.delete(root));
       this.starting.set(root, p);
     }
@@ -97,7 +102,10 @@ export class LocalProvisioner implements Provisioner {
   }
 }
 
-/** specHash covers every spec field that changes how the control plane runs. */
+/**
+ * specHash covers every spec field start passes to a running control plane; pkiExpireDays is left out because a
+ * restart keeps the certificates it was first made with.
+ */
 function specHash(vc: VirtualCluster): string {
   const s = vc.spec;
   const relevant = { cidr: s.serviceCidr, api: s.apiServer?.extraArgs ?? {}, kcm: s.controllerManager?.extraArgs ?? {}, version: s.clusterVersionName };

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { PKI_FILES } from '../pki/pki.ts';
+import { PKI_FILES } from '../../pki/pki.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
 /**
  * ControlPlanePaths says where a control plane's files are, as the processes see them: a state directory on this
@@ -48,7 +49,7 @@ export interface ApiserverFlagsInput {
   advertiseAddress: string;
   securePort: number;
   serviceCidr: string;
-  /** cluster DNS domain of the service-account issuer; default `cluster.local` */
+  /** cluster DNS domain of the service-account issuer; default TENANT_DEFAULTS.clusterDomain */
   clusterDomain?: string;
   extraArgs?: ExtraArgs;
 }
@@ -104,7 +105,7 @@ export function apiserverFlags(input: ApiserverFlagsInput): string[] {
     ['tls-private-key-file', p.apiserverKey],
     ['client-ca-file', p.caFile],
     ['token-auth-file', p.tokenFile],
-    ['service-account-issuer', `https://kubernetes.default.svc.${input.clusterDomain ?? 'cluster.local'}`],
+    ['service-account-issuer', `https://kubernetes.default.svc.${input.clusterDomain ?? TENANT_DEFAULTS.clusterDomain}`],
     ['service-account-key-file', p.saPub],
     ['service-account-signing-key-file', p.saKey],
     ['service-cluster-ip-range', input.serviceCidr],
@@ -194,3 +195,18 @@ export function flagList(defaults: ReadonlyArray<readonly [string, string | unde
   for (const name of [...extra.keys()].sort()) out.push(`--${name}=${extra.get(name)!}`);
   return out;
 }
+
+/**
+ * TENANT_CONTROLLERS is the kube-controller-manager --controllers value for tenant control planes. The controllers
+ * that act on nodes and volumes are off: vNodes have no kubelet and no lease (node lifecycle would taint and evict
+ * every tenant Pod), and the super cluster binds and attaches volumes (the syncer carries the result up).
+ */
+export const TENANT_CONTROLLERS = [
+  '*',
+  '-node-lifecycle-controller',
+  '-taint-eviction-controller',
+  '-node-ipam-controller',
+  '-persistentvolume-binder-controller',
+  '-persistentvolume-attach-detach-controller',
+  '-service-lb-controller',
+].join(',');
