@@ -1,20 +1,23 @@
 import { createHash } from 'node:crypto';
 import { Counter } from 'prom-client';
+import { EventRecorder } from '../core/controller/events.ts';
+import { queueMetrics } from '../core/controller/metrics.ts';
 import { Runner, type Result } from '../core/controller/runner.ts';
+import { setCondition, StatusWriter, type ConditionInput } from '../core/controller/status.ts';
 import { isNotFound, type KubeClient, type KubeObject } from '../core/kube/client.ts';
-import { recordEvent } from '../core/kube/events.ts';
 import { Informer, objectKey } from '../core/kube/informer.ts';
 import { R } from '../core/kube/resources.ts';
 import { childLogger } from '../core/log.ts';
+import { IDENTITY } from '../core/names/names.ts';
 import { registry } from '../core/metrics/registry.ts';
 import { WorkQueue } from '../core/queue/workqueue.ts';
 import type { Artifact } from './artifact.ts';
 import { Applier } from './applier/applier.ts';
-import { GITSOURCES, reconcileOptionsFor, type Condition, type GitSource, type GitSourceStatus } from './applier/gitsource.ts';
+import { GITSOURCES, reconcileOptionsFor, type GitSource, type GitSourceStatus } from './applier/gitsource.ts';
 import { SOURCE_LABEL, sourceLabelValue } from './applier/objects.ts';
 import type { SourceError } from './source/errors.ts';
 import { SourcePoller } from './source/poller.ts';
-import { GitSourceFetcher, type Credentials, type SourceRef } from './source/source.ts';
+import { GitSourceFetcher, type Credentials, type GitRef } from './source/source.ts';
 import type { VerifyKeys } from './source/verify.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookRoute } from './source/webhook.ts';
 
@@ -72,13 +75,15 @@ export function parseDuration(s: string | undefined, fallbackMs: number): number
 export class GitOpsController {
   private readonly sources: Informer<GitSource>;
   private readonly owned: Informer;
-  private readonly queue = new WorkQueue();
+  private readonly queue = new WorkQueue({ metrics: queueMetrics('gitops') });
   private readonly runner: Runner;
   private readonly fetcher: GitSourceFetcher;
   private readonly state = new Map<string, SourceState>();
   private receiver?: WebhookReceiver;
   private receiverPort: number;
   private routesKey = '';
+  private readonly status: StatusWriter<GitSourceStatus>;
+  private readonly events: EventRecorder;
 
   constructor(private readonly o: GitOpsOptions) {
     this.fetcher = new GitSourceFetcher({ cacheRoot: o.cacheRoot, timeoutMs: o.timeoutMs });
@@ -94,6 +99,8 @@ export class GitOpsController {
     };
     this.owned.addHandler({ onUpdate: (_a, b) => back(b), onDelete: back });
     this.runner = new Runner({ name: 'gitops', queue: this.queue, concurrency: 2, reconciler: { reconcile: (k) => this.reconcile(k) } });
+    this.status = new StatusWriter({ client: o.meta, resource: GITSOURCES, fieldManager: IDENTITY.gitops });
+    this.events = new EventRecorder({ client: o.meta, component: IDENTITY.gitops, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', log });
   }
 
   /** start syncs the caches, starts the webhook receiver and the workers. */
@@ -132,12 +139,12 @@ export class GitOpsController {
     try {
       st = await this.ensureState(key, gs);
     } catch (e) {
-      await this.writeStatus(gs, stalled(gs, 'InvalidSpec', e instanceof Error ? e.message : String(e)));
+      await this.status.write(gs, stalled(gs, 'InvalidSpec', e instanceof Error ? e.message : String(e)));
       return { requeueAfter: interval };
     }
     if (gs.spec.suspend) {
       st.poller.suspend();
-      await this.writeStatus(gs, withCondition(gs, { type: 'Ready', status: 'Unknown', reason: 'Suspended', message: 'reconciliation is suspended' }));
+      await this.status.write(gs, withCondition(gs, { type: 'Ready', status: 'Unknown', reason: 'Suspended', message: 'reconciliation is suspended' }));
       return;
     }
     st.poller.resume();
@@ -145,18 +152,18 @@ export class GitOpsController {
       // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
       // failing source can never cause a new deletion.
       if (st.artifact) await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
-      await this.writeStatus(gs, stalled(gs, st.error.reason, st.error.message));
+      await this.status.write(gs, stalled(gs, st.error.reason, st.error.message));
       return { requeueAfter: interval };
     }
     if (!st.artifact) return;
-    const outcome = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
-    outcome.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
-    await this.writeStatus(gs, outcome.status);
-    const r = outcome.result;
+    const report = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
+    report.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
+    await this.status.write(gs, report.status);
+    const r = report.result;
     if (r.applied.length || r.pruned.length) {
-      await this.event(gs, 'Normal', 'Applied', `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`);
+      await this.events.record(gs, 'Normal', 'Applied', `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`);
     }
-    if (r.stop) await this.event(gs, 'Warning', r.stop.reason, r.stop.message);
+    if (r.stop) await this.events.record(gs, 'Warning', r.stop.reason, r.stop.message);
     return { requeueAfter: interval };
   }
 
@@ -167,7 +174,7 @@ export class GitOpsController {
     if (existing?.specHash === specHash) return existing;
     existing?.poller.stop();
     const [creds, keys, hook] = secrets;
-    const ref = toSourceRef(gs);
+    const ref = gitRefOf(gs);
     const st: SourceState = {
       specHash,
       applier: new Applier({ client: this.o.meta, source: { namespace: gs.metadata.namespace, name: gs.metadata.name } }),
@@ -241,28 +248,13 @@ export class GitOpsController {
     this.routesKey = routesKey;
   }
 
-  private async writeStatus(gs: GitSource, status: GitSourceStatus): Promise<void> {
-    if (JSON.stringify(status) === JSON.stringify(gs.status ?? {})) return;
-    try {
-      await this.o.meta.patch(GITSOURCES, gs.metadata.namespace, gs.metadata.name, { status }, 'merge', { subresource: 'status', fieldManager: 'vc-gitops' });
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-  }
-
-  private async event(gs: GitSource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const target = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', name: gs.metadata.name, namespace: gs.metadata.namespace, uid: gs.metadata.uid };
-    const err = await recordEvent(this.o.meta, target, type, reason, message, 'vc-gitops');
-    if (err) log.warn({ err: err.message }, 'could not record event');
-  }
-
 }
 
 function hookPath(namespace: string, name: string): string {
   return `/hook/${namespace}/${name}`;
 }
 
-function toSourceRef(gs: GitSource): SourceRef {
+function gitRefOf(gs: GitSource): GitRef {
   const r = gs.spec.ref;
   if (r.branch) return { branch: r.branch };
   if (r.tag) return { tag: r.tag };
@@ -294,19 +286,16 @@ function verifyKeysOf(s: { data?: Record<string, string> }): VerifyKeys {
   return { openpgp: values.filter((v) => v.includes('BEGIN PGP PUBLIC KEY')), ssh: values.filter((v) => !v.includes('BEGIN PGP')) };
 }
 
-function withCondition(gs: GitSource, c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): GitSourceStatus {
+/** withCondition is the GitSource's status with one condition set (at its generation). */
+function withCondition(gs: GitSource, c: Omit<ConditionInput, 'observedGeneration'>): GitSourceStatus {
   const old = gs.status ?? {};
-  const prev = old.conditions?.find((x) => x.type === c.type);
-  const now = new Date().toISOString();
-  const cond = { ...c, lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : now, observedGeneration: gs.metadata.generation } as Condition;
-  return { ...old, observedGeneration: gs.metadata.generation, conditions: [...(old.conditions ?? []).filter((x) => x.type !== c.type), cond] };
+  const generation = gs.metadata.generation;
+  return { ...old, observedGeneration: generation, conditions: setCondition(old.conditions, { ...c, observedGeneration: generation }) };
 }
 
 /** stalled keeps the last applied revision and inventory, and says why the source cannot go on. */
 function stalled(gs: GitSource, reason: string, message: string): GitSourceStatus {
   const s = withCondition(gs, { type: 'Ready', status: 'False', reason, message });
-  const prev = gs.status?.conditions?.find((x) => x.type === 'Stalled');
-  const since = prev?.status === 'True' ? prev.lastTransitionTime : new Date().toISOString();
-  const stall: Condition = { type: 'Stalled', status: 'True', reason, message, lastTransitionTime: since, observedGeneration: gs.metadata.generation };
-  return { ...s, conditions: [...s.conditions!.filter((x) => x.type !== 'Stalled' && x.type !== 'Reconciling'), stall] };
+  const others = (s.conditions ?? []).filter((x) => x.type !== 'Reconciling');
+  return { ...s, conditions: setCondition(others, { type: 'Stalled', status: 'True', reason, message, observedGeneration: gs.metadata.generation }) };
 }

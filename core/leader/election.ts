@@ -23,10 +23,10 @@ export interface Lease extends KubeObject {
 }
 
 /**
- * Decision is the next step of a candidate: `create` the missing Lease, `renew` the Lease it holds, `acquire` a Lease
- * that is free or expired, or `wait` because another candidate holds it.
+ * LeaseAction is the next step of a candidate: `create` the missing Lease, `renew` the Lease it holds, `acquire` a
+ * Lease that is free or expired, or `wait` because another candidate holds it.
  */
-export type Decision = 'create' | 'renew' | 'acquire' | 'wait';
+export type LeaseAction = 'create' | 'renew' | 'acquire' | 'wait';
 
 /** JITTER_FACTOR stretches the retry period of acquisition by up to this fraction, as client-go does. */
 export const JITTER_FACTOR = 1.2;
@@ -66,7 +66,7 @@ export function sameRecord(a: LeaderRecord, b: LeaderRecord): boolean {
  * renewTime, so clock skew between candidates cannot end a lease early. The duration is the holder's, from the
  * record: it is what the holder promised to renew within.
  */
-export function decide(observed: LeaderRecord | null, observedAtMs: number, nowMs: number, identity: string): Decision {
+export function decide(observed: LeaderRecord | null, observedAtMs: number, nowMs: number, identity: string): LeaseAction {
   if (!observed) return 'create';
   if (observed.holderIdentity === identity) return 'renew';
   if (observed.holderIdentity === '') return 'acquire';

@@ -5,6 +5,7 @@ import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
 import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
+import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, write } from './execute.ts';
@@ -44,7 +45,7 @@ export interface SyncerOptions {
  */
 export class Syncer {
   private readonly superInformers = new Map<string, Informer>();
-  private readonly queue = new FairQueue({});
+  private readonly queue = new FairQueue({ metrics: queueMetrics('syncer') });
   private readonly runner: Runner;
   private readonly superCache = readerOf(this.superInformers);
   private readonly sessions: TenantSessions;

@@ -2,13 +2,13 @@ import { Counter, Gauge } from 'prom-client';
 import type { Artifact } from '../artifact.ts';
 import { ApiError, isConflict, type KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
+import { IDENTITY } from '../../core/names/names.ts';
 import { registry } from '../../core/metrics/registry.ts';
 import { planDiff } from './diff.ts';
 import type { GitSourceStatus } from './gitsource.ts';
 import { SAFETY_DEFAULTS } from './gitsource.ts';
 import {
   CONFIRM_DELETION_ANNOTATION,
-  FIELD_MANAGER,
   TENANT_KINDS,
   describeRef,
   objectKey,
@@ -17,7 +17,7 @@ import {
   type DocumentError,
   type InventoryEntry,
   type ObjectRef,
-  type SourceRef,
+  type GitSourceRef,
 } from './objects.ts';
 import { computeStatus, type Stop } from './status.ts';
 
@@ -56,7 +56,7 @@ export interface SafetyVerdict {
 
 /** ApplyPlan is what one reconcile of an artifact would do, computed without any I/O. */
 export interface ApplyPlan {
-  source: SourceRef;
+  source: GitSourceRef;
   revision: string;
   digest: string;
   /** valid objects in apply order (ClusterVersions first) */
@@ -115,8 +115,8 @@ export interface ApplyResult {
   durationMs: number;
 }
 
-/** ReconcileOutcome is the status to write and what was done. */
-export interface ReconcileOutcome {
+/** ApplyReport is what one Applier.reconcile did, and the status to write for it. */
+export interface ApplyReport {
   status: GitSourceStatus;
   plan: ApplyPlan | undefined;
   result: ApplyResult;
@@ -138,7 +138,7 @@ export interface DriftReport {
 export interface ApplierOptions {
   /** client of the cluster holding the GitSource and its tenants */
   client: KubeClient;
-  source: SourceRef;
+  source: GitSourceRef;
   logger?: Logger;
 }
 
@@ -204,7 +204,7 @@ function errorLines(errors: readonly DocumentError[]): string {
  * the path holds no document (EmptyPath) or the deletions exceed the limits (DeletionLimitExceeded). The last two
  * give way to the confirmation annotation when it names exactly this revision.
  */
-export function planApply(artifact: Artifact, inventory: readonly InventoryEntry[], source: SourceRef, o: PlanOptions = {}): ApplyPlan {
+export function planApply(artifact: Artifact, inventory: readonly InventoryEntry[], source: GitSourceRef, o: PlanOptions = {}): ApplyPlan {
   const rendered = renderDesired(artifact, source);
   const pruneEnabled = o.prune ?? true;
   const prune = inventory.filter((e) => !rendered.named.has(objectKey(e))).sort(byPruneOrder);
@@ -269,7 +269,7 @@ type Step = (run: Run) => Promise<Stop | undefined>;
 export class Applier {
   private readonly client: KubeClient;
   /** source is the GitSource this applier works for. */
-  readonly source: SourceRef;
+  readonly source: GitSourceRef;
   private readonly log: Logger;
   private readonly sourceLabel: string;
 
@@ -316,7 +316,7 @@ export class Applier {
     const { plan, result } = run;
     for (const d of plan.apply) {
       try {
-        const live = await this.client.apply<KubeObject>(d.resource, d.object, FIELD_MANAGER, { force: true });
+        const live = await this.client.apply<KubeObject>(d.resource, d.object, IDENTITY.gitops, { force: true });
         const uid = live.metadata?.uid ?? '';
         run.inventory.set(d.key, { ...d.ref, uid });
         result.applied.push({ ref: d.ref, uid, file: d.file });
@@ -382,7 +382,7 @@ export class Applier {
    * reconcile plans and applies an artifact over the inventory of the previous status and returns the new status,
    * computed once at the end whatever happened (an unexpected error counts as ApplyFailed, keeping the old inventory).
    */
-  async reconcile(artifact: Artifact, previousStatus: GitSourceStatus | undefined, options: ReconcileOptions = {}): Promise<ReconcileOutcome> {
+  async reconcile(artifact: Artifact, previousStatus: GitSourceStatus | undefined, options: ReconcileOptions = {}): Promise<ApplyReport> {
     const previous = previousStatus?.inventory ?? [];
     let plan: ApplyPlan | undefined;
     let result: ApplyResult;

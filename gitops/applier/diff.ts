@@ -1,7 +1,7 @@
 import type { Artifact } from '../artifact.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { differingFields, ownedLeaves } from './fields.ts';
-import { TENANT_KINDS, objectKey, renderDesired, type DocumentError, type ObjectRef, type SourceRef } from './objects.ts';
+import { TENANT_KINDS, objectKey, renderDesired, type DocumentError, type ObjectRef, type GitSourceRef } from './objects.ts';
 
 /** PlannedObject is a desired object with the file it comes from. */
 export type PlannedObject = ObjectRef & { file: string };
@@ -33,7 +33,7 @@ function liveRef(o: KubeObject): ObjectRef | undefined {
  * applied before is no longer set by the artifact (the next apply removes it). With a source, the
  * tenancy.x-k8s.io/gitsource label counts as a desired field. Live objects of other kinds are ignored.
  */
-export function planDiff(artifact: Artifact, liveObjects: readonly KubeObject[], source?: SourceRef): Diff {
+export function planDiff(artifact: Artifact, liveObjects: readonly KubeObject[], source?: GitSourceRef): Diff {
   const { objects, errors, named } = renderDesired(artifact, source);
   const live = new Map<string, KubeObject>();
   const refs: ObjectRef[] = [];

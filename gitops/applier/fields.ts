@@ -1,5 +1,5 @@
 import type { KubeObject } from '../../core/kube/client.ts';
-import { FIELD_MANAGER } from './objects.ts';
+import { IDENTITY } from '../../core/names/names.ts';
 
 /**
  * Field-level comparison of a desired object with a live one, in JSON pointers. Objects are walked down to their
@@ -72,7 +72,7 @@ export function desiredLeaves(desired: KubeObject): string[] {
  * ownedLeaves lists the pointers of the fields the given manager owns through server-side apply on the main
  * resource, read from managedFields (fieldsV1). Entries below a list element (`k:`, `v:`, `i:`) count as the list.
  */
-export function ownedLeaves(live: KubeObject, manager = FIELD_MANAGER): string[] {
+export function ownedLeaves(live: KubeObject, manager: string = IDENTITY.gitops): string[] {
   const entries = (live.metadata?.managedFields ?? []) as Array<{ manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }>;
   const out = new Set<string>();
   for (const e of entries) {

@@ -1,3 +1,4 @@
+import type { Condition } from '../../core/controller/status.ts';
 import type { KubeObject, ObjectMeta, Resource } from '../../core/kube/client.ts';
 import type { ReconcileOptions } from './applier.ts';
 import type { InventoryEntry } from './objects.ts';
@@ -8,19 +9,6 @@ export const GITSOURCES: Resource = { group: 'tenancy.x-k8s.io', version: 'v1alp
 
 /** SAFETY_DEFAULTS are the deletion limits of a GitSource without spec.safety, as in its schema. */
 export const SAFETY_DEFAULTS = { maxDeletes: 3, maxDeletePercent: 25 } as const;
-
-/** ConditionStatus is the status of a Condition. */
-export type ConditionStatus = 'True' | 'False' | 'Unknown';
-
-/** Condition is one metav1.Condition of a GitSource. */
-export interface Condition {
-  type: string;
-  status: ConditionStatus;
-  reason: string;
-  message?: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
-}
 
 /** SecretRef names a Secret in the GitSource's namespace. */
 export interface SecretRef {

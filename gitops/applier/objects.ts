@@ -2,19 +2,17 @@ import { createHash } from 'node:crypto';
 import type { Artifact, SourceDocument } from '../artifact.ts';
 import type { KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
+import { ANN, LABEL } from '../../core/names/names.ts';
 import { validate, type SchemaName } from '../../schemas/validate.ts';
 
-/** FIELD_MANAGER is the server-side apply field manager of every object a GitSource applies. */
-export const FIELD_MANAGER = 'vc-gitops';
-
 /** SOURCE_LABEL marks every applied object with the GitSource it came from (`<namespace>.<name>`). */
-export const SOURCE_LABEL = 'tenancy.x-k8s.io/gitsource';
+export const SOURCE_LABEL = LABEL.gitSource;
 
 /**
  * CONFIRM_DELETION_ANNOTATION, set on a GitSource to a revision, allows that revision (and no other) to delete more
  * than spec.safety allows, or to prune everything when its path holds no objects.
  */
-export const CONFIRM_DELETION_ANNOTATION = 'tenancy.x-k8s.io/confirm-deletion';
+export const CONFIRM_DELETION_ANNOTATION = ANN.confirmDeletion;
 
 /** TenantKind describes one kind a GitSource may carry: the schema its documents must pass and where it is served. */
 export interface TenantKind {
@@ -44,8 +42,8 @@ export interface InventoryEntry extends ObjectRef {
   uid: string;
 }
 
-/** SourceRef names the GitSource an artifact belongs to. */
-export interface SourceRef {
+/** GitSourceRef names the GitSource an artifact belongs to. */
+export interface GitSourceRef {
   namespace: string;
   name: string;
 }
@@ -101,7 +99,7 @@ export function describeRef(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>)
  * sourceLabelValue is the value of SOURCE_LABEL for a GitSource: `<namespace>.<name>`, or, past the 63 characters a
  * label value may have, its first 54 characters, a dash and 8 hex characters of its sha256.
  */
-export function sourceLabelValue(source: SourceRef): string {
+export function sourceLabelValue(source: GitSourceRef): string {
   const full = `${source.namespace}.${source.name}`;
   if (full.length <= 63) return full;
   const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
@@ -125,7 +123,7 @@ function refOf(doc: SourceDocument): { kind?: string; apiVersion?: string; names
  * when a source is given), annotations and spec. Anything else of the document (status, uid, resourceVersion,
  * managedFields…) belongs to the apiserver and is left out.
  */
-function desiredBody(o: Record<string, unknown>, source: SourceRef | undefined): KubeObject {
+function desiredBody(o: Record<string, unknown>, source: GitSourceRef | undefined): KubeObject {
   const meta = o.metadata as Record<string, unknown>;
   const labels = { ...((meta.labels as Record<string, string> | undefined) ?? {}) };
   if (source) labels[SOURCE_LABEL] = sourceLabelValue(source);
@@ -144,7 +142,7 @@ function desiredBody(o: Record<string, unknown>, source: SourceRef | undefined):
  * when it fails its schema, or when another document names the same object (both are refused: which one is meant
  * is not knowable). Parse errors of the artifact come first.
  */
-export function renderDesired(artifact: Artifact, source?: SourceRef): Rendered {
+export function renderDesired(artifact: Artifact, source?: GitSourceRef): Rendered {
   const errors: DocumentError[] = artifact.parseErrors.map((p) => {
     const at = p.line !== undefined ? `${p.file}:${p.line}${p.column !== undefined ? `:${p.column}` : ''}` : p.file;
     return { reason: 'ParseFailed', file: p.file, message: `${at}: cannot be parsed as YAML: ${p.message}` };

@@ -1,4 +1,5 @@
-import type { Condition, ConditionStatus, GitSourceStatus } from './gitsource.ts';
+import { nextCondition, type Condition, type ConditionStatus } from '../../core/controller/status.ts';
+import type { GitSourceStatus } from './gitsource.ts';
 import type { InventoryEntry } from './objects.ts';
 
 /** REASONS are the reasons of the conditions the applier writes. */
@@ -36,16 +37,7 @@ function clip(message: string): string {
 }
 
 function condition(previous: readonly Condition[], type: string, status: ConditionStatus, reason: string, message: string, now: Date, generation?: number): Condition {
-  const before = previous.find((c) => c.type === type);
-  const c: Condition = {
-    type,
-    status,
-    reason,
-    message: clip(message),
-    lastTransitionTime: before && before.status === status ? before.lastTransitionTime : now.toISOString(),
-  };
-  if (generation !== undefined) c.observedGeneration = generation;
-  return c;
+  return nextCondition(previous, { type, status, reason, message: clip(message), ...(generation === undefined ? {} : { observedGeneration: generation }) }, now);
 }
 
 /**

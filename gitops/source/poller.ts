@@ -6,13 +6,13 @@ import type { Artifact } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
 import { realClock, type Clock, type TimerHandle } from '../../core/queue/clock.ts';
 import { SourceError } from './errors.ts';
-import { redactUrl, type Credentials, type GitSourceFetcher, type SourceRef, type SourceRequest } from './source.ts';
+import { redactUrl, type Credentials, type GitSourceFetcher, type GitRef, type SourceRequest } from './source.ts';
 import type { VerifyKeys } from './verify.ts';
 
 /** SourceSpec is the desired state of one git source. */
 export interface SourceSpec {
   url: string;
-  ref: SourceRef;
+  ref: GitRef;
   /** directory to read, relative to the repository root */
   path?: string;
   /** poll interval in milliseconds */

@@ -17,8 +17,8 @@ import { childLogger, type Logger } from '../../core/log.ts';
 import { SourceError, isSourceError } from './errors.ts';
 import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify.ts';
 
-/** SourceRef is what to follow in the repository. */
-export type SourceRef = { branch: string } | { tag: string } | { semver: string } | { commit: string };
+/** GitRef is what to follow in the repository. */
+export type GitRef = { branch: string } | { tag: string } | { semver: string } | { commit: string };
 
 /** Credentials authenticate to the git server: basic, or a token sent as the password (user `x-access-token`). */
 export type Credentials = { username: string; password: string } | { token: string; username?: string };
@@ -26,7 +26,7 @@ export type Credentials = { username: string; password: string } | { token: stri
 /** SourceRequest is one source to read. */
 export interface SourceRequest {
   url: string;
-  ref: SourceRef;
+  ref: GitRef;
   /** directory (or single file) to read, relative to the repository root; empty or `.` for the root */
   path?: string;
   credentials?: Credentials;
@@ -78,8 +78,8 @@ const COMMIT_DEEPEN_STEPS = [50, 1000, INFINITE_DEPTH] as const;
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
 const TOKEN_USERNAME = 'x-access-token';
 
-/** formatRef renders a SourceRef as the Artifact's `ref` (`branch:main`, `tag:v1`, `semver:>=1 <2`, `commit:<sha>`). */
-export function formatRef(ref: SourceRef): string {
+/** formatRef renders a GitRef as the Artifact's `ref` (`branch:main`, `tag:v1`, `semver:>=1 <2`, `commit:<sha>`). */
+export function formatRef(ref: GitRef): string {
   if ('branch' in ref) return `branch:${ref.branch}`;
   if ('tag' in ref) return `tag:${ref.tag}`;
   if ('semver' in ref) return `semver:${ref.semver}`;

@@ -7,7 +7,8 @@ import { R } from '../../core/kube/resources.ts';
 import { registry } from '../../core/metrics/registry.ts';
 import { Applier } from '../../gitops/applier/applier.ts';
 import { GITSOURCES, type GitSource, type GitSourceStatus } from '../../gitops/applier/gitsource.ts';
-import { FIELD_MANAGER, SOURCE_LABEL } from '../../gitops/applier/objects.ts';
+import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
+import { IDENTITY } from '../../core/names/names.ts';
 import { cvDoc, makeArtifact, vcDoc } from '../../gitops/applier/testing.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -54,7 +55,7 @@ describe('GitOps applier on a real apiserver', () => {
     expect(await liveNames()).toEqual(['a', 'b', 'c', 'd', 'e']);
     const a = (await getVC('a'))!;
     expect(a.metadata!.labels![SOURCE_LABEL]).toBe('platform.tenants');
-    expect((a.metadata!.managedFields as Array<{ manager: string }>).map((m) => m.manager)).toContain(FIELD_MANAGER);
+    expect((a.metadata!.managedFields as Array<{ manager: string }>).map((m) => m.manager)).toContain(IDENTITY.gitops);
     expect(status.inventory).toHaveLength(6);
     expect(status.inventory!.find((e) => e.name === 'a')!.uid).toBe(a.metadata!.uid);
     expect(await t.client.getOrNull(R.clusterversions, undefined, 'v1-36')).not.toBeNull();
