@@ -89,6 +89,16 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     expect(gs.status?.inventory?.map((e) => `${e.kind}/${e.name}`)).toEqual(['VirtualCluster/alpha']);
   });
 
+  it('serves reconcile and queue metrics of the GitSource, VirtualCluster and syncer controllers on /metrics', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${manager.opsPort}/metrics`)).text();
+    for (const controller of ['gitops', 'virtualcluster', 'syncer']) {
+      expect(text).toMatch(new RegExp(`vc_controller_reconcile_total\\{controller="${controller}",result="[a-z_]+"\\} [1-9]`));
+      expect(text).toMatch(new RegExp(`vc_controller_reconcile_duration_seconds_count\\{controller="${controller}"\\} [1-9]`));
+      expect(text).toMatch(new RegExp(`vc_workqueue_adds_total\\{name="${controller}"\\} [1-9]`));
+      expect(text).toMatch(new RegExp(`vc_workqueue_depth\\{name="${controller}"\\} \\d+`));
+    }
+  });
+
   it('follows a push announced by the webhook without waiting for the interval: add and edit', async () => {
     const rev = await git.commitFiles('tenants', { 'tenants/beta.yaml': vcYaml('beta'), 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) }, 'beta; alpha weight 5');
     await poke();
