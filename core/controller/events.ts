@@ -23,7 +23,13 @@ export class EventRecorder {
   /** record creates an Event about obj. */
   async record(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const m = obj.metadata ?? {};
-    const target = { apiVersion: this.o.apiVersion, kind: this.o.kind, name: m.name ?? '', namespace: m.namespace, uid: m.uid };
+    const target = {
+      apiVersion: this.o.apiVersion,
+      kind: this.o.kind,
+      name: m.name ?? '',
+      namespace: m.namespace,
+      uid: m.uid,
+    };
     const err = await recordEvent(this.o.client, target, type, reason, message, this.o.component);
     if (err) this.o.log.warn({ err: err.message, reason }, 'could not record event');
   }

@@ -18,8 +18,18 @@ const reconcileDuration = new Histogram({
   buckets: BUCKETS,
   registers: [registry],
 });
-const queueDepth = new Gauge({ name: 'vc_workqueue_depth', help: 'Keys waiting in a work queue.', labelNames: ['name'], registers: [registry] });
-const queueAdds = new Counter({ name: 'vc_workqueue_adds_total', help: 'Keys that became dirty in a work queue.', labelNames: ['name'], registers: [registry] });
+const queueDepth = new Gauge({
+  name: 'vc_workqueue_depth',
+  help: 'Keys waiting in a work queue.',
+  labelNames: ['name'],
+  registers: [registry],
+});
+const queueAdds = new Counter({
+  name: 'vc_workqueue_adds_total',
+  help: 'Keys that became dirty in a work queue.',
+  labelNames: ['name'],
+  registers: [registry],
+});
 const queueLatency = new Histogram({
   name: 'vc_workqueue_queue_duration_seconds',
   help: 'Time a key waited in a work queue before a worker took it.',
@@ -34,7 +44,12 @@ const workDuration = new Histogram({
   buckets: BUCKETS,
   registers: [registry],
 });
-const queueRetries = new Counter({ name: 'vc_workqueue_retries_total', help: 'Rate-limited re-adds to a work queue.', labelNames: ['name'], registers: [registry] });
+const queueRetries = new Counter({
+  name: 'vc_workqueue_retries_total',
+  help: 'Rate-limited re-adds to a work queue.',
+  labelNames: ['name'],
+  registers: [registry],
+});
 
 /** runnerMetrics reports a Runner's reconciles on /metrics under the controller's name. */
 export function runnerMetrics(controller: string): RunnerMetrics {

@@ -5,14 +5,34 @@ import { nextCondition, planStatusWrite, setCondition, type Condition, type Cond
 const T0 = '2026-01-01T00:00:00.000Z';
 const now = new Date('2026-02-02T00:00:00.000Z');
 
-const ready = (status: Condition['status'], reason = 'R', message = 'm'): ConditionInput => ({ type: 'Ready', status, reason, message });
+const ready = (status: Condition['status'], reason = 'R', message = 'm'): ConditionInput => ({
+  type: 'Ready',
+  status,
+  reason,
+  message,
+});
 
 describe('setCondition', () => {
   it.each<{ name: string; before: Condition[] | undefined; set: ConditionInput; transition: string }>([
     { name: 'a new condition type starts now', before: undefined, set: ready('True'), transition: now.toISOString() },
-    { name: 'an unchanged status keeps its transition time', before: [{ ...ready('True'), lastTransitionTime: T0 }], set: ready('True', 'Other', 'new message'), transition: T0 },
-    { name: 'a changed status transitions now', before: [{ ...ready('True'), lastTransitionTime: T0 }], set: ready('False'), transition: now.toISOString() },
-    { name: 'Unknown to False is a transition', before: [{ ...ready('Unknown'), lastTransitionTime: T0 }], set: ready('False'), transition: now.toISOString() },
+    {
+      name: 'an unchanged status keeps its transition time',
+      before: [{ ...ready('True'), lastTransitionTime: T0 }],
+      set: ready('True', 'Other', 'new message'),
+      transition: T0,
+    },
+    {
+      name: 'a changed status transitions now',
+      before: [{ ...ready('True'), lastTransitionTime: T0 }],
+      set: ready('False'),
+      transition: now.toISOString(),
+    },
+    {
+      name: 'Unknown to False is a transition',
+      before: [{ ...ready('Unknown'), lastTransitionTime: T0 }],
+      set: ready('False'),
+      transition: now.toISOString(),
+    },
   ])('$name', ({ before, set, transition }) => {
     const out = setCondition(before, set, now);
     expect(out).toEqual([{ ...set, lastTransitionTime: transition }]);
@@ -31,7 +51,11 @@ describe('setCondition', () => {
   });
 
   it('nextCondition keeps observedGeneration as given', () => {
-    expect(nextCondition([], { ...ready('True'), observedGeneration: 4 }, now)).toEqual({ ...ready('True'), observedGeneration: 4, lastTransitionTime: now.toISOString() });
+    expect(nextCondition([], { ...ready('True'), observedGeneration: 4 }, now)).toEqual({
+      ...ready('True'),
+      observedGeneration: 4,
+      lastTransitionTime: now.toISOString(),
+    });
   });
 });
 
@@ -53,7 +77,9 @@ describe('planStatusWrite', () => {
 
   it('writes nothing when the status is the same, whatever the key order or undefined fields', () => {
     const obj = cached();
-    expect(planStatusWrite<St, Obj>(obj, { conditions: obj.status!.conditions, phase: 'Provisioning', message: undefined })).toBeUndefined();
+    expect(
+      planStatusWrite<St, Obj>(obj, { conditions: obj.status!.conditions, phase: 'Provisioning', message: undefined }),
+    ).toBeUndefined();
   });
 
   it('never changes the object it is given, nor shares anything with what it returns', () => {

@@ -24,16 +24,27 @@ export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
  * nextCondition is c with its lastTransitionTime: that of the condition of the same type in previous when the
  * status is unchanged, else now.
  */
-export function nextCondition(previous: readonly Condition[] | undefined, c: ConditionInput, now: Date = new Date()): Condition {
+export function nextCondition(
+  previous: readonly Condition[] | undefined,
+  c: ConditionInput,
+  now: Date = new Date(),
+): Condition {
   const before = previous?.find((x) => x.type === c.type);
-  return { ...c, lastTransitionTime: before && before.status === c.status ? before.lastTransitionTime : now.toISOString() };
+  return {
+    ...c,
+    lastTransitionTime: before && before.status === c.status ? before.lastTransitionTime : now.toISOString(),
+  };
 }
 
 /**
  * setCondition returns a new list: conditions without the one of c's type, then c with nextCondition's transition
  * time. The input list is not changed.
  */
-export function setCondition(conditions: readonly Condition[] | undefined, c: ConditionInput, now: Date = new Date()): Condition[] {
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  c: ConditionInput,
+  now: Date = new Date(),
+): Condition[] {
   return [...(conditions ?? []).filter((x) => x.type !== c.type), nextCondition(conditions, c, now)];
 }
 
@@ -60,7 +71,10 @@ export class StatusWriter<S extends object> {
     if (!w) return obj;
     const m = obj.metadata ?? {};
     try {
-      await this.o.client.patch(this.o.resource, m.namespace, m.name!, w.patch, 'merge', { subresource: 'status', fieldManager: this.o.fieldManager });
+      await this.o.client.patch(this.o.resource, m.namespace, m.name!, w.patch, 'merge', {
+        subresource: 'status',
+        fieldManager: this.o.fieldManager,
+      });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
@@ -78,7 +92,10 @@ export interface StatusWrite<T> {
  * planStatusWrite decides StatusWriter.write without I/O: undefined when status equals obj's, else the patch and a
  * deep copy of obj carrying a copy of status. Neither obj nor status is changed or shared with the result.
  */
-export function planStatusWrite<S extends object, T extends KubeObject & { status?: S }>(obj: T, status: S): StatusWrite<T> | undefined {
+export function planStatusWrite<S extends object, T extends KubeObject & { status?: S }>(
+  obj: T,
+  status: S,
+): StatusWrite<T> | undefined {
   if (sameJSON(obj.status ?? {}, status)) return undefined;
   const updated = structuredClone(obj);
   updated.status = structuredClone(status);

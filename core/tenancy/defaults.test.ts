@@ -11,6 +11,9 @@ describe('TENANT_DEFAULTS', () => {
     const p = spec[field]!;
     expect(p, `spec.${field} in the schema`).toBeDefined();
     if (p.default !== undefined) expect(p.default).toBe(value);
-    else expect(p.description).toMatch(field === 'provisioner' ? `Absent: the ${value} provisioner` : `Defaults to ${value}.`);
+    else
+      expect(p.description).toMatch(
+        field === 'provisioner' ? `Absent: the ${value} provisioner` : `Defaults to ${value}.`,
+      );
   });
 });

@@ -37,8 +37,18 @@ describe('tenantFrom', () => {
         pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
       },
     });
-    expect(t).toMatchObject({ key: 'k', kubeconfig: 'kc', weight: 3, clusterDomain: 'corp.local', podSecurityLevel: 'restricted' });
-    expect(t).toMatchObject({ opaqueMetaPrefixes: ['a/'], transparentMetaPrefixes: ['b/'], plugins: { enable: ['sandbox'] } });
+    expect(t).toMatchObject({
+      key: 'k',
+      kubeconfig: 'kc',
+      weight: 3,
+      clusterDomain: 'corp.local',
+      podSecurityLevel: 'restricted',
+    });
+    expect(t).toMatchObject({
+      opaqueMetaPrefixes: ['a/'],
+      transparentMetaPrefixes: ['b/'],
+      plugins: { enable: ['sandbox'] },
+    });
     expect(t.pluginConfig).toEqual({ sandbox: { runtimeClassName: 'kata' } });
     expect(t.apiserverEndpoint).toEqual({ host: 'h', port: 1 });
   });
