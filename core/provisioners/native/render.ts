@@ -171,7 +171,7 @@ export function nativePKIOptions(
  * certificates or flags roll its StatefulSet. Namespace first, then Secrets, then the rest: an order to apply in.
  */
 export function renderNative(input: NativeInput): KubeObject[] {
-  const { vc, clusterVersion: cv, pki, rootNamespace: root } = input;
+  const { vc, clusterVersion: cv, rootNamespace: root } = input;
   const s = vc.spec;
   const serviceCidr = s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr;
   const secrets = renderSecrets(input);
