@@ -247,7 +247,6 @@ export class GitOpsController {
     this.receiverPort = this.receiver.port;
     this.routesKey = routesKey;
   }
-
 }
 
 function hookPath(namespace: string, name: string): string {
