@@ -2,12 +2,10 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
 import cliProgress from 'cli-progress';
-
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+import { fromPackageRoot } from '../paths.ts';
 
 /** Versions are the pinned toolchain versions, read from deploy/toolchain/versions.json (the one place they live). */
 export interface Versions {
@@ -23,7 +21,7 @@ export type Binary = (typeof BINARIES)[number];
 
 /** pinnedVersions reads deploy/toolchain/versions.json. */
 export function pinnedVersions(): Versions {
-  const v = JSON.parse(readFileSync(join(repoRoot, 'deploy/toolchain/versions.json'), 'utf8')) as Versions;
+  const v = JSON.parse(readFileSync(fromPackageRoot('deploy/toolchain/versions.json'), 'utf8')) as Versions;
   return { kubernetes: v.kubernetes, etcd: v.etcd, kwok: v.kwok };
 }
 
@@ -97,7 +95,7 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
     out.write(`building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`);
     out.write('a cold build takes about 15-20 minutes on 2 cores; later runs reuse it\n');
     try {
-      await runBuild(tmp, v, out, opts.script ?? join(repoRoot, 'deploy/toolchain/build.sh'));
+      await runBuild(tmp, v, out, opts.script ?? fromPackageRoot('deploy/toolchain/build.sh'));
     } catch (e) {
       rmSync(tmp, { recursive: true, force: true });
       throw e;

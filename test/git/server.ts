@@ -1,3 +1,3 @@
 // The git server lives in core/embedded (the embedded default serves its tenant repository with it); tests use the
 // same code.
-export * from '../../core/embedded/gitserver.ts';
+export * from '../../core/programs/embedded/gitserver.ts';

@@ -14,7 +14,7 @@ import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const execP = promisify(execFile);
-const vcBin = join(import.meta.dirname, '../../core/cli/vc.mjs');
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 
 /** vc runs the CLI as a user would, returning its exit code and output instead of throwing. */
 async function vc(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {

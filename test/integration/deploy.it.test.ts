@@ -4,7 +4,7 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { applyCRDs } from '../../core/embedded/embedded.ts';
+import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 

@@ -7,8 +7,8 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
-import { loadManagerConfig } from '../../core/manager/config.ts';
-import { startManager, type Manager } from '../../core/manager/manager.ts';
+import { loadManagerConfig } from '../../core/programs/manager/config.ts';
+import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 

@@ -520,7 +520,7 @@ describe('vn-agent: tenant kubectl logs/exec/attach/port-forward through real ap
         'ops: { port: 0 }',
       ].join('\n'),
     );
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../core/cli/vc.mjs'), 'vn-agent', '--config', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../core/programs/cli/vc.mjs'), 'vn-agent', '--config', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(child);
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { git } from '../../core/embedded/gitserver.ts';
+import { git } from '../../core/programs/embedded/gitserver.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually } from '../harness.ts';
 
 const execP = promisify(execFile);
-const vcBin = join(import.meta.dirname, '../../core/cli/vc.mjs');
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 
 interface Status {
   pid: number;

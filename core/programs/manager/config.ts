@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { formatErrors, validate } from '../../schemas/validate.ts';
-import { tenantFrom, type PodSecurityLevel, type Tenant } from '../tenancy/tenant.ts';
+import { formatErrors, validate } from '../../../schemas/validate.ts';
+import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {

@@ -10,8 +10,8 @@ export function registerVnAgentCommand(program: Command): void {
     .description('run the vn-agent: the kubelet endpoint of vNodes (logs, exec, attach, port-forward for tenant pods)')
     .requiredOption('-c, --config <file>', 'vn-agent configuration (VnAgentConfiguration YAML)')
     .action(async (o: { config: string }) => {
-      const { loadVnAgentConfig } = await import('../vnagent/config.ts');
-      const { runVnAgent } = await import('../vnagent/run.ts');
+      const { loadVnAgentConfig } = await import('../../vnagent/config.ts');
+      const { runVnAgent } = await import('../vn-agent/run.ts');
       const r = await runVnAgent(loadVnAgentConfig(o.config));
       process.stderr.write(`vn-agent listening on port ${r.agent.port}; metrics and probes on port ${r.agent.opsPort}\n`);
       await new Promise<void>((res) => {

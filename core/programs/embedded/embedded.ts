@@ -1,22 +1,20 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { KubeObject } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import { LocalSuperCluster } from '../local/supercluster.ts';
-import { freePorts, waitFor } from '../local/process.ts';
-import { issueCert } from '../pki/pki.ts';
-import { PluginHost } from '../plugins/host.ts';
-import { startVnAgent, type VnAgent } from '../vnagent/agent.ts';
-import { VirtualClusterDirectory } from '../vnagent/directory.ts';
-import { InformerSuperView } from '../vnagent/superview.ts';
-import { builtinPlugins } from '../../plugins/registry.ts';
+import type { KubeObject } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { LocalSuperCluster } from '../../local/supercluster.ts';
+import { freePorts, waitFor } from '../../local/process.ts';
+import { fromPackageRoot } from '../../paths.ts';
+import { issueCert } from '../../pki/pki.ts';
+import { pluginHostFromConfig } from '../plugins.ts';
+import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
+import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
+import { InformerSuperView } from '../../vnagent/superview.ts';
 import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
 import { git, startGitServer, type GitServer } from './gitserver.ts';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
 export interface Embedded {
@@ -62,7 +60,7 @@ async function startTenantRepository(stateDir: string): Promise<GitServer> {
 /** applyCRDs server-side-applies every CRD under deploy/crds and waits until the VirtualCluster API answers. */
 export async function applyCRDs(sc: LocalSuperCluster): Promise<void> {
   const c = await sc.cluster.client();
-  const dir = join(repoRoot, 'deploy/crds');
+  const dir = fromPackageRoot('deploy/crds');
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml'))) {
     for (const d of parseAllDocuments(readFileSync(join(dir, f), 'utf8'))) await c.apply(R.crds, d.toJS() as KubeObject, 'vc-up');
   }
@@ -154,7 +152,7 @@ async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAg
     serving,
     directory: new VirtualClusterDirectory({ meta: c }),
     superView: new InformerSuperView({ client: c }),
-    plugins: await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins }),
+    plugins: await pluginHostFromConfig('vn-agent'),
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, insecureSkipVerify: true },
   });
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { ensureToolchain, isComplete, toolchainDir } from '../toolchain/toolchain.ts';
+import { ensureToolchain, isComplete, toolchainDir } from '../../toolchain/toolchain.ts';
 import { registerVirtualClusterCommands } from './vcs.ts';
 import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
@@ -55,16 +55,9 @@ plugins
   .option('--process <name>', 'manager or vn-agent', 'manager')
   .option('-o, --output <format>', 'table or json', 'table')
   .action(async (o: { config?: string; process: 'manager' | 'vn-agent'; output: string }) => {
-    const { PluginHost } = await import('../plugins/host.ts');
-    const { builtinPlugins } = await import('../../plugins/registry.ts');
+    const { pluginHostFromConfig } = await import('../plugins.ts');
     const cfg = o.config ? (await import('../manager/config.ts')).loadManagerConfig(o.config) : undefined;
-    const host = await PluginHost.load({
-      process: o.process,
-      builtins: builtinPlugins,
-      thirdParty: cfg?.plugins?.thirdParty,
-      enable: cfg?.plugins?.enable,
-      disable: cfg?.plugins?.disable,
-    });
+    const host = await pluginHostFromConfig(o.process, cfg?.plugins, false);
     const rows = host.names().map((n) => {
       const m = host.get(n)!.manifest;
       const on = host.enabledFor({}, n);

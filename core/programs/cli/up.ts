@@ -3,10 +3,10 @@ import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } 
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { KubeClient } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import type { VirtualCluster } from '../lifecycle/types.ts';
-import { ensureToolchain, toolchainDir } from '../toolchain/toolchain.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import type { VirtualCluster } from '../../lifecycle/types.ts';
+import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
 
 /** UpStatus is what a running embedded default records in `<state-dir>/status.json`. */

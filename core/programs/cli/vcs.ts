@@ -3,10 +3,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { parseAllDocuments, stringify } from 'yaml';
-import { formatErrors, validate } from '../../schemas/validate.ts';
-import { isNotFound, KubeClient } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import type { VirtualCluster } from '../lifecycle/types.ts';
+import { formatErrors, validate } from '../../../schemas/validate.ts';
+import { isNotFound, KubeClient } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import type { VirtualCluster } from '../../lifecycle/types.ts';
 
 /** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default; its super kubeconfig is the default meta cluster. */
 export const DEFAULT_STATE_DIR = '.state/default';
@@ -187,7 +187,7 @@ export function registerVirtualClusterCommands(program: Command): void {
       if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
       const file = resolve(process.env.TMPDIR ?? '/tmp', `vc-${k.namespace}-${k.name}-${process.pid}.kubeconfig`);
       writeFileSync(file, await kubeconfigOf(c, vc), { mode: 0o600 });
-      const { toolchainDir } = await import('../toolchain/toolchain.ts');
+      const { toolchainDir } = await import('../../toolchain/toolchain.ts');
       const child = spawn(command[0]!, command.slice(1), {
         stdio: 'inherit',
         env: { ...process.env, KUBECONFIG: file, PATH: `${process.env.PATH}:${toolchainDir()}` },

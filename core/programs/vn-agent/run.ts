@@ -1,14 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../kube/client.ts';
-import { childLogger } from '../log.ts';
-import { PluginHost } from '../plugins/host.ts';
-import { builtinPlugins } from '../../plugins/registry.ts';
-import { DEFAULT_PORT, startVnAgent, type VnAgent } from './agent.ts';
-import { ensureServingCert, type VnAgentConfig } from './config.ts';
-import { VirtualClusterDirectory } from './directory.ts';
-import { InformerSuperView } from './superview.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { childLogger } from '../../log.ts';
+import { pluginHostFromConfig } from '../plugins.ts';
+import { DEFAULT_PORT, startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
+import { ensureServingCert, type VnAgentConfig } from '../../vnagent/config.ts';
+import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
+import { InformerSuperView } from '../../vnagent/superview.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
 
@@ -33,14 +32,7 @@ export interface RunningVnAgent {
  * Nodes from the super cluster, the vn-agent-capable plugins, and its serving certificate (generated when absent).
  */
 export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
-  const plugins = await PluginHost.load({
-    process: 'vn-agent',
-    builtins: builtinPlugins,
-    thirdParty: cfg.plugins?.thirdParty,
-    enable: cfg.plugins?.enable,
-    disable: cfg.plugins?.disable,
-  });
-  for (const f of plugins.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
+  const plugins = await pluginHostFromConfig('vn-agent', cfg.plugins);
   const meta = await clientFor(cfg.metaKubeconfig);
   const superClient = cfg.superKubeconfig && cfg.superKubeconfig !== cfg.metaKubeconfig ? await clientFor(cfg.superKubeconfig) : meta;
   const nodeName = cfg.nodeName ?? (process.env.NODE_NAME || undefined);

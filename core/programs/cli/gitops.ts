@@ -2,15 +2,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { Artifact, ParseError, SourceDocument } from '../../gitops/artifact.ts';
-import { KubeClient, type KubeObject } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
+import type { Artifact, ParseError, SourceDocument } from '../../../gitops/artifact.ts';
+import { KubeClient, type KubeObject } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { SOURCE_LABEL } from '../../../gitops/applier/objects.ts';
 import { CliError, metaKubeconfig } from './vcs.ts';
 
 /** readDirArtifact reads every YAML/JSON file under dir into an artifact, as the git source would. */
 export async function readDirArtifact(dir: string): Promise<Artifact> {
-  const { contentDigest, parseManifests } = await import('../../gitops/source/source.ts');
+  const { contentDigest, parseManifests } = await import('../../../gitops/source/source.ts');
   const root = resolve(dir);
   let st;
   try {
@@ -41,7 +41,7 @@ export async function readDirArtifact(dir: string): Promise<Artifact> {
 }
 
 async function urlArtifact(url: string, ref: string, path: string): Promise<Artifact> {
-  const { GitSourceFetcher } = await import('../../gitops/source/source.ts');
+  const { GitSourceFetcher } = await import('../../../gitops/source/source.ts');
   const cache = mkdtempSync(join(tmpdir(), 'vc-diff-'));
   try {
     const f = new GitSourceFetcher({ cacheRoot: cache, timeoutMs: 30_000 });
@@ -58,7 +58,7 @@ export function registerGitOpsCommands(program: Command): void {
     .command('validate <dir>')
     .description("check a tenant repository's definitions against the schemas (for the repository's own CI)")
     .action(async (dir: string) => {
-      const { planApply } = await import('../../gitops/applier/applier.ts');
+      const { planApply } = await import('../../../gitops/applier/applier.ts');
       const artifact = await readDirArtifact(dir);
       const plan = planApply(artifact, [], { namespace: 'validate', name: 'validate' });
       for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
@@ -75,7 +75,7 @@ export function registerGitOpsCommands(program: Command): void {
     .option('--source <namespace/name>', 'the GitSource that applies these definitions (default: the one labelled on the live objects)')
     .option('--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)')
     .action(async (source: string, o: { ref: string; path: string; source?: string; kubeconfig?: string }) => {
-      const { planDiff } = await import('../../gitops/applier/diff.ts');
+      const { planDiff } = await import('../../../gitops/applier/diff.ts');
       const artifact = /^(https?|file):\/\//.test(source) ? await urlArtifact(source, o.ref, o.path) : await readDirArtifact(source);
       const c = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
       const live: KubeObject[] = [];

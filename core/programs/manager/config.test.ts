@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rootNamespace } from '../names/names.ts';
+import { rootNamespace } from '../../names/names.ts';
 import { ConfigError, loadManagerConfig, staticTenants } from './config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'vc-config-'));

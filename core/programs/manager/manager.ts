@@ -1,23 +1,23 @@
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GitOpsController } from '../../gitops/controller.ts';
+import { GitOpsController } from '../../../gitops/controller.ts';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient, type KubeObject } from '../kube/client.ts';
-import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
-import { LeaderElector } from '../leader/election.ts';
-import { childLogger } from '../log.ts';
-import { IDENTITY } from '../names/names.ts';
-import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
-import { PluginHost } from '../plugins/host.ts';
-import { Syncer } from '../syncer/syncer.ts';
-import { MutableTenantRegistry } from '../tenancy/tenant.ts';
-import { builtinPlugins } from '../../plugins/registry.ts';
+import { KubeClient, type KubeObject } from '../../kube/client.ts';
+import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
+import { LeaderElector } from '../../leader/election.ts';
+import { childLogger } from '../../log.ts';
+import { IDENTITY } from '../../names/names.ts';
+import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../../metrics/ops.ts';
+import type { PluginHost } from '../../plugins/host.ts';
+import { pluginHostFromConfig } from '../plugins.ts';
+import { Syncer } from '../../syncer/syncer.ts';
+import { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { staticTenants, type ManagerConfig } from './config.ts';
-import { VirtualClusterController } from '../lifecycle/controller.ts';
-import { ImportProvisioner } from '../provisioners/import/provisioner.ts';
-import { LocalProvisioner } from '../provisioners/local/provisioner.ts';
-import { NativeProvisioner } from '../provisioners/native/provisioner.ts';
-import type { Provisioner } from '../provisioners/provisioner.ts';
+import { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
+import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
+import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
+import type { Provisioner } from '../../provisioners/provisioner.ts';
 
 const log = childLogger({ controller: 'manager' });
 
@@ -45,14 +45,7 @@ async function clientFor(kubeconfig?: string): Promise<KubeClient> {
  * at once when leader election is off), one syncer per super cluster serving the configured tenants.
  */
 export async function startManager(cfg: ManagerConfig, file: string): Promise<Manager> {
-  const host = await PluginHost.load({
-    process: 'manager',
-    builtins: builtinPlugins,
-    thirdParty: cfg.plugins?.thirdParty,
-    enable: cfg.plugins?.enable,
-    disable: cfg.plugins?.disable,
-  });
-  for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
+  const host = await pluginHostFromConfig('manager', cfg.plugins);
   const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
   const registries = supers.map((s) => new MutableTenantRegistry(staticTenants(cfg, file, s.name)));

@@ -1,0 +1,45 @@
+import { childLogger } from '../log.ts';
+import type { PluginProcess } from '../plugins/contract.ts';
+import { PluginHost } from '../plugins/host.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+
+const log = childLogger({ controller: 'plugin-host' });
+
+/** PluginsConfig is the `plugins` section the manager and vn-agent configurations share. */
+export interface PluginsConfig {
+  thirdParty?: string[];
+  enable?: string[];
+  disable?: string[];
+}
+
+let tsxRegistered = false;
+
+/**
+ * allowTypeScriptPlugins lets compiled JavaScript import third-party plugins written in TypeScript: under dist/
+ * nothing compiles `.ts` on the fly, so tsx is registered the first time a configuration names a plugin. From the
+ * sources (tsx, vitest) TypeScript already loads.
+ */
+async function allowTypeScriptPlugins(): Promise<void> {
+  if (tsxRegistered || !import.meta.url.endsWith('.js')) return;
+  const { register } = await import('tsx/esm/api');
+  register();
+  tsxRegistered = true;
+}
+
+/**
+ * pluginHostFromConfig loads the built-in plugins and those a program's configuration adds for one process, and
+ * logs each plugin that failed to load (the host carries on without it) unless `logFailures` is false because the
+ * caller reports `host.failures` itself.
+ */
+export async function pluginHostFromConfig(process: PluginProcess, cfg?: PluginsConfig, logFailures = true): Promise<PluginHost> {
+  if (cfg?.thirdParty?.length) await allowTypeScriptPlugins();
+  const host = await PluginHost.load({
+    process,
+    builtins: builtinPlugins,
+    thirdParty: cfg?.thirdParty,
+    enable: cfg?.enable,
+    disable: cfg?.disable,
+  });
+  if (logFailures) for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
+  return host;
+}
