@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { git } from '../../core/programs/embedded/gitserver.ts';
+import { git } from '../git/server.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually } from '../harness.ts';
 

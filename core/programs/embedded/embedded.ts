@@ -13,7 +13,7 @@ import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
 import { InformerSuperView } from '../../vnagent/superview.ts';
 import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
-import { git, startGitServer, type GitServer } from './gitserver.ts';
+import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
 
 
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
@@ -42,7 +42,7 @@ const sampleTenant = (name: string) =>
   });
 
 /** startTenantRepository serves `<stateDir>/git` on a port kept across restarts and seeds the tenants repository once. */
-async function startTenantRepository(stateDir: string): Promise<GitServer> {
+async function startTenantRepository(stateDir: string): Promise<TenantRepositoryServer> {
   const portFile = join(stateDir, 'git-port');
   const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : 0;
   const server = await startGitServer({ root: join(stateDir, 'git'), port });
