@@ -17,6 +17,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.it.test.ts'],
+          globalSetup: ['./test/build-dist.ts'],
           fileParallelism: false,
           testTimeout: 180_000,
           hookTimeout: 240_000,

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
+import { fromPackageRoot } from '../../paths.ts';
 import type { VirtualCluster } from '../../lifecycle/types.ts';
 import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
@@ -170,7 +170,7 @@ async function detach(stateDir: string, nodes: string): Promise<void> {
   rmSync(statusFile(stateDir), { force: true });
   const logFile = join(stateDir, 'up.log');
   const fd = openSync(logFile, 'w');
-  const vc = fileURLToPath(new URL('./vc.mjs', import.meta.url));
+  const vc = fromPackageRoot('core/programs/cli/vc.mjs');
   const child = spawn(process.execPath, [vc, 'up', '--state-dir', stateDir, '--nodes', nodes], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   child.unref();
   let shown = 0;
