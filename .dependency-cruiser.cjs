@@ -1,0 +1,91 @@
+// The layers of this repository, checked by test/layers.test.ts (npm test) with dependency-cruiser:
+//
+//   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
+//      ^      generic Kubernetes and process machinery; knows nothing of tenants
+//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,provision,local,vnagent}, gitops/, plugins/
+//      ^      tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
+//   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
+//
+// A layer imports only itself and the layers below it. Besides: core/ outside the programs imports neither gitops/
+// nor the built-in plugins; a built-in plugin imports only the plugin contract and helpers, names, the tenant type
+// and the Kubernetes object types; the plugin SDK (plugins/sdk) imports nothing outside itself; schemas/ imports
+// nothing from the code. Tests (*.test.ts, test/) may import anything they exercise.
+//
+// core/local (the local etcd, control planes and super cluster) is domain: it renders control-plane flags of the
+// provisioners. core/names and core/tenancy are domain as they speak of tenants.
+
+const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
+const DOMAIN =
+  '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|provision|local|vnagent)/|^gitops/|^plugins/';
+const PROGRAMS = '^core/programs/';
+const TESTS = '\\.test\\.ts$|^test/';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'runtime-imports-domain-or-programs',
+      comment: 'The runtime layer is generic machinery: it must not know tenants, plugins, GitOps or the programs.',
+      severity: 'error',
+      from: { path: RUNTIME, pathNot: TESTS },
+      to: { path: `${DOMAIN}|${PROGRAMS}` },
+    },
+    {
+      name: 'domain-imports-programs',
+      comment: 'Programs compose the domain; the domain never reaches up into a composition root.',
+      severity: 'error',
+      from: { path: DOMAIN, pathNot: TESTS },
+      to: { path: PROGRAMS },
+    },
+    {
+      name: 'core-imports-gitops-or-builtin-plugins',
+      comment: 'Only the programs wire gitops/ and the built-in plugins (plugins/registry.ts) into core.',
+      severity: 'error',
+      from: { path: '^core/', pathNot: `${PROGRAMS}|${TESTS}` },
+      to: { path: '^gitops/|^plugins/', pathNot: '^plugins/sdk/' },
+    },
+    {
+      name: 'builtin-plugin-imports-beyond-contract',
+      comment:
+        'A built-in plugin is written like a third-party one: against the plugin contract and helpers, the names ' +
+        'module, the tenant type and the Kubernetes object types (core/kube/client.ts types, core/kube/resources.ts ' +
+        'table). core/syncer/tenant.ts is allowed while the Tenant type still lives there (issue 10 §4 moves it to ' +
+        'core/tenancy).',
+      severity: 'error',
+      from: { path: '^plugins/', pathNot: `^plugins/sdk/|^plugins/registry\\.ts$|${TESTS}` },
+      to: {
+        path: '^core/|^gitops/',
+        pathNot:
+          '^core/plugins/(contract|helpers)\\.ts$|^core/names/|^core/tenancy/|^core/kube/(client|resources)\\.ts$|^core/syncer/tenant\\.ts$',
+      },
+    },
+    {
+      name: 'sdk-imports-outside-sdk',
+      comment: 'The plugin SDK is published on its own: it may import only its own files and its npm dependencies.',
+      severity: 'error',
+      from: { path: '^plugins/sdk/' },
+      to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: '^plugins/sdk/' },
+    },
+    {
+      name: 'schemas-import-code',
+      comment: 'schemas/ (JSON Schemas, their validator and the CRD generator) depend on nothing else in the repository.',
+      severity: 'error',
+      from: { path: '^schemas/' },
+      to: { path: '^(core|gitops|plugins|test)/' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that does not resolve is a broken import.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};
