@@ -1,10 +1,12 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
+import { toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -13,23 +15,25 @@ const byKind: Record<string, Resource> = Object.fromEntries(
   [...Object.values(R), GITSOURCES, { group: 'networking.k8s.io', version: 'v1', resource: 'networkpolicies', kind: 'NetworkPolicy', namespaced: true }].map((r) => [r.kind, r]),
 );
 
-function manifests(): Array<{ file: string; object: KubeObject }> {
-  const out: Array<{ file: string; object: KubeObject }> = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) {
-        if (name !== 'toolchain') walk(p);
-      } else if (/\.ya?ml$/.test(name)) {
-        for (const doc of parseAllDocuments(readFileSync(p, 'utf8'))) {
-          const object = doc.toJS() as KubeObject | null;
-          if (object) out.push({ file: relative(deployDir, p), object });
-        }
-      }
-    }
-  };
-  walk(deployDir);
-  return out;
+function documents(file: string, text: string): Array<{ file: string; object: KubeObject }> {
+  return parseAllDocuments(text)
+    .map((doc) => doc.toJS() as KubeObject | null)
+    .filter((object): object is KubeObject => !!object)
+    .map((object) => ({ file, object }));
+}
+
+/** installed is what `kubectl apply -k deploy/` applies: the kustomization rendered by the toolchain's kubectl. */
+function installed(): Array<{ file: string; object: KubeObject }> {
+  const rendered = execFileSync(join(toolchainDir(), 'kubectl'), ['kustomize', deployDir], { encoding: 'utf8' });
+  return documents('kustomize deploy/', rendered);
+}
+
+/** samples are the example objects under deploy/samples, applied once the CRDs exist. */
+function samples(): Array<{ file: string; object: KubeObject }> {
+  const dir = join(deployDir, 'samples');
+  return readdirSync(dir)
+    .filter((name) => /\.ya?ml$/.test(name))
+    .flatMap((name) => documents(`samples/${name}`, readFileSync(join(dir, name), 'utf8')));
 }
 
 describe('deploy/ for a real cluster', () => {
@@ -44,16 +48,20 @@ describe('deploy/ for a real cluster', () => {
     await t?.stop();
   });
 
-  it('has the CRDs, RBAC, manager Deployment, vn-agent DaemonSet and samples', () => {
-    const kinds = new Set(manifests().map((m) => m.object.kind));
-    for (const k of ['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'DaemonSet', 'ClusterVersion', 'VirtualCluster', 'GitSource']) {
+  it('installs the CRDs, namespace, RBAC, manager Deployment and vn-agent DaemonSet with one kustomization', () => {
+    const kinds = installed().map((m) => m.object.kind);
+    for (const k of ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'DaemonSet']) {
       expect(kinds, k).toContain(k);
     }
+    expect(kinds.indexOf('Namespace')).toBeLessThan(kinds.indexOf('Deployment'));
+    expect(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')).not.toMatch(/^\s*-\s*toolchain/m);
+    const sampleKinds = new Set(samples().map((m) => m.object.kind));
+    for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource']) expect(sampleKinds, k).toContain(k);
   });
 
   it('is accepted by the real apiserver with server-side apply (dry run)', async () => {
     const rejected: string[] = [];
-    for (const { file, object } of manifests()) {
+    for (const { file, object } of [...installed(), ...samples()]) {
       const r = byKind[object.kind ?? ''];
       if (!r) {
         rejected.push(`${file}: unknown kind ${object.kind}`);
