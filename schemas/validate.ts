@@ -14,6 +14,7 @@ export const SCHEMAS = {
   virtualCluster: 'virtualcluster.schema.json',
   clusterVersion: 'clusterversion.schema.json',
   gitSource: 'gitsource.schema.json',
+  vnAgentConfig: 'vnagent-config.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;
@@ -25,7 +26,8 @@ export interface FieldError {
 }
 
 // strictRequired would reject the if/then/else that ties `resource` and `mutates` to the direction.
-const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+// verbose gives each error its schema node, whose description explains a const that depends on another field.
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
 addFormats(ajv);
 const compiled = new Map<SchemaName, ValidateFunction>();
 
@@ -60,6 +62,13 @@ function toFieldError(e: ErrorObject): FieldError {
   } else if (e.keyword === 'required') {
     pointer = `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`;
     message = 'is required';
+  } else if (e.keyword === 'dependentRequired') {
+    const p = e.params as { property: string; missingProperty: string };
+    pointer = `${e.instancePath}/${p.property}`;
+    message = `goes with ${p.missingProperty}, which is missing`;
+  } else if (e.keyword === 'const') {
+    const why = (e.parentSchema as { description?: string } | undefined)?.description;
+    if (why) message = `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}: ${why}`;
   } else if (e.keyword === 'enum') {
     message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   }

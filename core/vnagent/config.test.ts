@@ -37,19 +37,25 @@ describe('vn-agent configuration', () => {
 
   it('reports every problem with its field', () => {
     expect(validateVnAgentConfig({ port: 70000, prot: 1, ops: { port: 'x' }, kubeletInsecureSkipVerify: 'yes', kind: 'Other' })).toEqual([
-      '/port: must be a port number (0-65535)',
-      '/prot: unknown field',
-      '/ops/port: must be a port number (0-65535)',
-      '/kubeletInsecureSkipVerify: must be true or false',
-      '/kind: must be VnAgentConfiguration',
+      '/prot is not a known field',
+      '/kind must be equal to constant',
+      '/port must be <= 65535',
+      '/kubeletInsecureSkipVerify must be boolean',
+      '/ops/port must be integer',
     ]);
-    expect(validateVnAgentConfig({ servingCert: 'a' })).toEqual(['/servingCert: servingCert and servingKey go together']);
-    expect(validateVnAgentConfig({ kubeletCA: 'ca', kubeletInsecureSkipVerify: true })[0]).toMatch(/either kubeletCA or kubeletInsecureSkipVerify/);
-    expect(validateVnAgentConfig([])).toEqual(['/: must be a mapping']);
+    expect(validateVnAgentConfig({ servingCert: 'a' })).toEqual(['/servingCert goes with servingKey, which is missing']);
+    expect(validateVnAgentConfig({ kubeletCA: 'ca', kubeletInsecureSkipVerify: true })).toEqual([
+      '/kubeletInsecureSkipVerify must be false: set either kubeletCA or kubeletInsecureSkipVerify, not both',
+    ]);
+    expect(validateVnAgentConfig({ kubeletCA: 'ca', kubeletInsecureSkipVerify: false })).toEqual([]);
+    expect(validateVnAgentConfig([])).toEqual(['/ must be object']);
     const f = join(dir, 'bad.yaml');
     writeFileSync(f, 'port: nope\n');
     expect(() => loadVnAgentConfig(f)).toThrow(VnAgentConfigError);
-    expect(() => loadVnAgentConfig(f)).toThrow(/bad.yaml:\n  \/port: must be a port number/);
+    expect(() => loadVnAgentConfig(f)).toThrow(/bad.yaml: \/port must be integer/);
+    const broken = join(dir, 'broken.yaml');
+    writeFileSync(broken, 'port: [\n');
+    expect(() => loadVnAgentConfig(broken)).toThrow(/broken.yaml: invalid YAML/);
     expect(() => loadVnAgentConfig(join(dir, 'missing.yaml'))).toThrow(/cannot read/);
   });
 

@@ -1,11 +1,15 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { join } from 'node:path';
+import { loadConfigFile, pluginPath } from '../../schemas/load.ts';
+import { validate } from '../../schemas/validate.ts';
 import { createCA, issueCert, type CertKeyPair } from '../pki/pki.ts';
 
-/** VnAgentConfig is a vn-agent configuration file (`kind: VnAgentConfiguration`); relative paths are resolved against it. */
+/**
+ * VnAgentConfig is a vn-agent configuration file (`kind: VnAgentConfiguration`, schemas/vnagent-config.schema.json);
+ * relative paths are resolved against it. Defaults: VN_AGENT_DEFAULTS in core/programs/vn-agent/run.ts.
+ */
 export interface VnAgentConfig {
   apiVersion?: 'tenancy.x-k8s.io/v1alpha1';
   kind?: 'VnAgentConfiguration';
@@ -45,91 +49,27 @@ export class VnAgentConfigError extends Error {
   override name = 'VnAgentConfigError';
 }
 
-type Check = 'string' | 'port' | 'boolean' | 'positive' | 'strings';
-const FIELDS: Record<string, Check | Record<string, Check>> = {
-  apiVersion: 'string',
-  kind: 'string',
-  host: 'string',
-  port: 'port',
-  stateDir: 'string',
-  servingCert: 'string',
-  servingKey: 'string',
-  metaKubeconfig: 'string',
-  superKubeconfig: 'string',
-  superCluster: 'string',
-  nodeName: 'string',
-  kubeletClientCert: 'string',
-  kubeletClientKey: 'string',
-  kubeletCA: 'string',
-  kubeletInsecureSkipVerify: 'boolean',
-  ops: { host: 'string', port: 'port' },
-  plugins: { thirdParty: 'strings', enable: 'strings', disable: 'strings' },
-  handshakeTimeoutSeconds: 'positive',
-  streamIdleTimeoutSeconds: 'positive',
-};
-
-function checkValue(v: unknown, c: Check): string | undefined {
-  switch (c) {
-    case 'string':
-      return typeof v === 'string' && v !== '' ? undefined : 'must be a non-empty string';
-    case 'port':
-      return Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 65535 ? undefined : 'must be a port number (0-65535)';
-    case 'boolean':
-      return typeof v === 'boolean' ? undefined : 'must be true or false';
-    case 'positive':
-      return typeof v === 'number' && v > 0 ? undefined : 'must be a positive number';
-    case 'strings':
-      return Array.isArray(v) && v.every((x) => typeof x === 'string' && x) ? undefined : 'must be a list of non-empty strings';
-  }
-}
-
-/** validateVnAgentConfig returns every problem of a parsed configuration as `/pointer: message` lines. */
-export function validateVnAgentConfig(value: unknown): string[] {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return ['/: must be a mapping'];
-  const errors: string[] = [];
-  const walk = (obj: Record<string, unknown>, spec: Record<string, Check | Record<string, Check>>, at: string): void => {
-    for (const [k, v] of Object.entries(obj)) {
-      const c = spec[k];
-      if (c === undefined) errors.push(`${at}/${k}: unknown field`);
-      else if (typeof c === 'object') {
-        if (v === null || typeof v !== 'object' || Array.isArray(v)) errors.push(`${at}/${k}: must be a mapping`);
-        else walk(v as Record<string, unknown>, c, `${at}/${k}`);
-      } else {
-        const m = checkValue(v, c);
-        if (m) errors.push(`${at}/${k}: ${m}`);
-      }
-    }
-  };
-  walk(value as Record<string, unknown>, FIELDS, '');
-  const o = value as VnAgentConfig;
-  if (o.apiVersion !== undefined && o.apiVersion !== 'tenancy.x-k8s.io/v1alpha1') errors.push('/apiVersion: must be tenancy.x-k8s.io/v1alpha1');
-  if (o.kind !== undefined && o.kind !== 'VnAgentConfiguration') errors.push('/kind: must be VnAgentConfiguration');
-  if (!!o.servingCert !== !!o.servingKey) errors.push('/servingCert: servingCert and servingKey go together');
-  if (!!o.kubeletClientCert !== !!o.kubeletClientKey) errors.push('/kubeletClientCert: kubeletClientCert and kubeletClientKey go together');
-  if (o.kubeletCA && o.kubeletInsecureSkipVerify) errors.push('/kubeletInsecureSkipVerify: set either kubeletCA or kubeletInsecureSkipVerify, not both');
-  return errors;
-}
-
 const PATH_FIELDS = ['stateDir', 'servingCert', 'servingKey', 'metaKubeconfig', 'superKubeconfig', 'kubeletClientCert', 'kubeletClientKey', 'kubeletCA'] as const;
+
+/**
+ * validateVnAgentConfig returns every problem of a parsed configuration (schemas/vnagent-config.schema.json) as
+ * `/pointer message` lines.
+ */
+export function validateVnAgentConfig(value: unknown): string[] {
+  return validate('vnAgentConfig', value).map((e) => `${e.pointer} ${e.message}`);
+}
 
 /** loadVnAgentConfig reads, parses and validates a configuration file and resolves its relative paths. */
 export function loadVnAgentConfig(file: string): VnAgentConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new VnAgentConfigError(`${file}: cannot read: ${(e as Error).message}`);
-  }
-  const doc = parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length) throw new VnAgentConfigError(`${file}: invalid YAML: ${doc.errors[0]!.message}`);
-  const value = (doc.toJS() as unknown) ?? {};
-  const errors = validateVnAgentConfig(value);
-  if (errors.length) throw new VnAgentConfigError(`${file}:\n  ${errors.join('\n  ')}`);
-  const cfg = value as VnAgentConfig;
-  const base = dirname(resolve(file));
-  for (const f of PATH_FIELDS) if (cfg[f]) cfg[f] = resolve(base, cfg[f]);
-  if (cfg.plugins?.thirdParty) cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => (p.startsWith('.') || p.startsWith('/') ? resolve(base, p) : p));
-  return cfg;
+  return loadConfigFile<VnAgentConfig>(file, {
+    schema: 'vnAgentConfig',
+    Err: VnAgentConfigError,
+    empty: {},
+    resolvePaths: (cfg, abs) => {
+      for (const f of PATH_FIELDS) if (cfg[f]) cfg[f] = abs(cfg[f]);
+      if (cfg.plugins?.thirdParty) cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => pluginPath(p, abs));
+    },
+  });
 }
 
 /**

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { parseAllDocuments, stringify } from 'yaml';
+import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { isNotFound, KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
@@ -27,16 +28,9 @@ async function meta(flag?: string): Promise<KubeClient> {
 
 /** readVirtualClusters reads VirtualCluster documents from a file and validates each against the schema. */
 export function readVirtualClusters(file: string): VirtualCluster[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new CliError(`${file}: cannot read: ${(e as Error).message}`);
-  }
   const out: VirtualCluster[] = [];
-  for (const [i, doc] of parseAllDocuments(text).entries()) {
-    if ('errors' in doc && doc.errors.length) throw new CliError(`${file}: document ${i + 1}: invalid YAML: ${doc.errors[0]!.message}`);
-    const v = doc.toJS() as VirtualCluster | null;
+  for (const value of readYamlDocuments(file, CliError)) {
+    const v = value as VirtualCluster | null;
     if (!v) continue;
     v.metadata ??= {};
     v.metadata.namespace ??= 'default';

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { loadConfigFile, pluginPath } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
 
@@ -56,35 +55,25 @@ export class ConfigError extends Error {
 
 /** loadManagerConfig reads, parses and validates a configuration file, resolving relative paths against it. */
 export function loadManagerConfig(file: string): ManagerConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new ConfigError(`${file}: cannot read: ${(e as Error).message}`);
-  }
-  const doc = parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length) throw new ConfigError(`${file}: invalid YAML: ${doc.errors[0]!.message}`);
-  const value = doc.toJS() as unknown;
-  const errors = validate('managerConfig', value);
-  if (errors.length) {
-    const tenants = (value as { tenants?: Array<{ namespace?: string; name?: string }> } | null)?.tenants ?? [];
-    const named = errors.map((e) => {
-      const m = /^\/tenants\/(\d+)/.exec(e.pointer);
-      const t = m ? tenants[Number(m[1])] : undefined;
-      return t ? { ...e, message: `${e.message} (tenant ${t.namespace ?? '?'}/${t.name ?? '?'})` } : e;
-    });
-    throw new ConfigError(formatErrors(file, named));
-  }
-  const cfg = value as ManagerConfig;
-  const base = dirname(resolve(file));
-  const abs = (p: string) => resolve(base, p);
-  for (const sc of cfg.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
-  for (const t of cfg.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
-  if (cfg.virtualClusters?.local) cfg.virtualClusters.local.stateDir = abs(cfg.virtualClusters.local.stateDir);
-  if (cfg.gitops?.cacheDir) cfg.gitops.cacheDir = abs(cfg.gitops.cacheDir);
-  if (cfg.plugins?.thirdParty) {
-    cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => (p.startsWith('.') || p.startsWith('/') ? abs(p) : p));
-  }
+  const cfg = loadConfigFile<ManagerConfig>(file, {
+    schema: 'managerConfig',
+    Err: ConfigError,
+    explain: (errors, value) => {
+      const tenants = (value as { tenants?: Array<{ namespace?: string; name?: string }> } | null)?.tenants ?? [];
+      return errors.map((e) => {
+        const m = /^\/tenants\/(\d+)/.exec(e.pointer);
+        const t = m ? tenants[Number(m[1])] : undefined;
+        return t ? { ...e, message: `${e.message} (tenant ${t.namespace ?? '?'}/${t.name ?? '?'})` } : e;
+      });
+    },
+    resolvePaths: (c, abs) => {
+      for (const sc of c.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
+      for (const t of c.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
+      if (c.virtualClusters?.local) c.virtualClusters.local.stateDir = abs(c.virtualClusters.local.stateDir);
+      if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);
+      if (c.plugins?.thirdParty) c.plugins.thirdParty = c.plugins.thirdParty.map((p) => pluginPath(p, abs));
+    },
+  });
   for (const [i, src] of (cfg.gitops?.sources ?? []).entries()) {
     const errs = validate('gitSource', src);
     const m = (src as { metadata?: { namespace?: string; name?: string } }).metadata;

@@ -14,6 +14,15 @@ const log = childLogger({ controller: 'vn-agent' });
 /** DEFAULT_OPS_PORT is the vn-agent's ops port (/healthz, /readyz, /metrics). */
 export const DEFAULT_OPS_PORT = 10551;
 
+/** VN_AGENT_DEFAULTS are the values of the fields a configuration leaves out (schemas/vnagent-config.schema.json). */
+export const VN_AGENT_DEFAULTS = {
+  host: '0.0.0.0',
+  port: DEFAULT_PORT,
+  stateDir: '.state/vn-agent',
+  kubeletInsecureSkipVerify: false,
+  ops: { host: '127.0.0.1', port: DEFAULT_OPS_PORT },
+} as const;
+
 async function clientFor(kubeconfig?: string): Promise<KubeClient> {
   const kc = new KubeConfig();
   if (kubeconfig) kc.loadFromFile(kubeconfig);
@@ -39,12 +48,12 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
   const serving = await ensureServingCert({
     certFile: cfg.servingCert,
     keyFile: cfg.servingKey,
-    stateDir: cfg.stateDir ?? resolve('.state/vn-agent'),
+    stateDir: resolve(cfg.stateDir ?? VN_AGENT_DEFAULTS.stateDir),
     names: [nodeName, process.env.HOST_IP].filter((x): x is string => !!x),
   });
   const agent = await startVnAgent({
-    host: cfg.host,
-    port: cfg.port ?? DEFAULT_PORT,
+    host: cfg.host ?? VN_AGENT_DEFAULTS.host,
+    port: cfg.port ?? VN_AGENT_DEFAULTS.port,
     serving,
     directory: new VirtualClusterDirectory({ meta, superCluster: cfg.superCluster }),
     superView: new InformerSuperView({ client: superClient, nodeName }),
@@ -53,9 +62,9 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
       certPem: cfg.kubeletClientCert ? readFileSync(cfg.kubeletClientCert, 'utf8') : undefined,
       keyPem: cfg.kubeletClientKey ? readFileSync(cfg.kubeletClientKey, 'utf8') : undefined,
       caPem: cfg.kubeletCA ? readFileSync(cfg.kubeletCA, 'utf8') : undefined,
-      insecureSkipVerify: cfg.kubeletInsecureSkipVerify ?? false,
+      insecureSkipVerify: cfg.kubeletInsecureSkipVerify ?? VN_AGENT_DEFAULTS.kubeletInsecureSkipVerify,
     },
-    ops: { host: cfg.ops?.host ?? '127.0.0.1', port: cfg.ops?.port ?? DEFAULT_OPS_PORT },
+    ops: { host: cfg.ops?.host ?? VN_AGENT_DEFAULTS.ops.host, port: cfg.ops?.port ?? VN_AGENT_DEFAULTS.ops.port },
     handshakeTimeoutMs: cfg.handshakeTimeoutSeconds ? cfg.handshakeTimeoutSeconds * 1000 : undefined,
     streamIdleTimeoutMs: cfg.streamIdleTimeoutSeconds ? cfg.streamIdleTimeoutSeconds * 1000 : undefined,
   });
