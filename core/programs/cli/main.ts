@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ensureToolchain, isComplete, toolchainDir } from '../../toolchain/toolchain.ts';
 import { registerVirtualClusterCommands } from './vcs.ts';

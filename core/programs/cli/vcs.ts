@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { isNotFound, KubeClient } from '../../kube/client.ts';

@@ -2,14 +2,11 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../kube/client.ts';
-import { childLogger } from '../../log.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { DEFAULT_PORT, startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
 import { ensureServingCert, type VnAgentConfig } from '../../vnagent/config.ts';
 import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
 import { InformerSuperView } from '../../vnagent/superview.ts';
-
-const log = childLogger({ controller: 'vn-agent' });
 
 /** DEFAULT_OPS_PORT is the vn-agent's ops port (/healthz, /readyz, /metrics). */
 export const DEFAULT_OPS_PORT = 10551;
