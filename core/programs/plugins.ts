@@ -1,6 +1,6 @@
 import { childLogger } from '../log.ts';
 import type { PluginProcess } from '../plugins/contract.ts';
-import { PluginHost } from '../plugins/host.ts';
+import { PluginHost, type HostOptions } from '../plugins/host.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 
 const log = childLogger({ controller: 'plugin-host' });
@@ -11,6 +11,12 @@ export interface PluginsConfig {
   enable?: string[];
   disable?: string[];
 }
+
+/** PluginHostExtras are the host options that do not come from the `plugins` section, and whether to log failures. */
+export type PluginHostExtras = Partial<Omit<HostOptions, 'process' | 'builtins' | 'thirdParty' | 'enable' | 'disable'>> & {
+  /** false when the caller reports `host.failures` itself (default true) */
+  logFailures?: boolean;
+};
 
 let tsxRegistered = false;
 
@@ -28,12 +34,13 @@ async function allowTypeScriptPlugins(): Promise<void> {
 
 /**
  * pluginHostFromConfig loads the built-in plugins and those a program's configuration adds for one process, and
- * logs each plugin that failed to load (the host carries on without it) unless `logFailures` is false because the
- * caller reports `host.failures` itself.
+ * logs each plugin that failed to load (the host carries on without it).
  */
-export async function pluginHostFromConfig(process: PluginProcess, cfg?: PluginsConfig, logFailures = true): Promise<PluginHost> {
+export async function pluginHostFromConfig(process: PluginProcess, cfg?: PluginsConfig, extras: PluginHostExtras = {}): Promise<PluginHost> {
+  const { logFailures = true, ...options } = extras;
   if (cfg?.thirdParty?.length) await allowTypeScriptPlugins();
   const host = await PluginHost.load({
+    ...options,
     process,
     builtins: builtinPlugins,
     thirdParty: cfg?.thirdParty,

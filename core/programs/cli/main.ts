@@ -56,7 +56,7 @@ plugins
   .action(async (o: { config?: string; process: 'manager' | 'vn-agent'; output: string }) => {
     const { pluginHostFromConfig } = await import('../plugins.ts');
     const cfg = o.config ? (await import('../manager/config.ts')).loadManagerConfig(o.config) : undefined;
-    const host = await pluginHostFromConfig(o.process, cfg?.plugins, false);
+    const host = await pluginHostFromConfig(o.process, cfg?.plugins, { logFailures: false });
     const rows = host.names().map((n) => {
       const m = host.get(n)!.manifest;
       const on = host.enabledFor({}, n);
