@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -28,12 +28,27 @@ function installed(): Array<{ file: string; object: KubeObject }> {
   return documents('kustomize deploy/', rendered);
 }
 
-/** samples are the example objects under deploy/samples, applied once the CRDs exist. */
-function samples(): Array<{ file: string; object: KubeObject }> {
-  const dir = join(deployDir, 'samples');
-  return readdirSync(dir)
-    .filter((name) => /\.ya?ml$/.test(name))
-    .flatMap((name) => documents(`samples/${name}`, readFileSync(join(dir, name), 'utf8')));
+/**
+ * extras are the manifests under deploy/ that the kustomization leaves out (samples and other objects applied once
+ * the CRDs exist), without the toolchain's build inputs.
+ */
+function extras(): Array<{ file: string; object: KubeObject }> {
+  const kustomization = parse(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+  const skip = new Set(['kustomization.yaml', ...kustomization.resources]);
+  const out: Array<{ file: string; object: KubeObject }> = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      const rel = relative(deployDir, p);
+      if (statSync(p).isDirectory()) {
+        if (rel !== 'toolchain') walk(p);
+      } else if (/\.ya?ml$/.test(name) && !skip.has(rel)) {
+        out.push(...documents(rel, readFileSync(p, 'utf8')));
+      }
+    }
+  };
+  walk(deployDir);
+  return out;
 }
 
 describe('deploy/ for a real cluster', () => {
@@ -55,13 +70,13 @@ describe('deploy/ for a real cluster', () => {
     }
     expect(kinds.indexOf('Namespace')).toBeLessThan(kinds.indexOf('Deployment'));
     expect(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')).not.toMatch(/^\s*-\s*toolchain/m);
-    const sampleKinds = new Set(samples().map((m) => m.object.kind));
+    const sampleKinds = new Set(extras().map((m) => m.object.kind));
     for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource']) expect(sampleKinds, k).toContain(k);
   });
 
   it('is accepted by the real apiserver with server-side apply (dry run)', async () => {
     const rejected: string[] = [];
-    for (const { file, object } of [...installed(), ...samples()]) {
+    for (const { file, object } of [...installed(), ...extras()]) {
       const r = byKind[object.kind ?? ''];
       if (!r) {
         rejected.push(`${file}: unknown kind ${object.kind}`);
