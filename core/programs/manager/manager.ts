@@ -21,6 +21,17 @@ import type { Provisioner } from '../../provisioners/provisioner.ts';
 
 const log = childLogger({ controller: 'manager' });
 
+/**
+ * MANAGER_DEFAULTS are the values of the process settings a configuration leaves out (tenant defaults are the
+ * tenancy module's).
+ */
+export const MANAGER_DEFAULTS = {
+  gitops: { cacheDir: join(tmpdir(), 'vc-gitops-cache'), timeoutSeconds: 60 },
+  syncer: { patrolIntervalSeconds: 60 },
+  metrics: { host: '127.0.0.1', port: 0 },
+  leaderElection: { namespace: 'kube-system', name: 'vc-manager' },
+} as const;
+
 /** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
 export interface Manager {
   opsPort: number;
@@ -53,8 +64,8 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   const gitops = cfg.gitops?.enabled
     ? new GitOpsController({
         meta: clients[0]!,
-        cacheRoot: cfg.gitops.cacheDir ?? join(tmpdir(), 'vc-gitops-cache'),
-        timeoutMs: (cfg.gitops.timeoutSeconds ?? 60) * 1000,
+        cacheRoot: cfg.gitops.cacheDir ?? MANAGER_DEFAULTS.gitops.cacheDir,
+        timeoutMs: (cfg.gitops.timeoutSeconds ?? MANAGER_DEFAULTS.gitops.timeoutSeconds) * 1000,
         webhook: cfg.gitops.webhook,
       })
     : undefined;
@@ -65,7 +76,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
         host,
         registry: registries[i]!,
         workers: cfg.syncer?.workers,
-        patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? 60) * 1000,
+        patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
         name: s.name,
       }),
   );
@@ -86,7 +97,10 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     await Promise.all(syncers.map((s) => s.stop()));
     await lifecycle?.stopProvisioners();
   };
-  const ops: OpsServer = await startOpsServer({ host: cfg.metrics?.host ?? '127.0.0.1', port: cfg.metrics?.port ?? 0 });
+  const ops: OpsServer = await startOpsServer({
+    host: cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
+    port: cfg.metrics?.port ?? MANAGER_DEFAULTS.metrics.port,
+  });
   const removeChecks = [
     addHealthCheck('plugins', (): true | string => (host.names().length ? true : 'no plugin loaded')),
     addReadyCheck('syncers', (): true | string => (running || !!cfg.leaderElection?.enabled ? true : 'syncers not started')),
@@ -97,8 +111,8 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     const le = cfg.leaderElection;
     const elector = new LeaderElector({
       client: clients[0]!,
-      namespace: le.namespace ?? 'kube-system',
-      name: le.name ?? 'vc-manager',
+      namespace: le.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace,
+      name: le.name ?? MANAGER_DEFAULTS.leaderElection.name,
       identity: `${hostname()}-${process.pid}`,
       leaseDurationSeconds: le.leaseDurationSeconds,
       renewDeadlineSeconds: le.renewDeadlineSeconds,
