@@ -1,5 +1,7 @@
 // The layers of this repository, checked by test/layers.test.ts (npm test) with dependency-cruiser:
 //
+//   sdk       plugins/sdk: the plugin SDK, a package of its own that imports nothing here; any layer may use it
+//      ^
 //   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
 //      ^      generic Kubernetes and process machinery; knows nothing of tenants
 //   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,provision,local,vnagent}, gitops/, plugins/
@@ -19,6 +21,7 @@ const DOMAIN =
   '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|provision|local|vnagent)/|^gitops/|^plugins/';
 const PROGRAMS = '^core/programs/';
 const TESTS = '\\.test\\.ts$|^test/';
+const SDK = '^plugins/sdk/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -28,7 +31,7 @@ module.exports = {
       comment: 'The runtime layer is generic machinery: it must not know tenants, plugins, GitOps or the programs.',
       severity: 'error',
       from: { path: RUNTIME, pathNot: TESTS },
-      to: { path: `${DOMAIN}|${PROGRAMS}` },
+      to: { path: `${DOMAIN}|${PROGRAMS}`, pathNot: SDK },
     },
     {
       name: 'domain-imports-programs',
@@ -42,7 +45,7 @@ module.exports = {
       comment: 'Only the programs wire gitops/ and the built-in plugins (plugins/registry.ts) into core.',
       severity: 'error',
       from: { path: '^core/', pathNot: `${PROGRAMS}|${TESTS}` },
-      to: { path: '^gitops/|^plugins/', pathNot: '^plugins/sdk/' },
+      to: { path: '^gitops/|^plugins/', pathNot: SDK },
     },
     {
       name: 'builtin-plugin-imports-beyond-contract',
@@ -52,7 +55,7 @@ module.exports = {
         'table). core/syncer/tenant.ts is allowed while the Tenant type still lives there (issue 10 §4 moves it to ' +
         'core/tenancy).',
       severity: 'error',
-      from: { path: '^plugins/', pathNot: `^plugins/sdk/|^plugins/registry\\.ts$|${TESTS}` },
+      from: { path: '^plugins/', pathNot: `${SDK}|^plugins/registry\\.ts$|${TESTS}` },
       to: {
         path: '^core/|^gitops/',
         pathNot:
@@ -63,8 +66,8 @@ module.exports = {
       name: 'sdk-imports-outside-sdk',
       comment: 'The plugin SDK is published on its own: it may import only its own files and its npm dependencies.',
       severity: 'error',
-      from: { path: '^plugins/sdk/' },
-      to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: '^plugins/sdk/' },
+      from: { path: SDK },
+      to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: SDK },
     },
     {
       name: 'schemas-import-code',
@@ -83,7 +86,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(node_modules|dist)/' },
+    // build output (dist/, and each workspace package's dist/) is not source
+    exclude: { path: '(^|/)(node_modules|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
