@@ -71,7 +71,8 @@ module.exports = {
     },
     {
       name: 'schemas-import-code',
-      comment: 'schemas/ (JSON Schemas, their validator and the CRD generator) depend on nothing else in the repository.',
+      comment:
+        'schemas/ (JSON Schemas, their validator and the CRD generator) depend on nothing else in the repository.',
       severity: 'error',
       from: { path: '^schemas/' },
       to: { path: '^(core|gitops|plugins|test)/' },
@@ -90,6 +91,9 @@ module.exports = {
     exclude: { path: '(^|/)(node_modules|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
   },
 };

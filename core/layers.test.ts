@@ -9,9 +9,14 @@ import { fromPackageRoot } from './paths.ts';
 describe('layers', () => {
   it('every import obeys the rules in .dependency-cruiser.cjs', async () => {
     const options = await extractDepcruiseOptions(fromPackageRoot('.dependency-cruiser.cjs'));
-    const result = await cruise(['core', 'gitops', 'plugins', 'schemas', 'test'], { ...options, baseDir: fromPackageRoot(), validate: true }, undefined, {
-      tsConfig: extractTSConfig(fromPackageRoot('tsconfig.json')),
-    });
+    const result = await cruise(
+      ['core', 'gitops', 'plugins', 'schemas', 'test'],
+      { ...options, baseDir: fromPackageRoot(), validate: true },
+      undefined,
+      {
+        tsConfig: extractTSConfig(fromPackageRoot('tsconfig.json')),
+      },
+    );
     const output = result.output as ICruiseResult;
     const violations = output.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
     expect(violations).toEqual([]);

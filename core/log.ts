@@ -8,7 +8,13 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 async function prettyOnTerminal(): Promise<DestinationStream | undefined> {
   if (!process.stdout.isTTY || process.env.LOG_FORMAT === 'json' || process.env.VITEST) return undefined;
   const { default: pretty } = await import('pino-pretty');
-  return pretty({ sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+  return pretty({
+    sync: true,
+    colorize: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: true,
+  });
 }
 
 /**

@@ -17,7 +17,8 @@ function readText(file: string, Err: ErrorClass): string {
 /** readYamlDocuments reads every document of a YAML file as plain values; errors name the file and the document. */
 export function readYamlDocuments(file: string, Err: ErrorClass): unknown[] {
   return parseAllDocuments(readText(file, Err)).map((doc, i) => {
-    if ('errors' in doc && doc.errors.length) throw new Err(`${file}: document ${i + 1}: invalid YAML: ${doc.errors[0]!.message}`);
+    if ('errors' in doc && doc.errors.length)
+      throw new Err(`${file}: document ${i + 1}: invalid YAML: ${doc.errors[0]!.message}`);
     return doc.toJS() as unknown;
   });
 }

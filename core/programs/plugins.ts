@@ -13,7 +13,9 @@ export interface PluginsConfig {
 }
 
 /** PluginHostExtras are the host options that do not come from the `plugins` section, and whether to log failures. */
-export type PluginHostExtras = Partial<Omit<HostOptions, 'process' | 'builtins' | 'thirdParty' | 'enable' | 'disable'>> & {
+export type PluginHostExtras = Partial<
+  Omit<HostOptions, 'process' | 'builtins' | 'thirdParty' | 'enable' | 'disable'>
+> & {
   /** false when the caller reports `host.failures` itself (default true) */
   logFailures?: boolean;
 };
@@ -36,7 +38,11 @@ async function allowTypeScriptPlugins(): Promise<void> {
  * pluginHostFromConfig loads the built-in plugins and those a program's configuration adds for one process, and
  * logs each plugin that failed to load (the host carries on without it).
  */
-export async function pluginHostFromConfig(process: PluginProcess, cfg?: PluginsConfig, extras: PluginHostExtras = {}): Promise<PluginHost> {
+export async function pluginHostFromConfig(
+  process: PluginProcess,
+  cfg?: PluginsConfig,
+  extras: PluginHostExtras = {},
+): Promise<PluginHost> {
   const { logFailures = true, ...options } = extras;
   if (cfg?.thirdParty?.length) await allowTypeScriptPlugins();
   const host = await PluginHost.load({
@@ -47,6 +53,7 @@ export async function pluginHostFromConfig(process: PluginProcess, cfg?: Plugins
     enable: cfg?.enable,
     disable: cfg?.disable,
   });
-  if (logFailures) for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
+  if (logFailures)
+    for (const f of host.failures) log.error({ plugin: f.plugin, source: f.source }, `plugin failed: ${f.reason}`);
   return host;
 }

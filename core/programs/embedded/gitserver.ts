@@ -32,7 +32,12 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
 }
 
 /** git runs the git CLI in `cwd` and returns its trimmed stdout. */
-export async function git(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): Promise<string> {
+export async function git(
+  cwd: string,
+  args: string[],
+  env: Record<string, string> = {},
+  input?: string,
+): Promise<string> {
   if (input === undefined) {
     const { stdout } = await execFileP('git', args, { cwd, env: gitEnv(env), maxBuffer: 64 * 1024 * 1024 });
     return stdout.trim();
@@ -92,7 +97,8 @@ export async function runHttpBackend({ backend, root, req, res, body, user }: Ba
   };
   if (user) env.REMOTE_USER = user;
   for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name === 'authorization' || name === 'content-type' || name === 'content-length') continue;
+    if (value === undefined || name === 'authorization' || name === 'content-type' || name === 'content-length')
+      continue;
     env[`HTTP_${name.toUpperCase().replace(/-/g, '_')}`] = Array.isArray(value) ? value.join(', ') : value;
   }
 
@@ -211,7 +217,8 @@ export async function startGitServer(opts: { root: string; port?: number }): Pro
   const root = resolve(opts.root);
   await mkdir(root, { recursive: true });
   const sockets = new Set<Socket>();
-  const handle = async (req: IncomingMessage, res: ServerResponse) => runHttpBackend({ backend, root, req, res, body: await readBody(req) });
+  const handle = async (req: IncomingMessage, res: ServerResponse) =>
+    runHttpBackend({ backend, root, req, res, body: await readBody(req) });
   const { server, port } = await listen(opts.port ?? 0, handle, sockets);
   const repoDir = (name: string): string => join(root, `${name}.git`);
   return {
