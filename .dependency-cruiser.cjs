@@ -4,7 +4,7 @@
 //      ^
 //   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
 //      ^      generic Kubernetes and process machinery; knows nothing of tenants
-//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,provision,local,vnagent}, gitops/, plugins/
+//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,local,vnagent}, gitops/, plugins/
 //      ^      tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
 //   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
 //
@@ -17,8 +17,7 @@
 // provisioners. core/names and core/tenancy are domain as they speak of tenants.
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
-const DOMAIN =
-  '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|provision|local|vnagent)/|^gitops/|^plugins/';
+const DOMAIN = '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent)/|^gitops/|^plugins/';
 const PROGRAMS = '^core/programs/';
 const TESTS = '\\.test\\.ts$|^test/';
 const SDK = '^plugins/sdk/';
@@ -52,14 +51,13 @@ module.exports = {
       comment:
         'A built-in plugin is written like a third-party one: against the plugin contract and helpers, the names ' +
         'module, the tenant type and the Kubernetes object types (core/kube/client.ts types, core/kube/resources.ts ' +
-        'table). core/syncer/tenant.ts is allowed while the Tenant type still lives there (issue 10 §4 moves it to ' +
-        'core/tenancy).',
+        'table).',
       severity: 'error',
       from: { path: '^plugins/', pathNot: `${SDK}|^plugins/registry\\.ts$|${TESTS}` },
       to: {
         path: '^core/|^gitops/',
         pathNot:
-          '^core/plugins/(contract|helpers)\\.ts$|^core/names/|^core/tenancy/|^core/kube/(client|resources)\\.ts$|^core/syncer/tenant\\.ts$',
+          '^core/plugins/(contract|helpers)\\.ts$|^core/names/|^core/tenancy/|^core/kube/(client|resources)\\.ts$',
       },
     },
     {
