@@ -9,16 +9,20 @@ import type { GitSourceStatus } from './gitsource.ts';
 import { SAFETY_DEFAULTS } from './gitsource.ts';
 import {
   CONFIRM_DELETION_ANNOTATION,
+  SOURCE_LABEL,
   TENANT_KINDS,
   describeRef,
   objectKey,
   renderDesired,
+  sourceLabelValue,
   type DesiredObject,
   type DocumentError,
   type InventoryEntry,
   type ObjectRef,
   type GitSourceRef,
+  type Rendered,
 } from './objects.ts';
+import { checkOwner, checkScope, scopeOf, type LiveOwner, type SourceScope } from './scope.ts';
 import { computeStatus, type Stop } from './status.ts';
 
 /** PlanOptions are the GitSource settings a plan depends on. */
@@ -29,6 +33,16 @@ export interface PlanOptions {
   safety?: { maxDeletes?: number; maxDeletePercent?: number };
   /** the GitSource's CONFIRM_DELETION_ANNOTATION value, if any */
   confirmation?: string;
+  /**
+   * what the source may write (see scope.ts); without it the plan checks content only, as `vc validate` does. The
+   * Applier always sets it.
+   */
+  scope?: SourceScope;
+  /**
+   * the owners of the desired objects that exist, by objectKey (null: the object does not exist); an object not in
+   * the map is not checked. The Applier reads them before planning.
+   */
+  owners?: ReadonlyMap<string, LiveOwner | null>;
 }
 
 /** ReconcileOptions add what the status needs to PlanOptions. */
@@ -139,6 +153,8 @@ export interface ApplierOptions {
   /** client of the cluster holding the GitSource and its tenants */
   client: KubeClient;
   source: GitSourceRef;
+  /** what the source may write; default scopeOf(source): its own namespace, no cluster-scoped kind, no adoption */
+  scope?: SourceScope;
   logger?: Logger;
 }
 
@@ -205,7 +221,7 @@ function errorLines(errors: readonly DocumentError[]): string {
  * give way to the confirmation annotation when it names exactly this revision.
  */
 export function planApply(artifact: Artifact, inventory: readonly InventoryEntry[], source: GitSourceRef, o: PlanOptions = {}): ApplyPlan {
-  const rendered = renderDesired(artifact, source);
+  const rendered = restrictToScope(renderDesired(artifact, source), artifact, source, o);
   const pruneEnabled = o.prune ?? true;
   const prune = inventory.filter((e) => !rendered.named.has(objectKey(e))).sort(byPruneOrder);
   const safety = safetyVerdict(prune, inventory, artifact.revision, o);
@@ -222,10 +238,19 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
   };
   const parse = rendered.errors.filter((e) => e.reason === 'ParseFailed');
   const invalid = rendered.errors.filter((e) => e.reason === 'ValidationFailed');
+  const outOfScope = rendered.errors.filter((e) => e.reason === 'OutOfScope');
+  const notOwned = rendered.errors.filter((e) => e.reason === 'NotOwned');
   const nothingPruned = 'nothing is pruned until every file of the path is valid';
   const confirmedHere = o.confirmation === artifact.revision;
   if (parse.length) {
     plan.pruneBlocked = { reason: 'ParseFailed', stalled: true, message: `Revision ${artifact.revision}: ${parse.length} file(s) cannot be parsed, ${nothingPruned}:\n${errorLines(rendered.errors)}` };
+  } else if (outOfScope.length || notOwned.length) {
+    const refused = [...outOfScope, ...notOwned];
+    plan.pruneBlocked = {
+      reason: outOfScope.length ? 'OutOfScope' : 'NotOwned',
+      stalled: true,
+      message: `Revision ${artifact.revision}: ${refused.length} object(s) refused, outside what the platform allows this GitSource; nothing is pruned, the allowed objects are applied:\n${errorLines([...refused, ...invalid])}`,
+    };
   } else if (invalid.length) {
     plan.pruneBlocked = { reason: 'ValidationFailed', stalled: true, message: `Revision ${artifact.revision}: ${invalid.length} problem(s) in tenant definitions, ${nothingPruned}; the valid objects are applied:\n${errorLines(invalid)}` };
   } else if (artifact.documents.length === 0 && !confirmedHere) {
@@ -247,6 +272,39 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
   }
   if (pruneEnabled && confirmedHere && (safety.confirmed || artifact.documents.length === 0) && !plan.pruneBlocked) plan.confirmation = o.confirmation;
   return plan;
+}
+
+/**
+ * restrictToScope moves the objects a source may not write (scope.ts: namespace, cluster-scoped kind, an existing
+ * object that is not its own) from `objects` to `errors`, naming file, object and field. Their keys stay named, so
+ * nothing in the inventory is pruned because of them.
+ */
+function restrictToScope(rendered: Rendered, artifact: Artifact, source: GitSourceRef, o: PlanOptions): Rendered {
+  const scope = o.scope;
+  if (!scope) return rendered;
+  const perFile = new Map<string, number>();
+  for (const d of artifact.documents) perFile.set(d.file, (perFile.get(d.file) ?? 0) + 1);
+  const objects: DesiredObject[] = [];
+  const errors: DocumentError[] = [...rendered.errors];
+  for (const d of rendered.objects) {
+    const several = (perFile.get(d.file) ?? 0) > 1;
+    const at = several ? `${d.file} (document ${d.index + 1})` : d.file;
+    const object = describeRef(d.ref);
+    const index = several ? d.index : undefined;
+    const violation = checkScope(d.ref, d.resource.namespaced, source, scope);
+    if (violation) {
+      errors.push({ reason: 'OutOfScope', file: d.file, index, object, pointer: violation.pointer, message: `${at}: ${object}: ${violation.pointer} ${violation.message}` });
+      continue;
+    }
+    const owner = o.owners?.get(d.key);
+    const notOwn = owner === undefined ? undefined : checkOwner(d.ref, owner, source, scope);
+    if (notOwn) {
+      errors.push({ reason: 'NotOwned', file: d.file, index, object, pointer: '/metadata/name', message: `${at}: ${notOwn}` });
+      continue;
+    }
+    objects.push(d);
+  }
+  return { objects, errors, named: rendered.named };
 }
 
 const STALLING_CODES = new Set([400, 403, 422]);
@@ -272,17 +330,39 @@ export class Applier {
   readonly source: GitSourceRef;
   private readonly log: Logger;
   private readonly sourceLabel: string;
+  /** scope is what this source may write. */
+  readonly scope: SourceScope;
 
   constructor(o: ApplierOptions) {
     this.client = o.client;
     this.source = o.source;
+    this.scope = o.scope ?? scopeOf(o.source);
     this.sourceLabel = `${o.source.namespace}/${o.source.name}`;
     this.log = o.logger ?? childLogger({ controller: 'gitops-applier', source: this.sourceLabel });
   }
 
-  /** plan computes, without I/O, what reconciling the artifact over the inventory would do; see planApply. */
+  /** plan computes, without I/O, what reconciling the artifact over the inventory would do, within the scope; see planApply. */
   plan(artifact: Artifact, inventory: readonly InventoryEntry[], options: PlanOptions = {}): ApplyPlan {
-    return planApply(artifact, inventory, this.source, options);
+    return planApply(artifact, inventory, this.source, { ...options, scope: this.scope });
+  }
+
+  /**
+   * owners reads who owns each desired object of an artifact that already exists, so the plan can refuse to force an
+   * apply over an object that is not this source's (checkOwner). An object of the inventory with the recorded uid is
+   * the source's own even if its label was edited away. Objects outside the scope are not read.
+   */
+  async owners(artifact: Artifact, inventory: readonly InventoryEntry[] = []): Promise<Map<string, LiveOwner | null>> {
+    const out = new Map<string, LiveOwner | null>();
+    const uids = new Map(inventory.map((e) => [objectKey(e), e.uid]));
+    const mine = sourceLabelValue(this.source);
+    for (const d of renderDesired(artifact, this.source).objects) {
+      if (checkScope(d.ref, d.resource.namespaced, this.source, this.scope)) continue;
+      const live = await this.client.getOrNull<KubeObject>(d.resource, d.ref.namespace, d.ref.name);
+      const recorded = live?.metadata?.uid !== undefined && uids.get(d.key) === live.metadata.uid;
+      const label = recorded ? mine : live?.metadata?.labels?.[SOURCE_LABEL];
+      out.set(d.key, live ? (label === undefined ? {} : { source: label }) : null);
+    }
+    return out;
   }
 
   /**
@@ -387,7 +467,7 @@ export class Applier {
     let plan: ApplyPlan | undefined;
     let result: ApplyResult;
     try {
-      plan = this.plan(artifact, previous, options);
+      plan = this.plan(artifact, previous, { ...options, owners: await this.owners(artifact, previous) });
       result = await this.apply(plan);
     } catch (e) {
       const message = `Revision ${artifact.revision}: ${e instanceof Error ? e.message : String(e)}`;

@@ -60,8 +60,12 @@ export interface DesiredObject {
   object: KubeObject;
 }
 
-/** DocumentErrorReason is why a document of an artifact cannot be applied. */
-export type DocumentErrorReason = 'ParseFailed' | 'ValidationFailed';
+/**
+ * DocumentErrorReason is why a document of an artifact cannot be applied: it cannot be parsed, it is invalid, it lies
+ * outside what the platform allows its GitSource (OutOfScope), or it names an existing object that is not the
+ * source's own (NotOwned).
+ */
+export type DocumentErrorReason = 'ParseFailed' | 'ValidationFailed' | 'OutOfScope' | 'NotOwned';
 
 /** DocumentError is one problem of an artifact, located by file (and object and field when known). */
 export interface DocumentError {

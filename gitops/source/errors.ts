@@ -7,6 +7,12 @@ export const SourceErrorReasons = [
   'FetchFailed',
   'Timeout',
   'VerificationFailed',
+  /** a cap on bytes fetched, files or bytes read, or history walked was exceeded */
+  'LimitExceeded',
+  /** the URL's host resolves to an address the platform does not allow (loopback, link-local, metadata…) */
+  'AddressRefused',
+  /** the new revision does not descend from the last applied one and no annotation allows it */
+  'NotDescendant',
 ] as const;
 
 /** SourceErrorReason is one of SourceErrorReasons. */

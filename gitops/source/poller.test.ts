@@ -174,7 +174,7 @@ describe('SourcePoller against a real git server', () => {
   beforeAll(async () => {
     server = await startGitServer();
     dir = await mkdtemp(join(tmpdir(), 'poller-'));
-    fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache'), timeoutMs: 5000 });
+    fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache'), timeoutMs: 5000, addresses: { allowPrivateAddresses: ['127.0.0.0/8'] } });
   });
 
   afterAll(async () => {

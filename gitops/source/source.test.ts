@@ -28,6 +28,9 @@ async function sourceError(p: Promise<unknown>): Promise<SourceError> {
   throw new Error('expected a SourceError');
 }
 
+/** LOOPBACK allows the local test git server, as the platform would in the manager configuration. */
+const LOOPBACK = { allowPrivateAddresses: ['127.0.0.0/8'] };
+
 describe('pure helpers', () => {
   it('formats refs', () => {
     expect(formatRef({ branch: 'main' })).toBe('branch:main');
@@ -103,7 +106,7 @@ describe('GitSourceFetcher against a real git server', () => {
       root = await mkdtemp(join(tmpdir(), 'source-cache-'));
       temps.push(root);
     }
-    return new GitSourceFetcher({ cacheRoot: root, ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
+    return new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
   };
 
   beforeAll(async () => {

@@ -14,7 +14,9 @@ import semver from 'semver';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { Artifact, ParseError, SourceDocument } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
+import { hostOf, pinnedAgent, resolveChecked, systemResolver, type AddressPolicy, type ResolvedAddress, type Resolver } from './address.ts';
 import { SourceError, isSourceError } from './errors.ts';
+import { ALLOW_REVISION_ANNOTATION, HISTORY_CAP_DEFAULT, commitsSince } from './history.ts';
 import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify.ts';
 
 /** GitRef is what to follow in the repository. */
@@ -32,9 +34,39 @@ export interface SourceRequest {
   credentials?: Credentials;
   /** timeout of each network call, in milliseconds (default: the fetcher's) */
   timeoutMs?: number;
-  /** when set, the commit must carry a valid signature by one of these keys */
+  /**
+   * when set, the commit must carry a valid signature by one of these keys, and so must every commit between `since`
+   * and it
+   */
   verify?: VerifyKeys;
+  /** the last applied revision: the new one must descend from it (no silent rollback) */
+  since?: string;
+  /** a revision allowed even though it does not descend from `since` (ALLOW_REVISION_ANNOTATION) */
+  allowRevision?: string;
 }
+
+/** SourceLimits bound the work of one revision; the defaults are those of the manager configuration schema. */
+export interface SourceLimits {
+  /** bytes received from the server per revision (ref listing excluded; default 64 MiB) */
+  maxFetchBytes?: number;
+  /** manifest files and directories read under the path (default 1000) */
+  maxFiles?: number;
+  /** bytes of one manifest file; a larger file is a parse error (default 4 MiB) */
+  maxFileBytes?: number;
+  /** bytes of all manifest files together (default 16 MiB) */
+  maxTotalBytes?: number;
+  /** commits walked from a new revision to find the last applied one (default 1000) */
+  maxHistoryCommits?: number;
+}
+
+/** SOURCE_LIMIT_DEFAULTS are the defaults of SourceLimits, as in schemas/manager-config.schema.json. */
+export const SOURCE_LIMIT_DEFAULTS: Required<SourceLimits> = {
+  maxFetchBytes: 64 * 1024 * 1024,
+  maxFiles: 1000,
+  maxFileBytes: 4 * 1024 * 1024,
+  maxTotalBytes: 16 * 1024 * 1024,
+  maxHistoryCommits: HISTORY_CAP_DEFAULT,
+};
 
 /** ResolvedRef is a ref resolved against the server. */
 export interface ResolvedRef {
@@ -49,8 +81,14 @@ export interface GitSourceFetcherOptions {
   cacheRoot: string;
   /** default timeout of each network call, in milliseconds (default 60s) */
   timeoutMs?: number;
-  /** files larger than this become parse errors (default 4 MiB) */
+  /** files larger than this become parse errors (default 4 MiB; limits.maxFileBytes wins) */
   maxFileBytes?: number;
+  /** caps on the work of one revision */
+  limits?: SourceLimits;
+  /** which private addresses git servers may have; default none (loopback, link-local, metadata are refused) */
+  addresses?: AddressPolicy;
+  /** DNS resolution (default the system resolver) */
+  resolver?: Resolver;
   /** the HTTP client (default isomorphic-git's node client) */
   http?: HttpClient;
   logger?: Logger;
@@ -77,6 +115,17 @@ const INFINITE_DEPTH = 0x7fffffff;
 const COMMIT_DEEPEN_STEPS = [50, 1000, INFINITE_DEPTH] as const;
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
 const TOKEN_USERNAME = 'x-access-token';
+const MAX_REDIRECTS = 5;
+
+/** Budget is what one revision may still fetch. */
+interface Budget {
+  fetched: number;
+  max: number;
+}
+
+function definedOf<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
 
 /** formatRef renders a GitRef as the Artifact's `ref` (`branch:main`, `tag:v1`, `semver:>=1 <2`, `commit:<sha>`). */
 export function formatRef(ref: GitRef): string {
@@ -91,9 +140,19 @@ export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
 }
 
-/** cacheKey is the cache directory name of a URL: a hash of the URL without credentials or trailing slashes. */
-export function cacheKey(url: string): string {
-  return createHash('sha256').update(redactUrl(url).replace(/\/+$/, '')).digest('hex').slice(0, 32);
+/**
+ * cacheKey is the cache directory name of a URL and the credentials used for it: a hash of the URL without
+ * credentials or trailing slashes and, when there are credentials, of their identity. Two GitSources with different
+ * credentials for one URL never share fetched objects.
+ */
+export function cacheKey(url: string, credentials?: Credentials): string {
+  const hash = createHash('sha256').update(redactUrl(url).replace(/\/+$/, ''));
+  if (credentials) {
+    const secret = 'token' in credentials ? credentials.token : credentials.password;
+    const kind = 'token' in credentials ? 'token' : 'basic';
+    hash.update(`\0${kind}\0${credentials.username ?? ''}\0${createHash('sha256').update(secret).digest('hex')}`);
+  }
+  return hash.digest('hex').slice(0, 32);
 }
 
 /** normalizePath turns a source path into a repository-relative path without leading `./` or slashes ('' for the root). */
@@ -186,7 +245,9 @@ export class GitSourceFetcher {
   readonly stats: FetcherStats = { resolves: 0, fetches: 0 };
   private readonly cacheRoot: string;
   private readonly timeoutMs: number;
-  private readonly maxFileBytes: number;
+  private readonly limits: Required<SourceLimits>;
+  private readonly addresses: AddressPolicy;
+  private readonly resolver: Resolver;
   private readonly http: HttpClient;
   private readonly log: Logger;
   private readonly locks = new Map<string, Promise<void>>();
@@ -194,14 +255,16 @@ export class GitSourceFetcher {
   constructor(opts: GitSourceFetcherOptions) {
     this.cacheRoot = opts.cacheRoot;
     this.timeoutMs = opts.timeoutMs ?? 60_000;
-    this.maxFileBytes = opts.maxFileBytes ?? 4 * 1024 * 1024;
+    this.limits = { ...SOURCE_LIMIT_DEFAULTS, ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}), ...definedOf(opts.limits ?? {}) };
+    this.addresses = opts.addresses ?? {};
+    this.resolver = opts.resolver ?? systemResolver;
     this.http = opts.http ?? nodeHttp;
     this.log = opts.logger ?? childLogger({ component: 'git-source' });
   }
 
-  /** cacheDir is the bare cache repository of a URL. */
-  cacheDir(url: string): string {
-    return join(this.cacheRoot, cacheKey(url));
+  /** cacheDir is the bare cache repository of a URL and credentials. */
+  cacheDir(url: string, credentials?: Credentials): string {
+    return join(this.cacheRoot, cacheKey(url, credentials));
   }
 
   /** resolve finds the commit a ref points at on the server with one ref listing (no fetch); commit refs need none. */
@@ -217,7 +280,7 @@ export class GitSourceFetcher {
     }
     const prefix = 'branch' in ref ? `refs/heads/${ref.branch}` : 'tag' in ref ? `refs/tags/${ref.tag}` : 'refs/tags/';
     this.stats.resolves++;
-    const refs = await this.network(req, `list refs of ${redactUrl(req.url)}`, (http, onAuth) =>
+    const refs = await this.network(req, `list refs of ${redactUrl(req.url)}`, this.budget(), (http, onAuth) =>
       git.listServerRefs({ http, url: req.url, onAuth, prefix, peelTags: true }),
     );
     const target = (r: ServerRef): string => r.peeled ?? r.oid;
@@ -240,33 +303,41 @@ export class GitSourceFetcher {
    * returns the commit to read: the resolved one, or the ref's new commit if the ref moved since it was resolved.
    */
   async ensure(req: SourceRequest, resolved: ResolvedRef): Promise<string> {
-    return this.withCache(req.url, (gitdir) => this.ensureLocked(gitdir, req, resolved));
+    return this.withCache(req.url, req.credentials, (gitdir) => this.ensureLocked(gitdir, req, resolved, this.budget()));
   }
 
   /** read parses the manifests under `path` in a cached commit. */
-  async read(url: string, commit: string, path: string | undefined): Promise<TreeContent> {
-    return this.withCache(url, (gitdir) => this.readLocked(gitdir, commit, normalizePath(path)));
+  async read(url: string, commit: string, path: string | undefined, credentials?: Credentials): Promise<TreeContent> {
+    return this.withCache(url, credentials, (gitdir) => this.readLocked(gitdir, commit, normalizePath(path)));
   }
 
   /** verify checks the signature of a cached commit. */
-  async verify(url: string, commit: string, keys: VerifyKeys): Promise<VerificationResult> {
-    return this.withCache(url, (gitdir) => verifyCommit({ fs, gitdir, oid: commit, keys }));
+  async verify(url: string, commit: string, keys: VerifyKeys, credentials?: Credentials): Promise<VerificationResult> {
+    return this.withCache(url, credentials, (gitdir) => verifyCommit({ fs, gitdir, oid: commit, keys }));
   }
 
   /**
-   * artifact resolves the ref (unless given the result), fetches what is missing, verifies the signature when asked
-   * (failing with VerificationFailed) and reads the path into an immutable Artifact.
+   * artifact resolves the ref (unless given the result), fetches what is missing, checks that the commit descends
+   * from `since` (NotDescendant otherwise, unless `allowRevision` names it), verifies the signatures when asked — of
+   * the commit and of every commit since `since` (VerificationFailed) — and reads the path into an immutable Artifact.
+   * The bytes fetched for it are capped (LimitExceeded).
    */
   async artifact(req: SourceRequest, resolved?: ResolvedRef): Promise<Artifact> {
     const path = normalizePath(req.path);
     const target = resolved ?? (await this.resolve(req));
-    return this.withCache(req.url, async (gitdir) => {
-      const commit = await this.ensureLocked(gitdir, req, target);
+    return this.withCache(req.url, req.credentials, async (gitdir) => {
+      const budget = this.budget();
+      const commit = await this.ensureLocked(gitdir, req, target, budget);
+      const range = await this.descent(gitdir, req, target, commit, budget);
       let verification: VerificationResult | undefined;
       if (req.verify) {
-        verification = await verifyCommit({ fs, gitdir, oid: commit, keys: req.verify });
-        if (!verification.verified) {
-          throw new SourceError('VerificationFailed', `commit ${commit} of ${redactUrl(req.url)}: ${verification.reason ?? 'not verified'}`);
+        for (const oid of range) {
+          const v = await verifyCommit({ fs, gitdir, oid, keys: req.verify });
+          if (oid === commit) verification = v;
+          if (!v.verified) {
+            const which = oid === commit ? `commit ${commit}` : `commit ${oid} (between the last applied ${req.since} and ${commit})`;
+            throw new SourceError('VerificationFailed', `${which} of ${redactUrl(req.url)}: ${v.reason ?? 'not verified'}`);
+          }
         }
       }
       const content = await this.readLocked(gitdir, commit, path);
@@ -285,10 +356,46 @@ export class GitSourceFetcher {
     });
   }
 
-  private async ensureLocked(gitdir: string, req: SourceRequest, resolved: ResolvedRef): Promise<string> {
+  /**
+   * descent returns the commits whose signatures must be checked — the new one and every one since the last applied
+   * revision — after making sure the new commit descends from it, deepening the shallow cache step by step up to
+   * limits.maxHistoryCommits. A revision that does not descend is refused unless `allowRevision` names it.
+   */
+  private async descent(gitdir: string, req: SourceRequest, resolved: ResolvedRef, commit: string, budget: Budget): Promise<string[]> {
+    const since = req.since;
+    if (!since || since === commit) return since === commit ? [] : [commit];
+    if (req.allowRevision === commit) return [commit];
+    const cap = this.limits.maxHistoryCommits;
+    const parentsOf = async (oid: string): Promise<readonly string[] | undefined> => {
+      if (!(await hasCommit(gitdir, oid))) return undefined;
+      return (await git.readCommit({ fs, gitdir, oid, cache: {} })).commit.parent;
+    };
+    const refuse = (why: string) =>
+      new SourceError(
+        'NotDescendant',
+        `revision ${commit} does not descend from last applied ${since}${why}; nothing of it is applied. To apply it anyway, annotate the GitSource with ${ALLOW_REVISION_ANNOTATION}=${commit}`,
+      );
+    const ref = 'commit' in req.ref ? commit : resolved.name;
+    let depth = 1;
+    for (let step = 32; ; step *= 4) {
+      const range = await commitsSince(commit, since, parentsOf, cap);
+      if (range.kind === 'found') return range.commits;
+      if (range.kind === 'notDescendant') throw refuse('');
+      if (range.kind === 'capExceeded' || depth > cap) throw refuse(` within ${cap} commits (gitops.limits.maxHistoryCommits)`);
+      const more = Math.min(step, cap + 1 - depth);
+      await this.fetch(gitdir, req, ref, more, budget, true);
+      depth += more;
+    }
+  }
+
+  private budget(): Budget {
+    return { fetched: 0, max: this.limits.maxFetchBytes };
+  }
+
+  private async ensureLocked(gitdir: string, req: SourceRequest, resolved: ResolvedRef, budget: Budget): Promise<string> {
     if (await hasCommit(gitdir, resolved.commit)) return resolved.commit;
-    if ('commit' in req.ref) return this.fetchCommit(gitdir, req, resolved.commit);
-    const result = await this.fetch(gitdir, req, resolved.name, 1);
+    if ('commit' in req.ref) return this.fetchCommit(gitdir, req, resolved.commit, budget);
+    const result = await this.fetch(gitdir, req, resolved.name, 1, budget);
     if (await hasCommit(gitdir, resolved.commit)) return resolved.commit;
     const fetched = result.fetchHead ? await peelToCommit(gitdir, result.fetchHead) : undefined;
     if (fetched && (await hasCommit(gitdir, fetched))) {
@@ -299,16 +406,16 @@ export class GitSourceFetcher {
   }
 
   /** fetchCommit fetches a commit by id, or, when the server refuses that, deepens the default branch until found. */
-  private async fetchCommit(gitdir: string, req: SourceRequest, commit: string): Promise<string> {
+  private async fetchCommit(gitdir: string, req: SourceRequest, commit: string, budget: Budget): Promise<string> {
     try {
-      await this.fetch(gitdir, req, commit, 1);
+      await this.fetch(gitdir, req, commit, 1, budget);
     } catch (err) {
-      if (isSourceError(err, 'AuthenticationFailed') || isSourceError(err, 'Timeout')) throw err;
+      if (isSourceError(err, 'AuthenticationFailed') || isSourceError(err, 'Timeout') || isSourceError(err, 'AddressRefused') || isSourceError(err, 'LimitExceeded')) throw err;
       this.log.debug({ url: redactUrl(req.url), commit, err: errorMessage(err) }, 'fetch by commit id failed; deepening the default branch');
     }
     if (await hasCommit(gitdir, commit)) return commit;
     for (const depth of COMMIT_DEEPEN_STEPS) {
-      await this.fetch(gitdir, req, 'HEAD', depth);
+      await this.fetch(gitdir, req, 'HEAD', depth, budget);
       if (await hasCommit(gitdir, commit)) return commit;
     }
     throw new SourceError(
@@ -317,10 +424,10 @@ export class GitSourceFetcher {
     );
   }
 
-  private async fetch(gitdir: string, req: SourceRequest, ref: string, depth: number): Promise<FetchResult> {
+  private async fetch(gitdir: string, req: SourceRequest, ref: string, depth: number, budget: Budget, relative = false): Promise<FetchResult> {
     this.stats.fetches++;
-    this.log.debug({ url: redactUrl(req.url), ref, depth }, 'fetching');
-    return this.network(req, `fetch ${ref} from ${redactUrl(req.url)}`, (http, onAuth) =>
+    this.log.debug({ url: redactUrl(req.url), ref, depth, relative }, 'fetching');
+    return this.network(req, `fetch ${ref} from ${redactUrl(req.url)}`, budget, (http, onAuth) =>
       git.fetch({
         fs,
         http,
@@ -329,6 +436,7 @@ export class GitSourceFetcher {
         ref,
         singleBranch: true,
         depth,
+        relative,
         tags: ref.startsWith('refs/tags/'),
         onAuth,
         cache: {},
@@ -341,13 +449,25 @@ export class GitSourceFetcher {
     const { commit: parsed } = await git.readCommit({ fs, gitdir, oid: commit, cache });
     const root = await this.lookup(gitdir, parsed.tree, path, commit, cache);
     const files: Array<{ path: string; content: Uint8Array }> = [];
+    const { maxFiles, maxTotalBytes } = this.limits;
+    let entries = 0;
+    let bytes = 0;
+    const count = (what: string, size: number): void => {
+      entries++;
+      bytes += size;
+      if (entries > maxFiles) throw new SourceError('LimitExceeded', `path ${JSON.stringify(path)} of commit ${commit} holds more than ${maxFiles} manifest files and directories (gitops.limits.maxFiles); nothing of it is applied`);
+      if (bytes > maxTotalBytes) throw new SourceError('LimitExceeded', `manifests under ${JSON.stringify(path)} of commit ${commit} exceed ${maxTotalBytes} bytes at ${what} (gitops.limits.maxTotalBytes); nothing of it is applied`);
+    };
     const visit = async (treeOid: string, prefix: string): Promise<void> => {
       const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
       for (const entry of tree) {
         const entryPath = prefix ? `${prefix}/${entry.path}` : entry.path;
-        if (entry.type === 'tree') await visit(entry.oid, entryPath);
-        else if (entry.type === 'blob' && entry.mode !== '120000' && isManifest(entryPath)) {
+        if (entry.type === 'tree') {
+          count(entryPath, 0);
+          await visit(entry.oid, entryPath);
+        } else if (entry.type === 'blob' && entry.mode !== '120000' && isManifest(entryPath)) {
           const { blob } = await git.readBlob({ fs, gitdir, oid: entry.oid, cache });
+          count(entryPath, Math.min(blob.length, this.limits.maxFileBytes + 1));
           files.push({ path: entryPath, content: blob });
         }
       }
@@ -363,8 +483,8 @@ export class GitSourceFetcher {
     const parseErrors: ParseError[] = [];
     const decoder = new TextDecoder('utf-8', { fatal: true });
     for (const file of files) {
-      if (file.content.length > this.maxFileBytes) {
-        parseErrors.push({ file: file.path, message: `file is larger than ${this.maxFileBytes} bytes` });
+      if (file.content.length > this.limits.maxFileBytes) {
+        parseErrors.push({ file: file.path, message: `file is larger than ${this.limits.maxFileBytes} bytes (gitops.limits.maxFileBytes)` });
         continue;
       }
       let text: string;
@@ -397,16 +517,58 @@ export class GitSourceFetcher {
 
   /** network runs one network call with the request's credentials and a timeout, mapping failures to SourceErrors. */
   private async network<T>(
-    req: Pick<SourceRequest, 'credentials' | 'timeoutMs'>,
+    req: Pick<SourceRequest, 'url' | 'credentials' | 'timeoutMs'>,
     what: string,
+    budget: Budget,
     call: (http: HttpClient, onAuth: (() => GitAuth) | undefined) => Promise<T>,
   ): Promise<T> {
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     const controller = new AbortController();
+    // Each host is resolved once per call and checked; connections go only to the checked addresses. Redirects are
+    // followed here (GET only), so that every hop is checked too.
+    const resolved = new Map<string, Promise<ResolvedAddress[]>>();
+    const checked = (url: string): Promise<ResolvedAddress[]> => {
+      const host = hostOf(url);
+      let p = resolved.get(host);
+      if (!p) resolved.set(host, (p = resolveChecked(url, this.addresses, this.resolver)));
+      return p;
+    };
+    let overBudget: SourceError | undefined;
+    const counted = (body: AsyncIterableIterator<Uint8Array> | undefined): AsyncIterableIterator<Uint8Array> | undefined => {
+      if (!body) return body;
+      return (async function* () {
+        for await (const chunk of body) {
+          budget.fetched += chunk.byteLength;
+          if (budget.fetched > budget.max) {
+            overBudget = new SourceError('LimitExceeded', `${what}: the server sent more than ${budget.max} bytes for this revision (gitops.limits.maxFetchBytes)`);
+            controller.abort(overBudget);
+            throw overBudget;
+          }
+          yield chunk;
+        }
+      })();
+    };
     const http: HttpClient = {
-      request: (r) => {
-        if (controller.signal.aborted) return Promise.reject(controller.signal.reason);
-        return this.http.request({ ...r, signal: controller.signal });
+      request: async (r) => {
+        let url = r.url;
+        for (let hop = 0; ; hop++) {
+          if (controller.signal.aborted) throw controller.signal.reason;
+          const addresses = await checked(url);
+          const res = await this.http.request({
+            ...r,
+            url,
+            agent: pinnedAgent(url, hostOf(url), addresses),
+            fetchOptions: { ...(r.fetchOptions ?? {}), followRedirects: false },
+            signal: controller.signal,
+          });
+          const location = res.headers?.location;
+          const redirect = res.statusCode >= 300 && res.statusCode < 400 && location && (r.method ?? 'GET').toUpperCase() === 'GET';
+          if (redirect && hop < MAX_REDIRECTS) {
+            url = new URL(location, url).toString();
+            continue;
+          }
+          return { ...res, url, body: counted(res.body) };
+        }
       },
     };
     const creds = req.credentials;
@@ -431,6 +593,7 @@ export class GitSourceFetcher {
     try {
       return await Promise.race([op, timedOut]);
     } catch (err) {
+      if (overBudget) throw overBudget;
       if (controller.signal.aborted) throw controller.signal.reason;
       throw toSourceError(err, what, secrets);
     } finally {
@@ -438,9 +601,9 @@ export class GitSourceFetcher {
     }
   }
 
-  /** withCache runs `fn` on the initialized cache repository of `url`, holding its in-process and file locks. */
-  private async withCache<T>(url: string, fn: (gitdir: string) => Promise<T>): Promise<T> {
-    const dir = this.cacheDir(url);
+  /** withCache runs `fn` on the initialized cache repository of `url` and credentials, holding its in-process and file locks. */
+  private async withCache<T>(url: string, credentials: Credentials | undefined, fn: (gitdir: string) => Promise<T>): Promise<T> {
+    const dir = this.cacheDir(url, credentials);
     const previous = this.locks.get(dir) ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((ok) => (release = ok));

@@ -123,7 +123,7 @@ describe('signed commits through the git source', () => {
   beforeAll(async () => {
     server = await startGitServer();
     dir = await mkdtemp(join(tmpdir(), 'verify-'));
-    fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache') });
+    fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache'), addresses: { allowPrivateAddresses: ['127.0.0.0/8'] } });
     if (hasSshKeygen) {
       ssh = await makeSshKey(dir, 'signer');
       sshOther = await makeSshKey(dir, 'stranger');

@@ -44,7 +44,8 @@ async function urlArtifact(url: string, ref: string, path: string): Promise<Arti
   const { GitSourceFetcher } = await import('../../../gitops/source/source.ts');
   const cache = mkdtempSync(join(tmpdir(), 'vc-diff-'));
   try {
-    const f = new GitSourceFetcher({ cacheRoot: cache, timeoutMs: 30_000 });
+    // The CLI fetches, as its user, a URL its user typed: private addresses are not the manager's to guard here.
+    const f = new GitSourceFetcher({ cacheRoot: cache, timeoutMs: 30_000, addresses: { allowPrivateAddresses: true } });
     const r = /^[0-9a-f]{40}$/.test(ref) ? { commit: ref } : ref.startsWith('tag:') ? { tag: ref.slice(4) } : { branch: ref };
     return await f.artifact({ url, ref: r, path });
   } finally {
