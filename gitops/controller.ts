@@ -15,9 +15,12 @@ import type { Artifact } from './artifact.ts';
 import { Applier } from './applier/applier.ts';
 import { GITSOURCES, reconcileOptionsFor, type GitSource, type GitSourceStatus } from './applier/gitsource.ts';
 import { SOURCE_LABEL, sourceLabelValue } from './applier/objects.ts';
+import { scopeOf, type ScopePolicy } from './applier/scope.ts';
+import type { AddressPolicy } from './source/address.ts';
 import type { SourceError } from './source/errors.ts';
+import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
-import { GitSourceFetcher, type Credentials, type GitRef } from './source/source.ts';
+import { GitSourceFetcher, type Credentials, type GitRef, type SourceLimits } from './source/source.ts';
 import type { VerifyKeys } from './source/verify.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookRoute } from './source/webhook.ts';
 
@@ -40,7 +43,18 @@ export interface GitOpsOptions {
   webhook?: { host?: string; port?: number };
   /** default timeout of network calls to git servers */
   timeoutMs?: number;
+  /** which private addresses git servers may have (manager configuration gitops.allowPrivateAddresses); default none */
+  addresses?: AddressPolicy;
+  /** caps on the work of one revision (gitops.limits) */
+  limits?: SourceLimits;
+  /** the shortest poll interval a GitSource gets (gitops.minIntervalSeconds; default MIN_INTERVAL_DEFAULT_MS) */
+  minIntervalMs?: number;
+  /** what each GitSource may write (gitops.policy, and which sources the configuration declares) */
+  scope?: ScopePolicy;
 }
+
+/** MIN_INTERVAL_DEFAULT_MS is the platform's default floor of poll intervals, as in the manager configuration schema. */
+export const MIN_INTERVAL_DEFAULT_MS = 10_000;
 
 interface SourceState {
   specHash: string;
@@ -49,6 +63,8 @@ interface SourceState {
   artifact?: Artifact;
   error?: SourceError;
   webhook?: WebhookRoute;
+  /** the ALLOW_REVISION_ANNOTATION value a poll was last triggered for */
+  allowTriggered?: string;
 }
 
 /** parseDuration reads `90s`, `1m`, `1h30m`, `500ms` into milliseconds. */
@@ -86,7 +102,7 @@ export class GitOpsController {
   private readonly events: EventRecorder;
 
   constructor(private readonly o: GitOpsOptions) {
-    this.fetcher = new GitSourceFetcher({ cacheRoot: o.cacheRoot, timeoutMs: o.timeoutMs });
+    this.fetcher = new GitSourceFetcher({ cacheRoot: o.cacheRoot, timeoutMs: o.timeoutMs, addresses: o.addresses, limits: o.limits });
     this.receiverPort = o.webhook?.port ?? 0;
     this.sources = new Informer<GitSource>({ client: o.meta, resource: GITSOURCES, name: 'gitsources' });
     const enqueue = (gs: KubeObject) => this.queue.add(objectKey(gs));
@@ -134,7 +150,7 @@ export class GitOpsController {
       await this.refreshWebhooks();
       return;
     }
-    const interval = parseDuration(gs.spec.interval, 60_000);
+    const interval = this.interval(gs).ms;
     let st: SourceState;
     try {
       st = await this.ensureState(key, gs);
@@ -148,6 +164,11 @@ export class GitOpsController {
       return;
     }
     st.poller.resume();
+    const allow = gs.metadata.annotations?.[ALLOW_REVISION_ANNOTATION];
+    if (st.error?.reason === 'NotDescendant' && allow && allow !== st.allowTriggered) {
+      st.allowTriggered = allow;
+      void st.poller.trigger();
+    }
     if (st.error) {
       // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
       // failing source can never cause a new deletion.
@@ -177,7 +198,7 @@ export class GitOpsController {
     const ref = gitRefOf(gs);
     const st: SourceState = {
       specHash,
-      applier: new Applier({ client: this.o.meta, source: { namespace: gs.metadata.namespace, name: gs.metadata.name } }),
+      applier: new Applier({ client: this.o.meta, source: { namespace: gs.metadata.namespace, name: gs.metadata.name }, scope: scopeOf(gs.metadata, this.o.scope) }),
       poller: undefined as unknown as SourcePoller,
       artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
     };
@@ -200,11 +221,15 @@ export class GitOpsController {
         url: gs.spec.url,
         ref,
         path: gs.spec.path,
-        intervalMs: parseDuration(gs.spec.interval, 60_000),
+        intervalMs: this.interval(gs).ms,
         timeoutMs: parseDuration(gs.spec.timeout, 60_000),
         credentials: creds ? credentialsOf(gs, creds) : undefined,
         verify: keys ? verifyKeysOf(keys) : undefined,
         suspend: gs.spec.suspend,
+        history: () => {
+          const now = this.sources.get(key) ?? gs;
+          return { since: now.status?.lastAppliedRevision, allowRevision: now.metadata.annotations?.[ALLOW_REVISION_ANNOTATION] };
+        },
       },
       onArtifact: (a) => {
         st.artifact = a;
@@ -225,7 +250,16 @@ export class GitOpsController {
     this.state.set(key, st);
     await this.refreshWebhooks();
     st.poller.start();
+    const { ms, raised } = this.interval(gs);
+    if (raised) await this.events.record(gs, 'Warning', 'IntervalRaised', `spec.interval ${gs.spec.interval} is below the platform's minimum; polling every ${ms / 1000}s (gitops.minIntervalSeconds)`);
     return st;
+  }
+
+  /** interval is the poll interval of a GitSource: its own, but never below the platform's floor. */
+  private interval(gs: GitSource): { ms: number; raised: boolean } {
+    const asked = parseDuration(gs.spec.interval, 60_000);
+    const floor = this.o.minIntervalMs ?? MIN_INTERVAL_DEFAULT_MS;
+    return asked < floor ? { ms: floor, raised: true } : { ms: asked, raised: false };
   }
 
   private async secret(gs: GitSource, name: string): Promise<KubeObject & { data?: Record<string, string> }> {

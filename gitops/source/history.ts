@@ -33,7 +33,7 @@ export type CommitRange =
 /**
  * commitsSince walks the history of `tip` breadth first, not beyond `base`, and tells whether `tip` descends from
  * `base` and which commits lie between them. On a linear history the range is exact; a merge of an old side branch
- * adds that branch's commits down to where it forked (so a signature check covers more, never less).
+ * adds that branch's commits down to the root of what is walked (so a signature check covers more, never less).
  */
 export async function commitsSince(tip: string, base: string, parentsOf: ParentsOf, cap: number = HISTORY_CAP_DEFAULT): Promise<CommitRange> {
   if (tip === base) return { kind: 'found', commits: [] };

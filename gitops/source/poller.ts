@@ -24,6 +24,11 @@ export interface SourceSpec {
   verify?: VerifyKeys;
   /** a suspended source is not polled, on the interval or on trigger */
   suspend?: boolean;
+  /**
+   * read at each poll: the last applied revision, which a new revision must descend from, and the one revision
+   * allowed not to (see SourceRequest.since and allowRevision)
+   */
+  history?: () => { since?: string; allowRevision?: string };
 }
 
 /** SourcePollerOptions configures a SourcePoller. */
@@ -177,6 +182,9 @@ export class SourcePoller {
       ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
       ...(spec.verify ? { verify: spec.verify } : {}),
     };
+    const history = spec.history?.() ?? {};
+    if (history.since) req.since = history.since;
+    if (history.allowRevision) req.allowRevision = history.allowRevision;
     let artifact: Artifact;
     try {
       const resolved = await this.fetcher.resolve(req);

@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGitServer, type GitServer } from '../../test/git/server.ts';
+import { git, startGitServer, type GitServer } from '../../test/git/server.ts';
 import { SourceError } from './errors.ts';
 import {
   GitSourceFetcher,
@@ -326,6 +327,80 @@ describe('GitSourceFetcher against a real git server', () => {
     const next = await server.commitFiles('force', { 'd.yaml': cm('d') }, 'd');
     expect((await fetcher.artifact(req)).documents.map((d) => d.file)).toEqual(['c.yaml', 'd.yaml']);
     expect((await fetcher.resolve(req)).commit).toBe(next);
+  });
+
+  describe('no silent rollback', () => {
+    it('refuses a force-push to an older commit unless that revision is allowed', async () => {
+      await server.initRepo('rollback');
+      const url = server.url('rollback');
+      const req: SourceRequest = { url, ref: { branch: 'main' } };
+      const old = await server.commitFiles('rollback', { 'a.yaml': cm('old') }, 'old');
+      const applied = await server.commitFiles('rollback', { 'a.yaml': cm('new') }, 'new');
+      expect((await fetcher.artifact({ ...req, since: old })).revision).toBe(applied);
+      await git(join(server.root, 'rollback.git'), ['update-ref', 'refs/heads/main', old]);
+      const refused = await sourceError(fetcher.artifact({ ...req, since: applied }));
+      expect(refused.reason).toBe('NotDescendant');
+      expect(refused.message).toContain(`revision ${old} does not descend from last applied ${applied}`);
+      expect(refused.message).toContain(`tenancy.x-k8s.io/allow-revision=${old}`);
+      expect((await fetcher.artifact({ ...req, since: applied, allowRevision: old })).revision).toBe(old);
+    });
+
+    it('deepens a depth-1 cache until it finds the last applied commit, up to the cap', async () => {
+      await server.initRepo('deepen');
+      const url = server.url('deepen');
+      const base = await server.commitFiles('deepen', { 'a.yaml': cm('0') }, '0');
+      for (let i = 1; i <= 5; i++) await server.commitFiles('deepen', { 'a.yaml': cm(`n${i}`) }, String(i));
+      const f = await newFetcher({ freshCache: true });
+      const a = await f.artifact({ url, ref: { branch: 'main' }, since: base });
+      expect((a.documents[0]?.object.metadata as { name: string }).name).toBe('n5');
+      expect(f.stats.fetches).toBeGreaterThan(1);
+
+      const capped = new GitSourceFetcher({ cacheRoot: await mkdtemp(join(tmpdir(), 'source-cache-')), addresses: LOOPBACK, limits: { maxHistoryCommits: 2 } });
+      const refused = await sourceError(capped.artifact({ url, ref: { branch: 'main' }, since: base }));
+      expect(refused.reason).toBe('NotDescendant');
+      expect(refused.message).toMatch(/within 2 commits \(gitops\.limits\.maxHistoryCommits\)/);
+    });
+  });
+
+  describe('bounded work', () => {
+    it('refuses a revision whose fetch exceeds maxFetchBytes, and one with too many files', async () => {
+      await server.initRepo('big');
+      const url = server.url('big');
+      await server.commitFiles('big', { 'a.yaml': `# ${randomBytes(48 * 1024).toString('base64')}\n${cm('a')}`, 'b.yaml': cm('b'), 'c.yaml': cm('c') }, 'big');
+      const root = await mkdtemp(join(tmpdir(), 'source-cache-'));
+      temps.push(root);
+      const small = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxFetchBytes: 4096 } });
+      const tooBig = await sourceError(small.artifact({ url, ref: { branch: 'main' } }));
+      expect(tooBig.reason).toBe('LimitExceeded');
+      expect(tooBig.message).toMatch(/more than 4096 bytes for this revision \(gitops\.limits\.maxFetchBytes\)/);
+      const few = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxFiles: 2 } });
+      const tooMany = await sourceError(few.artifact({ url, ref: { branch: 'main' } }));
+      expect(tooMany.reason).toBe('LimitExceeded');
+      expect(tooMany.message).toMatch(/more than 2 manifest files and directories \(gitops\.limits\.maxFiles\)/);
+      const tight = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxTotalBytes: 1000 } });
+      expect((await sourceError(tight.artifact({ url, ref: { branch: 'main' } }))).message).toMatch(/gitops\.limits\.maxTotalBytes/);
+    });
+
+    it('refuses loopback and metadata addresses unless allowed, before any request', async () => {
+      await server.initRepo('guarded');
+      const before = server.stats.infoRefs;
+      const strict = new GitSourceFetcher({ cacheRoot });
+      const loop = await sourceError(strict.artifact({ url: server.url('guarded'), ref: { branch: 'main' } }));
+      expect(loop.reason).toBe('AddressRefused');
+      expect(loop.message).toMatch(/address 127\.0\.0\.1 is a loopback address/);
+      const meta = await sourceError(strict.resolve({ url: 'http://169.254.169.254/latest/meta-data.git', ref: { branch: 'main' } }));
+      expect(meta.reason).toBe('AddressRefused');
+      expect(meta.message).toMatch(/metadata address/);
+      expect(server.stats.infoRefs).toBe(before);
+    });
+
+    it('keeps one cache per credential for the same URL', () => {
+      const url = 'https://git.example.com/t.git';
+      expect(cacheKey(url, { token: 'a' })).not.toBe(cacheKey(url, { token: 'b' }));
+      expect(cacheKey(url, { username: 'u', password: 'p' })).not.toBe(cacheKey(url, { username: 'v', password: 'p' }));
+      expect(cacheKey(url, { token: 'a' })).not.toBe(cacheKey(url));
+      expect(cacheKey(url, { token: 'a' })).toBe(cacheKey(url, { token: 'a' }));
+    });
   });
 
   it('serializes work on one cache inside a process and across fetchers sharing the cache root', async () => {

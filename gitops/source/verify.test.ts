@@ -197,6 +197,20 @@ describe('signed commits through the git source', () => {
     expect(await refusal(artifactOf('pgp-altered', { openpgp: [pgp.publicKey] }))).toMatch(/does not verify/);
   });
 
+  it('checks every commit since the last applied one, not only the tip', async () => {
+    await server.initRepo('pgp-range');
+    const sign = async (payload: string): Promise<string> =>
+      openpgp.sign({ message: await openpgp.createMessage({ binary: Buffer.from(payload) }), signingKeys: pgp.privateKey, detached: true });
+    const applied = await server.commitFiles('pgp-range', { 'a.yaml': 'kind: A\n' }, 'signed 1', { sign: { format: 'custom', sign } });
+    const unsigned = await server.commitFiles('pgp-range', { 'b.yaml': 'kind: B\n' }, 'unsigned in the middle');
+    const tip = await server.commitFiles('pgp-range', { 'c.yaml': 'kind: C\n' }, 'signed 2', { sign: { format: 'custom', sign } });
+    const req: SourceRequest = { url: server.url('pgp-range'), ref: { branch: 'main' }, verify: { openpgp: [pgp.publicKey] } };
+    expect(((await fetcher.artifact(req)) as { revision: string }).revision).toBe(tip);
+    const message = await refusal(fetcher.artifact({ ...req, since: applied }));
+    expect(message).toContain(`commit ${unsigned} (between the last applied ${applied} and ${tip})`);
+    expect(message).toMatch(/not signed/);
+  });
+
   it.skipIf(!hasGpg)('verifies a commit signed by gpg and refuses it with another key', async () => {
     await server.initRepo('gpg-signed');
     const c = await server.commitFiles('gpg-signed', { 'a.yaml': 'kind: A\n' }, 'signed', {

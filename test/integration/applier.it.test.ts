@@ -8,6 +8,7 @@ import { registry } from '../../core/metrics/registry.ts';
 import { Applier } from '../../gitops/applier/applier.ts';
 import { GITSOURCES, type GitSource, type GitSourceStatus } from '../../gitops/applier/gitsource.ts';
 import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
+import { scopeOf } from '../../gitops/applier/scope.ts';
 import { IDENTITY } from '../../core/names/names.ts';
 import { cvDoc, makeArtifact, vcDoc } from '../../gitops/applier/testing.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -39,7 +40,8 @@ describe('GitOps applier on a real apiserver', () => {
     await eventually(() => t.client.list(R.virtualclusters));
     await eventually(() => t.client.list(GITSOURCES));
     for (const ns of ['team', 'platform']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    applier = new Applier({ client: t.client, source });
+    // The platform lets this source write into team and write ClusterVersions (manager configuration gitops.policy).
+    applier = new Applier({ client: t.client, source, scope: scopeOf(source, { sources: { 'platform/tenants': { targetNamespaces: ['team'], clusterScoped: true } } }) });
   });
 
   afterAll(async () => {

@@ -67,7 +67,8 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         kind: 'ManagerConfiguration',
         superClusters: [{ name: 'default', kubeconfig: t.sc.kubeconfigPath }],
         virtualClusters: { enabled: true, local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint } },
-        gitops: { enabled: true, cacheDir: join(dir, 'git-cache') },
+        // The test git server listens on 127.0.0.1, which git sources may reach only when the platform allows it.
+        gitops: { enabled: true, cacheDir: join(dir, 'git-cache'), allowPrivateAddresses: ['127.0.0.0/8'] },
         syncer: { patrolIntervalSeconds: 0 },
       }),
     );
@@ -173,9 +174,16 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     }, 90_000);
   });
 
-  it('follows a force-pushed, rewritten history', async () => {
+  it('refuses a force-pushed, rewritten history until that revision is allowed, then follows it', async () => {
     const rev = await git.forcePush('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 7 }) }, 'rewritten');
     await poke();
+    await eventually(async () => {
+      const gs = await source();
+      expect(condition(gs, 'Stalled')).toMatchObject({ status: 'True', reason: 'NotDescendant' });
+      expect(condition(gs, 'Stalled')!.message).toContain(`revision ${rev} does not descend from last applied`);
+    }, 60_000);
+    expect((await vc('alpha'))?.spec.weight).toBe(5);
+    await t.client.patch(GITSOURCES, 'default', 'tenants', { metadata: { annotations: { 'tenancy.x-k8s.io/allow-revision': rev } } }, 'merge');
     await appliedRevision(rev);
     expect((await vc('alpha'))?.spec.weight).toBe(7);
   });

@@ -94,6 +94,8 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
       gitops: {
         enabled: true,
         cacheDir: join(o.stateDir, 'gitops-cache'),
+        // The tenant repository is served on 127.0.0.1.
+        allowPrivateAddresses: ['127.0.0.0/8', '::1/128'],
         // The tenant repository's GitSource is declared here; the manager applies it when it starts.
         sources: [
           {

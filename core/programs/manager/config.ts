@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { loadConfigFile, pluginPath } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
+import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
+import type { SourceLimits } from '../../../gitops/source/source.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {
@@ -24,6 +26,10 @@ export interface ManagerConfig {
     cacheDir?: string;
     timeoutSeconds?: number;
     webhook?: { host?: string; port?: number };
+    allowPrivateAddresses?: boolean | string[];
+    minIntervalSeconds?: number;
+    limits?: SourceLimits;
+    policy?: { sources?: Record<string, SourcePolicy> };
     sources?: Array<Record<string, unknown>>;
   };
   virtualClusters?: {

@@ -67,6 +67,10 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
         cacheRoot: cfg.gitops.cacheDir ?? MANAGER_DEFAULTS.gitops.cacheDir,
         timeoutMs: (cfg.gitops.timeoutSeconds ?? MANAGER_DEFAULTS.gitops.timeoutSeconds) * 1000,
         webhook: cfg.gitops.webhook,
+        addresses: { allowPrivateAddresses: cfg.gitops.allowPrivateAddresses },
+        limits: cfg.gitops.limits,
+        minIntervalMs: cfg.gitops.minIntervalSeconds === undefined ? undefined : cfg.gitops.minIntervalSeconds * 1000,
+        scope: { sources: cfg.gitops.policy?.sources, platformSources: declaredSources(cfg) },
       })
     : undefined;
   const syncers = supers.map(
@@ -169,4 +173,12 @@ async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },
   };
+}
+
+/** declaredSources are the `namespace/name` of the GitSources the configuration declares: platform sources. */
+function declaredSources(cfg: ManagerConfig): string[] {
+  return (cfg.gitops?.sources ?? []).map((src) => {
+    const m = (src as { metadata?: { namespace?: string; name?: string } }).metadata;
+    return `${m?.namespace ?? ''}/${m?.name ?? ''}`;
+  });
 }
