@@ -198,7 +198,11 @@ export class GitOpsController {
     const ref = gitRefOf(gs);
     const st: SourceState = {
       specHash,
-      applier: new Applier({ client: this.o.meta, source: { namespace: gs.metadata.namespace, name: gs.metadata.name }, scope: scopeOf(gs.metadata, this.o.scope) }),
+      applier: new Applier({
+        client: this.o.meta,
+        source: { namespace: gs.metadata.namespace, name: gs.metadata.name },
+        scope: scopeOf(gs.metadata, this.o.scope),
+      }),
       poller: undefined as unknown as SourcePoller,
       artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
     };
@@ -251,7 +255,9 @@ export class GitOpsController {
     await this.refreshWebhooks();
     st.poller.start();
     const { ms, raised } = this.interval(gs);
-    if (raised) await this.events.record(gs, 'Warning', 'IntervalRaised', `spec.interval ${gs.spec.interval} is below the platform's minimum; polling every ${ms / 1000}s (gitops.minIntervalSeconds)`);
+    if (raised) {
+      await this.events.record(gs, 'Warning', 'IntervalRaised', `spec.interval ${gs.spec.interval} is below the platform's minimum; polling every ${ms / 1000}s (gitops.minIntervalSeconds)`);
+    }
     return st;
   }
 

@@ -249,7 +249,9 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
     plan.pruneBlocked = {
       reason: outOfScope.length ? 'OutOfScope' : 'NotOwned',
       stalled: true,
-      message: `Revision ${artifact.revision}: ${refused.length} object(s) refused, outside what the platform allows this GitSource; nothing is pruned, the allowed objects are applied:\n${errorLines([...refused, ...invalid])}`,
+      message:
+        `Revision ${artifact.revision}: ${refused.length} object(s) refused, outside what the platform allows this GitSource; ` +
+        `nothing is pruned, the allowed objects are applied:\n${errorLines([...refused, ...invalid])}`,
     };
   } else if (invalid.length) {
     plan.pruneBlocked = { reason: 'ValidationFailed', stalled: true, message: `Revision ${artifact.revision}: ${invalid.length} problem(s) in tenant definitions, ${nothingPruned}; the valid objects are applied:\n${errorLines(invalid)}` };
@@ -293,7 +295,8 @@ function restrictToScope(rendered: Rendered, artifact: Artifact, source: GitSour
     const index = several ? d.index : undefined;
     const violation = checkScope(d.ref, d.resource.namespaced, source, scope);
     if (violation) {
-      errors.push({ reason: 'OutOfScope', file: d.file, index, object, pointer: violation.pointer, message: `${at}: ${object}: ${violation.pointer} ${violation.message}` });
+      const message = `${at}: ${object}: ${violation.pointer} ${violation.message}`;
+      errors.push({ reason: 'OutOfScope', file: d.file, index, object, pointer: violation.pointer, message });
       continue;
     }
     const owner = o.owners?.get(d.key);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { planApply } from './applier.ts';
 import { objectKey } from './objects.ts';
 import { checkOwner, checkScope, scopeOf, type LiveOwner, type ScopePolicy, type SourceScope } from './scope.ts';
+import { validate } from '../../schemas/validate.ts';
 import { cvDoc, makeArtifact, vcDoc, vcEntry } from './testing.ts';
 
 const source = { namespace: 'team-a', name: 'tenants' };
@@ -111,4 +112,24 @@ describe('planApply within a scope', () => {
     expect(plan.errors).toEqual([]);
     expect(plan.apply).toHaveLength(2);
   });
+});
+
+describe('the gitops section of the manager configuration schema', () => {
+  const config = (gitops: Record<string, unknown>) => ({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ManagerConfiguration', gitops });
+  it('accepts the platform policy, limits, interval floor and address allowance', () => {
+    const gitops = {
+      allowPrivateAddresses: ['127.0.0.0/8', '::1/128'],
+      minIntervalSeconds: 30,
+      limits: { maxFetchBytes: 1 << 20, maxFiles: 10, maxFileBytes: 1024, maxTotalBytes: 4096, maxHistoryCommits: 50 },
+      policy: { sources: { 'team-a/tenants': { targetNamespaces: ['team-b'], clusterScoped: true, adopt: { handMade: true, otherSources: false } } } },
+    };
+    expect(validate('managerConfig', config(gitops))).toEqual([]);
+    expect(validate('managerConfig', config({ allowPrivateAddresses: true }))).toEqual([]);
+  });
+  it.each([
+    ['a policy key that is not namespace/name', { policy: { sources: { tenants: {} } } }],
+    ['an unknown policy field', { policy: { sources: { 'a/b': { namespaces: ['x'] } } } }],
+    ['an address that is not a CIDR', { allowPrivateAddresses: ['localhost'] }],
+    ['a zero interval floor', { minIntervalSeconds: 0 }],
+  ])('refuses %s', (_, gitops) => expect(validate('managerConfig', config(gitops)).length).toBeGreaterThan(0));
 });

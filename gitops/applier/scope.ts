@@ -61,13 +61,19 @@ export interface ScopeViolation {
 }
 
 /** checkScope tells whether a source may write an object of `namespaced` kind at `ref`, or why not. */
-export function checkScope(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>, namespaced: boolean, source: GitSourceRef, scope: SourceScope): ScopeViolation | undefined {
+export function checkScope(
+  ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>,
+  namespaced: boolean,
+  source: GitSourceRef,
+  scope: SourceScope,
+): ScopeViolation | undefined {
   const who = `GitSource ${source.namespace}/${source.name}`;
   if (!namespaced) {
     if (scope.clusterScoped) return undefined;
+    const setting = `gitops.policy.sources["${source.namespace}/${source.name}"].clusterScoped`;
     return {
       pointer: '/kind',
-      message: `${ref.kind} is cluster-scoped and ${who} may not write cluster-scoped kinds (the platform allows it with gitops.policy.sources["${source.namespace}/${source.name}"].clusterScoped in the manager configuration)`,
+      message: `${ref.kind} is cluster-scoped and ${who} may not write cluster-scoped kinds (the platform allows it with ${setting} in the manager configuration)`,
     };
   }
   const ns = ref.namespace ?? '';
@@ -85,12 +91,10 @@ export function checkScope(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>, 
  */
 export function checkOwner(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>, live: LiveOwner | null, source: GitSourceRef, scope: SourceScope): string | undefined {
   if (!live) return undefined;
-  const mine = sourceLabelValue(source);
-  if (live.source === mine) return undefined;
+  if (live.source === sourceLabelValue(source)) return undefined;
+  const refusal = `GitSource ${source.namespace}/${source.name} does not take it over`;
   if (live.source === undefined) {
-    if (scope.adoptHandMade) return undefined;
-    return `${describeRef(ref)} exists and was not made by a GitSource (no ${SOURCE_LABEL} label); GitSource ${source.namespace}/${source.name} does not take it over`;
+    return scope.adoptHandMade ? undefined : `${describeRef(ref)} exists and was not made by a GitSource (no ${SOURCE_LABEL} label); ${refusal}`;
   }
-  if (scope.adoptFromOtherSources) return undefined;
-  return `${describeRef(ref)} exists and belongs to GitSource ${live.source} (label ${SOURCE_LABEL}); GitSource ${source.namespace}/${source.name} does not take it over`;
+  return scope.adoptFromOtherSources ? undefined : `${describeRef(ref)} exists and belongs to GitSource ${live.source} (label ${SOURCE_LABEL}); ${refusal}`;
 }

@@ -3,7 +3,17 @@ import type { GitSourceStatus } from './gitsource.ts';
 import type { InventoryEntry } from './objects.ts';
 
 /** REASONS are the reasons of the conditions the applier writes. */
-export const REASONS = ['Succeeded', 'ParseFailed', 'ValidationFailed', 'OutOfScope', 'NotOwned', 'EmptyPath', 'DeletionLimitExceeded', 'ApplyFailed', 'PruneFailed'] as const;
+export const REASONS = [
+  'Succeeded',
+  'ParseFailed',
+  'ValidationFailed',
+  'OutOfScope',
+  'NotOwned',
+  'EmptyPath',
+  'DeletionLimitExceeded',
+  'ApplyFailed',
+  'PruneFailed',
+] as const;
 /** Reason is one of REASONS. */
 export type Reason = (typeof REASONS)[number];
 

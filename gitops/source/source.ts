@@ -15,7 +15,7 @@ import { LineCounter, parseAllDocuments } from 'yaml';
 import type { Artifact, ParseError, SourceDocument } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
 import { hostOf, pinnedAgent, resolveChecked, systemResolver, type AddressPolicy, type ResolvedAddress, type Resolver } from './address.ts';
-import { SourceError, isSourceError } from './errors.ts';
+import { SourceError, type SourceErrorReason } from './errors.ts';
 import { ALLOW_REVISION_ANNOTATION, HISTORY_CAP_DEFAULT, commitsSince } from './history.ts';
 import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify.ts';
 
@@ -116,6 +116,8 @@ const COMMIT_DEEPEN_STEPS = [50, 1000, INFINITE_DEPTH] as const;
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
 const TOKEN_USERNAME = 'x-access-token';
 const MAX_REDIRECTS = 5;
+/** FINAL_FETCH_ERRORS end a fetch by commit id at once instead of falling back to deepening the default branch. */
+const FINAL_FETCH_ERRORS: ReadonlySet<SourceErrorReason> = new Set(['AuthenticationFailed', 'Timeout', 'AddressRefused', 'LimitExceeded']);
 
 /** Budget is what one revision may still fetch. */
 interface Budget {
@@ -373,7 +375,8 @@ export class GitSourceFetcher {
     const refuse = (why: string) =>
       new SourceError(
         'NotDescendant',
-        `revision ${commit} does not descend from last applied ${since}${why}; nothing of it is applied. To apply it anyway, annotate the GitSource with ${ALLOW_REVISION_ANNOTATION}=${commit}`,
+        `revision ${commit} does not descend from last applied ${since}${why}; nothing of it is applied. ` +
+          `To apply it anyway, annotate the GitSource with ${ALLOW_REVISION_ANNOTATION}=${commit}`,
       );
     const ref = 'commit' in req.ref ? commit : resolved.name;
     let depth = 1;
@@ -410,7 +413,7 @@ export class GitSourceFetcher {
     try {
       await this.fetch(gitdir, req, commit, 1, budget);
     } catch (err) {
-      if (isSourceError(err, 'AuthenticationFailed') || isSourceError(err, 'Timeout') || isSourceError(err, 'AddressRefused') || isSourceError(err, 'LimitExceeded')) throw err;
+      if (err instanceof SourceError && FINAL_FETCH_ERRORS.has(err.reason)) throw err;
       this.log.debug({ url: redactUrl(req.url), commit, err: errorMessage(err) }, 'fetch by commit id failed; deepening the default branch');
     }
     if (await hasCommit(gitdir, commit)) return commit;
@@ -452,11 +455,16 @@ export class GitSourceFetcher {
     const { maxFiles, maxTotalBytes } = this.limits;
     let entries = 0;
     let bytes = 0;
+    const where = `${JSON.stringify(path)} of commit ${commit}`;
     const count = (what: string, size: number): void => {
       entries++;
       bytes += size;
-      if (entries > maxFiles) throw new SourceError('LimitExceeded', `path ${JSON.stringify(path)} of commit ${commit} holds more than ${maxFiles} manifest files and directories (gitops.limits.maxFiles); nothing of it is applied`);
-      if (bytes > maxTotalBytes) throw new SourceError('LimitExceeded', `manifests under ${JSON.stringify(path)} of commit ${commit} exceed ${maxTotalBytes} bytes at ${what} (gitops.limits.maxTotalBytes); nothing of it is applied`);
+      if (entries > maxFiles) {
+        throw new SourceError('LimitExceeded', `path ${where} holds more than ${maxFiles} manifest files and directories (gitops.limits.maxFiles); nothing of it is applied`);
+      }
+      if (bytes > maxTotalBytes) {
+        throw new SourceError('LimitExceeded', `manifests under ${where} exceed ${maxTotalBytes} bytes at ${what} (gitops.limits.maxTotalBytes); nothing of it is applied`);
+      }
     };
     const visit = async (treeOid: string, prefix: string): Promise<void> => {
       const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
