@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -392,6 +394,22 @@ describe('GitSourceFetcher against a real git server', () => {
       expect(meta.reason).toBe('AddressRefused');
       expect(meta.message).toMatch(/metadata address/);
       expect(server.stats.infoRefs).toBe(before);
+    });
+
+    it('checks every redirect hop: a redirect to the metadata address is refused', async () => {
+      const redirector = createServer((_req, res) => {
+        res.writeHead(302, { location: 'http://169.254.169.254/latest/tenants.git/info/refs?service=git-upload-pack' });
+        res.end();
+      });
+      await new Promise<void>((ok) => redirector.listen(0, '127.0.0.1', ok));
+      try {
+        const port = (redirector.address() as AddressInfo).port;
+        const err = await sourceError(fetcher.resolve({ url: `http://127.0.0.1:${port}/tenants.git`, ref: { branch: 'main' } }));
+        expect(err.reason).toBe('AddressRefused');
+        expect(err.message).toMatch(/address 169\.254\.169\.254 is a metadata address/);
+      } finally {
+        await new Promise((ok) => redirector.close(ok));
+      }
     });
 
     it('keeps one cache per credential for the same URL', () => {
