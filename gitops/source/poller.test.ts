@@ -24,6 +24,7 @@ class FakeFetcher {
   resolves = 0;
   artifacts = 0;
   gate: Promise<void> | null = null;
+  requests: SourceRequest[] = [];
 
   async resolve(_req: SourceRequest): Promise<ResolvedRef> {
     this.resolves++;
@@ -33,6 +34,7 @@ class FakeFetcher {
 
   async artifact(req: SourceRequest, resolved?: ResolvedRef): Promise<Artifact> {
     this.artifacts++;
+    this.requests.push(req);
     if (this.gate) await this.gate;
     return {
       url: req.url,
@@ -85,6 +87,18 @@ describe('SourcePoller (fake fetcher, fake clock)', () => {
     expect(artifacts.map((a) => a.revision)).toEqual(['c1', 'c2']);
     poller.stop();
     expect(clock.pending()).toBe(0);
+  });
+
+  it('asks, at each poll, for the last applied revision and the allowed one, and passes them to the fetch', async () => {
+    let history: { since?: string; allowRevision?: string } = { since: 'c0' };
+    const { fetcher, poller } = setup({ history: () => history });
+    await poller.trigger();
+    expect(fetcher.requests.at(-1)).toMatchObject({ since: 'c0' });
+    expect(fetcher.requests.at(-1)?.allowRevision).toBeUndefined();
+    history = { since: 'c1', allowRevision: 'c2' };
+    fetcher.commit = 'c2';
+    await poller.trigger();
+    expect(fetcher.requests.at(-1)).toMatchObject({ since: 'c1', allowRevision: 'c2' });
   });
 
   it('spreads the interval by the jitter', async () => {
