@@ -40,6 +40,8 @@ export const ANN = {
   kubeletClientFingerprint: `${PREFIX}/fingerprint-sha256`,
   /** on a GitSource: the one revision allowed to delete beyond its safety limits */
   confirmDeletion: `${PREFIX}/confirm-deletion`,
+  /** on a GitSource: the one revision allowed although it does not descend from the last applied one */
+  allowRevision: `${PREFIX}/allow-revision`,
 } as const;
 
 /** LABEL names the labels written on every super object. */

@@ -3,12 +3,13 @@
  * is pure, given a way to read a commit's parents, so it can be tested from tables; the fetcher deepens its shallow
  * cache while the walk reports missing commits.
  */
+import { ANN } from '../../core/names/names.ts';
 
 /**
  * ALLOW_REVISION_ANNOTATION, set on a GitSource to a revision, lets that revision (and no other) be applied although
  * it does not descend from status.lastAppliedRevision: a rollback or a rewritten history someone decided on.
  */
-export const ALLOW_REVISION_ANNOTATION = 'tenancy.x-k8s.io/allow-revision';
+export const ALLOW_REVISION_ANNOTATION = ANN.allowRevision;
 
 /** HISTORY_CAP_DEFAULT is how many commits at most are walked from a new revision to find the last applied one. */
 export const HISTORY_CAP_DEFAULT = 1000;
