@@ -14,7 +14,7 @@ import { WorkQueue } from '../core/queue/workqueue.ts';
 import type { Artifact } from './artifact.ts';
 import { Applier } from './applier/applier.ts';
 import { GITSOURCES, reconcileOptionsFor, type GitSource, type GitSourceStatus } from './applier/gitsource.ts';
-import { SOURCE_LABEL, sourceLabelValue } from './applier/objects.ts';
+import { SOURCE_LABEL, describeRef, sourceLabelValue } from './applier/objects.ts';
 import { scopeOf, type ScopePolicy } from './applier/scope.ts';
 import type { AddressPolicy } from './source/address.ts';
 import type { SourceError } from './source/errors.ts';
@@ -169,11 +169,12 @@ export class GitOpsController {
       st.allowTriggered = allow;
       void st.poller.trigger();
     }
-    if (st.error) {
+    const error = st.error;
+    if (error) {
       // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
-      // failing source can never cause a new deletion.
+      // failing source can never cause a new deletion. A poll may clear st.error meanwhile: the error read here stays.
       if (st.artifact) await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
-      await this.status.write(gs, stalled(gs, st.error.reason, st.error.message));
+      await this.status.write(gs, stalled(gs, error.reason, error.message));
       return { requeueAfter: interval };
     }
     if (!st.artifact) return;
@@ -185,6 +186,10 @@ export class GitOpsController {
       await this.events.record(gs, 'Normal', 'Applied', `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`);
     }
     if (r.stop) await this.events.record(gs, 'Warning', r.stop.reason, r.stop.message);
+    if (r.foreign.length) {
+      const names = r.foreign.map(describeRef).join(', ');
+      await this.events.record(gs, 'Warning', 'PruneRefused', `not this GitSource's to delete (outside its scope or not labelled as its own), forgotten: ${names}`);
+    }
     return { requeueAfter: interval };
   }
 

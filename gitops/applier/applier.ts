@@ -120,6 +120,11 @@ export interface ApplyResult {
   pruneFailures: PruneFailure[];
   /** entries forgotten without a delete because pruning is off */
   orphaned: InventoryEntry[];
+  /**
+   * entries forgotten without a delete because they are not this source's to delete: outside its scope, or the live
+   * object does not carry its label (an inventory in status is not proof of ownership: whoever writes status wrote it)
+   */
+  foreign: InventoryEntry[];
   /** the inventory after this run: everything applied, plus what could not be pruned */
   inventory: InventoryEntry[];
   /** the first step that failed; absent when every step succeeded */
@@ -351,18 +356,15 @@ export class Applier {
 
   /**
    * owners reads who owns each desired object of an artifact that already exists, so the plan can refuse to force an
-   * apply over an object that is not this source's (checkOwner). An object of the inventory with the recorded uid is
-   * the source's own even if its label was edited away. Objects outside the scope are not read.
+   * apply over an object that is not this source's (checkOwner). Only the live label counts, never the inventory in
+   * status: whoever can write status could name another's object there. Objects outside the scope are not read.
    */
-  async owners(artifact: Artifact, inventory: readonly InventoryEntry[] = []): Promise<Map<string, LiveOwner | null>> {
+  async owners(artifact: Artifact): Promise<Map<string, LiveOwner | null>> {
     const out = new Map<string, LiveOwner | null>();
-    const uids = new Map(inventory.map((e) => [objectKey(e), e.uid]));
-    const mine = sourceLabelValue(this.source);
     for (const d of renderDesired(artifact, this.source).objects) {
       if (checkScope(d.ref, d.resource.namespaced, this.source, this.scope)) continue;
       const live = await this.client.getOrNull<KubeObject>(d.resource, d.ref.namespace, d.ref.name);
-      const recorded = live?.metadata?.uid !== undefined && uids.get(d.key) === live.metadata.uid;
-      const label = recorded ? mine : live?.metadata?.labels?.[SOURCE_LABEL];
+      const label = live?.metadata?.labels?.[SOURCE_LABEL];
       out.set(d.key, live ? (label === undefined ? {} : { source: label }) : null);
     }
     return out;
@@ -378,7 +380,7 @@ export class Applier {
     const run: Run = {
       plan,
       inventory: new Map(plan.previous.map((e) => [objectKey(e), e])),
-      result: { applied: [], applyFailures: [], pruned: [], gone: [], pruneFailures: [], orphaned: [], inventory: [], durationMs: 0 },
+      result: { applied: [], applyFailures: [], pruned: [], gone: [], pruneFailures: [], orphaned: [], foreign: [], inventory: [], durationMs: 0 },
     };
     const steps: Step[] = [(r) => this.applyObjects(r), async (r) => r.plan.pruneBlocked, (r) => this.pruneObjects(r)];
     for (const step of steps) {
@@ -438,6 +440,19 @@ export class Applier {
         continue;
       }
       try {
+        const live = await this.client.getOrNull<KubeObject>(kind.resource, e.namespace, e.name);
+        if (!live || live.metadata?.uid !== e.uid) {
+          result.gone.push(e);
+          run.inventory.delete(objectKey(e));
+          continue;
+        }
+        const owner = live.metadata?.labels?.[SOURCE_LABEL];
+        if (checkScope(e, kind.resource.namespaced, this.source, this.scope) || owner !== sourceLabelValue(this.source)) {
+          result.foreign.push(e);
+          run.inventory.delete(objectKey(e));
+          this.log.warn({ object: describeRef(e), owner: owner ?? '' }, 'inventory entry is not this source’s: forgotten, not deleted');
+          continue;
+        }
         const deleted = await this.client.delete(kind.resource, e.namespace, e.name, { uid: e.uid });
         (deleted ? result.pruned : result.gone).push(e);
         if (deleted) applierMetrics.prunes.inc({ source: this.sourceLabel });
@@ -470,7 +485,7 @@ export class Applier {
     let plan: ApplyPlan | undefined;
     let result: ApplyResult;
     try {
-      plan = this.plan(artifact, previous, { ...options, owners: await this.owners(artifact, previous) });
+      plan = this.plan(artifact, previous, { ...options, owners: await this.owners(artifact) });
       result = await this.apply(plan);
     } catch (e) {
       const message = `Revision ${artifact.revision}: ${e instanceof Error ? e.message : String(e)}`;
@@ -481,6 +496,7 @@ export class Applier {
         gone: [],
         pruneFailures: [],
         orphaned: [],
+        foreign: [],
         inventory: [...previous],
         durationMs: 0,
         stop: { reason: 'ApplyFailed', stalled: false, message },

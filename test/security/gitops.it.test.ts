@@ -166,8 +166,12 @@ describe('security: a hostile author against GitOps scope, history and fetching'
 
     await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hook', namespace: NS }, stringData: { token: 's3cret' } });
     await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'signers', namespace: NS }, stringData: { key: key.publicKey } });
-    await t.client.create(R.virtualclusters, { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name: 'handmade', namespace: NS }, spec: { provisioner: { type: 'local' }, weight: 3 } });
-    await t.client.create(GITSOURCES, gitSource('tenants', { url: url('tenants') }));
+    for (const [ns, name] of [[NS, 'handmade'], ['team-b', 'victim']] as const) {
+      const vc = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace: ns }, spec: { provisioner: { type: 'local' }, weight: 3 } };
+      await t.client.create(R.virtualclusters, vc);
+    }
+    // Deletion limits as loose as V may set them: only ownership stands between a forged inventory and a delete.
+    await t.client.create(GITSOURCES, gitSource('tenants', { url: url('tenants'), safety: { maxDeletes: 10, maxDeletePercent: 100 } }));
     await t.client.create(GITSOURCES, gitSource('other', { url: url('other') }));
     await t.client.create(GITSOURCES, gitSource('signed', { url: url('signed'), verify: { mode: 'head', secretRef: { name: 'signers' } } }));
 
@@ -291,8 +295,25 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     });
   });
 
+  it('as S, refuses to prune objects a forged status inventory names', async () => {
+    await attempts.attempt('a forged inventory entry in the GitSource status, naming objects to be pruned', async () => {
+      const before = await snapshot();
+      const entry = async (ns: string, name: string) => {
+        const o = await t.client.get<KubeObject>(R.virtualclusters, ns, name);
+        return { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', namespace: ns, name, uid: o.metadata!.uid! };
+      };
+      const forged = [await entry(NS, 'handmade'), await entry('team-b', 'victim'), await entry(NS, 'theirs')];
+      const own = (await source('tenants')).status?.inventory ?? [];
+      await t.client.patch(GITSOURCES, NS, 'tenants', { status: { inventory: [...own, ...forged] } }, 'merge', { subresource: 'status' });
+      await warningEvent('tenants', 'PruneRefused');
+      await eventually(async () => expect((await source('tenants')).status?.inventory?.map((e) => e.name)).toEqual(own.map((e) => e.name)), 30_000);
+      expect(await snapshot()).toEqual(before);
+      return 'PruneRefused: the entries were forgotten, the objects kept';
+    });
+  });
+
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(9).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(10).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
   });
 });
