@@ -288,8 +288,10 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     });
     await attempts.attempt('a git URL to 169.254.169.254', async () => {
       const before = await snapshot();
-      await t.client.create(GITSOURCES, gitSource('metadata', { url: 'http://169.254.169.254/latest/tenants.git' }));
+      // It also asks to be polled every second: below the platform's floor (10s by default).
+      await t.client.create(GITSOURCES, gitSource('metadata', { url: 'http://169.254.169.254/latest/tenants.git', interval: '1s' }));
       const why = await refusedWith('metadata', 'AddressRefused', 'address 169.254.169.254 is a metadata address');
+      await warningEvent('metadata', 'IntervalRaised');
       expect(await snapshot()).toEqual(before);
       return why;
     });
