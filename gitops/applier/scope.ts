@@ -89,12 +89,21 @@ export function checkScope(
  * objects (SOURCE_LABEL names it) always; another source's or a hand-made one only when the scope opts in. A missing
  * object (`live` null) is created.
  */
-export function checkOwner(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>, live: LiveOwner | null, source: GitSourceRef, scope: SourceScope): string | undefined {
+export function checkOwner(
+  ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>,
+  live: LiveOwner | null,
+  source: GitSourceRef,
+  scope: SourceScope,
+): string | undefined {
   if (!live) return undefined;
   if (live.source === sourceLabelValue(source)) return undefined;
   const refusal = `GitSource ${source.namespace}/${source.name} does not take it over`;
   if (live.source === undefined) {
-    return scope.adoptHandMade ? undefined : `${describeRef(ref)} exists and was not made by a GitSource (no ${SOURCE_LABEL} label); ${refusal}`;
+    return scope.adoptHandMade
+      ? undefined
+      : `${describeRef(ref)} exists and was not made by a GitSource (no ${SOURCE_LABEL} label); ${refusal}`;
   }
-  return scope.adoptFromOtherSources ? undefined : `${describeRef(ref)} exists and belongs to GitSource ${live.source} (label ${SOURCE_LABEL}); ${refusal}`;
+  return scope.adoptFromOtherSources
+    ? undefined
+    : `${describeRef(ref)} exists and belongs to GitSource ${live.source} (label ${SOURCE_LABEL}); ${refusal}`;
 }

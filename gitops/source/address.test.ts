@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkAddresses, classifyAddress, hostOf, resolveChecked, type AddressClass, type ResolvedAddress } from './address.ts';
+import {
+  checkAddresses,
+  classifyAddress,
+  hostOf,
+  resolveChecked,
+  type AddressClass,
+  type ResolvedAddress,
+} from './address.ts';
 import { SourceError } from './errors.ts';
 
 describe('classifyAddress', () => {
@@ -25,15 +32,38 @@ describe('classifyAddress', () => {
 });
 
 describe('checkAddresses', () => {
-  const a = (...xs: string[]): ResolvedAddress[] => xs.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  const cases: Array<{ name: string; host: string; addresses: ResolvedAddress[]; allow?: boolean | string[]; refused?: RegExp }> = [
+  const a = (...xs: string[]): ResolvedAddress[] =>
+    xs.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  const cases: Array<{
+    name: string;
+    host: string;
+    addresses: ResolvedAddress[];
+    allow?: boolean | string[];
+    refused?: RegExp;
+  }> = [
     { name: 'a public address', host: 'git.example.com', addresses: a('140.82.112.3') },
-    { name: 'loopback without allowance', host: '127.0.0.1', addresses: a('127.0.0.1'), refused: /^address 127\.0\.0\.1 is a loopback address; .*gitops\.allowPrivateAddresses/ },
+    {
+      name: 'loopback without allowance',
+      host: '127.0.0.1',
+      addresses: a('127.0.0.1'),
+      refused: /^address 127\.0\.0\.1 is a loopback address; .*gitops\.allowPrivateAddresses/,
+    },
     { name: 'metadata', host: '169.254.169.254', addresses: a('169.254.169.254'), refused: /is a metadata address/ },
-    { name: 'every answer is checked, not just the first', host: 'evil.example', addresses: a('140.82.112.3', '127.0.0.1'), refused: /host evil\.example resolves to 127\.0\.0\.1, which is a loopback address/ },
+    {
+      name: 'every answer is checked, not just the first',
+      host: 'evil.example',
+      addresses: a('140.82.112.3', '127.0.0.1'),
+      refused: /host evil\.example resolves to 127\.0\.0\.1, which is a loopback address/,
+    },
     { name: 'loopback allowed by true', host: 'localhost', addresses: a('127.0.0.1', '::1'), allow: true },
     { name: 'loopback allowed by CIDR', host: '127.0.0.1', addresses: a('127.0.0.1'), allow: ['127.0.0.0/8'] },
-    { name: 'a CIDR allows only what it covers', host: '169.254.169.254', addresses: a('169.254.169.254'), allow: ['127.0.0.0/8'], refused: /metadata/ },
+    {
+      name: 'a CIDR allows only what it covers',
+      host: '169.254.169.254',
+      addresses: a('169.254.169.254'),
+      allow: ['127.0.0.0/8'],
+      refused: /metadata/,
+    },
     { name: 'no address', host: 'nowhere.example', addresses: [], refused: /has no address/ },
   ];
   it.each(cases)('$name', (c) => {
@@ -54,7 +84,9 @@ describe('checkAddresses', () => {
     expect(err).toBeInstanceOf(SourceError);
     expect((err as SourceError).reason).toBe('AddressRefused');
     expect(asked).toEqual(['metadata.example']);
-    expect(await resolveChecked('http://127.0.0.1:1/x', { allowPrivateAddresses: true }, resolver)).toEqual([{ address: '127.0.0.1', family: 4 }]);
+    expect(await resolveChecked('http://127.0.0.1:1/x', { allowPrivateAddresses: true }, resolver)).toEqual([
+      { address: '127.0.0.1', family: 4 },
+    ]);
     expect(asked).toHaveLength(1);
   });
 });

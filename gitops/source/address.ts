@@ -77,7 +77,11 @@ function allowedBy(address: string, policy: AddressPolicy): boolean {
  * checkAddresses refuses a host when any of its addresses falls in a refused class the policy does not allow, with a
  * message naming the host, the address and the class; undefined when every address may be used.
  */
-export function checkAddresses(host: string, addresses: readonly ResolvedAddress[], policy: AddressPolicy): string | undefined {
+export function checkAddresses(
+  host: string,
+  addresses: readonly ResolvedAddress[],
+  policy: AddressPolicy,
+): string | undefined {
   if (addresses.length === 0) return `host ${host} has no address`;
   for (const { address } of addresses) {
     const cls = classifyAddress(address);
@@ -99,13 +103,20 @@ export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
 
 /** systemResolver resolves with the system resolver (getaddrinfo), every address. */
 export const systemResolver: Resolver = async (host) =>
-  (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 /**
  * resolveChecked resolves the host of a URL once (an IP literal as itself), checks every address against the policy
  * and returns them; a refused address throws SourceError AddressRefused.
  */
-export async function resolveChecked(url: string, policy: AddressPolicy, resolve: Resolver = systemResolver): Promise<ResolvedAddress[]> {
+export async function resolveChecked(
+  url: string,
+  policy: AddressPolicy,
+  resolve: Resolver = systemResolver,
+): Promise<ResolvedAddress[]> {
   const host = hostOf(url);
   const literal = isIP(host);
   let addresses: ResolvedAddress[];
@@ -114,7 +125,11 @@ export async function resolveChecked(url: string, policy: AddressPolicy, resolve
     try {
       addresses = await resolve(host);
     } catch (err) {
-      throw new SourceError('FetchFailed', `cannot resolve host ${host}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new SourceError(
+        'FetchFailed',
+        `cannot resolve host ${host}: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
   }
   const refused = checkAddresses(host, addresses, policy);
@@ -129,7 +144,11 @@ export function pinnedAgent(url: string, host: string, addresses: readonly Resol
       callback(new SourceError('AddressRefused', `connection to ${name} was not checked`), '', 4);
       return;
     }
-    if (options.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })));
+    if (options.all)
+      callback(
+        null,
+        addresses.map((a) => ({ address: a.address, family: a.family })),
+      );
     else callback(null, addresses[0]!.address, addresses[0]!.family);
   };
   return new URL(url).protocol === 'https:' ? new https.Agent({ lookup }) : new http.Agent({ lookup });

@@ -36,7 +36,12 @@ export type CommitRange =
  * `base` and which commits lie between them. On a linear history the range is exact; a merge of an old side branch
  * adds that branch's commits down to the root of what is walked (so a signature check covers more, never less).
  */
-export async function commitsSince(tip: string, base: string, parentsOf: ParentsOf, cap: number = HISTORY_CAP_DEFAULT): Promise<CommitRange> {
+export async function commitsSince(
+  tip: string,
+  base: string,
+  parentsOf: ParentsOf,
+  cap: number = HISTORY_CAP_DEFAULT,
+): Promise<CommitRange> {
   if (tip === base) return { kind: 'found', commits: [] };
   const seen = new Set<string>([tip]);
   const queue: string[] = [tip];

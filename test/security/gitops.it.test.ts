@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs } from '../../core/embedded/embedded.ts';
+import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { loadManagerConfig } from '../../core/manager/config.ts';
-import { startManager, type Manager } from '../../core/manager/manager.ts';
+import { loadManagerConfig } from '../../core/programs/manager/config.ts';
+import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
 import { classifyAddress } from '../../gitops/source/address.ts';
@@ -29,7 +29,12 @@ const NS = 'team-a';
 const MAX_FILE_BYTES = 64 * 1024;
 
 const vcYaml = (namespace: string, name: string, spec: Record<string, unknown> = {}) =>
-  stringify({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace }, spec: { provisioner: { type: 'local' }, ...spec } });
+  stringify({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { name, namespace },
+    spec: { provisioner: { type: 'local' }, ...spec },
+  });
 
 /**
  * reachableAddress is an address of this machine that git sources may reach without an allowance: the platform's
@@ -40,7 +45,9 @@ function reachableAddress(): string {
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal && !classifyAddress(a.address)) return a.address;
   }
-  throw new Error('this test needs a non-loopback IPv4 address on this machine to reach the git server without allowing loopback');
+  throw new Error(
+    'this test needs a non-loopback IPv4 address on this machine to reach the git server without allowing loopback',
+  );
 }
 
 async function relay(host: string, targetPort: number): Promise<{ server: Server; port: number }> {
@@ -78,18 +85,32 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   const source = (name: string) => t.client.get<GitSource>(GITSOURCES, NS, name);
   const condition = (gs: GitSource, type: string) => gs.status?.conditions?.find((c) => c.type === type);
   const sign = async (payload: string): Promise<string> =>
-    openpgp.sign({ message: await openpgp.createMessage({ binary: Buffer.from(payload) }), signingKeys: signingKey, detached: true });
+    openpgp.sign({
+      message: await openpgp.createMessage({ binary: Buffer.from(payload) }),
+      signingKeys: signingKey,
+      detached: true,
+    });
   const poke = async (name: string) => {
     const body = JSON.stringify({ ref: 'refs/heads/main' });
     const sig = createHmac('sha256', 's3cret').update(body).digest('hex');
-    const res = await fetch(manager.gitops!.webhookURL(NS, name)!, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-signature': `sha256=${sig}` } });
+    const res = await fetch(manager.gitops!.webhookURL(NS, name)!, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-signature': `sha256=${sig}` },
+    });
     expect(res.status).toBeLessThan(300);
   };
   const gitSource = (name: string, spec: Record<string, unknown>): KubeObject => ({
     apiVersion: 'tenancy.x-k8s.io/v1alpha1',
     kind: 'GitSource',
     metadata: { name, namespace: NS },
-    spec: { ref: { branch: 'main' }, path: 'tenants', interval: '1h', webhook: { kind: 'generic', secretRef: { name: 'hook' } }, ...spec },
+    spec: {
+      ref: { branch: 'main' },
+      path: 'tenants',
+      interval: '1h',
+      webhook: { kind: 'generic', secretRef: { name: 'hook' } },
+      ...spec,
+    },
   });
 
   /**
@@ -102,7 +123,8 @@ describe('security: a hostile author against GitOps scope, history and fetching'
       for (const r of [R.virtualclusters, R.clusterversions, R.namespaces]) {
         for (const o of (await t.client.list(r)).items) {
           const m = o.metadata!;
-          out[`${r.kind}/${m.namespace ?? ''}/${m.name}`] = `${m.uid} ${m.resourceVersion} ${JSON.stringify(m.labels ?? {})}`;
+          out[`${r.kind}/${m.namespace ?? ''}/${m.name}`] =
+            `${m.uid} ${m.resourceVersion} ${JSON.stringify(m.labels ?? {})}`;
         }
       }
       return out;
@@ -127,17 +149,32 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     }, 60_000);
   const warningEvent = async (name: string, reason: string) =>
     eventually(async () => {
-      const events = (await t.client.list<KubeObject & { reason?: string; type?: string; involvedObject?: { name?: string } }>(R.events, { namespace: NS })).items;
-      expect(events.some((e) => e.involvedObject?.name === name && e.reason === reason && e.type === 'Warning')).toBe(true);
+      const events = (
+        await t.client.list<KubeObject & { reason?: string; type?: string; involvedObject?: { name?: string } }>(
+          R.events,
+          { namespace: NS },
+        )
+      ).items;
+      expect(events.some((e) => e.involvedObject?.name === name && e.reason === reason && e.type === 'Warning')).toBe(
+        true,
+      );
     }, 30_000);
   /** attackAndUndo pushes files to the tenant repository, expects the refusal, checks nothing changed, then reverts. */
-  const attackAndUndo = async (files: Record<string, string>, reason: string, ...fragments: string[]): Promise<string> => {
+  const attackAndUndo = async (
+    files: Record<string, string>,
+    reason: string,
+    ...fragments: string[]
+  ): Promise<string> => {
     const before = await snapshot();
     await gitServer.commitFiles('tenants', files, 'hostile change');
     await poke('tenants');
     const why = await refusedWith('tenants', reason, ...fragments);
     expect(await snapshot()).toEqual(before);
-    const undo = await gitServer.commitFiles('tenants', Object.fromEntries(Object.keys(files).map((f) => [f, null])), 'revert');
+    const undo = await gitServer.commitFiles(
+      'tenants',
+      Object.fromEntries(Object.keys(files).map((f) => [f, null])),
+      'revert',
+    );
     await poke('tenants');
     await ready('tenants', undo);
     return why;
@@ -146,34 +183,68 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 0 });
     await applyCRDs(t.sc);
-    for (const ns of [NS, 'team-b']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    for (const ns of [NS, 'team-b'])
+      await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     dir = mkdtempSync(join(tmpdir(), 'vc-security-'));
     gitServer = await startGitServer();
     const host = reachableAddress();
     const r = await relay(host, gitServer.port);
     relayServer = r.server;
     base = `http://${host}:${r.port}`;
-    const key = await openpgp.generateKey({ userIDs: [{ name: 'platform signer', email: 'signer@example.com' }], format: 'armored' });
+    const key = await openpgp.generateKey({
+      userIDs: [{ name: 'platform signer', email: 'signer@example.com' }],
+      format: 'armored',
+    });
     signingKey = await openpgp.readPrivateKey({ armoredKey: key.privateKey });
 
     for (const repo of ['tenants', 'other', 'signed']) await gitServer.initRepo(repo);
     loopServer = await startGitServer();
     await loopServer.initRepo('secret');
     await gitServer.commitFiles('tenants', { 'tenants/ok.yaml': vcYaml(NS, 'ok') }, 'a tenant');
-    await gitServer.commitFiles('other', { 'tenants/theirs.yaml': vcYaml(NS, 'theirs', { weight: 2 }) }, 'another source’s tenant');
-    s1 = await gitServer.commitFiles('signed', { 'tenants/signed-one.yaml': vcYaml(NS, 'signed-one') }, 'signed 1', { sign: { format: 'custom', sign } });
+    await gitServer.commitFiles(
+      'other',
+      { 'tenants/theirs.yaml': vcYaml(NS, 'theirs', { weight: 2 }) },
+      'another source’s tenant',
+    );
+    s1 = await gitServer.commitFiles('signed', { 'tenants/signed-one.yaml': vcYaml(NS, 'signed-one') }, 'signed 1', {
+      sign: { format: 'custom', sign },
+    });
     await loopServer.commitFiles('secret', { 'tenants/leaked.yaml': vcYaml(NS, 'leaked') }, 'served on loopback only');
 
-    await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hook', namespace: NS }, stringData: { token: 's3cret' } });
-    await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'signers', namespace: NS }, stringData: { key: key.publicKey } });
-    for (const [ns, name] of [[NS, 'handmade'], ['team-b', 'victim']] as const) {
-      const vc = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace: ns }, spec: { provisioner: { type: 'local' }, weight: 3 } };
+    await t.client.create(R.secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'hook', namespace: NS },
+      stringData: { token: 's3cret' },
+    });
+    await t.client.create(R.secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'signers', namespace: NS },
+      stringData: { key: key.publicKey },
+    });
+    for (const [ns, name] of [
+      [NS, 'handmade'],
+      ['team-b', 'victim'],
+    ] as const) {
+      const vc = {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'VirtualCluster',
+        metadata: { name, namespace: ns },
+        spec: { provisioner: { type: 'local' }, weight: 3 },
+      };
       await t.client.create(R.virtualclusters, vc);
     }
     // Deletion limits as loose as V may set them: only ownership stands between a forged inventory and a delete.
-    await t.client.create(GITSOURCES, gitSource('tenants', { url: url('tenants'), safety: { maxDeletes: 10, maxDeletePercent: 100 } }));
+    await t.client.create(
+      GITSOURCES,
+      gitSource('tenants', { url: url('tenants'), safety: { maxDeletes: 10, maxDeletePercent: 100 } }),
+    );
     await t.client.create(GITSOURCES, gitSource('other', { url: url('other') }));
-    await t.client.create(GITSOURCES, gitSource('signed', { url: url('signed'), verify: { mode: 'head', secretRef: { name: 'signers' } } }));
+    await t.client.create(
+      GITSOURCES,
+      gitSource('signed', { url: url('signed'), verify: { mode: 'head', secretRef: { name: 'signers' } } }),
+    );
 
     const file = join(dir, 'manager.yaml');
     // The platform's configuration: no private address allowed, a small file cap, no policy entry for team-a.
@@ -189,7 +260,9 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     );
     manager = await startManager(loadManagerConfig(file), file);
     for (const name of ['tenants', 'other', 'signed']) await ready(name);
-    s2 = await gitServer.commitFiles('signed', { 'tenants/signed-two.yaml': vcYaml(NS, 'signed-two') }, 'signed 2', { sign: { format: 'custom', sign } });
+    s2 = await gitServer.commitFiles('signed', { 'tenants/signed-two.yaml': vcYaml(NS, 'signed-two') }, 'signed 2', {
+      sign: { format: 'custom', sign },
+    });
     await poke('signed');
     await ready('signed', s2);
     const labels = (await t.client.get<KubeObject>(R.virtualclusters, NS, 'theirs')).metadata?.labels;
@@ -208,7 +281,13 @@ describe('security: a hostile author against GitOps scope, history and fetching'
 
   it('refuses a document naming another namespace, and prunes nothing because of it', async () => {
     await attempts.attempt('a VirtualCluster in another namespace', async () => {
-      const why = await attackAndUndo({ 'tenants/evil.yaml': vcYaml('team-b', 'evil') }, 'OutOfScope', 'tenants/evil.yaml', 'VirtualCluster team-b/evil', '/metadata/namespace');
+      const why = await attackAndUndo(
+        { 'tenants/evil.yaml': vcYaml('team-b', 'evil') },
+        'OutOfScope',
+        'tenants/evil.yaml',
+        'VirtualCluster team-b/evil',
+        '/metadata/namespace',
+      );
       await warningEvent('tenants', 'OutOfScope');
       expect(await t.client.getOrNull(R.virtualclusters, 'team-b', 'evil')).toBeNull();
       return why;
@@ -217,8 +296,19 @@ describe('security: a hostile author against GitOps scope, history and fetching'
 
   it('refuses a ClusterVersion from a source the platform has not marked', async () => {
     await attempts.attempt('a ClusterVersion from an unmarked source', async () => {
-      const cv = stringify({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', metadata: { name: 'evil' }, spec: { kubernetesVersion: 'v1.36.3' } });
-      const why = await attackAndUndo({ 'tenants/version.yaml': cv }, 'OutOfScope', 'tenants/version.yaml', 'ClusterVersion evil', 'cluster-scoped');
+      const cv = stringify({
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ClusterVersion',
+        metadata: { name: 'evil' },
+        spec: { kubernetesVersion: 'v1.36.3' },
+      });
+      const why = await attackAndUndo(
+        { 'tenants/version.yaml': cv },
+        'OutOfScope',
+        'tenants/version.yaml',
+        'ClusterVersion evil',
+        'cluster-scoped',
+      );
       expect(await t.client.getOrNull(R.clusterversions, undefined, 'evil')).toBeNull();
       return why;
     });
@@ -226,14 +316,22 @@ describe('security: a hostile author against GitOps scope, history and fetching'
 
   it('refuses to take over a hand-made VirtualCluster and one owned by another GitSource', async () => {
     await attempts.attempt('adopting a hand-made VirtualCluster', async () => {
-      const why = await attackAndUndo({ 'tenants/handmade.yaml': vcYaml(NS, 'handmade', { weight: 9 }) }, 'NotOwned', 'VirtualCluster team-a/handmade exists and was not made by a GitSource');
+      const why = await attackAndUndo(
+        { 'tenants/handmade.yaml': vcYaml(NS, 'handmade', { weight: 9 }) },
+        'NotOwned',
+        'VirtualCluster team-a/handmade exists and was not made by a GitSource',
+      );
       const vc = await t.client.get<KubeObject & { spec: { weight?: number } }>(R.virtualclusters, NS, 'handmade');
       expect(vc.spec.weight).toBe(3);
       expect(vc.metadata?.labels?.[SOURCE_LABEL]).toBeUndefined();
       return why;
     });
     await attempts.attempt('adopting a VirtualCluster of another GitSource', async () => {
-      const why = await attackAndUndo({ 'tenants/theirs.yaml': vcYaml(NS, 'theirs', { weight: 9 }) }, 'NotOwned', 'VirtualCluster team-a/theirs exists and belongs to GitSource team-a.other');
+      const why = await attackAndUndo(
+        { 'tenants/theirs.yaml': vcYaml(NS, 'theirs', { weight: 9 }) },
+        'NotOwned',
+        'VirtualCluster team-a/theirs exists and belongs to GitSource team-a.other',
+      );
       const vc = await t.client.get<KubeObject & { spec: { weight?: number } }>(R.virtualclusters, NS, 'theirs');
       expect(vc.spec.weight).toBe(2);
       expect(vc.metadata?.labels?.[SOURCE_LABEL]).toBe(`${NS}.other`);
@@ -247,7 +345,12 @@ describe('security: a hostile author against GitOps scope, history and fetching'
       const before = await snapshot();
       await runGit(bare, ['update-ref', 'refs/heads/main', s1]);
       await poke('signed');
-      const why = await refusedWith('signed', 'NotDescendant', `revision ${s1} does not descend from last applied ${s2}`, 'tenancy.x-k8s.io/allow-revision');
+      const why = await refusedWith(
+        'signed',
+        'NotDescendant',
+        `revision ${s1} does not descend from last applied ${s2}`,
+        'tenancy.x-k8s.io/allow-revision',
+      );
       expect(await snapshot()).toEqual(before);
       expect(await t.client.getOrNull(R.virtualclusters, NS, 'signed-two')).not.toBeNull();
       expect((await source('signed')).status?.lastAppliedRevision).toBe(s2);
@@ -258,10 +361,24 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     await ready('signed', s2);
     await attempts.attempt('an unsigned commit between two signed ones', async () => {
       const before = await snapshot();
-      const unsigned = await gitServer.commitFiles('signed', { 'tenants/signed-three.yaml': vcYaml(NS, 'signed-three') }, 'unsigned');
-      const tip = await gitServer.commitFiles('signed', { 'tenants/signed-four.yaml': vcYaml(NS, 'signed-four') }, 'signed 3', { sign: { format: 'custom', sign } });
+      const unsigned = await gitServer.commitFiles(
+        'signed',
+        { 'tenants/signed-three.yaml': vcYaml(NS, 'signed-three') },
+        'unsigned',
+      );
+      const tip = await gitServer.commitFiles(
+        'signed',
+        { 'tenants/signed-four.yaml': vcYaml(NS, 'signed-four') },
+        'signed 3',
+        { sign: { format: 'custom', sign } },
+      );
       await poke('signed');
-      const why = await refusedWith('signed', 'VerificationFailed', `commit ${unsigned} (between the last applied ${s2} and ${tip})`, 'not signed');
+      const why = await refusedWith(
+        'signed',
+        'VerificationFailed',
+        `commit ${unsigned} (between the last applied ${s2} and ${tip})`,
+        'not signed',
+      );
       expect(await snapshot()).toEqual(before);
       return why;
     });
@@ -270,7 +387,12 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   it('refuses an oversized file', async () => {
     await attempts.attempt('an oversized file', async () => {
       const big = `${vcYaml(NS, 'big')}# ${'x'.repeat(MAX_FILE_BYTES)}\n`;
-      const why = await attackAndUndo({ 'tenants/big.yaml': big }, 'ParseFailed', 'tenants/big.yaml', `file is larger than ${MAX_FILE_BYTES} bytes (gitops.limits.maxFileBytes)`);
+      const why = await attackAndUndo(
+        { 'tenants/big.yaml': big },
+        'ParseFailed',
+        'tenants/big.yaml',
+        `file is larger than ${MAX_FILE_BYTES} bytes (gitops.limits.maxFileBytes)`,
+      );
       expect(await t.client.getOrNull(R.virtualclusters, NS, 'big')).toBeNull();
       return why;
     });
@@ -280,7 +402,12 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     await attempts.attempt('a git URL to 127.0.0.1 without the allowance', async () => {
       const before = await snapshot();
       await t.client.create(GITSOURCES, gitSource('loopback', { url: loopServer.url('secret') }));
-      const why = await refusedWith('loopback', 'AddressRefused', 'address 127.0.0.1 is a loopback address', 'gitops.allowPrivateAddresses');
+      const why = await refusedWith(
+        'loopback',
+        'AddressRefused',
+        'address 127.0.0.1 is a loopback address',
+        'gitops.allowPrivateAddresses',
+      );
       expect(loopServer.stats.infoRefs).toBe(0);
       expect(await t.client.getOrNull(R.virtualclusters, NS, 'leaked')).toBeNull();
       expect(await snapshot()).toEqual(before);
@@ -289,7 +416,10 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     await attempts.attempt('a git URL to 169.254.169.254', async () => {
       const before = await snapshot();
       // It also asks to be polled every second: below the platform's floor (10s by default).
-      await t.client.create(GITSOURCES, gitSource('metadata', { url: 'http://169.254.169.254/latest/tenants.git', interval: '1s' }));
+      await t.client.create(
+        GITSOURCES,
+        gitSource('metadata', { url: 'http://169.254.169.254/latest/tenants.git', interval: '1s' }),
+      );
       const why = await refusedWith('metadata', 'AddressRefused', 'address 169.254.169.254 is a metadata address');
       await warningEvent('metadata', 'IntervalRaised');
       expect(await snapshot()).toEqual(before);
@@ -298,20 +428,35 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   });
 
   it('as S, refuses to prune objects a forged status inventory names', async () => {
-    await attempts.attempt('a forged inventory entry in the GitSource status, naming objects to be pruned', async () => {
-      const before = await snapshot();
-      const entry = async (ns: string, name: string) => {
-        const o = await t.client.get<KubeObject>(R.virtualclusters, ns, name);
-        return { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', namespace: ns, name, uid: o.metadata!.uid! };
-      };
-      const forged = [await entry(NS, 'handmade'), await entry('team-b', 'victim'), await entry(NS, 'theirs')];
-      const own = (await source('tenants')).status?.inventory ?? [];
-      await t.client.patch(GITSOURCES, NS, 'tenants', { status: { inventory: [...own, ...forged] } }, 'merge', { subresource: 'status' });
-      await warningEvent('tenants', 'PruneRefused');
-      await eventually(async () => expect((await source('tenants')).status?.inventory?.map((e) => e.name)).toEqual(own.map((e) => e.name)), 30_000);
-      expect(await snapshot()).toEqual(before);
-      return 'PruneRefused: the entries were forgotten, the objects kept';
-    });
+    await attempts.attempt(
+      'a forged inventory entry in the GitSource status, naming objects to be pruned',
+      async () => {
+        const before = await snapshot();
+        const entry = async (ns: string, name: string) => {
+          const o = await t.client.get<KubeObject>(R.virtualclusters, ns, name);
+          return {
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'VirtualCluster',
+            namespace: ns,
+            name,
+            uid: o.metadata!.uid!,
+          };
+        };
+        const forged = [await entry(NS, 'handmade'), await entry('team-b', 'victim'), await entry(NS, 'theirs')];
+        const own = (await source('tenants')).status?.inventory ?? [];
+        await t.client.patch(GITSOURCES, NS, 'tenants', { status: { inventory: [...own, ...forged] } }, 'merge', {
+          subresource: 'status',
+        });
+        await warningEvent('tenants', 'PruneRefused');
+        await eventually(
+          async () =>
+            expect((await source('tenants')).status?.inventory?.map((e) => e.name)).toEqual(own.map((e) => e.name)),
+          30_000,
+        );
+        expect(await snapshot()).toEqual(before);
+        return 'PruneRefused: the entries were forgotten, the objects kept';
+      },
+    );
   });
 
   it('counts every attempt as refused', () => {
