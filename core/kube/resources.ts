@@ -37,5 +37,14 @@ export const R = {
   roles: grp('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
   rolebindings: grp('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
   virtualclusters: grp('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster'),
+  networkpolicies: grp('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
+  validatingadmissionpolicies: grp('admissionregistration.k8s.io', 'v1', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', false),
+  validatingadmissionpolicybindings: grp(
+    'admissionregistration.k8s.io',
+    'v1',
+    'validatingadmissionpolicybindings',
+    'ValidatingAdmissionPolicyBinding',
+    false,
+  ),
   clusterversions: grp('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false),
 } as const satisfies Record<string, Resource>;
