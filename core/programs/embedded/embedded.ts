@@ -1,11 +1,12 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { KubeObject } from '../../kube/client.ts';
+import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../../local/supercluster.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
 import { fromPackageRoot } from '../../paths.ts';
+import { renderKubeconfig } from '../../pki/kubeconfig.ts';
 import { issueCert } from '../../pki/pki.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
@@ -67,6 +68,68 @@ export async function applyCRDs(sc: LocalSuperCluster): Promise<void> {
   await waitFor('the VirtualCluster API', async () => !!(await c.list(R.virtualclusters)), { timeoutMs: 30_000 });
 }
 
+/** MANAGER_GROUP is the group of the embedded manager's client certificate, which deploy/policy matches. */
+export const MANAGER_GROUP = 'tenancy.x-k8s.io:managers';
+
+const applyFile = async (c: KubeClient, file: string, fieldManager: string): Promise<void> => {
+  const byKind = new Map<string, Resource>(Object.values(R).map((r) => [r.kind, r]));
+  for (const d of parseAllDocuments(readFileSync(fromPackageRoot(file), 'utf8'))) {
+    const o = d.toJS() as KubeObject | null;
+    if (!o) continue;
+    const r = byKind.get(o.kind ?? '');
+    if (!r) throw new Error(`${file}: no resource known for kind ${o.kind}`);
+    await c.apply(r, o, fieldManager);
+  }
+};
+
+/**
+ * managerIdentity applies the manager's RBAC (deploy/manager/rbac.yaml, bound to MANAGER_GROUP as well) and the
+ * admission policies that keep it inside tenant namespaces (deploy/policy), and returns a kubeconfig for a client
+ * certificate `vc-manager` in MANAGER_GROUP: the embedded manager runs as what the policies bound, not as admin.
+ */
+export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: string): Promise<string> {
+  const c = await sc.cluster.client();
+  await applyFile(c, 'deploy/manager/rbac.yaml', 'vc-up');
+  const group = { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: MANAGER_GROUP };
+  await c.apply(
+    R.clusterrolebindings,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'vc-manager-embedded' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vc-manager' },
+      subjects: [group],
+    },
+    'vc-up',
+  );
+  const lease = { name: 'vc-manager-leader-election', namespace: leaseNamespace };
+  await c.apply(
+    R.roles,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: lease,
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] }],
+    },
+    'vc-up',
+  );
+  await c.apply(
+    R.rolebindings,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: lease,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: lease.name },
+      subjects: [group],
+    },
+    'vc-up',
+  );
+  await applyFile(c, 'deploy/policy/manager-scope.yaml', 'vc-up');
+  const superCA = { certPem: sc.cluster.caPem, keyPem: readFileSync(join(sc.cluster.dir, 'pki/ca.key'), 'utf8') };
+  const cert = await issueCert(superCA, { commonName: 'vc-manager', organizations: [MANAGER_GROUP], usages: ['client'], validityDays: 365 });
+  return renderKubeconfig({ clusterName: 'super', server: sc.cluster.server, caPem: sc.cluster.caPem, user: 'vc-manager', clientCertPem: cert.certPem, clientKeyPem: cert.keyPem });
+}
+
 /**
  * startEmbedded starts (or restarts, reusing its state) the local super cluster in stateDir, installs the CRDs and
  * runs a manager with leader election, the VirtualCluster controller (local provisioner sharing the super's etcd)
@@ -85,10 +148,14 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
     const c = await sc.cluster.client();
     await c.apply(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tenants-webhook', namespace: 'default' }, stringData: { token: 'embedded' } }, 'vc-up');
 
+    step('giving the manager its own identity, bounded by the admission policies of deploy/policy');
+    const managerKubeconfig = join(o.stateDir, 'manager.kubeconfig');
+    writeFileSync(managerKubeconfig, await managerIdentity(sc, 'kube-system'), { mode: 0o600 });
+
     const cfg: ManagerConfig = {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
-      superClusters: [{ name: 'default', kubeconfig: sc.kubeconfigPath }],
+      superClusters: [{ name: 'default', kubeconfig: managerKubeconfig }],
       leaderElection: { enabled: true, namespace: 'kube-system', name: 'vc-manager', leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
       virtualClusters: { enabled: true, local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint } },
       gitops: {
