@@ -15,7 +15,8 @@ import { WorkQueue } from '../queue/workqueue.ts';
 import { TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
 import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
-import { kubeconfigSecretName, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
+import { caFromKubeconfig } from '../pki/kubeconfig.ts';
+import { kubeconfigSecretName, TENANT_CA_KEY, tenantCAConfigMapName, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
 const VC_API_VERSION = 'tenancy.x-k8s.io/v1alpha1';
@@ -152,6 +153,7 @@ export class VirtualClusterController {
       return { requeueAfter: 2000 };
     }
     const secretName = await this.writeKubeconfig(vc, state.result);
+    await this.writeTenantCA(vc, state.result);
     const endpoint = state.result.apiserverEndpoint;
     await this.setStatus(
       vc,
@@ -208,6 +210,38 @@ export class VirtualClusterController {
     return name;
   }
 
+  /**
+   * writeTenantCA publishes the tenant CA certificate, public data, for the vn-agent (which reads no Secret). The
+   * agent trusts it only with this managed-by label and this VirtualCluster as controller owner; see
+   * core/vnagent/directory.ts for why it is not in status.
+   */
+  private async writeTenantCA(vc: VirtualCluster, p: Provisioned): Promise<void> {
+    const m = vc.metadata!;
+    let caPem: string;
+    try {
+      caPem = caFromKubeconfig(p.kubeconfig);
+    } catch (e) {
+      // As before, such a tenant is simply not served by the vn-agent; its control plane still runs.
+      log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'no tenant CA to publish for the vn-agent');
+      return;
+    }
+    await this.o.meta.apply(
+      R.configmaps,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: tenantCAConfigMapName(m.name!),
+          namespace: m.namespace,
+          labels: { [LABEL.managedBy]: IDENTITY.manager },
+          ownerReferences: [{ apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
+        },
+        data: { [TENANT_CA_KEY]: caPem },
+      },
+      IDENTITY.manager,
+    );
+  }
+
   /** finalize deletes everything the VirtualCluster owns, waiting for the super namespaces to go, then the finalizer. */
   private async finalize(vc: VirtualCluster, root: string): Promise<Result> {
     const m = vc.metadata!;
@@ -226,6 +260,7 @@ export class VirtualClusterController {
       return { requeueAfter: 1000 };
     }
     await this.o.meta.delete(R.secrets, m.namespace, kubeconfigSecretName(m.name!));
+    await this.o.meta.delete(R.configmaps, m.namespace, tenantCAConfigMapName(m.name!));
     await this.o.meta.patch(
       R.virtualclusters,
       m.namespace,

@@ -51,3 +51,13 @@ export interface VirtualCluster extends KubeObject {
 
 /** kubeconfigSecretName is the Secret (in the VirtualCluster's namespace) holding the tenant's admin kubeconfig. */
 export const kubeconfigSecretName = (vcName: string): string => `${vcName}-kubeconfig`;
+
+/**
+ * tenantCAConfigMapName is the ConfigMap (in the VirtualCluster's namespace) holding the tenant CA certificate under
+ * TENANT_CA_KEY: public data the vn-agent needs to check the kubelet client certificate of the tenant apiserver,
+ * published so that the agent reads no Secret.
+ */
+export const tenantCAConfigMapName = (vcName: string): string => `${vcName}-tenant-ca`;
+
+/** TENANT_CA_KEY is the key of the CA bundle (PEM) in the tenant CA ConfigMap. */
+export const TENANT_CA_KEY = 'ca.crt';

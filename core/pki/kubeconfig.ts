@@ -1,3 +1,4 @@
+import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 
 /** KubeconfigOptions describes the single cluster, user and context of a kubeconfig. */
@@ -46,4 +47,14 @@ export function renderKubeconfig(opts: KubeconfigOptions): string {
 
 function base64(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64');
+}
+
+/** caFromKubeconfig returns the CA (PEM) of the current cluster of a kubeconfig, from certificate-authority-data. */
+export function caFromKubeconfig(text: string): string {
+  const kc = new KubeConfig();
+  kc.loadFromString(text);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  if (!cluster.caData) throw new Error(`cluster ${cluster.name} of the kubeconfig has no certificate-authority-data`);
+  return Buffer.from(cluster.caData, 'base64').toString('utf8');
 }

@@ -1,8 +1,7 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
-import type { VirtualCluster } from '../lifecycle/types.ts';
+import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../lifecycle/types.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL } from '../names/names.ts';
 import { agentTenant, type AgentTenant, type AgentTenantSpec } from './auth.ts';
@@ -60,23 +59,16 @@ export class StaticTenantDirectory implements TenantDirectory {
   }
 }
 
-/** caFromKubeconfig returns the CA (PEM) of the current cluster of a kubeconfig, from certificate-authority-data. */
-export function caFromKubeconfig(text: string): string {
-  const kc = new KubeConfig();
-  kc.loadFromString(text);
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  if (!cluster.caData) throw new Error(`cluster ${cluster.name} of the kubeconfig has no certificate-authority-data`);
-  return Buffer.from(cluster.caData, 'base64').toString('utf8');
-}
+/** caFromKubeconfig is re-exported from core/pki: where the manager reads the CA it publishes for the agent. */
+export { caFromKubeconfig } from '../pki/kubeconfig.ts';
 
-interface Secret extends KubeObject {
+interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
 
 /** VirtualClusterDirectoryOptions configure VirtualClusterDirectory. */
 export interface VirtualClusterDirectoryOptions {
-  /** the meta cluster, where VirtualCluster objects and their kubeconfig Secrets live */
+  /** the meta cluster, where VirtualCluster objects and their tenant CA ConfigMaps live */
   meta: KubeClient;
   /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
   superCluster?: string;
@@ -84,40 +76,49 @@ export interface VirtualClusterDirectoryOptions {
 
 /**
  * VirtualClusterDirectory derives tenants from the VirtualCluster objects of the meta cluster. A tenant is allowed
- * while its VirtualCluster is Running, not being deleted, and its status names the root namespace, the kubelet client
- * certificate fingerprint and the admin kubeconfig Secret; the tenant CA is the certificate-authority-data of that
- * kubeconfig. Both caches are watched; tenants are recomputed from them on each read (memoized per resourceVersion),
- * so a deleted or failed VirtualCluster drops out as soon as the watch reports it. Secrets are watched in all
- * namespaces, restricted by label to those the manager writes (LABEL.managedBy = IDENTITY.manager).
+ * while its VirtualCluster is Running, not being deleted, and its status names the root namespace and the kubelet
+ * client certificate fingerprint. Both caches are watched; tenants are recomputed from them on each read (memoized
+ * per resourceVersion), so a deleted or failed VirtualCluster drops out as soon as the watch reports it.
+ *
+ * Where the tenant CA comes from: the ConfigMap `<vc>-tenant-ca` (tenantCAConfigMapName, key TENANT_CA_KEY) next
+ * to the VirtualCluster, which the manager writes with its managed-by label and the VirtualCluster as controller
+ * owner. The agent reads no Secret. The CA is deliberately not read from status: a status writer (S) could then
+ * name a CA of its own together with the fingerprint of a certificate it made, and the agent would accept that
+ * certificate as the tenant's. So the ConfigMap's name comes from the VirtualCluster's name, never from status, and
+ * it counts only when it carries LABEL.managedBy = IDENTITY.manager and its controller owner is this
+ * VirtualCluster's uid (a ConfigMap left from a deleted VirtualCluster of the same name does not count). Writing
+ * status therefore cannot change which CA the agent trusts. The label and owner are only as strong as the rule
+ * that only the manager may write ConfigMaps carrying that label: deploy/policy/manager-scope.yaml
+ * (vc-manager-owned-objects) enforces it in the apiserver, against namespace editors as well as status writers.
  */
 export class VirtualClusterDirectory implements TenantDirectory {
   private readonly vcs: Informer<VirtualCluster>;
-  private readonly secrets: Informer<Secret>;
+  private readonly cas: Informer<ConfigMap>;
   private readonly memo = new Map<string, { stamp: string; entry: AgentTenant | undefined }>();
 
   constructor(private readonly o: VirtualClusterDirectoryOptions) {
     this.vcs = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'vn-agent-virtualclusters' });
-    this.secrets = new Informer<Secret>({
+    this.cas = new Informer<ConfigMap>({
       client: o.meta,
-      resource: R.secrets,
+      resource: R.configmaps,
       labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
-      name: 'vn-agent-kubeconfig-secrets',
+      name: 'vn-agent-tenant-cas',
     });
   }
 
   async start(): Promise<void> {
     this.vcs.start();
-    this.secrets.start();
-    await Promise.all([this.vcs.waitForSync(), this.secrets.waitForSync()]);
+    this.cas.start();
+    await Promise.all([this.vcs.waitForSync(), this.cas.waitForSync()]);
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.vcs.stop(), this.secrets.stop()]);
+    await Promise.all([this.vcs.stop(), this.cas.stop()]);
   }
 
   ready(): true | string {
     if (!this.vcs.hasSynced()) return 'VirtualCluster cache not synced';
-    if (!this.secrets.hasSynced()) return 'kubeconfig Secret cache not synced';
+    if (!this.cas.hasSynced()) return 'tenant CA ConfigMap cache not synced';
     return true;
   }
 
@@ -136,17 +137,18 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const s = vc.status;
     if (vc.metadata?.deletionTimestamp || s?.phase !== 'Running') return undefined;
     if (this.o.superCluster && vc.spec?.superCluster && vc.spec.superCluster !== this.o.superCluster) return undefined;
-    if (!s.clusterNamespace || !s.kubeletClientCertFingerprint || !s.kubeconfigSecretName) return undefined;
-    const secret = this.secrets.get(`${vc.metadata?.namespace}/${s.kubeconfigSecretName}`);
-    if (!secret?.data?.kubeconfig) return undefined;
-    const stamp = `${vc.metadata?.resourceVersion}/${secret.metadata?.resourceVersion}`;
+    if (!s.clusterNamespace || !s.kubeletClientCertFingerprint || !vc.metadata?.name) return undefined;
+    const ca = this.cas.get(`${vc.metadata.namespace}/${tenantCAConfigMapName(vc.metadata.name)}`);
+    const caPem = ca?.data?.[TENANT_CA_KEY];
+    if (!caPem || !ownedByVirtualCluster(ca, vc)) return undefined;
+    const stamp = `${vc.metadata.resourceVersion}/${ca.metadata?.resourceVersion}`;
     const cached = this.memo.get(key);
     if (cached?.stamp === stamp) return cached.entry;
     let entry: AgentTenant | undefined;
     try {
       const spec: AgentTenantSpec = {
         key: s.clusterNamespace,
-        caPem: caFromKubeconfig(Buffer.from(secret.data.kubeconfig, 'base64').toString('utf8')),
+        caPem,
         fingerprint: s.kubeletClientCertFingerprint,
         vcName: vc.metadata?.name,
         vcNamespace: vc.metadata?.namespace,
@@ -156,9 +158,15 @@ export class VirtualClusterDirectory implements TenantDirectory {
       };
       entry = agentTenant(spec);
     } catch (e) {
-      log.warn({ vc: key, err: e instanceof Error ? e.message : String(e) }, 'tenant left out: its kubeconfig Secret has no usable CA');
+      log.warn({ vc: key, err: e instanceof Error ? e.message : String(e) }, 'tenant left out: its tenant CA ConfigMap has no usable CA');
     }
     this.memo.set(key, { stamp, entry });
     return entry;
   }
+}
+
+/** ownedByVirtualCluster reports whether o names vc (by uid) as its controller owner. */
+function ownedByVirtualCluster(o: KubeObject, vc: VirtualCluster): boolean {
+  const uid = vc.metadata?.uid;
+  return !!uid && !!o.metadata?.ownerReferences?.some((r) => r.kind === 'VirtualCluster' && r.controller === true && r.uid === uid);
 }

@@ -416,11 +416,16 @@ describe('vn-agent: tenant kubectl logs/exec/attach/port-forward through real ap
       metadata: { name: 'a', namespace: 'team-a' },
       spec: { provisioner: { type: 'local' } },
     });
-    await t.client.create(R.secrets, {
+    await t.client.create(R.configmaps, {
       apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'a-kubeconfig', namespace: 'team-a', labels: { [LABEL.managedBy]: 'vc-manager' } },
-      data: { kubeconfig: Buffer.from(readFileSync(cpA.kubeconfigPath, 'utf8')).toString('base64') },
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'a-tenant-ca',
+        namespace: 'team-a',
+        labels: { [LABEL.managedBy]: 'vc-manager' },
+        ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid: vc.metadata?.uid, controller: true }],
+      },
+      data: { 'ca.crt': cpA.caPem },
     });
     const setStatus = (phase: string) =>
       t.client.patch(
