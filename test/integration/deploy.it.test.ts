@@ -3,16 +3,18 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeObject, Resource } from '../../core/kube/client.ts';
+import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs, managerIdentity } from '../../core/programs/embedded/embedded.ts';
+import { LABEL } from '../../core/names/names.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
-import { startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { ensureNamespace, refusedBy, serviceAccountClient } from '../identities.ts';
 
 const deployDir = join(import.meta.dirname, '../../deploy');
 const byKind: Record<string, Resource> = Object.fromEntries(
-  [...Object.values(R), GITSOURCES, { group: 'networking.k8s.io', version: 'v1', resource: 'networkpolicies', kind: 'NetworkPolicy', namespaced: true }].map((r) => [r.kind, r]),
+  [...Object.values(R), GITSOURCES].map((r) => [r.kind, r]),
 );
 
 function documents(file: string, text: string): Array<{ file: string; object: KubeObject }> {
@@ -51,21 +53,31 @@ function extras(): Array<{ file: string; object: KubeObject }> {
   return out;
 }
 
-describe('deploy/ for a real cluster', () => {
-  let t: TestSuper;
-  beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1 });
-    await applyCRDs(t.sc);
-    // Dry-run of namespaced objects needs their namespaces to exist.
-    for (const ns of ['vc-system', 'tenants']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-  });
-  afterAll(async () => {
-    await t?.stop();
-  });
+let t: TestSuper;
+beforeAll(async () => {
+  t = await startTestSuper({ nodes: 1 });
+  await applyCRDs(t.sc);
+  // Dry-run of namespaced objects needs their namespaces to exist.
+  for (const ns of ['vc-system', 'tenants']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+});
+afterAll(async () => {
+  await t?.stop();
+});
 
-  it('installs the CRDs, namespace, RBAC, manager Deployment and vn-agent DaemonSet with one kustomization', () => {
+describe('deploy/ for a real cluster', () => {
+  it('installs the CRDs, namespace, RBAC, admission and network policies, manager and vn-agent with one kustomization', () => {
     const kinds = installed().map((m) => m.object.kind);
-    for (const k of ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'DaemonSet']) {
+    for (const k of [
+      'Namespace',
+      'CustomResourceDefinition',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Deployment',
+      'DaemonSet',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+      'NetworkPolicy',
+    ]) {
       expect(kinds, k).toContain(k);
     }
     expect(kinds.indexOf('Namespace')).toBeLessThan(kinds.indexOf('Deployment'));
@@ -89,5 +101,191 @@ describe('deploy/ for a real cluster', () => {
       }
     }
     expect(rejected).toEqual([]);
+  });
+});
+
+const OUTSIDE = /vc-manager may write \w+ only in namespaces labelled tenancy\.x-k8s\.io\/cluster/;
+const secret = (namespace: string, name: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace, ...extra },
+  stringData: { k: 'v' },
+});
+const pod = (namespace: string, name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace },
+  spec: { containers: [{ name: 'c', image: 'busybox' }] },
+});
+
+describe('deploy/policy: the manager writes only in tenant namespaces', () => {
+  let byCert: KubeClient;
+  let bySA: KubeClient;
+  let vcUid: string;
+  beforeAll(async () => {
+    byCert = await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system'));
+    bySA = await serviceAccountClient(t.sc, 'vc-system', 'vc-manager');
+    await ensureNamespace(t.client, 'tenant-root', { [LABEL.cluster]: 'tenant-root', [LABEL.managedBy]: 'vc-manager' });
+    const vc = await t.client.create<KubeObject>(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'a', namespace: 'tenants' },
+      spec: { provisioner: { type: 'local' } },
+    });
+    vcUid = vc.metadata!.uid!;
+    await eventually(() => t.client.get(R.serviceaccounts, 'tenant-root', 'default'));
+    // The apiserver starts enforcing a new policy within a second or two.
+    await eventually(() => refusedBy(() => byCert.create(R.secrets, secret('default', 'probe')), OUTSIDE), 30_000);
+  });
+
+  it('refuses both manager identities in default and kube-system with the policy\'s message', async () => {
+    for (const [who, c] of [
+      ['certificate', byCert],
+      ['ServiceAccount', bySA],
+    ] as const) {
+      for (const ns of ['default', 'kube-system']) {
+        await expect(refusedBy(() => c.create(R.secrets, secret(ns, `s-${who.toLowerCase()}`)), OUTSIDE), `${who} Secret ${ns}`).resolves.toMatch(
+          new RegExp(`${ns} is not a tenant namespace`),
+        );
+        await expect(refusedBy(() => c.create(R.pods, pod(ns, `p-${who.toLowerCase()}`)), OUTSIDE), `${who} Pod ${ns}`).resolves.toContain('pods');
+      }
+    }
+    // The admin is not bound by it.
+    await t.client.create(R.secrets, secret('default', 'by-admin'));
+  });
+
+  it('lets both identities create, update and delete in a labelled tenant namespace', async () => {
+    for (const [who, c] of [
+      ['cert', byCert],
+      ['sa', bySA],
+    ] as const) {
+      await c.create(R.secrets, secret('tenant-root', `s-${who}`));
+      await c.create(R.pods, pod('tenant-root', `p-${who}`));
+      await c.apply(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c-${who}`, namespace: 'tenant-root' }, data: { a: 'b' } }, 'vc-manager');
+      await c.patch(R.secrets, 'tenant-root', `s-${who}`, { metadata: { labels: { x: 'y' } } }, 'merge');
+      expect(await c.delete(R.secrets, 'tenant-root', `s-${who}`)).toBe(true);
+    }
+  });
+
+  it('keeps the manager to labelled namespaces and their label', async () => {
+    const ns = (name: string, labels?: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
+    await byCert.create(R.namespaces, ns('tenant-made', { [LABEL.cluster]: 'tenant-root' }));
+    await refusedBy(() => byCert.create(R.namespaces, ns('plain-made')), /may create only namespaces labelled tenancy\.x-k8s\.io\/cluster/);
+    await refusedBy(
+      () => byCert.patch(R.namespaces, undefined, 'tenant-made', { metadata: { labels: { [LABEL.cluster]: null } } }, 'merge'),
+      /may not remove or change the label/,
+    );
+    await refusedBy(
+      () => bySA.patch(R.namespaces, undefined, 'tenant-made', { metadata: { labels: { [LABEL.cluster]: 'other-tenant' } } }, 'merge'),
+      /may not remove or change the label/,
+    );
+    await ensureNamespace(t.client, 'plain');
+    await refusedBy(() => byCert.patch(R.namespaces, undefined, 'plain', { metadata: { labels: { [LABEL.cluster]: 'x' } } }, 'merge'), /may not change namespace plain/);
+    await refusedBy(() => bySA.delete(R.namespaces, undefined, 'plain'), /may not delete namespace plain/);
+    expect(await byCert.delete(R.namespaces, undefined, 'tenant-made')).toBe(true);
+  });
+
+  it('lets the manager write the kubeconfig Secret and tenant CA ConfigMap beside their VirtualCluster, nothing else there', async () => {
+    const owner = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid: vcUid, controller: true };
+    const meta = { labels: { [LABEL.managedBy]: 'vc-manager' }, ownerReferences: [owner] };
+    await byCert.apply(R.secrets, secret('tenants', 'a-kubeconfig', meta), 'vc-manager');
+    await byCert.apply(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a-tenant-ca', namespace: 'tenants', ...meta }, data: { 'ca.crt': 'x' } }, 'vc-manager');
+    await refusedBy(() => byCert.create(R.secrets, secret('tenants', 'b-kubeconfig', meta)), OUTSIDE);
+    await refusedBy(() => byCert.create(R.secrets, secret('tenants', 'a-kubeconfig-2', meta)), OUTSIDE);
+    await refusedBy(() => byCert.create(R.secrets, secret('kube-system', 'a-kubeconfig', meta)), OUTSIDE);
+    // Taking over a Secret it did not write: the old object must already be its own.
+    await t.client.create(R.secrets, secret('tenants', 'b-kubeconfig'));
+    await refusedBy(() => byCert.apply(R.secrets, secret('tenants', 'b-kubeconfig', { ...meta, ownerReferences: [{ ...owner, name: 'b' }] }), 'vc-manager'), OUTSIDE);
+    expect(await byCert.delete(R.secrets, 'tenants', 'a-kubeconfig')).toBe(true);
+  });
+
+  it('lets nobody but the manager write a ConfigMap or Secret labelled as the manager\'s', async () => {
+    const labels = { [LABEL.managedBy]: 'vc-manager' };
+    await refusedBy(
+      () => t.client.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a2-tenant-ca', namespace: 'tenants', labels }, data: {} }),
+      /only vc-manager may write configmaps labelled tenancy\.x-k8s\.io\/managed-by=vc-manager/,
+    );
+    await refusedBy(() => t.client.patch(R.configmaps, 'tenants', 'a-tenant-ca', { data: { 'ca.crt': 'forged' } }, 'merge'), /only vc-manager may write configmaps/);
+    await refusedBy(() => t.client.create(R.secrets, secret('default', 'x', { labels })), /only vc-manager may write secrets/);
+    expect(await t.client.delete(R.configmaps, 'tenants', 'a-tenant-ca')).toBe(true);
+  });
+});
+
+interface Peer {
+  namespaceLabels: Record<string, string>;
+  podLabels: Record<string, string>;
+}
+interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: unknown[];
+}
+interface NetworkPolicy extends KubeObject {
+  spec: {
+    podSelector: LabelSelector;
+    policyTypes?: string[];
+    ingress?: Array<{ from?: Array<{ namespaceSelector?: LabelSelector; podSelector?: LabelSelector }>; ports?: Array<{ port?: number }> }>;
+  };
+}
+
+const selects = (sel: LabelSelector | undefined, labels: Record<string, string>): boolean => {
+  if (sel?.matchExpressions?.length) throw new Error('matchExpressions: extend this evaluator');
+  return Object.entries(sel?.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+};
+
+/**
+ * admits evaluates NetworkPolicy ingress semantics for one connection into vc-system: allowed when no policy selects
+ * the target Pod, otherwise when one rule of a selecting policy admits the peer and port.
+ */
+function admits(policies: NetworkPolicy[], targetPod: Record<string, string>, port: number, from: Peer, fromNamespace: string): boolean {
+  const selecting = policies.filter((p) => (p.spec.policyTypes ?? ['Ingress']).includes('Ingress') && selects(p.spec.podSelector, targetPod));
+  if (!selecting.length) return true;
+  return selecting.some((p) =>
+    (p.spec.ingress ?? []).some(
+      (rule) =>
+        (!rule.ports?.length || rule.ports.some((x) => x.port === port)) &&
+        (!rule.from?.length ||
+          rule.from.some((peer) =>
+            peer.namespaceSelector
+              ? selects(peer.namespaceSelector, from.namespaceLabels) && (!peer.podSelector || selects(peer.podSelector, from.podLabels))
+              : fromNamespace === 'vc-system' && selects(peer.podSelector, from.podLabels),
+          )),
+    ),
+  );
+}
+
+describe('deploy/network: who reaches the manager', () => {
+  const policies = installed()
+    .filter((m) => m.object.kind === 'NetworkPolicy')
+    .map((m) => m.object as NetworkPolicy);
+  const manager = { 'app.kubernetes.io/name': 'vc-manager' };
+  // A tenant Pod: its super namespace carries the tenant label; the syncer strips any tenancy.x-k8s.io label a
+  // tenant sets, so it cannot carry the platform's labels.
+  const tenant: Peer = { namespaceLabels: { [LABEL.cluster]: 'team-a-1a2b3c-dev', 'kubernetes.io/metadata.name': 'team-a-1a2b3c-dev-default' }, podLabels: { app: 'x' } };
+  const prometheus: Peer = { namespaceLabels: { 'tenancy.x-k8s.io/monitoring': 'true' }, podLabels: { app: 'prometheus' } };
+  const ingress: Peer = { namespaceLabels: { 'tenancy.x-k8s.io/ingress': 'true' }, podLabels: { app: 'ingress-nginx' } };
+  const neighbour: Peer = { namespaceLabels: { 'kubernetes.io/metadata.name': 'vc-system' }, podLabels: { app: 'other' } };
+
+  it.each([
+    ['a tenant Pod', 'team-a-1a2b3c-dev-default', 9292, false, tenant],
+    ['a tenant Pod', 'team-a-1a2b3c-dev-default', 8080, false, tenant],
+    ['Prometheus', 'monitoring', 8080, true, prometheus],
+    ['Prometheus', 'monitoring', 9292, false, prometheus],
+    ['the ingress controller', 'ingress', 9292, true, ingress],
+    ['the ingress controller', 'ingress', 8080, false, ingress],
+    ['another Pod', 'vc-system', 8080, false, neighbour],
+  ] as const)('%s in namespace %s -> manager port %i: allowed %s', (_who, ns, port, allowed, peer) => {
+    expect(admits(policies, manager, port, peer, ns)).toBe(allowed);
+  });
+
+  it('puts the vn-agent ops port on loopback (host network: no NetworkPolicy applies)', () => {
+    const ds = installed().find((m) => m.object.kind === 'DaemonSet')!.object as KubeObject & {
+      spec: { template: { spec: { hostNetwork?: boolean; containers: Array<{ livenessProbe: { httpGet: { host?: string } } }> } } };
+    };
+    const cm = installed().find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === 'vc-vn-agent')!.object as KubeObject & {
+      data: Record<string, string>;
+    };
+    expect(ds.spec.template.spec.hostNetwork).toBe(true);
+    expect(cm.data['vn-agent.yaml']).toMatch(/ops: \{ host: 127\.0\.0\.1, port: 10551 \}/);
+    expect(ds.spec.template.spec.containers[0]!.livenessProbe.httpGet.host).toBe('127.0.0.1');
   });
 });
