@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs, managerIdentity } from '../../core/embedded/embedded.ts';
+import { applyCRDs, managerIdentity } from '../../core/programs/embedded/embedded.ts';
 import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { tenantCAConfigMapName, TENANT_CA_KEY } from '../../core/lifecycle/types.ts';
@@ -43,7 +43,15 @@ async function applyFile(c: KubeClient, file: string): Promise<void> {
 function viaAgent(port: number, cert: CertKeyPair): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = https.request(
-      { host: '127.0.0.1', port, path: '/containerLogs/default/app/c', rejectUnauthorized: false, agent: false, cert: cert.certPem, key: cert.keyPem },
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/containerLogs/default/app/c',
+        rejectUnauthorized: false,
+        agent: false,
+        cert: cert.certPem,
+        key: cert.keyPem,
+      },
       (res) => {
         let body = '';
         res.on('data', (c: Buffer) => (body += c.toString()));
@@ -68,10 +76,12 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
   /** superState lists what the attempts must not change: the super's own namespaces and what is in them. */
   const superState = async (): Promise<string> => {
     const out: string[] = [];
-    for (const ns of (await t.client.list(R.namespaces)).items) out.push(`ns ${ns.metadata?.name} ${JSON.stringify(ns.metadata?.labels ?? {})}`);
+    for (const ns of (await t.client.list(R.namespaces)).items)
+      out.push(`ns ${ns.metadata?.name} ${JSON.stringify(ns.metadata?.labels ?? {})}`);
     for (const ns of ['default', 'kube-system', 'vc-system']) {
       for (const r of [R.secrets, R.pods, R.configmaps]) {
-        for (const o of (await t.client.list(r, { namespace: ns })).items) out.push(`${r.resource} ${ns}/${o.metadata?.name} ${o.metadata?.resourceVersion}`);
+        for (const o of (await t.client.list(r, { namespace: ns })).items)
+          out.push(`${r.resource} ${ns}/${o.metadata?.name} ${o.metadata?.resourceVersion}`);
       }
     }
     return out.sort().join('\n');
@@ -85,17 +95,26 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     bySA = await serviceAccountClient(t.sc, 'vc-system', 'vc-manager');
     agentClient = await serviceAccountClient(t.sc, 'vc-system', 'vc-vn-agent');
     await ensureNamespace(t.client, 'plain');
-    await ensureNamespace(t.client, 'tenant-root', { [LABEL.cluster]: 'tenant-root', [LABEL.managedBy]: IDENTITY.manager });
+    await ensureNamespace(t.client, 'tenant-root', {
+      [LABEL.cluster]: 'tenant-root',
+      [LABEL.managedBy]: IDENTITY.manager,
+    });
     // S: writes VirtualCluster status anywhere, and edits ConfigMaps and Secrets in its own namespace.
     await ensureNamespace(t.client, NS);
-    await t.client.apply(R.serviceaccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'hostile', namespace: NS } }, 'test');
+    await t.client.apply(
+      R.serviceaccounts,
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'hostile', namespace: NS } },
+      'test',
+    );
     await t.client.apply(
       R.clusterroles,
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'ClusterRole',
         metadata: { name: 'status-writer' },
-        rules: [{ apiGroups: ['tenancy.x-k8s.io'], resources: ['virtualclusters/status'], verbs: ['get', 'update', 'patch'] }],
+        rules: [
+          { apiGroups: ['tenancy.x-k8s.io'], resources: ['virtualclusters/status'], verbs: ['get', 'update', 'patch'] },
+        ],
       },
       'test',
     );
@@ -117,7 +136,13 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'Role',
         metadata: { name: 'hostile-edit', namespace: NS },
-        rules: [{ apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }],
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['configmaps', 'secrets'],
+            verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+          },
+        ],
       },
       'test',
     );
@@ -135,7 +160,19 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     hostile = await serviceAccountClient(t.sc, NS, 'hostile');
     // Pods are admitted only once their ServiceAccount exists: wait, so that the policy is what refuses them.
     await eventually(() => t.client.get(R.serviceaccounts, 'default', 'default'));
-    await eventually(() => refusedBy(() => byCert.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'probe', namespace: 'default' } }), OUTSIDE), 30_000);
+    await eventually(
+      () =>
+        refusedBy(
+          () =>
+            byCert.create(R.secrets, {
+              apiVersion: 'v1',
+              kind: 'Secret',
+              metadata: { name: 'probe', namespace: 'default' },
+            }),
+          OUTSIDE,
+        ),
+      30_000,
+    );
     before = await superState();
   });
 
@@ -146,7 +183,12 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
   });
 
   it('refuses the manager outside tenant namespaces, whichever identity it runs as', async () => {
-    const secret = (ns: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'stolen', namespace: ns }, stringData: { k: 'v' } });
+    const secret = (ns: string): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'stolen', namespace: ns },
+      stringData: { k: 'v' },
+    });
     const pod = (ns: string): KubeObject => ({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -157,32 +199,72 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
       ['certificate', byCert],
       ['ServiceAccount', bySA],
     ] as const) {
-      await attempts.attempt(`manager (${who}) writes a Secret into kube-system`, () => refusedBy(() => c.create(R.secrets, secret('kube-system')), OUTSIDE));
-      await attempts.attempt(`manager (${who}) runs a Pod in default`, () => refusedBy(() => c.create(R.pods, pod('default')), OUTSIDE));
+      await attempts.attempt(`manager (${who}) writes a Secret into kube-system`, () =>
+        refusedBy(() => c.create(R.secrets, secret('kube-system')), OUTSIDE),
+      );
+      await attempts.attempt(`manager (${who}) runs a Pod in default`, () =>
+        refusedBy(() => c.create(R.pods, pod('default')), OUTSIDE),
+      );
       await attempts.attempt(`manager (${who}) overwrites a ConfigMap in kube-system`, () =>
-        refusedBy(() => c.patch(R.configmaps, 'kube-system', 'kube-root-ca.crt', { data: { 'ca.crt': 'x' } }, 'merge'), OUTSIDE),
-      );
-      await attempts.attempt(`manager (${who}) deletes a ServiceAccount in vc-system`, () => refusedBy(() => c.delete(R.serviceaccounts, 'vc-system', 'vc-vn-agent'), OUTSIDE));
-      await attempts.attempt(`manager (${who}) claims kube-system as a tenant namespace`, () =>
-        refusedBy(() => c.patch(R.namespaces, undefined, 'kube-system', { metadata: { labels: { [LABEL.cluster]: 'tenant-root' } } }, 'merge'), /may not change namespace kube-system/),
-      );
-      await attempts.attempt(`manager (${who}) deletes an unlabelled namespace`, () => refusedBy(() => c.delete(R.namespaces, undefined, 'plain'), /may not delete namespace plain/));
-      await attempts.attempt(`manager (${who}) strips the tenant label off a tenant namespace`, () =>
-        refusedBy(() => c.patch(R.namespaces, undefined, 'tenant-root', { metadata: { labels: { [LABEL.cluster]: null } } }, 'merge'), /may not remove or change the label/),
-      );
-      await attempts.attempt(`manager (${who}) creates an unlabelled namespace`, () =>
-        refusedBy(() => c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-evil' } }), /may create only namespaces labelled/),
-      );
-      await attempts.attempt(`manager (${who}) writes a "kubeconfig" Secret in default that no VirtualCluster owns`, () =>
         refusedBy(
-          () =>
-            c.create(R.secrets, {
-              apiVersion: 'v1',
-              kind: 'Secret',
-              metadata: { name: 'x-kubeconfig', namespace: 'default', labels: { [LABEL.managedBy]: IDENTITY.manager } },
-            }),
+          () => c.patch(R.configmaps, 'kube-system', 'kube-root-ca.crt', { data: { 'ca.crt': 'x' } }, 'merge'),
           OUTSIDE,
         ),
+      );
+      await attempts.attempt(`manager (${who}) deletes a ServiceAccount in vc-system`, () =>
+        refusedBy(() => c.delete(R.serviceaccounts, 'vc-system', 'vc-vn-agent'), OUTSIDE),
+      );
+      await attempts.attempt(`manager (${who}) claims kube-system as a tenant namespace`, () =>
+        refusedBy(
+          () =>
+            c.patch(
+              R.namespaces,
+              undefined,
+              'kube-system',
+              { metadata: { labels: { [LABEL.cluster]: 'tenant-root' } } },
+              'merge',
+            ),
+          /may not change namespace kube-system/,
+        ),
+      );
+      await attempts.attempt(`manager (${who}) deletes an unlabelled namespace`, () =>
+        refusedBy(() => c.delete(R.namespaces, undefined, 'plain'), /may not delete namespace plain/),
+      );
+      await attempts.attempt(`manager (${who}) strips the tenant label off a tenant namespace`, () =>
+        refusedBy(
+          () =>
+            c.patch(
+              R.namespaces,
+              undefined,
+              'tenant-root',
+              { metadata: { labels: { [LABEL.cluster]: null } } },
+              'merge',
+            ),
+          /may not remove or change the label/,
+        ),
+      );
+      await attempts.attempt(`manager (${who}) creates an unlabelled namespace`, () =>
+        refusedBy(
+          () => c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-evil' } }),
+          /may create only namespaces labelled/,
+        ),
+      );
+      await attempts.attempt(
+        `manager (${who}) writes a "kubeconfig" Secret in default that no VirtualCluster owns`,
+        () =>
+          refusedBy(
+            () =>
+              c.create(R.secrets, {
+                apiVersion: 'v1',
+                kind: 'Secret',
+                metadata: {
+                  name: 'x-kubeconfig',
+                  namespace: 'default',
+                  labels: { [LABEL.managedBy]: IDENTITY.manager },
+                },
+              }),
+            OUTSIDE,
+          ),
       );
     }
   });
@@ -194,24 +276,44 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
       ['watch', undefined],
       ['list', 'kube-system'],
     ] as const) {
-      await attempts.attempt(`vn-agent may ${verb} secrets${namespace ? ` in ${namespace}` : ' cluster-wide'} (SelfSubjectAccessReview)`, async () => {
-        const r = await canI(agentClient, { verb, resource: 'secrets', namespace });
-        if (r.allowed) throw new Error(`the vn-agent may ${verb} secrets`);
-        return `not allowed${r.reason ? `: ${r.reason}` : ''}`;
-      });
+      await attempts.attempt(
+        `vn-agent may ${verb} secrets${namespace ? ` in ${namespace}` : ' cluster-wide'} (SelfSubjectAccessReview)`,
+        async () => {
+          const r = await canI(agentClient, { verb, resource: 'secrets', namespace });
+          if (r.allowed) throw new Error(`the vn-agent may ${verb} secrets`);
+          return `not allowed${r.reason ? `: ${r.reason}` : ''}`;
+        },
+      );
     }
-    await attempts.attempt('vn-agent reads the kubelet client Secret', () => refusedBy(() => agentClient.list(R.secrets, { namespace: 'vc-system' }), RBAC_DENIED));
-    await attempts.attempt('vn-agent reads the admin token of kube-system', () => refusedBy(() => agentClient.list(R.secrets, { namespace: 'kube-system' }), RBAC_DENIED));
+    await attempts.attempt('vn-agent reads the kubelet client Secret', () =>
+      refusedBy(() => agentClient.list(R.secrets, { namespace: 'vc-system' }), RBAC_DENIED),
+    );
+    await attempts.attempt('vn-agent reads the admin token of kube-system', () =>
+      refusedBy(() => agentClient.list(R.secrets, { namespace: 'kube-system' }), RBAC_DENIED),
+    );
     await attempts.attempt('vn-agent writes a tenant CA ConfigMap', () =>
       refusedBy(
-        () => agentClient.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a-tenant-ca', namespace: NS }, data: { 'ca.crt': 'x' } }),
+        () =>
+          agentClient.create(R.configmaps, {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'a-tenant-ca', namespace: NS },
+            data: { 'ca.crt': 'x' },
+          }),
         RBAC_DENIED,
       ),
     );
-    await attempts.attempt('vn-agent changes a Pod', () => refusedBy(() => agentClient.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: NS } }), RBAC_DENIED));
+    await attempts.attempt('vn-agent changes a Pod', () =>
+      refusedBy(
+        () => agentClient.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: NS } }),
+        RBAC_DENIED,
+      ),
+    );
     // What it does need, it has.
     expect((await canI(agentClient, { verb: 'watch', resource: 'configmaps' })).allowed).toBe(true);
-    expect((await canI(agentClient, { verb: 'list', resource: 'virtualclusters', group: 'tenancy.x-k8s.io' })).allowed).toBe(true);
+    expect(
+      (await canI(agentClient, { verb: 'list', resource: 'virtualclusters', group: 'tenancy.x-k8s.io' })).allowed,
+    ).toBe(true);
   });
 
   it('refuses a certificate from a CA that a status writer forged, whatever status says', async () => {
@@ -223,7 +325,12 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     });
     const uid = vc.metadata!.uid!;
     const tenantCA = await createCA('tenant-a-ca', 1);
-    const real = await issueCert(tenantCA, { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'], usages: ['client'], validityDays: 1 });
+    const real = await issueCert(tenantCA, {
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
+      usages: ['client'],
+      validityDays: 1,
+    });
     // What the manager writes: the tenant CA beside the VirtualCluster, then status.
     await byCert.apply(
       R.configmaps,
@@ -234,20 +341,32 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
           name: tenantCAConfigMapName('a'),
           namespace: NS,
           labels: { [LABEL.managedBy]: IDENTITY.manager },
-          ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid, controller: true }],
+          ownerReferences: [
+            { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid, controller: true },
+          ],
         },
         data: { [TENANT_CA_KEY]: tenantCA.certPem },
       },
       IDENTITY.manager,
     );
-    const writeStatus = (c: KubeClient, status: Record<string, unknown>) => c.patch(R.virtualclusters, NS, 'a', { status }, 'merge', { subresource: 'status' });
-    await writeStatus(byCert, { phase: 'Running', clusterNamespace: rootNamespace(NS, 'a', uid), kubeletClientCertFingerprint: fingerprintSha256(real.certPem) });
+    const writeStatus = (c: KubeClient, status: Record<string, unknown>) =>
+      c.patch(R.virtualclusters, NS, 'a', { status }, 'merge', { subresource: 'status' });
+    await writeStatus(byCert, {
+      phase: 'Running',
+      clusterNamespace: rootNamespace(NS, 'a', uid),
+      kubeletClientCertFingerprint: fingerprintSha256(real.certPem),
+    });
 
     const servingCA = await createCA('vn-agent-serving', 1);
     agent = await startVnAgent({
       host: '127.0.0.1',
       port: 0,
-      serving: await issueCert(servingCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 }),
+      serving: await issueCert(servingCA, {
+        commonName: 'vc-vn-agent',
+        ipAddresses: ['127.0.0.1'],
+        usages: ['server'],
+        validityDays: 1,
+      }),
       // The agent runs with its own ServiceAccount: deploy/vn-agent RBAC, no Secrets.
       directory: new VirtualClusterDirectory({ meta: agentClient }),
       superView: new InformerSuperView({ client: agentClient }),
@@ -259,29 +378,52 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     await eventually(async () => expect((await viaAgent(port, real)).status).toBe(403));
 
     const forgedCA = await createCA('tenant-a-ca', 1);
-    const forged = await issueCert(forgedCA, { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'], usages: ['client'], validityDays: 1 });
+    const forged = await issueCert(forgedCA, {
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
+      usages: ['client'],
+      validityDays: 1,
+    });
     const unauthenticated = async (): Promise<string> => {
       const r = await viaAgent(port, forged);
       if (r.status !== 401) throw new Error(`the forged certificate got ${r.status}: ${r.body}`);
       return r.body.trim();
     };
 
-    await attempts.attempt('S points status at a forged certificate (fingerprint) and a kubeconfig Secret of its own', async () => {
-      await hostile.create(R.secrets, {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'forged-kubeconfig', namespace: NS },
-        stringData: { kubeconfig: 'apiVersion: v1\nkind: Config\n', 'ca.crt': forgedCA.certPem },
-      });
-      await writeStatus(hostile, { kubeletClientCertFingerprint: fingerprintSha256(forged.certPem), kubeconfigSecretName: 'forged-kubeconfig' });
-      // Once the directory sees the new status, the real certificate no longer matches it; then try the forged one.
-      await eventually(async () => expect((await viaAgent(port, real)).body).toMatch(/is not its apiserver kubelet client certificate/));
-      return unauthenticated();
-    });
-    await attempts.attempt('S plants its CA in the tenant CA ConfigMap', () =>
-      refusedBy(() => hostile.patch(R.configmaps, NS, tenantCAConfigMapName('a'), { data: { [TENANT_CA_KEY]: forgedCA.certPem } }, 'merge'), /only vc-manager may write configmaps/),
+    await attempts.attempt(
+      'S points status at a forged certificate (fingerprint) and a kubeconfig Secret of its own',
+      async () => {
+        await hostile.create(R.secrets, {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'forged-kubeconfig', namespace: NS },
+          stringData: { kubeconfig: 'apiVersion: v1\nkind: Config\n', 'ca.crt': forgedCA.certPem },
+        });
+        await writeStatus(hostile, {
+          kubeletClientCertFingerprint: fingerprintSha256(forged.certPem),
+          kubeconfigSecretName: 'forged-kubeconfig',
+        });
+        // Once the directory sees the new status, the real certificate no longer matches it; then try the forged one.
+        await eventually(async () =>
+          expect((await viaAgent(port, real)).body).toMatch(/is not its apiserver kubelet client certificate/),
+        );
+        return unauthenticated();
+      },
     );
-    await attempts.attempt('S replaces the tenant CA ConfigMap with its own, labelled as the manager\'s', async () => {
+    await attempts.attempt('S plants its CA in the tenant CA ConfigMap', () =>
+      refusedBy(
+        () =>
+          hostile.patch(
+            R.configmaps,
+            NS,
+            tenantCAConfigMapName('a'),
+            { data: { [TENANT_CA_KEY]: forgedCA.certPem } },
+            'merge',
+          ),
+        /only vc-manager may write configmaps/,
+      ),
+    );
+    await attempts.attempt("S replaces the tenant CA ConfigMap with its own, labelled as the manager's", async () => {
       await hostile.delete(R.configmaps, NS, tenantCAConfigMapName('a'));
       const reason = await refusedBy(
         () =>
@@ -292,7 +434,9 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
               name: tenantCAConfigMapName('a'),
               namespace: NS,
               labels: { [LABEL.managedBy]: IDENTITY.manager },
-              ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid, controller: true }],
+              ownerReferences: [
+                { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid, controller: true },
+              ],
             },
             data: { [TENANT_CA_KEY]: forgedCA.certPem },
           }),
@@ -308,7 +452,9 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
         metadata: {
           name: tenantCAConfigMapName('a'),
           namespace: NS,
-          ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid, controller: true }],
+          ownerReferences: [
+            { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid, controller: true },
+          ],
         },
         data: { [TENANT_CA_KEY]: forgedCA.certPem },
       });
