@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import type { Plugin } from './contract.ts';
+import { PLUGIN_API_VERSION, type Plugin } from './contract.ts';
 import { PluginHost } from './host.ts';
 
 const sandbox = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
 const good = (name: string, extra: Record<string, unknown> = {}): Plugin =>
   ({
-    manifest: { name, version: '1.0.0', direction: 'down', sourceOfTruth: 'tenant', processes: ['manager'], resource: { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true }, ...extra },
+    manifest: { apiVersion: PLUGIN_API_VERSION, name, version: '1.0.0', direction: 'down', sourceOfTruth: 'tenant', processes: ['manager'], resource: { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true }, ...extra },
     toSuper: () => ({ object: null }),
   }) as unknown as Plugin;
 
@@ -35,7 +35,7 @@ describe('plugin host', () => {
   it.each([
     ['a duplicate name', [good('x'), good('x')], /already loaded/],
     ['a resource plugin with no transform', [{ manifest: good('y').manifest }], /must implement toSuper\(\) or toTenant\(\)/],
-    ['a mutator of an unknown plugin', [{ manifest: { name: 'm', version: '1.0.0', direction: 'mutator', mutates: 'nope', sourceOfTruth: 'tenant', processes: ['manager'] }, mutate: () => ({ object: null }) }], /mutates unknown plugin "nope"/],
+    ['a mutator of an unknown plugin', [{ manifest: { apiVersion: PLUGIN_API_VERSION, name: 'm', version: '1.0.0', direction: 'mutator', mutates: 'nope', sourceOfTruth: 'tenant', processes: ['manager'] }, mutate: () => ({ object: null }) }], /mutates unknown plugin "nope"/],
   ])('refuses %s', async (_, builtins, reason) => {
     const h = await PluginHost.load({ process: 'manager', builtins: builtins as Plugin[] });
     expect(h.failures.map((f) => f.reason).join('\n')).toMatch(reason);

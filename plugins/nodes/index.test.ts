@@ -226,6 +226,7 @@ describe('nodes plugin: route', () => {
 describe('nodes plugin: manifest', () => {
   it('owns core/v1 nodes, up from the super, and is the default export', () => {
     expect(nodesPlugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'nodes',
       version: '0.1.0',
       description: expect.any(String),

@@ -1,16 +1,14 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX, provenanceOf } from '../../core/names/names.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone } from '../../core/plugins/helpers.ts';
 import type { Pod } from '../pods/types.ts';
+import { clone, type Decision, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, VN_AGENT_PORT } from '../sdk/src/index.ts';
 
 /** VNODE_LABEL marks a tenant Node as a vNode the syncer mirrors from a super node. */
 export const VNODE_LABEL = `${PREFIX}/vnode`;
 /** EMPTY_SINCE_ANN records on a vNode when the tenant's last Pod left it (ISO time). */
 export const EMPTY_SINCE_ANN = `${PREFIX}/empty-since`;
 /** DEFAULT_VN_AGENT_PORT is the vn-agent port a vNode advertises as its kubelet endpoint. */
-export const DEFAULT_VN_AGENT_PORT = 10550;
+export const DEFAULT_VN_AGENT_PORT = VN_AGENT_PORT;
 /** PODS_BY_NODE is the super index of Pods by node name that route() reads: the tenants with Pods on a node. */
 export const PODS_BY_NODE = 'nodes/pods-by-node';
 /** DEFAULT_GRACE_SECONDS is how long an empty vNode is kept before it is deleted. */
@@ -101,6 +99,7 @@ function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
  */
 export const nodesPlugin: ResourcePlugin<Node> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'nodes',
     version: '0.1.0',
     description: 'vNodes: tenant mirrors of the super nodes running its Pods, served by the vn-agent',

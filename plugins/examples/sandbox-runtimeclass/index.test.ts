@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CacheReader, Decision, Effect, PluginContext } from '../../../core/plugins/contract.ts';
+import type { CacheReader, Decision, Effect, PluginContext } from '../../sdk/src/index.ts';
 import plugin, { sandboxRuntimeClassPlugin, type Pod } from './index.ts';
 
 const emptyCache: CacheReader = { get: () => undefined, list: () => [] };
@@ -101,6 +101,7 @@ describe('sandbox-runtimeclass manifest', () => {
   it('is a mutator of the pods plugin and the default export', () => {
     expect(plugin).toBe(sandboxRuntimeClassPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'sandbox-runtimeclass',
       version: '0.1.0',
       description: expect.any(String),

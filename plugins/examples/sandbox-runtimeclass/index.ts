@@ -1,4 +1,4 @@
-import type { Decision, MutatorPlugin, PluginContext } from '../../../core/plugins/contract.ts';
+import { type Decision, type MutatorPlugin, PLUGIN_API_VERSION, type PluginContext } from '../../sdk/src/index.ts';
 
 type KubeObject = Parameters<MutatorPlugin['mutate']>[0];
 
@@ -31,6 +31,7 @@ export function sandboxConfig(pluginConfig: Record<string, unknown> | undefined)
  */
 export const sandboxRuntimeClassPlugin: MutatorPlugin<Pod> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'sandbox-runtimeclass',
     version: '0.1.0',
     description: 'Runs the new super Pods of tenants that ask for it under a sandbox RuntimeClass.',
