@@ -110,7 +110,7 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
     };
     step('starting the vn-agent (kubelet proxy for tenants)');
     const agent = await startAgent(sc, o.stateDir);
-    cfg.virtualClusters!.defaultPluginConfig = { vnAgent: { host: '127.0.0.1', port: agent.port } };
+    cfg.virtualClusters!.defaultPluginConfig = { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } };
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
