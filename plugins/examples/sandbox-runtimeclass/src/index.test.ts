@@ -1,24 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { CacheReader, Decision, Effect, PluginContext } from '../../sdk/src/index.ts';
-import plugin, { sandboxRuntimeClassPlugin, type Pod } from './index.ts';
-
-const emptyCache: CacheReader = { get: () => undefined, list: () => [] };
-
-const contextFor = (pluginConfig?: Record<string, unknown>): PluginContext => ({
-  tenant: {
-    key: 'team-a-1a2b3c-dev',
-    vcName: 'dev',
-    vcNamespace: 'team-a',
-    vcUid: '00000000-0000-0000-0000-00000000000a',
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    ...(pluginConfig ? { pluginConfig } : {}),
-  },
-  names: { superNamespace: (ns) => `team-a-1a2b3c-dev-${ns}`, tenantNamespace: () => undefined },
-  tenantCache: emptyCache,
-  superCache: emptyCache,
-  now: new Date('2026-01-01T00:00:00Z'),
-});
+import type { Decision, Effect } from '@virtualcluster-ts/plugin-sdk';
+import { runTransforms, testTenant } from '@virtualcluster-ts/plugin-sdk/testing';
+import plugin, { CONFIG_SCHEMA, sandboxRuntimeClassPlugin, type Pod } from './index.ts';
 
 const tenantPod = (runtimeClassName?: string): Pod => ({
   apiVersion: 'v1',
@@ -91,9 +74,9 @@ const cases: Array<{ name: string; pluginConfig?: Record<string, unknown>; tenan
 
 describe('sandbox-runtimeclass mutate', () => {
   it.each(cases)('$name', (c) => {
-    const before = structuredClone(c.desired);
-    expect(sandboxRuntimeClassPlugin.mutate(c.desired, c.tenantObj, contextFor(c.pluginConfig))).toStrictEqual(c.want);
-    expect(c.desired).toStrictEqual(before);
+    // runTransforms hands the mutator the super Pod as the desired object and throws if the plugin edits its input.
+    const tenant = testTenant(c.pluginConfig ? { pluginConfig: c.pluginConfig } : {});
+    expect(runTransforms(sandboxRuntimeClassPlugin, { tenant, tenantObj: c.tenantObj, superObj: c.desired })).toStrictEqual({ down: c.want });
   });
 });
 
@@ -109,6 +92,7 @@ describe('sandbox-runtimeclass manifest', () => {
       mutates: 'pods',
       sourceOfTruth: 'tenant',
       processes: ['manager'],
+      configSchema: CONFIG_SCHEMA,
     });
   });
 });
