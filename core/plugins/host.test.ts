@@ -112,9 +112,20 @@ describe('plugin host', () => {
     expect(h.validatePluginConfig({ sandbox: { runtimeClassName: 7, extra: 1 }, sandbx: {} })).toEqual([
       'spec.pluginConfig.sandbox.extra: is not a known field',
       'spec.pluginConfig.sandbox.runtimeClassName: must be string',
-      'spec.pluginConfig.sandbx: no loaded plugin is named "sandbx" (plugins: plain, sandbox)',
+      'spec.pluginConfig.sandbx: no loaded plugin reads this key (keys: plain, sandbox)',
     ]);
     expect(h.validatePluginConfig({ sandbox: 'kata' })).toEqual(['spec.pluginConfig.sandbox: must be object']);
+  });
+
+  it('reads a plugin configuration under the configKey its manifest declares, and refuses a key taken twice', async () => {
+    const h = await PluginHost.load({
+      process: 'manager',
+      builtins: [good('sandbox-runtimeclass', { configKey: 'sandbox', configSchema: sandboxSchema }), good('other', { configKey: 'sandbox' })],
+    });
+    expect(h.names()).toEqual(['sandbox-runtimeclass']);
+    expect(h.failures[0]).toMatchObject({ plugin: 'other', reason: 'pluginConfig key "sandbox" is already the configuration of plugin sandbox-runtimeclass' });
+    expect(h.validatePluginConfig({ sandbox: { runtimeClassName: 1 } })).toEqual(['spec.pluginConfig.sandbox.runtimeClassName: must be string']);
+    expect(h.validatePluginConfig({ 'sandbox-runtimeclass': {} })).toHaveLength(1);
   });
 
   it('knows the plugins of the other process, so their configuration is not called unknown', async () => {

@@ -64,8 +64,11 @@ export interface HostOptions {
 export class PluginHost {
   readonly failures: PluginFailure[] = [];
   private readonly plugins = new Map<string, Plugin>();
-  /** every plugin with a valid manifest, active in this process or not, with its configSchema checker if any */
-  private readonly known = new Map<string, ((value: unknown) => FieldError[]) | undefined>();
+  /**
+   * the pluginConfig keys of every plugin with a valid manifest, active in this process or not: which plugin owns
+   * the key and its configSchema checker, if it declares one
+   */
+  private readonly configKeys = new Map<string, { plugin: string; check?: (value: unknown) => FieldError[] }>();
 
   private constructor(private readonly o: HostOptions) {}
 
@@ -87,11 +90,12 @@ export class PluginHost {
         h.fail(p.manifest.name, 'builtin', `mutates unknown plugin "${p.manifest.mutates}"`);
       }
     }
-    for (const [name, value] of Object.entries(o.defaultPluginConfig ?? {})) {
-      const errors = h.known.get(name)?.(value) ?? [];
-      if (!errors.length || !h.plugins.has(name)) continue;
-      h.plugins.delete(name);
-      h.fail(name, 'defaultPluginConfig', `invalid default configuration:\n${configErrorMessages(`defaultPluginConfig.${name}`, errors).join('\n')}`);
+    for (const [key, value] of Object.entries(o.defaultPluginConfig ?? {})) {
+      const owner = h.configKeys.get(key);
+      const errors = owner?.check?.(value) ?? [];
+      if (!owner || !errors.length || !h.plugins.has(owner.plugin)) continue;
+      h.plugins.delete(owner.plugin);
+      h.fail(owner.plugin, 'defaultPluginConfig', `invalid default configuration:\n${configErrorMessages(`defaultPluginConfig.${key}`, errors).join('\n')}`);
     }
     return h;
   }
@@ -110,13 +114,16 @@ export class PluginHost {
     } else if (typeof plugin.toSuper !== 'function' && typeof plugin.toTenant !== 'function') {
       return this.fail(name, source, 'a resource plugin must implement toSuper() or toTenant()');
     }
-    let checkConfig: ((value: unknown) => FieldError[]) | undefined;
+    const key = plugin.manifest.configKey ?? name;
+    const taken = this.configKeys.get(key);
+    if (taken) return this.fail(name, source, `pluginConfig key "${key}" is already the configuration of plugin ${taken.plugin}`);
+    let check: ((value: unknown) => FieldError[]) | undefined;
     try {
-      checkConfig = plugin.manifest.configSchema && compileSchema(plugin.manifest.configSchema);
+      check = plugin.manifest.configSchema && compileSchema(plugin.manifest.configSchema);
     } catch (e) {
       return this.fail(name, source, `invalid configSchema: ${e instanceof Error ? e.message : String(e)}`);
     }
-    this.known.set(name, checkConfig);
+    this.configKeys.set(key, check ? { plugin: name, check } : { plugin: name });
     if (!plugin.manifest.processes.includes(this.o.process)) return;
     this.plugins.set(name, plugin);
   }
@@ -127,17 +134,19 @@ export class PluginHost {
   }
 
   /**
-   * validatePluginConfig checks a tenant's `pluginConfig` (keyed by plugin name) against the configSchema of each
-   * plugin, and reports keys that name no loaded plugin. Messages read `<where>.<plugin>.<field>: <problem>`.
+   * validatePluginConfig checks a tenant's `pluginConfig` (keyed by plugin name, or the configKey a plugin
+   * declares) against the configSchema of each plugin, and reports keys no loaded plugin reads. Messages read
+   * `<where>.<key>.<field>: <problem>`.
    */
   validatePluginConfig(cfg: Record<string, unknown> | undefined, where = 'spec.pluginConfig'): string[] {
     const out: string[] = [];
-    for (const [name, value] of Object.entries(cfg ?? {})) {
-      if (!this.known.has(name)) {
-        out.push(`${where}.${name}: no loaded plugin is named "${name}" (plugins: ${[...this.known.keys()].sort().join(', ')})`);
+    for (const [key, value] of Object.entries(cfg ?? {})) {
+      const owner = this.configKeys.get(key);
+      if (!owner) {
+        out.push(`${where}.${key}: no loaded plugin reads this key (keys: ${[...this.configKeys.keys()].sort().join(', ')})`);
         continue;
       }
-      out.push(...configErrorMessages(`${where}.${name}`, this.known.get(name)?.(value) ?? []));
+      out.push(...configErrorMessages(`${where}.${key}`, owner.check?.(value) ?? []));
     }
     return out;
   }

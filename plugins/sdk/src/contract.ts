@@ -37,8 +37,10 @@ export interface PluginManifest {
   mutates?: string;
   /** opt-in plugins run only when the configuration or the tenant enables them */
   optIn?: boolean;
+  /** the key of this plugin's entry in `pluginConfig` (default: its name) */
+  configKey?: string;
   /**
-   * the JSON Schema (draft 2020-12) of this plugin's entry in `pluginConfig` (`pluginConfig.<name>`); the host
+   * the JSON Schema (draft 2020-12) of this plugin's entry in `pluginConfig` (`pluginConfig.<configKey>`); the host
    * validates the manager's defaults when the plugin loads and each VirtualCluster's value when it is admitted
    */
   configSchema?: Record<string, unknown>;

@@ -92,6 +92,7 @@ describe('sandbox-runtimeclass manifest', () => {
       mutates: 'pods',
       sourceOfTruth: 'tenant',
       processes: ['manager'],
+      configKey: 'sandbox',
       configSchema: CONFIG_SCHEMA,
     });
   });

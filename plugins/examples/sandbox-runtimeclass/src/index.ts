@@ -48,6 +48,7 @@ export const sandboxRuntimeClassPlugin: MutatorPlugin<Pod> = {
     mutates: 'pods',
     sourceOfTruth: 'tenant',
     processes: ['manager'],
+    configKey: 'sandbox',
     configSchema: CONFIG_SCHEMA,
   },
 
