@@ -147,7 +147,7 @@ describe('plugin host', () => {
     writeFileSync(join(pkg, 'dist', 'index.js'), `export default { manifest: ${JSON.stringify(manifest)}, toSuper: () => ({ object: null }) };\n`);
     const h = await PluginHost.load({ process: 'manager', builtins: [], thirdParty: ['@acme/vc-plugin-noop', '@acme/missing'], baseDir: join(dir, 'config') });
     expect(h.names()).toEqual(['noop']);
-    expect(h.failures).toEqual([{ plugin: '@acme/missing', source: '@acme/missing', reason: expect.stringMatching(/package @acme\/missing is not installed in .*config or a parent folder/) }]);
+    expect(h.failures).toEqual([{ plugin: '@acme/missing', source: '@acme/missing', reason: expect.stringMatching(/package @acme\/missing is not installed in .*config, a parent folder or the manager's installation/) }]);
     expect(resolvePackage('@acme/vc-plugin-noop', dir)).toBe(join(pkg, 'dist', 'index.js'));
   });
 });

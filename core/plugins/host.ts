@@ -204,16 +204,20 @@ async function importPlugin(spec: string, baseDir: string): Promise<unknown[]> {
 /**
  * resolvePackage finds the entry file of an installed npm package the way Node finds a dependency of a module in
  * `baseDir` (the configuration's folder): the nearest node_modules/<name> up the tree, then its `exports["."]`
- * (conditions import, node, default) or `main`. The host resolves names relative to the configuration, not to itself,
- * so a plugin installed next to a manager configuration is found wherever the manager is installed.
+ * (conditions import, node, default) or `main`. A plugin installed next to a manager configuration is found
+ * wherever the manager is installed; failing that, one installed into the manager's own installation (the container
+ * image's `npm install <plugin>` layer) is.
  */
 export function resolvePackage(spec: string, baseDir: string): string {
   const m = /^((?:@[^/]+\/)?[^/]+)(\/.*)?$/.exec(spec);
   if (!m) throw new Error(`"${spec}" is neither a path nor a package name`);
   const [, name, subpath] = m;
-  const dirs = createRequire(join(resolve(baseDir), 'noop.js')).resolve.paths(name!) ?? [];
+  const dirs = [
+    ...(createRequire(join(resolve(baseDir), 'noop.js')).resolve.paths(name!) ?? []),
+    ...(createRequire(import.meta.url).resolve.paths(name!) ?? []),
+  ];
   const dir = dirs.map((d) => join(d, name!)).find((d) => existsSync(join(d, 'package.json')));
-  if (!dir) throw new Error(`package ${name} is not installed in ${resolve(baseDir)} or a parent folder (npm install ${name})`);
+  if (!dir) throw new Error(`package ${name} is not installed in ${resolve(baseDir)}, a parent folder or the manager's installation (npm install ${name})`);
   return packageEntry(dir, name!, subpath, 'index.js');
 }
 

@@ -6,9 +6,9 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { TENANT_CONTROLLERS } from '../../core/local/controlplane.ts';
-import { loadManagerConfig } from '../../core/manager/config.ts';
-import { startManager, type Manager } from '../../core/manager/manager.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { loadManagerConfig } from '../../core/programs/manager/config.ts';
+import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -87,6 +87,13 @@ describe('the sandbox plugin as an installed npm package', () => {
     const superPod = await eventually(() => t.client.get<Pod>(R.pods, superNs, 'boxed'), 60_000);
     expect(superPod.spec.runtimeClassName).toBe('kata');
     expect((await tenant.get<Pod>(R.pods, 'default', 'boxed')).spec.runtimeClassName).toBeUndefined();
+  });
+
+  it('vc plugins list shows it from the configuration, with its contract version and no failures', () => {
+    const out = execFileSync('npx', ['vc', 'plugins', 'list', '-c', join(dir, 'project', 'manager.yaml'), '-o', 'json'], { cwd: repo, encoding: 'utf8' });
+    const listed = JSON.parse(out) as { plugins: Array<{ name: string; api: string; rbac: unknown[] }>; failures: unknown[] };
+    expect(listed.failures).toEqual([]);
+    expect(listed.plugins.find((p) => p.name === 'sandbox-runtimeclass')).toMatchObject({ api: 'plugins.tenancy.x-k8s.io/v1', rbac: [] });
   });
 
   it('loaded by path (the installed folder), it is the same plugin, after the dns mutator', async () => {

@@ -72,7 +72,7 @@ export async function applyCRDs(sc: LocalSuperCluster): Promise<void> {
  * runs a manager with leader election, the VirtualCluster controller (local provisioner sharing the super's etcd)
  * and the syncer. The manager configuration it uses is written to `<stateDir>/manager.yaml`.
  */
-export async function startEmbedded(o: { stateDir: string; nodes?: number; onStep?: (s: string) => void }): Promise<Embedded> {
+export async function startEmbedded(o: { stateDir: string; nodes?: number; plugins?: string[]; onStep?: (s: string) => void }): Promise<Embedded> {
   const step = o.onStep ?? (() => {});
   step('starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes)');
   const sc = await LocalSuperCluster.start({ stateDir: o.stateDir, nodes: o.nodes ?? 3, restart: true });
@@ -107,6 +107,7 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
         ],
       },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
+      ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
     };
     step('starting the vn-agent (kubelet proxy for tenants)');
     const agent = await startAgent(sc, o.stateDir);
