@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PLUGIN_API_VERSION, type MutatorPlugin, type ResourcePlugin } from './contract.ts';
 import type { KubeObject } from './kube.ts';
-import { MapCache, runTable, runTransforms, testContext } from './testing.ts';
+import { MapCache, runTable, runTransforms, testContext, testTenant } from './testing.ts';
 
 const CM = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true } as const;
 
@@ -38,6 +38,16 @@ describe('runTransforms', () => {
     });
     expect(got.both!.up).toStrictEqual({ object: cm('web', { a: '1', seen: 'true' }) });
     expect(got['only super']).toStrictEqual({});
+  });
+
+  it('runs the mutator chain as the core does: a disabled mutator is passed over, a skip ends the chain', () => {
+    const named = (name: string, out: 'label' | 'skip'): MutatorPlugin<Cm> => ({
+      manifest: { ...stamp.manifest, name },
+      mutate: (d) => (out === 'skip' ? { object: d, skip: { reason: `By-${name}`, message: name } } : { object: { ...d, data: { ...d.data, [name]: 'yes' } } }),
+    });
+    const tenant = testTenant({ plugins: { disable: ['first'] } });
+    const got = runTransforms(both, { tenant, tenantObj: cm('web', {}) }, [named('first', 'label'), named('second', 'label'), named('stop', 'skip'), named('never', 'label')]);
+    expect(got.down).toStrictEqual({ object: cm('team-a-1a2b3c-dev-web', { second: 'yes' }), skip: { reason: 'By-stop', message: 'stop' } });
   });
 
   it('fails a plugin that edits an object it was given', () => {

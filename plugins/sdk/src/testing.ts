@@ -95,9 +95,16 @@ export interface TransformResult<T extends KubeObject = KubeObject> {
   up?: Decision<T>;
 }
 
+/** enabledFor is the host's per-tenant rule: opt-in plugins need the tenant to enable them, and a tenant can disable any. */
+function enabledFor(tenant: TenantView, p: { manifest: { name: string; optIn?: boolean } }): boolean {
+  if (tenant.plugins?.disable?.includes(p.manifest.name)) return false;
+  return !p.manifest.optIn || !!tenant.plugins?.enable?.includes(p.manifest.name);
+}
+
 /**
  * runTransforms runs a plugin's transforms for one row the way the core chooses directions: a resource plugin's
- * toSuper when the tenant object exists (then each of `mutators` in order over its desired object), its toTenant
+ * toSuper when the tenant object exists, then the chain of `mutators` in order over its desired object (as the core
+ * runs it: a skip or a null object ends the chain, a mutator not enabled for the tenant is passed over), its toTenant
  * for up plugins and, for `both` plugins, when the object exists on both sides; a mutator's mutate over the super
  * object as the desired object. It throws if a transform changed an object it was given (plugins are pure).
  */
@@ -119,13 +126,18 @@ export function runTransforms<T extends KubeObject = KubeObject>(plugin: Resourc
     const dir = p.manifest.direction;
     if (c.tenantObj && p.toSuper && (dir === 'down' || dir === 'both')) {
       let d = p.toSuper(structuredClone(c.tenantObj), c.superObj && structuredClone(c.superObj), ctx);
+      const effects = [...(d.effects ?? [])];
       for (const m of mutators) {
-        if (!d.object) break;
-        const next = m.mutate(d.object, structuredClone(c.tenantObj), ctx);
-        const effects = [...(d.effects ?? []), ...(next.effects ?? [])];
-        d = { ...d, ...next };
-        if (effects.length) d.effects = effects;
+        if (!d.object || d.skip) break;
+        if (!enabledFor(tenant, m)) continue;
+        const md = m.mutate(d.object, structuredClone(c.tenantObj), ctx);
+        effects.push(...(md.effects ?? []));
+        d = { ...d, object: md.object, skip: md.skip ?? d.skip, requeueAfterMs: md.requeueAfterMs ?? d.requeueAfterMs };
       }
+      d = { ...d, effects };
+      if (!effects.length) delete d.effects;
+      if (d.skip === undefined) delete d.skip;
+      if (d.requeueAfterMs === undefined) delete d.requeueAfterMs;
       out.down = d;
     }
     if (p.toTenant && (dir === 'up' || (dir === 'both' && c.tenantObj && c.superObj))) {
