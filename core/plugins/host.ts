@@ -53,7 +53,7 @@ export interface HostOptions {
   enable?: string[];
   /** plugins disabled for every tenant */
   disable?: string[];
-  /** the manager's `defaultPluginConfig`, keyed by plugin name: checked against each plugin's configSchema at load */
+  /** the manager's `defaultPluginConfig`, keyed like pluginConfig: each entry is checked against its plugin's configSchema at load */
   defaultPluginConfig?: Record<string, unknown>;
 }
 
