@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -16,6 +16,10 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 interface Pod extends KubeObject {
   spec: { runtimeClassName?: string; [field: string]: unknown };
+}
+
+interface VirtualCluster extends KubeObject {
+  status?: { phase?: string; message?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
 }
 
 const repo = join(import.meta.dirname, '../..');
@@ -48,6 +52,11 @@ describe('the sandbox plugin as an installed npm package', () => {
     npm(project, 'install', ...readdirSync(tarballs).map((f) => join(tarballs, f)));
 
     t = await startTestSuper({ nodes: 1 });
+    const crds = join(repo, 'deploy/crds');
+    for (const f of readdirSync(crds)) {
+      for (const d of parseAllDocuments(readFileSync(join(crds, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'pluginpackage-test');
+    }
+    await eventually(() => t.client.list(R.virtualclusters), 30_000);
     await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });
     const cp = await t.sc.addControlPlane('tenant-s', { controllers: TENANT_CONTROLLERS });
     tenant = await cp.client();
@@ -60,6 +69,7 @@ describe('the sandbox plugin as an installed npm package', () => {
         superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
         syncer: { workers: 4, patrolIntervalSeconds: 0 },
         plugins: { thirdParty: [PLUGIN] },
+        virtualClusters: { enabled: true },
         tenants: [{ name: 's', namespace: 'team-s', uid: 'uid-s', kubeconfig: cp.kubeconfigPath, pluginConfig: { sandbox: { runtimeClassName: 'kata' } } }],
       }),
     );
@@ -87,6 +97,23 @@ describe('the sandbox plugin as an installed npm package', () => {
     const superPod = await eventually(() => t.client.get<Pod>(R.pods, superNs, 'boxed'), 60_000);
     expect(superPod.spec.runtimeClassName).toBe('kata');
     expect((await tenant.get<Pod>(R.pods, 'default', 'boxed')).spec.runtimeClassName).toBeUndefined();
+  });
+
+  it("refuses a VirtualCluster whose pluginConfig breaks the plugin's configSchema, naming the field", async () => {
+    await t.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'typo', namespace: 'default' },
+      spec: { provisioner: { type: 'local' }, pluginConfig: { sandbox: { runtimeClassName: 5 }, sandbx: {} } },
+    });
+    const vc = await eventually(async () => {
+      const v = await t.client.get<VirtualCluster>(R.virtualclusters, 'default', 'typo');
+      expect(v.status?.phase).toBe('Error');
+      return v;
+    });
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(vc.status!.message).toContain('VirtualCluster default/typo: spec.pluginConfig.sandbox.runtimeClassName: must be string');
+    expect(vc.status!.message).toMatch(/VirtualCluster default\/typo: spec\.pluginConfig\.sandbx: no loaded plugin reads this key/);
   });
 
   it('vc plugins list shows it from the configuration, with its contract version and no failures', () => {
