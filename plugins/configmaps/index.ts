@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, copyFields, type Decision, downMeta, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
+import { buildOn, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
 
 /** ConfigMap is the part of a core/v1 ConfigMap this plugin touches. */
 export interface ConfigMap extends KubeObject {
@@ -37,7 +37,7 @@ function toSuper(tenantObj: ConfigMap, superObj: ConfigMap | undefined, ctx: Plu
     };
   }
   const meta = downMeta(tenantObj, superObj, ctx, superName(namespace, name, ctx));
-  const desired: ConfigMap = superObj ? { ...clone(superObj), metadata: meta } : newObject<ConfigMap>({ apiVersion: 'v1', kind: 'ConfigMap' }, meta);
+  const desired = buildOn<ConfigMap>(superObj, { apiVersion: 'v1', kind: 'ConfigMap' }, meta);
   copyFields(tenantObj, desired, ['data', 'binaryData', 'immutable']);
   return { object: desired };
 }

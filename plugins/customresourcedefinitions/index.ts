@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, type Decision, isPublic, type KubeObject, newObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import { buildOn, clone, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** CustomResourceDefinition is the part of an apiextensions.k8s.io/v1 CRD this plugin reads. */
 export interface CustomResourceDefinition extends KubeObject {
@@ -41,8 +41,7 @@ export const customresourcedefinitionsPlugin = {
   toTenant(superObj: CustomResourceDefinition | undefined, tenantObj: CustomResourceDefinition | undefined): Decision<CustomResourceDefinition> {
     if (!superObj || !isPublic(superObj)) return { object: null };
     const from = superObj.spec ?? {};
-    const desired: CustomResourceDefinition = tenantObj ? clone(tenantObj) : newObject<CustomResourceDefinition>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<CustomResourceDefinition>(tenantObj, superObj, upMeta(superObj, tenantObj));
     desired.spec = {
       ...desired.spec,
       group: from.group,

@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, type Decision, downMeta, type KubeObject, newObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import { buildOn, clone, type Decision, downMeta, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** ObjectReference is the targetRef of an endpoint address. */
 export type { ObjectReference } from '../sdk/src/index.ts';
@@ -48,7 +48,7 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
   const service = ctx.tenantCache.get(R.services, namespace, name);
   if (!service || hasSelector(service)) return { object: null };
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name });
-  const desired: Endpoints = superObj ? { ...clone(superObj), metadata: meta } : newObject<Endpoints>({ apiVersion: 'v1', kind: 'Endpoints' }, meta);
+  const desired = buildOn<Endpoints>(superObj, { apiVersion: 'v1', kind: 'Endpoints' }, meta);
   if (tenantObj.subsets?.length) {
     desired.subsets = tenantObj.subsets.map((s) => {
       const out: EndpointSubset = clone(s);

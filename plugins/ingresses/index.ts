@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, copyFields, type Decision, downMeta, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import { buildOn, clone, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** SPEC_FIELDS are the Ingress spec fields the super Ingress takes from the tenant Ingress. */
 export const SPEC_FIELDS = ['ingressClassName', 'rules', 'tls', 'defaultBackend'] as const;
@@ -15,7 +15,7 @@ function toSuper(tenantObj: Ingress, superObj: Ingress | undefined, ctx: PluginC
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' });
   const spec = { ...clone(superObj?.spec) };
   copyFields(tenantObj.spec, spec, SPEC_FIELDS);
-  const desired: Ingress = superObj ? { ...clone(superObj), metadata: meta, spec } : newObject<Ingress>(tenantObj, meta, { spec });
+  const desired = buildOn<Ingress>(superObj, tenantObj, meta, { spec });
   return { object: desired };
 }
 

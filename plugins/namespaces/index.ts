@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, type Decision, downMeta, keepSuperOwned, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import { buildOn, type Decision, downMeta, keepSuperOwned, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** Namespace is the part of a core/v1 Namespace this plugin touches. */
 export interface Namespace extends KubeObject {
@@ -44,8 +44,7 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
   if (annotations) meta.annotations = annotations;
   else delete meta.annotations;
 
-  if (!superObj) return { object: newObject<Namespace>({ apiVersion: 'v1', kind: 'Namespace' }, meta) };
-  return { object: { ...clone(superObj), metadata: meta } };
+  return { object: buildOn<Namespace>(superObj, { apiVersion: 'v1', kind: 'Namespace' }, meta) };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { R } from '../../core/kube/resources.ts';
 import { provenanceOf } from '../../core/names/names.ts';
-import { clone, type Decision, type KubeObject, newObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, type RouteContext, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import { buildOn, clone, type Decision, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, type RouteContext, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** ClaimRef is the ObjectReference a bound PersistentVolume keeps to its claim. */
 export type ClaimRef = ObjectReference;
@@ -78,8 +78,7 @@ export const persistentvolumesPlugin = {
     }
     const claimRef: ClaimRef = { ...clone(ref), namespace: tenantNs, uid };
     delete claimRef.resourceVersion;
-    const desired: PersistentVolume = tenantObj ? clone(tenantObj) : newObject<PersistentVolume>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<PersistentVolume>(tenantObj, superObj, upMeta(superObj, tenantObj));
     desired.spec = { ...clone(superObj.spec), claimRef };
     if (superObj.status) desired.status = clone(superObj.status);
     else delete desired.status;

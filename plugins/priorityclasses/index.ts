@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, copyFields, type Decision, isPublic, type KubeObject, newObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import { buildOn, copyFields, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** PriorityClass is a scheduling.k8s.io/v1 PriorityClass. */
 export interface PriorityClass extends KubeObject {
@@ -46,8 +46,7 @@ export const priorityclassesPlugin = {
       };
     }
     if (!superObj || !isPublic(superObj)) return { object: null };
-    const desired: PriorityClass = tenantObj ? clone(tenantObj) : newObject<PriorityClass>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<PriorityClass>(tenantObj, superObj, upMeta(superObj, tenantObj));
     desired.value = superObj.value ?? 0;
     desired.globalDefault = false;
     copyFields(superObj, desired, ['preemptionPolicy', 'description']);

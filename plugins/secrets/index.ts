@@ -1,6 +1,6 @@
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX } from '../../core/names/names.ts';
-import { clone, copyFields, type Decision, downMeta, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
+import { buildOn, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
 
 /** Secret is the part of a core/v1 Secret this plugin touches. */
 export interface Secret extends KubeObject {
@@ -34,7 +34,7 @@ function toSuper(tenantObj: Secret, superObj: Secret | undefined, ctx: PluginCon
     { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' },
     converted ? { [ORIGINAL_TYPE_ANNOTATION]: SERVICE_ACCOUNT_TOKEN } : {},
   );
-  const desired: Secret = superObj ? { ...clone(superObj), metadata: meta } : newObject<Secret>({ apiVersion: 'v1', kind: 'Secret' }, meta);
+  const desired = buildOn<Secret>(superObj, { apiVersion: 'v1', kind: 'Secret' }, meta);
   const type = superSecretType(tenantObj.type);
   if (type === undefined) delete desired.type;
   else desired.type = type;

@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, type Decision, downMeta, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
+import { buildOn, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
 
 /** LocalObjectReference names an object in the same namespace. */
 export interface LocalObjectReference {
@@ -17,9 +17,7 @@ function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined
   const tm = tenantObj.metadata ?? {};
   const namespace = tm.namespace ?? '';
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name: tm.name ?? '' });
-  const desired: ServiceAccount = superObj
-    ? { ...clone(superObj), metadata: meta }
-    : newObject<ServiceAccount>({ apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
+  const desired = buildOn<ServiceAccount>(superObj, { apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
   desired.automountServiceAccountToken = false;
   const pull = (tenantObj.imagePullSecrets ?? []).filter((ref) => {
     const s = ref.name ? ctx.tenantCache.get<KubeObject & { type?: string }>(R.secrets, namespace, ref.name) : undefined;

@@ -1,6 +1,6 @@
 import { R } from '../../core/kube/resources.ts';
 import { ANN } from '../../core/names/names.ts';
-import { clone, copyFields, type Decision, downMeta, type Effect, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import { buildOn, clone, copyFields, type Decision, downMeta, type Effect, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** ServicePort is one port of a Service. */
 export interface ServicePort {
@@ -117,9 +117,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
     });
   }
 
-  const desired: Service = superObj
-    ? { ...clone(superObj), metadata: meta, spec }
-    : newObject<Service>({ apiVersion: 'v1', kind: 'Service' }, meta, { spec });
+  const desired = buildOn<Service>(superObj, { apiVersion: 'v1', kind: 'Service' }, meta, { spec });
   return effects.length ? { object: desired, effects } : { object: desired };
 }
 

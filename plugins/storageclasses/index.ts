@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, copyFields, type Decision, isPublic, type KubeObject, newObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import { buildOn, copyFields, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** STORAGE_CLASS_FIELDS are the StorageClass fields a tenant sees as the super cluster has them. */
 export const STORAGE_CLASS_FIELDS = [
@@ -48,8 +48,7 @@ export const storageclassesPlugin = {
 
   toTenant(superObj: StorageClass | undefined, tenantObj: StorageClass | undefined): Decision<StorageClass> {
     if (!superObj || !isPublic(superObj)) return { object: null };
-    const desired: StorageClass = tenantObj ? clone(tenantObj) : newObject<StorageClass>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<StorageClass>(tenantObj, superObj, upMeta(superObj, tenantObj));
     copyFields(superObj, desired, STORAGE_CLASS_FIELDS);
     return { object: desired };
   },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PLUGIN_API_VERSION, type ResourcePlugin } from './contract.ts';
-import { copyFields, downMeta, isPublic, keepSuperOwned, routeToAllTenants } from './helpers.ts';
+import { buildOn, copyFields, downMeta, isPublic, keepSuperOwned, routeToAllTenants } from './helpers.ts';
 import type { KubeObject } from './kube.ts';
 import { PUBLIC_LABEL, stripDown } from './meta.ts';
 import { testTenant } from './testing.ts';
@@ -28,6 +28,21 @@ describe('copyFields', () => {
     copyFields(src, out, ['data']);
     out.data!.a = '2';
     expect(src.data!.a).toBe('1');
+  });
+});
+
+describe('buildOn', () => {
+  it('builds on the existing object, keeping what its apiserver set, or starts one of the kind of `like`', () => {
+    const existing: Thing = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'old' }, immutable: false, data: { a: '1' } };
+    expect(buildOn<Thing>(existing, { apiVersion: 'x/v1', kind: 'Other' }, { name: 'c' }, { data: { b: '2' } })).toStrictEqual({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'c' },
+      immutable: false,
+      data: { b: '2' },
+    });
+    expect(buildOn<Thing>(undefined, { apiVersion: 'v1', kind: 'ConfigMap' }, { name: 'c' })).toStrictEqual({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } });
+    expect(existing.metadata).toStrictEqual({ name: 'old' });
   });
 });
 

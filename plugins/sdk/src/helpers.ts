@@ -43,6 +43,15 @@ export function newObject<T extends KubeObject>(like: KubeObject, metadata: Obje
 }
 
 /**
+ * buildOn starts a desired object from the existing object on the target side when there is one (a clone, so fields
+ * its apiserver defaulted are kept and the diff stays small), or else a new object of the kind of `like`; either way
+ * with `metadata` and the fields of `body`.
+ */
+export function buildOn<T extends KubeObject>(existing: T | undefined, like: KubeObject, metadata: ObjectMeta, body: Partial<T> = {}): T {
+  return existing ? { ...clone(existing), metadata, ...body } : newObject<T>(like, metadata, body);
+}
+
+/**
  * upMeta returns the metadata of a desired tenant object mirrored from a super object (up plugins): built on the
  * existing tenant object's metadata when there is one, with the super's labels and annotations minus the project's
  * reserved keys; reserved keys the core stamped on the tenant object (managed-by) are kept.
