@@ -4,7 +4,16 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compileSchema, type FieldError, formatErrors, validate } from '../../schemas/validate.ts';
 import { childLogger } from '../log.ts';
-import { isMutator, type MutatorPlugin, PLUGIN_API_GROUP, PLUGIN_API_VERSION, type Plugin, type PluginProcess, type ResourcePlugin, type TenantView } from './contract.ts';
+import {
+  isMutator,
+  type MutatorPlugin,
+  PLUGIN_API_GROUP,
+  PLUGIN_API_VERSION,
+  type Plugin,
+  type PluginProcess,
+  type ResourcePlugin,
+  type TenantView,
+} from './contract.ts';
 
 const log = childLogger({ controller: 'plugin-host' });
 
@@ -21,7 +30,8 @@ export function apiVersionProblem(name: string, apiVersion: unknown): string | u
     return `plugin ${name} declares no apiVersion; this host supports ${supported}: rebuild it against @virtualcluster-ts/plugin-sdk and set manifest.apiVersion to PLUGIN_API_VERSION`;
   }
   const m = typeof apiVersion === 'string' ? /^(.+)\/v(\d+)$/.exec(apiVersion) : null;
-  if (!m || m[1] !== PLUGIN_API_GROUP) return `plugin ${name} has apiVersion ${JSON.stringify(apiVersion)}, which is not a plugin contract version; this host supports ${supported}`;
+  if (!m || m[1] !== PLUGIN_API_GROUP)
+    return `plugin ${name} has apiVersion ${JSON.stringify(apiVersion)}, which is not a plugin contract version; this host supports ${supported}`;
   if (!SUPPORTED_API_MAJORS.includes(Number(m[2]))) {
     return `plugin ${name} is written for plugin contract ${apiVersion}; this host supports ${supported} (host contract ${PLUGIN_API_VERSION})`;
   }
@@ -95,7 +105,11 @@ export class PluginHost {
       const errors = owner?.check?.(value) ?? [];
       if (!owner || !errors.length || !h.plugins.has(owner.plugin)) continue;
       h.plugins.delete(owner.plugin);
-      h.fail(owner.plugin, 'defaultPluginConfig', `invalid default configuration:\n${configErrorMessages(`defaultPluginConfig.${key}`, errors).join('\n')}`);
+      h.fail(
+        owner.plugin,
+        'defaultPluginConfig',
+        `invalid default configuration:\n${configErrorMessages(`defaultPluginConfig.${key}`, errors).join('\n')}`,
+      );
     }
     return h;
   }
@@ -116,7 +130,12 @@ export class PluginHost {
     }
     const key = plugin.manifest.configKey ?? name;
     const taken = this.configKeys.get(key);
-    if (taken) return this.fail(name, source, `pluginConfig key "${key}" is already the configuration of plugin ${taken.plugin}`);
+    if (taken)
+      return this.fail(
+        name,
+        source,
+        `pluginConfig key "${key}" is already the configuration of plugin ${taken.plugin}`,
+      );
     let check: ((value: unknown) => FieldError[]) | undefined;
     try {
       check = plugin.manifest.configSchema && compileSchema(plugin.manifest.configSchema);
@@ -143,7 +162,9 @@ export class PluginHost {
     for (const [key, value] of Object.entries(cfg ?? {})) {
       const owner = this.configKeys.get(key);
       if (!owner) {
-        out.push(`${where}.${key}: no loaded plugin reads this key (keys: ${[...this.configKeys.keys()].sort().join(', ')})`);
+        out.push(
+          `${where}.${key}: no loaded plugin reads this key (keys: ${[...this.configKeys.keys()].sort().join(', ')})`,
+        );
         continue;
       }
       out.push(...configErrorMessages(`${where}.${key}`, owner.check?.(value) ?? []));
@@ -190,7 +211,8 @@ async function importPlugin(spec: string, baseDir: string): Promise<unknown[]> {
   if (isPath) {
     let p = resolve(baseDir, spec);
     if (!existsSync(p)) throw new Error(`no such file or directory: ${p}`);
-    if (statSync(p).isDirectory()) p = existsSync(join(p, 'package.json')) ? packageEntry(p, p, undefined, 'index.ts') : join(p, 'index.ts');
+    if (statSync(p).isDirectory())
+      p = existsSync(join(p, 'package.json')) ? packageEntry(p, p, undefined, 'index.ts') : join(p, 'index.ts');
     target = pathToFileURL(p).href;
   } else {
     target = pathToFileURL(resolvePackage(spec, baseDir)).href;
@@ -217,7 +239,10 @@ export function resolvePackage(spec: string, baseDir: string): string {
     ...(createRequire(import.meta.url).resolve.paths(name!) ?? []),
   ];
   const dir = dirs.map((d) => join(d, name!)).find((d) => existsSync(join(d, 'package.json')));
-  if (!dir) throw new Error(`package ${name} is not installed in ${resolve(baseDir)}, a parent folder or the manager's installation (npm install ${name})`);
+  if (!dir)
+    throw new Error(
+      `package ${name} is not installed in ${resolve(baseDir)}, a parent folder or the manager's installation (npm install ${name})`,
+    );
   return packageEntry(dir, name!, subpath, 'index.js');
 }
 
@@ -229,7 +254,8 @@ function packageEntry(dir: string, name: string, subpath: string | undefined, de
   const exported = pkg.exports === undefined ? undefined : exportTarget(map[key]);
   if (pkg.exports !== undefined && !exported) throw new Error(`package ${name} does not export "${key}" for import`);
   const entry = join(dir, exported ?? (subpath ? subpath.slice(1) : (pkg.main ?? defaultMain)));
-  if (!existsSync(entry)) throw new Error(`package ${name} names ${entry}, which does not exist (is the package built?)`);
+  if (!existsSync(entry))
+    throw new Error(`package ${name} names ${entry}, which does not exist (is the package built?)`);
   return entry;
 }
 

@@ -27,7 +27,11 @@ const PLUGIN = '@virtualcluster-ts/plugin-sandbox-runtimeclass';
 
 /** npmQuiet runs npm offline and without audit or fund requests: the test needs nothing from the network. */
 const npm = (cwd: string, ...args: string[]) =>
-  execFileSync('npm', [...args, '--offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync('npm', [...args, '--offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 /**
  * A third party's view of the example plugin: the SDK and the plugin are packed with `npm pack` (which builds them),
@@ -48,16 +52,25 @@ describe('the sandbox plugin as an installed npm package', () => {
     npm(join(repo, 'plugins/examples/sandbox-runtimeclass'), 'pack', '--pack-destination', tarballs);
     const project = join(dir, 'project');
     mkdirSync(project);
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-vc-setup', private: true, type: 'module' }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'my-vc-setup', private: true, type: 'module' }),
+    );
     npm(project, 'install', ...readdirSync(tarballs).map((f) => join(tarballs, f)));
 
     t = await startTestSuper({ nodes: 1 });
     const crds = join(repo, 'deploy/crds');
     for (const f of readdirSync(crds)) {
-      for (const d of parseAllDocuments(readFileSync(join(crds, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'pluginpackage-test');
+      for (const d of parseAllDocuments(readFileSync(join(crds, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'pluginpackage-test');
     }
     await eventually(() => t.client.list(R.virtualclusters), 30_000);
-    await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });
+    await t.client.create(R.runtimeclasses, {
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      metadata: { name: 'kata' },
+      handler: 'kata',
+    });
     const cp = await t.sc.addControlPlane('tenant-s', { controllers: TENANT_CONTROLLERS });
     tenant = await cp.client();
     const file = join(project, 'manager.yaml');
@@ -70,7 +83,15 @@ describe('the sandbox plugin as an installed npm package', () => {
         syncer: { workers: 4, patrolIntervalSeconds: 0 },
         plugins: { thirdParty: [PLUGIN] },
         virtualClusters: { enabled: true },
-        tenants: [{ name: 's', namespace: 'team-s', uid: 'uid-s', kubeconfig: cp.kubeconfigPath, pluginConfig: { sandbox: { runtimeClassName: 'kata' } } }],
+        tenants: [
+          {
+            name: 's',
+            namespace: 'team-s',
+            uid: 'uid-s',
+            kubeconfig: cp.kubeconfigPath,
+            pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
+          },
+        ],
       }),
     );
     manager = await startManager(loadManagerConfig(file), file);
@@ -83,16 +104,33 @@ describe('the sandbox plugin as an installed npm package', () => {
   });
 
   it('is plain JavaScript: node imports the installed package by name, without tsx', () => {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `const p = (await import('${PLUGIN}')).default; console.log(JSON.stringify(p.manifest));`], {
-      cwd: join(dir, 'project'),
-      encoding: 'utf8',
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const p = (await import('${PLUGIN}')).default; console.log(JSON.stringify(p.manifest));`,
+      ],
+      {
+        cwd: join(dir, 'project'),
+        encoding: 'utf8',
+      },
+    );
+    expect(JSON.parse(out)).toMatchObject({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
+      name: 'sandbox-runtimeclass',
+      mutates: 'pods',
     });
-    expect(JSON.parse(out)).toMatchObject({ apiVersion: 'plugins.tenancy.x-k8s.io/v1', name: 'sandbox-runtimeclass', mutates: 'pods' });
   });
 
   it('loaded by package name from the manager configuration, it runs the tenant Pod under the sandbox runtime class', async () => {
     await eventually(() => tenant.get(R.serviceaccounts, 'default', 'default'), 30_000);
-    await tenant.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'boxed', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'nginx' }] } });
+    await tenant.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'boxed', namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
     const superNs = superNamespace(rootNamespace('team-s', 's', 'uid-s'), 'default');
     const superPod = await eventually(() => t.client.get<Pod>(R.pods, superNs, 'boxed'), 60_000);
     expect(superPod.spec.runtimeClassName).toBe('kata');
@@ -111,16 +149,33 @@ describe('the sandbox plugin as an installed npm package', () => {
       expect(v.status?.phase).toBe('Error');
       return v;
     });
-    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
-    expect(vc.status!.message).toContain('VirtualCluster default/typo: spec.pluginConfig.sandbox.runtimeClassName: must be string');
-    expect(vc.status!.message).toMatch(/VirtualCluster default\/typo: spec\.pluginConfig\.sandbx: no loaded plugin reads this key/);
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'InvalidSpec',
+    });
+    expect(vc.status!.message).toContain(
+      'VirtualCluster default/typo: spec.pluginConfig.sandbox.runtimeClassName: must be string',
+    );
+    expect(vc.status!.message).toMatch(
+      /VirtualCluster default\/typo: spec\.pluginConfig\.sandbx: no loaded plugin reads this key/,
+    );
   });
 
   it('vc plugins list shows it from the configuration, with its contract version and no failures', () => {
-    const out = execFileSync('npx', ['vc', 'plugins', 'list', '-c', join(dir, 'project', 'manager.yaml'), '-o', 'json'], { cwd: repo, encoding: 'utf8' });
-    const listed = JSON.parse(out) as { plugins: Array<{ name: string; api: string; rbac: unknown[] }>; failures: unknown[] };
+    const out = execFileSync(
+      'npx',
+      ['vc', 'plugins', 'list', '-c', join(dir, 'project', 'manager.yaml'), '-o', 'json'],
+      { cwd: repo, encoding: 'utf8' },
+    );
+    const listed = JSON.parse(out) as {
+      plugins: Array<{ name: string; api: string; rbac: unknown[] }>;
+      failures: unknown[];
+    };
     expect(listed.failures).toEqual([]);
-    expect(listed.plugins.find((p) => p.name === 'sandbox-runtimeclass')).toMatchObject({ api: 'plugins.tenancy.x-k8s.io/v1', rbac: [] });
+    expect(listed.plugins.find((p) => p.name === 'sandbox-runtimeclass')).toMatchObject({
+      api: 'plugins.tenancy.x-k8s.io/v1',
+      rbac: [],
+    });
   });
 
   it('loaded by path (the installed folder), it is the same plugin, after the dns mutator', async () => {
@@ -132,6 +187,8 @@ describe('the sandbox plugin as an installed npm package', () => {
     });
     expect(host.failures).toEqual([]);
     expect(host.mutatorsOf('pods').map((p) => p.manifest.name)).toEqual(['dns', 'sandbox-runtimeclass']);
-    expect(host.validatePluginConfig({ sandbox: { runtimeClassName: 5 } })).toEqual(['spec.pluginConfig.sandbox.runtimeClassName: must be string']);
+    expect(host.validatePluginConfig({ sandbox: { runtimeClassName: 5 } })).toEqual([
+      'spec.pluginConfig.sandbox.runtimeClassName: must be string',
+    ]);
   });
 });

@@ -80,17 +80,33 @@ export interface PluginContext {
 }
 
 /** ObjectRef points at one object for an event or an effect: an ObjectReference whose kind and name are known. */
-export type ObjectRef = Required<Pick<ObjectReference, 'apiVersion' | 'kind' | 'name'>> & Pick<ObjectReference, 'namespace' | 'uid'>;
+export type ObjectRef = Required<Pick<ObjectReference, 'apiVersion' | 'kind' | 'name'>> &
+  Pick<ObjectReference, 'namespace' | 'uid'>;
 
 /** Effect is a side effect a plugin asks the core to carry out, declaratively. */
 export type Effect =
-  | { type: 'event'; side: 'tenant' | 'super'; regarding: ObjectRef; eventType: 'Normal' | 'Warning'; reason: string; message: string }
+  | {
+      type: 'event';
+      side: 'tenant' | 'super';
+      regarding: ObjectRef;
+      eventType: 'Normal' | 'Warning';
+      reason: string;
+      message: string;
+    }
   /** bind the tenant Pod to the node `node`; plugins implementing beforeBind create that node first */
   | BindEffect
   /** delete the tenant object (a Pod whose super Pod is gone while the tenant Pod is terminating: no kubelet finalizes it) */
   | { type: 'deleteTenant'; namespace: string; name: string; uid: string; gracePeriodSeconds?: number }
   /** keep a super Secret holding a token minted by the tenant apiserver for this Pod's service account */
-  | { type: 'serviceAccountToken'; namespace: string; pod: string; podUid: string; serviceAccount: string; secretName: string; audiences?: string[] };
+  | {
+      type: 'serviceAccountToken';
+      namespace: string;
+      pod: string;
+      podUid: string;
+      serviceAccount: string;
+      secretName: string;
+      audiences?: string[];
+    };
 
 /** Decision is what a transform returns. */
 export interface Decision<T extends KubeObject = KubeObject> {
@@ -139,7 +155,11 @@ export interface ResourcePlugin<T extends KubeObject = KubeObject> {
   /** route maps a super object to tenant keys (up plugins; default: the ownership annotations). */
   route?(superObj: T, ctx: RouteContext): TenantKey[];
   /** superName maps a tenant object's name to the super name (default: the same name; namespaces override). */
-  superName?(tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { namespace?: string; name: string };
+  superName?(
+    tenantNamespace: string,
+    tenantName: string,
+    ctx: Pick<PluginContext, 'names' | 'tenant'>,
+  ): { namespace?: string; name: string };
   /** reads lists the caches of other resources this plugin consults (see CacheNeed). */
   reads?: readonly CacheNeed[];
   /** watches lists the events of other resources that requeue this plugin's objects (see Watch). */
@@ -246,7 +266,10 @@ export interface CacheNeed {
  * - side `super`: map returns full tenant keys (which tenant, which object), as route() does.
  */
 export type Watch =
-  | (CacheNeed & { side: 'tenant'; map(obj: KubeObject, tenant: TenantView): Array<{ namespace: string; name: string }> })
+  | (CacheNeed & {
+      side: 'tenant';
+      map(obj: KubeObject, tenant: TenantView): Array<{ namespace: string; name: string }>;
+    })
   | (CacheNeed & { side: 'super'; map(obj: KubeObject, ctx: RouteContext): TenantKey[] });
 
 /**

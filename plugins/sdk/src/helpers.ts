@@ -47,7 +47,12 @@ export function newObject<T extends KubeObject>(like: KubeObject, metadata: Obje
  * its apiserver defaulted are kept and the diff stays small), or else a new object of the kind of `like`; either way
  * with `metadata` and the fields of `body`.
  */
-export function buildOn<T extends KubeObject>(existing: T | undefined, like: KubeObject, metadata: ObjectMeta, body: Partial<T> = {}): T {
+export function buildOn<T extends KubeObject>(
+  existing: T | undefined,
+  like: KubeObject,
+  metadata: ObjectMeta,
+  body: Partial<T> = {},
+): T {
   return existing ? { ...clone(existing), metadata, ...body } : newObject<T>(like, metadata, body);
 }
 
@@ -61,7 +66,10 @@ export function upMeta(superObj: KubeObject, tenantObj: KubeObject | undefined):
   for (const field of ['labels', 'annotations'] as const) {
     const own = meta[field] ?? {};
     const ownPlain = stripDown(own) ?? {};
-    const merged = { ...stripDown(superObj.metadata?.[field]), ...Object.fromEntries(Object.entries(own).filter(([k]) => !(k in ownPlain))) };
+    const merged = {
+      ...stripDown(superObj.metadata?.[field]),
+      ...Object.fromEntries(Object.entries(own).filter(([k]) => !(k in ownPlain))),
+    };
     if (Object.keys(merged).length) meta[field] = merged;
     else delete meta[field];
   }
@@ -72,7 +80,11 @@ export function upMeta(superObj: KubeObject, tenantObj: KubeObject | undefined):
  * copyFields sets each of `keys` on `dst` to a deep copy of its value on `src`, and deletes it from `dst` where
  * `src` does not have it: the "take these fields from the source of truth" step of most transforms.
  */
-export function copyFields<S extends object, K extends keyof S>(src: S | undefined, dst: Partial<Pick<S, K>>, keys: readonly K[]): void {
+export function copyFields<S extends object, K extends keyof S>(
+  src: S | undefined,
+  dst: Partial<Pick<S, K>>,
+  keys: readonly K[],
+): void {
   for (const k of keys) {
     const v = src?.[k];
     if (v === undefined) delete dst[k];

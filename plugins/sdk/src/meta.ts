@@ -19,7 +19,10 @@ export function isReservedKey(key: string): boolean {
  * stripDown returns a copy of tenant labels or annotations without the project's reserved keys (a tenant must not
  * forge ownership) and without keys under the tenant's opaque prefixes.
  */
-export function stripDown(m: Record<string, string> | undefined, opaque: readonly string[] = []): Record<string, string> | undefined {
+export function stripDown(
+  m: Record<string, string> | undefined,
+  opaque: readonly string[] = [],
+): Record<string, string> | undefined {
   if (!m) return undefined;
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(m)) {
@@ -30,7 +33,10 @@ export function stripDown(m: Record<string, string> | undefined, opaque: readonl
 }
 
 /** pickUp returns the super labels or annotations under the tenant's transparent prefixes (copied up). */
-export function pickUp(m: Record<string, string> | undefined, transparent: readonly string[] = []): Record<string, string> {
+export function pickUp(
+  m: Record<string, string> | undefined,
+  transparent: readonly string[] = [],
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(m ?? {})) if (transparent.some((p) => k.startsWith(p))) out[k] = v;
   return out;

@@ -10,7 +10,10 @@ describe('the SDK source', () => {
     for (const f of readdirSync(src).filter((n) => n.endsWith('.ts'))) {
       for (const m of readFileSync(join(src, f), 'utf8').matchAll(/^(?:import|export)[^'"]*from '([^']+)'/gm)) {
         const spec = m[1]!;
-        const ok = (spec.startsWith('./') && !spec.includes('..')) || spec.startsWith('node:') || (f.endsWith('.test.ts') && spec === 'vitest');
+        const ok =
+          (spec.startsWith('./') && !spec.includes('..')) ||
+          spec.startsWith('node:') ||
+          (f.endsWith('.test.ts') && spec === 'vitest');
         if (!ok) outside.push(`${f}: ${spec}`);
       }
     }

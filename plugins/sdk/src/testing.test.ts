@@ -9,17 +9,52 @@ interface Cm extends KubeObject {
   data?: Record<string, string>;
 }
 
-const cm = (ns: string, data: Record<string, string>): Cm => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: ns, name: 'c' }, data });
+const cm = (ns: string, data: Record<string, string>): Cm => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { namespace: ns, name: 'c' },
+  data,
+});
 
 const both: ResourcePlugin<Cm> = {
-  manifest: { apiVersion: PLUGIN_API_VERSION, name: 'cms', version: '1.0.0', direction: 'both', sourceOfTruth: 'tenant', processes: ['manager'], resource: CM },
-  toSuper: (t, _s, ctx) => ({ object: { ...t, metadata: { ...t.metadata, namespace: ctx.names.superNamespace(t.metadata?.namespace ?? '') } } }),
+  manifest: {
+    apiVersion: PLUGIN_API_VERSION,
+    name: 'cms',
+    version: '1.0.0',
+    direction: 'both',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+    resource: CM,
+  },
+  toSuper: (t, _s, ctx) => ({
+    object: { ...t, metadata: { ...t.metadata, namespace: ctx.names.superNamespace(t.metadata?.namespace ?? '') } },
+  }),
   toTenant: (s, t) => ({ object: t ? { ...t, data: { ...t.data, seen: String(!!s) } } : null }),
 };
 
 const stamp: MutatorPlugin<Cm> = {
-  manifest: { apiVersion: PLUGIN_API_VERSION, name: 'stamp', version: '1.0.0', direction: 'mutator', mutates: 'cms', sourceOfTruth: 'tenant', processes: ['manager'] },
-  mutate: (d) => ({ object: { ...d, data: { ...d.data, stamped: 'yes' } }, effects: [{ type: 'event', side: 'tenant', regarding: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' }, eventType: 'Normal', reason: 'Stamped', message: 'stamped' }] }),
+  manifest: {
+    apiVersion: PLUGIN_API_VERSION,
+    name: 'stamp',
+    version: '1.0.0',
+    direction: 'mutator',
+    mutates: 'cms',
+    sourceOfTruth: 'tenant',
+    processes: ['manager'],
+  },
+  mutate: (d) => ({
+    object: { ...d, data: { ...d.data, stamped: 'yes' } },
+    effects: [
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' },
+        eventType: 'Normal',
+        reason: 'Stamped',
+        message: 'stamped',
+      },
+    ],
+  }),
 };
 
 describe('runTransforms', () => {
@@ -34,7 +69,10 @@ describe('runTransforms', () => {
       [stamp],
     );
     expect(got['only tenant']).toStrictEqual({
-      down: { object: cm('team-a-1a2b3c-dev-web', { a: '1', stamped: 'yes' }), effects: [expect.objectContaining({ reason: 'Stamped' })] },
+      down: {
+        object: cm('team-a-1a2b3c-dev-web', { a: '1', stamped: 'yes' }),
+        effects: [expect.objectContaining({ reason: 'Stamped' })],
+      },
     });
     expect(got.both!.up).toStrictEqual({ object: cm('web', { a: '1', seen: 'true' }) });
     expect(got['only super']).toStrictEqual({});
@@ -43,11 +81,22 @@ describe('runTransforms', () => {
   it('runs the mutator chain as the core does: a disabled mutator is passed over, a skip ends the chain', () => {
     const named = (name: string, out: 'label' | 'skip'): MutatorPlugin<Cm> => ({
       manifest: { ...stamp.manifest, name },
-      mutate: (d) => (out === 'skip' ? { object: d, skip: { reason: `By-${name}`, message: name } } : { object: { ...d, data: { ...d.data, [name]: 'yes' } } }),
+      mutate: (d) =>
+        out === 'skip'
+          ? { object: d, skip: { reason: `By-${name}`, message: name } }
+          : { object: { ...d, data: { ...d.data, [name]: 'yes' } } },
     });
     const tenant = testTenant({ plugins: { disable: ['first'] } });
-    const got = runTransforms(both, { tenant, tenantObj: cm('web', {}) }, [named('first', 'label'), named('second', 'label'), named('stop', 'skip'), named('never', 'label')]);
-    expect(got.down).toStrictEqual({ object: cm('team-a-1a2b3c-dev-web', { second: 'yes' }), skip: { reason: 'By-stop', message: 'stop' } });
+    const got = runTransforms(both, { tenant, tenantObj: cm('web', {}) }, [
+      named('first', 'label'),
+      named('second', 'label'),
+      named('stop', 'skip'),
+      named('never', 'label'),
+    ]);
+    expect(got.down).toStrictEqual({
+      object: cm('team-a-1a2b3c-dev-web', { second: 'yes' }),
+      skip: { reason: 'By-stop', message: 'stop' },
+    });
   });
 
   it('fails a plugin that edits an object it was given', () => {
@@ -58,7 +107,9 @@ describe('runTransforms', () => {
         return { object: t };
       },
     };
-    expect(() => runTransforms(impure, { tenantObj: cm('web', {}), tenantState: [[CM, [cm('web', { x: '1' })]]] })).toThrow(/changed an object it was given/);
+    expect(() =>
+      runTransforms(impure, { tenantObj: cm('web', {}), tenantState: [[CM, [cm('web', { x: '1' })]]] }),
+    ).toThrow(/changed an object it was given/);
   });
 
   it('gives the plugin the caches of the row', () => {

@@ -1,5 +1,13 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { CacheReader, Decision, MutatorPlugin, Naming, PluginContext, ResourcePlugin, TenantView } from './contract.ts';
+import type {
+  CacheReader,
+  Decision,
+  MutatorPlugin,
+  Naming,
+  PluginContext,
+  ResourcePlugin,
+  TenantView,
+} from './contract.ts';
 import type { KubeObject, Resource } from './kube.ts';
 
 /**
@@ -19,7 +27,9 @@ export class MapCache implements CacheReader {
   }
 
   get<T extends KubeObject = KubeObject>(r: Resource, namespace: string | undefined, name: string): T | undefined {
-    return this.list<T>(r).find((o) => o.metadata?.name === name && (o.metadata?.namespace ?? '') === (namespace ?? ''));
+    return this.list<T>(r).find(
+      (o) => o.metadata?.name === name && (o.metadata?.namespace ?? '') === (namespace ?? ''),
+    );
   }
 
   list<T extends KubeObject = KubeObject>(r: Resource, namespace?: string): T[] {
@@ -108,7 +118,11 @@ function enabledFor(tenant: TenantView, p: { manifest: { name: string; optIn?: b
  * for up plugins and, for `both` plugins, when the object exists on both sides; a mutator's mutate over the super
  * object as the desired object. It throws if a transform changed an object it was given (plugins are pure).
  */
-export function runTransforms<T extends KubeObject = KubeObject>(plugin: ResourcePlugin<T> | MutatorPlugin<T>, c: TransformCase<T>, mutators: Array<MutatorPlugin<T>> = []): TransformResult<T> {
+export function runTransforms<T extends KubeObject = KubeObject>(
+  plugin: ResourcePlugin<T> | MutatorPlugin<T>,
+  c: TransformCase<T>,
+  mutators: Array<MutatorPlugin<T>> = [],
+): TransformResult<T> {
   const tenant = c.tenant ?? testTenant();
   const ctx = testContext({
     tenant,
@@ -120,7 +134,8 @@ export function runTransforms<T extends KubeObject = KubeObject>(plugin: Resourc
   const before = structuredClone(c);
   const out: TransformResult<T> = {};
   if ('mutate' in plugin) {
-    if (c.superObj && c.tenantObj) out.down = plugin.mutate(structuredClone(c.superObj), structuredClone(c.tenantObj), ctx);
+    if (c.superObj && c.tenantObj)
+      out.down = plugin.mutate(structuredClone(c.superObj), structuredClone(c.tenantObj), ctx);
   } else {
     const p = plugin;
     const dir = p.manifest.direction;

@@ -14,7 +14,10 @@ const superPod = (o: { runtimeClassName?: string; existing?: boolean } = {}): Po
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { namespace: 'team-a-1a2b3c-dev-web', name: 'api-0', ...(o.existing ? { uid: 'super-pod-uid' } : {}) },
-  spec: { containers: [{ name: 'api', image: 'api:1' }], ...(o.runtimeClassName ? { runtimeClassName: o.runtimeClassName } : {}) },
+  spec: {
+    containers: [{ name: 'api', image: 'api:1' }],
+    ...(o.runtimeClassName ? { runtimeClassName: o.runtimeClassName } : {}),
+  },
 });
 
 const enforcedEvent = (from: string, to: string): Effect => ({
@@ -29,11 +32,40 @@ const enforcedEvent = (from: string, to: string): Effect => ({
 const kata = { sandbox: { runtimeClassName: 'kata' } };
 const kataEnforced = { sandbox: { runtimeClassName: 'kata', enforce: true } };
 
-const cases: Array<{ name: string; pluginConfig?: Record<string, unknown>; tenantObj: Pod; desired: Pod; want: Decision<Pod> }> = [
-  { name: 'tenant asks: new Pod gets the runtime class', pluginConfig: kata, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod({ runtimeClassName: 'kata' }) } },
-  { name: 'tenant without pluginConfig: untouched', tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
-  { name: 'tenant configuring other plugins only: untouched', pluginConfig: { dns: { x: 1 } }, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
-  { name: 'malformed sandbox config (no name): untouched', pluginConfig: { sandbox: { runtimeClassName: 5, enforce: true } }, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
+const cases: Array<{
+  name: string;
+  pluginConfig?: Record<string, unknown>;
+  tenantObj: Pod;
+  desired: Pod;
+  want: Decision<Pod>;
+}> = [
+  {
+    name: 'tenant asks: new Pod gets the runtime class',
+    pluginConfig: kata,
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod({ runtimeClassName: 'kata' }) },
+  },
+  {
+    name: 'tenant without pluginConfig: untouched',
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod() },
+  },
+  {
+    name: 'tenant configuring other plugins only: untouched',
+    pluginConfig: { dns: { x: 1 } },
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod() },
+  },
+  {
+    name: 'malformed sandbox config (no name): untouched',
+    pluginConfig: { sandbox: { runtimeClassName: 5, enforce: true } },
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod() },
+  },
   {
     name: 'Pod already names a runtime class, not enforced: kept',
     pluginConfig: kata,
@@ -69,14 +101,22 @@ const cases: Array<{ name: string; pluginConfig?: Record<string, unknown>; tenan
     desired: superPod({ runtimeClassName: 'kata' }),
     want: { object: superPod({ runtimeClassName: 'kata' }) },
   },
-  { name: 'existing super Pod (has a uid): untouched even when enforced', pluginConfig: kataEnforced, tenantObj: tenantPod(), desired: superPod({ existing: true }), want: { object: superPod({ existing: true }) } },
+  {
+    name: 'existing super Pod (has a uid): untouched even when enforced',
+    pluginConfig: kataEnforced,
+    tenantObj: tenantPod(),
+    desired: superPod({ existing: true }),
+    want: { object: superPod({ existing: true }) },
+  },
 ];
 
 describe('sandbox-runtimeclass mutate', () => {
   it.each(cases)('$name', (c) => {
     // runTransforms hands the mutator the super Pod as the desired object and throws if the plugin edits its input.
     const tenant = testTenant(c.pluginConfig ? { pluginConfig: c.pluginConfig } : {});
-    expect(runTransforms(sandboxRuntimeClassPlugin, { tenant, tenantObj: c.tenantObj, superObj: c.desired })).toStrictEqual({ down: c.want });
+    expect(
+      runTransforms(sandboxRuntimeClassPlugin, { tenant, tenantObj: c.tenantObj, superObj: c.desired }),
+    ).toStrictEqual({ down: c.want });
   });
 });
 

@@ -1,4 +1,11 @@
-import { clone, type Decision, type KubeObject, type MutatorPlugin, PLUGIN_API_VERSION, type PluginContext } from '@virtualcluster-ts/plugin-sdk';
+import {
+  clone,
+  type Decision,
+  type KubeObject,
+  type MutatorPlugin,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** Pod is the part of a core/v1 Pod this plugin reads and writes. */
 export interface Pod extends KubeObject {
@@ -19,8 +26,12 @@ export const CONFIG_SCHEMA = {
   additionalProperties: false,
   required: ['runtimeClassName'],
   properties: {
-    runtimeClassName: { description: 'a RuntimeClass that exists in the super cluster, e.g. kata', type: 'string', minLength: 1 },
-    enforce: { description: "true: also replace a runtimeClassName the tenant gave its Pod", type: 'boolean' },
+    runtimeClassName: {
+      description: 'a RuntimeClass that exists in the super cluster, e.g. kata',
+      type: 'string',
+      minLength: 1,
+    },
+    enforce: { description: 'true: also replace a runtimeClassName the tenant gave its Pod', type: 'boolean' },
   },
 };
 
