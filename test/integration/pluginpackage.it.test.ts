@@ -162,10 +162,18 @@ describe('the sandbox plugin as an installed npm package', () => {
   });
 
   it('vc plugins list shows it from the configuration, with its contract version and no failures', () => {
+    // The package's own bin, as `npx vc` runs it (without npx's copy of the package in its cache).
+    const vc = join(
+      repo,
+      (JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { bin: { vc: string } }).bin.vc,
+    );
     const out = execFileSync(
-      'npx',
-      ['vc', 'plugins', 'list', '-c', join(dir, 'project', 'manager.yaml'), '-o', 'json'],
-      { cwd: repo, encoding: 'utf8' },
+      process.execPath,
+      [vc, 'plugins', 'list', '-c', join(dir, 'project', 'manager.yaml'), '-o', 'json'],
+      {
+        cwd: repo,
+        encoding: 'utf8',
+      },
     );
     const listed = JSON.parse(out) as {
       plugins: Array<{ name: string; api: string; rbac: unknown[] }>;
