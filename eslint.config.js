@@ -6,7 +6,7 @@ import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.state/', 'bench-results/'] },
+  { ignores: ['node_modules/', 'dist/', '**/dist/', '.state/', 'bench-results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -79,3 +79,15 @@ function toFieldError(e: ErrorObject): FieldError {
 export function formatErrors(where: string, errors: FieldError[]): string {
   return errors.map((e) => `${where}: ${e.pointer} ${e.message}`).join('\n');
 }
+
+/**
+ * compileSchema compiles a schema that is not one of SCHEMAS (a plugin's configSchema) into a checker that returns
+ * violations like validate. It throws when the schema itself is not valid JSON Schema.
+ */
+export function compileSchema(schema: Record<string, unknown>): (value: unknown) => FieldError[] {
+  // A private instance: plugin schemas may carry their own $id, and must not see or clash with the project's.
+  const own = new Ajv2020({ allErrors: true, strict: false, allowUnionTypes: true });
+  addFormats(own);
+  const v = own.compile(schema);
+  return (value) => (v(value) ? [] : (v.errors ?? []).filter((e) => e.keyword !== 'if').map(toFieldError));
+}

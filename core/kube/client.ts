@@ -3,40 +3,10 @@ import http from 'node:http';
 import { createInterface } from 'node:readline';
 import { KubeConfig } from '@kubernetes/client-node';
 
-/** Resource names one API resource: where it lives and what kind it serves. */
-export interface Resource {
-  readonly group: string;
-  readonly version: string;
-  /** plural, lower case: `pods`, `virtualclusters` */
-  readonly resource: string;
-  readonly kind: string;
-  readonly namespaced: boolean;
-}
+import type { KubeObject, Resource } from '../../plugins/sdk/src/kube.ts';
 
-/** KubeObject is the part of every Kubernetes object the core relies on. */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: ObjectMeta;
-  [field: string]: unknown;
-}
-
-/** ObjectMeta is the subset of metav1.ObjectMeta the core reads and writes. */
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: Array<Record<string, unknown>>;
-  [field: string]: unknown;
-}
+/** Resource, KubeObject and ObjectMeta are the plugin SDK's object shapes: the core and plugins share one definition. */
+export type { KubeObject, ObjectMeta, ObjectReference, Resource } from '../../plugins/sdk/src/kube.ts';
 
 /** KubeList is a list response. */
 export interface KubeList<T extends KubeObject = KubeObject> {

@@ -47,6 +47,8 @@ export interface LifecycleOptions {
   defaultPluginConfig?: Record<string, unknown>;
   /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
   superCluster?: string;
+  /** checks spec.pluginConfig against the loaded plugins' config schemas (PluginHost.validatePluginConfig) */
+  validatePluginConfig?: (pluginConfig: Record<string, unknown> | undefined) => string[];
 }
 
 /**
@@ -113,9 +115,10 @@ export class VirtualClusterController {
     if (m.deletionTimestamp) return this.finalize(vc, root);
 
     const errors = validate('virtualCluster', vc);
-    if (errors.length) {
+    const pluginErrors = errors.length ? [] : (this.o.validatePluginConfig?.(vc.spec?.pluginConfig) ?? []);
+    if (errors.length || pluginErrors.length) {
       this.o.tenants.remove(root);
-      const message = formatErrors(`VirtualCluster ${key}`, errors);
+      const message = errors.length ? formatErrors(`VirtualCluster ${key}`, errors) : pluginErrors.map((e) => `VirtualCluster ${key}: ${e}`).join('\n');
       await this.setStatus(vc, { phase: 'Error', reason: 'InvalidSpec', message }, ready('False', 'InvalidSpec', message));
       await this.events.record(vc, 'Warning', 'InvalidSpec', message);
       return;

@@ -9,8 +9,11 @@ import type { KubeObject, ObjectMeta } from '../kube/client.ts';
  * strings; a plugin derives its own keys from PREFIX.
  */
 
-/** PREFIX is the project's own metadata domain. */
-export const PREFIX = 'tenancy.x-k8s.io';
+import type { Naming } from '../../plugins/sdk/src/contract.ts';
+import { PREFIX, PUBLIC_LABEL, stripDown } from '../../plugins/sdk/src/meta.ts';
+
+/** PREFIX, stripDown and pickUp are the reserved-metadata rules; the plugin SDK defines them for plugins too. */
+export { PREFIX, pickUp, stripDown } from '../../plugins/sdk/src/meta.ts';
 
 /** ANN names the ownership annotations written on every super object. */
 export const ANN = {
@@ -49,7 +52,7 @@ export const LABEL = {
   managedBy: `${PREFIX}/managed-by`,
   cluster: `${PREFIX}/cluster`,
   /** set by a super-cluster admin on objects (StorageClass, PriorityClass, CRD) tenants may see */
-  public: `${PREFIX}/super.public`,
+  public: PUBLIC_LABEL,
   /** tells the etcd, apiserver and controller-manager Pods of a native tenant control plane apart */
   component: `${PREFIX}/component`,
   /** on every object a GitSource applied: that GitSource */
@@ -158,32 +161,6 @@ export function ownedBy(superObj: KubeObject | undefined, tenant: TenantIdentity
   return !!p && p.cluster === tenant.key && p.uid === (tenantObj.metadata?.uid ?? '');
 }
 
-const isReserved = (key: string): boolean => {
-  const domain = key.includes('/') ? key.slice(0, key.indexOf('/')) : '';
-  return domain === PREFIX || domain.endsWith(`.${PREFIX}`);
-};
-
-/**
- * stripDown returns a copy of tenant labels or annotations without the project's reserved keys (a tenant must not
- * forge ownership) and without keys under the tenant's opaque prefixes.
- */
-export function stripDown(m: Record<string, string> | undefined, opaque: readonly string[] = []): Record<string, string> | undefined {
-  if (!m) return undefined;
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m)) {
-    if (isReserved(k) || opaque.some((p) => k.startsWith(p))) continue;
-    out[k] = v;
-  }
-  return Object.keys(out).length ? out : undefined;
-}
-
-/** pickUp returns the super labels or annotations under the tenant's transparent prefixes (copied up). */
-export function pickUp(m: Record<string, string> | undefined, transparent: readonly string[] = []): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m ?? {})) if (transparent.some((p) => k.startsWith(p))) out[k] = v;
-  return out;
-}
-
 /** cleanMeta returns the metadata fields of a tenant object that may be copied to a new super object. */
 export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: string | undefined, name = tm.name): ObjectMeta {
   const out: ObjectMeta = { name };
@@ -195,13 +172,8 @@ export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: strin
   return out;
 }
 
-/** Naming is the tenant-bound view of these rules that plugins receive. */
-export interface Naming {
-  /** super namespace of a tenant namespace */
-  superNamespace(tenantNamespace: string): string;
-  /** tenant namespace of a super namespace of this tenant, if it is one */
-  tenantNamespace(superNamespace: string): string | undefined;
-}
+/** Naming is the tenant-bound view of these rules that plugins receive (defined by the plugin contract). */
+export type { Naming } from '../../plugins/sdk/src/contract.ts';
 
 /**
  * NamespaceOwnerLookup reads the provenance of a super namespace (from a cache of super namespaces); undefined means

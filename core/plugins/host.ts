@@ -1,11 +1,47 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { formatErrors, validate } from '../../schemas/validate.ts';
+import { compileSchema, type FieldError, formatErrors, validate } from '../../schemas/validate.ts';
 import { childLogger } from '../log.ts';
-import { isMutator, type MutatorPlugin, type Plugin, type PluginProcess, type ResourcePlugin, type TenantView } from './contract.ts';
+import {
+  isMutator,
+  type MutatorPlugin,
+  PLUGIN_API_GROUP,
+  PLUGIN_API_VERSION,
+  type Plugin,
+  type PluginProcess,
+  type ResourcePlugin,
+  type TenantView,
+} from './contract.ts';
 
 const log = childLogger({ controller: 'plugin-host' });
+
+/** SUPPORTED_API_MAJORS are the major versions of the plugin contract (manifest apiVersion) this host loads. */
+export const SUPPORTED_API_MAJORS: readonly number[] = [1];
+
+/**
+ * apiVersionProblem says why a manifest's apiVersion cannot be loaded by this host, or undefined when it can. A
+ * manifest without one is refused too: it predates the versioned contract, so what it expects is unknown.
+ */
+export function apiVersionProblem(name: string, apiVersion: unknown): string | undefined {
+  const supported = SUPPORTED_API_MAJORS.map((m) => `${PLUGIN_API_GROUP}/v${m}`).join(', ');
+  if (apiVersion === undefined) {
+    return `plugin ${name} declares no apiVersion; this host supports ${supported}: rebuild it against @virtualcluster-ts/plugin-sdk and set manifest.apiVersion to PLUGIN_API_VERSION`;
+  }
+  const m = typeof apiVersion === 'string' ? /^(.+)\/v(\d+)$/.exec(apiVersion) : null;
+  if (!m || m[1] !== PLUGIN_API_GROUP)
+    return `plugin ${name} has apiVersion ${JSON.stringify(apiVersion)}, which is not a plugin contract version; this host supports ${supported}`;
+  if (!SUPPORTED_API_MAJORS.includes(Number(m[2]))) {
+    return `plugin ${name} is written for plugin contract ${apiVersion}; this host supports ${supported} (host contract ${PLUGIN_API_VERSION})`;
+  }
+  return undefined;
+}
+
+/** configErrorMessages renders pluginConfig violations as `<where>.<field path>: <message>` lines. */
+function configErrorMessages(where: string, errors: FieldError[]): string[] {
+  return errors.map((e) => `${where}${e.pointer === '/' ? '' : e.pointer.replaceAll('/', '.')}: ${e.message}`);
+}
 
 /** PluginFailure records a plugin that could not be loaded or validated, by name (or source) and reason. */
 export interface PluginFailure {
@@ -27,6 +63,8 @@ export interface HostOptions {
   enable?: string[];
   /** plugins disabled for every tenant */
   disable?: string[];
+  /** the manager's `defaultPluginConfig`, keyed like pluginConfig: each entry is checked against its plugin's configSchema at load */
+  defaultPluginConfig?: Record<string, unknown>;
 }
 
 /**
@@ -36,6 +74,11 @@ export interface HostOptions {
 export class PluginHost {
   readonly failures: PluginFailure[] = [];
   private readonly plugins = new Map<string, Plugin>();
+  /**
+   * the pluginConfig keys of every plugin with a valid manifest, active in this process or not: which plugin owns
+   * the key and its configSchema checker, if it declares one
+   */
+  private readonly configKeys = new Map<string, { plugin: string; check?: (value: unknown) => FieldError[] }>();
 
   private constructor(private readonly o: HostOptions) {}
 
@@ -57,12 +100,25 @@ export class PluginHost {
         h.fail(p.manifest.name, 'builtin', `mutates unknown plugin "${p.manifest.mutates}"`);
       }
     }
+    for (const [key, value] of Object.entries(o.defaultPluginConfig ?? {})) {
+      const owner = h.configKeys.get(key);
+      const errors = owner?.check?.(value) ?? [];
+      if (!owner || !errors.length || !h.plugins.has(owner.plugin)) continue;
+      h.plugins.delete(owner.plugin);
+      h.fail(
+        owner.plugin,
+        'defaultPluginConfig',
+        `invalid default configuration:\n${configErrorMessages(`defaultPluginConfig.${key}`, errors).join('\n')}`,
+      );
+    }
     return h;
   }
 
   private admit(p: unknown, source: string): void {
     const manifest = (p as Plugin | undefined)?.manifest;
     const name = typeof manifest?.name === 'string' ? manifest.name : source;
+    const versionProblem = manifest && apiVersionProblem(name, (manifest as { apiVersion?: unknown }).apiVersion);
+    if (versionProblem) return this.fail(name, source, versionProblem);
     const errors = validate('plugin', manifest);
     if (errors.length) return this.fail(name, source, `invalid manifest:\n${formatErrors(`plugin ${name}`, errors)}`);
     const plugin = p as Plugin;
@@ -72,6 +128,21 @@ export class PluginHost {
     } else if (typeof plugin.toSuper !== 'function' && typeof plugin.toTenant !== 'function') {
       return this.fail(name, source, 'a resource plugin must implement toSuper() or toTenant()');
     }
+    const key = plugin.manifest.configKey ?? name;
+    const taken = this.configKeys.get(key);
+    if (taken)
+      return this.fail(
+        name,
+        source,
+        `pluginConfig key "${key}" is already the configuration of plugin ${taken.plugin}`,
+      );
+    let check: ((value: unknown) => FieldError[]) | undefined;
+    try {
+      check = plugin.manifest.configSchema && compileSchema(plugin.manifest.configSchema);
+    } catch (e) {
+      return this.fail(name, source, `invalid configSchema: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    this.configKeys.set(key, check ? { plugin: name, check } : { plugin: name });
     if (!plugin.manifest.processes.includes(this.o.process)) return;
     this.plugins.set(name, plugin);
   }
@@ -79,6 +150,26 @@ export class PluginHost {
   private fail(plugin: string, source: string, reason: string): void {
     this.failures.push({ plugin, source, reason });
     log.error({ plugin, source, reason }, 'plugin not loaded');
+  }
+
+  /**
+   * validatePluginConfig checks a tenant's `pluginConfig` (keyed by plugin name, or the configKey a plugin
+   * declares) against the configSchema of each plugin, and reports keys no loaded plugin reads. Messages read
+   * `<where>.<key>.<field>: <problem>`.
+   */
+  validatePluginConfig(cfg: Record<string, unknown> | undefined, where = 'spec.pluginConfig'): string[] {
+    const out: string[] = [];
+    for (const [key, value] of Object.entries(cfg ?? {})) {
+      const owner = this.configKeys.get(key);
+      if (!owner) {
+        out.push(
+          `${where}.${key}: no loaded plugin reads this key (keys: ${[...this.configKeys.keys()].sort().join(', ')})`,
+        );
+        continue;
+      }
+      out.push(...configErrorMessages(`${where}.${key}`, owner.check?.(value) ?? []));
+    }
+    return out;
   }
 
   /** names lists the active plugins. */
@@ -120,15 +211,62 @@ async function importPlugin(spec: string, baseDir: string): Promise<unknown[]> {
   if (isPath) {
     let p = resolve(baseDir, spec);
     if (!existsSync(p)) throw new Error(`no such file or directory: ${p}`);
-    if (statSync(p).isDirectory()) {
-      const pkg = join(p, 'package.json');
-      const main = existsSync(pkg) ? ((JSON.parse(readFileSync(pkg, 'utf8')) as { main?: string }).main ?? 'index.ts') : 'index.ts';
-      p = join(p, main);
-    }
+    if (statSync(p).isDirectory())
+      p = existsSync(join(p, 'package.json')) ? packageEntry(p, p, undefined, 'index.ts') : join(p, 'index.ts');
     target = pathToFileURL(p).href;
+  } else {
+    target = pathToFileURL(resolvePackage(spec, baseDir)).href;
   }
   const mod = (await import(target)) as { default?: unknown; plugins?: unknown[] };
   const exported = mod.plugins ?? mod.default;
   if (!exported) throw new Error('the module has no default export (a plugin or an array of plugins)');
   return Array.isArray(exported) ? exported : [exported];
+}
+
+/**
+ * resolvePackage finds the entry file of an installed npm package the way Node finds a dependency of a module in
+ * `baseDir` (the configuration's folder): the nearest node_modules/<name> up the tree, then its `exports["."]`
+ * (conditions import, node, default) or `main`. A plugin installed next to a manager configuration is found
+ * wherever the manager is installed; failing that, one installed into the manager's own installation (the container
+ * image's `npm install <plugin>` layer) is.
+ */
+export function resolvePackage(spec: string, baseDir: string): string {
+  const m = /^((?:@[^/]+\/)?[^/]+)(\/.*)?$/.exec(spec);
+  if (!m) throw new Error(`"${spec}" is neither a path nor a package name`);
+  const [, name, subpath] = m;
+  const dirs = [
+    ...(createRequire(join(resolve(baseDir), 'noop.js')).resolve.paths(name!) ?? []),
+    ...(createRequire(import.meta.url).resolve.paths(name!) ?? []),
+  ];
+  const dir = dirs.map((d) => join(d, name!)).find((d) => existsSync(join(d, 'package.json')));
+  if (!dir)
+    throw new Error(
+      `package ${name} is not installed in ${resolve(baseDir)}, a parent folder or the manager's installation (npm install ${name})`,
+    );
+  return packageEntry(dir, name!, subpath, 'index.js');
+}
+
+/** packageEntry reads a package folder's package.json and returns the file its `exports` or `main` names for import. */
+function packageEntry(dir: string, name: string, subpath: string | undefined, defaultMain: string): string {
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { exports?: unknown; main?: string };
+  const key = subpath ? `.${subpath}` : '.';
+  const map = hasDotKeys(pkg.exports) ? (pkg.exports as Record<string, unknown>) : { '.': pkg.exports };
+  const exported = pkg.exports === undefined ? undefined : exportTarget(map[key]);
+  if (pkg.exports !== undefined && !exported) throw new Error(`package ${name} does not export "${key}" for import`);
+  const entry = join(dir, exported ?? (subpath ? subpath.slice(1) : (pkg.main ?? defaultMain)));
+  if (!existsSync(entry))
+    throw new Error(`package ${name} names ${entry}, which does not exist (is the package built?)`);
+  return entry;
+}
+
+function hasDotKeys(exports: unknown): boolean {
+  return typeof exports === 'object' && exports !== null && Object.keys(exports).some((k) => k.startsWith('.'));
+}
+
+function exportTarget(t: unknown): string | undefined {
+  if (typeof t === 'string') return t;
+  if (Array.isArray(t)) return t.map(exportTarget).find((x) => x !== undefined);
+  if (typeof t !== 'object' || t === null) return undefined;
+  for (const [cond, v] of Object.entries(t)) if (['import', 'node', 'default'].includes(cond)) return exportTarget(v);
+  return undefined;
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../names/names.ts';
-import type { MutatorPlugin, ResourcePlugin, TenantView } from '../plugins/contract.ts';
+import { type MutatorPlugin, PLUGIN_API_VERSION, type ResourcePlugin, type TenantView } from '../plugins/contract.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../plugins/testing.ts';
 import configmaps from '../../plugins/configmaps/index.ts';
@@ -301,6 +301,7 @@ describe('planKey', () => {
 describe('mutator chain', () => {
   const downPlugin: ResourcePlugin = {
     manifest: {
+      apiVersion: PLUGIN_API_VERSION,
       name: 'things',
       version: '0.1.0',
       resource: { ...R.configmaps },
@@ -311,7 +312,7 @@ describe('mutator chain', () => {
     toSuper: (t, _s, ctx) => ({ object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: ctx.names.superNamespace('default'), name: t.metadata?.name } } }),
   };
   const labeller = (name: string, out: 'label' | 'skip' | 'null' = 'label'): MutatorPlugin => ({
-    manifest: { name, version: '0.1.0', direction: 'mutator', sourceOfTruth: 'tenant', processes: ['manager'], mutates: 'things' },
+    manifest: { apiVersion: PLUGIN_API_VERSION, name, version: '0.1.0', direction: 'mutator', sourceOfTruth: 'tenant', processes: ['manager'], mutates: 'things' },
     mutate: (d) => {
       if (out === 'skip') return { object: d, skip: { reason: `SkippedBy-${name}`, message: name } };
       if (out === 'null') return { object: null };

@@ -11,13 +11,14 @@ import { authenticate, type AgentTenant } from './auth.ts';
 import type { TenantDirectory } from './directory.ts';
 import { vnAgentMetrics, type Result } from './metrics.ts';
 import { forwardRequest, forwardUpgrade, rawResponse, sendText, tlsOptions, type KubeletEndpoint, type KubeletTLS, type RelayOptions } from './proxy.ts';
+import { VN_AGENT_PORT } from '../../plugins/sdk/src/wellknown.ts';
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
 import { kubeletEndpointOf, type SuperView } from './superview.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
 
 /** DEFAULT_PORT is the port the vn-agent listens on, and the vNodes' kubelet port (plugins/nodes). */
-export const DEFAULT_PORT = 10550;
+export const DEFAULT_PORT = VN_AGENT_PORT;
 /** DEFAULT_HANDSHAKE_TIMEOUT_MS bounds how long a kubelet may take to answer a request or an upgrade. */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
 /** DEFAULT_STREAM_IDLE_TIMEOUT_MS is the kubelet's own default streaming-connection idle timeout (4 h). */

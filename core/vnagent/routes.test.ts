@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Plugin } from '../plugins/contract.ts';
+import { PLUGIN_API_VERSION, type Plugin } from '../plugins/contract.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { createCA, fingerprintSha256 } from '../pki/pki.ts';
@@ -56,7 +56,7 @@ describe('vn-agent routes', () => {
     const off = agentTenant({ key: 'k', caPem: t.caPem, fingerprint: t.fingerprint, plugins: { disable: ['pods'] } });
     expect(translatePath(host, off, '/containerLogs/default/web/c')).toBeNull();
     const extra: Plugin = {
-      manifest: { name: 'logs-only', version: '0.1.0', direction: 'down', sourceOfTruth: 'tenant', processes: ['vn-agent'], resource: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true } },
+      manifest: { apiVersion: PLUGIN_API_VERSION, name: 'logs-only', version: '0.1.0', direction: 'down', sourceOfTruth: 'tenant', processes: ['vn-agent'], resource: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true } },
       toSuper: (o) => ({ object: o }),
       translateKubeletPath: (p) => (p.startsWith('/containerLogs/') ? p.replace('/containerLogs/', '/containerLogs/x-') : null),
     };

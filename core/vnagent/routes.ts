@@ -1,11 +1,10 @@
 import { hasVnAgent } from '../plugins/contract.ts';
+import { KUBELET_PATHS, type KubeletKind } from '../../plugins/sdk/src/wellknown.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import type { AgentTenant } from './auth.ts';
 
-/** KUBELET_KINDS are the kubelet endpoints the vn-agent serves; every other path is refused. */
-export const KUBELET_KINDS = ['containerLogs', 'exec', 'attach', 'portForward', 'run'] as const;
-/** KubeletKind is one of KUBELET_KINDS. */
-export type KubeletKind = (typeof KUBELET_KINDS)[number];
+/** KUBELET_KINDS are the kubelet endpoints the vn-agent serves (the plugin SDK's KUBELET_PATHS); every other path is refused. */
+export { KUBELET_KINDS, type KubeletKind } from '../../plugins/sdk/src/wellknown.ts';
 
 /** METHODS are the HTTP methods each kind accepts (the kubelet's own routes). */
 export const METHODS: Record<KubeletKind, readonly string[]> = {
@@ -20,7 +19,7 @@ export const METHODS: Record<KubeletKind, readonly string[]> = {
 export function kindOf(path: string): KubeletKind | undefined {
   const m = /^\/([A-Za-z]+)\//.exec(path);
   const k = m?.[1];
-  return k && (KUBELET_KINDS as readonly string[]).includes(k) ? (k as KubeletKind) : undefined;
+  return k && Object.hasOwn(KUBELET_PATHS, k) ? (k as KubeletKind) : undefined;
 }
 
 /** PodTarget is the pod a translated kubelet path addresses. */

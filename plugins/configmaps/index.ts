@@ -1,7 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
 
 /** ConfigMap is the part of a core/v1 ConfigMap this plugin touches. */
 export interface ConfigMap extends KubeObject {
@@ -10,16 +8,8 @@ export interface ConfigMap extends KubeObject {
   immutable?: boolean;
 }
 
-/** ROOT_CA_CONFIGMAP is the ConfigMap every apiserver publishes in every namespace with its cluster CA. */
-export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
-
-/** TENANT_ROOT_CA_CONFIGMAP is the super name of the tenant's ROOT_CA_CONFIGMAP (the super keeps its own). */
-export const TENANT_ROOT_CA_CONFIGMAP = 'tenant-kube-root-ca.crt';
-
-/** superConfigMapName maps a tenant ConfigMap name to its super name (Pods referring to ConfigMaps use it too). */
-export function superConfigMapName(name: string): string {
-  return name === ROOT_CA_CONFIGMAP ? TENANT_ROOT_CA_CONFIGMAP : name;
-}
+/** ROOT_CA_CONFIGMAP, TENANT_ROOT_CA_CONFIGMAP and superConfigMapName are the root CA rename, shared with the pods plugin. */
+export { ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
 
 function superName(tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { namespace: string; name: string } {
   return { namespace: ctx.names.superNamespace(tenantNamespace), name: superConfigMapName(tenantName) };
@@ -47,12 +37,8 @@ function toSuper(tenantObj: ConfigMap, superObj: ConfigMap | undefined, ctx: Plu
     };
   }
   const meta = downMeta(tenantObj, superObj, ctx, superName(namespace, name, ctx));
-  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
-  const desired: ConfigMap = superObj ? { ...clone(superObj), metadata: meta } : newObject<ConfigMap>({ apiVersion: 'v1', kind: 'ConfigMap' }, meta);
-  for (const f of ['data', 'binaryData', 'immutable'] as const) {
-    if (tenantObj[f] === undefined) delete desired[f];
-    else desired[f] = clone(tenantObj[f]) as never;
-  }
+  const desired = buildOn<ConfigMap>(superObj, { apiVersion: 'v1', kind: 'ConfigMap' }, meta);
+  copyFields(tenantObj, desired, ['data', 'binaryData', 'immutable']);
   return { object: desired };
 }
 
@@ -62,6 +48,7 @@ function toSuper(tenantObj: ConfigMap, superObj: ConfigMap | undefined, ctx: Plu
  */
 export const configmapsPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'configmaps',
     version: '0.1.0',
     description: "Copies tenant ConfigMaps to the super cluster; the tenant's kube-root-ca.crt becomes tenant-kube-root-ca.crt.",

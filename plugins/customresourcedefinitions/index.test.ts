@@ -98,6 +98,7 @@ describe('customresourcedefinitions manifest', () => {
   it('is an opt-in up plugin of cluster-scoped CRDs and the default export', () => {
     expect(plugin).toBe(customresourcedefinitionsPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'customresourcedefinitions',
       version: '0.1.0',
       description: expect.any(String),

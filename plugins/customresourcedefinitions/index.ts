@@ -1,8 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { LABEL } from '../../core/names/names.ts';
-import type { Decision, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
-import { clone, newObject, upMeta } from '../../core/plugins/helpers.ts';
+import { buildOn, clone, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** CustomResourceDefinition is the part of an apiextensions.k8s.io/v1 CRD this plugin reads. */
 export interface CustomResourceDefinition extends KubeObject {
@@ -16,7 +13,6 @@ export interface CustomResourceDefinition extends KubeObject {
   };
 }
 
-const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] === 'true';
 
 
 /**
@@ -26,6 +22,7 @@ const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] 
  */
 export const customresourcedefinitionsPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'customresourcedefinitions',
     version: '0.1.0',
     description: 'Copies the super CRDs labelled tenancy.x-k8s.io/super.public=true into tenants, without conversion webhooks.',
@@ -38,15 +35,13 @@ export const customresourcedefinitionsPlugin = {
 
   route(superObj: CustomResourceDefinition, rctx: RouteContext): TenantKey[] {
     if (!isPublic(superObj)) return [];
-    const name = superObj.metadata?.name ?? '';
-    return rctx.tenants.map((t) => ({ tenant: t.key, namespace: '', name }));
+    return routeToAllTenants(superObj, rctx);
   },
 
   toTenant(superObj: CustomResourceDefinition | undefined, tenantObj: CustomResourceDefinition | undefined): Decision<CustomResourceDefinition> {
     if (!superObj || !isPublic(superObj)) return { object: null };
     const from = superObj.spec ?? {};
-    const desired: CustomResourceDefinition = tenantObj ? clone(tenantObj) : newObject<CustomResourceDefinition>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<CustomResourceDefinition>(tenantObj, superObj, upMeta(superObj, tenantObj));
     desired.spec = {
       ...desired.spec,
       group: from.group,

@@ -176,6 +176,7 @@ describe('dns mutator', () => {
 
   it('mutates pods, runs in the manager and is the default export', () => {
     expect(dnsPlugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'dns',
       version: '0.1.0',
       description: expect.any(String),

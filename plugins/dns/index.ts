@@ -1,9 +1,7 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX } from '../../core/names/names.ts';
-import type { MutatorPlugin, PluginContext } from '../../core/plugins/contract.ts';
-import { clone } from '../../core/plugins/helpers.ts';
 import type { Pod, PodDNSConfig } from '../pods/types.ts';
+import { clone, type KubeObject, type MutatorPlugin, PLUGIN_API_VERSION, type PluginContext } from '../sdk/src/index.ts';
 
 /** DISABLE_DNS_MUTATION is the tenant Pod annotation that, set to "true", keeps the Pod's own DNS settings. */
 export const DISABLE_DNS_MUTATION = `${PREFIX}/disable.dnsPolicyMutation`;
@@ -50,6 +48,7 @@ function superDnsIP(ctx: PluginContext): string | undefined {
  */
 export const dnsPlugin: MutatorPlugin<Pod> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'dns',
     version: '0.1.0',
     description: "Points new super Pods using cluster DNS at the tenant's kube-dns Service",

@@ -1,17 +1,8 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, clone, type Decision, downMeta, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** ObjectReference is the targetRef of an endpoint address. */
-export interface ObjectReference {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  resourceVersion?: string;
-  [field: string]: unknown;
-}
+export type { ObjectReference } from '../sdk/src/index.ts';
 
 /** EndpointAddress is one address of an EndpointSubset. */
 export interface EndpointAddress {
@@ -57,8 +48,7 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
   const service = ctx.tenantCache.get(R.services, namespace, name);
   if (!service || hasSelector(service)) return { object: null };
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name });
-  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
-  const desired: Endpoints = superObj ? { ...clone(superObj), metadata: meta } : newObject<Endpoints>({ apiVersion: 'v1', kind: 'Endpoints' }, meta);
+  const desired = buildOn<Endpoints>(superObj, { apiVersion: 'v1', kind: 'Endpoints' }, meta);
   if (tenantObj.subsets?.length) {
     desired.subsets = tenantObj.subsets.map((s) => {
       const out: EndpointSubset = clone(s);
@@ -78,6 +68,7 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
  */
 export const endpointsPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'endpoints',
     version: '0.1.0',
     description: 'Copies the Endpoints of tenant Services without a selector to the super cluster.',

@@ -151,6 +151,7 @@ describe('events plugin: route', () => {
 describe('events plugin: manifest', () => {
   it('owns core/v1 events, up from the super, and is the default export', () => {
     expect(eventsPlugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'events',
       version: '0.1.0',
       description: expect.any(String),

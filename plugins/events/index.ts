@@ -1,19 +1,9 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { provenanceOf } from '../../core/names/names.ts';
-import type { ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone } from '../../core/plugins/helpers.ts';
+import { clone, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** InvolvedObject is the object a core/v1 Event is about. */
-export interface InvolvedObject {
-  apiVersion?: string;
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  resourceVersion?: string;
-  fieldPath?: string;
-}
+export type InvolvedObject = ObjectReference;
 
 /** Event is a core/v1 Event as the events plugin sees it. */
 export interface Event extends KubeObject {
@@ -50,6 +40,7 @@ const kindOf = (e: Event): keyof typeof EVENT_KINDS | undefined => {
  */
 export const eventsPlugin: ResourcePlugin<Event> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'events',
     version: '0.1.0',
     description: "Super events about a tenant's Pods and Services, copied once to the tenant",

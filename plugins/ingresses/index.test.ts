@@ -127,6 +127,7 @@ describe('ingresses manifest', () => {
   it('is an opt-in both plugin of namespaced Ingresses and the default export', () => {
     expect(plugin).toBe(ingressesPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'ingresses',
       version: '0.1.0',
       description: expect.any(String),

@@ -1,7 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, clone, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** SPEC_FIELDS are the Ingress spec fields the super Ingress takes from the tenant Ingress. */
 export const SPEC_FIELDS = ['ingressClassName', 'rules', 'tls', 'defaultBackend'] as const;
@@ -16,12 +14,8 @@ function toSuper(tenantObj: Ingress, superObj: Ingress | undefined, ctx: PluginC
   const tm = tenantObj.metadata ?? {};
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' });
   const spec = { ...clone(superObj?.spec) };
-  for (const f of SPEC_FIELDS) {
-    const v = tenantObj.spec?.[f];
-    if (v === undefined) delete spec[f];
-    else spec[f] = clone(v) as never;
-  }
-  const desired: Ingress = superObj ? { ...clone(superObj), metadata: meta, spec } : newObject<Ingress>(tenantObj, meta, { spec });
+  copyFields(tenantObj.spec, spec, SPEC_FIELDS);
+  const desired = buildOn<Ingress>(superObj, tenantObj, meta, { spec });
   return { object: desired };
 }
 
@@ -40,6 +34,7 @@ function toTenant(superObj: Ingress | undefined, tenantObj: Ingress | undefined)
  */
 export const ingressesPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'ingresses',
     version: '0.1.0',
     description: 'Copies tenant Ingresses to the super cluster and carries the load balancer status back.',

@@ -1,7 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, type Decision, downMeta, keepSuperOwned, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** Namespace is the part of a core/v1 Namespace this plugin touches. */
 export interface Namespace extends KubeObject {
@@ -42,15 +40,11 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
   if (ownName !== undefined) labels[NAME_LABEL] = ownName;
   meta.labels = labels;
 
-  const annotations: Record<string, string> = {};
-  for (const [k, v] of Object.entries(meta.annotations ?? {})) if (!superOwned(k)) annotations[k] = v;
-  for (const [k, v] of Object.entries(sm?.annotations ?? {})) if (superOwned(k)) annotations[k] = v;
-  if (Object.keys(annotations).length) meta.annotations = annotations;
+  const annotations = keepSuperOwned(meta.annotations, sm?.annotations, superOwned);
+  if (annotations) meta.annotations = annotations;
   else delete meta.annotations;
 
-  if (sm?.finalizers?.length) meta.finalizers = [...sm.finalizers];
-  if (!superObj) return { object: newObject<Namespace>({ apiVersion: 'v1', kind: 'Namespace' }, meta) };
-  return { object: { ...clone(superObj), metadata: meta } };
+  return { object: buildOn<Namespace>(superObj, { apiVersion: 'v1', kind: 'Namespace' }, meta) };
 }
 
 /**
@@ -59,6 +53,7 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
  */
 export const namespacesPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'namespaces',
     version: '0.1.0',
     description: 'Creates a prefixed super Namespace for every tenant Namespace, labelled with the tenant Pod Security level.',

@@ -5,7 +5,7 @@ import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
 import type { Pod } from '../pods/types.ts';
-import plugin, { buildVNode, nodesPlugin, PODS_BY_NODE, type Node } from './index.ts';
+import plugin, { buildVNode, CONFIG_SCHEMA, nodesPlugin, PODS_BY_NODE, type Node } from './index.ts';
 
 const KEY = testTenant().key;
 const OTHER = 'team-b-4d5e6f-prod';
@@ -104,6 +104,18 @@ const cases: Case[] = [
     tenantPods: [tenantPodOn('node-1')],
     pluginConfig: { vnAgent: { host: 'vn-agent.example', port: 10666 } },
     want: { object: mirrored({ host: 'vn-agent.example', port: 10666 }) },
+  },
+  {
+    name: 'the vn-agent host and port come from pluginConfig.nodes.vnAgent',
+    tenantPods: [tenantPodOn('node-1')],
+    pluginConfig: { nodes: { vnAgent: { host: 'vn-agent.example', port: 10666 } } },
+    want: { object: mirrored({ host: 'vn-agent.example', port: 10666 }) },
+  },
+  {
+    name: 'pluginConfig.nodes.vnAgent wins over the 0.1 top-level pluginConfig.vnAgent',
+    tenantPods: [tenantPodOn('node-1')],
+    pluginConfig: { nodes: { vnAgent: { port: 10888 } }, vnAgent: { host: 'old.example', port: 10666 } },
+    want: { object: mirrored({ port: 10888 }) },
   },
   {
     name: 'a vn-agent port without host keeps the node InternalIP',
@@ -226,6 +238,7 @@ describe('nodes plugin: route', () => {
 describe('nodes plugin: manifest', () => {
   it('owns core/v1 nodes, up from the super, and is the default export', () => {
     expect(nodesPlugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'nodes',
       version: '0.1.0',
       description: expect.any(String),
@@ -233,6 +246,7 @@ describe('nodes plugin: manifest', () => {
       direction: 'up',
       sourceOfTruth: 'super',
       processes: ['manager'],
+      configSchema: CONFIG_SCHEMA,
     });
     expect(plugin).toBe(nodesPlugin);
   });

@@ -1,16 +1,14 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX, provenanceOf } from '../../core/names/names.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone } from '../../core/plugins/helpers.ts';
 import type { Pod } from '../pods/types.ts';
+import { clone, type Decision, type KubeObject, PLUGIN_API_VERSION, pluginConfigOf, type PluginContext, type ResourcePlugin, VN_AGENT_PORT } from '../sdk/src/index.ts';
 
 /** VNODE_LABEL marks a tenant Node as a vNode the syncer mirrors from a super node. */
 export const VNODE_LABEL = `${PREFIX}/vnode`;
 /** EMPTY_SINCE_ANN records on a vNode when the tenant's last Pod left it (ISO time). */
 export const EMPTY_SINCE_ANN = `${PREFIX}/empty-since`;
 /** DEFAULT_VN_AGENT_PORT is the vn-agent port a vNode advertises as its kubelet endpoint. */
-export const DEFAULT_VN_AGENT_PORT = 10550;
+export const DEFAULT_VN_AGENT_PORT = VN_AGENT_PORT;
 /** PODS_BY_NODE is the super index of Pods by node name that route() reads: the tenants with Pods on a node. */
 export const PODS_BY_NODE = 'nodes/pods-by-node';
 /** DEFAULT_GRACE_SECONDS is how long an empty vNode is kept before it is deleted. */
@@ -36,15 +34,40 @@ export interface Node extends KubeObject {
   };
 }
 
-/** VnAgentConfig is `pluginConfig.vnAgent` of a tenant: where the tenant apiserver reaches the vn-agent. */
+/**
+ * CONFIG_SCHEMA is the JSON Schema of `pluginConfig.nodes`: where the tenant apiserver reaches the vn-agent, and
+ * how long an empty vNode is kept.
+ */
+export const CONFIG_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    vnAgent: {
+      description: 'where the tenant apiserver reaches the vn-agent on each node (default: the node InternalIP, port 10550)',
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        host: { type: 'string', minLength: 1 },
+        port: { type: 'integer', minimum: 1, maximum: 65535 },
+      },
+    },
+    gracePeriodSeconds: { description: 'how long an empty vNode is kept before it is deleted', type: 'number', minimum: 0 },
+  },
+};
+
+/** VnAgentConfig is `pluginConfig.nodes.vnAgent` of a tenant: where the tenant apiserver reaches the vn-agent. */
 export interface VnAgentConfig {
   host?: string;
   port: number;
 }
 
-/** vnAgentConfig reads `pluginConfig.vnAgent` of a tenant, ignoring fields of the wrong type. */
+/**
+ * vnAgentConfig reads `pluginConfig.nodes.vnAgent` of a tenant, ignoring fields of the wrong type. A top-level
+ * `pluginConfig.vnAgent` (the shape of 0.1 manager defaults) is still read when `nodes.vnAgent` is absent.
+ */
 export function vnAgentConfig(ctx: Pick<PluginContext, 'tenant'>): VnAgentConfig {
-  const raw = ctx.tenant.pluginConfig?.vnAgent as { host?: unknown; port?: unknown } | undefined;
+  const own = pluginConfigOf(ctx, 'nodes')?.vnAgent;
+  const raw = (own ?? ctx.tenant.pluginConfig?.vnAgent) as { host?: unknown; port?: unknown } | undefined;
   const out: VnAgentConfig = { port: typeof raw?.port === 'number' ? raw.port : DEFAULT_VN_AGENT_PORT };
   if (typeof raw?.host === 'string' && raw.host) out.host = raw.host;
   return out;
@@ -101,6 +124,7 @@ function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
  */
 export const nodesPlugin: ResourcePlugin<Node> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'nodes',
     version: '0.1.0',
     description: 'vNodes: tenant mirrors of the super nodes running its Pods, served by the vn-agent',
@@ -108,6 +132,7 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     direction: 'up',
     sourceOfTruth: 'super',
     processes: ['manager'],
+    configSchema: CONFIG_SCHEMA,
   },
 
   indexes: [{ name: PODS_BY_NODE, resource: R.pods, values: (pod) => nodeOf(pod) }],

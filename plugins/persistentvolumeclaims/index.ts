@@ -1,7 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { Decision, Effect, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { clone, copyFields, type Decision, downMeta, type Effect, keepSuperOwned, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
 export interface TypedObjectReference {
@@ -58,17 +56,14 @@ function toSuper(tenantObj: PersistentVolumeClaim, superObj: PersistentVolumeCla
   const tm = tenantObj.metadata ?? {};
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' });
   const sm = superObj?.metadata;
-  const annotations: Record<string, string> = {};
-  for (const [k, v] of Object.entries(meta.annotations ?? {})) if (!superOwned(k)) annotations[k] = v;
-  for (const [k, v] of Object.entries(sm?.annotations ?? {})) if (superOwned(k)) annotations[k] = v;
-  if (Object.keys(annotations).length) meta.annotations = annotations;
+  const annotations = keepSuperOwned(meta.annotations, sm?.annotations, superOwned);
+  if (annotations) meta.annotations = annotations;
   else delete meta.annotations;
-  if (sm?.finalizers?.length) meta.finalizers = [...sm.finalizers];
 
   if (!superObj) {
     const ts = tenantObj.spec ?? {};
     const spec: PersistentVolumeClaimSpec = {};
-    for (const f of DOWN_SPEC_FIELDS) if (ts[f] !== undefined) spec[f] = clone(ts[f]) as never;
+    copyFields(ts, spec, DOWN_SPEC_FIELDS);
     if (spec.dataSourceRef?.namespace) spec.dataSourceRef.namespace = ctx.names.superNamespace(spec.dataSourceRef.namespace);
     return { object: newObject<PersistentVolumeClaim>({ apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, meta, { spec }) };
   }
@@ -88,11 +83,7 @@ function toTenant(superObj: PersistentVolumeClaim | undefined, tenantObj: Persis
   const desired = clone(tenantObj);
   if (!superObj) return { object: desired };
   const status = { ...desired.status };
-  for (const f of UP_STATUS_FIELDS) {
-    const v = superObj.status?.[f];
-    if (v === undefined) delete status[f];
-    else status[f] = clone(v) as never;
-  }
+  copyFields(superObj.status, status, UP_STATUS_FIELDS);
   desired.status = status;
 
   const effects: Effect[] = [];
@@ -120,6 +111,7 @@ function toTenant(superObj: PersistentVolumeClaim | undefined, tenantObj: Persis
  */
 export const persistentvolumeclaimsPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'persistentvolumeclaims',
     version: '0.1.0',
     description: 'Copies tenant PersistentVolumeClaims to the super cluster and carries binding and status back.',

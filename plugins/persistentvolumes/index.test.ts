@@ -220,6 +220,7 @@ describe('persistentvolumes manifest', () => {
   it('is an up plugin of cluster-scoped PersistentVolumes and the default export', () => {
     expect(plugin).toBe(persistentvolumesPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'persistentvolumes',
       version: '0.1.0',
       description: expect.any(String),

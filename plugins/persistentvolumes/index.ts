@@ -1,19 +1,9 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { provenanceOf } from '../../core/names/names.ts';
-import type { Decision, PluginContext, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
-import { clone, newObject, upMeta } from '../../core/plugins/helpers.ts';
+import { buildOn, clone, type Decision, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, type RouteContext, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** ClaimRef is the ObjectReference a bound PersistentVolume keeps to its claim. */
-export interface ClaimRef {
-  apiVersion?: string;
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  resourceVersion?: string;
-  [field: string]: unknown;
-}
+export type ClaimRef = ObjectReference;
 
 /** PersistentVolume is the part of a core/v1 PersistentVolume this plugin reads. */
 export interface PersistentVolume extends KubeObject {
@@ -46,6 +36,7 @@ function claimUid(ref: ClaimRef, tenantNs: string, tenantObj: PersistentVolume |
  */
 export const persistentvolumesPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'persistentvolumes',
     version: '0.1.0',
     description: 'Shows each tenant the super PersistentVolumes bound to its PersistentVolumeClaims.',
@@ -87,8 +78,7 @@ export const persistentvolumesPlugin = {
     }
     const claimRef: ClaimRef = { ...clone(ref), namespace: tenantNs, uid };
     delete claimRef.resourceVersion;
-    const desired: PersistentVolume = tenantObj ? clone(tenantObj) : newObject<PersistentVolume>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<PersistentVolume>(tenantObj, superObj, upMeta(superObj, tenantObj));
     desired.spec = { ...clone(superObj.spec), claimRef };
     if (superObj.status) desired.status = clone(superObj.status);
     else delete desired.status;

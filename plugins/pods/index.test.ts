@@ -534,6 +534,7 @@ describe('pods plugin: translateKubeletPath', () => {
 describe('pods plugin: manifest', () => {
   it('owns core/v1 pods in both directions, runs in the manager and the vn-agent, and is the default export', () => {
     expect(podsPlugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'pods',
       version: '0.1.0',
       description: expect.any(String),

@@ -1,15 +1,10 @@
 import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf } from '../../core/names/names.ts';
-import type { Decision, Effect, Naming, PluginContext, ResourcePlugin, TenantView, VnAgentCapability } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume } from './types.ts';
+import { clone, type Decision, downMeta, type Effect, KUBELET_PATHS, type KubeletKind, type Naming, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, superConfigMapName, type TenantView, type VnAgentCapability } from '../sdk/src/index.ts';
 
 export type { Pod, PodSpec, PodStatus } from './types.ts';
 
-/** ROOT_CA_CONFIGMAP is the ConfigMap every tenant namespace gets with the tenant apiserver's CA. */
-export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
-/** SUPER_ROOT_CA_CONFIGMAP is the super name of ROOT_CA_CONFIGMAP (the super has its own kube-root-ca.crt). */
-export const SUPER_ROOT_CA_CONFIGMAP = 'tenant-kube-root-ca.crt';
 /** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
 export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
 /** NODE_NAME_NOT_SUPPORTED is the skip and event reason for a tenant Pod that names its node itself. */
@@ -40,7 +35,7 @@ const allContainers = (spec: PodSpec): Container[] => [...spec.containers, ...(s
 
 function renameRootCA(spec: PodSpec): void {
   const rename = (ref: { name?: string } | undefined): void => {
-    if (ref?.name === ROOT_CA_CONFIGMAP) ref.name = SUPER_ROOT_CA_CONFIGMAP;
+    if (ref?.name) ref.name = superConfigMapName(ref.name);
   };
   for (const v of spec.volumes ?? []) {
     rename(v.configMap);
@@ -165,13 +160,6 @@ function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): Pod
   return out;
 }
 
-const KUBELET_PATHS: Record<string, { min: number; max: number; uidAt?: number }> = {
-  containerLogs: { min: 3, max: 3 },
-  exec: { min: 3, max: 4, uidAt: 2 },
-  attach: { min: 3, max: 4, uidAt: 2 },
-  run: { min: 3, max: 4, uidAt: 2 },
-  portForward: { min: 2, max: 3, uidAt: 2 },
-};
 
 const SEGMENT = /^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$/;
 
@@ -186,7 +174,7 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
   const parts = (q >= 0 ? path.slice(0, q) : path).split('/');
   if (parts.shift() !== '') return null;
   const kind = parts.shift() ?? '';
-  const shape = Object.hasOwn(KUBELET_PATHS, kind) ? KUBELET_PATHS[kind] : undefined;
+  const shape: { min: number; max: number; uidAt?: number } | undefined = Object.hasOwn(KUBELET_PATHS, kind) ? KUBELET_PATHS[kind as KubeletKind] : undefined;
   if (!shape || parts.length < shape.min || parts.length > shape.max) return null;
   if (!parts.every((s) => SEGMENT.test(s))) return null;
   if (shape.uidAt !== undefined && parts.length === shape.max) parts.splice(shape.uidAt, 1);
@@ -202,6 +190,7 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
  */
 export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'pods',
     version: '0.1.0',
     description: 'Pods down (spec at creation, labels, images), status and node binding up; kubelet paths for the vn-agent',

@@ -1,4 +1,4 @@
-import type { KubeObject } from '../../core/kube/client.ts';
+import type { KubeObject } from '../sdk/src/index.ts';
 
 /** ConfigMapRef is any reference to a ConfigMap by name (volume source, projection, env and envFrom refs). */
 export interface ConfigMapRef {

@@ -132,6 +132,7 @@ describe('priorityclasses manifest', () => {
   it('is an opt-in up plugin of cluster-scoped PriorityClasses and the default export', () => {
     expect(plugin).toBe(priorityclassesPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'priorityclasses',
       version: '0.1.0',
       description: expect.any(String),

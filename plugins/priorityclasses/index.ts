@@ -1,8 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { LABEL } from '../../core/names/names.ts';
-import type { Decision, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
-import { clone, newObject, upMeta } from '../../core/plugins/helpers.ts';
+import { buildOn, copyFields, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** PriorityClass is a scheduling.k8s.io/v1 PriorityClass. */
 export interface PriorityClass extends KubeObject {
@@ -15,7 +12,6 @@ export interface PriorityClass extends KubeObject {
 /** RESERVED_PREFIX starts the names of the PriorityClasses every apiserver creates itself; they are never copied. */
 export const RESERVED_PREFIX = 'system-';
 
-const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] === 'true';
 const isReserved = (o: KubeObject): boolean => (o.metadata?.name ?? '').startsWith(RESERVED_PREFIX);
 
 
@@ -26,6 +22,7 @@ const isReserved = (o: KubeObject): boolean => (o.metadata?.name ?? '').startsWi
  */
 export const priorityclassesPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'priorityclasses',
     version: '0.1.0',
     description: 'Copies the super PriorityClasses labelled tenancy.x-k8s.io/super.public=true into tenants, never as global default.',
@@ -38,8 +35,7 @@ export const priorityclassesPlugin = {
 
   route(superObj: PriorityClass, rctx: RouteContext): TenantKey[] {
     if (!isPublic(superObj) || isReserved(superObj)) return [];
-    const name = superObj.metadata?.name ?? '';
-    return rctx.tenants.map((t) => ({ tenant: t.key, namespace: '', name }));
+    return routeToAllTenants(superObj, rctx);
   },
 
   toTenant(superObj: PriorityClass | undefined, tenantObj: PriorityClass | undefined): Decision<PriorityClass> {
@@ -50,14 +46,10 @@ export const priorityclassesPlugin = {
       };
     }
     if (!superObj || !isPublic(superObj)) return { object: null };
-    const desired: PriorityClass = tenantObj ? clone(tenantObj) : newObject<PriorityClass>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
+    const desired = buildOn<PriorityClass>(tenantObj, superObj, upMeta(superObj, tenantObj));
     desired.value = superObj.value ?? 0;
     desired.globalDefault = false;
-    for (const f of ['preemptionPolicy', 'description'] as const) {
-      if (superObj[f] === undefined) delete desired[f];
-      else desired[f] = superObj[f];
-    }
+    copyFields(superObj, desired, ['preemptionPolicy', 'description']);
     return { object: desired };
   },
 } satisfies ResourcePlugin<PriorityClass>;

@@ -1,8 +1,6 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX } from '../../core/names/names.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
 
 /** Secret is the part of a core/v1 Secret this plugin touches. */
 export interface Secret extends KubeObject {
@@ -13,7 +11,7 @@ export interface Secret extends KubeObject {
 }
 
 /** SERVICE_ACCOUNT_TOKEN is the Secret type the token controller fills with a token of its own cluster. */
-export const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
+export { SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
 
 /**
  * ORIGINAL_TYPE_ANNOTATION records, on a super Secret, the tenant type it was converted from. It is under the
@@ -36,15 +34,11 @@ function toSuper(tenantObj: Secret, superObj: Secret | undefined, ctx: PluginCon
     { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' },
     converted ? { [ORIGINAL_TYPE_ANNOTATION]: SERVICE_ACCOUNT_TOKEN } : {},
   );
-  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
-  const desired: Secret = superObj ? { ...clone(superObj), metadata: meta } : newObject<Secret>({ apiVersion: 'v1', kind: 'Secret' }, meta);
+  const desired = buildOn<Secret>(superObj, { apiVersion: 'v1', kind: 'Secret' }, meta);
   const type = superSecretType(tenantObj.type);
   if (type === undefined) delete desired.type;
   else desired.type = type;
-  for (const f of ['data', 'immutable'] as const) {
-    if (tenantObj[f] === undefined) delete desired[f];
-    else desired[f] = clone(tenantObj[f]) as never;
-  }
+  copyFields(tenantObj, desired, ['data', 'immutable']);
   return { object: desired };
 }
 
@@ -54,6 +48,7 @@ function toSuper(tenantObj: Secret, superObj: Secret | undefined, ctx: PluginCon
  */
 export const secretsPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'secrets',
     version: '0.1.0',
     description: 'Copies tenant Secrets to the super cluster; service account token Secrets become Opaque there.',

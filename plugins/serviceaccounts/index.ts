@@ -1,7 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { Decision, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
 
 /** LocalObjectReference names an object in the same namespace. */
 export interface LocalObjectReference {
@@ -15,16 +13,11 @@ export interface ServiceAccount extends KubeObject {
   imagePullSecrets?: LocalObjectReference[];
 }
 
-const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
-
 function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined, ctx: PluginContext): Decision<ServiceAccount> {
   const tm = tenantObj.metadata ?? {};
   const namespace = tm.namespace ?? '';
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name: tm.name ?? '' });
-  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
-  const desired: ServiceAccount = superObj
-    ? { ...clone(superObj), metadata: meta }
-    : newObject<ServiceAccount>({ apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
+  const desired = buildOn<ServiceAccount>(superObj, { apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
   desired.automountServiceAccountToken = false;
   const pull = (tenantObj.imagePullSecrets ?? []).filter((ref) => {
     const s = ref.name ? ctx.tenantCache.get<KubeObject & { type?: string }>(R.secrets, namespace, ref.name) : undefined;
@@ -44,6 +37,7 @@ function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined
  */
 export const serviceaccountsPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'serviceaccounts',
     version: '0.1.0',
     description: 'Copies tenant ServiceAccounts to the super cluster with token automounting disabled.',

@@ -1,8 +1,6 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { ANN } from '../../core/names/names.ts';
-import type { Decision, Effect, PluginContext, ResourcePlugin } from '../../core/plugins/contract.ts';
-import { clone, downMeta, newObject } from '../../core/plugins/helpers.ts';
+import { buildOn, clone, copyFields, type Decision, downMeta, type Effect, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
 
 /** ServicePort is one port of a Service. */
 export interface ServicePort {
@@ -81,13 +79,9 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
     { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' },
     tenantIP ? { [ANN.tenantClusterIP]: tenantIP } : {},
   );
-  if (superObj?.metadata?.finalizers?.length) meta.finalizers = [...superObj.metadata.finalizers];
 
   const spec: ServiceSpec = superObj?.spec ? clone(superObj.spec) : {};
-  for (const f of MIRRORED_SPEC_FIELDS) {
-    if (ts[f] === undefined) delete spec[f];
-    else spec[f] = clone(ts[f]) as never;
-  }
+  copyFields(ts, spec, MIRRORED_SPEC_FIELDS);
   if (ts.ports?.length) {
     spec.ports = ts.ports.map((p) => {
       const out = clone(p);
@@ -123,9 +117,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
     });
   }
 
-  const desired: Service = superObj
-    ? { ...clone(superObj), metadata: meta, spec }
-    : newObject<Service>({ apiVersion: 'v1', kind: 'Service' }, meta, { spec });
+  const desired = buildOn<Service>(superObj, { apiVersion: 'v1', kind: 'Service' }, meta, { spec });
   return effects.length ? { object: desired, effects } : { object: desired };
 }
 
@@ -159,6 +151,7 @@ function toTenant(superObj: Service | undefined, tenantObj: Service | undefined,
  */
 export const servicesPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'services',
     version: '0.1.0',
     description: 'Copies tenant Services to the super cluster; node ports and load balancer status follow the super.',

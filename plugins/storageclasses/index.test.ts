@@ -142,6 +142,7 @@ describe('storageclasses manifest', () => {
   it('is an up plugin of cluster-scoped StorageClasses and the default export', () => {
     expect(plugin).toBe(storageclassesPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'storageclasses',
       version: '0.1.0',
       description: expect.any(String),

@@ -1,8 +1,5 @@
-import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { LABEL } from '../../core/names/names.ts';
-import type { Decision, ResourcePlugin, RouteContext, TenantKey } from '../../core/plugins/contract.ts';
-import { clone, newObject, upMeta } from '../../core/plugins/helpers.ts';
+import { buildOn, copyFields, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
 
 /** STORAGE_CLASS_FIELDS are the StorageClass fields a tenant sees as the super cluster has them. */
 export const STORAGE_CLASS_FIELDS = [
@@ -26,7 +23,6 @@ export interface StorageClass extends KubeObject {
   allowedTopologies?: unknown[];
 }
 
-const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] === 'true';
 
 
 /**
@@ -35,6 +31,7 @@ const isPublic = (o: KubeObject): boolean => o.metadata?.labels?.[LABEL.public] 
  */
 export const storageclassesPlugin = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'storageclasses',
     version: '0.1.0',
     description: 'Copies the super StorageClasses labelled tenancy.x-k8s.io/super.public=true into every tenant.',
@@ -46,18 +43,13 @@ export const storageclassesPlugin = {
 
   route(superObj: StorageClass, rctx: RouteContext): TenantKey[] {
     if (!isPublic(superObj)) return [];
-    const name = superObj.metadata?.name ?? '';
-    return rctx.tenants.map((t) => ({ tenant: t.key, namespace: '', name }));
+    return routeToAllTenants(superObj, rctx);
   },
 
   toTenant(superObj: StorageClass | undefined, tenantObj: StorageClass | undefined): Decision<StorageClass> {
     if (!superObj || !isPublic(superObj)) return { object: null };
-    const desired: StorageClass = tenantObj ? clone(tenantObj) : newObject<StorageClass>(superObj, {});
-    desired.metadata = upMeta(superObj, tenantObj);
-    for (const f of STORAGE_CLASS_FIELDS) {
-      if (superObj[f] === undefined) delete desired[f];
-      else (desired as KubeObject)[f] = clone(superObj[f]);
-    }
+    const desired = buildOn<StorageClass>(tenantObj, superObj, upMeta(superObj, tenantObj));
+    copyFields(superObj, desired, STORAGE_CLASS_FIELDS);
     return { object: desired };
   },
 } satisfies ResourcePlugin<StorageClass>;

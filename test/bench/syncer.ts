@@ -343,7 +343,7 @@ function waitServiceAccount(c: KubeClient, ns: string): Promise<void> {
 
 /** tenantOf describes a local control plane as a syncer tenant with a fresh uid. */
 function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string): Tenant {
-  return tenantFor(cp, vcNamespace, vcName, randomUUID(), { pluginConfig: { vnAgent: { port: 10550 } } });
+  return tenantFor(cp, vcNamespace, vcName, randomUUID(), { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } });
 }
 
 /** syncerCounters reads the syncer's counters (errors, writes, skips) and reconcile-time histogram from the registry. */

@@ -63,12 +63,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     a = await cpA.client();
     b = await cpB.client();
     tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-000000000001', {
-      pluginConfig: { vnAgent: { port: 10550 } },
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
       transparentMetaPrefixes: ['super.example.com/'],
       opaqueMetaPrefixes: ['secret.example.com/'],
     });
     tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
-      pluginConfig: { vnAgent: { port: 10550 }, sandbox: { runtimeClassName: 'kata' } },
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } }, sandbox: { runtimeClassName: 'kata' } },
     });
     await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });
     registry = new MutableTenantRegistry([tenantA, tenantB]);

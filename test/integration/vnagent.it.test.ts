@@ -125,7 +125,7 @@ describe('vn-agent: tenant kubectl logs/exec/attach/port-forward through real ap
     keyPem: readFileSync(join(cp.dir, `pki/${name}.key`), 'utf8'),
   });
   const tenantOf = (cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, port: number): Tenant =>
-    tenantFor(cp, vcNamespace, vcName, uid, { pluginConfig: { vnAgent: { port } } });
+    tenantFor(cp, vcNamespace, vcName, uid, { pluginConfig: { nodes: { vnAgent: { port } } } });
   const directoryEntry = (cp: LocalControlPlane, tenant: Tenant) => ({
     key: tenant.key,
     vcName: tenant.vcName,

@@ -1,3 +1,4 @@
+import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ensureToolchain, isComplete, toolchainDir } from '../../toolchain/toolchain.ts';
 import { registerVirtualClusterCommands } from './vcs.ts';
@@ -56,16 +57,23 @@ plugins
   .action(async (o: { config?: string; process: 'manager' | 'vn-agent'; output: string }) => {
     const { pluginHostFromConfig } = await import('../plugins.ts');
     const cfg = o.config ? (await import('../manager/config.ts')).loadManagerConfig(o.config) : undefined;
-    const host = await pluginHostFromConfig(o.process, cfg?.plugins, { logFailures: false });
+    const host = await pluginHostFromConfig(o.process, cfg?.plugins, {
+      logFailures: false,
+      ...(o.config ? { baseDir: dirname(resolve(o.config)) } : {}),
+      defaultPluginConfig: cfg?.virtualClusters?.defaultPluginConfig,
+    });
     const rows = host.names().map((n) => {
       const m = host.get(n)!.manifest;
       const on = host.enabledFor({}, n);
-      return { name: n, version: m.version, direction: m.direction, truth: m.sourceOfTruth, processes: m.processes.join(','), enabled: on ? 'yes' : 'opt-in' };
+      // rbac: what the plugin needs beyond deploy/manager/rbac.yaml (see deploy/plugins/clusterrole.yaml)
+      const rbac = (m.rbac ?? []).map((r) => `${r.apiGroups.join(',') || 'core'}/${r.resources.join(',')}:${r.verbs.join(',')}`).join(' ') || '-';
+      return { name: n, version: m.version, api: m.apiVersion, direction: m.direction, truth: m.sourceOfTruth, processes: m.processes.join(','), enabled: on ? 'yes' : 'opt-in', rbac };
     });
     if (o.output === 'json') {
-      process.stdout.write(JSON.stringify({ plugins: rows, failures: host.failures }, null, 2) + '\n');
+      const rules = Object.fromEntries(host.names().map((n) => [n, host.get(n)!.manifest.rbac ?? []]));
+      process.stdout.write(JSON.stringify({ plugins: rows.map((r) => ({ ...r, rbac: rules[r.name] })), failures: host.failures }, null, 2) + '\n');
     } else {
-      const cols = ['name', 'version', 'direction', 'truth', 'processes', 'enabled'] as const;
+      const cols = ['name', 'version', 'api', 'direction', 'truth', 'processes', 'enabled', 'rbac'] as const;
       const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
       const line = (v: readonly string[]) => v.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd();
       process.stdout.write([line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))].join('\n') + '\n');

@@ -87,7 +87,8 @@ export function registerUpCommands(program: Command): void {
     .option('--state-dir <dir>', 'where all state lives', DEFAULT_STATE_DIR)
     .option('--nodes <n>', 'number of kwok nodes', '3')
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
-    .action(async (o: { stateDir: string; nodes: string; detach?: boolean }) => {
+    .option('--plugin <path-or-package>', 'load a third-party plugin in the manager (repeatable)', (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v], [])
+    .action(async (o: { stateDir: string; nodes: string; detach?: boolean; plugin: string[] }) => {
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -96,13 +97,13 @@ export function registerUpCommands(program: Command): void {
         process.stdout.write(`already running (pid ${running.pid}) in ${stateDir}\n${summary(running)}\n`);
         return;
       }
-      if (o.detach) return detach(stateDir, o.nodes);
+      if (o.detach) return detach(stateDir, o.nodes, o.plugin);
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
       process.env.LOG_LEVEL ??= 'warn';
       const { startEmbedded } = await import('../embedded/embedded.ts');
       const started = Date.now();
       const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
-      const e = await startEmbedded({ stateDir, nodes: Number(o.nodes), onStep: (s) => process.stderr.write(`${since()} ${s}\n`) });
+      const e = await startEmbedded({ stateDir, nodes: Number(o.nodes), plugins: o.plugin, onStep: (s) => process.stderr.write(`${since()} ${s}\n`) });
       const status: UpStatus = {
         pid: process.pid,
         ready: true,
@@ -166,12 +167,15 @@ export function registerUpCommands(program: Command): void {
 }
 
 /** detach starts `vc up` as a daemon with its output in `<state-dir>/up.log`, shows its progress and waits for ready. */
-async function detach(stateDir: string, nodes: string): Promise<void> {
+const isPluginPath = (v: string): boolean => v.startsWith('.') || v.startsWith('/');
+
+async function detach(stateDir: string, nodes: string, plugins: string[]): Promise<void> {
   rmSync(statusFile(stateDir), { force: true });
   const logFile = join(stateDir, 'up.log');
   const fd = openSync(logFile, 'w');
   const vc = fromPackageRoot('core/programs/cli/vc.mjs');
-  const child = spawn(process.execPath, [vc, 'up', '--state-dir', stateDir, '--nodes', nodes], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
+  const args = [vc, 'up', '--state-dir', stateDir, '--nodes', nodes, ...plugins.flatMap((p) => ['--plugin', p])];
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   child.unref();
   let shown = 0;
   const deadline = Date.now() + 10 * 60_000;

@@ -135,7 +135,7 @@ export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: str
  * runs a manager with leader election, the VirtualCluster controller (local provisioner sharing the super's etcd)
  * and the syncer. The manager configuration it uses is written to `<stateDir>/manager.yaml`.
  */
-export async function startEmbedded(o: { stateDir: string; nodes?: number; onStep?: (s: string) => void }): Promise<Embedded> {
+export async function startEmbedded(o: { stateDir: string; nodes?: number; plugins?: string[]; onStep?: (s: string) => void }): Promise<Embedded> {
   const step = o.onStep ?? (() => {});
   step('starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes)');
   const sc = await LocalSuperCluster.start({ stateDir: o.stateDir, nodes: o.nodes ?? 3, restart: true });
@@ -174,10 +174,11 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; onSte
         ],
       },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
+      ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
     };
     step('starting the vn-agent (kubelet proxy for tenants)');
     const agent = await startAgent(sc, o.stateDir);
-    cfg.virtualClusters!.defaultPluginConfig = { vnAgent: { host: '127.0.0.1', port: agent.port } };
+    cfg.virtualClusters!.defaultPluginConfig = { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } };
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');

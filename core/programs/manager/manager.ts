@@ -1,5 +1,5 @@
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { GitOpsController } from '../../../gitops/controller.ts';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, type KubeObject } from '../../kube/client.ts';
@@ -56,11 +56,14 @@ async function clientFor(kubeconfig?: string): Promise<KubeClient> {
  * at once when leader election is off), one syncer per super cluster serving the configured tenants.
  */
 export async function startManager(cfg: ManagerConfig, file: string): Promise<Manager> {
-  const host = await pluginHostFromConfig('manager', cfg.plugins);
+  const host = await pluginHostFromConfig('manager', cfg.plugins, {
+    baseDir: dirname(resolve(file)),
+    defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
+  });
   const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
   const registries = supers.map((s) => new MutableTenantRegistry(staticTenants(cfg, file, s.name)));
-  const lifecycle = cfg.virtualClusters?.enabled ? await lifecycleController(cfg, clients[0]!, registries[0]!) : undefined;
+  const lifecycle = cfg.virtualClusters?.enabled ? await lifecycleController(cfg, clients[0]!, registries[0]!, host) : undefined;
   const gitops = cfg.gitops?.enabled
     ? new GitOpsController({
         meta: clients[0]!,
@@ -154,7 +157,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   };
 }
 
-async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: MutableTenantRegistry) {
+async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: MutableTenantRegistry, host: PluginHost) {
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
   const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta), native: new NativeProvisioner(meta) };
   const local = cfg.virtualClusters?.local;
@@ -166,6 +169,7 @@ async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants
     tenants,
     workers: cfg.virtualClusters?.workers,
     defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
+    validatePluginConfig: (c) => host.validatePluginConfig(c),
   });
   return {
     controller,

@@ -1,6 +1,11 @@
-import type { Decision, MutatorPlugin, PluginContext } from '../../../core/plugins/contract.ts';
-
-type KubeObject = Parameters<MutatorPlugin['mutate']>[0];
+import {
+  clone,
+  type Decision,
+  type KubeObject,
+  type MutatorPlugin,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** Pod is the part of a core/v1 Pod this plugin reads and writes. */
 export interface Pod extends KubeObject {
@@ -14,6 +19,21 @@ export interface SandboxConfig {
   /** when true, a runtimeClassName the tenant gave its Pod is replaced too */
   enforce: boolean;
 }
+
+/** CONFIG_SCHEMA is the JSON Schema of `pluginConfig.sandbox`; the host checks tenants' values against it. */
+export const CONFIG_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['runtimeClassName'],
+  properties: {
+    runtimeClassName: {
+      description: 'a RuntimeClass that exists in the super cluster, e.g. kata',
+      type: 'string',
+      minLength: 1,
+    },
+    enforce: { description: 'true: also replace a runtimeClassName the tenant gave its Pod', type: 'boolean' },
+  },
+};
 
 /** sandboxConfig reads a tenant's `pluginConfig.sandbox`; undefined when the tenant does not ask (or asks malformed). */
 export function sandboxConfig(pluginConfig: Record<string, unknown> | undefined): SandboxConfig | undefined {
@@ -31,6 +51,7 @@ export function sandboxConfig(pluginConfig: Record<string, unknown> | undefined)
  */
 export const sandboxRuntimeClassPlugin: MutatorPlugin<Pod> = {
   manifest: {
+    apiVersion: PLUGIN_API_VERSION,
     name: 'sandbox-runtimeclass',
     version: '0.1.0',
     description: 'Runs the new super Pods of tenants that ask for it under a sandbox RuntimeClass.',
@@ -38,6 +59,8 @@ export const sandboxRuntimeClassPlugin: MutatorPlugin<Pod> = {
     mutates: 'pods',
     sourceOfTruth: 'tenant',
     processes: ['manager'],
+    configKey: 'sandbox',
+    configSchema: CONFIG_SCHEMA,
   },
 
   mutate(desired: Pod, tenantObj: Pod, ctx: PluginContext): Decision<Pod> {
@@ -45,7 +68,7 @@ export const sandboxRuntimeClassPlugin: MutatorPlugin<Pod> = {
     if (!cfg || desired.metadata?.uid) return { object: desired };
     const own = desired.spec?.runtimeClassName;
     if (own === cfg.runtimeClassName || (own && !cfg.enforce)) return { object: desired };
-    const out = structuredClone(desired);
+    const out = clone(desired);
     out.spec = { ...out.spec, runtimeClassName: cfg.runtimeClassName };
     if (!own) return { object: out };
     const tm = tenantObj.metadata ?? {};

@@ -1,24 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { CacheReader, Decision, Effect, PluginContext } from '../../../core/plugins/contract.ts';
-import plugin, { sandboxRuntimeClassPlugin, type Pod } from './index.ts';
-
-const emptyCache: CacheReader = { get: () => undefined, list: () => [] };
-
-const contextFor = (pluginConfig?: Record<string, unknown>): PluginContext => ({
-  tenant: {
-    key: 'team-a-1a2b3c-dev',
-    vcName: 'dev',
-    vcNamespace: 'team-a',
-    vcUid: '00000000-0000-0000-0000-00000000000a',
-    clusterDomain: 'cluster.local',
-    podSecurityLevel: 'baseline',
-    ...(pluginConfig ? { pluginConfig } : {}),
-  },
-  names: { superNamespace: (ns) => `team-a-1a2b3c-dev-${ns}`, tenantNamespace: () => undefined },
-  tenantCache: emptyCache,
-  superCache: emptyCache,
-  now: new Date('2026-01-01T00:00:00Z'),
-});
+import type { Decision, Effect } from '@virtualcluster-ts/plugin-sdk';
+import { runTransforms, testTenant } from '@virtualcluster-ts/plugin-sdk/testing';
+import plugin, { CONFIG_SCHEMA, sandboxRuntimeClassPlugin, type Pod } from './index.ts';
 
 const tenantPod = (runtimeClassName?: string): Pod => ({
   apiVersion: 'v1',
@@ -31,7 +14,10 @@ const superPod = (o: { runtimeClassName?: string; existing?: boolean } = {}): Po
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { namespace: 'team-a-1a2b3c-dev-web', name: 'api-0', ...(o.existing ? { uid: 'super-pod-uid' } : {}) },
-  spec: { containers: [{ name: 'api', image: 'api:1' }], ...(o.runtimeClassName ? { runtimeClassName: o.runtimeClassName } : {}) },
+  spec: {
+    containers: [{ name: 'api', image: 'api:1' }],
+    ...(o.runtimeClassName ? { runtimeClassName: o.runtimeClassName } : {}),
+  },
 });
 
 const enforcedEvent = (from: string, to: string): Effect => ({
@@ -46,11 +32,40 @@ const enforcedEvent = (from: string, to: string): Effect => ({
 const kata = { sandbox: { runtimeClassName: 'kata' } };
 const kataEnforced = { sandbox: { runtimeClassName: 'kata', enforce: true } };
 
-const cases: Array<{ name: string; pluginConfig?: Record<string, unknown>; tenantObj: Pod; desired: Pod; want: Decision<Pod> }> = [
-  { name: 'tenant asks: new Pod gets the runtime class', pluginConfig: kata, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod({ runtimeClassName: 'kata' }) } },
-  { name: 'tenant without pluginConfig: untouched', tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
-  { name: 'tenant configuring other plugins only: untouched', pluginConfig: { dns: { x: 1 } }, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
-  { name: 'malformed sandbox config (no name): untouched', pluginConfig: { sandbox: { runtimeClassName: 5, enforce: true } }, tenantObj: tenantPod(), desired: superPod(), want: { object: superPod() } },
+const cases: Array<{
+  name: string;
+  pluginConfig?: Record<string, unknown>;
+  tenantObj: Pod;
+  desired: Pod;
+  want: Decision<Pod>;
+}> = [
+  {
+    name: 'tenant asks: new Pod gets the runtime class',
+    pluginConfig: kata,
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod({ runtimeClassName: 'kata' }) },
+  },
+  {
+    name: 'tenant without pluginConfig: untouched',
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod() },
+  },
+  {
+    name: 'tenant configuring other plugins only: untouched',
+    pluginConfig: { dns: { x: 1 } },
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod() },
+  },
+  {
+    name: 'malformed sandbox config (no name): untouched',
+    pluginConfig: { sandbox: { runtimeClassName: 5, enforce: true } },
+    tenantObj: tenantPod(),
+    desired: superPod(),
+    want: { object: superPod() },
+  },
   {
     name: 'Pod already names a runtime class, not enforced: kept',
     pluginConfig: kata,
@@ -86,14 +101,22 @@ const cases: Array<{ name: string; pluginConfig?: Record<string, unknown>; tenan
     desired: superPod({ runtimeClassName: 'kata' }),
     want: { object: superPod({ runtimeClassName: 'kata' }) },
   },
-  { name: 'existing super Pod (has a uid): untouched even when enforced', pluginConfig: kataEnforced, tenantObj: tenantPod(), desired: superPod({ existing: true }), want: { object: superPod({ existing: true }) } },
+  {
+    name: 'existing super Pod (has a uid): untouched even when enforced',
+    pluginConfig: kataEnforced,
+    tenantObj: tenantPod(),
+    desired: superPod({ existing: true }),
+    want: { object: superPod({ existing: true }) },
+  },
 ];
 
 describe('sandbox-runtimeclass mutate', () => {
   it.each(cases)('$name', (c) => {
-    const before = structuredClone(c.desired);
-    expect(sandboxRuntimeClassPlugin.mutate(c.desired, c.tenantObj, contextFor(c.pluginConfig))).toStrictEqual(c.want);
-    expect(c.desired).toStrictEqual(before);
+    // runTransforms hands the mutator the super Pod as the desired object and throws if the plugin edits its input.
+    const tenant = testTenant(c.pluginConfig ? { pluginConfig: c.pluginConfig } : {});
+    expect(
+      runTransforms(sandboxRuntimeClassPlugin, { tenant, tenantObj: c.tenantObj, superObj: c.desired }),
+    ).toStrictEqual({ down: c.want });
   });
 });
 
@@ -101,6 +124,7 @@ describe('sandbox-runtimeclass manifest', () => {
   it('is a mutator of the pods plugin and the default export', () => {
     expect(plugin).toBe(sandboxRuntimeClassPlugin);
     expect(plugin.manifest).toEqual({
+      apiVersion: 'plugins.tenancy.x-k8s.io/v1',
       name: 'sandbox-runtimeclass',
       version: '0.1.0',
       description: expect.any(String),
@@ -108,6 +132,8 @@ describe('sandbox-runtimeclass manifest', () => {
       mutates: 'pods',
       sourceOfTruth: 'tenant',
       processes: ['manager'],
+      configKey: 'sandbox',
+      configSchema: CONFIG_SCHEMA,
     });
   });
 });

@@ -1,0 +1,284 @@
+import type { KubeObject, ObjectReference, Resource } from './kube.ts';
+
+/**
+ * The plugin contract. A plugin is a pure transform: it receives cloned objects and read-only views of the caches
+ * and returns what it wants (a desired object, a skip with a reason, declarative effects). The core owns every read,
+ * write, diff, retry, event and metric, and decides which direction function runs.
+ */
+
+/** PLUGIN_API_GROUP is the API group of the plugin contract; a manifest's apiVersion is `<group>/v<major>`. */
+export const PLUGIN_API_GROUP = 'plugins.tenancy.x-k8s.io';
+/** PLUGIN_API_VERSION is the contract version this SDK describes; plugins built on it declare it in their manifest. */
+export const PLUGIN_API_VERSION = `${PLUGIN_API_GROUP}/v1`;
+
+/** PROCESSES are the processes a plugin can run in. */
+export const PROCESSES = ['manager', 'vn-agent'] as const;
+/** PluginProcess is one of PROCESSES. */
+export type PluginProcess = (typeof PROCESSES)[number];
+
+/** DIRECTIONS: `down` tenant->super, `up` super->tenant, `both` down plus status up, `mutator` edits another plugin's output. */
+export const DIRECTIONS = ['down', 'up', 'both', 'mutator'] as const;
+/** Direction is one of DIRECTIONS. */
+export type Direction = (typeof DIRECTIONS)[number];
+
+/** PluginManifest describes a plugin; it is validated against schemas/plugin.schema.json when the plugin loads. */
+export interface PluginManifest {
+  /** the contract version the plugin was written for, PLUGIN_API_VERSION; the host refuses an unknown major version */
+  apiVersion: string;
+  name: string;
+  version: string;
+  description?: string;
+  /** the resource this plugin owns (absent for mutators) */
+  resource?: { group: string; version: string; resource: string; kind: string; namespaced: boolean };
+  direction: Direction;
+  sourceOfTruth: 'tenant' | 'super';
+  processes: PluginProcess[];
+  /** for mutators: the plugin whose desired objects this one edits */
+  mutates?: string;
+  /** opt-in plugins run only when the configuration or the tenant enables them */
+  optIn?: boolean;
+  /** the key of this plugin's entry in `pluginConfig` (default: its name) */
+  configKey?: string;
+  /**
+   * the JSON Schema (draft 2020-12) of this plugin's entry in `pluginConfig` (`pluginConfig.<configKey>`); the host
+   * validates the manager's defaults when the plugin loads and each VirtualCluster's value when it is admitted
+   */
+  configSchema?: Record<string, unknown>;
+  /** the permissions the manager needs in the super cluster for this plugin's resource, beyond the shipped ClusterRole */
+  rbac?: PolicyRule[];
+}
+
+/** PolicyRule is one rbac.authorization.k8s.io/v1 PolicyRule a plugin needs granted to the manager. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** CacheReader is a read-only view of an informer cache. Objects returned must not be mutated. */
+export interface CacheReader {
+  get<T extends KubeObject = KubeObject>(r: Resource, namespace: string | undefined, name: string): T | undefined;
+  list<T extends KubeObject = KubeObject>(r: Resource, namespace?: string): T[];
+}
+
+/** Naming is the tenant-bound view of the core's naming rules that plugins receive. */
+export interface Naming {
+  /** super namespace of a tenant namespace */
+  superNamespace(tenantNamespace: string): string;
+  /** tenant namespace of a super namespace of this tenant, if it is one */
+  tenantNamespace(superNamespace: string): string | undefined;
+}
+
+/** PluginContext is everything a plugin may consult while transforming one object. */
+export interface PluginContext {
+  tenant: TenantView;
+  names: Naming;
+  tenantCache: CacheReader;
+  superCache: CacheReader;
+  /** the time of this reconcile */
+  now: Date;
+}
+
+/** ObjectRef points at one object for an event or an effect: an ObjectReference whose kind and name are known. */
+export type ObjectRef = Required<Pick<ObjectReference, 'apiVersion' | 'kind' | 'name'>> &
+  Pick<ObjectReference, 'namespace' | 'uid'>;
+
+/** Effect is a side effect a plugin asks the core to carry out, declaratively. */
+export type Effect =
+  | {
+      type: 'event';
+      side: 'tenant' | 'super';
+      regarding: ObjectRef;
+      eventType: 'Normal' | 'Warning';
+      reason: string;
+      message: string;
+    }
+  /** bind the tenant Pod to the node `node`; plugins implementing beforeBind create that node first */
+  | BindEffect
+  /** delete the tenant object (a Pod whose super Pod is gone while the tenant Pod is terminating: no kubelet finalizes it) */
+  | { type: 'deleteTenant'; namespace: string; name: string; uid: string; gracePeriodSeconds?: number }
+  /** keep a super Secret holding a token minted by the tenant apiserver for this Pod's service account */
+  | {
+      type: 'serviceAccountToken';
+      namespace: string;
+      pod: string;
+      podUid: string;
+      serviceAccount: string;
+      secretName: string;
+      audiences?: string[];
+    };
+
+/** Decision is what a transform returns. */
+export interface Decision<T extends KubeObject = KubeObject> {
+  /** the desired object; null means "must not exist" (the core deletes what exists, after the uid check) */
+  object: T | null;
+  /** set when the object is deliberately not synced; the core records the reason */
+  skip?: { reason: string; message: string };
+  effects?: Effect[];
+  /** ask to be called again after this many milliseconds (grace periods) */
+  requeueAfterMs?: number;
+}
+
+/** TenantKey names an object on the tenant side (namespace empty for cluster-scoped objects). */
+export interface TenantKey {
+  tenant: string;
+  namespace: string;
+  name: string;
+}
+
+/** RouteContext lets an up plugin map a super object to the tenants that must hear about it. */
+export interface RouteContext {
+  tenants: readonly TenantView[];
+  superCache: CacheReader;
+  /** tenant keys owning super objects whose index `index` (declared in some plugin's `indexes`) has this value */
+  tenantsBy(index: string, value: string): string[];
+  /** the tenant and tenant namespace of a super namespace, if a tenant owns it */
+  tenantOfNamespace(superNamespace: string): { tenant: string; namespace: string } | undefined;
+}
+
+/**
+ * ResourcePlugin owns one resource type. Down plugins implement toSuper, up plugins toTenant; `both` plugins
+ * implement both (toTenant then carries status and other super-assigned fields back).
+ */
+export interface ResourcePlugin<T extends KubeObject = KubeObject> {
+  manifest: PluginManifest;
+  /**
+   * toSuper returns the desired super object for a tenant object. `superObj` is the current super object when it
+   * exists; build on it (it is a clone) so fields the super apiserver defaulted are kept and the diff stays small.
+   */
+  toSuper?(tenantObj: T, superObj: T | undefined, ctx: PluginContext): Decision<T>;
+  /**
+   * toTenant returns the desired tenant object for a super object. For `both` plugins `tenantObj` exists and only
+   * status-like fields should change; for `up` plugins it may be undefined (create) and null means delete.
+   */
+  toTenant?(superObj: T | undefined, tenantObj: T | undefined, ctx: PluginContext): Decision<T>;
+  /** route maps a super object to tenant keys (up plugins; default: the ownership annotations). */
+  route?(superObj: T, ctx: RouteContext): TenantKey[];
+  /** superName maps a tenant object's name to the super name (default: the same name; namespaces override). */
+  superName?(
+    tenantNamespace: string,
+    tenantName: string,
+    ctx: Pick<PluginContext, 'names' | 'tenant'>,
+  ): { namespace?: string; name: string };
+  /** reads lists the caches of other resources this plugin consults (see CacheNeed). */
+  reads?: readonly CacheNeed[];
+  /** watches lists the events of other resources that requeue this plugin's objects (see Watch). */
+  watches?: readonly Watch[];
+  /** indexes lists the super-side indexes this plugin's route() asks about through RouteContext.tenantsBy. */
+  indexes?: readonly SuperIndex[];
+  /**
+   * beforeBind returns an object of this plugin's resource that must exist in the tenant before the core carries
+   * out a bind effect (the nodes plugin returns the vNode), or undefined when nothing is missing. The core asks every
+   * plugin enabled for the tenant that implements it, creates what they return, then binds.
+   */
+  beforeBind?(bind: BindEffect, ctx: PluginContext): T | undefined;
+}
+
+/**
+ * MutatorPlugin edits the desired object of another plugin before the core diffs it. The mutators of one plugin form
+ * a chain in a defined order: built-in plugins in registry order, then third-party plugins in load order. Each sees
+ * the previous one's output; a skip or a null object stops the chain; a mutator not enabled for the tenant is passed
+ * over and the chain goes on.
+ */
+export interface MutatorPlugin<T extends KubeObject = KubeObject> {
+  manifest: PluginManifest;
+  mutate(desired: T, tenantObj: T, ctx: PluginContext): Decision<T>;
+  /** reads lists the caches this mutator consults beyond the mutated plugin's own resource. */
+  reads?: readonly CacheNeed[];
+}
+
+/** VnAgentPlugin is the vn-agent capability: translate a kubelet request path from tenant names to super names. */
+export interface VnAgentCapability {
+  translateKubeletPath?(path: string, ctx: { names: Naming; tenant: TenantView }): string | null;
+}
+
+/** Plugin is anything the host can load. */
+export type Plugin = (ResourcePlugin | MutatorPlugin) & Partial<VnAgentCapability>;
+
+/** isMutator tells mutators from resource plugins. */
+export function isMutator(p: Plugin): p is MutatorPlugin & Partial<VnAgentCapability> {
+  return p.manifest.direction === 'mutator';
+}
+
+/** hasVnAgent tells whether a plugin has the vn-agent capability. */
+export function hasVnAgent(p: Plugin): p is Plugin & Required<VnAgentCapability> {
+  return typeof (p as VnAgentCapability).translateKubeletPath === 'function';
+}
+
+// ---- Contract v1: the tenant as plugins see it, and the dependencies a plugin declares -------------------------
+
+/**
+ * TenantView is the read-only view of one tenant that plugins receive: identity and settings, never a credential
+ * (no kubeconfig) and nothing that only the core needs (no queue weight).
+ */
+export interface TenantView {
+  /** cluster key = root namespace */
+  readonly key: string;
+  readonly vcName: string;
+  readonly vcNamespace: string;
+  /** uid of the VirtualCluster object */
+  readonly vcUid: string;
+  /** cluster domain used in DNS search paths */
+  readonly clusterDomain: string;
+  /** Pod Security admission level written on the tenant's super namespaces */
+  readonly podSecurityLevel: 'privileged' | 'baseline' | 'restricted';
+  /** prefixes of tenant labels/annotations that must not reach the super cluster */
+  readonly opaqueMetaPrefixes?: readonly string[];
+  /** prefixes of super labels/annotations that are copied up to the tenant */
+  readonly transparentMetaPrefixes?: readonly string[];
+  /** plugins enabled for this tenant beyond the defaults (opt-in ones) and disabled for it */
+  readonly plugins?: { readonly enable?: readonly string[]; readonly disable?: readonly string[] };
+  /** per-tenant settings for plugins, by plugin or setting name */
+  readonly pluginConfig?: Readonly<Record<string, unknown>>;
+  /** where Pods in the super reach this tenant's apiserver */
+  readonly apiserverEndpoint?: { readonly host: string; readonly port: number };
+}
+
+/** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */
+export interface BindEffect {
+  type: 'bind';
+  namespace: string;
+  name: string;
+  uid: string;
+  node: string;
+}
+
+/** SIDES are the two clusters a cache or an event comes from. */
+export const SIDES = ['tenant', 'super'] as const;
+/** Side is one of SIDES. */
+export type Side = (typeof SIDES)[number];
+
+/**
+ * CacheNeed asks the core to keep an informer cache of `resource` on `side`, so ctx.tenantCache or ctx.superCache
+ * can read it. The core watches exactly the resources plugins own, read or watch (plus super namespaces, which it
+ * needs for naming). Super caches hold only objects the syncer manages, unless a plugin whose source of truth is
+ * the super cluster owns the resource.
+ */
+export interface CacheNeed {
+  resource: Resource;
+  side: Side;
+}
+
+/**
+ * Watch requeues this plugin's objects when an object of another resource changes (vcluster's extra watches). It
+ * implies the CacheNeed. On an update, map sees the old and the new version.
+ * - side `tenant`: map returns the tenant namespace and name of this plugin's objects in the same tenant;
+ * - side `super`: map returns full tenant keys (which tenant, which object), as route() does.
+ */
+export type Watch =
+  | (CacheNeed & {
+      side: 'tenant';
+      map(obj: KubeObject, tenant: TenantView): Array<{ namespace: string; name: string }>;
+    })
+  | (CacheNeed & { side: 'super'; map(obj: KubeObject, ctx: RouteContext): TenantKey[] });
+
+/**
+ * SuperIndex asks the core to index the super objects of `resource` by the values `values` returns, remembering the
+ * tenant that owns each object (its ownership annotations); RouteContext.tenantsBy(name, value) answers from it.
+ * The nodes plugin indexes super Pods by node name to find the tenants with Pods on a node.
+ */
+export interface SuperIndex {
+  name: string;
+  resource: Resource;
+  values(obj: KubeObject): string[];
+}

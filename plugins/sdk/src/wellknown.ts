@@ -1,0 +1,38 @@
+/**
+ * Well-known names that more than one plugin (or a plugin and the core) must agree on. Each is defined here once.
+ */
+
+/** ROOT_CA_CONFIGMAP is the ConfigMap every apiserver publishes in every namespace with its cluster CA. */
+export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
+
+/** TENANT_ROOT_CA_CONFIGMAP is the super name of the tenant's ROOT_CA_CONFIGMAP (the super keeps its own). */
+export const TENANT_ROOT_CA_CONFIGMAP = 'tenant-kube-root-ca.crt';
+
+/** superConfigMapName maps a tenant ConfigMap name to its super name; Pods referring to ConfigMaps use it too. */
+export function superConfigMapName(name: string): string {
+  return name === ROOT_CA_CONFIGMAP ? TENANT_ROOT_CA_CONFIGMAP : name;
+}
+
+/** SERVICE_ACCOUNT_TOKEN is the Secret type the token controller fills with a token of its own cluster. */
+export const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
+
+/** VN_AGENT_PORT is the vn-agent's default port, which a vNode advertises as its kubelet endpoint. */
+export const VN_AGENT_PORT = 10550;
+
+/**
+ * KUBELET_PATHS are the kubelet endpoints the vn-agent serves, with the shape of the path after `/<kind>/`:
+ * how many segments it has (namespace, pod, optional uid, container) and where the optional pod uid sits.
+ */
+export const KUBELET_PATHS = {
+  containerLogs: { min: 3, max: 3 },
+  exec: { min: 3, max: 4, uidAt: 2 },
+  attach: { min: 3, max: 4, uidAt: 2 },
+  portForward: { min: 2, max: 3, uidAt: 2 },
+  run: { min: 3, max: 4, uidAt: 2 },
+} as const satisfies Record<string, { min: number; max: number; uidAt?: number }>;
+
+/** KubeletKind is one of KUBELET_PATHS' keys. */
+export type KubeletKind = keyof typeof KUBELET_PATHS;
+
+/** KUBELET_KINDS lists KUBELET_PATHS' keys; every other kubelet path is refused. */
+export const KUBELET_KINDS = Object.keys(KUBELET_PATHS) as KubeletKind[];
