@@ -20,7 +20,7 @@ export const GROUP = 'tenancy.x-k8s.io';
 export const VERSION = 'v1alpha1';
 
 /** CRD_NAMES are the schemas a CRD is generated from. */
-export const CRD_NAMES = ['virtualCluster', 'clusterVersion', 'gitSource'] as const;
+export const CRD_NAMES = ['virtualCluster', 'clusterVersion', 'gitSource', 'tenantPolicy'] as const;
 /** CRDName is one of CRD_NAMES. */
 export type CRDName = (typeof CRD_NAMES)[number];
 
@@ -118,6 +118,16 @@ const TARGETS: Record<CRDName, Target> = {
       age,
     ],
     listMaps: { 'status.conditions': ['type'] },
+  },
+  tenantPolicy: {
+    kind: 'TenantPolicy',
+    plural: 'tenantpolicies',
+    shortNames: ['tp'],
+    scope: 'Cluster',
+    columns: [
+      { name: 'Default', type: 'string', jsonPath: ".metadata.annotations['tenancy\\.x-k8s\\.io/is-default-policy']", description: 'Whether VirtualClusters that name no policy get this one.' },
+      age,
+    ],
   },
 };
 

@@ -24,6 +24,7 @@ const fullVC = vc(
     plugins: { enable: ['sandbox'], disable: ['ingresses'] },
     pluginConfig: { sandbox: { runtimeClassName: 'kata', nested: [1, { a: true }] } },
     superCluster: 'east',
+    policyName: 'gold',
     apiServer: { extraArgs: { v: '4', 'feature-gates': 'Foo=true' } },
     controllerManager: { extraArgs: { 'concurrent-deployment-syncs': '10' } },
   },
@@ -123,5 +124,47 @@ describe('ClusterVersion schema', () => {
     ['an unknown etcd field', cv({ kubernetesVersion: 'v1.36.3', etcd: { replicas: 3 } }), '/spec/etcd/replicas'],
   ])('rejects %s at its pointer', (_, value, pointer) => {
     expect([...new Set(validate('clusterVersion', value).map((e) => e.pointer))]).toEqual([pointer]);
+  });
+});
+
+const tp = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: 'gold' }) => ({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'TenantPolicy', metadata, spec });
+
+describe('TenantPolicy schema', () => {
+  it.each([
+    ['empty (the built-in defaults)', tp({})],
+    [
+      'full',
+      tp(
+        {
+          controlPlane: {
+            apiServer: { extraArgs: { 'max-requests-inflight': '800' } },
+            controllerManager: { extraArgs: { 'kube-api-qps': '50' } },
+            tenantSettableArgs: { apiServer: ['v', 'event-ttl'], controllerManager: ['concurrent-deployment-syncs'] },
+          },
+          podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'restricted' },
+          weight: { max: 100, default: 5 },
+          provisioners: { allowed: ['local', 'native', 'import'] },
+          plugins: { enforced: ['namespaces', 'pods', 'dns', 'sandbox'], allowedOptIn: ['ingresses'] },
+          pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
+        },
+        { name: 'gold', annotations: { 'tenancy.x-k8s.io/is-default-policy': 'true' } },
+      ),
+    ],
+  ])('accepts %s', (_, value) => {
+    expect(validate('tenantPolicy', value)).toEqual([]);
+  });
+
+  it.each([
+    ['a namespace-less name with capitals', tp({}, { name: 'Gold' }), '/metadata/name'],
+    ['an unknown spec field', tp({ pods: {} }), '/spec/pods'],
+    ['an unknown pod security level', tp({ podSecurity: { defaultLevel: 'open' } }), '/spec/podSecurity/defaultLevel'],
+    ['no allowed level at all', tp({ podSecurity: { allowedLevels: [] } }), '/spec/podSecurity/allowedLevels'],
+    ['a weight ceiling of 0', tp({ weight: { max: 0 } }), '/spec/weight/max'],
+    ['an unknown provisioner', tp({ provisioners: { allowed: ['cloud'] } }), '/spec/provisioners/allowed/0'],
+    ['a settable flag with dashes', tp({ controlPlane: { tenantSettableArgs: { apiServer: ['--v'] } } }), '/spec/controlPlane/tenantSettableArgs/apiServer/0'],
+    ['a non-string flag value', tp({ controlPlane: { apiServer: { extraArgs: { v: 4 } } } }), '/spec/controlPlane/apiServer/extraArgs/v'],
+    ['a duplicate enforced plugin', tp({ plugins: { enforced: ['pods', 'pods'] } }), '/spec/plugins/enforced'],
+  ])('rejects %s at its pointer', (_, value, pointer) => {
+    expect([...new Set(validate('tenantPolicy', value).map((e) => e.pointer))]).toEqual([pointer]);
   });
 });

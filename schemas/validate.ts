@@ -15,6 +15,7 @@ export const SCHEMAS = {
   clusterVersion: 'clusterversion.schema.json',
   gitSource: 'gitsource.schema.json',
   vnAgentConfig: 'vnagent-config.schema.json',
+  tenantPolicy: 'tenantpolicy.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;

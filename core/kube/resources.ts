@@ -47,4 +47,5 @@ export const R = {
     false,
   ),
   clusterversions: grp('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false),
+  tenantpolicies: grp('tenancy.x-k8s.io', 'v1alpha1', 'tenantpolicies', 'TenantPolicy', false),
 } as const satisfies Record<string, Resource>;
