@@ -26,6 +26,8 @@ export interface VirtualClusterSpec {
   plugins?: { enable?: string[]; disable?: string[] };
   pluginConfig?: Record<string, unknown>;
   superCluster?: string;
+  /** the TenantPolicy bounding this VirtualCluster; absent: the default policy or the built-in defaults */
+  policyName?: string;
   apiServer?: { extraArgs?: Record<string, string> };
   controllerManager?: { extraArgs?: Record<string, string> };
 }

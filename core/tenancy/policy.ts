@@ -1,0 +1,235 @@
+import type { KubeObject } from '../kube/client.ts';
+import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
+import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
+import { TENANT_DEFAULTS } from './defaults.ts';
+import type { PodSecurityLevel } from './tenant.ts';
+
+/**
+ * The TenantPolicy: what the platform decides for the VirtualClusters that use it (issue 11). A VirtualCluster may
+ * ask for less than its policy allows, never more; evaluatePolicy turns the two into the settings the provisioner
+ * and the syncer get, or into the list of what the VirtualCluster asked for beyond its policy.
+ */
+
+/** DEFAULT_POLICY_ANNOTATION marks the TenantPolicy of every VirtualCluster that names none (one policy at most). */
+export const DEFAULT_POLICY_ANNOTATION = 'tenancy.x-k8s.io/is-default-policy';
+
+/** TenantPolicySpec mirrors the spec of schemas/tenantpolicy.schema.json. */
+export interface TenantPolicySpec {
+  controlPlane?: {
+    apiServer?: { extraArgs?: Record<string, string> };
+    controllerManager?: { extraArgs?: Record<string, string> };
+    tenantSettableArgs?: { apiServer?: string[]; controllerManager?: string[] };
+  };
+  podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
+  weight?: { max?: number; default?: number };
+  provisioners?: { allowed?: ProvisionerType[] };
+  plugins?: { enforced?: string[]; allowedOptIn?: string[] };
+  pluginConfig?: Record<string, unknown>;
+}
+
+/** TenantPolicy is the cluster-scoped, platform-owned object a VirtualCluster names in spec.policyName. */
+export interface TenantPolicy extends KubeObject {
+  spec: TenantPolicySpec;
+}
+
+/**
+ * DEFAULT_POLICY is the restrictive built-in policy, for VirtualClusters when no TenantPolicy applies and for every
+ * field a TenantPolicy leaves out: the `default` keywords of schemas/tenantpolicy.schema.json (policy.test.ts holds
+ * the table to the schema). No extra flags, no tenant-settable flag, no privileged Pods, weight at most 10, no import.
+ */
+export const DEFAULT_POLICY = {
+  apiServerArgs: {},
+  controllerManagerArgs: {},
+  tenantSettableArgs: { apiServer: [], controllerManager: [] },
+  allowedLevels: ['baseline', 'restricted'],
+  defaultLevel: 'baseline',
+  weightMax: 10,
+  weightDefault: 1,
+  provisioners: ['local', 'native'],
+  enforcedPlugins: ['namespaces', 'pods', 'dns'],
+  allowedOptIn: ['ingresses', 'priorityclasses', 'customresourcedefinitions'],
+} as const satisfies {
+  apiServerArgs: Record<string, string>;
+  controllerManagerArgs: Record<string, string>;
+  tenantSettableArgs: Record<FlagComponent, readonly string[]>;
+  allowedLevels: readonly PodSecurityLevel[];
+  defaultLevel: PodSecurityLevel;
+  weightMax: number;
+  weightDefault: number;
+  provisioners: readonly ProvisionerType[];
+  enforcedPlugins: readonly string[];
+  allowedOptIn: readonly string[];
+};
+
+/** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
+export const BUILTIN_POLICY_NAME = '(built-in defaults)';
+
+/** ManagerDefaults are the settings of the manager's configuration a policy is layered over. */
+export interface ManagerDefaults {
+  /** plugin settings of every tenant (the manager's defaultPluginConfig) */
+  pluginConfig?: Record<string, unknown>;
+}
+
+/** EffectiveSettings are what a VirtualCluster gets under its policy: the provisioner runs them, the syncer uses them. */
+export interface EffectiveSettings {
+  /** the TenantPolicy's name, or BUILTIN_POLICY_NAME */
+  policyName: string;
+  provisioner: ProvisionerType;
+  /** kube-apiserver extra flags: the policy's, then those the tenant may set */
+  apiServerArgs: Record<string, string>;
+  /** kube-controller-manager extra flags: the policy's, then those the tenant may set */
+  controllerManagerArgs: Record<string, string>;
+  podSecurityLevel: PodSecurityLevel;
+  weight: number;
+  plugins: { enable: string[]; disable: string[] };
+  /** the manager's defaults, the policy's settings over them, and the keys the tenant added */
+  pluginConfig: Record<string, unknown>;
+}
+
+/** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
+export interface PolicyViolation {
+  /** the VirtualCluster field, dotted (`spec.apiServer.extraArgs.etcd-prefix`); spec.policyName for the policy's own faults */
+  field: string;
+  message: string;
+}
+
+/** PolicyEvaluation is evaluatePolicy's answer: effective settings are only to be used when violations is empty. */
+export interface PolicyEvaluation {
+  effective: EffectiveSettings;
+  violations: PolicyViolation[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * evaluatePolicy checks a VirtualCluster against its policy (undefined: the built-in defaults) and returns the
+ * settings it gets and every violation, each naming the VirtualCluster field. Flags the policy itself sets pass the
+ * global allow-list too; a policy at fault is reported on spec.policyName. It reads nothing but its arguments.
+ */
+export function evaluatePolicy(vc: Pick<VirtualCluster, 'spec'>, policy: TenantPolicy | undefined, defaults: ManagerDefaults = {}): PolicyEvaluation {
+  const p = policy?.spec ?? {};
+  const name = policy?.metadata?.name ?? BUILTIN_POLICY_NAME;
+  const quoted = policy ? `policy "${name}"` : `the ${BUILTIN_POLICY_NAME}`;
+  const s = vc.spec ?? {};
+  const violations: PolicyViolation[] = [];
+  const refuse = (field: string, message: string) => violations.push({ field, message });
+
+  const args: Record<FlagComponent, Record<string, string>> = { apiServer: {}, controllerManager: {} };
+  for (const c of FLAG_COMPONENTS) {
+    const platform = p.controlPlane?.[c]?.extraArgs ?? {};
+    for (const r of checkFlags(c, platform)) refuse('spec.policyName', `TenantPolicy "${name}" spec.controlPlane.${c}.extraArgs.${r.flag}: ${refusalText(r)}`);
+    const settable: readonly string[] = p.controlPlane?.tenantSettableArgs?.[c] ?? DEFAULT_POLICY.tenantSettableArgs[c];
+    const tenant: Record<string, string> = s[c]?.extraArgs ?? {};
+    const refused = new Map(checkFlags(c, tenant).map((r) => [r.flag, r]));
+    const own: Record<string, string> = {};
+    for (const [flag, value] of Object.entries(tenant)) {
+      const field = `spec.${c}.extraArgs.${flag}`;
+      const r = refused.get(flag);
+      if (r) refuse(field, refusalText(r));
+      else if (!settable.includes(flag)) refuse(field, `not settable under ${quoted} (tenantSettableArgs)`);
+      else own[flag] = value;
+    }
+    args[c] = { ...platform, ...own };
+  }
+
+  const allowedLevels: readonly PodSecurityLevel[] = p.podSecurity?.allowedLevels ?? DEFAULT_POLICY.allowedLevels;
+  const defaultLevel = p.podSecurity?.defaultLevel ?? DEFAULT_POLICY.defaultLevel;
+  const level = s.podSecurityLevel ?? defaultLevel;
+  if (!allowedLevels.includes(level)) {
+    const field = s.podSecurityLevel ? 'spec.podSecurityLevel' : 'spec.policyName';
+    const what = s.podSecurityLevel ? `Pod Security level "${level}"` : `TenantPolicy "${name}" spec.podSecurity.defaultLevel "${level}"`;
+    refuse(field, `${what} is not allowed under ${quoted} (podSecurity.allowedLevels: ${allowedLevels.join(', ')})`);
+  }
+
+  const weightMax = p.weight?.max ?? DEFAULT_POLICY.weightMax;
+  const weight = s.weight ?? p.weight?.default ?? DEFAULT_POLICY.weightDefault;
+  if (weight > weightMax) {
+    const field = s.weight !== undefined ? 'spec.weight' : 'spec.policyName';
+    refuse(field, `weight ${weight} is above the ceiling ${weightMax} of ${quoted} (weight.max)`);
+  }
+
+  const provisioner = s.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
+  const provisioners: readonly ProvisionerType[] = p.provisioners?.allowed ?? DEFAULT_POLICY.provisioners;
+  if (!provisioners.includes(provisioner)) {
+    refuse('spec.provisioner.type', `provisioner "${provisioner}" is not allowed under ${quoted} (provisioners.allowed: ${provisioners.join(', ') || 'none'})`);
+  }
+
+  const enforced: readonly string[] = p.plugins?.enforced ?? DEFAULT_POLICY.enforcedPlugins;
+  const optIn: readonly string[] = p.plugins?.allowedOptIn ?? DEFAULT_POLICY.allowedOptIn;
+  const disable = s.plugins?.disable ?? [];
+  const enable = s.plugins?.enable ?? [];
+  for (const plugin of disable) if (enforced.includes(plugin)) refuse('spec.plugins.disable', `plugin "${plugin}" is enforced by ${quoted} (plugins.enforced)`);
+  for (const plugin of enable) if (!optIn.includes(plugin)) refuse('spec.plugins.enable', `plugin "${plugin}" is not an opt-in plugin ${quoted} allows (plugins.allowedOptIn)`);
+
+  const pluginConfig = layerPluginConfig(defaults.pluginConfig ?? {}, p.pluginConfig ?? {});
+  for (const [plugin, value] of Object.entries(s.pluginConfig ?? {})) {
+    const platform = pluginConfig[plugin];
+    if (platform === undefined) {
+      pluginConfig[plugin] = value;
+      continue;
+    }
+    if (!isObject(platform) || !isObject(value)) {
+      refuse(`spec.pluginConfig.${plugin}`, `overrides the platform's setting of plugin "${plugin}" (manager defaultPluginConfig or ${quoted} pluginConfig)`);
+      continue;
+    }
+    const taken = Object.keys(value).filter((k) => k in platform);
+    for (const k of taken) refuse(`spec.pluginConfig.${plugin}.${k}`, `overrides the platform's setting (manager defaultPluginConfig or ${quoted} pluginConfig)`);
+    if (!taken.length) pluginConfig[plugin] = { ...value, ...platform };
+  }
+
+  return {
+    effective: {
+      policyName: name,
+      provisioner,
+      apiServerArgs: args.apiServer,
+      controllerManagerArgs: args.controllerManager,
+      podSecurityLevel: level,
+      weight,
+      plugins: { enable: [...enable], disable: [...disable] },
+      pluginConfig,
+    },
+    violations,
+  };
+}
+
+/** layerPluginConfig lays the policy's plugin settings over the manager's, key by key within each plugin. */
+function layerPluginConfig(manager: Record<string, unknown>, policy: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...manager };
+  for (const [plugin, value] of Object.entries(policy)) {
+    const base = out[plugin];
+    out[plugin] = isObject(base) && isObject(value) ? { ...base, ...value } : value;
+  }
+  return out;
+}
+
+/** PolicyResolution is the policy that applies to a VirtualCluster (undefined: built-in defaults) or why none can. */
+export type PolicyResolution = { policy: TenantPolicy | undefined } | { error: PolicyViolation };
+
+/**
+ * resolvePolicy picks a VirtualCluster's TenantPolicy from the known ones: the one spec.policyName names (missing is
+ * an error, never a fallback to something wider or narrower), else the one annotated default (two are an error),
+ * else none, meaning the built-in defaults.
+ */
+export function resolvePolicy(vc: Pick<VirtualCluster, 'spec'>, policies: readonly TenantPolicy[]): PolicyResolution {
+  const wanted = vc.spec?.policyName;
+  if (wanted) {
+    const p = policies.find((x) => x.metadata?.name === wanted);
+    return p ? { policy: p } : { error: { field: 'spec.policyName', message: `TenantPolicy "${wanted}" does not exist` } };
+  }
+  const defaults = policies.filter(isDefaultPolicy);
+  if (defaults.length > 1) {
+    const names = defaults.map((x) => `"${x.metadata?.name}"`).sort();
+    return { error: { field: 'spec.policyName', message: `no policy named and ${defaults.length} TenantPolicies are annotated default (${names.join(', ')}); the platform must keep one` } };
+  }
+  return { policy: defaults[0] };
+}
+
+/** isDefaultPolicy says whether a TenantPolicy carries DEFAULT_POLICY_ANNOTATION "true". */
+export function isDefaultPolicy(p: TenantPolicy): boolean {
+  return p.metadata?.annotations?.[DEFAULT_POLICY_ANNOTATION] === 'true';
+}
+
+/** formatViolations renders violations as `<where>: <field>: <message>` lines, e.g. where = `VirtualCluster ns/name`. */
+export function formatViolations(where: string, violations: readonly PolicyViolation[]): string {
+  return violations.map((v) => `${where}: ${v.field}: ${v.message}`).join('\n');
+}
