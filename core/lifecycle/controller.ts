@@ -14,6 +14,7 @@ import type { Provisioned, Provisioner } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
 import { TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
+import { checkPolicies, formatViolations, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
 import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
 import { caFromKubeconfig } from '../pki/kubeconfig.ts';
 import { kubeconfigSecretName, TENANT_CA_KEY, tenantCAConfigMapName, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
@@ -43,7 +44,7 @@ export interface LifecycleOptions {
   /** where Running tenants are handed to the syncer */
   tenants: MutableTenantRegistry;
   workers?: number;
-  /** plugin settings every tenant gets unless its VirtualCluster sets its own */
+  /** plugin settings every tenant gets; a TenantPolicy's settings go over them and a VirtualCluster may only add keys */
   defaultPluginConfig?: Record<string, unknown>;
   /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
   superCluster?: string;
@@ -53,12 +54,17 @@ export interface LifecycleOptions {
 
 /**
  * VirtualClusterController turns VirtualCluster objects into tenant control planes. It is level-triggered: it reads
- * the object from the cache, validates it against the schema, asks the provisioner for the control plane, writes
- * the admin kubeconfig Secret and the status, and hands Running tenants to the syncer. A finalizer makes deletion
- * remove the control plane, its data, the root namespace and every prefixed namespace in the super cluster first.
+ * the object from the cache, validates it against the schema and its TenantPolicy, asks the provisioner for the
+ * control plane with the effective settings, writes the admin kubeconfig Secret and the status, and hands Running
+ * tenants to the syncer. A spec its policy refuses gets an Error condition (reason PolicyViolation) and a Warning
+ * event; a tenant already Running keeps running on its last accepted settings. A finalizer makes deletion remove
+ * the control plane, its data, the root namespace and every prefixed namespace in the super cluster first.
  */
 export class VirtualClusterController {
   private readonly informer: Informer<VirtualCluster>;
+  private readonly policies: Informer<TenantPolicy>;
+  /** the effective settings each key's control plane last started with, kept while a refused edit waits */
+  private readonly accepted = new Map<string, EffectiveSettings>();
   private readonly queue = new WorkQueue({ metrics: queueMetrics('virtualcluster') });
   private readonly runner: Runner;
   private readonly roots = new Map<string, string>();
@@ -69,6 +75,11 @@ export class VirtualClusterController {
     this.informer = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'virtualclusters' });
     const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
     this.informer.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
+    this.policies = new Informer<TenantPolicy>({ client: o.meta, resource: R.tenantpolicies, name: 'tenantpolicies' });
+    const requeueUsers = (p: KubeObject) => {
+      for (const vc of this.informer.list()) if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
+    };
+    this.policies.addHandler({ onAdd: requeueUsers, onUpdate: (_a, b) => requeueUsers(b), onDelete: requeueUsers });
     this.runner = new Runner({ name: 'virtualcluster', queue: this.queue, concurrency: o.workers ?? 4, reconciler: { reconcile: (k) => this.reconcile(k) } });
     this.status = new StatusWriter({ client: o.meta, resource: R.virtualclusters, fieldManager: IDENTITY.manager });
     this.events = new EventRecorder({ client: o.meta, component: IDENTITY.manager, apiVersion: VC_API_VERSION, kind: 'VirtualCluster', log });
@@ -77,8 +88,9 @@ export class VirtualClusterController {
   /** start syncs the cache and starts the workers. */
   async start(): Promise<void> {
     liveControllers.add(this);
+    this.policies.start();
     this.informer.start();
-    await this.informer.waitForSync();
+    await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
     this.runner.start();
   }
 
@@ -87,6 +99,7 @@ export class VirtualClusterController {
     liveControllers.delete(this);
     await this.runner.stop();
     await this.informer.stop();
+    await this.policies.stop();
   }
 
   /** phaseCounts counts cached VirtualClusters by phase. */
@@ -106,6 +119,7 @@ export class VirtualClusterController {
       const root = this.roots.get(key);
       if (root) this.o.tenants.remove(root);
       this.roots.delete(key);
+      this.accepted.delete(key);
       return;
     }
     if (this.o.superCluster && vc.spec?.superCluster && vc.spec.superCluster !== this.o.superCluster) return;
@@ -123,12 +137,15 @@ export class VirtualClusterController {
       await this.events.record(vc, 'Warning', 'InvalidSpec', message);
       return;
     }
+    const evaluation = this.evaluate(vc);
+    if ('refused' in evaluation) return this.refuse(vc, key, evaluation.refused);
+    const effective = evaluation.effective;
     if (!m.finalizers?.includes(VC_FINALIZER)) {
       await this.o.meta.patch(R.virtualclusters, m.namespace, m.name!, { metadata: { finalizers: [...(m.finalizers ?? []), VC_FINALIZER] } }, 'merge', {
         fieldManager: IDENTITY.manager,
       });
     }
-    const type = vc.spec.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
+    const type = effective.provisioner;
     const provisioner = this.o.provisioners[type];
     if (!provisioner) {
       const message = `provisioner "${type}" is not available in this manager (spec.provisioner.type)`;
@@ -143,7 +160,7 @@ export class VirtualClusterController {
     await this.o.superClient.apply(R.namespaces, rootNamespaceObject(m, root), IDENTITY.manager);
     let state;
     try {
-      state = await provisioner.ensure(vc, root);
+      state = await provisioner.ensure(withEffective(vc, effective), root);
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionFailed', message }, ready('False', 'ProvisionFailed', message));
@@ -170,15 +187,46 @@ export class VirtualClusterController {
         apiserverEndpoint: endpoint ? `https://${endpoint.host}:${endpoint.port}` : undefined,
       },
       ready('True', 'Running', 'control plane is serving'),
+      policyAccepted(effective),
     );
+    this.accepted.set(key, effective);
     if (first || state.rolled) {
       await this.events.record(vc, 'Normal', state.rolled ? 'Updated' : 'Running', state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving');
     }
-    this.o.tenants.upsert(this.tenantOf(vc, root, state.result));
+    this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
     return;
   }
 
-  private tenantOf(vc: VirtualCluster, root: string, p: Provisioned): Tenant {
+  /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it. */
+  private evaluate(vc: VirtualCluster): { effective: EffectiveSettings } | { refused: string } {
+    const r = checkPolicies(vc, this.policies.list(), { pluginConfig: this.o.defaultPluginConfig });
+    return 'effective' in r ? r : { refused: formatViolations(`VirtualCluster ${objectKey(vc)}`, r.violations) };
+  }
+
+  /**
+   * refuse records that the policy refuses the spec: an Error phase and condition on a tenant that does not run, or,
+   * on one that runs, a PolicyAccepted=False condition while it keeps its last accepted settings (nothing is torn
+   * down because of an edit). Either way a Warning event. A policy change requeues the VirtualCluster.
+   */
+  private async refuse(vc: VirtualCluster, key: string, message: string): Promise<Result> {
+    const last = this.accepted.get(key);
+    const phase = vc.status?.phase;
+    if (last && (phase === 'Running' || phase === 'Updating')) {
+      const kept = `spec refused; the control plane keeps running on its last accepted settings (policy ${JSON.stringify(last.policyName)}):\n${message}`;
+      const changed = vc.status?.reason !== 'PolicyViolation' || vc.status?.message !== kept;
+      await this.setStatus(vc, { reason: 'PolicyViolation', message: kept }, ready('True', 'Running', 'control plane is serving'), { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message });
+      if (changed) await this.events.record(vc, 'Warning', 'PolicyViolation', message);
+      return;
+    }
+    const root = this.roots.get(key);
+    if (root) this.o.tenants.remove(root);
+    const changed = vc.status?.reason !== 'PolicyViolation' || vc.status?.message !== message;
+    await this.setStatus(vc, { phase: 'Error', reason: 'PolicyViolation', message }, ready('False', 'PolicyViolation', message), { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message });
+    if (changed) await this.events.record(vc, 'Warning', 'PolicyViolation', message);
+    return;
+  }
+
+  private tenantOf(vc: VirtualCluster, root: string, p: Provisioned, e: EffectiveSettings): Tenant {
     const m = vc.metadata!;
     return tenantFrom({
       key: root,
@@ -187,7 +235,7 @@ export class VirtualClusterController {
       vcUid: m.uid!,
       kubeconfig: p.kubeconfig,
       apiserverEndpoint: p.apiserverEndpoint,
-      settings: { ...vc.spec, pluginConfig: { ...this.o.defaultPluginConfig, ...vc.spec.pluginConfig } },
+      settings: { ...vc.spec, weight: e.weight, podSecurityLevel: e.podSecurityLevel, plugins: e.plugins, pluginConfig: e.pluginConfig },
     });
   }
 
@@ -279,17 +327,42 @@ export class VirtualClusterController {
     return;
   }
 
-  /** setStatus merges s and the condition into vc's status and writes it when it changed; vc itself is not changed. */
-  private setStatus(vc: VirtualCluster, s: VirtualClusterStatus, c: ConditionInput): Promise<VirtualCluster> {
+  /** setStatus merges s and the conditions into vc's status and writes it when it changed; vc itself is not changed. */
+  private setStatus(vc: VirtualCluster, s: VirtualClusterStatus, ...cs: ConditionInput[]): Promise<VirtualCluster> {
     const old = vc.status ?? {};
     const generation = vc.metadata?.generation;
-    const conditions = setCondition(old.conditions, { ...c, observedGeneration: generation });
+    let conditions = old.conditions;
+    for (const c of cs) conditions = setCondition(conditions, { ...c, observedGeneration: generation });
     return this.status.write(vc, { ...old, ...s, conditions, observedGeneration: generation });
   }
 }
 
 function ready(status: ConditionInput['status'], reason: string, message: string): ConditionInput {
   return { type: 'Ready', status, reason, message };
+}
+
+function policyAccepted(e: EffectiveSettings): ConditionInput {
+  return { type: 'PolicyAccepted', status: 'True', reason: 'Accepted', message: `within policy ${JSON.stringify(e.policyName)}` };
+}
+
+/**
+ * withEffective is the VirtualCluster as the provisioner must see it: the spec's flags, provisioner, weight, level
+ * and plugins replaced by what the policy grants, so that nothing the policy refused reaches a command line.
+ */
+function withEffective(vc: VirtualCluster, e: EffectiveSettings): VirtualCluster {
+  return {
+    ...vc,
+    spec: {
+      ...vc.spec,
+      provisioner: { ...vc.spec.provisioner, type: e.provisioner },
+      apiServer: { extraArgs: e.apiServerArgs },
+      controllerManager: { extraArgs: e.controllerManagerArgs },
+      weight: e.weight,
+      podSecurityLevel: e.podSecurityLevel,
+      plugins: e.plugins,
+      pluginConfig: e.pluginConfig,
+    },
+  };
 }
 
 /** Phase is re-exported for callers that only need the controller module. */

@@ -5,6 +5,7 @@ import {
   BUILTIN_POLICY_NAME,
   DEFAULT_POLICY,
   DEFAULT_POLICY_ANNOTATION,
+  checkPolicies,
   evaluatePolicy,
   formatViolations,
   resolvePolicy,
@@ -264,5 +265,15 @@ describe('formatViolations', () => {
     expect(formatViolations('VirtualCluster team-a/dev', [{ field: 'spec.weight', message: 'too high' }, { field: 'spec.podSecurityLevel', message: 'no' }])).toBe(
       'VirtualCluster team-a/dev: spec.weight: too high\nVirtualCluster team-a/dev: spec.podSecurityLevel: no',
     );
+  });
+});
+
+describe('checkPolicies', () => {
+  it('resolves, checks the policy against its schema, and evaluates', () => {
+    expect(checkPolicies(vc({ weight: 50 }), [gold])).toEqual({ violations: [{ field: 'spec.weight', message: 'weight 50 is above the ceiling 10 of the (built-in defaults) (weight.max)' }] });
+    expect(checkPolicies(vc({ weight: 50, policyName: 'gold' }), [gold])).toMatchObject({ effective: { weight: 50, policyName: 'gold' } });
+    const broken = { ...policy('broken', {}, true), spec: { weight: { max: 0 } } };
+    const r = checkPolicies(vc(), [broken]);
+    expect('violations' in r && r.violations[0]!.message).toMatch(/^TenantPolicy "broken" is invalid: TenantPolicy broken: \/spec\/weight\/max must be >= 1/);
   });
 });

@@ -1,3 +1,4 @@
+import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
@@ -222,6 +223,27 @@ export function resolvePolicy(vc: Pick<VirtualCluster, 'spec'>, policies: readon
     return { error: { field: 'spec.policyName', message: `no policy named and ${defaults.length} TenantPolicies are annotated default (${names.join(', ')}); the platform must keep one` } };
   }
   return { policy: defaults[0] };
+}
+
+/** Admission is checkPolicies' answer: the effective settings, or the violations (never both). */
+export type Admission = { effective: EffectiveSettings } | { violations: PolicyViolation[] };
+
+/**
+ * checkPolicies is what every entry point runs on a VirtualCluster (the controller, `vc create`, `vc validate` and
+ * the GitOps plan): resolve its policy among the known ones, check that policy against its schema (an object written
+ * past ajv must not widen anything), and evaluate.
+ */
+export function checkPolicies(vc: Pick<VirtualCluster, 'spec'>, policies: readonly TenantPolicy[], defaults: ManagerDefaults = {}): Admission {
+  const resolved = resolvePolicy(vc, policies);
+  if ('error' in resolved) return { violations: [resolved.error] };
+  const policy = resolved.policy;
+  const invalid = policy ? validate('tenantPolicy', policy) : [];
+  if (invalid.length) {
+    const name = policy!.metadata?.name ?? '?';
+    return { violations: [{ field: 'spec.policyName', message: `TenantPolicy "${name}" is invalid: ${formatErrors(`TenantPolicy ${name}`, invalid).replaceAll('\n', '; ')}` }] };
+  }
+  const { effective, violations } = evaluatePolicy(vc, policy, defaults);
+  return violations.length ? { violations } : { effective };
 }
 
 /** isDefaultPolicy says whether a TenantPolicy carries DEFAULT_POLICY_ANNOTATION "true". */

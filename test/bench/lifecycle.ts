@@ -92,7 +92,7 @@ export async function lifecycleBench(): Promise<BenchResult> {
   let controller: VirtualClusterController | undefined;
   try {
     const client = await sc.cluster.client();
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml']) {
+    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml']) {
       for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await client.apply(R.crds, d.toJS() as KubeObject, 'bench');
     }
     for (let i = 0; ; i++) {

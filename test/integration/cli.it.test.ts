@@ -36,7 +36,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml']) {
+    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml']) {
       const text = readFileSync(join(import.meta.dirname, '../../deploy/crds', f), 'utf8');
       for (const d of parseAllDocuments(text)) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }

@@ -12,6 +12,7 @@ import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -62,10 +63,26 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml']) {
+    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml']) {
       for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }
     await eventually(() => t.client.list(R.virtualclusters));
+    // The platform's default policy for these tenants: the flags the roll test sets, and the import provisioner.
+    await eventually(() =>
+      t.client.apply(
+        R.tenantpolicies,
+        {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'TenantPolicy',
+          metadata: { name: 'lifecycle', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+          spec: {
+            controlPlane: { tenantSettableArgs: { apiServer: ['max-requests-inflight'], controllerManager: ['concurrent-deployment-syncs'] } },
+            provisioners: { allowed: ['local', 'import'] },
+          },
+        },
+        'test',
+      ),
+    );
     stateDir = mkdtempSync(join(tmpdir(), 'vc-lifecycle-'));
     tenants = new MutableTenantRegistry();
     tenants.subscribe((e) => seen.set(e.type === 'upsert' ? e.tenant.key : e.key, e));

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deleteEtcdPrefix, type EtcdEndpoint } from '../../local/etcd.ts';
 import { LocalControlPlane } from '../../local/controlplane.ts';
+import { assertFlagsAllowed } from '../native/allowlist.ts';
 import { TENANT_CONTROLLERS } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256 } from '../../pki/pki.ts';
@@ -35,6 +36,8 @@ export class LocalProvisioner implements Provisioner {
   }
 
   async ensure(vc: VirtualCluster, root: string): Promise<ProvisionState> {
+    // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
+    assertFlagsAllowed({ apiServer: vc.spec.apiServer?.extraArgs, controllerManager: vc.spec.controllerManager?.extraArgs });
     const hash = specHash(vc);
     let entry = this.running.get(root);
     let rolled = false;

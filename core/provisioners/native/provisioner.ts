@@ -7,6 +7,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
+import { assertFlagsAllowed } from './allowlist.ts';
 import {
   ADMIN_KUBECONFIG_KEY,
   apiserverHost,
@@ -86,6 +87,11 @@ export class NativeProvisioner implements Provisioner {
     } else {
       clusterVersion = defaultClusterVersion();
     }
+    // The ClusterVersion's flags are the platform's; they pass the allow-list like the policy's and the tenant's.
+    assertFlagsAllowed({
+      apiServer: { ...clusterVersion.spec.apiServer?.extraArgs, ...vc.spec.apiServer?.extraArgs },
+      controllerManager: { ...clusterVersion.spec.controllerManager?.extraArgs, ...vc.spec.controllerManager?.extraArgs },
+    });
     await this.ensureNamespace(vc, root);
     const pki = await this.ensurePKI(vc, root);
     const objects = renderNative({ vc, clusterVersion, pki, rootNamespace: root });
