@@ -6,6 +6,9 @@ import type { Artifact, ParseError, SourceDocument } from '../../../gitops/artif
 import { KubeClient, type KubeObject } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { SOURCE_LABEL } from '../../../gitops/applier/objects.ts';
+import { readYamlDocuments } from '../../../schemas/load.ts';
+import { formatErrors, validate } from '../../../schemas/validate.ts';
+import type { TenantPolicy } from '../../tenancy/policy.ts';
 import { CliError, metaKubeconfig } from './vcs.ts';
 
 /** readDirArtifact reads every YAML/JSON file under dir into an artifact, as the git source would. */
@@ -53,15 +56,40 @@ async function urlArtifact(url: string, ref: string, path: string): Promise<Arti
   }
 }
 
+/** readPolicyFile reads the TenantPolicy documents of a YAML file, each checked against its schema. */
+function readPolicyFile(file: string): TenantPolicy[] {
+  const out: TenantPolicy[] = [];
+  for (const doc of readYamlDocuments(file, CliError)) {
+    const p = doc as TenantPolicy | null;
+    if (!p || p.kind !== 'TenantPolicy') continue;
+    const errors = validate('tenantPolicy', p);
+    if (errors.length) throw new CliError(formatErrors(`${file}: TenantPolicy ${p.metadata?.name ?? '?'}`, errors));
+    out.push(p);
+  }
+  return out;
+}
+
 /** registerGitOpsCommands adds `vc validate` and `vc diff`. */
 export function registerGitOpsCommands(program: Command): void {
   program
     .command('validate <dir>')
-    .description("check a tenant repository's definitions against the schemas (for the repository's own CI)")
-    .action(async (dir: string) => {
+    .description("check a tenant repository's definitions against the schemas and the TenantPolicies (for the repository's own CI)")
+    .option('--policy <file>', 'TenantPolicy YAML to check the definitions against (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--kubeconfig <file>', "also check against the meta cluster's TenantPolicies")
+    .action(async (dir: string, o: { policy: string[]; kubeconfig?: string }) => {
       const { planApply } = await import('../../../gitops/applier/applier.ts');
+      const { policyErrors, readTenantPolicies } = await import('../../../gitops/applier/policy.ts');
       const artifact = await readDirArtifact(dir);
       const plan = planApply(artifact, [], { namespace: 'validate', name: 'validate' });
+      const policies = [...o.policy.flatMap(readPolicyFile)];
+      if (o.kubeconfig) {
+        const c = await KubeClient.fromFile(o.kubeconfig);
+        const live = await readTenantPolicies(c);
+        c.close();
+        if (!live) throw new CliError(`${o.kubeconfig}: cannot read TenantPolicies`);
+        policies.push(...live);
+      }
+      if (o.policy.length || o.kubeconfig) plan.errors.push(...policyErrors(plan.apply, policies));
       for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
       if (plan.errors.length) throw new CliError(`${plan.errors.length} problem(s) in ${dir}`);
       if (!plan.apply.length) throw new CliError(`${dir}: no tenant definitions found`);

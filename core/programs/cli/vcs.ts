@@ -8,6 +8,8 @@ import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { isNotFound, KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import type { VirtualCluster } from '../../lifecycle/types.ts';
+import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
+import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
 
 /** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default; its super kubeconfig is the default meta cluster. */
 export const DEFAULT_STATE_DIR = '.state/default';
@@ -40,6 +42,19 @@ export function readVirtualClusters(file: string): VirtualCluster[] {
   }
   if (!out.length) throw new CliError(`${file}: no VirtualCluster in the file`);
   return out;
+}
+
+/**
+ * refuseByPolicy throws, naming the file, the object and each field, when a VirtualCluster asks for more than its
+ * TenantPolicy allows. Plugin settings are checked by the manager, which alone knows its defaults.
+ */
+export function refuseByPolicy(file: string, vcs: readonly VirtualCluster[], policies: readonly TenantPolicy[]): void {
+  const lines: string[] = [];
+  for (const vc of vcs) {
+    const r = checkPolicies(vc, policies);
+    if ('violations' in r) lines.push(formatViolations(`${file}: VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name}`, r.violations));
+  }
+  if (lines.length) throw new CliError(lines.join('\n'));
 }
 
 function splitName(name: string, namespace?: string): { namespace: string; name: string } {
@@ -84,6 +99,8 @@ export function registerVirtualClusterCommands(program: Command): void {
     .action(async (o: { file: string; output?: string; timeout: string; kubeconfig?: string }) => {
       const vcs = readVirtualClusters(o.file);
       const c = await meta(o.kubeconfig);
+      const policies = await readTenantPolicies(c);
+      if (policies) refuseByPolicy(o.file, vcs, policies);
       for (const vc of vcs) {
         await c.create(R.virtualclusters, { ...vc, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' });
         process.stderr.write(`virtualcluster ${vc.metadata!.namespace}/${vc.metadata!.name} created\n`);
