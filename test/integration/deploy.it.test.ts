@@ -83,7 +83,7 @@ describe('deploy/ for a real cluster', () => {
     expect(kinds.indexOf('Namespace')).toBeLessThan(kinds.indexOf('Deployment'));
     expect(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')).not.toMatch(/^\s*-\s*toolchain/m);
     const sampleKinds = new Set(extras().map((m) => m.object.kind));
-    for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource']) expect(sampleKinds, k).toContain(k);
+    for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource', 'TenantPolicy']) expect(sampleKinds, k).toContain(k);
   });
 
   it('is accepted by the real apiserver with server-side apply (dry run)', async () => {
