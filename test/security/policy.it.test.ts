@@ -1,0 +1,267 @@
+/**
+ * Hostile authors against the TenantPolicy: V (whoever can author a VirtualCluster) asks, through a VirtualCluster
+ * object or `vc create`, for what only the platform may decide: control-plane flags that reach etcd, authentication,
+ * authorization, admission or the service-account issuer; privileged Pods; disabling an enforced plugin; a weight
+ * above the ceiling; the import provisioner pointed at another tenant's kubeconfig; plugin settings that override the
+ * manager's. Each attempt runs on the real local system (super cluster, VirtualCluster controller, local provisioner
+ * sharing the super's etcd) and must be refused with a reason the author sees (condition, event or CLI error), while
+ * nothing of the super cluster or of another tenant changes: no new apiserver process, no new etcd prefix, no new
+ * namespace, the victim tenant's objects intact.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import { rootNamespace } from '../../core/names/names.ts';
+import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
+import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import type { TenantPolicy } from '../../core/tenancy/policy.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { Attempts } from './attempts.ts';
+
+const execP = promisify(execFile);
+const vcBin = join(import.meta.dirname, '../../core/cli/vc.mjs');
+const crdDir = join(import.meta.dirname, '../../deploy/crds');
+const NS = 'default';
+
+const vcObject = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'VirtualCluster',
+  metadata: { name, namespace: NS },
+  spec: { provisioner: { type: 'local' }, ...spec },
+});
+
+const policyObject = (name: string, spec: TenantPolicy['spec']): TenantPolicy => ({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'TenantPolicy', metadata: { name }, spec });
+
+/** apiservers lists `pid prefix` of every kube-apiserver process on this machine that uses the test's etcd. */
+function apiservers(etcd: string): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (!args[0]?.endsWith('kube-apiserver') || !args.includes(`--etcd-servers=${etcd}`)) continue;
+    out.push(`${pid} ${args.find((a) => a.startsWith('--etcd-prefix='))}`);
+  }
+  return out.sort();
+}
+
+/** etcdPrefixes lists the top-level key prefixes of the test's etcd (the super's, then one per tenant). */
+async function etcdPrefixes(etcd: string): Promise<string[]> {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const res = await fetch(`${etcd}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: b64('/'), range_end: b64('0'), keys_only: true }) });
+  const body = (await res.json()) as { kvs?: Array<{ key: string }> };
+  return [...new Set((body.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString().split('/')[1]!))].sort();
+}
+
+describe('hostile VirtualCluster authors against the TenantPolicy, on the real local system', () => {
+  const attempts = new Attempts();
+  let t: TestSuper;
+  let dir: string;
+  let local: LocalProvisioner;
+  let controller: VirtualClusterController;
+  let tenants: MutableTenantRegistry;
+  const handed = new Map<string, Tenant>();
+  let victimClient: KubeClient;
+
+  const getVC = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, NS, name);
+  const running = (name: string) =>
+    eventually(async () => {
+      const vc = await getVC(name);
+      expect(vc.status?.phase, vc.status?.message).toBe('Running');
+      return vc;
+    }, 90_000);
+
+  /** world is what no refused attempt may change: processes, etcd prefixes, super namespaces, the victim's data. */
+  const world = async () => ({
+    apiservers: apiservers(t.sc.etcd.endpoint),
+    etcdPrefixes: await etcdPrefixes(t.sc.etcd.endpoint),
+    superNamespaces: (await t.client.list(R.namespaces)).items.map((n) => n.metadata!.name!).sort(),
+    victim: await victimClient.get<KubeObject & { data?: Record<string, string> }>(R.configmaps, 'vault', 'crown-jewels').then((c) => ({ rv: c.metadata?.resourceVersion, data: c.data })),
+    victimTenant: handed.get('victim'),
+  });
+
+  const warningEvent = (name: string) =>
+    eventually(async () => {
+      const events = await t.client.list<KubeObject & { type?: string; reason?: string; message?: string }>(R.events, { namespace: NS, fieldSelector: `involvedObject.name=${name}` });
+      const e = events.items.find((x) => x.type === 'Warning' && x.reason === 'PolicyViolation');
+      expect(e, `a PolicyViolation event on ${name}`).toBeDefined();
+      return e!.message!;
+    });
+
+  /**
+   * refused creates a VirtualCluster as V and checks that the controller refuses it: an Error phase, Ready False with
+   * reason PolicyViolation, a message naming object and field, a Warning event, no control plane and nothing else
+   * changed. The VirtualCluster is deleted afterwards; the refusal message is returned.
+   */
+  const refused = async (name: string, spec: Record<string, unknown>, field: string, reason: RegExp): Promise<string> => {
+    const before = await world();
+    await t.client.create(R.virtualclusters, vcObject(name, spec));
+    const vc = await eventually(async () => {
+      const v = await getVC(name);
+      expect(v.status?.phase).toBe('Error');
+      return v;
+    });
+    const message = vc.status!.message!;
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+    expect(message).toContain(`VirtualCluster ${NS}/${name}: ${field}: `);
+    expect(message).toMatch(reason);
+    expect(await warningEvent(name)).toContain(field);
+    expect(local.controlPlane(rootNamespace(NS, name, vc.metadata!.uid!))).toBeUndefined();
+    expect(await world()).toEqual(before);
+    await t.client.delete(R.virtualclusters, NS, name);
+    await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, NS, name)).toBeNull());
+    return message;
+  };
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    for (const f of readdirSync(crdDir).filter((x) => x.endsWith('.yaml'))) {
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    }
+    await eventually(() => t.client.list(R.tenantpolicies));
+    await eventually(() => t.client.list(R.virtualclusters));
+    dir = mkdtempSync(join(tmpdir(), 'vc-security-policy-'));
+    tenants = new MutableTenantRegistry();
+    tenants.subscribe((e) => {
+      if (e.type === 'upsert') handed.set(e.tenant.vcName, e.tenant);
+    });
+    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
+    controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners: { local, import: new ImportProvisioner(t.client) },
+      tenants,
+      defaultPluginConfig: { vnAgent: { port: 10550 } },
+    });
+    await controller.start();
+    // The victim: another tenant, with data the attacker must not reach.
+    await t.client.create(R.virtualclusters, vcObject('victim'));
+    const victim = await running('victim');
+    const s = await t.client.get<{ data: { kubeconfig: string } }>(R.secrets, NS, victim.status!.kubeconfigSecretName!);
+    victimClient = await KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString());
+    await victimClient.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'vault' } });
+    await victimClient.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'crown-jewels', namespace: 'vault' }, data: { secret: 'gold' } });
+  });
+
+  afterAll(async () => {
+    console.log(attempts.summary());
+    victimClient?.close();
+    await controller?.stop();
+    await local?.stop();
+    await t?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['etcd-prefix /super: the confirmed attack, a tenant apiserver serving the super cluster', { 'etcd-prefix': '/super' }, 'etcd-prefix', /\(etcd\)/],
+    ['etcd-servers pointing elsewhere', { 'etcd-servers': 'http://127.0.0.1:1' }, 'etcd-servers', /\(etcd\)/],
+    ['a static token file from the manager host', { 'token-auth-file': '/etc/passwd' }, 'token-auth-file', /\(authentication\)/],
+    ['authorization AlwaysAllow', { 'authorization-mode': 'AlwaysAllow' }, 'authorization-mode', /\(authorization\)/],
+    ['admission plug-ins', { 'enable-admission-plugins': 'AlwaysAdmit' }, 'enable-admission-plugins', /\(admission\)/],
+    ['another service-account issuer', { 'service-account-issuer': 'https://kubernetes.default.svc.super' }, 'service-account-issuer', /\(service-account issuer\)/],
+  ])('refuses the apiserver flag: %s', async (what, extraArgs, flag, category) => {
+    await attempts.attempt(`apiserver flag: ${what}`, () => refused(`flag-${flag}`, { apiServer: { extraArgs } }, `spec.apiServer.extraArgs.${flag}`, category));
+  });
+
+  it('refuses the controller list on the controller-manager', async () => {
+    await attempts.attempt('controller-manager flag: controllers', () =>
+      refused('flag-controllers', { controllerManager: { extraArgs: { controllers: '*' } } }, 'spec.controllerManager.extraArgs.controllers', /\(controllers\)/),
+    );
+  });
+
+  it('refuses privileged Pods, disabling an enforced plugin, a weight above the ceiling', async () => {
+    await attempts.attempt('podSecurityLevel privileged', () => refused('privileged', { podSecurityLevel: 'privileged' }, 'spec.podSecurityLevel', /podSecurity\.allowedLevels/));
+    await attempts.attempt('disabling the pods plugin', () => refused('no-pods-plugin', { plugins: { disable: ['pods'] } }, 'spec.plugins.disable', /"pods" is enforced/));
+    await attempts.attempt('weight above the ceiling', () => refused('heavy', { weight: 1000 }, 'spec.weight', /above the ceiling 10/));
+  });
+
+  it("refuses the import provisioner, even pointed at the victim's own admin kubeconfig", async () => {
+    const secret = (await getVC('victim')).status!.kubeconfigSecretName!;
+    await attempts.attempt('import provisioner', () =>
+      refused('importer', { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: secret } } } }, 'spec.provisioner.type', /"import" is not allowed/),
+    );
+    expect(handed.has('importer')).toBe(false);
+  });
+
+  it("refuses plugin settings that override the manager's defaults", async () => {
+    await attempts.attempt('pluginConfig overriding a manager default', () =>
+      refused('vnagent-port', { pluginConfig: { vnAgent: { port: 1 } } }, 'spec.pluginConfig.vnAgent.port', /overrides the platform's setting/),
+    );
+  });
+
+  it('refuses a flag on the allow-list deny side even where a policy lists it as tenant-settable, and from the policy itself', async () => {
+    await t.client.apply(R.tenantpolicies, policyObject('loose', { controlPlane: { tenantSettableArgs: { apiServer: ['etcd-prefix', 'v'] } } }), 'platform');
+    await t.client.apply(R.tenantpolicies, policyObject('careless', { controlPlane: { apiServer: { extraArgs: { 'etcd-prefix': '/super' } } } }), 'platform');
+    await eventually(async () => expect(await t.client.getOrNull(R.tenantpolicies, undefined, 'careless')).not.toBeNull());
+    await attempts.attempt('etcd-prefix under a policy that lists it as settable', () =>
+      refused('loose-prefix', { policyName: 'loose', apiServer: { extraArgs: { 'etcd-prefix': '/super' } } }, 'spec.apiServer.extraArgs.etcd-prefix', /\(etcd\)/),
+    );
+    await attempts.attempt('etcd-prefix from the policy itself', () =>
+      refused('careless-tenant', { policyName: 'careless' }, 'spec.policyName', /TenantPolicy "careless" spec\.controlPlane\.apiServer\.extraArgs\.etcd-prefix: .*\(etcd\)/),
+    );
+    await attempts.attempt('a policy name that does not exist', () => refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/));
+  });
+
+  it('shows the author file, object and field at `vc create -f`, creating nothing', async () => {
+    await attempts.attempt('vc create -f with etcd-prefix', async () => {
+      const before = await world();
+      const file = join(dir, 'evil.yaml');
+      writeFileSync(file, stringify(vcObject('evil', { apiServer: { extraArgs: { 'etcd-prefix': '/super' } } })));
+      const r = await execP(process.execPath, [vcBin, 'create', '-f', file, '--kubeconfig', t.sc.kubeconfigPath], { timeout: 120_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code?: number; stderr?: string }) => ({ code: e.code ?? 1, stderr: e.stderr ?? '' }),
+      );
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(`${file}: VirtualCluster ${NS}/evil: spec.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)`);
+      expect(await t.client.getOrNull(R.virtualclusters, NS, 'evil')).toBeNull();
+      expect(await world()).toEqual(before);
+      return r.stderr.trim();
+    });
+  });
+
+  it('keeps a Running tenant edited into a violation on its last accepted control plane, and records the refusal', async () => {
+    await t.client.create(R.virtualclusters, vcObject('attacker', { weight: 2 }));
+    const vc = await running('attacker');
+    const root = vc.status!.clusterNamespace!;
+    const pid = local.controlPlane(root)!.apiserver.pid;
+    const tenantBefore = handed.get('attacker');
+    expect(tenantBefore?.weight).toBe(2);
+    await attempts.attempt('a Running tenant edited to serve the super etcd prefix', async () => {
+      const before = await world();
+      await t.client.patch(R.virtualclusters, NS, 'attacker', { spec: { weight: 500, apiServer: { extraArgs: { 'etcd-prefix': '/super' } } } }, 'merge');
+      const now = await eventually(async () => {
+        const v = await getVC('attacker');
+        expect(v.status?.conditions?.find((c) => c.type === 'PolicyAccepted')).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+        return v;
+      });
+      expect(now.status!.phase).toBe('Running');
+      expect(now.status!.message).toMatch(/keeps running on its last accepted settings/);
+      expect(now.status!.message).toContain(`VirtualCluster ${NS}/attacker: spec.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)`);
+      expect(now.status!.message).toContain(`VirtualCluster ${NS}/attacker: spec.weight: weight 500 is above the ceiling 10`);
+      expect(await warningEvent('attacker')).toContain('etcd-prefix');
+      const cp = local.controlPlane(root)!;
+      expect(cp.apiserver.pid).toBe(pid);
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain(`--etcd-prefix=/${root}`);
+      expect(handed.get('attacker')).toEqual(tenantBefore);
+      expect(await world()).toEqual(before);
+      return now.status!.message!;
+    });
+  });
+
+  it('leaves no attempt succeeded', () => {
+    expect(attempts.records.length).toBe(17);
+    expect(attempts.summary()).toBe('attempts 17, refused 17, succeeded 0');
+  });
+});
