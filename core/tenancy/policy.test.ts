@@ -28,7 +28,10 @@ const gold = policy('gold', {
   controlPlane: {
     apiServer: { extraArgs: { 'max-requests-inflight': '800' } },
     controllerManager: { extraArgs: { 'kube-api-qps': '50' } },
-    tenantSettableArgs: { apiServer: ['v', 'max-requests-inflight', 'etcd-prefix'], controllerManager: ['concurrent-deployment-syncs'] },
+    tenantSettableArgs: {
+      apiServer: ['v', 'max-requests-inflight', 'etcd-prefix'],
+      controllerManager: ['concurrent-deployment-syncs'],
+    },
   },
   podSecurity: { allowedLevels: ['privileged', 'baseline'], defaultLevel: 'privileged' },
   weight: { max: 100, default: 5 },
@@ -84,7 +87,12 @@ describe('evaluatePolicy', () => {
       podSecurityLevel: 'privileged',
       weight: 5,
       plugins: { enable: ['sandbox'], disable: ['dns'] },
-      pluginConfig: { vnAgent: { port: 10551 }, dns: { ndots: 5 }, sandbox: { extra: true, runtimeClassName: 'kata' }, mine: { a: 1 } },
+      pluginConfig: {
+        vnAgent: { port: 10551 },
+        dns: { ndots: 5 },
+        sandbox: { extra: true, runtimeClassName: 'kata' },
+        mine: { a: 1 },
+      },
     });
   });
 
@@ -93,19 +101,34 @@ describe('evaluatePolicy', () => {
       'a flag no policy grants',
       { apiServer: { extraArgs: { 'max-requests-inflight': '1000' } } },
       undefined,
-      [{ field: 'spec.apiServer.extraArgs.max-requests-inflight', message: 'not settable under the (built-in defaults) (tenantSettableArgs)' }],
+      [
+        {
+          field: 'spec.apiServer.extraArgs.max-requests-inflight',
+          message: 'not settable under the (built-in defaults) (tenantSettableArgs)',
+        },
+      ],
     ],
     [
       'the confirmed attack: another etcd prefix',
       { apiServer: { extraArgs: { 'etcd-prefix': '/registry' } } },
       undefined,
-      [{ field: 'spec.apiServer.extraArgs.etcd-prefix', message: '--etcd-prefix is refused by the flag allow-list (etcd)' }],
+      [
+        {
+          field: 'spec.apiServer.extraArgs.etcd-prefix',
+          message: '--etcd-prefix is refused by the flag allow-list (etcd)',
+        },
+      ],
     ],
     [
       'an etcd prefix even where the policy lists it as settable',
       { apiServer: { extraArgs: { 'etcd-prefix': '/registry' } } },
       gold,
-      [{ field: 'spec.apiServer.extraArgs.etcd-prefix', message: '--etcd-prefix is refused by the flag allow-list (etcd)' }],
+      [
+        {
+          field: 'spec.apiServer.extraArgs.etcd-prefix',
+          message: '--etcd-prefix is refused by the flag allow-list (etcd)',
+        },
+      ],
     ],
     [
       'etcd servers, a token file, an authorization mode, admission plugins and the issuer',
@@ -122,51 +145,114 @@ describe('evaluatePolicy', () => {
       },
       gold,
       [
-        { field: 'spec.apiServer.extraArgs.etcd-servers', message: '--etcd-servers is refused by the flag allow-list (etcd)' },
-        { field: 'spec.apiServer.extraArgs.token-auth-file', message: '--token-auth-file is refused by the flag allow-list (authentication)' },
-        { field: 'spec.apiServer.extraArgs.authorization-mode', message: '--authorization-mode is refused by the flag allow-list (authorization)' },
-        { field: 'spec.apiServer.extraArgs.enable-admission-plugins', message: '--enable-admission-plugins is refused by the flag allow-list (admission)' },
-        { field: 'spec.apiServer.extraArgs.service-account-issuer', message: '--service-account-issuer is refused by the flag allow-list (service-account issuer)' },
+        {
+          field: 'spec.apiServer.extraArgs.etcd-servers',
+          message: '--etcd-servers is refused by the flag allow-list (etcd)',
+        },
+        {
+          field: 'spec.apiServer.extraArgs.token-auth-file',
+          message: '--token-auth-file is refused by the flag allow-list (authentication)',
+        },
+        {
+          field: 'spec.apiServer.extraArgs.authorization-mode',
+          message: '--authorization-mode is refused by the flag allow-list (authorization)',
+        },
+        {
+          field: 'spec.apiServer.extraArgs.enable-admission-plugins',
+          message: '--enable-admission-plugins is refused by the flag allow-list (admission)',
+        },
+        {
+          field: 'spec.apiServer.extraArgs.service-account-issuer',
+          message: '--service-account-issuer is refused by the flag allow-list (service-account issuer)',
+        },
       ],
     ],
     [
       'the controller list',
       { controllerManager: { extraArgs: { controllers: '*' } } },
       gold,
-      [{ field: 'spec.controllerManager.extraArgs.controllers', message: '--controllers is refused by the flag allow-list (controllers)' }],
+      [
+        {
+          field: 'spec.controllerManager.extraArgs.controllers',
+          message: '--controllers is refused by the flag allow-list (controllers)',
+        },
+      ],
     ],
     [
       'a settable apiserver flag on the controller-manager',
       { controllerManager: { extraArgs: { v: '9' } } },
       gold,
-      [{ field: 'spec.controllerManager.extraArgs.v', message: 'not settable under policy "gold" (tenantSettableArgs)' }],
+      [
+        {
+          field: 'spec.controllerManager.extraArgs.v',
+          message: 'not settable under policy "gold" (tenantSettableArgs)',
+        },
+      ],
     ],
     [
       'privileged Pods under the defaults',
       { podSecurityLevel: 'privileged' },
       undefined,
-      [{ field: 'spec.podSecurityLevel', message: 'Pod Security level "privileged" is not allowed under the (built-in defaults) (podSecurity.allowedLevels: baseline, restricted)' }],
+      [
+        {
+          field: 'spec.podSecurityLevel',
+          message:
+            'Pod Security level "privileged" is not allowed under the (built-in defaults) (podSecurity.allowedLevels: baseline, restricted)',
+        },
+      ],
     ],
     [
       'restricted where the policy allows only privileged and baseline',
       { podSecurityLevel: 'restricted' },
       gold,
-      [{ field: 'spec.podSecurityLevel', message: 'Pod Security level "restricted" is not allowed under policy "gold" (podSecurity.allowedLevels: privileged, baseline)' }],
+      [
+        {
+          field: 'spec.podSecurityLevel',
+          message:
+            'Pod Security level "restricted" is not allowed under policy "gold" (podSecurity.allowedLevels: privileged, baseline)',
+        },
+      ],
     ],
-    ['a weight above the ceiling', { weight: 11 }, undefined, [{ field: 'spec.weight', message: 'weight 11 is above the ceiling 10 of the (built-in defaults) (weight.max)' }]],
+    [
+      'a weight above the ceiling',
+      { weight: 11 },
+      undefined,
+      [{ field: 'spec.weight', message: 'weight 11 is above the ceiling 10 of the (built-in defaults) (weight.max)' }],
+    ],
     [
       'the import provisioner under the defaults',
       { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'k' } } } },
       undefined,
-      [{ field: 'spec.provisioner.type', message: 'provisioner "import" is not allowed under the (built-in defaults) (provisioners.allowed: local, native)' }],
+      [
+        {
+          field: 'spec.provisioner.type',
+          message:
+            'provisioner "import" is not allowed under the (built-in defaults) (provisioners.allowed: local, native)',
+        },
+      ],
     ],
     [
       'the native provisioner where the policy allows local and import',
       { provisioner: { type: 'native' } },
       gold,
-      [{ field: 'spec.provisioner.type', message: 'provisioner "native" is not allowed under policy "gold" (provisioners.allowed: local, import)' }],
+      [
+        {
+          field: 'spec.provisioner.type',
+          message: 'provisioner "native" is not allowed under policy "gold" (provisioners.allowed: local, import)',
+        },
+      ],
     ],
-    ['disabling an enforced plugin', { plugins: { disable: ['pods', 'events'] } }, undefined, [{ field: 'spec.plugins.disable', message: 'plugin "pods" is enforced by the (built-in defaults) (plugins.enforced)' }]],
+    [
+      'disabling an enforced plugin',
+      { plugins: { disable: ['pods', 'events'] } },
+      undefined,
+      [
+        {
+          field: 'spec.plugins.disable',
+          message: 'plugin "pods" is enforced by the (built-in defaults) (plugins.enforced)',
+        },
+      ],
+    ],
     [
       'disabling a mutator the policy enforces',
       { plugins: { disable: ['sandbox'] } },
@@ -177,25 +263,47 @@ describe('evaluatePolicy', () => {
       'enabling an opt-in plugin the policy does not offer',
       { plugins: { enable: ['priorityclasses'] } },
       gold,
-      [{ field: 'spec.plugins.enable', message: 'plugin "priorityclasses" is not an opt-in plugin policy "gold" allows (plugins.allowedOptIn)' }],
+      [
+        {
+          field: 'spec.plugins.enable',
+          message: 'plugin "priorityclasses" is not an opt-in plugin policy "gold" allows (plugins.allowedOptIn)',
+        },
+      ],
     ],
     [
       'overriding a manager default',
       { pluginConfig: { vnAgent: { port: 1 } } },
       undefined,
-      [{ field: 'spec.pluginConfig.vnAgent.port', message: "overrides the platform's setting (manager defaultPluginConfig or the (built-in defaults) pluginConfig)" }],
+      [
+        {
+          field: 'spec.pluginConfig.vnAgent.port',
+          message:
+            "overrides the platform's setting (manager defaultPluginConfig or the (built-in defaults) pluginConfig)",
+        },
+      ],
     ],
     [
       "overriding the policy's plugin setting",
       { pluginConfig: { sandbox: { runtimeClassName: 'runc' } } },
       gold,
-      [{ field: 'spec.pluginConfig.sandbox.runtimeClassName', message: "overrides the platform's setting (manager defaultPluginConfig or policy \"gold\" pluginConfig)" }],
+      [
+        {
+          field: 'spec.pluginConfig.sandbox.runtimeClassName',
+          message: 'overrides the platform\'s setting (manager defaultPluginConfig or policy "gold" pluginConfig)',
+        },
+      ],
     ],
     [
       'replacing a platform setting that is not an object',
       { pluginConfig: { dns: 'off' } },
       undefined,
-      [{ field: 'spec.pluginConfig.dns', message: "overrides the platform's setting of plugin \"dns\" (manager defaultPluginConfig or the (built-in defaults) pluginConfig)" }],
+      [
+        {
+          field: 'spec.pluginConfig.dns',
+          message:
+            'overrides the platform\'s setting of plugin "dns" (manager defaultPluginConfig or the (built-in defaults) pluginConfig)',
+        },
+      ],
     ],
   ])('refuses %s, naming the field', (_, spec, p, want) => {
     expect(evaluatePolicy(vc(spec), p, manager).violations).toEqual(want);
@@ -203,20 +311,38 @@ describe('evaluatePolicy', () => {
 
   it('refuses, on spec.policyName, a policy whose own flags or defaults break the rules', () => {
     const bad = policy('bad', {
-      controlPlane: { apiServer: { extraArgs: { 'etcd-prefix': '/registry', v: '2' } }, controllerManager: { extraArgs: { kubeconfig: '/root/.kube/config' } } },
+      controlPlane: {
+        apiServer: { extraArgs: { 'etcd-prefix': '/registry', v: '2' } },
+        controllerManager: { extraArgs: { kubeconfig: '/root/.kube/config' } },
+      },
       podSecurity: { allowedLevels: ['restricted'], defaultLevel: 'baseline' },
       weight: { max: 3, default: 5 },
     });
     expect(evaluatePolicy(vc(), bad).violations).toEqual([
-      { field: 'spec.policyName', message: 'TenantPolicy "bad" spec.controlPlane.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)' },
-      { field: 'spec.policyName', message: 'TenantPolicy "bad" spec.controlPlane.controllerManager.extraArgs.kubeconfig: --kubeconfig is refused by the flag allow-list (host files)' },
-      { field: 'spec.policyName', message: 'TenantPolicy "bad" spec.podSecurity.defaultLevel "baseline" is not allowed under policy "bad" (podSecurity.allowedLevels: restricted)' },
+      {
+        field: 'spec.policyName',
+        message:
+          'TenantPolicy "bad" spec.controlPlane.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)',
+      },
+      {
+        field: 'spec.policyName',
+        message:
+          'TenantPolicy "bad" spec.controlPlane.controllerManager.extraArgs.kubeconfig: --kubeconfig is refused by the flag allow-list (host files)',
+      },
+      {
+        field: 'spec.policyName',
+        message:
+          'TenantPolicy "bad" spec.podSecurity.defaultLevel "baseline" is not allowed under policy "bad" (podSecurity.allowedLevels: restricted)',
+      },
       { field: 'spec.policyName', message: 'weight 5 is above the ceiling 3 of policy "bad" (weight.max)' },
     ]);
   });
 
   it('lets a VirtualCluster ask for less: a lower weight, a stricter level, fewer plugins', () => {
-    const r = evaluatePolicy(vc({ weight: 2, podSecurityLevel: 'restricted', plugins: { disable: ['events'] } }), undefined);
+    const r = evaluatePolicy(
+      vc({ weight: 2, podSecurityLevel: 'restricted', plugins: { disable: ['events'] } }),
+      undefined,
+    );
     expect(r.violations).toEqual([]);
     expect(r.effective).toMatchObject({ weight: 2, podSecurityLevel: 'restricted', plugins: { disable: ['events'] } });
   });
@@ -228,8 +354,18 @@ describe('resolvePolicy', () => {
     ['the named policy', { policyName: 'gold' }, [def, gold], 'gold'],
     ['the default one when none is named', {}, [gold, def], 'default'],
     ['the built-in defaults when there is no default', {}, [gold], undefined],
-    ['an error for a named policy that does not exist, never a fallback', { policyName: 'silver' }, [def], new Error('TenantPolicy "silver" does not exist')],
-    ['an error for two defaults', {}, [policy('b', {}, true), policy('a', {}, true)], new Error('2 TenantPolicies are annotated default ("a", "b")')],
+    [
+      'an error for a named policy that does not exist, never a fallback',
+      { policyName: 'silver' },
+      [def],
+      new Error('TenantPolicy "silver" does not exist'),
+    ],
+    [
+      'an error for two defaults',
+      {},
+      [policy('b', {}, true), policy('a', {}, true)],
+      new Error('2 TenantPolicies are annotated default ("a", "b")'),
+    ],
   ])('picks %s', (_, spec, policies, want) => {
     const r = resolvePolicy(vc(spec), policies);
     if (want instanceof Error) {
@@ -262,18 +398,29 @@ describe('DEFAULT_POLICY', () => {
 
 describe('formatViolations', () => {
   it('names the object and the field on each line', () => {
-    expect(formatViolations('VirtualCluster team-a/dev', [{ field: 'spec.weight', message: 'too high' }, { field: 'spec.podSecurityLevel', message: 'no' }])).toBe(
-      'VirtualCluster team-a/dev: spec.weight: too high\nVirtualCluster team-a/dev: spec.podSecurityLevel: no',
-    );
+    expect(
+      formatViolations('VirtualCluster team-a/dev', [
+        { field: 'spec.weight', message: 'too high' },
+        { field: 'spec.podSecurityLevel', message: 'no' },
+      ]),
+    ).toBe('VirtualCluster team-a/dev: spec.weight: too high\nVirtualCluster team-a/dev: spec.podSecurityLevel: no');
   });
 });
 
 describe('checkPolicies', () => {
   it('resolves, checks the policy against its schema, and evaluates', () => {
-    expect(checkPolicies(vc({ weight: 50 }), [gold])).toEqual({ violations: [{ field: 'spec.weight', message: 'weight 50 is above the ceiling 10 of the (built-in defaults) (weight.max)' }] });
-    expect(checkPolicies(vc({ weight: 50, policyName: 'gold' }), [gold])).toMatchObject({ effective: { weight: 50, policyName: 'gold' } });
+    expect(checkPolicies(vc({ weight: 50 }), [gold])).toEqual({
+      violations: [
+        { field: 'spec.weight', message: 'weight 50 is above the ceiling 10 of the (built-in defaults) (weight.max)' },
+      ],
+    });
+    expect(checkPolicies(vc({ weight: 50, policyName: 'gold' }), [gold])).toMatchObject({
+      effective: { weight: 50, policyName: 'gold' },
+    });
     const broken = { ...policy('broken', {}, true), spec: { weight: { max: 0 } } };
     const r = checkPolicies(vc(), [broken]);
-    expect('violations' in r && r.violations[0]!.message).toMatch(/^TenantPolicy "broken" is invalid: TenantPolicy broken: \/spec\/weight\/max must be >= 1/);
+    expect('violations' in r && r.violations[0]!.message).toMatch(
+      /^TenantPolicy "broken" is invalid: TenantPolicy broken: \/spec\/weight\/max must be >= 1/,
+    );
   });
 });

@@ -107,7 +107,11 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * settings it gets and every violation, each naming the VirtualCluster field. Flags the policy itself sets pass the
  * global allow-list too; a policy at fault is reported on spec.policyName. It reads nothing but its arguments.
  */
-export function evaluatePolicy(vc: Pick<VirtualCluster, 'spec'>, policy: TenantPolicy | undefined, defaults: ManagerDefaults = {}): PolicyEvaluation {
+export function evaluatePolicy(
+  vc: Pick<VirtualCluster, 'spec'>,
+  policy: TenantPolicy | undefined,
+  defaults: ManagerDefaults = {},
+): PolicyEvaluation {
   const p = policy?.spec ?? {};
   const name = policy?.metadata?.name ?? BUILTIN_POLICY_NAME;
   const quoted = policy ? `policy "${name}"` : `the ${BUILTIN_POLICY_NAME}`;
@@ -118,7 +122,8 @@ export function evaluatePolicy(vc: Pick<VirtualCluster, 'spec'>, policy: TenantP
   const args: Record<FlagComponent, Record<string, string>> = { apiServer: {}, controllerManager: {} };
   for (const c of FLAG_COMPONENTS) {
     const platform = p.controlPlane?.[c]?.extraArgs ?? {};
-    for (const r of checkFlags(c, platform)) refuse('spec.policyName', `TenantPolicy "${name}" spec.controlPlane.${c}.extraArgs.${r.flag}: ${refusalText(r)}`);
+    for (const r of checkFlags(c, platform))
+      refuse('spec.policyName', `TenantPolicy "${name}" spec.controlPlane.${c}.extraArgs.${r.flag}: ${refusalText(r)}`);
     const settable: readonly string[] = p.controlPlane?.tenantSettableArgs?.[c] ?? DEFAULT_POLICY.tenantSettableArgs[c];
     const tenant: Record<string, string> = s[c]?.extraArgs ?? {};
     const refused = new Map(checkFlags(c, tenant).map((r) => [r.flag, r]));
@@ -138,7 +143,9 @@ export function evaluatePolicy(vc: Pick<VirtualCluster, 'spec'>, policy: TenantP
   const level = s.podSecurityLevel ?? defaultLevel;
   if (!allowedLevels.includes(level)) {
     const field = s.podSecurityLevel ? 'spec.podSecurityLevel' : 'spec.policyName';
-    const what = s.podSecurityLevel ? `Pod Security level "${level}"` : `TenantPolicy "${name}" spec.podSecurity.defaultLevel "${level}"`;
+    const what = s.podSecurityLevel
+      ? `Pod Security level "${level}"`
+      : `TenantPolicy "${name}" spec.podSecurity.defaultLevel "${level}"`;
     refuse(field, `${what} is not allowed under ${quoted} (podSecurity.allowedLevels: ${allowedLevels.join(', ')})`);
   }
 
@@ -152,15 +159,25 @@ export function evaluatePolicy(vc: Pick<VirtualCluster, 'spec'>, policy: TenantP
   const provisioner = s.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
   const provisioners: readonly ProvisionerType[] = p.provisioners?.allowed ?? DEFAULT_POLICY.provisioners;
   if (!provisioners.includes(provisioner)) {
-    refuse('spec.provisioner.type', `provisioner "${provisioner}" is not allowed under ${quoted} (provisioners.allowed: ${provisioners.join(', ') || 'none'})`);
+    refuse(
+      'spec.provisioner.type',
+      `provisioner "${provisioner}" is not allowed under ${quoted} (provisioners.allowed: ${provisioners.join(', ') || 'none'})`,
+    );
   }
 
   const enforced: readonly string[] = p.plugins?.enforced ?? DEFAULT_POLICY.enforcedPlugins;
   const optIn: readonly string[] = p.plugins?.allowedOptIn ?? DEFAULT_POLICY.allowedOptIn;
   const disable = s.plugins?.disable ?? [];
   const enable = s.plugins?.enable ?? [];
-  for (const plugin of disable) if (enforced.includes(plugin)) refuse('spec.plugins.disable', `plugin "${plugin}" is enforced by ${quoted} (plugins.enforced)`);
-  for (const plugin of enable) if (!optIn.includes(plugin)) refuse('spec.plugins.enable', `plugin "${plugin}" is not an opt-in plugin ${quoted} allows (plugins.allowedOptIn)`);
+  for (const plugin of disable)
+    if (enforced.includes(plugin))
+      refuse('spec.plugins.disable', `plugin "${plugin}" is enforced by ${quoted} (plugins.enforced)`);
+  for (const plugin of enable)
+    if (!optIn.includes(plugin))
+      refuse(
+        'spec.plugins.enable',
+        `plugin "${plugin}" is not an opt-in plugin ${quoted} allows (plugins.allowedOptIn)`,
+      );
 
   const pluginConfig = layerPluginConfig(defaults.pluginConfig ?? {}, p.pluginConfig ?? {});
   for (const [plugin, value] of Object.entries(s.pluginConfig ?? {})) {
@@ -170,11 +187,18 @@ export function evaluatePolicy(vc: Pick<VirtualCluster, 'spec'>, policy: TenantP
       continue;
     }
     if (!isObject(platform) || !isObject(value)) {
-      refuse(`spec.pluginConfig.${plugin}`, `overrides the platform's setting of plugin "${plugin}" (manager defaultPluginConfig or ${quoted} pluginConfig)`);
+      refuse(
+        `spec.pluginConfig.${plugin}`,
+        `overrides the platform's setting of plugin "${plugin}" (manager defaultPluginConfig or ${quoted} pluginConfig)`,
+      );
       continue;
     }
     const taken = Object.keys(value).filter((k) => k in platform);
-    for (const k of taken) refuse(`spec.pluginConfig.${plugin}.${k}`, `overrides the platform's setting (manager defaultPluginConfig or ${quoted} pluginConfig)`);
+    for (const k of taken)
+      refuse(
+        `spec.pluginConfig.${plugin}.${k}`,
+        `overrides the platform's setting (manager defaultPluginConfig or ${quoted} pluginConfig)`,
+      );
     if (!taken.length) pluginConfig[plugin] = { ...value, ...platform };
   }
 
@@ -215,12 +239,19 @@ export function resolvePolicy(vc: Pick<VirtualCluster, 'spec'>, policies: readon
   const wanted = vc.spec?.policyName;
   if (wanted) {
     const p = policies.find((x) => x.metadata?.name === wanted);
-    return p ? { policy: p } : { error: { field: 'spec.policyName', message: `TenantPolicy "${wanted}" does not exist` } };
+    return p
+      ? { policy: p }
+      : { error: { field: 'spec.policyName', message: `TenantPolicy "${wanted}" does not exist` } };
   }
   const defaults = policies.filter(isDefaultPolicy);
   if (defaults.length > 1) {
     const names = defaults.map((x) => `"${x.metadata?.name}"`).sort();
-    return { error: { field: 'spec.policyName', message: `no policy named and ${defaults.length} TenantPolicies are annotated default (${names.join(', ')}); the platform must keep one` } };
+    return {
+      error: {
+        field: 'spec.policyName',
+        message: `no policy named and ${defaults.length} TenantPolicies are annotated default (${names.join(', ')}); the platform must keep one`,
+      },
+    };
   }
   return { policy: defaults[0] };
 }
@@ -233,14 +264,25 @@ export type Admission = { effective: EffectiveSettings } | { violations: PolicyV
  * the GitOps plan): resolve its policy among the known ones, check that policy against its schema (an object written
  * past ajv must not widen anything), and evaluate.
  */
-export function checkPolicies(vc: Pick<VirtualCluster, 'spec'>, policies: readonly TenantPolicy[], defaults: ManagerDefaults = {}): Admission {
+export function checkPolicies(
+  vc: Pick<VirtualCluster, 'spec'>,
+  policies: readonly TenantPolicy[],
+  defaults: ManagerDefaults = {},
+): Admission {
   const resolved = resolvePolicy(vc, policies);
   if ('error' in resolved) return { violations: [resolved.error] };
   const policy = resolved.policy;
   const invalid = policy ? validate('tenantPolicy', policy) : [];
   if (invalid.length) {
     const name = policy!.metadata?.name ?? '?';
-    return { violations: [{ field: 'spec.policyName', message: `TenantPolicy "${name}" is invalid: ${formatErrors(`TenantPolicy ${name}`, invalid).replaceAll('\n', '; ')}` }] };
+    return {
+      violations: [
+        {
+          field: 'spec.policyName',
+          message: `TenantPolicy "${name}" is invalid: ${formatErrors(`TenantPolicy ${name}`, invalid).replaceAll('\n', '; ')}`,
+        },
+      ],
+    };
   }
   const { effective, violations } = evaluatePolicy(vc, policy, defaults);
   return violations.length ? { violations } : { effective };

@@ -18,7 +18,14 @@ export function policyErrors(objects: readonly DesiredObject[], policies: readon
     if (!('violations' in r)) continue;
     const object = describeRef(o.ref);
     for (const v of r.violations) {
-      out.push({ reason: 'ValidationFailed', file: o.file, index: o.index, object, pointer: `/${v.field.replaceAll('.', '/')}`, message: formatViolations(`${o.file}: ${object}`, [v]) });
+      out.push({
+        reason: 'ValidationFailed',
+        file: o.file,
+        index: o.index,
+        object,
+        pointer: `/${v.field.replaceAll('.', '/')}`,
+        message: formatViolations(`${o.file}: ${object}`, [v]),
+      });
     }
   }
   return out;
@@ -36,7 +43,12 @@ export function withPolicies(plan: ApplyPlan, policies: readonly TenantPolicy[] 
   const refused = new Set(errors.map((e) => `${e.file}#${e.object}`));
   const apply = plan.apply.filter((o) => !refused.has(`${o.file}#${describeRef(o.ref)}`));
   const message = `Revision ${plan.revision}: ${refused.size} tenant definition(s) ask for more than their TenantPolicy allows; nothing is pruned; the other objects are applied:\n${errors.map((e) => e.message).join('\n')}`;
-  return { ...plan, apply, errors: [...plan.errors, ...errors], pruneBlocked: plan.pruneBlocked ?? { reason: 'ValidationFailed', stalled: true, message } };
+  return {
+    ...plan,
+    apply,
+    errors: [...plan.errors, ...errors],
+    pruneBlocked: plan.pruneBlocked ?? { reason: 'ValidationFailed', stalled: true, message },
+  };
 }
 
 /** readTenantPolicies lists the TenantPolicies, or undefined when the client may not read them. */

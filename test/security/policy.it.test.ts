@@ -39,7 +39,12 @@ const vcObject = (name: string, spec: Record<string, unknown> = {}) => ({
   spec: { provisioner: { type: 'local' }, ...spec },
 });
 
-const policyObject = (name: string, spec: TenantPolicy['spec']): TenantPolicy => ({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'TenantPolicy', metadata: { name }, spec });
+const policyObject = (name: string, spec: TenantPolicy['spec']): TenantPolicy => ({
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'TenantPolicy',
+  metadata: { name },
+  spec,
+});
 
 /** apiservers lists `pid prefix` of every kube-apiserver process on this machine that uses the test's etcd. */
 function apiservers(etcd: string): string[] {
@@ -60,7 +65,10 @@ function apiservers(etcd: string): string[] {
 /** etcdPrefixes lists the top-level key prefixes of the test's etcd (the super's, then one per tenant). */
 async function etcdPrefixes(etcd: string): Promise<string[]> {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
-  const res = await fetch(`${etcd}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: b64('/'), range_end: b64('0'), keys_only: true }) });
+  const res = await fetch(`${etcd}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: b64('/'), range_end: b64('0'), keys_only: true }),
+  });
   const body = (await res.json()) as { kvs?: Array<{ key: string }> };
   return [...new Set((body.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString().split('/')[1]!))].sort();
 }
@@ -88,13 +96,18 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     apiservers: apiservers(t.sc.etcd.endpoint),
     etcdPrefixes: await etcdPrefixes(t.sc.etcd.endpoint),
     superNamespaces: (await t.client.list(R.namespaces)).items.map((n) => n.metadata!.name!).sort(),
-    victim: await victimClient.get<KubeObject & { data?: Record<string, string> }>(R.configmaps, 'vault', 'crown-jewels').then((c) => ({ rv: c.metadata?.resourceVersion, data: c.data })),
+    victim: await victimClient
+      .get<KubeObject & { data?: Record<string, string> }>(R.configmaps, 'vault', 'crown-jewels')
+      .then((c) => ({ rv: c.metadata?.resourceVersion, data: c.data })),
     victimTenant: handed.get('victim'),
   });
 
   const warningEvent = (name: string) =>
     eventually(async () => {
-      const events = await t.client.list<KubeObject & { type?: string; reason?: string; message?: string }>(R.events, { namespace: NS, fieldSelector: `involvedObject.name=${name}` });
+      const events = await t.client.list<KubeObject & { type?: string; reason?: string; message?: string }>(R.events, {
+        namespace: NS,
+        fieldSelector: `involvedObject.name=${name}`,
+      });
       const e = events.items.find((x) => x.type === 'Warning' && x.reason === 'PolicyViolation');
       expect(e, `a PolicyViolation event on ${name}`).toBeDefined();
       return e!.message!;
@@ -105,7 +118,12 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
    * reason PolicyViolation, a message naming object and field, a Warning event, no control plane and nothing else
    * changed. The VirtualCluster is deleted afterwards; the refusal message is returned.
    */
-  const refused = async (name: string, spec: Record<string, unknown>, field: string, reason: RegExp): Promise<string> => {
+  const refused = async (
+    name: string,
+    spec: Record<string, unknown>,
+    field: string,
+    reason: RegExp,
+  ): Promise<string> => {
     const before = await world();
     await t.client.create(R.virtualclusters, vcObject(name, spec));
     const vc = await eventually(async () => {
@@ -114,7 +132,10 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
       return v;
     });
     const message = vc.status!.message!;
-    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'PolicyViolation',
+    });
     expect(message).toContain(`VirtualCluster ${NS}/${name}: ${field}: `);
     expect(message).toMatch(reason);
     expect(await warningEvent(name)).toContain(field);
@@ -128,7 +149,8 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
     for (const f of readdirSync(crdDir).filter((x) => x.endsWith('.yaml'))) {
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }
     await eventually(() => t.client.list(R.tenantpolicies));
     await eventually(() => t.client.list(R.virtualclusters));
@@ -152,7 +174,12 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     const s = await t.client.get<{ data: { kubeconfig: string } }>(R.secrets, NS, victim.status!.kubeconfigSecretName!);
     victimClient = await KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString());
     await victimClient.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'vault' } });
-    await victimClient.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'crown-jewels', namespace: 'vault' }, data: { secret: 'gold' } });
+    await victimClient.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'crown-jewels', namespace: 'vault' },
+      data: { secret: 'gold' },
+    });
   });
 
   afterAll(async () => {
@@ -165,53 +192,113 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
   });
 
   it.each([
-    ['etcd-prefix /super: the confirmed attack, a tenant apiserver serving the super cluster', { 'etcd-prefix': '/super' }, 'etcd-prefix', /\(etcd\)/],
+    [
+      'etcd-prefix /super: the confirmed attack, a tenant apiserver serving the super cluster',
+      { 'etcd-prefix': '/super' },
+      'etcd-prefix',
+      /\(etcd\)/,
+    ],
     ['etcd-servers pointing elsewhere', { 'etcd-servers': 'http://127.0.0.1:1' }, 'etcd-servers', /\(etcd\)/],
-    ['a static token file from the manager host', { 'token-auth-file': '/etc/passwd' }, 'token-auth-file', /\(authentication\)/],
+    [
+      'a static token file from the manager host',
+      { 'token-auth-file': '/etc/passwd' },
+      'token-auth-file',
+      /\(authentication\)/,
+    ],
     ['authorization AlwaysAllow', { 'authorization-mode': 'AlwaysAllow' }, 'authorization-mode', /\(authorization\)/],
     ['admission plug-ins', { 'enable-admission-plugins': 'AlwaysAdmit' }, 'enable-admission-plugins', /\(admission\)/],
-    ['another service-account issuer', { 'service-account-issuer': 'https://kubernetes.default.svc.super' }, 'service-account-issuer', /\(service-account issuer\)/],
+    [
+      'another service-account issuer',
+      { 'service-account-issuer': 'https://kubernetes.default.svc.super' },
+      'service-account-issuer',
+      /\(service-account issuer\)/,
+    ],
   ])('refuses the apiserver flag: %s', async (what, extraArgs, flag, category) => {
-    await attempts.attempt(`apiserver flag: ${what}`, () => refused(`flag-${flag}`, { apiServer: { extraArgs } }, `spec.apiServer.extraArgs.${flag}`, category));
+    await attempts.attempt(`apiserver flag: ${what}`, () =>
+      refused(`flag-${flag}`, { apiServer: { extraArgs } }, `spec.apiServer.extraArgs.${flag}`, category),
+    );
   });
 
   it('refuses the controller list on the controller-manager', async () => {
     await attempts.attempt('controller-manager flag: controllers', () =>
-      refused('flag-controllers', { controllerManager: { extraArgs: { controllers: '*' } } }, 'spec.controllerManager.extraArgs.controllers', /\(controllers\)/),
+      refused(
+        'flag-controllers',
+        { controllerManager: { extraArgs: { controllers: '*' } } },
+        'spec.controllerManager.extraArgs.controllers',
+        /\(controllers\)/,
+      ),
     );
   });
 
   it('refuses privileged Pods, disabling an enforced plugin, a weight above the ceiling', async () => {
-    await attempts.attempt('podSecurityLevel privileged', () => refused('privileged', { podSecurityLevel: 'privileged' }, 'spec.podSecurityLevel', /podSecurity\.allowedLevels/));
-    await attempts.attempt('disabling the pods plugin', () => refused('no-pods-plugin', { plugins: { disable: ['pods'] } }, 'spec.plugins.disable', /"pods" is enforced/));
-    await attempts.attempt('weight above the ceiling', () => refused('heavy', { weight: 1000 }, 'spec.weight', /above the ceiling 10/));
+    await attempts.attempt('podSecurityLevel privileged', () =>
+      refused('privileged', { podSecurityLevel: 'privileged' }, 'spec.podSecurityLevel', /podSecurity\.allowedLevels/),
+    );
+    await attempts.attempt('disabling the pods plugin', () =>
+      refused('no-pods-plugin', { plugins: { disable: ['pods'] } }, 'spec.plugins.disable', /"pods" is enforced/),
+    );
+    await attempts.attempt('weight above the ceiling', () =>
+      refused('heavy', { weight: 1000 }, 'spec.weight', /above the ceiling 10/),
+    );
   });
 
   it("refuses the import provisioner, even pointed at the victim's own admin kubeconfig", async () => {
     const secret = (await getVC('victim')).status!.kubeconfigSecretName!;
     await attempts.attempt('import provisioner', () =>
-      refused('importer', { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: secret } } } }, 'spec.provisioner.type', /"import" is not allowed/),
+      refused(
+        'importer',
+        { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: secret } } } },
+        'spec.provisioner.type',
+        /"import" is not allowed/,
+      ),
     );
     expect(handed.has('importer')).toBe(false);
   });
 
   it("refuses plugin settings that override the manager's defaults", async () => {
     await attempts.attempt('pluginConfig overriding a manager default', () =>
-      refused('vnagent-port', { pluginConfig: { vnAgent: { port: 1 } } }, 'spec.pluginConfig.vnAgent.port', /overrides the platform's setting/),
+      refused(
+        'vnagent-port',
+        { pluginConfig: { vnAgent: { port: 1 } } },
+        'spec.pluginConfig.vnAgent.port',
+        /overrides the platform's setting/,
+      ),
     );
   });
 
   it('refuses a flag on the allow-list deny side even where a policy lists it as tenant-settable, and from the policy itself', async () => {
-    await t.client.apply(R.tenantpolicies, policyObject('loose', { controlPlane: { tenantSettableArgs: { apiServer: ['etcd-prefix', 'v'] } } }), 'platform');
-    await t.client.apply(R.tenantpolicies, policyObject('careless', { controlPlane: { apiServer: { extraArgs: { 'etcd-prefix': '/super' } } } }), 'platform');
-    await eventually(async () => expect(await t.client.getOrNull(R.tenantpolicies, undefined, 'careless')).not.toBeNull());
+    await t.client.apply(
+      R.tenantpolicies,
+      policyObject('loose', { controlPlane: { tenantSettableArgs: { apiServer: ['etcd-prefix', 'v'] } } }),
+      'platform',
+    );
+    await t.client.apply(
+      R.tenantpolicies,
+      policyObject('careless', { controlPlane: { apiServer: { extraArgs: { 'etcd-prefix': '/super' } } } }),
+      'platform',
+    );
+    await eventually(async () =>
+      expect(await t.client.getOrNull(R.tenantpolicies, undefined, 'careless')).not.toBeNull(),
+    );
     await attempts.attempt('etcd-prefix under a policy that lists it as settable', () =>
-      refused('loose-prefix', { policyName: 'loose', apiServer: { extraArgs: { 'etcd-prefix': '/super' } } }, 'spec.apiServer.extraArgs.etcd-prefix', /\(etcd\)/),
+      refused(
+        'loose-prefix',
+        { policyName: 'loose', apiServer: { extraArgs: { 'etcd-prefix': '/super' } } },
+        'spec.apiServer.extraArgs.etcd-prefix',
+        /\(etcd\)/,
+      ),
     );
     await attempts.attempt('etcd-prefix from the policy itself', () =>
-      refused('careless-tenant', { policyName: 'careless' }, 'spec.policyName', /TenantPolicy "careless" spec\.controlPlane\.apiServer\.extraArgs\.etcd-prefix: .*\(etcd\)/),
+      refused(
+        'careless-tenant',
+        { policyName: 'careless' },
+        'spec.policyName',
+        /TenantPolicy "careless" spec\.controlPlane\.apiServer\.extraArgs\.etcd-prefix: .*\(etcd\)/,
+      ),
     );
-    await attempts.attempt('a policy name that does not exist', () => refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/));
+    await attempts.attempt('a policy name that does not exist', () =>
+      refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/),
+    );
   });
 
   it('shows the author file, object and field at `vc create -f`, creating nothing', async () => {
@@ -219,12 +306,16 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
       const before = await world();
       const file = join(dir, 'evil.yaml');
       writeFileSync(file, stringify(vcObject('evil', { apiServer: { extraArgs: { 'etcd-prefix': '/super' } } })));
-      const r = await execP(process.execPath, [vcBin, 'create', '-f', file, '--kubeconfig', t.sc.kubeconfigPath], { timeout: 120_000 }).then(
+      const r = await execP(process.execPath, [vcBin, 'create', '-f', file, '--kubeconfig', t.sc.kubeconfigPath], {
+        timeout: 120_000,
+      }).then(
         () => ({ code: 0, stderr: '' }),
         (e: { code?: number; stderr?: string }) => ({ code: e.code ?? 1, stderr: e.stderr ?? '' }),
       );
       expect(r.code).not.toBe(0);
-      expect(r.stderr).toContain(`${file}: VirtualCluster ${NS}/evil: spec.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)`);
+      expect(r.stderr).toContain(
+        `${file}: VirtualCluster ${NS}/evil: spec.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)`,
+      );
       expect(await t.client.getOrNull(R.virtualclusters, NS, 'evil')).toBeNull();
       expect(await world()).toEqual(before);
       return r.stderr.trim();
@@ -240,16 +331,29 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     expect(tenantBefore?.weight).toBe(2);
     await attempts.attempt('a Running tenant edited to serve the super etcd prefix', async () => {
       const before = await world();
-      await t.client.patch(R.virtualclusters, NS, 'attacker', { spec: { weight: 500, apiServer: { extraArgs: { 'etcd-prefix': '/super' } } } }, 'merge');
+      await t.client.patch(
+        R.virtualclusters,
+        NS,
+        'attacker',
+        { spec: { weight: 500, apiServer: { extraArgs: { 'etcd-prefix': '/super' } } } },
+        'merge',
+      );
       const now = await eventually(async () => {
         const v = await getVC('attacker');
-        expect(v.status?.conditions?.find((c) => c.type === 'PolicyAccepted')).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+        expect(v.status?.conditions?.find((c) => c.type === 'PolicyAccepted')).toMatchObject({
+          status: 'False',
+          reason: 'PolicyViolation',
+        });
         return v;
       });
       expect(now.status!.phase).toBe('Running');
       expect(now.status!.message).toMatch(/keeps running on its last accepted settings/);
-      expect(now.status!.message).toContain(`VirtualCluster ${NS}/attacker: spec.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)`);
-      expect(now.status!.message).toContain(`VirtualCluster ${NS}/attacker: spec.weight: weight 500 is above the ceiling 10`);
+      expect(now.status!.message).toContain(
+        `VirtualCluster ${NS}/attacker: spec.apiServer.extraArgs.etcd-prefix: --etcd-prefix is refused by the flag allow-list (etcd)`,
+      );
+      expect(now.status!.message).toContain(
+        `VirtualCluster ${NS}/attacker: spec.weight: weight 500 is above the ceiling 10`,
+      );
       expect(await warningEvent('attacker')).toContain('etcd-prefix');
       const cp = local.controlPlane(root)!;
       expect(cp.apiserver.pid).toBe(pid);

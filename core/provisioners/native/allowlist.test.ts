@@ -65,9 +65,11 @@ describe('the global flag allow-list', () => {
   });
 
   it('throws naming component, flag and category, and passes allowed flags', () => {
-    expect(() => assertFlagsAllowed({ apiServer: { 'etcd-prefix': '/registry' }, controllerManager: { 'kube-api-qps': '5' } })).toThrow(
-      'refusing to start the control plane: apiServer: --etcd-prefix is refused by the flag allow-list (etcd)',
-    );
-    expect(() => assertFlagsAllowed({ apiServer: { v: '2' }, controllerManager: { 'concurrent-gc-syncs': '5' } })).not.toThrow();
+    expect(() =>
+      assertFlagsAllowed({ apiServer: { 'etcd-prefix': '/registry' }, controllerManager: { 'kube-api-qps': '5' } }),
+    ).toThrow('refusing to start the control plane: apiServer: --etcd-prefix is refused by the flag allow-list (etcd)');
+    expect(() =>
+      assertFlagsAllowed({ apiServer: { v: '2' }, controllerManager: { 'concurrent-gc-syncs': '5' } }),
+    ).not.toThrow();
   });
 });

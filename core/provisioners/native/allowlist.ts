@@ -69,7 +69,16 @@ const REFUSED: ReadonlyArray<readonly [Exclude<FlagCategory, 'not allow-listed'>
 ];
 
 /** HOST_FILES name flags by their shape; runtime-config, on the allow-list, is the one that is not a file. */
-const HOST_FILES: readonly Rule[] = ['*-file', '*-dir', '*-path', '*-config', '*-kubeconfig', 'kubeconfig', 'cert-dir', '*-directory'];
+const HOST_FILES: readonly Rule[] = [
+  '*-file',
+  '*-dir',
+  '*-path',
+  '*-config',
+  '*-kubeconfig',
+  'kubeconfig',
+  'cert-dir',
+  '*-directory',
+];
 
 /**
  * ALLOWED_FLAGS are the flags a policy may set or let tenants set, per component. feature-gates and runtime-config
