@@ -301,7 +301,8 @@ export class VirtualClusterController {
     if (vc.status?.phase !== 'Deleting') {
       await this.setStatus(vc, { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' }, ready('False', 'Deleting', 'deleting'));
     }
-    const type = vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
+    // The provisioner that made the control plane, not one a refused edit names since.
+    const type = this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
     await this.o.provisioners[type]?.remove(vc, root);
     const owned = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
     const ours = new Set<string>([IDENTITY.syncer, IDENTITY.manager]);

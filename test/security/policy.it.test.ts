@@ -28,7 +28,7 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { Attempts } from './attempts.ts';
 
 const execP = promisify(execFile);
-const vcBin = join(import.meta.dirname, '../../core/cli/vc.mjs');
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const crdDir = join(import.meta.dirname, '../../deploy/crds');
 const NS = 'default';
 
@@ -364,8 +364,39 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     });
   });
 
+  it('removes the control plane of a tenant that names another provisioner before its deletion', async () => {
+    const vc = await getVC('attacker');
+    const root = vc.status!.clusterNamespace!;
+    const pid = local.controlPlane(root)!.apiserver.pid;
+    await attempts.attempt('escaping clean-up by switching to the import provisioner before deleting', async () => {
+      const secret = (await getVC('victim')).status!.kubeconfigSecretName!;
+      await t.client.patch(
+        R.virtualclusters,
+        NS,
+        'attacker',
+        { spec: { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: secret } } } } },
+        'merge',
+      );
+      const refusedEdit = await eventually(async () => {
+        const v = await getVC('attacker');
+        expect(v.status?.message).toContain('spec.provisioner.type: provisioner "import" is not allowed');
+        return v.status!.message!;
+      });
+      await t.client.delete(R.virtualclusters, NS, 'attacker');
+      await eventually(
+        async () => expect(await t.client.getOrNull(R.virtualclusters, NS, 'attacker')).toBeNull(),
+        90_000,
+      );
+      expect(local.controlPlane(root)).toBeUndefined();
+      expect(apiservers(t.sc.etcd.endpoint).some((x) => x.startsWith(`${pid} `))).toBe(false);
+      expect(await etcdPrefixes(t.sc.etcd.endpoint)).not.toContain(root);
+      expect(await victimClient.get(R.configmaps, 'vault', 'crown-jewels')).toBeDefined();
+      return refusedEdit;
+    });
+  });
+
   it('leaves no attempt succeeded', () => {
-    expect(attempts.records.length).toBe(17);
-    expect(attempts.summary()).toBe('attempts 17, refused 17, succeeded 0');
+    expect(attempts.records.length).toBe(18);
+    expect(attempts.summary()).toBe('attempts 18, refused 18, succeeded 0');
   });
 });
