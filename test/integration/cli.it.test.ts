@@ -124,6 +124,12 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const bad = await vc(['validate', repo]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/tenants\/bad\.yaml: VirtualCluster default\/bad: \/spec\/weight must be >= 1/);
+    rmSync(join(repo, 'tenants/bad.yaml'));
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: TenantPolicy\nmetadata:\n  name: small\n  annotations:\n    tenancy.x-k8s.io/is-default-policy: "true"\nspec:\n  weight:\n    max: 2\n');
+    const over = await vc(['validate', repo, '--policy', policy]);
+    expect(over.code).not.toBe(0);
+    expect(over.stderr).toContain('tenants/dev.yaml: VirtualCluster default/dev: spec.weight: weight 3 is above the ceiling 2 of policy "small" (weight.max)');
   });
 
   it('deletes a VirtualCluster and waits until it is gone', async () => {
