@@ -91,13 +91,16 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
   });
 
   it('serves reconcile and queue metrics of the GitSource, VirtualCluster and syncer controllers on /metrics', async () => {
-    const text = await (await fetch(`http://127.0.0.1:${manager.opsPort}/metrics`)).text();
-    for (const controller of ['gitops', 'virtualcluster', 'syncer']) {
-      expect(text).toMatch(new RegExp(`vc_controller_reconcile_total\\{controller="${controller}",result="[a-z_]+"\\} [1-9]`));
+    // The syncer's first reconcile of the new tenant can trail its Running phase by a moment: poll for it.
+    await eventually(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${manager.opsPort}/metrics`)).text();
+      for (const controller of ['gitops', 'virtualcluster', 'syncer']) {
+        expect(text).toMatch(new RegExp(`vc_controller_reconcile_total\\{controller="${controller}",result="[a-z_]+"\\} [1-9]`));
       expect(text).toMatch(new RegExp(`vc_controller_reconcile_duration_seconds_count\\{controller="${controller}"\\} [1-9]`));
       expect(text).toMatch(new RegExp(`vc_workqueue_adds_total\\{name="${controller}"\\} [1-9]`));
       expect(text).toMatch(new RegExp(`vc_workqueue_depth\\{name="${controller}"\\} \\d+`));
-    }
+      }
+    }, 30_000);
   });
 
   it('follows a push announced by the webhook without waiting for the interval: add and edit', async () => {
