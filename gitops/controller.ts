@@ -18,6 +18,7 @@ import { SOURCE_LABEL, describeRef, sourceLabelValue } from './applier/objects.t
 import { scopeOf, type ScopePolicy } from './applier/scope.ts';
 import type { AddressPolicy } from './source/address.ts';
 import type { SourceError } from './source/errors.ts';
+import { descentBase, ownsRecord, readRecord, recordName, recordObject, type AppliedRecord, type ConfigMapObject } from './record.ts';
 import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
 import { GitSourceFetcher, type Credentials, type GitRef, type SourceLimits } from './source/source.ts';
@@ -65,6 +66,13 @@ interface SourceState {
   webhook?: WebhookRoute;
   /** the ALLOW_REVISION_ANNOTATION value a poll was last triggered for */
   allowTriggered?: string;
+  /** uid of the GitSource this state is for */
+  uid?: string;
+  /**
+   * the last applied revision as the manager knows it: read from its record when the state is made, then set by each
+   * apply (also when writing the record failed: what this process applied is known without it)
+   */
+  record: AppliedRecord;
 }
 
 /** parseDuration reads `90s`, `1m`, `1h30m`, `500ms` into milliseconds. */
@@ -174,14 +182,15 @@ export class GitOpsController {
       // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
       // failing source can never cause a new deletion. A poll may clear st.error meanwhile: the error read here stays.
       if (st.artifact) await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
-      await this.status.write(gs, stalled(gs, error.reason, error.message));
+      await this.status.write(gs, reported(st, stalled(gs, error.reason, error.message)));
       return { requeueAfter: interval };
     }
     if (!st.artifact) return;
     const report = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
     report.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
-    await this.status.write(gs, report.status);
     const r = report.result;
+    if (!r.stop && report.status.lastAppliedRevision === st.artifact.revision) await this.keepRecord(gs, st, st.artifact.revision);
+    await this.status.write(gs, reported(st, report.status));
     if (r.applied.length || r.pruned.length) {
       await this.events.record(gs, 'Normal', 'Applied', `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`);
     }
@@ -199,6 +208,8 @@ export class GitOpsController {
     const existing = this.state.get(key);
     if (existing?.specHash === specHash) return existing;
     existing?.poller.stop();
+    const known = existing?.uid === gs.metadata.uid && existing?.record.kind === 'present' && existing.record.revision ? existing.record : undefined;
+    const record = known ?? readRecord(await this.o.meta.getOrNull<ConfigMapObject>(R.configmaps, gs.metadata.namespace, recordName(gs.metadata.name)), gs);
     const [creds, keys, hook] = secrets;
     const ref = gitRefOf(gs);
     const st: SourceState = {
@@ -210,6 +221,8 @@ export class GitOpsController {
       }),
       poller: undefined as unknown as SourcePoller,
       artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
+      uid: gs.metadata.uid,
+      record,
     };
     // A poll that reaches the server and finds the ref where the last artifact was clears an earlier fetch error:
     // the poller does not emit an unchanged revision again.
@@ -237,7 +250,9 @@ export class GitOpsController {
         suspend: gs.spec.suspend,
         history: () => {
           const now = this.sources.get(key) ?? gs;
-          return { since: now.status?.lastAppliedRevision, allowRevision: now.metadata.annotations?.[ALLOW_REVISION_ANNOTATION] };
+          const base = descentBase(st.record, now.status?.lastAppliedRevision, `${gs.metadata.namespace}/${recordName(gs.metadata.name)}`);
+          const allowRevision = now.metadata.annotations?.[ALLOW_REVISION_ANNOTATION];
+          return 'lost' in base ? { baseLost: base.lost, allowRevision } : { since: base.since, allowRevision };
         },
       },
       onArtifact: (a) => {
@@ -264,6 +279,32 @@ export class GitOpsController {
       await this.events.record(gs, 'Warning', 'IntervalRaised', `spec.interval ${gs.spec.interval} is below the platform's minimum; polling every ${ms / 1000}s (gitops.minIntervalSeconds)`);
     }
     return st;
+  }
+
+  /**
+   * keepRecord writes the revision just applied to the GitSource's record (gitops/record.ts), which the next revision
+   * must descend from. It never takes over a ConfigMap of that name it did not write for this GitSource; a failed
+   * write is reported as an event, and the revision is kept in memory all the same.
+   */
+  private async keepRecord(gs: GitSource, st: SourceState, revision: string): Promise<void> {
+    if (st.record.kind === 'present' && st.record.revision === revision) return;
+    st.record = { kind: 'present', revision };
+    const want = recordObject(gs, revision);
+    const { namespace, name } = want.metadata as { namespace: string; name: string };
+    try {
+      const cur = await this.o.meta.getOrNull<ConfigMapObject>(R.configmaps, namespace, name);
+      if (!cur) {
+        await this.o.meta.create(R.configmaps, want, { fieldManager: IDENTITY.gitops });
+      } else if (ownsRecord(cur, gs)) {
+        await this.o.meta.update(R.configmaps, { ...cur, data: want.data }, { fieldManager: IDENTITY.gitops });
+      } else {
+        const found = readRecord(cur, gs);
+        await this.events.record(gs, 'Warning', 'RecordRefused', `${found.kind === 'foreign' ? found.why : ''}; not overwritten, so after a restart the next revision needs ${ALLOW_REVISION_ANNOTATION}`);
+      }
+    } catch (e) {
+      log.warn({ gitSource: `${gs.metadata.namespace}/${gs.metadata.name}`, err: e instanceof Error ? e.message : String(e) }, 'writing the applied record failed');
+      await this.events.record(gs, 'Warning', 'RecordFailed', `could not write ConfigMap ${namespace}/${name}: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   /** interval is the poll interval of a GitSource: its own, but never below the platform's floor. */
@@ -335,6 +376,11 @@ function withCondition(gs: GitSource, c: Omit<ConditionInput, 'observedGeneratio
   const old = gs.status ?? {};
   const generation = gs.metadata.generation;
   return { ...old, observedGeneration: generation, conditions: setCondition(old.conditions, { ...c, observedGeneration: generation }) };
+}
+
+/** reported is a status to write with lastAppliedRevision from the manager's record, whatever status said before. */
+function reported(st: SourceState, status: GitSourceStatus): GitSourceStatus {
+  return st.record.kind === 'present' && st.record.revision ? { ...status, lastAppliedRevision: st.record.revision } : status;
 }
 
 /** stalled keeps the last applied revision and inventory, and says why the source cannot go on. */

@@ -7,7 +7,8 @@ import { ANN } from '../../core/names/names.ts';
 
 /**
  * ALLOW_REVISION_ANNOTATION, set on a GitSource to a revision, lets that revision (and no other) be applied although
- * it does not descend from status.lastAppliedRevision: a rollback or a rewritten history someone decided on.
+ * it does not descend from the last applied one (the manager's record, gitops/record.ts; status only reports it): a
+ * rollback or a rewritten history someone decided on.
  */
 export const ALLOW_REVISION_ANNOTATION = ANN.allowRevision;
 

@@ -26,9 +26,9 @@ export interface SourceSpec {
   suspend?: boolean;
   /**
    * read at each poll: the last applied revision, which a new revision must descend from, and the one revision
-   * allowed not to (see SourceRequest.since and allowRevision)
+   * allowed not to, or why the last applied revision is lost (see SourceRequest.since, allowRevision and baseLost)
    */
-  history?: () => { since?: string; allowRevision?: string };
+  history?: () => { since?: string; allowRevision?: string; baseLost?: string };
 }
 
 /** SourcePollerOptions configures a SourcePoller. */
@@ -185,6 +185,7 @@ export class SourcePoller {
     const history = spec.history?.() ?? {};
     if (history.since) req.since = history.since;
     if (history.allowRevision) req.allowRevision = history.allowRevision;
+    if (history.baseLost !== undefined) req.baseLost = history.baseLost;
     let artifact: Artifact;
     try {
       const resolved = await this.fetcher.resolve(req);

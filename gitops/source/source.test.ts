@@ -347,6 +347,17 @@ describe('GitSourceFetcher against a real git server', () => {
       expect((await fetcher.artifact({ ...req, since: applied, allowRevision: old })).revision).toBe(old);
     });
 
+    it('refuses every revision but the allowed one when the last applied revision is lost', async () => {
+      await server.initRepo('lost');
+      const req: SourceRequest = { url: server.url('lost'), ref: { branch: 'main' }, baseLost: 'the record is missing' };
+      const tip = await server.commitFiles('lost', { 'a.yaml': cm('a') }, 'a');
+      const refused = await sourceError(fetcher.artifact(req));
+      expect(refused.reason).toBe('NotDescendant');
+      expect(refused.message).toContain(`revision ${tip} cannot be checked to descend from the last applied one: the record is missing`);
+      expect(refused.message).toContain(`tenancy.x-k8s.io/allow-revision=${tip}`);
+      expect((await fetcher.artifact({ ...req, allowRevision: tip })).revision).toBe(tip);
+    });
+
     it('deepens a depth-1 cache until it finds the last applied commit, up to the cap', async () => {
       await server.initRepo('deepen');
       const url = server.url('deepen');

@@ -43,6 +43,11 @@ export interface SourceRequest {
   since?: string;
   /** a revision allowed even though it does not descend from `since` (ALLOW_REVISION_ANNOTATION) */
   allowRevision?: string;
+  /**
+   * why the last applied revision is not known although something was applied before: every revision is then refused
+   * (NotDescendant) except the one `allowRevision` names
+   */
+  baseLost?: string;
 }
 
 /** SourceLimits bound the work of one revision; the defaults are those of the manager configuration schema. */
@@ -361,9 +366,18 @@ export class GitSourceFetcher {
   /**
    * descent returns the commits whose signatures must be checked — the new one and every one since the last applied
    * revision — after making sure the new commit descends from it, deepening the shallow cache step by step up to
-   * limits.maxHistoryCommits. A revision that does not descend is refused unless `allowRevision` names it.
+   * limits.maxHistoryCommits. A revision that does not descend is refused unless `allowRevision` names it, and so is
+   * every revision when the base is lost (`baseLost`).
    */
   private async descent(gitdir: string, req: SourceRequest, resolved: ResolvedRef, commit: string, budget: Budget): Promise<string[]> {
+    if (req.baseLost !== undefined) {
+      if (req.allowRevision === commit) return [commit];
+      throw new SourceError(
+        'NotDescendant',
+        `revision ${commit} cannot be checked to descend from the last applied one: ${req.baseLost}; nothing of it is applied. ` +
+          `To apply it anyway, annotate the GitSource with ${ALLOW_REVISION_ANNOTATION}=${commit}`,
+      );
+    }
     const since = req.since;
     if (!since || since === commit) return since === commit ? [] : [commit];
     if (req.allowRevision === commit) return [commit];

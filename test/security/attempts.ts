@@ -1,8 +1,14 @@
 /**
  * The hostile-tenant suites count their attempts here: each attempt is an attack that must be refused. An attempt
  * whose check fails counts as succeeded (and fails the test); the summary line is what the issue asks each suite to
- * print.
+ * print. When the run gives a directory in ATTEMPTS_DIR_ENV (test/summary-reporter.ts does), every attempt is also
+ * appended there, so that the reporter prints one line for all suites of the run (tallyAttempts).
  */
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** ATTEMPTS_DIR_ENV names the environment variable holding the run's directory of attempt records. */
+export const ATTEMPTS_DIR_ENV = 'VC_SECURITY_ATTEMPTS_DIR';
 
 /** AttemptOutcome is how one attempt ended. */
 export type AttemptOutcome = 'refused' | 'succeeded';
@@ -26,17 +32,40 @@ export class Attempts {
   async attempt(name: string, fn: () => Promise<string>): Promise<string> {
     try {
       const reason = await fn();
-      this.records.push({ name, outcome: 'refused', detail: reason });
+      this.record({ name, outcome: 'refused', detail: reason });
       return reason;
     } catch (e) {
-      this.records.push({ name, outcome: 'succeeded', detail: e instanceof Error ? e.message : String(e) });
+      this.record({ name, outcome: 'succeeded', detail: e instanceof Error ? e.message : String(e) });
       throw e;
     }
   }
 
+  private record(r: AttemptRecord): void {
+    this.records.push(r);
+    const dir = process.env[ATTEMPTS_DIR_ENV];
+    if (dir) appendFileSync(join(dir, `${process.pid}.jsonl`), `${JSON.stringify(r)}\n`);
+  }
+
   /** summary is the one line a suite prints: `attempts N, refused N, succeeded N`. */
   summary(): string {
-    const refused = this.records.filter((r) => r.outcome === 'refused').length;
-    return `attempts ${this.records.length}, refused ${refused}, succeeded ${this.records.length - refused}`;
+    return countLine(this.records);
   }
+}
+
+/** countLine is `attempts N, refused N, succeeded N` for a list of attempts. */
+export function countLine(records: readonly AttemptRecord[]): string {
+  const refused = records.filter((r) => r.outcome === 'refused').length;
+  return `attempts ${records.length}, refused ${refused}, succeeded ${records.length - refused}`;
+}
+
+/** tallyAttempts reads every attempt the suites of a run appended to `dir` (see ATTEMPTS_DIR_ENV). */
+export function tallyAttempts(dir: string): AttemptRecord[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) =>
+      readFileSync(join(dir, f), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as AttemptRecord),
+    );
 }

@@ -25,6 +25,8 @@ import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { canI, ensureNamespace, refusedBy, serviceAccountClient } from '../identities.ts';
+import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
+import { recordName, recordObject } from '../../gitops/record.ts';
 import { Attempts } from './attempts.ts';
 
 const NS = 'team-a';
@@ -460,6 +462,43 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
       });
       return unauthenticated();
     });
+  });
+
+  it('lets the manager keep a GitSource record beside it, and nobody else rewrite it', async () => {
+    const gs = await t.client.create<GitSource>(GITSOURCES, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'GitSource',
+      metadata: { name: 'tenants', namespace: NS },
+      spec: { url: 'https://git.example.com/tenants.git', ref: { branch: 'main' } },
+    });
+    const applied = 'a'.repeat(40);
+    const record = recordObject(gs, applied);
+    await byCert.create(R.configmaps, record);
+    await attempts.attempt('S rewrites the GitSource record to an older revision', () =>
+      refusedBy(
+        () =>
+          hostile.patch(
+            R.configmaps,
+            NS,
+            recordName('tenants'),
+            { data: { lastAppliedRevision: 'b'.repeat(40) } },
+            'merge',
+          ),
+        /only vc-manager may write configmaps/,
+      ),
+    );
+    await attempts.attempt('manager (certificate) writes a GitSource record into kube-system', () =>
+      refusedBy(
+        () => byCert.create(R.configmaps, { ...record, metadata: { ...record.metadata, namespace: 'kube-system' } }),
+        OUTSIDE,
+      ),
+    );
+    const kept = await t.client.get<KubeObject & { data?: Record<string, string> }>(
+      R.configmaps,
+      NS,
+      recordName('tenants'),
+    );
+    expect(kept.data?.lastAppliedRevision).toBe(applied);
   });
 
   it('left the super cluster as it was, and counts no success', async () => {

@@ -459,8 +459,46 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     );
   });
 
+  it('as S, refuses a rollback prepared by rewriting status.lastAppliedRevision to an older commit', async () => {
+    const bare = join(gitServer.root, 'tenants.git');
+    const applied = (await source('tenants')).status!.lastAppliedRevision!;
+    const record = await t.client.get<KubeObject & { data?: Record<string, string> }>(
+      R.configmaps,
+      NS,
+      'tenants-gitops-record',
+    );
+    expect(record.data?.lastAppliedRevision).toBe(applied);
+    const older = (await runGit(bare, ['rev-parse', `${applied}~2`])).trim();
+    await attempts.attempt('status.lastAppliedRevision rewritten to an older commit, then a force-push to it', async () => {
+      const before = await snapshot();
+      await t.client.patch(GITSOURCES, NS, 'tenants', { status: { lastAppliedRevision: older } }, 'merge', {
+        subresource: 'status',
+      });
+      await runGit(bare, ['update-ref', 'refs/heads/main', older]);
+      await poke('tenants');
+      const why = await refusedWith(
+        'tenants',
+        'NotDescendant',
+        `revision ${older} does not descend from last applied ${applied}`,
+        'tenancy.x-k8s.io/allow-revision',
+      );
+      expect(await snapshot()).toEqual(before);
+      expect((await source('tenants')).status?.lastAppliedRevision).toBe(applied);
+      const after = await t.client.get<KubeObject & { data?: Record<string, string> }>(
+        R.configmaps,
+        NS,
+        'tenants-gitops-record',
+      );
+      expect(after.metadata?.resourceVersion).toBe(record.metadata?.resourceVersion);
+      return why;
+    });
+    await runGit(bare, ['update-ref', 'refs/heads/main', applied]);
+    await poke('tenants');
+    await ready('tenants', applied);
+  });
+
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(10).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(11).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 11, refused 11, succeeded 0');
   });
 });
