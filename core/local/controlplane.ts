@@ -335,12 +335,11 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
 }
 
 /**
- * kwokConfig concatenates the upstream Stage documents shipped with the kwok build and the documents that make kwok's
- * kubelet server (`--server-address`) answer for every Pod on its nodes, with state under `<dir>/kwok/`:
- * ClusterLogs and ClusterAttach serve `container.log` (written here, in the CRI log format, for every container),
- * ClusterExec runs the command on this host in that directory, and ClusterPortForward connects any port to `cat`, an
- * echo. Exec runs tenant commands as the user running kwok, without a sandbox: this is a local development and test
- * super cluster, not one to expose to untrusted tenants.
+ * kwokConfig concatenates the upstream Stage documents shipped with the kwok build and a ClusterLogs document that makes
+ * kwok's kubelet server (`--server-address`) serve `<dir>/kwok/container.log` (written here, in the CRI log format) as
+ * every container's log. There is deliberately no ClusterExec, ClusterAttach or ClusterPortForward: kwok would run
+ * exec commands on this host as the user running kwok and connect port-forwards to host processes, so exec, attach and
+ * port-forward to a simulated Pod are refused by kwok (and, before that, by the vn-agent).
  */
 function kwokConfig(dir: string): string {
   const stages = join(toolchainDir(), 'kwok-stages');
@@ -350,18 +349,15 @@ function kwokConfig(dir: string): string {
   const at = new Date().toISOString();
   const lines = ['kwok fake container log line 1', 'kwok fake container log line 2', 'kwok fake container log line 3'];
   writeFileSync(logFile, lines.map((l) => `${at} stdout F ${l}\n`).join(''));
-  // JSON is YAML: no YAML library needed for these documents.
-  const doc = (kind: string, name: string, spec: Record<string, unknown>): string =>
-    JSON.stringify({ apiVersion: 'kwok.x-k8s.io/v1alpha1', kind, metadata: { name }, spec }, null, 2);
-  const debugging = [
-    doc('ClusterLogs', 'vc-logs', { logs: [{ logsFile: logFile, previousLogsFile: logFile }] }),
-    doc('ClusterAttach', 'vc-attach', { attaches: [{ logsFile: logFile }] }),
-    doc('ClusterExec', 'vc-exec', { execs: [{ local: { workDir: work, envs: [{ name: 'KWOK_EXEC', value: 'true' }] } }] }),
-    doc('ClusterPortForward', 'vc-port-forward', { forwards: [{ command: ['cat'] }] }),
-  ];
+  // JSON is YAML: no YAML library needed for this document.
+  const logs = JSON.stringify(
+    { apiVersion: 'kwok.x-k8s.io/v1alpha1', kind: 'ClusterLogs', metadata: { name: 'vc-logs' }, spec: { logs: [{ logsFile: logFile, previousLogsFile: logFile }] } },
+    null,
+    2,
+  );
   return ['node-initialize', 'node-heartbeat-with-lease', 'pod-ready', 'pod-complete', 'pod-delete']
     .map((s) => readFileSync(join(stages, `${s}.yaml`), 'utf8').trim())
-    .concat(debugging)
+    .concat(logs)
     .join('\n---\n')
     .concat('\n');
 }

@@ -135,15 +135,20 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     const dropper = net.createServer((s) => s.destroy());
     const silent = net.createServer((s) => void held.push(s));
     servers.push(kubelet, dropper, silent);
-    addNode('node-ok', await listen(kubelet));
+    const kubeletPort = await listen(kubelet);
+    addNode('node-ok', kubeletPort);
     addNode('node-drop', await listen(dropper));
     addNode('node-silent', await listen(silent));
+    // A kwok node in front of a kubelet that would answer: the agent must not reach it for exec and the like.
+    addNode('node-kwok', kubeletPort);
+    nodes.get('node-kwok')!.metadata!.annotations = { 'kwok.x-k8s.io/node': 'fake' };
     addPod(A, 'web', 'node-ok');
     addPod(A, 'ticker', 'node-ok');
     addPod(A, 'refuse', 'node-ok');
     addPod(A, 'dropped', 'node-drop');
     addPod(A, 'slow', 'node-silent');
     addPod(A, 'unscheduled', undefined);
+    addPod(A, 'simulated', 'node-kwok');
     addPod(B, 'web-b', 'node-ok');
     addPod(null, 'orphan', 'node-ok');
     // A super Pod in A's namespace that the syncer wrote for B: the namespace alone must not decide.
@@ -398,6 +403,25 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(await readToEnd(u.socket, u.rest)).toBe('pod default/web-b not found for this tenant\n');
     const anon = await upgrade('/portForward/default/web', undefined);
     expect(anon.status).toBe(401);
+  });
+
+  it('refuses exec, attach, port-forward and run on a simulated node, before reaching it, and still relays its logs', async () => {
+    const before = seen.length;
+    const why = (verb: string) => `${verb} is not available: pod default/simulated runs on simulated node node-kwok (no container runtime)\n`;
+    for (const [path, verb] of [
+      ['/exec/default/simulated/c?command=id', 'exec'],
+      ['/attach/default/simulated/c', 'attach'],
+      ['/portForward/default/simulated', 'port-forward'],
+    ] as const) {
+      const u = await upgrade(path, kubeletA);
+      expect(u.status).toBe(403);
+      expect(await readToEnd(u.socket, u.rest)).toBe(why(verb));
+    }
+    expect(await request('/run/default/simulated/c?cmd=id', kubeletA, { method: 'POST', body: 'x' })).toMatchObject({ status: 403, body: why('run') });
+    expect(seen.length).toBe(before);
+    const logs = await request('/containerLogs/default/simulated/c', kubeletA);
+    expect(logs.status).toBe(200);
+    expect(seen.length).toBe(before + 1);
   });
 
   it('gives a clean 502 when the kubelet drops the connection, for requests and upgrades', async () => {

@@ -13,6 +13,7 @@ import { vnAgentMetrics, type Result } from './metrics.ts';
 import { forwardRequest, forwardUpgrade, rawResponse, sendText, tlsOptions, type KubeletEndpoint, type KubeletTLS, type RelayOptions } from './proxy.ts';
 import { VN_AGENT_PORT } from '../../plugins/sdk/src/wellknown.ts';
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
+import { simulatedNodeRefusal } from './simulated.ts';
 import { kubeletEndpointOf, type SuperView } from './superview.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
@@ -23,6 +24,12 @@ export const DEFAULT_PORT = VN_AGENT_PORT;
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
 /** DEFAULT_STREAM_IDLE_TIMEOUT_MS is the kubelet's own default streaming-connection idle timeout (4 h). */
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
+
+/**
+ * SIMULATED_NODE_STATUS answers exec, attach, port-forward and run for a Pod on a simulated node: the tenant apiserver
+ * relays it, and kubectl prints the reason.
+ */
+export const SIMULATED_NODE_STATUS = 403;
 
 /** VnAgentOptions configure a vn-agent. */
 export interface VnAgentOptions {
@@ -70,7 +77,8 @@ interface Admission {
  * the agent finds the tenant (authenticate), lets the plugins translate the kubelet path to super names, checks that
  * the super Pod exists and belongs to that tenant, and forwards the request, or relays the upgraded stream, to the
  * kubelet of the node the Pod runs on with the agent's own credentials. It answers only containerLogs, exec, attach,
- * portForward and run; health and metrics are on the separate ops port.
+ * portForward and run; health and metrics are on the separate ops port. A simulated (kwok) node has no container
+ * runtime, so only logs reach it: exec, attach, port-forward and run are refused (simulatedNodeRefusal).
  */
 export class VnAgent {
   private readonly server: https.Server;
@@ -201,6 +209,8 @@ export class VnAgent {
     const nodeName = pod.spec?.nodeName;
     if (!nodeName) return refuse(502, `pod ${podName} is not running on a node yet`, 'bad_gateway', t.key);
     const node = await this.o.superView.node(nodeName);
+    const simulated = node && simulatedNodeRefusal(kind, podName, node);
+    if (simulated) return refuse(SIMULATED_NODE_STATUS, simulated, 'forbidden', t.key);
     const ep = node ? kubeletEndpointOf(node) : `node ${nodeName} of pod ${podName} is not known`;
     if (typeof ep === 'string') return refuse(502, ep, 'bad_gateway', t.key);
     return { ok: true, tenant: t, kind, path, endpoint: { ...ep, node: nodeName } };

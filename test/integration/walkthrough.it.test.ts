@@ -21,7 +21,7 @@ interface Status {
 /**
  * The README walkthrough, run as a newcomer would against `vc up --detach`: tenants from the sample repository,
  * a pushed tenant definition, kubectl into a tenant, a Deployment Running on vNodes and in prefixed super
- * namespaces, kubectl logs and exec through the vn-agent, then `vc down` leaving no process.
+ * namespaces, kubectl logs through the vn-agent and exec refused on a simulated node, then `vc down` leaving no process.
  */
 describe('README walkthrough against vc up --detach', () => {
   let dir: string;
@@ -84,11 +84,15 @@ describe('README walkthrough against vc up --detach', () => {
     for (const ns of inSuper.trim().split('\n')) expect(ns).toMatch(/^default-[0-9a-f]{6}-dev-default$/);
   });
 
-  it('serves kubectl logs and exec through the vn-agent', async () => {
+  it('serves kubectl logs through the vn-agent, and refuses exec on a simulated node with the reason', async () => {
     const dev = (await status()).tenants.find((t) => t.name === 'dev')!.kubeconfig!;
     const pod = (await kubectl(dev, 'get', 'pods', '-l', 'app=web', '-o', 'jsonpath={.items[0].metadata.name}')).trim();
     await eventually(async () => expect((await kubectl(dev, 'logs', pod)).length).toBeGreaterThan(0), 60_000);
-    const out = await kubectl(dev, 'exec', pod, '--', 'echo', 'hello-from-tenant');
-    expect(out.trim()).toBe('hello-from-tenant');
+    const refused = await kubectl(dev, 'exec', pod, '--', 'echo', 'hello-from-tenant').then(
+      (out) => ({ out, stderr: '' }),
+      (e: { stdout: string; stderr: string }) => ({ out: e.stdout, stderr: e.stderr }),
+    );
+    expect(refused.out).toBe('');
+    expect(refused.stderr).toMatch(new RegExp(`exec is not available: pod default/${pod} runs on simulated node super-node-\\d \\(no container runtime\\)`));
   });
 });
