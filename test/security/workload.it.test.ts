@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { freePorts } from '../../core/local/process.ts';
 import { eventually } from '../harness.ts';
 import { Attempts } from './attempts.ts';
 
@@ -136,11 +137,12 @@ describe('security: the workload boundary on simulated nodes (exec, attach, port
   it('T: kubectl port-forward is refused with the reason', async () => {
     await attempts.attempt('kubectl port-forward', async () => {
       // kubectl may listen before it opens the tunnel; a connection then carries the refusal and kubectl exits.
-      const pf = kubectl(dev, ['port-forward', `pod/${pod}`, '18087:22'], 30_000);
+      const [local] = await freePorts(1);
+      const pf = kubectl(dev, ['port-forward', `pod/${pod}`, `${local}:22`], 30_000);
       const poke = setInterval(
         () =>
           net
-            .connect(18087, '127.0.0.1')
+            .connect(local, '127.0.0.1')
             .on('error', () => undefined)
             .on('connect', function (this: net.Socket) {
               this.end('x');
