@@ -1,22 +1,71 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ANN, fitName, LABEL, MANAGER, namespaceOwnerIn, ownedBy, pickUp, provenanceOf, rootNamespace, stampOwnership, stripDown, superNamespace, tenantNaming } from './names.ts';
+import { ANN, fitName, LABEL, ROOT_MAX, MANAGER, namespaceOwnerIn, ownedBy, pickUp, provenanceOf, rootNamespace, stampOwnership, stripDown, superNamespace, tenantNaming } from './names.ts';
 import type { KubeObject } from '../kube/client.ts';
 
-const tenant = { key: 'team-a-1a2b3c-dev', vcName: 'dev', vcNamespace: 'team-a' };
+const tenant = { key: rootNamespace('team-a', 'dev', 'u-dev'), vcName: 'dev', vcNamespace: 'team-a' };
 
 describe('names', () => {
-  it('builds the root namespace from the VirtualCluster namespace, 6 hex of sha256(uid) and name', () => {
+  it('builds the root namespace from a fixed prefix, 16 hex of sha256(uid), the VirtualCluster namespace and name', () => {
     const uid = '6f1c2a4e-1111-2222-3333-444455556666';
-    const hex = createHash('sha256').update(uid).digest('hex').slice(0, 6);
-    expect(rootNamespace('team-a', 'dev', uid)).toBe(`team-a-${hex}-dev`);
+    const hex = createHash('sha256').update(uid).digest('hex').slice(0, 16);
+    expect(rootNamespace('team-a', 'dev', uid)).toBe(`vc-${hex}-team-a-dev`);
+  });
+
+  it('cuts a long root to ROOT_MAX characters, keeping the hash and no trailing dash', () => {
+    const root = rootNamespace('n'.repeat(30), 'x'.repeat(30), 'u1');
+    expect(root).toHaveLength(ROOT_MAX);
+    expect(root.slice(0, 20)).toMatch(/^vc-[0-9a-f]{16}-$/);
+    expect(rootNamespace('n'.repeat(19), 'x', 'u1')).not.toMatch(/-$/);
+  });
+
+  it.each([
+    ['same namespace, names that share a prefix', ['team', 'a', 'u1'], ['team', 'a-b', 'u2'], 'b-c', 'c'],
+    ['namespace and name split differently', ['team-a', 'dev', 'u1'], ['team', 'a-dev', 'u2'], 'default', 'default'],
+    ['a namespace that embeds the other tenant\'s root', ['team', 'a', 'u1'], ['x', 'y', 'u2'], 'x', 'x'],
+    ['the same names, recreated with a new uid', ['team', 'a', 'u1'], ['team', 'a', 'u2'], 'default', 'default'],
+  ] as const)('never maps two tenants to one super namespace: %s', (_, a, b, nsA, nsB) => {
+    const rootA = rootNamespace(...a);
+    const rootB = rootNamespace(...b);
+    const ns = new Set(['default', 'kube-system', nsA, nsB, `${rootB.slice(3)}-default`, 'y'.repeat(63), `z-${'0'.repeat(16)}`]);
+    const seen = new Map<string, string>();
+    for (const [root, who] of [[rootA, 'a'], [rootB, 'b']] as const) {
+      for (const n of ns) {
+        const s = superNamespace(root, n);
+        expect(s).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+        expect(s.length).toBeLessThanOrEqual(63);
+        expect(seen.get(s), `${s} from ${who}/${n}`).toBeUndefined();
+        seen.set(s, `${who}/${n}`);
+      }
+    }
+  });
+
+  it('keeps every super namespace inside its tenant: the first 19 characters are the root\'s hash', () => {
+    const root = rootNamespace('team-a', 'dev', 'u1');
+    for (const n of ['a', 'n'.repeat(63), `x-${'f'.repeat(16)}`]) expect(superNamespace(root, n).slice(0, 19)).toBe(root.slice(0, 19));
   });
 
   it.each([
     ['short', 'a-b', 'a-b'],
     ['exactly 63', 'x'.repeat(63), 'x'.repeat(63)],
+    ['ending in a shorter hex run', `a-${'f'.repeat(15)}`, `a-${'f'.repeat(15)}`],
   ])('keeps %s names', (_, input, want) => {
     expect(fitName(input)).toBe(want);
+  });
+
+  it.each([
+    ['63 characters ending like a cut name', `${'x'.repeat(46)}-${'0'.repeat(16)}`],
+    ['a short name ending like a cut name', `x-${'a'.repeat(16)}`],
+  ])('cuts and hashes %s, so no kept name equals a cut one', (_, input) => {
+    const out = fitName(input);
+    expect(out).not.toBe(input);
+    expect(out).toMatch(/-[0-9a-f]{16}$/);
+  });
+
+  it('never maps a kept name and a cut name to one string', () => {
+    const long = 'l'.repeat(80);
+    const cut = fitName(long);
+    expect(fitName(cut)).not.toBe(cut);
   });
 
   it('cuts long names to 63 characters with a hash, and keeps them valid DNS labels', () => {
@@ -99,7 +148,7 @@ describe('names', () => {
       ['a name the lookup knows as another tenant\'s', 'default', 'lookup', [nsObj(superNamespace(key, 'default'), { cluster: 'other', namespace: 'default' })], undefined],
       ['a name the lookup knows as not managed', 'default', 'lookup', [nsObj(superNamespace(key, 'default'))], undefined],
     ] as const)('maps back %s', (_, which, withLookup, objs, want) => {
-      const sns = which === 'hashed' ? hashed : which === 'default' ? superNamespace(key, 'default') : 'team-b-4d5e6f-prod-default';
+      const sns = which === 'hashed' ? hashed : which === 'default' ? superNamespace(key, 'default') : `${rootNamespace('team-b', 'prod', 'u-prod')}-default`;
       const n = tenantNaming(key, withLookup ? lookupOver([...objs]) : undefined);
       expect(n.tenantNamespace(sns)).toBe(want);
     });

@@ -85,28 +85,58 @@ export const MANAGER = IDENTITY.syncer;
 /** MAX_NAME is the longest DNS-1123 label, which namespace names must be. */
 export const MAX_NAME = 63;
 
-/** HASH_LEN is how many hex characters of sha256 replace the cut part of a long name (40 bits). */
-const HASH_LEN = 10;
+/** HASH_LEN is how many hex characters of sha256 identify a tenant or replace the cut part of a long name (64 bits). */
+const HASH_LEN = 16;
+
+/** ROOT_PREFIX starts every root namespace, so that the tenant's hash sits at a fixed position. */
+const ROOT_PREFIX = 'vc-';
+
+/**
+ * ROOT_MAX is the longest root namespace: it leaves 22 characters for `-<tenant namespace>` before a super namespace
+ * name has to be cut.
+ */
+export const ROOT_MAX = 40;
 
 const sha256hex = (s: string): string => createHash('sha256').update(s).digest('hex');
 
+/** HASHED_TAIL matches the end of a name fitName cut and hashed. */
+const HASHED_TAIL = new RegExp(`-[0-9a-f]{${HASH_LEN}}$`);
+
+/** looksHashed reports a name ending in `-<16 hex>`: the shape of every name fitName cut. */
+const looksHashed = (name: string): boolean => HASHED_TAIL.test(name);
+
 /**
- * fitName returns name unchanged when it has at most 63 characters; otherwise its first 52 characters, a dash and
- * 10 hex characters of the sha256 of the whole name. Two different long names therefore differ unless their
- * hashes collide on 40 bits; the uid checks on every write catch even that case instead of merging two tenants.
+ * fitName returns name unchanged when it has at most 63 characters and does not end in `-<16 hex>`; otherwise its
+ * first 46 characters (without trailing dashes), a dash and 16 hex characters of the sha256 of the whole name. It is
+ * one-to-one up to a 64-bit hash collision: names it keeps are distinct because they are kept as they are; names it
+ * cuts are distinct because their hashes are; and a kept name never equals a cut one, because every cut name ends in
+ * `-<16 hex>` and a name of that shape is always cut and hashed itself, never kept.
  */
 export function fitName(name: string): string {
-  if (name.length <= MAX_NAME) return name;
+  if (name.length <= MAX_NAME && !looksHashed(name)) return name;
   const keep = MAX_NAME - HASH_LEN - 1;
   return `${name.slice(0, keep).replace(/-+$/, '')}-${sha256hex(name).slice(0, HASH_LEN)}`;
 }
 
-/** rootNamespace is a tenant's cluster key: `<vc-namespace>-<6 hex of sha256(vc uid)>-<vc-name>`, fitted to 63. */
+/**
+ * rootNamespace is a tenant's cluster key: `vc-<16 hex of sha256(vc uid)>-<vc-namespace>-<vc-name>`, cut to ROOT_MAX
+ * characters (no trailing dash). The hash sits at a fixed position (characters 3 to 18), so the first 19 characters
+ * of a root name the VirtualCluster's uid, to 64 bits, whatever its namespace and name are: two VirtualClusters get
+ * two different roots, and no root is built from characters another tenant chose.
+ */
 export function rootNamespace(vcNamespace: string, vcName: string, vcUid: string): string {
-  return fitName(`${vcNamespace}-${sha256hex(vcUid).slice(0, 6)}-${vcName}`);
+  return `${ROOT_PREFIX}${sha256hex(vcUid).slice(0, HASH_LEN)}-${vcNamespace}-${vcName}`.slice(0, ROOT_MAX).replace(/-+$/, '');
 }
 
-/** superNamespace maps a tenant namespace to its super namespace: `<root>-<ns>`, fitted to 63. */
+/**
+ * superNamespace maps a tenant namespace to its super namespace: `<root>-<ns>`, fitted to 63 by fitName. The mapping
+ * (tenant, namespace) -> super namespace is one-to-one up to a 64-bit hash collision. Two different tenants: their
+ * roots differ in the 16 hex characters at the fixed position 3..18 (see rootNamespace), which `-<ns>` never moves
+ * and fitName never cuts (it keeps the first 46 characters), so the super names differ too whether cut or not. One
+ * tenant, two namespaces: `<root>-<ns>` differ after the same root, and fitName is one-to-one. A super namespace is
+ * never a root either: roots have at most ROOT_MAX (40) characters, `<root>-<ns>` is longer than its own root, and
+ * another tenant's names differ in the hash.
+ */
 export function superNamespace(root: string, tenantNamespace: string): string {
   return fitName(`${root}-${tenantNamespace}`);
 }
@@ -181,9 +211,6 @@ export type { Naming } from '../../plugins/sdk/src/contract.ts';
  */
 export type NamespaceOwnerLookup = (superNamespace: string) => Provenance | null | undefined;
 
-/** HASHED_TAIL matches the end of a name fitName cut and hashed. */
-const HASHED_TAIL = new RegExp(`-[0-9a-f]{${HASH_LEN}}$`);
-
 /**
  * tenantNaming is the one Naming of a tenant, used by the syncer, the vn-agent and the plugin test kit alike.
  * superNamespace is fitName arithmetic. tenantNamespace asks `lookup` first: a super namespace it knows maps back
@@ -198,7 +225,7 @@ export function tenantNaming(tenantKey: string, lookup?: NamespaceOwnerLookup): 
     tenantNamespace: (sns) => {
       const known = lookup?.(sns);
       if (known !== undefined) return known?.cluster === tenantKey ? known.name : undefined;
-      if (!sns.startsWith(prefix) || (sns.length === MAX_NAME && HASHED_TAIL.test(sns))) return undefined;
+      if (!sns.startsWith(prefix) || looksHashed(sns)) return undefined;
       const ns = sns.slice(prefix.length);
       return ns && superNamespace(tenantKey, ns) === sns ? ns : undefined;
     },

@@ -81,7 +81,7 @@ describe('README walkthrough against vc up --detach', () => {
     const nodes = await kubectl(dev, 'get', 'nodes', '-o', 'name');
     expect(nodes).toMatch(/node\/super-node-\d/);
     const inSuper = await kubectl(s.superKubeconfig, 'get', 'pods', '-A', '-l', 'app=web', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}{"\\n"}{end}');
-    for (const ns of inSuper.trim().split('\n')) expect(ns).toMatch(/^default-[0-9a-f]{6}-dev-default$/);
+    for (const ns of inSuper.trim().split('\n')) expect(ns).toMatch(/^vc-[0-9a-f]{16}-default-dev-default$/);
   });
 
   it('serves kubectl logs through the vn-agent, and refuses exec on a simulated node with the reason', async () => {
