@@ -25,8 +25,8 @@ describe('names', () => {
     ['a namespace that embeds the other tenant\'s root', ['team', 'a', 'u1'], ['x', 'y', 'u2'], 'x', 'x'],
     ['the same names, recreated with a new uid', ['team', 'a', 'u1'], ['team', 'a', 'u2'], 'default', 'default'],
   ] as const)('never maps two tenants to one super namespace: %s', (_, a, b, nsA, nsB) => {
-    const rootA = rootNamespace(...a);
-    const rootB = rootNamespace(...b);
+    const rootA = rootNamespace(a[0], a[1], a[2]);
+    const rootB = rootNamespace(b[0], b[1], b[2]);
     const ns = new Set(['default', 'kube-system', nsA, nsB, `${rootB.slice(3)}-default`, 'y'.repeat(63), `z-${'0'.repeat(16)}`]);
     const seen = new Map<string, string>();
     for (const [root, who] of [[rootA, 'a'], [rootB, 'b']] as const) {
