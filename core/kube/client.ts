@@ -2,6 +2,7 @@ import https from 'node:https';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
 import { KubeConfig } from '@kubernetes/client-node';
+import { parseKubeconfig, type SafeKubeconfig } from './kubeconfig.ts';
 
 import type { KubeObject, Resource } from '../../plugins/sdk/src/kube.ts';
 
@@ -113,11 +114,34 @@ export class KubeClient {
     return KubeClient.fromKubeConfig(kc);
   }
 
-  /** KubeClient.fromString loads a kubeconfig from its YAML text. */
-  static async fromString(text: string): Promise<KubeClient> {
+  /**
+   * KubeClient.fromString builds a client from a kubeconfig's YAML text that the platform does not own (a Secret, a
+   * tenant's admin kubeconfig): parseKubeconfig reads it and refuses exec and auth-provider plugins, files, plain
+   * http and skipped TLS verification, and only the inline data it accepted reaches the client. `source` names where
+   * the text came from in the error (e.g. `Secret team-a/imported (key "kubeconfig")`).
+   */
+  static async fromString(text: string, source = 'a kubeconfig string', opts: { maxSockets?: number } = {}): Promise<KubeClient> {
+    return KubeClient.fromSafe(parseKubeconfig(text, source), opts);
+  }
+
+  /** KubeClient.fromSafe builds a client from a kubeconfig parseKubeconfig accepted; nothing is read or run. */
+  static fromSafe(k: SafeKubeconfig, opts: { maxSockets?: number } = {}): KubeClient {
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
     const kc = new KubeConfig();
-    kc.loadFromString(text);
-    return KubeClient.fromKubeConfig(kc);
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: k.server, caData: k.caPem && b64(k.caPem), tlsServerName: k.tlsServerName, skipTLSVerify: false }],
+      users: [{ name: 'u', certData: k.certPem && b64(k.certPem), keyData: k.keyPem && b64(k.keyPem), token: k.token }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: k.namespace }],
+      currentContext: 'x',
+    });
+    const tls: https.RequestOptions = { rejectUnauthorized: true };
+    if (k.caPem) tls.ca = k.caPem;
+    if (k.certPem) tls.cert = k.certPem;
+    if (k.keyPem) tls.key = k.keyPem;
+    if (k.tlsServerName) tls.servername = k.tlsServerName;
+    if (k.token) tls.headers = { Authorization: `Bearer ${k.token}` };
+    const agent = new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
+    return new KubeClient(new URL(k.server), tls, agent, kc);
   }
 
   /** close frees the sockets kept alive for this client. */

@@ -126,7 +126,7 @@ describe('nextRecord / releaseRecord', () => {
 const unreachable = await KubeClient.fromString(`
 apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 users: [{name: u, user: {}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x

@@ -6,6 +6,7 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { setCondition, StatusWriter, type ConditionInput } from '../controller/status.ts';
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
+import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
@@ -163,8 +164,9 @@ export class VirtualClusterController {
       state = await provisioner.ensure(withEffective(vc, effective), root);
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
-      await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionFailed', message }, ready('False', 'ProvisionFailed', message));
-      await this.events.record(vc, 'Warning', 'ProvisionFailed', message);
+      const reason = e instanceof KubeconfigError ? e.reason : 'ProvisionFailed';
+      await this.setStatus(vc, { phase: 'Error', reason, message }, ready('False', reason, message));
+      await this.events.record(vc, 'Warning', reason, message);
       throw e;
     }
     if (!state.ready) {

@@ -117,7 +117,7 @@ export class TenantSessions {
   }
 
   private async add(t: Tenant): Promise<void> {
-    const client = await KubeClient.fromString(t.kubeconfig);
+    const client = await KubeClient.fromString(t.kubeconfig, `the admin kubeconfig of tenant ${t.key}`);
     const informers = new Map<string, Informer>();
     const view = tenantView(t);
     const superCache = this.o.superCache;

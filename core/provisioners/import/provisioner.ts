@@ -1,11 +1,15 @@
 import { KubeClient } from '../../kube/client.ts';
+import { parseKubeconfig, renderSafeKubeconfig } from '../../kube/kubeconfig.ts';
 import { R } from '../../kube/resources.ts';
 import type { Provisioner, ProvisionState } from '../provisioner.ts';
 import type { VirtualCluster } from '../../lifecycle/types.ts';
 
 /**
  * ImportProvisioner adopts an existing cluster given by a kubeconfig Secret in the VirtualCluster's namespace. It
- * checks that the cluster answers and never deletes it: removing the VirtualCluster only forgets it.
+ * checks that the cluster answers and never deletes it: removing the VirtualCluster only forgets it. The Secret is
+ * written by whoever may write that namespace, so its kubeconfig is parsed by parseKubeconfig, which refuses exec and
+ * auth-provider plugins, files, plain http and skipped TLS verification (a KubeconfigError naming the Secret, its key
+ * and the field); what is passed on is a kubeconfig rendered from the accepted inline data alone.
  */
 export class ImportProvisioner implements Provisioner {
   readonly type = 'import';
@@ -20,8 +24,9 @@ export class ImportProvisioner implements Provisioner {
     if (!secret) return { ready: false, waitingFor: `Secret ${vc.metadata!.namespace}/${ref.name}` };
     const data = secret.data?.[key];
     if (!data) throw new Error(`Secret ${vc.metadata!.namespace}/${ref.name} has no key "${key}" (spec.provisioner.import.kubeconfigSecretRef.key)`);
-    const kubeconfig = Buffer.from(data, 'base64').toString('utf8');
-    const client = await KubeClient.fromString(kubeconfig);
+    const safe = parseKubeconfig(Buffer.from(data, 'base64').toString('utf8'), `Secret ${vc.metadata!.namespace}/${ref.name} (key "${key}")`);
+    const kubeconfig = renderSafeKubeconfig(safe);
+    const client = KubeClient.fromSafe(safe);
     try {
       await client.request('GET', '/version', { timeoutMs: 5000 });
     } catch (e) {
