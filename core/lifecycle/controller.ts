@@ -4,13 +4,13 @@ import { EventRecorder } from '../controller/events.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { setCondition, StatusWriter, type ConditionInput } from '../controller/status.ts';
-import type { KubeClient, KubeObject } from '../kube/client.ts';
+import type { KubeClient, KubeObject, Resource } from '../kube/client.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
-import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
+import { ANN, IDENTITY, LABEL, provenanceOf, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import type { Provisioned, Provisioner } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
 import { TENANT_DEFAULTS } from '../tenancy/defaults.ts';
@@ -125,7 +125,9 @@ export class VirtualClusterController {
     }
     if (this.o.superCluster && vc.spec?.superCluster && vc.spec.superCluster !== this.o.superCluster) return;
     const m = vc.metadata!;
-    const root = vc.status?.clusterNamespace || rootNamespace(m.namespace!, m.name!, m.uid!);
+    // Identity comes from metadata: status.clusterNamespace is an output, and whoever writes status must not be able
+    // to point the provisioner, the syncer or clean-up at another tenant's or the super cluster's namespaces.
+    const root = rootNamespace(m.namespace!, m.name!, m.uid!);
     this.roots.set(key, root);
     if (m.deletionTimestamp) return this.finalize(vc, root);
 
@@ -158,7 +160,11 @@ export class VirtualClusterController {
       vc = await this.setStatus(vc, { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` }, ready('False', 'Provisioning', 'control plane starting'));
       await this.events.record(vc, 'Normal', 'Provisioning', `provisioning the control plane with the ${type} provisioner`);
     }
-    await this.o.superClient.apply(R.namespaces, rootNamespaceObject(m, root), IDENTITY.manager);
+    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
+    const rootRefusal = rootNs && notOwnedRoot(rootNs, m.uid!);
+    if (rootRefusal) return this.refuseNotOwned(vc, rootRefusal);
+    if (rootNs) await this.o.superClient.apply(R.namespaces, guarded(rootNamespaceObject(m, root), rootNs), IDENTITY.manager);
+    else await this.o.superClient.create(R.namespaces, rootNamespaceObject(m, root), { fieldManager: IDENTITY.manager });
     let state;
     try {
       state = await provisioner.ensure(withEffective(vc, effective), root);
@@ -174,8 +180,11 @@ export class VirtualClusterController {
       await this.setStatus(vc, { phase: 'Provisioning', reason: 'Waiting', message }, ready('False', 'Waiting', message));
       return { requeueAfter: 2000 };
     }
-    const secretName = await this.writeKubeconfig(vc, state.result);
-    await this.writeTenantCA(vc, state.result);
+    const written = await this.writeKubeconfig(vc, state.result);
+    if (typeof written !== 'string') return this.refuseNotOwned(vc, written.refused);
+    const secretName = written;
+    const caRefused = await this.writeTenantCA(vc, state.result);
+    if (caRefused) return this.refuseNotOwned(vc, caRefused);
     const endpoint = state.result.apiserverEndpoint;
     await this.setStatus(
       vc,
@@ -241,34 +250,63 @@ export class VirtualClusterController {
     });
   }
 
-  private async writeKubeconfig(vc: VirtualCluster, p: Provisioned): Promise<string> {
+  /**
+   * writeKubeconfig writes the admin kubeconfig Secret. It never takes over a Secret it did not write: an existing one
+   * without the manager's label and this VirtualCluster as controlling owner is refused (returned, for a NotOwned
+   * condition). A missing one is created (so a Secret made in the meantime fails the create instead of being
+   * adopted), and an owned one is applied with its resourceVersion as a precondition.
+   */
+  private async writeKubeconfig(vc: VirtualCluster, p: Provisioned): Promise<string | { refused: string }> {
     const m = vc.metadata!;
     const name = kubeconfigSecretName(m.name!);
-    await this.o.meta.apply(
-      R.secrets,
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: {
-          name,
-          namespace: m.namespace,
-          labels: { [LABEL.managedBy]: IDENTITY.manager },
-          ownerReferences: [{ apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
-        },
-        type: 'Opaque',
-        data: { kubeconfig: Buffer.from(p.kubeconfig).toString('base64') },
+    const desired: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name,
+        namespace: m.namespace,
+        labels: { [LABEL.managedBy]: IDENTITY.manager },
+        ownerReferences: [{ apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
       },
-      IDENTITY.manager,
-    );
-    return name;
+      type: 'Opaque',
+      data: { kubeconfig: Buffer.from(p.kubeconfig).toString('base64') },
+    };
+    const refused = await this.writeOwned(R.secrets, desired, m.uid!);
+    return refused ? { refused } : name;
+  }
+
+  /**
+   * writeOwned writes an object of the meta cluster that belongs to the VirtualCluster with uid `vcUid`: created when
+   * missing (so one made in the meantime fails the create instead of being adopted), applied with the checked
+   * resourceVersion as precondition when it carries the manager's label and the VirtualCluster as controlling owner,
+   * and otherwise left alone: the reason is returned, for a NotOwned condition.
+   */
+  private async writeOwned(r: Resource, desired: KubeObject, vcUid: string): Promise<string | undefined> {
+    const md = desired.metadata!;
+    const existing = await this.o.meta.getOrNull(r, md.namespace, md.name!);
+    if (!existing) {
+      await this.o.meta.create(r, desired, { fieldManager: IDENTITY.manager });
+      return undefined;
+    }
+    const refusal = notOwnedObject(r.kind, existing, vcUid);
+    if (refusal) return refusal;
+    await this.o.meta.apply(r, guarded(desired, existing), IDENTITY.manager);
+    return undefined;
+  }
+
+  /** deleteOwned deletes an object of the meta cluster only when it is the VirtualCluster's (uid precondition). */
+  private async deleteOwned(r: Resource, namespace: string, name: string, vcUid: string): Promise<void> {
+    const o = await this.o.meta.getOrNull(r, namespace, name);
+    if (o && !notOwnedObject(r.kind, o, vcUid)) await this.o.meta.delete(r, namespace, name, { uid: o.metadata!.uid });
   }
 
   /**
    * writeTenantCA publishes the tenant CA certificate, public data, for the vn-agent (which reads no Secret). The
    * agent trusts it only with this managed-by label and this VirtualCluster as controller owner; see
-   * core/vnagent/directory.ts for why it is not in status.
+   * core/vnagent/directory.ts for why it is not in status. Like the kubeconfig Secret, it is never taken over: an
+   * existing ConfigMap that is not this VirtualCluster's is returned as a refusal.
    */
-  private async writeTenantCA(vc: VirtualCluster, p: Provisioned): Promise<void> {
+  private async writeTenantCA(vc: VirtualCluster, p: Provisioned): Promise<string | undefined> {
     const m = vc.metadata!;
     let caPem: string;
     try {
@@ -276,9 +314,9 @@ export class VirtualClusterController {
     } catch (e) {
       // As before, such a tenant is simply not served by the vn-agent; its control plane still runs.
       log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'no tenant CA to publish for the vn-agent');
-      return;
+      return undefined;
     }
-    await this.o.meta.apply(
+    return this.writeOwned(
       R.configmaps,
       {
         apiVersion: 'v1',
@@ -291,8 +329,16 @@ export class VirtualClusterController {
         },
         data: { [TENANT_CA_KEY]: caPem },
       },
-      IDENTITY.manager,
+      m.uid!,
     );
+  }
+
+  /** refuseNotOwned reports that an object the VirtualCluster needs exists and is not the manager's, and waits. */
+  private async refuseNotOwned(vc: VirtualCluster, message: string): Promise<Result> {
+    this.o.tenants.remove(rootNamespace(vc.metadata!.namespace!, vc.metadata!.name!, vc.metadata!.uid!));
+    await this.setStatus(vc, { phase: 'Error', reason: 'NotOwned', message }, ready('False', 'NotOwned', message));
+    await this.events.record(vc, 'Warning', 'NotOwned', message);
+    return { requeueAfter: 30_000 };
   }
 
   /** finalize deletes everything the VirtualCluster owns, waiting for the super namespaces to go, then the finalizer. */
@@ -305,16 +351,19 @@ export class VirtualClusterController {
     }
     // The provisioner that made the control plane, not one a refused edit names since.
     const type = this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
-    await this.o.provisioners[type]?.remove(vc, root);
-    const owned = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
-    const ours = new Set<string>([IDENTITY.syncer, IDENTITY.manager]);
-    const remaining = owned.items.filter((n) => n.metadata?.name === root || ours.has(n.metadata?.labels?.[LABEL.managedBy] ?? ''));
+    // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
+    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
+    if (!rootNs || !notOwnedRoot(rootNs, m.uid!)) await this.o.provisioners[type]?.remove(vc, root);
+    const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
+    const remaining = labelled.items.filter((n) => ownedNamespace(n, root, m.uid!));
     if (remaining.length) {
-      for (const n of remaining) if (!n.metadata?.deletionTimestamp) await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!);
+      for (const n of remaining) {
+        if (!n.metadata?.deletionTimestamp) await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
+      }
       return { requeueAfter: 1000 };
     }
-    await this.o.meta.delete(R.secrets, m.namespace, kubeconfigSecretName(m.name!));
-    await this.o.meta.delete(R.configmaps, m.namespace, tenantCAConfigMapName(m.name!));
+    await this.deleteOwned(R.secrets, m.namespace!, kubeconfigSecretName(m.name!), m.uid!);
+    await this.deleteOwned(R.configmaps, m.namespace!, tenantCAConfigMapName(m.name!), m.uid!);
     await this.o.meta.patch(
       R.virtualclusters,
       m.namespace,
@@ -338,6 +387,44 @@ export class VirtualClusterController {
     for (const c of cs) conditions = setCondition(conditions, { ...c, observedGeneration: generation });
     return this.status.write(vc, { ...old, ...s, conditions, observedGeneration: generation });
   }
+}
+
+/**
+ * notOwnedRoot says why an existing namespace named like a VirtualCluster's root is not that VirtualCluster's, or
+ * returns undefined when it is: the manager's managed-by label and the VirtualCluster's uid annotation.
+ */
+function notOwnedRoot(ns: KubeObject, vcUid: string): string | undefined {
+  const md = ns.metadata ?? {};
+  if (md.labels?.[LABEL.managedBy] === IDENTITY.manager && md.annotations?.[ANN.vcUid] === vcUid) return undefined;
+  return `super namespace ${md.name} exists and is not this VirtualCluster's (it lacks the ${LABEL.managedBy}=${IDENTITY.manager} label or its ${ANN.vcUid} annotation is not ${vcUid}); the manager does not take it over`;
+}
+
+/**
+ * notOwnedObject says why an existing object the manager writes for a VirtualCluster (its kubeconfig Secret, its
+ * tenant CA ConfigMap) is not that VirtualCluster's, or returns undefined when it is: the manager's managed-by label
+ * and the VirtualCluster (by uid) as its controlling owner.
+ */
+function notOwnedObject(kind: string, o: KubeObject, vcUid: string): string | undefined {
+  const md = o.metadata ?? {};
+  const controller = md.ownerReferences?.find((r) => r.controller === true);
+  if (md.labels?.[LABEL.managedBy] === IDENTITY.manager && controller?.uid === vcUid) return undefined;
+  return `${kind} ${md.namespace}/${md.name} exists and was not written by the manager for this VirtualCluster (it lacks the ${LABEL.managedBy}=${IDENTITY.manager} label or this VirtualCluster as controlling owner); the manager does not take it over: delete or rename it`;
+}
+
+/**
+ * ownedNamespace reports whether clean-up of the VirtualCluster whose root is `root` may delete a super namespace: its
+ * root, when it carries the VirtualCluster's uid, or a namespace the syncer wrote for this tenant (provenance).
+ */
+function ownedNamespace(ns: KubeObject, root: string, vcUid: string): boolean {
+  const md = ns.metadata ?? {};
+  if (md.name === root) return !notOwnedRoot(ns, vcUid);
+  return provenanceOf(ns)?.cluster === root;
+}
+
+/** guarded adds the resourceVersion of the object that was checked to an apply, so a swap in between conflicts. */
+function guarded(desired: KubeObject, checked: KubeObject | null): KubeObject {
+  const rv = checked?.metadata?.resourceVersion;
+  return rv ? { ...desired, metadata: { ...desired.metadata, resourceVersion: rv } } : desired;
 }
 
 function ready(status: ConditionInput['status'], reason: string, message: string): ConditionInput {

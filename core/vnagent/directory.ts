@@ -3,7 +3,7 @@ import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../lifecycle/types.ts';
 import { childLogger } from '../log.ts';
-import { IDENTITY, LABEL } from '../names/names.ts';
+import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import { agentTenant, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -76,8 +76,9 @@ export interface VirtualClusterDirectoryOptions {
 
 /**
  * VirtualClusterDirectory derives tenants from the VirtualCluster objects of the meta cluster. A tenant is allowed
- * while its VirtualCluster is Running, not being deleted, and its status names the root namespace and the kubelet
- * client certificate fingerprint. Both caches are watched; tenants are recomputed from them on each read (memoized
+ * while its VirtualCluster is Running, not being deleted, and its status names the kubelet client certificate
+ * fingerprint; its key is rootNamespace of the VirtualCluster's namespace, name and uid (status.clusterNamespace is
+ * an output and is not read). Both caches are watched; tenants are recomputed from them on each read (memoized
  * per resourceVersion), so a deleted or failed VirtualCluster drops out as soon as the watch reports it.
  *
  * Where the tenant CA comes from: the ConfigMap `<vc>-tenant-ca` (tenantCAConfigMapName, key TENANT_CA_KEY) next
@@ -137,17 +138,20 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const s = vc.status;
     if (vc.metadata?.deletionTimestamp || s?.phase !== 'Running') return undefined;
     if (this.o.superCluster && vc.spec?.superCluster && vc.spec.superCluster !== this.o.superCluster) return undefined;
-    if (!s.clusterNamespace || !s.kubeletClientCertFingerprint || !vc.metadata?.name) return undefined;
-    const ca = this.cas.get(`${vc.metadata.namespace}/${tenantCAConfigMapName(vc.metadata.name)}`);
+    const m = vc.metadata ?? {};
+    if (!m.namespace || !m.name || !m.uid || !s.kubeletClientCertFingerprint) return undefined;
+    const ca = this.cas.get(`${m.namespace}/${tenantCAConfigMapName(m.name)}`);
     const caPem = ca?.data?.[TENANT_CA_KEY];
     if (!caPem || !ownedByVirtualCluster(ca, vc)) return undefined;
-    const stamp = `${vc.metadata.resourceVersion}/${ca.metadata?.resourceVersion}`;
+    const stamp = `${m.resourceVersion}/${ca.metadata?.resourceVersion}`;
     const cached = this.memo.get(key);
     if (cached?.stamp === stamp) return cached.entry;
     let entry: AgentTenant | undefined;
     try {
       const spec: AgentTenantSpec = {
-        key: s.clusterNamespace,
+        // The key follows from metadata, never from status: a status writer must not be able to point this tenant's
+        // certificate at another tenant's namespaces.
+        key: rootNamespace(m.namespace, m.name, m.uid),
         caPem,
         fingerprint: s.kubeletClientCertFingerprint,
         vcName: vc.metadata?.name,
