@@ -163,6 +163,8 @@ export interface TenantIdentity {
   key: string;
   vcName: string;
   vcNamespace: string;
+  /** uid of the VirtualCluster, stamped on every super object next to the key */
+  vcUid?: string;
   /** prefixes of tenant labels/annotations that must not reach the super cluster */
   opaqueMetaPrefixes?: readonly string[];
   /** prefixes of super labels/annotations that are copied up to the tenant */
@@ -181,6 +183,7 @@ export function stampOwnership(superObj: KubeObject, tenant: TenantIdentity, ten
     [ANN.uid]: tm.uid ?? '',
     [ANN.vcName]: tenant.vcName,
     [ANN.vcNamespace]: tenant.vcNamespace,
+    ...(tenant.vcUid !== undefined && { [ANN.vcUid]: tenant.vcUid }),
   };
   m.labels = { ...m.labels, [LABEL.managedBy]: MANAGER, [LABEL.cluster]: tenant.key };
 }
@@ -200,6 +203,16 @@ export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: strin
   if (labels) out.labels = labels;
   if (annotations) out.annotations = annotations;
   return out;
+}
+
+/**
+ * namespaceOwnedBy reports whether a super namespace was written by the syncer for exactly this tenant's namespace
+ * `tenantNamespace`: its provenance names the tenant's key and the tenant namespace, and its VirtualCluster uid
+ * annotation is the tenant's. Only then may the syncer create objects in it.
+ */
+export function namespaceOwnedBy(superNs: KubeObject | undefined, tenant: TenantIdentity, tenantNamespace: string): boolean {
+  const p = provenanceOf(superNs);
+  return !!p && p.cluster === tenant.key && p.namespace === '' && p.name === tenantNamespace && superNs?.metadata?.annotations?.[ANN.vcUid] === (tenant.vcUid ?? '');
 }
 
 /** Naming is the tenant-bound view of these rules that plugins receive (defined by the plugin contract). */

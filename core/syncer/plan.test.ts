@@ -6,6 +6,7 @@ import { type MutatorPlugin, PLUGIN_API_VERSION, type ResourcePlugin, type Tenan
 import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../plugins/testing.ts';
 import configmaps from '../../plugins/configmaps/index.ts';
+import namespaces from '../../plugins/namespaces/index.ts';
 import pods from '../../plugins/pods/index.ts';
 import storageclasses from '../../plugins/storageclasses/index.ts';
 import { planKey, type Plan, type PlanHost } from './plan.ts';
@@ -32,6 +33,7 @@ const provenance = (t: TenantView, ns: string, name: string, uid: string) => ({
     [ANN.uid]: uid,
     [ANN.vcName]: t.vcName,
     [ANN.vcNamespace]: t.vcNamespace,
+    [ANN.vcUid]: t.vcUid,
   },
 });
 
@@ -130,6 +132,55 @@ const rows: Row[] = [
     tenantState: [[R.configmaps, [{ ...tenantCM({}), metadata: { namespace: 'default', name: 'tenant-kube-root-ca.crt', uid: 'x' } }]]],
     superState: [],
     want: { steps: [], effects: ['event'], skip: 'ReservedName' },
+  },
+  // ---- only tenant: the super namespace must be this tenant's ----
+  {
+    name: 'only tenant, super namespace not in the cache yet: waits, creates nothing',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [],
+    want: { steps: [], effects: [], skip: 'WaitingForNamespace', requeueAfterMs: 1000 },
+  },
+  {
+    name: 'only tenant, super namespace owned by another tenant: refused with an event',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.namespaces, [superNamespaceObj(other)]]],
+    want: { steps: [], effects: ['event'], skip: 'NamespaceNotOwned' },
+  },
+  {
+    name: 'only tenant, super namespace hand-made (no provenance): refused with an event',
+    plugin: pods,
+    key: podKey,
+    tenantState: [[R.pods, [tenantPod()]]],
+    superState: [[R.namespaces, [superNamespaceObj(undefined)]]],
+    want: { steps: [], effects: ['event'], skip: 'NamespaceNotOwned' },
+  },
+  {
+    name: 'only tenant, super namespace this tenant wrote for another of its namespaces: refused',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.namespaces, [{ ...superNamespaceObj(tenant), metadata: { ...superNamespaceObj(tenant).metadata, ...provenance(tenant, '', 'kube-system', 'x') } }]]],
+    want: { steps: [], effects: ['event'], skip: 'NamespaceNotOwned' },
+  },
+  {
+    name: 'only tenant, super namespace with this key but another VirtualCluster uid: refused',
+    plugin: configmaps,
+    key: cmKey,
+    tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
+    superState: [[R.namespaces, [superNamespaceObj(testTenant({ vcUid: 'someone-else' }))]]],
+    want: { steps: [], effects: ['event'], skip: 'NamespaceNotOwned' },
+  },
+  {
+    name: 'only tenant, cluster-scoped (the namespace itself): no namespace to check',
+    plugin: namespaces,
+    key: { namespace: '', name: 'default' },
+    tenantState: [[R.namespaces, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default', uid: 'tenant-ns-uid' } }]]],
+    superState: [],
+    want: { steps: [`createSuper /${SNS}`], effects: [] },
   },
   // ---- both: patch, ownership ----
   {
@@ -282,13 +333,29 @@ describe('planKey', () => {
   });
 
   it('creates the super object with ownership stamped and server fields stripped', () => {
-    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '1' })]]]) });
+    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '1' })]]]), superCache: new MapCache([[R.namespaces, [superNamespaceObj(tenant)]]]) });
     const [step] = planKey(noMutators, configmaps, ctx, cmKey).steps;
     expect(step?.op).toBe('createSuper');
     const obj = step?.op === 'createSuper' ? step.obj : undefined;
     expect(obj?.metadata?.annotations).toMatchObject({ [ANN.cluster]: tenant.key, [ANN.uid]: 'cm-uid' });
     expect(obj?.metadata?.resourceVersion).toBeUndefined();
     expect(obj?.metadata?.uid).toBeUndefined();
+  });
+
+  it('names the refused namespace in the tenant event', () => {
+    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.pods, [tenantPod()]]]), superCache: new MapCache([[R.namespaces, [superNamespaceObj(other)]]]) });
+    const p = planKey(noMutators, pods, ctx, podKey);
+    expect(p.steps).toEqual([]);
+    expect(p.effects).toEqual([
+      expect.objectContaining({
+        type: 'event',
+        side: 'tenant',
+        eventType: 'Warning',
+        reason: 'NamespaceNotOwned',
+        regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: 'pod-uid' },
+        message: `super namespace ${SNS} of tenant namespace default is owned by another tenant: nothing is created in it`,
+      }),
+    ]);
   });
 
   it('guards every patch with the resourceVersion of the object it read', () => {
@@ -321,7 +388,7 @@ describe('mutator chain', () => {
   });
   const run = async (mutators: MutatorPlugin[], t: TenantView) => {
     const host = await PluginHost.load({ process: 'manager', builtins: [downPlugin, ...mutators] });
-    const ctx = testContext({ tenant: t, tenantCache: new MapCache([[R.configmaps, [tenantCM({})]]]) });
+    const ctx = testContext({ tenant: t, tenantCache: new MapCache([[R.configmaps, [tenantCM({})]]]), superCache: new MapCache([[R.namespaces, [superNamespaceObj(t)]]]) });
     return planKey(host, downPlugin, ctx, cmKey);
   };
   const labelsOf = (p: Plan) => (p.steps[0]?.op === 'createSuper' ? Object.keys(p.steps[0].obj.metadata?.labels ?? {}).filter((k) => k.startsWith('by-')) : []);

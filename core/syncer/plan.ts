@@ -1,7 +1,7 @@
 import type { Operation } from 'rfc6902';
 import type { KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
-import { LABEL, MANAGER, ownedBy, pickUp, provenanceOf, stampOwnership } from '../names/names.ts';
+import { LABEL, MANAGER, namespaceOwnedBy, ownedBy, pickUp, provenanceOf, stampOwnership } from '../names/names.ts';
 import type { Decision, Effect, MutatorPlugin, PluginContext, ResourcePlugin, TenantView } from '../plugins/contract.ts';
 import { diffSpec, diffStatus, forCreate } from './diff.ts';
 
@@ -101,13 +101,57 @@ export function desiredSuper(host: PlanHost, p: ResourcePlugin, ctx: PluginConte
   return { ...d, effects };
 }
 
+/** WAIT_FOR_NAMESPACE_MS is when a create waiting for its super namespace to reach the cache looks again. */
+export const WAIT_FOR_NAMESPACE_MS = 1000;
+
 /** planOnlyTenant: the tenant object exists, its super counterpart does not: create it. */
 function planOnlyTenant(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject): Plan {
   if (!p.toSuper) return nothing();
   const d = desiredSuper(host, p, ctx, tenantObj, undefined);
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
-  if (d.object && !d.skip) out.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
+  if (!d.object || d.skip) return out;
+  const refused = createRefusal(ctx, p, tenantObj, d.object);
+  if (refused) return refused;
+  out.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
   return out;
+}
+
+/**
+ * createRefusal is the rule that guards every namespaced create in the super cluster: the super namespace must be one
+ * the syncer wrote for this tenant's namespace of the object (namespaceOwnedBy: provenance naming this tenant's key,
+ * the tenant namespace, and its VirtualCluster uid). A namespace not in the cache yet (it is being created, or it
+ * exists without the syncer's label: hand-made) waits; one that belongs to someone else refuses the create with a
+ * Warning event on the tenant object naming the namespace. Nothing is ever created in a namespace that is not the
+ * tenant's, whatever name the naming rules produced.
+ */
+function createRefusal(ctx: PluginContext, p: ResourcePlugin, tenantObj: KubeObject, desired: KubeObject): Plan | undefined {
+  const sns = desired.metadata?.namespace;
+  if (!sns) return undefined;
+  const tm = tenantObj.metadata ?? {};
+  const tenantNs = tm.namespace ?? '';
+  const ns = ctx.superCache.get(R.namespaces, undefined, sns);
+  if (!ns) {
+    return { steps: [], effects: [], requeueAfterMs: WAIT_FOR_NAMESPACE_MS, skip: { reason: 'WaitingForNamespace', message: `super namespace ${sns} is not there yet` } };
+  }
+  if (namespaceOwnedBy(ns, ctx.tenant, tenantNs)) return undefined;
+  const owner = provenanceOf(ns);
+  const whose = !owner ? 'not managed by the syncer' : owner.cluster === ctx.tenant.key ? `written for tenant namespace ${owner.name}` : 'owned by another tenant';
+  const message = `super namespace ${sns} of tenant namespace ${tenantNs} is ${whose}: nothing is created in it`;
+  const r = p.manifest.resource!;
+  return {
+    steps: [],
+    effects: [
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding: { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind, namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid },
+        eventType: 'Warning',
+        reason: 'NamespaceNotOwned',
+        message,
+      },
+    ],
+    skip: { reason: 'NamespaceNotOwned', message },
+  };
 }
 
 /** planBoth: both exist: check ownership, patch the super object, then carry status up. */
@@ -123,7 +167,7 @@ function planBoth(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantO
     const owner = prov.cluster === ctx.tenant.key ? `tenant object ${prov.namespace}/${prov.name}` : 'another tenant';
     return { steps: [], effects: [], skip: { reason: 'NameCollision', message: `super ${kind} ${sm.namespace ?? ''}/${sm.name} belongs to ${owner}` } };
   }
-  if (!prov && !adoptable(ctx, superObj)) {
+  if (!prov && !adoptable(ctx, superObj, tenantObj)) {
     return { steps: [], effects: [], skip: { reason: 'NotManaged', message: `super ${kind} ${sm.name} exists and is not managed by the syncer` } };
   }
   const out = nothing();
@@ -151,10 +195,13 @@ function planBoth(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantO
   return out;
 }
 
-/** adoptable: an unmanaged super object inside a super namespace this tenant owns (e.g. the `default` ServiceAccount). */
-function adoptable(ctx: PluginContext, superObj: KubeObject): boolean {
+/**
+ * adoptable: an unmanaged super object inside the super namespace this tenant owns for the tenant object's namespace
+ * (e.g. the `default` ServiceAccount).
+ */
+function adoptable(ctx: PluginContext, superObj: KubeObject, tenantObj: KubeObject): boolean {
   const ns = superObj.metadata?.namespace;
-  return !!ns && provenanceOf(ctx.superCache.get(R.namespaces, undefined, ns))?.cluster === ctx.tenant.key;
+  return !!ns && namespaceOwnedBy(ctx.superCache.get(R.namespaces, undefined, ns), ctx.tenant, tenantObj.metadata?.namespace ?? '');
 }
 
 /** planOnlySuper: the tenant object is gone: delete the super object this tenant wrote (uid precondition). */

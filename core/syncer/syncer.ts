@@ -212,11 +212,13 @@ export class Syncer {
         adopt: (obj) => this.adopt(s, p, ctx, k, obj),
       });
       let requeue = out.requeueAfterMs;
+      // A create waiting for its super namespace backs off as a create refused for a missing namespace does.
+      if (out.skip?.reason === 'WaitingForNamespace') requeue = this.namespaceBackoff(key);
+      else this.missingNamespaceRetries.delete(key);
       for (const e of out.effects) {
         const after = await this.effects.run({ session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid }, e);
         if (after !== undefined) requeue = Math.min(requeue ?? after, after);
       }
-      this.missingNamespaceRetries.delete(key);
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
     } catch (e) {
       syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
@@ -227,16 +229,21 @@ export class Syncer {
       }
       // So does a super namespace that is not there yet (its own key is being synced): retry quietly, backing off.
       if (isMissingNamespace(e)) {
-        const n = this.missingNamespaceRetries.get(key) ?? 0;
-        this.missingNamespaceRetries.set(key, n + 1);
-        if (this.missingNamespaceRetries.size > 100_000) this.missingNamespaceRetries.clear();
-        log.debug({ key, err: String(e), retries: n }, 'namespace not there yet; requeueing');
-        return { requeueAfter: Math.min(100 * 2 ** n, MISSING_NAMESPACE_MAX_MS) };
+        log.debug({ key, err: String(e) }, 'namespace not there yet; requeueing');
+        return { requeueAfter: this.namespaceBackoff(key) };
       }
       throw e;
     } finally {
       syncerMetrics.latency.observe({ tenant: k.tenant, plugin: k.plugin }, (performance.now() - started) / 1000);
     }
+  }
+
+  /** namespaceBackoff is the next delay of a key waiting for its super namespace: 100 ms doubling, capped. */
+  private namespaceBackoff(key: string): number {
+    const n = this.missingNamespaceRetries.get(key) ?? 0;
+    this.missingNamespaceRetries.set(key, n + 1);
+    if (this.missingNamespaceRetries.size > 100_000) this.missingNamespaceRetries.clear();
+    return Math.min(100 * 2 ** n, MISSING_NAMESPACE_MAX_MS);
   }
 
   private async write(s: TenantSession, p: ResourcePlugin, step: Step): Promise<KubeObject | undefined> {
@@ -255,7 +262,14 @@ export class Syncer {
     const tenantObj = s.cache.get(r, k.namespace || undefined, k.name);
     if (!tenantObj) return undefined;
     const again = plan({ host: this.o.host, plugin: p, ctx, key: k, tenantObj, superObj: actual });
-    if (again.skip) throw new Error(`${again.skip.reason}: ${again.skip.message}`);
+    if (again.skip) {
+      // The name is taken by an object the syncer may not adopt (a hand-made namespace, say): tell the tenant.
+      const tm = tenantObj.metadata ?? {};
+      const regarding = { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind, namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid };
+      const target = { session: s, key: makeKey(k.tenant, k.plugin, k.namespace, k.name), plugin: k.plugin, resource: r, ctx, superUid: undefined };
+      await this.effects.run(target, { type: 'event', side: 'tenant', regarding, eventType: 'Warning', reason: again.skip.reason, message: again.skip.message });
+      throw new Error(`${again.skip.reason}: ${again.skip.message}`);
+    }
     let uid = actual.metadata?.uid;
     for (const step of again.steps) uid = (await this.write(s, p, step))?.metadata?.uid ?? uid;
     return uid;
