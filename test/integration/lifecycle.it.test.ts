@@ -11,7 +11,7 @@ import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
-import { LABEL, rootNamespace } from '../../core/names/names.ts';
+import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
@@ -246,7 +246,11 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     await t.client.create(R.namespaces, {
       apiVersion: 'v1',
       kind: 'Namespace',
-      metadata: { name: `${root}-default`, labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: root } },
+      metadata: {
+        name: `${root}-default`,
+        labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: root },
+        annotations: { [ANN.cluster]: root, [ANN.namespace]: '', [ANN.name]: 'default' },
+      },
     });
     await t.client.delete(R.virtualclusters, 'default', 'beta');
     await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, 'default', 'beta')).toBeNull(), 90_000);
