@@ -71,7 +71,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const table = await vc(['get', ...kc]);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+PROVISIONER/m);
-    expect(table.stdout).toMatch(/^default\s+dev\s+Running\s+local\s+default-[0-9a-f]{6}-dev\s/m);
+    expect(table.stdout).toMatch(/^default\s+dev\s+Running\s+local\s+vc-[0-9a-f]{16}-default-dev\s/m);
     const json = await vc(['get', 'dev', '-o', 'json', ...kc]);
     expect(JSON.parse(json.stdout)).toMatchObject({ kind: 'VirtualCluster', status: { phase: 'Running' } });
     const yaml = await vc(['get', 'dev', '-o', 'yaml', ...kc]);

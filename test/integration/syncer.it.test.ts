@@ -92,7 +92,7 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       return list.items;
     }, 90_000);
     const superNs = superNamespace(tenantA.key, 'default');
-    expect(superNs).toMatch(/^team-a-[0-9a-f]{6}-a-default$/);
+    expect(superNs).toMatch(/^vc-[0-9a-f]{16}-team-a-a-default$/);
     const sp = await t.client.list<Pod>(R.pods, { namespace: superNs, labelSelector: 'app=web' });
     expect(sp.items).toHaveLength(3);
     for (const p of pods) {

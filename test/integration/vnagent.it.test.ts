@@ -11,7 +11,7 @@ import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
-import { LABEL, stampOwnership, superNamespace } from '../../core/names/names.ts';
+import { LABEL, rootNamespace, stampOwnership, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
@@ -423,6 +423,15 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       },
       data: { 'ca.crt': cpA.caPem },
     });
+    // The directory keys the tenant by the VirtualCluster's metadata (namespace, name, uid), whatever its status says:
+    // its super Pod is where the syncer would have put it for that key, on the node of the first tenant's app-a.
+    const keyFromMetadata = rootNamespace('team-a', 'a', vc.metadata!.uid!);
+    const superNs = superNamespace(keyFromMetadata, 'default');
+    const nodeName = (await t.client.get<Pod>(R.pods, superNamespace(tenantA.key, 'default'), 'app-a')).spec.nodeName;
+    await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: superNs } });
+    const planted: Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app-a', namespace: superNs }, spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }] } };
+    stampOwnership(planted, { key: keyFromMetadata, vcName: 'a', vcNamespace: 'team-a' }, { metadata: { namespace: 'default', name: 'app-a', uid: 'x' } });
+    await t.client.create(R.pods, planted);
     const setStatus = (phase: string) =>
       t.client.patch(
         R.virtualclusters,
