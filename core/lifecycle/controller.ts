@@ -173,6 +173,8 @@ export class VirtualClusterController {
       const reason = e instanceof KubeconfigError ? e.reason : 'ProvisionFailed';
       await this.setStatus(vc, { phase: 'Error', reason, message }, ready('False', reason, message));
       await this.events.record(vc, 'Warning', reason, message);
+      // A refused kubeconfig stays refused until someone changes the Secret: look again later, without retry storms.
+      if (e instanceof KubeconfigError) return { requeueAfter: 30_000 };
       throw e;
     }
     if (!state.ready) {
