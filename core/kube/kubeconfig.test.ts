@@ -20,24 +20,39 @@ function good(): Doc {
   return {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443', 'certificate-authority-data': b64(ca.certPem) } }],
-    users: [{ name: 'u', user: { 'client-certificate-data': b64(admin.certPem), 'client-key-data': b64(admin.keyPem) } }],
+    clusters: [
+      { name: 'c', cluster: { server: 'https://127.0.0.1:6443', 'certificate-authority-data': b64(ca.certPem) } },
+    ],
+    users: [
+      { name: 'u', user: { 'client-certificate-data': b64(admin.certPem), 'client-key-data': b64(admin.keyPem) } },
+    ],
     contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
     'current-context': 'x',
   };
 }
-const cluster = (d: Doc) => ((d.clusters as Doc[])[0]!.cluster as Doc);
-const user = (d: Doc) => ((d.users as Doc[])[0]!.user as Doc);
+const cluster = (d: Doc) => (d.clusters as Doc[])[0]!.cluster as Doc;
+const user = (d: Doc) => (d.users as Doc[])[0]!.user as Doc;
 
 beforeAll(async () => {
   ca = await createCA('kc-test-ca', 1);
-  admin = await issueCert(ca, { commonName: 'admin', organizations: ['system:masters'], usages: ['client'], validityDays: 1 });
+  admin = await issueCert(ca, {
+    commonName: 'admin',
+    organizations: ['system:masters'],
+    usages: ['client'],
+    validityDays: 1,
+  });
 });
 
 describe('parseKubeconfig', () => {
   it('accepts inline certificates and returns exactly them', () => {
     const k = parseKubeconfig(stringify(good()), SOURCE);
-    expect(k).toMatchObject({ server: 'https://127.0.0.1:6443', caPem: ca.certPem, certPem: admin.certPem, keyPem: admin.keyPem, context: 'x' });
+    expect(k).toMatchObject({
+      server: 'https://127.0.0.1:6443',
+      caPem: ca.certPem,
+      certPem: admin.certPem,
+      keyPem: admin.keyPem,
+      context: 'x',
+    });
     expect(k.token).toBeUndefined();
   });
 
@@ -54,32 +69,116 @@ describe('parseKubeconfig', () => {
   });
 
   it.each<[string, (d: Doc) => void, string]>([
-    ['an exec plugin', (d) => (user(d).exec = { apiVersion: 'client.authentication.k8s.io/v1', command: 'touch', args: ['/tmp/x'] }), 'users[0].user.exec: exec plugins are refused'],
-    ['an auth-provider', (d) => (user(d)['auth-provider'] = { name: 'gcp', config: { 'cmd-path': '/bin/sh' } }), 'users[0].user.auth-provider: auth-provider plugins are refused'],
-    ['a token file', (d) => (user(d).tokenFile = '/var/run/secrets/kubernetes.io/serviceaccount/token'), 'users[0].user.tokenFile: token files are refused'],
-    ['a client certificate file', (d) => (user(d)['client-certificate'] = '/etc/kubernetes/pki/admin.crt'), 'users[0].user.client-certificate: certificate files are refused'],
-    ['a client key file', (d) => (user(d)['client-key'] = '/etc/kubernetes/pki/admin.key'), 'users[0].user.client-key: key files are refused'],
-    ['a CA file', (d) => (cluster(d)['certificate-authority'] = '/etc/kubernetes/pki/ca.crt'), 'clusters[0].cluster.certificate-authority: CA files are refused'],
-    ['basic auth', (d) => Object.assign(user(d), { username: 'admin', password: 'x' }), 'users[0].user.username: basic authentication is refused'],
+    [
+      'an exec plugin',
+      (d) => (user(d).exec = { apiVersion: 'client.authentication.k8s.io/v1', command: 'touch', args: ['/tmp/x'] }),
+      'users[0].user.exec: exec plugins are refused',
+    ],
+    [
+      'an auth-provider',
+      (d) => (user(d)['auth-provider'] = { name: 'gcp', config: { 'cmd-path': '/bin/sh' } }),
+      'users[0].user.auth-provider: auth-provider plugins are refused',
+    ],
+    [
+      'a token file',
+      (d) => (user(d).tokenFile = '/var/run/secrets/kubernetes.io/serviceaccount/token'),
+      'users[0].user.tokenFile: token files are refused',
+    ],
+    [
+      'a client certificate file',
+      (d) => (user(d)['client-certificate'] = '/etc/kubernetes/pki/admin.crt'),
+      'users[0].user.client-certificate: certificate files are refused',
+    ],
+    [
+      'a client key file',
+      (d) => (user(d)['client-key'] = '/etc/kubernetes/pki/admin.key'),
+      'users[0].user.client-key: key files are refused',
+    ],
+    [
+      'a CA file',
+      (d) => (cluster(d)['certificate-authority'] = '/etc/kubernetes/pki/ca.crt'),
+      'clusters[0].cluster.certificate-authority: CA files are refused',
+    ],
+    [
+      'basic auth',
+      (d) => Object.assign(user(d), { username: 'admin', password: 'x' }),
+      'users[0].user.username: basic authentication is refused',
+    ],
     ['impersonation', (d) => (user(d).as = 'system:admin'), 'users[0].user.as: impersonation is refused'],
-    ['insecure-skip-tls-verify', (d) => (cluster(d)['insecure-skip-tls-verify'] = true), 'clusters[0].cluster.insecure-skip-tls-verify: skipping TLS verification is refused'],
-    ['a proxy', (d) => (cluster(d)['proxy-url'] = 'socks5://127.0.0.1:1080'), 'clusters[0].cluster.proxy-url: proxies are refused'],
-    ['a plain http server', (d) => (cluster(d).server = 'http://127.0.0.1:8080'), 'clusters[0].cluster.server: "http://127.0.0.1:8080" is not https'],
+    [
+      'insecure-skip-tls-verify',
+      (d) => (cluster(d)['insecure-skip-tls-verify'] = true),
+      'clusters[0].cluster.insecure-skip-tls-verify: skipping TLS verification is refused',
+    ],
+    [
+      'a proxy',
+      (d) => (cluster(d)['proxy-url'] = 'socks5://127.0.0.1:1080'),
+      'clusters[0].cluster.proxy-url: proxies are refused',
+    ],
+    [
+      'a plain http server',
+      (d) => (cluster(d).server = 'http://127.0.0.1:8080'),
+      'clusters[0].cluster.server: "http://127.0.0.1:8080" is not https',
+    ],
     ['a unix socket server', (d) => (cluster(d).server = 'unix:///var/run/docker.sock'), 'is not https'],
-    ['credentials in the server URL', (d) => (cluster(d).server = 'https://u:p@127.0.0.1:6443'), 'credentials in the URL are refused'],
+    [
+      'credentials in the server URL',
+      (d) => (cluster(d).server = 'https://u:p@127.0.0.1:6443'),
+      'credentials in the URL are refused',
+    ],
     ['no server', (d) => delete cluster(d).server, 'clusters[0].cluster.server: is required'],
-    ['an unknown user field', (d) => (user(d)['client-certificate-file'] = '/x'), 'users[0].user.client-certificate-file: unknown field'],
-    ['an exec plugin in an entry no context uses', (d) => (d.users as Doc[]).push({ name: 'other', user: { exec: { command: 'sh' } } }), 'users[1].user.exec: exec plugins are refused'],
-    ['a file in an unused cluster', (d) => (d.clusters as Doc[]).push({ name: 'o', cluster: { server: 'https://x', 'certificate-authority': '/etc/shadow' } }), 'clusters[1].cluster.certificate-authority'],
-    ['several contexts and none current', (d) => {
-      (d.contexts as Doc[]).push({ name: 'y', context: { cluster: 'c', user: 'u' } });
-      delete d['current-context'];
-    }, 'current-context: is not set and there are 2 contexts'],
-    ['a current-context that does not exist', (d) => (d['current-context'] = 'nope'), 'current-context: names context "nope"'],
-    ['a context naming a missing user', (d) => (((d.contexts as Doc[])[0]!.context as Doc).user = 'ghost'), 'contexts[0].context.user: names user "ghost"'],
-    ['a name defined twice', (d) => (d.clusters as Doc[]).push({ name: 'c', cluster: { server: 'https://evil:6443' } }), 'clusters[1].name: "c" is defined twice'],
-    ['a certificate without its key', (d) => delete user(d)['client-key-data'], 'client-key-data: client-certificate-data and client-key-data go together'],
-    ['CA data that is not a certificate', (d) => (cluster(d)['certificate-authority-data'] = b64('/etc/kubernetes/pki/ca.crt')), 'certificate-authority-data: must be base64 of a PEM certificate'],
+    [
+      'an unknown user field',
+      (d) => (user(d)['client-certificate-file'] = '/x'),
+      'users[0].user.client-certificate-file: unknown field',
+    ],
+    [
+      'an exec plugin in an entry no context uses',
+      (d) => (d.users as Doc[]).push({ name: 'other', user: { exec: { command: 'sh' } } }),
+      'users[1].user.exec: exec plugins are refused',
+    ],
+    [
+      'a file in an unused cluster',
+      (d) =>
+        (d.clusters as Doc[]).push({
+          name: 'o',
+          cluster: { server: 'https://x', 'certificate-authority': '/etc/shadow' },
+        }),
+      'clusters[1].cluster.certificate-authority',
+    ],
+    [
+      'several contexts and none current',
+      (d) => {
+        (d.contexts as Doc[]).push({ name: 'y', context: { cluster: 'c', user: 'u' } });
+        delete d['current-context'];
+      },
+      'current-context: is not set and there are 2 contexts',
+    ],
+    [
+      'a current-context that does not exist',
+      (d) => (d['current-context'] = 'nope'),
+      'current-context: names context "nope"',
+    ],
+    [
+      'a context naming a missing user',
+      (d) => (((d.contexts as Doc[])[0]!.context as Doc).user = 'ghost'),
+      'contexts[0].context.user: names user "ghost"',
+    ],
+    [
+      'a name defined twice',
+      (d) => (d.clusters as Doc[]).push({ name: 'c', cluster: { server: 'https://evil:6443' } }),
+      'clusters[1].name: "c" is defined twice',
+    ],
+    [
+      'a certificate without its key',
+      (d) => delete user(d)['client-key-data'],
+      'client-key-data: client-certificate-data and client-key-data go together',
+    ],
+    [
+      'CA data that is not a certificate',
+      (d) => (cluster(d)['certificate-authority-data'] = b64('/etc/kubernetes/pki/ca.crt')),
+      'certificate-authority-data: must be base64 of a PEM certificate',
+    ],
     ['a multi-line token', (d) => (user(d).token = 'a\nb'), 'users[0].user.token: must be a non-empty one-line string'],
     ['an unknown top-level field', (d) => (d['exec'] = { command: 'sh' }), 'exec: unknown field'],
   ])('refuses %s, naming the source and the field', (_, change, message) => {
@@ -110,7 +209,9 @@ describe('KubeClient.fromString', () => {
   it('never runs an exec plugin: the command is refused before any request', async () => {
     const marker = join(tmpdir(), `pwned-${randomBytes(6).toString('hex')}`);
     const d = good();
-    (d.users as Doc[])[0]!.user = { exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'touch', args: [marker] } };
+    (d.users as Doc[])[0]!.user = {
+      exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'touch', args: [marker] },
+    };
     await expect(KubeClient.fromString(stringify(d), SOURCE)).rejects.toThrow(/exec plugins are refused/);
     expect(existsSync(marker)).toBe(false);
   });

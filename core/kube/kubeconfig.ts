@@ -70,9 +70,24 @@ const REFUSED_CLUSTER_FIELDS: Readonly<Record<string, string>> = {
   'insecure-skip-tls-verify': 'skipping TLS verification is refused: give the server CA in certificate-authority-data',
   'proxy-url': 'proxies are refused: the manager connects to the server directly',
 };
-const CLUSTER_FIELDS = new Set(['server', 'certificate-authority-data', 'tls-server-name', 'extensions', 'disable-compression']);
+const CLUSTER_FIELDS = new Set([
+  'server',
+  'certificate-authority-data',
+  'tls-server-name',
+  'extensions',
+  'disable-compression',
+]);
 const CONTEXT_FIELDS = new Set(['cluster', 'user', 'namespace', 'extensions']);
-const TOP_FIELDS = new Set(['apiVersion', 'kind', 'clusters', 'users', 'contexts', 'current-context', 'preferences', 'extensions']);
+const TOP_FIELDS = new Set([
+  'apiVersion',
+  'kind',
+  'clusters',
+  'users',
+  'contexts',
+  'current-context',
+  'preferences',
+  'extensions',
+]);
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -95,9 +110,18 @@ export function parseKubeconfig(text: string, source: string): SafeKubeconfig {
   try {
     doc = parse(text);
   } catch (e) {
-    throw new KubeconfigError(source, '(document)', `not YAML: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+    throw new KubeconfigError(
+      source,
+      '(document)',
+      `not YAML: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+    );
   }
-  if (!isObj(doc)) throw new KubeconfigError(source, '(document)', 'not a kubeconfig: expected a mapping with clusters, users and contexts');
+  if (!isObj(doc))
+    throw new KubeconfigError(
+      source,
+      '(document)',
+      'not a kubeconfig: expected a mapping with clusters, users and contexts',
+    );
   for (const k of Object.keys(doc)) if (!TOP_FIELDS.has(k)) throw new KubeconfigError(source, k, 'unknown field');
   const clusters = entries(doc, 'clusters', 'cluster', source);
   const users = entries(doc, 'users', 'user', source);
@@ -111,14 +135,28 @@ export function parseKubeconfig(text: string, source: string): SafeKubeconfig {
   if (current !== undefined && current !== '') {
     if (typeof current !== 'string') throw new KubeconfigError(source, 'current-context', 'must be a string');
     ctx = contexts.find((c) => c.name === current);
-    if (!ctx) throw new KubeconfigError(source, 'current-context', `names context "${current}", which the file does not define`);
+    if (!ctx)
+      throw new KubeconfigError(
+        source,
+        'current-context',
+        `names context "${current}", which the file does not define`,
+      );
   } else if (contexts.length === 1) {
     ctx = contexts[0];
   } else {
-    throw new KubeconfigError(source, 'current-context', contexts.length ? `is not set and there are ${contexts.length} contexts: name the one to use` : 'no context is defined');
+    throw new KubeconfigError(
+      source,
+      'current-context',
+      contexts.length
+        ? `is not set and there are ${contexts.length} contexts: name the one to use`
+        : 'no context is defined',
+    );
   }
   const cluster = byName(clusters, ctx.body.cluster, `${ctx.path}.cluster`, 'cluster', source);
-  const user = ctx.body.user === undefined || ctx.body.user === '' ? undefined : byName(users, ctx.body.user, `${ctx.path}.user`, 'user', source);
+  const user =
+    ctx.body.user === undefined || ctx.body.user === ''
+      ? undefined
+      : byName(users, ctx.body.user, `${ctx.path}.user`, 'user', source);
 
   const out: SafeKubeconfig = { server: serverOf(cluster, source), context: ctx.name };
   const ns = ctx.body.namespace;
@@ -127,7 +165,8 @@ export function parseKubeconfig(text: string, source: string): SafeKubeconfig {
   if (ca !== undefined) out.caPem = pem(ca, `${cluster.path}.certificate-authority-data`, 'CERTIFICATE', source);
   const sni = cluster.body['tls-server-name'];
   if (sni !== undefined) {
-    if (typeof sni !== 'string' || !sni) throw new KubeconfigError(source, `${cluster.path}.tls-server-name`, 'must be a non-empty string');
+    if (typeof sni !== 'string' || !sni)
+      throw new KubeconfigError(source, `${cluster.path}.tls-server-name`, 'must be a non-empty string');
     out.tlsServerName = sni;
   }
   if (user) {
@@ -135,7 +174,11 @@ export function parseKubeconfig(text: string, source: string): SafeKubeconfig {
     const cert = b['client-certificate-data'];
     const key = b['client-key-data'];
     if ((cert === undefined) !== (key === undefined)) {
-      throw new KubeconfigError(source, `${user.path}.${cert === undefined ? 'client-certificate-data' : 'client-key-data'}`, 'client-certificate-data and client-key-data go together');
+      throw new KubeconfigError(
+        source,
+        `${user.path}.${cert === undefined ? 'client-certificate-data' : 'client-key-data'}`,
+        'client-certificate-data and client-key-data go together',
+      );
     }
     if (cert !== undefined) {
       out.certPem = pem(cert, `${user.path}.client-certificate-data`, 'CERTIFICATE', source);
@@ -143,7 +186,8 @@ export function parseKubeconfig(text: string, source: string): SafeKubeconfig {
     }
     const token = b.token;
     if (token !== undefined) {
-      if (typeof token !== 'string' || !token || /[\r\n]/.test(token)) throw new KubeconfigError(source, `${user.path}.token`, 'must be a non-empty one-line string');
+      if (typeof token !== 'string' || !token || /[\r\n]/.test(token))
+        throw new KubeconfigError(source, `${user.path}.token`, 'must be a non-empty one-line string');
       out.token = token;
     }
   }
@@ -157,20 +201,29 @@ function entries(doc: Obj, list: string, inner: string, source: string): Named[]
   const seen = new Set<string>();
   return v.map((e, i) => {
     const path = `${list}[${i}]`;
-    if (!isObj(e) || typeof e.name !== 'string' || !e.name) throw new KubeconfigError(source, path, `must be a mapping with a name and a ${inner}`);
-    if (seen.has(e.name)) throw new KubeconfigError(source, `${path}.name`, `"${e.name}" is defined twice: the file is ambiguous`);
+    if (!isObj(e) || typeof e.name !== 'string' || !e.name)
+      throw new KubeconfigError(source, path, `must be a mapping with a name and a ${inner}`);
+    if (seen.has(e.name))
+      throw new KubeconfigError(source, `${path}.name`, `"${e.name}" is defined twice: the file is ambiguous`);
     seen.add(e.name);
-    for (const k of Object.keys(e)) if (k !== 'name' && k !== inner) throw new KubeconfigError(source, `${path}.${k}`, 'unknown field');
+    for (const k of Object.keys(e))
+      if (k !== 'name' && k !== inner) throw new KubeconfigError(source, `${path}.${k}`, 'unknown field');
     const body = e[inner] ?? {};
     if (!isObj(body)) throw new KubeconfigError(source, `${path}.${inner}`, 'must be a mapping');
     return { name: e.name, body, path: `${path}.${inner}` };
   });
 }
 
-function checkFields(e: Named, allowed: ReadonlySet<string>, refused: Readonly<Record<string, string>>, source: string): void {
+function checkFields(
+  e: Named,
+  allowed: ReadonlySet<string>,
+  refused: Readonly<Record<string, string>>,
+  source: string,
+): void {
   for (const k of Object.keys(e.body)) {
     if (Object.hasOwn(refused, k)) throw new KubeconfigError(source, `${e.path}.${k}`, refused[k]!);
-    if (!allowed.has(k)) throw new KubeconfigError(source, `${e.path}.${k}`, 'unknown field: only inline credentials are accepted');
+    if (!allowed.has(k))
+      throw new KubeconfigError(source, `${e.path}.${k}`, 'unknown field: only inline credentials are accepted');
   }
 }
 
@@ -191,7 +244,8 @@ function serverOf(cluster: Named, source: string): string {
   } catch {
     throw new KubeconfigError(source, field, `"${s}" is not a URL`);
   }
-  if (url.protocol !== 'https:') throw new KubeconfigError(source, field, `"${s}" is not https: the manager talks to apiservers over TLS only`);
+  if (url.protocol !== 'https:')
+    throw new KubeconfigError(source, field, `"${s}" is not https: the manager talks to apiservers over TLS only`);
   if (url.username || url.password) throw new KubeconfigError(source, field, 'credentials in the URL are refused');
   return s;
 }
@@ -200,12 +254,21 @@ function pem(v: unknown, field: string, label: 'CERTIFICATE' | 'PRIVATE KEY', so
   if (typeof v !== 'string' || !v) throw new KubeconfigError(source, field, 'must be base64 PEM data');
   const text = Buffer.from(v, 'base64').toString('utf8');
   const block = label === 'CERTIFICATE' ? /-----BEGIN CERTIFICATE-----/ : /-----BEGIN (RSA |EC )?PRIVATE KEY-----/;
-  if (!block.test(text)) throw new KubeconfigError(source, field, `must be base64 of a PEM ${label === 'CERTIFICATE' ? 'certificate' : 'private key'}`);
+  if (!block.test(text))
+    throw new KubeconfigError(
+      source,
+      field,
+      `must be base64 of a PEM ${label === 'CERTIFICATE' ? 'certificate' : 'private key'}`,
+    );
   if (label === 'CERTIFICATE') {
     try {
       new X509Certificate(text);
     } catch (e) {
-      throw new KubeconfigError(source, field, `is not a readable certificate (${e instanceof Error ? e.message : String(e)})`);
+      throw new KubeconfigError(
+        source,
+        field,
+        `is not a readable certificate (${e instanceof Error ? e.message : String(e)})`,
+      );
     }
   }
   return text;
@@ -228,5 +291,12 @@ export function renderSafeKubeconfig(k: SafeKubeconfig, name = 'default'): strin
   if (k.token) user.token = k.token;
   const context: Obj = { cluster: name, user: name };
   if (k.namespace) context.namespace = k.namespace;
-  return stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name, cluster }], users: [{ name, user }], contexts: [{ name, context }], 'current-context': name });
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name, cluster }],
+    users: [{ name, user }],
+    contexts: [{ name, context }],
+    'current-context': name,
+  });
 }

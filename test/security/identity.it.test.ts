@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs } from '../../core/embedded/embedded.ts';
+import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
@@ -70,7 +70,12 @@ describe('security: identity and credentials against hostile authors, tenants an
   });
   const getVC = (ns: string, name: string) => t.client.get<VirtualCluster>(R.virtualclusters, ns, name);
   const startController = async () => {
-    controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { local, import: new ImportProvisioner(t.client) }, tenants });
+    controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners: { local, import: new ImportProvisioner(t.client) },
+      tenants,
+    });
     await controller.start();
   };
   const stopController = async () => {
@@ -84,39 +89,67 @@ describe('security: identity and credentials against hostile authors, tenants an
       return v;
     }, 90_000);
   const tenantClient = async (v: VirtualCluster) => {
-    const s = await t.client.get<{ data: { kubeconfig: string } }>(R.secrets, v.metadata!.namespace, `${v.metadata!.name}-kubeconfig`);
+    const s = await t.client.get<{ data: { kubeconfig: string } }>(
+      R.secrets,
+      v.metadata!.namespace,
+      `${v.metadata!.name}-kubeconfig`,
+    );
     return KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString(), 'test');
   };
   const kubeletCert = (root: string): CertKeyPair => {
     const dir = local.controlPlane(root)!.dir;
-    return { certPem: readFileSync(join(dir, 'pki/kubelet-client.crt'), 'utf8'), keyPem: readFileSync(join(dir, 'pki/kubelet-client.key'), 'utf8') };
+    return {
+      certPem: readFileSync(join(dir, 'pki/kubelet-client.crt'), 'utf8'),
+      keyPem: readFileSync(join(dir, 'pki/kubelet-client.key'), 'utf8'),
+    };
   };
   /** direct calls the vn-agent as a tenant apiserver does, with the given client certificate. */
   const direct = (path: string, cert: CertKeyPair): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port: agent.port, path, rejectUnauthorized: false, agent: false, cert: cert.certPem, key: cert.keyPem }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: agent.port,
+          path,
+          rejectUnauthorized: false,
+          agent: false,
+          cert: cert.certPem,
+          key: cert.keyPem,
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
       req.setTimeout(20_000, () => req.destroy(new Error('timed out')));
       req.on('error', reject);
       req.end();
     });
   /** superPods lists the super Pods of a super namespace as `name cluster`. */
-  const superPods = async (ns: string) => (await t.client.list<Pod>(R.pods, { namespace: ns })).items.map((p) => `${p.metadata!.name} ${provenanceOf(p)?.cluster}`).sort();
+  const superPods = async (ns: string) =>
+    (await t.client.list<Pod>(R.pods, { namespace: ns })).items
+      .map((p) => `${p.metadata!.name} ${provenanceOf(p)?.cluster}`)
+      .sort();
   /** snapshot is what a hostile attempt must leave alone: namespaces, Pods and Secrets of the super cluster. */
   const snapshot = async (filter: (o: KubeObject) => boolean = () => true) => {
     const out: Record<string, string> = {};
     for (const r of [R.namespaces, R.pods, R.secrets]) {
-      for (const o of (await t.client.list(r)).items.filter(filter)) out[`${r.kind}/${o.metadata!.namespace ?? ''}/${o.metadata!.name}`] = `${o.metadata!.uid} ${o.metadata!.resourceVersion}`;
+      for (const o of (await t.client.list(r)).items.filter(filter))
+        out[`${r.kind}/${o.metadata!.namespace ?? ''}/${o.metadata!.name}`] =
+          `${o.metadata!.uid} ${o.metadata!.resourceVersion}`;
     }
     return out;
   };
   const runPod = async (c: KubeClient, ns: string, name: string) => {
     await eventually(() => c.get(R.serviceaccounts, ns, 'default'), 60_000);
-    await c.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    await c.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns },
+      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    });
     await eventually(async () => expect((await c.get<Pod>(R.pods, ns, name)).status?.phase).toBe('Running'), 90_000);
   };
   const tenantEvent = (c: KubeClient, ns: string | undefined, name: string, reason: string) =>
@@ -131,14 +164,25 @@ describe('security: identity and credentials against hostile authors, tenants an
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
     await applyCRDs(t.sc);
-    for (const ns of ['team-a', 'team-b', 'team-v']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    for (const ns of ['team-a', 'team-b', 'team-v'])
+      await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     stateDir = mkdtempSync(join(tmpdir(), 'vc-security-identity-'));
     local = new LocalProvisioner(stateDir, t.sc.etcd);
     await startController();
-    syncer = new Syncer({ superClient: t.client, host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }), registry: tenants, patrolIntervalMs: 0 });
+    syncer = new Syncer({
+      superClient: t.client,
+      host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }),
+      registry: tenants,
+      patrolIntervalMs: 0,
+    });
     await syncer.start();
     const servingCA = await createCA('vn-agent-serving-ca', 1);
-    const serving = await issueCert(servingCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    const serving = await issueCert(servingCA, {
+      commonName: 'vc-vn-agent',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 1,
+    });
     agent = await startVnAgent({
       host: '127.0.0.1',
       port: 0,
@@ -187,20 +231,73 @@ describe('security: identity and credentials against hostile authors, tenants an
         'current-context': 'x',
       });
     const hostile: Array<[string, string, string]> = [
-      ['exec', kubeconfig({}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'touch', args: [marker], interactiveMode: 'Never' } }), 'users[0].user.exec'],
-      ['auth-provider', kubeconfig({}, { 'auth-provider': { name: 'oidc', config: { 'idp-issuer-url': 'https://127.0.0.1:1' } } }), 'users[0].user.auth-provider'],
+      [
+        'exec',
+        kubeconfig(
+          {},
+          {
+            exec: {
+              apiVersion: 'client.authentication.k8s.io/v1',
+              command: 'touch',
+              args: [marker],
+              interactiveMode: 'Never',
+            },
+          },
+        ),
+        'users[0].user.exec',
+      ],
+      [
+        'auth-provider',
+        kubeconfig({}, { 'auth-provider': { name: 'oidc', config: { 'idp-issuer-url': 'https://127.0.0.1:1' } } }),
+        'users[0].user.auth-provider',
+      ],
       ['token-file', kubeconfig({}, { tokenFile: join(t.sc.cluster.dir, 'admin-token') }), 'users[0].user.tokenFile'],
-      ['cert-file', kubeconfig({}, { 'client-certificate': join(t.sc.cluster.dir, 'pki/ca.crt'), 'client-key': join(t.sc.cluster.dir, 'pki/ca.key') }), 'users[0].user.client-certificate'],
-      ['ca-file', kubeconfig({ 'certificate-authority-data': undefined, 'certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') }, { token: 'x' }), 'clusters[0].cluster.certificate-authority'],
+      [
+        'cert-file',
+        kubeconfig(
+          {},
+          {
+            'client-certificate': join(t.sc.cluster.dir, 'pki/ca.crt'),
+            'client-key': join(t.sc.cluster.dir, 'pki/ca.key'),
+          },
+        ),
+        'users[0].user.client-certificate',
+      ],
+      [
+        'ca-file',
+        kubeconfig(
+          { 'certificate-authority-data': undefined, 'certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') },
+          { token: 'x' },
+        ),
+        'clusters[0].cluster.certificate-authority',
+      ],
       ['plain-http', kubeconfig({ server: 'http://127.0.0.1:1' }, { token: 'x' }), 'clusters[0].cluster.server'],
-      ['skip-tls', kubeconfig({ 'insecure-skip-tls-verify': true, 'certificate-authority-data': undefined }, { token: 'x' }), 'clusters[0].cluster.insecure-skip-tls-verify'],
-      ['proxy', kubeconfig({ 'proxy-url': 'http://169.254.169.254:80' }, { token: 'x' }), 'clusters[0].cluster.proxy-url'],
+      [
+        'skip-tls',
+        kubeconfig({ 'insecure-skip-tls-verify': true, 'certificate-authority-data': undefined }, { token: 'x' }),
+        'clusters[0].cluster.insecure-skip-tls-verify',
+      ],
+      [
+        'proxy',
+        kubeconfig({ 'proxy-url': 'http://169.254.169.254:80' }, { token: 'x' }),
+        'clusters[0].cluster.proxy-url',
+      ],
     ];
     const outside = (o: KubeObject) => !!o.metadata?.namespace && o.metadata.namespace !== 'team-v';
     const before = await snapshot(outside);
     for (const [name, text] of hostile) {
-      await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: `src-${name}`, namespace: 'team-v' }, data: { kubeconfig: b64(text) } });
-      await t.client.create(R.virtualclusters, vc('team-v', `imp-${name}`, { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: `src-${name}` } } } }));
+      await t.client.create(R.secrets, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: `src-${name}`, namespace: 'team-v' },
+        data: { kubeconfig: b64(text) },
+      });
+      await t.client.create(
+        R.virtualclusters,
+        vc('team-v', `imp-${name}`, {
+          provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: `src-${name}` } } },
+        }),
+      );
     }
     for (const [name, , field] of hostile) {
       await attempts.attempt(`V imports a kubeconfig with ${name}`, async () => {
@@ -246,7 +343,10 @@ describe('security: identity and credentials against hostile authors, tenants an
     });
     await attempts.attempt('V deletes that VirtualCluster to have the manager delete the planted Secret', async () => {
       await t.client.delete(R.virtualclusters, 'team-v', 'hijack');
-      await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, 'team-v', 'hijack')).toBeNull(), 90_000);
+      await eventually(
+        async () => expect(await t.client.getOrNull(R.virtualclusters, 'team-v', 'hijack')).toBeNull(),
+        90_000,
+      );
       const now = await t.client.get(R.secrets, 'team-v', 'hijack-kubeconfig');
       expect(now.metadata!.uid).toBe(planted.metadata!.uid);
       expect(now.metadata!.resourceVersion).toBe(planted.metadata!.resourceVersion);
@@ -258,7 +358,11 @@ describe('security: identity and credentials against hostile authors, tenants an
 
   it('T: nothing is created in a super namespace that is hand-made or written for another tenant', async () => {
     const handMade = superNamespace(rootA, 'taken');
-    await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: handMade, labels: { owner: 'platform' } } });
+    await t.client.create(R.namespaces, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: handMade, labels: { owner: 'platform' } },
+    });
     const foreign = superNamespace(rootA, 'stolen');
     await t.client.create(R.namespaces, {
       apiVersion: 'v1',
@@ -266,27 +370,49 @@ describe('security: identity and credentials against hostile authors, tenants an
       metadata: {
         name: foreign,
         labels: { [LABEL.managedBy]: MANAGER, [LABEL.cluster]: rootB },
-        annotations: { [ANN.cluster]: rootB, [ANN.namespace]: '', [ANN.name]: 'default', [ANN.uid]: 'x', [ANN.vcUid]: beta.metadata!.uid! },
+        annotations: {
+          [ANN.cluster]: rootB,
+          [ANN.namespace]: '',
+          [ANN.name]: 'default',
+          [ANN.uid]: 'x',
+          [ANN.vcUid]: beta.metadata!.uid!,
+        },
       },
     });
     for (const ns of ['taken', 'stolen']) {
       await a.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-      await a.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg', namespace: ns }, data: { k: 'v' } });
-      await a.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+      await a.create(R.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'cfg', namespace: ns },
+        data: { k: 'v' },
+      });
+      await a.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p', namespace: ns },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      });
     }
     await attempts.attempt('T creates a namespace whose super name is a hand-made namespace', async () => {
       const message = await tenantEvent(a, undefined, 'taken', 'NotManaged');
       expect(message).toContain(handMade);
       expect((await t.client.list(R.pods, { namespace: handMade })).items).toEqual([]);
-      expect((await t.client.list(R.configmaps, { namespace: handMade })).items.filter((c) => c.metadata!.name === 'cfg')).toEqual([]);
-      expect((await t.client.get(R.namespaces, undefined, handMade)).metadata!.labels).toMatchObject({ owner: 'platform' });
+      expect(
+        (await t.client.list(R.configmaps, { namespace: handMade })).items.filter((c) => c.metadata!.name === 'cfg'),
+      ).toEqual([]);
+      expect((await t.client.get(R.namespaces, undefined, handMade)).metadata!.labels).toMatchObject({
+        owner: 'platform',
+      });
       return message;
     });
     await attempts.attempt("T creates a namespace whose super name is another tenant's", async () => {
       const message = await tenantEvent(a, 'stolen', 'p', 'NamespaceNotOwned');
       expect(message).toContain(foreign);
       expect((await t.client.list(R.pods, { namespace: foreign })).items).toEqual([]);
-      expect((await t.client.list(R.configmaps, { namespace: foreign })).items.filter((c) => c.metadata!.name === 'cfg')).toEqual([]);
+      expect(
+        (await t.client.list(R.configmaps, { namespace: foreign })).items.filter((c) => c.metadata!.name === 'cfg'),
+      ).toEqual([]);
       return message;
     });
   });
@@ -303,16 +429,33 @@ describe('security: identity and credentials against hostile authors, tenants an
         R.virtualclusters,
         'team-a',
         'alpha',
-        { status: { clusterNamespace: rootB, apiserverEndpoint: beta.status?.apiserverEndpoint ?? 'https://127.0.0.1:1', kubeconfigSecretName: 'beta-kubeconfig' } },
+        {
+          status: {
+            clusterNamespace: rootB,
+            apiserverEndpoint: beta.status?.apiserverEndpoint ?? 'https://127.0.0.1:1',
+            kubeconfigSecretName: 'beta-kubeconfig',
+          },
+        },
         'merge',
         { subresource: 'status' },
       );
-      await a.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-forgery', namespace: 'default' }, data: { k: 'v' } });
-      await eventually(async () => expect(await t.client.getOrNull(R.configmaps, nsA, 'after-forgery')).not.toBeNull(), 60_000);
+      await a.create(R.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'after-forgery', namespace: 'default' },
+        data: { k: 'v' },
+      });
+      await eventually(
+        async () => expect(await t.client.getOrNull(R.configmaps, nsA, 'after-forgery')).not.toBeNull(),
+        60_000,
+      );
       expect(await t.client.getOrNull(R.configmaps, nsB, 'after-forgery')).toBeNull();
       expect({ a: await superPods(nsA), b: await superPods(nsB) }).toEqual(before);
       // The controller puts its own answer back.
-      await eventually(async () => expect((await getVC('team-a', 'alpha')).status?.clusterNamespace).toBe(rootA), 30_000);
+      await eventually(
+        async () => expect((await getVC('team-a', 'alpha')).status?.clusterNamespace).toBe(rootA),
+        30_000,
+      );
       return "tenant A's objects stay in its own super namespaces; the status is rewritten from metadata";
     });
   });
@@ -320,7 +463,10 @@ describe('security: identity and credentials against hostile authors, tenants an
   it("S: another tenant's kubelet certificate fingerprint in a VirtualCluster's status opens nothing", async () => {
     const certA = kubeletCert(rootA);
     const certB = kubeletCert(rootB);
-    await eventually(async () => expect(await direct('/containerLogs/default/app-a/c', certA)).toMatchObject({ status: 200 }), 60_000);
+    await eventually(
+      async () => expect(await direct('/containerLogs/default/app-a/c', certA)).toMatchObject({ status: 200 }),
+      60_000,
+    );
     // With the controller stopped, the forged status stays as S wrote it.
     await stopController();
     try {
@@ -332,25 +478,31 @@ describe('security: identity and credentials against hostile authors, tenants an
         'merge',
         { subresource: 'status' },
       );
-      await attempts.attempt("S records tenant B's kubelet certificate as tenant A's: B's apiserver asks for A's Pod", async () => {
-        const r = await eventually(async () => {
-          const x = await direct('/containerLogs/default/app-a/c', certB);
-          expect(x.status).toBe(403);
-          return x;
-        }, 30_000);
-        expect(r.body).toContain('not found for this tenant');
-        return `${r.status} ${r.body.trim()}`;
-      });
-      await attempts.attempt("S records tenant B's kubelet certificate as tenant A's: A's own certificate no longer opens A", async () => {
-        const r = await eventually(async () => {
-          const x = await direct('/containerLogs/default/app-a/c', certA);
-          expect(x.status).toBeGreaterThanOrEqual(401);
-          return x;
-        }, 30_000);
-        expect(await direct('/containerLogs/default/app-b/c', certA)).toMatchObject({ status: expect.any(Number) });
-        expect((await direct('/containerLogs/default/app-b/c', certA)).status).not.toBe(200);
-        return `${r.status} ${r.body.trim()}`;
-      });
+      await attempts.attempt(
+        "S records tenant B's kubelet certificate as tenant A's: B's apiserver asks for A's Pod",
+        async () => {
+          const r = await eventually(async () => {
+            const x = await direct('/containerLogs/default/app-a/c', certB);
+            expect(x.status).toBe(403);
+            return x;
+          }, 30_000);
+          expect(r.body).toContain('not found for this tenant');
+          return `${r.status} ${r.body.trim()}`;
+        },
+      );
+      await attempts.attempt(
+        "S records tenant B's kubelet certificate as tenant A's: A's own certificate no longer opens A",
+        async () => {
+          const r = await eventually(async () => {
+            const x = await direct('/containerLogs/default/app-a/c', certA);
+            expect(x.status).toBeGreaterThanOrEqual(401);
+            return x;
+          }, 30_000);
+          expect(await direct('/containerLogs/default/app-b/c', certA)).toMatchObject({ status: expect.any(Number) });
+          expect((await direct('/containerLogs/default/app-b/c', certA)).status).not.toBe(200);
+          return `${r.status} ${r.body.trim()}`;
+        },
+      );
     } finally {
       await startController();
     }
@@ -358,24 +510,40 @@ describe('security: identity and credentials against hostile authors, tenants an
 
   it("S: deleting a VirtualCluster whose status names another tenant's root deletes nothing of that tenant", async () => {
     const nsB = superNamespace(rootB, 'default');
-    const bNamespaces = async () => (await t.client.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${rootB}` })).items.map((n) => `${n.metadata!.name} ${n.metadata!.uid}`).sort();
+    const bNamespaces = async () =>
+      (await t.client.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${rootB}` })).items
+        .map((n) => `${n.metadata!.name} ${n.metadata!.uid}`)
+        .sort();
     const beforeB = await bNamespaces();
     expect(beforeB.length).toBeGreaterThanOrEqual(2);
     // A namespace a super admin labelled with tenant A's key by hand: clean-up must leave it too.
-    const labelled = await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'admin-labelled', labels: { [LABEL.cluster]: rootA, [LABEL.managedBy]: IDENTITY.syncer } } });
+    const labelled = await t.client.create(R.namespaces, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'admin-labelled', labels: { [LABEL.cluster]: rootA, [LABEL.managedBy]: IDENTITY.syncer } },
+    });
     await stopController();
-    await t.client.patch(R.virtualclusters, 'team-a', 'alpha', { status: { clusterNamespace: rootB } }, 'merge', { subresource: 'status' });
+    await t.client.patch(R.virtualclusters, 'team-a', 'alpha', { status: { clusterNamespace: rootB } }, 'merge', {
+      subresource: 'status',
+    });
     await t.client.delete(R.virtualclusters, 'team-a', 'alpha');
     await startController();
     await attempts.attempt("S points tenant A's clean-up at tenant B's root", async () => {
-      await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, 'team-a', 'alpha')).toBeNull(), 120_000);
+      await eventually(
+        async () => expect(await t.client.getOrNull(R.virtualclusters, 'team-a', 'alpha')).toBeNull(),
+        120_000,
+      );
       expect(await bNamespaces()).toEqual(beforeB);
       expect(await superPods(nsB)).toEqual([`app-b ${rootB}`]);
       expect((await b.get<Pod>(R.pods, 'default', 'app-b')).status?.phase).toBe('Running');
       expect((await getVC('team-b', 'beta')).status?.phase).toBe('Running');
       expect(local.controlPlane(rootB)).toBeDefined();
-      expect((await t.client.get(R.namespaces, undefined, 'admin-labelled')).metadata!.uid).toBe(labelled.metadata!.uid);
-      expect(await t.client.getOrNull(R.namespaces, undefined, rootA).then((n) => !n || !!n.metadata?.deletionTimestamp)).toBe(true);
+      expect((await t.client.get(R.namespaces, undefined, 'admin-labelled')).metadata!.uid).toBe(
+        labelled.metadata!.uid,
+      );
+      expect(
+        await t.client.getOrNull(R.namespaces, undefined, rootA).then((n) => !n || !!n.metadata?.deletionTimestamp),
+      ).toBe(true);
       return "tenant B's namespaces, Pods and control plane are untouched; only tenant A is gone";
     });
   });
