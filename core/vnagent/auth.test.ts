@@ -1,8 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { superNamespace } from '../names/names.ts';
-import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../pki/pki.ts';
-import { agentTenant, authenticate, certFingerprint, chainsTo, splitPem, type AgentTenant } from './auth.ts';
+import { createCA, fingerprintSha256, generateControlPlanePKI, issueCert, type CertKeyPair } from '../pki/pki.ts';
+import { agentTenant, authenticate, certFingerprint, chainsTo, splitPem, tenantCACommonName, type AgentTenant } from './auth.ts';
 
 const DAY = 86_400_000;
 
@@ -88,6 +88,21 @@ describe('vn-agent authentication', () => {
     expect(t.cas).toHaveLength(2);
     expect(splitPem(t.caPem)).toHaveLength(2);
     expect(authenticate(x(kubeletA), [t])).toMatchObject({ ok: true });
+  });
+
+  it('binds the CA to the tenant by name: another tenant\'s CA and fingerprint do not authenticate as this tenant', async () => {
+    const key = 'vc-0123456789abcdef-team-a-a';
+    const pki = await generateControlPlanePKI({ clusterName: key, apiserverDnsNames: [], apiserverIPs: ['127.0.0.1'], serviceIP: '10.96.0.1', validityDays: 1 });
+    const own = agentTenant({ key, caPem: pki.ca.certPem, fingerprint: pki.kubeletClientFingerprint, caCommonName: tenantCACommonName(key) });
+    expect(authenticate(x(pki.kubeletClient), [own])).toMatchObject({ ok: true });
+    // Tenant B's CA and kubelet fingerprint, swapped into tenant A's entry: the entry is refused outright.
+    expect(() => agentTenant({ key, caPem: caB.certPem, fingerprint: fingerprintSha256(kubeletB.certPem), caCommonName: tenantCACommonName(key) })).toThrow(
+      /no CA certificate is named vc-0123456789abcdef-team-a-a-ca/,
+    );
+    // A bundle that adds a foreign CA keeps only the one named after the tenant.
+    const bundled = agentTenant({ key, caPem: caB.certPem + pki.ca.certPem, fingerprint: fingerprintSha256(kubeletB.certPem), caCommonName: tenantCACommonName(key) });
+    expect(bundled.cas).toHaveLength(1);
+    expect(authenticate(x(kubeletB), [bundled])).toMatchObject({ ok: false, status: 401 });
   });
 
   it('rejects broken tenant entries', () => {

@@ -35,6 +35,26 @@ export interface AgentTenantSpec {
   vcUid?: string;
   plugins?: { enable?: string[]; disable?: string[] };
   pluginConfig?: Record<string, unknown>;
+  /**
+   * caCommonName binds the CA to the tenant: when set, only the CA certificates of caPem whose subject CN is exactly
+   * this are the tenant's (the manager's PKI names a tenant's CA `<key>-ca`, see tenantCACommonName), so a CA and
+   * fingerprint of another tenant, wherever they were read from, never authenticate as this tenant.
+   */
+  caCommonName?: string;
+}
+
+/**
+ * tenantCACommonName is the subject CN the manager gives the CA of the tenant whose key is `key`: the local and
+ * native provisioners call generateControlPlanePKI with clusterName = key, which names the CA `<clusterName>-ca`.
+ */
+export const tenantCACommonName = (key: string): string => `${key}-ca`;
+
+/** subjectCN returns the CN of a certificate's subject, or undefined. */
+function subjectCN(c: X509Certificate): string | undefined {
+  return c.subject
+    .split('\n')
+    .find((l) => l.startsWith('CN='))
+    ?.slice(3);
 }
 
 /** splitPem returns every CERTIFICATE block of a PEM text. */
@@ -49,7 +69,11 @@ export function splitPem(pem: string): string[] {
 export function agentTenant(s: AgentTenantSpec): AgentTenant {
   const blocks = splitPem(s.caPem);
   if (!blocks.length) throw new Error(`tenant ${s.key}: the CA holds no PEM certificate`);
-  const cas = blocks.map((b) => new X509Certificate(b));
+  let cas = blocks.map((b) => new X509Certificate(b));
+  if (s.caCommonName !== undefined) {
+    cas = cas.filter((c) => subjectCN(c) === s.caCommonName);
+    if (!cas.length) throw new Error(`tenant ${s.key}: no CA certificate is named ${s.caCommonName}: the CA is not this tenant's`);
+  }
   const fingerprint = s.fingerprint.toLowerCase().replace(/:/g, '');
   if (!/^[0-9a-f]{64}$/.test(fingerprint)) throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
   const tenant = tenantView(

@@ -4,7 +4,7 @@ import { R } from '../kube/resources.ts';
 import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../lifecycle/types.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
-import { agentTenant, type AgentTenant, type AgentTenantSpec } from './auth.ts';
+import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
 
@@ -88,7 +88,9 @@ export interface VirtualClusterDirectoryOptions {
  * certificate as the tenant's. So the ConfigMap's name comes from the VirtualCluster's name, never from status, and
  * it counts only when it carries LABEL.managedBy = IDENTITY.manager and its controller owner is this
  * VirtualCluster's uid (a ConfigMap left from a deleted VirtualCluster of the same name does not count). Writing
- * status therefore cannot change which CA the agent trusts. The label and owner are only as strong as the rule
+ * status therefore cannot change which CA the agent trusts. And only a CA certificate named after the tenant's key
+ * (tenantCACommonName, the name the manager's PKI gives it) counts, so another tenant's CA and fingerprint, wherever
+ * they are copied to, match no certificate this tenant's CA signed. The label and owner are only as strong as the rule
  * that only the manager may write ConfigMaps carrying that label: deploy/policy/manager-scope.yaml
  * (vc-manager-owned-objects) enforces it in the apiserver, against namespace editors as well as status writers.
  */
@@ -147,11 +149,13 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const cached = this.memo.get(key);
     if (cached?.stamp === stamp) return cached.entry;
     let entry: AgentTenant | undefined;
+    const tenantKey = rootNamespace(m.namespace, m.name, m.uid);
     try {
       const spec: AgentTenantSpec = {
         // The key follows from metadata, never from status: a status writer must not be able to point this tenant's
         // certificate at another tenant's namespaces.
-        key: rootNamespace(m.namespace, m.name, m.uid),
+        key: tenantKey,
+        caCommonName: tenantCACommonName(tenantKey),
         caPem,
         fingerprint: s.kubeletClientCertFingerprint,
         vcName: vc.metadata?.name,

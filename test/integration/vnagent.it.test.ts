@@ -412,6 +412,10 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       metadata: { name: 'a', namespace: 'team-a' },
       spec: { provisioner: { type: 'local' } },
     });
+    // The directory keys the tenant by the VirtualCluster's metadata (namespace, name, uid) and accepts only a CA named
+    // after that key, as the manager's PKI names it: the control plane behind this VirtualCluster is started under it.
+    const keyFromMetadata = rootNamespace('team-a', 'a', vc.metadata!.uid!);
+    const cpC = await t.sc.addControlPlane(keyFromMetadata);
     await t.client.create(R.configmaps, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -421,11 +425,10 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         labels: { [LABEL.managedBy]: 'vc-manager' },
         ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid: vc.metadata?.uid, controller: true }],
       },
-      data: { 'ca.crt': cpA.caPem },
+      data: { 'ca.crt': cpC.caPem },
     });
-    // The directory keys the tenant by the VirtualCluster's metadata (namespace, name, uid), whatever its status says:
-    // its super Pod is where the syncer would have put it for that key, on the node of the first tenant's app-a.
-    const keyFromMetadata = rootNamespace('team-a', 'a', vc.metadata!.uid!);
+    // Whatever its status says, the tenant's super Pod is where the syncer would have put it for the key from metadata,
+    // on the node of the first tenant's app-a.
     const superNs = superNamespace(keyFromMetadata, 'default');
     const nodeName = (await t.client.get<Pod>(R.pods, superNamespace(tenantA.key, 'default'), 'app-a')).spec.nodeName;
     await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: superNs } });
@@ -442,7 +445,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
             phase,
             clusterNamespace: tenantA.key,
             kubeconfigSecretName: 'a-kubeconfig',
-            kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cpA.dir, 'pki/kubelet-client.crt'), 'utf8')),
+            kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cpC.dir, 'pki/kubelet-client.crt'), 'utf8')),
           },
         },
         'merge',
@@ -474,12 +477,13 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         req.end();
       });
     try {
-      const certA = pki(cpA, 'kubelet-client');
+      const certA = pki(cpC, 'kubelet-client');
       expect(await via2(certA)).toMatchObject({ status: 401 });
       await setStatus('Running');
       await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 200, body: expect.stringContaining('kwok fake container log line 1') }));
       expect(await via2(pki(cpB, 'kubelet-client'))).toMatchObject({ status: 401 });
-      expect(await via2(pki(cpA, 'admin'))).toMatchObject({ status: 403 });
+      expect(await via2(pki(cpA, 'kubelet-client'))).toMatchObject({ status: 401 });
+      expect(await via2(pki(cpC, 'admin'))).toMatchObject({ status: 403 });
       await setStatus('Error');
       await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 401 }));
       await setStatus('Running');
