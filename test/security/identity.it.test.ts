@@ -354,6 +354,35 @@ describe('security: identity and credentials against hostile authors, tenants an
     });
   });
 
+  it('V: a hand-made <vc>-tenant-ca ConfigMap with a CA of its own is neither adopted nor trusted', async () => {
+    const ownCA = await createCA('attacker-ca', 1);
+    const planted = await t.client.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'plant-tenant-ca', namespace: 'team-v' },
+      data: { 'ca.crt': ownCA.certPem },
+    });
+    await t.client.create(R.virtualclusters, vc('team-v', 'plant'));
+    await attempts.attempt('V plants the tenant CA ConfigMap of a VirtualCluster before it exists', async () => {
+      const v = await eventually(async () => {
+        const x = await getVC('team-v', 'plant');
+        expect(condition(x)).toMatchObject({ status: 'False', reason: 'NotOwned' });
+        return x;
+      }, 90_000);
+      const message = condition(v)!.message!;
+      expect(message).toContain('ConfigMap team-v/plant-tenant-ca');
+      const now = await t.client.get(R.configmaps, 'team-v', 'plant-tenant-ca');
+      expect(now.metadata!.resourceVersion).toBe(planted.metadata!.resourceVersion);
+      return message;
+    });
+    await t.client.delete(R.virtualclusters, 'team-v', 'plant');
+    await eventually(
+      async () => expect(await t.client.getOrNull(R.virtualclusters, 'team-v', 'plant')).toBeNull(),
+      90_000,
+    );
+    expect((await t.client.get(R.configmaps, 'team-v', 'plant-tenant-ca')).metadata!.uid).toBe(planted.metadata!.uid);
+  });
+
   // ---- T: super namespaces that already belong to someone else ----
 
   it('T: nothing is created in a super namespace that is hand-made or written for another tenant', async () => {
@@ -550,6 +579,6 @@ describe('security: identity and credentials against hostile authors, tenants an
 
   it('refuses every attempt', () => {
     expect(attempts.summary()).toMatch(/, succeeded 0$/);
-    expect(attempts.records.length).toBeGreaterThanOrEqual(14);
+    expect(attempts.records.length).toBeGreaterThanOrEqual(17);
   });
 });
