@@ -21,6 +21,7 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
+import { tenantCACommonName } from '../../core/vnagent/auth.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -326,7 +327,8 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
       spec: { provisioner: { type: 'local' } },
     });
     const uid = vc.metadata!.uid!;
-    const tenantCA = await createCA('tenant-a-ca', 1);
+    // Named as the manager's PKI names a tenant's CA; the vn-agent accepts no other name for this tenant.
+    const tenantCA = await createCA(tenantCACommonName(rootNamespace(NS, 'a', uid)), 1);
     const real = await issueCert(tenantCA, {
       commonName: 'kube-apiserver-kubelet-client',
       organizations: ['system:masters'],
@@ -379,7 +381,8 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     // The real tenant gets past authentication (no such Pod: 403 from the route check, not 401).
     await eventually(async () => expect((await viaAgent(port, real)).status).toBe(403));
 
-    const forgedCA = await createCA('tenant-a-ca', 1);
+    // The forger gives its CA the tenant CA's very name: the name binds, but only the published CA is trusted.
+    const forgedCA = await createCA(tenantCACommonName(rootNamespace(NS, 'a', uid)), 1);
     const forged = await issueCert(forgedCA, {
       commonName: 'kube-apiserver-kubelet-client',
       organizations: ['system:masters'],
