@@ -24,6 +24,7 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
@@ -164,6 +165,19 @@ describe('security: identity and credentials against hostile authors, tenants an
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
     await applyCRDs(t.sc);
+    // The platform allows these tenants the import provisioner: what V controls is the kubeconfig Secret it names.
+    await eventually(() =>
+      t.client.apply(
+        R.tenantpolicies,
+        {
+          apiVersion: API,
+          kind: 'TenantPolicy',
+          metadata: { name: 'identity', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+          spec: { provisioners: { allowed: ['local', 'import'] } },
+        },
+        'test',
+      ),
+    );
     for (const ns of ['team-a', 'team-b', 'team-v'])
       await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     stateDir = mkdtempSync(join(tmpdir(), 'vc-security-identity-'));
