@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { fromPackageRoot } from '../../paths.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
 import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
 
@@ -65,7 +65,7 @@ async function tenants(s: UpStatus, stateDir: string) {
       const m = vc.metadata!;
       let kubeconfig: string | undefined;
       if (vc.status?.phase === 'Running' && vc.status.kubeconfigSecretName) {
-        const sec = await c.getOrNull<{ data?: Record<string, string> }>(R.secrets, m.namespace, vc.status.kubeconfigSecretName);
+        const sec = await c.getOrNull<{ data?: Record<string, string> }>(R.secrets, m.namespace, kubeconfigSecretName(m.name!));
         if (sec?.data?.kubeconfig) {
           kubeconfig = join(dir, `${m.namespace}-${m.name}.kubeconfig`);
           writeFileSync(kubeconfig, Buffer.from(sec.data.kubeconfig, 'base64'), { mode: 0o600 });

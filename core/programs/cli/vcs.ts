@@ -7,7 +7,7 @@ import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { isNotFound, KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
 
@@ -63,8 +63,10 @@ function splitName(name: string, namespace?: string): { namespace: string; name:
 }
 
 async function kubeconfigOf(c: KubeClient, vc: VirtualCluster): Promise<string> {
-  const secretName = vc.status?.kubeconfigSecretName;
-  if (!secretName) throw new CliError(`VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name} has no kubeconfig yet (phase ${vc.status?.phase ?? 'Pending'})`);
+  // The Secret's name follows from the VirtualCluster's own name, never from status (which a status writer could
+  // point at another Secret); status only says whether the manager has written it yet.
+  const secretName = kubeconfigSecretName(vc.metadata!.name!);
+  if (!vc.status?.kubeconfigSecretName) throw new CliError(`VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name} has no kubeconfig yet (phase ${vc.status?.phase ?? 'Pending'})`);
   const s = await c.get<{ data?: Record<string, string> }>(R.secrets, vc.metadata!.namespace, secretName);
   return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
 }
