@@ -1,7 +1,8 @@
-import { isAlreadyExists, isConflict, isNotFound, KubeClient, type Resource } from '../kube/client.ts';
+import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { childLogger } from '../log.ts';
-import { MANAGER } from '../names/names.ts';
+import { LABEL, MANAGER } from '../names/names.ts';
+import { R } from '../kube/resources.ts';
 import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { diffStatus, forCreate } from './diff.ts';
@@ -13,6 +14,21 @@ import type { TokenMinter } from './tokens.ts';
 const log = childLogger({ controller: 'syncer' });
 
 type EventEffect = Extract<Effect, { type: 'event' }>;
+type ConditionEffect = Extract<Effect, { type: 'tenantCondition' }>;
+
+/**
+ * podServiceAccount is the ServiceAccount super Pods run under in one super namespace: no token automounting, no
+ * secrets, bound to nothing. It carries the managed-by label (so the super cache holds it) but no provenance: no
+ * tenant object is its source, so nothing routes it to a tenant or deletes it as an orphan.
+ */
+export function podServiceAccount(namespace: string, name: string, cluster: string): KubeObject & { automountServiceAccountToken: boolean } {
+  return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name, namespace, labels: { [LABEL.managedBy]: MANAGER, [LABEL.cluster]: cluster } },
+    automountServiceAccountToken: false,
+  };
+}
 
 /** EffectsOptions are what carrying out effects needs beyond the tenant session. */
 export interface EffectsOptions {
@@ -42,6 +58,7 @@ export interface EffectTarget {
  */
 export class Effects {
   private readonly recentEvents = new Set<string>();
+  private readonly recentConditions = new Set<string>();
 
   constructor(private readonly o: EffectsOptions) {}
 
@@ -68,7 +85,39 @@ export class Effects {
         if (r.minted) countWrite(s.tenant.key, t.plugin, 'token');
         return r.refreshInMs;
       }
+      case 'superServiceAccount':
+        await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(s.names.superNamespace(e.namespace), e.name, s.tenant.key), MANAGER, { force: true });
+        countWrite(s.tenant.key, t.plugin, 'createSuper');
+        return;
+      case 'tenantCondition':
+        await this.condition(t, e);
+        return;
     }
+  }
+
+  /**
+   * condition sets a condition on a tenant object's status by server-side apply, once per object, type, reason and
+   * message (the condition list merges by type, so other conditions stay).
+   */
+  private async condition(t: EffectTarget, e: ConditionEffect): Promise<void> {
+    const id = `${t.key}|${e.uid}|${e.condition.type}|${e.condition.reason}|${e.condition.message}`;
+    if (this.recentConditions.has(id)) return;
+    if (this.recentConditions.size > 10_000) this.recentConditions.clear();
+    const r = t.resource;
+    const obj = {
+      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      kind: r.kind,
+      metadata: { namespace: e.namespace, name: e.name },
+      status: { conditions: [{ ...e.condition, lastTransitionTime: new Date().toISOString() }] },
+    };
+    try {
+      await t.session.client.apply(r, obj, MANAGER, { force: true, subresource: 'status' });
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    this.recentConditions.add(id);
+    countWrite(t.session.tenant.key, t.plugin, 'patchTenantStatus');
   }
 
   /**

@@ -1,5 +1,5 @@
 import { rootNamespace, type TenantIdentity } from '../names/names.ts';
-import type { TenantView } from '../plugins/contract.ts';
+import type { PodsPolicyView, TenantView } from '../plugins/contract.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 /** POD_SECURITY_LEVELS are the Pod Security admission levels a tenant's super namespaces may be labelled with. */
@@ -25,6 +25,8 @@ export interface Tenant extends TenantIdentity {
   pluginConfig?: Record<string, unknown>;
   /** where Pods in the super reach this tenant's apiserver (host and port), for their service account tokens */
   apiserverEndpoint?: { host: string; port: number };
+  /** the pods section of the tenant's effective TenantPolicy; absent, the pods plugin's built-in defaults */
+  pods?: PodsPolicyView;
 }
 
 /**
@@ -39,6 +41,7 @@ export interface TenantSettings {
   transparentMetaPrefixes?: readonly string[];
   plugins?: { enable?: string[]; disable?: string[] };
   pluginConfig?: Record<string, unknown>;
+  pods?: PodsPolicyView;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -76,6 +79,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.plugins) t.plugins = o.plugins;
   if (o.pluginConfig) t.pluginConfig = o.pluginConfig;
   if (s.apiserverEndpoint) t.apiserverEndpoint = s.apiserverEndpoint;
+  if (o.pods) t.pods = o.pods;
   return t;
 }
 
@@ -96,6 +100,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.plugins && { plugins: t.plugins }),
     ...(t.pluginConfig && { pluginConfig: t.pluginConfig }),
     ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
+    ...(t.pods && { pods: t.pods }),
   };
   return Object.freeze(v);
 }

@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Decision, Effect } from '../../core/plugins/contract.ts';
-import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import { R } from '../../core/kube/resources.ts';
+import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
-import plugin, { podsPlugin, tokenSecretName, translateKubeletPath } from './index.ts';
+import plugin, { podsPlugin, SUPER_POD_SERVICE_ACCOUNT, tokenKeys, tokenSecretName, translateKubeletPath } from './index.ts';
 import type { Pod, PodSpec } from './types.ts';
 
-const ctx = testContext();
-const SNS = ctx.names.superNamespace('default');
+const SNS = testContext().names.superNamespace('default');
+const podServiceAccount = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'vc-tenant-pod', namespace: SNS } };
+const superCache = new MapCache([[R.serviceaccounts, [podServiceAccount]]]);
+const ctx = testContext({ superCache });
 const TUID = 'tenant-uid-1';
 
 const tokenVolume = {
@@ -75,7 +78,7 @@ const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name: 'web', namespace: SNS, labels },
-  spec: { automountServiceAccountToken: false, ...spec },
+  spec: { automountServiceAccountToken: false, ...spec, serviceAccountName: SUPER_POD_SERVICE_ACCOUNT },
 });
 
 const tokenEffect = (serviceAccount = 'default'): Effect => ({
@@ -85,6 +88,7 @@ const tokenEffect = (serviceAccount = 'default'): Effect => ({
   podUid: TUID,
   serviceAccount,
   secretName: 'web-vc-token',
+  tokens: [{ key: 'token', expirationSeconds: 3607 }],
 });
 
 interface ToSuperCase {
@@ -117,6 +121,90 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
+    name: 'a system- priority class is refused even when the policy lists it, with an event and a VCSynced condition',
+    tenantOver: { pods: { priorityClasses: ['system-node-critical'] } },
+    tenant: tenantPod({ priorityClassName: 'system-node-critical' }),
+    want: {
+      object: null,
+      skip: { reason: 'PodPolicyViolation', message: expect.stringContaining('spec.priorityClassName "system-node-critical"') as unknown as string },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: TUID },
+          eventType: 'Warning',
+          reason: 'PodPolicyViolation',
+          message: expect.stringContaining('spec.priorityClassName') as unknown as string,
+        },
+        {
+          type: 'tenantCondition',
+          namespace: 'default',
+          name: 'web',
+          uid: TUID,
+          condition: { type: 'VCSynced', status: 'False', reason: 'PodPolicyViolation', message: expect.stringContaining('spec.priorityClassName') as unknown as string },
+        },
+      ],
+    },
+  },
+  {
+    name: 'a toleration of every taint is refused under the default policy',
+    tenant: tenantPod({ tolerations: [{ operator: 'Exists' }] }),
+    want: {
+      object: null,
+      skip: { reason: 'PodPolicyViolation', message: expect.stringContaining('spec.tolerations[0]') as unknown as string },
+      effects: expect.arrayContaining([expect.objectContaining({ type: 'tenantCondition' })]) as unknown as Effect[],
+    },
+  },
+  {
+    name: 'new super Pod: every projected serviceAccountToken source reads a tenant-minted token from the vc-token Secret',
+    tenant: tenantPod({
+      serviceAccountName: 'builder',
+      volumes: [
+        {
+          name: 'vault',
+          projected: {
+            sources: [
+              { serviceAccountToken: { audience: 'vault', expirationSeconds: 600, path: 'vault-token' } },
+              { configMap: { name: 'settings' } },
+              { serviceAccountToken: { path: 'plain' } },
+            ],
+          },
+        },
+      ],
+    }),
+    want: {
+      object: newSuper({
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        volumes: [
+          {
+            name: 'vault',
+            projected: {
+              sources: [
+                { secret: { name: 'web-vc-token', items: [{ key: 'token-0', path: 'vault-token' }] } },
+                { configMap: { name: 'settings' } },
+                { secret: { name: 'web-vc-token', items: [{ key: 'token-1', path: 'plain' }] } },
+              ],
+            },
+          },
+        ],
+      }),
+      effects: [
+        {
+          type: 'serviceAccountToken',
+          namespace: 'default',
+          pod: 'web',
+          podUid: TUID,
+          serviceAccount: 'builder',
+          secretName: 'web-vc-token',
+          tokens: [
+            { key: 'token-0', audiences: ['vault'], expirationSeconds: 600 },
+            { key: 'token-1' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     name: 'a bound tenant Pod whose super Pod exists is synced (nodeName came from the bind)',
     tenant: tenantPod({ nodeName: 'node-1' }),
     super: superPod({ nodeName: 'node-1' }),
@@ -141,7 +229,7 @@ const toSuperCases: ToSuperCase[] = [
       hostname: 'web-0',
       subdomain: 'web-headless',
       schedulerName: 'default-scheduler',
-      tolerations: [{ key: 'k', operator: 'Exists' }],
+      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
     }),
     want: {
       object: newSuper({
@@ -149,7 +237,7 @@ const toSuperCases: ToSuperCase[] = [
         hostname: 'web-0',
         subdomain: 'web-headless',
         schedulerName: 'default-scheduler',
-        tolerations: [{ key: 'k', operator: 'Exists' }],
+        tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
       }),
     },
   },
@@ -279,6 +367,7 @@ const toSuperCases: ToSuperCase[] = [
   },
   {
     name: 'new super Pod: fields the super admission recomputes or forbids at creation are dropped',
+    tenantOver: { pods: { priorityClasses: ['high'] } },
     tenant: tenantPod({
       priority: 1000,
       priorityClassName: 'high',
@@ -356,9 +445,26 @@ const normalize = <T>(d: T): T => JSON.parse(JSON.stringify(d)) as T;
 describe('pods plugin: toSuper', () => {
   it.each(toSuperCases)('$name', (c) => {
     const tenant = testTenant(c.tenantOver);
-    const got = podsPlugin.toSuper!(structuredClone(c.tenant), c.super && structuredClone(c.super), testContext({ tenant }));
+    const got = podsPlugin.toSuper!(structuredClone(c.tenant), c.super && structuredClone(c.super), testContext({ tenant, superCache }));
     const want = { ...c.want, object: c.want.object && normalize(c.want.object) };
     expect(got).toEqual(want);
+  });
+
+  it('waits for the super Pods\' ServiceAccount, asking the core to create it', () => {
+    const got = podsPlugin.toSuper!(tenantPod(), undefined, testContext());
+    expect(got).toEqual({
+      object: null,
+      skip: { reason: 'WaitingForServiceAccount', message: expect.any(String) as unknown as string },
+      effects: [{ type: 'superServiceAccount', namespace: 'default', name: SUPER_POD_SERVICE_ACCOUNT }],
+      requeueAfterMs: 200,
+    });
+  });
+
+  it('tokenKeys lists the admission token under "token" and the others by order', () => {
+    expect(tokenKeys(tenantPod({ volumes: [tokenVolume, { name: 'v', projected: { sources: [{ serviceAccountToken: { path: 'p' } }] } }] }).spec)).toEqual([
+      { key: 'token', expirationSeconds: 3607 },
+      { key: 'token-0' },
+    ]);
   });
 
   it('fits a long Pod name into the token Secret name', () => {

@@ -1,14 +1,22 @@
 import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf } from '../../core/names/names.ts';
-import type { Container, Pod, PodSpec, PodStatus, Volume } from './types.ts';
-import { clone, type Decision, downMeta, type Effect, KUBELET_PATHS, type KubeletKind, type Naming, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, superConfigMapName, type TenantView, type VnAgentCapability } from '../sdk/src/index.ts';
+import { checkPodPolicy, POD_POLICY_VIOLATION, type PodRefusal, SYNCED_CONDITION } from './policy.ts';
+import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
+import { clone, type Decision, downMeta, type Effect, type ServiceAccountTokenKey, SUPER_POD_SERVICE_ACCOUNT, KUBELET_PATHS, type KubeletKind, type Naming, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, superConfigMapName, type TenantView, type VnAgentCapability } from '../sdk/src/index.ts';
 
 export type { Pod, PodSpec, PodStatus } from './types.ts';
+export { SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
+export { checkPodPolicy, DEFAULT_PODS_POLICY, DEFAULT_TOLERATIONS, POD_POLICY_VIOLATION, SYNCED_CONDITION, SYSTEM_PRIORITY_PREFIX } from './policy.ts';
 
 /** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
 export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
 /** NODE_NAME_NOT_SUPPORTED is the skip and event reason for a tenant Pod that names its node itself. */
 export const NODE_NAME_NOT_SUPPORTED = 'NodeNameNotSupported';
+
+/** WAITING_FOR_SERVICE_ACCOUNT is the skip reason while SUPER_POD_SERVICE_ACCOUNT is being created. */
+export const WAITING_FOR_SERVICE_ACCOUNT = 'WaitingForServiceAccount';
+/** SERVICE_ACCOUNT_RETRY_MS is how soon a Pod waiting for SUPER_POD_SERVICE_ACCOUNT is looked at again. */
+export const SERVICE_ACCOUNT_RETRY_MS = 200;
 
 /** STATUS_FIELDS are the status fields copied from the super Pod to the tenant Pod. */
 export const STATUS_FIELDS = [
@@ -50,21 +58,62 @@ function renameRootCA(spec: PodSpec): void {
 const isTokenVolume = (v: Volume): boolean =>
   v.name.startsWith(TOKEN_VOLUME_PREFIX) && !!v.projected?.sources?.some((s) => s.serviceAccountToken !== undefined);
 
-/** replaceTokenVolume swaps the admission's projected token volume for the super Secret; reports whether it did. */
-function replaceTokenVolume(spec: PodSpec, secretName: string): boolean {
-  let replaced = false;
-  spec.volumes = spec.volumes?.map((v) => {
-    if (!isTokenVolume(v)) return v;
-    replaced = true;
-    const secret: NonNullable<Volume['secret']> = {
-      secretName,
-      items: ['token', 'ca.crt', 'namespace'].map((key) => ({ key, path: key })),
-    };
-    if (v.projected?.defaultMode !== undefined) secret.defaultMode = v.projected.defaultMode;
-    return { name: v.name, secret };
-  });
-  return replaced;
+/** ADMISSION_TOKEN_KEY is the Secret key of the token of the admission's kube-api-access-* volume. */
+const ADMISSION_TOKEN_KEY = 'token';
+
+type TokenSource = NonNullable<VolumeProjection['serviceAccountToken']>;
+
+const tokenKey = (source: TokenSource): ServiceAccountTokenKey => {
+  const t: ServiceAccountTokenKey = { key: ADMISSION_TOKEN_KEY };
+  if (source.audience) t.audiences = [source.audience];
+  if (source.expirationSeconds !== undefined) t.expirationSeconds = source.expirationSeconds;
+  return t;
+};
+
+/**
+ * tokenKeys lists the tokens a tenant Pod spec asks for, in volume order: the admission's kube-api-access-* volume
+ * under `token`, every other projected serviceAccountToken source under `token-<n>`.
+ */
+export function tokenKeys(spec: PodSpec | undefined): ServiceAccountTokenKey[] {
+  const out: ServiceAccountTokenKey[] = [];
+  let n = 0;
+  for (const v of spec?.volumes ?? []) {
+    for (const s of v.projected?.sources ?? []) {
+      if (!s.serviceAccountToken) continue;
+      out.push(isTokenVolume(v) ? tokenKey(s.serviceAccountToken) : { ...tokenKey(s.serviceAccountToken), key: `token-${n++}` });
+    }
+  }
+  return out;
 }
+
+/**
+ * replaceTokenSources makes every projected serviceAccountToken source of a new super Pod read the super Secret the
+ * syncer fills with tokens minted by the tenant apiserver (keys as tokenKeys names them), so the super cluster never
+ * mints a token for a tenant Pod: the admission's kube-api-access-* volume becomes a Secret volume holding token,
+ * ca.crt and namespace; in other projected volumes each token source becomes a projection of its key.
+ */
+function replaceTokenSources(spec: PodSpec, secretName: string): void {
+  let n = 0;
+  spec.volumes = spec.volumes?.map((v) => {
+    if (isTokenVolume(v)) {
+      const secret: NonNullable<Volume['secret']> = {
+        secretName,
+        items: [ADMISSION_TOKEN_KEY, 'ca.crt', 'namespace'].map((key) => ({ key, path: key })),
+      };
+      if (v.projected?.defaultMode !== undefined) secret.defaultMode = v.projected.defaultMode;
+      return { name: v.name, secret };
+    }
+    if (!v.projected?.sources?.some((s) => s.serviceAccountToken)) return v;
+    const sources = v.projected.sources.map((s): VolumeProjection => {
+      if (!s.serviceAccountToken) return s;
+      return { secret: { name: secretName, items: [{ key: `token-${n++}`, path: s.serviceAccountToken.path }] } };
+    });
+    return { ...v, projected: { ...v.projected, sources } };
+  });
+}
+
+const readsSecret = (v: Volume, secretName: string): boolean =>
+  v.secret?.secretName === secretName || !!v.projected?.sources?.some((s) => (s.secret as { name?: string } | undefined)?.name === secretName);
 
 function setApiserverEnv(spec: PodSpec, endpoint: { host: string; port: number }): void {
   const wanted = { KUBERNETES_SERVICE_HOST: endpoint.host, KUBERNETES_SERVICE_PORT: String(endpoint.port) };
@@ -91,7 +140,7 @@ function deleteTenant(p: Pod): Effect {
   return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0 };
 }
 
-function tokenEffect(tenantPod: Pod, secretName: string): Effect {
+function tokenEffect(tenantPod: Pod, secretName: string, tokens: ServiceAccountTokenKey[]): Effect {
   return {
     type: 'serviceAccountToken',
     namespace: tenantPod.metadata?.namespace ?? '',
@@ -99,6 +148,26 @@ function tokenEffect(tenantPod: Pod, secretName: string): Effect {
     podUid: tenantPod.metadata?.uid ?? '',
     serviceAccount: tenantPod.spec?.serviceAccountName || 'default',
     secretName,
+    tokens,
+  };
+}
+
+/** refuse turns a policy refusal into a skip the tenant sees: a Warning event and a False VCSynced condition. */
+function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
+  const ref = podRef(tenantPod);
+  return {
+    object: null,
+    skip: { reason: POD_POLICY_VIOLATION, message: r.message },
+    effects: [
+      { type: 'event', side: 'tenant', regarding: ref, eventType: 'Warning', reason: POD_POLICY_VIOLATION, message: r.message },
+      {
+        type: 'tenantCondition',
+        namespace: ref.namespace,
+        name: ref.name,
+        uid: ref.uid,
+        condition: { type: SYNCED_CONDITION, status: 'False', reason: POD_POLICY_VIOLATION, message: r.message },
+      },
+    ],
   };
 }
 
@@ -111,10 +180,22 @@ function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: st
   delete spec.priority;
   delete spec.preemptionPolicy;
   delete spec.overhead;
+  if (!ctx.superCache.get(R.serviceaccounts, target.namespace, SUPER_POD_SERVICE_ACCOUNT)) {
+    return {
+      object: null,
+      skip: { reason: WAITING_FOR_SERVICE_ACCOUNT, message: `creating ServiceAccount ${SUPER_POD_SERVICE_ACCOUNT} in the super namespace` },
+      effects: [{ type: 'superServiceAccount', namespace: tenantPod.metadata?.namespace ?? '', name: SUPER_POD_SERVICE_ACCOUNT }],
+      requeueAfterMs: SERVICE_ACCOUNT_RETRY_MS,
+    };
+  }
   const effects: Effect[] = [];
   const secretName = tokenSecretName(target.name);
-  if (replaceTokenVolume(spec, secretName)) effects.push(tokenEffect(tenantPod, secretName));
+  const tokens = tokenKeys(spec);
+  replaceTokenSources(spec, secretName);
+  if (tokens.length) effects.push(tokenEffect(tenantPod, secretName, tokens));
   renameRootCA(spec);
+  spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
+  delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
   if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
   const object = newObject<Pod>(tenantPod, downMeta(tenantPod, undefined, ctx, target), { spec });
@@ -137,8 +218,8 @@ function updateSuperPod(tenantPod: Pod, superPod: Pod, ctx: PluginContext, targe
   images(spec.initContainers, tspec.initContainers);
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
   const secretName = tokenSecretName(target.name);
-  const usesToken = spec.volumes?.some((v) => v.secret?.secretName === secretName);
-  return usesToken ? { object: desired, effects: [tokenEffect(tenantPod, secretName)] } : { object: desired };
+  const usesToken = spec.volumes?.some((v) => readsSecret(v, secretName));
+  return usesToken ? { object: desired, effects: [tokenEffect(tenantPod, secretName, tokenKeys(tspec))] } : { object: desired };
 }
 
 /** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
@@ -199,6 +280,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     sourceOfTruth: 'tenant',
     processes: ['manager', 'vn-agent'],
   },
+  reads: [{ resource: R.serviceaccounts, side: 'super' }],
 
   toSuper(tenantPod, superPod, ctx) {
     const ns = tenantPod.metadata?.namespace ?? '';
@@ -213,6 +295,10 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
         skip: { reason: NODE_NAME_NOT_SUPPORTED, message },
         effects: [{ type: 'event', side: 'tenant', regarding: podRef(tenantPod), eventType: 'Warning', reason: NODE_NAME_NOT_SUPPORTED, message }],
       };
+    }
+    if (!superPod) {
+      const refusal = checkPodPolicy(tenantPod.spec ?? { containers: [] }, ctx.tenant.pods);
+      if (refusal) return refuse(tenantPod, refusal);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };
     return superPod ? updateSuperPod(tenantPod, superPod, ctx, target) : newSuperPod(tenantPod, ctx, target);

@@ -42,6 +42,11 @@ interface Case {
 
 const cases: Case[] = [
   {
+    name: 'a tenant ServiceAccount with the name reserved for the super Pods is not synced',
+    tenant: tenantSa({}, { name: 'vc-tenant-pod' }),
+    want: { object: null, skip: { reason: 'ReservedName', message: expect.stringContaining('vc-tenant-pod') as unknown as string } },
+  },
+  {
     name: 'create: automount forced off, no secrets list, imagePullSecrets kept by name except token Secrets',
     tenant: tenantSa({
       automountServiceAccountToken: true,

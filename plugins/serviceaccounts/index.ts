@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
+import { buildOn, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN, SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
 
 /** LocalObjectReference names an object in the same namespace. */
 export interface LocalObjectReference {
@@ -13,9 +13,15 @@ export interface ServiceAccount extends KubeObject {
   imagePullSecrets?: LocalObjectReference[];
 }
 
+/** RESERVED_NAME is the skip reason of a tenant ServiceAccount named SUPER_POD_SERVICE_ACCOUNT. */
+export const RESERVED_NAME = 'ReservedName';
+
 function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined, ctx: PluginContext): Decision<ServiceAccount> {
   const tm = tenantObj.metadata ?? {};
   const namespace = tm.namespace ?? '';
+  if (tm.name === SUPER_POD_SERVICE_ACCOUNT) {
+    return { object: null, skip: { reason: RESERVED_NAME, message: `ServiceAccount name ${SUPER_POD_SERVICE_ACCOUNT} is reserved for the super Pods' own account` } };
+  }
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name: tm.name ?? '' });
   const desired = buildOn<ServiceAccount>(superObj, { apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
   desired.automountServiceAccountToken = false;

@@ -106,7 +106,30 @@ export type Effect =
       serviceAccount: string;
       secretName: string;
       audiences?: string[];
-    };
+      /** the tokens to keep, one Secret key each; absent, one token under `token` for `audiences` */
+      tokens?: ServiceAccountTokenKey[];
+    }
+  /** keep the token-less ServiceAccount super Pods run under in the super namespace of tenant namespace `namespace` */
+  | { type: 'superServiceAccount'; namespace: string; name: string }
+  /** set a condition on the status of the tenant object `namespace/name` of the plugin's resource (server-side apply) */
+  | { type: 'tenantCondition'; namespace: string; name: string; uid: string; condition: TenantCondition };
+
+/** TenantCondition is a status condition the syncer sets on a tenant object, such as why a Pod is not synced. */
+export interface TenantCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+}
+
+/** ServiceAccountTokenKey is one token of a serviceAccountToken effect: a projected serviceAccountToken source. */
+export interface ServiceAccountTokenKey {
+  /** the key of the super Secret that holds it */
+  key: string;
+  audiences?: string[];
+  /** the lifetime the Pod asked for; the tenant apiserver may shorten or lengthen it */
+  expirationSeconds?: number;
+}
 
 /** Decision is what a transform returns. */
 export interface Decision<T extends KubeObject = KubeObject> {
@@ -232,6 +255,22 @@ export interface TenantView {
   readonly pluginConfig?: Readonly<Record<string, unknown>>;
   /** where Pods in the super reach this tenant's apiserver */
   readonly apiserverEndpoint?: { readonly host: string; readonly port: number };
+  /** the pods section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly pods?: PodsPolicyView;
+}
+
+/** TolerationRule is one toleration a policy allows: a key (absent: only the empty key) and an effect (absent: any). */
+export interface TolerationRule {
+  readonly key?: string;
+  readonly effect?: string;
+}
+
+/** PodsPolicyView is what the tenant's policy decides for its Pods, as plugins read it (issue 12). */
+export interface PodsPolicyView {
+  /** priority class names tenant Pods may name besides none at all; names starting `system-` are always refused */
+  readonly priorityClasses?: readonly string[];
+  /** tolerations tenant Pods may carry */
+  readonly tolerations?: readonly TolerationRule[];
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */

@@ -16,6 +16,13 @@ export function superConfigMapName(name: string): string {
 /** SERVICE_ACCOUNT_TOKEN is the Secret type the token controller fills with a token of its own cluster. */
 export const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
 
+/**
+ * SUPER_POD_SERVICE_ACCOUNT is the ServiceAccount every super Pod runs under, whatever the tenant Pod names: the
+ * syncer keeps it in each super namespace without token automounting and binds it to nothing, so a super Pod holds no
+ * super credential. A tenant ServiceAccount of this name is not synced.
+ */
+export const SUPER_POD_SERVICE_ACCOUNT = 'vc-tenant-pod';
+
 /** VN_AGENT_PORT is the vn-agent's default port, which a vNode advertises as its kubelet endpoint. */
 export const VN_AGENT_PORT = 10550;
 

@@ -1,0 +1,80 @@
+import type { PodsPolicyView, TolerationRule } from '../sdk/src/index.ts';
+import type { PodSpec } from './types.ts';
+
+/** POD_POLICY_VIOLATION is the skip, event and condition reason of a tenant Pod its policy refuses. */
+export const POD_POLICY_VIOLATION = 'PodPolicyViolation';
+
+/** SYNCED_CONDITION is the tenant Pod condition that says why the Pod has no super copy. */
+export const SYNCED_CONDITION = 'VCSynced';
+
+/** SYSTEM_PRIORITY_PREFIX starts the names of the super's own priority classes; no tenant Pod may name them. */
+export const SYSTEM_PRIORITY_PREFIX = 'system-';
+
+/**
+ * DEFAULT_TOLERATIONS are the tolerations a tenant Pod may carry when its policy names none: those the tenant
+ * apiserver's DefaultTolerationSeconds admission adds to every Pod.
+ */
+export const DEFAULT_TOLERATIONS: readonly TolerationRule[] = [
+  { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
+];
+
+/** DEFAULT_PODS_POLICY is the built-in pods policy: no priority class and only the default tolerations. */
+export const DEFAULT_PODS_POLICY = {
+  priorityClasses: [],
+  tolerations: DEFAULT_TOLERATIONS,
+} as const satisfies Required<PodsPolicyView>;
+
+/** PodRefusal names the field of a tenant Pod its policy refuses, and why. */
+export interface PodRefusal {
+  field: string;
+  message: string;
+}
+
+interface Toleration {
+  key?: string;
+  operator?: string;
+  effect?: string;
+}
+
+const allows = (rule: TolerationRule, t: Toleration): boolean =>
+  (rule.key ?? '') === (t.key ?? '') && (rule.effect === undefined || rule.effect === t.effect);
+
+const describe = (t: Toleration): string =>
+  `{key: "${t.key ?? ''}", operator: ${t.operator ?? 'Equal'}, effect: ${t.effect ?? '(all)'}}`;
+
+/**
+ * checkPodPolicy returns the first field of a tenant Pod spec the tenant's pods policy refuses, or undefined.
+ * Priority class names starting `system-` are refused whatever the policy says.
+ */
+export function checkPodPolicy(
+  spec: PodSpec,
+  policy: PodsPolicyView | undefined,
+  policyName = 'the TenantPolicy',
+): PodRefusal | undefined {
+  const priorityClasses = policy?.priorityClasses ?? DEFAULT_PODS_POLICY.priorityClasses;
+  const rules = policy?.tolerations ?? DEFAULT_PODS_POLICY.tolerations;
+  const pc = typeof spec.priorityClassName === 'string' ? spec.priorityClassName : '';
+  if (pc.startsWith(SYSTEM_PRIORITY_PREFIX)) {
+    return {
+      field: 'spec.priorityClassName',
+      message: `spec.priorityClassName "${pc}": priority classes starting "${SYSTEM_PRIORITY_PREFIX}" belong to the platform and are never available to tenant Pods`,
+    };
+  }
+  if (pc && !priorityClasses.includes(pc)) {
+    return {
+      field: 'spec.priorityClassName',
+      message: `spec.priorityClassName "${pc}" is not allowed by ${policyName} (pods.priorityClasses: ${priorityClasses.join(', ') || 'none'})`,
+    };
+  }
+  const tolerations = Array.isArray(spec.tolerations) ? (spec.tolerations as Toleration[]) : [];
+  for (const [i, t] of tolerations.entries()) {
+    if (rules.some((r) => allows(r, t))) continue;
+    const allowed = rules.map((r) => `${r.key ?? '(any key)'}:${r.effect ?? '(any effect)'}`).join(', ') || 'none';
+    return {
+      field: `spec.tolerations[${i}]`,
+      message: `spec.tolerations[${i}] ${describe(t)} is not allowed by ${policyName} (pods.tolerations: ${allowed})`,
+    };
+  }
+  return undefined;
+}
