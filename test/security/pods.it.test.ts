@@ -1,0 +1,202 @@
+/**
+ * Hostile tenant Pods (issue 12, Pods): a tenant with cluster-admin on its own apiserver tries to reach beyond its
+ * Pods through the fields the syncer copies to the super cluster. Each attempt must be refused or neutralised with a
+ * reason the tenant can see (an event and a VCSynced condition on its Pod), and leave the super cluster and the
+ * other tenant as they were. Runs the real syncer against a real local super cluster and two tenant control planes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject, Resource } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { LABEL, superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { Attempts } from './attempts.ts';
+
+interface Pod extends KubeObject {
+  spec: {
+    serviceAccountName?: string;
+    volumes?: Array<{ name: string; projected?: { sources?: Array<{ secret?: { name: string } }> } }>;
+  };
+  status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+}
+
+interface Event extends KubeObject {
+  involvedObject: { name?: string; uid?: string };
+  reason?: string;
+  message?: string;
+}
+
+const TOKEN_REVIEWS: Resource = {
+  group: 'authentication.k8s.io',
+  version: 'v1',
+  resource: 'tokenreviews',
+  kind: 'TokenReview',
+  namespaced: false,
+};
+
+const pod = (name: string, spec: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default', labels: { attempt: name } },
+  spec: { containers: [{ name: 'c', image: 'nginx' }], ...spec },
+});
+
+describe('hostile tenant Pods against the pods policy and the token boundary', () => {
+  const attempts = new Attempts();
+  let t: TestSuper;
+  let cpA: LocalControlPlane;
+  let cpB: LocalControlPlane;
+  let a: KubeClient;
+  let tenantA: Tenant;
+  let tenantB: Tenant;
+  let syncer: Syncer;
+  let superPodsBefore: string[];
+
+  const superPodNames = async (): Promise<string[]> =>
+    (await t.client.list(R.pods)).items.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).sort();
+
+  /** refusedWithReason waits for the tenant-visible refusal of a Pod: the VCSynced condition and a Warning event. */
+  const refusedWithReason = async (name: string, field: string): Promise<string> => {
+    const p = await eventually(async () => {
+      const got = await a.get<Pod>(R.pods, 'default', name);
+      const c = got.status?.conditions?.find((x) => x.type === 'VCSynced');
+      expect(c).toMatchObject({ status: 'False', reason: 'PodPolicyViolation' });
+      expect(c?.message).toContain(field);
+      return got;
+    });
+    const events = await eventually(async () => {
+      const list = (await a.list<Event>(R.events, { namespace: 'default' })).items.filter(
+        (e) => e.involvedObject.uid === p.metadata?.uid,
+      );
+      expect(list.map((e) => e.reason)).toContain('PodPolicyViolation');
+      return list;
+    });
+    expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), name)).toBeNull();
+    return events.find((e) => e.reason === 'PodPolicyViolation')?.message ?? '';
+  };
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    [cpA, cpB] = await Promise.all([
+      t.sc.addControlPlane('tenant-a', { controllers: TENANT_CONTROLLERS }),
+      t.sc.addControlPlane('tenant-b', { controllers: TENANT_CONTROLLERS }),
+    ]);
+    a = await cpA.client();
+    tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a1', {
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+    });
+    tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b2', {
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+    });
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({
+      superClient: t.client,
+      host,
+      registry: new MutableTenantRegistry([tenantA, tenantB]),
+      patrolIntervalMs: 0,
+      workers: 4,
+    });
+    await syncer.start();
+    await eventually(() => expect(syncer.tenantReady(tenantA.key) && syncer.tenantReady(tenantB.key)).toBe(true));
+    // A Pod of the other tenant, synced before the attacks: it must stay as it is.
+    const b = await cpB.client();
+    // Pods wait for the tenant's default ServiceAccount, which its controller-manager creates shortly after start.
+    await eventually(() => b.create(R.pods, pod('bystander', {})));
+    await eventually(() => a.get(R.serviceaccounts, 'default', 'default'));
+    await eventually(() => t.client.get(R.pods, superNamespace(tenantB.key, 'default'), 'bystander'), 90_000);
+    superPodsBefore = await superPodNames();
+  }, 240_000);
+
+  afterAll(async () => {
+    console.log(attempts.summary());
+    await syncer?.stop();
+    await t?.stop();
+  });
+
+  it('refuses a Pod naming a system- priority class, with a reason on the Pod', async () => {
+    await attempts.attempt('priorityClassName system-node-critical', async () => {
+      await a.create(R.pods, pod('preempt', { priorityClassName: 'system-node-critical' }));
+      return refusedWithReason('preempt', 'spec.priorityClassName');
+    });
+  });
+
+  it('refuses a Pod tolerating every taint, with a reason on the Pod', async () => {
+    await attempts.attempt('tolerations [{operator: Exists}]', async () => {
+      await a.create(R.pods, pod('tolerate-all', { tolerations: [{ operator: 'Exists' }] }));
+      return refusedWithReason('tolerate-all', 'spec.tolerations[0]');
+    });
+  });
+
+  it('mints a custom projected token with the tenant issuer and runs the super Pod under the token-less account', async () => {
+    await attempts.attempt('projected serviceAccountToken "vault" with audience vault', async () => {
+      await a.create(
+        R.pods,
+        pod('token-thief', {
+          volumes: [
+            {
+              name: 'vault',
+              projected: {
+                sources: [{ serviceAccountToken: { audience: 'vault', expirationSeconds: 900, path: 'vault-token' } }],
+              },
+            },
+          ],
+          containers: [{ name: 'c', image: 'nginx', volumeMounts: [{ name: 'vault', mountPath: '/vault' }] }],
+        }),
+      );
+      const sns = superNamespace(tenantA.key, 'default');
+      const sp = await eventually(() => t.client.get<Pod>(R.pods, sns, 'token-thief'), 90_000);
+      expect(sp.spec.serviceAccountName).toBe('vc-tenant-pod');
+      const secretName = sp.spec.volumes?.find((v) => v.name === 'vault')?.projected?.sources?.[0]?.secret?.name;
+      expect(secretName).toBeTruthy();
+      const secret = await eventually(async () => {
+        const s = await t.client.get<KubeObject & { data?: Record<string, string> }>(R.secrets, sns, secretName!);
+        expect(s.data?.['token-0']).toBeTruthy();
+        return s;
+      });
+      const token = Buffer.from(secret.data!['token-0']!, 'base64').toString();
+      const review = async (c: KubeClient) =>
+        (
+          (await c.create(TOKEN_REVIEWS, {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenReview',
+            metadata: {},
+            spec: { token, audiences: ['vault'] },
+          })) as KubeObject & {
+            status: { authenticated?: boolean; user?: { username?: string } };
+          }
+        ).status;
+      const tenantSays = await review(a);
+      expect(tenantSays.authenticated).toBe(true);
+      expect(tenantSays.user?.username).toBe('system:serviceaccount:default:default');
+      expect((await review(t.client)).authenticated).not.toBe(true);
+      const sa = await t.client.get<KubeObject & { automountServiceAccountToken?: boolean }>(
+        R.serviceaccounts,
+        sns,
+        'vc-tenant-pod',
+      );
+      expect(sa.automountServiceAccountToken).toBe(false);
+      const bindings = (
+        await t.client.list<KubeObject & { subjects?: Array<{ name?: string }> }>(R.rolebindings, { namespace: sns })
+      ).items;
+      expect(bindings.filter((rb) => rb.subjects?.some((s) => s.name === 'vc-tenant-pod'))).toEqual([]);
+      return 'token minted by the tenant apiserver (TokenReview: tenant authenticated, super not); super Pod under vc-tenant-pod';
+    });
+  });
+
+  it("changed nothing of the other tenant's or the super's Pods, and counts every attempt refused", async () => {
+    const after = await superPodNames();
+    const added = after.filter((n) => !superPodsBefore.includes(n));
+    expect(added).toEqual([`${superNamespace(tenantA.key, 'default')}/token-thief`]);
+    expect(superPodsBefore.every((n) => after.includes(n))).toBe(true);
+    const mine = (await t.client.list(R.pods, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items.map(
+      (p) => p.metadata?.name,
+    );
+    expect(mine).toEqual(['token-thief']);
+    expect(attempts.summary()).toBe('attempts 3, refused 3, succeeded 0');
+  });
+});
