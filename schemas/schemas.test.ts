@@ -156,7 +156,7 @@ describe('TenantPolicy schema', () => {
 
   it.each([
     ['a namespace-less name with capitals', tp({}, { name: 'Gold' }), '/metadata/name'],
-    ['an unknown spec field', tp({ pods: {} }), '/spec/pods'],
+    ['an unknown spec field', tp({ bogus: {} }), '/spec/bogus'],
     ['an unknown pod security level', tp({ podSecurity: { defaultLevel: 'open' } }), '/spec/podSecurity/defaultLevel'],
     ['no allowed level at all', tp({ podSecurity: { allowedLevels: [] } }), '/spec/podSecurity/allowedLevels'],
     ['a weight ceiling of 0', tp({ weight: { max: 0 } }), '/spec/weight/max'],

@@ -248,7 +248,7 @@ export class VirtualClusterController {
       vcUid: m.uid!,
       kubeconfig: p.kubeconfig,
       apiserverEndpoint: p.apiserverEndpoint,
-      settings: { ...vc.spec, weight: e.weight, podSecurityLevel: e.podSecurityLevel, plugins: e.plugins, pluginConfig: e.pluginConfig },
+      settings: { ...vc.spec, weight: e.weight, podSecurityLevel: e.podSecurityLevel, plugins: e.plugins, pluginConfig: e.pluginConfig, pods: e.pods },
     });
   }
 

@@ -38,6 +38,7 @@ const gold = policy('gold', {
   provisioners: { allowed: ['local', 'import'] },
   plugins: { enforced: ['pods', 'sandbox'], allowedOptIn: ['ingresses', 'sandbox'] },
   pluginConfig: { sandbox: { runtimeClassName: 'kata' }, vnAgent: { port: 10551 } },
+  pods: { priorityClasses: ['batch-low'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
 });
 
 describe('evaluatePolicy', () => {
@@ -52,6 +53,13 @@ describe('evaluatePolicy', () => {
         weight: 1,
         plugins: { enable: [], disable: [] },
         pluginConfig: { vnAgent: { port: 10550 }, dns: { ndots: 5 } },
+        pods: {
+          priorityClasses: [],
+          tolerations: [
+            { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+            { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
+          ],
+        },
       },
       violations: [],
     });
@@ -93,6 +101,7 @@ describe('evaluatePolicy', () => {
         sandbox: { extra: true, runtimeClassName: 'kata' },
         mine: { a: 1 },
       },
+      pods: { priorityClasses: ['batch-low'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
     });
   });
 
@@ -388,6 +397,8 @@ describe('DEFAULT_POLICY', () => {
     ['provisioners.allowed', DEFAULT_POLICY.provisioners],
     ['plugins.enforced', DEFAULT_POLICY.enforcedPlugins],
     ['plugins.allowedOptIn', DEFAULT_POLICY.allowedOptIn],
+    ['pods.priorityClasses', DEFAULT_POLICY.podPriorityClasses],
+    ['pods.tolerations', DEFAULT_POLICY.podTolerations],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

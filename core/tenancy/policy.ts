@@ -3,6 +3,7 @@ import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
+import type { TolerationRule } from '../plugins/contract.ts';
 import type { PodSecurityLevel } from './tenant.ts';
 
 /**
@@ -22,6 +23,7 @@ export interface TenantPolicySpec {
     tenantSettableArgs?: { apiServer?: string[]; controllerManager?: string[] };
   };
   podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
+  pods?: { priorityClasses?: string[]; tolerations?: TolerationRule[] };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -49,6 +51,11 @@ export const DEFAULT_POLICY = {
   provisioners: ['local', 'native'],
   enforcedPlugins: ['namespaces', 'pods', 'dns'],
   allowedOptIn: ['ingresses', 'priorityclasses', 'customresourcedefinitions'],
+  podPriorityClasses: [],
+  podTolerations: [
+    { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+    { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
+  ],
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -60,6 +67,8 @@ export const DEFAULT_POLICY = {
   provisioners: readonly ProvisionerType[];
   enforcedPlugins: readonly string[];
   allowedOptIn: readonly string[];
+  podPriorityClasses: readonly string[];
+  podTolerations: readonly TolerationRule[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -85,6 +94,8 @@ export interface EffectiveSettings {
   plugins: { enable: string[]; disable: string[] };
   /** the manager's defaults, the policy's settings over them, and the keys the tenant added */
   pluginConfig: Record<string, unknown>;
+  /** what the tenant's Pods may ask for (the pods plugin reads it through the TenantView) */
+  pods: { priorityClasses: string[]; tolerations: TolerationRule[] };
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -212,6 +223,10 @@ export function evaluatePolicy(
       weight,
       plugins: { enable: [...enable], disable: [...disable] },
       pluginConfig,
+      pods: {
+        priorityClasses: [...(p.pods?.priorityClasses ?? DEFAULT_POLICY.podPriorityClasses)],
+        tolerations: (p.pods?.tolerations ?? DEFAULT_POLICY.podTolerations).map((t) => ({ ...t })),
+      },
     },
     violations,
   };

@@ -14,6 +14,7 @@ describe('tenantView', () => {
     plugins: { enable: ['ingresses'] },
     pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
     apiserverEndpoint: { host: '10.0.0.1', port: 6443 },
+    pods: { priorityClasses: ['batch'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
   };
 
   it('gives plugins identity and settings, never the kubeconfig or the queue weight', () => {
@@ -23,5 +24,9 @@ describe('tenantView', () => {
     expect(JSON.stringify(v)).not.toContain('c2VjcmV0');
     expect(v).toMatchObject({ key: tenant.key, podSecurityLevel: 'restricted', pluginConfig: { sandbox: { runtimeClassName: 'kata' } } });
     expect(Object.isFrozen(v)).toBe(true);
+  });
+
+  it("carries the effective pods policy the pods plugin checks tenant Pods against", () => {
+    expect(tenantView(tenant).pods).toEqual(tenant.pods);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
 import type { PodsPolicyView } from '../sdk/src/index.ts';
-import { checkPodPolicy } from './policy.ts';
+import { checkPodPolicy, DEFAULT_PODS_POLICY } from './policy.ts';
 import type { PodSpec } from './types.ts';
 
 const spec = (over: Partial<PodSpec>): PodSpec => ({ containers: [{ name: 'app', image: 'nginx' }], ...over });
@@ -58,6 +59,12 @@ const cases: Array<[string, Partial<PodSpec>, PodsPolicyView | undefined, string
 ];
 
 describe('checkPodPolicy', () => {
+  it('falls back to the TenantPolicy built-in defaults', () => {
+    expect(DEFAULT_PODS_POLICY).toEqual({
+      priorityClasses: DEFAULT_POLICY.podPriorityClasses,
+      tolerations: DEFAULT_POLICY.podTolerations,
+    });
+  });
   it.each(cases)('%s', (_name, over, policy, field) => {
     expect(checkPodPolicy(spec(over), policy)?.field).toBe(field);
   });
