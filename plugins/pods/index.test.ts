@@ -78,7 +78,13 @@ const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name: 'web', namespace: SNS, labels },
-  spec: { automountServiceAccountToken: false, ...spec, serviceAccountName: SUPER_POD_SERVICE_ACCOUNT },
+  spec: {
+    automountServiceAccountToken: false,
+    ...spec,
+    containers: spec.containers.map((c) => ({ ...c, imagePullPolicy: 'Always' })),
+    ...(spec.initContainers && { initContainers: spec.initContainers.map((c) => ({ ...c, imagePullPolicy: 'Always' })) }),
+    serviceAccountName: SUPER_POD_SERVICE_ACCOUNT,
+  },
 });
 
 const tokenEffect = (serviceAccount = 'default'): Effect => ({
@@ -239,6 +245,16 @@ const toSuperCases: ToSuperCase[] = [
         schedulerName: 'default-scheduler',
         tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
       }),
+    },
+  },
+  {
+    name: 'new super Pod: every container pulls its image again, whatever the tenant asked',
+    tenant: tenantPod({
+      containers: [{ name: 'app', image: 'private/app:1', imagePullPolicy: 'Never' }],
+      initContainers: [{ name: 'init', image: 'private/init:1', imagePullPolicy: 'IfNotPresent' }],
+    }),
+    want: {
+      object: newSuper({ containers: [{ name: 'app', image: 'private/app:1' }], initContainers: [{ name: 'init', image: 'private/init:1' }] }),
     },
   },
   {

@@ -194,6 +194,8 @@ function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: st
   replaceTokenSources(spec, secretName);
   if (tokens.length) effects.push(tokenEffect(tenantPod, secretName, tokens));
   renameRootCA(spec);
+  // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked.
+  for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) c.imagePullPolicy = 'Always';
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;

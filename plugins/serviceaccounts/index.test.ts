@@ -117,16 +117,32 @@ const cases: Case[] = [
     },
   },
   {
-    name: "opaque prefixes: the tenant's opaque keys are dropped",
+    name: "no tenant annotation is copied, opaque or not: super webhooks act on ServiceAccount annotations",
     opaque: ['secret.example.com/'],
     tenant: tenantSa({}, { annotations: { 'secret.example.com/role-arn': 'arn:x', keep: 'me' } }),
     want: {
       object: {
         apiVersion: 'v1',
         kind: 'ServiceAccount',
-        metadata: { namespace: sns, name: 'web', labels: { app: 'web' }, annotations: { keep: 'me' } },
+        metadata: { namespace: sns, name: 'web', labels: { app: 'web' } },
         automountServiceAccountToken: false,
       },
+    },
+  },
+  {
+    name: 'cloud workload identity annotations stay in the tenant',
+    tenant: tenantSa(
+      {},
+      {
+        annotations: {
+          'eks.amazonaws.com/role-arn': 'arn:aws:iam::1:role/platform-admin',
+          'iam.gke.io/gcp-service-account': 'admin@platform.iam.gserviceaccount.com',
+          'azure.workload.identity/client-id': 'x',
+        },
+      },
+    ),
+    want: {
+      object: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { namespace: sns, name: 'web', labels: { app: 'web' } }, automountServiceAccountToken: false },
     },
   },
 ];

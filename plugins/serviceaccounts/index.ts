@@ -23,6 +23,9 @@ function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined
     return { object: null, skip: { reason: RESERVED_NAME, message: `ServiceAccount name ${SUPER_POD_SERVICE_ACCOUNT} is reserved for the super Pods' own account` } };
   }
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name: tm.name ?? '' });
+  // Super-side webhooks act on ServiceAccount annotations (cloud workload identity: eks.amazonaws.com/role-arn,
+  // iam.gke.io/gcp-service-account, azure.workload.identity/*); none of the tenant's is copied.
+  delete meta.annotations;
   const desired = buildOn<ServiceAccount>(superObj, { apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
   desired.automountServiceAccountToken = false;
   const pull = (tenantObj.imagePullSecrets ?? []).filter((ref) => {
@@ -35,8 +38,10 @@ function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined
 }
 
 /**
- * serviceaccountsPlugin copies tenant ServiceAccounts into their super namespace with token automounting off: Pods
- * get tokens minted by the tenant apiserver (mounted by the pods plugin), never super tokens. The tenant's `secrets`
+ * serviceaccountsPlugin copies tenant ServiceAccounts into their super namespace with token automounting off and
+ * without the tenant's annotations, which super-side webhooks (cloud workload identity) would act on: super Pods run
+ * under SUPER_POD_SERVICE_ACCOUNT and get tokens minted by the tenant apiserver (mounted by the pods plugin), never
+ * super tokens. The tenant's `secrets`
  * list is not copied; imagePullSecrets keep their names (those Secrets are synced under the same name) except
  * references to token Secrets. A super ServiceAccount the syncer did not write (the `default` one the super creates
  * in every namespace) is built on, so its own fields such as `secrets` stay; whether it is adopted is the core's call.
