@@ -59,6 +59,10 @@ describe('evaluatePolicy', () => {
             { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
             { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
           ],
+          schedulerNames: ['default-scheduler'],
+          hostPorts: false,
+          hostAccess: false,
+          volumeTypes: [],
         },
       },
       violations: [],
@@ -101,7 +105,14 @@ describe('evaluatePolicy', () => {
         sandbox: { extra: true, runtimeClassName: 'kata' },
         mine: { a: 1 },
       },
-      pods: { priorityClasses: ['batch-low'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
+      pods: {
+        priorityClasses: ['batch-low'],
+        tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }],
+        schedulerNames: ['default-scheduler'],
+        hostPorts: false,
+        hostAccess: false,
+        volumeTypes: [],
+      },
     });
   });
 
@@ -399,6 +410,10 @@ describe('DEFAULT_POLICY', () => {
     ['plugins.allowedOptIn', DEFAULT_POLICY.allowedOptIn],
     ['pods.priorityClasses', DEFAULT_POLICY.podPriorityClasses],
     ['pods.tolerations', DEFAULT_POLICY.podTolerations],
+    ['pods.schedulerNames', DEFAULT_POLICY.podSchedulerNames],
+    ['pods.hostPorts', DEFAULT_POLICY.podHostPorts],
+    ['pods.hostAccess', DEFAULT_POLICY.podHostAccess],
+    ['pods.volumeTypes', DEFAULT_POLICY.podVolumeTypes],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

@@ -23,7 +23,14 @@ export interface TenantPolicySpec {
     tenantSettableArgs?: { apiServer?: string[]; controllerManager?: string[] };
   };
   podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
-  pods?: { priorityClasses?: string[]; tolerations?: TolerationRule[] };
+  pods?: {
+    priorityClasses?: string[];
+    tolerations?: TolerationRule[];
+    schedulerNames?: string[];
+    hostPorts?: boolean;
+    hostAccess?: boolean;
+    volumeTypes?: string[];
+  };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -56,6 +63,10 @@ export const DEFAULT_POLICY = {
     { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
     { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
   ],
+  podSchedulerNames: ['default-scheduler'],
+  podHostPorts: false,
+  podHostAccess: false,
+  podVolumeTypes: [],
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -69,6 +80,10 @@ export const DEFAULT_POLICY = {
   allowedOptIn: readonly string[];
   podPriorityClasses: readonly string[];
   podTolerations: readonly TolerationRule[];
+  podSchedulerNames: readonly string[];
+  podHostPorts: boolean;
+  podHostAccess: boolean;
+  podVolumeTypes: readonly string[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -95,7 +110,14 @@ export interface EffectiveSettings {
   /** the manager's defaults, the policy's settings over them, and the keys the tenant added */
   pluginConfig: Record<string, unknown>;
   /** what the tenant's Pods may ask for (the pods plugin reads it through the TenantView) */
-  pods: { priorityClasses: string[]; tolerations: TolerationRule[] };
+  pods: {
+    priorityClasses: string[];
+    tolerations: TolerationRule[];
+    schedulerNames: string[];
+    hostPorts: boolean;
+    hostAccess: boolean;
+    volumeTypes: string[];
+  };
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -226,6 +248,10 @@ export function evaluatePolicy(
       pods: {
         priorityClasses: [...(p.pods?.priorityClasses ?? DEFAULT_POLICY.podPriorityClasses)],
         tolerations: (p.pods?.tolerations ?? DEFAULT_POLICY.podTolerations).map((t) => ({ ...t })),
+        schedulerNames: [...(p.pods?.schedulerNames ?? DEFAULT_POLICY.podSchedulerNames)],
+        hostPorts: p.pods?.hostPorts ?? DEFAULT_POLICY.podHostPorts,
+        hostAccess: p.pods?.hostAccess ?? DEFAULT_POLICY.podHostAccess,
+        volumeTypes: [...(p.pods?.volumeTypes ?? DEFAULT_POLICY.podVolumeTypes)],
       },
     },
     violations,

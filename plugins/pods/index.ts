@@ -299,7 +299,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       };
     }
     if (!superPod) {
-      const refusal = checkPodPolicy(tenantPod.spec ?? { containers: [] }, ctx.tenant.pods);
+      const refusal = checkPodPolicy(tenantPod.spec ?? { containers: [] }, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };

@@ -56,6 +56,54 @@ const cases: Array<[string, Partial<PodSpec>, PodsPolicyView | undefined, string
     { tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
     undefined,
   ],
+  ['the default scheduler passes', { schedulerName: 'default-scheduler' }, undefined, undefined],
+  ['another scheduler is refused by default', { schedulerName: 'my-scheduler' }, undefined, 'spec.schedulerName'],
+  ['a listed scheduler passes', { schedulerName: 'my-scheduler' }, { schedulerNames: ['my-scheduler'] }, undefined],
+  ['hostNetwork is refused by default', { hostNetwork: true }, undefined, 'spec.hostNetwork'],
+  ['hostPID is refused even with hostAccess below privileged', { hostPID: true }, { hostAccess: true }, 'spec.hostPID'],
+  [
+    'a hostPath volume is refused by default',
+    { volumes: [{ name: 'root', hostPath: { path: '/' } }] },
+    undefined,
+    'spec.volumes[0].hostPath',
+  ],
+  [
+    'an nfs volume is refused by default',
+    {
+      volumes: [
+        { name: 'e', emptyDir: {} },
+        { name: 'n', nfs: { server: 'x', path: '/' } },
+      ],
+    },
+    undefined,
+    'spec.volumes[1].nfs',
+  ],
+  [
+    'an allowed volume type passes',
+    { volumes: [{ name: 'n', nfs: { server: 'x', path: '/' } }] },
+    { volumeTypes: ['nfs'] },
+    undefined,
+  ],
+  [
+    'a gitRepo volume is refused when only nfs is allowed',
+    { volumes: [{ name: 'g', gitRepo: { repository: 'x' } }] },
+    { volumeTypes: ['nfs'] },
+    'spec.volumes[0].gitRepo',
+  ],
+  [
+    'a host port is refused by default',
+    {
+      initContainers: [{ name: 'i', image: 'x', ports: [{ containerPort: 80 }, { containerPort: 81, hostPort: 81 }] }],
+    },
+    undefined,
+    'spec.initContainers[0].ports[1].hostPort',
+  ],
+  [
+    'a host port passes when allowed',
+    { containers: [{ name: 'c', image: 'x', ports: [{ containerPort: 80, hostPort: 80 }] }] },
+    { hostPorts: true },
+    undefined,
+  ],
 ];
 
 describe('checkPodPolicy', () => {
@@ -63,10 +111,24 @@ describe('checkPodPolicy', () => {
     expect(DEFAULT_PODS_POLICY).toEqual({
       priorityClasses: DEFAULT_POLICY.podPriorityClasses,
       tolerations: DEFAULT_POLICY.podTolerations,
+      schedulerNames: DEFAULT_POLICY.podSchedulerNames,
+      hostPorts: DEFAULT_POLICY.podHostPorts,
+      hostAccess: DEFAULT_POLICY.podHostAccess,
+      volumeTypes: DEFAULT_POLICY.podVolumeTypes,
     });
   });
   it.each(cases)('%s', (_name, over, policy, field) => {
     expect(checkPodPolicy(spec(over), policy)?.field).toBe(field);
+  });
+  it('lets a privileged tenant whose policy allows host access use host namespaces and hostPath', () => {
+    const host = spec({
+      hostNetwork: true,
+      hostPID: true,
+      hostIPC: true,
+      volumes: [{ name: 'root', hostPath: { path: '/' } }],
+    });
+    expect(checkPodPolicy(host, { hostAccess: true }, 'p', 'privileged')).toBeUndefined();
+    expect(checkPodPolicy(host, undefined, 'p', 'privileged')?.field).toBe('spec.hostNetwork');
   });
   it('names the field, the value and the policy in its message', () => {
     expect(checkPodPolicy(spec({ priorityClassName: 'high' }), undefined, 'TenantPolicy "gold"')?.message).toBe(

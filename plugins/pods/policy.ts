@@ -1,4 +1,4 @@
-import type { PodsPolicyView, TolerationRule } from '../sdk/src/index.ts';
+import type { PodsPolicyView, TenantView, TolerationRule } from '../sdk/src/index.ts';
 import type { PodSpec } from './types.ts';
 
 /** POD_POLICY_VIOLATION is the skip, event and condition reason of a tenant Pod its policy refuses. */
@@ -19,10 +19,20 @@ export const DEFAULT_TOLERATIONS: readonly TolerationRule[] = [
   { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
 ];
 
-/** DEFAULT_PODS_POLICY is the built-in pods policy: no priority class and only the default tolerations. */
+/** RESTRICTED_VOLUME_TYPES are volume types the kubelet mounts as root against arbitrary servers. */
+export const RESTRICTED_VOLUME_TYPES = ['nfs', 'iscsi', 'rbd', 'cephfs', 'flexVolume', 'gitRepo'] as const;
+
+/**
+ * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
+ * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES.
+ */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
   tolerations: DEFAULT_TOLERATIONS,
+  schedulerNames: ['default-scheduler'],
+  hostPorts: false,
+  hostAccess: false,
+  volumeTypes: [],
 } as const satisfies Required<PodsPolicyView>;
 
 /** PodRefusal names the field of a tenant Pod its policy refuses, and why. */
@@ -51,6 +61,60 @@ export function checkPodPolicy(
   spec: PodSpec,
   policy: PodsPolicyView | undefined,
   policyName = 'the TenantPolicy',
+  level: TenantView['podSecurityLevel'] = 'baseline',
+): PodRefusal | undefined {
+  const first = checkPriorityAndTolerations(spec, policy, policyName);
+  if (first) return first;
+  const schedulers: readonly string[] = policy?.schedulerNames ?? DEFAULT_PODS_POLICY.schedulerNames;
+  const scheduler = typeof spec.schedulerName === 'string' ? spec.schedulerName : '';
+  if (scheduler && !schedulers.includes(scheduler)) {
+    return {
+      field: 'spec.schedulerName',
+      message: `spec.schedulerName "${scheduler}" is not allowed by ${policyName} (pods.schedulerNames: ${schedulers.join(', ') || 'none'})`,
+    };
+  }
+  const hostAccess = (policy?.hostAccess ?? DEFAULT_PODS_POLICY.hostAccess) && level === 'privileged';
+  const hostWhy = `needs pods.hostAccess in ${policyName} and Pod Security level privileged (the tenant's is ${level})`;
+  for (const f of ['hostNetwork', 'hostPID', 'hostIPC'] as const) {
+    if (spec[f] === true && !hostAccess) return { field: `spec.${f}`, message: `spec.${f}: ${hostWhy}` };
+  }
+  const volumeTypes: readonly string[] = policy?.volumeTypes ?? DEFAULT_PODS_POLICY.volumeTypes;
+  for (const [i, v] of (spec.volumes ?? []).entries()) {
+    if (v.hostPath !== undefined && !hostAccess)
+      return { field: `spec.volumes[${i}].hostPath`, message: `spec.volumes[${i}].hostPath: ${hostWhy}` };
+    const t = RESTRICTED_VOLUME_TYPES.find((k) => v[k] !== undefined && !volumeTypes.includes(k));
+    if (t) {
+      return {
+        field: `spec.volumes[${i}].${t}`,
+        message: `spec.volumes[${i}].${t}: the kubelet mounts ${t} volumes as root against any server; not allowed by ${policyName} (pods.volumeTypes: ${volumeTypes.join(', ') || 'none'})`,
+      };
+    }
+  }
+  if (!(policy?.hostPorts ?? DEFAULT_PODS_POLICY.hostPorts)) {
+    const groups = [
+      ['containers', spec.containers],
+      ['initContainers', spec.initContainers ?? []],
+    ] as const;
+    for (const [where, cs] of groups) {
+      for (const [i, c] of cs.entries()) {
+        const ports = Array.isArray(c.ports) ? (c.ports as Array<{ hostPort?: number }>) : [];
+        const j = ports.findIndex((p) => p.hostPort !== undefined && p.hostPort !== 0);
+        if (j >= 0) {
+          return {
+            field: `spec.${where}[${i}].ports[${j}].hostPort`,
+            message: `spec.${where}[${i}].ports[${j}].hostPort ${ports[j]!.hostPort}: host ports are not allowed by ${policyName} (pods.hostPorts)`,
+          };
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+function checkPriorityAndTolerations(
+  spec: PodSpec,
+  policy: PodsPolicyView | undefined,
+  policyName: string,
 ): PodRefusal | undefined {
   const priorityClasses = policy?.priorityClasses ?? DEFAULT_PODS_POLICY.priorityClasses;
   const rules = policy?.tolerations ?? DEFAULT_PODS_POLICY.tolerations;

@@ -132,6 +132,23 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it.each([
+    [
+      'hostPort 22',
+      'host-port',
+      { containers: [{ name: 'c', image: 'nginx', ports: [{ containerPort: 22, hostPort: 22 }] }] },
+      'spec.containers[0].ports[0].hostPort',
+    ],
+    ['hostPath /', 'host-path', { volumes: [{ name: 'root', hostPath: { path: '/' } }] }, 'spec.volumes[0].hostPath'],
+    ['nfs volume', 'nfs', { volumes: [{ name: 'n', nfs: { server: '10.0.0.1', path: '/' } }] }, 'spec.volumes[0].nfs'],
+    ['hostNetwork', 'host-network', { hostNetwork: true }, 'spec.hostNetwork'],
+  ])('refuses a Pod asking for %s, with a reason on the Pod', async (what, name, spec, field) => {
+    await attempts.attempt(what, async () => {
+      await a.create(R.pods, pod(name, spec));
+      return refusedWithReason(name, field);
+    });
+  });
+
   it('mints a custom projected token with the tenant issuer and runs the super Pod under the token-less account', async () => {
     await attempts.attempt('projected serviceAccountToken "vault" with audience vault', async () => {
       await a.create(
@@ -188,6 +205,27 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it('keeps a workload-identity annotation of a tenant ServiceAccount out of the super cluster', async () => {
+    await attempts.attempt('ServiceAccount annotated eks.amazonaws.com/role-arn', async () => {
+      await a.create(R.serviceaccounts, {
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: {
+          name: 'cloud',
+          namespace: 'default',
+          annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::1:role/platform-admin' },
+        },
+      });
+      const copy = await eventually(() =>
+        t.client.get(R.serviceaccounts, superNamespace(tenantA.key, 'default'), 'cloud'),
+      );
+      expect(Object.keys(copy.metadata?.annotations ?? {}).filter((k) => k.startsWith('eks.amazonaws.com/'))).toEqual(
+        [],
+      );
+      return 'the super copy of the ServiceAccount carries no tenant annotation';
+    });
+  });
+
   it("changed nothing of the other tenant's or the super's Pods, and counts every attempt refused", async () => {
     const after = await superPodNames();
     const added = after.filter((n) => !superPodsBefore.includes(n));
@@ -197,6 +235,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine).toEqual(['token-thief']);
-    expect(attempts.summary()).toBe('attempts 3, refused 3, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 8, refused 8, succeeded 0');
   });
 });

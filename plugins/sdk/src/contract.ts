@@ -271,6 +271,14 @@ export interface PodsPolicyView {
   readonly priorityClasses?: readonly string[];
   /** tolerations tenant Pods may carry */
   readonly tolerations?: readonly TolerationRule[];
+  /** schedulers tenant Pods may name */
+  readonly schedulerNames?: readonly string[];
+  /** whether tenant containers may ask for host ports */
+  readonly hostPorts?: boolean;
+  /** whether tenant Pods may use host namespaces and hostPath volumes (the tenant's level must be privileged too) */
+  readonly hostAccess?: boolean;
+  /** volume types the kubelet mounts against arbitrary servers (nfs, iscsi, rbd, cephfs, flexVolume, gitRepo) allowed */
+  readonly volumeTypes?: readonly string[];
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */
