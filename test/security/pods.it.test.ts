@@ -113,7 +113,8 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
   }, 240_000);
 
   afterAll(async () => {
-    console.log(attempts.summary());
+    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
+    console.log(`pods boundary: ${attempts.summary()}`);
     await syncer?.stop();
     await t?.stop();
   });
