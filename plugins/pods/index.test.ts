@@ -153,6 +153,16 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
+    name: "a Pod the tenant's Pod Security level forbids is refused by the syncer, naming the field",
+    tenantOver: { podSecurityLevel: 'restricted' },
+    tenant: tenantPod(),
+    want: {
+      object: null,
+      skip: { reason: 'PodPolicyViolation', message: expect.stringContaining('spec.containers[0].securityContext.allowPrivilegeEscalation') as unknown as string },
+      effects: expect.arrayContaining([expect.objectContaining({ type: 'tenantCondition' })]) as unknown as Effect[],
+    },
+  },
+  {
     name: 'a toleration of every taint is refused under the default policy',
     tenant: tenantPod({ tolerations: [{ operator: 'Exists' }] }),
     want: {

@@ -1,11 +1,13 @@
 import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf } from '../../core/names/names.ts';
+import { checkPodSecurity } from './podsecurity.ts';
 import { checkPodPolicy, POD_POLICY_VIOLATION, type PodRefusal, SYNCED_CONDITION } from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
 import { clone, type Decision, downMeta, type Effect, type ServiceAccountTokenKey, SUPER_POD_SERVICE_ACCOUNT, KUBELET_PATHS, type KubeletKind, type Naming, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, superConfigMapName, type TenantView, type VnAgentCapability } from '../sdk/src/index.ts';
 
 export type { Pod, PodSpec, PodStatus } from './types.ts';
 export { SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
+export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
 export { checkPodPolicy, DEFAULT_PODS_POLICY, DEFAULT_TOLERATIONS, POD_POLICY_VIOLATION, SYNCED_CONDITION, SYSTEM_PRIORITY_PREFIX } from './policy.ts';
 
 /** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
@@ -299,7 +301,8 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       };
     }
     if (!superPod) {
-      const refusal = checkPodPolicy(tenantPod.spec ?? { containers: [] }, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel);
+      const spec = tenantPod.spec ?? { containers: [] };
+      const refusal = checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ?? checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };

@@ -143,6 +143,12 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     ['hostPath /', 'host-path', { volumes: [{ name: 'root', hostPath: { path: '/' } }] }, 'spec.volumes[0].hostPath'],
     ['nfs volume', 'nfs', { volumes: [{ name: 'n', nfs: { server: '10.0.0.1', path: '/' } }] }, 'spec.volumes[0].nfs'],
     ['hostNetwork', 'host-network', { hostNetwork: true }, 'spec.hostNetwork'],
+    [
+      'a privileged container',
+      'privileged',
+      { containers: [{ name: 'c', image: 'nginx', securityContext: { privileged: true } }] },
+      'spec.containers[0].securityContext.privileged',
+    ],
   ])('refuses a Pod asking for %s, with a reason on the Pod', async (what, name, spec, field) => {
     await attempts.attempt(what, async () => {
       await a.create(R.pods, pod(name, spec));
@@ -236,6 +242,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine).toEqual(['token-thief']);
-    expect(attempts.summary()).toBe('attempts 8, refused 8, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
   });
 });
