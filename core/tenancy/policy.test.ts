@@ -63,6 +63,7 @@ describe('evaluatePolicy', () => {
           hostPorts: false,
           hostAccess: false,
           volumeTypes: [],
+          nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
         },
       },
       violations: [],
@@ -112,6 +113,7 @@ describe('evaluatePolicy', () => {
         hostPorts: false,
         hostAccess: false,
         volumeTypes: [],
+        nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
       },
     });
   });
@@ -414,6 +416,7 @@ describe('DEFAULT_POLICY', () => {
     ['pods.hostPorts', DEFAULT_POLICY.podHostPorts],
     ['pods.hostAccess', DEFAULT_POLICY.podHostAccess],
     ['pods.volumeTypes', DEFAULT_POLICY.podVolumeTypes],
+    ['pods.nodeLabelKeys', DEFAULT_POLICY.podNodeLabelKeys],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

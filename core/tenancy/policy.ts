@@ -30,6 +30,7 @@ export interface TenantPolicySpec {
     hostPorts?: boolean;
     hostAccess?: boolean;
     volumeTypes?: string[];
+    nodeLabelKeys?: string[];
   };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
@@ -67,6 +68,7 @@ export const DEFAULT_POLICY = {
   podHostPorts: false,
   podHostAccess: false,
   podVolumeTypes: [],
+  podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -84,6 +86,7 @@ export const DEFAULT_POLICY = {
   podHostPorts: boolean;
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
+  podNodeLabelKeys: readonly string[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -117,6 +120,7 @@ export interface EffectiveSettings {
     hostPorts: boolean;
     hostAccess: boolean;
     volumeTypes: string[];
+    nodeLabelKeys: string[];
   };
 }
 
@@ -252,6 +256,7 @@ export function evaluatePolicy(
         hostPorts: p.pods?.hostPorts ?? DEFAULT_POLICY.podHostPorts,
         hostAccess: p.pods?.hostAccess ?? DEFAULT_POLICY.podHostAccess,
         volumeTypes: [...(p.pods?.volumeTypes ?? DEFAULT_POLICY.podVolumeTypes)],
+        nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
       },
     },
     violations,

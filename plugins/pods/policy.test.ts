@@ -56,6 +56,54 @@ const cases: Array<[string, Partial<PodSpec>, PodsPolicyView | undefined, string
     { tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
     undefined,
   ],
+  [
+    'a nodeSelector on the OS passes by default',
+    { nodeSelector: { 'kubernetes.io/os': 'linux', 'topology.kubernetes.io/zone': 'a' } },
+    undefined,
+    undefined,
+  ],
+  [
+    'a nodeSelector on a platform label is refused by default',
+    { nodeSelector: { 'node-role.kubernetes.io/control-plane': '' } },
+    undefined,
+    'spec.nodeSelector["node-role.kubernetes.io/control-plane"]',
+  ],
+  [
+    'a listed prefix passes',
+    { nodeSelector: { 'example.com/gpu': 'a100' } },
+    { nodeLabelKeys: ['example.com/*'] },
+    undefined,
+  ],
+  [
+    'required node affinity on kubernetes.io/hostname is refused by default',
+    {
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['n1'] }] },
+            ],
+          },
+        },
+      },
+    },
+    undefined,
+    'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key',
+  ],
+  [
+    'node affinity on a node field is always refused',
+    {
+      affinity: {
+        nodeAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            { weight: 1, preference: { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] } },
+          ],
+        },
+      },
+    },
+    { nodeLabelKeys: ['*'] },
+    'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchFields[0].key',
+  ],
   ['the default scheduler passes', { schedulerName: 'default-scheduler' }, undefined, undefined],
   ['another scheduler is refused by default', { schedulerName: 'my-scheduler' }, undefined, 'spec.schedulerName'],
   ['a listed scheduler passes', { schedulerName: 'my-scheduler' }, { schedulerNames: ['my-scheduler'] }, undefined],
@@ -115,6 +163,7 @@ describe('checkPodPolicy', () => {
       hostPorts: DEFAULT_POLICY.podHostPorts,
       hostAccess: DEFAULT_POLICY.podHostAccess,
       volumeTypes: DEFAULT_POLICY.podVolumeTypes,
+      nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
     });
   });
   it.each(cases)('%s', (_name, over, policy, field) => {

@@ -33,7 +33,43 @@ export const DEFAULT_PODS_POLICY = {
   hostPorts: false,
   hostAccess: false,
   volumeTypes: [],
+  nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
 } as const satisfies Required<PodsPolicyView>;
+
+const keyAllowed = (patterns: readonly string[], key: string): boolean =>
+  patterns.some((p) => (p.endsWith('*') ? key.startsWith(p.slice(0, -1)) : p === key));
+
+interface NodeSelectorTerm {
+  matchExpressions?: Array<{ key?: string }>;
+  matchFields?: Array<{ key?: string }>;
+}
+
+interface NodeAffinity {
+  requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] };
+  preferredDuringSchedulingIgnoredDuringExecution?: Array<{ preference?: NodeSelectorTerm }>;
+}
+
+/** nodeKeys lists the node label keys (and fields) a Pod spec selects nodes by, each with the field that names it. */
+function nodeKeys(spec: PodSpec): Array<{ field: string; key: string; isField: boolean }> {
+  const out: Array<{ field: string; key: string; isField: boolean }> = [];
+  const sel =
+    spec.nodeSelector && typeof spec.nodeSelector === 'object' ? (spec.nodeSelector as Record<string, string>) : {};
+  for (const key of Object.keys(sel)) out.push({ field: `spec.nodeSelector["${key}"]`, key, isField: false });
+  const na = ((spec.affinity as { nodeAffinity?: NodeAffinity } | undefined)?.nodeAffinity ?? {}) as NodeAffinity;
+  const term = (t: NodeSelectorTerm | undefined, at: string): void => {
+    for (const [i, e] of (t?.matchExpressions ?? []).entries())
+      out.push({ field: `${at}.matchExpressions[${i}].key`, key: e.key ?? '', isField: false });
+    for (const [i, e] of (t?.matchFields ?? []).entries())
+      out.push({ field: `${at}.matchFields[${i}].key`, key: e.key ?? '', isField: true });
+  };
+  const req = 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
+  for (const [i, t] of (na.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []).entries())
+    term(t, `${req}[${i}]`);
+  const pref = 'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution';
+  for (const [i, p] of (na.preferredDuringSchedulingIgnoredDuringExecution ?? []).entries())
+    term(p.preference, `${pref}[${i}].preference`);
+  return out;
+}
 
 /** PodRefusal names the field of a tenant Pod its policy refuses, and why. */
 export interface PodRefusal {
@@ -71,6 +107,17 @@ export function checkPodPolicy(
     return {
       field: 'spec.schedulerName',
       message: `spec.schedulerName "${scheduler}" is not allowed by ${policyName} (pods.schedulerNames: ${schedulers.join(', ') || 'none'})`,
+    };
+  }
+  const nodeLabelKeys: readonly string[] = policy?.nodeLabelKeys ?? DEFAULT_PODS_POLICY.nodeLabelKeys;
+  for (const k of nodeKeys(spec)) {
+    if (!k.isField && keyAllowed(nodeLabelKeys, k.key)) continue;
+    const what = k.isField
+      ? `node field "${k.key}": a tenant Pod cannot pick a super node by its fields`
+      : `node label key "${k.key}"`;
+    return {
+      field: k.field,
+      message: `${k.field}: ${what} is not allowed by ${policyName} (pods.nodeLabelKeys: ${nodeLabelKeys.join(', ') || 'none'})`,
     };
   }
   const hostAccess = (policy?.hostAccess ?? DEFAULT_PODS_POLICY.hostAccess) && level === 'privileged';

@@ -144,6 +144,12 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     ['nfs volume', 'nfs', { volumes: [{ name: 'n', nfs: { server: '10.0.0.1', path: '/' } }] }, 'spec.volumes[0].nfs'],
     ['hostNetwork', 'host-network', { hostNetwork: true }, 'spec.hostNetwork'],
     [
+      'nodeSelector on the control-plane role',
+      'control-plane',
+      { nodeSelector: { 'node-role.kubernetes.io/control-plane': '' } },
+      'spec.nodeSelector',
+    ],
+    [
       'a privileged container',
       'privileged',
       { containers: [{ name: 'c', image: 'nginx', securityContext: { privileged: true } }] },
@@ -242,6 +248,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine).toEqual(['token-thief']);
-    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
   });
 });

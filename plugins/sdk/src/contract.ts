@@ -279,6 +279,8 @@ export interface PodsPolicyView {
   readonly hostAccess?: boolean;
   /** volume types the kubelet mounts against arbitrary servers (nfs, iscsi, rbd, cephfs, flexVolume, gitRepo) allowed */
   readonly volumeTypes?: readonly string[];
+  /** node label keys tenant nodeSelectors and node affinity may use; `prefix*` matches every key with that prefix */
+  readonly nodeLabelKeys?: readonly string[];
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */
