@@ -1,7 +1,7 @@
 import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { childLogger } from '../log.ts';
-import { LABEL, MANAGER } from '../names/names.ts';
+import { LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
 import { R } from '../kube/resources.ts';
 import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
 import type { PluginHost } from '../plugins/host.ts';
@@ -85,10 +85,14 @@ export class Effects {
         if (r.minted) countWrite(s.tenant.key, t.plugin, 'token');
         return r.refreshInMs;
       }
-      case 'superServiceAccount':
-        await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(s.names.superNamespace(e.namespace), e.name, s.tenant.key), MANAGER, { force: true });
+      case 'superServiceAccount': {
+        const sns = s.names.superNamespace(e.namespace);
+        // Only in a super namespace the syncer wrote for this tenant's namespace (as every create: plan.ts).
+        if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
+        await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, { force: true });
         countWrite(s.tenant.key, t.plugin, 'createSuper');
         return;
+      }
       case 'tenantCondition':
         await this.condition(t, e);
         return;

@@ -109,9 +109,11 @@ function planOnlyTenant(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, t
   if (!p.toSuper) return nothing();
   const d = desiredSuper(host, p, ctx, tenantObj, undefined);
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
-  if (!d.object || d.skip) return out;
+  if (!d.object) return out;
+  // Before a plugin's own skip: its effects (the pods plugin's super ServiceAccount) write where the object would.
   const refused = createRefusal(ctx, p, tenantObj, d.object);
   if (refused) return refused;
+  if (d.skip) return out;
   out.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
   return out;
 }

@@ -479,7 +479,7 @@ describe('pods plugin: toSuper', () => {
   it('waits for the super Pods\' ServiceAccount, asking the core to create it', () => {
     const got = podsPlugin.toSuper!(tenantPod(), undefined, testContext());
     expect(got).toEqual({
-      object: null,
+      object: normalize(newSuper({ containers: [{ name: 'app', image: 'nginx:1' }] })),
       skip: { reason: 'WaitingForServiceAccount', message: expect.any(String) as unknown as string },
       effects: [{ type: 'superServiceAccount', namespace: 'default', name: SUPER_POD_SERVICE_ACCOUNT }],
       requeueAfterMs: 200,

@@ -182,14 +182,6 @@ function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: st
   delete spec.priority;
   delete spec.preemptionPolicy;
   delete spec.overhead;
-  if (!ctx.superCache.get(R.serviceaccounts, target.namespace, SUPER_POD_SERVICE_ACCOUNT)) {
-    return {
-      object: null,
-      skip: { reason: WAITING_FOR_SERVICE_ACCOUNT, message: `creating ServiceAccount ${SUPER_POD_SERVICE_ACCOUNT} in the super namespace` },
-      effects: [{ type: 'superServiceAccount', namespace: tenantPod.metadata?.namespace ?? '', name: SUPER_POD_SERVICE_ACCOUNT }],
-      requeueAfterMs: SERVICE_ACCOUNT_RETRY_MS,
-    };
-  }
   const effects: Effect[] = [];
   const secretName = tokenSecretName(target.name);
   const tokens = tokenKeys(spec);
@@ -203,6 +195,15 @@ function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: st
   spec.automountServiceAccountToken = false;
   if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
   const object = newObject<Pod>(tenantPod, downMeta(tenantPod, undefined, ctx, target), { spec });
+  if (!ctx.superCache.get(R.serviceaccounts, target.namespace, SUPER_POD_SERVICE_ACCOUNT)) {
+    // The object goes with the skip so that the core's namespace ownership check still applies to this create.
+    return {
+      object,
+      skip: { reason: WAITING_FOR_SERVICE_ACCOUNT, message: `creating ServiceAccount ${SUPER_POD_SERVICE_ACCOUNT} in the super namespace` },
+      effects: [{ type: 'superServiceAccount', namespace: tenantPod.metadata?.namespace ?? '', name: SUPER_POD_SERVICE_ACCOUNT }],
+      requeueAfterMs: SERVICE_ACCOUNT_RETRY_MS,
+    };
+  }
   return effects.length ? { object, effects } : { object };
 }
 
