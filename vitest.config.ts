@@ -8,8 +8,14 @@ export default defineConfig({
   // tests need no prior build; an installed plugin package resolves it to the built dist/ like any dependency.
   resolve: {
     alias: [
-      { find: /^@virtualcluster-ts\/plugin-sdk$/, replacement: fileURLToPath(new URL('./plugins/sdk/src/index.ts', import.meta.url)) },
-      { find: /^@virtualcluster-ts\/plugin-sdk\/testing$/, replacement: fileURLToPath(new URL('./plugins/sdk/src/testing.ts', import.meta.url)) },
+      {
+        find: /^@virtualcluster-ts\/plugin-sdk$/,
+        replacement: fileURLToPath(new URL('./plugins/sdk/src/index.ts', import.meta.url)),
+      },
+      {
+        find: /^@virtualcluster-ts\/plugin-sdk\/testing$/,
+        replacement: fileURLToPath(new URL('./plugins/sdk/src/testing.ts', import.meta.url)),
+      },
     ],
   },
   test: {

@@ -18,7 +18,15 @@ import { SOURCE_LABEL, describeRef, sourceLabelValue } from './applier/objects.t
 import { scopeOf, type ScopePolicy } from './applier/scope.ts';
 import type { AddressPolicy } from './source/address.ts';
 import type { SourceError } from './source/errors.ts';
-import { descentBase, ownsRecord, readRecord, recordName, recordObject, type AppliedRecord, type ConfigMapObject } from './record.ts';
+import {
+  descentBase,
+  ownsRecord,
+  readRecord,
+  recordName,
+  recordObject,
+  type AppliedRecord,
+  type ConfigMapObject,
+} from './record.ts';
 import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
 import { GitSourceFetcher, type Credentials, type GitRef, type SourceLimits } from './source/source.ts';
@@ -110,21 +118,42 @@ export class GitOpsController {
   private readonly events: EventRecorder;
 
   constructor(private readonly o: GitOpsOptions) {
-    this.fetcher = new GitSourceFetcher({ cacheRoot: o.cacheRoot, timeoutMs: o.timeoutMs, addresses: o.addresses, limits: o.limits });
+    this.fetcher = new GitSourceFetcher({
+      cacheRoot: o.cacheRoot,
+      timeoutMs: o.timeoutMs,
+      addresses: o.addresses,
+      limits: o.limits,
+    });
     this.receiverPort = o.webhook?.port ?? 0;
     this.sources = new Informer<GitSource>({ client: o.meta, resource: GITSOURCES, name: 'gitsources' });
     const enqueue = (gs: KubeObject) => this.queue.add(objectKey(gs));
     this.sources.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
     // Objects a source applied: a hand edit or deletion requeues their source at once.
-    this.owned = new Informer({ client: o.meta, resource: R.virtualclusters, name: 'gitops-owned', labelSelector: SOURCE_LABEL });
+    this.owned = new Informer({
+      client: o.meta,
+      resource: R.virtualclusters,
+      name: 'gitops-owned',
+      labelSelector: SOURCE_LABEL,
+    });
     const back = (obj: KubeObject) => {
       const label = obj.metadata?.labels?.[SOURCE_LABEL];
       for (const gs of this.sources.list()) if (sourceLabelValue(gs.metadata) === label) this.queue.add(objectKey(gs));
     };
     this.owned.addHandler({ onUpdate: (_a, b) => back(b), onDelete: back });
-    this.runner = new Runner({ name: 'gitops', queue: this.queue, concurrency: 2, reconciler: { reconcile: (k) => this.reconcile(k) } });
+    this.runner = new Runner({
+      name: 'gitops',
+      queue: this.queue,
+      concurrency: 2,
+      reconciler: { reconcile: (k) => this.reconcile(k) },
+    });
     this.status = new StatusWriter({ client: o.meta, resource: GITSOURCES, fieldManager: IDENTITY.gitops });
-    this.events = new EventRecorder({ client: o.meta, component: IDENTITY.gitops, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', log });
+    this.events = new EventRecorder({
+      client: o.meta,
+      component: IDENTITY.gitops,
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'GitSource',
+      log,
+    });
   }
 
   /** start syncs the caches, starts the webhook receiver and the workers. */
@@ -168,7 +197,15 @@ export class GitOpsController {
     }
     if (gs.spec.suspend) {
       st.poller.suspend();
-      await this.status.write(gs, withCondition(gs, { type: 'Ready', status: 'Unknown', reason: 'Suspended', message: 'reconciliation is suspended' }));
+      await this.status.write(
+        gs,
+        withCondition(gs, {
+          type: 'Ready',
+          status: 'Unknown',
+          reason: 'Suspended',
+          message: 'reconciliation is suspended',
+        }),
+      );
       return;
     }
     st.poller.resume();
@@ -189,27 +226,52 @@ export class GitOpsController {
     const report = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
     report.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
     const r = report.result;
-    if (!r.stop && report.status.lastAppliedRevision === st.artifact.revision) await this.keepRecord(gs, st, st.artifact.revision);
+    if (!r.stop && report.status.lastAppliedRevision === st.artifact.revision)
+      await this.keepRecord(gs, st, st.artifact.revision);
     await this.status.write(gs, reported(st, report.status));
     if (r.applied.length || r.pruned.length) {
-      await this.events.record(gs, 'Normal', 'Applied', `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`);
+      await this.events.record(
+        gs,
+        'Normal',
+        'Applied',
+        `revision ${st.artifact.revision.slice(0, 12)}: ${r.applied.length} applied, ${r.pruned.length} pruned`,
+      );
     }
     if (r.stop) await this.events.record(gs, 'Warning', r.stop.reason, r.stop.message);
     if (r.foreign.length) {
       const names = r.foreign.map(describeRef).join(', ');
-      await this.events.record(gs, 'Warning', 'PruneRefused', `not this GitSource's to delete (outside its scope or not labelled as its own), forgotten: ${names}`);
+      await this.events.record(
+        gs,
+        'Warning',
+        'PruneRefused',
+        `not this GitSource's to delete (outside its scope or not labelled as its own), forgotten: ${names}`,
+      );
     }
     return { requeueAfter: interval };
   }
 
   private async ensureState(key: string, gs: GitSource): Promise<SourceState> {
-    const secrets = await Promise.all([gs.spec.secretRef, gs.spec.verify?.secretRef, gs.spec.webhook?.secretRef].map((r) => (r ? this.secret(gs, r.name) : undefined)));
-    const specHash = createHash('sha256').update(JSON.stringify([gs.spec, secrets.map((s) => s?.metadata?.resourceVersion)])).digest('hex');
+    const secrets = await Promise.all(
+      [gs.spec.secretRef, gs.spec.verify?.secretRef, gs.spec.webhook?.secretRef].map((r) =>
+        r ? this.secret(gs, r.name) : undefined,
+      ),
+    );
+    const specHash = createHash('sha256')
+      .update(JSON.stringify([gs.spec, secrets.map((s) => s?.metadata?.resourceVersion)]))
+      .digest('hex');
     const existing = this.state.get(key);
     if (existing?.specHash === specHash) return existing;
     existing?.poller.stop();
-    const known = existing?.uid === gs.metadata.uid && existing?.record.kind === 'present' && existing.record.revision ? existing.record : undefined;
-    const record = known ?? readRecord(await this.o.meta.getOrNull<ConfigMapObject>(R.configmaps, gs.metadata.namespace, recordName(gs.metadata.name)), gs);
+    const known =
+      existing?.uid === gs.metadata.uid && existing?.record.kind === 'present' && existing.record.revision
+        ? existing.record
+        : undefined;
+    const record =
+      known ??
+      readRecord(
+        await this.o.meta.getOrNull<ConfigMapObject>(R.configmaps, gs.metadata.namespace, recordName(gs.metadata.name)),
+        gs,
+      );
     const [creds, keys, hook] = secrets;
     const ref = gitRefOf(gs);
     const st: SourceState = {
@@ -250,7 +312,11 @@ export class GitOpsController {
         suspend: gs.spec.suspend,
         history: () => {
           const now = this.sources.get(key) ?? gs;
-          const base = descentBase(st.record, now.status?.lastAppliedRevision, `${gs.metadata.namespace}/${recordName(gs.metadata.name)}`);
+          const base = descentBase(
+            st.record,
+            now.status?.lastAppliedRevision,
+            `${gs.metadata.namespace}/${recordName(gs.metadata.name)}`,
+          );
           const allowRevision = now.metadata.annotations?.[ALLOW_REVISION_ANNOTATION];
           return 'lost' in base ? { baseLost: base.lost, allowRevision } : { since: base.since, allowRevision };
         },
@@ -268,15 +334,28 @@ export class GitOpsController {
     });
     if (hook && gs.spec.webhook) {
       const secret = secretValue(hook, 'token');
-      if (!secret) throw new Error(`Secret ${gs.metadata.namespace}/${gs.spec.webhook.secretRef.name} has no key "token" (spec.webhook.secretRef)`);
-      st.webhook = { path: hookPath(gs.metadata.namespace, gs.metadata.name), kind: gs.spec.webhook.kind, secret, onTrigger: () => void st.poller.trigger() };
+      if (!secret)
+        throw new Error(
+          `Secret ${gs.metadata.namespace}/${gs.spec.webhook.secretRef.name} has no key "token" (spec.webhook.secretRef)`,
+        );
+      st.webhook = {
+        path: hookPath(gs.metadata.namespace, gs.metadata.name),
+        kind: gs.spec.webhook.kind,
+        secret,
+        onTrigger: () => void st.poller.trigger(),
+      };
     }
     this.state.set(key, st);
     await this.refreshWebhooks();
     st.poller.start();
     const { ms, raised } = this.interval(gs);
     if (raised) {
-      await this.events.record(gs, 'Warning', 'IntervalRaised', `spec.interval ${gs.spec.interval} is below the platform's minimum; polling every ${ms / 1000}s (gitops.minIntervalSeconds)`);
+      await this.events.record(
+        gs,
+        'Warning',
+        'IntervalRaised',
+        `spec.interval ${gs.spec.interval} is below the platform's minimum; polling every ${ms / 1000}s (gitops.minIntervalSeconds)`,
+      );
     }
     return st;
   }
@@ -299,11 +378,24 @@ export class GitOpsController {
         await this.o.meta.update(R.configmaps, { ...cur, data: want.data }, { fieldManager: IDENTITY.gitops });
       } else {
         const found = readRecord(cur, gs);
-        await this.events.record(gs, 'Warning', 'RecordRefused', `${found.kind === 'foreign' ? found.why : ''}; not overwritten, so after a restart the next revision needs ${ALLOW_REVISION_ANNOTATION}`);
+        await this.events.record(
+          gs,
+          'Warning',
+          'RecordRefused',
+          `${found.kind === 'foreign' ? found.why : ''}; not overwritten, so after a restart the next revision needs ${ALLOW_REVISION_ANNOTATION}`,
+        );
       }
     } catch (e) {
-      log.warn({ gitSource: `${gs.metadata.namespace}/${gs.metadata.name}`, err: e instanceof Error ? e.message : String(e) }, 'writing the applied record failed');
-      await this.events.record(gs, 'Warning', 'RecordFailed', `could not write ConfigMap ${namespace}/${name}: ${e instanceof Error ? e.message : String(e)}`);
+      log.warn(
+        { gitSource: `${gs.metadata.namespace}/${gs.metadata.name}`, err: e instanceof Error ? e.message : String(e) },
+        'writing the applied record failed',
+      );
+      await this.events.record(
+        gs,
+        'Warning',
+        'RecordFailed',
+        `could not write ConfigMap ${namespace}/${name}: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 
@@ -318,7 +410,8 @@ export class GitOpsController {
     try {
       return await this.o.meta.get(R.secrets, gs.metadata.namespace, name);
     } catch (e) {
-      if (isNotFound(e)) throw new Error(`Secret ${gs.metadata.namespace}/${name} named by the GitSource does not exist`);
+      if (isNotFound(e))
+        throw new Error(`Secret ${gs.metadata.namespace}/${name} named by the GitSource does not exist`);
       throw e;
     }
   }
@@ -329,7 +422,11 @@ export class GitOpsController {
     const routesKey = JSON.stringify(routes.map((r) => [r.path, r.kind, r.secret]));
     if (this.receiver && routesKey === this.routesKey) return;
     await this.receiver?.close();
-    this.receiver = await startWebhookReceiver({ host: this.o.webhook?.host ?? '127.0.0.1', port: this.receiverPort, routes });
+    this.receiver = await startWebhookReceiver({
+      host: this.o.webhook?.host ?? '127.0.0.1',
+      port: this.receiverPort,
+      routes,
+    });
     this.receiverPort = this.receiver.port;
     this.routesKey = routesKey;
   }
@@ -363,29 +460,49 @@ function credentialsOf(gs: GitSource, s: { data?: Record<string, string> }): Cre
   const username = secretValue(s, 'username');
   const password = secretValue(s, 'password');
   if (username && password) return { username, password };
-  throw new Error(`Secret ${gs.metadata.namespace}/${gs.spec.secretRef!.name} needs keys username and password, or token (spec.secretRef)`);
+  throw new Error(
+    `Secret ${gs.metadata.namespace}/${gs.spec.secretRef!.name} needs keys username and password, or token (spec.secretRef)`,
+  );
 }
 
 function verifyKeysOf(s: { data?: Record<string, string> }): VerifyKeys {
   const values = Object.keys(s.data ?? {}).map((k) => secretValue(s, k)!);
-  return { openpgp: values.filter((v) => v.includes('BEGIN PGP PUBLIC KEY')), ssh: values.filter((v) => !v.includes('BEGIN PGP')) };
+  return {
+    openpgp: values.filter((v) => v.includes('BEGIN PGP PUBLIC KEY')),
+    ssh: values.filter((v) => !v.includes('BEGIN PGP')),
+  };
 }
 
 /** withCondition is the GitSource's status with one condition set (at its generation). */
 function withCondition(gs: GitSource, c: Omit<ConditionInput, 'observedGeneration'>): GitSourceStatus {
   const old = gs.status ?? {};
   const generation = gs.metadata.generation;
-  return { ...old, observedGeneration: generation, conditions: setCondition(old.conditions, { ...c, observedGeneration: generation }) };
+  return {
+    ...old,
+    observedGeneration: generation,
+    conditions: setCondition(old.conditions, { ...c, observedGeneration: generation }),
+  };
 }
 
 /** reported is a status to write with lastAppliedRevision from the manager's record, whatever status said before. */
 function reported(st: SourceState, status: GitSourceStatus): GitSourceStatus {
-  return st.record.kind === 'present' && st.record.revision ? { ...status, lastAppliedRevision: st.record.revision } : status;
+  return st.record.kind === 'present' && st.record.revision
+    ? { ...status, lastAppliedRevision: st.record.revision }
+    : status;
 }
 
 /** stalled keeps the last applied revision and inventory, and says why the source cannot go on. */
 function stalled(gs: GitSource, reason: string, message: string): GitSourceStatus {
   const s = withCondition(gs, { type: 'Ready', status: 'False', reason, message });
   const others = (s.conditions ?? []).filter((x) => x.type !== 'Reconciling');
-  return { ...s, conditions: setCondition(others, { type: 'Stalled', status: 'True', reason, message, observedGeneration: gs.metadata.generation }) };
+  return {
+    ...s,
+    conditions: setCondition(others, {
+      type: 'Stalled',
+      status: 'True',
+      reason,
+      message,
+      observedGeneration: gs.metadata.generation,
+    }),
+  };
 }

@@ -4,7 +4,17 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CRD_NAMES, celField, crdFile, generateCRD, renderCRDYaml, staleCRDs, toStructural, writeCRDs, type StructuralSchema } from './crdgen.ts';
+import {
+  CRD_NAMES,
+  celField,
+  crdFile,
+  generateCRD,
+  renderCRDYaml,
+  staleCRDs,
+  toStructural,
+  writeCRDs,
+  type StructuralSchema,
+} from './crdgen.ts';
 import { validate } from './validate.ts';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -64,7 +74,8 @@ describe('generated CRDs', () => {
       if ((n.additionalProperties as unknown) === false) problems.push(`${at}: additionalProperties false`);
       if (n.uniqueItems) problems.push(`${at}: uniqueItems`);
       for (const k of Object.keys(n)) if (!ALLOWED.has(k)) problems.push(`${at}: keyword ${k}`);
-      if (path && !path.startsWith('metadata') && !n.description && !path.endsWith('.*')) problems.push(`${at}: no description`);
+      if (path && !path.startsWith('metadata') && !n.description && !path.endsWith('.*'))
+        problems.push(`${at}: no description`);
     });
     expect(problems).toEqual([]);
   });
@@ -83,7 +94,13 @@ describe('generated CRDs', () => {
     expect(crd.spec).toMatchObject({
       group: 'tenancy.x-k8s.io',
       scope: 'Namespaced',
-      names: { kind: 'VirtualCluster', listKind: 'VirtualClusterList', plural: 'virtualclusters', singular: 'virtualcluster', shortNames: ['vc'] },
+      names: {
+        kind: 'VirtualCluster',
+        listKind: 'VirtualClusterList',
+        plural: 'virtualclusters',
+        singular: 'virtualcluster',
+        shortNames: ['vc'],
+      },
     });
     const v = crd.spec.versions[0]!;
     expect(crd.spec.versions).toHaveLength(1);
@@ -99,7 +116,10 @@ describe('generated CRDs', () => {
   it('describes ClusterVersion: cluster-scoped, cv, no status subresource', () => {
     const crd = generateCRD('clusterVersion');
     expect(crd.metadata.name).toBe('clusterversions.tenancy.x-k8s.io');
-    expect(crd.spec).toMatchObject({ scope: 'Cluster', names: { kind: 'ClusterVersion', plural: 'clusterversions', shortNames: ['cv'] } });
+    expect(crd.spec).toMatchObject({
+      scope: 'Cluster',
+      names: { kind: 'ClusterVersion', plural: 'clusterversions', shortNames: ['cv'] },
+    });
     const v = crd.spec.versions[0]!;
     expect(v.subresources).toBeUndefined();
     expect(v.additionalPrinterColumns.map((c) => c.name)).toEqual(['Version', 'Age']);
@@ -109,7 +129,10 @@ describe('generated CRDs', () => {
     const spec = schemaOf('virtualCluster').properties!.spec!;
     const p = spec.properties!;
     expect(p.pluginConfig).toMatchObject({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
-    expect(p.apiServer!.properties!.extraArgs).toMatchObject({ type: 'object', additionalProperties: { type: 'string' } });
+    expect(p.apiServer!.properties!.extraArgs).toMatchObject({
+      type: 'object',
+      additionalProperties: { type: 'string' },
+    });
     expect(p.plugins!.properties!.enable).toMatchObject({ type: 'array', 'x-kubernetes-list-type': 'set' });
     expect(p.weight).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
     // The TenantPolicy gives the default weight and Pod Security level: an apiserver default would hide an absent one.
@@ -132,7 +155,10 @@ describe('generated CRDs', () => {
     ]);
     const conditions = schemaOf('virtualCluster').properties!.status!.properties!.conditions!;
     expect(conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
-    expect(schemaOf('virtualCluster').properties!.kind).toEqual({ description: 'Kind of this object.', type: 'string' });
+    expect(schemaOf('virtualCluster').properties!.kind).toEqual({
+      description: 'Kind of this object.',
+      type: 'string',
+    });
   });
 
   it('keeps only defaults the JSON Schema accepts', () => {
@@ -141,13 +167,20 @@ describe('generated CRDs', () => {
       if (n.default !== undefined && !path.includes('.')) defaults[path] = n.default;
     });
     expect(defaults).toEqual({ clusterDomain: 'cluster.local' });
-    const value = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name: 'a', namespace: 'b' }, spec: defaults };
+    const value = {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'a', namespace: 'b' },
+      spec: defaults,
+    };
     expect(validate('virtualCluster', value)).toEqual([]);
   });
 
   it('renders YAML under the generated-file header', () => {
     const text = renderCRDYaml('clusterVersion');
-    expect(text.split('\n')[0]).toBe('# generated from schemas/clusterversion.schema.json by npm run gen:crds; do not edit');
+    expect(text.split('\n')[0]).toBe(
+      '# generated from schemas/clusterversion.schema.json by npm run gen:crds; do not edit',
+    );
     expect(parse(text)).toEqual(generateCRD('clusterVersion'));
   });
 
@@ -176,7 +209,11 @@ describe('toStructural', () => {
     });
     expect(out).toEqual({
       type: 'object',
-      properties: { a: { description: 'use', type: 'string', maxLength: 3 }, b: { type: 'string', enum: ['x'] }, c: { type: 'integer', enum: [1, 2] } },
+      properties: {
+        a: { description: 'use', type: 'string', maxLength: 3 },
+        b: { type: 'string', enum: ['x'] },
+        c: { type: 'integer', enum: [1, 2] },
+      },
     });
   });
 
@@ -209,14 +246,22 @@ describe('toStructural', () => {
   });
 
   it('keeps uniqueItems only as a set of scalars', () => {
-    expect(toStructural({ type: 'array', uniqueItems: true, items: { type: 'object', properties: { a: { type: 'string' } } } })).not.toHaveProperty(
-      'x-kubernetes-list-type',
-    );
+    expect(
+      toStructural({
+        type: 'array',
+        uniqueItems: true,
+        items: { type: 'object', properties: { a: { type: 'string' } } },
+      }),
+    ).not.toHaveProperty('x-kubernetes-list-type');
   });
 
   it('rejects keywords it does not know and non-structural maps', () => {
-    expect(() => toStructural({ type: 'object', patternProperties: { '^a': { type: 'string' } } })).toThrow(/no CRD counterpart for keyword patternProperties/);
-    expect(() => toStructural({ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: { type: 'string' } })).toThrow(/not structural/);
+    expect(() => toStructural({ type: 'object', patternProperties: { '^a': { type: 'string' } } })).toThrow(
+      /no CRD counterpart for keyword patternProperties/,
+    );
+    expect(() =>
+      toStructural({ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: { type: 'string' } }),
+    ).toThrow(/not structural/);
   });
 
   it.each([

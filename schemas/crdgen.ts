@@ -93,7 +93,12 @@ const TARGETS: Record<CRDName, Target> = {
     scope: 'Namespaced',
     columns: [
       { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase.' },
-      { name: 'Provisioner', type: 'string', jsonPath: '.spec.provisioner.type', description: 'How the control plane is provided.' },
+      {
+        name: 'Provisioner',
+        type: 'string',
+        jsonPath: '.spec.provisioner.type',
+        description: 'How the control plane is provided.',
+      },
       age,
     ],
     listMaps: { 'status.conditions': ['type'] },
@@ -103,7 +108,10 @@ const TARGETS: Record<CRDName, Target> = {
     plural: 'clusterversions',
     shortNames: ['cv'],
     scope: 'Cluster',
-    columns: [{ name: 'Version', type: 'string', jsonPath: '.spec.kubernetesVersion', description: 'Kubernetes version.' }, age],
+    columns: [
+      { name: 'Version', type: 'string', jsonPath: '.spec.kubernetesVersion', description: 'Kubernetes version.' },
+      age,
+    ],
   },
   gitSource: {
     kind: 'GitSource',
@@ -112,9 +120,25 @@ const TARGETS: Record<CRDName, Target> = {
     scope: 'Namespaced',
     columns: [
       { name: 'URL', type: 'string', jsonPath: '.spec.url', description: 'Repository URL.' },
-      { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Whether the last revision was applied in full.' },
-      { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Why it is or is not ready.', priority: 1 },
-      { name: 'Revision', type: 'string', jsonPath: '.status.lastAppliedRevision', description: 'Last revision applied in full.' },
+      {
+        name: 'Ready',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+        description: 'Whether the last revision was applied in full.',
+      },
+      {
+        name: 'Reason',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+        description: 'Why it is or is not ready.',
+        priority: 1,
+      },
+      {
+        name: 'Revision',
+        type: 'string',
+        jsonPath: '.status.lastAppliedRevision',
+        description: 'Last revision applied in full.',
+      },
       age,
     ],
     listMaps: { 'status.conditions': ['type'] },
@@ -125,7 +149,12 @@ const TARGETS: Record<CRDName, Target> = {
     shortNames: ['tp'],
     scope: 'Cluster',
     columns: [
-      { name: 'Default', type: 'string', jsonPath: ".metadata.annotations['tenancy\\.x-k8s\\.io/is-default-policy']", description: 'Whether VirtualClusters that name no policy get this one.' },
+      {
+        name: 'Default',
+        type: 'string',
+        jsonPath: ".metadata.annotations['tenancy\\.x-k8s\\.io/is-default-policy']",
+        description: 'Whether VirtualClusters that name no policy get this one.',
+      },
       age,
     ],
   },
@@ -159,18 +188,52 @@ const KEPT = new Set([
  * validates the full schema at every entry point of the project, and only an object written past them (kubectl
  * straight to the apiserver) escapes these checks.
  */
-const DROPPED = new Set(['$schema', '$id', '$defs', '$comment', 'title', 'examples', 'propertyNames', 'not', 'anyOf', 'oneOf']);
+const DROPPED = new Set([
+  '$schema',
+  '$id',
+  '$defs',
+  '$comment',
+  'title',
+  'examples',
+  'propertyNames',
+  'not',
+  'anyOf',
+  'oneOf',
+]);
 
 // CEL names that must be written __name__ when they are property names.
 const CEL_RESERVED = new Set([
-  'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let',
-  'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
+  'true',
+  'false',
+  'null',
+  'in',
+  'as',
+  'break',
+  'const',
+  'continue',
+  'else',
+  'for',
+  'function',
+  'if',
+  'import',
+  'let',
+  'loop',
+  'package',
+  'namespace',
+  'return',
+  'var',
+  'void',
+  'while',
 ]);
 
 /** celField is how a CEL rule in a CRD names a property: Kubernetes' escaping of reserved words and `_.-/`. */
 export function celField(name: string): string {
   if (CEL_RESERVED.has(name)) return `__${name}__`;
-  return name.replaceAll('__', '__underscores__').replaceAll('.', '__dot__').replaceAll('-', '__dash__').replaceAll('/', '__slash__');
+  return name
+    .replaceAll('__', '__underscores__')
+    .replaceAll('.', '__dot__')
+    .replaceAll('-', '__dash__')
+    .replaceAll('/', '__slash__');
 }
 
 const celString = (v: string): string => `'${v.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
@@ -221,11 +284,21 @@ function conditionalRules(c: Json): ValidationRule[] | null {
     if (b === undefined) continue;
     if (Object.keys(b).some((k) => k !== 'required' && k !== 'properties')) return null;
     for (const p of (b.required as string[] | undefined) ?? []) {
-      rules.push({ rule: `${guard} || has(self.${celField(p)})`, message: `${p} is required ${phrase}`, fieldPath: `.${p}`, reason: 'FieldValueRequired' });
+      rules.push({
+        rule: `${guard} || has(self.${celField(p)})`,
+        message: `${p} is required ${phrase}`,
+        fieldPath: `.${p}`,
+        reason: 'FieldValueRequired',
+      });
     }
     for (const [p, s] of Object.entries((b.properties as Record<string, unknown> | undefined) ?? {})) {
       if (s !== false) return null;
-      rules.push({ rule: `${guard} || !has(self.${celField(p)})`, message: `${p} is not allowed ${phrase}`, fieldPath: `.${p}`, reason: 'FieldValueForbidden' });
+      rules.push({
+        rule: `${guard} || !has(self.${celField(p)})`,
+        message: `${p} is not allowed ${phrase}`,
+        fieldPath: `.${p}`,
+        reason: 'FieldValueForbidden',
+      });
     }
   }
   return rules;
@@ -237,7 +310,12 @@ function conditionalRules(c: Json): ValidationRule[] | null {
  * x-kubernetes-preserve-unknown-fields, `uniqueItems` on scalars as a set list, simple if/then/else as CEL rules.
  * root is the document $refs resolve against; path is the dotted field path, for listMaps and error messages.
  */
-export function toStructural(schema: Json, root: Json = schema, path = '', listMaps: Record<string, string[]> = {}): StructuralSchema {
+export function toStructural(
+  schema: Json,
+  root: Json = schema,
+  path = '',
+  listMaps: Record<string, string[]> = {},
+): StructuralSchema {
   let node = schema;
   for (let depth = 0; typeof node.$ref === 'string'; depth++) {
     if (depth > 32) throw new Error(`crdgen: $ref cycle at ${path || '<root>'}`);
@@ -258,13 +336,16 @@ export function toStructural(schema: Json, root: Json = schema, path = '', listM
     } else if (k === 'items') {
       out.items = toStructural(v as Json, root, `${path}[]`, listMaps);
     } else if (k === 'additionalProperties') {
-      if (node.properties && v !== false) throw new Error(`crdgen: ${path || '<root>'}: properties and additionalProperties together are not structural`);
-      if (typeof v === 'object' && v !== null) out.additionalProperties = toStructural(v as Json, root, `${path}.*`, listMaps);
+      if (node.properties && v !== false)
+        throw new Error(`crdgen: ${path || '<root>'}: properties and additionalProperties together are not structural`);
+      if (typeof v === 'object' && v !== null)
+        out.additionalProperties = toStructural(v as Json, root, `${path}.*`, listMaps);
       else if (v === true) out['x-kubernetes-preserve-unknown-fields'] = true;
     } else if (k === 'uniqueItems') {
       const items = node.items as Json | undefined;
       const itemType = items ? (toStructural(items, root).type ?? '') : '';
-      if (v === true && ['string', 'integer', 'number', 'boolean'].includes(itemType)) out['x-kubernetes-list-type'] = 'set';
+      if (v === true && ['string', 'integer', 'number', 'boolean'].includes(itemType))
+        out['x-kubernetes-list-type'] = 'set';
     } else if (k === 'allOf') {
       for (const c of v as Json[]) rules.push(...(conditionalRules(c) ?? []));
     } else if (k === 'if') {
@@ -276,7 +357,8 @@ export function toStructural(schema: Json, root: Json = schema, path = '', listM
     const inferred = out.enum ? inferType(out.enum as unknown[]) : out.properties ? 'object' : undefined;
     if (inferred) out.type = inferred;
   }
-  if (out.type === 'object' && !out.properties && !out.additionalProperties) out['x-kubernetes-preserve-unknown-fields'] = true;
+  if (out.type === 'object' && !out.properties && !out.additionalProperties)
+    out['x-kubernetes-preserve-unknown-fields'] = true;
   if (listMaps[path]) {
     out['x-kubernetes-list-type'] = 'map';
     out['x-kubernetes-list-map-keys'] = listMaps[path];
@@ -301,7 +383,9 @@ function rootSchema(schema: Json, target: Target): StructuralSchema {
   }
   if (props.metadata) {
     const { type, minLength, maxLength, pattern } = props.metadata.properties?.name ?? {};
-    const name = Object.fromEntries(Object.entries({ type, minLength, maxLength, pattern }).filter(([, v]) => v !== undefined));
+    const name = Object.fromEntries(
+      Object.entries({ type, minLength, maxLength, pattern }).filter(([, v]) => v !== undefined),
+    );
     props.metadata = { type: 'object', ...(Object.keys(name).length ? { properties: { name } } : {}) };
   }
   if (out.required) {
@@ -323,7 +407,13 @@ export function generateCRD(name: CRDName): CustomResourceDefinition {
     metadata: { name: `${t.plural}.${GROUP}` },
     spec: {
       group: GROUP,
-      names: { kind: t.kind, listKind: `${t.kind}List`, plural: t.plural, singular: t.kind.toLowerCase(), shortNames: t.shortNames },
+      names: {
+        kind: t.kind,
+        listKind: `${t.kind}List`,
+        plural: t.plural,
+        singular: t.kind.toLowerCase(),
+        shortNames: t.shortNames,
+      },
       scope: t.scope,
       versions: [
         {
@@ -387,4 +477,5 @@ function main(cmd: string | undefined): number {
   return 2;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exitCode = main(process.argv[2]);
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  process.exitCode = main(process.argv[2]);

@@ -32,7 +32,14 @@ const fullVC = vc(
     status: {
       phase: 'Running',
       conditions: [
-        { type: 'Ready', status: 'True', reason: 'ControlPlaneUp', message: 'ok', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: 2 },
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'ControlPlaneUp',
+          message: 'ok',
+          lastTransitionTime: '2026-01-02T03:04:05Z',
+          observedGeneration: 2,
+        },
       ],
       observedGeneration: 2,
       clusterNamespace: 'team-a-1a2b3c-dev',
@@ -61,10 +68,18 @@ describe('VirtualCluster schema', () => {
     ['a fractional weight', vc({ weight: 1.5 }), '/spec/weight'],
     ['an unknown pod security level', vc({ podSecurityLevel: 'open' }), '/spec/podSecurityLevel'],
     ['type import without import', vc({ provisioner: { type: 'import' } }), '/spec/provisioner/import'],
-    ['import with another type', vc({ provisioner: { type: 'native', import: { kubeconfigSecretRef: { name: 's' } } } }), '/spec/provisioner/import'],
+    [
+      'import with another type',
+      vc({ provisioner: { type: 'native', import: { kubeconfigSecretRef: { name: 's' } } } }),
+      '/spec/provisioner/import',
+    ],
     ['a provisioner without type', vc({ provisioner: {} }), '/spec/provisioner/type'],
     ['an unknown provisioner type', vc({ provisioner: { type: 'cloud' } }), '/spec/provisioner/type'],
-    ['an import without secret name', vc({ provisioner: { type: 'import', import: { kubeconfigSecretRef: {} } } }), '/spec/provisioner/import/kubeconfigSecretRef/name'],
+    [
+      'an import without secret name',
+      vc({ provisioner: { type: 'import', import: { kubeconfigSecretRef: {} } } }),
+      '/spec/provisioner/import/kubeconfigSecretRef/name',
+    ],
     ['an unknown spec field', vc({ foo: 1 }), '/spec/foo'],
     ['an unknown nested field', vc({ plugins: { enabled: ['x'] } }), '/spec/plugins/enabled'],
     ['a CIDR prefix over 32', vc({ serviceCidr: '10.0.0.0/33' }), '/spec/serviceCidr'],
@@ -75,7 +90,11 @@ describe('VirtualCluster schema', () => {
     ['an uppercase cluster domain', vc({ clusterDomain: 'Cluster.Local' }), '/spec/clusterDomain'],
     ['a duplicate plugin', vc({ plugins: { enable: ['a', 'a'] } }), '/spec/plugins/enable'],
     ['an extra arg with dashes', vc({ apiServer: { extraArgs: { '--v': '4' } } }), '/spec/apiServer/extraArgs'],
-    ['a non-string extra arg', vc({ controllerManager: { extraArgs: { v: 4 } } }), '/spec/controllerManager/extraArgs/v'],
+    [
+      'a non-string extra arg',
+      vc({ controllerManager: { extraArgs: { v: 4 } } }),
+      '/spec/controllerManager/extraArgs/v',
+    ],
     ['a non-object pluginConfig', vc({ pluginConfig: 'x' }), '/spec/pluginConfig'],
     ['a name with a dot', vc({}, { metadata: { name: 'a.b', namespace: 'n' } }), '/metadata/name'],
     ['no namespace', vc({}, { metadata: { name: 'a' } }), '/metadata/namespace'],
@@ -83,19 +102,71 @@ describe('VirtualCluster schema', () => {
     ['the wrong kind', vc({}, { kind: 'ClusterVersion' }), '/kind'],
     ['an unknown top-level field', vc({}, { data: {} }), '/data'],
     ['an unknown phase', vc({}, { status: { phase: 'Ready' } }), '/status/phase'],
-    ['a condition status Maybe', vc({}, { status: { conditions: [{ type: 'Ready', status: 'Maybe', reason: 'X', lastTransitionTime: '2026-01-01T00:00:00Z' }] } }), '/status/conditions/0/status'],
-    ['a snake_case reason', vc({}, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'not_camel', lastTransitionTime: '2026-01-01T00:00:00Z' }] } }), '/status/conditions/0/reason'],
-    ['a bad transition time', vc({}, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Up', lastTransitionTime: 'yesterday' }] } }), '/status/conditions/0/lastTransitionTime'],
-    ['an uppercase fingerprint', vc({}, { status: { kubeletClientCertFingerprint: 'AB'.repeat(32) } }), '/status/kubeletClientCertFingerprint'],
-    ['a short fingerprint', vc({}, { status: { kubeletClientCertFingerprint: 'ab'.repeat(31) } }), '/status/kubeletClientCertFingerprint'],
-    ['an endpoint without scheme', vc({}, { status: { apiserverEndpoint: '10.0.0.1:6443' } }), '/status/apiserverEndpoint'],
-    ['an IPv6 endpoint without brackets', vc({}, { status: { apiserverEndpoint: 'https://fd00::1:6443' } }), '/status/apiserverEndpoint'],
+    [
+      'a condition status Maybe',
+      vc(
+        {},
+        {
+          status: {
+            conditions: [{ type: 'Ready', status: 'Maybe', reason: 'X', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+          },
+        },
+      ),
+      '/status/conditions/0/status',
+    ],
+    [
+      'a snake_case reason',
+      vc(
+        {},
+        {
+          status: {
+            conditions: [
+              { type: 'Ready', status: 'True', reason: 'not_camel', lastTransitionTime: '2026-01-01T00:00:00Z' },
+            ],
+          },
+        },
+      ),
+      '/status/conditions/0/reason',
+    ],
+    [
+      'a bad transition time',
+      vc(
+        {},
+        { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Up', lastTransitionTime: 'yesterday' }] } },
+      ),
+      '/status/conditions/0/lastTransitionTime',
+    ],
+    [
+      'an uppercase fingerprint',
+      vc({}, { status: { kubeletClientCertFingerprint: 'AB'.repeat(32) } }),
+      '/status/kubeletClientCertFingerprint',
+    ],
+    [
+      'a short fingerprint',
+      vc({}, { status: { kubeletClientCertFingerprint: 'ab'.repeat(31) } }),
+      '/status/kubeletClientCertFingerprint',
+    ],
+    [
+      'an endpoint without scheme',
+      vc({}, { status: { apiserverEndpoint: '10.0.0.1:6443' } }),
+      '/status/apiserverEndpoint',
+    ],
+    [
+      'an IPv6 endpoint without brackets',
+      vc({}, { status: { apiserverEndpoint: 'https://fd00::1:6443' } }),
+      '/status/apiserverEndpoint',
+    ],
   ])('rejects %s at its pointer', (_, value, pointer) => {
     expect([...new Set(validate('virtualCluster', value).map((e) => e.pointer))]).toEqual([pointer]);
   });
 });
 
-const cv = (spec: Record<string, unknown>) => ({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', metadata: { name: 'v1-36' }, spec });
+const cv = (spec: Record<string, unknown>) => ({
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'ClusterVersion',
+  metadata: { name: 'v1-36' },
+  spec,
+});
 
 describe('ClusterVersion schema', () => {
   it.each([
@@ -104,8 +175,18 @@ describe('ClusterVersion schema', () => {
       'full',
       cv({
         kubernetesVersion: 'v1.36.3',
-        etcd: { image: 'registry.k8s.io/etcd:3.6.16-0', version: 'v3.6.16', extraArgs: { 'quota-backend-bytes': '8589934592' }, storageSize: '1Gi' },
-        apiServer: { image: 'registry.k8s.io/kube-apiserver:v1.36.3', replicas: 3, extraArgs: { v: '2' }, serviceType: 'LoadBalancer' },
+        etcd: {
+          image: 'registry.k8s.io/etcd:3.6.16-0',
+          version: 'v3.6.16',
+          extraArgs: { 'quota-backend-bytes': '8589934592' },
+          storageSize: '1Gi',
+        },
+        apiServer: {
+          image: 'registry.k8s.io/kube-apiserver:v1.36.3',
+          replicas: 3,
+          extraArgs: { v: '2' },
+          serviceType: 'LoadBalancer',
+        },
         controllerManager: { image: 'registry.k8s.io/kube-controller-manager:v1.36.3', replicas: 1, extraArgs: {} },
       }),
     ],
@@ -117,9 +198,21 @@ describe('ClusterVersion schema', () => {
     ['no kubernetesVersion', cv({}), '/spec/kubernetesVersion'],
     ['a version without v', cv({ kubernetesVersion: '1.36.3' }), '/spec/kubernetesVersion'],
     ['zero replicas', cv({ kubernetesVersion: 'v1.36.3', apiServer: { replicas: 0 } }), '/spec/apiServer/replicas'],
-    ['six replicas', cv({ kubernetesVersion: 'v1.36.3', controllerManager: { replicas: 6 } }), '/spec/controllerManager/replicas'],
-    ['an unknown service type', cv({ kubernetesVersion: 'v1.36.3', apiServer: { serviceType: 'ExternalName' } }), '/spec/apiServer/serviceType'],
-    ['a bad storage size', cv({ kubernetesVersion: 'v1.36.3', etcd: { storageSize: 'lots' } }), '/spec/etcd/storageSize'],
+    [
+      'six replicas',
+      cv({ kubernetesVersion: 'v1.36.3', controllerManager: { replicas: 6 } }),
+      '/spec/controllerManager/replicas',
+    ],
+    [
+      'an unknown service type',
+      cv({ kubernetesVersion: 'v1.36.3', apiServer: { serviceType: 'ExternalName' } }),
+      '/spec/apiServer/serviceType',
+    ],
+    [
+      'a bad storage size',
+      cv({ kubernetesVersion: 'v1.36.3', etcd: { storageSize: 'lots' } }),
+      '/spec/etcd/storageSize',
+    ],
     ['an image with spaces', cv({ kubernetesVersion: 'v1.36.3', etcd: { image: 'a b' } }), '/spec/etcd/image'],
     ['an unknown etcd field', cv({ kubernetesVersion: 'v1.36.3', etcd: { replicas: 3 } }), '/spec/etcd/replicas'],
   ])('rejects %s at its pointer', (_, value, pointer) => {
@@ -127,7 +220,12 @@ describe('ClusterVersion schema', () => {
   });
 });
 
-const tp = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: 'gold' }) => ({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'TenantPolicy', metadata, spec });
+const tp = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: 'gold' }) => ({
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'TenantPolicy',
+  metadata,
+  spec,
+});
 
 describe('TenantPolicy schema', () => {
   it.each([
@@ -161,8 +259,16 @@ describe('TenantPolicy schema', () => {
     ['no allowed level at all', tp({ podSecurity: { allowedLevels: [] } }), '/spec/podSecurity/allowedLevels'],
     ['a weight ceiling of 0', tp({ weight: { max: 0 } }), '/spec/weight/max'],
     ['an unknown provisioner', tp({ provisioners: { allowed: ['cloud'] } }), '/spec/provisioners/allowed/0'],
-    ['a settable flag with dashes', tp({ controlPlane: { tenantSettableArgs: { apiServer: ['--v'] } } }), '/spec/controlPlane/tenantSettableArgs/apiServer/0'],
-    ['a non-string flag value', tp({ controlPlane: { apiServer: { extraArgs: { v: 4 } } } }), '/spec/controlPlane/apiServer/extraArgs/v'],
+    [
+      'a settable flag with dashes',
+      tp({ controlPlane: { tenantSettableArgs: { apiServer: ['--v'] } } }),
+      '/spec/controlPlane/tenantSettableArgs/apiServer/0',
+    ],
+    [
+      'a non-string flag value',
+      tp({ controlPlane: { apiServer: { extraArgs: { v: 4 } } } }),
+      '/spec/controlPlane/apiServer/extraArgs/v',
+    ],
     ['a duplicate enforced plugin', tp({ plugins: { enforced: ['pods', 'pods'] } }), '/spec/plugins/enforced'],
   ])('rejects %s at its pointer', (_, value, pointer) => {
     expect([...new Set(validate('tenantPolicy', value).map((e) => e.pointer))]).toEqual([pointer]);

@@ -50,6 +50,15 @@ export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 60_000
 }
 
 /** tenantFor describes a local control plane as a syncer tenant (defaults of a VirtualCluster, overridable). */
-export function tenantFor(cp: LocalControlPlane, vcNamespace: string, vcName: string, uid: string, extra: Partial<Tenant> = {}): Tenant {
-  return { ...tenantFrom({ vcNamespace, vcName, vcUid: uid, kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8') }), ...extra };
+export function tenantFor(
+  cp: LocalControlPlane,
+  vcNamespace: string,
+  vcName: string,
+  uid: string,
+  extra: Partial<Tenant> = {},
+): Tenant {
+  return {
+    ...tenantFrom({ vcNamespace, vcName, vcUid: uid, kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8') }),
+    ...extra,
+  };
 }

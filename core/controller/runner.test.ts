@@ -24,9 +24,13 @@ function deferred<T = Result>(): Deferred<T> {
   return d;
 }
 
-function setup(reconcile: (key: string) => Promise<Result>, options: { concurrency?: number; queue?: RateLimitingQueue } = {}) {
+function setup(
+  reconcile: (key: string) => Promise<Result>,
+  options: { concurrency?: number; queue?: RateLimitingQueue } = {},
+) {
   const clock = new FakeClock();
-  const queue = options.queue ?? new WorkQueue({ clock, rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000) });
+  const queue =
+    options.queue ?? new WorkQueue({ clock, rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000) });
   const outcomes: ReconcileEnding[] = [];
   const durations: number[] = [];
   const calls: string[] = [];
@@ -90,7 +94,10 @@ describe('Runner', () => {
 
   it.each([
     { name: 'a TerminalError', err: new TerminalError('InvalidSpec', 'spec.size is negative') },
-    { name: 'an error caused by a TerminalError', err: new Error('wrapped', { cause: new TerminalError('InvalidSpec') }) },
+    {
+      name: 'an error caused by a TerminalError',
+      err: new Error('wrapped', { cause: new TerminalError('InvalidSpec') }),
+    },
   ])('does not retry $name and forgets earlier failures', async ({ err }) => {
     let calls = 0;
     const { queue, clock, outcomes } = setup(async () => {
@@ -111,7 +118,12 @@ describe('Runner', () => {
 
   it('keeps TerminalError details', () => {
     const err = new TerminalError('InvalidSpec', 'bad size');
-    expect([err.name, err.reason, err.message, err instanceof Error]).toEqual(['TerminalError', 'InvalidSpec', 'bad size', true]);
+    expect([err.name, err.reason, err.message, err instanceof Error]).toEqual([
+      'TerminalError',
+      'InvalidSpec',
+      'bad size',
+      true,
+    ]);
   });
 
   it('runs the key again after requeueAfter, with its retry history forgotten', async () => {
@@ -324,7 +336,13 @@ describe('Runner', () => {
   it('reports reconciles on /metrics by controller and result when given no metrics', async () => {
     const clock = new FakeClock();
     const queue = new WorkQueue({ clock });
-    const runner = new Runner({ name: 'test-default-metrics', queue, clock, logger: silent, reconciler: { reconcile: async () => undefined } });
+    const runner = new Runner({
+      name: 'test-default-metrics',
+      queue,
+      clock,
+      logger: silent,
+      reconciler: { reconcile: async () => undefined },
+    });
     runner.start();
     queue.add('a');
     await flush();
@@ -342,7 +360,9 @@ describe('Runner', () => {
 
   it.each([0, -1, 1.5])('rejects concurrency %d', (concurrency) => {
     const queue = new WorkQueue({ clock: new FakeClock() });
-    expect(() => new Runner({ name: 't', queue, reconciler: { reconcile: async () => undefined }, concurrency })).toThrow(RangeError);
+    expect(
+      () => new Runner({ name: 't', queue, reconciler: { reconcile: async () => undefined }, concurrency }),
+    ).toThrow(RangeError);
   });
 
   it('drives a FairQueue so that a flooding tenant does not starve another', async () => {

@@ -39,7 +39,8 @@ export class ApiError extends Error {
 /** isNotFound reports a 404 answer. */
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
 /** isConflict reports a 409 Conflict (stale resourceVersion or precondition failure). */
-export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409 && e.reason !== 'AlreadyExists';
+export const isConflict = (e: unknown): boolean =>
+  e instanceof ApiError && e.code === 409 && e.reason !== 'AlreadyExists';
 /** isAlreadyExists reports a 409 AlreadyExists. */
 export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.reason === 'AlreadyExists';
 /** isGone reports a 410 Gone (resourceVersion too old). */
@@ -120,7 +121,11 @@ export class KubeClient {
    * http and skipped TLS verification, and only the inline data it accepted reaches the client. `source` names where
    * the text came from in the error (e.g. `Secret team-a/imported (key "kubeconfig")`).
    */
-  static async fromString(text: string, source = 'a kubeconfig string', opts: { maxSockets?: number } = {}): Promise<KubeClient> {
+  static async fromString(
+    text: string,
+    source = 'a kubeconfig string',
+    opts: { maxSockets?: number } = {},
+  ): Promise<KubeClient> {
     return KubeClient.fromSafe(parseKubeconfig(text, source), opts);
   }
 
@@ -129,7 +134,15 @@ export class KubeClient {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
     const kc = new KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'c', server: k.server, caData: k.caPem && b64(k.caPem), tlsServerName: k.tlsServerName, skipTLSVerify: false }],
+      clusters: [
+        {
+          name: 'c',
+          server: k.server,
+          caData: k.caPem && b64(k.caPem),
+          tlsServerName: k.tlsServerName,
+          skipTLSVerify: false,
+        },
+      ],
       users: [{ name: 'u', certData: k.certPem && b64(k.certPem), keyData: k.keyPem && b64(k.keyPem), token: k.token }],
       contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: k.namespace }],
       currentContext: 'x',
@@ -170,8 +183,12 @@ export class KubeClient {
 
   private send(method: string, path: string, opts: RequestOptions): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { Accept: 'application/json', ...(this.tls.headers as Record<string, string>) };
+    for (const [k, v] of Object.entries(opts.query ?? {}))
+      if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = {
+      Accept: 'application/json',
+      ...(this.tls.headers as Record<string, string>),
+    };
     let payload: string | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -180,10 +197,16 @@ export class KubeClient {
     }
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = mod.request(url, { method, headers, agent: this.agent, signal: opts.signal, ...pickTls(this.tls) }, resolve);
+      const req = mod.request(
+        url,
+        { method, headers, agent: this.agent, signal: opts.signal, ...pickTls(this.tls) },
+        resolve,
+      );
       req.on('error', reject);
       if (opts.timeoutMs) {
-        req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)));
+        req.setTimeout(opts.timeoutMs, () =>
+          req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)),
+        );
       }
       if (payload !== undefined) req.write(payload);
       req.end();
@@ -196,7 +219,11 @@ export class KubeClient {
   }
 
   /** getOrNull reads one object, or returns null when it does not exist. */
-  async getOrNull<T extends KubeObject = KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T | null> {
+  async getOrNull<T extends KubeObject = KubeObject>(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<T | null> {
     try {
       return await this.get<T>(r, namespace, name);
     } catch (e) {
@@ -226,7 +253,11 @@ export class KubeClient {
   }
 
   /** create creates an object; its namespace comes from metadata. */
-  create<T extends KubeObject = KubeObject>(r: Resource, obj: KubeObject, opts: { fieldManager?: string; dryRun?: boolean } = {}): Promise<T> {
+  create<T extends KubeObject = KubeObject>(
+    r: Resource,
+    obj: KubeObject,
+    opts: { fieldManager?: string; dryRun?: boolean } = {},
+  ): Promise<T> {
     return this.request<T>('POST', KubeClient.path(r, obj.metadata?.namespace), {
       body: obj,
       query: { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined },
@@ -234,7 +265,11 @@ export class KubeClient {
   }
 
   /** update replaces an object (optimistic concurrency through metadata.resourceVersion). */
-  update<T extends KubeObject = KubeObject>(r: Resource, obj: T, opts: { fieldManager?: string; subresource?: string } = {}): Promise<T> {
+  update<T extends KubeObject = KubeObject>(
+    r: Resource,
+    obj: T,
+    opts: { fieldManager?: string; subresource?: string } = {},
+  ): Promise<T> {
     return this.request<T>('PUT', KubeClient.path(r, obj.metadata?.namespace, obj.metadata?.name, opts.subresource), {
       body: obj,
       query: { fieldManager: opts.fieldManager },
@@ -258,7 +293,12 @@ export class KubeClient {
   }
 
   /** apply server-side-applies an object under the given field manager. */
-  apply<T extends KubeObject = KubeObject>(r: Resource, obj: KubeObject, fieldManager: string, opts: { force?: boolean; dryRun?: boolean; subresource?: string } = {}): Promise<T> {
+  apply<T extends KubeObject = KubeObject>(
+    r: Resource,
+    obj: KubeObject,
+    fieldManager: string,
+    opts: { force?: boolean; dryRun?: boolean; subresource?: string } = {},
+  ): Promise<T> {
     return this.patch<T>(r, obj.metadata?.namespace, obj.metadata?.name ?? '', obj, 'apply', {
       fieldManager,
       force: opts.force ?? true,

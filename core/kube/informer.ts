@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import { childLogger } from '../log.ts';
-import { isGone, type KubeClient, type KubeObject, type ListOptions, type Resource, type WatchEvent } from './client.ts';
+import {
+  isGone,
+  type KubeClient,
+  type KubeObject,
+  type ListOptions,
+  type Resource,
+  type WatchEvent,
+} from './client.ts';
 
 /** EventHandler maps informer events to work; it must only enqueue keys: no I/O and no mutation of the objects. */
 export interface EventHandler<T extends KubeObject> {

@@ -1,6 +1,12 @@
 import type { Resource } from './client.ts';
 
-const core = (resource: string, kind: string, namespaced = true): Resource => ({ group: '', version: 'v1', resource, kind, namespaced });
+const core = (resource: string, kind: string, namespaced = true): Resource => ({
+  group: '',
+  version: 'v1',
+  resource,
+  kind,
+  namespaced,
+});
 const grp = (group: string, version: string, resource: string, kind: string, namespaced = true): Resource => ({
   group,
   version,
@@ -38,7 +44,13 @@ export const R = {
   rolebindings: grp('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
   virtualclusters: grp('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster'),
   networkpolicies: grp('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
-  validatingadmissionpolicies: grp('admissionregistration.k8s.io', 'v1', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', false),
+  validatingadmissionpolicies: grp(
+    'admissionregistration.k8s.io',
+    'v1',
+    'validatingadmissionpolicies',
+    'ValidatingAdmissionPolicy',
+    false,
+  ),
   validatingadmissionpolicybindings: grp(
     'admissionregistration.k8s.io',
     'v1',

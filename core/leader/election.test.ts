@@ -40,7 +40,13 @@ describe('recordOf / sameRecord', () => {
       renewTime: '',
       leaseTransitions: 0,
     });
-    expect(recordOf({})).toEqual({ holderIdentity: '', leaseDurationSeconds: 0, acquireTime: '', renewTime: '', leaseTransitions: 0 });
+    expect(recordOf({})).toEqual({
+      holderIdentity: '',
+      leaseDurationSeconds: 0,
+      acquireTime: '',
+      renewTime: '',
+      leaseTransitions: 0,
+    });
   });
 
   it('compares every field', () => {
@@ -106,7 +112,13 @@ describe('nextRecord / releaseRecord', () => {
   });
 
   it('counts a transition when taking over, also from a released lease', () => {
-    const expected = { holderIdentity: 'me', leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 5 };
+    const expected = {
+      holderIdentity: 'me',
+      leaseDurationSeconds: 15,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: 5,
+    };
     expect(nextRecord(held('other'), 'me', 15, T0)).toEqual(expected);
     expect(nextRecord(held(''), 'me', 15, T0)).toEqual(expected);
   });
@@ -149,11 +161,15 @@ describe('LeaderElector', () => {
     expect(() => new LeaderElector(options())).not.toThrow();
     expect(() => new LeaderElector(options({ identity: '' }))).toThrow(/identity/);
     expect(() => new LeaderElector(options({ name: '' }))).toThrow(/name/);
-    expect(() => new LeaderElector(options({ leaseDurationSeconds: 1.5, renewDeadlineSeconds: 1, retryPeriodSeconds: 0.1 }))).toThrow(/whole/);
+    expect(
+      () => new LeaderElector(options({ leaseDurationSeconds: 1.5, renewDeadlineSeconds: 1, retryPeriodSeconds: 0.1 })),
+    ).toThrow(/whole/);
     expect(() => new LeaderElector(options({ leaseDurationSeconds: 10 }))).toThrow(/greater than renewDeadline/);
     expect(() => new LeaderElector(options({ retryPeriodSeconds: 9 }))).toThrow(/retryPeriodSeconds \* 1.2/);
     expect(() => new LeaderElector(options({ retryPeriodSeconds: 0 }))).toThrow(/greater than zero/);
-    expect(() => new LeaderElector(options({ leaseDurationSeconds: 2, renewDeadlineSeconds: 1.5, retryPeriodSeconds: 0.5 }))).not.toThrow();
+    expect(
+      () => new LeaderElector(options({ leaseDurationSeconds: 2, renewDeadlineSeconds: 1.5, retryPeriodSeconds: 0.5 })),
+    ).not.toThrow();
   });
 
   it('keeps retrying while the apiserver is unreachable and returns once cancelled, never having led', async () => {
@@ -178,7 +194,9 @@ describe('LeaderElector', () => {
     await running;
     expect(calls).toEqual([]);
     expect(e.leader()).toBe('');
-    expect(await registry.getSingleMetricAsString('vc_leader_is_leader')).toContain('vc_leader_is_leader{lease="kube-system/unreachable"} 0');
+    expect(await registry.getSingleMetricAsString('vc_leader_is_leader')).toContain(
+      'vc_leader_is_leader{lease="kube-system/unreachable"} 0',
+    );
   });
 
   it('returns at once when the signal has already aborted', async () => {

@@ -66,7 +66,12 @@ export function sameRecord(a: LeaderRecord, b: LeaderRecord): boolean {
  * renewTime, so clock skew between candidates cannot end a lease early. The duration is the holder's, from the
  * record: it is what the holder promised to renew within.
  */
-export function decide(observed: LeaderRecord | null, observedAtMs: number, nowMs: number, identity: string): LeaseAction {
+export function decide(
+  observed: LeaderRecord | null,
+  observedAtMs: number,
+  nowMs: number,
+  identity: string,
+): LeaseAction {
   if (!observed) return 'create';
   if (observed.holderIdentity === identity) return 'renew';
   if (observed.holderIdentity === '') return 'acquire';
@@ -77,18 +82,36 @@ export function decide(observed: LeaderRecord | null, observedAtMs: number, nowM
  * nextRecord is the record candidate `identity` writes when it creates (`old` null), renews or acquires the lease at
  * wall-clock time `nowMs`. Renewal keeps acquireTime and leaseTransitions; a change of holder counts a transition.
  */
-export function nextRecord(old: LeaderRecord | null, identity: string, leaseDurationSeconds: number, nowMs: number): LeaderRecord {
+export function nextRecord(
+  old: LeaderRecord | null,
+  identity: string,
+  leaseDurationSeconds: number,
+  nowMs: number,
+): LeaderRecord {
   const now = formatMicroTime(nowMs);
-  const rec: LeaderRecord = { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 };
+  const rec: LeaderRecord = {
+    holderIdentity: identity,
+    leaseDurationSeconds,
+    acquireTime: now,
+    renewTime: now,
+    leaseTransitions: 0,
+  };
   if (!old) return rec;
-  if (old.holderIdentity === identity) return { ...rec, acquireTime: old.acquireTime || now, leaseTransitions: old.leaseTransitions };
+  if (old.holderIdentity === identity)
+    return { ...rec, acquireTime: old.acquireTime || now, leaseTransitions: old.leaseTransitions };
   return { ...rec, leaseTransitions: old.leaseTransitions + 1 };
 }
 
 /** releaseRecord is the record a holder writes to give the lease up: no holder, and a one-second duration. */
 export function releaseRecord(old: LeaderRecord, nowMs: number): LeaderRecord {
   const now = formatMicroTime(nowMs);
-  return { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: old.leaseTransitions };
+  return {
+    holderIdentity: '',
+    leaseDurationSeconds: 1,
+    acquireTime: now,
+    renewTime: now,
+    leaseTransitions: old.leaseTransitions,
+  };
 }
 
 const isLeaderGauge = new Gauge({
@@ -160,7 +183,8 @@ export class LeaderElector {
       throw new Error(`leaseDurationSeconds must be a whole number of seconds >= 1, not ${o.leaseDurationSeconds}`);
     }
     if (!(o.retryPeriodSeconds > 0)) throw new Error('retryPeriodSeconds must be greater than zero');
-    if (!(o.leaseDurationSeconds > o.renewDeadlineSeconds)) throw new Error('leaseDurationSeconds must be greater than renewDeadlineSeconds');
+    if (!(o.leaseDurationSeconds > o.renewDeadlineSeconds))
+      throw new Error('leaseDurationSeconds must be greater than renewDeadlineSeconds');
     if (!(o.renewDeadlineSeconds > JITTER_FACTOR * o.retryPeriodSeconds)) {
       throw new Error(`renewDeadlineSeconds must be greater than retryPeriodSeconds * ${JITTER_FACTOR}`);
     }
@@ -229,7 +253,9 @@ export class LeaderElector {
     this.log.info('became leader');
     let work: Promise<void>;
     try {
-      work = Promise.resolve(this.o.onStartedLeading(stop.signal)).catch((e: unknown) => this.log.error({ err: e }, 'leader work failed'));
+      work = Promise.resolve(this.o.onStartedLeading(stop.signal)).catch((e: unknown) =>
+        this.log.error({ err: e }, 'leader work failed'),
+      );
     } catch (e) {
       this.log.error({ err: e }, 'onStartedLeading threw');
       work = Promise.resolve();
@@ -287,7 +313,11 @@ export class LeaderElector {
     const attempt = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.ceil(timeoutMs)))]);
     if (this.leading && this.lease && this.observed) {
       try {
-        await this.write(this.lease, nextRecord(this.observed, this.o.identity, this.o.leaseDurationSeconds, Date.now()), attempt);
+        await this.write(
+          this.lease,
+          nextRecord(this.observed, this.o.identity, this.o.leaseDurationSeconds, Date.now()),
+          attempt,
+        );
         return 'ok';
       } catch (e) {
         this.log.debug({ err: e }, 'renewing the known lease failed, reading it again');
@@ -297,7 +327,9 @@ export class LeaderElector {
 
     let lease: Lease | null = null;
     try {
-      lease = await this.o.client.request<Lease>('GET', KubeClient.path(R.leases, this.o.namespace, this.o.name), { signal: attempt });
+      lease = await this.o.client.request<Lease>('GET', KubeClient.path(R.leases, this.o.namespace, this.o.name), {
+        signal: attempt,
+      });
     } catch (e) {
       if (signal.aborted) return 'failed';
       if (!isNotFound(e)) {
@@ -320,7 +352,10 @@ export class LeaderElector {
           spec: { ...rec },
         };
         this.setObserved(
-          await this.o.client.request<Lease>('POST', KubeClient.path(R.leases, this.o.namespace), { body: fresh, signal: attempt }),
+          await this.o.client.request<Lease>('POST', KubeClient.path(R.leases, this.o.namespace), {
+            body: fresh,
+            signal: attempt,
+          }),
         );
       } else {
         await this.write(lease, rec, attempt);
@@ -338,7 +373,10 @@ export class LeaderElector {
   private async write(base: Lease, rec: LeaderRecord, signal: AbortSignal): Promise<void> {
     const body: Lease = { ...base, spec: { ...base.spec, ...rec } };
     this.setObserved(
-      await this.o.client.request<Lease>('PUT', KubeClient.path(R.leases, this.o.namespace, this.o.name), { body, signal }),
+      await this.o.client.request<Lease>('PUT', KubeClient.path(R.leases, this.o.namespace, this.o.name), {
+        body,
+        signal,
+      }),
     );
   }
 
@@ -373,7 +411,11 @@ export class LeaderElector {
   private async release(): Promise<void> {
     const signal = AbortSignal.timeout(this.renewDeadlineMs);
     try {
-      const lease = await this.o.client.request<Lease>('GET', KubeClient.path(R.leases, this.o.namespace, this.o.name), { signal });
+      const lease = await this.o.client.request<Lease>(
+        'GET',
+        KubeClient.path(R.leases, this.o.namespace, this.o.name),
+        { signal },
+      );
       const rec = recordOf(lease);
       if (rec.holderIdentity !== this.o.identity) return;
       await this.write(lease, releaseRecord(rec, Date.now()), signal);

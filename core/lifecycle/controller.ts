@@ -18,7 +18,14 @@ import { rootNamespaceObject } from '../tenancy/namespace.ts';
 import { checkPolicies, formatViolations, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
 import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
 import { caFromKubeconfig } from '../pki/kubeconfig.ts';
-import { kubeconfigSecretName, TENANT_CA_KEY, tenantCAConfigMapName, type Phase, type VirtualCluster, type VirtualClusterStatus } from './types.ts';
+import {
+  kubeconfigSecretName,
+  TENANT_CA_KEY,
+  tenantCAConfigMapName,
+  type Phase,
+  type VirtualCluster,
+  type VirtualClusterStatus,
+} from './types.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
 const VC_API_VERSION = 'tenancy.x-k8s.io/v1alpha1';
@@ -73,17 +80,33 @@ export class VirtualClusterController {
   private readonly events: EventRecorder;
 
   constructor(private readonly o: LifecycleOptions) {
-    this.informer = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'virtualclusters' });
+    this.informer = new Informer<VirtualCluster>({
+      client: o.meta,
+      resource: R.virtualclusters,
+      name: 'virtualclusters',
+    });
     const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
     this.informer.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
     this.policies = new Informer<TenantPolicy>({ client: o.meta, resource: R.tenantpolicies, name: 'tenantpolicies' });
     const requeueUsers = (p: KubeObject) => {
-      for (const vc of this.informer.list()) if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
+      for (const vc of this.informer.list())
+        if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
     };
     this.policies.addHandler({ onAdd: requeueUsers, onUpdate: (_a, b) => requeueUsers(b), onDelete: requeueUsers });
-    this.runner = new Runner({ name: 'virtualcluster', queue: this.queue, concurrency: o.workers ?? 4, reconciler: { reconcile: (k) => this.reconcile(k) } });
+    this.runner = new Runner({
+      name: 'virtualcluster',
+      queue: this.queue,
+      concurrency: o.workers ?? 4,
+      reconciler: { reconcile: (k) => this.reconcile(k) },
+    });
     this.status = new StatusWriter({ client: o.meta, resource: R.virtualclusters, fieldManager: IDENTITY.manager });
-    this.events = new EventRecorder({ client: o.meta, component: IDENTITY.manager, apiVersion: VC_API_VERSION, kind: 'VirtualCluster', log });
+    this.events = new EventRecorder({
+      client: o.meta,
+      component: IDENTITY.manager,
+      apiVersion: VC_API_VERSION,
+      kind: 'VirtualCluster',
+      log,
+    });
   }
 
   /** start syncs the cache and starts the workers. */
@@ -106,7 +129,8 @@ export class VirtualClusterController {
   /** phaseCounts counts cached VirtualClusters by phase. */
   phaseCounts(): Array<[string, number]> {
     const m = new Map<string, number>();
-    for (const vc of this.informer.list()) m.set(vc.status?.phase ?? 'Pending', (m.get(vc.status?.phase ?? 'Pending') ?? 0) + 1);
+    for (const vc of this.informer.list())
+      m.set(vc.status?.phase ?? 'Pending', (m.get(vc.status?.phase ?? 'Pending') ?? 0) + 1);
     return [...m];
   }
 
@@ -135,8 +159,14 @@ export class VirtualClusterController {
     const pluginErrors = errors.length ? [] : (this.o.validatePluginConfig?.(vc.spec?.pluginConfig) ?? []);
     if (errors.length || pluginErrors.length) {
       this.o.tenants.remove(root);
-      const message = errors.length ? formatErrors(`VirtualCluster ${key}`, errors) : pluginErrors.map((e) => `VirtualCluster ${key}: ${e}`).join('\n');
-      await this.setStatus(vc, { phase: 'Error', reason: 'InvalidSpec', message }, ready('False', 'InvalidSpec', message));
+      const message = errors.length
+        ? formatErrors(`VirtualCluster ${key}`, errors)
+        : pluginErrors.map((e) => `VirtualCluster ${key}: ${e}`).join('\n');
+      await this.setStatus(
+        vc,
+        { phase: 'Error', reason: 'InvalidSpec', message },
+        ready('False', 'InvalidSpec', message),
+      );
       await this.events.record(vc, 'Warning', 'InvalidSpec', message);
       return;
     }
@@ -144,27 +174,49 @@ export class VirtualClusterController {
     if ('refused' in evaluation) return this.refuse(vc, key, evaluation.refused);
     const effective = evaluation.effective;
     if (!m.finalizers?.includes(VC_FINALIZER)) {
-      await this.o.meta.patch(R.virtualclusters, m.namespace, m.name!, { metadata: { finalizers: [...(m.finalizers ?? []), VC_FINALIZER] } }, 'merge', {
-        fieldManager: IDENTITY.manager,
-      });
+      await this.o.meta.patch(
+        R.virtualclusters,
+        m.namespace,
+        m.name!,
+        { metadata: { finalizers: [...(m.finalizers ?? []), VC_FINALIZER] } },
+        'merge',
+        {
+          fieldManager: IDENTITY.manager,
+        },
+      );
     }
     const type = effective.provisioner;
     const provisioner = this.o.provisioners[type];
     if (!provisioner) {
       const message = `provisioner "${type}" is not available in this manager (spec.provisioner.type)`;
-      await this.setStatus(vc, { phase: 'Error', reason: 'ProvisionerUnavailable', message }, ready('False', 'ProvisionerUnavailable', message));
+      await this.setStatus(
+        vc,
+        { phase: 'Error', reason: 'ProvisionerUnavailable', message },
+        ready('False', 'ProvisionerUnavailable', message),
+      );
       return;
     }
     const first = vc.status?.phase !== 'Running' && vc.status?.phase !== 'Updating';
     if (first && vc.status?.phase !== 'Provisioning') {
-      vc = await this.setStatus(vc, { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` }, ready('False', 'Provisioning', 'control plane starting'));
-      await this.events.record(vc, 'Normal', 'Provisioning', `provisioning the control plane with the ${type} provisioner`);
+      vc = await this.setStatus(
+        vc,
+        { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` },
+        ready('False', 'Provisioning', 'control plane starting'),
+      );
+      await this.events.record(
+        vc,
+        'Normal',
+        'Provisioning',
+        `provisioning the control plane with the ${type} provisioner`,
+      );
     }
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
     const rootRefusal = rootNs && notOwnedRoot(rootNs, m.uid!);
     if (rootRefusal) return this.refuseNotOwned(vc, rootRefusal);
-    if (rootNs) await this.o.superClient.apply(R.namespaces, guarded(rootNamespaceObject(m, root), rootNs), IDENTITY.manager);
-    else await this.o.superClient.create(R.namespaces, rootNamespaceObject(m, root), { fieldManager: IDENTITY.manager });
+    if (rootNs)
+      await this.o.superClient.apply(R.namespaces, guarded(rootNamespaceObject(m, root), rootNs), IDENTITY.manager);
+    else
+      await this.o.superClient.create(R.namespaces, rootNamespaceObject(m, root), { fieldManager: IDENTITY.manager });
     let state;
     try {
       state = await provisioner.ensure(withEffective(vc, effective), root);
@@ -179,7 +231,11 @@ export class VirtualClusterController {
     }
     if (!state.ready) {
       const message = `waiting for ${state.waitingFor}`;
-      await this.setStatus(vc, { phase: 'Provisioning', reason: 'Waiting', message }, ready('False', 'Waiting', message));
+      await this.setStatus(
+        vc,
+        { phase: 'Provisioning', reason: 'Waiting', message },
+        ready('False', 'Waiting', message),
+      );
       return { requeueAfter: 2000 };
     }
     const written = await this.writeKubeconfig(vc, state.result);
@@ -204,7 +260,12 @@ export class VirtualClusterController {
     );
     this.accepted.set(key, effective);
     if (first || state.rolled) {
-      await this.events.record(vc, 'Normal', state.rolled ? 'Updated' : 'Running', state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving');
+      await this.events.record(
+        vc,
+        'Normal',
+        state.rolled ? 'Updated' : 'Running',
+        state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving',
+      );
     }
     this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
     return;
@@ -227,14 +288,24 @@ export class VirtualClusterController {
     if (last && (phase === 'Running' || phase === 'Updating')) {
       const kept = `spec refused; the control plane keeps running on its last accepted settings (policy ${JSON.stringify(last.policyName)}):\n${message}`;
       const changed = vc.status?.reason !== 'PolicyViolation' || vc.status?.message !== kept;
-      await this.setStatus(vc, { reason: 'PolicyViolation', message: kept }, ready('True', 'Running', 'control plane is serving'), { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message });
+      await this.setStatus(
+        vc,
+        { reason: 'PolicyViolation', message: kept },
+        ready('True', 'Running', 'control plane is serving'),
+        { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message },
+      );
       if (changed) await this.events.record(vc, 'Warning', 'PolicyViolation', message);
       return;
     }
     const root = this.roots.get(key);
     if (root) this.o.tenants.remove(root);
     const changed = vc.status?.reason !== 'PolicyViolation' || vc.status?.message !== message;
-    await this.setStatus(vc, { phase: 'Error', reason: 'PolicyViolation', message }, ready('False', 'PolicyViolation', message), { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message });
+    await this.setStatus(
+      vc,
+      { phase: 'Error', reason: 'PolicyViolation', message },
+      ready('False', 'PolicyViolation', message),
+      { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message },
+    );
     if (changed) await this.events.record(vc, 'Warning', 'PolicyViolation', message);
     return;
   }
@@ -248,7 +319,14 @@ export class VirtualClusterController {
       vcUid: m.uid!,
       kubeconfig: p.kubeconfig,
       apiserverEndpoint: p.apiserverEndpoint,
-      settings: { ...vc.spec, weight: e.weight, podSecurityLevel: e.podSecurityLevel, plugins: e.plugins, pluginConfig: e.pluginConfig, pods: e.pods },
+      settings: {
+        ...vc.spec,
+        weight: e.weight,
+        podSecurityLevel: e.podSecurityLevel,
+        plugins: e.plugins,
+        pluginConfig: e.pluginConfig,
+        pods: e.pods,
+      },
     });
   }
 
@@ -268,7 +346,9 @@ export class VirtualClusterController {
         name,
         namespace: m.namespace,
         labels: { [LABEL.managedBy]: IDENTITY.manager },
-        ownerReferences: [{ apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
+        ownerReferences: [
+          { apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true },
+        ],
       },
       type: 'Opaque',
       data: { kubeconfig: Buffer.from(p.kubeconfig).toString('base64') },
@@ -315,7 +395,10 @@ export class VirtualClusterController {
       caPem = caFromKubeconfig(p.kubeconfig);
     } catch (e) {
       // As before, such a tenant is simply not served by the vn-agent; its control plane still runs.
-      log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'no tenant CA to publish for the vn-agent');
+      log.warn(
+        { vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) },
+        'no tenant CA to publish for the vn-agent',
+      );
       return undefined;
     }
     return this.writeOwned(
@@ -327,7 +410,9 @@ export class VirtualClusterController {
           name: tenantCAConfigMapName(m.name!),
           namespace: m.namespace,
           labels: { [LABEL.managedBy]: IDENTITY.manager },
-          ownerReferences: [{ apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true }],
+          ownerReferences: [
+            { apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true },
+          ],
         },
         data: { [TENANT_CA_KEY]: caPem },
       },
@@ -349,10 +434,15 @@ export class VirtualClusterController {
     if (!m.finalizers?.includes(VC_FINALIZER)) return;
     this.o.tenants.remove(root);
     if (vc.status?.phase !== 'Deleting') {
-      await this.setStatus(vc, { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' }, ready('False', 'Deleting', 'deleting'));
+      await this.setStatus(
+        vc,
+        { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' },
+        ready('False', 'Deleting', 'deleting'),
+      );
     }
     // The provisioner that made the control plane, not one a refused edit names since.
-    const type = this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
+    const type =
+      this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
     // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
     if (!rootNs || !notOwnedRoot(rootNs, m.uid!)) await this.o.provisioners[type]?.remove(vc, root);
@@ -360,7 +450,8 @@ export class VirtualClusterController {
     const remaining = labelled.items.filter((n) => ownedNamespace(n, root, m.uid!));
     if (remaining.length) {
       for (const n of remaining) {
-        if (!n.metadata?.deletionTimestamp) await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
+        if (!n.metadata?.deletionTimestamp)
+          await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
       }
       return { requeueAfter: 1000 };
     }
@@ -434,7 +525,12 @@ function ready(status: ConditionInput['status'], reason: string, message: string
 }
 
 function policyAccepted(e: EffectiveSettings): ConditionInput {
-  return { type: 'PolicyAccepted', status: 'True', reason: 'Accepted', message: `within policy ${JSON.stringify(e.policyName)}` };
+  return {
+    type: 'PolicyAccepted',
+    status: 'True',
+    reason: 'Accepted',
+    message: `within policy ${JSON.stringify(e.policyName)}`,
+  };
 }
 
 /**

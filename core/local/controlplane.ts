@@ -77,7 +77,10 @@ export class LocalControlPlane {
       logFile: log('kube-apiserver'),
       restart,
       args: apiserverFlags({
-        paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig'), tokenFile: join(d, 'tokens.csv') }),
+        paths: pkiPaths(join(d, 'pki'), {
+          kubeconfig: join(d, 'controller-manager.kubeconfig'),
+          tokenFile: join(d, 'tokens.csv'),
+        }),
         etcdServers: opts.etcd.endpoint,
         etcdPrefix: opts.etcdPrefix ?? `/${opts.name}`,
         bindAddress: '127.0.0.1',
@@ -87,21 +90,22 @@ export class LocalControlPlane {
         extraArgs: opts.apiserverExtraArgs,
       }),
     });
-    if (opts.controllerManager !== false) this.controllerManager = new ManagedProcess({
-      name: `${opts.name}/kube-controller-manager`,
-      command: binaryPath('kube-controller-manager'),
-      logFile: log('kube-controller-manager'),
-      restart,
-      args: controllerManagerFlags({
-        paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
-        bindAddress: '127.0.0.1',
-        securePort: ports.controllerManager,
-        clusterName: opts.name,
-        serviceCidr,
-        controllers: opts.controllers ?? '*',
-        extraArgs: opts.controllerManagerExtraArgs,
-      }),
-    });
+    if (opts.controllerManager !== false)
+      this.controllerManager = new ManagedProcess({
+        name: `${opts.name}/kube-controller-manager`,
+        command: binaryPath('kube-controller-manager'),
+        logFile: log('kube-controller-manager'),
+        restart,
+        args: controllerManagerFlags({
+          paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
+          bindAddress: '127.0.0.1',
+          securePort: ports.controllerManager,
+          clusterName: opts.name,
+          serviceCidr,
+          controllers: opts.controllers ?? '*',
+          extraArgs: opts.controllerManagerExtraArgs,
+        }),
+      });
     if (opts.scheduler) {
       this.scheduler = new ManagedProcess({
         name: `${opts.name}/kube-scheduler`,
@@ -190,7 +194,8 @@ export class LocalControlPlane {
     this.controllerManager?.start();
     this.scheduler?.start();
     await Promise.all([
-      this.controllerManager && this.waitHealthz('kube-controller-manager', this.ports.controllerManager, this.controllerManager),
+      this.controllerManager &&
+        this.waitHealthz('kube-controller-manager', this.ports.controllerManager, this.controllerManager),
       this.scheduler && this.waitHealthz('kube-scheduler', this.ports.scheduler, this.scheduler),
     ]);
     if (this.kwok) {
@@ -203,10 +208,14 @@ export class LocalControlPlane {
   /** startApiserver (re)starts only the apiserver on its port and waits for /readyz. */
   async startApiserver(): Promise<void> {
     this.apiserver.start();
-    await waitFor(`${this.name} kube-apiserver /readyz`, () => this.probe(this.ports.apiserver, '/readyz', this.adminToken), {
-      timeoutMs: 90_000,
-      process: this.apiserver,
-    });
+    await waitFor(
+      `${this.name} kube-apiserver /readyz`,
+      () => this.probe(this.ports.apiserver, '/readyz', this.adminToken),
+      {
+        timeoutMs: 90_000,
+        process: this.apiserver,
+      },
+    );
   }
 
   /** stopApiserver stops only the apiserver (tests use it to simulate an outage). */
@@ -215,13 +224,23 @@ export class LocalControlPlane {
   }
 
   private waitHealthz(what: string, port: number, p: ManagedProcess): Promise<void> {
-    return waitFor(`${this.name} ${what} /healthz`, () => this.probe(port, '/healthz'), { timeoutMs: 60_000, process: p });
+    return waitFor(`${this.name} ${what} /healthz`, () => this.probe(port, '/healthz'), {
+      timeoutMs: 60_000,
+      process: p,
+    });
   }
 
   private probe(port: number, path: string, token?: string): Promise<boolean> {
     return new Promise((resolve) => {
       const req = https.get(
-        { host: '127.0.0.1', port, path, rejectUnauthorized: false, timeout: 2000, headers: token ? { Authorization: `Bearer ${token}` } : {} },
+        {
+          host: '127.0.0.1',
+          port,
+          path,
+          rejectUnauthorized: false,
+          timeout: 2000,
+          headers: token ? { Authorization: `Bearer ${token}` } : {},
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode === 200);
@@ -250,7 +269,9 @@ export class LocalControlPlane {
         const nodes = await c.list<{ status?: { conditions?: Array<{ type: string; status: string }> } }>(R.nodes, {
           labelSelector: 'type=kwok',
         });
-        const ready = nodes.items.filter((n) => n.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
+        const ready = nodes.items.filter((n) =>
+          n.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'),
+        );
         return ready.length >= want;
       },
       { timeoutMs: 60_000, process: this.kwok },
@@ -323,7 +344,9 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
       clientKeyPem: readFileSync(join(d, `pki/${base}.key`), 'utf8'),
     });
   writeFileSync(join(d, 'admin.kubeconfig'), kc('admin', 'admin'), { mode: 0o600 });
-  writeFileSync(join(d, 'controller-manager.kubeconfig'), kc('system:kube-controller-manager', 'controller-manager'), { mode: 0o600 });
+  writeFileSync(join(d, 'controller-manager.kubeconfig'), kc('system:kube-controller-manager', 'controller-manager'), {
+    mode: 0o600,
+  });
   writeFileSync(join(d, 'scheduler.kubeconfig'), kc('system:kube-scheduler', 'scheduler'), { mode: 0o600 });
   writeFileSync(
     join(d, 'admin-token.kubeconfig'),
@@ -351,7 +374,12 @@ function kwokConfig(dir: string): string {
   writeFileSync(logFile, lines.map((l) => `${at} stdout F ${l}\n`).join(''));
   // JSON is YAML: no YAML library needed for this document.
   const logs = JSON.stringify(
-    { apiVersion: 'kwok.x-k8s.io/v1alpha1', kind: 'ClusterLogs', metadata: { name: 'vc-logs' }, spec: { logs: [{ logsFile: logFile, previousLogsFile: logFile }] } },
+    {
+      apiVersion: 'kwok.x-k8s.io/v1alpha1',
+      kind: 'ClusterLogs',
+      metadata: { name: 'vc-logs' },
+      spec: { logs: [{ logsFile: logFile, previousLogsFile: logFile }] },
+    },
     null,
     2,
   );
@@ -380,7 +408,10 @@ export function kwokNode(name: string): Record<string, unknown> {
       },
     },
     spec: {},
-    status: { capacity, allocatable: capacity, nodeInfo: { architecture: 'amd64', operatingSystem: 'linux', kubeletVersion: 'fake' } },
+    status: {
+      capacity,
+      allocatable: capacity,
+      nodeInfo: { architecture: 'amd64', operatingSystem: 'linux', kubeletVersion: 'fake' },
+    },
   };
 }
-

@@ -107,17 +107,24 @@ export interface EtcdEndpoint {
 }
 
 async function etcdGateway(endpoint: string, path: string, body: unknown): Promise<unknown> {
-  const res = await fetch(`${endpoint}${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(`${endpoint}${path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
   if (!res.ok) throw new Error(`etcd ${path}: ${res.status} ${await res.text()}`);
   return res.json();
 }
 
 /** deleteEtcdPrefix deletes every key under prefix through etcd's v3 JSON gateway and returns how many went. */
 export async function deleteEtcdPrefix(endpoint: string, prefix: string): Promise<number> {
-  if (!prefix.startsWith('/') || prefix.length < 2) throw new Error(`refusing to delete etcd prefix ${JSON.stringify(prefix)}`);
+  if (!prefix.startsWith('/') || prefix.length < 2)
+    throw new Error(`refusing to delete etcd prefix ${JSON.stringify(prefix)}`);
   const p = prefix.endsWith('/') ? prefix : `${prefix}/`;
   const end = p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1);
   const b64 = (s: string) => Buffer.from(s).toString('base64');
-  const r = (await etcdGateway(endpoint, '/v3/kv/deleterange', { key: b64(p), range_end: b64(end) })) as { deleted?: string };
+  const r = (await etcdGateway(endpoint, '/v3/kv/deleterange', { key: b64(p), range_end: b64(end) })) as {
+    deleted?: string;
+  };
   return Number(r.deleted ?? 0);
 }

@@ -155,7 +155,10 @@ export class ManagedProcess {
   /** logTail returns the last lines of the component's log, for error messages. */
   logTail(lines = 20): string {
     try {
-      return readFileSync(this.spec.logFile, 'utf8').split('\n').slice(-lines - 1).join('\n');
+      return readFileSync(this.spec.logFile, 'utf8')
+        .split('\n')
+        .slice(-lines - 1)
+        .join('\n');
     } catch {
       return '';
     }
@@ -211,11 +214,15 @@ export async function waitFor(what: string, check: () => Promise<boolean>, o: Wa
       lastErr = e;
     }
     if (o.process && !o.process.pid && !o.process.spec.restart) {
-      throw new Error(`${what}: ${o.process.spec.name} exited (${o.process.lastExit}); log ${o.process.spec.logFile}:\n${o.process.logTail()}`);
+      throw new Error(
+        `${what}: ${o.process.spec.name} exited (${o.process.lastExit}); log ${o.process.spec.logFile}:\n${o.process.logTail()}`,
+      );
     }
     if (Date.now() > deadline) {
       const tail = o.process ? `\nlog ${o.process.spec.logFile}:\n${o.process.logTail()}` : '';
-      throw new Error(`timed out after ${o.timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}${tail}`);
+      throw new Error(
+        `timed out after ${o.timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}${tail}`,
+      );
     }
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 200));
   }

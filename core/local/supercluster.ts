@@ -66,8 +66,16 @@ export class LocalSuperCluster {
    * addControlPlane starts another apiserver + controller-manager on the shared etcd under the prefix `/<name>`:
    * an independent Kubernetes control plane (a tenant's, in later stages).
    */
-  async addControlPlane(name: string, o: Partial<Omit<ControlPlaneOptions, 'name' | 'etcd'>> = {}): Promise<LocalControlPlane> {
-    const cp = await LocalControlPlane.start({ dir: join(this.stateDir, 'clusters', name), ...o, name, etcd: this.etcd });
+  async addControlPlane(
+    name: string,
+    o: Partial<Omit<ControlPlaneOptions, 'name' | 'etcd'>> = {},
+  ): Promise<LocalControlPlane> {
+    const cp = await LocalControlPlane.start({
+      dir: join(this.stateDir, 'clusters', name),
+      ...o,
+      name,
+      etcd: this.etcd,
+    });
     this.extra.push(cp);
     return cp;
   }

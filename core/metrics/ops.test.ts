@@ -1,6 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Counter } from 'prom-client';
-import { addHealthCheck, addReadyCheck, CHECK_TIMEOUT_MS, renderChecks, startOpsServer, type OpsServer } from './ops.ts';
+import {
+  addHealthCheck,
+  addReadyCheck,
+  CHECK_TIMEOUT_MS,
+  renderChecks,
+  startOpsServer,
+  type OpsServer,
+} from './ops.ts';
 import { registry } from './registry.ts';
 
 let server: OpsServer;
@@ -90,9 +97,17 @@ describe('startOpsServer', () => {
   });
 
   it('fails liveness when a health check fails', async () => {
-    cleanups.push(addHealthCheck('event-loop', () => 'stalled for 30s'), addHealthCheck('ping', () => true));
-    expect(await get('/healthz')).toMatchObject({ status: 500, body: '[-]event-loop failed: stalled for 30s\nhealthz check failed\n' });
-    expect((await get('/healthz?verbose')).body).toBe('[-]event-loop failed: stalled for 30s\n[+]ping ok\nhealthz check failed\n');
+    cleanups.push(
+      addHealthCheck('event-loop', () => 'stalled for 30s'),
+      addHealthCheck('ping', () => true),
+    );
+    expect(await get('/healthz')).toMatchObject({
+      status: 500,
+      body: '[-]event-loop failed: stalled for 30s\nhealthz check failed\n',
+    });
+    expect((await get('/healthz?verbose')).body).toBe(
+      '[-]event-loop failed: stalled for 30s\n[+]ping ok\nhealthz check failed\n',
+    );
     expect((await get('/readyz')).status).toBe(200);
   });
 
@@ -103,7 +118,10 @@ describe('startOpsServer', () => {
       const started = Date.now();
       const r = await get('/readyz');
       expect(Date.now() - started).toBeGreaterThanOrEqual(CHECK_TIMEOUT_MS - 50);
-      expect(r).toMatchObject({ status: 500, body: `[-]slow failed: timed out after ${CHECK_TIMEOUT_MS} ms\nreadyz check failed\n` });
+      expect(r).toMatchObject({
+        status: 500,
+        body: `[-]slow failed: timed out after ${CHECK_TIMEOUT_MS} ms\nreadyz check failed\n`,
+      });
     },
     CHECK_TIMEOUT_MS + 3000,
   );

@@ -26,7 +26,8 @@ export interface CheckOutcome {
 const checks: Record<CheckKind, Map<string, CheckFn>> = { health: new Map(), ready: new Map() };
 
 function addCheck(kind: CheckKind, name: string, fn: CheckFn): () => void {
-  if (!/^\S+$/.test(name)) throw new Error(`${kind} check name ${JSON.stringify(name)} must be non-empty and free of whitespace`);
+  if (!/^\S+$/.test(name))
+    throw new Error(`${kind} check name ${JSON.stringify(name)} must be non-empty and free of whitespace`);
   const set = checks[kind];
   if (set.has(name)) throw new Error(`${kind} check ${name} is already registered`);
   set.set(name, fn);
@@ -126,7 +127,8 @@ export async function startOpsServer({ port, host = '127.0.0.1' }: OpsServerOpti
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://ops');
     const endpoint = checkEndpoints[url.pathname];
-    if (url.pathname !== '/metrics' && !endpoint) return send(res, 404, 'text/plain; charset=utf-8', '404 page not found\n');
+    if (url.pathname !== '/metrics' && !endpoint)
+      return send(res, 404, 'text/plain; charset=utf-8', '404 page not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
       return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
@@ -135,7 +137,12 @@ export async function startOpsServer({ port, host = '127.0.0.1' }: OpsServerOpti
     const outcomes = await runChecks(endpoint.kind);
     const failed = outcomes.filter((o) => !o.ok);
     if (failed.length > 0) log.debug({ endpoint: endpoint.name, failed }, 'checks failing');
-    send(res, failed.length === 0 ? 200 : 500, 'text/plain; charset=utf-8', renderChecks(endpoint.name, outcomes, url.searchParams.has('verbose')));
+    send(
+      res,
+      failed.length === 0 ? 200 : 500,
+      'text/plain; charset=utf-8',
+      renderChecks(endpoint.name, outcomes, url.searchParams.has('verbose')),
+    );
   }
 
   await new Promise<void>((resolve, reject) => {

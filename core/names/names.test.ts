@@ -1,6 +1,21 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ANN, fitName, LABEL, ROOT_MAX, MANAGER, namespaceOwnerIn, ownedBy, pickUp, provenanceOf, rootNamespace, stampOwnership, stripDown, superNamespace, tenantNaming } from './names.ts';
+import {
+  ANN,
+  fitName,
+  LABEL,
+  ROOT_MAX,
+  MANAGER,
+  namespaceOwnerIn,
+  ownedBy,
+  pickUp,
+  provenanceOf,
+  rootNamespace,
+  stampOwnership,
+  stripDown,
+  superNamespace,
+  tenantNaming,
+} from './names.ts';
 import type { KubeObject } from '../kube/client.ts';
 
 const tenant = { key: rootNamespace('team-a', 'dev', 'u-dev'), vcName: 'dev', vcNamespace: 'team-a' };
@@ -22,14 +37,25 @@ describe('names', () => {
   it.each([
     ['same namespace, names that share a prefix', ['team', 'a', 'u1'], ['team', 'a-b', 'u2'], 'b-c', 'c'],
     ['namespace and name split differently', ['team-a', 'dev', 'u1'], ['team', 'a-dev', 'u2'], 'default', 'default'],
-    ['a namespace that embeds the other tenant\'s root', ['team', 'a', 'u1'], ['x', 'y', 'u2'], 'x', 'x'],
+    ["a namespace that embeds the other tenant's root", ['team', 'a', 'u1'], ['x', 'y', 'u2'], 'x', 'x'],
     ['the same names, recreated with a new uid', ['team', 'a', 'u1'], ['team', 'a', 'u2'], 'default', 'default'],
   ] as const)('never maps two tenants to one super namespace: %s', (_, a, b, nsA, nsB) => {
     const rootA = rootNamespace(a[0], a[1], a[2]);
     const rootB = rootNamespace(b[0], b[1], b[2]);
-    const ns = new Set(['default', 'kube-system', nsA, nsB, `${rootB.slice(3)}-default`, 'y'.repeat(63), `z-${'0'.repeat(16)}`]);
+    const ns = new Set([
+      'default',
+      'kube-system',
+      nsA,
+      nsB,
+      `${rootB.slice(3)}-default`,
+      'y'.repeat(63),
+      `z-${'0'.repeat(16)}`,
+    ]);
     const seen = new Map<string, string>();
-    for (const [root, who] of [[rootA, 'a'], [rootB, 'b']] as const) {
+    for (const [root, who] of [
+      [rootA, 'a'],
+      [rootB, 'b'],
+    ] as const) {
       for (const n of ns) {
         const s = superNamespace(root, n);
         expect(s).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
@@ -40,9 +66,10 @@ describe('names', () => {
     }
   });
 
-  it('keeps every super namespace inside its tenant: the first 19 characters are the root\'s hash', () => {
+  it("keeps every super namespace inside its tenant: the first 19 characters are the root's hash", () => {
     const root = rootNamespace('team-a', 'dev', 'u1');
-    for (const n of ['a', 'n'.repeat(63), `x-${'f'.repeat(16)}`]) expect(superNamespace(root, n).slice(0, 19)).toBe(root.slice(0, 19));
+    for (const n of ['a', 'n'.repeat(63), `x-${'f'.repeat(16)}`])
+      expect(superNamespace(root, n).slice(0, 19)).toBe(root.slice(0, 19));
   });
 
   it.each([
@@ -142,20 +169,44 @@ describe('names', () => {
     it.each([
       ['a short name, no lookup', 'default', undefined, [], 'default'],
       ['a short name the lookup does not know', 'default', 'lookup', [], 'default'],
-      ['another tenant\'s name, no lookup', undefined, undefined, [], undefined],
+      ["another tenant's name, no lookup", undefined, undefined, [], undefined],
       ['a hashed name, no lookup (cannot be told from a cut one)', 'hashed', undefined, [], undefined],
-      ['a hashed name the lookup knows as this tenant\'s', 'hashed', 'lookup', [nsObj(hashed, { cluster: key, namespace: longNs })], longNs],
-      ['a name the lookup knows as another tenant\'s', 'default', 'lookup', [nsObj(superNamespace(key, 'default'), { cluster: 'other', namespace: 'default' })], undefined],
-      ['a name the lookup knows as not managed', 'default', 'lookup', [nsObj(superNamespace(key, 'default'))], undefined],
+      [
+        "a hashed name the lookup knows as this tenant's",
+        'hashed',
+        'lookup',
+        [nsObj(hashed, { cluster: key, namespace: longNs })],
+        longNs,
+      ],
+      [
+        "a name the lookup knows as another tenant's",
+        'default',
+        'lookup',
+        [nsObj(superNamespace(key, 'default'), { cluster: 'other', namespace: 'default' })],
+        undefined,
+      ],
+      [
+        'a name the lookup knows as not managed',
+        'default',
+        'lookup',
+        [nsObj(superNamespace(key, 'default'))],
+        undefined,
+      ],
     ] as const)('maps back %s', (_, which, withLookup, objs, want) => {
-      const sns = which === 'hashed' ? hashed : which === 'default' ? superNamespace(key, 'default') : `${rootNamespace('team-b', 'prod', 'u-prod')}-default`;
+      const sns =
+        which === 'hashed'
+          ? hashed
+          : which === 'default'
+            ? superNamespace(key, 'default')
+            : `${rootNamespace('team-b', 'prod', 'u-prod')}-default`;
       const n = tenantNaming(key, withLookup ? lookupOver([...objs]) : undefined);
       expect(n.tenantNamespace(sns)).toBe(want);
     });
 
     it('maps every short tenant namespace there and back', () => {
       const n = tenantNaming(key);
-      for (const ns of ['default', 'kube-system', 'a', 'x'.repeat(63 - key.length - 1)]) expect(n.tenantNamespace(n.superNamespace(ns))).toBe(ns);
+      for (const ns of ['default', 'kube-system', 'a', 'x'.repeat(63 - key.length - 1)])
+        expect(n.tenantNamespace(n.superNamespace(ns))).toBe(ns);
     });
   });
 });

@@ -125,7 +125,9 @@ export function fitName(name: string): string {
  * two different roots, and no root is built from characters another tenant chose.
  */
 export function rootNamespace(vcNamespace: string, vcName: string, vcUid: string): string {
-  return `${ROOT_PREFIX}${sha256hex(vcUid).slice(0, HASH_LEN)}-${vcNamespace}-${vcName}`.slice(0, ROOT_MAX).replace(/-+$/, '');
+  return `${ROOT_PREFIX}${sha256hex(vcUid).slice(0, HASH_LEN)}-${vcNamespace}-${vcName}`
+    .slice(0, ROOT_MAX)
+    .replace(/-+$/, '');
 }
 
 /**
@@ -154,7 +156,12 @@ export function provenanceOf(o: KubeObject | undefined): Provenance | null {
   const a = o?.metadata?.annotations;
   const l = o?.metadata?.labels;
   if (!a || l?.[LABEL.managedBy] !== MANAGER || !a[ANN.cluster]) return null;
-  return { cluster: a[ANN.cluster]!, namespace: a[ANN.namespace] ?? '', name: a[ANN.name] ?? '', uid: a[ANN.uid] ?? '' };
+  return {
+    cluster: a[ANN.cluster]!,
+    namespace: a[ANN.namespace] ?? '',
+    name: a[ANN.name] ?? '',
+    uid: a[ANN.uid] ?? '',
+  };
 }
 
 /** TenantIdentity is what the naming rules need to know about one tenant. */
@@ -195,7 +202,12 @@ export function ownedBy(superObj: KubeObject | undefined, tenant: TenantIdentity
 }
 
 /** cleanMeta returns the metadata fields of a tenant object that may be copied to a new super object. */
-export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: string | undefined, name = tm.name): ObjectMeta {
+export function cleanMeta(
+  tm: ObjectMeta,
+  tenant: TenantIdentity,
+  superNs: string | undefined,
+  name = tm.name,
+): ObjectMeta {
   const out: ObjectMeta = { name };
   if (superNs !== undefined) out.namespace = superNs;
   const labels = stripDown(tm.labels, tenant.opaqueMetaPrefixes);
@@ -210,9 +222,19 @@ export function cleanMeta(tm: ObjectMeta, tenant: TenantIdentity, superNs: strin
  * `tenantNamespace`: its provenance names the tenant's key and the tenant namespace, and its VirtualCluster uid
  * annotation is the tenant's. Only then may the syncer create objects in it.
  */
-export function namespaceOwnedBy(superNs: KubeObject | undefined, tenant: TenantIdentity, tenantNamespace: string): boolean {
+export function namespaceOwnedBy(
+  superNs: KubeObject | undefined,
+  tenant: TenantIdentity,
+  tenantNamespace: string,
+): boolean {
   const p = provenanceOf(superNs);
-  return !!p && p.cluster === tenant.key && p.namespace === '' && p.name === tenantNamespace && superNs?.metadata?.annotations?.[ANN.vcUid] === (tenant.vcUid ?? '');
+  return (
+    !!p &&
+    p.cluster === tenant.key &&
+    p.namespace === '' &&
+    p.name === tenantNamespace &&
+    superNs?.metadata?.annotations?.[ANN.vcUid] === (tenant.vcUid ?? '')
+  );
 }
 
 /** Naming is the tenant-bound view of these rules that plugins receive (defined by the plugin contract). */

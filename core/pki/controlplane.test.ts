@@ -206,9 +206,9 @@ describe('generateControlPlanePKI', () => {
     await expect(generateControlPlanePKI({ ...base, clusterName: '', serviceIP: '10.96.0.1' })).rejects.toThrow(
       /clusterName/,
     );
-    await expect(
-      generateControlPlanePKI({ ...base, clusterName: 'c', serviceIP: '10.96.0.0/12' }),
-    ).rejects.toThrow(/serviceIP/);
+    await expect(generateControlPlanePKI({ ...base, clusterName: 'c', serviceIP: '10.96.0.0/12' })).rejects.toThrow(
+      /serviceIP/,
+    );
   });
 
   describe('TLS between the apiserver certificate and client certificates', () => {

@@ -11,7 +11,8 @@ export interface Provisioned {
 }
 
 /** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */
-export type ProvisionState = { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
+export type ProvisionState =
+  { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
 
 /**
  * Provisioner makes and removes tenant control planes. ensure is idempotent and level-triggered: called with the

@@ -84,7 +84,10 @@ describe('BucketRateLimiter', () => {
 describe('MaxOfRateLimiter', () => {
   it('waits for the longest delay and reports the most retries', () => {
     const clock = new FakeClock();
-    const limiter = new MaxOfRateLimiter(new ItemExponentialFailureRateLimiter(10, 100_000), new BucketRateLimiter(1, 2, clock));
+    const limiter = new MaxOfRateLimiter(
+      new ItemExponentialFailureRateLimiter(10, 100_000),
+      new BucketRateLimiter(1, 2, clock),
+    );
     expect(limiter.when('a')).toBe(10);
     expect(limiter.when('b')).toBe(10);
     expect(limiter.when('a')).toBe(1000);

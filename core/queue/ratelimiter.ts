@@ -56,8 +56,10 @@ export class BucketRateLimiter implements RateLimiter {
     readonly burst: number,
     private readonly clock: Clock,
   ) {
-    if (!(qps > 0) || !Number.isFinite(qps)) throw new RangeError(`bucket rate limiter needs a finite qps > 0, got ${qps}`);
-    if (!Number.isInteger(burst) || burst < 1) throw new RangeError(`bucket rate limiter needs an integer burst >= 1, got ${burst}`);
+    if (!(qps > 0) || !Number.isFinite(qps))
+      throw new RangeError(`bucket rate limiter needs a finite qps > 0, got ${qps}`);
+    if (!Number.isInteger(burst) || burst < 1)
+      throw new RangeError(`bucket rate limiter needs an integer burst >= 1, got ${burst}`);
     this.tokens = burst;
     this.last = clock.now();
   }
@@ -106,5 +108,8 @@ export class MaxOfRateLimiter implements RateLimiter {
  * 1000s, and overall at most 10 retries per second after a burst of 100.
  */
 export function defaultControllerRateLimiter(clock: Clock): RateLimiter {
-  return new MaxOfRateLimiter(new ItemExponentialFailureRateLimiter(5, 1_000_000), new BucketRateLimiter(10, 100, clock));
+  return new MaxOfRateLimiter(
+    new ItemExponentialFailureRateLimiter(5, 1_000_000),
+    new BucketRateLimiter(10, 100, clock),
+  );
 }

@@ -2,7 +2,16 @@ import { createPatch, type Operation } from 'rfc6902';
 import type { KubeObject } from '../kube/client.ts';
 
 /** SERVER_META are metadata fields the apiserver owns; desired objects never set them and diffs ignore them. */
-const SERVER_META = ['resourceVersion', 'uid', 'creationTimestamp', 'generation', 'managedFields', 'selfLink', 'deletionTimestamp', 'deletionGracePeriodSeconds'] as const;
+const SERVER_META = [
+  'resourceVersion',
+  'uid',
+  'creationTimestamp',
+  'generation',
+  'managedFields',
+  'selfLink',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+] as const;
 
 /** specOf returns a copy of an object without status and without server-owned metadata. */
 export function specOf(o: KubeObject): KubeObject {

@@ -21,7 +21,11 @@ type ConditionEffect = Extract<Effect, { type: 'tenantCondition' }>;
  * secrets, bound to nothing. It carries the managed-by label (so the super cache holds it) but no provenance: no
  * tenant object is its source, so nothing routes it to a tenant or deletes it as an orphan.
  */
-export function podServiceAccount(namespace: string, name: string, cluster: string): KubeObject & { automountServiceAccountToken: boolean } {
+export function podServiceAccount(
+  namespace: string,
+  name: string,
+  cluster: string,
+): KubeObject & { automountServiceAccountToken: boolean } {
   return {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
@@ -73,7 +77,10 @@ export class Effects {
         await this.bind(t, e);
         return;
       case 'deleteTenant':
-        await s.client.delete(t.resource, e.namespace, e.name, { uid: e.uid, gracePeriodSeconds: e.gracePeriodSeconds });
+        await s.client.delete(t.resource, e.namespace, e.name, {
+          uid: e.uid,
+          gracePeriodSeconds: e.gracePeriodSeconds,
+        });
         countWrite(s.tenant.key, t.plugin, 'deleteTenant');
         return;
       case 'serviceAccountToken': {
@@ -89,7 +96,9 @@ export class Effects {
         const sns = s.names.superNamespace(e.namespace);
         // Only in a super namespace the syncer wrote for this tenant's namespace (as every create: plan.ts).
         if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
-        await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, { force: true });
+        await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, {
+          force: true,
+        });
         countWrite(s.tenant.key, t.plugin, 'createSuper');
         return;
       }
@@ -162,7 +171,10 @@ export class Effects {
         countWrite(s.tenant.key, p.manifest.name, 'createTenant');
         const st = diffStatus(created, desired);
         if (st.length) {
-          await s.client.patch(r, created.metadata?.namespace, created.metadata?.name ?? '', st, 'json', { subresource: 'status', fieldManager: MANAGER });
+          await s.client.patch(r, created.metadata?.namespace, created.metadata?.name ?? '', st, 'json', {
+            subresource: 'status',
+            fieldManager: MANAGER,
+          });
           countWrite(s.tenant.key, p.manifest.name, 'patchTenantStatus');
         }
       } catch (err) {
@@ -171,7 +183,12 @@ export class Effects {
     }
     try {
       await s.client.request('POST', KubeClient.path(t.resource, e.namespace, e.name, 'binding'), {
-        body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: e.name, namespace: e.namespace, uid: e.uid }, target: { apiVersion: 'v1', kind: 'Node', name: e.node } },
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: e.name, namespace: e.namespace, uid: e.uid },
+          target: { apiVersion: 'v1', kind: 'Node', name: e.node },
+        },
       });
       countWrite(s.tenant.key, t.plugin, 'bind');
     } catch (err) {

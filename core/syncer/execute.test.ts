@@ -4,14 +4,28 @@ import { isMissingNamespace, isStalePatch, runSteps } from './execute.ts';
 import type { Step } from './plan.ts';
 
 const test = (rv: string) => ({ op: 'test' as const, path: '/metadata/resourceVersion', value: rv });
-const written = (rv: string, uid = 'u'): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { resourceVersion: rv, uid } });
+const written = (rv: string, uid = 'u'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { resourceVersion: rv, uid },
+});
 
 describe('runSteps', () => {
   it('hands the resourceVersion of one write to the next patch of the same object', async () => {
     const seen: Step[] = [];
     const steps: Step[] = [
-      { op: 'patchTenant', namespace: 'default', name: 'web', ops: [test('5'), { op: 'add', path: '/metadata/labels', value: {} }] },
-      { op: 'patchTenantStatus', namespace: 'default', name: 'web', ops: [test('5'), { op: 'add', path: '/status/phase', value: 'Running' }] },
+      {
+        op: 'patchTenant',
+        namespace: 'default',
+        name: 'web',
+        ops: [test('5'), { op: 'add', path: '/metadata/labels', value: {} }],
+      },
+      {
+        op: 'patchTenantStatus',
+        namespace: 'default',
+        name: 'web',
+        ops: [test('5'), { op: 'add', path: '/status/phase', value: 'Running' }],
+      },
       { op: 'patchTenant', namespace: 'default', name: 'other', ops: [test('9')] },
     ];
     await runSteps(steps, { write: async (s) => (seen.push(s), written('6')), adopt: async () => undefined });
@@ -20,7 +34,10 @@ describe('runSteps', () => {
   });
 
   it('returns the uid of the super object written, and adopts one that already exists', async () => {
-    const create: Step = { op: 'createSuper', obj: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } } };
+    const create: Step = {
+      op: 'createSuper',
+      obj: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+    };
     expect(await runSteps([create], { write: async () => written('1', 'new'), adopt: async () => 'nope' })).toBe('new');
     const exists = new ApiError(409, 'AlreadyExists', 'POST x: already exists');
     const adopted = await runSteps([create], {
@@ -35,16 +52,33 @@ describe('runSteps', () => {
   it('throws any other failure', async () => {
     const create: Step = { op: 'createSuper', obj: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } } };
     const boom = new ApiError(403, 'Forbidden', 'POST x: forbidden');
-    await expect(runSteps([create], { write: async () => Promise.reject(boom), adopt: async () => undefined })).rejects.toBe(boom);
+    await expect(
+      runSteps([create], { write: async () => Promise.reject(boom), adopt: async () => undefined }),
+    ).rejects.toBe(boom);
   });
 });
 
 describe('error classes', () => {
   it.each([
-    ['a missing namespace', new ApiError(404, 'NotFound', 'POST x', { details: { name: 'ns', kind: 'namespaces' } }), true, false],
-    ['a missing object', new ApiError(404, 'NotFound', 'GET x', { details: { name: 'a', kind: 'configmaps' } }), false, false],
+    [
+      'a missing namespace',
+      new ApiError(404, 'NotFound', 'POST x', { details: { name: 'ns', kind: 'namespaces' } }),
+      true,
+      false,
+    ],
+    [
+      'a missing object',
+      new ApiError(404, 'NotFound', 'GET x', { details: { name: 'a', kind: 'configmaps' } }),
+      false,
+      false,
+    ],
     ['a failed resourceVersion test', new ApiError(422, 'Invalid', 'PATCH x', { details: {} }), false, true],
-    ['an invalid patch', new ApiError(422, 'Invalid', 'PATCH x', { details: { causes: [{ field: 'spec' }] } }), false, false],
+    [
+      'an invalid patch',
+      new ApiError(422, 'Invalid', 'PATCH x', { details: { causes: [{ field: 'spec' }] } }),
+      false,
+      false,
+    ],
   ])('tells %s', (_, e, missingNs, stale) => {
     expect(isMissingNamespace(e)).toBe(missingNs);
     expect(isStalePatch(e)).toBe(stale);

@@ -1,4 +1,11 @@
-import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import {
+  ApiError,
+  isAlreadyExists,
+  isNotFound,
+  type KubeClient,
+  type KubeObject,
+  type Resource,
+} from '../kube/client.ts';
 import { MANAGER } from '../names/names.ts';
 import type { Step } from './plan.ts';
 

@@ -52,10 +52,30 @@ export const syncerMetrics = {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   }),
-  errors: new Counter({ name: 'vc_syncer_sync_errors_total', help: 'Failed reconciles, per tenant and plugin.', labelNames: ['tenant', 'plugin'], registers: [registry] }),
-  writes: new Counter({ name: 'vc_syncer_writes_total', help: 'Writes made, per tenant, plugin and operation.', labelNames: ['tenant', 'plugin', 'op'], registers: [registry] }),
-  skips: new Counter({ name: 'vc_syncer_skips_total', help: 'Objects deliberately not synced, per reason.', labelNames: ['tenant', 'plugin', 'reason'], registers: [registry] }),
-  patrol: new Counter({ name: 'vc_syncer_patrol_fixes_total', help: 'Drift found and requeued by patrol.', labelNames: ['tenant', 'plugin'], registers: [registry] }),
+  errors: new Counter({
+    name: 'vc_syncer_sync_errors_total',
+    help: 'Failed reconciles, per tenant and plugin.',
+    labelNames: ['tenant', 'plugin'],
+    registers: [registry],
+  }),
+  writes: new Counter({
+    name: 'vc_syncer_writes_total',
+    help: 'Writes made, per tenant, plugin and operation.',
+    labelNames: ['tenant', 'plugin', 'op'],
+    registers: [registry],
+  }),
+  skips: new Counter({
+    name: 'vc_syncer_skips_total',
+    help: 'Objects deliberately not synced, per reason.',
+    labelNames: ['tenant', 'plugin', 'reason'],
+    registers: [registry],
+  }),
+  patrol: new Counter({
+    name: 'vc_syncer_patrol_fixes_total',
+    help: 'Drift found and requeued by patrol.',
+    labelNames: ['tenant', 'plugin'],
+    registers: [registry],
+  }),
 };
 
 /** countWrite counts one write in vc_syncer_writes_total. */

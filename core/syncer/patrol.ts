@@ -30,9 +30,11 @@ export function patrol(o: PatrolOptions): number {
       if (!o.host.enabledFor(s.view, p.manifest.name)) continue;
       const keys = new Set<string>();
       const r = p.manifest.resource!;
-      for (const obj of s.cache.list(r)) keys.add(makeKey(s.tenant.key, p.manifest.name, obj.metadata?.namespace ?? '', obj.metadata?.name ?? ''));
+      for (const obj of s.cache.list(r))
+        keys.add(makeKey(s.tenant.key, p.manifest.name, obj.metadata?.namespace ?? '', obj.metadata?.name ?? ''));
       for (const obj of o.superCache.list(r)) {
-        for (const k of o.router.routeOf(p, obj)) if (k.tenant === s.tenant.key) keys.add(makeKey(k.tenant, p.manifest.name, k.namespace, k.name));
+        for (const k of o.router.routeOf(p, obj))
+          if (k.tenant === s.tenant.key) keys.add(makeKey(k.tenant, p.manifest.name, k.namespace, k.name));
       }
       for (const key of keys) {
         if (!o.plan(key)?.steps.length) continue;

@@ -50,7 +50,10 @@ const tenantCM = (data: Record<string, string>, uid = 'cm-uid'): KubeObject => (
   data,
 });
 
-const superCM = (data: Record<string, string>, meta: Record<string, unknown> = provenance(tenant, 'default', 'app', 'cm-uid')): KubeObject => ({
+const superCM = (
+  data: Record<string, string>,
+  meta: Record<string, unknown> = provenance(tenant, 'default', 'app', 'cm-uid'),
+): KubeObject => ({
   apiVersion: 'v1',
   kind: 'ConfigMap',
   metadata: { namespace: SNS, name: 'app', uid: 'super-cm-uid', resourceVersion: '20', ...meta },
@@ -68,7 +71,13 @@ const tenantPod = (spec: Record<string, unknown> = {}, status: Record<string, un
 const superPod = (spec: Record<string, unknown> = {}, status: Record<string, unknown> = {}): KubeObject => ({
   apiVersion: 'v1',
   kind: 'Pod',
-  metadata: { namespace: SNS, name: 'web', uid: 'super-pod-uid', resourceVersion: '7', ...provenance(tenant, 'default', 'web', 'pod-uid') },
+  metadata: {
+    namespace: SNS,
+    name: 'web',
+    uid: 'super-pod-uid',
+    resourceVersion: '7',
+    ...provenance(tenant, 'default', 'web', 'pod-uid'),
+  },
   spec: { containers: [{ name: 'c', image: 'nginx' }], automountServiceAccountToken: false, ...spec },
   status,
 });
@@ -83,7 +92,12 @@ const publicSC = (provisioner: string): KubeObject => ({
 const tenantSC = (provisioner: string, managed = true): KubeObject => ({
   apiVersion: 'storage.k8s.io/v1',
   kind: 'StorageClass',
-  metadata: { name: 'fast', uid: 'tenant-sc-uid', resourceVersion: '4', ...(managed ? { labels: { [LABEL.managedBy]: MANAGER, [LABEL.public]: 'true' } } : {}) },
+  metadata: {
+    name: 'fast',
+    uid: 'tenant-sc-uid',
+    resourceVersion: '4',
+    ...(managed ? { labels: { [LABEL.managedBy]: MANAGER, [LABEL.public]: 'true' } } : {}),
+  },
   provisioner,
 });
 
@@ -129,7 +143,12 @@ const rows: Row[] = [
     name: 'only tenant: a skip with its event and no write',
     plugin: configmaps,
     key: { namespace: 'default', name: 'tenant-kube-root-ca.crt' },
-    tenantState: [[R.configmaps, [{ ...tenantCM({}), metadata: { namespace: 'default', name: 'tenant-kube-root-ca.crt', uid: 'x' } }]]],
+    tenantState: [
+      [
+        R.configmaps,
+        [{ ...tenantCM({}), metadata: { namespace: 'default', name: 'tenant-kube-root-ca.crt', uid: 'x' } }],
+      ],
+    ],
     superState: [],
     want: { steps: [], effects: ['event'], skip: 'ReservedName' },
   },
@@ -163,7 +182,17 @@ const rows: Row[] = [
     plugin: configmaps,
     key: cmKey,
     tenantState: [[R.configmaps, [tenantCM({ a: '1' })]]],
-    superState: [[R.namespaces, [{ ...superNamespaceObj(tenant), metadata: { ...superNamespaceObj(tenant).metadata, ...provenance(tenant, '', 'kube-system', 'x') } }]]],
+    superState: [
+      [
+        R.namespaces,
+        [
+          {
+            ...superNamespaceObj(tenant),
+            metadata: { ...superNamespaceObj(tenant).metadata, ...provenance(tenant, '', 'kube-system', 'x') },
+          },
+        ],
+      ],
+    ],
     want: { steps: [], effects: ['event'], skip: 'NamespaceNotOwned' },
   },
   {
@@ -178,7 +207,9 @@ const rows: Row[] = [
     name: 'only tenant, cluster-scoped (the namespace itself): no namespace to check',
     plugin: namespaces,
     key: { namespace: '', name: 'default' },
-    tenantState: [[R.namespaces, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default', uid: 'tenant-ns-uid' } }]]],
+    tenantState: [
+      [R.namespaces, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default', uid: 'tenant-ns-uid' } }]],
+    ],
     superState: [],
     want: { steps: [`createSuper /${SNS}`], effects: [] },
   },
@@ -268,7 +299,7 @@ const rows: Row[] = [
     want: { steps: [`deleteSuper ${SNS}/app uid=super-cm-uid`], effects: [] },
   },
   {
-    name: 'only super: leaves another tenant\'s object alone',
+    name: "only super: leaves another tenant's object alone",
     plugin: configmaps,
     key: cmKey,
     tenantState: [],
@@ -280,7 +311,12 @@ const rows: Row[] = [
     plugin: configmaps,
     key: cmKey,
     tenantState: [],
-    superState: [[R.configmaps, [{ ...superCM({}), metadata: { ...superCM({}).metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }]]],
+    superState: [
+      [
+        R.configmaps,
+        [{ ...superCM({}), metadata: { ...superCM({}).metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }],
+      ],
+    ],
     want: { steps: [], effects: [] },
   },
   {
@@ -328,12 +364,20 @@ const rows: Row[] = [
 
 describe('planKey', () => {
   it.each(rows)('$name', (row) => {
-    const ctx = testContext({ tenant, tenantCache: new MapCache(row.tenantState), superCache: new MapCache(row.superState) });
+    const ctx = testContext({
+      tenant,
+      tenantCache: new MapCache(row.tenantState),
+      superCache: new MapCache(row.superState),
+    });
     expect(summary(planKey(noMutators, row.plugin, ctx, row.key))).toEqual(row.want);
   });
 
   it('creates the super object with ownership stamped and server fields stripped', () => {
-    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '1' })]]]), superCache: new MapCache([[R.namespaces, [superNamespaceObj(tenant)]]]) });
+    const ctx = testContext({
+      tenant,
+      tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '1' })]]]),
+      superCache: new MapCache([[R.namespaces, [superNamespaceObj(tenant)]]]),
+    });
     const [step] = planKey(noMutators, configmaps, ctx, cmKey).steps;
     expect(step?.op).toBe('createSuper');
     const obj = step?.op === 'createSuper' ? step.obj : undefined;
@@ -343,7 +387,11 @@ describe('planKey', () => {
   });
 
   it('names the refused namespace in the tenant event', () => {
-    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.pods, [tenantPod()]]]), superCache: new MapCache([[R.namespaces, [superNamespaceObj(other)]]]) });
+    const ctx = testContext({
+      tenant,
+      tenantCache: new MapCache([[R.pods, [tenantPod()]]]),
+      superCache: new MapCache([[R.namespaces, [superNamespaceObj(other)]]]),
+    });
     const p = planKey(noMutators, pods, ctx, podKey);
     expect(p.steps).toEqual([]);
     expect(p.effects).toEqual([
@@ -359,9 +407,17 @@ describe('planKey', () => {
   });
 
   it('guards every patch with the resourceVersion of the object it read', () => {
-    const ctx = testContext({ tenant, tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '2' })]]]), superCache: new MapCache([[R.configmaps, [superCM({ a: '1' })]]]) });
+    const ctx = testContext({
+      tenant,
+      tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '2' })]]]),
+      superCache: new MapCache([[R.configmaps, [superCM({ a: '1' })]]]),
+    });
     const [step] = planKey(noMutators, configmaps, ctx, cmKey).steps;
-    expect(step?.op === 'patchSuper' && step.ops[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '20' });
+    expect(step?.op === 'patchSuper' && step.ops[0]).toEqual({
+      op: 'test',
+      path: '/metadata/resourceVersion',
+      value: '20',
+    });
   });
 });
 
@@ -376,22 +432,45 @@ describe('mutator chain', () => {
       sourceOfTruth: 'tenant',
       processes: ['manager'],
     },
-    toSuper: (t, _s, ctx) => ({ object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: ctx.names.superNamespace('default'), name: t.metadata?.name } } }),
+    toSuper: (t, _s, ctx) => ({
+      object: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { namespace: ctx.names.superNamespace('default'), name: t.metadata?.name },
+      },
+    }),
   };
   const labeller = (name: string, out: 'label' | 'skip' | 'null' = 'label'): MutatorPlugin => ({
-    manifest: { apiVersion: PLUGIN_API_VERSION, name, version: '0.1.0', direction: 'mutator', sourceOfTruth: 'tenant', processes: ['manager'], mutates: 'things' },
+    manifest: {
+      apiVersion: PLUGIN_API_VERSION,
+      name,
+      version: '0.1.0',
+      direction: 'mutator',
+      sourceOfTruth: 'tenant',
+      processes: ['manager'],
+      mutates: 'things',
+    },
     mutate: (d) => {
       if (out === 'skip') return { object: d, skip: { reason: `SkippedBy-${name}`, message: name } };
       if (out === 'null') return { object: null };
-      return { object: { ...d, metadata: { ...d.metadata, labels: { ...d.metadata?.labels, [`by-${name}`]: 'yes' } } } };
+      return {
+        object: { ...d, metadata: { ...d.metadata, labels: { ...d.metadata?.labels, [`by-${name}`]: 'yes' } } },
+      };
     },
   });
   const run = async (mutators: MutatorPlugin[], t: TenantView) => {
     const host = await PluginHost.load({ process: 'manager', builtins: [downPlugin, ...mutators] });
-    const ctx = testContext({ tenant: t, tenantCache: new MapCache([[R.configmaps, [tenantCM({})]]]), superCache: new MapCache([[R.namespaces, [superNamespaceObj(t)]]]) });
+    const ctx = testContext({
+      tenant: t,
+      tenantCache: new MapCache([[R.configmaps, [tenantCM({})]]]),
+      superCache: new MapCache([[R.namespaces, [superNamespaceObj(t)]]]),
+    });
     return planKey(host, downPlugin, ctx, cmKey);
   };
-  const labelsOf = (p: Plan) => (p.steps[0]?.op === 'createSuper' ? Object.keys(p.steps[0].obj.metadata?.labels ?? {}).filter((k) => k.startsWith('by-')) : []);
+  const labelsOf = (p: Plan) =>
+    p.steps[0]?.op === 'createSuper'
+      ? Object.keys(p.steps[0].obj.metadata?.labels ?? {}).filter((k) => k.startsWith('by-'))
+      : [];
 
   it('runs every enabled mutator in load order', async () => {
     expect(labelsOf(await run([labeller('first'), labeller('second')], tenant))).toEqual(['by-first', 'by-second']);
@@ -413,6 +492,9 @@ describe('mutator chain', () => {
   });
 
   it('stops the chain at a null object', async () => {
-    expect(summary(await run([labeller('first', 'null'), labeller('second')], tenant))).toEqual({ steps: [], effects: [] });
+    expect(summary(await run([labeller('first', 'null'), labeller('second')], tenant))).toEqual({
+      steps: [],
+      effects: [],
+    });
   });
 });

@@ -2,7 +2,14 @@ import type { Operation } from 'rfc6902';
 import type { KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { LABEL, MANAGER, namespaceOwnedBy, ownedBy, pickUp, provenanceOf, stampOwnership } from '../names/names.ts';
-import type { Decision, Effect, MutatorPlugin, PluginContext, ResourcePlugin, TenantView } from '../plugins/contract.ts';
+import type {
+  Decision,
+  Effect,
+  MutatorPlugin,
+  PluginContext,
+  ResourcePlugin,
+  TenantView,
+} from '../plugins/contract.ts';
 import { diffSpec, diffStatus, forCreate } from './diff.ts';
 
 /**
@@ -56,9 +63,18 @@ export interface PlanInput {
 const nothing = (): Plan => ({ steps: [], effects: [] });
 
 /** superLocation is where the super counterpart of a tenant object lives. */
-export function superLocation(p: ResourcePlugin, ctx: PluginContext, k: ObjectName): { namespace?: string; name: string } {
+export function superLocation(
+  p: ResourcePlugin,
+  ctx: PluginContext,
+  k: ObjectName,
+): { namespace?: string; name: string } {
   const r = p.manifest.resource!;
-  return p.superName?.(k.namespace, k.name, ctx) ?? { namespace: r.namespaced ? ctx.names.superNamespace(k.namespace) : undefined, name: k.name };
+  return (
+    p.superName?.(k.namespace, k.name, ctx) ?? {
+      namespace: r.namespaced ? ctx.names.superNamespace(k.namespace) : undefined,
+      name: k.name,
+    }
+  );
 }
 
 /** planKey reads both objects of a key from the caches in ctx and plans them. */
@@ -83,7 +99,13 @@ export function plan(i: PlanInput): Plan {
  * desiredSuper runs the plugin's toSuper, then its mutator chain (see MutatorPlugin for the order), then keeps the
  * super side's transparent keys and stamps ownership.
  */
-export function desiredSuper(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject, superObj: KubeObject | undefined): Decision {
+export function desiredSuper(
+  host: PlanHost,
+  p: ResourcePlugin,
+  ctx: PluginContext,
+  tenantObj: KubeObject,
+  superObj: KubeObject | undefined,
+): Decision {
   let d = p.toSuper!(structuredClone(tenantObj), superObj && structuredClone(superObj), ctx);
   const effects = [...(d.effects ?? [])];
   for (const m of host.mutatorsOf(p.manifest.name)) {
@@ -126,18 +148,32 @@ function planOnlyTenant(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, t
  * Warning event on the tenant object naming the namespace. Nothing is ever created in a namespace that is not the
  * tenant's, whatever name the naming rules produced.
  */
-function createRefusal(ctx: PluginContext, p: ResourcePlugin, tenantObj: KubeObject, desired: KubeObject): Plan | undefined {
+function createRefusal(
+  ctx: PluginContext,
+  p: ResourcePlugin,
+  tenantObj: KubeObject,
+  desired: KubeObject,
+): Plan | undefined {
   const sns = desired.metadata?.namespace;
   if (!sns) return undefined;
   const tm = tenantObj.metadata ?? {};
   const tenantNs = tm.namespace ?? '';
   const ns = ctx.superCache.get(R.namespaces, undefined, sns);
   if (!ns) {
-    return { steps: [], effects: [], requeueAfterMs: WAIT_FOR_NAMESPACE_MS, skip: { reason: 'WaitingForNamespace', message: `super namespace ${sns} is not there yet` } };
+    return {
+      steps: [],
+      effects: [],
+      requeueAfterMs: WAIT_FOR_NAMESPACE_MS,
+      skip: { reason: 'WaitingForNamespace', message: `super namespace ${sns} is not there yet` },
+    };
   }
   if (namespaceOwnedBy(ns, ctx.tenant, tenantNs)) return undefined;
   const owner = provenanceOf(ns);
-  const whose = !owner ? 'not managed by the syncer' : owner.cluster === ctx.tenant.key ? `written for tenant namespace ${owner.name}` : 'owned by another tenant';
+  const whose = !owner
+    ? 'not managed by the syncer'
+    : owner.cluster === ctx.tenant.key
+      ? `written for tenant namespace ${owner.name}`
+      : 'owned by another tenant';
   const message = `super namespace ${sns} of tenant namespace ${tenantNs} is ${whose}: nothing is created in it`;
   const r = p.manifest.resource!;
   return {
@@ -146,7 +182,13 @@ function createRefusal(ctx: PluginContext, p: ResourcePlugin, tenantObj: KubeObj
       {
         type: 'event',
         side: 'tenant',
-        regarding: { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind, namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid },
+        regarding: {
+          apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+          kind: r.kind,
+          namespace: tm.namespace,
+          name: tm.name ?? '',
+          uid: tm.uid,
+        },
         eventType: 'Warning',
         reason: 'NamespaceNotOwned',
         message,
@@ -157,20 +199,39 @@ function createRefusal(ctx: PluginContext, p: ResourcePlugin, tenantObj: KubeObj
 }
 
 /** planBoth: both exist: check ownership, patch the super object, then carry status up. */
-function planBoth(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject, superObj: KubeObject, k: ObjectName): Plan {
+function planBoth(
+  host: PlanHost,
+  p: ResourcePlugin,
+  ctx: PluginContext,
+  tenantObj: KubeObject,
+  superObj: KubeObject,
+  k: ObjectName,
+): Plan {
   const prov = provenanceOf(superObj);
   const sm = superObj.metadata!;
   const kind = p.manifest.resource!.kind;
   if (prov && !ownedBy(superObj, ctx.tenant, tenantObj)) {
     if (prov.cluster === ctx.tenant.key && prov.namespace === k.namespace && prov.name === k.name) {
       // The tenant object was deleted and recreated under the same name: the old super object goes first.
-      return { steps: [{ op: 'deleteSuper', namespace: sm.namespace, name: sm.name!, uid: sm.uid! }], effects: [], requeueAfterMs: 200 };
+      return {
+        steps: [{ op: 'deleteSuper', namespace: sm.namespace, name: sm.name!, uid: sm.uid! }],
+        effects: [],
+        requeueAfterMs: 200,
+      };
     }
     const owner = prov.cluster === ctx.tenant.key ? `tenant object ${prov.namespace}/${prov.name}` : 'another tenant';
-    return { steps: [], effects: [], skip: { reason: 'NameCollision', message: `super ${kind} ${sm.namespace ?? ''}/${sm.name} belongs to ${owner}` } };
+    return {
+      steps: [],
+      effects: [],
+      skip: { reason: 'NameCollision', message: `super ${kind} ${sm.namespace ?? ''}/${sm.name} belongs to ${owner}` },
+    };
   }
   if (!prov && !adoptable(ctx, superObj, tenantObj)) {
-    return { steps: [], effects: [], skip: { reason: 'NotManaged', message: `super ${kind} ${sm.name} exists and is not managed by the syncer` } };
+    return {
+      steps: [],
+      effects: [],
+      skip: { reason: 'NotManaged', message: `super ${kind} ${sm.name} exists and is not managed by the syncer` },
+    };
   }
   const out = nothing();
   if (p.toSuper) {
@@ -203,7 +264,10 @@ function planBoth(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantO
  */
 function adoptable(ctx: PluginContext, superObj: KubeObject, tenantObj: KubeObject): boolean {
   const ns = superObj.metadata?.namespace;
-  return !!ns && namespaceOwnedBy(ctx.superCache.get(R.namespaces, undefined, ns), ctx.tenant, tenantObj.metadata?.namespace ?? '');
+  return (
+    !!ns &&
+    namespaceOwnedBy(ctx.superCache.get(R.namespaces, undefined, ns), ctx.tenant, tenantObj.metadata?.namespace ?? '')
+  );
 }
 
 /** planOnlySuper: the tenant object is gone: delete the super object this tenant wrote (uid precondition). */
@@ -215,14 +279,20 @@ function planOnlySuper(ctx: PluginContext, superObj: KubeObject): Plan {
 }
 
 /** planUp: the super object is the truth; the tenant object follows it. */
-function planUp(p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject | undefined, superObj: KubeObject | undefined): Plan {
+function planUp(
+  p: ResourcePlugin,
+  ctx: PluginContext,
+  tenantObj: KubeObject | undefined,
+  superObj: KubeObject | undefined,
+): Plan {
   if (!p.toTenant) return nothing();
   const d = p.toTenant(superObj && structuredClone(superObj), tenantObj && structuredClone(tenantObj), ctx);
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
   if (d.skip) return out;
   if (d.object === null) {
     const m = tenantObj?.metadata;
-    if (m && m.labels?.[LABEL.managedBy] === MANAGER && !m.deletionTimestamp) out.steps.push({ op: 'deleteTenant', namespace: m.namespace, name: m.name!, uid: m.uid! });
+    if (m && m.labels?.[LABEL.managedBy] === MANAGER && !m.deletionTimestamp)
+      out.steps.push({ op: 'deleteTenant', namespace: m.namespace, name: m.name!, uid: m.uid! });
     return out;
   }
   const desired = markManaged(d.object);

@@ -55,22 +55,34 @@ describe('watched resources come from declarations', () => {
 });
 
 describe('Router', () => {
-  it('maps a tenant Pod to its own key and, through the nodes plugin\'s watch, to its node', () => {
+  it("maps a tenant Pod to its own key and, through the nodes plugin's watch, to its node", () => {
     const { router, session, keys } = routerOver();
     router.tenantHandler(session, 'pods').onAdd!(pod({}, 'node-1'));
     expect(keys).toEqual([`${tenant.key}/pods/default/web`, `${tenant.key}/nodes//node-1`]);
   });
 
-  it('maps a tenant Service to its key and, through the endpoints plugin\'s watch, to its Endpoints', () => {
+  it("maps a tenant Service to its key and, through the endpoints plugin's watch, to its Endpoints", () => {
     const { router, session, keys } = routerOver();
-    router.tenantHandler(session, 'services').onAdd!({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'default', name: 'db' } });
+    router.tenantHandler(session, 'services').onAdd!({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { namespace: 'default', name: 'db' },
+    });
     expect(keys).toEqual([`${tenant.key}/services/default/db`, `${tenant.key}/endpoints/default/db`]);
   });
 
-  it('maps a bound tenant claim to its volume through the persistentvolumes plugin\'s watch', () => {
+  it("maps a bound tenant claim to its volume through the persistentvolumes plugin's watch", () => {
     const { router, session, keys } = routerOver();
-    router.tenantHandler(session, 'persistentvolumeclaims').onAdd!({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { namespace: 'default', name: 'data' }, spec: { volumeName: 'pv-1' } });
-    expect(keys).toEqual([`${tenant.key}/persistentvolumeclaims/default/data`, `${tenant.key}/persistentvolumes//pv-1`]);
+    router.tenantHandler(session, 'persistentvolumeclaims').onAdd!({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { namespace: 'default', name: 'data' },
+      spec: { volumeName: 'pv-1' },
+    });
+    expect(keys).toEqual([
+      `${tenant.key}/persistentvolumeclaims/default/data`,
+      `${tenant.key}/persistentvolumes//pv-1`,
+    ]);
   });
 
   it('enqueues nothing for a plugin the tenant disabled', () => {
@@ -79,12 +91,14 @@ describe('Router', () => {
     expect(keys).toEqual([`${tenant.key}/pods/default/web`]);
   });
 
-  it('indexes super Pods by node for the nodes plugin\'s route, and requeues the node when a Pod leaves', () => {
+  it("indexes super Pods by node for the nodes plugin's route, and requeues the node when a Pod leaves", () => {
     const { router, keys } = routerOver();
     const h = router.superHandler('pods');
     const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' } };
     h.onAdd!(pod(owned, 'node-1'));
-    expect(router.routeOf(host.get('nodes') as never, node)).toEqual([{ tenant: tenant.key, namespace: '', name: 'node-1' }]);
+    expect(router.routeOf(host.get('nodes') as never, node)).toEqual([
+      { tenant: tenant.key, namespace: '', name: 'node-1' },
+    ]);
     keys.length = 0;
     h.onDelete!(pod(owned, 'node-1'));
     expect(keys).toEqual([`${tenant.key}/pods/default/web`, `${tenant.key}/nodes//node-1`]);

@@ -3,7 +3,15 @@ import { objectKey, type EventHandler } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { provenanceOf } from '../names/names.ts';
-import type { CacheReader, CacheNeed, ResourcePlugin, RouteContext, SuperIndex, TenantKey, Watch } from '../plugins/contract.ts';
+import type {
+  CacheReader,
+  CacheNeed,
+  ResourcePlugin,
+  RouteContext,
+  SuperIndex,
+  TenantKey,
+  Watch,
+} from '../plugins/contract.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import type { FairQueue } from '../queue/fairqueue.ts';
 import type { TenantSession, TenantSessions } from './tenants.ts';
@@ -30,7 +38,12 @@ export function makeKey(tenant: string, plugin: string, namespace: string, name:
 const resourceOf = (p: ResourcePlugin): Resource => p.manifest.resource!;
 
 /** needsOf lists the caches a plugin and its mutators (those enabled for `tenant`, if given) declare, on one side. */
-function needsOf(host: PluginHost, p: ResourcePlugin, side: CacheNeed['side'], tenant?: TenantSession['view']): CacheNeed[] {
+function needsOf(
+  host: PluginHost,
+  p: ResourcePlugin,
+  side: CacheNeed['side'],
+  tenant?: TenantSession['view'],
+): CacheNeed[] {
   const mutators = host.mutatorsOf(p.manifest.name).filter((m) => !tenant || host.enabledFor(tenant, m.manifest.name));
   const mutatorReads = mutators.flatMap((m) => m.reads ?? []);
   return [...(p.reads ?? []), ...(p.watches ?? []), ...mutatorReads].filter((n) => n.side === side);
@@ -42,7 +55,9 @@ function needsOf(host: PluginHost, p: ResourcePlugin, side: CacheNeed['side'], t
  * of truth is the super cluster owns the resource; otherwise only objects the syncer manages are watched.
  */
 export function superResources(host: PluginHost): Map<string, { resource: Resource; all: boolean }> {
-  const out = new Map<string, { resource: Resource; all: boolean }>([[R.namespaces.resource, { resource: R.namespaces, all: false }]]);
+  const out = new Map<string, { resource: Resource; all: boolean }>([
+    [R.namespaces.resource, { resource: R.namespaces, all: false }],
+  ]);
   const want = (r: Resource, all: boolean) => {
     const had = out.get(r.resource);
     out.set(r.resource, { resource: had?.resource ?? r, all: all || !!had?.all });
@@ -61,7 +76,8 @@ export function tenantResources(host: PluginHost, tenant: TenantSession['view'])
   for (const p of host.resourcePlugins()) {
     if (!host.enabledFor(tenant, p.manifest.name)) continue;
     out.set(resourceOf(p).resource, resourceOf(p));
-    for (const n of needsOf(host, p, 'tenant', tenant)) if (!out.has(n.resource.resource)) out.set(n.resource.resource, n.resource);
+    for (const n of needsOf(host, p, 'tenant', tenant))
+      if (!out.has(n.resource.resource)) out.set(n.resource.resource, n.resource);
   }
   return out;
 }
@@ -97,10 +113,17 @@ export class Router {
     const plugins = this.o.host.resourcePlugins();
     const owners = plugins.filter((p) => resourceOf(p).resource === resource);
     const watchers = plugins.flatMap((p) =>
-      (p.watches ?? []).filter((w): w is TenantWatch => w.side === 'tenant' && w.resource.resource === resource).map((w) => [p, w] as const),
+      (p.watches ?? [])
+        .filter((w): w is TenantWatch => w.side === 'tenant' && w.resource.resource === resource)
+        .map((w) => [p, w] as const),
     );
     const owned = (o: KubeObject) => {
-      for (const p of owners) this.enqueue(p.manifest.name, { tenant: t, namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' });
+      for (const p of owners)
+        this.enqueue(p.manifest.name, {
+          tenant: t,
+          namespace: o.metadata?.namespace ?? '',
+          name: o.metadata?.name ?? '',
+        });
     };
     const watched = (o: KubeObject) => {
       for (const [p, w] of watchers) {
@@ -129,7 +152,8 @@ export class Router {
   superHandler(resource: string): EventHandler<KubeObject> {
     const each = (o: KubeObject, deleted: boolean) => {
       const plugins = this.o.host.resourcePlugins();
-      for (const p of plugins) for (const i of p.indexes ?? []) if (i.resource.resource === resource) this.index(p, i, o, deleted);
+      for (const p of plugins)
+        for (const i of p.indexes ?? []) if (i.resource.resource === resource) this.index(p, i, o, deleted);
       for (const p of plugins) {
         if (resourceOf(p).resource === resource) for (const k of this.routeOf(p, o)) this.enqueue(p.manifest.name, k);
         for (const w of p.watches ?? []) {

@@ -17,7 +17,6 @@ import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
 
-
 const log = childLogger({ controller: 'syncer' });
 
 /** MISSING_NAMESPACE_MAX_MS caps the delay between retries of a key whose super namespace does not exist yet. */
@@ -75,7 +74,12 @@ export class Syncer {
       onServed: (s) => this.replaySuper(s),
     });
     this.router = new Router({ host: o.host, queue: this.queue, sessions: this.sessions, superCache: this.superCache });
-    this.effects = new Effects({ superClient: o.superClient, superCache: this.superCache, host: o.host, tokens: new TokenMinter(o.superClient) });
+    this.effects = new Effects({
+      superClient: o.superClient,
+      superCache: this.superCache,
+      host: o.host,
+      tokens: new TokenMinter(o.superClient),
+    });
     this.unwatchDepth = watchDepth(this);
   }
 
@@ -169,7 +173,8 @@ export class Syncer {
       if (!inf || p.manifest.sourceOfTruth !== 'tenant') continue;
       for (const obj of inf.list()) {
         const prov = provenanceOf(obj);
-        if (prov?.cluster === s.tenant.key) this.queue.add(makeKey(s.tenant.key, p.manifest.name, prov.namespace, prov.name));
+        if (prov?.cluster === s.tenant.key)
+          this.queue.add(makeKey(s.tenant.key, p.manifest.name, prov.namespace, prov.name));
       }
     }
   }
@@ -216,7 +221,10 @@ export class Syncer {
       if (out.skip?.reason === 'WaitingForNamespace') requeue = this.namespaceBackoff(key);
       else this.missingNamespaceRetries.delete(key);
       for (const e of out.effects) {
-        const after = await this.effects.run({ session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid }, e);
+        const after = await this.effects.run(
+          { session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid },
+          e,
+        );
         if (after !== undefined) requeue = Math.min(requeue ?? after, after);
       }
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
@@ -255,7 +263,13 @@ export class Syncer {
    * adopt: the super apiserver made this object itself (the `default` ServiceAccount of a new namespace): it is
    * outside the managed-only cache, so read it and plan again with both sides known.
    */
-  private async adopt(s: TenantSession, p: ResourcePlugin, ctx: PluginContext, k: ReturnType<typeof parseKey>, obj: KubeObject): Promise<string | undefined> {
+  private async adopt(
+    s: TenantSession,
+    p: ResourcePlugin,
+    ctx: PluginContext,
+    k: ReturnType<typeof parseKey>,
+    obj: KubeObject,
+  ): Promise<string | undefined> {
     const r = p.manifest.resource!;
     const m = obj.metadata!;
     const actual = await this.o.superClient.get(r, m.namespace, m.name!);
@@ -265,9 +279,29 @@ export class Syncer {
     if (again.skip) {
       // The name is taken by an object the syncer may not adopt (a hand-made namespace, say): tell the tenant.
       const tm = tenantObj.metadata ?? {};
-      const regarding = { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind, namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid };
-      const target = { session: s, key: makeKey(k.tenant, k.plugin, k.namespace, k.name), plugin: k.plugin, resource: r, ctx, superUid: undefined };
-      await this.effects.run(target, { type: 'event', side: 'tenant', regarding, eventType: 'Warning', reason: again.skip.reason, message: again.skip.message });
+      const regarding = {
+        apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+        kind: r.kind,
+        namespace: tm.namespace,
+        name: tm.name ?? '',
+        uid: tm.uid,
+      };
+      const target = {
+        session: s,
+        key: makeKey(k.tenant, k.plugin, k.namespace, k.name),
+        plugin: k.plugin,
+        resource: r,
+        ctx,
+        superUid: undefined,
+      };
+      await this.effects.run(target, {
+        type: 'event',
+        side: 'tenant',
+        regarding,
+        eventType: 'Warning',
+        reason: again.skip.reason,
+        message: again.skip.message,
+      });
       throw new Error(`${again.skip.reason}: ${again.skip.message}`);
     }
     let uid = actual.metadata?.uid;

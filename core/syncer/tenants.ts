@@ -127,7 +127,10 @@ export class TenantSessions {
       client,
       informers,
       cache: readerOf(informers),
-      names: tenantNaming(t.key, namespaceOwnerIn((n) => superCache.get(R.namespaces, undefined, n))),
+      names: tenantNaming(
+        t.key,
+        namespaceOwnerIn((n) => superCache.get(R.namespaces, undefined, n)),
+      ),
       ready: false,
       stopped: false,
     };

@@ -7,7 +7,10 @@ import type { Tenant } from '../tenancy/tenant.ts';
 /** TOKEN_SECONDS is the lifetime asked for each token; tokens are refreshed at 80% of it. */
 export const TOKEN_SECONDS = 3600;
 
-type TokenRequestEffect = Extract<Effect, { type: 'serviceAccountToken' }> & { superNamespace: string; superPodUid: string };
+type TokenRequestEffect = Extract<Effect, { type: 'serviceAccountToken' }> & {
+  superNamespace: string;
+  superPodUid: string;
+};
 
 /**
  * TokenMinter keeps, for every synced Pod, a super Secret holding the service account tokens the Pod asks for, each
@@ -21,7 +24,11 @@ export class TokenMinter {
   constructor(private readonly superClient: KubeClient) {}
 
   /** ensure mints or refreshes the token when due; it says whether it minted and when the next refresh is due. */
-  async ensure(tenant: Tenant, tenantClient: KubeClient, e: TokenRequestEffect): Promise<{ minted: boolean; refreshInMs: number }> {
+  async ensure(
+    tenant: Tenant,
+    tenantClient: KubeClient,
+    e: TokenRequestEffect,
+  ): Promise<{ minted: boolean; refreshInMs: number }> {
     const id = `${e.superNamespace}/${e.secretName}/${e.superPodUid}`;
     const due = this.refreshAt.get(id);
     const now = Date.now();

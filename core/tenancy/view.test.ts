@@ -22,11 +22,15 @@ describe('tenantView', () => {
     expect(Object.keys(v)).not.toContain('kubeconfig');
     expect(Object.keys(v)).not.toContain('weight');
     expect(JSON.stringify(v)).not.toContain('c2VjcmV0');
-    expect(v).toMatchObject({ key: tenant.key, podSecurityLevel: 'restricted', pluginConfig: { sandbox: { runtimeClassName: 'kata' } } });
+    expect(v).toMatchObject({
+      key: tenant.key,
+      podSecurityLevel: 'restricted',
+      pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
+    });
     expect(Object.isFrozen(v)).toBe(true);
   });
 
-  it("carries the effective pods policy the pods plugin checks tenant Pods against", () => {
+  it('carries the effective pods policy the pods plugin checks tenant Pods against', () => {
     expect(tenantView(tenant).pods).toEqual(tenant.pods);
   });
 });

@@ -34,7 +34,10 @@ describe('toolchain cache', () => {
   const quiet = () => new PassThrough() as unknown as NodeJS.WriteStream;
 
   it('builds once when two callers ask at the same time, and both get a complete directory', async () => {
-    const [a, b] = await Promise.all([ensureToolchain({ versions, script, out: quiet() }), ensureToolchain({ versions, script, out: quiet() })]);
+    const [a, b] = await Promise.all([
+      ensureToolchain({ versions, script, out: quiet() }),
+      ensureToolchain({ versions, script, out: quiet() }),
+    ]);
     expect(a).toBe(b);
     expect(a).toBe(toolchainDir(versions));
     expect(isComplete(a)).toBe(true);
@@ -51,7 +54,9 @@ describe('toolchain cache', () => {
 
   it('keeps a failed build out of the cache and reports its output', async () => {
     writeFileSync(script, '#!/usr/bin/env bash\necho "compile error in pkg/x" >&2\nexit 3\n');
-    await expect(ensureToolchain({ versions, script, out: quiet() })).rejects.toThrow(/exit 3[\s\S]*compile error in pkg\/x/);
+    await expect(ensureToolchain({ versions, script, out: quiet() })).rejects.toThrow(
+      /exit 3[\s\S]*compile error in pkg\/x/,
+    );
     expect(isComplete(toolchainDir(versions))).toBe(false);
     expect(readdirSync(join(root, 'cache')).filter((f) => f.includes('.tmp-'))).toEqual([]);
   });

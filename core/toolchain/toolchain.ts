@@ -15,7 +15,14 @@ export interface Versions {
 }
 
 /** BINARIES lists every executable the toolchain provides. */
-export const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'kwok'] as const;
+export const BINARIES = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'kubectl',
+  'kwok',
+] as const;
 /** Binary is one of BINARIES. */
 export type Binary = (typeof BINARIES)[number];
 
@@ -46,7 +53,8 @@ export function isComplete(dir: string): boolean {
 
 /** binaryPath returns the path of one binary of the pinned toolchain; it throws when the toolchain is not built. */
 export function binaryPath(name: Binary, dir = toolchainDir()): string {
-  if (!isComplete(dir)) throw new Error(`the Kubernetes toolchain is not built in ${dir}: run \`npx vc toolchain build\``);
+  if (!isComplete(dir))
+    throw new Error(`the Kubernetes toolchain is not built in ${dir}: run \`npx vc toolchain build\``);
   return join(dir, name);
 }
 
@@ -92,7 +100,9 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     const started = Date.now();
-    out.write(`building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`);
+    out.write(
+      `building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`,
+    );
     out.write('a cold build takes about 15-20 minutes on 2 cores; later runs reuse it\n');
     try {
       await runBuild(tmp, v, out, opts.script ?? fromPackageRoot('deploy/toolchain/build.sh'));
@@ -100,7 +110,10 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
       rmSync(tmp, { recursive: true, force: true });
       throw e;
     }
-    writeFileSync(join(tmp, MARKER), JSON.stringify({ ...v, builtAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }) + '\n');
+    writeFileSync(
+      join(tmp, MARKER),
+      JSON.stringify({ ...v, builtAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }) + '\n',
+    );
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
     out.write(`toolchain ready in ${Math.round((Date.now() - started) / 1000)} s: ${dir}\n`);
@@ -155,7 +168,12 @@ class Progress {
     this.max = n;
     if (this.out.isTTY) {
       this.bar = new cliProgress.SingleBar(
-        { format: '  {bar} {value}/{total} packages | {eta_formatted} left | {pkg}', stream: this.out, hideCursor: true, etaBuffer: 200 },
+        {
+          format: '  {bar} {value}/{total} packages | {eta_formatted} left | {pkg}',
+          stream: this.out,
+          hideCursor: true,
+          etaBuffer: 200,
+        },
         cliProgress.Presets.shades_classic,
       );
       this.bar.start(n, 0, { pkg: '' });

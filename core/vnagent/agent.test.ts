@@ -59,7 +59,9 @@ function fakeKubelet(serving: CertKeyPair, seen: Seen[], streams: Set<Duplex>): 
     streams.add(sock);
     sock.on('close', () => streams.delete(sock));
     sock.on('error', () => sock.destroy());
-    sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n');
+    sock.write(
+      'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n',
+    );
     if (req.url!.includes('/ticker/')) {
       // Talks for 2 s without listening, then falls silent (but keeps the connection).
       const t = setInterval(() => sock.write('.'), 100);
@@ -110,17 +112,35 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   };
 
   const addNode = (name: string, port: number) =>
-    nodes.set(name, { metadata: { name }, status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: port } } } });
-  const addPod = (tenant: string | null, name: string, node: string | undefined, ns = 'default', superNs = superNamespace(tenant ?? A, ns)) => {
+    nodes.set(name, {
+      metadata: { name },
+      status: {
+        addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
+        daemonEndpoints: { kubeletEndpoint: { Port: port } },
+      },
+    });
+  const addPod = (
+    tenant: string | null,
+    name: string,
+    node: string | undefined,
+    ns = 'default',
+    superNs = superNamespace(tenant ?? A, ns),
+  ) => {
     const p: SuperPod = { metadata: { name, namespace: superNs }, spec: node ? { nodeName: node } : {} };
-    if (tenant) stampOwnership(p, { key: tenant, vcName: tenant, vcNamespace: 'x' }, { metadata: { namespace: ns, name, uid: `uid-${name}` } });
+    if (tenant)
+      stampOwnership(
+        p,
+        { key: tenant, vcName: tenant, vcNamespace: 'x' },
+        { metadata: { namespace: ns, name, uid: `uid-${name}` } },
+      );
     pods.set(`${superNs}/${name}`, p);
   };
 
   beforeAll(async () => {
     [caA, caB] = await Promise.all([createCA('a-ca', 1), createCA('b-ca', 1)]);
     const servingCA = await createCA('serving', 1);
-    const serve = (cn: string) => issueCert(servingCA, { commonName: cn, ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    const serve = (cn: string) =>
+      issueCert(servingCA, { commonName: cn, ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
     let agentServing: CertKeyPair;
     let kubeletServing: CertKeyPair;
     [kubeletA, kubeletB, adminA, selfSigned, agentServing, kubeletServing] = await Promise.all([
@@ -182,7 +202,11 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     }
   });
 
-  function request(path: string, cert?: CertKeyPair, o: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+  function request(
+    path: string,
+    cert?: CertKeyPair,
+    o: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  ): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const req = https.request(
         {
@@ -209,8 +233,16 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   }
 
   /** upgrade sends an upgrade request over a raw TLS connection and returns the head of the answer and the socket. */
-  async function upgrade(path: string, cert: CertKeyPair | undefined): Promise<{ socket: tls.TLSSocket; status: number; head: string; rest: string }> {
-    const socket = tls.connect({ host: '127.0.0.1', port: agent.port, rejectUnauthorized: false, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) });
+  async function upgrade(
+    path: string,
+    cert: CertKeyPair | undefined,
+  ): Promise<{ socket: tls.TLSSocket; status: number; head: string; rest: string }> {
+    const socket = tls.connect({
+      host: '127.0.0.1',
+      port: agent.port,
+      rejectUnauthorized: false,
+      ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}),
+    });
     await once(socket, 'secureConnect');
     socket.write(
       [
@@ -259,7 +291,9 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   };
 
   it('relays logs from the translated path, without tenant credentials', async () => {
-    const r = await request('/containerLogs/default/web/c?tailLines=2', kubeletA, { headers: { Authorization: 'Bearer t', 'Impersonate-User': 'admin', 'X-Custom': '1' } });
+    const r = await request('/containerLogs/default/web/c?tailLines=2', kubeletA, {
+      headers: { Authorization: 'Bearer t', 'Impersonate-User': 'admin', 'X-Custom': '1' },
+    });
     expect(r).toMatchObject({ status: 200, body: 'line 1\nline 2\n' });
     expect(r.headers['x-kubelet']).toBe('fake');
     const s = seen.at(-1)!;
@@ -268,12 +302,22 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(names).toContain('x-custom');
     expect(names).not.toContain('authorization');
     expect(names).not.toContain('impersonate-user');
-    expect(s.raw[names.indexOf('host') * 2 + 1]).toBe(`127.0.0.1:${nodes.get('node-ok')!.status!.daemonEndpoints!.kubeletEndpoint!.Port}`);
+    expect(s.raw[names.indexOf('host') * 2 + 1]).toBe(
+      `127.0.0.1:${nodes.get('node-ok')!.status!.daemonEndpoints!.kubeletEndpoint!.Port}`,
+    );
   });
 
   it('streams follow=true as it comes, and the client leaving closes the kubelet request', async () => {
     const lines: string[] = [];
-    const req = https.request({ host: '127.0.0.1', port: agent.port, path: '/containerLogs/default/web/c?follow=true', rejectUnauthorized: false, agent: false, cert: kubeletA.certPem, key: kubeletA.keyPem });
+    const req = https.request({
+      host: '127.0.0.1',
+      port: agent.port,
+      path: '/containerLogs/default/web/c?follow=true',
+      rejectUnauthorized: false,
+      agent: false,
+      cert: kubeletA.certPem,
+      key: kubeletA.keyPem,
+    });
     req.end();
     const [res] = (await once(req, 'response')) as [IncomingMessage];
     expect(res.statusCode).toBe(200);
@@ -295,31 +339,54 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   });
 
   it('asks for a client certificate (401), refuses a self-signed one (401) and a non-kubelet tenant certificate (403)', async () => {
-    expect(await request('/containerLogs/default/web/c')).toMatchObject({ status: 401, body: expect.stringMatching(/client certificate is required/) });
-    expect(await request('/containerLogs/default/web/c', selfSigned)).toMatchObject({ status: 401, body: expect.stringMatching(/self-signed/) });
-    expect(await request('/containerLogs/default/web/c', adminA)).toMatchObject({ status: 403, body: expect.stringMatching(/not its apiserver kubelet client certificate/) });
+    expect(await request('/containerLogs/default/web/c')).toMatchObject({
+      status: 401,
+      body: expect.stringMatching(/client certificate is required/),
+    });
+    expect(await request('/containerLogs/default/web/c', selfSigned)).toMatchObject({
+      status: 401,
+      body: expect.stringMatching(/self-signed/),
+    });
+    expect(await request('/containerLogs/default/web/c', adminA)).toMatchObject({
+      status: 403,
+      body: expect.stringMatching(/not its apiserver kubelet client certificate/),
+    });
   });
 
   it("refuses a tenant another tenant's pod, even through a crafted super-looking namespace (403)", async () => {
     const r = await request('/containerLogs/default/web-b/c', kubeletA);
     expect(r).toEqual(expect.objectContaining({ status: 403, body: 'pod default/web-b not found for this tenant\n' }));
     expect(await request(`/containerLogs/${B}-default/web-b/c`, kubeletA)).toMatchObject({ status: 403 });
-    expect(await request(`/exec/${superNamespace(B, 'default')}/web-b/c?command=ls`, kubeletA)).toMatchObject({ status: 403 });
+    expect(await request(`/exec/${superNamespace(B, 'default')}/web-b/c?command=ls`, kubeletA)).toMatchObject({
+      status: 403,
+    });
     expect(await request('/containerLogs/default/web-b/c', kubeletB)).toMatchObject({ status: 200 });
   });
 
   it('checks provenance, not only the namespace: unowned pods and pods stamped for another tenant are refused', async () => {
-    expect(await request('/containerLogs/default/orphan/c', kubeletA)).toMatchObject({ status: 403, body: expect.stringMatching(/not found for this tenant/) });
+    expect(await request('/containerLogs/default/orphan/c', kubeletA)).toMatchObject({
+      status: 403,
+      body: expect.stringMatching(/not found for this tenant/),
+    });
     expect(await request('/containerLogs/default/planted/c', kubeletA)).toMatchObject({ status: 403 });
   });
 
   it('serves only the kubelet streaming endpoints, with their methods', async () => {
     for (const p of ['/pods', '/metrics', '/stats/summary', '/healthz', '/configz', '/logs/', '/']) {
-      expect(await request(p, kubeletA)).toMatchObject({ status: 403, body: expect.stringMatching(/not served by the vn-agent/) });
+      expect(await request(p, kubeletA)).toMatchObject({
+        status: 403,
+        body: expect.stringMatching(/not served by the vn-agent/),
+      });
     }
     expect(await request('/exec/default/web/c', kubeletA, { method: 'DELETE' })).toMatchObject({ status: 405 });
-    expect(await request('/containerLogs/default/web/c/extra', kubeletA)).toMatchObject({ status: 403, body: expect.stringMatching(/refused/) });
-    expect(await request('/containerLogs/default/unscheduled/c', kubeletA)).toMatchObject({ status: 502, body: expect.stringMatching(/not running on a node/) });
+    expect(await request('/containerLogs/default/web/c/extra', kubeletA)).toMatchObject({
+      status: 403,
+      body: expect.stringMatching(/refused/),
+    });
+    expect(await request('/containerLogs/default/unscheduled/c', kubeletA)).toMatchObject({
+      status: 502,
+      body: expect.stringMatching(/not running on a node/),
+    });
   });
 
   it('relays an upgrade: 101 with the negotiated headers, then bytes both ways; closing tears both sides down', async () => {
@@ -329,7 +396,9 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(u.head).toMatch(/X-Stream-Protocol-Version: v4.channel.k8s.io/);
     const s = seen.at(-1)!;
     expect(s.url).toBe(`/exec/${A}-default/web/c?command=sh&stdin=1`);
-    const versions = s.raw.flatMap((h, i) => (i % 2 === 0 && h.toLowerCase() === 'x-stream-protocol-version' ? [s.raw[i + 1]] : []));
+    const versions = s.raw.flatMap((h, i) =>
+      i % 2 === 0 && h.toLowerCase() === 'x-stream-protocol-version' ? [s.raw[i + 1]] : [],
+    );
     expect(versions).toEqual(['v4.channel.k8s.io', 'v3.channel.k8s.io']);
     expect(s.raw.map((h) => h.toLowerCase())).not.toContain('authorization');
     expect(kubeletStreams.size).toBe(before + 1);
@@ -341,18 +410,28 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     u.socket.on('data', (c: Buffer) => (got += c.length));
     u.socket.write(big);
     await eventually(() => expect(got).toBe(big.length));
-    expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(new RegExp(`tenant="${A}",kind="exec"} 1`));
+    expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(
+      new RegExp(`tenant="${A}",kind="exec"} 1`),
+    );
     u.socket.destroy();
     await eventually(() => expect(kubeletStreams.size).toBe(before));
-    await eventually(async () => expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(new RegExp(`tenant="${A}",kind="exec"} 0`)));
+    await eventually(async () =>
+      expect(await registry.getSingleMetricAsString('vc_vnagent_active_streams')).toMatch(
+        new RegExp(`tenant="${A}",kind="exec"} 0`),
+      ),
+    );
   });
 
   it('relays a WebSocket upgrade with its subprotocol (v5.channel.k8s.io)', async () => {
-    const ws = new WebSocket(`wss://127.0.0.1:${agent.port}/exec/default/web/c?command=sh&stdin=1&stdout=1`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], {
-      cert: kubeletA.certPem,
-      key: kubeletA.keyPem,
-      rejectUnauthorized: false,
-    });
+    const ws = new WebSocket(
+      `wss://127.0.0.1:${agent.port}/exec/default/web/c?command=sh&stdin=1&stdout=1`,
+      ['v5.channel.k8s.io', 'v4.channel.k8s.io'],
+      {
+        cert: kubeletA.certPem,
+        key: kubeletA.keyPem,
+        rejectUnauthorized: false,
+      },
+    );
     await once(ws, 'open');
     expect(ws.protocol).toBe('v5.channel.k8s.io');
     expect(seen.at(-1)!.url).toBe(`/exec/${A}-default/web/c?command=sh&stdin=1&stdout=1`);
@@ -361,7 +440,11 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect([...msg]).toEqual([0, 104, 105]);
     ws.close();
     await once(ws, 'close');
-    const refused = new WebSocket(`wss://127.0.0.1:${agent.port}/exec/default/web-b/c?command=sh`, ['v5.channel.k8s.io'], { cert: kubeletA.certPem, key: kubeletA.keyPem, rejectUnauthorized: false });
+    const refused = new WebSocket(
+      `wss://127.0.0.1:${agent.port}/exec/default/web-b/c?command=sh`,
+      ['v5.channel.k8s.io'],
+      { cert: kubeletA.certPem, key: kubeletA.keyPem, rejectUnauthorized: false },
+    );
     refused.on('error', () => undefined);
     const [, res] = (await once(refused, 'unexpected-response')) as [unknown, IncomingMessage];
     expect(res.statusCode).toBe(403);
@@ -407,7 +490,8 @@ describe('vn-agent (in-process, fake kubelet)', () => {
 
   it('refuses exec, attach, port-forward and run on a simulated node, before reaching it, and still relays its logs', async () => {
     const before = seen.length;
-    const why = (verb: string) => `${verb} is not available: pod default/simulated runs on simulated node node-kwok (no container runtime)\n`;
+    const why = (verb: string) =>
+      `${verb} is not available: pod default/simulated runs on simulated node node-kwok (no container runtime)\n`;
     for (const [path, verb] of [
       ['/exec/default/simulated/c?command=id', 'exec'],
       ['/attach/default/simulated/c', 'attach'],
@@ -417,7 +501,10 @@ describe('vn-agent (in-process, fake kubelet)', () => {
       expect(u.status).toBe(403);
       expect(await readToEnd(u.socket, u.rest)).toBe(why(verb));
     }
-    expect(await request('/run/default/simulated/c?cmd=id', kubeletA, { method: 'POST', body: 'x' })).toMatchObject({ status: 403, body: why('run') });
+    expect(await request('/run/default/simulated/c?cmd=id', kubeletA, { method: 'POST', body: 'x' })).toMatchObject({
+      status: 403,
+      body: why('run'),
+    });
     expect(seen.length).toBe(before);
     const logs = await request('/containerLogs/default/simulated/c', kubeletA);
     expect(logs.status).toBe(200);
@@ -426,7 +513,10 @@ describe('vn-agent (in-process, fake kubelet)', () => {
 
   it('gives a clean 502 when the kubelet drops the connection, for requests and upgrades', async () => {
     const t0 = Date.now();
-    expect(await request('/containerLogs/default/dropped/c', kubeletA)).toMatchObject({ status: 502, body: expect.stringMatching(/of node node-drop closed the connection/) });
+    expect(await request('/containerLogs/default/dropped/c', kubeletA)).toMatchObject({
+      status: 502,
+      body: expect.stringMatching(/of node node-drop closed the connection/),
+    });
     const u = await upgrade('/exec/default/dropped/c?command=ls', kubeletA);
     expect(u.status).toBe(502);
     expect(await readToEnd(u.socket, u.rest)).toMatch(/closed the connection/);
@@ -435,7 +525,10 @@ describe('vn-agent (in-process, fake kubelet)', () => {
 
   it('gives 504 when the kubelet does not answer within the handshake timeout', async () => {
     let t0 = Date.now();
-    expect(await request('/containerLogs/default/slow/c', kubeletA)).toMatchObject({ status: 504, body: expect.stringMatching(/did not answer within 800 ms/) });
+    expect(await request('/containerLogs/default/slow/c', kubeletA)).toMatchObject({
+      status: 504,
+      body: expect.stringMatching(/did not answer within 800 ms/),
+    });
     expect(Date.now() - t0).toBeLessThan(1500);
     t0 = Date.now();
     const u = await upgrade('/exec/default/slow/c?command=ls', kubeletA);
@@ -447,7 +540,10 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   it('refuses a tenant as soon as it leaves the directory', async () => {
     expect((await request('/containerLogs/default/web-b/c', kubeletB)).status).toBe(200);
     directory.remove(B);
-    expect(await request('/containerLogs/default/web-b/c', kubeletB)).toMatchObject({ status: 401, body: expect.stringMatching(/not signed by the CA of any known tenant/) });
+    expect(await request('/containerLogs/default/web-b/c', kubeletB)).toMatchObject({
+      status: 401,
+      body: expect.stringMatching(/not signed by the CA of any known tenant/),
+    });
   });
 
   it('counts requests by tenant, kind and result, and bytes relayed; serves probes and metrics on the ops port', async () => {
@@ -458,7 +554,9 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(m).toContain(`tenant="${A}",kind="containerLogs",result="bad_gateway"`);
     expect(m).toContain(`tenant="${A}",kind="exec",result="kubelet_error"`);
     expect(m).toContain(`tenant="${A}",kind="containerLogs",result="timeout"`);
-    expect(await registry.getSingleMetricAsString('vc_vnagent_relayed_bytes_total')).toMatch(new RegExp(`tenant="${A}",kind="exec",direction="to_kubelet"} \\d{7}`));
+    expect(await registry.getSingleMetricAsString('vc_vnagent_relayed_bytes_total')).toMatch(
+      new RegExp(`tenant="${A}",kind="exec",direction="to_kubelet"} \\d{7}`),
+    );
     const base = `http://127.0.0.1:${agent.opsPort}`;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);

@@ -10,7 +10,16 @@ import type { PluginHost } from '../plugins/host.ts';
 import { authenticate, type AgentTenant } from './auth.ts';
 import type { TenantDirectory } from './directory.ts';
 import { vnAgentMetrics, type Result } from './metrics.ts';
-import { forwardRequest, forwardUpgrade, rawResponse, sendText, tlsOptions, type KubeletEndpoint, type KubeletTLS, type RelayOptions } from './proxy.ts';
+import {
+  forwardRequest,
+  forwardUpgrade,
+  rawResponse,
+  sendText,
+  tlsOptions,
+  type KubeletEndpoint,
+  type KubeletTLS,
+  type RelayOptions,
+} from './proxy.ts';
 import { VN_AGENT_PORT } from '../../plugins/sdk/src/wellknown.ts';
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
 import { simulatedNodeRefusal } from './simulated.ts';
@@ -98,18 +107,22 @@ export class VnAgent {
       minVersion: 'TLSv1.2',
     });
     this.kubeletAgent = new https.Agent({ keepAlive: true, maxSockets: 256, ...tlsOptions(o.kubelet ?? {}) });
-    this.server.on('request', (req, res) =>
-      void this.onRequest(req, res).catch((e: unknown) => {
-        log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'request failed');
-        if (!res.headersSent) sendText(res, 500, 'internal error in the vn-agent');
-        else res.destroy();
-      }),
+    this.server.on(
+      'request',
+      (req, res) =>
+        void this.onRequest(req, res).catch((e: unknown) => {
+          log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'request failed');
+          if (!res.headersSent) sendText(res, 500, 'internal error in the vn-agent');
+          else res.destroy();
+        }),
     );
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-      void this.onUpgrade(req, socket, head).catch((e: unknown) => {
-        log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'upgrade failed');
-        socket.destroy();
-      }),
+    this.server.on(
+      'upgrade',
+      (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+        void this.onUpgrade(req, socket, head).catch((e: unknown) => {
+          log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'upgrade failed');
+          socket.destroy();
+        }),
     );
     this.server.on('tlsClientError', (err) => log.debug({ err: err.message }, 'TLS handshake failed'));
   }
@@ -189,23 +202,43 @@ export class VnAgent {
   private async admit(req: IncomingMessage): Promise<Admission | Refusal> {
     const url = req.url ?? '/';
     const kindGuess = kindOf(url) ?? 'other';
-    const refuse = (status: number, reason: string, result: Result, tenant = '', kind: string = kindGuess): Refusal => ({ ok: false, status, reason, result, tenant, kind });
+    const refuse = (
+      status: number,
+      reason: string,
+      result: Result,
+      tenant = '',
+      kind: string = kindGuess,
+    ): Refusal => ({ ok: false, status, reason, result, tenant, kind });
     const peer = (req.socket as TLSSocket).getPeerX509Certificate?.();
     const auth = authenticate(peer, this.o.directory.tenants());
     if (!auth.ok) return refuse(auth.status, auth.reason, auth.status === 401 ? 'unauthenticated' : 'forbidden');
     const t = auth.tenant;
     const kind = kindOf(url);
     if (!kind) {
-      return refuse(403, `path ${url.split('?')[0]} is not served by the vn-agent (only ${KUBELET_KINDS.map((k) => `/${k}/`).join(', ')})`, 'forbidden', t.key, 'other');
+      return refuse(
+        403,
+        `path ${url.split('?')[0]} is not served by the vn-agent (only ${KUBELET_KINDS.map((k) => `/${k}/`).join(', ')})`,
+        'forbidden',
+        t.key,
+        'other',
+      );
     }
-    if (!METHODS[kind].includes(req.method ?? '')) return refuse(405, `method ${req.method} is not allowed on /${kind}/`, 'forbidden', t.key);
+    if (!METHODS[kind].includes(req.method ?? ''))
+      return refuse(405, `method ${req.method} is not allowed on /${kind}/`, 'forbidden', t.key);
     const path = translatePath(this.o.plugins, t, url);
     const target = path === null ? undefined : targetOf(path);
     const asked = targetOf(url);
     const podName = asked ? `${asked.namespace}/${asked.pod}` : url.split('?')[0];
-    if (!path || !target) return refuse(403, `path ${url.split('?')[0]} is refused: not a kubelet path of a tenant pod`, 'forbidden', t.key);
+    if (!path || !target)
+      return refuse(
+        403,
+        `path ${url.split('?')[0]} is refused: not a kubelet path of a tenant pod`,
+        'forbidden',
+        t.key,
+      );
     const pod = await this.o.superView.pod(target.namespace, target.pod);
-    if (!pod || provenanceOf(pod)?.cluster !== t.key) return refuse(403, `pod ${podName} not found for this tenant`, 'forbidden', t.key);
+    if (!pod || provenanceOf(pod)?.cluster !== t.key)
+      return refuse(403, `pod ${podName} not found for this tenant`, 'forbidden', t.key);
     const nodeName = pod.spec?.nodeName;
     if (!nodeName) return refuse(502, `pod ${podName} is not running on a node yet`, 'bad_gateway', t.key);
     const node = await this.o.superView.node(nodeName);
@@ -221,14 +254,30 @@ export class VnAgent {
       return await this.admit(req);
     } catch (e) {
       log.error({ err: e instanceof Error ? e.message : String(e), url: req.url }, 'request could not be decided');
-      return { ok: false, status: 503, reason: 'the vn-agent cannot check the pod right now; retry', result: 'bad_gateway', tenant: '', kind: kindOf(req.url ?? '/') ?? 'other' };
+      return {
+        ok: false,
+        status: 503,
+        reason: 'the vn-agent cannot check the pod right now; retry',
+        result: 'bad_gateway',
+        tenant: '',
+        kind: kindOf(req.url ?? '/') ?? 'other',
+      };
     }
   }
 
   private refused(r: Refusal, req: IncomingMessage): void {
     vnAgentMetrics.requests.inc({ tenant: r.tenant, kind: r.kind, result: r.result });
     const peer = (req.socket as TLSSocket).getPeerX509Certificate?.();
-    log.info({ tenant: r.tenant || undefined, status: r.status, url: req.url?.split('?')[0], subject: peer?.subject.replace(/\n/g, ','), reason: r.reason }, 'request refused');
+    log.info(
+      {
+        tenant: r.tenant || undefined,
+        status: r.status,
+        url: req.url?.split('?')[0],
+        subject: peer?.subject.replace(/\n/g, ','),
+        reason: r.reason,
+      },
+      'request refused',
+    );
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -2,7 +2,15 @@ import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { superNamespace } from '../names/names.ts';
 import { createCA, fingerprintSha256, generateControlPlanePKI, issueCert, type CertKeyPair } from '../pki/pki.ts';
-import { agentTenant, authenticate, certFingerprint, chainsTo, splitPem, tenantCACommonName, type AgentTenant } from './auth.ts';
+import {
+  agentTenant,
+  authenticate,
+  certFingerprint,
+  chainsTo,
+  splitPem,
+  tenantCACommonName,
+  type AgentTenant,
+} from './auth.ts';
 
 const DAY = 86_400_000;
 
@@ -18,7 +26,12 @@ describe('vn-agent authentication', () => {
   beforeAll(async () => {
     [caA, caB] = await Promise.all([createCA('tenant-a-ca', 30), createCA('tenant-b-ca', 30)]);
     [kubeletA, adminA, kubeletB] = await Promise.all([
-      issueCert(caA, { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'], usages: ['client'], validityDays: 10 }),
+      issueCert(caA, {
+        commonName: 'kube-apiserver-kubelet-client',
+        organizations: ['system:masters'],
+        usages: ['client'],
+        validityDays: 10,
+      }),
       issueCert(caA, { commonName: 'admin', organizations: ['system:masters'], usages: ['client'], validityDays: 10 }),
       issueCert(caB, { commonName: 'kube-apiserver-kubelet-client', usages: ['client'], validityDays: 10 }),
     ]);
@@ -37,7 +50,11 @@ describe('vn-agent authentication', () => {
   });
 
   it('asks for a certificate when none is presented (401)', () => {
-    expect(authenticate(undefined, [a])).toMatchObject({ ok: false, status: 401, reason: expect.stringMatching(/client certificate is required/) });
+    expect(authenticate(undefined, [a])).toMatchObject({
+      ok: false,
+      status: 401,
+      reason: expect.stringMatching(/client certificate is required/),
+    });
   });
 
   it('refuses an expired or not-yet-valid certificate (401)', () => {
@@ -49,21 +66,37 @@ describe('vn-agent authentication', () => {
 
   it('refuses a self-signed certificate (401), naming it as such', async () => {
     const self = await createCA('kube-apiserver-kubelet-client', 1);
-    expect(authenticate(x(self), [a, b])).toMatchObject({ ok: false, status: 401, reason: expect.stringMatching(/self-signed/) });
+    expect(authenticate(x(self), [a, b])).toMatchObject({
+      ok: false,
+      status: 401,
+      reason: expect.stringMatching(/self-signed/),
+    });
   });
 
   it('refuses a certificate no tenant CA signed (401)', async () => {
     const other = await createCA('other', 1);
-    const leaf = await issueCert(other, { commonName: 'kube-apiserver-kubelet-client', usages: ['client'], validityDays: 1 });
-    expect(authenticate(x(leaf), [a, b])).toMatchObject({ ok: false, status: 401, reason: expect.stringMatching(/not signed by the CA of any known tenant/) });
+    const leaf = await issueCert(other, {
+      commonName: 'kube-apiserver-kubelet-client',
+      usages: ['client'],
+      validityDays: 1,
+    });
+    expect(authenticate(x(leaf), [a, b])).toMatchObject({
+      ok: false,
+      status: 401,
+      reason: expect.stringMatching(/not signed by the CA of any known tenant/),
+    });
   });
 
   it("refuses another certificate of the tenant's CA, such as its admin certificate (403)", () => {
     const r = authenticate(x(adminA), [a, b]);
-    expect(r).toMatchObject({ ok: false, status: 403, reason: expect.stringMatching(/tenant team-a-111111-a but is not its apiserver kubelet client certificate/) });
+    expect(r).toMatchObject({
+      ok: false,
+      status: 403,
+      reason: expect.stringMatching(/tenant team-a-111111-a but is not its apiserver kubelet client certificate/),
+    });
   });
 
-  it("refuses a certificate whose fingerprint is recorded for a tenant whose CA did not sign it (401)", () => {
+  it('refuses a certificate whose fingerprint is recorded for a tenant whose CA did not sign it (401)', () => {
     const forged = agentTenant({ key: 'team-c', caPem: caB.certPem, fingerprint: certFingerprint(x(kubeletA)) });
     expect(authenticate(x(kubeletA), [forged])).toMatchObject({ ok: false, status: 401 });
   });
@@ -90,17 +123,38 @@ describe('vn-agent authentication', () => {
     expect(authenticate(x(kubeletA), [t])).toMatchObject({ ok: true });
   });
 
-  it('binds the CA to the tenant by name: another tenant\'s CA and fingerprint do not authenticate as this tenant', async () => {
+  it("binds the CA to the tenant by name: another tenant's CA and fingerprint do not authenticate as this tenant", async () => {
     const key = 'vc-0123456789abcdef-team-a-a';
-    const pki = await generateControlPlanePKI({ clusterName: key, apiserverDnsNames: [], apiserverIPs: ['127.0.0.1'], serviceIP: '10.96.0.1', validityDays: 1 });
-    const own = agentTenant({ key, caPem: pki.ca.certPem, fingerprint: pki.kubeletClientFingerprint, caCommonName: tenantCACommonName(key) });
+    const pki = await generateControlPlanePKI({
+      clusterName: key,
+      apiserverDnsNames: [],
+      apiserverIPs: ['127.0.0.1'],
+      serviceIP: '10.96.0.1',
+      validityDays: 1,
+    });
+    const own = agentTenant({
+      key,
+      caPem: pki.ca.certPem,
+      fingerprint: pki.kubeletClientFingerprint,
+      caCommonName: tenantCACommonName(key),
+    });
     expect(authenticate(x(pki.kubeletClient), [own])).toMatchObject({ ok: true });
     // Tenant B's CA and kubelet fingerprint, swapped into tenant A's entry: the entry is refused outright.
-    expect(() => agentTenant({ key, caPem: caB.certPem, fingerprint: fingerprintSha256(kubeletB.certPem), caCommonName: tenantCACommonName(key) })).toThrow(
-      /no CA certificate is named vc-0123456789abcdef-team-a-a-ca/,
-    );
+    expect(() =>
+      agentTenant({
+        key,
+        caPem: caB.certPem,
+        fingerprint: fingerprintSha256(kubeletB.certPem),
+        caCommonName: tenantCACommonName(key),
+      }),
+    ).toThrow(/no CA certificate is named vc-0123456789abcdef-team-a-a-ca/);
     // A bundle that adds a foreign CA keeps only the one named after the tenant.
-    const bundled = agentTenant({ key, caPem: caB.certPem + pki.ca.certPem, fingerprint: fingerprintSha256(kubeletB.certPem), caCommonName: tenantCACommonName(key) });
+    const bundled = agentTenant({
+      key,
+      caPem: caB.certPem + pki.ca.certPem,
+      fingerprint: fingerprintSha256(kubeletB.certPem),
+      caCommonName: tenantCACommonName(key),
+    });
     expect(bundled.cas).toHaveLength(1);
     expect(authenticate(x(kubeletB), [bundled])).toMatchObject({ ok: false, status: 401 });
   });

@@ -72,10 +72,12 @@ export function agentTenant(s: AgentTenantSpec): AgentTenant {
   let cas = blocks.map((b) => new X509Certificate(b));
   if (s.caCommonName !== undefined) {
     cas = cas.filter((c) => subjectCN(c) === s.caCommonName);
-    if (!cas.length) throw new Error(`tenant ${s.key}: no CA certificate is named ${s.caCommonName}: the CA is not this tenant's`);
+    if (!cas.length)
+      throw new Error(`tenant ${s.key}: no CA certificate is named ${s.caCommonName}: the CA is not this tenant's`);
   }
   const fingerprint = s.fingerprint.toLowerCase().replace(/:/g, '');
-  if (!/^[0-9a-f]{64}$/.test(fingerprint)) throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
+  if (!/^[0-9a-f]{64}$/.test(fingerprint))
+    throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
   const tenant = tenantView(
     tenantFrom({
       key: s.key,
@@ -117,16 +119,35 @@ const subjectOf = (c: X509Certificate): string => c.subject.replace(/\n/g, ', ')
  * signed that is not the one recorded as that tenant's apiserver kubelet client certificate (its admin certificate,
  * say) answers 403.
  */
-export function authenticate(peer: X509Certificate | undefined, tenants: Iterable<AgentTenant>, now = new Date()): AuthResult {
-  if (!peer) return { ok: false, status: 401, reason: 'a client certificate is required: present the tenant apiserver kubelet client certificate' };
-  if (now < new Date(peer.validFrom)) return { ok: false, status: 401, reason: `client certificate "${subjectOf(peer)}" is not valid before ${peer.validFrom}` };
-  if (now > new Date(peer.validTo)) return { ok: false, status: 401, reason: `client certificate "${subjectOf(peer)}" expired at ${peer.validTo}` };
+export function authenticate(
+  peer: X509Certificate | undefined,
+  tenants: Iterable<AgentTenant>,
+  now = new Date(),
+): AuthResult {
+  if (!peer)
+    return {
+      ok: false,
+      status: 401,
+      reason: 'a client certificate is required: present the tenant apiserver kubelet client certificate',
+    };
+  if (now < new Date(peer.validFrom))
+    return {
+      ok: false,
+      status: 401,
+      reason: `client certificate "${subjectOf(peer)}" is not valid before ${peer.validFrom}`,
+    };
+  if (now > new Date(peer.validTo))
+    return { ok: false, status: 401, reason: `client certificate "${subjectOf(peer)}" expired at ${peer.validTo}` };
   const fp = certFingerprint(peer);
   const all = [...tenants];
   for (const t of all) if (t.fingerprint === fp && chainsTo(peer, t.cas, now)) return { ok: true, tenant: t };
   const signer = all.find((t) => chainsTo(peer, t.cas, now));
   if (signer) {
-    return { ok: false, status: 403, reason: `client certificate "${subjectOf(peer)}" is signed by the CA of tenant ${signer.key} but is not its apiserver kubelet client certificate` };
+    return {
+      ok: false,
+      status: 403,
+      reason: `client certificate "${subjectOf(peer)}" is signed by the CA of tenant ${signer.key} but is not its apiserver kubelet client certificate`,
+    };
   }
   const selfSigned = peer.checkIssued(peer) && safeVerify(peer, peer);
   return {

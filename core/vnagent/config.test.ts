@@ -36,14 +36,24 @@ describe('vn-agent configuration', () => {
   });
 
   it('reports every problem with its field', () => {
-    expect(validateVnAgentConfig({ port: 70000, prot: 1, ops: { port: 'x' }, kubeletInsecureSkipVerify: 'yes', kind: 'Other' })).toEqual([
+    expect(
+      validateVnAgentConfig({
+        port: 70000,
+        prot: 1,
+        ops: { port: 'x' },
+        kubeletInsecureSkipVerify: 'yes',
+        kind: 'Other',
+      }),
+    ).toEqual([
       '/prot is not a known field',
       '/kind must be equal to constant',
       '/port must be <= 65535',
       '/kubeletInsecureSkipVerify must be boolean',
       '/ops/port must be integer',
     ]);
-    expect(validateVnAgentConfig({ servingCert: 'a' })).toEqual(['/servingCert goes with servingKey, which is missing']);
+    expect(validateVnAgentConfig({ servingCert: 'a' })).toEqual([
+      '/servingCert goes with servingKey, which is missing',
+    ]);
     expect(validateVnAgentConfig({ kubeletCA: 'ca', kubeletInsecureSkipVerify: true })).toEqual([
       '/kubeletInsecureSkipVerify must be false: set either kubeletCA or kubeletInsecureSkipVerify, not both',
     ]);
@@ -72,7 +82,9 @@ describe('vn-agent configuration', () => {
 
   it('accepts the configuration shipped in deploy/vn-agent/daemonset.yaml', () => {
     const file = join(import.meta.dirname, '../../deploy/vn-agent/daemonset.yaml');
-    const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as { kind: string; data?: Record<string, string> });
+    const docs = parseAllDocuments(readFileSync(file, 'utf8')).map(
+      (d) => d.toJS() as { kind: string; data?: Record<string, string> },
+    );
     const cm = docs.find((d) => d.kind === 'ConfigMap')!;
     const cfg = parse(cm.data!['vn-agent.yaml']!) as Record<string, unknown>;
     expect(validateVnAgentConfig(cfg)).toEqual([]);

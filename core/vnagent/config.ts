@@ -49,7 +49,16 @@ export class VnAgentConfigError extends Error {
   override name = 'VnAgentConfigError';
 }
 
-const PATH_FIELDS = ['stateDir', 'servingCert', 'servingKey', 'metaKubeconfig', 'superKubeconfig', 'kubeletClientCert', 'kubeletClientKey', 'kubeletCA'] as const;
+const PATH_FIELDS = [
+  'stateDir',
+  'servingCert',
+  'servingKey',
+  'metaKubeconfig',
+  'superKubeconfig',
+  'kubeletClientCert',
+  'kubeletClientKey',
+  'kubeletCA',
+] as const;
 
 /**
  * validateVnAgentConfig returns every problem of a parsed configuration (schemas/vnagent-config.schema.json) as
@@ -78,11 +87,18 @@ export function loadVnAgentConfig(file: string): VnAgentConfig {
  * and the given names. Tenant apiservers connect without checking kubelet serving certificates unless they are given
  * a kubelet CA, so a self-signed one is enough for them.
  */
-export async function ensureServingCert(o: { certFile?: string; keyFile?: string; stateDir: string; names?: string[] }): Promise<CertKeyPair> {
-  if (o.certFile && o.keyFile) return { certPem: readFileSync(o.certFile, 'utf8'), keyPem: readFileSync(o.keyFile, 'utf8') };
+export async function ensureServingCert(o: {
+  certFile?: string;
+  keyFile?: string;
+  stateDir: string;
+  names?: string[];
+}): Promise<CertKeyPair> {
+  if (o.certFile && o.keyFile)
+    return { certPem: readFileSync(o.certFile, 'utf8'), keyPem: readFileSync(o.keyFile, 'utf8') };
   const cert = join(o.stateDir, 'serving.crt');
   const key = join(o.stateDir, 'serving.key');
-  if (existsSync(cert) && existsSync(key)) return { certPem: readFileSync(cert, 'utf8'), keyPem: readFileSync(key, 'utf8') };
+  if (existsSync(cert) && existsSync(key))
+    return { certPem: readFileSync(cert, 'utf8'), keyPem: readFileSync(key, 'utf8') };
   mkdirSync(o.stateDir, { recursive: true, mode: 0o700 });
   const names = ['localhost', hostname(), ...(o.names ?? [])];
   const ca = await createCA('vc-vn-agent-serving-ca', 3650);

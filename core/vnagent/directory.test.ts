@@ -22,9 +22,16 @@ describe('tenant directories', () => {
 
   it('caFromKubeconfig reads certificate-authority-data of the current cluster', async () => {
     const ca = await createCA('tenant-ca', 1);
-    const text = renderKubeconfig({ clusterName: 'c', server: 'https://127.0.0.1:6443', caPem: ca.certPem, user: 'admin', token: 'x' });
+    const text = renderKubeconfig({
+      clusterName: 'c',
+      server: 'https://127.0.0.1:6443',
+      caPem: ca.certPem,
+      user: 'admin',
+      token: 'x',
+    });
     expect(caFromKubeconfig(text).trim()).toBe(ca.certPem.trim());
-    const noCa = 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://x"}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n';
+    const noCa =
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://x"}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n';
     expect(() => caFromKubeconfig(noCa)).toThrow(/no certificate-authority-data/);
   });
 });

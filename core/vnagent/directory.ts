@@ -100,7 +100,11 @@ export class VirtualClusterDirectory implements TenantDirectory {
   private readonly memo = new Map<string, { stamp: string; entry: AgentTenant | undefined }>();
 
   constructor(private readonly o: VirtualClusterDirectoryOptions) {
-    this.vcs = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'vn-agent-virtualclusters' });
+    this.vcs = new Informer<VirtualCluster>({
+      client: o.meta,
+      resource: R.virtualclusters,
+      name: 'vn-agent-virtualclusters',
+    });
     this.cas = new Informer<ConfigMap>({
       client: o.meta,
       resource: R.configmaps,
@@ -166,7 +170,10 @@ export class VirtualClusterDirectory implements TenantDirectory {
       };
       entry = agentTenant(spec);
     } catch (e) {
-      log.warn({ vc: key, err: e instanceof Error ? e.message : String(e) }, 'tenant left out: its tenant CA ConfigMap has no usable CA');
+      log.warn(
+        { vc: key, err: e instanceof Error ? e.message : String(e) },
+        'tenant left out: its tenant CA ConfigMap has no usable CA',
+      );
     }
     this.memo.set(key, { stamp, entry });
     return entry;
@@ -176,5 +183,8 @@ export class VirtualClusterDirectory implements TenantDirectory {
 /** ownedByVirtualCluster reports whether o names vc (by uid) as its controller owner. */
 function ownedByVirtualCluster(o: KubeObject, vc: VirtualCluster): boolean {
   const uid = vc.metadata?.uid;
-  return !!uid && !!o.metadata?.ownerReferences?.some((r) => r.kind === 'VirtualCluster' && r.controller === true && r.uid === uid);
+  return (
+    !!uid &&
+    !!o.metadata?.ownerReferences?.some((r) => r.kind === 'VirtualCluster' && r.controller === true && r.uid === uid)
+  );
 }

@@ -49,7 +49,18 @@ export interface RelayOptions {
 const MAX_ERROR_BODY = 64 * 1024;
 
 /** HOP_BY_HOP headers are never forwarded as such (RFC 9110 7.6.1); `host` is rewritten. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
 
 /** dropped headers carry credentials or identities a tenant must never pass to a super kubelet. */
 const dropped = (lower: string): boolean =>
@@ -57,7 +68,9 @@ const dropped = (lower: string): boolean =>
 
 /** tlsOptions are the https.request options for a kubelet. */
 export function tlsOptions(t: KubeletTLS): { rejectUnauthorized: boolean; cert?: string; key?: string; ca?: string } {
-  const o: { rejectUnauthorized: boolean; cert?: string; key?: string; ca?: string } = { rejectUnauthorized: !t.insecureSkipVerify };
+  const o: { rejectUnauthorized: boolean; cert?: string; key?: string; ca?: string } = {
+    rejectUnauthorized: !t.insecureSkipVerify,
+  };
   if (t.certPem) o.cert = t.certPem;
   if (t.keyPem) o.key = t.keyPem;
   if (t.caPem) o.ca = t.caPem;
@@ -70,12 +83,17 @@ export function tlsOptions(t: KubeletTLS): { rejectUnauthorized: boolean; cert?:
  * Host names the kubelet. For an upgrade, Connection and Upgrade are kept and an absent Content-Length becomes 0 so the
  * request carries no chunked terminator in front of the upgraded stream.
  */
-export function forwardHeaders(raw: readonly string[], endpoint: KubeletEndpoint, upgrade?: string): Record<string, string | string[]> {
+export function forwardHeaders(
+  raw: readonly string[],
+  endpoint: KubeletEndpoint,
+  upgrade?: string,
+): Record<string, string | string[]> {
   const out: Record<string, string[]> = {};
   const names = new Map<string, string>();
   const connectionTokens = new Set<string>();
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') for (const tok of raw[i + 1]!.split(',')) connectionTokens.add(tok.trim().toLowerCase());
+    if (raw[i]!.toLowerCase() === 'connection')
+      for (const tok of raw[i + 1]!.split(',')) connectionTokens.add(tok.trim().toLowerCase());
   }
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
@@ -86,7 +104,9 @@ export function forwardHeaders(raw: readonly string[], endpoint: KubeletEndpoint
     (out[key] ??= []).push(raw[i + 1]!);
   }
   // Node wants Host as one string (it also derives the TLS server name from it).
-  const fixed: Record<string, string> = { Host: endpoint.host.includes(':') ? `[${endpoint.host}]:${endpoint.port}` : `${endpoint.host}:${endpoint.port}` };
+  const fixed: Record<string, string> = {
+    Host: endpoint.host.includes(':') ? `[${endpoint.host}]:${endpoint.port}` : `${endpoint.host}:${endpoint.port}`,
+  };
   if (upgrade !== undefined) {
     fixed.Connection = 'Upgrade';
     fixed.Upgrade = upgrade;
@@ -111,8 +131,13 @@ const where = (e: KubeletEndpoint): string => `kubelet ${e.host}:${e.port} of no
 /** TimeoutError marks a kubelet that did not answer within the handshake timeout. */
 class TimeoutError extends Error {}
 
-function failure(e: unknown, endpoint: KubeletEndpoint, ms: number): { status: number; result: Result; message: string } {
-  if (e instanceof TimeoutError) return { status: 504, result: 'timeout', message: `${where(endpoint)} did not answer within ${ms} ms` };
+function failure(
+  e: unknown,
+  endpoint: KubeletEndpoint,
+  ms: number,
+): { status: number; result: Result; message: string } {
+  if (e instanceof TimeoutError)
+    return { status: 504, result: 'timeout', message: `${where(endpoint)} did not answer within ${ms} ms` };
   const err = e as NodeJS.ErrnoException;
   const what =
     err.code === 'ECONNRESET' || err.message === 'socket hang up'
@@ -196,7 +221,13 @@ export function sendText(res: ServerResponse, status: number, message: string): 
 }
 
 /** rawResponse answers on a socket whose request asked for an upgrade (there is no ServerResponse) and closes it. */
-export function rawResponse(socket: Duplex, status: number, message: string, headers: readonly string[] = [], body?: Buffer): void {
+export function rawResponse(
+  socket: Duplex,
+  status: number,
+  message: string,
+  headers: readonly string[] = [],
+  body?: Buffer,
+): void {
   if (socket.destroyed || !socket.writable) return;
   const payload = body ?? Buffer.from(`${message.replace(/\s*\n\s*/g, ' ')}\n`);
   const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}`];

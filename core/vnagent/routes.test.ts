@@ -40,8 +40,12 @@ describe('vn-agent routes', () => {
   });
 
   it('translates tenant paths to super paths through the pods plugin', () => {
-    expect(translatePath(host, t, '/containerLogs/default/web/c?follow=true')).toBe('/containerLogs/team-a-111111-a-default/web/c?follow=true');
-    expect(translatePath(host, t, '/exec/default/web/0a2b-uid/c?command=echo&command=hi')).toBe('/exec/team-a-111111-a-default/web/c?command=echo&command=hi');
+    expect(translatePath(host, t, '/containerLogs/default/web/c?follow=true')).toBe(
+      '/containerLogs/team-a-111111-a-default/web/c?follow=true',
+    );
+    expect(translatePath(host, t, '/exec/default/web/0a2b-uid/c?command=echo&command=hi')).toBe(
+      '/exec/team-a-111111-a-default/web/c?command=echo&command=hi',
+    );
     expect(translatePath(host, t, '/portForward/kube-system/dns')).toBe('/portForward/team-a-111111-a-kube-system/dns');
   });
 
@@ -56,9 +60,18 @@ describe('vn-agent routes', () => {
     const off = agentTenant({ key: 'k', caPem: t.caPem, fingerprint: t.fingerprint, plugins: { disable: ['pods'] } });
     expect(translatePath(host, off, '/containerLogs/default/web/c')).toBeNull();
     const extra: Plugin = {
-      manifest: { apiVersion: PLUGIN_API_VERSION, name: 'logs-only', version: '0.1.0', direction: 'down', sourceOfTruth: 'tenant', processes: ['vn-agent'], resource: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true } },
+      manifest: {
+        apiVersion: PLUGIN_API_VERSION,
+        name: 'logs-only',
+        version: '0.1.0',
+        direction: 'down',
+        sourceOfTruth: 'tenant',
+        processes: ['vn-agent'],
+        resource: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true },
+      },
       toSuper: (o) => ({ object: o }),
-      translateKubeletPath: (p) => (p.startsWith('/containerLogs/') ? p.replace('/containerLogs/', '/containerLogs/x-') : null),
+      translateKubeletPath: (p) =>
+        p.startsWith('/containerLogs/') ? p.replace('/containerLogs/', '/containerLogs/x-') : null,
     };
     const h = await PluginHost.load({ process: 'vn-agent', builtins: [extra, ...builtinPlugins] });
     expect(h.failures).toEqual([]);

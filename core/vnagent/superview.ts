@@ -87,7 +87,11 @@ export class InformerSuperView implements SuperView {
   }
 
   async pod(namespace: string, name: string): Promise<SuperPod | undefined> {
-    return this.pods.get(`${namespace}/${name}`) ?? (await this.o.client.getOrNull<SuperPod>(R.pods, namespace, name)) ?? undefined;
+    return (
+      this.pods.get(`${namespace}/${name}`) ??
+      (await this.o.client.getOrNull<SuperPod>(R.pods, namespace, name)) ??
+      undefined
+    );
   }
 
   async node(name: string): Promise<SuperNode | undefined> {

@@ -26,7 +26,10 @@ const vcKey = (ns: string, n: string) => `VirtualCluster/${ns}/${n}`;
 const cases: Case[] = [
   {
     name: 'adding: new objects are applied, ClusterVersions first',
-    artifact: makeArtifact({ 'tenants/a.yaml': [vcDoc('team-a', 'dev', { clusterVersionName: 'v1-36' })], 'versions.yaml': [cvDoc('v1-36')] }),
+    artifact: makeArtifact({
+      'tenants/a.yaml': [vcDoc('team-a', 'dev', { clusterVersionName: 'v1-36' })],
+      'versions.yaml': [cvDoc('v1-36')],
+    }),
     apply: ['ClusterVersion//v1-36', vcKey('team-a', 'dev')],
     prune: [],
   },
@@ -48,7 +51,9 @@ const cases: Case[] = [
   },
   {
     name: 'invalid YAML file: valid objects are applied, nothing is pruned',
-    artifact: makeArtifact(fiveDocs(['a', 'b', 'c', 'd']), { parseErrors: [{ file: 'tenants/broken.yaml', line: 3, column: 7, message: 'bad indentation' }] }),
+    artifact: makeArtifact(fiveDocs(['a', 'b', 'c', 'd']), {
+      parseErrors: [{ file: 'tenants/broken.yaml', line: 3, column: 7, message: 'bad indentation' }],
+    }),
     inventory: five,
     apply: ['a', 'b', 'c', 'd'].map((n) => vcKey('team', n)),
     prune: [vcKey('team', 'e')],
@@ -57,21 +62,33 @@ const cases: Case[] = [
   },
   {
     name: 'schema error: the message names the file, the object and the field',
-    artifact: makeArtifact({ 'tenants/a.yaml': [vcDoc('team-a', 'dev', { weight: 5000 })], 'tenants/b.yaml': [vcDoc('team-b', 'dev')] }),
+    artifact: makeArtifact({
+      'tenants/a.yaml': [vcDoc('team-a', 'dev', { weight: 5000 })],
+      'tenants/b.yaml': [vcDoc('team-b', 'dev')],
+    }),
     inventory: [vcEntry('team-a', 'dev'), vcEntry('team-b', 'old')],
     apply: [vcKey('team-b', 'dev')],
     prune: [vcKey('team-b', 'old')],
     blocked: 'ValidationFailed',
     errors: ['tenants/a.yaml: VirtualCluster team-a/dev: /spec/weight must be <= 1000'],
-    check: (p) => expect(p.errors[0]).toMatchObject({ file: 'tenants/a.yaml', object: 'VirtualCluster team-a/dev', pointer: '/spec/weight' }),
+    check: (p) =>
+      expect(p.errors[0]).toMatchObject({
+        file: 'tenants/a.yaml',
+        object: 'VirtualCluster team-a/dev',
+        pointer: '/spec/weight',
+      }),
   },
   {
     name: 'schema error in a multi-document file: the document is numbered',
-    artifact: makeArtifact({ 'tenants/all.yaml': [vcDoc('team-a', 'dev'), vcDoc('team-a', 'prod', { podSecurityLevel: 'open' })] }),
+    artifact: makeArtifact({
+      'tenants/all.yaml': [vcDoc('team-a', 'dev'), vcDoc('team-a', 'prod', { podSecurityLevel: 'open' })],
+    }),
     apply: [vcKey('team-a', 'dev')],
     prune: [],
     blocked: 'ValidationFailed',
-    errors: ['tenants/all.yaml (document 2): VirtualCluster team-a/prod: /spec/podSecurityLevel must be one of "privileged", "baseline", "restricted"'],
+    errors: [
+      'tenants/all.yaml (document 2): VirtualCluster team-a/prod: /spec/podSecurityLevel must be one of "privileged", "baseline", "restricted"',
+    ],
   },
   {
     name: 'empty path: nothing is pruned',
@@ -110,7 +127,8 @@ const cases: Case[] = [
     apply: [vcKey('team', 'a'), vcKey('team', 'b')],
     prune: [vcKey('team', 'c'), vcKey('team', 'd')],
     blocked: 'DeletionLimitExceeded',
-    check: (p) => expect(p.safety).toMatchObject({ allowed: false, deletes: 2, total: 4, maxDeletes: 3, maxDeletePercent: 25 }),
+    check: (p) =>
+      expect(p.safety).toMatchObject({ allowed: false, deletes: 2, total: 4, maxDeletes: 3, maxDeletePercent: 25 }),
   },
   {
     name: 'percent rule: 1 of 4 is exactly 25%, allowed',
@@ -155,23 +173,33 @@ const cases: Case[] = [
   },
   {
     name: 'duplicate object: both files named, neither applied',
-    artifact: makeArtifact({ 'tenants/a.yaml': [vcDoc('team-a', 'dev')], 'tenants/b.yaml': [vcDoc('team-a', 'dev', { weight: 2 })], 'tenants/c.yaml': [vcDoc('team-c', 'dev')] }),
+    artifact: makeArtifact({
+      'tenants/a.yaml': [vcDoc('team-a', 'dev')],
+      'tenants/b.yaml': [vcDoc('team-a', 'dev', { weight: 2 })],
+      'tenants/c.yaml': [vcDoc('team-c', 'dev')],
+    }),
     inventory: [vcEntry('team-a', 'dev')],
     apply: [vcKey('team-c', 'dev')],
     prune: [],
     blocked: 'ValidationFailed',
-    errors: ['VirtualCluster team-a/dev is defined more than once: in tenants/a.yaml and tenants/b.yaml; none of them is applied'],
+    errors: [
+      'VirtualCluster team-a/dev is defined more than once: in tenants/a.yaml and tenants/b.yaml; none of them is applied',
+    ],
   },
   {
     name: 'non-tenant kind refused, naming file and kind',
     artifact: makeArtifact({
       'tenants/a.yaml': [vcDoc('team-a', 'dev')],
-      'tenants/cm.yaml': [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'kube-system' }, data: {} }],
+      'tenants/cm.yaml': [
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'kube-system' }, data: {} },
+      ],
     }),
     apply: [vcKey('team-a', 'dev')],
     prune: [],
     blocked: 'ValidationFailed',
-    errors: ['tenants/cm.yaml: ConfigMap kube-system/x: kind ConfigMap is refused: only tenant definitions (ClusterVersion, VirtualCluster) may come from a GitSource'],
+    errors: [
+      'tenants/cm.yaml: ConfigMap kube-system/x: kind ConfigMap is refused: only tenant definitions (ClusterVersion, VirtualCluster) may come from a GitSource',
+    ],
   },
   {
     name: 'a document without kind is refused',
@@ -179,15 +207,21 @@ const cases: Case[] = [
     apply: [],
     prune: [],
     blocked: 'ValidationFailed',
-    errors: ['tenants/x.yaml: document has no kind: only ClusterVersion and VirtualCluster objects may come from a GitSource'],
+    errors: [
+      'tenants/x.yaml: document has no kind: only ClusterVersion and VirtualCluster objects may come from a GitSource',
+    ],
   },
   {
     name: 'a namespaced ClusterVersion is refused',
-    artifact: makeArtifact({ 'versions.yaml': [{ ...cvDoc('v1-36'), metadata: { name: 'v1-36', namespace: 'default' } }] }),
+    artifact: makeArtifact({
+      'versions.yaml': [{ ...cvDoc('v1-36'), metadata: { name: 'v1-36', namespace: 'default' } }],
+    }),
     apply: [],
     prune: [],
     blocked: 'ValidationFailed',
-    errors: ['versions.yaml: ClusterVersion default/v1-36: /metadata/namespace must not be set: ClusterVersion is cluster-scoped'],
+    errors: [
+      'versions.yaml: ClusterVersion default/v1-36: /metadata/namespace must not be set: ClusterVersion is cluster-scoped',
+    ],
   },
   {
     name: 'ClusterVersion deletions do not count against the limits',
@@ -221,7 +255,11 @@ describe('Applier.plan', () => {
   });
 
   it('labels applied objects with their source and keeps only what apply may set', () => {
-    const doc = { ...vcDoc('team-a', 'dev'), metadata: { name: 'dev', namespace: 'team-a', uid: 'stale', labels: { team: 'a' } }, status: { phase: 'Running' } };
+    const doc = {
+      ...vcDoc('team-a', 'dev'),
+      metadata: { name: 'dev', namespace: 'team-a', uid: 'stale', labels: { team: 'a' } },
+      status: { phase: 'Running' },
+    };
     const plan = planApply(makeArtifact({ 'a.yaml': [doc] }), [], source);
     expect(plan.errors).toEqual([]);
     expect(plan.apply[0]!.object).toEqual({

@@ -200,10 +200,17 @@ function listNames(names: readonly string[]): string {
 }
 
 const order = (kind: string): number => TENANT_KINDS[kind]?.order ?? Number.MAX_SAFE_INTEGER;
-const byApplyOrder = (a: ObjectRef, b: ObjectRef): number => order(a.kind) - order(b.kind) || objectKey(a).localeCompare(objectKey(b));
-const byPruneOrder = (a: ObjectRef, b: ObjectRef): number => order(b.kind) - order(a.kind) || objectKey(a).localeCompare(objectKey(b));
+const byApplyOrder = (a: ObjectRef, b: ObjectRef): number =>
+  order(a.kind) - order(b.kind) || objectKey(a).localeCompare(objectKey(b));
+const byPruneOrder = (a: ObjectRef, b: ObjectRef): number =>
+  order(b.kind) - order(a.kind) || objectKey(a).localeCompare(objectKey(b));
 
-function safetyVerdict(prune: readonly InventoryEntry[], inventory: readonly InventoryEntry[], revision: string, o: PlanOptions): SafetyVerdict {
+function safetyVerdict(
+  prune: readonly InventoryEntry[],
+  inventory: readonly InventoryEntry[],
+  revision: string,
+  o: PlanOptions,
+): SafetyVerdict {
   const isVC = (e: InventoryEntry) => e.kind === 'VirtualCluster';
   const names = prune.filter(isVC).map((e) => `${e.namespace}/${e.name}`);
   const deletes = names.length;
@@ -226,7 +233,12 @@ function errorLines(errors: readonly DocumentError[]): string {
  * the path holds no document (EmptyPath) or the deletions exceed the limits (DeletionLimitExceeded). The last two
  * give way to the confirmation annotation when it names exactly this revision.
  */
-export function planApply(artifact: Artifact, inventory: readonly InventoryEntry[], source: GitSourceRef, o: PlanOptions = {}): ApplyPlan {
+export function planApply(
+  artifact: Artifact,
+  inventory: readonly InventoryEntry[],
+  source: GitSourceRef,
+  o: PlanOptions = {},
+): ApplyPlan {
   const rendered = restrictToScope(renderDesired(artifact, source), artifact, source, o);
   const pruneEnabled = o.prune ?? true;
   const prune = inventory.filter((e) => !rendered.named.has(objectKey(e))).sort(byPruneOrder);
@@ -249,7 +261,11 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
   const nothingPruned = 'nothing is pruned until every file of the path is valid';
   const confirmedHere = o.confirmation === artifact.revision;
   if (parse.length) {
-    plan.pruneBlocked = { reason: 'ParseFailed', stalled: true, message: `Revision ${artifact.revision}: ${parse.length} file(s) cannot be parsed, ${nothingPruned}:\n${errorLines(rendered.errors)}` };
+    plan.pruneBlocked = {
+      reason: 'ParseFailed',
+      stalled: true,
+      message: `Revision ${artifact.revision}: ${parse.length} file(s) cannot be parsed, ${nothingPruned}:\n${errorLines(rendered.errors)}`,
+    };
   } else if (outOfScope.length || notOwned.length) {
     const refused = [...outOfScope, ...notOwned];
     plan.pruneBlocked = {
@@ -260,7 +276,11 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
         `nothing is pruned, the allowed objects are applied:\n${errorLines([...refused, ...invalid])}`,
     };
   } else if (invalid.length) {
-    plan.pruneBlocked = { reason: 'ValidationFailed', stalled: true, message: `Revision ${artifact.revision}: ${invalid.length} problem(s) in tenant definitions, ${nothingPruned}; the valid objects are applied:\n${errorLines(invalid)}` };
+    plan.pruneBlocked = {
+      reason: 'ValidationFailed',
+      stalled: true,
+      message: `Revision ${artifact.revision}: ${invalid.length} problem(s) in tenant definitions, ${nothingPruned}; the valid objects are applied:\n${errorLines(invalid)}`,
+    };
   } else if (artifact.documents.length === 0 && !confirmedHere) {
     plan.pruneBlocked = {
       reason: 'EmptyPath',
@@ -268,7 +288,9 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
       message: `Revision ${artifact.revision}: path ${JSON.stringify(artifact.path)} holds no objects; nothing is pruned (${prune.length} object(s) would be). If that is meant, annotate the GitSource with ${CONFIRM_DELETION_ANNOTATION}=${artifact.revision}`,
     };
   } else if (pruneEnabled && !safety.allowed) {
-    const wrong = o.confirmation ? ` (${CONFIRM_DELETION_ANNOTATION} names revision ${o.confirmation}, not this one)` : '';
+    const wrong = o.confirmation
+      ? ` (${CONFIRM_DELETION_ANNOTATION} names revision ${o.confirmation}, not this one)`
+      : '';
     plan.pruneBlocked = {
       reason: 'DeletionLimitExceeded',
       stalled: true,
@@ -278,7 +300,8 @@ export function planApply(artifact: Artifact, inventory: readonly InventoryEntry
         `To allow exactly this, annotate the GitSource with ${CONFIRM_DELETION_ANNOTATION}=${artifact.revision}${wrong}`,
     };
   }
-  if (pruneEnabled && confirmedHere && (safety.confirmed || artifact.documents.length === 0) && !plan.pruneBlocked) plan.confirmation = o.confirmation;
+  if (pruneEnabled && confirmedHere && (safety.confirmed || artifact.documents.length === 0) && !plan.pruneBlocked)
+    plan.confirmation = o.confirmation;
   return plan;
 }
 
@@ -308,7 +331,14 @@ function restrictToScope(rendered: Rendered, artifact: Artifact, source: GitSour
     const owner = o.owners?.get(d.key);
     const notOwn = owner === undefined ? undefined : checkOwner(d.ref, owner, source, scope);
     if (notOwn) {
-      errors.push({ reason: 'NotOwned', file: d.file, index, object, pointer: '/metadata/name', message: `${at}: ${notOwn}` });
+      errors.push({
+        reason: 'NotOwned',
+        file: d.file,
+        index,
+        object,
+        pointer: '/metadata/name',
+        message: `${at}: ${notOwn}`,
+      });
       continue;
     }
     objects.push(d);
@@ -381,7 +411,17 @@ export class Applier {
     const run: Run = {
       plan,
       inventory: new Map(plan.previous.map((e) => [objectKey(e), e])),
-      result: { applied: [], applyFailures: [], pruned: [], gone: [], pruneFailures: [], orphaned: [], foreign: [], inventory: [], durationMs: 0 },
+      result: {
+        applied: [],
+        applyFailures: [],
+        pruned: [],
+        gone: [],
+        pruneFailures: [],
+        orphaned: [],
+        foreign: [],
+        inventory: [],
+        durationMs: 0,
+      },
     };
     const steps: Step[] = [(r) => this.applyObjects(r), async (r) => r.plan.pruneBlocked, (r) => this.pruneObjects(r)];
     for (const step of steps) {
@@ -448,10 +488,16 @@ export class Applier {
           continue;
         }
         const owner = live.metadata?.labels?.[SOURCE_LABEL];
-        if (checkScope(e, kind.resource.namespaced, this.source, this.scope) || owner !== sourceLabelValue(this.source)) {
+        if (
+          checkScope(e, kind.resource.namespaced, this.source, this.scope) ||
+          owner !== sourceLabelValue(this.source)
+        ) {
           result.foreign.push(e);
           run.inventory.delete(objectKey(e));
-          this.log.warn({ object: describeRef(e), owner: owner ?? '' }, 'inventory entry is not this source’s: forgotten, not deleted');
+          this.log.warn(
+            { object: describeRef(e), owner: owner ?? '' },
+            'inventory entry is not this source’s: forgotten, not deleted',
+          );
           continue;
         }
         const deleted = await this.client.delete(kind.resource, e.namespace, e.name, { uid: e.uid });
@@ -481,7 +527,11 @@ export class Applier {
    * reconcile plans and applies an artifact over the inventory of the previous status and returns the new status,
    * computed once at the end whatever happened (an unexpected error counts as ApplyFailed, keeping the old inventory).
    */
-  async reconcile(artifact: Artifact, previousStatus: GitSourceStatus | undefined, options: ReconcileOptions = {}): Promise<ApplyReport> {
+  async reconcile(
+    artifact: Artifact,
+    previousStatus: GitSourceStatus | undefined,
+    options: ReconcileOptions = {},
+  ): Promise<ApplyReport> {
     const previous = previousStatus?.inventory ?? [];
     let plan: ApplyPlan | undefined;
     let result: ApplyResult;
@@ -516,7 +566,12 @@ export class Applier {
       now: (options.now ?? (() => new Date()))(),
     });
     this.log.info(
-      { revision: artifact.revision, applied: result.applied.length, pruned: result.pruned.length, reason: result.stop?.reason ?? 'Succeeded' },
+      {
+        revision: artifact.revision,
+        applied: result.applied.length,
+        pruned: result.pruned.length,
+        reason: result.stop?.reason ?? 'Succeeded',
+      },
       'reconciled',
     );
     return { status, plan, result };
@@ -544,7 +599,12 @@ export class Applier {
     for (const e of inventory) await read(e.kind, e);
     const diff = planDiff(artifact, live, this.source);
     const uids = new Map(inventory.map((e) => [objectKey(e), e.uid]));
-    const liveUids = new Map(live.map((o) => [objectKey({ kind: o.kind!, namespace: o.metadata?.namespace, name: o.metadata?.name ?? '' }), o.metadata?.uid]));
+    const liveUids = new Map(
+      live.map((o) => [
+        objectKey({ kind: o.kind!, namespace: o.metadata?.namespace, name: o.metadata?.name ?? '' }),
+        o.metadata?.uid,
+      ]),
+    );
     const changed = new Map(diff.change.map((c) => [objectKey(c.object), c]));
     for (const d of rendered.objects) {
       const want = uids.get(d.key);
@@ -555,6 +615,11 @@ export class Applier {
       changed.set(d.key, c);
     }
     const extra = diff.delete.filter((r) => uids.has(objectKey(r)));
-    return { missing: diff.create, changed: [...changed.values()].sort((a, b) => byApplyOrder(a.object, b.object)), extra, errors: diff.errors };
+    return {
+      missing: diff.create,
+      changed: [...changed.values()].sort((a, b) => byApplyOrder(a.object, b.object)),
+      extra,
+      errors: diff.errors,
+    };
   }
 }

@@ -7,7 +7,11 @@ import { cvDoc, makeArtifact, vcDoc } from './testing.ts';
 const source = { namespace: 'platform', name: 'tenants' };
 const applied = (doc: Record<string, unknown>, extra: Record<string, unknown> = {}): KubeObject => {
   const meta = doc.metadata as Record<string, unknown>;
-  return { ...doc, metadata: { ...meta, uid: `uid-${String(meta.name)}`, labels: { [SOURCE_LABEL]: 'platform.tenants' } }, ...extra };
+  return {
+    ...doc,
+    metadata: { ...meta, uid: `uid-${String(meta.name)}`, labels: { [SOURCE_LABEL]: 'platform.tenants' } },
+    ...extra,
+  };
 };
 
 describe('planDiff', () => {
@@ -27,12 +31,27 @@ describe('planDiff', () => {
       { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unrelated', namespace: 'x' } },
     ];
     const d = planDiff(artifact, live, source);
-    expect(d.create).toEqual([{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', name: 'v1-36', file: 'versions.yaml' }]);
-    expect(d.change).toEqual([
-      { object: { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', namespace: 'team-a', name: 'dev', file: 'tenants/a.yaml' }, fields: ['/spec/weight'] },
+    expect(d.create).toEqual([
+      { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', name: 'v1-36', file: 'versions.yaml' },
     ]);
-    expect(d.delete).toEqual([{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', namespace: 'team-z', name: 'gone' }]);
-    expect(d.errors.map((e) => e.message)).toEqual(['tenants/c.yaml: VirtualCluster team-c/dev: /spec/weight must be >= 1']);
+    expect(d.change).toEqual([
+      {
+        object: {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'VirtualCluster',
+          namespace: 'team-a',
+          name: 'dev',
+          file: 'tenants/a.yaml',
+        },
+        fields: ['/spec/weight'],
+      },
+    ]);
+    expect(d.delete).toEqual([
+      { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', namespace: 'team-z', name: 'gone' },
+    ]);
+    expect(d.errors.map((e) => e.message)).toEqual([
+      'tenants/c.yaml: VirtualCluster team-c/dev: /spec/weight must be >= 1',
+    ]);
   });
 
   it('compares the source label only when a source is given', () => {

@@ -1,7 +1,14 @@
 import type { Artifact } from '../artifact.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { differingFields, ownedLeaves } from './fields.ts';
-import { TENANT_KINDS, objectKey, renderDesired, type DocumentError, type ObjectRef, type GitSourceRef } from './objects.ts';
+import {
+  TENANT_KINDS,
+  objectKey,
+  renderDesired,
+  type DocumentError,
+  type ObjectRef,
+  type GitSourceRef,
+} from './objects.ts';
 
 /** PlannedObject is a desired object with the file it comes from. */
 export type PlannedObject = ObjectRef & { file: string };

@@ -24,7 +24,11 @@ const live = {
         },
       },
       { manager: 'vc-gitops', operation: 'Update', subresource: 'status', fieldsV1: { 'f:status': { 'f:phase': {} } } },
-      { manager: 'kubectl-patch', operation: 'Update', fieldsV1: { 'f:metadata': { 'f:labels': { 'f:added-by-hand': {} } } } },
+      {
+        manager: 'kubectl-patch',
+        operation: 'Update',
+        fieldsV1: { 'f:metadata': { 'f:labels': { 'f:added-by-hand': {} } } },
+      },
     ],
   },
   spec: { weight: 2, plugins: { enable: ['sandbox'] }, podSecurityLevel: 'restricted', clusterDomain: 'cluster.local' },
@@ -45,11 +49,20 @@ describe('fields', () => {
   });
 
   it('lists the fields an apply sets: labels, annotations and spec leaves, empty maps setting nothing', () => {
-    expect(desiredLeaves(desired)).toEqual(['/metadata/labels/tenancy.x-k8s.io~1gitsource', '/spec/plugins/enable', '/spec/weight']);
+    expect(desiredLeaves(desired)).toEqual([
+      '/metadata/labels/tenancy.x-k8s.io~1gitsource',
+      '/spec/plugins/enable',
+      '/spec/weight',
+    ]);
   });
 
   it('reads the fields vc-gitops owns by apply on the main resource, lists as one field', () => {
-    expect(ownedLeaves(live)).toEqual(['/metadata/labels/tenancy.x-k8s.io~1gitsource', '/spec/plugins/enable', '/spec/podSecurityLevel', '/spec/weight']);
+    expect(ownedLeaves(live)).toEqual([
+      '/metadata/labels/tenancy.x-k8s.io~1gitsource',
+      '/spec/plugins/enable',
+      '/spec/podSecurityLevel',
+      '/spec/weight',
+    ]);
     expect(ownedLeaves(live, 'kubectl-patch')).toEqual([]);
   });
 

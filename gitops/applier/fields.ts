@@ -73,7 +73,12 @@ export function desiredLeaves(desired: KubeObject): string[] {
  * resource, read from managedFields (fieldsV1). Entries below a list element (`k:`, `v:`, `i:`) count as the list.
  */
 export function ownedLeaves(live: KubeObject, manager: string = IDENTITY.gitops): string[] {
-  const entries = (live.metadata?.managedFields ?? []) as Array<{ manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }>;
+  const entries = (live.metadata?.managedFields ?? []) as Array<{
+    manager?: string;
+    operation?: string;
+    subresource?: string;
+    fieldsV1?: unknown;
+  }>;
   const out = new Set<string>();
   for (const e of entries) {
     if (e.manager !== manager || e.operation !== 'Apply' || e.subresource) continue;
@@ -93,7 +98,8 @@ function walkFieldsV1(node: unknown, prefix: string, out: Set<string>): void {
   for (const f of fields) walkFieldsV1(node[f], `${prefix}/${escapePointer(f.slice(2))}`, out);
 }
 
-const within = (pointer: string, ancestor: string): boolean => pointer === ancestor || pointer.startsWith(`${ancestor}/`);
+const within = (pointer: string, ancestor: string): boolean =>
+  pointer === ancestor || pointer.startsWith(`${ancestor}/`);
 
 /**
  * differingFields lists, sorted, the pointers where a live object departs from the desired one: every field the

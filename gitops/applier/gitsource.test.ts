@@ -52,7 +52,11 @@ describe('GitSource schema', () => {
     ['a negative maxDeletes', gs({ safety: { maxDeletes: -1 } }), '/spec/safety/maxDeletes'],
     ['an unknown verify mode', gs({ verify: { mode: 'all', secretRef: { name: 'k' } } }), '/spec/verify/mode'],
     ['an unknown webhook kind', gs({ webhook: { kind: 'bitbucket', secretRef: { name: 'k' } } }), '/spec/webhook/kind'],
-    ['an inventory entry without uid', gs({}, { status: { inventory: [{ apiVersion: 'v', kind: 'K', name: 'n' }] } }), '/status/inventory/0/uid'],
+    [
+      'an inventory entry without uid',
+      gs({}, { status: { inventory: [{ apiVersion: 'v', kind: 'K', name: 'n' }] } }),
+      '/status/inventory/0/uid',
+    ],
   ])('rejects %s at its pointer', (_, value, pointer) => {
     const v = value as { spec: Record<string, unknown> };
     if (v.spec.url === undefined) delete v.spec.url;
@@ -64,7 +68,10 @@ describe('reconcileOptionsFor', () => {
   it('applies the schema defaults and reads the confirmation and generation', () => {
     const g = gs({}) as unknown as GitSource;
     expect(reconcileOptionsFor(g)).toEqual({ prune: true, safety: { maxDeletes: 3, maxDeletePercent: 25 } });
-    const confirmed = gs({ prune: false, safety: { maxDeletes: 1 } }, { metadata: { name: 't', namespace: 'p', generation: 4, annotations: { [CONFIRM_DELETION_ANNOTATION]: REV1 } } });
+    const confirmed = gs(
+      { prune: false, safety: { maxDeletes: 1 } },
+      { metadata: { name: 't', namespace: 'p', generation: 4, annotations: { [CONFIRM_DELETION_ANNOTATION]: REV1 } } },
+    );
     expect(reconcileOptionsFor(confirmed as unknown as GitSource)).toEqual({
       prune: false,
       safety: { maxDeletes: 1, maxDeletePercent: 25 },

@@ -5,7 +5,13 @@ import type { InventoryEntry } from './objects.ts';
 import { CONFIRM_DELETION_ANNOTATION } from './objects.ts';
 
 /** GITSOURCES is the API resource of GitSource objects (schemas/gitsource.schema.json). */
-export const GITSOURCES: Resource = { group: 'tenancy.x-k8s.io', version: 'v1alpha1', resource: 'gitsources', kind: 'GitSource', namespaced: true };
+export const GITSOURCES: Resource = {
+  group: 'tenancy.x-k8s.io',
+  version: 'v1alpha1',
+  resource: 'gitsources',
+  kind: 'GitSource',
+  namespaced: true,
+};
 
 /** SAFETY_DEFAULTS are the deletion limits of a GitSource without spec.safety, as in its schema. */
 export const SAFETY_DEFAULTS = { maxDeletes: 3, maxDeletePercent: 25 } as const;

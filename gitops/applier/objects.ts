@@ -161,18 +161,26 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
     const at = where(doc, several);
     const index = several ? doc.index : undefined;
     const r = refOf(doc);
-    const object = r.kind ? describeRef({ kind: r.kind, namespace: r.namespace, name: r.name ?? '<unnamed>' }) : undefined;
+    const object = r.kind
+      ? describeRef({ kind: r.kind, namespace: r.namespace, name: r.name ?? '<unnamed>' })
+      : undefined;
     const fail = (message: string, pointer?: string): void => {
       errors.push({ reason: 'ValidationFailed', file: doc.file, index, object, pointer, message });
     };
     if (r.kind && r.name) named.add(objectKey({ kind: r.kind, namespace: r.namespace, name: r.name }));
     if (!r.kind) {
-      fail(`${at}: document has no kind: only ${Object.keys(TENANT_KINDS).join(' and ')} objects may come from a GitSource`, '/kind');
+      fail(
+        `${at}: document has no kind: only ${Object.keys(TENANT_KINDS).join(' and ')} objects may come from a GitSource`,
+        '/kind',
+      );
       continue;
     }
     const tk = TENANT_KINDS[r.kind];
     if (!tk) {
-      fail(`${at}: ${object}: kind ${r.kind} is refused: only tenant definitions (${Object.keys(TENANT_KINDS).join(', ')}) may come from a GitSource`, '/kind');
+      fail(
+        `${at}: ${object}: kind ${r.kind} is refused: only tenant definitions (${Object.keys(TENANT_KINDS).join(', ')}) may come from a GitSource`,
+        '/kind',
+      );
       continue;
     }
     const fieldErrors = validate(tk.schema, doc.object);
@@ -185,7 +193,14 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
     }
     const ref: ObjectRef = { apiVersion: r.apiVersion!, kind: r.kind, name: r.name! };
     if (r.namespace !== undefined) ref.namespace = r.namespace;
-    candidates.push({ ref, key: objectKey(ref), file: doc.file, index: doc.index, resource: tk.resource, object: desiredBody(doc.object, source) });
+    candidates.push({
+      ref,
+      key: objectKey(ref),
+      file: doc.file,
+      index: doc.index,
+      resource: tk.resource,
+      object: desiredBody(doc.object, source),
+    });
   }
 
   const byKey = new Map<string, DesiredObject[]>();
@@ -205,6 +220,8 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
       message: `${object} is defined more than once: in ${places.join(' and ')}; none of them is applied`,
     });
   }
-  objects.sort((a, b) => TENANT_KINDS[a.ref.kind]!.order - TENANT_KINDS[b.ref.kind]!.order || a.key.localeCompare(b.key));
+  objects.sort(
+    (a, b) => TENANT_KINDS[a.ref.kind]!.order - TENANT_KINDS[b.ref.kind]!.order || a.key.localeCompare(b.key),
+  );
   return { objects, errors, named };
 }

@@ -46,8 +46,26 @@ function clip(message: string): string {
   return message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE - 16)}… (truncated)`;
 }
 
-function condition(previous: readonly Condition[], type: string, status: ConditionStatus, reason: string, message: string, now: Date, generation?: number): Condition {
-  return nextCondition(previous, { type, status, reason, message: clip(message), ...(generation === undefined ? {} : { observedGeneration: generation }) }, now);
+function condition(
+  previous: readonly Condition[],
+  type: string,
+  status: ConditionStatus,
+  reason: string,
+  message: string,
+  now: Date,
+  generation?: number,
+): Condition {
+  return nextCondition(
+    previous,
+    {
+      type,
+      status,
+      reason,
+      message: clip(message),
+      ...(generation === undefined ? {} : { observedGeneration: generation }),
+    },
+    now,
+  );
 }
 
 /**
@@ -68,11 +86,35 @@ export function computeStatus(i: StatusInput): GitSourceStatus {
       ? condition(before, 'Ready', 'False', s.reason, s.message, i.now, i.generation)
       : condition(before, 'Ready', 'True', 'Succeeded', okMessage, i.now, i.generation),
     s && !s.stalled
-      ? condition(before, 'Reconciling', 'True', s.reason, `Retrying revision ${i.revision}: ${s.message}`, i.now, i.generation)
-      : condition(before, 'Reconciling', 'False', s?.reason ?? 'Succeeded', s ? 'Waiting for a new revision or a decision' : okMessage, i.now, i.generation),
+      ? condition(
+          before,
+          'Reconciling',
+          'True',
+          s.reason,
+          `Retrying revision ${i.revision}: ${s.message}`,
+          i.now,
+          i.generation,
+        )
+      : condition(
+          before,
+          'Reconciling',
+          'False',
+          s?.reason ?? 'Succeeded',
+          s ? 'Waiting for a new revision or a decision' : okMessage,
+          i.now,
+          i.generation,
+        ),
     s?.stalled
       ? condition(before, 'Stalled', 'True', s.reason, s.message, i.now, i.generation)
-      : condition(before, 'Stalled', 'False', s?.reason ?? 'Succeeded', s ? 'The failure may pass on retry' : okMessage, i.now, i.generation),
+      : condition(
+          before,
+          'Stalled',
+          'False',
+          s?.reason ?? 'Succeeded',
+          s ? 'The failure may pass on retry' : okMessage,
+          i.now,
+          i.generation,
+        ),
   ];
   const out: GitSourceStatus = {
     ...prev,

@@ -8,12 +8,22 @@ export const REV2 = 'b'.repeat(40);
 
 /** vcDoc is a valid VirtualCluster document. */
 export function vcDoc(namespace: string, name: string, spec: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace }, spec: { provisioner: { type: 'local' }, ...spec } };
+  return {
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { name, namespace },
+    spec: { provisioner: { type: 'local' }, ...spec },
+  };
 }
 
 /** cvDoc is a valid ClusterVersion document. */
 export function cvDoc(name: string, kubernetesVersion = 'v1.36.3'): Record<string, unknown> {
-  return { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', metadata: { name }, spec: { kubernetesVersion } };
+  return {
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'ClusterVersion',
+    metadata: { name },
+    spec: { kubernetesVersion },
+  };
 }
 
 /** makeArtifact builds an Artifact by hand from documents per file (in file order), as the git source would. */
@@ -22,7 +32,8 @@ export function makeArtifact(
   o: { revision?: string; parseErrors?: ParseError[]; path?: string } = {},
 ): Artifact {
   const documents: SourceDocument[] = [];
-  for (const [file, objects] of Object.entries(files)) objects.forEach((object, index) => documents.push({ file, index, object }));
+  for (const [file, objects] of Object.entries(files))
+    objects.forEach((object, index) => documents.push({ file, index, object }));
   return {
     url: 'https://git.example.com/platform/tenants.git',
     ref: 'main',

@@ -52,7 +52,9 @@ describe('test git server (git http-backend behind node http)', () => {
   });
 
   it('passes the CGI status and headers through and answers gzip-encoded protocol v2 requests', async () => {
-    const adv = await fetch(`${server.url('r')}/info/refs?service=git-upload-pack`, { headers: { authorization: basic, 'git-protocol': 'version=2' } });
+    const adv = await fetch(`${server.url('r')}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: basic, 'git-protocol': 'version=2' },
+    });
     expect(adv.status).toBe(200);
     expect(adv.headers.get('content-type')).toBe('application/x-git-upload-pack-advertisement');
     expect(await adv.text()).toContain('version 2');
@@ -71,7 +73,9 @@ describe('test git server (git http-backend behind node http)', () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toContain(`${head} refs/heads/main`);
 
-    const missing = await fetch(`${server.url('nope')}/info/refs?service=git-upload-pack`, { headers: { authorization: basic } });
+    const missing = await fetch(`${server.url('nope')}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: basic },
+    });
     expect(missing.status).toBe(404);
   });
 
@@ -81,7 +85,9 @@ describe('test git server (git http-backend behind node http)', () => {
     await expect(fetch(`${server.url('r')}/info/refs?service=git-upload-pack`)).rejects.toThrow();
     await server.start();
     expect(server.port).toBe(port);
-    const res = await fetch(`${server.url('r')}/info/refs?service=git-upload-pack`, { headers: { authorization: basic } });
+    const res = await fetch(`${server.url('r')}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: basic },
+    });
     expect(res.status).toBe(200);
   });
 });

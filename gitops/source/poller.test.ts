@@ -188,7 +188,11 @@ describe('SourcePoller against a real git server', () => {
   beforeAll(async () => {
     server = await startGitServer();
     dir = await mkdtemp(join(tmpdir(), 'poller-'));
-    fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache'), timeoutMs: 5000, addresses: { allowPrivateAddresses: ['127.0.0.0/8'] } });
+    fetcher = new GitSourceFetcher({
+      cacheRoot: join(dir, 'cache'),
+      timeoutMs: 5000,
+      addresses: { allowPrivateAddresses: ['127.0.0.0/8'] },
+    });
   });
 
   afterAll(async () => {
@@ -199,14 +203,24 @@ describe('SourcePoller against a real git server', () => {
   const collect = (spec: SourceSpec) => {
     const artifacts: Artifact[] = [];
     const errors: SourceError[] = [];
-    const poller = new SourcePoller({ fetcher, spec, onArtifact: (a) => void artifacts.push(a), onError: (e) => void errors.push(e) });
+    const poller = new SourcePoller({
+      fetcher,
+      spec,
+      onArtifact: (a) => void artifacts.push(a),
+      onError: (e) => void errors.push(e),
+    });
     return { poller, artifacts, errors };
   };
 
   it('fetches only after the ref moved and emits each new revision once', async () => {
     await server.initRepo('polled');
     const c1 = await server.commitFiles('polled', { 'deploy/a.yaml': 'kind: A\n' }, 'one');
-    const { poller, artifacts, errors } = collect({ url: server.url('polled'), ref: { branch: 'main' }, path: 'deploy', intervalMs: 60_000 });
+    const { poller, artifacts, errors } = collect({
+      url: server.url('polled'),
+      ref: { branch: 'main' },
+      path: 'deploy',
+      intervalMs: 60_000,
+    });
     expect(await poller.trigger()).toBe('emitted');
     const fetches = fetcher.stats.fetches;
     expect(await poller.trigger()).toBe('unchanged');
@@ -237,7 +251,11 @@ describe('SourcePoller against a real git server', () => {
   it('polls when a webhook arrives, and only then', async () => {
     await server.initRepo('hooked');
     await server.commitFiles('hooked', { 'a.yaml': 'kind: A\n' }, 'one');
-    const { poller, artifacts } = collect({ url: server.url('hooked'), ref: { branch: 'main' }, intervalMs: 3_600_000 });
+    const { poller, artifacts } = collect({
+      url: server.url('hooked'),
+      ref: { branch: 'main' },
+      intervalMs: 3_600_000,
+    });
     let polled: Promise<unknown> = Promise.resolve();
     const receiver = await startWebhookReceiver({
       routes: [{ path: '/hook', kind: 'generic', secret: 's', onTrigger: () => void (polled = poller.trigger()) }],
@@ -248,7 +266,11 @@ describe('SourcePoller against a real git server', () => {
       expect(poller.polls).toBe(1);
       const c2 = await server.commitFiles('hooked', { 'b.yaml': 'kind: B\n' }, 'two');
       const body = '{}';
-      const res = await fetch(receiver.url('/hook'), { method: 'POST', body, headers: { 'x-signature': `sha256=${hmacSha256Hex('s', body)}` } });
+      const res = await fetch(receiver.url('/hook'), {
+        method: 'POST',
+        body,
+        headers: { 'x-signature': `sha256=${hmacSha256Hex('s', body)}` },
+      });
       expect(res.status).toBe(200);
       await polled;
       expect(artifacts.map((a) => a.revision).at(-1)).toBe(c2);
@@ -278,27 +300,34 @@ describe('SourcePoller against a real git server', () => {
     }
   });
 
-  it.skipIf(!hasSshKeygen)('emits VerificationFailed and no artifact for unsigned or foreign-signed commits', async () => {
-    const key = await makeSshKey(dir, 'poll-signer');
-    const stranger = await makeSshKey(dir, 'poll-stranger');
-    await server.initRepo('verified');
-    await server.commitFiles('verified', { 'a.yaml': 'kind: A\n' }, 'unsigned');
-    const { poller, artifacts, errors } = collect({
-      url: server.url('verified'),
-      ref: { branch: 'main' },
-      intervalMs: 60_000,
-      verify: { ssh: [key.publicKey] },
-    });
-    expect(await poller.trigger()).toBe('failed');
-    await server.commitFiles('verified', { 'b.yaml': 'kind: B\n' }, 'foreign', { sign: { format: 'ssh', keyFile: stranger.keyFile } });
-    expect(await poller.trigger()).toBe('failed');
-    expect(artifacts).toEqual([]);
-    expect(errors.map((e) => e.reason)).toEqual(['VerificationFailed', 'VerificationFailed']);
-    expect(errors[0]?.message).toMatch(/not signed/);
-    expect(errors[1]?.message).toMatch(/unknown SSH key/);
+  it.skipIf(!hasSshKeygen)(
+    'emits VerificationFailed and no artifact for unsigned or foreign-signed commits',
+    async () => {
+      const key = await makeSshKey(dir, 'poll-signer');
+      const stranger = await makeSshKey(dir, 'poll-stranger');
+      await server.initRepo('verified');
+      await server.commitFiles('verified', { 'a.yaml': 'kind: A\n' }, 'unsigned');
+      const { poller, artifacts, errors } = collect({
+        url: server.url('verified'),
+        ref: { branch: 'main' },
+        intervalMs: 60_000,
+        verify: { ssh: [key.publicKey] },
+      });
+      expect(await poller.trigger()).toBe('failed');
+      await server.commitFiles('verified', { 'b.yaml': 'kind: B\n' }, 'foreign', {
+        sign: { format: 'ssh', keyFile: stranger.keyFile },
+      });
+      expect(await poller.trigger()).toBe('failed');
+      expect(artifacts).toEqual([]);
+      expect(errors.map((e) => e.reason)).toEqual(['VerificationFailed', 'VerificationFailed']);
+      expect(errors[0]?.message).toMatch(/not signed/);
+      expect(errors[1]?.message).toMatch(/unknown SSH key/);
 
-    const signed = await server.commitFiles('verified', { 'c.yaml': 'kind: C\n' }, 'signed', { sign: { format: 'ssh', keyFile: key.keyFile } });
-    expect(await poller.trigger()).toBe('emitted');
-    expect(artifacts.map((a) => [a.revision, a.verification?.verified])).toEqual([[signed, true]]);
-  });
+      const signed = await server.commitFiles('verified', { 'c.yaml': 'kind: C\n' }, 'signed', {
+        sign: { format: 'ssh', keyFile: key.keyFile },
+      });
+      expect(await poller.trigger()).toBe('emitted');
+      expect(artifacts.map((a) => [a.revision, a.verification?.verified])).toEqual([[signed, true]]);
+    },
+  );
 });

@@ -189,19 +189,27 @@ export class SourcePoller {
     let artifact: Artifact;
     try {
       const resolved = await this.fetcher.resolve(req);
-      if (this.last?.revision === resolved.commit && this.lastAttempt?.revision === resolved.commit && !this.lastAttempt.failed) {
+      if (
+        this.last?.revision === resolved.commit &&
+        this.lastAttempt?.revision === resolved.commit &&
+        !this.lastAttempt.failed
+      ) {
         return 'unchanged';
       }
       this.lastAttempt = { revision: resolved.commit, failed: true };
       artifact = await this.fetcher.artifact(req, resolved);
       this.lastAttempt = { revision: artifact.revision, failed: false };
     } catch (err) {
-      const sourceError = err instanceof SourceError ? err : new SourceError('FetchFailed', err instanceof Error ? err.message : String(err), { cause: err });
+      const sourceError =
+        err instanceof SourceError
+          ? err
+          : new SourceError('FetchFailed', err instanceof Error ? err.message : String(err), { cause: err });
       this.log.debug({ reason: sourceError.reason, err: sourceError.message }, 'poll failed');
       this.report(sourceError);
       return 'failed';
     }
-    if (this.last && this.last.revision === artifact.revision && this.last.digest === artifact.digest) return 'unchanged';
+    if (this.last && this.last.revision === artifact.revision && this.last.digest === artifact.digest)
+      return 'unchanged';
     this.last = { revision: artifact.revision, digest: artifact.digest };
     try {
       await this.onArtifact(artifact);

@@ -19,7 +19,8 @@ import {
   type SourceRequest,
 } from './source.ts';
 
-const cm = (name: string, extra = ''): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n${extra}`;
+const cm = (name: string, extra = ''): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n${extra}`;
 
 async function sourceError(p: Promise<unknown>): Promise<SourceError> {
   try {
@@ -70,7 +71,9 @@ describe('pure helpers', () => {
     expect(contentDigest([a, b])).toBe(contentDigest([b, a]));
     expect(contentDigest([a, b])).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(contentDigest([a])).not.toBe(contentDigest([{ path: 'c.yaml', content: a.content }]));
-    expect(contentDigest([{ path: 'a', content: Buffer.from('bc') }])).not.toBe(contentDigest([{ path: 'ab', content: Buffer.from('c') }]));
+    expect(contentDigest([{ path: 'a', content: Buffer.from('bc') }])).not.toBe(
+      contentDigest([{ path: 'ab', content: Buffer.from('c') }]),
+    );
   });
 
   it('parses multi-document YAML, skipping empty documents and keeping positions', () => {
@@ -85,13 +88,20 @@ describe('pure helpers', () => {
   it('reports the first error of a file with its line and column, and no documents from it', () => {
     const { documents, error } = parseManifests('bad.yaml', `${cm('ok')}---\nkind: ConfigMap\nmetadata: name: x\n`);
     expect(documents).toEqual([]);
-    expect(error).toEqual({ file: 'bad.yaml', line: 7, column: 11, message: 'Nested mappings are not allowed in compact mappings' });
+    expect(error).toEqual({
+      file: 'bad.yaml',
+      line: 7,
+      column: 11,
+      message: 'Nested mappings are not allowed in compact mappings',
+    });
   });
 
   it('refuses documents that are not mappings and duplicate keys', () => {
     expect(parseManifests('list.yaml', '- a\n- b\n').error?.message).toMatch(/not a mapping/);
     expect(parseManifests('dup.yaml', 'a: 1\na: 2\n').error?.line).toBe(2);
-    expect(parseManifests('j.json', '{"kind": "ConfigMap", "metadata": {"name": "j"}}').documents[0]?.object.kind).toBe('ConfigMap');
+    expect(parseManifests('j.json', '{"kind": "ConfigMap", "metadata": {"name": "j"}}').documents[0]?.object.kind).toBe(
+      'ConfigMap',
+    );
   });
 });
 
@@ -109,7 +119,11 @@ describe('GitSourceFetcher against a real git server', () => {
       root = await mkdtemp(join(tmpdir(), 'source-cache-'));
       temps.push(root);
     }
-    return new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
+    return new GitSourceFetcher({
+      cacheRoot: root,
+      addresses: LOOPBACK,
+      ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+    });
   };
 
   beforeAll(async () => {
@@ -185,7 +199,11 @@ describe('GitSourceFetcher against a real git server', () => {
     const url = server.url('subtree');
     const a = await fetcher.artifact({ url, ref: { branch: 'main' }, path: 'clusters/a' });
     expect(a.path).toBe('clusters/a');
-    expect(a.documents.map((d) => d.file)).toEqual(['clusters/a/data.json', 'clusters/a/sub/z.yml', 'clusters/a/x.yaml']);
+    expect(a.documents.map((d) => d.file)).toEqual([
+      'clusters/a/data.json',
+      'clusters/a/sub/z.yml',
+      'clusters/a/x.yaml',
+    ]);
     expect(a.documents.map((d) => (d.object.metadata as { name: string }).name)).toEqual(['j', 'z', 'x']);
 
     const root = await fetcher.artifact({ url, ref: { branch: 'main' } });
@@ -226,9 +244,19 @@ describe('GitSourceFetcher against a real git server', () => {
       'parse',
     );
     const a = await fetcher.artifact({ url: server.url('parse'), ref: { branch: 'main' }, path: 'm' });
-    expect(a.documents.map((d) => `${d.file}#${d.index}`)).toEqual(['m/good.yaml#0', 'm/multi.yaml#0', 'm/multi.yaml#2', 'm/multi.yaml#3']);
+    expect(a.documents.map((d) => `${d.file}#${d.index}`)).toEqual([
+      'm/good.yaml#0',
+      'm/multi.yaml#0',
+      'm/multi.yaml#2',
+      'm/multi.yaml#3',
+    ]);
     expect(a.parseErrors).toHaveLength(1);
-    expect(a.parseErrors[0]).toEqual({ file: 'm/broken.yaml', line: 3, column: 11, message: 'Nested mappings are not allowed in compact mappings' });
+    expect(a.parseErrors[0]).toEqual({
+      file: 'm/broken.yaml',
+      line: 3,
+      column: 11,
+      message: 'Nested mappings are not allowed in compact mappings',
+    });
   });
 
   describe('refs', () => {
@@ -243,7 +271,10 @@ describe('GitSourceFetcher against a real git server', () => {
       await server.initRepo('refs');
       url = server.url('refs');
       main1 = await server.commitFiles('refs', { 'app.yaml': cm('main-1') }, 'main 1', { tag: 'v1.0.0' });
-      v110 = await server.commitFiles('refs', { 'app.yaml': cm('v1.1.0') }, 'release 1.1', { tag: 'v1.1.0', annotated: true });
+      v110 = await server.commitFiles('refs', { 'app.yaml': cm('v1.1.0') }, 'release 1.1', {
+        tag: 'v1.1.0',
+        annotated: true,
+      });
       await server.commitFiles('refs', { 'app.yaml': cm('rc') }, 'rc', { tag: 'v1.2.0-rc.1' });
       await server.commitFiles('refs', { 'app.yaml': cm('two') }, 'two', { tag: 'v2.0.0' });
       await server.commitFiles('refs', { 'app.yaml': cm('junk') }, 'junk', { tag: 'latest' });
@@ -349,11 +380,17 @@ describe('GitSourceFetcher against a real git server', () => {
 
     it('refuses every revision but the allowed one when the last applied revision is lost', async () => {
       await server.initRepo('lost');
-      const req: SourceRequest = { url: server.url('lost'), ref: { branch: 'main' }, baseLost: 'the record is missing' };
+      const req: SourceRequest = {
+        url: server.url('lost'),
+        ref: { branch: 'main' },
+        baseLost: 'the record is missing',
+      };
       const tip = await server.commitFiles('lost', { 'a.yaml': cm('a') }, 'a');
       const refused = await sourceError(fetcher.artifact(req));
       expect(refused.reason).toBe('NotDescendant');
-      expect(refused.message).toContain(`revision ${tip} cannot be checked to descend from the last applied one: the record is missing`);
+      expect(refused.message).toContain(
+        `revision ${tip} cannot be checked to descend from the last applied one: the record is missing`,
+      );
       expect(refused.message).toContain(`tenancy.x-k8s.io/allow-revision=${tip}`);
       expect((await fetcher.artifact({ ...req, allowRevision: tip })).revision).toBe(tip);
     });
@@ -368,7 +405,11 @@ describe('GitSourceFetcher against a real git server', () => {
       expect((a.documents[0]?.object.metadata as { name: string }).name).toBe('n5');
       expect(f.stats.fetches).toBeGreaterThan(1);
 
-      const capped = new GitSourceFetcher({ cacheRoot: await mkdtemp(join(tmpdir(), 'source-cache-')), addresses: LOOPBACK, limits: { maxHistoryCommits: 2 } });
+      const capped = new GitSourceFetcher({
+        cacheRoot: await mkdtemp(join(tmpdir(), 'source-cache-')),
+        addresses: LOOPBACK,
+        limits: { maxHistoryCommits: 2 },
+      });
       const refused = await sourceError(capped.artifact({ url, ref: { branch: 'main' }, since: base }));
       expect(refused.reason).toBe('NotDescendant');
       expect(refused.message).toMatch(/within 2 commits \(gitops\.limits\.maxHistoryCommits\)/);
@@ -379,7 +420,15 @@ describe('GitSourceFetcher against a real git server', () => {
     it('refuses a revision whose fetch exceeds maxFetchBytes, and one with too many files', async () => {
       await server.initRepo('big');
       const url = server.url('big');
-      await server.commitFiles('big', { 'a.yaml': `# ${randomBytes(48 * 1024).toString('base64')}\n${cm('a')}`, 'b.yaml': cm('b'), 'c.yaml': cm('c') }, 'big');
+      await server.commitFiles(
+        'big',
+        {
+          'a.yaml': `# ${randomBytes(48 * 1024).toString('base64')}\n${cm('a')}`,
+          'b.yaml': cm('b'),
+          'c.yaml': cm('c'),
+        },
+        'big',
+      );
       const root = await mkdtemp(join(tmpdir(), 'source-cache-'));
       temps.push(root);
       const small = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxFetchBytes: 4096 } });
@@ -391,7 +440,9 @@ describe('GitSourceFetcher against a real git server', () => {
       expect(tooMany.reason).toBe('LimitExceeded');
       expect(tooMany.message).toMatch(/more than 2 manifest files and directories \(gitops\.limits\.maxFiles\)/);
       const tight = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxTotalBytes: 1000 } });
-      expect((await sourceError(tight.artifact({ url, ref: { branch: 'main' } }))).message).toMatch(/gitops\.limits\.maxTotalBytes/);
+      expect((await sourceError(tight.artifact({ url, ref: { branch: 'main' } }))).message).toMatch(
+        /gitops\.limits\.maxTotalBytes/,
+      );
     });
 
     it('refuses loopback and metadata addresses unless allowed, before any request', async () => {
@@ -401,7 +452,9 @@ describe('GitSourceFetcher against a real git server', () => {
       const loop = await sourceError(strict.artifact({ url: server.url('guarded'), ref: { branch: 'main' } }));
       expect(loop.reason).toBe('AddressRefused');
       expect(loop.message).toMatch(/address 127\.0\.0\.1 is a loopback address/);
-      const meta = await sourceError(strict.resolve({ url: 'http://169.254.169.254/latest/meta-data.git', ref: { branch: 'main' } }));
+      const meta = await sourceError(
+        strict.resolve({ url: 'http://169.254.169.254/latest/meta-data.git', ref: { branch: 'main' } }),
+      );
       expect(meta.reason).toBe('AddressRefused');
       expect(meta.message).toMatch(/metadata address/);
       expect(server.stats.infoRefs).toBe(before);
@@ -415,7 +468,9 @@ describe('GitSourceFetcher against a real git server', () => {
       await new Promise<void>((ok) => redirector.listen(0, '127.0.0.1', ok));
       try {
         const port = (redirector.address() as AddressInfo).port;
-        const err = await sourceError(fetcher.resolve({ url: `http://127.0.0.1:${port}/tenants.git`, ref: { branch: 'main' } }));
+        const err = await sourceError(
+          fetcher.resolve({ url: `http://127.0.0.1:${port}/tenants.git`, ref: { branch: 'main' } }),
+        );
         expect(err.reason).toBe('AddressRefused');
         expect(err.message).toMatch(/address 169\.254\.169\.254 is a metadata address/);
       } finally {
@@ -449,10 +504,16 @@ describe('GitSourceFetcher against a real git server', () => {
       await authServer.initRepo('private');
       const c = await authServer.commitFiles('private', { 'a.yaml': cm('a') }, 'a');
       const url = authServer.url('private');
-      const ok = await fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { username: 'flux', password: 's3cret-pw' } });
+      const ok = await fetcher.artifact({
+        url,
+        ref: { branch: 'main' },
+        credentials: { username: 'flux', password: 's3cret-pw' },
+      });
       expect(ok.revision).toBe(c);
 
-      const wrong = await sourceError(fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { username: 'flux', password: 'wrong-pw' } }));
+      const wrong = await sourceError(
+        fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { username: 'flux', password: 'wrong-pw' } }),
+      );
       expect(wrong.reason).toBe('AuthenticationFailed');
       expect(wrong.message).not.toContain('wrong-pw');
       const none = await sourceError(fetcher.artifact({ url, ref: { branch: 'main' } }));
@@ -463,8 +524,12 @@ describe('GitSourceFetcher against a real git server', () => {
       await tokenServer.initRepo('private');
       const c = await tokenServer.commitFiles('private', { 'a.yaml': cm('a') }, 'a');
       const url = tokenServer.url('private');
-      expect((await fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { token: 'tok-123456' } })).revision).toBe(c);
-      const bad = await sourceError(fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { token: 'tok-999' } }));
+      expect(
+        (await fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { token: 'tok-123456' } })).revision,
+      ).toBe(c);
+      const bad = await sourceError(
+        fetcher.artifact({ url, ref: { branch: 'main' }, credentials: { token: 'tok-999' } }),
+      );
       expect(bad.reason).toBe('AuthenticationFailed');
     });
   });
@@ -500,7 +565,9 @@ describe('GitSourceFetcher against a real git server', () => {
       down.stall(true);
       try {
         const started = Date.now();
-        const err = await sourceError((await newFetcher({ timeoutMs: 300 })).artifact({ url: down.url('slow'), ref: { branch: 'main' } }));
+        const err = await sourceError(
+          (await newFetcher({ timeoutMs: 300 })).artifact({ url: down.url('slow'), ref: { branch: 'main' } }),
+        );
         expect(err.reason).toBe('Timeout');
         expect(Date.now() - started).toBeLessThan(3000);
       } finally {

@@ -14,7 +14,15 @@ import semver from 'semver';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { Artifact, ParseError, SourceDocument } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
-import { hostOf, pinnedAgent, resolveChecked, systemResolver, type AddressPolicy, type ResolvedAddress, type Resolver } from './address.ts';
+import {
+  hostOf,
+  pinnedAgent,
+  resolveChecked,
+  systemResolver,
+  type AddressPolicy,
+  type ResolvedAddress,
+  type Resolver,
+} from './address.ts';
 import { SourceError, type SourceErrorReason } from './errors.ts';
 import { ALLOW_REVISION_ANNOTATION, HISTORY_CAP_DEFAULT, commitsSince } from './history.ts';
 import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify.ts';
@@ -122,7 +130,12 @@ const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
 const TOKEN_USERNAME = 'x-access-token';
 const MAX_REDIRECTS = 5;
 /** FINAL_FETCH_ERRORS end a fetch by commit id at once instead of falling back to deepening the default branch. */
-const FINAL_FETCH_ERRORS: ReadonlySet<SourceErrorReason> = new Set(['AuthenticationFailed', 'Timeout', 'AddressRefused', 'LimitExceeded']);
+const FINAL_FETCH_ERRORS: ReadonlySet<SourceErrorReason> = new Set([
+  'AuthenticationFailed',
+  'Timeout',
+  'AddressRefused',
+  'LimitExceeded',
+]);
 
 /** Budget is what one revision may still fetch. */
 interface Budget {
@@ -262,7 +275,11 @@ export class GitSourceFetcher {
   constructor(opts: GitSourceFetcherOptions) {
     this.cacheRoot = opts.cacheRoot;
     this.timeoutMs = opts.timeoutMs ?? 60_000;
-    this.limits = { ...SOURCE_LIMIT_DEFAULTS, ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}), ...definedOf(opts.limits ?? {}) };
+    this.limits = {
+      ...SOURCE_LIMIT_DEFAULTS,
+      ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+      ...definedOf(opts.limits ?? {}),
+    };
     this.addresses = opts.addresses ?? {};
     this.resolver = opts.resolver ?? systemResolver;
     this.http = opts.http ?? nodeHttp;
@@ -279,7 +296,8 @@ export class GitSourceFetcher {
     const ref = req.ref;
     if ('commit' in ref) {
       const commit = ref.commit.toLowerCase();
-      if (!/^[0-9a-f]{40}$/.test(commit)) throw new SourceError('InvalidSpec', `commit ${JSON.stringify(ref.commit)} is not a full commit id`);
+      if (!/^[0-9a-f]{40}$/.test(commit))
+        throw new SourceError('InvalidSpec', `commit ${JSON.stringify(ref.commit)} is not a full commit id`);
       return { name: commit, commit };
     }
     if ('semver' in ref && !semver.validRange(ref.semver)) {
@@ -294,14 +312,25 @@ export class GitSourceFetcher {
     if ('branch' in ref || 'tag' in ref) {
       const found = refs.find((r) => r.ref === prefix);
       if (!found) {
-        throw new SourceError('RefNotFound', `${'branch' in ref ? 'branch' : 'tag'} ${JSON.stringify('branch' in ref ? ref.branch : ref.tag)} not found in ${redactUrl(req.url)}`);
+        throw new SourceError(
+          'RefNotFound',
+          `${'branch' in ref ? 'branch' : 'tag'} ${JSON.stringify('branch' in ref ? ref.branch : ref.tag)} not found in ${redactUrl(req.url)}`,
+        );
       }
       return { name: prefix, commit: target(found) };
     }
-    const tags = new Map(refs.filter((r) => r.ref.startsWith('refs/tags/') && !r.ref.endsWith('^{}')).map((r) => [r.ref.slice('refs/tags/'.length), r]));
+    const tags = new Map(
+      refs
+        .filter((r) => r.ref.startsWith('refs/tags/') && !r.ref.endsWith('^{}'))
+        .map((r) => [r.ref.slice('refs/tags/'.length), r]),
+    );
     const tag = pickSemverTag([...tags.keys()], ref.semver);
     const found = tag === undefined ? undefined : tags.get(tag);
-    if (!found) throw new SourceError('RefNotFound', `no tag of ${redactUrl(req.url)} matches semver ${JSON.stringify(ref.semver)}`);
+    if (!found)
+      throw new SourceError(
+        'RefNotFound',
+        `no tag of ${redactUrl(req.url)} matches semver ${JSON.stringify(ref.semver)}`,
+      );
     return { name: found.ref, commit: target(found) };
   }
 
@@ -310,7 +339,9 @@ export class GitSourceFetcher {
    * returns the commit to read: the resolved one, or the ref's new commit if the ref moved since it was resolved.
    */
   async ensure(req: SourceRequest, resolved: ResolvedRef): Promise<string> {
-    return this.withCache(req.url, req.credentials, (gitdir) => this.ensureLocked(gitdir, req, resolved, this.budget()));
+    return this.withCache(req.url, req.credentials, (gitdir) =>
+      this.ensureLocked(gitdir, req, resolved, this.budget()),
+    );
   }
 
   /** read parses the manifests under `path` in a cached commit. */
@@ -342,8 +373,14 @@ export class GitSourceFetcher {
           const v = await verifyCommit({ fs, gitdir, oid, keys: req.verify });
           if (oid === commit) verification = v;
           if (!v.verified) {
-            const which = oid === commit ? `commit ${commit}` : `commit ${oid} (between the last applied ${req.since} and ${commit})`;
-            throw new SourceError('VerificationFailed', `${which} of ${redactUrl(req.url)}: ${v.reason ?? 'not verified'}`);
+            const which =
+              oid === commit
+                ? `commit ${commit}`
+                : `commit ${oid} (between the last applied ${req.since} and ${commit})`;
+            throw new SourceError(
+              'VerificationFailed',
+              `${which} of ${redactUrl(req.url)}: ${v.reason ?? 'not verified'}`,
+            );
           }
         }
       }
@@ -369,7 +406,13 @@ export class GitSourceFetcher {
    * limits.maxHistoryCommits. A revision that does not descend is refused unless `allowRevision` names it, and so is
    * every revision when the base is lost (`baseLost`).
    */
-  private async descent(gitdir: string, req: SourceRequest, resolved: ResolvedRef, commit: string, budget: Budget): Promise<string[]> {
+  private async descent(
+    gitdir: string,
+    req: SourceRequest,
+    resolved: ResolvedRef,
+    commit: string,
+    budget: Budget,
+  ): Promise<string[]> {
     if (req.baseLost !== undefined) {
       if (req.allowRevision === commit) return [commit];
       throw new SourceError(
@@ -398,7 +441,8 @@ export class GitSourceFetcher {
       const range = await commitsSince(commit, since, parentsOf, cap);
       if (range.kind === 'found') return range.commits;
       if (range.kind === 'notDescendant') throw refuse('');
-      if (range.kind === 'capExceeded' || depth > cap) throw refuse(` within ${cap} commits (gitops.limits.maxHistoryCommits)`);
+      if (range.kind === 'capExceeded' || depth > cap)
+        throw refuse(` within ${cap} commits (gitops.limits.maxHistoryCommits)`);
       const more = Math.min(step, cap + 1 - depth);
       await this.fetch(gitdir, req, ref, more, budget, true);
       depth += more;
@@ -409,17 +453,28 @@ export class GitSourceFetcher {
     return { fetched: 0, max: this.limits.maxFetchBytes };
   }
 
-  private async ensureLocked(gitdir: string, req: SourceRequest, resolved: ResolvedRef, budget: Budget): Promise<string> {
+  private async ensureLocked(
+    gitdir: string,
+    req: SourceRequest,
+    resolved: ResolvedRef,
+    budget: Budget,
+  ): Promise<string> {
     if (await hasCommit(gitdir, resolved.commit)) return resolved.commit;
     if ('commit' in req.ref) return this.fetchCommit(gitdir, req, resolved.commit, budget);
     const result = await this.fetch(gitdir, req, resolved.name, 1, budget);
     if (await hasCommit(gitdir, resolved.commit)) return resolved.commit;
     const fetched = result.fetchHead ? await peelToCommit(gitdir, result.fetchHead) : undefined;
     if (fetched && (await hasCommit(gitdir, fetched))) {
-      this.log.info({ url: redactUrl(req.url), ref: resolved.name, resolved: resolved.commit, fetched }, 'ref moved while fetching');
+      this.log.info(
+        { url: redactUrl(req.url), ref: resolved.name, resolved: resolved.commit, fetched },
+        'ref moved while fetching',
+      );
       return fetched;
     }
-    throw new SourceError('FetchFailed', `fetching ${resolved.name} from ${redactUrl(req.url)} did not bring commit ${resolved.commit}`);
+    throw new SourceError(
+      'FetchFailed',
+      `fetching ${resolved.name} from ${redactUrl(req.url)} did not bring commit ${resolved.commit}`,
+    );
   }
 
   /** fetchCommit fetches a commit by id, or, when the server refuses that, deepens the default branch until found. */
@@ -428,7 +483,10 @@ export class GitSourceFetcher {
       await this.fetch(gitdir, req, commit, 1, budget);
     } catch (err) {
       if (err instanceof SourceError && FINAL_FETCH_ERRORS.has(err.reason)) throw err;
-      this.log.debug({ url: redactUrl(req.url), commit, err: errorMessage(err) }, 'fetch by commit id failed; deepening the default branch');
+      this.log.debug(
+        { url: redactUrl(req.url), commit, err: errorMessage(err) },
+        'fetch by commit id failed; deepening the default branch',
+      );
     }
     if (await hasCommit(gitdir, commit)) return commit;
     for (const depth of COMMIT_DEEPEN_STEPS) {
@@ -441,7 +499,14 @@ export class GitSourceFetcher {
     );
   }
 
-  private async fetch(gitdir: string, req: SourceRequest, ref: string, depth: number, budget: Budget, relative = false): Promise<FetchResult> {
+  private async fetch(
+    gitdir: string,
+    req: SourceRequest,
+    ref: string,
+    depth: number,
+    budget: Budget,
+    relative = false,
+  ): Promise<FetchResult> {
     this.stats.fetches++;
     this.log.debug({ url: redactUrl(req.url), ref, depth, relative }, 'fetching');
     return this.network(req, `fetch ${ref} from ${redactUrl(req.url)}`, budget, (http, onAuth) =>
@@ -474,10 +539,16 @@ export class GitSourceFetcher {
       entries++;
       bytes += size;
       if (entries > maxFiles) {
-        throw new SourceError('LimitExceeded', `path ${where} holds more than ${maxFiles} manifest files and directories (gitops.limits.maxFiles); nothing of it is applied`);
+        throw new SourceError(
+          'LimitExceeded',
+          `path ${where} holds more than ${maxFiles} manifest files and directories (gitops.limits.maxFiles); nothing of it is applied`,
+        );
       }
       if (bytes > maxTotalBytes) {
-        throw new SourceError('LimitExceeded', `manifests under ${where} exceed ${maxTotalBytes} bytes at ${what} (gitops.limits.maxTotalBytes); nothing of it is applied`);
+        throw new SourceError(
+          'LimitExceeded',
+          `manifests under ${where} exceed ${maxTotalBytes} bytes at ${what} (gitops.limits.maxTotalBytes); nothing of it is applied`,
+        );
       }
     };
     const visit = async (treeOid: string, prefix: string): Promise<void> => {
@@ -506,7 +577,10 @@ export class GitSourceFetcher {
     const decoder = new TextDecoder('utf-8', { fatal: true });
     for (const file of files) {
       if (file.content.length > this.limits.maxFileBytes) {
-        parseErrors.push({ file: file.path, message: `file is larger than ${this.limits.maxFileBytes} bytes (gitops.limits.maxFileBytes)` });
+        parseErrors.push({
+          file: file.path,
+          message: `file is larger than ${this.limits.maxFileBytes} bytes (gitops.limits.maxFileBytes)`,
+        });
         continue;
       }
       let text: string;
@@ -524,11 +598,19 @@ export class GitSourceFetcher {
   }
 
   /** lookup finds the tree (or blob) at `path` under the root tree of a commit. */
-  private async lookup(gitdir: string, rootTree: string, path: string, commit: string, cache: object): Promise<{ type: 'tree' | 'blob'; oid: string }> {
+  private async lookup(
+    gitdir: string,
+    rootTree: string,
+    path: string,
+    commit: string,
+    cache: object,
+  ): Promise<{ type: 'tree' | 'blob'; oid: string }> {
     let current: { type: 'tree' | 'blob'; oid: string } = { type: 'tree', oid: rootTree };
     for (const part of path ? path.split('/') : []) {
       const entry =
-        current.type === 'tree' ? (await git.readTree({ fs, gitdir, oid: current.oid, cache })).tree.find((e) => e.path === part) : undefined;
+        current.type === 'tree'
+          ? (await git.readTree({ fs, gitdir, oid: current.oid, cache })).tree.find((e) => e.path === part)
+          : undefined;
       if (!entry || (entry.type !== 'tree' && entry.type !== 'blob') || entry.mode === '120000') {
         throw new SourceError('PathNotFound', `path ${JSON.stringify(path)} not found in commit ${commit}`);
       }
@@ -556,13 +638,18 @@ export class GitSourceFetcher {
       return p;
     };
     let overBudget: SourceError | undefined;
-    const counted = (body: AsyncIterableIterator<Uint8Array> | undefined): AsyncIterableIterator<Uint8Array> | undefined => {
+    const counted = (
+      body: AsyncIterableIterator<Uint8Array> | undefined,
+    ): AsyncIterableIterator<Uint8Array> | undefined => {
       if (!body) return body;
       return (async function* () {
         for await (const chunk of body) {
           budget.fetched += chunk.byteLength;
           if (budget.fetched > budget.max) {
-            overBudget = new SourceError('LimitExceeded', `${what}: the server sent more than ${budget.max} bytes for this revision (gitops.limits.maxFetchBytes)`);
+            overBudget = new SourceError(
+              'LimitExceeded',
+              `${what}: the server sent more than ${budget.max} bytes for this revision (gitops.limits.maxFetchBytes)`,
+            );
             controller.abort(overBudget);
             throw overBudget;
           }
@@ -584,7 +671,8 @@ export class GitSourceFetcher {
             signal: controller.signal,
           });
           const location = res.headers?.location;
-          const redirect = res.statusCode >= 300 && res.statusCode < 400 && location && (r.method ?? 'GET').toUpperCase() === 'GET';
+          const redirect =
+            res.statusCode >= 300 && res.statusCode < 400 && location && (r.method ?? 'GET').toUpperCase() === 'GET';
           if (redirect && hop < MAX_REDIRECTS) {
             url = new URL(location, url).toString();
             continue;
@@ -595,7 +683,10 @@ export class GitSourceFetcher {
     };
     const creds = req.credentials;
     const onAuth = creds
-      ? (): GitAuth => ('token' in creds ? { username: creds.username ?? TOKEN_USERNAME, password: creds.token } : { username: creds.username, password: creds.password })
+      ? (): GitAuth =>
+          'token' in creds
+            ? { username: creds.username ?? TOKEN_USERNAME, password: creds.token }
+            : { username: creds.username, password: creds.password }
       : undefined;
     const secrets = creds ? ['token' in creds ? creds.token : creds.password].filter((s) => s.length > 0) : [];
     const op = call(http, onAuth);
@@ -624,7 +715,11 @@ export class GitSourceFetcher {
   }
 
   /** withCache runs `fn` on the initialized cache repository of `url` and credentials, holding its in-process and file locks. */
-  private async withCache<T>(url: string, credentials: Credentials | undefined, fn: (gitdir: string) => Promise<T>): Promise<T> {
+  private async withCache<T>(
+    url: string,
+    credentials: Credentials | undefined,
+    fn: (gitdir: string) => Promise<T>,
+  ): Promise<T> {
     const dir = this.cacheDir(url, credentials);
     const previous = this.locks.get(dir) ?? Promise.resolve();
     let release!: () => void;
@@ -643,7 +738,9 @@ export class GitSourceFetcher {
           onCompromised: (err) => this.log.warn({ dir, err: err.message }, 'cache lock compromised'),
         });
       } catch (err) {
-        throw new SourceError('Timeout', `cache ${dir} stayed locked by another process: ${errorMessage(err)}`, { cause: err });
+        throw new SourceError('Timeout', `cache ${dir} stayed locked by another process: ${errorMessage(err)}`, {
+          cause: err,
+        });
       }
       try {
         await initCache(dir, url);
@@ -702,9 +799,13 @@ function toSourceError(err: unknown, what: string, secrets: readonly string[]): 
   message = redactUrl(message).replace(/(https?:\/\/)[^/@\s]*@/gi, '$1');
   for (const secret of secrets) message = message.split(secret).join('***');
   if (e.code === 'HttpError' && (e.data?.statusCode === 401 || e.data?.statusCode === 403)) {
-    return new SourceError('AuthenticationFailed', `${what}: the server refused the credentials (HTTP ${e.data.statusCode})`);
+    return new SourceError(
+      'AuthenticationFailed',
+      `${what}: the server refused the credentials (HTTP ${e.data.statusCode})`,
+    );
   }
-  if (e.code === 'UserCanceledError') return new SourceError('AuthenticationFailed', `${what}: authentication was cancelled`);
+  if (e.code === 'UserCanceledError')
+    return new SourceError('AuthenticationFailed', `${what}: authentication was cancelled`);
   if (e.name === 'AbortError' || e.code === 'ABORT_ERR') return new SourceError('Timeout', message);
   if (e.code === 'NotFoundError') return new SourceError('RefNotFound', message);
   return new SourceError('FetchFailed', message);

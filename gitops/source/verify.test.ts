@@ -18,15 +18,24 @@ import {
 } from '../../test/git/server.ts';
 import { SourceError } from './errors.ts';
 import { GitSourceFetcher, type SourceRequest } from './source.ts';
-import { parseSshPublicKeys, parseSshSignature, splitSignedCommit, verifyCommitObject, verifySsh, type VerifyKeys } from './verify.ts';
+import {
+  parseSshPublicKeys,
+  parseSshSignature,
+  splitSignedCommit,
+  verifyCommitObject,
+  verifySsh,
+  type VerifyKeys,
+} from './verify.ts';
 
 const execFileP = promisify(execFile);
 const hasSshKeygen = await sshKeygenAvailable();
 const hasGpg = await gpgAvailable();
 
 describe('splitSignedCommit', () => {
-  const head = 'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nparent 1111111111111111111111111111111111111111\nauthor A <a@x> 1700000000 +0000\ncommitter C <c@x> 1700000000 +0000\n';
-  const mergetag = 'mergetag object 2222222222222222222222222222222222222222\n type commit\n tag v1\n \n -----BEGIN PGP SIGNATURE-----\n abc\n -----END PGP SIGNATURE-----\n';
+  const head =
+    'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nparent 1111111111111111111111111111111111111111\nauthor A <a@x> 1700000000 +0000\ncommitter C <c@x> 1700000000 +0000\n';
+  const mergetag =
+    'mergetag object 2222222222222222222222222222222222222222\n type commit\n tag v1\n \n -----BEGIN PGP SIGNATURE-----\n abc\n -----END PGP SIGNATURE-----\n';
   const sig = 'gpgsig -----BEGIN SSH SIGNATURE-----\n U1NIU0lH\n \n -----END SSH SIGNATURE-----\n';
 
   it('removes the gpgsig header (and only it) from the payload', () => {
@@ -44,7 +53,10 @@ describe('splitSignedCommit', () => {
   });
 
   it('says an unsigned commit is not signed', async () => {
-    expect(await verifyCommitObject(Buffer.from(`${head}\nm\n`), { ssh: ['x'] })).toEqual({ verified: false, reason: 'commit is not signed' });
+    expect(await verifyCommitObject(Buffer.from(`${head}\nm\n`), { ssh: ['x'] })).toEqual({
+      verified: false,
+      reason: 'commit is not signed',
+    });
   });
 });
 
@@ -95,7 +107,9 @@ describe.skipIf(!hasSshKeygen)('SSH signatures (SSHSIG) against ssh-keygen', () 
   it('reads allowed_signers lines and skips junk', async () => {
     const key = await makeSshKey(dir, 'allowed');
     const [, blob] = key.publicKey.split(' ');
-    const keys = parseSshPublicKeys(`# comment\n\nalice@example.com namespaces="git" ssh-ed25519 ${blob}\nnot a key\nssh-ed25519 !!!\n`);
+    const keys = parseSshPublicKeys(
+      `# comment\n\nalice@example.com namespaces="git" ssh-ed25519 ${blob}\nnot a key\nssh-ed25519 !!!\n`,
+    );
     expect(keys).toHaveLength(1);
     expect(keys[0]?.name).toBe('alice@example.com');
     const message = 'payload\n';
@@ -105,7 +119,11 @@ describe.skipIf(!hasSshKeygen)('SSH signatures (SSHSIG) against ssh-keygen', () 
   });
 
   it('refuses malformed signatures', () => {
-    expect(verifySsh(Buffer.from('x'), '-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n', ['ssh-ed25519 AAAA']).reason).toMatch(/malformed/);
+    expect(
+      verifySsh(Buffer.from('x'), '-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n', [
+        'ssh-ed25519 AAAA',
+      ]).reason,
+    ).toMatch(/malformed/);
   });
 });
 
@@ -123,7 +141,10 @@ describe('signed commits through the git source', () => {
   beforeAll(async () => {
     server = await startGitServer();
     dir = await mkdtemp(join(tmpdir(), 'verify-'));
-    fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache'), addresses: { allowPrivateAddresses: ['127.0.0.0/8'] } });
+    fetcher = new GitSourceFetcher({
+      cacheRoot: join(dir, 'cache'),
+      addresses: { allowPrivateAddresses: ['127.0.0.0/8'] },
+    });
     if (hasSshKeygen) {
       ssh = await makeSshKey(dir, 'signer');
       sshOther = await makeSshKey(dir, 'stranger');
@@ -163,8 +184,13 @@ describe('signed commits through the git source', () => {
 
   it.skipIf(!hasSshKeygen)('verifies an SSH-signed commit with the right key and refuses it with another', async () => {
     await server.initRepo('ssh-signed');
-    const c = await server.commitFiles('ssh-signed', { 'a.yaml': 'kind: A\n' }, 'signed', { sign: { format: 'ssh', keyFile: ssh!.keyFile } });
-    const a = (await artifactOf('ssh-signed', { ssh: [ssh!.publicKey] })) as { revision: string; verification: unknown };
+    const c = await server.commitFiles('ssh-signed', { 'a.yaml': 'kind: A\n' }, 'signed', {
+      sign: { format: 'ssh', keyFile: ssh!.keyFile },
+    });
+    const a = (await artifactOf('ssh-signed', { ssh: [ssh!.publicKey] })) as {
+      revision: string;
+      verification: unknown;
+    };
     expect(a.revision).toBe(c);
     expect(a.verification).toMatchObject({ verified: true, signer: expect.stringContaining('signer@example.com') });
     expect(await refusal(artifactOf('ssh-signed', { ssh: [sshOther!.publicKey] }))).toMatch(/unknown SSH key/);
@@ -183,9 +209,18 @@ describe('signed commits through the git source', () => {
   it('verifies a commit signed with OpenPGP (openpgp.js over the commit payload) and refuses other keys and altered content', async () => {
     await server.initRepo('pgp-signed');
     const sign = async (payload: string): Promise<string> =>
-      openpgp.sign({ message: await openpgp.createMessage({ binary: Buffer.from(payload) }), signingKeys: pgp.privateKey, detached: true });
-    const c = await server.commitFiles('pgp-signed', { 'a.yaml': 'kind: A\n' }, 'signed', { sign: { format: 'custom', sign } });
-    const a = (await artifactOf('pgp-signed', { openpgp: [pgp.publicKey] })) as { revision: string; verification: { signer: string } };
+      openpgp.sign({
+        message: await openpgp.createMessage({ binary: Buffer.from(payload) }),
+        signingKeys: pgp.privateKey,
+        detached: true,
+      });
+    const c = await server.commitFiles('pgp-signed', { 'a.yaml': 'kind: A\n' }, 'signed', {
+      sign: { format: 'custom', sign },
+    });
+    const a = (await artifactOf('pgp-signed', { openpgp: [pgp.publicKey] })) as {
+      revision: string;
+      verification: { signer: string };
+    };
     expect(a.revision).toBe(c);
     expect(a.verification).toMatchObject({ verified: true });
     expect(a.verification.signer).toContain('pgp-signer <pgp-signer@example.com>');
@@ -193,18 +228,32 @@ describe('signed commits through the git source', () => {
 
     await server.initRepo('pgp-altered');
     const forged = async (payload: string): Promise<string> => sign(payload.replace('altered', 'original'));
-    await server.commitFiles('pgp-altered', { 'a.yaml': 'kind: A\n' }, 'altered', { sign: { format: 'custom', sign: forged } });
+    await server.commitFiles('pgp-altered', { 'a.yaml': 'kind: A\n' }, 'altered', {
+      sign: { format: 'custom', sign: forged },
+    });
     expect(await refusal(artifactOf('pgp-altered', { openpgp: [pgp.publicKey] }))).toMatch(/does not verify/);
   });
 
   it('checks every commit since the last applied one, not only the tip', async () => {
     await server.initRepo('pgp-range');
     const sign = async (payload: string): Promise<string> =>
-      openpgp.sign({ message: await openpgp.createMessage({ binary: Buffer.from(payload) }), signingKeys: pgp.privateKey, detached: true });
-    const applied = await server.commitFiles('pgp-range', { 'a.yaml': 'kind: A\n' }, 'signed 1', { sign: { format: 'custom', sign } });
+      openpgp.sign({
+        message: await openpgp.createMessage({ binary: Buffer.from(payload) }),
+        signingKeys: pgp.privateKey,
+        detached: true,
+      });
+    const applied = await server.commitFiles('pgp-range', { 'a.yaml': 'kind: A\n' }, 'signed 1', {
+      sign: { format: 'custom', sign },
+    });
     const unsigned = await server.commitFiles('pgp-range', { 'b.yaml': 'kind: B\n' }, 'unsigned in the middle');
-    const tip = await server.commitFiles('pgp-range', { 'c.yaml': 'kind: C\n' }, 'signed 2', { sign: { format: 'custom', sign } });
-    const req: SourceRequest = { url: server.url('pgp-range'), ref: { branch: 'main' }, verify: { openpgp: [pgp.publicKey] } };
+    const tip = await server.commitFiles('pgp-range', { 'c.yaml': 'kind: C\n' }, 'signed 2', {
+      sign: { format: 'custom', sign },
+    });
+    const req: SourceRequest = {
+      url: server.url('pgp-range'),
+      ref: { branch: 'main' },
+      verify: { openpgp: [pgp.publicKey] },
+    };
     expect(((await fetcher.artifact(req)) as { revision: string }).revision).toBe(tip);
     const message = await refusal(fetcher.artifact({ ...req, since: applied }));
     expect(message).toContain(`commit ${unsigned} (between the last applied ${applied} and ${tip})`);
@@ -216,7 +265,10 @@ describe('signed commits through the git source', () => {
     const c = await server.commitFiles('gpg-signed', { 'a.yaml': 'kind: A\n' }, 'signed', {
       sign: { format: 'openpgp', keyId: gpg!.keyId, gnupgHome: gpg!.gnupgHome },
     });
-    const a = (await artifactOf('gpg-signed', { openpgp: [gpgOther!.publicKey, gpg!.publicKey] })) as { revision: string; verification: { signer: string } };
+    const a = (await artifactOf('gpg-signed', { openpgp: [gpgOther!.publicKey, gpg!.publicKey] })) as {
+      revision: string;
+      verification: { signer: string };
+    };
     expect(a.revision).toBe(c);
     expect(a.verification.signer).toContain(gpg!.keyId);
     expect(await refusal(artifactOf('gpg-signed', { openpgp: [gpgOther!.publicKey] }))).toMatch(/unknown OpenPGP key/);

@@ -74,7 +74,8 @@ export function splitSignedCommit(raw: Uint8Array): SignedCommit {
 export function signatureFormat(signature: string): SignatureFormat {
   if (signature.includes('-----BEGIN PGP SIGNATURE-----')) return 'openpgp';
   if (signature.includes('-----BEGIN SSH SIGNATURE-----')) return 'ssh';
-  if (signature.includes('-----BEGIN SIGNED MESSAGE-----') || signature.includes('-----BEGIN CERTIFICATE-----')) return 'x509';
+  if (signature.includes('-----BEGIN SIGNED MESSAGE-----') || signature.includes('-----BEGIN CERTIFICATE-----'))
+    return 'x509';
   return 'unknown';
 }
 
@@ -85,10 +86,12 @@ export async function verifyCommitObject(raw: Uint8Array, keys: VerifyKeys): Pro
   const format = signatureFormat(signature);
   switch (format) {
     case 'openpgp':
-      if (!keys.openpgp?.length) return { verified: false, reason: 'commit has an OpenPGP signature but no OpenPGP keys are trusted' };
+      if (!keys.openpgp?.length)
+        return { verified: false, reason: 'commit has an OpenPGP signature but no OpenPGP keys are trusted' };
       return verifyOpenPgp(payload, signature, keys.openpgp);
     case 'ssh':
-      if (!keys.ssh?.length) return { verified: false, reason: 'commit has an SSH signature but no SSH keys are trusted' };
+      if (!keys.ssh?.length)
+        return { verified: false, reason: 'commit has an SSH signature but no SSH keys are trusted' };
       return verifySsh(payload, signature, keys.ssh);
     default:
       return { verified: false, reason: `unsupported signature format (${format})` };
@@ -117,7 +120,11 @@ export async function verifyCommit(args: {
 }
 
 /** verifyOpenPgp checks an armored detached OpenPGP signature over `payload` against armored public keys. */
-export async function verifyOpenPgp(payload: Uint8Array, armoredSignature: string, armoredKeys: readonly string[]): Promise<VerificationResult> {
+export async function verifyOpenPgp(
+  payload: Uint8Array,
+  armoredSignature: string,
+  armoredKeys: readonly string[],
+): Promise<VerificationResult> {
   let signature: openpgp.Signature;
   try {
     signature = await openpgp.readSignature({ armoredSignature });
@@ -135,7 +142,10 @@ export async function verifyOpenPgp(payload: Uint8Array, armoredSignature: strin
   const signingIds = signature.getSigningKeyIDs();
   const signer = keys.find((key) => signingIds.some((id) => key.getKeys(id).length > 0));
   if (!signer) {
-    return { verified: false, reason: `signed by an unknown OpenPGP key ${signingIds.map((id) => id.toHex().toUpperCase()).join(', ')}` };
+    return {
+      verified: false,
+      reason: `signed by an unknown OpenPGP key ${signingIds.map((id) => id.toHex().toUpperCase()).join(', ')}`,
+    };
   }
   try {
     const message = await openpgp.createMessage({ binary: payload });
@@ -295,10 +305,15 @@ export function sshKeyObject(blob: Buffer): { type: string; key: KeyObject; curv
     const curveName = r.string().toString('latin1');
     const curve = EC_CURVES[curveName];
     const q = r.string();
-    if (!curve || q[0] !== 4 || q.length !== 1 + 2 * curve.size) throw new Error(`unsupported ECDSA key (${curveName})`);
+    if (!curve || q[0] !== 4 || q.length !== 1 + 2 * curve.size)
+      throw new Error(`unsupported ECDSA key (${curveName})`);
     const x = q.subarray(1, 1 + curve.size);
     const y = q.subarray(1 + curve.size);
-    return { type, curve: curveName, key: createPublicKey({ key: { kty: 'EC', crv: curve.crv, x: b64url(x), y: b64url(y) }, format: 'jwk' }) };
+    return {
+      type,
+      curve: curveName,
+      key: createPublicKey({ key: { kty: 'EC', crv: curve.crv, x: b64url(x), y: b64url(y) }, format: 'jwk' }),
+    };
   }
   throw new Error(`unsupported SSH key type ${type}`);
 }
@@ -306,7 +321,8 @@ export function sshKeyObject(blob: Buffer): { type: string; key: KeyObject; curv
 /** verifySshSignature checks a parsed SSHSIG over `message` with the key it names; it does not decide trust. */
 export function verifySshSignature(message: Uint8Array, sig: SshSignature, namespace = 'git'): string | null {
   if (sig.namespace !== namespace) return `SSH signature namespace is "${sig.namespace}", want "${namespace}"`;
-  if (sig.hashAlgorithm !== 'sha256' && sig.hashAlgorithm !== 'sha512') return `unsupported SSHSIG hash ${sig.hashAlgorithm}`;
+  if (sig.hashAlgorithm !== 'sha256' && sig.hashAlgorithm !== 'sha512')
+    return `unsupported SSHSIG hash ${sig.hashAlgorithm}`;
   const signed = Buffer.concat([
     SSHSIG_MAGIC,
     sshString(namespace),
@@ -325,20 +341,27 @@ export function verifySshSignature(message: Uint8Array, sig: SshSignature, names
     ok = cryptoVerify(hash, signed, key, sig.signature);
   } else {
     const params = curve ? EC_CURVES[curve] : undefined;
-    if (!params || sig.algorithm !== type) return `signature algorithm ${sig.algorithm} does not match key type ${type}`;
+    if (!params || sig.algorithm !== type)
+      return `signature algorithm ${sig.algorithm} does not match key type ${type}`;
     const inner = new SshReader(sig.signature);
-    const rs = Buffer.concat([inner.string(), inner.string()].map((n) => {
-      const v = unsignedInt(n);
-      if (v.length > params.size) throw new Error('bad ECDSA signature');
-      return Buffer.concat([Buffer.alloc(params.size - v.length), v]);
-    }));
+    const rs = Buffer.concat(
+      [inner.string(), inner.string()].map((n) => {
+        const v = unsignedInt(n);
+        if (v.length > params.size) throw new Error('bad ECDSA signature');
+        return Buffer.concat([Buffer.alloc(params.size - v.length), v]);
+      }),
+    );
     ok = cryptoVerify(params.hash, signed, { key, dsaEncoding: 'ieee-p1363' }, rs);
   }
   return ok ? null : 'SSH signature does not verify';
 }
 
 /** verifySsh checks an armored SSH signature over `payload` against trusted SSH public keys (namespace "git"). */
-export function verifySsh(payload: Uint8Array, armoredSignature: string, trusted: readonly string[]): VerificationResult {
+export function verifySsh(
+  payload: Uint8Array,
+  armoredSignature: string,
+  trusted: readonly string[],
+): VerificationResult {
   let sig: SshSignature;
   try {
     sig = parseSshSignature(armoredSignature);

@@ -44,7 +44,11 @@ describe('webhook receiver', () => {
   });
 
   const post = async (path: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<number> => {
-    const res = await fetch(receiver.url(path), { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    const res = await fetch(receiver.url(path), {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', ...headers },
+    });
     await res.arrayBuffer();
     return res.status;
   };
@@ -95,7 +99,10 @@ describe('webhook receiver', () => {
 
   describe('gitlab', () => {
     const gl = (body: string, event: string | null, token: string | null = SECRET) =>
-      post('/hooks/gitlab', body, { ...(event !== null ? { 'x-gitlab-event': event } : {}), ...(token !== null ? { 'x-gitlab-token': token } : {}) });
+      post('/hooks/gitlab', body, {
+        ...(event !== null ? { 'x-gitlab-event': event } : {}),
+        ...(token !== null ? { 'x-gitlab-token': token } : {}),
+      });
 
     it('triggers on push and tag push hooks with the right token, ignores other events', async () => {
       expect(await gl(push, 'Push Hook')).toBe(200);
@@ -145,7 +152,12 @@ describe('webhook receiver', () => {
         controller.close();
       },
     });
-    const res = await fetch(receiver.url('/hooks/generic'), { method: 'POST', body: chunked, duplex: 'half', headers: { 'x-signature': 'sha256=00' } } as RequestInit);
+    const res = await fetch(receiver.url('/hooks/generic'), {
+      method: 'POST',
+      body: chunked,
+      duplex: 'half',
+      headers: { 'x-signature': 'sha256=00' },
+    } as RequestInit);
     expect(res.status).toBe(400);
     expect(calls.generic).toBe(0);
   });

@@ -101,7 +101,8 @@ function judge(route: WebhookRoute, req: IncomingMessage, body: Buffer): Webhook
   const contentType = header(req, 'content-type');
   switch (route.kind) {
     case 'github': {
-      if (!checkSignature(header(req, 'x-hub-signature-256'), route.secret, body)) return { status: 401, message: 'bad or missing X-Hub-Signature-256' };
+      if (!checkSignature(header(req, 'x-hub-signature-256'), route.secret, body))
+        return { status: 401, message: 'bad or missing X-Hub-Signature-256' };
       const event = header(req, 'x-github-event');
       if (!event) return { status: 400, message: 'missing X-GitHub-Event' };
       if (!parseJson(body, contentType)) return { status: 400, message: 'body is not JSON' };
@@ -111,7 +112,8 @@ function judge(route: WebhookRoute, req: IncomingMessage, body: Buffer): Webhook
     }
     case 'gitlab': {
       const token = header(req, 'x-gitlab-token');
-      if (token === undefined || !safeEqual(token, route.secret)) return { status: 401, message: 'bad or missing X-Gitlab-Token' };
+      if (token === undefined || !safeEqual(token, route.secret))
+        return { status: 401, message: 'bad or missing X-Gitlab-Token' };
       const event = header(req, 'x-gitlab-event');
       if (!event) return { status: 400, message: 'missing X-Gitlab-Event' };
       if (!parseJson(body, contentType)) return { status: 400, message: 'body is not JSON' };
@@ -119,7 +121,8 @@ function judge(route: WebhookRoute, req: IncomingMessage, body: Buffer): Webhook
       return { status: 200, message: 'poll requested', trigger: true };
     }
     case 'generic': {
-      if (!checkSignature(header(req, 'x-signature'), route.secret, body)) return { status: 401, message: 'bad or missing X-Signature' };
+      if (!checkSignature(header(req, 'x-signature'), route.secret, body))
+        return { status: 401, message: 'bad or missing X-Signature' };
       if (body.length > 0 && !parseJson(body, contentType)) return { status: 400, message: 'body is not JSON' };
       return { status: 200, message: 'poll requested', trigger: true };
     }

@@ -99,10 +99,14 @@ const cases: Case[] = [
   },
   {
     name: 'reserved keys: a forged tenancy.x-k8s.io annotation or label never reaches the super',
-    tenant: tenantCm('cfg', {}, {
-      labels: { app: 'web', [LABEL.cluster]: 'someone-else' },
-      annotations: { note: 'hello', [ANN.uid]: 'forged', [ANN.superClusterIP]: '1.2.3.4' },
-    }),
+    tenant: tenantCm(
+      'cfg',
+      {},
+      {
+        labels: { app: 'web', [LABEL.cluster]: 'someone-else' },
+        annotations: { note: 'hello', [ANN.uid]: 'forged', [ANN.superClusterIP]: '1.2.3.4' },
+      },
+    ),
     want: {
       object: {
         apiVersion: 'v1',
@@ -115,7 +119,11 @@ const cases: Case[] = [
   {
     name: "opaque prefixes: the tenant's opaque keys are dropped",
     opaque: ['secret.example.com/'],
-    tenant: tenantCm('cfg', {}, { labels: { 'secret.example.com/team': 'a' }, annotations: { note: 'hello', 'secret.example.com/token': 't' } }),
+    tenant: tenantCm(
+      'cfg',
+      {},
+      { labels: { 'secret.example.com/team': 'a' }, annotations: { note: 'hello', 'secret.example.com/token': 't' } },
+    ),
     want: {
       object: {
         apiVersion: 'v1',
@@ -127,7 +135,11 @@ const cases: Case[] = [
   },
   {
     name: "kube-root-ca.crt: the tenant's root CA lands as tenant-kube-root-ca.crt",
-    tenant: tenantCm('kube-root-ca.crt', { data: { 'ca.crt': 'TENANT CA' } }, { labels: undefined, annotations: undefined }),
+    tenant: tenantCm(
+      'kube-root-ca.crt',
+      { data: { 'ca.crt': 'TENANT CA' } },
+      { labels: undefined, annotations: undefined },
+    ),
     want: {
       object: {
         apiVersion: 'v1',
@@ -139,8 +151,16 @@ const cases: Case[] = [
   },
   {
     name: 'kube-root-ca.crt update: the renamed super object is built on',
-    tenant: tenantCm('kube-root-ca.crt', { data: { 'ca.crt': 'ROTATED CA' } }, { labels: undefined, annotations: undefined }),
-    super: superCm('tenant-kube-root-ca.crt', { data: { 'ca.crt': 'TENANT CA' }, binaryData: undefined, immutable: undefined }),
+    tenant: tenantCm(
+      'kube-root-ca.crt',
+      { data: { 'ca.crt': 'ROTATED CA' } },
+      { labels: undefined, annotations: undefined },
+    ),
+    super: superCm('tenant-kube-root-ca.crt', {
+      data: { 'ca.crt': 'TENANT CA' },
+      binaryData: undefined,
+      immutable: undefined,
+    }),
     want: {
       object: {
         apiVersion: 'v1',
@@ -168,7 +188,13 @@ const cases: Case[] = [
         {
           type: 'event',
           side: 'tenant',
-          regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'app', name: 'tenant-kube-root-ca.crt', uid: 'tenant-uid' },
+          regarding: {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            namespace: 'app',
+            name: 'tenant-kube-root-ca.crt',
+            uid: 'tenant-uid',
+          },
           eventType: 'Warning',
           reason: 'ReservedName',
           message: expect.stringContaining('tenant-kube-root-ca.crt') as unknown as string,

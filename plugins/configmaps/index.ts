@@ -1,5 +1,17 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  copyFields,
+  type Decision,
+  downMeta,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+  ROOT_CA_CONFIGMAP,
+  superConfigMapName,
+  TENANT_ROOT_CA_CONFIGMAP,
+} from '../sdk/src/index.ts';
 
 /** ConfigMap is the part of a core/v1 ConfigMap this plugin touches. */
 export interface ConfigMap extends KubeObject {
@@ -11,7 +23,11 @@ export interface ConfigMap extends KubeObject {
 /** ROOT_CA_CONFIGMAP, TENANT_ROOT_CA_CONFIGMAP and superConfigMapName are the root CA rename, shared with the pods plugin. */
 export { ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
 
-function superName(tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { namespace: string; name: string } {
+function superName(
+  tenantNamespace: string,
+  tenantName: string,
+  ctx: Pick<PluginContext, 'names' | 'tenant'>,
+): { namespace: string; name: string } {
   return { namespace: ctx.names.superNamespace(tenantNamespace), name: superConfigMapName(tenantName) };
 }
 
@@ -51,7 +67,8 @@ export const configmapsPlugin = {
     apiVersion: PLUGIN_API_VERSION,
     name: 'configmaps',
     version: '0.1.0',
-    description: "Copies tenant ConfigMaps to the super cluster; the tenant's kube-root-ca.crt becomes tenant-kube-root-ca.crt.",
+    description:
+      "Copies tenant ConfigMaps to the super cluster; the tenant's kube-root-ca.crt becomes tenant-kube-root-ca.crt.",
     resource: { ...R.configmaps },
     direction: 'down',
     sourceOfTruth: 'tenant',

@@ -8,27 +8,52 @@ const tenants = [testTenant(), testTenant({ key: 'team-b-4d5e6f-prod', vcName: '
 
 const names = { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList', shortNames: ['wg'] };
 const versions = [
-  { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object' } } } }, subresources: { status: {} } },
+  {
+    name: 'v1',
+    served: true,
+    storage: true,
+    schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object' } } } },
+    subresources: { status: {} },
+  },
   { name: 'v1beta1', served: true, storage: false, deprecated: true, schema: { openAPIV3Schema: { type: 'object' } } },
 ];
 const webhook = {
   strategy: 'Webhook',
-  webhook: { conversionReviewVersions: ['v1'], clientConfig: { service: { namespace: 'widgets-system', name: 'conv', path: '/convert' } } },
+  webhook: {
+    conversionReviewVersions: ['v1'],
+    clientConfig: { service: { namespace: 'widgets-system', name: 'conv', path: '/convert' } },
+  },
 };
 
-const superCrd = (labels: Record<string, string>, conversion: Record<string, unknown> = { strategy: 'None' }): CustomResourceDefinition => ({
+const superCrd = (
+  labels: Record<string, string>,
+  conversion: Record<string, unknown> = { strategy: 'None' },
+): CustomResourceDefinition => ({
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
-  metadata: { name: 'widgets.example.com', uid: 'super-crd-uid', resourceVersion: '40', generation: 3, labels, annotations: { 'docs.example.com/url': 'https://x' } },
+  metadata: {
+    name: 'widgets.example.com',
+    uid: 'super-crd-uid',
+    resourceVersion: '40',
+    generation: 3,
+    labels,
+    annotations: { 'docs.example.com/url': 'https://x' },
+  },
   spec: { group: 'example.com', names, scope: 'Namespaced', versions, conversion },
   status: { acceptedNames: names, storedVersions: ['v1'], conditions: [{ type: 'Established', status: 'True' }] },
 });
-const publicCrd = (conversion?: Record<string, unknown>) => superCrd({ [LABEL.public]: 'true', app: 'widgets' }, conversion);
+const publicCrd = (conversion?: Record<string, unknown>) =>
+  superCrd({ [LABEL.public]: 'true', app: 'widgets' }, conversion);
 
 const tenantCrd: CustomResourceDefinition = {
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
-  metadata: { name: 'widgets.example.com', uid: 'tenant-crd-uid', resourceVersion: '9', labels: { [LABEL.managedBy]: MANAGER } },
+  metadata: {
+    name: 'widgets.example.com',
+    uid: 'tenant-crd-uid',
+    resourceVersion: '9',
+    labels: { [LABEL.managedBy]: MANAGER },
+  },
   spec: { group: 'example.com', names, scope: 'Namespaced', versions: [versions[0]], conversion: { strategy: 'None' } },
   status: { storedVersions: ['v1', 'v1beta1'] },
 };
@@ -36,13 +61,30 @@ const tenantCrd: CustomResourceDefinition = {
 const newCopy = (): CustomResourceDefinition => ({
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
-  metadata: { name: 'widgets.example.com', labels: { app: 'widgets' }, annotations: { 'docs.example.com/url': 'https://x' } },
+  metadata: {
+    name: 'widgets.example.com',
+    labels: { app: 'widgets' },
+    annotations: { 'docs.example.com/url': 'https://x' },
+  },
   spec: { group: 'example.com', names, scope: 'Namespaced', versions, conversion: { strategy: 'None' } },
 });
 
-const cases: Array<{ name: string; superObj: CustomResourceDefinition | undefined; tenantObj?: CustomResourceDefinition; want: Decision<CustomResourceDefinition> }> = [
-  { name: 'public CRD: group, names, scope, versions, None conversion copied; no status', superObj: publicCrd(), want: { object: newCopy() } },
-  { name: 'conversion webhook not copied: strategy None instead', superObj: publicCrd(webhook), want: { object: newCopy() } },
+const cases: Array<{
+  name: string;
+  superObj: CustomResourceDefinition | undefined;
+  tenantObj?: CustomResourceDefinition;
+  want: Decision<CustomResourceDefinition>;
+}> = [
+  {
+    name: 'public CRD: group, names, scope, versions, None conversion copied; no status',
+    superObj: publicCrd(),
+    want: { object: newCopy() },
+  },
+  {
+    name: 'conversion webhook not copied: strategy None instead',
+    superObj: publicCrd(webhook),
+    want: { object: newCopy() },
+  },
   {
     name: 'existing tenant copy: versions updated, managed-by and the tenant status kept',
     superObj: publicCrd(webhook),
@@ -64,7 +106,12 @@ const cases: Array<{ name: string; superObj: CustomResourceDefinition | undefine
     },
   },
   { name: 'CRD without the public label: not copied', superObj: superCrd({ app: 'widgets' }), want: { object: null } },
-  { name: 'CRD that lost the public label: deleted', superObj: superCrd({ app: 'widgets' }), tenantObj: tenantCrd, want: { object: null } },
+  {
+    name: 'CRD that lost the public label: deleted',
+    superObj: superCrd({ app: 'widgets' }),
+    tenantObj: tenantCrd,
+    want: { object: null },
+  },
   { name: 'super CRD gone: deleted', superObj: undefined, tenantObj: tenantCrd, want: { object: null } },
 ];
 
@@ -76,7 +123,12 @@ describe('customresourcedefinitions toTenant', () => {
   });
 });
 
-const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsBy: () => [], tenantOfNamespace: () => undefined };
+const rctx: RouteContext = {
+  tenants,
+  superCache: new MapCache(),
+  tenantsBy: () => [],
+  tenantOfNamespace: () => undefined,
+};
 
 describe('customresourcedefinitions route', () => {
   it.each([
@@ -102,7 +154,13 @@ describe('customresourcedefinitions manifest', () => {
       name: 'customresourcedefinitions',
       version: '0.1.0',
       description: expect.any(String),
-      resource: { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false },
+      resource: {
+        group: 'apiextensions.k8s.io',
+        version: 'v1',
+        resource: 'customresourcedefinitions',
+        kind: 'CustomResourceDefinition',
+        namespaced: false,
+      },
       direction: 'up',
       sourceOfTruth: 'super',
       processes: ['manager'],

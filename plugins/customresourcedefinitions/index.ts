@@ -1,5 +1,17 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, clone, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  clone,
+  type Decision,
+  isPublic,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type ResourcePlugin,
+  type RouteContext,
+  routeToAllTenants,
+  type TenantKey,
+  upMeta,
+} from '../sdk/src/index.ts';
 
 /** CustomResourceDefinition is the part of an apiextensions.k8s.io/v1 CRD this plugin reads. */
 export interface CustomResourceDefinition extends KubeObject {
@@ -13,8 +25,6 @@ export interface CustomResourceDefinition extends KubeObject {
   };
 }
 
-
-
 /**
  * customresourcedefinitionsPlugin copies the super CRDs labelled public into every tenant that enables it: group, names,
  * scope and versions (schemas, subresources, printer columns). A conversion webhook is never copied, since it
@@ -25,7 +35,8 @@ export const customresourcedefinitionsPlugin = {
     apiVersion: PLUGIN_API_VERSION,
     name: 'customresourcedefinitions',
     version: '0.1.0',
-    description: 'Copies the super CRDs labelled tenancy.x-k8s.io/super.public=true into tenants, without conversion webhooks.',
+    description:
+      'Copies the super CRDs labelled tenancy.x-k8s.io/super.public=true into tenants, without conversion webhooks.',
     resource: { ...R.crds },
     direction: 'up',
     sourceOfTruth: 'super',
@@ -38,7 +49,10 @@ export const customresourcedefinitionsPlugin = {
     return routeToAllTenants(superObj, rctx);
   },
 
-  toTenant(superObj: CustomResourceDefinition | undefined, tenantObj: CustomResourceDefinition | undefined): Decision<CustomResourceDefinition> {
+  toTenant(
+    superObj: CustomResourceDefinition | undefined,
+    tenantObj: CustomResourceDefinition | undefined,
+  ): Decision<CustomResourceDefinition> {
     if (!superObj || !isPublic(superObj)) return { object: null };
     const from = superObj.spec ?? {};
     const desired = buildOn<CustomResourceDefinition>(tenantObj, superObj, upMeta(superObj, tenantObj));

@@ -143,14 +143,22 @@ const cases: Case[] = [
     superIP: undefined,
     tenant: tenantPod(),
     desired: desiredPod(),
-    want: { object: desiredPod(), skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string }, requeueAfterMs: 1000 },
+    want: {
+      object: desiredPod(),
+      skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string },
+      requeueAfterMs: 1000,
+    },
   },
   {
     name: 'the super copy of kube-dns does not exist yet: wait',
     superIP: null,
     tenant: tenantPod(),
     desired: desiredPod(),
-    want: { object: desiredPod(), skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string }, requeueAfterMs: 1000 },
+    want: {
+      object: desiredPod(),
+      skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string },
+      requeueAfterMs: 1000,
+    },
   },
   {
     name: 'a desired Pod built on an existing super Pod (it has a uid) is never mutated',

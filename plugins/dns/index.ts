@@ -1,7 +1,13 @@
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX } from '../../core/names/names.ts';
 import type { Pod, PodDNSConfig } from '../pods/types.ts';
-import { clone, type KubeObject, type MutatorPlugin, PLUGIN_API_VERSION, type PluginContext } from '../sdk/src/index.ts';
+import {
+  clone,
+  type KubeObject,
+  type MutatorPlugin,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+} from '../sdk/src/index.ts';
 
 /** DISABLE_DNS_MUTATION is the tenant Pod annotation that, set to "true", keeps the Pod's own DNS settings. */
 export const DISABLE_DNS_MUTATION = `${PREFIX}/disable.dnsPolicyMutation`;
@@ -22,9 +28,16 @@ const usesClusterDNS = (spec: NonNullable<Pod['spec']>): boolean => {
 };
 
 /** tenantDnsConfig builds the dnsConfig that points a Pod of tenant namespace `ns` at the tenant's own DNS. */
-export function tenantDnsConfig(nameserver: string, ns: string, clusterDomain: string, own: PodDNSConfig = {}): PodDNSConfig {
+export function tenantDnsConfig(
+  nameserver: string,
+  ns: string,
+  clusterDomain: string,
+  own: PodDNSConfig = {},
+): PodDNSConfig {
   const nameservers = [...new Set([nameserver, ...(own.nameservers ?? [])])].slice(0, MAX_NAMESERVERS);
-  const searches = [...new Set([`${ns}.svc.${clusterDomain}`, `svc.${clusterDomain}`, clusterDomain, ...(own.searches ?? [])])];
+  const searches = [
+    ...new Set([`${ns}.svc.${clusterDomain}`, `svc.${clusterDomain}`, clusterDomain, ...(own.searches ?? [])]),
+  ];
   const options: NonNullable<PodDNSConfig['options']> = [{ name: 'ndots', value: '5' }];
   for (const o of own.options ?? []) {
     const i = options.findIndex((x) => x.name === o.name);
@@ -72,7 +85,10 @@ export const dnsPlugin: MutatorPlugin<Pod> = {
     if (!ip) {
       return {
         object: desired,
-        skip: { reason: WAITING_FOR_DNS, message: "the super copy of the tenant's kube-system/kube-dns Service has no cluster IP yet" },
+        skip: {
+          reason: WAITING_FOR_DNS,
+          message: "the super copy of the tenant's kube-system/kube-dns Service has no cluster IP yet",
+        },
         requeueAfterMs: DNS_RETRY_MS,
       };
     }

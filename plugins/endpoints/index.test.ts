@@ -23,10 +23,16 @@ const service = (selector?: Record<string, string>): KubeObject => ({
 const tenantSubsets: EndpointSubset[] = [
   {
     addresses: [
-      { ip: '10.1.0.5', nodeName: 'node-1', targetRef: { kind: 'Pod', namespace: 'app', name: 'db-0', uid: 'tenant-pod-uid', resourceVersion: '8' } },
+      {
+        ip: '10.1.0.5',
+        nodeName: 'node-1',
+        targetRef: { kind: 'Pod', namespace: 'app', name: 'db-0', uid: 'tenant-pod-uid', resourceVersion: '8' },
+      },
       { ip: '192.168.1.10' },
     ],
-    notReadyAddresses: [{ ip: '10.1.0.6', targetRef: { kind: 'Pod', namespace: 'app', name: 'db-1', uid: 'tenant-pod-uid-1' } }],
+    notReadyAddresses: [
+      { ip: '10.1.0.6', targetRef: { kind: 'Pod', namespace: 'app', name: 'db-1', uid: 'tenant-pod-uid-1' } },
+    ],
     ports: [{ port: 5432, protocol: 'TCP' }],
   },
 ];
@@ -50,14 +56,23 @@ const tenantEp = (over: Partial<Endpoints> = {}, meta: Record<string, unknown> =
   ...over,
 });
 
-const superServerMeta = { namespace: sns, name: 'db', uid: 'super-uid', resourceVersion: '77', creationTimestamp: '2025-11-02T00:00:00Z' };
+const superServerMeta = {
+  namespace: sns,
+  name: 'db',
+  uid: 'super-uid',
+  resourceVersion: '77',
+  creationTimestamp: '2025-11-02T00:00:00Z',
+};
 const superEp: Endpoints = {
   apiVersion: 'v1',
   kind: 'Endpoints',
   metadata: {
     ...superServerMeta,
     labels: { app: 'old', [LABEL.managedBy]: MANAGER },
-    annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': '2025-11-02T00:00:00Z', [ANN.cluster]: tenant.key },
+    annotations: {
+      'endpoints.kubernetes.io/last-change-trigger-time': '2025-11-02T00:00:00Z',
+      [ANN.cluster]: tenant.key,
+    },
   },
   subsets: [{ addresses: [{ ip: '10.9.9.9' }], ports: [{ port: 1 }] }],
 };
@@ -78,7 +93,12 @@ const cases: Case[] = [
     service: service(),
     tenant: tenantEp(),
     want: {
-      object: { apiVersion: 'v1', kind: 'Endpoints', metadata: { namespace: sns, name: 'db', labels: { app: 'db' } }, subsets: superSubsets },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { namespace: sns, name: 'db', labels: { app: 'db' } },
+        subsets: superSubsets,
+      },
     },
   },
   {
@@ -86,7 +106,12 @@ const cases: Case[] = [
     service: service({}),
     tenant: tenantEp(),
     want: {
-      object: { apiVersion: 'v1', kind: 'Endpoints', metadata: { namespace: sns, name: 'db', labels: { app: 'db' } }, subsets: superSubsets },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { namespace: sns, name: 'db', labels: { app: 'db' } },
+        subsets: superSubsets,
+      },
     },
   },
   {
@@ -95,7 +120,12 @@ const cases: Case[] = [
     tenant: tenantEp(),
     super: superEp,
     want: {
-      object: { apiVersion: 'v1', kind: 'Endpoints', metadata: { ...superServerMeta, labels: { app: 'db' } }, subsets: superSubsets },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { ...superServerMeta, labels: { app: 'db' } },
+        subsets: superSubsets,
+      },
     },
   },
   {
@@ -121,13 +151,18 @@ const cases: Case[] = [
     name: 'reserved keys: a forged tenancy.x-k8s.io annotation never reaches the super',
     service: service(),
     tenant: tenantEp({ subsets: undefined }, { annotations: { [ANN.uid]: 'forged', [ANN.name]: 'other' } }),
-    want: { object: { apiVersion: 'v1', kind: 'Endpoints', metadata: { namespace: sns, name: 'db', labels: { app: 'db' } } } },
+    want: {
+      object: { apiVersion: 'v1', kind: 'Endpoints', metadata: { namespace: sns, name: 'db', labels: { app: 'db' } } },
+    },
   },
   {
     name: "opaque prefixes: the tenant's opaque keys are dropped",
     service: service(),
     opaque: ['secret.example.com/'],
-    tenant: tenantEp({ subsets: undefined }, { labels: { 'secret.example.com/a': 'b' }, annotations: { 'secret.example.com/c': 'd' } }),
+    tenant: tenantEp(
+      { subsets: undefined },
+      { labels: { 'secret.example.com/a': 'b' }, annotations: { 'secret.example.com/c': 'd' } },
+    ),
     want: { object: { apiVersion: 'v1', kind: 'Endpoints', metadata: { namespace: sns, name: 'db' } } },
   },
 ];
@@ -138,7 +173,9 @@ describe('endpoints toSuper', () => {
       tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }),
       tenantCache: new MapCache([[R.services, c.service ? [c.service] : []]]),
     });
-    expect(endpointsPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx)).toEqual(c.want);
+    expect(
+      endpointsPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx),
+    ).toEqual(c.want);
   });
 });
 

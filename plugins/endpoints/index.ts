@@ -1,5 +1,15 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, clone, type Decision, downMeta, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  clone,
+  type Decision,
+  downMeta,
+  type KubeObject,
+  type ObjectReference,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+} from '../sdk/src/index.ts';
 
 /** ObjectReference is the targetRef of an endpoint address. */
 export type { ObjectReference } from '../sdk/src/index.ts';

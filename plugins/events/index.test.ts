@@ -26,7 +26,15 @@ const superEvent = (kind = 'Pod', name = 'web', uid = 'super-pod-uid', over: Par
   apiVersion: 'v1',
   kind: 'Event',
   metadata: { name: `${name}.17a3`, namespace: SNS, uid: 'super-event-uid', resourceVersion: '301' },
-  involvedObject: { apiVersion: 'v1', kind, namespace: SNS, name, uid, resourceVersion: '88', fieldPath: 'spec.containers{app}' },
+  involvedObject: {
+    apiVersion: 'v1',
+    kind,
+    namespace: SNS,
+    name,
+    uid,
+    resourceVersion: '88',
+    fieldPath: 'spec.containers{app}',
+  },
   reason: 'Pulled',
   message: 'Successfully pulled image "nginx:1"',
   type: 'Normal',
@@ -46,7 +54,14 @@ const tenantEvent = (kind = 'Pod', name = 'web', tenantUid = 'tenant-pod-uid'): 
   apiVersion: 'v1',
   kind: 'Event',
   metadata: { name: `${name}.17a3`, namespace: 'default' },
-  involvedObject: { apiVersion: 'v1', kind, namespace: 'default', name, uid: tenantUid, fieldPath: 'spec.containers{app}' },
+  involvedObject: {
+    apiVersion: 'v1',
+    kind,
+    namespace: 'default',
+    name,
+    uid: tenantUid,
+    fieldPath: 'spec.containers{app}',
+  },
   reason: 'Pulled',
   message: 'Successfully pulled image "nginx:1"',
   type: 'Normal',
@@ -120,7 +135,11 @@ describe('events plugin: toTenant', () => {
         [R.services, c.superServices ?? []],
       ]),
     });
-    const got = eventsPlugin.toTenant!(c.superEvent && structuredClone(c.superEvent), c.tenantEvent && structuredClone(c.tenantEvent), ctx);
+    const got = eventsPlugin.toTenant!(
+      c.superEvent && structuredClone(c.superEvent),
+      c.tenantEvent && structuredClone(c.tenantEvent),
+      ctx,
+    );
     expect(got).toEqual(c.want);
   });
 });
@@ -134,7 +153,11 @@ describe('events plugin: route', () => {
   };
   const cases: Array<[string, Event, unknown[]]> = [
     ['a Pod event in a tenant namespace', superEvent(), [{ tenant: KEY, namespace: 'default', name: 'web.17a3' }]],
-    ['a Service event in a tenant namespace', superEvent('Service', 'db'), [{ tenant: KEY, namespace: 'default', name: 'db.17a3' }]],
+    [
+      'a Service event in a tenant namespace',
+      superEvent('Service', 'db'),
+      [{ tenant: KEY, namespace: 'default', name: 'db.17a3' }],
+    ],
     ['a Node event', superEvent('Node', 'node-1', 'n', { involvedObject: { kind: 'Node', name: 'node-1' } }), []],
     ['a ConfigMap event in a tenant namespace', superEvent('ConfigMap', 'cm'), []],
     [

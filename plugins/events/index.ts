@@ -1,6 +1,12 @@
 import { R } from '../../core/kube/resources.ts';
 import { provenanceOf } from '../../core/names/names.ts';
-import { clone, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type ResourcePlugin } from '../sdk/src/index.ts';
+import {
+  clone,
+  type KubeObject,
+  type ObjectReference,
+  PLUGIN_API_VERSION,
+  type ResourcePlugin,
+} from '../sdk/src/index.ts';
 
 /** InvolvedObject is the object a core/v1 Event is about. */
 export type InvolvedObject = ObjectReference;

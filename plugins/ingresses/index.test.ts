@@ -7,7 +7,12 @@ import plugin, { ingressesPlugin, type Ingress } from './index.ts';
 const tenant = testTenant();
 const superNs = superNamespace(tenant.key, 'web');
 
-const rules = [{ host: 'shop.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'shop', port: { number: 80 } } } }] } }];
+const rules = [
+  {
+    host: 'shop.example.com',
+    http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'shop', port: { number: 80 } } } }] },
+  },
+];
 const tls = [{ hosts: ['shop.example.com'], secretName: 'shop-tls' }];
 const defaultBackend = { service: { name: 'fallback', port: { name: 'http' } } };
 const lb = { ingress: [{ ip: '203.0.113.7', ports: [{ port: 443, protocol: 'TCP' }] }] };
@@ -54,7 +59,12 @@ const downCases: Array<{ name: string; tenantObj: Ingress; superObj?: Ingress; w
       object: {
         apiVersion: 'networking.k8s.io/v1',
         kind: 'Ingress',
-        metadata: { namespace: superNs, name: 'shop', labels: { app: 'shop' }, annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/' } },
+        metadata: {
+          namespace: superNs,
+          name: 'shop',
+          labels: { app: 'shop' },
+          annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/' },
+        },
         spec: fullSpec,
       },
     },
@@ -111,7 +121,10 @@ const upCases: Array<{ name: string; superObj?: Ingress; tenantObj?: Ingress; wa
   {
     name: 'tenant ingress gone: nothing to carry up',
     superObj: superIngress(fullSpec, { loadBalancer: lb }),
-    want: { object: null, skip: { reason: 'NoTenantObject', message: 'the tenant ingress is gone; nothing to carry up' } },
+    want: {
+      object: null,
+      skip: { reason: 'NoTenantObject', message: 'the tenant ingress is gone; nothing to carry up' },
+    },
   },
 ];
 

@@ -45,7 +45,13 @@ const superNsObj = (meta: Record<string, unknown> = {}): Namespace => ({
     resourceVersion: '50',
     creationTimestamp: '2025-11-02T00:00:00Z',
     finalizers: ['example.com/super-finalizer'],
-    labels: { team: 'old', 'kubernetes.io/metadata.name': sns, ...psa('baseline'), [LABEL.managedBy]: MANAGER, [LABEL.cluster]: tenant.key },
+    labels: {
+      team: 'old',
+      'kubernetes.io/metadata.name': sns,
+      ...psa('baseline'),
+      [LABEL.managedBy]: MANAGER,
+      [LABEL.cluster]: tenant.key,
+    },
     annotations: {
       owner: 'bob',
       'scheduler.alpha.kubernetes.io/node-selector': 'pool=tenants',
@@ -153,15 +159,31 @@ const cases: Case[] = [
   },
   {
     name: 'reserved keys: a forged tenancy.x-k8s.io annotation or label never reaches the super',
-    tenant: tenantNs({ labels: { team: 'a', [LABEL.managedBy]: 'me' }, annotations: { [ANN.uid]: 'forged', [ANN.cluster]: 'other-tenant' } }),
-    want: { object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: sns, labels: { team: 'a', ...psa('baseline') } } } },
+    tenant: tenantNs({
+      labels: { team: 'a', [LABEL.managedBy]: 'me' },
+      annotations: { [ANN.uid]: 'forged', [ANN.cluster]: 'other-tenant' },
+    }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: sns, labels: { team: 'a', ...psa('baseline') } },
+      },
+    },
   },
   {
     name: "opaque prefixes: the tenant's opaque keys are dropped",
-    tenant: tenantNs({ labels: { team: 'a', 'secret.example.com/cost': '1' }, annotations: { 'secret.example.com/token': 't', owner: 'alice' } }),
+    tenant: tenantNs({
+      labels: { team: 'a', 'secret.example.com/cost': '1' },
+      annotations: { 'secret.example.com/token': 't', owner: 'alice' },
+    }),
     config: { opaqueMetaPrefixes: ['secret.example.com/'] },
     want: {
-      object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: sns, labels: { team: 'a', ...psa('baseline') }, annotations: { owner: 'alice' } } },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: sns, labels: { team: 'a', ...psa('baseline') }, annotations: { owner: 'alice' } },
+      },
     },
   },
 ];

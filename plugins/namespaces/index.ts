@@ -1,5 +1,14 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, type Decision, downMeta, keepSuperOwned, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  type Decision,
+  downMeta,
+  keepSuperOwned,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+} from '../sdk/src/index.ts';
 
 /** Namespace is the part of a core/v1 Namespace this plugin touches. */
 export interface Namespace extends KubeObject {
@@ -25,7 +34,11 @@ export const SUPER_ANNOTATION_PREFIXES = ['scheduler.alpha.kubernetes.io/'] as c
 
 const superOwned = (key: string): boolean => SUPER_ANNOTATION_PREFIXES.some((p) => key.startsWith(p));
 
-function superName(_tenantNamespace: string, tenantName: string, ctx: Pick<PluginContext, 'names' | 'tenant'>): { name: string } {
+function superName(
+  _tenantNamespace: string,
+  tenantName: string,
+  ctx: Pick<PluginContext, 'names' | 'tenant'>,
+): { name: string } {
   return { name: ctx.names.superNamespace(tenantName) };
 }
 
@@ -34,7 +47,8 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
   const sm = superObj?.metadata;
 
   const labels: Record<string, string> = {};
-  for (const [k, v] of Object.entries(meta.labels ?? {})) if (!k.startsWith(POD_SECURITY_PREFIX) && k !== NAME_LABEL) labels[k] = v;
+  for (const [k, v] of Object.entries(meta.labels ?? {}))
+    if (!k.startsWith(POD_SECURITY_PREFIX) && k !== NAME_LABEL) labels[k] = v;
   for (const mode of POD_SECURITY_MODES) labels[`${POD_SECURITY_PREFIX}${mode}`] = ctx.tenant.podSecurityLevel;
   const ownName = sm?.labels?.[NAME_LABEL];
   if (ownName !== undefined) labels[NAME_LABEL] = ownName;
@@ -56,7 +70,8 @@ export const namespacesPlugin = {
     apiVersion: PLUGIN_API_VERSION,
     name: 'namespaces',
     version: '0.1.0',
-    description: 'Creates a prefixed super Namespace for every tenant Namespace, labelled with the tenant Pod Security level.',
+    description:
+      'Creates a prefixed super Namespace for every tenant Namespace, labelled with the tenant Pod Security level.',
     resource: { ...R.namespaces },
     direction: 'down',
     sourceOfTruth: 'tenant',

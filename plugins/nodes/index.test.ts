@@ -22,7 +22,11 @@ const superNode: Node = {
     labels: { 'kubernetes.io/hostname': 'node-1', 'topology.kubernetes.io/zone': 'z1' },
     annotations: { 'node.alpha.kubernetes.io/ttl': '0' },
   },
-  spec: { podCIDR: '10.244.1.0/24', providerID: 'kwok://node-1', taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+  spec: {
+    podCIDR: '10.244.1.0/24',
+    providerID: 'kwok://node-1',
+    taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }],
+  },
   status: {
     conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
     capacity: { cpu: '8', memory: '32Gi', pods: '110' },
@@ -44,7 +48,11 @@ const mirrored = (o: { host?: string; port?: number; extraMeta?: Record<string, 
   kind: 'Node',
   metadata: {
     name: 'node-1',
-    labels: { 'kubernetes.io/hostname': 'node-1', 'topology.kubernetes.io/zone': 'z1', 'tenancy.x-k8s.io/vnode': 'true' },
+    labels: {
+      'kubernetes.io/hostname': 'node-1',
+      'topology.kubernetes.io/zone': 'z1',
+      'tenancy.x-k8s.io/vnode': 'true',
+    },
     ...o.extraMeta,
   },
   spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
@@ -63,7 +71,9 @@ const mirrored = (o: { host?: string; port?: number; extraMeta?: Record<string, 
 
 /** existing is a vNode as read from the tenant, with fields the tenant apiserver set. */
 const existing = (annotations?: Record<string, string>): Node => {
-  const n = mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', ...(annotations ? { annotations } : {}) } });
+  const n = mirrored({
+    extraMeta: { uid: 'vnode-uid', resourceVersion: '5', ...(annotations ? { annotations } : {}) },
+  });
   n.status!.capacity = { cpu: '4' };
   return n;
 };
@@ -147,7 +157,13 @@ const cases: Case[] = [
     tenantPods: [tenantPodOn('node-2')],
     superPods: [superPodOn('node-1', OTHER)],
     want: {
-      object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() } } }),
+      object: mirrored({
+        extraMeta: {
+          uid: 'vnode-uid',
+          resourceVersion: '5',
+          annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() },
+        },
+      }),
       requeueAfterMs: 120_000,
     },
   },
@@ -155,7 +171,13 @@ const cases: Case[] = [
     name: 'empty for less than the grace period: kept, requeued for the rest',
     vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }),
     want: {
-      object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { 'tenancy.x-k8s.io/empty-since': ago(100) } } }),
+      object: mirrored({
+        extraMeta: {
+          uid: 'vnode-uid',
+          resourceVersion: '5',
+          annotations: { 'tenancy.x-k8s.io/empty-since': ago(100) },
+        },
+      }),
       requeueAfterMs: 20_000,
     },
   },
@@ -175,7 +197,13 @@ const cases: Case[] = [
     vNode: existing(),
     pluginConfig: { nodes: { gracePeriodSeconds: 30 } },
     want: {
-      object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() } } }),
+      object: mirrored({
+        extraMeta: {
+          uid: 'vnode-uid',
+          resourceVersion: '5',
+          annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() },
+        },
+      }),
       requeueAfterMs: 30_000,
     },
   },

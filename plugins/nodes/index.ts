@@ -1,7 +1,16 @@
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX, provenanceOf } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
-import { clone, type Decision, type KubeObject, PLUGIN_API_VERSION, pluginConfigOf, type PluginContext, type ResourcePlugin, VN_AGENT_PORT } from '../sdk/src/index.ts';
+import {
+  clone,
+  type Decision,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  pluginConfigOf,
+  type PluginContext,
+  type ResourcePlugin,
+  VN_AGENT_PORT,
+} from '../sdk/src/index.ts';
 
 /** VNODE_LABEL marks a tenant Node as a vNode the syncer mirrors from a super node. */
 export const VNODE_LABEL = `${PREFIX}/vnode`;
@@ -43,7 +52,8 @@ export const CONFIG_SCHEMA = {
   additionalProperties: false,
   properties: {
     vnAgent: {
-      description: 'where the tenant apiserver reaches the vn-agent on each node (default: the node InternalIP, port 10550)',
+      description:
+        'where the tenant apiserver reaches the vn-agent on each node (default: the node InternalIP, port 10550)',
       type: 'object',
       additionalProperties: false,
       properties: {
@@ -51,7 +61,11 @@ export const CONFIG_SCHEMA = {
         port: { type: 'integer', minimum: 1, maximum: 65535 },
       },
     },
-    gracePeriodSeconds: { description: 'how long an empty vNode is kept before it is deleted', type: 'number', minimum: 0 },
+    gracePeriodSeconds: {
+      description: 'how long an empty vNode is kept before it is deleted',
+      type: 'number',
+      minimum: 0,
+    },
   },
 };
 
@@ -115,7 +129,9 @@ const nodeOf = (pod: KubeObject): string[] => {
 /** tenantHasPodOn reports whether the tenant has a Pod on the node, bound in the tenant or running in the super. */
 function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
   if (ctx.tenantCache.list<Pod>(R.pods).some((p) => p.spec?.nodeName === node)) return true;
-  return ctx.superCache.list<Pod>(R.pods).some((p) => p.spec?.nodeName === node && provenanceOf(p)?.cluster === ctx.tenant.key);
+  return ctx.superCache
+    .list<Pod>(R.pods)
+    .some((p) => p.spec?.nodeName === node && provenanceOf(p)?.cluster === ctx.tenant.key);
 }
 
 /**

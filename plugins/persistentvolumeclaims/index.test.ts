@@ -11,7 +11,10 @@ const frozen = <T>(o: T): T => {
   return o;
 };
 
-const tenantPvc = (over: Partial<PersistentVolumeClaim> = {}, meta: Record<string, unknown> = {}): PersistentVolumeClaim => ({
+const tenantPvc = (
+  over: Partial<PersistentVolumeClaim> = {},
+  meta: Record<string, unknown> = {},
+): PersistentVolumeClaim => ({
   apiVersion: 'v1',
   kind: 'PersistentVolumeClaim',
   metadata: {
@@ -93,12 +96,23 @@ const down: DownCase[] = [
           volumeMode: 'Block',
           selector: { matchLabels: { tier: 'gold' } },
           dataSource: { kind: 'PersistentVolumeClaim', name: 'seed' },
-          dataSourceRef: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap', namespace: 'backups' },
+          dataSourceRef: {
+            apiGroup: 'snapshot.storage.k8s.io',
+            kind: 'VolumeSnapshot',
+            name: 'snap',
+            namespace: 'backups',
+          },
           volumeName: 'pvc-999',
         },
         status: { phase: 'Bound' },
       },
-      { annotations: { note: 'x', 'pv.kubernetes.io/bind-completed': 'yes', 'volume.kubernetes.io/selected-node': 'tenant-node' } },
+      {
+        annotations: {
+          note: 'x',
+          'pv.kubernetes.io/bind-completed': 'yes',
+          'volume.kubernetes.io/selected-node': 'tenant-node',
+        },
+      },
     ),
     want: {
       object: {
@@ -112,7 +126,12 @@ const down: DownCase[] = [
           volumeMode: 'Block',
           selector: { matchLabels: { tier: 'gold' } },
           dataSource: { kind: 'PersistentVolumeClaim', name: 'seed' },
-          dataSourceRef: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap', namespace: superNamespace(tenant.key, 'backups') },
+          dataSourceRef: {
+            apiGroup: 'snapshot.storage.k8s.io',
+            kind: 'VolumeSnapshot',
+            name: 'snap',
+            namespace: superNamespace(tenant.key, 'backups'),
+          },
         },
       },
     },
@@ -120,7 +139,14 @@ const down: DownCase[] = [
   {
     name: 'update (bound): only resources.requests follows the tenant; super spec, binding annotations, finalizers, status stay',
     tenant: tenantPvc(
-      { spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '2Gi' } }, storageClassName: 'slow', volumeName: 'pvc-123' } },
+      {
+        spec: {
+          accessModes: ['ReadWriteMany'],
+          resources: { requests: { storage: '2Gi' } },
+          storageClassName: 'slow',
+          volumeName: 'pvc-123',
+        },
+      },
       { annotations: { note: 'x', 'pv.kubernetes.io/bind-completed': 'no' } },
     ),
     super: superPvc('Bound'),
@@ -149,7 +175,12 @@ const down: DownCase[] = [
         apiVersion: 'v1',
         kind: 'PersistentVolumeClaim',
         metadata: { ...superServerMeta, labels: { app: 'db' } },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: 'fast',
+          volumeMode: 'Filesystem',
+        },
         status: { phase: 'Pending' },
       },
     },
@@ -162,7 +193,12 @@ const down: DownCase[] = [
         apiVersion: 'v1',
         kind: 'PersistentVolumeClaim',
         metadata: { namespace: sns, name: 'db' },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: 'fast',
+          volumeMode: 'Filesystem',
+        },
       },
     },
   },
@@ -175,7 +211,12 @@ const down: DownCase[] = [
         apiVersion: 'v1',
         kind: 'PersistentVolumeClaim',
         metadata: { namespace: sns, name: 'db', labels: { app: 'db' }, annotations: { keep: 'me' } },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: 'fast',
+          volumeMode: 'Filesystem',
+        },
       },
     },
   },
@@ -225,7 +266,13 @@ const up: UpCase[] = [
         {
           type: 'event',
           side: 'tenant',
-          regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'data', name: 'db', uid: 'tenant-uid' },
+          regarding: {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            namespace: 'data',
+            name: 'db',
+            uid: 'tenant-uid',
+          },
           eventType: 'Warning',
           reason: 'VolumeNameMismatch',
           message: expect.stringContaining('pvc-123') as unknown as string,
@@ -236,14 +283,23 @@ const up: UpCase[] = [
   {
     name: 'pending in the super: status follows (stale conditions and capacity removed), no volumeName',
     super: superPvc('Pending'),
-    tenant: { ...pendingTenant, status: { phase: 'Lost', capacity: { storage: '1Gi' }, conditions: [{ type: 'Resizing' }] } },
+    tenant: {
+      ...pendingTenant,
+      status: { phase: 'Lost', capacity: { storage: '1Gi' }, conditions: [{ type: 'Resizing' }] },
+    },
     want: { object: { ...pendingTenant, status: { phase: 'Pending' } } },
   },
 ];
 
 describe('persistentvolumeclaims toTenant', () => {
   it.each(up)('$name', (c) => {
-    expect(persistentvolumeclaimsPlugin.toTenant(frozen(structuredClone(c.super)), frozen(structuredClone(c.tenant)), testContext())).toEqual(c.want);
+    expect(
+      persistentvolumeclaimsPlugin.toTenant(
+        frozen(structuredClone(c.super)),
+        frozen(structuredClone(c.tenant)),
+        testContext(),
+      ),
+    ).toEqual(c.want);
   });
 });
 
@@ -253,7 +309,13 @@ describe('persistentvolumeclaims manifest', () => {
     expect(asPlugin.manifest).toMatchObject({
       name: 'persistentvolumeclaims',
       version: '0.1.0',
-      resource: { group: '', version: 'v1', resource: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true },
+      resource: {
+        group: '',
+        version: 'v1',
+        resource: 'persistentvolumeclaims',
+        kind: 'PersistentVolumeClaim',
+        namespaced: true,
+      },
       direction: 'both',
       sourceOfTruth: 'tenant',
       processes: ['manager'],

@@ -1,5 +1,17 @@
 import { R } from '../../core/kube/resources.ts';
-import { clone, copyFields, type Decision, downMeta, type Effect, keepSuperOwned, type KubeObject, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import {
+  clone,
+  copyFields,
+  type Decision,
+  downMeta,
+  type Effect,
+  keepSuperOwned,
+  type KubeObject,
+  newObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+} from '../sdk/src/index.ts';
 
 /** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
 export interface TypedObjectReference {
@@ -25,11 +37,25 @@ export interface PersistentVolumeClaimSpec {
 /** PersistentVolumeClaim is the part of a core/v1 PersistentVolumeClaim this plugin touches. */
 export interface PersistentVolumeClaim extends KubeObject {
   spec?: PersistentVolumeClaimSpec;
-  status?: { phase?: string; accessModes?: string[]; capacity?: Record<string, string>; conditions?: Array<Record<string, unknown>>; [field: string]: unknown };
+  status?: {
+    phase?: string;
+    accessModes?: string[];
+    capacity?: Record<string, string>;
+    conditions?: Array<Record<string, unknown>>;
+    [field: string]: unknown;
+  };
 }
 
 /** DOWN_SPEC_FIELDS are the spec fields a new super claim takes from the tenant claim. */
-export const DOWN_SPEC_FIELDS = ['accessModes', 'resources', 'storageClassName', 'volumeMode', 'selector', 'dataSource', 'dataSourceRef'] as const;
+export const DOWN_SPEC_FIELDS = [
+  'accessModes',
+  'resources',
+  'storageClassName',
+  'volumeMode',
+  'selector',
+  'dataSource',
+  'dataSourceRef',
+] as const;
 
 /** UP_STATUS_FIELDS are the status fields the tenant claim takes from the super claim. */
 export const UP_STATUS_FIELDS = ['phase', 'accessModes', 'capacity', 'conditions'] as const;
@@ -52,9 +78,16 @@ export const SUPER_ANNOTATION_PREFIXES = ['pv.kubernetes.io/'] as const;
 const superOwned = (key: string): boolean =>
   (SUPER_ANNOTATIONS as readonly string[]).includes(key) || SUPER_ANNOTATION_PREFIXES.some((p) => key.startsWith(p));
 
-function toSuper(tenantObj: PersistentVolumeClaim, superObj: PersistentVolumeClaim | undefined, ctx: PluginContext): Decision<PersistentVolumeClaim> {
+function toSuper(
+  tenantObj: PersistentVolumeClaim,
+  superObj: PersistentVolumeClaim | undefined,
+  ctx: PluginContext,
+): Decision<PersistentVolumeClaim> {
   const tm = tenantObj.metadata ?? {};
-  const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(tm.namespace ?? ''), name: tm.name ?? '' });
+  const meta = downMeta(tenantObj, superObj, ctx, {
+    namespace: ctx.names.superNamespace(tm.namespace ?? ''),
+    name: tm.name ?? '',
+  });
   const sm = superObj?.metadata;
   const annotations = keepSuperOwned(meta.annotations, sm?.annotations, superOwned);
   if (annotations) meta.annotations = annotations;
@@ -64,8 +97,11 @@ function toSuper(tenantObj: PersistentVolumeClaim, superObj: PersistentVolumeCla
     const ts = tenantObj.spec ?? {};
     const spec: PersistentVolumeClaimSpec = {};
     copyFields(ts, spec, DOWN_SPEC_FIELDS);
-    if (spec.dataSourceRef?.namespace) spec.dataSourceRef.namespace = ctx.names.superNamespace(spec.dataSourceRef.namespace);
-    return { object: newObject<PersistentVolumeClaim>({ apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, meta, { spec }) };
+    if (spec.dataSourceRef?.namespace)
+      spec.dataSourceRef.namespace = ctx.names.superNamespace(spec.dataSourceRef.namespace);
+    return {
+      object: newObject<PersistentVolumeClaim>({ apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, meta, { spec }),
+    };
   }
 
   // The spec of a claim is immutable except resources.requests, and that only once the claim is bound.
@@ -78,8 +114,16 @@ function toSuper(tenantObj: PersistentVolumeClaim, superObj: PersistentVolumeCla
   return { object: desired };
 }
 
-function toTenant(superObj: PersistentVolumeClaim | undefined, tenantObj: PersistentVolumeClaim | undefined, _ctx: PluginContext): Decision<PersistentVolumeClaim> {
-  if (!tenantObj) return { object: null, skip: { reason: 'NoTenantObject', message: 'the tenant claim is gone; nothing to carry up' } };
+function toTenant(
+  superObj: PersistentVolumeClaim | undefined,
+  tenantObj: PersistentVolumeClaim | undefined,
+  _ctx: PluginContext,
+): Decision<PersistentVolumeClaim> {
+  if (!tenantObj)
+    return {
+      object: null,
+      skip: { reason: 'NoTenantObject', message: 'the tenant claim is gone; nothing to carry up' },
+    };
   const desired = clone(tenantObj);
   if (!superObj) return { object: desired };
   const status = { ...desired.status };
@@ -95,7 +139,13 @@ function toTenant(superObj: PersistentVolumeClaim | undefined, tenantObj: Persis
     effects.push({
       type: 'event',
       side: 'tenant',
-      regarding: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid },
+      regarding: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        namespace: tm.namespace,
+        name: tm.name ?? '',
+        uid: tm.uid,
+      },
       eventType: 'Warning',
       reason: 'VolumeNameMismatch',
       message: `the claim names volume ${own} but the super cluster bound it to ${volume}; spec.volumeName cannot change once set`,

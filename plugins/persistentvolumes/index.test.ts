@@ -10,7 +10,11 @@ const tenant = testTenant();
 const superNs = superNamespace(tenant.key, 'data');
 const otherNs = superNamespace('team-b-4d5e6f-prod', 'data');
 
-const tenantPvc = (uid = 'tenant-pvc-uid'): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { namespace: 'data', name: 'db', uid } });
+const tenantPvc = (uid = 'tenant-pvc-uid'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { namespace: 'data', name: 'db', uid },
+});
 const superPvc = (uid: string, writtenFor: string): KubeObject => ({
   apiVersion: 'v1',
   kind: 'PersistentVolumeClaim',
@@ -42,7 +46,16 @@ const superPv = (over: { claimNs?: string | null; phase?: string } = {}): Persis
     csi: { driver: 'csi.example.com', volumeHandle: 'vol-1' },
     ...(over.claimNs === null
       ? {}
-      : { claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: over.claimNs ?? superNs, name: 'db', uid: 'super-pvc-uid', resourceVersion: '77' } }),
+      : {
+          claimRef: {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            namespace: over.claimNs ?? superNs,
+            name: 'db',
+            uid: 'super-pvc-uid',
+            resourceVersion: '77',
+          },
+        }),
   },
   status: { phase: over.phase ?? 'Bound' },
 });
@@ -57,7 +70,10 @@ const tenantPv = (claimUid: string): PersistentVolume => ({
     labels: { [LABEL.managedBy]: MANAGER, stale: 'x' },
     finalizers: ['kubernetes.io/pv-protection'],
   },
-  spec: { storageClassName: 'fast', claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'data', name: 'db', uid: claimUid } },
+  spec: {
+    storageClassName: 'fast',
+    claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'data', name: 'db', uid: claimUid },
+  },
   status: { phase: 'Bound' },
 });
 
@@ -94,7 +110,11 @@ const cases: Case[] = [
       object: {
         apiVersion: 'v1',
         kind: 'PersistentVolume',
-        metadata: { name: 'pvc-123', labels: { zone: 'a' }, annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } },
+        metadata: {
+          name: 'pvc-123',
+          labels: { zone: 'a' },
+          annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' },
+        },
         spec: wantSpec('tenant-pvc-uid'),
         status: { phase: 'Bound' },
       },
@@ -191,7 +211,10 @@ describe('persistentvolumes toTenant', () => {
     const ctx = testContext({
       tenant,
       tenantCache: new MapCache([[R.persistentvolumeclaims, c.tenantState]]),
-      superCache: new MapCache([[R.persistentvolumeclaims, c.superState], [R.persistentvolumes, c.superObj ? [c.superObj] : []]]),
+      superCache: new MapCache([
+        [R.persistentvolumeclaims, c.superState],
+        [R.persistentvolumes, c.superObj ? [c.superObj] : []],
+      ]),
     });
     const before = structuredClone([c.superObj, c.tenantObj]);
     expect(persistentvolumesPlugin.toTenant(c.superObj, c.tenantObj, ctx)).toEqual(c.want);
@@ -208,11 +231,17 @@ const rctx = (owned: Record<string, { tenant: string; namespace: string }>): Rou
 
 describe('persistentvolumes route', () => {
   it.each([
-    { name: 'claim in a tenant namespace -> that tenant, cluster-scoped key', pv: superPv(), want: [{ tenant: tenant.key, namespace: '', name: 'pvc-123' }] },
+    {
+      name: 'claim in a tenant namespace -> that tenant, cluster-scoped key',
+      pv: superPv(),
+      want: [{ tenant: tenant.key, namespace: '', name: 'pvc-123' }],
+    },
     { name: 'claim in a namespace no tenant owns -> nobody', pv: superPv({ claimNs: 'kube-system' }), want: [] },
     { name: 'unbound volume -> nobody', pv: superPv({ claimNs: null }), want: [] },
   ])('$name', ({ pv, want }) => {
-    expect(persistentvolumesPlugin.route(pv, rctx({ [superNs]: { tenant: tenant.key, namespace: 'data' } }))).toEqual(want);
+    expect(persistentvolumesPlugin.route(pv, rctx({ [superNs]: { tenant: tenant.key, namespace: 'data' } }))).toEqual(
+      want,
+    );
   });
 });
 
@@ -224,7 +253,13 @@ describe('persistentvolumes manifest', () => {
       name: 'persistentvolumes',
       version: '0.1.0',
       description: expect.any(String),
-      resource: { group: '', version: 'v1', resource: 'persistentvolumes', kind: 'PersistentVolume', namespaced: false },
+      resource: {
+        group: '',
+        version: 'v1',
+        resource: 'persistentvolumes',
+        kind: 'PersistentVolume',
+        namespaced: false,
+      },
       direction: 'up',
       sourceOfTruth: 'super',
       processes: ['manager'],

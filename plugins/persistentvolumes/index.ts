@@ -1,6 +1,18 @@
 import { R } from '../../core/kube/resources.ts';
 import { provenanceOf } from '../../core/names/names.ts';
-import { buildOn, clone, type Decision, type KubeObject, type ObjectReference, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, type RouteContext, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  clone,
+  type Decision,
+  type KubeObject,
+  type ObjectReference,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+  type RouteContext,
+  type TenantKey,
+  upMeta,
+} from '../sdk/src/index.ts';
 
 /** ClaimRef is the ObjectReference a bound PersistentVolume keeps to its claim. */
 export type ClaimRef = ObjectReference;
@@ -11,20 +23,25 @@ export interface PersistentVolume extends KubeObject {
   status?: { phase?: string; [field: string]: unknown };
 }
 
-
 /**
  * claimUid returns the uid of the tenant claim a super PV is bound to: the tenant PVC's uid when that PVC is the one
  * the super claim was written for. A stale claimRef (the claim was deleted, or deleted and created again under the
  * same name) keeps the uid the tenant PV already shows, so a Released volume stays Released in the tenant.
  */
-function claimUid(ref: ClaimRef, tenantNs: string, tenantObj: PersistentVolume | undefined, ctx: PluginContext): string | undefined {
+function claimUid(
+  ref: ClaimRef,
+  tenantNs: string,
+  tenantObj: PersistentVolume | undefined,
+  ctx: PluginContext,
+): string | undefined {
   const name = ref.name ?? '';
   const tenantPvc = ctx.tenantCache.get(R.persistentvolumeclaims, tenantNs, name);
   const superPvc = ctx.superCache.get(R.persistentvolumeclaims, ref.namespace, name);
   const writtenFor = provenanceOf(superPvc);
   const stale =
     !!superPvc &&
-    ((!!ref.uid && superPvc.metadata?.uid !== ref.uid) || (!!writtenFor && writtenFor.uid !== tenantPvc?.metadata?.uid));
+    ((!!ref.uid && superPvc.metadata?.uid !== ref.uid) ||
+      (!!writtenFor && writtenFor.uid !== tenantPvc?.metadata?.uid));
   if (tenantPvc?.metadata?.uid && !stale) return tenantPvc.metadata.uid;
   const prev = tenantObj?.spec?.claimRef;
   return prev?.namespace === tenantNs && prev.name === name ? prev.uid : undefined;
@@ -65,7 +82,11 @@ export const persistentvolumesPlugin = {
     return owner ? [{ tenant: owner.tenant, namespace: '', name: superObj.metadata?.name ?? '' }] : [];
   },
 
-  toTenant(superObj: PersistentVolume | undefined, tenantObj: PersistentVolume | undefined, ctx: PluginContext): Decision<PersistentVolume> {
+  toTenant(
+    superObj: PersistentVolume | undefined,
+    tenantObj: PersistentVolume | undefined,
+    ctx: PluginContext,
+  ): Decision<PersistentVolume> {
     const ref = superObj?.spec?.claimRef;
     const tenantNs = ref?.namespace ? ctx.names.tenantNamespace(ref.namespace) : undefined;
     if (!superObj || !ref || tenantNs === undefined) return { object: null };
@@ -73,7 +94,10 @@ export const persistentvolumesPlugin = {
     if (uid === undefined) {
       return {
         object: tenantObj ?? null,
-        skip: { reason: 'ClaimNotFound', message: `claim ${tenantNs}/${ref.name ?? ''} of volume ${superObj.metadata?.name ?? ''} is not in the tenant` },
+        skip: {
+          reason: 'ClaimNotFound',
+          message: `claim ${tenantNs}/${ref.name ?? ''} of volume ${superObj.metadata?.name ?? ''} is not in the tenant`,
+        },
       };
     }
     const claimRef: ClaimRef = { ...clone(ref), namespace: tenantNs, uid };

@@ -4,11 +4,21 @@ import type { Decision, Effect } from '../../core/plugins/contract.ts';
 import { R } from '../../core/kube/resources.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
-import plugin, { podsPlugin, SUPER_POD_SERVICE_ACCOUNT, tokenKeys, tokenSecretName, translateKubeletPath } from './index.ts';
+import plugin, {
+  podsPlugin,
+  SUPER_POD_SERVICE_ACCOUNT,
+  tokenKeys,
+  tokenSecretName,
+  translateKubeletPath,
+} from './index.ts';
 import type { Pod, PodSpec } from './types.ts';
 
 const SNS = testContext().names.superNamespace('default');
-const podServiceAccount = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'vc-tenant-pod', namespace: SNS } };
+const podServiceAccount = {
+  apiVersion: 'v1',
+  kind: 'ServiceAccount',
+  metadata: { name: 'vc-tenant-pod', namespace: SNS },
+};
 const superCache = new MapCache([[R.serviceaccounts, [podServiceAccount]]]);
 const ctx = testContext({ superCache });
 const TUID = 'tenant-uid-1';
@@ -20,11 +30,19 @@ const tokenVolume = {
     sources: [
       { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
       { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
-      { downwardAPI: { items: [{ fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' }, path: 'namespace' }] } },
+      {
+        downwardAPI: {
+          items: [{ fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' }, path: 'namespace' }],
+        },
+      },
     ],
   },
 };
-const tokenMount = { name: 'kube-api-access-x7k2p', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true };
+const tokenMount = {
+  name: 'kube-api-access-x7k2p',
+  mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+  readOnly: true,
+};
 const tokenSecretVolume = {
   name: 'kube-api-access-x7k2p',
   secret: {
@@ -82,7 +100,9 @@ const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }
     automountServiceAccountToken: false,
     ...spec,
     containers: spec.containers.map((c) => ({ ...c, imagePullPolicy: 'Always' })),
-    ...(spec.initContainers && { initContainers: spec.initContainers.map((c) => ({ ...c, imagePullPolicy: 'Always' })) }),
+    ...(spec.initContainers && {
+      initContainers: spec.initContainers.map((c) => ({ ...c, imagePullPolicy: 'Always' })),
+    }),
     serviceAccountName: SUPER_POD_SERVICE_ACCOUNT,
   },
 });
@@ -132,7 +152,10 @@ const toSuperCases: ToSuperCase[] = [
     tenant: tenantPod({ priorityClassName: 'system-node-critical' }),
     want: {
       object: null,
-      skip: { reason: 'PodPolicyViolation', message: expect.stringContaining('spec.priorityClassName "system-node-critical"') as unknown as string },
+      skip: {
+        reason: 'PodPolicyViolation',
+        message: expect.stringContaining('spec.priorityClassName "system-node-critical"') as unknown as string,
+      },
       effects: [
         {
           type: 'event',
@@ -147,7 +170,12 @@ const toSuperCases: ToSuperCase[] = [
           namespace: 'default',
           name: 'web',
           uid: TUID,
-          condition: { type: 'VCSynced', status: 'False', reason: 'PodPolicyViolation', message: expect.stringContaining('spec.priorityClassName') as unknown as string },
+          condition: {
+            type: 'VCSynced',
+            status: 'False',
+            reason: 'PodPolicyViolation',
+            message: expect.stringContaining('spec.priorityClassName') as unknown as string,
+          },
         },
       ],
     },
@@ -158,7 +186,12 @@ const toSuperCases: ToSuperCase[] = [
     tenant: tenantPod(),
     want: {
       object: null,
-      skip: { reason: 'PodPolicyViolation', message: expect.stringContaining('spec.containers[0].securityContext.allowPrivilegeEscalation') as unknown as string },
+      skip: {
+        reason: 'PodPolicyViolation',
+        message: expect.stringContaining(
+          'spec.containers[0].securityContext.allowPrivilegeEscalation',
+        ) as unknown as string,
+      },
       effects: expect.arrayContaining([expect.objectContaining({ type: 'tenantCondition' })]) as unknown as Effect[],
     },
   },
@@ -167,7 +200,10 @@ const toSuperCases: ToSuperCase[] = [
     tenant: tenantPod({ tolerations: [{ operator: 'Exists' }] }),
     want: {
       object: null,
-      skip: { reason: 'PodPolicyViolation', message: expect.stringContaining('spec.tolerations[0]') as unknown as string },
+      skip: {
+        reason: 'PodPolicyViolation',
+        message: expect.stringContaining('spec.tolerations[0]') as unknown as string,
+      },
       effects: expect.arrayContaining([expect.objectContaining({ type: 'tenantCondition' })]) as unknown as Effect[],
     },
   },
@@ -212,10 +248,7 @@ const toSuperCases: ToSuperCase[] = [
           podUid: TUID,
           serviceAccount: 'builder',
           secretName: 'web-vc-token',
-          tokens: [
-            { key: 'token-0', audiences: ['vault'], expirationSeconds: 600 },
-            { key: 'token-1' },
-          ],
+          tokens: [{ key: 'token-0', audiences: ['vault'], expirationSeconds: 600 }, { key: 'token-1' }],
         },
       ],
     },
@@ -225,7 +258,10 @@ const toSuperCases: ToSuperCase[] = [
     tenant: tenantPod({ nodeName: 'node-1' }),
     super: superPod({ nodeName: 'node-1' }),
     want: {
-      object: { ...superPod({ nodeName: 'node-1' }), metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined } },
+      object: {
+        ...superPod({ nodeName: 'node-1' }),
+        metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined },
+      },
     },
   },
   {
@@ -237,7 +273,10 @@ const toSuperCases: ToSuperCase[] = [
   {
     name: 'a terminating tenant Pod without a super Pod is deleted at once (no kubelet finalizes it)',
     tenant: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
-    want: { object: null, effects: [{ type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 }] },
+    want: {
+      object: null,
+      effects: [{ type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 }],
+    },
   },
   {
     name: 'new super Pod: spec copied, nodeName cleared, hostname and subdomain kept, owners and status dropped',
@@ -245,7 +284,9 @@ const toSuperCases: ToSuperCase[] = [
       hostname: 'web-0',
       subdomain: 'web-headless',
       schedulerName: 'default-scheduler',
-      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      ],
     }),
     want: {
       object: newSuper({
@@ -253,7 +294,9 @@ const toSuperCases: ToSuperCase[] = [
         hostname: 'web-0',
         subdomain: 'web-headless',
         schedulerName: 'default-scheduler',
-        tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+        tolerations: [
+          { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        ],
       }),
     },
   },
@@ -264,13 +307,21 @@ const toSuperCases: ToSuperCase[] = [
       initContainers: [{ name: 'init', image: 'private/init:1', imagePullPolicy: 'IfNotPresent' }],
     }),
     want: {
-      object: newSuper({ containers: [{ name: 'app', image: 'private/app:1' }], initContainers: [{ name: 'init', image: 'private/init:1' }] }),
+      object: newSuper({
+        containers: [{ name: 'app', image: 'private/app:1' }],
+        initContainers: [{ name: 'init', image: 'private/init:1' }],
+      }),
     },
   },
   {
     name: 'new super Pod: reserved annotations of the tenant are not copied down',
     tenant: tenantPod({}, { annotations: { note: 'x', [ANN.cluster]: 'forged' } }),
-    want: { object: { ...newSuper({ containers: [{ name: 'app', image: 'nginx:1' }] }), metadata: { name: 'web', namespace: SNS, labels: { app: 'web' }, annotations: { note: 'x' } } } },
+    want: {
+      object: {
+        ...newSuper({ containers: [{ name: 'app', image: 'nginx:1' }] }),
+        metadata: { name: 'web', namespace: SNS, labels: { app: 'web' }, annotations: { note: 'x' } },
+      },
+    },
   },
   {
     name: 'new super Pod: the kube-api-access volume becomes the vc-token Secret and the token effect is emitted',
@@ -292,13 +343,19 @@ const toSuperCases: ToSuperCase[] = [
     name: 'new super Pod: the token effect names the Pod service account',
     tenant: tenantPod({ serviceAccountName: 'builder', volumes: [tokenVolume] }),
     want: {
-      object: newSuper({ serviceAccountName: 'builder', containers: [{ name: 'app', image: 'nginx:1' }], volumes: [tokenSecretVolume] }),
+      object: newSuper({
+        serviceAccountName: 'builder',
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        volumes: [tokenSecretVolume],
+      }),
       effects: [tokenEffect('builder')],
     },
   },
   {
     name: 'new super Pod: a projected volume not from the ServiceAccount admission is left alone',
-    tenant: tenantPod({ volumes: [{ name: 'kube-api-access-x', projected: { sources: [{ secret: { name: 's' } }] } }] }),
+    tenant: tenantPod({
+      volumes: [{ name: 'kube-api-access-x', projected: { sources: [{ secret: { name: 's' } }] } }],
+    }),
     want: {
       object: newSuper({
         containers: [{ name: 'app', image: 'nginx:1' }],
@@ -323,7 +380,10 @@ const toSuperCases: ToSuperCase[] = [
       initContainers: [{ name: 'init', image: 'busybox', envFrom: [{ configMapRef: { name: 'kube-root-ca.crt' } }] }],
       volumes: [
         { name: 'ca', configMap: { name: 'kube-root-ca.crt' } },
-        { name: 'mix', projected: { sources: [{ configMap: { name: 'kube-root-ca.crt' } }, { configMap: { name: 'settings' } }] } },
+        {
+          name: 'mix',
+          projected: { sources: [{ configMap: { name: 'kube-root-ca.crt' } }, { configMap: { name: 'settings' } }] },
+        },
       ],
     }),
     want: {
@@ -336,13 +396,23 @@ const toSuperCases: ToSuperCase[] = [
               { name: 'CA', valueFrom: { configMapKeyRef: { name: 'tenant-kube-root-ca.crt', key: 'ca.crt' } } },
               { name: 'OTHER', valueFrom: { configMapKeyRef: { name: 'settings', key: 'x' } } },
             ],
-            envFrom: [{ configMapRef: { name: 'tenant-kube-root-ca.crt' } }, { secretRef: { name: 'kube-root-ca.crt' } }],
+            envFrom: [
+              { configMapRef: { name: 'tenant-kube-root-ca.crt' } },
+              { secretRef: { name: 'kube-root-ca.crt' } },
+            ],
           },
         ],
-        initContainers: [{ name: 'init', image: 'busybox', envFrom: [{ configMapRef: { name: 'tenant-kube-root-ca.crt' } }] }],
+        initContainers: [
+          { name: 'init', image: 'busybox', envFrom: [{ configMapRef: { name: 'tenant-kube-root-ca.crt' } }] },
+        ],
         volumes: [
           { name: 'ca', configMap: { name: 'tenant-kube-root-ca.crt' } },
-          { name: 'mix', projected: { sources: [{ configMap: { name: 'tenant-kube-root-ca.crt' } }, { configMap: { name: 'settings' } }] } },
+          {
+            name: 'mix',
+            projected: {
+              sources: [{ configMap: { name: 'tenant-kube-root-ca.crt' } }, { configMap: { name: 'settings' } }],
+            },
+          },
         ],
       }),
     },
@@ -352,7 +422,14 @@ const toSuperCases: ToSuperCase[] = [
     tenantOver: { apiserverEndpoint: { host: '10.0.0.5', port: 6443 } },
     tenant: tenantPod({
       containers: [
-        { name: 'app', image: 'nginx:1', env: [{ name: 'KUBERNETES_SERVICE_HOST', value: 'wrong' }, { name: 'A', value: '1' }] },
+        {
+          name: 'app',
+          image: 'nginx:1',
+          env: [
+            { name: 'KUBERNETES_SERVICE_HOST', value: 'wrong' },
+            { name: 'A', value: '1' },
+          ],
+        },
         { name: 'side', image: 'envoy' },
       ],
       initContainers: [{ name: 'init', image: 'busybox' }],
@@ -403,7 +480,11 @@ const toSuperCases: ToSuperCase[] = [
       ephemeralContainers: [{ name: 'debug', image: 'busybox' }],
     }),
     want: {
-      object: newSuper({ containers: [{ name: 'app', image: 'nginx:1' }], priorityClassName: 'high', runtimeClassName: 'kata' }),
+      object: newSuper({
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        priorityClassName: 'high',
+        runtimeClassName: 'kata',
+      }),
     },
   },
   {
@@ -419,13 +500,22 @@ const toSuperCases: ToSuperCase[] = [
     ),
     super: superPod(
       {
-        containers: [{ name: 'app', image: 'nginx:1', terminationMessagePath: '/dev/termination-log', imagePullPolicy: 'IfNotPresent' }],
+        containers: [
+          {
+            name: 'app',
+            image: 'nginx:1',
+            terminationMessagePath: '/dev/termination-log',
+            imagePullPolicy: 'IfNotPresent',
+          },
+        ],
         initContainers: [{ name: 'init', image: 'busybox:1' }],
         activeDeadlineSeconds: 60,
         dnsPolicy: 'None',
         dnsConfig: { nameservers: ['10.96.0.99'] },
         schedulerName: 'default-scheduler',
-        tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+        tolerations: [
+          { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        ],
         nodeName: 'node-1',
         priority: 0,
       },
@@ -435,15 +525,31 @@ const toSuperCases: ToSuperCase[] = [
       object: {
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name: 'web', namespace: SNS, uid: 'super-uid-9', resourceVersion: '7', labels: { app: 'web', tier: 'front' }, annotations: { note: 'y' } },
+        metadata: {
+          name: 'web',
+          namespace: SNS,
+          uid: 'super-uid-9',
+          resourceVersion: '7',
+          labels: { app: 'web', tier: 'front' },
+          annotations: { note: 'y' },
+        },
         spec: {
-          containers: [{ name: 'app', image: 'nginx:2', terminationMessagePath: '/dev/termination-log', imagePullPolicy: 'IfNotPresent' }],
+          containers: [
+            {
+              name: 'app',
+              image: 'nginx:2',
+              terminationMessagePath: '/dev/termination-log',
+              imagePullPolicy: 'IfNotPresent',
+            },
+          ],
           initContainers: [{ name: 'init', image: 'busybox:2' }],
           activeDeadlineSeconds: 30,
           dnsPolicy: 'None',
           dnsConfig: { nameservers: ['10.96.0.99'] },
           schedulerName: 'default-scheduler',
-          tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+          tolerations: [
+            { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+          ],
           nodeName: 'node-1',
           priority: 0,
         },
@@ -471,12 +577,16 @@ const normalize = <T>(d: T): T => JSON.parse(JSON.stringify(d)) as T;
 describe('pods plugin: toSuper', () => {
   it.each(toSuperCases)('$name', (c) => {
     const tenant = testTenant(c.tenantOver);
-    const got = podsPlugin.toSuper!(structuredClone(c.tenant), c.super && structuredClone(c.super), testContext({ tenant, superCache }));
+    const got = podsPlugin.toSuper!(
+      structuredClone(c.tenant),
+      c.super && structuredClone(c.super),
+      testContext({ tenant, superCache }),
+    );
     const want = { ...c.want, object: c.want.object && normalize(c.want.object) };
     expect(got).toEqual(want);
   });
 
-  it('waits for the super Pods\' ServiceAccount, asking the core to create it', () => {
+  it("waits for the super Pods' ServiceAccount, asking the core to create it", () => {
     const got = podsPlugin.toSuper!(tenantPod(), undefined, testContext());
     expect(got).toEqual({
       object: normalize(newSuper({ containers: [{ name: 'app', image: 'nginx:1' }] })),
@@ -487,10 +597,13 @@ describe('pods plugin: toSuper', () => {
   });
 
   it('tokenKeys lists the admission token under "token" and the others by order', () => {
-    expect(tokenKeys(tenantPod({ volumes: [tokenVolume, { name: 'v', projected: { sources: [{ serviceAccountToken: { path: 'p' } }] } }] }).spec)).toEqual([
-      { key: 'token', expirationSeconds: 3607 },
-      { key: 'token-0' },
-    ]);
+    expect(
+      tokenKeys(
+        tenantPod({
+          volumes: [tokenVolume, { name: 'v', projected: { sources: [{ serviceAccountToken: { path: 'p' } }] } }],
+        }).spec,
+      ),
+    ).toEqual([{ key: 'token', expirationSeconds: 3607 }, { key: 'token-0' }]);
   });
 
   it('fits a long Pod name into the token Secret name', () => {
@@ -503,7 +616,10 @@ describe('pods plugin: toSuper', () => {
   });
 
   it('does not modify its arguments', () => {
-    const t = tenantPod({ nodeName: 'n', volumes: [tokenVolume, { name: 'ca', configMap: { name: 'kube-root-ca.crt' } }] });
+    const t = tenantPod({
+      nodeName: 'n',
+      volumes: [tokenVolume, { name: 'ca', configMap: { name: 'kube-root-ca.crt' } }],
+    });
     const s = superPod();
     const [t0, s0] = [structuredClone(t), structuredClone(s)];
     podsPlugin.toSuper!(t, undefined, ctx);
@@ -531,7 +647,9 @@ const runningStatus = {
   hostIP: '192.168.0.11',
   hostIPs: [{ ip: '192.168.0.11' }],
   startTime: '2026-01-01T00:00:01Z',
-  containerStatuses: [{ name: 'app', ready: true, restartCount: 0, image: 'nginx:1', imageID: 'sha', state: { running: {} } }],
+  containerStatuses: [
+    { name: 'app', ready: true, restartCount: 0, image: 'nginx:1', imageID: 'sha', state: { running: {} } },
+  ],
   initContainerStatuses: [{ name: 'init', ready: true, restartCount: 0, state: { terminated: { exitCode: 0 } } }],
   qosClass: 'BestEffort',
   nominatedNodeName: 'super-only',
@@ -547,7 +665,10 @@ const toTenantCases: ToTenantCase[] = [
   },
   {
     name: 'a scheduled super Pod binds the unbound tenant Pod to the vNode of the same name',
-    super: superPod({ nodeName: 'node-1' }, { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True' }] }),
+    super: superPod(
+      { nodeName: 'node-1' },
+      { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True' }] },
+    ),
     tenant: tenantPod(),
     want: {
       object: { ...tenantPod(), status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True' }] } },
@@ -612,7 +733,12 @@ const toTenantCases: ToTenantCase[] = [
   {
     name: 'a super Pod of an earlier tenant Pod with the same name lends neither status nor node',
     super: superPod({ nodeName: 'node-1' }, runningStatus, {
-      annotations: { [ANN.cluster]: ctx.tenant.key, [ANN.namespace]: 'default', [ANN.name]: 'web', [ANN.uid]: 'older-uid' },
+      annotations: {
+        [ANN.cluster]: ctx.tenant.key,
+        [ANN.namespace]: 'default',
+        [ANN.name]: 'web',
+        [ANN.uid]: 'older-uid',
+      },
     }),
     tenant: tenantPod(),
     want: { object: tenantPod() },
@@ -629,7 +755,10 @@ describe('pods plugin: toTenant', () => {
 describe('pods plugin: translateKubeletPath', () => {
   const cases: Array<[string, string | null]> = [
     ['/containerLogs/default/web/app', `/containerLogs/${SNS}/web/app`],
-    ['/containerLogs/default/web/app?follow=true&tailLines=10', `/containerLogs/${SNS}/web/app?follow=true&tailLines=10`],
+    [
+      '/containerLogs/default/web/app?follow=true&tailLines=10',
+      `/containerLogs/${SNS}/web/app?follow=true&tailLines=10`,
+    ],
     ['/exec/default/web/app?command=sh&stdin=1&tty=1', `/exec/${SNS}/web/app?command=sh&stdin=1&tty=1`],
     ['/exec/default/web/3f2a-uid/app?command=ls', `/exec/${SNS}/web/app?command=ls`],
     ['/attach/default/web/app?stdout=1', `/attach/${SNS}/web/app?stdout=1`],

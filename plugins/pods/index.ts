@@ -3,12 +3,36 @@ import { fitName, provenanceOf } from '../../core/names/names.ts';
 import { checkPodSecurity } from './podsecurity.ts';
 import { checkPodPolicy, POD_POLICY_VIOLATION, type PodRefusal, SYNCED_CONDITION } from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
-import { clone, type Decision, downMeta, type Effect, type ServiceAccountTokenKey, SUPER_POD_SERVICE_ACCOUNT, KUBELET_PATHS, type KubeletKind, type Naming, newObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, superConfigMapName, type TenantView, type VnAgentCapability } from '../sdk/src/index.ts';
+import {
+  clone,
+  type Decision,
+  downMeta,
+  type Effect,
+  type ServiceAccountTokenKey,
+  SUPER_POD_SERVICE_ACCOUNT,
+  KUBELET_PATHS,
+  type KubeletKind,
+  type Naming,
+  newObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+  superConfigMapName,
+  type TenantView,
+  type VnAgentCapability,
+} from '../sdk/src/index.ts';
 
 export type { Pod, PodSpec, PodStatus } from './types.ts';
 export { SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
-export { checkPodPolicy, DEFAULT_PODS_POLICY, DEFAULT_TOLERATIONS, POD_POLICY_VIOLATION, SYNCED_CONDITION, SYSTEM_PRIORITY_PREFIX } from './policy.ts';
+export {
+  checkPodPolicy,
+  DEFAULT_PODS_POLICY,
+  DEFAULT_TOLERATIONS,
+  POD_POLICY_VIOLATION,
+  SYNCED_CONDITION,
+  SYSTEM_PRIORITY_PREFIX,
+} from './policy.ts';
 
 /** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
 export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
@@ -41,7 +65,11 @@ export function tokenSecretName(podName: string): string {
   return fitName(`${podName}-vc-token`);
 }
 
-const allContainers = (spec: PodSpec): Container[] => [...spec.containers, ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])];
+const allContainers = (spec: PodSpec): Container[] => [
+  ...spec.containers,
+  ...(spec.initContainers ?? []),
+  ...(spec.ephemeralContainers ?? []),
+];
 
 function renameRootCA(spec: PodSpec): void {
   const rename = (ref: { name?: string } | undefined): void => {
@@ -82,7 +110,11 @@ export function tokenKeys(spec: PodSpec | undefined): ServiceAccountTokenKey[] {
   for (const v of spec?.volumes ?? []) {
     for (const s of v.projected?.sources ?? []) {
       if (!s.serviceAccountToken) continue;
-      out.push(isTokenVolume(v) ? tokenKey(s.serviceAccountToken) : { ...tokenKey(s.serviceAccountToken), key: `token-${n++}` });
+      out.push(
+        isTokenVolume(v)
+          ? tokenKey(s.serviceAccountToken)
+          : { ...tokenKey(s.serviceAccountToken), key: `token-${n++}` },
+      );
     }
   }
   return out;
@@ -115,7 +147,8 @@ function replaceTokenSources(spec: PodSpec, secretName: string): void {
 }
 
 const readsSecret = (v: Volume, secretName: string): boolean =>
-  v.secret?.secretName === secretName || !!v.projected?.sources?.some((s) => (s.secret as { name?: string } | undefined)?.name === secretName);
+  v.secret?.secretName === secretName ||
+  !!v.projected?.sources?.some((s) => (s.secret as { name?: string } | undefined)?.name === secretName);
 
 function setApiserverEnv(spec: PodSpec, endpoint: { host: string; port: number }): void {
   const wanted = { KUBERNETES_SERVICE_HOST: endpoint.host, KUBERNETES_SERVICE_PORT: String(endpoint.port) };
@@ -161,7 +194,14 @@ function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
     object: null,
     skip: { reason: POD_POLICY_VIOLATION, message: r.message },
     effects: [
-      { type: 'event', side: 'tenant', regarding: ref, eventType: 'Warning', reason: POD_POLICY_VIOLATION, message: r.message },
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding: ref,
+        eventType: 'Warning',
+        reason: POD_POLICY_VIOLATION,
+        message: r.message,
+      },
       {
         type: 'tenantCondition',
         namespace: ref.namespace,
@@ -199,15 +239,29 @@ function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: st
     // The object goes with the skip so that the core's namespace ownership check still applies to this create.
     return {
       object,
-      skip: { reason: WAITING_FOR_SERVICE_ACCOUNT, message: `creating ServiceAccount ${SUPER_POD_SERVICE_ACCOUNT} in the super namespace` },
-      effects: [{ type: 'superServiceAccount', namespace: tenantPod.metadata?.namespace ?? '', name: SUPER_POD_SERVICE_ACCOUNT }],
+      skip: {
+        reason: WAITING_FOR_SERVICE_ACCOUNT,
+        message: `creating ServiceAccount ${SUPER_POD_SERVICE_ACCOUNT} in the super namespace`,
+      },
+      effects: [
+        {
+          type: 'superServiceAccount',
+          namespace: tenantPod.metadata?.namespace ?? '',
+          name: SUPER_POD_SERVICE_ACCOUNT,
+        },
+      ],
       requeueAfterMs: SERVICE_ACCOUNT_RETRY_MS,
     };
   }
   return effects.length ? { object, effects } : { object };
 }
 
-function updateSuperPod(tenantPod: Pod, superPod: Pod, ctx: PluginContext, target: { namespace: string; name: string }): Decision<Pod> {
+function updateSuperPod(
+  tenantPod: Pod,
+  superPod: Pod,
+  ctx: PluginContext,
+  target: { namespace: string; name: string },
+): Decision<Pod> {
   const desired = clone(superPod);
   desired.metadata = downMeta(tenantPod, superPod, ctx, target);
   const spec = desired.spec;
@@ -224,7 +278,9 @@ function updateSuperPod(tenantPod: Pod, superPod: Pod, ctx: PluginContext, targe
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
   const secretName = tokenSecretName(target.name);
   const usesToken = spec.volumes?.some((v) => readsSecret(v, secretName));
-  return usesToken ? { object: desired, effects: [tokenEffect(tenantPod, secretName, tokenKeys(tspec))] } : { object: desired };
+  return usesToken
+    ? { object: desired, effects: [tokenEffect(tenantPod, secretName, tokenKeys(tspec))] }
+    : { object: desired };
 }
 
 /** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
@@ -246,7 +302,6 @@ function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): Pod
   return out;
 }
 
-
 const SEGMENT = /^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$/;
 
 /**
@@ -260,7 +315,9 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
   const parts = (q >= 0 ? path.slice(0, q) : path).split('/');
   if (parts.shift() !== '') return null;
   const kind = parts.shift() ?? '';
-  const shape: { min: number; max: number; uidAt?: number } | undefined = Object.hasOwn(KUBELET_PATHS, kind) ? KUBELET_PATHS[kind as KubeletKind] : undefined;
+  const shape: { min: number; max: number; uidAt?: number } | undefined = Object.hasOwn(KUBELET_PATHS, kind)
+    ? KUBELET_PATHS[kind as KubeletKind]
+    : undefined;
   if (!shape || parts.length < shape.min || parts.length > shape.max) return null;
   if (!parts.every((s) => SEGMENT.test(s))) return null;
   if (shape.uidAt !== undefined && parts.length === shape.max) parts.splice(shape.uidAt, 1);
@@ -279,7 +336,8 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     apiVersion: PLUGIN_API_VERSION,
     name: 'pods',
     version: '0.1.0',
-    description: 'Pods down (spec at creation, labels, images), status and node binding up; kubelet paths for the vn-agent',
+    description:
+      'Pods down (spec at creation, labels, images), status and node binding up; kubelet paths for the vn-agent',
     resource: { ...R.pods },
     direction: 'both',
     sourceOfTruth: 'tenant',
@@ -298,12 +356,23 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       return {
         object: null,
         skip: { reason: NODE_NAME_NOT_SUPPORTED, message },
-        effects: [{ type: 'event', side: 'tenant', regarding: podRef(tenantPod), eventType: 'Warning', reason: NODE_NAME_NOT_SUPPORTED, message }],
+        effects: [
+          {
+            type: 'event',
+            side: 'tenant',
+            regarding: podRef(tenantPod),
+            eventType: 'Warning',
+            reason: NODE_NAME_NOT_SUPPORTED,
+            message,
+          },
+        ],
       };
     }
     if (!superPod) {
       const spec = tenantPod.spec ?? { containers: [] };
-      const refusal = checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ?? checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
+      const refusal =
+        checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
+        checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };
@@ -316,7 +385,9 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     const p = provenanceOf(superPod);
     const mine = superPod && !(p?.uid && p.uid !== tenantPod.metadata?.uid);
     if (!superPod || !mine) {
-      return terminating ? { object: clone(tenantPod), effects: [deleteTenant(tenantPod)] } : { object: clone(tenantPod) };
+      return terminating
+        ? { object: clone(tenantPod), effects: [deleteTenant(tenantPod)] }
+        : { object: clone(tenantPod) };
     }
     const desired = clone(tenantPod);
     desired.status = copyStatus(superPod.status, tenantPod.status);

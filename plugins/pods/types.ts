@@ -41,7 +41,12 @@ export interface Volume {
   name: string;
   configMap?: ConfigMapRef;
   projected?: { sources?: VolumeProjection[]; defaultMode?: number; [field: string]: unknown };
-  secret?: { secretName?: string; items?: Array<{ key: string; path: string }>; defaultMode?: number; [field: string]: unknown };
+  secret?: {
+    secretName?: string;
+    items?: Array<{ key: string; path: string }>;
+    defaultMode?: number;
+    [field: string]: unknown;
+  };
   [field: string]: unknown;
 }
 

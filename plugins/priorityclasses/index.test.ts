@@ -6,7 +6,11 @@ import plugin, { priorityclassesPlugin, type PriorityClass } from './index.ts';
 
 const tenants = [testTenant(), testTenant({ key: 'team-b-4d5e6f-prod', vcName: 'prod', vcNamespace: 'team-b' })];
 
-const superClass = (labels: Record<string, string>, over: Partial<PriorityClass> = {}, name = 'batch-high'): PriorityClass => ({
+const superClass = (
+  labels: Record<string, string>,
+  over: Partial<PriorityClass> = {},
+  name = 'batch-high',
+): PriorityClass => ({
   apiVersion: 'scheduling.k8s.io/v1',
   kind: 'PriorityClass',
   metadata: { name, uid: 'super-pc-uid', resourceVersion: '8', labels, annotations: { owner: 'platform' } },
@@ -16,7 +20,8 @@ const superClass = (labels: Record<string, string>, over: Partial<PriorityClass>
   description: 'batch jobs that must finish',
   ...over,
 });
-const publicClass = (over: Partial<PriorityClass> = {}, name?: string) => superClass({ [LABEL.public]: 'true' }, over, name);
+const publicClass = (over: Partial<PriorityClass> = {}, name?: string) =>
+  superClass({ [LABEL.public]: 'true' }, over, name);
 
 const tenantClass: PriorityClass = {
   apiVersion: 'scheduling.k8s.io/v1',
@@ -35,7 +40,12 @@ const tenantOwn: PriorityClass = {
   value: 2000000000,
 };
 
-const cases: Array<{ name: string; superObj: PriorityClass | undefined; tenantObj?: PriorityClass; want: Decision<PriorityClass> }> = [
+const cases: Array<{
+  name: string;
+  superObj: PriorityClass | undefined;
+  tenantObj?: PriorityClass;
+  want: Decision<PriorityClass>;
+}> = [
   {
     name: 'public class: value, preemptionPolicy, description copied, public label stripped',
     superObj: publicClass(),
@@ -88,7 +98,12 @@ const cases: Array<{ name: string; superObj: PriorityClass | undefined; tenantOb
     },
   },
   { name: 'class without the public label: not copied', superObj: superClass({}), want: { object: null } },
-  { name: 'class that lost the public label: deleted', superObj: superClass({}), tenantObj: tenantClass, want: { object: null } },
+  {
+    name: 'class that lost the public label: deleted',
+    superObj: superClass({}),
+    tenantObj: tenantClass,
+    want: { object: null },
+  },
   { name: 'super class gone: deleted', superObj: undefined, tenantObj: tenantClass, want: { object: null } },
   {
     name: 'public system- class: skipped, the tenant keeps its own built-in',
@@ -109,7 +124,12 @@ describe('priorityclasses toTenant', () => {
   });
 });
 
-const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsBy: () => [], tenantOfNamespace: () => undefined };
+const rctx: RouteContext = {
+  tenants,
+  superCache: new MapCache(),
+  tenantsBy: () => [],
+  tenantOfNamespace: () => undefined,
+};
 
 describe('priorityclasses route', () => {
   it.each([
@@ -136,7 +156,13 @@ describe('priorityclasses manifest', () => {
       name: 'priorityclasses',
       version: '0.1.0',
       description: expect.any(String),
-      resource: { group: 'scheduling.k8s.io', version: 'v1', resource: 'priorityclasses', kind: 'PriorityClass', namespaced: false },
+      resource: {
+        group: 'scheduling.k8s.io',
+        version: 'v1',
+        resource: 'priorityclasses',
+        kind: 'PriorityClass',
+        namespaced: false,
+      },
       direction: 'up',
       sourceOfTruth: 'super',
       processes: ['manager'],

@@ -1,5 +1,17 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, copyFields, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  copyFields,
+  type Decision,
+  isPublic,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type ResourcePlugin,
+  type RouteContext,
+  routeToAllTenants,
+  type TenantKey,
+  upMeta,
+} from '../sdk/src/index.ts';
 
 /** PriorityClass is a scheduling.k8s.io/v1 PriorityClass. */
 export interface PriorityClass extends KubeObject {
@@ -14,7 +26,6 @@ export const RESERVED_PREFIX = 'system-';
 
 const isReserved = (o: KubeObject): boolean => (o.metadata?.name ?? '').startsWith(RESERVED_PREFIX);
 
-
 /**
  * priorityclassesPlugin copies the super PriorityClasses labelled public into every tenant that enables it, so tenant Pods
  * can name them. The tenant copy is never the global default: the super's default must not silently become the
@@ -25,7 +36,8 @@ export const priorityclassesPlugin = {
     apiVersion: PLUGIN_API_VERSION,
     name: 'priorityclasses',
     version: '0.1.0',
-    description: 'Copies the super PriorityClasses labelled tenancy.x-k8s.io/super.public=true into tenants, never as global default.',
+    description:
+      'Copies the super PriorityClasses labelled tenancy.x-k8s.io/super.public=true into tenants, never as global default.',
     resource: { ...R.priorityclasses },
     direction: 'up',
     sourceOfTruth: 'super',
@@ -42,7 +54,10 @@ export const priorityclassesPlugin = {
     if (superObj && isReserved(superObj)) {
       return {
         object: tenantObj ?? null,
-        skip: { reason: 'ReservedName', message: `priority class ${superObj.metadata?.name ?? ''} is built into every apiserver` },
+        skip: {
+          reason: 'ReservedName',
+          message: `priority class ${superObj.metadata?.name ?? ''} is built into every apiserver`,
+        },
       };
     }
     if (!superObj || !isPublic(superObj)) return { object: null };

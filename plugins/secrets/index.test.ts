@@ -107,7 +107,11 @@ const cases: Case[] = [
     name: 'service account token: Opaque in the super, original type recorded, tenant token data kept',
     tenant: tenantSecret(
       { type: 'kubernetes.io/service-account-token', data: tokenData },
-      { name: 'web-token', labels: undefined, annotations: { 'kubernetes.io/service-account.name': 'web', 'kubernetes.io/service-account.uid': 'sa-uid' } },
+      {
+        name: 'web-token',
+        labels: undefined,
+        annotations: { 'kubernetes.io/service-account.name': 'web', 'kubernetes.io/service-account.uid': 'sa-uid' },
+      },
     ),
     want: {
       object: {
@@ -135,7 +139,10 @@ const cases: Case[] = [
       object: {
         apiVersion: 'v1',
         kind: 'Secret',
-        metadata: { ...superServerMeta, annotations: { [ORIGINAL_TYPE_ANNOTATION]: 'kubernetes.io/service-account-token' } },
+        metadata: {
+          ...superServerMeta,
+          annotations: { [ORIGINAL_TYPE_ANNOTATION]: 'kubernetes.io/service-account-token' },
+        },
         type: 'Opaque',
         data: tokenData,
       },
@@ -143,7 +150,10 @@ const cases: Case[] = [
   },
   {
     name: 'reserved keys: forged uid and a forged original-type annotation never reach the super',
-    tenant: tenantSecret({}, { annotations: { [ANN.uid]: 'forged', [ORIGINAL_TYPE_ANNOTATION]: 'kubernetes.io/service-account-token' } }),
+    tenant: tenantSecret(
+      {},
+      { annotations: { [ANN.uid]: 'forged', [ORIGINAL_TYPE_ANNOTATION]: 'kubernetes.io/service-account-token' } },
+    ),
     want: {
       object: {
         apiVersion: 'v1',
@@ -157,7 +167,10 @@ const cases: Case[] = [
   {
     name: "opaque prefixes: the tenant's opaque keys are dropped",
     opaque: ['secret.example.com/'],
-    tenant: tenantSecret({}, { labels: { app: 'web', 'secret.example.com/x': '1' }, annotations: { 'secret.example.com/vault-path': '/a/b' } }),
+    tenant: tenantSecret(
+      {},
+      { labels: { app: 'web', 'secret.example.com/x': '1' }, annotations: { 'secret.example.com/vault-path': '/a/b' } },
+    ),
     want: {
       object: {
         apiVersion: 'v1',

@@ -1,6 +1,16 @@
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX } from '../../core/names/names.ts';
-import { buildOn, copyFields, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  copyFields,
+  type Decision,
+  downMeta,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+  SERVICE_ACCOUNT_TOKEN,
+} from '../sdk/src/index.ts';
 
 /** Secret is the part of a core/v1 Secret this plugin touches. */
 export interface Secret extends KubeObject {

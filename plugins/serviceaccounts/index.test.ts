@@ -20,14 +20,28 @@ const tenantSa = (over: Partial<ServiceAccount> = {}, meta: Record<string, unkno
   ...over,
 });
 
-const secret = (name: string, type: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { namespace: 'app', name }, type });
-const tenantSecrets = [secret('regcred', 'kubernetes.io/dockerconfigjson'), secret('web-token-x', 'kubernetes.io/service-account-token')];
+const secret = (name: string, type: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { namespace: 'app', name },
+  type,
+});
+const tenantSecrets = [
+  secret('regcred', 'kubernetes.io/dockerconfigjson'),
+  secret('web-token-x', 'kubernetes.io/service-account-token'),
+];
 
 /** superDefault is the `default` ServiceAccount the super created in the namespace: no ownership, fields of its own. */
 const superDefault: ServiceAccount = {
   apiVersion: 'v1',
   kind: 'ServiceAccount',
-  metadata: { namespace: sns, name: 'default', uid: 'super-uid', resourceVersion: '12', creationTimestamp: '2025-11-02T00:00:00Z' },
+  metadata: {
+    namespace: sns,
+    name: 'default',
+    uid: 'super-uid',
+    resourceVersion: '12',
+    creationTimestamp: '2025-11-02T00:00:00Z',
+  },
   secrets: [{ name: 'default-token-super' }],
   imagePullSecrets: [{ name: 'super-mirror' }],
 };
@@ -44,7 +58,10 @@ const cases: Case[] = [
   {
     name: 'a tenant ServiceAccount with the name reserved for the super Pods is not synced',
     tenant: tenantSa({}, { name: 'vc-tenant-pod' }),
-    want: { object: null, skip: { reason: 'ReservedName', message: expect.stringContaining('vc-tenant-pod') as unknown as string } },
+    want: {
+      object: null,
+      skip: { reason: 'ReservedName', message: expect.stringContaining('vc-tenant-pod') as unknown as string },
+    },
   },
   {
     name: 'create: automount forced off, no secrets list, imagePullSecrets kept by name except token Secrets',
@@ -77,13 +94,26 @@ const cases: Case[] = [
   },
   {
     name: "update of the super's own default ServiceAccount: built on it (its secrets and server fields stay), tenant metadata and pull secrets overlaid",
-    tenant: tenantSa({ automountServiceAccountToken: true, secrets: [{ name: 'default-token-t' }], imagePullSecrets: [{ name: 'regcred' }] }, { name: 'default', labels: undefined }),
+    tenant: tenantSa(
+      {
+        automountServiceAccountToken: true,
+        secrets: [{ name: 'default-token-t' }],
+        imagePullSecrets: [{ name: 'regcred' }],
+      },
+      { name: 'default', labels: undefined },
+    ),
     super: superDefault,
     want: {
       object: {
         apiVersion: 'v1',
         kind: 'ServiceAccount',
-        metadata: { namespace: sns, name: 'default', uid: 'super-uid', resourceVersion: '12', creationTimestamp: '2025-11-02T00:00:00Z' },
+        metadata: {
+          namespace: sns,
+          name: 'default',
+          uid: 'super-uid',
+          resourceVersion: '12',
+          creationTimestamp: '2025-11-02T00:00:00Z',
+        },
         secrets: [{ name: 'default-token-super' }],
         imagePullSecrets: [{ name: 'regcred' }],
         automountServiceAccountToken: false,
@@ -98,7 +128,13 @@ const cases: Case[] = [
       object: {
         apiVersion: 'v1',
         kind: 'ServiceAccount',
-        metadata: { namespace: sns, name: 'default', uid: 'super-uid', resourceVersion: '12', creationTimestamp: '2025-11-02T00:00:00Z' },
+        metadata: {
+          namespace: sns,
+          name: 'default',
+          uid: 'super-uid',
+          resourceVersion: '12',
+          creationTimestamp: '2025-11-02T00:00:00Z',
+        },
         secrets: [{ name: 'default-token-super' }],
         automountServiceAccountToken: false,
       },
@@ -117,7 +153,7 @@ const cases: Case[] = [
     },
   },
   {
-    name: "no tenant annotation is copied, opaque or not: super webhooks act on ServiceAccount annotations",
+    name: 'no tenant annotation is copied, opaque or not: super webhooks act on ServiceAccount annotations',
     opaque: ['secret.example.com/'],
     tenant: tenantSa({}, { annotations: { 'secret.example.com/role-arn': 'arn:x', keep: 'me' } }),
     want: {
@@ -142,7 +178,12 @@ const cases: Case[] = [
       },
     ),
     want: {
-      object: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { namespace: sns, name: 'web', labels: { app: 'web' } }, automountServiceAccountToken: false },
+      object: {
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: { namespace: sns, name: 'web', labels: { app: 'web' } },
+        automountServiceAccountToken: false,
+      },
     },
   },
 ];
@@ -153,7 +194,9 @@ describe('serviceaccounts toSuper', () => {
       tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }),
       tenantCache: new MapCache([[R.secrets, tenantSecrets]]),
     });
-    expect(serviceaccountsPlugin.toSuper(frozen(c.tenant), c.super && frozen(structuredClone(c.super)), ctx)).toEqual(c.want);
+    expect(serviceaccountsPlugin.toSuper(frozen(c.tenant), c.super && frozen(structuredClone(c.super)), ctx)).toEqual(
+      c.want,
+    );
   });
 });
 

@@ -1,5 +1,15 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, type Decision, downMeta, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin, SERVICE_ACCOUNT_TOKEN, SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  type Decision,
+  downMeta,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+  SERVICE_ACCOUNT_TOKEN,
+  SUPER_POD_SERVICE_ACCOUNT,
+} from '../sdk/src/index.ts';
 
 /** LocalObjectReference names an object in the same namespace. */
 export interface LocalObjectReference {
@@ -16,20 +26,35 @@ export interface ServiceAccount extends KubeObject {
 /** RESERVED_NAME is the skip reason of a tenant ServiceAccount named SUPER_POD_SERVICE_ACCOUNT. */
 export const RESERVED_NAME = 'ReservedName';
 
-function toSuper(tenantObj: ServiceAccount, superObj: ServiceAccount | undefined, ctx: PluginContext): Decision<ServiceAccount> {
+function toSuper(
+  tenantObj: ServiceAccount,
+  superObj: ServiceAccount | undefined,
+  ctx: PluginContext,
+): Decision<ServiceAccount> {
   const tm = tenantObj.metadata ?? {};
   const namespace = tm.namespace ?? '';
   if (tm.name === SUPER_POD_SERVICE_ACCOUNT) {
-    return { object: null, skip: { reason: RESERVED_NAME, message: `ServiceAccount name ${SUPER_POD_SERVICE_ACCOUNT} is reserved for the super Pods' own account` } };
+    return {
+      object: null,
+      skip: {
+        reason: RESERVED_NAME,
+        message: `ServiceAccount name ${SUPER_POD_SERVICE_ACCOUNT} is reserved for the super Pods' own account`,
+      },
+    };
   }
-  const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name: tm.name ?? '' });
+  const meta = downMeta(tenantObj, superObj, ctx, {
+    namespace: ctx.names.superNamespace(namespace),
+    name: tm.name ?? '',
+  });
   // Super-side webhooks act on ServiceAccount annotations (cloud workload identity: eks.amazonaws.com/role-arn,
   // iam.gke.io/gcp-service-account, azure.workload.identity/*); none of the tenant's is copied.
   delete meta.annotations;
   const desired = buildOn<ServiceAccount>(superObj, { apiVersion: 'v1', kind: 'ServiceAccount' }, meta);
   desired.automountServiceAccountToken = false;
   const pull = (tenantObj.imagePullSecrets ?? []).filter((ref) => {
-    const s = ref.name ? ctx.tenantCache.get<KubeObject & { type?: string }>(R.secrets, namespace, ref.name) : undefined;
+    const s = ref.name
+      ? ctx.tenantCache.get<KubeObject & { type?: string }>(R.secrets, namespace, ref.name)
+      : undefined;
     return !!ref.name && s?.type !== SERVICE_ACCOUNT_TOKEN;
   });
   if (pull.length) desired.imagePullSecrets = pull.map((ref) => ({ name: ref.name }));

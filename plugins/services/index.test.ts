@@ -28,7 +28,11 @@ const tenantSpec = (over: ServiceSpec = {}): ServiceSpec => ({
   ...over,
 });
 
-const tenantSvc = (spec: ServiceSpec = tenantSpec(), meta: Record<string, unknown> = {}, status?: Service['status']): Service => ({
+const tenantSvc = (
+  spec: ServiceSpec = tenantSpec(),
+  meta: Record<string, unknown> = {},
+  status?: Service['status'],
+): Service => ({
   apiVersion: 'v1',
   kind: 'Service',
   metadata: { namespace: 'app', name: 'web', uid: 'tenant-uid', resourceVersion: '6', labels: { app: 'web' }, ...meta },
@@ -54,15 +58,35 @@ const superSvc = (spec: ServiceSpec, status?: Service['status']): Service => ({
     labels: { app: 'old', [LABEL.managedBy]: MANAGER },
     annotations: { [ANN.tenantClusterIP]: '10.96.0.20', [ANN.cluster]: tenant.key },
   },
-  spec: { clusterIP: '10.0.0.5', clusterIPs: ['10.0.0.5'], ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack', ...spec },
+  spec: {
+    clusterIP: '10.0.0.5',
+    clusterIPs: ['10.0.0.5'],
+    ipFamilies: ['IPv4'],
+    ipFamilyPolicy: 'SingleStack',
+    ...spec,
+  },
   status: status ?? { loadBalancer: {} },
 });
 
-const createdMeta = (ip = '10.96.0.20') => ({ namespace: sns, name: 'web', labels: { app: 'web' }, annotations: { [ANN.tenantClusterIP]: ip } });
-const updatedMeta = { ...superServerMeta, labels: { app: 'web' }, annotations: { [ANN.tenantClusterIP]: '10.96.0.20' } };
+const createdMeta = (ip = '10.96.0.20') => ({
+  namespace: sns,
+  name: 'web',
+  labels: { app: 'web' },
+  annotations: { [ANN.tenantClusterIP]: ip },
+});
+const updatedMeta = {
+  ...superServerMeta,
+  labels: { app: 'web' },
+  annotations: { [ANN.tenantClusterIP]: '10.96.0.20' },
+};
 const superIPs = { clusterIP: '10.0.0.5', clusterIPs: ['10.0.0.5'], ipFamilies: ['IPv4'] };
 const superStatus = { status: { loadBalancer: {} } };
-const mirrored = { selector: { app: 'web' }, sessionAffinity: 'None', internalTrafficPolicy: 'Cluster', ipFamilyPolicy: 'SingleStack' };
+const mirrored = {
+  selector: { app: 'web' },
+  sessionAffinity: 'None',
+  internalTrafficPolicy: 'Cluster',
+  ipFamilyPolicy: 'SingleStack',
+};
 
 interface DownCase {
   name: string;
@@ -77,13 +101,25 @@ const down: DownCase[] = [
     name: "create ClusterIP: no cluster IP(s) or IP families (the super assigns them); the tenant's IP recorded in an annotation",
     tenant: tenantSvc(),
     want: {
-      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: createdMeta(),
+        spec: { type: 'ClusterIP', ports: [http], ...mirrored },
+      },
     },
   },
   {
     name: 'create NodePort: node ports zeroed, traffic policies copied',
     tenant: tenantSvc(
-      tenantSpec({ type: 'NodePort', externalTrafficPolicy: 'Local', ports: [{ ...http, nodePort: 30001 }, { ...https, nodePort: 30002 }] }),
+      tenantSpec({
+        type: 'NodePort',
+        externalTrafficPolicy: 'Local',
+        ports: [
+          { ...http, nodePort: 30001 },
+          { ...https, nodePort: 30002 },
+        ],
+      }),
     ),
     want: {
       object: {
@@ -102,7 +138,14 @@ const down: DownCase[] = [
         apiVersion: 'v1',
         kind: 'Service',
         metadata: createdMeta('None'),
-        spec: { type: 'ClusterIP', clusterIP: 'None', clusterIPs: ['None'], ports: [http], publishNotReadyAddresses: true, ...mirrored },
+        spec: {
+          type: 'ClusterIP',
+          clusterIP: 'None',
+          clusterIPs: ['None'],
+          ports: [http],
+          publishNotReadyAddresses: true,
+          ...mirrored,
+        },
       },
     },
   },
@@ -110,7 +153,12 @@ const down: DownCase[] = [
     name: 'create: externalIPs and loadBalancerIP are not copied, and the tenant is told',
     tenant: tenantSvc(tenantSpec({ externalIPs: ['8.8.8.8'], loadBalancerIP: '1.2.3.4' })),
     want: {
-      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: createdMeta(),
+        spec: { type: 'ClusterIP', ports: [http], ...mirrored },
+      },
       effects: [
         {
           type: 'event',
@@ -168,8 +216,21 @@ const down: DownCase[] = [
   {
     name: 'update NodePort -> ClusterIP: node ports and externalTrafficPolicy dropped',
     tenant: tenantSvc(),
-    super: superSvc({ type: 'NodePort', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
-    want: { object: { apiVersion: 'v1', kind: 'Service', metadata: updatedMeta, ...superStatus, spec: { ...superIPs, type: 'ClusterIP', ports: [http], ...mirrored } } },
+    super: superSvc({
+      type: 'NodePort',
+      externalTrafficPolicy: 'Cluster',
+      ports: [{ ...http, nodePort: 31000 }],
+      ...mirrored,
+    }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: updatedMeta,
+        ...superStatus,
+        spec: { ...superIPs, type: 'ClusterIP', ports: [http], ...mirrored },
+      },
+    },
   },
   {
     name: 'update -> ExternalName: cluster IPs and families dropped, externalName set',
@@ -229,15 +290,29 @@ const down: DownCase[] = [
   },
   {
     name: 'update LoadBalancer Local -> Cluster: healthCheckNodePort dropped',
-    tenant: tenantSvc(tenantSpec({ type: 'LoadBalancer', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 30001 }] })),
-    super: superSvc({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', healthCheckNodePort: 31500, ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
+    tenant: tenantSvc(
+      tenantSpec({ type: 'LoadBalancer', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 30001 }] }),
+    ),
+    super: superSvc({
+      type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local',
+      healthCheckNodePort: 31500,
+      ports: [{ ...http, nodePort: 31000 }],
+      ...mirrored,
+    }),
     want: {
       object: {
         apiVersion: 'v1',
         kind: 'Service',
         metadata: updatedMeta,
         ...superStatus,
-        spec: { ...superIPs, ...mirrored, type: 'LoadBalancer', externalTrafficPolicy: 'Cluster', ports: [{ ...http, nodePort: 31000 }] },
+        spec: {
+          ...superIPs,
+          ...mirrored,
+          type: 'LoadBalancer',
+          externalTrafficPolicy: 'Cluster',
+          ports: [{ ...http, nodePort: 31000 }],
+        },
       },
     },
   },
@@ -251,7 +326,14 @@ const down: DownCase[] = [
         kind: 'Service',
         metadata: updatedMeta,
         ...superStatus,
-        spec: { ...superIPs, type: 'ClusterIP', ports: [http], sessionAffinity: 'None', internalTrafficPolicy: 'Cluster', ipFamilyPolicy: 'SingleStack' },
+        spec: {
+          ...superIPs,
+          type: 'ClusterIP',
+          ports: [http],
+          sessionAffinity: 'None',
+          internalTrafficPolicy: 'Cluster',
+          ipFamilyPolicy: 'SingleStack',
+        },
       },
     },
   },
@@ -261,15 +343,28 @@ const down: DownCase[] = [
       annotations: { [ANN.uid]: 'forged', [ANN.tenantClusterIP]: '6.6.6.6', [ANN.superClusterIP]: '10.0.0.5' },
     }),
     want: {
-      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: createdMeta(),
+        spec: { type: 'ClusterIP', ports: [http], ...mirrored },
+      },
     },
   },
   {
     name: "opaque prefixes: the tenant's opaque keys are dropped",
     opaque: ['secret.example.com/'],
-    tenant: tenantSvc(tenantSpec(), { labels: { app: 'web', 'secret.example.com/x': 'y' }, annotations: { 'secret.example.com/z': 'w' } }),
+    tenant: tenantSvc(tenantSpec(), {
+      labels: { app: 'web', 'secret.example.com/x': 'y' },
+      annotations: { 'secret.example.com/z': 'w' },
+    }),
     want: {
-      object: { apiVersion: 'v1', kind: 'Service', metadata: createdMeta(), spec: { type: 'ClusterIP', ports: [http], ...mirrored } },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: createdMeta(),
+        spec: { type: 'ClusterIP', ports: [http], ...mirrored },
+      },
     },
   },
 ];
@@ -277,7 +372,9 @@ const down: DownCase[] = [
 describe('services toSuper', () => {
   it.each(down)('$name', (c) => {
     const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }) });
-    expect(servicesPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx)).toEqual(c.want);
+    expect(
+      servicesPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx),
+    ).toEqual(c.want);
   });
 });
 
@@ -300,15 +397,37 @@ const up: UpCase[] = [
   {
     name: 'LoadBalancer: load balancer status copied; tenant node ports follow the super where the super assigned one',
     super: superSvc(
-      { type: 'LoadBalancer', ports: [{ ...http, nodePort: 31000 }, { ...https, nodePort: 0 }], ...mirrored },
+      {
+        type: 'LoadBalancer',
+        ports: [
+          { ...http, nodePort: 31000 },
+          { ...https, nodePort: 0 },
+        ],
+        ...mirrored,
+      },
       lbIngress,
     ),
-    tenant: tenantSvc(tenantSpec({ type: 'LoadBalancer', ports: [{ ...http, nodePort: 30001 }, { ...https, nodePort: 30002 }] }), {
-      annotations: { keep: 'me' },
-    }),
+    tenant: tenantSvc(
+      tenantSpec({
+        type: 'LoadBalancer',
+        ports: [
+          { ...http, nodePort: 30001 },
+          { ...https, nodePort: 30002 },
+        ],
+      }),
+      {
+        annotations: { keep: 'me' },
+      },
+    ),
     want: {
       object: tenantSvc(
-        tenantSpec({ type: 'LoadBalancer', ports: [{ ...http, nodePort: 31000 }, { ...https, nodePort: 30002 }] }),
+        tenantSpec({
+          type: 'LoadBalancer',
+          ports: [
+            { ...http, nodePort: 31000 },
+            { ...https, nodePort: 30002 },
+          ],
+        }),
         { annotations: { keep: 'me', [ANN.superClusterIP]: '10.0.0.5' } },
         lbIngress,
       ),
@@ -317,28 +436,40 @@ const up: UpCase[] = [
   {
     name: 'in sync: the desired tenant object equals the tenant object',
     super: superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
-    tenant: tenantSvc(tenantSpec({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] }), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }),
+    tenant: tenantSvc(tenantSpec({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] }), {
+      annotations: { [ANN.superClusterIP]: '10.0.0.5' },
+    }),
     want: {
-      object: tenantSvc(tenantSpec({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] }), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }),
+      object: tenantSvc(tenantSpec({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] }), {
+        annotations: { [ANN.superClusterIP]: '10.0.0.5' },
+      }),
     },
   },
   {
     name: 'ClusterIP tenant: stale super node ports are not copied; a stale load balancer status is cleared',
     super: superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }], ...mirrored }),
     tenant: tenantSvc(tenantSpec(), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }, lbIngress),
-    want: { object: tenantSvc(tenantSpec(), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }, { loadBalancer: {} }) },
+    want: {
+      object: tenantSvc(tenantSpec(), { annotations: { [ANN.superClusterIP]: '10.0.0.5' } }, { loadBalancer: {} }),
+    },
   },
   {
     name: 'headless super: the annotation shows None',
     super: superSvc({ clusterIP: 'None', clusterIPs: ['None'], type: 'ClusterIP', ports: [http], ...mirrored }),
     tenant: tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'] })),
-    want: { object: tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'] }), { annotations: { [ANN.superClusterIP]: 'None' } }) },
+    want: {
+      object: tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'] }), {
+        annotations: { [ANN.superClusterIP]: 'None' },
+      }),
+    },
   },
 ];
 
 describe('services toTenant', () => {
   it.each(up)('$name', (c) => {
-    expect(servicesPlugin.toTenant(frozen(structuredClone(c.super)), frozen(structuredClone(c.tenant)), testContext())).toEqual(c.want);
+    expect(
+      servicesPlugin.toTenant(frozen(structuredClone(c.super)), frozen(structuredClone(c.tenant)), testContext()),
+    ).toEqual(c.want);
   });
 });
 
@@ -349,7 +480,10 @@ describe('services matchPort', () => {
     { name: 'same port, other protocol', p: { name: 'dns', port: 80, protocol: 'UDP' }, want: undefined },
     { name: 'unnamed single port', p: { port: 80 }, want: 31000 },
   ] as Array<{ name: string; p: ServicePort; want: number | undefined }>)('$name', ({ p, want }) => {
-    const candidates: ServicePort[] = [{ ...http, nodePort: 31000 }, { ...https, nodePort: 31001 }];
+    const candidates: ServicePort[] = [
+      { ...http, nodePort: 31000 },
+      { ...https, nodePort: 31001 },
+    ];
     const unnamed: ServicePort[] = [{ port: 80, nodePort: 31000 }];
     expect(matchPort(p, p.name === undefined ? unnamed : candidates)?.nodePort).toBe(want);
   });

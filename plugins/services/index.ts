@@ -1,6 +1,17 @@
 import { R } from '../../core/kube/resources.ts';
 import { ANN } from '../../core/names/names.ts';
-import { buildOn, clone, copyFields, type Decision, downMeta, type Effect, type KubeObject, PLUGIN_API_VERSION, type PluginContext, type ResourcePlugin } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  clone,
+  copyFields,
+  type Decision,
+  downMeta,
+  type Effect,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type PluginContext,
+  type ResourcePlugin,
+} from '../sdk/src/index.ts';
 
 /** ServicePort is one port of a Service. */
 export interface ServicePort {
@@ -105,7 +116,9 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
   if (!superObj || ts.type !== 'LoadBalancer' || ts.externalTrafficPolicy !== 'Local') delete spec.healthCheckNodePort;
 
   const effects: Effect[] = [];
-  const ignored = [ts.externalIPs?.length ? 'externalIPs' : '', ts.loadBalancerIP ? 'loadBalancerIP' : ''].filter(Boolean);
+  const ignored = [ts.externalIPs?.length ? 'externalIPs' : '', ts.loadBalancerIP ? 'loadBalancerIP' : ''].filter(
+    Boolean,
+  );
   if (ignored.length) {
     effects.push({
       type: 'event',
@@ -121,8 +134,16 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
   return effects.length ? { object: desired, effects } : { object: desired };
 }
 
-function toTenant(superObj: Service | undefined, tenantObj: Service | undefined, _ctx: PluginContext): Decision<Service> {
-  if (!tenantObj) return { object: null, skip: { reason: 'NoTenantObject', message: 'the tenant Service is gone; nothing to carry up' } };
+function toTenant(
+  superObj: Service | undefined,
+  tenantObj: Service | undefined,
+  _ctx: PluginContext,
+): Decision<Service> {
+  if (!tenantObj)
+    return {
+      object: null,
+      skip: { reason: 'NoTenantObject', message: 'the tenant Service is gone; nothing to carry up' },
+    };
   const desired = clone(tenantObj);
   if (!superObj) return { object: desired };
   const meta = (desired.metadata ??= {});

@@ -50,7 +50,12 @@ const copied = {
   allowedTopologies: [{ matchLabelExpressions: [{ key: 'topology.kubernetes.io/zone', values: ['a'] }] }],
 };
 
-const cases: Array<{ name: string; superObj: StorageClass | undefined; tenantObj?: StorageClass; want: Decision<StorageClass> }> = [
+const cases: Array<{
+  name: string;
+  superObj: StorageClass | undefined;
+  tenantObj?: StorageClass;
+  want: Decision<StorageClass>;
+}> = [
   {
     name: 'public class, new in the tenant: every field copied, public label stripped',
     superObj: publicClass(),
@@ -58,7 +63,11 @@ const cases: Array<{ name: string; superObj: StorageClass | undefined; tenantObj
       object: {
         apiVersion: 'storage.k8s.io/v1',
         kind: 'StorageClass',
-        metadata: { name: 'fast', labels: { tier: 'gold' }, annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+        metadata: {
+          name: 'fast',
+          labels: { tier: 'gold' },
+          annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
+        },
         ...copied,
       },
     },
@@ -105,9 +114,23 @@ const cases: Array<{ name: string; superObj: StorageClass | undefined; tenantObj
       },
     },
   },
-  { name: 'class without the public label: not copied', superObj: superClass({ tier: 'gold' }), want: { object: null } },
-  { name: 'class that lost the public label: deleted', superObj: superClass({ tier: 'gold' }), tenantObj: tenantClass, want: { object: null } },
-  { name: 'public label not "true": deleted', superObj: superClass({ [LABEL.public]: 'false' }), tenantObj: tenantClass, want: { object: null } },
+  {
+    name: 'class without the public label: not copied',
+    superObj: superClass({ tier: 'gold' }),
+    want: { object: null },
+  },
+  {
+    name: 'class that lost the public label: deleted',
+    superObj: superClass({ tier: 'gold' }),
+    tenantObj: tenantClass,
+    want: { object: null },
+  },
+  {
+    name: 'public label not "true": deleted',
+    superObj: superClass({ [LABEL.public]: 'false' }),
+    tenantObj: tenantClass,
+    want: { object: null },
+  },
   { name: 'super class gone: deleted', superObj: undefined, tenantObj: tenantClass, want: { object: null } },
 ];
 
@@ -119,7 +142,12 @@ describe('storageclasses toTenant', () => {
   });
 });
 
-const rctx: RouteContext = { tenants, superCache: new MapCache(), tenantsBy: () => [], tenantOfNamespace: () => undefined };
+const rctx: RouteContext = {
+  tenants,
+  superCache: new MapCache(),
+  tenantsBy: () => [],
+  tenantOfNamespace: () => undefined,
+};
 
 describe('storageclasses route', () => {
   it.each([
@@ -146,7 +174,13 @@ describe('storageclasses manifest', () => {
       name: 'storageclasses',
       version: '0.1.0',
       description: expect.any(String),
-      resource: { group: 'storage.k8s.io', version: 'v1', resource: 'storageclasses', kind: 'StorageClass', namespaced: false },
+      resource: {
+        group: 'storage.k8s.io',
+        version: 'v1',
+        resource: 'storageclasses',
+        kind: 'StorageClass',
+        namespaced: false,
+      },
       direction: 'up',
       sourceOfTruth: 'super',
       processes: ['manager'],

@@ -1,5 +1,17 @@
 import { R } from '../../core/kube/resources.ts';
-import { buildOn, copyFields, type Decision, isPublic, type KubeObject, PLUGIN_API_VERSION, type ResourcePlugin, type RouteContext, routeToAllTenants, type TenantKey, upMeta } from '../sdk/src/index.ts';
+import {
+  buildOn,
+  copyFields,
+  type Decision,
+  isPublic,
+  type KubeObject,
+  PLUGIN_API_VERSION,
+  type ResourcePlugin,
+  type RouteContext,
+  routeToAllTenants,
+  type TenantKey,
+  upMeta,
+} from '../sdk/src/index.ts';
 
 /** STORAGE_CLASS_FIELDS are the StorageClass fields a tenant sees as the super cluster has them. */
 export const STORAGE_CLASS_FIELDS = [
@@ -22,8 +34,6 @@ export interface StorageClass extends KubeObject {
   mountOptions?: string[];
   allowedTopologies?: unknown[];
 }
-
-
 
 /**
  * storageclassesPlugin copies the super StorageClasses a super-cluster admin labelled public (LABEL.public = "true") into

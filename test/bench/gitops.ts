@@ -17,7 +17,12 @@ import { startTestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 
 const vcYaml = (name: string, weight = 1) =>
-  stringify({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace: 'default' }, spec: { provisioner: { type: 'local' }, weight } });
+  stringify({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { name, namespace: 'default' },
+    spec: { provisioner: { type: 'local' }, weight },
+  });
 
 async function waitRunning(get: () => Promise<VirtualCluster | null>): Promise<void> {
   for (;;) {
@@ -48,11 +53,15 @@ export async function gitopsBench(): Promise<BenchResult> {
     t0 = performance.now();
     const plan = planApply(fromDir, [], { namespace: 'bench', name: 'bench' });
     const planMs = performance.now() - t0;
-    if (plan.errors.length || plan.apply.length !== n) throw new Error(`plan of ${n} definitions: ${plan.errors.length} errors, ${plan.apply.length} objects`);
+    if (plan.errors.length || plan.apply.length !== n)
+      throw new Error(`plan of ${n} definitions: ${plan.errors.length} errors, ${plan.apply.length} objects`);
 
     await git.initRepo('bulk');
     await git.commitFiles('bulk', files, `${n} tenants`);
-    const fetcher = new GitSourceFetcher({ cacheRoot: join(dir, 'cache'), addresses: { allowPrivateAddresses: ['127.0.0.0/8'] } });
+    const fetcher = new GitSourceFetcher({
+      cacheRoot: join(dir, 'cache'),
+      addresses: { allowPrivateAddresses: ['127.0.0.0/8'] },
+    });
     t0 = performance.now();
     const art = await fetcher.artifact({ url: git.url('bulk'), ref: { branch: 'main' }, path: 'tenants' });
     const gitReadMs = performance.now() - t0;
@@ -67,12 +76,23 @@ export async function gitopsBench(): Promise<BenchResult> {
       await applyCRDs(t.sc);
       await git.initRepo('tenants');
       await git.commitFiles('tenants', { 'tenants/first.yaml': vcYaml('first') }, 'first');
-      await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hook', namespace: 'default' }, stringData: { token: 'k' } });
+      await t.client.create(R.secrets, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'hook', namespace: 'default' },
+        stringData: { token: 'k' },
+      });
       await t.client.create(GITSOURCES, {
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
         kind: 'GitSource',
         metadata: { name: 'tenants', namespace: 'default' },
-        spec: { url: git.url('tenants'), ref: { branch: 'main' }, path: 'tenants', interval: '1h', webhook: { kind: 'generic', secretRef: { name: 'hook' } } },
+        spec: {
+          url: git.url('tenants'),
+          ref: { branch: 'main' },
+          path: 'tenants',
+          interval: '1h',
+          webhook: { kind: 'generic', secretRef: { name: 'hook' } },
+        },
       });
       const cfgFile = join(dir, 'manager.yaml');
       writeFileSync(
@@ -81,7 +101,10 @@ export async function gitopsBench(): Promise<BenchResult> {
           apiVersion: 'tenancy.x-k8s.io/v1alpha1',
           kind: 'ManagerConfiguration',
           superClusters: [{ name: 'default', kubeconfig: t.sc.kubeconfigPath }],
-          virtualClusters: { enabled: true, local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint } },
+          virtualClusters: {
+            enabled: true,
+            local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint },
+          },
           gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache') },
         }),
       );
@@ -92,7 +115,12 @@ export async function gitopsBench(): Promise<BenchResult> {
       const samples: Array<{ viaGit: number; direct: number }> = [];
       for (let i = 0; i < 3; i++) {
         t0 = performance.now();
-        await t.client.create(R.virtualclusters, { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name: `direct${i}`, namespace: 'default' }, spec: { provisioner: { type: 'local' } } });
+        await t.client.create(R.virtualclusters, {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'VirtualCluster',
+          metadata: { name: `direct${i}`, namespace: 'default' },
+          spec: { provisioner: { type: 'local' } },
+        });
         await waitRunning(() => get(`direct${i}`));
         const direct = performance.now() - t0;
         t0 = performance.now();
@@ -101,7 +129,10 @@ export async function gitopsBench(): Promise<BenchResult> {
         const res = await fetch(manager.gitops!.webhookURL('default', 'tenants')!, {
           method: 'POST',
           body,
-          headers: { 'content-type': 'application/json', 'x-signature': `sha256=${createHmac('sha256', 'k').update(body).digest('hex')}` },
+          headers: {
+            'content-type': 'application/json',
+            'x-signature': `sha256=${createHmac('sha256', 'k').update(body).digest('hex')}`,
+          },
         });
         if (res.status >= 300) throw new Error(`webhook answered ${res.status}`);
         await waitRunning(() => get(`git${i}`));

@@ -93,7 +93,8 @@ export async function lifecycleBench(): Promise<BenchResult> {
   try {
     const client = await sc.cluster.client();
     for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml']) {
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await client.apply(R.crds, d.toJS() as KubeObject, 'bench');
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await client.apply(R.crds, d.toJS() as KubeObject, 'bench');
     }
     for (let i = 0; ; i++) {
       try {
@@ -105,7 +106,13 @@ export async function lifecycleBench(): Promise<BenchResult> {
       }
     }
     local = new LocalProvisioner(join(dir, 'tenants'), sc.etcd);
-    controller = new VirtualClusterController({ meta: client, superClient: client, provisioners: { local }, tenants: new MutableTenantRegistry(), workers: BATCH });
+    controller = new VirtualClusterController({
+      meta: client,
+      superClient: client,
+      provisioners: { local },
+      tenants: new MutableTenantRegistry(),
+      workers: BATCH,
+    });
     await controller.start();
 
     const roots: string[] = [];
@@ -116,7 +123,8 @@ export async function lifecycleBench(): Promise<BenchResult> {
       const sup = sc.cluster.rssBytes();
       const manager = process.memoryUsage().rss;
       const tenantsPss = tenantProcs.reduce((a, p) => a + pssBytes(p.pid), 0);
-      const otherPss = [sc.etcd.process, ...sc.cluster.processes()].reduce((a, p) => a + pssBytes(p.pid), 0) + pssBytes(process.pid);
+      const otherPss =
+        [sc.etcd.process, ...sc.cluster.processes()].reduce((a, p) => a + pssBytes(p.pid), 0) + pssBytes(process.pid);
       return {
         tenants,
         everythingMiB: (tenantsBytes + etcd + sup + manager) / MiB,
@@ -146,7 +154,11 @@ export async function lifecycleBench(): Promise<BenchResult> {
         last = `${vc.status?.phase}: ${vc.status?.message}`;
         if (vc.status?.phase === 'Error') throw new Error(`VirtualCluster ${name} failed: ${last}`);
         if (vc.status?.phase === 'Running' && vc.status.kubeconfigSecretName) {
-          const s = await client.getOrNull<{ data?: { kubeconfig?: string } }>(R.secrets, 'default', vc.status.kubeconfigSecretName);
+          const s = await client.getOrNull<{ data?: { kubeconfig?: string } }>(
+            R.secrets,
+            'default',
+            vc.status.kubeconfigSecretName,
+          );
           if (s?.data?.kubeconfig) {
             const tc = await KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString('utf8'));
             try {
@@ -162,26 +174,45 @@ export async function lifecycleBench(): Promise<BenchResult> {
         }
         await sleep(100);
       }
-      throw new Error(`VirtualCluster ${name} (uid ${created.metadata?.uid}) not usable after ${TENANT_DEADLINE_MS / 1000} s (${last})`);
+      throw new Error(
+        `VirtualCluster ${name} (uid ${created.metadata?.uid}) not usable after ${TENANT_DEADLINE_MS / 1000} s (${last})`,
+      );
     };
 
     // Start of the tenant part: the super cluster and the manager are up, no tenant yet.
     await sleep(SETTLE_MS);
     const memAtStart = memAvailableBytes();
     const samples: Sample[] = [sample(0)];
-    process.stderr.write(`lifecycle: super cluster up, MemAvailable ${(memAtStart / GiB).toFixed(1)} GiB; creating ${SEQUENTIAL} tenants one after another\n`);
+    process.stderr.write(
+      `lifecycle: super cluster up, MemAvailable ${(memAtStart / GiB).toFixed(1)} GiB; creating ${SEQUENTIAL} tenants one after another\n`,
+    );
 
     // (a) creation to usable kubeconfig, one tenant after another
     const seconds: number[] = [];
     for (let i = 0; i < SEQUENTIAL; i++) seconds.push(await usable(`bench-${i}`));
-    process.stderr.write(`lifecycle: sequential create-to-kubeconfig seconds ${seconds.map((s) => s.toFixed(2)).join(' ')}\n`);
+    process.stderr.write(
+      `lifecycle: sequential create-to-kubeconfig seconds ${seconds.map((s) => s.toFixed(2)).join(' ')}\n`,
+    );
 
     // (b) memory per idle tenant control plane
     await sleep(IDLE_MS);
-    const perTenantMiB = roots.map((r) => local!.controlPlane(r)!.processes().reduce((s, p) => s + p.rssBytes(), 0) / MiB);
-    const perTenantPssMiB = roots.map((r) => local!.controlPlane(r)!.processes().reduce((s, p) => s + pssBytes(p.pid), 0) / MiB);
+    const perTenantMiB = roots.map(
+      (r) =>
+        local!
+          .controlPlane(r)!
+          .processes()
+          .reduce((s, p) => s + p.rssBytes(), 0) / MiB,
+    );
+    const perTenantPssMiB = roots.map(
+      (r) =>
+        local!
+          .controlPlane(r)!
+          .processes()
+          .reduce((s, p) => s + pssBytes(p.pid), 0) / MiB,
+    );
     const byComponent: Record<string, number> = {};
-    for (const p of local.controlPlane(roots[0]!)!.processes()) byComponent[p.spec.name.split('/')[1]!] = p.rssBytes() / MiB;
+    for (const p of local.controlPlane(roots[0]!)!.processes())
+      byComponent[p.spec.name.split('/')[1]!] = p.rssBytes() / MiB;
     samples.push(sample(roots.length));
 
     // (c) batches of five up to maxTenants
@@ -192,7 +223,9 @@ export async function lifecycleBench(): Promise<BenchResult> {
       const batchSeconds = (performance.now() - t0) / 1000;
       await sleep(SETTLE_MS);
       samples.push({ ...sample(roots.length), batchSeconds });
-      process.stderr.write(`lifecycle: ${roots.length} tenants usable (batch took ${batchSeconds.toFixed(1)} s), MemAvailable ${(memAvailableBytes() / GiB).toFixed(1)} GiB\n`);
+      process.stderr.write(
+        `lifecycle: ${roots.length} tenants usable (batch took ${batchSeconds.toFixed(1)} s), MemAvailable ${(memAvailableBytes() / GiB).toFixed(1)} GiB\n`,
+      );
     }
 
     const mibPerTenant = slope(samples.map((s) => [s.tenants, s.everythingMiB]));
@@ -243,7 +276,9 @@ export async function lifecycleBench(): Promise<BenchResult> {
     };
   } finally {
     // Each step runs even when an earlier one fails: no process may outlive the scenario.
-    await controller?.stop().catch((e: unknown) => process.stderr.write(`lifecycle: stopping the controller: ${String(e)}\n`));
+    await controller
+      ?.stop()
+      .catch((e: unknown) => process.stderr.write(`lifecycle: stopping the controller: ${String(e)}\n`));
     await local?.stop().catch((e: unknown) => process.stderr.write(`lifecycle: stopping the tenants: ${String(e)}\n`));
     await sc.stop();
     rmSync(dir, { recursive: true, force: true });

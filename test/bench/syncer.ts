@@ -60,7 +60,9 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
 /** withDeadline rejects with a message naming what when p has not settled within ms. */
 async function withDeadline<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`timed out after ${ms} ms: ${what()}`)), ms)));
+  const timeout = new Promise<never>(
+    (_, rej) => (timer = setTimeout(() => rej(new Error(`timed out after ${ms} ms: ${what()}`)), ms)),
+  );
   try {
     return await Promise.race([p, timeout]);
   } finally {
@@ -239,7 +241,12 @@ const keyOf = (j: PodJob) => `${j.namespace}/${j.name}`;
 /** createOne creates one Pod and resolves once its watch shows it Running. */
 async function createOne(j: PodJob, onCreated?: (t0: number) => void): Promise<Sample> {
   const t0 = performance.now();
-  await j.client.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: j.name, namespace: j.namespace, labels: j.labels }, spec: POD_SPEC });
+  await j.client.create(R.pods, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: j.name, namespace: j.namespace, labels: j.labels },
+    spec: POD_SPEC,
+  });
   const created = performance.now();
   onCreated?.(t0);
   return { job: j, t0, created, running: await j.watch.whenRunning(keyOf(j)) };
@@ -249,13 +256,23 @@ async function createOne(j: PodJob, onCreated?: (t0: number) => void): Promise<S
  * createAndTime creates every Pod (at most `concurrency` create calls in flight) and measures, per Pod, the time from
  * the start of its create call until its watch shows it Running.
  */
-async function createAndTime(jobs: readonly PodJob[], concurrency: number, deadlineMs: number, label: string): Promise<RunFigures & { samples: Sample[] }> {
+async function createAndTime(
+  jobs: readonly PodJob[],
+  concurrency: number,
+  deadlineMs: number,
+  label: string,
+): Promise<RunFigures & { samples: Sample[] }> {
   const samples: Sample[] = [];
   const waits: Array<Promise<void>> = [];
   const run = pool(jobs, concurrency, async (j) => {
     // The pool slot is freed when the create call returns; waiting for Running goes on outside it.
     await new Promise<void>((created, failed) => {
-      waits.push(createOne(j, () => created()).then((smp) => void samples.push(smp), (e: unknown) => failed(e)));
+      waits.push(
+        createOne(j, () => created()).then(
+          (smp) => void samples.push(smp),
+          (e: unknown) => failed(e),
+        ),
+      );
     });
   });
   await withDeadline(
@@ -277,7 +294,12 @@ async function createAndTime(jobs: readonly PodJob[], concurrency: number, deadl
 }
 
 /** sequential creates the Pods one after another, each waiting for its Running; probe runs before each create. */
-async function sequential<P = never>(jobs: readonly PodJob[], deadlineMs: number, label: string, probe?: () => P): Promise<{ samples: Sample[]; probes: P[] }> {
+async function sequential<P = never>(
+  jobs: readonly PodJob[],
+  deadlineMs: number,
+  label: string,
+  probe?: () => P,
+): Promise<{ samples: Sample[]; probes: P[] }> {
   const samples: Sample[] = [];
   const probes: P[] = [];
   const go = async () => {
@@ -318,12 +340,18 @@ function stages(samples: readonly Sample[]): Record<string, { p50: number; p99: 
     add('superRunningToTenantRunning', running, x.running);
   }
   const out: Record<string, { p50: number; p99: number }> = {};
-  for (const [k, v] of Object.entries(acc)) out[k] = { p50: Math.round(percentile(v, 50)), p99: Math.round(percentile(v, 99)) };
+  for (const [k, v] of Object.entries(acc))
+    out[k] = { p50: Math.round(percentile(v, 50)), p99: Math.round(percentile(v, 99)) };
   return out;
 }
 
 /** waitUntil polls check until it holds or the deadline passes (throwing with what()). */
-async function waitUntil(check: () => Promise<boolean> | boolean, deadlineMs: number, what: () => string, everyMs = 250): Promise<void> {
+async function waitUntil(
+  check: () => Promise<boolean> | boolean,
+  deadlineMs: number,
+  what: () => string,
+  everyMs = 250,
+): Promise<void> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     try {
@@ -338,7 +366,11 @@ async function waitUntil(check: () => Promise<boolean> | boolean, deadlineMs: nu
 
 /** waitServiceAccount waits until the `default` ServiceAccount of a namespace exists (Pods are refused before). */
 function waitServiceAccount(c: KubeClient, ns: string): Promise<void> {
-  return waitUntil(async () => !!(await c.getOrNull(R.serviceaccounts, ns, 'default')), 60_000, () => `ServiceAccount ${ns}/default`);
+  return waitUntil(
+    async () => !!(await c.getOrNull(R.serviceaccounts, ns, 'default')),
+    60_000,
+    () => `ServiceAccount ${ns}/default`,
+  );
 }
 
 /** tenantOf describes a local control plane as a syncer tenant with a fresh uid. */
@@ -351,11 +383,17 @@ async function syncerCounters(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const m of await metricsRegistry.getMetricsAsJSON()) {
     if (!m.name.startsWith('vc_syncer_') || m.name === 'vc_syncer_queue_depth') continue;
-    for (const v of m.values as Array<{ labels: Record<string, string | number>; value: number; metricName?: string }>) {
+    for (const v of m.values as Array<{
+      labels: Record<string, string | number>;
+      value: number;
+      metricName?: string;
+    }>) {
       const name = v.metricName ?? m.name;
       if (name.endsWith('_bucket')) continue;
       const { tenant: _t, ...rest } = v.labels;
-      const k = `${name.replace('vc_syncer_', '')}{${Object.entries(rest).map(([a, b]) => `${a}=${b}`).join(',')}}`;
+      const k = `${name.replace('vc_syncer_', '')}{${Object.entries(rest)
+        .map(([a, b]) => `${a}=${b}`)
+        .join(',')}}`;
       out[k] = (out[k] ?? 0) + v.value;
     }
   }
@@ -400,8 +438,17 @@ export async function syncerBench(): Promise<BenchResult> {
   const peakPods = N + (fairness ? FLOOD + 2 * QUIET_PODS : 0);
   const nodes = Math.max(4, Math.ceil(peakPods / PODS_PER_NODE));
   const phaseDeadline = (pods: number) => Math.max(120_000, pods * 500);
-  const log = (msg: string) => process.stdout.write(`[syncer-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
-  const detail: Record<string, unknown> = { tenants: T, podsPerTenant: P, flood: FLOOD, workers: WORKERS, nodes, concurrency: CONCURRENCY, cpus: availableParallelism() };
+  const log = (msg: string) =>
+    process.stdout.write(`[syncer-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+  const detail: Record<string, unknown> = {
+    tenants: T,
+    podsPerTenant: P,
+    flood: FLOOD,
+    workers: WORKERS,
+    nodes,
+    concurrency: CONCURRENCY,
+    cpus: availableParallelism(),
+  };
   const timings: Record<string, number> = {};
   const stamp = (k: string, since: number) => (timings[k] = Number(((performance.now() - since) / 1000).toFixed(2)));
 
@@ -418,7 +465,9 @@ export async function syncerBench(): Promise<BenchResult> {
     stamp('superStartSeconds', t0);
     log(`super cluster up; state in ${t.stateDir}`);
     t0 = performance.now();
-    const cps = await Promise.all(Array.from({ length: T }, (_, i) => t!.sc.addControlPlane(`tenant-${i}`, { controllers: TENANT_CONTROLLERS })));
+    const cps = await Promise.all(
+      Array.from({ length: T }, (_, i) => t!.sc.addControlPlane(`tenant-${i}`, { controllers: TENANT_CONTROLLERS })),
+    );
     stamp('tenantsStartSeconds', t0);
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const tenants = cps.map((cp, i) => tenantOf(cp, 'bench', `t${i}`));
@@ -427,7 +476,8 @@ export async function syncerBench(): Promise<BenchResult> {
 
     // ---- run 1: direct -------------------------------------------------------------------------------------------
     const directNs = Array.from({ length: T }, (_, i) => `bench-direct-${i}`);
-    for (const ns of directNs) await superClient.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    for (const ns of directNs)
+      await superClient.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     await Promise.all(directNs.map((ns) => waitServiceAccount(superClient, ns)));
     const directWatch = new PodWatch(superClient, { labelSelector: 'bench=direct' });
     await directWatch.start();
@@ -436,14 +486,24 @@ export async function syncerBench(): Promise<BenchResult> {
     for (let j = 0; j < P; j++) {
       for (let i = 0; i < T; i++) {
         const name = `d-${j}`;
-        directJobs.push({ client: superClient, watch: directWatch, namespace: directNs[i]!, name, labels: { bench: 'direct' }, superWatch: directWatch, superKey: `${directNs[i]}/${name}` });
+        directJobs.push({
+          client: superClient,
+          watch: directWatch,
+          namespace: directNs[i]!,
+          name,
+          labels: { bench: 'direct' },
+          superWatch: directWatch,
+          superKey: `${directNs[i]}/${name}`,
+        });
       }
     }
     log(`run 1 (direct): creating ${N} Pods in the super cluster`);
     const load1 = new LoadProbe();
     const direct = await createAndTime(directJobs, CONCURRENCY, phaseDeadline(N), 'direct run');
     detail.run1 = { benchProcess: load1.stop() };
-    log(`run 1: ${direct.podsPerSecond.toFixed(1)} pods/s, p50 ${direct.p50Ms.toFixed(0)} ms, p99 ${direct.p99Ms.toFixed(0)} ms`);
+    log(
+      `run 1: ${direct.podsPerSecond.toFixed(1)} pods/s, p50 ${direct.p50Ms.toFixed(0)} ms, p99 ${direct.p99Ms.toFixed(0)} ms`,
+    );
     await directWatch.stop();
     watches.splice(watches.indexOf(directWatch), 1);
     t0 = performance.now();
@@ -491,14 +551,28 @@ export async function syncerBench(): Promise<BenchResult> {
     samplers.push(rss);
     const counters0 = await syncerCounters();
     t0 = performance.now();
-    syncer = new Syncer({ superClient: syncerSuper, host, registry: new MutableTenantRegistry(tenants), patrolIntervalMs: 0, workers: WORKERS });
+    syncer = new Syncer({
+      superClient: syncerSuper,
+      host,
+      registry: new MutableTenantRegistry(tenants),
+      patrolIntervalMs: 0,
+      workers: WORKERS,
+    });
     await syncer.start();
     const s = syncer;
-    await waitUntil(() => tenants.every((x) => s.tenantReady(x.key)), 60_000, () => 'tenant caches synced');
+    await waitUntil(
+      () => tenants.every((x) => s.tenantReady(x.key)),
+      60_000,
+      () => 'tenant caches synced',
+    );
     stamp('syncerReadySeconds', t0);
     // Steady state before measuring: each tenant's `default` namespace is in the super with its ServiceAccount.
     await Promise.all(tenants.map((x) => waitServiceAccount(superClient, superNamespace(x.key, 'default'))));
-    await waitUntil(() => s.queueLength() === 0, 30_000, () => `syncer queue empty (${s.queueLength()})`);
+    await waitUntil(
+      () => s.queueLength() === 0,
+      30_000,
+      () => `syncer queue empty (${s.queueLength()})`,
+    );
     stamp('syncerWarmSeconds', t0);
     // Startup (informer lists of T+1 clusters, the tenants' own ServiceAccounts, namespaces) is a fixed cost; what
     // follows is per Pod.
@@ -518,14 +592,18 @@ export async function syncerBench(): Promise<BenchResult> {
     const heapAfter = process.memoryUsage().heapUsed;
     const queuePeakRun2 = queuePeak.stop();
     const counters1 = await syncerCounters();
-    log(`run 2: ${viaSyncer.podsPerSecond.toFixed(1)} pods/s, p50 ${viaSyncer.p50Ms.toFixed(0)} ms, p99 ${viaSyncer.p99Ms.toFixed(0)} ms`);
+    log(
+      `run 2: ${viaSyncer.podsPerSecond.toFixed(1)} pods/s, p50 ${viaSyncer.p50Ms.toFixed(0)} ms, p99 ${viaSyncer.p99Ms.toFixed(0)} ms`,
+    );
     detail.run2 = {
       syncerStartupCounters: diffCounters(counters0, countersWarm),
       syncerCounters: diffCounters(countersWarm, counters1),
       queuePeak: queuePeakRun2,
       benchProcess: load2Figures,
       // Token Secrets are written by an effect, which vc_syncer_writes_total does not count.
-      tokenSecretsInSuper: (await superClient.listAll(R.secrets, { labelSelector: `${LABEL.managedBy}=${MANAGER}-token` })).items.length,
+      tokenSecretsInSuper: (
+        await superClient.listAll(R.secrets, { labelSelector: `${LABEL.managedBy}=${MANAGER}-token` })
+      ).items.length,
       rssAfterWarmMiB: rssWarm / 2 ** 20,
       rssPerPodKBAfterWarm: (rssPeak - rssWarm) / N / 1024,
       heapGrowthMiB: (heapAfter - heapBefore) / 2 ** 20,
@@ -546,17 +624,28 @@ export async function syncerBench(): Promise<BenchResult> {
       syncerRssPerPodKB: (rssPeak - rssBefore) / N / 1024,
       syncerRssPerPodKBAfterWarm: (rssPeak - rssWarm) / N / 1024,
     };
-    const strip = ({ samples, ...rest }: RunFigures & { samples: Sample[] }) => ({ ...rest, stagesMs: stages(samples) });
+    const strip = ({ samples, ...rest }: RunFigures & { samples: Sample[] }) => ({
+      ...rest,
+      stagesMs: stages(samples),
+    });
     detail.direct = strip(direct);
     detail.syncer = strip(viaSyncer);
 
     // ---- fairness ------------------------------------------------------------------------------------------------
     if (fairness) {
-      await waitUntil(() => s.queueLength() === 0, 60_000, () => `syncer queue empty after run 2 (${s.queueLength()})`);
+      await waitUntil(
+        () => s.queueLength() === 0,
+        60_000,
+        () => `syncer queue empty after run 2 (${s.queueLength()})`,
+      );
       const [noisy, quiet] = [0, 1];
       const quietJob = (name: string) => tenantJob(quiet, name, 'quiet');
       log(`fairness: quiet tenant alone, ${QUIET_PODS} sequential Pods`);
-      const alone = await sequential(Array.from({ length: QUIET_PODS }, (_, k) => quietJob(`quiet-alone-${k}`)), 120_000, 'quiet alone');
+      const alone = await sequential(
+        Array.from({ length: QUIET_PODS }, (_, k) => quietJob(`quiet-alone-${k}`)),
+        120_000,
+        'quiet alone',
+      );
 
       const countersF0 = await syncerCounters();
       const noisyKey = tenants[noisy]!.key;
@@ -572,7 +661,12 @@ export async function syncerBench(): Promise<BenchResult> {
       void flood.catch(() => undefined);
       // Start the quiet tenant once the flood has reached the syncer's queue.
       const tq = performance.now();
-      await waitUntil(() => noisyDepth() >= Math.min(50, Math.ceil(FLOOD / 4)), 30_000, () => `flood queued (noisy depth ${noisyDepth()})`, 20).catch(() => {
+      await waitUntil(
+        () => noisyDepth() >= Math.min(50, Math.ceil(FLOOD / 4)),
+        30_000,
+        () => `flood queued (noisy depth ${noisyDepth()})`,
+        20,
+      ).catch(() => {
         floodNeverQueued = true;
       });
       const waitedForQueueMs = performance.now() - tq;

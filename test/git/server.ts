@@ -12,7 +12,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import { closeServer, git, gitEnv, httpBackendPath, listen, readBody, runHttpBackend } from '../../core/programs/embedded/gitserver.ts';
+import {
+  closeServer,
+  git,
+  gitEnv,
+  httpBackendPath,
+  listen,
+  readBody,
+  runHttpBackend,
+} from '../../core/programs/embedded/gitserver.ts';
 
 export { git, gitEnv };
 
@@ -88,9 +96,19 @@ export interface GitServer {
    * commitFiles commits the given files (null deletes a file) on top of the branch (or as a new history with
    * `orphan`), pushes it, and returns the commit id.
    */
-  commitFiles(name: string, files: Record<string, string | null>, message: string, opts?: CommitOptions): Promise<string>;
+  commitFiles(
+    name: string,
+    files: Record<string, string | null>,
+    message: string,
+    opts?: CommitOptions,
+  ): Promise<string>;
   /** forcePush rewrites the branch to a new, unrelated history holding only `files`, and returns the commit id. */
-  forcePush(name: string, files: Record<string, string>, message: string, opts?: Omit<CommitOptions, 'orphan'>): Promise<string>;
+  forcePush(
+    name: string,
+    files: Record<string, string>,
+    message: string,
+    opts?: Omit<CommitOptions, 'orphan'>,
+  ): Promise<string>;
   /** tag creates (or moves) a tag in the bare repository pointing at `target`. */
   tag(name: string, tag: string, target: string, opts?: { annotated?: boolean }): Promise<void>;
   /** revParse resolves a revision in the bare repository. */
@@ -138,7 +156,12 @@ function pktLines(body: Buffer): string[] {
       at += 4;
       continue;
     }
-    lines.push(body.subarray(at + 4, at + len).toString('latin1').replace(/\n$/, ''));
+    lines.push(
+      body
+        .subarray(at + 4, at + len)
+        .toString('latin1')
+        .replace(/\n$/, ''),
+    );
     at += len;
   }
   return lines;
@@ -232,7 +255,10 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
     if (sign.format === 'ssh') {
       return { args: ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${sign.keyFile}`], env: {} };
     }
-    return { args: ['-c', 'gpg.format=openpgp', '-c', `user.signingkey=${sign.keyId}`], env: { GNUPGHOME: sign.gnupgHome } };
+    return {
+      args: ['-c', 'gpg.format=openpgp', '-c', `user.signingkey=${sign.keyId}`],
+      env: { GNUPGHOME: sign.gnupgHome },
+    };
   };
 
   const commitFiles = async (
@@ -284,7 +310,12 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
     }
   };
 
-  const tag = async (name: string, tagName: string, target: string, tagOpts: { annotated?: boolean } = {}): Promise<void> => {
+  const tag = async (
+    name: string,
+    tagName: string,
+    target: string,
+    tagOpts: { annotated?: boolean } = {},
+  ): Promise<void> => {
     if (tagOpts.annotated) {
       await git(repoDir(name), ['tag', '-f', '-a', '-m', `release ${tagName}`, tagName, target]);
     } else {
@@ -309,7 +340,8 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
       else strictRepos.delete(name);
     },
     commitFiles,
-    forcePush: (name, files, message, commitOpts = {}) => commitFiles(name, files, message, { ...commitOpts, orphan: true }),
+    forcePush: (name, files, message, commitOpts = {}) =>
+      commitFiles(name, files, message, { ...commitOpts, orphan: true }),
     tag,
     revParse: (name, rev) => git(repoDir(name), ['rev-parse', rev]),
     stall(on) {
@@ -351,7 +383,11 @@ export interface SshKey {
 }
 
 /** makeSshKey creates an unencrypted SSH key pair in `dir` with ssh-keygen. */
-export async function makeSshKey(dir: string, name: string, type: 'ed25519' | 'rsa' | 'ecdsa' = 'ed25519'): Promise<SshKey> {
+export async function makeSshKey(
+  dir: string,
+  name: string,
+  type: 'ed25519' | 'rsa' | 'ecdsa' = 'ed25519',
+): Promise<SshKey> {
   const keyFile = join(dir, name);
   const bits = type === 'rsa' ? ['-b', '2048'] : [];
   await execFileP('ssh-keygen', ['-q', '-t', type, ...bits, '-N', '', '-C', `${name}@example.com`, '-f', keyFile]);
@@ -372,9 +408,16 @@ export async function makeGpgKey(dir: string, name: string): Promise<GpgKey> {
   await mkdir(gnupgHome, { recursive: true, mode: 0o700 });
   const env = { ...gitEnv(), GNUPGHOME: gnupgHome };
   const uid = `${name} <${name}@example.com>`;
-  await execFileP('gpg', ['--batch', '--pinentry-mode', 'loopback', '--passphrase', '', '--quick-gen-key', uid, 'ed25519', 'sign', 'never'], { env });
+  await execFileP(
+    'gpg',
+    ['--batch', '--pinentry-mode', 'loopback', '--passphrase', '', '--quick-gen-key', uid, 'ed25519', 'sign', 'never'],
+    { env },
+  );
   const { stdout } = await execFileP('gpg', ['--batch', '--with-colons', '--list-keys', uid], { env });
-  const fpr = stdout.split('\n').find((l) => l.startsWith('fpr:'))?.split(':')[9];
+  const fpr = stdout
+    .split('\n')
+    .find((l) => l.startsWith('fpr:'))
+    ?.split(':')[9];
   if (!fpr) throw new Error('gpg did not list the new key');
   const { stdout: publicKey } = await execFileP('gpg', ['--batch', '--armor', '--export', fpr], { env });
   return { gnupgHome, keyId: fpr, publicKey };

@@ -29,19 +29,26 @@ describe('GitOps applier on a real apiserver', () => {
   let applier: Applier;
   let status: GitSourceStatus | undefined;
   const getVC = (name: string) => t.client.getOrNull<VC>(R.virtualclusters, 'team', name);
-  const liveNames = async () => (await t.client.list(R.virtualclusters, { namespace: 'team' })).items.map((o) => o.metadata!.name).sort();
+  const liveNames = async () =>
+    (await t.client.list(R.virtualclusters, { namespace: 'team' })).items.map((o) => o.metadata!.name).sort();
   const cond = (type: string) => status!.conditions!.find((c) => c.type === type)!;
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 0 });
     for (const f of readdirSync(crdDir).filter((n) => n.endsWith('.yaml'))) {
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }
     await eventually(() => t.client.list(R.virtualclusters));
     await eventually(() => t.client.list(GITSOURCES));
-    for (const ns of ['team', 'platform']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    for (const ns of ['team', 'platform'])
+      await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     // The platform lets this source write into team and write ClusterVersions (manager configuration gitops.policy).
-    applier = new Applier({ client: t.client, source, scope: scopeOf(source, { sources: { 'platform/tenants': { targetNamespaces: ['team'], clusterScoped: true } } }) });
+    applier = new Applier({
+      client: t.client,
+      source,
+      scope: scopeOf(source, { sources: { 'platform/tenants': { targetNamespaces: ['team'], clusterScoped: true } } }),
+    });
   });
 
   afterAll(async () => {
@@ -49,7 +56,9 @@ describe('GitOps applier on a real apiserver', () => {
   });
 
   it('creates the VirtualClusters and the ClusterVersion, labelled and owned by vc-gitops', async () => {
-    const out = await applier.reconcile(makeArtifact(docs(['a', 'b', 'c', 'd', 'e']), { revision: rev(1) }), status, { generation: 1 });
+    const out = await applier.reconcile(makeArtifact(docs(['a', 'b', 'c', 'd', 'e']), { revision: rev(1) }), status, {
+      generation: 1,
+    });
     status = out.status;
     expect(out.result.stop).toBeUndefined();
     expect(cond('Ready')).toMatchObject({ status: 'True', reason: 'Succeeded', observedGeneration: 1 });
@@ -61,7 +70,9 @@ describe('GitOps applier on a real apiserver', () => {
     expect(status.inventory).toHaveLength(6);
     expect(status.inventory!.find((e) => e.name === 'a')!.uid).toBe(a.metadata!.uid);
     expect(await t.client.getOrNull(R.clusterversions, undefined, 'v1-36')).not.toBeNull();
-    expect(await registry.getSingleMetricAsString('vc_gitops_applied_objects_total')).toContain('source="platform/tenants"} 6');
+    expect(await registry.getSingleMetricAsString('vc_gitops_applied_objects_total')).toContain(
+      'source="platform/tenants"} 6',
+    );
   });
 
   it('writes a status the generated GitSource CRD accepts', async () => {
@@ -71,23 +82,38 @@ describe('GitOps applier on a real apiserver', () => {
       metadata: { name: 'tenants', namespace: 'platform' },
       spec: { url: 'https://git.example.com/platform/tenants.git', ref: { branch: 'main' } },
     });
-    expect(gs.spec).toMatchObject({ path: '.', interval: '1m', prune: true, safety: { maxDeletes: 3, maxDeletePercent: 25 } });
+    expect(gs.spec).toMatchObject({
+      path: '.',
+      interval: '1m',
+      prune: true,
+      safety: { maxDeletes: 3, maxDeletePercent: 25 },
+    });
     const written = await t.client.update<GitSource>(GITSOURCES, { ...gs, status: status! }, { subresource: 'status' });
     expect(written.status!.inventory).toEqual(status!.inventory);
     await expect(
-      t.client.create(GITSOURCES, { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource', metadata: { name: 'two-refs', namespace: 'platform' }, spec: { url: 'https://x.example/t.git', ref: { branch: 'a', tag: 'b' } } }),
+      t.client.create(GITSOURCES, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'GitSource',
+        metadata: { name: 'two-refs', namespace: 'platform' },
+        spec: { url: 'https://x.example/t.git', ref: { branch: 'a', tag: 'b' } },
+      }),
     ).rejects.toThrow(/spec.ref/);
   });
 
   it('changes a VirtualCluster when its definition changes', async () => {
-    status = (await applier.reconcile(makeArtifact(docs(['a', 'b', 'c', 'd', 'e'], { a: 5 }), { revision: rev(2) }), status)).status;
+    status = (
+      await applier.reconcile(makeArtifact(docs(['a', 'b', 'c', 'd', 'e'], { a: 5 }), { revision: rev(2) }), status)
+    ).status;
     expect(cond('Ready').status).toBe('True');
     expect((await getVC('a'))!.spec.weight).toBe(5);
   });
 
   it('prunes a VirtualCluster removed from the repository', async () => {
     const uid = (await getVC('e'))!.metadata!.uid;
-    const out = await applier.reconcile(makeArtifact(docs(['a', 'b', 'c', 'd'], { a: 5 }), { revision: rev(3) }), status);
+    const out = await applier.reconcile(
+      makeArtifact(docs(['a', 'b', 'c', 'd'], { a: 5 }), { revision: rev(3) }),
+      status,
+    );
     status = out.status;
     expect(out.result.pruned.map((e) => [e.name, e.uid])).toEqual([['e', uid]]);
     expect(await liveNames()).toEqual(['a', 'b', 'c', 'd']);
@@ -101,7 +127,9 @@ describe('GitOps applier on a real apiserver', () => {
     status = out.status;
     expect(cond('Ready')).toMatchObject({ status: 'False', reason: 'ValidationFailed' });
     expect(cond('Stalled')).toMatchObject({ status: 'True', reason: 'ValidationFailed' });
-    expect(cond('Ready').message).toContain('tenants/team.yaml (document 1): VirtualCluster team/a: /spec/weight must be <= 1000');
+    expect(cond('Ready').message).toContain(
+      'tenants/team.yaml (document 1): VirtualCluster team/a: /spec/weight must be <= 1000',
+    );
     expect((await getVC('a'))!.spec.weight).toBe(5);
     expect((await getVC('b'))!.spec.weight).toBe(3);
     expect(await liveNames()).toEqual(['a', 'b', 'c', 'd']);
@@ -110,23 +138,35 @@ describe('GitOps applier on a real apiserver', () => {
   });
 
   it('stops a delete-all before deleting anything', async () => {
-    const out = await applier.reconcile(makeArtifact({ 'versions.yaml': [cvDoc('v1-36')] }, { revision: rev(5) }), status);
+    const out = await applier.reconcile(
+      makeArtifact({ 'versions.yaml': [cvDoc('v1-36')] }, { revision: rev(5) }),
+      status,
+    );
     status = out.status;
     expect(out.result.pruned).toEqual([]);
     expect(cond('Stalled')).toMatchObject({ status: 'True', reason: 'DeletionLimitExceeded' });
     expect(cond('Ready').message).toContain('would delete 4 of 4 VirtualClusters');
     expect(await liveNames()).toEqual(['a', 'b', 'c', 'd']);
     expect(status.inventory!.map((e) => e.name)).toEqual(['v1-36', 'a', 'b', 'c', 'd']);
-    expect(await registry.getSingleMetricAsString('vc_gitops_reconcile_failures_total')).toContain('reason="DeletionLimitExceeded"} 1');
+    expect(await registry.getSingleMetricAsString('vc_gitops_reconcile_failures_total')).toContain(
+      'reason="DeletionLimitExceeded"} 1',
+    );
   });
 
   it('reports a hand edit and a hand deletion as drift, and the next reconcile undoes both', async () => {
     const artifact = makeArtifact(docs(['a', 'b', 'c', 'd'], { a: 5 }), { revision: rev(6) });
     status = (await applier.reconcile(artifact, status)).status;
     expect(cond('Ready').status).toBe('True');
-    expect(await applier.detectDrift(artifact, status.inventory)).toEqual({ missing: [], changed: [], extra: [], errors: [] });
+    expect(await applier.detectDrift(artifact, status.inventory)).toEqual({
+      missing: [],
+      changed: [],
+      extra: [],
+      errors: [],
+    });
 
-    await t.client.patch(R.virtualclusters, 'team', 'b', { spec: { weight: 42 } }, 'merge', { fieldManager: 'kubectl-patch' });
+    await t.client.patch(R.virtualclusters, 'team', 'b', { spec: { weight: 42 } }, 'merge', {
+      fieldManager: 'kubectl-patch',
+    });
     const oldC = (await getVC('c'))!.metadata!.uid;
     await t.client.delete(R.virtualclusters, 'team', 'c');
     await eventually(async () => expect(await getVC('c')).toBeNull());
@@ -143,7 +183,12 @@ describe('GitOps applier on a real apiserver', () => {
     expect(newC).toBeDefined();
     expect(newC).not.toBe(oldC);
     expect(status.inventory!.find((e) => e.name === 'c')!.uid).toBe(newC);
-    expect(await applier.detectDrift(artifact, status.inventory)).toEqual({ missing: [], changed: [], extra: [], errors: [] });
+    expect(await applier.detectDrift(artifact, status.inventory)).toEqual({
+      missing: [],
+      changed: [],
+      extra: [],
+      errors: [],
+    });
   });
 
   it('deletes beyond the limits only for the revision the confirmation names', async () => {
@@ -163,7 +208,9 @@ describe('GitOps applier on a real apiserver', () => {
     await t.client.delete(R.virtualclusters, 'team', 'b');
     await eventually(async () => expect(await getVC('b')).toBeNull());
     await t.client.create(R.virtualclusters, vcDoc('team', 'b') as KubeObject);
-    const out = await applier.reconcile(makeArtifact(docs(['a'], { a: 5 }), { revision: rev(8) }), status, { safety: { maxDeletePercent: 100 } });
+    const out = await applier.reconcile(makeArtifact(docs(['a'], { a: 5 }), { revision: rev(8) }), status, {
+      safety: { maxDeletePercent: 100 },
+    });
     status = out.status;
     expect(out.result.stop).toBeUndefined();
     expect(out.result.gone.map((e) => e.name)).toEqual(['b']);

@@ -17,7 +17,10 @@ const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 
 /** vc runs the CLI as a user would, returning its exit code and output instead of throwing. */
-async function vc(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function vc(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await execP(process.execPath, [vcBin, ...args], { env: { ...process.env, ...env }, timeout: 180_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -43,7 +46,12 @@ describe('vc CLI against a manager on a real super cluster', () => {
     await eventually(() => t.client.list(R.virtualclusters));
     dir = mkdtempSync(join(tmpdir(), 'vc-cli-'));
     local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
-    controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { local }, tenants: new MutableTenantRegistry() });
+    controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners: { local },
+      tenants: new MutableTenantRegistry(),
+    });
     await controller.start();
     kc = ['--kubeconfig', t.sc.kubeconfigPath];
   });
@@ -57,7 +65,10 @@ describe('vc CLI against a manager on a real super cluster', () => {
 
   it('creates a VirtualCluster, waits for Running with progress, and writes a kubeconfig kubectl can use', async () => {
     const file = join(dir, 'dev.yaml');
-    writeFileSync(file, 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: dev\nspec:\n  provisioner:\n    type: local\n');
+    writeFileSync(
+      file,
+      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: dev\nspec:\n  provisioner:\n    type: local\n',
+    );
     const out = join(dir, 'dev.kubeconfig');
     const r = await vc(['create', '-f', file, '-o', out, ...kc]);
     expect(r.code, r.stderr).toBe(0);
@@ -87,7 +98,11 @@ describe('vc CLI against a manager on a real super cluster', () => {
   });
 
   it.each([
-    ['a schema error', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: bad\nspec:\n  weight: 0\n', /bad\.yaml: VirtualCluster default\/bad: \/spec\/weight must be >= 1/],
+    [
+      'a schema error',
+      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: bad\nspec:\n  weight: 0\n',
+      /bad\.yaml: VirtualCluster default\/bad: \/spec\/weight must be >= 1/,
+    ],
     ['invalid YAML', 'kind: [\n', /bad\.yaml: document 1: invalid YAML/],
   ])('refuses %s with one clear line and a non-zero exit', async (_, text, want) => {
     const file = join(dir, 'bad.yaml');
@@ -126,10 +141,15 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(bad.stderr).toMatch(/tenants\/bad\.yaml: VirtualCluster default\/bad: \/spec\/weight must be >= 1/);
     rmSync(join(repo, 'tenants/bad.yaml'));
     const policy = join(dir, 'policy.yaml');
-    writeFileSync(policy, 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: TenantPolicy\nmetadata:\n  name: small\n  annotations:\n    tenancy.x-k8s.io/is-default-policy: "true"\nspec:\n  weight:\n    max: 2\n');
+    writeFileSync(
+      policy,
+      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: TenantPolicy\nmetadata:\n  name: small\n  annotations:\n    tenancy.x-k8s.io/is-default-policy: "true"\nspec:\n  weight:\n    max: 2\n',
+    );
     const over = await vc(['validate', repo, '--policy', policy]);
     expect(over.code).not.toBe(0);
-    expect(over.stderr).toContain('tenants/dev.yaml: VirtualCluster default/dev: spec.weight: weight 3 is above the ceiling 2 of policy "small" (weight.max)');
+    expect(over.stderr).toContain(
+      'tenants/dev.yaml: VirtualCluster default/dev: spec.weight: weight 3 is above the ceiling 2 of policy "small" (weight.max)',
+    );
   });
 
   it('deletes a VirtualCluster and waits until it is gone', async () => {

@@ -13,9 +13,7 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { ensureNamespace, refusedBy, serviceAccountClient } from '../identities.ts';
 
 const deployDir = join(import.meta.dirname, '../../deploy');
-const byKind: Record<string, Resource> = Object.fromEntries(
-  [...Object.values(R), GITSOURCES].map((r) => [r.kind, r]),
-);
+const byKind: Record<string, Resource> = Object.fromEntries([...Object.values(R), GITSOURCES].map((r) => [r.kind, r]));
 
 function documents(file: string, text: string): Array<{ file: string; object: KubeObject }> {
   return parseAllDocuments(text)
@@ -58,7 +56,8 @@ beforeAll(async () => {
   t = await startTestSuper({ nodes: 1 });
   await applyCRDs(t.sc);
   // Dry-run of namespaced objects needs their namespaces to exist.
-  for (const ns of ['vc-system', 'tenants']) await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  for (const ns of ['vc-system', 'tenants'])
+    await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
 });
 afterAll(async () => {
   await t?.stop();
@@ -83,7 +82,8 @@ describe('deploy/ for a real cluster', () => {
     expect(kinds.indexOf('Namespace')).toBeLessThan(kinds.indexOf('Deployment'));
     expect(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')).not.toMatch(/^\s*-\s*toolchain/m);
     const sampleKinds = new Set(extras().map((m) => m.object.kind));
-    for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource', 'TenantPolicy']) expect(sampleKinds, k).toContain(k);
+    for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource', 'TenantPolicy'])
+      expect(sampleKinds, k).toContain(k);
   });
 
   it('is accepted by the real apiserver with server-side apply (dry run)', async () => {
@@ -97,7 +97,9 @@ describe('deploy/ for a real cluster', () => {
       try {
         await t.client.apply(r, object, 'deploy-test', { dryRun: true });
       } catch (e) {
-        rejected.push(`${file}: ${object.kind} ${object.metadata?.name}: ${e instanceof Error ? e.message : String(e)}`);
+        rejected.push(
+          `${file}: ${object.kind} ${object.metadata?.name}: ${e instanceof Error ? e.message : String(e)}`,
+        );
       }
     }
     expect(rejected).toEqual([]);
@@ -138,16 +140,20 @@ describe('deploy/policy: the manager writes only in tenant namespaces', () => {
     await eventually(() => refusedBy(() => byCert.create(R.secrets, secret('default', 'probe')), OUTSIDE), 30_000);
   });
 
-  it('refuses both manager identities in default and kube-system with the policy\'s message', async () => {
+  it("refuses both manager identities in default and kube-system with the policy's message", async () => {
     for (const [who, c] of [
       ['certificate', byCert],
       ['ServiceAccount', bySA],
     ] as const) {
       for (const ns of ['default', 'kube-system']) {
-        await expect(refusedBy(() => c.create(R.secrets, secret(ns, `s-${who.toLowerCase()}`)), OUTSIDE), `${who} Secret ${ns}`).resolves.toMatch(
-          new RegExp(`${ns} is not a tenant namespace`),
-        );
-        await expect(refusedBy(() => c.create(R.pods, pod(ns, `p-${who.toLowerCase()}`)), OUTSIDE), `${who} Pod ${ns}`).resolves.toContain('pods');
+        await expect(
+          refusedBy(() => c.create(R.secrets, secret(ns, `s-${who.toLowerCase()}`)), OUTSIDE),
+          `${who} Secret ${ns}`,
+        ).resolves.toMatch(new RegExp(`${ns} is not a tenant namespace`));
+        await expect(
+          refusedBy(() => c.create(R.pods, pod(ns, `p-${who.toLowerCase()}`)), OUTSIDE),
+          `${who} Pod ${ns}`,
+        ).resolves.toContain('pods');
       }
     }
     // The admin is not bound by it.
@@ -161,52 +167,120 @@ describe('deploy/policy: the manager writes only in tenant namespaces', () => {
     ] as const) {
       await c.create(R.secrets, secret('tenant-root', `s-${who}`));
       await c.create(R.pods, pod('tenant-root', `p-${who}`));
-      await c.apply(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c-${who}`, namespace: 'tenant-root' }, data: { a: 'b' } }, 'vc-manager');
+      await c.apply(
+        R.configmaps,
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `c-${who}`, namespace: 'tenant-root' },
+          data: { a: 'b' },
+        },
+        'vc-manager',
+      );
       await c.patch(R.secrets, 'tenant-root', `s-${who}`, { metadata: { labels: { x: 'y' } } }, 'merge');
       expect(await c.delete(R.secrets, 'tenant-root', `s-${who}`)).toBe(true);
     }
   });
 
   it('keeps the manager to labelled namespaces and their label', async () => {
-    const ns = (name: string, labels?: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
+    const ns = (name: string, labels?: Record<string, string>): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, labels },
+    });
     await byCert.create(R.namespaces, ns('tenant-made', { [LABEL.cluster]: 'tenant-root' }));
-    await refusedBy(() => byCert.create(R.namespaces, ns('plain-made')), /may create only namespaces labelled tenancy\.x-k8s\.io\/cluster/);
     await refusedBy(
-      () => byCert.patch(R.namespaces, undefined, 'tenant-made', { metadata: { labels: { [LABEL.cluster]: null } } }, 'merge'),
+      () => byCert.create(R.namespaces, ns('plain-made')),
+      /may create only namespaces labelled tenancy\.x-k8s\.io\/cluster/,
+    );
+    await refusedBy(
+      () =>
+        byCert.patch(
+          R.namespaces,
+          undefined,
+          'tenant-made',
+          { metadata: { labels: { [LABEL.cluster]: null } } },
+          'merge',
+        ),
       /may not remove or change the label/,
     );
     await refusedBy(
-      () => bySA.patch(R.namespaces, undefined, 'tenant-made', { metadata: { labels: { [LABEL.cluster]: 'other-tenant' } } }, 'merge'),
+      () =>
+        bySA.patch(
+          R.namespaces,
+          undefined,
+          'tenant-made',
+          { metadata: { labels: { [LABEL.cluster]: 'other-tenant' } } },
+          'merge',
+        ),
       /may not remove or change the label/,
     );
     await ensureNamespace(t.client, 'plain');
-    await refusedBy(() => byCert.patch(R.namespaces, undefined, 'plain', { metadata: { labels: { [LABEL.cluster]: 'x' } } }, 'merge'), /may not change namespace plain/);
+    await refusedBy(
+      () => byCert.patch(R.namespaces, undefined, 'plain', { metadata: { labels: { [LABEL.cluster]: 'x' } } }, 'merge'),
+      /may not change namespace plain/,
+    );
     await refusedBy(() => bySA.delete(R.namespaces, undefined, 'plain'), /may not delete namespace plain/);
     expect(await byCert.delete(R.namespaces, undefined, 'tenant-made')).toBe(true);
   });
 
   it('lets the manager write the kubeconfig Secret and tenant CA ConfigMap beside their VirtualCluster, nothing else there', async () => {
-    const owner = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid: vcUid, controller: true };
+    const owner = {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      name: 'a',
+      uid: vcUid,
+      controller: true,
+    };
     const meta = { labels: { [LABEL.managedBy]: 'vc-manager' }, ownerReferences: [owner] };
     await byCert.apply(R.secrets, secret('tenants', 'a-kubeconfig', meta), 'vc-manager');
-    await byCert.apply(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a-tenant-ca', namespace: 'tenants', ...meta }, data: { 'ca.crt': 'x' } }, 'vc-manager');
+    await byCert.apply(
+      R.configmaps,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'a-tenant-ca', namespace: 'tenants', ...meta },
+        data: { 'ca.crt': 'x' },
+      },
+      'vc-manager',
+    );
     await refusedBy(() => byCert.create(R.secrets, secret('tenants', 'b-kubeconfig', meta)), OUTSIDE);
     await refusedBy(() => byCert.create(R.secrets, secret('tenants', 'a-kubeconfig-2', meta)), OUTSIDE);
     await refusedBy(() => byCert.create(R.secrets, secret('kube-system', 'a-kubeconfig', meta)), OUTSIDE);
     // Taking over a Secret it did not write: the old object must already be its own.
     await t.client.create(R.secrets, secret('tenants', 'b-kubeconfig'));
-    await refusedBy(() => byCert.apply(R.secrets, secret('tenants', 'b-kubeconfig', { ...meta, ownerReferences: [{ ...owner, name: 'b' }] }), 'vc-manager'), OUTSIDE);
+    await refusedBy(
+      () =>
+        byCert.apply(
+          R.secrets,
+          secret('tenants', 'b-kubeconfig', { ...meta, ownerReferences: [{ ...owner, name: 'b' }] }),
+          'vc-manager',
+        ),
+      OUTSIDE,
+    );
     expect(await byCert.delete(R.secrets, 'tenants', 'a-kubeconfig')).toBe(true);
   });
 
-  it('lets nobody but the manager write a ConfigMap or Secret labelled as the manager\'s', async () => {
+  it("lets nobody but the manager write a ConfigMap or Secret labelled as the manager's", async () => {
     const labels = { [LABEL.managedBy]: 'vc-manager' };
     await refusedBy(
-      () => t.client.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a2-tenant-ca', namespace: 'tenants', labels }, data: {} }),
+      () =>
+        t.client.create(R.configmaps, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'a2-tenant-ca', namespace: 'tenants', labels },
+          data: {},
+        }),
       /only vc-manager may write configmaps labelled tenancy\.x-k8s\.io\/managed-by=vc-manager/,
     );
-    await refusedBy(() => t.client.patch(R.configmaps, 'tenants', 'a-tenant-ca', { data: { 'ca.crt': 'forged' } }, 'merge'), /only vc-manager may write configmaps/);
-    await refusedBy(() => t.client.create(R.secrets, secret('default', 'x', { labels })), /only vc-manager may write secrets/);
+    await refusedBy(
+      () => t.client.patch(R.configmaps, 'tenants', 'a-tenant-ca', { data: { 'ca.crt': 'forged' } }, 'merge'),
+      /only vc-manager may write configmaps/,
+    );
+    await refusedBy(
+      () => t.client.create(R.secrets, secret('default', 'x', { labels })),
+      /only vc-manager may write secrets/,
+    );
     expect(await t.client.delete(R.configmaps, 'tenants', 'a-tenant-ca')).toBe(true);
   });
 });
@@ -223,7 +297,10 @@ interface NetworkPolicy extends KubeObject {
   spec: {
     podSelector: LabelSelector;
     policyTypes?: string[];
-    ingress?: Array<{ from?: Array<{ namespaceSelector?: LabelSelector; podSelector?: LabelSelector }>; ports?: Array<{ port?: number }> }>;
+    ingress?: Array<{
+      from?: Array<{ namespaceSelector?: LabelSelector; podSelector?: LabelSelector }>;
+      ports?: Array<{ port?: number }>;
+    }>;
   };
 }
 
@@ -236,8 +313,16 @@ const selects = (sel: LabelSelector | undefined, labels: Record<string, string>)
  * admits evaluates NetworkPolicy ingress semantics for one connection into vc-system: allowed when no policy selects
  * the target Pod, otherwise when one rule of a selecting policy admits the peer and port.
  */
-function admits(policies: NetworkPolicy[], targetPod: Record<string, string>, port: number, from: Peer, fromNamespace: string): boolean {
-  const selecting = policies.filter((p) => (p.spec.policyTypes ?? ['Ingress']).includes('Ingress') && selects(p.spec.podSelector, targetPod));
+function admits(
+  policies: NetworkPolicy[],
+  targetPod: Record<string, string>,
+  port: number,
+  from: Peer,
+  fromNamespace: string,
+): boolean {
+  const selecting = policies.filter(
+    (p) => (p.spec.policyTypes ?? ['Ingress']).includes('Ingress') && selects(p.spec.podSelector, targetPod),
+  );
   if (!selecting.length) return true;
   return selecting.some((p) =>
     (p.spec.ingress ?? []).some(
@@ -246,7 +331,8 @@ function admits(policies: NetworkPolicy[], targetPod: Record<string, string>, po
         (!rule.from?.length ||
           rule.from.some((peer) =>
             peer.namespaceSelector
-              ? selects(peer.namespaceSelector, from.namespaceLabels) && (!peer.podSelector || selects(peer.podSelector, from.podLabels))
+              ? selects(peer.namespaceSelector, from.namespaceLabels) &&
+                (!peer.podSelector || selects(peer.podSelector, from.podLabels))
               : fromNamespace === 'vc-system' && selects(peer.podSelector, from.podLabels),
           )),
     ),
@@ -260,10 +346,25 @@ describe('deploy/network: who reaches the manager', () => {
   const manager = { 'app.kubernetes.io/name': 'vc-manager' };
   // A tenant Pod: its super namespace carries the tenant label; the syncer strips any tenancy.x-k8s.io label a
   // tenant sets, so it cannot carry the platform's labels.
-  const tenant: Peer = { namespaceLabels: { [LABEL.cluster]: 'team-a-1a2b3c-dev', 'kubernetes.io/metadata.name': 'team-a-1a2b3c-dev-default' }, podLabels: { app: 'x' } };
-  const prometheus: Peer = { namespaceLabels: { 'tenancy.x-k8s.io/monitoring': 'true' }, podLabels: { app: 'prometheus' } };
-  const ingress: Peer = { namespaceLabels: { 'tenancy.x-k8s.io/ingress': 'true' }, podLabels: { app: 'ingress-nginx' } };
-  const neighbour: Peer = { namespaceLabels: { 'kubernetes.io/metadata.name': 'vc-system' }, podLabels: { app: 'other' } };
+  const tenant: Peer = {
+    namespaceLabels: {
+      [LABEL.cluster]: 'team-a-1a2b3c-dev',
+      'kubernetes.io/metadata.name': 'team-a-1a2b3c-dev-default',
+    },
+    podLabels: { app: 'x' },
+  };
+  const prometheus: Peer = {
+    namespaceLabels: { 'tenancy.x-k8s.io/monitoring': 'true' },
+    podLabels: { app: 'prometheus' },
+  };
+  const ingress: Peer = {
+    namespaceLabels: { 'tenancy.x-k8s.io/ingress': 'true' },
+    podLabels: { app: 'ingress-nginx' },
+  };
+  const neighbour: Peer = {
+    namespaceLabels: { 'kubernetes.io/metadata.name': 'vc-system' },
+    podLabels: { app: 'other' },
+  };
 
   it.each([
     ['a tenant Pod', 'team-a-1a2b3c-dev-default', 9292, false, tenant],
@@ -279,9 +380,14 @@ describe('deploy/network: who reaches the manager', () => {
 
   it('puts the vn-agent ops port on loopback (host network: no NetworkPolicy applies)', () => {
     const ds = installed().find((m) => m.object.kind === 'DaemonSet')!.object as KubeObject & {
-      spec: { template: { spec: { hostNetwork?: boolean; containers: Array<{ livenessProbe: { httpGet: { host?: string } } }> } } };
+      spec: {
+        template: {
+          spec: { hostNetwork?: boolean; containers: Array<{ livenessProbe: { httpGet: { host?: string } } }> };
+        };
+      };
     };
-    const cm = installed().find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === 'vc-vn-agent')!.object as KubeObject & {
+    const cm = installed().find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === 'vc-vn-agent')!
+      .object as KubeObject & {
       data: Record<string, string>;
     };
     expect(ds.spec.template.spec.hostNetwork).toBe(true);

@@ -14,7 +14,12 @@ import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const vcYaml = (name: string, spec: Record<string, unknown> = {}) =>
-  stringify({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: { name, namespace: 'default' }, spec: { provisioner: { type: 'local' }, ...spec } });
+  stringify({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { name, namespace: 'default' },
+    spec: { provisioner: { type: 'local' }, ...spec },
+  });
 
 describe('GitOps: tenant definitions in git, reconciled into Running tenants', () => {
   let t: TestSuper;
@@ -27,7 +32,11 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
   const poke = async (name = 'tenants') => {
     const body = JSON.stringify({ ref: 'refs/heads/main' });
     const sig = createHmac('sha256', 's3cret').update(body).digest('hex');
-    const res = await fetch(manager.gitops!.webhookURL('default', name)!, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-signature': `sha256=${sig}` } });
+    const res = await fetch(manager.gitops!.webhookURL('default', name)!, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-signature': `sha256=${sig}` },
+    });
     expect(res.status).toBeLessThan(300);
   };
   const condition = (gs: GitSource, type: string) => gs.status?.conditions?.find((c) => c.type === type);
@@ -44,8 +53,17 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     dir = mkdtempSync(join(tmpdir(), 'vc-gitops-'));
     git = await startGitServer();
     await git.initRepo('tenants');
-    await git.commitFiles('tenants', { 'tenants/alpha.yaml': vcYaml('alpha'), 'README.md': 'tenant definitions\n' }, 'alpha');
-    await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hook', namespace: 'default' }, stringData: { token: 's3cret' } });
+    await git.commitFiles(
+      'tenants',
+      { 'tenants/alpha.yaml': vcYaml('alpha'), 'README.md': 'tenant definitions\n' },
+      'alpha',
+    );
+    await t.client.create(R.secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'hook', namespace: 'default' },
+      stringData: { token: 's3cret' },
+    });
     await t.client.create(GITSOURCES, {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'GitSource',
@@ -95,16 +113,24 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     await eventually(async () => {
       const text = await (await fetch(`http://127.0.0.1:${manager.opsPort}/metrics`)).text();
       for (const controller of ['gitops', 'virtualcluster', 'syncer']) {
-        expect(text).toMatch(new RegExp(`vc_controller_reconcile_total\\{controller="${controller}",result="[a-z_]+"\\} [1-9]`));
-      expect(text).toMatch(new RegExp(`vc_controller_reconcile_duration_seconds_count\\{controller="${controller}"\\} [1-9]`));
-      expect(text).toMatch(new RegExp(`vc_workqueue_adds_total\\{name="${controller}"\\} [1-9]`));
-      expect(text).toMatch(new RegExp(`vc_workqueue_depth\\{name="${controller}"\\} \\d+`));
+        expect(text).toMatch(
+          new RegExp(`vc_controller_reconcile_total\\{controller="${controller}",result="[a-z_]+"\\} [1-9]`),
+        );
+        expect(text).toMatch(
+          new RegExp(`vc_controller_reconcile_duration_seconds_count\\{controller="${controller}"\\} [1-9]`),
+        );
+        expect(text).toMatch(new RegExp(`vc_workqueue_adds_total\\{name="${controller}"\\} [1-9]`));
+        expect(text).toMatch(new RegExp(`vc_workqueue_depth\\{name="${controller}"\\} \\d+`));
       }
     }, 30_000);
   });
 
   it('follows a push announced by the webhook without waiting for the interval: add and edit', async () => {
-    const rev = await git.commitFiles('tenants', { 'tenants/beta.yaml': vcYaml('beta'), 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) }, 'beta; alpha weight 5');
+    const rev = await git.commitFiles(
+      'tenants',
+      { 'tenants/beta.yaml': vcYaml('beta'), 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) },
+      'beta; alpha weight 5',
+    );
     await poke();
     await appliedRevision(rev);
     expect((await vc('alpha'))?.spec.weight).toBe(5);
@@ -112,17 +138,27 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
   });
 
   it('stalls on invalid YAML or a schema error, naming file and field, and deletes nothing', async () => {
-    const bad = await git.commitFiles('tenants', { 'tenants/beta.yaml': null, 'tenants/broken.yaml': 'kind: [\n' }, 'broken yaml and beta removed');
+    const bad = await git.commitFiles(
+      'tenants',
+      { 'tenants/beta.yaml': null, 'tenants/broken.yaml': 'kind: [\n' },
+      'broken yaml and beta removed',
+    );
     await poke();
     let gs = await appliedRevision(bad);
     expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'ParseFailed' });
     expect(condition(gs, 'Ready')!.message).toMatch(/tenants\/broken\.yaml:\d+:\d+: cannot be parsed as YAML/);
     expect(await vc('beta')).not.toBeNull();
-    const invalid = await git.commitFiles('tenants', { 'tenants/broken.yaml': vcYaml('gamma', { weight: 0 }) }, 'schema error');
+    const invalid = await git.commitFiles(
+      'tenants',
+      { 'tenants/broken.yaml': vcYaml('gamma', { weight: 0 }) },
+      'schema error',
+    );
     await poke();
     gs = await appliedRevision(invalid);
     expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'ValidationFailed' });
-    expect(condition(gs, 'Ready')!.message).toMatch(/tenants\/broken\.yaml: VirtualCluster default\/gamma: \/spec\/weight must be >= 1/);
+    expect(condition(gs, 'Ready')!.message).toMatch(
+      /tenants\/broken\.yaml: VirtualCluster default\/gamma: \/spec\/weight must be >= 1/,
+    );
     expect(await vc('beta')).not.toBeNull();
     expect(await vc('gamma')).toBeNull();
     expect((await vc('alpha'))?.status?.phase).toBe('Running');
@@ -137,26 +173,51 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
   });
 
   it('stops a vanished path, an empty path and a delete-all instead of deleting, until that revision is confirmed', async () => {
-    await git.commitFiles('tenants', { 'tenants/delta.yaml': vcYaml('delta'), 'tenants/epsilon.yaml': vcYaml('epsilon') }, 'two more');
+    await git.commitFiles(
+      'tenants',
+      { 'tenants/delta.yaml': vcYaml('delta'), 'tenants/epsilon.yaml': vcYaml('epsilon') },
+      'two more',
+    );
     await poke();
     await eventually(async () => expect((await source()).status?.inventory).toHaveLength(3), 60_000);
     // git keeps no empty directories: removing every file removes the path itself.
-    await git.commitFiles('tenants', { 'tenants/alpha.yaml': null, 'tenants/delta.yaml': null, 'tenants/epsilon.yaml': null }, 'oops');
+    await git.commitFiles(
+      'tenants',
+      { 'tenants/alpha.yaml': null, 'tenants/delta.yaml': null, 'tenants/epsilon.yaml': null },
+      'oops',
+    );
     await poke();
-    await eventually(async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'False', reason: 'PathNotFound' }), 60_000);
+    await eventually(
+      async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'False', reason: 'PathNotFound' }),
+      60_000,
+    );
     expect(await vc('delta')).not.toBeNull();
-    const empty = await git.commitFiles('tenants', { 'tenants/NOTES.md': 'no tenants for now\n' }, 'path without definitions');
+    const empty = await git.commitFiles(
+      'tenants',
+      { 'tenants/NOTES.md': 'no tenants for now\n' },
+      'path without definitions',
+    );
     await poke();
     const gs = await appliedRevision(empty);
     expect(condition(gs, 'Ready')).toMatchObject({ status: 'False', reason: 'EmptyPath' });
     expect(await vc('alpha')).not.toBeNull();
-    const most = await git.commitFiles('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) }, 'remove two of three');
+    const most = await git.commitFiles(
+      'tenants',
+      { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 5 }) },
+      'remove two of three',
+    );
     await poke();
     const gs2 = await appliedRevision(most);
     expect(condition(gs2, 'Ready')).toMatchObject({ status: 'False', reason: 'DeletionLimitExceeded' });
     expect(await vc('delta')).not.toBeNull();
     expect(await vc('epsilon')).not.toBeNull();
-    await t.client.patch(GITSOURCES, 'default', 'tenants', { metadata: { annotations: { 'tenancy.x-k8s.io/confirm-deletion': most } } }, 'merge');
+    await t.client.patch(
+      GITSOURCES,
+      'default',
+      'tenants',
+      { metadata: { annotations: { 'tenancy.x-k8s.io/confirm-deletion': most } } },
+      'merge',
+    );
     await eventually(async () => {
       expect(await vc('delta')).toBeNull();
       expect(await vc('epsilon')).toBeNull();
@@ -186,7 +247,13 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
       expect(condition(gs, 'Stalled')!.message).toContain(`revision ${rev} does not descend from last applied`);
     }, 60_000);
     expect((await vc('alpha'))?.spec.weight).toBe(5);
-    await t.client.patch(GITSOURCES, 'default', 'tenants', { metadata: { annotations: { 'tenancy.x-k8s.io/allow-revision': rev } } }, 'merge');
+    await t.client.patch(
+      GITSOURCES,
+      'default',
+      'tenants',
+      { metadata: { annotations: { 'tenancy.x-k8s.io/allow-revision': rev } } },
+      'merge',
+    );
     await appliedRevision(rev);
     expect((await vc('alpha'))?.spec.weight).toBe(7);
   });
@@ -208,8 +275,15 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     if (!(await sshKeygenAvailable())) throw new Error('ssh-keygen is needed for this test (openssh-client)');
     const key = await makeSshKey(dir, 'trusted');
     await git.initRepo('signed');
-    const signed = await git.commitFiles('signed', { 'tenants/zeta.yaml': vcYaml('zeta') }, 'signed', { sign: { format: 'ssh', keyFile: key.keyFile } });
-    await t.client.create(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'trusted-keys', namespace: 'default' }, stringData: { key: key.publicKey } });
+    const signed = await git.commitFiles('signed', { 'tenants/zeta.yaml': vcYaml('zeta') }, 'signed', {
+      sign: { format: 'ssh', keyFile: key.keyFile },
+    });
+    await t.client.create(R.secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'trusted-keys', namespace: 'default' },
+      stringData: { key: key.publicKey },
+    });
     await t.client.create(GITSOURCES, {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'GitSource',
@@ -223,7 +297,13 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         webhook: { kind: 'generic', secretRef: { name: 'hook' } },
       },
     });
-    await eventually(async () => expect((await t.client.get<GitSource>(GITSOURCES, 'default', 'signed')).status?.lastAppliedRevision).toBe(signed), 60_000);
+    await eventually(
+      async () =>
+        expect((await t.client.get<GitSource>(GITSOURCES, 'default', 'signed')).status?.lastAppliedRevision).toBe(
+          signed,
+        ),
+      60_000,
+    );
     await git.commitFiles('signed', { 'tenants/eta.yaml': vcYaml('eta') }, 'unsigned');
     await poke('signed');
     await eventually(async () => {

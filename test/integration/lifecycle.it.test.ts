@@ -57,14 +57,19 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
       return vc;
     }, timeout);
   const tenantClient = async (vc: VirtualCluster) => {
-    const s = await t.client.get<{ data: { kubeconfig: string } }>(R.secrets, 'default', vc.status!.kubeconfigSecretName!);
+    const s = await t.client.get<{ data: { kubeconfig: string } }>(
+      R.secrets,
+      'default',
+      vc.status!.kubeconfigSecretName!,
+    );
     return KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString());
   };
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
     for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml']) {
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }
     await eventually(() => t.client.list(R.virtualclusters));
     // The platform's default policy for these tenants: the flags the roll test sets, and the import provisioner.
@@ -76,7 +81,12 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
           kind: 'TenantPolicy',
           metadata: { name: 'lifecycle', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
           spec: {
-            controlPlane: { tenantSettableArgs: { apiServer: ['max-requests-inflight'], controllerManager: ['concurrent-deployment-syncs'] } },
+            controlPlane: {
+              tenantSettableArgs: {
+                apiServer: ['max-requests-inflight'],
+                controllerManager: ['concurrent-deployment-syncs'],
+              },
+            },
             provisioners: { allowed: ['local', 'import'] },
           },
         },
@@ -105,7 +115,11 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     expect(vc.metadata!.finalizers).toContain('tenancy.x-k8s.io/virtualcluster');
     expect(await t.client.getOrNull(R.namespaces, undefined, root)).not.toBeNull();
 
-    const s = await t.client.get<{ data: { kubeconfig: string } }>(R.secrets, 'default', vc.status!.kubeconfigSecretName!);
+    const s = await t.client.get<{ data: { kubeconfig: string } }>(
+      R.secrets,
+      'default',
+      vc.status!.kubeconfigSecretName!,
+    );
     const file = join(stateDir, 'alpha.kubeconfig');
     writeFileSync(file, Buffer.from(s.data.kubeconfig, 'base64'));
     const out = await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'get', 'namespaces', '-o', 'name']);
@@ -129,7 +143,16 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
         group: 'example.com',
         names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
         scope: 'Namespaced',
-        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', description: desc, 'x-kubernetes-preserve-unknown-fields': true } } }],
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: { type: 'object', description: desc, 'x-kubernetes-preserve-unknown-fields': true },
+            },
+          },
+        ],
       },
     });
     await ca.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shared-name' } });
@@ -138,8 +161,12 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     await ca.create(R.crds, crd('alpha'));
     await cb.create(R.crds, crd('beta'));
     expect(await cb.getOrNull(R.namespaces, undefined, 'only-alpha')).toBeNull();
-    const da = await ca.get<KubeObject & { spec: { versions: Array<{ schema: { openAPIV3Schema: { description: string } } }> } }>(R.crds, undefined, 'widgets.example.com');
-    const db = await cb.get<KubeObject & { spec: { versions: Array<{ schema: { openAPIV3Schema: { description: string } } }> } }>(R.crds, undefined, 'widgets.example.com');
+    const da = await ca.get<
+      KubeObject & { spec: { versions: Array<{ schema: { openAPIV3Schema: { description: string } } }> } }
+    >(R.crds, undefined, 'widgets.example.com');
+    const db = await cb.get<
+      KubeObject & { spec: { versions: Array<{ schema: { openAPIV3Schema: { description: string } } }> } }
+    >(R.crds, undefined, 'widgets.example.com');
     expect(da.spec.versions[0]!.schema.openAPIV3Schema.description).toBe('alpha');
     expect(db.spec.versions[0]!.schema.openAPIV3Schema.description).toBe('beta');
     expect(await t.client.getOrNull(R.crds, undefined, 'widgets.example.com')).toBeNull();
@@ -162,14 +189,19 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     const vc = await running('alpha');
     const cp = local.controlPlane(vc.status!.clusterNamespace!)!;
     const before = cp.apiserver.pid;
-    const spec = { apiServer: { extraArgs: { 'max-requests-inflight': '123' } }, controllerManager: { extraArgs: { 'concurrent-deployment-syncs': '7' } } };
+    const spec = {
+      apiServer: { extraArgs: { 'max-requests-inflight': '123' } },
+      controllerManager: { extraArgs: { 'concurrent-deployment-syncs': '7' } },
+    };
     await t.client.patch(R.virtualclusters, 'default', 'alpha', { spec }, 'merge');
     await eventually(async () => {
       const now = local.controlPlane(vc.status!.clusterNamespace!);
       expect(now?.apiserver.pid).toBeDefined();
       expect(now!.apiserver.pid).not.toBe(before);
       expect(readFileSync(`/proc/${now!.apiserver.pid}/cmdline`, 'utf8')).toContain('--max-requests-inflight=123');
-      expect(readFileSync(`/proc/${now!.controllerManager!.pid}/cmdline`, 'utf8')).toContain('--concurrent-deployment-syncs=7');
+      expect(readFileSync(`/proc/${now!.controllerManager!.pid}/cmdline`, 'utf8')).toContain(
+        '--concurrent-deployment-syncs=7',
+      );
       const v = await getVC('alpha');
       expect(v.status?.observedGeneration).toBe(v.metadata?.generation);
       expect(v.status?.phase).toBe('Running');
@@ -177,7 +209,9 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
   });
 
   it('refuses at the door what the CRD can check, naming the field', async () => {
-    const err = await t.client.create(R.virtualclusters, vcObject('refused', { provisioner: { type: 'import' } })).catch((e: unknown) => e);
+    const err = await t.client
+      .create(R.virtualclusters, vcObject('refused', { provisioner: { type: 'import' } }))
+      .catch((e: unknown) => e);
     expect(String(err)).toMatch(/spec\.provisioner.*import/);
   });
 
@@ -189,7 +223,10 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
       expect(v.status?.phase).toBe('Error');
       return v;
     });
-    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'InvalidSpec',
+    });
     expect(vc.status!.message).toMatch(/VirtualCluster default\/broken: \/spec\/apiServer\/extraArgs/);
     expect(local.controlPlane(rootNamespace('default', 'broken', vc.metadata!.uid!))).toBeUndefined();
     expect((await getVC('alpha')).status?.phase).toBe('Running');
@@ -206,7 +243,12 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
       metadata: { name: 'existing-kubeconfig-src', namespace: 'default' },
       data: { kubeconfig: Buffer.from(readFileSync(existing.kubeconfigPath, 'utf8')).toString('base64') },
     });
-    await t.client.create(R.virtualclusters, vcObject('imported', { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'existing-kubeconfig-src' } } } }));
+    await t.client.create(
+      R.virtualclusters,
+      vcObject('imported', {
+        provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'existing-kubeconfig-src' } } },
+      }),
+    );
     const vc = await running('imported');
     const c = await tenantClient(vc);
     await c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'via-import' } });
@@ -253,14 +295,25 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
       },
     });
     await t.client.delete(R.virtualclusters, 'default', 'beta');
-    await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, 'default', 'beta')).toBeNull(), 90_000);
-    expect((await t.client.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` })).items.filter((n) => !n.metadata?.deletionTimestamp)).toHaveLength(0);
+    await eventually(
+      async () => expect(await t.client.getOrNull(R.virtualclusters, 'default', 'beta')).toBeNull(),
+      90_000,
+    );
+    expect(
+      (await t.client.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` })).items.filter(
+        (n) => !n.metadata?.deletionTimestamp,
+      ),
+    ).toHaveLength(0);
     expect(await t.client.getOrNull(R.secrets, 'default', vc.status!.kubeconfigSecretName!)).toBeNull();
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
     expect(existsSync(join(stateDir, root))).toBe(false);
     const range = await fetch(`${t.sc.etcd.endpoint}/v3/kv/range`, {
       method: 'POST',
-      body: JSON.stringify({ key: Buffer.from(`/${root}/`).toString('base64'), range_end: Buffer.from(`/${root}0`).toString('base64'), count_only: true }),
+      body: JSON.stringify({
+        key: Buffer.from(`/${root}/`).toString('base64'),
+        range_end: Buffer.from(`/${root}0`).toString('base64'),
+        count_only: true,
+      }),
     });
     expect(Number(((await range.json()) as { count?: string }).count ?? 0)).toBe(0);
     expect(seen.get(root)?.type).toBe('remove');

@@ -31,7 +31,10 @@ describe('local super cluster', () => {
     expect(lines).toHaveLength(2);
     for (const l of lines) expect(l).toMatch(/^super-node-\d\s+Ready\s/);
     const version = await exec(kubectl, ['--kubeconfig', t.sc.kubeconfigPath, 'version', '-o', 'json']);
-    const v = JSON.parse(version.stdout) as { serverVersion: { gitVersion: string; minor: string }; clientVersion: { gitVersion: string } };
+    const v = JSON.parse(version.stdout) as {
+      serverVersion: { gitVersion: string; minor: string };
+      clientVersion: { gitVersion: string };
+    };
     expect(v.serverVersion.gitVersion).toBe(pinnedVersions().kubernetes);
     expect(v.clientVersion.gitVersion).toBe(pinnedVersions().kubernetes);
     expect(v.serverVersion.minor).toBe(pinnedVersions().kubernetes.split('.')[1]);
@@ -81,13 +84,24 @@ describe('local super cluster', () => {
 
     it('keeps delivering across an apiserver restart and misses no update made while it was down', async () => {
       const c = t.client;
-      const inf = new Informer({ client: c, resource: R.configmaps, namespace: 'default', name: 'restart', backoffMinMs: 100 });
+      const inf = new Informer({
+        client: c,
+        resource: R.configmaps,
+        namespace: 'default',
+        name: 'restart',
+        backoffMinMs: 100,
+      });
       const seen: string[] = [];
       inf.addHandler({ onUpdate: (_o, n) => seen.push(String((n as { data?: { v?: string } }).data?.v)) });
       inf.start();
       try {
         await inf.waitForSync();
-        await c.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'restart', namespace: 'default' }, data: { v: '0' } });
+        await c.create(R.configmaps, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'restart', namespace: 'default' },
+          data: { v: '0' },
+        });
         await eventually(() => expect(value(inf, 'default/restart')).toBe('0'));
 
         await t.sc.cluster.stopApiserver();
@@ -106,19 +120,31 @@ describe('local super cluster', () => {
 
     it('relists after a 410 Gone caused by etcd compaction, without crashing', async () => {
       const c = t.client;
-      const inf = new Informer({ client: c, resource: R.configmaps, namespace: 'default', name: 'gone', backoffMinMs: 100 });
+      const inf = new Informer({
+        client: c,
+        resource: R.configmaps,
+        namespace: 'default',
+        name: 'gone',
+        backoffMinMs: 100,
+      });
       const deleted: string[] = [];
       inf.addHandler({ onDelete: (o) => deleted.push(String(o.metadata?.name)) });
       inf.start();
       try {
         for (const n of ['keep', 'drop']) {
-          await c.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: n, namespace: 'default' }, data: { v: '0' } });
+          await c.create(R.configmaps, {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: n, namespace: 'default' },
+            data: { v: '0' },
+          });
         }
         await eventually(() => expect(inf.get('default/drop')).toBeDefined());
         const listsBefore = inf.stats.lists;
 
         await t.sc.cluster.stopApiserver();
-        for (let i = 1; i <= 5; i++) await writerClient.patch(R.configmaps, 'default', 'keep', { data: { v: String(i) } }, 'merge');
+        for (let i = 1; i <= 5; i++)
+          await writerClient.patch(R.configmaps, 'default', 'keep', { data: { v: String(i) } }, 'merge');
         await writerClient.delete(R.configmaps, 'default', 'drop');
         await t.sc.etcd.compact();
         await t.sc.cluster.startApiserver();

@@ -48,7 +48,14 @@ describe('manager with two super clusters, one syncer each', () => {
         ],
         syncer: { workers: 4, patrolIntervalSeconds: 0 },
         tenants: [
-          { name: 'x', namespace: 'team-x', uid: 'uid-x', kubeconfig: cx.kubeconfigPath, superCluster: 'one', weight: 2 },
+          {
+            name: 'x',
+            namespace: 'team-x',
+            uid: 'uid-x',
+            kubeconfig: cx.kubeconfigPath,
+            superCluster: 'one',
+            weight: 2,
+          },
           { name: 'y', namespace: 'team-y', uid: 'uid-y', kubeconfig: cy.kubeconfigPath, superCluster: 'two' },
         ],
       }),
@@ -66,16 +73,28 @@ describe('manager with two super clusters, one syncer each', () => {
   const runPod = async (c: KubeClient, name: string) => {
     // A fresh control plane's controller-manager creates the default ServiceAccount a moment after start.
     await eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 30_000);
-    await c.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'nginx' }] } });
-    await eventually(async () => expect((await c.get<Pod>(R.pods, 'default', name)).status?.phase).toBe('Running'), 90_000);
+    await c.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    await eventually(
+      async () => expect((await c.get<Pod>(R.pods, 'default', name)).status?.phase).toBe('Running'),
+      90_000,
+    );
   };
 
   it("runs each tenant's Pods only in its own super cluster", async () => {
     await Promise.all([runPod(x, 'px'), runPod(y, 'py')]);
     const rootX = rootNamespace('team-x', 'x', 'uid-x');
     const rootY = rootNamespace('team-y', 'y', 'uid-y');
-    const inOne = (await one.client.list(R.pods, { labelSelector: LABEL.managedBy })).items.map((p) => p.metadata?.namespace);
-    const inTwo = (await twoClient.list(R.pods, { labelSelector: LABEL.managedBy })).items.map((p) => p.metadata?.namespace);
+    const inOne = (await one.client.list(R.pods, { labelSelector: LABEL.managedBy })).items.map(
+      (p) => p.metadata?.namespace,
+    );
+    const inTwo = (await twoClient.list(R.pods, { labelSelector: LABEL.managedBy })).items.map(
+      (p) => p.metadata?.namespace,
+    );
     expect(inOne).toEqual([`${rootX}-default`]);
     expect(inTwo).toEqual([`${rootY}-default`]);
   });
@@ -86,7 +105,9 @@ describe('manager with two super clusters, one syncer each', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const text = await (await fetch(`${base}/metrics`)).text();
     const rootX = rootNamespace('team-x', 'x', 'uid-x');
-    expect(text).toMatch(new RegExp(`vc_syncer_sync_duration_seconds_count\\{tenant="${rootX}",plugin="pods"\\} [1-9]`));
+    expect(text).toMatch(
+      new RegExp(`vc_syncer_sync_duration_seconds_count\\{tenant="${rootX}",plugin="pods"\\} [1-9]`),
+    );
     expect(text).toMatch(new RegExp(`vc_syncer_writes_total\\{tenant="${rootX}",plugin="pods",op="createSuper"\\} 1`));
     expect(text).toMatch(/vc_syncer_queue_depth\{tenant="[^"]+"\} \d+/);
   });

@@ -27,7 +27,11 @@ const cv: ClusterVersion = {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
   kind: 'ClusterVersion',
   metadata: { name: 'v1' },
-  spec: { kubernetesVersion: 'v1.36.3', apiServer: { replicas: 2, serviceType: 'NodePort' }, etcd: { storageSize: '2Gi' } },
+  spec: {
+    kubernetesVersion: 'v1.36.3',
+    apiServer: { replicas: 2, serviceType: 'NodePort' },
+    etcd: { storageSize: '2Gi' },
+  },
 };
 const root = rootNamespace(vc.metadata!.namespace!, vc.metadata!.name!, vc.metadata!.uid!);
 
@@ -48,7 +52,8 @@ describe('native provisioner rendering on a real super cluster', () => {
   });
 
   const secret = (name: string): Secret => objs.find((o) => o.kind === 'Secret' && o.metadata?.name === name) as Secret;
-  const pem = (name: string, key = 'tls.crt'): string => Buffer.from(secret(name).data[key]!, 'base64').toString('utf8');
+  const pem = (name: string, key = 'tls.crt'): string =>
+    Buffer.from(secret(name).data[key]!, 'base64').toString('utf8');
 
   it('has every rendered object accepted by a server-side apply dry run', async () => {
     const [ns, ...rest] = objs;
@@ -100,6 +105,8 @@ describe('native provisioner rendering on a real super cluster', () => {
     const cert = pem(NATIVE_SECRETS.kubeletClient);
     expect(new X509Certificate(cert).verify(new X509Certificate(pem(NATIVE_SECRETS.ca)).publicKey)).toBe(true);
     expect(pki.kubeletClientFingerprint).toBe(fingerprintSha256(cert));
-    expect(secret(NATIVE_SECRETS.kubeletClient).metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(fingerprintSha256(cert));
+    expect(secret(NATIVE_SECRETS.kubeletClient).metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(
+      fingerprintSha256(cert),
+    );
   });
 });

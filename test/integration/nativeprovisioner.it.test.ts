@@ -9,7 +9,13 @@ import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/provis
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import type { ControlPlanePKI } from '../../core/pki/pki.ts';
-import { apiserverURL, NATIVE_SECRETS, renderNative, resourceFor, type ClusterVersion } from '../../core/provisioners/native/render.ts';
+import {
+  apiserverURL,
+  NATIVE_SECRETS,
+  renderNative,
+  resourceFor,
+  type ClusterVersion,
+} from '../../core/provisioners/native/render.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -41,7 +47,8 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
   let t: TestSuper;
   let native: NativeProvisioner;
 
-  const createVC = (name: string, spec: Record<string, unknown> = {}) => t.client.create<VirtualCluster>(R.virtualclusters, vcObject(name, spec));
+  const createVC = (name: string, spec: Record<string, unknown> = {}) =>
+    t.client.create<VirtualCluster>(R.virtualclusters, vcObject(name, spec));
   const rootOf = (vc: VirtualCluster) => rootNamespace(vc.metadata!.namespace!, vc.metadata!.name!, vc.metadata!.uid!);
   const readPKI = async (root: string): Promise<ControlPlanePKI> => {
     const s = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, PKI_SECRET);
@@ -59,7 +66,8 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
     for (const f of readdirSync(crdDir).filter((f) => f.endsWith('.yaml'))) {
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }
     await eventually(() => Promise.all([t.client.list(R.virtualclusters), t.client.list(R.clusterversions)]));
     native = new NativeProvisioner(t.client);
@@ -90,7 +98,16 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
     const cv = await t.client.get<ClusterVersion>(R.clusterversions, undefined, clusterVersion.metadata!.name!);
     const objs = renderNative({ vc, clusterVersion: cv, pki, rootNamespace: root });
     expect(objs.map((o) => o.kind).sort()).toEqual(
-      ['Namespace', ...Array(8).fill('Secret'), 'Service', 'Service', 'NetworkPolicy', 'StatefulSet', 'StatefulSet', 'StatefulSet'].sort(),
+      [
+        'Namespace',
+        ...Array(8).fill('Secret'),
+        'Service',
+        'Service',
+        'NetworkPolicy',
+        'StatefulSet',
+        'StatefulSet',
+        'StatefulSet',
+      ].sort(),
     );
     for (const o of objs) {
       const live = await t.client.getOrNull(resourceFor(o), o.metadata?.namespace, o.metadata!.name!);
@@ -115,7 +132,11 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
     });
     await eventually(async () => {
       const pods = (await t.client.list<Pod>(R.pods, { namespace: root })).items;
-      expect(pods.map((p) => `${p.metadata!.name}=${p.status?.phase}`).sort()).toEqual(['apiserver-0=Running', 'controller-manager-0=Running', 'etcd-0=Running']);
+      expect(pods.map((p) => `${p.metadata!.name}=${p.status?.phase}`).sort()).toEqual([
+        'apiserver-0=Running',
+        'controller-manager-0=Running',
+        'etcd-0=Running',
+      ]);
       const sets = (await t.client.list<StatefulSet>(R.statefulsets, { namespace: root })).items;
       for (const s of sets) expect(s.status?.readyReplicas, s.metadata!.name).toBe(s.spec.replicas);
     }, 90_000);
@@ -138,7 +159,10 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
     await native.remove(vc, root);
     await eventually(async () => {
       for (const o of objs.filter((x) => x.kind !== 'Namespace')) {
-        expect(await t.client.getOrNull(resourceFor(o), root, o.metadata!.name!), `${o.kind}/${o.metadata!.name}`).toBeNull();
+        expect(
+          await t.client.getOrNull(resourceFor(o), root, o.metadata!.name!),
+          `${o.kind}/${o.metadata!.name}`,
+        ).toBeNull();
       }
       expect(await t.client.getOrNull(R.secrets, root, PKI_SECRET)).toBeNull();
       expect((await t.client.list(R.pods, { namespace: root })).items).toEqual([]);
@@ -149,7 +173,12 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
   });
 
   it('under the VirtualClusterController, keeps the VirtualCluster Provisioning while the apiserver does not answer', async () => {
-    const controller = new VirtualClusterController({ meta: t.client, superClient: t.client, provisioners: { native }, tenants: new MutableTenantRegistry() });
+    const controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners: { native },
+      tenants: new MutableTenantRegistry(),
+    });
     await controller.start();
     try {
       // No clusterVersionName: the default ClusterVersion (the pinned Kubernetes version).
@@ -162,8 +191,13 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
         return v;
       }, 90_000);
       expect(vc.status?.phase).toBe('Provisioning');
-      expect(vc.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Waiting' });
-      const sts = await t.client.get<KubeObject & { spec: { template: { spec: { containers: Array<{ image: string }> } } } }>(R.statefulsets, root, 'apiserver');
+      expect(vc.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+        status: 'False',
+        reason: 'Waiting',
+      });
+      const sts = await t.client.get<
+        KubeObject & { spec: { template: { spec: { containers: Array<{ image: string }> } } } }
+      >(R.statefulsets, root, 'apiserver');
       expect(sts.spec.template.spec.containers[0]!.image).toBe('registry.k8s.io/kube-apiserver:v1.36.3');
       // It stays there (requeued every 2 s) and never turns to Error.
       for (let i = 0; i < 3; i++) {
@@ -173,7 +207,10 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
       }
 
       await t.client.delete(R.virtualclusters, 'default', 'managed');
-      await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, 'default', 'managed')).toBeNull(), 90_000);
+      await eventually(
+        async () => expect(await t.client.getOrNull(R.virtualclusters, 'default', 'managed')).toBeNull(),
+        90_000,
+      );
       expect(await t.client.getOrNull(R.namespaces, undefined, root)).toBeNull();
     } finally {
       await controller.stop();

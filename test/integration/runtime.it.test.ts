@@ -42,13 +42,21 @@ describe('runtime on a real super cluster', () => {
     // b must wait while a renews.
     await new Promise((r) => setTimeout(r, 5000));
     expect(b.isLeader()).toBe(false);
-    const lease = await t.client.get<KubeObject & { spec: { holderIdentity: string } }>(R.leases, 'default', 'vc-manager');
+    const lease = await t.client.get<KubeObject & { spec: { holderIdentity: string } }>(
+      R.leases,
+      'default',
+      'vc-manager',
+    );
     expect(lease.spec.holderIdentity).toBe('a');
 
     stopA.abort();
     await runA;
     await eventually(() => expect(b.isLeader()).toBe(true), 20_000);
-    const after = await t.client.get<KubeObject & { spec: { holderIdentity: string; leaseTransitions: number } }>(R.leases, 'default', 'vc-manager');
+    const after = await t.client.get<KubeObject & { spec: { holderIdentity: string; leaseTransitions: number } }>(
+      R.leases,
+      'default',
+      'vc-manager',
+    );
     expect(after.spec.holderIdentity).toBe('b');
     expect(after.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
     expect(events).toEqual(['a started', 'a stopped', 'b started']);
@@ -73,9 +81,13 @@ describe('process cleanup', () => {
   it('leaves no component running when the parent process is SIGKILLed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vc-kill-'));
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/start-super.ts'), dir], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(import.meta.dirname, '../fixtures/start-super.ts'), dir],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       const line = await new Promise<string>((res, rej) => {
         createInterface({ input: child.stdout! }).once('line', res);
         child.once('exit', (c) => rej(new Error(`fixture exited ${c}`)));

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { type KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
@@ -26,7 +26,6 @@ interface Pod extends KubeObject {
 
 const sandboxPlugin = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
 
-
 const deployment = (name: string, replicas: number, podSpec: Record<string, unknown> = {}) => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
@@ -34,7 +33,10 @@ const deployment = (name: string, replicas: number, podSpec: Record<string, unkn
   spec: {
     replicas,
     selector: { matchLabels: { app: name } },
-    template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'nginx' }], ...podSpec } },
+    template: {
+      metadata: { labels: { app: name } },
+      spec: { containers: [{ name: 'c', image: 'nginx' }], ...podSpec },
+    },
   },
 });
 
@@ -70,7 +72,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } }, sandbox: { runtimeClassName: 'kata' } },
     });
-    await t.client.create(R.runtimeclasses, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'kata' }, handler: 'kata' });
+    await t.client.create(R.runtimeclasses, {
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      metadata: { name: 'kata' },
+      handler: 'kata',
+    });
     registry = new MutableTenantRegistry([tenantA, tenantB]);
     host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins, thirdParty: [sandboxPlugin] });
     expect(host.failures).toEqual([]);
@@ -102,7 +109,9 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       expect(p.status?.podIP).toBe(s.status?.podIP);
     }
     const vnodes = await a.list(R.nodes);
-    expect(vnodes.items.map((n) => n.metadata?.name).sort()).toEqual([...new Set(pods.map((p) => p.spec.nodeName!))].sort());
+    expect(vnodes.items.map((n) => n.metadata?.name).sort()).toEqual(
+      [...new Set(pods.map((p) => p.spec.nodeName!))].sort(),
+    );
     const vn = vnodes.items[0] as KubeObject & { status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } };
     expect(vn.status.daemonEndpoints.kubeletEndpoint.Port).toBe(10550);
   });
@@ -113,11 +122,19 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     expect(sp!.spec.automountServiceAccountToken).toBe(false);
     const vol = sp!.spec.volumes!.find((v) => v.name.startsWith('kube-api-access-'))!;
     expect(vol.secret?.secretName).toBeTruthy();
-    const secret = await eventually(() => t.client.get<KubeObject & { data: Record<string, string> }>(R.secrets, superNs, vol.secret!.secretName));
+    const secret = await eventually(() =>
+      t.client.get<KubeObject & { data: Record<string, string> }>(R.secrets, superNs, vol.secret!.secretName),
+    );
     const token = Buffer.from(secret.data.token!, 'base64').toString();
     // The token authenticates against the tenant's own apiserver as the tenant's service account.
     const review = (await a.create(
-      { group: 'authentication.k8s.io', version: 'v1', resource: 'tokenreviews', kind: 'TokenReview', namespaced: false },
+      {
+        group: 'authentication.k8s.io',
+        version: 'v1',
+        resource: 'tokenreviews',
+        kind: 'TokenReview',
+        namespaced: false,
+      },
       { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec: { token } },
     )) as KubeObject & { status: { authenticated: boolean; user: { username: string } } };
     expect(review.status.authenticated).toBe(true);
@@ -125,7 +142,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
   });
 
   it("keeps tenant A's objects out of tenant B and out of B's super namespaces", async () => {
-    await a.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a-only', namespace: 'default' }, data: { k: 'a' } });
+    await a.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'a-only', namespace: 'default' },
+      data: { k: 'a' },
+    });
     const superNsA = superNamespace(tenantA.key, 'default');
     await eventually(() => t.client.get(R.configmaps, superNsA, 'a-only'));
     expect(await b.getOrNull(R.configmaps, 'default', 'a-only')).toBeNull();
@@ -138,14 +160,24 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     await a.create(R.pods, {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'meta', namespace: 'default', annotations: { 'secret.example.com/key': 'hidden', 'team.example.com/owner': 'ana' } },
+      metadata: {
+        name: 'meta',
+        namespace: 'default',
+        annotations: { 'secret.example.com/key': 'hidden', 'team.example.com/owner': 'ana' },
+      },
       spec: { containers: [{ name: 'c', image: 'nginx' }] },
     });
     const superNs = superNamespace(tenantA.key, 'default');
     const sp = await eventually(() => t.client.get<Pod>(R.pods, superNs, 'meta'));
     expect(sp.metadata?.annotations?.['secret.example.com/key']).toBeUndefined();
     expect(sp.metadata?.annotations?.['team.example.com/owner']).toBe('ana');
-    await t.client.patch(R.pods, superNs, 'meta', { metadata: { annotations: { 'super.example.com/zone': 'z1', 'other.example.com/x': 'no' } } }, 'merge');
+    await t.client.patch(
+      R.pods,
+      superNs,
+      'meta',
+      { metadata: { annotations: { 'super.example.com/zone': 'z1', 'other.example.com/x': 'no' } } },
+      'merge',
+    );
     await eventually(async () => {
       const tp = await a.get<Pod>(R.pods, 'default', 'meta');
       expect(tp.metadata?.annotations?.['super.example.com/zone']).toBe('z1');
@@ -161,10 +193,13 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       spec: { nodeName: 'super-node-0', containers: [{ name: 'c', image: 'nginx' }] },
     });
     const ev = await eventually(async () => {
-      const list = await a.list<KubeObject & { reason: string; message: string; involvedObject: { name: string } }>(R.events, {
-        namespace: 'default',
-        fieldSelector: 'involvedObject.name=pinned',
-      });
+      const list = await a.list<KubeObject & { reason: string; message: string; involvedObject: { name: string } }>(
+        R.events,
+        {
+          namespace: 'default',
+          fieldSelector: 'involvedObject.name=pinned',
+        },
+      );
       const e = list.items.find((x) => x.reason === 'NodeNameNotSupported');
       expect(e).toBeDefined();
       return e!;
@@ -181,7 +216,11 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       spec: { selector: { k8s_app: 'kube-dns' }, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] },
     });
     const superSvc = await eventually(async () => {
-      const s = await t.client.get<KubeObject & { spec: { clusterIP: string } }>(R.services, superNamespace(tenantA.key, 'kube-system'), 'kube-dns');
+      const s = await t.client.get<KubeObject & { spec: { clusterIP: string } }>(
+        R.services,
+        superNamespace(tenantA.key, 'kube-system'),
+        'kube-dns',
+      );
       expect(s.spec.clusterIP).toMatch(/^10\./);
       return s;
     });
@@ -191,7 +230,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       return s;
     });
     expect(tenantSvc.spec.clusterIP).not.toBe('');
-    await a.create(R.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'dns-probe', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    await a.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'dns-probe', namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    });
     const sp = await eventually(() => t.client.get<Pod>(R.pods, superNamespace(tenantA.key, 'default'), 'dns-probe'));
     expect(sp.spec.dnsPolicy).toBe('None');
     expect(sp.spec.dnsConfig?.nameservers).toEqual([superSvc.spec.clusterIP]);
@@ -214,7 +258,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: 'pv-a' },
-      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: 'manual', hostPath: { path: '/tmp/pv-a' } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: 'manual',
+        hostPath: { path: '/tmp/pv-a' },
+      },
     });
     await a.create(R.persistentvolumeclaims, {
       apiVersion: 'v1',
@@ -223,19 +272,30 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'manual', resources: { requests: { storage: '1Gi' } } },
     });
     const pvc = await eventually(async () => {
-      const c = await a.get<KubeObject & { status?: { phase?: string }; spec: { volumeName?: string } }>(R.persistentvolumeclaims, 'default', 'data');
+      const c = await a.get<KubeObject & { status?: { phase?: string }; spec: { volumeName?: string } }>(
+        R.persistentvolumeclaims,
+        'default',
+        'data',
+      );
       expect(c.status?.phase).toBe('Bound');
       return c;
     }, 90_000);
     expect(pvc.spec.volumeName).toBe('pv-a');
-    const pv = await eventually(() => a.get<KubeObject & { spec: { claimRef: { namespace: string; uid: string } } }>(R.persistentvolumes, undefined, 'pv-a'));
+    const pv = await eventually(() =>
+      a.get<KubeObject & { spec: { claimRef: { namespace: string; uid: string } } }>(
+        R.persistentvolumes,
+        undefined,
+        'pv-a',
+      ),
+    );
     expect(pv.spec.claimRef.namespace).toBe('default');
     expect(pv.spec.claimRef.uid).toBe(pvc.metadata?.uid);
   });
 
   it('repairs a super object edited or deleted behind its back', async () => {
     const superNs = superNamespace(tenantA.key, 'default');
-    const data = async () => (await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only')).data.k;
+    const data = async () =>
+      (await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only')).data.k;
     await t.client.patch(R.configmaps, superNs, 'a-only', { data: { k: 'tampered' } }, 'merge');
     await eventually(async () => expect(await data()).toBe('a'));
     await t.client.delete(R.configmaps, superNs, 'a-only');
@@ -254,18 +314,27 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
           name: 'orphan',
           namespace: superNs,
           labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: tenantA.key },
-          annotations: { [ANN.cluster]: tenantA.key, [ANN.namespace]: 'default', [ANN.name]: 'orphan', [ANN.uid]: 'gone' },
+          annotations: {
+            [ANN.cluster]: tenantA.key,
+            [ANN.namespace]: 'default',
+            [ANN.name]: 'orphan',
+            [ANN.uid]: 'gone',
+          },
         },
       });
       // Once the caches have seen both changes, patrol counts one drifted and one orphaned object.
       await eventually(() => expect(syncer.patrol()).toBeGreaterThanOrEqual(2));
       const metricsText = await metricsRegistry.metrics();
-      expect(metricsText).toMatch(new RegExp(`vc_syncer_patrol_fixes_total\\{tenant="${tenantA.key}",plugin="configmaps"\\} [1-9]`));
+      expect(metricsText).toMatch(
+        new RegExp(`vc_syncer_patrol_fixes_total\\{tenant="${tenantA.key}",plugin="configmaps"\\} [1-9]`),
+      );
     } finally {
       syncer.resume();
     }
     await eventually(async () => {
-      expect((await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only')).data.k).toBe('a');
+      expect((await t.client.get<KubeObject & { data: { k: string } }>(R.configmaps, superNs, 'a-only')).data.k).toBe(
+        'a',
+      );
       expect(await t.client.getOrNull(R.configmaps, superNs, 'orphan')).toBeNull();
     });
   });
@@ -273,20 +342,34 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
   it('propagates deletion down', async () => {
     await a.delete(R.deployments, 'default', 'web', { propagationPolicy: 'Foreground' });
     await eventually(async () => {
-      const ps = await t.client.list<Pod>(R.pods, { namespace: superNamespace(tenantA.key, 'default'), labelSelector: 'app=web' });
+      const ps = await t.client.list<Pod>(R.pods, {
+        namespace: superNamespace(tenantA.key, 'default'),
+        labelSelector: 'app=web',
+      });
       expect(ps.items).toHaveLength(0);
       expect((await a.list(R.pods, { namespace: 'default', labelSelector: 'app=web' })).items).toHaveLength(0);
     }, 90_000);
   });
 
   it('drops a tenant whose apiserver never answers when it is removed, and keeps serving the others', async () => {
-    const dead = { ...tenantB, key: 'team-z-000000-z', vcName: 'z', vcNamespace: 'team-z', kubeconfig: tenantB.kubeconfig.replace(/server: https:\/\/127\.0\.0\.1:\d+/, 'server: https://127.0.0.1:1') };
+    const dead = {
+      ...tenantB,
+      key: 'team-z-000000-z',
+      vcName: 'z',
+      vcNamespace: 'team-z',
+      kubeconfig: tenantB.kubeconfig.replace(/server: https:\/\/127\.0\.0\.1:\d+/, 'server: https://127.0.0.1:1'),
+    };
     registry.upsert(dead);
     for (let i = 0; i < 10; i++) registry.upsert({ ...tenantA });
     await new Promise((r) => setTimeout(r, 1000));
     expect(syncer.tenantReady(dead.key)).toBe(false);
     registry.remove(dead.key);
-    await a.create(R.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'still-served', namespace: 'default' }, data: { k: 'v' } });
+    await a.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'still-served', namespace: 'default' },
+      data: { k: 'v' },
+    });
     await eventually(() => t.client.get(R.configmaps, superNamespace(tenantA.key, 'default'), 'still-served'));
     expect(syncer.tenantReady(tenantA.key)).toBe(true);
   });

@@ -41,7 +41,9 @@ const children = new Set<ChildProcess>();
 /** kubectl runs the real kubectl against a tenant's own apiserver and waits for it (killed after timeoutMs). */
 function kubectl(cp: LocalControlPlane, args: string[], timeoutMs = 60_000): Promise<Run> {
   const started = Date.now();
-  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   let stdout = '';
   let stderr = '';
@@ -62,8 +64,13 @@ function kubectl(cp: LocalControlPlane, args: string[], timeoutMs = 60_000): Pro
 }
 
 /** background starts a long-running kubectl (logs -f, attach, port-forward) and collects its output. */
-function background(cp: LocalControlPlane, args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
-  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function background(
+  cp: LocalControlPlane,
+  args: string[],
+): { child: ChildProcess; out: () => string; err: () => string } {
+  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   child.on('close', () => children.delete(child));
   let out = '';
@@ -83,11 +90,15 @@ async function stop(child: ChildProcess): Promise<void> {
 async function portForwardRefusal(cp: LocalControlPlane, pod: string): Promise<{ code: number | null; err: string }> {
   const pf = background(cp, ['port-forward', `pod/${pod}`, ':8080']);
   try {
-    const outcome = await eventually(() => {
-      if (pf.child.exitCode !== null) return 'exited' as const;
-      expect(pf.out()).toMatch(/127\.0\.0\.1:\d+ ->/);
-      return 'listening' as const;
-    }, 30_000, 100);
+    const outcome = await eventually(
+      () => {
+        if (pf.child.exitCode !== null) return 'exited' as const;
+        expect(pf.out()).toMatch(/127\.0\.0\.1:\d+ ->/);
+        return 'listening' as const;
+      },
+      30_000,
+      100,
+    );
     if (outcome === 'listening') {
       // kubectl opened a local port without a tunnel yet: the first connection carries the refusal.
       const s = net.connect(Number(/127\.0\.0\.1:(\d+) ->/.exec(pf.out())![1]), '127.0.0.1');
@@ -104,7 +115,8 @@ async function portForwardRefusal(cp: LocalControlPlane, pod: string): Promise<{
 }
 
 /** simulated is the reason kubectl shows for a kubelet stream to a Pod on a kwok node. */
-const simulated = (verb: string, pod: string) => new RegExp(`${verb} is not available: pod default/${pod} runs on simulated node \\S+ \\(no container runtime\\)`);
+const simulated = (verb: string, pod: string) =>
+  new RegExp(`${verb} is not available: pod default/${pod} runs on simulated node \\S+ \\(no container runtime\\)`);
 
 interface Reply {
   status: number;
@@ -142,7 +154,14 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
   function direct(path: string, cert: CertKeyPair | undefined): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const req = https.request(
-        { host: '127.0.0.1', port: agent.port, path, rejectUnauthorized: false, agent: false, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) },
+        {
+          host: '127.0.0.1',
+          port: agent.port,
+          path,
+          rejectUnauthorized: false,
+          agent: false,
+          ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}),
+        },
         (res) => {
           let body = '';
           res.setEncoding('utf8');
@@ -156,7 +175,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     });
   }
 
-  const pod = (name: string): Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+  const pod = (name: string): Pod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  });
 
   async function runningPods(c: KubeClient, names: string[]): Promise<void> {
     // The service account controller creates `default` a moment after the control plane starts.
@@ -184,7 +208,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     const superCA = { certPem: t.sc.cluster.caPem, keyPem: readFileSync(join(t.sc.cluster.dir, 'pki/ca.key'), 'utf8') };
     const agentClient = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 1 });
     const servingCA = await createCA('vn-agent-serving-ca', 1);
-    const serving = await issueCert(servingCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    const serving = await issueCert(servingCA, {
+      commonName: 'vc-vn-agent',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 1,
+    });
     directory = new StaticTenantDirectory();
     const plugins = await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins });
     expect(plugins.failures).toEqual([]);
@@ -205,7 +234,13 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     directory.upsert(directoryEntry(cpA, tenantA));
     directory.upsert(directoryEntry(cpB, tenantB));
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
-    syncer = new Syncer({ superClient: t.client, host, registry: new MutableTenantRegistry([tenantA, tenantB]), patrolIntervalMs: 0, workers: 8 });
+    syncer = new Syncer({
+      superClient: t.client,
+      host,
+      registry: new MutableTenantRegistry([tenantA, tenantB]),
+      patrolIntervalMs: 0,
+      workers: 8,
+    });
     await syncer.start();
     await eventually(() => expect(syncer.tenantReady(tenantA.key) && syncer.tenantReady(tenantB.key)).toBe(true));
     await Promise.all([runningPods(a, ['app-a', 'app-a2']), runningPods(b, ['app-b'])]);
@@ -219,13 +254,16 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     await t?.stop();
   });
 
-  it("binds tenant Pods to vNodes whose kubelet endpoint is the vn-agent", async () => {
+  it('binds tenant Pods to vNodes whose kubelet endpoint is the vn-agent', async () => {
     const p = await a.get<Pod>(R.pods, 'default', 'app-a');
-    const vn = await a.get<KubeObject & { status: { addresses: Array<{ type: string; address: string }>; daemonEndpoints: { kubeletEndpoint: { Port: number } } } }>(
-      R.nodes,
-      undefined,
-      p.spec.nodeName!,
-    );
+    const vn = await a.get<
+      KubeObject & {
+        status: {
+          addresses: Array<{ type: string; address: string }>;
+          daemonEndpoints: { kubeletEndpoint: { Port: number } };
+        };
+      }
+    >(R.nodes, undefined, p.spec.nodeName!);
     expect(vn.status.daemonEndpoints.kubeletEndpoint.Port).toBe(agent.port);
     expect(vn.status.addresses).toContainEqual({ type: 'InternalIP', address: '127.0.0.1' });
   });
@@ -252,7 +290,11 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     } finally {
       await stop(f.child);
     }
-    await eventually(async () => expect(await metricsRegistry.getSingleMetricAsString('vc_vnagent_active_streams')).not.toMatch(/kind="containerLogs"} [1-9]/));
+    await eventually(async () =>
+      expect(await metricsRegistry.getSingleMetricAsString('vc_vnagent_active_streams')).not.toMatch(
+        /kind="containerLogs"} [1-9]/,
+      ),
+    );
   });
 
   it('kubectl exec to a Pod on a simulated node is refused with the reason, and runs nothing on the host', async () => {
@@ -280,16 +322,31 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
   it('serves several concurrent streams from both tenants', async () => {
     const started = Date.now();
     const follows = [background(cpA, ['logs', '-f', 'app-a2']), background(cpB, ['logs', '-f', 'app-b'])];
-    await eventually(() => {
-      for (const f of follows) expect(f.out()).toContain('kwok fake container log line 1');
-    }, 30_000, 100);
+    await eventually(
+      () => {
+        for (const f of follows) expect(f.out()).toContain('kwok fake container log line 1');
+      },
+      30_000,
+      100,
+    );
     const streams = await metricsRegistry.getSingleMetricAsString('vc_vnagent_active_streams');
-    for (const k of [tenantA.key, tenantB.key]) expect(streams).toMatch(new RegExp(`tenant="${k}",kind="containerLogs"} [1-9]`));
-    const results = await Promise.all([kubectl(cpA, ['logs', 'app-a']), kubectl(cpA, ['logs', 'app-a2']), kubectl(cpB, ['logs', 'app-b'])]);
+    for (const k of [tenantA.key, tenantB.key])
+      expect(streams).toMatch(new RegExp(`tenant="${k}",kind="containerLogs"} [1-9]`));
+    const results = await Promise.all([
+      kubectl(cpA, ['logs', 'app-a']),
+      kubectl(cpA, ['logs', 'app-a2']),
+      kubectl(cpB, ['logs', 'app-b']),
+    ]);
     for (const r of results) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     for (const r of results) expect(r.stdout).toContain('kwok fake container log line 1');
-    const refusals = await Promise.all([kubectl(cpA, ['exec', 'app-a2', '--', 'echo', 'hi']), kubectl(cpB, ['exec', 'app-b', '--', 'echo', 'hi'])]);
-    expect(refusals.map((r) => r.stderr)).toEqual([expect.stringMatching(simulated('exec', 'app-a2')), expect.stringMatching(simulated('exec', 'app-b'))]);
+    const refusals = await Promise.all([
+      kubectl(cpA, ['exec', 'app-a2', '--', 'echo', 'hi']),
+      kubectl(cpB, ['exec', 'app-b', '--', 'echo', 'hi']),
+    ]);
+    expect(refusals.map((r) => r.stderr)).toEqual([
+      expect.stringMatching(simulated('exec', 'app-a2')),
+      expect.stringMatching(simulated('exec', 'app-b')),
+    ]);
     for (const f of follows) expect(f.child.exitCode).toBeNull();
     await Promise.all(follows.map((f) => stop(f.child)));
     expect(Date.now() - started).toBeLessThan(60_000);
@@ -297,7 +354,10 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
 
   it("refuses tenant A's apiserver certificate asking for tenant B's pod (403), however the path is crafted", async () => {
     const certA = pki(cpA, 'kubelet-client');
-    expect(await direct('/containerLogs/default/app-b/c', certA)).toEqual({ status: 403, body: 'pod default/app-b not found for this tenant\n' });
+    expect(await direct('/containerLogs/default/app-b/c', certA)).toEqual({
+      status: 403,
+      body: 'pod default/app-b not found for this tenant\n',
+    });
     const bNs = superNamespace(tenantB.key, 'default');
     expect((await direct(`/containerLogs/${bNs}/app-b/c`, certA)).status).toBe(403);
     expect((await direct(`/exec/${bNs}/app-b/c?command=ls&output=1`, certA)).status).toBe(403);
@@ -309,7 +369,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
 
   it("refuses a super Pod in the tenant's namespace that the syncer did not write for this tenant", async () => {
     const ns = superNamespace(tenantA.key, 'default');
-    const planted: Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'planted', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+    const planted: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'planted', namespace: ns },
+      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    };
     stampOwnership(planted, tenantB, { metadata: { namespace: 'default', name: 'planted', uid: 'x' } });
     await t.client.create(R.pods, planted);
     await t.client.create(R.pods, { ...planted, metadata: { name: 'unowned', namespace: ns } });
@@ -320,7 +385,10 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
 
   it('refuses a self-signed certificate (401), a tenant admin certificate (403), and no certificate (401)', async () => {
     const self = await createCA('kube-apiserver-kubelet-client', 1);
-    expect(await direct('/containerLogs/default/app-a/c', self)).toMatchObject({ status: 401, body: expect.stringMatching(/self-signed/) });
+    expect(await direct('/containerLogs/default/app-a/c', self)).toMatchObject({
+      status: 401,
+      body: expect.stringMatching(/self-signed/),
+    });
     expect(await direct('/containerLogs/default/app-a/c', pki(cpA, 'admin'))).toMatchObject({ status: 403 });
     expect(await direct('/containerLogs/default/app-a/c', undefined)).toMatchObject({ status: 401 });
     expect(await direct('/pods', pki(cpA, 'kubelet-client'))).toMatchObject({ status: 403 });
@@ -351,17 +419,42 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     const dropPort = (dropper.address() as net.AddressInfo).port;
     const p = await a.get<Pod>(R.pods, 'default', 'app-a');
     const node = p.spec.nodeName!;
-    const before = await t.client.get<KubeObject & { status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } }>(R.nodes, undefined, node);
+    const before = await t.client.get<
+      KubeObject & { status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } }
+    >(R.nodes, undefined, node);
     const kwokPort = before.status.daemonEndpoints.kubeletEndpoint.Port;
-    const setPort = (Port: number) => t.client.patch(R.nodes, undefined, node, { status: { daemonEndpoints: { kubeletEndpoint: { Port } } } }, 'merge', { subresource: 'status' });
+    const setPort = (Port: number) =>
+      t.client.patch(
+        R.nodes,
+        undefined,
+        node,
+        { status: { daemonEndpoints: { kubeletEndpoint: { Port } } } },
+        'merge',
+        { subresource: 'status' },
+      );
     // The node stops looking simulated for a moment, so exec and port-forward are relayed, to a kubelet that drops them.
     const setSimulated = (on: boolean) =>
-      t.client.patch(R.nodes, undefined, node, { metadata: { annotations: { 'kwok.x-k8s.io/node': on ? 'fake' : null }, labels: { type: on ? 'kwok' : null } } }, 'merge');
+      t.client.patch(
+        R.nodes,
+        undefined,
+        node,
+        {
+          metadata: { annotations: { 'kwok.x-k8s.io/node': on ? 'fake' : null }, labels: { type: on ? 'kwok' : null } },
+        },
+        'merge',
+      );
     await setSimulated(false);
     await setPort(dropPort);
     try {
       const certA = pki(cpA, 'kubelet-client');
-      await eventually(async () => expect(await direct('/containerLogs/default/app-a/c', certA)).toMatchObject({ status: 502, body: expect.stringMatching(/closed the connection/) }), 30_000);
+      await eventually(
+        async () =>
+          expect(await direct('/containerLogs/default/app-a/c', certA)).toMatchObject({
+            status: 502,
+            body: expect.stringMatching(/closed the connection/),
+          }),
+        30_000,
+      );
       const logs = await kubectl(cpA, ['logs', 'app-a'], 30_000);
       expect(logs.timedOut).toBe(false);
       expect(logs.code).not.toBe(0);
@@ -374,11 +467,15 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       // kubectl port-forward opens its tunnel first: it exits with the reason instead of listening.
       const pf = background(cpA, ['port-forward', 'pod/app-a', ':8080']);
       try {
-        const outcome = await eventually(() => {
-          if (pf.child.exitCode !== null) return 'exited' as const;
-          expect(pf.out()).toMatch(/127\.0\.0\.1:\d+ ->/);
-          return 'listening' as const;
-        }, 30_000, 100);
+        const outcome = await eventually(
+          () => {
+            if (pf.child.exitCode !== null) return 'exited' as const;
+            expect(pf.out()).toMatch(/127\.0\.0\.1:\d+ ->/);
+            return 'listening' as const;
+          },
+          30_000,
+          100,
+        );
         if (outcome === 'exited') {
           expect(pf.child.exitCode).not.toBe(0);
           expect(pf.err()).toContain('closed the connection');
@@ -397,11 +494,16 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       await setSimulated(true);
       await setPort(kwokPort);
     }
-    await eventually(async () => expect((await kubectl(cpA, ['logs', 'app-a'])).stdout).toContain('kwok fake container log line 1'), 30_000);
+    await eventually(
+      async () => expect((await kubectl(cpA, ['logs', 'app-a'])).stdout).toContain('kwok fake container log line 1'),
+      30_000,
+    );
   });
 
   it('follows VirtualCluster objects of the meta cluster: Running tenants in, failed and deleted ones out', async () => {
-    for (const d of parseAllDocuments(readFileSync(join(import.meta.dirname, '../../deploy/crds/virtualclusters.yaml'), 'utf8'))) {
+    for (const d of parseAllDocuments(
+      readFileSync(join(import.meta.dirname, '../../deploy/crds/virtualclusters.yaml'), 'utf8'),
+    )) {
       await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
     }
     await eventually(() => t.client.list(R.virtualclusters, { namespace: 'default' }));
@@ -423,7 +525,15 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         name: 'a-tenant-ca',
         namespace: 'team-a',
         labels: { [LABEL.managedBy]: 'vc-manager' },
-        ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'a', uid: vc.metadata?.uid, controller: true }],
+        ownerReferences: [
+          {
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'VirtualCluster',
+            name: 'a',
+            uid: vc.metadata?.uid,
+            controller: true,
+          },
+        ],
       },
       data: { 'ca.crt': cpC.caPem },
     });
@@ -432,8 +542,17 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     const superNs = superNamespace(keyFromMetadata, 'default');
     const nodeName = (await t.client.get<Pod>(R.pods, superNamespace(tenantA.key, 'default'), 'app-a')).spec.nodeName;
     await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: superNs } });
-    const planted: Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app-a', namespace: superNs }, spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }] } };
-    stampOwnership(planted, { key: keyFromMetadata, vcName: 'a', vcNamespace: 'team-a' }, { metadata: { namespace: 'default', name: 'app-a', uid: 'x' } });
+    const planted: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app-a', namespace: superNs },
+      spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }] },
+    };
+    stampOwnership(
+      planted,
+      { key: keyFromMetadata, vcName: 'a', vcNamespace: 'team-a' },
+      { metadata: { namespace: 'default', name: 'app-a', uid: 'x' } },
+    );
     await t.client.create(R.pods, planted);
     const setStatus = (phase: string) =>
       t.client.patch(
@@ -445,7 +564,9 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
             phase,
             clusterNamespace: tenantA.key,
             kubeconfigSecretName: 'a-kubeconfig',
-            kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cpC.dir, 'pki/kubelet-client.crt'), 'utf8')),
+            kubeletClientCertFingerprint: fingerprintSha256(
+              readFileSync(join(cpC.dir, 'pki/kubelet-client.crt'), 'utf8'),
+            ),
           },
         },
         'merge',
@@ -453,7 +574,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       );
     await setStatus('Provisioning');
     const servingCA = await createCA('vn-agent-serving-ca-2', 1);
-    const serving = await issueCert(servingCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 1 });
+    const serving = await issueCert(servingCA, {
+      commonName: 'vc-vn-agent',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 1,
+    });
     const agent2 = await startVnAgent({
       host: '127.0.0.1',
       port: 0,
@@ -466,7 +592,15 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     const via2 = (cert: CertKeyPair): Promise<Reply> =>
       new Promise((resolve, reject) => {
         const req = https.request(
-          { host: '127.0.0.1', port: agent2.port, path: '/containerLogs/default/app-a/c', rejectUnauthorized: false, agent: false, cert: cert.certPem, key: cert.keyPem },
+          {
+            host: '127.0.0.1',
+            port: agent2.port,
+            path: '/containerLogs/default/app-a/c',
+            rejectUnauthorized: false,
+            agent: false,
+            cert: cert.certPem,
+            key: cert.keyPem,
+          },
           (res) => {
             let body = '';
             res.on('data', (c: Buffer) => (body += c.toString()));
@@ -480,7 +614,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       const certA = pki(cpC, 'kubelet-client');
       expect(await via2(certA)).toMatchObject({ status: 401 });
       await setStatus('Running');
-      await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 200, body: expect.stringContaining('kwok fake container log line 1') }));
+      await eventually(async () =>
+        expect(await via2(certA)).toMatchObject({
+          status: 200,
+          body: expect.stringContaining('kwok fake container log line 1'),
+        }),
+      );
       expect(await via2(pki(cpB, 'kubelet-client'))).toMatchObject({ status: 401 });
       expect(await via2(pki(cpA, 'kubelet-client'))).toMatchObject({ status: 401 });
       expect(await via2(pki(cpC, 'admin'))).toMatchObject({ status: 403 });
@@ -496,7 +635,11 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
   });
 
   it('ships manifests the apiserver accepts (server-side dry run)', async () => {
-    await t.client.apply(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'vc-system' } }, 'test');
+    await t.client.apply(
+      R.namespaces,
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'vc-system' } },
+      'test',
+    );
     const kinds: Record<string, (typeof R)[keyof typeof R]> = {
       ServiceAccount: R.serviceaccounts,
       ClusterRole: R.clusterroles,
@@ -514,7 +657,15 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         seen.push(o.kind!);
       }
     }
-    expect(seen.sort()).toEqual(['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'ServiceAccount']);
+    expect(seen.sort()).toEqual([
+      'ClusterRole',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ClusterRoleBinding',
+      'ConfigMap',
+      'DaemonSet',
+      'ServiceAccount',
+    ]);
   });
 
   it('runs as `vc vn-agent --config` against the meta and super clusters', async () => {
@@ -534,22 +685,32 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         'ops: { port: 0 }',
       ].join('\n'),
     );
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../core/programs/cli/vc.mjs'), 'vn-agent', '--config', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [join(import.meta.dirname, '../../core/programs/cli/vc.mjs'), 'vn-agent', '--config', cfg],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     children.add(child);
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.stdout.resume();
-    const [port, opsPort] = await eventually(() => {
-      const m = /listening on port (\d+); metrics and probes on port (\d+)/.exec(err);
-      if (!m) throw new Error(`not started: ${err}`);
-      return [Number(m[1]), Number(m[2])];
-    }, 60_000, 100);
+    const [port, opsPort] = await eventually(
+      () => {
+        const m = /listening on port (\d+); metrics and probes on port (\d+)/.exec(err);
+        if (!m) throw new Error(`not started: ${err}`);
+        return [Number(m[1]), Number(m[2])];
+      },
+      60_000,
+      100,
+    );
     expect((await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status).toBe(200);
     const anon = await new Promise<number>((resolve, reject) => {
-      https.get({ host: '127.0.0.1', port, path: '/containerLogs/default/app-a/c', rejectUnauthorized: false }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      }).on('error', reject);
+      https
+        .get({ host: '127.0.0.1', port, path: '/containerLogs/default/app-a/c', rejectUnauthorized: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        })
+        .on('error', reject);
     });
     expect(anon).toBe(401);
     expect(readFileSync(join(dir, 'serving.crt'), 'utf8')).toContain('BEGIN CERTIFICATE');
@@ -562,10 +723,20 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     const base = `http://127.0.0.1:${agent.opsPort}`;
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     const m = await (await fetch(`${base}/metrics`)).text();
-    expect(m).toMatch(new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="containerLogs",result="ok"\\} \\d+`));
-    expect(m).toMatch(new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="exec",result="forbidden"\\} \\d+`));
-    expect(m).toMatch(new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="portForward",result="forbidden"\\} \\d+`));
+    expect(m).toMatch(
+      new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="containerLogs",result="ok"\\} \\d+`),
+    );
+    expect(m).toMatch(
+      new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="exec",result="forbidden"\\} \\d+`),
+    );
+    expect(m).toMatch(
+      new RegExp(`vc_vnagent_requests_total\\{tenant="${tenantA.key}",kind="portForward",result="forbidden"\\} \\d+`),
+    );
     expect(m).toMatch(/vc_vnagent_requests_total\{tenant="",kind="containerLogs",result="unauthenticated"\} \d+/);
-    expect(m).toMatch(new RegExp(`vc_vnagent_relayed_bytes_total\\{tenant="${tenantB.key}",kind="containerLogs",direction="to_client"\\} \\d+`));
+    expect(m).toMatch(
+      new RegExp(
+        `vc_vnagent_relayed_bytes_total\\{tenant="${tenantB.key}",kind="containerLogs",direction="to_client"\\} \\d+`,
+      ),
+    );
   });
 });

@@ -26,9 +26,11 @@ interface Status {
 describe('README walkthrough against vc up --detach', () => {
   let dir: string;
   let state: string;
-  const vc = async (...args: string[]) => (await execP(process.execPath, [vcBin, ...args], { timeout: 600_000, env: { ...process.env } })).stdout;
+  const vc = async (...args: string[]) =>
+    (await execP(process.execPath, [vcBin, ...args], { timeout: 600_000, env: { ...process.env } })).stdout;
   const status = async () => JSON.parse(await vc('status', '--state-dir', state, '-o', 'json')) as Status;
-  const kubectl = async (kubeconfig: string, ...args: string[]) => (await execP(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000 })).stdout;
+  const kubectl = async (kubeconfig: string, ...args: string[]) =>
+    (await execP(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000 })).stdout;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-walkthrough-'));
@@ -40,7 +42,9 @@ describe('README walkthrough against vc up --detach', () => {
     const s = await status().catch(() => undefined);
     await vc('down', '--state-dir', state).catch(() => undefined);
     if (s) expect(() => process.kill(s.pid, 0)).toThrow();
-    const left = await execP('pgrep', ['-f', state]).then((r) => r.stdout.trim()).catch(() => '');
+    const left = await execP('pgrep', ['-f', state])
+      .then((r) => r.stdout.trim())
+      .catch(() => '');
     expect(left).toBe('');
     rmSync(dir, { recursive: true, force: true });
   });
@@ -48,7 +52,12 @@ describe('README walkthrough against vc up --detach', () => {
   it('comes up with the two sample tenants Running', async () => {
     const s = await eventually(async () => {
       const x = await status();
-      expect(x.tenants.filter((t) => t.phase === 'Running').map((t) => t.name).sort()).toEqual(['dev', 'staging']);
+      expect(
+        x.tenants
+          .filter((t) => t.phase === 'Running')
+          .map((t) => t.name)
+          .sort(),
+      ).toEqual(['dev', 'staging']);
       return x;
     }, 120_000);
     expect(s.gitURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/tenants\.git$/);
@@ -65,7 +74,10 @@ describe('README walkthrough against vc up --detach', () => {
     await git(work, ['add', '.']);
     await git(work, ['commit', '-qm', 'add qa']);
     await git(work, ['push', '-q', 'origin', 'main']);
-    await eventually(async () => expect((await status()).tenants.find((t) => t.name === 'qa')?.phase).toBe('Running'), 120_000);
+    await eventually(
+      async () => expect((await status()).tenants.find((t) => t.name === 'qa')?.phase).toBe('Running'),
+      120_000,
+    );
   });
 
   it('runs a Deployment in a tenant: Running on vNodes, and under the prefixed namespace in the super cluster', async () => {
@@ -73,14 +85,31 @@ describe('README walkthrough against vc up --detach', () => {
     const dev = s.tenants.find((t) => t.name === 'dev')!.kubeconfig!;
     await kubectl(dev, 'create', 'deployment', 'web', '--image=nginx', '--replicas=2');
     await eventually(async () => {
-      const out = await kubectl(dev, 'get', 'pods', '-l', 'app=web', '-o', 'jsonpath={range .items[*]}{.status.phase} {.spec.nodeName}{"\\n"}{end}');
+      const out = await kubectl(
+        dev,
+        'get',
+        'pods',
+        '-l',
+        'app=web',
+        '-o',
+        'jsonpath={range .items[*]}{.status.phase} {.spec.nodeName}{"\\n"}{end}',
+      );
       const lines = out.trim().split('\n');
       expect(lines).toHaveLength(2);
       for (const l of lines) expect(l).toMatch(/^Running super-node-\d$/);
     }, 120_000);
     const nodes = await kubectl(dev, 'get', 'nodes', '-o', 'name');
     expect(nodes).toMatch(/node\/super-node-\d/);
-    const inSuper = await kubectl(s.superKubeconfig, 'get', 'pods', '-A', '-l', 'app=web', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}{"\\n"}{end}');
+    const inSuper = await kubectl(
+      s.superKubeconfig,
+      'get',
+      'pods',
+      '-A',
+      '-l',
+      'app=web',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.namespace}{"\\n"}{end}',
+    );
     for (const ns of inSuper.trim().split('\n')) expect(ns).toMatch(/^vc-[0-9a-f]{16}-default-dev-default$/);
   });
 
@@ -93,6 +122,10 @@ describe('README walkthrough against vc up --detach', () => {
       (e: { stdout: string; stderr: string }) => ({ out: e.stdout, stderr: e.stderr }),
     );
     expect(refused.out).toBe('');
-    expect(refused.stderr).toMatch(new RegExp(`exec is not available: pod default/${pod} runs on simulated node super-node-\\d \\(no container runtime\\)`));
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `exec is not available: pod default/${pod} runs on simulated node super-node-\\d \\(no container runtime\\)`,
+      ),
+    );
   });
 });

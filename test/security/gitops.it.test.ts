@@ -469,29 +469,32 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     );
     expect(record.data?.lastAppliedRevision).toBe(applied);
     const older = (await runGit(bare, ['rev-parse', `${applied}~2`])).trim();
-    await attempts.attempt('status.lastAppliedRevision rewritten to an older commit, then a force-push to it', async () => {
-      const before = await snapshot();
-      await t.client.patch(GITSOURCES, NS, 'tenants', { status: { lastAppliedRevision: older } }, 'merge', {
-        subresource: 'status',
-      });
-      await runGit(bare, ['update-ref', 'refs/heads/main', older]);
-      await poke('tenants');
-      const why = await refusedWith(
-        'tenants',
-        'NotDescendant',
-        `revision ${older} does not descend from last applied ${applied}`,
-        'tenancy.x-k8s.io/allow-revision',
-      );
-      expect(await snapshot()).toEqual(before);
-      expect((await source('tenants')).status?.lastAppliedRevision).toBe(applied);
-      const after = await t.client.get<KubeObject & { data?: Record<string, string> }>(
-        R.configmaps,
-        NS,
-        'tenants-gitops-record',
-      );
-      expect(after.metadata?.resourceVersion).toBe(record.metadata?.resourceVersion);
-      return why;
-    });
+    await attempts.attempt(
+      'status.lastAppliedRevision rewritten to an older commit, then a force-push to it',
+      async () => {
+        const before = await snapshot();
+        await t.client.patch(GITSOURCES, NS, 'tenants', { status: { lastAppliedRevision: older } }, 'merge', {
+          subresource: 'status',
+        });
+        await runGit(bare, ['update-ref', 'refs/heads/main', older]);
+        await poke('tenants');
+        const why = await refusedWith(
+          'tenants',
+          'NotDescendant',
+          `revision ${older} does not descend from last applied ${applied}`,
+          'tenancy.x-k8s.io/allow-revision',
+        );
+        expect(await snapshot()).toEqual(before);
+        expect((await source('tenants')).status?.lastAppliedRevision).toBe(applied);
+        const after = await t.client.get<KubeObject & { data?: Record<string, string> }>(
+          R.configmaps,
+          NS,
+          'tenants-gitops-record',
+        );
+        expect(after.metadata?.resourceVersion).toBe(record.metadata?.resourceVersion);
+        return why;
+      },
+    );
     await runGit(bare, ['update-ref', 'refs/heads/main', applied]);
     await poke('tenants');
     await ready('tenants', applied);

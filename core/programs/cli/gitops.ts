@@ -40,7 +40,16 @@ export async function readDirArtifact(dir: string): Promise<Artifact> {
     documents.push(...r.documents);
     if (r.error) parseErrors.push(r.error);
   }
-  return { url: `file://${root}`, ref: 'working-tree', revision: 'working-tree', digest: contentDigest(files), path: '.', documents, parseErrors, fetchedAt: new Date().toISOString() };
+  return {
+    url: `file://${root}`,
+    ref: 'working-tree',
+    revision: 'working-tree',
+    digest: contentDigest(files),
+    path: '.',
+    documents,
+    parseErrors,
+    fetchedAt: new Date().toISOString(),
+  };
 }
 
 async function urlArtifact(url: string, ref: string, path: string): Promise<Artifact> {
@@ -49,7 +58,11 @@ async function urlArtifact(url: string, ref: string, path: string): Promise<Arti
   try {
     // The CLI fetches, as its user, a URL its user typed: private addresses are not the manager's to guard here.
     const f = new GitSourceFetcher({ cacheRoot: cache, timeoutMs: 30_000, addresses: { allowPrivateAddresses: true } });
-    const r = /^[0-9a-f]{40}$/.test(ref) ? { commit: ref } : ref.startsWith('tag:') ? { tag: ref.slice(4) } : { branch: ref };
+    const r = /^[0-9a-f]{40}$/.test(ref)
+      ? { commit: ref }
+      : ref.startsWith('tag:')
+        ? { tag: ref.slice(4) }
+        : { branch: ref };
     return await f.artifact({ url, ref: r, path });
   } finally {
     rmSync(cache, { recursive: true, force: true });
@@ -73,8 +86,15 @@ function readPolicyFile(file: string): TenantPolicy[] {
 export function registerGitOpsCommands(program: Command): void {
   program
     .command('validate <dir>')
-    .description("check a tenant repository's definitions against the schemas and the TenantPolicies (for the repository's own CI)")
-    .option('--policy <file>', 'TenantPolicy YAML to check the definitions against (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .description(
+      "check a tenant repository's definitions against the schemas and the TenantPolicies (for the repository's own CI)",
+    )
+    .option(
+      '--policy <file>',
+      'TenantPolicy YAML to check the definitions against (repeatable)',
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option('--kubeconfig <file>', "also check against the meta cluster's TenantPolicies")
     .action(async (dir: string, o: { policy: string[]; kubeconfig?: string }) => {
       const { planApply } = await import('../../../gitops/applier/applier.ts');
@@ -101,27 +121,37 @@ export function registerGitOpsCommands(program: Command): void {
     .description('what applying a directory or a git revision would create, change and delete; changes nothing')
     .option('--ref <ref>', 'branch, tag:<name> or commit of a git URL', 'main')
     .option('--path <path>', 'directory inside the repository', '.')
-    .option('--source <namespace/name>', 'the GitSource that applies these definitions (default: the one labelled on the live objects)')
+    .option(
+      '--source <namespace/name>',
+      'the GitSource that applies these definitions (default: the one labelled on the live objects)',
+    )
     .option('--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)')
     .action(async (source: string, o: { ref: string; path: string; source?: string; kubeconfig?: string }) => {
       const { planDiff } = await import('../../../gitops/applier/diff.ts');
-      const artifact = /^(https?|file):\/\//.test(source) ? await urlArtifact(source, o.ref, o.path) : await readDirArtifact(source);
+      const artifact = /^(https?|file):\/\//.test(source)
+        ? await urlArtifact(source, o.ref, o.path)
+        : await readDirArtifact(source);
       const c = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
       const live: KubeObject[] = [];
       for (const r of [R.virtualclusters, R.clusterversions]) {
-        for (const item of (await c.list(r)).items) live.push({ ...item, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: r.kind });
+        for (const item of (await c.list(r)).items)
+          live.push({ ...item, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: r.kind });
       }
       // Objects a GitSource applied carry its label; knowing the source keeps that label from showing as a change.
       const labels = new Set(live.map((x) => x.metadata?.labels?.[SOURCE_LABEL]).filter((x): x is string => !!x));
       const owner = o.source ?? (labels.size === 1 ? [...labels][0]!.replace('.', '/') : undefined);
       const [ownerNs, ownerName] = owner?.split('/') ?? [];
       const d = planDiff(artifact, live, ownerNs && ownerName ? { namespace: ownerNs, name: ownerName } : undefined);
-      const name = (x: { kind: string; namespace?: string; name: string }) => `${x.kind} ${x.namespace ? `${x.namespace}/` : ''}${x.name}`;
+      const name = (x: { kind: string; namespace?: string; name: string }) =>
+        `${x.kind} ${x.namespace ? `${x.namespace}/` : ''}${x.name}`;
       for (const x of d.create) process.stdout.write(`+ ${name(x)} (${x.file})\n`);
-      for (const x of d.change) process.stdout.write(`~ ${name(x.object)} (${x.object.file}): ${x.fields.join(', ')}\n`);
+      for (const x of d.change)
+        process.stdout.write(`~ ${name(x.object)} (${x.object.file}): ${x.fields.join(', ')}\n`);
       for (const x of d.delete) process.stdout.write(`- ${name(x)}\n`);
       for (const e of d.errors) process.stderr.write(`${e.message}\n`);
-      process.stdout.write(`${d.create.length} to create, ${d.change.length} to change, ${d.delete.length} to delete\n`);
+      process.stdout.write(
+        `${d.create.length} to create, ${d.change.length} to change, ${d.delete.length} to delete\n`,
+      );
       if (d.errors.length) process.exitCode = 1;
     });
 }

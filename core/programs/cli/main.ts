@@ -7,9 +7,14 @@ import { registerGitOpsCommands } from './gitops.ts';
 import { registerUpCommands } from './up.ts';
 
 const program = new Command();
-program.name('vc').description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps').showHelpAfterError();
+program
+  .name('vc')
+  .description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps')
+  .showHelpAfterError();
 
-const toolchain = program.command('toolchain').description('the Kubernetes binaries this project runs (built from Go modules)');
+const toolchain = program
+  .command('toolchain')
+  .description('the Kubernetes binaries this project runs (built from Go modules)');
 toolchain
   .command('build')
   .description('build the pinned Kubernetes, etcd and kwok binaries, or find them in the cache')
@@ -66,17 +71,41 @@ plugins
       const m = host.get(n)!.manifest;
       const on = host.enabledFor({}, n);
       // rbac: what the plugin needs beyond deploy/manager/rbac.yaml (see deploy/plugins/clusterrole.yaml)
-      const rbac = (m.rbac ?? []).map((r) => `${r.apiGroups.join(',') || 'core'}/${r.resources.join(',')}:${r.verbs.join(',')}`).join(' ') || '-';
-      return { name: n, version: m.version, api: m.apiVersion, direction: m.direction, truth: m.sourceOfTruth, processes: m.processes.join(','), enabled: on ? 'yes' : 'opt-in', rbac };
+      const rbac =
+        (m.rbac ?? [])
+          .map((r) => `${r.apiGroups.join(',') || 'core'}/${r.resources.join(',')}:${r.verbs.join(',')}`)
+          .join(' ') || '-';
+      return {
+        name: n,
+        version: m.version,
+        api: m.apiVersion,
+        direction: m.direction,
+        truth: m.sourceOfTruth,
+        processes: m.processes.join(','),
+        enabled: on ? 'yes' : 'opt-in',
+        rbac,
+      };
     });
     if (o.output === 'json') {
       const rules = Object.fromEntries(host.names().map((n) => [n, host.get(n)!.manifest.rbac ?? []]));
-      process.stdout.write(JSON.stringify({ plugins: rows.map((r) => ({ ...r, rbac: rules[r.name] })), failures: host.failures }, null, 2) + '\n');
+      process.stdout.write(
+        JSON.stringify(
+          { plugins: rows.map((r) => ({ ...r, rbac: rules[r.name] })), failures: host.failures },
+          null,
+          2,
+        ) + '\n',
+      );
     } else {
       const cols = ['name', 'version', 'api', 'direction', 'truth', 'processes', 'enabled', 'rbac'] as const;
       const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
-      const line = (v: readonly string[]) => v.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd();
-      process.stdout.write([line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))].join('\n') + '\n');
+      const line = (v: readonly string[]) =>
+        v
+          .map((x, i) => x.padEnd(w[i]!))
+          .join('  ')
+          .trimEnd();
+      process.stdout.write(
+        [line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))].join('\n') + '\n',
+      );
       for (const f of host.failures) process.stderr.write(`FAILED ${f.plugin} (${f.source}): ${f.reason}\n`);
     }
     if (host.failures.length) process.exitCode = 1;

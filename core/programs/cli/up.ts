@@ -65,7 +65,11 @@ async function tenants(s: UpStatus, stateDir: string) {
       const m = vc.metadata!;
       let kubeconfig: string | undefined;
       if (vc.status?.phase === 'Running' && vc.status.kubeconfigSecretName) {
-        const sec = await c.getOrNull<{ data?: Record<string, string> }>(R.secrets, m.namespace, kubeconfigSecretName(m.name!));
+        const sec = await c.getOrNull<{ data?: Record<string, string> }>(
+          R.secrets,
+          m.namespace,
+          kubeconfigSecretName(m.name!),
+        );
         if (sec?.data?.kubeconfig) {
           kubeconfig = join(dir, `${m.namespace}-${m.name}.kubeconfig`);
           writeFileSync(kubeconfig, Buffer.from(sec.data.kubeconfig, 'base64'), { mode: 0o600 });
@@ -87,7 +91,12 @@ export function registerUpCommands(program: Command): void {
     .option('--state-dir <dir>', 'where all state lives', DEFAULT_STATE_DIR)
     .option('--nodes <n>', 'number of kwok nodes', '3')
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
-    .option('--plugin <path-or-package>', 'load a third-party plugin in the manager (repeatable)', (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v], [])
+    .option(
+      '--plugin <path-or-package>',
+      'load a third-party plugin in the manager (repeatable)',
+      (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v],
+      [],
+    )
     .action(async (o: { stateDir: string; nodes: string; detach?: boolean; plugin: string[] }) => {
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
@@ -103,7 +112,12 @@ export function registerUpCommands(program: Command): void {
       const { startEmbedded } = await import('../embedded/embedded.ts');
       const started = Date.now();
       const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
-      const e = await startEmbedded({ stateDir, nodes: Number(o.nodes), plugins: o.plugin, onStep: (s) => process.stderr.write(`${since()} ${s}\n`) });
+      const e = await startEmbedded({
+        stateDir,
+        nodes: Number(o.nodes),
+        plugins: o.plugin,
+        onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
+      });
       const status: UpStatus = {
         pid: process.pid,
         ready: true,
@@ -185,7 +199,9 @@ async function detach(stateDir: string, nodes: string, plugins: string[]): Promi
     shown = Math.max(shown, lines.length - 1);
     const s = readUpStatus(stateDir);
     if (s?.ready) {
-      process.stdout.write(`running in the background (pid ${s.pid}); stop it with: npx vc down --state-dir ${stateDir}\n${summary(s)}\n`);
+      process.stdout.write(
+        `running in the background (pid ${s.pid}); stop it with: npx vc down --state-dir ${stateDir}\n${summary(s)}\n`,
+      );
       return;
     }
     if (!alive(child.pid!)) throw new CliError(`vc up exited before it was ready; see ${logFile}`);

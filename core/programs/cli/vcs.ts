@@ -19,9 +19,16 @@ export class CliError extends Error {}
 
 /** metaKubeconfig finds the meta cluster's kubeconfig: the flag, VC_KUBECONFIG, the embedded default, KUBECONFIG. */
 export function metaKubeconfig(flag?: string): string {
-  const candidates = [flag, process.env.VC_KUBECONFIG, resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig'), process.env.KUBECONFIG];
+  const candidates = [
+    flag,
+    process.env.VC_KUBECONFIG,
+    resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig'),
+    process.env.KUBECONFIG,
+  ];
   for (const c of candidates) if (c && existsSync(c)) return c;
-  throw new CliError('no meta cluster: pass --kubeconfig, set VC_KUBECONFIG, or start the embedded default with `vc up`');
+  throw new CliError(
+    'no meta cluster: pass --kubeconfig, set VC_KUBECONFIG, or start the embedded default with `vc up`',
+  );
 }
 
 async function meta(flag?: string): Promise<KubeClient> {
@@ -37,7 +44,10 @@ export function readVirtualClusters(file: string): VirtualCluster[] {
     v.metadata ??= {};
     v.metadata.namespace ??= 'default';
     const errors = validate('virtualCluster', v);
-    if (errors.length) throw new CliError(formatErrors(`${file}: VirtualCluster ${v.metadata.namespace}/${v.metadata.name ?? '?'}`, errors));
+    if (errors.length)
+      throw new CliError(
+        formatErrors(`${file}: VirtualCluster ${v.metadata.namespace}/${v.metadata.name ?? '?'}`, errors),
+      );
     out.push(v);
   }
   if (!out.length) throw new CliError(`${file}: no VirtualCluster in the file`);
@@ -52,7 +62,10 @@ export function refuseByPolicy(file: string, vcs: readonly VirtualCluster[], pol
   const lines: string[] = [];
   for (const vc of vcs) {
     const r = checkPolicies(vc, policies);
-    if ('violations' in r) lines.push(formatViolations(`${file}: VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name}`, r.violations));
+    if ('violations' in r)
+      lines.push(
+        formatViolations(`${file}: VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name}`, r.violations),
+      );
   }
   if (lines.length) throw new CliError(lines.join('\n'));
 }
@@ -66,7 +79,10 @@ async function kubeconfigOf(c: KubeClient, vc: VirtualCluster): Promise<string> 
   // The Secret's name follows from the VirtualCluster's own name, never from status (which a status writer could
   // point at another Secret); status only says whether the manager has written it yet.
   const secretName = kubeconfigSecretName(vc.metadata!.name!);
-  if (!vc.status?.kubeconfigSecretName) throw new CliError(`VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name} has no kubeconfig yet (phase ${vc.status?.phase ?? 'Pending'})`);
+  if (!vc.status?.kubeconfigSecretName)
+    throw new CliError(
+      `VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name} has no kubeconfig yet (phase ${vc.status?.phase ?? 'Pending'})`,
+    );
   const s = await c.get<{ data?: Record<string, string> }>(R.secrets, vc.metadata!.namespace, secretName);
   return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
 }
@@ -82,7 +98,8 @@ async function waitRunning(c: KubeClient, ns: string, name: string, timeoutMs: n
     last = line;
     if (phase === 'Running') return vc;
     if (phase === 'Error') throw new CliError(`VirtualCluster ${ns}/${name}: ${vc.status?.message ?? 'error'}`);
-    if (Date.now() - started > timeoutMs) throw new CliError(`VirtualCluster ${ns}/${name} not Running after ${timeoutMs / 1000} s (phase ${phase})`);
+    if (Date.now() - started > timeoutMs)
+      throw new CliError(`VirtualCluster ${ns}/${name} not Running after ${timeoutMs / 1000} s (phase ${phase})`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -151,7 +168,13 @@ export function registerVirtualClusterCommands(program: Command): void {
         ]);
         const head = ['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'];
         const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-        for (const r of [head, ...rows]) process.stdout.write(r.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd() + '\n');
+        for (const r of [head, ...rows])
+          process.stdout.write(
+            r
+              .map((x, i) => x.padEnd(w[i]!))
+              .join('  ')
+              .trimEnd() + '\n',
+          );
       }
     });
 
@@ -164,10 +187,12 @@ export function registerVirtualClusterCommands(program: Command): void {
     .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string }) => {
       const c = await meta(o.kubeconfig);
       const k = splitName(name, o.namespace);
-      if (!(await c.delete(R.virtualclusters, k.namespace, k.name))) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+      if (!(await c.delete(R.virtualclusters, k.namespace, k.name)))
+        throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
       const deadline = Date.now() + Number(o.wait) * 1000;
       while (Number(o.wait) > 0 && (await c.getOrNull(R.virtualclusters, k.namespace, k.name))) {
-        if (Date.now() > deadline) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} still deleting after ${o.wait} s`);
+        if (Date.now() > deadline)
+          throw new CliError(`VirtualCluster ${k.namespace}/${k.name} still deleting after ${o.wait} s`);
         await new Promise((r) => setTimeout(r, 250));
       }
       process.stderr.write(`virtualcluster ${k.namespace}/${k.name} deleted\n`);

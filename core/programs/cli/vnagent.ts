@@ -13,7 +13,9 @@ export function registerVnAgentCommand(program: Command): void {
       const { loadVnAgentConfig } = await import('../../vnagent/config.ts');
       const { runVnAgent } = await import('../vn-agent/run.ts');
       const r = await runVnAgent(loadVnAgentConfig(o.config));
-      process.stderr.write(`vn-agent listening on port ${r.agent.port}; metrics and probes on port ${r.agent.opsPort}\n`);
+      process.stderr.write(
+        `vn-agent listening on port ${r.agent.port}; metrics and probes on port ${r.agent.opsPort}\n`,
+      );
       await new Promise<void>((res) => {
         process.once('SIGINT', res);
         process.once('SIGTERM', res);

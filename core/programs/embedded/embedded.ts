@@ -16,7 +16,6 @@ import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
 import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
 
-
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
 export interface Embedded {
   superCluster: LocalSuperCluster;
@@ -51,7 +50,9 @@ async function startTenantRepository(stateDir: string): Promise<TenantRepository
   if (!existsSync(join(stateDir, 'git', 'tenants.git'))) {
     await server.initRepo('tenants');
     await git(join(stateDir, 'git', 'tenants.git'), ['config', 'http.receivepack', 'true']);
-    const files: Record<string, string> = { 'README.md': 'Tenant definitions: one VirtualCluster per file under tenants/.\n' };
+    const files: Record<string, string> = {
+      'README.md': 'Tenant definitions: one VirtualCluster per file under tenants/.\n',
+    };
     for (const t of SAMPLE_TENANTS) files[`tenants/${t}.yaml`] = sampleTenant(t);
     await server.commitFiles('tenants', files, 'two sample tenants');
   }
@@ -63,7 +64,8 @@ export async function applyCRDs(sc: LocalSuperCluster): Promise<void> {
   const c = await sc.cluster.client();
   const dir = fromPackageRoot('deploy/crds');
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml'))) {
-    for (const d of parseAllDocuments(readFileSync(join(dir, f), 'utf8'))) await c.apply(R.crds, d.toJS() as KubeObject, 'vc-up');
+    for (const d of parseAllDocuments(readFileSync(join(dir, f), 'utf8')))
+      await c.apply(R.crds, d.toJS() as KubeObject, 'vc-up');
   }
   await waitFor('the VirtualCluster API', async () => !!(await c.list(R.virtualclusters)), { timeoutMs: 30_000 });
 }
@@ -109,7 +111,13 @@ export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: str
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: lease,
-      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] }],
+      rules: [
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
+        },
+      ],
     },
     'vc-up',
   );
@@ -126,8 +134,20 @@ export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: str
   );
   await applyFile(c, 'deploy/policy/manager-scope.yaml', 'vc-up');
   const superCA = { certPem: sc.cluster.caPem, keyPem: readFileSync(join(sc.cluster.dir, 'pki/ca.key'), 'utf8') };
-  const cert = await issueCert(superCA, { commonName: 'vc-manager', organizations: [MANAGER_GROUP], usages: ['client'], validityDays: 365 });
-  return renderKubeconfig({ clusterName: 'super', server: sc.cluster.server, caPem: sc.cluster.caPem, user: 'vc-manager', clientCertPem: cert.certPem, clientKeyPem: cert.keyPem });
+  const cert = await issueCert(superCA, {
+    commonName: 'vc-manager',
+    organizations: [MANAGER_GROUP],
+    usages: ['client'],
+    validityDays: 365,
+  });
+  return renderKubeconfig({
+    clusterName: 'super',
+    server: sc.cluster.server,
+    caPem: sc.cluster.caPem,
+    user: 'vc-manager',
+    clientCertPem: cert.certPem,
+    clientKeyPem: cert.keyPem,
+  });
 }
 
 /**
@@ -135,7 +155,12 @@ export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: str
  * runs a manager with leader election, the VirtualCluster controller (local provisioner sharing the super's etcd)
  * and the syncer. The manager configuration it uses is written to `<stateDir>/manager.yaml`.
  */
-export async function startEmbedded(o: { stateDir: string; nodes?: number; plugins?: string[]; onStep?: (s: string) => void }): Promise<Embedded> {
+export async function startEmbedded(o: {
+  stateDir: string;
+  nodes?: number;
+  plugins?: string[];
+  onStep?: (s: string) => void;
+}): Promise<Embedded> {
   const step = o.onStep ?? (() => {});
   step('starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes)');
   const sc = await LocalSuperCluster.start({ stateDir: o.stateDir, nodes: o.nodes ?? 3, restart: true });
@@ -146,7 +171,16 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; plugi
     const gitServer = await startTenantRepository(o.stateDir);
     const gitURL = gitServer.url('tenants');
     const c = await sc.cluster.client();
-    await c.apply(R.secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'tenants-webhook', namespace: 'default' }, stringData: { token: 'embedded' } }, 'vc-up');
+    await c.apply(
+      R.secrets,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'tenants-webhook', namespace: 'default' },
+        stringData: { token: 'embedded' },
+      },
+      'vc-up',
+    );
 
     step('giving the manager its own identity, bounded by the admission policies of deploy/policy');
     const managerKubeconfig = join(o.stateDir, 'manager.kubeconfig');
@@ -156,8 +190,18 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; plugi
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
       superClusters: [{ name: 'default', kubeconfig: managerKubeconfig }],
-      leaderElection: { enabled: true, namespace: 'kube-system', name: 'vc-manager', leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
-      virtualClusters: { enabled: true, local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint } },
+      leaderElection: {
+        enabled: true,
+        namespace: 'kube-system',
+        name: 'vc-manager',
+        leaseDurationSeconds: 15,
+        renewDeadlineSeconds: 10,
+        retryPeriodSeconds: 2,
+      },
+      virtualClusters: {
+        enabled: true,
+        local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint },
+      },
       gitops: {
         enabled: true,
         cacheDir: join(o.stateDir, 'gitops-cache'),
@@ -169,7 +213,13 @@ export async function startEmbedded(o: { stateDir: string; nodes?: number; plugi
             apiVersion: 'tenancy.x-k8s.io/v1alpha1',
             kind: 'GitSource',
             metadata: { name: 'tenants', namespace: 'default' },
-            spec: { url: gitURL, ref: { branch: 'main' }, path: 'tenants', interval: '10s', webhook: { kind: 'generic', secretRef: { name: 'tenants-webhook' } } },
+            spec: {
+              url: gitURL,
+              ref: { branch: 'main' },
+              path: 'tenants',
+              interval: '10s',
+              webhook: { kind: 'generic', secretRef: { name: 'tenants-webhook' } },
+            },
           },
         ],
       },
@@ -212,7 +262,12 @@ async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAg
   const c = await sc.cluster.client();
   const superCA = { certPem: sc.cluster.caPem, keyPem: readFileSync(join(sc.cluster.dir, 'pki/ca.key'), 'utf8') };
   const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
-  const serving = await issueCert(superCA, { commonName: 'vc-vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays: 365 });
+  const serving = await issueCert(superCA, {
+    commonName: 'vc-vn-agent',
+    ipAddresses: ['127.0.0.1'],
+    usages: ['server'],
+    validityDays: 365,
+  });
   const portFile = join(stateDir, 'vn-agent-port');
   const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : (await freePorts(1))[0]!;
   writeFileSync(portFile, String(port));

@@ -16,20 +16,40 @@ const header = 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: ManagerConfiguratio
 describe('manager configuration', () => {
   it('loads tenants with defaults and resolves paths against the file', () => {
     write('a.kubeconfig', 'apiVersion: v1\nkind: Config\n');
-    const f = write('ok.yaml', `${header}plugins:\n  thirdParty: [./plugin]\ntenants:\n  - {name: dev, namespace: team-a, uid: u1, kubeconfig: a.kubeconfig, weight: 3}\n`);
+    const f = write(
+      'ok.yaml',
+      `${header}plugins:\n  thirdParty: [./plugin]\ntenants:\n  - {name: dev, namespace: team-a, uid: u1, kubeconfig: a.kubeconfig, weight: 3}\n`,
+    );
     const cfg = loadManagerConfig(f);
     expect(cfg.plugins?.thirdParty).toEqual([join(dir, 'plugin')]);
     const [t] = staticTenants(cfg, f);
-    expect(t).toMatchObject({ key: rootNamespace('team-a', 'dev', 'u1'), weight: 3, podSecurityLevel: 'baseline', clusterDomain: 'cluster.local' });
+    expect(t).toMatchObject({
+      key: rootNamespace('team-a', 'dev', 'u1'),
+      weight: 3,
+      podSecurityLevel: 'baseline',
+      clusterDomain: 'cluster.local',
+    });
     expect(t!.kubeconfig).toContain('kind: Config');
   });
 
   it.each([
     ['invalid YAML', `${header}tenants: [\n`, /bad\.yaml: invalid YAML/],
     ['an unknown field', `${header}tenats: []\n`, /bad\.yaml: \/tenats is not a known field/],
-    ['a bad field of a tenant, naming the tenant', `${header}tenants:\n  - {name: dev, namespace: team-a, uid: u, kubeconfig: k, weight: 0}\n`, /bad\.yaml: \/tenants\/0\/weight must be >= 1 \(tenant team-a\/dev\)/],
-    ['a missing required field', `${header}tenants:\n  - {name: dev, namespace: team-a, kubeconfig: k}\n`, /\/tenants\/0\/uid is required/],
-    ['a duplicate tenant', `${header}tenants:\n  - {name: dev, namespace: a, uid: u, kubeconfig: k}\n  - {name: dev, namespace: a, uid: v, kubeconfig: k}\n`, /\/tenants\/1 tenant a\/dev is listed twice/],
+    [
+      'a bad field of a tenant, naming the tenant',
+      `${header}tenants:\n  - {name: dev, namespace: team-a, uid: u, kubeconfig: k, weight: 0}\n`,
+      /bad\.yaml: \/tenants\/0\/weight must be >= 1 \(tenant team-a\/dev\)/,
+    ],
+    [
+      'a missing required field',
+      `${header}tenants:\n  - {name: dev, namespace: team-a, kubeconfig: k}\n`,
+      /\/tenants\/0\/uid is required/,
+    ],
+    [
+      'a duplicate tenant',
+      `${header}tenants:\n  - {name: dev, namespace: a, uid: u, kubeconfig: k}\n  - {name: dev, namespace: a, uid: v, kubeconfig: k}\n`,
+      /\/tenants\/1 tenant a\/dev is listed twice/,
+    ],
     [
       'an invalid GitSource in gitops.sources, naming it',
       `${header}gitops:\n  sources:\n    - {apiVersion: tenancy.x-k8s.io/v1alpha1, kind: GitSource, metadata: {name: t, namespace: n}, spec: {url: 'not a url', ref: {branch: main}}}\n`,
@@ -43,7 +63,12 @@ describe('manager configuration', () => {
   });
 
   it('names the tenant and path when a kubeconfig cannot be read', () => {
-    const f = write('nokc.yaml', `${header}tenants:\n  - {name: dev, namespace: team-a, uid: u, kubeconfig: missing.kubeconfig}\n`);
-    expect(() => staticTenants(loadManagerConfig(f), f)).toThrow(/\/tenants\/0\/kubeconfig tenant team-a\/dev: cannot read .*missing\.kubeconfig/);
+    const f = write(
+      'nokc.yaml',
+      `${header}tenants:\n  - {name: dev, namespace: team-a, uid: u, kubeconfig: missing.kubeconfig}\n`,
+    );
+    expect(() => staticTenants(loadManagerConfig(f), f)).toThrow(
+      /\/tenants\/0\/kubeconfig tenant team-a\/dev: cannot read .*missing\.kubeconfig/,
+    );
   });
 });

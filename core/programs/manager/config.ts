@@ -104,7 +104,9 @@ export function staticTenants(cfg: ManagerConfig, file: string, superCluster?: s
       try {
         kubeconfig = readFileSync(t.kubeconfig, 'utf8');
       } catch (e) {
-        throw new ConfigError(`${file}: /tenants/${i}/kubeconfig tenant ${t.namespace}/${t.name}: cannot read ${t.kubeconfig}: ${(e as Error).message}`);
+        throw new ConfigError(
+          `${file}: /tenants/${i}/kubeconfig tenant ${t.namespace}/${t.name}: cannot read ${t.kubeconfig}: ${(e as Error).message}`,
+        );
       }
       return tenantFrom({ vcNamespace: t.namespace, vcName: t.name, vcUid: t.uid, kubeconfig, settings: t });
     });

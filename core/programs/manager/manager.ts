@@ -63,7 +63,9 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
   const registries = supers.map((s) => new MutableTenantRegistry(staticTenants(cfg, file, s.name)));
-  const lifecycle = cfg.virtualClusters?.enabled ? await lifecycleController(cfg, clients[0]!, registries[0]!, host) : undefined;
+  const lifecycle = cfg.virtualClusters?.enabled
+    ? await lifecycleController(cfg, clients[0]!, registries[0]!, host)
+    : undefined;
   const gitops = cfg.gitops?.enabled
     ? new GitOpsController({
         meta: clients[0]!,
@@ -90,7 +92,8 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   let running = false;
   const start = async () => {
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
-    for (const src of cfg.gitops?.sources ?? []) await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
+    for (const src of cfg.gitops?.sources ?? [])
+      await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     await Promise.all(syncers.map((s) => s.start()));
     await lifecycle?.controller.start();
     await gitops?.start();
@@ -110,7 +113,9 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   });
   const removeChecks = [
     addHealthCheck('plugins', (): true | string => (host.names().length ? true : 'no plugin loaded')),
-    addReadyCheck('syncers', (): true | string => (running || !!cfg.leaderElection?.enabled ? true : 'syncers not started')),
+    addReadyCheck('syncers', (): true | string =>
+      running || !!cfg.leaderElection?.enabled ? true : 'syncers not started',
+    ),
   ];
   const stopElection = new AbortController();
   let election: Promise<void> | undefined;
@@ -157,9 +162,17 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   };
 }
 
-async function lifecycleController(cfg: ManagerConfig, meta: KubeClient, tenants: MutableTenantRegistry, host: PluginHost) {
+async function lifecycleController(
+  cfg: ManagerConfig,
+  meta: KubeClient,
+  tenants: MutableTenantRegistry,
+  host: PluginHost,
+) {
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
-  const provisioners: Record<string, Provisioner> = { import: new ImportProvisioner(meta), native: new NativeProvisioner(meta) };
+  const provisioners: Record<string, Provisioner> = {
+    import: new ImportProvisioner(meta),
+    native: new NativeProvisioner(meta),
+  };
   const local = cfg.virtualClusters?.local;
   if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });
   const controller = new VirtualClusterController({

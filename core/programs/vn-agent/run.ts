@@ -40,7 +40,8 @@ export interface RunningVnAgent {
 export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
   const plugins = await pluginHostFromConfig('vn-agent', cfg.plugins);
   const meta = await clientFor(cfg.metaKubeconfig);
-  const superClient = cfg.superKubeconfig && cfg.superKubeconfig !== cfg.metaKubeconfig ? await clientFor(cfg.superKubeconfig) : meta;
+  const superClient =
+    cfg.superKubeconfig && cfg.superKubeconfig !== cfg.metaKubeconfig ? await clientFor(cfg.superKubeconfig) : meta;
   const nodeName = cfg.nodeName ?? (process.env.NODE_NAME || undefined);
   const serving = await ensureServingCert({
     certFile: cfg.servingCert,

@@ -20,17 +20,30 @@ export class ImportProvisioner implements Provisioner {
     const ref = vc.spec.provisioner?.import?.kubeconfigSecretRef;
     if (!ref) throw new Error('spec.provisioner.import.kubeconfigSecretRef is required for the import provisioner');
     const key = ref.key ?? 'kubeconfig';
-    const secret = await this.meta.getOrNull<{ data?: Record<string, string> }>(R.secrets, vc.metadata!.namespace, ref.name);
+    const secret = await this.meta.getOrNull<{ data?: Record<string, string> }>(
+      R.secrets,
+      vc.metadata!.namespace,
+      ref.name,
+    );
     if (!secret) return { ready: false, waitingFor: `Secret ${vc.metadata!.namespace}/${ref.name}` };
     const data = secret.data?.[key];
-    if (!data) throw new Error(`Secret ${vc.metadata!.namespace}/${ref.name} has no key "${key}" (spec.provisioner.import.kubeconfigSecretRef.key)`);
-    const safe = parseKubeconfig(Buffer.from(data, 'base64').toString('utf8'), `Secret ${vc.metadata!.namespace}/${ref.name} (key "${key}")`);
+    if (!data)
+      throw new Error(
+        `Secret ${vc.metadata!.namespace}/${ref.name} has no key "${key}" (spec.provisioner.import.kubeconfigSecretRef.key)`,
+      );
+    const safe = parseKubeconfig(
+      Buffer.from(data, 'base64').toString('utf8'),
+      `Secret ${vc.metadata!.namespace}/${ref.name} (key "${key}")`,
+    );
     const kubeconfig = renderSafeKubeconfig(safe);
     const client = KubeClient.fromSafe(safe);
     try {
       await client.request('GET', '/version', { timeoutMs: 5000 });
     } catch (e) {
-      return { ready: false, waitingFor: `the imported cluster to answer (${e instanceof Error ? e.message : String(e)})` };
+      return {
+        ready: false,
+        waitingFor: `the imported cluster to answer (${e instanceof Error ? e.message : String(e)})`,
+      };
     } finally {
       client.close();
     }

@@ -37,7 +37,10 @@ export class LocalProvisioner implements Provisioner {
 
   async ensure(vc: VirtualCluster, root: string): Promise<ProvisionState> {
     // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
-    assertFlagsAllowed({ apiServer: vc.spec.apiServer?.extraArgs, controllerManager: vc.spec.controllerManager?.extraArgs });
+    assertFlagsAllowed({
+      apiServer: vc.spec.apiServer?.extraArgs,
+      controllerManager: vc.spec.controllerManager?.extraArgs,
+    });
     const hash = specHash(vc);
     let entry = this.running.get(root);
     let rolled = false;
@@ -111,6 +114,11 @@ export class LocalProvisioner implements Provisioner {
  */
 function specHash(vc: VirtualCluster): string {
   const s = vc.spec;
-  const relevant = { cidr: s.serviceCidr, api: s.apiServer?.extraArgs ?? {}, kcm: s.controllerManager?.extraArgs ?? {}, version: s.clusterVersionName };
+  const relevant = {
+    cidr: s.serviceCidr,
+    api: s.apiServer?.extraArgs ?? {},
+    kcm: s.controllerManager?.extraArgs ?? {},
+    version: s.clusterVersionName,
+  };
   return createHash('sha256').update(JSON.stringify(relevant)).digest('hex').slice(0, 16);
 }

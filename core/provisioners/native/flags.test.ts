@@ -109,7 +109,11 @@ describe('apiserverFlags', () => {
     ],
     ['extraArgs overriding a default', { extraArgs: { v: '4' } }, { v: '4' }],
     ['extraArgs naming a flag with dashes', { extraArgs: { '--profiling': 'true' } }, { profiling: 'true' }],
-    ['extraArgs filling an absent default', { paths: { ...paths, tokenFile: undefined }, extraArgs: { 'token-auth-file': '/t' } }, { 'token-auth-file': '/t' }],
+    [
+      'extraArgs filling an absent default',
+      { paths: { ...paths, tokenFile: undefined }, extraArgs: { 'token-auth-file': '/t' } },
+      { 'token-auth-file': '/t' },
+    ],
   ])('%s', (_, change, want) => {
     const flags = apiserverFlags({ ...apiserver, ...change });
     for (const [name, v] of Object.entries(want)) expect(value(flags, name), name).toBe(v);
@@ -117,8 +121,13 @@ describe('apiserverFlags', () => {
   });
 
   it('keeps overridden flags in place and appends new ones in name order', () => {
-    const flags = apiserverFlags({ ...apiserver, extraArgs: { 'secure-port': '7443', 'audit-log-path': '-', 'anonymous-auth': 'false' } });
-    expect(flags.slice(0, LOCAL_APISERVER.length)).toEqual(LOCAL_APISERVER.map((f) => (f === '--secure-port=6443' ? '--secure-port=7443' : f)));
+    const flags = apiserverFlags({
+      ...apiserver,
+      extraArgs: { 'secure-port': '7443', 'audit-log-path': '-', 'anonymous-auth': 'false' },
+    });
+    expect(flags.slice(0, LOCAL_APISERVER.length)).toEqual(
+      LOCAL_APISERVER.map((f) => (f === '--secure-port=6443' ? '--secure-port=7443' : f)),
+    );
     expect(flags.slice(LOCAL_APISERVER.length)).toEqual(['--anonymous-auth=false', '--audit-log-path=-']);
   });
 
@@ -143,10 +152,26 @@ describe('controllerManagerFlags', () => {
 
   it.each<[string, Partial<ControllerManagerFlagsInput>, Record<string, string>]>([
     ['leader election', { leaderElect: true }, { 'leader-elect': 'true' }],
-    ['tenant controllers', { controllers: '*,-node-lifecycle-controller' }, { controllers: '*,-node-lifecycle-controller' }],
-    ['a Pod', { bindAddress: '0.0.0.0', clusterName: 'root-ns' }, { 'bind-address': '0.0.0.0', 'cluster-name': 'root-ns' }],
-    ['extraArgs overriding a default', { extraArgs: { 'leader-elect': 'true', controllers: 'a' } }, { 'leader-elect': 'true', controllers: 'a' }],
-    ['extraArgs adding a flag', { extraArgs: { 'concurrent-deployment-syncs': '2' } }, { 'concurrent-deployment-syncs': '2' }],
+    [
+      'tenant controllers',
+      { controllers: '*,-node-lifecycle-controller' },
+      { controllers: '*,-node-lifecycle-controller' },
+    ],
+    [
+      'a Pod',
+      { bindAddress: '0.0.0.0', clusterName: 'root-ns' },
+      { 'bind-address': '0.0.0.0', 'cluster-name': 'root-ns' },
+    ],
+    [
+      'extraArgs overriding a default',
+      { extraArgs: { 'leader-elect': 'true', controllers: 'a' } },
+      { 'leader-elect': 'true', controllers: 'a' },
+    ],
+    [
+      'extraArgs adding a flag',
+      { extraArgs: { 'concurrent-deployment-syncs': '2' } },
+      { 'concurrent-deployment-syncs': '2' },
+    ],
   ])('%s', (_, change, want) => {
     const flags = controllerManagerFlags({ ...kcm, ...change });
     for (const [name, v] of Object.entries(want)) expect(value(flags, name), name).toBe(v);

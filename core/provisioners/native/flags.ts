@@ -105,7 +105,10 @@ export function apiserverFlags(input: ApiserverFlagsInput): string[] {
     ['tls-private-key-file', p.apiserverKey],
     ['client-ca-file', p.caFile],
     ['token-auth-file', p.tokenFile],
-    ['service-account-issuer', `https://kubernetes.default.svc.${input.clusterDomain ?? TENANT_DEFAULTS.clusterDomain}`],
+    [
+      'service-account-issuer',
+      `https://kubernetes.default.svc.${input.clusterDomain ?? TENANT_DEFAULTS.clusterDomain}`,
+    ],
     ['service-account-key-file', p.saPub],
     ['service-account-signing-key-file', p.saKey],
     ['service-cluster-ip-range', input.serviceCidr],
@@ -179,7 +182,10 @@ function flagName(raw: string): string {
  * flagList renders `--name=value` flags: the defaults in their order (a default whose value is undefined is left
  * out unless extraArgs gives it), each replaced by extraArgs of the same name, then the other extraArgs by name.
  */
-export function flagList(defaults: ReadonlyArray<readonly [string, string | undefined]>, extraArgs: ExtraArgs = {}): string[] {
+export function flagList(
+  defaults: ReadonlyArray<readonly [string, string | undefined]>,
+  extraArgs: ExtraArgs = {},
+): string[] {
   const extra = new Map<string, string>();
   for (const [raw, value] of Object.entries(extraArgs)) {
     const name = flagName(raw);

@@ -30,7 +30,13 @@ describe('native provisioner helpers', () => {
 
   it('reports why /readyz does not answer instead of throwing', async () => {
     const ca = await createCA('probe-ca', 1);
-    const kubeconfig = renderKubeconfig({ clusterName: 'x', server: 'https://127.0.0.1:1', caPem: ca.certPem, user: 'u', token: 't' });
+    const kubeconfig = renderKubeconfig({
+      clusterName: 'x',
+      server: 'https://127.0.0.1:1',
+      caPem: ca.certPem,
+      user: 'u',
+      token: 't',
+    });
     expect(await probeReadyz(kubeconfig, 3000)).toBe('ECONNREFUSED 127.0.0.1');
   });
 });

@@ -36,7 +36,13 @@ export const PKI_OPTIONS_ANNOTATION = ANN.pkiOptionsHash;
 export const READYZ_TIMEOUT_MS = 3000;
 
 /** The kinds remove deletes from the root namespace, workloads first so nothing restarts on missing Secrets. */
-const OWNED_KINDS: readonly Resource[] = [R.statefulsets, R.services, NETWORK_POLICIES, R.secrets, R.persistentvolumeclaims];
+const OWNED_KINDS: readonly Resource[] = [
+  R.statefulsets,
+  R.services,
+  NETWORK_POLICIES,
+  R.secrets,
+  R.persistentvolumeclaims,
+];
 
 interface StatefulSet extends KubeObject {
   spec?: { replicas?: number };
@@ -52,13 +58,21 @@ interface Secret extends KubeObject {
  * project pins for its toolchain, every other field left to renderNative's defaults.
  */
 export function defaultClusterVersion(): ClusterVersion {
-  return { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion', metadata: { name: 'default' }, spec: { kubernetesVersion: pinnedVersions().kubernetes } };
+  return {
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'ClusterVersion',
+    metadata: { name: 'default' },
+    spec: { kubernetesVersion: pinnedVersions().kubernetes },
+  };
 }
 
 /** pkiOptionsHash identifies the certificate-relevant options; the PKI is regenerated only when it changes. */
 export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
   const stable = { ...o, apiserverDnsNames: [...o.apiserverDnsNames].sort(), apiserverIPs: [...o.apiserverIPs].sort() };
-  return createHash('sha256').update(JSON.stringify(stable, Object.keys(stable).sort())).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(stable, Object.keys(stable).sort()))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /**
@@ -90,7 +104,10 @@ export class NativeProvisioner implements Provisioner {
     // The ClusterVersion's flags are the platform's; they pass the allow-list like the policy's and the tenant's.
     assertFlagsAllowed({
       apiServer: { ...clusterVersion.spec.apiServer?.extraArgs, ...vc.spec.apiServer?.extraArgs },
-      controllerManager: { ...clusterVersion.spec.controllerManager?.extraArgs, ...vc.spec.controllerManager?.extraArgs },
+      controllerManager: {
+        ...clusterVersion.spec.controllerManager?.extraArgs,
+        ...vc.spec.controllerManager?.extraArgs,
+      },
     });
     await this.ensureNamespace(vc, root);
     const pki = await this.ensurePKI(vc, root);
@@ -103,11 +120,18 @@ export class NativeProvisioner implements Provisioner {
         if (data) adminKubeconfig = Buffer.from(data, 'base64').toString('utf8');
       }
     }
-    if (!adminKubeconfig) throw new Error(`Secret ${root}/${NATIVE_SECRETS.adminKubeconfig} has no key "${ADMIN_KUBECONFIG_KEY}" after apply`);
+    if (!adminKubeconfig)
+      throw new Error(
+        `Secret ${root}/${NATIVE_SECRETS.adminKubeconfig} has no key "${ADMIN_KUBECONFIG_KEY}" after apply`,
+      );
 
     const sts = await this.superClient.getOrNull<StatefulSet>(R.statefulsets, root, 'apiserver');
     const ready = sts?.status?.readyReplicas ?? 0;
-    if (ready < 1) return { ready: false, waitingFor: `the apiserver StatefulSet ${root}/apiserver to have a ready Pod (${ready}/${sts?.spec?.replicas ?? 1} ready)` };
+    if (ready < 1)
+      return {
+        ready: false,
+        waitingFor: `the apiserver StatefulSet ${root}/apiserver to have a ready Pod (${ready}/${sts?.spec?.replicas ?? 1} ready)`,
+      };
     const url = apiserverURL(root);
     const answer = await probeReadyz(adminKubeconfig, READYZ_TIMEOUT_MS);
     if (answer !== true) return { ready: false, waitingFor: `the apiserver to answer at ${url} (${answer})` };
@@ -125,7 +149,9 @@ export class NativeProvisioner implements Provisioner {
   private async ensureNamespace(vc: VirtualCluster, root: string): Promise<void> {
     if (await this.superClient.getOrNull(R.namespaces, undefined, root)) return;
     try {
-      await this.superClient.create(R.namespaces, rootNamespaceObject(vc.metadata ?? {}, root), { fieldManager: IDENTITY.manager });
+      await this.superClient.create(R.namespaces, rootNamespaceObject(vc.metadata ?? {}, root), {
+        fieldManager: IDENTITY.manager,
+      });
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
     }
@@ -158,7 +184,11 @@ export class NativeProvisioner implements Provisioner {
     if (existing) {
       log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
       // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
-      await this.superClient.update(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } }, { fieldManager: IDENTITY.manager });
+      await this.superClient.update(
+        R.secrets,
+        { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } },
+        { fieldManager: IDENTITY.manager },
+      );
       return pki;
     }
     try {
@@ -199,13 +229,18 @@ export class NativeProvisioner implements Provisioner {
 
 function parsePKI(secret: Secret, root: string): ControlPlanePKI {
   const data = secret.data?.[PKI_SECRET_KEY];
-  if (!data) throw new Error(`Secret ${root}/${PKI_SECRET} has no key "${PKI_SECRET_KEY}"; delete it to have the PKI regenerated`);
+  if (!data)
+    throw new Error(
+      `Secret ${root}/${PKI_SECRET} has no key "${PKI_SECRET_KEY}"; delete it to have the PKI regenerated`,
+    );
   try {
     const pki = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as ControlPlanePKI;
     if (!pki.ca?.certPem || !pki.kubeletClient?.certPem || !pki.kubeletClientFingerprint) throw new Error('incomplete');
     return pki;
   } catch (e) {
-    throw new Error(`Secret ${root}/${PKI_SECRET} key "${PKI_SECRET_KEY}" is not a serialized PKI (${(e as Error).message}); delete it to have the PKI regenerated`);
+    throw new Error(
+      `Secret ${root}/${PKI_SECRET} key "${PKI_SECRET_KEY}" is not a serialized PKI (${(e as Error).message}); delete it to have the PKI regenerated`,
+    );
   }
 }
 
@@ -222,11 +257,15 @@ export async function probeReadyz(kubeconfig: string, timeoutMs: number): Promis
   await kc.applyToHTTPSOptions(tls);
   const url = new URL('/readyz', cluster.server);
   return new Promise((resolve) => {
-    const req = https.get(url, { ca: tls.ca, cert: tls.cert, key: tls.key, headers: tls.headers, agent: false }, (res) => {
-      res.resume();
-      clearTimeout(timer);
-      resolve(res.statusCode === 200 ? true : `HTTP ${res.statusCode}`);
-    });
+    const req = https.get(
+      url,
+      { ca: tls.ca, cert: tls.cert, key: tls.key, headers: tls.headers, agent: false },
+      (res) => {
+        res.resume();
+        clearTimeout(timer);
+        resolve(res.statusCode === 200 ? true : `HTTP ${res.statusCode}`);
+      },
+    );
     // One deadline for DNS, connect, TLS and the answer.
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     req.on('error', (e: NodeJS.ErrnoException) => {

@@ -52,10 +52,16 @@ interface StatefulSet extends KubeObject {
       metadata: { labels: Record<string, string>; annotations: Record<string, string> };
       spec: {
         containers: Container[];
-        volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string; items: Array<{ key: string; path: string }> } }> } }>;
+        volumes: Array<{
+          name: string;
+          projected?: { sources: Array<{ secret: { name: string; items: Array<{ key: string; path: string }> } }> };
+        }>;
       };
     };
-    volumeClaimTemplates?: Array<{ metadata: { name: string }; spec: { resources: { requests: { storage: string } } } }>;
+    volumeClaimTemplates?: Array<{
+      metadata: { name: string };
+      spec: { resources: { requests: { storage: string } } };
+    }>;
   };
 }
 interface Secret extends KubeObject {
@@ -72,7 +78,8 @@ beforeAll(async () => {
   ]);
 });
 
-const render = (o: Partial<NativeInput> = {}): KubeObject[] => renderNative({ vc, clusterVersion: cv, pki, rootNamespace: ROOT, ...o });
+const render = (o: Partial<NativeInput> = {}): KubeObject[] =>
+  renderNative({ vc, clusterVersion: cv, pki, rootNamespace: ROOT, ...o });
 const find = <T extends KubeObject>(objs: KubeObject[], kind: string, name: string): T => {
   const o = objs.find((x) => x.kind === kind && x.metadata?.name === name);
   if (!o) throw new Error(`no ${kind} ${name}`);
@@ -80,8 +87,10 @@ const find = <T extends KubeObject>(objs: KubeObject[], kind: string, name: stri
 };
 const sts = (objs: KubeObject[], name: string): StatefulSet => find<StatefulSet>(objs, 'StatefulSet', name);
 const container = (objs: KubeObject[], name: string): Container => sts(objs, name).spec.template.spec.containers[0]!;
-const flag = (args: string[], name: string): string | undefined => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const hashOf = (objs: KubeObject[], name: string): string => sts(objs, name).spec.template.metadata.annotations[ANN.configHash]!;
+const flag = (args: string[], name: string): string | undefined =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const hashOf = (objs: KubeObject[], name: string): string =>
+  sts(objs, name).spec.template.metadata.annotations[ANN.configHash]!;
 const decode = (s: Secret, key: string): string => Buffer.from(s.data[key]!, 'base64').toString('utf8');
 
 /** fileContent follows a path from the container's mounts through the projected volume to the Secret's data. */
@@ -135,7 +144,9 @@ describe('renderNative', () => {
 
   it('uses kubernetes.io/tls Secrets for certificate pairs and Opaque for the rest', () => {
     const objs = render();
-    const types = Object.fromEntries(objs.filter((o) => o.kind === 'Secret').map((o) => [o.metadata!.name, (o as Secret).type]));
+    const types = Object.fromEntries(
+      objs.filter((o) => o.kind === 'Secret').map((o) => [o.metadata!.name, (o as Secret).type]),
+    );
     expect(types).toEqual({
       'root-ca': 'kubernetes.io/tls',
       'apiserver-tls': 'kubernetes.io/tls',
@@ -147,7 +158,9 @@ describe('renderNative', () => {
       'controller-manager-kubeconfig': 'Opaque',
     });
     const kubelet = find<Secret>(objs, 'Secret', NATIVE_SECRETS.kubeletClient);
-    expect(kubelet.metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(fingerprintSha256(decode(kubelet, 'tls.crt')));
+    expect(kubelet.metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(
+      fingerprintSha256(decode(kubelet, 'tls.crt')),
+    );
   });
 
   it('points both kubeconfigs at the apiserver Service with the tenant CA', () => {
@@ -158,12 +171,19 @@ describe('renderNative', () => {
         users: Array<{ name: string; user: Record<string, string> }>;
       };
       expect(kc.clusters[0]!.cluster.server).toBe(`https://apiserver.${ROOT}.svc:6443`);
-      expect(Buffer.from(kc.clusters[0]!.cluster['certificate-authority-data'], 'base64').toString()).toBe(pki.ca.certPem);
+      expect(Buffer.from(kc.clusters[0]!.cluster['certificate-authority-data'], 'base64').toString()).toBe(
+        pki.ca.certPem,
+      );
       expect(kc.users[0]!.name).toBe(user);
       expect(Buffer.from(kc.users[0]!.user['client-certificate-data']!, 'base64').toString()).toBe(certPem);
     };
     check(NATIVE_SECRETS.adminKubeconfig, ADMIN_KUBECONFIG_KEY, 'admin', pki.admin.certPem);
-    check(NATIVE_SECRETS.controllerManagerKubeconfig, 'controller-manager-kubeconfig', 'system:kube-controller-manager', pki.controllerManager.certPem);
+    check(
+      NATIVE_SECRETS.controllerManagerKubeconfig,
+      'controller-manager-kubeconfig',
+      'system:kube-controller-manager',
+      pki.controllerManager.certPem,
+    );
   });
 
   it('connects the apiserver to its own etcd under /registry and runs the tenant controllers', () => {
@@ -211,11 +231,22 @@ describe('renderNative', () => {
     const objs = render();
     const kcm = container(objs, 'controller-manager').args;
     for (const name of ['kubeconfig', 'authentication-kubeconfig', 'authorization-kubeconfig']) {
-      expect(fileContent(objs, 'controller-manager', flag(kcm, name)!)).toContain('user: system:kube-controller-manager');
+      expect(fileContent(objs, 'controller-manager', flag(kcm, name)!)).toContain(
+        'user: system:kube-controller-manager',
+      );
     }
     const projected = (component: string) =>
-      sts(objs, component).spec.template.spec.volumes.flatMap((v) => v.projected?.sources.flatMap((s) => s.secret.items.map((i) => i.path)) ?? []).sort();
-    expect(projected('controller-manager')).toEqual(['controller-manager.kubeconfig', 'pki/ca.crt', 'pki/ca.key', 'pki/sa.key']);
+      sts(objs, component)
+        .spec.template.spec.volumes.flatMap(
+          (v) => v.projected?.sources.flatMap((s) => s.secret.items.map((i) => i.path)) ?? [],
+        )
+        .sort();
+    expect(projected('controller-manager')).toEqual([
+      'controller-manager.kubeconfig',
+      'pki/ca.crt',
+      'pki/ca.key',
+      'pki/sa.key',
+    ]);
     expect(projected('apiserver')).not.toContain('pki/ca.key');
     expect(projected('etcd')).toEqual([]);
   });
@@ -253,7 +284,8 @@ describe('renderNative', () => {
       },
     });
     expect(container(custom, 'etcd').image).toBe('registry.k8s.io/etcd:3.5.21-0');
-    const etcdImage = (etcd: ClusterVersion['spec']['etcd']) => container(render({ clusterVersion: { ...cv, spec: { ...cv.spec, etcd } } }), 'etcd').image;
+    const etcdImage = (etcd: ClusterVersion['spec']['etcd']) =>
+      container(render({ clusterVersion: { ...cv, spec: { ...cv.spec, etcd } } }), 'etcd').image;
     expect(etcdImage({ version: 'v3.6.6-1' })).toBe('registry.k8s.io/etcd:3.6.6-1');
     expect(etcdImage({ version: 'v3.6.16', image: 'example.com/etcd:y' })).toBe('example.com/etcd:y');
     expect(container(custom, 'apiserver').image).toBe('example.com/apiserver:x');
@@ -267,8 +299,23 @@ describe('renderNative', () => {
 
   it('lets VirtualCluster extraArgs override ClusterVersion extraArgs, which override the defaults', () => {
     const objs = render({
-      vc: { ...vc, spec: { ...vc.spec, serviceCidr: '10.40.0.0/16', apiServer: { extraArgs: { v: '4' } }, controllerManager: { extraArgs: { 'concurrent-gc-syncs': '5' } } } },
-      clusterVersion: { ...cv, spec: { ...cv.spec, apiServer: { extraArgs: { v: '2', 'audit-log-path': '-' } }, etcd: { extraArgs: { 'quota-backend-bytes': '8589934592' } } } },
+      vc: {
+        ...vc,
+        spec: {
+          ...vc.spec,
+          serviceCidr: '10.40.0.0/16',
+          apiServer: { extraArgs: { v: '4' } },
+          controllerManager: { extraArgs: { 'concurrent-gc-syncs': '5' } },
+        },
+      },
+      clusterVersion: {
+        ...cv,
+        spec: {
+          ...cv.spec,
+          apiServer: { extraArgs: { v: '2', 'audit-log-path': '-' } },
+          etcd: { extraArgs: { 'quota-backend-bytes': '8589934592' } },
+        },
+      },
     });
     const api = container(objs, 'apiserver').args;
     expect(flag(api, 'v')).toBe('4');
@@ -279,15 +326,18 @@ describe('renderNative', () => {
   });
 
   it('refuses a flag naming a file under /etc/kubernetes that no Secret provides', () => {
-    expect(() => render({ vc: { ...vc, spec: { apiServer: { extraArgs: { 'audit-policy-file': '/etc/kubernetes/audit.yaml' } } } } })).toThrow(
-      /no Secret provides \/etc\/kubernetes\/audit.yaml/,
-    );
+    expect(() =>
+      render({
+        vc: { ...vc, spec: { apiServer: { extraArgs: { 'audit-policy-file': '/etc/kubernetes/audit.yaml' } } } },
+      }),
+    ).toThrow(/no Secret provides \/etc\/kubernetes\/audit.yaml/);
   });
 
   it('changes the config hash of a pod template exactly when its flags or certificates change', () => {
     const base = render();
     const again = render();
-    for (const name of ['etcd', 'apiserver', 'controller-manager']) expect(hashOf(again, name)).toBe(hashOf(base, name));
+    for (const name of ['etcd', 'apiserver', 'controller-manager'])
+      expect(hashOf(again, name)).toBe(hashOf(base, name));
     expect(hashOf(base, 'apiserver')).toMatch(/^[0-9a-f]{32}$/);
 
     const flags = render({ vc: { ...vc, spec: { ...vc.spec, apiServer: { extraArgs: { v: '4' } } } } });
@@ -295,7 +345,9 @@ describe('renderNative', () => {
     expect(hashOf(flags, 'controller-manager')).toBe(hashOf(base, 'controller-manager'));
     expect(hashOf(flags, 'etcd')).toBe(hashOf(base, 'etcd'));
 
-    const etcd = render({ clusterVersion: { ...cv, spec: { ...cv.spec, etcd: { extraArgs: { 'snapshot-count': '5000' } } } } });
+    const etcd = render({
+      clusterVersion: { ...cv, spec: { ...cv.spec, etcd: { extraArgs: { 'snapshot-count': '5000' } } } },
+    });
     expect(hashOf(etcd, 'etcd')).not.toBe(hashOf(base, 'etcd'));
 
     const certs = render({ pki: otherPki });
@@ -311,7 +363,9 @@ describe('renderNative', () => {
       expect(s.template.metadata.labels).toEqual(s.selector.matchLabels);
       expect(s.selector.matchLabels['tenancy.x-k8s.io/component']).toBe(name);
     }
-    expect((find(objs, 'Service', 'apiserver').spec as { selector: unknown }).selector).toEqual(sts(objs, 'apiserver').spec.selector.matchLabels);
+    expect((find(objs, 'Service', 'apiserver').spec as { selector: unknown }).selector).toEqual(
+      sts(objs, 'apiserver').spec.selector.matchLabels,
+    );
   });
 });
 
@@ -319,7 +373,12 @@ describe('nativePKIOptions', () => {
   it('names the apiserver Service in the root namespace and the first IP of the service CIDR', () => {
     expect(nativePKIOptions(vc, ROOT)).toEqual({
       clusterName: ROOT,
-      apiserverDnsNames: ['apiserver', `apiserver.${ROOT}`, `apiserver.${ROOT}.svc`, `apiserver.${ROOT}.svc.cluster.local`],
+      apiserverDnsNames: [
+        'apiserver',
+        `apiserver.${ROOT}`,
+        `apiserver.${ROOT}.svc`,
+        `apiserver.${ROOT}.svc.cluster.local`,
+      ],
       apiserverIPs: [],
       serviceIP: '10.32.0.1',
       validityDays: 30,
@@ -328,7 +387,11 @@ describe('nativePKIOptions', () => {
   });
 
   it('follows the spec and the super cluster domain', () => {
-    const o = nativePKIOptions({ ...vc, spec: { serviceCidr: '172.20.0.0/16', clusterDomain: 'tenant.local' } }, ROOT, 'super.local');
+    const o = nativePKIOptions(
+      { ...vc, spec: { serviceCidr: '172.20.0.0/16', clusterDomain: 'tenant.local' } },
+      ROOT,
+      'super.local',
+    );
     expect(o.serviceIP).toBe('172.20.0.1');
     expect(o.validityDays).toBe(365);
     expect(o.clusterDomain).toBe('tenant.local');

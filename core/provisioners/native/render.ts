@@ -6,7 +6,14 @@ import { firstServiceIP, renderKubeconfig } from '../../pki/pki.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
-import { apiserverFlags, controllerManagerFlags, flagList, pkiPaths, TENANT_CONTROLLERS, type ExtraArgs } from './flags.ts';
+import {
+  apiserverFlags,
+  controllerManagerFlags,
+  flagList,
+  pkiPaths,
+  TENANT_CONTROLLERS,
+  type ExtraArgs,
+} from './flags.ts';
 
 /** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
 export interface VirtualCluster extends KubeObject {
@@ -66,7 +73,13 @@ export const NATIVE_DEFAULTS = {
 } as const;
 
 /** NATIVE_PORTS are the container ports of the tenant control plane. */
-export const NATIVE_PORTS = { apiserver: 6443, controllerManager: 10257, etcdClient: 2379, etcdPeer: 2380, etcdMetrics: 2381 } as const;
+export const NATIVE_PORTS = {
+  apiserver: 6443,
+  controllerManager: 10257,
+  etcdClient: 2379,
+  etcdPeer: 2380,
+  etcdMetrics: 2381,
+} as const;
 
 /** NATIVE_SECRETS names the Secrets renderNative puts in the root namespace. */
 export const NATIVE_SECRETS = {
@@ -154,7 +167,12 @@ export function nativePKIOptions(
   const s = vc.spec;
   return {
     clusterName: rootNamespace,
-    apiserverDnsNames: ['apiserver', `apiserver.${rootNamespace}`, apiserverHost(rootNamespace), `${apiserverHost(rootNamespace)}.${superClusterDomain}`],
+    apiserverDnsNames: [
+      'apiserver',
+      `apiserver.${rootNamespace}`,
+      apiserverHost(rootNamespace),
+      `${apiserverHost(rootNamespace)}.${superClusterDomain}`,
+    ],
     apiserverIPs: [],
     serviceIP: firstServiceIP(s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr),
     validityDays: s.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
@@ -231,8 +249,14 @@ export function renderNative(input: NativeInput): KubeObject[] {
         podSelector: { matchLabels: selector(root, 'etcd') },
         policyTypes: ['Ingress'],
         ingress: [
-          { from: [{ podSelector: { matchLabels: selector(root, 'apiserver') } }], ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdClient }] },
-          { from: [{ podSelector: { matchLabels: selector(root, 'etcd') } }], ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdPeer }] },
+          {
+            from: [{ podSelector: { matchLabels: selector(root, 'apiserver') } }],
+            ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdClient }],
+          },
+          {
+            from: [{ podSelector: { matchLabels: selector(root, 'etcd') } }],
+            ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdPeer }],
+          },
           { ports: [{ protocol: 'TCP', port: NATIVE_PORTS.etcdMetrics }] },
         ],
       },
@@ -305,9 +329,21 @@ export function renderNative(input: NativeInput): KubeObject[] {
         command: ['kube-controller-manager'],
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.controllerManager }],
         resources: { requests: { cpu: '200m' } },
-        readinessProbe: { ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager), periodSeconds: 10, failureThreshold: 3 },
-        livenessProbe: { ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager), periodSeconds: 10, failureThreshold: 8 },
-        startupProbe: { ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager), periodSeconds: 5, failureThreshold: 48 },
+        readinessProbe: {
+          ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager),
+          periodSeconds: 10,
+          failureThreshold: 3,
+        },
+        livenessProbe: {
+          ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager),
+          periodSeconds: 10,
+          failureThreshold: 8,
+        },
+        startupProbe: {
+          ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager),
+          periodSeconds: 5,
+          failureThreshold: 48,
+        },
         securityContext: { capabilities: { drop: ['ALL'] } },
       },
     }),
@@ -351,7 +387,11 @@ function etcdFlags(root: string, extraArgs: ExtraArgs = {}): string[] {
 
 function renderSecrets({ vc, pki, rootNamespace: root }: NativeInput): KubeObject[] {
   const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
-  const tls = (name: string, pair: { certPem: string; keyPem: string }, annotations?: Record<string, string>): KubeObject => ({
+  const tls = (
+    name: string,
+    pair: { certPem: string; keyPem: string },
+    annotations?: Record<string, string>,
+  ): KubeObject => ({
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { ...objectMeta(root, name), ...(annotations ? { annotations } : {}) },
@@ -379,8 +419,13 @@ function renderSecrets({ vc, pki, rootNamespace: root }: NativeInput): KubeObjec
     tls(NATIVE_SECRETS.apiserver, pki.apiserver),
     tls(NATIVE_SECRETS.frontProxyCA, pki.frontProxyCA),
     tls(NATIVE_SECRETS.frontProxyClient, pki.frontProxyClient),
-    opaque(NATIVE_SECRETS.serviceAccount, { 'sa.key': pki.serviceAccount.privateKeyPem, 'sa.pub': pki.serviceAccount.publicKeyPem }),
-    tls(NATIVE_SECRETS.kubeletClient, pki.kubeletClient, { [ANN.kubeletClientFingerprint]: pki.kubeletClientFingerprint }),
+    opaque(NATIVE_SECRETS.serviceAccount, {
+      'sa.key': pki.serviceAccount.privateKeyPem,
+      'sa.pub': pki.serviceAccount.publicKeyPem,
+    }),
+    tls(NATIVE_SECRETS.kubeletClient, pki.kubeletClient, {
+      [ANN.kubeletClientFingerprint]: pki.kubeletClientFingerprint,
+    }),
     opaque(NATIVE_SECRETS.adminKubeconfig, { [ADMIN_KUBECONFIG_KEY]: kubeconfig('admin', pki.admin) }),
     opaque(NATIVE_SECRETS.controllerManagerKubeconfig, {
       'controller-manager-kubeconfig': kubeconfig('system:kube-controller-manager', pki.controllerManager),
@@ -399,7 +444,10 @@ interface ProjectedFile {
  * projectedFiles finds the files under KUBE_DIR a command line names and the Secret key each comes from; a flag
  * naming a file no Secret provides is an error here rather than a crash loop in the super cluster.
  */
-function projectedFiles(args: readonly string[], secretData: ReadonlyMap<string, Record<string, string>>): Map<string, ProjectedFile> {
+function projectedFiles(
+  args: readonly string[],
+  secretData: ReadonlyMap<string, Record<string, string>>,
+): Map<string, ProjectedFile> {
   const files = new Map<string, ProjectedFile>();
   for (const arg of args) {
     const v = arg.slice(arg.indexOf('=') + 1);
@@ -428,7 +476,12 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
     sources.set(f.secret, items);
   }
   const hash = createHash('sha256')
-    .update(JSON.stringify({ args: p.args, files: [...p.files].map(([path, f]) => [path, f.data]).sort(([a], [b]) => a!.localeCompare(b!)) }))
+    .update(
+      JSON.stringify({
+        args: p.args,
+        files: [...p.files].map(([path, f]) => [path, f.data]).sort(([a], [b]) => a!.localeCompare(b!)),
+      }),
+    )
     .digest('hex')
     .slice(0, 32);
   const volumes =
@@ -466,7 +519,10 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
               ...p.container,
               args: p.args,
               volumeMounts: [...existingMounts, ...mounts],
-              securityContext: { allowPrivilegeEscalation: false, ...(p.container.securityContext as object | undefined) },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                ...(p.container.securityContext as object | undefined),
+              },
             },
           ],
           volumes,
@@ -481,10 +537,18 @@ function selector(root: string, component: string): Record<string, string> {
   return { [LABEL.cluster]: root, [LABEL.component]: component };
 }
 
-function objectMeta(root: string, name: string, component?: string): { name: string; namespace: string; labels: Record<string, string> } {
+function objectMeta(
+  root: string,
+  name: string,
+  component?: string,
+): { name: string; namespace: string; labels: Record<string, string> } {
   return {
     name,
     namespace: root,
-    labels: { [LABEL.managedBy]: IDENTITY.manager, [LABEL.cluster]: root, ...(component ? { [LABEL.component]: component } : {}) },
+    labels: {
+      [LABEL.managedBy]: IDENTITY.manager,
+      [LABEL.cluster]: root,
+      ...(component ? { [LABEL.component]: component } : {}),
+    },
   };
 }
