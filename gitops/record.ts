@@ -47,7 +47,10 @@ export function readRecord(cm: ConfigMapObject | null, gs: GitSource): AppliedRe
   if (!ownsRecord(cm, gs)) {
     return {
       kind: 'foreign',
-      why: `ConfigMap ${gs.metadata.namespace}/${recordName(gs.metadata.name)} is not the manager's record of this GitSource (label ${LABEL.managedBy}=${IDENTITY.manager} and owner GitSource uid ${gs.metadata.uid ?? ''})`,
+      why:
+        `ConfigMap ${gs.metadata.namespace}/${recordName(gs.metadata.name)} is not the manager's record of ` +
+        `this GitSource (label ${LABEL.managedBy}=${IDENTITY.manager} and owner GitSource uid ` +
+        `${gs.metadata.uid ?? ''})`,
     };
   }
   const revision = cm.data?.[RECORD_REVISION_KEY];

@@ -489,7 +489,11 @@ export class VirtualClusterController {
 function notOwnedRoot(ns: KubeObject, vcUid: string): string | undefined {
   const md = ns.metadata ?? {};
   if (md.labels?.[LABEL.managedBy] === IDENTITY.manager && md.annotations?.[ANN.vcUid] === vcUid) return undefined;
-  return `super namespace ${md.name} exists and is not this VirtualCluster's (it lacks the ${LABEL.managedBy}=${IDENTITY.manager} label or its ${ANN.vcUid} annotation is not ${vcUid}); the manager does not take it over`;
+  return (
+    `super namespace ${md.name} exists and is not this VirtualCluster's (it lacks the ` +
+    `${LABEL.managedBy}=${IDENTITY.manager} label or its ${ANN.vcUid} annotation is not ${vcUid}); the ` +
+    `manager does not take it over`
+  );
 }
 
 /**
@@ -501,7 +505,11 @@ function notOwnedObject(kind: string, o: KubeObject, vcUid: string): string | un
   const md = o.metadata ?? {};
   const controller = md.ownerReferences?.find((r) => r.controller === true);
   if (md.labels?.[LABEL.managedBy] === IDENTITY.manager && controller?.uid === vcUid) return undefined;
-  return `${kind} ${md.namespace}/${md.name} exists and was not written by the manager for this VirtualCluster (it lacks the ${LABEL.managedBy}=${IDENTITY.manager} label or this VirtualCluster as controlling owner); the manager does not take it over: delete or rename it`;
+  return (
+    `${kind} ${md.namespace}/${md.name} exists and was not written by the manager for this VirtualCluster ` +
+    `(it lacks the ${LABEL.managedBy}=${IDENTITY.manager} label or this VirtualCluster as controlling ` +
+    `owner); the manager does not take it over: delete or rename it`
+  );
 }
 
 /**

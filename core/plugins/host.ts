@@ -27,7 +27,10 @@ export const SUPPORTED_API_MAJORS: readonly number[] = [1];
 export function apiVersionProblem(name: string, apiVersion: unknown): string | undefined {
   const supported = SUPPORTED_API_MAJORS.map((m) => `${PLUGIN_API_GROUP}/v${m}`).join(', ');
   if (apiVersion === undefined) {
-    return `plugin ${name} declares no apiVersion; this host supports ${supported}: rebuild it against @virtualcluster-ts/plugin-sdk and set manifest.apiVersion to PLUGIN_API_VERSION`;
+    return (
+      `plugin ${name} declares no apiVersion; this host supports ${supported}: rebuild it against ` +
+      `@virtualcluster-ts/plugin-sdk and set manifest.apiVersion to PLUGIN_API_VERSION`
+    );
   }
   const m = typeof apiVersion === 'string' ? /^(.+)\/v(\d+)$/.exec(apiVersion) : null;
   if (!m || m[1] !== PLUGIN_API_GROUP)

@@ -15,8 +15,9 @@ type TokenRequestEffect = Extract<Effect, { type: 'serviceAccountToken' }> & {
 /**
  * TokenMinter keeps, for every synced Pod, a super Secret holding the service account tokens the Pod asks for, each
  * minted by the Pod's own *tenant* apiserver (TokenRequest bound to the tenant Pod, with the source's audience and
- * lifetime), the tenant CA and the tenant namespace, and refreshes them at 80% of the shortest lifetime. The Secret is owned by the super Pod, so the super garbage collector removes it with
- * the Pod. Refresh times live in memory: after a restart each Pod's token is minted once more.
+ * lifetime), the tenant CA and the tenant namespace, and refreshes them at 80% of the shortest lifetime. The Secret
+ * is owned by the super Pod, so the super garbage collector removes it with the Pod. Refresh times live in memory:
+ * after a restart each Pod's token is minted once more.
  */
 export class TokenMinter {
   private readonly refreshAt = new Map<string, number>();

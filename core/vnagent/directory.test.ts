@@ -31,7 +31,8 @@ describe('tenant directories', () => {
     });
     expect(caFromKubeconfig(text).trim()).toBe(ca.certPem.trim());
     const noCa =
-      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://x"}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n';
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://x"}}]\n' +
+      'contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n';
     expect(() => caFromKubeconfig(noCa)).toThrow(/no certificate-authority-data/);
   });
 });

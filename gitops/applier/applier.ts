@@ -279,13 +279,18 @@ export function planApply(
     plan.pruneBlocked = {
       reason: 'ValidationFailed',
       stalled: true,
-      message: `Revision ${artifact.revision}: ${invalid.length} problem(s) in tenant definitions, ${nothingPruned}; the valid objects are applied:\n${errorLines(invalid)}`,
+      message:
+        `Revision ${artifact.revision}: ${invalid.length} problem(s) in tenant definitions, ${nothingPruned}; ` +
+        `the valid objects are applied:\n${errorLines(invalid)}`,
     };
   } else if (artifact.documents.length === 0 && !confirmedHere) {
     plan.pruneBlocked = {
       reason: 'EmptyPath',
       stalled: true,
-      message: `Revision ${artifact.revision}: path ${JSON.stringify(artifact.path)} holds no objects; nothing is pruned (${prune.length} object(s) would be). If that is meant, annotate the GitSource with ${CONFIRM_DELETION_ANNOTATION}=${artifact.revision}`,
+      message:
+        `Revision ${artifact.revision}: path ${JSON.stringify(artifact.path)} holds no objects; nothing is ` +
+        `pruned (${prune.length} object(s) would be). If that is meant, annotate the GitSource with ` +
+        `${CONFIRM_DELETION_ANNOTATION}=${artifact.revision}`,
     };
   } else if (pruneEnabled && !safety.allowed) {
     const wrong = o.confirmation
@@ -519,7 +524,9 @@ export class Applier {
     return {
       reason: 'PruneFailed',
       stalled: false,
-      message: `Revision ${plan.revision}: ${failed.length} of ${plan.prune.length} deletions failed and are retried:\n${failed.map((f) => `${describeRef(f.entry)}: ${f.message}`).join('\n')}`,
+      message:
+        `Revision ${plan.revision}: ${failed.length} of ${plan.prune.length} deletions failed and are ` +
+        `retried:\n${failed.map((f) => `${describeRef(f.entry)}: ${f.message}`).join('\n')}`,
     };
   }
 

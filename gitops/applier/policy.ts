@@ -42,7 +42,10 @@ export function withPolicies(plan: ApplyPlan, policies: readonly TenantPolicy[] 
   if (!errors.length) return plan;
   const refused = new Set(errors.map((e) => `${e.file}#${e.object}`));
   const apply = plan.apply.filter((o) => !refused.has(`${o.file}#${describeRef(o.ref)}`));
-  const message = `Revision ${plan.revision}: ${refused.size} tenant definition(s) ask for more than their TenantPolicy allows; nothing is pruned; the other objects are applied:\n${errors.map((e) => e.message).join('\n')}`;
+  const message =
+    `Revision ${plan.revision}: ${refused.size} tenant definition(s) ask for more than their TenantPolicy ` +
+    `allows; nothing is pruned; the other objects are ` +
+    `applied:\n${errors.map((e) => e.message).join('\n')}`;
   return {
     ...plan,
     apply,

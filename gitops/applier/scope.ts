@@ -73,7 +73,9 @@ export function checkScope(
     const setting = `gitops.policy.sources["${source.namespace}/${source.name}"].clusterScoped`;
     return {
       pointer: '/kind',
-      message: `${ref.kind} is cluster-scoped and ${who} may not write cluster-scoped kinds (the platform allows it with ${setting} in the manager configuration)`,
+      message:
+        `${ref.kind} is cluster-scoped and ${who} may not write cluster-scoped kinds (the platform allows it ` +
+        `with ${setting} in the manager configuration)`,
     };
   }
   const ns = ref.namespace ?? '';

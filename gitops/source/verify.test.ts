@@ -33,7 +33,8 @@ const hasGpg = await gpgAvailable();
 
 describe('splitSignedCommit', () => {
   const head =
-    'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nparent 1111111111111111111111111111111111111111\nauthor A <a@x> 1700000000 +0000\ncommitter C <c@x> 1700000000 +0000\n';
+    'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nparent 1111111111111111111111111111111111111111\n' +
+    'author A <a@x> 1700000000 +0000\ncommitter C <c@x> 1700000000 +0000\n';
   const mergetag =
     'mergetag object 2222222222222222222222222222222222222222\n type commit\n tag v1\n \n -----BEGIN PGP SIGNATURE-----\n abc\n -----END PGP SIGNATURE-----\n';
   const sig = 'gpgsig -----BEGIN SSH SIGNATURE-----\n U1NIU0lH\n \n -----END SSH SIGNATURE-----\n';

@@ -36,7 +36,9 @@ function toSuper(tenantObj: ConfigMap, superObj: ConfigMap | undefined, ctx: Plu
   const namespace = tm.namespace ?? '';
   const name = tm.name ?? '';
   if (name === TENANT_ROOT_CA_CONFIGMAP) {
-    const message = `ConfigMap name ${TENANT_ROOT_CA_CONFIGMAP} is reserved for the tenant's ${ROOT_CA_CONFIGMAP} in the super cluster; this ConfigMap is not synced`;
+    const message =
+      `ConfigMap name ${TENANT_ROOT_CA_CONFIGMAP} is reserved for the tenant's ${ROOT_CA_CONFIGMAP} in the ` +
+      `super cluster; this ConfigMap is not synced`;
     return {
       object: null,
       skip: { reason: 'ReservedName', message },

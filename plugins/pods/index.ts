@@ -352,7 +352,9 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       return superPod ? { object: null } : { object: null, effects: [deleteTenant(tenantPod)] };
     }
     if (tenantPod.spec?.nodeName && !superPod) {
-      const message = `spec.nodeName is set to "${tenantPod.spec.nodeName}": a tenant Pod cannot choose its node, the super cluster schedules it; remove spec.nodeName (use nodeSelector or affinity instead)`;
+      const message =
+        `spec.nodeName is set to "${tenantPod.spec.nodeName}": a tenant Pod cannot choose its node, the super ` +
+        `cluster schedules it; remove spec.nodeName (use nodeSelector or affinity instead)`;
       return {
         object: null,
         skip: { reason: NODE_NAME_NOT_SUPPORTED, message },

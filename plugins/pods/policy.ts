@@ -133,7 +133,9 @@ export function checkPodPolicy(
     if (t) {
       return {
         field: `spec.volumes[${i}].${t}`,
-        message: `spec.volumes[${i}].${t}: the kubelet mounts ${t} volumes as root against any server; not allowed by ${policyName} (pods.volumeTypes: ${volumeTypes.join(', ') || 'none'})`,
+        message:
+          `spec.volumes[${i}].${t}: the kubelet mounts ${t} volumes as root against any server; not allowed by ` +
+          `${policyName} (pods.volumeTypes: ${volumeTypes.join(', ') || 'none'})`,
       };
     }
   }
@@ -169,7 +171,9 @@ function checkPriorityAndTolerations(
   if (pc.startsWith(SYSTEM_PRIORITY_PREFIX)) {
     return {
       field: 'spec.priorityClassName',
-      message: `spec.priorityClassName "${pc}": priority classes starting "${SYSTEM_PRIORITY_PREFIX}" belong to the platform and are never available to tenant Pods`,
+      message:
+        `spec.priorityClassName "${pc}": priority classes starting "${SYSTEM_PRIORITY_PREFIX}" belong to the ` +
+        `platform and are never available to tenant Pods`,
     };
   }
   if (pc && !priorityClasses.includes(pc)) {

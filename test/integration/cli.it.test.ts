@@ -124,7 +124,8 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const repo = join(dir, 'repo');
     mkdirSync(join(repo, 'tenants'), { recursive: true });
     const vcDoc = (name: string, weight: number) =>
-      `apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: ${name}\n  namespace: default\nspec:\n  provisioner:\n    type: local\n  weight: ${weight}\n`;
+      `apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: ${name}\n  ` +
+      `namespace: default\nspec:\n  provisioner:\n    type: local\n  weight: ${weight}\n`;
     writeFileSync(join(repo, 'tenants/dev.yaml'), vcDoc('dev', 3));
     writeFileSync(join(repo, 'tenants/new.yaml'), vcDoc('new', 1));
     const ok = await vc(['validate', repo]);
@@ -143,7 +144,8 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const policy = join(dir, 'policy.yaml');
     writeFileSync(
       policy,
-      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: TenantPolicy\nmetadata:\n  name: small\n  annotations:\n    tenancy.x-k8s.io/is-default-policy: "true"\nspec:\n  weight:\n    max: 2\n',
+      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: TenantPolicy\nmetadata:\n  name: small\n  annotations:\n' +
+        '    tenancy.x-k8s.io/is-default-policy: "true"\nspec:\n  weight:\n    max: 2\n',
     );
     const over = await vc(['validate', repo, '--policy', policy]);
     expect(over.code).not.toBe(0);

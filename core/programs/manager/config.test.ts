@@ -52,7 +52,8 @@ describe('manager configuration', () => {
     ],
     [
       'an invalid GitSource in gitops.sources, naming it',
-      `${header}gitops:\n  sources:\n    - {apiVersion: tenancy.x-k8s.io/v1alpha1, kind: GitSource, metadata: {name: t, namespace: n}, spec: {url: 'not a url', ref: {branch: main}}}\n`,
+      `${header}gitops:\n  sources:\n    - {apiVersion: tenancy.x-k8s.io/v1alpha1, kind: GitSource, ` +
+        `metadata: {name: t, namespace: n}, spec: {url: 'not a url', ref: {branch: main}}}\n`,
       /bad\.yaml: \/gitops\/sources\/0 GitSource n\/t: \/spec\/url/,
     ],
     ['the wrong kind', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: Other\n', /\/kind must be equal to constant/],
