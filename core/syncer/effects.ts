@@ -99,7 +99,7 @@ export class Effects {
         await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, {
           force: true,
         });
-        countWrite(s.tenant.key, t.plugin, 'createSuper');
+        countWrite(s.tenant.key, t.plugin, 'superServiceAccount');
         return;
       }
       case 'tenantCondition':
