@@ -600,7 +600,7 @@ export async function syncerBench(): Promise<BenchResult> {
       syncerCounters: diffCounters(countersWarm, counters1),
       queuePeak: queuePeakRun2,
       benchProcess: load2Figures,
-      // Token Secrets are written by an effect, which vc_syncer_writes_total does not count.
+      // Minted tokens count as op=token in vc_syncer_writes_total; the Secrets holding them are counted here.
       tokenSecretsInSuper: (
         await superClient.listAll(R.secrets, { labelSelector: `${LABEL.managedBy}=${MANAGER}-token` })
       ).items.length,
