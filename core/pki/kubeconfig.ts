@@ -1,5 +1,5 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { parseKubeconfig } from '../kube/kubeconfig.ts';
 
 /** KubeconfigOptions describes the single cluster, user and context of a kubeconfig. */
 export interface KubeconfigOptions {
@@ -49,12 +49,12 @@ function base64(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64');
 }
 
-/** caFromKubeconfig returns the CA (PEM) of the current cluster of a kubeconfig, from certificate-authority-data. */
+/**
+ * caFromKubeconfig returns the CA (PEM) of the current cluster of a kubeconfig, from certificate-authority-data. It
+ * reads the kubeconfig with the same parser as every other kubeconfig the manager is handed (core/kube/kubeconfig.ts).
+ */
 export function caFromKubeconfig(text: string): string {
-  const kc = new KubeConfig();
-  kc.loadFromString(text);
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  if (!cluster.caData) throw new Error(`cluster ${cluster.name} of the kubeconfig has no certificate-authority-data`);
-  return Buffer.from(cluster.caData, 'base64').toString('utf8');
+  const kc = parseKubeconfig(text, 'the tenant kubeconfig');
+  if (!kc.caPem) throw new Error(`context ${kc.context} of the kubeconfig has no certificate-authority-data`);
+  return kc.caPem;
 }
