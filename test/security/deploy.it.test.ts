@@ -176,6 +176,13 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
         ),
       30_000,
     );
+    // The super controller-manager publishes kube-root-ca.crt into every namespace a moment after it exists: wait
+    // for it, so the attempts find it and the snapshot below does not change under the test by itself.
+    await eventually(async () => {
+      for (const ns of (await t.client.list(R.namespaces)).items) {
+        await t.client.get(R.configmaps, ns.metadata!.name!, 'kube-root-ca.crt');
+      }
+    }, 60_000);
     before = await superState();
   });
 
