@@ -326,6 +326,7 @@ export class VirtualClusterController {
         plugins: e.plugins,
         pluginConfig: e.pluginConfig,
         pods: e.pods,
+        runtimeClasses: e.runtimeClasses,
       },
     });
   }

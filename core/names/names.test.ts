@@ -13,6 +13,7 @@ import {
   rootNamespace,
   stampOwnership,
   stripDown,
+  superClusterName,
   superNamespace,
   tenantNaming,
 } from './names.ts';
@@ -207,6 +208,28 @@ describe('names', () => {
       const n = tenantNaming(key);
       for (const ns of ['default', 'kube-system', 'a', 'x'.repeat(63 - key.length - 1)])
         expect(n.tenantNamespace(n.superNamespace(ns))).toBe(ns);
+    });
+  });
+
+  describe('superClusterName', () => {
+    const rootA = rootNamespace('team-a', 'dev', 'u-dev');
+    const rootB = rootNamespace('team-b', 'prod', 'u-prod');
+
+    it('prefixes the tenant name with the root, like a super namespace', () => {
+      expect(superClusterName(rootA, 'gvisor')).toBe(`${rootA}-gvisor`);
+    });
+
+    it("never lands on another tenant's name, whatever name a tenant picks", () => {
+      const theirs = superClusterName(rootB, 'gvisor');
+      for (const mine of ['gvisor', theirs, theirs.slice(rootA.length + 1), 'y'.repeat(253)])
+        expect(superClusterName(rootA, mine)).not.toBe(theirs);
+    });
+
+    it('fits a long name into 63 characters, keeping the root and staying one-to-one', () => {
+      const long = superClusterName(rootA, 'k'.repeat(100));
+      expect(long).toHaveLength(63);
+      expect(long.startsWith(rootA)).toBe(true);
+      expect(superClusterName(rootA, 'k'.repeat(101))).not.toBe(long);
     });
   });
 });

@@ -143,6 +143,17 @@ export function superNamespace(root: string, tenantNamespace: string): string {
   return fitName(`${root}-${tenantNamespace}`);
 }
 
+/**
+ * superClusterName maps the name of a cluster-scoped tenant object whose super copy is the tenant's own (a tenant
+ * RuntimeClass) to its super name: `<root>-<name>`, fitted to 63 by fitName. It is one-to-one for the same reasons as
+ * superNamespace: two tenants' names differ in the root's hash, which fitName never cuts, and one tenant's names
+ * differ after the same root. No tenant can choose a name that lands on another tenant's, and platform objects
+ * named without a root prefix are never reached either.
+ */
+export function superClusterName(root: string, tenantName: string): string {
+  return fitName(`${root}-${tenantName}`);
+}
+
 /** Provenance is what a super object records about the tenant object it came from. */
 export interface Provenance {
   cluster: string;

@@ -39,6 +39,7 @@ const gold = policy('gold', {
   plugins: { enforced: ['pods', 'sandbox'], allowedOptIn: ['ingresses', 'sandbox'] },
   pluginConfig: { sandbox: { runtimeClassName: 'kata' }, vnAgent: { port: 10551 } },
   pods: { priorityClasses: ['batch-low'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
+  runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
 });
 
 describe('evaluatePolicy', () => {
@@ -65,6 +66,7 @@ describe('evaluatePolicy', () => {
           volumeTypes: [],
           nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
         },
+        runtimeClasses: { handlers: ['runc'] },
       },
       violations: [],
     });
@@ -115,6 +117,7 @@ describe('evaluatePolicy', () => {
         volumeTypes: [],
         nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
       },
+      runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
     });
   });
 
@@ -417,6 +420,7 @@ describe('DEFAULT_POLICY', () => {
     ['pods.hostAccess', DEFAULT_POLICY.podHostAccess],
     ['pods.volumeTypes', DEFAULT_POLICY.podVolumeTypes],
     ['pods.nodeLabelKeys', DEFAULT_POLICY.podNodeLabelKeys],
+    ['runtimeClasses.handlers', DEFAULT_POLICY.runtimeClassHandlers],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

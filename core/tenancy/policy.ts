@@ -32,6 +32,7 @@ export interface TenantPolicySpec {
     volumeTypes?: string[];
     nodeLabelKeys?: string[];
   };
+  runtimeClasses?: { handlers?: string[]; required?: string };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -69,6 +70,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: false,
   podVolumeTypes: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
+  runtimeClassHandlers: ['runc'],
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -87,6 +89,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
   podNodeLabelKeys: readonly string[];
+  runtimeClassHandlers: readonly string[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -122,6 +125,8 @@ export interface EffectiveSettings {
     volumeTypes: string[];
     nodeLabelKeys: string[];
   };
+  /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
+  runtimeClasses: { handlers: string[]; required?: string };
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -257,6 +262,10 @@ export function evaluatePolicy(
         hostAccess: p.pods?.hostAccess ?? DEFAULT_POLICY.podHostAccess,
         volumeTypes: [...(p.pods?.volumeTypes ?? DEFAULT_POLICY.podVolumeTypes)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
+      },
+      runtimeClasses: {
+        handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
+        ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
       },
     },
     violations,

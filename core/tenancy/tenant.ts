@@ -1,5 +1,5 @@
 import { rootNamespace, type TenantIdentity } from '../names/names.ts';
-import type { PodsPolicyView, TenantView } from '../plugins/contract.ts';
+import type { PodsPolicyView, RuntimeClassesPolicyView, TenantView } from '../plugins/contract.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 /** POD_SECURITY_LEVELS are the Pod Security admission levels a tenant's super namespaces may be labelled with. */
@@ -27,6 +27,8 @@ export interface Tenant extends TenantIdentity {
   apiserverEndpoint?: { host: string; port: number };
   /** the pods section of the tenant's effective TenantPolicy; absent, the pods plugin's built-in defaults */
   pods?: PodsPolicyView;
+  /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the runtimeclasses plugin's defaults */
+  runtimeClasses?: RuntimeClassesPolicyView;
 }
 
 /**
@@ -42,6 +44,7 @@ export interface TenantSettings {
   plugins?: { enable?: string[]; disable?: string[] };
   pluginConfig?: Record<string, unknown>;
   pods?: PodsPolicyView;
+  runtimeClasses?: RuntimeClassesPolicyView;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -80,6 +83,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.pluginConfig) t.pluginConfig = o.pluginConfig;
   if (s.apiserverEndpoint) t.apiserverEndpoint = s.apiserverEndpoint;
   if (o.pods) t.pods = o.pods;
+  if (o.runtimeClasses) t.runtimeClasses = o.runtimeClasses;
   return t;
 }
 
@@ -101,6 +105,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.pluginConfig && { pluginConfig: t.pluginConfig }),
     ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
     ...(t.pods && { pods: t.pods }),
+    ...(t.runtimeClasses && { runtimeClasses: t.runtimeClasses }),
   };
   return Object.freeze(v);
 }

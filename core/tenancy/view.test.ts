@@ -15,6 +15,7 @@ describe('tenantView', () => {
     pluginConfig: { sandbox: { runtimeClassName: 'kata' } },
     apiserverEndpoint: { host: '10.0.0.1', port: 6443 },
     pods: { priorityClasses: ['batch'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
+    runtimeClasses: { handlers: ['runc'], required: 'kata' },
   };
 
   it('gives plugins identity and settings, never the kubeconfig or the queue weight', () => {
@@ -32,5 +33,9 @@ describe('tenantView', () => {
 
   it('carries the effective pods policy the pods plugin checks tenant Pods against', () => {
     expect(tenantView(tenant).pods).toEqual(tenant.pods);
+  });
+
+  it('carries the effective runtimeClasses policy the runtimeclasses and pods plugins check against', () => {
+    expect(tenantView(tenant).runtimeClasses).toEqual(tenant.runtimeClasses);
   });
 });

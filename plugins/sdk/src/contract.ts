@@ -257,6 +257,16 @@ export interface TenantView {
   readonly apiserverEndpoint?: { readonly host: string; readonly port: number };
   /** the pods section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly pods?: PodsPolicyView;
+  /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly runtimeClasses?: RuntimeClassesPolicyView;
+}
+
+/** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it (issue 12). */
+export interface RuntimeClassesPolicyView {
+  /** handlers the tenant's own RuntimeClasses may name */
+  readonly handlers?: readonly string[];
+  /** the super RuntimeClass every tenant Pod runs in; a Pod cannot leave it for a class with another handler */
+  readonly required?: string;
 }
 
 /** TolerationRule is one toleration a policy allows: a key (absent: only the empty key) and an effect (absent: any). */
