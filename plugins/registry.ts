@@ -11,6 +11,7 @@ import persistentvolumeclaims from './persistentvolumeclaims/index.ts';
 import persistentvolumes from './persistentvolumes/index.ts';
 import pods from './pods/index.ts';
 import priorityclasses from './priorityclasses/index.ts';
+import runtimeclasses from './runtimeclasses/index.ts';
 import secrets from './secrets/index.ts';
 import serviceaccounts from './serviceaccounts/index.ts';
 import services from './services/index.ts';
@@ -30,6 +31,7 @@ export const builtinPlugins: Plugin[] = [
   persistentvolumeclaims,
   persistentvolumes,
   storageclasses,
+  ...runtimeclasses,
   pods,
   dns,
   nodes,

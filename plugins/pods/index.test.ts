@@ -19,7 +19,20 @@ const podServiceAccount = {
   kind: 'ServiceAccount',
   metadata: { name: 'vc-tenant-pod', namespace: SNS },
 };
-const superCache = new MapCache([[R.serviceaccounts, [podServiceAccount]]]);
+// kata is a public super RuntimeClass the syncer mirrored into the tenant: Pods naming it keep the name.
+const publicKata = {
+  apiVersion: 'node.k8s.io/v1',
+  kind: 'RuntimeClass',
+  metadata: { name: 'kata', labels: { [LABEL.public]: 'true' } },
+  handler: 'kata',
+};
+const superCache = new MapCache([
+  [R.serviceaccounts, [podServiceAccount]],
+  [R.runtimeclasses, [publicKata]],
+]);
+const tenantCache = new MapCache([
+  [R.runtimeclasses, [{ ...publicKata, metadata: { name: 'kata', labels: { [LABEL.managedBy]: MANAGER } } }]],
+]);
 const ctx = testContext({ superCache });
 const TUID = 'tenant-uid-1';
 
@@ -580,7 +593,7 @@ describe('pods plugin: toSuper', () => {
     const got = podsPlugin.toSuper!(
       structuredClone(c.tenant),
       c.super && structuredClone(c.super),
-      testContext({ tenant, superCache }),
+      testContext({ tenant, superCache, tenantCache }),
     );
     const want = { ...c.want, object: c.want.object && normalize(c.want.object) };
     expect(got).toEqual(want);

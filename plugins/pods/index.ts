@@ -1,6 +1,7 @@
 import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf } from '../../core/names/names.ts';
 import { checkPodSecurity } from './podsecurity.ts';
+import { podRuntimeClass } from '../runtimeclasses/policy.ts';
 import { checkPodPolicy, POD_POLICY_VIOLATION, type PodRefusal, SYNCED_CONDITION } from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
 import {
@@ -43,6 +44,11 @@ export const NODE_NAME_NOT_SUPPORTED = 'NodeNameNotSupported';
 export const WAITING_FOR_SERVICE_ACCOUNT = 'WaitingForServiceAccount';
 /** SERVICE_ACCOUNT_RETRY_MS is how soon a Pod waiting for SUPER_POD_SERVICE_ACCOUNT is looked at again. */
 export const SERVICE_ACCOUNT_RETRY_MS = 200;
+
+/** WAITING_FOR_RUNTIME_CLASS is the skip reason while the tenant RuntimeClass a Pod names reaches the super cluster. */
+export const WAITING_FOR_RUNTIME_CLASS = 'WaitingForRuntimeClass';
+/** RUNTIME_CLASS_RETRY_MS is how soon a Pod waiting for its RuntimeClass is looked at again. */
+export const RUNTIME_CLASS_RETRY_MS = 500;
 
 /** STATUS_FIELDS are the status fields copied from the super Pod to the tenant Pod. */
 export const STATUS_FIELDS = [
@@ -213,9 +219,16 @@ function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
   };
 }
 
-function newSuperPod(tenantPod: Pod, ctx: PluginContext, target: { namespace: string; name: string }): Decision<Pod> {
+function newSuperPod(
+  tenantPod: Pod,
+  ctx: PluginContext,
+  target: { namespace: string; name: string },
+  runtimeClassName: string | undefined,
+): Decision<Pod> {
   const spec = clone(tenantPod.spec ?? { containers: [] });
   delete spec.nodeName;
+  if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
+  else delete spec.runtimeClassName;
   // Pods cannot be created with ephemeral containers; priority, preemptionPolicy and overhead are recomputed by the
   // super's admission from priorityClassName and runtimeClassName, and rejected when the tenant's values differ.
   delete spec.ephemeralContainers;
@@ -343,7 +356,11 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     sourceOfTruth: 'tenant',
     processes: ['manager', 'vn-agent'],
   },
-  reads: [{ resource: R.serviceaccounts, side: 'super' }],
+  reads: [
+    { resource: R.serviceaccounts, side: 'super' },
+    { resource: R.runtimeclasses, side: 'tenant' },
+    { resource: R.runtimeclasses, side: 'super' },
+  ],
 
   toSuper(tenantPod, superPod, ctx) {
     const ns = tenantPod.metadata?.namespace ?? '';
@@ -378,7 +395,16 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       if (refusal) return refuse(tenantPod, refusal);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };
-    return superPod ? updateSuperPod(tenantPod, superPod, ctx, target) : newSuperPod(tenantPod, ctx, target);
+    if (superPod) return updateSuperPod(tenantPod, superPod, ctx, target);
+    const rc = podRuntimeClass(tenantPod.spec?.runtimeClassName, ctx);
+    if ('refusal' in rc) return refuse(tenantPod, rc.refusal);
+    if ('wait' in rc)
+      return {
+        object: null,
+        skip: { reason: WAITING_FOR_RUNTIME_CLASS, message: rc.wait },
+        requeueAfterMs: RUNTIME_CLASS_RETRY_MS,
+      };
+    return newSuperPod(tenantPod, ctx, target, rc.name);
   },
 
   toTenant(superPod, tenantPod) {

@@ -71,6 +71,7 @@ export interface PodSpec {
   priority?: number;
   preemptionPolicy?: string;
   overhead?: Record<string, string>;
+  runtimeClassName?: string;
   containers: Container[];
   initContainers?: Container[];
   ephemeralContainers?: Container[];
