@@ -166,11 +166,21 @@ export class Syncer {
     return fixes;
   }
 
-  /** replaySuper finds the super objects of a newly served tenant whose tenant object is gone, by replaying the super caches. */
+  /**
+   * replaySuper replays the super caches for a newly served tenant: the super objects whose tenant object is gone, and
+   * every super object an up plugin routes to it (a public class that existed before the tenant did: its add event
+   * came when no session could take it).
+   */
   private replaySuper(s: TenantSession): void {
     for (const p of this.o.host.resourcePlugins()) {
       const inf = this.superInformers.get(p.manifest.resource!.resource);
-      if (!inf || p.manifest.sourceOfTruth !== 'tenant') continue;
+      if (!inf) continue;
+      if (p.manifest.sourceOfTruth === 'super') {
+        for (const obj of inf.list())
+          for (const k of this.router.routeOf(p, obj))
+            if (k.tenant === s.tenant.key) this.queue.add(makeKey(k.tenant, p.manifest.name, k.namespace, k.name));
+        continue;
+      }
       for (const obj of inf.list()) {
         const prov = provenanceOf(obj);
         if (prov?.cluster === s.tenant.key)
