@@ -2,21 +2,23 @@
  * RuntimeClasses within policy (issue 12): a tenant's own RuntimeClass is honoured (synced under a name of the
  * tenant's, its Pods scheduled and Running on the real local super), the platform's public classes appear in every
  * tenant, and a hostile tenant cannot use a handler its policy refuses, reach another tenant's or the platform's
- * private class, or leave the sandbox its policy requires. Runs the real syncer against a real local super cluster
- * (kwok nodes, which accept any handler: the super apiserver still checks at Pod admission that the class exists) and
- * two tenant control planes.
+ * private class, or leave the sandbox its policy requires. Runs the real syncer, as the manager identity deploy/
+ * gives it (RBAC and admission policies), against a real local super cluster (kwok nodes, which accept any handler:
+ * the super apiserver still checks at Pod admission that the class exists) and two tenant control planes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { LABEL, MANAGER, provenanceOf, superClusterName, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
+import { managerIdentity } from '../../core/programs/embedded/embedded.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { refusedBy } from '../identities.ts';
 import { Attempts } from './attempts.ts';
 
 interface RuntimeClass extends KubeObject {
@@ -71,6 +73,7 @@ describe('RuntimeClasses: tenant classes honoured within policy, public classes 
   let tenantA: Tenant;
   let tenantB: Tenant;
   let syncer: Syncer;
+  let manager: KubeClient;
 
   const superPod = (tenant: Tenant, name: string) =>
     t.client.getOrNull<Pod>(R.pods, superNamespace(tenant.key, 'default'), name);
@@ -152,8 +155,9 @@ describe('RuntimeClasses: tenant classes honoured within policy, public classes 
     });
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     expect(host.failures).toEqual([]);
+    manager = await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system'));
     syncer = new Syncer({
-      superClient: t.client,
+      superClient: manager,
       host,
       registry: new MutableTenantRegistry([tenantA, tenantB]),
       patrolIntervalMs: 0,
@@ -277,7 +281,34 @@ describe('RuntimeClasses: tenant classes honoured within policy, public classes 
     });
   });
 
+  it("keeps the manager itself off the platform's RuntimeClasses", async () => {
+    const OFF_LIMITS = /vc-manager may write only RuntimeClasses labelled tenancy\.x-k8s\.io\/cluster/;
+    const kata = await t.client.get(R.runtimeclasses, undefined, 'kata');
+    await attempts.attempt('manager relabels the public kata class as a tenant copy', () =>
+      refusedBy(
+        () =>
+          manager.patch(
+            R.runtimeclasses,
+            undefined,
+            'kata',
+            { metadata: { labels: { [LABEL.cluster]: tenantA.key } } },
+            'merge',
+          ),
+        OFF_LIMITS,
+      ),
+    );
+    await attempts.attempt('manager deletes the platform-private class', () =>
+      refusedBy(() => manager.delete(R.runtimeclasses, undefined, 'platform-private'), OFF_LIMITS),
+    );
+    await attempts.attempt('manager creates an unlabelled RuntimeClass', () =>
+      refusedBy(() => manager.create(R.runtimeclasses, runtimeClass('kata-evil', 'runc')), OFF_LIMITS),
+    );
+    expect((await t.client.get(R.runtimeclasses, undefined, 'kata')).metadata?.resourceVersion).toBe(
+      kata.metadata?.resourceVersion,
+    );
+  });
+
   it('counts every attempt refused', () => {
-    expect(attempts.summary()).toBe('attempts 5, refused 5, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 8, refused 8, succeeded 0');
   });
 });
