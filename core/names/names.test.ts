@@ -231,5 +231,11 @@ describe('names', () => {
       expect(long.startsWith(rootA)).toBe(true);
       expect(superClusterName(rootA, 'k'.repeat(101))).not.toBe(long);
     });
+
+    it('cuts a dotted name into a valid DNS subdomain', () => {
+      const dotted = superClusterName(rootA, `${'x'.repeat(46 - rootA.length - 2)}.sandbox.example.com`);
+      expect(dotted).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
+      expect(dotted).toHaveLength(46 - 1 + 1 + 16);
+    });
   });
 });

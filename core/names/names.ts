@@ -107,15 +107,16 @@ const looksHashed = (name: string): boolean => HASHED_TAIL.test(name);
 
 /**
  * fitName returns name unchanged when it has at most 63 characters and does not end in `-<16 hex>`; otherwise its
- * first 46 characters (without trailing dashes), a dash and 16 hex characters of the sha256 of the whole name. It is
- * one-to-one up to a 64-bit hash collision: names it keeps are distinct because they are kept as they are; names it
- * cuts are distinct because their hashes are; and a kept name never equals a cut one, because every cut name ends in
- * `-<16 hex>` and a name of that shape is always cut and hashed itself, never kept.
+ * first 46 characters (without trailing dashes or dots, so a cut DNS subdomain stays one), a dash and 16 hex
+ * characters of the sha256 of the whole name. It is one-to-one up to a 64-bit hash collision: names it keeps are
+ * distinct because they are kept as they are; names it cuts are distinct because their hashes are; and a kept name
+ * never equals a cut one, because every cut name ends in `-<16 hex>` and a name of that shape is always cut and hashed
+ * itself, never kept.
  */
 export function fitName(name: string): string {
   if (name.length <= MAX_NAME && !looksHashed(name)) return name;
   const keep = MAX_NAME - HASH_LEN - 1;
-  return `${name.slice(0, keep).replace(/-+$/, '')}-${sha256hex(name).slice(0, HASH_LEN)}`;
+  return `${name.slice(0, keep).replace(/[-.]+$/, '')}-${sha256hex(name).slice(0, HASH_LEN)}`;
 }
 
 /**
