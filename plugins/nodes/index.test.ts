@@ -19,19 +19,45 @@ const superNode: Node = {
     name: 'node-1',
     uid: 'super-node-uid',
     resourceVersion: '99',
-    labels: { 'kubernetes.io/hostname': 'node-1', 'topology.kubernetes.io/zone': 'z1' },
-    annotations: { 'node.alpha.kubernetes.io/ttl': '0' },
+    labels: {
+      'kubernetes.io/hostname': 'node-1',
+      'kubernetes.io/os': 'linux',
+      'topology.kubernetes.io/zone': 'z1',
+      'node-role.kubernetes.io/control-plane': '',
+      'pool.platform.example/tenants': 'gold',
+      'platform.example/rack': 'r12',
+    },
+    annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'csi.volume.kubernetes.io/nodeid': '{"ebs":"i-0abc"}' },
   },
   spec: {
     podCIDR: '10.244.1.0/24',
-    providerID: 'kwok://node-1',
-    taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }],
+    providerID: 'aws:///eu-west-1a/i-0abc',
+    taints: [
+      { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' },
+    ],
   },
   status: {
-    conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
+    conditions: [
+      { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory' },
+      { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure' },
+      { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID' },
+      { type: 'Ready', status: 'True', reason: 'KubeletReady' },
+    ],
     capacity: { cpu: '8', memory: '32Gi', pods: '110' },
     allocatable: { cpu: '7800m', memory: '31Gi', pods: '110' },
-    nodeInfo: { kubeletVersion: 'v1.36.3', osImage: 'Linux', architecture: 'amd64' },
+    nodeInfo: {
+      machineID: 'ec2a8f0e4b1d',
+      systemUUID: 'ec2a8f0e-4b1d-0000-0000-000000000000',
+      bootID: 'b0b0b0b0-0000-0000-0000-000000000000',
+      kernelVersion: '5.15.0-1051-aws',
+      osImage: 'Ubuntu 22.04.3 LTS',
+      containerRuntimeVersion: 'containerd://1.7.2',
+      kubeletVersion: 'v1.36.3',
+      kubeProxyVersion: 'v1.36.3',
+      operatingSystem: 'linux',
+      architecture: 'amd64',
+    },
     addresses: [
       { type: 'InternalIP', address: '192.168.0.11' },
       { type: 'ExternalIP', address: '203.0.113.7' },
@@ -39,18 +65,42 @@ const superNode: Node = {
     ],
     daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
     images: [{ names: ['other-tenant/secret-image:1'], sizeBytes: 1 }],
+    volumesInUse: ['kubernetes.io/csi/ebs^vol-other-tenant'],
+    volumesAttached: [{ name: 'kubernetes.io/csi/ebs^vol-other-tenant', devicePath: '/dev/xvdf' }],
+    config: { active: { configMap: { name: 'kubelet-config', namespace: 'kube-system' } } },
+    runtimeHandlers: [{ name: 'kata', features: {} }],
   },
 };
 
+/** hiddenInfo is what the tenant apiserver stores for the nodeInfo fields a vNode hides: empty strings. */
+const hiddenInfo = {
+  machineID: '',
+  systemUUID: '',
+  bootID: '',
+  kernelVersion: '',
+  osImage: '',
+  containerRuntimeVersion: '',
+  kubeProxyVersion: '',
+};
+
 /** mirrored is the vNode of superNode: what every rule that keeps a vNode expects. */
-const mirrored = (o: { host?: string; port?: number; extraMeta?: Record<string, unknown> } = {}): Node => ({
+const mirrored = (
+  o: {
+    host?: string;
+    port?: number;
+    extraMeta?: Record<string, unknown>;
+    extraLabels?: Record<string, string>;
+  } = {},
+): Node => ({
   apiVersion: 'v1',
   kind: 'Node',
   metadata: {
     name: 'node-1',
     labels: {
       'kubernetes.io/hostname': 'node-1',
+      'kubernetes.io/os': 'linux',
       'topology.kubernetes.io/zone': 'z1',
+      ...o.extraLabels,
       'tenancy.x-k8s.io/vnode': 'true',
     },
     ...o.extraMeta,
@@ -60,7 +110,7 @@ const mirrored = (o: { host?: string; port?: number; extraMeta?: Record<string, 
     conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
     capacity: { cpu: '8', memory: '32Gi', pods: '110' },
     allocatable: { cpu: '7800m', memory: '31Gi', pods: '110' },
-    nodeInfo: { kubeletVersion: 'v1.36.3', osImage: 'Linux', architecture: 'amd64' },
+    nodeInfo: { ...hiddenInfo, kubeletVersion: 'v1.36.3', operatingSystem: 'linux', architecture: 'amd64' },
     addresses: [
       { type: 'InternalIP', address: o.host ?? '192.168.0.11' },
       { type: 'Hostname', address: 'node-1' },
@@ -132,6 +182,20 @@ const cases: Case[] = [
     tenantPods: [tenantPodOn('node-1')],
     pluginConfig: { vnAgent: { port: 10777 } },
     want: { object: mirrored({ port: 10777 }) },
+  },
+  {
+    name: 'pluginConfig.nodes.extraLabels shows more super labels: exact keys and prefixes ending in /',
+    tenantPods: [tenantPodOn('node-1')],
+    pluginConfig: { nodes: { extraLabels: ['platform.example/rack', 'pool.platform.example/'] } },
+    want: {
+      object: mirrored({ extraLabels: { 'platform.example/rack': 'r12', 'pool.platform.example/tenants': 'gold' } }),
+    },
+  },
+  {
+    name: 'an extraLabels prefix without the trailing / is an exact key, not a prefix',
+    tenantPods: [tenantPodOn('node-1')],
+    pluginConfig: { nodes: { extraLabels: ['pool.platform.example'] } },
+    want: { object: mirrored() },
   },
   {
     name: 'a super Pod of this tenant on the node (not yet bound in the tenant) keeps the vNode',
@@ -233,6 +297,51 @@ describe('nodes plugin: toTenant', () => {
     const got = nodesPlugin.toTenant!(sn && structuredClone(sn), vNode, ctx);
     expect(got).toEqual(c.want);
     expect(vNode).toEqual(c.vNode);
+  });
+});
+
+describe('nodes plugin: what a vNode never shows', () => {
+  const vNode = buildVNode(structuredClone(superNode), testContext());
+  const json = JSON.stringify(vNode);
+  it.each([
+    ['machine identity', 'ec2a8f0e'],
+    ['boot id', 'b0b0b0b0'],
+    ['kernel version', '5.15.0-1051-aws'],
+    ['OS image', 'Ubuntu'],
+    ['container runtime version', 'containerd://'],
+    ["other tenants' images", 'other-tenant/secret-image'],
+    ["other tenants' volumes", 'vol-other-tenant'],
+    ["memory pressure (other tenants' load)", 'MemoryPressure'],
+    ['the pressure taint', 'memory-pressure'],
+    ['the provider id', 'i-0abc'],
+    ['the pod CIDR', '10.244.1.0'],
+    ['the external address', '203.0.113.7'],
+    ['the super hostname address', 'super.example'],
+    ['the super node role', 'node-role.kubernetes.io'],
+    ['platform labels not allowed', 'platform.example'],
+    ['the kubelet config source', 'kubelet-config'],
+    ['runtime handlers', 'kata'],
+  ])('%s', (_what, needle) => {
+    expect(json).not.toContain(needle);
+  });
+  it('has no super annotation and only the status fields it keeps', () => {
+    expect(vNode.metadata?.annotations).toBeUndefined();
+    expect(Object.keys(vNode.status ?? {}).sort()).toEqual(
+      ['addresses', 'allocatable', 'capacity', 'conditions', 'daemonEndpoints', 'nodeInfo'].sort(),
+    );
+    expect(Object.keys(vNode.spec ?? {})).toEqual(['taints']);
+  });
+  it('writes a hidden nodeInfo string the tenant already shows as empty, so it stops showing it', () => {
+    const had = mirrored();
+    had.status!.nodeInfo = { ...had.status!.nodeInfo, machineID: 'leaked-before' };
+    const sn = structuredClone(superNode);
+    delete sn.status!.nodeInfo!.machineID;
+    const got = nodesPlugin.toTenant!(
+      sn,
+      had,
+      testContext({ tenantCache: new MapCache([[R.pods, [tenantPodOn('node-1')]]]) }),
+    );
+    expect(got.object?.status?.nodeInfo).toMatchObject({ machineID: '' });
   });
 });
 

@@ -36,7 +36,7 @@ export interface Node extends KubeObject {
     conditions?: Array<Record<string, unknown>>;
     capacity?: Record<string, string>;
     allocatable?: Record<string, string>;
-    nodeInfo?: Record<string, string>;
+    nodeInfo?: Record<string, unknown>;
     addresses?: NodeAddress[];
     daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
     [field: string]: unknown;
@@ -66,8 +66,55 @@ export const CONFIG_SCHEMA = {
       type: 'number',
       minimum: 0,
     },
+    extraLabels: {
+      description:
+        'super node labels a vNode shows beyond the built-in allow-list: exact keys, or prefixes ending in "/" ' +
+        '(set it in the manager defaultPluginConfig so that a tenant cannot widen it)',
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+    },
   },
 };
+
+/**
+ * VNODE_LABELS are the super node labels every vNode keeps: what tenant nodeSelectors, topology spread and
+ * DaemonSets key on (hostname, os, arch, zone, region, instance type). Others (node roles, pools, the platform's
+ * own keys) describe the super cluster, not the tenant's view of it, and are dropped.
+ */
+export const VNODE_LABELS: readonly string[] = [
+  'kubernetes.io/hostname',
+  'kubernetes.io/os',
+  'kubernetes.io/arch',
+  'beta.kubernetes.io/os',
+  'beta.kubernetes.io/arch',
+  'topology.kubernetes.io/zone',
+  'topology.kubernetes.io/region',
+  'failure-domain.beta.kubernetes.io/zone',
+  'failure-domain.beta.kubernetes.io/region',
+  'node.kubernetes.io/instance-type',
+  'beta.kubernetes.io/instance-type',
+];
+
+/**
+ * VNODE_CONDITIONS are the node conditions a vNode shows: Ready only. Memory, disk and PID pressure measure the load
+ * of every tenant's Pods on the machine, so another tenant's activity could be read from them; the super scheduler,
+ * not the tenant, acts on them.
+ */
+export const VNODE_CONDITIONS: readonly string[] = ['Ready'];
+
+/** PRESSURE_TAINTS are the taints the node lifecycle controller sets for the pressure conditions a vNode hides. */
+export const PRESSURE_TAINTS: readonly string[] = [
+  'node.kubernetes.io/memory-pressure',
+  'node.kubernetes.io/disk-pressure',
+  'node.kubernetes.io/pid-pressure',
+];
+
+/**
+ * VNODE_NODE_INFO are the fields of status.nodeInfo a vNode shows: what `kubectl get nodes` prints and what
+ * workloads select on. Machine and boot identity, kernel, OS image and container runtime versions identify the
+ * machine and its patch level and are dropped.
+ */
+export const VNODE_NODE_INFO: readonly string[] = ['kubeletVersion', 'operatingSystem', 'architecture'];
 
 /** VnAgentConfig is `pluginConfig.nodes.vnAgent` of a tenant: where the tenant apiserver reaches the vn-agent. */
 export interface VnAgentConfig {
@@ -93,26 +140,69 @@ export function graceSeconds(ctx: Pick<PluginContext, 'tenant'>): number {
   return typeof g === 'number' && g >= 0 ? g : DEFAULT_GRACE_SECONDS;
 }
 
-/** mirror writes onto `vNode` what a vNode shows of its super node. */
+/** extraLabels reads `pluginConfig.nodes.extraLabels` of a tenant: more label keys or prefixes a vNode shows. */
+function extraLabels(ctx: Pick<PluginContext, 'tenant'>): string[] {
+  const raw = (pluginConfigOf(ctx, 'nodes') as { extraLabels?: unknown } | undefined)?.extraLabels;
+  return Array.isArray(raw) ? raw.filter((k): k is string => typeof k === 'string' && k !== '') : [];
+}
+
+/** vNodeLabels keeps the allowed labels of a super node. */
+function vNodeLabels(labels: Record<string, string> | undefined, extra: readonly string[]): Record<string, string> {
+  const allowed = (k: string) =>
+    VNODE_LABELS.includes(k) || extra.some((e) => (e.endsWith('/') ? k.startsWith(e) : k === e));
+  return Object.fromEntries(Object.entries(labels ?? {}).filter(([k]) => allowed(k)));
+}
+
+/**
+ * vNodeInfo keeps the allowed fields of a super node's nodeInfo. The apiserver writes every string field of
+ * NodeSystemInfo even when empty, so a hidden string field is written as '' (what the tenant apiserver stores for it
+ * anyway: no diff on every pass); hidden fields of other types are left out.
+ */
+function vNodeInfo(
+  src: Record<string, unknown> | undefined,
+  had: Record<string, unknown> | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of new Set([...Object.keys(src ?? {}), ...Object.keys(had ?? {})])) {
+    const v = src?.[k] ?? had?.[k];
+    if (typeof v !== 'string') continue;
+    out[k] = VNODE_NODE_INFO.includes(k) ? String(src?.[k] ?? '') : '';
+  }
+  return out;
+}
+
+/**
+ * mirror writes onto `vNode` what a vNode shows of its super node, and nothing else:
+ * - capacity and allocatable of the node (the machine's size is what a tenant sizes its Pods against; its quota is
+ *   its share, and a per-node share is not defined);
+ * - the Ready condition, and the taints but those of the pressure conditions (VNODE_CONDITIONS);
+ * - kubelet version, OS and architecture (VNODE_NODE_INFO);
+ * - labels through an allow-list (VNODE_LABELS and `extraLabels`), none of the super node's annotations;
+ * - as addresses the vn-agent's (InternalIP) and the node name (Hostname), as kubelet endpoint the vn-agent's port.
+ * Images, attached and in-use volumes (other tenants'), machine identity, podCIDR and providerID are never copied.
+ */
 function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant'>): Node {
   const name = superNode.metadata?.name ?? '';
   const agent = vnAgentConfig(ctx);
   const host = agent.host ?? superNode.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
   const meta = (vNode.metadata ??= {});
   meta.name = name;
-  meta.labels = { ...clone(superNode.metadata?.labels), [VNODE_LABEL]: 'true' };
+  meta.labels = { ...vNodeLabels(superNode.metadata?.labels, extraLabels(ctx)), [VNODE_LABEL]: 'true' };
   const spec = (vNode.spec ??= {});
-  if (superNode.spec?.taints) spec.taints = clone(superNode.spec.taints);
+  const taints = (superNode.spec?.taints ?? []).filter((t) => !PRESSURE_TAINTS.includes(String(t.key)));
+  if (taints.length) spec.taints = clone(taints);
   else delete spec.taints;
-  const src: Record<string, unknown> = superNode.status ?? {};
-  const status = (vNode.status ??= {});
-  const dst: Record<string, unknown> = status;
-  for (const f of ['conditions', 'capacity', 'allocatable', 'nodeInfo']) {
-    if (src[f] === undefined) delete dst[f];
-    else dst[f] = clone(src[f]);
-  }
+  const src = superNode.status ?? {};
+  const status: NonNullable<Node['status']> = {};
+  const conditions = (src.conditions ?? []).filter((c) => VNODE_CONDITIONS.includes(String(c.type)));
+  if (conditions.length) status.conditions = clone(conditions);
+  if (src.capacity) status.capacity = clone(src.capacity);
+  if (src.allocatable) status.allocatable = clone(src.allocatable);
+  const info = vNodeInfo(src.nodeInfo, vNode.status?.nodeInfo);
+  if (Object.keys(info).length) status.nodeInfo = info;
   status.addresses = [...(host ? [{ type: 'InternalIP', address: host }] : []), { type: 'Hostname', address: name }];
   status.daemonEndpoints = { kubeletEndpoint: { Port: agent.port } };
+  vNode.status = status;
   return vNode;
 }
 
