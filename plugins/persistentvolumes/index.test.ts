@@ -27,7 +27,9 @@ const superPvc = (uid: string, writtenFor: string): KubeObject => ({
   },
 });
 
-const superPv = (over: { claimNs?: string | null; phase?: string } = {}): PersistentVolume => ({
+const superPv = (
+  over: { claimNs?: string | null; phase?: string; source?: Record<string, unknown> } = {},
+): PersistentVolume => ({
   apiVersion: 'v1',
   kind: 'PersistentVolume',
   metadata: {
@@ -35,7 +37,12 @@ const superPv = (over: { claimNs?: string | null; phase?: string } = {}): Persis
     uid: 'super-pv-uid',
     resourceVersion: '900',
     labels: { zone: 'a', [LABEL.managedBy]: MANAGER },
-    annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com', [ANN.cluster]: tenant.key },
+    annotations: {
+      'pv.kubernetes.io/provisioned-by': 'csi.example.com',
+      'volume.kubernetes.io/provisioner-deletion-secret-name': 'ceph-admin',
+      'volume.kubernetes.io/provisioner-deletion-secret-namespace': 'storage-system',
+      [ANN.cluster]: tenant.key,
+    },
     finalizers: ['kubernetes.io/pv-protection'],
   },
   spec: {
@@ -43,7 +50,17 @@ const superPv = (over: { claimNs?: string | null; phase?: string } = {}): Persis
     accessModes: ['ReadWriteOnce'],
     persistentVolumeReclaimPolicy: 'Delete',
     storageClassName: 'fast',
-    csi: { driver: 'csi.example.com', volumeHandle: 'vol-1' },
+    volumeMode: 'Filesystem',
+    mountOptions: ['nfsvers=4.1'],
+    ...(over.source ?? {
+      csi: {
+        driver: 'csi.example.com',
+        volumeHandle: 'vol-0backend1',
+        fsType: 'ext4',
+        volumeAttributes: { 'storage.example.com/pool': 'ssd-pool-7' },
+        nodeStageSecretRef: { name: 'ceph-admin', namespace: 'storage-system' },
+      },
+    }),
     ...(over.claimNs === null
       ? {}
       : {
@@ -57,7 +74,7 @@ const superPv = (over: { claimNs?: string | null; phase?: string } = {}): Persis
           },
         }),
   },
-  status: { phase: over.phase ?? 'Bound' },
+  status: { phase: over.phase ?? 'Bound', message: 'bound by storage-system/ceph-admin' },
 });
 
 const tenantPv = (claimUid: string): PersistentVolume => ({
@@ -77,14 +94,18 @@ const tenantPv = (claimUid: string): PersistentVolume => ({
   status: { phase: 'Bound' },
 });
 
-const wantSpec = (claimUid: string) => ({
+const wantSpec = (claimUid: string, source: Record<string, unknown> = opaqueCsi) => ({
   capacity: { storage: '1Gi' },
   accessModes: ['ReadWriteOnce'],
   persistentVolumeReclaimPolicy: 'Delete',
   storageClassName: 'fast',
-  csi: { driver: 'csi.example.com', volumeHandle: 'vol-1' },
+  volumeMode: 'Filesystem',
+  ...source,
   claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'data', name: 'db', uid: claimUid },
 });
+
+/** opaqueCsi is the source a tenant PV shows for the CSI super volume: its driver, the PV name as handle. */
+const opaqueCsi = { csi: { driver: 'csi.example.com', volumeHandle: 'pvc-123', fsType: 'ext4' } };
 
 const skipped = (o: PersistentVolume | null): Decision<PersistentVolume> => ({
   object: o,
@@ -204,7 +225,81 @@ const cases: Case[] = [
       },
     },
   },
+  ...(
+    [
+      ['nfs', { nfs: { server: 'filer-3.storage.internal', path: '/exports/tenant-a' } }],
+      ['hostPath', { hostPath: { path: '/var/lib/storage/pv-a' } }],
+      ['local', { local: { path: '/mnt/disks/ssd0' } }],
+      ['iscsi', { iscsi: { targetPortal: '10.0.0.9:3260', iqn: 'iqn.2001-04.com.example:storage', lun: 0 } }],
+    ] as const
+  ).map(([type, source]): Case => ({
+    name: `a ${type} super volume shows as the opaque CSI driver ${type.toLowerCase()}.volumes.tenancy.x-k8s.io`,
+    tenantState: [tenantPvc()],
+    superState: [superPvc('super-pvc-uid', 'tenant-pvc-uid')],
+    superObj: superPv({ source }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: {
+          name: 'pvc-123',
+          labels: { zone: 'a' },
+          annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' },
+        },
+        spec: wantSpec('tenant-pvc-uid', {
+          csi: { driver: `${type.toLowerCase()}.volumes.tenancy.x-k8s.io`, volumeHandle: 'pvc-123' },
+        }),
+        status: { phase: 'Bound' },
+      },
+    },
+  })),
+  {
+    name: 'a tenant volume created with a source keeps it (the API makes it immutable); the rest follows the super',
+    tenantState: [tenantPvc()],
+    superState: [superPvc('super-pvc-uid', 'tenant-pvc-uid')],
+    superObj: superPv(),
+    tenantObj: {
+      ...tenantPv('tenant-pvc-uid'),
+      spec: { ...tenantPv('tenant-pvc-uid').spec, hostPath: { path: '/old' }, mountOptions: ['ro'] },
+    },
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: {
+          name: 'pvc-123',
+          uid: 'tenant-pv-uid',
+          resourceVersion: '12',
+          labels: { zone: 'a', [LABEL.managedBy]: MANAGER },
+          annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' },
+          finalizers: ['kubernetes.io/pv-protection'],
+        },
+        spec: wantSpec('tenant-pvc-uid', { hostPath: { path: '/old' } }),
+        status: { phase: 'Bound' },
+      },
+    },
+  },
 ];
+
+describe('persistentvolumes toTenant: what a tenant volume never shows', () => {
+  const ctx = testContext({
+    tenant,
+    tenantCache: new MapCache([[R.persistentvolumeclaims, [tenantPvc()]]]),
+    superCache: new MapCache([[R.persistentvolumeclaims, [superPvc('super-pvc-uid', 'tenant-pvc-uid')]]]),
+  });
+  const json = JSON.stringify(persistentvolumesPlugin.toTenant(superPv(), undefined, ctx).object);
+  it.each([
+    ['the CSI volume handle', 'vol-0backend1'],
+    ['CSI volume attributes', 'ssd-pool-7'],
+    ['CSI secret references', 'ceph-admin'],
+    ['the storage namespace', 'storage-system'],
+    ['mount options', 'nfsvers'],
+    ['the super claim namespace', superNs],
+    ['the super claim uid', 'super-pvc-uid'],
+  ])('%s', (_what, needle) => {
+    expect(json).not.toContain(needle);
+  });
+});
 
 describe('persistentvolumes toTenant', () => {
   it.each(cases)('$name', (c) => {
