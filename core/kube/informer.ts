@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import { Counter } from 'prom-client';
 import { childLogger } from '../log.ts';
+import { registry } from '../metrics/registry.ts';
 import {
   isGone,
   type KubeClient,
@@ -38,7 +40,16 @@ export interface InformerStats {
   watchRestarts: number;
   watchErrors: number;
   events: number;
+  /** handlerErrors counts events a handler threw on (logged and skipped) */
+  handlerErrors: number;
 }
+
+const handlerErrors = new Counter({
+  name: 'vc_informer_handler_errors_total',
+  help: 'Informer events an event handler threw on (logged and skipped), per informer.',
+  labelNames: ['informer'],
+  registers: [registry],
+});
 
 /** objectKey is the cache key of an object: `namespace/name`, or `name` for cluster-scoped objects. */
 export function objectKey(o: KubeObject): string {
@@ -62,7 +73,14 @@ export class Informer<T extends KubeObject = KubeObject> {
   private rv = '';
   private readonly log: Logger;
   /** stats counts lists, relists, watch restarts and events. */
-  readonly stats: InformerStats = { lists: 0, relistsAfterGone: 0, watchRestarts: 0, watchErrors: 0, events: 0 };
+  readonly stats: InformerStats = {
+    lists: 0,
+    relistsAfterGone: 0,
+    watchRestarts: 0,
+    watchErrors: 0,
+    events: 0,
+    handlerErrors: 0,
+  };
 
   constructor(private readonly o: InformerOptions) {
     this.log = childLogger({ controller: 'informer', informer: o.name ?? o.resource.resource });
@@ -71,7 +89,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   /** addHandler registers a handler; objects already cached are replayed to it as adds. */
   addHandler(h: EventHandler<T>): void {
     this.handlers.push(h);
-    if (this.synced) for (const obj of this.store.values()) h.onAdd?.(obj);
+    if (this.synced) for (const obj of this.store.values()) this.deliver(h, 'add', obj);
   }
 
   /** hasSynced reports whether the first list has been delivered. */
@@ -204,14 +222,22 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private emit(kind: 'add' | 'update' | 'delete', obj: T, prev?: T): void {
-    for (const h of this.handlers) {
-      try {
-        if (kind === 'add') h.onAdd?.(obj);
-        else if (kind === 'update') h.onUpdate?.(prev!, obj);
-        else h.onDelete?.(obj);
-      } catch (err) {
-        this.log.error({ err }, 'event handler threw; handlers must only enqueue');
-      }
+    for (const h of this.handlers) this.deliver(h, kind, obj, prev);
+  }
+
+  /**
+   * deliver hands one event to one handler. A handler that throws is logged and counted in
+   * vc_informer_handler_errors_total; the other handlers, the cache and the watch go on.
+   */
+  private deliver(h: EventHandler<T>, kind: 'add' | 'update' | 'delete', obj: T, prev?: T): void {
+    try {
+      if (kind === 'add') h.onAdd?.(obj);
+      else if (kind === 'update') h.onUpdate?.(prev!, obj);
+      else h.onDelete?.(obj);
+    } catch (err) {
+      this.stats.handlerErrors++;
+      handlerErrors.inc({ informer: this.o.name ?? this.o.resource.resource });
+      this.log.error({ err, key: objectKey(obj) }, 'event handler threw; handlers must only enqueue');
     }
   }
 }

@@ -4,6 +4,7 @@ import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
 import { R } from '../kube/resources.ts';
 import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
+import { callPlugin } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { diffStatus, forCreate } from './diff.ts';
 import { countWrite } from './metrics.ts';
@@ -162,7 +163,8 @@ export class Effects {
     const s = t.session;
     for (const p of this.o.host.resourcePlugins()) {
       if (!p.beforeBind || !this.o.host.enabledFor(s.view, p.manifest.name)) continue;
-      const needed = p.beforeBind(e, t.ctx);
+      const beforeBind = p.beforeBind;
+      const needed = callPlugin(p.manifest.name, 'beforeBind', () => beforeBind(e, t.ctx));
       if (!needed) continue;
       const r = p.manifest.resource!;
       const desired = markManaged(needed);

@@ -72,6 +72,12 @@ export const syncerMetrics = {
     labelNames: ['tenant', 'plugin', 'reason'],
     registers: [registry],
   }),
+  tenantFailures: new Counter({
+    name: 'vc_syncer_tenant_failures_total',
+    help: 'Tenants the syncer could not add, update or remove (op upsert or remove); each is skipped until reported again.',
+    labelNames: ['tenant', 'op'],
+    registers: [registry],
+  }),
   patrol: new Counter({
     name: 'vc_syncer_patrol_fixes_total',
     help: 'Drift found and requeued by patrol.',

@@ -1,5 +1,6 @@
 import { childLogger } from '../log.ts';
 import type { CacheReader } from '../plugins/contract.ts';
+import { pluginErrorOf, reportPluginError } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { syncerMetrics } from './metrics.ts';
 import type { Plan } from './plan.ts';
@@ -20,7 +21,8 @@ export interface PatrolOptions {
 
 /**
  * patrol compares both sides for every served tenant: every key of a tenant or super object of each enabled plugin
- * whose plan is not empty is requeued. It returns the number of keys requeued.
+ * whose plan is not empty is requeued. It returns the number of keys requeued. A key whose plan throws (a plugin that
+ * fails on that object) is reported and skipped; the pass goes on with the other keys and tenants.
  */
 export function patrol(o: PatrolOptions): number {
   let fixes = 0;
@@ -37,7 +39,17 @@ export function patrol(o: PatrolOptions): number {
           if (k.tenant === s.tenant.key) keys.add(makeKey(k.tenant, p.manifest.name, k.namespace, k.name));
       }
       for (const key of keys) {
-        if (!o.plan(key)?.steps.length) continue;
+        let planned: Plan | undefined;
+        try {
+          planned = o.plan(key);
+        } catch (err) {
+          // The key's own reconcile reports it to the tenant and retries it with backoff: patrol only counts it.
+          const failed = pluginErrorOf(err);
+          if (failed) reportPluginError(failed, s.tenant.key, { key, patrol: true });
+          else log.error({ key, err }, 'patrol could not plan a key; skipped');
+          continue;
+        }
+        if (!planned?.steps.length) continue;
         fixes++;
         syncerMetrics.patrol.inc({ tenant: s.tenant.key, plugin: p.manifest.name });
         o.enqueue(key);

@@ -10,11 +10,13 @@ import type {
   ResourcePlugin,
   TenantView,
 } from '../plugins/contract.ts';
+import { callPlugin } from '../plugins/failures.ts';
 import { diffSpec, diffStatus, forCreate } from './diff.ts';
 
 /**
  * The planner: what reconciling one key would write, computed from the two objects and the caches alone. It is a
- * pure function (no I/O, no clock but ctx.now), so every direction is tested from tables in plan.test.ts. The core
+ * pure function (no I/O, no clock but ctx.now), so every direction is tested from tables in plan.test.ts. A plugin
+ * function that throws ends the plan with a PluginError naming the plugin and hook (the caller reports it). The core
  * chooses the direction: only tenant (create), both (ownership check, patch, status up), only super (delete), or
  * up (the super object is the truth and the tenant object follows it).
  */
@@ -69,8 +71,9 @@ export function superLocation(
   k: ObjectName,
 ): { namespace?: string; name: string } {
   const r = p.manifest.resource!;
+  const named = p.superName && callPlugin(p.manifest.name, 'superName', () => p.superName!(k.namespace, k.name, ctx));
   return (
-    p.superName?.(k.namespace, k.name, ctx) ?? {
+    named ?? {
       namespace: r.namespaced ? ctx.names.superNamespace(k.namespace) : undefined,
       name: k.name,
     }
@@ -106,12 +109,15 @@ export function desiredSuper(
   tenantObj: KubeObject,
   superObj: KubeObject | undefined,
 ): Decision {
-  let d = p.toSuper!(structuredClone(tenantObj), superObj && structuredClone(superObj), ctx);
+  let d = callPlugin(p.manifest.name, 'toSuper', () =>
+    p.toSuper!(structuredClone(tenantObj), superObj && structuredClone(superObj), ctx),
+  );
   const effects = [...(d.effects ?? [])];
   for (const m of host.mutatorsOf(p.manifest.name)) {
     if (!d.object || d.skip) break;
     if (!host.enabledFor(ctx.tenant, m.manifest.name)) continue;
-    const md = m.mutate(d.object, structuredClone(tenantObj), ctx);
+    const input = d.object;
+    const md = callPlugin(m.manifest.name, 'mutate', () => m.mutate(input, structuredClone(tenantObj), ctx));
     effects.push(...(md.effects ?? []));
     d = { ...d, object: md.object, skip: md.skip ?? d.skip, requeueAfterMs: md.requeueAfterMs ?? d.requeueAfterMs };
   }
@@ -248,7 +254,10 @@ function planBoth(
     if (ops.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops });
   }
   if (p.toTenant && p.manifest.direction === 'both') {
-    const u = p.toTenant(structuredClone(superObj), structuredClone(tenantObj), ctx);
+    const toTenant = p.toTenant;
+    const u = callPlugin(p.manifest.name, 'toTenant', () =>
+      toTenant(structuredClone(superObj), structuredClone(tenantObj), ctx),
+    );
     out.effects.push(...(u.effects ?? []));
     if (u.object) copyTransparent(superObj, u.object, ctx.tenant.transparentMetaPrefixes ?? []);
     // Bind first: the tenant must not see a Running Pod without a node. Status follows on the next pass, which
@@ -286,7 +295,10 @@ function planUp(
   superObj: KubeObject | undefined,
 ): Plan {
   if (!p.toTenant) return nothing();
-  const d = p.toTenant(superObj && structuredClone(superObj), tenantObj && structuredClone(tenantObj), ctx);
+  const toTenant = p.toTenant;
+  const d = callPlugin(p.manifest.name, 'toTenant', () =>
+    toTenant(superObj && structuredClone(superObj), tenantObj && structuredClone(tenantObj), ctx),
+  );
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
   if (d.skip) return out;
   if (d.object === null) {

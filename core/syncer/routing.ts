@@ -1,7 +1,6 @@
 import type { KubeObject, Resource } from '../kube/client.ts';
 import { objectKey, type EventHandler } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
-import { childLogger } from '../log.ts';
 import { provenanceOf } from '../names/names.ts';
 import type {
   CacheReader,
@@ -12,11 +11,10 @@ import type {
   TenantKey,
   Watch,
 } from '../plugins/contract.ts';
+import { PluginError, reportPluginError, type PluginHook } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import type { FairQueue } from '../queue/fairqueue.ts';
 import type { TenantSession, TenantSessions } from './tenants.ts';
-
-const log = childLogger({ controller: 'syncer' });
 
 /**
  * Routing maps informer events to queue keys and nothing else (no I/O, no cached object mutated). Everything it
@@ -128,7 +126,8 @@ export class Router {
     const watched = (o: KubeObject) => {
       for (const [p, w] of watchers) {
         if (!this.o.host.enabledFor(s.view, p.manifest.name)) continue;
-        for (const k of this.safely(p, () => w.map(o, s.view))) this.enqueue(p.manifest.name, { tenant: t, ...k });
+        for (const k of this.safely(p, 'watch', t, () => w.map(o, s.view)))
+          this.enqueue(p.manifest.name, { tenant: t, ...k });
       }
     };
     return {
@@ -159,7 +158,8 @@ export class Router {
         for (const w of p.watches ?? []) {
           if (w.side !== 'super' || w.resource.resource !== resource) continue;
           const sw: SuperWatch = w;
-          for (const k of this.safely(p, () => sw.map(o, this.routeContext()))) this.enqueue(p.manifest.name, k);
+          for (const k of this.safely(p, 'watch', '', () => sw.map(o, this.routeContext())))
+            this.enqueue(p.manifest.name, k);
         }
       }
     };
@@ -181,7 +181,7 @@ export class Router {
     let byValue = this.indexes.get(i.name);
     if (!byValue) this.indexes.set(i.name, (byValue = new Map()));
     const k = objectKey(o);
-    for (const v of this.safely(p, () => i.values(o))) {
+    for (const v of this.safely(p, 'index', tenant, () => i.values(o))) {
       let m = byValue.get(v);
       if (deleted) {
         m?.delete(k);
@@ -195,7 +195,7 @@ export class Router {
 
   /** routeOf maps a super object of a plugin's resource to tenant keys: the plugin's route, or the ownership annotations. */
   routeOf(p: ResourcePlugin, o: KubeObject): TenantKey[] {
-    if (p.route) return this.safely(p, () => p.route!(o, this.routeContext()));
+    if (p.route) return this.safely(p, 'route', '', () => p.route!(o, this.routeContext()));
     const prov = provenanceOf(o);
     return prov ? [{ tenant: prov.cluster, namespace: prov.namespace, name: prov.name }] : [];
   }
@@ -213,12 +213,16 @@ export class Router {
     };
   }
 
-  /** safely runs a plugin's mapping function; one that throws maps to nothing and is logged. */
-  private safely<T>(p: ResourcePlugin, fn: () => T[]): T[] {
+  /**
+   * safely runs a plugin's mapping function; one that throws maps to nothing, and is counted in
+   * vc_plugin_errors_total and logged (tenant: the tenant of the event, empty on the super side where it is what
+   * the function was to find).
+   */
+  private safely<T>(p: ResourcePlugin, hook: PluginHook, tenant: string, fn: () => T[]): T[] {
     try {
       return fn();
     } catch (err) {
-      log.error({ plugin: p.manifest.name, err }, 'route failed');
+      reportPluginError(new PluginError(p.manifest.name, hook, err), tenant);
       return [];
     }
   }

@@ -3,6 +3,7 @@ import { Informer } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
 import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
+import { pluginErrorOf, reportPluginError, type PluginError } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { queueMetrics } from '../controller/metrics.ts';
@@ -98,13 +99,25 @@ export class Syncer {
     }
     await Promise.all([...this.superInformers.values()].map((i) => i.waitForSync()));
     this.runner.start();
+    // A tenant that cannot be served (a kubeconfig that does not parse, a failing add) is reported and skipped; the
+    // registry's next report of it tries again.
     this.unsubscribe = this.o.registry.subscribe((e) => {
-      if (e.type === 'upsert') void this.sessions.upsert(e.tenant);
-      else void this.sessions.remove(e.key);
+      const key = e.type === 'upsert' ? e.tenant.key : e.key;
+      const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
+      done.catch((err: unknown) => {
+        syncerMetrics.tenantFailures.inc({ tenant: key, op: e.type });
+        log.error({ tenant: key, op: e.type, err }, 'tenant could not be served; skipped until reported again');
+      });
     });
     const every = this.o.patrolIntervalMs ?? 60_000;
     if (every > 0) {
-      this.patrolTimer = setInterval(() => this.patrol(), every);
+      this.patrolTimer = setInterval(() => {
+        try {
+          this.patrol();
+        } catch (err) {
+          log.error({ err }, 'patrol pass failed; the next one runs as planned');
+        }
+      }, every);
       this.patrolTimer.unref();
     }
     log.info({ superCluster: this.o.name ?? 'default', plugins: this.o.host.names() }, 'syncer started');
@@ -151,7 +164,10 @@ export class Syncer {
     this.openGate = undefined;
   }
 
-  /** patrol compares both sides for every tenant and requeues every key whose plan is not empty. */
+  /**
+   * patrol compares both sides for every tenant and requeues every key whose plan is not empty; a key a plugin fails
+   * on is reported and skipped (patrol.ts).
+   */
   patrol(): number {
     const fixes = patrol({
       sessions: this.sessions.all(),
@@ -240,6 +256,10 @@ export class Syncer {
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
     } catch (e) {
       syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
+      const failed = pluginErrorOf(e);
+      // A plugin that throws on this object: reported, the object skipped and retried with backoff (the plugin or
+      // its configuration may be fixed); other objects and tenants go on.
+      if (failed) await this.pluginFailed(s, k, failed);
       // A stale cache (409, precondition) resolves itself: retry soon.
       if (isConflict(e) || isAlreadyExists(e) || isStalePatch(e)) {
         log.debug({ key, err: String(e) }, 'stale cache; requeueing');
@@ -254,6 +274,42 @@ export class Syncer {
     } finally {
       syncerMetrics.latency.observe({ tenant: k.tenant, plugin: k.plugin }, (performance.now() - started) / 1000);
     }
+  }
+
+  /**
+   * pluginFailed reports a plugin that threw on a key: vc_plugin_errors_total, the manager log, and a Warning event on
+   * the tenant object when there is one. The event names the plugin and the hook, not the error: what a plugin's
+   * error says may be about the super cluster, and the platform team reads it in the log.
+   */
+  private async pluginFailed(s: TenantSession, k: ReturnType<typeof parseKey>, err: PluginError): Promise<void> {
+    const key = makeKey(k.tenant, k.plugin, k.namespace, k.name);
+    reportPluginError(err, k.tenant, { key });
+    const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
+    const r = p?.manifest.resource;
+    const tenantObj = r && s.cache.get(r, k.namespace || undefined, k.name);
+    const tm = tenantObj?.metadata;
+    if (!r || !tm?.name) return;
+    const ctx = this.context(s);
+    const regarding = {
+      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      kind: r.kind,
+      namespace: tm.namespace,
+      name: tm.name,
+      uid: tm.uid,
+    };
+    await this.effects.run(
+      { session: s, key, plugin: k.plugin, resource: r, ctx, superUid: undefined },
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding,
+        eventType: 'Warning',
+        reason: 'PluginFailed',
+        message:
+          `plugin ${err.plugin} failed in ${err.hook} on this object; it is not synced and is retried with backoff ` +
+          '(the platform team has the error in the manager log)',
+      },
+    );
   }
 
   /** namespaceBackoff is the next delay of a key waiting for its super namespace: 100 ms doubling, capped. */

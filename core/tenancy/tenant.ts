@@ -1,6 +1,9 @@
+import { childLogger } from '../log.ts';
 import { rootNamespace, type TenantIdentity } from '../names/names.ts';
 import type { PodsPolicyView, RuntimeClassesPolicyView, TenantView } from '../plugins/contract.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
+
+const registryLog = childLogger({ controller: 'tenant-registry' });
 
 /** POD_SECURITY_LEVELS are the Pod Security admission levels a tenant's super namespaces may be labelled with. */
 export const POD_SECURITY_LEVELS = ['privileged', 'baseline', 'restricted'] as const;
@@ -136,19 +139,28 @@ export class MutableTenantRegistry implements TenantRegistry {
 
   subscribe(fn: (e: TenantEvent) => void): () => void {
     this.subs.add(fn);
-    for (const t of this.tenants.values()) fn({ type: 'upsert', tenant: t });
+    for (const t of this.tenants.values()) notify(fn, { type: 'upsert', tenant: t });
     return () => this.subs.delete(fn);
   }
 
   /** upsert adds or changes a tenant. */
   upsert(t: Tenant): void {
     this.tenants.set(t.key, t);
-    for (const s of this.subs) s({ type: 'upsert', tenant: t });
+    for (const s of this.subs) notify(s, { type: 'upsert', tenant: t });
   }
 
   /** remove removes a tenant. */
   remove(key: string): void {
     this.tenants.delete(key);
-    for (const s of this.subs) s({ type: 'remove', key });
+    for (const s of this.subs) notify(s, { type: 'remove', key });
+  }
+}
+
+/** notify calls one subscriber; one that throws is logged, and the other subscribers and the caller go on. */
+function notify(fn: (e: TenantEvent) => void, e: TenantEvent): void {
+  try {
+    fn(e);
+  } catch (err) {
+    registryLog.error({ tenant: e.type === 'upsert' ? e.tenant.key : e.key, op: e.type, err }, 'subscriber threw');
   }
 }

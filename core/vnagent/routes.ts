@@ -1,5 +1,6 @@
 import { hasVnAgent } from '../plugins/contract.ts';
 import { KUBELET_PATHS, type KubeletKind } from '../../plugins/sdk/src/wellknown.ts';
+import { PluginError, reportPluginError } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import type { AgentTenant } from './auth.ts';
 
@@ -46,13 +47,21 @@ export function targetOf(path: string): PodTarget | undefined {
 
 /**
  * translatePath asks the vn-agent-capable plugins enabled for the tenant, in load order, to rewrite a kubelet path
- * from tenant names to super names; the first non-null answer wins, null means every plugin refused the path.
+ * from tenant names to super names; the first non-null answer wins, null means every plugin refused the path (or one
+ * threw: counted in vc_plugin_errors_total and logged).
  */
 export function translatePath(host: PluginHost, t: AgentTenant, path: string): string | null {
   for (const name of host.names()) {
     const p = host.get(name);
     if (!p || !hasVnAgent(p) || !host.enabledFor(t.tenant, name)) continue;
-    const out = p.translateKubeletPath(path, { names: t.names, tenant: t.tenant });
+    let out: string | null;
+    try {
+      out = p.translateKubeletPath(path, { names: t.names, tenant: t.tenant });
+    } catch (err) {
+      // A plugin that throws refuses the path: reported, and no other plugin's answer is taken in its place.
+      reportPluginError(new PluginError(name, 'translateKubeletPath', err), t.key, { path });
+      return null;
+    }
     if (out !== null) return out;
   }
   return null;

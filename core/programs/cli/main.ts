@@ -40,6 +40,8 @@ program
   .description('run the manager: a syncer per super cluster, leader election, /metrics /healthz /readyz')
   .requiredOption('-c, --config <file>', 'manager configuration (ManagerConfiguration YAML)')
   .action(async (o: { config: string }) => {
+    const { installProcessGuards } = await import('../guards.ts');
+    installProcessGuards();
     const { loadManagerConfig } = await import('../manager/config.ts');
     const { startManager } = await import('../manager/manager.ts');
     const cfg = loadManagerConfig(o.config);
