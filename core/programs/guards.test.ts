@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { registry } from '../metrics/registry.ts';
 import { installProcessGuards, type ProcessLike } from './guards.ts';
 
@@ -29,10 +29,25 @@ describe('installProcessGuards', () => {
     expect(exits).toEqual([]);
   });
 
-  it('exits with code 1 on an uncaught exception, deliberately', () => {
+  it('on an uncaught exception runs the cleanup, then exits with code 1, deliberately', async () => {
     const { proc, handlers, exits } = fakeProcess();
-    installProcessGuards(proc);
+    const guards = installProcessGuards(proc);
+    const order: string[] = [];
+    guards.onFatal(async () => {
+      order.push('cleanup');
+      await new Promise((r) => setTimeout(r, 10));
+      order.push(`exits so far: ${exits.length}`);
+    });
     handlers.get('uncaughtException')!(new Error('state may be half-changed') as never);
-    expect(exits).toEqual([1]);
+    handlers.get('uncaughtException')!(new Error('a second one while stopping') as never);
+    await vi.waitFor(() => expect(exits).toEqual([1]));
+    expect(order).toEqual(['cleanup', 'exits so far: 0']);
+  });
+
+  it('exits even when the cleanup fails', async () => {
+    const { proc, handlers, exits } = fakeProcess();
+    installProcessGuards(proc).onFatal(() => Promise.reject(new Error('stop failed')));
+    handlers.get('uncaughtException')!(new Error('boom') as never);
+    await vi.waitFor(() => expect(exits).toEqual([1]));
   });
 });

@@ -41,11 +41,12 @@ program
   .requiredOption('-c, --config <file>', 'manager configuration (ManagerConfiguration YAML)')
   .action(async (o: { config: string }) => {
     const { installProcessGuards } = await import('../guards.ts');
-    installProcessGuards();
+    const guards = installProcessGuards();
     const { loadManagerConfig } = await import('../manager/config.ts');
     const { startManager } = await import('../manager/manager.ts');
     const cfg = loadManagerConfig(o.config);
     const m = await startManager(cfg, o.config);
+    guards.onFatal(() => m.stop());
     process.stderr.write(`manager running; metrics and probes on 127.0.0.1:${m.opsPort}\n`);
     await new Promise<void>((res) => {
       process.once('SIGINT', res);

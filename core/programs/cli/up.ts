@@ -110,6 +110,7 @@ export function registerUpCommands(program: Command): void {
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
       process.env.LOG_LEVEL ??= 'warn';
       const { startEmbedded } = await import('../embedded/embedded.ts');
+      const guards = (await import('../guards.ts')).installProcessGuards();
       const started = Date.now();
       const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
       const e = await startEmbedded({
@@ -130,6 +131,10 @@ export function registerUpCommands(program: Command): void {
         kubectl: join(toolchainDir(), 'kubectl'),
       };
       writeFileSync(statusFile(stateDir), JSON.stringify(status, null, 2) + '\n');
+      guards.onFatal(async () => {
+        await e.stop();
+        rmSync(statusFile(stateDir), { force: true });
+      });
       process.stdout.write(`${since()} ready\n${summary(status)}\npress Ctrl-C to stop everything\n`);
       await new Promise<void>((res) => {
         process.once('SIGINT', res);
