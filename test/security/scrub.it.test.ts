@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { Informer } from '../../core/kube/informer.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { superNamespace } from '../../core/names/names.ts';
@@ -323,6 +324,41 @@ describe('a hostile tenant reading upward data and crashing a plugin', () => {
       expect(rejections).toEqual([]);
       return `Warning PluginFailed on the ConfigMap: ${event.message}`;
     });
+  });
+
+  it('an informer handler that throws, live or on replay, is counted and the other handlers and the watch go on', async () => {
+    const inf = new Informer({
+      client: t.client,
+      resource: R.configmaps,
+      namespace: 'kube-system',
+      name: 'scrub/throwing',
+    });
+    inf.start();
+    try {
+      await inf.waitForSync();
+      const seen: string[] = [];
+      // Replayed on addHandler (the cache has synced): must not throw out of addHandler.
+      expect(() =>
+        inf.addHandler({
+          onAdd: () => {
+            throw new Error('handler bug');
+          },
+        }),
+      ).not.toThrow();
+      const replayed = inf.stats.handlerErrors;
+      expect(inf.size).toBeGreaterThan(0);
+      expect(replayed).toBe(inf.size);
+      inf.addHandler({ onAdd: (o) => void seen.push(o.metadata?.name ?? '') });
+      await t.client.create(R.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'scrub-after-bug', namespace: 'kube-system' },
+      });
+      await eventually(() => expect(seen).toContain('scrub-after-bug'));
+      expect(inf.stats.handlerErrors).toBe(replayed + 1);
+    } finally {
+      await inf.stop();
+    }
   });
 
   it('counts every attempt refused', () => {
