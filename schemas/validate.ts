@@ -37,10 +37,20 @@ export function loadSchema(name: SchemaName): Record<string, unknown> {
   return JSON.parse(readFileSync(join(here, SCHEMAS[name]), 'utf8')) as Record<string, unknown>;
 }
 
+// Every schema is registered under its $id, so that one may $ref another (the manager configuration's tenantDefaults
+// refer to the TenantPolicy's definitions).
+let registered = false;
+
 function validator(name: SchemaName): ValidateFunction {
   let v = compiled.get(name);
   if (!v) {
-    v = ajv.compile(loadSchema(name));
+    if (!registered) {
+      for (const n of Object.keys(SCHEMAS) as SchemaName[]) ajv.addSchema(loadSchema(n));
+      registered = true;
+    }
+    const id = loadSchema(name).$id as string;
+    v = ajv.getSchema(id);
+    if (!v) throw new Error(`schema ${SCHEMAS[name]} has no $id ajv knows`);
     compiled.set(name, v);
   }
   return v;

@@ -15,7 +15,13 @@ import type { Provisioned, Provisioner } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
 import { TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
-import { checkPolicies, formatViolations, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
+import {
+  checkPolicies,
+  formatViolations,
+  type EffectiveSettings,
+  type ManagerDefaults,
+  type TenantPolicy,
+} from '../tenancy/policy.ts';
 import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
 import { caFromKubeconfig } from '../pki/kubeconfig.ts';
 import {
@@ -54,6 +60,8 @@ export interface LifecycleOptions {
   workers?: number;
   /** plugin settings every tenant gets; a TenantPolicy's settings go over them and a VirtualCluster may only add keys */
   defaultPluginConfig?: Record<string, unknown>;
+  /** platform-wide forced Pod placement and label allow-lists (the manager's tenantDefaults), under each policy */
+  tenantDefaults?: Omit<ManagerDefaults, 'pluginConfig'>;
   /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
   superCluster?: string;
   /** checks spec.pluginConfig against the loaded plugins' config schemas (PluginHost.validatePluginConfig) */
@@ -273,7 +281,10 @@ export class VirtualClusterController {
 
   /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it. */
   private evaluate(vc: VirtualCluster): { effective: EffectiveSettings } | { refused: string } {
-    const r = checkPolicies(vc, this.policies.list(), { pluginConfig: this.o.defaultPluginConfig });
+    const r = checkPolicies(vc, this.policies.list(), {
+      ...this.o.tenantDefaults,
+      pluginConfig: this.o.defaultPluginConfig,
+    });
     return 'effective' in r ? r : { refused: formatViolations(`VirtualCluster ${objectKey(vc)}`, r.violations) };
   }
 
@@ -327,6 +338,7 @@ export class VirtualClusterController {
         pluginConfig: e.pluginConfig,
         pods: e.pods,
         runtimeClasses: e.runtimeClasses,
+        copiedMetadata: e.copiedMetadata,
       },
     });
   }

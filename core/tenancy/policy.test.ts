@@ -9,6 +9,7 @@ import {
   evaluatePolicy,
   formatViolations,
   resolvePolicy,
+  type EffectiveSettings,
   type ManagerDefaults,
   type PolicyViolation,
   type TenantPolicy,
@@ -400,9 +401,64 @@ describe('resolvePolicy', () => {
   });
 });
 
+describe('evaluatePolicy: forced Pod placement and copied metadata', () => {
+  const platform: ManagerDefaults = {
+    podsForced: {
+      nodeSelector: { pool: 'tenants', zone: 'a' },
+      tolerations: [{ key: 'pool', value: 'tenants', effect: 'NoSchedule' }],
+    },
+    copiedMetadata: { labels: ['app.kubernetes.io/*'], annotations: [] },
+  };
+  it.each<[string, ManagerDefaults, TenantPolicySpec, EffectiveSettings['pods']['forced'], unknown]>([
+    ['nothing forced, no lists: both absent (the SDK defaults apply)', {}, {}, undefined, undefined],
+    ['the manager alone', platform, {}, platform.podsForced, { labels: ['app.kubernetes.io/*'], annotations: [] }],
+    [
+      'the policy over the manager: selector key by key, tolerations added up, lists replaced one by one',
+      platform,
+      {
+        pods: {
+          forced: { nodeSelector: { pool: 'gpu' }, tolerations: [{ key: 'gpu', operator: 'Exists' }] },
+        },
+        copiedMetadata: { labels: ['*'], namespaceLabels: [] },
+      },
+      {
+        nodeSelector: { pool: 'gpu', zone: 'a' },
+        tolerations: [
+          { key: 'pool', value: 'tenants', effect: 'NoSchedule' },
+          { key: 'gpu', operator: 'Exists' },
+        ],
+      },
+      { labels: ['*'], annotations: [], namespaceLabels: [] },
+    ],
+  ])('%s', (_name, defaults, spec, forced, copied) => {
+    const r = evaluatePolicy(vc(), policy('p', spec), defaults);
+    expect(r.violations).toEqual([]);
+    expect(r.effective.pods.forced).toStrictEqual(forced);
+    expect(r.effective.copiedMetadata).toStrictEqual(copied);
+  });
+  it('is a policy the schema accepts, and one with a bad key pattern or toleration operator it refuses', () => {
+    const good = policy('good', {
+      pods: { forced: { nodeSelector: { pool: 'x' }, tolerations: [{ key: 'pool', operator: 'Exists' }] } },
+      copiedMetadata: { labels: ['*', 'app.kubernetes.io/*', '*.example.com/*'] },
+    });
+    expect(checkPolicies(vc({ policyName: 'good' }), [good])).toHaveProperty('effective');
+    const bad = policy('bad', {
+      pods: { forced: { tolerations: [{ key: 'pool', operator: 'In' as string as 'Exists' }] } },
+      copiedMetadata: { labels: ['has space'] },
+    });
+    const r = checkPolicies(vc({ policyName: 'bad' }), [bad]);
+    const message = 'violations' in r ? r.violations.map((v) => v.message).join('\n') : '';
+    expect(message).toContain('/spec/pods/forced/tolerations/0/operator must be one of');
+    expect(message).toContain('/spec/copiedMetadata/labels/0 must match pattern');
+  });
+});
+
 describe('DEFAULT_POLICY', () => {
-  type Node = { default?: unknown; properties?: Record<string, Node> };
-  const spec = (loadSchema('tenantPolicy') as { properties: { spec: Node } }).properties.spec.properties!;
+  type Node = { default?: unknown; properties?: Record<string, Node>; $ref?: string };
+  const doc = loadSchema('tenantPolicy') as { properties: { spec: Node }; $defs: Record<string, Node> };
+  const spec = doc.properties.spec.properties!;
+  const deref = (n: Node | undefined): Node | undefined =>
+    n?.$ref ? { ...deref(doc.$defs[n.$ref.replace('#/$defs/', '')]), ...n } : n;
   it.each<[string, unknown]>([
     ['controlPlane.tenantSettableArgs.apiServer', DEFAULT_POLICY.tenantSettableArgs.apiServer],
     ['controlPlane.tenantSettableArgs.controllerManager', DEFAULT_POLICY.tenantSettableArgs.controllerManager],
@@ -421,10 +477,15 @@ describe('DEFAULT_POLICY', () => {
     ['pods.volumeTypes', DEFAULT_POLICY.podVolumeTypes],
     ['pods.nodeLabelKeys', DEFAULT_POLICY.podNodeLabelKeys],
     ['runtimeClasses.handlers', DEFAULT_POLICY.runtimeClassHandlers],
+    ['pods.forced', DEFAULT_POLICY.podForced],
+    ['copiedMetadata.labels', DEFAULT_POLICY.copiedMetadata.labels],
+    ['copiedMetadata.annotations', DEFAULT_POLICY.copiedMetadata.annotations],
+    ['copiedMetadata.namespaceLabels', DEFAULT_POLICY.copiedMetadata.namespaceLabels],
+    ['copiedMetadata.namespaceAnnotations', DEFAULT_POLICY.copiedMetadata.namespaceAnnotations],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };
-    for (const part of parts) node = node?.properties?.[part];
+    for (const part of parts) node = deref(deref(node)?.properties?.[part]);
     expect(node?.default).toEqual(value);
   });
 });

@@ -3,7 +3,8 @@ import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
-import type { TolerationRule } from '../plugins/contract.ts';
+import type { CopiedMetadataView, ForcedPlacementView, TolerationRule } from '../plugins/contract.ts';
+import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
 import type { PodSecurityLevel } from './tenant.ts';
 
 /**
@@ -31,8 +32,10 @@ export interface TenantPolicySpec {
     hostAccess?: boolean;
     volumeTypes?: string[];
     nodeLabelKeys?: string[];
+    forced?: ForcedPlacementView;
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
+  copiedMetadata?: CopiedMetadataView;
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -71,6 +74,8 @@ export const DEFAULT_POLICY = {
   podVolumeTypes: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
+  podForced: {},
+  copiedMetadata: DEFAULT_COPIED_METADATA,
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -90,6 +95,8 @@ export const DEFAULT_POLICY = {
   podVolumeTypes: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
+  podForced: ForcedPlacementView;
+  copiedMetadata: Required<CopiedMetadataView>;
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -99,6 +106,10 @@ export const BUILTIN_POLICY_NAME = '(built-in defaults)';
 export interface ManagerDefaults {
   /** plugin settings of every tenant (the manager's defaultPluginConfig) */
   pluginConfig?: Record<string, unknown>;
+  /** placement forced onto every tenant Pod platform-wide (the manager's tenantDefaults.pods.forced) */
+  podsForced?: ForcedPlacementView;
+  /** the platform-wide label and annotation allow-lists (the manager's tenantDefaults.copiedMetadata) */
+  copiedMetadata?: CopiedMetadataView;
 }
 
 /** EffectiveSettings are what a VirtualCluster gets under its policy: the provisioner runs them, the syncer uses them. */
@@ -124,9 +135,13 @@ export interface EffectiveSettings {
     hostAccess: boolean;
     volumeTypes: string[];
     nodeLabelKeys: string[];
+    /** the manager's forced placement with the policy's over it; absent when neither forces anything */
+    forced?: ForcedPlacementView;
   };
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
+  /** the manager's allow-lists with the policy's over them, list by list; absent: the SDK's defaults */
+  copiedMetadata?: CopiedMetadataView;
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -262,14 +277,45 @@ export function evaluatePolicy(
         hostAccess: p.pods?.hostAccess ?? DEFAULT_POLICY.podHostAccess,
         volumeTypes: [...(p.pods?.volumeTypes ?? DEFAULT_POLICY.podVolumeTypes)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
+        ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
       },
       runtimeClasses: {
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
       },
+      ...optional('copiedMetadata', mergeCopiedMetadata(defaults.copiedMetadata, p.copiedMetadata)),
     },
     violations,
   };
+}
+
+const optional = <K extends string, V>(key: K, v: V | undefined): Partial<Record<K, V>> =>
+  v === undefined ? {} : ({ [key]: v } as Record<K, V>);
+
+/**
+ * mergeForced lays a policy's forced placement over the manager's platform-wide one: node selector entries key by
+ * key (the policy's value wins), tolerations added up. Undefined when nothing is forced.
+ */
+export function mergeForced(
+  manager: ForcedPlacementView | undefined,
+  policy: ForcedPlacementView | undefined,
+): ForcedPlacementView | undefined {
+  const nodeSelector = { ...manager?.nodeSelector, ...policy?.nodeSelector };
+  const tolerations = [...(manager?.tolerations ?? []), ...(policy?.tolerations ?? [])].map((t) => ({ ...t }));
+  const out: { nodeSelector?: Record<string, string>; tolerations?: ForcedPlacementView['tolerations'] } = {};
+  if (Object.keys(nodeSelector).length) out.nodeSelector = nodeSelector;
+  if (tolerations.length) out.tolerations = tolerations;
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** mergeCopiedMetadata lays a policy's allow-lists over the manager's, list by list. Undefined when neither sets one. */
+export function mergeCopiedMetadata(
+  manager: CopiedMetadataView | undefined,
+  policy: CopiedMetadataView | undefined,
+): CopiedMetadataView | undefined {
+  const out: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries({ ...manager, ...policy })) if (v) out[k] = [...v];
+  return Object.keys(out).length ? out : undefined;
 }
 
 /** layerPluginConfig lays the policy's plugin settings over the manager's, key by key within each plugin. */

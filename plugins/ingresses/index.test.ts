@@ -4,7 +4,8 @@ import type { Decision } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
 import plugin, { ingressesPlugin, type Ingress } from './index.ts';
 
-const tenant = testTenant();
+// A platform that lets this controller annotation through (the default allow-list keeps prefixed keys out).
+const tenant = testTenant({ copiedMetadata: { annotations: ['*', 'nginx.ingress.kubernetes.io/rewrite-target'] } });
 const superNs = superNamespace(tenant.key, 'web');
 
 const rules = [

@@ -71,6 +71,11 @@ const superServerMeta = {
   finalizers: ['example.com/super-finalizer'],
 };
 
+/** unprefixed is a platform that lets unprefixed tenant keys onto super Namespaces (the default lets none). */
+const unprefixed: Partial<Tenant> = {
+  copiedMetadata: { namespaceLabels: ['*', 'app.kubernetes.io/*'], namespaceAnnotations: ['*'] },
+};
+
 interface Case {
   name: string;
   tenant: Namespace;
@@ -81,8 +86,9 @@ interface Case {
 
 const cases: Case[] = [
   {
-    name: "create: prefixed name, tenant labels plus the tenant's Pod Security level; no spec, status, finalizers or tenant metadata.name label",
+    name: "create: prefixed name, allowed tenant labels plus the tenant's Pod Security level; no spec, status, finalizers or tenant metadata.name label",
     tenant: tenantNs(),
+    config: unprefixed,
     want: {
       object: {
         apiVersion: 'v1',
@@ -101,6 +107,7 @@ const cases: Case[] = [
     name: 'update: built on the super object; spec, status, finalizers, metadata.name label and admin scheduling annotations stay the super ones',
     tenant: tenantNs(),
     super: superNsObj(),
+    config: unprefixed,
     want: {
       object: {
         apiVersion: 'v1',
@@ -163,6 +170,7 @@ const cases: Case[] = [
       labels: { team: 'a', [LABEL.managedBy]: 'me' },
       annotations: { [ANN.uid]: 'forged', [ANN.cluster]: 'other-tenant' },
     }),
+    config: { copiedMetadata: { namespaceLabels: ['*', '*/*'], namespaceAnnotations: ['*', '*/*'] } },
     want: {
       object: {
         apiVersion: 'v1',
@@ -177,12 +185,52 @@ const cases: Case[] = [
       labels: { team: 'a', 'secret.example.com/cost': '1' },
       annotations: { 'secret.example.com/token': 't', owner: 'alice' },
     }),
-    config: { opaqueMetaPrefixes: ['secret.example.com/'] },
+    config: { ...unprefixed, opaqueMetaPrefixes: ['secret.example.com/'] },
     want: {
       object: {
         apiVersion: 'v1',
         kind: 'Namespace',
         metadata: { name: sns, labels: { team: 'a', ...psa('baseline') }, annotations: { owner: 'alice' } },
+      },
+    },
+  },
+  {
+    name: 'default allow-list: only app.kubernetes.io keys of the tenant reach the super Namespace',
+    tenant: tenantNs({
+      labels: { team: 'a', 'istio-injection': 'enabled', 'app.kubernetes.io/part-of': 'shop' },
+      annotations: { owner: 'alice', 'openshift.io/node-selector': 'pool=gpu', 'app.kubernetes.io/x': 'y' },
+    }),
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: sns,
+          labels: { 'app.kubernetes.io/part-of': 'shop', ...psa('baseline') },
+          annotations: { 'app.kubernetes.io/x': 'y' },
+        },
+      },
+    },
+  },
+  {
+    name: "keys super policies key on stay the syncer's even when the platform allows every key",
+    tenant: tenantNs({
+      labels: {
+        'kubernetes.io/metadata.name': 'kube-system',
+        'pod-security.kubernetes.io/enforce': 'privileged',
+        'tenancy.x-k8s.io/cluster': 'other-tenant',
+      },
+      annotations: undefined,
+    }),
+    super: superNsObj({ annotations: undefined }),
+    config: { copiedMetadata: { namespaceLabels: ['*', '*/*'] } },
+    want: {
+      object: {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { ...superServerMeta, labels: { ...psa('baseline'), 'kubernetes.io/metadata.name': sns } },
+        spec: { finalizers: ['kubernetes'] },
+        status: { phase: 'Active' },
       },
     },
   },

@@ -43,9 +43,11 @@ function superName(
 }
 
 function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: PluginContext): Decision<Namespace> {
-  const meta = downMeta(tenantObj, superObj, ctx, superName('', tenantObj.metadata?.name ?? '', ctx));
+  const target = superName('', tenantObj.metadata?.name ?? '', ctx);
+  const meta = downMeta(tenantObj, superObj, ctx, target, {}, { namespace: true });
   const sm = superObj?.metadata;
 
+  // The allow-list (namespaceLabels) decides first; whatever it lists, these keys stay the syncer's and the super's.
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(meta.labels ?? {}))
     if (!k.startsWith(POD_SECURITY_PREFIX) && k !== NAME_LABEL) labels[k] = v;
@@ -63,7 +65,7 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
 
 /**
  * namespacesPlugin creates one super Namespace per tenant Namespace, named by the names module, carrying the
- * tenant's labels and annotations and the tenant's Pod Security level. Spec and finalizers stay the super's.
+ * tenant's labels and annotations that pass the namespace allow-lists and the tenant's Pod Security level. Spec and finalizers stay the super's.
  */
 export const namespacesPlugin = {
   manifest: {

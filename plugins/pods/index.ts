@@ -2,7 +2,13 @@ import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf } from '../../core/names/names.ts';
 import { checkPodSecurity } from './podsecurity.ts';
 import { podRuntimeClass } from '../runtimeclasses/policy.ts';
-import { checkPodPolicy, POD_POLICY_VIOLATION, type PodRefusal, SYNCED_CONDITION } from './policy.ts';
+import {
+  applyForcedPlacement,
+  checkPodPolicy,
+  POD_POLICY_VIOLATION,
+  type PodRefusal,
+  SYNCED_CONDITION,
+} from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
 import {
   clone,
@@ -27,6 +33,7 @@ export type { Pod, PodSpec, PodStatus } from './types.ts';
 export { SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
 export {
+  applyForcedPlacement,
   checkPodPolicy,
   DEFAULT_PODS_POLICY,
   DEFAULT_TOLERATIONS,
@@ -39,6 +46,8 @@ export {
 export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
 /** NODE_NAME_NOT_SUPPORTED is the skip and event reason for a tenant Pod that names its node itself. */
 export const NODE_NAME_NOT_SUPPORTED = 'NodeNameNotSupported';
+/** SYNCED_REASON is the reason of the True VCSynced condition that replaces a refusal once the Pod is synced. */
+export const SYNCED_REASON = 'Synced';
 
 /** WAITING_FOR_SERVICE_ACCOUNT is the skip reason while SUPER_POD_SERVICE_ACCOUNT is being created. */
 export const WAITING_FOR_SERVICE_ACCOUNT = 'WaitingForServiceAccount';
@@ -193,6 +202,35 @@ function tokenEffect(tenantPod: Pod, secretName: string, tokens: ServiceAccountT
   };
 }
 
+/**
+ * clearRefusal is the effect that turns a tenant Pod's False VCSynced condition (an earlier refusal, before a policy
+ * change let it through) into True once the Pod is synced; undefined when the Pod carries no such condition, so a
+ * Pod that was never refused costs no write.
+ */
+function clearRefusal(tenantPod: Pod): Effect | undefined {
+  const c = tenantPod.status?.conditions?.find((x) => x.type === SYNCED_CONDITION);
+  if (!c || c.status === 'True') return undefined;
+  const { namespace, name, uid } = podRef(tenantPod);
+  return {
+    type: 'tenantCondition',
+    namespace,
+    name,
+    uid,
+    condition: {
+      type: SYNCED_CONDITION,
+      status: 'True',
+      reason: SYNCED_REASON,
+      message: 'the Pod is synced to the super cluster',
+    },
+  };
+}
+
+/** withClearedRefusal adds clearRefusal's effect to a decision that writes the super Pod. */
+function withClearedRefusal(tenantPod: Pod, d: Decision<Pod>): Decision<Pod> {
+  const clear = d.object && !d.skip ? clearRefusal(tenantPod) : undefined;
+  return clear ? { ...d, effects: [...(d.effects ?? []), clear] } : d;
+}
+
 /** refuse turns a policy refusal into a skip the tenant sees: a Warning event and a False VCSynced condition. */
 function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
   const ref = podRef(tenantPod);
@@ -235,6 +273,7 @@ function newSuperPod(
   delete spec.priority;
   delete spec.preemptionPolicy;
   delete spec.overhead;
+  applyForcedPlacement(spec, ctx.tenant.pods);
   const effects: Effect[] = [];
   const secretName = tokenSecretName(target.name);
   const tokens = tokenKeys(spec);
@@ -395,7 +434,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       if (refusal) return refuse(tenantPod, refusal);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };
-    if (superPod) return updateSuperPod(tenantPod, superPod, ctx, target);
+    if (superPod) return withClearedRefusal(tenantPod, updateSuperPod(tenantPod, superPod, ctx, target));
     const rc = podRuntimeClass(tenantPod.spec?.runtimeClassName, ctx);
     if ('refusal' in rc) return refuse(tenantPod, rc.refusal);
     if ('wait' in rc)
@@ -404,7 +443,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
         skip: { reason: WAITING_FOR_RUNTIME_CLASS, message: rc.wait },
         requeueAfterMs: RUNTIME_CLASS_RETRY_MS,
       };
-    return newSuperPod(tenantPod, ctx, target, rc.name);
+    return withClearedRefusal(tenantPod, newSuperPod(tenantPod, ctx, target, rc.name));
   },
 
   toTenant(superPod, tenantPod) {

@@ -164,6 +164,7 @@ describe('checkPodPolicy', () => {
       hostAccess: DEFAULT_POLICY.podHostAccess,
       volumeTypes: DEFAULT_POLICY.podVolumeTypes,
       nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
+      forced: DEFAULT_POLICY.podForced,
     });
   });
   it.each(cases)('%s', (_name, over, policy, field) => {

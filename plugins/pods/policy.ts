@@ -24,7 +24,7 @@ export const RESTRICTED_VOLUME_TYPES = ['nfs', 'iscsi', 'rbd', 'cephfs', 'flexVo
 
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
- * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES.
+ * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced.
  */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
@@ -34,6 +34,7 @@ export const DEFAULT_PODS_POLICY = {
   hostAccess: false,
   volumeTypes: [],
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
+  forced: {},
 } as const satisfies Required<PodsPolicyView>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>
@@ -49,12 +50,22 @@ interface NodeAffinity {
   preferredDuringSchedulingIgnoredDuringExecution?: Array<{ preference?: NodeSelectorTerm }>;
 }
 
+interface NodeKey {
+  field: string;
+  key: string;
+  isField: boolean;
+  /** the key comes from spec.nodeSelector */
+  selector?: boolean;
+}
+
+const nodeSelectorOf = (spec: PodSpec): Record<string, string> =>
+  spec.nodeSelector && typeof spec.nodeSelector === 'object' ? (spec.nodeSelector as Record<string, string>) : {};
+
 /** nodeKeys lists the node label keys (and fields) a Pod spec selects nodes by, each with the field that names it. */
-function nodeKeys(spec: PodSpec): Array<{ field: string; key: string; isField: boolean }> {
-  const out: Array<{ field: string; key: string; isField: boolean }> = [];
-  const sel =
-    spec.nodeSelector && typeof spec.nodeSelector === 'object' ? (spec.nodeSelector as Record<string, string>) : {};
-  for (const key of Object.keys(sel)) out.push({ field: `spec.nodeSelector["${key}"]`, key, isField: false });
+function nodeKeys(spec: PodSpec): NodeKey[] {
+  const out: NodeKey[] = [];
+  for (const key of Object.keys(nodeSelectorOf(spec)))
+    out.push({ field: `spec.nodeSelector["${key}"]`, key, isField: false, selector: true });
   const na = ((spec.affinity as { nodeAffinity?: NodeAffinity } | undefined)?.nodeAffinity ?? {}) as NodeAffinity;
   const term = (t: NodeSelectorTerm | undefined, at: string): void => {
     for (const [i, e] of (t?.matchExpressions ?? []).entries())
@@ -110,8 +121,12 @@ export function checkPodPolicy(
     };
   }
   const nodeLabelKeys: readonly string[] = policy?.nodeLabelKeys ?? DEFAULT_PODS_POLICY.nodeLabelKeys;
+  const conflict = forcedConflict(spec, policy);
+  if (conflict) return conflict;
+  const forcedKeys = policy?.forced?.nodeSelector ?? {};
   for (const k of nodeKeys(spec)) {
     if (!k.isField && keyAllowed(nodeLabelKeys, k.key)) continue;
+    if (k.selector && Object.hasOwn(forcedKeys, k.key)) continue;
     const what = k.isField
       ? `node field "${k.key}": a tenant Pod cannot pick a super node by its fields`
       : `node label key "${k.key}"`;
@@ -159,6 +174,45 @@ export function checkPodPolicy(
   }
   return undefined;
 }
+
+/**
+ * forcedConflict refuses a tenant nodeSelector entry whose key the platform forces to another value: overwriting it
+ * would put the Pod where the tenant did not ask, silently. An entry with the forced value is allowed; node affinity
+ * is not compared, as the scheduler requires it and the forced selector both.
+ */
+function forcedConflict(spec: PodSpec, policy: PodsPolicyView | undefined): PodRefusal | undefined {
+  const forced = policy?.forced?.nodeSelector ?? {};
+  for (const [key, value] of Object.entries(nodeSelectorOf(spec))) {
+    if (!Object.hasOwn(forced, key) || forced[key] === value) continue;
+    const field = `spec.nodeSelector["${key}"]`;
+    return {
+      field,
+      message:
+        `${field} "${value}" conflicts with ${key}=${forced[key]}, which the platform sets on every Pod of this ` +
+        `tenant (pods.forced.nodeSelector); remove the entry or select "${forced[key]}"`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * applyForcedPlacement adds the platform's forced node selector entries and tolerations to a new super Pod spec
+ * (checkPodPolicy has refused conflicting selector entries); a toleration the Pod already carries is not repeated.
+ */
+export function applyForcedPlacement(spec: PodSpec, policy: PodsPolicyView | undefined): void {
+  const forced = policy?.forced;
+  if (forced?.nodeSelector && Object.keys(forced.nodeSelector).length)
+    spec.nodeSelector = { ...nodeSelectorOf(spec), ...forced.nodeSelector };
+  if (forced?.tolerations?.length) {
+    const own = Array.isArray(spec.tolerations) ? (spec.tolerations as Toleration[]) : [];
+    const seen = new Set(own.map(tolerationId));
+    const added = forced.tolerations.filter((t) => !seen.has(tolerationId(t))).map((t) => ({ ...t }));
+    spec.tolerations = [...own, ...added];
+  }
+}
+
+const tolerationId = (t: Toleration & { value?: string; tolerationSeconds?: number }): string =>
+  JSON.stringify([t.key ?? '', t.operator ?? 'Equal', t.value ?? '', t.effect ?? '', t.tolerationSeconds ?? null]);
 
 function checkPriorityAndTolerations(
   spec: PodSpec,

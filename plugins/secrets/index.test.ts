@@ -104,7 +104,7 @@ const cases: Case[] = [
     },
   },
   {
-    name: 'service account token: Opaque in the super, original type recorded, tenant token data kept',
+    name: 'service account token: Opaque in the super, original type recorded, tenant token data kept, kubernetes.io annotations not copied',
     tenant: tenantSecret(
       { type: 'kubernetes.io/service-account-token', data: tokenData },
       {
@@ -120,11 +120,7 @@ const cases: Case[] = [
         metadata: {
           namespace: sns,
           name: 'web-token',
-          annotations: {
-            'kubernetes.io/service-account.name': 'web',
-            'kubernetes.io/service-account.uid': 'sa-uid',
-            [ORIGINAL_TYPE_ANNOTATION]: 'kubernetes.io/service-account-token',
-          },
+          annotations: { [ORIGINAL_TYPE_ANNOTATION]: 'kubernetes.io/service-account-token' },
         },
         type: 'Opaque',
         data: tokenData,

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { loadConfigFile, pluginPath } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
+import type { ManagerDefaults } from '../../tenancy/policy.ts';
+import type { CopiedMetadataView, ForcedPlacementView } from '../../plugins/contract.ts';
 import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
 import type { SourceLimits } from '../../../gitops/source/source.ts';
 
@@ -31,6 +33,10 @@ export interface ManagerConfig {
     limits?: SourceLimits;
     policy?: { sources?: Record<string, SourcePolicy> };
     sources?: Array<Record<string, unknown>>;
+  };
+  tenantDefaults?: {
+    pods?: { forced?: ForcedPlacementView };
+    copiedMetadata?: CopiedMetadataView;
   };
   virtualClusters?: {
     enabled?: boolean;
@@ -95,7 +101,19 @@ export function loadManagerConfig(file: string): ManagerConfig {
   return cfg;
 }
 
-/** staticTenants turns the configuration's tenant list into syncer tenants, reading each kubeconfig. */
+/** managerDefaults are the configuration's settings every tenant's policy is layered over. */
+export function managerDefaults(cfg: ManagerConfig): ManagerDefaults {
+  const d: ManagerDefaults = {};
+  if (cfg.virtualClusters?.defaultPluginConfig) d.pluginConfig = cfg.virtualClusters.defaultPluginConfig;
+  if (cfg.tenantDefaults?.pods?.forced) d.podsForced = cfg.tenantDefaults.pods.forced;
+  if (cfg.tenantDefaults?.copiedMetadata) d.copiedMetadata = cfg.tenantDefaults.copiedMetadata;
+  return d;
+}
+
+/**
+ * staticTenants turns the configuration's tenant list into syncer tenants, reading each kubeconfig. They have no
+ * TenantPolicy: tenantDefaults' forced placement and allow-lists apply to them as they are.
+ */
 export function staticTenants(cfg: ManagerConfig, file: string, superCluster?: string): Tenant[] {
   return (cfg.tenants ?? [])
     .filter((t) => !superCluster || (t.superCluster ?? cfg.superClusters?.[0]?.name ?? 'default') === superCluster)
@@ -108,6 +126,9 @@ export function staticTenants(cfg: ManagerConfig, file: string, superCluster?: s
           `${file}: /tenants/${i}/kubeconfig tenant ${t.namespace}/${t.name}: cannot read ${t.kubeconfig}: ${(e as Error).message}`,
         );
       }
-      return tenantFrom({ vcNamespace: t.namespace, vcName: t.name, vcUid: t.uid, kubeconfig, settings: t });
+      const forced = cfg.tenantDefaults?.pods?.forced;
+      const copiedMetadata = cfg.tenantDefaults?.copiedMetadata;
+      const settings = { ...t, ...(forced && { pods: { forced } }), ...(copiedMetadata && { copiedMetadata }) };
+      return tenantFrom({ vcNamespace: t.namespace, vcName: t.name, vcUid: t.uid, kubeconfig, settings });
     });
 }

@@ -12,7 +12,7 @@ import type { PluginHost } from '../../plugins/host.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { Syncer } from '../../syncer/syncer.ts';
 import { MutableTenantRegistry } from '../../tenancy/tenant.ts';
-import { staticTenants, type ManagerConfig } from './config.ts';
+import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
@@ -182,6 +182,7 @@ async function lifecycleController(
     tenants,
     workers: cfg.virtualClusters?.workers,
     defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
+    tenantDefaults: managerDefaults(cfg),
     validatePluginConfig: (c) => host.validatePluginConfig(c),
   });
   return {

@@ -259,6 +259,8 @@ export interface TenantView {
   readonly pods?: PodsPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly runtimeClasses?: RuntimeClassesPolicyView;
+  /** which tenant label and annotation keys reach super objects; a list left out takes DEFAULT_COPIED_METADATA's */
+  readonly copiedMetadata?: CopiedMetadataView;
 }
 
 /** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it (issue 12). */
@@ -267,6 +269,23 @@ export interface RuntimeClassesPolicyView {
   readonly handlers?: readonly string[];
   /** the super RuntimeClass every tenant Pod runs in; a Pod cannot leave it for a class with another handler */
   readonly required?: string;
+}
+
+/**
+ * CopiedMetadataView lists, as key patterns, the tenant label and annotation keys copied to super objects: an
+ * allow-list, since super-side NetworkPolicies, admission webhooks and platform add-ons key on labels and
+ * annotations. In a pattern `*` matches any run of characters without `/`: `*` alone is every key without a prefix,
+ * `app.kubernetes.io/*` every key under that prefix. Keys under the project's prefix are never copied.
+ */
+export interface CopiedMetadataView {
+  /** labels of namespaced objects (Pods, Services, ConfigMaps, ...) */
+  readonly labels?: readonly string[];
+  /** annotations of namespaced objects */
+  readonly annotations?: readonly string[];
+  /** labels of Namespaces */
+  readonly namespaceLabels?: readonly string[];
+  /** annotations of Namespaces */
+  readonly namespaceAnnotations?: readonly string[];
 }
 
 /** TolerationRule is one toleration a policy allows: a key (absent: only the empty key) and an effect (absent: any). */
@@ -291,6 +310,26 @@ export interface PodsPolicyView {
   readonly volumeTypes?: readonly string[];
   /** node label keys tenant nodeSelectors and node affinity may use; `prefix*` matches every key with that prefix */
   readonly nodeLabelKeys?: readonly string[];
+  /** placement the platform forces onto every super Pod of the tenant */
+  readonly forced?: ForcedPlacementView;
+}
+
+/**
+ * ForcedPlacementView is what the platform adds to every super Pod of a tenant: node selector entries (a tenant Pod
+ * selecting another value for one of these keys is refused) and tolerations (added to the Pod's own).
+ */
+export interface ForcedPlacementView {
+  readonly nodeSelector?: Readonly<Record<string, string>>;
+  readonly tolerations?: readonly ForcedToleration[];
+}
+
+/** ForcedToleration is a core/v1 Toleration the platform adds to every super Pod of a tenant. */
+export interface ForcedToleration {
+  readonly key?: string;
+  readonly operator?: 'Exists' | 'Equal';
+  readonly value?: string;
+  readonly effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  readonly tolerationSeconds?: number;
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */

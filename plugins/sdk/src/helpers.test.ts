@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PLUGIN_API_VERSION, type ResourcePlugin } from './contract.ts';
 import { buildOn, copyFields, downMeta, isPublic, keepSuperOwned, routeToAllTenants } from './helpers.ts';
 import type { KubeObject } from './kube.ts';
-import { PUBLIC_LABEL, stripDown } from './meta.ts';
+import { allowDown, DEFAULT_COPIED_METADATA, metaKeyMatches, PUBLIC_LABEL, stripDown } from './meta.ts';
 import { testTenant } from './testing.ts';
 
 interface Thing extends KubeObject {
@@ -141,6 +141,99 @@ describe('downMeta and the reserved prefixes', () => {
     expect(
       stripDown({ 'transparency.tenancy.x-k8s.io/x': '1', 'tenancy.x-k8s.io.evil/x': '2', plain: '3' }),
     ).toStrictEqual({ 'tenancy.x-k8s.io.evil/x': '2', plain: '3' });
+  });
+});
+
+describe('the allow-list of copied labels and annotations', () => {
+  it.each<[string, string, boolean]>([
+    ['*', 'app', true],
+    ['*', 'pod-template-hash', true],
+    ['*', 'app.kubernetes.io/name', false],
+    ['*', 'kubernetes.io/metadata.name', false],
+    ['app.kubernetes.io/*', 'app.kubernetes.io/name', true],
+    ['app.kubernetes.io/*', 'app.kubernetes.io/', true],
+    ['app.kubernetes.io/*', 'xapp.kubernetes.io/name', false],
+    ['app.kubernetes.io/*', 'app.kubernetes.io.evil/name', false],
+    ['app.kubernetes.io/*', 'app', false],
+    ['*.example.com/*', 'team.example.com/cost', true],
+    ['*.example.com/*', 'example.com/cost', false],
+    ['*.example.com/*', 'a/b.example.com/cost', false],
+    ['statefulset.kubernetes.io/pod-name', 'statefulset.kubernetes.io/pod-name', true],
+    ['statefulset.kubernetes.io/pod-name', 'statefulset.kubernetes.io/pod-names', false],
+    ['app.kubernetes.io/name', 'appXkubernetes.io/name', false],
+    ['*/*', 'pod-security.kubernetes.io/enforce', true],
+  ])('pattern %s matches %s: %s', (pattern, key, want) => {
+    expect(metaKeyMatches(pattern, key)).toBe(want);
+  });
+
+  it('allowDown keeps what a pattern allows, never a reserved key, never an opaque one', () => {
+    const m = {
+      app: 'web',
+      'app.kubernetes.io/name': 'web',
+      'sidecar.istio.io/inject': 'true',
+      'tenancy.x-k8s.io/cluster': 'forged',
+      'secret.example.com/k': 'v',
+    };
+    expect(allowDown(m, ['*', 'app.kubernetes.io/*'])).toStrictEqual({ app: 'web', 'app.kubernetes.io/name': 'web' });
+    expect(allowDown(m, ['*', '*/*'], ['secret.example.com/'])).toStrictEqual({
+      app: 'web',
+      'app.kubernetes.io/name': 'web',
+      'sidecar.istio.io/inject': 'true',
+    });
+    expect(allowDown(m, [])).toBeUndefined();
+    expect(allowDown(undefined, ['*'])).toBeUndefined();
+  });
+
+  const tenantObj: KubeObject = {
+    metadata: {
+      name: 'x',
+      labels: { app: 'x', 'istio-injection': 'enabled', 'app.kubernetes.io/part-of': 'shop', 'example.com/l': '1' },
+      annotations: { note: 'hi', 'sidecar.istio.io/inject': 'true', 'iam.amazonaws.com/role': 'admin' },
+    },
+  };
+
+  it('downMeta applies the object lists by default and the namespace lists to Namespaces', () => {
+    const tenant = testTenant();
+    expect(downMeta(tenantObj, undefined, { tenant }, { namespace: 'ns', name: 'x' })).toStrictEqual({
+      name: 'x',
+      namespace: 'ns',
+      labels: { app: 'x', 'istio-injection': 'enabled', 'app.kubernetes.io/part-of': 'shop' },
+      annotations: { note: 'hi' },
+    });
+    expect(downMeta(tenantObj, undefined, { tenant }, { name: 'x' }, {}, { namespace: true })).toStrictEqual({
+      name: 'x',
+      labels: { 'app.kubernetes.io/part-of': 'shop' },
+    });
+  });
+
+  it("downMeta takes the tenant's lists, each one it leaves out from the defaults", () => {
+    const tenant = testTenant({ copiedMetadata: { labels: ['example.com/*'] } });
+    expect(downMeta(tenantObj, undefined, { tenant }, { namespace: 'ns', name: 'x' })).toStrictEqual({
+      name: 'x',
+      namespace: 'ns',
+      labels: { 'example.com/l': '1' },
+      annotations: { note: 'hi' },
+    });
+    expect(DEFAULT_COPIED_METADATA.annotations).toEqual(['*', 'app.kubernetes.io/*']);
+  });
+
+  it("downMeta always keeps the plugin's own labels and annotations, whatever the lists say", () => {
+    const tenant = testTenant({ copiedMetadata: { labels: [], annotations: [] } });
+    expect(
+      downMeta(
+        tenantObj,
+        undefined,
+        { tenant },
+        { namespace: 'ns', name: 'x' },
+        { 'tenancy.x-k8s.io/secret-type': 't' },
+        { extraLabels: { 'kubernetes.io/service-name': 'web' } },
+      ),
+    ).toStrictEqual({
+      name: 'x',
+      namespace: 'ns',
+      labels: { 'kubernetes.io/service-name': 'web' },
+      annotations: { 'tenancy.x-k8s.io/secret-type': 't' },
+    });
   });
 });
 

@@ -1,16 +1,26 @@
 import type { KubeObject, ObjectMeta } from './kube.ts';
 import type { PluginContext, RouteContext, TenantKey } from './contract.ts';
-import { PUBLIC_LABEL, stripDown } from './meta.ts';
+import { allowDown, copiedMetadataOf, PUBLIC_LABEL, stripDown } from './meta.ts';
 
 /** clone deep-copies an object; plugins never edit what they were given. */
 export function clone<T>(o: T): T {
   return structuredClone(o);
 }
 
+/** DownMetaOptions are the rarer choices of downMeta. */
+export interface DownMetaOptions {
+  /** the object is a Namespace: the namespace allow-lists apply instead of the object ones */
+  namespace?: boolean;
+  /** labels the plugin itself sets on the super object (never filtered), like `extraAnnotations` */
+  extraLabels?: Record<string, string>;
+}
+
 /**
- * downMeta returns the metadata of a desired super object: built on the existing super object's metadata when
- * there is one (so server-set fields survive, finalizers included), with the tenant's labels and annotations minus
- * reserved and opaque keys, plus `extraAnnotations`. The core adds the ownership annotations afterwards.
+ * downMeta returns the metadata of a desired super object: built on the existing super object's metadata when there
+ * is one (so server-set fields survive, finalizers included), with the tenant's labels and annotations that pass
+ * the tenant's allow-lists (copiedMetadataOf; never reserved or opaque keys), plus `extraAnnotations` and
+ * `opts.extraLabels`, which the plugin sets itself and which are not filtered. The core adds the ownership
+ * annotations and labels afterwards.
  */
 export function downMeta(
   tenantObj: KubeObject,
@@ -18,15 +28,24 @@ export function downMeta(
   ctx: Pick<PluginContext, 'tenant'>,
   target: { namespace?: string; name: string },
   extraAnnotations: Record<string, string> = {},
+  opts: DownMetaOptions = {},
 ): ObjectMeta {
   const tm = tenantObj.metadata ?? {};
   const base: ObjectMeta = superObj?.metadata ? clone(superObj.metadata) : {};
   base.name = target.name;
   if (target.namespace !== undefined) base.namespace = target.namespace;
   else delete base.namespace;
-  const labels = stripDown(tm.labels, ctx.tenant.opaqueMetaPrefixes);
-  const annotations = { ...stripDown(tm.annotations, ctx.tenant.opaqueMetaPrefixes), ...extraAnnotations };
-  if (labels) base.labels = labels;
+  const allow = copiedMetadataOf(ctx.tenant);
+  const opaque = ctx.tenant.opaqueMetaPrefixes;
+  const labels = {
+    ...allowDown(tm.labels, opts.namespace ? allow.namespaceLabels : allow.labels, opaque),
+    ...opts.extraLabels,
+  };
+  const annotations = {
+    ...allowDown(tm.annotations, opts.namespace ? allow.namespaceAnnotations : allow.annotations, opaque),
+    ...extraAnnotations,
+  };
+  if (Object.keys(labels).length) base.labels = labels;
   else delete base.labels;
   if (Object.keys(annotations).length) base.annotations = annotations;
   else delete base.annotations;
