@@ -68,6 +68,8 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
       transparentMetaPrefixes: ['super.example.com/'],
       opaqueMetaPrefixes: ['secret.example.com/'],
+      // The allow-list lets example.com keys down; the opaque prefix still keeps secret.example.com back.
+      copiedMetadata: { annotations: ['*', '*.example.com/*'] },
     });
     tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } }, sandbox: { runtimeClassName: 'kata' } },

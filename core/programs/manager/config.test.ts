@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rootNamespace } from '../../names/names.ts';
-import { ConfigError, loadManagerConfig, staticTenants } from './config.ts';
+import { ConfigError, loadManagerConfig, managerDefaults, staticTenants } from './config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'vc-config-'));
 const write = (name: string, text: string) => {
@@ -56,6 +56,11 @@ describe('manager configuration', () => {
         `metadata: {name: t, namespace: n}, spec: {url: 'not a url', ref: {branch: main}}}\n`,
       /bad\.yaml: \/gitops\/sources\/0 GitSource n\/t: \/spec\/url/,
     ],
+    [
+      'a forced toleration with an unknown operator (a definition of the TenantPolicy schema)',
+      `${header}tenantDefaults:\n  pods:\n    forced:\n      tolerations: [{key: pool, operator: In}]\n`,
+      /bad\.yaml: \/tenantDefaults\/pods\/forced\/tolerations\/0\/operator must be one of/,
+    ],
     ['the wrong kind', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: Other\n', /\/kind must be equal to constant/],
   ])('rejects %s with the file and field', (_, text, want) => {
     const f = write('bad.yaml', text);
@@ -71,5 +76,26 @@ describe('manager configuration', () => {
     expect(() => staticTenants(loadManagerConfig(f), f)).toThrow(
       /\/tenants\/0\/kubeconfig tenant team-a\/dev: cannot read .*missing\.kubeconfig/,
     );
+  });
+
+  it('gives tenantDefaults to every policy evaluation and to the static tenants, which have no policy', () => {
+    write('b.kubeconfig', 'apiVersion: v1\nkind: Config\n');
+    const f = write(
+      'defaults.yaml',
+      `${header}tenantDefaults:\n  pods:\n    forced:\n      nodeSelector: {pool: tenants}\n` +
+        `  copiedMetadata:\n    labels: [app]\n` +
+        `virtualClusters:\n  defaultPluginConfig: {dns: {ndots: 2}}\n` +
+        `tenants:\n  - {name: dev, namespace: team-a, uid: u1, kubeconfig: b.kubeconfig}\n`,
+    );
+    const cfg = loadManagerConfig(f);
+    expect(managerDefaults(cfg)).toStrictEqual({
+      pluginConfig: { dns: { ndots: 2 } },
+      podsForced: { nodeSelector: { pool: 'tenants' } },
+      copiedMetadata: { labels: ['app'] },
+    });
+    const [t] = staticTenants(cfg, f);
+    expect(t?.pods).toStrictEqual({ forced: { nodeSelector: { pool: 'tenants' } } });
+    expect(t?.copiedMetadata).toStrictEqual({ labels: ['app'] });
+    expect(managerDefaults(loadManagerConfig(write('none.yaml', header)))).toStrictEqual({});
   });
 });
