@@ -379,9 +379,10 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
 
 /**
  * podsPlugin syncs tenant Pods to the super cluster and their status back. New super Pods get the tenant spec
- * without nodeName, with the service account token served from a super Secret and kube-root-ca.crt renamed;
- * existing ones (immutable spec) only follow labels, annotations, images and activeDeadlineSeconds. A super Pod
- * that got scheduled asks the core to bind the tenant Pod to the matching vNode.
+ * without nodeName, with the service account token served from a super Secret, kube-root-ca.crt renamed and the
+ * platform's forced node selector and tolerations (pods.forced); existing ones (immutable spec) only follow the
+ * allow-listed labels and annotations, images and activeDeadlineSeconds. A super Pod that got scheduled asks the core
+ * to bind the tenant Pod to the matching vNode; a Pod refused earlier then gets VCSynced=True.
  */
 export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
   manifest: {
