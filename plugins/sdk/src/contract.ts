@@ -111,6 +111,11 @@ export type Effect =
     }
   /** keep the token-less ServiceAccount super Pods run under in the super namespace of tenant namespace `namespace` */
   | { type: 'superServiceAccount'; namespace: string; name: string }
+  /**
+   * keep a NetworkPolicy that no tenant object is the source of (the tenant isolation policy) in the super namespace of
+   * tenant namespace `namespace`: the core sets its namespace and its managed-by and tenant labels
+   */
+  | { type: 'superNetworkPolicy'; namespace: string; policy: KubeObject }
   /** set a condition on the status of the tenant object `namespace/name` of the plugin's resource (server-side apply) */
   | { type: 'tenantCondition'; namespace: string; name: string; uid: string; condition: TenantCondition };
 
