@@ -327,6 +327,7 @@ export class VirtualClusterController {
         pluginConfig: e.pluginConfig,
         pods: e.pods,
         runtimeClasses: e.runtimeClasses,
+        network: e.network,
       },
     });
   }

@@ -1,9 +1,11 @@
+import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 import type { TolerationRule } from '../plugins/contract.ts';
+import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import type { PodSecurityLevel } from './tenant.ts';
 
 /**
@@ -33,6 +35,7 @@ export interface TenantPolicySpec {
     nodeLabelKeys?: string[];
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
+  network?: { internalCIDRs?: string[] };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -71,6 +74,7 @@ export const DEFAULT_POLICY = {
   podVolumeTypes: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
+  networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -90,6 +94,7 @@ export const DEFAULT_POLICY = {
   podVolumeTypes: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
+  networkInternalCIDRs: readonly string[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -127,6 +132,8 @@ export interface EffectiveSettings {
   };
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
+  /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
+  network: { internalCIDRs: string[] };
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -140,6 +147,13 @@ export interface PolicyViolation {
 export interface PolicyEvaluation {
   effective: EffectiveSettings;
   violations: PolicyViolation[];
+}
+
+/** isCidr tells an IPv4 or IPv6 address with a prefix length that fits it. */
+function isCidr(text: string): boolean {
+  const [ip = '', len = '', ...rest] = text.split('/');
+  const family = isIP(ip);
+  return family !== 0 && !rest.length && /^\d{1,3}$/.test(len) && Number(len) <= (family === 4 ? 32 : 128);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -221,6 +235,15 @@ export function evaluatePolicy(
         `plugin "${plugin}" is not an opt-in plugin ${quoted} allows (plugins.allowedOptIn)`,
       );
 
+  const internalCIDRs = [...(p.network?.internalCIDRs ?? DEFAULT_POLICY.networkInternalCIDRs)];
+  internalCIDRs.forEach((c, i) => {
+    if (!isCidr(c))
+      refuse(
+        'spec.policyName',
+        `TenantPolicy "${name}" spec.network.internalCIDRs[${i}]: ${JSON.stringify(c)} is not a CIDR`,
+      );
+  });
+
   const pluginConfig = layerPluginConfig(defaults.pluginConfig ?? {}, p.pluginConfig ?? {});
   for (const [plugin, value] of Object.entries(s.pluginConfig ?? {})) {
     const platform = pluginConfig[plugin];
@@ -267,6 +290,7 @@ export function evaluatePolicy(
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
       },
+      network: { internalCIDRs },
     },
     violations,
   };

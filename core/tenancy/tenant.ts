@@ -1,6 +1,6 @@
 import { childLogger } from '../log.ts';
 import { rootNamespace, type TenantIdentity } from '../names/names.ts';
-import type { PodsPolicyView, RuntimeClassesPolicyView, TenantView } from '../plugins/contract.ts';
+import type { NetworkPolicyView, PodsPolicyView, RuntimeClassesPolicyView, TenantView } from '../plugins/contract.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 const registryLog = childLogger({ controller: 'tenant-registry' });
@@ -32,6 +32,8 @@ export interface Tenant extends TenantIdentity {
   pods?: PodsPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the runtimeclasses plugin's defaults */
   runtimeClasses?: RuntimeClassesPolicyView;
+  /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults */
+  network?: NetworkPolicyView;
 }
 
 /**
@@ -48,6 +50,7 @@ export interface TenantSettings {
   pluginConfig?: Record<string, unknown>;
   pods?: PodsPolicyView;
   runtimeClasses?: RuntimeClassesPolicyView;
+  network?: NetworkPolicyView;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -87,6 +90,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (s.apiserverEndpoint) t.apiserverEndpoint = s.apiserverEndpoint;
   if (o.pods) t.pods = o.pods;
   if (o.runtimeClasses) t.runtimeClasses = o.runtimeClasses;
+  if (o.network) t.network = o.network;
   return t;
 }
 
@@ -109,6 +113,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
     ...(t.pods && { pods: t.pods }),
     ...(t.runtimeClasses && { runtimeClasses: t.runtimeClasses }),
+    ...(t.network && { network: t.network }),
   };
   return Object.freeze(v);
 }

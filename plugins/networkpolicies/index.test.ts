@@ -344,3 +344,28 @@ describe('isolationWatch', () => {
     expect(isolationWatch.side === 'super' && isolationWatch.map(obj, rctx)).toEqual(want);
   });
 });
+
+describe("the policy's internal ranges", () => {
+  const narrow = testTenant({ network: { internalCIDRs: ['10.0.0.0/8'] } });
+  const nctx = testContext({ tenant: narrow });
+
+  it('shape the isolation policy: only they are left out of egress to the outside', () => {
+    expect(isolationPolicy(narrow).spec?.egress?.at(-1)).toEqual({
+      to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8'] } }, { ipBlock: { cidr: '::/0' } }],
+    });
+  });
+
+  it('decide which tenant egress blocks are clipped or refused', () => {
+    const spec = (cidr: string): NetworkPolicySpec => ({ podSelector: {}, egress: [{ to: [{ ipBlock: { cidr } }] }] });
+    expect(networkPoliciesPlugin.toSuper(tenantNP(spec('192.168.1.0/24')), undefined, nctx).object?.spec).toEqual(
+      spec('192.168.1.0/24'),
+    );
+    const refused = networkPoliciesPlugin.toSuper(tenantNP(spec('10.1.0.0/16')), undefined, nctx);
+    expect(refused.object).toBeNull();
+    expect(refused.effects?.[0]).toMatchObject({ reason: REFUSED });
+    expect(networkPoliciesPlugin.toSuper(tenantNP(spec('0.0.0.0/0')), undefined, nctx).object?.spec).toEqual({
+      podSelector: {},
+      egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8'] } }] }],
+    });
+  });
+});

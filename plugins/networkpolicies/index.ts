@@ -12,7 +12,7 @@ import {
   TENANT_ISOLATION_POLICY,
 } from '../sdk/src/index.ts';
 import { type Cidr, cidrContains, parseCidr } from './cidr.ts';
-import { NAMESPACE_NAME_LABEL, outsidePeers } from './isolation.ts';
+import { internalCIDRs, NAMESPACE_NAME_LABEL, outsidePeers } from './isolation.ts';
 import type {
   IPBlock,
   LabelSelector,
@@ -107,7 +107,7 @@ export function clipEgressBlock(
 function peer(p: NetworkPolicyPeer, field: string, egress: boolean, ctx: PluginContext): NetworkPolicyPeer {
   const out = structuredClone(p);
   if (p.namespaceSelector) out.namespaceSelector = translateNamespaceSelector(p.namespaceSelector, ctx);
-  if (p.ipBlock && egress) out.ipBlock = clipEgressBlock(p.ipBlock, `${field}.ipBlock`);
+  if (p.ipBlock && egress) out.ipBlock = clipEgressBlock(p.ipBlock, `${field}.ipBlock`, internalCIDRs(ctx.tenant));
   return out;
 }
 
@@ -125,7 +125,7 @@ function egressRule(r: NetworkPolicyEgressRule, i: number, ctx: PluginContext): 
   const out = structuredClone(r);
   out.to = r.to?.length
     ? r.to.map((p, j) => peer(p, `spec.egress[${i}].to[${j}]`, true, ctx))
-    : [{ namespaceSelector: translateNamespaceSelector({}, ctx) }, ...outsidePeers()];
+    : [{ namespaceSelector: translateNamespaceSelector({}, ctx) }, ...outsidePeers(internalCIDRs(ctx.tenant))];
   return out;
 }
 

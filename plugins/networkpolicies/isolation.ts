@@ -32,6 +32,11 @@ export function tenantPeer(tenant: Pick<TenantView, 'key'>): NetworkPolicyPeer {
   return { namespaceSelector: { matchLabels: { [LABEL.cluster]: tenant.key } } };
 }
 
+/** internalCIDRs are the super-internal ranges of a tenant: its policy's, or SUPER_INTERNAL_CIDRS. */
+export function internalCIDRs(tenant: Pick<TenantView, 'network'>): readonly string[] {
+  return tenant.network?.internalCIDRs ?? SUPER_INTERNAL_CIDRS;
+}
+
 /**
  * outsidePeers are the addresses outside the super cluster: every IPv4 and IPv6 address except `internal` (by
  * default SUPER_INTERNAL_CIDRS).
@@ -39,7 +44,10 @@ export function tenantPeer(tenant: Pick<TenantView, 'key'>): NetworkPolicyPeer {
 export function outsidePeers(internal: readonly string[] = SUPER_INTERNAL_CIDRS): NetworkPolicyPeer[] {
   const v4 = internal.filter((c) => parseCidr(c).family === 4);
   const v6 = internal.filter((c) => parseCidr(c).family === 6);
-  return [{ ipBlock: { cidr: '0.0.0.0/0', except: [...v4] } }, { ipBlock: { cidr: '::/0', except: [...v6] } }];
+  const block = (cidr: string, except: string[]): NetworkPolicyPeer => ({
+    ipBlock: { cidr, ...(except.length && { except }) },
+  });
+  return [block('0.0.0.0/0', v4), block('::/0', v6)];
 }
 
 const hostCidr = (host: string): string | undefined => {
@@ -57,12 +65,13 @@ const hostCidr = (host: string): string | undefined => {
  * - ingress only from the tenant's own namespaces (tenantPeer): other tenants and the super's own Pods are refused;
  * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to the super DNS on port 53,
  *   to the tenant apiserver (`apiserverEndpoint`, when it is an IP address; a native apiserver is inside the tenant
- *   already), and to every address outside SUPER_INTERNAL_CIDRS. Super Pods, Services, nodes, the super apiserver
+ *   already), and to every address outside the super-internal ranges (internalCIDRs: the policy's, by default
+ *   SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver
  *   and the cloud metadata address are unreachable.
  * Policies are additive: a tenant's own NetworkPolicies can only add to this, within what the networkpolicies plugin
  * lets them say.
  */
-export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpoint'>): NetworkPolicy {
+export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>): NetworkPolicy {
   const egress: NetworkPolicyEgressRule[] = [
     { to: [tenantPeer(tenant)] },
     {
@@ -82,7 +91,7 @@ export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpo
   const apiserver = ep && hostCidr(ep.host);
   if (ep && apiserver)
     egress.push({ to: [{ ipBlock: { cidr: apiserver } }], ports: [{ protocol: 'TCP', port: ep.port }] });
-  egress.push({ to: outsidePeers() });
+  egress.push({ to: outsidePeers(internalCIDRs(tenant)) });
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -97,7 +106,10 @@ export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpo
 }
 
 /** isolationEffect asks the core to keep the isolation policy in the super namespace of tenant namespace `namespace`. */
-export function isolationEffect(namespace: string, tenant: Pick<TenantView, 'key' | 'apiserverEndpoint'>): Effect {
+export function isolationEffect(
+  namespace: string,
+  tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>,
+): Effect {
   return { type: 'superNetworkPolicy', namespace, policy: isolationPolicy(tenant) };
 }
 

@@ -106,7 +106,10 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
     tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a1', {
       apiserverEndpoint: { host: '127.0.0.1', port: 6443 },
     });
-    tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b2');
+    // Tenant B's policy narrows the super-internal ranges: its isolation policy follows it.
+    tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b2', {
+      network: { internalCIDRs: ['10.0.0.0/8'] },
+    });
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     syncer = new Syncer({
       superClient: t.client,
@@ -161,6 +164,8 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
       ports: [{ protocol: 'TCP', port: 6443 }],
     });
     expect(egress.at(-1)?.to?.[0]?.ipBlock?.except).toEqual(SUPER_INTERNAL_CIDRS.filter((c) => !c.includes(':')));
+    const egressB = (await superNP(superNamespace(tenantB.key, 'default'), TENANT_ISOLATION_POLICY))!.spec!.egress!;
+    expect(egressB.at(-1)?.to?.[0]?.ipBlock).toEqual({ cidr: '0.0.0.0/0', except: ['10.0.0.0/8'] });
   });
 
   it('syncs a tenant policy with its namespace names translated to super names of the tenant', async () => {

@@ -264,6 +264,8 @@ export interface TenantView {
   readonly pods?: PodsPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly runtimeClasses?: RuntimeClassesPolicyView;
+  /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly network?: NetworkPolicyView;
 }
 
 /** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it (issue 12). */
@@ -272,6 +274,12 @@ export interface RuntimeClassesPolicyView {
   readonly handlers?: readonly string[];
   /** the super RuntimeClass every tenant Pod runs in; a Pod cannot leave it for a class with another handler */
   readonly required?: string;
+}
+
+/** NetworkPolicyView is what the tenant's policy decides for its network isolation, as plugins read it (issue 12). */
+export interface NetworkPolicyView {
+  /** address ranges of the super cluster tenant Pods reach only through the tenant isolation policy */
+  readonly internalCIDRs?: readonly string[];
 }
 
 /** TolerationRule is one toleration a policy allows: a key (absent: only the empty key) and an effect (absent: any). */
