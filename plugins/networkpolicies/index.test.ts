@@ -284,16 +284,17 @@ describe('isolationPolicy', () => {
       spec: {
         podSelector: {},
         policyTypes: ['Ingress', 'Egress'],
-        ingress: [{ from: [{ namespaceSelector: { matchLabels: { [LABEL.cluster]: t.key } } }] }],
+        ingress: [
+          {
+            from: [
+              { namespaceSelector: { matchLabels: { [LABEL.cluster]: t.key } } },
+              { namespaceSelector: { matchLabels: { 'tenancy.x-k8s.io/ingress': 'true' } } },
+            ],
+          },
+        ],
         egress: [
           { to: [{ namespaceSelector: { matchLabels: { [LABEL.cluster]: t.key } } }] },
           {
-            to: [
-              {
-                namespaceSelector: { matchLabels: { [NAME]: 'kube-system' } },
-                podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-              },
-            ],
             ports: [
               { protocol: 'UDP', port: 53 },
               { protocol: 'TCP', port: 53 },

@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { LABEL } from '../../core/names/names.ts';
+import { LABEL, PREFIX } from '../../core/names/names.ts';
 import {
   type Effect,
   type KubeObject,
@@ -16,12 +16,18 @@ import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer } from '
 /** NAMESPACE_NAME_LABEL is the label the apiserver sets on every Namespace to its own name. */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
+/** DNS_PORTS are the ports of DNS, open towards every address. */
+const DNS_PORTS = [
+  { protocol: 'UDP', port: 53 },
+  { protocol: 'TCP', port: 53 },
+];
+
 /**
- * CLUSTER_DNS is where the super cluster's DNS Pods run. Tenant Pods use their tenant's own DNS (the dns plugin
- * points them at it, inside their tenant); the tenant's DNS Pods forward to the super DNS, and Pods with
- * `dnsPolicy: Default` ask it directly.
+ * INGRESS_NAMESPACE_LABEL marks, with the value "true", the super namespaces where the platform runs its ingress
+ * controllers (as deploy/network/vc-system.yaml does): they may reach tenant Pods behind tenant Ingresses. Tenants
+ * cannot set it: it is under the project's prefix, stripped on the way down.
  */
-export const CLUSTER_DNS = { namespace: 'kube-system', podLabels: { 'k8s-app': 'kube-dns' } } as const;
+export const INGRESS_NAMESPACE_LABEL = `${PREFIX}/ingress`;
 
 /**
  * tenantPeer selects every namespace of the tenant in the super cluster by the tenant key label, which only the
@@ -62,31 +68,20 @@ const hostCidr = (host: string): string | undefined => {
 /**
  * isolationPolicy is the TENANT_ISOLATION_POLICY of one super namespace of `tenant` (the core sets its namespace and
  * its managed-by and tenant labels). It selects every Pod of the namespace for ingress and egress:
- * - ingress only from the tenant's own namespaces (tenantPeer): other tenants and the super's own Pods are refused;
- * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to the super DNS on port 53,
+ * - ingress only from the tenant's own namespaces (tenantPeer) and the platform's ingress controllers
+ *   (INGRESS_NAMESPACE_LABEL): other tenants and the super's other Pods are refused;
+ * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to DNS (port 53) anywhere,
  *   to the tenant apiserver (`apiserverEndpoint`, when it is an IP address; a native apiserver is inside the tenant
  *   already), and to every address outside the super-internal ranges (internalCIDRs: the policy's, by default
- *   SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver
- *   and the cloud metadata address are unreachable.
+ *   SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver and the cloud metadata address are
+ *   unreachable but for DNS. DNS is open everywhere because resolvers live at internal addresses: the super DNS
+ *   that the tenant's DNS forwards to, a node-local cache (169.254.20.10), the node's own resolvers for Pods with
+ *   `dnsPolicy: Default`.
  * Policies are additive: a tenant's own NetworkPolicies can only add to this, within what the networkpolicies plugin
  * lets them say.
  */
 export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>): NetworkPolicy {
-  const egress: NetworkPolicyEgressRule[] = [
-    { to: [tenantPeer(tenant)] },
-    {
-      to: [
-        {
-          namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: CLUSTER_DNS.namespace } },
-          podSelector: { matchLabels: { ...CLUSTER_DNS.podLabels } },
-        },
-      ],
-      ports: [
-        { protocol: 'UDP', port: 53 },
-        { protocol: 'TCP', port: 53 },
-      ],
-    },
-  ];
+  const egress: NetworkPolicyEgressRule[] = [{ to: [tenantPeer(tenant)] }, { ports: DNS_PORTS.map((p) => ({ ...p })) }];
   const ep = tenant.apiserverEndpoint;
   const apiserver = ep && hostCidr(ep.host);
   if (ep && apiserver)
@@ -99,7 +94,9 @@ export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpo
     spec: {
       podSelector: {},
       policyTypes: ['Ingress', 'Egress'],
-      ingress: [{ from: [tenantPeer(tenant)] }],
+      ingress: [
+        { from: [tenantPeer(tenant), { namespaceSelector: { matchLabels: { [INGRESS_NAMESPACE_LABEL]: 'true' } } }] },
+      ],
       egress,
     },
   };

@@ -15,7 +15,7 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { REFUSED, RESERVED_NAME } from '../../plugins/networkpolicies/index.ts';
-import { isolationPolicy } from '../../plugins/networkpolicies/isolation.ts';
+import { INGRESS_NAMESPACE_LABEL, isolationPolicy } from '../../plugins/networkpolicies/isolation.ts';
 import type { LabelSelector, NetworkPolicy, NetworkPolicySpec } from '../../plugins/networkpolicies/types.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { SUPER_INTERNAL_CIDRS, TENANT_ISOLATION_POLICY } from '../../plugins/sdk/src/index.ts';
@@ -79,6 +79,7 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
     for (const peer of peers.filter((x) => x.namespaceSelector)) {
       for (const ns of await selected(peer.namespaceSelector!)) {
         expect(ns.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
+        expect(ns.metadata?.labels?.[INGRESS_NAMESPACE_LABEL]).toBeUndefined();
         expect(ns.metadata?.labels?.[LABEL.managedBy]).toBe(MANAGER);
         n++;
       }
@@ -155,6 +156,10 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
         const names = (await selected(from!)).map((n) => n.metadata?.name);
         expect(names).toContain(sns);
         for (const n of names) expect(n!.startsWith(tenant.key)).toBe(true);
+        // The platform's ingress controllers come from namespaces only the platform labels: no tenant's.
+        const ingressFrom = p.spec?.ingress?.[0]?.from?.[1]?.namespaceSelector;
+        expect(ingressFrom).toEqual({ matchLabels: { [INGRESS_NAMESPACE_LABEL]: 'true' } });
+        for (const n of await selected(ingressFrom!)) expect(n.metadata?.labels?.[LABEL.cluster]).toBeUndefined();
       }
     }
     // Tenant A's apiserver is reached at an address: one egress rule for it, and nothing internal beyond it.
@@ -238,23 +243,26 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
       expect(await onlyTenantA(p)).toBe(0);
       return 'synced confined: selects no namespace';
     });
-    await attempts.attempt("label a tenant namespace with the other tenant's key", async () => {
-      await a.patch(
-        R.namespaces,
-        undefined,
-        'app',
-        { metadata: { labels: { [LABEL.cluster]: tenantB.key, forged: 'yes' } } },
-        'merge',
-      );
-      // The harmless label arrives; the forged key does not.
-      const ns = await eventually(async () => {
-        const got = await t.client.get(R.namespaces, undefined, snsA('app'));
-        expect(got.metadata?.labels?.forged).toBe('yes');
-        return got;
-      });
-      expect(ns.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
-      return 'reserved label stripped on the way down';
-    });
+    await attempts.attempt(
+      "label a tenant namespace with the other tenant's key and as an ingress controller's",
+      async () => {
+        await a.patch(
+          R.namespaces,
+          undefined,
+          'app',
+          { metadata: { labels: { [LABEL.cluster]: tenantB.key, [INGRESS_NAMESPACE_LABEL]: 'true', forged: 'yes' } } },
+          'merge',
+        );
+        // The harmless label arrives; the forged key does not.
+        const ns = await eventually(async () => {
+          const got = await t.client.get(R.namespaces, undefined, snsA('app'));
+          expect(got.metadata?.labels?.forged).toBe('yes');
+          return got;
+        });
+        expect(ns.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
+        return 'reserved label stripped on the way down';
+      },
+    );
   });
 
   it('clips egress to everywhere and refuses egress into the super ranges, with a reason', async () => {
