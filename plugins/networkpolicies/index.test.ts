@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
-import { LABEL, MANAGER } from '../../core/names/names.ts';
+import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Plugin, RouteContext } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
 import { SUPER_INTERNAL_CIDRS, TENANT_ISOLATION_POLICY } from '../sdk/src/index.ts';
 import plugin, {
   clipEgressBlock,
   networkPoliciesPlugin,
+  NOT_MANAGED,
   REFUSED,
   RESERVED_NAME,
   translateNamespaceSelector,
@@ -129,6 +130,19 @@ const superNP = (spec: NetworkPolicySpec): NetworkPolicy => ({
   spec,
 });
 
+/** syncedNP is a super policy the syncer wrote for the tenant policy app/web, with the server's fields. */
+const syncedNP = (spec: NetworkPolicySpec): NetworkPolicy => ({
+  ...superNP(spec),
+  metadata: {
+    namespace: sns('app'),
+    name: 'web',
+    uid: 's-uid',
+    resourceVersion: '9',
+    labels: { app: 'web', [LABEL.managedBy]: MANAGER, [LABEL.cluster]: tenant.key },
+    annotations: { [ANN.cluster]: tenant.key, [ANN.namespace]: 'app', [ANN.name]: 'web', [ANN.uid]: 'np-uid' },
+  },
+});
+
 describe('networkpolicies toSuper', () => {
   const cases: Array<{ name: string; spec: NetworkPolicySpec; want: NetworkPolicySpec }> = [
     {
@@ -215,10 +229,7 @@ describe('networkpolicies toSuper', () => {
   });
 
   it('builds on the existing super object and keeps its server fields', () => {
-    const existing = {
-      ...superNP({ podSelector: {} }),
-      metadata: { ...superNP({}).metadata, uid: 's-uid', resourceVersion: '9' },
-    };
+    const existing = syncedNP({ podSelector: {} });
     const d = networkPoliciesPlugin.toSuper(tenantNP({ podSelector: { matchLabels: { x: 'y' } } }), existing, ctx);
     expect(d.object?.metadata).toMatchObject({
       uid: 's-uid',
@@ -234,7 +245,7 @@ describe('networkpolicies toSuper', () => {
       podSelector: {},
       egress: [{ to: [{ podSelector: {} }, { ipBlock: { cidr: '169.254.169.254/32' } }] }],
     };
-    const d = networkPoliciesPlugin.toSuper(tenantNP(spec), superNP({ podSelector: {} }), ctx);
+    const d = networkPoliciesPlugin.toSuper(tenantNP(spec), syncedNP({ podSelector: {} }), ctx);
     expect(d.object).toBeNull();
     expect(d.skip).toBeUndefined();
     expect(d.effects).toEqual([
@@ -265,6 +276,17 @@ describe('networkpolicies toSuper', () => {
     expect(d.object).toBeNull();
     expect(d.skip?.reason).toBe(RESERVED_NAME);
     expect(d.effects?.[0]).toMatchObject({ type: 'event', eventType: 'Warning', reason: RESERVED_NAME });
+  });
+
+  it("never adopts a super policy the syncer did not write (the platform's)", () => {
+    const platform: NetworkPolicy = {
+      ...superNP({ podSelector: {} }),
+      metadata: { namespace: sns('app'), name: 'web' },
+    };
+    const d = networkPoliciesPlugin.toSuper(tenantNP({ podSelector: {}, ingress: [{}] }), platform, ctx);
+    expect(d.object).toBeNull();
+    expect(d.skip?.reason).toBe(NOT_MANAGED);
+    expect(d.effects?.[0]).toMatchObject({ type: 'event', eventType: 'Warning', reason: NOT_MANAGED });
   });
 
   it('is a built-in down plugin for networking.k8s.io NetworkPolicies', () => {

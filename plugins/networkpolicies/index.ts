@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { LABEL, MANAGER } from '../../core/names/names.ts';
+import { LABEL, MANAGER, provenanceOf } from '../../core/names/names.ts';
 import {
   buildOn,
   type Decision,
@@ -26,6 +26,8 @@ export type { NetworkPolicy } from './types.ts';
 
 /** RESERVED_NAME is the skip reason of a tenant NetworkPolicy named like the tenant isolation policy. */
 export const RESERVED_NAME = 'ReservedName';
+/** NOT_MANAGED is the skip reason of a tenant NetworkPolicy whose name a super policy the syncer did not write has. */
+export const NOT_MANAGED = 'NotManaged';
 /** REFUSED is the event reason of a tenant NetworkPolicy that cannot be translated; its super copy is removed. */
 export const REFUSED = 'NetworkPolicyRefused';
 
@@ -173,6 +175,15 @@ function toSuper(
       object: null,
       skip: { reason: RESERVED_NAME, message },
       effects: [refusedEvent(tenantObj, RESERVED_NAME, `not synced: ${message}`)],
+    };
+  }
+  if (superObj && !provenanceOf(superObj)) {
+    // A policy the platform (or a tool of its) put in the super namespace: never adopted and rewritten by a tenant.
+    const message = `a super NetworkPolicy ${tm.name} that the syncer did not write exists in the super namespace`;
+    return {
+      object: null,
+      skip: { reason: NOT_MANAGED, message },
+      effects: [refusedEvent(tenantObj, NOT_MANAGED, `not synced: ${message}`)],
     };
   }
   let spec: NetworkPolicy['spec'];

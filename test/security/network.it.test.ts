@@ -14,7 +14,7 @@ import { LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
-import { REFUSED, RESERVED_NAME } from '../../plugins/networkpolicies/index.ts';
+import { NOT_MANAGED, REFUSED, RESERVED_NAME } from '../../plugins/networkpolicies/index.ts';
 import { INGRESS_NAMESPACE_LABEL, isolationPolicy } from '../../plugins/networkpolicies/isolation.ts';
 import type { LabelSelector, NetworkPolicy, NetworkPolicySpec } from '../../plugins/networkpolicies/types.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -332,6 +332,25 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
     });
   });
 
+  it('cannot take over a policy the platform put in its super namespace', async () => {
+    const platform = np(snsA('app'), 'platform-allow', {
+      podSelector: { matchLabels: { app: 'metrics' } },
+      ingress: [{ ports: [{ protocol: 'TCP', port: 9100 }] }],
+    });
+    const made = await t.client.create<NetworkPolicy>(R.networkpolicies, platform);
+    await attempts.attempt('create a NetworkPolicy named like a platform policy in its super namespace', async () => {
+      await a.create(
+        R.networkpolicies,
+        np('app', 'platform-allow', { podSelector: {}, policyTypes: ['Ingress'], ingress: [{}] }),
+      );
+      const reason = await refusedEvent('app', 'platform-allow', NOT_MANAGED);
+      const after = (await superNP(snsA('app'), 'platform-allow'))!;
+      expect(after.metadata?.resourceVersion).toBe(made.metadata?.resourceVersion);
+      expect(after.spec).toEqual(made.spec);
+      return reason;
+    });
+  });
+
   it('puts the isolation policy back when it is deleted in the super cluster', async () => {
     const sns = superNamespace(tenantB.key, 'default');
     const old = (await superNP(sns, TENANT_ISOLATION_POLICY))!;
@@ -351,6 +370,6 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
   });
 
   it('prints the attempt count', () => {
-    expect(attempts.summary()).toBe(`attempts 8, refused 8, succeeded 0`);
+    expect(attempts.summary()).toBe(`attempts 9, refused 9, succeeded 0`);
   });
 });
