@@ -2,16 +2,17 @@
  * Network isolation objects (issue 12, Services and network): every super namespace of a tenant carries the tenant
  * isolation NetworkPolicy, and tenant NetworkPolicies reach the super cluster only in a form that cannot select
  * anything outside the tenant. A hostile tenant (cluster-admin on its own apiserver) tries to widen its policies to
- * another tenant or the super cluster, and to replace or remove the isolation policy. The objects are checked here;
- * which packets flow is the real-nodes suite's to test. Selectors are evaluated by the super apiserver itself (a
- * label-selector list of its namespaces), not by a re-implementation here.
+ * another tenant or the super cluster, and to replace or remove the isolation policy. The syncer writes as the
+ * manager identity. The objects are checked here; which packets flow is the real-nodes suite's to test. Selectors
+ * are evaluated by the super apiserver itself (a label-selector list of its namespaces), not by a re-implementation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
+import { managerIdentity } from '../../core/programs/embedded/embedded.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { NOT_MANAGED, REFUSED, RESERVED_NAME } from '../../plugins/networkpolicies/index.ts';
@@ -112,8 +113,10 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
       network: { internalCIDRs: ['10.0.0.0/8'] },
     });
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    expect(host.failures).toEqual([]);
+    // The syncer writes as the manager (deploy/manager RBAC, deploy/policy admission), as it does in a deployment.
     syncer = new Syncer({
-      superClient: t.client,
+      superClient: await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system')),
       host,
       registry: new MutableTenantRegistry([tenantA, tenantB]),
       patrolIntervalMs: 0,
