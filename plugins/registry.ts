@@ -6,6 +6,7 @@ import endpoints from './endpoints/index.ts';
 import events from './events/index.ts';
 import ingresses from './ingresses/index.ts';
 import namespaces from './namespaces/index.ts';
+import networkpolicies from './networkpolicies/index.ts';
 import nodes from './nodes/index.ts';
 import persistentvolumeclaims from './persistentvolumeclaims/index.ts';
 import persistentvolumes from './persistentvolumes/index.ts';
@@ -28,6 +29,7 @@ export const builtinPlugins: Plugin[] = [
   serviceaccounts,
   services,
   endpoints,
+  networkpolicies,
   persistentvolumeclaims,
   persistentvolumes,
   storageclasses,

@@ -339,6 +339,7 @@ export class VirtualClusterController {
         pods: e.pods,
         runtimeClasses: e.runtimeClasses,
         copiedMetadata: e.copiedMetadata,
+        network: e.network,
       },
     });
   }

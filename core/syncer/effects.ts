@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { childLogger } from '../log.ts';
@@ -16,6 +17,7 @@ const log = childLogger({ controller: 'syncer' });
 
 type EventEffect = Extract<Effect, { type: 'event' }>;
 type ConditionEffect = Extract<Effect, { type: 'tenantCondition' }>;
+type NetworkPolicyEffect = Extract<Effect, { type: 'superNetworkPolicy' }>;
 
 /**
  * podServiceAccount is the ServiceAccount super Pods run under in one super namespace: no token automounting, no
@@ -103,10 +105,43 @@ export class Effects {
         countWrite(s.tenant.key, t.plugin, 'superServiceAccount');
         return;
       }
+      case 'superNetworkPolicy':
+        await this.networkPolicy(t, e);
+        return;
       case 'tenantCondition':
         await this.condition(t, e);
         return;
     }
+  }
+
+  /**
+   * networkPolicy keeps a NetworkPolicy no tenant object is the source of in a super namespace the syncer wrote for
+   * this tenant's namespace (as every create: plan.ts), by server-side apply. It carries the managed-by and tenant
+   * labels, so the super cache holds it, and no provenance, so nothing routes it to a tenant NetworkPolicy or deletes
+   * it as an orphan. When the cached copy already has the desired spec, nothing is written.
+   */
+  private async networkPolicy(t: EffectTarget, e: NetworkPolicyEffect): Promise<void> {
+    const s = t.session;
+    const sns = s.names.superNamespace(e.namespace);
+    if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
+    const name = e.policy.metadata?.name ?? '';
+    const labels = { [LABEL.managedBy]: MANAGER, [LABEL.cluster]: s.tenant.key };
+    const cached = this.o.superCache.get(R.networkpolicies, sns, name);
+    const { metadata: _m, apiVersion: _a, kind: _k, ...body } = e.policy;
+    if (
+      cached &&
+      isDeepStrictEqual(cached.metadata?.labels, labels) &&
+      isDeepStrictEqual((cached as { spec?: unknown }).spec, (body as { spec?: unknown }).spec)
+    )
+      return;
+    const desired: KubeObject = {
+      ...body,
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name, namespace: sns, labels },
+    };
+    await this.o.superClient.apply(R.networkpolicies, desired, MANAGER, { force: true });
+    countWrite(s.tenant.key, t.plugin, 'superNetworkPolicy');
   }
 
   /**

@@ -204,14 +204,14 @@ const rows: Row[] = [
     want: { steps: [], effects: ['event'], skip: 'NamespaceNotOwned' },
   },
   {
-    name: 'only tenant, cluster-scoped (the namespace itself): no namespace to check',
+    name: 'only tenant, cluster-scoped (the namespace itself): no namespace to check; its isolation policy is asked for',
     plugin: namespaces,
     key: { namespace: '', name: 'default' },
     tenantState: [
       [R.namespaces, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default', uid: 'tenant-ns-uid' } }]],
     ],
     superState: [],
-    want: { steps: [`createSuper /${SNS}`], effects: [] },
+    want: { steps: [`createSuper /${SNS}`], effects: ['superNetworkPolicy'] },
   },
   // ---- both: patch, ownership ----
   {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import { loadSchema } from '../../schemas/validate.ts';
 import type { VirtualClusterSpec } from '../lifecycle/types.ts';
 import {
@@ -17,6 +18,7 @@ import {
 } from './policy.ts';
 
 const vc = (spec: VirtualClusterSpec = {}) => ({ spec });
+const BAD_CIDRS = ['10.0.0.0/8', '10.0.0.0/33', '999.1.1.1/8', 'fd00::/129'];
 const policy = (name: string, spec: TenantPolicySpec = {}, isDefault = false): TenantPolicy => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
   kind: 'TenantPolicy',
@@ -41,6 +43,7 @@ const gold = policy('gold', {
   pluginConfig: { sandbox: { runtimeClassName: 'kata' }, vnAgent: { port: 10551 } },
   pods: { priorityClasses: ['batch-low'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
   runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
+  network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
 });
 
 describe('evaluatePolicy', () => {
@@ -68,6 +71,7 @@ describe('evaluatePolicy', () => {
           nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
         },
         runtimeClasses: { handlers: ['runc'] },
+        network: { internalCIDRs: [...SUPER_INTERNAL_CIDRS] },
       },
       violations: [],
     });
@@ -119,10 +123,20 @@ describe('evaluatePolicy', () => {
         nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
       },
       runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
+      network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
     });
   });
 
   it.each<[string, VirtualClusterSpec, TenantPolicy | undefined, PolicyViolation[]]>([
+    [
+      'a policy whose internal ranges are not CIDRs (the isolation policy is built from them)',
+      {},
+      policy('net', { network: { internalCIDRs: BAD_CIDRS } }),
+      [1, 2, 3].map((i) => ({
+        field: 'spec.policyName',
+        message: `TenantPolicy "net" spec.network.internalCIDRs[${i}]: ${JSON.stringify(BAD_CIDRS[i])} is not a CIDR`,
+      })),
+    ],
     [
       'a flag no policy grants',
       { apiServer: { extraArgs: { 'max-requests-inflight': '1000' } } },
@@ -482,6 +496,7 @@ describe('DEFAULT_POLICY', () => {
     ['copiedMetadata.annotations', DEFAULT_POLICY.copiedMetadata.annotations],
     ['copiedMetadata.namespaceLabels', DEFAULT_POLICY.copiedMetadata.namespaceLabels],
     ['copiedMetadata.namespaceAnnotations', DEFAULT_POLICY.copiedMetadata.namespaceAnnotations],
+    ['network.internalCIDRs', DEFAULT_POLICY.networkInternalCIDRs],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
@@ -5,6 +6,7 @@ import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '..
 import { TENANT_DEFAULTS } from './defaults.ts';
 import type { CopiedMetadataView, ForcedPlacementView, TolerationRule } from '../plugins/contract.ts';
 import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
+import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import type { PodSecurityLevel } from './tenant.ts';
 
 /**
@@ -36,6 +38,7 @@ export interface TenantPolicySpec {
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
   copiedMetadata?: CopiedMetadataView;
+  network?: { internalCIDRs?: string[] };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -76,6 +79,7 @@ export const DEFAULT_POLICY = {
   runtimeClassHandlers: ['runc'],
   podForced: {},
   copiedMetadata: DEFAULT_COPIED_METADATA,
+  networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -97,6 +101,7 @@ export const DEFAULT_POLICY = {
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
   copiedMetadata: Required<CopiedMetadataView>;
+  networkInternalCIDRs: readonly string[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -142,6 +147,8 @@ export interface EffectiveSettings {
   runtimeClasses: { handlers: string[]; required?: string };
   /** the manager's allow-lists with the policy's over them, list by list; absent: the SDK's defaults */
   copiedMetadata?: CopiedMetadataView;
+  /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
+  network: { internalCIDRs: string[] };
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -155,6 +162,13 @@ export interface PolicyViolation {
 export interface PolicyEvaluation {
   effective: EffectiveSettings;
   violations: PolicyViolation[];
+}
+
+/** isCidr tells an IPv4 or IPv6 address with a prefix length that fits it. */
+function isCidr(text: string): boolean {
+  const [ip = '', len = '', ...rest] = text.split('/');
+  const family = isIP(ip);
+  return family !== 0 && !rest.length && /^\d{1,3}$/.test(len) && Number(len) <= (family === 4 ? 32 : 128);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -236,6 +250,15 @@ export function evaluatePolicy(
         `plugin "${plugin}" is not an opt-in plugin ${quoted} allows (plugins.allowedOptIn)`,
       );
 
+  const internalCIDRs = [...(p.network?.internalCIDRs ?? DEFAULT_POLICY.networkInternalCIDRs)];
+  internalCIDRs.forEach((c, i) => {
+    if (!isCidr(c))
+      refuse(
+        'spec.policyName',
+        `TenantPolicy "${name}" spec.network.internalCIDRs[${i}]: ${JSON.stringify(c)} is not a CIDR`,
+      );
+  });
+
   const pluginConfig = layerPluginConfig(defaults.pluginConfig ?? {}, p.pluginConfig ?? {});
   for (const [plugin, value] of Object.entries(s.pluginConfig ?? {})) {
     const platform = pluginConfig[plugin];
@@ -284,6 +307,7 @@ export function evaluatePolicy(
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
       },
       ...optional('copiedMetadata', mergeCopiedMetadata(defaults.copiedMetadata, p.copiedMetadata)),
+      network: { internalCIDRs },
     },
     violations,
   };

@@ -1,6 +1,12 @@
 import { childLogger } from '../log.ts';
 import { rootNamespace, type TenantIdentity } from '../names/names.ts';
-import type { CopiedMetadataView, PodsPolicyView, RuntimeClassesPolicyView, TenantView } from '../plugins/contract.ts';
+import type {
+  CopiedMetadataView,
+  NetworkPolicyView,
+  PodsPolicyView,
+  RuntimeClassesPolicyView,
+  TenantView,
+} from '../plugins/contract.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 const registryLog = childLogger({ controller: 'tenant-registry' });
@@ -34,6 +40,8 @@ export interface Tenant extends TenantIdentity {
   runtimeClasses?: RuntimeClassesPolicyView;
   /** the label and annotation allow-lists of copies to the super; a list left out takes the SDK's default */
   copiedMetadata?: CopiedMetadataView;
+  /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults */
+  network?: NetworkPolicyView;
 }
 
 /**
@@ -51,6 +59,7 @@ export interface TenantSettings {
   pods?: PodsPolicyView;
   runtimeClasses?: RuntimeClassesPolicyView;
   copiedMetadata?: CopiedMetadataView;
+  network?: NetworkPolicyView;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -91,6 +100,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.pods) t.pods = o.pods;
   if (o.runtimeClasses) t.runtimeClasses = o.runtimeClasses;
   if (o.copiedMetadata) t.copiedMetadata = o.copiedMetadata;
+  if (o.network) t.network = o.network;
   return t;
 }
 
@@ -114,6 +124,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.pods && { pods: t.pods }),
     ...(t.runtimeClasses && { runtimeClasses: t.runtimeClasses }),
     ...(t.copiedMetadata && { copiedMetadata: t.copiedMetadata }),
+    ...(t.network && { network: t.network }),
   };
   return Object.freeze(v);
 }

@@ -3,6 +3,7 @@ import type { Tenant } from '../../core/tenancy/tenant.ts';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import { isolationEffect } from '../networkpolicies/isolation.ts';
 import plugin, { namespacesPlugin, type Namespace } from './index.ts';
 
 const tenant = testTenant();
@@ -239,7 +240,10 @@ const cases: Case[] = [
 describe('namespaces toSuper', () => {
   it.each(cases)('$name', (c) => {
     const ctx = testContext({ tenant: testTenant(c.config) });
-    expect(namespacesPlugin.toSuper(frozen(c.tenant), c.super && frozen(c.super), ctx)).toEqual(c.want);
+    const { effects, ...decision } = namespacesPlugin.toSuper(frozen(c.tenant), c.super && frozen(c.super), ctx);
+    expect(decision).toEqual(c.want);
+    // Every super namespace gets the tenant isolation NetworkPolicy (plugins/networkpolicies tests its content).
+    expect(effects).toEqual([isolationEffect(c.tenant.metadata?.name ?? '', ctx.tenant)]);
   });
 });
 

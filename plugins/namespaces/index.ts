@@ -1,4 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
+import { isolationEffect, isolationWatch } from '../networkpolicies/isolation.ts';
 import {
   buildOn,
   type Decision,
@@ -60,12 +61,16 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
   if (annotations) meta.annotations = annotations;
   else delete meta.annotations;
 
-  return { object: buildOn<Namespace>(superObj, { apiVersion: 'v1', kind: 'Namespace' }, meta) };
+  return {
+    object: buildOn<Namespace>(superObj, { apiVersion: 'v1', kind: 'Namespace' }, meta),
+    effects: [isolationEffect(tenantObj.metadata?.name ?? '', ctx.tenant)],
+  };
 }
 
 /**
  * namespacesPlugin creates one super Namespace per tenant Namespace, named by the names module, carrying the
- * tenant's labels and annotations that pass the namespace allow-lists and the tenant's Pod Security level. Spec and finalizers stay the super's.
+ * tenant's labels and annotations that pass the namespace allow-lists and the tenant's Pod Security level. Spec and
+ * finalizers stay the super's. Each super namespace gets the tenant isolation NetworkPolicy (plugins/networkpolicies/isolation.ts).
  */
 export const namespacesPlugin = {
   manifest: {
@@ -81,6 +86,7 @@ export const namespacesPlugin = {
   },
   toSuper,
   superName,
+  watches: [isolationWatch],
 } satisfies ResourcePlugin<Namespace>;
 
 export default namespacesPlugin;

@@ -111,6 +111,11 @@ export type Effect =
     }
   /** keep the token-less ServiceAccount super Pods run under in the super namespace of tenant namespace `namespace` */
   | { type: 'superServiceAccount'; namespace: string; name: string }
+  /**
+   * keep a NetworkPolicy that no tenant object is the source of (the tenant isolation policy) in the super namespace of
+   * tenant namespace `namespace`: the core sets its namespace and its managed-by and tenant labels
+   */
+  | { type: 'superNetworkPolicy'; namespace: string; policy: KubeObject }
   /** set a condition on the status of the tenant object `namespace/name` of the plugin's resource (server-side apply) */
   | { type: 'tenantCondition'; namespace: string; name: string; uid: string; condition: TenantCondition };
 
@@ -261,6 +266,8 @@ export interface TenantView {
   readonly runtimeClasses?: RuntimeClassesPolicyView;
   /** which tenant label and annotation keys reach super objects; a list left out takes DEFAULT_COPIED_METADATA's */
   readonly copiedMetadata?: CopiedMetadataView;
+  /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly network?: NetworkPolicyView;
 }
 
 /** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it (issue 12). */
@@ -286,6 +293,12 @@ export interface CopiedMetadataView {
   readonly namespaceLabels?: readonly string[];
   /** annotations of Namespaces */
   readonly namespaceAnnotations?: readonly string[];
+}
+
+/** NetworkPolicyView is what the tenant's policy decides for its network isolation, as plugins read it (issue 12). */
+export interface NetworkPolicyView {
+  /** address ranges of the super cluster tenant Pods reach only through the tenant isolation policy */
+  readonly internalCIDRs?: readonly string[];
 }
 
 /** TolerationRule is one toleration a policy allows: a key (absent: only the empty key) and an effect (absent: any). */

@@ -43,3 +43,26 @@ export type KubeletKind = keyof typeof KUBELET_PATHS;
 
 /** KUBELET_KINDS lists KUBELET_PATHS' keys; every other kubelet path is refused. */
 export const KUBELET_KINDS = Object.keys(KUBELET_PATHS) as KubeletKind[];
+
+/**
+ * TENANT_ISOLATION_POLICY is the NetworkPolicy the syncer keeps in every super namespace of a tenant: it admits
+ * traffic from the tenant's own namespaces only and lets Pods reach their tenant, DNS, their apiserver and addresses
+ * outside SUPER_INTERNAL_CIDRS. A tenant NetworkPolicy of this name is not synced.
+ */
+export const TENANT_ISOLATION_POLICY = 'vc-tenant-isolation';
+
+/**
+ * SUPER_INTERNAL_CIDRS are the address ranges a tenant Pod reaches only through the rules of TENANT_ISOLATION_POLICY
+ * (its own tenant, DNS, its apiserver): private, shared, link-local (cloud metadata) and loopback ranges, where the
+ * super cluster's Pods, Services, nodes and control plane live. Tenant egress ipBlocks are clipped to leave them out.
+ */
+export const SUPER_INTERNAL_CIDRS = [
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '100.64.0.0/10',
+  '169.254.0.0/16',
+  '127.0.0.0/8',
+  'fc00::/7',
+  'fe80::/10',
+] as const;

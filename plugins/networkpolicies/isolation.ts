@@ -1,0 +1,126 @@
+import { R } from '../../core/kube/resources.ts';
+import { LABEL, PREFIX } from '../../core/names/names.ts';
+import {
+  type Effect,
+  type KubeObject,
+  type RouteContext,
+  SUPER_INTERNAL_CIDRS,
+  TENANT_ISOLATION_POLICY,
+  type TenantKey,
+  type TenantView,
+  type Watch,
+} from '../sdk/src/index.ts';
+import { parseCidr } from './cidr.ts';
+import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer } from './types.ts';
+
+/** NAMESPACE_NAME_LABEL is the label the apiserver sets on every Namespace to its own name. */
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/** DNS_PORTS are the ports of DNS, open towards every address. */
+const DNS_PORTS = [
+  { protocol: 'UDP', port: 53 },
+  { protocol: 'TCP', port: 53 },
+];
+
+/**
+ * INGRESS_NAMESPACE_LABEL marks, with the value "true", the super namespaces where the platform runs its ingress
+ * controllers (as deploy/network/vc-system.yaml does): they may reach tenant Pods behind tenant Ingresses. Tenants
+ * cannot set it: it is under the project's prefix, stripped on the way down.
+ */
+export const INGRESS_NAMESPACE_LABEL = `${PREFIX}/ingress`;
+
+/**
+ * tenantPeer selects every namespace of the tenant in the super cluster by the tenant key label, which only the
+ * manager writes (tenant keys under the project's prefix are stripped): the super namespaces of its tenant namespaces
+ * and its root namespace, where a native control plane runs (its apiserver calls the tenant's webhooks).
+ */
+export function tenantPeer(tenant: Pick<TenantView, 'key'>): NetworkPolicyPeer {
+  return { namespaceSelector: { matchLabels: { [LABEL.cluster]: tenant.key } } };
+}
+
+/** internalCIDRs are the super-internal ranges of a tenant: its policy's, or SUPER_INTERNAL_CIDRS. */
+export function internalCIDRs(tenant: Pick<TenantView, 'network'>): readonly string[] {
+  return tenant.network?.internalCIDRs ?? SUPER_INTERNAL_CIDRS;
+}
+
+/**
+ * outsidePeers are the addresses outside the super cluster: every IPv4 and IPv6 address except `internal` (by
+ * default SUPER_INTERNAL_CIDRS).
+ */
+export function outsidePeers(internal: readonly string[] = SUPER_INTERNAL_CIDRS): NetworkPolicyPeer[] {
+  const v4 = internal.filter((c) => parseCidr(c).family === 4);
+  const v6 = internal.filter((c) => parseCidr(c).family === 6);
+  const block = (cidr: string, except: string[]): NetworkPolicyPeer => ({
+    ipBlock: { cidr, ...(except.length && { except }) },
+  });
+  return [block('0.0.0.0/0', v4), block('::/0', v6)];
+}
+
+const hostCidr = (host: string): string | undefined => {
+  try {
+    const c = parseCidr(host);
+    return `${host}/${c.prefix}`;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * isolationPolicy is the TENANT_ISOLATION_POLICY of one super namespace of `tenant` (the core sets its namespace and
+ * its managed-by and tenant labels). It selects every Pod of the namespace for ingress and egress:
+ * - ingress only from the tenant's own namespaces (tenantPeer) and the platform's ingress controllers
+ *   (INGRESS_NAMESPACE_LABEL): other tenants and the super's other Pods are refused;
+ * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to DNS (port 53) anywhere,
+ *   to the tenant apiserver (`apiserverEndpoint`, when it is an IP address; a native apiserver is inside the tenant
+ *   already), and to every address outside the super-internal ranges (internalCIDRs: the policy's, by default
+ *   SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver and the cloud metadata address are
+ *   unreachable but for DNS. DNS is open everywhere because resolvers live at internal addresses: the super DNS
+ *   that the tenant's DNS forwards to, a node-local cache (169.254.20.10), the node's own resolvers for Pods with
+ *   `dnsPolicy: Default`.
+ * Policies are additive: a tenant's own NetworkPolicies can only add to this, within what the networkpolicies plugin
+ * lets them say.
+ */
+export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>): NetworkPolicy {
+  const egress: NetworkPolicyEgressRule[] = [{ to: [tenantPeer(tenant)] }, { ports: DNS_PORTS.map((p) => ({ ...p })) }];
+  const ep = tenant.apiserverEndpoint;
+  const apiserver = ep && hostCidr(ep.host);
+  if (ep && apiserver)
+    egress.push({ to: [{ ipBlock: { cidr: apiserver } }], ports: [{ protocol: 'TCP', port: ep.port }] });
+  egress.push({ to: outsidePeers(internalCIDRs(tenant)) });
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: TENANT_ISOLATION_POLICY },
+    spec: {
+      podSelector: {},
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [
+        { from: [tenantPeer(tenant), { namespaceSelector: { matchLabels: { [INGRESS_NAMESPACE_LABEL]: 'true' } } }] },
+      ],
+      egress,
+    },
+  };
+}
+
+/** isolationEffect asks the core to keep the isolation policy in the super namespace of tenant namespace `namespace`. */
+export function isolationEffect(
+  namespace: string,
+  tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>,
+): Effect {
+  return { type: 'superNetworkPolicy', namespace, policy: isolationPolicy(tenant) };
+}
+
+/**
+ * isolationWatch requeues a tenant namespace when the isolation policy of its super namespace changes or is deleted,
+ * so the namespaces plugin puts it back.
+ */
+export const isolationWatch: Watch = {
+  resource: R.networkpolicies,
+  side: 'super',
+  map(obj: KubeObject, ctx: RouteContext): TenantKey[] {
+    const m = obj.metadata ?? {};
+    if (m.name !== TENANT_ISOLATION_POLICY || !m.namespace) return [];
+    const owner = ctx.tenantOfNamespace(m.namespace);
+    return owner ? [{ tenant: owner.tenant, namespace: '', name: owner.namespace }] : [];
+  },
+};
