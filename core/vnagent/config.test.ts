@@ -99,5 +99,15 @@ describe('vn-agent configuration', () => {
       kubeletInsecureSkipVerify: false,
       nodeClientCert: '/var/lib/kubelet/pki/kubelet-client-current.pem',
     });
+    // The node credential comes read-only from the kubelet's directory (a symlink the kubelet re-points on rotation).
+    interface Pod {
+      containers: Array<{ volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>;
+      volumes: Array<{ name: string; hostPath?: { path: string } }>;
+    }
+    const ds = docs.find((d) => d.kind === 'DaemonSet') as unknown as { spec: { template: { spec: Pod } } };
+    const pod = ds.spec.template.spec;
+    const mount = pod.containers[0]!.volumeMounts.find((m) => String(cfg.nodeClientCert).startsWith(`${m.mountPath}/`));
+    expect(mount).toMatchObject({ mountPath: '/var/lib/kubelet/pki', readOnly: true });
+    expect(pod.volumes.find((v) => v.name === mount!.name)?.hostPath?.path).toBe('/var/lib/kubelet/pki');
   });
 });
