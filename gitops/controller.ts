@@ -22,10 +22,12 @@ import {
   descentBase,
   ownsRecord,
   readRecord,
+  recordedData,
   recordName,
   recordObject,
   type AppliedRecord,
   type ConfigMapObject,
+  type RecordData,
 } from './record.ts';
 import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
@@ -199,12 +201,15 @@ export class GitOpsController {
       st.poller.suspend();
       await this.status.write(
         gs,
-        withCondition(gs, {
-          type: 'Ready',
-          status: 'Unknown',
-          reason: 'Suspended',
-          message: 'reconciliation is suspended',
-        }),
+        reported(
+          st,
+          withCondition(gs, {
+            type: 'Ready',
+            status: 'Unknown',
+            reason: 'Suspended',
+            message: 'reconciliation is suspended',
+          }),
+        ),
       );
       return;
     }
@@ -226,8 +231,10 @@ export class GitOpsController {
     const report = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
     report.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
     const r = report.result;
-    if (!r.stop && report.status.lastAppliedRevision === st.artifact.revision)
-      await this.keepRecord(gs, st, st.artifact.revision);
+    const keep: RecordData = {};
+    if (!r.stop && report.status.lastAppliedRevision === st.artifact.revision) keep.revision = st.artifact.revision;
+    if (r.confirmationUsed) keep.confirmation = r.confirmationUsed;
+    if (keep.revision || keep.confirmation) await this.keepRecord(gs, st, keep);
     await this.status.write(gs, reported(st, report.status));
     if (r.applied.length || r.pruned.length) {
       await this.events.record(
@@ -361,14 +368,18 @@ export class GitOpsController {
   }
 
   /**
-   * keepRecord writes the revision just applied to the GitSource's record (gitops/record.ts), which the next revision
-   * must descend from. It never takes over a ConfigMap of that name it did not write for this GitSource; a failed
-   * write is reported as an event, and the revision is kept in memory all the same.
+   * keepRecord writes the revision just applied (which the next revision must descend from) and the deletion
+   * confirmation just used to the GitSource's record (gitops/record.ts), keeping what it already holds. It never takes
+   * over a ConfigMap of that name it did not write for this GitSource; a failed write is reported as an event, and the
+   * record is kept in memory all the same.
    */
-  private async keepRecord(gs: GitSource, st: SourceState, revision: string): Promise<void> {
-    if (st.record.kind === 'present' && st.record.revision === revision) return;
-    st.record = { kind: 'present', revision };
-    const want = recordObject(gs, revision);
+  private async keepRecord(gs: GitSource, st: SourceState, update: RecordData): Promise<void> {
+    const had = recordedData(st.record);
+    const next: RecordData = { ...had, ...update };
+    if (st.record.kind === 'present' && had.revision === next.revision && had.confirmation === next.confirmation)
+      return;
+    st.record = { kind: 'present', ...next };
+    const want = recordObject(gs, next);
     const { namespace, name } = want.metadata as { namespace: string; name: string };
     try {
       const cur = await this.o.meta.getOrNull<ConfigMapObject>(R.configmaps, namespace, name);
@@ -484,11 +495,18 @@ function withCondition(gs: GitSource, c: Omit<ConditionInput, 'observedGeneratio
   };
 }
 
-/** reported is a status to write with lastAppliedRevision from the manager's record, whatever status said before. */
+/**
+ * reported is a status to write with lastAppliedRevision and lastHandledConfirmation from the manager's record,
+ * whatever status said before.
+ */
 function reported(st: SourceState, status: GitSourceStatus): GitSourceStatus {
-  return st.record.kind === 'present' && st.record.revision
-    ? { ...status, lastAppliedRevision: st.record.revision }
-    : status;
+  const d = recordedData(st.record);
+  const out: GitSourceStatus = d.revision ? { ...status, lastAppliedRevision: d.revision } : { ...status };
+  // The handled confirmation is reported from the record only: a value found in status that the record does not hold
+  // (written there by a status writer) is removed, null being a deletion in the status merge patch.
+  if (d.confirmation) out.lastHandledConfirmation = d.confirmation;
+  else if (out.lastHandledConfirmation !== undefined) out.lastHandledConfirmation = null;
+  return out;
 }
 
 /** stalled keeps the last applied revision and inventory, and says why the source cannot go on. */

@@ -3,6 +3,7 @@ import type { GitSource } from './applier/gitsource.ts';
 import {
   descentBase,
   readRecord,
+  recordedData,
   recordName,
   recordObject,
   type AppliedRecord,
@@ -51,6 +52,20 @@ describe('readRecord', () => {
       if (r.kind === 'present') expect(r.revision).toBe(c.revision);
     });
   }
+
+  it('keeps the handled deletion confirmation beside the revision, and reads both back', () => {
+    const cm = recordObject(gs, { revision: A, confirmation: B });
+    expect(cm.data).toEqual({ lastAppliedRevision: A, lastHandledConfirmation: B });
+    expect(readRecord(cm, gs)).toEqual({ kind: 'present', revision: A, confirmation: B });
+    expect(recordedData(readRecord(cm, gs))).toEqual({ revision: A, confirmation: B });
+    expect(recordObject(gs, A).data).toEqual({ lastAppliedRevision: A });
+  });
+
+  it('reads nothing from a ConfigMap the manager did not write, whatever confirmation it holds', () => {
+    const forged = { ...recordObject(gs, { revision: A, confirmation: B }), metadata: { name: recordName('tenants') } };
+    expect(recordedData(readRecord(forged, gs))).toEqual({});
+    expect(recordedData({ kind: 'absent' })).toEqual({});
+  });
 
   it('names the record from the GitSource, labelled as the manager’s and owned by it', () => {
     expect(own.metadata).toMatchObject({

@@ -4,7 +4,9 @@
  * new revision must descend from is read from a ConfigMap the manager writes next to the GitSource. That ConfigMap
  * carries the manager's managed-by label, which deploy/policy/manager-scope.yaml (vc-manager-owned-objects) lets
  * nobody but the manager create or update, and names its GitSource as controller owner, whose uid is checked on read
- * (a record left by an earlier GitSource of the same name does not count).
+ * (a record left by an earlier GitSource of the same name does not count). The same record keeps the deletion
+ * confirmation bookkeeping: the last value of the confirm-deletion annotation that allowed a deletion
+ * (`status.lastHandledConfirmation` only reports it, and a value written there is overwritten, never carried on).
  *
  * The inventory used for prune stays in status: the applier never deletes on its word alone (it checks each object's
  * live GitSource label and forgets, with a PruneRefused event, what is not its own).
@@ -19,6 +21,9 @@ export const RECORD_SUFFIX = '-gitops-record';
 /** RECORD_REVISION_KEY is the record's data key holding the last applied revision. */
 export const RECORD_REVISION_KEY = 'lastAppliedRevision';
 
+/** RECORD_CONFIRMATION_KEY is the record's data key holding the last confirmation that allowed a deletion. */
+export const RECORD_CONFIRMATION_KEY = 'lastHandledConfirmation';
+
 /** recordName is the name of the record ConfigMap of the GitSource named `name`. */
 export const recordName = (name: string): string => `${name}${RECORD_SUFFIX}`;
 
@@ -30,7 +35,13 @@ export type ConfigMapObject = KubeObject & { data?: Record<string, string> };
  * (no ConfigMap), or `foreign` (a ConfigMap of that name the manager did not write for this GitSource).
  */
 export type AppliedRecord =
-  { kind: 'present'; revision?: string } | { kind: 'absent' } | { kind: 'foreign'; why: string };
+  { kind: 'present'; revision?: string; confirmation?: string } | { kind: 'absent' } | { kind: 'foreign'; why: string };
+
+/** RecordData is what a record holds: the last applied revision and the last handled deletion confirmation. */
+export interface RecordData {
+  revision?: string;
+  confirmation?: string;
+}
 
 /** ownsRecord tells whether a ConfigMap is this GitSource's record: the manager's label and this GitSource's uid. */
 export function ownsRecord(cm: ConfigMapObject, gs: GitSource): boolean {
@@ -54,11 +65,25 @@ export function readRecord(cm: ConfigMapObject | null, gs: GitSource): AppliedRe
     };
   }
   const revision = cm.data?.[RECORD_REVISION_KEY];
-  return revision ? { kind: 'present', revision } : { kind: 'present' };
+  const confirmation = cm.data?.[RECORD_CONFIRMATION_KEY];
+  return { kind: 'present', ...(revision ? { revision } : {}), ...(confirmation ? { confirmation } : {}) };
 }
 
-/** recordObject is the record ConfigMap of a GitSource holding `revision`. */
-export function recordObject(gs: GitSource, revision: string): ConfigMapObject {
+/** recordedData is what a read record holds (nothing for an absent or foreign one). */
+export function recordedData(r: AppliedRecord): RecordData {
+  if (r.kind !== 'present') return {};
+  return {
+    ...(r.revision ? { revision: r.revision } : {}),
+    ...(r.confirmation ? { confirmation: r.confirmation } : {}),
+  };
+}
+
+/** recordObject is the record ConfigMap of a GitSource holding `revision` (and the handled confirmation, if any). */
+export function recordObject(gs: GitSource, revision: string | RecordData): ConfigMapObject {
+  const d = typeof revision === 'string' ? { revision } : revision;
+  const data: Record<string, string> = {};
+  if (d.revision) data[RECORD_REVISION_KEY] = d.revision;
+  if (d.confirmation) data[RECORD_CONFIRMATION_KEY] = d.confirmation;
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -76,7 +101,7 @@ export function recordObject(gs: GitSource, revision: string): ConfigMapObject {
         },
       ],
     },
-    data: { [RECORD_REVISION_KEY]: revision },
+    data,
   };
 }
 

@@ -251,10 +251,19 @@ export class LocalControlPlane {
     });
   }
 
+  /** kwokNodeNames are the names of the simulated nodes this control plane runs. */
+  get kwokNodeNames(): string[] {
+    return Array.from({ length: this.opts.kwokNodes ?? 0 }, (_, i) => `${this.name}-node-${i}`);
+  }
+
+  /** ca is the cluster CA certificate and key, which signs this cluster's client certificates. */
+  get ca(): { certPem: string; keyPem: string } {
+    return { certPem: this.caPem, keyPem: readFileSync(join(this.opts.dir, 'pki/ca.key'), 'utf8') };
+  }
+
   private async createKwokNodes(): Promise<void> {
     const c = await this.client();
-    for (let i = 0; i < (this.opts.kwokNodes ?? 0); i++) {
-      const name = `${this.name}-node-${i}`;
+    for (const name of this.kwokNodeNames) {
       if (await c.getOrNull(R.nodes, undefined, name)) continue;
       await c.create(R.nodes, kwokNode(name));
     }

@@ -49,6 +49,10 @@ export class LocalSuperCluster {
         scheduler: true,
         kwokNodes: o.nodes ?? 3,
         restart: o.restart,
+        // Authorization is Node,RBAC (core/provisioners/native/flags.ts): a node's credential (system:node:<node>, as
+        // each vn-agent reads super Pods with) reads only its own node's Pods and Node. NodeRestriction confines what
+        // such a credential may write to its own node as well.
+        apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
       });
       return new LocalSuperCluster(o.stateDir, etcd, cluster);
     } catch (e) {

@@ -122,6 +122,20 @@ export async function issueCert(ca: CertKeyPair, opts: LeafOptions): Promise<Cer
   return { certPem: certToPem(cert), keyPem: privateKeyToPem(keys.privateKey) };
 }
 
+/**
+ * issueNodeCert signs a kubelet-style client certificate for a node: CN `system:node:<nodeName>`, O `system:nodes`,
+ * the identity the kube-apiserver's Node authorizer limits to that node's own Pods and Node object.
+ */
+export function issueNodeCert(ca: CertKeyPair, nodeName: string, validityDays: number): Promise<CertKeyPair> {
+  if (!nodeName.trim()) throw new Error('node certificate: nodeName must not be empty');
+  return issueCert(ca, {
+    commonName: `system:node:${nodeName}`,
+    organizations: ['system:nodes'],
+    usages: ['client'],
+    validityDays,
+  });
+}
+
 /** createKeyPair makes a bare ECDSA P-256 key pair, as used to sign and verify service-account tokens (ES256). */
 export async function createKeyPair(): Promise<KeyPair> {
   const keys = await generateKeys();

@@ -1,5 +1,13 @@
 // The public surface of core/pki: certificate authorities, control-plane PKI and kubeconfigs.
-export { CERT_USAGES, createCA, createKeyPair, fingerprintSha256, firstServiceIP, issueCert } from './ca.ts';
+export {
+  CERT_USAGES,
+  createCA,
+  createKeyPair,
+  fingerprintSha256,
+  firstServiceIP,
+  issueCert,
+  issueNodeCert,
+} from './ca.ts';
 export type { CertKeyPair, CertUsage, KeyPair, LeafOptions } from './ca.ts';
 export { PKI_FILES, generateControlPlanePKI, readPKI, writePKI } from './controlplane.ts';
 export type { CertKeyField, ControlPlanePKI, ControlPlanePKIOptions } from './controlplane.ts';

@@ -21,6 +21,7 @@ describe('vn-agent configuration', () => {
         'metaKubeconfig: meta.kubeconfig',
         'kubeletClientCert: pki/agent.crt',
         'kubeletClientKey: /abs/agent.key',
+        'nodeClientCert: pki/node.pem',
         'kubeletInsecureSkipVerify: true',
         'ops: { host: 0.0.0.0, port: 10551 }',
         'plugins: { thirdParty: [./plugin, some-package] }',
@@ -31,6 +32,7 @@ describe('vn-agent configuration', () => {
     expect(c.metaKubeconfig).toBe(join(dir, 'meta.kubeconfig'));
     expect(c.kubeletClientCert).toBe(join(dir, 'pki/agent.crt'));
     expect(c.kubeletClientKey).toBe('/abs/agent.key');
+    expect(c.nodeClientCert).toBe(join(dir, 'pki/node.pem'));
     expect(c.kubeletInsecureSkipVerify).toBe(true);
     expect(c.plugins?.thirdParty).toEqual([join(dir, 'plugin'), 'some-package']);
   });
@@ -58,6 +60,10 @@ describe('vn-agent configuration', () => {
       '/kubeletInsecureSkipVerify must be false: set either kubeletCA or kubeletInsecureSkipVerify, not both',
     ]);
     expect(validateVnAgentConfig({ kubeletCA: 'ca', kubeletInsecureSkipVerify: false })).toEqual([]);
+    expect(validateVnAgentConfig({ nodeClientKey: 'k' })).toEqual([
+      '/nodeClientKey goes with nodeClientCert, which is missing',
+    ]);
+    expect(validateVnAgentConfig({ nodeClientCert: '/var/lib/kubelet/pki/kubelet-client-current.pem' })).toEqual([]);
     expect(validateVnAgentConfig([])).toEqual(['/ must be object']);
     const f = join(dir, 'bad.yaml');
     writeFileSync(f, 'port: nope\n');
@@ -88,6 +94,20 @@ describe('vn-agent configuration', () => {
     const cm = docs.find((d) => d.kind === 'ConfigMap')!;
     const cfg = parse(cm.data!['vn-agent.yaml']!) as Record<string, unknown>;
     expect(validateVnAgentConfig(cfg)).toEqual([]);
-    expect(cfg).toMatchObject({ port: 10550, kubeletInsecureSkipVerify: false });
+    expect(cfg).toMatchObject({
+      port: 10550,
+      kubeletInsecureSkipVerify: false,
+      nodeClientCert: '/var/lib/kubelet/pki/kubelet-client-current.pem',
+    });
+    // The node credential comes read-only from the kubelet's directory (a symlink the kubelet re-points on rotation).
+    interface Pod {
+      containers: Array<{ volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>;
+      volumes: Array<{ name: string; hostPath?: { path: string } }>;
+    }
+    const ds = docs.find((d) => d.kind === 'DaemonSet') as unknown as { spec: { template: { spec: Pod } } };
+    const pod = ds.spec.template.spec;
+    const mount = pod.containers[0]!.volumeMounts.find((m) => String(cfg.nodeClientCert).startsWith(`${m.mountPath}/`));
+    expect(mount).toMatchObject({ mountPath: '/var/lib/kubelet/pki', readOnly: true });
+    expect(pod.volumes.find((v) => v.name === mount!.name)?.hostPath?.path).toBe('/var/lib/kubelet/pki');
   });
 });

@@ -30,6 +30,14 @@ export interface VnAgentConfig {
   superCluster?: string;
   /** this agent's node (a DaemonSet passes spec.nodeName); defaults to $NODE_NAME; absent: all nodes are cached */
   nodeName?: string;
+  /**
+   * this node's own client certificate for the super cluster (user system:node:<node>, group system:nodes; a DaemonSet
+   * mounts the kubelet's /var/lib/kubelet/pki/kubelet-client-current.pem): super Pods and the Node are read with it,
+   * so the apiserver's Node authorizer limits the agent to its node. Absent: they are read with the super kubeconfig.
+   */
+  nodeClientCert?: string;
+  /** the key of nodeClientCert; defaults to the same file (the kubelet keeps both in one) */
+  nodeClientKey?: string;
   /** client certificate and key the agent presents to kubelets */
   kubeletClientCert?: string;
   kubeletClientKey?: string;
@@ -58,6 +66,8 @@ const PATH_FIELDS = [
   'kubeletClientCert',
   'kubeletClientKey',
   'kubeletCA',
+  'nodeClientCert',
+  'nodeClientKey',
 ] as const;
 
 /**

@@ -1,4 +1,4 @@
-import type { KubeClient, KubeObject } from '../kube/client.ts';
+import { ApiError, type KubeClient, type KubeObject } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 
@@ -45,17 +45,27 @@ export interface InformerSuperViewOptions {
   client: KubeClient;
   /** when set (a DaemonSet's own node), only this node's Pods and Node are cached; others are read on demand */
   nodeName?: string;
+  /**
+   * the client speaks for nodeName itself (user system:node:<nodeName>): the apiserver's Node authorizer lets it read
+   * only Pods bound to that node and only that Node, so other Nodes are not asked for and a refused Pod read counts as
+   * not found (the Pod is not this node's)
+   */
+  nodeScoped?: boolean;
+  /** close the client when the view stops (a client made for this view alone) */
+  closeClient?: boolean;
 }
 
 /**
  * InformerSuperView caches super Pods and Nodes with informers (only one node's when nodeName is given) and falls
- * back to a GET on a cache miss, so a Pod scheduled a moment ago is found before the watch delivers it.
+ * back to a GET on a cache miss, so a Pod scheduled a moment ago is found before the watch delivers it. With a node's
+ * own credential (nodeScoped) it sees exactly that node's Pods and Node.
  */
 export class InformerSuperView implements SuperView {
   private readonly pods: Informer<SuperPod>;
   private readonly nodes: Informer<SuperNode>;
 
   constructor(private readonly o: InformerSuperViewOptions) {
+    if (o.nodeScoped && !o.nodeName) throw new Error('InformerSuperView: nodeScoped needs nodeName');
     this.pods = new Informer<SuperPod>({
       client: o.client,
       resource: R.pods,
@@ -78,6 +88,7 @@ export class InformerSuperView implements SuperView {
 
   async stop(): Promise<void> {
     await Promise.all([this.pods.stop(), this.nodes.stop()]);
+    if (this.o.closeClient) this.o.client.close();
   }
 
   ready(): true | string {
@@ -86,15 +97,71 @@ export class InformerSuperView implements SuperView {
     return true;
   }
 
+  /** cachedPod is a Pod from the cache only. */
+  cachedPod(namespace: string, name: string): SuperPod | undefined {
+    return this.pods.get(`${namespace}/${name}`);
+  }
+
   async pod(namespace: string, name: string): Promise<SuperPod | undefined> {
-    return (
-      this.pods.get(`${namespace}/${name}`) ??
-      (await this.o.client.getOrNull<SuperPod>(R.pods, namespace, name)) ??
-      undefined
-    );
+    const cached = this.cachedPod(namespace, name);
+    if (cached) return cached;
+    try {
+      return (await this.o.client.getOrNull<SuperPod>(R.pods, namespace, name)) ?? undefined;
+    } catch (e) {
+      if (this.o.nodeScoped && e instanceof ApiError && e.code === 403) return undefined;
+      throw e;
+    }
   }
 
   async node(name: string): Promise<SuperNode | undefined> {
-    return this.nodes.get(name) ?? (await this.o.client.getOrNull<SuperNode>(R.nodes, undefined, name)) ?? undefined;
+    const cached = this.nodes.get(name);
+    if (cached || (this.o.nodeScoped && name !== this.o.nodeName)) return cached;
+    return (await this.o.client.getOrNull<SuperNode>(R.nodes, undefined, name)) ?? undefined;
+  }
+
+  /** nodeName is the node this view is limited to, if any. */
+  get nodeName(): string | undefined {
+    return this.o.nodeName;
+  }
+}
+
+/**
+ * NodesSuperView joins the node-scoped views of the nodes one agent process serves (the embedded default serves every
+ * simulated node of this machine): a Pod is looked up in every cache first, then read with each node's credential,
+ * which the apiserver answers only for the node the Pod is bound to.
+ */
+export class NodesSuperView implements SuperView {
+  constructor(private readonly views: readonly InformerSuperView[]) {}
+
+  async start(): Promise<void> {
+    await Promise.all(this.views.map((v) => v.start()));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.views.map((v) => v.stop()));
+  }
+
+  ready(): true | string {
+    for (const v of this.views) {
+      const r = v.ready();
+      if (r !== true) return `node ${v.nodeName}: ${r}`;
+    }
+    return true;
+  }
+
+  async pod(namespace: string, name: string): Promise<SuperPod | undefined> {
+    for (const v of this.views) {
+      const p = v.cachedPod(namespace, name);
+      if (p) return p;
+    }
+    for (const v of this.views) {
+      const p = await v.pod(namespace, name);
+      if (p) return p;
+    }
+    return undefined;
+  }
+
+  async node(name: string): Promise<SuperNode | undefined> {
+    return this.views.find((v) => v.nodeName === name)?.node(name);
   }
 }

@@ -42,7 +42,11 @@ export interface GitSourceStatus {
   observedGeneration?: number;
   lastAppliedRevision?: string;
   lastAttemptedRevision?: string;
-  lastHandledConfirmation?: string;
+  /**
+   * lastHandledConfirmation reports the manager's record (gitops/record.ts); null, in a status write, removes a value
+   * the record does not hold
+   */
+  lastHandledConfirmation?: string | null;
   artifact?: { revision: string; digest: string };
   inventory?: InventoryEntry[];
 }

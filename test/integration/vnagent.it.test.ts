@@ -13,7 +13,7 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { LABEL, rootNamespace, stampOwnership, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
-import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
+import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
@@ -671,8 +671,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
   it('runs as `vc vn-agent --config` against the meta and super clusters', async () => {
     const dir = join(t.stateDir, 'vn-agent-cli');
     const cfg = join(t.stateDir, 'vn-agent.yaml');
-    writeFileSync(
-      cfg,
+    // The node's credential as the kubelet keeps it: certificate and key in one file.
+    const [node0, node1] = t.sc.cluster.kwokNodeNames as [string, string];
+    const nodeCred = join(t.stateDir, 'kubelet-client-current.pem');
+    const n0 = await issueNodeCert(t.sc.cluster.ca, node0, 1);
+    writeFileSync(nodeCred, `${n0.certPem}${n0.keyPem}`, { mode: 0o600 });
+    const config = (nodeName: string) =>
       [
         'apiVersion: tenancy.x-k8s.io/v1alpha1',
         'kind: VnAgentConfiguration',
@@ -681,10 +685,27 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         `stateDir: ${dir}`,
         `metaKubeconfig: ${t.sc.kubeconfigPath}`,
         `superKubeconfig: ${t.sc.kubeconfigPath}`,
+        `nodeName: ${nodeName}`,
+        `nodeClientCert: ${nodeCred}`,
         'kubeletInsecureSkipVerify: true',
         'ops: { port: 0 }',
-      ].join('\n'),
+      ].join('\n');
+    // Another node's credential is refused at start, naming the file and both nodes.
+    writeFileSync(cfg, config(node1));
+    const wrong = spawn(
+      process.execPath,
+      [join(import.meta.dirname, '../../core/programs/cli/vc.mjs'), 'vn-agent', '--config', cfg],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
     );
+    children.add(wrong);
+    let wrongErr = '';
+    wrong.stderr.on('data', (c: Buffer) => (wrongErr += c.toString()));
+    const [wrongCode] = (await once(wrong, 'close')) as [number | null];
+    expect(wrongCode).not.toBe(0);
+    expect(wrongErr).toContain(
+      `node credential ${nodeCred}: the certificate is node ${node0}'s, but this agent runs on node ${node1}`,
+    );
+    writeFileSync(cfg, config(node0));
     const child = spawn(
       process.execPath,
       [join(import.meta.dirname, '../../core/programs/cli/vc.mjs'), 'vn-agent', '--config', cfg],
@@ -693,11 +714,12 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     children.add(child);
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.stdout.resume();
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-4000)));
     const [port, opsPort] = await eventually(
       () => {
         const m = /listening on port (\d+); metrics and probes on port (\d+)/.exec(err);
-        if (!m) throw new Error(`not started: ${err}`);
+        if (!m) throw new Error(`not started: ${err}\n${out}`);
         return [Number(m[1]), Number(m[2])];
       },
       60_000,

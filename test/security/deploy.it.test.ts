@@ -18,10 +18,11 @@ import { R } from '../../core/kube/resources.ts';
 import { tenantCAConfigMapName, TENANT_CA_KEY } from '../../core/lifecycle/types.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
-import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
+import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
 import { tenantCACommonName } from '../../core/vnagent/auth.ts';
+import { nodeSuperClient, parseNodeCredential } from '../../core/vnagent/nodecredential.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -319,6 +320,14 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
         RBAC_DENIED,
       ),
     );
+    // Super Pods and Nodes are read with each node's own credential, limited by the Node authorizer: the shared
+    // ServiceAccount reads none of them.
+    await attempts.attempt("vn-agent's ServiceAccount lists the super cluster's Pods", () =>
+      refusedBy(() => agentClient.list(R.pods), RBAC_DENIED),
+    );
+    await attempts.attempt("vn-agent's ServiceAccount reads the super cluster's Nodes", () =>
+      refusedBy(() => agentClient.list(R.nodes), RBAC_DENIED),
+    );
     // What it does need, it has.
     expect((await canI(agentClient, { verb: 'watch', resource: 'configmaps' })).allowed).toBe(true);
     expect(
@@ -369,6 +378,8 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     });
 
     const servingCA = await createCA('vn-agent-serving', 1);
+    const nodeName = t.sc.cluster.kwokNodeNames[0]!;
+    const node = await issueNodeCert(t.sc.cluster.ca, nodeName, 1);
     agent = await startVnAgent({
       host: '127.0.0.1',
       port: 0,
@@ -378,9 +389,15 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
         usages: ['server'],
         validityDays: 1,
       }),
-      // The agent runs with its own ServiceAccount: deploy/vn-agent RBAC, no Secrets.
+      // The agent runs with its own ServiceAccount (deploy/vn-agent RBAC, no Secrets) and reads super Pods with its
+      // node's credential.
       directory: new VirtualClusterDirectory({ meta: agentClient }),
-      superView: new InformerSuperView({ client: agentClient }),
+      superView: new InformerSuperView({
+        client: nodeSuperClient(agentClient, parseNodeCredential(node.certPem, node.keyPem, `of ${nodeName}`)),
+        nodeName,
+        nodeScoped: true,
+        closeClient: true,
+      }),
       plugins: await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins }),
       kubelet: { insecureSkipVerify: true },
     });
@@ -515,6 +532,6 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     expect(await superState()).toBe(before);
     const summary = attempts.summary();
     expect(summary).toMatch(/succeeded 0$/);
-    expect(attempts.records.length).toBeGreaterThanOrEqual(25);
+    expect(attempts.records.length).toBeGreaterThanOrEqual(27);
   });
 });

@@ -500,8 +500,53 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     await ready('tenants', applied);
   });
 
+  it('as S, a forged status.lastHandledConfirmation confirms nothing and is not kept; the record is the bookkeeping', async () => {
+    type RecordMap = KubeObject & { data?: Record<string, string> };
+    const bare = join(gitServer.root, 'other.git');
+    const emptied = await gitServer.commitFiles(
+      'other',
+      { 'tenants/theirs.yaml': null, 'tenants/README.md': 'no tenants here\n' },
+      'drop the only tenant',
+    );
+    expect((await runGit(bare, ['rev-parse', 'refs/heads/main'])).trim()).toBe(emptied);
+    await attempts.attempt(
+      'status.lastHandledConfirmation set to a revision that deletes every tenant of a GitSource',
+      async () => {
+        const before = await snapshot();
+        await t.client.patch(GITSOURCES, NS, 'other', { status: { lastHandledConfirmation: emptied } }, 'merge', {
+          subresource: 'status',
+        });
+        await poke('other');
+        const why = await refusedWith('other', 'EmptyPath', `tenancy.x-k8s.io/confirm-deletion=${emptied}`);
+        expect(await snapshot()).toEqual(before);
+        await eventually(
+          async () => expect((await source('other')).status?.lastHandledConfirmation).toBeUndefined(),
+          30_000,
+        );
+        const record = await t.client.get<RecordMap>(R.configmaps, NS, 'other-gitops-record');
+        expect(record.data?.lastHandledConfirmation).toBeUndefined();
+        return why;
+      },
+    );
+    // The platform confirms exactly that revision: the deletion happens once, and the record keeps the confirmation.
+    await t.client.patch(
+      GITSOURCES,
+      NS,
+      'other',
+      { metadata: { annotations: { 'tenancy.x-k8s.io/confirm-deletion': emptied } } },
+      'merge',
+    );
+    await ready('other', emptied);
+    await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, NS, 'theirs')).toBeNull(), 60_000);
+    await eventually(async () => {
+      const record = await t.client.get<RecordMap>(R.configmaps, NS, 'other-gitops-record');
+      expect(record.data).toMatchObject({ lastAppliedRevision: emptied, lastHandledConfirmation: emptied });
+      expect((await source('other')).status?.lastHandledConfirmation).toBe(emptied);
+    }, 30_000);
+  });
+
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(11).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 11, refused 11, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(12).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 12, refused 12, succeeded 0');
   });
 });

@@ -14,12 +14,12 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
-import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { ApiError, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { ANN, IDENTITY, LABEL, MANAGER, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
-import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../../core/pki/pki.ts';
+import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
@@ -28,6 +28,7 @@ import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
+import { nodeSuperClient, parseNodeCredential } from '../../core/vnagent/nodecredential.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -62,6 +63,7 @@ describe('security: identity and credentials against hostile authors, tenants an
   let rootB: string;
   let a: KubeClient;
   let b: KubeClient;
+  let nodeA: string;
 
   const vc = (namespace: string, name: string, spec: Record<string, unknown> = {}): KubeObject => ({
     apiVersion: API,
@@ -161,9 +163,25 @@ describe('security: identity and credentials against hostile authors, tenants an
       return e!.message!;
     }, 60_000);
   const condition = (v: VirtualCluster) => v.status?.conditions?.find((c) => c.type === 'Ready');
+  /** nodeCredential is a node's own client certificate (system:node:<node>), signed by the super CA as a kubelet's. */
+  const nodeCredential = async (node: string) => {
+    const c = await issueNodeCert(t.sc.cluster.ca, node, 1);
+    return parseNodeCredential(c.certPem, c.keyPem, `of ${node}`, node);
+  };
+  /** refusedBy expects the apiserver to refuse a request with 403, and returns its reason. */
+  const refusedBy = async (what: Promise<unknown>): Promise<string> => {
+    const e = await what.then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    expect(e, 'the request was allowed').toBeInstanceOf(ApiError);
+    expect((e as ApiError).code, (e as ApiError).message).toBe(403);
+    return (e as ApiError).message.split('\n')[0]!;
+  };
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
+    nodeA = t.sc.cluster.kwokNodeNames[0]!;
     await applyCRDs(t.sc);
     // The platform allows these tenants the import provisioner: what V controls is the kubeconfig Secret it names.
     await eventually(() =>
@@ -202,7 +220,14 @@ describe('security: identity and credentials against hostile authors, tenants an
       port: 0,
       serving,
       directory: new VirtualClusterDirectory({ meta: t.client }),
-      superView: new InformerSuperView({ client: t.client }),
+      // The agent of node A reads super Pods with node A's own credential, as a DaemonSet's agent does with its
+      // kubelet's: the apiserver's Node authorizer shows it only node A's Pods and Node.
+      superView: new InformerSuperView({
+        client: nodeSuperClient(t.client, await nodeCredential(nodeA)),
+        nodeName: nodeA,
+        nodeScoped: true,
+        closeClient: true,
+      }),
       plugins: await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins }),
       kubelet: { insecureSkipVerify: true },
     });
@@ -462,6 +487,73 @@ describe('security: identity and credentials against hostile authors, tenants an
 
   // ---- S: status that points one tenant at another ----
 
+  it("N: node A's agent credential reads only node A's Pods; other nodes' Pods, all Pods and Secrets are refused", async () => {
+    // Another node with a Pod bound to it and a Secret that Pod mounts: what node A's agent must not see.
+    const nodeB = 'other-node';
+    await t.client.create(R.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeB } });
+    await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'node-b-work' } });
+    await t.client.create(R.secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'node-b-secret', namespace: 'node-b-work' },
+      stringData: { password: 'not for node A' },
+    });
+    await t.client.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'on-b', namespace: 'node-b-work' },
+      spec: {
+        nodeName: nodeB,
+        containers: [{ name: 'c', image: 'busybox', volumeMounts: [{ name: 's', mountPath: '/s' }] }],
+        volumes: [{ name: 's', secret: { secretName: 'node-b-secret' } }],
+      },
+    });
+    const n = nodeSuperClient(t.client, await nodeCredential(nodeA));
+    try {
+      const nsA = superNamespace(rootA, 'default');
+      // What the agent needs still works: node A's own Pods (by field selector and by name) and its own Node.
+      const own = await eventually(async () => {
+        const l = await n.list<Pod>(R.pods, { fieldSelector: `spec.nodeName=${nodeA}` });
+        expect(l.items.map((p) => p.metadata!.name)).toContain('app-a');
+        return l.items;
+      }, 30_000);
+      expect(own.every((p) => p.spec.nodeName === nodeA)).toBe(true);
+      expect((await n.get<Pod>(R.pods, nsA, 'app-a')).spec.nodeName).toBe(nodeA);
+      expect((await n.get(R.nodes, undefined, nodeA)).metadata!.name).toBe(nodeA);
+      const before = await snapshot();
+      const refusals: Array<[string, () => Promise<unknown>]> = [
+        ['reads a Pod bound to node B', () => n.get(R.pods, 'node-b-work', 'on-b')],
+        ['lists the Pods of every node', () => n.list(R.pods)],
+        ["lists node B's Pods by field selector", () => n.list(R.pods, { fieldSelector: `spec.nodeName=${nodeB}` })],
+        ['lists the Pods of a namespace', () => n.list(R.pods, { namespace: nsA })],
+        ['reads the Secret a Pod of node B mounts', () => n.get(R.secrets, 'node-b-work', 'node-b-secret')],
+        ['lists every Secret', () => n.list(R.secrets)],
+        ["reads node B's Node", () => n.get(R.nodes, undefined, nodeB)],
+        ['reads VirtualClusters (left to the ServiceAccount)', () => n.list(R.virtualclusters)],
+        [
+          "writes the status of node B's Pod (NodeRestriction)",
+          () =>
+            n.patch(R.pods, 'node-b-work', 'on-b', { status: { message: 'node A was here' } }, 'merge', {
+              subresource: 'status',
+            }),
+        ],
+        [
+          "labels node B's Node (NodeRestriction)",
+          () => n.patch(R.nodes, undefined, nodeB, { metadata: { labels: { owned: 'by-a' } } }, 'merge'),
+        ],
+      ];
+      for (const [what, call] of refusals)
+        await attempts.attempt(`N with node A's agent credential ${what}`, () => refusedBy(call()));
+      expect(await snapshot()).toEqual(before);
+      expect((await t.client.get<KubeObject>(R.nodes, undefined, nodeB)).metadata!.labels?.owned).toBeUndefined();
+      // And the agent, reading with that credential, still serves its own node's Pod.
+      const logs = await direct('/containerLogs/default/app-a/c', kubeletCert(rootA));
+      expect(logs.status, logs.body).toBe(200);
+    } finally {
+      n.close();
+    }
+  });
+
   it("S: another tenant's clusterNamespace and endpoint in a VirtualCluster's status redirect nothing", async () => {
     const nsA = superNamespace(rootA, 'default');
     const nsB = superNamespace(rootB, 'default');
@@ -593,6 +685,6 @@ describe('security: identity and credentials against hostile authors, tenants an
 
   it('refuses every attempt', () => {
     expect(attempts.summary()).toMatch(/, succeeded 0$/);
-    expect(attempts.records.length).toBeGreaterThanOrEqual(17);
+    expect(attempts.records.length).toBeGreaterThanOrEqual(27);
   });
 });

@@ -7,11 +7,12 @@ import { LocalSuperCluster } from '../../local/supercluster.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
 import { fromPackageRoot } from '../../paths.ts';
 import { renderKubeconfig } from '../../pki/kubeconfig.ts';
-import { issueCert } from '../../pki/pki.ts';
+import { issueCert, issueNodeCert } from '../../pki/pki.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
 import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
-import { InformerSuperView } from '../../vnagent/superview.ts';
+import { nodeSuperClient, parseNodeCredential } from '../../vnagent/nodecredential.ts';
+import { InformerSuperView, NodesSuperView } from '../../vnagent/superview.ts';
 import type { ManagerConfig } from '../manager/config.ts';
 import { startManager, type Manager } from '../manager/manager.ts';
 import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
@@ -256,11 +257,21 @@ export async function startEmbedded(o: {
 
 /**
  * startAgent runs the vn-agent on 127.0.0.1 (port kept across restarts): tenants are the Running VirtualClusters of
- * the super cluster, kubelets are kwok's (self-signed, hence the explicit skip of their verification).
+ * the super cluster, kubelets are kwok's (self-signed, hence the explicit skip of their verification). Every simulated
+ * node of this machine is served by this one agent, which reads each node's Pods with that node's own credential
+ * (system:node:<node>, signed here by the super CA), so the apiserver's Node authorizer shows it nothing else.
  */
 async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAgent> {
   const c = await sc.cluster.client();
-  const superCA = { certPem: sc.cluster.caPem, keyPem: readFileSync(join(sc.cluster.dir, 'pki/ca.key'), 'utf8') };
+  const superCA = sc.cluster.ca;
+  const views: InformerSuperView[] = [];
+  for (const nodeName of sc.cluster.kwokNodeNames) {
+    const cert = await issueNodeCert(superCA, nodeName, 365);
+    const cred = parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName);
+    views.push(
+      new InformerSuperView({ client: nodeSuperClient(c, cred), nodeName, nodeScoped: true, closeClient: true }),
+    );
+  }
   const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
   const serving = await issueCert(superCA, {
     commonName: 'vc-vn-agent',
@@ -276,7 +287,7 @@ async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAg
     port,
     serving,
     directory: new VirtualClusterDirectory({ meta: c }),
-    superView: new InformerSuperView({ client: c }),
+    superView: new NodesSuperView(views),
     plugins: await pluginHostFromConfig('vn-agent'),
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, insecureSkipVerify: true },
   });

@@ -2,11 +2,16 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../kube/client.ts';
+import { childLogger } from '../../log.ts';
+import { addHealthCheck } from '../../metrics/ops.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { DEFAULT_PORT, startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
 import { ensureServingCert, type VnAgentConfig } from '../../vnagent/config.ts';
 import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
+import { loadNodeCredential, nodeSuperClient } from '../../vnagent/nodecredential.ts';
 import { InformerSuperView } from '../../vnagent/superview.ts';
+
+const log = childLogger({ controller: 'vn-agent' });
 
 /** DEFAULT_OPS_PORT is the vn-agent's ops port (/healthz, /readyz, /metrics). */
 export const DEFAULT_OPS_PORT = 10551;
@@ -27,6 +32,20 @@ async function clientFor(kubeconfig?: string): Promise<KubeClient> {
   return KubeClient.fromKubeConfig(kc);
 }
 
+/** rotationCheck is a health check that fails once the node credential file no longer holds what was loaded. */
+function rotationCheck(file: string): () => true | string {
+  const loaded = readFileSync(file, 'utf8');
+  return () => {
+    let now: string;
+    try {
+      now = readFileSync(file, 'utf8');
+    } catch (e) {
+      return `node credential ${file} cannot be read: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    return now === loaded ? true : `node credential ${file} was replaced (rotated); a restart loads the new one`;
+  };
+}
+
 /** RunningVnAgent is a vn-agent started from a configuration, with the clients it owns. */
 export interface RunningVnAgent {
   agent: VnAgent;
@@ -42,7 +61,22 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
   const meta = await clientFor(cfg.metaKubeconfig);
   const superClient =
     cfg.superKubeconfig && cfg.superKubeconfig !== cfg.metaKubeconfig ? await clientFor(cfg.superKubeconfig) : meta;
-  const nodeName = cfg.nodeName ?? (process.env.NODE_NAME || undefined);
+  const node = cfg.nodeClientCert
+    ? loadNodeCredential({
+        certFile: cfg.nodeClientCert,
+        keyFile: cfg.nodeClientKey,
+        nodeName: cfg.nodeName ?? (process.env.NODE_NAME || undefined),
+      })
+    : undefined;
+  const nodeName = node?.nodeName ?? cfg.nodeName ?? (process.env.NODE_NAME || undefined);
+  const nodeClient = node ? nodeSuperClient(superClient, node) : undefined;
+  if (node)
+    log.info({ node: node.nodeName, notAfter: node.notAfter }, "super Pods are read with this node's credential");
+  else
+    log.warn(
+      'no nodeClientCert: super Pods are read with the super kubeconfig, which is not limited to this node ' +
+        "(configure the node's credential, deploy/vn-agent/daemonset.yaml)",
+    );
   const serving = await ensureServingCert({
     certFile: cfg.servingCert,
     keyFile: cfg.servingKey,
@@ -54,7 +88,12 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     port: cfg.port ?? VN_AGENT_DEFAULTS.port,
     serving,
     directory: new VirtualClusterDirectory({ meta, superCluster: cfg.superCluster }),
-    superView: new InformerSuperView({ client: superClient, nodeName }),
+    superView: new InformerSuperView({
+      client: nodeClient ?? superClient,
+      nodeName,
+      nodeScoped: !!nodeClient,
+      closeClient: !!nodeClient,
+    }),
     plugins,
     kubelet: {
       certPem: cfg.kubeletClientCert ? readFileSync(cfg.kubeletClientCert, 'utf8') : undefined,
@@ -66,9 +105,16 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     handshakeTimeoutMs: cfg.handshakeTimeoutSeconds ? cfg.handshakeTimeoutSeconds * 1000 : undefined,
     streamIdleTimeoutMs: cfg.streamIdleTimeoutSeconds ? cfg.streamIdleTimeoutSeconds * 1000 : undefined,
   });
+  // The kubelet rotates its client certificate by replacing the file: the agent then reports itself unhealthy, so the
+  // liveness probe restarts it with the new one while the old one is still valid.
+  const undoRotation =
+    node && cfg.nodeClientCert
+      ? addHealthCheck('vn-agent-node-credential', rotationCheck(cfg.nodeClientCert))
+      : undefined;
   return {
     agent,
     async stop() {
+      undoRotation?.();
       await agent.stop();
       meta.close();
       if (superClient !== meta) superClient.close();
