@@ -87,6 +87,11 @@ export interface ApplyPlan {
   pruneBlocked?: Stop;
   /** the confirmation annotation value that allows this plan's deletions, when one is needed and matches */
   confirmation?: string;
+  /**
+   * the resourceVersion at which each existing object's owner was checked, by objectKey: the apply sends it as a
+   * precondition, so an object that changed hands between the check and the write is not overwritten
+   */
+  checkedVersions?: ReadonlyMap<string, string>;
 }
 
 /** AppliedObject is one object server-side applied. */
@@ -233,6 +238,26 @@ function errorLines(errors: readonly DocumentError[]): string {
  * the path holds no document (EmptyPath) or the deletions exceed the limits (DeletionLimitExceeded). The last two
  * give way to the confirmation annotation when it names exactly this revision.
  */
+/** liveOwner is what a live object says about its owner, and the version it says it at. */
+function liveOwner(live: KubeObject): LiveOwner {
+  const label = live.metadata?.labels?.[SOURCE_LABEL];
+  const rv = live.metadata?.resourceVersion;
+  return { ...(label !== undefined && { source: label }), ...(rv && { resourceVersion: rv }) };
+}
+
+/** checkedVersionsOf maps each planned object whose live owner was read to the resourceVersion it was read at. */
+function checkedVersionsOf(
+  objects: readonly DesiredObject[],
+  owners: ReadonlyMap<string, LiveOwner | null> | undefined,
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const d of objects) {
+    const rv = owners?.get(d.key)?.resourceVersion;
+    if (rv) out.set(d.key, rv);
+  }
+  return out;
+}
+
 export function planApply(
   artifact: Artifact,
   inventory: readonly InventoryEntry[],
@@ -254,6 +279,8 @@ export function planApply(
     pruneEnabled,
     safety,
   };
+  const checked = checkedVersionsOf(rendered.objects, o.owners);
+  if (checked.size) plan.checkedVersions = checked;
   const parse = rendered.errors.filter((e) => e.reason === 'ParseFailed');
   const invalid = rendered.errors.filter((e) => e.reason === 'ValidationFailed');
   const outOfScope = rendered.errors.filter((e) => e.reason === 'OutOfScope');
@@ -400,8 +427,7 @@ export class Applier {
     for (const d of renderDesired(artifact, this.source).objects) {
       if (checkScope(d.ref, d.resource.namespaced, this.source, this.scope)) continue;
       const live = await this.client.getOrNull<KubeObject>(d.resource, d.ref.namespace, d.ref.name);
-      const label = live?.metadata?.labels?.[SOURCE_LABEL];
-      out.set(d.key, live ? (label === undefined ? {} : { source: label }) : null);
+      out.set(d.key, live ? liveOwner(live) : null);
     }
     return out;
   }
@@ -443,11 +469,35 @@ export class Applier {
     return r;
   }
 
+  /**
+   * applyChecked force-applies one desired object. When its owner was checked at a resourceVersion, that version is
+   * the apply's precondition: if the object changed in between (a status write, or someone relabelling it), the owner
+   * is read and checked again and the apply retried at the new version, at most three times, so a write never lands
+   * on an object whose owner was not checked at the version written over.
+   */
+  private async applyChecked(d: DesiredObject, checkedAt: string | undefined): Promise<KubeObject> {
+    let rv = checkedAt;
+    for (let attempt = 1; ; attempt++) {
+      const body = rv ? { ...d.object, metadata: { ...d.object.metadata, resourceVersion: rv } } : d.object;
+      try {
+        return await this.client.apply<KubeObject>(d.resource, body, IDENTITY.gitops, { force: true });
+      } catch (e) {
+        if (!rv || !(e instanceof ApiError) || e.code !== 409 || attempt >= 3) throw e;
+        const live = await this.client.getOrNull<KubeObject>(d.resource, d.ref.namespace, d.ref.name);
+        if (!live) throw e;
+        const owner = liveOwner(live);
+        const notOwn = checkOwner(d.ref, owner, this.source, this.scope);
+        if (notOwn) throw new Error(notOwn);
+        rv = owner.resourceVersion;
+      }
+    }
+  }
+
   private async applyObjects(run: Run): Promise<Stop | undefined> {
     const { plan, result } = run;
     for (const d of plan.apply) {
       try {
-        const live = await this.client.apply<KubeObject>(d.resource, d.object, IDENTITY.gitops, { force: true });
+        const live = await this.applyChecked(d, plan.checkedVersions?.get(d.key));
         const uid = live.metadata?.uid ?? '';
         run.inventory.set(d.key, { ...d.ref, uid });
         result.applied.push({ ref: d.ref, uid, file: d.file });

@@ -35,6 +35,8 @@ export interface SourceScope {
 /** LiveOwner is what an existing object says about its owner: the SOURCE_LABEL value, absent for a hand-made object. */
 export interface LiveOwner {
   source?: string;
+  /** the resourceVersion the owner was read at; the apply sends it as a precondition */
+  resourceVersion?: string;
 }
 
 /**

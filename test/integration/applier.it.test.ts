@@ -217,4 +217,37 @@ describe('GitOps applier on a real apiserver', () => {
     expect(await getVC('b')).not.toBeNull();
     expect(status.inventory!.map((e) => e.name)).toEqual(['v1-36', 'a']);
   });
+  it('re-checks the owner when the object changed between the check and the write, and never writes over another', async () => {
+    const artifact = makeArtifact(docs(['a'], { a: 6 }), { revision: rev(9) });
+    const intruder = (labels: Record<string, string>) =>
+      t.client.apply(
+        R.virtualclusters,
+        {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'VirtualCluster',
+          metadata: { name: 'a', namespace: 'team', labels },
+        },
+        'intruder',
+        { force: true },
+      );
+
+    // Changed in between but still this source's: the write goes through at the new version.
+    let plan = applier.plan(artifact, status!.inventory ?? [], { owners: await applier.owners(artifact) });
+    await intruder({ note: 'touched' });
+    let result = await applier.apply(plan);
+    expect(result.applyFailures).toEqual([]);
+    expect((await getVC('a'))!.spec.weight).toBe(6);
+
+    // Taken over by another source between the check and the write: nothing is written over it.
+    const later = makeArtifact(docs(['a'], { a: 7 }), { revision: rev(10) });
+    plan = applier.plan(later, status!.inventory ?? [], { owners: await applier.owners(later) });
+    await intruder({ [SOURCE_LABEL]: 'platform.other' });
+    result = await applier.apply(plan);
+    expect(result.applyFailures.map((f) => f.message)).toEqual([
+      expect.stringContaining('belongs to GitSource platform.other'),
+    ]);
+    const a = (await getVC('a'))!;
+    expect(a.metadata!.labels![SOURCE_LABEL]).toBe('platform.other');
+    expect(a.spec.weight).toBe(6);
+  });
 });
