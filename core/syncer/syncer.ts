@@ -73,6 +73,7 @@ export class Syncer {
       resourcesFor: (t) => tenantResources(o.host, t),
       handlerFor: (s, resource) => this.router.tenantHandler(s, resource),
       onServed: (s) => this.replaySuper(s),
+      onSettingsChanged: (s) => this.replayTenant(s),
     });
     this.router = new Router({ host: o.host, queue: this.queue, sessions: this.sessions, superCache: this.superCache });
     this.effects = new Effects({
@@ -203,6 +204,16 @@ export class Syncer {
           this.queue.add(makeKey(s.tenant.key, p.manifest.name, prov.namespace, prov.name));
       }
     }
+  }
+
+  /** replayTenant plans every object of a tenant again after its settings changed, from both sides' caches. */
+  private replayTenant(s: TenantSession): void {
+    log.info({ tenant: s.tenant.key }, 'tenant settings changed; planning its objects again');
+    for (const [name, inf] of s.informers) {
+      const h = this.router.tenantHandler(s, name);
+      for (const obj of inf.list()) h.onAdd?.(obj);
+    }
+    this.replaySuper(s);
   }
 
   private context(s: TenantSession): PluginContext {

@@ -32,6 +32,11 @@ export interface TenantSessionsOptions {
   handlerFor(s: TenantSession, resource: string): EventHandler<KubeObject>;
   /** called once a tenant is served (its caches synced, its handlers attached) */
   onServed(s: TenantSession): void;
+  /**
+   * called when a served tenant's settings change (its policy, its plugin configuration): objects planned under the
+   * old settings, such as a Pod refused by the old policy, are planned again now rather than at the next patrol
+   */
+  onSettingsChanged?(s: TenantSession): void;
 }
 
 const cacheKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
@@ -86,9 +91,12 @@ export class TenantSessions {
     }
     const existing = this.sessions.get(t.key);
     if (existing && existing.tenant.kubeconfig === t.kubeconfig) {
+      const view = tenantView(t);
+      const changed = JSON.stringify(view) !== JSON.stringify(existing.view);
       existing.tenant = t;
-      existing.view = tenantView(t);
+      existing.view = view;
       this.o.queue.setWeight(t.key, t.weight);
+      if (changed && existing.ready) this.o.onSettingsChanged?.(existing);
       return;
     }
     this.adding.set(t.key, t);

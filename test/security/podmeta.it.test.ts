@@ -92,8 +92,8 @@ describe('hostile tenant placement and metadata against the forced pool and the 
     sns = superNamespace(tenant.key, 'default');
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     registry = new MutableTenantRegistry([tenant]);
-    // A short patrol brings back a Pod refused before a policy change, as the manager's periodic patrol does.
-    syncer = new Syncer({ superClient: t.client, host, registry, patrolIntervalMs: 1500, workers: 4 });
+    // No patrol: a Pod refused before a policy change must come back because the tenant's settings changed.
+    syncer = new Syncer({ superClient: t.client, host, registry, patrolIntervalMs: 0, workers: 4 });
     await syncer.start();
     await eventually(() => expect(syncer.tenantReady(tenant.key)).toBe(true));
     await eventually(() => a.get(R.serviceaccounts, 'default', 'default'), 90_000);
