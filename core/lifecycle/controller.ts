@@ -340,6 +340,9 @@ export class VirtualClusterController {
         runtimeClasses: e.runtimeClasses,
         copiedMetadata: e.copiedMetadata,
         network: e.network,
+        services: e.services,
+        ingresses: e.ingresses,
+        endpoints: e.endpoints,
       },
     });
   }

@@ -44,6 +44,9 @@ const gold = policy('gold', {
   pods: { priorityClasses: ['batch-low'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
   runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
   network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
+  services: { nodePort: { allowed: true, max: 2 } },
+  ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'] },
+  endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
 });
 
 describe('evaluatePolicy', () => {
@@ -72,6 +75,9 @@ describe('evaluatePolicy', () => {
         },
         runtimeClasses: { handlers: ['runc'] },
         network: { internalCIDRs: [...SUPER_INTERNAL_CIDRS] },
+        services: { nodePort: { allowed: false, max: 5 }, loadBalancer: { allowed: false, max: 5 } },
+        ingresses: { hosts: [], classes: [], annotations: [] },
+        endpoints: { allowedCIDRs: [] },
       },
       violations: [],
     });
@@ -124,6 +130,9 @@ describe('evaluatePolicy', () => {
       },
       runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
       network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
+      services: { nodePort: { allowed: true, max: 2 }, loadBalancer: { allowed: false, max: 5 } },
+      ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
+      endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
     });
   });
 
@@ -497,6 +506,14 @@ describe('DEFAULT_POLICY', () => {
     ['copiedMetadata.namespaceLabels', DEFAULT_POLICY.copiedMetadata.namespaceLabels],
     ['copiedMetadata.namespaceAnnotations', DEFAULT_POLICY.copiedMetadata.namespaceAnnotations],
     ['network.internalCIDRs', DEFAULT_POLICY.networkInternalCIDRs],
+    ['services.nodePort.allowed', DEFAULT_POLICY.serviceNodePort.allowed],
+    ['services.nodePort.max', DEFAULT_POLICY.serviceNodePort.max],
+    ['services.loadBalancer.allowed', DEFAULT_POLICY.serviceLoadBalancer.allowed],
+    ['services.loadBalancer.max', DEFAULT_POLICY.serviceLoadBalancer.max],
+    ['ingresses.hosts', DEFAULT_POLICY.ingressHosts],
+    ['ingresses.classes', DEFAULT_POLICY.ingressClasses],
+    ['ingresses.annotations', DEFAULT_POLICY.ingressAnnotations],
+    ['endpoints.allowedCIDRs', DEFAULT_POLICY.endpointsAllowedCIDRs],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

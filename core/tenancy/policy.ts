@@ -39,10 +39,19 @@ export interface TenantPolicySpec {
   runtimeClasses?: { handlers?: string[]; required?: string };
   copiedMetadata?: CopiedMetadataView;
   network?: { internalCIDRs?: string[] };
+  services?: { nodePort?: ServiceTypePolicy; loadBalancer?: ServiceTypePolicy };
+  ingresses?: { hosts?: string[]; classes?: string[]; annotations?: string[] };
+  endpoints?: { allowedCIDRs?: string[] };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
   pluginConfig?: Record<string, unknown>;
+}
+
+/** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */
+export interface ServiceTypePolicy {
+  allowed?: boolean;
+  max?: number;
 }
 
 /** TenantPolicy is the cluster-scoped, platform-owned object a VirtualCluster names in spec.policyName. */
@@ -80,6 +89,12 @@ export const DEFAULT_POLICY = {
   podForced: {},
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
+  serviceNodePort: { allowed: false, max: 5 },
+  serviceLoadBalancer: { allowed: false, max: 5 },
+  ingressHosts: [],
+  ingressClasses: [],
+  ingressAnnotations: [],
+  endpointsAllowedCIDRs: [],
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -102,6 +117,12 @@ export const DEFAULT_POLICY = {
   podForced: ForcedPlacementView;
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
+  serviceNodePort: Required<ServiceTypePolicy>;
+  serviceLoadBalancer: Required<ServiceTypePolicy>;
+  ingressHosts: readonly string[];
+  ingressClasses: readonly string[];
+  ingressAnnotations: readonly string[];
+  endpointsAllowedCIDRs: readonly string[];
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -149,6 +170,12 @@ export interface EffectiveSettings {
   copiedMetadata?: CopiedMetadataView;
   /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
   network: { internalCIDRs: string[] };
+  /** which Service types beyond ClusterIP and ExternalName the tenant may have, and how many (the services plugin) */
+  services: { nodePort: Required<ServiceTypePolicy>; loadBalancer: Required<ServiceTypePolicy> };
+  /** the hosts, classes and annotation keys tenant Ingresses may use (the ingresses plugin) */
+  ingresses: { hosts: string[]; classes: string[]; annotations: string[] };
+  /** where Endpoints of selectorless tenant Services may point besides the tenant's own Pods (the endpoints plugin) */
+  endpoints: { allowedCIDRs: string[] };
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -308,6 +335,16 @@ export function evaluatePolicy(
       },
       ...optional('copiedMetadata', mergeCopiedMetadata(defaults.copiedMetadata, p.copiedMetadata)),
       network: { internalCIDRs },
+      services: {
+        nodePort: { ...DEFAULT_POLICY.serviceNodePort, ...p.services?.nodePort },
+        loadBalancer: { ...DEFAULT_POLICY.serviceLoadBalancer, ...p.services?.loadBalancer },
+      },
+      ingresses: {
+        hosts: [...(p.ingresses?.hosts ?? DEFAULT_POLICY.ingressHosts)],
+        classes: [...(p.ingresses?.classes ?? DEFAULT_POLICY.ingressClasses)],
+        annotations: [...(p.ingresses?.annotations ?? DEFAULT_POLICY.ingressAnnotations)],
+      },
+      endpoints: { allowedCIDRs: [...(p.endpoints?.allowedCIDRs ?? DEFAULT_POLICY.endpointsAllowedCIDRs)] },
     },
     violations,
   };

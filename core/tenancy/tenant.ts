@@ -2,9 +2,12 @@ import { childLogger } from '../log.ts';
 import { rootNamespace, type TenantIdentity } from '../names/names.ts';
 import type {
   CopiedMetadataView,
+  EndpointsPolicyView,
+  IngressesPolicyView,
   NetworkPolicyView,
   PodsPolicyView,
   RuntimeClassesPolicyView,
+  ServicesPolicyView,
   TenantView,
 } from '../plugins/contract.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
@@ -42,6 +45,10 @@ export interface Tenant extends TenantIdentity {
   copiedMetadata?: CopiedMetadataView;
   /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults */
   network?: NetworkPolicyView;
+  /** the services, ingresses and endpoints sections of the tenant's effective TenantPolicy; absent, built-in defaults */
+  services?: ServicesPolicyView;
+  ingresses?: IngressesPolicyView;
+  endpoints?: EndpointsPolicyView;
 }
 
 /**
@@ -60,6 +67,9 @@ export interface TenantSettings {
   runtimeClasses?: RuntimeClassesPolicyView;
   copiedMetadata?: CopiedMetadataView;
   network?: NetworkPolicyView;
+  services?: ServicesPolicyView;
+  ingresses?: IngressesPolicyView;
+  endpoints?: EndpointsPolicyView;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -101,6 +111,9 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.runtimeClasses) t.runtimeClasses = o.runtimeClasses;
   if (o.copiedMetadata) t.copiedMetadata = o.copiedMetadata;
   if (o.network) t.network = o.network;
+  if (o.services) t.services = o.services;
+  if (o.ingresses) t.ingresses = o.ingresses;
+  if (o.endpoints) t.endpoints = o.endpoints;
   return t;
 }
 
@@ -125,6 +138,9 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.runtimeClasses && { runtimeClasses: t.runtimeClasses }),
     ...(t.copiedMetadata && { copiedMetadata: t.copiedMetadata }),
     ...(t.network && { network: t.network }),
+    ...(t.services && { services: t.services }),
+    ...(t.ingresses && { ingresses: t.ingresses }),
+    ...(t.endpoints && { endpoints: t.endpoints }),
   };
   return Object.freeze(v);
 }

@@ -16,6 +16,9 @@ describe('tenantView', () => {
     apiserverEndpoint: { host: '10.0.0.1', port: 6443 },
     pods: { priorityClasses: ['batch'], tolerations: [{ key: 'dedicated', effect: 'NoSchedule' }] },
     runtimeClasses: { handlers: ['runc'], required: 'kata' },
+    services: { nodePort: { allowed: true, max: 2 } },
+    ingresses: { hosts: ['*.a.example.com'], classes: ['nginx'], annotations: [] },
+    endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
   };
 
   it('gives plugins identity and settings, never the kubeconfig or the queue weight', () => {
@@ -37,5 +40,12 @@ describe('tenantView', () => {
 
   it('carries the effective runtimeClasses policy the runtimeclasses and pods plugins check against', () => {
     expect(tenantView(tenant).runtimeClasses).toEqual(tenant.runtimeClasses);
+  });
+
+  it('carries the effective services, ingresses and endpoints policies their plugins check against', () => {
+    const v = tenantView(tenant);
+    expect(v.services).toEqual(tenant.services);
+    expect(v.ingresses).toEqual(tenant.ingresses);
+    expect(v.endpoints).toEqual(tenant.endpoints);
   });
 });

@@ -268,6 +268,12 @@ export interface TenantView {
   readonly copiedMetadata?: CopiedMetadataView;
   /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly network?: NetworkPolicyView;
+  /** the services section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly services?: ServicesPolicyView;
+  /** the ingresses section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly ingresses?: IngressesPolicyView;
+  /** the endpoints section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
+  readonly endpoints?: EndpointsPolicyView;
 }
 
 /** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it (issue 12). */
@@ -343,6 +349,35 @@ export interface ForcedToleration {
   readonly value?: string;
   readonly effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
   readonly tolerationSeconds?: number;
+}
+
+/** ServiceTypeRule says whether tenant Services may have one type (NodePort, LoadBalancer) and how many at most. */
+export interface ServiceTypeRule {
+  readonly allowed?: boolean;
+  /** the most Services of this type the tenant may have across all its namespaces */
+  readonly max?: number;
+}
+
+/** ServicesPolicyView is what the tenant's policy decides for its Services (issue 12). */
+export interface ServicesPolicyView {
+  readonly nodePort?: ServiceTypeRule;
+  readonly loadBalancer?: ServiceTypeRule;
+}
+
+/** IngressesPolicyView is what the tenant's policy decides for its Ingresses (issue 12). */
+export interface IngressesPolicyView {
+  /** hosts tenant Ingresses may serve: `a.example.com` that host, `*.example.com` every host under example.com */
+  readonly hosts?: readonly string[];
+  /** ingress classes tenant Ingresses may name (an Ingress naming none gets the super's default class) */
+  readonly classes?: readonly string[];
+  /** annotation keys copied to the super Ingress; `prefix*` matches every key with that prefix; snippets never */
+  readonly annotations?: readonly string[];
+}
+
+/** EndpointsPolicyView is what the tenant's policy decides for the Endpoints of its selectorless Services (issue 12). */
+export interface EndpointsPolicyView {
+  /** CIDRs (IPv4 or IPv6) addresses may lie in besides the tenant's own Pod IPs */
+  readonly allowedCIDRs?: readonly string[];
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */
