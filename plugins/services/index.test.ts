@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
-import plugin, { matchPort, servicesPlugin, type Service, type ServicePort, type ServiceSpec } from './index.ts';
+import plugin, {
+  matchPort,
+  SERVICE_POLICY_VIOLATION,
+  servicesPlugin,
+  SYNCED_CONDITION,
+  type Service,
+  type ServicePort,
+  type ServiceSpec,
+} from './index.ts';
+import { CAP_RETRY_MS } from './policy.ts';
 
 const tenant = testTenant();
 const sns = superNamespace(tenant.key, 'app');
@@ -371,7 +380,9 @@ const down: DownCase[] = [
 
 describe('services toSuper', () => {
   it.each(down)('$name', (c) => {
-    const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }) });
+    // These rows are about the transform; the policy rows are in policy.test.ts and below.
+    const services = { nodePort: { allowed: true }, loadBalancer: { allowed: true } };
+    const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [], services }) });
     expect(
       servicesPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx),
     ).toEqual(c.want);
@@ -501,5 +512,88 @@ describe('services manifest', () => {
       processes: ['manager'],
     });
     expect(plugin).toBe(servicesPlugin);
+  });
+});
+
+describe('services toSuper under the services policy', () => {
+  const nodePort = tenantSvc(tenantSpec({ type: 'NodePort' }));
+  const refusalEffects = (message: string) => [
+    {
+      type: 'event',
+      side: 'tenant',
+      regarding: { apiVersion: 'v1', kind: 'Service', namespace: 'app', name: 'web', uid: 'tenant-uid' },
+      eventType: 'Warning',
+      reason: SERVICE_POLICY_VIOLATION,
+      message,
+    },
+    {
+      type: 'tenantCondition',
+      namespace: 'app',
+      name: 'web',
+      uid: 'tenant-uid',
+      condition: { type: SYNCED_CONDITION, status: 'False', reason: SERVICE_POLICY_VIOLATION, message },
+    },
+  ];
+  const notAllowed =
+    "spec.type NodePort is not allowed by the tenant's policy (services.nodePort.allowed); use ClusterIP or ask the platform administrator";
+
+  it('creates nothing for a refused NodePort Service and tells the tenant why (event and VCSynced=False)', () => {
+    expect(servicesPlugin.toSuper(nodePort, undefined, testContext())).toEqual({
+      object: null,
+      skip: { reason: SERVICE_POLICY_VIOLATION, message: notAllowed },
+      effects: refusalEffects(notAllowed),
+    });
+  });
+
+  it('keeps the super Service as it was when a ClusterIP Service is changed to a refused type', () => {
+    const d = servicesPlugin.toSuper(nodePort, superSvc({ type: 'ClusterIP', ports: [http] }), testContext());
+    expect(d.object).toBeNull();
+    expect(d.skip?.reason).toBe(SERVICE_POLICY_VIOLATION);
+  });
+
+  it('deletes a super NodePort Service once the policy no longer allows it', () => {
+    const super_ = superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] });
+    const d = servicesPlugin.toSuper(nodePort, super_, testContext());
+    expect(d).toEqual({ object: null, effects: refusalEffects(notAllowed) });
+  });
+
+  it('retries a Service refused by the count cap, as a place may free up', () => {
+    const tenant = testTenant({ services: { nodePort: { allowed: true, max: 0 } } });
+    const d = servicesPlugin.toSuper(nodePort, undefined, testContext({ tenant }));
+    expect(d.skip?.message).toContain('services.nodePort.max');
+    expect(d.requeueAfterMs).toBe(CAP_RETRY_MS);
+  });
+
+  it('sets VCSynced=True again once a refused Service is synced', () => {
+    const refused = tenantSvc(
+      tenantSpec(),
+      {},
+      {
+        loadBalancer: {},
+        conditions: [{ type: SYNCED_CONDITION, status: 'False', reason: SERVICE_POLICY_VIOLATION, message: 'x' }],
+      },
+    );
+    const d = servicesPlugin.toSuper(refused, undefined, testContext());
+    expect(d.object?.spec?.type).toBe('ClusterIP');
+    expect(d.effects).toEqual([
+      {
+        type: 'tenantCondition',
+        namespace: 'app',
+        name: 'web',
+        uid: 'tenant-uid',
+        condition: {
+          type: SYNCED_CONDITION,
+          status: 'True',
+          reason: 'Synced',
+          message: 'the Service is in the super cluster',
+        },
+      },
+    ]);
+  });
+
+  it('keeps dropping externalIPs with a warning, policy or not', () => {
+    const d = servicesPlugin.toSuper(tenantSvc(tenantSpec({ externalIPs: ['10.0.0.1'] })), undefined, testContext());
+    expect(d.object?.spec?.externalIPs).toBeUndefined();
+    expect(d.effects?.map((e) => e.type === 'event' && e.reason)).toEqual(['FieldsIgnored']);
   });
 });

@@ -12,6 +12,16 @@ import {
   type PluginContext,
   type ResourcePlugin,
 } from '../sdk/src/index.ts';
+import { checkServiceType, SERVICE_POLICY_VIOLATION, type ServiceRefusal, SYNCED_CONDITION } from './policy.ts';
+
+export {
+  CAPPED_TYPES,
+  checkServiceType,
+  DEFAULT_SERVICES_POLICY,
+  ruleFor,
+  SERVICE_POLICY_VIOLATION,
+  SYNCED_CONDITION,
+} from './policy.ts';
 
 /** ServicePort is one port of a Service. */
 export interface ServicePort {
@@ -40,7 +50,11 @@ export interface ServiceSpec {
 /** Service is the part of a core/v1 Service this plugin touches. */
 export interface Service extends KubeObject {
   spec?: ServiceSpec;
-  status?: { loadBalancer?: Record<string, unknown>; [field: string]: unknown };
+  status?: {
+    loadBalancer?: Record<string, unknown>;
+    conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
+    [field: string]: unknown;
+  };
 }
 
 /**
@@ -79,8 +93,68 @@ export function matchPort(p: ServicePort, candidates: readonly ServicePort[] | u
   );
 }
 
+const serviceRef = (s: Service) => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  namespace: s.metadata?.namespace,
+  name: s.metadata?.name ?? '',
+  uid: s.metadata?.uid,
+});
+
+/**
+ * refuse tells the tenant why its Service is not synced (a Warning event and a VCSynced=False condition). A super
+ * Service that already has the refused type (the policy withdrew it or lowered the cap) is deleted; otherwise the super
+ * Service, if any, stays as it was, the way an apiserver keeps an object whose update it rejects.
+ */
+function refuse(tenantObj: Service, superObj: Service | undefined, r: ServiceRefusal): Decision<Service> {
+  const ref = serviceRef(tenantObj);
+  const effects: Effect[] = [
+    {
+      type: 'event',
+      side: 'tenant',
+      regarding: ref,
+      eventType: 'Warning',
+      reason: SERVICE_POLICY_VIOLATION,
+      message: r.message,
+    },
+    {
+      type: 'tenantCondition',
+      namespace: ref.namespace ?? '',
+      name: ref.name,
+      uid: ref.uid ?? '',
+      condition: { type: SYNCED_CONDITION, status: 'False', reason: SERVICE_POLICY_VIOLATION, message: r.message },
+    },
+  ];
+  const retry = r.requeueAfterMs !== undefined ? { requeueAfterMs: r.requeueAfterMs } : {};
+  if (superObj && superObj.spec?.type === tenantObj.spec?.type) return { object: null, effects, ...retry };
+  return { object: null, skip: { reason: SERVICE_POLICY_VIOLATION, message: r.message }, effects, ...retry };
+}
+
+/** syncedAgain clears a VCSynced=False condition once the tenant Service is synced again. */
+function syncedAgain(tenantObj: Service): Effect[] {
+  const c = tenantObj.status?.conditions?.find((x) => x.type === SYNCED_CONDITION);
+  if (c?.status !== 'False') return [];
+  const ref = serviceRef(tenantObj);
+  return [
+    {
+      type: 'tenantCondition',
+      namespace: ref.namespace ?? '',
+      name: ref.name,
+      uid: ref.uid ?? '',
+      condition: {
+        type: SYNCED_CONDITION,
+        status: 'True',
+        reason: 'Synced',
+        message: 'the Service is in the super cluster',
+      },
+    },
+  ];
+}
+
 function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
   const tm = tenantObj.metadata ?? {};
+  const refusal = checkServiceType(tenantObj, ctx);
+  if (refusal) return refuse(tenantObj, superObj, refusal);
   const ts = tenantObj.spec ?? {};
   const tenantIP = ts.clusterIP;
   const meta = downMeta(
@@ -115,7 +189,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
   }
   if (!superObj || ts.type !== 'LoadBalancer' || ts.externalTrafficPolicy !== 'Local') delete spec.healthCheckNodePort;
 
-  const effects: Effect[] = [];
+  const effects: Effect[] = syncedAgain(tenantObj);
   const ignored = [ts.externalIPs?.length ? 'externalIPs' : '', ts.loadBalancerIP ? 'loadBalancerIP' : ''].filter(
     Boolean,
   );
@@ -123,7 +197,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
     effects.push({
       type: 'event',
       side: 'tenant',
-      regarding: { apiVersion: 'v1', kind: 'Service', namespace: tm.namespace, name: tm.name ?? '', uid: tm.uid },
+      regarding: serviceRef(tenantObj),
       eventType: 'Warning',
       reason: 'FieldsIgnored',
       message: `spec.${ignored.join(' and spec.')} not applied: addresses in the shared cluster are assigned by its administrator`,
@@ -168,7 +242,9 @@ function toTenant(
 /**
  * servicesPlugin copies tenant Services to the super cluster, which assigns cluster IPs and node ports of its own:
  * the tenant's cluster IP is recorded on the super Service (ANN.tenantClusterIP), the super's is shown on the tenant
- * Service (ANN.superClusterIP), node ports and the load balancer status follow the super.
+ * Service (ANN.superClusterIP), node ports and the load balancer status follow the super. NodePort and LoadBalancer
+ * Services need the tenant's policy (services.nodePort, services.loadBalancer: allowed and a per-tenant count cap);
+ * a refused one gets a Warning event and a VCSynced=False condition on the tenant Service.
  */
 export const servicesPlugin = {
   manifest: {
