@@ -2,10 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
-import plugin, { ingressesPlugin, type Ingress } from './index.ts';
+import plugin, { ANNOTATIONS_IGNORED, INGRESS_POLICY_VIOLATION, ingressesPlugin, type Ingress } from './index.ts';
 
-// A platform that lets this controller annotation through (the default allow-list keeps prefixed keys out).
-const tenant = testTenant({ copiedMetadata: { annotations: ['*', 'nginx.ingress.kubernetes.io/rewrite-target'] } });
+// The transform rows run under a policy granting the fixtures' hosts, classes and annotation; policy rows follow.
+const tenant = testTenant({
+  ingresses: {
+    hosts: ['*.example.com'],
+    classes: ['nginx', 'nginx-internal'],
+    annotations: ['nginx.ingress.kubernetes.io/rewrite-target'],
+  },
+});
 const superNs = superNamespace(tenant.key, 'web');
 
 const rules = [
@@ -36,6 +42,8 @@ const tenantIngress = (spec: Ingress['spec'], status?: Ingress['status']): Ingre
   ...(status ? { status } : {}),
 });
 const fullSpec = { ingressClassName: 'nginx', rules, tls, defaultBackend };
+/** syncedSpec is fullSpec without the default backend, which the policy always refuses (policy rows below). */
+const syncedSpec = { ingressClassName: 'nginx', rules, tls };
 
 const superIngress = (spec: Ingress['spec'], status?: Ingress['status']): Ingress => ({
   apiVersion: 'networking.k8s.io/v1',
@@ -55,7 +63,7 @@ const superIngress = (spec: Ingress['spec'], status?: Ingress['status']): Ingres
 const downCases: Array<{ name: string; tenantObj: Ingress; superObj?: Ingress; want: Decision<Ingress> }> = [
   {
     name: 'new: spec copied with TLS secret and backend names unchanged; no owner, uid, resourceVersion or status',
-    tenantObj: tenantIngress(fullSpec, { loadBalancer: { ingress: [{ ip: '10.0.0.1' }] } }),
+    tenantObj: tenantIngress(syncedSpec, { loadBalancer: { ingress: [{ ip: '10.0.0.1' }] } }),
     want: {
       object: {
         apiVersion: 'networking.k8s.io/v1',
@@ -66,7 +74,7 @@ const downCases: Array<{ name: string; tenantObj: Ingress; superObj?: Ingress; w
           labels: { app: 'shop' },
           annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/' },
         },
-        spec: fullSpec,
+        spec: syncedSpec,
       },
     },
   },
@@ -151,5 +159,69 @@ describe('ingresses manifest', () => {
       processes: ['manager'],
       optIn: true,
     });
+  });
+});
+
+describe('ingresses toSuper under the ingresses policy', () => {
+  const hijack = { ingressClassName: 'nginx', rules: [{ ...rules[0], host: 'bank.other-tenant.io' }] };
+  const event = (reason: string, message: string) => ({
+    type: 'event',
+    side: 'tenant',
+    regarding: {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      namespace: 'web',
+      name: 'shop',
+      uid: 'tenant-ing-uid',
+    },
+    eventType: 'Warning',
+    reason,
+    message,
+  });
+  const hijackMessage =
+    'spec.rules[0].host: host "bank.other-tenant.io" is not among the hosts the tenant\'s policy allows (ingresses.hosts: *.example.com)';
+
+  it("creates nothing for an Ingress claiming another tenant's host and tells the tenant why", () => {
+    expect(ingressesPlugin.toSuper(tenantIngress(hijack), undefined, testContext({ tenant }))).toStrictEqual({
+      object: null,
+      skip: { reason: INGRESS_POLICY_VIOLATION, message: hijackMessage },
+      effects: [event(INGRESS_POLICY_VIOLATION, hijackMessage)],
+    });
+  });
+
+  it('keeps the allowed super Ingress as it was when an update claims a refused host', () => {
+    const d = ingressesPlugin.toSuper(tenantIngress(hijack), superIngress(syncedSpec), testContext({ tenant }));
+    expect(d.object).toBeNull();
+    expect(d.skip?.reason).toBe(INGRESS_POLICY_VIOLATION);
+  });
+
+  it('deletes a super Ingress whose host the policy no longer allows', () => {
+    const narrowed = testTenant({ ingresses: { ...tenant.ingresses, hosts: ['other.example.com'] } });
+    const d = ingressesPlugin.toSuper(
+      tenantIngress(syncedSpec),
+      superIngress(syncedSpec),
+      testContext({ tenant: narrowed }),
+    );
+    expect(d.object).toBeNull();
+    expect(d.skip).toBeUndefined();
+    expect(d.effects?.map((e) => e.type === 'event' && e.reason)).toEqual([INGRESS_POLICY_VIOLATION]);
+  });
+
+  it('copies only the listed annotations and names the dropped ones (a snippet) in a warning', () => {
+    const i = tenantIngress(syncedSpec);
+    i.metadata!.annotations = {
+      ...i.metadata!.annotations,
+      'nginx.ingress.kubernetes.io/server-snippet': 'location /admin { proxy_pass http://kube-system; }',
+      'kubectl.kubernetes.io/last-applied-configuration': '{}',
+    };
+    const d = ingressesPlugin.toSuper(i, undefined, testContext({ tenant }));
+    expect(d.object?.metadata?.annotations).toEqual({ 'nginx.ingress.kubernetes.io/rewrite-target': '/' });
+    expect(d.effects).toEqual([
+      event(
+        ANNOTATIONS_IGNORED,
+        'annotations not copied to the shared ingress controller: nginx.ingress.kubernetes.io/server-snippet ' +
+          "(only keys the tenant's policy lists in ingresses.annotations are; snippets never)",
+      ),
+    ]);
   });
 });

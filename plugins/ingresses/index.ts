@@ -5,11 +5,31 @@ import {
   copyFields,
   type Decision,
   downMeta,
+  type Effect,
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
   type ResourcePlugin,
+  stripDown,
 } from '../sdk/src/index.ts';
+import {
+  ANNOTATIONS_IGNORED,
+  checkIngress,
+  INGRESS_POLICY_VIOLATION,
+  type IngressRefusal,
+  splitAnnotations,
+} from './policy.ts';
+
+export {
+  ANNOTATIONS_IGNORED,
+  checkIngress,
+  CLASS_ANNOTATION,
+  DEFAULT_INGRESSES_POLICY,
+  hostAllowed,
+  INGRESS_POLICY_VIOLATION,
+  isSnippet,
+  splitAnnotations,
+} from './policy.ts';
 
 /** SPEC_FIELDS are the Ingress spec fields the super Ingress takes from the tenant Ingress. */
 export const SPEC_FIELDS = ['ingressClassName', 'rules', 'tls', 'defaultBackend'] as const;
@@ -26,16 +46,71 @@ export interface Ingress extends KubeObject {
   status?: { loadBalancer?: Record<string, unknown>; [field: string]: unknown };
 }
 
+/** SILENT_DROPS are annotations dropped without a warning: client bookkeeping no ingress controller reads. */
+const SILENT_DROPS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
+
+const ingressRef = (i: Ingress) => ({
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'Ingress',
+  namespace: i.metadata?.namespace,
+  name: i.metadata?.name ?? '',
+  uid: i.metadata?.uid,
+});
+
+/**
+ * refuse tells the tenant why its Ingress is not synced (a Warning event naming every field). A super Ingress that
+ * itself no longer passes the policy (a host or class withdrawn) is deleted; otherwise the super Ingress, if any, stays
+ * as it was, the way an apiserver keeps an object whose update it rejects.
+ */
+function refuse(tenantObj: Ingress, superObj: Ingress | undefined, refusals: IngressRefusal[], ctx: PluginContext) {
+  const message = refusals.map((r) => `${r.field}: ${r.message}`).join('; ');
+  const effects: Effect[] = [
+    {
+      type: 'event',
+      side: 'tenant',
+      regarding: ingressRef(tenantObj),
+      eventType: 'Warning',
+      reason: INGRESS_POLICY_VIOLATION,
+      message,
+    },
+  ];
+  if (superObj && checkIngress(superObj, ctx.tenant.ingresses).length) return { object: null, effects };
+  return { object: null, skip: { reason: INGRESS_POLICY_VIOLATION, message }, effects };
+}
+
 function toSuper(tenantObj: Ingress, superObj: Ingress | undefined, ctx: PluginContext): Decision<Ingress> {
   const tm = tenantObj.metadata ?? {};
+  const refusals = checkIngress(tenantObj, ctx.tenant.ingresses);
+  if (refusals.length) return refuse(tenantObj, superObj, refusals, ctx);
   const meta = downMeta(tenantObj, superObj, ctx, {
     namespace: ctx.names.superNamespace(tm.namespace ?? ''),
     name: tm.name ?? '',
   });
+  // The Ingress list, not the general copiedMetadata one, decides which annotations reach the shared controller.
+  const annotations = stripDown(tm.annotations, ctx.tenant.opaqueMetaPrefixes);
+  const { kept, dropped } = splitAnnotations(annotations, ctx.tenant.ingresses);
+  if (kept.length) meta.annotations = Object.fromEntries(kept.map((k) => [k, annotations![k]!]));
+  else delete meta.annotations;
   const spec = { ...clone(superObj?.spec) };
   copyFields(tenantObj.spec, spec, SPEC_FIELDS);
   const desired = buildOn<Ingress>(superObj, tenantObj, meta, { spec });
-  return { object: desired };
+  const told = dropped.filter((k) => !SILENT_DROPS.has(k));
+  if (!told.length) return { object: desired };
+  return {
+    object: desired,
+    effects: [
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding: ingressRef(tenantObj),
+        eventType: 'Warning',
+        reason: ANNOTATIONS_IGNORED,
+        message:
+          `annotations not copied to the shared ingress controller: ${told.join(', ')} ` +
+          "(only keys the tenant's policy lists in ingresses.annotations are; snippets never)",
+      },
+    ],
+  };
 }
 
 function toTenant(superObj: Ingress | undefined, tenantObj: Ingress | undefined): Decision<Ingress> {
@@ -53,7 +128,9 @@ function toTenant(superObj: Ingress | undefined, tenantObj: Ingress | undefined)
 /**
  * ingressesPlugin copies tenant Ingresses to the super cluster, where the shared ingress controller serves them, and
  * carries the load balancer addresses back. Backends and TLS secrets keep their names: Services and Secrets are
- * synced under the same names in the tenant's super namespace.
+ * synced under the same names in the tenant's super namespace. Hosts and classes must be the tenant policy's
+ * (ingresses.hosts, ingresses.classes), else the Ingress is refused with a Warning event; only annotation keys the
+ * policy lists (ingresses.annotations) are copied, snippets never.
  */
 export const ingressesPlugin = {
   manifest: {
