@@ -4,7 +4,15 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
-import plugin, { endpointsPlugin, type Endpoints, type EndpointSubset } from './index.ts';
+import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
+import plugin, {
+  DEFAULT_ENDPOINTS_POLICY,
+  endpointsPlugin,
+  type Endpoints,
+  type EndpointSubset,
+  parseCIDRs,
+  REFUSED_RETRY_MS,
+} from './index.ts';
 
 const tenant = testTenant();
 const sns = superNamespace(tenant.key, 'app');
@@ -167,15 +175,147 @@ const cases: Case[] = [
   },
 ];
 
+/** superPod is a running super Pod with `ip`, of this tenant unless `cluster` names another. */
+const superPod = (name: string, ip: string, cluster = tenant.key, phase = 'Running'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: {
+    namespace: superNamespace(cluster, 'app'),
+    name,
+    labels: { [LABEL.managedBy]: MANAGER },
+    annotations: { [ANN.cluster]: cluster, [ANN.namespace]: 'app', [ANN.name]: name },
+  },
+  status: { phase, podIP: ip, podIPs: [{ ip }] },
+});
+// The fixtures' addresses: two Pods of this tenant and one outside address its policy allows.
+const ownPods = [superPod('db-0', '10.1.0.5'), superPod('db-1', '10.1.0.6')];
+const endpointsPolicy = { allowedCIDRs: ['192.168.1.0/24'] };
+
 describe('endpoints toSuper', () => {
   it.each(cases)('$name', (c) => {
     const ctx = testContext({
-      tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }),
+      tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [], endpoints: endpointsPolicy }),
       tenantCache: new MapCache([[R.services, c.service ? [c.service] : []]]),
+      superCache: new MapCache([[R.pods, ownPods]]),
     });
     expect(
       endpointsPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx),
     ).toEqual(c.want);
+  });
+});
+
+describe("endpoints toSuper: only the tenant's own Pods and its allowed CIDRs", () => {
+  const other = 'team-b-4d5e6f-prod';
+  const ep = (ips: string[], notReady: string[] = []): Endpoints =>
+    tenantEp({
+      subsets: [
+        {
+          addresses: ips.map((ip) => ({ ip })),
+          ...(notReady.length && { notReadyAddresses: notReady.map((ip) => ({ ip })) }),
+          ports: [{ port: 5432 }],
+        },
+      ],
+    });
+  const run = (e: Endpoints, pods: KubeObject[], cidrs?: string[]) =>
+    endpointsPlugin.toSuper(
+      e,
+      undefined,
+      testContext({
+        tenant: testTenant(cidrs ? { endpoints: { allowedCIDRs: cidrs } } : {}),
+        tenantCache: new MapCache([[R.services, [service()]]]),
+        superCache: new MapCache([[R.pods, pods]]),
+      }),
+    );
+  const addressesOf = (d: Decision<Endpoints>) =>
+    d.object?.subsets?.flatMap((s) => (s.addresses ?? []).map((a) => a.ip));
+  const messageOf = (d: Decision<Endpoints>) => {
+    const e = d.effects?.[0];
+    return e?.type === 'event' ? `${e.reason}: ${e.message}` : undefined;
+  };
+
+  it.each<[string, string[], KubeObject[], string[] | undefined, string[], string | undefined]>([
+    ['own Pod IPs', ['10.1.0.5'], ownPods, undefined, ['10.1.0.5'], undefined],
+    [
+      "another tenant's Pod",
+      ['10.1.0.5', '10.2.0.9'],
+      [...ownPods, superPod('victim', '10.2.0.9', other)],
+      undefined,
+      ['10.1.0.5'],
+      '10.2.0.9 (the IP of a Pod of another tenant)',
+    ],
+    [
+      "another tenant's Pod inside an allowed CIDR",
+      ['10.2.0.9'],
+      [superPod('victim', '10.2.0.9', other)],
+      ['10.0.0.0/8'],
+      [],
+      '10.2.0.9 (the IP of a Pod of another tenant)',
+    ],
+    [
+      'the apiserver address, no CIDR allowed',
+      ['172.18.0.2'],
+      ownPods,
+      undefined,
+      [],
+      "172.18.0.2 (neither a Pod of this tenant nor in the policy's endpoints.allowedCIDRs (none))",
+    ],
+    ['an address in an allowed CIDR', ['192.168.1.10'], ownPods, ['192.168.1.0/24'], ['192.168.1.10'], undefined],
+    [
+      'an address just outside the allowed CIDR',
+      ['192.168.2.1'],
+      ownPods,
+      ['192.168.1.0/24'],
+      [],
+      "192.168.2.1 (neither a Pod of this tenant nor in the policy's endpoints.allowedCIDRs (192.168.1.0/24))",
+    ],
+    ['IPv6 in an allowed CIDR', ['2001:db8::5'], [], ['2001:db8::/32'], ['2001:db8::5'], undefined],
+    [
+      'the IP of a finished Pod of this tenant (it may be reused)',
+      ['10.1.0.7'],
+      [superPod('done', '10.1.0.7', tenant.key, 'Succeeded')],
+      undefined,
+      [],
+      "10.1.0.7 (neither a Pod of this tenant nor in the policy's endpoints.allowedCIDRs (none))",
+    ],
+  ])('%s', (_name, ips, pods, cidrs, kept, refused) => {
+    const d = run(ep(ips), pods, cidrs);
+    expect(addressesOf(d) ?? []).toEqual(kept);
+    if (refused === undefined) {
+      expect(d.effects).toBeUndefined();
+      expect(d.requeueAfterMs).toBeUndefined();
+    } else {
+      expect(messageOf(d)).toBe(`EndpointAddressesRefused: addresses not copied to the super cluster: ${refused}`);
+      expect(d.requeueAfterMs).toBe(REFUSED_RETRY_MS);
+    }
+  });
+
+  it('drops a subset whose every address is refused and keeps the others', () => {
+    const e = tenantEp({
+      subsets: [
+        { addresses: [{ ip: '10.9.9.9' }], notReadyAddresses: [{ ip: '10.9.9.8' }], ports: [{ port: 1 }] },
+        { addresses: [{ ip: '10.9.9.7' }], notReadyAddresses: [{ ip: '10.1.0.5' }], ports: [{ port: 2 }] },
+      ],
+    });
+    const d = run(e, ownPods);
+    expect(d.object?.subsets).toEqual([
+      { addresses: [], notReadyAddresses: [{ ip: '10.1.0.5' }], ports: [{ port: 2 }] },
+    ]);
+    expect(messageOf(d)).toContain('10.9.9.7 (');
+    expect(messageOf(d)).toContain('10.9.9.8 (');
+    expect(messageOf(d)).toContain('10.9.9.9 (');
+  });
+});
+
+describe('parseCIDRs', () => {
+  it('leaves out what is not a CIDR, so it allows nothing', () => {
+    const l = parseCIDRs(['10.0.0.0/33', 'nonsense', '10.0.0.0', '10.0.0.0/8/1', 'fe80::/129', '192.0.2.0/24']);
+    expect(l.check('10.1.1.1', 'ipv4')).toBe(false);
+    expect(l.check('192.0.2.7', 'ipv4')).toBe(true);
+    expect(l.check('fe80::1', 'ipv6')).toBe(false);
+  });
+
+  it('keeps the built-in endpoints policy equal to the TenantPolicy defaults', () => {
+    expect(DEFAULT_ENDPOINTS_POLICY).toEqual({ allowedCIDRs: DEFAULT_POLICY.endpointsAllowedCIDRs });
   });
 });
 

@@ -4,12 +4,16 @@ import {
   clone,
   type Decision,
   downMeta,
+  type Effect,
   type KubeObject,
   type ObjectReference,
   PLUGIN_API_VERSION,
   type PluginContext,
   type ResourcePlugin,
 } from '../sdk/src/index.ts';
+import { ADDRESSES_REFUSED, type AddressRule, addressRule, REFUSED_RETRY_MS } from './policy.ts';
+
+export { ADDRESSES_REFUSED, addressRule, DEFAULT_ENDPOINTS_POLICY, parseCIDRs, REFUSED_RETRY_MS } from './policy.ts';
 
 /** ObjectReference is the targetRef of an endpoint address. */
 export type { ObjectReference } from '../sdk/src/index.ts';
@@ -51,6 +55,22 @@ function superAddress(a: EndpointAddress, ctx: PluginContext): EndpointAddress {
   return out;
 }
 
+/** keepAllowed returns the addresses the rule allows, each translated, and adds the others to `refused`. */
+function keepAllowed(
+  list: EndpointAddress[] | undefined,
+  rule: AddressRule,
+  refused: Map<string, string>,
+  ctx: PluginContext,
+): EndpointAddress[] {
+  const out: EndpointAddress[] = [];
+  for (const a of list ?? []) {
+    const why = rule.refusal(a.ip);
+    if (why) refused.set(a.ip, why);
+    else out.push(superAddress(a, ctx));
+  }
+  return out;
+}
+
 function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: PluginContext): Decision<Endpoints> {
   const tm = tenantObj.metadata ?? {};
   const namespace = tm.namespace ?? '';
@@ -59,22 +79,45 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
   if (!service || hasSelector(service)) return { object: null };
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name });
   const desired = buildOn<Endpoints>(superObj, { apiVersion: 'v1', kind: 'Endpoints' }, meta);
-  if (tenantObj.subsets?.length) {
-    desired.subsets = tenantObj.subsets.map((s) => {
-      const out: EndpointSubset = clone(s);
-      if (s.addresses) out.addresses = s.addresses.map((a) => superAddress(a, ctx));
-      if (s.notReadyAddresses) out.notReadyAddresses = s.notReadyAddresses.map((a) => superAddress(a, ctx));
-      return out;
-    });
-  } else delete desired.subsets;
-  return { object: desired };
+  const rule = addressRule(ctx);
+  const refused = new Map<string, string>();
+  const subsets: EndpointSubset[] = [];
+  for (const s of tenantObj.subsets ?? []) {
+    const out: EndpointSubset = clone(s);
+    const addresses = keepAllowed(s.addresses, rule, refused, ctx);
+    const notReady = keepAllowed(s.notReadyAddresses, rule, refused, ctx);
+    if (s.addresses) out.addresses = addresses;
+    if (s.notReadyAddresses) out.notReadyAddresses = notReady;
+    // A subset whose every address was refused is left out: the apiserver refuses a subset without addresses.
+    if (addresses.length || notReady.length || !(s.addresses?.length || s.notReadyAddresses?.length)) subsets.push(out);
+  }
+  if (subsets.length) desired.subsets = subsets;
+  else delete desired.subsets;
+  if (!refused.size) return { object: desired };
+  const message =
+    'addresses not copied to the super cluster: ' +
+    [...refused]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([ip, why]) => `${ip} (${why})`)
+      .join(', ');
+  const event: Effect = {
+    type: 'event',
+    side: 'tenant',
+    regarding: { apiVersion: 'v1', kind: 'Endpoints', namespace, name, uid: tm.uid },
+    eventType: 'Warning',
+    reason: ADDRESSES_REFUSED,
+    message,
+  };
+  return { object: desired, effects: [event], requeueAfterMs: REFUSED_RETRY_MS };
 }
 
 /**
  * endpointsPlugin copies the Endpoints of tenant Services without a selector (their addresses are set by hand or
  * by a tenant controller); the super's endpoints controller fills those of Services with a selector itself, so
  * for them, and while the tenant Service is missing, the super object must not exist. TargetRefs point at the super
- * namespace and lose the tenant uid.
+ * namespace and lose the tenant uid. Only addresses of the tenant's own Pods, or in its policy's
+ * endpoints.allowedCIDRs, are copied; the others are named in a Warning event on the tenant Endpoints. Tenant
+ * EndpointSlices are not synced: the super's EndpointSlice mirroring controller derives them from these Endpoints.
  */
 export const endpointsPlugin = {
   manifest: {
@@ -87,6 +130,7 @@ export const endpointsPlugin = {
     sourceOfTruth: 'tenant',
     processes: ['manager'],
   },
+  reads: [{ resource: R.pods, side: 'super' }],
   // A Service that gains or loses its selector decides whether its Endpoints are copied.
   watches: [
     {
