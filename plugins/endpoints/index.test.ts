@@ -5,8 +5,12 @@ import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
+import type { RouteContext } from '../sdk/src/index.ts';
 import plugin, {
+  addressesOf,
   DEFAULT_ENDPOINTS_POLICY,
+  ENDPOINTS_BY_IP,
+  endpointsHolding,
   endpointsPlugin,
   type Endpoints,
   type EndpointSubset,
@@ -303,6 +307,60 @@ describe("endpoints toSuper: only the tenant's own Pods and its allowed CIDRs", 
     expect(messageOf(d)).toContain('10.9.9.7 (');
     expect(messageOf(d)).toContain('10.9.9.8 (');
     expect(messageOf(d)).toContain('10.9.9.9 (');
+  });
+});
+
+describe('endpointsHolding', () => {
+  const other = 'team-b-4d5e6f-prod';
+  const superEpOf = (name: string, ips: string[], cluster = tenant.key): Endpoints => ({
+    apiVersion: 'v1',
+    kind: 'Endpoints',
+    metadata: {
+      namespace: superNamespace(cluster, 'app'),
+      name,
+      labels: { [LABEL.managedBy]: MANAGER },
+      annotations: { [ANN.cluster]: cluster, [ANN.namespace]: 'app', [ANN.name]: name },
+    },
+    subsets: [
+      { addresses: ips.slice(0, 1).map((ip) => ({ ip })), notReadyAddresses: ips.slice(1).map((ip) => ({ ip })) },
+    ],
+  });
+  const eps = [
+    superEpOf('db', ['10.1.0.5']),
+    superEpOf('cache', ['10.3.0.1', '10.1.0.5']),
+    superEpOf('x', ['10.1.0.5'], other),
+  ];
+  const index = new Map<string, string[]>();
+  for (const ep of eps)
+    for (const ip of addressesOf(ep))
+      index.set(ip, [...new Set([...(index.get(ip) ?? []), ep.metadata!.annotations![ANN.cluster]!])]);
+  const rctx: RouteContext = {
+    tenants: [],
+    superCache: new MapCache([[R.endpoints, eps]]),
+    tenantsBy: (name, value) => (name === ENDPOINTS_BY_IP ? (index.get(value) ?? []) : []),
+    tenantOfNamespace: () => undefined,
+  };
+
+  it('requeues every tenant Endpoints whose super copy holds the IP of a Pod that came, changed or went', () => {
+    expect(endpointsHolding(superPod('p', '10.1.0.5', other), rctx)).toEqual([
+      { tenant: tenant.key, namespace: 'app', name: 'db' },
+      { tenant: tenant.key, namespace: 'app', name: 'cache' },
+      { tenant: other, namespace: 'app', name: 'x' },
+    ]);
+  });
+
+  it('asks nothing of the cache for a Pod whose IP no Endpoints hold', () => {
+    const empty: RouteContext = { ...rctx, superCache: new MapCache() };
+    expect(endpointsHolding(superPod('p', '10.9.0.1'), empty)).toEqual([]);
+    expect(endpointsHolding(superPod('p', '10.1.0.5', tenant.key, 'Succeeded'), rctx)).toEqual([]);
+  });
+
+  it('is declared as a super Pod watch over an index of super Endpoints by address', () => {
+    expect(endpointsPlugin.indexes).toEqual([{ name: ENDPOINTS_BY_IP, resource: R.endpoints, values: addressesOf }]);
+    expect(endpointsPlugin.watches.find((w) => w.side === 'super')).toMatchObject({
+      resource: R.pods,
+      map: endpointsHolding,
+    });
   });
 });
 

@@ -1,4 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
+import { provenanceOf } from '../../core/names/names.ts';
 import {
   buildOn,
   clone,
@@ -10,10 +11,19 @@ import {
   PLUGIN_API_VERSION,
   type PluginContext,
   type ResourcePlugin,
+  type RouteContext,
+  type TenantKey,
 } from '../sdk/src/index.ts';
-import { ADDRESSES_REFUSED, type AddressRule, addressRule, REFUSED_RETRY_MS } from './policy.ts';
+import { ADDRESSES_REFUSED, type AddressRule, addressRule, podIPs, REFUSED_RETRY_MS } from './policy.ts';
 
-export { ADDRESSES_REFUSED, addressRule, DEFAULT_ENDPOINTS_POLICY, parseCIDRs, REFUSED_RETRY_MS } from './policy.ts';
+export {
+  ADDRESSES_REFUSED,
+  addressRule,
+  DEFAULT_ENDPOINTS_POLICY,
+  parseCIDRs,
+  podIPs,
+  REFUSED_RETRY_MS,
+} from './policy.ts';
 
 /** ObjectReference is the targetRef of an endpoint address. */
 export type { ObjectReference } from '../sdk/src/index.ts';
@@ -111,6 +121,36 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
   return { object: desired, effects: [event], requeueAfterMs: REFUSED_RETRY_MS };
 }
 
+/** ENDPOINTS_BY_IP indexes the super Endpoints the syncer wrote by the addresses they hold. */
+export const ENDPOINTS_BY_IP = 'endpoints-by-ip';
+
+/** addressesOf lists every address of an Endpoints object, ready or not. */
+export function addressesOf(ep: KubeObject): string[] {
+  const subsets = (ep as Endpoints).subsets ?? [];
+  return [
+    ...new Set(subsets.flatMap((s) => [...(s.addresses ?? []), ...(s.notReadyAddresses ?? [])].map((a) => a.ip))),
+  ];
+}
+
+/**
+ * endpointsHolding maps a super Pod to the tenant Endpoints whose super copy holds one of its IPs: when a Pod goes,
+ * or its IP comes back to another tenant's Pod, those addresses are checked again at once. The index makes the
+ * common case (no Endpoints hold the IP) a lookup.
+ */
+export function endpointsHolding(pod: KubeObject, rctx: RouteContext): TenantKey[] {
+  const keys: TenantKey[] = [];
+  for (const ip of podIPs(pod)) {
+    const tenants = rctx.tenantsBy(ENDPOINTS_BY_IP, ip);
+    if (!tenants.length) continue;
+    for (const ep of rctx.superCache.list<Endpoints>(R.endpoints)) {
+      const p = provenanceOf(ep);
+      if (p && tenants.includes(p.cluster) && addressesOf(ep).includes(ip))
+        keys.push({ tenant: p.cluster, namespace: p.namespace, name: p.name });
+    }
+  }
+  return keys;
+}
+
 /**
  * endpointsPlugin copies the Endpoints of tenant Services without a selector (their addresses are set by hand or
  * by a tenant controller); the super's endpoints controller fills those of Services with a selector itself, so
@@ -131,8 +171,11 @@ export const endpointsPlugin = {
     processes: ['manager'],
   },
   reads: [{ resource: R.pods, side: 'super' }],
-  // A Service that gains or loses its selector decides whether its Endpoints are copied.
+  indexes: [{ name: ENDPOINTS_BY_IP, resource: R.endpoints, values: addressesOf }],
+  // A Service that gains or loses its selector decides whether its Endpoints are copied; a super Pod that comes or
+  // goes decides whether the addresses they hold are still the tenant's.
   watches: [
+    { resource: R.pods, side: 'super', map: endpointsHolding },
     {
       resource: R.services,
       side: 'tenant',

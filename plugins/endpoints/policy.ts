@@ -20,7 +20,8 @@ interface PodStatus {
   podIPs?: Array<{ ip?: string }>;
 }
 
-const ipsOf = (pod: KubeObject): string[] => {
+/** podIPs are the IPs a super Pod holds: none once it has finished. */
+export const podIPs = (pod: KubeObject): string[] => {
   const s = (pod as { status?: PodStatus }).status;
   // A finished Pod's IP goes back to the pool and may be another tenant's next.
   if (!s || s.phase === 'Succeeded' || s.phase === 'Failed') return [];
@@ -60,7 +61,7 @@ export function addressRule(ctx: PluginContext): AddressRule {
   const others = new Set<string>();
   for (const pod of ctx.superCache.list(R.pods)) {
     const mine = provenanceOf(pod)?.cluster === ctx.tenant.key;
-    for (const ip of ipsOf(pod)) (mine ? own : others).add(ip);
+    for (const ip of podIPs(pod)) (mine ? own : others).add(ip);
   }
   const cidrs = ctx.tenant.endpoints?.allowedCIDRs ?? DEFAULT_ENDPOINTS_POLICY.allowedCIDRs;
   const allowed = parseCIDRs(cidrs);
