@@ -202,6 +202,12 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
       return serviceRefused(a, snsA, 'np-2', 'services.nodePort.max');
     });
     expect((await t.client.get<Service>(R.services, snsA, 'np-1')).metadata?.uid).toBe(first.metadata?.uid);
+    await attempts.attempt('three NodePort Services at once over the cap', async () => {
+      const burst = ['np-a', 'np-b', 'np-c'];
+      await Promise.all(burst.map((n) => a.create(R.services, service(n, 'NodePort'))));
+      const reasons = await Promise.all(burst.map((n) => serviceRefused(a, snsA, n, 'services.nodePort.max')));
+      return reasons[0]!;
+    });
   });
 
   it("refuses an Ingress claiming another tenant's host, and one catching every host", async () => {
@@ -280,6 +286,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toEqual([]);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 8, refused 8, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
   });
 });
