@@ -59,10 +59,10 @@ const ingressRef = (i: Ingress) => ({
 
 /**
  * refuse tells the tenant why its Ingress is not synced (a Warning event naming every field). A super Ingress that
- * itself no longer passes the policy (a host or class withdrawn) is deleted; otherwise the super Ingress, if any, stays
- * as it was, the way an apiserver keeps an object whose update it rejects.
+ * exists stays as it was, the way an apiserver keeps an object whose update it rejects: nothing running is torn down
+ * because of a policy edit (the platform deletes what it wants gone, such as a host it gave to another tenant).
  */
-function refuse(tenantObj: Ingress, superObj: Ingress | undefined, refusals: IngressRefusal[], ctx: PluginContext) {
+function refuse(tenantObj: Ingress, refusals: IngressRefusal[]): Decision<Ingress> {
   const message = refusals.map((r) => `${r.field}: ${r.message}`).join('; ');
   const effects: Effect[] = [
     {
@@ -74,14 +74,13 @@ function refuse(tenantObj: Ingress, superObj: Ingress | undefined, refusals: Ing
       message,
     },
   ];
-  if (superObj && checkIngress(superObj, ctx.tenant.ingresses).length) return { object: null, effects };
   return { object: null, skip: { reason: INGRESS_POLICY_VIOLATION, message }, effects };
 }
 
 function toSuper(tenantObj: Ingress, superObj: Ingress | undefined, ctx: PluginContext): Decision<Ingress> {
   const tm = tenantObj.metadata ?? {};
   const refusals = checkIngress(tenantObj, ctx.tenant.ingresses);
-  if (refusals.length) return refuse(tenantObj, superObj, refusals, ctx);
+  if (refusals.length) return refuse(tenantObj, refusals);
   const meta = downMeta(tenantObj, superObj, ctx, {
     namespace: ctx.names.superNamespace(tm.namespace ?? ''),
     name: tm.name ?? '',

@@ -551,10 +551,14 @@ describe('services toSuper under the services policy', () => {
     expect(d.skip?.reason).toBe(SERVICE_POLICY_VIOLATION);
   });
 
-  it('deletes a super NodePort Service once the policy no longer allows it', () => {
+  it('keeps a super NodePort Service as it was once the policy no longer allows it: no running Service is torn down', () => {
     const super_ = superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] });
     const d = servicesPlugin.toSuper(nodePort, super_, testContext());
-    expect(d).toEqual({ object: null, effects: refusalEffects(notAllowed) });
+    expect(d).toEqual({
+      object: null,
+      skip: { reason: SERVICE_POLICY_VIOLATION, message: notAllowed },
+      effects: refusalEffects(notAllowed),
+    });
   });
 
   it('retries a Service refused by the count cap, as a place may free up', () => {

@@ -103,10 +103,11 @@ const serviceRef = (s: Service) => ({
 
 /**
  * refuse tells the tenant why its Service is not synced (a Warning event and a VCSynced=False condition). A super
- * Service that already has the refused type (the policy withdrew it or lowered the cap) is deleted; otherwise the super
- * Service, if any, stays as it was, the way an apiserver keeps an object whose update it rejects.
+ * Service that exists stays as it was, the way an apiserver keeps an object whose update it rejects, and as the
+ * controller keeps a Running tenant whose policy changed: nothing running is torn down because of a policy edit (the
+ * platform deletes what it wants gone).
  */
-function refuse(tenantObj: Service, superObj: Service | undefined, r: ServiceRefusal): Decision<Service> {
+function refuse(tenantObj: Service, r: ServiceRefusal): Decision<Service> {
   const ref = serviceRef(tenantObj);
   const effects: Effect[] = [
     {
@@ -126,7 +127,6 @@ function refuse(tenantObj: Service, superObj: Service | undefined, r: ServiceRef
     },
   ];
   const retry = r.requeueAfterMs !== undefined ? { requeueAfterMs: r.requeueAfterMs } : {};
-  if (superObj && superObj.spec?.type === tenantObj.spec?.type) return { object: null, effects, ...retry };
   return { object: null, skip: { reason: SERVICE_POLICY_VIOLATION, message: r.message }, effects, ...retry };
 }
 
@@ -154,7 +154,7 @@ function syncedAgain(tenantObj: Service): Effect[] {
 function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
   const tm = tenantObj.metadata ?? {};
   const refusal = checkServiceType(tenantObj, ctx);
-  if (refusal) return refuse(tenantObj, superObj, refusal);
+  if (refusal) return refuse(tenantObj, refusal);
   const ts = tenantObj.spec ?? {};
   const tenantIP = ts.clusterIP;
   const meta = downMeta(
