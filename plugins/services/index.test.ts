@@ -561,6 +561,15 @@ describe('services toSuper under the services policy', () => {
     });
   });
 
+  it('deletes a super NodePort Service that ranks beyond the cap: the cap holds whatever the timing', () => {
+    const tenant = testTenant({ services: { nodePort: { allowed: true, max: 0 } } });
+    const super_ = superSvc({ type: 'NodePort', ports: [{ ...http, nodePort: 31000 }] });
+    const d = servicesPlugin.toSuper(nodePort, super_, testContext({ tenant }));
+    expect(d.object).toBeNull();
+    expect(d.skip).toBeUndefined();
+    expect(d.effects?.map((e) => e.type)).toEqual(['event', 'tenantCondition']);
+  });
+
   it('retries a Service refused by the count cap, as a place may free up', () => {
     const tenant = testTenant({ services: { nodePort: { allowed: true, max: 0 } } });
     const d = servicesPlugin.toSuper(nodePort, undefined, testContext({ tenant }));

@@ -104,10 +104,12 @@ const serviceRef = (s: Service) => ({
 /**
  * refuse tells the tenant why its Service is not synced (a Warning event and a VCSynced=False condition). A super
  * Service that exists stays as it was, the way an apiserver keeps an object whose update it rejects, and as the
- * controller keeps a Running tenant whose policy changed: nothing running is torn down because of a policy edit (the
- * platform deletes what it wants gone).
+ * controller keeps a Running tenant whose policy changed: a type the policy withdraws does not tear running Services
+ * down (the platform deletes what it wants gone). The count cap is the exception, as it must hold whatever the timing:
+ * a super Service of the type that ranks beyond it (admitted by concurrent workers before either saw the other's
+ * copy, or beyond a lowered cap) is deleted.
  */
-function refuse(tenantObj: Service, r: ServiceRefusal): Decision<Service> {
+function refuse(tenantObj: Service, superObj: Service | undefined, r: ServiceRefusal): Decision<Service> {
   const ref = serviceRef(tenantObj);
   const effects: Effect[] = [
     {
@@ -127,6 +129,7 @@ function refuse(tenantObj: Service, r: ServiceRefusal): Decision<Service> {
     },
   ];
   const retry = r.requeueAfterMs !== undefined ? { requeueAfterMs: r.requeueAfterMs } : {};
+  if (r.overCap && superObj?.spec?.type === tenantObj.spec?.type) return { object: null, effects, ...retry };
   return { object: null, skip: { reason: SERVICE_POLICY_VIOLATION, message: r.message }, effects, ...retry };
 }
 
@@ -154,7 +157,7 @@ function syncedAgain(tenantObj: Service): Effect[] {
 function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
   const tm = tenantObj.metadata ?? {};
   const refusal = checkServiceType(tenantObj, ctx);
-  if (refusal) return refuse(tenantObj, refusal);
+  if (refusal) return refuse(tenantObj, superObj, refusal);
   const ts = tenantObj.spec ?? {};
   const tenantIP = ts.clusterIP;
   const meta = downMeta(

@@ -147,6 +147,18 @@ describe('checkServiceType', () => {
     else expect(r?.message).toContain(want);
   });
 
+  it('sorts out two Services both admitted by racing workers: the later one is over the cap', () => {
+    const a = svc('a', 'NodePort', T1);
+    const b = svc('b', 'NodePort', T1, 'z-ns');
+    const ctx = testContext({
+      tenant: testTenant({ services: allowNP(1) }),
+      tenantCache: new MapCache([[R.services, [a, b]]]),
+      superCache: new MapCache([[R.services, [superOf('a', 'NodePort'), superOf('b', 'NodePort', 'z-ns')]]]),
+    });
+    expect(checkServiceType(a, ctx)).toBeUndefined();
+    expect(checkServiceType(b, ctx)).toMatchObject({ overCap: true });
+  });
+
   it('gives two workers racing over the last place the same answer', () => {
     const a = svc('a', 'NodePort', T1);
     const b = svc('b', 'NodePort', T2);

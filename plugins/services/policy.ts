@@ -29,6 +29,8 @@ export interface ServiceRefusal {
   message: string;
   /** look again after this long: a refusal by count lifts when another Service of the tenant leaves the type */
   requeueAfterMs?: number;
+  /** refused by the count cap: a super copy already of the type is beyond the cap and must go */
+  overCap?: boolean;
 }
 
 /** CAP_RETRY_MS is how often a Service refused by the count cap looks again whether a place became free. */
@@ -94,5 +96,6 @@ export function checkServiceType(svc: KubeObject, ctx: PluginContext): ServiceRe
       `spec.type ${type}: the tenant's policy allows at most ${rule.max} Service${rule.max === 1 ? '' : 's'} of ` +
       `type ${type} (services.${key}.max) and earlier ones take them; delete one or use ClusterIP`,
     requeueAfterMs: CAP_RETRY_MS,
+    overCap: true,
   };
 }
