@@ -130,7 +130,7 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     const common = { plugins: { enable: ['ingresses'] }, pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
     tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a1', {
       ...common,
-      services: { nodePort: { allowed: true, max: 1 } },
+      services: { nodePort: { allowed: true, max: 1 }, loadBalancer: { allowed: true, max: 1 } },
       ingresses: {
         hosts: ['*.tenant-a.example.com'],
         classes: ['nginx'],
@@ -185,8 +185,32 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
 
   it('refuses a LoadBalancer Service its policy does not allow', async () => {
     await attempts.attempt('LoadBalancer Service without policy', async () => {
-      await a.create(R.services, service('lb', 'LoadBalancer'));
-      return serviceRefused(a, snsA, 'lb', 'services.loadBalancer.allowed');
+      await b.create(R.services, service('lb', 'LoadBalancer'));
+      return serviceRefused(b, snsB, 'lb', 'services.loadBalancer.allowed');
+    });
+  });
+
+  it('keeps the cap when five LoadBalancer Services race for one place', async () => {
+    await attempts.attempt('five LoadBalancer Services created at once (max 1)', async () => {
+      const burst = ['lb-1', 'lb-2', 'lb-3', 'lb-4', 'lb-5'];
+      await Promise.all(burst.map((n) => a.create(R.services, service(n, 'LoadBalancer'))));
+      const admitted = await eventually(async () => {
+        const lbs = (
+          await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })
+        ).items.filter((x) => x.spec?.type === 'LoadBalancer');
+        expect(lbs).toHaveLength(1);
+        const refused = [];
+        for (const n of burst) {
+          const c = (await a.get<Service>(R.services, 'default', n)).status?.conditions?.find(
+            (x) => x.type === 'VCSynced' && x.status === 'False',
+          );
+          if (c) refused.push(c.message ?? '');
+        }
+        expect(refused).toHaveLength(4);
+        return { name: lbs[0]!.metadata?.name, message: refused[0]! };
+      });
+      expect(admitted.message).toContain('services.loadBalancer.max');
+      return `${admitted.name} admitted, the other four refused: ${admitted.message}`;
     });
   });
 
@@ -283,9 +307,9 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
       .items;
     expect(services.filter((s) => s.spec?.type === 'NodePort').map((s) => s.metadata?.name)).toEqual(['np-1']);
-    expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toEqual([]);
+    expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
   });
 });
