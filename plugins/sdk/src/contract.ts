@@ -370,7 +370,7 @@ export interface IngressesPolicyView {
   readonly hosts?: readonly string[];
   /** ingress classes tenant Ingresses may name (an Ingress naming none gets the super's default class) */
   readonly classes?: readonly string[];
-  /** annotation keys copied to the super Ingress; `prefix*` matches every key with that prefix; snippets never */
+  /** annotation key patterns copied to the super Ingress (instead of copiedMetadata.annotations); snippets never */
   readonly annotations?: readonly string[];
 }
 
