@@ -185,7 +185,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const list = await this.o.client.listAll<T>(this.o.resource, this.listOptions());
     this.stats.lists++;
     const fresh = new Map<string, T>();
-    for (const item of list.items) fresh.set(objectKey(item), item);
+    for (const item of list.items) fresh.set(objectKey(item), slim(item));
     const old = new Map(this.store);
     this.store.clear();
     for (const [k, v] of fresh) this.store.set(k, v);
@@ -209,6 +209,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const rv = ev.object.metadata?.resourceVersion;
     if (rv) this.rv = rv;
     if (ev.type === 'BOOKMARK') return;
+    slim(ev.object);
     const key = objectKey(ev.object);
     const prev = this.store.get(key);
     if (ev.type === 'DELETED') {
@@ -252,4 +253,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/**
+ * slim drops what no reader of a cache needs and every cached object would otherwise carry: managedFields, often
+ * the largest part of a Pod (the diff ignores it; the GitOps applier reads it from the apiserver, not from caches).
+ */
+function slim<T extends KubeObject>(o: T): T {
+  if (o.metadata?.managedFields) delete o.metadata.managedFields;
+  return o;
 }

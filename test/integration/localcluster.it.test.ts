@@ -103,6 +103,9 @@ describe('local super cluster', () => {
           data: { v: '0' },
         });
         await eventually(() => expect(value(inf, 'default/restart')).toBe('0'));
+        // Caches keep no managedFields, which the apiserver does send.
+        expect((await c.get(R.configmaps, 'default', 'restart')).metadata?.managedFields).toBeDefined();
+        expect(inf.get('default/restart')?.metadata?.managedFields).toBeUndefined();
 
         await t.sc.cluster.stopApiserver();
         await writerClient.patch(R.configmaps, 'default', 'restart', { data: { v: 'while-down' } }, 'merge');
@@ -155,6 +158,7 @@ describe('local super cluster', () => {
         }, 60_000);
         expect(inf.stats.relistsAfterGone).toBeGreaterThan(0);
         expect(inf.stats.lists).toBeGreaterThan(listsBefore);
+        expect(inf.get('default/keep')?.metadata?.managedFields).toBeUndefined();
         expect(deleted).toContain('drop');
       } finally {
         await inf.stop();
