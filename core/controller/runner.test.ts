@@ -377,4 +377,33 @@ describe('Runner', () => {
     expect(smallAt).toEqual([2, 4, 6]);
     expect(calls).toHaveLength(1003);
   });
+
+  it.each([
+    { workers: 2, cap: 1, quickTenants: 1 },
+    { workers: 4, cap: 1, quickTenants: 2 },
+    { workers: 8, cap: 2, quickTenants: 3 },
+  ])(
+    'with $workers workers and a cap of $cap, a tenant whose reconciles hang holds $cap and the others finish',
+    async ({ workers, cap, quickTenants }) => {
+      const clock = new FakeClock();
+      const queue = new FairQueue({ clock, maxInFlightPerTenant: cap });
+      const hang = deferred<Result>();
+      const { calls } = setup((key) => (tenantOfKey(key) === 'slow' ? hang.promise : Promise.resolve()), {
+        queue,
+        concurrency: workers,
+      });
+      for (let i = 0; i < 50; i++) queue.add(`slow/ns/obj-${i}`);
+      const quick = Array.from({ length: quickTenants }, (_, t) => `quick-${t}`);
+      for (let i = 0; i < 50; i++) for (const t of quick) queue.add(`${t}/ns/obj-${i}`);
+      for (let i = 0; i < 20; i++) await flush();
+      const slowCalls = calls.filter((key) => tenantOfKey(key) === 'slow');
+      expect(slowCalls).toHaveLength(cap);
+      expect(queue.tenantInFlight('slow')).toBe(cap);
+      for (const t of quick) expect(calls.filter((key) => tenantOfKey(key) === t)).toHaveLength(50);
+      expect(queue.len()).toBe(50 - cap);
+      hang.resolve(undefined);
+      for (let i = 0; i < 20; i++) await flush();
+      expect(calls.filter((key) => tenantOfKey(key) === 'slow')).toHaveLength(50);
+    },
+  );
 });

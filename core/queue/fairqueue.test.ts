@@ -165,3 +165,106 @@ describe('FairQueue', () => {
     expect(tally(rest)).toEqual({ a: 8, c: 9 });
   });
 });
+
+describe('FairQueue maxInFlightPerTenant', () => {
+  const capped = (cap: number, clock = new FakeClock()) =>
+    new FairQueue({
+      clock,
+      rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000),
+      maxInFlightPerTenant: cap,
+    });
+
+  /** hold gets `count` keys without marking them done, and returns them. */
+  async function hold(queue: FairQueue, count: number): Promise<string[]> {
+    const keys: string[] = [];
+    for (let i = 0; i < count; i++) keys.push((await queue.get())!);
+    return keys;
+  }
+
+  it.each([
+    { cap: 1, tenants: ['a', 'b'], gets: 2, want: { a: 1, b: 1 } },
+    { cap: 2, tenants: ['a', 'b'], gets: 4, want: { a: 2, b: 2 } },
+    { cap: 2, tenants: ['a', 'b', 'c'], gets: 6, want: { a: 2, b: 2, c: 2 } },
+    { cap: 3, tenants: ['a'], gets: 3, want: { a: 3 } },
+  ])('hands out at most $cap keys of a tenant while none is done ($tenants)', async ({ cap, tenants, gets, want }) => {
+    const queue = capped(cap);
+    for (const tenant of tenants) fill(queue, tenant, 10);
+    const held = await hold(queue, gets);
+    expect(tally(held.map(tenantOfKey))).toEqual(want);
+    for (const tenant of tenants) expect(queue.tenantInFlight(tenant)).toBe(cap);
+    // Every tenant is at its cap: the next worker waits, though keys are ready.
+    let next: string | undefined;
+    void queue.get().then((key) => (next = key));
+    await Promise.resolve();
+    expect(next).toBeUndefined();
+    expect(queue.len()).toBe(tenants.length * 10 - gets);
+    // The first key done frees a place for its own tenant only.
+    queue.done(held[0]!);
+    await Promise.resolve();
+    expect(next && tenantOfKey(next)).toBe(tenantOfKey(held[0]!));
+  });
+
+  it('serves a tenant that arrives while another is at its cap', async () => {
+    const queue = capped(2);
+    fill(queue, 'slow', 100);
+    expect(tally((await hold(queue, 2)).map(tenantOfKey))).toEqual({ slow: 2 });
+    const waiting = [queue.get(), queue.get()];
+    fill(queue, 'quick', 2);
+    expect((await Promise.all(waiting)).map(tenantOfKey)).toEqual(['quick', 'quick']);
+    expect(queue.tenantInFlight('slow')).toBe(2);
+    expect(queue.tenantLen('slow')).toBe(98);
+  });
+
+  it('keeps the weighted share among the tenants below their cap', async () => {
+    const queue = capped(1);
+    queue.setWeight('b', 3);
+    fill(queue, 'stuck', 10);
+    const stuck = (await hold(queue, 1))[0]!;
+    expect(tenantOfKey(stuck)).toBe('stuck');
+    fill(queue, 'a', 100);
+    fill(queue, 'b', 100);
+    const served: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const key = (await queue.get())!;
+      served.push(tenantOfKey(key));
+      queue.done(key);
+    }
+    expect(tally(served)).toEqual({ a: 10, b: 30 });
+  });
+
+  it('counts a removed tenant in flight until its keys are done', async () => {
+    const queue = capped(1);
+    fill(queue, 'a', 3);
+    const [first] = await hold(queue, 1);
+    queue.removeTenant('a');
+    expect(queue.tenantInFlight('a')).toBe(1);
+    fill(queue, 'a', 3);
+    let next: string | undefined;
+    void queue.get().then((key) => (next = key));
+    await Promise.resolve();
+    expect(next).toBeUndefined();
+    queue.done(first!);
+    await Promise.resolve();
+    // obj-0 was added again while it ran, so it went to the back of a's sub-queue.
+    expect(next).toBe('a/ns/obj-1');
+    expect(queue.tenantInFlight('a')).toBe(1);
+  });
+
+  it('drains keys held back by the cap after shutDown, then ends the waiting workers', async () => {
+    const queue = capped(1);
+    fill(queue, 'a', 2);
+    const [first] = await hold(queue, 1);
+    const waiting = queue.get();
+    const after = queue.get();
+    queue.shutDown();
+    queue.done(first!);
+    expect(await waiting).toBe('a/ns/obj-1');
+    queue.done('a/ns/obj-1');
+    expect(await after).toBeUndefined();
+    expect(await queue.get()).toBeUndefined();
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('rejects maxInFlightPerTenant %d', (cap) => {
+    expect(() => capped(cap)).toThrow(RangeError);
+  });
+});

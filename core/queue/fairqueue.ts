@@ -14,6 +14,12 @@ export function tenantOfKey(key: string): string {
 export interface FairQueueOptions extends QueueOptions {
   /** tenantOf maps a key to its tenant; default tenantOfKey. It must always give the same tenant for a key. */
   tenantOf?: (key: string) => string;
+  /**
+   * maxInFlightPerTenant caps the keys of one tenant being processed at once (handed out by `get` and not yet `done`):
+   * with N workers and a cap k < N, a tenant whose reconciles hang holds at most k workers and the others keep being
+   * served. Undefined means no cap.
+   */
+  maxInFlightPerTenant?: number;
 }
 
 interface TenantQueue {
@@ -29,17 +35,26 @@ interface TenantQueue {
  * tenants. Each tenant with ready keys has its own FIFO sub-queue; `get` picks the sub-queue by smooth weighted round
  * robin (as nginx balances upstreams), so a tenant with weight w out of a total W among busy tenants gets w/W of
  * the hand-outs, evenly spread, however many keys the others hold. A sub-queue is dropped as soon as it runs empty,
- * and a tenant that comes back starts with a clean round robin state.
+ * and a tenant that comes back starts with a clean round robin state. With `maxInFlightPerTenant`, a tenant that has
+ * that many keys being processed is skipped until one is done, so a tenant whose reconciles hang cannot hold every
+ * worker.
  */
 export class FairQueue extends BaseQueue {
   private readonly tenants = new Map<string, TenantQueue>();
   private readonly weights = new Map<string, number>();
   private readonly tenantOf: (key: string) => string;
+  private readonly maxInFlight: number;
+  private readonly inFlight = new Map<string, number>();
   private ready = 0;
 
   constructor(options: FairQueueOptions = {}) {
     super(options);
     this.tenantOf = options.tenantOf ?? tenantOfKey;
+    const cap = options.maxInFlightPerTenant;
+    if (cap !== undefined && (!Number.isSafeInteger(cap) || cap < 1)) {
+      throw new RangeError(`fair queue: maxInFlightPerTenant must be a positive integer, got ${cap}`);
+    }
+    this.maxInFlight = cap ?? Number.POSITIVE_INFINITY;
   }
 
   /** setWeight sets the share of a tenant relative to the others; weights are positive integers, 1 by default. */
@@ -63,6 +78,11 @@ export class FairQueue extends BaseQueue {
     return [...this.tenants.keys()];
   }
 
+  /** tenantInFlight is the number of keys of one tenant being processed (handed out and not yet done). */
+  tenantInFlight(tenant: string): number {
+    return this.inFlight.get(tenant) ?? 0;
+  }
+
   /** tenantLen is the number of ready keys of one tenant. */
   tenantLen(tenant: string): number {
     return this.tenants.get(tenant)?.keys.length ?? 0;
@@ -81,7 +101,7 @@ export class FairQueue extends BaseQueue {
       this.tenants.delete(tenant);
     }
     this.weights.delete(tenant);
-    this.reportDepth();
+    this.dispatch();
   }
 
   protected push(key: string): void {
@@ -100,6 +120,8 @@ export class FairQueue extends BaseQueue {
     let best: [string, TenantQueue] | undefined;
     for (const entry of this.tenants) {
       const queue = entry[1];
+      // A tenant at its cap sits this round out: its keys stay ready and its round robin state is left as it is.
+      if (this.tenantInFlight(entry[0]) >= this.maxInFlight) continue;
       queue.current += queue.weight;
       total += queue.weight;
       if (!best || queue.current > best[1].current) best = entry;
@@ -115,5 +137,17 @@ export class FairQueue extends BaseQueue {
 
   protected readyCount(): number {
     return this.ready;
+  }
+
+  protected override started(key: string): void {
+    const tenant = this.tenantOf(key);
+    this.inFlight.set(tenant, this.tenantInFlight(tenant) + 1);
+  }
+
+  protected override finished(key: string): void {
+    const tenant = this.tenantOf(key);
+    const n = this.tenantInFlight(tenant) - 1;
+    if (n > 0) this.inFlight.set(tenant, n);
+    else this.inFlight.delete(tenant);
   }
 }

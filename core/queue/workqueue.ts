@@ -92,6 +92,10 @@ export abstract class BaseQueue implements RateLimitingQueue {
   protected abstract pop(): string | undefined;
   /** readyCount is the number of ready keys. */
   protected abstract readyCount(): number;
+  /** started is told that a key was handed to a worker; a subclass that limits hand-outs counts it here. */
+  protected started(_key: string): void {}
+  /** finished is told that the processing of a key ended (`done`); it pairs with `started`. */
+  protected finished(_key: string): void {}
 
   add(key: string): void {
     if (this.stopping || this.dirty.has(key)) return;
@@ -106,26 +110,28 @@ export abstract class BaseQueue implements RateLimitingQueue {
   }
 
   get(): Promise<string | undefined> {
-    if (this.readyCount() > 0) {
-      const key = this.take();
+    const key = this.take();
+    if (key !== undefined) {
       this.reportDepth();
       return Promise.resolve(key);
     }
-    if (this.stopping) return Promise.resolve(undefined);
+    // Shut down and drained; ready keys that pop may not hand out yet still wait for a `done` that frees them.
+    if (this.stopping && this.readyCount() === 0) return Promise.resolve(undefined);
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   done(key: string): void {
     if (!this.processing.delete(key)) return;
+    this.finished(key);
     const since = this.processingSince.get(key);
     if (since !== undefined) {
       this.processingSince.delete(key);
       this.metrics?.workDuration(this.clock.now() - since);
     }
-    if (this.dirty.has(key)) {
-      this.push(key);
-      this.dispatch();
-    }
+    if (this.dirty.has(key)) this.push(key);
+    // Even without a re-add, a finished key may let `pop` hand out a key it held back (a per-tenant cap).
+    else if (this.waiters.length === 0 || this.readyCount() === 0) return;
+    this.dispatch();
   }
 
   addAfter(key: string, ms: number): void {
@@ -170,7 +176,7 @@ export abstract class BaseQueue implements RateLimitingQueue {
     this.stopping = true;
     for (const { timer } of this.delayed.values()) this.clock.clearTimer(timer);
     this.delayed.clear();
-    for (const resolve of this.waiters.splice(0)) resolve(undefined);
+    if (this.readyCount() === 0) for (const resolve of this.waiters.splice(0)) resolve(undefined);
   }
 
   shuttingDown(): boolean {
@@ -202,11 +208,13 @@ export abstract class BaseQueue implements RateLimitingQueue {
     this.metrics?.depth(this.readyCount());
   }
 
-  private take(): string {
+  /** take pops the next key that may be handed out and marks it processing, or returns undefined if there is none. */
+  private take(): string | undefined {
     const key = this.pop();
-    if (key === undefined) throw new Error('queue: ready count and ready set disagree');
+    if (key === undefined) return undefined;
     this.dirty.delete(key);
     this.processing.add(key);
+    this.started(key);
     if (this.metrics) {
       const now = this.clock.now();
       const since = this.dirtySince.get(key);
@@ -217,12 +225,17 @@ export abstract class BaseQueue implements RateLimitingQueue {
     return key;
   }
 
-  /** dispatch hands ready keys to workers blocked in `get`, oldest waiter first. */
-  private dispatch(): void {
-    while (this.waiters.length > 0 && this.readyCount() > 0) {
-      const resolve = this.waiters.shift();
-      resolve?.(this.take());
+  /**
+   * dispatch hands ready keys to workers blocked in `get`, oldest waiter first, and releases the waiters once the queue
+   * is shut down and drained.
+   */
+  protected dispatch(): void {
+    while (this.waiters.length > 0) {
+      const key = this.take();
+      if (key === undefined) break;
+      this.waiters.shift()?.(key);
     }
+    if (this.stopping && this.readyCount() === 0) for (const resolve of this.waiters.splice(0)) resolve(undefined);
     this.reportDepth();
   }
 }
