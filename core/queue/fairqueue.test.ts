@@ -210,7 +210,7 @@ describe('FairQueue maxInFlightPerTenant', () => {
     expect(tally((await hold(queue, 2)).map(tenantOfKey))).toEqual({ slow: 2 });
     const waiting = [queue.get(), queue.get()];
     fill(queue, 'quick', 2);
-    expect((await Promise.all(waiting)).map(tenantOfKey)).toEqual(['quick', 'quick']);
+    expect((await Promise.all(waiting)).map((key) => tenantOfKey(key!))).toEqual(['quick', 'quick']);
     expect(queue.tenantInFlight('slow')).toBe(2);
     expect(queue.tenantLen('slow')).toBe(98);
   });
