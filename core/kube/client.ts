@@ -36,6 +36,25 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * RequestTimeoutError is a request that got no complete answer within its deadline: the client gave up and closed the
+ * connection. Whether the apiserver carried the request out is unknown, so callers retry idempotently.
+ */
+export class RequestTimeoutError extends Error {
+  override readonly name = 'RequestTimeoutError';
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${method} ${path}: no answer within ${timeoutMs} ms`);
+  }
+}
+
+/** isTimeout reports a request that the client gave up on (RequestTimeoutError). */
+export const isTimeout = (e: unknown): e is RequestTimeoutError => e instanceof RequestTimeoutError;
+
 /** isNotFound reports a 404 answer. */
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
 /** isConflict reports a 409 Conflict (stale resourceVersion or precondition failure). */
@@ -51,9 +70,28 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
+  /** timeoutMs bounds the whole request, answer included; default the client's timeoutMs (0: none). */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
+
+/** ClientOptions configure a KubeClient. */
+export interface ClientOptions {
+  /** maxSockets caps the connections kept to the apiserver; default 64. */
+  maxSockets?: number;
+  /**
+   * timeoutMs bounds every request except watches: past it the client closes the connection and the call rejects
+   * with RequestTimeoutError. A watch is bounded by it until the answer's headers arrive, and then by its own
+   * `timeoutSeconds` plus WATCH_GRACE_MS. Default 0: no bound.
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * WATCH_GRACE_MS is how long past its `timeoutSeconds` a watch may stay open before the client closes it: the server
+ * should have ended it by then, so a watch still open is a dead connection (a half-open socket, a stuck proxy).
+ */
+export const WATCH_GRACE_MS = 30_000;
 
 /** ListOptions are the query parameters of a list or watch. */
 export interface ListOptions {
@@ -94,10 +132,12 @@ export class KubeClient {
     private readonly tls: https.RequestOptions,
     private readonly agent: http.Agent,
     readonly kubeConfig: KubeConfig,
+    /** timeoutMs is the default bound of every request but watches (0: none); see ClientOptions. */
+    readonly timeoutMs: number,
   ) {}
 
   /** KubeClient.fromKubeConfig builds a client for the current context of a loaded KubeConfig. */
-  static async fromKubeConfig(kc: KubeConfig, opts: { maxSockets?: number } = {}): Promise<KubeClient> {
+  static async fromKubeConfig(kc: KubeConfig, opts: ClientOptions = {}): Promise<KubeClient> {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     const tls: https.RequestOptions = {};
@@ -105,7 +145,7 @@ export class KubeClient {
     const server = new URL(cluster.server);
     const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) };
     const agent = server.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
-    return new KubeClient(server, tls, agent, kc);
+    return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs));
   }
 
   /** KubeClient.fromFile loads a kubeconfig file. */
@@ -121,16 +161,12 @@ export class KubeClient {
    * http and skipped TLS verification, and only the inline data it accepted reaches the client. `source` names where
    * the text came from in the error (e.g. `Secret team-a/imported (key "kubeconfig")`).
    */
-  static async fromString(
-    text: string,
-    source = 'a kubeconfig string',
-    opts: { maxSockets?: number } = {},
-  ): Promise<KubeClient> {
+  static async fromString(text: string, source = 'a kubeconfig string', opts: ClientOptions = {}): Promise<KubeClient> {
     return KubeClient.fromSafe(parseKubeconfig(text, source), opts);
   }
 
   /** KubeClient.fromSafe builds a client from a kubeconfig parseKubeconfig accepted; nothing is read or run. */
-  static fromSafe(k: SafeKubeconfig, opts: { maxSockets?: number } = {}): KubeClient {
+  static fromSafe(k: SafeKubeconfig, opts: ClientOptions = {}): KubeClient {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
     const kc = new KubeConfig();
     kc.loadFromOptions({
@@ -154,7 +190,7 @@ export class KubeClient {
     if (k.tlsServerName) tls.servername = k.tlsServerName;
     if (k.token) tls.headers = { Authorization: `Bearer ${k.token}` };
     const agent = new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
-    return new KubeClient(new URL(k.server), tls, agent, kc);
+    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs));
   }
 
   /** close frees the sockets kept alive for this client. */
@@ -172,13 +208,43 @@ export class KubeClient {
     return p;
   }
 
-  /** request sends one request and parses the JSON answer; a non-2xx answer throws ApiError. */
+  /**
+   * request sends one request and parses the JSON answer; a non-2xx answer throws ApiError, and no complete answer
+   * within the timeout throws RequestTimeoutError.
+   */
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const res = await this.send(method, path, opts);
-    const text = await readAll(res);
-    const status = res.statusCode ?? 0;
-    if (status < 200 || status >= 300) throw toApiError(status, text, method, path);
-    return (text ? JSON.parse(text) : undefined) as T;
+    return this.withDeadline(method, path, opts, async (signal) => {
+      const res = await this.send(method, path, { ...opts, signal });
+      const text = await readAll(res, signal);
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) throw toApiError(status, text, method, path);
+      return (text ? JSON.parse(text) : undefined) as T;
+    });
+  }
+
+  /**
+   * withDeadline runs fn with a signal that aborts on the caller's signal or once the request's timeout has passed;
+   * an abort by the timeout rejects with RequestTimeoutError, whatever error the aborted I/O raised.
+   */
+  private async withDeadline<T>(
+    method: string,
+    path: string,
+    opts: RequestOptions,
+    fn: (signal: AbortSignal | undefined) => Promise<T>,
+  ): Promise<T> {
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+    if (!(timeoutMs > 0)) return fn(opts.signal);
+    const deadline = new AbortController();
+    const timeout = new RequestTimeoutError(method, path, timeoutMs);
+    const timer = setTimeout(() => deadline.abort(timeout), timeoutMs);
+    try {
+      return await fn(opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal);
+    } catch (e) {
+      if (deadline.signal.aborted && !opts.signal?.aborted) throw timeout;
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private send(method: string, path: string, opts: RequestOptions): Promise<http.IncomingMessage> {
@@ -203,11 +269,6 @@ export class KubeClient {
         resolve,
       );
       req.on('error', reject);
-      if (opts.timeoutMs) {
-        req.setTimeout(opts.timeoutMs, () =>
-          req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)),
-        );
-      }
       if (payload !== undefined) req.write(payload);
       req.end();
     });
@@ -337,13 +398,26 @@ export class KubeClient {
     const path = KubeClient.path(r, namespace);
     let res: http.IncomingMessage;
     try {
-      res = await this.send('GET', path, { query: { ...query, watch: true }, signal });
+      // The request timeout bounds the wait for the answer's headers only; the stream has its own deadline below.
+      res = await this.withDeadline('WATCH', path, { signal }, async (s) => {
+        const answer = await this.send('GET', path, { query: { ...query, watch: true }, signal: s });
+        const status = answer.statusCode ?? 0;
+        if (status < 200 || status >= 300) throw toApiError(status, await readAll(answer, s), 'WATCH', path);
+        return answer;
+      });
     } catch (e) {
       if (signal?.aborted) return;
       throw e;
     }
-    const status = res.statusCode ?? 0;
-    if (status < 200 || status >= 300) throw toApiError(status, await readAll(res), 'WATCH', path);
+    const streamMs = o.timeoutSeconds ? o.timeoutSeconds * 1000 + WATCH_GRACE_MS : 0;
+    let stale: RequestTimeoutError | undefined;
+    const liveness =
+      streamMs > 0
+        ? setTimeout(() => {
+            stale = new RequestTimeoutError('WATCH', path, streamMs);
+            res.destroy(stale);
+          }, streamMs)
+        : undefined;
     const lines = createInterface({ input: res, crlfDelay: Infinity });
     try {
       for await (const line of lines) {
@@ -355,13 +429,22 @@ export class KubeClient {
         }
         onEvent(ev);
       }
+      if (stale) throw stale;
     } catch (e) {
       if (signal?.aborted) return;
-      throw e;
+      throw stale ?? e;
     } finally {
+      clearTimeout(liveness);
       res.destroy();
     }
   }
+}
+
+/** checkTimeout validates a client's default timeout: a non-negative number of milliseconds. */
+function checkTimeout(ms: number | undefined): number {
+  if (ms === undefined) return 0;
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`kube client: timeoutMs must be >= 0, got ${ms}`);
+  return ms;
 }
 
 function pickTls(o: https.RequestOptions): https.AgentOptions {
@@ -375,12 +458,30 @@ function pickTls(o: https.RequestOptions): https.AgentOptions {
   return out;
 }
 
-function readAll(res: http.IncomingMessage): Promise<string> {
+/** readAll reads a whole answer; an abort of the signal closes the connection and rejects. */
+function readAll(res: http.IncomingMessage, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    const abort = () => {
+      res.destroy();
+      reject(signal?.reason ?? new Error('aborted'));
+    };
+    if (signal?.aborted) return abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    const settle = () => signal?.removeEventListener('abort', abort);
     res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
+    res.on('end', () => {
+      settle();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    res.on('error', (e) => {
+      settle();
+      reject(e);
+    });
+    res.on('close', () => {
+      settle();
+      if (!res.complete) reject(new Error('connection closed before the answer was complete'));
+    });
   });
 }
 

@@ -1,9 +1,10 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../metrics/registry.ts';
 
-/** QueueDepthSource is anything that reports the keys waiting per tenant (a running syncer). */
+/** QueueDepthSource is anything that reports the keys waiting and the keys being processed per tenant (a syncer). */
 export interface QueueDepthSource {
   depthByTenant(): Array<[string, number]>;
+  inFlightByTenant(): Array<[string, number]>;
 }
 
 const depthSources = new Set<QueueDepthSource>();
@@ -47,6 +48,22 @@ export const syncerMetrics = {
       this.reset();
       for (const s of depthSources) for (const [t, n] of s.depthByTenant()) this.set({ tenant: t }, n);
     },
+  }),
+  inFlight: new Gauge({
+    name: 'vc_syncer_in_flight',
+    help: 'Keys being reconciled now (workers held), per tenant; at most syncer.maxInFlightPerTenant.',
+    labelNames: ['tenant'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of depthSources) for (const [t, n] of s.inFlightByTenant()) this.set({ tenant: t }, n);
+    },
+  }),
+  timeouts: new Counter({
+    name: 'vc_syncer_tenant_request_timeouts_total',
+    help: 'Requests to a tenant apiserver that got no answer within syncer.tenantRequestTimeoutSeconds, per tenant and plugin.',
+    labelNames: ['tenant', 'plugin'],
+    registers: [registry],
   }),
   latency: new Histogram({
     name: 'vc_syncer_sync_duration_seconds',

@@ -1,4 +1,4 @@
-import { isAlreadyExists, isConflict, type KubeClient, type KubeObject } from '../kube/client.ts';
+import { isAlreadyExists, isConflict, isTimeout, type KubeClient, type KubeObject } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
@@ -20,6 +20,21 @@ import { TokenMinter } from './tokens.ts';
 
 const log = childLogger({ controller: 'syncer' });
 
+/** SYNCER_DEFAULTS are the syncer's settings when its options leave them out. */
+export const SYNCER_DEFAULTS = {
+  workers: 8,
+  /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
+  tenantRequestTimeoutMs: 10_000,
+} as const;
+
+/**
+ * defaultMaxInFlightPerTenant is the share of the workers one tenant may hold at once when the options do not say:
+ * a quarter, at least one, so a tenant whose requests hang leaves three quarters to the others.
+ */
+export function defaultMaxInFlightPerTenant(workers: number): number {
+  return Math.max(1, Math.floor(workers / 4));
+}
+
 /** MISSING_NAMESPACE_MAX_MS caps the delay between retries of a key whose super namespace does not exist yet. */
 const MISSING_NAMESPACE_MAX_MS = 10_000;
 
@@ -28,8 +43,15 @@ export interface SyncerOptions {
   superClient: KubeClient;
   host: PluginHost;
   registry: TenantRegistry;
-  /** concurrent workers over the fair queue */
+  /** concurrent workers over the fair queue; default SYNCER_DEFAULTS.workers */
   workers?: number;
+  /** keys of one tenant reconciled at once, at most `workers`; default defaultMaxInFlightPerTenant(workers) */
+  maxInFlightPerTenant?: number;
+  /**
+   * the bound of every request to a tenant apiserver except watches, in ms; a request past it fails the reconcile,
+   * which is retried with backoff. Default SYNCER_DEFAULTS.tenantRequestTimeoutMs.
+   */
+  tenantRequestTimeoutMs?: number;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
   /** name of the super cluster, for logs */
@@ -45,7 +67,7 @@ export interface SyncerOptions {
  */
 export class Syncer {
   private readonly superInformers = new Map<string, Informer>();
-  private readonly queue = new FairQueue({ metrics: queueMetrics('syncer') });
+  private readonly queue: FairQueue;
   private readonly runner: Runner;
   private readonly superCache = readerOf(this.superInformers);
   private readonly sessions: TenantSessions;
@@ -61,10 +83,16 @@ export class Syncer {
   readonly stats = { patrolRuns: 0, patrolFixes: 0 };
 
   constructor(private readonly o: SyncerOptions) {
+    const workers = o.workers ?? SYNCER_DEFAULTS.workers;
+    const cap = o.maxInFlightPerTenant ?? defaultMaxInFlightPerTenant(workers);
+    if (cap > workers) {
+      throw new RangeError(`syncer: maxInFlightPerTenant (${cap}) must not exceed workers (${workers})`);
+    }
+    this.queue = new FairQueue({ metrics: queueMetrics('syncer'), maxInFlightPerTenant: cap });
     this.runner = new Runner({
       name: 'syncer',
       queue: this.queue,
-      concurrency: o.workers ?? 8,
+      concurrency: workers,
       reconciler: { reconcile: (key) => this.reconcile(key) },
     });
     this.sessions = new TenantSessions({
@@ -74,6 +102,7 @@ export class Syncer {
       handlerFor: (s, resource) => this.router.tenantHandler(s, resource),
       onServed: (s) => this.replaySuper(s),
       onSettingsChanged: (s) => this.replayTenant(s),
+      requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
     });
     this.router = new Router({ host: o.host, queue: this.queue, sessions: this.sessions, superCache: this.superCache });
     this.effects = new Effects({
@@ -143,6 +172,11 @@ export class Syncer {
   /** depthByTenant lists the keys waiting per tenant. */
   depthByTenant(): Array<[string, number]> {
     return this.sessions.keys().map((t) => [t, this.queue.tenantLen(t)]);
+  }
+
+  /** inFlightByTenant lists the keys being reconciled per tenant (the workers each tenant holds). */
+  inFlightByTenant(): Array<[string, number]> {
+    return this.sessions.keys().map((t) => [t, this.queue.tenantInFlight(t)]);
   }
 
   /** queueLength is the number of keys waiting. */
@@ -280,6 +314,15 @@ export class Syncer {
       if (isMissingNamespace(e)) {
         log.debug({ key, err: String(e) }, 'namespace not there yet; requeueing');
         return { requeueAfter: this.namespaceBackoff(key) };
+      }
+      // A tenant apiserver that does not answer (a stalled admission webhook, say) costs one worker for the timeout;
+      // the runner retries the key with backoff.
+      if (isTimeout(e)) {
+        syncerMetrics.timeouts.inc({ tenant: k.tenant, plugin: k.plugin });
+        log.warn(
+          { tenant: k.tenant, plugin: k.plugin, namespace: k.namespace, name: k.name, request: e.message },
+          'request timed out; retrying with backoff',
+        );
       }
       throw e;
     } finally {

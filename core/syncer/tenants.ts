@@ -37,6 +37,8 @@ export interface TenantSessionsOptions {
    * old settings, such as a Pod refused by the old policy, are planned again now rather than at the next patrol
    */
   onSettingsChanged?(s: TenantSession): void;
+  /** requestTimeoutMs bounds every request to a tenant apiserver but watches (see KubeClient's ClientOptions) */
+  requestTimeoutMs: number;
 }
 
 const cacheKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
@@ -125,7 +127,9 @@ export class TenantSessions {
   }
 
   private async add(t: Tenant): Promise<void> {
-    const client = await KubeClient.fromString(t.kubeconfig, `the admin kubeconfig of tenant ${t.key}`);
+    const client = await KubeClient.fromString(t.kubeconfig, `the admin kubeconfig of tenant ${t.key}`, {
+      timeoutMs: this.o.requestTimeoutMs,
+    });
     const informers = new Map<string, Informer>();
     const view = tenantView(t);
     const superCache = this.o.superCache;

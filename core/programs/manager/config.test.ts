@@ -61,6 +61,16 @@ describe('manager configuration', () => {
       `${header}tenantDefaults:\n  pods:\n    forced:\n      tolerations: [{key: pool, operator: In}]\n`,
       /bad\.yaml: \/tenantDefaults\/pods\/forced\/tolerations\/0\/operator must be one of/,
     ],
+    [
+      'a per-tenant cap above the workers',
+      `${header}syncer: {workers: 4, maxInFlightPerTenant: 5}\n`,
+      /bad\.yaml: \/syncer\/maxInFlightPerTenant \(5\) must not exceed \/syncer\/workers \(4\)/,
+    ],
+    [
+      'a tenant request timeout of zero',
+      `${header}syncer: {tenantRequestTimeoutSeconds: 0}\n`,
+      /\/syncer\/tenantRequestTimeoutSeconds must be > 0/,
+    ],
     ['the wrong kind', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: Other\n', /\/kind must be equal to constant/],
   ])('rejects %s with the file and field', (_, text, want) => {
     const f = write('bad.yaml', text);

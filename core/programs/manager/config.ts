@@ -6,6 +6,7 @@ import type { ManagerDefaults } from '../../tenancy/policy.ts';
 import type { CopiedMetadataView, ForcedPlacementView } from '../../plugins/contract.ts';
 import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
 import type { SourceLimits } from '../../../gitops/source/source.ts';
+import { SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {
@@ -13,7 +14,12 @@ export interface ManagerConfig {
   kind: 'ManagerConfiguration';
   superClusters?: Array<{ name: string; kubeconfig?: string }>;
   plugins?: { thirdParty?: string[]; enable?: string[]; disable?: string[] };
-  syncer?: { workers?: number; patrolIntervalSeconds?: number };
+  syncer?: {
+    workers?: number;
+    maxInFlightPerTenant?: number;
+    tenantRequestTimeoutSeconds?: number;
+    patrolIntervalSeconds?: number;
+  };
   leaderElection?: {
     enabled?: boolean;
     namespace?: string;
@@ -91,6 +97,12 @@ export function loadManagerConfig(file: string): ManagerConfig {
     const m = (src as { metadata?: { namespace?: string; name?: string } }).metadata;
     const where = `${file}: /gitops/sources/${i} GitSource ${m?.namespace ?? '?'}/${m?.name ?? '?'}`;
     if (errs.length) throw new ConfigError(formatErrors(where, errs));
+  }
+  const { workers = SYNCER_DEFAULTS.workers, maxInFlightPerTenant } = cfg.syncer ?? {};
+  if (maxInFlightPerTenant !== undefined && maxInFlightPerTenant > workers) {
+    throw new ConfigError(
+      `${file}: /syncer/maxInFlightPerTenant (${maxInFlightPerTenant}) must not exceed /syncer/workers (${workers})`,
+    );
   }
   const names = new Set<string>();
   for (const [i, t] of (cfg.tenants ?? []).entries()) {

@@ -85,6 +85,11 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
         host,
         registry: registries[i]!,
         workers: cfg.syncer?.workers,
+        maxInFlightPerTenant: cfg.syncer?.maxInFlightPerTenant,
+        tenantRequestTimeoutMs:
+          cfg.syncer?.tenantRequestTimeoutSeconds === undefined
+            ? undefined
+            : cfg.syncer.tenantRequestTimeoutSeconds * 1000,
         patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
         name: s.name,
       }),
