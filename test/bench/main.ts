@@ -3,6 +3,7 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { controlPlaneBench } from './controlplane.ts';
 import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
+import { slowTenantBench } from './slowtenant.ts';
 import { syncerBench } from './syncer.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
@@ -17,6 +18,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   lifecycle: lifecycleBench,
   gitops: gitopsBench,
   syncer: syncerBench,
+  'slow-tenant': slowTenantBench,
 };
 
 const wanted = process.argv.slice(2);

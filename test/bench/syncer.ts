@@ -49,7 +49,7 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 /** pool runs fn over items with at most `limit` calls in flight, and rejects on the first failure. */
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+export async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) await fn(items[next++]!);
@@ -165,7 +165,7 @@ export class PodWatch {
 }
 
 /** Sampler polls a value every interval and keeps its peak. */
-class Sampler {
+export class Sampler {
   peak: number;
   private readonly timer: NodeJS.Timeout;
 
@@ -184,7 +184,7 @@ class Sampler {
  * LoadProbe measures this process's CPU use (user + system, in % of one core) and event-loop delay over a phase: the
  * syncer runs here, so a saturated loop means the syncer itself is the bottleneck.
  */
-class LoadProbe {
+export class LoadProbe {
   private readonly cpu0 = process.cpuUsage();
   private readonly t0 = performance.now();
   private readonly delay = monitorEventLoopDelay({ resolution: 10 });
@@ -346,7 +346,7 @@ function stages(samples: readonly Sample[]): Record<string, { p50: number; p99: 
 }
 
 /** waitUntil polls check until it holds or the deadline passes (throwing with what()). */
-async function waitUntil(
+export async function waitUntil(
   check: () => Promise<boolean> | boolean,
   deadlineMs: number,
   what: () => string,
@@ -365,7 +365,7 @@ async function waitUntil(
 }
 
 /** waitServiceAccount waits until the `default` ServiceAccount of a namespace exists (Pods are refused before). */
-function waitServiceAccount(c: KubeClient, ns: string): Promise<void> {
+export function waitServiceAccount(c: KubeClient, ns: string): Promise<void> {
   return waitUntil(
     async () => !!(await c.getOrNull(R.serviceaccounts, ns, 'default')),
     60_000,
@@ -379,7 +379,7 @@ function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string): T
 }
 
 /** syncerCounters reads the syncer's counters (errors, writes, skips) and reconcile-time histogram from the registry. */
-async function syncerCounters(): Promise<Record<string, number>> {
+export async function syncerCounters(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const m of await metricsRegistry.getMetricsAsJSON()) {
     if (!m.name.startsWith('vc_syncer_') || m.name === 'vc_syncer_queue_depth') continue;
@@ -400,7 +400,8 @@ async function syncerCounters(): Promise<Record<string, number>> {
   return out;
 }
 
-const diffCounters = (a: Record<string, number>, b: Record<string, number>): Record<string, number> => {
+/** diffCounters is what each counter of syncerCounters gained from a to b (counters that did not move are left out). */
+export const diffCounters = (a: Record<string, number>, b: Record<string, number>): Record<string, number> => {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(b)) {
     const d = v - (a[k] ?? 0);

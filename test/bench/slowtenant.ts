@@ -1,0 +1,319 @@
+import { randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { defaultMaxInFlightPerTenant, SYNCER_DEFAULTS, Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { startSlowWebhook, type SlowWebhook } from '../slowwebhook.ts';
+import type { BenchResult } from './main.ts';
+import {
+  diffCounters,
+  LoadProbe,
+  percentile,
+  PodWatch,
+  pool,
+  syncerCounters,
+  waitServiceAccount,
+  waitUntil,
+} from './syncer.ts';
+
+/** The slow tenant's webhook holds each pods/binding and pods/status request this long (the apiserver's maximum). */
+const WEBHOOK_DELAY_MS = 30_000;
+/** Creates in flight at once per other tenant. */
+const CONCURRENCY = 4;
+const POD_SPEC = { containers: [{ name: 'c', image: 'nginx' }] };
+
+/** envInt reads a non-negative integer from the environment, or returns the default. */
+function envInt(name: string, def: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
+  return n;
+}
+
+/** Average samples a value every interval and keeps its peak and mean. */
+class Average {
+  peak = 0;
+  private sum = 0;
+  private count = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(read: () => number, everyMs: number) {
+    this.timer = setInterval(() => {
+      const v = read();
+      this.peak = Math.max(this.peak, v);
+      this.sum += v;
+      this.count++;
+    }, everyMs);
+  }
+
+  stop(): { peak: number; mean: number } {
+    clearInterval(this.timer);
+    return { peak: this.peak, mean: this.count ? Number((this.sum / this.count).toFixed(2)) : 0 };
+  }
+}
+
+/** Other is one of the tenants that only create Pods. */
+interface Other {
+  tenant: Tenant;
+  client: KubeClient;
+  watch: PodWatch;
+}
+
+/** PhaseFigures are the others' create-to-Running latencies in one phase and where the time went. */
+interface PhaseFigures {
+  pods: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  stagesP99Ms: Record<string, number>;
+}
+
+/**
+ * runOthers has every other tenant create `pods` Pods (CONCURRENCY create calls in flight per tenant, all tenants at
+ * once) and measures, per Pod, the time from the start of its create call until the tenant's watch shows it Running,
+ * with the stages seen on the super copy: until it appears there (the syncer's queue and create), until it is
+ * scheduled, and from super Running to tenant Running (the syncer's bind and status copy).
+ */
+async function runOthers(others: Other[], superWatch: PodWatch, pods: number, prefix: string): Promise<PhaseFigures> {
+  const latencies: number[] = [];
+  const stages: Record<string, number[]> = { createToSuperPod: [], superSchedule: [], superRunningToTenantRunning: [] };
+  const jobs = others.flatMap((o) => Array.from({ length: pods }, (_, k) => ({ o, name: `${prefix}-${k}` })));
+  const byTenant = others.map((o) => jobs.filter((j) => j.o === o));
+  const deadline = Date.now() + Math.max(180_000, pods * others.length * 2_000);
+  await Promise.all(
+    byTenant.map((list) =>
+      pool(list, CONCURRENCY, async ({ o, name }) => {
+        const t0 = performance.now();
+        const pod: KubeObject = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' } };
+        await o.client.create(R.pods, { ...pod, spec: POD_SPEC });
+        const running = await Promise.race([
+          o.watch.whenRunning(`default/${name}`),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error(`${prefix}: ${name} not Running in time`)), deadline - Date.now()),
+          ),
+        ]);
+        latencies.push(running - t0);
+        const superKey = `${superNamespace(o.tenant.key, 'default')}/${name}`;
+        const seen = superWatch.seenAt.get(superKey);
+        const scheduled = superWatch.scheduledAt.get(superKey);
+        const superRunning = superWatch.runningAt.get(superKey);
+        if (seen !== undefined) stages.createToSuperPod!.push(seen - t0);
+        if (seen !== undefined && scheduled !== undefined) stages.superSchedule!.push(scheduled - seen);
+        if (superRunning !== undefined) stages.superRunningToTenantRunning!.push(running - superRunning);
+      }),
+    ),
+  );
+  return {
+    pods: latencies.length,
+    p50Ms: Math.round(percentile(latencies, 50)),
+    p99Ms: Math.round(percentile(latencies, 99)),
+    maxMs: Math.round(Math.max(...latencies)),
+    stagesP99Ms: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, Math.round(percentile(v, 99))])),
+  };
+}
+
+/**
+ * slowTenantBench measures what a tenant whose own admission webhook stalls the syncer's writes costs the others,
+ * on a real local super cluster with real tenant control planes. One tenant registers a validating webhook (a real
+ * HTTPS server in this process) that holds every pods/binding and pods/status request for 30 s; the other tenants
+ * create Pods. Figures: the others' p99 create-to-Running without the slow tenant's Pods, with them, and the ratio
+ * (target <= 1.2); then, for comparison, the same with the per-tenant cap lifted (maxInFlightPerTenant = workers).
+ * The detail says where the time went: the workers the slow tenant held, the requests that timed out, the syncer's
+ * CPU and event-loop delay (it runs in this process) and the stages of the others' Pods.
+ * BENCH_SLOW_OTHERS (tenants creating Pods, default 2), BENCH_SLOW_PODS (Pods per other tenant and phase, default
+ * 30), BENCH_SLOW_STUCK (Pods of the slow tenant, default 16), BENCH_WORKERS (default 8), BENCH_SLOW_TIMEOUT_MS (the
+ * syncer's tenant request timeout, default the syncer's) and BENCH_SLOW_UNCAPPED (0 skips the comparison) size it.
+ */
+export async function slowTenantBench(): Promise<BenchResult> {
+  const OTHERS = envInt('BENCH_SLOW_OTHERS', 2);
+  const PODS = envInt('BENCH_SLOW_PODS', 30);
+  const STUCK = envInt('BENCH_SLOW_STUCK', 16);
+  const WORKERS = envInt('BENCH_WORKERS', SYNCER_DEFAULTS.workers);
+  const TIMEOUT_MS = envInt('BENCH_SLOW_TIMEOUT_MS', SYNCER_DEFAULTS.tenantRequestTimeoutMs);
+  const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
+  if (OTHERS < 1 || PODS < 1 || STUCK < 1 || WORKERS < 1 || TIMEOUT_MS < 1)
+    throw new Error('BENCH_SLOW_OTHERS, BENCH_SLOW_PODS, BENCH_SLOW_STUCK, BENCH_WORKERS and the timeout must be >= 1');
+  const cap = defaultMaxInFlightPerTenant(WORKERS);
+  const log = (msg: string) =>
+    process.stdout.write(`[slow-tenant-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+  const detail: Record<string, unknown> = {
+    others: OTHERS,
+    podsPerOtherPerPhase: PODS,
+    slowTenantPods: STUCK,
+    workers: WORKERS,
+    maxInFlightPerTenant: cap,
+    tenantRequestTimeoutMs: TIMEOUT_MS,
+    webhookDelayMs: WEBHOOK_DELAY_MS,
+    cpus: availableParallelism(),
+  };
+  const figures: Record<string, number> = {};
+
+  let t: TestSuper | undefined;
+  let syncer: Syncer | undefined;
+  let webhook: SlowWebhook | undefined;
+  const watches: PodWatch[] = [];
+  const clients: KubeClient[] = [];
+  try {
+    const nodes = Math.max(2, Math.ceil((STUCK + OTHERS * PODS * 3) / 100));
+    log(`starting super cluster (${nodes} kwok nodes), the slow tenant and ${OTHERS} other tenants`);
+    webhook = await startSlowWebhook({ delayMs: WEBHOOK_DELAY_MS });
+    t = await startTestSuper({ nodes });
+    const cps: LocalControlPlane[] = await Promise.all(
+      Array.from({ length: OTHERS + 1 }, (_, i) =>
+        t!.sc.addControlPlane(i === 0 ? 'tenant-slow' : `tenant-other-${i}`, { controllers: TENANT_CONTROLLERS }),
+      ),
+    );
+    const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
+    const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
+    const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', i === 0 ? 'slow' : `other-${i}`, randomUUID(), extra));
+    await Promise.all(tenantClients.map((c) => waitServiceAccount(c, 'default')));
+    const [slowClient, ...otherClients] = tenantClients;
+    const slowKey = tenants[0]!.key;
+    await webhook.register(slowClient!);
+
+    const others: Other[] = await Promise.all(
+      otherClients.map(async (client, i) => {
+        const watch = new PodWatch(client, { namespace: 'default' });
+        await watch.start();
+        watches.push(watch);
+        return { tenant: tenants[i + 1]!, client, watch };
+      }),
+    );
+    const superWatch = new PodWatch(t.client);
+    await superWatch.start();
+    watches.push(superWatch);
+    const slowWatch = new PodWatch(slowClient!, { namespace: 'default' });
+    await slowWatch.start();
+    watches.push(slowWatch);
+
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    if (host.failures.length) throw new Error(`plugins failed to load: ${JSON.stringify(host.failures)}`);
+    const superFor = async () => {
+      const c = await KubeClient.fromFile(t!.sc.kubeconfigPath);
+      clients.push(c);
+      return c;
+    };
+    const startSyncer = async (maxInFlightPerTenant: number) => {
+      const s = new Syncer({
+        superClient: await superFor(),
+        host,
+        registry: new MutableTenantRegistry(tenants),
+        patrolIntervalMs: 0,
+        workers: WORKERS,
+        maxInFlightPerTenant,
+        tenantRequestTimeoutMs: TIMEOUT_MS,
+      });
+      await s.start();
+      await waitUntil(
+        () => tenants.every((x) => s.tenantReady(x.key)),
+        60_000,
+        () => 'tenant caches synced',
+      );
+      return s;
+    };
+    syncer = await startSyncer(cap);
+    const s0 = syncer;
+    await Promise.all(tenants.map((x) => waitServiceAccount(t!.client, superNamespace(x.key, 'default'))));
+    await waitUntil(
+      () => s0.queueLength() === 0,
+      30_000,
+      () => `syncer queue empty (${s0.queueLength()})`,
+    );
+
+    // A phase: the others create Pods while what the slow tenant holds is sampled.
+    const phase = async (label: string, s: Syncer, prefix: string) => {
+      const inFlight = (k: string) => s.inFlightByTenant().find(([x]) => x === k)?.[1] ?? 0;
+      const slowHeld = new Average(() => inFlight(slowKey), 50);
+      const othersHeld = new Average(() => others.reduce((n, o) => n + inFlight(o.tenant.key), 0), 50);
+      const othersQueued = new Average(
+        () =>
+          s
+            .depthByTenant()
+            .filter(([k]) => k !== slowKey)
+            .reduce((n, [, d]) => n + d, 0),
+        50,
+      );
+      const held = new Average(() => webhook!.holding(), 50);
+      const counters0 = await syncerCounters();
+      const load = new LoadProbe();
+      log(`${label}: ${OTHERS} tenants create ${PODS} Pods each`);
+      const figs = await runOthers(others, superWatch, PODS, prefix);
+      const out = {
+        ...figs,
+        syncerProcess: load.stop(),
+        workersHeldBySlowTenant: slowHeld.stop(),
+        workersHeldByOthers: othersHeld.stop(),
+        othersQueueDepth: othersQueued.stop(),
+        webhookRequestsHeld: held.stop(),
+        syncerCounters: diffCounters(counters0, await syncerCounters()),
+      };
+      log(`${label}: others p50 ${figs.p50Ms} ms, p99 ${figs.p99Ms} ms`);
+      return out;
+    };
+
+    // ---- without the slow tenant: it has no Pods, so nothing reaches its webhook -----------------------------------
+    const alone = await phase('baseline', s0, 'base');
+    detail.baseline = alone;
+
+    // ---- with the slow tenant: its Pods' binds are held by its webhook -------------------------------------------
+    log(`slow tenant creates ${STUCK} Pods; its webhook holds their binds for ${WEBHOOK_DELAY_MS / 1000} s`);
+    await pool(
+      Array.from({ length: STUCK }, (_, k) => `slow-${k}`),
+      CONCURRENCY,
+      async (name) =>
+        void (await slowClient!.create(R.pods, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name, namespace: 'default' },
+          spec: POD_SPEC,
+        })),
+    );
+    await waitUntil(
+      () => (s0.inFlightByTenant().find(([k]) => k === slowKey)?.[1] ?? 0) >= cap && webhook!.holding() > 0,
+      120_000,
+      () => `slow tenant holding its ${cap} workers (webhook holds ${webhook!.holding()})`,
+      50,
+    );
+    const withSlow = await phase('slow tenant stuck', s0, 'slow');
+    detail.withSlowTenant = withSlow;
+    detail.slowTenantPodsRunning = slowWatch.runningAt.size;
+    figures.othersP99AloneMs = alone.p99Ms;
+    figures.othersP99WithSlowTenantMs = withSlow.p99Ms;
+    figures.othersP99Ratio = withSlow.p99Ms / alone.p99Ms;
+    figures.slowTenantWorkersHeldPeak = withSlow.workersHeldBySlowTenant.peak;
+
+    // ---- the same without the cap, to see what it buys ------------------------------------------------------------
+    if (UNCAPPED) {
+      await syncer.stop();
+      syncer = undefined;
+      log(`comparison: syncer restarted with maxInFlightPerTenant = workers (${WORKERS}), i.e. no cap`);
+      syncer = await startSyncer(WORKERS);
+      const s1 = syncer;
+      await waitUntil(
+        () => (s1.inFlightByTenant().find(([k]) => k === slowKey)?.[1] ?? 0) >= Math.min(WORKERS, STUCK),
+        60_000,
+        () => 'slow tenant holding every worker',
+        50,
+      ).catch(() => log('the slow tenant never held every worker at once'));
+      const uncapped = await phase('no cap', s1, 'nocap');
+      detail.withSlowTenantUncapped = uncapped;
+      figures.othersP99WithSlowTenantUncappedMs = uncapped.p99Ms;
+      figures.othersP99RatioUncapped = uncapped.p99Ms / alone.p99Ms;
+    }
+    return { name: 'slow-tenant', figures, detail };
+  } finally {
+    await syncer?.stop();
+    await Promise.all(watches.map((w) => w.stop()));
+    await webhook?.close();
+    for (const c of clients) c.close();
+    await t?.stop();
+  }
+}
