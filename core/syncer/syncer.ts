@@ -93,7 +93,7 @@ export class Syncer {
       name: 'syncer',
       queue: this.queue,
       concurrency: workers,
-      reconciler: { reconcile: (key) => this.reconcile(key) },
+      reconciler: { reconcile: (key, signal) => this.reconcile(key, signal) },
     });
     this.sessions = new TenantSessions({
       queue: this.queue,
@@ -269,8 +269,11 @@ export class Syncer {
     return sp && planKey(this.o.host, sp.p, this.context(sp.s), k);
   }
 
-  private async reconcile(key: string): Promise<Result> {
+  private async reconcile(key: string, signal: AbortSignal): Promise<Result> {
     if (this.gate) await this.gate;
+    // Stopping: the keys still queued are not worth a write (the next start relists everything), and with a tenant
+    // whose requests time out, draining them would hold stop for a timeout per key.
+    if (signal.aborted) return;
     const k = parseKey(key);
     const s = this.sessions.get(k.tenant);
     if (!s) return;
