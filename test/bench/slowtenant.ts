@@ -67,9 +67,13 @@ interface Other {
   watch: PodWatch;
 }
 
-/** PhaseFigures are the others' create-to-Running latencies in one phase and where the time went. */
+/**
+ * PhaseFigures are the others' create-to-Running latencies in one phase and where the time went. A Pod not Running by
+ * the phase's deadline counts with the time until the deadline, so the percentiles are then lower bounds.
+ */
 interface PhaseFigures {
   pods: number;
+  notRunningByDeadline: number;
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
@@ -82,24 +86,38 @@ interface PhaseFigures {
  * with the stages seen on the super copy: until it appears there (the syncer's queue and create), until it is
  * scheduled, and from super Running to tenant Running (the syncer's bind and status copy).
  */
-async function runOthers(others: Other[], superWatch: PodWatch, pods: number, prefix: string): Promise<PhaseFigures> {
+async function runOthers(
+  others: Other[],
+  superWatch: PodWatch,
+  pods: number,
+  prefix: string,
+  deadlineMs: number,
+): Promise<PhaseFigures> {
   const latencies: number[] = [];
+  let late = 0;
   const stages: Record<string, number[]> = { createToSuperPod: [], superSchedule: [], superRunningToTenantRunning: [] };
   const jobs = others.flatMap((o) => Array.from({ length: pods }, (_, k) => ({ o, name: `${prefix}-${k}` })));
   const byTenant = others.map((o) => jobs.filter((j) => j.o === o));
-  const deadline = Date.now() + Math.max(180_000, pods * others.length * 2_000);
+  const deadline = performance.now() + deadlineMs;
   await Promise.all(
     byTenant.map((list) =>
       pool(list, CONCURRENCY, async ({ o, name }) => {
         const t0 = performance.now();
         const pod: KubeObject = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' } };
         await o.client.create(R.pods, { ...pod, spec: POD_SPEC });
+        let timer: NodeJS.Timeout | undefined;
         const running = await Promise.race([
           o.watch.whenRunning(`default/${name}`),
-          new Promise<never>((_, reject) =>
-            setTimeout(() => reject(new Error(`${prefix}: ${name} not Running in time`)), deadline - Date.now()),
-          ),
+          new Promise<undefined>((resolve) => {
+            timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - performance.now()));
+          }),
         ]);
+        clearTimeout(timer);
+        if (running === undefined) {
+          late++;
+          latencies.push(deadline - t0);
+          return;
+        }
         latencies.push(running - t0);
         const superKey = `${superNamespace(o.tenant.key, 'default')}/${name}`;
         const seen = superWatch.seenAt.get(superKey);
@@ -113,6 +131,7 @@ async function runOthers(others: Other[], superWatch: PodWatch, pods: number, pr
   );
   return {
     pods: latencies.length,
+    notRunningByDeadline: late,
     p50Ms: Math.round(percentile(latencies, 50)),
     p99Ms: Math.round(percentile(latencies, 99)),
     maxMs: Math.round(Math.max(...latencies)),
@@ -229,7 +248,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     );
 
     // A phase: the others create Pods while what the slow tenant holds is sampled.
-    const phase = async (label: string, s: Syncer, prefix: string) => {
+    const phase = async (label: string, s: Syncer, prefix: string, deadlineMs: number) => {
       const inFlight = (k: string) => s.inFlightByTenant().find(([x]) => x === k)?.[1] ?? 0;
       const slowHeld = new Average(() => inFlight(slowKey), 50);
       const othersHeld = new Average(() => others.reduce((n, o) => n + inFlight(o.tenant.key), 0), 50);
@@ -245,7 +264,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
       const counters0 = await syncerCounters();
       const load = new LoadProbe();
       log(`${label}: ${OTHERS} tenants create ${PODS} Pods each`);
-      const figs = await runOthers(others, superWatch, PODS, prefix);
+      const figs = await runOthers(others, superWatch, PODS, prefix, deadlineMs);
       const out = {
         ...figs,
         syncerProcess: load.stop(),
@@ -255,12 +274,16 @@ export async function slowTenantBench(): Promise<BenchResult> {
         webhookRequestsHeld: held.stop(),
         syncerCounters: diffCounters(counters0, await syncerCounters()),
       };
-      log(`${label}: others p50 ${figs.p50Ms} ms, p99 ${figs.p99Ms} ms`);
+      const late = figs.notRunningByDeadline ? ` (${figs.notRunningByDeadline} not Running by the deadline)` : '';
+      log(`${label}: others p50 ${figs.p50Ms} ms, p99 ${figs.p99Ms} ms${late}`);
       return out;
     };
 
     // ---- without the slow tenant: it has no Pods, so nothing reaches its webhook -----------------------------------
-    const alone = await phase('baseline', s0, 'base');
+    const phaseDeadlineMs = Math.max(180_000, PODS * OTHERS * 2_000);
+    // Warm-up, not measured: the first Pods after a start pay for connections and the tenants' super namespaces.
+    await runOthers(others, superWatch, CONCURRENCY * 2, 'warm', phaseDeadlineMs);
+    const alone = await phase('baseline', s0, 'base', phaseDeadlineMs);
     detail.baseline = alone;
 
     // ---- with the slow tenant: its Pods' binds are held by its webhook -------------------------------------------
@@ -282,7 +305,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
       () => `slow tenant holding its ${cap} workers (webhook holds ${webhook!.holding()})`,
       50,
     );
-    const withSlow = await phase('slow tenant stuck', s0, 'slow');
+    const withSlow = await phase('slow tenant stuck', s0, 'slow', phaseDeadlineMs);
     detail.withSlowTenant = withSlow;
     detail.slowTenantPodsRunning = slowWatch.runningAt.size;
     figures.othersP99AloneMs = alone.p99Ms;
@@ -303,10 +326,13 @@ export async function slowTenantBench(): Promise<BenchResult> {
         () => 'slow tenant holding every worker',
         50,
       ).catch(() => log('the slow tenant never held every worker at once'));
-      const uncapped = await phase('no cap', s1, 'nocap');
+      // Without the cap the others wait behind the slow tenant's timeouts: give them a shorter deadline and count
+      // the Pods still waiting at it.
+      const uncapped = await phase('no cap', s1, 'nocap', 90_000);
       detail.withSlowTenantUncapped = uncapped;
       figures.othersP99WithSlowTenantUncappedMs = uncapped.p99Ms;
       figures.othersP99RatioUncapped = uncapped.p99Ms / alone.p99Ms;
+      figures.othersNotRunningByDeadlineUncapped = uncapped.notRunningByDeadline;
     }
     return { name: 'slow-tenant', figures, detail };
   } finally {
