@@ -264,6 +264,16 @@ describe('FairQueue maxInFlightPerTenant', () => {
     expect(await queue.get()).toBeUndefined();
   });
 
+  it('hands held-back keys to waiting workers when the cap is raised', async () => {
+    const queue = capped(1);
+    fill(queue, 'a', 3);
+    await hold(queue, 1);
+    const waiting = [queue.get(), queue.get()];
+    queue.setMaxInFlightPerTenant(3);
+    expect(await Promise.all(waiting)).toEqual(['a/ns/obj-1', 'a/ns/obj-2']);
+    expect(queue.tenantInFlight('a')).toBe(3);
+  });
+
   it.each([0, -1, 1.5, Number.NaN])('rejects maxInFlightPerTenant %d', (cap) => {
     expect(() => capped(cap)).toThrow(RangeError);
   });

@@ -43,18 +43,26 @@ export class FairQueue extends BaseQueue {
   private readonly tenants = new Map<string, TenantQueue>();
   private readonly weights = new Map<string, number>();
   private readonly tenantOf: (key: string) => string;
-  private readonly maxInFlight: number;
+  private maxInFlight = Number.POSITIVE_INFINITY;
   private readonly inFlight = new Map<string, number>();
   private ready = 0;
 
   constructor(options: FairQueueOptions = {}) {
     super(options);
     this.tenantOf = options.tenantOf ?? tenantOfKey;
-    const cap = options.maxInFlightPerTenant;
+    this.setMaxInFlightPerTenant(options.maxInFlightPerTenant);
+  }
+
+  /**
+   * setMaxInFlightPerTenant changes the per-tenant cap (undefined: none). Keys already handed out stay with their
+   * workers; a raised cap hands held-back keys to waiting workers at once.
+   */
+  setMaxInFlightPerTenant(cap: number | undefined): void {
     if (cap !== undefined && (!Number.isSafeInteger(cap) || cap < 1)) {
       throw new RangeError(`fair queue: maxInFlightPerTenant must be a positive integer, got ${cap}`);
     }
     this.maxInFlight = cap ?? Number.POSITIVE_INFINITY;
+    this.dispatch();
   }
 
   /** setWeight sets the share of a tenant relative to the others; weights are positive integers, 1 by default. */

@@ -69,6 +69,7 @@ export class Syncer {
   private readonly superInformers = new Map<string, Informer>();
   private readonly queue: FairQueue;
   private readonly runner: Runner;
+  private readonly workers: number;
   private readonly superCache = readerOf(this.superInformers);
   private readonly sessions: TenantSessions;
   private readonly router: Router;
@@ -84,6 +85,7 @@ export class Syncer {
 
   constructor(private readonly o: SyncerOptions) {
     const workers = o.workers ?? SYNCER_DEFAULTS.workers;
+    this.workers = workers;
     const cap = o.maxInFlightPerTenant ?? defaultMaxInFlightPerTenant(workers);
     if (cap > workers) {
       throw new RangeError(`syncer: maxInFlightPerTenant (${cap}) must not exceed workers (${workers})`);
@@ -172,6 +174,17 @@ export class Syncer {
   /** depthByTenant lists the keys waiting per tenant. */
   depthByTenant(): Array<[string, number]> {
     return this.sessions.keys().map((t) => [t, this.queue.tenantLen(t)]);
+  }
+
+  /**
+   * setMaxInFlightPerTenant changes how many workers one tenant may hold, between 1 and the number of workers; keys
+   * already being reconciled finish where they are.
+   */
+  setMaxInFlightPerTenant(cap: number): void {
+    if (cap > this.workers) {
+      throw new RangeError(`syncer: maxInFlightPerTenant (${cap}) must not exceed workers (${this.workers})`);
+    }
+    this.queue.setMaxInFlightPerTenant(cap);
   }
 
   /** inFlightByTenant lists the keys being reconciled per tenant (the workers each tenant holds). */

@@ -382,7 +382,8 @@ function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string): T
 export async function syncerCounters(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const m of await metricsRegistry.getMetricsAsJSON()) {
-    if (!m.name.startsWith('vc_syncer_') || m.name === 'vc_syncer_queue_depth') continue;
+    if (!m.name.startsWith('vc_syncer_') || m.name === 'vc_syncer_queue_depth' || m.name === 'vc_syncer_in_flight')
+      continue;
     for (const v of m.values as Array<{
       labels: Record<string, string | number>;
       value: number;
