@@ -250,6 +250,52 @@ describe('FairQueue maxInFlightPerTenant', () => {
     expect(queue.tenantInFlight('a')).toBe(1);
   });
 
+  const borrowing = (cap: number, borrowUpTo: number) =>
+    new FairQueue({
+      clock: new FakeClock(),
+      rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000),
+      maxInFlightPerTenant: cap,
+      borrowUpTo,
+    });
+
+  it.each([
+    { cap: 2, borrowUpTo: 4, tenants: ['a'], gets: 4, want: { a: 4 } },
+    { cap: 2, borrowUpTo: 6, tenants: ['a', 'b'], gets: 6, want: { a: 3, b: 3 } },
+    { cap: 2, borrowUpTo: 2, tenants: ['a'], gets: 2, want: { a: 2 } },
+    { cap: 1, borrowUpTo: 3, tenants: ['a', 'b', 'c'], gets: 3, want: { a: 1, b: 1, c: 1 } },
+  ])(
+    'lets capped tenants borrow idle workers up to $borrowUpTo in flight ($tenants), then holds the rest back',
+    async ({ cap, borrowUpTo, tenants, gets, want }) => {
+      const queue = borrowing(cap, borrowUpTo);
+      for (const tenant of tenants) fill(queue, tenant, 10);
+      const held = await hold(queue, gets);
+      expect(tally(held.map(tenantOfKey))).toEqual(want);
+      let next: string | undefined;
+      void queue.get().then((key) => (next = key));
+      await Promise.resolve();
+      expect(next).toBeUndefined();
+    },
+  );
+
+  it('keeps the workers above borrowUpTo for a tenant that arrives, and stops lending once it waits', async () => {
+    const queue = borrowing(2, 4);
+    fill(queue, 'slow', 100);
+    expect(tally((await hold(queue, 4)).map(tenantOfKey))).toEqual({ slow: 4 });
+    fill(queue, 'quick', 10);
+    // Four workers are left: quick takes its cap at once, though slow has borrowed.
+    const quick = await hold(queue, 2);
+    expect(tally(quick.map(tenantOfKey))).toEqual({ quick: 2 });
+    // Both are capped now and 6 keys are in flight, beyond borrowUpTo: nobody else is handed a key.
+    let next: string | undefined;
+    void queue.get().then((key) => (next = key));
+    await Promise.resolve();
+    expect(next).toBeUndefined();
+    // quick finishing one key gets its place back; slow, over its cap, does not get it.
+    queue.done(quick[0]!);
+    await Promise.resolve();
+    expect(next && tenantOfKey(next)).toBe('quick');
+  });
+
   it('drains keys held back by the cap after shutDown, then ends the waiting workers', async () => {
     const queue = capped(1);
     fill(queue, 'a', 2);

@@ -20,6 +20,12 @@ export interface FairQueueOptions extends QueueOptions {
    * served. Undefined means no cap.
    */
   maxInFlightPerTenant?: number;
+  /**
+   * borrowUpTo lets tenants at their cap borrow idle workers: when no tenant below its cap has a ready key, a capped
+   * tenant may still take one while fewer than this many keys of all tenants are being processed. The workers above
+   * it stay free for a tenant that arrives. Undefined (or at most the cap) means no borrowing.
+   */
+  borrowUpTo?: number;
 }
 
 interface TenantQueue {
@@ -37,7 +43,7 @@ interface TenantQueue {
  * the hand-outs, evenly spread, however many keys the others hold. A sub-queue is dropped as soon as it runs empty,
  * and a tenant that comes back starts with a clean round robin state. With `maxInFlightPerTenant`, a tenant that has
  * that many keys being processed is skipped until one is done, so a tenant whose reconciles hang cannot hold every
- * worker.
+ * worker; with `borrowUpTo`, capped tenants still use idle workers up to that many in flight.
  */
 export class FairQueue extends BaseQueue {
   private readonly tenants = new Map<string, TenantQueue>();
@@ -45,11 +51,14 @@ export class FairQueue extends BaseQueue {
   private readonly tenantOf: (key: string) => string;
   private maxInFlight = Number.POSITIVE_INFINITY;
   private readonly inFlight = new Map<string, number>();
+  private totalInFlight = 0;
+  private borrowUpTo = 0;
   private ready = 0;
 
   constructor(options: FairQueueOptions = {}) {
     super(options);
     this.tenantOf = options.tenantOf ?? tenantOfKey;
+    this.borrowUpTo = options.borrowUpTo ?? 0;
     this.setMaxInFlightPerTenant(options.maxInFlightPerTenant);
   }
 
@@ -124,23 +133,32 @@ export class FairQueue extends BaseQueue {
   }
 
   protected pop(): string | undefined {
-    let total = 0;
-    let best: [string, TenantQueue] | undefined;
-    for (const entry of this.tenants) {
-      const queue = entry[1];
-      // A tenant at its cap sits this round out: its keys stay ready and its round robin state is left as it is.
-      if (this.tenantInFlight(entry[0]) >= this.maxInFlight) continue;
-      queue.current += queue.weight;
-      total += queue.weight;
-      if (!best || queue.current > best[1].current) best = entry;
-    }
+    // A tenant at its cap sits a round out (its keys stay ready, its round robin state as it is), unless nobody below
+    // the cap is waiting and fewer than borrowUpTo keys are in flight: then the capped tenants share the idle workers.
+    const best =
+      this.pick((tenant) => this.tenantInFlight(tenant) < this.maxInFlight) ??
+      (this.totalInFlight < this.borrowUpTo ? this.pick(() => true) : undefined);
     if (!best) return undefined;
-    const [tenant, queue] = best;
+    const [tenant, queue, total] = best;
     queue.current -= total;
     const key = queue.keys.shift();
     this.ready--;
     if (queue.keys.length === 0) this.tenants.delete(tenant);
     return key;
+  }
+
+  /** pick runs one smooth weighted round robin step among the tenants `eligible` accepts: the winner and the total. */
+  private pick(eligible: (tenant: string) => boolean): [string, TenantQueue, number] | undefined {
+    let total = 0;
+    let best: [string, TenantQueue] | undefined;
+    for (const entry of this.tenants) {
+      if (!eligible(entry[0])) continue;
+      const queue = entry[1];
+      queue.current += queue.weight;
+      total += queue.weight;
+      if (!best || queue.current > best[1].current) best = entry;
+    }
+    return best && [best[0], best[1], total];
   }
 
   protected readyCount(): number {
@@ -150,10 +168,12 @@ export class FairQueue extends BaseQueue {
   protected override started(key: string): void {
     const tenant = this.tenantOf(key);
     this.inFlight.set(tenant, this.tenantInFlight(tenant) + 1);
+    this.totalInFlight++;
   }
 
   protected override finished(key: string): void {
     const tenant = this.tenantOf(key);
+    this.totalInFlight--;
     const n = this.tenantInFlight(tenant) - 1;
     if (n > 0) this.inFlight.set(tenant, n);
     else this.inFlight.delete(tenant);

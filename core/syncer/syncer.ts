@@ -90,7 +90,12 @@ export class Syncer {
     if (cap > workers) {
       throw new RangeError(`syncer: maxInFlightPerTenant (${cap}) must not exceed workers (${workers})`);
     }
-    this.queue = new FairQueue({ metrics: queueMetrics('syncer'), maxInFlightPerTenant: cap });
+    // Tenants at their cap may borrow idle workers up to half of them; the other half waits for tenants that arrive.
+    this.queue = new FairQueue({
+      metrics: queueMetrics('syncer'),
+      maxInFlightPerTenant: cap,
+      borrowUpTo: Math.floor(workers / 2),
+    });
     this.runner = new Runner({
       name: 'syncer',
       queue: this.queue,
