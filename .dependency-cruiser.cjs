@@ -4,7 +4,7 @@
 //      ^
 //   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
 //      ^      generic Kubernetes and process machinery; knows nothing of tenants
-//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,local,vnagent}, gitops/, plugins/
+//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,local,vnagent,scheduler}, gitops/, plugins/
 //      ^      tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
 //   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
 //
@@ -17,7 +17,7 @@
 // provisioners. core/names and core/tenancy are domain as they speak of tenants.
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
-const DOMAIN = '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent)/|^gitops/|^plugins/';
+const DOMAIN = '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent|scheduler)/|^gitops/|^plugins/';
 const PROGRAMS = '^core/programs/';
 const TESTS = '\\.test\\.ts$|^test/';
 const SDK = '^plugins/sdk/';
