@@ -17,7 +17,8 @@
 // provisioners. core/names and core/tenancy are domain as they speak of tenants.
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
-const DOMAIN = '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent|scheduler)/|^gitops/|^plugins/';
+const DOMAIN =
+  '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent|scheduler)/|^gitops/|^plugins/';
 const PROGRAMS = '^core/programs/';
 const TESTS = '\\.test\\.ts$|^test/';
 const SDK = '^plugins/sdk/';

@@ -14,7 +14,8 @@ const NS = 'namespace team-a/dev/default';
 
 describe('slice annotation', () => {
   it('reads the issue demo slice exactly', () => {
-    expect(parseSlice(NS, '{"cpu":"100m","memory":"100Mi"}')).toEqual({
+    // written as in the original's demo, with a space after the comma
+    expect(parseSlice(NS, '{"cpu":"100m", "memory":"100Mi"}')).toEqual({
       cpu: 100n,
       memory: 100n * 1024n ** 2n * 1000n,
     });
