@@ -36,6 +36,8 @@ export interface ClusterCapacity {
   allocatable: Resources;
   used: Resources;
   free: Resources;
+  /** placed counts the slices and whole namespaces placed, so spread can also even out those that take nothing. */
+  placed: number;
 }
 
 /** Capacity is the cache: every registered super cluster, plus any a placement still names after it was removed. */
@@ -59,13 +61,19 @@ function freeOf(allocatable: Resources, used: Resources): Resources {
   return out;
 }
 
-function entry(name: string, state: ClusterState, allocatable: Resources, used: Resources): ClusterCapacity {
-  return { name, state, allocatable, used, free: freeOf(allocatable, used) };
+function entry(
+  name: string,
+  state: ClusterState,
+  allocatable: Resources,
+  used: Resources,
+  placed: number,
+): ClusterCapacity {
+  return { name, state, allocatable, used, free: freeOf(allocatable, used), placed };
 }
 
 /** buildCapacity rebuilds the cache from the registrations and every namespace's placements. */
 export function buildCapacity(clusters: readonly SuperCluster[], namespaces: readonly NamespaceRecord[]): Capacity {
-  let out: Capacity = new Map(clusters.map((c) => [c.name, entry(c.name, c.state, c.allocatable, {})]));
+  let out: Capacity = new Map(clusters.map((c) => [c.name, entry(c.name, c.state, c.allocatable, {}, 0)]));
   for (const ns of namespaces) out = reserve(out, unitOf(ns), ns.placements);
   return out;
 }
@@ -74,8 +82,8 @@ export function buildCapacity(clusters: readonly SuperCluster[], namespaces: rea
 export function reserve(capacity: Capacity, unit: Resources, placements: Placements): Capacity {
   const out = new Map(capacity);
   for (const [name, n] of placements) {
-    const c = out.get(name) ?? entry(name, 'deregistered', {}, {});
-    out.set(name, entry(name, c.state, c.allocatable, addTimes(c.used, unit, BigInt(n))));
+    const c = out.get(name) ?? entry(name, 'deregistered', {}, {}, 0);
+    out.set(name, entry(name, c.state, c.allocatable, addTimes(c.used, unit, BigInt(n)), c.placed + n));
   }
   return out;
 }

@@ -5,8 +5,10 @@
 //
 // Policy, for each new slice in turn (the cache is updated after each):
 // - spread: among ready super clusters with room for one more slice, the one holding the fewest of this namespace's
-//   slices (round-robin), then the one with room for the most slices, then by name;
-// - pack: the ready super cluster with room for the fewest slices (but at least one), then by name.
+//   slices (round-robin), then the one with room for the most slices, then the one with the fewest placements of
+//   any namespace (this evens out namespaces with neither slice nor quota, which take no capacity), then by name;
+// - pack: the ready super cluster with room for the fewest slices (but at least one), then the one with the most
+//   placements, then by name.
 // Unreachable, draining and deregistered super clusters take no new slices; their existing ones stay. A namespace
 // with spec.superCluster (pinning) considers that super cluster only. Placement is all-or-nothing: if the slices
 // still needed do not all fit, none is added and the result is unschedulable.
@@ -97,9 +99,9 @@ export function choose(
   candidates.sort((a, b) => {
     if (policy === 'spread') {
       const d = (mine.get(a.c.name) ?? 0) - (mine.get(b.c.name) ?? 0);
-      return d || compare(b.room, a.room) || byName(a.c, b.c);
+      return d || compare(b.room, a.room) || a.c.placed - b.c.placed || byName(a.c, b.c);
     }
-    return compare(a.room, b.room) || byName(a.c, b.c);
+    return compare(a.room, b.room) || b.c.placed - a.c.placed || byName(a.c, b.c);
   });
   return candidates[0]?.c;
 }

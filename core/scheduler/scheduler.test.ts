@@ -127,6 +127,7 @@ describe('capacity', () => {
       allocatable: {},
       used: res({ cpu: '200m', memory: '200Mi' }),
       free: { cpu: -q('200m'), memory: -q('200Mi') },
+      placed: 2,
     });
   });
 });
@@ -231,6 +232,23 @@ describe('namespace placement', () => {
     });
     const moved = placeNamespace(capacity, { ...whole({ cpu: '1' }, 'r2'), placements: p({ r1: 1 }) }, 'spread');
     expect(moved).toEqual({ kind: 'placed', placements: p({ r1: 1 }), added: new Map() });
+  });
+
+  it('spread evens out namespaces that take no capacity by their count; pack keeps them together', () => {
+    const clusters = [sc('r1', '1', '1Gi'), sc('r2', '1', '1Gi')];
+    for (const [policy, want] of [
+      ['spread', ['r1', 'r2', 'r1', 'r2']],
+      ['pack', ['r1', 'r1', 'r1', 'r1']],
+    ] as const) {
+      let capacity = buildCapacity(clusters, []);
+      const got: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const placements = placedOrThrow(capacity, { key: `w${i}`, placements: new Map() }, policy);
+        capacity = reserve(capacity, {}, placements);
+        got.push(...placements.keys());
+      }
+      expect(got).toEqual(want);
+    }
   });
 
   it('a pinned sliced namespace puts every slice on its super cluster', () => {
