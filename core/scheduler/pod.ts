@@ -10,7 +10,7 @@ import { addTimes, ResourceError } from './capacity.ts';
 import type { Policy } from './namespace.ts';
 import { parseQuantity, QuantityError, type Milli } from './quantity.ts';
 
-/** PlacedPod is a Pod of the namespace that already has a super cluster annotation. */
+/** PlacedPod is a Pod of the namespace with a super cluster annotation that still holds its requests (not Succeeded or Failed). */
 export interface PlacedPod {
   superCluster: string;
   requests: Resources;
