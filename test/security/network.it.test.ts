@@ -253,16 +253,25 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
           R.namespaces,
           undefined,
           'app',
-          { metadata: { labels: { [LABEL.cluster]: tenantB.key, [INGRESS_NAMESPACE_LABEL]: 'true', forged: 'yes' } } },
+          {
+            metadata: {
+              labels: {
+                [LABEL.cluster]: tenantB.key,
+                [INGRESS_NAMESPACE_LABEL]: 'true',
+                'app.kubernetes.io/part-of': 'shop',
+              },
+            },
+          },
           'merge',
         );
-        // The harmless label arrives; the forged key does not.
+        // The harmless label (allowed for namespaces by the copied-metadata defaults) arrives; the forged keys do not.
         const ns = await eventually(async () => {
           const got = await t.client.get(R.namespaces, undefined, snsA('app'));
-          expect(got.metadata?.labels?.forged).toBe('yes');
+          expect(got.metadata?.labels?.['app.kubernetes.io/part-of']).toBe('shop');
           return got;
         });
         expect(ns.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
+        expect(ns.metadata?.labels?.[INGRESS_NAMESPACE_LABEL]).toBeUndefined();
         return 'reserved label stripped on the way down';
       },
     );
