@@ -667,9 +667,15 @@ const runningStatus = {
   qosClass: 'BestEffort',
   nominatedNodeName: 'super-only',
 };
-const { nominatedNodeName: _, ...copiedStatus } = runningStatus;
+const { nominatedNodeName: _, qosClass: _qos, ...copiedStatus } = runningStatus;
 
 const toTenantCases: ToTenantCase[] = [
+  {
+    name: "the tenant Pod keeps its own qosClass when a super LimitRange's defaults made the super Pod's differ",
+    super: superPod({ nodeName: 'node-1' }, { ...runningStatus, qosClass: 'Burstable' }),
+    tenant: { ...tenantPod({ nodeName: 'node-1' }), status: { qosClass: 'BestEffort' } },
+    want: { object: { ...tenantPod({ nodeName: 'node-1' }), status: { ...copiedStatus, qosClass: 'BestEffort' } } },
+  },
   {
     name: 'status is copied up from the super Pod; a bound tenant Pod gets no bind effect',
     super: superPod({ nodeName: 'node-1' }, runningStatus),

@@ -59,7 +59,10 @@ export const WAITING_FOR_RUNTIME_CLASS = 'WaitingForRuntimeClass';
 /** RUNTIME_CLASS_RETRY_MS is how soon a Pod waiting for its RuntimeClass is looked at again. */
 export const RUNTIME_CLASS_RETRY_MS = 500;
 
-/** STATUS_FIELDS are the status fields copied from the super Pod to the tenant Pod. */
+/**
+ * STATUS_FIELDS are the status fields copied from the super Pod to the tenant Pod. qosClass is not one: the tenant
+ * apiserver sets it at creation and refuses a change, and a super LimitRange's defaults can make the super Pod's differ.
+ */
 export const STATUS_FIELDS = [
   'phase',
   'conditions',
@@ -70,7 +73,6 @@ export const STATUS_FIELDS = [
   'startTime',
   'containerStatuses',
   'initContainerStatuses',
-  'qosClass',
   'message',
   'reason',
 ] as const;
