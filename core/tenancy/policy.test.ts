@@ -65,7 +65,7 @@ const builtinQuota = {
     persistentvolumeclaims: '50',
     'requests.storage': '1Ti',
   },
-  limitRange: [{ type: 'Container', defaultRequest: { cpu: '50m', memory: '64Mi' } }],
+  limitRange: [],
   objects: {
     namespaces: { count: 100 },
     pods: { count: 5000 },

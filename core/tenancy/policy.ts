@@ -116,7 +116,7 @@ export const DEFAULT_POLICY = {
     persistentvolumeclaims: '50',
     'requests.storage': '1Ti',
   },
-  quotaLimitRange: [{ type: 'Container', defaultRequest: { cpu: '50m', memory: '64Mi' } }],
+  quotaLimitRange: [],
   quotaObjects: {
     namespaces: { count: 100 },
     pods: { count: 5000 },

@@ -70,6 +70,7 @@ describe('hostile tenant against its quotas and the shared storage', () => {
   let b: KubeClient;
   let tenantA: Tenant;
   let syncer: Syncer;
+  let registry: MutableTenantRegistry;
   let quota: QuotaPolicyView;
   let namespaceCap: number;
 
@@ -113,7 +114,7 @@ describe('hostile tenant against its quotas and the shared storage', () => {
     namespaceCap = start + 2;
     quota = {
       resourceQuota: { pods: '10', secrets: '20' },
-      limitRange: [{ type: 'Container', defaultRequest: { cpu: '50m', memory: '64Mi' } }],
+      limitRange: [{ type: 'PersistentVolumeClaim', max: { storage: '10Gi' } }],
       objects: {
         namespaces: { count: namespaceCap },
         secrets: { count: SECRET_COUNT, maxBytes: MAX_BYTES },
@@ -126,7 +127,7 @@ describe('hostile tenant against its quotas and the shared storage', () => {
     syncer = new Syncer({
       superClient: t.client,
       host,
-      registry: new MutableTenantRegistry([tenantA, tenantB]),
+      registry: (registry = new MutableTenantRegistry([tenantA, tenantB])),
       patrolIntervalMs: 0,
       workers: 4,
     });
@@ -184,6 +185,34 @@ describe('hostile tenant against its quotas and the shared storage', () => {
       expect((rq as { spec?: unknown }).spec).toEqual({ hard: quota.resourceQuota });
       return 'ResourceQuotas are not synced: the super namespace keeps the policy quota';
     });
+  });
+
+  it('puts the quota objects back when they are deleted in the super cluster', async () => {
+    const sns = superNamespace(tenantA.key, 'more-1');
+    for (const r of [R.resourcequotas, R.limitranges]) {
+      const before = await t.client.get(r, sns, QUOTA_OBJECT_NAME);
+      await t.client.delete(r, sns, QUOTA_OBJECT_NAME);
+      await eventually(async () => {
+        const now = await t.client.get(r, sns, QUOTA_OBJECT_NAME);
+        expect(now.metadata?.uid).not.toBe(before.metadata?.uid);
+        expect((now as { spec?: unknown }).spec).toEqual((before as { spec?: unknown }).spec);
+      }, 30_000);
+    }
+  });
+
+  it('follows a policy change into every existing super namespace', async () => {
+    const hard = { ...quota.resourceQuota, pods: '7' };
+    registry.upsert({ ...tenantA, quota: { ...quota, resourceQuota: hard } });
+    for (const ns of ['default', 'more-1', 'more-2'])
+      await eventually(async () => {
+        const rq = await t.client.get(R.resourcequotas, superNamespace(tenantA.key, ns), QUOTA_OBJECT_NAME);
+        expect((rq as { spec?: unknown }).spec).toEqual({ hard });
+      }, 30_000);
+    registry.upsert(tenantA);
+    await eventually(async () => {
+      const rq = await t.client.get(R.resourcequotas, superNamespace(tenantA.key, 'default'), QUOTA_OBJECT_NAME);
+      expect((rq as { spec?: unknown }).spec).toEqual({ hard: quota.resourceQuota });
+    }, 30_000);
   });
 
   it('refuses an oversized Secret with an event naming the cap', async () => {
