@@ -53,7 +53,9 @@ describe('quotaEffect', () => {
       undefined,
       ctx,
     );
-    expect(d.effects).toEqual(quotaEffect('apps', ctx.tenant));
+    // after the tenant isolation NetworkPolicy (plugins/networkpolicies)
+    expect(d.effects?.slice(1)).toEqual(quotaEffect('apps', ctx.tenant));
+    expect(d.effects?.[0]?.type).toBe('superNetworkPolicy');
   });
 });
 
