@@ -10,12 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { LABEL, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import type { QuotaPolicyView } from '../../core/plugins/contract.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
+import { managerIdentity } from '../../core/programs/embedded/embedded.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
@@ -124,8 +125,9 @@ describe('hostile tenant against its quotas and the shared storage', () => {
     tenantA = tenantFor(cpA, 'team-a', 'qa', UID_A, { quota });
     const tenantB = tenantFor(cpB, 'team-b', 'qb', UID_B, { quota });
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    // The syncer writes as the manager (deploy/manager RBAC, deploy/policy admission), as it does in a deployment.
     syncer = new Syncer({
-      superClient: t.client,
+      superClient: await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system')),
       host,
       registry: (registry = new MutableTenantRegistry([tenantA, tenantB])),
       patrolIntervalMs: 0,
