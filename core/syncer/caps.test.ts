@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeObject } from '../kube/client.ts';
+import { ApiError, type KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../names/names.ts';
 import type { ObjectCaps, TenantView } from '../plugins/contract.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../plugins/testing.ts';
 import secrets from '../../plugins/secrets/index.ts';
-import { capRefusal, checkCaps, PENDING_TTL_MS, PendingCreates, sizeOf } from './caps.ts';
+import { capRefusal, checkCaps, PENDING_TTL_MS, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
 import { planKey } from './plan.ts';
 
 const tenant = testTenant();
@@ -164,6 +164,20 @@ describe('PendingCreates', () => {
     expect(p.pending('u', 'secrets')).toEqual([]);
     now = PENDING_TTL_MS + 1;
     expect(p.pending('t', 'secrets')).toEqual([]);
+  });
+});
+
+describe('superQuotaRefusal', () => {
+  it('recognises a create the super ResourceQuota refused, and keeps only the quota part of the answer', () => {
+    const msg =
+      'POST /api/v1/namespaces/vc-1-ns/pods: 403 pods "web" is forbidden: exceeded quota: vc-tenant-quota, ' +
+      'requested: pods=1, used: pods=2, limited: pods=2';
+    expect(superQuotaRefusal(new ApiError(403, 'Forbidden', msg))).toBe(
+      'the ResourceQuota of its super namespace refuses it (exceeded quota: vc-tenant-quota, requested: pods=1, ' +
+        'used: pods=2, limited: pods=2)',
+    );
+    expect(superQuotaRefusal(new ApiError(403, 'Forbidden', 'POST x: 403 forbidden: RBAC'))).toBeUndefined();
+    expect(superQuotaRefusal(new Error('exceeded quota:'))).toBeUndefined();
   });
 });
 

@@ -1,4 +1,4 @@
-import type { KubeObject, Resource } from '../kube/client.ts';
+import { ApiError, type KubeObject, type Resource } from '../kube/client.ts';
 import { provenanceOf } from '../names/names.ts';
 import type { Effect, ObjectCaps, PluginContext } from '../plugins/contract.ts';
 import { QUOTA_EXCEEDED } from '../../plugins/sdk/src/wellknown.ts';
@@ -117,6 +117,7 @@ export function checkCaps(c: CapCheck): string | undefined {
   const key = c.ctx.tenant.key;
   const self = `${c.tenantObj.metadata?.namespace ?? ''}/${c.tenantObj.metadata?.name ?? ''}`;
   const seen = new Set<string>([self]);
+  const sized = caps.totalBytes !== undefined;
   let count = 0;
   let total = 0;
   for (const o of c.ctx.superCache.list(c.resource)) {
@@ -126,7 +127,7 @@ export function checkCaps(c: CapCheck): string | undefined {
     if (seen.has(id)) continue;
     seen.add(id);
     count++;
-    total += sizeOf(o);
+    if (sized) total += sizeOf(o);
   }
   for (const p of c.pending?.pending(key, r) ?? []) {
     if (seen.has(p.key)) continue;
@@ -139,6 +140,16 @@ export function checkCaps(c: CapCheck): string | undefined {
   if (caps.totalBytes !== undefined && total + bytes > caps.totalBytes)
     return `its ${bytes} bytes would take the tenant's ${r} over the cap of ${caps.totalBytes} bytes in all (${field}.totalBytes)`;
   return undefined;
+}
+
+/**
+ * superQuotaRefusal recognises a write the super namespace's ResourceQuota refused (403, `exceeded quota`) and returns
+ * the part of the answer a tenant may read: the quota's name and its figures, not the super object's names.
+ */
+export function superQuotaRefusal(e: unknown): string | undefined {
+  if (!(e instanceof ApiError) || e.code !== 403) return undefined;
+  const i = e.message.indexOf('exceeded quota:');
+  return i < 0 ? undefined : `the ResourceQuota of its super namespace refuses it (${e.message.slice(i)})`;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
-import { PendingCreates, sizeOf } from './caps.ts';
+import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
@@ -321,6 +321,16 @@ export class Syncer {
         });
       } catch (e) {
         if (capped) this.pending.remove(k.tenant, r, own);
+        // Refused by the super namespace's ResourceQuota: the tenant is told on the object, and it is retried with
+        // backoff (a Pod of the namespace may end and free the quota).
+        const refused = superQuotaRefusal(e);
+        const tenantObj = refused && s.cache.get(p.manifest.resource!, k.namespace || undefined, k.name);
+        if (refused && tenantObj)
+          for (const effect of capRefusal(p.manifest.resource!, tenantObj, refused).effects)
+            await this.effects.run(
+              { session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid: undefined },
+              effect,
+            );
         throw e;
       }
       let requeue = out.requeueAfterMs;

@@ -60,7 +60,7 @@ const builtinQuota = {
   resourceQuota: {
     pods: '500',
     services: '100',
-    secrets: '500',
+    secrets: '1000',
     configmaps: '500',
     persistentvolumeclaims: '50',
     'requests.storage': '1Ti',

@@ -111,7 +111,7 @@ export const DEFAULT_POLICY = {
   quotaResourceQuota: {
     pods: '500',
     services: '100',
-    secrets: '500',
+    secrets: '1000',
     configmaps: '500',
     persistentvolumeclaims: '50',
     'requests.storage': '1Ti',

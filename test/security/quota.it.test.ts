@@ -114,7 +114,7 @@ describe('hostile tenant against its quotas and the shared storage', () => {
     const start = (await a.list(R.namespaces)).items.length;
     namespaceCap = start + 2;
     quota = {
-      resourceQuota: { pods: '10', secrets: '20' },
+      resourceQuota: { pods: '2', secrets: '20' },
       limitRange: [{ type: 'PersistentVolumeClaim', max: { storage: '10Gi' } }],
       objects: {
         namespaces: { count: namespaceCap },
@@ -215,6 +215,37 @@ describe('hostile tenant against its quotas and the shared storage', () => {
       const rq = await t.client.get(R.resourcequotas, superNamespace(tenantA.key, 'default'), QUOTA_OBJECT_NAME);
       expect((rq as { spec?: unknown }).spec).toEqual({ hard: quota.resourceQuota });
     }, 30_000);
+  });
+
+  it('tells the tenant when the ResourceQuota of a super namespace refuses its Pod', async () => {
+    await attempts.attempt('Pods beyond the namespace ResourceQuota', async () => {
+      await eventually(() => a.get(R.serviceaccounts, 'more-2', 'default'), 60_000);
+      const pod = (name: string): KubeObject => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { namespace: 'more-2', name },
+        spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      });
+      for (const n of ['p-0', 'p-1']) await a.create(R.pods, pod(n));
+      const sns = superNamespace(tenantA.key, 'more-2');
+      await eventually(
+        async () => expect((await t.client.list(R.pods, { namespace: sns })).items).toHaveLength(2),
+        60_000,
+      );
+      await a.create(R.pods, pod('p-2'));
+      const message = await quotaEvent('Pod', 'more-2', 'p-2', 'exceeded quota: vc-tenant-quota');
+      await eventually(async () => {
+        const p = await a.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(
+          R.pods,
+          'more-2',
+          'p-2',
+        );
+        expect(p.status?.conditions?.find((c) => c.type === 'VCSynced')?.status).toBe('False');
+      }, 30_000);
+      expect(message).not.toContain(sns);
+      expect((await t.client.list(R.pods, { namespace: sns })).items).toHaveLength(2);
+      return message;
+    });
   });
 
   it('refuses an oversized Secret with an event naming the cap', async () => {
