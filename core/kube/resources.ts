@@ -44,6 +44,8 @@ export const R = {
   rolebindings: grp('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
   virtualclusters: grp('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster'),
   networkpolicies: grp('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
+  resourcequotas: core('resourcequotas', 'ResourceQuota'),
+  limitranges: core('limitranges', 'LimitRange'),
   validatingadmissionpolicies: grp(
     'admissionregistration.k8s.io',
     'v1',

@@ -227,7 +227,7 @@ export class VirtualClusterController {
       await this.o.superClient.create(R.namespaces, rootNamespaceObject(m, root), { fieldManager: IDENTITY.manager });
     let state;
     try {
-      state = await provisioner.ensure(withEffective(vc, effective), root);
+      state = await provisioner.ensure(withEffective(vc, effective), root, { etcdBytes: effective.quota.etcdBytes });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       const reason = e instanceof KubeconfigError ? e.reason : 'ProvisionFailed';
@@ -343,6 +343,7 @@ export class VirtualClusterController {
         services: e.services,
         ingresses: e.ingresses,
         endpoints: e.endpoints,
+        quota: { resourceQuota: e.quota.resourceQuota, limitRange: e.quota.limitRange, objects: e.quota.objects },
       },
     });
   }

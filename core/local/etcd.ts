@@ -11,7 +11,14 @@ export interface EtcdOptions {
   clientPort?: number;
   peerPort?: number;
   restart?: boolean;
+  /** --quota-backend-bytes: past it etcd refuses every write but deletes (default 8 GiB) */
+  quotaBackendBytes?: number;
+  /** process name in logs (default etcd) */
+  name?: string;
 }
+
+/** DEFAULT_QUOTA_BACKEND_BYTES is the storage quota of a LocalEtcd that states none: 8 GiB, etcd's suggested maximum. */
+export const DEFAULT_QUOTA_BACKEND_BYTES = 8 * 1024 ** 3;
 
 /**
  * LocalEtcd is a single-member etcd on 127.0.0.1, shared by several apiservers through --etcd-prefix. It runs with
@@ -25,10 +32,12 @@ export class LocalEtcd {
     readonly clientPort: number,
     readonly peerPort: number,
     restart: boolean,
+    readonly quotaBackendBytes: number,
+    name: string,
   ) {
     mkdirSync(dir, { recursive: true });
     this.process = new ManagedProcess({
-      name: 'etcd',
+      name,
       command: binaryPath('etcd'),
       logFile: join(dir, 'etcd.log'),
       restart,
@@ -42,7 +51,7 @@ export class LocalEtcd {
         `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
         `--initial-cluster=local=http://127.0.0.1:${peerPort}`,
         '--listen-metrics-urls=',
-        '--quota-backend-bytes=8589934592',
+        `--quota-backend-bytes=${quotaBackendBytes}`,
         '--log-level=warn',
       ],
     });
@@ -51,7 +60,14 @@ export class LocalEtcd {
   /** LocalEtcd.start starts etcd and waits until /health answers. */
   static async start(o: EtcdOptions): Promise<LocalEtcd> {
     const [c, p] = o.clientPort && o.peerPort ? [o.clientPort, o.peerPort] : await freePorts(2);
-    const e = new LocalEtcd(o.dir, c!, p!, o.restart ?? false);
+    const e = new LocalEtcd(
+      o.dir,
+      c!,
+      p!,
+      o.restart ?? false,
+      o.quotaBackendBytes ?? DEFAULT_QUOTA_BACKEND_BYTES,
+      o.name ?? 'etcd',
+    );
     await e.resume();
     return e;
   }

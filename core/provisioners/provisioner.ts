@@ -14,13 +14,19 @@ export interface Provisioned {
 export type ProvisionState =
   { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
 
+/** ProvisionLimits are what the tenant's policy caps in its control plane, for the provisioners that can enforce it. */
+export interface ProvisionLimits {
+  /** storage quota of the tenant's etcd, in bytes (the local provisioner gives each tenant an etcd of its own) */
+  etcdBytes?: number;
+}
+
 /**
  * Provisioner makes and removes tenant control planes. ensure is idempotent and level-triggered: called with the
  * same VirtualCluster twice it changes nothing the second time; a changed spec rolls the control plane.
  */
 export interface Provisioner {
   readonly type: string;
-  ensure(vc: VirtualCluster, rootNamespace: string): Promise<ProvisionState>;
+  ensure(vc: VirtualCluster, rootNamespace: string, limits?: ProvisionLimits): Promise<ProvisionState>;
   /** remove deletes the control plane and all its data; a missing one is not an error */
   remove(vc: VirtualCluster, rootNamespace: string): Promise<void>;
   /** stop releases what this process runs without deleting data (manager shutdown) */

@@ -3,6 +3,7 @@ import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, t
 import { recordEvent } from '../kube/events.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
+import { QUOTA_OBJECT_NAME } from '../../plugins/sdk/src/wellknown.ts';
 import { R } from '../kube/resources.ts';
 import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
 import { callPlugin } from '../plugins/failures.ts';
@@ -18,6 +19,7 @@ const log = childLogger({ controller: 'syncer' });
 type EventEffect = Extract<Effect, { type: 'event' }>;
 type ConditionEffect = Extract<Effect, { type: 'tenantCondition' }>;
 type NetworkPolicyEffect = Extract<Effect, { type: 'superNetworkPolicy' }>;
+type QuotaEffect = Extract<Effect, { type: 'superQuota' }>;
 
 /**
  * podServiceAccount is the ServiceAccount super Pods run under in one super namespace: no token automounting, no
@@ -111,6 +113,47 @@ export class Effects {
       case 'tenantCondition':
         await this.condition(t, e);
         return;
+      case 'superQuota':
+        await this.quota(t, e);
+        return;
+    }
+  }
+
+  /**
+   * quota keeps the tenant's ResourceQuota and LimitRange in a super namespace the syncer wrote for this tenant's
+   * namespace (as every create: plan.ts), by server-side apply, writing only when the cached copy differs; a null
+   * object deletes the one the syncer wrote (uid precondition). They carry the managed-by and tenant labels, so the
+   * super cache holds them, and no provenance: no tenant object is their source.
+   */
+  private async quota(t: EffectTarget, e: QuotaEffect): Promise<void> {
+    const s = t.session;
+    const sns = s.names.superNamespace(e.namespace);
+    if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
+    const labels = { [LABEL.managedBy]: MANAGER, [LABEL.cluster]: s.tenant.key };
+    const pairs: Array<[Resource, KubeObject | null]> = [
+      [R.resourcequotas, e.resourceQuota],
+      [R.limitranges, e.limitRange],
+    ];
+    for (const [r, want] of pairs) {
+      const name = want?.metadata?.name ?? QUOTA_OBJECT_NAME;
+      const cached = this.o.superCache.get(r, sns, name);
+      if (!want) {
+        const uid = cached?.metadata?.uid;
+        if (!uid || cached.metadata?.labels?.[LABEL.cluster] !== s.tenant.key) continue;
+        try {
+          await this.o.superClient.delete(r, sns, name, { uid });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        countWrite(s.tenant.key, t.plugin, 'superQuota');
+        continue;
+      }
+      const spec = (o: KubeObject | undefined) => (o as { spec?: unknown } | undefined)?.spec;
+      if (cached && isDeepStrictEqual(cached.metadata?.labels, labels) && isDeepStrictEqual(spec(cached), spec(want)))
+        continue;
+      const desired: KubeObject = { ...want, metadata: { name, namespace: sns, labels } };
+      await this.o.superClient.apply(r, desired, MANAGER, { force: true });
+      countWrite(s.tenant.key, t.plugin, 'superQuota');
     }
   }
 

@@ -18,7 +18,8 @@ export function watchDepth(s: QueueDepthSource): () => void {
 /**
  * WRITE_OPS are the `op` labels of vc_syncer_writes_total: the steps of a plan, then the effects that write (a bind,
  * a minted token, a recorded event, the deletion of a tenant Pod no kubelet finalizes, the super ServiceAccount
- * tenant Pods run under, the tenant isolation NetworkPolicy).
+ * tenant Pods run under, the tenant isolation NetworkPolicy, the tenant's ResourceQuota and LimitRange in a super
+ * namespace).
  */
 export const WRITE_OPS = [
   'createSuper',
@@ -33,6 +34,7 @@ export const WRITE_OPS = [
   'event',
   'superServiceAccount',
   'superNetworkPolicy',
+  'superQuota',
 ] as const;
 /** WriteOp is one of WRITE_OPS. */
 export type WriteOp = (typeof WRITE_OPS)[number];

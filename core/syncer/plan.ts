@@ -11,6 +11,7 @@ import type {
   TenantView,
 } from '../plugins/contract.ts';
 import { callPlugin } from '../plugins/failures.ts';
+import { capRefusal, checkCaps, type PendingReader } from './caps.ts';
 import { diffSpec, diffStatus, forCreate } from './diff.ts';
 
 /**
@@ -60,6 +61,8 @@ export interface PlanInput {
   key: ObjectName;
   tenantObj: KubeObject | undefined;
   superObj: KubeObject | undefined;
+  /** creates sent and not in the super cache yet, which count against the tenant's caps (caps.ts) */
+  pending?: PendingReader;
 }
 
 const nothing = (): Plan => ({ steps: [], effects: [] });
@@ -81,19 +84,25 @@ export function superLocation(
 }
 
 /** planKey reads both objects of a key from the caches in ctx and plans them. */
-export function planKey(host: PlanHost, plugin: ResourcePlugin, ctx: PluginContext, key: ObjectName): Plan {
+export function planKey(
+  host: PlanHost,
+  plugin: ResourcePlugin,
+  ctx: PluginContext,
+  key: ObjectName,
+  pending?: PendingReader,
+): Plan {
   const r = plugin.manifest.resource!;
   const loc = superLocation(plugin, ctx, key);
   const tenantObj = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
   const superObj = ctx.superCache.get(r, loc.namespace, loc.name);
-  return plan({ host, plugin, ctx, key, tenantObj, superObj });
+  return plan({ host, plugin, ctx, key, tenantObj, superObj, pending });
 }
 
 /** plan chooses the direction from which objects exist and the plugin's source of truth. */
 export function plan(i: PlanInput): Plan {
   if (i.plugin.manifest.sourceOfTruth === 'super') return planUp(i.plugin, i.ctx, i.tenantObj, i.superObj);
-  if (i.tenantObj && !i.superObj) return planOnlyTenant(i.host, i.plugin, i.ctx, i.tenantObj);
-  if (i.tenantObj && i.superObj) return planBoth(i.host, i.plugin, i.ctx, i.tenantObj, i.superObj, i.key);
+  if (i.tenantObj && !i.superObj) return planOnlyTenant(i.host, i.plugin, i.ctx, i.tenantObj, i.pending);
+  if (i.tenantObj && i.superObj) return planBoth(i.host, i.plugin, i.ctx, i.tenantObj, i.superObj, i.key, i.pending);
   if (!i.tenantObj && i.superObj) return planOnlySuper(i.ctx, i.superObj);
   return nothing();
 }
@@ -133,7 +142,13 @@ export function desiredSuper(
 export const WAIT_FOR_NAMESPACE_MS = 1000;
 
 /** planOnlyTenant: the tenant object exists, its super counterpart does not: create it. */
-function planOnlyTenant(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, tenantObj: KubeObject): Plan {
+function planOnlyTenant(
+  host: PlanHost,
+  p: ResourcePlugin,
+  ctx: PluginContext,
+  tenantObj: KubeObject,
+  pending: PendingReader | undefined,
+): Plan {
   if (!p.toSuper) return nothing();
   const d = desiredSuper(host, p, ctx, tenantObj, undefined);
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
@@ -142,6 +157,15 @@ function planOnlyTenant(host: PlanHost, p: ResourcePlugin, ctx: PluginContext, t
   const refused = createRefusal(ctx, p, tenantObj, d.object);
   if (refused) return refused;
   if (d.skip) return out;
+  const over = checkCaps({
+    ctx,
+    resource: p.manifest.resource!,
+    tenantObj,
+    desired: d.object,
+    superObj: undefined,
+    pending,
+  });
+  if (over) return { steps: [], ...capRefusal(p.manifest.resource!, tenantObj, over) };
   out.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
   return out;
 }
@@ -212,6 +236,7 @@ function planBoth(
   tenantObj: KubeObject,
   superObj: KubeObject,
   k: ObjectName,
+  pending?: PendingReader,
 ): Plan {
   const prov = provenanceOf(superObj);
   const sm = superObj.metadata!;
@@ -250,6 +275,8 @@ function planBoth(
       out.steps.push({ op: 'deleteSuper', namespace: sm.namespace, name: sm.name!, uid: sm.uid! });
       return out;
     }
+    const over = checkCaps({ ctx, resource: p.manifest.resource!, tenantObj, desired: d.object, superObj, pending });
+    if (over) return { steps: [], ...capRefusal(p.manifest.resource!, tenantObj, over) };
     const ops = diffSpec(superObj, d.object);
     if (ops.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops });
   }

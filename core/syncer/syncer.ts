@@ -8,6 +8,7 @@ import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
+import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
@@ -75,6 +76,8 @@ export class Syncer {
   private readonly router: Router;
   private readonly effects: Effects;
   private readonly missingNamespaceRetries = new Map<string, number>();
+  /** creates sent to the super cluster and not in its cache yet, counted against the tenants' caps */
+  private readonly pending = new PendingCreates();
   private readonly unwatchDepth: () => void;
   private unsubscribe?: () => void;
   private gate?: Promise<void>;
@@ -302,12 +305,34 @@ export class Syncer {
       if (!sp) return;
       const { p } = sp;
       const ctx = this.context(s);
-      const out = planKey(this.o.host, p, ctx, k);
+      const out = planKey(this.o.host, p, ctx, k, this.pending);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
-      const superUid = await runSteps(out.steps, {
-        write: (step) => this.write(s, p, step),
-        adopt: (obj) => this.adopt(s, p, ctx, k, obj),
-      });
+      const r = p.manifest.resource!.resource;
+      const capped = s.view.quota?.objects[r] !== undefined;
+      const own = `${k.namespace}/${k.name}`;
+      // Reserved before the first await: a parallel worker planning another create of this tenant counts this one.
+      for (const step of out.steps)
+        if (capped && step.op === 'createSuper') this.pending.add(k.tenant, r, own, sizeOf(step.obj));
+      let superUid: string | undefined;
+      try {
+        superUid = await runSteps(out.steps, {
+          write: (step) => this.write(s, p, step),
+          adopt: (obj) => this.adopt(s, p, ctx, k, obj),
+        });
+      } catch (e) {
+        if (capped) this.pending.remove(k.tenant, r, own);
+        // Refused by the super namespace's ResourceQuota: the tenant is told on the object, and it is retried with
+        // backoff (a Pod of the namespace may end and free the quota).
+        const refused = superQuotaRefusal(e);
+        const tenantObj = refused && s.cache.get(p.manifest.resource!, k.namespace || undefined, k.name);
+        if (refused && tenantObj)
+          for (const effect of capRefusal(p.manifest.resource!, tenantObj, refused).effects)
+            await this.effects.run(
+              { session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid: undefined },
+              effect,
+            );
+        throw e;
+      }
       let requeue = out.requeueAfterMs;
       // A create waiting for its super namespace backs off as a create refused for a missing namespace does.
       if (out.skip?.reason === 'WaitingForNamespace') requeue = this.namespaceBackoff(key);

@@ -47,7 +47,35 @@ const gold = policy('gold', {
   services: { nodePort: { allowed: true, max: 2 } },
   ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'] },
   endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
+  quota: {
+    resourceQuota: { hard: { pods: '20' } },
+    limitRange: { limits: [] },
+    objects: { secrets: { count: 10 }, pods: {} },
+    etcdBytes: 67108864,
+  },
 });
+
+/** builtinQuota is the quota section of the built-in defaults, written out. */
+const builtinQuota = {
+  resourceQuota: {
+    pods: '500',
+    services: '100',
+    secrets: '1000',
+    configmaps: '500',
+    persistentvolumeclaims: '50',
+    'requests.storage': '1Ti',
+  },
+  limitRange: [],
+  objects: {
+    namespaces: { count: 100 },
+    pods: { count: 5000 },
+    services: { count: 500 },
+    persistentvolumeclaims: { count: 200 },
+    secrets: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
+    configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
+  },
+  etcdBytes: 2147483648,
+};
 
 describe('evaluatePolicy', () => {
   it('gives a VirtualCluster that asks for nothing the restrictive built-in defaults', () => {
@@ -78,6 +106,7 @@ describe('evaluatePolicy', () => {
         services: { nodePort: { allowed: false, max: 5 }, loadBalancer: { allowed: false, max: 5 } },
         ingresses: { hosts: [], classes: [], annotations: [] },
         endpoints: { allowedCIDRs: [] },
+        quota: builtinQuota,
       },
       violations: [],
     });
@@ -133,6 +162,13 @@ describe('evaluatePolicy', () => {
       services: { nodePort: { allowed: true, max: 2 }, loadBalancer: { allowed: false, max: 5 } },
       ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
       endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
+      // hard and limits replace the defaults whole; objects replaces the entries it names ({} lifts the caps)
+      quota: {
+        resourceQuota: { pods: '20' },
+        limitRange: [],
+        objects: { ...builtinQuota.objects, secrets: { count: 10 }, pods: {} },
+        etcdBytes: 67108864,
+      },
     });
   });
 
@@ -514,6 +550,10 @@ describe('DEFAULT_POLICY', () => {
     ['ingresses.classes', DEFAULT_POLICY.ingressClasses],
     ['ingresses.annotations', DEFAULT_POLICY.ingressAnnotations],
     ['endpoints.allowedCIDRs', DEFAULT_POLICY.endpointsAllowedCIDRs],
+    ['quota.resourceQuota.hard', DEFAULT_POLICY.quotaResourceQuota],
+    ['quota.limitRange.limits', DEFAULT_POLICY.quotaLimitRange],
+    ['quota.objects', DEFAULT_POLICY.quotaObjects],
+    ['quota.etcdBytes', DEFAULT_POLICY.quotaEtcdBytes],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

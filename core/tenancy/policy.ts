@@ -4,7 +4,14 @@ import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
-import type { CopiedMetadataView, ForcedPlacementView, TolerationRule } from '../plugins/contract.ts';
+import type {
+  CopiedMetadataView,
+  ForcedPlacementView,
+  LimitRangeItem,
+  ObjectCaps,
+  QuotaPolicyView,
+  TolerationRule,
+} from '../plugins/contract.ts';
 import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import type { PodSecurityLevel } from './tenant.ts';
@@ -42,6 +49,12 @@ export interface TenantPolicySpec {
   services?: { nodePort?: ServiceTypePolicy; loadBalancer?: ServiceTypePolicy };
   ingresses?: { hosts?: string[]; classes?: string[]; annotations?: string[] };
   endpoints?: { allowedCIDRs?: string[] };
+  quota?: {
+    resourceQuota?: { hard?: Record<string, string> };
+    limitRange?: { limits?: LimitRangeItem[] };
+    objects?: Record<string, ObjectCaps>;
+    etcdBytes?: number;
+  };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
@@ -95,6 +108,24 @@ export const DEFAULT_POLICY = {
   ingressClasses: [],
   ingressAnnotations: [],
   endpointsAllowedCIDRs: [],
+  quotaResourceQuota: {
+    pods: '500',
+    services: '100',
+    secrets: '1000',
+    configmaps: '500',
+    persistentvolumeclaims: '50',
+    'requests.storage': '1Ti',
+  },
+  quotaLimitRange: [],
+  quotaObjects: {
+    namespaces: { count: 100 },
+    pods: { count: 5000 },
+    services: { count: 500 },
+    persistentvolumeclaims: { count: 200 },
+    secrets: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
+    configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
+  },
+  quotaEtcdBytes: 2147483648,
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -123,6 +154,10 @@ export const DEFAULT_POLICY = {
   ingressClasses: readonly string[];
   ingressAnnotations: readonly string[];
   endpointsAllowedCIDRs: readonly string[];
+  quotaResourceQuota: Record<string, string>;
+  quotaLimitRange: readonly LimitRangeItem[];
+  quotaObjects: Record<string, ObjectCaps>;
+  quotaEtcdBytes: number;
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -176,6 +211,14 @@ export interface EffectiveSettings {
   ingresses: { hosts: string[]; classes: string[]; annotations: string[] };
   /** where Endpoints of selectorless tenant Services may point besides the tenant's own Pods (the endpoints plugin) */
   endpoints: { allowedCIDRs: string[] };
+  /** the tenant's quota: namespace objects and per-tenant caps (the syncer), etcd storage (the local provisioner) */
+  quota: QuotaSettings;
+}
+
+/** QuotaSettings are the quota section of a tenant's effective policy. */
+export interface QuotaSettings extends QuotaPolicyView {
+  /** --quota-backend-bytes of the tenant's own etcd, where the local provisioner runs the control plane */
+  etcdBytes: number;
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -345,6 +388,7 @@ export function evaluatePolicy(
         annotations: [...(p.ingresses?.annotations ?? DEFAULT_POLICY.ingressAnnotations)],
       },
       endpoints: { allowedCIDRs: [...(p.endpoints?.allowedCIDRs ?? DEFAULT_POLICY.endpointsAllowedCIDRs)] },
+      quota: quotaSettings(p.quota),
     },
     violations,
   };
@@ -377,6 +421,21 @@ export function mergeCopiedMetadata(
   const out: Record<string, string[]> = {};
   for (const [k, v] of Object.entries({ ...manager, ...policy })) if (v) out[k] = [...v];
   return Object.keys(out).length ? out : undefined;
+}
+
+/**
+ * quotaSettings lays a policy's quota section over the defaults: resourceQuota.hard and limitRange.limits replace the
+ * default as a whole, objects replaces the default entry of each resource it names.
+ */
+function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
+  const objects: Record<string, ObjectCaps> = {};
+  for (const [r, caps] of Object.entries({ ...DEFAULT_POLICY.quotaObjects, ...q?.objects })) objects[r] = { ...caps };
+  return {
+    resourceQuota: { ...(q?.resourceQuota?.hard ?? DEFAULT_POLICY.quotaResourceQuota) },
+    limitRange: structuredClone(q?.limitRange?.limits ?? DEFAULT_POLICY.quotaLimitRange) as LimitRangeItem[],
+    objects,
+    etcdBytes: q?.etcdBytes ?? DEFAULT_POLICY.quotaEtcdBytes,
+  };
 }
 
 /** layerPluginConfig lays the policy's plugin settings over the manager's, key by key within each plugin. */

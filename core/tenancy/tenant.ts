@@ -6,6 +6,7 @@ import type {
   IngressesPolicyView,
   NetworkPolicyView,
   PodsPolicyView,
+  QuotaPolicyView,
   RuntimeClassesPolicyView,
   ServicesPolicyView,
   TenantView,
@@ -49,6 +50,8 @@ export interface Tenant extends TenantIdentity {
   services?: ServicesPolicyView;
   ingresses?: IngressesPolicyView;
   endpoints?: EndpointsPolicyView;
+  /** the quota section of the tenant's effective TenantPolicy; absent (static tenants), no quota objects or caps */
+  quota?: QuotaPolicyView;
 }
 
 /**
@@ -70,6 +73,7 @@ export interface TenantSettings {
   services?: ServicesPolicyView;
   ingresses?: IngressesPolicyView;
   endpoints?: EndpointsPolicyView;
+  quota?: QuotaPolicyView;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -114,6 +118,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.services) t.services = o.services;
   if (o.ingresses) t.ingresses = o.ingresses;
   if (o.endpoints) t.endpoints = o.endpoints;
+  if (o.quota) t.quota = o.quota;
   return t;
 }
 
@@ -141,6 +146,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.services && { services: t.services }),
     ...(t.ingresses && { ingresses: t.ingresses }),
     ...(t.endpoints && { endpoints: t.endpoints }),
+    ...(t.quota && { quota: t.quota }),
   };
   return Object.freeze(v);
 }

@@ -1,5 +1,6 @@
 import { R } from '../../core/kube/resources.ts';
 import { isolationEffect, isolationWatch } from '../networkpolicies/isolation.ts';
+import { quotaEffect, quotaWatches } from './quota.ts';
 import {
   buildOn,
   type Decision,
@@ -61,16 +62,16 @@ function toSuper(tenantObj: Namespace, superObj: Namespace | undefined, ctx: Plu
   if (annotations) meta.annotations = annotations;
   else delete meta.annotations;
 
-  return {
-    object: buildOn<Namespace>(superObj, { apiVersion: 'v1', kind: 'Namespace' }, meta),
-    effects: [isolationEffect(tenantObj.metadata?.name ?? '', ctx.tenant)],
-  };
+  const object = buildOn<Namespace>(superObj, { apiVersion: 'v1', kind: 'Namespace' }, meta);
+  const name = tenantObj.metadata?.name ?? '';
+  return { object, effects: [isolationEffect(name, ctx.tenant), ...quotaEffect(name, ctx.tenant)] };
 }
 
 /**
  * namespacesPlugin creates one super Namespace per tenant Namespace, named by the names module, carrying the
  * tenant's labels and annotations that pass the namespace allow-lists and the tenant's Pod Security level. Spec and
- * finalizers stay the super's. Each super namespace gets the tenant isolation NetworkPolicy (plugins/networkpolicies/isolation.ts).
+ * finalizers stay the super's. Each super namespace gets the tenant isolation NetworkPolicy
+ * (plugins/networkpolicies/isolation.ts) and the tenant's ResourceQuota and LimitRange (./quota.ts).
  */
 export const namespacesPlugin = {
   manifest: {
@@ -86,7 +87,7 @@ export const namespacesPlugin = {
   },
   toSuper,
   superName,
-  watches: [isolationWatch],
+  watches: [isolationWatch, ...quotaWatches],
 } satisfies ResourcePlugin<Namespace>;
 
 export default namespacesPlugin;

@@ -1,59 +1,83 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { deleteEtcdPrefix, type EtcdEndpoint } from '../../local/etcd.ts';
+import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
 import { LocalControlPlane } from '../../local/controlplane.ts';
 import { assertFlagsAllowed } from '../native/allowlist.ts';
 import { TENANT_CONTROLLERS } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256 } from '../../pki/pki.ts';
-import type { Provisioner, ProvisionState } from '../provisioner.ts';
+import type { ProvisionLimits, Provisioner, ProvisionState } from '../provisioner.ts';
 import type { VirtualCluster } from '../../lifecycle/types.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });
 
+/** LocalProvisionerOptions tune the local provisioner. */
+export interface LocalProvisionerOptions {
+  /**
+   * tenantEtcd: each new tenant gets an etcd of its own with the storage quota of its policy (default). shared: new
+   * tenants share the given etcd under their prefix, as before (no storage guard: one tenant can fill it for all).
+   */
+  etcd?: 'tenant' | 'shared';
+}
+
+/** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
+interface Running {
+  cp: LocalControlPlane;
+  etcd?: LocalEtcd;
+  hash: string;
+}
+
+/** ETCD_DIR is where a tenant's own etcd keeps its data and log, inside the tenant's state directory. */
+export const ETCD_DIR = 'etcd';
+
 /**
- * LocalProvisioner runs each tenant's kube-apiserver and kube-controller-manager as processes on this machine,
- * sharing one etcd under the prefix `/<root namespace>`. State (PKI, kubeconfigs, ports) lives in
- * `<stateDir>/<root namespace>/`, so after a manager restart the same control plane comes back with its data;
- * crashed components are restarted. A change of the service CIDR or of the apiserver or controller-manager flags
- * restarts the components with the new values. The PKI is made once, when the control plane is first created, so
- * the certificate lifetime (and the service IP in the apiserver certificate) keep their first values.
+ * LocalProvisioner runs each tenant's etcd, kube-apiserver and kube-controller-manager as processes on this machine.
+ * Each tenant has an etcd of its own whose --quota-backend-bytes is its policy's quota.etcdBytes: a tenant that fills
+ * it gets "database space exceeded" from its apiserver while the super cluster and the other tenants go on (a
+ * prefix in a shared etcd cannot be bounded, and a ResourceQuota inside the tenant is the tenant's to delete).
+ * Tenants created before this, with their data under `/<root namespace>` in the shared etcd, stay there.
+ * State (PKI, kubeconfigs, ports, etcd data) lives in `<stateDir>/<root namespace>/`, so after a manager restart the
+ * same control plane comes back with its data; crashed components are restarted. A change of the service CIDR, of
+ * the apiserver or controller-manager flags or of the storage quota restarts the components with the new values. The
+ * PKI is made once, when the control plane is first created, so the certificate lifetime (and the service IP in the
+ * apiserver certificate) keep their first values.
  */
 export class LocalProvisioner implements Provisioner {
   readonly type = 'local';
-  private readonly running = new Map<string, { cp: LocalControlPlane; hash: string }>();
-  private readonly starting = new Map<string, Promise<LocalControlPlane>>();
+  private readonly running = new Map<string, Running>();
+  private readonly starting = new Map<string, Promise<Omit<Running, 'hash'>>>();
 
   constructor(
     private readonly stateDir: string,
     private readonly etcd: EtcdEndpoint,
+    private readonly options: LocalProvisionerOptions = {},
   ) {}
 
   private dir(root: string): string {
     return join(this.stateDir, root);
   }
 
-  async ensure(vc: VirtualCluster, root: string): Promise<ProvisionState> {
+  async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
     // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
     assertFlagsAllowed({
       apiServer: vc.spec.apiServer?.extraArgs,
       controllerManager: vc.spec.controllerManager?.extraArgs,
     });
-    const hash = specHash(vc);
+    const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
+    const hash = specHash(vc, etcdBytes);
     let entry = this.running.get(root);
     let rolled = false;
     if (entry && entry.hash !== hash) {
       log.info({ tenant: root }, 'spec changed; restarting the control plane');
-      await entry.cp.stop();
+      await stopRunning(entry);
       this.running.delete(root);
       entry = undefined;
       rolled = true;
     }
     if (!entry) {
-      const cp = await this.start(vc, root);
-      entry = { cp, hash };
+      entry = { ...(await this.start(vc, root, etcdBytes)), hash };
       this.running.set(root, entry);
       writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
     }
@@ -69,23 +93,52 @@ export class LocalProvisioner implements Provisioner {
     };
   }
 
-  private start(vc: VirtualCluster, root: string): Promise<LocalControlPlane> {
+  private start(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Omit<Running, 'hash'>> {
     let p = this.starting.get(root);
     if (!p) {
-      p = LocalControlPlane.start({
+      p = this.startComponents(vc, root, etcdBytes).finally(() => this.starting.delete(root));
+      this.starting.set(root, p);
+    }
+    return p;
+  }
+
+  private async startComponents(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Omit<Running, 'hash'>> {
+    const dir = this.dir(root);
+    // A tenant made before tenants had their own etcd (a control plane without an etcd directory) keeps its data in
+    // the shared etcd: starting it on an empty one would lose everything it has.
+    const legacy = existsSync(join(dir, 'pki/ca.crt')) && !existsSync(join(dir, ETCD_DIR));
+    const own = this.options.etcd !== 'shared' && !legacy;
+    if (legacy) log.warn({ tenant: root }, 'tenant created on the shared etcd stays there: no storage quota');
+    const etcd = own
+      ? await LocalEtcd.start({
+          dir: join(dir, ETCD_DIR),
+          restart: true,
+          quotaBackendBytes: etcdBytes,
+          name: `${root}/etcd`,
+        })
+      : undefined;
+    try {
+      const cp = await LocalControlPlane.start({
         name: root,
-        dir: this.dir(root),
-        etcd: this.etcd,
+        dir,
+        etcd: etcd ?? this.etcd,
         serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
         controllers: TENANT_CONTROLLERS,
         restart: true,
         pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
         apiserverExtraArgs: vc.spec.apiServer?.extraArgs,
         controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
-      }).finally(() => this.starting.delete(root));
-      this.starting.set(root, p);
+      });
+      return etcd ? { cp, etcd } : { cp };
+    } catch (e) {
+      await etcd?.stop();
+      throw e;
     }
-    return p;
+  }
+
+  /** tenantEtcd returns the running etcd of a tenant that has its own (tests fill it). */
+  tenantEtcd(root: string): LocalEtcd | undefined {
+    return this.running.get(root)?.etcd;
   }
 
   /** controlPlane returns the running control plane of a tenant (tests use it to crash components). */
@@ -96,29 +149,36 @@ export class LocalProvisioner implements Provisioner {
   async remove(_vc: VirtualCluster, root: string): Promise<void> {
     const entry = this.running.get(root);
     this.running.delete(root);
-    await entry?.cp.stop();
+    if (entry) await stopRunning(entry);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
     if (existsSync(this.dir(root))) rmSync(this.dir(root), { recursive: true, force: true });
     log.info({ tenant: root, etcdKeys: deleted }, 'tenant control plane removed');
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.running.values()].map((e) => e.cp.stop()));
+    await Promise.all([...this.running.values()].map(stopRunning));
     this.running.clear();
   }
 }
 
+/** stopRunning stops a tenant's control plane, then its etcd. */
+async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
+  await r.cp.stop();
+  await r.etcd?.stop();
+}
+
 /**
- * specHash covers every spec field start passes to a running control plane; pkiExpireDays is left out because a
- * restart keeps the certificates it was first made with.
+ * specHash covers every spec field start passes to a running control plane, and its storage quota; pkiExpireDays is
+ * left out because a restart keeps the certificates it was first made with.
  */
-function specHash(vc: VirtualCluster): string {
+function specHash(vc: VirtualCluster, etcdBytes: number): string {
   const s = vc.spec;
   const relevant = {
     cidr: s.serviceCidr,
     api: s.apiServer?.extraArgs ?? {},
     kcm: s.controllerManager?.extraArgs ?? {},
     version: s.clusterVersionName,
+    etcdBytes,
   };
   return createHash('sha256').update(JSON.stringify(relevant)).digest('hex').slice(0, 16);
 }

@@ -116,6 +116,11 @@ export type Effect =
    * tenant namespace `namespace`: the core sets its namespace and its managed-by and tenant labels
    */
   | { type: 'superNetworkPolicy'; namespace: string; policy: KubeObject }
+  /**
+   * keep the tenant's ResourceQuota and LimitRange (QUOTA_OBJECT_NAME) in the super namespace of tenant namespace
+   * `namespace` as given; null: the syncer's own one is deleted. The core sets their namespace and labels.
+   */
+  | { type: 'superQuota'; namespace: string; resourceQuota: KubeObject | null; limitRange: KubeObject | null }
   /** set a condition on the status of the tenant object `namespace/name` of the plugin's resource (server-side apply) */
   | { type: 'tenantCondition'; namespace: string; name: string; uid: string; condition: TenantCondition };
 
@@ -262,6 +267,8 @@ export interface TenantView {
   readonly apiserverEndpoint?: { readonly host: string; readonly port: number };
   /** the pods section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly pods?: PodsPolicyView;
+  /** the quota section of the tenant's effective TenantPolicy; absent (a static tenant), no quota and no caps */
+  readonly quota?: QuotaPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly runtimeClasses?: RuntimeClassesPolicyView;
   /** which tenant label and annotation keys reach super objects; a list left out takes DEFAULT_COPIED_METADATA's */
@@ -378,6 +385,36 @@ export interface IngressesPolicyView {
 export interface EndpointsPolicyView {
   /** CIDRs (IPv4 or IPv6) addresses may lie in besides the tenant's own Pod IPs */
   readonly allowedCIDRs?: readonly string[];
+}
+
+/** ObjectCaps are the per-tenant caps on one resource's objects in the super cluster; an absent cap is no cap. */
+export interface ObjectCaps {
+  /** most objects of the tenant */
+  readonly count?: number;
+  /** largest object, in bytes of its JSON as written to the super cluster */
+  readonly maxBytes?: number;
+  /** most bytes of all the tenant's objects of the resource */
+  readonly totalBytes?: number;
+}
+
+/** LimitRangeItem is one core/v1 LimitRangeItem. */
+export interface LimitRangeItem {
+  readonly type: 'Container' | 'Pod' | 'PersistentVolumeClaim';
+  readonly default?: Readonly<Record<string, string>>;
+  readonly defaultRequest?: Readonly<Record<string, string>>;
+  readonly max?: Readonly<Record<string, string>>;
+  readonly min?: Readonly<Record<string, string>>;
+  readonly maxLimitRequestRatio?: Readonly<Record<string, string>>;
+}
+
+/** QuotaPolicyView is what the tenant's policy decides for its quotas (issue 12). */
+export interface QuotaPolicyView {
+  /** spec.hard of the ResourceQuota in every super namespace of the tenant (empty: none) */
+  readonly resourceQuota: Readonly<Record<string, string>>;
+  /** spec.limits of the LimitRange in every super namespace of the tenant (empty: none) */
+  readonly limitRange: readonly LimitRangeItem[];
+  /** per-tenant caps by resource (the plugin's resource name), over all the tenant's super namespaces */
+  readonly objects: Readonly<Record<string, ObjectCaps>>;
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */

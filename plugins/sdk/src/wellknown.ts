@@ -66,3 +66,12 @@ export const SUPER_INTERNAL_CIDRS = [
   'fc00::/7',
   'fe80::/10',
 ] as const;
+
+/**
+ * QUOTA_OBJECT_NAME is the name of the ResourceQuota and of the LimitRange the syncer keeps in every super namespace of
+ * a tenant whose policy has a quota section.
+ */
+export const QUOTA_OBJECT_NAME = 'vc-tenant-quota';
+
+/** QUOTA_EXCEEDED is the reason of the Warning event on a tenant object the syncer does not copy because of a cap. */
+export const QUOTA_EXCEEDED = 'QuotaExceeded';
