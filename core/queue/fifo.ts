@@ -1,17 +1,17 @@
-/** Fifo is a first-in first-out list of keys with amortised O(1) push and shift. */
-export class Fifo implements Iterable<string> {
-  private items: string[] = [];
+/** Fifo is a first-in first-out list (of keys, by default) with amortised O(1) push and shift. */
+export class Fifo<T = string> implements Iterable<T> {
+  private items: T[] = [];
   private head = 0;
 
   get length(): number {
     return this.items.length - this.head;
   }
 
-  push(key: string): void {
+  push(key: T): void {
     this.items.push(key);
   }
 
-  shift(): string | undefined {
+  shift(): T | undefined {
     if (this.head === this.items.length) return undefined;
     const key = this.items[this.head++];
     if (this.head === this.items.length) {
@@ -24,7 +24,7 @@ export class Fifo implements Iterable<string> {
     return key;
   }
 
-  *[Symbol.iterator](): Iterator<string> {
+  *[Symbol.iterator](): Iterator<T> {
     for (let i = this.head; i < this.items.length; i++) yield this.items[i];
   }
 }

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
+import { EventLane } from './eventlane.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
 import { QUOTA_OBJECT_NAME } from '../../plugins/sdk/src/wellknown.ts';
@@ -9,7 +10,7 @@ import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/
 import { callPlugin } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { diffStatus, forCreate } from './diff.ts';
-import { countWrite } from './metrics.ts';
+import { countWrite, syncerMetrics } from './metrics.ts';
 import { markManaged } from './plan.ts';
 import type { TenantSession } from './tenants.ts';
 import type { TokenMinter } from './tokens.ts';
@@ -45,6 +46,8 @@ export interface EffectsOptions {
   superCache: CacheReader;
   host: PluginHost;
   tokens: TokenMinter;
+  /** the low-priority lane events are written on; default one of its own */
+  events?: EventLane;
 }
 
 /** EffectTarget is the reconcile an effect belongs to. */
@@ -69,14 +72,23 @@ export class Effects {
   private readonly recentEvents = new Set<string>();
   private readonly recentConditions = new Set<string>();
 
-  constructor(private readonly o: EffectsOptions) {}
+  private readonly lane: EventLane;
+
+  constructor(private readonly o: EffectsOptions) {
+    this.lane = o.events ?? new EventLane({ onDrop: (tenant) => syncerMetrics.eventsDropped.inc({ tenant }) });
+  }
+
+  /** events is the lane the events of this syncer are written on. */
+  get events(): EventLane {
+    return this.lane;
+  }
 
   /** run carries out one effect and returns a requeue delay in milliseconds, if it needs one. */
   async run(t: EffectTarget, e: Effect): Promise<number | undefined> {
     const s = t.session;
     switch (e.type) {
       case 'event':
-        await this.event(t, e);
+        this.event(t, e);
         return;
       case 'bind':
         await this.bind(t, e);
@@ -213,23 +225,27 @@ export class Effects {
   }
 
   /**
-   * event records an event once per key, object, reason and message. Events are best effort (core/kube/events.ts):
-   * a failure is logged at debug level and forgotten, so the same event is tried again next time, and it never fails
-   * the reconcile.
+   * event records an event once per key, object, reason and message, on the low-priority lane: the reconcile does not
+   * wait for it. Events are best effort (core/kube/events.ts): a failure is logged at debug level and forgotten, so
+   * the same event is tried again next time, and it never fails the reconcile.
    */
-  private async event(t: EffectTarget, e: EventEffect): Promise<void> {
+  private event(t: EffectTarget, e: EventEffect): void {
     const id = `${t.key}|${e.regarding.uid}|${e.reason}|${e.message}`;
     if (this.recentEvents.has(id)) return;
     if (this.recentEvents.size > 10_000) this.recentEvents.clear();
     this.recentEvents.add(id);
     const client = e.side === 'tenant' ? t.session.client : this.o.superClient;
-    const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
-    if (err) {
-      this.recentEvents.delete(id);
-      log.debug({ key: t.key, reason: e.reason, err: String(err) }, 'event not recorded');
-      return;
-    }
-    countWrite(t.session.tenant.key, t.plugin, 'event');
+    const tenant = t.session.tenant.key;
+    const queued = this.lane.push(tenant, async () => {
+      const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
+      if (err) {
+        this.recentEvents.delete(id);
+        log.debug({ key: t.key, reason: e.reason, err: String(err) }, 'event not recorded');
+        return;
+      }
+      countWrite(tenant, t.plugin, 'event');
+    });
+    if (!queued) this.recentEvents.delete(id);
   }
 
   /**

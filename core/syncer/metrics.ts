@@ -92,6 +92,12 @@ export const syncerMetrics = {
     labelNames: ['tenant', 'plugin', 'reason'],
     registers: [registry],
   }),
+  eventsDropped: new Counter({
+    name: 'vc_syncer_events_dropped_total',
+    help: "Events not recorded because the tenant's backlog on the event lane was full (events are best effort).",
+    labelNames: ['tenant'],
+    registers: [registry],
+  }),
   tenantFailures: new Counter({
     name: 'vc_syncer_tenant_failures_total',
     help: 'Tenants the syncer could not add, update or remove (op upsert or remove); each is skipped until reported again.',

@@ -143,6 +143,7 @@ export class Syncer {
     // registry's next report of it tries again.
     this.unsubscribe = this.o.registry.subscribe((e) => {
       const key = e.type === 'upsert' ? e.tenant.key : e.key;
+      if (e.type === 'remove') this.effects.events.forget(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
       done.catch((err: unknown) => {
         syncerMetrics.tenantFailures.inc({ tenant: key, op: e.type });
@@ -170,6 +171,7 @@ export class Syncer {
     clearInterval(this.patrolTimer);
     this.unsubscribe?.();
     await this.runner.stop();
+    await this.effects.events.stop();
     await this.sessions.removeAll();
     await Promise.all([...this.superInformers.values()].map((i) => i.stop()));
   }
