@@ -46,6 +46,12 @@ export class Attempts {
     if (dir) appendFileSync(join(dir, `${process.pid}.jsonl`), `${JSON.stringify(r)}\n`);
   }
 
+  /** report prints every attempt with its outcome and reason, then the suite's line under `label`. */
+  report(label: string): void {
+    for (const r of this.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
+    console.log(`${label}: ${this.summary()}`);
+  }
+
   /** summary is the one line a suite prints: `attempts N, refused N, succeeded N`. */
   summary(): string {
     return countLine(this.records);

@@ -133,8 +133,7 @@ describe('hostile tenant NetworkPolicies against the tenant isolation policy', (
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`network boundary: ${attempts.summary()}`);
+    attempts.report('network boundary');
     await syncer?.stop();
     await t?.stop();
   });

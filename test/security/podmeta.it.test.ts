@@ -100,8 +100,7 @@ describe('hostile tenant placement and metadata against the forced pool and the 
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`placement and metadata: ${attempts.summary()}`);
+    attempts.report('placement and metadata');
     await syncer?.stop();
     await t?.stop();
   });

@@ -113,8 +113,7 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`pods boundary: ${attempts.summary()}`);
+    attempts.report('pods boundary');
     await syncer?.stop();
     await t?.stop();
   });

@@ -142,8 +142,7 @@ describe('hostile tenant against its quotas and the shared storage', () => {
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`quota boundary: ${attempts.summary()}`);
+    attempts.report('quota boundary');
     await syncer?.stop();
     await local?.stop();
     await t?.stop();

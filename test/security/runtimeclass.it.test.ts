@@ -172,8 +172,7 @@ describe('RuntimeClasses: tenant classes honoured within policy, public classes 
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`runtime classes: ${attempts.summary()}`);
+    attempts.report('runtime classes');
     await syncer?.stop();
     await t?.stop();
   });

@@ -123,8 +123,7 @@ describe('a hostile tenant reading upward data and crashing a plugin', () => {
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`upward data and plugin failures: ${attempts.summary()}`);
+    attempts.report('upward data and plugin failures');
     await syncer?.stop();
     await t?.stop();
     process.off('unhandledRejection', onRejection);

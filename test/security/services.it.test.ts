@@ -170,8 +170,7 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
   }, 240_000);
 
   afterAll(async () => {
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`services boundary: ${attempts.summary()}`);
+    attempts.report('services boundary');
     await syncer?.stop();
     await t?.stop();
   });

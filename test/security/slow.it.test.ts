@@ -99,8 +99,7 @@ describe('a tenant whose admission webhook stalls the syncer’s writes', () => 
 
   afterAll(async () => {
     clearInterval(sampler);
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`slow tenant: ${attempts.summary()}`);
+    attempts.report('slow tenant');
     await syncer?.stop();
     await webhook?.close();
     await t?.stop();

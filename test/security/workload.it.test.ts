@@ -103,8 +103,7 @@ describe('security: the workload boundary on simulated nodes (exec, attach, port
   afterAll(async () => {
     await vc('down', '--state-dir', state).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
-    for (const r of attempts.records) console.log(`${r.outcome}: ${r.name}: ${r.detail}`);
-    console.log(`workload boundary: ${attempts.summary()}`);
+    attempts.report('workload boundary');
   });
 
   it('T: kubectl exec -- id is refused with the reason', async () => {
