@@ -4,7 +4,7 @@
 //      ^
 //   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
 //      ^      generic Kubernetes and process machinery; knows nothing of tenants
-//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,local,vnagent,scheduler}, gitops/, plugins/
+//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,local,vnagent,scheduler,superclusters}, gitops/, plugins/
 //      ^      tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
 //   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
 //
@@ -18,7 +18,7 @@
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
 const DOMAIN =
-  '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent|scheduler)/|^gitops/|^plugins/';
+  '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent|scheduler|superclusters)/|^gitops/|^plugins/';
 const PROGRAMS = '^core/programs/';
 const TESTS = '\\.test\\.ts$|^test/';
 const SDK = '^plugins/sdk/';

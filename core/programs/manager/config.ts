@@ -13,6 +13,12 @@ export interface ManagerConfig {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1';
   kind: 'ManagerConfiguration';
   superClusters?: Array<{ name: string; kubeconfig?: string }>;
+  superClusterRegistry?: {
+    enabled?: boolean;
+    namespace?: string;
+    probeIntervalSeconds?: number;
+    connectTimeoutSeconds?: number;
+  };
   plugins?: { thirdParty?: string[]; enable?: string[]; disable?: string[] };
   syncer?: {
     workers?: number;

@@ -18,6 +18,8 @@ import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
 import type { Provisioner } from '../../provisioners/provisioner.ts';
+import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
+import { RegisteredSyncers } from './registered.ts';
 
 const log = childLogger({ controller: 'manager' });
 
@@ -41,6 +43,15 @@ export interface Manager {
   gitops?: GitOpsController;
   syncers: Syncer[];
   host: PluginHost;
+  /** registry is the super cluster registry when `superClusterRegistry.enabled`, while this manager leads */
+  registry?: SuperClusterRegistry;
+  /** registeredSyncers are the running syncers of registered super clusters, by name */
+  registeredSyncers(): Map<string, Syncer>;
+  /**
+   * superClusters is the live set: the statically configured super clusters (always ready) and then the registered
+   * ones, each with its client when it has one.
+   */
+  superClusters(): RegisteredSuperCluster[];
   stop(): Promise<void>;
 }
 
@@ -78,28 +89,50 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
         scope: { sources: cfg.gitops.policy?.sources, platformSources: declaredSources(cfg) },
       })
     : undefined;
-  const syncers = supers.map(
-    (s, i) =>
-      new Syncer({
-        superClient: clients[i]!,
-        host,
-        registry: registries[i]!,
-        workers: cfg.syncer?.workers,
-        maxInFlightPerTenant: cfg.syncer?.maxInFlightPerTenant,
-        tenantRequestTimeoutMs:
-          cfg.syncer?.tenantRequestTimeoutSeconds === undefined
-            ? undefined
-            : cfg.syncer.tenantRequestTimeoutSeconds * 1000,
-        patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
-        name: s.name,
-      }),
-  );
+  const newSyncer = (name: string, superClient: KubeClient, registry: MutableTenantRegistry) =>
+    new Syncer({
+      superClient,
+      host,
+      registry,
+      workers: cfg.syncer?.workers,
+      maxInFlightPerTenant: cfg.syncer?.maxInFlightPerTenant,
+      tenantRequestTimeoutMs:
+        cfg.syncer?.tenantRequestTimeoutSeconds === undefined
+          ? undefined
+          : cfg.syncer.tenantRequestTimeoutSeconds * 1000,
+      patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
+      name,
+    });
+  const syncers = supers.map((s, i) => newSyncer(s.name, clients[i]!, registries[i]!));
+  // Registered super clusters serve the tenants of the meta cluster (the first super cluster's registry); which of
+  // their objects each one syncs is the syncer's placement decision.
+  const reg = cfg.superClusterRegistry;
+  // A registry per leadership term: its queue and informers end with the term.
+  const newRegistry = () =>
+    new SuperClusterRegistry({
+      meta: clients[0]!,
+      namespace: reg?.namespace,
+      reserved: supers.map((s) => s.name),
+      probeIntervalMs: reg?.probeIntervalSeconds === undefined ? undefined : reg.probeIntervalSeconds * 1000,
+      connectTimeoutMs: reg?.connectTimeoutSeconds === undefined ? undefined : reg.connectTimeoutSeconds * 1000,
+      fieldManager: IDENTITY.manager,
+    });
+  let registry: SuperClusterRegistry | undefined;
+  let registered: RegisteredSyncers | undefined;
+  let unwatchRegistry: (() => void) | undefined;
   let running = false;
   const start = async () => {
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
     for (const src of cfg.gitops?.sources ?? [])
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     await Promise.all(syncers.map((s) => s.start()));
+    if (reg?.enabled) {
+      const r = new RegisteredSyncers((name, client) => newSyncer(name, client, registries[0]!));
+      registered = r;
+      registry = newRegistry();
+      unwatchRegistry = registry.onChange((list) => void r.apply(list));
+      await registry.start();
+    }
     await lifecycle?.controller.start();
     await gitops?.start();
     running = true;
@@ -109,6 +142,12 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     // Writers first, then the tenants' control planes: a syncer must not outlive the apiservers it talks to.
     await gitops?.stop();
     await lifecycle?.controller.stop();
+    // The registered syncers stop before the registry closes the clients they use.
+    unwatchRegistry?.();
+    await registered?.stop();
+    registered = undefined;
+    await registry?.stop();
+    registry = undefined;
     await Promise.all(syncers.map((s) => s.stop()));
     await lifecycle?.stopProvisioners();
   };
@@ -156,6 +195,20 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     gitops,
     syncers,
     host,
+    get registry() {
+      return registry;
+    },
+    registeredSyncers: () => registered?.syncers() ?? new Map(),
+    superClusters: () => [
+      ...supers.map((s, i) => ({
+        name: s.name,
+        namespace: '',
+        state: 'ready' as const,
+        client: clients[i]!,
+        kubeconfig: s.kubeconfig,
+      })),
+      ...(registry?.list() ?? []),
+    ],
     async stop() {
       stopElection.abort();
       await election;
