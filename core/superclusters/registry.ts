@@ -283,11 +283,13 @@ export class SuperClusterRegistry {
     } catch (e) {
       throw unreachable(ref, safe.server, e);
     }
-    if (!info)
+    if (!info) {
+      const cm = `ConfigMap ${SUPERCLUSTER_INFO.namespace}/${SUPERCLUSTER_INFO.name}`;
       throw new RegistrationFailure(
         'InfoInvalid',
-        `Cluster ${ref.namespace}/${ref.name}: ConfigMap ${SUPERCLUSTER_INFO.namespace}/${SUPERCLUSTER_INFO.name} not found in the super cluster at ${safe.server}`,
+        `Cluster ${ref.namespace}/${ref.name}: ${cm} not found in the super cluster at ${safe.server}`,
       );
+    }
     try {
       superClusterId(c, info.data);
     } catch (e) {
