@@ -5,6 +5,7 @@ import { LocalSuperCluster, type SuperClusterOptions } from '../core/local/super
 import type { KubeClient } from '../core/kube/client.ts';
 import type { LocalControlPlane } from '../core/local/controlplane.ts';
 import { tenantFrom, type Tenant } from '../core/tenancy/tenant.ts';
+import { ensureClusterCRD, registerSuperCluster } from '../core/local/registration.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */
@@ -12,6 +13,11 @@ export interface TestSuper {
   sc: LocalSuperCluster;
   client: KubeClient;
   stateDir: string;
+  /**
+   * supers are the super clusters of a `superClusters: N` start, registered in this (the meta) cluster as `r1`..`rN`
+   * (r1 is the meta cluster itself); empty otherwise
+   */
+  supers: Array<{ name: string; cp: LocalControlPlane }>;
   /** stop stops every process and removes the state directory (kept when KEEP_STATE is set). */
   stop(): Promise<void>;
 }
@@ -20,15 +26,43 @@ export interface TestSuper {
  * startTestSuper starts a real local super cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
  * kwok) in a fresh temporary directory, with the same code the embedded default uses.
  */
-export async function startTestSuper(o: Partial<SuperClusterOptions> = {}): Promise<TestSuper> {
+export async function startTestSuper(
+  o: Partial<SuperClusterOptions> & {
+    /**
+     * superClusters > 1 starts further super clusters on the same etcd and registers every one, the first included,
+     * in the first as a user would (Cluster + `<name>-kubeconfig` Secret + supercluster-info), with admin credentials
+     */
+    superClusters?: number;
+  } = {},
+): Promise<TestSuper> {
   await ensureToolchain();
   const stateDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
-  const sc = await LocalSuperCluster.start({ nodes: 2, ...o, stateDir });
+  const { superClusters = 1, ...opts } = o;
+  const sc = await LocalSuperCluster.start({ nodes: 2, ...opts, stateDir });
   const client = await sc.cluster.client();
+  const supers: TestSuper['supers'] = [];
+  if (superClusters > 1) {
+    try {
+      supers.push({ name: 'r1', cp: sc.cluster });
+      for (let i = 2; i <= superClusters; i++)
+        supers.push({ name: `r${i}`, cp: await sc.addSuperCluster(`r${i}`, { nodes: opts.nodes ?? 2 }) });
+      await ensureClusterCRD(client);
+      for (const s of supers)
+        await registerSuperCluster(client, {
+          name: s.name,
+          kubeconfig: readFileSync(s.cp.kubeconfigPath, 'utf8'),
+          superClient: await s.cp.client(),
+        });
+    } catch (e) {
+      await sc.stop();
+      throw e;
+    }
+  }
   return {
     sc,
     client,
     stateDir,
+    supers,
     async stop() {
       await sc.stop();
       if (!process.env.KEEP_STATE) rmSync(stateDir, { recursive: true, force: true });

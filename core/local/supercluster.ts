@@ -84,6 +84,20 @@ export class LocalSuperCluster {
     return cp;
   }
 
+  /**
+   * addSuperCluster starts another super cluster on the shared etcd under the prefix `/<name>`: its own apiserver,
+   * controller-manager, scheduler and kwok nodes (named `<name>-node-<i>`, so distinct from every other super
+   * cluster's), with the same admission as the first.
+   */
+  addSuperCluster(name: string, o: { nodes?: number; restart?: boolean } = {}): Promise<LocalControlPlane> {
+    return this.addControlPlane(name, {
+      scheduler: true,
+      kwokNodes: o.nodes ?? 3,
+      restart: o.restart,
+      apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
+    });
+  }
+
   /** stop stops every control plane it started, then etcd. */
   async stop(): Promise<void> {
     await Promise.all(this.extra.map((c) => c.stop()));

@@ -5,6 +5,7 @@ import { registerVirtualClusterCommands } from './vcs.ts';
 import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
 import { registerUpCommands } from './up.ts';
+import { registerSuperClusterCommands } from './superclusters.ts';
 
 const program = new Command();
 program
@@ -118,6 +119,7 @@ registerVirtualClusterCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
 registerUpCommands(program);
+registerSuperClusterCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);

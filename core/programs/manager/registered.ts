@@ -60,9 +60,9 @@ export class RegisteredSyncers {
     return this.chain;
   }
 
-  /** syncers lists the running syncers by super cluster name. */
+  /** syncers lists the running syncers by super cluster name, in name order. */
   syncers(): Map<string, Syncer> {
-    return new Map([...this.running].map(([n, r]) => [n, r.syncer]));
+    return new Map([...this.running].sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, r]) => [n, r.syncer]));
   }
 
   /** stop stops every syncer; later apply calls do nothing. */

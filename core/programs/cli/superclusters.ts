@@ -1,0 +1,220 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { ApiError, KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { formatResources, type Resources } from '../../scheduler/annotations.ts';
+import { sumAllocatable } from '../../scheduler/capacity.ts';
+import { clusterState, kubeconfigSecretName, RegistrationError } from '../../scheduler/registration.ts';
+import { CLUSTERS, kubeconfigFromSecret, RegistrationFailure, readyOf } from '../../superclusters/registration.ts';
+import type { Condition } from '../../controller/status.ts';
+import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
+
+/** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
+export const SCHEDULER_STATE = { name: 'vc-scheduler-state', namespace: 'vc-system' } as const;
+
+/** ClusterSummary is the scheduler's published summary of one super cluster. */
+export interface ClusterSummary {
+  placedSlices?: number;
+  placedNamespaces?: number;
+  free?: Record<string, string>;
+}
+
+/**
+ * parseSchedulerState reads the scheduler's ConfigMap data: one key holding JSON {clusters: {<name>: summary}}.
+ * Anything else is no summary (the table shows '-'), never an error: the listing must work without a scheduler.
+ */
+export function parseSchedulerState(data: Readonly<Record<string, string>> | undefined): Map<string, ClusterSummary> {
+  const out = new Map<string, ClusterSummary>();
+  for (const text of Object.values(data ?? {})) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    const clusters = (doc as { clusters?: unknown } | null)?.clusters;
+    if (typeof clusters !== 'object' || clusters === null || Array.isArray(clusters)) continue;
+    for (const [name, s] of Object.entries(clusters as Record<string, unknown>))
+      if (typeof s === 'object' && s !== null) out.set(name, s as ClusterSummary);
+  }
+  return out;
+}
+
+/** ClusterRow is one line of `vc superclusters`. */
+export interface ClusterRow {
+  name: string;
+  namespace: string;
+  state: string;
+  capacity: string;
+  slices: string;
+  namespaces: string;
+  message: string;
+}
+
+interface ClusterObj extends KubeObject {
+  metadata: {
+    name: string;
+    namespace: string;
+    deletionTimestamp?: string;
+    annotations?: Record<string, string>;
+  };
+  status?: { conditions?: Condition[] };
+}
+
+/**
+ * registrationRow describes one Cluster from what the registry wrote in its status: its state (the scheduler's
+ * ClusterState, or `pending` before the registry checked it) and the message of a registration that is not ready.
+ */
+export function registrationRow(
+  c: ClusterObj,
+  capacity: Resources | undefined,
+  summary: ClusterSummary | undefined,
+): ClusterRow {
+  const cond = readyOf(c.status);
+  let state: string;
+  let message = cond?.status === 'True' ? '' : (cond?.message ?? '');
+  try {
+    state = !cond && !c.metadata.deletionTimestamp ? 'pending' : clusterState(c, cond?.status === 'True');
+  } catch (e) {
+    if (!(e instanceof RegistrationError)) throw e;
+    state = 'unreachable';
+    message = e.message;
+  }
+  if (state === 'pending') message = 'not checked yet: is a manager with superClusterRegistry.enabled running?';
+  return {
+    name: c.metadata.name,
+    namespace: c.metadata.namespace,
+    state,
+    capacity: capacity ? formatResources(pick(capacity)) : '-',
+    slices: summary?.placedSlices === undefined ? '-' : String(summary.placedSlices),
+    namespaces: summary?.placedNamespaces === undefined ? '-' : String(summary.placedNamespaces),
+    message,
+  };
+}
+
+const SHOWN = ['cpu', 'memory', 'pods'] as const;
+const pick = (r: Resources): Resources =>
+  Object.fromEntries(SHOWN.filter((k) => r[k] !== undefined).map((k) => [k, r[k]!]));
+
+interface NodeObj extends KubeObject {
+  status?: { allocatable?: Record<string, string>; conditions?: Array<{ type: string; status: string }> };
+}
+
+/** readyCapacity is the allocatable of a super cluster's Ready nodes, or undefined when it cannot be read. */
+async function readyCapacity(c: KubeClient): Promise<Resources | undefined> {
+  try {
+    const nodes = (await c.listAll<NodeObj>(R.nodes)).items.filter((n) =>
+      n.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'),
+    );
+    return sumAllocatable(nodes.map((n) => ({ name: n.metadata!.name!, allocatable: n.status?.allocatable ?? {} })));
+  } catch {
+    return undefined;
+  }
+}
+
+async function capacityOf(meta: KubeClient, c: ClusterObj): Promise<Resources | undefined> {
+  const ref = { namespace: c.metadata.namespace, name: c.metadata.name };
+  try {
+    const secret = await meta.getOrNull<KubeObject & { data?: Record<string, string> }>(
+      R.secrets,
+      ref.namespace,
+      kubeconfigSecretName(ref.name),
+    );
+    const { safe } = kubeconfigFromSecret(ref, secret);
+    const client = KubeClient.fromSafe(safe, { timeoutMs: 5000 });
+    try {
+      return await readyCapacity(client);
+    } finally {
+      client.close();
+    }
+  } catch (e) {
+    if (e instanceof RegistrationFailure) return undefined;
+    throw e;
+  }
+}
+
+/** formatRows writes rows as an aligned table with a header. */
+export function formatRows(rows: readonly ClusterRow[]): string {
+  const cols = ['name', 'namespace', 'state', 'capacity', 'slices', 'namespaces', 'message'] as const;
+  const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] || '-').length)));
+  const line = (v: readonly string[]) =>
+    v
+      .map((x, i) => (x || '-').padEnd(w[i]!))
+      .join('  ')
+      .trimEnd();
+  return [line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))].join('\n') + '\n';
+}
+
+/** registerSuperClusterCommands adds `vc superclusters`. */
+export function registerSuperClusterCommands(program: Command): void {
+  program
+    .command('superclusters')
+    .description(
+      'super clusters registered in the meta cluster: state, capacity of Ready nodes, slices and namespaces placed',
+    )
+    .option('--kubeconfig <file>', 'meta cluster kubeconfig (default: VC_KUBECONFIG, the embedded default, KUBECONFIG)')
+    .option('--scheduler-namespace <ns>', "namespace of the scheduler's vc-scheduler-state ConfigMap", 'vc-system')
+    .option('--state-dir <dir>', 'state directory of vc up, whose statically configured super cluster is listed too')
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (o: { kubeconfig?: string; schedulerNamespace: string; stateDir?: string; output: string }) => {
+      const metaPath = metaKubeconfig(o.kubeconfig);
+      const embedded = resolve(metaPath) === resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig');
+      const meta = await KubeClient.fromFile(metaPath);
+      try {
+        let clusters: ClusterObj[];
+        try {
+          clusters = (await meta.listAll<ClusterObj>(CLUSTERS as Resource)).items;
+        } catch (e) {
+          if (e instanceof ApiError && e.code === 404)
+            throw new CliError('no super cluster is registered: the Cluster CRD (cluster.x-k8s.io) is not installed');
+          throw e;
+        }
+        const state = await meta.getOrNull<KubeObject & { data?: Record<string, string> }>(
+          R.configmaps,
+          o.schedulerNamespace,
+          SCHEDULER_STATE.name,
+        );
+        const summaries = parseSchedulerState(state?.data);
+        const rows: ClusterRow[] = [];
+        const statics = await staticSuperClusters(o.stateDir ?? (embedded ? DEFAULT_STATE_DIR : undefined));
+        for (const s of statics) {
+          const c = await KubeClient.fromFile(s.kubeconfig);
+          try {
+            const cap = await readyCapacity(c);
+            const sum = summaries.get(s.name);
+            rows.push({
+              name: s.name,
+              namespace: '(static)',
+              state: cap ? 'ready' : 'unreachable',
+              capacity: cap ? formatResources(pick(cap)) : '-',
+              slices: sum?.placedSlices === undefined ? '-' : String(sum.placedSlices),
+              namespaces: sum?.placedNamespaces === undefined ? '-' : String(sum.placedNamespaces),
+              message: cap ? '' : `cannot list nodes with ${s.kubeconfig}`,
+            });
+          } finally {
+            c.close();
+          }
+        }
+        for (const c of clusters.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
+          const ready = readyOf(c.status)?.status === 'True';
+          const cap = ready ? await capacityOf(meta, c) : undefined;
+          rows.push(registrationRow(c, cap, summaries.get(c.metadata.name)));
+        }
+        process.stdout.write(o.output === 'json' ? JSON.stringify(rows, null, 2) + '\n' : formatRows(rows));
+      } finally {
+        meta.close();
+      }
+    });
+}
+
+/** staticSuperClusters are the super clusters a running `vc up` configured statically (its manager.yaml). */
+async function staticSuperClusters(stateDir: string | undefined): Promise<Array<{ name: string; kubeconfig: string }>> {
+  if (!stateDir) return [];
+  const file = resolve(stateDir, 'manager.yaml');
+  if (!existsSync(file)) return [];
+  const { loadManagerConfig } = await import('../manager/config.ts');
+  return (loadManagerConfig(file).superClusters ?? []).flatMap((s) =>
+    s.kubeconfig && existsSync(s.kubeconfig) ? [{ name: s.name, kubeconfig: s.kubeconfig }] : [],
+  );
+}
