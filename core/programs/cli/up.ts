@@ -20,7 +20,12 @@ export interface UpStatus {
   webhookURL?: string;
   opsURL: string;
   kubectl: string;
+  /** superClusters are the super clusters of `--super-clusters N` (N > 1), each with its admin kubeconfig */
+  superClusters?: Array<{ name: string; kubeconfig: string }>;
 }
+
+/** SuperClusterOption is the `--super-clusters` option of vc up. */
+type SuperClusterOption = { superClusters: string };
 
 const statusFile = (dir: string) => join(dir, 'status.json');
 const alive = (pid: number) => {
@@ -43,6 +48,9 @@ export function readUpStatus(stateDir: string): UpStatus | undefined {
 function summary(s: UpStatus): string {
   return [
     `  super cluster kubeconfig: ${s.superKubeconfig}`,
+    ...(s.superClusters ?? [])
+      .slice(1)
+      .map((x) => `  super cluster ${x.name}:${' '.repeat(Math.max(1, 12 - x.name.length))}${x.kubeconfig}`),
     `  tenant repository:        ${s.gitURL}   (git clone it, edit tenants/*.yaml, git push)`,
     `  manager configuration:    ${s.managerConfig}`,
     `  metrics and probes:       ${s.opsURL}/metrics`,
@@ -90,6 +98,7 @@ export function registerUpCommands(program: Command): void {
     .description('start the embedded default here: super cluster, tenant git repository, manager; Ctrl-C stops it all')
     .option('--state-dir <dir>', 'where all state lives', DEFAULT_STATE_DIR)
     .option('--nodes <n>', 'number of kwok nodes', '3')
+    .option('--super-clusters <n>', 'super clusters to run (more than one: r1..rN, registered in r1)', '1')
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
     .option(
       '--plugin <path-or-package>',
@@ -97,7 +106,7 @@ export function registerUpCommands(program: Command): void {
       (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v],
       [],
     )
-    .action(async (o: { stateDir: string; nodes: string; detach?: boolean; plugin: string[] }) => {
+    .action(async (o: { stateDir: string; nodes: string; detach?: boolean; plugin: string[] } & SuperClusterOption) => {
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -106,7 +115,10 @@ export function registerUpCommands(program: Command): void {
         process.stdout.write(`already running (pid ${running.pid}) in ${stateDir}\n${summary(running)}\n`);
         return;
       }
-      if (o.detach) return detach(stateDir, o.nodes, o.plugin);
+      const superClusters = Number(o.superClusters);
+      if (!Number.isInteger(superClusters) || superClusters < 1 || superClusters > 9)
+        throw new CliError(`--super-clusters ${o.superClusters}: must be a whole number from 1 to 9`);
+      if (o.detach) return detach(stateDir, o.nodes, o.plugin, ['--super-clusters', String(superClusters)]);
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
       process.env.LOG_LEVEL ??= 'warn';
       const { startEmbedded } = await import('../embedded/embedded.ts');
@@ -118,6 +130,7 @@ export function registerUpCommands(program: Command): void {
         nodes: Number(o.nodes),
         plugins: o.plugin,
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
+        superClusters,
       });
       const status: UpStatus = {
         pid: process.pid,
@@ -129,6 +142,9 @@ export function registerUpCommands(program: Command): void {
         webhookURL: e.webhookURL,
         opsURL: `http://127.0.0.1:${e.manager.opsPort}`,
         kubectl: join(toolchainDir(), 'kubectl'),
+        ...(superClusters > 1
+          ? { superClusters: e.superClusters.map((x) => ({ name: x.name, kubeconfig: x.kubeconfigPath })) }
+          : {}),
       };
       writeFileSync(statusFile(stateDir), JSON.stringify(status, null, 2) + '\n');
       guards.onFatal(async () => {
@@ -188,12 +204,13 @@ export function registerUpCommands(program: Command): void {
 /** detach starts `vc up` as a daemon with its output in `<state-dir>/up.log`, shows its progress and waits for ready. */
 const isPluginPath = (v: string): boolean => v.startsWith('.') || v.startsWith('/');
 
-async function detach(stateDir: string, nodes: string, plugins: string[]): Promise<void> {
+async function detach(stateDir: string, nodes: string, plugins: string[], extra: string[] = []): Promise<void> {
   rmSync(statusFile(stateDir), { force: true });
   const logFile = join(stateDir, 'up.log');
   const fd = openSync(logFile, 'w');
   const vc = fromPackageRoot('core/programs/cli/vc.mjs');
   const args = [vc, 'up', '--state-dir', stateDir, '--nodes', nodes, ...plugins.flatMap((p) => ['--plugin', p])];
+  args.push(...extra);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   child.unref();
   let shown = 0;

@@ -4,6 +4,8 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../../local/supercluster.ts';
+import type { LocalControlPlane } from '../../local/controlplane.ts';
+import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
 import { fromPackageRoot } from '../../paths.ts';
 import { renderKubeconfig } from '../../pki/kubeconfig.ts';
@@ -20,6 +22,8 @@ import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
 export interface Embedded {
   superCluster: LocalSuperCluster;
+  /** superClusters are every super cluster with its admin kubeconfig: the first (also the meta cluster), then r2.. */
+  superClusters: Array<{ name: string; kubeconfigPath: string }>;
   manager: Manager;
   configPath: string;
   /** clone/push URL of the tenant repository the manager follows */
@@ -60,11 +64,15 @@ async function startTenantRepository(stateDir: string): Promise<TenantRepository
   return server;
 }
 
-/** applyCRDs server-side-applies every CRD under deploy/crds and waits until the VirtualCluster API answers. */
+/**
+ * applyCRDs server-side-applies every CRD under deploy/crds and waits until the VirtualCluster API answers. The
+ * minimal Cluster CRD (clusters.yaml) is only created where no Cluster CRD is (ensureClusterCRD).
+ */
 export async function applyCRDs(sc: LocalSuperCluster): Promise<void> {
   const c = await sc.cluster.client();
   const dir = fromPackageRoot('deploy/crds');
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml'))) {
+  await ensureClusterCRD(c);
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml') && x !== 'clusters.yaml')) {
     for (const d of parseAllDocuments(readFileSync(join(dir, f), 'utf8')))
       await c.apply(R.crds, d.toJS() as KubeObject, 'vc-up');
   }
@@ -90,8 +98,12 @@ const applyFile = async (c: KubeClient, file: string, fieldManager: string): Pro
  * admission policies that keep it inside tenant namespaces (deploy/policy), and returns a kubeconfig for a client
  * certificate `vc-manager` in MANAGER_GROUP: the embedded manager runs as what the policies bound, not as admin.
  */
-export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: string): Promise<string> {
-  const c = await sc.cluster.client();
+export async function managerIdentity(
+  sc: LocalSuperCluster | LocalControlPlane,
+  leaseNamespace: string,
+): Promise<string> {
+  const cp = 'cluster' in sc ? sc.cluster : sc;
+  const c = await cp.client();
   await applyFile(c, 'deploy/manager/rbac.yaml', 'vc-up');
   const group = { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: MANAGER_GROUP };
   await c.apply(
@@ -134,7 +146,7 @@ export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: str
     'vc-up',
   );
   await applyFile(c, 'deploy/policy/manager-scope.yaml', 'vc-up');
-  const superCA = { certPem: sc.cluster.caPem, keyPem: readFileSync(join(sc.cluster.dir, 'pki/ca.key'), 'utf8') };
+  const superCA = { certPem: cp.caPem, keyPem: readFileSync(join(cp.dir, 'pki/ca.key'), 'utf8') };
   const cert = await issueCert(superCA, {
     commonName: 'vc-manager',
     organizations: [MANAGER_GROUP],
@@ -142,9 +154,9 @@ export async function managerIdentity(sc: LocalSuperCluster, leaseNamespace: str
     validityDays: 365,
   });
   return renderKubeconfig({
-    clusterName: 'super',
-    server: sc.cluster.server,
-    caPem: sc.cluster.caPem,
+    clusterName: cp.name,
+    server: cp.server,
+    caPem: cp.caPem,
     user: 'vc-manager',
     clientCertPem: cert.certPem,
     clientKeyPem: cert.keyPem,
@@ -161,7 +173,14 @@ export async function startEmbedded(o: {
   nodes?: number;
   plugins?: string[];
   onStep?: (s: string) => void;
+  /**
+   * superClusters > 1 runs further super clusters r2..rN on the same etcd, each registered in the meta cluster as a
+   * user would register one; the first is then named r1 (default: one super cluster, named default)
+   */
+  superClusters?: number;
 }): Promise<Embedded> {
+  const count = o.superClusters ?? 1;
+  const firstName = count > 1 ? 'r1' : 'default';
   const step = o.onStep ?? (() => {});
   step('starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes)');
   const sc = await LocalSuperCluster.start({ stateDir: o.stateDir, nodes: o.nodes ?? 3, restart: true });
@@ -190,7 +209,8 @@ export async function startEmbedded(o: {
     const cfg: ManagerConfig = {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
-      superClusters: [{ name: 'default', kubeconfig: managerKubeconfig }],
+      superClusters: [{ name: firstName, kubeconfig: managerKubeconfig }],
+      ...(count > 1 ? { superClusterRegistry: { enabled: true, probeIntervalSeconds: 10 } } : {}),
       leaderElection: {
         enabled: true,
         namespace: 'kube-system',
@@ -230,6 +250,15 @@ export async function startEmbedded(o: {
     step('starting the vn-agent (kubelet proxy for tenants)');
     const agent = await startAgent(sc, o.stateDir);
     cfg.virtualClusters!.defaultPluginConfig = { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } };
+    const supers = [{ name: firstName, kubeconfigPath: sc.kubeconfigPath }];
+    for (let i = 2; i <= count; i++) {
+      const name = `r${i}`;
+      step(`starting super cluster ${name} and registering it in the meta cluster`);
+      const cp = await sc.addSuperCluster(name, { nodes: o.nodes ?? 3, restart: true });
+      const kubeconfig = await managerIdentity(cp, 'kube-system');
+      await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
+      supers.push({ name, kubeconfigPath: cp.kubeconfigPath });
+    }
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
@@ -237,6 +266,7 @@ export async function startEmbedded(o: {
     await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 });
     return {
       superCluster: sc,
+      superClusters: supers,
       manager,
       configPath,
       gitURL,
