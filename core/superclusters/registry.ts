@@ -6,6 +6,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { LABEL } from '../names/names.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { renderSafeKubeconfig } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
@@ -110,6 +111,8 @@ export class SuperClusterRegistry {
   private readonly reserved: ReadonlySet<string>;
   private readonly probeMs: number;
   private readonly timeoutMs: number;
+  /** Clusters in tenant namespaces, logged once and left alone */
+  private readonly ignored = new Set<string>();
 
   constructor(private readonly o: SuperClusterRegistryOptions) {
     this.reserved = new Set(o.reserved ?? []);
@@ -213,6 +216,13 @@ export class SuperClusterRegistry {
       return;
     }
     const ref: ClusterRef = { namespace: c.metadata.namespace, name: c.metadata.name };
+    if (await this.inTenantNamespace(ref.namespace)) {
+      // What a tenant's objects become in the super cluster lives in namespaces labelled with its cluster: a Cluster
+      // there (a plugin copying custom resources down, say) would let a tenant choose where others' Pods run.
+      if (!this.ignored.has(key)) log.warn({ cluster: key }, 'a Cluster in a tenant namespace is never registered');
+      this.ignored.add(key);
+      return;
+    }
     const known = this.entries.get(key);
     const entry: Entry = known ?? { name: ref.name, namespace: ref.namespace, state: 'unreachable' };
     this.entries.set(key, entry);
@@ -257,7 +267,10 @@ export class SuperClusterRegistry {
 
   /** check reads the Secret, connects (building a new client when the credentials changed) and checks the id. */
   private async check(c: ClusterObj, ref: ClusterRef, entry: Entry): Promise<{ server: string }> {
-    const dup = duplicateOf(ref, this.clusters.list(), this.reserved);
+    const rivals: ClusterObj[] = [];
+    for (const x of this.clusters.list())
+      if (x.metadata.name === ref.name && !(await this.inTenantNamespace(x.metadata.namespace))) rivals.push(x);
+    const dup = duplicateOf(ref, rivals, this.reserved);
     if (dup)
       throw new RegistrationFailure(
         'DuplicateName',
@@ -304,6 +317,12 @@ export class SuperClusterRegistry {
       entry.candidate = undefined;
     }
     return { server: safe.server };
+  }
+
+  /** inTenantNamespace tells whether a namespace holds a tenant's synced objects (or is unreadable: then yes). */
+  private async inTenantNamespace(namespace: string): Promise<boolean> {
+    const ns = await this.o.meta.getOrNull(R.namespaces, undefined, namespace);
+    return !ns || !!ns.metadata?.labels?.[LABEL.cluster];
   }
 
   private dropClient(entry: Entry): void {

@@ -107,6 +107,42 @@ describe('super clusters registered in the meta cluster', () => {
     await eventually(() => expect(state('r3')).toBeUndefined(), 20_000);
   });
 
+  it('never registers a Cluster in a tenant namespace, where synced tenant objects live', async () => {
+    // As if a plugin had copied a tenant's Cluster and Secret down: valid credentials of a live super cluster, under a
+    // registered name, which must neither be registered twice nor take the name from the real r2.
+    const tenantNs = 'tenant-a-1a2b3c-dev-default';
+    await t.client.apply(
+      R.namespaces,
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: tenantNs, labels: { 'tenancy.x-k8s.io/cluster': 'x' } },
+      },
+      'test',
+    );
+    const r2 = readFileSync(t.supers[1]!.cp.kubeconfigPath, 'utf8');
+    await t.client.apply(
+      R.secrets,
+      { ...kubeconfigSecret('r2', r2), metadata: { name: 'r2-kubeconfig', namespace: tenantNs } },
+      'test',
+    );
+    await t.client.apply(
+      clusters,
+      {
+        apiVersion: 'cluster.x-k8s.io/v1beta1',
+        kind: 'Cluster',
+        metadata: { name: 'r2', namespace: tenantNs },
+        spec: {},
+      },
+      'test',
+    );
+    await new Promise((r) => setTimeout(r, 5000));
+    expect(m.registry?.list().filter((r) => r.namespace === tenantNs)).toEqual([]);
+    expect((await t.client.get<ClusterObj>(clusters, tenantNs, 'r2')).status).toBeUndefined();
+    expect(state('r2')).toMatchObject({ namespace: ns, state: 'ready' });
+    await t.client.delete(R.namespaces, undefined, tenantNs);
+  });
+
   it('vc superclusters lists registrations with state and capacity', async () => {
     const { stdout } = await execP(process.execPath, [vcBin, 'superclusters', '--kubeconfig', t.sc.kubeconfigPath], {
       timeout: 60_000,

@@ -48,9 +48,7 @@ export function readUpStatus(stateDir: string): UpStatus | undefined {
 function summary(s: UpStatus): string {
   return [
     `  super cluster kubeconfig: ${s.superKubeconfig}`,
-    ...(s.superClusters ?? [])
-      .slice(1)
-      .map((x) => `  super cluster ${x.name}:${' '.repeat(Math.max(1, 12 - x.name.length))}${x.kubeconfig}`),
+    ...(s.superClusters ?? []).slice(1).map((x) => `  super cluster ${x.name}:`.padEnd(28) + x.kubeconfig),
     `  tenant repository:        ${s.gitURL}   (git clone it, edit tenants/*.yaml, git push)`,
     `  manager configuration:    ${s.managerConfig}`,
     `  metrics and probes:       ${s.opsURL}/metrics`,
