@@ -110,6 +110,8 @@ export interface SchedulerStats {
   namespaceDecisions: number;
   podDecisions: number;
   writes: number;
+  /** placementWrites counts the writes of PLACEMENTS and SUPER_CLUSTER (a subset of writes). */
+  placementWrites: number;
   evictions: number;
   unschedulable: number;
   pending: number;
@@ -186,6 +188,7 @@ export class NamespaceScheduler {
     namespaceDecisions: 0,
     podDecisions: 0,
     writes: 0,
+    placementWrites: 0,
     evictions: 0,
     unschedulable: 0,
     pending: 0,
@@ -677,6 +680,7 @@ export class NamespaceScheduler {
       value,
     });
     this.stats.writes++;
+    this.stats.placementWrites++;
     await s.client.patch(
       R.namespaces,
       undefined,
@@ -690,6 +694,7 @@ export class NamespaceScheduler {
   private async clearNamespace(s: TenantSession, ns: Obj): Promise<void> {
     const m = ns.metadata!;
     this.stats.writes++;
+    this.stats.placementWrites++;
     await s.client.patch(
       R.namespaces,
       undefined,
@@ -718,6 +723,7 @@ export class NamespaceScheduler {
             }),
           };
     this.stats.writes++;
+    this.stats.placementWrites++;
     await s.client.patch(R.pods, m.namespace, m.name!, { metadata: { uid: m.uid, annotations } }, 'merge', {
       fieldManager: FIELD_MANAGER,
     });
