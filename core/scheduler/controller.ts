@@ -119,6 +119,8 @@ export interface SchedulerStats {
 
 interface NamespaceRec {
   uid: string;
+  /** rv is the resourceVersion of the scheduler's last write of the placements, while the cache may lag behind it */
+  rv?: string;
   sliced: boolean;
   unit: Resources;
   placements: Placements;
@@ -152,6 +154,12 @@ function isReadyNode(n: Obj): boolean {
   return (n.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
+/** olderThan reports a resourceVersion older than another (both etcd revisions); unknown ones are not older. */
+function olderThan(rv: string | undefined, than: string): boolean {
+  if (rv === undefined || !/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
+  return BigInt(rv) < BigInt(than);
+}
+
 function terminal(p: Obj): boolean {
   return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
 }
@@ -171,8 +179,11 @@ export class NamespaceScheduler {
   private clusters: RegisteredSuperCluster[] = [];
   private readonly records = new Map<string, NamespaceRec>();
   private readonly usage = new Map<string, { used: Resources; placed: number }>();
-  /** Pods placed by a write the tenant cache may not show yet: pod uid -> super cluster */
-  private readonly assumedPods = new Map<string, string>();
+  /**
+   * the placed Pods per namespace key: pod uid -> super cluster and the resourceVersion of the scheduler's write.
+   * Rebuilt from signed annotations; it outlives a tenant's later edit of the annotation, which is put back.
+   */
+  private readonly pods = new Map<string, Map<string, { superCluster: string; rv?: string }>>();
   /** namespaces left (partly) unplaced, tried again when room appears */
   private readonly waiting = new Set<string>();
   /** the last warning reported per object uid, so a reconcile that finds the same answer stays quiet */
@@ -349,6 +360,7 @@ export class NamespaceScheduler {
 
   private forgetTenant(tenant: string): void {
     for (const key of [...this.records.keys()]) if (key.startsWith(`${tenant}/`)) this.setRecord(key, undefined);
+    for (const key of [...this.pods.keys()]) if (key.startsWith(`${tenant}/`)) this.pods.delete(key);
     for (const key of [...this.waiting]) if (key.startsWith(`${tenant}/`)) this.waiting.delete(key);
     this.roomChanged();
   }
@@ -476,6 +488,7 @@ export class NamespaceScheduler {
     const ns = s.cache.get<Obj>(R.namespaces, undefined, name);
     if (!ns) {
       this.setRecord(key, undefined);
+      this.pods.delete(key);
       this.waiting.delete(key);
       this.roomChanged();
       return;
@@ -494,7 +507,7 @@ export class NamespaceScheduler {
       await this.setCondition(s, ns, 'False', 'InvalidSchedulingInput', error.message);
       return;
     }
-    rec = { uid, sliced: !!slice, unit: unitOf({ slice, quota }), placements };
+    rec = { uid, rv: rec?.rv, sliced: !!slice, unit: unitOf({ slice, quota }), placements };
     this.setRecord(key, rec);
     if (ns.metadata?.deletionTimestamp) return;
 
@@ -539,9 +552,13 @@ export class NamespaceScheduler {
     }
     const value = formatPlacements(next);
     const annotated = ns.metadata?.annotations?.[PLACEMENTS];
-    if (next.size > 0 && (annotated !== value || !samePlacements(signed, next))) {
+    // The cache may not show the scheduler's own last write yet: only a new decision is written then.
+    const lagging = rec.rv !== undefined && olderThan(ns.metadata?.resourceVersion, rec.rv);
+    const differs = annotated !== value || !samePlacements(signed, next);
+    if (next.size > 0 && differs && (!lagging || !samePlacements(placements, next))) {
       try {
-        await this.writeNamespace(s, ns, value);
+        const rv = await this.writeNamespace(s, ns, value);
+        this.setRecord(key, { ...rec, placements: next, rv });
       } catch (e) {
         // Give the reservation back: the next try decides again from what the tenant shows.
         this.setRecord(key, { ...rec, placements });
@@ -557,7 +574,7 @@ export class NamespaceScheduler {
           `namespace ${name}: ${PLACEMENTS} ${annotated} was not written by the scheduler; replaced by ${value}`,
         );
       if (evictFrom.size) this.roomChanged();
-    } else if (next.size === 0 && annotated !== undefined) {
+    } else if (next.size === 0 && annotated !== undefined && !lagging) {
       await this.clearNamespace(s, ns);
       await this.warn(
         s,
@@ -591,11 +608,15 @@ export class NamespaceScheduler {
     }
     const placed: PlacedPod[] = [];
     const todo: Array<{ pod: Obj; requests: Resources; forged?: string }> = [];
+    let known = this.pods.get(key);
+    if (!known) this.pods.set(key, (known = new Map()));
+    const seen = new Set<string>();
     let failed: unknown;
     for (const p of pods) {
       const m = p.metadata!;
+      seen.add(m.uid!);
       if (terminal(p)) {
-        this.assumedPods.delete(m.uid!);
+        known.delete(m.uid!);
         continue;
       }
       let requests: Resources;
@@ -607,18 +628,37 @@ export class NamespaceScheduler {
         continue;
       }
       const signed = signedValue(this.o.signingKey, s.tenant.key, p, SUPER_CLUSTER, 'Pod');
-      if (signed !== undefined) this.assumedPods.delete(m.uid!);
-      const sc = signed ?? this.assumedPods.get(m.uid!);
-      if (sc !== undefined) {
-        placed.push({ superCluster: sc, requests });
-        if (evictFrom.has(sc) || (this.clusterState(sc) === 'draining' && !ns.placements.has(sc)))
-          try {
-            await this.evict(s, p, sc);
-          } catch (e) {
-            failed = e;
-          }
-      } else if (!m.deletionTimestamp) todo.push({ pod: p, requests, forged: m.annotations?.[SUPER_CLUSTER] });
+      let mine = known.get(m.uid!);
+      if (!mine && signed !== undefined) known.set(m.uid!, (mine = { superCluster: signed }));
+      if (!mine) {
+        if (!m.deletionTimestamp) todo.push({ pod: p, requests, forged: m.annotations?.[SUPER_CLUSTER] });
+        continue;
+      }
+      const sc = mine.superCluster;
+      placed.push({ superCluster: sc, requests });
+      // A placed Pod never moves: an annotation changed since the scheduler wrote it is put back.
+      const stale = mine.rv !== undefined && olderThan(m.resourceVersion, mine.rv);
+      if (signed !== sc && !stale && !m.deletionTimestamp) {
+        try {
+          mine.rv = await this.writePod(s, p, sc);
+          await this.warn(
+            s,
+            p,
+            'PlacementOverwritten',
+            `pod ${name}/${m.name}: ${SUPER_CLUSTER} ${m.annotations?.[SUPER_CLUSTER] ?? '(none)'} was not written by the scheduler; restored to ${sc}`,
+          );
+        } catch (e) {
+          if (!isNotFound(e)) failed = e;
+        }
+      }
+      if (evictFrom.has(sc) || (this.clusterState(sc) === 'draining' && !ns.placements.has(sc)))
+        try {
+          await this.evict(s, p, sc);
+        } catch (e) {
+          failed = e;
+        }
     }
+    for (const uid of known.keys()) if (!seen.has(uid)) known.delete(uid);
     todo.sort(
       (a, b) =>
         String(a.pod.metadata!.creationTimestamp ?? '').localeCompare(
@@ -642,10 +682,11 @@ export class NamespaceScheduler {
         await this.podUnschedulable(s, pod, d.message);
         continue;
       }
-      this.assumedPods.set(m.uid!, d.superCluster);
+      const mine: { superCluster: string; rv?: string } = { superCluster: d.superCluster };
+      known.set(m.uid!, mine);
       placed.push({ superCluster: d.superCluster, requests });
       try {
-        await this.writePod(s, pod, d.superCluster);
+        mine.rv = await this.writePod(s, pod, d.superCluster);
         this.o.observe?.({ kind: 'pod', key: `${key}/${m.name}`, superClusters: [d.superCluster], decidedAt });
         if (forged !== undefined && forged !== d.superCluster)
           await this.warn(
@@ -655,7 +696,7 @@ export class NamespaceScheduler {
             `pod ${name}/${m.name}: ${SUPER_CLUSTER} ${forged} was not written by the scheduler; replaced by ${d.superCluster}`,
           );
       } catch (e) {
-        this.assumedPods.delete(m.uid!);
+        known.delete(m.uid!);
         placed.pop();
         if (isNotFound(e)) continue;
         failed = e;
@@ -669,7 +710,7 @@ export class NamespaceScheduler {
     return c && this.effectiveState(c);
   }
 
-  private async writeNamespace(s: TenantSession, ns: Obj, value: string): Promise<void> {
+  private async writeNamespace(s: TenantSession, ns: Obj, value: string): Promise<string | undefined> {
     const m = ns.metadata!;
     const signature = sign(this.o.signingKey, {
       tenant: s.tenant.key,
@@ -681,7 +722,7 @@ export class NamespaceScheduler {
     });
     this.stats.writes++;
     this.stats.placementWrites++;
-    await s.client.patch(
+    const out = await s.client.patch(
       R.namespaces,
       undefined,
       m.name!,
@@ -689,6 +730,7 @@ export class NamespaceScheduler {
       'merge',
       { fieldManager: FIELD_MANAGER },
     );
+    return out.metadata?.resourceVersion;
   }
 
   private async clearNamespace(s: TenantSession, ns: Obj): Promise<void> {
@@ -706,7 +748,7 @@ export class NamespaceScheduler {
   }
 
   // writePod sets (or, with undefined, removes) a Pod's signed SUPER_CLUSTER; the uid guards against a recreated Pod.
-  private async writePod(s: TenantSession, pod: Obj, superCluster: string | undefined): Promise<void> {
+  private async writePod(s: TenantSession, pod: Obj, superCluster: string | undefined): Promise<string | undefined> {
     const m = pod.metadata!;
     const annotations =
       superCluster === undefined
@@ -724,9 +766,10 @@ export class NamespaceScheduler {
           };
     this.stats.writes++;
     this.stats.placementWrites++;
-    await s.client.patch(R.pods, m.namespace, m.name!, { metadata: { uid: m.uid, annotations } }, 'merge', {
+    const out = await s.client.patch(R.pods, m.namespace, m.name!, { metadata: { uid: m.uid, annotations } }, 'merge', {
       fieldManager: FIELD_MANAGER,
     });
+    return out.metadata?.resourceVersion;
   }
 
   // evict asks the tenant apiserver to evict a Pod (as kubectl drain does: PodDisruptionBudgets apply), so its
@@ -799,6 +842,9 @@ export class NamespaceScheduler {
     const conditions = ns.status?.conditions ?? [];
     const now = conditions.find((c) => c.type === PLACED_CONDITION);
     if (now?.status === status && now.reason === reason && now.message === message) return;
+    const said = `condition/${ns.metadata!.uid}`;
+    if (this.reported.get(said) === `${status}/${reason}/${message}`) return;
+    this.reported.set(said, `${status}/${reason}/${message}`);
     const next = [
       ...conditions.filter((c) => c.type !== PLACED_CONDITION),
       { type: PLACED_CONDITION, status, reason, message, lastTransitionTime: new Date().toISOString() },
@@ -822,6 +868,9 @@ export class NamespaceScheduler {
   private async podUnschedulable(s: TenantSession, pod: Obj, message: string): Promise<void> {
     const now = (pod.status?.conditions ?? []).find((c) => c.type === 'PodScheduled');
     if (now?.status === 'False' && now.message === message) return;
+    const said = `condition/${pod.metadata!.uid}`;
+    if (this.reported.get(said) === message) return;
+    this.reported.set(said, message);
     this.stats.writes++;
     try {
       await s.client.patch(

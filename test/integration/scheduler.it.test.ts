@@ -9,11 +9,33 @@ import { NamespaceScheduler, PLACED_CONDITION } from '../../core/scheduler/contr
 import { SIGNATURE } from '../../core/scheduler/signature.ts';
 import { StaticSuperClusters } from '../../core/scheduler/source.ts';
 import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
+import { CLUSTERS_RESOURCE, setDraining } from '../../core/programs/cli/drain.ts';
+import { clusterState, type ClusterObject } from '../../core/scheduler/registration.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 
 type Obj = KubeObject & {
   status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
+};
+
+// The smallest Cluster API Cluster CRD: enough to hold the DRAINING annotation (s1 ships the real one in deploy/).
+const minimalClusterCrd = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'clusters.cluster.x-k8s.io' },
+  spec: {
+    group: 'cluster.x-k8s.io',
+    scope: 'Namespaced',
+    names: { plural: 'clusters', singular: 'cluster', kind: 'Cluster', listKind: 'ClusterList' },
+    versions: [
+      {
+        name: 'v1beta1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
 };
 
 const SLICE_DEMO = '{"cpu":"100m","memory":"100Mi"}';
@@ -230,7 +252,17 @@ describe('namespace scheduler over two super clusters', () => {
   });
 
   it('drain moves slices where room allows and evicts the Pods left there; the Deployment comes back on r1', async () => {
-    supers.setState('r2', 'draining');
+    // `vc superclusters drain r2` annotates the registered Cluster; the registry reads it as the draining state.
+    await t.client.create(R.crds, minimalClusterCrd as KubeObject);
+    await eventually(() => t.client.list(CLUSTERS_RESOURCE, { namespace: 'default' }), 30_000);
+    await t.client.create(CLUSTERS_RESOURCE, {
+      apiVersion: 'cluster.x-k8s.io/v1beta1',
+      kind: 'Cluster',
+      metadata: { name: 'r2', namespace: 'default' },
+    });
+    expect(await setDraining(t.client, 'r2', undefined, true)).toBe('default/r2');
+    const cluster = await t.client.get<KubeObject & ClusterObject>(CLUSTERS_RESOURCE, 'default', 'r2');
+    supers.setState('r2', clusterState(cluster, true));
     await placed(t1, 'demo', '{"r1":2}');
     await placed(t1, 'frag', '{"r1":2}');
     await eventually(async () => {

@@ -5,6 +5,7 @@ import { registerVirtualClusterCommands } from './vcs.ts';
 import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
 import { registerUpCommands } from './up.ts';
+import { registerDrainCommands } from './drain.ts';
 
 const program = new Command();
 program
@@ -118,6 +119,8 @@ registerVirtualClusterCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
 registerUpCommands(program);
+// After the `vc superclusters` listing is registered: drain and undrain go under it.
+registerDrainCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);
