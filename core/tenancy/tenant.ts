@@ -52,6 +52,8 @@ export interface Tenant extends TenantIdentity {
   endpoints?: EndpointsPolicyView;
   /** the quota section of the tenant's effective TenantPolicy; absent (static tenants), no quota objects or caps */
   quota?: QuotaPolicyView;
+  /** superCluster is the VirtualCluster's spec.superCluster: the namespace scheduler places it only there */
+  superCluster?: string;
 }
 
 /**
@@ -74,6 +76,7 @@ export interface TenantSettings {
   ingresses?: IngressesPolicyView;
   endpoints?: EndpointsPolicyView;
   quota?: QuotaPolicyView;
+  superCluster?: string;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -119,6 +122,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.ingresses) t.ingresses = o.ingresses;
   if (o.endpoints) t.endpoints = o.endpoints;
   if (o.quota) t.quota = o.quota;
+  if (o.superCluster) t.superCluster = o.superCluster;
   return t;
 }
 

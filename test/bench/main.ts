@@ -5,6 +5,7 @@ import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
 import { slowTenantBench } from './slowtenant.ts';
 import { syncerBench } from './syncer.ts';
+import { schedulerBench } from './scheduler.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
 export interface BenchResult {
@@ -19,6 +20,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   gitops: gitopsBench,
   syncer: syncerBench,
   'slow-tenant': slowTenantBench,
+  scheduler: schedulerBench,
 };
 
 const wanted = process.argv.slice(2);

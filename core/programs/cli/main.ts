@@ -6,6 +6,7 @@ import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
 import { registerUpCommands } from './up.ts';
 import { registerSuperClusterCommands } from './superclusters.ts';
+import { registerDrainCommands } from './drain.ts';
 
 const program = new Command();
 program
@@ -120,6 +121,8 @@ registerVnAgentCommand(program);
 registerGitOpsCommands(program);
 registerUpCommands(program);
 registerSuperClusterCommands(program);
+// After the `vc superclusters` listing is registered: drain and undrain go under it.
+registerDrainCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -32,6 +32,19 @@ describe('manager configuration', () => {
     expect(t!.kubeconfig).toContain('kind: Config');
   });
 
+  it('loads the scheduler section', () => {
+    const f = write(
+      'sched.yaml',
+      `${header}scheduler: {enabled: true, policy: pack, namespace: vc-system, workers: 2}\n`,
+    );
+    expect(loadManagerConfig(f).scheduler).toEqual({
+      enabled: true,
+      policy: 'pack',
+      namespace: 'vc-system',
+      workers: 2,
+    });
+  });
+
   it.each([
     ['invalid YAML', `${header}tenants: [\n`, /bad\.yaml: invalid YAML/],
     ['an unknown field', `${header}tenats: []\n`, /bad\.yaml: \/tenats is not a known field/],
@@ -70,6 +83,11 @@ describe('manager configuration', () => {
       'a tenant request timeout of zero',
       `${header}syncer: {tenantRequestTimeoutSeconds: 0}\n`,
       /\/syncer\/tenantRequestTimeoutSeconds must be > 0/,
+    ],
+    [
+      'a scheduler policy that does not exist',
+      `${header}scheduler: {enabled: true, policy: random}\n`,
+      /bad\.yaml: \/scheduler\/policy must be one of/,
     ],
     ['the wrong kind', 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: Other\n', /\/kind must be equal to constant/],
   ])('rejects %s with the file and field', (_, text, want) => {

@@ -26,6 +26,7 @@ export interface ManagerConfig {
     tenantRequestTimeoutSeconds?: number;
     patrolIntervalSeconds?: number;
   };
+  scheduler?: { enabled?: boolean; policy?: 'spread' | 'pack'; namespace?: string; workers?: number };
   leaderElection?: {
     enabled?: boolean;
     namespace?: string;

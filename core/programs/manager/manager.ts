@@ -11,7 +11,9 @@ import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '.
 import type { PluginHost } from '../../plugins/host.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { Syncer } from '../../syncer/syncer.ts';
-import { MutableTenantRegistry } from '../../tenancy/tenant.ts';
+import { MutableTenantRegistry, type TenantRegistry } from '../../tenancy/tenant.ts';
+import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/controller.ts';
+import { loadSigningKey } from '../../scheduler/signature.ts';
 import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
@@ -42,6 +44,8 @@ export interface Manager {
   lifecycle?: VirtualClusterController;
   gitops?: GitOpsController;
   syncers: Syncer[];
+  /** scheduler is the namespace scheduler while this manager leads, when configured */
+  scheduler?: NamespaceScheduler;
   host: PluginHost;
   /** registry is the super cluster registry when `superClusterRegistry.enabled`, while this manager leads */
   registry?: SuperClusterRegistry;
@@ -120,6 +124,16 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   let registry: SuperClusterRegistry | undefined;
   let registered: RegisteredSyncers | undefined;
   let unwatchRegistry: (() => void) | undefined;
+  // The namespace scheduler sees every tenant of every super cluster, and every super cluster: the statically
+  // configured ones (always ready) and the registered ones.
+  const schedulerSupers: SuperClusterSource = {
+    list: () => [
+      ...supers.map((s, i) => ({ name: s.name, state: 'ready' as const, client: clients[i]! })),
+      ...(registry?.list() ?? []),
+    ],
+    onChange: (cb) => registry?.onChange(() => cb()),
+  };
+  let scheduler: NamespaceScheduler | undefined;
   let running = false;
   const start = async () => {
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
@@ -135,11 +149,26 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     }
     await lifecycle?.controller.start();
     await gitops?.start();
+    if (cfg.scheduler?.enabled) {
+      const namespace =
+        cfg.scheduler.namespace ?? cfg.leaderElection?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace;
+      scheduler = new NamespaceScheduler({
+        tenants: allTenants(registries),
+        supers: schedulerSupers,
+        signingKey: await loadSigningKey(clients[0]!, namespace),
+        policy: cfg.scheduler.policy,
+        workers: cfg.scheduler.workers,
+        publish: { client: clients[0]!, namespace },
+      });
+      await scheduler.start();
+    }
     running = true;
   };
   const halt = async () => {
     running = false;
     // Writers first, then the tenants' control planes: a syncer must not outlive the apiservers it talks to.
+    await scheduler?.stop();
+    scheduler = undefined;
     await gitops?.stop();
     await lifecycle?.controller.stop();
     // The registered syncers stop before the registry closes the clients they use.
@@ -194,6 +223,9 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     lifecycle: lifecycle?.controller,
     gitops,
     syncers,
+    get scheduler() {
+      return scheduler;
+    },
     host,
     get registry() {
       return registry;
@@ -247,6 +279,16 @@ async function lifecycleController(
     controller,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
+    },
+  };
+}
+
+/** allTenants is one registry reporting the tenants of every super cluster's registry. */
+function allTenants(registries: readonly TenantRegistry[]): TenantRegistry {
+  return {
+    subscribe(fn) {
+      const offs = registries.map((r) => r.subscribe(fn));
+      return () => offs.forEach((off) => off());
     },
   };
 }

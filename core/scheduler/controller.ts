@@ -1,0 +1,900 @@
+// The namespace scheduler controller: it wires the pure decisions of this folder (namespace.ts, pod.ts, drain.ts) to
+// the tenants' control planes and the super clusters. It follows every tenant's namespaces, ResourceQuotas and Pods
+// through the same TenantSessions the syncer uses, and every registered super cluster's Nodes; it writes PLACEMENTS
+// on tenant namespaces and SUPER_CLUSTER on the Pods of sliced namespaces, each signed (signature.ts).
+//
+// Level-triggered: informer events only enqueue keys (`<tenant>/<namespace>`, `@cluster/<name>`, `@clusters/all`)
+// into a fair queue; a reconcile reads the caches. The capacity cache lives in memory but is rebuilt from the signed
+// annotations whenever a tenant is (re)served, so a restarted scheduler starts from exactly what it had written and
+// moves nothing. Decisions and the reservations they make happen in one synchronous step, so several workers never
+// hand out the same room twice; a write that fails gives its reservation back.
+
+import type { KubeClient, KubeObject } from '../kube/client.ts';
+import { ApiError, isNotFound } from '../kube/client.ts';
+import { recordEvent } from '../kube/events.ts';
+import { Informer } from '../kube/informer.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import { queueMetrics } from '../controller/metrics.ts';
+import { Runner, type Result } from '../controller/runner.ts';
+import { FairQueue } from '../queue/fairqueue.ts';
+import { realClock, type Clock } from '../queue/clock.ts';
+import { readerOf, TenantSessions, type TenantSession } from '../syncer/tenants.ts';
+import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
+import {
+  AnnotationError,
+  formatPlacements,
+  parsePlacements,
+  parseSlice,
+  PLACEMENTS,
+  SLICE,
+  SUPER_CLUSTER,
+  type Placements,
+  type Resources,
+} from './annotations.ts';
+import {
+  addTimes,
+  quotaResources,
+  ResourceError,
+  sumAllocatable,
+  unitOf,
+  type Capacity,
+  type ClusterCapacity,
+  type ClusterState,
+} from './capacity.ts';
+import { drainPlacements } from './drain.ts';
+import { placeNamespace, type Policy } from './namespace.ts';
+import { placePod, podRequests, type PlacedPod, type PodSpecResources } from './pod.ts';
+import type { Milli } from './quantity.ts';
+import { sign, SIGNATURE, signedValue } from './signature.ts';
+import { STATE_CONFIGMAP, summarize, type SchedulerState } from './state.ts';
+
+const log = childLogger({ controller: 'scheduler' });
+
+/** RegisteredSuperCluster is one super cluster as the registry reports it (core/superclusters/registry.ts). */
+export interface RegisteredSuperCluster {
+  name: string;
+  state: ClusterState;
+  /** client is the super cluster's admin client, when its kubeconfig could be used. */
+  client?: KubeClient;
+  kubeconfig?: string;
+  message?: string;
+}
+
+/** SuperClusterSource is what the scheduler needs of the registry: the registrations now, and word of changes. */
+export interface SuperClusterSource {
+  list(): RegisteredSuperCluster[];
+  /** onChange calls cb after any registration changed; it may return an unsubscribe function. */
+  onChange(cb: () => void): (() => void) | void;
+}
+
+/** SCHEDULER_DEFAULTS are the scheduler's settings when its options leave them out. */
+export const SCHEDULER_DEFAULTS = {
+  policy: 'spread' as Policy,
+  workers: 4,
+  /** how long new placements wait for every tenant known at start to be served (their placements counted) */
+  startupGraceMs: 30_000,
+  /** the state ConfigMap is written at most this often */
+  publishIntervalMs: 2_000,
+  tenantRequestTimeoutMs: 10_000,
+} as const;
+
+/** FIELD_MANAGER is the field manager of every write the scheduler makes. */
+export const FIELD_MANAGER = 'vc-scheduler';
+
+/** PLACED_CONDITION is the Namespace status condition the scheduler keeps: True once placed, False with the reason. */
+export const PLACED_CONDITION = 'scheduler.tenancy.x-k8s.io/Placed';
+
+/** SchedulerOptions configure a NamespaceScheduler. */
+export interface SchedulerOptions {
+  tenants: TenantRegistry;
+  supers: SuperClusterSource;
+  /** signingKey signs and verifies PLACEMENTS and SUPER_CLUSTER (see loadSigningKey). */
+  signingKey: Uint8Array;
+  policy?: Policy;
+  workers?: number;
+  /** pinnedOf gives a tenant's pinned super cluster; default its superCluster (the VirtualCluster's spec). */
+  pinnedOf?: (t: Tenant) => string | undefined;
+  /** publish writes the summary ConfigMap STATE_CONFIGMAP.name in this namespace of the meta cluster. */
+  publish?: { client: KubeClient; namespace: string };
+  startupGraceMs?: number;
+  publishIntervalMs?: number;
+  tenantRequestTimeoutMs?: number;
+  clock?: Clock;
+  /** observe receives each placement written, for benchmarks: what was placed and when its decision was made. */
+  observe?: (e: { kind: 'namespace' | 'pod'; key: string; superClusters: string[]; decidedAt: number }) => void;
+}
+
+/** SchedulerStats counts what the scheduler decided and wrote. */
+export interface SchedulerStats {
+  namespaceDecisions: number;
+  podDecisions: number;
+  writes: number;
+  /** placementWrites counts the writes of PLACEMENTS and SUPER_CLUSTER (a subset of writes). */
+  placementWrites: number;
+  evictions: number;
+  unschedulable: number;
+  pending: number;
+}
+
+interface NamespaceRec {
+  uid: string;
+  /** rv is the resourceVersion of the scheduler's last write of the placements, while the cache may lag behind it */
+  rv?: string;
+  sliced: boolean;
+  unit: Resources;
+  placements: Placements;
+}
+
+type Obj = KubeObject & {
+  spec?: Record<string, unknown>;
+  status?: { phase?: string; conditions?: Array<Record<string, unknown>>; allocatable?: Record<string, string> };
+};
+
+const CLUSTERS_KEY = '@clusters/all';
+const clusterKey = (name: string) => `@cluster/${name}`;
+
+function splitKey(key: string): [string, string] {
+  const i = key.indexOf('/');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+function samePlacements(a: Placements, b: Placements): boolean {
+  return formatPlacements(a) === formatPlacements(b);
+}
+
+function sameResources(a: Resources, b: Resources): boolean {
+  const ka = Object.keys(a).sort();
+  const kb = Object.keys(b).sort();
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k]);
+}
+
+function isReadyNode(n: Obj): boolean {
+  if ((n.spec as { unschedulable?: boolean } | undefined)?.unschedulable) return false;
+  return (n.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** olderThan reports a resourceVersion older than another (both etcd revisions); unknown ones are not older. */
+function olderThan(rv: string | undefined, than: string): boolean {
+  if (rv === undefined || !/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
+  return BigInt(rv) < BigInt(than);
+}
+
+function terminal(p: Obj): boolean {
+  return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+}
+
+/**
+ * NamespaceScheduler places tenant namespaces on super clusters in slices and the Pods of sliced namespaces in those
+ * slices, drains super clusters marked draining, and publishes a per-super-cluster summary.
+ */
+export class NamespaceScheduler {
+  private readonly queue: FairQueue;
+  private readonly runner: Runner;
+  private readonly sessions: TenantSessions;
+  private readonly policy: Policy;
+  private readonly clock: Clock;
+  private readonly nodes = new Map<string, { client: KubeClient; informer: Informer<Obj> }>();
+  private readonly allocatable = new Map<string, Resources>();
+  private clusters: RegisteredSuperCluster[] = [];
+  private readonly records = new Map<string, NamespaceRec>();
+  private readonly usage = new Map<string, { used: Resources; placed: number }>();
+  /**
+   * the placed Pods per namespace key: pod uid -> super cluster and the resourceVersion of the scheduler's write.
+   * Rebuilt from signed annotations; it outlives a tenant's later edit of the annotation, which is put back.
+   */
+  private readonly pods = new Map<string, Map<string, { superCluster: string; rv?: string }>>();
+  /** namespaces left (partly) unplaced, tried again when room appears */
+  private readonly waiting = new Set<string>();
+  /** the last warning reported per object uid, so a reconcile that finds the same answer stays quiet */
+  private readonly reported = new Map<string, string>();
+  /** tenants known at start whose placements are not counted yet */
+  private readonly awaiting = new Set<string>();
+  private startedAt = 0;
+  private unsubscribe: Array<() => void> = [];
+  private publishTimer?: NodeJS.Timeout;
+  private lastPublished = '';
+  /** stats counts decisions and writes. */
+  readonly stats: SchedulerStats = {
+    namespaceDecisions: 0,
+    podDecisions: 0,
+    writes: 0,
+    placementWrites: 0,
+    evictions: 0,
+    unschedulable: 0,
+    pending: 0,
+  };
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.policy = o.policy ?? SCHEDULER_DEFAULTS.policy;
+    this.clock = o.clock ?? realClock;
+    const workers = o.workers ?? SCHEDULER_DEFAULTS.workers;
+    this.queue = new FairQueue({ metrics: queueMetrics('scheduler') });
+    this.runner = new Runner({
+      name: 'scheduler',
+      queue: this.queue,
+      concurrency: workers,
+      reconciler: { reconcile: (key) => this.reconcile(key) },
+    });
+    const none = readerOf(new Map());
+    this.sessions = new TenantSessions({
+      queue: this.queue,
+      superCache: none,
+      resourcesFor: () =>
+        new Map([
+          ['namespaces', R.namespaces],
+          ['resourcequotas', R.resourcequotas],
+          ['pods', R.pods],
+        ]),
+      handlerFor: (s, resource) => ({
+        onAdd: (obj) => this.enqueueFor(s, resource, obj),
+        onUpdate: (_, obj) => this.enqueueFor(s, resource, obj),
+        onDelete: (obj) => this.enqueueFor(s, resource, obj),
+      }),
+      onServed: (s) => this.served(s),
+      requestTimeoutMs: o.tenantRequestTimeoutMs ?? SCHEDULER_DEFAULTS.tenantRequestTimeoutMs,
+    });
+  }
+
+  /** start follows the super clusters and the tenants and starts the workers; it does not wait for any cache. */
+  async start(): Promise<void> {
+    this.startedAt = this.clock.now();
+    this.syncClusters();
+    this.runner.start();
+    const off = this.o.supers.onChange(() => this.queue.add(CLUSTERS_KEY));
+    if (off) this.unsubscribe.push(off);
+    let replaying = true;
+    this.unsubscribe.push(
+      this.o.tenants.subscribe((e) => {
+        if (e.type === 'upsert') {
+          if (replaying) this.awaiting.add(e.tenant.key);
+          this.sessions.upsert(e.tenant).catch((err: unknown) => {
+            log.error({ tenant: e.tenant.key, err }, 'tenant could not be served; skipped until reported again');
+          });
+        } else {
+          this.awaiting.delete(e.key);
+          this.forgetTenant(e.key);
+          void this.sessions.remove(e.key);
+        }
+      }),
+    );
+    replaying = false;
+    const every = this.o.publishIntervalMs ?? SCHEDULER_DEFAULTS.publishIntervalMs;
+    if (this.o.publish) {
+      this.publishTimer = setInterval(() => void this.publish(), every);
+      this.publishTimer.unref();
+    }
+    log.info({ policy: this.policy }, 'scheduler started');
+  }
+
+  /** stop stops the workers, the tenants' informers and the super clusters' node informers. */
+  async stop(): Promise<void> {
+    clearInterval(this.publishTimer);
+    for (const off of this.unsubscribe) off();
+    this.unsubscribe = [];
+    await this.runner.stop();
+    await this.sessions.removeAll();
+    await Promise.all([...this.nodes.values()].map((n) => n.informer.stop()));
+    this.nodes.clear();
+    await this.publish();
+  }
+
+  /** capacity is the cache now: every super cluster with its allocatable, what is placed and what is free. */
+  capacity(): Capacity {
+    const out = new Map<string, ClusterCapacity>();
+    const add = (name: string, state: ClusterState, allocatable: Resources) => {
+      const u = this.usage.get(name) ?? { used: {}, placed: 0 };
+      out.set(name, {
+        name,
+        state,
+        allocatable,
+        used: u.used,
+        free: addTimes(allocatable, u.used, -1n),
+        placed: u.placed,
+      });
+    };
+    for (const c of this.clusters) add(c.name, this.effectiveState(c), this.allocatable.get(c.name) ?? {});
+    for (const name of this.usage.keys()) if (!out.has(name)) add(name, 'deregistered', {});
+    return out;
+  }
+
+  /** summary is what the state ConfigMap holds. */
+  summary(): SchedulerState {
+    return summarize(
+      this.capacity(),
+      [...this.records.values()].map((r) => ({ sliced: r.sliced, placements: r.placements })),
+    );
+  }
+
+  /** tenantReady reports whether a tenant's caches have synced and its placements are counted. */
+  tenantReady(key: string): boolean {
+    return this.sessions.get(key)?.ready ?? false;
+  }
+
+  /** publish writes the summary ConfigMap when it changed; failures are logged and retried at the next interval. */
+  async publish(): Promise<void> {
+    const p = this.o.publish;
+    if (!p) return;
+    const text = JSON.stringify(this.summary());
+    if (text === this.lastPublished) return;
+    try {
+      await p.client.apply(
+        R.configmaps,
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: STATE_CONFIGMAP.name, namespace: p.namespace },
+          data: { [STATE_CONFIGMAP.key]: text },
+        } as KubeObject,
+        FIELD_MANAGER,
+      );
+      this.lastPublished = text;
+    } catch (err) {
+      log.warn({ err }, 'could not publish the scheduler state');
+    }
+  }
+
+  private effectiveState(c: RegisteredSuperCluster): ClusterState {
+    // A ready registration whose Nodes are not listed yet has no known room: no new placements until they are.
+    if (c.state === 'ready' && !this.nodes.get(c.name)?.informer.hasSynced()) return 'unreachable';
+    return c.state;
+  }
+
+  private enqueueFor(s: TenantSession, resource: string, obj: KubeObject): void {
+    const m = obj.metadata ?? {};
+    const ns = resource === 'namespaces' ? m.name : m.namespace;
+    if (ns) this.queue.add(`${s.tenant.key}/${ns}`);
+  }
+
+  // served counts a tenant's placements from its signed annotations before any of its keys is reconciled.
+  private served(s: TenantSession): void {
+    for (const ns of s.cache.list<Obj>(R.namespaces)) {
+      const key = `${s.tenant.key}/${ns.metadata!.name!}`;
+      const placements = this.signedPlacements(s, ns);
+      const { slice, quota } = this.readUnit(s, ns);
+      this.setRecord(key, { uid: ns.metadata!.uid!, sliced: !!slice, unit: unitOf({ slice, quota }), placements });
+    }
+    if (this.awaiting.delete(s.tenant.key) && this.awaiting.size === 0) log.info('every tenant known at start counted');
+    for (const k of this.waiting) this.queue.add(k);
+  }
+
+  private forgetTenant(tenant: string): void {
+    for (const key of [...this.records.keys()]) if (key.startsWith(`${tenant}/`)) this.setRecord(key, undefined);
+    for (const key of [...this.pods.keys()]) if (key.startsWith(`${tenant}/`)) this.pods.delete(key);
+    for (const key of [...this.waiting]) if (key.startsWith(`${tenant}/`)) this.waiting.delete(key);
+    this.roomChanged();
+  }
+
+  private setRecord(key: string, rec: NamespaceRec | undefined): void {
+    const old = this.records.get(key);
+    if (old) this.account(old, -1n);
+    if (rec) {
+      this.records.set(key, rec);
+      this.account(rec, 1n);
+    } else this.records.delete(key);
+  }
+
+  private account(rec: NamespaceRec, sign: bigint): void {
+    for (const [name, n] of rec.placements) {
+      const u = this.usage.get(name) ?? { used: {}, placed: 0 };
+      const next = { used: addTimes(u.used, rec.unit, sign * BigInt(n)), placed: u.placed + Number(sign) * n };
+      if (next.placed === 0) this.usage.delete(name);
+      else this.usage.set(name, next);
+    }
+  }
+
+  private roomChanged(): void {
+    for (const k of this.waiting) this.queue.add(k);
+  }
+
+  private signedPlacements(s: TenantSession, ns: Obj): Placements {
+    const v = signedValue(this.o.signingKey, s.tenant.key, ns, PLACEMENTS, 'Namespace');
+    if (v === undefined) return new Map();
+    try {
+      return parsePlacements(`namespace ${ns.metadata!.name}`, v);
+    } catch {
+      return new Map();
+    }
+  }
+
+  private readUnit(s: TenantSession, ns: Obj): { slice?: Resources; quota?: Resources; error?: Error } {
+    const name = ns.metadata!.name!;
+    const out: { slice?: Resources; quota?: Resources; error?: Error } = {};
+    const raw = ns.metadata?.annotations?.[SLICE];
+    try {
+      if (raw !== undefined) out.slice = parseSlice(`namespace ${name}`, raw);
+      // Several ResourceQuotas all apply: the namespace may use, per resource, the least of them.
+      for (const rq of s.cache.list<Obj>(R.resourcequotas, name)) {
+        const hard = (rq.spec as { hard?: Record<string, string> } | undefined)?.hard ?? {};
+        const r = quotaResources(`resourcequota ${name}/${rq.metadata!.name}`, hard);
+        const merged: Record<string, Milli> = { ...(out.quota ?? {}) };
+        for (const [k, v] of Object.entries(r)) if (merged[k] === undefined || v < merged[k]) merged[k] = v;
+        out.quota = merged;
+      }
+    } catch (e) {
+      if (e instanceof AnnotationError || e instanceof ResourceError) out.error = e;
+      else throw e;
+    }
+    return out;
+  }
+
+  private async reconcile(key: string): Promise<Result> {
+    if (key === CLUSTERS_KEY) return this.syncClusters();
+    if (key.startsWith('@cluster/')) return this.syncNodes(key.slice('@cluster/'.length));
+    return this.reconcileNamespace(key);
+  }
+
+  // syncClusters follows the registrations: node informers for those with a client, and every namespace looked at
+  // again, since a state change (draining, ready again) may move or place slices.
+  private syncClusters(): void {
+    const before = JSON.stringify(this.clusters.map((c) => [c.name, c.state]));
+    this.clusters = this.o.supers.list();
+    const names = new Set(this.clusters.map((c) => c.name));
+    for (const c of this.clusters) {
+      const have = this.nodes.get(c.name);
+      if (have && have.client === c.client) continue;
+      if (have) void have.informer.stop();
+      this.nodes.delete(c.name);
+      if (!c.client) continue;
+      const informer = new Informer<Obj>({ client: c.client, resource: R.nodes, name: `super/${c.name}/nodes` });
+      const enqueue = () => this.queue.add(clusterKey(c.name));
+      informer.addHandler({ onAdd: enqueue, onUpdate: enqueue, onDelete: enqueue });
+      this.nodes.set(c.name, { client: c.client, informer });
+      informer.start();
+      void informer.waitForSync().then(enqueue);
+    }
+    for (const [name, n] of this.nodes)
+      if (!names.has(name)) {
+        void n.informer.stop();
+        this.nodes.delete(name);
+        this.allocatable.delete(name);
+      }
+    if (JSON.stringify(this.clusters.map((c) => [c.name, c.state])) !== before)
+      for (const k of this.records.keys()) this.queue.add(k);
+  }
+
+  private syncNodes(name: string): void {
+    const n = this.nodes.get(name);
+    if (!n?.informer.hasSynced()) return;
+    let sum: Resources;
+    try {
+      sum = sumAllocatable(
+        n.informer
+          .list()
+          .filter(isReadyNode)
+          .map((node) => ({ name: node.metadata!.name!, allocatable: node.status?.allocatable ?? {} })),
+      );
+    } catch (err) {
+      log.warn({ superCluster: name, err }, 'a node of the super cluster has an unreadable allocatable; skipped');
+      return;
+    }
+    const old = this.allocatable.get(name);
+    if (old && sameResources(old, sum)) return;
+    this.allocatable.set(name, sum);
+    log.info({ superCluster: name, nodes: n.informer.size }, 'super cluster capacity changed');
+    // Room appeared (or a first list arrived): waiting namespaces and those draining onto others try again.
+    this.roomChanged();
+    if (!old) for (const k of this.records.keys()) this.queue.add(k);
+  }
+
+  private pinned(s: TenantSession): string | undefined {
+    return this.o.pinnedOf ? this.o.pinnedOf(s.tenant) : s.tenant.superCluster;
+  }
+
+  private async reconcileNamespace(key: string): Promise<Result> {
+    const [tenant, name] = splitKey(key);
+    const s = this.sessions.get(tenant);
+    if (!s?.ready) return;
+    const ns = s.cache.get<Obj>(R.namespaces, undefined, name);
+    if (!ns) {
+      this.setRecord(key, undefined);
+      this.pods.delete(key);
+      this.waiting.delete(key);
+      this.roomChanged();
+      return;
+    }
+    const uid = ns.metadata!.uid!;
+    let rec = this.records.get(key);
+    if (rec && rec.uid !== uid) {
+      this.setRecord(key, undefined);
+      rec = undefined;
+    }
+    const signed = this.signedPlacements(s, ns);
+    const placements = rec?.placements ?? signed;
+    const { slice, quota, error } = this.readUnit(s, ns);
+    if (error) {
+      await this.warn(s, ns, 'InvalidSchedulingInput', error.message);
+      await this.setCondition(s, ns, 'False', 'InvalidSchedulingInput', error.message);
+      return;
+    }
+    rec = { uid, rv: rec?.rv, sliced: !!slice, unit: unitOf({ slice, quota }), placements };
+    this.setRecord(key, rec);
+    if (ns.metadata?.deletionTimestamp) return;
+
+    // Decide in one synchronous step against the cache, reserving at once.
+    const pinned = this.pinned(s);
+    let next = placements;
+    const evictFrom = new Set<string>();
+    const capacity = this.capacity();
+    let stuck = '';
+    if ([...placements.keys()].some((c) => capacity.get(c)?.state === 'draining')) {
+      const dr = drainPlacements(capacity, rec.unit, placements, this.policy, pinned);
+      next = dr.placements;
+      for (const c of placements.keys()) if (capacity.get(c)?.state === 'draining' && !next.has(c)) evictFrom.add(c);
+      stuck = [...dr.stuck].map(([c, n]) => `${n} slice(s) on draining ${c}`).join(', ');
+    }
+    this.setRecord(key, { ...rec, placements: next });
+    const decidedAt = this.clock.now();
+    const d = placeNamespace(this.capacity(), { key, slice, quota, pinned, placements: next }, this.policy);
+    this.stats.namespaceDecisions++;
+    // Until every tenant known at start is counted, the cache may miss placements: nothing new is handed out.
+    const grows = (d.kind === 'placed' && d.added.size > 0) || !samePlacements(next, placements);
+    if (grows && this.awaiting.size > 0 && this.clock.now() - this.startedAt < this.graceMs()) {
+      this.setRecord(key, rec);
+      return { requeueAfter: 500 };
+    }
+    if (stuck)
+      await this.warn(
+        s,
+        ns,
+        'DrainBlocked',
+        `namespace ${name}: ${stuck} found no room elsewhere; they stay, with their Pods`,
+      );
+    if (d.kind === 'placed') {
+      this.waiting.delete(key);
+      next = d.placements;
+      this.setRecord(key, { ...rec, placements: next });
+    } else {
+      this.waiting.add(key);
+      this.stats.unschedulable++;
+      await this.warn(s, ns, d.reason, d.message);
+      await this.setCondition(s, ns, 'False', d.reason, d.message);
+    }
+    const value = formatPlacements(next);
+    const annotated = ns.metadata?.annotations?.[PLACEMENTS];
+    // The cache may not show the scheduler's own last write yet: only a new decision is written then.
+    const lagging = rec.rv !== undefined && olderThan(ns.metadata?.resourceVersion, rec.rv);
+    const differs = annotated !== value || !samePlacements(signed, next);
+    if (next.size > 0 && differs && (!lagging || !samePlacements(placements, next))) {
+      try {
+        const rv = await this.writeNamespace(s, ns, value);
+        this.setRecord(key, { ...rec, placements: next, rv });
+      } catch (e) {
+        // Give the reservation back: the next try decides again from what the tenant shows.
+        this.setRecord(key, { ...rec, placements });
+        throw e;
+      }
+      if (!samePlacements(placements, next))
+        this.o.observe?.({ kind: 'namespace', key, superClusters: [...next.keys()], decidedAt });
+      if (annotated !== undefined && !samePlacements(signed, placements))
+        await this.warn(
+          s,
+          ns,
+          'PlacementsOverwritten',
+          `namespace ${name}: ${PLACEMENTS} ${annotated} was not written by the scheduler; replaced by ${value}`,
+        );
+      if (evictFrom.size) this.roomChanged();
+    } else if (next.size === 0 && annotated !== undefined && !lagging) {
+      await this.clearNamespace(s, ns);
+      await this.warn(
+        s,
+        ns,
+        'PlacementsOverwritten',
+        `namespace ${name}: ${PLACEMENTS} ${annotated} was not written by the scheduler; removed (namespace not placed)`,
+      );
+    }
+    if (d.kind === 'placed') await this.setCondition(s, ns, 'True', 'Placed', `placed: ${value}`);
+    return this.reconcilePods(s, key, name, { slice, placements: next }, evictFrom);
+  }
+
+  private graceMs(): number {
+    return this.o.startupGraceMs ?? SCHEDULER_DEFAULTS.startupGraceMs;
+  }
+
+  // reconcilePods places the new Pods of a sliced namespace and evicts those left on super clusters it was drained
+  // off. Pods of a namespace placed whole follow the namespace and carry no annotation.
+  private async reconcilePods(
+    s: TenantSession,
+    key: string,
+    name: string,
+    ns: { slice?: Resources; placements: Placements },
+    evictFrom: Set<string>,
+  ): Promise<Result> {
+    const pods = s.cache.list<Obj>(R.pods, name);
+    if (!ns.slice) {
+      // A namespace placed whole and moved off a draining super cluster: its Pods there go, to be recreated.
+      if (evictFrom.size) for (const p of pods) if (!terminal(p)) await this.evict(s, p, [...evictFrom][0]!);
+      return;
+    }
+    const placed: PlacedPod[] = [];
+    const todo: Array<{ pod: Obj; requests: Resources; forged?: string }> = [];
+    let known = this.pods.get(key);
+    if (!known) this.pods.set(key, (known = new Map()));
+    const seen = new Set<string>();
+    let failed: unknown;
+    for (const p of pods) {
+      const m = p.metadata!;
+      seen.add(m.uid!);
+      if (terminal(p)) {
+        known.delete(m.uid!);
+        continue;
+      }
+      let requests: Resources;
+      try {
+        requests = podRequests(`pod ${name}/${m.name}`, p.spec as unknown as PodSpecResources);
+      } catch (e) {
+        if (!(e instanceof ResourceError)) throw e;
+        await this.warn(s, p, 'InvalidRequests', e.message);
+        continue;
+      }
+      const signed = signedValue(this.o.signingKey, s.tenant.key, p, SUPER_CLUSTER, 'Pod');
+      let mine = known.get(m.uid!);
+      if (!mine && signed !== undefined) known.set(m.uid!, (mine = { superCluster: signed }));
+      if (!mine) {
+        if (!m.deletionTimestamp) todo.push({ pod: p, requests, forged: m.annotations?.[SUPER_CLUSTER] });
+        continue;
+      }
+      const sc = mine.superCluster;
+      placed.push({ superCluster: sc, requests });
+      // A placed Pod never moves: an annotation changed since the scheduler wrote it is put back.
+      const stale = mine.rv !== undefined && olderThan(m.resourceVersion, mine.rv);
+      if (signed !== sc && !stale && !m.deletionTimestamp) {
+        try {
+          mine.rv = await this.writePod(s, p, sc);
+          await this.warn(
+            s,
+            p,
+            'PlacementOverwritten',
+            `pod ${name}/${m.name}: ${SUPER_CLUSTER} ${m.annotations?.[SUPER_CLUSTER] ?? '(none)'} was not written by the scheduler; restored to ${sc}`,
+          );
+        } catch (e) {
+          if (!isNotFound(e)) failed = e;
+        }
+      }
+      if (evictFrom.has(sc) || (this.clusterState(sc) === 'draining' && !ns.placements.has(sc)))
+        try {
+          await this.evict(s, p, sc);
+        } catch (e) {
+          failed = e;
+        }
+    }
+    for (const uid of known.keys()) if (!seen.has(uid)) known.delete(uid);
+    todo.sort(
+      (a, b) =>
+        String(a.pod.metadata!.creationTimestamp ?? '').localeCompare(
+          String(b.pod.metadata!.creationTimestamp ?? ''),
+        ) || a.pod.metadata!.name!.localeCompare(b.pod.metadata!.name!),
+    );
+    for (const { pod, requests, forged } of todo) {
+      const m = pod.metadata!;
+      const decidedAt = this.clock.now();
+      const d = placePod(
+        { key: `${s.tenant.key}/${name}`, slice: ns.slice, placements: ns.placements },
+        placed,
+        { key: `${name}/${m.name}`, requests },
+        this.policy,
+      );
+      this.stats.podDecisions++;
+      if (d.kind === 'pending') {
+        this.stats.pending++;
+        if (forged !== undefined) await this.writePod(s, pod, undefined).catch((e: unknown) => (failed = e));
+        await this.warn(s, pod, d.reason, d.message);
+        await this.podUnschedulable(s, pod, d.message);
+        continue;
+      }
+      const mine: { superCluster: string; rv?: string } = { superCluster: d.superCluster };
+      known.set(m.uid!, mine);
+      placed.push({ superCluster: d.superCluster, requests });
+      try {
+        mine.rv = await this.writePod(s, pod, d.superCluster);
+        this.o.observe?.({ kind: 'pod', key: `${key}/${m.name}`, superClusters: [d.superCluster], decidedAt });
+        if (forged !== undefined && forged !== d.superCluster)
+          await this.warn(
+            s,
+            pod,
+            'PlacementOverwritten',
+            `pod ${name}/${m.name}: ${SUPER_CLUSTER} ${forged} was not written by the scheduler; replaced by ${d.superCluster}`,
+          );
+      } catch (e) {
+        known.delete(m.uid!);
+        placed.pop();
+        if (isNotFound(e)) continue;
+        failed = e;
+      }
+    }
+    if (failed) throw failed;
+  }
+
+  private clusterState(name: string): ClusterState | undefined {
+    const c = this.clusters.find((x) => x.name === name);
+    return c && this.effectiveState(c);
+  }
+
+  private async writeNamespace(s: TenantSession, ns: Obj, value: string): Promise<string | undefined> {
+    const m = ns.metadata!;
+    const signature = sign(this.o.signingKey, {
+      tenant: s.tenant.key,
+      kind: 'Namespace',
+      namespace: m.name!,
+      name: m.name!,
+      uid: m.uid!,
+      value,
+    });
+    this.stats.writes++;
+    this.stats.placementWrites++;
+    const out = await s.client.patch(
+      R.namespaces,
+      undefined,
+      m.name!,
+      { metadata: { uid: m.uid, annotations: { [PLACEMENTS]: value, [SIGNATURE]: signature } } },
+      'merge',
+      { fieldManager: FIELD_MANAGER },
+    );
+    return out.metadata?.resourceVersion;
+  }
+
+  private async clearNamespace(s: TenantSession, ns: Obj): Promise<void> {
+    const m = ns.metadata!;
+    this.stats.writes++;
+    this.stats.placementWrites++;
+    await s.client.patch(
+      R.namespaces,
+      undefined,
+      m.name!,
+      { metadata: { uid: m.uid, annotations: { [PLACEMENTS]: null, [SIGNATURE]: null } } },
+      'merge',
+      { fieldManager: FIELD_MANAGER },
+    );
+  }
+
+  // writePod sets (or, with undefined, removes) a Pod's signed SUPER_CLUSTER; the uid guards against a recreated Pod.
+  private async writePod(s: TenantSession, pod: Obj, superCluster: string | undefined): Promise<string | undefined> {
+    const m = pod.metadata!;
+    const annotations =
+      superCluster === undefined
+        ? { [SUPER_CLUSTER]: null, [SIGNATURE]: null }
+        : {
+            [SUPER_CLUSTER]: superCluster,
+            [SIGNATURE]: sign(this.o.signingKey, {
+              tenant: s.tenant.key,
+              kind: 'Pod',
+              namespace: m.namespace!,
+              name: m.name!,
+              uid: m.uid!,
+              value: superCluster,
+            }),
+          };
+    this.stats.writes++;
+    this.stats.placementWrites++;
+    const out = await s.client.patch(R.pods, m.namespace, m.name!, { metadata: { uid: m.uid, annotations } }, 'merge', {
+      fieldManager: FIELD_MANAGER,
+    });
+    return out.metadata?.resourceVersion;
+  }
+
+  // evict asks the tenant apiserver to evict a Pod (as kubectl drain does: PodDisruptionBudgets apply), so its
+  // controller recreates it on the namespace's new placements.
+  private async evict(s: TenantSession, pod: Obj, from: string): Promise<void> {
+    const m = pod.metadata!;
+    if (m.deletionTimestamp) return;
+    try {
+      await s.client.request('POST', `/api/v1/namespaces/${m.namespace}/pods/${m.name}/eviction`, {
+        body: {
+          apiVersion: 'policy/v1',
+          kind: 'Eviction',
+          metadata: { name: m.name, namespace: m.namespace },
+          deleteOptions: { preconditions: { uid: m.uid } },
+        },
+      });
+      this.stats.evictions++;
+      this.stats.writes++;
+      await this.event(
+        s,
+        pod,
+        'Normal',
+        'Evicted',
+        `pod ${m.namespace}/${m.name}: evicted from draining super cluster ${from}`,
+      );
+    } catch (e) {
+      if (isNotFound(e)) return;
+      if (e instanceof ApiError && e.code === 429)
+        throw new Error(`pod ${m.namespace}/${m.name}: eviction refused for now (disruption budget): ${e.message}`);
+      throw e;
+    }
+  }
+
+  private async warn(s: TenantSession, obj: Obj, reason: string, message: string): Promise<void> {
+    const uid = obj.metadata?.uid ?? '';
+    if (this.reported.get(`${uid}/${reason}`) === message) return;
+    this.reported.set(`${uid}/${reason}`, message);
+    log.info({ tenant: s.tenant.key, object: obj.metadata?.name, reason }, message);
+    await this.event(s, obj, 'Warning', reason, message);
+  }
+
+  private async event(s: TenantSession, obj: Obj, type: 'Normal' | 'Warning', reason: string, message: string) {
+    const m = obj.metadata ?? {};
+    const isNs = obj.kind === 'Namespace' || m.namespace === undefined;
+    const err = await recordEvent(
+      s.client,
+      {
+        apiVersion: 'v1',
+        kind: isNs ? 'Namespace' : 'Pod',
+        name: m.name ?? '',
+        namespace: isNs ? m.name : m.namespace,
+        uid: m.uid,
+      },
+      type,
+      reason,
+      message,
+      FIELD_MANAGER,
+    );
+    if (err) log.warn({ tenant: s.tenant.key, err: err.message, reason }, 'could not record event');
+  }
+
+  // setCondition keeps the Namespace's PLACED_CONDITION in its status, written only when it changes.
+  private async setCondition(
+    s: TenantSession,
+    ns: Obj,
+    status: 'True' | 'False',
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const conditions = ns.status?.conditions ?? [];
+    const now = conditions.find((c) => c.type === PLACED_CONDITION);
+    if (now?.status === status && now.reason === reason && now.message === message) return;
+    const said = `condition/${ns.metadata!.uid}`;
+    if (this.reported.get(said) === `${status}/${reason}/${message}`) return;
+    this.reported.set(said, `${status}/${reason}/${message}`);
+    const next = [
+      ...conditions.filter((c) => c.type !== PLACED_CONDITION),
+      { type: PLACED_CONDITION, status, reason, message, lastTransitionTime: new Date().toISOString() },
+    ];
+    this.stats.writes++;
+    try {
+      await s.client.patch(
+        R.namespaces,
+        undefined,
+        ns.metadata!.name!,
+        { metadata: { uid: ns.metadata!.uid }, status: { conditions: next } },
+        'merge',
+        { fieldManager: FIELD_MANAGER, subresource: 'status' },
+      );
+    } catch (err) {
+      if (!isNotFound(err)) log.warn({ tenant: s.tenant.key, err }, 'could not write the namespace condition');
+    }
+  }
+
+  // podUnschedulable sets PodScheduled=False on a pending tenant Pod, as kube-scheduler does, once per message.
+  private async podUnschedulable(s: TenantSession, pod: Obj, message: string): Promise<void> {
+    const now = (pod.status?.conditions ?? []).find((c) => c.type === 'PodScheduled');
+    if (now?.status === 'False' && now.message === message) return;
+    const said = `condition/${pod.metadata!.uid}`;
+    if (this.reported.get(said) === message) return;
+    this.reported.set(said, message);
+    this.stats.writes++;
+    try {
+      await s.client.patch(
+        R.pods,
+        pod.metadata!.namespace,
+        pod.metadata!.name!,
+        {
+          status: {
+            conditions: [
+              {
+                type: 'PodScheduled',
+                status: 'False',
+                reason: 'Unschedulable',
+                message,
+                lastTransitionTime: new Date().toISOString(),
+              },
+            ],
+          },
+        },
+        'strategic',
+        { fieldManager: FIELD_MANAGER, subresource: 'status' },
+      );
+    } catch (err) {
+      if (!isNotFound(err)) log.warn({ tenant: s.tenant.key, err }, 'could not write the pod condition');
+    }
+  }
+}

@@ -1,0 +1,54 @@
+// The scheduler's published summary: per super cluster, what is placed on it and what is left. The manager writes it
+// as the ConfigMap `vc-scheduler-state` in its namespace of the meta cluster; `vc superclusters` reads it.
+
+import type { Placements, Resources } from './annotations.ts';
+import type { Capacity, ClusterState } from './capacity.ts';
+import { formatMilli } from './quantity.ts';
+
+/** STATE_CONFIGMAP names the summary ConfigMap and its data key. */
+export const STATE_CONFIGMAP = { name: 'vc-scheduler-state', key: 'state.json' } as const;
+
+/** ClusterSummary is one super cluster in the summary; free is allocatable less what is placed, as quantities. */
+export interface ClusterSummary {
+  state: ClusterState;
+  placedSlices: number;
+  placedNamespaces: number;
+  free: Record<string, string>;
+}
+
+/** SchedulerState is the summary's JSON: {clusters: {<name>: ClusterSummary}}. */
+export interface SchedulerState {
+  clusters: Record<string, ClusterSummary>;
+}
+
+/** PlacedNamespace is what the summary needs of one namespace: whether it is sliced, and its placements. */
+export interface PlacedNamespace {
+  sliced: boolean;
+  placements: Placements;
+}
+
+function quantities(r: Resources): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(r).sort()) out[k] = r[k]! < 0n ? `-${formatMilli(-r[k]!)}` : formatMilli(r[k]!);
+  return out;
+}
+
+/**
+ * summarize builds the summary from the cache and the namespaces: placedSlices counts the slices of sliced
+ * namespaces, placedNamespaces every namespace with at least one placement there (sliced or whole).
+ */
+export function summarize(capacity: Capacity, namespaces: Iterable<PlacedNamespace>): SchedulerState {
+  const clusters: Record<string, ClusterSummary> = {};
+  for (const name of [...capacity.keys()].sort()) {
+    const c = capacity.get(name)!;
+    clusters[name] = { state: c.state, placedSlices: 0, placedNamespaces: 0, free: quantities(c.free) };
+  }
+  for (const ns of namespaces)
+    for (const [name, n] of ns.placements) {
+      const c = clusters[name];
+      if (!c || n <= 0) continue;
+      c.placedNamespaces += 1;
+      if (ns.sliced) c.placedSlices += n;
+    }
+  return { clusters };
+}

@@ -1,0 +1,261 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { parseSlice, SLICE, type Resources } from '../../core/scheduler/annotations.ts';
+import { buildCapacity, quotaResources, reserve, sumAllocatable, unitOf } from '../../core/scheduler/capacity.ts';
+import { NamespaceScheduler } from '../../core/scheduler/controller.ts';
+import { placeNamespace } from '../../core/scheduler/namespace.ts';
+import { StaticSuperClusters } from '../../core/scheduler/source.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { startTestSuper, tenantFor } from '../harness.ts';
+import type { BenchResult } from './main.ts';
+import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './syncer.ts';
+
+const MiB = 1024 * 1024;
+/** The issue's scale: 100 tenants x 10 namespaces, sliced over 3 super clusters. */
+const TENANTS = 100;
+const NAMESPACES_PER_TENANT = 10;
+const SUPERS = ['r1', 'r2', 'r3'] as const;
+const SLICE_TEXT = '{"cpu":"100m","memory":"100Mi"}';
+const QUOTA = { cpu: '200m', memory: '200Mi' };
+/** Real tenant control planes started (each an apiserver and a controller-manager); VC_BENCH_SCHEDULER_TENANTS. */
+const REAL_TENANTS = Number(process.env.VC_BENCH_SCHEDULER_TENANTS ?? 4);
+/** Pods created for create-to-placed (scheduler) and create-to-Running (single super cluster baseline). */
+const PODS = 40;
+
+function memAvailableBytes(): number {
+  const m = /MemAvailable:\s+(\d+) kB/.exec(readFileSync('/proc/meminfo', 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+const ms = (x: number) => Math.round(x * 100) / 100;
+
+/**
+ * pureDecisions runs the decision core alone at the issue's full scale: 100 tenants x 10 sliced namespaces placed one
+ * by one over 3 super clusters of 3 kwok-sized nodes, the cache updated after each. No I/O: the ceiling of the path.
+ */
+function pureDecisions(): { perSecond: number; p50Us: number; p99Us: number; placed: number } {
+  const node = { cpu: '32', memory: '256Gi' };
+  const clusters = SUPERS.map((name) => ({
+    name,
+    state: 'ready' as const,
+    allocatable: sumAllocatable([1, 2, 3].map((i) => ({ name: `${name}-${i}`, allocatable: node }))),
+  }));
+  let capacity = buildCapacity(clusters, []);
+  const slice: Resources = parseSlice('bench', SLICE_TEXT);
+  const quota = quotaResources('bench', QUOTA);
+  const took: number[] = [];
+  let placed = 0;
+  const t0 = performance.now();
+  for (let t = 0; t < TENANTS; t++)
+    for (let n = 0; n < NAMESPACES_PER_TENANT; n++) {
+      const s = performance.now();
+      const d = placeNamespace(capacity, { key: `t${t}/ns${n}`, slice, quota, placements: new Map() }, 'spread');
+      if (d.kind === 'placed') {
+        capacity = reserve(capacity, unitOf({ slice, quota }), d.added);
+        placed++;
+      }
+      took.push((performance.now() - s) * 1000);
+    }
+  const wall = performance.now() - t0;
+  return {
+    perSecond: (TENANTS * NAMESPACES_PER_TENANT) / (wall / 1000),
+    p50Us: percentile(took, 50),
+    p99Us: percentile(took, 99),
+    placed,
+  };
+}
+
+/**
+ * schedulerBench measures the namespace scheduler: the pure decision core at 100 x 10; the controller placing the
+ * same 1000 sliced namespaces held by as many real tenant control planes as are started (REAL_TENANTS; each real
+ * tenant holds 1000 / REAL_TENANTS namespaces, so the decisions, writes and cache are at full scale while the tenant
+ * sessions are not), with placement latency from namespace create to the scheduler's signed write; Pod
+ * create-to-placed; and a single-super-cluster create-to-Running baseline through today's syncer in the same run.
+ */
+export async function schedulerBench(): Promise<BenchResult> {
+  const pure = pureDecisions();
+  const memBefore = memAvailableBytes();
+  const t = await startTestSuper({ nodes: 1 });
+  const closers: KubeClient[] = [];
+  try {
+    const extra = await Promise.all([
+      t.sc.addControlPlane('r2', { kwokNodes: 1, controllerManager: false }),
+      t.sc.addControlPlane('r3', { kwokNodes: 1, controllerManager: false }),
+    ]);
+    const superClients = [t.client, ...(await Promise.all(extra.map((cp) => cp.client())))];
+    closers.push(...superClients.slice(1));
+    const cps: LocalControlPlane[] = [];
+    const memAfterSupers = memAvailableBytes();
+    for (let i = 0; i < REAL_TENANTS; i++)
+      cps.push(await t.sc.addControlPlane(`bench-t${i}`, { controllers: TENANT_CONTROLLERS }));
+    const tenantRss = cps.map((cp) => cp.rssBytes());
+    const perTenantMiB = tenantRss.reduce((a, b) => a + b, 0) / Math.max(1, cps.length) / MiB;
+    const memAfterTenants = memAvailableBytes();
+    // How many more would fit in what is left, keeping 2 GiB for the rest of the machine.
+    const fit = cps.length + Math.max(0, Math.floor((memAfterTenants - 2048 * MiB) / (perTenantMiB * MiB)));
+    const clients = await Promise.all(cps.map((cp) => cp.client()));
+    closers.push(...clients);
+    const tenants: Tenant[] = cps.map((cp, i) => tenantFor(cp, 'bench', `t${i}`, randomUUID()));
+
+    // Baseline: one super cluster, today's syncer, Pods create-to-Running on the first tenant.
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    const syncer = new Syncer({
+      superClient: t.client,
+      host,
+      registry: new MutableTenantRegistry([{ ...tenants[0]!, pluginConfig: { nodes: { vnAgent: { port: 10550 } } } }]),
+      patrolIntervalMs: 0,
+    });
+    await syncer.start();
+    await waitUntil(
+      () => syncer.tenantReady(tenants[0]!.key),
+      60_000,
+      () => 'baseline tenant served',
+    );
+    await clients[0]!.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'baseline' } });
+    await waitServiceAccount(clients[0]!, 'baseline');
+    const watch = new PodWatch(clients[0]!, { namespace: 'baseline' });
+    await watch.start();
+    const created = new Map<string, number>();
+    await pool(
+      Array.from({ length: PODS }, (_, i) => `p${i}`),
+      8,
+      async (name) => {
+        created.set(`baseline/${name}`, performance.now());
+        await clients[0]!.create(R.pods, podOf('baseline', name));
+      },
+    );
+    const running = await Promise.all([...created].map(async ([k, at]) => (await watch.whenRunning(k)) - at));
+    await watch.stop();
+    await syncer.stop();
+
+    // The scheduler at full decision scale.
+    const createdAt = new Map<string, number>();
+    const placedAt = new Map<string, number>();
+    const podPlacedAt = new Map<string, number>();
+    const scheduler = new NamespaceScheduler({
+      tenants: new MutableTenantRegistry(tenants),
+      supers: new StaticSuperClusters(SUPERS.map((name, i) => ({ name, state: 'ready', client: superClients[i]! }))),
+      signingKey: randomBytes(32),
+      observe: (e) => {
+        const at = performance.now();
+        if (e.kind === 'namespace' && !placedAt.has(e.key)) placedAt.set(e.key, at);
+        if (e.kind === 'pod') podPlacedAt.set(e.key, at);
+      },
+    });
+    await scheduler.start();
+    await waitUntil(
+      () => tenants.every((x) => scheduler.tenantReady(x.key)),
+      60_000,
+      () => 'tenants served',
+    );
+    const total = TENANTS * NAMESPACES_PER_TENANT;
+    const names = Array.from({ length: total }, (_, i) => ({ tenant: i % cps.length, name: `ns-${i}` }));
+    const t0 = performance.now();
+    await pool(names, 16, async ({ tenant, name }) => {
+      const c = clients[tenant]!;
+      createdAt.set(`${tenants[tenant]!.key}/${name}`, performance.now());
+      await c.create(R.namespaces, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, annotations: { [SLICE]: SLICE_TEXT } },
+      });
+      await c.create(R.resourcequotas, {
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'quota', namespace: name },
+        spec: { hard: QUOTA },
+      } as KubeObject);
+    });
+    await waitUntil(
+      () => placedAt.size >= total,
+      600_000,
+      () => `${placedAt.size}/${total} namespaces placed`,
+      100,
+    );
+    const wall = performance.now() - t0;
+    const latencies = [...placedAt].map(([k, at]) => at - createdAt.get(k)!);
+
+    // Pods: one per namespace in the first PODS namespaces, create to the scheduler's signed write.
+    const podNs = names.slice(0, PODS);
+    await Promise.all(podNs.map(({ tenant, name }) => waitServiceAccount(clients[tenant]!, name)));
+    const podCreated = new Map<string, number>();
+    await pool(podNs, 8, async ({ tenant, name }) => {
+      podCreated.set(`${tenants[tenant]!.key}/${name}/p`, performance.now());
+      await waitUntil(
+        async () => !!(await clients[tenant]!.create(R.pods, podOf(name, 'p'))),
+        30_000,
+        () => `pod ${name}/p admitted`,
+      );
+    });
+    await waitUntil(
+      () => podPlacedAt.size >= PODS,
+      120_000,
+      () => `${podPlacedAt.size}/${PODS} pods placed`,
+      100,
+    );
+    const podLatencies = [...podPlacedAt].map(([k, at]) => at - podCreated.get(k)!);
+    const summary = scheduler.summary();
+    const stats = { ...scheduler.stats };
+    await scheduler.stop();
+
+    const runningP50 = percentile(running, 50);
+    const placedP50 = percentile(podLatencies, 50);
+    return {
+      name: 'scheduler',
+      figures: {
+        pureDecisionsPerSecond: pure.perSecond,
+        pureDecisionP99Us: pure.p99Us,
+        namespacesPlaced: placedAt.size,
+        placementP50Ms: ms(percentile(latencies, 50)),
+        placementP99Ms: ms(percentile(latencies, 99)),
+        namespaceDecisionsPerSecond: total / (wall / 1000),
+        podCreateToPlacedP50Ms: ms(placedP50),
+        podCreateToPlacedP99Ms: ms(percentile(podLatencies, 99)),
+        baselineCreateToRunningP50Ms: ms(runningP50),
+        baselineCreateToRunningP99Ms: ms(percentile(running, 99)),
+        // Estimated: the placed-sync syncers (one per super cluster, gating on the Pod's signed super cluster) are
+        // not part of this scenario yet, so the scheduled path is the scheduler's latency added to the baseline's.
+        estimatedCreateToRunningRatio: (placedP50 + runningP50) / runningP50,
+        realTenantControlPlanes: cps.length,
+        tenantControlPlaneRssMiB: perTenantMiB,
+        tenantControlPlanesThatFit: fit,
+      },
+      detail: {
+        real:
+          `${cps.length} tenant control planes (apiserver + controller-manager), 3 super clusters (r1 full, r2 and ` +
+          `r3 apiserver + kwok node) on one etcd; ${total} sliced namespaces, each real tenant holding ` +
+          `${total / cps.length}`,
+        notReal:
+          `${TENANTS} tenant sessions: the ${total} namespaces are held by ${cps.length} real tenants; the pure ` +
+          `figures run the decision core alone for ${TENANTS} x ${NAMESPACES_PER_TENANT}`,
+        pure,
+        memAvailableMiB: {
+          before: memBefore / MiB,
+          afterSupers: memAfterSupers / MiB,
+          afterTenants: memAfterTenants / MiB,
+        },
+        schedulerStats: stats,
+        summary,
+      },
+    };
+  } finally {
+    for (const c of closers) c.close();
+    await t.stop();
+  }
+}
+
+function podOf(namespace: string, name: string): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+    spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '100m', memory: '100Mi' } } }] },
+  } as KubeObject;
+}
