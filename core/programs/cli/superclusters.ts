@@ -11,7 +11,7 @@ import type { Condition } from '../../controller/status.ts';
 import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
 
 /** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
-export const SCHEDULER_STATE = { name: 'vc-scheduler-state', namespace: 'vc-system' } as const;
+export const SCHEDULER_STATE = { name: 'vc-scheduler-state' } as const;
 
 /** ClusterSummary is the scheduler's published summary of one super cluster. */
 export interface ClusterSummary {
@@ -154,10 +154,13 @@ export function registerSuperClusterCommands(program: Command): void {
       'super clusters registered in the meta cluster: state, capacity of Ready nodes, slices and namespaces placed',
     )
     .option('--kubeconfig <file>', 'meta cluster kubeconfig (default: VC_KUBECONFIG, the embedded default, KUBECONFIG)')
-    .option('--scheduler-namespace <ns>', "namespace of the scheduler's vc-scheduler-state ConfigMap", 'vc-system')
+    .option(
+      '--scheduler-namespace <ns>',
+      "namespace of the scheduler's vc-scheduler-state ConfigMap (default: vc-system, then kube-system)",
+    )
     .option('--state-dir <dir>', 'state directory of vc up, whose statically configured super cluster is listed too')
     .option('-o, --output <format>', 'table or json', 'table')
-    .action(async (o: { kubeconfig?: string; schedulerNamespace: string; stateDir?: string; output: string }) => {
+    .action(async (o: { kubeconfig?: string; schedulerNamespace?: string; stateDir?: string; output: string }) => {
       const metaPath = metaKubeconfig(o.kubeconfig);
       const embedded = resolve(metaPath) === resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig');
       const meta = await KubeClient.fromFile(metaPath);
@@ -170,11 +173,12 @@ export function registerSuperClusterCommands(program: Command): void {
             throw new CliError('no super cluster is registered: the Cluster CRD (cluster.x-k8s.io) is not installed');
           throw e;
         }
-        const state = await meta.getOrNull<KubeObject & { data?: Record<string, string> }>(
-          R.configmaps,
-          o.schedulerNamespace,
-          SCHEDULER_STATE.name,
-        );
+        // The scheduler publishes in the manager's namespace: vc-system when deployed, kube-system under vc up.
+        let state: (KubeObject & { data?: Record<string, string> }) | null = null;
+        for (const ns of o.schedulerNamespace ? [o.schedulerNamespace] : ['vc-system', 'kube-system']) {
+          state = await meta.getOrNull(R.configmaps, ns, SCHEDULER_STATE.name);
+          if (state) break;
+        }
         const summaries = parseSchedulerState(state?.data);
         const rows: ClusterRow[] = [];
         const statics = await staticSuperClusters(o.stateDir ?? (embedded ? DEFAULT_STATE_DIR : undefined));
