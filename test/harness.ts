@@ -7,6 +7,7 @@ import type { LocalControlPlane } from '../core/local/controlplane.ts';
 import { tenantFrom, type Tenant } from '../core/tenancy/tenant.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../core/local/registration.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
+import { realNodePreflightHere } from '../core/local/realnode.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */
 export interface TestSuper {
@@ -24,7 +25,8 @@ export interface TestSuper {
 
 /**
  * startTestSuper starts a real local super cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
- * kwok) in a fresh temporary directory, with the same code the embedded default uses.
+ * kwok) in a fresh temporary directory, with the same code the embedded default uses. Simulated nodes only unless
+ * `realNodes` asks for real ones (check realNodeSkipReason first); stop removes what those left on the host.
  */
 export async function startTestSuper(
   o: Partial<SuperClusterOptions> & {
@@ -68,6 +70,15 @@ export async function startTestSuper(
       if (!process.env.KEEP_STATE) rmSync(stateDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * realNodeSkipReason is why this machine cannot run a real node (the preflight's problems, one line), or undefined
+ * when it can. Tests that need a real node skip with it.
+ */
+export async function realNodeSkipReason(): Promise<string | undefined> {
+  const p = await realNodePreflightHere();
+  return p.ok ? undefined : `real node preflight failed: ${p.problems.join('; ')}`;
 }
 
 /** eventually polls fn until it stops throwing (returning its value) or the timeout passes (rethrowing). */

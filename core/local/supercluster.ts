@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { LocalEtcd } from './etcd.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 import { freePorts } from './process.ts';
+import { RealNode, realNodePreflightHere } from './realnode.ts';
 
 /** SuperClusterOptions configure the local super cluster. */
 export interface SuperClusterOptions {
@@ -14,6 +15,8 @@ export interface SuperClusterOptions {
   name?: string;
   /** restart crashed components */
   restart?: boolean;
+  /** number of real nodes (kubelet + containerd on this host, see core/local/realnode.ts; default 0) */
+  realNodes?: number;
 }
 
 /**
@@ -22,6 +25,8 @@ export interface SuperClusterOptions {
  */
 export class LocalSuperCluster {
   private readonly extra: LocalControlPlane[] = [];
+  /** realNodes are the real nodes started with the super cluster. */
+  readonly realNodes: RealNode[] = [];
 
   private constructor(
     readonly stateDir: string,
@@ -54,10 +59,34 @@ export class LocalSuperCluster {
         // such a credential may write to its own node as well.
         apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
       });
-      return new LocalSuperCluster(o.stateDir, etcd, cluster);
+      const sc = new LocalSuperCluster(o.stateDir, etcd, cluster);
+      try {
+        await sc.startRealNodes(name, o.realNodes ?? 0);
+      } catch (e) {
+        await sc.stop();
+        throw e;
+      }
+      return sc;
     } catch (e) {
       await etcd.stop();
       throw e;
+    }
+  }
+
+  private async startRealNodes(name: string, n: number): Promise<void> {
+    if (n <= 0) return;
+    const preflight = await realNodePreflightHere();
+    for (let i = 0; i < n; i++) {
+      const nodeName = `${name}-real-${i}`;
+      this.realNodes.push(
+        await RealNode.start({
+          name: nodeName,
+          dir: join(this.stateDir, 'nodes', nodeName),
+          cluster: this.cluster,
+          serviceCidr: this.cluster.opts.serviceCidr ?? '10.96.0.0/16',
+          preflight,
+        }),
+      );
     }
   }
 
@@ -98,8 +127,9 @@ export class LocalSuperCluster {
     });
   }
 
-  /** stop stops every control plane it started, then etcd. */
+  /** stop stops the real nodes (removing what they left on the host), every control plane it started, then etcd. */
   async stop(): Promise<void> {
+    for (const n of this.realNodes.splice(0)) await n.stop();
     await Promise.all(this.extra.map((c) => c.stop()));
     await this.cluster.stop();
     await this.etcd.stop();

@@ -27,6 +27,15 @@ export interface UpStatus {
 /** SuperClusterOption is the `--super-clusters` option of vc up. */
 type SuperClusterOption = { superClusters: string };
 
+/** UpOptions are the options of vc up (`--real-nodes` absent: decided by the real-node preflight). */
+type UpOptions = {
+  stateDir: string;
+  nodes: string;
+  detach?: boolean;
+  plugin: string[];
+  realNodes?: string;
+} & SuperClusterOption;
+
 const statusFile = (dir: string) => join(dir, 'status.json');
 const alive = (pid: number) => {
   try {
@@ -97,6 +106,7 @@ export function registerUpCommands(program: Command): void {
     .option('--state-dir <dir>', 'where all state lives', DEFAULT_STATE_DIR)
     .option('--nodes <n>', 'number of kwok nodes', '3')
     .option('--super-clusters <n>', 'super clusters to run (more than one: r1..rN, registered in r1)', '1')
+    .option('--real-nodes <n>', 'real nodes (kubelet + containerd here); default: 1 when the host allows it, else 0')
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
     .option(
       '--plugin <path-or-package>',
@@ -104,7 +114,7 @@ export function registerUpCommands(program: Command): void {
       (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v],
       [],
     )
-    .action(async (o: { stateDir: string; nodes: string; detach?: boolean; plugin: string[] } & SuperClusterOption) => {
+    .action(async (o: UpOptions) => {
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -116,7 +126,17 @@ export function registerUpCommands(program: Command): void {
       const superClusters = Number(o.superClusters);
       if (!Number.isInteger(superClusters) || superClusters < 1 || superClusters > 9)
         throw new CliError(`--super-clusters ${o.superClusters}: must be a whole number from 1 to 9`);
-      if (o.detach) return detach(stateDir, o.nodes, o.plugin, ['--super-clusters', String(superClusters)]);
+      const realArgs = o.realNodes === undefined ? [] : ['--real-nodes', o.realNodes];
+      if (o.detach)
+        return detach(stateDir, o.nodes, o.plugin, ['--super-clusters', String(superClusters), ...realArgs]);
+      const { chooseRealNodes, sweepLeftoverNodes } = await import('../../local/realnode.ts');
+      for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
+      const real = await chooseRealNodes(o.realNodes === undefined ? undefined : Number(o.realNodes)).catch(
+        (e: Error) => {
+          throw new CliError(e.message);
+        },
+      );
+      process.stderr.write(`[0.0s] ${real.line}\n`);
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
       process.env.LOG_LEVEL ??= 'warn';
       const { startEmbedded } = await import('../embedded/embedded.ts');
@@ -126,6 +146,7 @@ export function registerUpCommands(program: Command): void {
       const e = await startEmbedded({
         stateDir,
         nodes: Number(o.nodes),
+        realNodes: real.count,
         plugins: o.plugin,
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
         superClusters,
@@ -184,7 +205,13 @@ export function registerUpCommands(program: Command): void {
     .action(async (o: { stateDir: string }) => {
       const stateDir = resolve(o.stateDir);
       const s = readUpStatus(stateDir);
+      // real nodes of a vc up that was killed outright left processes, mounts and network state: remove them
+      const sweep = async () => {
+        const { sweepLeftoverNodes } = await import('../../local/realnode.ts');
+        for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
+      };
       if (!s) {
+        await sweep();
         process.stderr.write(`nothing is running in ${stateDir}\n`);
         return;
       }
@@ -195,6 +222,7 @@ export function registerUpCommands(program: Command): void {
         await new Promise((r) => setTimeout(r, 200));
       }
       rmSync(statusFile(stateDir), { force: true });
+      await sweep();
       process.stderr.write(`stopped (pid ${s.pid})\n`);
     });
 }

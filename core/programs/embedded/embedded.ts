@@ -171,6 +171,8 @@ export async function managerIdentity(
 export async function startEmbedded(o: {
   stateDir: string;
   nodes?: number;
+  /** real nodes (kubelet + containerd on this host) next to the kwok nodes; default 0 */
+  realNodes?: number;
   plugins?: string[];
   onStep?: (s: string) => void;
   /**
@@ -182,8 +184,15 @@ export async function startEmbedded(o: {
   const count = o.superClusters ?? 1;
   const firstName = count > 1 ? 'r1' : 'default';
   const step = o.onStep ?? (() => {});
-  step('starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes)');
-  const sc = await LocalSuperCluster.start({ stateDir: o.stateDir, nodes: o.nodes ?? 3, restart: true });
+  step(
+    `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${o.realNodes ? `, ${o.realNodes} real node(s)` : ''})`,
+  );
+  const sc = await LocalSuperCluster.start({
+    stateDir: o.stateDir,
+    nodes: o.nodes ?? 3,
+    realNodes: o.realNodes ?? 0,
+    restart: true,
+  });
   try {
     step('installing the CRDs');
     await applyCRDs(sc);
