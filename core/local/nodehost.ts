@@ -461,7 +461,8 @@ export async function sweepNode(dir: string): Promise<string[]> {
       done.push(`removed ${p}`);
     } else removeEmptyDirs(p);
   }
-  for (const [f, v] of Object.entries(r.sysctls)) {
+  // Another node on this host still needs ip_forward and the inotify limit: the last one out restores them.
+  for (const [f, v] of others ? [] : Object.entries(r.sysctls)) {
     try {
       if (readFileSync(f, 'utf8').trim() !== v) {
         writeFileSync(f, v);
