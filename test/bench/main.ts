@@ -5,7 +5,7 @@ import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
 import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
-import { syncerBench } from './syncer.ts';
+import { syncerBench, syncerScaleBench } from './syncer.ts';
 import { schedulerBench } from './scheduler.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
@@ -22,6 +22,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   lifecycle: lifecycleBench,
   gitops: gitopsBench,
   syncer: syncerBench,
+  'syncer-scale': syncerScaleBench,
   'slow-tenant': slowTenantBench,
   scheduler: schedulerBench,
 };
