@@ -555,6 +555,16 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
   const watches: PodWatch[] = [];
   const samplers: Sampler[] = [];
   const clients: KubeClient[] = [];
+  // A request whose connection an overloaded apiserver closed before answering, and that nobody listens to, would end
+  // a run of many minutes: such resets are counted and reported instead; anything else still ends the run.
+  const resets: string[] = [];
+  const onUncaught = (e: Error & { code?: string }) => {
+    if (e.code !== 'ECONNRESET') throw e;
+    resets.push(`${new Date().toISOString()} ${e.message}`);
+    log(`stray connection reset (${resets.length}): ${e.message}`);
+  };
+  process.on('uncaughtException', onUncaught);
+  detail.strayConnectionResets = resets;
   try {
     // ---- clusters ------------------------------------------------------------------------------------------------
     let t0 = performance.now();
@@ -929,5 +939,6 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     await Promise.all(watches.map((w) => w.stop()));
     for (const c of clients) c.close();
     await t?.stop();
+    process.off('uncaughtException', onUncaught);
   }
 }
