@@ -491,11 +491,21 @@ function writesByOp(counters: Record<string, number>): Record<string, number> {
 
 /** deleteAllPods removes every Pod of a namespace at once (grace 0: no kubelet has to confirm) and waits. */
 async function deleteAllPods(c: KubeClient, ns: string, deadlineMs: number): Promise<void> {
-  await c.request('DELETE', KubeClient.path(R.pods, ns), {
-    body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
-  });
+  // An overloaded apiserver answers a large deletecollection with 504 while it goes on deleting: ask again until none
+  // is left.
+  const deleteAll = () =>
+    c
+      .request('DELETE', KubeClient.path(R.pods, ns), {
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+      })
+      .catch(() => undefined);
+  await deleteAll();
   await waitUntil(
-    async () => (await c.list(R.pods, { namespace: ns, limit: 1 })).items.length === 0,
+    async () => {
+      if ((await c.list(R.pods, { namespace: ns, limit: 1 })).items.length === 0) return true;
+      await deleteAll();
+      return false;
+    },
     deadlineMs,
     () => `Pods of ${ns} deleted`,
     500,
