@@ -25,7 +25,14 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['core/**/*.test.ts', 'plugins/**/*.test.ts', 'gitops/**/*.test.ts', 'schemas/**/*.test.ts'],
+          include: [
+            'core/**/*.test.ts',
+            'plugins/**/*.test.ts',
+            'gitops/**/*.test.ts',
+            'schemas/**/*.test.ts',
+            'test/bench/**/*.test.ts',
+            'deploy/**/*.test.ts',
+          ],
           exclude: ['**/*.it.test.ts', 'node_modules/**'],
         },
       },

@@ -3,8 +3,9 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { controlPlaneBench } from './controlplane.ts';
 import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
+import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
-import { syncerBench } from './syncer.ts';
+import { syncerBench, syncerScaleBench } from './syncer.ts';
 import { schedulerBench } from './scheduler.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
@@ -12,6 +13,8 @@ export interface BenchResult {
   name: string;
   figures: Record<string, number>;
   detail?: Record<string, unknown>;
+  /** series are the raw numbers the HTML report plots (latencies and Running times per arm, p99 per tenant). */
+  series?: BenchSeries;
 }
 
 const scenarios: Record<string, () => Promise<BenchResult>> = {
@@ -19,6 +22,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   lifecycle: lifecycleBench,
   gitops: gitopsBench,
   syncer: syncerBench,
+  'syncer-scale': syncerScaleBench,
   'slow-tenant': slowTenantBench,
   scheduler: schedulerBench,
 };
@@ -26,10 +30,18 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
 const wanted = process.argv.slice(2);
 await ensureToolchain();
 mkdirSync('bench-results', { recursive: true });
+const ran: BenchResult[] = [];
 for (const [name, run] of Object.entries(scenarios)) {
   if (wanted.length && !wanted.includes(name)) continue;
   const r = await run();
   process.stdout.write(`\n== ${r.name}\n`);
   for (const [k, v] of Object.entries(r.figures)) process.stdout.write(`  ${k.padEnd(32)} ${v.toFixed(2)}\n`);
   writeFileSync(`bench-results/${r.name}.json`, JSON.stringify({ ...r, at: new Date().toISOString() }, null, 2) + '\n');
+  ran.push(r);
+}
+// One HTML page with the plots of the scenarios of this run, beside their JSON.
+if (ran.length) {
+  const { html, plots } = await buildReport(ran);
+  writeFileSync('bench-results/report.html', html);
+  process.stdout.write(`\nreport: bench-results/report.html (${plots.length} plots)\n`);
 }

@@ -3,25 +3,25 @@ import { availableParallelism } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { isGone, KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { isAlreadyExists, isGone, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
-import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
-import { LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
+import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { CpuMeter, type CpuShare, type InflightStats, InflightSampler, memAvailableMiB } from './procstat.ts';
+import type { BenchSeries } from './report.ts';
+import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
 
 /** Pods a kwok node takes (its `pods` capacity, see kwokNode). */
 const PODS_PER_NODE = 110;
 /** Creates in flight at once, in both runs. */
 const CONCURRENCY = 32;
-/** Sequential Pods the quiet tenant creates, alone and during the flood. */
-const QUIET_PODS = 10;
 const POD_SPEC = { containers: [{ name: 'c', image: 'nginx' }] };
 
 interface Pod extends KubeObject {
@@ -91,6 +91,7 @@ export class PodWatch {
   constructor(
     private readonly client: KubeClient,
     private readonly opts: { namespace?: string; labelSelector?: string } = {},
+    private readonly onPod?: (p: Pod) => void,
   ) {}
 
   /** start lists, then keeps a watch open in the background. */
@@ -117,6 +118,7 @@ export class PodWatch {
   }
 
   private see(p: Pod, at: number): void {
+    this.onPod?.(p);
     const key = `${p.metadata?.namespace}/${p.metadata?.name}`;
     if (!this.seenAt.has(key)) this.seenAt.set(key, at);
     if (p.spec?.nodeName && !this.scheduledAt.has(key)) this.scheduledAt.set(key, at);
@@ -226,6 +228,8 @@ interface PodJob {
   /** the watch on the super cluster and the Pod's `namespace/name` there (the same watch and key for direct Pods) */
   superWatch?: PodWatch;
   superKey?: string;
+  /** afterCreate sees the Pod the create call returned */
+  afterCreate?: (created: Pod) => void;
 }
 
 /** Sample is the timeline of one Pod: create call start and end, and Running as seen by its watch. */
@@ -241,13 +245,14 @@ const keyOf = (j: PodJob) => `${j.namespace}/${j.name}`;
 /** createOne creates one Pod and resolves once its watch shows it Running. */
 async function createOne(j: PodJob, onCreated?: (t0: number) => void): Promise<Sample> {
   const t0 = performance.now();
-  await j.client.create(R.pods, {
+  const pod = await j.client.create<Pod>(R.pods, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: j.name, namespace: j.namespace, labels: j.labels },
     spec: POD_SPEC,
   });
   const created = performance.now();
+  j.afterCreate?.(pod);
   onCreated?.(t0);
   return { job: j, t0, created, running: await j.watch.whenRunning(keyOf(j)) };
 }
@@ -421,30 +426,130 @@ function collectGarbage(): void {
   }
 }
 
+/** SyncerBenchOptions size one run of the syncer scenario. */
+interface SyncerBenchOptions {
+  name: string;
+  tenants: number;
+  podsPerTenant: number;
+  workers: number;
+  /** the quiet tenant's sequential Pods, alone and during the flood (0: no fairness phase) */
+  quiet: number;
+  /** the noisy tenant's Pods, all created at once */
+  flood: number;
+}
+
 /**
- * syncerBench compares Pod start-up through the syncer with Pods created directly in the super cluster, on a real
- * local super cluster (etcd, apiserver, controller-manager, scheduler, kwok nodes) with T tenant control planes:
- * throughput and p50/p99 create-to-Running latency of both, the syncer's memory per synced Pod, and how a quiet
- * tenant's latency holds up while a noisy tenant floods the syncer. BENCH_TENANTS, BENCH_PODS (per tenant) and
- * BENCH_FLOOD size it; BENCH_WORKERS sets the syncer's workers (default 8).
+ * syncerBench is the syncer scenario at 20 tenants x 100 Pods with the fairness phase: BENCH_TENANTS (default 20),
+ * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_FLOOD (default 10x
+ * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it.
  */
-export async function syncerBench(): Promise<BenchResult> {
-  const T = envInt('BENCH_TENANTS', 4);
-  const P = envInt('BENCH_PODS', 100);
-  const FLOOD = envInt('BENCH_FLOOD', 400);
-  const WORKERS = envInt('BENCH_WORKERS', 8);
-  if (T < 1 || P < 1 || WORKERS < 1) throw new Error('BENCH_TENANTS, BENCH_PODS and BENCH_WORKERS must be at least 1');
-  const fairness = T >= 2;
+export function syncerBench(): Promise<BenchResult> {
+  const quiet = envInt('BENCH_QUIET', 20);
+  return runSyncerBench({
+    name: 'syncer',
+    tenants: envInt('BENCH_TENANTS', 20),
+    podsPerTenant: envInt('BENCH_PODS', 100),
+    workers: envInt('BENCH_WORKERS', 8),
+    quiet,
+    flood: envInt('BENCH_FLOOD', 10 * quiet),
+  });
+}
+
+/**
+ * syncerScaleBench is the syncer scenario toward 10,000 Pods, without the fairness phase: BENCH_SCALE_PODS (all
+ * tenants together, default 10000) over BENCH_SCALE_TENANTS tenant control planes (default 40).
+ */
+export function syncerScaleBench(): Promise<BenchResult> {
+  const pods = envInt('BENCH_SCALE_PODS', 10_000);
+  const tenants = envInt('BENCH_SCALE_TENANTS', 40);
+  return runSyncerBench({
+    name: 'syncer-scale',
+    tenants,
+    podsPerTenant: Math.ceil(pods / Math.max(1, tenants)),
+    workers: envInt('BENCH_WORKERS', 8),
+    quiet: 0,
+    flood: 0,
+  });
+}
+
+/** ArmResult is one arm's figures, its samples and what each process used meanwhile. */
+interface ArmResult extends RunFigures {
+  samples: Sample[];
+  cpu: Record<string, CpuShare>;
+  inflight: InflightStats;
+}
+
+/** writesByOp sums vc_syncer_writes_total by op out of syncerCounters' keys. */
+function writesByOp(counters: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counters)) {
+    const m = /^writes_total\{(?:.*,)?op=([^,}]+)/.exec(k);
+    if (m) out[m[1]!] = (out[m[1]!] ?? 0) + v;
+  }
+  return out;
+}
+
+/** deleteAllPods removes every Pod of a namespace at once (grace 0: no kubelet has to confirm) and waits. */
+async function deleteAllPods(c: KubeClient, ns: string, deadlineMs: number): Promise<void> {
+  // An overloaded apiserver answers a large deletecollection with 504 while it goes on deleting: ask again until none
+  // is left.
+  const deleteAll = () =>
+    c
+      .request('DELETE', KubeClient.path(R.pods, ns), {
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+      })
+      .catch(() => undefined);
+  await deleteAll();
+  await waitUntil(
+    async () => {
+      if ((await c.list(R.pods, { namespace: ns, limit: 1 })).items.length === 0) return true;
+      await deleteAll();
+      return false;
+    },
+    deadlineMs,
+    () => `Pods of ${ns} deleted`,
+    500,
+  );
+}
+
+/** busiest names the process group that used the most CPU in an arm (host and this process aside from groups). */
+function busiest(cpu: Record<string, CpuShare>): { process: string; percentOfOneCore: number } {
+  const [k, v] = Object.entries(cpu)
+    .filter(([n]) => n !== 'host' && n !== 'otherOnHost')
+    .sort((a, b) => b[1].cpuSeconds - a[1].cpuSeconds)[0]!;
+  return { process: k, percentOfOneCore: v.percentOfOneCore };
+}
+
+/**
+ * runSyncerBench measures, in one run on a real local super cluster (etcd, apiserver, controller-manager, scheduler,
+ * kwok nodes) with T tenant control planes (apiserver only: a Pod benchmark needs no tenant controller-manager; the
+ * `default` ServiceAccount is created by the bench), three arms creating the same number of Pods:
+ * 1. direct: the Pods created straight in the super cluster;
+ * 2. syncer: the Pods created in the tenants and synced by the real syncer, running in this process;
+ * 3. same writes: the Pods created in the tenants and a scripted client (SameWrites) making, per Pod, the writes the
+ *    syncer made per Pod in arm 2 (vc_syncer_writes_total by op, divided by the Pods), as fast as it can.
+ * Each arm reports throughput, p50/p99 create-to-Running, API writes per Pod, and the CPU each process used (from
+ * /proc) and the super apiserver's inflight requests (its /metrics) meanwhile; the syncer arm also its CPU ms per Pod
+ * (this process's process.cpuUsage: the syncer plus the bench's own creates and watches, which the direct arm
+ * measures alone) and memory per Pod (heap after a full GC, and RSS). Then, with quiet > 0, the quiet tenant's p99
+ * alone and during another tenant's flood.
+ */
+async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
+  const { tenants: T, podsPerTenant: P, workers: WORKERS, quiet: QUIET, flood: FLOOD } = o;
+  if (T < 1 || P < 1 || WORKERS < 1) throw new Error(`${o.name}: tenants, Pods per tenant and workers must be >= 1`);
+  const fairness = T >= 2 && QUIET > 0 && FLOOD > 0;
   const N = T * P;
-  // Run 2's Pods stay while the flood and the quiet tenant's Pods are added; run 1's are deleted first.
-  const peakPods = N + (fairness ? FLOOD + 2 * QUIET_PODS : 0);
+  // The syncer arm's Pods stay while the flood and the quiet tenant's Pods are added; the others are deleted first.
+  const peakPods = N + (fairness ? FLOOD + 2 * QUIET : 0);
   const nodes = Math.max(4, Math.ceil(peakPods / PODS_PER_NODE));
-  const phaseDeadline = (pods: number) => Math.max(120_000, pods * 500);
+  const phaseDeadline = (pods: number) => Math.max(180_000, pods * 500);
   const log = (msg: string) =>
-    process.stdout.write(`[syncer-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+    process.stdout.write(`[${o.name}-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
   const detail: Record<string, unknown> = {
     tenants: T,
     podsPerTenant: P,
+    pods: N,
+    quiet: QUIET,
     flood: FLOOD,
     workers: WORKERS,
     nodes,
@@ -453,73 +558,130 @@ export async function syncerBench(): Promise<BenchResult> {
   };
   const timings: Record<string, number> = {};
   const stamp = (k: string, since: number) => (timings[k] = Number(((performance.now() - since) / 1000).toFixed(2)));
+  const figures: Record<string, number> = {};
 
   let t: TestSuper | undefined;
   let syncer: Syncer | undefined;
   const watches: PodWatch[] = [];
   const samplers: Sampler[] = [];
   const clients: KubeClient[] = [];
+  // A request whose connection an overloaded apiserver closed before answering, and that nobody listens to, would end
+  // a run of many minutes: such resets are counted and reported instead; anything else still ends the run.
+  const resets: string[] = [];
+  const onUncaught = (e: Error & { code?: string }) => {
+    if (e.code !== 'ECONNRESET') throw e;
+    resets.push(`${new Date().toISOString()} ${e.message}`);
+    log(`stray connection reset (${resets.length}): ${e.message}`);
+  };
+  process.on('uncaughtException', onUncaught);
+  detail.strayConnectionResets = resets;
   try {
     // ---- clusters ------------------------------------------------------------------------------------------------
     let t0 = performance.now();
-    log(`starting super cluster with ${nodes} kwok nodes and ${T} tenant control planes`);
+    const memFree0 = memAvailableMiB();
+    log(`starting super cluster with ${nodes} kwok nodes; MemAvailable ${memFree0.toFixed(0)} MiB`);
     t = await startTestSuper({ nodes });
+    const sc = t.sc;
     stamp('superStartSeconds', t0);
-    log(`super cluster up; state in ${t.stateDir}`);
+    const memFreeSuper = memAvailableMiB();
     t0 = performance.now();
-    const cps = await Promise.all(
-      Array.from({ length: T }, (_, i) => t!.sc.addControlPlane(`tenant-${i}`, { controllers: TENANT_CONTROLLERS })),
+    log(`starting ${T} tenant control planes (apiserver only)`);
+    const cps: LocalControlPlane[] = new Array<LocalControlPlane>(T);
+    await pool(
+      Array.from({ length: T }, (_, i) => i),
+      4,
+      async (i) => void (cps[i] = await sc.addControlPlane(`tenant-${i}`, { controllerManager: false })),
     );
     stamp('tenantsStartSeconds', t0);
+    const tenantRss = cps.map((cp) => cp.apiserver.rssBytes() / 2 ** 20);
+    const memFreeTenants = memAvailableMiB();
+    const perTenantMiB = (memFreeSuper - memFreeTenants) / T;
+    detail.memory = {
+      memAvailableBeforeMiB: Math.round(memFree0),
+      memAvailableAfterSuperMiB: Math.round(memFreeSuper),
+      memAvailableAfterTenantsMiB: Math.round(memFreeTenants),
+      tenantApiserverRssMiB: {
+        mean: Math.round(tenantRss.reduce((a, b) => a + b, 0) / T),
+        max: Math.round(Math.max(...tenantRss)),
+      },
+      memAvailablePerTenantMiB: Math.round(perTenantMiB),
+      // With the Pods' objects the tenants grow further; this counts only what they take when idle.
+      moreTenantsThatWouldFitIdle: Math.floor(memFreeTenants / Math.max(1, perTenantMiB)),
+    };
+    log(`tenants up in ${timings.tenantsStartSeconds} s: ${JSON.stringify(detail.memory)}`);
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const tenants = cps.map((cp, i) => tenantOf(cp, 'bench', `t${i}`));
-    await Promise.all(tenantClients.map((c) => waitServiceAccount(c, 'default')));
+    await pool(tenantClients, 8, async (c) => {
+      try {
+        await c.create(R.serviceaccounts, {
+          apiVersion: 'v1',
+          kind: 'ServiceAccount',
+          metadata: { name: 'default', namespace: 'default' },
+        });
+      } catch (e) {
+        if (!isAlreadyExists(e)) throw e;
+      }
+    });
     const superClient = t.client;
+    const procs = {
+      superApiserver: () => [sc.cluster.apiserver.pid],
+      etcd: () => [sc.etcd.process.pid],
+      tenantApiservers: () => cps.map((cp) => cp.apiserver.pid),
+      superScheduler: () => [sc.cluster.scheduler?.pid],
+      superControllerManager: () => [sc.cluster.controllerManager?.pid],
+      kwok: () => [sc.cluster.kwok?.pid],
+    };
+    const meter = () => {
+      const cpu = new CpuMeter(procs);
+      const inflight = new InflightSampler(sc.cluster.server, sc.cluster.adminToken);
+      return () => ({ cpu: cpu.stop(), inflight: inflight.stop() });
+    };
+    const arm = async (label: string, jobs: PodJob[]): Promise<ArmResult> => {
+      const m = meter();
+      const r = await createAndTime(jobs, CONCURRENCY, phaseDeadline(jobs.length), label);
+      const { cpu, inflight } = m();
+      log(
+        `${label}: ${r.podsPerSecond.toFixed(1)} pods/s, p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms; ` +
+          `busiest ${JSON.stringify(busiest(cpu))}, host ${cpu.host!.percentOfOneCore}% (others ${cpu.otherOnHost!.percentOfOneCore}%), ` +
+          `cpu ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, v.percentOfOneCore])))}, ` +
+          `inflight ${JSON.stringify(inflight)}`,
+      );
+      return { ...r, cpu, inflight };
+    };
 
-    // ---- run 1: direct -------------------------------------------------------------------------------------------
+    // ---- arm 1: direct -------------------------------------------------------------------------------------------
     const directNs = Array.from({ length: T }, (_, i) => `bench-direct-${i}`);
-    for (const ns of directNs)
-      await superClient.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    await Promise.all(directNs.map((ns) => waitServiceAccount(superClient, ns)));
+    const swNs = Array.from({ length: T }, (_, i) => `bench-sw-${i}`);
+    await pool([...directNs, ...swNs], 8, (ns) =>
+      superClient
+        .create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
+        .then(() => undefined),
+    );
+    await pool([...directNs, ...swNs], 8, (ns) => waitServiceAccount(superClient, ns));
     const directWatch = new PodWatch(superClient, { labelSelector: 'bench=direct' });
     await directWatch.start();
     watches.push(directWatch);
     const directJobs: PodJob[] = [];
-    for (let j = 0; j < P; j++) {
-      for (let i = 0; i < T; i++) {
-        const name = `d-${j}`;
+    for (let j = 0; j < P; j++)
+      for (let i = 0; i < T; i++)
         directJobs.push({
           client: superClient,
           watch: directWatch,
           namespace: directNs[i]!,
-          name,
+          name: `d-${j}`,
           labels: { bench: 'direct' },
           superWatch: directWatch,
-          superKey: `${directNs[i]}/${name}`,
+          superKey: `${directNs[i]}/d-${j}`,
         });
-      }
-    }
-    log(`run 1 (direct): creating ${N} Pods in the super cluster`);
-    const load1 = new LoadProbe();
-    const direct = await createAndTime(directJobs, CONCURRENCY, phaseDeadline(N), 'direct run');
-    detail.run1 = { benchProcess: load1.stop() };
-    log(
-      `run 1: ${direct.podsPerSecond.toFixed(1)} pods/s, p50 ${direct.p50Ms.toFixed(0)} ms, p99 ${direct.p99Ms.toFixed(0)} ms`,
-    );
+    log(`arm direct: creating ${N} Pods in the super cluster`);
+    const direct = await arm('direct', directJobs);
     await directWatch.stop();
     watches.splice(watches.indexOf(directWatch), 1);
     t0 = performance.now();
-    await pool(directJobs, CONCURRENCY, async (j) => void (await superClient.delete(R.pods, j.namespace, j.name)));
-    await waitUntil(
-      async () => (await superClient.list(R.pods, { labelSelector: 'bench=direct', limit: 1 })).items.length === 0,
-      phaseDeadline(N),
-      () => 'direct Pods deleted',
-      500,
-    );
+    await pool(directNs, 4, (ns) => deleteAllPods(superClient, ns, phaseDeadline(P)));
     stamp('directDeleteSeconds', t0);
-    log(`run 1: ${N} Pods deleted in ${timings.directDeleteSeconds} s`);
 
-    // ---- run 2: through the syncer -------------------------------------------------------------------------------
+    // ---- arm 2: the real syncer ------------------------------------------------------------------------------------
     const tenantWatches = await Promise.all(
       tenantClients.map(async (c) => {
         const w = new PodWatch(c, { namespace: 'default' });
@@ -527,7 +689,6 @@ export async function syncerBench(): Promise<BenchResult> {
         return w;
       }),
     );
-    // The super copies of the tenant Pods, for the breakdown of where the time goes.
     const superWatch = new PodWatch(superClient, { labelSelector: 'bench in (syncer,flood,quiet)' });
     await superWatch.start();
     watches.push(...tenantWatches, superWatch);
@@ -542,16 +703,8 @@ export async function syncerBench(): Promise<BenchResult> {
     });
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     if (host.failures.length) throw new Error(`plugins failed to load: ${JSON.stringify(host.failures)}`);
-    // The syncer runs in this process, so its memory is this process's RSS growth from here on (the bench's own
-    // watches and bookkeeping are small next to it).
-    const syncerSuper = await KubeClient.fromFile(t.sc.kubeconfigPath);
+    const syncerSuper = await KubeClient.fromFile(sc.kubeconfigPath);
     clients.push(syncerSuper);
-    collectGarbage();
-    const rssBefore = process.memoryUsage.rss();
-    const heapBefore = process.memoryUsage().heapUsed;
-    const rss = new Sampler(() => process.memoryUsage.rss(), 100);
-    samplers.push(rss);
-    const counters0 = await syncerCounters();
     t0 = performance.now();
     syncer = new Syncer({
       superClient: syncerSuper,
@@ -564,130 +717,102 @@ export async function syncerBench(): Promise<BenchResult> {
     const s = syncer;
     await waitUntil(
       () => tenants.every((x) => s.tenantReady(x.key)),
-      60_000,
+      120_000,
       () => 'tenant caches synced',
     );
     stamp('syncerReadySeconds', t0);
-    // Steady state before measuring: each tenant's `default` namespace is in the super with its ServiceAccount.
-    await Promise.all(tenants.map((x) => waitServiceAccount(superClient, superNamespace(x.key, 'default'))));
+    await pool(tenants, 8, (x) => waitServiceAccount(superClient, superNamespace(x.key, 'default')));
     await waitUntil(
       () => s.queueLength() === 0,
-      30_000,
+      60_000,
       () => `syncer queue empty (${s.queueLength()})`,
     );
     stamp('syncerWarmSeconds', t0);
-    // Startup (informer lists of T+1 clusters, the tenants' own ServiceAccounts, namespaces) is a fixed cost; what
-    // follows is per Pod.
+    // Startup (informer lists of T+1 clusters, namespaces, ServiceAccounts) is a fixed cost; what follows is per Pod.
+    collectGarbage();
+    const heapWarm = process.memoryUsage().heapUsed;
     const rssWarm = process.memoryUsage.rss();
+    const rss = new Sampler(() => process.memoryUsage.rss(), 100);
+    samplers.push(rss);
     const countersWarm = await syncerCounters();
     const queuePeak = new Sampler(() => s.queueLength(), 100);
     samplers.push(queuePeak);
     const syncJobs: PodJob[] = [];
-    for (let j = 0; j < P; j++) {
-      for (let i = 0; i < T; i++) syncJobs.push(tenantJob(i, `s-${j}`, 'syncer'));
-    }
-    log(`run 2 (syncer): creating ${N} Pods in ${T} tenant apiservers`);
-    const load2 = new LoadProbe();
-    const viaSyncer = await createAndTime(syncJobs, CONCURRENCY, phaseDeadline(N), 'syncer run');
-    const load2Figures = load2.stop();
+    for (let j = 0; j < P; j++) for (let i = 0; i < T; i++) syncJobs.push(tenantJob(i, `s-${j}`, 'syncer'));
+    log(`arm syncer: creating ${N} Pods in ${T} tenant apiservers`);
+    const viaSyncer = await arm('syncer', syncJobs);
     const rssPeak = rss.stop();
-    const heapAfter = process.memoryUsage().heapUsed;
-    const queuePeakRun2 = queuePeak.stop();
-    const counters1 = await syncerCounters();
-    log(
-      `run 2: ${viaSyncer.podsPerSecond.toFixed(1)} pods/s, p50 ${viaSyncer.p50Ms.toFixed(0)} ms, p99 ${viaSyncer.p99Ms.toFixed(0)} ms`,
+    const queuePeakArm = queuePeak.stop();
+    // Events go on a side lane after the Pod runs: let them land before counting.
+    await waitUntil(
+      () => s.queueLength() === 0,
+      60_000,
+      () => `syncer queue empty after the syncer arm (${s.queueLength()})`,
     );
-    detail.run2 = {
-      syncerStartupCounters: diffCounters(counters0, countersWarm),
+    await sleep(2000);
+    const counters1 = await syncerCounters();
+    collectGarbage();
+    const heapAfter = process.memoryUsage().heapUsed;
+    const rssAfter = process.memoryUsage.rss();
+    const syncerWrites = writesByOp(diffCounters(countersWarm, counters1));
+    const perPod = Object.fromEntries(Object.entries(syncerWrites).map(([k, v]) => [k, v / N]));
+    log(`syncer writes per Pod by op: ${JSON.stringify(perPod)}`);
+    detail.syncerArm = {
       syncerCounters: diffCounters(countersWarm, counters1),
-      queuePeak: queuePeakRun2,
-      benchProcess: load2Figures,
-      // Minted tokens count as op=token in vc_syncer_writes_total; the Secrets holding them are counted here.
-      tokenSecretsInSuper: (
-        await superClient.listAll(R.secrets, { labelSelector: `${LABEL.managedBy}=${MANAGER}-token` })
-      ).items.length,
-      rssAfterWarmMiB: rssWarm / 2 ** 20,
-      rssPerPodKBAfterWarm: (rssPeak - rssWarm) / N / 1024,
-      heapGrowthMiB: (heapAfter - heapBefore) / 2 ** 20,
+      writesPerPodByOp: perPod,
+      queuePeak: queuePeakArm,
+      heapAfterWarmMiB: Number((heapWarm / 2 ** 20).toFixed(1)),
+      heapAfterPodsMiB: Number((heapAfter / 2 ** 20).toFixed(1)),
+      rssAfterWarmMiB: Number((rssWarm / 2 ** 20).toFixed(1)),
+      rssPeakMiB: Number((rssPeak / 2 ** 20).toFixed(1)),
+      rssAfterPodsMiB: Number((rssAfter / 2 ** 20).toFixed(1)),
     };
-
-    const figures: Record<string, number> = {
-      throughputRatio: viaSyncer.podsPerSecond / direct.podsPerSecond,
-      p50Ratio: viaSyncer.p50Ms / direct.p50Ms,
-      p99Ratio: viaSyncer.p99Ms / direct.p99Ms,
-      directPodsPerSecond: direct.podsPerSecond,
-      syncerPodsPerSecond: viaSyncer.podsPerSecond,
-      directP50Ms: direct.p50Ms,
-      directP99Ms: direct.p99Ms,
-      syncerP50Ms: viaSyncer.p50Ms,
-      syncerP99Ms: viaSyncer.p99Ms,
-      syncerRssBeforeMiB: rssBefore / 2 ** 20,
-      syncerRssPeakMiB: rssPeak / 2 ** 20,
-      syncerRssPerPodKB: (rssPeak - rssBefore) / N / 1024,
-      syncerRssPerPodKBAfterWarm: (rssPeak - rssWarm) / N / 1024,
-    };
-    const strip = ({ samples, ...rest }: RunFigures & { samples: Sample[] }) => ({
-      ...rest,
-      stagesMs: stages(samples),
-    });
-    detail.direct = strip(direct);
-    detail.syncer = strip(viaSyncer);
 
     // ---- fairness ------------------------------------------------------------------------------------------------
+    let fair: Record<string, unknown> | undefined;
     if (fairness) {
-      await waitUntil(
-        () => s.queueLength() === 0,
-        60_000,
-        () => `syncer queue empty after run 2 (${s.queueLength()})`,
-      );
       const [noisy, quiet] = [0, 1];
       const quietJob = (name: string) => tenantJob(quiet, name, 'quiet');
-      log(`fairness: quiet tenant alone, ${QUIET_PODS} sequential Pods`);
+      log(`fairness: quiet tenant alone, ${QUIET} sequential Pods`);
       const alone = await sequential(
-        Array.from({ length: QUIET_PODS }, (_, k) => quietJob(`quiet-alone-${k}`)),
-        120_000,
+        Array.from({ length: QUIET }, (_, k) => quietJob(`quiet-alone-${k}`)),
+        phaseDeadline(QUIET),
         'quiet alone',
       );
-
-      const countersF0 = await syncerCounters();
       const noisyKey = tenants[noisy]!.key;
       const noisyDepth = () => s.depthByTenant().find(([k]) => k === noisyKey)?.[1] ?? 0;
       const floodDepth = new Sampler(noisyDepth, 100);
       samplers.push(floodDepth);
-      log(`fairness: noisy tenant floods ${FLOOD} Pods; quiet tenant creates ${QUIET_PODS} sequential Pods meanwhile`);
+      log(
+        `fairness: noisy tenant floods ${FLOOD} Pods at once; quiet tenant creates ${QUIET} sequential Pods meanwhile`,
+      );
       const floodJobs = Array.from({ length: FLOOD }, (_, k) => tenantJob(noisy, `flood-${k}`, 'flood'));
-      let floodNeverQueued = false;
-      // "At once": every create is issued together; the client's socket pool (64) is the only bound.
-      const loadF = new LoadProbe();
+      const mF = meter();
       const flood = createAndTime(floodJobs, FLOOD, phaseDeadline(FLOOD), 'flood');
       void flood.catch(() => undefined);
-      // Start the quiet tenant once the flood has reached the syncer's queue.
-      const tq = performance.now();
+      // The quiet tenant starts once the flood has reached the syncer's queue.
+      let floodNeverQueued = false;
       await waitUntil(
         () => noisyDepth() >= Math.min(50, Math.ceil(FLOOD / 4)),
         30_000,
         () => `flood queued (noisy depth ${noisyDepth()})`,
         20,
-      ).catch(() => {
-        floodNeverQueued = true;
-      });
-      const waitedForQueueMs = performance.now() - tq;
+      ).catch(() => (floodNeverQueued = true));
       const during = await sequential(
-        Array.from({ length: QUIET_PODS }, (_, k) => quietJob(`quiet-flood-${k}`)),
+        Array.from({ length: QUIET }, (_, k) => quietJob(`quiet-flood-${k}`)),
         phaseDeadline(FLOOD),
         'quiet during flood',
         noisyDepth,
       );
       const floodRes = await flood;
+      const mFig = mF();
       const floodEndAt = Math.max(...floodRes.samples.map((x) => x.running));
-      const floodDepthPeak = floodDepth.stop();
-      const loadFFigures = loadF.stop();
-      const countersF1 = await syncerCounters();
       figures.quietP99AloneMs = percentile(latenciesOf(alone.samples), 99);
       figures.quietP99DuringFloodMs = percentile(latenciesOf(during.samples), 99);
       figures.quietFloodRatio = figures.quietP99DuringFloodMs / figures.quietP99AloneMs;
+      figures.floodP99Ms = floodRes.p99Ms;
       figures.floodPodsPerSecond = floodRes.podsPerSecond;
-      detail.fairness = {
+      fair = {
         quietAloneMs: latenciesOf(alone.samples).map(Math.round),
         quietDuringFloodMs: latenciesOf(during.samples).map(Math.round),
         quietAloneStagesMs: stages(alone.samples),
@@ -695,22 +820,135 @@ export async function syncerBench(): Promise<BenchResult> {
         noisyQueueDepthAtEachQuietCreate: during.probes,
         // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
         quietPodsRunningBeforeFloodDone: during.samples.filter((x) => x.running < floodEndAt).length,
-        noisyQueueDepthPeak: floodDepthPeak,
-        waitedForFloodToQueueMs: Math.round(waitedForQueueMs),
+        noisyQueueDepthPeak: floodDepth.stop(),
         floodNeverQueued,
-        benchProcess: loadFFigures,
-        flood: strip(floodRes),
-        syncerCounters: diffCounters(countersF0, countersF1),
+        cpu: mFig.cpu,
+        inflight: mFig.inflight,
+        flood: { ...floodRes, samples: undefined, stagesMs: stages(floodRes.samples) },
       };
+      log(
+        `fairness: quiet p99 alone ${figures.quietP99AloneMs.toFixed(0)} ms, during flood ` +
+          `${figures.quietP99DuringFloodMs.toFixed(0)} ms (${figures.quietFloodRatio.toFixed(2)}x); ` +
+          `${String(fair.quietPodsRunningBeforeFloodDone)}/${QUIET} quiet Pods ran before the flood was done`,
+      );
     }
+
+    // ---- arm 3: the same writes without the syncer -----------------------------------------------------------------
+    await syncer.stop();
+    syncer = undefined;
+    t0 = performance.now();
+    await pool(tenants, 4, async (x) => {
+      const i = tenants.indexOf(x);
+      await deleteAllPods(tenantClients[i]!, 'default', phaseDeadline(P));
+      await deleteAllPods(superClient, superNamespace(x.key, 'default'), phaseDeadline(P));
+    });
+    stamp('syncerDeleteSeconds', t0);
+    const sw = new SameWrites(superClient, perPod);
+    const swTenants: SameWritesTenant[] = tenantClients.map((client, i) => ({ client, superNamespace: swNs[i]! }));
+    const swWatch = new PodWatch(superClient, { labelSelector: 'bench=samewrites' }, (p) => sw.superPod(p));
+    await swWatch.start();
+    watches.push(swWatch);
+    const swJobs: PodJob[] = [];
+    for (let j = 0; j < P; j++)
+      for (let i = 0; i < T; i++) {
+        const index = swJobs.length;
+        swJobs.push({
+          client: tenantClients[i]!,
+          watch: tenantWatches[i]!,
+          namespace: 'default',
+          name: `w-${j}`,
+          labels: { bench: 'samewrites' },
+          superWatch: swWatch,
+          superKey: `${swNs[i]}/w-${j}`,
+          afterCreate: (pod) => sw.created(index, swTenants[i]!, pod),
+        });
+      }
+    log(`arm same-writes: creating ${N} Pods in ${T} tenant apiservers, scripted writes per Pod`);
+    const same = await arm('same-writes', swJobs);
+    await sw.settle();
+    if (sw.failures) log(`same-writes: ${sw.failures} writes failed, e.g. ${JSON.stringify(sw.errors.slice(0, 3))}`);
+    detail.sameWritesArm = { writesByOp: sw.writes, failures: sw.failures, errors: sw.errors };
+
+    // ---- figures -------------------------------------------------------------------------------------------------
+    const writesDirect = 1;
+    const writesSyncer = 1 + apiCallsOf(syncerWrites) / N;
+    const writesSame = 1 + Object.values(sw.writes).reduce((a, b) => a + b, 0) / N;
+    Object.assign(figures, {
+      throughputRatio: viaSyncer.podsPerSecond / direct.podsPerSecond,
+      throughputRatioSameWrites: viaSyncer.podsPerSecond / same.podsPerSecond,
+      p50Ratio: viaSyncer.p50Ms / direct.p50Ms,
+      p99Ratio: viaSyncer.p99Ms / direct.p99Ms,
+      p99RatioSameWrites: viaSyncer.p99Ms / same.p99Ms,
+      directPodsPerSecond: direct.podsPerSecond,
+      sameWritesPodsPerSecond: same.podsPerSecond,
+      syncerPodsPerSecond: viaSyncer.podsPerSecond,
+      directP50Ms: direct.p50Ms,
+      directP99Ms: direct.p99Ms,
+      sameWritesP50Ms: same.p50Ms,
+      sameWritesP99Ms: same.p99Ms,
+      syncerP50Ms: viaSyncer.p50Ms,
+      syncerP99Ms: viaSyncer.p99Ms,
+      directApiWritesPerPod: writesDirect,
+      sameWritesApiWritesPerPod: writesSame,
+      syncerApiWritesPerPod: writesSyncer,
+      // This process's CPU in the syncer arm (the syncer, plus the bench's creates and watches), and the same minus
+      // this process's CPU per Pod in the direct arm (the bench's creates and watches alone).
+      syncerCpuMsPerPod: (viaSyncer.cpu.benchProcess!.cpuSeconds * 1000) / N,
+      syncerCpuMsPerPodNet: ((viaSyncer.cpu.benchProcess!.cpuSeconds - direct.cpu.benchProcess!.cpuSeconds) * 1000) / N,
+      syncerHeapKBPerPod: (heapAfter - heapWarm) / N / 1024,
+      syncerRssKBPerPod: (rssPeak - rssWarm) / N / 1024,
+      ...figures,
+    });
+    const armDetail = (r: ArmResult) => ({
+      pods: r.pods,
+      podsPerSecond: r.podsPerSecond,
+      p50Ms: r.p50Ms,
+      p99Ms: r.p99Ms,
+      maxMs: r.maxMs,
+      wallSeconds: r.wallSeconds,
+      stagesMs: stages(r.samples),
+      busiest: busiest(r.cpu),
+      cpu: r.cpu,
+      apiserverInflight: r.inflight,
+    });
+    detail.arms = { direct: armDetail(direct), sameWrites: armDetail(same), syncer: armDetail(viaSyncer) };
+    if (fair) detail.fairness = fair;
     detail.timings = timings;
     detail.watchStats = watches.map((w) => w.stats);
-    return { name: 'syncer', figures, detail };
+    const startOf = (r: ArmResult) => Math.min(...r.samples.map((x) => x.t0));
+    const series: BenchSeries = {
+      latencyMs: {
+        direct: latenciesOf(direct.samples).map(Math.round),
+        'same writes': latenciesOf(same.samples).map(Math.round),
+        syncer: latenciesOf(viaSyncer.samples).map(Math.round),
+      },
+      runningAtS: Object.fromEntries(
+        (
+          [
+            ['direct', direct],
+            ['same writes', same],
+            ['syncer', viaSyncer],
+          ] as const
+        ).map(([k, r]) => [k, r.samples.map((x) => Number(((x.running - startOf(r)) / 1000).toFixed(3)))]),
+      ),
+    };
+    if (fair) {
+      const q = fair as { quietAloneMs: number[]; quietDuringFloodMs: number[] };
+      series.tenantP99Ms = [
+        { tenant: 'quiet', phase: 'alone', p99Ms: percentile(q.quietAloneMs, 99) },
+        { tenant: 'quiet', phase: 'during flood', p99Ms: percentile(q.quietDuringFloodMs, 99) },
+        { tenant: 'noisy (flood)', phase: 'during flood', p99Ms: Math.round(figures.floodP99Ms!) },
+      ];
+      series.latencyMs!['quiet alone'] = q.quietAloneMs;
+      series.latencyMs!['quiet during flood'] = q.quietDuringFloodMs;
+    }
+    return { name: o.name, figures, detail, series };
   } finally {
     for (const smp of samplers) smp.stop();
     await syncer?.stop();
     await Promise.all(watches.map((w) => w.stop()));
     for (const c of clients) c.close();
     await t?.stop();
+    process.off('uncaughtException', onUncaught);
   }
 }

@@ -1,0 +1,156 @@
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+
+/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ, 100 on every Linux we run on). */
+const USER_HZ = 100;
+
+/** procCpuSeconds is the user + system CPU time a process has used, from /proc/<pid>/stat; 0 when it is gone. */
+export function procCpuSeconds(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  } catch {
+    return 0;
+  }
+}
+
+/** hostCpuSeconds is the CPU time all cores have spent busy (everything but idle and iowait), from /proc/stat. */
+export function hostCpuSeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  return (v.reduce((a, b) => a + b, 0) - (v[3] ?? 0) - (v[4] ?? 0)) / USER_HZ;
+}
+
+/** memAvailableMiB is MemAvailable from /proc/meminfo. */
+export function memAvailableMiB(): number {
+  const m = /MemAvailable:\s+(\d+) kB/.exec(readFileSync('/proc/meminfo', 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** CpuShare is what one process (or group) used over a phase: CPU seconds and the share of one core. */
+export interface CpuShare {
+  cpuSeconds: number;
+  percentOfOneCore: number;
+}
+
+/**
+ * CpuMeter measures the CPU time of named groups of processes over a phase, read from /proc at start and stop, plus
+ * this process (process.cpuUsage) and the whole host (busy time of all cores, other users of the machine included).
+ */
+export class CpuMeter {
+  private readonly t0 = performance.now();
+  private readonly start: Record<string, number>;
+  private readonly self0 = process.cpuUsage();
+  private readonly host0 = hostCpuSeconds();
+
+  constructor(private readonly groups: Record<string, () => Array<number | undefined>>) {
+    this.start = this.read();
+  }
+
+  private read(): Record<string, number> {
+    return Object.fromEntries(
+      Object.entries(this.groups).map(([k, pids]) => [k, pids().reduce((s: number, p) => s + procCpuSeconds(p), 0)]),
+    );
+  }
+
+  /**
+   * stop returns each group's share, `benchProcess` (this process), `host` (all cores, in % of one core) and
+   * `otherOnHost` (the host less all of those).
+   */
+  stop(): Record<string, CpuShare> {
+    const wall = (performance.now() - this.t0) / 1000;
+    const end = this.read();
+    const share = (s: number): CpuShare => ({
+      cpuSeconds: Number(s.toFixed(2)),
+      percentOfOneCore: Math.round((s / wall) * 100),
+    });
+    const out: Record<string, CpuShare> = {};
+    for (const k of Object.keys(end)) out[k] = share(end[k]! - this.start[k]!);
+    const self = process.cpuUsage(this.self0);
+    out.benchProcess = share((self.user + self.system) / 1e6);
+    const host = hostCpuSeconds() - this.host0;
+    out.host = share(host);
+    // Everything else on the machine (other users' builds and tests included).
+    const ours = Object.values(out).reduce((a, x) => a + x.cpuSeconds, 0) - out.host.cpuSeconds;
+    out.otherOnHost = share(Math.max(0, host - ours));
+    return out;
+  }
+}
+
+/** parseInflight reads apiserver_current_inflight_requests per request_kind from a /metrics text. */
+export function parseInflight(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^apiserver_current_inflight_requests\{request_kind="([^"]+)"\} (\S+)$/gm))
+    out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+/** fetchText GETs a path of a loopback apiserver with a bearer token (bench only: the server is not verified). */
+export function fetchText(server: string, token: string, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      new URL(path, server),
+      { rejectUnauthorized: false, headers: { Authorization: `Bearer ${token}` }, timeout: 5000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(Buffer.concat(chunks).toString('utf8'))
+            : reject(new Error(`GET ${path}: HTTP ${res.statusCode}`)),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: timed out`)));
+    req.on('error', reject);
+  });
+}
+
+/** InflightStats are the peak and mean of apiserver_current_inflight_requests per request kind over a phase. */
+export type InflightStats = Record<string, { peak: number; mean: number; samples: number }>;
+
+/**
+ * InflightSampler scrapes an apiserver's /metrics every interval and keeps apiserver_current_inflight_requests per
+ * request kind (mutating, readOnly): a value near --max-requests-inflight / --max-mutating-requests-inflight means
+ * the apiserver's admission limit, not CPU, holds requests back.
+ */
+export class InflightSampler {
+  private readonly acc: Record<string, { peak: number; sum: number; samples: number }> = {};
+  private readonly timer: NodeJS.Timeout;
+  private busy = false;
+  /** errors counts scrapes that failed. */
+  errors = 0;
+
+  constructor(server: string, token: string, everyMs = 1000) {
+    this.timer = setInterval(() => {
+      if (this.busy) return;
+      this.busy = true;
+      fetchText(server, token, '/metrics')
+        .then((t) => {
+          for (const [k, v] of Object.entries(parseInflight(t))) {
+            const a = (this.acc[k] ??= { peak: 0, sum: 0, samples: 0 });
+            a.peak = Math.max(a.peak, v);
+            a.sum += v;
+            a.samples++;
+          }
+        })
+        .catch(() => this.errors++)
+        .finally(() => (this.busy = false));
+    }, everyMs);
+  }
+
+  /** stop ends the sampling and returns peak and mean per request kind. */
+  stop(): InflightStats {
+    clearInterval(this.timer);
+    return Object.fromEntries(
+      Object.entries(this.acc).map(([k, a]) => [
+        k,
+        { peak: a.peak, mean: Number((a.sum / Math.max(1, a.samples)).toFixed(2)), samples: a.samples },
+      ]),
+    );
+  }
+}
