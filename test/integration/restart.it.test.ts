@@ -50,11 +50,13 @@ async function startManager(config: string): Promise<Manager> {
   children.add(child);
   child.once('exit', () => children.delete(child));
   const m: Omit<Manager, 'port'> = { child, startedAt, log: [] };
-  createInterface({ input: child.stdout! }).on('line', (l) => {
+  const onLine = (l: string) => {
     if (l.includes('became leader')) m.leaderAt ??= performance.now();
     if (/lead|"level":[456]0/.test(l)) m.log.push(l.slice(0, 400));
     if (m.log.length > 200) m.log.splice(100, m.log.length - 150);
-  });
+  };
+  createInterface({ input: child.stdout! }).on('line', onLine);
+  createInterface({ input: child.stderr! }).on('line', onLine);
   const port = await new Promise<number>((res, rej) => {
     const lines = createInterface({ input: child.stderr! });
     lines.on('line', (l) => {
@@ -123,7 +125,7 @@ describe('manager restart after kill -9', () => {
         kind: 'ManagerConfiguration',
         superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
         syncer: { workers: 8, patrolIntervalSeconds: 0 },
-        leaderElection: { enabled: true, leaseDurationSeconds: 6, renewDeadlineSeconds: 4, retryPeriodSeconds: 1 },
+        leaderElection: { enabled: true, leaseDurationSeconds: 10, renewDeadlineSeconds: 8, retryPeriodSeconds: 1 },
         tenants: cps.map((cp, i) => ({
           name: `t${i}`,
           namespace: 'team',
