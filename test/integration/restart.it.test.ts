@@ -49,7 +49,7 @@ async function startManager(config: string): Promise<Manager> {
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
-  const m: Omit<Manager, 'port'> = { child, startedAt, log: [] };
+  const m: Manager = { child, startedAt, log: [], port: 0 };
   const onLine = (l: string) => {
     if (l.includes('became leader')) m.leaderAt ??= performance.now();
     if (/lead|"level":[456]0/.test(l)) m.log.push(l.slice(0, 400));
@@ -65,10 +65,10 @@ async function startManager(config: string): Promise<Manager> {
     });
     child.once('exit', (c) => rej(new Error(`manager exited with ${c} before serving`)));
   });
-  const out = { ...m, port };
-  managers.push(out);
+  m.port = port;
+  managers.push(m);
   progress(`manager ${child.pid} serving /metrics on ${port}`);
-  return out;
+  return m;
 }
 
 async function killManager(m: Manager): Promise<void> {
