@@ -255,11 +255,22 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** LAST_APPLIED is kubectl's copy of the last applied object, kept on the object by client-side apply. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
 /**
  * slim drops what no reader of a cache needs and every cached object would otherwise carry: managedFields, often
- * the largest part of a Pod (the diff ignores it; the GitOps applier reads it from the apiserver, not from caches).
+ * the largest part of a Pod (the diff ignores it; the GitOps applier reads it from the apiserver, not from caches),
+ * and kubectl's last-applied annotation, a second copy of the object (an annotations map left empty goes, as the
+ * apiserver leaves it out). Both sides' caches drop the same keys, so a diff never writes for them.
  */
-function slim<T extends KubeObject>(o: T): T {
-  if (o.metadata?.managedFields) delete o.metadata.managedFields;
+export function slim<T extends KubeObject>(o: T): T {
+  const m = o.metadata;
+  if (!m) return o;
+  if (m.managedFields) delete m.managedFields;
+  if (m.annotations && LAST_APPLIED in m.annotations) {
+    delete m.annotations[LAST_APPLIED];
+    if (!Object.keys(m.annotations).length) delete m.annotations;
+  }
   return o;
 }

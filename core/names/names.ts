@@ -35,6 +35,8 @@ export const ANN = {
   superClusterIP: `transparency.${PREFIX}/clusterIP`,
   /** on a service-account token Secret the syncer writes: when its token expires */
   tokenExpires: `${PREFIX}/token-expires`,
+  /** on a service-account token Secret the syncer writes: when the syncer means to mint its tokens again */
+  tokenRefresh: `${PREFIX}/token-refresh`,
   /** on the native provisioner's PKI Secret: a hash of the options the PKI was generated with */
   pkiOptionsHash: `${PREFIX}/pki-options-hash`,
   /** on a native control-plane pod template: a hash of the certificates and flags its Pods run with */

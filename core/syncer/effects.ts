@@ -10,7 +10,8 @@ import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/
 import { callPlugin } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { diffStatus, forCreate } from './diff.ts';
-import { countWrite, syncerMetrics } from './metrics.ts';
+import { resourceName } from './execute.ts';
+import { countWrite, syncerMetrics, type Write, type WriteOp } from './metrics.ts';
 import { markManaged } from './plan.ts';
 import type { TenantSession } from './tenants.ts';
 import type { TokenMinter } from './tokens.ts';
@@ -63,6 +64,15 @@ export interface EffectTarget {
   superUid: string | undefined;
 }
 
+/** write names one write of an effect for vc_syncer_writes_total. */
+function write(
+  t: Pick<EffectTarget, 'session' | 'plugin'>,
+  op: WriteOp,
+  ...w: [Write['side'], Write['verb'], string]
+): Write {
+  return { tenant: t.session.tenant.key, plugin: t.plugin, op, side: w[0], verb: w[1], resource: w[2] };
+}
+
 /**
  * Effects carries out the declarative effects plugins ask for, each write counted in vc_syncer_writes_total: events
  * (best effort, deduplicated), binds (after the objects other plugins say must exist first), deletion of a tenant
@@ -94,29 +104,33 @@ export class Effects {
         await this.bind(t, e);
         return;
       case 'deleteTenant':
+        countWrite(write(t, 'deleteTenant', 'tenant', 'delete', resourceName(t.resource)));
         await s.client.delete(t.resource, e.namespace, e.name, {
           uid: e.uid,
           gracePeriodSeconds: e.gracePeriodSeconds,
         });
-        countWrite(s.tenant.key, t.plugin, 'deleteTenant');
         return;
       case 'serviceAccountToken': {
         const superNs = s.names.superNamespace(e.namespace);
         const uid = t.superUid ?? this.o.superCache.get(t.resource, superNs, e.pod)?.metadata?.uid;
         // No super Pod yet (its creation is waiting, e.g. for DNS): its creation event brings us back.
         if (!uid) return;
-        const r = await this.o.tokens.ensure(s.tenant, s.client, { ...e, superNamespace: superNs, superPodUid: uid });
-        if (r.minted) countWrite(s.tenant.key, t.plugin, 'token');
+        const r = await this.o.tokens.ensure(
+          s.tenant,
+          s.client,
+          { ...e, superNamespace: superNs, superPodUid: uid },
+          (w) => countWrite(write(t, 'token', ...w)),
+        );
         return r.refreshInMs;
       }
       case 'superServiceAccount': {
         const sns = s.names.superNamespace(e.namespace);
         // Only in a super namespace the syncer wrote for this tenant's namespace (as every create: plan.ts).
         if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
+        countWrite(write(t, 'superServiceAccount', 'super', 'patch', resourceName(R.serviceaccounts)));
         await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, {
           force: true,
         });
-        countWrite(s.tenant.key, t.plugin, 'superServiceAccount');
         return;
       }
       case 'superNetworkPolicy':
@@ -152,20 +166,20 @@ export class Effects {
       if (!want) {
         const uid = cached?.metadata?.uid;
         if (!uid || cached.metadata?.labels?.[LABEL.cluster] !== s.tenant.key) continue;
+        countWrite(write(t, 'superQuota', 'super', 'delete', resourceName(r)));
         try {
           await this.o.superClient.delete(r, sns, name, { uid });
         } catch (err) {
           if (!isNotFound(err)) throw err;
         }
-        countWrite(s.tenant.key, t.plugin, 'superQuota');
         continue;
       }
       const spec = (o: KubeObject | undefined) => (o as { spec?: unknown } | undefined)?.spec;
       if (cached && isDeepStrictEqual(cached.metadata?.labels, labels) && isDeepStrictEqual(spec(cached), spec(want)))
         continue;
       const desired: KubeObject = { ...want, metadata: { name, namespace: sns, labels } };
+      countWrite(write(t, 'superQuota', 'super', 'patch', resourceName(r)));
       await this.o.superClient.apply(r, desired, MANAGER, { force: true });
-      countWrite(s.tenant.key, t.plugin, 'superQuota');
     }
   }
 
@@ -195,8 +209,8 @@ export class Effects {
       kind: 'NetworkPolicy',
       metadata: { name, namespace: sns, labels },
     };
+    countWrite(write(t, 'superNetworkPolicy', 'super', 'patch', resourceName(R.networkpolicies)));
     await this.o.superClient.apply(R.networkpolicies, desired, MANAGER, { force: true });
-    countWrite(s.tenant.key, t.plugin, 'superNetworkPolicy');
   }
 
   /**
@@ -214,6 +228,7 @@ export class Effects {
       metadata: { namespace: e.namespace, name: e.name },
       status: { conditions: [{ ...e.condition, lastTransitionTime: new Date().toISOString() }] },
     };
+    countWrite(write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
     try {
       await t.session.client.apply(r, obj, MANAGER, { force: true, subresource: 'status' });
     } catch (err) {
@@ -221,7 +236,6 @@ export class Effects {
       throw err;
     }
     this.recentConditions.add(id);
-    countWrite(t.session.tenant.key, t.plugin, 'patchTenantStatus');
   }
 
   /**
@@ -237,13 +251,12 @@ export class Effects {
     const client = e.side === 'tenant' ? t.session.client : this.o.superClient;
     const tenant = t.session.tenant.key;
     const queued = this.lane.push(tenant, async () => {
+      countWrite(write(t, 'event', e.side, 'create', resourceName(R.events)));
       const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
       if (err) {
         this.recentEvents.delete(id);
         log.debug({ key: t.key, reason: e.reason, err: String(err) }, 'event not recorded');
-        return;
       }
-      countWrite(tenant, t.plugin, 'event');
     });
     if (!queued) this.recentEvents.delete(id);
   }
@@ -262,21 +275,23 @@ export class Effects {
       if (!needed) continue;
       const r = p.manifest.resource!;
       const desired = markManaged(needed);
+      const by = { ...t, plugin: p.manifest.name };
       try {
+        countWrite(write(by, 'createTenant', 'tenant', 'create', resourceName(r)));
         const created = await s.client.create(r, forCreate(desired), { fieldManager: MANAGER });
-        countWrite(s.tenant.key, p.manifest.name, 'createTenant');
         const st = diffStatus(created, desired);
         if (st.length) {
+          countWrite(write(by, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
           await s.client.patch(r, created.metadata?.namespace, created.metadata?.name ?? '', st, 'json', {
             subresource: 'status',
             fieldManager: MANAGER,
           });
-          countWrite(s.tenant.key, p.manifest.name, 'patchTenantStatus');
         }
       } catch (err) {
         if (!isAlreadyExists(err)) throw err;
       }
     }
+    countWrite(write(t, 'bind', 'tenant', 'create', resourceName(t.resource, 'binding')));
     try {
       await s.client.request('POST', KubeClient.path(t.resource, e.namespace, e.name, 'binding'), {
         body: {
@@ -286,7 +301,6 @@ export class Effects {
           target: { apiVersion: 'v1', kind: 'Node', name: e.node },
         },
       });
-      countWrite(s.tenant.key, t.plugin, 'bind');
     } catch (err) {
       // Already bound (a previous attempt succeeded before the cache caught up) is success.
       if (!isConflict(err) && !isNotFound(err)) throw err;

@@ -84,3 +84,16 @@ describe('error classes', () => {
     expect(isStalePatch(e)).toBe(stale);
   });
 });
+
+describe('runSteps with a uid precondition', () => {
+  it('leaves a test on the uid alone after an earlier write of the same object', async () => {
+    const seen: Step[] = [];
+    const uidTest = { op: 'test' as const, path: '/metadata/uid', value: 'pod-uid' };
+    const steps: Step[] = [
+      { op: 'patchTenant', namespace: 'default', name: 'web', ops: [test('5')] },
+      { op: 'patchTenantStatus', namespace: 'default', name: 'web', ops: [uidTest] },
+    ];
+    await runSteps(steps, { write: async (s) => (seen.push(s), written('6')), adopt: async () => undefined });
+    expect(seen.map((s) => ('ops' in s ? s.ops[0] : undefined))).toEqual([test('5'), uidTest]);
+  });
+});

@@ -7,7 +7,21 @@ import {
   type Resource,
 } from '../kube/client.ts';
 import { MANAGER } from '../names/names.ts';
+import type { Write } from './metrics.ts';
 import type { Step } from './plan.ts';
+
+/** resourceName is how vc_syncer_writes_total names a resource: its plural, with the subresource if any. */
+export function resourceName(r: Resource, subresource?: string): string {
+  const plural = r.group ? `${r.resource}.${r.group}` : r.resource;
+  return subresource ? `${plural}/${subresource}` : plural;
+}
+
+/** stepWrite is the side, verb and resource a step writes, for vc_syncer_writes_total. */
+export function stepWrite(r: Resource, step: Step): Pick<Write, 'side' | 'verb' | 'resource'> {
+  const side = step.op.endsWith('Super') ? 'super' : 'tenant';
+  const verb = step.op.startsWith('create') ? 'create' : step.op.startsWith('delete') ? 'delete' : 'patch';
+  return { side, verb, resource: resourceName(r, step.op === 'patchTenantStatus' ? 'status' : undefined) };
+}
 
 /** Clients are the two API clients the steps of one tenant write through. */
 export interface Clients {
@@ -38,6 +52,8 @@ export async function write(c: Clients, r: Resource, step: Step): Promise<KubeOb
   }
 }
 
+const RV_PATH = '/metadata/resourceVersion';
+
 /** StepRunner carries out the steps of one plan. */
 export interface StepRunner {
   /** write performs one step */
@@ -62,7 +78,7 @@ export async function runSteps(steps: readonly Step[], run: StepRunner): Promise
     const target = `${side}/${'obj' in original ? '' : `${original.namespace ?? ''}/${original.name}`}`;
     const rv = written.get(target);
     let step = original;
-    if (rv && 'ops' in original && original.ops[0]?.op === 'test') {
+    if (rv && 'ops' in original && original.ops[0]?.op === 'test' && original.ops[0].path === RV_PATH) {
       step = { ...original, ops: [{ ...original.ops[0], value: rv }, ...original.ops.slice(1)] };
     }
     try {

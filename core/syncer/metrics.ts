@@ -39,6 +39,28 @@ export const WRITE_OPS = [
 /** WriteOp is one of WRITE_OPS. */
 export type WriteOp = (typeof WRITE_OPS)[number];
 
+/** WRITE_VERBS are the `verb` labels of vc_syncer_writes_total: the apiserver's audit verbs (an apply is a patch). */
+export const WRITE_VERBS = ['create', 'update', 'patch', 'delete'] as const;
+/** WriteVerb is one of WRITE_VERBS. */
+export type WriteVerb = (typeof WRITE_VERBS)[number];
+
+/** WriteSide is the apiserver a write went to: the tenant's or the super cluster's. */
+export type WriteSide = 'tenant' | 'super';
+
+/**
+ * Write is one API write the syncer made: the tenant it was for, the plugin whose key caused it, the syncer's
+ * operation, the apiserver it went to, the verb, and the resource: its plural, with a subresource if any (a Pod's
+ * status and binding, a ServiceAccount's token).
+ */
+export interface Write {
+  tenant: string;
+  plugin: string;
+  op: WriteOp;
+  side: WriteSide;
+  verb: WriteVerb;
+  resource: string;
+}
+
 /** syncerMetrics are the syncer's Prometheus series, registered once on the process registry. */
 export const syncerMetrics = {
   depth: new Gauge({
@@ -82,8 +104,10 @@ export const syncerMetrics = {
   }),
   writes: new Counter({
     name: 'vc_syncer_writes_total',
-    help: 'Writes made, per tenant, plugin and operation.',
-    labelNames: ['tenant', 'plugin', 'op'],
+    help:
+      'API writes the syncer made (every create, update, patch, delete, binding, status, token, event and effect), ' +
+      'per tenant, plugin, operation, side (tenant or super apiserver), verb and resource.',
+    labelNames: ['tenant', 'plugin', 'op', 'side', 'verb', 'resource'],
     registers: [registry],
   }),
   skips: new Counter({
@@ -113,6 +137,20 @@ export const syncerMetrics = {
 };
 
 /** countWrite counts one write in vc_syncer_writes_total. */
-export function countWrite(tenant: string, plugin: string, op: WriteOp): void {
-  syncerMetrics.writes.inc({ tenant, plugin, op });
+export function countWrite(w: Write): void {
+  syncerMetrics.writes.inc({ ...w });
+}
+
+/**
+ * writeTotals sums vc_syncer_writes_total of this process by `side verb resource` (over tenants, plugins and
+ * operations), e.g. `super create <plural>`: what a benchmark subtracts before and after a run to get the writes per Pod,
+ * and what a scripted client replays to make the same writes without the syncer.
+ */
+export async function writeTotals(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await syncerMetrics.writes.get()).values) {
+    const k = `${v.labels.side} ${v.labels.verb} ${v.labels.resource}`;
+    out[k] = (out[k] ?? 0) + v.value;
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
 import { childLogger } from '../log.ts';
-import type { CacheReader } from '../plugins/contract.ts';
+import type { CacheReader, Effect } from '../plugins/contract.ts';
 import { pluginErrorOf, reportPluginError } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { syncerMetrics } from './metrics.ts';
@@ -19,9 +19,12 @@ export interface PatrolOptions {
   enqueue(key: string): void;
 }
 
+/** repairs tells the effects that mend drift by themselves: a bind the tenant Pod lacks, a tenant object to delete. */
+const repairs = (e: Effect): boolean => e.type === 'bind' || e.type === 'deleteTenant';
+
 /**
  * patrol compares both sides for every served tenant: every key of a tenant or super object of each enabled plugin
- * whose plan is not empty is requeued. It returns the number of keys requeued. A key whose plan throws (a plugin that
+ * whose plan writes (a step, a bind, a delete of the tenant object) is requeued. It returns the number of keys requeued. A key whose plan throws (a plugin that
  * fails on that object) is reported and skipped; the pass goes on with the other keys and tenants.
  */
 export function patrol(o: PatrolOptions): number {
@@ -49,7 +52,7 @@ export function patrol(o: PatrolOptions): number {
           else log.error({ key, err }, 'patrol could not plan a key; skipped');
           continue;
         }
-        if (!planned?.steps.length) continue;
+        if (!planned?.steps.length && !planned?.effects.some(repairs)) continue;
         fixes++;
         syncerMetrics.patrol.inc({ tenant: s.tenant.key, plugin: p.manifest.name });
         o.enqueue(key);

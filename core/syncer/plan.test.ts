@@ -102,15 +102,22 @@ const tenantSC = (provisioner: string, managed = true): KubeObject => ({
 });
 
 /** summary keeps what a table asserts: each step as `op namespace/name` (or the created object's), effects by type. */
-function summary(p: Plan): { steps: string[]; effects: string[]; skip?: string; requeueAfterMs?: number } {
-  const steps = p.steps.map((s) => {
+function summary(p: Plan): {
+  steps: string[];
+  effects: string[];
+  afterEffects?: string[];
+  skip?: string;
+  requeueAfterMs?: number;
+} {
+  const line = (s: Plan['steps'][number]) => {
     const m = 'obj' in s ? s.obj.metadata : s;
     const extra = 'uid' in s ? ` uid=${s.uid}` : '';
     return `${s.op} ${m?.namespace ?? ''}/${m?.name ?? ''}${extra}`;
-  });
+  };
   return {
-    steps,
+    steps: p.steps.map(line),
     effects: p.effects.map((e) => e.type),
+    ...(p.afterEffects?.length && { afterEffects: p.afterEffects.map(line) }),
     ...(p.skip && { skip: p.skip.reason }),
     ...(p.requeueAfterMs !== undefined && { requeueAfterMs: p.requeueAfterMs }),
   };
@@ -282,10 +289,18 @@ const rows: Row[] = [
     want: { steps: ['patchTenantStatus default/web'], effects: [] },
   },
   {
-    name: 'both (pods): a scheduled super Pod asks for a bind and holds status back',
+    name: 'both (pods): a scheduled super Pod asks for a bind, and the status follows it in the same pass',
     plugin: pods,
     key: podKey,
     tenantState: [[R.pods, [tenantPod({}, { phase: 'Pending' })]]],
+    superState: [[R.pods, [superPod({ nodeName: 'node-1' }, { phase: 'Running' })]]],
+    want: { steps: [], effects: ['bind'], afterEffects: ['patchTenantStatus default/web'] },
+  },
+  {
+    name: 'both (pods): a bind whose tenant status is already right writes no status',
+    plugin: pods,
+    key: podKey,
+    tenantState: [[R.pods, [tenantPod({}, { phase: 'Running' })]]],
     superState: [[R.pods, [superPod({ nodeName: 'node-1' }, { phase: 'Running' })]]],
     want: { steps: [], effects: ['bind'] },
   },
@@ -495,6 +510,32 @@ describe('mutator chain', () => {
     expect(summary(await run([labeller('first', 'null'), labeller('second')], tenant))).toEqual({
       steps: [],
       effects: [],
+    });
+  });
+});
+
+describe('statusAfterBind', () => {
+  it('sets the whole status under a uid precondition, since the Binding moved the resourceVersion', () => {
+    const plan = planKey(
+      noMutators,
+      pods,
+      testContext({
+        tenant,
+        tenantCache: new MapCache([[R.pods, [tenantPod({}, { phase: 'Pending' })]]]),
+        superCache: new MapCache([
+          [R.pods, [superPod({ nodeName: 'node-1' }, { phase: 'Running', podIP: '10.0.0.5' })]],
+        ]),
+      }),
+      podKey,
+    );
+    expect(plan.afterEffects?.[0]).toEqual({
+      op: 'patchTenantStatus',
+      namespace: 'default',
+      name: 'web',
+      ops: [
+        { op: 'test', path: '/metadata/uid', value: 'pod-uid' },
+        { op: 'add', path: '/status', value: { phase: 'Running', podIP: '10.0.0.5' } },
+      ],
     });
   });
 });

@@ -36,6 +36,8 @@ export type Step =
 export interface Plan {
   steps: Step[];
   effects: Effect[];
+  /** steps that run after the effects, in the same pass: the status a tenant Pod gets right after its bind */
+  afterEffects?: Step[];
   requeueAfterMs?: number;
   skip?: { reason: string; message: string };
 }
@@ -287,9 +289,12 @@ function planBoth(
     );
     out.effects.push(...(u.effects ?? []));
     if (u.object) copyTransparent(superObj, u.object, ctx.tenant.transparentMetaPrefixes ?? []);
-    // Bind first: the tenant must not see a Running Pod without a node. Status follows on the next pass, which
-    // the Binding itself triggers through the tenant informer.
-    if (u.object && !u.effects?.some((e) => e.type === 'bind')) tenantDiff(out, tenantObj, u.object);
+    // Bind first: the tenant must not see a Running Pod without a node. Status follows in the same pass, after the
+    // bind, instead of on the next pass the Binding would trigger: one trip through the queue less per Pod.
+    if (u.object && u.effects?.some((e) => e.type === 'bind')) {
+      const st = statusAfterBind(tenantObj, u.object);
+      if (st) out.afterEffects = [st];
+    } else if (u.object) tenantDiff(out, tenantObj, u.object);
   }
   return out;
 }
@@ -345,6 +350,27 @@ export function markManaged<T extends KubeObject>(desired: T): T {
   desired.metadata ??= {};
   desired.metadata.labels = { ...desired.metadata.labels, [LABEL.managedBy]: MANAGER };
   return desired;
+}
+
+/**
+ * statusAfterBind is the status write that follows a bind in the same pass, or undefined when the status is already
+ * right. The Binding changes the object (a new resourceVersion, and PodScheduled, which the super status has too), so
+ * the patch sets the whole desired status under a uid precondition instead of a resourceVersion one: it lands on this
+ * Pod or on nothing.
+ */
+export function statusAfterBind(actual: KubeObject, desired: KubeObject): Step | undefined {
+  if (!diffStatus(actual, desired).length) return undefined;
+  const m = actual.metadata!;
+  const status = (desired as { status?: unknown }).status ?? {};
+  return {
+    op: 'patchTenantStatus',
+    namespace: m.namespace,
+    name: m.name!,
+    ops: [
+      { op: 'test', path: '/metadata/uid', value: m.uid },
+      { op: 'add', path: '/status', value: status },
+    ],
+  };
 }
 
 function tenantDiff(out: Plan, actual: KubeObject, desired: KubeObject): void {

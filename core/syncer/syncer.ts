@@ -10,7 +10,7 @@ import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
 import { Effects } from './effects.ts';
-import { isMissingNamespace, isStalePatch, runSteps, write } from './execute.ts';
+import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
 import { patrol } from './patrol.ts';
 import { plan, planKey, type Plan, type Step } from './plan.ts';
@@ -346,6 +346,11 @@ export class Syncer {
         );
         if (after !== undefined) requeue = Math.min(requeue ?? after, after);
       }
+      if (out.afterEffects?.length)
+        await runSteps(out.afterEffects, {
+          write: (step) => this.write(s, p, step),
+          adopt: (obj) => this.adopt(s, p, ctx, k, obj),
+        });
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
     } catch (e) {
       syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
@@ -423,8 +428,9 @@ export class Syncer {
   }
 
   private async write(s: TenantSession, p: ResourcePlugin, step: Step): Promise<KubeObject | undefined> {
-    countWrite(s.tenant.key, p.manifest.name, step.op);
-    return write({ superClient: this.o.superClient, tenantClient: s.client }, p.manifest.resource!, step);
+    const r = p.manifest.resource!;
+    countWrite({ tenant: s.tenant.key, plugin: p.manifest.name, op: step.op, ...stepWrite(r, step) });
+    return write({ superClient: this.o.superClient, tenantClient: s.client }, r, step);
   }
 
   /**

@@ -278,6 +278,33 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
+    name: 'a tenant Pod the syncer bound whose super Pod is gone is deleted, with a Warning event',
+    tenant: {
+      ...tenantPod({ nodeName: 'node-1' }),
+      status: { phase: 'Running', conditions: [{ type: 'PodScheduled', status: 'True' }] },
+    },
+    want: {
+      object: null,
+      skip: { reason: 'SuperPodGone', message: expect.stringContaining('super Pod') as unknown as string },
+      effects: [
+        expect.objectContaining({ type: 'event', reason: 'SuperPodGone' }) as unknown as Effect,
+        { type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 },
+      ],
+    },
+  },
+  {
+    name: 'a finished tenant Pod whose super Pod is gone is left alone',
+    tenant: {
+      ...tenantPod({ nodeName: 'node-1' }),
+      status: { phase: 'Succeeded', conditions: [{ type: 'PodScheduled', status: 'True' }] },
+    },
+    want: {
+      object: null,
+      skip: { reason: 'NodeNameNotSupported', message: expect.stringContaining('spec.nodeName') as unknown as string },
+      effects: [expect.objectContaining({ type: 'event', reason: 'NodeNameNotSupported' }) as unknown as Effect],
+    },
+  },
+  {
     name: 'a terminating tenant Pod with a super Pod: the super Pod must go',
     tenant: tenantPod({}, { deletionTimestamp: NOW }),
     super: superPod(),

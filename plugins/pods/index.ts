@@ -44,6 +44,19 @@ export {
 
 /** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
 export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
+/** SUPER_POD_GONE is the skip and event reason for a bound tenant Pod whose super Pod no longer exists. */
+export const SUPER_POD_GONE = 'SuperPodGone';
+
+/**
+ * boundBySyncer tells a tenant Pod the syncer bound (the Binding set PodScheduled=True; a Pod created with nodeName
+ * has no scheduler to set it) that has not ended.
+ */
+const boundBySyncer = (p: Pod): boolean =>
+  !!p.spec?.nodeName &&
+  p.status?.phase !== 'Succeeded' &&
+  p.status?.phase !== 'Failed' &&
+  !!p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'True');
+
 /** NODE_NAME_NOT_SUPPORTED is the skip and event reason for a tenant Pod that names its node itself. */
 export const NODE_NAME_NOT_SUPPORTED = 'NodeNameNotSupported';
 /** SYNCED_REASON is the reason of the True VCSynced condition that replaces a refusal once the Pod is synced. */
@@ -409,6 +422,26 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     const name = tenantPod.metadata?.name ?? '';
     if (tenantPod.metadata?.deletionTimestamp) {
       return superPod ? { object: null } : { object: null, effects: [deleteTenant(tenantPod)] };
+    }
+    if (!superPod && boundBySyncer(tenantPod)) {
+      // Its super Pod is gone (deleted behind the syncer's back, or evicted): a bound Pod cannot be placed again, so
+      // it goes, as a Pod does when its node is lost, and its controller makes a new one.
+      const message = `the super Pod of this Pod is gone; the Pod is deleted so that its controller can replace it`;
+      return {
+        object: null,
+        skip: { reason: SUPER_POD_GONE, message },
+        effects: [
+          {
+            type: 'event',
+            side: 'tenant',
+            regarding: podRef(tenantPod),
+            eventType: 'Warning',
+            reason: SUPER_POD_GONE,
+            message,
+          },
+          deleteTenant(tenantPod),
+        ],
+      };
     }
     if (tenantPod.spec?.nodeName && !superPod) {
       const message =

@@ -108,7 +108,11 @@ describe('manager with two super clusters, one syncer each', () => {
     expect(text).toMatch(
       new RegExp(`vc_syncer_sync_duration_seconds_count\\{tenant="${rootX}",plugin="pods"\\} [1-9]`),
     );
-    expect(text).toMatch(new RegExp(`vc_syncer_writes_total\\{tenant="${rootX}",plugin="pods",op="createSuper"\\} 1`));
+    expect(text).toMatch(
+      new RegExp(
+        `vc_syncer_writes_total\\{tenant="${rootX}",plugin="pods",op="createSuper",side="super",verb="create",resource="pods"\\} 1`,
+      ),
+    );
     expect(text).toMatch(/vc_syncer_queue_depth\{tenant="[^"]+"\} \d+/);
   });
 });

@@ -306,8 +306,14 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
 
   it('patrol finds drift nothing else has handled yet, reports it, and it is repaired', async () => {
     const superNs = superNamespace(tenantA.key, 'default');
+    const dnsNs = superNamespace(tenantA.key, 'kube-system');
+    const [victim] = (await t.client.list<Pod>(R.pods, { namespace: superNs, labelSelector: 'app=web' })).items;
+    const victimName = victim!.metadata!.name!;
     syncer.pause();
     try {
+      // A super Pod deleted, a super Service edited, behind the syncer's back.
+      await t.client.delete(R.pods, superNs, victimName, { gracePeriodSeconds: 0 });
+      await t.client.patch(R.services, dnsNs, 'kube-dns', { metadata: { labels: { tampered: 'yes' } } }, 'merge');
       await t.client.patch(R.configmaps, superNs, 'a-only', { data: { k: 'tampered' } }, 'merge');
       await t.client.create(R.configmaps, {
         apiVersion: 'v1',
@@ -324,12 +330,14 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
           },
         },
       });
-      // Once the caches have seen both changes, patrol counts one drifted and one orphaned object.
-      await eventually(() => expect(syncer.patrol()).toBeGreaterThanOrEqual(2));
+      // Once the caches have seen the changes, patrol counts the drifted ConfigMap and Service, the orphan, and the
+      // tenant Pod whose super Pod is gone.
+      await eventually(() => expect(syncer.patrol()).toBeGreaterThanOrEqual(4));
       const metricsText = await metricsRegistry.metrics();
-      expect(metricsText).toMatch(
-        new RegExp(`vc_syncer_patrol_fixes_total\\{tenant="${tenantA.key}",plugin="configmaps"\\} [1-9]`),
-      );
+      for (const plugin of ['configmaps', 'services', 'pods'])
+        expect(metricsText).toMatch(
+          new RegExp(`vc_syncer_patrol_fixes_total\\{tenant="${tenantA.key}",plugin="${plugin}"\\} [1-9]`),
+        );
     } finally {
       syncer.resume();
     }
@@ -338,7 +346,14 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
         'a',
       );
       expect(await t.client.getOrNull(R.configmaps, superNs, 'orphan')).toBeNull();
+      expect((await t.client.get(R.services, dnsNs, 'kube-dns')).metadata?.labels?.tampered).toBeUndefined();
     });
+    // The tenant Pod whose super Pod was deleted goes; its ReplicaSet's replacement runs.
+    await eventually(async () => {
+      const list = await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'app=web' });
+      expect(list.items.map((p) => p.metadata?.name)).not.toContain(victimName);
+      expect(list.items.filter((p) => p.status?.phase === 'Running' && p.spec.nodeName)).toHaveLength(3);
+    }, 90_000);
   });
 
   it('propagates deletion down', async () => {

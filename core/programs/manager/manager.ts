@@ -135,7 +135,11 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   };
   let scheduler: NamespaceScheduler | undefined;
   let running = false;
+  let terms = 0;
   const start = async () => {
+    // A Syncer runs once: leadership lost and won again starts new ones (their caches are rebuilt anyway).
+    if (terms++)
+      syncers.splice(0, syncers.length, ...supers.map((s, i) => newSyncer(s.name, clients[i]!, registries[i]!)));
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
     for (const src of cfg.gitops?.sources ?? [])
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { writeTotals } from '../../core/syncer/metrics.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
+import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import type { BenchResult } from './main.ts';
+import { pool, waitServiceAccount, waitUntil } from './syncer.ts';
+
+/** perPod divides the growth of writeTotals between two readings by the number of Pods. */
+export function writesPerPod(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  pods: number,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) {
+    const d = v - (before[k] ?? 0);
+    if (d) out[k] = Number((d / pods).toFixed(3));
+  }
+  return out;
+}
+
+/**
+ * writesBench counts the API writes the syncer makes per synced Pod, per side, verb and resource (from
+ * vc_syncer_writes_total), on a real local super cluster with T tenant control planes of P Pods each; then the CPU
+ * time of one patrol pass over them, and the writes a second syncer makes when it starts on the synced state (a
+ * restart: all should be zero). BENCH_TENANTS and BENCH_PODS size it (default 4 x 50).
+ */
+export async function writesBench(): Promise<BenchResult> {
+  const T = Number(process.env.BENCH_TENANTS ?? 4);
+  const P = Number(process.env.BENCH_PODS ?? 50);
+  const N = T * P;
+  const log = (msg: string) =>
+    process.stdout.write(`[writes-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+  let t: TestSuper | undefined;
+  let syncer: Syncer | undefined;
+  const clients: KubeClient[] = [];
+  try {
+    t = await startTestSuper({ nodes: Math.max(2, Math.ceil((N + 20) / 100)) });
+    const cps = await Promise.all(
+      Array.from({ length: T }, (_, i) => t!.sc.addControlPlane(`tenant-${i}`, { controllers: TENANT_CONTROLLERS })),
+    );
+    const tcs = await Promise.all(cps.map((cp) => cp.client()));
+    clients.push(...tcs);
+    const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', `w${i}`, randomUUID()));
+    await Promise.all(tcs.map((c) => waitServiceAccount(c, 'default')));
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    const superClient = await KubeClient.fromFile(t.sc.kubeconfigPath);
+    clients.push(superClient);
+    const registry = new MutableTenantRegistry(tenants);
+    const newSyncer = () => new Syncer({ superClient, host, registry, patrolIntervalMs: 0, workers: 8 });
+    syncer = newSyncer();
+    await syncer.start();
+    const s0 = syncer;
+    const idle = async (s: Syncer) => {
+      await waitUntil(
+        () => tenants.every((x) => s.tenantReady(x.key)),
+        60_000,
+        () => 'tenants ready',
+      );
+      // Empty for a second in a row: keys requeued after a delay come back.
+      let quietSince = 0;
+      await waitUntil(
+        () => {
+          if (s.queueLength() || s.inFlightByTenant().some(([, n]) => n)) quietSince = 0;
+          else quietSince ||= Date.now();
+          return quietSince > 0 && Date.now() - quietSince > 1500;
+        },
+        120_000,
+        () => `syncer idle (${s.queueLength()} queued)`,
+        100,
+      );
+    };
+    await idle(s0);
+    const w0 = await writeTotals();
+    log(`creating ${N} Pods in ${T} tenants`);
+    const jobs = tcs.flatMap((c) => Array.from({ length: P }, (_, j) => ({ c, name: `w-${j}` })));
+    await pool(jobs, 16, async ({ c, name }) => {
+      await c.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      });
+    });
+    await waitUntil(
+      async () => {
+        for (const c of tcs) {
+          const pods = (await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' }))
+            .items;
+          if (pods.filter((p) => p.status?.phase === 'Running').length < P) return false;
+        }
+        return true;
+      },
+      300_000,
+      () => 'tenant Pods Running',
+      500,
+    );
+    await idle(s0);
+    const w1 = await writeTotals();
+    const perPod = writesPerPod(w0, w1, N);
+    log(`writes per Pod: ${JSON.stringify(perPod)}`);
+
+    const patrolCpuMs: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      const c0 = process.cpuUsage();
+      s0.patrol();
+      const c = process.cpuUsage(c0);
+      patrolCpuMs.push(Number(((c.user + c.system) / 1000).toFixed(1)));
+    }
+    log(`patrol over ${N} Pods: CPU ms per pass ${JSON.stringify(patrolCpuMs)}`);
+
+    await s0.stop();
+    const w2 = await writeTotals();
+    const r0 = performance.now();
+    syncer = newSyncer();
+    await syncer.start();
+    await idle(syncer);
+    const warmMs = performance.now() - r0 - 1500;
+    const restartWrites = writesPerPod(w2, await writeTotals(), 1);
+    log(`restart: ${Math.round(warmMs)} ms to idle; writes ${JSON.stringify(restartWrites)}`);
+    const sum = (o: Record<string, number>, side: string) =>
+      Object.entries(o)
+        .filter(([k]) => k.startsWith(`${side} `))
+        .reduce((a, [, v]) => a + v, 0);
+    return {
+      name: 'writes',
+      figures: {
+        pods: N,
+        tenantWritesPerPod: sum(perPod, 'tenant'),
+        superWritesPerPod: sum(perPod, 'super'),
+        patrolCpuMsMedian: [...patrolCpuMs].sort((a, b) => a - b)[2]!,
+        restartWrites: Object.values(restartWrites).reduce((a, b) => a + b, 0),
+        restartIdleMs: warmMs,
+      },
+      detail: { tenants: T, podsPerTenant: P, writesPerPod: perPod, patrolCpuMs, restartWrites },
+    };
+  } finally {
+    await syncer?.stop();
+    for (const c of clients) c.close();
+    await t?.stop();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await ensureToolchain();
+  const r = await writesBench();
+  process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+}

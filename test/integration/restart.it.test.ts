@@ -1,0 +1,245 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+/**
+ * The manager killed with SIGKILL while its tenants' Pods are synced: the next manager takes the Lease, warms its
+ * caches and writes nothing for objects that did not change, then syncs a change made afterwards. The managers are
+ * separate processes (`vc manager`), as in production.
+ */
+
+interface Pod extends KubeObject {
+  status?: { phase?: string };
+}
+
+const TENANTS = 2;
+const PODS = Number(process.env.RESTART_PODS ?? 100);
+const CLI = join(import.meta.dirname, '../../core/programs/cli/main.ts');
+
+/** Manager is one `vc manager` child process and the port of its /metrics. */
+interface Manager {
+  child: ChildProcess;
+  port: number;
+  startedAt: number;
+  /** when it logged that it became leader */
+  leaderAt?: number;
+  /** its log lines about leadership, warnings and errors */
+  log: string[];
+}
+
+const children = new Set<ChildProcess>();
+const managers: Manager[] = [];
+const progress = (msg: string) => process.stdout.write(`[restart ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+
+async function startManager(config: string): Promise<Manager> {
+  const startedAt = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'manager', '-c', config], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info' },
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  const m: Manager = { child, startedAt, log: [], port: 0 };
+  const onLine = (l: string) => {
+    if (l.includes('became leader')) m.leaderAt ??= performance.now();
+    if (/lead|"level":[456]0/.test(l)) m.log.push(l.slice(0, 400));
+    if (m.log.length > 200) m.log.splice(100, m.log.length - 150);
+  };
+  createInterface({ input: child.stdout! }).on('line', onLine);
+  createInterface({ input: child.stderr! }).on('line', onLine);
+  const port = await new Promise<number>((res, rej) => {
+    const lines = createInterface({ input: child.stderr! });
+    lines.on('line', (l) => {
+      const m = /metrics and probes on 127\.0\.0\.1:(\d+)/.exec(l);
+      if (m) res(Number(m[1]));
+    });
+    child.once('exit', (c) => rej(new Error(`manager exited with ${c} before serving`)));
+  });
+  m.port = port;
+  managers.push(m);
+  progress(`manager ${child.pid} serving /metrics on ${port}`);
+  return m;
+}
+
+async function killManager(m: Manager): Promise<void> {
+  if (m.child.exitCode !== null || m.child.signalCode !== null) return;
+  const exited = new Promise((res) => m.child.once('exit', res));
+  m.child.kill('SIGKILL');
+  await exited;
+}
+
+/** Sample is one metric line: its labels and value. */
+interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** scrape reads one metric's samples from a manager's /metrics. */
+async function scrape(m: Manager, name: string): Promise<Sample[]> {
+  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const x = new RegExp(`^${name}(?:\\{(.*)\\})? (\\S+)$`).exec(line);
+    if (!x) continue;
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (x[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)) labels[k!] = v!;
+    out.push({ labels, value: Number(x[2]) });
+  }
+  return out;
+}
+
+const sum = (xs: Sample[]) => xs.reduce((a, x) => a + x.value, 0);
+
+describe('manager restart after kill -9', () => {
+  let t: TestSuper;
+  let dir: string;
+  let config: string;
+  const cps: LocalControlPlane[] = [];
+  const clients: KubeClient[] = [];
+  const keys: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: Math.ceil((TENANTS * PODS + 10) / 100) });
+    dir = mkdtempSync(join(tmpdir(), 'vc-restart-'));
+    for (let i = 0; i < TENANTS; i++) {
+      const cp = await t.sc.addControlPlane(`tenant-${i}`, { controllers: TENANT_CONTROLLERS });
+      cps.push(cp);
+      clients.push(await cp.client());
+      keys.push(rootNamespace('team', `t${i}`, `uid-${i}`));
+    }
+    config = join(dir, 'manager.yaml');
+    writeFileSync(
+      config,
+      stringify({
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ManagerConfiguration',
+        superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
+        syncer: { workers: 8, patrolIntervalSeconds: 0 },
+        leaderElection: { enabled: true, leaseDurationSeconds: 10, renewDeadlineSeconds: 8, retryPeriodSeconds: 1 },
+        tenants: cps.map((cp, i) => ({
+          name: `t${i}`,
+          namespace: 'team',
+          uid: `uid-${i}`,
+          kubeconfig: cp.kubeconfigPath,
+          superCluster: 'one',
+        })),
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    for (const m of managers) progress(`manager ${m.child.pid} log:\n${m.log.join('\n')}`);
+    for (const c of children) c.kill('SIGKILL');
+    for (const c of clients) c.close();
+    await t?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** settled waits until a manager's queue is empty and its pods plugin has reconciled at least `pods` keys. */
+  const settled = (m: Manager, pods: number, timeoutMs: number) =>
+    eventually(async () => {
+      const done = sum(
+        (await scrape(m, 'vc_syncer_sync_duration_seconds_count')).filter((x) => x.labels.plugin === 'pods'),
+      );
+      expect(done).toBeGreaterThanOrEqual(pods);
+      const depth = await scrape(m, 'vc_syncer_queue_depth');
+      expect(depth.length).toBe(TENANTS);
+      expect(sum(depth)).toBe(0);
+      expect(sum(await scrape(m, 'vc_syncer_in_flight'))).toBe(0);
+    }, timeoutMs);
+
+  it(
+    'writes nothing for unchanged objects after a kill -9, and syncs a change made afterwards',
+    { timeout: 400_000 },
+    async () => {
+      const first = await startManager(config);
+      for (const c of clients) await eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 30_000);
+      progress(`creating ${TENANTS}x${PODS} Pods`);
+      await Promise.all(
+        clients.map(async (c) => {
+          for (let j = 0; j < PODS; j += 10)
+            await Promise.all(
+              Array.from({ length: Math.min(10, PODS - j) }, (_, k) =>
+                c.create(R.pods, {
+                  apiVersion: 'v1',
+                  kind: 'Pod',
+                  metadata: { name: `p-${j + k}`, namespace: 'default' },
+                  spec: { containers: [{ name: 'c', image: 'nginx' }] },
+                }),
+              ),
+            );
+        }),
+      );
+      await eventually(async () => {
+        if (first.child.exitCode !== null) throw new Error(`manager exited: ${first.log.join('\n')}`);
+        for (const c of clients) {
+          const pods = (await c.listAll<Pod & { spec?: { nodeName?: string } }>(R.pods, { namespace: 'default' }))
+            .items;
+          expect(pods.filter((p) => p.status?.phase === 'Running' && p.spec?.nodeName)).toHaveLength(PODS);
+        }
+      }, 120_000).catch((e: unknown) => {
+        throw new Error(`tenant Pods not Running; manager log:\n${first.log.join('\n')}\n${String(e)}`);
+      });
+      progress('tenant Pods Running; waiting for the first manager to settle');
+      await settled(first, TENANTS * PODS, 60_000).catch((e: unknown) => {
+        throw new Error(`first manager did not settle; its log:\n${first.log.join('\n')}\n${String(e)}`);
+      });
+      const written = await scrape(first, 'vc_syncer_writes_total');
+      const perPod = (side: string) =>
+        sum(written.filter((x) => x.labels.side === side && x.labels.plugin === 'pods')) / (TENANTS * PODS);
+      expect(perPod('super')).toBeGreaterThan(0);
+
+      await killManager(first);
+      progress('first manager killed');
+      const second = await startManager(config);
+      await settled(second, TENANTS * PODS, 60_000).catch((e: unknown) => {
+        throw new Error(`second manager did not settle; its log:\n${second.log.join('\n')}\n${String(e)}`);
+      });
+      const warmUpMs = performance.now() - second.startedAt;
+      progress('second manager settled');
+      const afterLeaderMs = performance.now() - (second.leaderAt ?? second.startedAt);
+      // Quiet for a moment more: late writes (a token refresh, a status) would show up here.
+      await new Promise((r) => setTimeout(r, 2000));
+      const after = (await scrape(second, 'vc_syncer_writes_total')).filter((x) => x.value > 0);
+      process.stdout.write(
+        `restart: ${TENANTS}x${PODS} Pods; first manager wrote ${perPod('tenant').toFixed(2)} tenant + ` +
+          `${perPod('super').toFixed(2)} super writes per Pod (pods plugin); second manager serving ` +
+          `${(warmUpMs / 1000).toFixed(1)} s after its start (${(afterLeaderMs / 1000).toFixed(1)} s after it took the ` +
+          `Lease), writes ${JSON.stringify(after)}\n`,
+      );
+      expect(after).toEqual([]);
+
+      // A change made now is synced, and written.
+      await clients[0]!.patch(
+        R.pods,
+        'default',
+        'p-0',
+        [{ op: 'replace', path: '/spec/containers/0/image', value: 'nginx:1.27' }],
+        'json',
+      );
+      const sns = superNamespace(keys[0]!, 'default');
+      await eventually(async () =>
+        expect(
+          (await t.client.get<Pod & { spec: { containers: Array<{ image: string }> } }>(R.pods, sns, 'p-0')).spec
+            .containers[0]?.image,
+        ).toBe('nginx:1.27'),
+      );
+      const patched = await scrape(second, 'vc_syncer_writes_total');
+      expect(
+        patched.filter((x) => x.labels.op === 'patchSuper' && x.labels.resource === 'pods').map((x) => x.value),
+      ).toEqual([1]);
+      expect((await t.client.list(R.pods, { labelSelector: `${LABEL.cluster}=${keys[0]}` })).items.length).toBe(PODS);
+      await killManager(second);
+    },
+  );
+});
