@@ -7,6 +7,7 @@ import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
 import { syncerBench, syncerScaleBench } from './syncer.ts';
 import { schedulerBench } from './scheduler.ts';
+import { writesBench } from './writes.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
 export interface BenchResult {
@@ -25,6 +26,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   'syncer-scale': syncerScaleBench,
   'slow-tenant': slowTenantBench,
   scheduler: schedulerBench,
+  writes: writesBench,
 };
 
 const wanted = process.argv.slice(2);
