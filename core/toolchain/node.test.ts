@@ -132,6 +132,16 @@ describe('node toolchain cache', () => {
     expect(runs()).toHaveLength(1);
   });
 
+  it('never builds into an incomplete VC_NODE_TOOLCHAIN_DIR, and names what it lacks', async () => {
+    const dir = await build();
+    rmSync(nodeImageArchive('etcd', dir));
+    rmSync(join(dir, 'cni', 'portmap'));
+    process.env.VC_NODE_TOOLCHAIN_DIR = dir;
+    await expect(build()).rejects.toThrow(`VC_NODE_TOOLCHAIN_DIR=${dir} lacks cni/portmap, images/etcd.tar`);
+    expect(runs()).toHaveLength(1);
+    expect(existsSync(join(dir, 'bin', 'kubelet'))).toBe(true);
+  });
+
   it('keeps a failed build out of the cache and reports its output', async () => {
     writeFileSync(script, '#!/usr/bin/env bash\necho "runc needs libseccomp-dev" >&2\nexit 4\n');
     await expect(build()).rejects.toThrow(/exit 4[\s\S]*runc needs libseccomp-dev/);

@@ -76,7 +76,8 @@ export function pinnedNodeVersions(): NodeVersions {
 /**
  * nodeToolchainDir is the directory of the node toolchain for the given versions (it may not exist yet):
  * $VC_NODE_TOOLCHAIN_DIR when set (a hand-made layout, for development), else a directory in cacheRoot() keyed by
- * every version. Layout: bin/<NODE_BINARIES>, cni/<CNI_PLUGINS>, images/<NodeImage>.tar, .complete.
+ * every version. Layout: bin/<NODE_BINARIES> (and bin/busybox, the images' shell), cni/<CNI_PLUGINS>,
+ * images/<NodeImage>.tar, .complete (JSON: versions, busybox package version, gvisor built or not, image digests).
  */
 export function nodeToolchainDir(v?: NodeVersions): string {
   if (process.env.VC_NODE_TOOLCHAIN_DIR) return resolve(process.env.VC_NODE_TOOLCHAIN_DIR);
@@ -90,12 +91,16 @@ export function nodeToolchainDir(v?: NodeVersions): string {
 
 /** isNodeToolchainComplete reports whether every required binary, CNI plugin and image archive is in dir. */
 export function isNodeToolchainComplete(dir: string = nodeToolchainDir()): boolean {
-  return (
-    (!!process.env.VC_NODE_TOOLCHAIN_DIR || existsSync(join(dir, '.complete'))) &&
-    NODE_BINARIES.every((b) => existsSync(join(dir, 'bin', b))) &&
-    CNI_PLUGINS.every((c) => existsSync(join(dir, 'cni', c))) &&
-    Object.keys(NODE_IMAGES).every((i) => existsSync(join(dir, 'images', `${i}.tar`)))
-  );
+  return (!!process.env.VC_NODE_TOOLCHAIN_DIR || existsSync(join(dir, '.complete'))) && !missingNodeParts(dir).length;
+}
+
+/** missingNodeParts lists the required files (relative to dir) a node toolchain directory lacks. */
+export function missingNodeParts(dir: string): string[] {
+  return [
+    ...NODE_BINARIES.map((b) => `bin/${b}`),
+    ...CNI_PLUGINS.map((c) => `cni/${c}`),
+    ...Object.keys(NODE_IMAGES).map((i) => `images/${i}.tar`),
+  ].filter((p) => !existsSync(join(dir, p)));
 }
 
 /** nodeBinaryPath returns the path of one node binary; it throws when the node toolchain is not built. */
@@ -141,6 +146,9 @@ export async function ensureNodeToolchain(opts: NodeBuildOptions = {}): Promise<
   const out = opts.out ?? process.stderr;
   const dir = nodeToolchainDir(v);
   if (isNodeToolchainComplete(dir)) return dir;
+  // A hand-made layout is never replaced by a build.
+  if (process.env.VC_NODE_TOOLCHAIN_DIR)
+    throw new Error(`VC_NODE_TOOLCHAIN_DIR=${dir} lacks ${missingNodeParts(dir).join(', ')}`);
   const controlPlane = opts.controlPlaneDir ?? (await ensureToolchain({ out }));
   const script = opts.script ?? fromPackageRoot('deploy/toolchain/build-node.sh');
   return ensureBuilt({
