@@ -193,5 +193,6 @@ describe('NODE_IMAGES', () => {
     expect(cv.spec.kubernetesVersion).toBe(v.kubernetes);
     expect(NODE_IMAGES.etcd).toBe(`registry.k8s.io/etcd:${v.etcd.slice(1)}-0`);
     expect(NODE_IMAGES.coredns).toBe(`registry.k8s.io/coredns/coredns:${pinnedNodeVersions().coredns}`);
-  });
+    // Generating the control-plane PKI is slow on a loaded machine.
+  }, 30_000);
 });
