@@ -156,6 +156,15 @@ describe('node toolchain cache', () => {
     expect(existsSync(nodeToolchainDir(versions))).toBe(false);
   });
 
+  it('shows the ::note lines of the recipe even when the build succeeds', async () => {
+    writeFileSync(script, readFileSync(script, 'utf8') + 'echo "::note gVisor did not build; the reason:" >&2\n');
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (d: Buffer) => (text += d.toString()));
+    await ensureNodeToolchain({ versions, script, controlPlaneDir, out: out as unknown as NodeJS.WriteStream });
+    expect(text).toMatch(/^gVisor did not build; the reason:$/m);
+  });
+
   it('passes the gVisor version when pinned and records whether runsc was built', async () => {
     const gv = { ...versions, gvisor: 'v0.0.0-20260905035102-160fafc42237' };
     writeFileSync(

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { ensureNodeToolchain, type NodeBuildOptions } from './node.ts';
+import { ensureNodeToolchain, isNodeToolchainComplete, nodeToolchainDir, type NodeBuildOptions } from './node.ts';
 
 /** NodePackage is a Debian package the node toolchain needs, found by one file it installs. */
 export interface NodePackage {
@@ -114,8 +114,18 @@ export async function setupNodeToolchain(opts: NodeSetupOptions = {}): Promise<s
     out.write(`skipping the node toolchain (simulated nodes keep working): ${blockers.join('; ')}${pk}\n`);
     return undefined;
   }
-  if (host.uid === 0) await installPackages(missing, out);
-  else {
+  if (host.uid === 0) {
+    await installPackages(missing, out);
+    // build-node.sh fetches busybox-static with apt-get download, which needs the package lists.
+    if (
+      !isNodeToolchainComplete(nodeToolchainDir(opts.versions)) &&
+      (await run('apt-cache', ['show', 'busybox-static'], process.env)).code !== 0
+    ) {
+      out.write('fetching the Debian package lists (apt-get update) to download busybox-static for the node images\n');
+      const u = await run('apt-get', ['update', '-q'], process.env);
+      if (u.code !== 0) throw new Error(`apt-get update failed (exit ${u.code}):\n${u.output.slice(-2000)}`);
+    }
+  } else {
     const forBuild = missing.filter((p) => p.build);
     if (forBuild.length)
       throw new Error(

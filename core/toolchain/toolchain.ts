@@ -163,7 +163,8 @@ export async function ensureBuilt(b: CachedBuild): Promise<string> {
 
 /**
  * runBuildScript runs a build recipe with bash, turning its progress protocol on stderr ("::step LABEL",
- * "::total N", "go: building PKG") into progress lines on out; it rejects with the last 40 other lines on failure.
+ * "::total N", "go: building PKG", "::note TEXT" shown as it is) into progress lines on out; it rejects with the last
+ * 40 other lines on failure.
  */
 export async function runBuildScript(script: string, args: readonly string[], out: NodeJS.WriteStream): Promise<void> {
   const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'inherit', 'pipe'] });
@@ -174,6 +175,7 @@ export async function runBuildScript(script: string, args: readonly string[], ou
     if (line.startsWith('::step ')) progress.step(line.slice(7));
     else if (line.startsWith('::total ')) progress.total(Number(line.slice(8)));
     else if (line.startsWith('go: building ')) progress.tick(line.slice(13));
+    else if (line.startsWith('::note ')) progress.note(line.slice(7));
     else {
       tail.push(line);
       if (tail.length > 40) tail.shift();
@@ -233,6 +235,11 @@ class Progress {
       this.lastPct = pct;
       this.print(`[${this.elapsed()}]   ${this.label}: ${this.n}/${this.max || '?'} packages (${pct}%)`);
     }
+  }
+
+  note(text: string): void {
+    this.finishBar();
+    this.print(text);
   }
 
   stop(): void {

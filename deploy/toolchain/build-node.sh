@@ -6,7 +6,8 @@
 # Debian's busybox-static (its version in busybox.version). Called by `vc toolchain build --node`
 # (ensureNodeToolchain in core/toolchain/node.ts), which owns the cache key, the lock, the image archives and the
 # progress display; it can also be run by hand. Same progress protocol as build.sh: "::step", "::total N" and one
-# "go: building PKG" line per compiled package on stderr. Parts go cheapest first so that a broken host fails early.
+# "go: building PKG" line per compiled package on stderr, plus "::note TEXT" for what the user must see. Parts go
+# cheapest first so that a broken host fails early.
 #
 # Every Go part is built in its own scratch module that requires the pinned version (nothing of upstream is
 # committed). Everything is CGO_ENABLED=0 except pause (plain C) and runc (static cgo, for libseccomp). gVisor is
@@ -21,6 +22,8 @@ PAUSE_VERSION=${PAUSE_VERSION:-3.10}
 work="$OUT.work"; rm -rf "$work"; mkdir -p "$work" "$OUT/bin" "$OUT/cni"
 
 step() { echo "::step $*" >&2; }
+# progress turns `go build -v` output into "go: building PKG" lines; anything else (compiler errors) stays readable.
+progress() { sed -E 's/^([^ #]+)$/go: building \1/' >&2; }
 # shellcheck source=k8s-module.sh
 . "$here/k8s-module.sh"
 
@@ -34,7 +37,7 @@ gomod_build() {
   tools_go "$@"
   go mod tidy
   echo "::total $(go list -deps -tags="$tags" -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@" | grep -c .)" >&2
-  go build -v -tags="$tags" -ldflags="$ldflags" -o "$outdir/" "$@" 2>&1 | sed 's/^/go: building /' >&2
+  go build -v -tags="$tags" -ldflags="$ldflags" -o "$outdir/" "$@" 2>&1 | progress
 }
 
 tools_go() {
@@ -82,7 +85,7 @@ step "compiling kubelet kube-proxy agnhost"
 # shellcheck disable=SC2086
 echo "::total $(go list -deps -tags=$K8S_TAGS $K8S_NODE | wc -l)" >&2
 # shellcheck disable=SC2086
-go build -v -tags=$K8S_TAGS -ldflags="-s -w$K8S_X" -o "$OUT/bin/" $K8S_NODE 2>&1 | sed 's/^/go: building /' >&2
+go build -v -tags=$K8S_TAGS -ldflags="-s -w$K8S_X" -o "$OUT/bin/" $K8S_NODE 2>&1 | progress
 
 step "compiling CoreDNS $DV"
 gomod_build coredns "$OUT/bin" "" "-s -w" github.com/coredns/coredns@"$DV" github.com/coredns/coredns
@@ -90,13 +93,16 @@ gomod_build coredns "$OUT/bin" "" "-s -w" github.com/coredns/coredns@"$DV" githu
 # gVisor's shim hard-codes oomScoreMax = -999 for itself, which fails without CAP_SYS_RESOURCE; the shim's own OOM
 # score is cosmetic, so it is built from a writable copy of the module with that one constant set to 0.
 build_gvisor() {
-  local src
+  local json src
   mkdir -p "$work/gvisor"; cd "$work/gvisor"
-  src=$(go mod download -json gvisor.dev/gvisor@"$GV" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -n "$src" ] || { echo "gvisor.dev/gvisor@$GV did not download" >&2; return 1; }
+  json=$(go mod download -json gvisor.dev/gvisor@"$GV") || {
+    echo "$json" | sed -n 's/.*"Error": "\(.*\)".*/\1/p' >&2
+    return 1
+  }
+  src=$(echo "$json" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   cp -r "$src" gvisor-src; chmod -R u+w gvisor-src
   grep -q '^\s*oomScoreMax = -999$' gvisor-src/pkg/shim/v1/manager.go || {
-    echo "gVisor: 'oomScoreMax = -999' not found in pkg/shim/v1/manager.go; the shim patch needs updating" >&2
+    echo "'oomScoreMax = -999' is not in pkg/shim/v1/manager.go any more: the shim patch needs updating" >&2
     return 1
   }
   sed -i 's/^\(\s*\)oomScoreMax = -999$/\1oomScoreMax = 0/' gvisor-src/pkg/shim/v1/manager.go
@@ -106,16 +112,19 @@ build_gvisor() {
   go mod tidy
   echo "::total $(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' gvisor.dev/gvisor/runsc gvisor.dev/gvisor/shim | grep -c .)" >&2
   mkdir -p out
-  go build -v -ldflags="-s -w" -o out/ gvisor.dev/gvisor/runsc gvisor.dev/gvisor/shim 2>&1 | sed 's/^/go: building /' >&2
+  go build -v -ldflags="-s -w" -o out/ gvisor.dev/gvisor/runsc gvisor.dev/gvisor/shim 2>&1 | progress
   install -m 0755 out/runsc "$OUT/bin/runsc"
   install -m 0755 out/shim "$OUT/bin/containerd-shim-runsc-v1"
 }
 if [ -n "$GV" ]; then
   step "compiling gVisor runsc and shim $GV (optional)"
-  # A background subshell keeps `set -e` in force inside build_gvisor (an `if` around it would switch it off).
-  (build_gvisor) &
+  # A background subshell keeps `set -e` in force inside build_gvisor (an `if` around it would switch it off); its
+  # stderr is also kept so the reason of a failure can be shown (::note lines reach the user even on success).
+  (build_gvisor) 2> >(tee "$work/gvisor.log" >&2) &
   if ! wait $!; then
-    echo "gVisor did not build (see above); the node toolchain is complete without the runsc runtime handler" >&2
+    sleep 0.5
+    echo "::note gVisor did not build, so the node toolchain has no runsc runtime handler; the reason:" >&2
+    grep -v -e '^go: building ' -e '^go: downloading ' -e '^::' "$work/gvisor.log" | tail -n 8 | sed 's/^/::note   /' >&2 || true
     rm -f "$OUT/bin/runsc" "$OUT/bin/containerd-shim-runsc-v1"
   fi
 fi
