@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
 import cliProgress from 'cli-progress';
 import { fromPackageRoot } from '../paths.ts';
@@ -74,11 +74,45 @@ export interface BuildOptions {
  */
 export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> {
   const v = opts.versions ?? pinnedVersions();
-  const dir = toolchainDir(v);
-  if (isComplete(dir)) return dir;
-  const out = opts.out ?? process.stderr;
-  mkdirSync(cacheRoot(), { recursive: true });
-  const lockTarget = join(cacheRoot(), `${dir.split('/').pop()}.lock`);
+  const script = opts.script ?? fromPackageRoot('deploy/toolchain/build.sh');
+  return ensureBuilt({
+    dir: toolchainDir(v),
+    isComplete,
+    what: `the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok})`,
+    note: 'a cold build takes about 15-20 minutes on 2 cores; later runs reuse it',
+    marker: { ...v },
+    out: opts.out ?? process.stderr,
+    build: (tmp, out) => runBuildScript(script, [tmp, v.kubernetes, v.etcd, v.kwok], out),
+  });
+}
+
+/** CachedBuild is one directory ensureBuilt builds once and then finds in the cache. */
+export interface CachedBuild {
+  /** the finished directory */
+  dir: string;
+  /** whether dir holds a finished build */
+  isComplete: (dir: string) => boolean;
+  /** what is built, for the progress lines ("the Kubernetes toolchain (...)") */
+  what: string;
+  /** one line on how long a cold build takes */
+  note: string;
+  /** fields written into the .complete marker, next to builtAt and seconds */
+  marker: Record<string, unknown>;
+  out: NodeJS.WriteStream;
+  /** builds into tmp (which does not exist yet); the fields it returns are added to the marker */
+  build: (tmp: string, out: NodeJS.WriteStream) => Promise<Record<string, unknown> | void>;
+}
+
+/**
+ * ensureBuilt returns b.dir when it is complete, else builds it: under a lock next to it (so concurrent callers wait
+ * for one build), into a private temporary directory that gets the .complete marker and is renamed into place only
+ * when the build succeeded; a failed build leaves nothing behind.
+ */
+export async function ensureBuilt(b: CachedBuild): Promise<string> {
+  const { dir, out } = b;
+  if (b.isComplete(dir)) return dir;
+  mkdirSync(dirname(dir), { recursive: true });
+  const lockTarget = `${dir}.lock`;
   writeFileSync(lockTarget, '', { flag: 'a' });
   let announced = false;
   const release = await lockfile.lock(lockTarget, {
@@ -96,24 +130,28 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
     } as lockfile.LockOptions['retries'],
   } as lockfile.LockOptions);
   try {
-    if (isComplete(dir)) return dir;
+    if (b.isComplete(dir)) return dir;
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     const started = Date.now();
-    out.write(
-      `building the Kubernetes toolchain (kubernetes ${v.kubernetes}, etcd ${v.etcd}, kwok ${v.kwok}) into ${dir}\n`,
-    );
-    out.write('a cold build takes about 15-20 minutes on 2 cores; later runs reuse it\n');
+    out.write(`building ${b.what} into ${dir}\n`);
+    out.write(`${b.note}\n`);
+    let extra: Record<string, unknown> | void;
     try {
-      await runBuild(tmp, v, out, opts.script ?? fromPackageRoot('deploy/toolchain/build.sh'));
+      extra = await b.build(tmp, out);
+      writeFileSync(
+        join(tmp, MARKER),
+        JSON.stringify({
+          ...b.marker,
+          ...extra,
+          builtAt: new Date().toISOString(),
+          seconds: (Date.now() - started) / 1000,
+        }) + '\n',
+      );
     } catch (e) {
       rmSync(tmp, { recursive: true, force: true });
       throw e;
     }
-    writeFileSync(
-      join(tmp, MARKER),
-      JSON.stringify({ ...v, builtAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }) + '\n',
-    );
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
     out.write(`toolchain ready in ${Math.round((Date.now() - started) / 1000)} s: ${dir}\n`);
@@ -123,8 +161,13 @@ export async function ensureToolchain(opts: BuildOptions = {}): Promise<string> 
   }
 }
 
-async function runBuild(tmp: string, v: Versions, out: NodeJS.WriteStream, script: string): Promise<void> {
-  const child = spawn('bash', [script, tmp, v.kubernetes, v.etcd, v.kwok], { stdio: ['ignore', 'inherit', 'pipe'] });
+/**
+ * runBuildScript runs a build recipe with bash, turning its progress protocol on stderr ("::step LABEL",
+ * "::total N", "go: building PKG", "::note TEXT" shown as it is) into progress lines on out; it rejects with the last
+ * 40 other lines on failure.
+ */
+export async function runBuildScript(script: string, args: readonly string[], out: NodeJS.WriteStream): Promise<void> {
+  const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'inherit', 'pipe'] });
   const progress = new Progress(out);
   const tail: string[] = [];
   const lines = createInterface({ input: child.stderr!, crlfDelay: Infinity });
@@ -132,6 +175,7 @@ async function runBuild(tmp: string, v: Versions, out: NodeJS.WriteStream, scrip
     if (line.startsWith('::step ')) progress.step(line.slice(7));
     else if (line.startsWith('::total ')) progress.total(Number(line.slice(8)));
     else if (line.startsWith('go: building ')) progress.tick(line.slice(13));
+    else if (line.startsWith('::note ')) progress.note(line.slice(7));
     else {
       tail.push(line);
       if (tail.length > 40) tail.shift();
@@ -191,6 +235,11 @@ class Progress {
       this.lastPct = pct;
       this.print(`[${this.elapsed()}]   ${this.label}: ${this.n}/${this.max || '?'} packages (${pct}%)`);
     }
+  }
+
+  note(text: string): void {
+    this.finishBar();
+    this.print(text);
   }
 
   stop(): void {

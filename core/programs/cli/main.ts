@@ -19,10 +19,18 @@ const toolchain = program
   .description('the Kubernetes binaries this project runs (built from Go modules)');
 toolchain
   .command('build')
-  .description('build the pinned Kubernetes, etcd and kwok binaries, or find them in the cache')
-  .action(async () => {
-    const dir = await ensureToolchain();
-    process.stdout.write(`${dir}\n`);
+  .description(
+    'build the pinned Kubernetes, etcd and kwok binaries, or find them in the cache; as root on Linux with cgroups, ' +
+      'also the node toolchain (kubelet, containerd, runc, CNI, CoreDNS, images) real nodes run',
+  )
+  .option('--node', 'build only the node toolchain (and the control-plane toolchain its images come from)')
+  .option('--no-node', 'skip the node toolchain (also VC_REAL_NODES=0)')
+  .action(async (o: { node?: boolean }) => {
+    if (o.node !== true) process.stdout.write(`${await ensureToolchain()}\n`);
+    if (o.node === false || (o.node === undefined && process.env.VC_REAL_NODES === '0')) return;
+    const { setupNodeToolchain } = await import('../../toolchain/setup.ts');
+    const dir = await setupNodeToolchain({ force: o.node === true });
+    if (dir) process.stdout.write(`${dir}\n`);
   });
 toolchain
   .command('path')
