@@ -118,6 +118,12 @@ export function registerUpCommands(program: Command): void {
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
+      // The quick start's first line on a fresh machine: the node toolchain (and its Debian packages) too, unless
+      // real nodes are turned off; a machine that cannot run them says why in one line and stays simulated.
+      if (o.realNodes !== '0' && process.env.VC_REAL_NODES !== '0') {
+        const { setupNodeToolchain } = await import('../../toolchain/setup.ts');
+        await setupNodeToolchain();
+      }
       const running = readUpStatus(stateDir);
       if (running?.ready) {
         process.stdout.write(`already running (pid ${running.pid}) in ${stateDir}\n${summary(running)}\n`);
