@@ -22,10 +22,11 @@ const MiB = 1024 * 1024;
 const TENANTS = 100;
 const NAMESPACES_PER_TENANT = 10;
 const SUPERS = ['r1', 'r2', 'r3'] as const;
-const SLICE_TEXT = '{"cpu":"100m","memory":"100Mi"}';
-const QUOTA = { cpu: '200m', memory: '200Mi' };
+// 1000 namespaces of two slices each fit one kwok node (32 CPUs): the run measures placement, not exhaustion.
+const SLICE_TEXT = '{"cpu":"10m","memory":"10Mi"}';
+const QUOTA = { cpu: '20m', memory: '20Mi' };
 /** Real tenant control planes started (each an apiserver and a controller-manager); VC_BENCH_SCHEDULER_TENANTS. */
-const REAL_TENANTS = Number(process.env.VC_BENCH_SCHEDULER_TENANTS ?? 4);
+const REAL_TENANTS = Number(process.env.VC_BENCH_SCHEDULER_TENANTS ?? 3);
 /** Pods created for create-to-placed (scheduler) and create-to-Running (single super cluster baseline). */
 const PODS = 40;
 
@@ -256,6 +257,6 @@ function podOf(namespace: string, name: string): KubeObject {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace },
-    spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '100m', memory: '100Mi' } } }] },
+    spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '10m', memory: '10Mi' } } }] },
   } as KubeObject;
 }
