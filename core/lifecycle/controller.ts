@@ -338,6 +338,7 @@ export class VirtualClusterController {
         pluginConfig: e.pluginConfig,
         pods: e.pods,
         runtimeClasses: e.runtimeClasses,
+        nodes: e.nodes,
         copiedMetadata: e.copiedMetadata,
         network: e.network,
         services: e.services,

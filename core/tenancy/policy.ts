@@ -8,6 +8,7 @@ import type {
   CopiedMetadataView,
   ForcedPlacementView,
   LimitRangeItem,
+  NodesView,
   ObjectCaps,
   QuotaPolicyView,
   TolerationRule,
@@ -44,6 +45,7 @@ export interface TenantPolicySpec {
     forced?: ForcedPlacementView;
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
+  nodes?: { view?: NodesView };
   copiedMetadata?: CopiedMetadataView;
   network?: { internalCIDRs?: string[] };
   services?: { nodePort?: ServiceTypePolicy; loadBalancer?: ServiceTypePolicy };
@@ -100,6 +102,7 @@ export const DEFAULT_POLICY = {
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
   podForced: {},
+  nodesView: 'withPods',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
   serviceNodePort: { allowed: false, max: 5 },
@@ -146,6 +149,7 @@ export const DEFAULT_POLICY = {
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
+  nodesView: NodesView;
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
   serviceNodePort: Required<ServiceTypePolicy>;
@@ -201,6 +205,8 @@ export interface EffectiveSettings {
   };
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
+  /** which super nodes the tenant sees as vNodes (the nodes plugin) */
+  nodes: { view: NodesView };
   /** the manager's allow-lists with the policy's over them, list by list; absent: the SDK's defaults */
   copiedMetadata?: CopiedMetadataView;
   /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
@@ -376,6 +382,7 @@ export function evaluatePolicy(
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
       },
+      nodes: { view: p.nodes?.view ?? DEFAULT_POLICY.nodesView },
       ...optional('copiedMetadata', mergeCopiedMetadata(defaults.copiedMetadata, p.copiedMetadata)),
       network: { internalCIDRs },
       services: {

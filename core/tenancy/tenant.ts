@@ -5,6 +5,7 @@ import type {
   EndpointsPolicyView,
   IngressesPolicyView,
   NetworkPolicyView,
+  NodesPolicyView,
   PodsPolicyView,
   QuotaPolicyView,
   RuntimeClassesPolicyView,
@@ -42,6 +43,8 @@ export interface Tenant extends TenantIdentity {
   pods?: PodsPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the runtimeclasses plugin's defaults */
   runtimeClasses?: RuntimeClassesPolicyView;
+  /** the nodes section of the tenant's effective TenantPolicy (which super nodes it sees); absent, withPods */
+  nodes?: NodesPolicyView;
   /** the label and annotation allow-lists of copies to the super; a list left out takes the SDK's default */
   copiedMetadata?: CopiedMetadataView;
   /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults */
@@ -70,6 +73,7 @@ export interface TenantSettings {
   pluginConfig?: Record<string, unknown>;
   pods?: PodsPolicyView;
   runtimeClasses?: RuntimeClassesPolicyView;
+  nodes?: NodesPolicyView;
   copiedMetadata?: CopiedMetadataView;
   network?: NetworkPolicyView;
   services?: ServicesPolicyView;
@@ -116,6 +120,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (s.apiserverEndpoint) t.apiserverEndpoint = s.apiserverEndpoint;
   if (o.pods) t.pods = o.pods;
   if (o.runtimeClasses) t.runtimeClasses = o.runtimeClasses;
+  if (o.nodes) t.nodes = o.nodes;
   if (o.copiedMetadata) t.copiedMetadata = o.copiedMetadata;
   if (o.network) t.network = o.network;
   if (o.services) t.services = o.services;
@@ -145,6 +150,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
     ...(t.pods && { pods: t.pods }),
     ...(t.runtimeClasses && { runtimeClasses: t.runtimeClasses }),
+    ...(t.nodes && { nodes: t.nodes }),
     ...(t.copiedMetadata && { copiedMetadata: t.copiedMetadata }),
     ...(t.network && { network: t.network }),
     ...(t.services && { services: t.services }),

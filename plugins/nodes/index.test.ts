@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
+import { builtinPlugins } from '../registry.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
 import type { Pod } from '../pods/types.ts';
 import plugin, { buildVNode, CONFIG_SCHEMA, nodesPlugin, PODS_BY_NODE, type Node } from './index.ts';
@@ -300,6 +302,155 @@ describe('nodes plugin: toTenant', () => {
   });
 });
 
+/** schedulable is a tenant whose policy shows every node its Pods may use: the gold pool, tolerating its taints. */
+const schedulable = (over: Partial<Tenant> = {}) =>
+  testTenant({
+    nodes: { view: 'schedulable' },
+    pods: {
+      forced: {
+        nodeSelector: { 'pool.platform.example/tenants': 'gold' },
+        tolerations: [
+          { key: 'dedicated', operator: 'Exists' },
+          { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists' },
+        ],
+      },
+    },
+    ...over,
+  });
+const withLabel = (pool: string): Node => {
+  const n = structuredClone(superNode);
+  n.metadata!.labels!['pool.platform.example/tenants'] = pool;
+  return n;
+};
+const notReady = (): Node => {
+  const n = structuredClone(superNode);
+  n.status!.conditions = n.status!.conditions!.map((c) => (c.type === 'Ready' ? { ...c, status: 'False' } : c));
+  return n;
+};
+const emptyMark = (at: string) => ({
+  uid: 'vnode-uid',
+  resourceVersion: '5',
+  annotations: { 'tenancy.x-k8s.io/empty-since': at },
+});
+
+interface ViewCase {
+  name: string;
+  tenant: ReturnType<typeof testTenant>;
+  superNode: Node;
+  vNode?: Node;
+  tenantPods?: Pod[];
+  want: Decision<Node>;
+}
+
+const viewCases: ViewCase[] = [
+  {
+    name: 'schedulable view: a Ready node of the forced pool is shown before any Pod',
+    tenant: schedulable(),
+    superNode,
+    want: { object: mirrored() },
+  },
+  {
+    name: 'schedulable view: an emptied vNode of a usable node stays, its empty-since mark cleared',
+    tenant: schedulable(),
+    superNode,
+    vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(200) }),
+    want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5' } }) },
+  },
+  {
+    name: 'schedulable view: a node the forced node selector excludes is not shown',
+    tenant: schedulable(),
+    superNode: withLabel('silver'),
+    want: { object: null },
+  },
+  {
+    name: 'schedulable view: a vNode of a node that left the placement (or that the tenant made) is deleted at once',
+    tenant: schedulable(),
+    superNode: withLabel('silver'),
+    vNode: existing(),
+    want: { object: null },
+  },
+  {
+    name: 'schedulable view: a taint nothing tolerates hides the node',
+    tenant: schedulable({ pods: { forced: { nodeSelector: { 'pool.platform.example/tenants': 'gold' } } } }),
+    superNode,
+    want: { object: null },
+  },
+  {
+    name: 'schedulable view: a node that is not Ready is not added',
+    tenant: schedulable(),
+    superNode: notReady(),
+    want: { object: null },
+  },
+  {
+    name: 'schedulable view: a shown node going NotReady shows it for the grace period, like an emptied vNode',
+    tenant: schedulable(),
+    superNode: notReady(),
+    vNode: existing(),
+    want: {
+      object: (() => {
+        const m = mirrored({ extraMeta: emptyMark(NOW.toISOString()) });
+        m.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'KubeletReady' }];
+        return m;
+      })(),
+      requeueAfterMs: 120_000,
+    },
+  },
+  {
+    name: 'schedulable view: a cordoned node is not added',
+    tenant: schedulable(),
+    superNode: { ...superNode, spec: { ...superNode.spec, unschedulable: true } },
+    want: { object: null },
+  },
+  {
+    name: 'schedulable view: the tenant Pods on a node outside the placement still show it',
+    tenant: schedulable(),
+    superNode: withLabel('silver'),
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: mirrored() },
+  },
+  {
+    name: 'withPods view (the default): a fresh tenant sees no node',
+    tenant: testTenant(),
+    superNode,
+    want: { object: null },
+  },
+  {
+    name: 'withPods view: a view named in pluginConfig (tenant-reachable) is not the policy and changes nothing',
+    tenant: testTenant({ pluginConfig: { nodes: { view: 'schedulable' } }, pods: schedulable().pods! }),
+    superNode,
+    want: { object: null },
+  },
+];
+
+describe('nodes plugin: the policy view (nodes.view)', () => {
+  it.each(viewCases)('$name', (c) => {
+    const ctx = testContext({
+      tenant: c.tenant,
+      tenantCache: new MapCache([[R.pods, c.tenantPods ?? []]]),
+      superCache: new MapCache([[R.pods, []]]),
+      now: NOW,
+    });
+    const vNode = c.vNode && structuredClone(c.vNode);
+    expect(nodesPlugin.toTenant!(structuredClone(c.superNode), vNode, ctx)).toEqual(c.want);
+    expect(vNode).toEqual(c.vNode);
+  });
+
+  it('routes a node to the schedulable-view tenants whose Pods may use it, and to the tenants with Pods on it', () => {
+    const gold = { ...schedulable(), key: 'gold-tenant' };
+    const plain = { ...testTenant(), key: 'plain-tenant' };
+    const rctx: RouteContext = {
+      tenants: [gold, plain],
+      superCache: new MapCache(),
+      tenantsBy: (index, n) => (index === PODS_BY_NODE && n === 'node-1' ? [OTHER] : []),
+      tenantOfNamespace: () => undefined,
+    };
+    expect(nodesPlugin.route!(superNode, rctx).map((k) => k.tenant)).toEqual([OTHER, 'gold-tenant']);
+    // A NotReady node still reaches the tenant (its vNode goes through the grace period); another pool does not.
+    expect(nodesPlugin.route!(notReady(), rctx).map((k) => k.tenant)).toEqual([OTHER, 'gold-tenant']);
+    expect(nodesPlugin.route!(withLabel('silver'), rctx).map((k) => k.tenant)).toEqual([OTHER]);
+  });
+});
+
 describe('nodes plugin: what a vNode never shows', () => {
   const vNode = buildVNode(structuredClone(superNode), testContext());
   const json = JSON.stringify(vNode);
@@ -369,6 +520,15 @@ describe('nodes plugin: route', () => {
       { tenant: OTHER, namespace: '', name: 'node-1' },
     ]);
     expect(nodesPlugin.route!({ ...superNode, metadata: { name: 'node-9' } }, rctx)).toEqual([]);
+  });
+});
+
+describe("nodes plugin: the view is the policy's, not a plugin setting", () => {
+  it('refuses spec.pluginConfig.nodes.view of a VirtualCluster: the schema knows no such setting', async () => {
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    expect(host.validatePluginConfig({ nodes: { view: 'schedulable' } })).toEqual([
+      expect.stringMatching(/^spec\.pluginConfig\.nodes.*view/),
+    ]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX, provenanceOf } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
+import { isReadyAndSchedulable, mayPlaceOn, nodesView } from './placement.ts';
 import {
   clone,
   type Decision,
@@ -31,7 +32,7 @@ export interface NodeAddress {
 
 /** Node is a core/v1 Node as the nodes plugin sees it. */
 export interface Node extends KubeObject {
-  spec?: { taints?: Array<Record<string, unknown>>; [field: string]: unknown };
+  spec?: { taints?: Array<Record<string, unknown>>; unschedulable?: boolean; [field: string]: unknown };
   status?: {
     conditions?: Array<Record<string, unknown>>;
     capacity?: Record<string, string>;
@@ -225,8 +226,22 @@ function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
 }
 
 /**
+ * shownForPlacement says whether a tenant whose policy chose the `schedulable` view sees the node without Pods on it:
+ * the node is Ready, not cordoned, and its Pods may be placed there (mayPlaceOn).
+ */
+function shownForPlacement(superNode: Node, ctx: PluginContext): boolean {
+  return (
+    nodesView(ctx.tenant) === 'schedulable' &&
+    isReadyAndSchedulable(superNode) &&
+    mayPlaceOn(superNode, ctx.tenant, ctx.superCache)
+  );
+}
+
+/**
  * nodesPlugin keeps vNodes: the tenant's view of the super nodes its Pods run on, with the kubelet endpoint pointing
- * at the vn-agent. A vNode the tenant no longer has Pods on is marked empty and deleted after a grace period.
+ * at the vn-agent. A vNode the tenant no longer has Pods on is marked empty and deleted after a grace period. Under
+ * the policy's `schedulable` view (nodes.view) the tenant also sees every Ready node its Pods may be placed on; a
+ * node its placement excludes is not shown, and a vNode of it without the tenant's Pods is deleted at once.
  */
 export const nodesPlugin: ResourcePlugin<Node> = {
   manifest: {
@@ -242,6 +257,7 @@ export const nodesPlugin: ResourcePlugin<Node> = {
   },
 
   indexes: [{ name: PODS_BY_NODE, resource: R.pods, values: (pod) => nodeOf(pod) }],
+  reads: [{ resource: R.runtimeclasses, side: 'super' }],
 
   // A Pod bound to or leaving a node, on either side, decides whether the tenant keeps that node's vNode.
   watches: [
@@ -256,9 +272,18 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     },
   ],
 
+  // Tenants of the schedulable view hear of every node their Pods may be placed on, whatever its readiness; an update
+  // routes the old version too, so a node leaving a tenant's placement reaches that tenant once more.
   route(superNode, rctx) {
     const name = superNode.metadata?.name ?? '';
-    return rctx.tenantsBy(PODS_BY_NODE, name).map((tenant) => ({ tenant, namespace: '', name }));
+    const placed = rctx.tenants
+      .filter((t) => nodesView(t) === 'schedulable' && mayPlaceOn(superNode, t, rctx.superCache))
+      .map((t) => t.key);
+    return [...new Set([...rctx.tenantsBy(PODS_BY_NODE, name), ...placed])].map((tenant) => ({
+      tenant,
+      namespace: '',
+      name,
+    }));
   },
 
   // A tenant Pod can only be bound to a node the tenant has: build the vNode from the super node when it is missing.
@@ -271,7 +296,7 @@ export const nodesPlugin: ResourcePlugin<Node> = {
   toTenant(superNode, vNode, ctx): Decision<Node> {
     if (!superNode) return { object: null };
     const name = superNode.metadata?.name ?? '';
-    if (tenantHasPodOn(name, ctx)) {
+    if (tenantHasPodOn(name, ctx) || shownForPlacement(superNode, ctx)) {
       const desired = vNode ? mirror(superNode, clone(vNode), ctx) : buildVNode(superNode, ctx);
       const ann = desired.metadata?.annotations;
       if (ann?.[EMPTY_SINCE_ANN] !== undefined) {
@@ -281,6 +306,10 @@ export const nodesPlugin: ResourcePlugin<Node> = {
       return { object: desired };
     }
     if (!vNode) return { object: null };
+    // Under the schedulable view a node the tenant may not use is never shown, not even for a grace period (a Node
+    // the tenant created under its name must not get its data mirrored in).
+    if (nodesView(ctx.tenant) === 'schedulable' && !mayPlaceOn(superNode, ctx.tenant, ctx.superCache))
+      return { object: null };
     const graceMs = graceSeconds(ctx) * 1000;
     const desired = mirror(superNode, clone(vNode), ctx);
     const since = Date.parse(vNode.metadata?.annotations?.[EMPTY_SINCE_ANN] ?? '');

@@ -271,6 +271,8 @@ export interface TenantView {
   readonly quota?: QuotaPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly runtimeClasses?: RuntimeClassesPolicyView;
+  /** the nodes section of the tenant's effective TenantPolicy; absent, the built-in defaults apply (withPods) */
+  readonly nodes?: NodesPolicyView;
   /** which tenant label and annotation keys reach super objects; a list left out takes DEFAULT_COPIED_METADATA's */
   readonly copiedMetadata?: CopiedMetadataView;
   /** the network section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
@@ -289,6 +291,17 @@ export interface RuntimeClassesPolicyView {
   readonly handlers?: readonly string[];
   /** the super RuntimeClass every tenant Pod runs in; a Pod cannot leave it for a class with another handler */
   readonly required?: string;
+}
+
+/** NODES_VIEWS are the vNode views a policy chooses from: nodes with the tenant's Pods, or every node it may use. */
+export const NODES_VIEWS = ['withPods', 'schedulable'] as const;
+/** NodesView is one of NODES_VIEWS. */
+export type NodesView = (typeof NODES_VIEWS)[number];
+
+/** NodesPolicyView is what the tenant's policy decides for its vNodes, as plugins read it (issue 13). */
+export interface NodesPolicyView {
+  /** withPods: vNodes only where the tenant has Pods; schedulable: also every Ready node its Pods may be placed on */
+  readonly view?: NodesView;
 }
 
 /**

@@ -1,0 +1,78 @@
+import { R } from '../../core/kube/resources.ts';
+import { DEFAULT_TOLERATIONS } from '../pods/policy.ts';
+import type { CacheReader, KubeObject, NodesView, TenantView, TolerationRule } from '../sdk/src/index.ts';
+import type { Node } from './index.ts';
+
+/** Taint is one core/v1 Taint of a super node. */
+export interface Taint {
+  key?: string;
+  value?: string;
+  effect?: string;
+}
+
+/** Toleration is one core/v1 Toleration, as the forced placement and a RuntimeClass's scheduling carry them. */
+export interface Toleration {
+  key?: string;
+  operator?: string;
+  value?: string;
+  effect?: string;
+}
+
+/** RuntimeClass is a node.k8s.io/v1 RuntimeClass as far as its scheduling goes. */
+interface RuntimeClass extends KubeObject {
+  scheduling?: { nodeSelector?: Record<string, string>; tolerations?: Toleration[] };
+}
+
+/** nodesView is the tenant's vNode view from its policy (nodes.view); withPods when the policy says nothing. */
+export function nodesView(tenant: Pick<TenantView, 'nodes'>): NodesView {
+  return tenant.nodes?.view === 'schedulable' ? 'schedulable' : 'withPods';
+}
+
+/** tolerates is the scheduler's rule: does toleration `t` tolerate `taint` (an empty key with Exists: every taint)? */
+export function tolerates(t: Toleration, taint: Taint): boolean {
+  if (t.effect && t.effect !== taint.effect) return false;
+  if (!t.key) return t.operator === 'Exists';
+  if (t.key !== taint.key) return false;
+  return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
+}
+
+/**
+ * ruleAllows says whether a policy toleration rule lets a tenant Pod carry a toleration of `taint`: the rule's key
+ * (absent: the empty key, which with Exists tolerates every key) and its effect (absent: any).
+ */
+function ruleAllows(rule: TolerationRule, taint: Taint): boolean {
+  if (rule.effect !== undefined && rule.effect !== taint.effect) return false;
+  return !rule.key || rule.key === taint.key;
+}
+
+/**
+ * mayPlaceOn says whether the tenant's Pods may be placed on a super node by what the platform decides: every entry
+ * of the forced node selector (pods.forced) and of the node selector of the RuntimeClass every Pod runs in
+ * (runtimeClasses.required; missing in the super cluster: no node) matches a node label, and every NoSchedule or
+ * NoExecute taint is tolerated by the forced or RuntimeClass tolerations or allowed by pods.tolerations.
+ */
+export function mayPlaceOn(node: Node, tenant: TenantView, superCache: CacheReader): boolean {
+  const required = tenant.runtimeClasses?.required;
+  const rc = required ? superCache.get<RuntimeClass>(R.runtimeclasses, undefined, required) : undefined;
+  if (required && !rc) return false;
+  const labels = node.metadata?.labels ?? {};
+  for (const selector of [tenant.pods?.forced?.nodeSelector, rc?.scheduling?.nodeSelector])
+    for (const [k, v] of Object.entries(selector ?? {})) if (labels[k] !== v) return false;
+  const tolerations: Toleration[] = [
+    ...(tenant.pods?.forced?.tolerations ?? []),
+    ...(rc?.scheduling?.tolerations ?? []),
+  ];
+  const rules = tenant.pods?.tolerations ?? DEFAULT_TOLERATIONS;
+  return ((node.spec?.taints ?? []) as Taint[]).every(
+    (taint) =>
+      (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') ||
+      tolerations.some((t) => tolerates(t, taint)) ||
+      rules.some((r) => ruleAllows(r, taint)),
+  );
+}
+
+/** isReadyAndSchedulable says whether a super node takes new Pods: its Ready condition is True and it is not cordoned. */
+export function isReadyAndSchedulable(node: Node): boolean {
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  return ready?.status === 'True' && node.spec?.unschedulable !== true;
+}

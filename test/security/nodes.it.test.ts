@@ -1,0 +1,209 @@
+/**
+ * vNodes before the first Pod (issue 13): the platform's policy (nodes.view) decides whether a tenant sees only the
+ * nodes its Pods run on (the default) or every Ready node its Pods may be placed on. Tenant A's policy shows the
+ * schedulable nodes of its forced pool; tenant B has the default. A fresh A lists its pool's nodes before any Pod and
+ * follows them as super nodes are relabelled, added and removed; B sees nothing until its first Pod. Hostile: neither
+ * tenant widens its view by anything it writes, and A never learns a node outside its pool. Runs the real syncer
+ * against a real local super cluster (kwok nodes) and two tenant control planes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { kwokNode, type LocalControlPlane } from '../../core/local/controlplane.ts';
+import { superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { Attempts } from './attempts.ts';
+
+interface Node extends KubeObject {
+  status?: { conditions?: Array<{ type: string; status: string }>; capacity?: Record<string, string> };
+}
+
+interface Pod extends KubeObject {
+  spec: { nodeName?: string; [field: string]: unknown };
+  status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
+}
+
+const POOL = 'pool.platform.example/name';
+
+const pod = (name: string, spec: Record<string, unknown> = {}): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { containers: [{ name: 'c', image: 'nginx' }], ...spec },
+});
+
+describe('vNodes of the schedulable view, and a tenant that tries to see more nodes', () => {
+  const attempts = new Attempts();
+  let t: TestSuper;
+  let cpA: LocalControlPlane;
+  let cpB: LocalControlPlane;
+  let a: KubeClient;
+  let b: KubeClient;
+  let tenantA: Tenant;
+  let tenantB: Tenant;
+  let syncer: Syncer;
+  let gold: string[];
+  let silver: string;
+
+  const nodeNames = async (c: KubeClient): Promise<string[]> =>
+    (await c.list(R.nodes)).items.map((n) => n.metadata!.name!).sort();
+  const setPool = (node: string, pool: string) =>
+    t.client.patch(R.nodes, undefined, node, { metadata: { labels: { [POOL]: pool } } }, 'merge');
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 3 });
+    const names = (await t.client.list(R.nodes)).items.map((n) => n.metadata!.name!).sort();
+    gold = names.slice(0, 2);
+    silver = names[2]!;
+    for (const n of gold) await setPool(n, 'gold');
+    await setPool(silver, 'silver');
+    [cpA, cpB] = await Promise.all([
+      t.sc.addControlPlane('tenant-a', { controllers: TENANT_CONTROLLERS }),
+      t.sc.addControlPlane('tenant-b', { controllers: TENANT_CONTROLLERS }),
+    ]);
+    a = await cpA.client();
+    b = await cpB.client();
+    tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a3', {
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+      nodes: { view: 'schedulable' },
+      pods: { forced: { nodeSelector: { [POOL]: 'gold' } } },
+    });
+    // B's VirtualCluster author asks for the wider view in the plugin settings it controls: not the policy's field.
+    tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b3', {
+      pluginConfig: { nodes: { vnAgent: { port: 10550 }, view: 'schedulable' } },
+    });
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({
+      superClient: t.client,
+      host,
+      registry: new MutableTenantRegistry([tenantA, tenantB]),
+      patrolIntervalMs: 0,
+      workers: 4,
+    });
+    await syncer.start();
+    await eventually(() => expect(syncer.tenantReady(tenantA.key) && syncer.tenantReady(tenantB.key)).toBe(true));
+  }, 240_000);
+
+  afterAll(async () => {
+    attempts.report('nodes view');
+    await syncer?.stop();
+    await t?.stop();
+  });
+
+  it('a fresh tenant under the schedulable view lists the Ready nodes of its pool before any Pod', async () => {
+    await eventually(async () => expect(await nodeNames(a)).toEqual(gold));
+    expect((await a.list(R.pods)).items).toEqual([]);
+    for (const n of (await a.list<Node>(R.nodes)).items) {
+      expect(n.status?.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'True' })]);
+      // Scrubbed as every vNode: the platform's pool label is not in the allow-list.
+      expect(n.metadata?.labels?.[POOL]).toBeUndefined();
+      expect(n.metadata?.labels?.['tenancy.x-k8s.io/vnode']).toBe('true');
+    }
+  });
+
+  it('the default view is unchanged: no Nodes before the first Pod, then exactly the node it runs on', async () => {
+    await eventually(async () => expect(await nodeNames(a)).toEqual(gold));
+    expect(await nodeNames(b)).toEqual([]);
+    await eventually(() => b.get(R.serviceaccounts, 'default', 'default'));
+    await b.create(R.pods, pod('first'));
+    const p = await eventually(async () => {
+      const got = await b.get<Pod>(R.pods, 'default', 'first');
+      expect(got.status?.phase).toBe('Running');
+      expect(got.spec.nodeName).toBeTruthy();
+      return got;
+    }, 90_000);
+    await eventually(async () => expect(await nodeNames(b)).toEqual([p.spec.nodeName]));
+  });
+
+  it('follows super nodes: out of the pool and back, a new node of the pool, a node removed', async () => {
+    await setPool(gold[1]!, 'silver');
+    await eventually(async () => expect(await nodeNames(a)).toEqual([gold[0]]));
+    await setPool(gold[1]!, 'gold');
+    await eventually(async () => expect(await nodeNames(a)).toEqual(gold));
+    const extra = kwokNode('kwok-extra');
+    (extra.metadata as { labels: Record<string, string> }).labels[POOL] = 'gold';
+    await t.client.create(R.nodes, extra);
+    await eventually(async () => {
+      const n = await a.get<Node>(R.nodes, undefined, 'kwok-extra');
+      expect(n.status?.conditions).toContainEqual(expect.objectContaining({ type: 'Ready', status: 'True' }));
+    }, 60_000);
+    await t.client.delete(R.nodes, undefined, 'kwok-extra');
+    await eventually(async () => expect(await nodeNames(a)).toEqual(gold));
+  });
+
+  it('a tenant with the default view gets no more nodes from labels and annotations it writes', async () => {
+    await attempts.attempt('namespace labels and annotations asking for every node', async () => {
+      const ask = {
+        metadata: {
+          labels: { 'tenancy.x-k8s.io/nodes-view': 'schedulable', 'nodes.view': 'schedulable' },
+          annotations: { 'tenancy.x-k8s.io/nodes': 'schedulable', 'tenancy.x-k8s.io/nodes-view': 'schedulable' },
+        },
+      };
+      for (const ns of ['default', 'kube-system']) await b.patch(R.namespaces, undefined, ns, ask, 'merge');
+      const before = await nodeNames(b);
+      // A change the syncer must carry down after the labels: once it is there, the syncer has seen them.
+      await b.create(R.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'after-labels', namespace: 'default' },
+      });
+      await eventually(() => t.client.get(R.configmaps, superNamespace(tenantB.key, 'default'), 'after-labels'));
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(before).toHaveLength(1);
+      expect(await nodeNames(b)).toEqual(before);
+      return `still only the node of its Pod (${before.join(', ')}) of 3 super nodes`;
+    });
+    await attempts.attempt("spec.pluginConfig.nodes.view of the tenant's own settings", async () => {
+      expect(tenantB.pluginConfig).toMatchObject({ nodes: { view: 'schedulable' } });
+      expect((await nodeNames(b)).length).toBe(1);
+      return 'the view is the policy field nodes.view; pluginConfig.nodes.view is ignored (and refused by the schema)';
+    });
+  });
+
+  it('a tenant never learns a node its placement excludes', async () => {
+    await eventually(async () => expect(await nodeNames(a)).toEqual(gold));
+    await attempts.attempt('create a Node named after the excluded node', async () => {
+      await a.create(R.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: silver } });
+      const seen: Node[] = [];
+      await eventually(
+        async () => {
+          const n = await a.getOrNull<Node>(R.nodes, undefined, silver);
+          if (n) seen.push(n);
+          expect(n).toBeNull();
+        },
+        30_000,
+        50,
+      );
+      for (const n of seen) {
+        expect(n.status?.capacity).toBeUndefined();
+        expect(n.status?.conditions).toBeUndefined();
+      }
+      return `deleted by the syncer without any of the super node's data (${seen.length} reads while it existed)`;
+    });
+    await attempts.attempt('a Pod selecting the excluded pool', async () => {
+      await eventually(() => a.get(R.serviceaccounts, 'default', 'default'));
+      await a.create(R.pods, pod('to-silver', { nodeSelector: { [POOL]: 'silver' } }));
+      const c = await eventually(async () => {
+        const got = await a.get<Pod>(R.pods, 'default', 'to-silver');
+        const cond = got.status?.conditions?.find((x) => x.type === 'VCSynced');
+        expect(cond).toMatchObject({ status: 'False', reason: 'PodPolicyViolation' });
+        return cond!;
+      });
+      expect(await nodeNames(a)).toEqual(gold);
+      return `refused (${c.reason}); the excluded node stays unseen`;
+    });
+    await attempts.attempt('a Pod naming the excluded node in spec.nodeName', async () => {
+      await a.create(R.pods, pod('on-silver', { nodeName: silver }));
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'on-silver')).toBeNull();
+      expect(await nodeNames(a)).toEqual(gold);
+      return 'not synced (a tenant Pod cannot choose its node); the excluded node stays unseen';
+    });
+    expect(attempts.summary()).toMatch(/succeeded 0$/);
+  });
+});
