@@ -20,6 +20,7 @@ const log = childLogger({ controller: 'syncer' });
 
 type EventEffect = Extract<Effect, { type: 'event' }>;
 type ConditionEffect = Extract<Effect, { type: 'tenantCondition' }>;
+type DeleteTenantEffect = Extract<Effect, { type: 'deleteTenant' }>;
 type NetworkPolicyEffect = Extract<Effect, { type: 'superNetworkPolicy' }>;
 type QuotaEffect = Extract<Effect, { type: 'superQuota' }>;
 
@@ -104,6 +105,7 @@ export class Effects {
         await this.bind(t, e);
         return;
       case 'deleteTenant':
+        if (e.status) await this.tenantStatus(t, e);
         countWrite(write(t, 'deleteTenant', 'tenant', 'delete', resourceName(t.resource)));
         await s.client.delete(t.resource, e.namespace, e.name, {
           uid: e.uid,
@@ -211,6 +213,27 @@ export class Effects {
     };
     countWrite(write(t, 'superNetworkPolicy', 'super', 'patch', resourceName(R.networkpolicies)));
     await this.o.superClient.apply(R.networkpolicies, desired, MANAGER, { force: true });
+  }
+
+  /**
+   * tenantStatus applies a deleteTenant effect's status to the tenant object before it is deleted (server-side apply,
+   * the uid a precondition); an object already gone is not an error.
+   */
+  private async tenantStatus(t: EffectTarget, e: DeleteTenantEffect): Promise<void> {
+    const r = t.resource;
+    const obj = {
+      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      kind: r.kind,
+      metadata: { namespace: e.namespace, name: e.name, uid: e.uid },
+      status: e.status,
+    };
+    try {
+      await t.session.client.apply(r, obj, MANAGER, { force: true, subresource: 'status' });
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    countWrite(write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
   }
 
   /**

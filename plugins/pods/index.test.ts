@@ -311,11 +311,20 @@ const toSuperCases: ToSuperCase[] = [
     want: { object: null },
   },
   {
-    name: 'a terminating tenant Pod without a super Pod is deleted at once (no kubelet finalizes it)',
+    name: 'a terminating tenant Pod without a super Pod is made terminal and deleted at once (no kubelet finalizes it)',
     tenant: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
     want: {
       object: null,
-      effects: [{ type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 }],
+      effects: [
+        {
+          type: 'deleteTenant',
+          namespace: 'default',
+          name: 'web',
+          uid: TUID,
+          gracePeriodSeconds: 0,
+          status: { phase: 'Failed' },
+        },
+      ],
     },
   },
   {
@@ -762,12 +771,21 @@ const toTenantCases: ToTenantCase[] = [
     },
   },
   {
-    name: 'the super Pod is gone and the tenant Pod is terminating: delete it with grace 0',
+    name: 'the super Pod is gone and the tenant Pod is terminating: made terminal (Failed), deleted with grace 0',
     super: undefined,
     tenant: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
     want: {
       object: tenantPod({ nodeName: 'node-1' }, { deletionTimestamp: NOW }),
-      effects: [{ type: 'deleteTenant', namespace: 'default', name: 'web', uid: TUID, gracePeriodSeconds: 0 }],
+      effects: [
+        {
+          type: 'deleteTenant',
+          namespace: 'default',
+          name: 'web',
+          uid: TUID,
+          gracePeriodSeconds: 0,
+          status: { phase: 'Failed' },
+        },
+      ],
     },
   },
   {

@@ -10,6 +10,7 @@ import {
   SYNCED_CONDITION,
 } from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
+import { terminalStatus } from './terminal.ts';
 import {
   clone,
   type Decision,
@@ -200,9 +201,14 @@ const podRef = (p: Pod) => ({
   uid: p.metadata?.uid ?? '',
 });
 
-function deleteTenant(p: Pod): Effect {
+/**
+ * deleteTenant finishes a terminating tenant Pod whose super Pod is gone: the terminal status a kubelet would have
+ * written (so controllers holding finalizers on it let go; given `now`), then the delete with no grace period left.
+ */
+function deleteTenant(p: Pod, now?: Date): Effect {
   const { namespace, name, uid } = podRef(p);
-  return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0 };
+  const status = now && terminalStatus(p, now);
+  return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0, ...(status && { status }) };
 }
 
 function tokenEffect(tenantPod: Pod, secretName: string, tokens: ServiceAccountTokenKey[]): Effect {
@@ -421,7 +427,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     const ns = tenantPod.metadata?.namespace ?? '';
     const name = tenantPod.metadata?.name ?? '';
     if (tenantPod.metadata?.deletionTimestamp) {
-      return superPod ? { object: null } : { object: null, effects: [deleteTenant(tenantPod)] };
+      return superPod ? { object: null } : { object: null, effects: [deleteTenant(tenantPod, ctx.now)] };
     }
     if (!superPod && boundBySyncer(tenantPod)) {
       // Its super Pod is gone (deleted behind the syncer's back, or evicted): a bound Pod cannot be placed again, so
@@ -482,14 +488,14 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     return withClearedRefusal(tenantPod, newSuperPod(tenantPod, ctx, target, rc.name));
   },
 
-  toTenant(superPod, tenantPod) {
+  toTenant(superPod, tenantPod, ctx) {
     if (!tenantPod) return { object: null };
     const terminating = !!tenantPod.metadata?.deletionTimestamp;
     const p = provenanceOf(superPod);
     const mine = superPod && !(p?.uid && p.uid !== tenantPod.metadata?.uid);
     if (!superPod || !mine) {
       return terminating
-        ? { object: clone(tenantPod), effects: [deleteTenant(tenantPod)] }
+        ? { object: clone(tenantPod), effects: [deleteTenant(tenantPod, ctx.now)] }
         : { object: clone(tenantPod) };
     }
     const desired = clone(tenantPod);

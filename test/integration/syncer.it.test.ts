@@ -368,6 +368,37 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     }, 90_000);
   });
 
+  it('finishes a deleted Running Job Pod with a terminal phase, so the Job controller lets go of it', async () => {
+    const jobs = { group: 'batch', version: 'v1', resource: 'jobs', kind: 'Job', namespaced: true };
+    await a.create(jobs, {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'work', namespace: 'default' },
+      spec: {
+        backoffLimit: 0,
+        template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } },
+      },
+    });
+    const running = await eventually(async () => {
+      const list = await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'job-name=work' });
+      const p = list.items.find((x) => x.status?.phase === 'Running' && x.spec.nodeName);
+      expect(p).toBeDefined();
+      expect(p!.metadata?.finalizers).toContain('batch.kubernetes.io/job-tracking');
+      return p!;
+    }, 90_000);
+    const name = running.metadata!.name!;
+    await a.delete(R.pods, 'default', name);
+    // The super Pod goes, then the tenant Pod is made Failed (its container unknown, as a kubelet leaves it): the Job
+    // controller counts it, removes its tracking finalizer, and the Pod is gone instead of Terminating for ever.
+    await eventually(async () => {
+      expect(await a.getOrNull(R.pods, 'default', name)).toBeNull();
+      const job = await a.get<KubeObject & { status?: { failed?: number } }>(jobs, 'default', 'work');
+      expect(job.status?.failed).toBe(1);
+    }, 60_000);
+    expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), name)).toBeNull();
+    await a.delete(jobs, 'default', 'work', { propagationPolicy: 'Background' });
+  });
+
   it('drops a tenant whose apiserver never answers when it is removed, and keeps serving the others', async () => {
     const dead = {
       ...tenantB,

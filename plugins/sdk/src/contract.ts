@@ -95,8 +95,19 @@ export type Effect =
     }
   /** bind the tenant Pod to the node `node`; plugins implementing beforeBind create that node first */
   | BindEffect
-  /** delete the tenant object (a Pod whose super Pod is gone while the tenant Pod is terminating: no kubelet finalizes it) */
-  | { type: 'deleteTenant'; namespace: string; name: string; uid: string; gracePeriodSeconds?: number }
+  /**
+   * delete the tenant object (a Pod whose super Pod is gone while the tenant Pod is terminating: no kubelet finalizes
+   * it); `status`, when given, is applied to its status first (the terminal phase a kubelet would have written, which
+   * controllers holding finalizers on it wait for)
+   */
+  | {
+      type: 'deleteTenant';
+      namespace: string;
+      name: string;
+      uid: string;
+      gracePeriodSeconds?: number;
+      status?: Record<string, unknown>;
+    }
   /** keep a super Secret holding a token minted by the tenant apiserver for this Pod's service account */
   | {
       type: 'serviceAccountToken';
