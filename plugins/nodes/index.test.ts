@@ -158,36 +158,36 @@ interface Case {
 const cases: Case[] = [
   {
     name: 'a tenant Pod bound to the node: the vNode mirrors the super node and points at the vn-agent on the node',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     want: { object: mirrored() },
   },
   {
     name: 'the vn-agent host and port come from pluginConfig.vnAgent',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { vnAgent: { host: 'vn-agent.example', port: 10666 } },
     want: { object: mirrored({ host: 'vn-agent.example', port: 10666 }) },
   },
   {
     name: 'the vn-agent host and port come from pluginConfig.nodes.vnAgent',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { nodes: { vnAgent: { host: 'vn-agent.example', port: 10666 } } },
     want: { object: mirrored({ host: 'vn-agent.example', port: 10666 }) },
   },
   {
     name: 'pluginConfig.nodes.vnAgent wins over the 0.1 top-level pluginConfig.vnAgent',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { nodes: { vnAgent: { port: 10888 } }, vnAgent: { host: 'old.example', port: 10666 } },
     want: { object: mirrored({ port: 10888 }) },
   },
   {
     name: 'a vn-agent port without host keeps the node InternalIP',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { vnAgent: { port: 10777 } },
     want: { object: mirrored({ port: 10777 }) },
   },
   {
     name: 'pluginConfig.nodes.extraLabels shows more super labels: exact keys and prefixes ending in /',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { nodes: { extraLabels: ['platform.example/rack', 'pool.platform.example/'] } },
     want: {
       object: mirrored({ extraLabels: { 'platform.example/rack': 'r12', 'pool.platform.example/tenants': 'gold' } }),
@@ -195,7 +195,7 @@ const cases: Case[] = [
   },
   {
     name: 'an extraLabels prefix without the trailing / is an exact key, not a prefix',
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { nodes: { extraLabels: ['pool.platform.example'] } },
     want: { object: mirrored() },
   },
@@ -208,13 +208,13 @@ const cases: Case[] = [
   {
     name: 'an existing vNode is updated in place: tenant-set metadata survives, super changes follow',
     vNode: existing(),
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5' } }) },
   },
   {
     name: 'a Pod reappearing on an empty vNode clears the empty-since mark',
     vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(60), keep: 'me' }),
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { keep: 'me' } } }) },
   },
   {
@@ -274,6 +274,11 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'a tenant Pod naming the node in spec.nodeName itself (no super Pod there): no vNode, nothing learnt',
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: null },
+  },
+  {
     name: 'no Pod and no vNode: nothing is created',
     want: { object: null },
   },
@@ -281,7 +286,7 @@ const cases: Case[] = [
     name: 'the super node is gone: the vNode is deleted even with Pods bound',
     superNode: undefined,
     vNode: existing(),
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     want: { object: null },
   },
 ];
@@ -338,7 +343,7 @@ interface ViewCase {
   tenant: ReturnType<typeof testTenant>;
   superNode: Node;
   vNode?: Node;
-  tenantPods?: Pod[];
+  superPods?: Pod[];
   want: Decision<Node>;
 }
 
@@ -405,7 +410,7 @@ const viewCases: ViewCase[] = [
     name: 'schedulable view: the tenant Pods on a node outside the placement still show it',
     tenant: schedulable(),
     superNode: withLabel('silver'),
-    tenantPods: [tenantPodOn('node-1')],
+    superPods: [superPodOn('node-1', KEY)],
     want: { object: mirrored() },
   },
   {
@@ -426,8 +431,8 @@ describe('nodes plugin: the policy view (nodes.view)', () => {
   it.each(viewCases)('$name', (c) => {
     const ctx = testContext({
       tenant: c.tenant,
-      tenantCache: new MapCache([[R.pods, c.tenantPods ?? []]]),
-      superCache: new MapCache([[R.pods, []]]),
+      tenantCache: new MapCache([[R.pods, []]]),
+      superCache: new MapCache([[R.pods, c.superPods ?? []]]),
       now: NOW,
     });
     const vNode = c.vNode && structuredClone(c.vNode);

@@ -217,9 +217,11 @@ const nodeOf = (pod: KubeObject): string[] => {
   return node ? [node] : [];
 };
 
-/** tenantHasPodOn reports whether the tenant has a Pod on the node, bound in the tenant or running in the super. */
+/**
+ * tenantHasPodOn reports whether the tenant has a Pod on the node: a super Pod the syncer wrote for it, scheduled
+ * there. A tenant Pod's own spec.nodeName does not count: the tenant writes it, and could name any super node to see it.
+ */
 function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
-  if (ctx.tenantCache.list<Pod>(R.pods).some((p) => p.spec?.nodeName === node)) return true;
   return ctx.superCache
     .list<Pod>(R.pods)
     .some((p) => p.spec?.nodeName === node && provenanceOf(p)?.cluster === ctx.tenant.key);
