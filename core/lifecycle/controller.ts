@@ -64,6 +64,11 @@ export interface LifecycleOptions {
   tenantDefaults?: Omit<ManagerDefaults, 'pluginConfig'>;
   /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
   superCluster?: string;
+  /**
+   * checkSuperCluster tells whether spec.superCluster names a super cluster this manager serves: true, or why not.
+   * Absent, any name is accepted.
+   */
+  checkSuperCluster?: (name: string) => true | string;
   /** checks spec.pluginConfig against the loaded plugins' config schemas (PluginHost.validatePluginConfig) */
   validatePluginConfig?: (pluginConfig: Record<string, unknown> | undefined) => string[];
 }
@@ -177,6 +182,22 @@ export class VirtualClusterController {
       );
       await this.events.record(vc, 'Warning', 'InvalidSpec', message);
       return;
+    }
+    const pinned = vc.spec?.superCluster;
+    const known = pinned === undefined ? true : (this.o.checkSuperCluster?.(pinned) ?? true);
+    if (known !== true) {
+      // No syncer would serve it: the tenant is not handed on, and the name is looked up again (a super cluster may
+      // be registered meanwhile).
+      this.o.tenants.remove(root);
+      const message = `VirtualCluster ${key}: spec.superCluster ${JSON.stringify(pinned)}: ${known}`;
+      const changed = vc.status?.reason !== 'UnknownSuperCluster' || vc.status?.message !== message;
+      await this.setStatus(
+        vc,
+        { phase: 'Error', reason: 'UnknownSuperCluster', message },
+        ready('False', 'UnknownSuperCluster', message),
+      );
+      if (changed) await this.events.record(vc, 'Warning', 'UnknownSuperCluster', message);
+      return { requeueAfter: 15_000 };
     }
     const evaluation = this.evaluate(vc);
     if ('refused' in evaluation) return this.refuse(vc, key, evaluation.refused);
@@ -322,31 +343,7 @@ export class VirtualClusterController {
   }
 
   private tenantOf(vc: VirtualCluster, root: string, p: Provisioned, e: EffectiveSettings): Tenant {
-    const m = vc.metadata!;
-    return tenantFrom({
-      key: root,
-      vcName: m.name!,
-      vcNamespace: m.namespace!,
-      vcUid: m.uid!,
-      kubeconfig: p.kubeconfig,
-      apiserverEndpoint: p.apiserverEndpoint,
-      settings: {
-        ...vc.spec,
-        weight: e.weight,
-        podSecurityLevel: e.podSecurityLevel,
-        plugins: e.plugins,
-        pluginConfig: e.pluginConfig,
-        pods: e.pods,
-        runtimeClasses: e.runtimeClasses,
-        nodes: e.nodes,
-        copiedMetadata: e.copiedMetadata,
-        network: e.network,
-        services: e.services,
-        ingresses: e.ingresses,
-        endpoints: e.endpoints,
-        quota: { resourceQuota: e.quota.resourceQuota, limitRange: e.quota.limitRange, objects: e.quota.objects },
-      },
-    });
+    return tenantOfVirtualCluster(vc, root, p, e);
   }
 
   /**
@@ -582,3 +579,41 @@ function withEffective(vc: VirtualCluster, e: EffectiveSettings): VirtualCluster
 
 /** Phase is re-exported for callers that only need the controller module. */
 export type { Phase };
+
+/**
+ * tenantOfVirtualCluster is the syncer tenant of a Running VirtualCluster: its identity from metadata, its settings from
+ * the spec under the effective policy, its credentials from the provisioner (or the kubeconfig Secret the manager
+ * wrote). The manager's controller and a separate syncer process (MetaTenantRegistry) build tenants the same way.
+ */
+export function tenantOfVirtualCluster(
+  vc: VirtualCluster,
+  root: string,
+  p: Pick<Provisioned, 'kubeconfig' | 'apiserverEndpoint'>,
+  e: EffectiveSettings,
+): Tenant {
+  const m = vc.metadata!;
+  return tenantFrom({
+    key: root,
+    vcName: m.name!,
+    vcNamespace: m.namespace!,
+    vcUid: m.uid!,
+    kubeconfig: p.kubeconfig,
+    apiserverEndpoint: p.apiserverEndpoint,
+    settings: {
+      ...vc.spec,
+      weight: e.weight,
+      podSecurityLevel: e.podSecurityLevel,
+      plugins: e.plugins,
+      pluginConfig: e.pluginConfig,
+      pods: e.pods,
+      runtimeClasses: e.runtimeClasses,
+      nodes: e.nodes,
+      copiedMetadata: e.copiedMetadata,
+      network: e.network,
+      services: e.services,
+      ingresses: e.ingresses,
+      endpoints: e.endpoints,
+      quota: { resourceQuota: e.quota.resourceQuota, limitRange: e.quota.limitRange, objects: e.quota.objects },
+    },
+  });
+}

@@ -1,5 +1,5 @@
 import { isAlreadyExists, isConflict, isTimeout, type KubeClient, type KubeObject } from '../kube/client.ts';
-import { Informer } from '../kube/informer.ts';
+import { Informer, type EventHandler } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
 import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
@@ -13,8 +13,16 @@ import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
 import { patrol } from './patrol.ts';
-import { plan, planKey, type Plan, type Step } from './plan.ts';
+import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey, Router, superResources, tenantResources } from './routing.ts';
+import {
+  PLACEMENT_ANNOTATIONS,
+  placementChanged,
+  placementVerdict,
+  type PlacementKind,
+  type SignedPlacements,
+} from './placement.ts';
+import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
@@ -57,6 +65,12 @@ export interface SyncerOptions {
   patrolIntervalMs?: number;
   /** name of the super cluster, for logs */
   name?: string;
+  /**
+   * placement turns the placement filter on (several super clusters, with the namespace scheduler): this syncer then
+   * syncs only what the scheduler placed on `cluster`, as signed (placement.ts). Absent: everything of
+   * every tenant the registry reports is synced.
+   */
+  placement?: { cluster: string; signed: SignedPlacements };
 }
 
 /**
@@ -109,7 +123,7 @@ export class Syncer {
       queue: this.queue,
       superCache: this.superCache,
       resourcesFor: (t) => tenantResources(o.host, t),
-      handlerFor: (s, resource) => this.router.tenantHandler(s, resource),
+      handlerFor: (s, resource) => this.tenantHandler(s, resource),
       onServed: (s) => this.replaySuper(s),
       onSettingsChanged: (s) => this.replayTenant(s),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
@@ -273,6 +287,72 @@ export class Syncer {
     this.replaySuper(s);
   }
 
+  /**
+   * tenantHandler is the router's handler of a tenant informer; with the placement filter on, a namespace whose
+   * placement changed also replays every object of that namespace, so a super cluster the namespace gains gets them.
+   */
+  private tenantHandler(s: TenantSession, resource: string): EventHandler<KubeObject> {
+    const h = this.router.tenantHandler(s, resource);
+    if (!this.o.placement || resource !== R.namespaces.resource) return h;
+    return {
+      ...h,
+      onUpdate: (a, b) => {
+        h.onUpdate?.(a, b);
+        if (placementChanged(a, b, PLACEMENT_ANNOTATIONS)) this.replayNamespace(s, b.metadata?.name ?? '');
+      },
+    };
+  }
+
+  /** replayNamespace plans every object of one tenant namespace again. */
+  private replayNamespace(s: TenantSession, namespace: string): void {
+    log.info({ tenant: s.tenant.key, namespace, superCluster: this.o.name }, 'placement changed; planning again');
+    for (const [name, inf] of s.informers) {
+      if (name === R.namespaces.resource) continue;
+      const h = this.router.tenantHandler(s, name);
+      for (const obj of inf.list()) if (obj.metadata?.namespace === namespace) h.onAdd?.(obj);
+    }
+  }
+
+  /**
+   * placed applies the placement filter to a key (placement.ts). A key whose tenant object is gone is always
+   * reconciled: deleting a tenant object deletes its super copy wherever it was synced. One that is no longer placed
+   * here is left as it is (neither updated nor deleted) until the tenant deletes it or the super cluster is drained.
+   * Known limit: with the filter on, a vNode whose super node is deleted is deleted by no syncer (README).
+   */
+  private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): boolean {
+    const pl = this.o.placement;
+    if (!pl) return true;
+    const r = p.manifest.resource!;
+    const obj = s.cache.get(r, k.namespace || undefined, k.name);
+    if (!obj) return true;
+    // What flows up (vNodes, PVs, public classes) comes from every super cluster the tenant is on: a tenant object
+    // whose source this super cluster does not have is another super cluster's, and is left to its syncer.
+    if (p.manifest.sourceOfTruth === 'super') {
+      const loc = superLocation(p, this.context(s), k);
+      return !!this.superCache.get(r, loc.namespace, loc.name);
+    }
+    const core = !r.group;
+    const kind: PlacementKind =
+      core && r.resource === R.namespaces.resource
+        ? 'namespace'
+        : !k.namespace
+          ? 'cluster'
+          : core && r.resource === R.pods.resource
+            ? 'pod'
+            : 'namespaced';
+    const nsName = kind === 'namespace' ? k.name : k.namespace;
+    const v = placementVerdict({
+      cluster: pl.cluster,
+      tenant: s.tenant.key,
+      kind,
+      namespace: kind === 'cluster' ? undefined : s.cache.get(R.namespaces, undefined, nsName),
+      pod: kind === 'pod' ? obj : undefined,
+      signed: pl.signed,
+    });
+    if (!v.sync) log.debug({ tenant: k.tenant, plugin: k.plugin, key: k, reason: v.reason }, v.message);
+    return v.sync;
+  }
+
   private context(s: TenantSession): PluginContext {
     return { tenant: s.view, names: s.names, tenantCache: s.cache, superCache: this.superCache, now: new Date() };
   }
@@ -282,6 +362,7 @@ export class Syncer {
     const s = this.sessions.get(k.tenant);
     const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
     if (!s?.ready || !p?.manifest.resource || !this.o.host.enabledFor(s.view, k.plugin)) return undefined;
+    if (!this.placed(s, p, k)) return undefined;
     return { s, p };
   }
 

@@ -65,6 +65,30 @@ program
     await m.stop();
   });
 
+program
+  .command('syncer')
+  .description("run one super cluster's syncer alone, with leader election on its own Lease (vc-syncer-<name>)")
+  .requiredOption(
+    '-c, --config <file>',
+    'manager configuration (ManagerConfiguration YAML), the same as the manager reads',
+  )
+  .requiredOption('--super-cluster <name>', 'the super cluster to sync, one of /superClusters')
+  .action(async (o: { config: string; superCluster: string }) => {
+    const { installProcessGuards } = await import('../guards.ts');
+    const guards = installProcessGuards();
+    const { loadManagerConfig } = await import('../manager/config.ts');
+    const { startManager } = await import('../manager/manager.ts');
+    const cfg = loadManagerConfig(o.config);
+    const m = await startManager(cfg, o.config, { syncerOnly: o.superCluster });
+    guards.onFatal(() => m.stop());
+    process.stderr.write(`syncer of ${o.superCluster} running; metrics and probes on 127.0.0.1:${m.opsPort}\n`);
+    await new Promise<void>((res) => {
+      process.once('SIGINT', res);
+      process.once('SIGTERM', res);
+    });
+    await m.stop();
+  });
+
 const plugins = program.command('plugins').description('syncer plugins');
 plugins
   .command('list')

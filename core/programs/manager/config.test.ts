@@ -127,3 +127,25 @@ describe('manager configuration', () => {
     expect(managerDefaults(loadManagerConfig(write('none.yaml', header)))).toStrictEqual({});
   });
 });
+
+describe('several super clusters in the configuration', () => {
+  it('accepts external super clusters and placedOnly, and gives static tenants their superCluster', () => {
+    write('r.kubeconfig', 'apiVersion: v1\nkind: Config\n');
+    const f = write(
+      'multi.yaml',
+      `${header}superClusters:\n  - {name: r1}\n  - {name: r2, kubeconfig: r.kubeconfig, external: true}\n` +
+        `syncer: {placedOnly: true}\n` +
+        `tenants:\n  - {name: a, namespace: t, uid: u, kubeconfig: r.kubeconfig, superCluster: r2}\n` +
+        `  - {name: b, namespace: t, uid: v, kubeconfig: r.kubeconfig}\n`,
+    );
+    const cfg = loadManagerConfig(f);
+    expect(cfg.superClusters?.[1]).toMatchObject({ name: 'r2', external: true, kubeconfig: join(dir, 'r.kubeconfig') });
+    expect(cfg.syncer?.placedOnly).toBe(true);
+    expect(staticTenants(cfg, f).map((t) => t.superCluster)).toEqual(['r2', undefined]);
+  });
+
+  it('refuses placedOnly that is not a boolean, naming the field', () => {
+    const f = write('bad-placed.yaml', `${header}syncer: {placedOnly: yes-please}\n`);
+    expect(() => loadManagerConfig(f)).toThrow(/placedOnly/);
+  });
+});

@@ -12,7 +12,7 @@ import { SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
 export interface ManagerConfig {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1';
   kind: 'ManagerConfiguration';
-  superClusters?: Array<{ name: string; kubeconfig?: string }>;
+  superClusters?: Array<{ name: string; kubeconfig?: string; external?: boolean }>;
   superClusterRegistry?: {
     enabled?: boolean;
     namespace?: string;
@@ -25,6 +25,7 @@ export interface ManagerConfig {
     maxInFlightPerTenant?: number;
     tenantRequestTimeoutSeconds?: number;
     patrolIntervalSeconds?: number;
+    placedOnly?: boolean;
   };
   scheduler?: { enabled?: boolean; policy?: 'spread' | 'pack'; namespace?: string; workers?: number };
   leaderElection?: {

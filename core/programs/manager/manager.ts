@@ -12,10 +12,13 @@ import type { PluginHost } from '../../plugins/host.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { Syncer } from '../../syncer/syncer.ts';
 import { MutableTenantRegistry, type TenantRegistry } from '../../tenancy/tenant.ts';
+import { routedRegistry } from '../../tenancy/routing.ts';
+import { signedPlacements } from '../../syncer/placement.ts';
 import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/controller.ts';
 import { loadSigningKey } from '../../scheduler/signature.ts';
-import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
+import { ConfigError, managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
@@ -34,7 +37,19 @@ export const MANAGER_DEFAULTS = {
   syncer: { patrolIntervalSeconds: 60 },
   metrics: { host: '127.0.0.1', port: 0 },
   leaderElection: { namespace: 'kube-system', name: 'vc-manager' },
+  /** the Lease of `vc syncer --super-cluster <name>` is this prefix and the name */
+  syncerLeasePrefix: 'vc-syncer-',
 } as const;
+
+/** ManagerOptions change what startManager runs. */
+export interface ManagerOptions {
+  /**
+   * syncerOnly runs the syncer of this one super cluster and nothing else (`vc syncer --super-cluster`): no
+   * VirtualCluster lifecycle, GitOps, scheduler or registry; tenants of VirtualClusters read from the meta cluster;
+   * leader election on the Lease `vc-syncer-<name>`
+   */
+  syncerOnly?: string;
+}
 
 /** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
 export interface Manager {
@@ -70,30 +85,58 @@ async function clientFor(kubeconfig?: string): Promise<KubeClient> {
  * startManager loads the plugins, starts /metrics, /healthz and /readyz, and, while it holds the leader Lease (or
  * at once when leader election is off), one syncer per super cluster serving the configured tenants.
  */
-export async function startManager(cfg: ManagerConfig, file: string): Promise<Manager> {
+export async function startManager(cfg: ManagerConfig, file: string, o: ManagerOptions = {}): Promise<Manager> {
   const host = await pluginHostFromConfig('manager', cfg.plugins, {
     baseDir: dirname(resolve(file)),
     defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
   });
-  const supers = cfg.superClusters?.length ? cfg.superClusters : [{ name: 'default', kubeconfig: undefined }];
+  const supers: NonNullable<ManagerConfig['superClusters']> = cfg.superClusters?.length
+    ? cfg.superClusters
+    : [{ name: 'default', kubeconfig: undefined }];
+  const names = supers.map((s) => s.name);
+  if (o.syncerOnly !== undefined && !names.includes(o.syncerOnly))
+    throw new ConfigError(`${file}: /superClusters names no super cluster ${JSON.stringify(o.syncerOnly)}`);
+  const syncerOnly = o.syncerOnly !== undefined;
   const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
-  const registries = supers.map((s) => new MutableTenantRegistry(staticTenants(cfg, file, s.name)));
-  const lifecycle = cfg.virtualClusters?.enabled
-    ? await lifecycleController(cfg, clients[0]!, registries[0]!, host)
-    : undefined;
-  const gitops = cfg.gitops?.enabled
-    ? new GitOpsController({
-        meta: clients[0]!,
-        cacheRoot: cfg.gitops.cacheDir ?? MANAGER_DEFAULTS.gitops.cacheDir,
-        timeoutMs: (cfg.gitops.timeoutSeconds ?? MANAGER_DEFAULTS.gitops.timeoutSeconds) * 1000,
-        webhook: cfg.gitops.webhook,
-        addresses: { allowPrivateAddresses: cfg.gitops.allowPrivateAddresses },
-        limits: cfg.gitops.limits,
-        minIntervalMs: cfg.gitops.minIntervalSeconds === undefined ? undefined : cfg.gitops.minIntervalSeconds * 1000,
-        scope: { sources: cfg.gitops.policy?.sources, platformSources: declaredSources(cfg) },
-      })
-    : undefined;
-  const newSyncer = (name: string, superClient: KubeClient, registry: MutableTenantRegistry) =>
+  // One tenant set; each syncer serves the part routed to its super cluster (core/tenancy/routing.ts).
+  const tenants = new MutableTenantRegistry(staticTenants(cfg, file));
+  const signingNamespace =
+    cfg.scheduler?.namespace ?? cfg.leaderElection?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace;
+  // With the scheduler on, every syncer syncs only what it placed and signed there, unless syncer.placedOnly says no.
+  const placedOnly = cfg.syncer?.placedOnly ?? !!cfg.scheduler?.enabled;
+  const signed = placedOnly ? signedPlacements(await loadSigningKey(clients[0]!, signingNamespace)) : undefined;
+  const routed = (name: string) => routedRegistry(tenants, { cluster: name, home: names[0]!, everywhere: placedOnly });
+  const checkSuperCluster = (name: string): true | string =>
+    names.includes(name) ||
+    !!registry?.list().some((r) => r.name === name) ||
+    `no super cluster of that name is configured or registered (known: ${[
+      ...names,
+      ...(registry?.list() ?? []).map((r) => r.name),
+    ].join(', ')})`;
+  const lifecycle =
+    cfg.virtualClusters?.enabled && !syncerOnly
+      ? await lifecycleController(cfg, clients[0]!, tenants, host, checkSuperCluster)
+      : undefined;
+  // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
+  const metaTenants =
+    cfg.virtualClusters?.enabled && syncerOnly
+      ? new MetaTenantRegistry({ meta: clients[0]!, defaults: managerDefaults(cfg) })
+      : undefined;
+  metaTenants?.subscribe((e) => (e.type === 'upsert' ? tenants.upsert(e.tenant) : tenants.remove(e.key)));
+  const gitops =
+    cfg.gitops?.enabled && !syncerOnly
+      ? new GitOpsController({
+          meta: clients[0]!,
+          cacheRoot: cfg.gitops.cacheDir ?? MANAGER_DEFAULTS.gitops.cacheDir,
+          timeoutMs: (cfg.gitops.timeoutSeconds ?? MANAGER_DEFAULTS.gitops.timeoutSeconds) * 1000,
+          webhook: cfg.gitops.webhook,
+          addresses: { allowPrivateAddresses: cfg.gitops.allowPrivateAddresses },
+          limits: cfg.gitops.limits,
+          minIntervalMs: cfg.gitops.minIntervalSeconds === undefined ? undefined : cfg.gitops.minIntervalSeconds * 1000,
+          scope: { sources: cfg.gitops.policy?.sources, platformSources: declaredSources(cfg) },
+        })
+      : undefined;
+  const newSyncer = (name: string, superClient: KubeClient, registry: TenantRegistry) =>
     new Syncer({
       superClient,
       host,
@@ -106,8 +149,12 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
           : cfg.syncer.tenantRequestTimeoutSeconds * 1000,
       patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
       name,
+      placement: signed && { cluster: name, signed },
     });
-  const syncers = supers.map((s, i) => newSyncer(s.name, clients[i]!, registries[i]!));
+  // The manager runs a syncer for every super cluster not marked external; `vc syncer` the one it is given.
+  const syncers = supers.flatMap((s, i) =>
+    (syncerOnly ? s.name === o.syncerOnly : !s.external) ? [newSyncer(s.name, clients[i]!, routed(s.name))] : [],
+  );
   // Registered super clusters serve the tenants of the meta cluster (the first super cluster's registry); which of
   // their objects each one syncs is the syncer's placement decision.
   const reg = cfg.superClusterRegistry;
@@ -141,11 +188,12 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     if (terms++)
       syncers.splice(0, syncers.length, ...supers.map((s, i) => newSyncer(s.name, clients[i]!, registries[i]!)));
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
-    for (const src of cfg.gitops?.sources ?? [])
+    for (const src of syncerOnly ? [] : (cfg.gitops?.sources ?? []))
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     await Promise.all(syncers.map((s) => s.start()));
-    if (reg?.enabled) {
-      const r = new RegisteredSyncers((name, client) => newSyncer(name, client, registries[0]!));
+    await metaTenants?.start();
+    if (reg?.enabled && !syncerOnly) {
+      const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
       registered = r;
       registry = newRegistry();
       unwatchRegistry = registry.onChange((list) => void r.apply(list));
@@ -153,11 +201,11 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     }
     await lifecycle?.controller.start();
     await gitops?.start();
-    if (cfg.scheduler?.enabled) {
+    if (cfg.scheduler?.enabled && !syncerOnly) {
       const namespace =
         cfg.scheduler.namespace ?? cfg.leaderElection?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace;
       scheduler = new NamespaceScheduler({
-        tenants: allTenants(registries),
+        tenants,
         supers: schedulerSupers,
         signingKey: await loadSigningKey(clients[0]!, namespace),
         policy: cfg.scheduler.policy,
@@ -175,6 +223,7 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     scheduler = undefined;
     await gitops?.stop();
     await lifecycle?.controller.stop();
+    await metaTenants?.stop();
     // The registered syncers stop before the registry closes the clients they use.
     unwatchRegistry?.();
     await registered?.stop();
@@ -201,7 +250,10 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
     const elector = new LeaderElector({
       client: clients[0]!,
       namespace: le.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace,
-      name: le.name ?? MANAGER_DEFAULTS.leaderElection.name,
+      // A syncer process leads on a Lease of its own super cluster: the manager and each such syncer have one leader.
+      name: syncerOnly
+        ? `${MANAGER_DEFAULTS.syncerLeasePrefix}${o.syncerOnly}`
+        : (le.name ?? MANAGER_DEFAULTS.leaderElection.name),
       identity: `${hostname()}-${process.pid}`,
       leaseDurationSeconds: le.leaseDurationSeconds,
       renewDeadlineSeconds: le.renewDeadlineSeconds,
@@ -220,7 +272,10 @@ export async function startManager(cfg: ManagerConfig, file: string): Promise<Ma
   } else {
     await start();
   }
-  log.info({ opsPort: ops.port, superClusters: supers.map((s) => s.name), plugins: host.names() }, 'manager started');
+  log.info(
+    { opsPort: ops.port, superClusters: names, syncerOnly: o.syncerOnly, plugins: host.names() },
+    'manager started',
+  );
   return {
     opsPort: ops.port,
     isLeader: () => running,
@@ -261,6 +316,7 @@ async function lifecycleController(
   meta: KubeClient,
   tenants: MutableTenantRegistry,
   host: PluginHost,
+  checkSuperCluster: (name: string) => true | string,
 ) {
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
   const provisioners: Record<string, Provisioner> = {
@@ -278,21 +334,12 @@ async function lifecycleController(
     defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
     tenantDefaults: managerDefaults(cfg),
     validatePluginConfig: (c) => host.validatePluginConfig(c),
+    checkSuperCluster,
   });
   return {
     controller,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
-    },
-  };
-}
-
-/** allTenants is one registry reporting the tenants of every super cluster's registry. */
-function allTenants(registries: readonly TenantRegistry[]): TenantRegistry {
-  return {
-    subscribe(fn) {
-      const offs = registries.map((r) => r.subscribe(fn));
-      return () => offs.forEach((off) => off());
     },
   };
 }

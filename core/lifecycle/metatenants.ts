@@ -1,0 +1,123 @@
+import type { KubeClient, KubeObject } from '../kube/client.ts';
+import { Informer, objectKey } from '../kube/informer.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
+import { checkPolicies, type ManagerDefaults, type TenantPolicy } from '../tenancy/policy.ts';
+import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
+import { tenantOfVirtualCluster } from './controller.ts';
+import { kubeconfigSecretName, type VirtualCluster } from './types.ts';
+
+const log = childLogger({ controller: 'meta-tenants' });
+
+interface Secret extends KubeObject {
+  data?: Record<string, string>;
+}
+
+/** MetaTenantRegistryOptions configure MetaTenantRegistry. */
+export interface MetaTenantRegistryOptions {
+  meta: KubeClient;
+  /** the manager's tenant defaults and default plugin configuration, as the VirtualCluster controller has them */
+  defaults: ManagerDefaults;
+}
+
+/**
+ * MetaTenantRegistry reads the tenants of a syncer that runs apart from the manager (`vc syncer`) from the meta
+ * cluster: every Running VirtualCluster not being deleted, with the admin kubeconfig Secret the manager wrote for it
+ * (`<vc>-kubeconfig`, counted only with the manager's label and the VirtualCluster's uid as controlling owner) and
+ * the settings its TenantPolicy allows, built as the manager's controller builds them. Identity comes from metadata;
+ * the apiserver endpoint Pods use is the kubeconfig's server, not status. A spec the policy refuses keeps the
+ * tenant's last settings here, as the controller keeps the control plane on its last accepted ones.
+ */
+export class MetaTenantRegistry implements TenantRegistry {
+  private readonly vcs: Informer<VirtualCluster>;
+  private readonly policies: Informer<TenantPolicy>;
+  private readonly secrets: Informer<Secret>;
+  private readonly out = new MutableTenantRegistry();
+  private readonly served = new Map<string, string>();
+
+  constructor(private readonly o: MetaTenantRegistryOptions) {
+    this.vcs = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'meta-tenants-vcs' });
+    this.policies = new Informer<TenantPolicy>({
+      client: o.meta,
+      resource: R.tenantpolicies,
+      name: 'meta-tenants-policies',
+    });
+    this.secrets = new Informer<Secret>({
+      client: o.meta,
+      resource: R.secrets,
+      labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
+      name: 'meta-tenants-secrets',
+    });
+  }
+
+  /** start syncs the caches, reports the tenants, and follows changes. */
+  async start(): Promise<void> {
+    const all = () => this.refresh();
+    for (const inf of [this.vcs, this.policies, this.secrets] as Array<Informer<KubeObject>>) {
+      inf.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
+      inf.start();
+    }
+    await Promise.all([this.vcs.waitForSync(), this.policies.waitForSync(), this.secrets.waitForSync()]);
+    this.refresh();
+  }
+
+  /** stop stops the caches. */
+  async stop(): Promise<void> {
+    await Promise.all([this.vcs.stop(), this.policies.stop(), this.secrets.stop()]);
+  }
+
+  subscribe(fn: (e: TenantEvent) => void): () => void {
+    return this.out.subscribe(fn);
+  }
+
+  /** refresh recomputes every tenant; only those whose tenant changed are reported. */
+  private refresh(): void {
+    if (!this.vcs.hasSynced() || !this.policies.hasSynced() || !this.secrets.hasSynced()) return;
+    const seen = new Set<string>();
+    for (const vc of this.vcs.list()) {
+      const t = this.tenantOf(vc);
+      if (t === 'keep') {
+        const m = vc.metadata ?? {};
+        seen.add(rootNamespace(m.namespace ?? '', m.name ?? '', m.uid ?? ''));
+        continue;
+      }
+      if (!t) continue;
+      seen.add(t.key);
+      const stamp = JSON.stringify(t);
+      if (this.served.get(t.key) === stamp) continue;
+      this.served.set(t.key, stamp);
+      this.out.upsert(t);
+    }
+    for (const key of [...this.served.keys()]) {
+      if (seen.has(key)) continue;
+      this.served.delete(key);
+      this.out.remove(key);
+    }
+  }
+
+  private tenantOf(vc: VirtualCluster): Tenant | 'keep' | undefined {
+    const m = vc.metadata ?? {};
+    if (!m.namespace || !m.name || !m.uid || m.deletionTimestamp) return undefined;
+    if (vc.status?.phase !== 'Running' && vc.status?.phase !== 'Updating') return undefined;
+    const root = rootNamespace(m.namespace, m.name, m.uid);
+    const secret = this.secrets.get(`${m.namespace}/${kubeconfigSecretName(m.name)}`);
+    const owner = secret?.metadata?.ownerReferences?.find((r) => r.controller === true);
+    const b64 = secret?.data?.kubeconfig;
+    if (!b64 || owner?.uid !== m.uid) return undefined;
+    const r = checkPolicies(vc, this.policies.list(), this.o.defaults);
+    if (!('effective' in r)) {
+      log.warn({ vc: objectKey(vc) }, 'spec refused by its policy; the tenant keeps its last settings');
+      return this.served.has(root) ? 'keep' : undefined;
+    }
+    const kubeconfig = Buffer.from(b64, 'base64').toString('utf8');
+    return tenantOfVirtualCluster(vc, root, { kubeconfig, apiserverEndpoint: serverOf(kubeconfig) }, r.effective);
+  }
+}
+
+/** serverOf reads the host and port of the first cluster server in a kubeconfig. */
+function serverOf(kubeconfig: string): { host: string; port: number } | undefined {
+  const m = /^\s*server:\s*["']?https:\/\/(\[[^\]]+\]|[^:/"'\s]+)(?::(\d+))?/m.exec(kubeconfig);
+  if (!m) return undefined;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 443 };
+}

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../kube/client.ts';
+import { PLACEMENTS, SUPER_CLUSTER } from '../scheduler/annotations.ts';
+import { sign, SIGNATURE } from '../scheduler/signature.ts';
+import {
+  PLACEMENT_ANNOTATIONS,
+  placementChanged,
+  placementVerdict,
+  signedPlacements,
+  type PlacementKind,
+} from './placement.ts';
+
+const key = Buffer.alloc(32, 1);
+const signed = signedPlacements(key);
+const T = 'default-abc123-t1';
+
+/** ns is a tenant namespace; placements signed by the scheduler unless `forged`. */
+function ns(placements?: string, forged = false): KubeObject {
+  const m = { name: 'team', uid: 'nsuid', annotations: {} as Record<string, string> };
+  if (placements !== undefined) {
+    m.annotations[PLACEMENTS] = placements;
+    m.annotations[SIGNATURE] = forged
+      ? 'v1.forged'
+      : sign(key, { tenant: T, kind: 'Namespace', namespace: 'team', name: 'team', uid: 'nsuid', value: placements });
+  }
+  return { metadata: m };
+}
+
+function pod(cluster?: string, forged = false): KubeObject {
+  const m = { namespace: 'team', name: 'web-1', uid: 'poduid', annotations: {} as Record<string, string> };
+  if (cluster !== undefined) {
+    m.annotations[SUPER_CLUSTER] = cluster;
+    m.annotations[SIGNATURE] = forged
+      ? 'v1.forged'
+      : sign(key, { tenant: T, kind: 'Pod', namespace: 'team', name: 'web-1', uid: 'poduid', value: cluster });
+  }
+  return { metadata: m };
+}
+
+type Row = [string, PlacementKind, KubeObject | undefined, KubeObject | undefined, true | string];
+
+// The syncer asking is always the one of super cluster r1.
+const rows: Row[] = [
+  ['a cluster-scoped object goes everywhere', 'cluster', undefined, undefined, true],
+  ['an unplaced namespace is not synced', 'namespace', ns(), undefined, 'NamespaceNotPlaced'],
+  ['a namespace missing from the cache is not synced', 'namespaced', undefined, undefined, 'NamespaceNotPlaced'],
+  ['a namespace placed here', 'namespace', ns('{"r1":1}'), undefined, true],
+  ['a namespace spread here and elsewhere', 'namespace', ns('{"r1":1,"r2":1}'), undefined, true],
+  ['a namespace placed elsewhere only', 'namespace', ns('{"r2":2}'), undefined, 'NotPlacedHere'],
+  ['a forged placement counts as none', 'namespace', ns('{"r1":1}', true), undefined, 'NamespaceNotPlaced'],
+  ['a signed but malformed placement', 'namespace', ns('{"r1":0}'), undefined, 'MalformedPlacement'],
+  ['a ConfigMap of a namespace spread here', 'namespaced', ns('{"r1":1,"r2":1}'), undefined, true],
+  ['a ConfigMap of a namespace placed elsewhere', 'namespaced', ns('{"r2":1}'), undefined, 'NotPlacedHere'],
+  ['a Pod placed here', 'pod', ns('{"r1":1,"r2":1}'), pod('r1'), true],
+  ['a Pod placed on the other cluster', 'pod', ns('{"r1":1,"r2":1}'), pod('r2'), 'PodOnOtherCluster'],
+  ['a Pod not scheduled yet in a spread namespace', 'pod', ns('{"r1":1,"r2":1}'), pod(), 'PodNotScheduled'],
+  ['a Pod of a namespace placed whole here', 'pod', ns('{"r1":3}'), pod(), true],
+  ['a Pod of a namespace placed whole elsewhere', 'pod', ns('{"r2":1}'), pod(), 'NotPlacedHere'],
+  ['a Pod of an unplaced namespace', 'pod', ns(), pod(), 'NamespaceNotPlaced'],
+  [
+    'a Pod with a forged super cluster in a spread namespace',
+    'pod',
+    ns('{"r1":1,"r2":1}'),
+    pod('r1', true),
+    'PodNotScheduled',
+  ],
+  ['a Pod with a forged super cluster, namespace elsewhere', 'pod', ns('{"r2":1}'), pod('r1', true), 'NotPlacedHere'],
+  ['a forged Pod annotation cannot leave a whole placement', 'pod', ns('{"r1":1}'), pod('r2', true), true],
+  ['a Pod left here after its namespace lost r1 keeps being served', 'pod', ns('{"r2":1}'), pod('r1'), true],
+  ['a signed but malformed Pod annotation', 'pod', ns('{"r1":1}'), pod('R1!'), 'MalformedPlacement'],
+];
+
+describe('placementVerdict', () => {
+  it.each(rows)('%s', (_name, kind, namespace, p, want) => {
+    const v = placementVerdict({ cluster: 'r1', tenant: T, kind, namespace, pod: p, signed });
+    expect(v.sync ? true : v.reason).toBe(want);
+    if (!v.sync) expect(v.message).not.toBe('');
+  });
+
+  it('another tenant cannot reuse a signed namespace', () => {
+    const v = placementVerdict({
+      cluster: 'r1',
+      tenant: 'x-000000-t2',
+      kind: 'namespace',
+      namespace: ns('{"r1":1}'),
+      signed,
+    });
+    expect(v.sync).toBe(false);
+  });
+});
+
+describe('placementChanged', () => {
+  it.each([
+    [ns('{"r1":1}'), ns('{"r1":1}'), false],
+    [ns('{"r1":1}'), ns('{"r1":1,"r2":1}'), true],
+    [ns(), ns('{"r1":1}'), true],
+    [undefined, ns(), false],
+  ])('%#', (a, b, want) => {
+    expect(placementChanged(a, b, PLACEMENT_ANNOTATIONS)).toBe(want);
+  });
+});

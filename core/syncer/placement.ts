@@ -1,0 +1,131 @@
+import type { KubeObject } from '../kube/client.ts';
+import {
+  AnnotationError,
+  parsePlacements,
+  PLACEMENTS,
+  parseSuperCluster,
+  SUPER_CLUSTER,
+} from '../scheduler/annotations.ts';
+import { SIGNATURE, signedValue } from '../scheduler/signature.ts';
+
+/**
+ * The placement filter: with several super clusters, the syncer of super cluster X copies a tenant namespace and its
+ * objects to X only when the scheduler placed the namespace there, and a tenant Pod only when the scheduler put the
+ * Pod on X. Only signed values count (core/scheduler/signature.ts): a tenant can write the annotations itself, but
+ * not their signatures.
+ */
+
+/** SignedPlacements reads the scheduler's annotations of a tenant object, only when their signature verifies. */
+export interface SignedPlacements {
+  namespacePlacements(tenant: string, ns: KubeObject): string | undefined;
+  podSuperCluster(tenant: string, pod: KubeObject): string | undefined;
+}
+
+/** signedPlacements reads signed placements with the scheduler's signing key. */
+export function signedPlacements(key: Uint8Array): SignedPlacements {
+  return {
+    namespacePlacements: (tenant, ns) => signedValue(key, tenant, ns, PLACEMENTS, 'Namespace'),
+    podSuperCluster: (tenant, pod) => signedValue(key, tenant, pod, SUPER_CLUSTER, 'Pod'),
+  };
+}
+
+/** PLACEMENT_ANNOTATIONS are the annotations whose change on a tenant namespace may change where it is synced. */
+export const PLACEMENT_ANNOTATIONS = [PLACEMENTS, SIGNATURE] as const;
+
+/** PlacementKind is what a key is to the filter: a tenant namespace, a Pod, another namespaced object, or neither. */
+export type PlacementKind = 'namespace' | 'pod' | 'namespaced' | 'cluster';
+
+/** PLACEMENT_REASONS are why an object is not synced to this super cluster. */
+export const PLACEMENT_REASONS = [
+  'NamespaceNotPlaced',
+  'NotPlacedHere',
+  'PodNotScheduled',
+  'PodOnOtherCluster',
+  'MalformedPlacement',
+] as const;
+/** PlacementReason is one of PLACEMENT_REASONS. */
+export type PlacementReason = (typeof PLACEMENT_REASONS)[number];
+
+/** PlacementVerdict says whether the syncer of one super cluster syncs an object, and why not. */
+export type PlacementVerdict = { sync: true } | { sync: false; reason: PlacementReason; message: string };
+
+/** PlacementInput is what the filter reads: the super cluster, the tenant, the key's kind and the tenant objects. */
+export interface PlacementInput {
+  /** the super cluster this syncer serves */
+  cluster: string;
+  /** the tenant's cluster key */
+  tenant: string;
+  kind: PlacementKind;
+  /** the tenant namespace the object is in (or is), from the tenant cache; undefined when it is not there */
+  namespace?: KubeObject;
+  /** the tenant Pod, for kind 'pod' */
+  pod?: KubeObject;
+  signed: SignedPlacements;
+}
+
+const SYNC: PlacementVerdict = { sync: true };
+
+/**
+ * placementVerdict decides whether the syncer of `cluster` syncs an object that exists in the tenant:
+ * - cluster-scoped objects other than namespaces: yes (each syncer serves what its tenants need cluster-wide);
+ * - a Pod whose signed SUPER_CLUSTER is this cluster: yes, whatever the namespace's placements say now (a Pod is never
+ *   moved, and one left on a cluster its namespace no longer spans keeps being served until it ends); signed for
+ *   another cluster: no;
+ * - otherwise the namespace's signed PLACEMENTS decide: no placements (or an unsigned or malformed one) means nothing
+ *   is synced; a namespace and its other objects go wherever it is placed; a Pod without a super cluster only where
+ *   the namespace is placed whole, on this cluster alone.
+ * An annotation whose signature does not verify is read as absent.
+ */
+export function placementVerdict(i: PlacementInput): PlacementVerdict {
+  if (i.kind === 'cluster') return SYNC;
+  const nsName = i.namespace?.metadata?.name ?? '?';
+  if (i.kind === 'pod' && i.pod) {
+    const pinned = i.signed.podSuperCluster(i.tenant, i.pod);
+    if (pinned !== undefined) {
+      const where = `${i.pod.metadata?.namespace ?? '?'}/${i.pod.metadata?.name ?? '?'}`;
+      try {
+        parseSuperCluster(`Pod ${where}`, pinned);
+      } catch (e) {
+        return { sync: false, reason: 'MalformedPlacement', message: (e as Error).message };
+      }
+      return pinned === i.cluster
+        ? SYNC
+        : { sync: false, reason: 'PodOnOtherCluster', message: `Pod ${where} is placed on super cluster ${pinned}` };
+    }
+  }
+  const raw = i.namespace && i.signed.namespacePlacements(i.tenant, i.namespace);
+  if (raw === undefined)
+    return {
+      sync: false,
+      reason: 'NamespaceNotPlaced',
+      message: `namespace ${nsName} has no placement by the scheduler yet`,
+    };
+  let placements: ReadonlyMap<string, number>;
+  try {
+    placements = parsePlacements(`namespace ${nsName}`, raw);
+  } catch (e) {
+    if (e instanceof AnnotationError) return { sync: false, reason: 'MalformedPlacement', message: e.message };
+    throw e;
+  }
+  if (!placements.has(i.cluster))
+    return {
+      sync: false,
+      reason: 'NotPlacedHere',
+      message: `namespace ${nsName} is placed on ${[...placements.keys()].join(', ') || 'no super cluster'}`,
+    };
+  if (i.kind !== 'pod' || placements.size === 1) return SYNC;
+  return {
+    sync: false,
+    reason: 'PodNotScheduled',
+    message: `namespace ${nsName} spans ${[...placements.keys()].join(', ')} and the Pod has no super cluster yet`,
+  };
+}
+
+/** placementChanged reports whether a tenant namespace's placement annotations differ between two versions. */
+export function placementChanged(
+  a: KubeObject | undefined,
+  b: KubeObject | undefined,
+  keys: readonly string[],
+): boolean {
+  return keys.some((k) => a?.metadata?.annotations?.[k] !== b?.metadata?.annotations?.[k]);
+}

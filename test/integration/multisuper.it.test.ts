@@ -1,0 +1,231 @@
+/**
+ * Several super clusters, one syncer each, each syncing only what is placed on it (issue 14). Two local super clusters
+ * r1 and r2, two tenants with the same namespace name, and the manager with syncer.placedOnly. The scheduler
+ * controller is not part of this test: the test writes and signs the placements as the scheduler would, with the
+ * manager's signing key.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { LocalSuperCluster } from '../../core/local/supercluster.ts';
+import { loadManagerConfig } from '../../core/programs/manager/config.ts';
+import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
+import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+interface Pod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; conditions?: Array<{ type: string; reason?: string }> };
+}
+
+const crdDir = join(import.meta.dirname, '../../deploy/crds');
+
+describe('two super clusters, each syncer syncing only what is placed on it', () => {
+  let r1: TestSuper;
+  let r2: LocalSuperCluster;
+  let c2: KubeClient;
+  let dir: string;
+  let manager: Manager;
+  let x: KubeClient;
+  let y: KubeClient;
+  let z: KubeClient;
+  let key: Buffer;
+  const keyX = rootNamespace('team-x', 'x', 'uid-x');
+  const keyY = rootNamespace('team-y', 'y', 'uid-y');
+  const keyZ = rootNamespace('team-z', 'z', 'uid-z');
+
+  beforeAll(async () => {
+    r1 = await startTestSuper({ nodes: 1, name: 'r1' });
+    dir = mkdtempSync(join(tmpdir(), 'vc-multisuper-'));
+    r2 = await LocalSuperCluster.start({ stateDir: join(dir, 'r2'), nodes: 1, name: 'r2' });
+    c2 = await r2.cluster.client();
+    const cps = await Promise.all(
+      ['tenant-x', 'tenant-y', 'tenant-z'].map((n) => r1.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS })),
+    );
+    [x, y, z] = await Promise.all(cps.map((cp) => cp.client()));
+    // The lifecycle controller watches VirtualClusters and TenantPolicies: both CRDs, established.
+    for (const f of ['virtualclusters.yaml', 'tenantpolicies.yaml'])
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await r1.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    await eventually(() => Promise.all([r1.client.list(R.virtualclusters), r1.client.list(R.tenantpolicies)]));
+    const file = join(dir, 'manager.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ManagerConfiguration',
+        superClusters: [
+          { name: 'r1', kubeconfig: r1.sc.kubeconfigPath },
+          { name: 'r2', kubeconfig: r2.kubeconfigPath },
+        ],
+        syncer: { workers: 4, patrolIntervalSeconds: 0, placedOnly: true },
+        virtualClusters: { enabled: true },
+        tenants: [
+          { name: 'x', namespace: 'team-x', uid: 'uid-x', kubeconfig: cps[0]!.kubeconfigPath },
+          { name: 'y', namespace: 'team-y', uid: 'uid-y', kubeconfig: cps[1]!.kubeconfigPath },
+          { name: 'z', namespace: 'team-z', uid: 'uid-z', kubeconfig: cps[2]!.kubeconfigPath, superCluster: 'r2' },
+        ],
+      }),
+    );
+    manager = await startManager(loadManagerConfig(file), file);
+    key = await loadSigningKey(r1.client, 'kube-system');
+  }, 240_000);
+
+  afterAll(async () => {
+    await manager?.stop();
+    await r2?.stop();
+    await r1?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** place writes a namespace's placements and their signature, as the scheduler does. */
+  const place = async (c: KubeClient, tenant: string, ns: string, placements: string) => {
+    const uid = (await c.get(R.namespaces, undefined, ns)).metadata!.uid!;
+    const sig = sign(key, { tenant, kind: 'Namespace', namespace: ns, name: ns, uid, value: placements });
+    await c.patch(
+      R.namespaces,
+      undefined,
+      ns,
+      { metadata: { annotations: { [PLACEMENTS]: placements, [SIGNATURE]: sig } } },
+      'merge',
+    );
+  };
+
+  /** schedule writes a Pod's super cluster and its signature, as the scheduler does. */
+  const schedule = async (c: KubeClient, tenant: string, ns: string, name: string, cluster: string) => {
+    const uid = (await c.get(R.pods, ns, name)).metadata!.uid!;
+    const sig = sign(key, { tenant, kind: 'Pod', namespace: ns, name, uid, value: cluster });
+    await c.patch(
+      R.pods,
+      ns,
+      name,
+      { metadata: { annotations: { [SUPER_CLUSTER]: cluster, [SIGNATURE]: sig } } },
+      'merge',
+    );
+  };
+
+  const setup = async (c: KubeClient, ns: string) => {
+    await c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await eventually(() => c.get(R.serviceaccounts, ns, 'default'), 30_000);
+    await c.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'settings', namespace: ns },
+      data: { a: '1' },
+    });
+  };
+
+  const createPod = (c: KubeClient, ns: string, name: string) =>
+    c.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns },
+      spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '100m', memory: '100Mi' } } }] },
+    });
+
+  const running = (c: KubeClient, ns: string, name: string) =>
+    eventually(async () => {
+      const p = await c.get<Pod>(R.pods, ns, name);
+      expect(p.status?.phase).toBe('Running');
+      return p;
+    }, 60_000);
+
+  const superHas = async (c: KubeClient, tenant: string, ns: string, r: typeof R.pods, name: string) =>
+    !!(await c.getOrNull(r, superNamespace(tenant, ns), name));
+
+  it('syncs nothing of an unplaced namespace: its Pod stays Pending', async () => {
+    await setup(x, 'idle');
+    await createPod(x, 'idle', 'waiting');
+    await new Promise((r) => setTimeout(r, 3000));
+    for (const c of [r1.client, c2])
+      expect(await c.getOrNull(R.namespaces, undefined, superNamespace(keyX, 'idle'))).toBeNull();
+    expect((await x.get<Pod>(R.pods, 'idle', 'waiting')).status?.phase).toBe('Pending');
+  });
+
+  it("runs a spread namespace's Pods each on its own super cluster, the namespace's objects on both", async () => {
+    await setup(x, 'team');
+    await place(x, keyX, 'team', '{"r1":1,"r2":1}');
+    await eventually(async () => {
+      expect(await superHas(r1.client, keyX, 'team', R.configmaps, 'settings')).toBe(true);
+      expect(await superHas(c2, keyX, 'team', R.configmaps, 'settings')).toBe(true);
+    }, 30_000);
+    await createPod(x, 'team', 'web-1');
+    await schedule(x, keyX, 'team', 'web-1', 'r1');
+    await createPod(x, 'team', 'web-2');
+    await schedule(x, keyX, 'team', 'web-2', 'r2');
+    const [p1, p2] = await Promise.all([running(x, 'team', 'web-1'), running(x, 'team', 'web-2')]);
+    expect(await superHas(r1.client, keyX, 'team', R.pods, 'web-1')).toBe(true);
+    expect(await superHas(c2, keyX, 'team', R.pods, 'web-1')).toBe(false);
+    expect(await superHas(c2, keyX, 'team', R.pods, 'web-2')).toBe(true);
+    expect(await superHas(r1.client, keyX, 'team', R.pods, 'web-2')).toBe(false);
+    // Each on a vNode mirroring a node of its own super cluster (local super nodes are named after their cluster).
+    expect(p1.spec?.nodeName).toMatch(/^r1-node-/);
+    expect(p2.spec?.nodeName).toMatch(/^r2-node-/);
+    const vNodes = (await x.list(R.nodes)).items.map((n) => n.metadata?.name).sort();
+    expect(vNodes).toEqual([p1.spec!.nodeName, p2.spec!.nodeName].sort());
+  });
+
+  it('gives a super cluster a namespace gains the objects it already had', async () => {
+    await setup(x, 'grow');
+    await place(x, keyX, 'grow', '{"r1":1}');
+    await eventually(async () => expect(await superHas(r1.client, keyX, 'grow', R.configmaps, 'settings')).toBe(true));
+    expect(await c2.getOrNull(R.namespaces, undefined, superNamespace(keyX, 'grow'))).toBeNull();
+    await place(x, keyX, 'grow', '{"r1":1,"r2":1}');
+    await eventually(async () => expect(await superHas(c2, keyX, 'grow', R.configmaps, 'settings')).toBe(true), 30_000);
+  });
+
+  it('keeps two tenants with same-named namespaces apart on both super clusters', async () => {
+    await setup(y, 'team');
+    await place(y, keyY, 'team', '{"r1":1,"r2":1}');
+    await createPod(y, 'team', 'web-1');
+    await schedule(y, keyY, 'team', 'web-1', 'r2');
+    await running(y, 'team', 'web-1');
+    expect(await superHas(c2, keyY, 'team', R.pods, 'web-1')).toBe(true);
+    expect(superNamespace(keyY, 'team')).not.toBe(superNamespace(keyX, 'team'));
+    const owners = (await c2.list(R.pods, { labelSelector: LABEL.managedBy })).items.map((p) => p.metadata?.namespace);
+    expect(owners.sort()).toEqual([superNamespace(keyX, 'team'), superNamespace(keyY, 'team')].sort());
+    expect((await y.list(R.pods, { namespace: 'team' })).items.map((p) => p.metadata?.name)).toEqual(['web-1']);
+  });
+
+  it('serves a tenant pinned by spec.superCluster only on that super cluster', async () => {
+    await setup(z, 'team');
+    // Even a placement that names r1 does not bring a tenant pinned to r2 there: r1's syncer does not serve it.
+    await place(z, keyZ, 'team', '{"r1":1,"r2":1}');
+    await createPod(z, 'team', 'here');
+    await schedule(z, keyZ, 'team', 'here', 'r2');
+    await createPod(z, 'team', 'there');
+    await schedule(z, keyZ, 'team', 'there', 'r1');
+    await running(z, 'team', 'here');
+    expect(await superHas(c2, keyZ, 'team', R.pods, 'here')).toBe(true);
+    expect(await r1.client.getOrNull(R.namespaces, undefined, superNamespace(keyZ, 'team'))).toBeNull();
+    expect((await z.get<Pod>(R.pods, 'team', 'there')).status?.phase).toBe('Pending');
+  });
+
+  it('reports a VirtualCluster whose spec.superCluster names no super cluster', async () => {
+    await r1.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'lost', namespace: 'default' },
+      spec: { provisioner: { type: 'local' }, superCluster: 'r9' },
+    });
+    const vc = await eventually(async () => {
+      const v = await r1.client.get<KubeObject & { status?: { phase?: string; reason?: string; message?: string } }>(
+        R.virtualclusters,
+        'default',
+        'lost',
+      );
+      expect(v.status?.reason).toBe('UnknownSuperCluster');
+      return v;
+    }, 30_000);
+    expect(vc.status?.phase).toBe('Error');
+    expect(vc.status?.message).toMatch(/"r9".*known: r1, r2/);
+    expect(manager.isLeader()).toBe(true);
+  });
+});
