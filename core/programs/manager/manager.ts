@@ -152,9 +152,11 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       placement: signed && { cluster: name, signed },
     });
   // The manager runs a syncer for every super cluster not marked external; `vc syncer` the one it is given.
-  const syncers = supers.flatMap((s, i) =>
-    (syncerOnly ? s.name === o.syncerOnly : !s.external) ? [newSyncer(s.name, clients[i]!, routed(s.name))] : [],
-  );
+  const makeSyncers = () =>
+    supers.flatMap((s, i) =>
+      (syncerOnly ? s.name === o.syncerOnly : !s.external) ? [newSyncer(s.name, clients[i]!, routed(s.name))] : [],
+    );
+  const syncers = makeSyncers();
   // Registered super clusters serve the tenants of the meta cluster (the first super cluster's registry); which of
   // their objects each one syncs is the syncer's placement decision.
   const reg = cfg.superClusterRegistry;
@@ -185,8 +187,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   let terms = 0;
   const start = async () => {
     // A Syncer runs once: leadership lost and won again starts new ones (their caches are rebuilt anyway).
-    if (terms++)
-      syncers.splice(0, syncers.length, ...supers.map((s, i) => newSyncer(s.name, clients[i]!, registries[i]!)));
+    if (terms++) syncers.splice(0, syncers.length, ...makeSyncers());
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
     for (const src of syncerOnly ? [] : (cfg.gitops?.sources ?? []))
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
