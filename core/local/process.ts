@@ -123,6 +123,12 @@ export class ManagedProcess {
       await done;
       clearTimeout(timer);
     }
+    // A process this one started (containerd's shims, say) can hold its output pipe open after it exited: stop
+    // reading before the log file closes, or that output arrives at a closed stream.
+    for (const s of [this.child?.stdout, this.child?.stderr]) {
+      s?.unpipe();
+      s?.destroy();
+    }
     await new Promise<void>((res) => (this.out ? this.out.end(res) : res()));
     this.out = undefined;
   }
