@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ApiError, KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
+import { LABEL } from '../../names/names.ts';
 import { formatResources, type Resources } from '../../scheduler/annotations.ts';
 import { sumAllocatable } from '../../scheduler/capacity.ts';
 import { clusterState, kubeconfigSecretName, RegistrationError } from '../../scheduler/registration.ts';
@@ -200,6 +201,13 @@ export function registerSuperClusterCommands(program: Command): void {
             c.close();
           }
         }
+        // Like the registry, a Cluster in a tenant namespace (where synced tenant objects live) is not a registration.
+        const tenantNamespaces = new Set(
+          (await meta.listAll<KubeObject>(R.namespaces, { labelSelector: LABEL.cluster })).items.map(
+            (n) => n.metadata?.name,
+          ),
+        );
+        clusters = clusters.filter((c) => !tenantNamespaces.has(c.metadata.namespace));
         for (const c of clusters.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
           const ready = readyOf(c.status)?.status === 'True';
           const cap = ready ? await capacityOf(meta, c) : undefined;
