@@ -2,8 +2,8 @@ import type { ClusterState } from './capacity.ts';
 import type { RegisteredSuperCluster, SuperClusterSource } from './controller.ts';
 
 /**
- * StaticSuperClusters is a SuperClusterSource over a fixed list, for a manager configured with super clusters but no
- * registry, and for tests: setState changes a registration's state as a registry would (draining, unreachable).
+ * StaticSuperClusters is a SuperClusterSource over a fixed list, for tests and benchmarks without a registry:
+ * setState changes a registration's state as a registry would (draining, unreachable).
  */
 export class StaticSuperClusters implements SuperClusterSource {
   private readonly subs = new Set<() => void>();

@@ -104,15 +104,32 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     cfg.scheduler?.namespace ?? cfg.leaderElection?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace;
   // With the scheduler on, every syncer syncs only what it placed and signed there, unless syncer.placedOnly says no.
   const placedOnly = cfg.syncer?.placedOnly ?? !!cfg.scheduler?.enabled;
-  const signed = placedOnly ? signedPlacements(await loadSigningKey(clients[0]!, signingNamespace)) : undefined;
+  // One read (or first creation) of the signing key serves the syncers' filter and every scheduler term.
+  let key: ReturnType<typeof loadSigningKey> | undefined;
+  const signingKey = () =>
+    (key ??= loadSigningKey(clients[0]!, signingNamespace).catch((e: unknown) => {
+      key = undefined;
+      throw e;
+    }));
+  const signed = placedOnly ? signedPlacements(await signingKey()) : undefined;
+  // The live set: the statically configured super clusters (always ready), then the registered ones.
+  const liveSupers = (): RegisteredSuperCluster[] => [
+    ...supers.map((s, i) => ({
+      name: s.name,
+      namespace: '',
+      state: 'ready' as const,
+      client: clients[i]!,
+      kubeconfig: s.kubeconfig,
+    })),
+    ...(registry?.list() ?? []),
+  ];
   const routed = (name: string) => routedRegistry(tenants, { cluster: name, home: names[0]!, everywhere: placedOnly });
-  const checkSuperCluster = (name: string): true | string =>
-    names.includes(name) ||
-    !!registry?.list().some((r) => r.name === name) ||
-    `no super cluster of that name is configured or registered (known: ${[
-      ...names,
-      ...(registry?.list() ?? []).map((r) => r.name),
-    ].join(', ')})`;
+  const checkSuperCluster = (name: string): true | string => {
+    const known = liveSupers().map((r) => r.name);
+    return (
+      known.includes(name) || `no super cluster of that name is configured or registered (known: ${known.join(', ')})`
+    );
+  };
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
       ? await lifecycleController(cfg, clients[0]!, tenants, host, checkSuperCluster)
@@ -176,10 +193,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   // The namespace scheduler sees every tenant of every super cluster, and every super cluster: the statically
   // configured ones (always ready) and the registered ones.
   const schedulerSupers: SuperClusterSource = {
-    list: () => [
-      ...supers.map((s, i) => ({ name: s.name, state: 'ready' as const, client: clients[i]! })),
-      ...(registry?.list() ?? []),
-    ],
+    list: liveSupers,
     onChange: (cb) => registry?.onChange(() => cb()),
   };
   let scheduler: NamespaceScheduler | undefined;
@@ -203,15 +217,13 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     await lifecycle?.controller.start();
     await gitops?.start();
     if (cfg.scheduler?.enabled && !syncerOnly) {
-      const namespace =
-        cfg.scheduler.namespace ?? cfg.leaderElection?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace;
       scheduler = new NamespaceScheduler({
         tenants,
         supers: schedulerSupers,
-        signingKey: await loadSigningKey(clients[0]!, namespace),
+        signingKey: await signingKey(),
         policy: cfg.scheduler.policy,
         workers: cfg.scheduler.workers,
-        publish: { client: clients[0]!, namespace },
+        publish: { client: clients[0]!, namespace: signingNamespace },
       });
       await scheduler.start();
     }
@@ -291,16 +303,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       return registry;
     },
     registeredSyncers: () => registered?.syncers() ?? new Map(),
-    superClusters: () => [
-      ...supers.map((s, i) => ({
-        name: s.name,
-        namespace: '',
-        state: 'ready' as const,
-        client: clients[i]!,
-        kubeconfig: s.kubeconfig,
-      })),
-      ...(registry?.list() ?? []),
-    ],
+    superClusters: liveSupers,
     async stop() {
       stopElection.abort();
       await election;
