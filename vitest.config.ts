@@ -2,7 +2,16 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // Unit tests (`*.test.ts` next to the code) need no server. Integration tests (`test/**/*.it.test.ts`) start real
-// Kubernetes processes; they run one file at a time because this machine has two cores.
+// Kubernetes processes on free loopback ports and wait on them most of the time, so two files run at once after the
+// unit tests. Files that start real nodes change the host (bridges, iptables, sysctls, cgroups) and run last, one at
+// a time, so two real nodes never sweep each other's host state.
+// Integration files that start real nodes (directly or through `vc up`, whose default starts one when the host allows).
+const REAL_NODE_FILES = [
+  'test/realnode/**/*.it.test.ts',
+  'test/integration/walkthrough.it.test.ts',
+  'test/security/workload.it.test.ts',
+];
+
 export default defineConfig({
   // Inside the repository the plugin SDK's package name means its source (as tsconfig.json "paths" does for tsc), so
   // tests need no prior build; an installed plugin package resolves it to the built dist/ like any dependency.
@@ -25,6 +34,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           include: [
             'core/**/*.test.ts',
             'plugins/**/*.test.ts',
@@ -41,8 +51,22 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.it.test.ts'],
+          exclude: [...REAL_NODE_FILES, 'node_modules/**'],
           globalSetup: ['./test/build-dist.ts'],
-          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
+          testTimeout: 180_000,
+          hookTimeout: 240_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'realnode',
+          include: REAL_NODE_FILES,
+          globalSetup: ['./test/build-dist.ts'],
+          sequence: { groupOrder: 2 },
+          maxWorkers: 1,
           testTimeout: 180_000,
           hookTimeout: 240_000,
         },

@@ -7,5 +7,8 @@ import { fromPackageRoot } from '../core/paths.ts';
  * nothing changed).
  */
 export default function setup(): void {
+  // Two projects (integration, realnode) share this setup in one vitest process: build once.
+  if (process.env.VC_TEST_DIST_BUILT === '1') return;
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: fromPackageRoot(), stdio: 'inherit' });
+  process.env.VC_TEST_DIST_BUILT = '1';
 }
