@@ -40,7 +40,8 @@ export async function startTestSuper(
   await ensureToolchain();
   const stateDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
   const { superClusters = 1, ...opts } = o;
-  const sc = await LocalSuperCluster.start({ nodes: 2, ...opts, stateDir });
+  // Real-node files of other checkouts may run on this host at the same time: wait for their nodes, not fail.
+  const sc = await LocalSuperCluster.start({ nodes: 2, realNodeLockWaitMs: 30 * 60_000, ...opts, stateDir });
   const client = await sc.cluster.client();
   const supers: TestSuper['supers'] = [];
   if (superClusters > 1) {

@@ -29,6 +29,7 @@ import {
   type RealNodePreflight,
 } from './nodehost.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
+import { describeOwner, hostLockHeld, hostLockOwner } from './hostlock.ts';
 
 /** REAL_NODE_LABEL marks a real node (kubelet + containerd on this host); kwok's nodes carry `type=kwok` instead. */
 export const REAL_NODE_LABEL = 'vc.tenancy.x-k8s.io/real-node';
@@ -702,6 +703,13 @@ export async function chooseRealNodes(requested?: number): Promise<RealNodeChoic
     if (requested !== undefined)
       throw new Error(`--real-nodes ${requested}: this host cannot run real nodes:\n  ${p.problems.join('\n  ')}`);
     return { count: 0, line: `real nodes: none, simulated (kwok) nodes only: ${p.problems.join('; ')}` };
+  }
+  const owner = hostLockOwner();
+  if (owner && (await hostLockHeld())) {
+    const why = `another set of real nodes runs on this host (${describeOwner(owner)})`;
+    if (requested !== undefined)
+      throw new Error(`--real-nodes ${requested}: ${why}; stop it first or use --real-nodes 0`);
+    return { count: 0, line: `real nodes: none, simulated (kwok) nodes only: ${why}` };
   }
   const n = requested ?? 1;
   const adapt = p.capSysResource ? '' : ', restrict_oom_score_adj (no CAP_SYS_RESOURCE)';

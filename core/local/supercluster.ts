@@ -4,6 +4,7 @@ import { LocalEtcd } from './etcd.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 import { freePorts } from './process.ts';
 import { RealNode, realNodePreflightHere } from './realnode.ts';
+import { acquireHostLock, type HostLock } from './hostlock.ts';
 
 /** SuperClusterOptions configure the local super cluster. */
 export interface SuperClusterOptions {
@@ -17,6 +18,11 @@ export interface SuperClusterOptions {
   restart?: boolean;
   /** number of real nodes (kubelet + containerd on this host, see core/local/realnode.ts; default 0) */
   realNodes?: number;
+  /**
+   * how long to wait for another set of real nodes on this host to stop (core/local/hostlock.ts; default 0: fail at
+   * once naming it)
+   */
+  realNodeLockWaitMs?: number;
 }
 
 /**
@@ -27,6 +33,7 @@ export class LocalSuperCluster {
   private readonly extra: LocalControlPlane[] = [];
   /** realNodes are the real nodes started with the super cluster. */
   readonly realNodes: RealNode[] = [];
+  private hostLock?: HostLock;
 
   private constructor(
     readonly stateDir: string,
@@ -61,7 +68,7 @@ export class LocalSuperCluster {
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster);
       try {
-        await sc.startRealNodes(name, o.realNodes ?? 0);
+        await sc.startRealNodes(name, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
       } catch (e) {
         await sc.stop();
         throw e;
@@ -73,9 +80,13 @@ export class LocalSuperCluster {
     }
   }
 
-  private async startRealNodes(name: string, n: number): Promise<void> {
+  private async startRealNodes(name: string, n: number, waitMs: number): Promise<void> {
     if (n <= 0) return;
     const preflight = await realNodePreflightHere();
+    this.hostLock = await acquireHostLock(this.stateDir, {
+      waitMs,
+      onWait: (owner) => process.stderr.write(`waiting for other real nodes on this host to stop (${owner})\n`),
+    });
     for (let i = 0; i < n; i++) {
       const nodeName = `${name}-real-${i}`;
       this.realNodes.push(
@@ -130,6 +141,8 @@ export class LocalSuperCluster {
   /** stop stops the real nodes (removing what they left on the host), every control plane it started, then etcd. */
   async stop(): Promise<void> {
     for (const n of this.realNodes.splice(0)) await n.stop();
+    await this.hostLock?.release();
+    this.hostLock = undefined;
     await Promise.all(this.extra.map((c) => c.stop()));
     await this.cluster.stop();
     await this.etcd.stop();
