@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { R } from '../../core/kube/resources.ts';
+import { formatMicroTime } from '../../core/leader/election.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
@@ -88,6 +89,8 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         // The test git server listens on 127.0.0.1, which git sources may reach only when the platform allows it.
         gitops: { enabled: true, cacheDir: join(dir, 'git-cache'), allowPrivateAddresses: ['127.0.0.0/8'] },
         syncer: { patrolIntervalSeconds: 0 },
+        // Leader election as in production (default durations), so the last test can take leadership away.
+        leaderElection: { enabled: true },
       }),
     );
     manager = await startManager(loadManagerConfig(file), file);
@@ -313,5 +316,29 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     }, 60_000);
     expect(await vc('eta')).toBeNull();
     expect(await vc('zeta')).not.toBeNull();
+  });
+
+  it('runs the GitOps and VirtualCluster controllers again in a second leadership term', async () => {
+    await eventually(() => expect(manager.isLeader()).toBe(true), 30_000);
+    const first = manager.gitops;
+    // Another candidate takes the Lease: this manager stops leading, then wins it back once that lease expires.
+    await t.client.patch(
+      R.leases,
+      'kube-system',
+      'vc-manager',
+      { spec: { holderIdentity: 'another-manager', leaseDurationSeconds: 3, renewTime: formatMicroTime(Date.now()) } },
+      'merge',
+    );
+    await eventually(() => expect(manager.isLeader()).toBe(false), 30_000);
+    await eventually(() => expect(manager.isLeader() && manager.gitops !== first).toBe(true), 60_000);
+    const rev = await git.commitFiles('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 9 }) }, 'weight 9');
+    await eventually(poke, 30_000);
+    await appliedRevision(rev);
+    expect((await vc('alpha'))?.spec.weight).toBe(9);
+    await eventually(async () => {
+      const a = await vc('alpha');
+      expect(a?.status?.observedGeneration).toBe(a?.metadata?.generation);
+      expect(a?.status?.phase).toBe('Running');
+    }, 90_000);
   });
 });

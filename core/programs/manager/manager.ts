@@ -56,7 +56,9 @@ export interface Manager {
   opsPort: number;
   /** isLeader reports whether this manager runs the controllers (always true without leader election) */
   isLeader(): boolean;
+  /** lifecycle is the VirtualCluster controller of the current leadership term, when configured */
   lifecycle?: VirtualClusterController;
+  /** gitops is the GitOps controller of the current leadership term, when configured */
   gitops?: GitOpsController;
   syncers: Syncer[];
   /** scheduler is the namespace scheduler while this manager leads, when configured */
@@ -132,7 +134,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   };
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
-      ? await lifecycleController(cfg, clients[0]!, tenants, host, checkSuperCluster)
+      ? lifecycleControllers(cfg, clients[0]!, tenants, host, checkSuperCluster)
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
   const metaTenants =
@@ -140,7 +142,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       ? new MetaTenantRegistry({ meta: clients[0]!, defaults: managerDefaults(cfg) })
       : undefined;
   metaTenants?.subscribe((e) => (e.type === 'upsert' ? tenants.upsert(e.tenant) : tenants.remove(e.key)));
-  const gitops =
+  // Controllers run once (their queues and informers end with a leadership term): one per term.
+  const newGitops = () =>
     cfg.gitops?.enabled && !syncerOnly
       ? new GitOpsController({
           meta: clients[0]!,
@@ -197,6 +200,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     onChange: (cb) => registry?.onChange(() => cb()),
   };
   let scheduler: NamespaceScheduler | undefined;
+  let virtualClusters: VirtualClusterController | undefined;
+  let gitops: GitOpsController | undefined;
   let running = false;
   let terms = 0;
   const start = async () => {
@@ -214,7 +219,9 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       unwatchRegistry = registry.onChange((list) => void r.apply(list));
       await registry.start();
     }
-    await lifecycle?.controller.start();
+    virtualClusters = lifecycle?.newController();
+    await virtualClusters?.start();
+    gitops = newGitops();
     await gitops?.start();
     if (cfg.scheduler?.enabled && !syncerOnly) {
       scheduler = new NamespaceScheduler({
@@ -235,7 +242,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     await scheduler?.stop();
     scheduler = undefined;
     await gitops?.stop();
-    await lifecycle?.controller.stop();
+    await virtualClusters?.stop();
     await metaTenants?.stop();
     // The registered syncers stop before the registry closes the clients they use.
     unwatchRegistry?.();
@@ -257,6 +264,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     ),
   ];
   const stopElection = new AbortController();
+  let lastTerm = Promise.resolve();
   let election: Promise<void> | undefined;
   if (cfg.leaderElection?.enabled) {
     const le = cfg.leaderElection;
@@ -272,10 +280,24 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       renewDeadlineSeconds: le.renewDeadlineSeconds,
       retryPeriodSeconds: le.retryPeriodSeconds,
       onStartedLeading: async (signal) => {
-        log.info('became leader; starting syncers');
-        await start();
-        await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
-        await halt();
+        // A lost lease does not wait for its term to halt before standing again: terms run one after another, so a
+        // new term never starts controllers while the last one still stops them.
+        const previous = lastTerm;
+        let ended = () => {};
+        lastTerm = new Promise<void>((res) => (ended = res));
+        try {
+          await previous;
+          if (signal.aborted) return;
+          log.info('became leader; starting syncers');
+          await start();
+          // Leadership can end while start() still runs (a slow cache sync): then the signal is already aborted and
+          // no abort event will come, so wait only for one that has not happened yet.
+          if (!signal.aborted)
+            await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
+          await halt();
+        } finally {
+          ended();
+        }
       },
       onStoppedLeading: () => log.info('stopped leading'),
     });
@@ -292,8 +314,12 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   return {
     opsPort: ops.port,
     isLeader: () => running,
-    lifecycle: lifecycle?.controller,
-    gitops,
+    get lifecycle() {
+      return virtualClusters;
+    },
+    get gitops() {
+      return gitops;
+    },
     syncers,
     get scheduler() {
       return scheduler;
@@ -307,6 +333,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     async stop() {
       stopElection.abort();
       await election;
+      await lastTerm;
       if (running) await halt();
       removeChecks.forEach((r) => r());
       await ops.close();
@@ -315,7 +342,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   };
 }
 
-async function lifecycleController(
+function lifecycleControllers(
   cfg: ManagerConfig,
   meta: KubeClient,
   tenants: MutableTenantRegistry,
@@ -329,19 +356,20 @@ async function lifecycleController(
   };
   const local = cfg.virtualClusters?.local;
   if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });
-  const controller = new VirtualClusterController({
-    meta,
-    superClient: meta,
-    provisioners,
-    tenants,
-    workers: cfg.virtualClusters?.workers,
-    defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
-    tenantDefaults: managerDefaults(cfg),
-    validatePluginConfig: (c) => host.validatePluginConfig(c),
-    checkSuperCluster,
-  });
+  const newController = () =>
+    new VirtualClusterController({
+      meta,
+      superClient: meta,
+      provisioners,
+      tenants,
+      workers: cfg.virtualClusters?.workers,
+      defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
+      tenantDefaults: managerDefaults(cfg),
+      validatePluginConfig: (c) => host.validatePluginConfig(c),
+      checkSuperCluster,
+    });
   return {
-    controller,
+    newController,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },
