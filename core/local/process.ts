@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
-import net from 'node:net';
 import { childLogger } from '../log.ts';
+import { pickPorts } from './ports.ts';
 
 const logger = childLogger({ controller: 'process' });
 
@@ -183,22 +183,9 @@ function signalGroup(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** freePorts reserves n distinct free TCP ports on 127.0.0.1 (held open together so none repeats, then released). */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers: net.Server[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const s = net.createServer();
-      await new Promise<void>((res, rej) => {
-        s.once('error', rej);
-        s.listen(0, '127.0.0.1', () => res());
-      });
-      servers.push(s);
-    }
-    return servers.map((s) => (s.address() as net.AddressInfo).port);
-  } finally {
-    await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
-  }
+/** freePorts returns n distinct free TCP ports on 127.0.0.1, reserved for this process until bound (see ports.ts). */
+export function freePorts(n: number): Promise<number[]> {
+  return pickPorts(n);
 }
 
 /** WaitOptions bound waitFor. */
