@@ -242,6 +242,10 @@ export class VirtualClusterController {
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
     const rootRefusal = rootNs && notOwnedRoot(rootNs, m.uid!);
     if (rootRefusal) return this.refuseNotOwned(vc, rootRefusal);
+    // A kubeconfig Secret or tenant-CA ConfigMap of that name that is not ours would refuse the tenant once it runs:
+    // refuse before starting a control plane for it (the writes check again, for one made in the meantime).
+    const metaRefusal = await this.foreignMetaObject(vc);
+    if (metaRefusal) return this.refuseNotOwned(vc, metaRefusal);
     if (rootNs)
       await this.o.superClient.apply(R.namespaces, guarded(rootNamespaceObject(m, root), rootNs), IDENTITY.manager);
     else
@@ -389,6 +393,20 @@ export class VirtualClusterController {
     const refusal = notOwnedObject(r.kind, existing, vcUid);
     if (refusal) return refusal;
     await this.o.meta.apply(r, guarded(desired, existing), IDENTITY.manager);
+    return undefined;
+  }
+
+  /** foreignMetaObject is the refusal for an existing kubeconfig Secret or tenant-CA ConfigMap not this VirtualCluster's. */
+  private async foreignMetaObject(vc: VirtualCluster): Promise<string | undefined> {
+    const m = vc.metadata!;
+    for (const [r, name] of [
+      [R.secrets, kubeconfigSecretName(m.name!)],
+      [R.configmaps, tenantCAConfigMapName(m.name!)],
+    ] as const) {
+      const existing = await this.o.meta.getOrNull(r, m.namespace, name);
+      const refusal = existing && notOwnedObject(r.kind, existing, m.uid!);
+      if (refusal) return refusal;
+    }
     return undefined;
   }
 
