@@ -12,7 +12,7 @@ import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
-import { patrol } from './patrol.ts';
+import { patrol, PatrolMemo } from './patrol.ts';
 import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey, Router, superResources, tenantResources } from './routing.ts';
 import {
@@ -92,6 +92,8 @@ export class Syncer {
   private readonly missingNamespaceRetries = new Map<string, number>();
   /** creates sent to the super cluster and not in its cache yet, counted against the tenants' caps */
   private readonly pending = new PendingCreates();
+  /** keys whose last patrol plan found nothing, with their objects' versions */
+  private readonly patrolMemo = new PatrolMemo();
   private readonly unwatchDepth: () => void;
   private unsubscribe?: () => void;
   private gate?: Promise<void>;
@@ -247,6 +249,8 @@ export class Syncer {
       superCache: this.superCache,
       router: this.router,
       plan: (key) => this.plan(key),
+      signature: (key) => this.signature(key),
+      memo: this.patrolMemo,
       enqueue: (key) => this.queue.add(key),
     });
     this.stats.patrolRuns++;
@@ -371,6 +375,19 @@ export class Syncer {
     const k = parseKey(key);
     const sp = this.served(k);
     return sp && planKey(this.o.host, sp.p, this.context(sp.s), k);
+  }
+
+  /** signature is the resourceVersions of the two objects a key's plan starts from ('' for one that is missing). */
+  private signature(key: string): string {
+    const k = parseKey(key);
+    const s = this.sessions.get(k.tenant);
+    const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
+    const r = p?.manifest.resource;
+    if (!s || !p || !r) return '';
+    const loc = superLocation(p, this.context(s), k);
+    const t = s.cache.get(r, k.namespace || undefined, k.name)?.metadata?.resourceVersion ?? '';
+    const sup = this.superCache.get(r, loc.namespace, loc.name)?.metadata?.resourceVersion ?? '';
+    return `${t}/${sup}`;
   }
 
   private async reconcile(key: string, signal: AbortSignal): Promise<Result> {
