@@ -77,6 +77,11 @@ describe('decide', () => {
     expect(decide(rec, 1000, 16_000, 'me')).toBe('acquire');
   });
 
+  it("takes another holder's lease at once when its process is known to be gone", () => {
+    expect(decide(held('other'), 1000, 1000, 'me', true)).toBe('acquire');
+    expect(decide(held('me'), 1000, 1000, 'me', true)).toBe('renew');
+  });
+
   it('ignores the remote timestamps: a long-past renewTime first seen now is still valid', () => {
     const stale = held('other', { renewTime: '1970-01-01T00:00:00.000000Z' });
     expect(decide(stale, 50_000, 50_000, 'me')).toBe('wait');

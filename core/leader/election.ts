@@ -64,17 +64,19 @@ export function sameRecord(a: LeaderRecord, b: LeaderRecord): boolean {
  * `observedAtMs`, the local monotonic time at which it first saw that exact record. Like client-go, a record held by
  * another candidate stays valid for its leaseDurationSeconds counted from our own observation, never from its
  * renewTime, so clock skew between candidates cannot end a lease early. The duration is the holder's, from the
- * record: it is what the holder promised to renew within.
+ * record: it is what the holder promised to renew within. `holderGone` (the holder's process is known to have
+ * ended, see local.ts) takes the lease at once.
  */
 export function decide(
   observed: LeaderRecord | null,
   observedAtMs: number,
   nowMs: number,
   identity: string,
+  holderGone = false,
 ): LeaseAction {
   if (!observed) return 'create';
   if (observed.holderIdentity === identity) return 'renew';
-  if (observed.holderIdentity === '') return 'acquire';
+  if (observed.holderIdentity === '' || holderGone) return 'acquire';
   return observedAtMs + observed.leaseDurationSeconds * 1000 > nowMs ? 'wait' : 'acquire';
 }
 
@@ -145,6 +147,12 @@ export interface LeaderElectorOptions {
   onNewLeader?(identity: string): void;
   /** give the lease up when run's signal aborts, so that another candidate takes over at once (default true) */
   releaseOnCancel?: boolean;
+  /**
+   * holderGone tells a holder identity whose process is known to have ended (killed without releasing the lease):
+   * its lease is taken at once instead of after its duration. Default: never known (local.ts has one for processes
+   * on the same host).
+   */
+  holderGone?(identity: string): boolean;
 }
 
 type Attempt = 'ok' | 'held' | 'failed';
@@ -155,7 +163,8 @@ type Attempt = 'ok' | 'held' | 'failed';
  * succeeded within the renew deadline or another holder shows up.
  */
 export class LeaderElector {
-  private readonly o: Required<Omit<LeaderElectorOptions, 'onNewLeader'>> & Pick<LeaderElectorOptions, 'onNewLeader'>;
+  private readonly o: Required<Omit<LeaderElectorOptions, 'onNewLeader' | 'holderGone'>> &
+    Pick<LeaderElectorOptions, 'onNewLeader' | 'holderGone'>;
   private readonly label: string;
   private readonly log: Logger;
   /** the Lease last read or written, whose resourceVersion guards the next update */
@@ -340,8 +349,11 @@ export class LeaderElector {
     if (lease) this.observe(lease);
     else this.observed = this.lease = null;
 
-    const decision = decide(this.observed, this.observedAt, performance.now(), this.o.identity);
+    const holder = this.observed?.holderIdentity ?? '';
+    const gone = !!holder && holder !== this.o.identity && !!this.o.holderGone?.(holder);
+    const decision = decide(this.observed, this.observedAt, performance.now(), this.o.identity, gone);
     if (decision === 'wait') return 'held';
+    if (gone) this.log.info({ holder }, "the holder's process has ended; taking the lease over without waiting it out");
     const rec = nextRecord(this.observed, this.o.identity, this.o.leaseDurationSeconds, Date.now());
     try {
       if (decision === 'create' || !lease) {

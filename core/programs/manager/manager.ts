@@ -1,10 +1,11 @@
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { GitOpsController } from '../../../gitops/controller.ts';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, type KubeObject } from '../../kube/client.ts';
 import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../../leader/election.ts';
+import { holderGone, localIdentity } from '../../leader/local.ts';
 import { childLogger } from '../../log.ts';
 import { IDENTITY } from '../../names/names.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../../metrics/ops.ts';
@@ -275,7 +276,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       name: syncerOnly
         ? `${MANAGER_DEFAULTS.syncerLeasePrefix}${o.syncerOnly}`
         : (le.name ?? MANAGER_DEFAULTS.leaderElection.name),
-      identity: `${hostname()}-${process.pid}`,
+      identity: localIdentity(),
+      holderGone: (id) => holderGone(id),
       leaseDurationSeconds: le.leaseDurationSeconds,
       renewDeadlineSeconds: le.renewDeadlineSeconds,
       retryPeriodSeconds: le.retryPeriodSeconds,
