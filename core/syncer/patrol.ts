@@ -1,9 +1,9 @@
 import { childLogger } from '../log.ts';
-import type { CacheReader, Effect, TenantView } from '../plugins/contract.ts';
+import type { CacheReader, Effect, PluginContext, ResourcePlugin, TenantView } from '../plugins/contract.ts';
 import { pluginErrorOf, reportPluginError } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { syncerMetrics } from './metrics.ts';
-import type { Plan } from './plan.ts';
+import { superLocation, type ObjectName, type Plan } from './plan.ts';
 import { makeKey, type Router } from './routing.ts';
 import type { TenantSession } from './tenants.ts';
 
@@ -29,8 +29,20 @@ export interface PatrolOptions {
   memo?: PatrolMemo;
 }
 
+/**
+ * signatureOf is the resourceVersions of the two objects a key's plan starts from, its tenant object and its super
+ * counterpart, read from the caches in ctx ('' for one that is missing).
+ */
+export function signatureOf(p: ResourcePlugin, ctx: PluginContext, k: ObjectName): string {
+  const r = p.manifest.resource!;
+  const loc = superLocation(p, ctx, k);
+  const t = ctx.tenantCache.get(r, k.namespace || undefined, k.name)?.metadata?.resourceVersion ?? '';
+  const s = ctx.superCache.get(r, loc.namespace, loc.name)?.metadata?.resourceVersion ?? '';
+  return `${t}/${s}`;
+}
+
 /** PATROL_FULL_EVERY is how many passes may go by before a key whose objects did not change is planned again anyway. */
-export const PATROL_FULL_EVERY = 30;
+export const PATROL_FULL_EVERY = 60;
 
 /** PatrolMemo remembers, per tenant session, the keys whose last plan found nothing, with their objects' versions. */
 export class PatrolMemo {

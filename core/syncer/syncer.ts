@@ -12,7 +12,7 @@ import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
 import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
-import { patrol, PatrolMemo } from './patrol.ts';
+import { patrol, PatrolMemo, signatureOf } from './patrol.ts';
 import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey, Router, superResources, tenantResources } from './routing.ts';
 import {
@@ -377,17 +377,12 @@ export class Syncer {
     return sp && planKey(this.o.host, sp.p, this.context(sp.s), k);
   }
 
-  /** signature is the resourceVersions of the two objects a key's plan starts from ('' for one that is missing). */
+  /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
   private signature(key: string): string {
     const k = parseKey(key);
     const s = this.sessions.get(k.tenant);
     const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
-    const r = p?.manifest.resource;
-    if (!s || !p || !r) return '';
-    const loc = superLocation(p, this.context(s), k);
-    const t = s.cache.get(r, k.namespace || undefined, k.name)?.metadata?.resourceVersion ?? '';
-    const sup = this.superCache.get(r, loc.namespace, loc.name)?.metadata?.resourceVersion ?? '';
-    return `${t}/${sup}`;
+    return s && p?.manifest.resource ? signatureOf(p, this.context(s), k) : '';
   }
 
   private async reconcile(key: string, signal: AbortSignal): Promise<Result> {

@@ -3,6 +3,8 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { controlPlaneBench } from './controlplane.ts';
 import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
+import { patrolBench } from './patrol.ts';
+import { restartBench } from './restart.ts';
 import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
 import { syncerBench, syncerScaleBench } from './syncer.ts';
@@ -27,6 +29,8 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   'slow-tenant': slowTenantBench,
   scheduler: schedulerBench,
   writes: writesBench,
+  patrol: patrolBench,
+  restart: restartBench,
 };
 
 const wanted = process.argv.slice(2);
