@@ -1,0 +1,223 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
+import { startTestSuper, type TestSuper } from '../harness.ts';
+import type { BenchResult } from './main.ts';
+import { pool, waitServiceAccount, waitUntil } from './syncer.ts';
+
+/**
+ * The restart benchmark: `vc manager` processes running the compiled program (dist/, as `vc` runs it), 2 tenants x
+ * BENCH_RESTART_PODS Pods synced, then two takeovers after `kill -9` of the leader: by a standby replica already
+ * running, and by a manager spawned only after the kill. For each: the time to the new leader, to serving (its queue
+ * drained and every Pod key reconciled once), and the writes it made (0 expected, nothing changed). Spawn figures
+ * are split into loading the program (until /metrics is served) and the rest.
+ */
+
+const VC = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+const DIST = join(import.meta.dirname, '../../dist/core/programs/cli/main.js');
+
+interface Manager {
+  child: ChildProcess;
+  port: number;
+  spawnedAt: number;
+  servingMetricsAt: number;
+  leaderAt?: number;
+}
+
+const round = (n: number) => Math.round(n);
+
+async function startManager(config: string): Promise<Manager> {
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [VC, 'manager', '-c', config], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info', VC_FROM_SOURCE: '' },
+  });
+  const m: Manager = { child, port: 0, spawnedAt, servingMetricsAt: 0 };
+  const onLine = (l: string) => {
+    if (l.includes('became leader')) m.leaderAt ??= performance.now();
+  };
+  createInterface({ input: child.stdout! }).on('line', onLine);
+  createInterface({ input: child.stderr! }).on('line', onLine);
+  m.port = await new Promise<number>((res, rej) => {
+    createInterface({ input: child.stderr! }).on('line', (l) => {
+      const x = /metrics and probes on 127\.0\.0\.1:(\d+)/.exec(l);
+      if (x) res(Number(x[1]));
+    });
+    child.once('exit', (c) => rej(new Error(`manager exited with ${c} before serving`)));
+  });
+  m.servingMetricsAt = performance.now();
+  return m;
+}
+
+async function kill(m: Manager): Promise<void> {
+  if (m.child.exitCode !== null || m.child.signalCode !== null) return;
+  const exited = new Promise((res) => m.child.once('exit', res));
+  m.child.kill('SIGKILL');
+  await exited;
+}
+
+/** metric sums one metric's samples on a manager's /metrics whose labels contain `match`. */
+async function metric(m: Manager, name: string, match = ''): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (match && !line.includes(match)) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+/** serving waits until a manager leads, its queue is drained and it has reconciled `pods` Pod keys. */
+async function serving(m: Manager, pods: number, tenants: number): Promise<number> {
+  await waitUntil(
+    async () => {
+      if (!m.leaderAt) return false;
+      const done = await metric(m, 'vc_syncer_sync_duration_seconds_count', 'plugin="pods"');
+      const depthLines = (await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text())
+        .split('\n')
+        .filter((l) => l.startsWith('vc_syncer_queue_depth{'));
+      const depth = depthLines.reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      const inFlight = await metric(m, 'vc_syncer_in_flight');
+      return done >= pods && depthLines.length === tenants && depth === 0 && inFlight === 0;
+    },
+    300_000,
+    () => 'new leader serving',
+    100,
+  );
+  return performance.now();
+}
+
+/** restartBench measures the takeovers after kill -9 of the leading manager. */
+export async function restartBench(): Promise<BenchResult> {
+  const T = 2;
+  const P = Number(process.env.BENCH_RESTART_PODS ?? 50);
+  const log = (msg: string) =>
+    process.stdout.write(`[restart-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+  if (!existsSync(DIST)) throw new Error('restart bench: run `npm run build` first (it measures the compiled program)');
+  const load0 = loadavg()[0]!;
+  let t: TestSuper | undefined;
+  const managers: Manager[] = [];
+  const clients: KubeClient[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'vc-restart-bench-'));
+  try {
+    t = await startTestSuper({ nodes: Math.ceil((T * P + 10) / 100) + 1 });
+    const cps = await Promise.all(
+      Array.from({ length: T }, (_, i) => t!.sc.addControlPlane(`tenant-${i}`, { controllers: TENANT_CONTROLLERS })),
+    );
+    clients.push(...(await Promise.all(cps.map((cp) => cp.client()))));
+    const lease = { leaseDurationSeconds: 10, renewDeadlineSeconds: 8, retryPeriodSeconds: 1 };
+    const config = join(dir, 'manager.yaml');
+    writeFileSync(
+      config,
+      stringify({
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ManagerConfiguration',
+        superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
+        syncer: { workers: 8, patrolIntervalSeconds: 0 },
+        leaderElection: { enabled: true, ...lease },
+        tenants: cps.map((cp, i) => ({
+          name: `t${i}`,
+          namespace: 'team',
+          uid: `uid-${i}`,
+          kubeconfig: cp.kubeconfigPath,
+          superCluster: 'one',
+        })),
+      }),
+    );
+    const first = await startManager(config);
+    managers.push(first);
+    const coldLoadMs = first.servingMetricsAt - first.spawnedAt;
+    await Promise.all(clients.map((c) => waitServiceAccount(c, 'default')));
+    log(`creating ${T} x ${P} Pods`);
+    const jobs = clients.flatMap((c) => Array.from({ length: P }, (_, j) => ({ c, name: `r-${j}` })));
+    await pool(jobs, 8, async ({ c, name }) => {
+      await c.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      });
+    });
+    await waitUntil(
+      async () => {
+        for (const c of clients) {
+          const pods = (await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' }))
+            .items;
+          if (pods.filter((p) => p.status?.phase === 'Running').length < P) return false;
+        }
+        return true;
+      },
+      600_000,
+      () => 'tenant Pods Running',
+      1000,
+    );
+    await serving(first, T * P, T);
+    log('synced; starting a standby replica');
+
+    // 1. A standby replica is already running when the leader is killed.
+    const standby = await startManager(config);
+    managers.push(standby);
+    const k1 = performance.now();
+    await kill(first);
+    const s1 = await serving(standby, T * P, T);
+    const standbyWrites = await metric(standby, 'vc_syncer_writes_total');
+    const standbyFig = {
+      killToLeaderMs: round(standby.leaderAt! - k1),
+      killToServingMs: round(s1 - k1),
+      writes: standbyWrites,
+    };
+    log(`standby takeover: ${JSON.stringify(standbyFig)}`);
+
+    // 2. No standby: a manager is spawned after the kill.
+    const k2 = performance.now();
+    await kill(standby);
+    const fresh = await startManager(config);
+    managers.push(fresh);
+    const s2 = await serving(fresh, T * P, T);
+    const freshWrites = await metric(fresh, 'vc_syncer_writes_total');
+    const freshFig = {
+      killToMetricsMs: round(fresh.servingMetricsAt - k2),
+      killToLeaderMs: round(fresh.leaderAt! - k2),
+      killToServingMs: round(s2 - k2),
+      writes: freshWrites,
+    };
+    log(`spawned after the kill: ${JSON.stringify(freshFig)} (load ${loadavg()[0]!.toFixed(1)})`);
+    return {
+      name: 'restart',
+      figures: {
+        pods: T * P,
+        loadAverageAtStart: Number(load0.toFixed(1)),
+        coldProgramLoadMs: round(coldLoadMs),
+        standbyKillToLeaderMs: standbyFig.killToLeaderMs,
+        standbyKillToServingMs: standbyFig.killToServingMs,
+        standbyWrites,
+        spawnKillToMetricsMs: freshFig.killToMetricsMs,
+        spawnKillToLeaderMs: freshFig.killToLeaderMs,
+        spawnKillToServingMs: freshFig.killToServingMs,
+        spawnWrites: freshWrites,
+        loadAverageAtEnd: Number(loadavg()[0]!.toFixed(1)),
+      },
+      detail: { tenants: T, podsPerTenant: P, lease, standby: standbyFig, spawned: freshFig },
+    };
+  } finally {
+    for (const m of managers) await kill(m);
+    for (const c of clients) c.close();
+    await t?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await ensureToolchain();
+  const r = await restartBench();
+  process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+}
