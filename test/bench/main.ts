@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { controlPlaneBench } from './controlplane.ts';
+import { faultsBench } from './faults.ts';
 import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
 import { patrolBench } from './patrol.ts';
@@ -31,9 +32,11 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   writes: writesBench,
   patrol: patrolBench,
   restart: restartBench,
+  faults: faultsBench,
 };
 
-const wanted = process.argv.slice(2);
+// Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.
+const wanted = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--case');
 await ensureToolchain();
 mkdirSync('bench-results', { recursive: true });
 const ran: BenchResult[] = [];
