@@ -77,7 +77,7 @@ export interface RequestOptions {
 
 /** ClientOptions configure a KubeClient. */
 export interface ClientOptions {
-  /** maxSockets caps the connections kept to the apiserver; default 64. */
+  /** maxSockets caps the connections of requests to the apiserver (watches have their own, uncapped); default 64. */
   maxSockets?: number;
   /**
    * timeoutMs bounds every request except watches: past it the client closes the connection and the call rejects
@@ -124,9 +124,17 @@ const patchContentType: Record<PatchType, string> = {
 
 /**
  * KubeClient is a small dynamic client over one apiserver: every verb for any resource, and streaming watches.
- * It reads credentials from a client-node KubeConfig and keeps connections alive through one agent.
+ * It reads credentials from a client-node KubeConfig and keeps connections alive through one agent for requests;
+ * watches get connections of their own (see watchAgent).
  */
 export class KubeClient {
+  /**
+   * watchAgent carries the watches, without a cap: a watch holds its connection for minutes, so on the capped request
+   * agent enough informers (a manager's, with a few tenants) would hold every socket and queue every other request,
+   * lease renewals included, until a watch ends.
+   */
+  private readonly watchAgent: http.Agent;
+
   private constructor(
     readonly server: URL,
     private readonly tls: https.RequestOptions,
@@ -134,7 +142,13 @@ export class KubeClient {
     readonly kubeConfig: KubeConfig,
     /** timeoutMs is the default bound of every request but watches (0: none); see ClientOptions. */
     readonly timeoutMs: number,
-  ) {}
+  ) {
+    const tlsOpts = pickTls(tls);
+    this.watchAgent =
+      server.protocol === 'https:'
+        ? new https.Agent({ keepAlive: true, ...tlsOpts })
+        : new http.Agent({ keepAlive: true, ...tlsOpts });
+  }
 
   /** KubeClient.fromKubeConfig builds a client for the current context of a loaded KubeConfig. */
   static async fromKubeConfig(kc: KubeConfig, opts: ClientOptions = {}): Promise<KubeClient> {
@@ -196,6 +210,7 @@ export class KubeClient {
   /** close frees the sockets kept alive for this client. */
   close(): void {
     this.agent.destroy();
+    this.watchAgent.destroy();
   }
 
   /** path returns the URL path of a collection or of one object. */
@@ -247,7 +262,7 @@ export class KubeClient {
     }
   }
 
-  private send(method: string, path: string, opts: RequestOptions): Promise<http.IncomingMessage> {
+  private send(method: string, path: string, opts: RequestOptions, agent?: http.Agent): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {}))
       if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
@@ -265,7 +280,7 @@ export class KubeClient {
     return new Promise((resolve, reject) => {
       const req = mod.request(
         url,
-        { method, headers, agent: this.agent, signal: opts.signal, ...pickTls(this.tls) },
+        { method, headers, agent: agent ?? this.agent, signal: opts.signal, ...pickTls(this.tls) },
         resolve,
       );
       req.on('error', reject);
@@ -400,7 +415,7 @@ export class KubeClient {
     try {
       // The request timeout bounds the wait for the answer's headers only; the stream has its own deadline below.
       res = await this.withDeadline('WATCH', path, { signal }, async (s) => {
-        const answer = await this.send('GET', path, { query: { ...query, watch: true }, signal: s });
+        const answer = await this.send('GET', path, { query: { ...query, watch: true }, signal: s }, this.watchAgent);
         const status = answer.statusCode ?? 0;
         if (status < 200 || status >= 300) throw toApiError(status, await readAll(answer, s), 'WATCH', path);
         return answer;

@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
 import { LeaderElector } from '../../core/leader/election.ts';
-import type { KubeObject } from '../../core/kube/client.ts';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 describe('runtime on a real super cluster', () => {
@@ -62,6 +63,30 @@ describe('runtime on a real super cluster', () => {
     expect(events).toEqual(['a started', 'a stopped', 'b started']);
     stopB.abort();
     await runB;
+  });
+
+  it('answers requests while watches hold as many connections as requests may use', async () => {
+    // A manager's informers hold more watches than its request connections: none of them may queue a request (a
+    // lease renewal) until a watch ends.
+    const kc = new KubeConfig();
+    kc.loadFromFile(t.sc.kubeconfigPath);
+    const c = await KubeClient.fromKubeConfig(kc, { maxSockets: 2 });
+    const stop = new AbortController();
+    try {
+      // Three watches on a client of two request connections; each shows the objects that exist, so it is open.
+      const seen = new Set<string>();
+      const watches = [R.configmaps, R.serviceaccounts, R.namespaces].map((r) =>
+        c.watch(r, { timeoutSeconds: 120 }, () => void seen.add(r.resource), stop.signal),
+      );
+      await eventually(() => expect(seen.size).toBe(3), 20_000);
+      const ns = await c.request('GET', '/api/v1/namespaces/default', { timeoutMs: 5000 });
+      expect(ns).toMatchObject({ metadata: { name: 'default' } });
+      stop.abort();
+      await Promise.all(watches);
+    } finally {
+      stop.abort();
+      c.close();
+    }
   });
 
   it('runs an extra apiserver on the shared etcd as an isolated control plane', async () => {
