@@ -84,6 +84,8 @@ interface ManagerProc {
   child: ChildProcess;
   id: number;
   startedAt: number;
+  /** when it logged that it serves (probes and /metrics): a standby ready to take the Lease */
+  readyAt?: number;
   /** when it logged that it became leader */
   leaderAt?: number;
   /** its warning and error lines (the last ones) */
@@ -244,6 +246,7 @@ export async function faultsBench(): Promise<BenchResult> {
       const m: ManagerProc = { child, id: nextId++, startedAt: performance.now(), log: [] };
       const onLine = (l: string) => {
         if (l.includes('became leader; starting syncers')) m.leaderAt ??= performance.now();
+        if (l.includes('manager running; metrics and probes')) m.readyAt ??= performance.now();
         if (/"level":[56]0/.test(l)) {
           m.log.push(l.slice(0, 600));
           if (m.log.length > 40) m.log.shift();
