@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -72,7 +72,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CLI = join(import.meta.dirname, '../../core/programs/cli/main.ts');
 const PODS_PER_NODE = 110;
 const CONCURRENCY = 16;
-const LEASE = { leaseDurationSeconds: 6, renewDeadlineSeconds: 4, retryPeriodSeconds: 1 };
+// Shorter than the defaults (15/10/2) for quicker handovers, as the restart test; 6/4/1 flapped on a loaded machine.
+const LEASE = { leaseDurationSeconds: 10, renewDeadlineSeconds: 8, retryPeriodSeconds: 1 };
 
 interface Pod extends KubeObject {
   spec?: { nodeName?: string };
@@ -111,6 +112,8 @@ interface CaseResult {
   orphaned: number;
   wrongOwner: number;
   tenantPodsNotRunning: number;
+  /** Pods the bench created that the system deleted from their tenant (counted in lost) */
+  tenantPodsDeletedBySystem: number;
   convergeSeconds: number;
   /** Pods per second from the first create to convergence (the baseline's without any fault) */
   podsPerSecond: number;
@@ -244,7 +247,11 @@ export async function faultsBench(): Promise<BenchResult> {
         },
       );
       const m: ManagerProc = { child, id: nextId++, startedAt: performance.now(), log: [] };
+      // Each manager's whole log is kept beside the results, for the handovers' story.
+      const file = createWriteStream(`bench-results/faults-manager-${m.id}.log`);
+      child.once('exit', (code, signal) => file.end(`exit ${code ?? signal}\n`));
       const onLine = (l: string) => {
+        file.write(`${l}\n`);
         if (l.includes('became leader; starting syncers')) m.leaderAt ??= performance.now();
         if (l.includes('manager running; metrics and probes')) m.readyAt ??= performance.now();
         if (/"level":[56]0/.test(l)) {
@@ -289,6 +296,9 @@ export async function faultsBench(): Promise<BenchResult> {
 
     // ---- helpers -----------------------------------------------------------------------------------------------
     const live = () => tenants.filter((x) => !x.deleted);
+    // The Pods the bench created and did not delete, per tenant: one that is gone was deleted by the system, a loss
+    // the end state alone cannot show.
+    const createdPods = new Map<BenchTenant, Set<string>>();
     const deletedKeys = () => tenants.filter((x) => x.deleted).map((x) => x.key);
     /** createPods creates the Pods, retrying what fails (a server down) until created, at most CONCURRENCY at once */
     const createPods = async (
@@ -302,6 +312,7 @@ export async function faultsBench(): Promise<BenchResult> {
         for (;;) {
           startedAt?.set(`${tenant.name}/${name}`, performance.now());
           try {
+            createdPods.set(tenant, (createdPods.get(tenant) ?? new Set()).add(name));
             await tenant.client.create(R.pods, {
               apiVersion: 'v1',
               kind: 'Pod',
@@ -321,7 +332,12 @@ export async function faultsBench(): Promise<BenchResult> {
     const spread = (n: number, prefix: string, over = live()) =>
       Array.from({ length: n }, (_, j) => ({ tenant: over[j % over.length]!, name: `${prefix}-${j}` }));
     /** check compares every live tenant's Pods with the super cluster's, and counts tenant Pods not yet Running. */
-    const check = async (): Promise<{ findings: CopyFindings; notRunning: number; pods: number }> => {
+    const check = async (): Promise<{
+      findings: CopyFindings;
+      notRunning: number;
+      pods: number;
+      vanished: string[];
+    }> => {
       const states = await Promise.all(
         live().map(async (x) => {
           const pods = (await x.client.listAll<Pod>(R.pods)).items.filter((p) => !p.metadata?.deletionTimestamp);
@@ -354,7 +370,11 @@ export async function faultsBench(): Promise<BenchResult> {
         (s, x) => s + x.pods.filter((p) => p.status?.phase !== 'Running' || !p.spec?.nodeName).length,
         0,
       );
-      return { findings, notRunning, pods: states.reduce((s, x) => s + x.pods.length, 0) };
+      const vanished = live().flatMap((x, i) => {
+        const have = new Set(states[i]!.pods.map((p) => p.metadata!.name!));
+        return [...(createdPods.get(x) ?? [])].filter((n) => !have.has(n)).map((n) => `${x.name}/default/${n}`);
+      });
+      return { findings, notRunning, pods: states.reduce((s, x) => s + x.pods.length, 0), vanished };
     };
     /** converge polls check until nothing is wrong, and reports the last check and the seconds since `from`. */
     const converge = async (label: string, from: number, deadlineMs = 600_000) => {
@@ -372,7 +392,8 @@ export async function faultsBench(): Promise<BenchResult> {
       log(
         `${label}: ${bad ? 'NOT converged' : 'converged'} after ${seconds.toFixed(1)} s: ${last.pods} tenant Pods, ` +
           `lost ${f.missing.length}, duplicated ${f.duplicates.length}, orphaned ${f.orphans.length}, wrong owner ` +
-          `${f.wrongOwner.length}, not Running ${last.notRunning}` +
+          `${f.wrongOwner.length}, not Running ${last.notRunning}, tenant Pods deleted by the system ` +
+          `${last.vanished.length}` +
           (bad
             ? `; e.g. ${JSON.stringify([...f.missing, ...f.duplicates, ...f.orphans, ...f.wrongOwner].slice(0, 5))}`
             : ''),
@@ -391,6 +412,7 @@ export async function faultsBench(): Promise<BenchResult> {
             .catch(() => undefined),
         ),
       );
+      for (const x of live()) createdPods.delete(x);
       const c = await converge(`${label} clean-up`, t0);
       if (findingsTotal(c.findings)) throw new Error(`${label}: clean-up left ${JSON.stringify(c.findings)}`);
     };
@@ -405,7 +427,8 @@ export async function faultsBench(): Promise<BenchResult> {
       const f = c.findings;
       const r: CaseResult = {
         pods,
-        lost: f.missing.length,
+        lost: f.missing.length + c.vanished.length,
+        tenantPodsDeletedBySystem: c.vanished.length,
         duplicated: f.duplicates.length,
         orphaned: f.orphans.length,
         wrongOwner: f.wrongOwner.length,
@@ -416,6 +439,7 @@ export async function faultsBench(): Promise<BenchResult> {
         ...extra,
       };
       if (findingsTotal(f)) r.findings = { ...f, missing: f.missing.slice(0, 20), orphans: f.orphans.slice(0, 20) };
+      if (c.vanished.length) r.vanished = c.vanished.slice(0, 20);
       results[name] = r;
       await clean(name);
       return r;
