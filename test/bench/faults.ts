@@ -87,7 +87,7 @@ interface ManagerProc {
   startedAt: number;
   /** when it logged that it serves (probes and /metrics): a standby ready to take the Lease */
   readyAt?: number;
-  /** when it logged that it became leader */
+  /** when it logged that it became leader, while it leads */
   leaderAt?: number;
   /** its warning and error lines (the last ones) */
   log: string[];
@@ -252,7 +252,9 @@ export async function faultsBench(): Promise<BenchResult> {
       child.once('exit', (code, signal) => file.end(`exit ${code ?? signal}\n`));
       const onLine = (l: string) => {
         file.write(`${l}\n`);
-        if (l.includes('became leader; starting syncers')) m.leaderAt ??= performance.now();
+        // The latest term only: a manager that lost the Lease may win it again later.
+        if (l.includes('became leader; starting syncers')) m.leaderAt = performance.now();
+        if (l.includes('"controller":"manager"') && l.includes('"msg":"stopped leading"')) m.leaderAt = undefined;
         if (l.includes('manager running; metrics and probes')) m.readyAt ??= performance.now();
         if (/"level":[56]0/.test(l)) {
           m.log.push(l.slice(0, 600));
