@@ -63,7 +63,7 @@ export interface SyncerOptions {
   tenantRequestTimeoutMs?: number;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
-  /** name of the super cluster, for logs */
+  /** name of the super cluster, for logs and for plugins (PluginContext.superCluster) */
   name?: string;
   /**
    * placement turns the placement filter on (several super clusters, with the namespace scheduler): this syncer then
@@ -358,7 +358,15 @@ export class Syncer {
   }
 
   private context(s: TenantSession): PluginContext {
-    return { tenant: s.view, names: s.names, tenantCache: s.cache, superCache: this.superCache, now: new Date() };
+    const ctx: PluginContext = {
+      tenant: s.view,
+      names: s.names,
+      tenantCache: s.cache,
+      superCache: this.superCache,
+      now: new Date(),
+    };
+    if (this.o.name !== undefined) ctx.superCluster = this.o.name;
+    return ctx;
   }
 
   /** served returns the session and plugin of a key when the key is to be reconciled now. */
