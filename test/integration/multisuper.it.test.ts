@@ -20,6 +20,7 @@ import { startManager, type Manager } from '../../core/programs/manager/manager.
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.ts';
+import { UP_OWNER_LABEL } from '../../core/syncer/placement.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert } from '../../core/pki/pki.ts';
@@ -414,6 +415,48 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
         expect(r.code).toBe(0);
         expect(r.stdout.trim()).toBe('kwok fake container log line 3');
       }
+    });
+
+    it('a public StorageClass of one name on both super clusters has one writer; the other takes over when it goes', async () => {
+      const sc = (provisioner: string) =>
+        ({
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'StorageClass',
+          metadata: { name: 'fast', labels: { [LABEL.public]: 'true' } },
+          provisioner,
+        }) as KubeObject;
+      await r1.client.create(R.storageclasses, sc('csi.r1'));
+      await c2.create(R.storageclasses, sc('csi.r2'));
+      type SC = KubeObject & { provisioner?: string };
+      const first = await eventually(async () => {
+        const got = await d.get<SC>(R.storageclasses, undefined, 'fast');
+        const owner = got.metadata?.labels?.[UP_OWNER_LABEL];
+        expect(owner).toMatch(/^r[12]$/);
+        expect(got.provisioner).toBe(`csi.${owner}`);
+        return got;
+      }, 30_000);
+      // Two writers would flip it back and forth: it stays as its owner wrote it.
+      await new Promise((r) => setTimeout(r, 3000));
+      const later = await d.get<SC>(R.storageclasses, undefined, 'fast');
+      expect(later.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
+      const owner = first.metadata!.labels![UP_OWNER_LABEL]!;
+      const other = owner === 'r1' ? 'r2' : 'r1';
+      await (owner === 'r1' ? r1.client : c2).delete(R.storageclasses, undefined, 'fast');
+      await eventually(async () => {
+        const got = await d.get<SC>(R.storageclasses, undefined, 'fast');
+        expect(got.metadata?.labels?.[UP_OWNER_LABEL]).toBe(other);
+        expect(got.provisioner).toBe(`csi.${other}`);
+      }, 30_000);
+    });
+
+    it("deletes the tenant's vNode of a deleted super node: its super cluster's syncer does", async () => {
+      const p = (await d.list<Pod>(R.pods, { namespace: 'demo' })).items.find(
+        (x) => x.metadata?.annotations?.[SUPER_CLUSTER] === 'r2',
+      )!;
+      const node = p.spec!.nodeName!;
+      expect((await d.get(R.nodes, undefined, node)).metadata?.labels?.[UP_OWNER_LABEL]).toBe('r2');
+      await c2.delete(R.nodes, undefined, node);
+      await eventually(async () => expect(await d.getOrNull(R.nodes, undefined, node)).toBeNull(), 30_000);
     });
   });
 });
