@@ -91,10 +91,11 @@ export async function schedulerBench(): Promise<BenchResult> {
   const closers: KubeClient[] = [];
   const signingKey = randomBytes(32);
   try {
-    // r2 and r3 run a kube-scheduler: the end-to-end phase runs Pods there.
+    // r2 and r3 are whole super clusters (controller-manager, scheduler, kwok node): the end-to-end phase runs Pods
+    // there.
     const extra = await Promise.all([
-      t.sc.addControlPlane('r2', { kwokNodes: 1, controllerManager: false, scheduler: true }),
-      t.sc.addControlPlane('r3', { kwokNodes: 1, controllerManager: false, scheduler: true }),
+      t.sc.addSuperCluster('r2', { nodes: 1 }),
+      t.sc.addSuperCluster('r3', { nodes: 1 }),
     ]);
     const superClients = [t.client, ...(await Promise.all(extra.map((cp) => cp.client())))];
     closers.push(...superClients.slice(1));
@@ -317,9 +318,9 @@ export async function schedulerBench(): Promise<BenchResult> {
       },
       detail: {
         real:
-          `${cps.length} tenant control planes (apiserver + controller-manager), 3 super clusters (r1 full, r2 and ` +
-          `r3 apiserver + kwok node) on one etcd; ${total} sliced namespaces, each real tenant holding ` +
-          `${total / cps.length}`,
+          `${cps.length} tenant control planes (apiserver + controller-manager) and one end-to-end tenant, 3 super ` +
+          `clusters (apiserver, controller-manager, scheduler, one kwok node each) on one etcd; ${total} sliced ` +
+          `namespaces, each real tenant holding ${total / cps.length}`,
         notReal:
           `${TENANTS} tenant sessions: the ${total} namespaces are held by ${cps.length} real tenants; the pure ` +
           `figures run the decision core alone for ${TENANTS} x ${NAMESPACES_PER_TENANT}`,
