@@ -197,6 +197,7 @@ export async function schedulerBench(): Promise<BenchResult> {
       100,
     );
     const wall = performance.now() - t0;
+    const namespacesPlaced = placedAt.size;
     const latencies = [...placedAt].map(([k, at]) => at - createdAt.get(k)!);
 
     // Pods: one per namespace in the first PODS namespaces, create to the scheduler's signed write.
@@ -299,7 +300,7 @@ export async function schedulerBench(): Promise<BenchResult> {
       figures: {
         pureDecisionsPerSecond: pure.perSecond,
         pureDecisionP99Us: pure.p99Us,
-        namespacesPlaced: placedAt.size,
+        namespacesPlaced,
         placementP50Ms: ms(percentile(latencies, 50)),
         placementP99Ms: ms(percentile(latencies, 99)),
         namespaceDecisionsPerSecond: total / (wall / 1000),
