@@ -7,6 +7,8 @@ import {
   placementChanged,
   placementVerdict,
   signedPlacements,
+  UP_OWNER_LABEL,
+  upOwned,
   type PlacementKind,
 } from './placement.ts';
 
@@ -97,5 +99,27 @@ describe('placementChanged', () => {
     [undefined, ns(), false],
   ])('%#', (a, b, want) => {
     expect(placementChanged(a, b, PLACEMENT_ANNOTATIONS)).toBe(want);
+  });
+});
+
+describe('upOwned: one syncer keeps each tenant object that flows up', () => {
+  const obj = (owner?: string): KubeObject => ({
+    metadata: { name: 'fast', labels: owner === undefined ? {} : { [UP_OWNER_LABEL]: owner } },
+  });
+  it.each([
+    { name: 'owned here, source here: updates it', owner: 'r1', hasSource: true, want: true },
+    { name: 'owned here, source gone (super node deleted): deletes it', owner: 'r1', hasSource: false, want: true },
+    {
+      name: "another super cluster's, same-named source here: leaves it (no fight)",
+      owner: 'r2',
+      hasSource: true,
+      want: false,
+    },
+    { name: "another super cluster's, no source here: leaves it", owner: 'r2', hasSource: false, want: false },
+    { name: 'no owner recorded, source here: takes it', owner: undefined, hasSource: true, want: true },
+    { name: 'no owner recorded, no source here: leaves it', owner: undefined, hasSource: false, want: false },
+    { name: 'an empty owner counts as none', owner: '', hasSource: false, want: false },
+  ])('$name', ({ owner, hasSource, want }) => {
+    expect(upOwned({ cluster: 'r1', tenantObj: obj(owner), hasSource })).toBe(want);
   });
 });

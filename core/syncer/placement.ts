@@ -7,6 +7,7 @@ import {
   SUPER_CLUSTER,
 } from '../scheduler/annotations.ts';
 import { SIGNATURE, signedValue } from '../scheduler/signature.ts';
+import { PREFIX } from '../names/names.ts';
 
 /**
  * The placement filter: with several super clusters, the syncer of super cluster X copies a tenant namespace and its
@@ -128,4 +129,23 @@ export function placementChanged(
   keys: readonly string[],
 ): boolean {
   return keys.some((k) => a?.metadata?.annotations?.[k] !== b?.metadata?.annotations?.[k]);
+}
+
+/**
+ * UP_OWNER_LABEL is set, with the placement filter on, on every tenant object that flows up from a super cluster (a
+ * vNode, a PV, a public RuntimeClass, PriorityClass or StorageClass): the super cluster whose syncer wrote it and
+ * alone keeps it (updates it, and deletes it once its source there is gone).
+ */
+export const UP_OWNER_LABEL = `${PREFIX}/super-cluster`;
+
+/**
+ * upOwned decides whether the syncer of `cluster` reconciles an existing tenant object that flows up: the one its
+ * UP_OWNER_LABEL names, else (an object written before the label, or one the tenant stripped of it) any syncer whose
+ * super cluster has the source. So a public class of the same name on two super clusters has one writer, the first to
+ * create it, and a vNode whose super node is deleted is deleted by its super cluster's syncer. When the owner deletes
+ * its copy, a super cluster that still has a source of that name creates it again as its own.
+ */
+export function upOwned(i: { cluster: string; tenantObj: KubeObject; hasSource: boolean }): boolean {
+  const owner = i.tenantObj.metadata?.labels?.[UP_OWNER_LABEL];
+  return owner ? owner === i.cluster : i.hasSource;
 }

@@ -10,6 +10,7 @@ import namespaces from '../../plugins/namespaces/index.ts';
 import pods from '../../plugins/pods/index.ts';
 import storageclasses from '../../plugins/storageclasses/index.ts';
 import { planKey, type Plan, type PlanHost } from './plan.ts';
+import { UP_OWNER_LABEL } from './placement.ts';
 
 /**
  * Planner tables: initial tenant state + initial super state -> expected steps, effects, skip and requeue, for every
@@ -385,6 +386,26 @@ describe('planKey', () => {
       superCache: new MapCache(row.superState),
     });
     expect(summary(planKey(noMutators, row.plugin, ctx, row.key))).toEqual(row.want);
+  });
+
+  it('with an up owner, records the super cluster on what flows up, also on a mirror that lacks or differs in it', () => {
+    const ctx = (tenantSCs: KubeObject[]) =>
+      testContext({
+        tenant,
+        tenantCache: new MapCache([[R.storageclasses, tenantSCs]]),
+        superCache: new MapCache([[R.storageclasses, [publicSC('csi.a')]]]),
+      });
+    const [create] = planKey(noMutators, storageclasses, ctx([]), scKey, undefined, 'r2').steps;
+    expect(create?.op === 'createTenant' && create.obj.metadata?.labels?.[UP_OWNER_LABEL]).toBe('r2');
+    const owned = tenantSC('csi.a');
+    owned.metadata!.labels = { ...owned.metadata!.labels, [UP_OWNER_LABEL]: 'r1' };
+    expect(summary(planKey(noMutators, storageclasses, ctx([owned]), scKey, undefined, 'r2'))).toEqual({
+      steps: ['patchTenant /fast'],
+      effects: [],
+    });
+    // Without an owner (one super cluster, or no placement filter) nothing is recorded.
+    const [plain] = planKey(noMutators, storageclasses, ctx([]), scKey).steps;
+    expect(plain?.op === 'createTenant' && plain.obj.metadata?.labels?.[UP_OWNER_LABEL]).toBeUndefined();
   });
 
   it('creates the super object with ownership stamped and server fields stripped', () => {

@@ -13,6 +13,7 @@ import type {
 import { callPlugin } from '../plugins/failures.ts';
 import { capRefusal, checkCaps, type PendingReader } from './caps.ts';
 import { diffSpec, diffStatus, forCreate } from './diff.ts';
+import { UP_OWNER_LABEL } from './placement.ts';
 
 /**
  * The planner: what reconciling one key would write, computed from the two objects and the caches alone. It is a
@@ -65,6 +66,8 @@ export interface PlanInput {
   superObj: KubeObject | undefined;
   /** creates sent and not in the super cache yet, which count against the tenant's caps (caps.ts) */
   pending?: PendingReader;
+  /** with the placement filter on, the super cluster recorded on what flows up (UP_OWNER_LABEL) */
+  upOwner?: string;
 }
 
 const nothing = (): Plan => ({ steps: [], effects: [] });
@@ -92,17 +95,18 @@ export function planKey(
   ctx: PluginContext,
   key: ObjectName,
   pending?: PendingReader,
+  upOwner?: string,
 ): Plan {
   const r = plugin.manifest.resource!;
   const loc = superLocation(plugin, ctx, key);
   const tenantObj = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
   const superObj = ctx.superCache.get(r, loc.namespace, loc.name);
-  return plan({ host, plugin, ctx, key, tenantObj, superObj, pending });
+  return plan({ host, plugin, ctx, key, tenantObj, superObj, pending, upOwner });
 }
 
 /** plan chooses the direction from which objects exist and the plugin's source of truth. */
 export function plan(i: PlanInput): Plan {
-  if (i.plugin.manifest.sourceOfTruth === 'super') return planUp(i.plugin, i.ctx, i.tenantObj, i.superObj);
+  if (i.plugin.manifest.sourceOfTruth === 'super') return planUp(i.plugin, i.ctx, i.tenantObj, i.superObj, i.upOwner);
   if (i.tenantObj && !i.superObj) return planOnlyTenant(i.host, i.plugin, i.ctx, i.tenantObj, i.pending);
   if (i.tenantObj && i.superObj) return planBoth(i.host, i.plugin, i.ctx, i.tenantObj, i.superObj, i.key, i.pending);
   if (!i.tenantObj && i.superObj) return planOnlySuper(i.ctx, i.superObj);
@@ -325,6 +329,7 @@ function planUp(
   ctx: PluginContext,
   tenantObj: KubeObject | undefined,
   superObj: KubeObject | undefined,
+  upOwner: string | undefined,
 ): Plan {
   if (!p.toTenant) return nothing();
   const toTenant = p.toTenant;
@@ -340,6 +345,7 @@ function planUp(
     return out;
   }
   const desired = markManaged(d.object);
+  if (upOwner !== undefined) desired.metadata!.labels![UP_OWNER_LABEL] = upOwner;
   if (!tenantObj) out.steps.push({ op: 'createTenant', obj: forCreate(desired) });
   else tenantDiff(out, tenantObj, desired);
   return out;

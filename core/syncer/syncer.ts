@@ -19,6 +19,7 @@ import {
   PLACEMENT_ANNOTATIONS,
   placementChanged,
   placementVerdict,
+  upOwned,
   type PlacementKind,
   type SignedPlacements,
 } from './placement.ts';
@@ -63,7 +64,7 @@ export interface SyncerOptions {
   tenantRequestTimeoutMs?: number;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
-  /** name of the super cluster, for logs */
+  /** name of the super cluster, for logs and for plugins (PluginContext.superCluster) */
   name?: string;
   /**
    * placement turns the placement filter on (several super clusters, with the namespace scheduler): this syncer then
@@ -321,7 +322,8 @@ export class Syncer {
    * placed applies the placement filter to a key (placement.ts). A key whose tenant object is gone is always
    * reconciled: deleting a tenant object deletes its super copy wherever it was synced. One that is no longer placed
    * here is left as it is (neither updated nor deleted) until the tenant deletes it or the super cluster is drained.
-   * Known limit: with the filter on, a vNode whose super node is deleted is deleted by no syncer (README).
+   * What flows up is kept by one syncer (upOwned): the one named by the object's UP_OWNER_LABEL, which also deletes
+   * it once its source is gone.
    */
   private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): boolean {
     const pl = this.o.placement;
@@ -330,10 +332,14 @@ export class Syncer {
     const obj = s.cache.get(r, k.namespace || undefined, k.name);
     if (!obj) return true;
     // What flows up (vNodes, PVs, public classes) comes from every super cluster the tenant is on: a tenant object
-    // whose source this super cluster does not have is another super cluster's, and is left to its syncer.
+    // another super cluster's syncer owns is left to it.
     if (p.manifest.sourceOfTruth === 'super') {
       const loc = superLocation(p, this.context(s), k);
-      return !!this.superCache.get(r, loc.namespace, loc.name);
+      return upOwned({
+        cluster: pl.cluster,
+        tenantObj: obj,
+        hasSource: !!this.superCache.get(r, loc.namespace, loc.name),
+      });
     }
     const core = !r.group;
     const kind: PlacementKind =
@@ -358,7 +364,15 @@ export class Syncer {
   }
 
   private context(s: TenantSession): PluginContext {
-    return { tenant: s.view, names: s.names, tenantCache: s.cache, superCache: this.superCache, now: new Date() };
+    const ctx: PluginContext = {
+      tenant: s.view,
+      names: s.names,
+      tenantCache: s.cache,
+      superCache: this.superCache,
+      now: new Date(),
+    };
+    if (this.o.name !== undefined) ctx.superCluster = this.o.name;
+    return ctx;
   }
 
   /** served returns the session and plugin of a key when the key is to be reconciled now. */
@@ -374,7 +388,7 @@ export class Syncer {
   private plan(key: string): Plan | undefined {
     const k = parseKey(key);
     const sp = this.served(k);
-    return sp && planKey(this.o.host, sp.p, this.context(sp.s), k);
+    return sp && planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster);
   }
 
   /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
@@ -400,7 +414,7 @@ export class Syncer {
       if (!sp) return;
       const { p } = sp;
       const ctx = this.context(s);
-      const out = planKey(this.o.host, p, ctx, k, this.pending);
+      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const capped = s.view.quota?.objects[r] !== undefined;

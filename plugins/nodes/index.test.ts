@@ -152,6 +152,8 @@ interface Case {
   tenantPods?: Pod[];
   superPods?: Pod[];
   pluginConfig?: Tenant['pluginConfig'];
+  /** the super cluster of the syncer (PluginContext.superCluster) */
+  superCluster?: string;
   want: Decision<Node>;
 }
 
@@ -178,6 +180,42 @@ const cases: Case[] = [
     superPods: [superPodOn('node-1', KEY)],
     pluginConfig: { nodes: { vnAgent: { port: 10888 } }, vnAgent: { host: 'old.example', port: 10666 } },
     want: { object: mirrored({ port: 10888 }) },
+  },
+  {
+    name: "vnAgent.superClusters.<name> of the syncer's super cluster overrides the port, keeping the host",
+    superPods: [superPodOn('node-1', KEY)],
+    superCluster: 'r2',
+    pluginConfig: {
+      nodes: { vnAgent: { host: '127.0.0.1', port: 10666, superClusters: { r2: { port: 10777 }, r3: { port: 1 } } } },
+    },
+    want: { object: mirrored({ host: '127.0.0.1', port: 10777 }) },
+  },
+  {
+    name: 'vnAgent.superClusters overrides the host too',
+    superPods: [superPodOn('node-1', KEY)],
+    superCluster: 'r3',
+    pluginConfig: { nodes: { vnAgent: { port: 10666, superClusters: { r3: { host: 'agent.r3.example' } } } } },
+    want: { object: mirrored({ host: 'agent.r3.example', port: 10666 }) },
+  },
+  {
+    name: 'a super cluster not in vnAgent.superClusters takes host and port of vnAgent',
+    superPods: [superPodOn('node-1', KEY)],
+    superCluster: 'r1',
+    pluginConfig: { nodes: { vnAgent: { host: '127.0.0.1', port: 10666, superClusters: { r2: { port: 10777 } } } } },
+    want: { object: mirrored({ host: '127.0.0.1', port: 10666 }) },
+  },
+  {
+    name: 'without a super cluster name (one unnamed super cluster) vnAgent.superClusters is not read',
+    superPods: [superPodOn('node-1', KEY)],
+    pluginConfig: { nodes: { vnAgent: { port: 10666, superClusters: { default: { port: 10777 } } } } },
+    want: { object: mirrored({ port: 10666 }) },
+  },
+  {
+    name: 'a super cluster named like an Object.prototype key takes no inherited value',
+    superPods: [superPodOn('node-1', KEY)],
+    superCluster: 'constructor',
+    pluginConfig: { nodes: { vnAgent: { port: 10666, superClusters: {} } } },
+    want: { object: mirrored({ port: 10666 }) },
   },
   {
     name: 'a vn-agent port without host keeps the node InternalIP',
@@ -298,6 +336,7 @@ describe('nodes plugin: toTenant', () => {
       tenantCache: new MapCache([[R.pods, c.tenantPods ?? []]]),
       superCache: new MapCache([[R.pods, c.superPods ?? []]]),
       now: NOW,
+      ...(c.superCluster === undefined ? {} : { superCluster: c.superCluster }),
     });
     const sn = 'superNode' in c ? c.superNode : superNode;
     const vNode = c.vNode && structuredClone(c.vNode);
@@ -533,6 +572,16 @@ describe("nodes plugin: the view is the policy's, not a plugin setting", () => {
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     expect(host.validatePluginConfig({ nodes: { view: 'schedulable' } })).toEqual([
       expect.stringMatching(/^spec\.pluginConfig\.nodes.*view/),
+    ]);
+  });
+});
+
+describe('nodes plugin: vnAgent.superClusters in a VirtualCluster', () => {
+  it('accepts a host and port per super cluster and refuses a bad port, naming the field', async () => {
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    expect(host.validatePluginConfig({ nodes: { vnAgent: { superClusters: { r2: { port: 10551 } } } } })).toEqual([]);
+    expect(host.validatePluginConfig({ nodes: { vnAgent: { superClusters: { r2: { port: 0 } } } } })).toEqual([
+      'spec.pluginConfig.nodes.vnAgent.superClusters.r2.port: must be >= 1',
     ]);
   });
 });

@@ -60,6 +60,20 @@ export const CONFIG_SCHEMA = {
       properties: {
         host: { type: 'string', minLength: 1 },
         port: { type: 'integer', minimum: 1, maximum: 65535 },
+        superClusters: {
+          description:
+            'per super cluster (by name), where the vn-agent of that super cluster is reached, when it differs ' +
+            '(several super clusters on one machine); a super cluster not listed takes host and port above',
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              host: { type: 'string', minLength: 1 },
+              port: { type: 'integer', minimum: 1, maximum: 65535 },
+            },
+          },
+        },
       },
     },
     gracePeriodSeconds: {
@@ -123,15 +137,27 @@ export interface VnAgentConfig {
   port: number;
 }
 
+type RawAgent = { host?: unknown; port?: unknown; superClusters?: unknown } | undefined;
+
 /**
  * vnAgentConfig reads `pluginConfig.nodes.vnAgent` of a tenant, ignoring fields of the wrong type. A top-level
- * `pluginConfig.vnAgent` (the shape of 0.1 manager defaults) is still read when `nodes.vnAgent` is absent.
+ * `pluginConfig.vnAgent` (the shape of 0.1 manager defaults) is still read when `nodes.vnAgent` is absent. With
+ * several super clusters, `vnAgent.superClusters.<name>` of the syncer's super cluster overrides host and port: each
+ * super cluster's vNodes point at the vn-agent of that super cluster.
  */
-export function vnAgentConfig(ctx: Pick<PluginContext, 'tenant'>): VnAgentConfig {
+export function vnAgentConfig(ctx: Pick<PluginContext, 'tenant' | 'superCluster'>): VnAgentConfig {
   const own = pluginConfigOf(ctx, 'nodes')?.vnAgent;
-  const raw = (own ?? ctx.tenant.pluginConfig?.vnAgent) as { host?: unknown; port?: unknown } | undefined;
-  const out: VnAgentConfig = { port: typeof raw?.port === 'number' ? raw.port : DEFAULT_VN_AGENT_PORT };
-  if (typeof raw?.host === 'string' && raw.host) out.host = raw.host;
+  const raw = (own ?? ctx.tenant.pluginConfig?.vnAgent) as RawAgent;
+  const perSuper = raw?.superClusters;
+  const over: RawAgent =
+    ctx.superCluster !== undefined && typeof perSuper === 'object' && perSuper !== null
+      ? (Object.entries(perSuper).find(([name]) => name === ctx.superCluster)?.[1] as RawAgent)
+      : undefined;
+  const pick = (k: 'host' | 'port') => (over && over[k] !== undefined ? over[k] : raw?.[k]);
+  const port = pick('port');
+  const host = pick('host');
+  const out: VnAgentConfig = { port: typeof port === 'number' ? port : DEFAULT_VN_AGENT_PORT };
+  if (typeof host === 'string' && host) out.host = host;
   return out;
 }
 
@@ -182,7 +208,7 @@ function vNodeInfo(
  * - as addresses the vn-agent's (InternalIP) and the node name (Hostname), as kubelet endpoint the vn-agent's port.
  * Images, attached and in-use volumes (other tenants'), machine identity, podCIDR and providerID are never copied.
  */
-function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant'>): Node {
+function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant' | 'superCluster'>): Node {
   const name = superNode.metadata?.name ?? '';
   const agent = vnAgentConfig(ctx);
   const host = agent.host ?? superNode.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
@@ -208,7 +234,7 @@ function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant'>
 }
 
 /** buildVNode returns a new vNode for a super node; beforeBind hands it to the core right before a bind. */
-export function buildVNode(superNode: Node, ctx: Pick<PluginContext, 'tenant'>): Node {
+export function buildVNode(superNode: Node, ctx: Pick<PluginContext, 'tenant' | 'superCluster'>): Node {
   return mirror(superNode, { apiVersion: 'v1', kind: 'Node', metadata: {} }, ctx);
 }
 

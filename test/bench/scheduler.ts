@@ -1,15 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
-import { parseSlice, SLICE, type Resources } from '../../core/scheduler/annotations.ts';
+import { parseSlice, SLICE, SUPER_CLUSTER, type Resources } from '../../core/scheduler/annotations.ts';
 import { buildCapacity, quotaResources, reserve, sumAllocatable, unitOf } from '../../core/scheduler/capacity.ts';
 import { NamespaceScheduler } from '../../core/scheduler/controller.ts';
 import { placeNamespace } from '../../core/scheduler/namespace.ts';
 import { StaticSuperClusters } from '../../core/scheduler/source.ts';
+import { signedPlacements } from '../../core/syncer/placement.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -78,17 +80,22 @@ function pureDecisions(): { perSecond: number; p50Us: number; p99Us: number; pla
  * same 1000 sliced namespaces held by as many real tenant control planes as are started (REAL_TENANTS; each real
  * tenant holds 1000 / REAL_TENANTS namespaces, so the decisions, writes and cache are at full scale while the tenant
  * sessions are not), with placement latency from namespace create to the scheduler's signed write; Pod
- * create-to-placed; and a single-super-cluster create-to-Running baseline through today's syncer in the same run.
+ * create-to-placed; a single-super-cluster create-to-Running baseline through one unfiltered syncer; and, in the same
+ * run, create-to-Running end to end through the scheduler and one filtered syncer per super cluster, for the ratio.
  */
 export async function schedulerBench(): Promise<BenchResult> {
   const pure = pureDecisions();
   const memBefore = memAvailableBytes();
+  const loadBefore = loadavg();
   const t = await startTestSuper({ nodes: 1 });
   const closers: KubeClient[] = [];
+  const signingKey = randomBytes(32);
   try {
+    // r2 and r3 are whole super clusters (controller-manager, scheduler, kwok node): the end-to-end phase runs Pods
+    // there.
     const extra = await Promise.all([
-      t.sc.addControlPlane('r2', { kwokNodes: 1, controllerManager: false }),
-      t.sc.addControlPlane('r3', { kwokNodes: 1, controllerManager: false }),
+      t.sc.addSuperCluster('r2', { nodes: 1 }),
+      t.sc.addSuperCluster('r3', { nodes: 1 }),
     ]);
     const superClients = [t.client, ...(await Promise.all(extra.map((cp) => cp.client())))];
     closers.push(...superClients.slice(1));
@@ -104,6 +111,13 @@ export async function schedulerBench(): Promise<BenchResult> {
     const clients = await Promise.all(cps.map((cp) => cp.client()));
     closers.push(...clients);
     const tenants: Tenant[] = cps.map((cp, i) => tenantFor(cp, 'bench', `t${i}`, randomUUID()));
+    // The end-to-end tenant: only the Pods' namespaces, served by the scheduler and the filtered syncers.
+    const cpE = await t.sc.addControlPlane('bench-e2e', { controllers: TENANT_CONTROLLERS });
+    const eClient = await cpE.client();
+    closers.push(eClient);
+    const e2eTenant = tenantFor(cpE, 'bench', 'e2e', randomUUID(), {
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+    });
 
     // Baseline: one super cluster, today's syncer, Pods create-to-Running on the first tenant.
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
@@ -142,9 +156,9 @@ export async function schedulerBench(): Promise<BenchResult> {
     const podPlacedAt = new Map<string, number>();
     const podCreated = new Map<string, number>();
     const scheduler = new NamespaceScheduler({
-      tenants: new MutableTenantRegistry(tenants),
+      tenants: new MutableTenantRegistry([...tenants, e2eTenant]),
       supers: new StaticSuperClusters(SUPERS.map((name, i) => ({ name, state: 'ready', client: superClients[i]! }))),
-      signingKey: randomBytes(32),
+      signingKey,
       observe: (e) => {
         const at = performance.now();
         // Only the bench's namespaces: the tenants' own (default, kube-system...) are placed too.
@@ -154,7 +168,7 @@ export async function schedulerBench(): Promise<BenchResult> {
     });
     await scheduler.start();
     await waitUntil(
-      () => tenants.every((x) => scheduler.tenantReady(x.key)),
+      () => [...tenants, e2eTenant].every((x) => scheduler.tenantReady(x.key)),
       60_000,
       () => 'tenants served',
     );
@@ -183,6 +197,7 @@ export async function schedulerBench(): Promise<BenchResult> {
       100,
     );
     const wall = performance.now() - t0;
+    const namespacesPlaced = placedAt.size;
     const latencies = [...placedAt].map(([k, at]) => at - createdAt.get(k)!);
 
     // Pods: one per namespace in the first PODS namespaces, create to the scheduler's signed write.
@@ -203,18 +218,89 @@ export async function schedulerBench(): Promise<BenchResult> {
       100,
     );
     const podLatencies = [...podPlacedAt].map(([k, at]) => at - podCreated.get(k)!);
+
+    // End to end: the scheduler places PODS sliced namespaces of the e2e tenant and one Pod in each; one filtered
+    // syncer per super cluster runs each Pod where it was placed. Create-to-Running, timed from a quota already
+    // counted (the baseline has none), against the baseline's.
+    const filtered = SUPERS.map(
+      (name, i) =>
+        new Syncer({
+          superClient: superClients[i]!,
+          host,
+          registry: new MutableTenantRegistry([e2eTenant]),
+          patrolIntervalMs: 0,
+          name,
+          placement: { cluster: name, signed: signedPlacements(signingKey) },
+        }),
+    );
+    for (const s of filtered) await s.start();
+    await waitUntil(
+      () => filtered.every((s) => s.tenantReady(e2eTenant.key)),
+      60_000,
+      () => 'end-to-end tenant served',
+    );
+    const e2eNs = Array.from({ length: PODS }, (_, i) => `e2e-${i}`);
+    await pool(e2eNs, 8, async (name) => {
+      createdAt.set(`${e2eTenant.key}/${name}`, performance.now());
+      await eClient.create(R.namespaces, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, annotations: { [SLICE]: SLICE_TEXT } },
+      });
+      await eClient.create(R.resourcequotas, {
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'quota', namespace: name },
+        spec: { hard: QUOTA },
+      } as KubeObject);
+    });
+    await waitUntil(
+      () => e2eNs.every((n) => placedAt.has(`${e2eTenant.key}/${n}`)),
+      120_000,
+      () => 'end-to-end namespaces placed',
+      100,
+    );
+    await Promise.all(e2eNs.map((n) => waitServiceAccount(eClient, n)));
+    await pool(e2eNs, 8, (n) =>
+      waitUntil(
+        async () => {
+          const q = await eClient.get<KubeObject & { status?: { hard?: object } }>(R.resourcequotas, n, 'quota');
+          return !!q.status?.hard;
+        },
+        60_000,
+        () => `quota of ${n} counted`,
+      ),
+    );
+    const eWatch = new PodWatch(eClient);
+    await eWatch.start();
+    const eCreated = new Map<string, number>();
+    await pool(e2eNs, 8, async (name) => {
+      eCreated.set(`${name}/p`, performance.now());
+      await eClient.create(R.pods, podOf(name, 'p'));
+    });
+    const e2eRunning = await Promise.all([...eCreated].map(async ([k, at]) => (await eWatch.whenRunning(k)) - at));
+    await eWatch.stop();
+    const e2ePlacedOn: Record<string, number> = {};
+    for (const n of e2eNs) {
+      const p = await eClient.get(R.pods, n, 'p');
+      const on = p.metadata?.annotations?.[SUPER_CLUSTER] ?? '-';
+      e2ePlacedOn[on] = (e2ePlacedOn[on] ?? 0) + 1;
+    }
+    for (const s of filtered) await s.stop();
+
     const summary = scheduler.summary();
     const stats = { ...scheduler.stats };
     await scheduler.stop();
 
     const runningP50 = percentile(running, 50);
     const placedP50 = percentile(podLatencies, 50);
+    const e2eP50 = percentile(e2eRunning, 50);
     return {
       name: 'scheduler',
       figures: {
         pureDecisionsPerSecond: pure.perSecond,
         pureDecisionP99Us: pure.p99Us,
-        namespacesPlaced: placedAt.size,
+        namespacesPlaced,
         placementP50Ms: ms(percentile(latencies, 50)),
         placementP99Ms: ms(percentile(latencies, 99)),
         namespaceDecisionsPerSecond: total / (wall / 1000),
@@ -222,18 +308,20 @@ export async function schedulerBench(): Promise<BenchResult> {
         podCreateToPlacedP99Ms: ms(percentile(podLatencies, 99)),
         baselineCreateToRunningP50Ms: ms(runningP50),
         baselineCreateToRunningP99Ms: ms(percentile(running, 99)),
-        // Estimated: the placed-sync syncers (one per super cluster, gating on the Pod's signed super cluster) are
-        // not part of this scenario yet, so the scheduled path is the scheduler's latency added to the baseline's.
-        estimatedCreateToRunningRatio: (placedP50 + runningP50) / runningP50,
+        scheduledCreateToRunningP50Ms: ms(e2eP50),
+        scheduledCreateToRunningP99Ms: ms(percentile(e2eRunning, 99)),
+        // Measured in this run: scheduler + filtered syncers over 3 super clusters versus one unfiltered syncer.
+        createToRunningRatioP50: e2eP50 / runningP50,
+        createToRunningRatioP99: percentile(e2eRunning, 99) / percentile(running, 99),
         realTenantControlPlanes: cps.length,
         tenantControlPlaneRssMiB: perTenantMiB,
         tenantControlPlanesThatFit: fit,
       },
       detail: {
         real:
-          `${cps.length} tenant control planes (apiserver + controller-manager), 3 super clusters (r1 full, r2 and ` +
-          `r3 apiserver + kwok node) on one etcd; ${total} sliced namespaces, each real tenant holding ` +
-          `${total / cps.length}`,
+          `${cps.length} tenant control planes (apiserver + controller-manager) and one end-to-end tenant, 3 super ` +
+          `clusters (apiserver, controller-manager, scheduler, one kwok node each) on one etcd; ${total} sliced ` +
+          `namespaces, each real tenant holding ${total / cps.length}`,
         notReal:
           `${TENANTS} tenant sessions: the ${total} namespaces are held by ${cps.length} real tenants; the pure ` +
           `figures run the decision core alone for ${TENANTS} x ${NAMESPACES_PER_TENANT}`,
@@ -245,6 +333,8 @@ export async function schedulerBench(): Promise<BenchResult> {
         },
         schedulerStats: stats,
         summary,
+        endToEndPodsBySuperCluster: e2ePlacedOn,
+        loadAverage: { before: loadBefore, after: loadavg() },
       },
     };
   } finally {

@@ -1,9 +1,11 @@
 /**
  * Several super clusters, one syncer each, each syncing only what is placed on it (issue 14). Two local super clusters
- * r1 and r2, two tenants with the same namespace name, and the manager with syncer.placedOnly. The scheduler
- * controller is not part of this test: the test writes and signs the placements as the scheduler would, with the
- * manager's signing key.
+ * r1 and r2, two tenants with the same namespace name, and the manager with syncer.placedOnly. In the first part the
+ * scheduler controller is not involved: the test writes and signs the placements as the scheduler would, with the
+ * manager's signing key. The last part is the issue's demo end to end, as a user runs it: a second manager with the
+ * namespace scheduler and the filtered syncers, one vn-agent per super cluster, and kubectl against the tenant.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,12 +18,21 @@ import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
-import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.ts';
+import { UP_OWNER_LABEL } from '../../core/syncer/placement.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { createCA, fingerprintSha256, issueCert } from '../../core/pki/pki.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/directory.ts';
+import { InformerSuperView } from '../../core/vnagent/superview.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 interface Pod extends KubeObject {
-  spec?: { nodeName?: string };
+  spec?: { nodeName?: string; containers?: Array<{ name: string }> };
   status?: { phase?: string; conditions?: Array<{ type: string; reason?: string }> };
 }
 
@@ -227,5 +238,225 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     expect(vc.status?.phase).toBe('Error');
     expect(vc.status?.message).toMatch(/"r9".*known: r1, r2/);
     expect(manager.isLeader()).toBe(true);
+  });
+
+  // The issue's demo, step by step, with nothing written by the test that a user would not write: a manager with the
+  // namespace scheduler and one filtered syncer per super cluster serves tenant d (it replaces the first manager: one
+  // manager per process), and each super cluster has its own vn-agent, which d's vNodes of that super cluster advertise.
+  describe("the demo: scheduler and filtered syncers in one manager, logs through each super cluster's vn-agent", () => {
+    let cp: LocalControlPlane;
+    let d: KubeClient;
+    const agents: Record<string, VnAgent> = {};
+    const keyD = rootNamespace('team-d', 'd', 'uid-d');
+
+    /** kubectl runs the real kubectl against the tenant's own apiserver, as the tenant does. */
+    const kubectl = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          binaryPath('kubectl'),
+          ['--kubeconfig', cp.kubeconfigPath, ...args],
+          { timeout: 60_000 },
+          (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+
+    beforeAll(async () => {
+      cp = await r1.sc.addControlPlane('tenant-d', { controllers: TENANT_CONTROLLERS });
+      d = await cp.client();
+      // One vn-agent per super cluster, each with that super cluster's kubelet client identity and view.
+      const servingCA = await createCA('vn-agent-serving-ca', 1);
+      const serving = await issueCert(servingCA, {
+        commonName: 'vc-vn-agent',
+        ipAddresses: ['127.0.0.1'],
+        usages: ['server'],
+        validityDays: 1,
+      });
+      const directory = new StaticTenantDirectory([
+        {
+          key: keyD,
+          vcName: 'd',
+          vcNamespace: 'team-d',
+          caPem: cp.caPem,
+          fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+        },
+      ]);
+      const plugins = await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins });
+      for (const [name, cluster, client] of [
+        ['r1', r1.sc.cluster, r1.client],
+        ['r2', r2.cluster, c2],
+      ] as const) {
+        const kubelet = await issueCert(cluster.ca, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 1 });
+        agents[name] = await startVnAgent({
+          host: '127.0.0.1',
+          port: 0,
+          serving,
+          directory,
+          superView: new InformerSuperView({ client }),
+          plugins,
+          kubelet: { certPem: kubelet.certPem, keyPem: kubelet.keyPem, insecureSkipVerify: true },
+        });
+      }
+      const file = join(dir, 'demo.yaml');
+      writeFileSync(
+        file,
+        stringify({
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'ManagerConfiguration',
+          superClusters: [
+            { name: 'r1', kubeconfig: r1.sc.kubeconfigPath },
+            { name: 'r2', kubeconfig: r2.kubeconfigPath },
+          ],
+          scheduler: { enabled: true },
+          syncer: { workers: 4, patrolIntervalSeconds: 0 },
+          tenants: [
+            {
+              name: 'd',
+              namespace: 'team-d',
+              uid: 'uid-d',
+              kubeconfig: cp.kubeconfigPath,
+              pluginConfig: {
+                nodes: {
+                  vnAgent: {
+                    host: '127.0.0.1',
+                    port: agents.r1!.port,
+                    superClusters: { r2: { port: agents.r2!.port } },
+                  },
+                },
+              },
+            },
+          ],
+        }),
+      );
+      await manager.stop();
+      // The outer afterAll stops it.
+      manager = await startManager(loadManagerConfig(file), file);
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const a of Object.values(agents)) await a.stop();
+      d?.close();
+    });
+
+    it('slice 100m/100Mi and quota 200m/200Mi: placements {"r1":1,"r2":1}', async () => {
+      await d.create(R.namespaces, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: 'demo', annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
+      });
+      await d.create(R.resourcequotas, {
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'quota', namespace: 'demo' },
+        spec: { hard: { cpu: '200m', memory: '200Mi' } },
+      } as KubeObject);
+      await eventually(async () => {
+        const ns = await d.get(R.namespaces, undefined, 'demo');
+        expect(ns.metadata?.annotations?.[PLACEMENTS]).toBe('{"r1":1,"r2":1}');
+      }, 30_000);
+    });
+
+    it('a Deployment of one slice per Pod: r1, then scaled to 2 the second on r2, both Running on vNodes', async () => {
+      const deployment = {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: 'demo' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: {
+              containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '100m', memory: '100Mi' } } }],
+            },
+          },
+        },
+      } as KubeObject;
+      // The quota controller must have counted the quota before the ReplicaSet's Pods are admitted.
+      await eventually(() => d.create(R.deployments, deployment), 30_000);
+      const pods = () => d.list<Pod>(R.pods, { namespace: 'demo' }).then((l) => l.items);
+      const placedOn = async () => (await pods()).map((p) => p.metadata?.annotations?.[SUPER_CLUSTER] ?? '-').sort();
+      await eventually(async () => expect(await placedOn()).toEqual(['r1']), 30_000);
+      await d.patch(R.deployments, 'demo', 'web', { spec: { replicas: 2 } }, 'merge');
+      await eventually(async () => expect(await placedOn()).toEqual(['r1', 'r2']), 30_000);
+      const running = await eventually(async () => {
+        const ps = await pods();
+        expect(ps.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+        return ps;
+      }, 60_000);
+      const sns = superNamespace(keyD, 'demo');
+      for (const p of running) {
+        const on = p.metadata!.annotations![SUPER_CLUSTER]!;
+        const [here, there] = on === 'r1' ? [r1.client, c2] : [c2, r1.client];
+        // In its own super cluster, under the same prefixed namespace on both, and nowhere else.
+        expect(await here.getOrNull(R.pods, sns, p.metadata!.name!)).not.toBeNull();
+        expect(await there.getOrNull(R.pods, sns, p.metadata!.name!)).toBeNull();
+        expect(p.spec?.nodeName).toMatch(new RegExp(`^${on}-node-`));
+        const vNode = await d.get<
+          KubeObject & { status?: { daemonEndpoints?: { kubeletEndpoint?: { Port?: number } } } }
+        >(R.nodes, undefined, p.spec!.nodeName!);
+        expect(vNode.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(agents[on]!.port);
+      }
+      const out = await kubectl(['get', 'pods', '-n', 'demo', '-o', 'wide', '--no-headers']);
+      expect(out.code).toBe(0);
+      expect(
+        out.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split(/\s+/)[2]),
+      ).toEqual(['Running', 'Running']);
+    });
+
+    it("kubectl logs of each Pod reaches it through its super cluster's vn-agent", async () => {
+      const pods = (await d.list<Pod>(R.pods, { namespace: 'demo' })).items;
+      expect(pods).toHaveLength(2);
+      for (const p of pods) {
+        const r = await kubectl(['logs', '-n', 'demo', p.metadata!.name!, '--tail=1']);
+        expect(r.stderr, p.metadata?.annotations?.[SUPER_CLUSTER]).toBe('');
+        expect(r.code).toBe(0);
+        expect(r.stdout.trim()).toBe('kwok fake container log line 3');
+      }
+    });
+
+    it('a public StorageClass of one name on both super clusters has one writer; the other takes over when it goes', async () => {
+      const sc = (provisioner: string) =>
+        ({
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'StorageClass',
+          metadata: { name: 'fast', labels: { [LABEL.public]: 'true' } },
+          provisioner,
+        }) as KubeObject;
+      await r1.client.create(R.storageclasses, sc('csi.r1'));
+      await c2.create(R.storageclasses, sc('csi.r2'));
+      type SC = KubeObject & { provisioner?: string };
+      const first = await eventually(async () => {
+        const got = await d.get<SC>(R.storageclasses, undefined, 'fast');
+        const owner = got.metadata?.labels?.[UP_OWNER_LABEL];
+        expect(owner).toMatch(/^r[12]$/);
+        expect(got.provisioner).toBe(`csi.${owner}`);
+        return got;
+      }, 30_000);
+      // Two writers would flip it back and forth: it stays as its owner wrote it.
+      await new Promise((r) => setTimeout(r, 3000));
+      const later = await d.get<SC>(R.storageclasses, undefined, 'fast');
+      expect(later.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
+      const owner = first.metadata!.labels![UP_OWNER_LABEL]!;
+      const other = owner === 'r1' ? 'r2' : 'r1';
+      await (owner === 'r1' ? r1.client : c2).delete(R.storageclasses, undefined, 'fast');
+      await eventually(async () => {
+        const got = await d.get<SC>(R.storageclasses, undefined, 'fast');
+        expect(got.metadata?.labels?.[UP_OWNER_LABEL]).toBe(other);
+        expect(got.provisioner).toBe(`csi.${other}`);
+      }, 30_000);
+    });
+
+    it("deletes the tenant's vNode of a deleted super node: its super cluster's syncer does", async () => {
+      const p = (await d.list<Pod>(R.pods, { namespace: 'demo' })).items.find(
+        (x) => x.metadata?.annotations?.[SUPER_CLUSTER] === 'r2',
+      )!;
+      const node = p.spec!.nodeName!;
+      expect((await d.get(R.nodes, undefined, node)).metadata?.labels?.[UP_OWNER_LABEL]).toBe('r2');
+      await c2.delete(R.nodes, undefined, node);
+      await eventually(async () => expect(await d.getOrNull(R.nodes, undefined, node)).toBeNull(), 30_000);
+    });
   });
 });

@@ -5,10 +5,18 @@
  * on. Two real local super clusters, one syncer each with the placement filter on; the test signs the legitimate
  * placements with the scheduler's signing key, as the scheduler does.
  */
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
+import { createCA, fingerprintSha256, issueCert } from '../../core/pki/pki.ts';
+import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/directory.ts';
+import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
@@ -33,7 +41,34 @@ describe('hostile tenant placements against the placement filter', () => {
   let t: KubeClient;
   let tenant: Tenant;
   let key: Buffer;
+  let cp: LocalControlPlane;
   const syncers: Syncer[] = [];
+  const agents: Record<string, VnAgent> = {};
+
+  /** kubeletGet calls a super cluster's vn-agent as the tenant's apiserver does, with its kubelet client certificate. */
+  const kubeletGet = (agent: VnAgent, path: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: agent.port,
+          path,
+          rejectUnauthorized: false,
+          agent: false,
+          cert: readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8'),
+          key: readFileSync(join(cp.dir, 'pki/kubelet-client.key'), 'utf8'),
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.setTimeout(20_000, () => req.destroy(new Error('timed out')));
+      req.on('error', reject);
+      req.end();
+    });
 
   const annotate = (r: typeof R.pods, ns: string | undefined, name: string, annotations: Record<string, string>) =>
     t.patch(r, ns, name, { metadata: { annotations } }, 'merge');
@@ -81,7 +116,7 @@ describe('hostile tenant placements against the placement filter', () => {
     r1 = await startTestSuper({ nodes: 1, name: 'r1' });
     r2 = await LocalSuperCluster.start({ stateDir: `${r1.stateDir}/r2`, nodes: 1, name: 'r2' });
     c2 = await r2.cluster.client();
-    const cp = await r1.sc.addControlPlane('tenant-t', { controllers: TENANT_CONTROLLERS });
+    cp = await r1.sc.addControlPlane('tenant-t', { controllers: TENANT_CONTROLLERS });
     t = await cp.client();
     tenant = tenantFor(cp, 'team-t', 't', '33333333-cccc-4ccc-8ccc-0000000000c3');
     key = await loadSigningKey(r1.client, 'kube-system');
@@ -103,6 +138,38 @@ describe('hostile tenant placements against the placement filter', () => {
       await s.start();
     }
     await eventually(() => expect(syncers.every((s) => s.tenantReady(tenant.key))).toBe(true));
+    // One vn-agent per super cluster, each seeing only its own super cluster's Pods.
+    const serving = await issueCert(await createCA('vn-agent-serving-ca', 1), {
+      commonName: 'vc-vn-agent',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 1,
+    });
+    const directory = new StaticTenantDirectory([
+      {
+        key: tenant.key,
+        vcName: tenant.vcName,
+        vcNamespace: tenant.vcNamespace,
+        caPem: cp.caPem,
+        fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+      },
+    ]);
+    const agentPlugins = await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins });
+    for (const [name, cluster, client] of [
+      ['r1', r1.sc.cluster, r1.client],
+      ['r2', r2.cluster, c2],
+    ] as const) {
+      const kubelet = await issueCert(cluster.ca, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 1 });
+      agents[name] = await startVnAgent({
+        host: '127.0.0.1',
+        port: 0,
+        serving,
+        directory,
+        superView: new InformerSuperView({ client }),
+        plugins: agentPlugins,
+        kubelet: { certPem: kubelet.certPem, keyPem: kubelet.keyPem, insecureSkipVerify: true },
+      });
+    }
     // The control: a namespace the scheduler spread on both, with a Pod it put on r2, which runs there.
     await namespace('spread');
     await place('spread', '{"r1":1,"r2":1}');
@@ -118,6 +185,7 @@ describe('hostile tenant placements against the placement filter', () => {
   afterAll(async () => {
     attempts.report('placement boundary');
     for (const s of syncers) await s.stop();
+    for (const a of Object.values(agents)) await a.stop();
     await r2?.stop();
     await r1?.stop();
   });
@@ -198,5 +266,24 @@ describe('hostile tenant placements against the placement filter', () => {
       await absentFrom(c2, 'home', ['p']);
       return 'an unsigned superCluster is ignored: the Pod runs where the namespace is placed';
     });
+  });
+
+  it("refuses, on each super cluster's vn-agent, the logs of the tenant's Pod that runs on the other", async () => {
+    // The control: each agent serves the Pod on its own super cluster.
+    const own = await kubeletGet(agents.r2!, '/containerLogs/spread/legit/c?tailLines=1');
+    expect(own.status).toBe(200);
+    expect(own.body.trim()).toBe('kwok fake container log line 3');
+    await eventually(async () => expect((await t.get<Pod>(R.pods, 'home', 'p')).status?.phase).toBe('Running'), 60_000);
+    for (const [agent, pod, where] of [
+      ['r1', 'spread/legit', 'r2'],
+      ['r2', 'home/p', 'r1'],
+    ] as const) {
+      await attempts.attempt(`logs of ${pod} (on ${where}) asked of ${agent}'s vn-agent`, async () => {
+        const r = await kubeletGet(agents[agent]!, `/containerLogs/${pod}/c`);
+        expect(r.status).toBe(403);
+        expect(r.body).not.toContain('kwok fake container log');
+        return `${r.status}: ${r.body.trim()}`;
+      });
+    }
   });
 });

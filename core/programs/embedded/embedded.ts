@@ -22,15 +22,18 @@ import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
 export interface Embedded {
   superCluster: LocalSuperCluster;
-  /** superClusters are every super cluster with its admin kubeconfig: the first (also the meta cluster), then r2.. */
-  superClusters: Array<{ name: string; kubeconfigPath: string }>;
+  /**
+   * superClusters are every super cluster with its admin kubeconfig and the port of its own vn-agent: the first (also
+   * the meta cluster), then r2..
+   */
+  superClusters: Array<{ name: string; kubeconfigPath: string; vnAgentPort: number }>;
   manager: Manager;
   configPath: string;
   /** clone/push URL of the tenant repository the manager follows */
   gitURL: string;
   /** where the git server's webhook should be pointed (generic HMAC with the token in Secret default/tenants-webhook) */
   webhookURL?: string;
-  /** port of the vn-agent the tenants' vNodes point at */
+  /** port of the first super cluster's vn-agent, where the tenants' vNodes of its nodes point */
   vnAgentPort: number;
   stop(): Promise<void>;
 }
@@ -254,20 +257,38 @@ export async function startEmbedded(o: {
         ],
       },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
+      // Several super clusters: the namespace scheduler places each tenant namespace, each syncer syncs what is placed.
+      ...(count > 1 ? { scheduler: { enabled: true } } : {}),
       ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
     };
     step('starting the vn-agent (kubelet proxy for tenants)');
     const agent = await startAgent(sc, o.stateDir);
-    cfg.virtualClusters!.defaultPluginConfig = { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } };
-    const supers = [{ name: firstName, kubeconfigPath: sc.kubeconfigPath }];
-    for (let i = 2; i <= count; i++) {
-      const name = `r${i}`;
-      step(`starting super cluster ${name} and registering it in the meta cluster`);
-      const cp = await sc.addSuperCluster(name, { nodes: o.nodes ?? 3, restart: true });
-      const kubeconfig = await managerIdentity(cp, 'kube-system');
-      await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
-      supers.push({ name, kubeconfigPath: cp.kubeconfigPath });
+    const agents = [agent];
+    const supers = [{ name: firstName, kubeconfigPath: sc.kubeconfigPath, vnAgentPort: agent.port }];
+    // Each super cluster has its own vn-agent; on this one machine they differ by port, which each super cluster's
+    // vNodes advertise (pluginConfig.nodes.vnAgent.superClusters).
+    const perSuper: Record<string, { port: number }> = {};
+    try {
+      for (let i = 2; i <= count; i++) {
+        const name = `r${i}`;
+        step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
+        const cp = await sc.addSuperCluster(name, { nodes: o.nodes ?? 3, restart: true });
+        const kubeconfig = await managerIdentity(cp, 'kube-system');
+        await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
+        const a = await startAgent(sc, o.stateDir, cp);
+        agents.push(a);
+        perSuper[name] = { port: a.port };
+        supers.push({ name, kubeconfigPath: cp.kubeconfigPath, vnAgentPort: a.port });
+      }
+    } catch (e) {
+      for (const a of agents) await a.stop();
+      throw e;
     }
+    cfg.virtualClusters!.defaultPluginConfig = {
+      nodes: {
+        vnAgent: { host: '127.0.0.1', port: agent.port, ...(count > 1 ? { superClusters: perSuper } : {}) },
+      },
+    };
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
@@ -283,7 +304,7 @@ export async function startEmbedded(o: {
       vnAgentPort: agent.port,
       async stop() {
         await manager.stop();
-        await agent.stop();
+        for (const a of agents) await a.stop();
         await gitServer.close();
         await sc.stop();
       },
@@ -295,16 +316,22 @@ export async function startEmbedded(o: {
 }
 
 /**
- * startAgent runs the vn-agent on 127.0.0.1 (port kept across restarts): tenants are the Running VirtualClusters of
- * the super cluster, kubelets are kwok's (self-signed, hence the explicit skip of their verification). Every simulated
- * node of this machine is served by this one agent, which reads each node's Pods with that node's own credential
- * (system:node:<node>, signed here by the super CA), so the apiserver's Node authorizer shows it nothing else.
+ * startAgent runs the vn-agent of one super cluster (default the first; `cluster` another one, r2..) on 127.0.0.1
+ * (port kept across restarts): tenants are the Running VirtualClusters of the meta cluster, kubelets are kwok's
+ * (self-signed, hence the explicit skip of their verification). Every simulated node of that super cluster is served
+ * by this one agent, which reads each node's Pods with that node's own credential (system:node:<node>, signed here by
+ * that super cluster's CA), so the apiserver's Node authorizer shows it nothing else.
  */
-async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAgent> {
-  const c = await sc.cluster.client();
-  const superCA = sc.cluster.ca;
+async function startAgent(
+  sc: LocalSuperCluster,
+  stateDir: string,
+  cluster: LocalControlPlane = sc.cluster,
+): Promise<VnAgent> {
+  const meta = await sc.cluster.client();
+  const c = cluster === sc.cluster ? meta : await cluster.client();
+  const superCA = cluster.ca;
   const views: InformerSuperView[] = [];
-  for (const nodeName of sc.cluster.kwokNodeNames) {
+  for (const nodeName of cluster.kwokNodeNames) {
     const cert = await issueNodeCert(superCA, nodeName, 365);
     const cred = parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName);
     views.push(
@@ -318,14 +345,14 @@ async function startAgent(sc: LocalSuperCluster, stateDir: string): Promise<VnAg
     usages: ['server'],
     validityDays: 365,
   });
-  const portFile = join(stateDir, 'vn-agent-port');
+  const portFile = join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`);
   const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : (await freePorts(1))[0]!;
   writeFileSync(portFile, String(port));
   return startVnAgent({
     host: '127.0.0.1',
     port,
     serving,
-    directory: new VirtualClusterDirectory({ meta: c }),
+    directory: new VirtualClusterDirectory({ meta }),
     superView: new NodesSuperView(views),
     plugins: await pluginHostFromConfig('vn-agent'),
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, insecureSkipVerify: true },

@@ -77,6 +77,8 @@ export interface PluginContext {
   superCache: CacheReader;
   /** the time of this reconcile */
   now: Date;
+  /** the name of the super cluster this syncer serves (absent: the manager's single, unnamed one) */
+  superCluster?: string;
 }
 
 /** ObjectRef points at one object for an event or an effect: an ObjectReference whose kind and name are known. */

@@ -72,6 +72,7 @@ export interface TestContextOptions {
   tenantCache?: CacheReader;
   superCache?: CacheReader;
   now?: Date;
+  superCluster?: string;
 }
 
 /** testContext builds a PluginContext over the given tenant and caches. */
@@ -83,6 +84,7 @@ export function testContext(o: TestContextOptions = {}): PluginContext {
     tenantCache: o.tenantCache ?? new MapCache(),
     superCache: o.superCache ?? new MapCache(),
     now: o.now ?? new Date('2026-01-01T00:00:00Z'),
+    ...(o.superCluster === undefined ? {} : { superCluster: o.superCluster }),
   };
 }
 
