@@ -4,6 +4,8 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../../local/supercluster.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
+import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import type { LocalControlPlane } from '../../local/controlplane.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
@@ -176,6 +178,8 @@ export async function startEmbedded(o: {
   nodes?: number;
   /** real nodes (kubelet + containerd on this host) next to the kwok nodes; default 0 */
   realNodes?: number;
+  /** how long to wait for another set of real nodes on this host to stop (host lock); default 0: fail at once */
+  realNodeLockWaitMs?: number;
   plugins?: string[];
   onStep?: (s: string) => void;
   /**
@@ -194,6 +198,7 @@ export async function startEmbedded(o: {
     stateDir: o.stateDir,
     nodes: o.nodes ?? 3,
     realNodes: o.realNodes ?? 0,
+    ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
     restart: true,
   });
   try {
@@ -234,6 +239,7 @@ export async function startEmbedded(o: {
       virtualClusters: {
         enabled: true,
         local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint },
+        ...(sc.realNodes.length ? { native: nativeOnRealNodes(o.stateDir) } : {}),
       },
       gitops: {
         enabled: true,
@@ -313,6 +319,23 @@ export async function startEmbedded(o: {
     await sc.stop();
     throw e;
   }
+}
+
+/**
+ * nativeOnRealNodes are the native provisioner's settings on a local super cluster with real nodes: the control-plane
+ * Pods run on a real node (the only nodes that run containers), the manager on this host reaches each tenant
+ * apiserver at its Service's ClusterIP (kube-proxy routes it here), and etcd keeps its data under
+ * `<stateDir>/native/<root>` (the local super cluster has no volume provisioner), deleted with the tenant.
+ */
+export function nativeOnRealNodes(stateDir: string): NativeOptions {
+  return {
+    apiserverAccess: 'ClusterIP',
+    placement: {
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+    },
+    etcdHostPathDir: join(stateDir, 'native'),
+  };
 }
 
 /**

@@ -4,6 +4,7 @@ import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
 import type { ManagerDefaults } from '../../tenancy/policy.ts';
 import type { CopiedMetadataView, ForcedPlacementView } from '../../plugins/contract.ts';
+import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
 import type { SourceLimits } from '../../../gitops/source/source.ts';
 import { SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
@@ -56,6 +57,8 @@ export interface ManagerConfig {
     enabled?: boolean;
     workers?: number;
     local?: { stateDir: string; etcdEndpoint: string };
+    /** the native provisioner's platform settings (NativeOptions) */
+    native?: NativeOptions;
     defaultPluginConfig?: Record<string, unknown>;
   };
   tenants?: Array<{
@@ -96,6 +99,8 @@ export function loadManagerConfig(file: string): ManagerConfig {
       for (const sc of c.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
       for (const t of c.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
       if (c.virtualClusters?.local) c.virtualClusters.local.stateDir = abs(c.virtualClusters.local.stateDir);
+      if (c.virtualClusters?.native?.etcdHostPathDir)
+        c.virtualClusters.native.etcdHostPathDir = abs(c.virtualClusters.native.etcdHostPathDir);
       if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);
       if (c.plugins?.thirdParty) c.plugins.thirdParty = c.plugins.thirdParty.map((p) => pluginPath(p, abs));
     },

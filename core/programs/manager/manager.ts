@@ -354,7 +354,7 @@ function lifecycleControllers(
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
   const provisioners: Record<string, Provisioner> = {
     import: new ImportProvisioner(meta),
-    native: new NativeProvisioner(meta),
+    native: new NativeProvisioner(meta, cfg.virtualClusters?.native),
   };
   const local = cfg.virtualClusters?.local;
   if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });

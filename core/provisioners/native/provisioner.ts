@@ -1,12 +1,20 @@
 import { createHash } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
 import https from 'node:https';
+import { isAbsolute, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, isNotFound, type KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
-import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
+import {
+  generateControlPlanePKI,
+  renderKubeconfig,
+  type ControlPlanePKI,
+  type ControlPlanePKIOptions,
+} from '../../pki/pki.ts';
+import type { ForcedPlacementView } from '../../plugins/contract.ts';
 import { assertFlagsAllowed } from './allowlist.ts';
 import {
   ADMIN_KUBECONFIG_KEY,
@@ -15,10 +23,13 @@ import {
   NATIVE_PORTS,
   NATIVE_SECRETS,
   NETWORK_POLICIES,
+  ETCD_CLIENT_SERVICE,
   nativePKIOptions,
   renderNative,
+  renderNativeServices,
   resourceFor,
   type ClusterVersion,
+  type NativeServiceIPs,
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
 import type { Provisioner, ProvisionState } from '../provisioner.ts';
@@ -53,16 +64,50 @@ interface Secret extends KubeObject {
   data?: Record<string, string>;
 }
 
+interface Service extends KubeObject {
+  spec?: { clusterIP?: string };
+}
+
+/** API_ACCESS lists how a manager can reach the tenant apiservers of the native provisioner. */
+export const API_ACCESS = ['ServiceName', 'ClusterIP'] as const;
+/** ApiAccess is one of API_ACCESS. */
+export type ApiAccess = (typeof API_ACCESS)[number];
+
+/** NativeOptions are the platform's settings of the native provisioner (manager configuration virtualClusters.native). */
+export interface NativeOptions {
+  /**
+   * how the manager reaches tenant apiservers: `ServiceName` (default) dials `apiserver.<root>.svc`, which needs the
+   * manager inside the super cluster's network and DNS; `ClusterIP` dials the Service's ClusterIP, which kube-proxy
+   * routes on every node's host (the local super cluster's real nodes), and adds that IP to the serving certificate
+   */
+  apiserverAccess?: ApiAccess;
+  /** node selector entries and tolerations added to every control-plane Pod, e.g. to run them on real nodes */
+  placement?: ForcedPlacementView;
+  /**
+   * a directory on the nodes' host: etcd keeps its data in `<dir>/<root>` (a hostPath volume) instead of a volume
+   * claim, and remove deletes that directory once etcd's Pod is gone. Only for a manager running on the host of the
+   * nodes (the local super cluster, which has no volume provisioner)
+   */
+  etcdHostPathDir?: string;
+}
+
+/** NativeWaitError is thrown by remove while etcd's Pod still runs on the data it is about to delete. */
+export class NativeWaitError extends Error {
+  override name = 'NativeWaitError';
+}
+
 /**
- * defaultClusterVersion is the ClusterVersion of a VirtualCluster that names none: the Kubernetes version the
- * project pins for its toolchain, every other field left to renderNative's defaults.
+ * defaultClusterVersion is the ClusterVersion of a VirtualCluster that names none: the Kubernetes and etcd versions
+ * the project pins for its toolchain (so the images are those a real node of the local super cluster has), every
+ * other field left to renderNative's defaults.
  */
 export function defaultClusterVersion(): ClusterVersion {
+  const v = pinnedVersions();
   return {
     apiVersion: 'tenancy.x-k8s.io/v1alpha1',
     kind: 'ClusterVersion',
     metadata: { name: 'default' },
-    spec: { kubernetesVersion: pinnedVersions().kubernetes },
+    spec: { kubernetesVersion: v.kubernetes, etcd: { version: v.etcd } },
   };
 }
 
@@ -84,12 +129,28 @@ export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
  * change, which rolls the StatefulSets through their config hash. The control plane is ready when the apiserver
  * StatefulSet has a ready replica and the apiserver answers /readyz through the admin kubeconfig. That kubeconfig
  * names the in-cluster Service (`apiserver.<root>.svc`), so a manager outside the super cluster's network never
- * sees it ready and says so in waitingFor.
+ * sees it ready and says so in waitingFor; with NativeOptions.apiserverAccess `ClusterIP` the manager gets a
+ * kubeconfig for the Service's ClusterIP instead (the local super cluster's real nodes run kube-proxy on this host).
+ * The Services are applied first: the Pods map the in-cluster names to their ClusterIPs (hostAliases), so the
+ * control plane needs no cluster DNS.
  */
 export class NativeProvisioner implements Provisioner {
   readonly type = 'native';
 
-  constructor(private readonly superClient: KubeClient) {}
+  private readonly opts: NativeOptions;
+
+  constructor(
+    private readonly superClient: KubeClient,
+    opts: NativeOptions = {},
+  ) {
+    if (opts.apiserverAccess && !API_ACCESS.includes(opts.apiserverAccess))
+      throw new Error(
+        `native provisioner: apiserverAccess ${opts.apiserverAccess} is not one of ${API_ACCESS.join(', ')}`,
+      );
+    if (opts.etcdHostPathDir !== undefined && !isAbsolute(opts.etcdHostPathDir))
+      throw new Error(`native provisioner: etcdHostPathDir ${opts.etcdHostPathDir} is not an absolute path`);
+    this.opts = opts;
+  }
 
   async ensure(vc: VirtualCluster, root: string): Promise<ProvisionState> {
     const cvName = vc.spec.clusterVersionName;
@@ -110,8 +171,27 @@ export class NativeProvisioner implements Provisioner {
       },
     });
     await this.ensureNamespace(vc, root);
-    const pki = await this.ensurePKI(vc, root);
-    const objects = renderNative({ vc, clusterVersion, pki, rootNamespace: root });
+    const serviceIPs: NativeServiceIPs = {};
+    for (const svc of renderNativeServices(clusterVersion, root)) {
+      const applied = await this.superClient.apply<Service>(R.services, svc, IDENTITY.manager);
+      const ip = applied.spec?.clusterIP;
+      if (!ip || ip === 'None') continue;
+      if (svc.metadata?.name === 'apiserver') serviceIPs.apiserver = ip;
+      if (svc.metadata?.name === ETCD_CLIENT_SERVICE) serviceIPs.etcd = ip;
+    }
+    const byClusterIP = this.opts.apiserverAccess === 'ClusterIP';
+    if (byClusterIP && !serviceIPs.apiserver)
+      return { ready: false, waitingFor: `a ClusterIP for the Service ${root}/apiserver` };
+    const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : []);
+    const objects = renderNative({
+      vc,
+      clusterVersion,
+      pki,
+      rootNamespace: root,
+      serviceIPs,
+      placement: this.opts.placement,
+      etcdHostPath: this.etcdDataDir(root),
+    });
     let adminKubeconfig: string | undefined;
     for (const obj of objects) {
       const applied = await this.superClient.apply<Secret>(resourceFor(obj), obj, IDENTITY.manager);
@@ -132,15 +212,26 @@ export class NativeProvisioner implements Provisioner {
         ready: false,
         waitingFor: `the apiserver StatefulSet ${root}/apiserver to have a ready Pod (${ready}/${sts?.spec?.replicas ?? 1} ready)`,
       };
-    const url = apiserverURL(root);
-    const answer = await probeReadyz(adminKubeconfig, READYZ_TIMEOUT_MS);
+    const host = byClusterIP ? serviceIPs.apiserver! : apiserverHost(root);
+    const url = byClusterIP ? `https://${host}:${NATIVE_PORTS.apiserver}` : apiserverURL(root);
+    const kubeconfig = byClusterIP
+      ? renderKubeconfig({
+          clusterName: vc.metadata?.name ?? root,
+          server: url,
+          caPem: pki.ca.certPem,
+          user: 'admin',
+          clientCertPem: pki.admin.certPem,
+          clientKeyPem: pki.admin.keyPem,
+        })
+      : adminKubeconfig;
+    const answer = await probeReadyz(kubeconfig, READYZ_TIMEOUT_MS);
     if (answer !== true) return { ready: false, waitingFor: `the apiserver to answer at ${url} (${answer})` };
     return {
       ready: true,
       result: {
-        kubeconfig: adminKubeconfig,
+        kubeconfig,
         kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
-        apiserverEndpoint: { host: apiserverHost(root), port: NATIVE_PORTS.apiserver },
+        apiserverEndpoint: { host, port: NATIVE_PORTS.apiserver },
       },
     };
   }
@@ -162,8 +253,8 @@ export class NativeProvisioner implements Provisioner {
    * for other certificate options. Creation is a create, not an apply: of two racing managers one wins and the
    * other reads its PKI.
    */
-  private async ensurePKI(vc: VirtualCluster, root: string): Promise<ControlPlanePKI> {
-    const opts = nativePKIOptions(vc, root);
+  private async ensurePKI(vc: VirtualCluster, root: string, apiserverIPs: string[]): Promise<ControlPlanePKI> {
+    const opts = nativePKIOptions(vc, root, undefined, apiserverIPs);
     const hash = pkiOptionsHash(opts);
     const existing = await this.superClient.getOrNull<Secret>(R.secrets, root, PKI_SECRET);
     if (existing && existing.metadata?.annotations?.[PKI_OPTIONS_ANNOTATION] === hash) return parsePKI(existing, root);
@@ -201,10 +292,17 @@ export class NativeProvisioner implements Provisioner {
     }
   }
 
+  /** etcdDataDir is the host directory of a tenant's etcd data when the platform keeps it on the host. */
+  private etcdDataDir(root: string): string | undefined {
+    return this.opts.etcdHostPathDir === undefined ? undefined : join(this.opts.etcdHostPathDir, root);
+  }
+
   /**
    * remove deletes what ensure made in the root namespace (StatefulSets first, then Services, the NetworkPolicy,
    * Secrets including the PKI, and etcd's volume claims) with Background propagation; the controller then deletes
-   * the root namespace itself. A missing namespace is not an error.
+   * the root namespace itself. With etcdHostPathDir it deletes etcd's data directory too, once no etcd Pod of the
+   * tenant is left (until then it throws NativeWaitError, and the controller calls it again). A missing namespace
+   * is not an error.
    */
   async remove(_vc: VirtualCluster, root: string): Promise<void> {
     const selector = `${LABEL.cluster}=${root}`;
@@ -224,6 +322,17 @@ export class NativeProvisioner implements Provisioner {
       }
     }
     log.info({ tenant: root, deleted }, 'native control plane removed');
+    const data = this.etcdDataDir(root);
+    if (data && existsSync(data)) {
+      const etcdPods = await this.superClient.list(R.pods, {
+        namespace: root,
+        labelSelector: `${LABEL.cluster}=${root},${LABEL.component}=etcd`,
+      });
+      if (etcdPods.items.length)
+        throw new NativeWaitError(`waiting for the etcd Pod of ${root} to stop before deleting its data ${data}`);
+      rmSync(data, { recursive: true, force: true });
+      log.info({ tenant: root, data }, 'etcd data removed');
+    }
   }
 }
 

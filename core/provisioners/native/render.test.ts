@@ -126,6 +126,7 @@ describe('renderNative', () => {
       'Secret/admin-kubeconfig',
       'Secret/controller-manager-kubeconfig',
       'Service/etcd',
+      'Service/etcd-client',
       'NetworkPolicy/etcd',
       'StatefulSet/etcd',
       'Service/apiserver',
@@ -396,5 +397,74 @@ describe('nativePKIOptions', () => {
     expect(o.validityDays).toBe(365);
     expect(o.clusterDomain).toBe('tenant.local');
     expect(o.apiserverDnsNames.at(-1)).toBe(`apiserver.${ROOT}.svc.super.local`);
+  });
+
+  it('adds the addresses the manager dials the apiserver at', () => {
+    expect(nativePKIOptions(vc, ROOT, undefined, ['10.96.0.20']).apiserverIPs).toEqual(['10.96.0.20']);
+  });
+});
+
+describe("renderNative on a super cluster without DNS, on the platform's nodes", () => {
+  type PodSpec = {
+    hostAliases?: Array<{ ip: string; hostnames: string[] }>;
+    nodeSelector?: Record<string, string>;
+    tolerations?: Array<Record<string, unknown>>;
+    volumes: Array<{ name: string; hostPath?: { path: string; type: string } }>;
+  };
+  const podOf = (objs: KubeObject[], name: string): PodSpec => sts(objs, name).spec.template.spec as unknown as PodSpec;
+  const COMPONENTS = ['etcd', 'apiserver', 'controller-manager'];
+
+  it('maps the names the control plane dials to the Service IPs in every Pod, and only the IPs known', () => {
+    const objs = render({ serviceIPs: { apiserver: '10.96.0.20', etcd: '10.96.0.21' } });
+    for (const c of COMPONENTS)
+      expect(podOf(objs, c).hostAliases, c).toEqual([
+        { ip: '10.96.0.21', hostnames: [`etcd-0.etcd.${ROOT}.svc`] },
+        { ip: '10.96.0.20', hostnames: [`apiserver.${ROOT}.svc`] },
+      ]);
+    // the names are the ones the flags and the kubeconfig use
+    expect(flag(container(objs, 'apiserver').args, 'etcd-servers')).toBe(`http://etcd-0.etcd.${ROOT}.svc:2379`);
+    expect(podOf(render({ serviceIPs: { apiserver: '10.96.0.20' } }), 'etcd').hostAliases).toEqual([
+      { ip: '10.96.0.20', hostnames: [`apiserver.${ROOT}.svc`] },
+    ]);
+    expect(podOf(render(), 'apiserver').hostAliases).toBeUndefined();
+  });
+
+  it("serves etcd's client port on a ClusterIP Service next to the headless one", () => {
+    const svc = find<KubeObject & { spec: Record<string, unknown> }>(render(), 'Service', 'etcd-client');
+    expect(svc.spec.clusterIP).toBeUndefined();
+    expect(svc.spec.selector).toEqual(sts(render(), 'etcd').spec.selector.matchLabels);
+    expect(svc.spec.ports).toEqual([{ name: 'client', port: 2379, targetPort: 2379 }]);
+  });
+
+  it('adds the placement to every Pod without sharing its objects', () => {
+    const placement = {
+      nodeSelector: { 'vc.tenancy.x-k8s.io/real-node': 'true' },
+      tolerations: [
+        { key: 'vc.tenancy.x-k8s.io/real-node', operator: 'Exists' as const, effect: 'NoSchedule' as const },
+      ],
+    };
+    const objs = render({ placement });
+    for (const c of COMPONENTS) {
+      expect(podOf(objs, c).nodeSelector, c).toEqual(placement.nodeSelector);
+      expect(podOf(objs, c).tolerations, c).toEqual(placement.tolerations);
+      expect(podOf(objs, c).tolerations).not.toBe(placement.tolerations);
+    }
+    for (const c of COMPONENTS) {
+      expect(podOf(render(), c).nodeSelector).toBeUndefined();
+      expect(podOf(render(), c).tolerations).toBeUndefined();
+    }
+  });
+
+  it('keeps etcd data in a host directory instead of a claim when asked', () => {
+    const objs = render({ etcdHostPath: `/var/lib/vc/native/${ROOT}` });
+    const etcd = sts(objs, 'etcd');
+    expect(etcd.spec.volumeClaimTemplates).toBeUndefined();
+    expect(podOf(objs, 'etcd').volumes).toContainEqual({
+      name: 'data',
+      hostPath: { path: `/var/lib/vc/native/${ROOT}`, type: 'DirectoryOrCreate' },
+    });
+    expect(container(objs, 'etcd').volumeMounts).toContainEqual({ name: 'data', mountPath: '/var/lib/etcd' });
+    expect(sts(render(), 'etcd').spec.volumeClaimTemplates?.[0]?.metadata.name).toBe('data');
+    expect(podOf(render(), 'etcd').volumes.some((v) => v.hostPath)).toBe(false);
   });
 });

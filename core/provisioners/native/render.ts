@@ -6,6 +6,7 @@ import { firstServiceIP, renderKubeconfig } from '../../pki/pki.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
+import type { ForcedPlacementView } from '../../plugins/contract.ts';
 import {
   apiserverFlags,
   controllerManagerFlags,
@@ -61,6 +62,22 @@ export interface NativeInput {
   /** made by generateControlPlanePKI(nativePKIOptions(vc, rootNamespace)) */
   pki: ControlPlanePKI;
   rootNamespace: string;
+  /**
+   * ClusterIPs of the `apiserver` and `etcd-client` Services once allocated: every control-plane Pod then maps the
+   * in-cluster names it uses (apiserverHost, the etcd member's name) to them in /etc/hosts, so the control plane
+   * works on a super cluster without cluster DNS (the local super cluster has none)
+   */
+  serviceIPs?: NativeServiceIPs;
+  /** the platform's placement of the control-plane Pods (node selector entries and tolerations added) */
+  placement?: ForcedPlacementView;
+  /** a host directory for etcd's data (a hostPath volume) instead of a volume claim */
+  etcdHostPath?: string;
+}
+
+/** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */
+export interface NativeServiceIPs {
+  apiserver?: string;
+  etcd?: string;
 }
 
 /** NATIVE_DEFAULTS are the values of ClusterVersion fields left out; a VirtualCluster's are TENANT_DEFAULTS. */
@@ -80,6 +97,9 @@ export const NATIVE_PORTS = {
   etcdPeer: 2380,
   etcdMetrics: 2381,
 } as const;
+
+/** ETCD_CLIENT_SERVICE is the ClusterIP Service of etcd's client port (the headless `etcd` names the member). */
+export const ETCD_CLIENT_SERVICE = 'etcd-client';
 
 /** NATIVE_SECRETS names the Secrets renderNative puts in the root namespace. */
 export const NATIVE_SECRETS = {
@@ -157,12 +177,14 @@ function etcdPeerHost(rootNamespace: string): string {
 /**
  * nativePKIOptions are the generateControlPlanePKI options of a tenant control plane in the super cluster: its
  * apiserver serves the `apiserver` Service names of the root namespace (up to `.svc.<superClusterDomain>`) besides
- * the tenant's own `kubernetes.default` names and the first IP of its service CIDR.
+ * the tenant's own `kubernetes.default` names and the first IP of its service CIDR, and apiserverIPs (the Service's
+ * ClusterIP when the manager reaches the apiserver there).
  */
 export function nativePKIOptions(
   vc: VirtualCluster,
   rootNamespace: string,
   superClusterDomain: string = NATIVE_DEFAULTS.superClusterDomain,
+  apiserverIPs: readonly string[] = [],
 ): ControlPlanePKIOptions {
   const s = vc.spec;
   return {
@@ -173,7 +195,7 @@ export function nativePKIOptions(
       apiserverHost(rootNamespace),
       `${apiserverHost(rootNamespace)}.${superClusterDomain}`,
     ],
-    apiserverIPs: [],
+    apiserverIPs: [...apiserverIPs],
     serviceIP: firstServiceIP(s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr),
     validityDays: s.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
     clusterDomain: s.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
@@ -183,9 +205,10 @@ export function nativePKIOptions(
 /**
  * renderNative renders a tenant control plane as objects for the super cluster, all in the root namespace: the
  * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
- * (StatefulSet with a data volume, headless Service, a NetworkPolicy admitting only the apiserver to its client
- * port); kube-apiserver (StatefulSet and Service `apiserver`) and kube-controller-manager (StatefulSet), with the
- * flags of apiserverFlags and controllerManagerFlags. Each pod template carries ANN.configHash, so new
+ * (StatefulSet with a data volume, claimed or on the host, the Services of renderNativeServices, a NetworkPolicy
+ * admitting only the apiserver to its client port); kube-apiserver (StatefulSet and Service `apiserver`) and kube-controller-manager (StatefulSet), with the
+ * flags of apiserverFlags and controllerManagerFlags. Every Pod gets the platform's placement and the hostAliases of
+ * the known Service IPs. Each pod template carries ANN.configHash, so new
  * certificates or flags roll its StatefulSet. Namespace first, then Secrets, then the rest: an order to apply in.
  */
 export function renderNative(input: NativeInput): KubeObject[] {
@@ -220,6 +243,11 @@ export function renderNative(input: NativeInput): KubeObject[] {
   });
   const etcdArgs = etcdFlags(root, cv.spec.etcd?.extraArgs);
 
+  const [etcdService, etcdClientService, apiserverService] = renderNativeServices(cv, root);
+  const pod: PodParts = {
+    hostAliases: hostAliases(root, input.serviceIPs),
+    placement: input.placement,
+  };
   const k8sImage = (name: string): string => `registry.k8s.io/${name}:${cv.spec.kubernetesVersion}`;
   const httpsProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTPS' } });
   const httpProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTP' } });
@@ -227,20 +255,8 @@ export function renderNative(input: NativeInput): KubeObject[] {
   return [
     rootNamespaceObject(vc.metadata ?? {}, root),
     ...secrets,
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: objectMeta(root, 'etcd', 'etcd'),
-      spec: {
-        clusterIP: 'None',
-        publishNotReadyAddresses: true,
-        selector: selector(root, 'etcd'),
-        ports: [
-          { name: 'client', port: NATIVE_PORTS.etcdClient, targetPort: NATIVE_PORTS.etcdClient },
-          { name: 'peer', port: NATIVE_PORTS.etcdPeer, targetPort: NATIVE_PORTS.etcdPeer },
-        ],
-      },
-    },
+    etcdService,
+    etcdClientService,
     {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
@@ -262,6 +278,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
       },
     },
     statefulSet(root, 'etcd', {
+      ...pod,
       replicas: 1,
       serviceName: 'etcd',
       files: new Map(),
@@ -280,29 +297,25 @@ export function renderNative(input: NativeInput): KubeObject[] {
         livenessProbe: { ...httpProbe('/livez', NATIVE_PORTS.etcdMetrics), periodSeconds: 10, failureThreshold: 8 },
         startupProbe: { ...httpProbe('/readyz', NATIVE_PORTS.etcdMetrics), periodSeconds: 5, failureThreshold: 24 },
       },
-      volumeClaimTemplates: [
-        {
-          apiVersion: 'v1',
-          kind: 'PersistentVolumeClaim',
-          metadata: { name: 'data' },
-          spec: {
-            accessModes: ['ReadWriteOnce'],
-            resources: { requests: { storage: cv.spec.etcd?.storageSize ?? NATIVE_DEFAULTS.etcdStorageSize } },
-          },
-        },
-      ],
+      ...(input.etcdHostPath
+        ? { volumes: [{ name: 'data', hostPath: { path: input.etcdHostPath, type: 'DirectoryOrCreate' } }] }
+        : {
+            volumeClaimTemplates: [
+              {
+                apiVersion: 'v1',
+                kind: 'PersistentVolumeClaim',
+                metadata: { name: 'data' },
+                spec: {
+                  accessModes: ['ReadWriteOnce'],
+                  resources: { requests: { storage: cv.spec.etcd?.storageSize ?? NATIVE_DEFAULTS.etcdStorageSize } },
+                },
+              },
+            ],
+          }),
     }),
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: objectMeta(root, 'apiserver', 'apiserver'),
-      spec: {
-        type: cv.spec.apiServer?.serviceType ?? NATIVE_DEFAULTS.serviceType,
-        selector: selector(root, 'apiserver'),
-        ports: [{ name: 'https', port: NATIVE_PORTS.apiserver, targetPort: NATIVE_PORTS.apiserver }],
-      },
-    },
+    apiserverService,
     statefulSet(root, 'apiserver', {
+      ...pod,
       replicas: apiserverReplicas,
       serviceName: 'apiserver',
       files: projectedFiles(apiserverArgs, secretData),
@@ -320,6 +333,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
       },
     }),
     statefulSet(root, 'controller-manager', {
+      ...pod,
       replicas: kcmReplicas,
       serviceName: 'controller-manager',
       files: projectedFiles(kcmArgs, secretData),
@@ -348,6 +362,58 @@ export function renderNative(input: NativeInput): KubeObject[] {
       },
     }),
   ];
+}
+
+/**
+ * renderNativeServices are the Services of a tenant control plane, which need no PKI: `etcd` (headless, it names
+ * the member `etcd-0`), ETCD_CLIENT_SERVICE (a ClusterIP for etcd's client port) and `apiserver` (of the
+ * ClusterVersion's type). The provisioner applies them first: their ClusterIPs go into the Pods' /etc/hosts and,
+ * when the manager reaches the apiserver there, into the apiserver's certificate.
+ */
+export function renderNativeServices(cv: ClusterVersion, root: string): KubeObject[] {
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: objectMeta(root, 'etcd', 'etcd'),
+      spec: {
+        clusterIP: 'None',
+        publishNotReadyAddresses: true,
+        selector: selector(root, 'etcd'),
+        ports: [
+          { name: 'client', port: NATIVE_PORTS.etcdClient, targetPort: NATIVE_PORTS.etcdClient },
+          { name: 'peer', port: NATIVE_PORTS.etcdPeer, targetPort: NATIVE_PORTS.etcdPeer },
+        ],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: objectMeta(root, ETCD_CLIENT_SERVICE, 'etcd'),
+      spec: {
+        selector: selector(root, 'etcd'),
+        ports: [{ name: 'client', port: NATIVE_PORTS.etcdClient, targetPort: NATIVE_PORTS.etcdClient }],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: objectMeta(root, 'apiserver', 'apiserver'),
+      spec: {
+        type: cv.spec.apiServer?.serviceType ?? NATIVE_DEFAULTS.serviceType,
+        selector: selector(root, 'apiserver'),
+        ports: [{ name: 'https', port: NATIVE_PORTS.apiserver, targetPort: NATIVE_PORTS.apiserver }],
+      },
+    },
+  ];
+}
+
+/** hostAliases maps the in-cluster names the control plane dials to the ClusterIPs known so far. */
+function hostAliases(root: string, ips: NativeServiceIPs = {}): Array<{ ip: string; hostnames: string[] }> {
+  const out: Array<{ ip: string; hostnames: string[] }> = [];
+  if (ips.etcd) out.push({ ip: ips.etcd, hostnames: [etcdPeerHost(root)] });
+  if (ips.apiserver) out.push({ ip: ips.apiserver, hostnames: [apiserverHost(root)] });
+  return out;
 }
 
 /**
@@ -459,13 +525,21 @@ function projectedFiles(
   return files;
 }
 
-interface StatefulSetParts {
+/** PodParts are what every control-plane Pod of a tenant shares. */
+interface PodParts {
+  hostAliases: Array<{ ip: string; hostnames: string[] }>;
+  placement?: ForcedPlacementView;
+}
+
+interface StatefulSetParts extends PodParts {
   replicas: number;
   serviceName: string;
   files: ReadonlyMap<string, ProjectedFile>;
   args: string[];
   container: Record<string, unknown> & { image: string };
   volumeClaimTemplates?: KubeObject[];
+  /** volumes of the Pod besides the projected Secrets */
+  volumes?: Array<Record<string, unknown>>;
 }
 
 function statefulSet(root: string, component: string, p: StatefulSetParts): KubeObject {
@@ -484,8 +558,9 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
     )
     .digest('hex')
     .slice(0, 32);
-  const volumes =
-    sources.size === 0
+  const volumes = [
+    ...(p.volumes ?? []),
+    ...(sources.size === 0
       ? []
       : [
           {
@@ -495,7 +570,9 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
               sources: [...sources].map(([name, items]) => ({ secret: { name, items } })),
             },
           },
-        ];
+        ]),
+  ];
+  const { nodeSelector, tolerations } = p.placement ?? {};
   const mounts = sources.size === 0 ? [] : [{ name: 'kubernetes', mountPath: KUBE_DIR, readOnly: true }];
   const existingMounts = (p.container.volumeMounts as unknown[] | undefined) ?? [];
   return {
@@ -513,6 +590,9 @@ function statefulSet(root: string, component: string, p: StatefulSetParts): Kube
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+          ...(p.hostAliases.length ? { hostAliases: p.hostAliases } : {}),
+          ...(nodeSelector && Object.keys(nodeSelector).length ? { nodeSelector: { ...nodeSelector } } : {}),
+          ...(tolerations?.length ? { tolerations: tolerations.map((t) => ({ ...t })) } : {}),
           containers: [
             {
               name: component,
