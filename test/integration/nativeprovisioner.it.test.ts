@@ -103,6 +103,7 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
         ...Array(8).fill('Secret'),
         'Service',
         'Service',
+        'Service',
         'NetworkPolicy',
         'StatefulSet',
         'StatefulSet',

@@ -1,0 +1,254 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { git } from '../git/server.ts';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
+import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
+import { containerdSocket, criListSandboxes, REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
+import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
+import { NODE_IMAGES } from '../../core/toolchain/node.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import { eventually, realNodeSkipReason } from '../harness.ts';
+
+const exec = promisify(execFile);
+const skip = await realNodeSkipReason();
+if (skip) process.stdout.write(`native.it.test.ts skipped: ${skip}\n`);
+
+interface Pod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; podIP?: string; containerStatuses?: Array<{ containerID?: string; ready?: boolean }> };
+}
+
+const CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager'] as const;
+
+function get(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const req = http.get(url, { timeout: 5000 }, (r) => {
+      let body = '';
+      r.on('data', (c: Buffer) => (body += c.toString()));
+      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+    });
+    req.on('error', rej);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  });
+}
+
+/** statusOf reads one field of /proc/<pid>/status, or undefined when the process is gone. */
+function statusOf(pid: number, field: string): string | undefined {
+  try {
+    return new RegExp(`^${field}:\\s+(.*)$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** containerRss is the resident memory of each control-plane binary started by one of the given shims. */
+function containerRss(shims: number[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of readdirSync('/proc')) {
+    const pid = Number(e);
+    if (!pid || !shims.includes(Number(statusOf(pid, 'PPid')))) continue;
+    const name = statusOf(pid, 'Name') ?? '';
+    const match = CONTROL_PLANE.find((c) => c.startsWith(name));
+    if (match) out[match] = (out[match] ?? 0) + Number(statusOf(pid, 'VmRSS')?.split(/\s+/)[0] ?? 0) * 1024;
+  }
+  return out;
+}
+
+/**
+ * `provisioner: native` in a tenant file of the embedded default, on the real node of the local super cluster:
+ * etcd, kube-apiserver and kube-controller-manager run as real containers, the tenant kubeconfig works from this
+ * host (the apiserver Service's ClusterIP through kube-proxy), a tenant Deployment runs a real container, and
+ * removing the file removes everything, in the super cluster and on the host.
+ */
+describe.skipIf(!!skip)('a native tenant on the real node, from the embedded default', () => {
+  let dir: string;
+  let e: Embedded | undefined;
+  let c: KubeClient;
+  let work: string;
+  let root: string;
+  let kubeconfig: string;
+  let sandboxesBefore: string[];
+  const superPodUids: string[] = [];
+  const kubectl = async (...args: string[]) =>
+    (await exec(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 })).stdout;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'vc-native-'));
+    e = await startEmbedded({ stateDir: join(dir, 'state'), nodes: 1, realNodes: 1, realNodeLockWaitMs: 30 * 60_000 });
+    c = await e.superCluster.cluster.client();
+    const node = e.superCluster.realNodes[0]!;
+    sandboxesBefore = await criListSandboxes(containerdSocket(node.opts.dir));
+    // The platform puts this tenant's Pods on the real node; the sample tenants are not needed here.
+    await c.create(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'real-node' },
+      spec: {
+        pods: {
+          forced: {
+            nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+            tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+          },
+        },
+      },
+    });
+    work = join(dir, 'tenants');
+    await git(dir, ['clone', '-q', e.gitURL, work]);
+  }, 600_000);
+
+  afterAll(async () => {
+    await e?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('comes up Running from `provisioner: native` with etcd, apiserver and controller manager as real containers', async () => {
+    writeFileSync(
+      join(work, 'tenants/native.yaml'),
+      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: native\n  namespace: default\n' +
+        'spec:\n  provisioner:\n    type: native\n  policyName: real-node\n',
+    );
+    await git(work, ['add', '.']);
+    await git(work, ['commit', '-qm', 'a native tenant']);
+    const pushed = Date.now();
+    await git(work, ['push', '-q', 'origin', 'main']);
+    const vc = await eventually(async () => {
+      const v = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
+      expect(v.status?.phase, v.status?.message).toBe('Running');
+      return v;
+    }, 120_000);
+    const runningMs = Date.now() - pushed;
+    root = rootNamespace('default', 'native', vc.metadata!.uid!);
+
+    const node = e!.superCluster.realNodes[0]!;
+    // the apiserver answers; the controller manager may still be starting (it waits for the apiserver)
+    const pods = await eventually(
+      async () => {
+        const items = (await c.list<Pod>(R.pods, { namespace: root })).items;
+        expect(items.map((p) => p.metadata!.name).sort()).toEqual(['apiserver-0', 'controller-manager-0', 'etcd-0']);
+        for (const p of items) {
+          expect(p.spec?.nodeName, p.metadata!.name).toBe(node.name);
+          expect(p.status?.phase, p.metadata!.name).toBe('Running');
+          expect(p.status?.containerStatuses?.[0]?.ready, p.metadata!.name).toBe(true);
+          expect(p.status?.containerStatuses?.[0]?.containerID, p.metadata!.name).toMatch(
+            /^containerd:\/\/[0-9a-f]{64}$/,
+          );
+        }
+        return items;
+      },
+      60_000,
+      500,
+    );
+    superPodUids.push(...pods.map((p) => p.metadata!.uid!));
+    const rss = await eventually(() => {
+      const r = containerRss(node.shimPids());
+      expect(Object.keys(r).sort()).toEqual([...CONTROL_PLANE].sort());
+      return r;
+    }, 20_000);
+    const mb = (n: number) => `${(n / 2 ** 20).toFixed(0)} MB`;
+    process.stdout.write(
+      `native tenant: Running ${runningMs} ms after the push; RSS ${CONTROL_PLANE.map((k) => `${k} ${mb(rss[k]!)}`).join(', ')}\n`,
+    );
+    expect(existsSync(join(dir, 'state/native', root))).toBe(true);
+  });
+
+  it('gives a kubeconfig that works from this host, at the apiserver Service ClusterIP', async () => {
+    const secret = await c.get<KubeObject & { data: Record<string, string> }>(
+      R.secrets,
+      'default',
+      'native-kubeconfig',
+    );
+    const text = Buffer.from(secret.data.kubeconfig!, 'base64').toString('utf8');
+    const svc = await c.get<KubeObject & { spec: { clusterIP: string } }>(R.services, root, 'apiserver');
+    expect(text).toContain(`server: https://${svc.spec.clusterIP}:6443`);
+    kubeconfig = join(dir, 'native.kubeconfig');
+    writeFileSync(kubeconfig, text, { mode: 0o600 });
+    const names = (await kubectl('get', 'namespaces', '-o', 'name')).split('\n');
+    expect(names).toEqual(expect.arrayContaining(['namespace/default', 'namespace/kube-system']));
+  });
+
+  it('runs a tenant Deployment as a real container on the real node', async (ctx) => {
+    // The pods plugin pulls every tenant image Always (a node's cache must not serve one tenant's private image to
+    // another) unless the platform lists it as preloaded on every node: nothing can be pulled on this host.
+    const cfg = parse(readFileSync(e!.configPath, 'utf8')) as {
+      tenantDefaults?: { pods?: { preloadedImages?: string[] } };
+    };
+    if (!cfg.tenantDefaults?.pods?.preloadedImages?.includes(NODE_IMAGES.agnhost)) {
+      process.stdout.write(
+        'native.it.test.ts: tenant Deployment skipped: the embedded default lists no preloaded images\n',
+      );
+      ctx.skip();
+    }
+    await kubectl('create', 'deployment', 'web', `--image=${NODE_IMAGES.agnhost}`, '--', '/agnhost', 'netexec');
+    const tenantPod = await eventually(
+      async () => {
+        const out = await kubectl(
+          'get',
+          'pods',
+          '-l',
+          'app=web',
+          '-o',
+          'jsonpath={.items[0].metadata.name} {.items[0].status.phase}',
+        );
+        expect(out.split(' ')[1]).toBe('Running');
+        return out.split(' ')[0]!;
+      },
+      90_000,
+      500,
+    );
+    const superPods = (await c.list<Pod>(R.pods, { labelSelector: 'app=web' })).items.filter(
+      (p) => p.metadata!.namespace !== root && p.metadata!.namespace!.includes('default-native'),
+    );
+    expect(superPods).toHaveLength(1);
+    const sp = superPods[0]!;
+    expect(sp.spec?.nodeName).toBe(e!.superCluster.realNodes[0]!.name);
+    expect(sp.status?.containerStatuses?.[0]?.containerID).toMatch(/^containerd:\/\//);
+    superPodUids.push(sp.metadata!.uid!);
+    // agnhost netexec answers on the Pod IP from this host: a process in a container, not a simulated status
+    const res = await eventually(() => get(`http://${sp.status!.podIP}:8080/hostname`), 20_000, 500);
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(tenantPod);
+  });
+
+  it('removing the tenant file removes Pods, Services, Secrets, namespaces and etcd data, in the super and on the host', async () => {
+    const node = e!.superCluster.realNodes[0]!;
+    await git(work, ['rm', '-q', 'tenants/native.yaml']);
+    await git(work, ['commit', '-qm', 'remove the native tenant']);
+    await git(work, ['push', '-q', 'origin', 'main']);
+    // one of three tenants is more than GitOps deletes unasked (25 %): confirm this revision's deletion
+    const revision = (await git(work, ['rev-parse', 'HEAD'])).trim();
+    await c.patch(
+      GITSOURCES,
+      'default',
+      'tenants',
+      { metadata: { annotations: { [ANN.confirmDeletion]: revision } } },
+      'merge',
+    );
+    await eventually(
+      async () => expect(await c.getOrNull(R.virtualclusters, 'default', 'native')).toBeNull(),
+      120_000,
+      500,
+    );
+    expect(await c.getOrNull(R.namespaces, undefined, root)).toBeNull();
+    expect((await c.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` })).items).toEqual([]);
+    for (const r of [R.pods, R.services, R.secrets, R.statefulsets])
+      expect((await c.list(r, { labelSelector: `${LABEL.cluster}=${root}` })).items, r.resource).toEqual([]);
+    expect((await c.list(R.pods, { labelSelector: 'app=web' })).items).toEqual([]);
+    expect(await c.getOrNull(R.secrets, 'default', 'native-kubeconfig')).toBeNull();
+    // on the host: etcd's data directory, the Pods' kubelet directories and their sandboxes are gone
+    expect(existsSync(join(dir, 'state/native', root))).toBe(false);
+    await eventually(async () => {
+      for (const uid of superPodUids) expect(existsSync(join(node.opts.dir, 'kubelet/pods', uid)), uid).toBe(false);
+      expect((await criListSandboxes(containerdSocket(node.opts.dir))).sort()).toEqual([...sandboxesBefore].sort());
+    }, 60_000);
+    expect(Object.keys(containerRss(node.shimPids()))).toEqual([]);
+  });
+});
