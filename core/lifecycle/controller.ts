@@ -479,7 +479,8 @@ export class VirtualClusterController {
       this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
     // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
-    if (!rootNs || !notOwnedRoot(rootNs, m.uid!)) await this.o.provisioners[type]?.remove(vc, root);
+    const removing =
+      !rootNs || !notOwnedRoot(rootNs, m.uid!) ? await this.o.provisioners[type]?.remove(vc, root) : undefined;
     const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
     const remaining = labelled.items.filter((n) => ownedNamespace(n, root, m.uid!));
     if (remaining.length) {
@@ -487,6 +488,10 @@ export class VirtualClusterController {
         if (!n.metadata?.deletionTimestamp)
           await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
       }
+      return { requeueAfter: 1000 };
+    }
+    if (removing) {
+      log.debug({ vc: objectKey(vc), tenant: root }, `deleting: waiting for ${removing.waitingFor}`);
       return { requeueAfter: 1000 };
     }
     await this.deleteOwned(R.secrets, m.namespace!, kubeconfigSecretName(m.name!), m.uid!);

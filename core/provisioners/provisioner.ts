@@ -14,6 +14,11 @@ export interface Provisioned {
 export type ProvisionState =
   { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
 
+/** RemoveWaiting is remove's answer while part of the control plane is still going away. */
+export interface RemoveWaiting {
+  waitingFor: string;
+}
+
 /** ProvisionLimits are what the tenant's policy caps in its control plane, for the provisioners that can enforce it. */
 export interface ProvisionLimits {
   /** storage quota of the tenant's etcd, in bytes (the local provisioner gives each tenant an etcd of its own) */
@@ -27,8 +32,11 @@ export interface ProvisionLimits {
 export interface Provisioner {
   readonly type: string;
   ensure(vc: VirtualCluster, rootNamespace: string, limits?: ProvisionLimits): Promise<ProvisionState>;
-  /** remove deletes the control plane and all its data; a missing one is not an error */
-  remove(vc: VirtualCluster, rootNamespace: string): Promise<void>;
+  /**
+   * remove deletes the control plane and all its data; a missing one is not an error. It may answer what it still
+   * waits for (e.g. a Pod to stop before its data goes): the caller then calls it again a moment later.
+   */
+  remove(vc: VirtualCluster, rootNamespace: string): Promise<void | RemoveWaiting>;
   /** stop releases what this process runs without deleting data (manager shutdown) */
   stop?(): Promise<void>;
 }

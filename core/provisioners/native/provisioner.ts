@@ -32,7 +32,7 @@ import {
   type NativeServiceIPs,
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
-import type { Provisioner, ProvisionState } from '../provisioner.ts';
+import type { Provisioner, ProvisionState, RemoveWaiting } from '../provisioner.ts';
 import type { VirtualCluster } from '../../lifecycle/types.ts';
 
 const log = childLogger({ controller: 'provisioner-native' });
@@ -89,11 +89,6 @@ export interface NativeOptions {
    * nodes (the local super cluster, which has no volume provisioner)
    */
   etcdHostPathDir?: string;
-}
-
-/** NativeWaitError is thrown by remove while etcd's Pod still runs on the data it is about to delete. */
-export class NativeWaitError extends Error {
-  override name = 'NativeWaitError';
 }
 
 /**
@@ -301,10 +296,10 @@ export class NativeProvisioner implements Provisioner {
    * remove deletes what ensure made in the root namespace (StatefulSets first, then Services, the NetworkPolicy,
    * Secrets including the PKI, and etcd's volume claims) with Background propagation; the controller then deletes
    * the root namespace itself. With etcdHostPathDir it deletes etcd's data directory too, once no etcd Pod of the
-   * tenant is left (until then it throws NativeWaitError, and the controller calls it again). A missing namespace
-   * is not an error.
+   * tenant is left (until then it answers what it waits for, and the controller calls it again). A missing
+   * namespace is not an error.
    */
-  async remove(_vc: VirtualCluster, root: string): Promise<void> {
+  async remove(_vc: VirtualCluster, root: string): Promise<void | RemoveWaiting> {
     const selector = `${LABEL.cluster}=${root}`;
     let deleted = 0;
     for (const r of OWNED_KINDS) {
@@ -329,7 +324,7 @@ export class NativeProvisioner implements Provisioner {
         labelSelector: `${LABEL.cluster}=${root},${LABEL.component}=etcd`,
       });
       if (etcdPods.items.length)
-        throw new NativeWaitError(`waiting for the etcd Pod of ${root} to stop before deleting its data ${data}`);
+        return { waitingFor: `the etcd Pod of ${root} to stop before deleting its data ${data}` };
       rmSync(data, { recursive: true, force: true });
       log.info({ tenant: root, data }, 'etcd data removed');
     }
