@@ -66,6 +66,8 @@ export interface NodeRecord {
   cgroupRoot: string;
   /** containerd's gRPC socket; every shim of this node carries it on its command line */
   containerdSock: string;
+  /** the runc shims' socket directory (containerd's socket_dir), removed whole; absent in records of older nodes */
+  shimSocketDir?: string;
   /** the original value of each SYSCTLS entry that existed */
   sysctls: Record<string, string>;
   /** HOST_PATHS_OUTSIDE entries that did not exist before the node started */
@@ -430,7 +432,11 @@ export async function sweepNode(dir: string): Promise<string[]> {
   }
 
   const others = otherNodeProcessesRunning(r.dir);
-  // shim sockets: one per task that ran here, under containerd's hard-coded /run/containerd/s
+  if (r.shimSocketDir && existsSync(r.shimSocketDir)) {
+    rmSync(r.shimSocketDir, { recursive: true, force: true });
+    done.push(`removed ${r.shimSocketDir}`);
+  }
+  // gVisor's shim sockets (and runc's, from nodes without socket_dir) go to /run/containerd/s, one per task
   const tasks = join(r.dir, 'containerd/state/io.containerd.runtime.v2.task');
   if (existsSync(tasks))
     for (const ns of readdirSync(tasks))
@@ -489,8 +495,8 @@ function removeEmptyDirs(p: string): void {
 /**
  * HostSnapshot is what a real node can leave on the host, listed so that two snapshots (before start, after stop)
  * can be compared: processes running node binaries, mount points, network namespaces, links, iptables chains (v4 and
- * v6, per table), cgroups at the top of each hierarchy, the HOST_PATHS_OUTSIDE that exist (with their entries) and
- * the SYSCTLS values.
+ * v6, per table), cgroups at the top of each hierarchy, the HOST_PATHS_OUTSIDE that exist (with their entries), the
+ * shim sockets in /run/containerd/s and the shim socket directories /run/vc-s-*, and the SYSCTLS values.
  */
 export interface HostSnapshot {
   processes: string[];
@@ -542,6 +548,10 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
       /* not a directory */
     }
   }
+  // shim sockets: the global directory (gVisor's shim) and the per-node socket_dirs outside node directories
+  if (existsSync('/run/containerd/s'))
+    for (const e of readdirSync('/run/containerd/s')) paths.push(`/run/containerd/s/${e}`);
+  for (const e of readdirSync('/run')) if (e.startsWith('vc-s-')) paths.push(`/run/${e}`);
   const sysctls = SYSCTLS.filter((f) => existsSync(f)).map((f) => `${f}=${readFileSync(f, 'utf8').trim()}`);
   return {
     processes: processes.sort(),

@@ -10,6 +10,8 @@ import {
   nodeNetworkNames,
   protoFields,
   protoString,
+  shimSocketDir,
+  MAX_SHIM_SOCKET_DIR,
   type RealNodeConfigInput,
 } from './realnode.ts';
 
@@ -44,6 +46,7 @@ describe('containerdConfig', () => {
     expect(toml).toContain('imports = []');
     expect(toml).toMatch(/nri\.v1\.nri'\]\n {2}disable = true/);
     expect(toml).not.toContain('runtimes.runsc');
+    expect(toml).toContain("[plugins.'io.containerd.shim.v1.manager']\n  socket_dir = '/s/nodes/super-real-0/s'");
   });
 
   it.each([
@@ -53,6 +56,24 @@ describe('containerdConfig', () => {
     const toml = containerdConfig({ ...input, ...over });
     expect(toml).toContain(oom);
     expect(toml.includes("runtime_type = 'io.containerd.runsc.v1'")).toBe(runsc);
+  });
+});
+
+describe('shimSocketDir', () => {
+  it.each([
+    ['/s/nodes/super-real-0', '/s/nodes/super-real-0/s'],
+    ['/tmp/vc-test-abcdef/nodes/super-real-0', '/tmp/vc-test-abcdef/nodes/super-real-0/s'],
+    ['/root/.local/state/virtualcluster-ts/nodes/super-real-0', /^\/run\/vc-s-[0-9a-f]{8}$/],
+  ])('%s -> %s', (dir, want) => {
+    const got = shimSocketDir(dir);
+    if (typeof want === 'string') expect(got).toBe(want);
+    else expect(got).toMatch(want);
+    expect(got.length).toBeLessThanOrEqual(MAX_SHIM_SOCKET_DIR);
+  });
+
+  it('gives two long node directories two directories', () => {
+    const a = '/root/.local/state/virtualcluster-ts/nodes/super-real-0';
+    expect(shimSocketDir(a)).not.toBe(shimSocketDir(a.replace('-0', '-1')));
   });
 });
 

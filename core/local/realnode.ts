@@ -81,6 +81,20 @@ export interface RealNodeConfigInput {
   proxyMetricsPort: number;
 }
 
+/** MAX_SHIM_SOCKET_DIR is containerd 2.4's limit on `socket_dir` on Linux (a shim socket path must fit sun_path). */
+export const MAX_SHIM_SOCKET_DIR = 42;
+
+/**
+ * shimSocketDir is where the node's containerd tells its runc shims to put their sockets: `<dir>/s` when that is short
+ * enough for containerd, else `/run/vc-s-<hash of dir>`, so that no two nodes share containerd's global
+ * /run/containerd/s. (gVisor's shim ignores the setting and still uses /run/containerd/s.)
+ */
+export function shimSocketDir(dir: string): string {
+  const inside = join(dir, 's');
+  if (inside.length <= MAX_SHIM_SOCKET_DIR) return inside;
+  return `/run/vc-s-${createHash('sha256').update(dir).digest('hex').slice(0, 8)}`;
+}
+
 /** containerdSocket is where a node's containerd listens. */
 export function containerdSocket(dir: string): string {
   return join(dir, 'containerd.sock');
@@ -89,8 +103,8 @@ export function containerdSocket(dir: string): string {
 /**
  * containerdConfig renders containerd's config (version 4): root, state and sockets under the node directory, no
  * host config imports, the overlayfs snapshotter, the pinned sandbox image, runc from the toolchain with its state
- * under the node directory, netns mounts under containerd's state, NRI disabled, restrict_oom_score_adj where this
- * process may not lower oom_score_adj, and a `runsc` handler (gVisor, systrap platform) when the toolchain has it.
+ * under the node directory, runc shim sockets in shimSocketDir, netns mounts under containerd's state, NRI disabled,
+ * restrict_oom_score_adj where this process may not lower oom_score_adj, and a `runsc` handler (gVisor, systrap platform) when the toolchain has it.
  */
 export function containerdConfig(c: RealNodeConfigInput): string {
   const q = (s: string) => `'${s}'`;
@@ -111,6 +125,8 @@ export function containerdConfig(c: RealNodeConfigInput): string {
     `  path = ${q(join(c.dir, 'containerd/opt'))}`,
     "[plugins.'io.containerd.image-verifier.v1.bindir']",
     `  bin_dir = ${q(join(c.dir, 'containerd/image-verifier'))}`,
+    "[plugins.'io.containerd.shim.v1.manager']",
+    `  socket_dir = ${q(shimSocketDir(c.dir))}`,
     "[plugins.'io.containerd.nri.v1.nri']",
     '  disable = true',
     `  socket_path = ${q(join(c.dir, 'nri.sock'))}`,
@@ -386,6 +402,7 @@ export class RealNode {
       podCidr,
       cgroupRoot: names.cgroupRoot,
       containerdSock: containerdSocket(o.dir),
+      shimSocketDir: shimSocketDir(o.dir),
       sysctls,
       createdPaths: HOST_PATHS_OUTSIDE.filter((p) => !existsSync(p)),
       pids: {},
