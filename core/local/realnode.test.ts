@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { iptablesCleanupScript, shimSocketName } from './nodehost.ts';
+import { iptablesCleanupScript, isKubeRouterSet, shimSocketName } from './nodehost.ts';
 import {
   REAL_NODE_TAINT,
   cniConfig,
   containerdConfig,
   gatewayOf,
   kubeProxyConfig,
+  kubeRouterArgs,
   kubeletConfig,
   nodeNetworkNames,
   protoFields,
@@ -56,6 +57,28 @@ describe('containerdConfig', () => {
     const toml = containerdConfig({ ...input, ...over });
     expect(toml).toContain(oom);
     expect(toml.includes("runtime_type = 'io.containerd.runsc.v1'")).toBe(runsc);
+  });
+});
+
+describe('kube-router', () => {
+  it('runs the firewall only, as its own identity, on the node', () => {
+    const a = kubeRouterArgs({ ...input, kubeRouter: '/np/bin/kube-router', kubeRouterHealthPort: 20244 });
+    for (const f of ['--run-firewall=true', '--run-router=false', '--run-service-proxy=false', '--enable-cni=false'])
+      expect(a).toContain(f);
+    expect(a).toContain('--kubeconfig=/s/nodes/super-real-0/kube-router.kubeconfig');
+    expect(a).toContain('--hostname-override=super-real-0');
+    expect(a).toContain('--service-cluster-ip-range=10.96.0.0/16');
+  });
+
+  it.each([
+    ['KUBE-SRC-ABCDEF', true],
+    ['KUBE-DST-ABCDEF', true],
+    ['kube-router-local-ips', true],
+    ['inet6:KUBE-SRC-ABCDEF', true],
+    ['cali40all-hosts', false],
+    ['my-set', false],
+  ])("ipset %s is kube-router's: %s", (name, want) => {
+    expect(isKubeRouterSet(name)).toBe(want);
   });
 });
 
