@@ -66,6 +66,8 @@ export interface NodeRecord {
   cgroupRoot: string;
   /** containerd's gRPC socket; every shim of this node carries it on its command line */
   containerdSock: string;
+  /** the runc shims' socket directory (containerd's socket_dir), removed whole; absent in records of older nodes */
+  shimSocketDir?: string;
   /** the original value of each SYSCTLS entry that existed */
   sysctls: Record<string, string>;
   /** HOST_PATHS_OUTSIDE entries that did not exist before the node started */
@@ -253,7 +255,7 @@ export function nodeProcesses(r: NodeRecord): number[] {
 }
 
 /** NODE_PROGRAMS are the name prefixes of the programs a node runs on the host itself (not in containers). */
-const NODE_PROGRAMS = ['kubelet', 'kube-proxy', 'containerd', 'runc', 'runsc'] as const;
+const NODE_PROGRAMS = ['kubelet', 'kube-proxy', 'kube-router', 'containerd', 'runc', 'runsc'] as const;
 
 function ancestors(): number[] {
   const out: number[] = [];
@@ -325,6 +327,11 @@ export function shimSocketName(containerdSock: string, namespace: string, id: st
   return createHash('sha256')
     .update(join(containerdSock, namespace, id, debug ? 'debug' : ''))
     .digest('hex');
+}
+
+/** isKubeRouterSet says whether an ipset is one kube-router's firewall creates (KUBE-SRC-*, kube-router-local-ips...). */
+export function isKubeRouterSet(name: string): boolean {
+  return /^(inet6:)?(KUBE-|kube-router-)/.test(name);
 }
 
 /** IPTABLES_TABLES are the tables a node's components add chains to. */
@@ -415,6 +422,10 @@ export async function sweepNode(dir: string): Promise<string[]> {
     }
   }
   // bridge ipMasq rules jump from POSTROUTING into per-Pod CNI- chains; a chain already gone leaves nothing else
+  // kube-router's ipsets, once no rule refers to them any more (its KUBE-* chains went above)
+  if (removeKube)
+    for (const set of ((await tryRun('ipset', ['list', '-n'])) ?? '').split('\n').filter(isKubeRouterSet))
+      if ((await tryRun('ipset', ['destroy', set])) !== undefined) done.push(`destroyed ipset ${set}`);
 
   for (const mnt of cgroupMounts()) {
     const base = join(mnt, r.cgroupRoot);
@@ -430,7 +441,11 @@ export async function sweepNode(dir: string): Promise<string[]> {
   }
 
   const others = otherNodeProcessesRunning(r.dir);
-  // shim sockets: one per task that ran here, under containerd's hard-coded /run/containerd/s
+  if (r.shimSocketDir && existsSync(r.shimSocketDir)) {
+    rmSync(r.shimSocketDir, { recursive: true, force: true });
+    done.push(`removed ${r.shimSocketDir}`);
+  }
+  // gVisor's shim sockets (and runc's, from nodes without socket_dir) go to /run/containerd/s, one per task
   const tasks = join(r.dir, 'containerd/state/io.containerd.runtime.v2.task');
   if (existsSync(tasks))
     for (const ns of readdirSync(tasks))
@@ -489,11 +504,12 @@ function removeEmptyDirs(p: string): void {
 /**
  * HostSnapshot is what a real node can leave on the host, listed so that two snapshots (before start, after stop)
  * can be compared: processes running node binaries, mount points, network namespaces, links, iptables chains (v4 and
- * v6, per table), cgroups at the top of each hierarchy, the HOST_PATHS_OUTSIDE that exist (with their entries) and
- * the SYSCTLS values.
+ * v6, per table), ipsets, cgroups at the top of each hierarchy, the HOST_PATHS_OUTSIDE that exist (with their entries), the
+ * shim sockets in /run/containerd/s and the shim socket directories /run/vc-s-*, and the SYSCTLS values.
  */
 export interface HostSnapshot {
   processes: string[];
+  ipsets: string[];
   mounts: string[];
   netns: string[];
   links: string[];
@@ -508,7 +524,7 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
   const processes: string[] = [];
   for (const pid of allPids()) {
     const cmd = cmdlineOf(pid);
-    if (cmd?.[0]?.startsWith(binDir) || cmd?.[0]?.includes('containerd-shim'))
+    if (cmd?.[0]?.startsWith(binDir) || cmd?.[0]?.includes('containerd-shim') || cmd?.[0]?.endsWith('/kube-router'))
       processes.push(`${pid} ${cmd.join(' ')}`);
   }
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
@@ -542,9 +558,15 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
       /* not a directory */
     }
   }
+  // shim sockets: the global directory (gVisor's shim) and the per-node socket_dirs outside node directories
+  if (existsSync('/run/containerd/s'))
+    for (const e of readdirSync('/run/containerd/s')) paths.push(`/run/containerd/s/${e}`);
+  for (const e of readdirSync('/run')) if (e.startsWith('vc-s-')) paths.push(`/run/${e}`);
   const sysctls = SYSCTLS.filter((f) => existsSync(f)).map((f) => `${f}=${readFileSync(f, 'utf8').trim()}`);
+  const ipsets = ((await tryRun('ipset', ['list', '-n'])) ?? '').split('\n').filter(Boolean);
   return {
     processes: processes.sort(),
+    ipsets: ipsets.sort(),
     mounts: mounts.sort(),
     netns: netns.sort(),
     links: links.sort(),

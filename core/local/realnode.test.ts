@@ -1,15 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { iptablesCleanupScript, shimSocketName } from './nodehost.ts';
+import { iptablesCleanupScript, isKubeRouterSet, shimSocketName } from './nodehost.ts';
 import {
   REAL_NODE_TAINT,
   cniConfig,
   containerdConfig,
   gatewayOf,
   kubeProxyConfig,
+  kubeRouterArgs,
   kubeletConfig,
   nodeNetworkNames,
   protoFields,
   protoString,
+  shimSocketDir,
+  MAX_SHIM_SOCKET_DIR,
   type RealNodeConfigInput,
 } from './realnode.ts';
 
@@ -44,6 +47,7 @@ describe('containerdConfig', () => {
     expect(toml).toContain('imports = []');
     expect(toml).toMatch(/nri\.v1\.nri'\]\n {2}disable = true/);
     expect(toml).not.toContain('runtimes.runsc');
+    expect(toml).toContain("[plugins.'io.containerd.shim.v1.manager']\n  socket_dir = '/s/nodes/super-real-0/s'");
   });
 
   it.each([
@@ -53,6 +57,46 @@ describe('containerdConfig', () => {
     const toml = containerdConfig({ ...input, ...over });
     expect(toml).toContain(oom);
     expect(toml.includes("runtime_type = 'io.containerd.runsc.v1'")).toBe(runsc);
+  });
+});
+
+describe('kube-router', () => {
+  it('runs the firewall only, as its own identity, on the node', () => {
+    const a = kubeRouterArgs({ ...input, kubeRouter: '/np/bin/kube-router', kubeRouterHealthPort: 20244 });
+    for (const f of ['--run-firewall=true', '--run-router=false', '--run-service-proxy=false', '--enable-cni=false'])
+      expect(a).toContain(f);
+    expect(a).toContain('--kubeconfig=/s/nodes/super-real-0/kube-router.kubeconfig');
+    expect(a).toContain('--hostname-override=super-real-0');
+    expect(a).toContain('--service-cluster-ip-range=10.96.0.0/16');
+  });
+
+  it.each([
+    ['KUBE-SRC-ABCDEF', true],
+    ['KUBE-DST-ABCDEF', true],
+    ['kube-router-local-ips', true],
+    ['inet6:KUBE-SRC-ABCDEF', true],
+    ['cali40all-hosts', false],
+    ['my-set', false],
+  ])("ipset %s is kube-router's: %s", (name, want) => {
+    expect(isKubeRouterSet(name)).toBe(want);
+  });
+});
+
+describe('shimSocketDir', () => {
+  it.each([
+    ['/s/nodes/super-real-0', '/s/nodes/super-real-0/s'],
+    ['/tmp/vc-test-abcdef/nodes/super-real-0', '/tmp/vc-test-abcdef/nodes/super-real-0/s'],
+    ['/root/.local/state/virtualcluster-ts/nodes/super-real-0', /^\/run\/vc-s-[0-9a-f]{8}$/],
+  ])('%s -> %s', (dir, want) => {
+    const got = shimSocketDir(dir);
+    if (typeof want === 'string') expect(got).toBe(want);
+    else expect(got).toMatch(want);
+    expect(got.length).toBeLessThanOrEqual(MAX_SHIM_SOCKET_DIR);
+  });
+
+  it('gives two long node directories two directories', () => {
+    const a = '/root/.local/state/virtualcluster-ts/nodes/super-real-0';
+    expect(shimSocketDir(a)).not.toBe(shimSocketDir(a.replace('-0', '-1')));
   });
 });
 

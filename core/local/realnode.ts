@@ -5,6 +5,8 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { issueCert, issueNodeCert, renderKubeconfig } from '../pki/pki.ts';
 import { R } from '../kube/resources.ts';
+import type { KubeObject } from '../kube/client.ts';
+import { kubeRouterPath } from '../toolchain/netpol.ts';
 import {
   NODE_IMAGES,
   cniBinDir,
@@ -79,6 +81,23 @@ export interface RealNodeConfigInput {
   kubeletHealthzPort: number;
   proxyHealthzPort: number;
   proxyMetricsPort: number;
+  /** kube-router, the NetworkPolicy enforcer (core/toolchain/netpol.ts), when built; without it nothing enforces */
+  kubeRouter?: string;
+  kubeRouterHealthPort?: number;
+}
+
+/** MAX_SHIM_SOCKET_DIR is containerd 2.4's limit on `socket_dir` on Linux (a shim socket path must fit sun_path). */
+export const MAX_SHIM_SOCKET_DIR = 42;
+
+/**
+ * shimSocketDir is where the node's containerd tells its runc shims to put their sockets: `<dir>/s` when that is short
+ * enough for containerd, else `/run/vc-s-<hash of dir>`, so that no two nodes share containerd's global
+ * /run/containerd/s. (gVisor's shim ignores the setting and still uses /run/containerd/s.)
+ */
+export function shimSocketDir(dir: string): string {
+  const inside = join(dir, 's');
+  if (inside.length <= MAX_SHIM_SOCKET_DIR) return inside;
+  return `/run/vc-s-${createHash('sha256').update(dir).digest('hex').slice(0, 8)}`;
 }
 
 /** containerdSocket is where a node's containerd listens. */
@@ -89,8 +108,8 @@ export function containerdSocket(dir: string): string {
 /**
  * containerdConfig renders containerd's config (version 4): root, state and sockets under the node directory, no
  * host config imports, the overlayfs snapshotter, the pinned sandbox image, runc from the toolchain with its state
- * under the node directory, netns mounts under containerd's state, NRI disabled, restrict_oom_score_adj where this
- * process may not lower oom_score_adj, and a `runsc` handler (gVisor, systrap platform) when the toolchain has it.
+ * under the node directory, runc shim sockets in shimSocketDir, netns mounts under containerd's state, NRI disabled,
+ * restrict_oom_score_adj where this process may not lower oom_score_adj, and a `runsc` handler (gVisor, systrap platform) when the toolchain has it.
  */
 export function containerdConfig(c: RealNodeConfigInput): string {
   const q = (s: string) => `'${s}'`;
@@ -111,6 +130,8 @@ export function containerdConfig(c: RealNodeConfigInput): string {
     `  path = ${q(join(c.dir, 'containerd/opt'))}`,
     "[plugins.'io.containerd.image-verifier.v1.bindir']",
     `  bin_dir = ${q(join(c.dir, 'containerd/image-verifier'))}`,
+    "[plugins.'io.containerd.shim.v1.manager']",
+    `  socket_dir = ${q(shimSocketDir(c.dir))}`,
     "[plugins.'io.containerd.nri.v1.nri']",
     '  disable = true',
     `  socket_path = ${q(join(c.dir, 'nri.sock'))}`,
@@ -243,6 +264,58 @@ export function kubeProxyConfig(c: RealNodeConfigInput): Record<string, unknown>
   };
 }
 
+/** KUBE_ROUTER_USER is the identity kube-router watches the super cluster with (RBAC: KUBE_ROUTER_RBAC). */
+export const KUBE_ROUTER_USER = 'system:kube-router';
+
+/**
+ * kubeRouterArgs renders kube-router's flags for firewall-only mode: NetworkPolicies of the Pods on this node become
+ * iptables rules and ipsets; no routing, no service proxy (kube-proxy's), no CNI config; metrics off, health on
+ * loopback's port of the node.
+ */
+export function kubeRouterArgs(c: RealNodeConfigInput): string[] {
+  return [
+    '--run-firewall=true',
+    '--run-router=false',
+    '--run-service-proxy=false',
+    '--run-loadbalancer=false',
+    '--enable-cni=false',
+    '--enable-ipv4=true',
+    '--enable-ipv6=false',
+    `--kubeconfig=${join(c.dir, 'kube-router.kubeconfig')}`,
+    `--hostname-override=${c.name}`,
+    `--service-cluster-ip-range=${c.serviceCidr}`,
+    `--health-port=${c.kubeRouterHealthPort ?? 0}`,
+    '--metrics-port=0',
+    '--v=1',
+  ];
+}
+
+/** KUBE_ROUTER_RBAC is the ClusterRole and binding that let KUBE_ROUTER_USER read what its firewall needs. */
+export const KUBE_ROUTER_RBAC = [
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'vc:kube-router' },
+    rules: [
+      {
+        apiGroups: [''],
+        resources: ['pods', 'namespaces', 'nodes', 'services', 'endpoints'],
+        verbs: ['get', 'list', 'watch'],
+      },
+      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+    ],
+  },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'vc:kube-router' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vc:kube-router' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: KUBE_ROUTER_USER }],
+  },
+] as const;
+
 /** nodeNetworkNames derives a node's bridge (<= 15 characters) and CNI network name from its directory. */
 export function nodeNetworkNames(dir: string): { bridge: string; network: string; cgroupRoot: string } {
   const h = createHash('sha256').update(dir).digest('hex').slice(0, 8);
@@ -283,6 +356,8 @@ export class RealNode {
   readonly containerd: ManagedProcess;
   readonly kubelet: ManagedProcess;
   readonly kubeProxy: ManagedProcess;
+  /** the NetworkPolicy enforcer, when the netpol toolchain is built */
+  readonly kubeRouter?: ManagedProcess;
   timings: RealNodeTimings = { readyMs: 0 };
   /** lastSweep is what stop had to remove from the host (one line each), for reports and tests. */
   lastSweep: string[] = [];
@@ -325,6 +400,14 @@ export class RealNode {
       logFile: log('kube-proxy'),
       env,
     });
+    if (cfg.kubeRouter)
+      this.kubeRouter = new ManagedProcess({
+        name: `${opts.name}/kube-router`,
+        command: cfg.kubeRouter,
+        args: kubeRouterArgs(cfg),
+        logFile: log('kube-router'),
+        env,
+      });
   }
 
   /** name is the Node name. */
@@ -358,7 +441,9 @@ export class RealNode {
     const binDir = join(tc, 'bin');
     const names = nodeNetworkNames(o.dir);
     const podCidr = o.podCidr ?? (await choosePodCidr(o.dir));
-    const [kubeletPort, kubeletHealthzPort, proxyHealthzPort, proxyMetricsPort] = await freePorts(4);
+    const [kubeletPort, kubeletHealthzPort, proxyHealthzPort, proxyMetricsPort, kubeRouterHealthPort] =
+      await freePorts(5);
+    const kubeRouter = kubeRouterPath();
     const cfg: RealNodeConfigInput = {
       name: o.name,
       dir: o.dir,
@@ -375,6 +460,7 @@ export class RealNode {
       kubeletHealthzPort: kubeletHealthzPort!,
       proxyHealthzPort: proxyHealthzPort!,
       proxyMetricsPort: proxyMetricsPort!,
+      ...(kubeRouter && { kubeRouter, kubeRouterHealthPort: kubeRouterHealthPort! }),
     };
     const sysctls: Record<string, string> = {};
     for (const f of SYSCTLS) if (existsSync(f)) sysctls[f] = readFileSync(f, 'utf8').trim();
@@ -386,6 +472,7 @@ export class RealNode {
       podCidr,
       cgroupRoot: names.cgroupRoot,
       containerdSock: containerdSocket(o.dir),
+      shimSocketDir: shimSocketDir(o.dir),
       sysctls,
       createdPaths: HOST_PATHS_OUTSIDE.filter((p) => !existsSync(p)),
       pids: {},
@@ -406,7 +493,7 @@ export class RealNode {
     const { dir, cluster, name } = this.opts;
     const c = this.cfg;
     const ca = cluster.ca;
-    const [client, serving, proxy] = await Promise.all([
+    const [client, serving, proxy, router] = await Promise.all([
       issueNodeCert(ca, name, 365),
       issueCert(ca, {
         commonName: name,
@@ -416,6 +503,7 @@ export class RealNode {
         validityDays: 365,
       }),
       issueCert(ca, { commonName: 'system:kube-proxy', usages: ['client'], validityDays: 365 }),
+      issueCert(ca, { commonName: KUBE_ROUTER_USER, usages: ['client'], validityDays: 365 }),
     ]);
     const secret = { mode: 0o600 };
     writeFileSync(join(dir, 'pki/ca.crt'), ca.certPem);
@@ -432,6 +520,7 @@ export class RealNode {
       });
     writeFileSync(join(dir, 'kubelet.kubeconfig'), kc(`system:node:${name}`, client), secret);
     writeFileSync(join(dir, 'kube-proxy.kubeconfig'), kc('system:kube-proxy', proxy), secret);
+    writeFileSync(join(dir, 'kube-router.kubeconfig'), kc(KUBE_ROUTER_USER, router), secret);
     writeFileSync(join(dir, 'containerd/config.toml'), containerdConfig(c));
     if (c.runsc) writeFileSync(join(dir, 'runsc.toml'), runscConfig(c));
     writeFileSync(join(dir, 'cni/net.d/10-vc.conflist'), JSON.stringify(cniConfig(c), null, 2));
@@ -505,6 +594,18 @@ export class RealNode {
       { timeoutMs: 120_000, process: this.kubelet },
     );
     this.timings.readyMs = Date.now() - t0;
+    // kube-router finds its Node at start, so it comes once the kubelet registered it
+    if (this.kubeRouter) {
+      for (const o of KUBE_ROUTER_RBAC) {
+        const r = o.kind === 'ClusterRole' ? R.clusterroles : R.clusterrolebindings;
+        if (!(await client.getOrNull(r, undefined, o.metadata.name)))
+          await client.create(r, structuredClone(o) as unknown as KubeObject).catch((e: unknown) => {
+            if (!String(e).includes('AlreadyExists')) throw e;
+          });
+      }
+      this.kubeRouter.start();
+      this.recordPid('kube-router', this.kubeRouter);
+    }
   }
 
   private recordPid(component: string, p: ManagedProcess): void {
@@ -534,7 +635,7 @@ export class RealNode {
 
   /** processes lists the node's own components. */
   processes(): ManagedProcess[] {
-    return [this.kubelet, this.kubeProxy, this.containerd];
+    return [this.kubelet, this.kubeProxy, ...(this.kubeRouter ? [this.kubeRouter] : []), this.containerd];
   }
 
   /**
@@ -556,7 +657,7 @@ export class RealNode {
         notes.push(`removing Pod sandboxes through CRI failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
-    await Promise.all([this.kubeProxy.stop(), this.containerd.stop()]);
+    await Promise.all([this.kubeProxy.stop(), this.kubeRouter?.stop(), this.containerd.stop()]);
     try {
       const client = await this.opts.cluster.client();
       await client.delete(R.nodes, undefined, this.name);

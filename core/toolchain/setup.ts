@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { ensureNodeToolchain, isNodeToolchainComplete, nodeToolchainDir, type NodeBuildOptions } from './node.ts';
+import { ensureNetpolToolchain } from './netpol.ts';
 
 /** NodePackage is a Debian package the node toolchain needs, found by one file it installs. */
 export interface NodePackage {
@@ -18,6 +19,7 @@ export interface NodePackage {
 export const NODE_PACKAGES: readonly NodePackage[] = [
   { pkg: 'iptables', provides: 'iptables', why: 'kube-proxy and CNI rules', build: false },
   { pkg: 'conntrack', provides: 'conntrack', why: "kube-proxy's connection tracking", build: false },
+  { pkg: 'ipset', provides: 'ipset', why: "kube-router's NetworkPolicy rules", build: false },
   { pkg: 'libseccomp-dev', provides: '/usr/include/seccomp.h', why: "runc's seccomp support", build: true },
   { pkg: 'gcc', provides: 'gcc', why: 'static pause and runc', build: true },
   { pkg: 'libc6-dev', provides: '/usr/include/stdio.h', why: 'static pause and runc', build: true },
@@ -133,5 +135,14 @@ export async function setupNodeToolchain(opts: NodeSetupOptions = {}): Promise<s
           `run \`apt-get install -y ${forBuild.map((p) => p.pkg).join(' ')}\` as root`,
       );
   }
-  return ensureNodeToolchain(opts);
+  const dir = await ensureNodeToolchain(opts);
+  // The NetworkPolicy enforcer is a cache of its own: without it real nodes run, but enforce no NetworkPolicy.
+  try {
+    await ensureNetpolToolchain({ out });
+  } catch (e) {
+    out.write(
+      `kube-router did not build, so real nodes will not enforce NetworkPolicies: ${String(e).split('\n').slice(-3).join(' ')}\n`,
+    );
+  }
+  return dir;
 }
