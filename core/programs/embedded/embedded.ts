@@ -233,7 +233,13 @@ export async function startEmbedded(o: {
       },
       virtualClusters: {
         enabled: true,
-        local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint },
+        local: {
+          stateDir: join(o.stateDir, 'tenants'),
+          etcdEndpoint: sc.etcd.endpoint,
+          // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
+          ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].nodeIP }),
+        },
+        tenantDNS: { enabled: true },
       },
       gitops: {
         enabled: true,
