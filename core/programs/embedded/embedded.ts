@@ -4,6 +4,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../../local/supercluster.ts';
+import { NODE_IMAGES } from '../../toolchain/node.ts';
 import type { LocalControlPlane } from '../../local/controlplane.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
@@ -241,6 +242,8 @@ export async function startEmbedded(o: {
         },
         tenantDNS: { enabled: true },
       },
+      // The real node's images are imported with it and cannot be pulled: tenant Pods use them IfNotPresent.
+      ...(sc.realNodes.length && { tenantDefaults: { pods: { preloadedImages: Object.values(NODE_IMAGES) } } }),
       gitops: {
         enabled: true,
         cacheDir: join(o.stateDir, 'gitops-cache'),
