@@ -6,11 +6,7 @@ import { defineConfig } from 'vitest/config';
 // unit tests. Files that start real nodes change the host (bridges, iptables, sysctls, cgroups) and run last, one at
 // a time, so two real nodes never sweep each other's host state.
 // Integration files that start real nodes (directly or through `vc up`, whose default starts one when the host allows).
-const REAL_NODE_FILES = [
-  'test/realnode/**/*.it.test.ts',
-  'test/integration/walkthrough.it.test.ts',
-  'test/security/workload.it.test.ts',
-];
+const REAL_NODE_FILES = ['test/realnode/**/*.it.test.ts', 'test/security/workload.it.test.ts'];
 
 export default defineConfig({
   // Inside the repository the plugin SDK's package name means its source (as tsconfig.json "paths" does for tsc), so

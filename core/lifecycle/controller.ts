@@ -4,7 +4,7 @@ import { EventRecorder } from '../controller/events.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { setCondition, StatusWriter, type ConditionInput } from '../controller/status.ts';
-import type { KubeClient, KubeObject, Resource } from '../kube/client.ts';
+import { KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
@@ -24,6 +24,7 @@ import {
 } from '../tenancy/policy.ts';
 import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
 import { caFromKubeconfig } from '../pki/kubeconfig.ts';
+import { ensureTenantDns } from './tenantdns.ts';
 import {
   kubeconfigSecretName,
   TENANT_CA_KEY,
@@ -71,6 +72,11 @@ export interface LifecycleOptions {
   checkSuperCluster?: (name: string) => true | string;
   /** checks spec.pluginConfig against the loaded plugins' config schemas (PluginHost.validatePluginConfig) */
   validatePluginConfig?: (pluginConfig: Record<string, unknown> | undefined) => string[];
+  /**
+   * tenantDns gives every Running tenant a DNS server of its own (core/lifecycle/tenantdns.ts: CoreDNS and the
+   * kube-dns Service in its kube-system, created when missing); the image defaults to the node toolchain's
+   */
+  tenantDns?: { image?: string };
 }
 
 /**
@@ -301,7 +307,28 @@ export class VirtualClusterController {
       );
     }
     this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
+    if (this.o.tenantDns) return this.ensureDns(vc, state.result);
     return;
+  }
+
+  /** ensureDns creates the tenant's missing DNS objects; a failure is logged and retried, the tenant keeps running. */
+  private async ensureDns(vc: VirtualCluster, p: Provisioned): Promise<Result> {
+    let tenant: KubeClient | undefined;
+    try {
+      tenant = await KubeClient.fromString(p.kubeconfig, `the kubeconfig of VirtualCluster ${objectKey(vc)}`);
+      const created = await ensureTenantDns(tenant, {
+        clusterDomain: vc.spec?.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
+        image: this.o.tenantDns?.image,
+        ...(p.dnsApiEndpoint && { apiserver: p.dnsApiEndpoint }),
+      });
+      if (created.length) log.info({ vc: objectKey(vc), created }, 'tenant DNS created');
+      return;
+    } catch (e) {
+      log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'tenant DNS not created yet');
+      return { requeueAfter: 5000 };
+    } finally {
+      tenant?.close();
+    }
   }
 
   /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it. */

@@ -1,8 +1,15 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import https from 'node:https';
-import { firstServiceIP, generateControlPlanePKI, renderKubeconfig, writePKI } from '../pki/pki.ts';
+import {
+  firstServiceIP,
+  generateControlPlanePKI,
+  issueCert,
+  PKI_FILES,
+  renderKubeconfig,
+  writePKI,
+} from '../pki/pki.ts';
 import { KubeClient } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { apiserverFlags, controllerManagerFlags, pkiPaths, type ExtraArgs } from '../provisioners/native/flags.ts';
@@ -39,6 +46,11 @@ export interface ControlPlaneOptions {
   pkiValidityDays?: number;
   /** fixed ports (reuse across restarts); free ports otherwise */
   ports?: Partial<Ports>;
+  /**
+   * further IP SANs of the apiserver's serving certificate: addresses clients reach it at other than 127.0.0.1 (a
+   * forwarder on a real node's bridge for Pods). Added to an existing PKI by re-issuing the serving certificate alone.
+   */
+  apiserverIPs?: readonly string[];
 }
 
 /** Ports are the loopback ports of one control plane. */
@@ -327,11 +339,13 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
     const pki = await generateControlPlanePKI({
       clusterName: opts.name,
       apiserverDnsNames: ['localhost'],
-      apiserverIPs: ['127.0.0.1'],
+      apiserverIPs: ['127.0.0.1', ...(opts.apiserverIPs ?? [])],
       serviceIP: firstServiceIP(opts.serviceCidr ?? '10.96.0.0/16'),
       validityDays: opts.pkiValidityDays ?? 365,
     });
     writePKI(join(d, 'pki'), pki);
+  } else if (opts.apiserverIPs?.length) {
+    await addServingIPs(join(d, 'pki'), opts.apiserverIPs, opts.pkiValidityDays ?? 365);
   }
   const tokenFile = join(d, 'tokens.csv');
   let token: string;
@@ -364,6 +378,29 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
   );
   if (opts.kwokNodes) writeFileSync(join(d, 'kwok.yaml'), kwokConfig(d));
   return token;
+}
+
+/**
+ * addServingIPs re-issues the apiserver serving certificate in pkiDir from the cluster CA with its SANs and the given
+ * IPs, when one of them is missing; every other certificate and key stays as it is.
+ */
+async function addServingIPs(pkiDir: string, ips: readonly string[], validityDays: number): Promise<void> {
+  const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
+  const current = new X509Certificate(read(PKI_FILES.apiserver.cert));
+  const sans = (current.subjectAltName ?? '').split(', ');
+  const dnsNames = sans.filter((x) => x.startsWith('DNS:')).map((x) => x.slice(4));
+  const ipAddresses = sans.filter((x) => x.startsWith('IP Address:')).map((x) => x.slice(11));
+  if (ips.every((ip) => ipAddresses.includes(ip))) return;
+  const ca = { certPem: read(PKI_FILES.ca.cert), keyPem: read(PKI_FILES.ca.key) };
+  const serving = await issueCert(ca, {
+    commonName: 'kube-apiserver',
+    dnsNames,
+    ipAddresses: [...ipAddresses, ...ips],
+    usages: ['server'],
+    validityDays,
+  });
+  writeFileSync(join(pkiDir, PKI_FILES.apiserver.key), serving.keyPem, { mode: 0o600 });
+  writeFileSync(join(pkiDir, PKI_FILES.apiserver.cert), serving.certPem, { mode: 0o644 });
 }
 
 /**

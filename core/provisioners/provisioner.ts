@@ -8,6 +8,11 @@ export interface Provisioned {
   kubeletClientCertFingerprint?: string;
   /** where workloads reach the apiserver */
   apiserverEndpoint?: { host: string; port: number };
+  /**
+   * where the tenant's DNS server reads Services from, when not the apiserverEndpoint: a read-only view of the tenant
+   * apiserver that shows each Service with its super cluster IP (core/local/dnsview.ts)
+   */
+  dnsApiEndpoint?: { host: string; port: number };
 }
 
 /** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */

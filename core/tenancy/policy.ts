@@ -173,6 +173,8 @@ export interface ManagerDefaults {
   pluginConfig?: Record<string, unknown>;
   /** placement forced onto every tenant Pod platform-wide (the manager's tenantDefaults.pods.forced) */
   podsForced?: ForcedPlacementView;
+  /** images every node holds from the platform, pulled IfNotPresent (the manager's tenantDefaults.pods.preloadedImages) */
+  podsPreloadedImages?: readonly string[];
   /** the platform-wide label and annotation allow-lists (the manager's tenantDefaults.copiedMetadata) */
   copiedMetadata?: CopiedMetadataView;
 }
@@ -377,6 +379,7 @@ export function evaluatePolicy(
         volumeTypes: [...(p.pods?.volumeTypes ?? DEFAULT_POLICY.podVolumeTypes)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
+        ...(defaults.podsPreloadedImages?.length && { preloadedImages: [...defaults.podsPreloadedImages] }),
       },
       runtimeClasses: {
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],

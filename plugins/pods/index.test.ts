@@ -635,6 +635,24 @@ describe('pods plugin: toSuper', () => {
     expect(got).toEqual(want);
   });
 
+  it('pulls every image Always except the exact names of the platform preloaded images', () => {
+    const tenant = testTenant({ pods: { preloadedImages: ['registry.k8s.io/pause:3.10'] } });
+    const got = podsPlugin.toSuper!(
+      tenantPod({
+        containers: [
+          { name: 'preloaded', image: 'registry.k8s.io/pause:3.10', imagePullPolicy: 'Never' },
+          { name: 'other-tag', image: 'registry.k8s.io/pause:3.9' },
+        ],
+        initContainers: [{ name: 'init', image: 'registry.k8s.io/pause:3.10' }],
+      }),
+      undefined,
+      testContext({ tenant, superCache, tenantCache }),
+    );
+    const spec = (got.object as Pod).spec!;
+    expect(spec.containers.map((c) => c.imagePullPolicy)).toEqual(['IfNotPresent', 'Always']);
+    expect(spec.initContainers?.map((c) => c.imagePullPolicy)).toEqual(['IfNotPresent']);
+  });
+
   it("waits for the super Pods' ServiceAccount, asking the core to create it", () => {
     const got = podsPlugin.toSuper!(tenantPod(), undefined, testContext());
     expect(got).toEqual({

@@ -301,8 +301,11 @@ function newSuperPod(
   replaceTokenSources(spec, secretName);
   if (tokens.length) effects.push(tokenEffect(tenantPod, secretName, tokens));
   renameRootCA(spec);
-  // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked.
-  for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) c.imagePullPolicy = 'Always';
+  // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked,
+  // except of the public images the platform put on every node (nothing to pull them from).
+  const preloaded = new Set(ctx.tenant.pods?.preloadedImages ?? []);
+  for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
+    c.imagePullPolicy = preloaded.has(c.image ?? '') ? 'IfNotPresent' : 'Always';
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;

@@ -164,6 +164,7 @@ describe('checkPodPolicy', () => {
       hostAccess: DEFAULT_POLICY.podHostAccess,
       volumeTypes: DEFAULT_POLICY.podVolumeTypes,
       nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
+      preloadedImages: [],
       forced: DEFAULT_POLICY.podForced,
     });
   });

@@ -24,7 +24,7 @@ export const RESTRICTED_VOLUME_TYPES = ['nfs', 'iscsi', 'rbd', 'cephfs', 'flexVo
 
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
- * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced.
+ * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image.
  */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
@@ -35,6 +35,7 @@ export const DEFAULT_PODS_POLICY = {
   volumeTypes: [],
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   forced: {},
+  preloadedImages: [],
 } as const satisfies Required<PodsPolicyView>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>

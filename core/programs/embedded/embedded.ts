@@ -6,6 +6,7 @@ import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../../local/supercluster.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
 import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
+import { NODE_IMAGES } from '../../toolchain/node.ts';
 import type { LocalControlPlane } from '../../local/controlplane.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
@@ -238,9 +239,17 @@ export async function startEmbedded(o: {
       },
       virtualClusters: {
         enabled: true,
-        local: { stateDir: join(o.stateDir, 'tenants'), etcdEndpoint: sc.etcd.endpoint },
+        local: {
+          stateDir: join(o.stateDir, 'tenants'),
+          etcdEndpoint: sc.etcd.endpoint,
+          // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
+          ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].nodeIP }),
+        },
         ...(sc.realNodes.length ? { native: nativeOnRealNodes(o.stateDir) } : {}),
+        tenantDNS: { enabled: true },
       },
+      // The real node's images are imported with it and cannot be pulled: tenant Pods use them IfNotPresent.
+      ...(sc.realNodes.length && { tenantDefaults: { pods: { preloadedImages: Object.values(NODE_IMAGES) } } }),
       gitops: {
         enabled: true,
         cacheDir: join(o.stateDir, 'gitops-cache'),

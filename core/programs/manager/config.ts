@@ -50,15 +50,16 @@ export interface ManagerConfig {
     sources?: Array<Record<string, unknown>>;
   };
   tenantDefaults?: {
-    pods?: { forced?: ForcedPlacementView };
+    pods?: { forced?: ForcedPlacementView; preloadedImages?: string[] };
     copiedMetadata?: CopiedMetadataView;
   };
   virtualClusters?: {
     enabled?: boolean;
     workers?: number;
-    local?: { stateDir: string; etcdEndpoint: string };
+    local?: { stateDir: string; etcdEndpoint: string; podAddress?: string };
     /** the native provisioner's platform settings (NativeOptions) */
     native?: NativeOptions;
+    tenantDNS?: { enabled?: boolean; image?: string };
     defaultPluginConfig?: Record<string, unknown>;
   };
   tenants?: Array<{
@@ -131,6 +132,7 @@ export function managerDefaults(cfg: ManagerConfig): ManagerDefaults {
   const d: ManagerDefaults = {};
   if (cfg.virtualClusters?.defaultPluginConfig) d.pluginConfig = cfg.virtualClusters.defaultPluginConfig;
   if (cfg.tenantDefaults?.pods?.forced) d.podsForced = cfg.tenantDefaults.pods.forced;
+  if (cfg.tenantDefaults?.pods?.preloadedImages) d.podsPreloadedImages = cfg.tenantDefaults.pods.preloadedImages;
   if (cfg.tenantDefaults?.copiedMetadata) d.copiedMetadata = cfg.tenantDefaults.copiedMetadata;
   return d;
 }

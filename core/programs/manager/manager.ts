@@ -357,7 +357,13 @@ function lifecycleControllers(
     native: new NativeProvisioner(meta, cfg.virtualClusters?.native),
   };
   const local = cfg.virtualClusters?.local;
-  if (local) provisioners.local = new LocalProvisioner(local.stateDir, { endpoint: local.etcdEndpoint });
+  if (local)
+    provisioners.local = new LocalProvisioner(
+      local.stateDir,
+      { endpoint: local.etcdEndpoint },
+      { ...(local.podAddress && { podAddress: local.podAddress }) },
+    );
+  const dns = cfg.virtualClusters?.tenantDNS;
   const newController = () =>
     new VirtualClusterController({
       meta,
@@ -369,6 +375,7 @@ function lifecycleControllers(
       tenantDefaults: managerDefaults(cfg),
       validatePluginConfig: (c) => host.validatePluginConfig(c),
       checkSuperCluster,
+      ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });
   return {
     newController,

@@ -3,10 +3,12 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
 import { LocalControlPlane } from '../../local/controlplane.ts';
+import { TcpForwarder } from '../../local/forwarder.ts';
+import { DnsView } from '../../local/dnsview.ts';
 import { assertFlagsAllowed } from '../native/allowlist.ts';
 import { TENANT_CONTROLLERS } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
-import { fingerprintSha256 } from '../../pki/pki.ts';
+import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
 import type { ProvisionLimits, Provisioner, ProvisionState } from '../provisioner.ts';
 import type { VirtualCluster } from '../../lifecycle/types.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
@@ -20,14 +22,30 @@ export interface LocalProvisionerOptions {
    * tenants share the given etcd under their prefix, as before (no storage guard: one tenant can fill it for all).
    */
   etcd?: 'tenant' | 'shared';
+  /**
+   * podAddress is a host address Pods on this host's real nodes can reach (a real node's bridge gateway). Each
+   * tenant apiserver, which listens on 127.0.0.1 only, is then also reached there through a forwarder of its own
+   * (one port per tenant, kept across restarts), and that is the tenant's apiserverEndpoint: what its Pods (the
+   * tenant DNS server among them) get as KUBERNETES_SERVICE_HOST/PORT. The apiserver certificate names the address.
+   */
+  podAddress?: string;
 }
 
 /** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
 interface Running {
   cp: LocalControlPlane;
   etcd?: LocalEtcd;
+  /** the forwarder from podAddress to the apiserver */
+  forwarder?: TcpForwarder;
+  /** the tenant DNS server's view of the apiserver on podAddress */
+  dnsView?: DnsView;
   hash: string;
 }
+
+/** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
+const POD_PORT_FILE = 'pod-port';
+/** DNS_PORT_FILE keeps a tenant's DNS view port: its DNS server's kubeconfig names it. */
+const DNS_PORT_FILE = 'dns-view-port';
 
 /** ETCD_DIR is where a tenant's own etcd keeps its data and log, inside the tenant's state directory. */
 export const ETCD_DIR = 'etcd';
@@ -82,13 +100,18 @@ export class LocalProvisioner implements Provisioner {
       writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
     }
     const cp = entry.cp;
+    const fwd = entry.forwarder;
+    const view = entry.dnsView;
     return {
       ready: true,
       rolled,
       result: {
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
-        apiserverEndpoint: { host: '127.0.0.1', port: cp.ports.apiserver },
+        apiserverEndpoint: fwd
+          ? { host: fwd.opts.host, port: fwd.port }
+          : { host: '127.0.0.1', port: cp.ports.apiserver },
+        ...(view && { dnsApiEndpoint: { host: view.opts.host, port: view.port } }),
       },
     };
   }
@@ -128,12 +151,64 @@ export class LocalProvisioner implements Provisioner {
         pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
         apiserverExtraArgs: vc.spec.apiServer?.extraArgs,
         controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
+        ...(this.options.podAddress && { apiserverIPs: [this.options.podAddress] }),
       });
-      return etcd ? { cp, etcd } : { cp };
+      const pod = this.options.podAddress;
+      let forwarder: TcpForwarder | undefined;
+      let dnsView: DnsView | undefined;
+      try {
+        forwarder = pod ? await this.startForwarder(dir, pod, cp) : undefined;
+        dnsView = pod ? await this.startDnsView(dir, pod, cp, vc) : undefined;
+      } catch (e) {
+        await forwarder?.stop();
+        await cp.stop();
+        throw e;
+      }
+      return { cp, ...(etcd && { etcd }), ...(forwarder && { forwarder }), ...(dnsView && { dnsView }) };
     } catch (e) {
       await etcd?.stop();
       throw e;
     }
+  }
+
+  /** startDnsView serves the DNS view of the tenant apiserver on host, with a certificate of the tenant CA. */
+  private async startDnsView(dir: string, host: string, cp: LocalControlPlane, vc: VirtualCluster): Promise<DnsView> {
+    const pki = (f: string) => readFileSync(join(cp.dir, 'pki', f), 'utf8');
+    const ca = { certPem: pki(PKI_FILES.ca.cert), keyPem: pki(PKI_FILES.ca.key) };
+    const serving = await issueCert(ca, {
+      commonName: 'vc-tenant-dns-view',
+      ipAddresses: [host],
+      usages: ['server'],
+      validityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+    });
+    const target = { host: '127.0.0.1', port: cp.ports.apiserver, caPem: ca.certPem };
+    const file = join(dir, DNS_PORT_FILE);
+    const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
+    const start = (port: number) =>
+      DnsView.start({ host, port, certPem: serving.certPem, keyPem: serving.keyPem, target });
+    const v = await start(kept).catch((e: unknown) => {
+      if (!kept) throw e;
+      return start(0);
+    });
+    writeFileSync(file, `${v.port}\n`);
+    return v;
+  }
+
+  /** startForwarder relays podAddress:<the tenant's kept port, or a free one> to the tenant apiserver. */
+  private async startForwarder(dir: string, host: string, cp: LocalControlPlane): Promise<TcpForwarder> {
+    const file = join(dir, POD_PORT_FILE);
+    const target = { host: '127.0.0.1', port: cp.ports.apiserver };
+    const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
+    let f: TcpForwarder;
+    try {
+      f = await TcpForwarder.start({ host, port: kept, target });
+    } catch (e) {
+      if (!kept) throw e;
+      log.warn({ dir, port: kept, err: e instanceof Error ? e.message : String(e) }, 'tenant Pod port taken; new port');
+      f = await TcpForwarder.start({ host, port: 0, target });
+    }
+    writeFileSync(file, `${f.port}\n`);
+    return f;
   }
 
   /** tenantEtcd returns the running etcd of a tenant that has its own (tests fill it). */
@@ -163,6 +238,8 @@ export class LocalProvisioner implements Provisioner {
 
 /** stopRunning stops a tenant's control plane, then its etcd. */
 async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
+  await r.dnsView?.stop();
+  await r.forwarder?.stop();
   await r.cp.stop();
   await r.etcd?.stop();
 }

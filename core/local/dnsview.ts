@@ -1,0 +1,127 @@
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ANN } from '../names/names.ts';
+
+/** DnsViewOptions say where a DnsView listens, its serving certificate, and the tenant apiserver behind it. */
+export interface DnsViewOptions {
+  host: string;
+  /** 0 picks a free port */
+  port: number;
+  /** serving certificate for `host`, from the tenant CA (the DNS Pod verifies it with its ServiceAccount ca.crt) */
+  certPem: string;
+  keyPem: string;
+  /** the tenant apiserver on loopback and its CA */
+  target: { host: string; port: number; caPem: string };
+}
+
+interface ServiceLike {
+  metadata?: { annotations?: Record<string, string> };
+  spec?: { type?: string; clusterIP?: string; clusterIPs?: string[] };
+}
+
+/**
+ * superAddressed shows a tenant Service with the cluster IP of its super copy (the syncer's ANN.superClusterIP
+ * annotation) in place of the tenant's own: only the super cluster IP carries packets on a node. Headless and
+ * ExternalName Services, and Services whose super copy has no IP yet, are returned as they are.
+ */
+export function superAddressed<T extends ServiceLike>(svc: T): T {
+  const ip = svc.metadata?.annotations?.[ANN.superClusterIP];
+  const own = svc.spec?.clusterIP;
+  if (!ip || !own || own === 'None' || svc.spec?.type === 'ExternalName') return svc;
+  return { ...svc, spec: { ...svc.spec, clusterIP: ip, clusterIPs: [ip] } };
+}
+
+/** rewriteServices applies superAddressed to a Service, a ServiceList or a watch event (JSON text), or leaves it. */
+export function rewriteServices(json: string): string {
+  if (!json.trim()) return json;
+  const o = JSON.parse(json) as ServiceLike & {
+    kind?: string;
+    items?: ServiceLike[];
+    type?: string;
+    object?: ServiceLike & { kind?: string };
+  };
+  if (o.kind === 'ServiceList') return JSON.stringify({ ...o, items: (o.items ?? []).map(superAddressed) });
+  if (o.kind === 'Service') return JSON.stringify(superAddressed(o));
+  if (o.type && o.object?.kind === 'Service') return JSON.stringify({ ...o, object: superAddressed(o.object) });
+  return json;
+}
+
+const SERVICES_PATH = /^\/api\/v1\/(namespaces\/[^/]+\/)?services(\/[^/?]+)?(\?|$)/;
+
+/**
+ * DnsView is the tenant apiserver as the tenant's DNS server must see it: a read-only (GET only) TLS proxy in front
+ * of the tenant apiserver, listening where Pods reach it, that passes the caller's bearer token through (the tenant
+ * apiserver authenticates and authorizes every request: the DNS ServiceAccount reads only Services, EndpointSlices and
+ * Namespaces) and shows each Service with its super cluster IP (superAddressed). This is the translation upstream
+ * VirtualCluster makes in a patched CoreDNS; here the stock CoreDNS `kubernetes` plugin reads this view. Responses
+ * are JSON (the proxy asks for it), so it can rewrite list results and watch events line by line.
+ */
+export class DnsView {
+  private constructor(
+    private readonly server: https.Server,
+    /** port is where it listens */
+    readonly port: number,
+    readonly opts: DnsViewOptions,
+  ) {}
+
+  /** DnsView.start listens on host:port. */
+  static async start(opts: DnsViewOptions): Promise<DnsView> {
+    const server = https.createServer(
+      { cert: opts.certPem, key: opts.keyPem, ALPNProtocols: ['http/1.1'] },
+      (req, res) => relay(opts, req, res),
+    );
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port, opts.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    return new DnsView(server, (server.address() as AddressInfo).port, opts);
+  }
+
+  /** stop closes the listener and every connection. */
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function relay(opts: DnsViewOptions, req: IncomingMessage, res: ServerResponse): void {
+  if (req.method !== 'GET') {
+    res.writeHead(405, { 'content-type': 'text/plain' }).end('the DNS view of the tenant apiserver is read-only\n');
+    return;
+  }
+  const headers = { ...req.headers, accept: 'application/json', host: `${opts.target.host}:${opts.target.port}` };
+  delete headers['accept-encoding'];
+  const up = https.request(
+    { host: opts.target.host, port: opts.target.port, path: req.url, method: 'GET', headers, ca: opts.target.caPem },
+    (ur) => {
+      const rewrite = SERVICES_PATH.test(req.url ?? '') && ur.statusCode === 200;
+      const h = { ...ur.headers };
+      if (rewrite) delete h['content-length'];
+      res.writeHead(ur.statusCode ?? 502, h);
+      if (!rewrite) {
+        ur.pipe(res);
+        return;
+      }
+      // list bodies are one JSON document, watch bodies one event per line: rewrite each complete line
+      let rest = '';
+      ur.setEncoding('utf8');
+      ur.on('data', (chunk: string) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop()!;
+        if (lines.length) res.write(lines.map(rewriteServices).join('\n') + '\n');
+      });
+      ur.on('end', () => res.end(rest ? rewriteServices(rest) : ''));
+      ur.on('error', () => res.destroy());
+    },
+  );
+  up.on('error', (e) => {
+    if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+    res.end(`tenant apiserver: ${e.message}\n`);
+  });
+  res.on('close', () => up.destroy());
+  up.end();
+}

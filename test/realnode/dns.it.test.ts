@@ -1,0 +1,274 @@
+/**
+ * Tenant DNS on a real node (issue 13): each tenant's own CoreDNS, a tenant Pod synced to the super cluster and run
+ * by the real kubelet, answers from the tenant's Services, which it reads from the tenant apiserver through the
+ * local provisioner's forwarder on the node's bridge. A tenant Pod resolves `web.default.svc.cluster.local` to its
+ * own tenant's Service and fetches it over HTTP; another tenant's Pod asking the same name, or the first tenant's
+ * super-side name, gets nothing, and its DNS credential reaches nothing beyond its own tenant's Services.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { TENANT_DNS_NAME, TENANT_DNS_NAMESPACE, ensureTenantDns } from '../../core/lifecycle/tenantdns.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
+import { rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry, tenantFrom, type Tenant } from '../../core/tenancy/tenant.ts';
+import { NODE_IMAGES } from '../../core/toolchain/node.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, realNodeSkipReason, startTestSuper, type TestSuper } from '../harness.ts';
+import { Attempts } from '../security/attempts.ts';
+
+const exec = promisify(execFile);
+const skip = await realNodeSkipReason();
+if (skip) process.stdout.write(`dns.it.test.ts skipped: ${skip}\n`);
+
+const pod = (name: string, labels: Record<string, string>, container: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default', labels },
+  spec: {
+    terminationGracePeriodSeconds: 1,
+    containers: [{ name, imagePullPolicy: 'IfNotPresent', ...container }],
+  },
+});
+
+/** status answers an HTTPS GET with a bearer token, trusting the given CA, with its status code. */
+function status(url: string, token: string, ca?: string): Promise<number> {
+  return new Promise((res, rej) => {
+    const req = https.get(
+      url,
+      { headers: { authorization: `Bearer ${token}` }, timeout: 5000, ca, rejectUnauthorized: !!ca },
+      (r) => {
+        r.resume();
+        r.on('end', () => res(r.statusCode ?? 0));
+      },
+    );
+    req.on('error', rej);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  });
+}
+
+describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answers from its own Services", () => {
+  const attempts = new Attempts();
+  let t: TestSuper | undefined;
+  let dir: string;
+  let local: LocalProvisioner | undefined;
+  let syncer: Syncer | undefined;
+  const tenants: Record<'a' | 'b', { tenant: Tenant; client: KubeClient; vc: VirtualCluster; root: string }> =
+    {} as never;
+  const kubectl = async (...args: string[]) =>
+    (await exec(binaryPath('kubectl'), ['--kubeconfig', t!.sc.kubeconfigPath, ...args], { timeout: 30_000 })).stdout;
+  /** inPod runs a command in the super copy of a tenant's `client` Pod; a failing command rejects */
+  const inPod = (who: 'a' | 'b', ...cmd: string[]) =>
+    kubectl('exec', '-n', superNamespace(tenants[who].root, 'default'), 'client', '--', 'busybox', ...cmd);
+  // busybox's `wget -T` crashes on this host; its `timeout` applet bounds wget and nslookup
+  const lookup = (who: 'a' | 'b', name: string) => inPod(who, 'timeout', '5', 'nslookup', name);
+  const fetch = (who: 'a' | 'b', url: string) => inPod(who, 'timeout', '5', 'wget', '-q', '-O-', url);
+  const fails = async (p: Promise<unknown>): Promise<string> => {
+    const r = await p.then(
+      (out) => ({ ok: true as const, out: String(out) }),
+      (e: { stdout?: string; stderr?: string; message?: string }) => ({
+        ok: false as const,
+        out: `${e.stdout ?? ''}${e.stderr ?? e.message ?? ''}`,
+      }),
+    );
+    if (r.ok) throw new Error(`expected a failure, got: ${r.out}`);
+    return r.out.trim().split('\n').slice(-2).join(' ');
+  };
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1, realNodes: 1 });
+    const node = t.sc.realNodes[0]!;
+    dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
+    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, { podAddress: node.nodeIP });
+    const forced = {
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists' as const, effect: REAL_NODE_TAINT.effect }],
+    };
+    await Promise.all(
+      (['a', 'b'] as const).map(async (n, i) => {
+        const vc = {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'VirtualCluster',
+          metadata: { name: n, namespace: `team-${n}`, uid: `${i + 1}${i + 1}111111-dddd-4ddd-8ddd-00000000000${i}` },
+          spec: { provisioner: { type: 'local' } },
+        } as VirtualCluster;
+        const root = rootNamespace(vc.metadata!.namespace!, n, vc.metadata!.uid!);
+        const state = await local!.ensure(vc, root);
+        if (!state.ready) throw new Error(`tenant ${n}: ${state.waitingFor}`);
+        expect(state.result.apiserverEndpoint?.host).toBe(node.nodeIP);
+        const tenant = tenantFrom({
+          key: root,
+          vcName: n,
+          vcNamespace: vc.metadata!.namespace!,
+          vcUid: vc.metadata!.uid!,
+          kubeconfig: state.result.kubeconfig,
+          apiserverEndpoint: state.result.apiserverEndpoint,
+          settings: {
+            pods: { forced, preloadedImages: Object.values(NODE_IMAGES) },
+            pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+          },
+        });
+        tenants[n] = { tenant, client: await local!.controlPlane(root)!.client(), vc, root };
+      }),
+    );
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({
+      superClient: t.client,
+      host,
+      registry: new MutableTenantRegistry([tenants.a.tenant, tenants.b.tenant]),
+      patrolIntervalMs: 0,
+      workers: 4,
+    });
+    await syncer.start();
+    for (const n of ['a', 'b'] as const) {
+      const state = await local.ensure(tenants[n].vc, tenants[n].root);
+      if (!state.ready) throw new Error(`tenant ${n}: ${state.waitingFor}`);
+      await ensureTenantDns(tenants[n].client, {
+        clusterDomain: 'cluster.local',
+        apiserver: state.result.dnsApiEndpoint,
+      });
+    }
+    const a = tenants.a.client;
+    await eventually(() => a.get(R.serviceaccounts, 'default', 'default'), 30_000);
+    await eventually(() => tenants.b.client.get(R.serviceaccounts, 'default', 'default'), 30_000);
+    await a.create(R.pods, pod('web', { app: 'web' }, { image: NODE_IMAGES.agnhost, args: ['netexec'] }));
+    await a.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+    });
+    for (const n of ['a', 'b'] as const) {
+      await tenants[n].client.create(
+        R.pods,
+        pod('client', {}, { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] }),
+      );
+    }
+    // Running in the tenant: the syncer copies the real kubelet's status back
+    for (const [n, name] of [
+      ['a', 'web'],
+      ['a', 'client'],
+      ['b', 'client'],
+    ] as const) {
+      await eventually(async () => {
+        const p = await tenants[n].client.get<KubeObject & { status?: { phase?: string } }>(R.pods, 'default', name);
+        expect(p.status?.phase).toBe('Running');
+      }, 90_000).catch(async (e: unknown) => {
+        const sup = await kubectl('get', 'pods', '-A', '-o', 'wide').catch(String);
+        const ev = await kubectl('get', 'events', '-A').catch(String);
+        const tp = JSON.stringify((await tenants[n].client.get(R.pods, 'default', name)).status);
+        process.stdout.write(`DEBUG ${n}/${name}: ${tp}\n${sup}\n${ev}\n`);
+        throw e;
+      });
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    attempts.report('tenant DNS');
+    await syncer?.stop();
+    await local?.stop();
+    await t?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("runs each tenant's CoreDNS on the real node and points the tenant's Pods at it", async () => {
+    for (const n of ['a', 'b'] as const) {
+      const superDns = await t!.client.get<KubeObject & { spec: { clusterIP: string } }>(
+        R.services,
+        superNamespace(tenants[n].root, 'kube-system'),
+        'kube-dns',
+      );
+      const client = await t!.client.get<KubeObject & { spec: { dnsConfig?: { nameservers?: string[] } } }>(
+        R.pods,
+        superNamespace(tenants[n].root, 'default'),
+        'client',
+      );
+      expect(client.spec.dnsConfig?.nameservers).toEqual([superDns.spec.clusterIP]);
+      const dns = (
+        await t!.client.list<KubeObject & { spec: { nodeName?: string } }>(R.pods, {
+          namespace: superNamespace(tenants[n].root, TENANT_DNS_NAMESPACE),
+        })
+      ).items.filter((p) => p.metadata?.name?.startsWith(`${TENANT_DNS_NAME}-`));
+      expect(dns.map((p) => p.spec.nodeName)).toEqual([t!.sc.realNodes[0]!.name]);
+    }
+  });
+
+  it('a tenant Pod resolves web.default.svc.cluster.local to its own Service and fetches it over HTTP', async () => {
+    const svc = await tenants.a.client.get<KubeObject & { spec: { clusterIP: string } }>(R.services, 'default', 'web');
+    // the super copy's cluster IP is what the name must give: the tenant's own cluster IP means nothing on the node
+    const superSvc = await eventually(() =>
+      t!.client.get<KubeObject & { spec: { clusterIP: string } }>(
+        R.services,
+        superNamespace(tenants.a.root, 'default'),
+        'web',
+      ),
+    );
+    const answer = await eventually(() => lookup('a', 'web.default.svc.cluster.local'), 60_000, 1000);
+    expect(answer).toContain(superSvc.spec.clusterIP);
+    expect(svc.spec.clusterIP).toBeTruthy();
+    const body = await eventually(() => fetch('a', 'http://web.default.svc.cluster.local/hostname'), 30_000, 1000);
+    expect(body).toBe('web');
+    // the search path of the tenant namespace: the short name works as in any cluster
+    expect(await eventually(() => fetch('a', 'http://web/hostname'), 10_000, 1000)).toBe('web');
+  });
+
+  it("another tenant's Pod asking the same name reaches nothing of the first tenant's", async () => {
+    await attempts.attempt('tenant b resolves web.default.svc.cluster.local', async () => {
+      // b's own DNS works (it answers b's kube-dns), so the refusal below is about the name, not a dead server
+      await eventually(() => lookup('b', 'kube-dns.kube-system.svc.cluster.local'), 60_000, 1000);
+      const out = await fails(lookup('b', 'web.default.svc.cluster.local'));
+      await fails(fetch('b', 'http://web.default.svc.cluster.local/hostname'));
+      return `b's DNS has no such name: ${out}`;
+    });
+    await attempts.attempt("tenant b resolves a's super-side Service name", async () => {
+      const name = `web.${superNamespace(tenants.a.root, 'default')}.svc.cluster.local`;
+      return `b's DNS knows only b's Services: ${await fails(lookup('b', name))}`;
+    });
+    await attempts.attempt('tenant b resolves a name outside the cluster domain through its DNS', async () => {
+      return `no upstream, the tenant DNS refuses it: ${await fails(lookup('b', 'kubernetes.default.svc.super.local'))}`;
+    });
+  });
+
+  it("a tenant's DNS credential reads its own Services and nothing else", async () => {
+    const b = tenants.b.client;
+    const tr = await b.request<{ status: { token: string } }>(
+      'POST',
+      `/api/v1/namespaces/${TENANT_DNS_NAMESPACE}/serviceaccounts/${TENANT_DNS_NAME}/token`,
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } } },
+    );
+    const token = tr.status.token;
+    const node = t!.sc.realNodes[0]!;
+    const bEndpoint = tenants.b.tenant.apiserverEndpoint!;
+    const aEndpoint = tenants.a.tenant.apiserverEndpoint!;
+    const bCA = local!.controlPlane(tenants.b.root)!.caPem;
+    expect(await status(`https://${bEndpoint.host}:${bEndpoint.port}/api/v1/services`, token, bCA)).toBe(200);
+    await attempts.attempt("b's DNS credential reads Secrets of its own tenant", async () => {
+      const code = await status(`https://${bEndpoint.host}:${bEndpoint.port}/api/v1/secrets`, token, bCA);
+      expect(code).toBe(403);
+      return `HTTP ${code}: the ClusterRole lists only Services, EndpointSlices and Namespaces`;
+    });
+    await attempts.attempt("b's DNS credential against a's apiserver through a's forwarder", async () => {
+      expect(aEndpoint.host).toBe(node.nodeIP);
+      const code = await status(`https://${aEndpoint.host}:${aEndpoint.port}/api/v1/services`, token);
+      expect(code).toBe(401);
+      return `HTTP ${code}: a's apiserver does not know b's token`;
+    });
+    await attempts.attempt("b's DNS credential against the super apiserver", async () => {
+      const code = await status(`${t!.sc.cluster.server}/api/v1/services`, token);
+      expect(code).toBe(401);
+      return `HTTP ${code}: the super apiserver does not know tenant tokens`;
+    });
+    expect(attempts.summary()).toBe('attempts 6, refused 6, succeeded 0');
+  });
+});
