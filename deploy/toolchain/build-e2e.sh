@@ -32,7 +32,7 @@ imports=$(go list -tags=$K8S_TAGS -f '{{join .TestImports "\n"}}' "$PKG" | grep 
 # shellcheck disable=SC2086
 go build -v -tags=$K8S_TAGS $imports 2>&1 | sed -u -E 's/^([^ #]+)$/go: building \1/' >&2
 step "linking e2e.test"
-go test -c -tags=$K8S_TAGS -ldflags="-s -w$K8S_X" -o "$OUT/e2e.test" "$PKG"
+go test -c -vet=off -tags=$K8S_TAGS -ldflags="-s -w$K8S_X" -o "$OUT/e2e.test" "$PKG"
 step "compiling the Ginkgo CLI"
 go build -ldflags="-s -w" -o "$OUT/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
 rm -rf "$work"

@@ -69,18 +69,26 @@ async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; start
     log(`reusing the embedded default running in ${stateDir} (pid ${running.pid})`);
     return { status: running, started: false };
   }
-  for (let announced = false; ;) {
+  const otherHolder = async () => {
     const owner = hostLockOwner();
-    if (!(await hostLockHeld()) || owner?.stateDir === stateDir) break;
-    if (!announced) log(`waiting for the real nodes of ${describeOwner(owner)} to stop (one set per host)`);
-    announced = true;
-    await sleep(5000);
+    return (await hostLockHeld()) && owner?.stateDir !== stateDir ? describeOwner(owner) : undefined;
+  };
+  for (let announced = false; ;) {
+    const holder = await otherHolder();
+    if (holder) {
+      if (!announced) log(`waiting for the real nodes of ${holder} to stop (one set per host)`);
+      announced = true;
+      await sleep(5000);
+      continue;
+    }
+    log(`starting the embedded default in ${stateDir} with one real node`);
+    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir);
+    const status = readUpStatus(stateDir);
+    if (r.code === 0 && status?.ready) return { status, started: true };
+    // another run took the host lock between the check and vc up's own: wait for it again
+    if (await otherHolder()) continue;
+    throw new Error(`vc up failed (exit ${r.code}); see ${stateDir}/up.log`);
   }
-  log(`starting the embedded default in ${stateDir} with one real node`);
-  const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir);
-  const status = readUpStatus(stateDir);
-  if (r.code !== 0 || !status?.ready) throw new Error(`vc up failed (exit ${r.code}); see ${stateDir}/up.log`);
-  return { status, started: true };
 }
 
 type Node = KubeObject & {
