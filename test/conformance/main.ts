@@ -16,7 +16,9 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
-import { nodeToolchainDir } from '../../core/toolchain/node.ts';
+import { writeOciArchive } from '../../core/toolchain/images.ts';
+import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
+import { toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
 
@@ -24,16 +26,16 @@ import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } fro
 const TENANT = 'conformance';
 
 /**
- * IMAGE_TAGS maps the images the e2e suite of this Kubernetes version names to images of the node toolchain: the host
- * has no registry access, so the real node's containerd gets these extra tags before the run. Images the toolchain
- * has no stand-in for (nginx, sample-apiserver, ...) stay missing and their specs fail with ErrImageNeverPull or
- * ImagePullBackOff.
+ * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images of the node toolchain: the host
+ * has no registry access, so the real node's containerd gets them under these names before the run (built like the
+ * node's own, and imported: containerd's CRI does not see names added with `ctr images tag`). Images the toolchain
+ * has no stand-in for (nginx, sample-apiserver, ...) stay missing and their specs fail with ImagePullBackOff.
  */
-const IMAGE_TAGS: Record<string, string> = {
-  'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'registry.k8s.io/e2e-test-images/agnhost:2.56',
-  'registry.k8s.io/e2e-test-images/agnhost:2.55': 'registry.k8s.io/e2e-test-images/agnhost:2.56',
-  'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'docker.io/library/busybox:1.35',
-  'registry.k8s.io/pause:3.10.2': 'registry.k8s.io/pause:3.10',
+const E2E_IMAGES: Record<string, NodeImage> = {
+  'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
+  'registry.k8s.io/e2e-test-images/agnhost:2.55': 'agnhost',
+  'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'busybox',
+  'registry.k8s.io/pause:3.10.2': 'pause',
 };
 
 interface Options {
@@ -117,18 +119,21 @@ function findSockets(dir: string, depth = 4): string[] {
   return out;
 }
 
-/** tagImages gives the real nodes' containerd the image names of IMAGE_TAGS. */
-async function tagImages(stateDir: string): Promise<void> {
-  const ctr = join(nodeToolchainDir(), 'bin', 'ctr');
+/** importImages gives the real nodes' containerd the images of E2E_IMAGES. */
+async function importImages(stateDir: string, reportDir: string): Promise<void> {
+  const dir = nodeToolchainDir();
+  const ctr = join(dir, 'bin', 'ctr');
+  const specs = nodeImageSpecs(dir, toolchainDir());
+  const archive = join(reportDir, 'e2e-image.tar');
   for (const sock of findSockets(stateDir)) {
-    for (const [to, from] of Object.entries(IMAGE_TAGS)) {
-      const r = await run(ctr, ['--address', sock, '-n', 'k8s.io', 'images', 'tag', '--force', from, to], {
-        quiet: true,
-      });
-      if (r.code !== 0) throw new Error(`tagging ${from} as ${to} in ${sock}: ${r.out.trim()}`);
+    for (const [ref, key] of Object.entries(E2E_IMAGES)) {
+      writeOciArchive(archive, { ...specs[key](), ref });
+      const r = await run(ctr, ['--address', sock, '-n', 'k8s.io', 'images', 'import', archive], { quiet: true });
+      if (r.code !== 0) throw new Error(`importing ${ref} into ${sock}: ${r.out.trim()}`);
     }
-    log(`tagged ${Object.keys(IMAGE_TAGS).length} e2e image names in ${sock}`);
+    log(`imported ${Object.keys(E2E_IMAGES).length} e2e image names into ${sock}`);
   }
+  rmSync(archive, { force: true });
 }
 
 /**
@@ -203,10 +208,10 @@ async function main(o: Options): Promise<number> {
       return l.items.some(ready) ? l.items : undefined;
     });
     log(`real node: ${nodes.map((n) => n.metadata!.name).join(', ')}`);
-    await tagImages(stateDir);
-    const kubeconfigText = await tenant(superClient);
     rmSync(reportDir, { recursive: true, force: true });
     mkdirSync(reportDir, { recursive: true });
+    await importImages(stateDir, reportDir);
+    const kubeconfigText = await tenant(superClient);
     const kubeconfig = join(reportDir, 'tenant.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigText, { mode: 0o600 });
     const tc = await KubeClient.fromFile(kubeconfig);

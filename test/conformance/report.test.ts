@@ -181,14 +181,24 @@ describe('e2eCommand', () => {
     [
       'one process: e2e.test with --ginkgo.* flags',
       run,
-      { command: '/c/e2e.test', args: ['--ginkgo.focus=F', '--ginkgo.timeout=3h', '--ginkgo.no-color', ...suite] },
+      {
+        command: '/c/e2e.test',
+        args: ['--ginkgo.focus=F', '--ginkgo.timeout=3h', '--ginkgo.no-color', '--ginkgo.silence-skips', ...suite],
+      },
     ],
     [
       'one process with a skip',
       { ...run, skip: 'S' },
       {
         command: '/c/e2e.test',
-        args: ['--ginkgo.focus=F', '--ginkgo.skip=S', '--ginkgo.timeout=3h', '--ginkgo.no-color', ...suite],
+        args: [
+          '--ginkgo.focus=F',
+          '--ginkgo.skip=S',
+          '--ginkgo.timeout=3h',
+          '--ginkgo.no-color',
+          '--ginkgo.silence-skips',
+          ...suite,
+        ],
       },
     ],
     [
@@ -196,7 +206,16 @@ describe('e2eCommand', () => {
       { ...run, procs: 4 },
       {
         command: '/c/ginkgo',
-        args: ['--procs=4', '--focus=F', '--timeout=3h', '--no-color', '/c/e2e.test', '--', ...suite],
+        args: [
+          '--procs=4',
+          '--focus=F',
+          '--timeout=3h',
+          '--no-color',
+          '--silence-skips',
+          '/c/e2e.test',
+          '--',
+          ...suite,
+        ],
       },
     ],
   ])('%s', (_, r, want) => expect(e2eCommand(r)).toEqual(want));

@@ -54,6 +54,7 @@ export function e2eCommand(r: E2eRun): E2eCommand {
     ...(r.skip ? [`--skip=${r.skip}`] : []),
     `--timeout=${r.timeout}`,
     '--no-color',
+    '--silence-skips',
   ];
   if (r.procs === 1)
     return { command: `${r.binDir}/e2e.test`, args: [...ginkgo.map((f) => `--ginkgo.${f.slice(2)}`), ...suite] };
