@@ -17,7 +17,7 @@ import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
 import { writeOciArchive } from '../../core/toolchain/images.ts';
-import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
+import { NODE_IMAGES, nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
@@ -136,11 +136,31 @@ async function importImages(stateDir: string, reportDir: string): Promise<void> 
   rmSync(archive, { force: true });
 }
 
+type Crd = KubeObject & {
+  spec?: { versions?: Array<{ schema?: { openAPIV3Schema?: { properties?: Record<string, SchemaNode> } } }> };
+};
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+}
+
+/** policyHasPreloadedImages says whether the super cluster's TenantPolicy CRD has pods.preloadedImages. */
+async function policyHasPreloadedImages(c: KubeClient): Promise<boolean> {
+  const crd = await c.get<Crd>(R.crds, undefined, 'tenantpolicies.tenancy.x-k8s.io');
+  const spec = crd.spec?.versions?.[0]?.schema?.openAPIV3Schema?.properties?.spec;
+  return !!spec?.properties?.pods?.properties?.preloadedImages;
+}
+
 /**
  * tenant creates (or finds) the conformance tenant: a TenantPolicy forcing its Pods onto the real node and showing
  * it the nodes they may run on, and a VirtualCluster under it; returns its kubeconfig once it runs.
  */
 async function tenant(superClient: KubeClient): Promise<string> {
+  // Super Pods pull Always (a node's cache must not serve one tenant's private image to another) unless the policy
+  // lists the image as preloaded on the nodes; a TenantPolicy CRD without that field gets none.
+  const preloaded = (await policyHasPreloadedImages(superClient))
+    ? { preloadedImages: [...new Set([...Object.values(NODE_IMAGES), ...Object.keys(E2E_IMAGES)])] }
+    : {};
+  if (!preloaded.preloadedImages) log('the TenantPolicy CRD has no pods.preloadedImages: every image is pulled');
   await superClient.apply(
     R.tenantpolicies,
     {
@@ -150,6 +170,7 @@ async function tenant(superClient: KubeClient): Promise<string> {
       spec: {
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
+          ...preloaded,
           forced: {
             nodeSelector: { [REAL_NODE_LABEL]: 'true' },
             tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
