@@ -37,6 +37,7 @@ export default defineConfig({
             'gitops/**/*.test.ts',
             'schemas/**/*.test.ts',
             'test/bench/**/*.test.ts',
+            'test/conformance/**/*.test.ts',
             'deploy/**/*.test.ts',
           ],
           exclude: ['**/*.it.test.ts', 'node_modules/**'],

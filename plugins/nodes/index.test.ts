@@ -92,6 +92,8 @@ const mirrored = (
     port?: number;
     extraMeta?: Record<string, unknown>;
     extraLabels?: Record<string, string>;
+    /** the tenant's forced tolerations tolerate the node's taint, which the vNode then leaves out */
+    untainted?: boolean;
   } = {},
 ): Node => ({
   apiVersion: 'v1',
@@ -107,7 +109,7 @@ const mirrored = (
     },
     ...o.extraMeta,
   },
-  spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+  spec: o.untainted ? {} : { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
   status: {
     conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
     capacity: { cpu: '8', memory: '32Gi', pods: '110' },
@@ -388,8 +390,26 @@ interface ViewCase {
 
 const viewCases: ViewCase[] = [
   {
-    name: 'schedulable view: a Ready node of the forced pool is shown before any Pod',
+    name: 'schedulable view: a Ready node of the forced pool is shown before any Pod, without the taint it tolerates',
     tenant: schedulable(),
+    superNode,
+    want: { object: mirrored({ untainted: true }) },
+  },
+  {
+    name: 'schedulable view: a forced toleration of another key or effect leaves the taint shown',
+    tenant: schedulable({
+      pods: {
+        forced: {
+          nodeSelector: { 'pool.platform.example/tenants': 'gold' },
+          tolerations: [
+            { key: 'other', operator: 'Exists' },
+            { key: 'dedicated', operator: 'Exists', effect: 'NoExecute' },
+            { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists' },
+          ],
+        },
+        tolerations: [{ key: 'dedicated' }],
+      },
+    }),
     superNode,
     want: { object: mirrored() },
   },
@@ -398,7 +418,7 @@ const viewCases: ViewCase[] = [
     tenant: schedulable(),
     superNode,
     vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(200) }),
-    want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5' } }) },
+    want: { object: mirrored({ untainted: true, extraMeta: { uid: 'vnode-uid', resourceVersion: '5' } }) },
   },
   {
     name: 'schedulable view: a node the forced node selector excludes is not shown',
@@ -432,7 +452,7 @@ const viewCases: ViewCase[] = [
     vNode: existing(),
     want: {
       object: (() => {
-        const m = mirrored({ extraMeta: emptyMark(NOW.toISOString()) });
+        const m = mirrored({ untainted: true, extraMeta: emptyMark(NOW.toISOString()) });
         m.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'KubeletReady' }];
         return m;
       })(),
@@ -450,7 +470,7 @@ const viewCases: ViewCase[] = [
     tenant: schedulable(),
     superNode: withLabel('silver'),
     superPods: [superPodOn('node-1', KEY)],
-    want: { object: mirrored() },
+    want: { object: mirrored({ untainted: true }) },
   },
   {
     name: 'withPods view (the default): a fresh tenant sees no node',

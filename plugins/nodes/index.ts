@@ -1,7 +1,7 @@
 import { R } from '../../core/kube/resources.ts';
 import { PREFIX, provenanceOf } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
-import { isReadyAndSchedulable, mayPlaceOn, nodesView } from './placement.ts';
+import { isReadyAndSchedulable, mayPlaceOn, nodesView, tolerates, type Taint } from './placement.ts';
 import {
   clone,
   type Decision,
@@ -202,7 +202,8 @@ function vNodeInfo(
  * mirror writes onto `vNode` what a vNode shows of its super node, and nothing else:
  * - capacity and allocatable of the node (the machine's size is what a tenant sizes its Pods against; its quota is
  *   its share, and a per-node share is not defined);
- * - the Ready condition, and the taints but those of the pressure conditions (VNODE_CONDITIONS);
+ * - the Ready condition, and the taints but those of the pressure conditions (VNODE_CONDITIONS) and those the
+ *   tenant's forced tolerations (pods.forced) tolerate;
  * - kubelet version, OS and architecture (VNODE_NODE_INFO);
  * - labels through an allow-list (VNODE_LABELS and `extraLabels`), none of the super node's annotations;
  * - as addresses the vn-agent's (InternalIP) and the node name (Hostname), as kubelet endpoint the vn-agent's port.
@@ -216,7 +217,12 @@ function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant' 
   meta.name = name;
   meta.labels = { ...vNodeLabels(superNode.metadata?.labels, extraLabels(ctx)), [VNODE_LABEL]: 'true' };
   const spec = (vNode.spec ??= {});
-  const taints = (superNode.spec?.taints ?? []).filter((t) => !PRESSURE_TAINTS.includes(String(t.key)));
+  // A taint every Pod of the tenant tolerates (the policy forces the toleration) does not exist for its Pods; shown,
+  // it would make the tenant's own controllers and tools (DaemonSets, "schedulable node" checks) skip the node.
+  const forced = ctx.tenant.pods?.forced?.tolerations ?? [];
+  const taints = (superNode.spec?.taints ?? []).filter(
+    (t) => !PRESSURE_TAINTS.includes(String(t.key)) && !forced.some((f) => tolerates(f, t as Taint)),
+  );
   if (taints.length) spec.taints = clone(taints);
   else delete spec.taints;
   const src = superNode.status ?? {};

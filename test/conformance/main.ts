@@ -1,0 +1,321 @@
+/**
+ * `npm run conformance`: builds the upstream e2e suite (cached), starts or reuses the embedded default with a real
+ * node, creates a tenant `conformance` whose Pods run on the real node, runs the [Conformance] specs of
+ * sig-api-machinery and sig-apps against the tenant's control plane, and ends with one summary line. The JUnit
+ * report, the suite's log and the tenant kubeconfig are in the report directory.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Command } from 'commander';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { hostLockHeld, hostLockOwner, describeOwner } from '../../core/local/hostlock.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/types.ts';
+import { fromPackageRoot } from '../../core/paths.ts';
+import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
+import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
+import { writeOciArchive } from '../../core/toolchain/images.ts';
+import { NODE_IMAGES, nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
+import { toolchainDir } from '../../core/toolchain/toolchain.ts';
+import { ensureE2eBinaries } from './e2e.ts';
+import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
+
+/** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
+const TENANT = 'conformance';
+
+/**
+ * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images of the node toolchain: the host
+ * has no registry access, so the real node's containerd gets them under these names before the run (built like the
+ * node's own, and imported: containerd's CRI does not see names added with `ctr images tag`). Images the toolchain
+ * has no stand-in for (nginx, sample-apiserver, ...) stay missing and their specs fail with ImagePullBackOff.
+ */
+const E2E_IMAGES: Record<string, NodeImage> = {
+  'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
+  'registry.k8s.io/e2e-test-images/agnhost:2.55': 'agnhost',
+  'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'busybox',
+  'registry.k8s.io/pause:3.10.2': 'pause',
+};
+
+interface Options {
+  stateDir: string;
+  reportDir: string;
+  focus: string;
+  skip?: string;
+  procs: string;
+  timeout: string;
+  keep?: boolean;
+}
+
+const log = (s: string): void => void process.stderr.write(`[conformance] ${s}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function run(cmd: string, args: string[], o: { quiet?: boolean } = {}): Promise<{ code: number; out: string }> {
+  return new Promise((res, rej) => {
+    const c = spawn(cmd, args, { stdio: ['ignore', o.quiet ? 'pipe' : 'inherit', o.quiet ? 'pipe' : 'inherit'] });
+    let out = '';
+    c.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+    c.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+    c.on('error', rej);
+    c.on('close', (code) => res({ code: code ?? 1, out }));
+  });
+}
+
+const vc = (...args: string[]) => run(process.execPath, [fromPackageRoot('core/programs/cli/vc.mjs'), ...args]);
+
+/** startOrReuse returns the running embedded default of stateDir, starting one with a real node when none runs. */
+async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; started: boolean }> {
+  const running = readUpStatus(stateDir);
+  if (running?.ready) {
+    log(`reusing the embedded default running in ${stateDir} (pid ${running.pid})`);
+    return { status: running, started: false };
+  }
+  const otherHolder = async () => {
+    const owner = hostLockOwner();
+    return (await hostLockHeld()) && owner?.stateDir !== stateDir ? describeOwner(owner) : undefined;
+  };
+  for (let announced = false; ;) {
+    const holder = await otherHolder();
+    if (holder) {
+      if (!announced) log(`waiting for the real nodes of ${holder} to stop (one set per host)`);
+      announced = true;
+      await sleep(5000);
+      continue;
+    }
+    log(`starting the embedded default in ${stateDir} with one real node`);
+    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir);
+    const status = readUpStatus(stateDir);
+    if (r.code === 0 && status?.ready) return { status, started: true };
+    // another run took the host lock between the check and vc up's own: wait for it again
+    if (await otherHolder()) continue;
+    throw new Error(`vc up failed (exit ${r.code}); see ${stateDir}/up.log`);
+  }
+}
+
+type Node = KubeObject & {
+  status?: { conditions?: Array<{ type: string; status: string }> };
+  spec?: { taints?: Array<{ key: string }> };
+};
+const ready = (n: Node) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+async function waitFor<T>(what: string, timeoutMs: number, f: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs / 1000} s`);
+    await sleep(1000);
+  }
+}
+
+function findSockets(dir: string, depth = 4): string[] {
+  if (!existsSync(dir) || depth < 0) return [];
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isSocket() && e.name === 'containerd.sock') out.push(join(dir, e.name));
+    else if (e.isDirectory()) out.push(...findSockets(join(dir, e.name), depth - 1));
+  }
+  return out;
+}
+
+/** importImages gives the real nodes' containerd the images of E2E_IMAGES. */
+async function importImages(stateDir: string, reportDir: string): Promise<void> {
+  const dir = nodeToolchainDir();
+  const ctr = join(dir, 'bin', 'ctr');
+  const specs = nodeImageSpecs(dir, toolchainDir());
+  const archive = join(reportDir, 'e2e-image.tar');
+  for (const sock of findSockets(stateDir)) {
+    for (const [ref, key] of Object.entries(E2E_IMAGES)) {
+      writeOciArchive(archive, { ...specs[key](), ref });
+      const r = await run(ctr, ['--address', sock, '-n', 'k8s.io', 'images', 'import', archive], { quiet: true });
+      if (r.code !== 0) throw new Error(`importing ${ref} into ${sock}: ${r.out.trim()}`);
+    }
+    log(`imported ${Object.keys(E2E_IMAGES).length} e2e image names into ${sock}`);
+  }
+  rmSync(archive, { force: true });
+}
+
+type Crd = KubeObject & {
+  spec?: { versions?: Array<{ schema?: { openAPIV3Schema?: { properties?: Record<string, SchemaNode> } } }> };
+};
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+}
+
+/** policyHasPreloadedImages says whether the super cluster's TenantPolicy CRD has pods.preloadedImages. */
+async function policyHasPreloadedImages(c: KubeClient): Promise<boolean> {
+  const crd = await c.get<Crd>(R.crds, undefined, 'tenantpolicies.tenancy.x-k8s.io');
+  const spec = crd.spec?.versions?.[0]?.schema?.openAPIV3Schema?.properties?.spec;
+  return !!spec?.properties?.pods?.properties?.preloadedImages;
+}
+
+/**
+ * tenant creates (or finds) the conformance tenant: a TenantPolicy forcing its Pods onto the real node and showing
+ * it the nodes they may run on, and a VirtualCluster under it; returns its kubeconfig once it runs.
+ */
+async function tenant(superClient: KubeClient): Promise<string> {
+  // Super Pods pull Always (a node's cache must not serve one tenant's private image to another) unless the policy
+  // lists the image as preloaded on the nodes; a TenantPolicy CRD without that field gets none.
+  const preloaded = (await policyHasPreloadedImages(superClient))
+    ? { preloadedImages: [...new Set([...Object.values(NODE_IMAGES), ...Object.keys(E2E_IMAGES)])] }
+    : {};
+  if (!preloaded.preloadedImages) log('the TenantPolicy CRD has no pods.preloadedImages: every image is pulled');
+  await superClient.apply(
+    R.tenantpolicies,
+    {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: TENANT },
+      spec: {
+        podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
+        pods: {
+          ...preloaded,
+          forced: {
+            nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+            tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+          },
+        },
+        nodes: { view: 'schedulable' },
+      },
+    } as KubeObject,
+    'vc-conformance',
+  );
+  await superClient.apply(
+    R.virtualclusters,
+    {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: TENANT, namespace: 'default' },
+      spec: { provisioner: { type: 'local' }, policyName: TENANT, podSecurityLevel: 'privileged' },
+    } as KubeObject,
+    'vc-conformance',
+  );
+  const started = Date.now();
+  await waitFor('VirtualCluster default/conformance Running', 300_000, async () => {
+    const v = await superClient.get<VirtualCluster>(R.virtualclusters, 'default', TENANT);
+    if (v.status?.phase === 'Error') throw new Error(`VirtualCluster default/conformance: ${v.status.message}`);
+    return v.status?.phase === 'Running' && v.status.kubeconfigSecretName ? v : undefined;
+  });
+  log(`tenant default/${TENANT} Running after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const s = await superClient.get<KubeObject & { data?: Record<string, string> }>(
+    R.secrets,
+    'default',
+    kubeconfigSecretName(TENANT),
+  );
+  return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
+}
+
+async function main(o: Options): Promise<number> {
+  const stateDir = resolve(o.stateDir);
+  const reportDir = resolve(o.reportDir);
+  const procs = Number(o.procs);
+  const t0 = Date.now();
+  const binDir = await ensureE2eBinaries();
+  const { status, started } = await startOrReuse(stateDir);
+  const superClient = await KubeClient.fromFile(status.superKubeconfig);
+  let child: ReturnType<typeof spawn> | undefined;
+  const stop = () => child?.kill('SIGINT');
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  try {
+    if (!started && !(await superClient.list<Node>(R.nodes, { labelSelector: `${REAL_NODE_LABEL}=true` })).items.length)
+      throw new Error(
+        `the embedded default in ${stateDir} runs without a real node: stop it (vc down --state-dir ${stateDir}) ` +
+          'or give another --state-dir',
+      );
+    const nodes = await waitFor('a Ready real node in the super cluster', 180_000, async () => {
+      const l = await superClient.list<Node>(R.nodes, { labelSelector: `${REAL_NODE_LABEL}=true` });
+      return l.items.some(ready) ? l.items : undefined;
+    });
+    log(`real node: ${nodes.map((n) => n.metadata!.name).join(', ')}`);
+    rmSync(reportDir, { recursive: true, force: true });
+    mkdirSync(reportDir, { recursive: true });
+    await importImages(stateDir, reportDir);
+    const kubeconfigText = await tenant(superClient);
+    const kubeconfig = join(reportDir, 'tenant.kubeconfig');
+    writeFileSync(kubeconfig, kubeconfigText, { mode: 0o600 });
+    const tc = await KubeClient.fromFile(kubeconfig);
+    try {
+      await waitFor('a Ready node in the tenant (its vNode of the real node)', 180_000, async () => {
+        const l = await tc.list<Node>(R.nodes);
+        return l.items.some(ready) ? true : undefined;
+      });
+      await waitFor('the default ServiceAccount of the tenant', 60_000, () =>
+        tc.get(R.serviceaccounts, 'default', 'default'),
+      );
+    } finally {
+      tc.close();
+    }
+    const cmd = e2eCommand({
+      binDir,
+      kubeconfig,
+      kubectl: status.kubectl,
+      reportDir,
+      focus: o.focus,
+      skip: o.skip,
+      procs,
+      timeout: o.timeout,
+    });
+    log(`${cmd.command} ${cmd.args.map((a) => (/[\\[\]|*( )]/.test(a) ? `'${a}'` : a)).join(' ')}`);
+    const runStarted = Date.now();
+    const logFile = createWriteStream(join(reportDir, 'e2e.log'));
+    child = spawn(cmd.command, cmd.args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+    });
+    child.stdout!.on('data', (b: Buffer) => (process.stdout.write(b), logFile.write(b)));
+    child.stderr!.on('data', (b: Buffer) => (process.stderr.write(b), logFile.write(b)));
+    const code = await new Promise<number>((res) => child!.on('close', (c) => res(c ?? 1)));
+    logFile.end();
+    const seconds = (Date.now() - runStarted) / 1000;
+    const junit = join(reportDir, 'junit_01.xml');
+    if (!existsSync(junit))
+      throw new Error(`the suite exited ${code} without a JUnit report; see ${reportDir}/e2e.log`);
+    const sum = summarize(parseJUnit(readFileSync(junit, 'utf8')), o.focus, o.skip);
+    for (const f of sum.failures) process.stdout.write(`FAILED [${f.status}] ${f.text}\n`);
+    for (const f of sum.setupFailures)
+      process.stdout.write(`SETUP FAILED [${f.status}] ${f.node}: ${f.message ?? ''}\n`);
+    const line = summaryLine(sum, seconds);
+    writeFileSync(
+      join(reportDir, 'summary.json'),
+      JSON.stringify({ ...sum, seconds, total: (Date.now() - t0) / 1000 }, null, 2) + '\n',
+    );
+    process.stdout.write(`${line} (report: ${junit})\n`);
+    return sum.failed || sum.setupFailures.length || sum.passed === 0 ? 1 : 0;
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    if (!o.keep) {
+      await superClient.delete(R.virtualclusters, 'default', TENANT).catch(() => false);
+      await superClient.delete(R.tenantpolicies, undefined, TENANT).catch(() => false);
+    }
+    superClient.close();
+    if (started && !o.keep) {
+      log('stopping the embedded default it started');
+      await vc('down', '--state-dir', stateDir);
+    }
+  }
+}
+
+const program = new Command('conformance')
+  .description('run the upstream [Conformance] specs of sig-api-machinery and sig-apps against a tenant on a real node')
+  .option('--state-dir <dir>', 'state directory of the embedded default to reuse or start', DEFAULT_STATE_DIR)
+  .option(
+    '--report-dir <dir>',
+    'where the JUnit report, the suite log and the tenant kubeconfig go',
+    'conformance-results',
+  )
+  .option('--focus <regexp>', 'Ginkgo focus: which specs run', CONFORMANCE_FOCUS)
+  .option('--skip <regexp>', 'Ginkgo skip: specs left out')
+  .option('--procs <n>', 'parallel Ginkgo processes ([Serial] specs still run alone)', '4')
+  .option('--timeout <duration>', "the suite's time limit", '3h')
+  .option('--keep', 'leave the tenant (and an embedded default it started) running afterwards')
+  .action(async (o: Options) => {
+    process.exitCode = await main(o);
+  });
+
+await program.parseAsync(process.argv).catch((e: Error) => {
+  process.stderr.write(`conformance: ${e.message}\n`);
+  process.exitCode = 1;
+});
