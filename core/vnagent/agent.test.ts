@@ -307,6 +307,14 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     );
   });
 
+  it('delimits a relayed body by closing the connection: no Content-Length, no chunked encoding', async () => {
+    const r = await request('/containerLogs/default/web/c?tailLines=2', kubeletA);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-length']).toBeUndefined();
+    expect(r.headers['transfer-encoding']).toBeUndefined();
+    expect(r.headers.connection).toBe('close');
+  });
+
   it('streams follow=true as it comes, and the client leaving closes the kubelet request', async () => {
     const lines: string[] = [];
     const req = https.request({

@@ -126,6 +126,21 @@ export function responseHeaders(raw: readonly string[]): string[] {
   return out;
 }
 
+/**
+ * closeDelimited drops Content-Length from relayed response headers, so that the body is delimited by the end of the
+ * connection (RFC 9112 6.3). The apiserver streams container logs requested over WebSocket with a copy loop
+ * (k8s.io/streaming wsstream messageCopy) that drops the bytes of a Read returning data together with io.EOF; Go's
+ * HTTP/1.1 client returns exactly that for a chunked or Content-Length body whose end is already buffered (the log
+ * was complete before the WebSocket handshake finished), so the tenant got an empty log. A body that ends with the
+ * connection is read as data first and EOF on the next Read, as over HTTP/2 from a real kubelet.
+ */
+export function closeDelimited(headers: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < headers.length; i += 2)
+    if (headers[i]!.toLowerCase() !== 'content-length') out.push(headers[i]!, headers[i + 1]!);
+  return out;
+}
+
 const where = (e: KubeletEndpoint): string => `kubelet ${e.host}:${e.port} of node ${e.node}`;
 
 /** TimeoutError marks a kubelet that did not answer within the handshake timeout. */
@@ -178,7 +193,10 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, o: Rel
       clearTimeout(timer);
       const status = ur.statusCode ?? 502;
       result = status < 400 ? 'ok' : 'kubelet_error';
-      res.writeHead(status, ur.statusMessage, responseHeaders(ur.rawHeaders));
+      // The body is delimited by closing the connection: no Content-Length, no chunked encoding (closeDelimited).
+      res.useChunkedEncodingByDefault = false;
+      res.shouldKeepAlive = false;
+      res.writeHead(status, ur.statusMessage, closeDelimited(responseHeaders(ur.rawHeaders)));
       res.flushHeaders();
       ur.on('data', (c: Buffer) => o.onBytes?.('to_client', c.length));
       pipeline(ur, res, (err) => {

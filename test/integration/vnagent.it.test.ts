@@ -22,6 +22,7 @@ import { StaticTenantDirectory, VirtualClusterDirectory } from '../../core/vnage
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
+import { logsOverGet, logsOverWebSocket } from '../podlogs.ts';
 
 interface Pod extends KubeObject {
   spec: { nodeName?: string; containers: Array<{ name: string; image: string }> };
@@ -760,5 +761,19 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         `vc_vnagent_relayed_bytes_total\\{tenant="${tenantB.key}",kind="containerLogs",direction="to_client"\\} \\d+`,
       ),
     );
+  });
+
+  it('logs over WebSocket return the same bytes as a plain GET, through the tenant apiserver and the agent', async () => {
+    // A line written after the first ones: kwok then sends the log in several chunks, and before the agent delimited
+    // its answers by closing the connection, the apiserver dropped them all over WebSocket (proxy.ts closeDelimited).
+    appendFileSync(join(t.sc.cluster.dir, 'kwok/container.log'), `${new Date().toISOString()} stdout F late line\n`);
+    for (let i = 0; i < 3; i++) {
+      const plain = await logsOverGet(cpA, 'default', 'app-a', 'container=c');
+      expect(plain.status).toBe(200);
+      expect(plain.body.toString()).toMatch(/kwok fake container log line 3\n(.*\n)*late line\n$/);
+      const ws = await logsOverWebSocket(cpA, 'default', 'app-a', 'container=c');
+      expect(ws.status).toBe(101);
+      expect(ws.body.toString()).toBe(plain.body.toString());
+    }
   });
 });
