@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acquireHostLock, hostLockHeld, hostLockOwner } from './hostlock.ts';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { acquireHostLock, hostLockHeld, hostLockOwner, ownerAlive, processStartTicks } from './hostlock.ts';
 
 describe('host lock for real nodes', () => {
   const dirs: string[] = [];
@@ -42,5 +42,21 @@ describe('host lock for real nodes', () => {
     expect(waited[0]).toContain('/state/one');
     expect(hostLockOwner(path)?.stateDir).toBe('/state/two');
     await lock.release();
+  });
+
+  it('breaks at once the lock of a holder that died (kill -9), and keeps one whose pid was reused', async () => {
+    const path = lockPath();
+    // What a killed holder leaves: the lock directory and its owner record, naming a pid that no longer runs.
+    mkdirSync(`${path}.lock`);
+    writeFileSync(`${path}.owner`, JSON.stringify({ pid: 2147483646, stateDir: '/state/dead', since: 'then' }));
+    expect(await hostLockHeld(path)).toBe(false);
+    const lock = await acquireHostLock('/state/new', { path });
+    expect(hostLockOwner(path)?.stateDir).toBe('/state/new');
+    await lock.release();
+    // A live pid with another start time is a different process: not the recorded holder.
+    expect(ownerAlive({ pid: process.pid, startTicks: 'other', stateDir: '', since: '' })).toBe(false);
+    expect(ownerAlive({ pid: process.pid, startTicks: processStartTicks(process.pid), stateDir: '', since: '' })).toBe(
+      true,
+    );
   });
 });

@@ -13,11 +13,43 @@ export const REAL_NODE_LOCK = join(tmpdir(), 'virtualcluster-ts-realnodes');
 /** HostLockOwner says who holds a host lock. */
 export interface HostLockOwner {
   pid: number;
+  /** the process's start time in clock ticks since boot (/proc/<pid>/stat), so a reused pid is not taken for it */
+  startTicks?: string;
   stateDir: string;
   since: string;
 }
 
-/** HostLock is a held host-wide lock; release gives it up (also done when the process dies: it goes stale in 10 s). */
+/**
+ * STALE_MS is when a lock whose holder stopped refreshing it counts as abandoned. It is long because a holder on a
+ * busy host can miss refreshes for many seconds (at load 30, two managers each believed they held a 10 s lock); a
+ * holder that died is recognised at once by its pid instead (ownerAlive).
+ */
+const STALE_MS = 60_000;
+
+/** processStartTicks is field 22 of /proc/<pid>/stat (undefined off Linux or for a process that is gone). */
+export function processStartTicks(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** ownerAlive says whether the recorded holder still runs: its pid exists and, where known, started when recorded. */
+export function ownerAlive(o: HostLockOwner): boolean {
+  try {
+    process.kill(o.pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (!o.startTicks) return true;
+  const now = processStartTicks(o.pid);
+  return now === undefined || now === o.startTicks;
+}
+
+/** HostLock is a held host-wide lock; release gives it up (a holder that dies without it is recognised by its pid). */
 export interface HostLock {
   release(): Promise<void>;
 }
@@ -49,16 +81,29 @@ export async function acquireHostLock(
   const deadline = Date.now() + (o.waitMs ?? 0);
   let announced = false;
   for (;;) {
+    // A holder killed with -9 leaves its lock behind: break it at once when its recorded process is gone. (Two
+    // processes breaking the same dead lock at the same instant could both go on; the owner file written next shows
+    // the survivor, and vc up checks it again before starting nodes.)
+    const recorded = hostLockOwner(path);
+    if (recorded && recorded.pid !== process.pid && !ownerAlive(recorded)) {
+      rmSync(`${path}.lock`, { recursive: true, force: true });
+      rmSync(`${path}.owner`, { force: true });
+    }
     try {
       const release = await lockfile.lock(path, {
-        stale: 10_000,
-        update: 2_000,
+        stale: STALE_MS,
+        update: 5_000,
         realpath: false,
         // A blocked event loop that misses updates must not crash the node's owner; another process may take over a
         // lock it considers stale, which the holder cannot prevent anyway.
         onCompromised: () => undefined,
       });
-      const owner: HostLockOwner = { pid: process.pid, stateDir, since: new Date().toISOString() };
+      const owner: HostLockOwner = {
+        pid: process.pid,
+        startTicks: processStartTicks(process.pid),
+        stateDir,
+        since: new Date().toISOString(),
+      };
       writeFileSync(`${path}.owner`, JSON.stringify(owner) + '\n');
       return {
         release: async () => {
@@ -81,10 +126,12 @@ export async function acquireHostLock(
   }
 }
 
-/** hostLockHeld says whether a live process holds the lock at path (a dead holder's lock is stale after 10 s). */
+/** hostLockHeld says whether a live process holds the lock at path. */
 export async function hostLockHeld(path = REAL_NODE_LOCK): Promise<boolean> {
+  const owner = hostLockOwner(path);
+  if (owner && !ownerAlive(owner)) return false;
   try {
-    return await lockfile.check(path, { stale: 10_000, realpath: false });
+    return await lockfile.check(path, { stale: STALE_MS, realpath: false });
   } catch {
     return false;
   }
