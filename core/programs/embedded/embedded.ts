@@ -273,7 +273,9 @@ export async function startEmbedded(o: {
       },
       syncer: { workers: 8, patrolIntervalSeconds: 60 },
       // Several super clusters: the namespace scheduler places each tenant namespace, each syncer syncs what is placed.
-      ...(count > 1 ? { scheduler: { enabled: true } } : {}),
+      // Its signing key and summary live in vc-system, the one namespace besides tenant ones where the manager's
+      // admission policy lets it keep them (deploy/policy/manager-scope.yaml).
+      ...(count > 1 ? { scheduler: { enabled: true, namespace: 'vc-system' } } : {}),
       ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
     };
     step('starting the vn-agent (kubelet proxy for tenants)');
