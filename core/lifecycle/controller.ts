@@ -638,7 +638,7 @@ export type { Phase };
 export function tenantOfVirtualCluster(
   vc: VirtualCluster,
   root: string,
-  p: Pick<Provisioned, 'kubeconfig' | 'apiserverEndpoint'>,
+  p: Pick<Provisioned, 'kubeconfig' | 'apiserverEndpoint' | 'dnsApiEndpoint'>,
   e: EffectiveSettings,
 ): Tenant {
   const m = vc.metadata!;
@@ -649,6 +649,7 @@ export function tenantOfVirtualCluster(
     vcUid: m.uid!,
     kubeconfig: p.kubeconfig,
     apiserverEndpoint: p.apiserverEndpoint,
+    dnsApiEndpoint: p.dnsApiEndpoint,
     settings: {
       ...vc.spec,
       weight: e.weight,

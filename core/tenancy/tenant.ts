@@ -39,6 +39,8 @@ export interface Tenant extends TenantIdentity {
   pluginConfig?: Record<string, unknown>;
   /** where Pods in the super reach this tenant's apiserver (host and port), for their service account tokens */
   apiserverEndpoint?: { host: string; port: number };
+  /** where the tenant's DNS server reads its Services (the local provisioner's read-only DNS view), when not the apiserver */
+  dnsApiEndpoint?: { host: string; port: number };
   /** the pods section of the tenant's effective TenantPolicy; absent, the pods plugin's built-in defaults */
   pods?: PodsPolicyView;
   /** the runtimeClasses section of the tenant's effective TenantPolicy; absent, the runtimeclasses plugin's defaults */
@@ -94,6 +96,7 @@ export interface TenantSource {
   settings?: TenantSettings;
   kubeconfig?: string;
   apiserverEndpoint?: { host: string; port: number };
+  dnsApiEndpoint?: { host: string; port: number };
 }
 
 /**
@@ -118,6 +121,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.plugins) t.plugins = o.plugins;
   if (o.pluginConfig) t.pluginConfig = o.pluginConfig;
   if (s.apiserverEndpoint) t.apiserverEndpoint = s.apiserverEndpoint;
+  if (s.dnsApiEndpoint) t.dnsApiEndpoint = s.dnsApiEndpoint;
   if (o.pods) t.pods = o.pods;
   if (o.runtimeClasses) t.runtimeClasses = o.runtimeClasses;
   if (o.nodes) t.nodes = o.nodes;
@@ -148,6 +152,7 @@ export function tenantView(t: Tenant): TenantView {
     ...(t.plugins && { plugins: t.plugins }),
     ...(t.pluginConfig && { pluginConfig: t.pluginConfig }),
     ...(t.apiserverEndpoint && { apiserverEndpoint: t.apiserverEndpoint }),
+    ...(t.dnsApiEndpoint && { dnsApiEndpoint: t.dnsApiEndpoint }),
     ...(t.pods && { pods: t.pods }),
     ...(t.runtimeClasses && { runtimeClasses: t.runtimeClasses }),
     ...(t.nodes && { nodes: t.nodes }),

@@ -334,6 +334,19 @@ describe('isolationPolicy', () => {
     });
   });
 
+  it("lets Pods reach the tenant's DNS view beside its apiserver (the DNS server reads its Services there)", () => {
+    const t = testTenant({
+      apiserverEndpoint: { host: '10.88.0.1', port: 21000 },
+      dnsApiEndpoint: { host: '10.88.0.1', port: 21001 },
+    });
+    const egress = isolationPolicy(t).spec?.egress ?? [];
+    expect(egress.slice(2, 4)).toEqual([
+      { to: [{ ipBlock: { cidr: '10.88.0.1/32' } }], ports: [{ protocol: 'TCP', port: 21000 }] },
+      { to: [{ ipBlock: { cidr: '10.88.0.1/32' } }], ports: [{ protocol: 'TCP', port: 21001 }] },
+    ]);
+    expect(egress).toHaveLength(5);
+  });
+
   it('adds no address rule for an apiserver reached by name (native: inside the tenant already)', () => {
     const t = testTenant({ apiserverEndpoint: { host: `apiserver.${tenant.key}.svc`, port: 6443 } });
     const egress = isolationPolicy(t).spec?.egress ?? [];

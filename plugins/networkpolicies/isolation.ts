@@ -71,7 +71,8 @@ const hostCidr = (host: string): string | undefined => {
  * - ingress only from the tenant's own namespaces (tenantPeer) and the platform's ingress controllers
  *   (INGRESS_NAMESPACE_LABEL): other tenants and the super's other Pods are refused;
  * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to DNS (port 53) anywhere,
- *   to the tenant apiserver (`apiserverEndpoint`, when it is an IP address; a native apiserver is inside the tenant
+ *   to the tenant apiserver (`apiserverEndpoint`, and the DNS view its DNS server reads, `dnsApiEndpoint`, when
+ *   they are IP addresses; a native apiserver is inside the tenant
  *   already), and to every address outside the super-internal ranges (internalCIDRs: the policy's, by default
  *   SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver and the cloud metadata address are
  *   unreachable but for DNS. DNS is open everywhere because resolvers live at internal addresses: the super DNS
@@ -80,12 +81,14 @@ const hostCidr = (host: string): string | undefined => {
  * Policies are additive: a tenant's own NetworkPolicies can only add to this, within what the networkpolicies plugin
  * lets them say.
  */
-export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>): NetworkPolicy {
+export function isolationPolicy(
+  tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'dnsApiEndpoint' | 'network'>,
+): NetworkPolicy {
   const egress: NetworkPolicyEgressRule[] = [{ to: [tenantPeer(tenant)] }, { ports: DNS_PORTS.map((p) => ({ ...p })) }];
-  const ep = tenant.apiserverEndpoint;
-  const apiserver = ep && hostCidr(ep.host);
-  if (ep && apiserver)
-    egress.push({ to: [{ ipBlock: { cidr: apiserver } }], ports: [{ protocol: 'TCP', port: ep.port }] });
+  for (const ep of [tenant.apiserverEndpoint, tenant.dnsApiEndpoint]) {
+    const cidr = ep && hostCidr(ep.host);
+    if (ep && cidr) egress.push({ to: [{ ipBlock: { cidr } }], ports: [{ protocol: 'TCP', port: ep.port }] });
+  }
   egress.push({ to: outsidePeers(internalCIDRs(tenant)) });
   return {
     apiVersion: 'networking.k8s.io/v1',
@@ -105,7 +108,7 @@ export function isolationPolicy(tenant: Pick<TenantView, 'key' | 'apiserverEndpo
 /** isolationEffect asks the core to keep the isolation policy in the super namespace of tenant namespace `namespace`. */
 export function isolationEffect(
   namespace: string,
-  tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'network'>,
+  tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'dnsApiEndpoint' | 'network'>,
 ): Effect {
   return { type: 'superNetworkPolicy', namespace, policy: isolationPolicy(tenant) };
 }

@@ -17,7 +17,7 @@ import { R } from '../../core/kube/resources.ts';
 import { TENANT_DNS_NAME, TENANT_DNS_NAMESPACE, ensureTenantDns } from '../../core/lifecycle/tenantdns.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
-import { rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { ANN, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
@@ -114,6 +114,7 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
           vcUid: vc.metadata!.uid!,
           kubeconfig: state.result.kubeconfig,
           apiserverEndpoint: state.result.apiserverEndpoint,
+          dnsApiEndpoint: state.result.dnsApiEndpoint,
           settings: {
             pods: { forced, preloadedImages: Object.values(NODE_IMAGES) },
             pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
@@ -214,7 +215,33 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
         'web',
       ),
     );
-    const answer = await eventually(() => lookup('a', 'web.default.svc.cluster.local'), 60_000, 1000);
+    // Ask only once the syncer has recorded the super cluster IP on the tenant Service (what the DNS view serves) and
+    // both CoreDNS Pods are ready: an earlier question gets an answer CoreDNS may cache as negative for its TTL.
+    await eventually(async () => {
+      const s = await tenants.a.client.get(R.services, 'default', 'web');
+      expect(s.metadata?.annotations?.[ANN.superClusterIP]).toBe(superSvc.spec.clusterIP);
+    }, 60_000);
+    const corednsReady = async (n: 'a' | 'b') => {
+      const pods = await t!.client.list<
+        KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }
+      >(R.pods, { namespace: superNamespace(tenants[n].root, TENANT_DNS_NAMESPACE) });
+      const dns = pods.items.filter((p) => p.metadata?.name?.startsWith(`${TENANT_DNS_NAME}-`));
+      expect(dns.length).toBeGreaterThan(0);
+      for (const p of dns) expect(p.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    };
+    await eventually(() => corednsReady('a'), 90_000);
+    const answer = await eventually(() => lookup('a', 'web.default.svc.cluster.local'), 90_000, 1000).catch(
+      async (e: unknown) => {
+        const ns = superNamespace(tenants.a.root, TENANT_DNS_NAMESPACE);
+        const names = (await kubectl('get', 'pods', '-n', ns, '-o', 'name').catch(() => ''))
+          .split('\n')
+          .filter((n) => n.startsWith(`pod/${TENANT_DNS_NAME}-`));
+        let logs = '';
+        for (const n of names) logs += await kubectl('logs', '-n', ns, n, '--tail', '40').catch(String);
+        process.stdout.write(`DEBUG tenant a CoreDNS logs:\n${logs}\n`);
+        throw e;
+      },
+    );
     expect(answer).toContain(superSvc.spec.clusterIP);
     expect(svc.spec.clusterIP).toBeTruthy();
     const body = await eventually(() => fetch('a', 'http://web.default.svc.cluster.local/hostname'), 30_000, 1000);

@@ -278,6 +278,8 @@ export interface TenantView {
   readonly pluginConfig?: Readonly<Record<string, unknown>>;
   /** where Pods in the super reach this tenant's apiserver */
   readonly apiserverEndpoint?: { readonly host: string; readonly port: number };
+  /** where the tenant's DNS server reads its Services, when that is not the apiserver (a read-only view) */
+  readonly dnsApiEndpoint?: { readonly host: string; readonly port: number };
   /** the pods section of the tenant's effective TenantPolicy; absent, the built-in defaults apply */
   readonly pods?: PodsPolicyView;
   /** the quota section of the tenant's effective TenantPolicy; absent (a static tenant), no quota and no caps */
