@@ -17,7 +17,8 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
-import { pool, waitServiceAccount, waitUntil } from './syncer.ts';
+import { createPodsAndWaitRunning } from './pods.ts';
+import { waitServiceAccount } from './syncer.ts';
 
 /**
  * The patrol benchmark: the CPU of one patrol pass over 1,000 and 10,000 synced Pods. Syncing 10,000 Pods through
@@ -253,29 +254,14 @@ export async function patrolBench(): Promise<BenchResult> {
     syncer = new Syncer({ superClient, host, registry: new MutableTenantRegistry(tenants), patrolIntervalMs: 0 });
     await syncer.start();
     log(`syncing ${T} x ${P} Pods for real`);
-    const jobs = tcs.flatMap((c) => Array.from({ length: P }, (_, j) => ({ c, name: podName(j) })));
-    await pool(jobs, 8, async ({ c, name }) => {
-      await c.create(R.pods, {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: 'default' },
-        spec: { containers: [{ name: 'c', image: 'nginx' }] },
-      });
-    });
     const s0 = syncer;
-    await waitUntil(
-      async () => {
-        for (const c of tcs) {
-          const pods = (await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' }))
-            .items;
-          if (pods.filter((p) => p.status?.phase === 'Running').length < P) return false;
-        }
-        return s0.patrol() === 0 && s0.queueLength() === 0;
-      },
-      300_000,
-      () => 'tenant Pods Running and nothing left to patrol',
-      1000,
-    );
+    await createPodsAndWaitRunning(tcs, P, {
+      name: podName,
+      concurrency: 8,
+      deadlineMs: 300_000,
+      everyMs: 1000,
+      settled: () => s0.patrol() === 0 && s0.queueLength() === 0,
+    });
     await syncer.stop();
     syncer = undefined;
     const superList = [...superResources(host)].map(

@@ -1,17 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
-import { R } from '../../core/kube/resources.ts';
+import type { KubeClient } from '../../core/kube/client.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
+import { killManager, managerMetric, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
-import { pool, waitServiceAccount, waitUntil } from './syncer.ts';
+import { createPodsAndWaitRunning } from './pods.ts';
+import { waitServiceAccount, waitUntil } from './syncer.ts';
 
 /**
  * The restart benchmark: `vc manager` processes running the compiled program (dist/, as `vc` runs it), 2 tenants x
@@ -21,72 +20,20 @@ import { pool, waitServiceAccount, waitUntil } from './syncer.ts';
  * are split into loading the program (until /metrics is served) and the rest.
  */
 
-const VC = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const DIST = join(import.meta.dirname, '../../dist/core/programs/cli/main.js');
-
-interface Manager {
-  child: ChildProcess;
-  port: number;
-  spawnedAt: number;
-  servingMetricsAt: number;
-  leaderAt?: number;
-}
-
 const round = (n: number) => Math.round(n);
 
-async function startManager(config: string): Promise<Manager> {
-  const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [VC, 'manager', '-c', config], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LOG_LEVEL: 'info', VC_FROM_SOURCE: '' },
-  });
-  const m: Manager = { child, port: 0, spawnedAt, servingMetricsAt: 0 };
-  const onLine = (l: string) => {
-    if (l.includes('became leader')) m.leaderAt ??= performance.now();
-  };
-  createInterface({ input: child.stdout! }).on('line', onLine);
-  createInterface({ input: child.stderr! }).on('line', onLine);
-  m.port = await new Promise<number>((res, rej) => {
-    createInterface({ input: child.stderr! }).on('line', (l) => {
-      const x = /metrics and probes on 127\.0\.0\.1:(\d+)/.exec(l);
-      if (x) res(Number(x[1]));
-    });
-    child.once('exit', (c) => rej(new Error(`manager exited with ${c} before serving`)));
-  });
-  m.servingMetricsAt = performance.now();
-  return m;
-}
-
-async function kill(m: Manager): Promise<void> {
-  if (m.child.exitCode !== null || m.child.signalCode !== null) return;
-  const exited = new Promise((res) => m.child.once('exit', res));
-  m.child.kill('SIGKILL');
-  await exited;
-}
-
-/** metric sums one metric's samples on a manager's /metrics whose labels contain `match`. */
-async function metric(m: Manager, name: string, match = ''): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (match && !line.includes(match)) continue;
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
-
 /** serving waits until a manager leads, its queue is drained and it has reconciled `pods` Pod keys. */
-async function serving(m: Manager, pods: number, tenants: number): Promise<number> {
+async function serving(m: ManagerProc, pods: number, tenants: number): Promise<number> {
   await waitUntil(
     async () => {
       if (!m.leaderAt) return false;
-      const done = await metric(m, 'vc_syncer_sync_duration_seconds_count', 'plugin="pods"');
+      const done = await managerMetric(m, 'vc_syncer_sync_duration_seconds_count', 'plugin="pods"');
       const depthLines = (await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text())
         .split('\n')
         .filter((l) => l.startsWith('vc_syncer_queue_depth{'));
       const depth = depthLines.reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-      const inFlight = await metric(m, 'vc_syncer_in_flight');
+      const inFlight = await managerMetric(m, 'vc_syncer_in_flight');
       return done >= pods && depthLines.length === tenants && depth === 0 && inFlight === 0;
     },
     300_000,
@@ -105,7 +52,12 @@ export async function restartBench(): Promise<BenchResult> {
   if (!existsSync(DIST)) throw new Error('restart bench: run `npm run build` first (it measures the compiled program)');
   const load0 = loadavg()[0]!;
   let t: TestSuper | undefined;
-  const managers: Manager[] = [];
+  const spawner = new ManagerSpawner();
+  const startManager = async (config: string) => {
+    const m = spawner.spawn({ config, compiled: true, keep: /lead|"level":[56]0/ });
+    await m.ready;
+    return m;
+  };
   const clients: KubeClient[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'vc-restart-bench-'));
   try {
@@ -134,42 +86,24 @@ export async function restartBench(): Promise<BenchResult> {
       }),
     );
     const first = await startManager(config);
-    managers.push(first);
-    const coldLoadMs = first.servingMetricsAt - first.spawnedAt;
+    const coldLoadMs = first.readyAt! - first.startedAt;
     await Promise.all(clients.map((c) => waitServiceAccount(c, 'default')));
     log(`creating ${T} x ${P} Pods`);
-    const jobs = clients.flatMap((c) => Array.from({ length: P }, (_, j) => ({ c, name: `r-${j}` })));
-    await pool(jobs, 8, async ({ c, name }) => {
-      await c.create(R.pods, {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: 'default' },
-        spec: { containers: [{ name: 'c', image: 'nginx' }] },
-      });
+    await createPodsAndWaitRunning(clients, P, {
+      name: (j) => `r-${j}`,
+      concurrency: 8,
+      deadlineMs: 600_000,
+      everyMs: 1000,
     });
-    await waitUntil(
-      async () => {
-        for (const c of clients) {
-          const pods = (await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' }))
-            .items;
-          if (pods.filter((p) => p.status?.phase === 'Running').length < P) return false;
-        }
-        return true;
-      },
-      600_000,
-      () => 'tenant Pods Running',
-      1000,
-    );
     await serving(first, T * P, T);
     log('synced; starting a standby replica');
 
     // 1. A standby replica is already running when the leader is killed.
     const standby = await startManager(config);
-    managers.push(standby);
     const k1 = performance.now();
-    await kill(first);
+    await killManager(first);
     const s1 = await serving(standby, T * P, T);
-    const standbyWrites = await metric(standby, 'vc_syncer_writes_total');
+    const standbyWrites = await managerMetric(standby, 'vc_syncer_writes_total');
     const standbyFig = {
       killToLeaderMs: round(standby.leaderAt! - k1),
       killToServingMs: round(s1 - k1),
@@ -179,13 +113,12 @@ export async function restartBench(): Promise<BenchResult> {
 
     // 2. No standby: a manager is spawned after the kill.
     const k2 = performance.now();
-    await kill(standby);
+    await killManager(standby);
     const fresh = await startManager(config);
-    managers.push(fresh);
     const s2 = await serving(fresh, T * P, T);
-    const freshWrites = await metric(fresh, 'vc_syncer_writes_total');
+    const freshWrites = await managerMetric(fresh, 'vc_syncer_writes_total');
     const freshFig = {
-      killToMetricsMs: round(fresh.servingMetricsAt - k2),
+      killToMetricsMs: round(fresh.readyAt! - k2),
       killToLeaderMs: round(fresh.leaderAt! - k2),
       killToServingMs: round(s2 - k2),
       writes: freshWrites,
@@ -209,7 +142,7 @@ export async function restartBench(): Promise<BenchResult> {
       detail: { tenants: T, podsPerTenant: P, lease, standby: standbyFig, spawned: freshFig },
     };
   } finally {
-    for (const m of managers) await kill(m);
+    await spawner.stopAll();
     for (const c of clients) c.close();
     await t?.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -12,6 +12,7 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { startSlowWebhook, type SlowWebhook } from '../slowwebhook.ts';
 import type { BenchResult } from './main.ts';
+import { envInt } from './pods.ts';
 import {
   diffCounters,
   LoadProbe,
@@ -28,15 +29,6 @@ const WEBHOOK_DELAY_MS = 30_000;
 /** Creates in flight at once per other tenant. */
 const CONCURRENCY = 4;
 const POD_SPEC = { containers: [{ name: 'c', image: 'nginx' }] };
-
-/** envInt reads a non-negative integer from the environment, or returns the default. */
-function envInt(name: string, def: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
-  return n;
-}
 
 /** Average samples a value every interval and keeps its peak and mean. */
 class Average {

@@ -14,6 +14,7 @@ import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { envInt } from './pods.ts';
 import { CpuMeter, type CpuShare, type InflightStats, InflightSampler, memAvailableMiB } from './procstat.ts';
 import type { BenchSeries } from './report.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
@@ -27,15 +28,6 @@ const POD_SPEC = { containers: [{ name: 'c', image: 'nginx' }] };
 interface Pod extends KubeObject {
   spec?: { nodeName?: string };
   status?: { phase?: string };
-}
-
-/** envInt reads a non-negative integer from the environment, or returns the default. */
-function envInt(name: string, def: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
-  return n;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

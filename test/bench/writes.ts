@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
-import { R } from '../../core/kube/resources.ts';
+import { KubeClient } from '../../core/kube/client.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { writeTotals } from '../../core/syncer/metrics.ts';
@@ -11,7 +10,8 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
-import { pool, waitServiceAccount, waitUntil } from './syncer.ts';
+import { createPodsAndWaitRunning } from './pods.ts';
+import { waitServiceAccount, waitUntil } from './syncer.ts';
 
 /** perPod divides the growth of writeTotals between two readings by the number of Pods. */
 export function writesPerPod(
@@ -81,28 +81,12 @@ export async function writesBench(): Promise<BenchResult> {
     await idle(s0);
     const w0 = await writeTotals();
     log(`creating ${N} Pods in ${T} tenants`);
-    const jobs = tcs.flatMap((c) => Array.from({ length: P }, (_, j) => ({ c, name: `w-${j}` })));
-    await pool(jobs, 16, async ({ c, name }) => {
-      await c.create(R.pods, {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: 'default' },
-        spec: { containers: [{ name: 'c', image: 'nginx' }] },
-      });
+    await createPodsAndWaitRunning(tcs, P, {
+      name: (j) => `w-${j}`,
+      concurrency: 16,
+      deadlineMs: 300_000,
+      everyMs: 500,
     });
-    await waitUntil(
-      async () => {
-        for (const c of tcs) {
-          const pods = (await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' }))
-            .items;
-          if (pods.filter((p) => p.status?.phase === 'Running').length < P) return false;
-        }
-        return true;
-      },
-      300_000,
-      () => 'tenant Pods Running',
-      500,
-    );
     await idle(s0);
     const w1 = await writeTotals();
     const perPod = writesPerPod(w0, w1, N);

@@ -1,8 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
@@ -11,6 +9,7 @@ import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { killManager, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
 
 /**
  * The manager killed with SIGKILL while its tenants' Pods are synced: the next manager takes the Lease, warms its
@@ -24,58 +23,15 @@ interface Pod extends KubeObject {
 
 const TENANTS = 2;
 const PODS = Number(process.env.RESTART_PODS ?? 100);
-const CLI = join(import.meta.dirname, '../../core/programs/cli/main.ts');
 
-/** Manager is one `vc manager` child process and the port of its /metrics. */
-interface Manager {
-  child: ChildProcess;
-  port: number;
-  startedAt: number;
-  /** when it logged that it became leader */
-  leaderAt?: number;
-  /** its log lines about leadership, warnings and errors */
-  log: string[];
-}
-
-const children = new Set<ChildProcess>();
-const managers: Manager[] = [];
+const spawner = new ManagerSpawner();
 const progress = (msg: string) => process.stdout.write(`[restart ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
 
-async function startManager(config: string): Promise<Manager> {
-  const startedAt = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'manager', '-c', config], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LOG_LEVEL: 'info' },
-  });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  const m: Manager = { child, startedAt, log: [], port: 0 };
-  const onLine = (l: string) => {
-    if (l.includes('became leader')) m.leaderAt ??= performance.now();
-    if (/lead|"level":[456]0/.test(l)) m.log.push(l.slice(0, 400));
-    if (m.log.length > 200) m.log.splice(100, m.log.length - 150);
-  };
-  createInterface({ input: child.stdout! }).on('line', onLine);
-  createInterface({ input: child.stderr! }).on('line', onLine);
-  const port = await new Promise<number>((res, rej) => {
-    const lines = createInterface({ input: child.stderr! });
-    lines.on('line', (l) => {
-      const m = /metrics and probes on 127\.0\.0\.1:(\d+)/.exec(l);
-      if (m) res(Number(m[1]));
-    });
-    child.once('exit', (c) => rej(new Error(`manager exited with ${c} before serving`)));
-  });
-  m.port = port;
-  managers.push(m);
-  progress(`manager ${child.pid} serving /metrics on ${port}`);
+async function startManager(config: string): Promise<ManagerProc> {
+  const m = spawner.spawn({ config, keep: /lead|"level":[456]0/, keepLines: 200 });
+  const port = await m.ready;
+  progress(`manager ${m.child.pid} serving /metrics on ${port}`);
   return m;
-}
-
-async function killManager(m: Manager): Promise<void> {
-  if (m.child.exitCode !== null || m.child.signalCode !== null) return;
-  const exited = new Promise((res) => m.child.once('exit', res));
-  m.child.kill('SIGKILL');
-  await exited;
 }
 
 /** Sample is one metric line: its labels and value. */
@@ -85,7 +41,7 @@ interface Sample {
 }
 
 /** scrape reads one metric's samples from a manager's /metrics. */
-async function scrape(m: Manager, name: string): Promise<Sample[]> {
+async function scrape(m: ManagerProc, name: string): Promise<Sample[]> {
   const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
   const out: Sample[] = [];
   for (const line of text.split('\n')) {
@@ -138,15 +94,15 @@ describe('manager restart after kill -9', () => {
   });
 
   afterAll(async () => {
-    for (const m of managers) progress(`manager ${m.child.pid} log:\n${m.log.join('\n')}`);
-    for (const c of children) c.kill('SIGKILL');
+    for (const m of spawner.managers) progress(`manager ${m.child.pid} log:\n${m.log.join('\n')}`);
+    await spawner.stopAll();
     for (const c of clients) c.close();
     await t?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /** settled waits until a manager's queue is empty and its pods plugin has reconciled at least `pods` keys. */
-  const settled = (m: Manager, pods: number, timeoutMs: number) =>
+  const settled = (m: ManagerProc, pods: number, timeoutMs: number) =>
     eventually(async () => {
       const done = sum(
         (await scrape(m, 'vc_syncer_sync_duration_seconds_count')).filter((x) => x.labels.plugin === 'pods'),

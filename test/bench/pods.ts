@@ -1,0 +1,57 @@
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { pool, waitUntil } from './syncer.ts';
+
+/** envInt reads a non-negative integer from the environment, or returns the default. */
+export function envInt(name: string, def: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
+  return n;
+}
+
+/** TenantPodsOptions name and pace the Pods of createPodsAndWaitRunning. */
+export interface TenantPodsOptions {
+  /** the name of the j-th Pod of each tenant */
+  name: (j: number) => string;
+  /** creates in flight at once, over all tenants */
+  concurrency: number;
+  deadlineMs: number;
+  /** how often the tenants are listed while waiting */
+  everyMs: number;
+  /** settled must also hold before the wait ends (a syncer idle, nothing left to patrol) */
+  settled?: () => boolean | Promise<boolean>;
+}
+
+/**
+ * createPodsAndWaitRunning creates `pods` Pods in namespace default of every tenant and waits until each tenant has
+ * that many Pods Running (and `settled` holds).
+ */
+export async function createPodsAndWaitRunning(
+  tenants: readonly KubeClient[],
+  pods: number,
+  o: TenantPodsOptions,
+): Promise<void> {
+  const jobs = tenants.flatMap((c) => Array.from({ length: pods }, (_, j) => ({ c, name: o.name(j) })));
+  await pool(jobs, o.concurrency, async ({ c, name }) => {
+    await c.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
+  });
+  await waitUntil(
+    async () => {
+      for (const c of tenants) {
+        const list = await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' });
+        if (list.items.filter((p) => p.status?.phase === 'Running').length < pods) return false;
+      }
+      return o.settled ? o.settled() : true;
+    },
+    o.deadlineMs,
+    () => `${pods} tenant Pods Running in each of ${tenants.length} tenants`,
+    o.everyMs,
+  );
+}
