@@ -1,8 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { stringify } from 'yaml';
 import { isAlreadyExists, type KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -15,7 +13,9 @@ import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { type GitServer, startGitServer } from '../git/server.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 import { compareCopies, type CopyFindings, findingsTotal } from './compare.ts';
+import { killManager, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
+import { envInt } from './pods.ts';
 import type { BenchSeries } from './report.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './syncer.ts';
 
@@ -41,15 +41,6 @@ export const FAULT_CASES = [
 /** FaultCase is one of FAULT_CASES. */
 export type FaultCase = (typeof FAULT_CASES)[number];
 
-/** envInt reads a non-negative integer from the environment, or returns the default. */
-function envInt(name: string, def: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
-  return n;
-}
-
 /**
  * selectedCases reads `--case <name>` (repeatable, or comma-separated; also `--case=<name>`) from the arguments: the
  * cases to run, every case when none is named. The baseline always runs: the other cases' speed is reported against
@@ -69,7 +60,6 @@ export function selectedCases(argv: readonly string[]): FaultCase[] {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const CLI = join(import.meta.dirname, '../../core/programs/cli/main.ts');
 const PODS_PER_NODE = 110;
 const CONCURRENCY = 16;
 // Shorter than the defaults (15/10/2) for quicker handovers, as the restart test; 6/4/1 flapped on a loaded machine.
@@ -78,19 +68,6 @@ const LEASE = { leaseDurationSeconds: 10, renewDeadlineSeconds: 8, retryPeriodSe
 interface Pod extends KubeObject {
   spec?: { nodeName?: string };
   status?: { phase?: string };
-}
-
-/** ManagerProc is one `vc manager` child process. */
-interface ManagerProc {
-  child: ChildProcess;
-  id: number;
-  startedAt: number;
-  /** when it logged that it serves (probes and /metrics): a standby ready to take the Lease */
-  readyAt?: number;
-  /** when it logged that it became leader, while it leads */
-  leaderAt?: number;
-  /** its warning and error lines (the last ones) */
-  log: string[];
 }
 
 /** BenchTenant is one tenant control plane and its VirtualCluster. */
@@ -133,14 +110,17 @@ export async function faultsBench(): Promise<BenchResult> {
   const TENANT_DOWN_S = envInt('FAULTS_TENANT_DOWN_SECONDS', 60);
   const OUTAGE_S = envInt('FAULTS_OUTAGE_SECONDS', 10);
   const PACE_MS = envInt('FAULTS_PACE_MS', 500);
-  const maxPods = Math.max(PODS, cases.includes('kill-manager') ? KILL_PODS : 0, DELETE_PODS + PODS);
+  const maxPods = Math.max(
+    PODS,
+    cases.includes('kill-manager') ? KILL_PODS : 0,
+    cases.includes('tenant-delete') ? DELETE_PODS + PODS : 0,
+  );
   const nodes = Math.max(2, Math.ceil((maxPods * 1.3) / PODS_PER_NODE));
   const log = (msg: string) => process.stdout.write(`[faults ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'vc-bench-faults-'));
-  const managers: ManagerProc[] = [];
+  const spawner = new ManagerSpawner();
   let t: TestSuper | undefined;
   let git: GitServer | undefined;
-  let nextId = 0;
   const results: Partial<Record<FaultCase, CaseResult>> = {};
   const series: BenchSeries = { latencyMs: {}, tenantP99Ms: [] };
   try {
@@ -234,46 +214,10 @@ export async function faultsBench(): Promise<BenchResult> {
         },
       }),
     );
-    const startManager = (): ManagerProc => {
-      // setpriv gives the manager SIGKILL when this process dies, as ManagedProcess does for the components.
-      const setpriv = existsSync('/usr/bin/setpriv');
-      const cmd = [process.execPath, '--import', 'tsx', CLI, 'manager', '-c', config];
-      const child = spawn(
-        setpriv ? '/usr/bin/setpriv' : cmd[0]!,
-        setpriv ? ['--pdeathsig', 'KILL', '--', ...cmd] : cmd.slice(1),
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, LOG_LEVEL: 'info' },
-        },
-      );
-      const m: ManagerProc = { child, id: nextId++, startedAt: performance.now(), log: [] };
-      // Each manager's whole log is kept beside the results, for the handovers' story.
-      const file = createWriteStream(`bench-results/faults-manager-${m.id}.log`);
-      child.once('exit', (code, signal) => file.end(`exit ${code ?? signal}\n`));
-      const onLine = (l: string) => {
-        file.write(`${l}\n`);
-        // The latest term only: a manager that lost the Lease may win it again later.
-        if (l.includes('became leader; starting syncers')) m.leaderAt = performance.now();
-        if (l.includes('"controller":"manager"') && l.includes('"msg":"stopped leading"')) m.leaderAt = undefined;
-        if (l.includes('manager running; metrics and probes')) m.readyAt ??= performance.now();
-        if (/"level":[56]0/.test(l)) {
-          m.log.push(l.slice(0, 600));
-          if (m.log.length > 40) m.log.shift();
-        }
-      };
-      createInterface({ input: child.stdout! }).on('line', onLine);
-      createInterface({ input: child.stderr! }).on('line', onLine);
-      managers.push(m);
-      return m;
-    };
-    const alive = (m: ManagerProc) => m.child.exitCode === null && m.child.signalCode === null;
-    const leader = () => managers.find((m) => alive(m) && m.leaderAt !== undefined);
-    const killManager = async (m: ManagerProc) => {
-      if (!alive(m)) return;
-      const exited = new Promise((res) => m.child.once('exit', res));
-      m.child.kill('SIGKILL');
-      await exited;
-    };
+    // Each manager's whole log is kept beside the results, for the handovers' story.
+    const startManager = () =>
+      spawner.spawn({ config, logFile: `bench-results/faults-manager-${spawner.managers.length}.log` });
+    const leader = () => spawner.leader();
     startManager();
     startManager();
     await waitUntil(
@@ -528,6 +472,11 @@ export async function faultsBench(): Promise<BenchResult> {
               await x.watch.start();
             }),
           );
+          // Paced at no more than half the baseline's throughput: the figure is what the outage does to the others,
+          // not what a backlog does (at FAULTS_PACE_MS alone the first run queued for 20 s in the all-up phase).
+          const basePps = results.baseline?.podsPerSecond ?? 0;
+          const paceMs = Math.max(PACE_MS, basePps > 0 ? Math.ceil((2000 * others.length) / basePps) : 0);
+          log(`tenant-apiserver: ${others.length} other tenants create one Pod each every ${paceMs} ms`);
           const paced = async (prefix: string, seconds: number): Promise<number[]> => {
             const started = new Map<string, number>();
             const jobs: Array<Promise<number>> = [];
@@ -542,7 +491,7 @@ export async function faultsBench(): Promise<BenchResult> {
                   }),
                 );
               }
-              await sleep(PACE_MS);
+              await sleep(paceMs);
             }
             return Promise.all(jobs);
           };
@@ -573,6 +522,9 @@ export async function faultsBench(): Promise<BenchResult> {
             othersP99DuringOutageMs: Math.round(p99During),
             othersP99Ratio: Number((p99During / p99Alone).toFixed(2)),
             othersPodsPerPhase: alone.length,
+            othersPaceMs: paceMs,
+            othersP50AllUpMs: Math.round(percentile(alone, 50)),
+            othersP50DuringOutageMs: Math.round(percentile(duringMs, 50)),
           });
           break;
         }
@@ -670,12 +622,12 @@ export async function faultsBench(): Promise<BenchResult> {
         scale: { PODS, KILL_PODS, KILLS, DELETE_PODS, TENANT_DOWN_S, OUTAGE_S, PACE_MS },
         leaderElection: LEASE,
         cases: results,
-        managerErrors: managers.map((m) => ({ id: m.id, log: m.log.slice(-10) })),
+        managerErrors: spawner.managers.map((m) => ({ id: m.id, log: m.log.slice(-10) })),
       },
       series,
     };
   } finally {
-    for (const m of managers) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
+    await spawner.stopAll();
     await git?.close();
     await t?.stop();
     rmSync(dir, { recursive: true, force: true });
