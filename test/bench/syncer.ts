@@ -891,6 +891,16 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       syncerRssKBPerPod: (rssPeak - rssWarm) / N / 1024,
       ...figures,
     });
+    // Which resource was the limit, per arm: CPU of each process group (% of one core; the host has 2 cores, and
+    // otherOnHost is everything outside this run) and the super apiserver's peak inflight requests.
+    for (const [arm, r] of [
+      ['direct', direct],
+      ['sameWrites', same],
+      ['syncer', viaSyncer],
+    ] as const) {
+      for (const [proc, c] of Object.entries(r.cpu)) figures[`${arm}.cpu.${proc}`] = c.percentOfOneCore;
+      for (const [kind, x] of Object.entries(r.inflight)) figures[`${arm}.superInflightPeak.${kind}`] = x.peak;
+    }
     const armDetail = (r: ArmResult) => ({
       pods: r.pods,
       podsPerSecond: r.podsPerSecond,
