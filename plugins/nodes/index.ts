@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { PREFIX, provenanceOf } from '../../core/names/names.ts';
+import { LABEL, MANAGER, PREFIX, provenanceOf } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
 import { isReadyAndSchedulable, mayPlaceOn, nodesView, tolerates, type Taint } from './placement.ts';
 import {
@@ -330,6 +330,13 @@ export const nodesPlugin: ResourcePlugin<Node> = {
   toTenant(superNode, vNode, ctx): Decision<Node> {
     if (!superNode) return { object: null };
     const name = superNode.metadata?.name ?? '';
+    // A Node the syncer did not write is the tenant's own, even when named after a super node: adopted, it would get
+    // the super node's data mirrored in (for the grace period under the withPods view), so it is never written.
+    if (vNode && vNode.metadata?.labels?.[LABEL.managedBy] !== MANAGER)
+      return {
+        object: null,
+        skip: { reason: 'NotOwned', message: `Node ${name} was not made by the syncer: it stays the tenant's` },
+      };
     if (tenantHasPodOn(name, ctx) || shownForPlacement(superNode, ctx)) {
       const desired = vNode ? mirror(superNode, clone(vNode), ctx) : buildVNode(superNode, ctx);
       const ann = desired.metadata?.annotations;
