@@ -352,7 +352,10 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     if (nodesView(ctx.tenant) === 'schedulable' && !mayPlaceOn(superNode, ctx.tenant, ctx.superCache))
       return { object: null };
     const graceMs = graceSeconds(ctx) * 1000;
-    const desired = mirror(superNode, clone(vNode), ctx);
+    // Under the withPods view an empty vNode keeps what it showed while the tenant had Pods there: refreshed from the
+    // super node, a Node the tenant made with the syncer's labels forged would be shown that node's data for the
+    // grace period. Under the schedulable view the node passed mayPlaceOn above, so the tenant may see it now.
+    const desired = nodesView(ctx.tenant) === 'schedulable' ? mirror(superNode, clone(vNode), ctx) : clone(vNode);
     const since = Date.parse(vNode.metadata?.annotations?.[EMPTY_SINCE_ANN] ?? '');
     if (Number.isNaN(since)) {
       desired.metadata!.annotations = { ...desired.metadata!.annotations, [EMPTY_SINCE_ANN]: ctx.now.toISOString() };
