@@ -30,6 +30,17 @@ export const log: Logger = pino(
   await prettyOnTerminal(),
 );
 
+/**
+ * setDefaultLogLevel lowers (or raises) the level of this process's logger and of every child logger, including those
+ * modules created when they were imported, unless LOG_LEVEL chose one. Processes started later inherit it through
+ * LOG_LEVEL. `vc up` uses it so that the components it runs in its own process keep their info lines in the log files.
+ */
+export function setDefaultLogLevel(level: 'warn' | 'info' | 'debug'): void {
+  if (process.env.LOG_LEVEL) return;
+  process.env.LOG_LEVEL = level;
+  log.level = level;
+}
+
 /** childLogger returns a child of the process logger bound to the given fields. */
 export function childLogger(bindings: Record<string, unknown>): Logger {
   return log.child(bindings);

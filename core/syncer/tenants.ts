@@ -121,15 +121,21 @@ export class TenantSessions {
     await this.drop(key);
   }
 
-  /** removeAll stops serving every tenant. */
+  /** removeAll stops serving every tenant, including those whose add is under way. */
   async removeAll(): Promise<void> {
-    await Promise.all(this.keys().map((k) => this.remove(k)));
+    await Promise.all([...new Set([...this.keys(), ...this.adding.keys()])].map((k) => this.remove(k)));
   }
 
   private async add(t: Tenant): Promise<void> {
     const client = await KubeClient.fromString(t.kubeconfig, `the admin kubeconfig of tenant ${t.key}`, {
       timeoutMs: this.o.requestTimeoutMs,
     });
+    // Removed while its client was being made (the syncer stopping at the end of a leadership term): a session
+    // registered now would outlive the removal, with its informers' watches and its client's connections.
+    if (this.removeAfterAdd.has(t.key)) {
+      client.close();
+      return;
+    }
     const informers = new Map<string, Informer>();
     const view = tenantView(t);
     const superCache = this.o.superCache;

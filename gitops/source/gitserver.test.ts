@@ -2,8 +2,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { git, startGitServer, type GitServer } from '../../test/git/server.ts';
+
+// Every test here runs git processes against a real git server: under a loaded machine one clone or key generation
+// can take seconds, so the tests and hooks get bounds far above what they need, and nothing waits a fixed time.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 120_000 });
 
 /** pkt encodes one pkt-line. */
 const pkt = (line: string): string => (line.length + 4).toString(16).padStart(4, '0') + line;

@@ -10,6 +10,10 @@ import { SourceError } from './errors.ts';
 import { SourcePoller, type SourcePollerOptions, type SourceSpec } from './poller.ts';
 import { GitSourceFetcher, type ResolvedRef, type SourceRequest } from './source.ts';
 
+// Every test here runs git processes against a real git server: under a loaded machine one clone or key generation
+// can take seconds, so the tests and hooks get bounds far above what they need, and nothing waits a fixed time.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 120_000 });
+
 const hasSshKeygen = await sshKeygenAvailable();
 
 const settle = async (): Promise<void> => {
@@ -190,7 +194,7 @@ describe('SourcePoller against a real git server', () => {
     dir = await mkdtemp(join(tmpdir(), 'poller-'));
     fetcher = new GitSourceFetcher({
       cacheRoot: join(dir, 'cache'),
-      timeoutMs: 5000,
+      timeoutMs: 30_000,
       addresses: { allowPrivateAddresses: ['127.0.0.0/8'] },
     });
   });
@@ -239,9 +243,9 @@ describe('SourcePoller against a real git server', () => {
     const { poller, artifacts } = collect({ url: server.url('interval'), ref: { branch: 'main' }, intervalMs: 100 });
     poller.start();
     try {
-      await vi.waitFor(() => expect(artifacts).toHaveLength(1), { timeout: 10_000 });
+      await vi.waitFor(() => expect(artifacts).toHaveLength(1), { timeout: 30_000 });
       const c2 = await server.commitFiles('interval', { 'b.yaml': 'kind: B\n' }, 'two');
-      await vi.waitFor(() => expect(artifacts.map((a) => a.revision)).toContain(c2), { timeout: 10_000 });
+      await vi.waitFor(() => expect(artifacts.map((a) => a.revision)).toContain(c2), { timeout: 30_000 });
       expect(poller.polls).toBeGreaterThanOrEqual(2);
     } finally {
       poller.stop();
@@ -262,7 +266,7 @@ describe('SourcePoller against a real git server', () => {
     });
     try {
       poller.start();
-      await vi.waitFor(() => expect(artifacts).toHaveLength(1), { timeout: 10_000 });
+      await vi.waitFor(() => expect(artifacts).toHaveLength(1), { timeout: 30_000 });
       expect(poller.polls).toBe(1);
       const c2 = await server.commitFiles('hooked', { 'b.yaml': 'kind: B\n' }, 'two');
       const body = '{}';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as openpgp from 'openpgp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   gpgAvailable,
   makeGpgKey,
@@ -26,6 +26,10 @@ import {
   verifySsh,
   type VerifyKeys,
 } from './verify.ts';
+
+// Every test here runs git processes against a real git server: under a loaded machine one clone or key generation
+// can take seconds, so the tests and hooks get bounds far above what they need, and nothing waits a fixed time.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 120_000 });
 
 const execFileP = promisify(execFile);
 const hasSshKeygen = await sshKeygenAvailable();

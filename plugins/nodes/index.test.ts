@@ -123,14 +123,29 @@ const mirrored = (
   },
 });
 
+/** written labels a mirror as the syncer wrote it in the tenant (the core adds the managed-by label). */
+const written = (n: Node): Node => {
+  n.metadata!.labels = { ...n.metadata!.labels, [LABEL.managedBy]: MANAGER };
+  return n;
+};
+
 /** existing is a vNode as read from the tenant, with fields the tenant apiserver set. */
 const existing = (annotations?: Record<string, string>): Node => {
-  const n = mirrored({
-    extraMeta: { uid: 'vnode-uid', resourceVersion: '5', ...(annotations ? { annotations } : {}) },
-  });
+  const n = written(
+    mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', ...(annotations ? { annotations } : {}) } }),
+  );
   n.status!.capacity = { cpu: '4' };
   return n;
 };
+
+/** tenantMade is a Node the tenant created itself under a super node's name, as the tenant apiserver returns it. */
+const tenantMade = (labels?: Record<string, string>): Node => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name: 'node-1', uid: 'own-uid', resourceVersion: '3', ...(labels ? { labels } : {}) },
+  spec: {},
+  status: {},
+});
 
 const tenantPodOn = (node: string | undefined): Pod => ({
   metadata: { name: 'web', namespace: 'default', uid: 't1' },
@@ -158,6 +173,8 @@ interface Case {
   superCluster?: string;
   want: Decision<Node>;
 }
+
+const notOwned = { reason: 'NotOwned', message: "Node node-1 was not made by the syncer: it stays the tenant's" };
 
 const cases: Case[] = [
   {
@@ -258,34 +275,16 @@ const cases: Case[] = [
     want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { keep: 'me' } } }) },
   },
   {
-    name: 'the last Pod left: the vNode is marked empty now and looked at again after the grace period',
+    name: 'the last Pod left: the vNode is marked empty now, as it was shown, and looked at again after the grace period',
     vNode: existing(),
     tenantPods: [tenantPodOn('node-2')],
     superPods: [superPodOn('node-1', OTHER)],
-    want: {
-      object: mirrored({
-        extraMeta: {
-          uid: 'vnode-uid',
-          resourceVersion: '5',
-          annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() },
-        },
-      }),
-      requeueAfterMs: 120_000,
-    },
+    want: { object: existing({ 'tenancy.x-k8s.io/empty-since': NOW.toISOString() }), requeueAfterMs: 120_000 },
   },
   {
     name: 'empty for less than the grace period: kept, requeued for the rest',
     vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }),
-    want: {
-      object: mirrored({
-        extraMeta: {
-          uid: 'vnode-uid',
-          resourceVersion: '5',
-          annotations: { 'tenancy.x-k8s.io/empty-since': ago(100) },
-        },
-      }),
-      requeueAfterMs: 20_000,
-    },
+    want: { object: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }), requeueAfterMs: 20_000 },
   },
   {
     name: 'empty for the grace period: deleted',
@@ -302,21 +301,44 @@ const cases: Case[] = [
     name: 'a configured grace period is used for the first requeue',
     vNode: existing(),
     pluginConfig: { nodes: { gracePeriodSeconds: 30 } },
+    want: { object: existing({ 'tenancy.x-k8s.io/empty-since': NOW.toISOString() }), requeueAfterMs: 30_000 },
+  },
+  {
+    name: "a tenant-made Node with the syncer's labels forged, no Pod there: only marked empty, none of the node's data",
+    vNode: tenantMade({ [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' }),
     want: {
-      object: mirrored({
-        extraMeta: {
-          uid: 'vnode-uid',
-          resourceVersion: '5',
+      object: {
+        ...tenantMade({ [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' }),
+        metadata: {
+          ...tenantMade().metadata,
+          labels: { [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' },
           annotations: { 'tenancy.x-k8s.io/empty-since': NOW.toISOString() },
         },
-      }),
-      requeueAfterMs: 30_000,
+      },
+      requeueAfterMs: 120_000,
     },
   },
   {
     name: 'a tenant Pod naming the node in spec.nodeName itself (no super Pod there): no vNode, nothing learnt',
     tenantPods: [tenantPodOn('node-1')],
     want: { object: null },
+  },
+  {
+    name: 'a Node the tenant made under the name of a super node it has no Pod on: never written, nothing mirrored',
+    vNode: tenantMade(),
+    want: { object: null, skip: notOwned },
+  },
+  {
+    name: "a tenant-made Node carrying the vNode label is still not the syncer's: nothing mirrored",
+    vNode: tenantMade({ 'tenancy.x-k8s.io/vnode': 'true' }),
+    tenantPods: [tenantPodOn('node-1')],
+    want: { object: null, skip: notOwned },
+  },
+  {
+    name: 'a tenant-made Node of a node its Pods do run on is not adopted either',
+    vNode: tenantMade(),
+    superPods: [superPodOn('node-1', KEY)],
+    want: { object: null, skip: notOwned },
   },
   {
     name: 'no Pod and no vNode: nothing is created',
@@ -547,14 +569,14 @@ describe('nodes plugin: what a vNode never shows', () => {
     expect(Object.keys(vNode.spec ?? {})).toEqual(['taints']);
   });
   it('writes a hidden nodeInfo string the tenant already shows as empty, so it stops showing it', () => {
-    const had = mirrored();
+    const had = written(mirrored());
     had.status!.nodeInfo = { ...had.status!.nodeInfo, machineID: 'leaked-before' };
     const sn = structuredClone(superNode);
     delete sn.status!.nodeInfo!.machineID;
     const got = nodesPlugin.toTenant!(
       sn,
       had,
-      testContext({ tenantCache: new MapCache([[R.pods, [tenantPodOn('node-1')]]]) }),
+      testContext({ superCache: new MapCache([[R.pods, [superPodOn('node-1', KEY)]]]) }),
     );
     expect(got.object?.status?.nodeInfo).toMatchObject({ machineID: '' });
   });

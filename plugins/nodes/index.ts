@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { PREFIX, provenanceOf } from '../../core/names/names.ts';
+import { LABEL, MANAGER, PREFIX, provenanceOf } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
 import { isReadyAndSchedulable, mayPlaceOn, nodesView, tolerates, type Taint } from './placement.ts';
 import {
@@ -330,6 +330,13 @@ export const nodesPlugin: ResourcePlugin<Node> = {
   toTenant(superNode, vNode, ctx): Decision<Node> {
     if (!superNode) return { object: null };
     const name = superNode.metadata?.name ?? '';
+    // A Node the syncer did not write is the tenant's own, even when named after a super node: adopted, it would get
+    // the super node's data mirrored in (for the grace period under the withPods view), so it is never written.
+    if (vNode && vNode.metadata?.labels?.[LABEL.managedBy] !== MANAGER)
+      return {
+        object: null,
+        skip: { reason: 'NotOwned', message: `Node ${name} was not made by the syncer: it stays the tenant's` },
+      };
     if (tenantHasPodOn(name, ctx) || shownForPlacement(superNode, ctx)) {
       const desired = vNode ? mirror(superNode, clone(vNode), ctx) : buildVNode(superNode, ctx);
       const ann = desired.metadata?.annotations;
@@ -345,7 +352,10 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     if (nodesView(ctx.tenant) === 'schedulable' && !mayPlaceOn(superNode, ctx.tenant, ctx.superCache))
       return { object: null };
     const graceMs = graceSeconds(ctx) * 1000;
-    const desired = mirror(superNode, clone(vNode), ctx);
+    // Under the withPods view an empty vNode keeps what it showed while the tenant had Pods there: refreshed from the
+    // super node, a Node the tenant made with the syncer's labels forged would be shown that node's data for the
+    // grace period. Under the schedulable view the node passed mayPlaceOn above, so the tenant may see it now.
+    const desired = nodesView(ctx.tenant) === 'schedulable' ? mirror(superNode, clone(vNode), ctx) : clone(vNode);
     const since = Date.parse(vNode.metadata?.annotations?.[EMPTY_SINCE_ANN] ?? '');
     if (Number.isNaN(since)) {
       desired.metadata!.annotations = { ...desired.metadata!.annotations, [EMPTY_SINCE_ANN]: ctx.now.toISOString() };

@@ -13,6 +13,7 @@ import { kwokNode, type LocalControlPlane } from '../../core/local/controlplane.
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { syncerMetrics } from '../../core/syncer/metrics.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -29,6 +30,12 @@ interface Pod extends KubeObject {
 }
 
 const POOL = 'pool.platform.example/name';
+
+/** notOwnedSkips reads how often the syncer left a tenant's own Node alone (vc_syncer_skips_total, NotOwned). */
+async function notOwnedSkips(tenant: string): Promise<number> {
+  const m = await syncerMetrics.skips.get();
+  return m.values.find((v) => v.labels.tenant === tenant && v.labels.reason === 'NotOwned')?.value ?? 0;
+}
 
 const pod = (name: string, spec: Record<string, unknown> = {}): Pod => ({
   apiVersion: 'v1',
@@ -163,6 +170,38 @@ describe('vNodes of the schedulable view, and a tenant that tries to see more no
       expect((await nodeNames(b)).length).toBe(1);
       return 'the view is the policy field nodes.view; pluginConfig.nodes.view is ignored (and refused by the schema)';
     });
+    const forged = { 'tenancy.x-k8s.io/managed-by': 'vc-syncer', 'tenancy.x-k8s.io/vnode': 'true' };
+    for (const [how, labels] of [
+      ['', undefined],
+      [" with the syncer's labels forged", forged],
+    ] as const)
+      await attempts.attempt(
+        `create a Node named after a super node it has no Pod on${how} (withPods view)`,
+        async () => {
+          const mine = await nodeNames(b);
+          const other = (await t.client.list(R.nodes)).items
+            .map((n) => n.metadata!.name!)
+            .find((n) => !mine.includes(n))!;
+          const handled = await notOwnedSkips(tenantB.key);
+          await b.create(R.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: other, labels } });
+          // Its creation queues the key; an adopted Node would get the super node's data for the 120 s grace period.
+          // Read until the syncer has handled it: skipped as not its own, or (labels forged) marked empty.
+          const reads: Node[] = [];
+          await eventually(async () => {
+            const n = await b.get<Node>(R.nodes, undefined, other);
+            reads.push(n);
+            if (labels) expect(n.metadata?.annotations?.['tenancy.x-k8s.io/empty-since']).toBeDefined();
+            else expect(await notOwnedSkips(tenantB.key)).toBeGreaterThan(handled);
+          });
+          for (const n of reads) {
+            expect(n.status?.capacity).toBeUndefined();
+            expect(n.status?.conditions).toBeUndefined();
+            expect(n.metadata?.labels).toEqual(labels);
+          }
+          await b.delete(R.nodes, undefined, other);
+          return `none of the super node's data in ${reads.length} reads until the syncer had handled it`;
+        },
+      );
   });
 
   it('a tenant never learns a node its placement excludes', async () => {

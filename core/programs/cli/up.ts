@@ -144,7 +144,8 @@ export function registerUpCommands(program: Command): void {
       );
       process.stderr.write(`[0.0s] ${real.line}\n`);
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
-      process.env.LOG_LEVEL ??= 'warn';
+      // Modules imported before this line already made their loggers: setting LOG_LEVEL alone would not quiet them.
+      (await import('../../log.ts')).setDefaultLogLevel('warn');
       const { startEmbedded } = await import('../embedded/embedded.ts');
       const guards = (await import('../guards.ts')).installProcessGuards();
       const started = Date.now();

@@ -208,6 +208,9 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const start = async () => {
     // A Syncer runs once: leadership lost and won again starts new ones (their caches are rebuilt anyway).
     if (terms++) syncers.splice(0, syncers.length, ...makeSyncers());
+    // The last term's controllers are stopped: a halt after this start fails must not stop them again.
+    virtualClusters = undefined;
+    gitops = undefined;
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
     for (const src of syncerOnly ? [] : (cfg.gitops?.sources ?? []))
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
@@ -291,12 +294,17 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
           await previous;
           if (signal.aborted) return;
           log.info('became leader; starting syncers');
-          await start();
-          // Leadership can end while start() still runs (a slow cache sync): then the signal is already aborted and
-          // no abort event will come, so wait only for one that has not happened yet.
-          if (!signal.aborted)
-            await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
-          await halt();
+          try {
+            await start();
+            // Leadership can end while start() still runs (a slow cache sync): then the signal is already aborted
+            // and no abort event will come, so wait only for one that has not happened yet.
+            if (!signal.aborted)
+              await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
+          } finally {
+            // Also after a start() that failed halfway: what it started (syncers' informers and tenant clients)
+            // would otherwise keep their connections, and the next term would replace the only references to it.
+            await halt();
+          }
         } finally {
           ended();
         }
