@@ -256,7 +256,7 @@ describe('namespace placement', () => {
   it("a tenant's namespaces without a slice share its home super cluster, where its DNS namespace is", () => {
     const clusters = [sc('r1', '1', '1Gi'), sc('r2', '1', '1Gi')];
     for (const policy of ['spread', 'pack'] as const) {
-      let capacity = buildCapacity(clusters, [{ placements: p({ r1: 1 }) }]);
+      let capacity = buildCapacity(clusters, [{ key: 'other', placements: p({ r1: 1 }) }]);
       const whole = new Map<string, Placements>();
       for (const name of ['kube-system', 'default', 'kube-public', 'kube-node-lease', 'team']) {
         const home = homeOf(whole);
