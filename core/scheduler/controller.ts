@@ -43,7 +43,7 @@ import {
   type ClusterState,
 } from './capacity.ts';
 import { drainPlacements } from './drain.ts';
-import { placeNamespace, type Policy } from './namespace.ts';
+import { homeOf, placeNamespace, type Policy } from './namespace.ts';
 import { placePod, podRequests, type PlacedPod, type PodSpecResources } from './pod.ts';
 import type { Milli } from './quantity.ts';
 import { sign, SIGNATURE, signedValue } from './signature.ts';
@@ -477,6 +477,15 @@ export class NamespaceScheduler {
     if (!old) for (const k of this.records.keys()) this.queue.add(k);
   }
 
+  /** homeOf is the home super cluster of a tenant from the placements of its other namespaces placed whole. */
+  private homeOf(tenant: string, key: string): string | undefined {
+    const whole = new Map<string, Placements>();
+    for (const [k, r] of this.records)
+      if (k !== key && !r.sliced && r.placements.size > 0 && k.startsWith(`${tenant}/`))
+        whole.set(k.slice(tenant.length + 1), r.placements);
+    return homeOf(whole);
+  }
+
   private pinned(s: TenantSession): string | undefined {
     return this.o.pinnedOf ? this.o.pinnedOf(s.tenant) : s.tenant.superCluster;
   }
@@ -525,7 +534,12 @@ export class NamespaceScheduler {
     }
     this.setRecord(key, { ...rec, placements: next });
     const decidedAt = this.clock.now();
-    const d = placeNamespace(this.capacity(), { key, slice, quota, pinned, placements: next }, this.policy);
+    const home = slice ? undefined : this.homeOf(tenant, key);
+    const d = placeNamespace(
+      this.capacity(),
+      { key, slice, quota, pinned, placements: next, ...(home !== undefined && { home }) },
+      this.policy,
+    );
     this.stats.namespaceDecisions++;
     // Until every tenant known at start is counted, the cache may miss placements: nothing new is handed out.
     const grows = (d.kind === 'placed' && d.added.size > 0) || !samePlacements(next, placements);

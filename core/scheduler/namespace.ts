@@ -10,8 +10,11 @@
 // - pack: the ready super cluster with room for the fewest slices (but at least one), then the one with the most
 //   placements, then by name.
 // Unreachable, draining and deregistered super clusters take no new slices; their existing ones stay. A namespace
-// with spec.superCluster (pinning) considers that super cluster only. Placement is all-or-nothing: if the slices
-// still needed do not all fit, none is added and the result is unschedulable.
+// with spec.superCluster (pinning) considers that super cluster only. A namespace without a slice goes to its
+// tenant's home super cluster (homeOf) when that one is ready and has room, before the policy is asked: a tenant's
+// whole namespaces then share one super cluster, and with it the tenant DNS of its kube-system namespace, which every
+// ClusterFirst Pod needs a copy of where it runs. Placement is all-or-nothing: if the slices still needed do not all
+// fit, none is added and the result is unschedulable.
 
 import { formatResources, type Placements, type Resources } from './annotations.ts';
 import { fits, reserve, slicesFor, unitOf, type Capacity, type ClusterCapacity } from './capacity.ts';
@@ -35,6 +38,23 @@ export interface NamespaceRequest {
   pinned?: string;
   /** placements is what the namespace's placements annotation already says. */
   placements: Placements;
+  /** home is the tenant's home super cluster (homeOf), tried first for a namespace without a slice. */
+  home?: string;
+}
+
+/** DNS_NAMESPACE is the tenant namespace that holds the tenant's DNS (kube-dns), the anchor of its home. */
+export const DNS_NAMESPACE = 'kube-system';
+
+/**
+ * homeOf is a tenant's home super cluster, from its other namespaces placed whole (name -> placements): where its
+ * DNS_NAMESPACE is, else where most of them are (ties by name); undefined when none is placed yet.
+ */
+export function homeOf(whole: ReadonlyMap<string, Placements>): string | undefined {
+  const dns = whole.get(DNS_NAMESPACE);
+  if (dns?.size === 1) return [...dns.keys()][0];
+  const count = new Map<string, number>();
+  for (const p of whole.values()) if (p.size === 1) for (const c of p.keys()) count.set(c, (count.get(c) ?? 0) + 1);
+  return [...count].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))[0]?.[0];
 }
 
 /** UNSCHEDULABLE_REASONS are the machine-readable reasons a namespace stays (partly) unplaced. */
@@ -143,7 +163,9 @@ export function placeNamespace(capacity: Capacity, ns: NamespaceRequest, policy:
   const added = new Map<string, number>();
   let cache = capacity;
   for (let i = have; i < needed; i++) {
-    const c = choose(cache, unit, policy, mine, ns.pinned);
+    const home = !ns.slice && ns.pinned === undefined && ns.home !== undefined;
+    const c =
+      (home ? choose(cache, unit, policy, mine, ns.home) : undefined) ?? choose(cache, unit, policy, mine, ns.pinned);
     if (!c) {
       const what = ns.slice ? `${needed} slices of ${formatResources(unit)}` : `its quota ${formatResources(unit)}`;
       const clusters = [...capacity.values()]

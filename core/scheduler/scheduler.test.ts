@@ -13,7 +13,7 @@ import {
   type NamespaceRecord,
   type SuperCluster,
 } from './capacity.ts';
-import { MAX_SLICES, placeNamespace, type NamespaceRequest, type Policy } from './namespace.ts';
+import { homeOf, MAX_SLICES, placeNamespace, type NamespaceRequest, type Policy } from './namespace.ts';
 import { placePod, podAnnotation, podRequests, type PlacedPod } from './pod.ts';
 import { parseQuantity } from './quantity.ts';
 
@@ -249,6 +249,49 @@ describe('namespace placement', () => {
       }
       expect(got).toEqual(want);
     }
+  });
+
+  // A tenant's namespaces placed whole by spread alone would land default on r1 and kube-system (its DNS) on r2, and
+  // the Pods of default would wait on r1 for a copy of the tenant's kube-dns Service that only r2 gets.
+  it("a tenant's namespaces without a slice share its home super cluster, where its DNS namespace is", () => {
+    const clusters = [sc('r1', '1', '1Gi'), sc('r2', '1', '1Gi')];
+    for (const policy of ['spread', 'pack'] as const) {
+      let capacity = buildCapacity(clusters, [{ key: 'other', placements: p({ r1: 1 }) }]);
+      const whole = new Map<string, Placements>();
+      for (const name of ['kube-system', 'default', 'kube-public', 'kube-node-lease', 'team']) {
+        const home = homeOf(whole);
+        const placements = placedOrThrow(capacity, { key: name, placements: new Map(), ...(home && { home }) }, policy);
+        capacity = reserve(capacity, {}, placements);
+        whole.set(name, placements);
+      }
+      const first = [...whole.get('kube-system')!.keys()];
+      expect(first).toHaveLength(1);
+      for (const [name, placements] of whole) expect([name, [...placements.keys()]]).toEqual([name, first]);
+    }
+  });
+
+  it('the home is tried first only for a whole, unpinned namespace, and only while it is ready with room', () => {
+    const capacity = buildCapacity([sc('r1', '1', '1Gi'), sc('r2', '4', '4Gi'), sc('r3', '4', '4Gi', 'draining')], []);
+    const whole = (quota: string | undefined, extra: Partial<NamespaceRequest>): NamespaceRequest => ({
+      key: 'w',
+      quota: quota === undefined ? undefined : res({ cpu: quota }),
+      placements: new Map(),
+      ...extra,
+    });
+    expect(placedOrThrow(capacity, whole('500m', { home: 'r1' }), 'spread')).toEqual(p({ r1: 1 }));
+    expect(placedOrThrow(capacity, whole('2', { home: 'r1' }), 'spread')).toEqual(p({ r2: 1 }));
+    expect(placedOrThrow(capacity, whole('500m', { home: 'r3' }), 'pack')).toEqual(p({ r1: 1 }));
+    expect(placedOrThrow(capacity, whole('500m', { home: 'r1', pinned: 'r2' }), 'spread')).toEqual(p({ r2: 1 }));
+    expect(placedOrThrow(capacity, ns('s', { cpu: '200m' }, { home: 'r1' }), 'spread')).toEqual(p({ r1: 1, r2: 1 }));
+  });
+
+  it.each([
+    ['nothing placed', {}, undefined],
+    ['the DNS namespace decides', { 'kube-system': { r2: 1 }, default: { r1: 1 }, a: { r1: 1 } }, 'r2'],
+    ['else the most namespaces', { default: { r2: 1 }, a: { r1: 1 }, b: { r2: 1 } }, 'r2'],
+    ['ties by name', { default: { r2: 1 }, a: { r1: 1 } }, 'r1'],
+  ])('homeOf: %s', (_, placed: Record<string, Record<string, number>>, want) => {
+    expect(homeOf(new Map(Object.entries(placed).map(([k, v]) => [k, p(v)])))).toBe(want);
   });
 
   it('a pinned sliced namespace puts every slice on its super cluster', () => {

@@ -29,9 +29,27 @@ describe('summarize', () => {
     );
     expect(s).toEqual({
       clusters: {
-        r1: { state: 'ready', placedSlices: 2, placedNamespaces: 2, free: { cpu: '800m', memory: '824Mi' } },
-        r2: { state: 'draining', placedSlices: 1, placedNamespaces: 1, free: { cpu: '900m', memory: '924Mi' } },
-        r9: { state: 'deregistered', placedSlices: 1, placedNamespaces: 1, free: { cpu: '-100m', memory: '-100Mi' } },
+        r1: {
+          state: 'ready',
+          placedSlices: 2,
+          placedNamespaces: 2,
+          allocatable: { cpu: '1', memory: '1Gi' },
+          free: { cpu: '800m', memory: '824Mi' },
+        },
+        r2: {
+          state: 'draining',
+          placedSlices: 1,
+          placedNamespaces: 1,
+          allocatable: { cpu: '1', memory: '1Gi' },
+          free: { cpu: '900m', memory: '924Mi' },
+        },
+        r9: {
+          state: 'deregistered',
+          placedSlices: 1,
+          placedNamespaces: 1,
+          allocatable: {},
+          free: { cpu: '-100m', memory: '-100Mi' },
+        },
       },
     });
   });

@@ -8,11 +8,15 @@ import { formatMilli } from './quantity.ts';
 /** STATE_CONFIGMAP names the summary ConfigMap and its data key. */
 export const STATE_CONFIGMAP = { name: 'vc-scheduler-state', key: 'state.json' } as const;
 
-/** ClusterSummary is one super cluster in the summary; free is allocatable less what is placed, as quantities. */
+/**
+ * ClusterSummary is one super cluster in the summary; allocatable is that of its Ready nodes, free is allocatable
+ * less what is placed, as quantities.
+ */
 export interface ClusterSummary {
   state: ClusterState;
   placedSlices: number;
   placedNamespaces: number;
+  allocatable: Record<string, string>;
   free: Record<string, string>;
 }
 
@@ -41,7 +45,13 @@ export function summarize(capacity: Capacity, namespaces: Iterable<PlacedNamespa
   const clusters: Record<string, ClusterSummary> = {};
   for (const name of [...capacity.keys()].sort()) {
     const c = capacity.get(name)!;
-    clusters[name] = { state: c.state, placedSlices: 0, placedNamespaces: 0, free: quantities(c.free) };
+    clusters[name] = {
+      state: c.state,
+      placedSlices: 0,
+      placedNamespaces: 0,
+      allocatable: quantities(c.allocatable),
+      free: quantities(c.free),
+    };
   }
   for (const ns of namespaces)
     for (const [name, n] of ns.placements) {

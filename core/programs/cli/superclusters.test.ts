@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DRAINING } from '../../scheduler/registration.ts';
 import { READY_CONDITION } from '../../superclusters/registration.ts';
-import { formatRows, parseSchedulerState, registrationRow } from './superclusters.ts';
+import { formatRows, parseSchedulerState, registrationRow, summaryRows } from './superclusters.ts';
 
 const cluster = (status?: 'True' | 'False', extra: Record<string, unknown> = {}, message = 'why') => ({
   metadata: { name: 'r2', namespace: 'vc-system', ...extra },
@@ -51,5 +51,45 @@ describe('registrationRow', () => {
     expect(formatRows([row]).split('\n')[1]).toMatch(
       /^r2\s+vc-system\s+ready\s+cpu=64,memory=512Gi,pods=220\s+3\s+2\s+-$/,
     );
+  });
+});
+
+describe('summaryRows', () => {
+  it('lists the static and the deregistered super clusters of the summary that no other row lists', () => {
+    const summaries = parseSchedulerState({
+      'state.json': JSON.stringify({
+        clusters: {
+          r1: {
+            state: 'ready',
+            placedSlices: 1,
+            placedNamespaces: 4,
+            allocatable: { cpu: '96', memory: '768Gi', pods: '330', 'ephemeral-storage': '1Ti' },
+          },
+          r2: { state: 'ready', placedSlices: 1, placedNamespaces: 3 },
+          r9: { state: 'deregistered', placedSlices: 2, placedNamespaces: 1, allocatable: {} },
+        },
+      }),
+    });
+    expect(summaryRows(summaries, new Set(['r2']))).toEqual([
+      {
+        name: 'r1',
+        namespace: '(static)',
+        state: 'ready',
+        capacity: 'cpu=96,memory=768Gi,pods=330',
+        slices: '1',
+        namespaces: '4',
+        message: "configured in the manager's superClusters, not registered",
+      },
+      {
+        name: 'r9',
+        namespace: '-',
+        state: 'deregistered',
+        capacity: '-',
+        slices: '2',
+        namespaces: '1',
+        message: 'no registration any more; its placements stay until drained',
+      },
+    ]);
+    expect(summaryRows(summaries, new Set(['r1', 'r2', 'r9']))).toEqual([]);
   });
 });

@@ -16,8 +16,10 @@ export const SCHEDULER_STATE = { name: 'vc-scheduler-state' } as const;
 
 /** ClusterSummary is the scheduler's published summary of one super cluster. */
 export interface ClusterSummary {
+  state?: string;
   placedSlices?: number;
   placedNamespaces?: number;
+  allocatable?: Record<string, string>;
   free?: Record<string, string>;
 }
 
@@ -94,6 +96,33 @@ export function registrationRow(
   };
 }
 
+/**
+ * summaryRows are the super clusters the scheduler's summary names that no other row lists: those a manager
+ * configures statically (`superClusters`, such as r1 of `vc up --super-clusters N`), which have no Cluster object,
+ * and those whose Cluster is gone while placements still name them. Their capacity is the summary's allocatable.
+ */
+export function summaryRows(summaries: ReadonlyMap<string, ClusterSummary>, listed: ReadonlySet<string>): ClusterRow[] {
+  const rows: ClusterRow[] = [];
+  for (const [name, sum] of [...summaries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if (listed.has(name)) continue;
+    const gone = sum.state === 'deregistered';
+    const alloc = sum.allocatable ?? {};
+    const shown = SHOWN.filter((k) => typeof alloc[k] === 'string');
+    rows.push({
+      name,
+      namespace: gone ? '-' : '(static)',
+      state: typeof sum.state === 'string' ? sum.state : '-',
+      capacity: shown.length ? shown.map((k) => `${k}=${alloc[k]}`).join(',') : '-',
+      slices: sum.placedSlices === undefined ? '-' : String(sum.placedSlices),
+      namespaces: sum.placedNamespaces === undefined ? '-' : String(sum.placedNamespaces),
+      message: gone
+        ? 'no registration any more; its placements stay until drained'
+        : "configured in the manager's superClusters, not registered",
+    });
+  }
+  return rows;
+}
+
 const SHOWN = ['cpu', 'memory', 'pods'] as const;
 const pick = (r: Resources): Resources =>
   Object.fromEntries(SHOWN.filter((k) => r[k] !== undefined).map((k) => [k, r[k]!]));
@@ -152,7 +181,7 @@ export function registerSuperClusterCommands(program: Command): void {
   program
     .command('superclusters')
     .description(
-      'super clusters registered in the meta cluster: state, capacity of Ready nodes, slices and namespaces placed',
+      'every super cluster a manager syncs to (registered, and static ones): state, capacity of Ready nodes, slices and namespaces placed',
     )
     .option('--kubeconfig <file>', 'meta cluster kubeconfig (default: VC_KUBECONFIG, the embedded default, KUBECONFIG)')
     .option(
@@ -213,6 +242,8 @@ export function registerSuperClusterCommands(program: Command): void {
           const cap = ready ? await capacityOf(meta, c) : undefined;
           rows.push(registrationRow(c, cap, summaries.get(c.metadata.name)));
         }
+        // Every super cluster the manager syncs to is in the scheduler's summary, the static ones included.
+        rows.push(...summaryRows(summaries, new Set(rows.map((r) => r.name))));
         process.stdout.write(o.output === 'json' ? JSON.stringify(rows, null, 2) + '\n' : formatRows(rows));
       } finally {
         meta.close();
