@@ -185,7 +185,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const list = await this.o.client.listAll<T>(this.o.resource, this.listOptions());
     this.stats.lists++;
     const fresh = new Map<string, T>();
-    for (const item of list.items) fresh.set(objectKey(item), slim(item));
+    for (const item of list.items) fresh.set(objectKey(item), compact(item));
     const old = new Map(this.store);
     this.store.clear();
     for (const [k, v] of fresh) this.store.set(k, v);
@@ -209,7 +209,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const rv = ev.object.metadata?.resourceVersion;
     if (rv) this.rv = rv;
     if (ev.type === 'BOOKMARK') return;
-    slim(ev.object);
+    compact(ev.object);
     const key = objectKey(ev.object);
     const prev = this.store.get(key);
     if (ev.type === 'DELETED') {
@@ -262,15 +262,78 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
  * slim drops what no reader of a cache needs and every cached object would otherwise carry: managedFields, often
  * the largest part of a Pod (the diff ignores it; the GitOps applier reads it from the apiserver, not from caches),
  * and kubectl's last-applied annotation, a second copy of the object (an annotations map left empty goes, as the
- * apiserver leaves it out). Both sides' caches drop the same keys, so a diff never writes for them.
+ * apiserver leaves it out). Both sides' caches drop the same keys, so a diff never writes for them. The maps are
+ * rebuilt rather than deleted from: V8 turns an object a key was deleted from into a slower, larger dictionary.
  */
 export function slim<T extends KubeObject>(o: T): T {
   const m = o.metadata;
   if (!m) return o;
-  if (m.managedFields) delete m.managedFields;
-  if (m.annotations && LAST_APPLIED in m.annotations) {
-    delete m.annotations[LAST_APPLIED];
-    if (!Object.keys(m.annotations).length) delete m.annotations;
+  const last = m.annotations !== undefined && LAST_APPLIED in m.annotations;
+  if (!m.managedFields && !last) return o;
+  const { managedFields: _mf, annotations, ...rest } = m;
+  const meta: typeof m = rest;
+  if (annotations) {
+    const { [LAST_APPLIED]: _la, ...others } = annotations;
+    if (!last || Object.keys(others).length) meta.annotations = others;
   }
+  o.metadata = meta;
   return o;
+}
+
+/** UNIQUE_KEYS name string fields whose values no two objects share, so pooling them would only fill the pool. */
+const UNIQUE_KEYS = new Set(['uid', 'resourceVersion']);
+
+/**
+ * StringPool hands out one copy of each string value it is given, so the many objects of a cache share the values
+ * they repeat (image names, condition types, tolerations, namespaces, timestamps of the same second) instead of each
+ * holding its own copy. It forgets everything past `max` entries and starts again: strings already shared stay
+ * shared, and what it holds stays bounded.
+ */
+export class StringPool {
+  private readonly strings = new Map<string, string>();
+
+  /** constructor takes the number of strings kept before the pool starts again. */
+  constructor(private readonly max = 50_000) {}
+
+  /** size is the number of strings held. */
+  get size(): number {
+    return this.strings.size;
+  }
+
+  /** intern returns the pooled copy of s. */
+  intern(s: string): string {
+    const had = this.strings.get(s);
+    if (had !== undefined) return had;
+    if (this.strings.size >= this.max) this.strings.clear();
+    this.strings.set(s, s);
+    return s;
+  }
+
+  /** internAll replaces, in place, every string value in an object tree by its pooled copy, and returns the tree. */
+  internAll<T>(v: T): T {
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x: unknown = v[i];
+        if (typeof x === 'string') v[i] = this.intern(x);
+        else if (x !== null && typeof x === 'object') this.internAll(x);
+      }
+    } else if (v !== null && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      for (const k in o) {
+        const x = o[k];
+        if (typeof x === 'string') {
+          if (!UNIQUE_KEYS.has(k)) o[k] = this.intern(x);
+        } else if (x !== null && typeof x === 'object') this.internAll(x);
+      }
+    }
+    return v;
+  }
+}
+
+/** cachePool is the string pool every informer of this process shares. */
+const cachePool = new StringPool();
+
+/** compact is what an informer does to every object it caches: slim, then its strings shared through cachePool. */
+export function compact<T extends KubeObject>(o: T): T {
+  return cachePool.internAll(slim(o));
 }

@@ -227,13 +227,14 @@ export class Effects {
       metadata: { namespace: e.namespace, name: e.name, uid: e.uid },
       status: e.status,
     };
+    // Counted before it is sent, as every other write: a write the apiserver refused still reached it.
+    countWrite(write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
     try {
       await t.session.client.apply(r, obj, MANAGER, { force: true, subresource: 'status' });
     } catch (err) {
       if (isNotFound(err)) return;
       throw err;
     }
-    countWrite(write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
   }
 
   /**
