@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
+import { parse } from 'yaml';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { hostLockHeld, hostLockOwner, describeOwner } from '../../core/local/hostlock.ts';
@@ -17,7 +18,7 @@ import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
 import { writeOciArchive } from '../../core/toolchain/images.ts';
-import { NODE_IMAGES, nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
+import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
@@ -69,6 +70,12 @@ async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; start
   const running = readUpStatus(stateDir);
   if (running?.ready) {
     log(`reusing the embedded default running in ${stateDir} (pid ${running.pid})`);
+    const missing = missingPreloaded(running.managerConfig);
+    if (missing.length)
+      log(
+        `its manager does not list ${missing.join(', ')} as preloaded: tenant Pods pull them Always and fail here ` +
+          '(start it with vc up --preloaded-image <ref> for each, or let npm run conformance start it)',
+      );
     return { status: running, started: false };
   }
   const otherHolder = async () => {
@@ -84,7 +91,10 @@ async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; start
       continue;
     }
     log(`starting the embedded default in ${stateDir} with one real node`);
-    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir);
+    // The e2e names imported by importImages are platform images like the toolchain's: tenant Pods run them
+    // IfNotPresent (every other image is pulled Always, and this host has no registry).
+    const preloaded = Object.keys(E2E_IMAGES).flatMap((r) => ['--preloaded-image', r]);
+    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir, ...preloaded);
     const status = readUpStatus(stateDir);
     if (r.code === 0 && status?.ready) return { status, started: true };
     // another run took the host lock between the check and vc up's own: wait for it again
@@ -136,18 +146,16 @@ async function importImages(stateDir: string, reportDir: string): Promise<void> 
   rmSync(archive, { force: true });
 }
 
-type Crd = KubeObject & {
-  spec?: { versions?: Array<{ schema?: { openAPIV3Schema?: { properties?: Record<string, SchemaNode> } } }> };
-};
-interface SchemaNode {
-  properties?: Record<string, SchemaNode>;
-}
-
-/** policyHasPreloadedImages says whether the super cluster's TenantPolicy CRD has pods.preloadedImages. */
-async function policyHasPreloadedImages(c: KubeClient): Promise<boolean> {
-  const crd = await c.get<Crd>(R.crds, undefined, 'tenantpolicies.tenancy.x-k8s.io');
-  const spec = crd.spec?.versions?.[0]?.schema?.openAPIV3Schema?.properties?.spec;
-  return !!spec?.properties?.pods?.properties?.preloadedImages;
+/**
+ * missingPreloaded lists the e2e image names the manager of a running embedded default does not treat as preloaded
+ * (tenant Pods would pull them Always from a registry this host cannot reach).
+ */
+function missingPreloaded(managerConfig: string): string[] {
+  const cfg = parse(readFileSync(managerConfig, 'utf8')) as {
+    tenantDefaults?: { pods?: { preloadedImages?: string[] } };
+  };
+  const listed = new Set(cfg.tenantDefaults?.pods?.preloadedImages ?? []);
+  return Object.keys(E2E_IMAGES).filter((r) => !listed.has(r));
 }
 
 /**
@@ -155,12 +163,6 @@ async function policyHasPreloadedImages(c: KubeClient): Promise<boolean> {
  * it the nodes they may run on, and a VirtualCluster under it; returns its kubeconfig once it runs.
  */
 async function tenant(superClient: KubeClient): Promise<string> {
-  // Super Pods pull Always (a node's cache must not serve one tenant's private image to another) unless the policy
-  // lists the image as preloaded on the nodes; a TenantPolicy CRD without that field gets none.
-  const preloaded = (await policyHasPreloadedImages(superClient))
-    ? { preloadedImages: [...new Set([...Object.values(NODE_IMAGES), ...Object.keys(E2E_IMAGES)])] }
-    : {};
-  if (!preloaded.preloadedImages) log('the TenantPolicy CRD has no pods.preloadedImages: every image is pulled');
   await superClient.apply(
     R.tenantpolicies,
     {
@@ -170,7 +172,6 @@ async function tenant(superClient: KubeClient): Promise<string> {
       spec: {
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
-          ...preloaded,
           forced: {
             nodeSelector: { [REAL_NODE_LABEL]: 'true' },
             tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
