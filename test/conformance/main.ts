@@ -17,26 +17,30 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
-import { writeOciArchive } from '../../core/toolchain/images.ts';
+import { type ImageSpec, writeOciArchive } from '../../core/toolchain/images.ts';
 import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
-import { ensureE2eBinaries } from './e2e.ts';
+import { ensureE2eBinaries, ensureE2eNginx, treeEntries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
 const TENANT = 'conformance';
 
 /**
- * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images of the node toolchain: the host
- * has no registry access, so the real node's containerd gets them under these names before the run (built like the
- * node's own, and imported: containerd's CRI does not see names added with `ctr images tag`). Images the toolchain
- * has no stand-in for (nginx, sample-apiserver, ...) stay missing and their specs fail with ImagePullBackOff.
+ * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images built here: the node
+ * toolchain's (agnhost, busybox, pause), and nginx from Debian's packages (ensureE2eNginx). The host has no registry
+ * access, so the real node's containerd gets them under these names before the run (imported: containerd's CRI does
+ * not see names added with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost, Debian's
+ * nginx): the specs use these programs' long-standing behaviour only. sample-apiserver has no build here: its spec
+ * fails with ImagePullBackOff.
  */
-const E2E_IMAGES: Record<string, NodeImage> = {
+const E2E_IMAGES: Record<string, NodeImage | 'nginx'> = {
   'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
   'registry.k8s.io/e2e-test-images/agnhost:2.55': 'agnhost',
   'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'busybox',
   'registry.k8s.io/pause:3.10.2': 'pause',
+  'registry.k8s.io/e2e-test-images/nginx:1.15-4': 'nginx',
+  'registry.k8s.io/e2e-test-images/nginx:1.27-0': 'nginx',
 };
 
 interface Options {
@@ -134,10 +138,13 @@ async function importImages(stateDir: string, reportDir: string): Promise<void> 
   const dir = nodeToolchainDir();
   const ctr = join(dir, 'bin', 'ctr');
   const specs = nodeImageSpecs(dir, toolchainDir());
+  const nginxRoot = join(await ensureE2eNginx(), 'rootfs');
+  const spec = (key: NodeImage | 'nginx'): ImageSpec =>
+    key === 'nginx' ? { ref: '', files: treeEntries(nginxRoot), cmd: ['nginx', '-g', 'daemon off;'] } : specs[key]();
   const archive = join(reportDir, 'e2e-image.tar');
   for (const sock of findSockets(stateDir)) {
     for (const [ref, key] of Object.entries(E2E_IMAGES)) {
-      writeOciArchive(archive, { ...specs[key](), ref });
+      writeOciArchive(archive, { ...spec(key), ref });
       const r = await run(ctr, ['--address', sock, '-n', 'k8s.io', 'images', 'import', archive], { quiet: true });
       if (r.code !== 0) throw new Error(`importing ${ref} into ${sock}: ${r.out.trim()}`);
     }
