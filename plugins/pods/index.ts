@@ -11,6 +11,7 @@ import {
 } from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
 import { terminalStatus } from './terminal.ts';
+import { resolveTenantFieldRefs } from './downward.ts';
 import {
   clone,
   type Decision,
@@ -285,6 +286,7 @@ function newSuperPod(
   runtimeClassName: string | undefined,
 ): Decision<Pod> {
   const spec = clone(tenantPod.spec ?? { containers: [] });
+  resolveTenantFieldRefs(spec, tenantPod);
   delete spec.nodeName;
   if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
   else delete spec.runtimeClassName;

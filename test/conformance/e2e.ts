@@ -1,6 +1,7 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fromPackageRoot } from '../../core/paths.ts';
+import type { TarEntry } from '../../core/toolchain/images.ts';
 import { cacheRoot, ensureBuilt, pinnedVersions, runBuildScript } from '../../core/toolchain/toolchain.ts';
 
 /** E2E_BINARIES are the files of a complete e2e build: the upstream suite and the Ginkgo CLI that runs it. */
@@ -38,4 +39,48 @@ export async function ensureE2eBinaries(out: NodeJS.WriteStream = process.stderr
       return { bytes: statSync(join(tmp, 'e2e.test')).size };
     },
   });
+}
+
+/** e2eNginxDir is the cache directory of the nginx root file system built from this host's Debian release. */
+export function e2eNginxDir(): string {
+  const release = /^VERSION_CODENAME=(.+)$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'unknown';
+  return join(cacheRoot(), `e2e-nginx-debian-${release}`);
+}
+
+/**
+ * ensureE2eNginx returns the directory holding `rootfs/`, the root file system of an nginx image made from Debian's
+ * nginx package and its libraries (deploy/toolchain/build-e2e-nginx.sh), building it when missing: the suite's
+ * nginx images cannot be pulled here.
+ */
+export async function ensureE2eNginx(out: NodeJS.WriteStream = process.stderr): Promise<string> {
+  return ensureBuilt({
+    dir: e2eNginxDir(),
+    isComplete: (d) => existsSync(join(d, '.complete')) && existsSync(join(d, 'rootfs/usr/sbin/nginx')),
+    what: "an nginx image root file system from this host's Debian packages",
+    note: 'a cold build downloads about 3 MB of Debian packages and takes under a minute',
+    marker: {},
+    out,
+    build: async (tmp, o) => {
+      await runBuildScript(fromPackageRoot('deploy/toolchain/build-e2e-nginx.sh'), [tmp], o);
+      return { nginx: readFileSync(join(tmp, 'nginx.version'), 'utf8').trim() };
+    },
+  });
+}
+
+/**
+ * treeEntries lists a directory tree as tar entries (paths relative to root; files with their modes, symbolic links
+ * as they are, directories), for an image made of a whole root file system.
+ */
+export function treeEntries(root: string, rel = ''): TarEntry[] {
+  const out: TarEntry[] = [];
+  for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
+    const path = rel ? `${rel}/${e.name}` : e.name;
+    const full = join(root, path);
+    if (e.isSymbolicLink()) out.push({ type: 'symlink', path, target: readlinkSync(full) });
+    else if (e.isDirectory())
+      out.push({ type: 'dir', path, mode: lstatSync(full).mode & 0o7777 }, ...treeEntries(root, path));
+    else if (e.isFile())
+      out.push({ type: 'file', path, mode: lstatSync(full).mode & 0o7777, data: readFileSync(full) });
+  }
+  return out;
 }

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
+import { parse } from 'yaml';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { hostLockHeld, hostLockOwner, describeOwner } from '../../core/local/hostlock.ts';
@@ -16,26 +17,30 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
-import { writeOciArchive } from '../../core/toolchain/images.ts';
-import { NODE_IMAGES, nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
+import { type ImageSpec, writeOciArchive } from '../../core/toolchain/images.ts';
+import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
-import { ensureE2eBinaries } from './e2e.ts';
+import { ensureE2eBinaries, ensureE2eNginx, treeEntries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
 const TENANT = 'conformance';
 
 /**
- * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images of the node toolchain: the host
- * has no registry access, so the real node's containerd gets them under these names before the run (built like the
- * node's own, and imported: containerd's CRI does not see names added with `ctr images tag`). Images the toolchain
- * has no stand-in for (nginx, sample-apiserver, ...) stay missing and their specs fail with ImagePullBackOff.
+ * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images built here: the node
+ * toolchain's (agnhost, busybox, pause), and nginx from Debian's packages (ensureE2eNginx). The host has no registry
+ * access, so the real node's containerd gets them under these names before the run (imported: containerd's CRI does
+ * not see names added with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost, Debian's
+ * nginx): the specs use these programs' long-standing behaviour only. sample-apiserver has no build here: its spec
+ * fails with ImagePullBackOff.
  */
-const E2E_IMAGES: Record<string, NodeImage> = {
+const E2E_IMAGES: Record<string, NodeImage | 'nginx'> = {
   'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
   'registry.k8s.io/e2e-test-images/agnhost:2.55': 'agnhost',
   'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'busybox',
   'registry.k8s.io/pause:3.10.2': 'pause',
+  'registry.k8s.io/e2e-test-images/nginx:1.15-4': 'nginx',
+  'registry.k8s.io/e2e-test-images/nginx:1.27-0': 'nginx',
 };
 
 interface Options {
@@ -69,6 +74,12 @@ async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; start
   const running = readUpStatus(stateDir);
   if (running?.ready) {
     log(`reusing the embedded default running in ${stateDir} (pid ${running.pid})`);
+    const missing = missingPreloaded(running.managerConfig);
+    if (missing.length)
+      log(
+        `its manager does not list ${missing.join(', ')} as preloaded: tenant Pods pull them Always and fail here ` +
+          '(start it with vc up --preloaded-image <ref> for each, or let npm run conformance start it)',
+      );
     return { status: running, started: false };
   }
   const otherHolder = async () => {
@@ -84,7 +95,10 @@ async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; start
       continue;
     }
     log(`starting the embedded default in ${stateDir} with one real node`);
-    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir);
+    // The e2e names imported by importImages are platform images like the toolchain's: tenant Pods run them
+    // IfNotPresent (every other image is pulled Always, and this host has no registry).
+    const preloaded = Object.keys(E2E_IMAGES).flatMap((r) => ['--preloaded-image', r]);
+    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir, ...preloaded);
     const status = readUpStatus(stateDir);
     if (r.code === 0 && status?.ready) return { status, started: true };
     // another run took the host lock between the check and vc up's own: wait for it again
@@ -124,10 +138,13 @@ async function importImages(stateDir: string, reportDir: string): Promise<void> 
   const dir = nodeToolchainDir();
   const ctr = join(dir, 'bin', 'ctr');
   const specs = nodeImageSpecs(dir, toolchainDir());
+  const nginxRoot = join(await ensureE2eNginx(), 'rootfs');
+  const spec = (key: NodeImage | 'nginx'): ImageSpec =>
+    key === 'nginx' ? { ref: '', files: treeEntries(nginxRoot), cmd: ['nginx', '-g', 'daemon off;'] } : specs[key]();
   const archive = join(reportDir, 'e2e-image.tar');
   for (const sock of findSockets(stateDir)) {
     for (const [ref, key] of Object.entries(E2E_IMAGES)) {
-      writeOciArchive(archive, { ...specs[key](), ref });
+      writeOciArchive(archive, { ...spec(key), ref });
       const r = await run(ctr, ['--address', sock, '-n', 'k8s.io', 'images', 'import', archive], { quiet: true });
       if (r.code !== 0) throw new Error(`importing ${ref} into ${sock}: ${r.out.trim()}`);
     }
@@ -136,18 +153,16 @@ async function importImages(stateDir: string, reportDir: string): Promise<void> 
   rmSync(archive, { force: true });
 }
 
-type Crd = KubeObject & {
-  spec?: { versions?: Array<{ schema?: { openAPIV3Schema?: { properties?: Record<string, SchemaNode> } } }> };
-};
-interface SchemaNode {
-  properties?: Record<string, SchemaNode>;
-}
-
-/** policyHasPreloadedImages says whether the super cluster's TenantPolicy CRD has pods.preloadedImages. */
-async function policyHasPreloadedImages(c: KubeClient): Promise<boolean> {
-  const crd = await c.get<Crd>(R.crds, undefined, 'tenantpolicies.tenancy.x-k8s.io');
-  const spec = crd.spec?.versions?.[0]?.schema?.openAPIV3Schema?.properties?.spec;
-  return !!spec?.properties?.pods?.properties?.preloadedImages;
+/**
+ * missingPreloaded lists the e2e image names the manager of a running embedded default does not treat as preloaded
+ * (tenant Pods would pull them Always from a registry this host cannot reach).
+ */
+function missingPreloaded(managerConfig: string): string[] {
+  const cfg = parse(readFileSync(managerConfig, 'utf8')) as {
+    tenantDefaults?: { pods?: { preloadedImages?: string[] } };
+  };
+  const listed = new Set(cfg.tenantDefaults?.pods?.preloadedImages ?? []);
+  return Object.keys(E2E_IMAGES).filter((r) => !listed.has(r));
 }
 
 /**
@@ -155,12 +170,6 @@ async function policyHasPreloadedImages(c: KubeClient): Promise<boolean> {
  * it the nodes they may run on, and a VirtualCluster under it; returns its kubeconfig once it runs.
  */
 async function tenant(superClient: KubeClient): Promise<string> {
-  // Super Pods pull Always (a node's cache must not serve one tenant's private image to another) unless the policy
-  // lists the image as preloaded on the nodes; a TenantPolicy CRD without that field gets none.
-  const preloaded = (await policyHasPreloadedImages(superClient))
-    ? { preloadedImages: [...new Set([...Object.values(NODE_IMAGES), ...Object.keys(E2E_IMAGES)])] }
-    : {};
-  if (!preloaded.preloadedImages) log('the TenantPolicy CRD has no pods.preloadedImages: every image is pulled');
   await superClient.apply(
     R.tenantpolicies,
     {
@@ -170,7 +179,6 @@ async function tenant(superClient: KubeClient): Promise<string> {
       spec: {
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
-          ...preloaded,
           forced: {
             nodeSelector: { [REAL_NODE_LABEL]: 'true' },
             tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],

@@ -34,6 +34,7 @@ type UpOptions = {
   detach?: boolean;
   plugin: string[];
   realNodes?: string;
+  preloadedImage: string[];
 } & SuperClusterOption;
 
 const statusFile = (dir: string) => join(dir, 'status.json');
@@ -114,6 +115,12 @@ export function registerUpCommands(program: Command): void {
       (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v],
       [],
     )
+    .option(
+      '--preloaded-image <ref>',
+      "an image put on the real nodes besides the toolchain's: tenant Pods run it IfNotPresent (repeatable)",
+      (v: string, all: string[]) => [...all, v],
+      [],
+    )
     .action(async (o: UpOptions) => {
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
@@ -133,8 +140,14 @@ export function registerUpCommands(program: Command): void {
       if (!Number.isInteger(superClusters) || superClusters < 1 || superClusters > 9)
         throw new CliError(`--super-clusters ${o.superClusters}: must be a whole number from 1 to 9`);
       const realArgs = o.realNodes === undefined ? [] : ['--real-nodes', o.realNodes];
+      const preloadedArgs = o.preloadedImage.flatMap((r) => ['--preloaded-image', r]);
       if (o.detach)
-        return detach(stateDir, o.nodes, o.plugin, ['--super-clusters', String(superClusters), ...realArgs]);
+        return detach(stateDir, o.nodes, o.plugin, [
+          '--super-clusters',
+          String(superClusters),
+          ...realArgs,
+          ...preloadedArgs,
+        ]);
       const { chooseRealNodes, sweepLeftoverNodes } = await import('../../local/realnode.ts');
       for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
       const real = await chooseRealNodes(o.realNodes === undefined ? undefined : Number(o.realNodes)).catch(
@@ -155,6 +168,7 @@ export function registerUpCommands(program: Command): void {
         nodes: Number(o.nodes),
         realNodes: real.count,
         plugins: o.plugin,
+        preloadedImages: o.preloadedImage,
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
         superClusters,
       });

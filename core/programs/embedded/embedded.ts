@@ -182,6 +182,11 @@ export async function startEmbedded(o: {
   /** how long to wait for another set of real nodes on this host to stop (host lock); default 0: fail at once */
   realNodeLockWaitMs?: number;
   plugins?: string[];
+  /**
+   * images imported on the real nodes besides the node toolchain's (e.g. `npm run conformance` imports the e2e
+   * suite's names): tenant Pods run them IfNotPresent like the toolchain's
+   */
+  preloadedImages?: readonly string[];
   onStep?: (s: string) => void;
   /**
    * superClusters > 1 runs further super clusters r2..rN on the same etcd, each registered in the meta cluster as a
@@ -249,7 +254,9 @@ export async function startEmbedded(o: {
         tenantDNS: { enabled: true },
       },
       // The real node's images are imported with it and cannot be pulled: tenant Pods use them IfNotPresent.
-      ...(sc.realNodes.length && { tenantDefaults: { pods: { preloadedImages: Object.values(NODE_IMAGES) } } }),
+      ...(sc.realNodes.length && {
+        tenantDefaults: { pods: { preloadedImages: [...Object.values(NODE_IMAGES), ...(o.preloadedImages ?? [])] } },
+      }),
       gitops: {
         enabled: true,
         cacheDir: join(o.stateDir, 'gitops-cache'),

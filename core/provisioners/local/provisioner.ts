@@ -6,7 +6,7 @@ import { LocalControlPlane } from '../../local/controlplane.ts';
 import { TcpForwarder } from '../../local/forwarder.ts';
 import { DnsView } from '../../local/dnsview.ts';
 import { assertFlagsAllowed } from '../native/allowlist.ts';
-import { TENANT_CONTROLLERS } from '../native/flags.ts';
+import { TENANT_CONTROLLERS, type ExtraArgs } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
 import type { ProvisionLimits, Provisioner, ProvisionState } from '../provisioner.ts';
@@ -14,6 +14,19 @@ import type { VirtualCluster } from '../../lifecycle/types.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });
+
+/**
+ * localApiserverArgs are the kube-apiserver flags of a tenant run on this host: the tenant's own extraArgs, plus
+ * `--enable-aggregator-routing=true` unless they set it. A local tenant apiserver runs on the host, where its Services'
+ * cluster IPs carry no packets (only the super copies' do), so it reaches the backends of its webhooks, CRD
+ * conversion webhooks and aggregated APIs at their endpoints, the Pod IPs the syncer copies up from the super
+ * cluster, as upstream does when the apiserver runs outside the cluster network. No new reach: a tenant's webhook
+ * may name any URL already.
+ */
+export function localApiserverArgs(extra: ExtraArgs = {}): ExtraArgs {
+  const named = Object.keys(extra).some((k) => k.replace(/^--?/, '') === 'enable-aggregator-routing');
+  return named ? extra : { ...extra, 'enable-aggregator-routing': 'true' };
+}
 
 /** LocalProvisionerOptions tune the local provisioner. */
 export interface LocalProvisionerOptions {
@@ -149,7 +162,7 @@ export class LocalProvisioner implements Provisioner {
         controllers: TENANT_CONTROLLERS,
         restart: true,
         pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
-        apiserverExtraArgs: vc.spec.apiServer?.extraArgs,
+        apiserverExtraArgs: localApiserverArgs(vc.spec.apiServer?.extraArgs),
         controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
         ...(this.options.podAddress && { apiserverIPs: [this.options.podAddress] }),
       });
