@@ -138,80 +138,84 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       250,
     );
 
-  beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1, realNodes: 1 });
-    // Tenant apiservers verify the vn-agent's serving certificate (of the super CA), as under `vc up`.
-    const verifyAgent = { 'kubelet-certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') };
-    [cpA, cpB] = await Promise.all(
-      ['tenant-a', 'tenant-b'].map((n) =>
-        t.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS, apiserverExtraArgs: verifyAgent }),
-      ),
-    );
-    a = await cpA.client();
-    const directory = new StaticTenantDirectory();
-    agent = await startNodesAgent(t.sc, { port: 0, directory, handshakeTimeoutMs: 10_000 });
-    const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [embeddedPolicy()]);
-    if (!('effective' in admitted)) throw new Error(`embedded policy refused: ${JSON.stringify(admitted)}`);
-    const tenant = (cp: LocalControlPlane, ns: string, name: string, uid: string): Tenant => {
-      const x = tenantFor(cp, ns, name, uid, {
-        pluginConfig: { nodes: { vnAgent: { port: agent.port } } },
-        pods: admitted.effective.pods,
-      });
-      directory.upsert({
-        key: x.key,
-        vcName: x.vcName,
-        vcNamespace: x.vcNamespace,
-        caPem: cp.caPem,
-        fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
-      });
-      return x;
-    };
-    tenantA = tenant(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a3');
-    tenantB = tenant(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b3');
-    syncer = new Syncer({
-      superClient: t.client,
-      host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }),
-      registry: new MutableTenantRegistry([tenantA, tenantB]),
-      patrolIntervalMs: 0,
-      workers: 8,
-    });
-    await syncer.start();
-    const b = await cpB.client();
-    await Promise.all([a, b].map((c) => eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000)));
-    await a.create(R.deployments, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web', namespace: 'default' },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: onRealNode({ image: NODE_IMAGES.agnhost, args: ['netexec', '--http-port=8080'] }),
-        },
-      },
-    });
-    const script = `${PRINTED.split('\n')
-      .filter(Boolean)
-      .map((l) => `echo ${l}; sleep 0.2`)
-      .join('; ')}; exec sleep 3600`;
-    await a.create(R.pods, pod('printer', { image: NODE_IMAGES.busybox, command: ['sh', '-c', script] }));
-    await b.create(
-      R.pods,
-      pod('ticker', {
-        image: NODE_IMAGES.busybox,
-        command: ['sh', '-c', 'echo secret of b; while true; do echo tick; sleep 1; done'],
-      }),
-    );
-    await Promise.all([running(a, 'printer'), running(b, 'ticker')]).catch(async (e: unknown) => {
-      // why the Pods did not run: the super events (scheduling, image, sandbox) say it
-      const events = (await t.client.list<KubeObject & { reason?: string; message?: string }>(R.events)).items.map(
-        (x) => `${x.metadata?.name} ${x.reason}: ${x.message}`,
+  beforeAll(
+    async () => {
+      t = await startTestSuper({ nodes: 1, realNodes: 1 });
+      // Tenant apiservers verify the vn-agent's serving certificate (of the super CA), as under `vc up`.
+      const verifyAgent = { 'kubelet-certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') };
+      [cpA, cpB] = await Promise.all(
+        ['tenant-a', 'tenant-b'].map((n) =>
+          t.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS, apiserverExtraArgs: verifyAgent }),
+        ),
       );
-      process.stdout.write(`super events:\n${events.join('\n')}\n`);
-      throw e;
-    });
-  }, 240_000);
+      a = await cpA.client();
+      const directory = new StaticTenantDirectory();
+      agent = await startNodesAgent(t.sc, { port: 0, directory, handshakeTimeoutMs: 10_000 });
+      const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [embeddedPolicy()]);
+      if (!('effective' in admitted)) throw new Error(`embedded policy refused: ${JSON.stringify(admitted)}`);
+      const tenant = (cp: LocalControlPlane, ns: string, name: string, uid: string): Tenant => {
+        const x = tenantFor(cp, ns, name, uid, {
+          pluginConfig: { nodes: { vnAgent: { port: agent.port } } },
+          pods: admitted.effective.pods,
+        });
+        directory.upsert({
+          key: x.key,
+          vcName: x.vcName,
+          vcNamespace: x.vcNamespace,
+          caPem: cp.caPem,
+          fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+        });
+        return x;
+      };
+      tenantA = tenant(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a3');
+      tenantB = tenant(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b3');
+      syncer = new Syncer({
+        superClient: t.client,
+        host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }),
+        registry: new MutableTenantRegistry([tenantA, tenantB]),
+        patrolIntervalMs: 0,
+        workers: 8,
+      });
+      await syncer.start();
+      const b = await cpB.client();
+      await Promise.all([a, b].map((c) => eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000)));
+      await a.create(R.deployments, {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: onRealNode({ image: NODE_IMAGES.agnhost, args: ['netexec', '--http-port=8080'] }),
+          },
+        },
+      });
+      const script = `${PRINTED.split('\n')
+        .filter(Boolean)
+        .map((l) => `echo ${l}; sleep 0.2`)
+        .join('; ')}; exec sleep 3600`;
+      await a.create(R.pods, pod('printer', { image: NODE_IMAGES.busybox, command: ['sh', '-c', script] }));
+      await b.create(
+        R.pods,
+        pod('ticker', {
+          image: NODE_IMAGES.busybox,
+          command: ['sh', '-c', 'echo secret of b; while true; do echo tick; sleep 1; done'],
+        }),
+      );
+      await Promise.all([running(a, 'printer'), running(b, 'ticker')]).catch(async (e: unknown) => {
+        // why the Pods did not run: the super events (scheduling, image, sandbox) say it
+        const events = (await t.client.list<KubeObject & { reason?: string; message?: string }>(R.events)).items.map(
+          (x) => `${x.metadata?.name} ${x.reason}: ${x.message}`,
+        );
+        process.stdout.write(`super events:\n${events.join('\n')}\n`);
+        throw e;
+      });
+      // the harness waits up to 30 minutes for another set of real nodes on this host to stop (host lock)
+    },
+    30 * 60_000 + 240_000,
+  );
 
   afterAll(async () => {
     attempts.report('tenant pods on the real node');
