@@ -155,7 +155,8 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       if (!('effective' in admitted)) throw new Error(`embedded policy refused: ${JSON.stringify(admitted)}`);
       const tenant = (cp: LocalControlPlane, ns: string, name: string, uid: string): Tenant => {
         const x = tenantFor(cp, ns, name, uid, {
-          pluginConfig: { nodes: { vnAgent: { port: agent.port } } },
+          // the agent listens on loopback, as under `vc up`: vNodes advertise it there, not the real node's IP
+          pluginConfig: { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } },
           pods: admitted.effective.pods,
         });
         directory.upsert({
