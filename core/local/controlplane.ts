@@ -62,6 +62,8 @@ export interface Ports {
 }
 
 const CA_FILE = 'pki/ca.crt';
+/** KWOK_SERVING_CERT is kwok's kubelet serving certificate, signed by the cluster CA. */
+const KWOK_SERVING_CERT = 'pki/kwok-serving.crt';
 
 /**
  * LocalControlPlane is a real kube-apiserver, kube-controller-manager and optionally kube-scheduler and kwok, as
@@ -149,6 +151,8 @@ export class LocalControlPlane {
           '--node-ip=127.0.0.1',
           `--node-port=${ports.kwok}`,
           `--server-address=127.0.0.1:${ports.kwok}`,
+          `--tls-cert-file=${join(d, KWOK_SERVING_CERT)}`,
+          `--tls-private-key-file=${join(d, 'pki/kwok-serving.key')}`,
           '--cidr=10.244.0.0/16',
           '--node-lease-duration-seconds=40',
         ],
@@ -376,7 +380,22 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
     renderKubeconfig({ clusterName: opts.name, server, caPem, user: 'admin-token', token }),
     { mode: 0o600 },
   );
-  if (opts.kwokNodes) writeFileSync(join(d, 'kwok.yaml'), kwokConfig(d));
+  if (opts.kwokNodes) {
+    writeFileSync(join(d, 'kwok.yaml'), kwokConfig(d));
+    // kwok's kubelet server serves with a certificate of the cluster CA, as a real kubelet's: its clients (the
+    // vn-agent) verify it instead of skipping verification. Made once, like the rest of the PKI.
+    if (!existsSync(join(d, KWOK_SERVING_CERT))) {
+      const ca = { certPem: caPem, keyPem: readFileSync(join(d, 'pki/ca.key'), 'utf8') };
+      const leaf = await issueCert(ca, {
+        commonName: `${opts.name}-kwok-kubelet`,
+        ipAddresses: ['127.0.0.1'],
+        usages: ['server'],
+        validityDays: opts.pkiValidityDays ?? 365,
+      });
+      writeFileSync(join(d, 'pki/kwok-serving.key'), leaf.keyPem, { mode: 0o600 });
+      writeFileSync(join(d, KWOK_SERVING_CERT), leaf.certPem);
+    }
+  }
   return token;
 }
 

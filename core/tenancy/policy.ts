@@ -41,6 +41,7 @@ export interface TenantPolicySpec {
     hostPorts?: boolean;
     hostAccess?: boolean;
     volumeTypes?: string[];
+    preloadedImages?: string[];
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
   };
@@ -99,6 +100,7 @@ export const DEFAULT_POLICY = {
   podHostPorts: false,
   podHostAccess: false,
   podVolumeTypes: [],
+  podPreloadedImages: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
   podForced: {},
@@ -146,6 +148,7 @@ export const DEFAULT_POLICY = {
   podHostPorts: boolean;
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
+  podPreloadedImages: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
@@ -201,6 +204,8 @@ export interface EffectiveSettings {
     hostPorts: boolean;
     hostAccess: boolean;
     volumeTypes: string[];
+    /** images tenant containers run from the node's image store instead of pulling them */
+    preloadedImages: string[];
     nodeLabelKeys: string[];
     /** the manager's forced placement with the policy's over it; absent when neither forces anything */
     forced?: ForcedPlacementView;
@@ -377,9 +382,14 @@ export function evaluatePolicy(
         hostPorts: p.pods?.hostPorts ?? DEFAULT_POLICY.podHostPorts,
         hostAccess: p.pods?.hostAccess ?? DEFAULT_POLICY.podHostAccess,
         volumeTypes: [...(p.pods?.volumeTypes ?? DEFAULT_POLICY.podVolumeTypes)],
+        preloadedImages: [
+          ...new Set([
+            ...(p.pods?.preloadedImages ?? DEFAULT_POLICY.podPreloadedImages),
+            ...(defaults.podsPreloadedImages ?? []),
+          ]),
+        ],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
-        ...(defaults.podsPreloadedImages?.length && { preloadedImages: [...defaults.podsPreloadedImages] }),
       },
       runtimeClasses: {
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],

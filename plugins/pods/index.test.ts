@@ -112,9 +112,9 @@ const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }
   spec: {
     automountServiceAccountToken: false,
     ...spec,
-    containers: spec.containers.map((c) => ({ ...c, imagePullPolicy: 'Always' })),
+    containers: spec.containers.map((c) => ({ imagePullPolicy: 'Always', ...c })),
     ...(spec.initContainers && {
-      initContainers: spec.initContainers.map((c) => ({ ...c, imagePullPolicy: 'Always' })),
+      initContainers: spec.initContainers.map((c) => ({ imagePullPolicy: 'Always', ...c })),
     }),
     serviceAccountName: SUPER_POD_SERVICE_ACCOUNT,
   },
@@ -359,6 +359,26 @@ const toSuperCases: ToSuperCase[] = [
       object: newSuper({
         containers: [{ name: 'app', image: 'private/app:1' }],
         initContainers: [{ name: 'init', image: 'private/init:1' }],
+      }),
+    },
+  },
+  {
+    name: "new super Pod: an image the platform preloaded runs from the node's store, every other is pulled",
+    tenant: tenantPod({
+      containers: [
+        { name: 'app', image: 'docker.io/library/busybox:1.35', imagePullPolicy: 'Never' },
+        { name: 'side', image: 'docker.io/library/busybox:1.36' },
+      ],
+      initContainers: [{ name: 'init', image: 'registry.k8s.io/pause:3.10', imagePullPolicy: 'Always' }],
+    }),
+    tenantOver: { pods: { preloadedImages: ['docker.io/library/busybox:1.35', 'registry.k8s.io/pause:3.10'] } },
+    want: {
+      object: newSuper({
+        containers: [
+          { name: 'app', image: 'docker.io/library/busybox:1.35', imagePullPolicy: 'IfNotPresent' },
+          { name: 'side', image: 'docker.io/library/busybox:1.36' },
+        ],
+        initContainers: [{ name: 'init', image: 'registry.k8s.io/pause:3.10', imagePullPolicy: 'IfNotPresent' }],
       }),
     },
   },

@@ -304,7 +304,7 @@ function newSuperPod(
   if (tokens.length) effects.push(tokenEffect(tenantPod, secretName, tokens));
   renameRootCA(spec);
   // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked,
-  // except of the public images the platform put on every node (nothing to pull them from).
+  // except for the images the platform itself loaded into its nodes (pods.preloadedImages), which no tenant owns.
   const preloaded = new Set(ctx.tenant.pods?.preloadedImages ?? []);
   for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
     c.imagePullPolicy = preloaded.has(c.image ?? '') ? 'IfNotPresent' : 'Always';

@@ -163,8 +163,8 @@ describe('checkPodPolicy', () => {
       hostPorts: DEFAULT_POLICY.podHostPorts,
       hostAccess: DEFAULT_POLICY.podHostAccess,
       volumeTypes: DEFAULT_POLICY.podVolumeTypes,
+      preloadedImages: DEFAULT_POLICY.podPreloadedImages,
       nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
-      preloadedImages: [],
       forced: DEFAULT_POLICY.podForced,
     });
   });

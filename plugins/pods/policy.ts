@@ -33,9 +33,9 @@ export const DEFAULT_PODS_POLICY = {
   hostPorts: false,
   hostAccess: false,
   volumeTypes: [],
+  preloadedImages: [],
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   forced: {},
-  preloadedImages: [],
 } as const satisfies Required<PodsPolicyView>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>

@@ -14,8 +14,9 @@ import { fromPackageRoot } from '../../paths.ts';
 import { renderKubeconfig } from '../../pki/kubeconfig.ts';
 import { issueCert, issueNodeCert } from '../../pki/pki.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
+import { DEFAULT_POLICY, DEFAULT_POLICY_ANNOTATION, type TenantPolicy } from '../../tenancy/policy.ts';
 import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
-import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
+import { VirtualClusterDirectory, type TenantDirectory } from '../../vnagent/directory.ts';
 import { nodeSuperClient, parseNodeCredential } from '../../vnagent/nodecredential.ts';
 import { InformerSuperView, NodesSuperView } from '../../vnagent/superview.ts';
 import type { ManagerConfig } from '../manager/config.ts';
@@ -51,6 +52,63 @@ const sampleTenant = (name: string) =>
     metadata: { name, namespace: 'default' },
     spec: { provisioner: { type: 'local' }, weight: 1, podSecurityLevel: 'baseline' },
   });
+
+/** EMBEDDED_POLICY_NAME is the TenantPolicy `vc up` creates (once) and annotates default. */
+export const EMBEDDED_POLICY_NAME = 'embedded';
+
+/**
+ * embeddedPolicy is the TenantPolicy of the embedded default: the built-in defaults, except that tenant Pods may
+ * tolerate the real node's NoSchedule taint and select nodes by its label. The platform thereby lets a tenant run a
+ * Pod on a real node (the toolchain's images only) when the Pod asks for it; a Pod that does not stays on the
+ * simulated nodes. The toolchain's images, which `vc up` imports into the real node, run from the node's image store
+ * (pods.preloadedImages): nothing can be pulled here. Nothing else is widened.
+ */
+export function embeddedPolicy(): TenantPolicy {
+  return {
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'TenantPolicy',
+    metadata: { name: EMBEDDED_POLICY_NAME, annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+    spec: {
+      pods: {
+        tolerations: [
+          ...DEFAULT_POLICY.podTolerations.map((t) => ({ ...t })),
+          { key: REAL_NODE_TAINT.key, effect: REAL_NODE_TAINT.effect },
+        ],
+        nodeLabelKeys: [...DEFAULT_POLICY.podNodeLabelKeys, REAL_NODE_LABEL],
+        preloadedImages: Object.values(NODE_IMAGES),
+      },
+    },
+  };
+}
+
+/**
+ * ensureEmbeddedPolicy creates the embedded TenantPolicy when no policy of that name exists; an existing one is the
+ * platform administrator's from then on and is left as it is.
+ */
+async function ensureEmbeddedPolicy(c: KubeClient): Promise<void> {
+  if (await c.getOrNull(R.tenantpolicies, undefined, EMBEDDED_POLICY_NAME)) return;
+  await c.create(R.tenantpolicies, embeddedPolicy() as KubeObject);
+}
+
+/**
+ * applyKubeletAccess grants the vn-agent's user (`vc-vn-agent`, its client certificate towards kubelets) what the
+ * kubelets' webhook authorization asks for, and nothing else: the `vc-vn-agent-kubelet` ClusterRole and binding of
+ * deploy/vn-agent/rbac.yaml (nodes/proxy get and create).
+ */
+async function applyKubeletAccess(c: KubeClient): Promise<void> {
+  const file = 'deploy/vn-agent/rbac.yaml';
+  const kinds = { ClusterRole: R.clusterroles, ClusterRoleBinding: R.clusterrolebindings } as const;
+  for (const d of parseAllDocuments(readFileSync(fromPackageRoot(file), 'utf8'))) {
+    const o = d.toJS() as KubeObject | null;
+    if (o?.metadata?.name !== VN_AGENT_KUBELET_ROLE) continue;
+    const r = kinds[o.kind as keyof typeof kinds];
+    if (!r) throw new Error(`${file}: ${o.kind} ${VN_AGENT_KUBELET_ROLE} is neither a ClusterRole nor a binding`);
+    await c.apply(r, o, 'vc-up');
+  }
+}
+
+/** VN_AGENT_KUBELET_ROLE names the ClusterRole (and its binding) of what kubelets let the vn-agent do. */
+const VN_AGENT_KUBELET_ROLE = 'vc-vn-agent-kubelet';
 
 /** startTenantRepository serves `<stateDir>/git` on a port kept across restarts and seeds the tenants repository once. */
 async function startTenantRepository(stateDir: string): Promise<TenantRepositoryServer> {
@@ -210,6 +268,8 @@ export async function startEmbedded(o: {
   try {
     step('installing the CRDs');
     await applyCRDs(sc);
+    step('creating the embedded TenantPolicy (tenant Pods may tolerate the real node) unless it exists');
+    await ensureEmbeddedPolicy(await sc.cluster.client());
     step('starting the tenant git repository');
     const gitServer = await startTenantRepository(o.stateDir);
     const gitURL = gitServer.url('tenants');
@@ -249,6 +309,8 @@ export async function startEmbedded(o: {
           etcdEndpoint: sc.etcd.endpoint,
           // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
           ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].nodeIP }),
+          // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
+          kubeletCAFile: join(sc.cluster.dir, 'pki/ca.crt'),
         },
         ...(sc.realNodes.length ? { native: nativeOnRealNodes(o.stateDir) } : {}),
         tenantDNS: { enabled: true },
@@ -340,6 +402,7 @@ export async function startEmbedded(o: {
 }
 
 /**
+/**
  * nativeOnRealNodes are the native provisioner's settings on a local super cluster with real nodes: the control-plane
  * Pods run on a real node (the only nodes that run containers), the manager on this host reaches each tenant
  * apiserver at its Service's ClusterIP (kube-proxy routes it here), and etcd keeps its data under
@@ -357,22 +420,27 @@ export function nativeOnRealNodes(stateDir: string): NativeOptions {
 }
 
 /**
- * startAgent runs the vn-agent of one super cluster (default the first; `cluster` another one, r2..) on 127.0.0.1
- * (port kept across restarts): tenants are the Running VirtualClusters of the meta cluster, kubelets are kwok's
- * (self-signed, hence the explicit skip of their verification). Every simulated node of that super cluster is served
- * by this one agent, which reads each node's Pods with that node's own credential (system:node:<node>, signed here by
- * that super cluster's CA), so the apiserver's Node authorizer shows it nothing else.
+ * startNodesAgent runs the vn-agent of one super cluster of the embedded default (default the first; `cluster`
+ * another one, r2..) on 127.0.0.1: tenants are the Running VirtualClusters of the meta cluster (or the given
+ * directory); it serves every node of that super cluster, simulated and (on the first) real, and reads each node's
+ * Pods with that node's own credential (system:node:<node>, signed by that super cluster's CA), so the apiserver's Node
+ * authorizer shows it nothing else. Towards the kubelets it is the user `vc-vn-agent` (a client certificate of that
+ * super cluster's CA, allowed nodes/proxy by applyKubeletAccess) and verifies their serving certificates against that
+ * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 (the vNodes' address): the one CA
+ * tenant apiservers verify every vn-agent against (virtualClusters.local.kubeletCAFile).
  */
-async function startAgent(
+export async function startNodesAgent(
   sc: LocalSuperCluster,
-  stateDir: string,
-  cluster: LocalControlPlane = sc.cluster,
+  o: { port: number; cluster?: LocalControlPlane; directory?: TenantDirectory; handshakeTimeoutMs?: number },
 ): Promise<VnAgent> {
+  const cluster = o.cluster ?? sc.cluster;
   const meta = await sc.cluster.client();
   const c = cluster === sc.cluster ? meta : await cluster.client();
+  await applyKubeletAccess(c);
   const superCA = cluster.ca;
+  const nodes = [...cluster.kwokNodeNames, ...(cluster === sc.cluster ? sc.realNodes.map((n) => n.name) : [])];
   const views: InformerSuperView[] = [];
-  for (const nodeName of cluster.kwokNodeNames) {
+  for (const nodeName of nodes) {
     const cert = await issueNodeCert(superCA, nodeName, 365);
     const cred = parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName);
     views.push(
@@ -380,22 +448,32 @@ async function startAgent(
     );
   }
   const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
-  const serving = await issueCert(superCA, {
+  const serving = await issueCert(sc.cluster.ca, {
     commonName: 'vc-vn-agent',
     ipAddresses: ['127.0.0.1'],
     usages: ['server'],
     validityDays: 365,
   });
+  return startVnAgent({
+    host: '127.0.0.1',
+    port: o.port,
+    serving,
+    directory: o.directory ?? new VirtualClusterDirectory({ meta }),
+    superView: new NodesSuperView(views),
+    plugins: await pluginHostFromConfig('vn-agent'),
+    kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
+    handshakeTimeoutMs: o.handshakeTimeoutMs,
+  });
+}
+
+/** startAgent runs the vn-agent of one super cluster (startNodesAgent) on a port kept across restarts. */
+async function startAgent(
+  sc: LocalSuperCluster,
+  stateDir: string,
+  cluster: LocalControlPlane = sc.cluster,
+): Promise<VnAgent> {
   const portFile = join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`);
   const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : (await freePorts(1))[0]!;
   writeFileSync(portFile, String(port));
-  return startVnAgent({
-    host: '127.0.0.1',
-    port,
-    serving,
-    directory: new VirtualClusterDirectory({ meta }),
-    superView: new NodesSuperView(views),
-    plugins: await pluginHostFromConfig('vn-agent'),
-    kubelet: { certPem: client.certPem, keyPem: client.keyPem, insecureSkipVerify: true },
-  });
+  return startNodesAgent(sc, { port, cluster });
 }

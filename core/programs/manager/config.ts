@@ -56,7 +56,7 @@ export interface ManagerConfig {
   virtualClusters?: {
     enabled?: boolean;
     workers?: number;
-    local?: { stateDir: string; etcdEndpoint: string; podAddress?: string };
+    local?: { stateDir: string; etcdEndpoint: string; podAddress?: string; kubeletCAFile?: string };
     /** the native provisioner's platform settings (NativeOptions) */
     native?: NativeOptions;
     tenantDNS?: { enabled?: boolean; image?: string };
@@ -99,7 +99,11 @@ export function loadManagerConfig(file: string): ManagerConfig {
     resolvePaths: (c, abs) => {
       for (const sc of c.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
       for (const t of c.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
-      if (c.virtualClusters?.local) c.virtualClusters.local.stateDir = abs(c.virtualClusters.local.stateDir);
+      if (c.virtualClusters?.local) {
+        c.virtualClusters.local.stateDir = abs(c.virtualClusters.local.stateDir);
+        if (c.virtualClusters.local.kubeletCAFile)
+          c.virtualClusters.local.kubeletCAFile = abs(c.virtualClusters.local.kubeletCAFile);
+      }
       if (c.virtualClusters?.native?.etcdHostPathDir)
         c.virtualClusters.native.etcdHostPathDir = abs(c.virtualClusters.native.etcdHostPathDir);
       if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);

@@ -369,7 +369,10 @@ function lifecycleControllers(
     provisioners.local = new LocalProvisioner(
       local.stateDir,
       { endpoint: local.etcdEndpoint },
-      { ...(local.podAddress && { podAddress: local.podAddress }) },
+      {
+        ...(local.podAddress && { podAddress: local.podAddress }),
+        ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
+      },
     );
   const dns = cfg.virtualClusters?.tenantDNS;
   const newController = () =>

@@ -42,6 +42,11 @@ export interface LocalProvisionerOptions {
    * tenant DNS server among them) get as KUBERNETES_SERVICE_HOST/PORT. The apiserver certificate names the address.
    */
   podAddress?: string;
+  /**
+   * the CA tenant apiservers verify their kubelets' serving certificates against (--kubelet-certificate-authority):
+   * every vNode's kubelet is the vn-agent, so this is the CA of the vn-agent's serving certificate
+   */
+  kubeletCAFile?: string;
 }
 
 /** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
@@ -97,7 +102,7 @@ export class LocalProvisioner implements Provisioner {
       controllerManager: vc.spec.controllerManager?.extraArgs,
     });
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
-    const hash = specHash(vc, etcdBytes);
+    const hash = specHash(vc, etcdBytes, this.options.kubeletCAFile);
     let entry = this.running.get(root);
     let rolled = false;
     if (entry && entry.hash !== hash) {
@@ -162,7 +167,12 @@ export class LocalProvisioner implements Provisioner {
         controllers: TENANT_CONTROLLERS,
         restart: true,
         pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
-        apiserverExtraArgs: localApiserverArgs(vc.spec.apiServer?.extraArgs),
+        // The policy refuses kubelet-certificate-authority in a tenant's extraArgs: only the platform sets it.
+        apiserverExtraArgs: localApiserverArgs(
+          this.options.kubeletCAFile
+            ? { ...vc.spec.apiServer?.extraArgs, 'kubelet-certificate-authority': this.options.kubeletCAFile }
+            : vc.spec.apiServer?.extraArgs,
+        ),
         controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
         ...(this.options.podAddress && { apiserverIPs: [this.options.podAddress] }),
       });
@@ -261,7 +271,7 @@ async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
  * specHash covers every spec field start passes to a running control plane, and its storage quota; pkiExpireDays is
  * left out because a restart keeps the certificates it was first made with.
  */
-function specHash(vc: VirtualCluster, etcdBytes: number): string {
+function specHash(vc: VirtualCluster, etcdBytes: number, kubeletCAFile?: string): string {
   const s = vc.spec;
   const relevant = {
     cidr: s.serviceCidr,
@@ -269,6 +279,8 @@ function specHash(vc: VirtualCluster, etcdBytes: number): string {
     kcm: s.controllerManager?.extraArgs ?? {},
     version: s.clusterVersionName,
     etcdBytes,
+    // only when set, so that tenants made before the option keep their hash (and are not restarted) without it
+    ...(kubeletCAFile ? { kubeletCAFile } : {}),
   };
   return createHash('sha256').update(JSON.stringify(relevant)).digest('hex').slice(0, 16);
 }

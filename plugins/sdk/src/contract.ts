@@ -377,9 +377,10 @@ export interface PodsPolicyView {
   /** placement the platform forces onto every super Pod of the tenant */
   readonly forced?: ForcedPlacementView;
   /**
-   * images every node holds from the platform (public, imported with the node, never pulled): containers naming one
-   * of them exactly keep IfNotPresent; every other image is pulled Always, so a node's cache never serves one
-   * tenant's private image to another
+   * images every node holds from the platform (public, imported with the node, never pulled; the policy's
+   * pods.preloadedImages and the manager's tenantDefaults.pods.preloadedImages together): containers naming one of them
+   * exactly keep IfNotPresent; every other image is pulled Always, so a node's cache never serves one tenant's private
+   * image to another
    */
   readonly preloadedImages?: readonly string[];
 }

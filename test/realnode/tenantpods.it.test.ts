@@ -1,0 +1,309 @@
+/**
+ * Tenant Pods on the real node (issue 13): a tenant Deployment runs as a real container under the embedded
+ * TenantPolicy, and the tenant's kubectl logs, exec, attach and port-forward reach it through its apiserver, the
+ * vn-agent of the embedded default (its own kubelet identity, every certificate verified) and the real kubelet.
+ * Hostile: one tenant cannot reach another tenant's container on the same node through the agent.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
+import { superNamespace } from '../../core/names/names.ts';
+import { fingerprintSha256, type CertKeyPair } from '../../core/pki/pki.ts';
+import { embeddedPolicy, startNodesAgent } from '../../core/programs/embedded/embedded.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { checkPolicies } from '../../core/tenancy/policy.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { NODE_IMAGES } from '../../core/toolchain/node.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import type { VnAgent } from '../../core/vnagent/agent.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/directory.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, realNodeSkipReason, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { logsOverGet, logsOverWebSocket } from '../podlogs.ts';
+import { Attempts } from '../security/attempts.ts';
+
+const skip = await realNodeSkipReason();
+if (skip) process.stdout.write(`tenantpods.it.test.ts skipped: ${skip}\n`);
+
+interface Pod extends KubeObject {
+  spec: { nodeName?: string };
+  status?: { phase?: string };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const children = new Set<ChildProcess>();
+
+/** start runs the real kubectl against a tenant's apiserver, collecting its output. */
+function start(cp: LocalControlPlane, args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
+  const child = spawn(binaryPath('kubectl'), ['--kubeconfig', cp.kubeconfigPath, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  child.on('close', () => children.delete(child));
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  return { child, out: () => out, err: () => err };
+}
+
+/** kubectl runs kubectl to its end (killed after 30 s). */
+async function kubectl(cp: LocalControlPlane, args: string[]): Promise<Run> {
+  const k = start(cp, args);
+  const timer = setTimeout(() => k.child.kill('SIGKILL'), 30_000);
+  const [code] = (await once(k.child, 'close')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout: k.out(), stderr: k.err() };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await once(child, 'close');
+}
+
+/** onRealNode is what a tenant writes to run a Pod on the real node: its label and a toleration of its taint. */
+const onRealNode = (container: Record<string, unknown>) => ({
+  nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+  tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+  terminationGracePeriodSeconds: 1,
+  containers: [{ name: 'c', imagePullPolicy: 'Never', ...container }],
+});
+
+const pod = (name: string, container: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: onRealNode(container),
+});
+
+/** PRINTED is what the `printer` Pod writes before it sleeps: several writes, so the log has several chunks. */
+const PRINTED = 'first line\nsecond line\nthird line\n';
+
+describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-agent', () => {
+  const attempts = new Attempts();
+  let t: TestSuper;
+  let cpA: LocalControlPlane;
+  let cpB: LocalControlPlane;
+  let a: KubeClient;
+  let tenantA: Tenant;
+  let tenantB: Tenant;
+  let agent: VnAgent;
+  let syncer: Syncer;
+  let web = '';
+
+  const pki = (cp: LocalControlPlane, name: string): CertKeyPair => ({
+    certPem: readFileSync(join(cp.dir, `pki/${name}.crt`), 'utf8'),
+    keyPem: readFileSync(join(cp.dir, `pki/${name}.key`), 'utf8'),
+  });
+
+  /** direct calls the agent as a tenant apiserver does, with that tenant's kubelet client certificate. */
+  const direct = (path: string, cert: CertKeyPair): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: agent.port, path, ca: t.sc.cluster.caPem, cert: cert.certPem, key: cert.keyPem },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.setTimeout(20_000, () => req.destroy(new Error('timed out')));
+      req.on('error', reject);
+      req.end();
+    });
+
+  const running = (c: KubeClient, name: string) =>
+    eventually(
+      async () => {
+        const p = await c.get<Pod>(R.pods, 'default', name);
+        expect(p.status?.phase).toBe('Running');
+        return p;
+      },
+      60_000,
+      250,
+    );
+
+  beforeAll(
+    async () => {
+      t = await startTestSuper({ nodes: 1, realNodes: 1 });
+      // Tenant apiservers verify the vn-agent's serving certificate (of the super CA), as under `vc up`.
+      const verifyAgent = { 'kubelet-certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') };
+      [cpA, cpB] = await Promise.all(
+        ['tenant-a', 'tenant-b'].map((n) =>
+          t.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS, apiserverExtraArgs: verifyAgent }),
+        ),
+      );
+      a = await cpA.client();
+      const directory = new StaticTenantDirectory();
+      agent = await startNodesAgent(t.sc, { port: 0, directory, handshakeTimeoutMs: 10_000 });
+      const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [embeddedPolicy()]);
+      if (!('effective' in admitted)) throw new Error(`embedded policy refused: ${JSON.stringify(admitted)}`);
+      const tenant = (cp: LocalControlPlane, ns: string, name: string, uid: string): Tenant => {
+        const x = tenantFor(cp, ns, name, uid, {
+          // the agent listens on loopback, as under `vc up`: vNodes advertise it there, not the real node's IP
+          pluginConfig: { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } },
+          pods: admitted.effective.pods,
+        });
+        directory.upsert({
+          key: x.key,
+          vcName: x.vcName,
+          vcNamespace: x.vcNamespace,
+          caPem: cp.caPem,
+          fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+        });
+        return x;
+      };
+      tenantA = tenant(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a3');
+      tenantB = tenant(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b3');
+      syncer = new Syncer({
+        superClient: t.client,
+        host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }),
+        registry: new MutableTenantRegistry([tenantA, tenantB]),
+        patrolIntervalMs: 0,
+        workers: 8,
+      });
+      await syncer.start();
+      const b = await cpB.client();
+      await Promise.all([a, b].map((c) => eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000)));
+      await a.create(R.deployments, {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: onRealNode({ image: NODE_IMAGES.agnhost, args: ['netexec', '--http-port=8080'] }),
+          },
+        },
+      });
+      const script = `${PRINTED.split('\n')
+        .filter(Boolean)
+        .map((l) => `echo ${l}; sleep 0.2`)
+        .join('; ')}; exec sleep 3600`;
+      await a.create(R.pods, pod('printer', { image: NODE_IMAGES.busybox, command: ['sh', '-c', script] }));
+      await b.create(
+        R.pods,
+        pod('ticker', {
+          image: NODE_IMAGES.busybox,
+          command: ['sh', '-c', 'echo secret of b; while true; do echo tick; sleep 1; done'],
+        }),
+      );
+      await Promise.all([running(a, 'printer'), running(b, 'ticker')]).catch(async (e: unknown) => {
+        // why the Pods did not run: the super events (scheduling, image, sandbox) say it
+        const events = (await t.client.list<KubeObject & { reason?: string; message?: string }>(R.events)).items.map(
+          (x) => `${x.metadata?.name} ${x.reason}: ${x.message}`,
+        );
+        process.stdout.write(`super events:\n${events.join('\n')}\n`);
+        throw e;
+      });
+      // the harness waits up to 30 minutes for another set of real nodes on this host to stop (host lock)
+    },
+    30 * 60_000 + 240_000,
+  );
+
+  afterAll(async () => {
+    attempts.report('tenant pods on the real node');
+    for (const c of children) c.kill('SIGKILL');
+    await syncer?.stop();
+    await agent?.stop();
+    await t?.stop();
+  });
+
+  it("runs a tenant Deployment's Pod as a real container on the real node; the tenant sees it Running", async () => {
+    const name = await eventually(async () => {
+      const pods = (await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'app=web' })).items;
+      expect(pods).toHaveLength(1);
+      return pods[0]!.metadata!.name!;
+    }, 30_000);
+    web = name;
+    const p = await running(a, web);
+    const real = t.sc.realNodes[0]!.name;
+    expect(p.spec.nodeName).toBe(real);
+    expect(await a.get(R.nodes, undefined, real)).toBeTruthy();
+    const sp = await t.client.get<Pod>(R.pods, superNamespace(tenantA.key, 'default'), web);
+    expect(sp.spec.nodeName).toBe(real);
+  });
+
+  it('kubectl logs returns what the container wrote; over WebSocket the same bytes as over a plain GET', async () => {
+    await eventually(async () => expect((await kubectl(cpA, ['logs', 'printer'])).stdout).toBe(PRINTED), 20_000);
+    const plain = await logsOverGet(cpA, 'default', 'printer', 'container=c');
+    expect(plain).toMatchObject({ status: 200, body: Buffer.from(PRINTED) });
+    const ws = await logsOverWebSocket(cpA, 'default', 'printer', 'container=c');
+    expect(ws.status).toBe(101);
+    expect(ws.body.toString()).toBe(PRINTED);
+  });
+
+  it("kubectl exec runs in the container: the Pod's hostname, its own PID 1, not the host's files", async () => {
+    expect(await kubectl(cpA, ['exec', 'printer', '--', 'hostname'])).toMatchObject({ code: 0, stdout: 'printer\n' });
+    const cmdline = await kubectl(cpA, ['exec', 'printer', '--', 'cat', '/proc/1/cmdline']);
+    expect(cmdline.stdout.split('\0').filter(Boolean)).toEqual(['sleep', '3600']);
+    expect(readFileSync('/proc/1/cmdline', 'utf8')).not.toBe(cmdline.stdout);
+    // the host's checkout is not in the container's filesystem
+    const seen = await kubectl(cpA, ['exec', 'printer', '--', 'ls', import.meta.dirname]);
+    expect(seen.code).not.toBe(0);
+    expect(seen.stderr).toMatch(/No such file or directory/);
+  });
+
+  it('kubectl attach streams the output of the running container', async () => {
+    const at = start(cpB, ['attach', 'ticker', '-c', 'c']);
+    try {
+      await eventually(() => expect(at.out()).toMatch(/tick\n(.*\n)*tick\n/), 20_000, 100);
+    } finally {
+      await stop(at.child);
+    }
+  });
+
+  it('kubectl port-forward reaches the HTTP port of the Deployment Pod', async () => {
+    const pf = start(cpA, ['port-forward', `pod/${web}`, ':8080']);
+    try {
+      const port = await eventually(() => Number(/127\.0\.0\.1:(\d+) -> 8080/.exec(pf.out())![1]), 20_000, 100);
+      const res = await fetch(`http://127.0.0.1:${port}/hostname`);
+      expect(await res.text()).toBe(web);
+    } finally {
+      await stop(pf.child);
+    }
+  });
+
+  it("tenant A cannot read or exec into tenant B's Pod on the same node through the agent", async () => {
+    const certA = pki(cpA, 'kubelet-client');
+    const bNs = superNamespace(tenantB.key, 'default');
+    const refused = async (path: string): Promise<string> => {
+      const r = await direct(path, certA);
+      expect(r.status).toBe(403);
+      expect(r.body).not.toContain('secret of b');
+      return r.body.trim();
+    };
+    await attempts.attempt("logs of B's Pod by B's super namespace", () => refused(`/containerLogs/${bNs}/ticker/c`));
+    await attempts.attempt("logs of B's Pod by its tenant name", () => refused('/containerLogs/default/ticker/c'));
+    await attempts.attempt("exec into B's Pod by B's super namespace", () =>
+      refused(`/exec/${bNs}/ticker/c?command=cat&command=/etc/hostname&output=1`),
+    );
+    await attempts.attempt("attach to B's Pod", () => refused(`/attach/${bNs}/ticker/c?output=1`));
+    await attempts.attempt("port-forward to B's Pod", () => refused(`/portForward/${bNs}/ticker`));
+    await attempts.attempt("kubectl exec into a Pod named as B's from tenant A's apiserver", async () => {
+      const r = await kubectl(cpA, ['exec', 'ticker', '--', 'hostname']);
+      expect(r.code).not.toBe(0);
+      expect(r.stdout).not.toContain('ticker');
+      return r.stderr.trim();
+    });
+    // B's own apiserver gets B's log: the refusals are about who asks
+    expect((await kubectl(cpB, ['logs', 'ticker', '--tail=-1'])).stdout).toMatch(/^secret of b\n/);
+  });
+});
