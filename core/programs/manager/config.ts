@@ -100,6 +100,8 @@ export function loadManagerConfig(file: string): ManagerConfig {
       for (const sc of c.superClusters ?? []) if (sc.kubeconfig) sc.kubeconfig = abs(sc.kubeconfig);
       for (const t of c.tenants ?? []) t.kubeconfig = abs(t.kubeconfig);
       if (c.virtualClusters?.local) c.virtualClusters.local.stateDir = abs(c.virtualClusters.local.stateDir);
+      if (c.virtualClusters?.native?.kubeletCAFile)
+        c.virtualClusters.native.kubeletCAFile = abs(c.virtualClusters.native.kubeletCAFile);
       if (c.virtualClusters?.native?.etcdHostPathDir)
         c.virtualClusters.native.etcdHostPathDir = abs(c.virtualClusters.native.etcdHostPathDir);
       if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);
