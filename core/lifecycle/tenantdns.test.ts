@@ -16,7 +16,7 @@ const find = (kind: string, o = tenantDnsObjects({ clusterDomain: 'cluster.local
   o.find((x) => x.object.kind === kind)!.object as unknown as Fields;
 
 interface KC {
-  clusters: Array<{ cluster: { server: string } }>;
+  clusters: Array<{ cluster: { server: string; 'tls-server-name'?: string } }>;
   users: Array<{ user: unknown }>;
 }
 
@@ -53,7 +53,17 @@ describe('tenant DNS objects', () => {
     expect((JSON.parse(cm.kubeconfig!) as KC).users[0]!.user).toEqual({
       tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
     });
+    expect((JSON.parse(cm.kubeconfig!) as KC).clusters[0]!.cluster['tls-server-name']).toBeUndefined();
     expect(find('ConfigMap').data.kubeconfig).toBeUndefined();
     expect(find('ConfigMap').data.Corefile).not.toContain('kubeconfig');
+  });
+  it('asks a shared view for its tenant by TLS server name', () => {
+    const apiserver = { host: '10.1.2.1', port: 4443, tlsServerName: 'root-a.dns-view.invalid' };
+    const cm = find('ConfigMap', tenantDnsObjects({ clusterDomain: 'cluster.local', apiserver })).data;
+    expect((JSON.parse(cm.kubeconfig!) as KC).clusters[0]!.cluster).toEqual({
+      server: 'https://10.1.2.1:4443',
+      'certificate-authority': '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+      'tls-server-name': 'root-a.dns-view.invalid',
+    });
   });
 });

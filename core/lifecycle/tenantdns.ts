@@ -22,23 +22,31 @@ export interface TenantDnsOptions {
   image?: string;
   /**
    * where CoreDNS reads the tenant's Services (a provisioner's dnsApiEndpoint), with the Pod's ServiceAccount token
-   * and CA; absent, in-cluster (KUBERNETES_SERVICE_HOST/PORT)
+   * and CA; absent, in-cluster (KUBERNETES_SERVICE_HOST/PORT). tlsServerName, when set, is the name CoreDNS asks
+   * for (SNI) and verifies the certificate against instead of host
    */
-  apiserver?: { host: string; port: number };
+  apiserver?: { host: string; port: number; tlsServerName?: string };
 }
 
 /** SA_DIR is where the ServiceAccount token and CA are mounted in every Pod. */
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-/** dnsKubeconfig is CoreDNS' kubeconfig for an apiserver address: the Pod's own ServiceAccount token and CA files. */
-export function dnsKubeconfig(apiserver: { host: string; port: number }): string {
+/**
+ * dnsKubeconfig is CoreDNS' kubeconfig for an apiserver address (and the TLS server name to ask for, if any): the
+ * Pod's own ServiceAccount token and CA files.
+ */
+export function dnsKubeconfig(apiserver: { host: string; port: number; tlsServerName?: string }): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [
       {
         name: 'tenant',
-        cluster: { server: `https://${apiserver.host}:${apiserver.port}`, 'certificate-authority': `${SA_DIR}/ca.crt` },
+        cluster: {
+          server: `https://${apiserver.host}:${apiserver.port}`,
+          'certificate-authority': `${SA_DIR}/ca.crt`,
+          ...(apiserver.tlsServerName && { 'tls-server-name': apiserver.tlsServerName }),
+        },
       },
     ],
     users: [{ name: 'coredns', user: { tokenFile: `${SA_DIR}/token` } }],

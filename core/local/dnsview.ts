@@ -1,6 +1,7 @@
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import tls, { type TLSSocket } from 'node:tls';
 import { ANN } from '../names/names.ts';
 
 /** DnsViewOptions say where a DnsView listens, its serving certificate, and the tenant apiserver behind it. */
@@ -69,34 +70,112 @@ export class DnsView {
   static async start(opts: DnsViewOptions): Promise<DnsView> {
     const server = https.createServer(
       { cert: opts.certPem, key: opts.keyPem, ALPNProtocols: ['http/1.1'] },
-      (req, res) => relay(opts, req, res),
+      (req, res) => relay(opts.target, req, res),
     );
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(opts.port, opts.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    return new DnsView(server, (server.address() as AddressInfo).port, opts);
+    return new DnsView(server, await listen(server, opts.host, opts.port), opts);
   }
 
   /** stop closes the listener and every connection. */
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await close(this.server);
   }
 }
 
-function relay(opts: DnsViewOptions, req: IncomingMessage, res: ServerResponse): void {
+/** DnsViewRoute is one tenant behind a shared DnsViews listener. */
+export interface DnsViewRoute {
+  /** the TLS server name (SNI) the tenant's DNS server asks for (its kubeconfig's tls-server-name) */
+  serverName: string;
+  /** serving certificate for serverName, from the tenant CA */
+  certPem: string;
+  keyPem: string;
+  /** the tenant apiserver and its CA */
+  target: { host: string; port: number; caPem: string };
+}
+
+/**
+ * DnsViews serves the DNS views (see DnsView) of several tenant apiservers on one address: each tenant's DNS server
+ * names its tenant by the TLS server name it asks for (SNI), gets a certificate of its own tenant's CA for that name,
+ * and its requests go to that tenant's apiserver only. A connection without a known server name fails its handshake.
+ * The view is a router, not a gate: each tenant apiserver still authenticates the token its DNS server sends.
+ */
+export class DnsViews {
+  private constructor(
+    private readonly server: https.Server,
+    /** host is where it listens */
+    readonly host: string,
+    /** port is where it listens */
+    readonly port: number,
+    private readonly routes: Map<string, { route: DnsViewRoute; context: tls.SecureContext }>,
+  ) {}
+
+  /** DnsViews.start listens on host:port (0 picks a free port) with no route yet. */
+  static async start(opts: { host: string; port: number }): Promise<DnsViews> {
+    const routes = new Map<string, { route: DnsViewRoute; context: tls.SecureContext }>();
+    const server = https.createServer(
+      {
+        ALPNProtocols: ['http/1.1'],
+        SNICallback: (name, cb) => {
+          const r = routes.get(name.toLowerCase());
+          if (r) cb(null, r.context);
+          else cb(new Error(`no tenant DNS view for server name ${name}`));
+        },
+      },
+      (req, res) => {
+        const r = routes.get(((req.socket as TLSSocket).servername || '').toLowerCase());
+        if (r) return relay(r.route.target, req, res);
+        res.writeHead(421, { 'content-type': 'text/plain' }).end('no tenant DNS view for this server name\n');
+      },
+    );
+    return new DnsViews(server, opts.host, await listen(server, opts.host, opts.port), routes);
+  }
+
+  /** set adds or replaces the route of a server name. */
+  set(route: DnsViewRoute): void {
+    const context = tls.createSecureContext({ cert: route.certPem, key: route.keyPem });
+    this.routes.set(route.serverName.toLowerCase(), { route, context });
+  }
+
+  /** route is the route of a server name, if any. */
+  route(serverName: string): DnsViewRoute | undefined {
+    return this.routes.get(serverName.toLowerCase())?.route;
+  }
+
+  /** delete removes a server name's route; its open connections are served until they close. */
+  delete(serverName: string): void {
+    this.routes.delete(serverName.toLowerCase());
+  }
+
+  /** stop closes the listener and every connection. */
+  async stop(): Promise<void> {
+    await close(this.server);
+  }
+}
+
+async function listen(server: https.Server, host: string, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+async function close(server: https.Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+function relay(target: DnsViewOptions['target'], req: IncomingMessage, res: ServerResponse): void {
   if (req.method !== 'GET') {
     res.writeHead(405, { 'content-type': 'text/plain' }).end('the DNS view of the tenant apiserver is read-only\n');
     return;
   }
-  const headers = { ...req.headers, accept: 'application/json', host: `${opts.target.host}:${opts.target.port}` };
+  const headers = { ...req.headers, accept: 'application/json', host: `${target.host}:${target.port}` };
   delete headers['accept-encoding'];
   const up = https.request(
-    { host: opts.target.host, port: opts.target.port, path: req.url, method: 'GET', headers, ca: opts.target.caPem },
+    { host: target.host, port: target.port, path: req.url, method: 'GET', headers, ca: target.caPem },
     (ur) => {
       const rewrite = SERVICES_PATH.test(req.url ?? '') && ur.statusCode === 200;
       const h = { ...ur.headers };

@@ -10,9 +10,10 @@ export interface Provisioned {
   apiserverEndpoint?: { host: string; port: number };
   /**
    * where the tenant's DNS server reads Services from, when not the apiserverEndpoint: a read-only view of the tenant
-   * apiserver that shows each Service with its super cluster IP (core/local/dnsview.ts)
+   * apiserver that shows each Service with its super cluster IP (core/local/dnsview.ts); tlsServerName is the name
+   * the DNS server asks for there (a view shared by several tenants routes by it)
    */
-  dnsApiEndpoint?: { host: string; port: number };
+  dnsApiEndpoint?: { host: string; port: number; tlsServerName?: string };
 }
 
 /** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */

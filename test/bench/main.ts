@@ -5,6 +5,7 @@ import { faultsBench } from './faults.ts';
 import { gitopsBench } from './gitops.ts';
 import { lifecycleBench } from './lifecycle.ts';
 import { patrolBench } from './patrol.ts';
+import { realNodeBench } from './realnode.ts';
 import { restartBench } from './restart.ts';
 import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
@@ -33,6 +34,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   patrol: patrolBench,
   restart: restartBench,
   faults: faultsBench,
+  realnode: realNodeBench,
 };
 
 // Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.

@@ -77,6 +77,8 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
   let root: string;
   let kubeconfig: string;
   let sandboxesBefore: string[];
+  /** the tenant name of the web Deployment's Pod, once it runs */
+  let webPod: string | undefined;
   const superPodUids: string[] = [];
   const kubectl = async (...args: string[]) =>
     (await exec(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 })).stdout;
@@ -216,6 +218,64 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     const res = await eventually(() => get(`http://${sp.status!.podIP}:8080/hostname`), 20_000, 500);
     expect(res.status).toBe(200);
     expect(res.body).toBe(tenantPod);
+    webPod = tenantPod;
+  });
+
+  it("a tenant Pod resolves its tenant's Service by DNS name and fetches it: the super cluster IP", async (ctx) => {
+    if (!webPod) ctx.skip();
+    await kubectl('expose', 'deployment', 'web', '--port=80', '--target-port=8080');
+    // The DNS view answers with the super copy's cluster IP once the syncer has recorded it on the tenant Service;
+    // asking before that could leave a negative answer in CoreDNS' cache.
+    const superIP = await eventually(async () => {
+      const ip = await kubectl(
+        'get',
+        'service',
+        'web',
+        '-o',
+        `jsonpath={.metadata.annotations.${ANN.superClusterIP.replace(/\./g, '\\.')}}`,
+      );
+      expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      return ip;
+    }, 30_000);
+    const tenantIP = await kubectl('get', 'service', 'web', '-o', 'jsonpath={.spec.clusterIP}');
+    expect(tenantIP).not.toBe(superIP);
+    // the Pod reports what it resolved and fetched in its termination message, which the syncer copies up
+    const script =
+      'for i in $(seq 45); do if body=$(timeout 5 wget -q -O- http://web.default.svc.cluster.local/hostname); then ' +
+      '{ timeout 5 nslookup web.default.svc.cluster.local; echo "body=$body"; } > /dev/termination-log; exit 0; fi; ' +
+      'sleep 1; done; exit 1';
+    await kubectl(
+      'run',
+      'client',
+      `--image=${NODE_IMAGES.busybox}`,
+      '--image-pull-policy=IfNotPresent',
+      '--restart=Never',
+      '--command',
+      '--',
+      'sh',
+      '-c',
+      script,
+    );
+    const message = await eventually(
+      async () => {
+        const out = await kubectl(
+          'get',
+          'pod',
+          'client',
+          '-o',
+          'jsonpath={.status.phase}|{.status.containerStatuses[0].state.terminated.message}',
+        );
+        const [phase, msg] = [out.slice(0, out.indexOf('|')), out.slice(out.indexOf('|') + 1)];
+        if (phase === 'Failed') throw new Error(`the client Pod failed: ${msg}`);
+        expect(phase).toBe('Succeeded');
+        return msg;
+      },
+      120_000,
+      1000,
+    );
+    expect(message).toContain(`Address: ${superIP}`);
+    expect(message).not.toContain(tenantIP);
+    expect(message).toContain(`body=${webPod}`);
   });
 
   it('removing the tenant file removes Pods, Services, Secrets, namespaces and etcd data, in the super and on the host', async () => {

@@ -9,6 +9,7 @@ import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import type { LocalControlPlane } from '../../local/controlplane.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
+import { TcpForwarder } from '../../local/forwarder.ts';
 import { freePorts, waitFor } from '../../local/process.ts';
 import { fromPackageRoot } from '../../paths.ts';
 import { renderKubeconfig } from '../../pki/kubeconfig.ts';
@@ -312,7 +313,16 @@ export async function startEmbedded(o: {
           // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
           kubeletCAFile: join(sc.cluster.dir, 'pki/ca.crt'),
         },
-        ...(sc.realNodes.length ? { native: nativeOnRealNodes(o.stateDir) } : {}),
+        ...(sc.realNodes[0] && {
+          native: {
+            ...nativeOnRealNodes(o.stateDir, {
+              host: sc.realNodes[0].nodeIP,
+              port: await keptPort(join(o.stateDir, 'native-dns-view-port')),
+            }),
+            // native tenant apiservers verify the vn-agent's serving certificate (startAgent: of the super CA)
+            kubeletCAFile: join(sc.cluster.dir, 'pki/ca.crt'),
+          },
+        }),
         tenantDNS: { enabled: true },
       },
       // The real node's images are imported with it and cannot be pulled: tenant Pods use them IfNotPresent.
@@ -348,12 +358,23 @@ export async function startEmbedded(o: {
       ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
     };
     step('starting the vn-agent (kubelet proxy for tenants)');
-    const agent = await startAgent(sc, o.stateDir);
-    const agents = [agent];
+    // Tenant apiservers in Pods (native tenants) reach the vn-agent where Pods reach this host: the real node's bridge.
+    const podAddress = sc.realNodes[0]?.nodeIP;
+    const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress);
+    const agents: Array<{ stop(): Promise<void> }> = [agent];
+    const agentAddress = { host: '127.0.0.1', port: agent.port };
+    if (podAddress) {
+      const target = { host: '127.0.0.1', port: agent.port };
+      const fwd = await TcpForwarder.start({ host: podAddress, port: agent.port, target }).catch(() =>
+        TcpForwarder.start({ host: podAddress, port: 0, target }),
+      );
+      agents.push(fwd);
+      Object.assign(agentAddress, { host: podAddress, port: fwd.port });
+    }
     const supers = [{ name: firstName, kubeconfigPath: sc.kubeconfigPath, vnAgentPort: agent.port }];
     // Each super cluster has its own vn-agent; on this one machine they differ by port, which each super cluster's
     // vNodes advertise (pluginConfig.nodes.vnAgent.superClusters).
-    const perSuper: Record<string, { port: number }> = {};
+    const perSuper: Record<string, { host: string; port: number }> = {};
     try {
       for (let i = 2; i <= count; i++) {
         const name = `r${i}`;
@@ -363,7 +384,7 @@ export async function startEmbedded(o: {
         await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
         const a = await startAgent(sc, o.stateDir, cp);
         agents.push(a);
-        perSuper[name] = { port: a.port };
+        perSuper[name] = { host: '127.0.0.1', port: a.port };
         supers.push({ name, kubeconfigPath: cp.kubeconfigPath, vnAgentPort: a.port });
       }
     } catch (e) {
@@ -372,7 +393,7 @@ export async function startEmbedded(o: {
     }
     cfg.virtualClusters!.defaultPluginConfig = {
       nodes: {
-        vnAgent: { host: '127.0.0.1', port: agent.port, ...(count > 1 ? { superClusters: perSuper } : {}) },
+        vnAgent: { ...agentAddress, ...(count > 1 ? { superClusters: perSuper } : {}) },
       },
     };
     const configPath = join(o.stateDir, 'manager.yaml');
@@ -406,9 +427,11 @@ export async function startEmbedded(o: {
  * nativeOnRealNodes are the native provisioner's settings on a local super cluster with real nodes: the control-plane
  * Pods run on a real node (the only nodes that run containers), the manager on this host reaches each tenant
  * apiserver at its Service's ClusterIP (kube-proxy routes it here), and etcd keeps its data under
- * `<stateDir>/native/<root>` (the local super cluster has no volume provisioner), deleted with the tenant.
+ * `<stateDir>/native/<root>` (the local super cluster has no volume provisioner), deleted with the tenant. The tenants'
+ * DNS servers read their Services through the manager's DNS view at dnsView (the real node's bridge gateway, where
+ * Pods reach this host), which shows each with its super cluster IP.
  */
-export function nativeOnRealNodes(stateDir: string): NativeOptions {
+export function nativeOnRealNodes(stateDir: string, dnsView: { host: string; port: number }): NativeOptions {
   return {
     apiserverAccess: 'ClusterIP',
     placement: {
@@ -416,7 +439,15 @@ export function nativeOnRealNodes(stateDir: string): NativeOptions {
       tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
     },
     etcdHostPathDir: join(stateDir, 'native'),
+    dnsView,
   };
+}
+
+/** keptPort is the port recorded in a file, or a free one, recorded there: the same port across restarts. */
+async function keptPort(file: string): Promise<number> {
+  const port = existsSync(file) ? Number(readFileSync(file, 'utf8')) : (await freePorts(1))[0]!;
+  writeFileSync(file, String(port));
+  return port;
 }
 
 /**
@@ -426,12 +457,19 @@ export function nativeOnRealNodes(stateDir: string): NativeOptions {
  * Pods with that node's own credential (system:node:<node>, signed by that super cluster's CA), so the apiserver's Node
  * authorizer shows it nothing else. Towards the kubelets it is the user `vc-vn-agent` (a client certificate of that
  * super cluster's CA, allowed nodes/proxy by applyKubeletAccess) and verifies their serving certificates against that
- * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 (the vNodes' address): the one CA
- * tenant apiservers verify every vn-agent against (virtualClusters.local.kubeletCAFile).
+ * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 and `podAddress` when given (a
+ * forwarder there lets tenant apiservers in Pods, native tenants', reach it): the one CA tenant apiservers verify every
+ * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile).
  */
 export async function startNodesAgent(
   sc: LocalSuperCluster,
-  o: { port: number; cluster?: LocalControlPlane; directory?: TenantDirectory; handshakeTimeoutMs?: number },
+  o: {
+    port: number;
+    cluster?: LocalControlPlane;
+    directory?: TenantDirectory;
+    handshakeTimeoutMs?: number;
+    podAddress?: string;
+  },
 ): Promise<VnAgent> {
   const cluster = o.cluster ?? sc.cluster;
   const meta = await sc.cluster.client();
@@ -450,7 +488,7 @@ export async function startNodesAgent(
   const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
   const serving = await issueCert(sc.cluster.ca, {
     commonName: 'vc-vn-agent',
-    ipAddresses: ['127.0.0.1'],
+    ipAddresses: ['127.0.0.1', ...(o.podAddress ? [o.podAddress] : [])],
     usages: ['server'],
     validityDays: 365,
   });
@@ -471,9 +509,10 @@ async function startAgent(
   sc: LocalSuperCluster,
   stateDir: string,
   cluster: LocalControlPlane = sc.cluster,
+  podAddress?: string,
 ): Promise<VnAgent> {
   const portFile = join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`);
   const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : (await freePorts(1))[0]!;
   writeFileSync(portFile, String(port));
-  return startNodesAgent(sc, { port, cluster });
+  return startNodesAgent(sc, { port, cluster, podAddress });
 }

@@ -104,6 +104,8 @@ export function loadManagerConfig(file: string): ManagerConfig {
         if (c.virtualClusters.local.kubeletCAFile)
           c.virtualClusters.local.kubeletCAFile = abs(c.virtualClusters.local.kubeletCAFile);
       }
+      if (c.virtualClusters?.native?.kubeletCAFile)
+        c.virtualClusters.native.kubeletCAFile = abs(c.virtualClusters.native.kubeletCAFile);
       if (c.virtualClusters?.native?.etcdHostPathDir)
         c.virtualClusters.native.etcdHostPathDir = abs(c.virtualClusters.native.etcdHostPathDir);
       if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);

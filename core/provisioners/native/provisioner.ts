@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { isAbsolute, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -7,9 +7,12 @@ import { isAlreadyExists, isNotFound, type KubeClient, type KubeObject, type Res
 import { R } from '../../kube/resources.ts';
 import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
+import { DnsViews } from '../../local/dnsview.ts';
 import {
   generateControlPlanePKI,
+  issueCert,
   renderKubeconfig,
   type ControlPlanePKI,
   type ControlPlanePKIOptions,
@@ -89,6 +92,24 @@ export interface NativeOptions {
    * nodes (the local super cluster, which has no volume provisioner)
    */
   etcdHostPathDir?: string;
+  /**
+   * where the manager serves the tenant DNS servers' view of their apiservers (core/local/dnsview.ts: each Service
+   * shown with its super cluster IP), one address for all native tenants, told apart by TLS server name
+   * (dnsViewServerName). Pods must reach it (e.g. a real node's bridge gateway, for a manager on the nodes' host).
+   * Absent: tenant DNS servers read the tenant apiserver in-cluster and answer with the tenant's own cluster IPs,
+   * which carry no packets in the super cluster
+   */
+  dnsView?: { host: string; port: number };
+  /**
+   * a CA certificate file on the manager's host: tenant apiservers verify their kubelets (the vn-agent, which the
+   * vNodes name) against it (--kubelet-certificate-authority, from the Secret `kubelet-ca`); absent, not verified
+   */
+  kubeletCAFile?: string;
+}
+
+/** dnsViewServerName is the TLS server name a native tenant's DNS server asks the shared DNS view for. */
+export function dnsViewServerName(root: string): string {
+  return `${root}.dns-view.invalid`;
 }
 
 /**
@@ -133,6 +154,8 @@ export class NativeProvisioner implements Provisioner {
   readonly type = 'native';
 
   private readonly opts: NativeOptions;
+  /** the shared DNS view, started with the first tenant that needs it */
+  private views?: Promise<DnsViews>;
 
   constructor(
     private readonly superClient: KubeClient,
@@ -186,6 +209,7 @@ export class NativeProvisioner implements Provisioner {
       serviceIPs,
       placement: this.opts.placement,
       etcdHostPath: this.etcdDataDir(root),
+      ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
     });
     let adminKubeconfig: string | undefined;
     for (const obj of objects) {
@@ -221,14 +245,61 @@ export class NativeProvisioner implements Provisioner {
       : adminKubeconfig;
     const answer = await probeReadyz(kubeconfig, READYZ_TIMEOUT_MS);
     if (answer !== true) return { ready: false, waitingFor: `the apiserver to answer at ${url} (${answer})` };
+    const target = { host, port: NATIVE_PORTS.apiserver, caPem: pki.ca.certPem };
     return {
       ready: true,
       result: {
         kubeconfig,
         kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
         apiserverEndpoint: { host, port: NATIVE_PORTS.apiserver },
+        ...(this.opts.dnsView && { dnsApiEndpoint: await this.ensureDnsView(vc, root, pki, target) }),
       },
     };
+  }
+
+  /**
+   * ensureDnsView routes the tenant's server name on the shared DNS view to its apiserver, with a serving
+   * certificate of the tenant CA (its DNS server verifies it with its ServiceAccount's ca.crt); the certificate is
+   * made again only when the CA or the apiserver address changed, or the manager restarted.
+   */
+  private async ensureDnsView(
+    vc: VirtualCluster,
+    root: string,
+    pki: ControlPlanePKI,
+    target: { host: string; port: number; caPem: string },
+  ): Promise<{ host: string; port: number; tlsServerName: string }> {
+    const views = await this.dnsViews();
+    const serverName = dnsViewServerName(root);
+    const have = views.route(serverName)?.target;
+    if (have?.caPem !== target.caPem || have.host !== target.host || have.port !== target.port) {
+      const serving = await issueCert(pki.ca, {
+        commonName: 'vc-tenant-dns-view',
+        dnsNames: [serverName],
+        usages: ['server'],
+        validityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+      });
+      views.set({ serverName, certPem: serving.certPem, keyPem: serving.keyPem, target });
+    }
+    return { host: views.host, port: views.port, tlsServerName: serverName };
+  }
+
+  /** dnsViews starts the shared DNS view once; a failed start is tried again by the next reconcile. */
+  private dnsViews(): Promise<DnsViews> {
+    if (!this.views) {
+      const started = DnsViews.start(this.opts.dnsView!);
+      this.views = started;
+      started.catch(() => {
+        if (this.views === started) this.views = undefined;
+      });
+    }
+    return this.views;
+  }
+
+  /** stop closes the shared DNS view (manager shutdown or lost leadership); the next ensure opens it again. */
+  async stop(): Promise<void> {
+    const views = this.views;
+    this.views = undefined;
+    await (await views?.catch(() => undefined))?.stop();
   }
 
   /** ensureNamespace creates the root namespace when it is missing (the PKI Secret goes there before rendering). */
@@ -300,6 +371,7 @@ export class NativeProvisioner implements Provisioner {
    * namespace is not an error.
    */
   async remove(_vc: VirtualCluster, root: string): Promise<void | RemoveWaiting> {
+    (await this.views?.catch(() => undefined))?.delete(dnsViewServerName(root));
     const selector = `${LABEL.cluster}=${root}`;
     let deleted = 0;
     for (const r of OWNED_KINDS) {

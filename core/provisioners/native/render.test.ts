@@ -113,6 +113,16 @@ function fileContent(objs: KubeObject[], component: string, path: string): strin
 }
 
 describe('renderNative', () => {
+  it('verifies kubelets (the vn-agent) against the platform CA when given one, from a Secret of its own', () => {
+    const ca = '-----BEGIN CERTIFICATE-----\nvn-agent CA\n-----END CERTIFICATE-----\n';
+    const objs = render({ kubeletCA: ca });
+    const file = flag(container(objs, 'apiserver').args, 'kubelet-certificate-authority');
+    expect(file).toBe(`${KUBE_DIR}/pki/kubelet-ca.crt`);
+    expect(fileContent(objs, 'apiserver', file!)).toBe(ca);
+    expect(hashOf(objs, 'apiserver')).not.toBe(hashOf(render(), 'apiserver'));
+    expect(flag(container(render(), 'apiserver').args, 'kubelet-certificate-authority')).toBeUndefined();
+    expect(render().some((o) => o.metadata?.name === NATIVE_SECRETS.kubeletCA)).toBe(false);
+  });
   it('renders the namespace, secrets, etcd, apiserver and controller-manager in the root namespace', () => {
     const objs = render();
     expect(objs.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([

@@ -72,6 +72,11 @@ export interface NativeInput {
   placement?: ForcedPlacementView;
   /** a host directory for etcd's data (a hostPath volume) instead of a volume claim */
   etcdHostPath?: string;
+  /**
+   * the CA (PEM) the apiserver verifies its kubelets' serving certificates against (--kubelet-certificate-authority):
+   * every vNode's kubelet is the vn-agent, so the CA of the vn-agent's serving certificate; absent, not verified
+   */
+  kubeletCA?: string;
 }
 
 /** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */
@@ -111,6 +116,7 @@ export const NATIVE_SECRETS = {
   kubeletClient: 'kubelet-client',
   adminKubeconfig: 'admin-kubeconfig',
   controllerManagerKubeconfig: 'controller-manager-kubeconfig',
+  kubeletCA: 'kubelet-ca',
 } as const;
 
 /** ADMIN_KUBECONFIG_KEY is the data key of the admin kubeconfig in its Secret. */
@@ -120,6 +126,8 @@ export const ADMIN_KUBECONFIG_KEY = 'admin-kubeconfig';
 export const KUBE_DIR = '/etc/kubernetes';
 
 const PATHS = pkiPaths(`${KUBE_DIR}/pki`, { kubeconfig: `${KUBE_DIR}/controller-manager.kubeconfig` });
+/** KUBELET_CA_FILE is where the apiserver finds NativeInput.kubeletCA. */
+const KUBELET_CA_FILE = `${KUBE_DIR}/pki/kubelet-ca.crt`;
 
 /** FILE_SOURCES maps every file under KUBE_DIR to the Secret key it is projected from. */
 const FILE_SOURCES: Readonly<Record<string, { secret: string; key: string }>> = {
@@ -135,6 +143,7 @@ const FILE_SOURCES: Readonly<Record<string, { secret: string; key: string }>> = 
   [PATHS.kubeletClientCert]: { secret: NATIVE_SECRETS.kubeletClient, key: 'tls.crt' },
   [PATHS.kubeletClientKey]: { secret: NATIVE_SECRETS.kubeletClient, key: 'tls.key' },
   [PATHS.kubeconfig]: { secret: NATIVE_SECRETS.controllerManagerKubeconfig, key: 'controller-manager-kubeconfig' },
+  [KUBELET_CA_FILE]: { secret: NATIVE_SECRETS.kubeletCA, key: 'ca.crt' },
 };
 
 /** NETWORK_POLICIES is the API resource of the NetworkPolicy renderNative makes for etcd. */
@@ -229,7 +238,12 @@ export function renderNative(input: NativeInput): KubeObject[] {
     securePort: NATIVE_PORTS.apiserver,
     serviceCidr,
     clusterDomain: s.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
-    extraArgs: { ...cv.spec.apiServer?.extraArgs, ...s.apiServer?.extraArgs },
+    extraArgs: {
+      ...cv.spec.apiServer?.extraArgs,
+      ...s.apiServer?.extraArgs,
+      // the platform's, after the tenant's (the allow-list refuses the flag from a VirtualCluster or ClusterVersion)
+      ...(input.kubeletCA && { 'kubelet-certificate-authority': KUBELET_CA_FILE }),
+    },
   });
   const kcmArgs = controllerManagerFlags({
     paths: PATHS,
@@ -451,7 +465,7 @@ function etcdFlags(root: string, extraArgs: ExtraArgs = {}): string[] {
   );
 }
 
-function renderSecrets({ vc, pki, rootNamespace: root }: NativeInput): KubeObject[] {
+function renderSecrets({ vc, pki, rootNamespace: root, kubeletCA }: NativeInput): KubeObject[] {
   const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
   const tls = (
     name: string,
@@ -496,6 +510,7 @@ function renderSecrets({ vc, pki, rootNamespace: root }: NativeInput): KubeObjec
     opaque(NATIVE_SECRETS.controllerManagerKubeconfig, {
       'controller-manager-kubeconfig': kubeconfig('system:kube-controller-manager', pki.controllerManager),
     }),
+    ...(kubeletCA ? [opaque(NATIVE_SECRETS.kubeletCA, { 'ca.crt': kubeletCA })] : []),
   ];
 }
 
