@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -21,6 +21,21 @@ const vcYaml = (name: string, spec: Record<string, unknown> = {}) =>
     metadata: { name, namespace: 'default' },
     spec: { provisioner: { type: 'local' }, ...spec },
   });
+
+/** apiserverPids are the pids of the kube-apiservers whose command line names a path under `dir`: local tenants'. */
+function apiserverPids(under: string): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+        return cmd.includes('kube-apiserver') && cmd.includes(under) ? [Number(d)] : [];
+      } catch {
+        return []; // the process ended while listed
+      }
+    })
+    .sort((a, b) => a - b);
+}
 
 describe('GitOps: tenant definitions in git, reconciled into Running tenants', () => {
   let t: TestSuper;
@@ -321,6 +336,8 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
   it('runs the GitOps and VirtualCluster controllers again in a second leadership term', async () => {
     await eventually(() => expect(manager.isLeader()).toBe(true), 30_000);
     const first = manager.gitops;
+    const tenantApiservers = apiserverPids(join(dir, 'tenants'));
+    expect(tenantApiservers.length).toBeGreaterThan(0);
     // Another candidate takes the Lease: this manager stops leading, then wins it back once that lease expires.
     await t.client.patch(
       R.leases,
@@ -331,6 +348,8 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     );
     await eventually(() => expect(manager.isLeader()).toBe(false), 30_000);
     await eventually(() => expect(manager.isLeader() && manager.gitops !== first).toBe(true), 60_000);
+    // the tenants' control planes ran on through the change of term: the same apiserver processes serve them
+    expect(apiserverPids(join(dir, 'tenants'))).toEqual(tenantApiservers);
     const rev = await git.commitFiles('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 9 }) }, 'weight 9');
     await eventually(poke, 30_000);
     await appliedRevision(rev);

@@ -255,7 +255,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     await registry?.stop();
     registry = undefined;
     await Promise.all(syncers.map((s) => s.stop()));
-    await lifecycle?.stopProvisioners();
+    // The tenants' control planes this process runs (local provisioner) outlive a term: a lease lost under load must
+    // not restart every tenant's apiserver. The next term finds them running; the manager's stop ends them.
   };
   const ops: OpsServer = await startOpsServer({
     host: cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
@@ -345,6 +346,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await election;
       await lastTerm;
       if (running) await halt();
+      await lifecycle?.stopProvisioners();
       removeChecks.forEach((r) => r());
       await ops.close();
       clients.forEach((c) => c.close());
