@@ -290,6 +290,9 @@ export async function startEmbedded(o: {
     const managerKubeconfig = join(o.stateDir, 'manager.kubeconfig');
     writeFileSync(managerKubeconfig, await managerIdentity(sc, 'kube-system'), { mode: 0o600 });
 
+    // Every vn-agent serves with a certificate of the first super cluster's CA (startNodesAgent): tenant apiservers,
+    // local and native, verify it against this file.
+    const agentCAFile = join(sc.cluster.dir, 'pki/ca.crt');
     const cfg: ManagerConfig = {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
@@ -311,7 +314,7 @@ export async function startEmbedded(o: {
           // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
           ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].nodeIP }),
           // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
-          kubeletCAFile: join(sc.cluster.dir, 'pki/ca.crt'),
+          kubeletCAFile: agentCAFile,
         },
         ...(sc.realNodes[0] && {
           native: {
@@ -319,8 +322,7 @@ export async function startEmbedded(o: {
               host: sc.realNodes[0].nodeIP,
               port: await keptPort(join(o.stateDir, 'native-dns-view-port')),
             }),
-            // native tenant apiservers verify the vn-agent's serving certificate (startAgent: of the super CA)
-            kubeletCAFile: join(sc.cluster.dir, 'pki/ca.crt'),
+            kubeletCAFile: agentCAFile,
           },
         }),
         tenantDNS: { enabled: true },
@@ -423,7 +425,6 @@ export async function startEmbedded(o: {
 }
 
 /**
-/**
  * nativeOnRealNodes are the native provisioner's settings on a local super cluster with real nodes: the control-plane
  * Pods run on a real node (the only nodes that run containers), the manager on this host reaches each tenant
  * apiserver at its Service's ClusterIP (kube-proxy routes it here), and etcd keeps its data under
@@ -511,8 +512,8 @@ async function startAgent(
   cluster: LocalControlPlane = sc.cluster,
   podAddress?: string,
 ): Promise<VnAgent> {
-  const portFile = join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`);
-  const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : (await freePorts(1))[0]!;
-  writeFileSync(portFile, String(port));
+  const port = await keptPort(
+    join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`),
+  );
   return startNodesAgent(sc, { port, cluster, podAddress });
 }
