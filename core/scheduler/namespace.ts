@@ -162,10 +162,11 @@ export function placeNamespace(capacity: Capacity, ns: NamespaceRequest, policy:
   const mine = new Map(kept);
   const added = new Map<string, number>();
   let cache = capacity;
+  const home = !ns.slice && ns.pinned === undefined ? ns.home : undefined;
   for (let i = have; i < needed; i++) {
-    const home = !ns.slice && ns.pinned === undefined && ns.home !== undefined;
     const c =
-      (home ? choose(cache, unit, policy, mine, ns.home) : undefined) ?? choose(cache, unit, policy, mine, ns.pinned);
+      (home !== undefined ? choose(cache, unit, policy, mine, home) : undefined) ??
+      choose(cache, unit, policy, mine, ns.pinned);
     if (!c) {
       const what = ns.slice ? `${needed} slices of ${formatResources(unit)}` : `its quota ${formatResources(unit)}`;
       const clusters = [...capacity.values()]
