@@ -295,7 +295,7 @@ export class NativeProvisioner implements Provisioner {
     return this.views;
   }
 
-  /** stop closes the shared DNS view (manager shutdown or lost leadership); the next ensure opens it again. */
+  /** stop closes the shared DNS view (the manager stopping; it outlives leadership terms); a next ensure reopens it. */
   async stop(): Promise<void> {
     const views = this.views;
     this.views = undefined;
