@@ -336,8 +336,15 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
   it('runs the GitOps and VirtualCluster controllers again in a second leadership term', async () => {
     await eventually(() => expect(manager.isLeader()).toBe(true), 30_000);
     const first = manager.gitops;
-    const tenantApiservers = apiserverPids(join(dir, 'tenants'));
-    expect(tenantApiservers.length).toBeGreaterThan(0);
+    // every tenant the earlier cases made (zeta may still be starting) runs before the processes are counted
+    let tenantApiservers: number[] = [];
+    await eventually(async () => {
+      const vcs = (await t.client.list<VirtualCluster>(R.virtualclusters, { namespace: 'default' })).items;
+      expect(vcs.length).toBeGreaterThan(0);
+      for (const v of vcs) expect(v.status?.phase, v.metadata.name).toBe('Running');
+      tenantApiservers = apiserverPids(join(dir, 'tenants'));
+      expect(tenantApiservers).toHaveLength(vcs.length);
+    }, 120_000);
     // Another candidate takes the Lease: this manager stops leading, then wins it back once that lease expires.
     await t.client.patch(
       R.leases,
