@@ -341,7 +341,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     await eventually(async () => {
       const vcs = (await t.client.list<VirtualCluster>(R.virtualclusters, { namespace: 'default' })).items;
       expect(vcs.length).toBeGreaterThan(0);
-      for (const v of vcs) expect(v.status?.phase, v.metadata.name).toBe('Running');
+      for (const v of vcs) expect(v.status?.phase, v.metadata?.name).toBe('Running');
       tenantApiservers = apiserverPids(join(dir, 'tenants'));
       expect(tenantApiservers).toHaveLength(vcs.length);
     }, 120_000);
