@@ -302,7 +302,7 @@ export class NamespaceScheduler {
   summary(): SchedulerState {
     return summarize(
       this.capacity(),
-      [...this.records.values()].map((r) => ({ sliced: r.sliced, placements: r.placements })),
+      [...this.records].map(([k, r]) => ({ tenant: splitKey(k)[0], sliced: r.sliced, placements: r.placements })),
     );
   }
 

@@ -18,14 +18,14 @@ describe('summarize', () => {
       },
     ];
     const namespaces = [
-      { key: 'a', slice, placements: p({ r1: 2, r2: 1 }) },
-      { key: 'b', placements: p({ r1: 1 }) },
-      { key: 'c', slice, placements: p({ r9: 1 }) },
+      { key: 'a', tenant: 't1', slice, placements: p({ r1: 2, r2: 1 }) },
+      { key: 'b', tenant: 't1', placements: p({ r1: 1 }) },
+      { key: 'c', tenant: 't0', slice, placements: p({ r9: 1 }) },
     ];
     const capacity = buildCapacity(clusters, namespaces);
     const s = summarize(
       capacity,
-      namespaces.map((n) => ({ sliced: !!n.slice, placements: n.placements })),
+      namespaces.map((n) => ({ tenant: n.tenant, sliced: !!n.slice, placements: n.placements })),
     );
     expect(s).toEqual({
       clusters: {
@@ -51,6 +51,11 @@ describe('summarize', () => {
           free: { cpu: '-100m', memory: '-100Mi' },
         },
       },
+      tenants: {
+        t0: { namespaces: { r9: 1 }, slices: { r9: 1 } },
+        t1: { namespaces: { r1: 2, r2: 1 }, slices: { r1: 2, r2: 1 } },
+      },
     });
+    expect(Object.keys(s.tenants)).toEqual(['t0', 't1']);
   });
 });

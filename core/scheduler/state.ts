@@ -20,13 +20,30 @@ export interface ClusterSummary {
   free: Record<string, string>;
 }
 
-/** SchedulerState is the summary's JSON: {clusters: {<name>: ClusterSummary}}. */
-export interface SchedulerState {
-  clusters: Record<string, ClusterSummary>;
+/**
+ * TenantPlacements is where one tenant's namespaces are placed: per super cluster, how many of its namespaces have a
+ * placement there, and how many slices of its sliced namespaces.
+ */
+export interface TenantPlacements {
+  namespaces: Record<string, number>;
+  slices: Record<string, number>;
 }
 
-/** PlacedNamespace is what the summary needs of one namespace: whether it is sliced, and its placements. */
+/**
+ * SchedulerState is the summary's JSON: {clusters: {<name>: ClusterSummary}, tenants: {<root namespace>:
+ * TenantPlacements}}; a tenant is named by its root namespace (the VirtualCluster's status.clusterNamespace).
+ */
+export interface SchedulerState {
+  clusters: Record<string, ClusterSummary>;
+  tenants: Record<string, TenantPlacements>;
+}
+
+/**
+ * PlacedNamespace is what the summary needs of one namespace: its tenant's root namespace, whether it is sliced, and
+ * its placements.
+ */
 export interface PlacedNamespace {
+  tenant: string;
   sliced: boolean;
   placements: Placements;
 }
@@ -43,6 +60,7 @@ function quantities(r: Resources): Record<string, string> {
  */
 export function summarize(capacity: Capacity, namespaces: Iterable<PlacedNamespace>): SchedulerState {
   const clusters: Record<string, ClusterSummary> = {};
+  const tenants: Record<string, TenantPlacements> = {};
   for (const name of [...capacity.keys()].sort()) {
     const c = capacity.get(name)!;
     clusters[name] = {
@@ -55,10 +73,18 @@ export function summarize(capacity: Capacity, namespaces: Iterable<PlacedNamespa
   }
   for (const ns of namespaces)
     for (const [name, n] of ns.placements) {
+      if (n <= 0) continue;
+      const t = (tenants[ns.tenant] ??= { namespaces: {}, slices: {} });
+      t.namespaces[name] = (t.namespaces[name] ?? 0) + 1;
+      if (ns.sliced) t.slices[name] = (t.slices[name] ?? 0) + n;
       const c = clusters[name];
-      if (!c || n <= 0) continue;
+      if (!c) continue;
       c.placedNamespaces += 1;
       if (ns.sliced) c.placedSlices += n;
     }
-  return { clusters };
+  return { clusters, tenants: sortedKeys(tenants) };
+}
+
+function sortedKeys<T>(r: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }

@@ -9,6 +9,7 @@ import { sumAllocatable } from '../../scheduler/capacity.ts';
 import { clusterState, kubeconfigSecretName, RegistrationError } from '../../scheduler/registration.ts';
 import { CLUSTERS, kubeconfigFromSecret, RegistrationFailure, readyOf } from '../../superclusters/registration.ts';
 import type { Condition } from '../../controller/status.ts';
+import { readSchedulerState, SCHEDULER_STATE_NAMESPACES } from './placements.ts';
 import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
 
 /** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
@@ -204,12 +205,13 @@ export function registerSuperClusterCommands(program: Command): void {
           throw e;
         }
         // The scheduler publishes in the manager's namespace: vc-system when deployed, kube-system under vc up.
-        let state: (KubeObject & { data?: Record<string, string> }) | null = null;
-        for (const ns of o.schedulerNamespace ? [o.schedulerNamespace] : ['vc-system', 'kube-system']) {
-          state = await meta.getOrNull(R.configmaps, ns, SCHEDULER_STATE.name);
-          if (state) break;
-        }
-        const summaries = parseSchedulerState(state?.data);
+        const summaries = parseSchedulerState(
+          await readSchedulerState(
+            meta,
+            SCHEDULER_STATE.name,
+            o.schedulerNamespace ? [o.schedulerNamespace] : SCHEDULER_STATE_NAMESPACES,
+          ),
+        );
         const rows: ClusterRow[] = [];
         const statics = await staticSuperClusters(o.stateDir ?? (embedded ? DEFAULT_STATE_DIR : undefined));
         for (const s of statics) {

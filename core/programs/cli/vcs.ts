@@ -7,6 +7,8 @@ import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { isNotFound, KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
+import { STATE_CONFIGMAP } from '../../scheduler/state.ts';
+import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } from './placements.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
@@ -139,9 +141,11 @@ export function registerVirtualClusterCommands(program: Command): void {
     .command('get [name]')
     .description('list VirtualClusters, or show one')
     .option('-n, --namespace <ns>', 'namespace (default: all for a list, `default` for one)')
-    .option('-o, --output <format>', 'table, yaml or json', 'table')
+    .option('-o, --output <format>', 'table, wide (adds where the scheduler placed each tenant), yaml or json', 'table')
     .option(...kcOpt)
     .action(async (name: string | undefined, o: { namespace?: string; output: string; kubeconfig?: string }) => {
+      if (!['table', 'wide', 'yaml', 'json'].includes(o.output))
+        throw new CliError(`--output ${o.output}: expected table, wide, yaml or json`);
       const c = await meta(o.kubeconfig);
       let items: VirtualCluster[];
       if (name) {
@@ -158,6 +162,8 @@ export function registerVirtualClusterCommands(program: Command): void {
       if (o.output === 'json') process.stdout.write(JSON.stringify(name ? items[0] : { items }, null, 2) + '\n');
       else if (o.output === 'yaml') process.stdout.write(stringify(name ? items[0] : { items }));
       else {
+        const wide = o.output === 'wide';
+        const placed = wide ? parseTenantPlacements(await readSchedulerState(c, STATE_CONFIGMAP.name)) : undefined;
         const rows = items.map((v) => [
           v.metadata!.namespace!,
           v.metadata!.name!,
@@ -165,8 +171,14 @@ export function registerVirtualClusterCommands(program: Command): void {
           v.spec?.provisioner?.type ?? 'local',
           v.status?.clusterNamespace ?? '',
           age(v.metadata!.creationTimestamp),
+          ...(wide
+            ? [v.spec?.superCluster ?? '-', formatTenantPlacements(placed!.get(v.status?.clusterNamespace ?? ''))]
+            : []),
         ]);
-        const head = ['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'];
+        const head = [
+          ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
+          ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
+        ];
         const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
         for (const r of [head, ...rows])
           process.stdout.write(
