@@ -4,7 +4,7 @@ import { R } from '../../core/kube/resources.ts';
 import type { Decision } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { Pod, PodSpec } from '../pods/types.ts';
-import plugin, { dnsPlugin } from './index.ts';
+import plugin, { dnsPlugin, waitingMessage } from './index.ts';
 
 const base = testContext();
 const SNS = base.names.superNamespace('web');
@@ -146,6 +146,16 @@ const cases: Case[] = [
     want: {
       object: desiredPod(),
       skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'web', name: 'p', uid: 't-uid' },
+          eventType: 'Warning',
+          reason: 'WaitingForDNS',
+          message: expect.any(String) as unknown as string,
+        },
+      ],
       requeueAfterMs: 1000,
     },
   },
@@ -157,6 +167,16 @@ const cases: Case[] = [
     want: {
       object: desiredPod(),
       skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'web', name: 'p', uid: 't-uid' },
+          eventType: 'Warning',
+          reason: 'WaitingForDNS',
+          message: expect.any(String) as unknown as string,
+        },
+      ],
       requeueAfterMs: 1000,
     },
   },
@@ -180,6 +200,23 @@ describe('dns mutator', () => {
     const got = dnsPlugin.mutate(desired, structuredClone(c.tenant), ctx);
     expect(got).toEqual(c.want);
     expect(desired).toEqual(c.desired);
+  });
+
+  it('tells a Pod on a named super cluster that tenant DNS is on the one with kube-system, and how to run without', () => {
+    expect(waitingMessage(undefined)).not.toMatch(/super cluster/);
+    const m = waitingMessage('r2');
+    expect(m).toMatch(/on super cluster r2;/);
+    expect(m).toMatch(/kube-system namespace/);
+    expect(m).toMatch(/dnsPolicy: Default/);
+    expect(m).toContain('tenancy.x-k8s.io/disable.dnsPolicyMutation');
+    const ctx = testContext({
+      superCluster: 'r2',
+      tenantCache: new MapCache([[R.services, [svc('kube-system', '10.0.0.10')]]]),
+      superCache: new MapCache([[R.services, []]]),
+    });
+    const got = dnsPlugin.mutate(desiredPod(), tenantPod(), ctx);
+    expect(got.skip).toEqual({ reason: 'WaitingForDNS', message: m });
+    expect(got.effects).toMatchObject([{ type: 'event', reason: 'WaitingForDNS', message: m }]);
   });
 
   it('mutates pods, runs in the manager and is the default export', () => {

@@ -47,6 +47,20 @@ export function tenantDnsConfig(
   return { nameservers, searches, options };
 }
 
+/**
+ * waitingMessage says why a Pod waits for its tenant's DNS. On a named super cluster the usual cause is that the
+ * tenant's kube-system namespace, whose kube-dns the Pod would use, is placed on another super cluster.
+ */
+export function waitingMessage(superCluster: string | undefined): string {
+  const base = "the super copy of the tenant's kube-system/kube-dns Service has no cluster IP yet";
+  if (!superCluster) return base;
+  return (
+    `${base} on super cluster ${superCluster}; tenant DNS serves only Pods on the super cluster that holds the ` +
+    "tenant's kube-system namespace (set dnsPolicy: Default, or the annotation " +
+    `${DISABLE_DNS_MUTATION}: "true" with your own dnsConfig, to run here without it)`
+  );
+}
+
 function superDnsIP(ctx: PluginContext): string | undefined {
   const svc = ctx.superCache.get<Service>(R.services, ctx.names.superNamespace('kube-system'), 'kube-dns');
   const ip = svc?.spec?.clusterIP;
@@ -83,12 +97,24 @@ export const dnsPlugin: MutatorPlugin<Pod> = {
     if (!ctx.tenantCache.get(R.services, 'kube-system', 'kube-dns')) return { object: desired };
     const ip = superDnsIP(ctx);
     if (!ip) {
+      const message = waitingMessage(ctx.superCluster);
+      const m = tenantObj.metadata;
       return {
         object: desired,
-        skip: {
-          reason: WAITING_FOR_DNS,
-          message: "the super copy of the tenant's kube-system/kube-dns Service has no cluster IP yet",
-        },
+        skip: { reason: WAITING_FOR_DNS, message },
+        // the tenant hears why its Pod stays Pending (the core records one Event per Pod, reason and message)
+        effects: m?.name
+          ? [
+              {
+                type: 'event',
+                side: 'tenant',
+                regarding: { apiVersion: 'v1', kind: 'Pod', namespace: m.namespace, name: m.name, uid: m.uid },
+                eventType: 'Warning',
+                reason: WAITING_FOR_DNS,
+                message,
+              },
+            ]
+          : [],
         requeueAfterMs: DNS_RETRY_MS,
       };
     }
