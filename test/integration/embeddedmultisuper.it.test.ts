@@ -8,7 +8,7 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/types.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
-import { PLACEMENTS } from '../../core/scheduler/annotations.ts';
+import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { eventually } from '../harness.ts';
 
 const execP = promisify(execFile);
@@ -90,5 +90,64 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     expect(r1).toMatchObject({ namespace: '(static)', state: 'ready', capacity: 'cpu=32,memory=256Gi,pods=110' });
     expect(Number(r1.namespaces)).toBeGreaterThan(0);
     expect(rows.find((r) => r.name === 'r2')).toMatchObject({ namespace: 'vc-system', state: 'ready' });
+  });
+
+  it('spreads a sliced namespace over both; the Pod away from tenant DNS is told why it waits; vc get -o wide', async () => {
+    await dev.create(R.namespaces, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'sliced', annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
+    });
+    await dev.create(R.resourcequotas, {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'q', namespace: 'sliced' },
+      spec: { hard: { cpu: '200m', memory: '200Mi' } },
+    });
+    await eventually(async () => {
+      const ns = await dev.get(R.namespaces, undefined, 'sliced');
+      expect(JSON.parse(ns.metadata?.annotations?.[PLACEMENTS] ?? '{}')).toEqual({ r1: 1, r2: 1 });
+    }, 60_000);
+    const res = { cpu: '100m', memory: '100Mi' };
+    for (const name of ['a', 'b'])
+      await dev.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'sliced' },
+        spec: { containers: [{ name: 'c', image: 'busybox', resources: { requests: res, limits: res } }] },
+      });
+    const home = JSON.parse(
+      (await dev.get(R.namespaces, undefined, 'kube-system')).metadata!.annotations![PLACEMENTS]!,
+    ) as Record<string, number>;
+    type P = KubeObject & { status?: { phase?: string } };
+    const placed = await eventually(async () => {
+      const pods = (await dev.list<P>(R.pods, { namespace: 'sliced' })).items;
+      const where = Object.fromEntries(pods.map((p) => [p.metadata!.name!, p.metadata?.annotations?.[SUPER_CLUSTER]]));
+      expect(Object.values(where).sort()).toEqual(['r1', 'r2']);
+      return where;
+    }, 60_000);
+    const atHome = Object.keys(placed).find((n) => home[placed[n]!])!;
+    const away = Object.keys(placed).find((n) => !home[placed[n]!])!;
+    await eventually(async () => {
+      expect((await dev.get<P>(R.pods, 'sliced', atHome)).status?.phase).toBe('Running');
+      const events = (
+        await dev.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
+          R.events,
+          { namespace: 'sliced' },
+        )
+      ).items.filter((ev) => ev.reason === 'WaitingForDNS');
+      expect(events.map((ev) => ev.involvedObject?.name)).toEqual([away]);
+      expect(events[0]!.message).toContain(`on super cluster ${placed[away]}`);
+    }, 90_000);
+    expect((await dev.get<P>(R.pods, 'sliced', away)).status?.phase).toBe('Pending');
+
+    const out = (
+      await execP(process.execPath, [vcBin, 'get', '-o', 'wide', '--kubeconfig', e.superCluster.kubeconfigPath], {
+        timeout: 60_000,
+      })
+    ).stdout;
+    const row = out.split('\n').find((l) => /^default\s+dev\s/.test(l));
+    expect(out.split('\n')[0]).toMatch(/PINNED\s+PLACEMENTS$/);
+    expect(row).toMatch(/\sr1=\d+ns\/1sl,r2=\d+ns\/1sl$/);
   });
 });
