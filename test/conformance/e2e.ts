@@ -41,6 +41,35 @@ export async function ensureE2eBinaries(out: NodeJS.WriteStream = process.stderr
   });
 }
 
+/**
+ * e2eSampleApiserverDir is the cache directory of the sample-apiserver build for a Kubernetes version: its own key
+ * (`e2e-sample-apiserver-<version>`), apart from the node toolchain's, whose key it leaves unchanged.
+ */
+export function e2eSampleApiserverDir(kubernetes = pinnedVersions().kubernetes): string {
+  return join(cacheRoot(), `e2e-sample-apiserver-${kubernetes}`);
+}
+
+/**
+ * ensureE2eSampleApiserver returns the directory holding `sample-apiserver`, built from the k8s.io/sample-apiserver
+ * Go module of the pinned Kubernetes version (deploy/toolchain/build-e2e-sample-apiserver.sh) when missing: the
+ * aggregator spec's image registry.k8s.io/e2e-test-images/sample-apiserver cannot be pulled here.
+ */
+export async function ensureE2eSampleApiserver(out: NodeJS.WriteStream = process.stderr): Promise<string> {
+  const kubernetes = pinnedVersions().kubernetes;
+  return ensureBuilt({
+    dir: e2eSampleApiserverDir(kubernetes),
+    isComplete: (d) => existsSync(join(d, '.complete')) && existsSync(join(d, 'sample-apiserver')),
+    what: `k8s.io/sample-apiserver for Kubernetes ${kubernetes}`,
+    note: 'a cold build takes a few minutes (seconds when the e2e build filled the Go cache); later runs reuse it',
+    marker: { kubernetes },
+    out,
+    build: async (tmp, o) => {
+      await runBuildScript(fromPackageRoot('deploy/toolchain/build-e2e-sample-apiserver.sh'), [tmp, kubernetes], o);
+      return { sampleApiserver: readFileSync(join(tmp, 'sample-apiserver.version'), 'utf8').trim() };
+    },
+  });
+}
+
 /** e2eNginxDir is the cache directory of the nginx root file system built from this host's Debian release. */
 export function e2eNginxDir(): string {
   const release = /^VERSION_CODENAME=(.+)$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'unknown';

@@ -17,10 +17,10 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
-import { type ImageSpec, writeOciArchive } from '../../core/toolchain/images.ts';
+import { fileEntry, type ImageSpec, type TarEntry, writeOciArchive } from '../../core/toolchain/images.ts';
 import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
-import { ensureE2eBinaries, ensureE2eNginx, treeEntries } from './e2e.ts';
+import { ensureE2eBinaries, ensureE2eNginx, ensureE2eSampleApiserver, treeEntries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
@@ -28,20 +28,25 @@ const TENANT = 'conformance';
 
 /**
  * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images built here: the node
- * toolchain's (agnhost, busybox, pause), and nginx from Debian's packages (ensureE2eNginx). The host has no registry
- * access, so the real node's containerd gets them under these names before the run (imported: containerd's CRI does
- * not see names added with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost, Debian's
- * nginx): the specs use these programs' long-standing behaviour only. sample-apiserver has no build here: its spec
- * fails with ImagePullBackOff.
+ * toolchain's (agnhost, busybox, pause, etcd), nginx from Debian's packages (ensureE2eNginx) and the
+ * sample-apiserver of the aggregator spec (ensureE2eSampleApiserver). The host has no registry access, so the real
+ * node's containerd gets them under these names before the run (imported: containerd's CRI does not see names added
+ * with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost and etcd, Debian's nginx, the
+ * sample-apiserver of this Kubernetes version): the specs use these programs' long-standing behaviour only.
  */
-const E2E_IMAGES: Record<string, NodeImage | 'nginx'> = {
+const E2E_IMAGES: Record<string, NodeImage | 'nginx' | 'sample-apiserver'> = {
   'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
   'registry.k8s.io/e2e-test-images/agnhost:2.55': 'agnhost',
   'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'busybox',
   'registry.k8s.io/pause:3.10.2': 'pause',
   'registry.k8s.io/e2e-test-images/nginx:1.15-4': 'nginx',
   'registry.k8s.io/e2e-test-images/nginx:1.27-0': 'nginx',
+  // the aggregator spec's Pod: the sample-apiserver and an etcd beside it (/usr/local/bin/etcd, as upstream's)
+  'registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2': 'sample-apiserver',
+  'registry.k8s.io/etcd:3.6.8-0': 'etcd',
 };
+
+const TMP_DIR: TarEntry = { type: 'dir', path: 'tmp', mode: 0o1777 };
 
 interface Options {
   stateDir: string;
@@ -133,14 +138,27 @@ function findSockets(dir: string, depth = 4): string[] {
   return out;
 }
 
+/** ExtraImageDirs are the builds of the images E2E_IMAGES names beyond the node toolchain's. */
+interface ExtraImageDirs {
+  nginx: string;
+  sampleApiserver: string;
+}
+
 /** importImages gives the real nodes' containerd the images of E2E_IMAGES. */
-async function importImages(stateDir: string, reportDir: string): Promise<void> {
+async function importImages(stateDir: string, reportDir: string, extra: ExtraImageDirs): Promise<void> {
   const dir = nodeToolchainDir();
   const ctr = join(dir, 'bin', 'ctr');
   const specs = nodeImageSpecs(dir, toolchainDir());
-  const nginxRoot = join(await ensureE2eNginx(), 'rootfs');
-  const spec = (key: NodeImage | 'nginx'): ImageSpec =>
-    key === 'nginx' ? { ref: '', files: treeEntries(nginxRoot), cmd: ['nginx', '-g', 'daemon off;'] } : specs[key]();
+  const spec = (key: (typeof E2E_IMAGES)[string]): ImageSpec =>
+    key === 'nginx'
+      ? { ref: '', files: treeEntries(join(extra.nginx, 'rootfs')), cmd: ['nginx', '-g', 'daemon off;'] }
+      : key === 'sample-apiserver'
+        ? {
+            ref: '',
+            files: [fileEntry('sample-apiserver', join(extra.sampleApiserver, 'sample-apiserver')), TMP_DIR],
+            entrypoint: ['/sample-apiserver'],
+          }
+        : specs[key]();
   const archive = join(reportDir, 'e2e-image.tar');
   for (const sock of findSockets(stateDir)) {
     for (const [ref, key] of Object.entries(E2E_IMAGES)) {
@@ -220,6 +238,8 @@ async function main(o: Options): Promise<number> {
   const procs = Number(o.procs);
   const t0 = Date.now();
   const binDir = await ensureE2eBinaries();
+  // built before the real node starts, so that a cold build does not hold the host lock
+  const extra: ExtraImageDirs = { nginx: await ensureE2eNginx(), sampleApiserver: await ensureE2eSampleApiserver() };
   const { status, started } = await startOrReuse(stateDir);
   const superClient = await KubeClient.fromFile(status.superKubeconfig);
   let child: ReturnType<typeof spawn> | undefined;
@@ -239,7 +259,7 @@ async function main(o: Options): Promise<number> {
     log(`real node: ${nodes.map((n) => n.metadata!.name).join(', ')}`);
     rmSync(reportDir, { recursive: true, force: true });
     mkdirSync(reportDir, { recursive: true });
-    await importImages(stateDir, reportDir);
+    await importImages(stateDir, reportDir, extra);
     const kubeconfigText = await tenant(superClient);
     const kubeconfig = join(reportDir, 'tenant.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigText, { mode: 0o600 });
