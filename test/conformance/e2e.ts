@@ -41,30 +41,34 @@ export async function ensureE2eBinaries(out: NodeJS.WriteStream = process.stderr
   });
 }
 
+/** E2E_IMAGE_FILES are the files of a complete e2e images build (build-e2e-images.sh). */
+export const E2E_IMAGE_FILES = ['sample-apiserver', 'agnhost/localhost.crt', 'agnhost/localhost.key'] as const;
+
 /**
- * e2eSampleApiserverDir is the cache directory of the sample-apiserver build for a Kubernetes version: its own key
- * (`e2e-sample-apiserver-<version>`), apart from the node toolchain's, whose key it leaves unchanged.
+ * e2eImagesDir is the cache directory of the e2e images build for a Kubernetes version: its own key
+ * (`e2e-images-<version>`), apart from the node toolchain's, whose key it leaves unchanged.
  */
-export function e2eSampleApiserverDir(kubernetes = pinnedVersions().kubernetes): string {
-  return join(cacheRoot(), `e2e-sample-apiserver-${kubernetes}`);
+export function e2eImagesDir(kubernetes = pinnedVersions().kubernetes): string {
+  return join(cacheRoot(), `e2e-images-${kubernetes}`);
 }
 
 /**
- * ensureE2eSampleApiserver returns the directory holding `sample-apiserver`, built from the k8s.io/sample-apiserver
- * Go module of the pinned Kubernetes version (deploy/toolchain/build-e2e-sample-apiserver.sh) when missing: the
- * aggregator spec's image registry.k8s.io/e2e-test-images/sample-apiserver cannot be pulled here.
+ * ensureE2eImages returns the directory of what the suite's images need beyond the node toolchain, building it when
+ * missing (deploy/toolchain/build-e2e-images.sh): `sample-apiserver` from the k8s.io/sample-apiserver Go module of
+ * the pinned Kubernetes version (the aggregator spec's image cannot be pulled here), and `agnhost/localhost.crt` and
+ * `.key`, which upstream's agnhost image has at its root.
  */
-export async function ensureE2eSampleApiserver(out: NodeJS.WriteStream = process.stderr): Promise<string> {
+export async function ensureE2eImages(out: NodeJS.WriteStream = process.stderr): Promise<string> {
   const kubernetes = pinnedVersions().kubernetes;
   return ensureBuilt({
-    dir: e2eSampleApiserverDir(kubernetes),
-    isComplete: (d) => existsSync(join(d, '.complete')) && existsSync(join(d, 'sample-apiserver')),
-    what: `k8s.io/sample-apiserver for Kubernetes ${kubernetes}`,
+    dir: e2eImagesDir(kubernetes),
+    isComplete: (d) => existsSync(join(d, '.complete')) && E2E_IMAGE_FILES.every((f) => existsSync(join(d, f))),
+    what: `the e2e images' parts for Kubernetes ${kubernetes} (k8s.io/sample-apiserver, agnhost's certificate)`,
     note: 'a cold build takes a few minutes (seconds when the e2e build filled the Go cache); later runs reuse it',
     marker: { kubernetes },
     out,
     build: async (tmp, o) => {
-      await runBuildScript(fromPackageRoot('deploy/toolchain/build-e2e-sample-apiserver.sh'), [tmp, kubernetes], o);
+      await runBuildScript(fromPackageRoot('deploy/toolchain/build-e2e-images.sh'), [tmp, kubernetes], o);
       return { sampleApiserver: readFileSync(join(tmp, 'sample-apiserver.version'), 'utf8').trim() };
     },
   });

@@ -20,7 +20,7 @@ import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
 import { fileEntry, type ImageSpec, type TarEntry, writeOciArchive } from '../../core/toolchain/images.ts';
 import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
-import { ensureE2eBinaries, ensureE2eNginx, ensureE2eSampleApiserver, treeEntries } from './e2e.ts';
+import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, treeEntries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
@@ -28,11 +28,12 @@ const TENANT = 'conformance';
 
 /**
  * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images built here: the node
- * toolchain's (agnhost, busybox, pause, etcd), nginx from Debian's packages (ensureE2eNginx) and the
- * sample-apiserver of the aggregator spec (ensureE2eSampleApiserver). The host has no registry access, so the real
- * node's containerd gets them under these names before the run (imported: containerd's CRI does not see names added
- * with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost and etcd, Debian's nginx, the
- * sample-apiserver of this Kubernetes version): the specs use these programs' long-standing behaviour only.
+ * toolchain's (agnhost with upstream's /localhost.crt added, busybox, pause, etcd), nginx from Debian's packages
+ * (ensureE2eNginx) and the sample-apiserver of the aggregator spec (ensureE2eImages). The host has no registry
+ * access, so the real node's containerd gets them under these names before the run (imported: containerd's CRI does
+ * not see names added with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost and etcd,
+ * Debian's nginx, the sample-apiserver of this Kubernetes version): the specs use these programs' long-standing
+ * behaviour only.
  */
 const E2E_IMAGES: Record<string, NodeImage | 'nginx' | 'sample-apiserver'> = {
   'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
@@ -155,7 +156,17 @@ function findSockets(dir: string, depth = 4): string[] {
 /** ExtraImageDirs are the builds of the images E2E_IMAGES names beyond the node toolchain's. */
 interface ExtraImageDirs {
   nginx: string;
-  sampleApiserver: string;
+  /** ensureE2eImages' directory */
+  images: string;
+}
+
+/**
+ * withAgnhostCertificate adds /localhost.crt and /localhost.key, which upstream's agnhost image carries, to the
+ * toolchain's agnhost image: the StatefulSet specs' readiness probe fetches /localhost.crt from test-webserver.
+ */
+function withAgnhostCertificate(spec: ImageSpec, imagesDir: string): ImageSpec {
+  const files = ['localhost.crt', 'localhost.key'].map((f) => fileEntry(f, join(imagesDir, 'agnhost', f)));
+  return { ...spec, files: [...spec.files, ...files] };
 }
 
 /** importImages gives the real nodes' containerd the images of E2E_IMAGES. */
@@ -169,10 +180,12 @@ async function importImages(stateDir: string, reportDir: string, extra: ExtraIma
       : key === 'sample-apiserver'
         ? {
             ref: '',
-            files: [fileEntry('sample-apiserver', join(extra.sampleApiserver, 'sample-apiserver')), TMP_DIR],
+            files: [fileEntry('sample-apiserver', join(extra.images, 'sample-apiserver')), TMP_DIR],
             entrypoint: ['/sample-apiserver'],
           }
-        : specs[key]();
+        : key === 'agnhost'
+          ? withAgnhostCertificate(specs.agnhost(), extra.images)
+          : specs[key]();
   const archive = join(reportDir, 'e2e-image.tar');
   for (const sock of findSockets(stateDir)) {
     for (const [ref, key] of Object.entries(E2E_IMAGES)) {
@@ -254,7 +267,7 @@ async function main(o: Options): Promise<number> {
   const t0 = Date.now();
   const binDir = await ensureE2eBinaries();
   // built before the real node starts, so that a cold build does not hold the host lock
-  const extra: ExtraImageDirs = { nginx: await ensureE2eNginx(), sampleApiserver: await ensureE2eSampleApiserver() };
+  const extra: ExtraImageDirs = { nginx: await ensureE2eNginx(), images: await ensureE2eImages() };
   const { status, started } = await startOrReuse(stateDir);
   const superClient = await KubeClient.fromFile(status.superKubeconfig);
   let child: ReturnType<typeof spawn> | undefined;
