@@ -225,6 +225,13 @@ async function tenant(superClient: KubeClient): Promise<string> {
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
           tolerations: DAEMONSET_TOLERATIONS,
+          // the Job specs pin Pods with a kubernetes.io/hostname nodeSelector; the default allows only os, arch, zones
+          nodeLabelKeys: [
+            'kubernetes.io/os',
+            'kubernetes.io/arch',
+            'topology.kubernetes.io/*',
+            'kubernetes.io/hostname',
+          ],
           forced: {
             nodeSelector: { [REAL_NODE_LABEL]: 'true' },
             tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
