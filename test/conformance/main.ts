@@ -225,6 +225,8 @@ async function tenant(superClient: KubeClient): Promise<string> {
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
           tolerations: DAEMONSET_TOLERATIONS,
+          // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged)
+          hostAccess: true,
           // the Job specs pin Pods with a kubernetes.io/hostname nodeSelector; the default allows only os, arch, zones
           nodeLabelKeys: [
             'kubernetes.io/os',
