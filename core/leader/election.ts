@@ -138,7 +138,10 @@ export interface LeaderElectorOptions {
   retryPeriodSeconds?: number;
   /**
    * onStartedLeading starts the guarded work; `signal` aborts when leadership ends. A returned promise is taken to
-   * settle once the work has stopped, which lets a cancelled run wait for it before releasing the lease.
+   * settle once the work has stopped, which lets a cancelled run wait for it before releasing the lease. When it
+   * rejects (or onStartedLeading throws) while leading, the work failed and nothing runs: the term ends at once, the
+   * lease is released and run waits one retry period before it returns, so that another candidate (or this one,
+   * standing again) starts afresh instead of a leader that holds the lease and runs nothing.
    */
   onStartedLeading(signal: AbortSignal): void | Promise<void>;
   /** onStoppedLeading is called once leadership ended, after the lease was released if it is released. */
@@ -260,22 +263,27 @@ export class LeaderElector {
     this.leading = true;
     isLeaderGauge.set({ lease: this.label }, 1);
     this.log.info('became leader');
+    const failed = new AbortController();
     let work: Promise<void>;
     try {
-      work = Promise.resolve(this.o.onStartedLeading(stop.signal)).catch((e: unknown) =>
-        this.log.error({ err: e }, 'leader work failed'),
-      );
+      work = Promise.resolve(this.o.onStartedLeading(stop.signal)).catch((e: unknown) => {
+        this.log.error({ err: e }, 'leader work failed');
+        failed.abort();
+      });
     } catch (e) {
       this.log.error({ err: e }, 'onStartedLeading threw');
+      failed.abort();
       work = Promise.resolve();
     }
 
-    const ended = await this.renewLoop(signal);
+    const renewing = await this.renewLoop(AbortSignal.any([signal, failed.signal]));
+    const ended = failed.signal.aborted && !signal.aborted ? 'failed' : renewing;
     stop.abort();
     this.leading = false;
     isLeaderGauge.set({ lease: this.label }, 0);
 
-    if (ended === 'cancelled' && this.o.releaseOnCancel) {
+    if (ended === 'failed') await this.release();
+    else if (ended === 'cancelled' && this.o.releaseOnCancel) {
       const safeMs = this.renewedAt + this.renewDeadlineMs - performance.now();
       if (await settlesWithin(work, safeMs)) await this.release();
       else this.log.warn('leader work did not stop before the renew deadline; leaving the lease to expire');
@@ -286,6 +294,8 @@ export class LeaderElector {
     } catch (e) {
       this.log.error({ err: e }, 'onStoppedLeading threw');
     }
+    // A start that fails at once must not spin: the next stand comes after a retry period, another candidate's chance.
+    if (ended === 'failed') await sleep(this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), signal);
   }
 
   private async renewLoop(signal: AbortSignal): Promise<'cancelled' | 'lost'> {

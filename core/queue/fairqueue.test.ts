@@ -324,3 +324,102 @@ describe('FairQueue maxInFlightPerTenant', () => {
     expect(() => capped(cap)).toThrow(RangeError);
   });
 });
+
+describe('FairQueue low-priority lane', () => {
+  const lowQueue = (o: { maxLowInFlight?: number; maxLowPendingPerTenant?: number; dropped?: string[] } = {}) =>
+    new FairQueue({
+      clock: new FakeClock(),
+      lowPriority: (key) => key.includes('/events/'),
+      maxLowInFlight: o.maxLowInFlight,
+      maxLowPendingPerTenant: o.maxLowPendingPerTenant,
+      onLowDrop: (key) => o.dropped?.push(key),
+    });
+
+  /** order gets every ready key one at a time, each done at once, and returns them in the order handed out. */
+  async function order(queue: FairQueue): Promise<string[]> {
+    const keys: string[] = [];
+    while (queue.len() > 0) {
+      const key = await queue.get();
+      if (key === undefined) break;
+      keys.push(key);
+      queue.done(key);
+    }
+    return keys;
+  }
+
+  it.each([
+    {
+      name: 'a low key added first waits for every other key',
+      adds: ['a/events/e1', 'a/pods/p1', 'b/pods/p1'],
+      want: ['a/pods/p1', 'b/pods/p1', 'a/events/e1'],
+    },
+    {
+      name: "tenants take turns on the lane, so one tenant's flood of events delays only its own",
+      adds: ['a/events/e1', 'a/events/e2', 'a/events/e3', 'b/events/e1', 'a/pods/p1'],
+      want: ['a/pods/p1', 'a/events/e1', 'b/events/e1', 'a/events/e2', 'a/events/e3'],
+    },
+    {
+      name: 'repeats of a waiting low key coalesce into one hand-out',
+      adds: ['a/events/e1', 'a/events/e1', 'a/events/e1', 'a/pods/p1'],
+      want: ['a/pods/p1', 'a/events/e1'],
+    },
+  ])('$name', async ({ adds, want }) => {
+    const queue = lowQueue();
+    for (const key of adds) queue.add(key);
+    expect(queue.len()).toBe(new Set(adds).size);
+    expect(await order(queue)).toEqual(want);
+  });
+
+  it.each([
+    { bound: 2, adds: 5, kept: ['a/events/e3', 'a/events/e4'], dropped: ['a/events/e0', 'a/events/e1', 'a/events/e2'] },
+    {
+      bound: 5,
+      adds: 5,
+      kept: ['a/events/e0', 'a/events/e1', 'a/events/e2', 'a/events/e3', 'a/events/e4'],
+      dropped: [],
+    },
+  ])('with a bound of $bound per tenant, $adds events keep the newest', async ({ bound, adds, kept, dropped }) => {
+    const seen: string[] = [];
+    const queue = lowQueue({ maxLowPendingPerTenant: bound, dropped: seen });
+    for (let i = 0; i < adds; i++) queue.add(`a/events/e${i}`);
+    queue.add('b/events/e0');
+    expect(seen).toEqual(dropped);
+    expect(queue.tenantLowLen('a')).toBe(kept.length);
+    expect(queue.tenantLen('a')).toBe(kept.length);
+    expect((await order(queue)).filter((k) => k.startsWith('a/'))).toEqual(kept);
+    // A dropped key is no longer dirty: adding it again queues it.
+    queue.add('a/events/e0');
+    expect(queue.tenantLowLen('a')).toBe(1);
+  });
+
+  it('never holds more than maxLowInFlight workers, and a later Pod key goes first to a free worker', async () => {
+    const queue = lowQueue({ maxLowInFlight: 1 });
+    queue.add('a/events/e1');
+    queue.add('a/events/e2');
+    const first = await queue.get();
+    expect(first).toBe('a/events/e1');
+    let second: string | undefined;
+    void queue.get().then((k) => (second = k));
+    await Promise.resolve();
+    expect(second).toBeUndefined();
+    queue.add('b/pods/p1');
+    await Promise.resolve();
+    expect(second).toBe('b/pods/p1');
+    queue.done('b/pods/p1');
+    queue.done(first!);
+    expect(await queue.get()).toBe('a/events/e2');
+  });
+
+  it("removeTenant drops the tenant's low keys too", () => {
+    const queue = lowQueue();
+    queue.add('a/events/e1');
+    queue.add('b/events/e1');
+    queue.removeTenant('a');
+    expect(queue.len()).toBe(1);
+    expect(queue.tenantLowLen('a')).toBe(0);
+  });
+
+  it.each([0, -1, 1.5])('refuses maxLowInFlight %s', (n) => {
+    expect(() => new FairQueue({ maxLowInFlight: n })).toThrow(/maxLowInFlight must be a positive integer/);
+  });
+});

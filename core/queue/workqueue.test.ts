@@ -197,3 +197,79 @@ describe('WorkQueue', () => {
     expect(seen).toEqual({ adds: 3, retries: 1, depth: [1, 2, 1, 2], latency: [30], work: [7] });
   });
 });
+
+describe('WorkQueue delays share one timer', () => {
+  /** readyOrder steps the clock 1 ms at a time until `until` and returns the keys in the order they became ready. */
+  async function readyOrder(queue: WorkQueue, clock: FakeClock, until: number): Promise<string[]> {
+    const order: string[] = [];
+    for (let t = 0; t < until; t++) {
+      clock.step(1);
+      while (queue.len() > 0) {
+        const key = (await queue.get())!;
+        order.push(key);
+        queue.done(key);
+      }
+    }
+    return order;
+  }
+
+  it.each([
+    {
+      name: 'earliest first',
+      delays: [
+        ['a', 30],
+        ['b', 10],
+        ['c', 20],
+      ],
+      want: ['b', 'c', 'a'],
+    },
+    {
+      name: 'ties in the order delayed',
+      delays: [
+        ['a', 10],
+        ['b', 10],
+        ['c', 5],
+        ['d', 10],
+      ],
+      want: ['c', 'a', 'b', 'd'],
+    },
+    {
+      name: 'a key delayed again earlier moves up',
+      delays: [
+        ['a', 30],
+        ['b', 20],
+        ['a', 10],
+      ],
+      want: ['a', 'b'],
+    },
+    {
+      name: 'a later delay of a delayed key is ignored',
+      delays: [
+        ['a', 10],
+        ['b', 20],
+        ['a', 50],
+      ],
+      want: ['a', 'b'],
+    },
+  ] as const)('$name', async ({ delays, want }) => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    for (const [key, ms] of delays) queue.addAfter(key, ms);
+    expect(clock.pending()).toBe(1);
+    expect(await readyOrder(queue, clock, 60)).toEqual(want);
+    expect(clock.pending()).toBe(0);
+  });
+
+  it('keeps one timer for ten thousand delayed keys, and adds each once at its time', async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    for (let i = 0; i < 10_000; i++) queue.addAfter(`k${i}`, 1 + ((i * 7919) % 1000));
+    // Re-delays, earlier and later, leave stale entries behind; they never fire.
+    for (let i = 0; i < 10_000; i += 3) queue.addAfter(`k${i}`, 1 + (i % 500));
+    expect(clock.pending()).toBe(1);
+    const order = await readyOrder(queue, clock, 1001);
+    expect(order).toHaveLength(10_000);
+    expect(new Set(order).size).toBe(10_000);
+    expect(clock.pending()).toBe(0);
+  });
+});

@@ -58,10 +58,16 @@ export interface QueueOptions {
   metrics?: QueueMetrics;
 }
 
+/** Delayed is one pending `addAfter` in the heap; it is stale once `delayed` holds another readyAt for its key. */
 interface Delayed {
+  readonly key: string;
   readonly readyAt: number;
-  readonly timer: TimerHandle;
+  /** insertion order: keys due at the same time become ready in the order they were delayed */
+  readonly seq: number;
 }
+
+/** before orders the delay heap: earliest first, then first delayed. */
+const before = (a: Delayed, b: Delayed): boolean => a.readyAt < b.readyAt || (a.readyAt === b.readyAt && a.seq < b.seq);
 
 /**
  * BaseQueue implements the RateLimitingQueue bookkeeping (dirty and processing sets, delays, rate limiting, waiting
@@ -74,7 +80,16 @@ export abstract class BaseQueue implements RateLimitingQueue {
   /** keys added and not yet handed out: every ready key, plus processing keys that were added again */
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
-  private readonly delayed = new Map<string, Delayed>();
+  /**
+   * Delayed keys share one timer, set for the earliest of a min-heap of readyAt times (a timer per key cost memory
+   * per synced Pod: every Pod's token refresh is a delayed key). `delayed` holds each key's live readyAt; heap entries
+   * that no longer match it are stale and skipped when they come to the top.
+   */
+  private readonly delayed = new Map<string, number>();
+  private heap: Delayed[] = [];
+  private seq = 0;
+  private timer: TimerHandle | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
   private readonly waiters: Array<(key: string | undefined) => void> = [];
   private readonly dirtySince = new Map<string, number>();
   private readonly processingSince = new Map<string, number>();
@@ -142,15 +157,12 @@ export abstract class BaseQueue implements RateLimitingQueue {
     }
     const readyAt = this.clock.now() + ms;
     const pending = this.delayed.get(key);
-    if (pending) {
-      if (pending.readyAt <= readyAt) return;
-      this.clock.clearTimer(pending.timer);
-    }
-    const timer = this.clock.setTimer(() => {
-      this.delayed.delete(key);
-      this.add(key);
-    }, ms);
-    this.delayed.set(key, { readyAt, timer });
+    if (pending !== undefined && pending <= readyAt) return;
+    this.delayed.set(key, readyAt);
+    this.heapPush({ key, readyAt, seq: this.seq++ });
+    // Stale entries pile up only when keys are delayed again earlier; rebuild once they outnumber the live ones.
+    if (this.heap.length > 64 && this.heap.length > 2 * this.delayed.size) this.rebuildHeap();
+    this.arm();
   }
 
   addRateLimited(key: string): void {
@@ -174,8 +186,9 @@ export abstract class BaseQueue implements RateLimitingQueue {
   shutDown(): void {
     if (this.stopping) return;
     this.stopping = true;
-    for (const { timer } of this.delayed.values()) this.clock.clearTimer(timer);
     this.delayed.clear();
+    this.heap = [];
+    this.arm();
     if (this.readyCount() === 0) for (const resolve of this.waiters.splice(0)) resolve(undefined);
   }
 
@@ -195,12 +208,89 @@ export abstract class BaseQueue implements RateLimitingQueue {
       this.dirtySince.delete(key);
       this.rateLimiter.forget(key);
     }
-    for (const [key, { timer }] of this.delayed) {
+    let dropped = false;
+    for (const key of this.delayed.keys()) {
       if (!matches(key)) continue;
-      this.clock.clearTimer(timer);
       this.delayed.delete(key);
       this.rateLimiter.forget(key);
+      dropped = true;
     }
+    if (dropped) {
+      this.rebuildHeap();
+      this.arm();
+    }
+  }
+
+  /** fire adds every delayed key that is due and sets the timer for the next. */
+  private fire(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = this.clock.now();
+    const due: string[] = [];
+    for (let top = this.heap[0]; top && top.readyAt <= now; top = this.heap[0]) {
+      this.heapPop();
+      if (this.delayed.get(top.key) !== top.readyAt) continue;
+      this.delayed.delete(top.key);
+      due.push(top.key);
+    }
+    this.arm();
+    for (const key of due) this.add(key);
+  }
+
+  /** arm drops stale entries from the top of the heap and keeps the one timer set for the earliest live one. */
+  private arm(): void {
+    for (let top = this.heap[0]; top && this.delayed.get(top.key) !== top.readyAt; top = this.heap[0]) this.heapPop();
+    const next = this.heap[0]?.readyAt ?? Number.POSITIVE_INFINITY;
+    if (next === this.timerAt) return;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = next;
+    if (next !== Number.POSITIVE_INFINITY) this.timer = this.clock.setTimer(() => this.fire(), next - this.clock.now());
+  }
+
+  /** rebuildHeap keeps only the live entries. */
+  private rebuildHeap(): void {
+    const live = this.heap.filter((d) => this.delayed.get(d.key) === d.readyAt);
+    this.heap = [];
+    for (const d of live) this.heapPush(d);
+  }
+
+  private heapPush(d: Delayed): void {
+    const h = this.heap;
+    let i = h.push(d) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(d, h[parent]!)) break;
+      h[i] = h[parent]!;
+      i = parent;
+    }
+    h[i] = d;
+  }
+
+  private heapPop(): void {
+    const h = this.heap;
+    const last = h.pop();
+    if (!last || h.length === 0) return;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= h.length) break;
+      const r = l + 1;
+      const c = r < h.length && before(h[r]!, h[l]!) ? r : l;
+      if (!before(h[c]!, last)) break;
+      h[i] = h[c]!;
+      i = c;
+    }
+    h[i] = last;
+  }
+
+  /**
+   * dropReady forgets a ready key the subclass took out of its ready set to keep a bound: it is no longer dirty, so a
+   * later `add` queues it again.
+   */
+  protected dropReady(key: string): void {
+    this.dirty.delete(key);
+    this.dirtySince.delete(key);
   }
 
   /** reportDepth tells the metrics the current number of ready keys. */

@@ -38,6 +38,20 @@ export const SYNCER_DEFAULTS = {
 } as const;
 
 /**
+ * isEventKey tells whether a queue key belongs to a plugin that syncs core/v1 Events (the events plugin copying super
+ * Pods' events up): those keys go on the fair queue's low-priority lane.
+ */
+export function isEventKey(host: Pick<PluginHost, 'get'>, key: string): boolean {
+  // Asked on every add, hand-out and done: the plugin segment is read without splitting the whole key.
+  const start = key.indexOf('/') + 1;
+  const end = key.indexOf('/', start);
+  if (start === 0 || end < 0) return false;
+  const p = host.get(key.slice(start, end));
+  const r = p?.manifest.resource;
+  return r?.resource === R.events.resource && r.group === R.events.group;
+}
+
+/**
  * defaultMaxInFlightPerTenant is the share of the workers one tenant may hold at once when the options do not say:
  * a quarter, at least one, so a tenant whose requests hang leaves three quarters to the others.
  */
@@ -111,10 +125,14 @@ export class Syncer {
       throw new RangeError(`syncer: maxInFlightPerTenant (${cap}) must not exceed workers (${workers})`);
     }
     // Tenants at their cap may borrow idle workers up to half of them; the other half waits for tenants that arrive.
+    // Copied events ride the low-priority lane: a Pod's create, bind and status never wait behind them.
     this.queue = new FairQueue({
       metrics: queueMetrics('syncer'),
       maxInFlightPerTenant: cap,
       borrowUpTo: Math.floor(workers / 2),
+      lowPriority: (key) => isEventKey(o.host, key),
+      maxLowInFlight: defaultMaxInFlightPerTenant(workers),
+      onLowDrop: (_key, tenant) => syncerMetrics.eventsDropped.inc({ tenant }),
     });
     this.runner = new Runner({
       name: 'syncer',

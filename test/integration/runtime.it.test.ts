@@ -65,6 +65,41 @@ describe('runtime on a real super cluster', () => {
     await runB;
   });
 
+  it('releases the lease when the work of a term fails to start, so a candidate that can run takes over', async () => {
+    type Lease = KubeObject & { spec: { holderIdentity?: string } };
+    const events: string[] = [];
+    const elector = (identity: string, startFails: boolean) =>
+      new LeaderElector({
+        client: t.client,
+        namespace: 'default',
+        name: 'vc-failing-start',
+        identity,
+        leaseDurationSeconds: 30,
+        renewDeadlineSeconds: 20,
+        retryPeriodSeconds: 1,
+        onStartedLeading: async () => {
+          events.push(`${identity} started`);
+          if (startFails) throw new Error('start failed halfway');
+        },
+        onStoppedLeading: () => void events.push(`${identity} stopped`),
+      });
+    const failing = elector('failing', true);
+    // run returns by itself: the term ended although nothing cancelled it and no renewal failed.
+    await failing.run(new AbortController().signal);
+    expect(failing.isLeader()).toBe(false);
+    expect(events).toEqual(['failing started', 'failing stopped']);
+    const lease = await t.client.get<Lease>(R.leases, 'default', 'vc-failing-start');
+    expect(lease.spec.holderIdentity ?? '').toBe('');
+    // Released, not left to expire (30 s): the next candidate leads at once.
+    const working = elector('working', false);
+    const stop = new AbortController();
+    const run = working.run(stop.signal);
+    await eventually(() => expect(working.isLeader()).toBe(true), 20_000);
+    expect((await t.client.get<Lease>(R.leases, 'default', 'vc-failing-start')).spec.holderIdentity).toBe('working');
+    stop.abort();
+    await run;
+  });
+
   it('answers requests while watches hold as many connections as requests may use', async () => {
     // A manager's informers hold more watches than its request connections: none of them may queue a request (a
     // lease renewal) until a watch ends.
