@@ -66,8 +66,9 @@ function containerRss(shims: number[]): Record<string, number> {
 /**
  * `provisioner: native` in a tenant file of the embedded default, on the real node of the local super cluster:
  * etcd, kube-apiserver and kube-controller-manager run as real containers, the tenant kubeconfig works from this
- * host (the apiserver Service's ClusterIP through kube-proxy), a tenant Deployment runs a real container, and
- * removing the file removes everything, in the super cluster and on the host.
+ * host (the apiserver Service's ClusterIP through kube-proxy), a tenant Deployment runs a real container that
+ * kubectl logs and exec reach through the vn-agent, and removing the file removes everything, in the super cluster
+ * and on the host.
  */
 describe.skipIf(!!skip)('a native tenant on the real node, from the embedded default', () => {
   let dir: string;
@@ -219,6 +220,16 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     expect(res.status).toBe(200);
     expect(res.body).toBe(tenantPod);
     webPod = tenantPod;
+  });
+
+  it('serves kubectl logs and exec of that Pod through the vn-agent: the container, named as the Pod', async (ctx) => {
+    if (!webPod) ctx.skip();
+    // the tenant apiserver, a Pod itself, reaches the vn-agent through the forwarder on the real node's bridge
+    expect(await kubectl('logs', webPod!)).toMatch(/Started HTTP server on port 8080/);
+    expect((await kubectl('exec', webPod!, '--', 'hostname')).trim()).toBe(webPod);
+    // the container's root is the image's: the toolchain's state directory on this host is not there
+    const ls = await kubectl('exec', webPod!, '--', 'sh', '-c', `test -e ${dir} && echo host || echo container`);
+    expect(ls.trim()).toBe('container');
   });
 
   it("a tenant Pod resolves its tenant's Service by DNS name and fetches it: the super cluster IP", async (ctx) => {
