@@ -8,7 +8,11 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/types.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
+import { superNamespace } from '../../core/names/names.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
+import { REGISTRATION_NAMESPACE } from '../../core/local/registration.ts';
+import { CLUSTERS_RESOURCE } from '../../core/programs/cli/drain.ts';
 import { eventually } from '../harness.ts';
 
 const execP = promisify(execFile);
@@ -21,11 +25,12 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
   let dir: string;
   let e: Embedded;
   let dev: KubeClient;
+  let meta: KubeClient;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-embedded-multisuper-'));
     e = await startEmbedded({ stateDir: join(dir, 'state'), nodes: 1, realNodes: 0, superClusters: 2 });
-    const meta = await e.superCluster.cluster.client();
+    meta = await e.superCluster.cluster.client();
     const secret = await eventually(async () => {
       const vc = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');
       expect(vc.status?.phase).toBe('Running');
@@ -36,6 +41,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
 
   afterAll(async () => {
     dev?.close();
+    meta?.close();
     await e?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -149,5 +155,131 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     const row = out.split('\n').find((l) => /^default\s+dev\s/.test(l));
     expect(out.split('\n')[0]).toMatch(/PINNED\s+PLACEMENTS$/);
     expect(row).toMatch(/\sr1=\d+ns\/1sl,r2=\d+ns\/1sl$/);
+  });
+
+  // Removing a registration (its Secret, then its Cluster) stops new placements there and moves nothing: what is
+  // placed stays, Pods included, until the admin registers it again and drains it with `vc superclusters drain`.
+  it('a super cluster whose registration goes gets no new placements; its placements stay until drained', async () => {
+    type Pod = KubeObject & { status?: { phase?: string }; spec?: { nodeName?: string } };
+    const vc = (args: string[]) => execP(process.execPath, [vcBin, ...args], { timeout: 60_000 });
+    const r2 = await KubeClient.fromFile(e.superClusters.find((s) => s.name === 'r2')!.kubeconfigPath);
+    const tenantKey = await eventually(async () => {
+      const v = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');
+      expect(v.status?.clusterNamespace).toBeTruthy();
+      return v.status!.clusterNamespace!;
+    });
+    const sliced = async (name: string) => {
+      await dev.create(R.namespaces, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
+      });
+      await dev.create(R.resourcequotas, {
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'quota', namespace: name },
+        spec: { hard: { cpu: '200m', memory: '200Mi' } },
+      } as KubeObject);
+    };
+    const placementsOf = async (ns: string) =>
+      (await dev.get(R.namespaces, undefined, ns)).metadata?.annotations?.[PLACEMENTS];
+    const pods = async () =>
+      (await dev.list<Pod>(R.pods, { namespace: 'spread' })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    // Published in the manager's namespace, as `vc superclusters` looks for it.
+    const summary = async () => {
+      for (const ns of ['vc-system', 'kube-system']) {
+        const cm = await meta.getOrNull<KubeObject & { data?: Record<string, string> }>(
+          R.configmaps,
+          ns,
+          STATE_CONFIGMAP.name,
+        );
+        if (cm) return (JSON.parse(cm.data![STATE_CONFIGMAP.key]!) as SchedulerState).clusters;
+      }
+      throw new Error(`no ConfigMap ${STATE_CONFIGMAP.name} yet`);
+    };
+    try {
+      await sliced('spread');
+      await eventually(async () => expect(await placementsOf('spread')).toBe('{"r1":1,"r2":1}'), 30_000);
+      // dnsPolicy Default: the Pod on the super cluster that is not the tenant's home needs no tenant DNS there.
+      await eventually(
+        () =>
+          dev.create(R.deployments, {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata: { name: 'web', namespace: 'spread' },
+            spec: {
+              replicas: 2,
+              selector: { matchLabels: { app: 'web' } },
+              template: {
+                metadata: { labels: { app: 'web' } },
+                spec: {
+                  dnsPolicy: 'Default',
+                  containers: [
+                    { name: 'web', image: 'busybox', resources: { requests: { cpu: '100m', memory: '100Mi' } } },
+                  ],
+                },
+              },
+            },
+          }),
+        30_000,
+      );
+      const before = await eventually(async () => {
+        const ps = await pods();
+        expect(ps.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+        expect(ps.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
+        return Object.fromEntries(ps.map((p) => [p.metadata!.name!, p.metadata!.annotations![SUPER_CLUSTER]!]));
+      }, 90_000);
+      const onR2 = Object.keys(before).find((n) => before[n] === 'r2')!;
+      const stays = async () => {
+        expect(await placementsOf('spread')).toBe('{"r1":1,"r2":1}');
+        const ps = await pods();
+        expect(
+          Object.fromEntries(ps.map((p) => [p.metadata!.name!, p.metadata?.annotations?.[SUPER_CLUSTER]])),
+        ).toEqual(before);
+        expect(ps.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+        expect(await r2.getOrNull(R.pods, superNamespace(tenantKey, 'spread'), onR2)).not.toBeNull();
+      };
+
+      // 1. Its kubeconfig Secret removed: the registration is unreachable (SecretMissing).
+      const secret = await meta.get(R.secrets, REGISTRATION_NAMESPACE, 'r2-kubeconfig');
+      const cluster = await meta.get(CLUSTERS_RESOURCE, REGISTRATION_NAMESPACE, 'r2');
+      await meta.delete(R.secrets, REGISTRATION_NAMESPACE, 'r2-kubeconfig');
+      await eventually(async () => expect((await summary()).r2?.state).toBe('unreachable'), 30_000);
+      await sliced('later');
+      await eventually(async () => expect(await placementsOf('later')).toBe('{"r1":2}'), 30_000);
+      await stays();
+
+      // 2. Its Cluster deleted as well: deregistered, still counted where its placements are.
+      await meta.delete(CLUSTERS_RESOURCE, REGISTRATION_NAMESPACE, 'r2');
+      await eventually(async () => expect((await summary()).r2?.state).toBe('deregistered'), 30_000);
+      await sliced('after');
+      await eventually(async () => expect(await placementsOf('after')).toBe('{"r1":2}'), 30_000);
+      await stays();
+      const out = await vc(['superclusters', '--kubeconfig', e.superCluster.kubeconfigPath, '-o', 'json']);
+      const row = (JSON.parse(out.stdout) as Array<Record<string, string>>).find((r) => r.name === 'r2');
+      expect(row?.state).toBe('deregistered');
+      expect(Number(row?.slices)).toBe((await summary()).r2?.placedSlices);
+      expect(Number(row?.slices)).toBeGreaterThanOrEqual(1);
+
+      // 3. Registered again, then drained: the slice moves to r1 and the Pod there is recreated on r1.
+      const strip = (o: KubeObject): KubeObject => ({
+        ...o,
+        metadata: { name: o.metadata!.name!, namespace: o.metadata!.namespace!, labels: o.metadata?.labels ?? {} },
+        status: undefined,
+      });
+      await meta.create(R.secrets, strip(secret));
+      await meta.create(CLUSTERS_RESOURCE, strip(cluster));
+      await eventually(async () => expect((await summary()).r2?.state).toBe('ready'), 30_000);
+      await stays();
+      await vc(['superclusters', 'drain', 'r2', '--kubeconfig', e.superCluster.kubeconfigPath]);
+      await eventually(async () => expect(await placementsOf('spread')).toBe('{"r1":2}'), 30_000);
+      await eventually(async () => {
+        const ps = await pods();
+        expect(ps.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER])).toEqual(['r1', 'r1']);
+        expect(ps.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+      }, 60_000);
+    } finally {
+      r2.close();
+    }
   });
 });
