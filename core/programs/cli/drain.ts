@@ -54,8 +54,9 @@ export function registerDrainCommands(program: Command): void {
     )
     .option('-n, --namespace <ns>', 'namespace of the Cluster in the meta cluster (default: search all)')
     .option('--kubeconfig <file>', 'meta cluster kubeconfig')
-    .action(async (name: string, o: { namespace?: string; kubeconfig?: string }) => {
-      const meta = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
+    .action(async (name: string, o: { namespace?: string; kubeconfig?: string }, cmd: Command) => {
+      // `vc superclusters drain r2 --kubeconfig f`: the listing's own --kubeconfig takes the flag, so read both.
+      const meta = await KubeClient.fromFile(metaKubeconfig(kubeconfigFlag(o, cmd)));
       try {
         const ref = await setDraining(meta, name, o.namespace, true);
         process.stdout.write(
@@ -70,8 +71,9 @@ export function registerDrainCommands(program: Command): void {
     .description('let a drained super cluster take new placements again (what moved off it stays where it went)')
     .option('-n, --namespace <ns>', 'namespace of the Cluster in the meta cluster (default: search all)')
     .option('--kubeconfig <file>', 'meta cluster kubeconfig')
-    .action(async (name: string, o: { namespace?: string; kubeconfig?: string }) => {
-      const meta = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
+    .action(async (name: string, o: { namespace?: string; kubeconfig?: string }, cmd: Command) => {
+      // `vc superclusters drain r2 --kubeconfig f`: the listing's own --kubeconfig takes the flag, so read both.
+      const meta = await KubeClient.fromFile(metaKubeconfig(kubeconfigFlag(o, cmd)));
       try {
         const ref = await setDraining(meta, name, o.namespace, false);
         process.stdout.write(`Cluster ${ref} takes new placements again\n`);
@@ -79,4 +81,8 @@ export function registerDrainCommands(program: Command): void {
         meta.close();
       }
     });
+}
+
+function kubeconfigFlag(o: { kubeconfig?: string }, cmd: Command): string | undefined {
+  return o.kubeconfig ?? (cmd.optsWithGlobals() as { kubeconfig?: string }).kubeconfig;
 }
