@@ -16,6 +16,8 @@ import {
   superClusterName,
   superNamespace,
   tenantNaming,
+  superNodeName,
+  vNodeName,
 } from './names.ts';
 import type { KubeObject } from '../kube/client.ts';
 
@@ -237,5 +239,28 @@ describe('names', () => {
       expect(dotted).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
       expect(dotted).toHaveLength(46 - 1 + 1 + 16);
     });
+  });
+});
+
+describe('vNodeName and superNodeName', () => {
+  it.each([
+    ['one super cluster keeps the node name', 'node-0', undefined, 'node-0'],
+    ['several: the super cluster first', 'node-0', 'r1', 'r1.node-0'],
+    [
+      'a dotted node name stays whole after the first dot',
+      'ip-10-0-0-1.ec2.internal',
+      'r2',
+      'r2.ip-10-0-0-1.ec2.internal',
+    ],
+  ])('%s', (_, node, superCluster, vNode) => {
+    expect(vNodeName(node, superCluster)).toBe(vNode);
+    expect(superNodeName(vNode, superCluster)).toBe(node);
+  });
+
+  it('two super clusters with the same node name give two vNodes, each mapping back only on its own', () => {
+    expect(vNodeName('node-0', 'r1')).not.toBe(vNodeName('node-0', 'r2'));
+    expect(superNodeName('r1.node-0', 'r2')).toBeUndefined();
+    expect(superNodeName('node-0', 'r1')).toBeUndefined();
+    expect(superNodeName('r1.', 'r1')).toBeUndefined();
   });
 });

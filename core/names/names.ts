@@ -122,6 +122,26 @@ export function fitName(name: string): string {
 }
 
 /**
+ * vNodeName is the tenant's name for the super node `node` of super cluster `superCluster`: the node's own name when
+ * one super cluster serves the tenant (`superCluster` undefined: the naming of a single super cluster, unchanged), else
+ * `<superCluster>.<node>`, so nodes of the same name on two super clusters are two vNodes. Super cluster names are DNS
+ * labels (no dot), so the first dot splits the two back (superNodeName).
+ */
+export function vNodeName(node: string, superCluster?: string): string {
+  return superCluster === undefined ? node : `${superCluster}.${node}`;
+}
+
+/**
+ * superNodeName is the super node behind a vNode of super cluster `superCluster` (see vNodeName), or undefined when
+ * the vNode's name is not one of that super cluster's.
+ */
+export function superNodeName(vNode: string, superCluster?: string): string | undefined {
+  if (superCluster === undefined) return vNode;
+  const prefix = `${superCluster}.`;
+  return vNode.startsWith(prefix) && vNode.length > prefix.length ? vNode.slice(prefix.length) : undefined;
+}
+
+/**
  * rootNamespace is a tenant's cluster key: `vc-<16 hex of sha256(vc uid)>-<vc-namespace>-<vc-name>`, cut to ROOT_MAX
  * characters (no trailing dash). The hash sits at a fixed position (characters 3 to 18), so the first 19 characters
  * of a root name the VirtualCluster's uid, to 64 bits, whatever its namespace and name are: two VirtualClusters get

@@ -97,6 +97,10 @@ export class Router {
       queue: Pick<FairQueue, 'add'>;
       sessions: Pick<TenantSessions, 'get' | 'all'>;
       superCache: CacheReader;
+      /** the super cluster this router's syncer serves (RouteContext.superCluster) */
+      superCluster?: string;
+      /** RouteContext.sharedTenants */
+      sharedTenants?: boolean;
     },
   ) {}
 
@@ -210,6 +214,8 @@ export class Router {
         const p = provenanceOf(this.o.superCache.get(R.namespaces, undefined, sns));
         return p ? { tenant: p.cluster, namespace: p.name } : undefined;
       },
+      ...(this.o.superCluster !== undefined && { superCluster: this.o.superCluster }),
+      ...(this.o.sharedTenants && { sharedTenants: true }),
     };
   }
 

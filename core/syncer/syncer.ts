@@ -149,7 +149,14 @@ export class Syncer {
       onSettingsChanged: (s) => this.replayTenant(s),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
     });
-    this.router = new Router({ host: o.host, queue: this.queue, sessions: this.sessions, superCache: this.superCache });
+    this.router = new Router({
+      host: o.host,
+      queue: this.queue,
+      sessions: this.sessions,
+      superCache: this.superCache,
+      ...(o.name !== undefined && { superCluster: o.name }),
+      ...(o.placement && { sharedTenants: true }),
+    });
     this.effects = new Effects({
       superClient: o.superClient,
       superCache: this.superCache,
@@ -390,6 +397,7 @@ export class Syncer {
       now: new Date(),
     };
     if (this.o.name !== undefined) ctx.superCluster = this.o.name;
+    if (this.o.placement) ctx.sharedTenants = true;
     return ctx;
   }
 

@@ -644,3 +644,62 @@ describe('nodes plugin: manifest', () => {
     expect(plugin).toBe(nodesPlugin);
   });
 });
+
+// Two super clusters each with a node-1 serve one tenant: each gives it a vNode of its own, pointing at its own
+// vn-agent; one super cluster alone keeps naming vNodes after their super nodes.
+describe('nodes plugin: vNode names with several super clusters', () => {
+  const agents = { nodes: { vnAgent: { host: '127.0.0.1', port: 10666, superClusters: { r2: { port: 10777 } } } } };
+  const ctx = (superCluster: string, sharedTenants: boolean, tenantNodes: Node[] = []) =>
+    testContext({
+      tenant: testTenant({ pluginConfig: agents }),
+      superCluster,
+      ...(sharedTenants && { sharedTenants }),
+      superCache: new MapCache([[R.nodes, [superNode]]]),
+      tenantCache: new MapCache([[R.nodes, tenantNodes]]),
+    });
+  const rctx = (superCluster: string, sharedTenants: boolean): RouteContext => ({
+    tenants: [],
+    superCache: new MapCache(),
+    tenantsBy: (index, n) => (index === PODS_BY_NODE && n === 'node-1' ? [KEY] : []),
+    tenantOfNamespace: () => undefined,
+    superCluster,
+    ...(sharedTenants && { sharedTenants }),
+  });
+
+  it.each([
+    ['one super cluster: the super node name', 'r1', false, 'node-1', 10666],
+    ['several: r1 qualifies it', 'r1', true, 'r1.node-1', 10666],
+    ["several: r2 qualifies it and points at r2's vn-agent", 'r2', true, 'r2.node-1', 10777],
+  ])('%s', (_, superCluster, shared, name, port) => {
+    const v = buildVNode(structuredClone(superNode), ctx(superCluster, shared));
+    expect(v.metadata?.name).toBe(name);
+    expect(v.status?.daemonEndpoints).toEqual({ kubeletEndpoint: { Port: port } });
+    expect(nodesPlugin.route!(superNode, rctx(superCluster, shared))).toEqual([{ tenant: KEY, namespace: '', name }]);
+    expect(nodesPlugin.superName!('', name, ctx(superCluster, shared))).toEqual({ name: 'node-1' });
+    const watch = nodesPlugin.watches!.find((w) => w.side === 'super')!;
+    const pod = {
+      metadata: { labels: { [LABEL.managedBy]: MANAGER }, annotations: { [ANN.cluster]: KEY } },
+      spec: { nodeName: 'node-1' },
+    };
+    expect(watch.side === 'super' && watch.map(pod, rctx(superCluster, shared))).toEqual([
+      { tenant: KEY, namespace: '', name },
+    ]);
+    expect(
+      nodesPlugin.beforeBind!(
+        { type: 'bind', namespace: 'default', name: 'web', uid: 'u', node: name },
+        ctx(superCluster, shared),
+      ),
+    ).toMatchObject({ metadata: { name } });
+  });
+
+  it("leaves another super cluster's vNode alone: it names no super node here", () => {
+    expect(nodesPlugin.superName!('', 'r2.node-1', ctx('r1', true))).toEqual({ name: '' });
+    expect(nodesPlugin.superName!('', 'node-1', ctx('r1', true))).toEqual({ name: '' });
+    expect(
+      nodesPlugin.beforeBind!(
+        { type: 'bind', namespace: 'default', name: 'web', uid: 'u', node: 'r2.node-1' },
+        ctx('r1', true),
+      ),
+    ).toBeUndefined();
+  });
+});

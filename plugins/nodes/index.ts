@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { LABEL, MANAGER, PREFIX, provenanceOf } from '../../core/names/names.ts';
+import { LABEL, MANAGER, PREFIX, provenanceOf, superNodeName, vNodeName } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
 import { isReadyAndSchedulable, mayPlaceOn, nodesView, tolerates, type Taint } from './placement.ts';
 import {
@@ -23,6 +23,12 @@ export const DEFAULT_VN_AGENT_PORT = VN_AGENT_PORT;
 export const PODS_BY_NODE = 'nodes/pods-by-node';
 /** DEFAULT_GRACE_SECONDS is how long an empty vNode is kept before it is deleted. */
 export const DEFAULT_GRACE_SECONDS = 120;
+
+/** Shared is what naming a vNode needs: this syncer's super cluster, and whether others serve the same tenants. */
+type Shared = Pick<PluginContext, 'superCluster' | 'sharedTenants'>;
+
+/** qualifier is the super cluster that qualifies vNode names: set only when several super clusters serve a tenant. */
+export const qualifier = (ctx: Shared): string | undefined => (ctx.sharedTenants ? ctx.superCluster : undefined);
 
 /** NodeAddress is one entry of status.addresses. */
 export interface NodeAddress {
@@ -209,8 +215,8 @@ function vNodeInfo(
  * - as addresses the vn-agent's (InternalIP) and the node name (Hostname), as kubelet endpoint the vn-agent's port.
  * Images, attached and in-use volumes (other tenants'), machine identity, podCIDR and providerID are never copied.
  */
-function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant' | 'superCluster'>): Node {
-  const name = superNode.metadata?.name ?? '';
+function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant'> & Shared): Node {
+  const name = vNodeName(superNode.metadata?.name ?? '', qualifier(ctx));
   const agent = vnAgentConfig(ctx);
   const host = agent.host ?? superNode.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
   const meta = (vNode.metadata ??= {});
@@ -240,7 +246,7 @@ function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant' 
 }
 
 /** buildVNode returns a new vNode for a super node; beforeBind hands it to the core right before a bind. */
-export function buildVNode(superNode: Node, ctx: Pick<PluginContext, 'tenant' | 'superCluster'>): Node {
+export function buildVNode(superNode: Node, ctx: Pick<PluginContext, 'tenant'> & Shared): Node {
   return mirror(superNode, { apiVersion: 'v1', kind: 'Node', metadata: {} }, ctx);
 }
 
@@ -299,9 +305,11 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     {
       resource: R.pods,
       side: 'super',
-      map: (pod) => {
+      map: (pod, rctx) => {
         const tenant = provenanceOf(pod)?.cluster;
-        return tenant ? nodeOf(pod).map((name) => ({ tenant, namespace: '', name })) : [];
+        return tenant
+          ? nodeOf(pod).map((node) => ({ tenant, namespace: '', name: vNodeName(node, qualifier(rctx)) }))
+          : [];
       },
     },
   ],
@@ -316,14 +324,20 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     return [...new Set([...rctx.tenantsBy(PODS_BY_NODE, name), ...placed])].map((tenant) => ({
       tenant,
       namespace: '',
-      name,
+      name: vNodeName(name, qualifier(rctx)),
     }));
+  },
+
+  // A vNode of another super cluster (or a Node the tenant named itself) has no super node here: '' names none.
+  superName(_ns, name, ctx) {
+    return { name: superNodeName(name, qualifier(ctx)) ?? '' };
   },
 
   // A tenant Pod can only be bound to a node the tenant has: build the vNode from the super node when it is missing.
   beforeBind(bind, ctx) {
     if (ctx.tenantCache.get(R.nodes, undefined, bind.node)) return undefined;
-    const superNode = ctx.superCache.get<Node>(R.nodes, undefined, bind.node);
+    const node = superNodeName(bind.node, qualifier(ctx));
+    const superNode = node === undefined ? undefined : ctx.superCache.get<Node>(R.nodes, undefined, node);
     return superNode ? buildVNode(superNode, ctx) : undefined;
   },
 

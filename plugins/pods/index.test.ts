@@ -854,6 +854,20 @@ describe('pods plugin: toTenant', () => {
   });
 });
 
+describe('pods plugin: bind with several super clusters', () => {
+  it('binds the tenant Pod to the vNode named after its super cluster and node (r2.node-1), only when shared', () => {
+    const scheduled = { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True' }] };
+    for (const [shared, node] of [
+      [true, 'r2.node-1'],
+      [false, 'node-1'],
+    ] as const) {
+      const c = { ...ctx, superCluster: 'r2', ...(shared && { sharedTenants: true }) };
+      const got = podsPlugin.toTenant!(superPod({ nodeName: 'node-1' }, scheduled), tenantPod(), c);
+      expect(got.effects).toEqual([{ type: 'bind', namespace: 'default', name: 'web', uid: TUID, node }]);
+    }
+  });
+});
+
 describe('pods plugin: translateKubeletPath', () => {
   const cases: Array<[string, string | null]> = [
     ['/containerLogs/default/web/app', `/containerLogs/${SNS}/web/app`],

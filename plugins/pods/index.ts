@@ -1,5 +1,5 @@
 import { R } from '../../core/kube/resources.ts';
-import { fitName, provenanceOf } from '../../core/names/names.ts';
+import { fitName, provenanceOf, vNodeName } from '../../core/names/names.ts';
 import { checkPodSecurity } from './podsecurity.ts';
 import { podRuntimeClass } from '../runtimeclasses/policy.ts';
 import {
@@ -505,9 +505,11 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     }
     const desired = clone(tenantPod);
     desired.status = copyStatus(superPod.status, tenantPod.status);
-    const node = superPod.spec?.nodeName;
-    if (node && !tenantPod.spec?.nodeName && !terminating) {
+    const superNode = superPod.spec?.nodeName;
+    if (superNode && !tenantPod.spec?.nodeName && !terminating) {
       const { namespace, name, uid } = podRef(tenantPod);
+      // The tenant Pod is bound to the vNode of its super node (named per super cluster when several serve it).
+      const node = vNodeName(superNode, ctx.sharedTenants ? ctx.superCluster : undefined);
       return { object: desired, effects: [{ type: 'bind', namespace, name, uid, node }] };
     }
     return { object: desired };

@@ -74,7 +74,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
         KubeObject & { status?: { phase?: string }; spec?: { nodeName?: string } }
       >;
       expect(pods.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
-      for (const p of pods) expect(p.spec?.nodeName).toMatch(home === 'r1' ? /^super-node-/ : /^r2-node-/);
+      for (const p of pods) expect(p.spec?.nodeName).toMatch(home === 'r1' ? /^r1\.super-node-/ : /^r2\.r2-node-/);
     }, 90_000);
   });
 

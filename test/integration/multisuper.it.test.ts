@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { kwokNode } from '../../core/local/controlplane.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
@@ -176,11 +177,49 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     expect(await superHas(c2, keyX, 'team', R.pods, 'web-1')).toBe(false);
     expect(await superHas(c2, keyX, 'team', R.pods, 'web-2')).toBe(true);
     expect(await superHas(r1.client, keyX, 'team', R.pods, 'web-2')).toBe(false);
-    // Each on a vNode mirroring a node of its own super cluster (local super nodes are named after their cluster).
-    expect(p1.spec?.nodeName).toMatch(/^r1-node-/);
-    expect(p2.spec?.nodeName).toMatch(/^r2-node-/);
+    // Each on a vNode mirroring a node of its own super cluster, named `<super cluster>.<node>`.
+    expect(p1.spec?.nodeName).toMatch(/^r1\.r1-node-/);
+    expect(p2.spec?.nodeName).toMatch(/^r2\.r2-node-/);
     const vNodes = (await x.list(R.nodes)).items.map((n) => n.metadata?.name).sort();
     expect(vNodes).toEqual([p1.spec!.nodeName, p2.spec!.nodeName].sort());
+  });
+
+  it('gives nodes of the same name on two super clusters a vNode each, kept by its own syncer', async () => {
+    // A namespace of its own, spread over both: the case runs alone (-t) as well as after the others.
+    await setup(x, 'twins');
+    await place(x, keyX, 'twins', '{"r1":1,"r2":1}');
+    // Placed by a zone label: the default TenantPolicy allows no nodeSelector on kubernetes.io/hostname.
+    const twin = kwokNode('twin') as KubeObject;
+    twin.metadata!.labels = { ...twin.metadata!.labels, 'topology.kubernetes.io/zone': 'twin' };
+    for (const c of [r1.client, c2]) await c.create(R.nodes, twin);
+    try {
+      const onTwin = async (name: string, cluster: string) => {
+        await x.create(R.pods, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name, namespace: 'twins' },
+          spec: {
+            nodeSelector: { 'topology.kubernetes.io/zone': 'twin' },
+            containers: [{ name: 'c', image: 'nginx' }],
+          },
+        });
+        await schedule(x, keyX, 'twins', name, cluster);
+      };
+      await onTwin('twin-1', 'r1');
+      await onTwin('twin-2', 'r2');
+      const [t1, t2] = await Promise.all([running(x, 'twins', 'twin-1'), running(x, 'twins', 'twin-2')]);
+      expect([t1.spec?.nodeName, t2.spec?.nodeName]).toEqual(['r1.twin', 'r2.twin']);
+      for (const [name, owner] of [
+        ['r1.twin', 'r1'],
+        ['r2.twin', 'r2'],
+      ] as const)
+        expect((await x.get(R.nodes, undefined, name)).metadata?.labels?.[UP_OWNER_LABEL]).toBe(owner);
+      expect(await x.getOrNull(R.nodes, undefined, 'twin')).toBeNull();
+    } finally {
+      // The twin nodes would take Pods of the later cases: gone from both super clusters, their vNodes with them.
+      for (const n of ['twin-1', 'twin-2']) await x.delete(R.pods, 'twins', n).catch(() => undefined);
+      for (const c of [r1.client, c2]) await c.delete(R.nodes, undefined, 'twin').catch(() => undefined);
+    }
   });
 
   it('gives a super cluster a namespace gains the objects it already had', async () => {
@@ -390,7 +429,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
         // In its own super cluster, under the same prefixed namespace on both, and nowhere else.
         expect(await here.getOrNull(R.pods, sns, p.metadata!.name!)).not.toBeNull();
         expect(await there.getOrNull(R.pods, sns, p.metadata!.name!)).toBeNull();
-        expect(p.spec?.nodeName).toMatch(new RegExp(`^${on}-node-`));
+        expect(p.spec?.nodeName).toMatch(new RegExp(`^${on}\\.${on}-node-`));
         const vNode = await d.get<
           KubeObject & { status?: { daemonEndpoints?: { kubeletEndpoint?: { Port?: number } } } }
         >(R.nodes, undefined, p.spec!.nodeName!);
@@ -455,7 +494,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       )!;
       const node = p.spec!.nodeName!;
       expect((await d.get(R.nodes, undefined, node)).metadata?.labels?.[UP_OWNER_LABEL]).toBe('r2');
-      await c2.delete(R.nodes, undefined, node);
+      await c2.delete(R.nodes, undefined, node.slice('r2.'.length));
       await eventually(async () => expect(await d.getOrNull(R.nodes, undefined, node)).toBeNull(), 30_000);
     });
   });

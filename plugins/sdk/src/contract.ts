@@ -79,6 +79,12 @@ export interface PluginContext {
   now: Date;
   /** the name of the super cluster this syncer serves (absent: the manager's single, unnamed one) */
   superCluster?: string;
+  /**
+   * sharedTenants is true when other super clusters' syncers serve the same tenants (several super clusters, each
+   * syncing what the scheduler placed there): names of what flows up from this super cluster must not collide with
+   * theirs (vNodes are named `<superCluster>.<node>`, core/names vNodeName).
+   */
+  sharedTenants?: boolean;
 }
 
 /** ObjectRef points at one object for an event or an effect: an ObjectReference whose kind and name are known. */
@@ -180,6 +186,10 @@ export interface RouteContext {
   tenantsBy(index: string, value: string): string[];
   /** the tenant and tenant namespace of a super namespace, if a tenant owns it */
   tenantOfNamespace(superNamespace: string): { tenant: string; namespace: string } | undefined;
+  /** the super cluster of the syncer routing, as PluginContext.superCluster */
+  superCluster?: string;
+  /** as PluginContext.sharedTenants */
+  sharedTenants?: boolean;
 }
 
 /**
@@ -204,7 +214,7 @@ export interface ResourcePlugin<T extends KubeObject = KubeObject> {
   superName?(
     tenantNamespace: string,
     tenantName: string,
-    ctx: Pick<PluginContext, 'names' | 'tenant'>,
+    ctx: Pick<PluginContext, 'names' | 'tenant' | 'superCluster' | 'sharedTenants'>,
   ): { namespace?: string; name: string };
   /** reads lists the caches of other resources this plugin consults (see CacheNeed). */
   reads?: readonly CacheNeed[];

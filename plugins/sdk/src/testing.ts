@@ -73,6 +73,8 @@ export interface TestContextOptions {
   superCache?: CacheReader;
   now?: Date;
   superCluster?: string;
+  /** PluginContext.sharedTenants */
+  sharedTenants?: boolean;
 }
 
 /** testContext builds a PluginContext over the given tenant and caches. */
@@ -85,6 +87,7 @@ export function testContext(o: TestContextOptions = {}): PluginContext {
     superCache: o.superCache ?? new MapCache(),
     now: o.now ?? new Date('2026-01-01T00:00:00Z'),
     ...(o.superCluster === undefined ? {} : { superCluster: o.superCluster }),
+    ...(o.sharedTenants ? { sharedTenants: true } : {}),
   };
 }
 
