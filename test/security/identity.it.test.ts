@@ -7,22 +7,19 @@
  * tenant's objects, namespaces and control plane as they were.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { ApiError, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { ANN, IDENTITY, LABEL, MANAGER, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
-import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
-import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import type { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
@@ -32,6 +29,7 @@ import { nodeSuperClient, parseNodeCredential } from '../../core/vnagent/nodecre
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { startLocalSystem, type LocalSystem } from '../localsystem.ts';
 import { Attempts } from './attempts.ts';
 
 const API = 'tenancy.x-k8s.io/v1alpha1';
@@ -51,9 +49,8 @@ interface Event extends KubeObject {
 describe('security: identity and credentials against hostile authors, tenants and status writers', () => {
   const attempts = new Attempts();
   let t: TestSuper;
-  let stateDir: string;
+  let sys: LocalSystem;
   let local: LocalProvisioner;
-  let controller: VirtualClusterController | undefined;
   let syncer: Syncer;
   let agent: VnAgent;
   const tenants = new MutableTenantRegistry();
@@ -72,25 +69,9 @@ describe('security: identity and credentials against hostile authors, tenants an
     spec: { provisioner: { type: 'local' }, ...spec },
   });
   const getVC = (ns: string, name: string) => t.client.get<VirtualCluster>(R.virtualclusters, ns, name);
-  const startController = async () => {
-    controller = new VirtualClusterController({
-      meta: t.client,
-      superClient: t.client,
-      provisioners: { local, import: new ImportProvisioner(t.client) },
-      tenants,
-    });
-    await controller.start();
-  };
-  const stopController = async () => {
-    await controller?.stop();
-    controller = undefined;
-  };
-  const running = (ns: string, name: string) =>
-    eventually(async () => {
-      const v = await getVC(ns, name);
-      expect(v.status?.phase, v.status?.message).toBe('Running');
-      return v;
-    }, 90_000);
+  const startController = () => sys.startController();
+  const stopController = () => sys.stopController();
+  const running = (ns: string, name: string) => sys.running(ns, name);
   const tenantClient = async (v: VirtualCluster) => {
     const s = await t.client.get<{ data: { kubeconfig: string } }>(
       R.secrets,
@@ -182,7 +163,8 @@ describe('security: identity and credentials against hostile authors, tenants an
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
     nodeA = t.sc.cluster.kwokNodeNames[0]!;
-    await applyCRDs(t.sc);
+    sys = await startLocalSystem(t, { name: 'security-identity', tenants });
+    local = sys.local;
     // The platform allows these tenants the import provisioner: what V controls is the kubeconfig Secret it names.
     await eventually(() =>
       t.client.apply(
@@ -198,9 +180,6 @@ describe('security: identity and credentials against hostile authors, tenants an
     );
     for (const ns of ['team-a', 'team-b', 'team-v'])
       await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    stateDir = mkdtempSync(join(tmpdir(), 'vc-security-identity-'));
-    local = new LocalProvisioner(stateDir, t.sc.etcd);
-    await startController();
     syncer = new Syncer({
       superClient: t.client,
       host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }),
@@ -248,10 +227,8 @@ describe('security: identity and credentials against hostile authors, tenants an
     b?.close();
     await agent?.stop();
     await syncer?.stop();
-    await stopController();
-    await local?.stop();
+    await sys?.stop();
     await t?.stop();
-    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   });
 
   // ---- V: kubeconfigs the import provisioner must not act on ----

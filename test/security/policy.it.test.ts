@@ -9,27 +9,24 @@
  * namespace, the victim tenant's objects intact.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { rootNamespace } from '../../core/names/names.ts';
-import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
-import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import type { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import type { TenantPolicy } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { startLocalSystem, type LocalSystem } from '../localsystem.ts';
 import { Attempts } from './attempts.ts';
 
 const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
-const crdDir = join(import.meta.dirname, '../../deploy/crds');
 const NS = 'default';
 
 const vcObject = (name: string, spec: Record<string, unknown> = {}) => ({
@@ -78,18 +75,12 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
   let t: TestSuper;
   let dir: string;
   let local: LocalProvisioner;
-  let controller: VirtualClusterController;
-  let tenants: MutableTenantRegistry;
+  let sys: LocalSystem;
   const handed = new Map<string, Tenant>();
   let victimClient: KubeClient;
 
   const getVC = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, NS, name);
-  const running = (name: string) =>
-    eventually(async () => {
-      const vc = await getVC(name);
-      expect(vc.status?.phase, vc.status?.message).toBe('Running');
-      return vc;
-    }, 90_000);
+  const running = (name: string) => sys.running(NS, name);
 
   /** world is what no refused attempt may change: processes, etcd prefixes, super namespaces, the victim's data. */
   const world = async () => ({
@@ -148,26 +139,17 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of readdirSync(crdDir).filter((x) => x.endsWith('.yaml'))) {
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
-        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    }
-    await eventually(() => t.client.list(R.tenantpolicies));
-    await eventually(() => t.client.list(R.virtualclusters));
-    dir = mkdtempSync(join(tmpdir(), 'vc-security-policy-'));
-    tenants = new MutableTenantRegistry();
+    const tenants = new MutableTenantRegistry();
     tenants.subscribe((e) => {
       if (e.type === 'upsert') handed.set(e.tenant.vcName, e.tenant);
     });
-    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
-    controller = new VirtualClusterController({
-      meta: t.client,
-      superClient: t.client,
-      provisioners: { local, import: new ImportProvisioner(t.client) },
+    sys = await startLocalSystem(t, {
+      name: 'security-policy',
       tenants,
       defaultPluginConfig: { vnAgent: { port: 10550 } },
     });
-    await controller.start();
+    ({ dir, local } = sys);
+    await eventually(() => t.client.list(R.tenantpolicies));
     // The victim: another tenant, with data the attacker must not reach.
     await t.client.create(R.virtualclusters, vcObject('victim'));
     const victim = await running('victim');
@@ -185,10 +167,8 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
   afterAll(async () => {
     console.log(attempts.summary());
     victimClient?.close();
-    await controller?.stop();
-    await local?.stop();
+    await sys?.stop();
     await t?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it.each([
