@@ -21,6 +21,28 @@ export async function readSchedulerState(
   return undefined;
 }
 
+/**
+ * stateSections returns, from every data key of the state ConfigMap that holds a JSON object, its member `section`
+ * where that is an object; keys that do not parse and sections of another shape are skipped.
+ */
+export function stateSections(
+  data: Readonly<Record<string, string>> | undefined,
+  section: string,
+): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const text of Object.values(data ?? {})) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    const v = (doc as Record<string, unknown> | null)?.[section];
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) out.push(v as Record<string, unknown>);
+  }
+  return out;
+}
+
 function counts(v: unknown): Record<string, number> {
   const out: Record<string, number> = {};
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return out;
@@ -37,16 +59,8 @@ export function parseTenantPlacements(
   data: Readonly<Record<string, string>> | undefined,
 ): Map<string, TenantPlacements> {
   const out = new Map<string, TenantPlacements>();
-  for (const text of Object.values(data ?? {})) {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      continue;
-    }
-    const tenants = (doc as { tenants?: unknown } | null)?.tenants;
-    if (typeof tenants !== 'object' || tenants === null || Array.isArray(tenants)) continue;
-    for (const [root, t] of Object.entries(tenants as Record<string, unknown>)) {
+  for (const tenants of stateSections(data, 'tenants')) {
+    for (const [root, t] of Object.entries(tenants)) {
       if (typeof t !== 'object' || t === null) continue;
       const { namespaces, slices } = t as { namespaces?: unknown; slices?: unknown };
       out.set(root, { namespaces: counts(namespaces), slices: counts(slices) });

@@ -9,7 +9,7 @@ import { sumAllocatable } from '../../scheduler/capacity.ts';
 import { clusterState, kubeconfigSecretName, RegistrationError } from '../../scheduler/registration.ts';
 import { CLUSTERS, kubeconfigFromSecret, RegistrationFailure, readyOf } from '../../superclusters/registration.ts';
 import type { Condition } from '../../controller/status.ts';
-import { readSchedulerState, SCHEDULER_STATE_NAMESPACES } from './placements.ts';
+import { readSchedulerState, SCHEDULER_STATE_NAMESPACES, stateSections } from './placements.ts';
 import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
 
 /** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
@@ -30,18 +30,9 @@ export interface ClusterSummary {
  */
 export function parseSchedulerState(data: Readonly<Record<string, string>> | undefined): Map<string, ClusterSummary> {
   const out = new Map<string, ClusterSummary>();
-  for (const text of Object.values(data ?? {})) {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      continue;
-    }
-    const clusters = (doc as { clusters?: unknown } | null)?.clusters;
-    if (typeof clusters !== 'object' || clusters === null || Array.isArray(clusters)) continue;
-    for (const [name, s] of Object.entries(clusters as Record<string, unknown>))
+  for (const clusters of stateSections(data, 'clusters'))
+    for (const [name, s] of Object.entries(clusters))
       if (typeof s === 'object' && s !== null) out.set(name, s as ClusterSummary);
-  }
   return out;
 }
 
