@@ -21,7 +21,6 @@ describe('isEventKey', () => {
     ['acme/dns/default/x', false],
     ['acme/unknown/default/x', false],
     ['events', false],
-    ['acme/events', false],
   ])('%s on the low-priority lane: %s', (key, low) => {
     expect(isEventKey(host, key)).toBe(low);
   });

@@ -42,11 +42,7 @@ export const SYNCER_DEFAULTS = {
  * Pods' events up): those keys go on the fair queue's low-priority lane.
  */
 export function isEventKey(host: Pick<PluginHost, 'get'>, key: string): boolean {
-  // Asked on every add, hand-out and done: the plugin segment is read without splitting the whole key.
-  const start = key.indexOf('/') + 1;
-  const end = key.indexOf('/', start);
-  if (start === 0 || end < 0) return false;
-  const p = host.get(key.slice(start, end));
+  const p = host.get(parseKey(key).plugin);
   const r = p?.manifest.resource;
   return r?.resource === R.events.resource && r.group === R.events.group;
 }
