@@ -12,7 +12,7 @@ export interface EventTarget {
 }
 
 /**
- * recordEvent creates a core/v1 Event about an object, from a component, that happened `count` times. Events are best effort: a failure is
+ * recordEvent creates a core/v1 Event about an object, from a component. Events are best effort: a failure is
  * returned to the caller to log, never thrown, so a missing event cannot fail a reconcile.
  */
 export async function recordEvent(
@@ -22,7 +22,6 @@ export async function recordEvent(
   reason: string,
   message: string,
   component: string,
-  count = 1,
 ): Promise<Error | undefined> {
   const now = new Date().toISOString();
   try {
@@ -36,7 +35,7 @@ export async function recordEvent(
       message: message.slice(0, 1024),
       firstTimestamp: now,
       lastTimestamp: now,
-      count,
+      count: 1,
       source: { component },
       reportingComponent: component,
     });

@@ -26,18 +26,6 @@ export interface FairQueueOptions extends QueueOptions {
    * it stay free for a tenant that arrives. Undefined (or at most the cap) means no borrowing.
    */
   borrowUpTo?: number;
-  /**
-   * lowPriority puts the keys it accepts on a low-priority lane (events: nothing urgent waits for them). A low key is
-   * handed out only when no other key may be, and at most `maxLowInFlight` of them are processed at once, so they never
-   * hold the workers other keys need. Tenants take turns on the lane. It must always give the same answer for a key.
-   */
-  lowPriority?: (key: string) => boolean;
-  /** maxLowInFlight caps the low-priority keys being processed at once; default 1 */
-  maxLowInFlight?: number;
-  /** maxLowPendingPerTenant bounds a tenant's ready low-priority keys: a key beyond it drops the oldest; default 1000 */
-  maxLowPendingPerTenant?: number;
-  /** onLowDrop is told of every low-priority key dropped to keep the bound */
-  onLowDrop?: (key: string, tenant: string) => void;
 }
 
 interface TenantQueue {
@@ -66,23 +54,11 @@ export class FairQueue extends BaseQueue {
   private totalInFlight = 0;
   private borrowUpTo = 0;
   private ready = 0;
-  /** the low-priority lane: each tenant's ready low keys, tenants in turn (first in the map is next) */
-  private readonly low = new Map<string, Fifo>();
-  private lowReady = 0;
-  private lowInFlight = 0;
-  private readonly isLow: (key: string) => boolean;
-  private readonly maxLowInFlight: number;
-  private readonly maxLowPending: number;
-  private readonly onLowDrop: ((key: string, tenant: string) => void) | undefined;
 
   constructor(options: FairQueueOptions = {}) {
     super(options);
     this.tenantOf = options.tenantOf ?? tenantOfKey;
     this.borrowUpTo = options.borrowUpTo ?? 0;
-    this.isLow = options.lowPriority ?? (() => false);
-    this.maxLowInFlight = positive('maxLowInFlight', options.maxLowInFlight ?? 1);
-    this.maxLowPending = positive('maxLowPendingPerTenant', options.maxLowPendingPerTenant ?? 1000);
-    this.onLowDrop = options.onLowDrop;
     this.setMaxInFlightPerTenant(options.maxInFlightPerTenant);
   }
 
@@ -114,7 +90,7 @@ export class FairQueue extends BaseQueue {
     return this.weights.get(tenant) ?? 1;
   }
 
-  /** activeTenants lists the tenants that have ready keys other than low-priority ones, i.e. that hold a sub-queue. */
+  /** activeTenants lists the tenants that have ready keys, i.e. that currently hold a sub-queue. */
   activeTenants(): string[] {
     return [...this.tenants.keys()];
   }
@@ -124,14 +100,9 @@ export class FairQueue extends BaseQueue {
     return this.inFlight.get(tenant) ?? 0;
   }
 
-  /** tenantLen is the number of ready keys of one tenant, low-priority ones included. */
+  /** tenantLen is the number of ready keys of one tenant. */
   tenantLen(tenant: string): number {
-    return (this.tenants.get(tenant)?.keys.length ?? 0) + this.tenantLowLen(tenant);
-  }
-
-  /** tenantLowLen is the number of ready low-priority keys of one tenant. */
-  tenantLowLen(tenant: string): number {
-    return this.low.get(tenant)?.length ?? 0;
+    return this.tenants.get(tenant)?.keys.length ?? 0;
   }
 
   /**
@@ -146,18 +117,12 @@ export class FairQueue extends BaseQueue {
       this.ready -= queue.keys.length;
       this.tenants.delete(tenant);
     }
-    this.lowReady -= this.tenantLowLen(tenant);
-    this.low.delete(tenant);
     this.weights.delete(tenant);
     this.dispatch();
   }
 
   protected push(key: string): void {
     const tenant = this.tenantOf(key);
-    if (this.isLow(key)) {
-      this.pushLow(tenant, key);
-      return;
-    }
     let queue = this.tenants.get(tenant);
     if (!queue) {
       queue = { keys: new Fifo(), weight: this.weight(tenant), current: 0 };
@@ -173,46 +138,13 @@ export class FairQueue extends BaseQueue {
     const best =
       this.pick((tenant) => this.tenantInFlight(tenant) < this.maxInFlight) ??
       (this.totalInFlight < this.borrowUpTo ? this.pick(() => true) : undefined);
-    if (!best) return this.lowInFlight < this.maxLowInFlight ? this.popLow() : undefined;
+    if (!best) return undefined;
     const [tenant, queue, total] = best;
     queue.current -= total;
     const key = queue.keys.shift();
     this.ready--;
     if (queue.keys.length === 0) this.tenants.delete(tenant);
     return key;
-  }
-
-  /** pushLow queues a low-priority key, dropping the tenant's oldest one when its lane is full. */
-  private pushLow(tenant: string, key: string): void {
-    let lane = this.low.get(tenant);
-    if (!lane) {
-      lane = new Fifo();
-      this.low.set(tenant, lane);
-    }
-    if (lane.length >= this.maxLowPending) {
-      const oldest = lane.shift();
-      if (oldest !== undefined) {
-        this.lowReady--;
-        this.dropReady(oldest);
-        this.onLowDrop?.(oldest, tenant);
-      }
-    }
-    lane.push(key);
-    this.lowReady++;
-  }
-
-  /** popLow takes the oldest low-priority key of the tenant next in turn, and puts that tenant at the back. */
-  private popLow(): string | undefined {
-    for (const [tenant, lane] of this.low) {
-      const key = lane.shift();
-      this.low.delete(tenant);
-      if (lane.length) this.low.set(tenant, lane);
-      if (key !== undefined) {
-        this.lowReady--;
-        return key;
-      }
-    }
-    return undefined;
   }
 
   /** pick runs one smooth weighted round robin step among the tenants `eligible` accepts: the winner and the total. */
@@ -230,35 +162,20 @@ export class FairQueue extends BaseQueue {
   }
 
   protected readyCount(): number {
-    return this.ready + this.lowReady;
+    return this.ready;
   }
 
   protected override started(key: string): void {
-    if (this.isLow(key)) {
-      this.lowInFlight++;
-      return;
-    }
     const tenant = this.tenantOf(key);
     this.inFlight.set(tenant, this.tenantInFlight(tenant) + 1);
     this.totalInFlight++;
   }
 
   protected override finished(key: string): void {
-    if (this.isLow(key)) {
-      this.lowInFlight--;
-      return;
-    }
     const tenant = this.tenantOf(key);
     this.totalInFlight--;
     const n = this.tenantInFlight(tenant) - 1;
     if (n > 0) this.inFlight.set(tenant, n);
     else this.inFlight.delete(tenant);
   }
-}
-
-/** positive checks that an option is a positive integer. */
-function positive(option: string, n: number): number {
-  if (!Number.isSafeInteger(n) || n < 1)
-    throw new RangeError(`fair queue: ${option} must be a positive integer, got ${n}`);
-  return n;
 }

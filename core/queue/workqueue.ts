@@ -284,15 +284,6 @@ export abstract class BaseQueue implements RateLimitingQueue {
     h[i] = last;
   }
 
-  /**
-   * dropReady forgets a ready key the subclass took out of its ready set to keep a bound: it is no longer dirty, so a
-   * later `add` queues it again.
-   */
-  protected dropReady(key: string): void {
-    this.dirty.delete(key);
-    this.dirtySince.delete(key);
-  }
-
   /** reportDepth tells the metrics the current number of ready keys. */
   protected reportDepth(): void {
     this.metrics?.depth(this.readyCount());

@@ -86,12 +86,7 @@ export class Effects {
   private readonly lane: EventLane;
 
   constructor(private readonly o: EffectsOptions) {
-    this.lane =
-      o.events ??
-      new EventLane({
-        onDrop: (tenant) => syncerMetrics.eventsDropped.inc({ tenant }),
-        onCoalesce: (tenant) => syncerMetrics.eventsCoalesced.inc({ tenant }),
-      });
+    this.lane = o.events ?? new EventLane({ onDrop: (tenant) => syncerMetrics.eventsDropped.inc({ tenant }) });
   }
 
   /** events is the lane the events of this syncer are written on. */
@@ -269,30 +264,24 @@ export class Effects {
 
   /**
    * event records an event once per key, object, reason and message, on the low-priority lane: the reconcile does not
-   * wait for it. Repeats while it waits on the lane coalesce into it (one write, its count raised); repeats once it
-   * is written are not written again. Events are best effort (core/kube/events.ts): a failure, or a drop from a full
-   * lane, is logged at debug level and forgotten, so the same event is tried again next time, and it never fails the
-   * reconcile.
+   * wait for it. Events are best effort (core/kube/events.ts): a failure is logged at debug level and forgotten, so
+   * the same event is tried again next time, and it never fails the reconcile.
    */
   private event(t: EffectTarget, e: EventEffect): void {
     const id = `${t.key}|${e.regarding.uid}|${e.reason}|${e.message}`;
-    const tenant = t.session.tenant.key;
-    if (this.recentEvents.has(id) && !this.lane.waiting(tenant, id)) return;
+    if (this.recentEvents.has(id)) return;
     if (this.recentEvents.size > 10_000) this.recentEvents.clear();
     this.recentEvents.add(id);
     const client = e.side === 'tenant' ? t.session.client : this.o.superClient;
-    const queued = this.lane.push(
-      tenant,
-      async (count) => {
-        countWrite(write(t, 'event', e.side, 'create', resourceName(R.events)));
-        const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER, count);
-        if (err) {
-          this.recentEvents.delete(id);
-          log.debug({ key: t.key, reason: e.reason, err: String(err) }, 'event not recorded');
-        }
-      },
-      { id, dropped: () => this.recentEvents.delete(id) },
-    );
+    const tenant = t.session.tenant.key;
+    const queued = this.lane.push(tenant, async () => {
+      countWrite(write(t, 'event', e.side, 'create', resourceName(R.events)));
+      const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
+      if (err) {
+        this.recentEvents.delete(id);
+        log.debug({ key: t.key, reason: e.reason, err: String(err) }, 'event not recorded');
+      }
+    });
     if (!queued) this.recentEvents.delete(id);
   }
 

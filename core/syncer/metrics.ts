@@ -118,15 +118,7 @@ export const syncerMetrics = {
   }),
   eventsDropped: new Counter({
     name: 'vc_syncer_events_dropped_total',
-    help:
-      "Events not recorded because the tenant's backlog on an event lane was full, oldest first (events are best " +
-      'effort): own events on the event lane, and copied events on the low-priority lane of the syncer queue.',
-    labelNames: ['tenant'],
-    registers: [registry],
-  }),
-  eventsCoalesced: new Counter({
-    name: 'vc_syncer_events_coalesced_total',
-    help: 'Repeats of an event still waiting on the event lane, folded into it (its count raised) instead of written.',
+    help: "Events not recorded because the tenant's backlog on the event lane was full (events are best effort).",
     labelNames: ['tenant'],
     registers: [registry],
   }),

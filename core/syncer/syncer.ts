@@ -38,16 +38,6 @@ export const SYNCER_DEFAULTS = {
 } as const;
 
 /**
- * isEventKey tells whether a queue key belongs to a plugin that syncs core/v1 Events (the events plugin copying super
- * Pods' events up): those keys go on the fair queue's low-priority lane.
- */
-export function isEventKey(host: Pick<PluginHost, 'get'>, key: string): boolean {
-  const p = host.get(parseKey(key).plugin);
-  const r = p?.manifest.resource;
-  return r?.resource === R.events.resource && r.group === R.events.group;
-}
-
-/**
  * defaultMaxInFlightPerTenant is the share of the workers one tenant may hold at once when the options do not say:
  * a quarter, at least one, so a tenant whose requests hang leaves three quarters to the others.
  */
@@ -121,14 +111,10 @@ export class Syncer {
       throw new RangeError(`syncer: maxInFlightPerTenant (${cap}) must not exceed workers (${workers})`);
     }
     // Tenants at their cap may borrow idle workers up to half of them; the other half waits for tenants that arrive.
-    // Copied events ride the low-priority lane: a Pod's create, bind and status never wait behind them.
     this.queue = new FairQueue({
       metrics: queueMetrics('syncer'),
       maxInFlightPerTenant: cap,
       borrowUpTo: Math.floor(workers / 2),
-      lowPriority: (key) => isEventKey(o.host, key),
-      maxLowInFlight: defaultMaxInFlightPerTenant(workers),
-      onLowDrop: (_key, tenant) => syncerMetrics.eventsDropped.inc({ tenant }),
     });
     this.runner = new Runner({
       name: 'syncer',
