@@ -157,6 +157,69 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     expect(row).toMatch(/\sr1=\d+ns\/1sl,r2=\d+ns\/1sl$/);
   });
 
+  it("honours a VirtualCluster's spec.superCluster end to end: its namespaces and Pods go to r2 only", async () => {
+    await meta.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'pinned', namespace: 'default' },
+      spec: { provisioner: { type: 'local' }, superCluster: 'r2' },
+    });
+    let pinned: KubeClient | undefined;
+    const r2 = await KubeClient.fromFile(e.superClusters.find((s) => s.name === 'r2')!.kubeconfigPath);
+    try {
+      const { root, secret } = await eventually(async () => {
+        const v = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'pinned');
+        expect(v.status?.phase).toBe('Running');
+        const s = await meta.get<KubeObject & { data: Record<string, string> }>(
+          R.secrets,
+          'default',
+          kubeconfigSecretName('pinned'),
+        );
+        return { root: v.status!.clusterNamespace!, secret: s };
+      }, 120_000);
+      pinned = await KubeClient.fromString(Buffer.from(secret.data.kubeconfig!, 'base64').toString(), 'pinned');
+      await eventually(async () => {
+        for (const ns of ['default', 'kube-system']) {
+          const n = await pinned!.get(R.namespaces, undefined, ns);
+          expect(n.metadata?.annotations?.[PLACEMENTS], ns).toBe('{"r2":1}');
+        }
+      }, 60_000);
+      await eventually(() => pinned!.get(R.serviceaccounts, 'default', 'default'), 60_000);
+      // a ClusterFirst Pod: its tenant DNS is on r2 as well, so nothing waits
+      await pinned.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'here', namespace: 'default' },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      });
+      await eventually(async () => {
+        const pod = await pinned!.get<KubeObject & { status?: { phase?: string }; spec?: { nodeName?: string } }>(
+          R.pods,
+          'default',
+          'here',
+        );
+        expect(pod.status?.phase).toBe('Running');
+        expect(pod.spec?.nodeName).toMatch(/^r2\./);
+      }, 90_000);
+      expect(await r2.getOrNull(R.pods, superNamespace(root, 'default'), 'here')).not.toBeNull();
+      expect(await meta.getOrNull(R.namespaces, undefined, superNamespace(root, 'default'))).toBeNull();
+      const out = (
+        await execP(process.execPath, [vcBin, 'get', '-o', 'wide', '--kubeconfig', e.superCluster.kubeconfigPath], {
+          timeout: 60_000,
+        })
+      ).stdout;
+      expect(out.split('\n').find((l) => /^default\s+pinned\s/.test(l))).toMatch(/\sr2\s+r2=\d+ns$/);
+    } finally {
+      pinned?.close();
+      r2.close();
+      await meta.delete(R.virtualclusters, 'default', 'pinned');
+      await eventually(
+        async () => expect(await meta.getOrNull(R.virtualclusters, 'default', 'pinned')).toBeNull(),
+        120_000,
+      );
+    }
+  });
+
   // Removing a registration (its Secret, then its Cluster) stops new placements there and moves nothing: what is
   // placed stays, Pods included, until the admin registers it again and drains it with `vc superclusters drain`.
   it('a super cluster whose registration goes gets no new placements; its placements stay until drained', async () => {
