@@ -37,6 +37,16 @@ const OURS = {
   options: [{ name: 'ndots', value: '5' }],
 };
 
+/** WAITING_EVENT is the tenant Event a Pod waiting for its tenant's DNS gets. */
+const WAITING_EVENT = {
+  type: 'event' as const,
+  side: 'tenant' as const,
+  regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'web', name: 'p', uid: 't-uid' },
+  eventType: 'Warning' as const,
+  reason: 'WaitingForDNS',
+  message: expect.any(String) as unknown as string,
+};
+
 interface Case {
   name: string;
   /** the tenant's kube-system/kube-dns Service exists */
@@ -146,16 +156,7 @@ const cases: Case[] = [
     want: {
       object: desiredPod(),
       skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string },
-      effects: [
-        {
-          type: 'event',
-          side: 'tenant',
-          regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'web', name: 'p', uid: 't-uid' },
-          eventType: 'Warning',
-          reason: 'WaitingForDNS',
-          message: expect.any(String) as unknown as string,
-        },
-      ],
+      effects: [WAITING_EVENT],
       requeueAfterMs: 1000,
     },
   },
@@ -167,16 +168,7 @@ const cases: Case[] = [
     want: {
       object: desiredPod(),
       skip: { reason: 'WaitingForDNS', message: expect.any(String) as unknown as string },
-      effects: [
-        {
-          type: 'event',
-          side: 'tenant',
-          regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'web', name: 'p', uid: 't-uid' },
-          eventType: 'Warning',
-          reason: 'WaitingForDNS',
-          message: expect.any(String) as unknown as string,
-        },
-      ],
+      effects: [WAITING_EVENT],
       requeueAfterMs: 1000,
     },
   },
