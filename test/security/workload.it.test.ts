@@ -77,7 +77,7 @@ describe('security: the workload boundary on simulated nodes (exec, attach, port
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-workload-'));
     state = join(dir, 'state');
-    await vc('up', '--detach', '--state-dir', state);
+    await vc('up', '--detach', '--state-dir', state, '--real-nodes', '0');
     const s = await eventually(async () => {
       const x = JSON.parse(await vc('status', '--state-dir', state, '-o', 'json')) as Status;
       const d = x.tenants.find((t) => t.name === 'dev');

@@ -5,7 +5,8 @@ import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
 import { checkPolicies, DEFAULT_POLICY } from '../../tenancy/policy.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { validate } from '../../../schemas/validate.ts';
-import { embeddedPolicy } from './embedded.ts';
+import { managerDefaults } from '../manager/config.ts';
+import { embeddedForcedPlacement, embeddedPolicy, embeddedTenantDefaults } from './embedded.ts';
 
 const sampleTenant = {
   spec: { provisioner: { type: 'local' as const }, weight: 1, podSecurityLevel: 'baseline' as const },
@@ -60,5 +61,36 @@ describe('the embedded TenantPolicy', () => {
       ...DEFAULT_POLICY.podTolerations,
       { key: REAL_NODE_TAINT.key, effect: 'NoSchedule' },
     ]);
+  });
+});
+
+describe('the tenant defaults of vc up', () => {
+  it.each([
+    ['no real node', 0, 1],
+    ['no real node, several super clusters', 0, 2],
+  ])('are none with %s', (_, realNodes, superClusters) => {
+    expect(embeddedTenantDefaults({ realNodes, superClusters, preloadedImages: ['x:1'] })).toEqual({});
+  });
+
+  it('force every tenant Pod of the single super cluster onto its real node, with its images preloaded', () => {
+    const d = embeddedTenantDefaults({ realNodes: 1, superClusters: 1, preloadedImages: ['x:1'] });
+    expect(d.tenantDefaults?.pods?.forced).toEqual({
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+    });
+    expect(d.tenantDefaults?.pods?.preloadedImages).toEqual([...Object.values(NODE_IMAGES), 'x:1']);
+    // under the embedded TenantPolicy the forced placement reaches every tenant's effective policy
+    const admitted = checkPolicies(
+      sampleTenant,
+      [embeddedPolicy()],
+      managerDefaults({ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ManagerConfiguration', ...d }),
+    );
+    expect(admitted).toHaveProperty('effective.pods.forced', embeddedForcedPlacement());
+  });
+
+  it('force nothing with several super clusters, whose others have no real node', () => {
+    const d = embeddedTenantDefaults({ realNodes: 1, superClusters: 2, preloadedImages: [] });
+    expect(d.tenantDefaults?.pods?.forced).toBeUndefined();
+    expect(d.tenantDefaults?.pods?.preloadedImages).toEqual(Object.values(NODE_IMAGES));
   });
 });

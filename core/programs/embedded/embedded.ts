@@ -7,6 +7,7 @@ import { LocalSuperCluster } from '../../local/supercluster.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
 import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
+import type { ForcedPlacementView } from '../../plugins/contract.ts';
 import type { LocalControlPlane } from '../../local/controlplane.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
 import { TcpForwarder } from '../../local/forwarder.ts';
@@ -60,9 +61,10 @@ export const EMBEDDED_POLICY_NAME = 'embedded';
 /**
  * embeddedPolicy is the TenantPolicy of the embedded default: the built-in defaults, except that tenant Pods may
  * tolerate the real node's NoSchedule taint and select nodes by its label. The platform thereby lets a tenant run a
- * Pod on a real node (the toolchain's images only) when the Pod asks for it; a Pod that does not stays on the
- * simulated nodes. The toolchain's images, which `vc up` imports into the real node, run from the node's image store
- * (pods.preloadedImages): nothing can be pulled here. Nothing else is widened.
+ * Pod on a real node (the toolchain's images only) when the Pod asks for it; where `vc up` runs one super cluster with
+ * a real node it places every tenant Pod there anyway (embeddedForcedPlacement). The toolchain's images, which `vc up`
+ * imports into the real node, run from the node's image store (pods.preloadedImages): nothing can be pulled here.
+ * Nothing else is widened.
  */
 export function embeddedPolicy(): TenantPolicy {
   return {
@@ -77,6 +79,42 @@ export function embeddedPolicy(): TenantPolicy {
         ],
         nodeLabelKeys: [...DEFAULT_POLICY.podNodeLabelKeys, REAL_NODE_LABEL],
         preloadedImages: Object.values(NODE_IMAGES),
+      },
+    },
+  };
+}
+
+/**
+ * embeddedForcedPlacement is what `vc up` forces onto every tenant Pod (the manager's tenantDefaults.pods.forced) when
+ * it runs one super cluster with a real node: the real node's label and a toleration of its NoSchedule taint, so
+ * tenant workloads run as real containers (DNS, Services, logs and exec work) rather than as kwok's simulations. It is
+ * written into the manager configuration by every `vc up`, so it follows that run: `--real-nodes 0`, the fallback to
+ * simulated nodes or several super clusters (whose others have no real node) force nothing. Unlike the embedded
+ * TenantPolicy, created once and then the administrator's, it cannot outlive the real node it names.
+ */
+export function embeddedForcedPlacement(): ForcedPlacementView {
+  return {
+    nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+    tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+  };
+}
+
+/**
+ * embeddedTenantDefaults is the manager's tenantDefaults under `vc up`, from the real nodes it started (each Ready by
+ * then) and its super clusters: none without a real node; with one, the real node's images (imported with it, never
+ * pulled) kept IfNotPresent, and with a single super cluster every tenant Pod forced onto the real node.
+ */
+export function embeddedTenantDefaults(o: {
+  realNodes: number;
+  superClusters: number;
+  preloadedImages: readonly string[];
+}): Pick<ManagerConfig, 'tenantDefaults'> {
+  if (o.realNodes < 1) return {};
+  return {
+    tenantDefaults: {
+      pods: {
+        preloadedImages: [...Object.values(NODE_IMAGES), ...o.preloadedImages],
+        ...(o.superClusters === 1 && { forced: embeddedForcedPlacement() }),
       },
     },
   };
@@ -327,9 +365,10 @@ export async function startEmbedded(o: {
         }),
         tenantDNS: { enabled: true },
       },
-      // The real node's images are imported with it and cannot be pulled: tenant Pods use them IfNotPresent.
-      ...(sc.realNodes.length && {
-        tenantDefaults: { pods: { preloadedImages: [...Object.values(NODE_IMAGES), ...(o.preloadedImages ?? [])] } },
+      ...embeddedTenantDefaults({
+        realNodes: sc.realNodes.length,
+        superClusters: count,
+        preloadedImages: o.preloadedImages ?? [],
       }),
       gitops: {
         enabled: true,
@@ -398,6 +437,7 @@ export async function startEmbedded(o: {
         vnAgent: { ...agentAddress, ...(count > 1 ? { superClusters: perSuper } : {}) },
       },
     };
+    if (cfg.tenantDefaults?.pods?.forced) step(`tenant Pods run on the real node ${sc.realNodes[0]!.name}`);
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
@@ -435,10 +475,7 @@ export async function startEmbedded(o: {
 export function nativeOnRealNodes(stateDir: string, dnsView: { host: string; port: number }): NativeOptions {
   return {
     apiserverAccess: 'ClusterIP',
-    placement: {
-      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
-      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
-    },
+    placement: embeddedForcedPlacement(),
     etcdHostPathDir: join(stateDir, 'native'),
     dnsView,
   };
