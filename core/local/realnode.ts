@@ -771,18 +771,32 @@ export async function criCall(sock: string, method: string, body: Buffer): Promi
   }
 }
 
-/** criListSandboxes lists the ids of every Pod sandbox of a containerd (CRI ListPodSandbox). */
-export async function criListSandboxes(sock: string): Promise<string[]> {
+/** CriSandbox is one Pod sandbox of a containerd: its id and the super Pod it runs (uid, namespace, name). */
+export interface CriSandbox {
+  id: string;
+  uid: string;
+  namespace: string;
+  name: string;
+}
+
+/** criSandboxes lists every Pod sandbox of a containerd (CRI ListPodSandbox) with the Pod it belongs to. */
+export async function criSandboxes(sock: string): Promise<CriSandbox[]> {
   const reply = await criCall(sock, 'ListPodSandbox', Buffer.alloc(0));
+  const text = (fields: ReturnType<typeof protoFields>, n: number) =>
+    fields.find((f) => f.field === n)?.bytes.toString('utf8') ?? '';
   return protoFields(reply)
     .filter((f) => f.field === 1)
-    .map(
-      (item) =>
-        protoFields(item.bytes)
-          .find((f) => f.field === 1)
-          ?.bytes.toString('utf8') ?? '',
-    )
-    .filter(Boolean);
+    .map((item) => {
+      const sandbox = protoFields(item.bytes);
+      const meta = protoFields(sandbox.find((f) => f.field === 2)?.bytes ?? Buffer.alloc(0));
+      return { id: text(sandbox, 1), name: text(meta, 1), uid: text(meta, 2), namespace: text(meta, 3) };
+    })
+    .filter((x) => x.id);
+}
+
+/** criListSandboxes lists the ids of every Pod sandbox of a containerd (CRI ListPodSandbox). */
+export async function criListSandboxes(sock: string): Promise<string[]> {
+  return (await criSandboxes(sock)).map((x) => x.id);
 }
 
 /** RealNodeChoice is how many real nodes `vc up` starts and the one line that says why. */

@@ -5,7 +5,8 @@
  * and packets decide: before the policies B's Pod and a platform Pod reach A's server (so a refusal later is the
  * policy's doing); with them neither can, while A's Pod in another of A's namespaces still can; a tenant policy of A
  * opening its server to every source (as the networkpolicies plugin syncs it unchanged) lets the platform Pod in, but
- * not B's, whose own boundary keeps its egress off super-internal addresses. Stopping removes kube-router's chains
+ * not B's, whose own boundary keeps its egress off super-internal addresses. Each holds through A's Service's ClusterIP
+ * too (kube-proxy's DNAT comes before kube-router's decision). Stopping removes kube-router's chains
  * and ipsets with the rest.
  */
 import { execFile } from 'node:child_process';
@@ -55,11 +56,15 @@ describe.skipIf(!!skip)('NetworkPolicies enforced on the real node by kube-route
   let t: TestSuper | undefined;
   let before: HostSnapshot;
   let serverIP = '';
+  let serviceIP = '';
+  /** the server by Pod IP, and through its Service's ClusterIP (kube-proxy's DNAT before the policy decides) */
+  const direct = () => `${serverIP}:8080`;
+  const viaService = () => `${serviceIP}:80`;
   const binDir = join(nodeToolchainDir(), 'bin');
   /** fetch asks the server for its name from a client Pod; it resolves to the answer or to 'refused'. */
-  const fetch = async (ns: string, client: string): Promise<string> => {
+  const fetch = async (ns: string, client: string, target = direct()): Promise<string> => {
     const args = ['--kubeconfig', t!.sc.kubeconfigPath, 'exec', '-n', ns, client, '--'];
-    const wget = ['busybox', 'timeout', '3', 'wget', '-q', '-O-', `http://${serverIP}:8080/hostname`];
+    const wget = ['busybox', 'timeout', '3', 'wget', '-q', '-O-', `http://${target}/hostname`];
     return exec(binaryPath('kubectl'), [...args, ...wget], { timeout: 30_000 }).then(
       (r) => r.stdout,
       () => 'refused',
@@ -88,6 +93,13 @@ describe.skipIf(!!skip)('NetworkPolicies enforced on the real node by kube-route
       R.pods,
       pod('a-web', 'web', { app: 'web' }, { image: NODE_IMAGES.agnhost, args: ['netexec', '--http-port=8080'] }),
     );
+    const svc = await c.create<KubeObject & { spec?: { clusterIP?: string } }>(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'a-web' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+    });
+    serviceIP = svc.spec!.clusterIP!;
     for (const ns of ['a-other', 'b-app', 'platform'])
       await c.create(R.pods, pod(ns, 'client', {}, { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] }));
     for (const [ns, name] of [
@@ -114,6 +126,9 @@ describe.skipIf(!!skip)('NetworkPolicies enforced on the real node by kube-route
     await eventually(async () => expect(await fetch('b-app', 'client')).toBe('web'), 30_000, 500);
     expect(await fetch('platform', 'client')).toBe('web');
     expect(await fetch('a-other', 'client')).toBe('web');
+    // kube-proxy has programmed the Service once its endpoint is ready
+    await eventually(async () => expect(await fetch('b-app', 'client', viaService())).toBe('web'), 30_000, 500);
+    expect(await fetch('a-other', 'client', viaService())).toBe('web');
   });
 
   it("with the workload boundary's isolation policies, B cannot reach A's Pod and A's other namespace can", async () => {
@@ -139,6 +154,15 @@ describe.skipIf(!!skip)('NetworkPolicies enforced on the real node by kube-route
     expect(await fetch('a-other', 'client')).toBe('web');
   });
 
+  it("through A's Service's ClusterIP the same holds: A's other namespace gets in, B and the platform do not", async () => {
+    expect(await fetch('a-other', 'client', viaService())).toBe('web');
+    await attempts.attempt("tenant B's Pod fetches tenant A's server through its Service's ClusterIP", async () => {
+      expect(await fetch('b-app', 'client', viaService())).toBe('refused');
+      return 'refused';
+    });
+    expect(await fetch('platform', 'client', viaService())).toBe('refused');
+  });
+
   it("a tenant policy opening A's server to every source lets the platform in, not tenant B", async () => {
     await t!.client.create(R.networkpolicies, {
       apiVersion: 'networking.k8s.io/v1',
@@ -149,6 +173,7 @@ describe.skipIf(!!skip)('NetworkPolicies enforced on the real node by kube-route
     await eventually(async () => expect(await fetch('platform', 'client')).toBe('web'), 60_000, 500);
     await attempts.attempt("tenant B's Pod fetches A's server once A opened its ingress to everyone", async () => {
       expect(await fetch('b-app', 'client')).toBe('refused');
+      expect(await fetch('b-app', 'client', viaService())).toBe('refused');
       return 'refused';
     });
   });
