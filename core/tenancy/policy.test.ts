@@ -95,6 +95,10 @@ describe('evaluatePolicy', () => {
           tolerations: [
             { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
             { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
+            { key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' },
+            { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' },
+            { key: 'node.kubernetes.io/pid-pressure', effect: 'NoSchedule' },
+            { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' },
           ],
           schedulerNames: ['default-scheduler'],
           hostPorts: false,

@@ -1,7 +1,7 @@
 import { R } from '../../core/kube/resources.ts';
 import { LABEL, MANAGER, PREFIX, provenanceOf, superNodeName, vNodeName } from '../../core/names/names.ts';
 import type { Pod } from '../pods/types.ts';
-import { isReadyAndSchedulable, mayPlaceOn, nodesView, tolerates, type Taint } from './placement.ts';
+import { mayPlaceOn, nodesView, shownForPlacement, tenantHasPodOn, tolerates, type Taint } from './placement.ts';
 import {
   clone,
   type Decision,
@@ -254,28 +254,6 @@ const nodeOf = (pod: KubeObject): string[] => {
   const node = (pod as Pod).spec?.nodeName;
   return node ? [node] : [];
 };
-
-/**
- * tenantHasPodOn reports whether the tenant has a Pod on the node: a super Pod the syncer wrote for it, scheduled
- * there. A tenant Pod's own spec.nodeName does not count: the tenant writes it, and could name any super node to see it.
- */
-function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
-  return ctx.superCache
-    .list<Pod>(R.pods)
-    .some((p) => p.spec?.nodeName === node && provenanceOf(p)?.cluster === ctx.tenant.key);
-}
-
-/**
- * shownForPlacement says whether a tenant whose policy chose the `schedulable` view sees the node without Pods on it:
- * the node is Ready, not cordoned, and its Pods may be placed there (mayPlaceOn).
- */
-function shownForPlacement(superNode: Node, ctx: PluginContext): boolean {
-  return (
-    nodesView(ctx.tenant) === 'schedulable' &&
-    isReadyAndSchedulable(superNode) &&
-    mayPlaceOn(superNode, ctx.tenant, ctx.superCache)
-  );
-}
 
 /**
  * nodesPlugin keeps vNodes: the tenant's view of the super nodes its Pods run on, with the kubelet endpoint pointing

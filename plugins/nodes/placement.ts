@@ -1,6 +1,15 @@
 import { R } from '../../core/kube/resources.ts';
+import { provenanceOf } from '../../core/names/names.ts';
+import type { Pod } from '../pods/types.ts';
 import { DEFAULT_TOLERATIONS } from '../pods/policy.ts';
-import type { CacheReader, KubeObject, NodesView, TenantView, TolerationRule } from '../sdk/src/index.ts';
+import type {
+  CacheReader,
+  KubeObject,
+  NodesView,
+  PluginContext,
+  TenantView,
+  TolerationRule,
+} from '../sdk/src/index.ts';
 import type { Node } from './index.ts';
 
 /** Taint is one core/v1 Taint of a super node. */
@@ -75,4 +84,26 @@ export function mayPlaceOn(node: Node, tenant: TenantView, superCache: CacheRead
 export function isReadyAndSchedulable(node: Node): boolean {
   const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
   return ready?.status === 'True' && node.spec?.unschedulable !== true;
+}
+
+/**
+ * tenantHasPodOn reports whether the tenant has a Pod on the node: a super Pod the syncer wrote for it, scheduled
+ * there. A tenant Pod's own spec.nodeName does not count: the tenant writes it, and could name any super node to see it.
+ */
+export function tenantHasPodOn(node: string, ctx: PluginContext): boolean {
+  return ctx.superCache
+    .list<Pod>(R.pods)
+    .some((p) => p.spec?.nodeName === node && provenanceOf(p)?.cluster === ctx.tenant.key);
+}
+
+/**
+ * shownForPlacement says whether a tenant whose policy chose the `schedulable` view sees the node without Pods on it:
+ * the node is Ready, not cordoned, and its Pods may be placed there (mayPlaceOn).
+ */
+export function shownForPlacement(superNode: Node, ctx: PluginContext): boolean {
+  return (
+    nodesView(ctx.tenant) === 'schedulable' &&
+    isReadyAndSchedulable(superNode) &&
+    mayPlaceOn(superNode, ctx.tenant, ctx.superCache)
+  );
 }

@@ -11,6 +11,7 @@ import {
 } from './policy.ts';
 import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
 import { terminalStatus } from './terminal.ts';
+import { checkNodePins, translateNodePins } from './nodepin.ts';
 import { resolveTenantFieldRefs } from './downward.ts';
 import {
   clone,
@@ -287,6 +288,7 @@ function newSuperPod(
 ): Decision<Pod> {
   const spec = clone(tenantPod.spec ?? { containers: [] });
   resolveTenantFieldRefs(spec, tenantPod);
+  translateNodePins(spec, ctx);
   delete spec.nodeName;
   if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
   else delete spec.runtimeClassName;
@@ -424,6 +426,8 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
   },
   reads: [
     { resource: R.serviceaccounts, side: 'super' },
+    // node pins (DaemonSet Pods) name vNodes: checked against the super nodes (nodepin.ts)
+    { resource: R.nodes, side: 'super' },
     { resource: R.runtimeclasses, side: 'tenant' },
     { resource: R.runtimeclasses, side: 'super' },
   ],
@@ -477,6 +481,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       const spec = tenantPod.spec ?? { containers: [] };
       const refusal =
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
+        checkNodePins(spec, ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
     }

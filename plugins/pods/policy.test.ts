@@ -91,7 +91,7 @@ const cases: Array<[string, Partial<PodSpec>, PodsPolicyView | undefined, string
     'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key',
   ],
   [
-    'node affinity on a node field is always refused',
+    'node affinity on a node field is left to the node pin check (nodepin.ts), which knows the vNodes',
     {
       affinity: {
         nodeAffinity: {
@@ -101,8 +101,8 @@ const cases: Array<[string, Partial<PodSpec>, PodsPolicyView | undefined, string
         },
       },
     },
-    { nodeLabelKeys: ['*'] },
-    'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchFields[0].key',
+    undefined,
+    undefined,
   ],
   ['the default scheduler passes', { schedulerName: 'default-scheduler' }, undefined, undefined],
   ['another scheduler is refused by default', { schedulerName: 'my-scheduler' }, undefined, 'spec.schedulerName'],

@@ -12,11 +12,18 @@ export const SYSTEM_PRIORITY_PREFIX = 'system-';
 
 /**
  * DEFAULT_TOLERATIONS are the tolerations a tenant Pod may carry when its policy names none: those the tenant
- * apiserver's DefaultTolerationSeconds admission adds to every Pod.
+ * apiserver's DefaultTolerationSeconds admission adds to every Pod, and the NoSchedule ones of node conditions and
+ * cordoning the tenant's DaemonSet controller adds to every daemon Pod (not network-unavailable, which it adds only to
+ * host-network Pods). They tolerate what the node lifecycle controller and `kubectl cordon` set, never a taint the
+ * platform puts on its nodes to keep tenants off or apart.
  */
 export const DEFAULT_TOLERATIONS: readonly TolerationRule[] = [
   { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
   { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/pid-pressure', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' },
 ];
 
 /** RESTRICTED_VOLUME_TYPES are volume types the kubelet mounts as root against arbitrary servers. */
@@ -43,7 +50,6 @@ const keyAllowed = (patterns: readonly string[], key: string): boolean =>
 
 interface NodeSelectorTerm {
   matchExpressions?: Array<{ key?: string }>;
-  matchFields?: Array<{ key?: string }>;
 }
 
 interface NodeAffinity {
@@ -54,7 +60,6 @@ interface NodeAffinity {
 interface NodeKey {
   field: string;
   key: string;
-  isField: boolean;
   /** the key comes from spec.nodeSelector */
   selector?: boolean;
 }
@@ -62,17 +67,18 @@ interface NodeKey {
 const nodeSelectorOf = (spec: PodSpec): Record<string, string> =>
   spec.nodeSelector && typeof spec.nodeSelector === 'object' ? (spec.nodeSelector as Record<string, string>) : {};
 
-/** nodeKeys lists the node label keys (and fields) a Pod spec selects nodes by, each with the field that names it. */
+/**
+ * nodeKeys lists the node label keys a Pod spec selects nodes by, each with the field that names it. Node fields
+ * (`matchFields`) are checked against the tenant's vNodes, which the policy does not know (nodepin.ts).
+ */
 function nodeKeys(spec: PodSpec): NodeKey[] {
   const out: NodeKey[] = [];
   for (const key of Object.keys(nodeSelectorOf(spec)))
-    out.push({ field: `spec.nodeSelector["${key}"]`, key, isField: false, selector: true });
+    out.push({ field: `spec.nodeSelector["${key}"]`, key, selector: true });
   const na = ((spec.affinity as { nodeAffinity?: NodeAffinity } | undefined)?.nodeAffinity ?? {}) as NodeAffinity;
   const term = (t: NodeSelectorTerm | undefined, at: string): void => {
     for (const [i, e] of (t?.matchExpressions ?? []).entries())
-      out.push({ field: `${at}.matchExpressions[${i}].key`, key: e.key ?? '', isField: false });
-    for (const [i, e] of (t?.matchFields ?? []).entries())
-      out.push({ field: `${at}.matchFields[${i}].key`, key: e.key ?? '', isField: true });
+      out.push({ field: `${at}.matchExpressions[${i}].key`, key: e.key ?? '' });
   };
   const req = 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
   for (const [i, t] of (na.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []).entries())
@@ -126,14 +132,11 @@ export function checkPodPolicy(
   if (conflict) return conflict;
   const forcedKeys = policy?.forced?.nodeSelector ?? {};
   for (const k of nodeKeys(spec)) {
-    if (!k.isField && keyAllowed(nodeLabelKeys, k.key)) continue;
+    if (keyAllowed(nodeLabelKeys, k.key)) continue;
     if (k.selector && Object.hasOwn(forcedKeys, k.key)) continue;
-    const what = k.isField
-      ? `node field "${k.key}": a tenant Pod cannot pick a super node by its fields`
-      : `node label key "${k.key}"`;
     return {
       field: k.field,
-      message: `${k.field}: ${what} is not allowed by ${policyName} (pods.nodeLabelKeys: ${nodeLabelKeys.join(', ') || 'none'})`,
+      message: `${k.field}: node label key "${k.key}" is not allowed by ${policyName} (pods.nodeLabelKeys: ${nodeLabelKeys.join(', ') || 'none'})`,
     };
   }
   const hostAccess = (policy?.hostAccess ?? DEFAULT_PODS_POLICY.hostAccess) && level === 'privileged';

@@ -104,7 +104,9 @@ describe('runtimeclasses plugin (tenant classes down)', () => {
             refusedEvent(
               'scheduling.tolerations[0]: scheduling.tolerations[0] {key: "", operator: Exists, effect: (all)} is not ' +
                 'allowed by the TenantPolicy (pods.tolerations: node.kubernetes.io/not-ready:NoExecute, ' +
-                'node.kubernetes.io/unreachable:NoExecute)',
+                'node.kubernetes.io/unreachable:NoExecute, node.kubernetes.io/disk-pressure:NoSchedule, ' +
+                'node.kubernetes.io/memory-pressure:NoSchedule, node.kubernetes.io/pid-pressure:NoSchedule, ' +
+                'node.kubernetes.io/unschedulable:NoSchedule)',
             ),
           ],
         },

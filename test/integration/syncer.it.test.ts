@@ -118,6 +118,48 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     expect(vn.status.daemonEndpoints.kubeletEndpoint.Port).toBe(10550);
   });
 
+  it("runs a tenant DaemonSet's Pods on every vNode under the default policy, pinned to the super nodes", async () => {
+    // tenant A sees the vNodes of the nodes its web Pods run on; its DaemonSet controller pins one Pod to each
+    const vNodes = (await a.list(R.nodes)).items.map((n) => n.metadata!.name!).sort();
+    expect(vNodes.length).toBeGreaterThan(0);
+    await a.create(R.daemonsets, {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'agent', namespace: 'default' },
+      spec: {
+        selector: { matchLabels: { app: 'agent' } },
+        template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      },
+    });
+    const pods = await eventually(async () => {
+      const list = await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'app=agent' });
+      expect(
+        list.items
+          .filter((p) => p.status?.phase === 'Running')
+          .map((p) => p.spec.nodeName)
+          .sort(),
+      ).toEqual(vNodes);
+      return list.items;
+    }, 90_000);
+    const ds = await eventually(async () => {
+      const d = await a.get<KubeObject & { status?: Record<string, number> }>(R.daemonsets, 'default', 'agent');
+      expect(d.status).toMatchObject({ desiredNumberScheduled: vNodes.length, numberReady: vNodes.length });
+      return d;
+    }, 60_000);
+    expect(ds.status?.numberMisscheduled ?? 0).toBe(0);
+    // each super Pod carries its tenant Pod's pin, naming the super node behind the vNode (the same name here)
+    const superNs = superNamespace(tenantA.key, 'default');
+    for (const p of pods) {
+      const s = await t.client.get<Pod & { spec: { affinity?: unknown } }>(R.pods, superNs, p.metadata!.name!);
+      expect(s.spec.nodeName).toBe(p.spec.nodeName);
+      expect(JSON.stringify(s.spec.affinity)).toContain(`"values":["${p.spec.nodeName}"]`);
+    }
+    await a.delete(R.daemonsets, 'default', 'agent');
+    await eventually(async () =>
+      expect((await t.client.list(R.pods, { namespace: superNs, labelSelector: 'app=agent' })).items).toEqual([]),
+    );
+  });
+
   it('mints the service account token from the tenant apiserver and mounts it instead of the super one', async () => {
     const superNs = superNamespace(tenantA.key, 'default');
     const [sp] = (await t.client.list<Pod>(R.pods, { namespace: superNs, labelSelector: 'app=web' })).items;

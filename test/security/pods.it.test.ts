@@ -132,6 +132,34 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it('refuses a Pod pinned by name to a super node none of its Pods run on, even behind a vNode it made itself', async () => {
+    // tenant A has no Pod running yet; the super node runs tenant B's bystander
+    const superNode = (await t.client.list(R.nodes)).items[0]!.metadata!.name!;
+    const pin = (operator: string) => ({
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator, values: [superNode] }] }],
+          },
+        },
+      },
+    });
+    const field = 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]';
+    await attempts.attempt(
+      `a forged Node ${superNode} in the tenant and a Pod pinned to it (matchFields)`,
+      async () => {
+        await a.create(R.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: superNode } });
+        await a.create(R.pods, pod('pinned', pin('In')));
+        return refusedWithReason('pinned', `${field}.matchFields[0].values[0]`);
+      },
+    );
+    await attempts.attempt('a Pod keeping off a super node by name (matchFields NotIn)', async () => {
+      await a.create(R.pods, pod('pinned-notin', pin('NotIn')));
+      return refusedWithReason('pinned-notin', `${field}.matchFields[0].key`);
+    });
+    await a.delete(R.nodes, undefined, superNode).catch(() => undefined);
+  });
+
   it.each([
     [
       'hostPort 22',
@@ -247,6 +275,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine).toEqual(['token-thief']);
-    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 12, refused 12, succeeded 0');
   });
 });
