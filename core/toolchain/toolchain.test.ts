@@ -2,8 +2,17 @@ import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BINARIES, ensureToolchain, isComplete, toolchainDir, type Versions } from './toolchain.ts';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  BINARIES,
+  BuildProgress,
+  ensureToolchain,
+  isComplete,
+  QUIET_MS,
+  runBuildScript,
+  toolchainDir,
+  type Versions,
+} from './toolchain.ts';
 
 const versions: Versions = { kubernetes: 'v0.0.1-test', etcd: 'v0.0.2-test', kwok: 'v0.0.3-test' };
 
@@ -59,5 +68,69 @@ describe('toolchain cache', () => {
     );
     expect(isComplete(toolchainDir(versions))).toBe(false);
     expect(readdirSync(join(root, 'cache')).filter((f) => f.includes('.tmp-'))).toEqual([]);
+  });
+});
+
+describe('build progress on a log (not a terminal)', () => {
+  const collect = () => {
+    const lines: string[] = [];
+    const out = { isTTY: false, write: (s: string) => lines.push(...s.trimEnd().split('\n')) };
+    return { lines, out: out as unknown as NodeJS.WriteStream };
+  };
+  afterEach(() => vi.useRealTimers());
+
+  it('says a step is still running after QUIET_MS of silence, with the packages of ::total done, and then again', () => {
+    vi.useFakeTimers();
+    const { lines, out } = collect();
+    const p = new BuildProgress(out);
+    p.step('compiling kubelet');
+    p.total(10);
+    p.tick('internal/abi');
+    p.tick('k8s.io/a');
+    p.tick('vendor/golang.org/x/net/http2/hpack');
+    lines.length = 0;
+    vi.advanceTimersByTime(QUIET_MS - 1000);
+    expect(lines).toEqual([]);
+    vi.advanceTimersByTime(QUIET_MS / 2);
+    expect(lines).toEqual(['[1m00s]   compiling kubelet: still running, 1/10 packages compiled']);
+    vi.advanceTimersByTime(QUIET_MS);
+    expect(lines).toHaveLength(2);
+    p.stop();
+    vi.advanceTimersByTime(5 * QUIET_MS);
+    expect(lines).toHaveLength(2);
+  });
+
+  it('counts go module downloads: the first at once, then a line at most every 30 s', () => {
+    vi.useFakeTimers();
+    const { lines, out } = collect();
+    const p = new BuildProgress(out);
+    p.step('downloading Kubernetes modules');
+    p.download('k8s.io/api v0.36.3');
+    p.download('k8s.io/apimachinery v0.36.3');
+    vi.advanceTimersByTime(31_000);
+    p.download('k8s.io/client-go v0.36.3');
+    p.stop();
+    expect(lines).toEqual([
+      '[0m00s] downloading Kubernetes modules',
+      '[0m00s]   downloading Kubernetes modules: downloading Go modules (1 so far: k8s.io/api v0.36.3)',
+      '[0m31s]   downloading Kubernetes modules: downloading Go modules (3 so far: k8s.io/client-go v0.36.3)',
+    ]);
+  });
+
+  it("turns a recipe's go: downloading lines into progress, not into the failure output", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'vc-progress-'));
+    try {
+      const script = join(root, 'build.sh');
+      writeFileSync(
+        script,
+        'echo "::step resolving" >&2\necho "go: downloading example.com/m v1.0.0" >&2\necho "tidy failed" >&2\nexit 1\n',
+      );
+      const { lines, out } = collect();
+      const err = await runBuildScript(script, [], out).catch((e: Error) => e);
+      expect(String(err)).toMatch(/exit 1\); last output:\ntidy failed$/);
+      expect(lines[1]).toMatch(/resolving: downloading Go modules \(1 so far: example.com\/m v1.0.0\)$/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

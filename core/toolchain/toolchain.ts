@@ -163,18 +163,19 @@ export async function ensureBuilt(b: CachedBuild): Promise<string> {
 
 /**
  * runBuildScript runs a build recipe with bash, turning its progress protocol on stderr ("::step LABEL",
- * "::total N", "go: building PKG", "::note TEXT" shown as it is) into progress lines on out; it rejects with the last
- * 40 other lines on failure.
+ * "::total N" of the packages outside the standard library, "go: building PKG", "::note TEXT" shown as it is, and go's
+ * own "go: downloading MOD VERSION") into progress lines on out; it rejects with the last 40 other lines on failure.
  */
 export async function runBuildScript(script: string, args: readonly string[], out: NodeJS.WriteStream): Promise<void> {
   const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'inherit', 'pipe'] });
-  const progress = new Progress(out);
+  const progress = new BuildProgress(out);
   const tail: string[] = [];
   const lines = createInterface({ input: child.stderr!, crlfDelay: Infinity });
   lines.on('line', (line) => {
     if (line.startsWith('::step ')) progress.step(line.slice(7));
     else if (line.startsWith('::total ')) progress.total(Number(line.slice(8)));
     else if (line.startsWith('go: building ')) progress.tick(line.slice(13));
+    else if (line.startsWith('go: downloading ')) progress.download(line.slice(16));
     else if (line.startsWith('::note ')) progress.note(line.slice(7));
     else {
       tail.push(line);
@@ -188,22 +189,36 @@ export async function runBuildScript(script: string, args: readonly string[], ou
   }
 }
 
-/** Progress shows a bar on a terminal and a line every few percent (or 30 s) elsewhere, such as in CI logs. */
-class Progress {
+/** QUIET_MS is the longest a build stays silent in a log: after it, a line says the step is still running. */
+export const QUIET_MS = 60_000;
+
+/**
+ * BuildProgress shows a bar on a terminal and a line every few percent (or 30 s) elsewhere, such as in CI logs.
+ * Module downloads get a line every 30 s with how many so far, and a step that prints nothing for QUIET_MS (one big
+ * package compiling, go resolving modules) gets a line saying it is still running, so a cold build is never silent.
+ */
+export class BuildProgress {
   private bar?: cliProgress.SingleBar;
   private n = 0;
   private max = 0;
+  private downloads = 0;
   private label = '';
   private lastPct = -1;
   private lastPrint = 0;
+  private lastDownloadPrint = 0;
   private readonly started = Date.now();
-  constructor(private readonly out: NodeJS.WriteStream) {}
+  private readonly heartbeat: NodeJS.Timeout;
+  constructor(private readonly out: NodeJS.WriteStream) {
+    this.heartbeat = setInterval(() => this.quiet(), QUIET_MS / 4);
+    this.heartbeat.unref();
+  }
 
   step(label: string): void {
     this.finishBar();
     this.label = label;
     this.n = 0;
     this.max = 0;
+    this.downloads = 0;
     this.lastPct = -1;
     this.print(`[${this.elapsed()}] ${label}`);
   }
@@ -225,6 +240,8 @@ class Progress {
   }
 
   tick(pkg: string): void {
+    // On a cold Go cache `go build -v` names the standard library packages too; ::total counts only the others.
+    if (!pkg.split('/')[0]!.includes('.')) return;
     this.n++;
     if (this.bar) {
       this.bar.update(Math.min(this.n, this.max), { pkg: pkg.slice(-60) });
@@ -237,13 +254,31 @@ class Progress {
     }
   }
 
+  /** download counts one "go: downloading MOD VERSION" line; the first and then one every 30 s are shown. */
+  download(mod: string): void {
+    this.downloads++;
+    if (this.bar) return;
+    if (this.downloads === 1 || Date.now() - this.lastDownloadPrint > 30_000) {
+      this.lastDownloadPrint = Date.now();
+      this.print(`[${this.elapsed()}]   ${this.label}: downloading Go modules (${this.downloads} so far: ${mod})`);
+    }
+  }
+
   note(text: string): void {
     this.finishBar();
     this.print(text);
   }
 
   stop(): void {
+    clearInterval(this.heartbeat);
     this.finishBar();
+  }
+
+  private quiet(): void {
+    if (this.bar || !this.label || Date.now() - this.lastPrint < QUIET_MS) return;
+    const done = this.n ? `, ${this.n}/${this.max || '?'} packages compiled` : '';
+    const got = this.downloads ? `, ${this.downloads} modules downloaded` : '';
+    this.print(`[${this.elapsed()}]   ${this.label}: still running${done}${got}`);
   }
 
   private finishBar(): void {

@@ -83,7 +83,7 @@ K8S_NODE="k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/
 k8s_module "$work/k8s" "$KV" $K8S_NODE
 step "compiling kubelet kube-proxy agnhost"
 # shellcheck disable=SC2086
-echo "::total $(go list -deps -tags=$K8S_TAGS $K8S_NODE | wc -l)" >&2
+echo "::total $(go list -deps -tags=$K8S_TAGS -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $K8S_NODE | grep -c .)" >&2
 # shellcheck disable=SC2086
 go build -v -tags=$K8S_TAGS -ldflags="-s -w$K8S_X" -o "$OUT/bin/" $K8S_NODE 2>&1 | progress
 

@@ -21,7 +21,7 @@ K8S_CMDS="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-contro
 # shellcheck disable=SC2086
 k8s_module "$work/k8s" "$KV" $K8S_CMDS
 step "compiling kube-apiserver kube-controller-manager kube-scheduler kubectl"
-echo "::total $(go list -deps -tags=$K8S_TAGS $K8S_CMDS | wc -l)" >&2
+echo "::total $(go list -deps -tags=$K8S_TAGS -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $K8S_CMDS | grep -c .)" >&2
 go build -v -tags=$K8S_TAGS -ldflags="-s -w$K8S_X" -o "$OUT/" \
   $K8S_CMDS 2>&1 | sed 's/^/go: building /' >&2
 
