@@ -40,6 +40,8 @@ export interface ControlPlaneOptions {
   apiserverExtraArgs?: ExtraArgs;
   /** kube-controller-manager flags by name that replace or add to the defaults */
   controllerManagerExtraArgs?: ExtraArgs;
+  /** environment of kube-apiserver in addition to this process's (Go runtime settings such as GOMEMLIMIT) */
+  apiserverEnv?: Record<string, string>;
   /** restart crashed components */
   restart?: boolean;
   /** certificate lifetime */
@@ -90,6 +92,7 @@ export class LocalControlPlane {
       command: binaryPath('kube-apiserver'),
       logFile: log('kube-apiserver'),
       restart,
+      env: opts.apiserverEnv,
       args: apiserverFlags({
         paths: pkiPaths(join(d, 'pki'), {
           kubeconfig: join(d, 'controller-manager.kubeconfig'),

@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -17,6 +16,7 @@ import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { CpuMeter, type CpuShare, memAvailableMiB } from './procstat.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './syncer.ts';
 
 const MiB = 1024 * 1024;
@@ -27,15 +27,23 @@ const SUPERS = ['r1', 'r2', 'r3'] as const;
 // 1000 namespaces of two slices each fit one kwok node (32 CPUs): the run measures placement, not exhaustion.
 const SLICE_TEXT = '{"cpu":"10m","memory":"10Mi"}';
 const QUOTA = { cpu: '20m', memory: '20Mi' };
-/** Real tenant control planes started (each an apiserver and a controller-manager); VC_BENCH_SCHEDULER_TENANTS. */
-const REAL_TENANTS = Number(process.env.VC_BENCH_SCHEDULER_TENANTS ?? 3);
+/** Most real tenant control planes started (VC_BENCH_SCHEDULER_TENANTS, default the issue's 100); fewer if they do not fit. */
+const MAX_TENANTS = Number(process.env.VC_BENCH_SCHEDULER_TENANTS ?? TENANTS);
+/** Tenant control planes started first to measure the memory of one before deciding how many fit. */
+const PROBE_TENANTS = 5;
+/** MemAvailable left to the rest of the machine (other users' tests and builds) when tenants are added. */
+const KEEP_FREE_MiB = 6 * 1024;
+/**
+ * Tenant apiservers without a watch cache: a tenant here holds ten namespaces, which the scheduler lists and watches
+ * once, so a cache only costs memory. VC_BENCH_SCHEDULER_GOMEMLIMIT (e.g. 96MiB) trades the Go runtime's CPU for
+ * memory further.
+ */
+const TENANT_APISERVER_ARGS = { 'watch-cache': 'false' };
+const TENANT_APISERVER_ENV = process.env.VC_BENCH_SCHEDULER_GOMEMLIMIT
+  ? { GOMEMLIMIT: process.env.VC_BENCH_SCHEDULER_GOMEMLIMIT }
+  : undefined;
 /** Pods created for create-to-placed (scheduler) and create-to-Running (single super cluster baseline). */
 const PODS = 40;
-
-function memAvailableBytes(): number {
-  const m = /MemAvailable:\s+(\d+) kB/.exec(readFileSync('/proc/meminfo', 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
 
 const ms = (x: number) => Math.round(x * 100) / 100;
 
@@ -75,17 +83,37 @@ function pureDecisions(): { perSecond: number; p50Us: number; p99Us: number; pla
   };
 }
 
+/** tenantsThatFit is how many tenant control planes of perTenantMiB fit in availableMiB less keepFreeMiB, at most max. */
+export function tenantsThatFit(
+  started: number,
+  perTenantMiB: number,
+  availableMiB: number,
+  keepFreeMiB: number,
+  max: number,
+): number {
+  const more = Math.max(0, Math.floor((availableMiB - keepFreeMiB) / Math.max(1, perTenantMiB)));
+  return Math.min(max, started + more);
+}
+
+/** busiestOf names the group that used the most CPU in a phase, the host and other users of the machine left out. */
+export function busiestOf(cpu: Record<string, CpuShare>): string {
+  const own = Object.entries(cpu).filter(([k]) => k !== 'host' && k !== 'otherOnHost');
+  const [name, share] = own.reduce((a, b) => (b[1].cpuSeconds > a[1].cpuSeconds ? b : a));
+  return `${name} ${share.percentOfOneCore}% of one core`;
+}
+
 /**
  * schedulerBench measures the namespace scheduler: the pure decision core at 100 x 10; the controller placing the
- * same 1000 sliced namespaces held by as many real tenant control planes as are started (REAL_TENANTS; each real
- * tenant holds 1000 / REAL_TENANTS namespaces, so the decisions, writes and cache are at full scale while the tenant
- * sessions are not), with placement latency from namespace create to the scheduler's signed write; Pod
- * create-to-placed; a single-super-cluster create-to-Running baseline through one unfiltered syncer; and, in the same
- * run, create-to-Running end to end through the scheduler and one filtered syncer per super cluster, for the ratio.
+ * same 1000 sliced namespaces held by up to 100 real tenant control planes (apiserver only, no watch cache, but the
+ * first, which also runs a controller-manager for the baseline's Pods), as many as fit in memory with 6 GiB left
+ * free, each holding 1000 / tenants namespaces; placement latency from namespace create to the scheduler's signed
+ * write; a single-super-cluster create-to-Running baseline through one unfiltered syncer; and, in the same run, an
+ * end-to-end tenant whose Pods go through the scheduler (create to superCluster annotation) and one filtered syncer
+ * per super cluster (create to Running), for the ratio. The CPU of each group of processes is read per phase.
  */
 export async function schedulerBench(): Promise<BenchResult> {
   const pure = pureDecisions();
-  const memBefore = memAvailableBytes();
+  const memBefore = memAvailableMiB();
   const loadBefore = loadavg();
   const t = await startTestSuper({ nodes: 1 });
   const closers: KubeClient[] = [];
@@ -99,15 +127,48 @@ export async function schedulerBench(): Promise<BenchResult> {
     ]);
     const superClients = [t.client, ...(await Promise.all(extra.map((cp) => cp.client())))];
     closers.push(...superClients.slice(1));
+    const memAfterSupers = memAvailableMiB();
+    const log = (m: string) => process.stdout.write(`[scheduler] ${new Date().toISOString()} ${m}\n`);
+    const addTenant = (i: number) =>
+      t.sc.addControlPlane(`bench-t${i}`, {
+        // The first runs the baseline's Pods: its namespaces need a service account and a counted quota.
+        ...(i === 0 ? { controllers: TENANT_CONTROLLERS } : { controllerManager: false }),
+        apiserverExtraArgs: TENANT_APISERVER_ARGS,
+        apiserverEnv: TENANT_APISERVER_ENV,
+      });
     const cps: LocalControlPlane[] = [];
-    const memAfterSupers = memAvailableBytes();
-    for (let i = 0; i < REAL_TENANTS; i++)
-      cps.push(await t.sc.addControlPlane(`bench-t${i}`, { controllers: TENANT_CONTROLLERS }));
-    const tenantRss = cps.map((cp) => cp.rssBytes());
-    const perTenantMiB = tenantRss.reduce((a, b) => a + b, 0) / Math.max(1, cps.length) / MiB;
-    const memAfterTenants = memAvailableBytes();
-    // How many more would fit in what is left, keeping 2 GiB for the rest of the machine.
-    const fit = cps.length + Math.max(0, Math.floor((memAfterTenants - 2048 * MiB) / (perTenantMiB * MiB)));
+    const tStart = performance.now();
+    const probe = Math.min(PROBE_TENANTS, MAX_TENANTS);
+    cps.push(...(await Promise.all(Array.from({ length: probe }, (_, i) => addTenant(i)))));
+    // Idle, as the rest will be when the run starts.
+    await new Promise((r) => setTimeout(r, 10_000));
+    const probeRss = cps.slice(1).map((cp) => cp.apiserver.rssBytes() / MiB);
+    const perTenantMiB = probeRss.reduce((a, b) => a + b, 0) / Math.max(1, probeRss.length);
+    const memAfterProbe = memAvailableMiB();
+    const fit = tenantsThatFit(cps.length, perTenantMiB, memAfterProbe, KEEP_FREE_MiB, MAX_TENANTS);
+    log(
+      `${cps.length} tenants: apiserver RSS ${perTenantMiB.toFixed(0)} MiB each; MemAvailable ` +
+        `${memAfterProbe.toFixed(0)} MiB; ${fit} fit keeping ${KEEP_FREE_MiB} MiB free`,
+    );
+    // Batches of 8, MemAvailable checked before each: other users of the machine may take memory meanwhile.
+    let stoppedBy = '';
+    while (cps.length < fit) {
+      const batch = Math.min(8, fit - cps.length);
+      const avail = memAvailableMiB();
+      if (avail - batch * perTenantMiB < KEEP_FREE_MiB) {
+        stoppedBy = `MemAvailable ${avail.toFixed(0)} MiB at ${cps.length} tenants`;
+        break;
+      }
+      const from = cps.length;
+      cps.push(...(await Promise.all(Array.from({ length: batch }, (_, i) => addTenant(from + i)))));
+    }
+    const tenantsStartSeconds = (performance.now() - tStart) / 1000;
+    const apiserverRss = cps.slice(1).map((cp) => cp.apiserver.rssBytes() / MiB);
+    const memAfterTenants = memAvailableMiB();
+    log(
+      `${cps.length} tenant control planes in ${tenantsStartSeconds.toFixed(0)} s; MemAvailable ` +
+        `${memAfterTenants.toFixed(0)} MiB${stoppedBy ? `; stopped by ${stoppedBy}` : ''}`,
+    );
     const clients = await Promise.all(cps.map((cp) => cp.client()));
     closers.push(...clients);
     const tenants: Tenant[] = cps.map((cp, i) => tenantFor(cp, 'bench', `t${i}`, randomUUID()));
@@ -118,6 +179,28 @@ export async function schedulerBench(): Promise<BenchResult> {
     const e2eTenant = tenantFor(cpE, 'bench', 'e2e', randomUUID(), {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
     });
+
+    const supersCps = [t.sc.cluster, ...extra];
+    const procs = {
+      tenantApiservers: () => cps.map((cp) => cp.apiserver.pid),
+      tenantControllerManagers: () => [cps[0]!.controllerManager?.pid, cpE.controllerManager?.pid],
+      endToEndApiserver: () => [cpE.apiserver.pid],
+      superApiservers: () => supersCps.map((cp) => cp.apiserver.pid),
+      superOthers: () => supersCps.flatMap((cp) => [cp.controllerManager?.pid, cp.scheduler?.pid, cp.kwok?.pid]),
+      etcd: () => [t.sc.etcd.process.pid],
+    };
+    const cpuByPhase: Record<string, Record<string, CpuShare>> = {};
+    const limitByPhase: Record<string, string> = {};
+    const endPhase = (phase: string, meter: CpuMeter) => {
+      const cpu = meter.stop();
+      cpuByPhase[phase] = cpu;
+      limitByPhase[phase] = busiestOf(cpu);
+      log(
+        `${phase}: busiest ${limitByPhase[phase]} (the scheduler and syncers run in benchProcess); host ` +
+          `${cpu.host!.percentOfOneCore}%, others on the host ${cpu.otherOnHost!.percentOfOneCore}%; ` +
+          JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, v.percentOfOneCore]))),
+      );
+    };
 
     // Baseline: one super cluster, today's syncer, Pods create-to-Running on the first tenant.
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
@@ -166,14 +249,18 @@ export async function schedulerBench(): Promise<BenchResult> {
         if (e.kind === 'pod' && podCreated.has(e.key)) podPlacedAt.set(e.key, at);
       },
     });
+    const tServed = performance.now();
     await scheduler.start();
     await waitUntil(
       () => [...tenants, e2eTenant].every((x) => scheduler.tenantReady(x.key)),
-      60_000,
+      300_000,
       () => 'tenants served',
     );
     const total = TENANTS * NAMESPACES_PER_TENANT;
     const names = Array.from({ length: total }, (_, i) => ({ tenant: i % cps.length, name: `ns-${i}` }));
+    const tenantsServedSeconds = (performance.now() - tServed) / 1000;
+    log(`scheduler serving ${tenants.length + 1} tenants after ${tenantsServedSeconds.toFixed(1)} s`);
+    const placeMeter = new CpuMeter(procs);
     const t0 = performance.now();
     await pool(names, 16, async ({ tenant, name }) => {
       const c = clients[tenant]!;
@@ -197,27 +284,13 @@ export async function schedulerBench(): Promise<BenchResult> {
       100,
     );
     const wall = performance.now() - t0;
+    endPhase('placement', placeMeter);
     const namespacesPlaced = placedAt.size;
     const latencies = [...placedAt].map(([k, at]) => at - createdAt.get(k)!);
-
-    // Pods: one per namespace in the first PODS namespaces, create to the scheduler's signed write.
-    const podNs = names.slice(0, PODS);
-    await Promise.all(podNs.map(({ tenant, name }) => waitServiceAccount(clients[tenant]!, name)));
-    await pool(podNs, 8, async ({ tenant, name }) => {
-      podCreated.set(`${tenants[tenant]!.key}/${name}/p`, performance.now());
-      await waitUntil(
-        async () => !!(await clients[tenant]!.create(R.pods, podOf(name, 'p'))),
-        30_000,
-        () => `pod ${name}/p admitted`,
-      );
-    });
-    await waitUntil(
-      () => podPlacedAt.size >= PODS,
-      120_000,
-      () => `${podPlacedAt.size}/${PODS} pods placed`,
-      100,
+    log(
+      `${namespacesPlaced} namespaces placed in ${(wall / 1000).toFixed(1)} s: p50 ` +
+        `${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms`,
     );
-    const podLatencies = [...podPlacedAt].map(([k, at]) => at - podCreated.get(k)!);
 
     // End to end: the scheduler places PODS sliced namespaces of the e2e tenant and one Pod in each; one filtered
     // syncer per super cluster runs each Pod where it was placed. Create-to-Running, timed from a quota already
@@ -274,12 +347,23 @@ export async function schedulerBench(): Promise<BenchResult> {
     const eWatch = new PodWatch(eClient);
     await eWatch.start();
     const eCreated = new Map<string, number>();
+    const e2eMeter = new CpuMeter(procs);
     await pool(e2eNs, 8, async (name) => {
-      eCreated.set(`${name}/p`, performance.now());
+      const at = performance.now();
+      eCreated.set(`${name}/p`, at);
+      podCreated.set(`${e2eTenant.key}/${name}/p`, at);
       await eClient.create(R.pods, podOf(name, 'p'));
     });
     const e2eRunning = await Promise.all([...eCreated].map(async ([k, at]) => (await eWatch.whenRunning(k)) - at));
+    endPhase('endToEnd', e2eMeter);
     await eWatch.stop();
+    await waitUntil(
+      () => podPlacedAt.size >= PODS,
+      120_000,
+      () => `${podPlacedAt.size}/${PODS} pods placed`,
+      100,
+    );
+    const podLatencies = [...podPlacedAt].map(([k, at]) => at - podCreated.get(k)!);
     const e2ePlacedOn: Record<string, number> = {};
     for (const n of e2eNs) {
       const p = await eClient.get(R.pods, n, 'p');
@@ -314,23 +398,35 @@ export async function schedulerBench(): Promise<BenchResult> {
         createToRunningRatioP50: e2eP50 / runningP50,
         createToRunningRatioP99: percentile(e2eRunning, 99) / percentile(running, 99),
         realTenantControlPlanes: cps.length,
-        tenantControlPlaneRssMiB: perTenantMiB,
+        tenantApiserverRssMiB: perTenantMiB,
+        tenantApiserverRssMiBAtRun: apiserverRss.reduce((a, b) => a + b, 0) / Math.max(1, apiserverRss.length),
         tenantControlPlanesThatFit: fit,
+        tenantsStartSeconds,
+        tenantsServedSeconds,
+        loadAverageBefore: loadBefore[0]!,
+        loadAverageAfter: loadavg()[0]!,
       },
       detail: {
         real:
-          `${cps.length} tenant control planes (apiserver + controller-manager) and one end-to-end tenant, 3 super ` +
+          `${cps.length} tenant control planes (apiserver only without watch cache${
+            TENANT_APISERVER_ENV ? ` and GOMEMLIMIT=${TENANT_APISERVER_ENV.GOMEMLIMIT}` : ''
+          }; the first also a controller-manager) and one end-to-end tenant (apiserver + controller-manager), 3 super ` +
           `clusters (apiserver, controller-manager, scheduler, one kwok node each) on one etcd; ${total} sliced ` +
-          `namespaces, each real tenant holding ${total / cps.length}`,
+          `namespaces, each real tenant holding ${Math.ceil(total / cps.length)} or fewer`,
         notReal:
-          `${TENANTS} tenant sessions: the ${total} namespaces are held by ${cps.length} real tenants; the pure ` +
-          `figures run the decision core alone for ${TENANTS} x ${NAMESPACES_PER_TENANT}`,
+          cps.length >= TENANTS
+            ? `nothing of the placement path; Pods run on kwok nodes`
+            : `${TENANTS} tenants: ${cps.length} fit in memory (${perTenantMiB.toFixed(0)} MiB each, ` +
+              `${KEEP_FREE_MiB} MiB kept free${stoppedBy ? `, ${stoppedBy}` : ''}), holding the ${total} namespaces`,
         pure,
         memAvailableMiB: {
-          before: memBefore / MiB,
-          afterSupers: memAfterSupers / MiB,
-          afterTenants: memAfterTenants / MiB,
+          before: memBefore,
+          afterSupers: memAfterSupers,
+          afterProbe: memAfterProbe,
+          afterTenants: memAfterTenants,
         },
+        cpuByPhase,
+        limitByPhase,
         schedulerStats: stats,
         summary,
         endToEndPodsBySuperCluster: e2ePlacedOn,
