@@ -49,20 +49,6 @@ const E2E_IMAGES: Record<string, NodeImage | 'nginx' | 'sample-apiserver'> = {
 
 const TMP_DIR: TarEntry = { type: 'dir', path: 'tmp', mode: 0o1777 };
 
-/**
- * DAEMONSET_TOLERATIONS allows the tolerations the tenant's DaemonSet controller adds to every daemon Pod (the
- * not-ready and unreachable NoExecute ones every Pod gets, and the NoSchedule ones for the node conditions and
- * cordoning). Under the default policy, which allows only the first two, no DaemonSet Pod of the tenant is synced.
- */
-const DAEMONSET_TOLERATIONS = [
-  { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
-  { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
-  ...['disk-pressure', 'memory-pressure', 'pid-pressure', 'unschedulable', 'network-unavailable'].map((c) => ({
-    key: `node.kubernetes.io/${c}`,
-    effect: 'NoSchedule',
-  })),
-];
-
 interface Options {
   stateDir: string;
   reportDir: string;
@@ -224,7 +210,6 @@ async function tenant(superClient: KubeClient): Promise<string> {
       spec: {
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
-          tolerations: DAEMONSET_TOLERATIONS,
           // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged)
           hostAccess: true,
           // the Job specs pin Pods with a kubernetes.io/hostname nodeSelector; the default allows only os, arch, zones
