@@ -68,7 +68,7 @@ export class LocalSuperCluster {
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster);
       try {
-        await sc.startRealNodes(name, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
+        await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
       } catch (e) {
         await sc.stop();
         throw e;
@@ -80,25 +80,35 @@ export class LocalSuperCluster {
     }
   }
 
-  private async startRealNodes(name: string, n: number, waitMs: number): Promise<void> {
+  private async startRealNodes(cluster: LocalControlPlane, n: number, waitMs: number): Promise<void> {
     if (n <= 0) return;
+    if (this.realNodes.length)
+      throw new Error(
+        `real nodes for super cluster ${cluster.name}: ${this.realNodes[0]!.opts.cluster.name} already has this host's ` +
+          'real nodes (one set per host: kube-proxy owns the global KUBE-* chains)',
+      );
     const preflight = await realNodePreflightHere();
     this.hostLock = await acquireHostLock(this.stateDir, {
       waitMs,
       onWait: (owner) => process.stderr.write(`waiting for other real nodes on this host to stop (${owner})\n`),
     });
     for (let i = 0; i < n; i++) {
-      const nodeName = `${name}-real-${i}`;
+      const nodeName = `${cluster.name}-real-${i}`;
       this.realNodes.push(
         await RealNode.start({
           name: nodeName,
           dir: join(this.stateDir, 'nodes', nodeName),
-          cluster: this.cluster,
-          serviceCidr: this.cluster.opts.serviceCidr ?? '10.96.0.0/16',
+          cluster,
+          serviceCidr: cluster.opts.serviceCidr ?? '10.96.0.0/16',
           preflight,
         }),
       );
     }
+  }
+
+  /** realNodesOf are the real nodes registered with one of this system's super clusters. */
+  realNodesOf(cluster: LocalControlPlane): RealNode[] {
+    return this.realNodes.filter((n) => n.opts.cluster === cluster);
   }
 
   /** kubeconfigPath is the super cluster's admin kubeconfig. */
@@ -127,15 +137,21 @@ export class LocalSuperCluster {
   /**
    * addSuperCluster starts another super cluster on the shared etcd under the prefix `/<name>`: its own apiserver,
    * controller-manager, scheduler and kwok nodes (named `<name>-node-<i>`, so distinct from every other super
-   * cluster's), with the same admission as the first.
+   * cluster's), with the same admission as the first. realNodes > 0 puts this host's one set of real nodes (named
+   * `<name>-real-<i>`) on it instead of on the first, which must then have none.
    */
-  addSuperCluster(name: string, o: { nodes?: number; restart?: boolean } = {}): Promise<LocalControlPlane> {
-    return this.addControlPlane(name, {
+  async addSuperCluster(
+    name: string,
+    o: { nodes?: number; restart?: boolean; realNodes?: number; realNodeLockWaitMs?: number } = {},
+  ): Promise<LocalControlPlane> {
+    const cp = await this.addControlPlane(name, {
       scheduler: true,
       kwokNodes: o.nodes ?? 3,
       restart: o.restart,
       apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
     });
+    await this.startRealNodes(cp, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
+    return cp;
   }
 
   /** stop stops the real nodes (removing what they left on the host), every control plane it started, then etcd. */

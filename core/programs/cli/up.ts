@@ -25,7 +25,7 @@ export interface UpStatus {
 }
 
 /** SuperClusterOption is the `--super-clusters` option of vc up. */
-type SuperClusterOption = { superClusters: string };
+type SuperClusterOption = { superClusters: string; realNodeSuper?: string };
 
 /** UpOptions are the options of vc up (`--real-nodes` absent: decided by the real-node preflight). */
 type UpOptions = {
@@ -108,6 +108,7 @@ export function registerUpCommands(program: Command): void {
     .option('--nodes <n>', 'number of kwok nodes', '3')
     .option('--super-clusters <n>', 'super clusters to run (more than one: r1..rN, registered in r1)', '1')
     .option('--real-nodes <n>', 'real nodes (kubelet + containerd here); default: 1 when the host allows it, else 0')
+    .option('--real-node-super <name>', 'with --super-clusters N: the super cluster (r1..rN) of the real nodes', 'r1')
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
     .option(
       '--plugin <path-or-package>',
@@ -139,12 +140,22 @@ export function registerUpCommands(program: Command): void {
       const superClusters = Number(o.superClusters);
       if (!Number.isInteger(superClusters) || superClusters < 1 || superClusters > 9)
         throw new CliError(`--super-clusters ${o.superClusters}: must be a whole number from 1 to 9`);
+      const realNodeSuper = o.realNodeSuper ?? 'r1';
+      if (
+        realNodeSuper !== 'r1' &&
+        !(superClusters > 1 && /^r[1-9]$/.test(realNodeSuper) && Number(realNodeSuper.slice(1)) <= superClusters)
+      )
+        throw new CliError(
+          `--real-node-super ${realNodeSuper}: must be one of r1..r${superClusters} (--super-clusters)`,
+        );
       const realArgs = o.realNodes === undefined ? [] : ['--real-nodes', o.realNodes];
       const preloadedArgs = o.preloadedImage.flatMap((r) => ['--preloaded-image', r]);
       if (o.detach)
         return detach(stateDir, o.nodes, o.plugin, [
           '--super-clusters',
           String(superClusters),
+          '--real-node-super',
+          realNodeSuper,
           ...realArgs,
           ...preloadedArgs,
         ]);
@@ -171,6 +182,7 @@ export function registerUpCommands(program: Command): void {
         preloadedImages: o.preloadedImage,
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
         superClusters,
+        ...(superClusters > 1 ? { realNodeSuper } : {}),
       });
       const status: UpStatus = {
         pid: process.pid,

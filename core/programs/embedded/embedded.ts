@@ -290,17 +290,30 @@ export async function startEmbedded(o: {
    * user would register one; the first is then named r1 (default: one super cluster, named default)
    */
   superClusters?: number;
+  /**
+   * realNodeSuper names the super cluster (r1..rN) that gets the real nodes when superClusters > 1; default the first.
+   * The native provisioner and the tenants' DNS on real nodes need them on the first; elsewhere tenant Pods there use
+   * `dnsPolicy: Default` (README, Several super clusters).
+   */
+  realNodeSuper?: string;
 }): Promise<Embedded> {
   const count = o.superClusters ?? 1;
   const firstName = count > 1 ? 'r1' : 'default';
+  const realSuper = o.realNodeSuper ?? firstName;
+  const superNames = count > 1 ? Array.from({ length: count }, (_, i) => `r${i + 1}`) : [firstName];
+  if (!superNames.includes(realSuper))
+    throw new Error(
+      `realNodeSuper ${JSON.stringify(realSuper)}: not one of the super clusters (${superNames.join(', ')})`,
+    );
+  const firstReal = realSuper === firstName ? (o.realNodes ?? 0) : 0;
   const step = o.onStep ?? (() => {});
   step(
-    `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${o.realNodes ? `, ${o.realNodes} real node(s)` : ''})`,
+    `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${firstReal ? `, ${firstReal} real node(s)` : ''})`,
   );
   const sc = await LocalSuperCluster.start({
     stateDir: o.stateDir,
     nodes: o.nodes ?? 3,
-    realNodes: o.realNodes ?? 0,
+    realNodes: firstReal,
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
     restart: true,
   });
@@ -365,8 +378,9 @@ export async function startEmbedded(o: {
         }),
         tenantDNS: { enabled: true },
       },
+      // The real nodes of --real-node-super rK start with rK, after this configuration is written: count them by request.
       ...embeddedTenantDefaults({
-        realNodes: sc.realNodes.length,
+        realNodes: o.realNodes ?? 0,
         superClusters: count,
         preloadedImages: o.preloadedImages ?? [],
       }),
@@ -420,7 +434,13 @@ export async function startEmbedded(o: {
       for (let i = 2; i <= count; i++) {
         const name = `r${i}`;
         step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
-        const cp = await sc.addSuperCluster(name, { nodes: o.nodes ?? 3, restart: true });
+        const real = name === realSuper ? (o.realNodes ?? 0) : 0;
+        const cp = await sc.addSuperCluster(name, {
+          nodes: o.nodes ?? 3,
+          restart: true,
+          realNodes: real,
+          ...(real && o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
+        });
         const kubeconfig = await managerIdentity(cp, 'kube-system');
         await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
         const a = await startAgent(sc, o.stateDir, cp);
@@ -491,7 +511,7 @@ async function keptPort(file: string): Promise<number> {
 /**
  * startNodesAgent runs the vn-agent of one super cluster of the embedded default (default the first; `cluster`
  * another one, r2..) on 127.0.0.1: tenants are the Running VirtualClusters of the meta cluster (or the given
- * directory); it serves every node of that super cluster, simulated and (on the first) real, and reads each node's
+ * directory); it serves every node of that super cluster, simulated and real, and reads each node's
  * Pods with that node's own credential (system:node:<node>, signed by that super cluster's CA), so the apiserver's Node
  * authorizer shows it nothing else. Towards the kubelets it is the user `vc-vn-agent` (a client certificate of that
  * super cluster's CA, allowed nodes/proxy by applyKubeletAccess) and verifies their serving certificates against that
@@ -514,7 +534,7 @@ export async function startNodesAgent(
   const c = cluster === sc.cluster ? meta : await cluster.client();
   await applyKubeletAccess(c);
   const superCA = cluster.ca;
-  const nodes = [...cluster.kwokNodeNames, ...(cluster === sc.cluster ? sc.realNodes.map((n) => n.name) : [])];
+  const nodes = [...cluster.kwokNodeNames, ...sc.realNodesOf(cluster).map((n) => n.name)];
   const views: InformerSuperView[] = [];
   for (const nodeName of nodes) {
     const cert = await issueNodeCert(superCA, nodeName, 365);
