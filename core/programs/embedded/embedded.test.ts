@@ -6,7 +6,7 @@ import { checkPolicies, DEFAULT_POLICY } from '../../tenancy/policy.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { validate } from '../../../schemas/validate.ts';
 import { managerDefaults } from '../manager/config.ts';
-import { embeddedForcedPlacement, embeddedPolicy, embeddedTenantDefaults } from './embedded.ts';
+import { embeddedForcedPlacement, embeddedPolicy, embeddedTenantDefaults, startEmbedded } from './embedded.ts';
 
 const sampleTenant = {
   spec: { provisioner: { type: 'local' as const }, weight: 1, podSecurityLevel: 'baseline' as const },
@@ -92,5 +92,16 @@ describe('the tenant defaults of vc up', () => {
     const d = embeddedTenantDefaults({ realNodes: 1, superClusters: 2, preloadedImages: [] });
     expect(d.tenantDefaults?.pods?.forced).toBeUndefined();
     expect(d.tenantDefaults?.pods?.preloadedImages).toEqual(Object.values(NODE_IMAGES));
+  });
+});
+
+describe('startEmbedded realNodeSuper', () => {
+  it.each([
+    [{ realNodeSuper: 'r3', superClusters: 2 }, 'not one of the super clusters (r1, r2)'],
+    [{ realNodeSuper: 'r2' }, 'not one of the super clusters (default)'],
+  ])('refuses %j before starting anything', async (o, message) => {
+    await expect(startEmbedded({ stateDir: '/nonexistent/vc-embedded-unit', ...o })).rejects.toThrow(
+      `realNodeSuper "${o.realNodeSuper}": ${message}`,
+    );
   });
 });
