@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
@@ -14,6 +14,7 @@ import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state
 import { REGISTRATION_NAMESPACE } from '../../core/local/registration.ts';
 import { CLUSTERS_RESOURCE } from '../../core/programs/cli/drain.ts';
 import { eventually } from '../harness.ts';
+import { runningTenant, slicedNamespace } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
@@ -31,12 +32,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     dir = mkdtempSync(join(tmpdir(), 'vc-embedded-multisuper-'));
     e = await startEmbedded({ stateDir: join(dir, 'state'), nodes: 1, realNodes: 0, superClusters: 2 });
     meta = await e.superCluster.cluster.client();
-    const secret = await eventually(async () => {
-      const vc = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');
-      expect(vc.status?.phase).toBe('Running');
-      return meta.get<KubeObject & { data: Record<string, string> }>(R.secrets, 'default', kubeconfigSecretName('dev'));
-    }, 120_000);
-    dev = await KubeClient.fromString(Buffer.from(secret.data.kubeconfig!, 'base64').toString(), 'dev kubeconfig');
+    dev = await KubeClient.fromString((await runningTenant(meta, 'dev')).kubeconfig, 'dev kubeconfig');
   });
 
   afterAll(async () => {
@@ -99,21 +95,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
   });
 
   it('spreads a sliced namespace over both; the Pod away from tenant DNS is told why it waits; vc get -o wide', async () => {
-    await dev.create(R.namespaces, {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: 'sliced', annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
-    });
-    await dev.create(R.resourcequotas, {
-      apiVersion: 'v1',
-      kind: 'ResourceQuota',
-      metadata: { name: 'q', namespace: 'sliced' },
-      spec: { hard: { cpu: '200m', memory: '200Mi' } },
-    });
-    await eventually(async () => {
-      const ns = await dev.get(R.namespaces, undefined, 'sliced');
-      expect(JSON.parse(ns.metadata?.annotations?.[PLACEMENTS] ?? '{}')).toEqual({ r1: 1, r2: 1 });
-    }, 60_000);
+    await slicedNamespace(dev, 'sliced', { r1: 1, r2: 1 });
     const res = { cpu: '100m', memory: '100Mi' };
     for (const name of ['a', 'b'])
       await dev.create(R.pods, {
@@ -167,17 +149,8 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     let pinned: KubeClient | undefined;
     const r2 = await KubeClient.fromFile(e.superClusters.find((s) => s.name === 'r2')!.kubeconfigPath);
     try {
-      const { root, secret } = await eventually(async () => {
-        const v = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'pinned');
-        expect(v.status?.phase).toBe('Running');
-        const s = await meta.get<KubeObject & { data: Record<string, string> }>(
-          R.secrets,
-          'default',
-          kubeconfigSecretName('pinned'),
-        );
-        return { root: v.status!.clusterNamespace!, secret: s };
-      }, 120_000);
-      pinned = await KubeClient.fromString(Buffer.from(secret.data.kubeconfig!, 'base64').toString(), 'pinned');
+      const { root, kubeconfig } = await runningTenant(meta, 'pinned');
+      pinned = await KubeClient.fromString(kubeconfig, 'pinned');
       await eventually(async () => {
         for (const ns of ['default', 'kube-system']) {
           const n = await pinned!.get(R.namespaces, undefined, ns);

@@ -12,14 +12,14 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/types.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
-import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
+import { runningTenant, slicedNamespace } from '../tenants.ts';
 import { Attempts } from '../security/attempts.ts';
 
 const execP = promisify(execFile);
@@ -58,17 +58,7 @@ describe.skipIf(!!skip)('the real node on the second super cluster, reached thro
 
   /** tenant waits for a VirtualCluster to run and returns its client, kubeconfig file and super namespace root. */
   const tenant = async (name: string) => {
-    const { secret, key } = await eventually(async () => {
-      const vc = await meta.get<VirtualCluster>(R.virtualclusters, 'default', name);
-      expect(vc.status?.phase).toBe('Running');
-      const s = await meta.get<KubeObject & { data: Record<string, string> }>(
-        R.secrets,
-        'default',
-        kubeconfigSecretName(name),
-      );
-      return { secret: s, key: vc.status!.clusterNamespace! };
-    }, 180_000);
-    const text = Buffer.from(secret.data.kubeconfig!, 'base64').toString();
+    const { root: key, kubeconfig: text } = await runningTenant(meta, name, 180_000);
     const kubeconfig = join(dir, `${name}.kubeconfig`);
     writeFileSync(kubeconfig, text, { mode: 0o600 });
     tenants[name] = { client: await KubeClient.fromString(text, `${name} kubeconfig`), kubeconfig, key };
@@ -135,21 +125,7 @@ describe.skipIf(!!skip)('the real node on the second super cluster, reached thro
 
   it("a sliced namespace's Pod on r2 runs on r2's real node; kubectl logs and exec reach it", async () => {
     const dev = tenants.dev!.client;
-    await dev.create(R.namespaces, {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: 'sliced', annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
-    });
-    await dev.create(R.resourcequotas, {
-      apiVersion: 'v1',
-      kind: 'ResourceQuota',
-      metadata: { name: 'q', namespace: 'sliced' },
-      spec: { hard: { cpu: '200m', memory: '200Mi' } },
-    });
-    await eventually(async () => {
-      const ns = await dev.get(R.namespaces, undefined, 'sliced');
-      expect(JSON.parse(ns.metadata?.annotations?.[PLACEMENTS] ?? '{}')).toEqual({ r1: 1, r2: 1 });
-    }, 60_000);
+    await slicedNamespace(dev, 'sliced', { r1: 1, r2: 1 });
     // Two Pods of one slice each: one goes to each super cluster; r1 has no real node, so its Pod stays Pending.
     for (const name of ['p1', 'p2'])
       await eventually(

@@ -1,0 +1,52 @@
+/**
+ * Helpers for tests that drive tenants of the embedded default through its meta cluster: a tenant once Running, and a
+ * sliced tenant namespace once the namespace scheduler placed it.
+ */
+import { expect } from 'vitest';
+import type { KubeClient, KubeObject } from '../core/kube/client.ts';
+import { R } from '../core/kube/resources.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../core/lifecycle/types.ts';
+import { PLACEMENTS, SLICE } from '../core/scheduler/annotations.ts';
+import { eventually } from './harness.ts';
+
+/** RunningTenant is a VirtualCluster once Running: its root namespace in the super cluster and its kubeconfig. */
+export interface RunningTenant {
+  root: string;
+  kubeconfig: string;
+}
+
+/** runningTenant waits until the VirtualCluster default/`name` is Running and its kubeconfig Secret exists. */
+export async function runningTenant(meta: KubeClient, name: string, timeoutMs = 120_000): Promise<RunningTenant> {
+  return eventually(async () => {
+    const vc = await meta.get<VirtualCluster>(R.virtualclusters, 'default', name);
+    expect(vc.status?.phase).toBe('Running');
+    const s = await meta.get<KubeObject & { data: Record<string, string> }>(
+      R.secrets,
+      'default',
+      kubeconfigSecretName(name),
+    );
+    return { root: vc.status!.clusterNamespace!, kubeconfig: Buffer.from(s.data.kubeconfig!, 'base64').toString() };
+  }, timeoutMs);
+}
+
+/**
+ * slicedNamespace creates tenant namespace `name` with slices of 100m CPU and 100Mi memory and a ResourceQuota of two
+ * slices, then waits until the scheduler wrote `placements` on it.
+ */
+export async function slicedNamespace(tenant: KubeClient, name: string, placements: Record<string, number>) {
+  await tenant.create(R.namespaces, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name, annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
+  });
+  await tenant.create(R.resourcequotas, {
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'q', namespace: name },
+    spec: { hard: { cpu: '200m', memory: '200Mi' } },
+  });
+  await eventually(async () => {
+    const ns = await tenant.get(R.namespaces, undefined, name);
+    expect(JSON.parse(ns.metadata?.annotations?.[PLACEMENTS] ?? '{}')).toEqual(placements);
+  }, 60_000);
+}
