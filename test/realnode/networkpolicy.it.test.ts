@@ -67,7 +67,13 @@ describe.skipIf(!!skip)('NetworkPolicies enforced on the real node by kube-route
     const wget = ['busybox', 'timeout', '3', 'wget', '-q', '-O-', `http://${target}/hostname`];
     return exec(binaryPath('kubectl'), [...args, ...wget], { timeout: 30_000 }).then(
       (r) => r.stdout,
-      () => 'refused',
+      (e: { stderr?: string; message: string }) => {
+        // only wget's own failures are refusals: 1 (connection refused or reset), 143 (killed by timeout); a crashing
+        // client or a kubectl error is not
+        const code = /command terminated with exit code (\d+)/.exec(e.stderr ?? '')?.[1];
+        if (code === '1' || code === '143') return 'refused';
+        throw new Error(`fetch from ${ns}/${client} to ${target} failed, not refused: ${e.stderr ?? e.message}`);
+      },
     );
   };
 
