@@ -6,6 +6,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { fromPackageRoot } from '../../paths.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
+import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
 
@@ -65,7 +66,8 @@ function summary(s: UpStatus): string {
     `  kubectl:                  ${s.kubectl}`,
     'next:',
     '  npx vc status                      # tenants, phases and kubeconfig paths',
-    '  npx vc exec dev -- kubectl create deployment web --image=nginx --replicas=2',
+    // the real node pulls nothing (no registry here): an image it holds, which simulated nodes run as well
+    `  npx vc exec dev -- kubectl create deployment web --image=${NODE_IMAGES.agnhost} --replicas=2 -- /agnhost netexec`,
     '  npx vc exec dev -- kubectl get pods -o wide',
   ].join('\n');
 }
