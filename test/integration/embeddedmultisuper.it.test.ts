@@ -9,7 +9,7 @@ import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
 import { superNamespace } from '../../core/names/names.ts';
-import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
 import { REGISTRATION_NAMESPACE } from '../../core/local/registration.ts';
 import { CLUSTERS_RESOURCE } from '../../core/programs/cli/drain.ts';
@@ -204,19 +204,6 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       expect(v.status?.clusterNamespace).toBeTruthy();
       return v.status!.clusterNamespace!;
     });
-    const sliced = async (name: string) => {
-      await dev.create(R.namespaces, {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name, annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
-      });
-      await dev.create(R.resourcequotas, {
-        apiVersion: 'v1',
-        kind: 'ResourceQuota',
-        metadata: { name: 'quota', namespace: name },
-        spec: { hard: { cpu: '200m', memory: '200Mi' } },
-      } as KubeObject);
-    };
     const placementsOf = async (ns: string) =>
       (await dev.get(R.namespaces, undefined, ns)).metadata?.annotations?.[PLACEMENTS];
     const pods = async () =>
@@ -234,8 +221,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       throw new Error(`no ConfigMap ${STATE_CONFIGMAP.name} yet`);
     };
     try {
-      await sliced('spread');
-      await eventually(async () => expect(await placementsOf('spread')).toBe('{"r1":1,"r2":1}'), 30_000);
+      await slicedNamespace(dev, 'spread', { r1: 1, r2: 1 });
       // dnsPolicy Default: the Pod on the super cluster that is not the tenant's home needs no tenant DNS there.
       await eventually(
         () =>
@@ -281,15 +267,13 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       const cluster = await meta.get(CLUSTERS_RESOURCE, REGISTRATION_NAMESPACE, 'r2');
       await meta.delete(R.secrets, REGISTRATION_NAMESPACE, 'r2-kubeconfig');
       await eventually(async () => expect((await summary()).r2?.state).toBe('unreachable'), 30_000);
-      await sliced('later');
-      await eventually(async () => expect(await placementsOf('later')).toBe('{"r1":2}'), 30_000);
+      await slicedNamespace(dev, 'later', { r1: 2 });
       await stays();
 
       // 2. Its Cluster deleted as well: deregistered, still counted where its placements are.
       await meta.delete(CLUSTERS_RESOURCE, REGISTRATION_NAMESPACE, 'r2');
       await eventually(async () => expect((await summary()).r2?.state).toBe('deregistered'), 30_000);
-      await sliced('after');
-      await eventually(async () => expect(await placementsOf('after')).toBe('{"r1":2}'), 30_000);
+      await slicedNamespace(dev, 'after', { r1: 2 });
       await stays();
       const out = await vc(['superclusters', '--kubeconfig', e.superCluster.kubeconfigPath, '-o', 'json']);
       const row = (JSON.parse(out.stdout) as Array<Record<string, string>>).find((r) => r.name === 'r2');
