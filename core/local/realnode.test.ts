@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { iptablesCleanupScript, isKubeRouterSet, shimSocketName } from './nodehost.ts';
+import { iptablesCleanupScript, isKubeRouterSet, shimSocketName, type RealNodePreflight } from './nodehost.ts';
 import {
   REAL_NODE_TAINT,
+  chooseRealNodes,
   cniConfig,
   containerdConfig,
   gatewayOf,
@@ -14,6 +15,7 @@ import {
   shimSocketDir,
   MAX_SHIM_SOCKET_DIR,
   type RealNodeConfigInput,
+  type RealNodeHost,
 } from './realnode.ts';
 
 const input: RealNodeConfigInput = {
@@ -209,5 +211,66 @@ describe('host bits', () => {
     const fields = protoFields(reply);
     expect(fields.map((f) => f.field)).toEqual([1]);
     expect(protoFields(fields[0]!.bytes)[0]!.bytes.toString()).toBe(id);
+  });
+});
+
+describe('chooseRealNodes', () => {
+  const ok: RealNodePreflight = { ok: true, problems: [], cgroup: 'v1', capSysResource: true };
+  const bad: RealNodePreflight = {
+    ok: false,
+    problems: ['no overlay file system (modprobe overlay)', 'iptables not found on PATH'],
+    capSysResource: false,
+  };
+  const owner = { pid: 4242, stateDir: '/var/lib/other', since: '2026-11-27T03:00:00Z' };
+  const host = (p: RealNodePreflight, held: boolean): RealNodeHost => ({
+    preflight: async () => p,
+    lockOwner: () => (held ? owner : undefined),
+    lockHeld: async () => held,
+  });
+  const lockLine =
+    'another set of real nodes runs on this host (pid 4242, state /var/lib/other, since 2026-11-27T03:00:00Z)';
+
+  it.each([
+    [undefined, ok, false, 1, 'real nodes: 1 (kubelet, containerd, kube-proxy on this host; cgroup v1)'],
+    [2, ok, false, 2, 'real nodes: 2 (kubelet, containerd, kube-proxy on this host; cgroup v1)'],
+    [0, bad, true, 0, 'real nodes: none (--real-nodes 0); simulated (kwok) nodes only'],
+    [
+      undefined,
+      bad,
+      false,
+      0,
+      'real nodes: none, simulated (kwok) nodes only: no overlay file system (modprobe overlay); iptables not found on PATH',
+    ],
+    [undefined, ok, true, 0, `real nodes: none, simulated (kwok) nodes only: ${lockLine}`],
+  ] as const)('requested %s: one line, and the count', async (req, p, held, count, line) => {
+    const c = await chooseRealNodes(req, host(p, held));
+    expect(c).toEqual({ count, line });
+    expect(c.line).not.toContain('\n');
+  });
+
+  it('says when nothing may lower oom_score_adj here', async () => {
+    const c = await chooseRealNodes(undefined, host({ ...ok, capSysResource: false }, false));
+    expect(c.line).toBe(
+      'real nodes: 1 (kubelet, containerd, kube-proxy on this host; cgroup v1, restrict_oom_score_adj (no CAP_SYS_RESOURCE))',
+    );
+  });
+
+  it.each([
+    [
+      1,
+      bad,
+      false,
+      '--real-nodes 1: this host cannot run real nodes:\n  no overlay file system (modprobe overlay)\n  iptables not found on PATH',
+    ],
+    [1, ok, true, `--real-nodes 1: ${lockLine}; stop it first or use --real-nodes 0`],
+    [-1, ok, false, '--real-nodes: -1 is not a whole number >= 0'],
+    [1.5, ok, false, '--real-nodes: 1.5 is not a whole number >= 0'],
+  ] as const)('asked for %s where it cannot be: an error naming each missing piece', async (req, p, held, msg) => {
+    await expect(chooseRealNodes(req, host(p, held))).rejects.toThrow(msg);
+  });
+
+  it('a recorded holder that is gone does not count', async () => {
+    const c = await chooseRealNodes(undefined, { ...host(ok, false), lockOwner: () => owner });
+    expect(c.count).toBe(1);
   });
 });

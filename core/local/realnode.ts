@@ -31,7 +31,7 @@ import {
   type RealNodePreflight,
 } from './nodehost.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
-import { describeOwner, hostLockHeld, hostLockOwner } from './hostlock.ts';
+import { describeOwner, hostLockHeld, hostLockOwner, type HostLockOwner } from './hostlock.ts';
 
 /** REAL_NODE_LABEL marks a real node (kubelet + containerd on this host); kwok's nodes carry `type=kwok` instead. */
 export const REAL_NODE_LABEL = 'vc.tenancy.x-k8s.io/real-node';
@@ -805,22 +805,32 @@ export interface RealNodeChoice {
   line: string;
 }
 
+/** RealNodeHost is what chooseRealNodes asks of this host; tests pass their own. */
+export interface RealNodeHost {
+  preflight: () => Promise<RealNodePreflight>;
+  lockOwner: () => HostLockOwner | undefined;
+  lockHeld: () => Promise<boolean>;
+}
+
 /**
  * chooseRealNodes decides how many real nodes to start: `requested` when given (an error naming every missing piece
  * when the host cannot run them), otherwise one when the preflight passes and none, with the reason, when it fails.
  */
-export async function chooseRealNodes(requested?: number): Promise<RealNodeChoice> {
+export async function chooseRealNodes(
+  requested?: number,
+  host: RealNodeHost = { preflight: realNodePreflightHere, lockOwner: hostLockOwner, lockHeld: hostLockHeld },
+): Promise<RealNodeChoice> {
   if (requested !== undefined && (!Number.isInteger(requested) || requested < 0))
     throw new Error(`--real-nodes: ${requested} is not a whole number >= 0`);
   if (requested === 0) return { count: 0, line: 'real nodes: none (--real-nodes 0); simulated (kwok) nodes only' };
-  const p = await realNodePreflightHere();
+  const p = await host.preflight();
   if (!p.ok) {
     if (requested !== undefined)
       throw new Error(`--real-nodes ${requested}: this host cannot run real nodes:\n  ${p.problems.join('\n  ')}`);
     return { count: 0, line: `real nodes: none, simulated (kwok) nodes only: ${p.problems.join('; ')}` };
   }
-  const owner = hostLockOwner();
-  if (owner && (await hostLockHeld())) {
+  const owner = host.lockOwner();
+  if (owner && (await host.lockHeld())) {
     const why = `another set of real nodes runs on this host (${describeOwner(owner)})`;
     if (requested !== undefined)
       throw new Error(`--real-nodes ${requested}: ${why}; stop it first or use --real-nodes 0`);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -158,5 +158,26 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const r = await vc(['delete', 'dev', ...kc]);
     expect(r.code, r.stderr).toBe(0);
     expect(await t.client.getOrNull(R.virtualclusters, 'default', 'dev')).toBeNull();
+  });
+});
+
+describe('vc up with a bad number', () => {
+  it.each([
+    [['--real-nodes', 'two'], '--real-nodes "two": must be a whole number from 0 to 4'],
+    [['--real-nodes', '-1'], '--real-nodes "-1": must be a whole number from 0 to 4'],
+    [['--super-clusters', '0'], '--super-clusters "0": must be a whole number from 1 to 9'],
+  ])('vc up %j exits non-zero with one line, before building or starting anything', async (args, msg) => {
+    const state = mkdtempSync(join(tmpdir(), 'vc-up-bad-'));
+    try {
+      // An empty toolchain cache: had it begun building, the run would take minutes and leave files there.
+      const cache = join(state, 'cache');
+      const r = await vc(['up', '--state-dir', join(state, 'run'), ...args], { VC_TOOLCHAIN_CACHE: cache });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr.trim()).toBe(`vc: ${msg}`);
+      expect(existsSync(cache)).toBe(false);
+      expect(existsSync(join(state, 'run'))).toBe(false);
+    } finally {
+      rmSync(state, { recursive: true, force: true });
+    }
   });
 });

@@ -101,6 +101,44 @@ async function tenants(s: UpStatus, stateDir: string) {
   }
 }
 
+/** UpNumbers are vc up's numeric options, checked. */
+export interface UpNumbers {
+  nodes: number;
+  superClusters: number;
+  realNodeSuper: string;
+  /** undefined: decided by the real-node preflight */
+  realNodes?: number;
+}
+
+/**
+ * upNumbers checks vc up's numeric options and returns them parsed, or throws a CliError naming the option, the value
+ * given and what it accepts.
+ */
+export function upNumbers(o: {
+  nodes: string;
+  superClusters: string;
+  realNodes?: string;
+  realNodeSuper?: string;
+}): UpNumbers {
+  const whole = (flag: string, raw: string, min: number, max: number): number => {
+    const n = /^\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new CliError(`${flag} ${JSON.stringify(raw)}: must be a whole number from ${min} to ${max}`);
+    return n;
+  };
+  const nodes = whole('--nodes', o.nodes, 0, 1000);
+  const superClusters = whole('--super-clusters', o.superClusters, 1, 9);
+  // One set of real nodes per host; each is a kubelet, containerd and kube-proxy of this machine.
+  const realNodes = o.realNodes === undefined ? undefined : whole('--real-nodes', o.realNodes, 0, 4);
+  const realNodeSuper = o.realNodeSuper ?? 'r1';
+  if (
+    realNodeSuper !== 'r1' &&
+    !(superClusters > 1 && /^r[1-9]$/.test(realNodeSuper) && Number(realNodeSuper.slice(1)) <= superClusters)
+  )
+    throw new CliError(`--real-node-super ${realNodeSuper}: must be one of r1..r${superClusters} (--super-clusters)`);
+  return { nodes, superClusters, realNodeSuper, ...(realNodes === undefined ? {} : { realNodes }) };
+}
+
 /** registerUpCommands adds `vc up`, `vc status` and `vc down`. */
 export function registerUpCommands(program: Command): void {
   program
@@ -125,6 +163,8 @@ export function registerUpCommands(program: Command): void {
       [],
     )
     .action(async (o: UpOptions) => {
+      // Bad numbers are refused before anything is built or started.
+      upNumbers(o);
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -139,17 +179,7 @@ export function registerUpCommands(program: Command): void {
         process.stdout.write(`already running (pid ${running.pid}) in ${stateDir}\n${summary(running)}\n`);
         return;
       }
-      const superClusters = Number(o.superClusters);
-      if (!Number.isInteger(superClusters) || superClusters < 1 || superClusters > 9)
-        throw new CliError(`--super-clusters ${o.superClusters}: must be a whole number from 1 to 9`);
-      const realNodeSuper = o.realNodeSuper ?? 'r1';
-      if (
-        realNodeSuper !== 'r1' &&
-        !(superClusters > 1 && /^r[1-9]$/.test(realNodeSuper) && Number(realNodeSuper.slice(1)) <= superClusters)
-      )
-        throw new CliError(
-          `--real-node-super ${realNodeSuper}: must be one of r1..r${superClusters} (--super-clusters)`,
-        );
+      const { superClusters, realNodeSuper, realNodes, nodes } = upNumbers(o);
       const realArgs = o.realNodes === undefined ? [] : ['--real-nodes', o.realNodes];
       const preloadedArgs = o.preloadedImage.flatMap((r) => ['--preloaded-image', r]);
       if (o.detach)
@@ -163,11 +193,9 @@ export function registerUpCommands(program: Command): void {
         ]);
       const { chooseRealNodes, sweepLeftoverNodes } = await import('../../local/realnode.ts');
       for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
-      const real = await chooseRealNodes(o.realNodes === undefined ? undefined : Number(o.realNodes)).catch(
-        (e: Error) => {
-          throw new CliError(e.message);
-        },
-      );
+      const real = await chooseRealNodes(realNodes).catch((e: Error) => {
+        throw new CliError(e.message);
+      });
       process.stderr.write(`[0.0s] ${real.line}\n`);
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
       // Modules imported before this line already made their loggers: setting LOG_LEVEL alone would not quiet them.
@@ -178,7 +206,7 @@ export function registerUpCommands(program: Command): void {
       const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
       const e = await startEmbedded({
         stateDir,
-        nodes: Number(o.nodes),
+        nodes,
         realNodes: real.count,
         plugins: o.plugin,
         preloadedImages: o.preloadedImage,

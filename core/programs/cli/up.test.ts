@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { upNumbers } from './up.ts';
+
+describe('upNumbers', () => {
+  const base = { nodes: '3', superClusters: '1' };
+
+  it.each([
+    [{}, { nodes: 3, superClusters: 1, realNodeSuper: 'r1' }],
+    [{ realNodes: '0' }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', realNodes: 0 }],
+    [
+      { realNodes: '1', nodes: '0' },
+      { nodes: 0, superClusters: 1, realNodeSuper: 'r1', realNodes: 1 },
+    ],
+    [
+      { superClusters: '2', realNodeSuper: 'r2' },
+      { nodes: 3, superClusters: 2, realNodeSuper: 'r2' },
+    ],
+  ])('%j is accepted', (o, want) => {
+    expect(upNumbers({ ...base, ...o })).toEqual(want);
+  });
+
+  it.each([
+    [{ realNodes: 'abc' }, '--real-nodes "abc": must be a whole number from 0 to 4'],
+    [{ realNodes: '-1' }, '--real-nodes "-1": must be a whole number from 0 to 4'],
+    [{ realNodes: '1.5' }, '--real-nodes "1.5": must be a whole number from 0 to 4'],
+    [{ realNodes: '' }, '--real-nodes "": must be a whole number from 0 to 4'],
+    [{ realNodes: '9' }, '--real-nodes "9": must be a whole number from 0 to 4'],
+    [{ nodes: 'three' }, '--nodes "three": must be a whole number from 0 to 1000'],
+    [{ superClusters: '0' }, '--super-clusters "0": must be a whole number from 1 to 9'],
+    [{ superClusters: '10' }, '--super-clusters "10": must be a whole number from 1 to 9'],
+    [{ realNodeSuper: 'r2' }, '--real-node-super r2: must be one of r1..r1 (--super-clusters)'],
+    [{ superClusters: '2', realNodeSuper: 'r3' }, '--real-node-super r3: must be one of r1..r2 (--super-clusters)'],
+  ])('%j is refused naming the option, the value and what it takes', (o, msg) => {
+    expect(() => upNumbers({ ...base, ...o })).toThrow(msg);
+  });
+});
