@@ -19,6 +19,7 @@ import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory, VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
+import { vnAgentMetrics } from '../../core/vnagent/metrics.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
@@ -135,6 +136,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
   let syncer: Syncer;
   let agent: VnAgent;
   let directory: StaticTenantDirectory;
+  let registry: MutableTenantRegistry;
   const dropServers: net.Server[] = [];
 
   const pki = (cp: LocalControlPlane, name: string): CertKeyPair => ({
@@ -238,7 +240,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     syncer = new Syncer({
       superClient: t.client,
       host,
-      registry: new MutableTenantRegistry([tenantA, tenantB]),
+      registry: (registry = new MutableTenantRegistry([tenantA, tenantB])),
       patrolIntervalMs: 0,
       workers: 8,
     });
@@ -382,6 +384,34 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     const certA = pki(cpA, 'kubelet-client');
     expect(await direct('/containerLogs/default/planted/c', certA)).toMatchObject({ status: 403 });
     expect(await direct('/containerLogs/default/unowned/c', certA)).toMatchObject({ status: 403 });
+  });
+
+  it('a tenant apiserver that verifies kubelets refuses a vn-agent serving certificate of another CA', async () => {
+    // Tenant C's apiserver trusts only the super cluster's CA for kubelets; this agent serves a certificate of its
+    // own serving CA, as a stolen or forged agent would: the apiserver must not send the request on.
+    const cpC = await t.sc.addControlPlane('tenant-c', {
+      controllers: TENANT_CONTROLLERS,
+      apiserverExtraArgs: { 'kubelet-certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') },
+    });
+    const tenantC = tenantOf(cpC, 'team-c', 'c', '33333333-cccc-4ccc-8ccc-00000000000c', agent.port);
+    try {
+      directory.upsert(directoryEntry(cpC, tenantC));
+      registry.upsert(tenantC);
+      await runningPods(await cpC.client(), ['app-c']);
+      const r = await kubectl(cpC, ['logs', 'app-c']);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(/x509: certificate signed by unknown authority/);
+      expect(r.stdout).toBe('');
+      // Refused in the TLS handshake: the agent never handled a request of tenant C.
+      const ofC = (await vnAgentMetrics.requests.get()).values.filter((v) => v.labels.tenant === tenantC.key);
+      expect(ofC.reduce((n, v) => n + v.value, 0)).toBe(0);
+      // The same Pod's logs through an apiserver that does not verify (tenant A's flags) work: it is the certificate.
+      const ok = await kubectl(cpA, ['logs', 'app-a']);
+      expect(ok.code, ok.stderr).toBe(0);
+    } finally {
+      registry.remove(tenantC.key);
+      directory.remove(tenantC.key);
+    }
   });
 
   it('refuses a self-signed certificate (401), a tenant admin certificate (403), and no certificate (401)', async () => {
