@@ -1,10 +1,14 @@
 /**
+ * Ctrl-C of a foreground `vc up` with a real node (issue 13): the terminal sends SIGINT to its whole process group
+ * (vc up and every child it started), and vc up must still stop everything it started on the host.
+ *
  * `kill -9` of `vc up` with a real node (issue 13): nothing of vc up gets to clean up, so its components die by their
  * parent-death signal while the containerd shims, the containers (runc and gVisor) and everything on the host stay
  * behind; `vc down` then removes all of it from the node's record. Host snapshots before the start and after `vc down`
  * must be equal; one taken right after the kill must not be, or the test would prove nothing.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -205,4 +209,98 @@ describe.skipIf(!!skip)('vc down after kill -9 of vc up with a real node', () =>
       .catch(() => '');
     expect(stray).toBe('');
   }, 300_000);
+});
+
+describe.skipIf(!!skip)('Ctrl-C of a foreground vc up with a real node', () => {
+  let dir: string;
+  let state: string;
+  const binDir = join(nodeToolchainDir(), 'bin');
+  let child: ReturnType<typeof spawn> | undefined;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'vc-ctrlc-'));
+    state = join(dir, 'state');
+  });
+
+  afterAll(async () => {
+    if (child?.pid && alive(child.pid)) process.kill(-child.pid, 'SIGKILL');
+    await execP(process.execPath, [vcBin, 'down', '--state-dir', state], { timeout: 300_000 }).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stops every process, mount, link, rule and cgroup it started, with the container running', async () => {
+    const deadline = Date.now() + 30 * 60_000;
+    while ((await hostLockHeld()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2000));
+    const before = await hostSnapshot(binDir);
+    // its own process group, as a shell gives a foreground job: Ctrl-C reaches the group, not only vc up
+    child = spawn(process.execPath, [vcBin, 'up', '--state-dir', state, '--nodes', '1', '--real-nodes', '1'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const closed = once(child, 'close');
+    await eventually(
+      () => {
+        expect(child!.exitCode, out).toBeNull();
+        expect(out).toContain('press Ctrl-C to stop everything');
+      },
+      600_000,
+      500,
+    );
+    const status = JSON.parse(readFileSync(join(state, 'status.json'), 'utf8')) as { superKubeconfig: string };
+    const kc = status.superKubeconfig;
+    const create = execP(binaryPath('kubectl'), ['--kubeconfig', kc, 'create', '-f', '-'], { timeout: 60_000 });
+    create.child.stdin!.end(pod('held'));
+    await create;
+    await eventually(
+      async () => {
+        const r = await execP(binaryPath('kubectl'), [
+          '--kubeconfig',
+          kc,
+          'get',
+          'pod',
+          'held',
+          '-o',
+          'jsonpath={.status.phase}',
+        ]);
+        expect(r.stdout).toBe('Running');
+      },
+      120_000,
+      1000,
+    );
+    const record = readNodeRecord(join(state, 'nodes', 'super-real-0'))!;
+    const veths = (await execP('ip', ['-o', 'link', 'show', 'master', record.bridge])).stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => /^\d+: ([^:@]+)/.exec(l)![1]!);
+    const running = ours(await hostSnapshot(binDir), record, veths, []);
+    expect(running.processes.some((p) => /containerd-shim/.test(p))).toBe(true);
+    expect(running.mounts.length).toBeGreaterThan(0);
+    expect(running.chains.length).toBeGreaterThan(0);
+
+    process.kill(-child.pid!, 'SIGINT');
+    const [code] = (await closed) as [number | null];
+    expect(out).toContain('stopping ...');
+    expect(code, out).toBe(0);
+    expect(existsSync(join(state, 'status.json'))).toBe(false);
+    const after = await hostSnapshot(binDir);
+    expect(ours(after, record, veths, [])).toEqual({
+      processes: [],
+      mounts: [],
+      links: [],
+      chains: [],
+      cgroups: [],
+      paths: [],
+    });
+    const foreign = [before, after].some((x) => x.processes.some((p) => !p.includes(state)));
+    if (foreign) process.stdout.write('other real nodes ran on this host: compared only what belongs to this node\n');
+    else expect(snapshotDiff(before, after)).toEqual({});
+    const stray = await execP('pgrep', ['-f', state])
+      .then((r) => r.stdout.trim())
+      .catch(() => '');
+    expect(stray).toBe('');
+    expect(await hostLockHeld()).toBe(false);
+  }, 900_000);
 });
