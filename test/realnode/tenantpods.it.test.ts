@@ -14,7 +14,7 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
-import { superNamespace } from '../../core/names/names.ts';
+import { LABEL, superNamespace } from '../../core/names/names.ts';
 import { fingerprintSha256, type CertKeyPair } from '../../core/pki/pki.ts';
 import { embeddedPolicy, startNodesAgent } from '../../core/programs/embedded/embedded.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
@@ -103,6 +103,9 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
   let tenantA: Tenant;
   let tenantB: Tenant;
   let agent: VnAgent;
+  let registry: MutableTenantRegistry;
+  let verifyAgent: Record<string, string>;
+  let tenant: (cp: LocalControlPlane, ns: string, name: string, uid: string, extra?: Partial<Tenant>) => Tenant;
   let syncer: Syncer;
   let web = '';
 
@@ -142,7 +145,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     async () => {
       t = await startTestSuper({ nodes: 1, realNodes: 1 });
       // Tenant apiservers verify the vn-agent's serving certificate (of the super CA), as under `vc up`.
-      const verifyAgent = { 'kubelet-certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') };
+      verifyAgent = { 'kubelet-certificate-authority': join(t.sc.cluster.dir, 'pki/ca.crt') };
       [cpA, cpB] = await Promise.all(
         ['tenant-a', 'tenant-b'].map((n) =>
           t.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS, apiserverExtraArgs: verifyAgent }),
@@ -153,11 +156,12 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       agent = await startNodesAgent(t.sc, { port: 0, directory, handshakeTimeoutMs: 10_000 });
       const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [embeddedPolicy()]);
       if (!('effective' in admitted)) throw new Error(`embedded policy refused: ${JSON.stringify(admitted)}`);
-      const tenant = (cp: LocalControlPlane, ns: string, name: string, uid: string): Tenant => {
+      tenant = (cp: LocalControlPlane, ns: string, name: string, uid: string, extra: Partial<Tenant> = {}): Tenant => {
         const x = tenantFor(cp, ns, name, uid, {
           // the agent listens on loopback, as under `vc up`: vNodes advertise it there, not the real node's IP
           pluginConfig: { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } },
           pods: admitted.effective.pods,
+          ...extra,
         });
         directory.upsert({
           key: x.key,
@@ -173,7 +177,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       syncer = new Syncer({
         superClient: t.client,
         host: await PluginHost.load({ process: 'manager', builtins: builtinPlugins }),
-        registry: new MutableTenantRegistry([tenantA, tenantB]),
+        registry: (registry = new MutableTenantRegistry([tenantA, tenantB])),
         patrolIntervalMs: 0,
         workers: 8,
       });
@@ -259,6 +263,45 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     const seen = await kubectl(cpA, ['exec', 'printer', '--', 'ls', import.meta.dirname]);
     expect(seen.code).not.toBe(0);
     expect(seen.stderr).toMatch(/No such file or directory/);
+  });
+
+  it("under a TenantPolicy requiring the platform's gVisor class, a tenant's plain Pod runs in gVisor", async () => {
+    // The platform's sandbox class (handler runsc, the real node's second runtime handler), public to tenants.
+    await t.client.create(R.runtimeclasses, {
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      metadata: { name: 'gvisor', labels: { [LABEL.public]: 'true' } },
+      handler: 'runsc',
+    });
+    const cpC = await t.sc.addControlPlane('tenant-c', {
+      controllers: TENANT_CONTROLLERS,
+      apiserverExtraArgs: verifyAgent,
+    });
+    const tenantC = tenant(cpC, 'team-c', 'c', '33333333-cccc-4ccc-8ccc-0000000000c3', {
+      runtimeClasses: { handlers: ['runc'], required: 'gvisor' },
+    });
+    registry.upsert(tenantC);
+    const c = await cpC.client();
+    await eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000);
+    // The tenant asks for nothing: no runtimeClassName. The platform's policy decides.
+    await c.create(R.pods, pod('boxed', { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] }));
+    const p = await running(c, 'boxed');
+    expect(p.spec.nodeName).toBe(t.sc.realNodes[0]!.name);
+    const sp = await t.client.get<Pod & { spec: { runtimeClassName?: string } }>(
+      R.pods,
+      superNamespace(tenantC.key, 'default'),
+      'boxed',
+    );
+    expect(sp.spec.runtimeClassName).toBe('gvisor');
+    const host = readFileSync('/proc/version', 'utf8').trim();
+    const inside = await kubectl(cpC, ['exec', 'boxed', '--', 'cat', '/proc/version']);
+    expect(inside.code, inside.stderr).toBe(0);
+    expect(inside.stdout.trim()).not.toBe(host);
+    expect(inside.stdout).toMatch(/gvisor/i);
+    expect((await kubectl(cpC, ['exec', 'boxed', '--', 'dmesg'])).stdout).toMatch(/gVisor/);
+    expect(await kubectl(cpC, ['exec', 'boxed', '--', 'hostname'])).toMatchObject({ code: 0, stdout: 'boxed\n' });
+    // Tenant A, under a policy without it, still runs on the host's kernel (runc): the check tells them apart.
+    expect((await kubectl(cpA, ['exec', 'printer', '--', 'cat', '/proc/version'])).stdout.trim()).toBe(host);
   });
 
   it('kubectl attach streams the output of the running container', async () => {
