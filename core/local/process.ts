@@ -146,6 +146,21 @@ export class ManagedProcess {
     if (pid) signalGroup(pid, 'SIGKILL');
   }
 
+  /**
+   * anonBytes reads the process's anonymous resident memory (RssAnon: heap, stacks; not the pages of its binary,
+   * which every process of the same binary shares) from /proc (0 when not running): what one more process costs.
+   */
+  anonBytes(): number {
+    const pid = this.pid;
+    if (!pid) return 0;
+    try {
+      const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return m ? Number(m[1]) * 1024 : 0;
+    } catch {
+      return 0;
+    }
+  }
+
   /** rssBytes reads the resident memory of the process from /proc (0 when not running). */
   rssBytes(): number {
     const pid = this.pid;
