@@ -71,9 +71,12 @@ function world(over: { view?: typeof tenant } = {}) {
     const rv = (c: MapCache) => c.get(R.configmaps, 'default', k.name)?.metadata?.resourceVersion ?? '';
     return [rv(session.cache as MapCache), rv(superCache)] as const;
   };
+  const waiting = new Set<string>();
   const plan = (key: string): Plan => {
     planned.push(parseKey(key).name);
     const [t, s] = rvs(key);
+    if (waiting.has(parseKey(key).name))
+      return { steps: [], effects: [], skip: { reason: 'Waiting', message: 'on another object' } };
     return t === s ? { steps: [], effects: [] } : { steps: [{ op: 'createSuper', obj: cm('x', '') }], effects: [] };
   };
   const enqueued: string[] = [];
@@ -91,7 +94,7 @@ function world(over: { view?: typeof tenant } = {}) {
     });
     return { fixes, planned: [...planned].sort(), enqueued: [...enqueued].sort() };
   };
-  return { session, tenantObjs, superObjs, run };
+  return { session, tenantObjs, superObjs, waiting, run };
 }
 
 describe('patrol with a memo', () => {
@@ -131,6 +134,19 @@ describe('patrol with a memo', () => {
     w.run(memo);
     w.session.view = { ...tenant, podSecurityLevel: 'restricted' };
     expect(w.run(memo).planned).toEqual(['a', 'b', 'c']);
+  });
+
+  it('plans a key whose plan skipped again on every pass: it waits on an object beyond its own two', () => {
+    const w = world();
+    const memo = new PatrolMemo();
+    w.waiting.add('b');
+    expect(w.run(memo)).toEqual({ fixes: 0, planned: ['a', 'b', 'c'], enqueued: [] });
+    expect(w.run(memo)).toEqual({ fixes: 0, planned: ['b'], enqueued: [] });
+    expect(w.run(memo)).toEqual({ fixes: 0, planned: ['b'], enqueued: [] });
+    // Once its plan no longer skips, it is remembered like the others.
+    w.waiting.delete('b');
+    expect(w.run(memo).planned).toEqual(['b']);
+    expect(w.run(memo).planned).toEqual([]);
   });
 
   it('without a memo every key is planned on every pass', () => {

@@ -106,7 +106,8 @@ const repairs = (e: Effect): boolean => e.type === 'bind' || e.type === 'deleteT
  * requeued. A key whose plan throws (a plugin that fails on that object) is reported and skipped; the pass goes on
  * with the other keys and tenants. With a memo, a key whose two objects have the versions they had when its plan last
  * found nothing is skipped (any change on either side, a deletion included, changes them), except that each key is
- * planned in full at least every memo.fullEvery passes, for what its plan reads beyond its own two objects.
+ * planned in full at least every memo.fullEvery passes, for what its plan reads beyond its own two objects, and a key
+ * whose plan skipped is planned on every pass.
  */
 export function patrol(o: PatrolOptions): number {
   let fixes = 0;
@@ -151,7 +152,9 @@ export function patrol(o: PatrolOptions): number {
           continue;
         }
         if (!planned?.steps.length && !planned?.effects.some(repairs)) {
-          if (planned && memo && known && sig !== undefined) known.set(key, memo.entry(sig));
+          // A plan that skips waits on something beyond the key's two objects (an event on its Pod, a Pod on its
+          // namespace): their versions would not tell when to plan it again, so it is not remembered.
+          if (planned && !planned.skip && memo && known && sig !== undefined) known.set(key, memo.entry(sig));
           continue;
         }
         fixes++;

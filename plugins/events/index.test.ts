@@ -4,7 +4,7 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
 import { MapCache, testContext } from '../../core/plugins/testing.ts';
-import plugin, { type Event, eventsPlugin } from './index.ts';
+import plugin, { type Event, eventsPlugin, INVOLVED_WAIT, lastSeen } from './index.ts';
 
 const ctx0 = testContext();
 const KEY = ctx0.tenant.key;
@@ -75,8 +75,20 @@ const tenantEvent = (kind = 'Pod', name = 'web', tenantUid = 'tenant-pod-uid'): 
   action: 'Pull',
 });
 
+const what = 'Pod team-a-1a2b3c-dev-default/web (uid super-pod-uid)';
+const waiting = (ms: number): Decision<Event> => ({
+  object: null,
+  skip: { reason: 'WaitingForInvolvedObject', message: `${what} is not in the super cache yet` },
+  requeueAfterMs: ms,
+});
+const unknown = (): Decision<Event> => ({
+  object: null,
+  skip: { reason: 'InvolvedObjectUnknown', message: `${what} is not one the syncer wrote for this tenant` },
+});
+
 interface Case {
   name: string;
+  now?: Date;
   superPods?: KubeObject[];
   superServices?: KubeObject[];
   superEvent?: Event;
@@ -105,21 +117,57 @@ const cases: Case[] = [
     want: { object: tenantEvent() },
   },
   {
-    name: 'the involved super Pod is not in the cache: no event',
+    name: 'the involved super Pod is not in the cache yet: no event now, planned again soon',
     superEvent: superEvent(),
-    want: { object: null },
+    want: waiting(INVOLVED_WAIT.firstMs),
   },
   {
-    name: 'the involved super Pod is another tenant’s: no event',
+    name: 'the event was last seen 3 s ago and its Pod is not in the cache: planned again after 3 s',
+    superEvent: superEvent(),
+    now: new Date('2026-01-01T00:00:12Z'),
+    want: waiting(3000),
+  },
+  {
+    name: 'the event was last seen 50 s ago and its Pod is not in the cache: the delay is capped',
+    superEvent: superEvent(),
+    now: new Date('2026-01-01T00:00:59Z'),
+    want: waiting(INVOLVED_WAIT.maxMs),
+  },
+  {
+    name: 'the event was last seen over a minute ago and its Pod is not in the cache: no event, no requeue',
+    superEvent: superEvent(),
+    now: new Date('2026-01-01T00:01:10Z'),
+    want: unknown(),
+  },
+  {
+    name: 'an event that gives no time at all and whose Pod is not in the cache: no requeue',
+    superEvent: superEvent('Pod', 'web', 'super-pod-uid', { lastTimestamp: undefined, firstTimestamp: undefined }),
+    want: unknown(),
+  },
+  {
+    name: 'the involved super Pod is another tenant’s: no event, no requeue',
     superPods: [owned('Pod', 'web', 'super-pod-uid', 'tenant-pod-uid', 'team-b-4d5e6f-prod')],
     superEvent: superEvent(),
     want: { object: null },
   },
   {
-    name: 'the event is about an earlier super Pod of the same name: no event',
-    superPods: [owned('Pod', 'web', 'super-pod-uid-2', 'tenant-pod-uid-2')],
+    name: 'the involved super Pod is not the syncer’s (no provenance): no event, no requeue',
+    superPods: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: SNS, uid: 'super-pod-uid' } }],
     superEvent: superEvent(),
     want: { object: null },
+  },
+  {
+    name: 'the cache holds another super Pod of the same name: the event waits for its own',
+    superPods: [owned('Pod', 'web', 'super-pod-uid-2', 'tenant-pod-uid-2')],
+    superEvent: superEvent(),
+    want: waiting(INVOLVED_WAIT.firstMs),
+  },
+  {
+    name: 'an old event about an earlier super Pod of the same name: no event, no requeue',
+    superPods: [owned('Pod', 'web', 'super-pod-uid-2', 'tenant-pod-uid-2')],
+    superEvent: superEvent(),
+    now: new Date('2026-01-01T00:05:00Z'),
+    want: unknown(),
   },
   {
     name: 'the super event is gone and no tenant event exists: nothing',
@@ -130,6 +178,7 @@ const cases: Case[] = [
 describe('events plugin: toTenant', () => {
   it.each(cases)('$name', (c) => {
     const ctx = testContext({
+      ...(c.now && { now: c.now }),
       superCache: new MapCache([
         [R.pods, c.superPods ?? []],
         [R.services, c.superServices ?? []],
@@ -141,6 +190,30 @@ describe('events plugin: toTenant', () => {
       ctx,
     );
     expect(got).toEqual(c.want);
+  });
+});
+
+describe('events plugin: lastSeen', () => {
+  const at = (over: Partial<Event>): Event => ({ apiVersion: 'v1', kind: 'Event', metadata: { name: 'e' }, ...over });
+  it.each<[string, Event, string | undefined]>([
+    ['no time at all', at({}), undefined],
+    ['creationTimestamp only', at({ metadata: { creationTimestamp: '2026-01-01T00:00:01Z' } }), '2026-01-01T00:00:01Z'],
+    [
+      'lastTimestamp after creation (a repeat counted on the event)',
+      at({ metadata: { creationTimestamp: '2026-01-01T00:00:01Z' }, lastTimestamp: '2026-01-01T00:02:00Z' }),
+      '2026-01-01T00:02:00Z',
+    ],
+    [
+      'an events.k8s.io series observed last',
+      at({
+        eventTime: '2026-01-01T00:00:01.000000Z',
+        series: { count: 4, lastObservedTime: '2026-01-01T00:03:00.500000Z' },
+      }),
+      '2026-01-01T00:03:00.500Z',
+    ],
+    ['a time that does not parse is left out', at({ lastTimestamp: 'yesterday', eventTime: null }), undefined],
+  ])('%s', (_, e, want) => {
+    expect(lastSeen(e)).toBe(want === undefined ? undefined : Date.parse(want));
   });
 });
 

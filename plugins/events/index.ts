@@ -2,6 +2,7 @@ import { R } from '../../core/kube/resources.ts';
 import { provenanceOf } from '../../core/names/names.ts';
 import {
   clone,
+  type Decision,
   type KubeObject,
   type ObjectReference,
   PLUGIN_API_VERSION,
@@ -14,6 +15,7 @@ export type InvolvedObject = ObjectReference;
 /** Event is a core/v1 Event as the events plugin sees it. */
 export interface Event extends KubeObject {
   involvedObject?: InvolvedObject;
+  series?: { count?: number; lastObservedTime?: string };
 }
 
 /** EVENT_KINDS are the kinds of involved objects whose super events are copied to the tenant, with their resource. */
@@ -33,6 +35,42 @@ export const COPIED_FIELDS = [
   'reportingInstance',
   'action',
 ] as const;
+
+/**
+ * INVOLVED_WAIT bounds how an event waits for its involved object to reach the super cache (the Pods and Events
+ * watches are separate streams, and under load a Pod's event may come first): it is planned again after its age,
+ * between `firstMs` and `maxMs`, so the delays double; once it was last seen more than `giveUpMs` ago it no longer
+ * asks to be requeued (its object was deleted, or is not one the syncer wrote), and only the patrol plans it again.
+ */
+export const INVOLVED_WAIT = { firstMs: 200, maxMs: 10_000, giveUpMs: 60_000 } as const;
+
+/** lastSeen is the latest time a super event says it was observed, in ms, or undefined when it says none. */
+export function lastSeen(e: Event): number | undefined {
+  const times = [e.metadata?.creationTimestamp, e.lastTimestamp, e.eventTime, e.series?.lastObservedTime]
+    .map((t) => (typeof t === 'string' ? Date.parse(t) : Number.NaN))
+    .filter((t) => !Number.isNaN(t));
+  return times.length ? Math.max(...times) : undefined;
+}
+
+/**
+ * waitFor is the decision on an event whose involved object is not in the super cache, or is another incarnation
+ * of it: skipped, and requeued while the event is recent (INVOLVED_WAIT).
+ */
+function waitFor(superEvent: Event, io: InvolvedObject, now: Date): Decision<Event> {
+  const seen = lastSeen(superEvent);
+  const age = seen === undefined ? Number.POSITIVE_INFINITY : now.getTime() - seen;
+  const what = `${io.kind} ${io.namespace}/${io.name}${io.uid ? ` (uid ${io.uid})` : ''}`;
+  if (age > INVOLVED_WAIT.giveUpMs)
+    return {
+      object: null,
+      skip: { reason: 'InvolvedObjectUnknown', message: `${what} is not one the syncer wrote for this tenant` },
+    };
+  return {
+    object: null,
+    skip: { reason: 'WaitingForInvolvedObject', message: `${what} is not in the super cache yet` },
+    requeueAfterMs: Math.min(Math.max(age, INVOLVED_WAIT.firstMs), INVOLVED_WAIT.maxMs),
+  };
+}
 
 const kindOf = (e: Event): keyof typeof EVENT_KINDS | undefined => {
   const k = e.involvedObject?.kind;
@@ -70,9 +108,11 @@ export const eventsPlugin: ResourcePlugin<Event> = {
     const io = superEvent?.involvedObject;
     if (!superEvent || !kind || !io?.namespace || !io.name) return { object: null };
     const involved = ctx.superCache.get(EVENT_KINDS[kind], io.namespace, io.name);
+    // Not in the cache yet, or the cache still holds another incarnation: the object may be on its way.
+    if (!involved || (io.uid && involved.metadata?.uid && io.uid !== involved.metadata.uid))
+      return waitFor(superEvent, io, ctx.now);
     const p = provenanceOf(involved);
     if (!p || p.cluster !== ctx.tenant.key || !p.uid) return { object: null };
-    if (io.uid && involved?.metadata?.uid && io.uid !== involved.metadata.uid) return { object: null };
     const tenantNs = p.namespace || ctx.names.tenantNamespace(io.namespace);
     if (!tenantNs) return { object: null };
     const involvedObject: InvolvedObject = { ...clone(io), namespace: tenantNs, name: p.name || io.name, uid: p.uid };
