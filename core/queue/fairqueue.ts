@@ -26,6 +26,15 @@ export interface FairQueueOptions extends QueueOptions {
    * it stay free for a tenant that arrives. Undefined (or at most the cap) means no borrowing.
    */
   borrowUpTo?: number;
+  /**
+   * lowPriority puts the keys it accepts on a low-priority lane (copied events: nothing urgent waits for them). A low
+   * key is handed out only when no other key may be, and at most `maxLowInFlight` low keys are processed at once, so
+   * they never hold the workers other keys need; tenants take turns on the lane. The lane has no bound: a low key may
+   * wait, it is never dropped. It must always give the same answer for a key.
+   */
+  lowPriority?: (key: string) => boolean;
+  /** maxLowInFlight caps the low-priority keys being processed at once; default 1 */
+  maxLowInFlight?: number;
 }
 
 interface TenantQueue {
@@ -54,11 +63,25 @@ export class FairQueue extends BaseQueue {
   private totalInFlight = 0;
   private borrowUpTo = 0;
   private ready = 0;
+  /** the low-priority lane: each tenant's ready low keys, tenants in turn (first in the map is next) */
+  private readonly low = new Map<string, Fifo>();
+  private lowReady = 0;
+  /** low keys being processed, per tenant; they do not count against the tenant's cap */
+  private readonly lowInFlight = new Map<string, number>();
+  private totalLowInFlight = 0;
+  private readonly isLow: (key: string) => boolean;
+  private readonly maxLowInFlight: number;
 
   constructor(options: FairQueueOptions = {}) {
     super(options);
     this.tenantOf = options.tenantOf ?? tenantOfKey;
     this.borrowUpTo = options.borrowUpTo ?? 0;
+    this.isLow = options.lowPriority ?? (() => false);
+    const maxLow = options.maxLowInFlight ?? 1;
+    if (!Number.isSafeInteger(maxLow) || maxLow < 1) {
+      throw new RangeError(`fair queue: maxLowInFlight must be a positive integer, got ${maxLow}`);
+    }
+    this.maxLowInFlight = maxLow;
     this.setMaxInFlightPerTenant(options.maxInFlightPerTenant);
   }
 
@@ -90,19 +113,37 @@ export class FairQueue extends BaseQueue {
     return this.weights.get(tenant) ?? 1;
   }
 
-  /** activeTenants lists the tenants that have ready keys, i.e. that currently hold a sub-queue. */
+  /** activeTenants lists the tenants that have ready keys other than low-priority ones, i.e. that hold a sub-queue. */
   activeTenants(): string[] {
     return [...this.tenants.keys()];
   }
 
-  /** tenantInFlight is the number of keys of one tenant being processed (handed out and not yet done). */
+  /**
+   * tenantInFlight is the number of keys of one tenant being processed (handed out and not yet done), low-priority
+   * ones included: a tenant with nothing ready and nothing in flight has nothing left to write.
+   */
   tenantInFlight(tenant: string): number {
-    return this.inFlight.get(tenant) ?? 0;
+    return this.capped(tenant) + this.tenantLowInFlight(tenant);
   }
 
-  /** tenantLen is the number of ready keys of one tenant. */
+  /** tenantLowInFlight is the number of low-priority keys of one tenant being processed. */
+  tenantLowInFlight(tenant: string): number {
+    return this.lowInFlight.get(tenant) ?? 0;
+  }
+
+  /** tenantLen is the number of ready keys of one tenant, low-priority ones included. */
   tenantLen(tenant: string): number {
-    return this.tenants.get(tenant)?.keys.length ?? 0;
+    return (this.tenants.get(tenant)?.keys.length ?? 0) + this.tenantLowLen(tenant);
+  }
+
+  /** tenantLowLen is the number of ready low-priority keys of one tenant. */
+  tenantLowLen(tenant: string): number {
+    return this.low.get(tenant)?.length ?? 0;
+  }
+
+  /** capped is the number of a tenant's keys in flight that count against its cap (all but low-priority ones). */
+  private capped(tenant: string): number {
+    return this.inFlight.get(tenant) ?? 0;
   }
 
   /**
@@ -117,12 +158,24 @@ export class FairQueue extends BaseQueue {
       this.ready -= queue.keys.length;
       this.tenants.delete(tenant);
     }
+    this.lowReady -= this.tenantLowLen(tenant);
+    this.low.delete(tenant);
     this.weights.delete(tenant);
     this.dispatch();
   }
 
   protected push(key: string): void {
     const tenant = this.tenantOf(key);
+    if (this.isLow(key)) {
+      let lane = this.low.get(tenant);
+      if (!lane) {
+        lane = new Fifo();
+        this.low.set(tenant, lane);
+      }
+      lane.push(key);
+      this.lowReady++;
+      return;
+    }
     let queue = this.tenants.get(tenant);
     if (!queue) {
       queue = { keys: new Fifo(), weight: this.weight(tenant), current: 0 };
@@ -136,15 +189,29 @@ export class FairQueue extends BaseQueue {
     // A tenant at its cap sits a round out (its keys stay ready, its round robin state as it is), unless nobody below
     // the cap is waiting and fewer than borrowUpTo keys are in flight: then the capped tenants share the idle workers.
     const best =
-      this.pick((tenant) => this.tenantInFlight(tenant) < this.maxInFlight) ??
+      this.pick((tenant) => this.capped(tenant) < this.maxInFlight) ??
       (this.totalInFlight < this.borrowUpTo ? this.pick(() => true) : undefined);
-    if (!best) return undefined;
+    if (!best) return this.totalLowInFlight < this.maxLowInFlight ? this.popLow() : undefined;
     const [tenant, queue, total] = best;
     queue.current -= total;
     const key = queue.keys.shift();
     this.ready--;
     if (queue.keys.length === 0) this.tenants.delete(tenant);
     return key;
+  }
+
+  /** popLow takes the oldest low-priority key of the tenant next in turn, and puts that tenant at the back. */
+  private popLow(): string | undefined {
+    for (const [tenant, lane] of this.low) {
+      const key = lane.shift();
+      this.low.delete(tenant);
+      if (lane.length) this.low.set(tenant, lane);
+      if (key !== undefined) {
+        this.lowReady--;
+        return key;
+      }
+    }
+    return undefined;
   }
 
   /** pick runs one smooth weighted round robin step among the tenants `eligible` accepts: the winner and the total. */
@@ -162,20 +229,28 @@ export class FairQueue extends BaseQueue {
   }
 
   protected readyCount(): number {
-    return this.ready;
+    return this.ready + this.lowReady;
   }
 
   protected override started(key: string): void {
     const tenant = this.tenantOf(key);
-    this.inFlight.set(tenant, this.tenantInFlight(tenant) + 1);
+    if (this.isLow(key)) {
+      this.lowInFlight.set(tenant, this.tenantLowInFlight(tenant) + 1);
+      this.totalLowInFlight++;
+      return;
+    }
+    this.inFlight.set(tenant, this.capped(tenant) + 1);
     this.totalInFlight++;
   }
 
   protected override finished(key: string): void {
     const tenant = this.tenantOf(key);
-    this.totalInFlight--;
-    const n = this.tenantInFlight(tenant) - 1;
-    if (n > 0) this.inFlight.set(tenant, n);
-    else this.inFlight.delete(tenant);
+    const low = this.isLow(key);
+    const counts = low ? this.lowInFlight : this.inFlight;
+    if (low) this.totalLowInFlight--;
+    else this.totalInFlight--;
+    const n = (counts.get(tenant) ?? 0) - 1;
+    if (n > 0) counts.set(tenant, n);
+    else counts.delete(tenant);
   }
 }

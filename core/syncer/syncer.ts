@@ -38,6 +38,19 @@ export const SYNCER_DEFAULTS = {
 } as const;
 
 /**
+ * isEventKey tells whether a queue key belongs to a plugin that syncs core/v1 Events (the events plugin copying super
+ * Pods' events up): those keys go on the fair queue's low-priority lane.
+ */
+export function isEventKey(host: Pick<PluginHost, 'get'>, key: string): boolean {
+  // Asked on every add, hand-out and done: the plugin segment is read without splitting the whole key.
+  const start = key.indexOf('/') + 1;
+  const end = key.indexOf('/', start);
+  if (start === 0 || end < 0) return false;
+  const r = host.get(key.slice(start, end))?.manifest.resource;
+  return r?.resource === R.events.resource && r.group === R.events.group;
+}
+
+/**
  * defaultMaxInFlightPerTenant is the share of the workers one tenant may hold at once when the options do not say:
  * a quarter, at least one, so a tenant whose requests hang leaves three quarters to the others.
  */
@@ -115,6 +128,10 @@ export class Syncer {
       metrics: queueMetrics('syncer'),
       maxInFlightPerTenant: cap,
       borrowUpTo: Math.floor(workers / 2),
+      // Copied events wait on the low-priority lane: a Pod's create, bind and status never wait behind them, and a
+      // copy is late, never dropped (its key stays queued or in flight, counted in the tenant's depth and in-flight).
+      lowPriority: (key) => isEventKey(o.host, key),
+      maxLowInFlight: defaultMaxInFlightPerTenant(workers),
     });
     this.runner = new Runner({
       name: 'syncer',
