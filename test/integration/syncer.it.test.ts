@@ -252,6 +252,54 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'pinned')).toBeNull();
   });
 
+  it("copies its Pods' super events up, one that came before its Pod too, and none about another object", async () => {
+    interface Ev extends KubeObject {
+      reason?: string;
+      involvedObject?: { apiVersion?: string; kind?: string; namespace?: string; name?: string; uid?: string };
+    }
+    const sns = superNamespace(tenantA.key, 'default');
+    const now = new Date().toISOString();
+    const superEvent = (name: string, pod: string): Ev => ({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name, namespace: sns },
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: sns, name: pod },
+      reason: 'Early',
+      message: `about ${pod}, written before it exists`,
+      type: 'Normal',
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+      source: { component: 'test' },
+    });
+    await t.client.create(R.events, superEvent('late.early', 'late'));
+    await t.client.create(R.events, superEvent('ghost.early', 'ghost'));
+    // The event was planned while its Pod did not exist: it waits for the Pod instead of being dropped.
+    const waits = new RegExp(
+      `vc_syncer_skips_total\\{tenant="${tenantA.key}",plugin="events",reason="WaitingForInvolvedObject"\\} [1-9]`,
+    );
+    await eventually(async () => expect(await metricsRegistry.metrics()).toMatch(waits));
+    const pod = await a.create<Pod>(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'late', namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    const copies = await eventually(async () => {
+      const list = (
+        await a.list<Ev>(R.events, { namespace: 'default', fieldSelector: 'involvedObject.name=late' })
+      ).items.filter((e) => e.metadata?.labels?.[LABEL.managedBy]);
+      expect(list.map((e) => e.reason).sort()).toEqual(['Early', 'Scheduled']);
+      return list;
+    }, 30_000);
+    for (const e of copies)
+      expect(e.involvedObject).toMatchObject({ namespace: 'default', name: 'late', uid: pod.metadata?.uid });
+    expect(
+      (await a.list<Ev>(R.events, { namespace: 'default', fieldSelector: 'involvedObject.name=ghost' })).items,
+    ).toEqual([]);
+    expect((await b.list<Ev>(R.events, { fieldSelector: 'involvedObject.name=late' })).items).toEqual([]);
+  });
+
   it("points ClusterFirst Pods at the tenant's own kube-dns through its super cluster IP", async () => {
     await a.create(R.services, {
       apiVersion: 'v1',
