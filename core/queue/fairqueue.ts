@@ -52,7 +52,8 @@ interface TenantQueue {
  * the hand-outs, evenly spread, however many keys the others hold. A sub-queue is dropped as soon as it runs empty,
  * and a tenant that comes back starts with a clean round robin state. With `maxInFlightPerTenant`, a tenant that has
  * that many keys being processed is skipped until one is done, so a tenant whose reconciles hang cannot hold every
- * worker; with `borrowUpTo`, capped tenants still use idle workers up to that many in flight.
+ * worker; with `borrowUpTo`, capped tenants still use idle workers up to that many in flight. Keys `lowPriority`
+ * accepts wait on a lane of their own, handed out only when no other key may be (see FairQueueOptions).
  */
 export class FairQueue extends BaseQueue {
   private readonly tenants = new Map<string, TenantQueue>();
