@@ -177,7 +177,13 @@ describe('manager restart after kill -9', () => {
       expect(perPod('super')).toBeGreaterThan(0);
       // Every super event about the Pods (the scheduler's Scheduled at least) has its copy: none was lost.
       const events = await lostCopies();
-      progress(`first manager settled; ${events.copied} event copies, lost ${JSON.stringify(events.lost)}`);
+      const waited = sum(
+        (await scrape(first, 'vc_syncer_skips_total')).filter((x) => x.labels.reason === 'WaitingForInvolvedObject'),
+      );
+      progress(
+        `first manager settled; ${events.copied} event copies (${waited} plans waited for the Pod), ` +
+          `lost ${JSON.stringify(events.lost)}`,
+      );
       expect(events.lost).toEqual([]);
       expect(events.copied).toBeGreaterThanOrEqual(TENANTS * PODS);
 
