@@ -83,7 +83,10 @@ const waiting = (ms: number): Decision<Event> => ({
 });
 const unknown = (): Decision<Event> => ({
   object: null,
-  skip: { reason: 'InvolvedObjectUnknown', message: `${what} is not one the syncer wrote for this tenant` },
+  skip: {
+    reason: 'InvolvedObjectUnknown',
+    message: `${what} is not in the super cache a minute after the event (deleted, or not the syncer's)`,
+  },
 });
 
 interface Case {

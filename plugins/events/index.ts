@@ -63,7 +63,10 @@ function waitFor(superEvent: Event, io: InvolvedObject, now: Date): Decision<Eve
   if (age > INVOLVED_WAIT.giveUpMs)
     return {
       object: null,
-      skip: { reason: 'InvolvedObjectUnknown', message: `${what} is not one the syncer wrote for this tenant` },
+      skip: {
+        reason: 'InvolvedObjectUnknown',
+        message: `${what} is not in the super cache a minute after the event (deleted, or not the syncer's)`,
+      },
     };
   return {
     object: null,
@@ -79,8 +82,9 @@ const kindOf = (e: Event): keyof typeof EVENT_KINDS | undefined => {
 
 /**
  * eventsPlugin copies super events about a tenant's Pods and Services to the tenant, once (create-only), with the
- * involved object rewritten to the tenant object. Events about super objects the syncer did not write, or about an
- * earlier incarnation of one, are dropped.
+ * involved object rewritten to the tenant object. Events about super objects the syncer did not write for this tenant
+ * are dropped; one whose object is not in the super cache yet (or only another incarnation of it) waits for it
+ * (INVOLVED_WAIT).
  */
 export const eventsPlugin: ResourcePlugin<Event> = {
   manifest: {
