@@ -5,16 +5,54 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadManagerConfig } from './config.ts';
 import { startManager } from './manager.ts';
 
+const header = 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: ManagerConfiguration\n';
+
+/** configFile writes a manager configuration (after the header) and returns its path. */
+function configFile(body: string): string {
+  const f = join(mkdtempSync(join(tmpdir(), 'vc-syncermode-')), 'm.yaml');
+  writeFileSync(f, header + body);
+  return f;
+}
+
 describe('vc syncer --super-cluster', () => {
   it('refuses a super cluster the configuration does not name, before connecting anywhere', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vc-syncermode-'));
-    const f = join(dir, 'm.yaml');
-    writeFileSync(
-      f,
-      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: ManagerConfiguration\nsuperClusters:\n  - {name: r1}\n  - {name: r2}\n',
-    );
+    const f = configFile('superClusters:\n  - {name: r1}\n  - {name: r2}\n');
     const run = startManager(loadManagerConfig(f), f, { syncerOnly: 'r3' });
     await expect(run).rejects.toThrow(ConfigError);
-    await expect(run).rejects.toThrow(/superClusters names no super cluster "r3"/);
+    await expect(run).rejects.toThrow(/superClusters names no super cluster "r3" \(known: r1, r2\)$/);
+  }, 60_000);
+
+  it('refuses a super cluster not marked external, whose syncer the manager runs itself', async () => {
+    const f = configFile('superClusters:\n  - {name: r1}\n  - {name: r2, external: false}\n');
+    const run = startManager(loadManagerConfig(f), f, { syncerOnly: 'r2' });
+    await expect(run).rejects.toThrow(ConfigError);
+    await expect(run).rejects.toThrow(/\/superClusters\/1\/external: super cluster "r2" is not marked external: true/);
+  }, 60_000);
+
+  it("reads only the meta cluster's and its own kubeconfig, not those of the other super clusters", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-syncermode-'));
+    // Nothing listens on port 1: leader election retries in the background and nothing else connects before it leads.
+    const kubeconfig = (name: string) => {
+      const p = join(dir, `${name}.kubeconfig`);
+      writeFileSync(
+        p,
+        `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n` +
+          `contexts:\n- name: c\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {token: t}\n`,
+      );
+      return p;
+    };
+    const f = configFile(
+      `superClusters:\n  - {name: meta, kubeconfig: ${kubeconfig('meta')}}\n` +
+        `  - {name: r1, kubeconfig: ${join(dir, 'absent.kubeconfig')}, external: true}\n` +
+        `  - {name: r2, kubeconfig: ${kubeconfig('r2')}, external: true}\n` +
+        'leaderElection: {enabled: true, leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 1}\n',
+    );
+    const m = await startManager(loadManagerConfig(f), f, { syncerOnly: 'r2' });
+    try {
+      expect(m.superClusters().map((s) => s.name)).toEqual(['meta', 'r2']);
+      expect(m.isLeader()).toBe(false);
+    } finally {
+      await m.stop();
+    }
   }, 60_000);
 });
