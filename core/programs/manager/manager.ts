@@ -409,7 +409,7 @@ function lifecycleControllers(
  * `external: true`: the manager reading that configuration runs that super cluster's syncer itself, and two syncers
  * writing one super cluster fight over every object.
  */
-function checkSyncerOnly(supers: NonNullable<ManagerConfig['superClusters']>, name: string, file: string): void {
+export function checkSyncerOnly(supers: NonNullable<ManagerConfig['superClusters']>, name: string, file: string): void {
   const i = supers.findIndex((s) => s.name === name);
   if (i < 0)
     throw new ConfigError(

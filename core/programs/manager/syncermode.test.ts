@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadManagerConfig } from './config.ts';
-import { startManager } from './manager.ts';
+import { checkSyncerOnly, startManager } from './manager.ts';
 
 const header = 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: ManagerConfiguration\n';
 
@@ -55,4 +56,22 @@ describe('vc syncer --super-cluster', () => {
       await m.stop();
     }
   }, 60_000);
+});
+
+describe('deploy/syncer/deployment.yaml', () => {
+  it('runs `vc syncer` for a super cluster its configuration marks external', () => {
+    const docs = parseAllDocuments(
+      readFileSync(join(import.meta.dirname, '../../../deploy/syncer/deployment.yaml'), 'utf8'),
+    ).map((d) => d.toJS() as { kind: string; data?: Record<string, string>; spec?: unknown });
+    const f = join(mkdtempSync(join(tmpdir(), 'vc-syncermode-')), 'manager.yaml');
+    writeFileSync(f, docs.find((d) => d.kind === 'ConfigMap')!.data!['manager.yaml']!);
+    const deployment = docs.find((d) => d.kind === 'Deployment') as {
+      spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+    };
+    const args = deployment.spec.template.spec.containers[0]!.args;
+    const name = args[args.indexOf('--super-cluster') + 1]!;
+    const cfg = loadManagerConfig(f);
+    expect(cfg.leaderElection?.enabled).toBe(true);
+    expect(() => checkSyncerOnly(cfg.superClusters ?? [], name, f)).not.toThrow();
+  });
 });
