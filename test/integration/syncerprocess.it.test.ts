@@ -5,11 +5,11 @@
  * key, as the namespace scheduler would (multisuper.it.test.ts runs the scheduler itself).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -26,7 +26,7 @@ const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const LEASE = `${MANAGER_DEFAULTS.syncerLeasePrefix}r2`;
 const LEASE_NS = 'kube-system';
 /** the log lines the test reads (leadership, syncers started) or shows after a failure */
-const KEEP = /lead|syncer started|"level":[56]0/;
+const KEEP = /lead|syncer started|super cluster registered|"level":[56]0/;
 
 interface Pod extends KubeObject {
   spec?: { nodeName?: string };
@@ -185,6 +185,35 @@ describe('a super cluster synced by `vc syncer` processes of its own', () => {
     const after = await runsOnR2('web-1');
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
     expect(managerAlive(standby)).toBe(true);
+  }, 180_000);
+
+  it('runs the syncer of a registered super cluster alone when /superClusterRegistry/external names it', async () => {
+    // The same system, now with r2 known only by its Cluster registration (the harness registered r1 and r2).
+    await spawner.stopAll();
+    const registered = join(dir, 'registered.yaml');
+    writeFileSync(
+      registered,
+      stringify({
+        ...parse(readFileSync(config, 'utf8')),
+        superClusters: [{ name: 'r1', kubeconfig: t.sc.kubeconfigPath }],
+        superClusterRegistry: { enabled: true, probeIntervalSeconds: 2, connectTimeoutSeconds: 2, external: ['r2'] },
+      }),
+    );
+    const m = spawner.spawn({ config: registered, keep: KEEP, keepLines: 100, keepChars: 4000 });
+    const s = spawner.spawn({ config: registered, superCluster: 'r2', keep: KEEP, keepChars: 4000 });
+    await Promise.all([m.ready, s.ready]);
+    await eventually(async () => expect(pidOf(await holder())).toBe(s.child.pid), 30_000);
+    await createPod('team', 'web-3', 'r2');
+    await runsOnR2('web-3');
+    // The manager has its own syncer running and has seen r2's registration ready, and started no syncer for it.
+    await eventually(() => {
+      expect(startedSyncers(m)).toEqual(['r1']);
+      expect(m.log.some((l) => l.includes('"msg":"super cluster registered"') && l.includes('/r2"'))).toBe(true);
+    }, 30_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(m.log.filter((l) => l.includes('syncer started for a registered super cluster'))).toEqual([]);
+    expect(startedSyncers(m)).toEqual(['r1']);
+    expect(startedSyncers(s)).toEqual(['r2']);
   }, 180_000);
 
   it('refuses `vc syncer --super-cluster nosuch` with one line naming it', async () => {

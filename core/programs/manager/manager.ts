@@ -47,8 +47,9 @@ export interface ManagerOptions {
   /**
    * syncerOnly runs the syncer of this one super cluster and nothing else (`vc syncer --super-cluster`): no
    * VirtualCluster lifecycle, GitOps, scheduler or registry; tenants of VirtualClusters read from the meta cluster;
-   * leader election on the Lease `vc-syncer-<name>`. The configuration must mark that super cluster `external`; only
-   * the meta cluster's and its own kubeconfig are read.
+   * leader election on the Lease `vc-syncer-<name>`. The configuration must mark that super cluster `external` (in
+   * /superClusters, or for a registered one in /superClusterRegistry/external); only the meta cluster's and its own
+   * kubeconfig are read.
    */
   syncerOnly?: string;
 }
@@ -94,7 +95,10 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     ? cfg.superClusters
     : [{ name: 'default', kubeconfig: undefined }];
   const names = supers.map((s) => s.name);
-  if (o.syncerOnly !== undefined) checkSyncerOnly(supers, o.syncerOnly, file);
+  const reg = cfg.superClusterRegistry;
+  // Registered super clusters whose syncer runs as `vc syncer`: the manager starts none for them.
+  const registeredExternal = new Set(reg?.enabled ? (reg.external ?? []) : []);
+  if (o.syncerOnly !== undefined) checkSyncerOnly(supers, [...registeredExternal], o.syncerOnly, file);
   const syncerOnly = o.syncerOnly !== undefined;
   if (syncerOnly && !cfg.leaderElection?.enabled)
     log.warn(
@@ -186,7 +190,6 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const syncers = makeSyncers();
   // Registered super clusters serve the tenants of the meta cluster (the first super cluster's registry); which of
   // their objects each one syncs is the syncer's placement decision.
-  const reg = cfg.superClusterRegistry;
   // A registry per leadership term: its queue and informers end with the term.
   const newRegistry = () =>
     new SuperClusterRegistry({
@@ -196,6 +199,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       probeIntervalMs: reg?.probeIntervalSeconds === undefined ? undefined : reg.probeIntervalSeconds * 1000,
       connectTimeoutMs: reg?.connectTimeoutSeconds === undefined ? undefined : reg.connectTimeoutSeconds * 1000,
       fieldManager: IDENTITY.manager,
+      // `vc syncer` of a registered super cluster: its own registration only, read but not reported on.
+      ...(syncerOnly && { only: o.syncerOnly, writeStatus: false }),
     });
   let registry: SuperClusterRegistry | undefined;
   let registered: RegisteredSyncers | undefined;
@@ -222,11 +227,12 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     await Promise.all(syncers.map((s) => s.start()));
     await metaTenants?.start();
-    if (reg?.enabled && !syncerOnly) {
+    if (reg?.enabled && (!syncerOnly || registeredExternal.has(o.syncerOnly!))) {
       const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
       registered = r;
       registry = newRegistry();
-      unwatchRegistry = registry.onChange((list) => void r.apply(list));
+      const mine = (name: string) => (syncerOnly ? name === o.syncerOnly : !registeredExternal.has(name));
+      unwatchRegistry = registry.onChange((list) => void r.apply(list.filter((x) => mine(x.name))));
       await registry.start();
     }
     virtualClusters = lifecycle?.newController();
@@ -405,16 +411,25 @@ function lifecycleControllers(
 }
 
 /**
- * checkSyncerOnly refuses a `vc syncer --super-cluster` name the configuration does not list, or lists without
- * `external: true`: the manager reading that configuration runs that super cluster's syncer itself, and two syncers
- * writing one super cluster fight over every object.
+ * checkSyncerOnly refuses a `vc syncer --super-cluster` name the configuration lists neither in /superClusters nor
+ * in /superClusterRegistry/external (of an enabled registry), or lists in /superClusters without `external: true`:
+ * the manager reading that configuration runs that super cluster's syncer itself, and two syncers writing one super
+ * cluster fight over every object.
  */
-export function checkSyncerOnly(supers: NonNullable<ManagerConfig['superClusters']>, name: string, file: string): void {
+export function checkSyncerOnly(
+  supers: NonNullable<ManagerConfig['superClusters']>,
+  registeredExternal: readonly string[],
+  name: string,
+  file: string,
+): void {
   const i = supers.findIndex((s) => s.name === name);
-  if (i < 0)
+  if (i < 0) {
+    if (registeredExternal.includes(name)) return;
+    const registered = registeredExternal.length ? `; registered external: ${registeredExternal.join(', ')}` : '';
     throw new ConfigError(
-      `${file}: /superClusters names no super cluster ${JSON.stringify(name)} (known: ${supers.map((s) => s.name).join(', ')})`,
+      `${file}: /superClusters names no super cluster ${JSON.stringify(name)} (known: ${supers.map((s) => s.name).join(', ')}${registered})`,
     );
+  }
   if (!supers[i]!.external)
     throw new ConfigError(
       `${file}: /superClusters/${i}/external: super cluster ${JSON.stringify(name)} is not marked external: true, so the manager runs its syncer itself`,

@@ -30,6 +30,18 @@ describe('vc syncer --super-cluster', () => {
     await expect(run).rejects.toThrow(/\/superClusters\/1\/external: super cluster "r2" is not marked external: true/);
   }, 60_000);
 
+  it('accepts a registered super cluster listed in /superClusterRegistry/external, only with the registry on', () => {
+    const supers = [{ name: 'r1' }];
+    expect(() => checkSyncerOnly(supers, ['r3'], 'r3', 'm.yaml')).not.toThrow();
+    expect(() => checkSyncerOnly(supers, ['r3'], 'r2', 'm.yaml')).toThrow(
+      /^m\.yaml: \/superClusters names no super cluster "r2" \(known: r1; registered external: r3\)$/,
+    );
+    const off = configFile('superClusters:\n  - {name: r1}\nsuperClusterRegistry: {enabled: false, external: [r3]}\n');
+    return expect(startManager(loadManagerConfig(off), off, { syncerOnly: 'r3' })).rejects.toThrow(
+      /names no super cluster "r3" \(known: r1\)$/,
+    );
+  });
+
   it("reads only the meta cluster's and its own kubeconfig, not those of the other super clusters", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vc-syncermode-'));
     // Nothing listens on port 1: leader election retries in the background and nothing else connects before it leads.
@@ -72,6 +84,6 @@ describe('deploy/syncer/deployment.yaml', () => {
     const name = args[args.indexOf('--super-cluster') + 1]!;
     const cfg = loadManagerConfig(f);
     expect(cfg.leaderElection?.enabled).toBe(true);
-    expect(() => checkSyncerOnly(cfg.superClusters ?? [], name, f)).not.toThrow();
+    expect(() => checkSyncerOnly(cfg.superClusters ?? [], [], name, f)).not.toThrow();
   });
 });
