@@ -28,6 +28,8 @@ export interface ManagerProc {
 export interface SpawnManagerOptions {
   /** the ManagerConfiguration file */
   config: string;
+  /** run `vc syncer --super-cluster <name>` (one super cluster's syncer) instead of `vc manager` */
+  superCluster?: string;
   /** run the compiled program (dist/, `npm run build` first) instead of the source through tsx */
   compiled?: boolean;
   /** write every log line here */
@@ -36,6 +38,8 @@ export interface SpawnManagerOptions {
   keep?: RegExp;
   /** how many kept lines to hold (default 40; the oldest go) */
   keepLines?: number;
+  /** how many characters of a kept line to hold (default 600) */
+  keepChars?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -50,9 +54,13 @@ export class ManagerSpawner {
 
   /** spawn starts one manager; await its `ready` for the /metrics port. */
   spawn(o: SpawnManagerOptions): ManagerProc {
+    const args =
+      o.superCluster === undefined
+        ? ['manager', '-c', o.config]
+        : ['syncer', '-c', o.config, '--super-cluster', o.superCluster];
     const cmd = o.compiled
-      ? [process.execPath, CLI_COMPILED, 'manager', '-c', o.config]
-      : [process.execPath, '--import', 'tsx', CLI_SOURCE, 'manager', '-c', o.config];
+      ? [process.execPath, CLI_COMPILED, ...args]
+      : [process.execPath, '--import', 'tsx', CLI_SOURCE, ...args];
     const setpriv = existsSync('/usr/bin/setpriv');
     const child = spawn(
       setpriv ? '/usr/bin/setpriv' : cmd[0]!,
@@ -95,7 +103,7 @@ export class ManagerSpawner {
       if (l.includes('became leader')) m.leaderAt ??= performance.now();
       if (l.includes('"msg":"stopped leading"')) m.leaderAt = undefined;
       if (keep.test(l)) {
-        m.log.push(l.slice(0, 600));
+        m.log.push(l.slice(0, o.keepChars ?? 600));
         if (m.log.length > keepLines) m.log.shift();
       }
     };

@@ -72,6 +72,13 @@ export interface SuperClusterRegistryOptions {
   connectTimeoutMs?: number;
   /** fieldManager of the status writes */
   fieldManager?: string;
+  /**
+   * only limits the registry to the Clusters of this name and their kubeconfig Secrets (the `vc syncer` of one
+   * registered super cluster, which has no use for the others' credentials); default every Cluster
+   */
+  only?: string;
+  /** writeStatus false leaves the Clusters' status alone (a `vc syncer` reads them; the manager reports); default true */
+  writeStatus?: boolean;
 }
 
 interface ClusterObj extends KubeObject {
@@ -122,6 +129,7 @@ export class SuperClusterRegistry {
       client: o.meta,
       resource: CLUSTERS as Resource,
       namespace: o.namespace,
+      ...(o.only !== undefined && { fieldSelector: `metadata.name=${o.only}` }),
       name: 'clusters',
     });
     // A Cluster's name decides which of two same-named Clusters owns it: any change requeues all of that name.
@@ -135,7 +143,7 @@ export class SuperClusterRegistry {
       client: o.meta,
       resource: R.secrets,
       namespace: o.namespace,
-      labelSelector: CLUSTER_NAME_LABEL,
+      labelSelector: o.only === undefined ? CLUSTER_NAME_LABEL : `${CLUSTER_NAME_LABEL}=${o.only}`,
       name: 'supercluster-kubeconfigs',
     });
     const secretChanged = (s: KubeObject) => {
@@ -346,6 +354,7 @@ export class SuperClusterRegistry {
 
   /** writeStatus sets READY_CONDITION; a write that fails is logged, never retried in a loop: the probe writes again. */
   private async writeStatus(c: ClusterObj, outcome: RegistrationFailure | { server: string }): Promise<void> {
+    if (this.o.writeStatus === false) return;
     const conditions = setCondition(c.status?.conditions, readyCondition(outcome, c.metadata.generation));
     if (isDeepStrictEqual(conditions, c.status?.conditions ?? [])) return;
     try {

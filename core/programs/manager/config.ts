@@ -19,6 +19,7 @@ export interface ManagerConfig {
     namespace?: string;
     probeIntervalSeconds?: number;
     connectTimeoutSeconds?: number;
+    external?: string[];
   };
   plugins?: { thirdParty?: string[]; enable?: string[]; disable?: string[] };
   syncer?: {

@@ -47,7 +47,9 @@ export interface ManagerOptions {
   /**
    * syncerOnly runs the syncer of this one super cluster and nothing else (`vc syncer --super-cluster`): no
    * VirtualCluster lifecycle, GitOps, scheduler or registry; tenants of VirtualClusters read from the meta cluster;
-   * leader election on the Lease `vc-syncer-<name>`
+   * leader election on the Lease `vc-syncer-<name>`. The configuration must mark that super cluster `external` (in
+   * /superClusters, or for a registered one in /superClusterRegistry/external); only the meta cluster's and its own
+   * kubeconfig are read.
    */
   syncerOnly?: string;
 }
@@ -89,18 +91,29 @@ async function clientFor(kubeconfig?: string): Promise<KubeClient> {
  * at once when leader election is off), one syncer per super cluster serving the configured tenants.
  */
 export async function startManager(cfg: ManagerConfig, file: string, o: ManagerOptions = {}): Promise<Manager> {
-  const host = await pluginHostFromConfig('manager', cfg.plugins, {
-    baseDir: dirname(resolve(file)),
-    defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
-  });
   const supers: NonNullable<ManagerConfig['superClusters']> = cfg.superClusters?.length
     ? cfg.superClusters
     : [{ name: 'default', kubeconfig: undefined }];
   const names = supers.map((s) => s.name);
-  if (o.syncerOnly !== undefined && !names.includes(o.syncerOnly))
-    throw new ConfigError(`${file}: /superClusters names no super cluster ${JSON.stringify(o.syncerOnly)}`);
+  const reg = cfg.superClusterRegistry;
+  // Registered super clusters whose syncer runs as `vc syncer`: the manager starts none for them.
+  const registeredExternal = new Set(reg?.enabled ? (reg.external ?? []) : []);
+  if (o.syncerOnly !== undefined) checkSyncerOnly(supers, [...registeredExternal], o.syncerOnly, file);
   const syncerOnly = o.syncerOnly !== undefined;
-  const clients = await Promise.all(supers.map((s) => clientFor(s.kubeconfig)));
+  if (syncerOnly && !cfg.leaderElection?.enabled)
+    log.warn(
+      { superCluster: o.syncerOnly },
+      'leader election is off: run one replica of this syncer only, two would both write the super cluster',
+    );
+  const host = await pluginHostFromConfig('manager', cfg.plugins, {
+    baseDir: dirname(resolve(file)),
+    defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
+  });
+  // A syncer process connects to the meta cluster (the first) and its own super cluster only: the configuration it
+  // shares with the manager names other super clusters whose credentials are not mounted where it runs.
+  const clients = await Promise.all(
+    supers.map((s, i) => (!syncerOnly || i === 0 || s.name === o.syncerOnly ? clientFor(s.kubeconfig) : undefined)),
+  );
   // One tenant set; each syncer serves the part routed to its super cluster (core/tenancy/routing.ts).
   const tenants = new MutableTenantRegistry(staticTenants(cfg, file));
   const signingNamespace =
@@ -117,13 +130,10 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const signed = placedOnly ? signedPlacements(await signingKey()) : undefined;
   // The live set: the statically configured super clusters (always ready), then the registered ones.
   const liveSupers = (): RegisteredSuperCluster[] => [
-    ...supers.map((s, i) => ({
-      name: s.name,
-      namespace: '',
-      state: 'ready' as const,
-      client: clients[i]!,
-      kubeconfig: s.kubeconfig,
-    })),
+    ...supers.flatMap((s, i) => {
+      const client = clients[i];
+      return client ? [{ name: s.name, namespace: '', state: 'ready' as const, client, kubeconfig: s.kubeconfig }] : [];
+    }),
     ...(registry?.list() ?? []),
   ];
   const routed = (name: string) => routedRegistry(tenants, { cluster: name, home: names[0]!, everywhere: placedOnly });
@@ -180,7 +190,6 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const syncers = makeSyncers();
   // Registered super clusters serve the tenants of the meta cluster (the first super cluster's registry); which of
   // their objects each one syncs is the syncer's placement decision.
-  const reg = cfg.superClusterRegistry;
   // A registry per leadership term: its queue and informers end with the term.
   const newRegistry = () =>
     new SuperClusterRegistry({
@@ -190,6 +199,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       probeIntervalMs: reg?.probeIntervalSeconds === undefined ? undefined : reg.probeIntervalSeconds * 1000,
       connectTimeoutMs: reg?.connectTimeoutSeconds === undefined ? undefined : reg.connectTimeoutSeconds * 1000,
       fieldManager: IDENTITY.manager,
+      // `vc syncer` of a registered super cluster: its own registration only, read but not reported on.
+      ...(syncerOnly && { only: o.syncerOnly, writeStatus: false }),
     });
   let registry: SuperClusterRegistry | undefined;
   let registered: RegisteredSyncers | undefined;
@@ -216,11 +227,12 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     await Promise.all(syncers.map((s) => s.start()));
     await metaTenants?.start();
-    if (reg?.enabled && !syncerOnly) {
+    if (reg?.enabled && (!syncerOnly || registeredExternal.has(o.syncerOnly!))) {
       const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
       registered = r;
       registry = newRegistry();
-      unwatchRegistry = registry.onChange((list) => void r.apply(list));
+      const mine = (name: string) => (syncerOnly ? name === o.syncerOnly : !registeredExternal.has(name));
+      unwatchRegistry = registry.onChange((list) => void r.apply(list.filter((x) => mine(x.name))));
       await registry.start();
     }
     virtualClusters = lifecycle?.newController();
@@ -349,7 +361,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await lifecycle?.stopProvisioners();
       removeChecks.forEach((r) => r());
       await ops.close();
-      clients.forEach((c) => c.close());
+      clients.forEach((c) => c?.close());
     },
   };
 }
@@ -396,6 +408,32 @@ function lifecycleControllers(
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },
   };
+}
+
+/**
+ * checkSyncerOnly refuses a `vc syncer --super-cluster` name the configuration lists neither in /superClusters nor
+ * in /superClusterRegistry/external (of an enabled registry), or lists in /superClusters without `external: true`:
+ * the manager reading that configuration runs that super cluster's syncer itself, and two syncers writing one super
+ * cluster fight over every object.
+ */
+export function checkSyncerOnly(
+  supers: NonNullable<ManagerConfig['superClusters']>,
+  registeredExternal: readonly string[],
+  name: string,
+  file: string,
+): void {
+  const i = supers.findIndex((s) => s.name === name);
+  if (i < 0) {
+    if (registeredExternal.includes(name)) return;
+    const registered = registeredExternal.length ? `; registered external: ${registeredExternal.join(', ')}` : '';
+    throw new ConfigError(
+      `${file}: /superClusters names no super cluster ${JSON.stringify(name)} (known: ${supers.map((s) => s.name).join(', ')}${registered})`,
+    );
+  }
+  if (!supers[i]!.external)
+    throw new ConfigError(
+      `${file}: /superClusters/${i}/external: super cluster ${JSON.stringify(name)} is not marked external: true, so the manager runs its syncer itself`,
+    );
 }
 
 /** declaredSources are the `namespace/name` of the GitSources the configuration declares: platform sources. */
