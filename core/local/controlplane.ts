@@ -40,6 +40,8 @@ export interface ControlPlaneOptions {
   apiserverExtraArgs?: ExtraArgs;
   /** kube-controller-manager flags by name that replace or add to the defaults */
   controllerManagerExtraArgs?: ExtraArgs;
+  /** how long the apiserver may take to answer /readyz (default 90 s) */
+  readyTimeoutMs?: number;
   /** environment of kube-apiserver in addition to this process's (Go runtime settings such as GOMEMLIMIT) */
   apiserverEnv?: Record<string, string>;
   /** restart crashed components */
@@ -173,7 +175,13 @@ export class LocalControlPlane {
     const ports = await resolvePorts(d, opts.ports);
     const token = await prepareStateDir(opts, ports);
     const cp = new LocalControlPlane(opts, ports, token);
-    await cp.startComponents();
+    try {
+      await cp.startComponents();
+    } catch (e) {
+      // A control plane that never became ready must not leave its processes behind: nobody else holds it.
+      await cp.stop().catch(() => undefined);
+      throw e;
+    }
     return cp;
   }
 
@@ -231,7 +239,7 @@ export class LocalControlPlane {
       `${this.name} kube-apiserver /readyz`,
       () => this.probe(this.ports.apiserver, '/readyz', this.adminToken),
       {
-        timeoutMs: 90_000,
+        timeoutMs: this.opts.readyTimeoutMs ?? 90_000,
         process: this.apiserver,
       },
     );

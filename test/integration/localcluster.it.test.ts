@@ -40,6 +40,27 @@ describe('local super cluster', () => {
     expect(v.serverVersion.minor).toBe(pinnedVersions().kubernetes.split('.')[1]);
   });
 
+  it('a control plane that never gets ready is stopped, not left running, and the error says why', async () => {
+    // With every API group off but the core one, this apiserver's admission plugins never sync: /readyz never passes.
+    const dir = 'never-ready';
+    const err = await t.sc
+      .addControlPlane(dir, {
+        controllerManager: false,
+        readyTimeoutMs: 8_000,
+        apiserverExtraArgs: { 'runtime-config': 'api/all=false,api/v1=true' },
+      })
+      .then(
+        () => undefined,
+        (e: Error) => e,
+      );
+    expect(err?.message).toMatch(/timed out after 8000 ms waiting for never-ready kube-apiserver \/readyz/);
+    const left = await exec('pgrep', ['-f', `clusters/${dir}/`]).then(
+      (r) => r.stdout.trim(),
+      () => '',
+    );
+    expect(left).toBe('');
+  });
+
   it('accepts token authentication as well as client certificates', async () => {
     const byToken = await KubeClient.fromFile(`${t.sc.cluster.dir}/admin-token.kubeconfig`);
     try {
