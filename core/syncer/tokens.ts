@@ -292,6 +292,11 @@ export class TokenMinter {
     for (const id of remove) {
       const s = this.shared.get(id);
       if (!s || this.minting.has(id) || this.stopped) continue;
+      // Asked for while earlier deletes of this sweep ran: its Pod may not be in the cache yet.
+      if (Date.now() - s.lastUse < SHARED_GRACE_MS) {
+        again = true;
+        continue;
+      }
       const [namespace, name] = id.split('/') as [string, string];
       const count =
         s.wrote ??
@@ -308,7 +313,8 @@ export class TokenMinter {
           continue;
         }
       }
-      // Asked for again while it was being deleted: minted again on its next ensure.
+      // A Pod that asks for it from now on gets it minted again (and one that asked during the delete, on its next
+      // reconcile: its super Pod's scheduling and status bring one).
       this.shared.delete(id);
       this.refreshAt.delete(id);
     }
