@@ -31,6 +31,12 @@ export const SWEEP_DELAY_MS = 1_000;
 /** SWEEP_RETRY_MS is when a sweep that failed or kept a Secret for its grace period looks again. */
 const SWEEP_RETRY_MS = 2_000;
 
+/**
+ * SWEEP_PLUGIN is the plugin label in vc_syncer_writes_total of the delete of a shared Secret that no Pod asked for
+ * since this minter started (found by prime): no plugin's key caused it.
+ */
+export const SWEEP_PLUGIN = 'token-sweep';
+
 /** SharedSecret is what the minter remembers of one shared token Secret (keyed `<super namespace>/<name>`). */
 export interface SharedSecret {
   /** the tenant key, for vc_syncer_writes_total */
@@ -64,8 +70,8 @@ export function secretsReadBy(pod: KubeObject): string[] {
 }
 
 /**
- * unusedShared splits the shared token Secrets into those to delete (no Pod in `pods` reads them and they were last
- * asked for at least SHARED_GRACE_MS before `now`) and whether any other unread one is waiting out its grace.
+ * unusedShared splits the shared token Secrets into those to delete (none of the Pods given reads them and they were
+ * last asked for at least SHARED_GRACE_MS before `now`) and whether any other unread one is waiting out its grace.
  */
 export function unusedShared(
   shared: ReadonlyMap<string, Pick<SharedSecret, 'lastUse'>>,
@@ -301,7 +307,7 @@ export class TokenMinter {
       const count =
         s.wrote ??
         ((w: TokenWrite) =>
-          countWrite({ tenant: s.tenant, plugin: 'pods', op: 'token', side: w[0], verb: w[1], resource: w[2] }));
+          countWrite({ tenant: s.tenant, plugin: SWEEP_PLUGIN, op: 'token', side: w[0], verb: w[1], resource: w[2] }));
       try {
         count(['super', 'delete', resourceName(R.secrets)]);
         await this.superClient.delete(R.secrets, namespace, name, s.uid ? { uid: s.uid } : {});
