@@ -103,6 +103,7 @@ export class Syncer {
   private readonly sessions: TenantSessions;
   private readonly router: Router;
   private readonly effects: Effects;
+  private readonly tokens: TokenMinter;
   private readonly missingNamespaceRetries = new Map<string, number>();
   /** creates sent to the super cluster and not in its cache yet, counted against the tenants' caps */
   private readonly pending = new PendingCreates();
@@ -156,11 +157,12 @@ export class Syncer {
       ...(o.name !== undefined && { superCluster: o.name }),
       ...(o.placement && { sharedTenants: true }),
     });
+    this.tokens = new TokenMinter(o.superClient, this.superCache);
     this.effects = new Effects({
       superClient: o.superClient,
       superCache: this.superCache,
       host: o.host,
-      tokens: new TokenMinter(o.superClient),
+      tokens: this.tokens,
     });
     this.unwatchDepth = watchDepth(this);
   }
@@ -175,6 +177,7 @@ export class Syncer {
         labelSelector: all ? undefined : `${LABEL.managedBy}=${MANAGER}`,
       });
       inf.addHandler(this.router.superHandler(name));
+      if (name === R.pods.resource) inf.addHandler(this.tokens.podHandler());
       this.superInformers.set(name, inf);
       inf.start();
     }
@@ -210,6 +213,7 @@ export class Syncer {
     this.unwatchDepth();
     this.resume();
     clearInterval(this.patrolTimer);
+    this.tokens.stop();
     this.unsubscribe?.();
     await this.runner.stop();
     await this.effects.events.stop();

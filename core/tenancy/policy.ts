@@ -11,6 +11,7 @@ import type {
   NodesView,
   ObjectCaps,
   QuotaPolicyView,
+  ServiceAccountTokenMode,
   TolerationRule,
 } from '../plugins/contract.ts';
 import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
@@ -44,6 +45,7 @@ export interface TenantPolicySpec {
     preloadedImages?: string[];
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
+    serviceAccountTokens?: ServiceAccountTokenMode;
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
   nodes?: { view?: NodesView };
@@ -108,6 +110,7 @@ export const DEFAULT_POLICY = {
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
   podForced: {},
+  podServiceAccountTokens: 'shared',
   nodesView: 'withPods',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
@@ -156,6 +159,7 @@ export const DEFAULT_POLICY = {
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
+  podServiceAccountTokens: ServiceAccountTokenMode;
   nodesView: NodesView;
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
@@ -213,6 +217,8 @@ export interface EffectiveSettings {
     nodeLabelKeys: string[];
     /** the manager's forced placement with the policy's over it; absent when neither forces anything */
     forced?: ForcedPlacementView;
+    /** whether the admission's token is one Secret per ServiceAccount (`shared`) or one per Pod bound to it */
+    serviceAccountTokens: ServiceAccountTokenMode;
   };
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
@@ -394,6 +400,7 @@ export function evaluatePolicy(
         ],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
+        serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,
       },
       runtimeClasses: {
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],

@@ -6,8 +6,10 @@ import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts
 import type { Tenant } from '../../core/tenancy/tenant.ts';
 import plugin, {
   podsPlugin,
+  sharedTokenSecretName,
   SUPER_POD_SERVICE_ACCOUNT,
   tokenKeys,
+  tokenPlan,
   tokenSecretName,
   translateKubeletPath,
 } from './index.ts';
@@ -120,7 +122,8 @@ const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }
   },
 });
 
-const tokenEffect = (serviceAccount = 'default'): Effect => ({
+type TokenEffect = Extract<Effect, { type: 'serviceAccountToken' }>;
+const tokenEffect = (serviceAccount = 'default'): TokenEffect => ({
   type: 'serviceAccountToken',
   namespace: 'default',
   pod: 'web',
@@ -129,6 +132,18 @@ const tokenEffect = (serviceAccount = 'default'): Effect => ({
   secretName: 'web-vc-token',
   tokens: [{ key: 'token', expirationSeconds: 3607 }],
 });
+const ADMISSION_TOKEN = { key: 'token', expirationSeconds: 3607 };
+const sharedSecretVolume = (serviceAccount = 'default') => ({
+  ...tokenSecretVolume,
+  secret: { ...tokenSecretVolume.secret, secretName: sharedTokenSecretName(serviceAccount, ADMISSION_TOKEN) },
+});
+const sharedTokenEffect = (serviceAccount = 'default'): TokenEffect => ({
+  ...tokenEffect(serviceAccount),
+  secretName: sharedTokenSecretName(serviceAccount, ADMISSION_TOKEN),
+  shared: true,
+});
+const perPod: Partial<Tenant> = { pods: { serviceAccountTokens: 'perPod' } };
+const perPodPlan = { secretName: 'web-vc-token', shared: false };
 
 interface ToSuperCase {
   name: string;
@@ -393,7 +408,8 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
-    name: 'new super Pod: the kube-api-access volume becomes the vc-token Secret and the token effect is emitted',
+    name: "new super Pod under perPod: the kube-api-access volume becomes the Pod's vc-token Secret",
+    tenantOver: perPod,
     tenant: tenantPod({
       serviceAccountName: 'default',
       containers: [{ name: 'app', image: 'nginx:1', volumeMounts: [tokenMount] }],
@@ -409,7 +425,8 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
-    name: 'new super Pod: the token effect names the Pod service account',
+    name: 'new super Pod under perPod: the token effect names the Pod service account',
+    tenantOver: perPod,
     tenant: tenantPod({ serviceAccountName: 'builder', volumes: [tokenVolume] }),
     want: {
       object: newSuper({
@@ -418,6 +435,67 @@ const toSuperCases: ToSuperCase[] = [
         volumes: [tokenSecretVolume],
       }),
       effects: [tokenEffect('builder')],
+    },
+  },
+  {
+    name: "new super Pod (shared, the default): the kube-api-access volume reads its ServiceAccount's shared Secret",
+    tenant: tenantPod({
+      containers: [{ name: 'app', image: 'nginx:1', volumeMounts: [tokenMount] }],
+      volumes: [{ name: 'data', emptyDir: {} }, tokenVolume],
+    }),
+    want: {
+      object: newSuper({
+        containers: [{ name: 'app', image: 'nginx:1', volumeMounts: [tokenMount] }],
+        volumes: [{ name: 'data', emptyDir: {} }, sharedSecretVolume()],
+      }),
+      effects: [sharedTokenEffect()],
+    },
+  },
+  {
+    name: "new super Pod (shared): a Pod of another ServiceAccount reads that account's shared Secret",
+    tenant: tenantPod({ serviceAccountName: 'builder', volumes: [tokenVolume] }),
+    want: {
+      object: newSuper({
+        serviceAccountName: 'builder',
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        volumes: [sharedSecretVolume('builder')],
+      }),
+      effects: [sharedTokenEffect('builder')],
+    },
+  },
+  {
+    name: 'new super Pod (shared): the admission token beside a token for another audience goes per Pod',
+    tenant: tenantPod({
+      volumes: [
+        tokenVolume,
+        {
+          name: 'vault',
+          projected: { sources: [{ serviceAccountToken: { audience: 'vault', path: 'vault-token' } }] },
+        },
+      ],
+    }),
+    want: {
+      object: newSuper({
+        containers: [{ name: 'app', image: 'nginx:1' }],
+        volumes: [
+          tokenSecretVolume,
+          {
+            name: 'vault',
+            projected: {
+              sources: [{ secret: { name: 'web-vc-token', items: [{ key: 'token-0', path: 'vault-token' }] } }],
+            },
+          },
+        ],
+      }),
+      effects: [
+        {
+          ...tokenEffect(),
+          tokens: [
+            { key: 'token', expirationSeconds: 3607 },
+            { key: 'token-0', audiences: ['vault'] },
+          ],
+        },
+      ],
     },
   },
   {
@@ -627,6 +705,19 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
+    name: 'existing super Pod using the shared Secret: its effect is emitted again, even once the tenant is perPod',
+    tenantOver: perPod,
+    tenant: tenantPod({ volumes: [tokenVolume] }),
+    super: superPod({ automountServiceAccountToken: false, volumes: [sharedSecretVolume()] }),
+    want: {
+      object: {
+        ...superPod({ automountServiceAccountToken: false, volumes: [sharedSecretVolume()] }),
+        metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined },
+      },
+      effects: [sharedTokenEffect()],
+    },
+  },
+  {
     name: 'existing super Pod using the vc-token Secret: the token effect is emitted again so the core keeps it fresh',
     tenant: tenantPod({ volumes: [tokenVolume] }),
     super: superPod({ automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
@@ -693,9 +784,55 @@ describe('pods plugin: toSuper', () => {
     ).toEqual([{ key: 'token', expirationSeconds: 3607 }, { key: 'token-0' }]);
   });
 
+  it.each<[string, Parameters<typeof tokenPlan>, { secretName: string; shared: boolean }]>([
+    [
+      'the admission token alone, shared by default',
+      [[ADMISSION_TOKEN], 'default', 'web', undefined],
+      { secretName: sharedTokenSecretName('default', ADMISSION_TOKEN), shared: true },
+    ],
+    ['the admission token under perPod', [[ADMISSION_TOKEN], 'default', 'web', 'perPod'], perPodPlan],
+    ['no token at all: the Pod name, unused', [[], 'default', 'web', 'shared'], perPodPlan],
+    [
+      'the admission token with an audience (a hand-made kube-api-access volume)',
+      [[{ ...ADMISSION_TOKEN, audiences: ['vault'] }], 'default', 'web', 'shared'],
+      perPodPlan,
+    ],
+    ['another projected token alone', [[{ key: 'token-0' }], 'default', 'web', 'shared'], perPodPlan],
+    [
+      'the admission token and another one',
+      [[ADMISSION_TOKEN, { key: 'token-0', audiences: ['vault'] }], 'default', 'web', 'shared'],
+      perPodPlan,
+    ],
+  ])('tokenPlan: %s', (_name, args, want) => {
+    expect(tokenPlan(...args)).toEqual(want);
+  });
+
+  it('sharedTokenSecretName differs by ServiceAccount and request, never equals a Pod Secret, and fits 63', () => {
+    const names = [
+      sharedTokenSecretName('default', ADMISSION_TOKEN),
+      sharedTokenSecretName('builder', ADMISSION_TOKEN),
+      sharedTokenSecretName('default', { key: 'token', expirationSeconds: 600 }),
+      sharedTokenSecretName('default', { key: 'token' }),
+      sharedTokenSecretName('default', { key: 'token', audiences: ['x'], expirationSeconds: 3607 }),
+      sharedTokenSecretName('s'.repeat(253), ADMISSION_TOKEN),
+      sharedTokenSecretName('s'.repeat(253), { key: 'token' }),
+    ];
+    expect(new Set(names).size).toBe(names.length);
+    expect(names[0]).toMatch(/^default-vc-token-[0-9a-f]{10}$/);
+    expect(sharedTokenSecretName('default', { ...ADMISSION_TOKEN, key: 'other' })).toBe(names[0]);
+    for (const n of names) expect(n.length).toBeLessThanOrEqual(63);
+    // A Pod named like a shared Secret gets a Secret of its own name plus -vc-token.
+    expect(tokenSecretName(names[0]!)).not.toBe(names[0]);
+    expect(tokenSecretName(names[0]!.replace(/-vc-token-[0-9a-f]+$/, ''))).not.toBe(names[0]);
+  });
+
   it('fits a long Pod name into the token Secret name', () => {
     const long = 'a'.repeat(70);
-    const got = podsPlugin.toSuper!(tenantPod({ volumes: [tokenVolume] }, { name: long }), undefined, ctx);
+    const got = podsPlugin.toSuper!(
+      tenantPod({ volumes: [tokenVolume] }, { name: long }),
+      undefined,
+      testContext({ tenant: testTenant(perPod), superCache }),
+    );
     const secretName = tokenSecretName(long);
     expect(secretName.length).toBeLessThanOrEqual(63);
     expect(got.object?.spec?.volumes?.[0]?.secret?.secretName).toBe(secretName);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { R } from '../../core/kube/resources.ts';
 import { fitName, provenanceOf, vNodeName } from '../../core/names/names.ts';
 import { checkPodSecurity } from './podsecurity.ts';
@@ -5,6 +6,7 @@ import { podRuntimeClass } from '../runtimeclasses/policy.ts';
 import {
   applyForcedPlacement,
   checkPodPolicy,
+  DEFAULT_PODS_POLICY,
   POD_POLICY_VIOLATION,
   type PodRefusal,
   SYNCED_CONDITION,
@@ -19,6 +21,7 @@ import {
   downMeta,
   type Effect,
   type ServiceAccountTokenKey,
+  type ServiceAccountTokenMode,
   SUPER_POD_SERVICE_ACCOUNT,
   KUBELET_PATHS,
   type KubeletKind,
@@ -93,9 +96,21 @@ export const STATUS_FIELDS = [
   'reason',
 ] as const;
 
-/** tokenSecretName is the super Secret holding the tenant service account token of a Pod. */
+/** tokenSecretName is the super Secret holding the tenant service account tokens of one Pod. */
 export function tokenSecretName(podName: string): string {
   return fitName(`${podName}-vc-token`);
+}
+
+/**
+ * sharedTokenSecretName is the super Secret shared by the Pods of one namespace that run as `serviceAccount` and ask
+ * for the same token: `<serviceAccount>-vc-token-<10 hex of sha256 of the account and the request>`. It never equals a
+ * tokenSecretName (those end in `-vc-token`, or, cut, in `-<16 hex>`; this ends in `-<10 hex>`, or cut, in a hash of
+ * another name), so no Pod's own Secret and no other request's shared one can be taken for it.
+ */
+export function sharedTokenSecretName(serviceAccount: string, token: ServiceAccountTokenKey): string {
+  const request = JSON.stringify([serviceAccount, token.audiences ?? [], token.expirationSeconds ?? null]);
+  const h = createHash('sha256').update(request).digest('hex').slice(0, 10);
+  return fitName(`${serviceAccount}-vc-token-${h}`);
 }
 
 const allContainers = (spec: PodSpec): Container[] => [
@@ -152,6 +167,32 @@ export function tokenKeys(spec: PodSpec | undefined): ServiceAccountTokenKey[] {
   }
   return out;
 }
+
+/** TokenPlan is which super Secret a Pod's tokens live in and whether other Pods share it. */
+export interface TokenPlan {
+  secretName: string;
+  shared: boolean;
+}
+
+/**
+ * tokenPlan decides where the tokens of a Pod live. Under `shared` (the default), a Pod whose only token is the
+ * admission's kube-api-access one for the tenant apiserver (no audience) reads the Secret its namespace's Pods of the
+ * same ServiceAccount and token lifetime share; every other Pod (a custom audience or path: tokens for other systems,
+ * which may tell Pods apart by their bound Pod) and every Pod under `perPod` gets a Secret of its own.
+ */
+export function tokenPlan(
+  tokens: readonly ServiceAccountTokenKey[],
+  serviceAccount: string,
+  podName: string,
+  mode: ServiceAccountTokenMode = DEFAULT_PODS_POLICY.serviceAccountTokens,
+): TokenPlan {
+  const [only] = tokens;
+  if (mode === 'shared' && tokens.length === 1 && only?.key === ADMISSION_TOKEN_KEY && !only.audiences?.length)
+    return { secretName: sharedTokenSecretName(serviceAccount, only), shared: true };
+  return { secretName: tokenSecretName(podName), shared: false };
+}
+
+const serviceAccountOf = (p: Pod): string => p.spec?.serviceAccountName || 'default';
 
 /**
  * replaceTokenSources makes every projected serviceAccountToken source of a new super Pod read the super Secret the
@@ -213,15 +254,16 @@ function deleteTenant(p: Pod, now?: Date): Effect {
   return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0, ...(status && { status }) };
 }
 
-function tokenEffect(tenantPod: Pod, secretName: string, tokens: ServiceAccountTokenKey[]): Effect {
+function tokenEffect(tenantPod: Pod, plan: TokenPlan, tokens: ServiceAccountTokenKey[]): Effect {
   return {
     type: 'serviceAccountToken',
     namespace: tenantPod.metadata?.namespace ?? '',
     pod: tenantPod.metadata?.name ?? '',
     podUid: tenantPod.metadata?.uid ?? '',
-    serviceAccount: tenantPod.spec?.serviceAccountName || 'default',
-    secretName,
+    serviceAccount: serviceAccountOf(tenantPod),
+    secretName: plan.secretName,
     tokens,
+    ...(plan.shared && { shared: true }),
   };
 }
 
@@ -300,10 +342,10 @@ function newSuperPod(
   delete spec.overhead;
   applyForcedPlacement(spec, ctx.tenant.pods);
   const effects: Effect[] = [];
-  const secretName = tokenSecretName(target.name);
   const tokens = tokenKeys(spec);
-  replaceTokenSources(spec, secretName);
-  if (tokens.length) effects.push(tokenEffect(tenantPod, secretName, tokens));
+  const tokenAt = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, ctx.tenant.pods?.serviceAccountTokens);
+  replaceTokenSources(spec, tokenAt.secretName);
+  if (tokens.length) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
   renameRootCA(spec);
   // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked,
   // except for the images the platform itself loaded into its nodes (pods.preloadedImages), which no tenant owns.
@@ -356,11 +398,13 @@ function updateSuperPod(
   images(spec.containers, tspec.containers);
   images(spec.initContainers, tspec.initContainers);
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
-  const secretName = tokenSecretName(target.name);
-  const usesToken = spec.volumes?.some((v) => readsSecret(v, secretName));
-  return usesToken
-    ? { object: desired, effects: [tokenEffect(tenantPod, secretName, tokenKeys(tspec))] }
-    : { object: desired };
+  // The Secret the super Pod was created with, whatever the tenant's setting says now (a spec is immutable).
+  const tokens = tokenKeys(tspec);
+  const reads = (p: TokenPlan) => !!spec.volumes?.some((v) => readsSecret(v, p.secretName));
+  const perPod = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'perPod');
+  const shared = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'shared');
+  const at = reads(perPod) ? perPod : shared.shared && reads(shared) ? shared : undefined;
+  return at ? { object: desired, effects: [tokenEffect(tenantPod, at, tokens)] } : { object: desired };
 }
 
 /** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */

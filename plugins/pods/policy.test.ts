@@ -166,6 +166,7 @@ describe('checkPodPolicy', () => {
       preloadedImages: DEFAULT_POLICY.podPreloadedImages,
       nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
       forced: DEFAULT_POLICY.podForced,
+      serviceAccountTokens: DEFAULT_POLICY.podServiceAccountTokens,
     });
   });
   it.each(cases)('%s', (_name, over, policy, field) => {

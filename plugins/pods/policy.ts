@@ -31,7 +31,8 @@ export const RESTRICTED_VOLUME_TYPES = ['nfs', 'iscsi', 'rbd', 'cephfs', 'flexVo
 
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
- * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image.
+ * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image,
+ * service account tokens shared per ServiceAccount.
  */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
@@ -43,6 +44,7 @@ export const DEFAULT_PODS_POLICY = {
   preloadedImages: [],
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   forced: {},
+  serviceAccountTokens: 'shared',
 } as const satisfies Required<PodsPolicyView>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>

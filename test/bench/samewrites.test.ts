@@ -14,8 +14,9 @@ describe('same-writes arm', () => {
     expect(total(0, 100)).toBe(0);
   });
 
-  it('apiCallsOf counts a minted token as its TokenRequest and its Secret', () => {
-    expect(apiCallsOf({ createSuper: 10, token: 10, bind: 10 })).toBe(40);
+  it('apiCallsOf counts every write once (a minted token is already two: its TokenRequest and its Secret)', () => {
+    expect(apiCallsOf({ createSuper: 10, token: 20, bind: 10 })).toBe(40);
+    expect(apiCallsOf({ createSuper: 10, token: 0.5, bind: 10 })).toBe(20.5);
     expect(apiCallsOf({})).toBe(0);
   });
 });

@@ -6,14 +6,10 @@ import { R } from '../../core/kube/resources.ts';
 const FIELD_MANAGER = 'bench-same-writes';
 
 /**
- * API_CALLS_PER_OP is how many API requests one count of an `op` of vc_syncer_writes_total stands for: a minted token
- * is a TokenRequest in the tenant and the Secret holding it in the super cluster; every other op is one request.
+ * apiCallsOf turns counts per op of vc_syncer_writes_total into API requests: one each, since every request is counted
+ * (a minted token is its TokenRequest and its Secret write, two counts of `token`).
  */
-export const API_CALLS_PER_OP: Readonly<Record<string, number>> = { token: 2 };
-
-/** apiCallsOf turns counts per op into API requests. */
-export const apiCallsOf = (perOp: Record<string, number>): number =>
-  Object.entries(perOp).reduce((s, [op, n]) => s + n * (API_CALLS_PER_OP[op] ?? 1), 0);
+export const apiCallsOf = (perOp: Record<string, number>): number => Object.values(perOp).reduce((s, n) => s + n, 0);
 
 /**
  * quota is how many writes of a kind the Pod with this index makes when the syncer made `rate` of them per Pod on
@@ -49,8 +45,9 @@ interface Tracked {
  * SameWrites is the "same writes without the syncer" arm: a scripted client that performs, per Pod, the API writes the
  * real syncer performed per Pod (measured from vc_syncer_writes_total in the syncer arm of the same run), with none of
  * its machinery (no informers, queue, plugins or plans), as soon as each write can be made:
- * - at the tenant create: createSuper (the super copy, label bench=samewrites), token (TokenRequest in the tenant +
- *   Secret in the super), event (an Event in the tenant, not awaited: the syncer records events on a side lane),
+ * - at the tenant create: createSuper (the super copy, label bench=samewrites), token (pairs of a TokenRequest in the
+ *   tenant, for the ServiceAccount as the syncer's shared tokens are, and a Secret in the super: half as many pairs
+ *   as the syncer's `token` count), event (an Event in the tenant, not awaited: the syncer records events on a side lane),
  *   patchSuper / patchTenant (a label on the super copy / tenant Pod), createTenant (a ConfigMap in the tenant,
  *   standing for the vNode), any other op (a ConfigMap applied in the super namespace);
  * - when the super copy is scheduled: bind (the tenant Pod's binding), and every status write but the last;
@@ -58,7 +55,7 @@ interface Tracked {
  * Writes are counted when they succeed; failures are kept in `errors`.
  */
 export class SameWrites {
-  /** writes counts the API requests made, by op (token counts its two requests). */
+  /** writes counts the API requests made, by op (a token pair counts two). */
   readonly writes: Record<string, number> = {};
   /** errors are the failed writes' messages (at most 20 kept). */
   readonly errors: string[] = [];
@@ -129,7 +126,7 @@ export class SameWrites {
         this.count('createSuper');
       });
     }
-    for (let k = 0; k < this.n('token', index); k++)
+    for (let k = 0; k < quota((this.perPod.token ?? 0) / 2, index); k++)
       void this.run('token', async () => {
         const tr = await tenant.client.request<{ status: { token: string } }>(
           'POST',
@@ -138,11 +135,7 @@ export class SameWrites {
             body: {
               apiVersion: 'authentication.k8s.io/v1',
               kind: 'TokenRequest',
-              spec: {
-                audiences: [],
-                expirationSeconds: 3600,
-                boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name, uid },
-              },
+              spec: { audiences: [], expirationSeconds: 3600 },
             },
           },
         );

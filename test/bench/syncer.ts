@@ -15,6 +15,8 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
+import { SERVICE_ACCOUNT_TOKEN_MODES, type ServiceAccountTokenMode } from '../../core/plugins/contract.ts';
+import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
 import { CpuMeter, type CpuShare, type InflightStats, InflightSampler, memAvailableMiB } from './procstat.ts';
 import type { BenchSeries } from './report.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
@@ -370,9 +372,23 @@ export function waitServiceAccount(c: KubeClient, ns: string): Promise<void> {
   );
 }
 
+/**
+ * benchTokens is the tenants' pods.serviceAccountTokens: BENCH_TOKENS (`shared` or `perPod`), default the policy's,
+ * so one build measures both.
+ */
+export function benchTokens(): ServiceAccountTokenMode {
+  const v = process.env.BENCH_TOKENS ?? DEFAULT_POLICY.podServiceAccountTokens;
+  if (!(SERVICE_ACCOUNT_TOKEN_MODES as readonly string[]).includes(v))
+    throw new Error(`BENCH_TOKENS=${v}: must be one of ${SERVICE_ACCOUNT_TOKEN_MODES.join(', ')}`);
+  return v as ServiceAccountTokenMode;
+}
+
 /** tenantOf describes a local control plane as a syncer tenant with a fresh uid. */
 function tenantOf(cp: LocalControlPlane, vcNamespace: string, vcName: string): Tenant {
-  return tenantFor(cp, vcNamespace, vcName, randomUUID(), { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } });
+  return tenantFor(cp, vcNamespace, vcName, randomUUID(), {
+    pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+    pods: { serviceAccountTokens: benchTokens() },
+  });
 }
 
 /** syncerCounters reads the syncer's counters (errors, writes, skips) and reconcile-time histogram from the registry. */
@@ -547,6 +563,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     nodes,
     concurrency: CONCURRENCY,
     cpus: availableParallelism(),
+    serviceAccountTokens: benchTokens(),
   };
   const timings: Record<string, number> = {};
   const stamp = (k: string, since: number) => (timings[k] = Number(((performance.now() - since) / 1000).toFixed(2)));

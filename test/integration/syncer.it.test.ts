@@ -73,6 +73,8 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     });
     tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-000000000002', {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } }, sandbox: { runtimeClassName: 'kata' } },
+      // B's Pods keep a token Secret each, bound to the tenant Pod (A has the default: one per ServiceAccount).
+      pods: { serviceAccountTokens: 'perPod' },
     });
     await t.client.create(R.runtimeclasses, {
       apiVersion: 'node.k8s.io/v1',
@@ -183,6 +185,93 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     )) as KubeObject & { status: { authenticated: boolean; user: { username: string } } };
     expect(review.status.authenticated).toBe(true);
     expect(review.status.user.username).toBe('system:serviceaccount:default:default');
+  });
+
+  it('shares one token Secret per ServiceAccount, deletes it with its last Pod; per Pod where the tenant asks', async () => {
+    type Secret = KubeObject & { data: Record<string, string> };
+    type Review = KubeObject & {
+      status: { authenticated?: boolean; user?: { username?: string; extra?: Record<string, string[]> } };
+    };
+    const review = async (c: KubeClient, s: Secret) =>
+      (
+        (await c.create(
+          {
+            group: 'authentication.k8s.io',
+            version: 'v1',
+            resource: 'tokenreviews',
+            kind: 'TokenReview',
+            namespaced: false,
+          },
+          {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenReview',
+            metadata: {},
+            spec: { token: Buffer.from(s.data.token!, 'base64').toString() },
+          },
+        )) as Review
+      ).status;
+    const plainPod = (name: string, namespace: string, serviceAccountName: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace },
+      spec: { serviceAccountName, containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    const tokenSecretOf = async (c: KubeClient, ns: string, pod: string) => {
+      const sp = await eventually(() => c.get<Pod>(R.pods, ns, pod), 60_000);
+      const name = sp.spec.volumes!.find((v) => v.name.startsWith('kube-api-access-'))!.secret!.secretName;
+      const secret = await eventually(async () => {
+        const x = await c.get<Secret>(R.secrets, ns, name);
+        expect(x.data.token).toBeTruthy();
+        return x;
+      });
+      return { name, secret, superPodUid: sp.metadata!.uid! };
+    };
+    const tokenSecrets = async (ns: string) =>
+      (await t.client.list(R.secrets, { namespace: ns, labelSelector: `${LABEL.managedBy}=vc-syncer-token` })).items
+        .map((x) => x.metadata!.name!)
+        .sort();
+
+    await a.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'tokens' } });
+    await a.create(R.serviceaccounts, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'builder', namespace: 'tokens' },
+    });
+    await eventually(() => a.get(R.serviceaccounts, 'tokens', 'default'));
+    for (const [name, sa] of [
+      ['one', 'default'],
+      ['two', 'default'],
+      ['other', 'builder'],
+    ] as const)
+      await a.create(R.pods, plainPod(name, 'tokens', sa));
+    const sns = superNamespace(tenantA.key, 'tokens');
+    const [one, two, other] = await Promise.all(['one', 'two', 'other'].map((p) => tokenSecretOf(t.client, sns, p)));
+    expect(two!.name).toBe(one!.name);
+    expect(other!.name).not.toBe(one!.name);
+    expect(await tokenSecrets(sns)).toEqual([one!.name, other!.name].sort());
+    // Not owned by one Pod, and its token works against the tenant apiserver as the Pods' ServiceAccount.
+    expect(one!.secret.metadata?.ownerReferences).toBeUndefined();
+    const said = await review(a, one!.secret);
+    expect(said.authenticated).toBe(true);
+    expect(said.user?.username).toBe('system:serviceaccount:tokens:default');
+    expect(said.user?.extra?.['authentication.kubernetes.io/pod-name']).toBeUndefined();
+    expect((await review(a, other!.secret)).user?.username).toBe('system:serviceaccount:tokens:builder');
+
+    // The builder Secret goes with its only Pod; the default one stays while "two" reads it, then goes with it.
+    await a.delete(R.pods, 'tokens', 'one', { gracePeriodSeconds: 0 });
+    await eventually(async () => expect(await t.client.getOrNull(R.pods, sns, 'one')).toBeNull(), 60_000);
+    await a.delete(R.pods, 'tokens', 'other', { gracePeriodSeconds: 0 });
+    await eventually(async () => expect(await tokenSecrets(sns)).toEqual([one!.name]), 60_000);
+    await a.delete(R.pods, 'tokens', 'two', { gracePeriodSeconds: 0 });
+    await eventually(async () => expect(await tokenSecrets(sns)).toEqual([]), 60_000);
+
+    // Tenant B (perPod): a Secret of the Pod's own, owned by its super Pod, the token bound to the tenant Pod.
+    await b.create(R.pods, plainPod('own', 'default', 'default'));
+    const own = await tokenSecretOf(t.client, superNamespace(tenantB.key, 'default'), 'own');
+    expect(own.name).toBe('own-vc-token');
+    expect(own.secret.metadata?.ownerReferences?.map((o) => o.uid)).toEqual([own.superPodUid]);
+    expect((await review(b, own.secret)).user?.extra?.['authentication.kubernetes.io/pod-name']).toEqual(['own']);
+    await b.delete(R.pods, 'default', 'own', { gracePeriodSeconds: 0 });
   });
 
   it("keeps tenant A's objects out of tenant B and out of B's super namespaces", async () => {

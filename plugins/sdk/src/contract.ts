@@ -127,6 +127,11 @@ export type Effect =
       audiences?: string[];
       /** the tokens to keep, one Secret key each; absent, one token under `token` for `audiences` */
       tokens?: ServiceAccountTokenKey[];
+      /**
+       * true: `secretName` is shared by every Pod of the namespace with this ServiceAccount and these tokens; its
+       * tokens are bound to the ServiceAccount only (not to a Pod), and the core deletes it once no super Pod reads it
+       */
+      shared?: boolean;
     }
   /** keep the token-less ServiceAccount super Pods run under in the super namespace of tenant namespace `namespace` */
   | { type: 'superServiceAccount'; namespace: string; name: string }
@@ -383,7 +388,18 @@ export interface PodsPolicyView {
    * image to another
    */
   readonly preloadedImages?: readonly string[];
+  /**
+   * how the service account token of the admission's kube-api-access volume is minted: `shared`, one Secret per
+   * namespace, ServiceAccount and token request, its token bound to the ServiceAccount; `perPod`, one Secret per Pod,
+   * its token bound to the tenant Pod (revoked when the Pod is deleted). Other projected tokens are always per Pod.
+   */
+  readonly serviceAccountTokens?: ServiceAccountTokenMode;
 }
+
+/** SERVICE_ACCOUNT_TOKEN_MODES are the values of PodsPolicyView.serviceAccountTokens. */
+export const SERVICE_ACCOUNT_TOKEN_MODES = ['shared', 'perPod'] as const;
+/** ServiceAccountTokenMode is one of SERVICE_ACCOUNT_TOKEN_MODES. */
+export type ServiceAccountTokenMode = (typeof SERVICE_ACCOUNT_TOKEN_MODES)[number];
 
 /**
  * ForcedPlacementView is what the platform adds to every super Pod of a tenant: node selector entries (a tenant Pod
