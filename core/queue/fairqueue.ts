@@ -33,7 +33,7 @@ export interface FairQueueOptions extends QueueOptions {
    * wait, it is never dropped. It must always give the same answer for a key.
    */
   lowPriority?: (key: string) => boolean;
-  /** maxLowInFlight caps the low-priority keys being processed at once; default 1 */
+  /** maxLowInFlight caps the low-priority keys being processed at once (one per tenant at most); default 1 */
   maxLowInFlight?: number;
 }
 
@@ -201,9 +201,14 @@ export class FairQueue extends BaseQueue {
     return key;
   }
 
-  /** popLow takes the oldest low-priority key of the tenant next in turn, and puts that tenant at the back. */
+  /**
+   * popLow takes the oldest low-priority key of the tenant next in turn, and puts that tenant at the back. A tenant
+   * with a low key in flight sits out: one whose event writes hang (its own webhook, a slow apiserver) holds at most
+   * one low worker, and the other tenants' events keep moving.
+   */
   private popLow(): string | undefined {
     for (const [tenant, lane] of this.low) {
+      if (this.tenantLowInFlight(tenant) > 0) continue;
       const key = lane.shift();
       this.low.delete(tenant);
       if (lane.length) this.low.set(tenant, lane);

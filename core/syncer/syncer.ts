@@ -247,6 +247,11 @@ export class Syncer {
     return this.sessions.keys().map((t) => [t, this.queue.tenantInFlight(t)]);
   }
 
+  /** lowInFlightByTenant lists, per tenant, its low-priority keys (copied events) being reconciled: at most one each. */
+  lowInFlightByTenant(): Array<[string, number]> {
+    return this.sessions.keys().map((t) => [t, this.queue.tenantLowInFlight(t)]);
+  }
+
   /** queueLength is the number of keys waiting. */
   queueLength(): number {
     return this.queue.len();
