@@ -151,22 +151,20 @@ export class ManagedProcess {
    * which every process of the same binary shares) from /proc (0 when not running): what one more process costs.
    */
   anonBytes(): number {
-    const pid = this.pid;
-    if (!pid) return 0;
-    try {
-      const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      return m ? Number(m[1]) * 1024 : 0;
-    } catch {
-      return 0;
-    }
+    return this.statusBytes('RssAnon');
   }
 
   /** rssBytes reads the resident memory of the process from /proc (0 when not running). */
   rssBytes(): number {
+    return this.statusBytes('VmRSS');
+  }
+
+  /** statusBytes reads one `<field>: N kB` line of /proc/<pid>/status, in bytes (0 when not running). */
+  private statusBytes(field: 'RssAnon' | 'VmRSS'): number {
     const pid = this.pid;
     if (!pid) return 0;
     try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
       return m ? Number(m[1]) * 1024 : 0;
     } catch {
       return 0;

@@ -73,6 +73,37 @@ function ours(s: HostSnapshot, r: NodeRecord, veths: string[], shimSockets: stri
   };
 }
 
+/**
+ * expectHostAsBefore checks, after a stop, that nothing of the node is left (ours(...) empty), that no process names
+ * the state directory, and, when no other checkout's real nodes ran meanwhile, that the whole host snapshot equals the
+ * first of earlier (taken before the start); the others of earlier only tell whether foreign nodes ran.
+ */
+async function expectHostAsBefore(
+  state: string,
+  earlier: HostSnapshot[],
+  record: NodeRecord,
+  veths: string[],
+  shimSockets: string[],
+): Promise<void> {
+  const after = await hostSnapshot(join(nodeToolchainDir(), 'bin'));
+  expect(ours(after, record, veths, shimSockets)).toEqual({
+    processes: [],
+    mounts: [],
+    links: [],
+    chains: [],
+    cgroups: [],
+    paths: [],
+  });
+  // other checkouts' real nodes may run on this host too; without them the whole host must be as it was
+  const foreign = [...earlier, after].some((x) => x.processes.some((p) => !p.includes(state)));
+  if (foreign) process.stdout.write('other real nodes ran on this host: compared only what belongs to this node\n');
+  else expect(snapshotDiff(earlier[0]!, after)).toEqual({});
+  const stray = await execP('pgrep', ['-f', state])
+    .then((r) => r.stdout.trim())
+    .catch(() => '');
+  expect(stray).toBe('');
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -191,23 +222,7 @@ describe.skipIf(!!skip)('vc down after kill -9 of vc up with a real node', () =>
     const t0 = Date.now();
     await vc('down', '--state-dir', state);
     process.stdout.write(`vc down after kill -9 took ${Date.now() - t0} ms\n`);
-    const after = await hostSnapshot(binDir);
-    expect(ours(after, record, veths, shimSockets)).toEqual({
-      processes: [],
-      mounts: [],
-      links: [],
-      chains: [],
-      cgroups: [],
-      paths: [],
-    });
-    // other checkouts' real nodes may run on this host too; without them the whole host must be as it was
-    const foreign = [before, killed, after].some((x) => x.processes.some((p) => !p.includes(state)));
-    if (foreign) process.stdout.write('other real nodes ran on this host: compared only what belongs to this node\n');
-    else expect(snapshotDiff(before, after)).toEqual({});
-    const stray = await execP('pgrep', ['-f', state])
-      .then((r) => r.stdout.trim())
-      .catch(() => '');
-    expect(stray).toBe('');
+    await expectHostAsBefore(state, [before, killed], record, veths, shimSockets);
   }, 300_000);
 });
 
@@ -285,22 +300,7 @@ describe.skipIf(!!skip)('Ctrl-C of a foreground vc up with a real node', () => {
     expect(out).toContain('stopping ...');
     expect(code, out).toBe(0);
     expect(existsSync(join(state, 'status.json'))).toBe(false);
-    const after = await hostSnapshot(binDir);
-    expect(ours(after, record, veths, [])).toEqual({
-      processes: [],
-      mounts: [],
-      links: [],
-      chains: [],
-      cgroups: [],
-      paths: [],
-    });
-    const foreign = [before, after].some((x) => x.processes.some((p) => !p.includes(state)));
-    if (foreign) process.stdout.write('other real nodes ran on this host: compared only what belongs to this node\n');
-    else expect(snapshotDiff(before, after)).toEqual({});
-    const stray = await execP('pgrep', ['-f', state])
-      .then((r) => r.stdout.trim())
-      .catch(() => '');
-    expect(stray).toBe('');
+    await expectHostAsBefore(state, [before], record, veths, []);
     expect(await hostLockHeld()).toBe(false);
   }, 900_000);
 });
