@@ -164,7 +164,7 @@ export function registerUpCommands(program: Command): void {
     )
     .action(async (o: UpOptions) => {
       // Bad numbers are refused before anything is built or started.
-      upNumbers(o);
+      const { superClusters, realNodeSuper, realNodes, nodes } = upNumbers(o);
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -179,7 +179,6 @@ export function registerUpCommands(program: Command): void {
         process.stdout.write(`already running (pid ${running.pid}) in ${stateDir}\n${summary(running)}\n`);
         return;
       }
-      const { superClusters, realNodeSuper, realNodes, nodes } = upNumbers(o);
       const realArgs = o.realNodes === undefined ? [] : ['--real-nodes', o.realNodes];
       const preloadedArgs = o.preloadedImage.flatMap((r) => ['--preloaded-image', r]);
       if (o.detach)
