@@ -283,6 +283,9 @@ export class VirtualClusterController {
     const caRefused = await this.writeTenantCA(vc, state.result);
     if (caRefused) return this.refuseNotOwned(vc, caRefused);
     const endpoint = state.result.apiserverEndpoint;
+    // The syncer serves the tenant before Running is announced: a user (or test) who sees Running finds its Pods
+    // synced. Handing the same tenant over again on a retried status write changes nothing.
+    this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
     await this.setStatus(
       vc,
       {
@@ -306,7 +309,6 @@ export class VirtualClusterController {
         state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving',
       );
     }
-    this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
     if (this.o.tenantDns) return this.ensureDns(vc, state.result);
     return;
   }
