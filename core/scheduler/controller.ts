@@ -334,9 +334,13 @@ export class NamespaceScheduler {
     }
   }
 
+  private nodesListed(c: RegisteredSuperCluster): boolean {
+    return this.nodes.get(c.name)?.informer.hasSynced() ?? false;
+  }
+
   private effectiveState(c: RegisteredSuperCluster): ClusterState {
     // A ready registration whose Nodes are not listed yet has no known room: no new placements until they are.
-    if (c.state === 'ready' && !this.nodes.get(c.name)?.informer.hasSynced()) return 'unreachable';
+    if (c.state === 'ready' && !this.nodesListed(c)) return 'unreachable';
     return c.state;
   }
 
@@ -541,9 +545,12 @@ export class NamespaceScheduler {
       this.policy,
     );
     this.stats.namespaceDecisions++;
-    // Until every tenant known at start is counted, the cache may miss placements: nothing new is handed out.
+    // Until every tenant known at start is counted, the cache may miss placements, and until every ready super
+    // cluster's Nodes are listed it misses room: nothing new is handed out (a placement made then would crowd the
+    // clusters listed first, and placed slices never move).
     const grows = (d.kind === 'placed' && d.added.size > 0) || !samePlacements(next, placements);
-    if (grows && this.awaiting.size > 0 && this.clock.now() - this.startedAt < this.graceMs()) {
+    const warming = this.awaiting.size > 0 || this.clusters.some((c) => c.state === 'ready' && !this.nodesListed(c));
+    if (grows && warming && this.clock.now() - this.startedAt < this.graceMs()) {
       this.setRecord(key, rec);
       return { requeueAfter: 500 };
     }

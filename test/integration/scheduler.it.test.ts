@@ -66,6 +66,13 @@ describe('namespace scheduler over two super clusters', () => {
       publishIntervalMs: 200,
       startupGraceMs: 10_000,
     });
+  // A kwok node's allocatable can reach the cache after the scheduler starts (a loaded machine registers r2's node
+  // late); until then r2 holds nothing and spread rightly places everything on r1. The cases need both counted.
+  const capacityKnown = () =>
+    eventually(async () => {
+      const c = scheduler.capacity();
+      for (const name of ['r1', 'r2']) expect(c.get(name)?.allocatable.cpu ?? 0n, name).toBeGreaterThan(0n);
+    }, 60_000);
   const annotation = async (c: KubeClient, ns: string, name?: string, a = PLACEMENTS) =>
     name === undefined
       ? (await c.get(R.namespaces, undefined, ns)).metadata?.annotations?.[a]
@@ -129,6 +136,7 @@ describe('namespace scheduler over two super clusters', () => {
     registry = new MutableTenantRegistry([tenant1, tenant2]);
     scheduler = newScheduler();
     await scheduler.start();
+    await capacityKnown();
   }, 120_000);
 
   afterAll(async () => {
@@ -227,6 +235,7 @@ describe('namespace scheduler over two super clusters', () => {
     await scheduler.stop();
     scheduler = newScheduler();
     await scheduler.start();
+    await capacityKnown();
     await eventually(() => expect(scheduler.tenantReady(tenant1.key) && scheduler.tenantReady(tenant2.key)).toBe(true));
     // The pending Pod is tried again (and is still pending): the restarted scheduler has looked at everything.
     await eventually(() => expect(scheduler.stats.pending).toBeGreaterThan(0));
