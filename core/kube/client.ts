@@ -134,6 +134,7 @@ export class KubeClient {
    * lease renewals included, until a watch ends.
    */
   private readonly watchAgent: http.Agent;
+  private readonly writeListeners = new Set<(ms: number) => void>();
 
   private constructor(
     readonly server: URL,
@@ -207,6 +208,16 @@ export class KubeClient {
     return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs));
   }
 
+  /**
+   * onWriteLatency calls fn with the milliseconds of every write (POST, PUT, PATCH, DELETE) this client completes,
+   * refused ones included (the server spent the time); a write that timed out or failed on the wire is not measured.
+   * It returns the function that stops the calls.
+   */
+  onWriteLatency(fn: (ms: number) => void): () => void {
+    this.writeListeners.add(fn);
+    return () => this.writeListeners.delete(fn);
+  }
+
   /** close frees the sockets kept alive for this client. */
   close(): void {
     this.agent.destroy();
@@ -229,8 +240,13 @@ export class KubeClient {
    */
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     return this.withDeadline(method, path, opts, async (signal) => {
+      const start = this.writeListeners.size && method !== 'GET' ? performance.now() : -1;
       const res = await this.send(method, path, { ...opts, signal });
       const text = await readAll(res, signal);
+      if (start >= 0) {
+        const ms = performance.now() - start;
+        for (const fn of this.writeListeners) fn(ms);
+      }
       const status = res.statusCode ?? 0;
       if (status < 200 || status >= 300) throw toApiError(status, text, method, path);
       return (text ? JSON.parse(text) : undefined) as T;

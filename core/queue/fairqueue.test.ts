@@ -325,6 +325,83 @@ describe('FairQueue maxInFlightPerTenant', () => {
   });
 });
 
+describe('FairQueue concurrency limit', () => {
+  const limited = (o: { cap: number; borrowUpTo?: number; limit: number }) => {
+    const queue = new FairQueue({
+      clock: new FakeClock(),
+      rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000),
+      maxInFlightPerTenant: o.cap,
+      borrowUpTo: o.borrowUpTo,
+    });
+    queue.setConcurrencyLimit(o.limit);
+    return queue;
+  };
+  async function hold(queue: FairQueue, count: number): Promise<string[]> {
+    const keys: string[] = [];
+    for (let i = 0; i < count; i++) keys.push((await queue.get())!);
+    return keys;
+  }
+  /** nextNow is the key a waiting worker gets at once, or undefined when it is held back. */
+  async function nextNow(queue: FairQueue): Promise<{ key?: string; promise: Promise<string | undefined> }> {
+    const out: { key?: string; promise: Promise<string | undefined> } = { promise: queue.get() };
+    void out.promise.then((k) => (out.key = k));
+    await Promise.resolve();
+    return out;
+  }
+
+  it.each([
+    // one flooding tenant: the limit, not its cap or borrowing, bounds what it holds
+    { cap: 2, borrowUpTo: 4, limit: 1, tenants: ['a'], gets: 1, want: { a: 1 } },
+    { cap: 2, borrowUpTo: 4, limit: 3, tenants: ['a'], gets: 3, want: { a: 3 } },
+    { cap: 2, borrowUpTo: 4, limit: 8, tenants: ['a'], gets: 4, want: { a: 4 } },
+    // a limit below the number of busy tenants still serves each of them once
+    { cap: 2, borrowUpTo: 4, limit: 1, tenants: ['a', 'b', 'c'], gets: 3, want: { a: 1, b: 1, c: 1 } },
+    { cap: 2, borrowUpTo: 4, limit: 4, tenants: ['a', 'b', 'c'], gets: 4, want: { a: 2, b: 1, c: 1 } },
+  ])(
+    'with limit $limit, cap $cap and borrowUpTo $borrowUpTo, $tenants hold $want, then the next worker waits',
+    async ({ cap, borrowUpTo, limit, tenants, gets, want }) => {
+      const queue = limited({ cap, borrowUpTo, limit });
+      for (const tenant of tenants) fill(queue, tenant, 10);
+      const held = await hold(queue, gets);
+      expect(tally(held.map(tenantOfKey))).toEqual(want);
+      expect((await nextNow(queue)).key).toBeUndefined();
+    },
+  );
+
+  it('serves a tenant with nothing in flight at once, however far the limit is exceeded', async () => {
+    const queue = limited({ cap: 2, borrowUpTo: 4, limit: 1 });
+    fill(queue, 'flood', 100);
+    await hold(queue, 1);
+    const waiting = await nextNow(queue);
+    expect(waiting.key).toBeUndefined();
+    fill(queue, 'quiet', 3);
+    await Promise.resolve();
+    expect(waiting.key).toBe('quiet/ns/obj-0');
+    // quiet now has a key in flight and the limit is exceeded: its second key waits like the flood's.
+    expect((await nextNow(queue)).key).toBeUndefined();
+  });
+
+  it('hands held-back keys out when the limit is raised, and lifts it when set to undefined', async () => {
+    const queue = limited({ cap: 3, limit: 1 });
+    fill(queue, 'a', 5);
+    await hold(queue, 1);
+    const w1 = await nextNow(queue);
+    const w2 = await nextNow(queue);
+    queue.setConcurrencyLimit(2);
+    await Promise.resolve();
+    expect([w1.key, w2.key]).toEqual(['a/ns/obj-1', undefined]);
+    queue.setConcurrencyLimit(undefined);
+    await Promise.resolve();
+    expect(w2.key).toBe('a/ns/obj-2');
+    // the cap of 3 still holds
+    expect((await nextNow(queue)).key).toBeUndefined();
+  });
+
+  it.each([0, -2, 2.5, Number.NaN])('rejects the limit %d', (limit) => {
+    expect(() => limited({ cap: 1, limit })).toThrow(RangeError);
+  });
+});
+
 describe('FairQueue low-priority lane', () => {
   const lowQueue = (o: { maxLowInFlight?: number; maxInFlightPerTenant?: number } = {}) =>
     new FairQueue({ clock: new FakeClock(), lowPriority: (key) => key.includes('/events/'), ...o });

@@ -63,6 +63,8 @@ export class FairQueue extends BaseQueue {
   private readonly inFlight = new Map<string, number>();
   private totalInFlight = 0;
   private borrowUpTo = 0;
+  /** how many keys of all tenants may be in flight before a tenant that already has one waits (setConcurrencyLimit) */
+  private limit = Number.POSITIVE_INFINITY;
   private ready = 0;
   /** the low-priority lane: each tenant's ready low keys, tenants in turn (first in the map is next) */
   private readonly low = new Map<string, Fifo>();
@@ -95,6 +97,20 @@ export class FairQueue extends BaseQueue {
       throw new RangeError(`fair queue: maxInFlightPerTenant must be a positive integer, got ${cap}`);
     }
     this.maxInFlight = cap ?? Number.POSITIVE_INFINITY;
+    this.dispatch();
+  }
+
+  /**
+   * setConcurrencyLimit bounds the keys of all tenants in flight (an AdaptiveLimit's figure: more would only wait in
+   * the server's queue, in arrival order). It never holds back a tenant that has no key in flight, so a tenant with
+   * little to do is served at once, whatever the others hold; a tenant's second and later keys, and borrowed workers,
+   * wait while the limit is reached. Undefined: no limit.
+   */
+  setConcurrencyLimit(limit: number | undefined): void {
+    if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) {
+      throw new RangeError(`fair queue: concurrency limit must be a positive integer, got ${limit}`);
+    }
+    this.limit = limit ?? Number.POSITIVE_INFINITY;
     this.dispatch();
   }
 
@@ -189,9 +205,13 @@ export class FairQueue extends BaseQueue {
   protected pop(): string | undefined {
     // A tenant at its cap sits a round out (its keys stay ready, its round robin state as it is), unless nobody below
     // the cap is waiting and fewer than borrowUpTo keys are in flight: then the capped tenants share the idle workers.
+    // Under the concurrency limit, only tenants with nothing in flight are served once it is reached.
+    const roomy = this.totalInFlight < this.limit;
     const best =
-      this.pick((tenant) => this.capped(tenant) < this.maxInFlight) ??
-      (this.totalInFlight < this.borrowUpTo ? this.pick(() => true) : undefined);
+      this.pick((tenant) => {
+        const n = this.capped(tenant);
+        return n < this.maxInFlight && (n === 0 || roomy);
+      }) ?? (this.totalInFlight < Math.min(this.borrowUpTo, this.limit) ? this.pick(() => true) : undefined);
     if (!best) return this.totalLowInFlight < this.maxLowInFlight ? this.popLow() : undefined;
     const [tenant, queue, total] = best;
     queue.current -= total;
