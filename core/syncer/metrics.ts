@@ -5,6 +5,8 @@ import { registry } from '../metrics/registry.ts';
 export interface QueueDepthSource {
   depthByTenant(): Array<[string, number]>;
   inFlightByTenant(): Array<[string, number]>;
+  /** the adaptive concurrency limit and the super cluster it is measured against, when the syncer adapts */
+  concurrencyLimit?(): { superCluster: string; limit: number } | undefined;
 }
 
 const depthSources = new Set<QueueDepthSource>();
@@ -81,6 +83,21 @@ export const syncerMetrics = {
     collect() {
       this.reset();
       for (const s of depthSources) for (const [t, n] of s.inFlightByTenant()) this.set({ tenant: t }, n);
+    },
+  }),
+  concurrencyLimit: new Gauge({
+    name: 'vc_syncer_concurrency_limit',
+    help:
+      'Keys of all tenants reconciled at once before a tenant that already has one waits, ' +
+      "from the super cluster's write latency (syncer.adaptiveConcurrency).",
+    labelNames: ['super_cluster'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of depthSources) {
+        const l = s.concurrencyLimit?.();
+        if (l) this.set({ super_cluster: l.superCluster }, l.limit);
+      }
     },
   }),
   timeouts: new Counter({

@@ -6,6 +6,7 @@ import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
 import { pluginErrorOf, reportPluginError, type PluginError } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
+import { AdaptiveLimit } from '../queue/limit.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
@@ -27,12 +28,15 @@ import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
+import { SchedulingWindow } from './window.ts';
 
 const log = childLogger({ controller: 'syncer' });
 
 /** SYNCER_DEFAULTS are the syncer's settings when its options leave them out. */
 export const SYNCER_DEFAULTS = {
   workers: 8,
+  /** super Pods of one tenant waiting for the super scheduler at once (see SchedulingWindow) */
+  schedulingWindow: 16,
   /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
   tenantRequestTimeoutMs: 10_000,
 } as const;
@@ -75,6 +79,19 @@ export interface SyncerOptions {
    * which is retried with backoff. Default SYNCER_DEFAULTS.tenantRequestTimeoutMs.
    */
   tenantRequestTimeoutMs?: number;
+  /**
+   * adaptiveConcurrency (default true) bounds the keys of all tenants reconciled at once by the super cluster's write
+   * latency (AdaptiveLimit, between 1 and `workers`): once more writes in flight only lengthen the super apiserver's
+   * queue, a tenant's second and later keys wait in the fair queue instead, and a tenant with nothing in flight is
+   * still served at once. false: the workers and the per-tenant cap alone bound it.
+   */
+  adaptiveConcurrency?: boolean;
+  /**
+   * schedulingWindow: the super Pods of one tenant that may wait for the super cluster's scheduler at once; a tenant's
+   * further Pod creates wait in the syncer until one is bound, so another tenant's Pod is not queued behind a flood
+   * (SchedulingWindow). Default SYNCER_DEFAULTS.schedulingWindow; 0 turns it off.
+   */
+  schedulingWindow?: number;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
   /** name of the super cluster, for logs and for plugins (PluginContext.superCluster) */
@@ -110,6 +127,9 @@ export class Syncer {
   /** keys whose last patrol plan found nothing, with their objects' versions */
   private readonly patrolMemo = new PatrolMemo();
   private readonly unwatchDepth: () => void;
+  private readonly limit?: AdaptiveLimit;
+  private readonly window?: SchedulingWindow;
+  private unwatchLatency?: () => void;
   private unsubscribe?: () => void;
   private gate?: Promise<void>;
   private openGate?: () => void;
@@ -164,7 +184,15 @@ export class Syncer {
       host: o.host,
       tokens: this.tokens,
     });
+    if (o.adaptiveConcurrency ?? true) this.limit = new AdaptiveLimit({ min: 1, max: workers });
+    const size = o.schedulingWindow ?? SYNCER_DEFAULTS.schedulingWindow;
+    if (size > 0) this.window = new SchedulingWindow({ size, wake: (key) => this.queue.add(key) });
     this.unwatchDepth = watchDepth(this);
+  }
+
+  /** concurrencyLimit is the adaptive limit now (see SyncerOptions.adaptiveConcurrency), when the syncer adapts. */
+  concurrencyLimit(): { superCluster: string; limit: number } | undefined {
+    return this.limit && { superCluster: this.o.name ?? 'default', limit: this.limit.limit };
   }
 
   /** start syncs the super caches, then follows the tenant registry and starts the workers and the patrol. */
@@ -178,16 +206,24 @@ export class Syncer {
       });
       inf.addHandler(this.router.superHandler(name));
       if (name === R.pods.resource) inf.addHandler(this.tokens.podHandler());
+      if (name === R.pods.resource && this.window) inf.addHandler(this.window.podHandler());
       this.superInformers.set(name, inf);
       inf.start();
     }
     await Promise.all([...this.superInformers.values()].map((i) => i.waitForSync()));
+    const limit = this.limit;
+    if (limit) {
+      this.unwatchLatency = this.o.superClient.onWriteLatency((ms) => {
+        if (limit.observe(ms)) this.queue.setConcurrencyLimit(limit.limit);
+      });
+    }
     this.runner.start();
     // A tenant that cannot be served (a kubeconfig that does not parse, a failing add) is reported and skipped; the
     // registry's next report of it tries again.
     this.unsubscribe = this.o.registry.subscribe((e) => {
       const key = e.type === 'upsert' ? e.tenant.key : e.key;
       if (e.type === 'remove') this.effects.events.forget(e.key);
+      if (e.type === 'remove') this.window?.forget(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
       done.catch((err: unknown) => {
         syncerMetrics.tenantFailures.inc({ tenant: key, op: e.type });
@@ -211,6 +247,8 @@ export class Syncer {
   /** stop stops workers, informers and the patrol. */
   async stop(): Promise<void> {
     this.unwatchDepth();
+    this.unwatchLatency?.();
+    this.window?.stop();
     this.resume();
     clearInterval(this.patrolTimer);
     this.tokens.stop();
@@ -433,6 +471,15 @@ export class Syncer {
     return s && p?.manifest.resource ? signatureOf(p, this.context(s), k) : '';
   }
 
+  /** windowedPods names the super Pods a plan creates, when the scheduling window is on: they count in it. */
+  private windowedPods(p: ResourcePlugin, steps: readonly Step[]): string[] {
+    const r = p.manifest.resource!;
+    if (!this.window || r.resource !== R.pods.resource || r.group !== R.pods.group) return [];
+    return steps.flatMap((st) =>
+      st.op === 'createSuper' ? [`${st.obj.metadata?.namespace ?? ''}/${st.obj.metadata?.name ?? ''}`] : [],
+    );
+  }
+
   private async reconcile(key: string, signal: AbortSignal): Promise<Result> {
     if (this.gate) await this.gate;
     // Stopping: the keys still queued are not worth a write (the next start relists everything), and with a tenant
@@ -453,6 +500,14 @@ export class Syncer {
       const r = p.manifest.resource!.resource;
       const capped = s.view.quota?.objects[r] !== undefined;
       const own = `${k.namespace}/${k.name}`;
+      // A Pod create waits, parked, while the tenant has its window of Pods waiting for the super scheduler.
+      const windowed = this.windowedPods(p, out.steps);
+      for (let i = 0; i < windowed.length; i++) {
+        if (this.window!.reserve(k.tenant, windowed[i]!, key)) continue;
+        for (const id of windowed.slice(0, i)) this.window!.release(k.tenant, id);
+        syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: 'WaitingForSchedulingWindow' });
+        return;
+      }
       // Reserved before the first await: a parallel worker planning another create of this tenant counts this one.
       for (const step of out.steps)
         if (capped && step.op === 'createSuper') this.pending.add(k.tenant, r, own, sizeOf(step.obj));
@@ -464,6 +519,7 @@ export class Syncer {
         });
       } catch (e) {
         if (capped) this.pending.remove(k.tenant, r, own);
+        for (const id of windowed) this.window!.release(k.tenant, id);
         // Refused by the super namespace's ResourceQuota: the tenant is told on the object, and it is retried with
         // backoff (a Pod of the namespace may end and free the quota).
         const refused = superQuotaRefusal(e);

@@ -25,6 +25,8 @@ export interface ManagerConfig {
   syncer?: {
     workers?: number;
     maxInFlightPerTenant?: number;
+    adaptiveConcurrency?: boolean;
+    schedulingWindow?: number;
     tenantRequestTimeoutSeconds?: number;
     patrolIntervalSeconds?: number;
     placedOnly?: boolean;

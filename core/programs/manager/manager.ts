@@ -174,6 +174,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       registry,
       workers: cfg.syncer?.workers,
       maxInFlightPerTenant: cfg.syncer?.maxInFlightPerTenant,
+      adaptiveConcurrency: cfg.syncer?.adaptiveConcurrency,
+      schedulingWindow: cfg.syncer?.schedulingWindow,
       tenantRequestTimeoutMs:
         cfg.syncer?.tenantRequestTimeoutSeconds === undefined
           ? undefined

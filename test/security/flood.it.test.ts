@@ -1,0 +1,116 @@
+/**
+ * A flooding tenant (issue 15, "a quiet tenant's p99 during another tenant's flood"): the super cluster's scheduler
+ * takes Pods in arrival order, whoever they belong to, so a tenant that creates hundreds of Pods at once would queue
+ * every other tenant's next Pod behind all of them. The syncer lets at most `schedulingWindow` Pods of a tenant wait
+ * for the super scheduler; its further creates wait in the syncer. Here the super scheduler is stopped, so nothing
+ * leaves the window: the flooding tenant gets exactly its window of super Pods, another tenant's Pod still gets its
+ * super Pod at once, and when the scheduler comes back every Pod of both runs, none lost.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { provenanceOf } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
+import { syncerMetrics } from '../../core/syncer/metrics.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { Attempts } from './attempts.ts';
+
+interface Pod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string };
+}
+
+const pod = (name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { containers: [{ name: 'c', image: 'nginx' }] },
+});
+
+const WINDOW = 3;
+const FLOOD = 10;
+
+/** parkedOf reads vc_syncer_skips_total{reason=WaitingForSchedulingWindow} for one tenant. */
+async function parkedOf(tenant: string): Promise<number> {
+  const m = await syncerMetrics.skips.get();
+  return m.values
+    .filter((v) => v.labels.tenant === tenant && v.labels.reason === 'WaitingForSchedulingWindow')
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
+describe('a tenant flooding the super scheduler', () => {
+  const attempts = new Attempts();
+  let t: TestSuper;
+  let cpFlood: LocalControlPlane;
+  let cpQuiet: LocalControlPlane;
+  let flood: KubeClient;
+  let quiet: KubeClient;
+  let floodTenant: Tenant;
+  let quietTenant: Tenant;
+  let syncer: Syncer;
+
+  const superPodsOf = async (tenant: Tenant) =>
+    (await t.client.list<Pod>(R.pods)).items.filter((p) => provenanceOf(p)?.cluster === tenant.key);
+  const phases = async (c: KubeClient) =>
+    (await c.list<Pod>(R.pods, { namespace: 'default' })).items.map((p) => p.status?.phase ?? '');
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    [cpFlood, cpQuiet] = await Promise.all([
+      t.sc.addControlPlane('tenant-flood', { controllers: TENANT_CONTROLLERS }),
+      t.sc.addControlPlane('tenant-quiet', { controllers: TENANT_CONTROLLERS }),
+    ]);
+    [flood, quiet] = await Promise.all([cpFlood.client(), cpQuiet.client()]);
+    const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
+    floodTenant = tenantFor(cpFlood, 'team-flood', 'flood', '55555555-eeee-4eee-8eee-0000000000e5', extra);
+    quietTenant = tenantFor(cpQuiet, 'team-quiet', 'quiet', '66666666-ffff-4fff-8fff-0000000000f6', extra);
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({
+      superClient: t.client,
+      host,
+      registry: new MutableTenantRegistry([floodTenant, quietTenant]),
+      patrolIntervalMs: 0,
+      workers: 4,
+      schedulingWindow: WINDOW,
+    });
+    await syncer.start();
+    await eventually(() =>
+      expect(syncer.tenantReady(floodTenant.key) && syncer.tenantReady(quietTenant.key)).toBe(true),
+    );
+    await eventually(() => flood.get(R.serviceaccounts, 'default', 'default'));
+    await eventually(() => quiet.get(R.serviceaccounts, 'default', 'default'));
+  }, 240_000);
+
+  afterAll(async () => {
+    attempts.report('flooding tenant');
+    await syncer?.stop();
+    await t?.stop();
+  });
+
+  it('gives a flooding tenant its window of Pods waiting for the super scheduler, and another tenant its Pod at once', async () => {
+    await attempts.attempt(`${FLOOD} Pods at once ahead of another tenant's Pod in the super scheduler`, async () => {
+      await t.sc.cluster.scheduler!.stop();
+      await Promise.all(Array.from({ length: FLOOD }, (_, i) => flood.create(R.pods, pod(`flood-${i}`))));
+      // Every flood key was planned: the window's worth created, the rest parked.
+      await eventually(async () => expect(await parkedOf(floodTenant.key)).toBeGreaterThanOrEqual(FLOOD - WINDOW));
+      expect(await superPodsOf(floodTenant)).toHaveLength(WINDOW);
+      await quiet.create(R.pods, pod('quiet-0'));
+      await eventually(async () => expect(await superPodsOf(quietTenant)).toHaveLength(1));
+      // The flood is still held: its parked creates wait for the scheduler, not for a retry loop.
+      expect(await superPodsOf(floodTenant)).toHaveLength(WINDOW);
+      return `${WINDOW} of ${FLOOD} flood Pods in the super scheduler's queue, the other tenant's Pod created beside them`;
+    });
+  });
+
+  it('runs every Pod of both tenants once the scheduler binds: the parked creates were woken, none lost', async () => {
+    t.sc.cluster.scheduler!.start();
+    await eventually(async () => expect(await phases(flood)).toEqual(Array(FLOOD).fill('Running')), 120_000);
+    await eventually(async () => expect(await phases(quiet)).toEqual(['Running']), 60_000);
+    expect(await superPodsOf(floodTenant)).toHaveLength(FLOOD);
+  });
+});
