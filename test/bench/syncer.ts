@@ -9,7 +9,7 @@ import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
-import { Syncer } from '../../core/syncer/syncer.ts';
+import { Syncer, SYNCER_DEFAULTS } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
@@ -444,12 +444,17 @@ interface SyncerBenchOptions {
   quiet: number;
   /** the noisy tenant's Pods, all created at once */
   flood: number;
+  /** the syncer's adaptive concurrency (BENCH_ADAPTIVE=0 turns it off, to compare) */
+  adaptive: boolean;
+  /** the syncer's scheduling window (BENCH_WINDOW; 0 turns it off; default the syncer's) */
+  window?: number;
 }
 
 /**
  * syncerBench is the syncer scenario at 20 tenants x 100 Pods with the fairness phase: BENCH_TENANTS (default 20),
  * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_FLOOD (default 10x
- * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it.
+ * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=0 runs the syncer without its
+ * adaptive concurrency limit, BENCH_WINDOW=n sets its scheduling window (0: off).
  */
 export function syncerBench(): Promise<BenchResult> {
   const quiet = envInt('BENCH_QUIET', 20);
@@ -460,6 +465,8 @@ export function syncerBench(): Promise<BenchResult> {
     workers: envInt('BENCH_WORKERS', 8),
     quiet,
     flood: envInt('BENCH_FLOOD', 10 * quiet),
+    adaptive: envInt('BENCH_ADAPTIVE', 1) !== 0,
+    window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
   });
 }
 
@@ -477,6 +484,8 @@ export function syncerScaleBench(): Promise<BenchResult> {
     workers: envInt('BENCH_WORKERS', 8),
     quiet: 0,
     flood: 0,
+    adaptive: envInt('BENCH_ADAPTIVE', 1) !== 0,
+    window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
   });
 }
 
@@ -560,6 +569,8 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     quiet: QUIET,
     flood: FLOOD,
     workers: WORKERS,
+    adaptiveConcurrency: o.adaptive,
+    schedulingWindow: o.window ?? SYNCER_DEFAULTS.schedulingWindow,
     nodes,
     concurrency: CONCURRENCY,
     cpus: availableParallelism(),
@@ -721,6 +732,8 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       registry: new MutableTenantRegistry(tenants),
       patrolIntervalMs: 0,
       workers: WORKERS,
+      adaptiveConcurrency: o.adaptive,
+      ...(o.window !== undefined && { schedulingWindow: o.window }),
     });
     await syncer.start();
     const s = syncer;
@@ -792,6 +805,9 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       const noisyDepth = () => s.depthByTenant().find(([k]) => k === noisyKey)?.[1] ?? 0;
       const floodDepth = new Sampler(noisyDepth, 100);
       samplers.push(floodDepth);
+      // The adaptive limit's lowest point during the flood (a Sampler keeps a peak: sample its negative).
+      const floodLimit = new Sampler(() => -(s.concurrencyLimit()?.limit ?? WORKERS), 100);
+      samplers.push(floodLimit);
       log(
         `fairness: noisy tenant floods ${FLOOD} Pods at once; quiet tenant creates ${QUIET} sequential Pods meanwhile`,
       );
@@ -830,6 +846,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
         quietPodsRunningBeforeFloodDone: during.samples.filter((x) => x.running < floodEndAt).length,
         noisyQueueDepthPeak: floodDepth.stop(),
+        concurrencyLimitLowest: -floodLimit.stop(),
         floodNeverQueued,
         cpu: mFig.cpu,
         inflight: mFig.inflight,
