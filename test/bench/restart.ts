@@ -45,8 +45,13 @@ async function serving(m: ManagerProc, pods: number, tenants: number): Promise<n
   return performance.now();
 }
 
-/** warm waits until a standby reports its super cache and every tenant's synced, and returns when. */
-async function warm(m: ManagerProc, tenants: number): Promise<number> {
+/**
+ * warm waits until a standby reports its super cache and every tenant's synced, and returns when; undefined for a
+ * program that keeps no caches while standing by (built before vc_syncer_cache_synced, for a comparison).
+ */
+async function warm(m: ManagerProc, tenants: number): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+  if (!text.includes('# TYPE vc_syncer_cache_synced ')) return undefined;
   await waitUntil(
     async () =>
       (await managerMetric(m, 'vc_syncer_cache_synced', 'side="super"')) === 1 &&
@@ -115,8 +120,9 @@ export async function restartBench(): Promise<BenchResult> {
 
     // 1. A standby replica is already running when the leader is killed.
     const standby = await startManager(config);
-    const warmUpMs = round((await warm(standby, T)) - standby.startedAt);
-    log(`standby caches synced ${warmUpMs} ms after its spawn`);
+    const warmAt = await warm(standby, T);
+    const warmUpMs = warmAt === undefined ? undefined : round(warmAt - standby.startedAt);
+    log(warmUpMs === undefined ? 'standby keeps no caches' : `standby caches synced ${warmUpMs} ms after its spawn`);
     const k1 = performance.now();
     await killManager(first);
     const s1 = await serving(standby, T * P, T);
@@ -153,7 +159,7 @@ export async function restartBench(): Promise<BenchResult> {
         pods: T * P,
         loadAverageAtStart: Number(load0.toFixed(1)),
         coldProgramLoadMs: round(coldLoadMs),
-        standbyWarmUpMs: warmUpMs,
+        ...(warmUpMs !== undefined && { standbyWarmUpMs: warmUpMs }),
         standbyKillToLeaderMs: standbyFig.killToLeaderMs,
         standbyKillToServingMs: standbyFig.killToServingMs,
         standbyWrites,
