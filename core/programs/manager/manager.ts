@@ -287,8 +287,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   // While another replica leads, this one keeps the syncers' caches (and the tenant feed of `vc syncer`) synced, so
   // that winning the Lease starts the workers over them instead of listing everything again.
   const warm = async () => {
-    await startMetaTenants();
-    await Promise.all(syncers.map((s) => s.warm()));
+    await Promise.all([startMetaTenants(), ...syncers.map((s) => s.warm())]);
   };
   const warming = warm().catch((err: unknown) =>
     log.error({ err }, 'warming the caches failed; a leadership term starts them again'),
