@@ -358,6 +358,36 @@ describe('Runner', () => {
     await runner.stop();
   });
 
+  it('starts again after stop once its queue is reopened, with a signal not aborted', async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue({ clock });
+    const seen: Array<[string, boolean]> = [];
+    const runner = new Runner({
+      name: 'test-restart',
+      queue,
+      clock,
+      logger: silent,
+      reconciler: {
+        reconcile: async (key, signal) => void seen.push([key, signal.aborted]),
+      },
+    });
+    runner.start();
+    queue.add('a');
+    await flush();
+    await runner.stop();
+    queue.add('dropped while stopped');
+    expect(() => runner.start()).toThrow(/queue is shut down/);
+    queue.reopen();
+    runner.start();
+    queue.add('b');
+    await flush();
+    await runner.stop();
+    expect(seen).toEqual([
+      ['a', false],
+      ['b', false],
+    ]);
+  });
+
   it.each([0, -1, 1.5])('rejects concurrency %d', (concurrency) => {
     const queue = new WorkQueue({ clock: new FakeClock() });
     expect(

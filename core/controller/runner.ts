@@ -74,7 +74,7 @@ export class Runner {
   private readonly clock: Clock;
   private readonly metrics: RunnerMetrics;
   private readonly log: Logger;
-  private readonly stopping = new AbortController();
+  private stopping = new AbortController();
   private workers: Promise<void>[] | undefined;
 
   constructor(options: RunnerOptions) {
@@ -90,10 +90,11 @@ export class Runner {
     this.log = options.logger ?? childLogger({ controller: options.name });
   }
 
-  /** start launches the workers; a runner starts once. */
+  /** start launches the workers. A stopped runner starts again once its queue is reopened (a new leadership term). */
   start(): void {
     if (this.workers) throw new Error('runner: already started');
     if (this.queue.shuttingDown()) throw new Error('runner: queue is shut down');
+    if (this.stopping.signal.aborted) this.stopping = new AbortController();
     this.workers = Array.from({ length: this.concurrency }, () => this.work());
     this.log.info({ concurrency: this.concurrency }, 'runner started');
   }
@@ -107,6 +108,7 @@ export class Runner {
     this.stopping.abort();
     this.queue.shutDown();
     await Promise.all(this.workers ?? []);
+    this.workers = undefined;
     this.log.info('runner stopped');
   }
 

@@ -52,6 +52,25 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/**
+ * WriteFencedError is a write a fenced client (KubeClient.fenced) refused before sending it: its fence said the writer
+ * may not write now, e.g. its leadership term has ended.
+ */
+export class WriteFencedError extends Error {
+  override readonly name = 'WriteFencedError';
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${method} ${path}: not sent: ${reason}`);
+  }
+}
+
+/** isWriteFenced reports a write refused by a fenced client (WriteFencedError). */
+export const isWriteFenced = (e: unknown): e is WriteFencedError => e instanceof WriteFencedError;
+
 /** isTimeout reports a request that the client gave up on (RequestTimeoutError). */
 export const isTimeout = (e: unknown): e is RequestTimeoutError => e instanceof RequestTimeoutError;
 
@@ -222,6 +241,21 @@ export class KubeClient {
   close(): void {
     this.agent.destroy();
     this.watchAgent.destroy();
+  }
+
+  /**
+   * fenced returns a view of this client, sharing its connections, whose writes (every request but GET, watches
+   * included among the reads) first ask `mayWrite`: a reason instead of true refuses the write with WriteFencedError
+   * before anything is sent. Closing the view closes this client.
+   */
+  fenced(mayWrite: () => true | string): KubeClient {
+    const view = Object.create(this) as KubeClient;
+    view.request = <T>(method: string, path: string, opts?: RequestOptions): Promise<T> => {
+      const verdict = method === 'GET' ? true : mayWrite();
+      if (verdict !== true) return Promise.reject(new WriteFencedError(method, path, verdict));
+      return this.request<T>(method, path, opts);
+    };
+    return view;
   }
 
   /** path returns the URL path of a collection or of one object. */

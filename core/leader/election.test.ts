@@ -5,6 +5,7 @@ import {
   LeaderElector,
   decide,
   formatMicroTime,
+  leaseHeld,
   nextRecord,
   recordOf,
   releaseRecord,
@@ -161,7 +162,22 @@ function options(over: Partial<LeaderElectorOptions> = {}): LeaderElectorOptions
   };
 }
 
+describe('leaseHeld', () => {
+  it.each([
+    [0, 8000, 0, true],
+    [0, 8000, 7999, true],
+    [0, 8000, 8000, false],
+    [1000, 8000, 60_000, false],
+  ])('renewed at %d, deadline %d ms: held at %d is %s', (renewedAt, deadline, now, want) => {
+    expect(leaseHeld(renewedAt, deadline, now)).toBe(want);
+  });
+});
+
 describe('LeaderElector', () => {
+  it('holds nothing before it leads', () => {
+    expect(new LeaderElector(options()).holds()).toBe('not leading the lease kube-system/vc-manager');
+  });
+
   it('validates its options like client-go', () => {
     expect(() => new LeaderElector(options())).not.toThrow();
     expect(() => new LeaderElector(options({ identity: '' }))).toThrow(/identity/);

@@ -48,6 +48,15 @@ export function recordOf(lease: Lease): LeaderRecord {
   };
 }
 
+/**
+ * leaseHeld tells whether a lease whose last successful renewal started at renewedAtMs is surely still held at nowMs
+ * (both on one monotonic clock): before the renew deadline, which is shorter than the lease duration other
+ * candidates wait for.
+ */
+export function leaseHeld(renewedAtMs: number, renewDeadlineMs: number, nowMs: number): boolean {
+  return nowMs - renewedAtMs < renewDeadlineMs;
+}
+
 /** sameRecord reports whether two records are equal field by field. */
 export function sameRecord(a: LeaderRecord, b: LeaderRecord): boolean {
   return (
@@ -209,6 +218,19 @@ export class LeaderElector {
   /** isLeader reports whether this candidate currently leads. */
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * holds reports whether this candidate leads and surely still holds the lease now: its last successful renewal
+   * started less than the renew deadline ago (leaseHeld), else the reason it may not. Asked before each write of the
+   * leader's work, it stops a process that was paused (SIGSTOP, a long GC, a frozen VM) past its lease from writing
+   * before its renew loop has noticed the loss.
+   */
+  holds(): true | string {
+    if (!this.leading) return `not leading the lease ${this.label}`;
+    return leaseHeld(this.renewedAt, this.renewDeadlineMs, performance.now())
+      ? true
+      : `no renewal of the lease ${this.label} succeeded within ${this.o.renewDeadlineSeconds}s`;
   }
 
   /** leader returns the holder of the lease as last observed; empty when unknown or free. */

@@ -103,6 +103,24 @@ describe('WorkQueue', () => {
     expect(queue.numRequeues('e')).toBe(0);
   });
 
+  it('takes adds again after reopen, once drained, with nothing of before shutDown queued', async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.add('a');
+    queue.addAfter('late', 100);
+    queue.shutDown();
+    expect(await queue.get()).toBe('a');
+    expect(() => queue.reopen()).toThrow(/every key was handed out and done/);
+    queue.done('a');
+    expect(await queue.get()).toBeUndefined();
+    queue.reopen();
+    expect(queue.shuttingDown()).toBe(false);
+    clock.step(100);
+    expect(queue.len()).toBe(0);
+    queue.add('b');
+    expect([queue.len(), await queue.get()]).toEqual([1, 'b']);
+  });
+
   it('resolves workers already waiting with undefined on shutDown', async () => {
     const queue = newQueue();
     const waiting = [track(queue.get()), track(queue.get())];

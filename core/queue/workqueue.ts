@@ -197,6 +197,17 @@ export abstract class BaseQueue implements RateLimitingQueue {
   }
 
   /**
+   * reopen takes adds again after `shutDown`, once every key has been handed out and done (the runner over it has
+   * stopped): the queue starts empty, as a new one would, keeping only the rate limiter's retry history.
+   */
+  reopen(): void {
+    if (!this.stopping) return;
+    if (this.readyCount() > 0 || this.processing.size > 0)
+      throw new Error('queue: reopen before every key was handed out and done');
+    this.stopping = false;
+  }
+
+  /**
    * discard forgets every key that matches: it is no longer dirty, its pending delay is cancelled and its retry history
    * cleared. Keys being processed stay processing until `done`. The subclass must drop matching keys from its ready
    * set itself, then call `reportDepth`.

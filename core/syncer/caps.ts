@@ -53,6 +53,11 @@ export class PendingCreates implements PendingReader {
 
   constructor(private readonly now: () => number = Date.now) {}
 
+  /** clear forgets every create recorded (a new leadership term: what the last one sent is in the cache or failed). */
+  clear(): void {
+    this.byTenant.clear();
+  }
+
   /** add records a create about to be sent. */
   add(tenant: string, resource: string, key: string, bytes: number): void {
     const id = `${tenant}|${resource}`;

@@ -17,6 +17,21 @@ export function watchDepth(s: QueueDepthSource): () => void {
   return () => depthSources.delete(s);
 }
 
+/** CacheSource is anything that reports whether its informer caches have synced (a syncer). */
+export interface CacheSource {
+  /** the super cluster it serves, for the super_cluster label */
+  readonly superCluster: string;
+  cachesSynced(): { super: boolean; tenants: Array<[string, boolean]> };
+}
+
+const cacheSources = new Set<CacheSource>();
+
+/** watchCaches adds a syncer to the cache-synced gauge; the returned function removes it. */
+export function watchCaches(s: CacheSource): () => void {
+  cacheSources.add(s);
+  return () => cacheSources.delete(s);
+}
+
 /**
  * WRITE_OPS are the `op` labels of vc_syncer_writes_total: the steps of a plan, then the effects that write (a bind,
  * a minted token, a recorded event, the deletion of a tenant Pod no kubelet finalizes, the super ServiceAccount
@@ -97,6 +112,23 @@ export const syncerMetrics = {
       for (const s of depthSources) {
         const l = s.concurrencyLimit?.();
         if (l) this.set({ super_cluster: l.superCluster }, l.limit);
+      }
+    },
+  }),
+  cacheSynced: new Gauge({
+    name: 'vc_syncer_cache_synced',
+    help:
+      'Whether the syncer\'s informer caches have synced (1) or not yet (0): the super cluster\'s (side="super") and ' +
+      'each tenant\'s (side="tenant"). A standby replica keeps them synced while another one leads.',
+    labelNames: ['super_cluster', 'side', 'tenant'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of cacheSources) {
+        const c = s.cachesSynced();
+        this.set({ super_cluster: s.superCluster, side: 'super', tenant: '' }, c.super ? 1 : 0);
+        for (const [t, ok] of c.tenants)
+          this.set({ super_cluster: s.superCluster, side: 'tenant', tenant: t }, ok ? 1 : 0);
       }
     },
   }),

@@ -1,4 +1,12 @@
-import { isAlreadyExists, isConflict, isTimeout, type KubeClient, type KubeObject } from '../kube/client.ts';
+import {
+  isAlreadyExists,
+  isConflict,
+  isTimeout,
+  isWriteFenced,
+  WriteFencedError,
+  type KubeClient,
+  type KubeObject,
+} from '../kube/client.ts';
 import { Informer, type EventHandler } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
@@ -12,7 +20,7 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
-import { countWrite, syncerMetrics, watchDepth } from './metrics.ts';
+import { countWrite, syncerMetrics, watchCaches, watchDepth } from './metrics.ts';
 import { patrol, PatrolMemo, signatureOf } from './patrol.ts';
 import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey, Router, superResources, tenantResources } from './routing.ts';
@@ -105,6 +113,22 @@ export interface SyncerOptions {
 }
 
 /**
+ * SyncerTerm is the leadership term a syncer's workers serve (start). Without one, the term lasts until stop.
+ */
+export interface SyncerTerm {
+  /** aborts when the term ends: the workers stop at once and the syncer sends no write after it */
+  signal?: AbortSignal;
+  /**
+   * holds is asked before every write: true while the leader Lease is surely still held, else the reason it may not
+   * be (no renewal within the renew deadline). A process that was paused past its Lease wakes up writing nothing.
+   */
+  holds?: () => true | string;
+}
+
+/** TERM_ENDED is why a write after the end of a leadership term is refused. */
+const TERM_ENDED = 'the leadership term of this syncer has ended';
+
+/**
  * Syncer copies what tenant Pods need from each tenant control plane into the super cluster and status back. It is
  * a composition of small parts: TenantSessions (per-tenant clients and informers), Router (events to keys, from the
  * plugins' declarations), the pure planner (plan.ts), runSteps (writes), Effects and patrol. Events only enqueue
@@ -119,8 +143,9 @@ export class Syncer {
   private readonly superCache = readerOf(this.superInformers);
   private readonly sessions: TenantSessions;
   private readonly router: Router;
-  private readonly effects: Effects;
-  private readonly tokens: TokenMinter;
+  /** the effects and token minter of the current term: a new term starts with fresh ones, as a fresh syncer would */
+  private effects: Effects;
+  private tokens: TokenMinter;
   private readonly missingNamespaceRetries = new Map<string, number>();
   /** creates sent to the super cluster and not in its cache yet, counted against the tenants' caps */
   private readonly pending = new PendingCreates();
@@ -131,9 +156,18 @@ export class Syncer {
   private readonly window?: SchedulingWindow;
   private unwatchLatency?: () => void;
   private unsubscribe?: () => void;
+  private unwatchCaches?: () => void;
   private gate?: Promise<void>;
   private openGate?: () => void;
   private patrolTimer?: NodeJS.Timeout;
+  /** the super client every write of this syncer goes through: fenced by the leadership term (mayWrite) */
+  private readonly superWriter: KubeClient;
+  /** the caches being started (warm), kept from one leadership term to the next */
+  private warming?: Promise<void>;
+  /** the leadership term being served, while it is */
+  private term?: SyncerTerm & { ended?: Promise<void> };
+  private terms = 0;
+  private stopped = false;
   /** patrolRuns counts completed patrol passes; patrolFixes counts the drift they found. */
   readonly stats = { patrolRuns: 0, patrolFixes: 0 };
 
@@ -167,6 +201,7 @@ export class Syncer {
       handlerFor: (s, resource) => this.tenantHandler(s, resource),
       onServed: (s) => this.replaySuper(s),
       onSettingsChanged: (s) => this.replayTenant(s),
+      mayWrite: () => this.mayWrite(),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
     });
     this.router = new Router({
@@ -177,14 +212,15 @@ export class Syncer {
       ...(o.name !== undefined && { superCluster: o.name }),
       ...(o.placement && { sharedTenants: true }),
     });
-    this.tokens = new TokenMinter(o.superClient, this.superCache);
-    this.effects = new Effects({
-      superClient: o.superClient,
-      superCache: this.superCache,
-      host: o.host,
-      tokens: this.tokens,
-    });
-    if (o.adaptiveConcurrency ?? true) this.limit = new AdaptiveLimit({ min: 1, max: workers });
+    this.superWriter = o.superClient.fenced(() => this.mayWrite());
+    this.tokens = new TokenMinter(this.superWriter, this.superCache);
+    this.effects = this.newEffects();
+    if (o.adaptiveConcurrency ?? true) {
+      const limit = (this.limit = new AdaptiveLimit({ min: 1, max: workers }));
+      this.unwatchLatency = o.superClient.onWriteLatency((ms) => {
+        if (limit.observe(ms)) this.queue.setConcurrencyLimit(limit.limit);
+      });
+    }
     const size = o.schedulingWindow ?? SYNCER_DEFAULTS.schedulingWindow;
     if (size > 0) this.window = new SchedulingWindow({ size, wake: (key) => this.queue.add(key) });
     this.unwatchDepth = watchDepth(this);
@@ -195,9 +231,34 @@ export class Syncer {
     return this.limit && { superCluster: this.o.name ?? 'default', limit: this.limit.limit };
   }
 
-  /** start syncs the super caches, then follows the tenant registry and starts the workers and the patrol. */
-  async start(): Promise<void> {
+  private newEffects(): Effects {
+    return new Effects({
+      superClient: this.superWriter,
+      superCache: this.superCache,
+      host: this.o.host,
+      tokens: this.tokens,
+    });
+  }
+
+  /**
+   * warm starts the read side only: the super informers (resolving once they have synced) and, following the tenant
+   * registry, every tenant's session and informers. No key is queued, nothing is written: a standby replica keeps its
+   * caches synced this way, so that start serves from them when it wins the Lease. Calling it again is harmless.
+   */
+  warm(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.warming ??= this.startCaches().catch((e: unknown) => {
+      this.warming = undefined;
+      throw e;
+    });
+    return this.warming;
+  }
+
+  private async startCaches(): Promise<void> {
+    // Nothing is queued outside a term: its start queues every cached key once.
+    if (!this.term) this.queue.shutDown();
     for (const [name, { resource, all }] of superResources(this.o.host)) {
+      if (this.superInformers.has(name)) continue;
       const inf = new Informer({
         client: this.o.superClient,
         resource,
@@ -205,19 +266,15 @@ export class Syncer {
         labelSelector: all ? undefined : `${LABEL.managedBy}=${MANAGER}`,
       });
       inf.addHandler(this.router.superHandler(name));
-      if (name === R.pods.resource) inf.addHandler(this.tokens.podHandler());
+      // The handler of the minter of the term at the time of the event.
+      if (name === R.pods.resource) inf.addHandler({ onDelete: (pod) => this.tokens.podHandler().onDelete?.(pod) });
       if (name === R.pods.resource && this.window) inf.addHandler(this.window.podHandler());
       this.superInformers.set(name, inf);
       inf.start();
     }
+    this.unwatchCaches ??= watchCaches(this);
     await Promise.all([...this.superInformers.values()].map((i) => i.waitForSync()));
-    const limit = this.limit;
-    if (limit) {
-      this.unwatchLatency = this.o.superClient.onWriteLatency((ms) => {
-        if (limit.observe(ms)) this.queue.setConcurrencyLimit(limit.limit);
-      });
-    }
-    this.runner.start();
+    if (this.unsubscribe || this.stopped) return;
     // A tenant that cannot be served (a kubeconfig that does not parse, a failing add) is reported and skipped; the
     // registry's next report of it tries again.
     this.unsubscribe = this.o.registry.subscribe((e) => {
@@ -230,6 +287,30 @@ export class Syncer {
         log.error({ tenant: key, op: e.type, err }, 'tenant could not be served; skipped until reported again');
       });
     });
+  }
+
+  /**
+   * start serves a leadership term: it warms the caches if they are not yet, then starts the workers over them, queues
+   * every cached key once (as a fresh start would) and starts the patrol. The term ends with its signal or standDown.
+   */
+  async start(term: SyncerTerm = {}): Promise<void> {
+    await this.warm();
+    if (this.term) throw new Error('syncer: a leadership term is being served already');
+    if (this.stopped) throw new Error('syncer: stopped');
+    if (term.signal?.aborted) return;
+    // A later term starts its writes afresh: the token Secrets are read again before the first mint (another leader
+    // may have minted meanwhile), and no event or condition is taken as recently written.
+    if (this.terms++) {
+      this.tokens = new TokenMinter(this.superWriter, this.superCache);
+      this.effects = this.newEffects();
+      this.pending.clear();
+      this.missingNamespaceRetries.clear();
+    }
+    this.term = { ...term };
+    this.queue.reopen();
+    this.runner.start();
+    term.signal?.addEventListener('abort', () => void this.standDown(), { once: true });
+    this.replayAll();
     const every = this.o.patrolIntervalMs ?? 60_000;
     if (every > 0) {
       this.patrolTimer = setInterval(() => {
@@ -241,22 +322,93 @@ export class Syncer {
       }, every);
       this.patrolTimer.unref();
     }
-    log.info({ superCluster: this.o.name ?? 'default', plugins: this.o.host.names() }, 'syncer started');
+    log.info(
+      { superCluster: this.o.name ?? 'default', plugins: this.o.host.names(), tenants: this.sessions.keys().length },
+      'syncer started',
+    );
   }
 
-  /** stop stops workers, informers and the patrol. */
+  /**
+   * standDown ends the leadership term: from now on no write is sent, the workers stop (the keys they hold end
+   * without writing), and so do the patrol, the event lane and the token minter. The caches stay warm for the next
+   * term. It resolves once the workers have stopped.
+   */
+  standDown(): Promise<void> {
+    const t = this.term;
+    if (!t) return Promise.resolve();
+    t.ended ??= (async () => {
+      clearInterval(this.patrolTimer);
+      this.tokens.stop();
+      const events = this.effects.events.stop();
+      this.resume();
+      await this.runner.stop();
+      await events;
+      // Parked Pod creates belong to the term: the next one queues every key again.
+      this.window?.clear();
+      if (this.term === t) this.term = undefined;
+      log.info({ superCluster: this.o.name ?? 'default' }, 'syncer stood down; caches kept');
+    })();
+    return t.ended;
+  }
+
+  /** superCluster is the name of the super cluster this syncer serves ('default' when unnamed). */
+  get superCluster(): string {
+    return this.o.name ?? 'default';
+  }
+
+  /** serving reports whether a leadership term is being served (the workers run). */
+  serving(): boolean {
+    return !!this.term && !this.term.ended;
+  }
+
+  /** cachesSynced reports whether the super caches and those of every tenant the registry reports have synced. */
+  cachesSynced(): { super: boolean; tenants: Array<[string, boolean]> } {
+    return {
+      super: this.superInformers.size > 0 && [...this.superInformers.values()].every((i) => i.hasSynced()),
+      tenants: this.sessions.keys().map((k) => [k, this.tenantReady(k)]),
+    };
+  }
+
+  /**
+   * mayWrite is the fence of every write: only during a term that has not ended, while its Lease is surely held.
+   */
+  private mayWrite(): true | string {
+    const t = this.term;
+    if (!t || t.ended || t.signal?.aborted) return TERM_ENDED;
+    return t.holds?.() ?? true;
+  }
+
+  /** replayAll queues every key the caches hold, as the informers' first adds and the tenants' replays would. */
+  private replayAll(): void {
+    for (const [name, inf] of this.superInformers) {
+      const h = this.router.superHandler(name);
+      for (const obj of inf.list()) h.onAdd?.(obj);
+    }
+    for (const s of this.sessions.all()) {
+      if (!s.ready) continue;
+      for (const [name, inf] of s.informers) {
+        const h = this.router.tenantHandler(s, name);
+        for (const obj of inf.list()) h.onAdd?.(obj);
+      }
+      this.replaySuper(s);
+    }
+  }
+
+  /** stop ends the term being served and stops the informers: nothing of the syncer runs after it. */
   async stop(): Promise<void> {
+    this.stopped = true;
     this.unwatchDepth();
     this.unwatchLatency?.();
     this.window?.stop();
-    this.resume();
-    clearInterval(this.patrolTimer);
+    this.unwatchCaches?.();
+    await this.standDown();
     this.tokens.stop();
+    // Stopped super informers release a warm-up still waiting for them to sync; it then subscribes to nothing.
+    await Promise.all([...this.superInformers.values()].map((i) => i.stop()));
+    await this.warming?.catch(() => {});
     this.unsubscribe?.();
-    await this.runner.stop();
     await this.effects.events.stop();
     await this.sessions.removeAll();
-    await Promise.all([...this.superInformers.values()].map((i) => i.stop()));
   }
 
   /** tenantReady reports whether a tenant's caches have synced and its keys are being served. */
@@ -550,6 +702,12 @@ export class Syncer {
         });
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
     } catch (e) {
+      // A write refused because the term ended (or its Lease is not surely held): nothing was sent. A term that goes on
+      // (a renewal that succeeds late) takes the key again soon; an ended one has shut its queue, which drops it.
+      if (isWriteFenced(e)) {
+        log.debug({ key, err: e.message }, 'write fenced by the leadership term');
+        return { requeueAfter: 1000 };
+      }
       syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
       const failed = pluginErrorOf(e);
       // A plugin that throws on this object: reported, the object skipped and retried with backoff (the plugin or
@@ -626,8 +784,10 @@ export class Syncer {
 
   private async write(s: TenantSession, p: ResourcePlugin, step: Step): Promise<KubeObject | undefined> {
     const r = p.manifest.resource!;
+    const fenced = this.mayWrite();
+    if (fenced !== true) throw new WriteFencedError(step.op, `${s.tenant.key} ${r.resource}`, fenced);
     countWrite({ tenant: s.tenant.key, plugin: p.manifest.name, op: step.op, ...stepWrite(r, step) });
-    return write({ superClient: this.o.superClient, tenantClient: s.client }, r, step);
+    return write({ superClient: this.superWriter, tenantClient: s.client }, r, step);
   }
 
   /**

@@ -37,6 +37,11 @@ export interface TenantSessionsOptions {
    * old settings, such as a Pod refused by the old policy, are planned again now rather than at the next patrol
    */
   onSettingsChanged?(s: TenantSession): void;
+  /**
+   * mayWrite fences every write to a tenant apiserver (KubeClient.fenced): a reason instead of true refuses it unsent.
+   * Absent: writes are not fenced.
+   */
+  mayWrite?: () => true | string;
   /** requestTimeoutMs bounds every request to a tenant apiserver but watches (see KubeClient's ClientOptions) */
   requestTimeoutMs: number;
 }
@@ -127,9 +132,10 @@ export class TenantSessions {
   }
 
   private async add(t: Tenant): Promise<void> {
-    const client = await KubeClient.fromString(t.kubeconfig, `the admin kubeconfig of tenant ${t.key}`, {
+    const direct = await KubeClient.fromString(t.kubeconfig, `the admin kubeconfig of tenant ${t.key}`, {
       timeoutMs: this.o.requestTimeoutMs,
     });
+    const client = this.o.mayWrite ? direct.fenced(this.o.mayWrite) : direct;
     // Removed while its client was being made (the syncer stopping at the end of a leadership term): a session
     // registered now would outlive the removal, with its informers' watches and its client's connections.
     if (this.removeAfterAdd.has(t.key)) {

@@ -140,6 +140,17 @@ describe('SchedulingWindow', () => {
     w.stop();
   });
 
+  it('clear forgets every tenant, as a new leadership term starts from its own replay', () => {
+    const { w, woken, pods } = newWindow(1);
+    w.reserve('a', 'a-default/p0', 'a/pods/default/p0');
+    w.reserve('a', 'a-default/p1', 'a/pods/default/p1');
+    w.reserve('b', 'b-default/q0', 'b/pods/default/q0');
+    w.clear();
+    pods.onDelete!(superPod('a', 'p0'));
+    expect(woken).toEqual([]);
+    expect([w.waitingOf('a'), w.parkedOf('a'), w.waitingOf('b')]).toEqual([0, 0, 0]);
+  });
+
   it.each([0, -1, 1.5])('refuses size %d', (size) => {
     expect(() => new SchedulingWindow({ size, wake: () => undefined })).toThrow(/size must be a positive integer/);
   });

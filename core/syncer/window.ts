@@ -87,6 +87,12 @@ export class SchedulingWindow {
     this.tenants.delete(tenant);
   }
 
+  /** clear forgets every tenant's Pods and parked keys (a leadership term ended: the next one queues every key). */
+  clear(): void {
+    this.tenants.clear();
+    this.stop();
+  }
+
   /** stop ends the recheck timer. */
   stop(): void {
     clearInterval(this.timer);

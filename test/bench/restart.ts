@@ -9,15 +9,17 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 import { killManager, managerMetric, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
-import { createPodsAndWaitRunning } from './pods.ts';
+import { createPodsAndWaitRunning, envInt } from './pods.ts';
 import { waitServiceAccount, waitUntil } from './syncer.ts';
 
 /**
- * The restart benchmark: `vc manager` processes running the compiled program (dist/, as `vc` runs it), 2 tenants x
- * BENCH_RESTART_PODS Pods synced, then two takeovers after `kill -9` of the leader: by a standby replica already
- * running, and by a manager spawned only after the kill. For each: the time to the new leader, to serving (its queue
- * drained and every Pod key reconciled once), and the writes it made (0 expected, nothing changed). Spawn figures
- * are split into loading the program (until /metrics is served) and the rest.
+ * The restart benchmark: `vc manager` processes running the compiled program (dist/, as `vc` runs it),
+ * BENCH_RESTART_TENANTS tenants (default 2) x BENCH_RESTART_PODS Pods (default 50) synced, then two takeovers after
+ * `kill -9` of the leader: by a standby replica already running, and by a manager spawned only after the kill. For
+ * each: the time to the new leader, to serving (its queue drained and every Pod key reconciled once), and the writes
+ * it made (0 expected, nothing changed). Spawn figures are split into loading the program (until /metrics is served)
+ * and the rest. The leader is killed once the standby's caches are warm (vc_syncer_cache_synced), as one that has been
+ * running for a while: the time it took to warm them is reported as its warm-up.
  */
 
 const DIST = join(import.meta.dirname, '../../dist/core/programs/cli/main.js');
@@ -43,10 +45,28 @@ async function serving(m: ManagerProc, pods: number, tenants: number): Promise<n
   return performance.now();
 }
 
+/**
+ * warm waits until a standby reports its super cache and every tenant's synced, and returns when; undefined for a
+ * program that keeps no caches while standing by (built before vc_syncer_cache_synced, for a comparison).
+ */
+async function warm(m: ManagerProc, tenants: number): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+  if (!text.includes('# TYPE vc_syncer_cache_synced ')) return undefined;
+  await waitUntil(
+    async () =>
+      (await managerMetric(m, 'vc_syncer_cache_synced', 'side="super"')) === 1 &&
+      (await managerMetric(m, 'vc_syncer_cache_synced', 'side="tenant"')) === tenants,
+    300_000,
+    () => 'standby caches synced',
+    100,
+  );
+  return performance.now();
+}
+
 /** restartBench measures the takeovers after kill -9 of the leading manager. */
 export async function restartBench(): Promise<BenchResult> {
-  const T = 2;
-  const P = Number(process.env.BENCH_RESTART_PODS ?? 50);
+  const T = envInt('BENCH_RESTART_TENANTS', 2);
+  const P = envInt('BENCH_RESTART_PODS', 50);
   const log = (msg: string) =>
     process.stdout.write(`[restart-bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
   if (!existsSync(DIST)) throw new Error('restart bench: run `npm run build` first (it measures the compiled program)');
@@ -100,11 +120,20 @@ export async function restartBench(): Promise<BenchResult> {
 
     // 1. A standby replica is already running when the leader is killed.
     const standby = await startManager(config);
+    const warmAt = await warm(standby, T);
+    const warmUpMs = warmAt === undefined ? undefined : round(warmAt - standby.startedAt);
+    log(warmUpMs === undefined ? 'standby keeps no caches' : `standby caches synced ${warmUpMs} ms after its spawn`);
     const k1 = performance.now();
     await killManager(first);
     const s1 = await serving(standby, T * P, T);
     const standbyWrites = await managerMetric(standby, 'vc_syncer_writes_total');
+    // What serving took after the Lease: one reconcile per cached key, by the reconciles' own clock.
+    const reconciles = await managerMetric(standby, 'vc_syncer_sync_duration_seconds_count');
+    const reconcileSeconds = await managerMetric(standby, 'vc_syncer_sync_duration_seconds_sum');
     const standbyFig = {
+      warmUpMs,
+      reconciles,
+      reconcileMsEach: Number(((reconcileSeconds * 1000) / Math.max(1, reconciles)).toFixed(3)),
       killToLeaderMs: round(standby.leaderAt! - k1),
       killToServingMs: round(s1 - k1),
       writes: standbyWrites,
@@ -130,6 +159,7 @@ export async function restartBench(): Promise<BenchResult> {
         pods: T * P,
         loadAverageAtStart: Number(load0.toFixed(1)),
         coldProgramLoadMs: round(coldLoadMs),
+        ...(warmUpMs !== undefined && { standbyWarmUpMs: warmUpMs }),
         standbyKillToLeaderMs: standbyFig.killToLeaderMs,
         standbyKillToServingMs: standbyFig.killToServingMs,
         standbyWrites,

@@ -11,7 +11,7 @@ import { IDENTITY } from '../../names/names.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../../metrics/ops.ts';
 import type { PluginHost } from '../../plugins/host.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
-import { Syncer } from '../../syncer/syncer.ts';
+import { Syncer, type SyncerTerm } from '../../syncer/syncer.ts';
 import { MutableTenantRegistry, type TenantRegistry } from '../../tenancy/tenant.ts';
 import { routedRegistry } from '../../tenancy/routing.ts';
 import { signedPlacements } from '../../syncer/placement.ts';
@@ -153,6 +153,13 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       ? new MetaTenantRegistry({ meta: clients[0]!, defaults: managerDefaults(cfg) })
       : undefined;
   metaTenants?.subscribe((e) => (e.type === 'upsert' ? tenants.upsert(e.tenant) : tenants.remove(e.key)));
+  // It reads only, so it runs for the whole process, standing by included; a start that failed is tried again.
+  let metaStarted: Promise<void> | undefined;
+  const startMetaTenants = () =>
+    (metaStarted ??= metaTenants?.start().catch((e: unknown) => {
+      metaStarted = undefined;
+      throw e;
+    }));
   // Controllers run once (their queues and informers end with a leadership term): one per term.
   const newGitops = () =>
     cfg.gitops?.enabled && !syncerOnly
@@ -217,18 +224,16 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   let virtualClusters: VirtualClusterController | undefined;
   let gitops: GitOpsController | undefined;
   let running = false;
-  let terms = 0;
-  const start = async () => {
-    // A Syncer runs once: leadership lost and won again starts new ones (their caches are rebuilt anyway).
-    if (terms++) syncers.splice(0, syncers.length, ...makeSyncers());
+  const start = async (term: SyncerTerm = {}) => {
     // The last term's controllers are stopped: a halt after this start fails must not stop them again.
     virtualClusters = undefined;
     gitops = undefined;
     // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
     for (const src of syncerOnly ? [] : (cfg.gitops?.sources ?? []))
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
-    await Promise.all(syncers.map((s) => s.start()));
-    await metaTenants?.start();
+    // The syncers' caches outlive a term (warmed while standing by): a term starts their workers over them.
+    await startMetaTenants();
+    await Promise.all(syncers.map((s) => s.start(term)));
     if (reg?.enabled && (!syncerOnly || registeredExternal.has(o.syncerOnly!))) {
       const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
       registered = r;
@@ -261,14 +266,13 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     scheduler = undefined;
     await gitops?.stop();
     await virtualClusters?.stop();
-    await metaTenants?.stop();
     // The registered syncers stop before the registry closes the clients they use.
     unwatchRegistry?.();
     await registered?.stop();
     registered = undefined;
     await registry?.stop();
     registry = undefined;
-    await Promise.all(syncers.map((s) => s.stop()));
+    await Promise.all(syncers.map((s) => s.standDown()));
     // The tenants' control planes this process runs (local provisioner) outlive a term: a lease lost under load must
     // not restart every tenant's apiserver. The next term finds them running; the manager's stop ends them.
   };
@@ -282,6 +286,14 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       running || !!cfg.leaderElection?.enabled ? true : 'syncers not started',
     ),
   ];
+  // While another replica leads, this one keeps the syncers' caches (and the tenant feed of `vc syncer`) synced, so
+  // that winning the Lease starts the workers over them instead of listing everything again.
+  const warm = async () => {
+    await Promise.all([startMetaTenants(), ...syncers.map((s) => s.warm())]);
+  };
+  const warming = warm().catch((err: unknown) =>
+    log.error({ err }, 'warming the caches failed; a leadership term starts them again'),
+  );
   const stopElection = new AbortController();
   let lastTerm = Promise.resolve();
   let election: Promise<void> | undefined;
@@ -310,7 +322,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
           if (signal.aborted) return;
           log.info('became leader; starting syncers');
           try {
-            await start();
+            await start({ signal, holds: () => elector.holds() });
             // Leadership can end while start() still runs (a slow cache sync): then the signal is already aborted
             // and no abort event will come, so wait only for one that has not happened yet.
             if (!signal.aborted)
@@ -360,6 +372,10 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await election;
       await lastTerm;
       if (running) await halt();
+      // Stopping them releases a warm-up still waiting for a cache to sync.
+      await metaTenants?.stop();
+      await Promise.all(syncers.map((s) => s.stop()));
+      await warming;
       await lifecycle?.stopProvisioners();
       removeChecks.forEach((r) => r());
       await ops.close();
