@@ -7,7 +7,7 @@ import {
   type KubeClient,
   type KubeObject,
 } from '../kube/client.ts';
-import { Informer, type EventHandler } from '../kube/informer.ts';
+import { Informer, objectKey, type EventHandler } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
 import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
@@ -627,9 +627,7 @@ export class Syncer {
   private windowedPods(p: ResourcePlugin, steps: readonly Step[]): string[] {
     const r = p.manifest.resource!;
     if (!this.window || r.resource !== R.pods.resource || r.group !== R.pods.group) return [];
-    return steps.flatMap((st) =>
-      st.op === 'createSuper' ? [`${st.obj.metadata?.namespace ?? ''}/${st.obj.metadata?.name ?? ''}`] : [],
-    );
+    return steps.flatMap((st) => (st.op === 'createSuper' ? [objectKey(st.obj)] : []));
   }
 
   private async reconcile(key: string, signal: AbortSignal): Promise<Result> {

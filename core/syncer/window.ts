@@ -1,4 +1,4 @@
-import type { EventHandler } from '../kube/informer.ts';
+import { objectKey, type EventHandler } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/client.ts';
 import { provenanceOf } from '../names/names.ts';
 
@@ -106,10 +106,7 @@ export class SchedulingWindow {
       if (!tenant) return;
       const w = this.tenants.get(tenant);
       if (!w) return;
-      const id = `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-      if (gone || !waitsForScheduler(o)) {
-        if (w.waiting.delete(id)) this.wakeSome(tenant, w);
-      }
+      if ((gone || !waitsForScheduler(o)) && w.waiting.delete(objectKey(o))) this.wakeSome(tenant, w);
     };
     return {
       onAdd: (o) => seen(o, false),
