@@ -59,6 +59,32 @@ export function selectedCases(argv: readonly string[]): FaultCase[] {
   return FAULT_CASES.filter((c) => c === 'baseline' || named.includes(c));
 }
 
+/** FaultSizes are the FAULTS_* sizes that decide how many Pods the suite holds at once. */
+export interface FaultSizes {
+  tenants: number;
+  pods: number;
+  killPods: number;
+  deletePods: number;
+  tenantDownSeconds: number;
+  paceMs: number;
+}
+
+/**
+ * peakPods is the most Pods the selected cases hold at once (each case's Pods are deleted before the next), which
+ * sizes the kwok nodes: the tenant-apiserver case's other tenants create one Pod each per pace, at most every
+ * `paceMs`, in two phases of `tenantDownSeconds`, beside the downed tenant's own share.
+ */
+export function peakPods(cases: readonly FaultCase[], s: FaultSizes): number {
+  const paced =
+    2 * Math.ceil((s.tenantDownSeconds * 1000) / s.paceMs) * (s.tenants - 1) + Math.ceil(s.pods / s.tenants);
+  return Math.max(
+    s.pods,
+    cases.includes('kill-manager') ? s.killPods : 0,
+    cases.includes('tenant-delete') ? s.deletePods + s.pods : 0,
+    cases.includes('tenant-apiserver') ? paced : 0,
+  );
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PODS_PER_NODE = 110;
 const CONCURRENCY = 16;
@@ -110,11 +136,14 @@ export async function faultsBench(): Promise<BenchResult> {
   const TENANT_DOWN_S = envInt('FAULTS_TENANT_DOWN_SECONDS', 60);
   const OUTAGE_S = envInt('FAULTS_OUTAGE_SECONDS', 10);
   const PACE_MS = envInt('FAULTS_PACE_MS', 500);
-  const maxPods = Math.max(
-    PODS,
-    cases.includes('kill-manager') ? KILL_PODS : 0,
-    cases.includes('tenant-delete') ? DELETE_PODS + PODS : 0,
-  );
+  const maxPods = peakPods(cases, {
+    tenants: T,
+    pods: PODS,
+    killPods: KILL_PODS,
+    deletePods: DELETE_PODS,
+    tenantDownSeconds: TENANT_DOWN_S,
+    paceMs: PACE_MS,
+  });
   const nodes = Math.max(2, Math.ceil((maxPods * 1.3) / PODS_PER_NODE));
   const log = (msg: string) => process.stdout.write(`[faults ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'vc-bench-faults-'));
