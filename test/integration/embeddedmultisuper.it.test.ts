@@ -129,14 +129,17 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     }, 90_000);
     expect((await dev.get<P>(R.pods, 'sliced', away)).status?.phase).toBe('Pending');
 
-    const out = (
-      await execP(process.execPath, [vcBin, 'get', '-o', 'wide', '--kubeconfig', e.superCluster.kubeconfigPath], {
-        timeout: 60_000,
-      })
-    ).stdout;
-    const row = out.split('\n').find((l) => /^default\s+dev\s/.test(l));
-    expect(out.split('\n')[0]).toMatch(/PINNED\s+PLACEMENTS$/);
-    expect(row).toMatch(/\sr1=\d+ns\/1sl,r2=\d+ns\/1sl$/);
+    // vc get reads the summary the scheduler publishes every 2 s: it shows the slices at the latest one period on.
+    await eventually(async () => {
+      const out = (
+        await execP(process.execPath, [vcBin, 'get', '-o', 'wide', '--kubeconfig', e.superCluster.kubeconfigPath], {
+          timeout: 60_000,
+        })
+      ).stdout;
+      const row = out.split('\n').find((l) => /^default\s+dev\s/.test(l));
+      expect(out.split('\n')[0]).toMatch(/PINNED\s+PLACEMENTS$/);
+      expect(row).toMatch(/\sr1=\d+ns\/1sl,r2=\d+ns\/1sl$/);
+    }, 30_000);
   });
 
   it("honours a VirtualCluster's spec.superCluster end to end: its namespaces and Pods go to r2 only", async () => {
