@@ -57,3 +57,29 @@ describe('KubeClient.fenced', () => {
     ]);
   });
 });
+
+describe('countSend', () => {
+  it('counts a write in vc_syncer_writes_total only when the fence lets it be sent', async () => {
+    const { countSend, syncerMetrics } = await import('../syncer/metrics.ts');
+    const w = {
+      tenant: 'fence-count-test',
+      plugin: 'p',
+      op: 'event',
+      side: 'tenant',
+      verb: 'create',
+      resource: 'events',
+    } as const;
+    const counted = async () =>
+      (await syncerMetrics.writes.get()).values.find((v) => v.labels.tenant === w.tenant)?.value ?? 0;
+    let verdict: true | string = true;
+    const f = client.fenced(() => verdict);
+    countSend(f, w);
+    countSend(client, w);
+    expect(await counted()).toBe(2);
+    verdict = 'the Lease was lost';
+    expect(() => countSend(f, w)).toThrow(/not sent: the Lease was lost/);
+    // The unfenced client it was made from still counts.
+    countSend(client, w);
+    expect(await counted()).toBe(3);
+  });
+});

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
+import { type KubeClient, WriteFencedError } from '../kube/client.ts';
 import { registry } from '../metrics/registry.ts';
 
 /** QueueDepthSource is anything that reports the keys waiting and the keys being processed per tenant (a syncer). */
@@ -188,6 +189,16 @@ export const syncerMetrics = {
 /** countWrite counts one write in vc_syncer_writes_total. */
 export function countWrite(w: Write): void {
   syncerMetrics.writes.inc({ ...w });
+}
+
+/**
+ * countSend counts one write `client` is about to send, or throws WriteFencedError (counting nothing) when the
+ * client's fence (KubeClient.fenced) would refuse it: vc_syncer_writes_total counts what reached an apiserver's door.
+ */
+export function countSend(client: Pick<KubeClient, 'mayWrite'>, w: Write): void {
+  const verdict = client.mayWrite();
+  if (verdict !== true) throw new WriteFencedError(w.verb, `${w.side} ${w.resource}`, verdict);
+  countWrite(w);
 }
 
 /**

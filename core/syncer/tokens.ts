@@ -6,7 +6,7 @@ import { R } from '../kube/resources.ts';
 import { ANN, IDENTITY, LABEL, MANAGER } from '../names/names.ts';
 import type { CacheReader, Effect } from '../plugins/contract.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
-import { countWrite } from './metrics.ts';
+import { countSend } from './metrics.ts';
 
 /** TOKEN_SECONDS is the lifetime asked for each token; tokens are refreshed at 80% of it. */
 export const TOKEN_SECONDS = 3600;
@@ -307,7 +307,14 @@ export class TokenMinter {
       const count =
         s.wrote ??
         ((w: TokenWrite) =>
-          countWrite({ tenant: s.tenant, plugin: SWEEP_PLUGIN, op: 'token', side: w[0], verb: w[1], resource: w[2] }));
+          countSend(this.superClient, {
+            tenant: s.tenant,
+            plugin: SWEEP_PLUGIN,
+            op: 'token',
+            side: w[0],
+            verb: w[1],
+            resource: w[2],
+          }));
       try {
         count(['super', 'delete', resourceName(R.secrets)]);
         await this.superClient.delete(R.secrets, namespace, name, s.uid ? { uid: s.uid } : {});
