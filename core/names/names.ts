@@ -47,6 +47,8 @@ export const ANN = {
   confirmDeletion: `${PREFIX}/confirm-deletion`,
   /** on a GitSource: the one revision allowed although it does not descend from the last applied one */
   allowRevision: `${PREFIX}/allow-revision`,
+  /** on a super ResourceQuota or LimitRange the syncer keeps: a hash of the spec it last applied */
+  specHash: `${PREFIX}/spec-hash`,
 } as const;
 
 /** LABEL names the labels written on every super object. */

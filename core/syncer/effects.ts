@@ -3,7 +3,7 @@ import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, t
 import { recordEvent } from '../kube/events.ts';
 import { EventLane } from './eventlane.ts';
 import { childLogger } from '../log.ts';
-import { LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
+import { ANN, LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
 import { QUOTA_OBJECT_NAME } from '../../plugins/sdk/src/wellknown.ts';
 import { R } from '../kube/resources.ts';
 import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
@@ -11,8 +11,9 @@ import { callPlugin } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { diffStatus, forCreate } from './diff.ts';
 import { resourceName } from './execute.ts';
-import { countWrite, syncerMetrics, type Write, type WriteOp } from './metrics.ts';
+import { countSend, countWrite, syncerMetrics, type Write, type WriteOp } from './metrics.ts';
 import { markManaged } from './plan.ts';
+import { covers, specHash } from './semantic.ts';
 import type { TenantSession } from './tenants.ts';
 import type { TokenMinter } from './tokens.ts';
 
@@ -89,6 +90,15 @@ export class Effects {
     this.lane = o.events ?? new EventLane({ onDrop: (tenant) => syncerMetrics.eventsDropped.inc({ tenant }) });
   }
 
+  /**
+   * count counts one write of an effect in vc_syncer_writes_total just before it is sent, through the client of its
+   * side, or throws WriteFencedError without counting when that client's fence refuses it.
+   */
+  private count(t: Pick<EffectTarget, 'session'>, w: Write): void {
+    // Every tenant write of an effect goes through the session's client, every super write through superClient.
+    countSend(w.side === 'super' ? this.o.superClient : t.session.client, w);
+  }
+
   /** events is the lane the events of this syncer are written on. */
   get events(): EventLane {
     return this.lane;
@@ -106,7 +116,7 @@ export class Effects {
         return;
       case 'deleteTenant':
         if (e.status) await this.tenantStatus(t, e);
-        countWrite(write(t, 'deleteTenant', 'tenant', 'delete', resourceName(t.resource)));
+        this.count(t, write(t, 'deleteTenant', 'tenant', 'delete', resourceName(t.resource)));
         await s.client.delete(t.resource, e.namespace, e.name, {
           uid: e.uid,
           gracePeriodSeconds: e.gracePeriodSeconds,
@@ -121,7 +131,7 @@ export class Effects {
           s.tenant,
           s.client,
           { ...e, superNamespace: superNs, superPodUid: uid },
-          (w) => countWrite(write(t, 'token', ...w)),
+          (w) => this.count(t, write(t, 'token', ...w)),
         );
         return r.refreshInMs;
       }
@@ -129,7 +139,7 @@ export class Effects {
         const sns = s.names.superNamespace(e.namespace);
         // Only in a super namespace the syncer wrote for this tenant's namespace (as every create: plan.ts).
         if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
-        countWrite(write(t, 'superServiceAccount', 'super', 'patch', resourceName(R.serviceaccounts)));
+        this.count(t, write(t, 'superServiceAccount', 'super', 'patch', resourceName(R.serviceaccounts)));
         await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, {
           force: true,
         });
@@ -168,7 +178,7 @@ export class Effects {
       if (!want) {
         const uid = cached?.metadata?.uid;
         if (!uid || cached.metadata?.labels?.[LABEL.cluster] !== s.tenant.key) continue;
-        countWrite(write(t, 'superQuota', 'super', 'delete', resourceName(r)));
+        this.count(t, write(t, 'superQuota', 'super', 'delete', resourceName(r)));
         try {
           await this.o.superClient.delete(r, sns, name, { uid });
         } catch (err) {
@@ -177,10 +187,22 @@ export class Effects {
         continue;
       }
       const spec = (o: KubeObject | undefined) => (o as { spec?: unknown } | undefined)?.spec;
-      if (cached && isDeepStrictEqual(cached.metadata?.labels, labels) && isDeepStrictEqual(spec(cached), spec(want)))
+      // The apiserver rewrites quantities ("1000" comes back as "1k") and defaults fields (a LimitRange's
+      // defaultRequest): the stored spec is compared by what it covers, and the hash of the last applied spec tells a
+      // field dropped since. Otherwise every reconcile of the namespace would write both again.
+      const hash = specHash(spec(want));
+      if (
+        cached &&
+        isDeepStrictEqual(cached.metadata?.labels, labels) &&
+        cached.metadata?.annotations?.[ANN.specHash] === hash &&
+        covers(spec(cached), spec(want))
+      )
         continue;
-      const desired: KubeObject = { ...want, metadata: { name, namespace: sns, labels } };
-      countWrite(write(t, 'superQuota', 'super', 'patch', resourceName(r)));
+      const desired: KubeObject = {
+        ...want,
+        metadata: { name, namespace: sns, labels, annotations: { [ANN.specHash]: hash } },
+      };
+      this.count(t, write(t, 'superQuota', 'super', 'patch', resourceName(r)));
       await this.o.superClient.apply(r, desired, MANAGER, { force: true });
     }
   }
@@ -211,7 +233,7 @@ export class Effects {
       kind: 'NetworkPolicy',
       metadata: { name, namespace: sns, labels },
     };
-    countWrite(write(t, 'superNetworkPolicy', 'super', 'patch', resourceName(R.networkpolicies)));
+    this.count(t, write(t, 'superNetworkPolicy', 'super', 'patch', resourceName(R.networkpolicies)));
     await this.o.superClient.apply(R.networkpolicies, desired, MANAGER, { force: true });
   }
 
@@ -228,7 +250,7 @@ export class Effects {
       status: e.status,
     };
     // Counted before it is sent, as every other write: a write the apiserver refused still reached it.
-    countWrite(write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
+    this.count(t, write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
     try {
       await t.session.client.apply(r, obj, MANAGER, { force: true, subresource: 'status' });
     } catch (err) {
@@ -252,7 +274,7 @@ export class Effects {
       metadata: { namespace: e.namespace, name: e.name },
       status: { conditions: [{ ...e.condition, lastTransitionTime: new Date().toISOString() }] },
     };
-    countWrite(write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
+    this.count(t, write(t, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
     try {
       await t.session.client.apply(r, obj, MANAGER, { force: true, subresource: 'status' });
     } catch (err) {
@@ -275,6 +297,11 @@ export class Effects {
     const client = e.side === 'tenant' ? t.session.client : this.o.superClient;
     const tenant = t.session.tenant.key;
     const queued = this.lane.push(tenant, async () => {
+      // A write the fence refuses is not sent nor counted; the event may be recorded again in a later term.
+      if (client.mayWrite() !== true) {
+        this.recentEvents.delete(id);
+        return;
+      }
       countWrite(write(t, 'event', e.side, 'create', resourceName(R.events)));
       const err = await recordEvent(client, e.regarding, e.eventType, e.reason, e.message, MANAGER);
       if (err) {
@@ -301,11 +328,11 @@ export class Effects {
       const desired = markManaged(needed);
       const by = { ...t, plugin: p.manifest.name };
       try {
-        countWrite(write(by, 'createTenant', 'tenant', 'create', resourceName(r)));
+        this.count(by, write(by, 'createTenant', 'tenant', 'create', resourceName(r)));
         const created = await s.client.create(r, forCreate(desired), { fieldManager: MANAGER });
         const st = diffStatus(created, desired);
         if (st.length) {
-          countWrite(write(by, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
+          this.count(by, write(by, 'patchTenantStatus', 'tenant', 'patch', resourceName(r, 'status')));
           await s.client.patch(r, created.metadata?.namespace, created.metadata?.name ?? '', st, 'json', {
             subresource: 'status',
             fieldManager: MANAGER,
@@ -315,7 +342,7 @@ export class Effects {
         if (!isAlreadyExists(err)) throw err;
       }
     }
-    countWrite(write(t, 'bind', 'tenant', 'create', resourceName(t.resource, 'binding')));
+    this.count(t, write(t, 'bind', 'tenant', 'create', resourceName(t.resource, 'binding')));
     try {
       await s.client.request('POST', KubeClient.path(t.resource, e.namespace, e.name, 'binding'), {
         body: {
