@@ -36,6 +36,7 @@ export default defineConfig({
             'plugins/**/*.test.ts',
             'gitops/**/*.test.ts',
             'schemas/**/*.test.ts',
+            'test/*.test.ts',
             'test/bench/**/*.test.ts',
             'test/conformance/**/*.test.ts',
             'deploy/**/*.test.ts',

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { parse } from 'yaml';
 import {
   CRD_NAMES,
@@ -186,6 +186,7 @@ describe('generated CRDs', () => {
 
   it('lists missing and changed files as stale, and none after writing', () => {
     const root = mkdtempSync(join(tmpdir(), 'vc-crdgen-'));
+    onTestFinished(() => rmSync(root, { recursive: true, force: true }));
     const all = CRD_NAMES.map(crdFile);
     expect(all).toContain('deploy/crds/virtualclusters.yaml');
     expect(staleCRDs(root)).toEqual(all);

@@ -1,6 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { LocalSuperCluster, type SuperClusterOptions } from '../core/local/supercluster.ts';
 import type { KubeClient } from '../core/kube/client.ts';
 import type { LocalControlPlane } from '../core/local/controlplane.ts';
@@ -8,6 +6,7 @@ import { tenantFrom, type Tenant } from '../core/tenancy/tenant.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../core/local/registration.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
 import { realNodePreflightHere } from '../core/local/realnode.ts';
+import { removeStateDir, stateDir as makeStateDir } from './statedirs.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */
 export interface TestSuper {
@@ -38,7 +37,7 @@ export async function startTestSuper(
   } = {},
 ): Promise<TestSuper> {
   await ensureToolchain();
-  const stateDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
+  const stateDir = makeStateDir('vc-test-');
   const { superClusters = 1, ...opts } = o;
   // Real-node files of other checkouts may run on this host at the same time: wait for their nodes, not fail.
   const sc = await LocalSuperCluster.start({ nodes: 2, realNodeLockWaitMs: 30 * 60_000, ...opts, stateDir });
@@ -68,7 +67,7 @@ export async function startTestSuper(
     supers,
     async stop() {
       await sc.stop();
-      if (!process.env.KEEP_STATE) rmSync(stateDir, { recursive: true, force: true });
+      if (!process.env.KEEP_STATE) removeStateDir(stateDir);
     },
   };
 }

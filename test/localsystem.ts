@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { R } from '../core/kube/resources.ts';
@@ -10,6 +8,7 @@ import { ImportProvisioner } from '../core/provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../core/provisioners/local/provisioner.ts';
 import { MutableTenantRegistry } from '../core/tenancy/tenant.ts';
 import { eventually, type TestSuper } from './harness.ts';
+import { removeStateDir, stateDir } from './statedirs.ts';
 
 /** LocalSystemOptions tune startLocalSystem. */
 export interface LocalSystemOptions {
@@ -44,7 +43,7 @@ export interface LocalSystem {
 /** startLocalSystem applies the CRDs to t and starts the local provisioner and the VirtualCluster controller. */
 export async function startLocalSystem(t: TestSuper, o: LocalSystemOptions): Promise<LocalSystem> {
   await applyCRDs(t.sc);
-  const dir = mkdtempSync(join(tmpdir(), `vc-${o.name}-`));
+  const dir = stateDir(`vc-${o.name}-`);
   const tenants = o.tenants ?? new MutableTenantRegistry();
   const local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
   let controller: VirtualClusterController | undefined;
@@ -78,7 +77,7 @@ export async function startLocalSystem(t: TestSuper, o: LocalSystemOptions): Pro
     async stop() {
       await sys.stopController();
       await local.stop();
-      rmSync(dir, { recursive: true, force: true });
+      removeStateDir(dir);
     },
   };
   try {

@@ -1,10 +1,10 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { PLUGIN_API_VERSION, type Plugin } from './contract.ts';
 import { apiVersionProblem, PluginHost, resolvePackage, SUPPORTED_API_MAJORS } from './host.ts';
+import { testDir } from '../../test/tmpdir.ts';
 
 const sandbox = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
 const good = (name: string, extra: Record<string, unknown> = {}): Plugin =>
@@ -72,7 +72,7 @@ describe('plugin host', () => {
   });
 
   it('loads a third-party package by path and reports one that fails to load, by its source', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vc-plugin-'));
+    const dir = testDir('vc-plugin-');
     mkdirSync(join(dir, 'broken'));
     writeFileSync(join(dir, 'broken', 'index.ts'), "throw new Error('boom at import');\n");
     const h = await PluginHost.load({
@@ -207,7 +207,7 @@ describe('plugin host', () => {
   });
 
   it('loads a package by name from node_modules next to the configuration (baseDir), through its exports', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vc-plugin-'));
+    const dir = testDir('vc-plugin-');
     const pkg = join(dir, 'node_modules', '@acme', 'vc-plugin-noop');
     mkdirSync(join(pkg, 'dist'), { recursive: true });
     writeFileSync(

@@ -409,8 +409,10 @@ describe('GitSourceFetcher against a real git server', () => {
       expect((a.documents[0]?.object.metadata as { name: string }).name).toBe('n5');
       expect(f.stats.fetches).toBeGreaterThan(1);
 
+      const cappedRoot = await mkdtemp(join(tmpdir(), 'source-cache-'));
+      temps.push(cappedRoot);
       const capped = new GitSourceFetcher({
-        cacheRoot: await mkdtemp(join(tmpdir(), 'source-cache-')),
+        cacheRoot: cappedRoot,
         addresses: LOOPBACK,
         limits: { maxHistoryCommits: 2 },
       });

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import type { BenchResult } from './main.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 const MiB = 1024 * 1024;
 
@@ -12,7 +10,7 @@ const MiB = 1024 * 1024;
  * ready, and their resident memory once idle.
  */
 export async function controlPlaneBench(): Promise<BenchResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'vc-bench-'));
+  const dir = stateDir('vc-bench-');
   const t0 = performance.now();
   const sc = await LocalSuperCluster.start({ stateDir: dir, nodes: 3 });
   const superReadyMs = performance.now() - t0;
@@ -39,6 +37,6 @@ export async function controlPlaneBench(): Promise<BenchResult> {
     };
   } finally {
     await sc.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeStateDir(dir);
   }
 }

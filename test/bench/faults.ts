@@ -1,5 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { isAlreadyExists, type KubeClient, type KubeObject } from '../../core/kube/client.ts';
@@ -18,6 +18,7 @@ import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import type { BenchSeries } from './report.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './syncer.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 /**
  * The fault suite: the real local system (etcd, super apiserver, scheduler, kwok nodes, tenant apiservers) with two
@@ -146,7 +147,7 @@ export async function faultsBench(): Promise<BenchResult> {
   });
   const nodes = Math.max(2, Math.ceil((maxPods * 1.3) / PODS_PER_NODE));
   const log = (msg: string) => process.stdout.write(`[faults ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
-  const dir = mkdtempSync(join(tmpdir(), 'vc-bench-faults-'));
+  const dir = stateDir('vc-bench-faults-');
   const spawner = new ManagerSpawner();
   let t: TestSuper | undefined;
   let git: GitServer | undefined;
@@ -671,6 +672,6 @@ export async function faultsBench(): Promise<BenchResult> {
     await spawner.stopAll();
     await git?.close();
     await t?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeStateDir(dir);
   }
 }

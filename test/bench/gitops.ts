@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { readDirArtifact } from '../../core/programs/cli/gitops.ts';
@@ -15,6 +14,7 @@ import { GitSourceFetcher } from '../../gitops/source/source.ts';
 import { startGitServer } from '../git/server.ts';
 import { startTestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 const vcYaml = (name: string, weight = 1) =>
   stringify({
@@ -38,7 +38,7 @@ async function waitRunning(get: () => Promise<VirtualCluster | null>): Promise<v
  */
 export async function gitopsBench(): Promise<BenchResult> {
   const n = Number(process.env.BENCH_DEFINITIONS ?? 1000);
-  const dir = mkdtempSync(join(tmpdir(), 'vc-bench-gitops-'));
+  const dir = stateDir('vc-bench-gitops-');
   const files: Record<string, string> = {};
   mkdirSync(join(dir, 'repo/tenants'), { recursive: true });
   for (let i = 0; i < n; i++) {
@@ -162,6 +162,6 @@ export async function gitopsBench(): Promise<BenchResult> {
     }
   } finally {
     await git.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeStateDir(dir);
   }
 }

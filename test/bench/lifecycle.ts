@@ -1,5 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
@@ -10,6 +10,7 @@ import type { VirtualCluster } from '../../core/lifecycle/types.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import type { BenchResult } from './main.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -86,7 +87,7 @@ interface Sample {
  */
 export async function lifecycleBench(): Promise<BenchResult> {
   const maxTenants = Math.max(SEQUENTIAL, Math.floor(Number(process.env.BENCH_MAX_TENANTS ?? 20) / BATCH) * BATCH);
-  const dir = mkdtempSync(join(tmpdir(), 'vc-bench-lifecycle-'));
+  const dir = stateDir('vc-bench-lifecycle-');
   const sc = await LocalSuperCluster.start({ stateDir: join(dir, 'super'), nodes: 1 });
   let local: LocalProvisioner | undefined;
   let controller: VirtualClusterController | undefined;
@@ -281,6 +282,6 @@ export async function lifecycleBench(): Promise<BenchResult> {
       .catch((e: unknown) => process.stderr.write(`lifecycle: stopping the controller: ${String(e)}\n`));
     await local?.stop().catch((e: unknown) => process.stderr.write(`lifecycle: stopping the tenants: ${String(e)}\n`));
     await sc.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeStateDir(dir);
   }
 }

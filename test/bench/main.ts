@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
+import { removeStateDirsOnSignal } from '../statedirs.ts';
 import { controlPlaneBench } from './controlplane.ts';
 import { faultsBench } from './faults.ts';
 import { gitopsBench } from './gitops.ts';
@@ -39,6 +40,8 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
 
 // Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.
 const wanted = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--case');
+// Ctrl-C stops the clusters a scenario started and removes their state directories (a signal unwinds nothing).
+removeStateDirsOnSignal();
 await ensureToolchain();
 mkdirSync('bench-results', { recursive: true });
 const ran: BenchResult[] = [];

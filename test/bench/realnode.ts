@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -10,6 +9,7 @@ import { ensureNodeToolchain, NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { cacheRoot } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 const MiB = 1024 * 1024;
 
@@ -81,7 +81,7 @@ export async function realNodeBench(): Promise<BenchResult> {
   const c0 = performance.now();
   await ensureNodeToolchain();
   const toolchainCheckMs = performance.now() - c0;
-  const dir = mkdtempSync(join(tmpdir(), 'vc-bench-realnode-'));
+  const dir = stateDir('vc-bench-realnode-');
   const t0 = performance.now();
   const sc = await LocalSuperCluster.start({ stateDir: dir, nodes: 1, realNodes: 1, realNodeLockWaitMs: 30 * 60_000 });
   const superStartMs = performance.now() - t0;
@@ -135,6 +135,6 @@ export async function realNodeBench(): Promise<BenchResult> {
     };
   } finally {
     await sc.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeStateDir(dir);
   }
 }

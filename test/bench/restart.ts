@@ -1,5 +1,5 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -11,6 +11,7 @@ import { killManager, managerMetric, type ManagerProc, ManagerSpawner } from '..
 import type { BenchResult } from './main.ts';
 import { createPodsAndWaitRunning, envInt } from './pods.ts';
 import { waitServiceAccount, waitUntil } from './syncer.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 /**
  * The restart benchmark: `vc manager` processes running the compiled program (dist/, as `vc` runs it),
@@ -79,7 +80,7 @@ export async function restartBench(): Promise<BenchResult> {
     return m;
   };
   const clients: KubeClient[] = [];
-  const dir = mkdtempSync(join(tmpdir(), 'vc-restart-bench-'));
+  const dir = stateDir('vc-restart-bench-');
   try {
     t = await startTestSuper({ nodes: Math.ceil((T * P + 10) / 100) + 1 });
     const cps = await Promise.all(
@@ -175,7 +176,7 @@ export async function restartBench(): Promise<BenchResult> {
     await spawner.stopAll();
     for (const c of clients) c.close();
     await t?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeStateDir(dir);
   }
 }
 

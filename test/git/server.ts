@@ -21,6 +21,7 @@ import {
   readBody,
   runHttpBackend,
 } from '../../core/programs/embedded/gitserver.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
 
 export { git, gitEnv };
 
@@ -175,7 +176,7 @@ function pkt(line: string): string {
 export async function startGitServer(opts: GitServerOptions = {}): Promise<GitServer> {
   const backend = await httpBackendPath();
   const ownRoot = opts.root === undefined;
-  const root = resolve(opts.root ?? (await mkdtemp(join(tmpdir(), 'git-server-'))));
+  const root = resolve(opts.root ?? stateDir('git-server-'));
   await mkdir(root, { recursive: true });
   const stats: GitServerStats = { infoRefs: 0, lsRefs: 0, fetches: 0, unauthorized: 0 };
   const strictRepos = new Set<string>();
@@ -351,7 +352,7 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
     start,
     async close() {
       await stop();
-      if (ownRoot) await rm(root, { recursive: true, force: true });
+      if (ownRoot) removeStateDir(root);
     },
   };
 }

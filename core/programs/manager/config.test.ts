@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rootNamespace } from '../../names/names.ts';
 import { ConfigError, loadManagerConfig, managerDefaults, staticTenants } from './config.ts';
+import { testDir } from '../../../test/tmpdir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'vc-config-'));
+const dir = testDir('vc-config-');
 const write = (name: string, text: string) => {
   const p = join(dir, name);
   writeFileSync(p, text);

@@ -1,16 +1,16 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadManagerConfig } from './config.ts';
 import { checkSyncerOnly, startManager } from './manager.ts';
+import { testDir } from '../../../test/tmpdir.ts';
 
 const header = 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: ManagerConfiguration\n';
 
 /** configFile writes a manager configuration (after the header) and returns its path. */
 function configFile(body: string): string {
-  const f = join(mkdtempSync(join(tmpdir(), 'vc-syncermode-')), 'm.yaml');
+  const f = join(testDir('vc-syncermode-'), 'm.yaml');
   writeFileSync(f, header + body);
   return f;
 }
@@ -43,7 +43,7 @@ describe('vc syncer --super-cluster', () => {
   });
 
   it("reads only the meta cluster's and its own kubeconfig, not those of the other super clusters", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vc-syncermode-'));
+    const dir = testDir('vc-syncermode-');
     // Nothing listens on port 1: leader election retries in the background and nothing else connects before it leads.
     const kubeconfig = (name: string) => {
       const p = join(dir, `${name}.kubeconfig`);
@@ -75,7 +75,7 @@ describe('deploy/syncer/deployment.yaml', () => {
     const docs = parseAllDocuments(
       readFileSync(join(import.meta.dirname, '../../../deploy/syncer/deployment.yaml'), 'utf8'),
     ).map((d) => d.toJS() as { kind: string; data?: Record<string, string>; spec?: unknown });
-    const f = join(mkdtempSync(join(tmpdir(), 'vc-syncermode-')), 'manager.yaml');
+    const f = join(testDir('vc-syncermode-'), 'manager.yaml');
     writeFileSync(f, docs.find((d) => d.kind === 'ConfigMap')!.data!['manager.yaml']!);
     const deployment = docs.find((d) => d.kind === 'Deployment') as {
       spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
