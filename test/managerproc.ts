@@ -146,3 +146,28 @@ export async function managerMetric(m: ManagerProc, name: string, match = ''): P
   }
   return sum;
 }
+
+/** Sample is one metric line: its labels and value. */
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** scrape reads one metric's samples from a manager's /metrics. */
+export async function scrape(m: ManagerProc, name: string): Promise<Sample[]> {
+  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const x = new RegExp(`^${name}(?:\\{(.*)\\})? (\\S+)$`).exec(line);
+    if (!x) continue;
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (x[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)) labels[k!] = v!;
+    out.push({ labels, value: Number(x[2]) });
+  }
+  return out;
+}
+
+export const sum = (xs: Sample[]) => xs.reduce((a, x) => a + x.value, 0);
+
+/** nonZero lists a metric's samples whose value is not 0, e.g. the writes a manager made. */
+export const nonZero = async (m: ManagerProc, name: string) => (await scrape(m, name)).filter((x) => x.value > 0);

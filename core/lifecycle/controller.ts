@@ -33,6 +33,7 @@ import {
   type VirtualCluster,
   type VirtualClusterStatus,
 } from './types.ts';
+import { kubeconfigSecretData } from './kubeconfigsecret.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
 const VC_API_VERSION = 'tenancy.x-k8s.io/v1alpha1';
@@ -400,7 +401,7 @@ export class VirtualClusterController {
         ],
       },
       type: 'Opaque',
-      data: { kubeconfig: Buffer.from(p.kubeconfig).toString('base64') },
+      data: kubeconfigSecretData(p),
     };
     const refused = await this.writeOwned(R.secrets, desired, m.uid!);
     return refused ? { refused } : name;

@@ -6,6 +6,7 @@ import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import { checkPolicies, type ManagerDefaults, type TenantPolicy } from '../tenancy/policy.ts';
 import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
 import { tenantOfVirtualCluster } from './controller.ts';
+import { provisionedOfSecret } from './kubeconfigsecret.ts';
 import { kubeconfigSecretName, type VirtualCluster } from './types.ts';
 
 const log = childLogger({ controller: 'meta-tenants' });
@@ -22,12 +23,13 @@ export interface MetaTenantRegistryOptions {
 }
 
 /**
- * MetaTenantRegistry reads the tenants of a syncer that runs apart from the manager (`vc syncer`) from the meta
- * cluster: every Running VirtualCluster not being deleted, with the admin kubeconfig Secret the manager wrote for it
- * (`<vc>-kubeconfig`, counted only with the manager's label and the VirtualCluster's uid as controlling owner) and
- * the settings its TenantPolicy allows, built as the manager's controller builds them. Identity comes from metadata;
- * the apiserver endpoint Pods use is the kubeconfig's server, not status. A spec the policy refuses keeps the
- * tenant's last settings here, as the controller keeps the control plane on its last accepted ones.
+ * MetaTenantRegistry reads the tenants of a syncer that runs apart from the manager (`vc syncer`), or of a manager
+ * standing by, from the meta cluster: every Running VirtualCluster not being deleted, with the admin kubeconfig
+ * Secret the manager wrote for it (`<vc>-kubeconfig`, counted only with the manager's label and the VirtualCluster's
+ * uid as controlling owner) and the settings its TenantPolicy allows, built as the manager's controller builds them.
+ * Identity comes from metadata; the endpoints Pods and the DNS server use come from the Secret (kubeconfigsecret.ts),
+ * not status. A spec the policy refuses keeps the tenant's last settings here, as the controller keeps the control
+ * plane on its last accepted ones.
  */
 export class MetaTenantRegistry implements TenantRegistry {
   private readonly vcs: Informer<VirtualCluster>;
@@ -103,21 +105,13 @@ export class MetaTenantRegistry implements TenantRegistry {
     const root = rootNamespace(m.namespace, m.name, m.uid);
     const secret = this.secrets.get(`${m.namespace}/${kubeconfigSecretName(m.name)}`);
     const owner = secret?.metadata?.ownerReferences?.find((r) => r.controller === true);
-    const b64 = secret?.data?.kubeconfig;
-    if (!b64 || owner?.uid !== m.uid) return undefined;
+    const provisioned = provisionedOfSecret(secret?.data);
+    if (!provisioned || owner?.uid !== m.uid) return undefined;
     const r = checkPolicies(vc, this.policies.list(), this.o.defaults);
     if (!('effective' in r)) {
       log.warn({ vc: objectKey(vc) }, 'spec refused by its policy; the tenant keeps its last settings');
       return this.served.has(root) ? 'keep' : undefined;
     }
-    const kubeconfig = Buffer.from(b64, 'base64').toString('utf8');
-    return tenantOfVirtualCluster(vc, root, { kubeconfig, apiserverEndpoint: serverOf(kubeconfig) }, r.effective);
+    return tenantOfVirtualCluster(vc, root, provisioned, r.effective);
   }
-}
-
-/** serverOf reads the host and port of the first cluster server in a kubeconfig. */
-function serverOf(kubeconfig: string): { host: string; port: number } | undefined {
-  const m = /^\s*server:\s*["']?https:\/\/(\[[^\]]+\]|[^:/"'\s]+)(?::(\d+))?/m.exec(kubeconfig);
-  if (!m) return undefined;
-  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 443 };
 }

@@ -196,6 +196,11 @@ export class MutableTenantRegistry implements TenantRegistry {
     return () => this.subs.delete(fn);
   }
 
+  /** list returns the tenants now in the set. */
+  list(): Tenant[] {
+    return [...this.tenants.values()];
+  }
+
   /** upsert adds or changes a tenant. */
   upsert(t: Tenant): void {
     this.tenants.set(t.key, t);

@@ -9,7 +9,7 @@ import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
-import { killManager, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
+import { killManager, type ManagerProc, ManagerSpawner, nonZero, scrape, sum } from '../managerproc.ts';
 
 /**
  * The manager killed with SIGKILL while its tenants' Pods are synced: a standby replica, whose caches were synced
@@ -34,31 +34,6 @@ async function startManager(config: string): Promise<ManagerProc> {
   progress(`manager ${m.child.pid} serving /metrics on ${port}`);
   return m;
 }
-
-/** Sample is one metric line: its labels and value. */
-interface Sample {
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** scrape reads one metric's samples from a manager's /metrics. */
-async function scrape(m: ManagerProc, name: string): Promise<Sample[]> {
-  const text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const x = new RegExp(`^${name}(?:\\{(.*)\\})? (\\S+)$`).exec(line);
-    if (!x) continue;
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (x[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)) labels[k!] = v!;
-    out.push({ labels, value: Number(x[2]) });
-  }
-  return out;
-}
-
-const sum = (xs: Sample[]) => xs.reduce((a, x) => a + x.value, 0);
-
-/** nonZero lists a metric's samples whose value is not 0, e.g. the writes a manager made. */
-const nonZero = async (m: ManagerProc, name: string) => (await scrape(m, name)).filter((x) => x.value > 0);
 
 describe('manager restart after kill -9', () => {
   let t: TestSuper;

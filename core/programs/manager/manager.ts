@@ -12,7 +12,7 @@ import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '.
 import type { PluginHost } from '../../plugins/host.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { Syncer, type SyncerTerm } from '../../syncer/syncer.ts';
-import { MutableTenantRegistry, type TenantRegistry } from '../../tenancy/tenant.ts';
+import { MutableTenantRegistry, type Tenant, type TenantRegistry } from '../../tenancy/tenant.ts';
 import { routedRegistry } from '../../tenancy/routing.ts';
 import { signedPlacements } from '../../syncer/placement.ts';
 import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/controller.ts';
@@ -148,11 +148,32 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       ? lifecycleControllers(cfg, clients[0]!, tenants, host, checkSuperCluster)
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
+  // So does a manager standing by (leader election), whose controller runs only while it leads: its syncers' caches
+  // follow those tenants too, built as the controller builds them, and a term starts its workers over them. While it
+  // leads, its controller alone changes the tenant set; when the term ends, the meta cluster's set is applied again.
+  const standbyFeed = !!cfg.virtualClusters?.enabled && !!cfg.leaderElection?.enabled && !syncerOnly;
   const metaTenants =
-    cfg.virtualClusters?.enabled && syncerOnly
+    cfg.virtualClusters?.enabled && (syncerOnly || standbyFeed)
       ? new MetaTenantRegistry({ meta: clients[0]!, defaults: managerDefaults(cfg) })
       : undefined;
-  metaTenants?.subscribe((e) => (e.type === 'upsert' ? tenants.upsert(e.tenant) : tenants.remove(e.key)));
+  let leading = false;
+  /** the meta cluster's tenants as last reported; the configuration's static tenants are never the feed's to remove */
+  const metaSet = new Map<string, Tenant>();
+  const staticKeys = new Set(tenants.list().map((t) => t.key));
+  metaTenants?.subscribe((e) => {
+    if (e.type === 'upsert') metaSet.set(e.tenant.key, e.tenant);
+    else metaSet.delete(e.key);
+    if (leading && !syncerOnly) return;
+    if (e.type === 'upsert') tenants.upsert(e.tenant);
+    else if (!staticKeys.has(e.key)) tenants.remove(e.key);
+  });
+  /** standByAgain makes the tenant set the meta cluster's again after a term, whatever the term's controller left. */
+  const standByAgain = () => {
+    leading = false;
+    if (!standbyFeed) return;
+    for (const t of tenants.list()) if (!staticKeys.has(t.key) && !metaSet.has(t.key)) tenants.remove(t.key);
+    for (const t of metaSet.values()) tenants.upsert(t);
+  };
   // It reads only, so it runs for the whole process, standing by included; a start that failed is tried again.
   let metaStarted: Promise<void> | undefined;
   const startMetaTenants = () =>
@@ -233,6 +254,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
     // The syncers' caches outlive a term (warmed while standing by): a term starts their workers over them.
     await startMetaTenants();
+    leading = true;
     await Promise.all(syncers.map((s) => s.start(term)));
     if (reg?.enabled && (!syncerOnly || registeredExternal.has(o.syncerOnly!))) {
       const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
@@ -273,6 +295,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     await registry?.stop();
     registry = undefined;
     await Promise.all(syncers.map((s) => s.standDown()));
+    standByAgain();
     // The tenants' control planes this process runs (local provisioner) outlive a term: a lease lost under load must
     // not restart every tenant's apiserver. The next term finds them running; the manager's stop ends them.
   };
