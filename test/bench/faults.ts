@@ -165,7 +165,15 @@ export async function faultsBench(): Promise<BenchResult> {
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
         kind: 'TenantPolicy',
         metadata: { name: 'faults', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
-        spec: { provisioners: { allowed: ['import'] } },
+        // The default quota (500 Pods per super namespace) would hold a tenant's Pods back at this scale: every
+        // tenant's Pods are in its `default` namespace.
+        spec: {
+          provisioners: { allowed: ['import'] },
+          quota: {
+            resourceQuota: { hard: { pods: String(maxPods) } },
+            objects: { pods: { count: maxPods } },
+          },
+        },
       },
       'bench',
     );
