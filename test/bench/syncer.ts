@@ -444,8 +444,8 @@ interface SyncerBenchOptions {
   quiet: number;
   /** the noisy tenant's Pods, all created at once */
   flood: number;
-  /** the syncer's adaptive concurrency (BENCH_ADAPTIVE=0 turns it off, to compare) */
-  adaptive: boolean;
+  /** the syncer's adaptive concurrency (BENCH_ADAPTIVE=1 or 0, to compare); undefined: the syncer's default */
+  adaptive: boolean | undefined;
   /** the syncer's scheduling window (BENCH_WINDOW; 0 turns it off; default the syncer's) */
   window?: number;
 }
@@ -453,8 +453,9 @@ interface SyncerBenchOptions {
 /**
  * syncerBench is the syncer scenario at 20 tenants x 100 Pods with the fairness phase: BENCH_TENANTS (default 20),
  * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_FLOOD (default 10x
- * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=0 runs the syncer without its
- * adaptive concurrency limit, BENCH_WINDOW=n sets its scheduling window (0: off).
+ * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=1 (or 0) turns the syncer's
+ * adaptive concurrency limit on (or off; default: the syncer's default), BENCH_WINDOW=n sets its scheduling window
+ * (0: off).
  */
 export function syncerBench(): Promise<BenchResult> {
   const quiet = envInt('BENCH_QUIET', 20);
@@ -465,7 +466,7 @@ export function syncerBench(): Promise<BenchResult> {
     workers: envInt('BENCH_WORKERS', 8),
     quiet,
     flood: envInt('BENCH_FLOOD', 10 * quiet),
-    adaptive: envInt('BENCH_ADAPTIVE', 1) !== 0,
+    adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
   });
 }
@@ -484,7 +485,7 @@ export function syncerScaleBench(): Promise<BenchResult> {
     workers: envInt('BENCH_WORKERS', 8),
     quiet: 0,
     flood: 0,
-    adaptive: envInt('BENCH_ADAPTIVE', 1) !== 0,
+    adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
   });
 }
@@ -569,7 +570,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     quiet: QUIET,
     flood: FLOOD,
     workers: WORKERS,
-    adaptiveConcurrency: o.adaptive,
+    adaptiveConcurrency: o.adaptive ?? SYNCER_DEFAULTS.adaptiveConcurrency,
     schedulingWindow: o.window ?? SYNCER_DEFAULTS.schedulingWindow,
     nodes,
     concurrency: CONCURRENCY,
