@@ -94,8 +94,8 @@ export interface SyncerOptions {
    * write latency (AdaptiveLimit, between 1 and `workers`): once more writes in flight only lengthen the super
    * apiserver's queue, a tenant's second and later keys wait in the fair queue instead, and a tenant with nothing in
    * flight is still served at once. Off, the workers and the per-tenant cap alone bound it: at 10,000 Pods on a
-   * CPU-bound host the limit cost a tenth of the throughput (36.5-36.8 against 40.3 Pods/s) for a smaller gain in a
-   * quiet tenant's latency during a flood than the scheduling window gives on its own.
+   * CPU-bound host the limit cost 5-10% of the throughput (36.5-36.8 Pods/s with it, 38.7-40.3 without) for a smaller
+   * gain in a quiet tenant's latency during a flood than the scheduling window gives on its own.
    */
   adaptiveConcurrency?: boolean;
   /**
