@@ -129,7 +129,8 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     root = rootNamespace('default', 'native', vc.metadata!.uid!);
 
     const node = e!.superCluster.realNodes[0]!;
-    // the apiserver answers; the controller manager may still be starting (it waits for the apiserver)
+    // the apiserver answers; the controller manager may still be starting (it waits for the apiserver, and a container
+    // that exited meanwhile is restarted after kubelet's back-off): as long as the VirtualCluster's own wait
     const pods = await eventually(
       async () => {
         const items = (await c.list<Pod>(R.pods, { namespace: root })).items;
@@ -144,7 +145,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
         }
         return items;
       },
-      60_000,
+      120_000,
       500,
     );
     superPodUids.push(...pods.map((p) => p.metadata!.uid!));
