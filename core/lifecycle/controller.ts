@@ -668,6 +668,7 @@ export function tenantOfVirtualCluster(
       ingresses: e.ingresses,
       endpoints: e.endpoints,
       quota: { resourceQuota: e.quota.resourceQuota, limitRange: e.quota.limitRange, objects: e.quota.objects },
+      podCreateRate: e.podCreateRate,
     },
   });
 }

@@ -36,6 +36,7 @@ import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
+import { checkCreateRate, CreatePacer, DEFAULT_CREATE_RATE, type CreateRate } from './pacer.ts';
 import { SchedulingWindow } from './window.ts';
 
 const log = childLogger({ controller: 'syncer' });
@@ -45,6 +46,8 @@ export const SYNCER_DEFAULTS = {
   workers: 8,
   /** super Pods of one tenant waiting for the super scheduler at once (see SchedulingWindow) */
   schedulingWindow: 16,
+  /** super Pods created per tenant per second, and at once (see CreatePacer); a TenantPolicy's pods.createRate wins */
+  podCreateRate: DEFAULT_CREATE_RATE,
   /** the adaptive concurrency limit (see SyncerOptions.adaptiveConcurrency) */
   adaptiveConcurrency: false,
   /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
@@ -104,6 +107,12 @@ export interface SyncerOptions {
    * (SchedulingWindow). Default SYNCER_DEFAULTS.schedulingWindow; 0 turns it off.
    */
   schedulingWindow?: number;
+  /**
+   * podCreateRate paces the super Pods the syncer creates for one tenant (CreatePacer): `burst` at once, then
+   * `perSecond`; a tenant's own rate (its TenantPolicy's pods.createRate, Tenant.podCreateRate) wins over it.
+   * Default SYNCER_DEFAULTS.podCreateRate; a perSecond of 0 turns pacing off.
+   */
+  podCreateRate?: CreateRate;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
   /** name of the super cluster, for logs and for plugins (PluginContext.superCluster) */
@@ -158,6 +167,8 @@ export class Syncer {
   private readonly unwatchDepth: () => void;
   private readonly limit?: AdaptiveLimit;
   private readonly window?: SchedulingWindow;
+  private readonly pacer = new CreatePacer({ wake: (key) => this.queue.add(key) });
+  private readonly podCreateRate: CreateRate;
   private unwatchLatency?: () => void;
   private unsubscribe?: () => void;
   private unwatchCaches?: () => void;
@@ -227,6 +238,7 @@ export class Syncer {
     }
     const size = o.schedulingWindow ?? SYNCER_DEFAULTS.schedulingWindow;
     if (size > 0) this.window = new SchedulingWindow({ size, wake: (key) => this.queue.add(key) });
+    this.podCreateRate = checkCreateRate(o.podCreateRate ?? SYNCER_DEFAULTS.podCreateRate, 'syncer podCreateRate');
     this.unwatchDepth = watchDepth(this);
   }
 
@@ -285,6 +297,7 @@ export class Syncer {
       const key = e.type === 'upsert' ? e.tenant.key : e.key;
       if (e.type === 'remove') this.effects.events.forget(e.key);
       if (e.type === 'remove') this.window?.forget(e.key);
+      if (e.type === 'remove') this.pacer.forget(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
       done.catch((err: unknown) => {
         syncerMetrics.tenantFailures.inc({ tenant: key, op: e.type });
@@ -349,6 +362,7 @@ export class Syncer {
       await events;
       // Parked Pod creates belong to the term: the next one queues every key again.
       this.window?.clear();
+      this.pacer.clear();
       if (this.term === t) this.term = undefined;
       log.info({ superCluster: this.o.name ?? 'default' }, 'syncer stood down; caches kept');
     })();
@@ -404,6 +418,7 @@ export class Syncer {
     this.unwatchDepth();
     this.unwatchLatency?.();
     this.window?.stop();
+    this.pacer.clear();
     this.unwatchCaches?.();
     await this.standDown();
     this.tokens.stop();
@@ -420,9 +435,14 @@ export class Syncer {
     return this.sessions.get(key)?.ready ?? false;
   }
 
-  /** depthByTenant lists the keys waiting per tenant. */
+  /**
+   * depthByTenant lists the keys waiting per tenant: on the queue, and Pod creates parked by the scheduling window or
+   * the create rate (a flooding tenant's backlog is mostly parked).
+   */
   depthByTenant(): Array<[string, number]> {
-    return this.sessions.keys().map((t) => [t, this.queue.tenantLen(t)]);
+    return this.sessions
+      .keys()
+      .map((t) => [t, this.queue.tenantLen(t) + (this.window?.parkedOf(t) ?? 0) + this.pacer.parkedOf(t)]);
   }
 
   /**
@@ -627,11 +647,45 @@ export class Syncer {
     return s && p?.manifest.resource ? signatureOf(p, this.context(s), k) : '';
   }
 
-  /** windowedPods names the super Pods a plan creates, when the scheduling window is on: they count in it. */
-  private windowedPods(p: ResourcePlugin, steps: readonly Step[]): string[] {
+  /** createRateOf is the pace of a tenant's super Pod creates: its policy's, else the syncer's. */
+  private createRateOf(s: TenantSession): CreateRate {
+    return s.tenant.podCreateRate ?? this.podCreateRate;
+  }
+
+  /** createdPods names the super Pods a plan creates: they count in the scheduling window and the create rate. */
+  private createdPods(p: ResourcePlugin, steps: readonly Step[]): string[] {
     const r = p.manifest.resource!;
-    if (!this.window || r.resource !== R.pods.resource || r.group !== R.pods.group) return [];
+    if (r.resource !== R.pods.resource || r.group !== R.pods.group) return [];
     return steps.flatMap((st) => (st.op === 'createSuper' ? [objectKey(st.obj)] : []));
+  }
+
+  /**
+   * parkedBeforePlan parks a Pod key whose super copy is still to be created while its tenant's scheduling window is
+   * full, before it is planned: the plan would only be thrown away (reserve below parks it too), and at 10,000 Pods
+   * 1.2 keys per Pod were planned in full to be parked.
+   */
+  private parkedBeforePlan(
+    s: TenantSession,
+    p: ResourcePlugin,
+    ctx: PluginContext,
+    k: ReturnType<typeof parseKey>,
+    key: string,
+  ): boolean {
+    const r = p.manifest.resource!;
+    if (r.resource !== R.pods.resource || r.group !== R.pods.group) return false;
+    const pod = s.cache.get(r, k.namespace || undefined, k.name);
+    if (!pod || pod.metadata?.deletionTimestamp) return false;
+    const loc = superLocation(p, ctx, k);
+    if (!loc.namespace || this.superCache.get(r, loc.namespace, loc.name)) return false;
+    const superPod = `${loc.namespace}/${loc.name}`;
+    const reason = this.window?.parkIfFull(k.tenant, superPod, key)
+      ? 'WaitingForSchedulingWindow'
+      : this.pacer.parkIfEmpty(k.tenant, key, this.createRateOf(s))
+        ? 'WaitingForCreateRate'
+        : undefined;
+    if (!reason) return false;
+    syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason });
+    return true;
   }
 
   private async reconcile(key: string, signal: AbortSignal): Promise<Result> {
@@ -649,17 +703,28 @@ export class Syncer {
       if (!sp) return;
       const { p } = sp;
       const ctx = this.context(s);
+      if (this.parkedBeforePlan(s, p, ctx, k, key)) return;
       const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const capped = s.view.quota?.objects[r] !== undefined;
       const own = `${k.namespace}/${k.name}`;
-      // A Pod create waits, parked, while the tenant has its window of Pods waiting for the super scheduler.
-      const windowed = this.windowedPods(p, out.steps);
+      // A Pod create waits, parked, while the tenant has its window of Pods waiting for the super scheduler, or has
+      // created Pods at its rate.
+      const created = this.createdPods(p, out.steps);
+      const windowed = this.window ? created : [];
       for (let i = 0; i < windowed.length; i++) {
         if (this.window!.reserve(k.tenant, windowed[i]!, key)) continue;
         for (const id of windowed.slice(0, i)) this.window!.release(k.tenant, id);
         syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: 'WaitingForSchedulingWindow' });
+        return;
+      }
+      const rate = this.createRateOf(s);
+      for (let i = 0; i < created.length; i++) {
+        if (this.pacer.take(k.tenant, key, rate)) continue;
+        for (let j = 0; j < i; j++) this.pacer.giveBack(k.tenant);
+        for (const id of windowed) this.window!.release(k.tenant, id);
+        syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: 'WaitingForCreateRate' });
         return;
       }
       // Reserved before the first await: a parallel worker planning another create of this tenant counts this one.

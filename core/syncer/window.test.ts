@@ -64,6 +64,20 @@ describe('SchedulingWindow', () => {
     expect(w.waitingOf('a')).toBe(2);
   });
 
+  it('parkIfFull parks a key without counting it only when the tenant has no place for its Pod', () => {
+    const { w, woken, pods } = newWindow(1);
+    expect(w.parkIfFull('a', 'a-default/p0', 'a/pods/default/p0')).toBe(false);
+    expect(w.reserve('a', 'a-default/p0', 'a/pods/default/p0')).toBe(true);
+    // the Pod already counted keeps its place; another of the tenant's is parked; another tenant's is not
+    expect(w.parkIfFull('a', 'a-default/p0', 'a/pods/default/p0')).toBe(false);
+    expect(w.parkIfFull('a', 'a-default/p1', 'a/pods/default/p1')).toBe(true);
+    expect(w.parkIfFull('b', 'b-default/q0', 'b/pods/default/q0')).toBe(false);
+    expect([w.waitingOf('a'), w.parkedOf('a'), w.waitingOf('b')]).toEqual([1, 1, 0]);
+    pods.onUpdate!(superPod('a', 'p0'), superPod('a', 'p0', { nodeName: 'n1' }));
+    expect(woken).toEqual(['a/pods/default/p1']);
+    expect(w.parkedOf('a')).toBe(0);
+  });
+
   it.each([
     {
       event: 'bound',

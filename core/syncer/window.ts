@@ -66,6 +66,21 @@ export class SchedulingWindow {
     return false;
   }
 
+  /**
+   * parkIfFull parks `key` without counting anything when the tenant's window has no place for `superPod`, and tells
+   * whether it did: the syncer asks it before planning a Pod whose super copy is still to be created, so a key that
+   * would only be parked is not planned first.
+   */
+  parkIfFull(tenant: string, superPod: string, key: string): boolean {
+    const w = this.tenants.get(tenant);
+    if (!w) return false;
+    this.expire(w);
+    if (w.waiting.has(superPod) || w.waiting.size < this.o.size) return false;
+    w.parked.add(key);
+    this.arm();
+    return true;
+  }
+
   /** release stops counting a super Pod whose create failed. */
   release(tenant: string, superPod: string): void {
     const w = this.tenants.get(tenant);

@@ -3,6 +3,7 @@ import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
+import { DEFAULT_CREATE_RATE, type CreateRate } from '../syncer/pacer.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 import type {
   CopiedMetadataView,
@@ -46,6 +47,7 @@ export interface TenantPolicySpec {
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
     serviceAccountTokens?: ServiceAccountTokenMode;
+    createRate?: { perSecond?: number; burst?: number };
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
   nodes?: { view?: NodesView };
@@ -111,6 +113,7 @@ export const DEFAULT_POLICY = {
   runtimeClassHandlers: ['runc'],
   podForced: {},
   podServiceAccountTokens: 'shared',
+  podCreateRate: { perSecond: DEFAULT_CREATE_RATE.perSecond, burst: DEFAULT_CREATE_RATE.burst },
   nodesView: 'withPods',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
@@ -160,6 +163,7 @@ export const DEFAULT_POLICY = {
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
   podServiceAccountTokens: ServiceAccountTokenMode;
+  podCreateRate: CreateRate;
   nodesView: NodesView;
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
@@ -220,6 +224,8 @@ export interface EffectiveSettings {
     /** whether the admission's token is one Secret per ServiceAccount (`shared`) or one per Pod bound to it */
     serviceAccountTokens: ServiceAccountTokenMode;
   };
+  /** how fast the syncer creates the tenant's super Pods (pods.createRate; the syncer paces, not the pods plugin) */
+  podCreateRate: CreateRate;
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
   /** which super nodes the tenant sees as vNodes (the nodes plugin) */
@@ -402,6 +408,7 @@ export function evaluatePolicy(
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
         serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,
       },
+      podCreateRate: { ...DEFAULT_POLICY.podCreateRate, ...p.pods?.createRate },
       runtimeClasses: {
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),

@@ -12,6 +12,7 @@ import type {
   ServicesPolicyView,
   TenantView,
 } from '../plugins/contract.ts';
+import type { CreateRate } from '../syncer/pacer.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 const registryLog = childLogger({ controller: 'tenant-registry' });
@@ -59,6 +60,8 @@ export interface Tenant extends TenantIdentity {
   quota?: QuotaPolicyView;
   /** superCluster is the VirtualCluster's spec.superCluster: the namespace scheduler places it only there */
   superCluster?: string;
+  /** how fast the syncer creates the tenant's super Pods (its TenantPolicy's pods.createRate); absent, the syncer's */
+  podCreateRate?: CreateRate;
 }
 
 /**
@@ -83,6 +86,7 @@ export interface TenantSettings {
   endpoints?: EndpointsPolicyView;
   quota?: QuotaPolicyView;
   superCluster?: string;
+  podCreateRate?: CreateRate;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -132,6 +136,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.endpoints) t.endpoints = o.endpoints;
   if (o.quota) t.quota = o.quota;
   if (o.superCluster) t.superCluster = o.superCluster;
+  if (o.podCreateRate) t.podCreateRate = { perSecond: o.podCreateRate.perSecond, burst: o.podCreateRate.burst };
   return t;
 }
 

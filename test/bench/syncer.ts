@@ -10,6 +10,7 @@ import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { Syncer, SYNCER_DEFAULTS } from '../../core/syncer/syncer.ts';
+import { checkCreateRate, type CreateRate } from '../../core/syncer/pacer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
@@ -448,13 +449,16 @@ interface SyncerBenchOptions {
   adaptive: boolean | undefined;
   /** the syncer's scheduling window (BENCH_WINDOW; 0 turns it off; default the syncer's) */
   window?: number;
+  /** the syncer's pace of one tenant's super Pod creates (BENCH_CREATE_RATE=perSecond/burst; 0 turns it off) */
+  createRate?: CreateRate;
 }
 
 /**
  * syncerBench is the syncer scenario at 20 tenants x 100 Pods with the fairness phase: BENCH_TENANTS (default 20),
  * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_FLOOD (default 10x
  * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=1 (or 0) turns the syncer's
- * adaptive concurrency limit on (or off; default: the syncer's default), BENCH_WINDOW=n sets its scheduling window
+ * adaptive concurrency limit on (or off; default: the syncer's default), BENCH_WINDOW=n sets its scheduling window,
+ * BENCH_CREATE_RATE=perSecond/burst its pace of one tenant's Pod creates (0 turns it off)
  * (0: off).
  */
 export function syncerBench(): Promise<BenchResult> {
@@ -468,6 +472,7 @@ export function syncerBench(): Promise<BenchResult> {
     flood: envInt('BENCH_FLOOD', 10 * quiet),
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
+    createRate: envCreateRate(),
   });
 }
 
@@ -487,7 +492,15 @@ export function syncerScaleBench(): Promise<BenchResult> {
     flood: 0,
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
+    createRate: envCreateRate(),
   });
+}
+
+/** envCreateRate reads BENCH_CREATE_RATE: `perSecond/burst`, or 0 for no pacing; absent, the syncer's default. */
+export function envCreateRate(v = process.env.BENCH_CREATE_RATE): CreateRate | undefined {
+  if (v === undefined || v === '') return undefined;
+  const [perSecond, burst = '1'] = v.split('/');
+  return checkCreateRate({ perSecond: Number(perSecond), burst: Number(burst) }, 'BENCH_CREATE_RATE');
 }
 
 /** ArmResult is one arm's figures, its samples and what each process used meanwhile. */
@@ -572,6 +585,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     workers: WORKERS,
     adaptiveConcurrency: o.adaptive ?? SYNCER_DEFAULTS.adaptiveConcurrency,
     schedulingWindow: o.window ?? SYNCER_DEFAULTS.schedulingWindow,
+    podCreateRate: o.createRate ?? SYNCER_DEFAULTS.podCreateRate,
     nodes,
     concurrency: CONCURRENCY,
     cpus: availableParallelism(),
@@ -735,6 +749,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       workers: WORKERS,
       adaptiveConcurrency: o.adaptive,
       ...(o.window !== undefined && { schedulingWindow: o.window }),
+      ...(o.createRate && { podCreateRate: o.createRate }),
     });
     await syncer.start();
     const s = syncer;

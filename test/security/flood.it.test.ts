@@ -4,7 +4,9 @@
  * every other tenant's next Pod behind all of them. The syncer lets at most `schedulingWindow` Pods of a tenant wait
  * for the super scheduler; its further creates wait in the syncer. Here the super scheduler is stopped, so nothing
  * leaves the window: the flooding tenant gets exactly its window of super Pods, another tenant's Pod still gets its
- * super Pod at once, and when the scheduler comes back every Pod of both runs, none lost.
+ * super Pod at once, and when the scheduler comes back every Pod of both runs, none lost. Then the platform gives the
+ * flooding tenant a create rate (what its TenantPolicy's pods.createRate does): its next flood reaches the super
+ * cluster no faster than that rate, while the other tenant's Pod is created at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
@@ -35,13 +37,16 @@ const pod = (name: string): KubeObject => ({
 const WINDOW = 3;
 const FLOOD = 10;
 
-/** parkedOf reads vc_syncer_skips_total{reason=WaitingForSchedulingWindow} for one tenant. */
-async function parkedOf(tenant: string): Promise<number> {
+/** parkedOf reads vc_syncer_skips_total{reason} (WaitingForSchedulingWindow by default) for one tenant. */
+async function parkedOf(tenant: string, reason = 'WaitingForSchedulingWindow'): Promise<number> {
   const m = await syncerMetrics.skips.get();
   return m.values
-    .filter((v) => v.labels.tenant === tenant && v.labels.reason === 'WaitingForSchedulingWindow')
+    .filter((v) => v.labels.tenant === tenant && v.labels.reason === reason)
     .reduce((sum, v) => sum + v.value, 0);
 }
+
+const PACED = 12;
+const RATE = { perSecond: 2, burst: 3 };
 
 describe('a tenant flooding the super scheduler', () => {
   const attempts = new Attempts();
@@ -53,6 +58,7 @@ describe('a tenant flooding the super scheduler', () => {
   let floodTenant: Tenant;
   let quietTenant: Tenant;
   let syncer: Syncer;
+  let registry: MutableTenantRegistry;
 
   const superPodsOf = async (tenant: Tenant) =>
     (await t.client.list<Pod>(R.pods)).items.filter((p) => provenanceOf(p)?.cluster === tenant.key);
@@ -73,7 +79,7 @@ describe('a tenant flooding the super scheduler', () => {
     syncer = new Syncer({
       superClient: t.client,
       host,
-      registry: new MutableTenantRegistry([floodTenant, quietTenant]),
+      registry: (registry = new MutableTenantRegistry([floodTenant, quietTenant])),
       patrolIntervalMs: 0,
       workers: 4,
       schedulingWindow: WINDOW,
@@ -112,5 +118,33 @@ describe('a tenant flooding the super scheduler', () => {
     await eventually(async () => expect(await phases(flood)).toEqual(Array(FLOOD).fill('Running')), 120_000);
     await eventually(async () => expect(await phases(quiet)).toEqual(['Running']), 60_000);
     expect(await superPodsOf(floodTenant)).toHaveLength(FLOOD);
+  });
+
+  it("paces a tenant the platform gave a create rate, and still creates another tenant's Pod at once", async () => {
+    await attempts.attempt(`${PACED} Pods at once from a tenant paced at ${RATE.perSecond}/s`, async () => {
+      // A tenant's settings change while it is served (its policy changed): the rate applies to its next creates.
+      registry.upsert({ ...floodTenant, podCreateRate: RATE });
+      const quietParkedBefore = await parkedOf(quietTenant.key, 'WaitingForCreateRate');
+      await Promise.all(Array.from({ length: PACED }, (_, i) => flood.create(R.pods, pod(`paced-${i}`))));
+      await quiet.create(R.pods, pod('quiet-1'));
+      const superCreated = async (tenant: Tenant, prefix: string) =>
+        (await superPodsOf(tenant))
+          .filter((p) => p.metadata!.name!.startsWith(prefix))
+          .map((p) => Date.parse(p.metadata!.creationTimestamp!));
+      await eventually(async () => expect(await superCreated(quietTenant, 'quiet-1')).toHaveLength(1), 30_000);
+      await eventually(async () => expect(await superCreated(floodTenant, 'paced-')).toHaveLength(PACED), 60_000);
+      const paced = (await superCreated(floodTenant, 'paced-')).sort((a, b) => a - b);
+      const [quietAt] = await superCreated(quietTenant, 'quiet-1');
+      // After the burst, one create per 1/perSecond: the last at least (PACED - burst) / perSecond after the first
+      // (timestamps have whole seconds: one second of slack). Unpaced, all twelve were created within a second.
+      const spanS = (paced.at(-1)! - paced[0]!) / 1000;
+      expect(spanS).toBeGreaterThanOrEqual((PACED - RATE.burst) / RATE.perSecond - 1);
+      // The other tenant's Pod did not wait for the paced flood.
+      expect(quietAt!).toBeLessThan(paced.at(-1)!);
+      expect(await parkedOf(floodTenant.key, 'WaitingForCreateRate')).toBeGreaterThanOrEqual(PACED - RATE.burst);
+      expect(await parkedOf(quietTenant.key, 'WaitingForCreateRate')).toBe(quietParkedBefore);
+      await eventually(async () => expect(await phases(flood)).toEqual(Array(FLOOD + PACED).fill('Running')), 120_000);
+      return `${PACED} paced Pods created over ${spanS} s, the other tenant's Pod created before the last of them`;
+    });
   });
 });

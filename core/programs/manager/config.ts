@@ -27,6 +27,7 @@ export interface ManagerConfig {
     maxInFlightPerTenant?: number;
     adaptiveConcurrency?: boolean;
     schedulingWindow?: number;
+    podCreateRate?: { perSecond: number; burst: number };
     tenantRequestTimeoutSeconds?: number;
     patrolIntervalSeconds?: number;
     placedOnly?: boolean;

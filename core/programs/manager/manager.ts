@@ -204,6 +204,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       maxInFlightPerTenant: cfg.syncer?.maxInFlightPerTenant,
       adaptiveConcurrency: cfg.syncer?.adaptiveConcurrency,
       schedulingWindow: cfg.syncer?.schedulingWindow,
+      podCreateRate: cfg.syncer?.podCreateRate,
       tenantRequestTimeoutMs:
         cfg.syncer?.tenantRequestTimeoutSeconds === undefined
           ? undefined
