@@ -661,8 +661,9 @@ export class Syncer {
 
   /**
    * parkedBeforePlan parks a Pod key whose super copy is still to be created while its tenant's scheduling window is
-   * full, before it is planned: the plan would only be thrown away (reserve below parks it too), and at 10,000 Pods
-   * 1.2 keys per Pod were planned in full to be parked.
+   * full or its create bucket empty, before it is planned: the plan would only be thrown away (reconcile parks it
+   * too), and at 10,000 Pods 1.2 keys per Pod were planned in full to be parked. A Pod the plan would refuse waits
+   * with the others: its refusal is reported once it is planned.
    */
   private parkedBeforePlan(
     s: TenantSession,
