@@ -31,6 +31,8 @@ export interface SuperClusterOptions {
  */
 export class LocalSuperCluster {
   private readonly extra: LocalControlPlane[] = [];
+  /** the etcds of control planes added with ownEtcd, stopped after them */
+  private readonly extraEtcds: LocalEtcd[] = [];
   /** realNodes are the real nodes started with the super cluster. */
   readonly realNodes: RealNode[] = [];
   private hostLock?: HostLock;
@@ -118,18 +120,19 @@ export class LocalSuperCluster {
 
   /**
    * addControlPlane starts another apiserver + controller-manager on the shared etcd under the prefix `/<name>`:
-   * an independent Kubernetes control plane (a tenant's, in later stages).
+   * an independent Kubernetes control plane (a tenant's, in later stages). With ownEtcd it gets an etcd of its own
+   * instead, as the local provisioner gives every tenant: its writes then never queue behind the super cluster's or
+   * another tenant's in one etcd.
    */
   async addControlPlane(
     name: string,
-    o: Partial<Omit<ControlPlaneOptions, 'name' | 'etcd'>> = {},
+    o: Partial<Omit<ControlPlaneOptions, 'name' | 'etcd'>> & { ownEtcd?: boolean } = {},
   ): Promise<LocalControlPlane> {
-    const cp = await LocalControlPlane.start({
-      dir: join(this.stateDir, 'clusters', name),
-      ...o,
-      name,
-      etcd: this.etcd,
-    });
+    const { ownEtcd, ...opts } = o;
+    const dir = join(this.stateDir, 'clusters', name);
+    const etcd = ownEtcd ? await LocalEtcd.start({ dir: join(dir, 'etcd'), name: `${name}/etcd` }) : undefined;
+    if (etcd) this.extraEtcds.push(etcd);
+    const cp = await LocalControlPlane.start({ dir, ...opts, name, etcd: etcd ?? this.etcd });
     this.extra.push(cp);
     return cp;
   }
@@ -160,6 +163,7 @@ export class LocalSuperCluster {
     await this.hostLock?.release();
     this.hostLock = undefined;
     await Promise.all(this.extra.map((c) => c.stop()));
+    await Promise.all(this.extraEtcds.splice(0).map((e) => e.stop()));
     await this.cluster.stop();
     await this.etcd.stop();
   }

@@ -6,6 +6,7 @@ import vm from 'node:vm';
 import { isAlreadyExists, isGone, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import { LocalEtcd } from '../../core/local/etcd.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
@@ -21,6 +22,7 @@ import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
 import { CpuMeter, type CpuShare, type InflightStats, InflightSampler, memAvailableMiB } from './procstat.ts';
 import type { BenchSeries } from './report.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
+import { LoadGenerator, toLocal } from './loadgen.ts';
 
 /** Pods a kwok node takes (its `pods` capacity, see kwokNode). */
 const PODS_PER_NODE = 110;
@@ -214,7 +216,7 @@ interface RunFigures {
 }
 
 /** PodJob is one Pod to create: where, and which watch reports it Running (the super watch for its super copy). */
-interface PodJob {
+export interface PodJob {
   client: KubeClient;
   watch: PodWatch;
   namespace: string;
@@ -228,7 +230,7 @@ interface PodJob {
 }
 
 /** Sample is the timeline of one Pod: create call start and end, and Running as seen by its watch. */
-interface Sample {
+export interface Sample {
   job: PodJob;
   t0: number;
   created: number;
@@ -256,7 +258,7 @@ async function createOne(j: PodJob, onCreated?: (t0: number) => void): Promise<S
  * createAndTime creates every Pod (at most `concurrency` create calls in flight) and measures, per Pod, the time from
  * the start of its create call until its watch shows it Running.
  */
-async function createAndTime(
+export async function createAndTime(
   jobs: readonly PodJob[],
   concurrency: number,
   deadlineMs: number,
@@ -294,7 +296,7 @@ async function createAndTime(
 }
 
 /** sequential creates the Pods one after another, each waiting for its Running; probe runs before each create. */
-async function sequential<P = never>(
+export async function sequential<P = never>(
   jobs: readonly PodJob[],
   deadlineMs: number,
   label: string,
@@ -312,14 +314,14 @@ async function sequential<P = never>(
   return { samples, probes };
 }
 
-const latenciesOf = (samples: readonly Sample[]) => samples.map((x) => x.running - x.t0);
+export const latenciesOf = (samples: readonly Sample[]) => samples.map((x) => x.running - x.t0);
 
 /**
  * stages splits the create-to-Running time of each Pod into its steps and reports p50 and p99 of each, in ms:
  * the create call; until the super Pod appears (for synced Pods: queue wait and the syncer's create); scheduling;
  * kwok marking it Running; and for synced Pods the binding and the status carried back up to the tenant.
  */
-function stages(samples: readonly Sample[]): Record<string, { p50: number; p99: number }> {
+export function stages(samples: readonly Sample[]): Record<string, { p50: number; p99: number }> {
   const acc: Record<string, number[]> = {};
   const add = (k: string, a: number | undefined, b: number | undefined) => {
     if (a !== undefined && b !== undefined) (acc[k] ??= []).push(b - a);
@@ -451,6 +453,11 @@ interface SyncerBenchOptions {
   window?: number;
   /** the syncer's pace of one tenant's super Pod creates (BENCH_CREATE_RATE=perSecond/burst; 0 turns it off) */
   createRate?: CreateRate;
+  /**
+   * whether each tenant control plane has an etcd of its own, as the local provisioner gives every tenant
+   * (BENCH_TENANT_ETCD=own), or a prefix of the super cluster's (shared)
+   */
+  tenantEtcd: 'own' | 'shared';
 }
 
 /**
@@ -458,8 +465,9 @@ interface SyncerBenchOptions {
  * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_FLOOD (default 10x
  * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=1 (or 0) turns the syncer's
  * adaptive concurrency limit on (or off; default: the syncer's default), BENCH_WINDOW=n sets its scheduling window,
- * BENCH_CREATE_RATE=perSecond/burst its pace of one tenant's Pod creates (0 turns it off)
- * (0: off).
+ * BENCH_CREATE_RATE=perSecond/burst its pace of one tenant's Pod creates (0 turns it off), BENCH_TENANT_ETCD=own
+ * (or shared) whether each tenant has an etcd of its own, BENCH_FLOOD_RATE=perSecond/burst the flooding tenant's own
+ * create rate.
  */
 export function syncerBench(): Promise<BenchResult> {
   const quiet = envInt('BENCH_QUIET', 20);
@@ -473,6 +481,7 @@ export function syncerBench(): Promise<BenchResult> {
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
     createRate: envCreateRate(),
+    tenantEtcd: envTenantEtcd(),
   });
 }
 
@@ -493,7 +502,15 @@ export function syncerScaleBench(): Promise<BenchResult> {
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
     createRate: envCreateRate(),
+    tenantEtcd: envTenantEtcd(),
   });
+}
+
+/** envTenantEtcd reads BENCH_TENANT_ETCD: `own` (the default, as the local provisioner runs tenants) or `shared`. */
+export function envTenantEtcd(v = process.env.BENCH_TENANT_ETCD): 'own' | 'shared' {
+  if (v === undefined || v === '' || v === 'own') return 'own';
+  if (v === 'shared') return 'shared';
+  throw new Error(`BENCH_TENANT_ETCD: ${v} is neither own nor shared`);
 }
 
 /** envCreateRate reads BENCH_CREATE_RATE: `perSecond/burst`, or 0 for no pacing; absent, the syncer's default. */
@@ -586,6 +603,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     adaptiveConcurrency: o.adaptive ?? SYNCER_DEFAULTS.adaptiveConcurrency,
     schedulingWindow: o.window ?? SYNCER_DEFAULTS.schedulingWindow,
     podCreateRate: o.createRate ?? SYNCER_DEFAULTS.podCreateRate,
+    tenantEtcd: o.tenantEtcd,
     nodes,
     concurrency: CONCURRENCY,
     cpus: availableParallelism(),
@@ -598,6 +616,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
   let t: TestSuper | undefined;
   let syncer: Syncer | undefined;
   const watches: PodWatch[] = [];
+  const loadGens: LoadGenerator[] = [];
   const samplers: Sampler[] = [];
   const clients: KubeClient[] = [];
   // A request whose connection an overloaded apiserver closed before answering, and that nobody listens to, would end
@@ -620,12 +639,16 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     stamp('superStartSeconds', t0);
     const memFreeSuper = memAvailableMiB();
     t0 = performance.now();
-    log(`starting ${T} tenant control planes (apiserver only)`);
+    log(`starting ${T} tenant control planes (apiserver only, ${o.tenantEtcd} etcd)`);
     const cps: LocalControlPlane[] = new Array<LocalControlPlane>(T);
     await pool(
       Array.from({ length: T }, (_, i) => i),
       4,
-      async (i) => void (cps[i] = await sc.addControlPlane(`tenant-${i}`, { controllerManager: false })),
+      async (i) =>
+        void (cps[i] = await sc.addControlPlane(`tenant-${i}`, {
+          controllerManager: false,
+          ownEtcd: o.tenantEtcd === 'own',
+        })),
     );
     stamp('tenantsStartSeconds', t0);
     const tenantRss = cps.map((cp) => cp.apiserver.rssBytes() / 2 ** 20);
@@ -646,6 +669,10 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     log(`tenants up in ${timings.tenantsStartSeconds} s: ${JSON.stringify(detail.memory)}`);
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const tenants = cps.map((cp, i) => tenantOf(cp, 'bench', `t${i}`));
+    // BENCH_FLOOD_RATE: the flooding tenant's own create rate (as its TenantPolicy would set it), the others' unchanged
+    const floodRate = envCreateRate(process.env.BENCH_FLOOD_RATE);
+    if (floodRate && fairness) tenants[0]!.podCreateRate = floodRate;
+    detail.floodTenantCreateRate = floodRate ?? detail.podCreateRate;
     await pool(tenantClients, 8, async (c) => {
       try {
         await c.create(R.serviceaccounts, {
@@ -662,6 +689,8 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       superApiserver: () => [sc.cluster.apiserver.pid],
       etcd: () => [sc.etcd.process.pid],
       tenantApiservers: () => cps.map((cp) => cp.apiserver.pid),
+      // a tenant's own etcd (none when they share the super cluster's: then `etcd` counts their writes)
+      tenantEtcds: () => cps.map((cp) => (cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined)),
       superScheduler: () => [sc.cluster.scheduler?.pid],
       superControllerManager: () => [sc.cluster.controllerManager?.pid],
       kwok: () => [sc.cluster.kwok?.pid],
@@ -810,13 +839,35 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     let fair: Record<string, unknown> | undefined;
     if (fairness) {
       const [noisy, quiet] = [0, 1];
-      const quietJob = (name: string) => tenantJob(quiet, name, 'quiet');
+      // The two tenants' own clients, and the watches that time their Pods, run in a worker thread: on this thread
+      // they would share the syncer's event loop, and their stalls would be counted as the syncer's. This thread's
+      // watches on the two tenants close meanwhile (they would parse the flood's events here) and reopen after.
+      for (const w of [tenantWatches[noisy]!, tenantWatches[quiet]!, superWatch]) {
+        await w.stop();
+        watches.splice(watches.indexOf(w), 1);
+      }
+      const gen = new LoadGenerator({
+        tenants: [noisy, quiet].map((i) => ({
+          kubeconfig: cps[i]!.kubeconfigPath,
+          superNamespace: superNamespace(tenants[i]!.key, 'default'),
+        })),
+        superKubeconfig: sc.kubeconfigPath,
+        labels: ['flood', 'quiet'],
+      });
+      loadGens.push(gen);
+      await gen.started();
+      const quietNames = (prefix: string) => Array.from({ length: QUIET }, (_, k) => `${prefix}-${k}`);
       log(`fairness: quiet tenant alone, ${QUIET} sequential Pods`);
-      const alone = await sequential(
-        Array.from({ length: QUIET }, (_, k) => quietJob(`quiet-alone-${k}`)),
-        phaseDeadline(QUIET),
-        'quiet alone',
-      );
+      // The syncer's event loop delay says whether that loop was a limit.
+      const loadAlone = new LoadProbe();
+      const alone = await gen.create({
+        tenant: 1,
+        names: quietNames('quiet-alone'),
+        label: 'quiet',
+        mode: 'sequential',
+        deadlineMs: phaseDeadline(QUIET),
+      });
+      const loopAlone = loadAlone.stop();
       const noisyKey = tenants[noisy]!.key;
       const noisyDepth = () => s.depthByTenant().find(([k]) => k === noisyKey)?.[1] ?? 0;
       const floodDepth = new Sampler(noisyDepth, 100);
@@ -824,12 +875,26 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       // The adaptive limit's lowest point during the flood (a Sampler keeps a peak: sample its negative).
       const floodLimit = new Sampler(() => -(s.concurrencyLimit()?.limit ?? WORKERS), 100);
       samplers.push(floodLimit);
+      // The noisy tenant's queue depth over time, to read at each quiet Pod's create.
+      const depthSeries: Array<[number, number]> = [];
+      const depthTimer = setInterval(() => depthSeries.push([performance.now(), noisyDepth()]), 10);
+      const depthAt = (epochMs: number) => {
+        const t = toLocal(epochMs);
+        let d = 0;
+        for (const [at, v] of depthSeries) if (at <= t) d = v;
+        return d;
+      };
       log(
         `fairness: noisy tenant floods ${FLOOD} Pods at once; quiet tenant creates ${QUIET} sequential Pods meanwhile`,
       );
-      const floodJobs = Array.from({ length: FLOOD }, (_, k) => tenantJob(noisy, `flood-${k}`, 'flood'));
       const mF = meter();
-      const flood = createAndTime(floodJobs, FLOOD, phaseDeadline(FLOOD), 'flood');
+      const flood = gen.create({
+        tenant: 0,
+        names: Array.from({ length: FLOOD }, (_, k) => `flood-${k}`),
+        label: 'flood',
+        mode: 'together',
+        deadlineMs: phaseDeadline(FLOOD),
+      });
       void flood.catch(() => undefined);
       // The quiet tenant starts once the flood has reached the syncer's queue.
       let floodNeverQueued = false;
@@ -839,34 +904,49 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         () => `flood queued (noisy depth ${noisyDepth()})`,
         20,
       ).catch(() => (floodNeverQueued = true));
-      const during = await sequential(
-        Array.from({ length: QUIET }, (_, k) => quietJob(`quiet-flood-${k}`)),
-        phaseDeadline(FLOOD),
-        'quiet during flood',
-        noisyDepth,
-      );
+      const loadDuring = new LoadProbe();
+      const during = await gen.create({
+        tenant: 1,
+        names: quietNames('quiet-flood'),
+        label: 'quiet',
+        mode: 'sequential',
+        deadlineMs: phaseDeadline(FLOOD),
+      });
+      const loopDuring = loadDuring.stop();
       const floodRes = await flood;
+      clearInterval(depthTimer);
       const mFig = mF();
-      const floodEndAt = Math.max(...floodRes.samples.map((x) => x.running));
-      figures.quietP99AloneMs = percentile(latenciesOf(alone.samples), 99);
-      figures.quietP99DuringFloodMs = percentile(latenciesOf(during.samples), 99);
+      await gen.stop();
+      loadGens.splice(loadGens.indexOf(gen), 1);
+      for (const i of [noisy, quiet]) {
+        const w = new PodWatch(tenantClients[i]!, { namespace: 'default' });
+        await w.start();
+        tenantWatches[i] = w;
+        watches.push(w);
+      }
+      const floodEndAt = Math.max(...floodRes.runningAt);
+      figures.quietP99AloneMs = percentile(alone.latenciesMs, 99);
+      figures.quietP99DuringFloodMs = percentile(during.latenciesMs, 99);
       figures.quietFloodRatio = figures.quietP99DuringFloodMs / figures.quietP99AloneMs;
       figures.floodP99Ms = floodRes.p99Ms;
       figures.floodPodsPerSecond = floodRes.podsPerSecond;
+      const { latenciesMs: _l, startedAt: _s, runningAt: _r, ...floodFigures } = floodRes;
       fair = {
-        quietAloneMs: latenciesOf(alone.samples).map(Math.round),
-        quietDuringFloodMs: latenciesOf(during.samples).map(Math.round),
-        quietAloneStagesMs: stages(alone.samples),
-        quietDuringFloodStagesMs: stages(during.samples),
-        noisyQueueDepthAtEachQuietCreate: during.probes,
+        quietAloneMs: alone.latenciesMs.map(Math.round),
+        quietDuringFloodMs: during.latenciesMs.map(Math.round),
+        quietAloneStagesMs: alone.stagesMs,
+        quietDuringFloodStagesMs: during.stagesMs,
+        noisyQueueDepthAtEachQuietCreate: during.startedAt.map(depthAt),
         // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
-        quietPodsRunningBeforeFloodDone: during.samples.filter((x) => x.running < floodEndAt).length,
+        quietPodsRunningBeforeFloodDone: during.runningAt.filter((x) => x < floodEndAt).length,
+        syncerThreadAlone: loopAlone,
+        syncerThreadDuringQuietFlood: loopDuring,
         noisyQueueDepthPeak: floodDepth.stop(),
         concurrencyLimitLowest: -floodLimit.stop(),
         floodNeverQueued,
         cpu: mFig.cpu,
         inflight: mFig.inflight,
-        flood: { ...floodRes, samples: undefined, stagesMs: stages(floodRes.samples) },
+        flood: floodFigures,
       };
       log(
         `fairness: quiet p99 alone ${figures.quietP99AloneMs.toFixed(0)} ms, during flood ` +
@@ -999,6 +1079,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     for (const smp of samplers) smp.stop();
     await syncer?.stop();
     await Promise.all(watches.map((w) => w.stop()));
+    await Promise.all(loadGens.map((g) => g.stop()));
     for (const c of clients) c.close();
     await t?.stop();
     process.off('uncaughtException', onUncaught);
