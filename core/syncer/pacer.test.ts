@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { checkCreateRate, CreatePacer, type CreateRate } from './pacer.ts';
+import { checkCreateRate, checkYieldShare, CreatePacer, type CreateRate } from './pacer.ts';
 
-function newPacer() {
+function newPacer(yieldShare?: number) {
   const woken: string[] = [];
-  const p = new CreatePacer({ wake: (k) => woken.push(k) });
+  const p = new CreatePacer({ wake: (k) => woken.push(k), ...(yieldShare !== undefined && { yieldShare }) });
   return { p, woken };
 }
 
@@ -126,5 +126,70 @@ describe('CreatePacer wakes', () => {
     expect(woken).toEqual(['k1']);
     vi.advanceTimersByTime(50);
     expect(woken).toEqual(['k1', 'k2']);
+  });
+});
+
+describe('CreatePacer yields to tenants creating at their own pace', () => {
+  beforeEach(() => vi.useFakeTimers({ now: 0 }));
+  afterEach(() => vi.useRealTimers());
+  const rate: CreateRate = { perSecond: 10, burst: 1 };
+
+  it('a tenant with parked keys refills at the yield share while another creates, and at its whole rate alone', () => {
+    const { p, woken } = newPacer(0.25);
+    expect(p.take('a', 'a0', rate)).toBe(true);
+    expect(p.take('a', 'a1', rate)).toBe(false);
+    expect(p.take('b', 'b0', rate)).toBe(true);
+    expect(p.yielding('a')).toBe(true);
+    // 2.5 per second: a token every 400 ms instead of every 100 ms
+    vi.advanceTimersByTime(399);
+    expect(woken).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(woken).toEqual(['a1']);
+    expect(p.take('a', 'a1', rate)).toBe(true);
+    // b's last create was 1 s ago: a has its whole rate back
+    vi.advanceTimersByTime(600);
+    expect(p.yielding('a')).toBe(false);
+    expect(p.take('a', 'a2', rate)).toBe(true);
+    expect(p.take('a', 'a3', rate)).toBe(false);
+    vi.advanceTimersByTime(100);
+    expect(woken).toEqual(['a1', 'a3']);
+  });
+
+  it.each([
+    { case: 'two tenants both with parked keys keep their whole rates', bParks: true, share: 0.25, yielding: false },
+    { case: 'a tenant without parked keys never yields', bParks: false, share: 0.25, yielding: false, aParks: false },
+    { case: 'a share of 1 turns yielding off', bParks: false, share: 1, yielding: false },
+    { case: 'the default share yields', bParks: false, share: undefined, yielding: true },
+  ])('$case', ({ bParks, share, yielding, aParks = true }) => {
+    const { p } = newPacer(share);
+    p.take('a', 'a0', rate);
+    if (aParks) p.take('a', 'a1', rate);
+    p.take('b', 'b0', rate);
+    if (bParks) p.take('b', 'b1', rate);
+    expect(p.yielding('a')).toBe(yielding);
+  });
+
+  it('a tenant that stopped creating a second ago no longer makes others yield', () => {
+    const { p } = newPacer(0.25);
+    p.take('b', 'b0', rate);
+    vi.advanceTimersByTime(999);
+    p.take('a', 'a0', rate);
+    p.take('a', 'a1', rate);
+    expect(p.yielding('a')).toBe(true);
+    vi.advanceTimersByTime(1);
+    expect(p.yielding('a')).toBe(false);
+  });
+});
+
+describe('checkYieldShare', () => {
+  it.each([
+    { share: 0.25, error: undefined },
+    { share: 1, error: undefined },
+    { share: 0, error: 'must be a number > 0 and <= 1, got 0' },
+    { share: 1.5, error: 'must be a number > 0 and <= 1, got 1.5' },
+    { share: Number.NaN, error: 'must be a number > 0 and <= 1, got NaN' },
+  ])('$share: $error', ({ share, error }) => {
+    if (error) expect(() => checkYieldShare(share, 'syncer.podCreateYield')).toThrow(`syncer.podCreateYield: ${error}`);
+    else expect(checkYieldShare(share, 'x')).toBe(share);
   });
 });

@@ -36,7 +36,14 @@ import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
 import { TokenMinter } from './tokens.ts';
-import { checkCreateRate, CreatePacer, DEFAULT_CREATE_RATE, type CreateRate } from './pacer.ts';
+import {
+  checkCreateRate,
+  checkYieldShare,
+  CreatePacer,
+  DEFAULT_CREATE_RATE,
+  DEFAULT_YIELD_SHARE,
+  type CreateRate,
+} from './pacer.ts';
 import { SchedulingWindow } from './window.ts';
 
 const log = childLogger({ controller: 'syncer' });
@@ -48,6 +55,8 @@ export const SYNCER_DEFAULTS = {
   schedulingWindow: 16,
   /** super Pods created per tenant per second, and at once (see CreatePacer); a TenantPolicy's pods.createRate wins */
   podCreateRate: DEFAULT_CREATE_RATE,
+  /** the share of its create rate a tenant with a backlog keeps while another tenant creates Pods (see CreatePacer) */
+  podCreateYield: DEFAULT_YIELD_SHARE,
   /** the adaptive concurrency limit (see SyncerOptions.adaptiveConcurrency) */
   adaptiveConcurrency: false,
   /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
@@ -113,6 +122,12 @@ export interface SyncerOptions {
    * Default SYNCER_DEFAULTS.podCreateRate; a perSecond of 0 turns pacing off.
    */
   podCreateRate?: CreateRate;
+  /**
+   * podCreateYield is the share of its create rate a tenant with parked creates keeps while another tenant without
+   * any is creating Pods (CreatePacer yieldShare): a flood yields to a tenant creating at its own pace. Default
+   * SYNCER_DEFAULTS.podCreateYield; 1 turns yielding off.
+   */
+  podCreateYield?: number;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
   /** name of the super cluster, for logs and for plugins (PluginContext.superCluster) */
@@ -167,7 +182,7 @@ export class Syncer {
   private readonly unwatchDepth: () => void;
   private readonly limit?: AdaptiveLimit;
   private readonly window?: SchedulingWindow;
-  private readonly pacer = new CreatePacer({ wake: (key) => this.queue.add(key) });
+  private readonly pacer: CreatePacer;
   private readonly podCreateRate: CreateRate;
   private unwatchLatency?: () => void;
   private unsubscribe?: () => void;
@@ -239,6 +254,10 @@ export class Syncer {
     const size = o.schedulingWindow ?? SYNCER_DEFAULTS.schedulingWindow;
     if (size > 0) this.window = new SchedulingWindow({ size, wake: (key) => this.queue.add(key) });
     this.podCreateRate = checkCreateRate(o.podCreateRate ?? SYNCER_DEFAULTS.podCreateRate, 'syncer podCreateRate');
+    this.pacer = new CreatePacer({
+      wake: (key) => this.queue.add(key),
+      yieldShare: checkYieldShare(o.podCreateYield ?? SYNCER_DEFAULTS.podCreateYield, 'syncer podCreateYield'),
+    });
     this.unwatchDepth = watchDepth(this);
   }
 

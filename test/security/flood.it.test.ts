@@ -6,7 +6,8 @@
  * leaves the window: the flooding tenant gets exactly its window of super Pods, another tenant's Pod still gets its
  * super Pod at once, and when the scheduler comes back every Pod of both runs, none lost. Then the platform gives the
  * flooding tenant a create rate (what its TenantPolicy's pods.createRate does): its next flood reaches the super
- * cluster no faster than that rate, while the other tenant's Pod is created at once.
+ * cluster no faster than that rate, while the other tenant's Pod is created at once; and while the other tenant
+ * creates Pods at its own pace, the flood yields (a quarter of its rate).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
@@ -47,6 +48,8 @@ async function parkedOf(tenant: string, reason = 'WaitingForSchedulingWindow'): 
 
 const PACED = 12;
 const RATE = { perSecond: 2, burst: 3 };
+const YIELD_FLOOD = 16;
+const YIELD_RATE = { perSecond: 4, burst: 2 };
 
 describe('a tenant flooding the super scheduler', () => {
   const attempts = new Attempts();
@@ -145,6 +148,36 @@ describe('a tenant flooding the super scheduler', () => {
       expect(await parkedOf(quietTenant.key, 'WaitingForCreateRate')).toBe(quietParkedBefore);
       await eventually(async () => expect(await phases(flood)).toEqual(Array(FLOOD + PACED).fill('Running')), 120_000);
       return `${PACED} paced Pods created over ${spanS} s, the other tenant's Pod created before the last of them`;
+    });
+  });
+
+  it('slows a flood to a quarter of its rate while another tenant creates Pods at its own pace', async () => {
+    await attempts.attempt(`${YIELD_FLOOD} Pods at once while another tenant creates one every 250 ms`, async () => {
+      registry.upsert({ ...floodTenant, podCreateRate: YIELD_RATE });
+      const quietParkedBefore = await parkedOf(quietTenant.key, 'WaitingForCreateRate');
+      const created = async (tenant: Tenant, prefix: string) =>
+        (await superPodsOf(tenant)).filter((p) => p.metadata!.name!.startsWith(prefix)).length;
+      await Promise.all(Array.from({ length: YIELD_FLOOD }, (_, i) => flood.create(R.pods, pod(`yield-${i}`))));
+      // The other tenant creates a Pod every 250 ms for 3 s: never faster than its own rate, so never parked.
+      for (let i = 0; i < 12; i++) {
+        await quiet.create(R.pods, pod(`steady-${i}`));
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      // At its whole rate the flood would have its burst and 12 more by now (all 14 after the burst); at a quarter
+      // of it, about one per second.
+      const during = await created(floodTenant, 'yield-');
+      expect(during).toBeGreaterThanOrEqual(YIELD_RATE.burst);
+      expect(during).toBeLessThanOrEqual(9);
+      await eventually(async () => expect(await created(quietTenant, 'steady-')).toBe(12), 30_000);
+      expect(await parkedOf(quietTenant.key, 'WaitingForCreateRate')).toBe(quietParkedBefore);
+      // Once the other tenant is done, the flood has its whole rate back and every Pod of both runs.
+      await eventually(async () => expect(await created(floodTenant, 'yield-')).toBe(YIELD_FLOOD), 60_000);
+      await eventually(
+        async () => expect(await phases(flood)).toEqual(Array(FLOOD + PACED + YIELD_FLOOD).fill('Running')),
+        120_000,
+      );
+      await eventually(async () => expect(await phases(quiet)).toEqual(Array(14).fill('Running')), 60_000);
+      return `${during} of ${YIELD_FLOOD} flood Pods created in the 3 s the other tenant created 12`;
     });
   });
 });

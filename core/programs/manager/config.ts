@@ -28,6 +28,7 @@ export interface ManagerConfig {
     adaptiveConcurrency?: boolean;
     schedulingWindow?: number;
     podCreateRate?: { perSecond: number; burst: number };
+    podCreateYield?: number;
     tenantRequestTimeoutSeconds?: number;
     patrolIntervalSeconds?: number;
     placedOnly?: boolean;

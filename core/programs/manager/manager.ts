@@ -205,6 +205,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       adaptiveConcurrency: cfg.syncer?.adaptiveConcurrency,
       schedulingWindow: cfg.syncer?.schedulingWindow,
       podCreateRate: cfg.syncer?.podCreateRate,
+      podCreateYield: cfg.syncer?.podCreateYield,
       tenantRequestTimeoutMs:
         cfg.syncer?.tenantRequestTimeoutSeconds === undefined
           ? undefined
