@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { pino } from 'pino';
-import { FakeClock } from '../queue/clock.ts';
+import { FakeClock, realClock } from '../queue/clock.ts';
 import { FairQueue, tenantOfKey } from '../queue/fairqueue.ts';
 import { ItemExponentialFailureRateLimiter } from '../queue/ratelimiter.ts';
 import { registry } from '../metrics/registry.ts';
@@ -436,4 +436,40 @@ describe('Runner', () => {
       expect(calls.filter((key) => tenantOfKey(key) === 'slow')).toHaveLength(50);
     },
   );
+});
+
+describe('Runner and the event loop', () => {
+  it.each([
+    { case: 'lets waiting I/O run between keys once its workers held the loop 5 ms', clock: realClock, yields: true },
+    { case: 'never yields while its clock stands still (a FakeClock)', clock: new FakeClock(), yields: false },
+  ])('$case', async ({ clock, yields }) => {
+    const KEYS = 20;
+    const queue = new WorkQueue({ clock, rateLimiter: new ItemExponentialFailureRateLimiter(100, 10_000) });
+    let done = 0;
+    const runner = new Runner({
+      name: 'test',
+      queue,
+      // a reconcile that writes nothing: 1 ms of work, settled without I/O
+      reconciler: {
+        reconcile: () => {
+          const end = performance.now() + 1;
+          while (performance.now() < end);
+          done++;
+          return Promise.resolve(undefined);
+        },
+      },
+      concurrency: 2,
+      clock,
+      logger: silent,
+      metrics: { reconciled: () => undefined },
+    });
+    for (let i = 0; i < KEYS; i++) queue.add(`k${i}`);
+    let doneWhenIoRan = -1;
+    setImmediate(() => (doneWhenIoRan = done));
+    runner.start();
+    while (done < KEYS) await flush();
+    await runner.stop();
+    if (yields) expect(doneWhenIoRan).toBeLessThan(KEYS);
+    else expect(doneWhenIoRan).toBe(KEYS);
+  });
 });
