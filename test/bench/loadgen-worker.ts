@@ -45,7 +45,7 @@ async function create(r: LoadGenRequest): Promise<LoadGenResult> {
   const deadline = r.deadlineMs ?? 180_000;
   const label = `${r.label} in tenant ${r.tenant}`;
   let samples: Sample[];
-  let figures: Omit<LoadGenResult, 'latenciesMs' | 'startedAt' | 'runningAt' | 'stagesMs'>;
+  let figures: Omit<LoadGenResult, 'latenciesMs' | 'startedAt' | 'createdAt' | 'runningAt' | 'stagesMs'>;
   if (r.mode === 'sequential') {
     samples = (await sequential(jobs, deadline, label)).samples;
     const lat = latenciesOf(samples);
@@ -69,6 +69,7 @@ async function create(r: LoadGenRequest): Promise<LoadGenResult> {
     ...figures,
     latenciesMs: latenciesOf(ordered),
     startedAt: ordered.map((x) => epoch(x.t0)),
+    createdAt: ordered.map((x) => epoch(x.created)),
     runningAt: ordered.map((x) => epoch(x.running)),
     stagesMs: stages(samples),
   };

@@ -36,8 +36,9 @@ export interface LoadGenResult {
   maxMs: number;
   wallSeconds: number;
   latenciesMs: number[];
-  /** per Pod, in the order of names: create call start and Running in the tenant, epoch ms */
+  /** per Pod, in the order of names: create call start and end, and Running in the tenant, epoch ms */
   startedAt: number[];
+  createdAt: number[];
   runningAt: number[];
   stagesMs: Record<string, { p50: number; p99: number }>;
 }

@@ -453,6 +453,8 @@ interface SyncerBenchOptions {
   window?: number;
   /** the syncer's pace of one tenant's super Pod creates (BENCH_CREATE_RATE=perSecond/burst; 0 turns it off) */
   createRate?: CreateRate;
+  /** the share of its rate a tenant with a backlog keeps while another creates (BENCH_CREATE_YIELD; 1 turns it off) */
+  createYield?: number;
   /**
    * whether each tenant control plane has an etcd of its own, as the local provisioner gives every tenant
    * (BENCH_TENANT_ETCD=own), or a prefix of the super cluster's (shared)
@@ -467,7 +469,7 @@ interface SyncerBenchOptions {
  * adaptive concurrency limit on (or off; default: the syncer's default), BENCH_WINDOW=n sets its scheduling window,
  * BENCH_CREATE_RATE=perSecond/burst its pace of one tenant's Pod creates (0 turns it off), BENCH_TENANT_ETCD=own
  * (or shared) whether each tenant has an etcd of its own, BENCH_FLOOD_RATE=perSecond/burst the flooding tenant's own
- * create rate.
+ * create rate, BENCH_CREATE_YIELD the share of its rate a tenant with a backlog keeps while another creates.
  */
 export function syncerBench(): Promise<BenchResult> {
   const quiet = envInt('BENCH_QUIET', 20);
@@ -481,6 +483,7 @@ export function syncerBench(): Promise<BenchResult> {
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
     createRate: envCreateRate(),
+    createYield: process.env.BENCH_CREATE_YIELD ? Number(process.env.BENCH_CREATE_YIELD) : undefined,
     tenantEtcd: envTenantEtcd(),
   });
 }
@@ -502,6 +505,7 @@ export function syncerScaleBench(): Promise<BenchResult> {
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
     createRate: envCreateRate(),
+    createYield: process.env.BENCH_CREATE_YIELD ? Number(process.env.BENCH_CREATE_YIELD) : undefined,
     tenantEtcd: envTenantEtcd(),
   });
 }
@@ -603,6 +607,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     adaptiveConcurrency: o.adaptive ?? SYNCER_DEFAULTS.adaptiveConcurrency,
     schedulingWindow: o.window ?? SYNCER_DEFAULTS.schedulingWindow,
     podCreateRate: o.createRate ?? SYNCER_DEFAULTS.podCreateRate,
+    podCreateYield: o.createYield ?? SYNCER_DEFAULTS.podCreateYield,
     tenantEtcd: o.tenantEtcd,
     nodes,
     concurrency: CONCURRENCY,
@@ -779,6 +784,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       adaptiveConcurrency: o.adaptive,
       ...(o.window !== undefined && { schedulingWindow: o.window }),
       ...(o.createRate && { podCreateRate: o.createRate }),
+      ...(o.createYield !== undefined && { podCreateYield: o.createYield }),
     });
     await syncer.start();
     const s = syncer;
@@ -930,13 +936,23 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       figures.quietFloodRatio = figures.quietP99DuringFloodMs / figures.quietP99AloneMs;
       figures.floodP99Ms = floodRes.p99Ms;
       figures.floodPodsPerSecond = floodRes.podsPerSecond;
-      const { latenciesMs: _l, startedAt: _s, runningAt: _r, ...floodFigures } = floodRes;
+      const { latenciesMs: _l, startedAt: _s, createdAt: _c, runningAt: _r, ...floodFigures } = floodRes;
+      // The quiet Pods created once the whole flood was in its tenant's apiserver, and the syncer served its backlog;
+      // those before ran while that apiserver took the flood's 200 creates and the syncer read them.
+      const floodInTenantAt = Math.max(...floodRes.createdAt);
+      const backlog = during.latenciesMs.filter((_, k) => during.startedAt[k]! >= floodInTenantAt);
+      figures.quietP99DuringBacklogMs = percentile(backlog, 99);
+      figures.quietBacklogRatio = figures.quietP99DuringBacklogMs / figures.quietP99AloneMs;
       fair = {
         quietAloneMs: alone.latenciesMs.map(Math.round),
         quietDuringFloodMs: during.latenciesMs.map(Math.round),
         quietAloneStagesMs: alone.stagesMs,
         quietDuringFloodStagesMs: during.stagesMs,
         noisyQueueDepthAtEachQuietCreate: during.startedAt.map(depthAt),
+        quietPodsDuringBacklog: backlog.length,
+        quietMedianAloneMs: Math.round(percentile(alone.latenciesMs, 50)),
+        quietMedianDuringFloodMs: Math.round(percentile(during.latenciesMs, 50)),
+        quietMedianDuringBacklogMs: Math.round(percentile(backlog, 50)),
         // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
         quietPodsRunningBeforeFloodDone: during.runningAt.filter((x) => x < floodEndAt).length,
         syncerThreadAlone: loopAlone,
@@ -951,7 +967,9 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       log(
         `fairness: quiet p99 alone ${figures.quietP99AloneMs.toFixed(0)} ms, during flood ` +
           `${figures.quietP99DuringFloodMs.toFixed(0)} ms (${figures.quietFloodRatio.toFixed(2)}x); ` +
-          `${String(fair.quietPodsRunningBeforeFloodDone)}/${QUIET} quiet Pods ran before the flood was done`,
+          `${String(fair.quietPodsRunningBeforeFloodDone)}/${QUIET} quiet Pods ran before the flood was done; ` +
+          `the ${backlog.length} created once the flood was in its tenant: p99 ` +
+          `${figures.quietP99DuringBacklogMs.toFixed(0)} ms (${figures.quietBacklogRatio.toFixed(2)}x)`,
       );
     }
 
