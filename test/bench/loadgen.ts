@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import type { RunFigures } from './syncer.ts';
 
 /** LoadGenTenant is one tenant the load generator creates Pods in: its admin kubeconfig and its super namespace. */
 export interface LoadGenTenant {
@@ -28,13 +29,7 @@ export interface LoadGenRequest {
 }
 
 /** LoadGenResult is what a create request measured; times are epoch milliseconds (the threads' clocks differ). */
-export interface LoadGenResult {
-  pods: number;
-  podsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  wallSeconds: number;
+export interface LoadGenResult extends RunFigures {
   latenciesMs: number[];
   /** per Pod, in the order of names: create call start and end, and Running in the tenant, epoch ms */
   startedAt: number[];

@@ -206,7 +206,7 @@ export class LoadProbe {
 }
 
 /** RunFigures are the outcome of creating a batch of Pods and waiting for all of them to run. */
-interface RunFigures {
+export interface RunFigures {
   pods: number;
   podsPerSecond: number;
   p50Ms: number;
@@ -862,17 +862,19 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       });
       loadGens.push(gen);
       await gen.started();
-      const quietNames = (prefix: string) => Array.from({ length: QUIET }, (_, k) => `${prefix}-${k}`);
+      // The quiet tenant's Pods, one after another, each waiting for its Running.
+      const quietRun = (prefix: string, deadlineMs: number) =>
+        gen.create({
+          tenant: quiet,
+          names: Array.from({ length: QUIET }, (_, k) => `${prefix}-${k}`),
+          label: 'quiet',
+          mode: 'sequential',
+          deadlineMs,
+        });
       log(`fairness: quiet tenant alone, ${QUIET} sequential Pods`);
       // The syncer's event loop delay says whether that loop was a limit.
       const loadAlone = new LoadProbe();
-      const alone = await gen.create({
-        tenant: 1,
-        names: quietNames('quiet-alone'),
-        label: 'quiet',
-        mode: 'sequential',
-        deadlineMs: phaseDeadline(QUIET),
-      });
+      const alone = await quietRun('quiet-alone', phaseDeadline(QUIET));
       const loopAlone = loadAlone.stop();
       const noisyKey = tenants[noisy]!.key;
       const noisyDepth = () => s.depthByTenant().find(([k]) => k === noisyKey)?.[1] ?? 0;
@@ -895,7 +897,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       );
       const mF = meter();
       const flood = gen.create({
-        tenant: 0,
+        tenant: noisy,
         names: Array.from({ length: FLOOD }, (_, k) => `flood-${k}`),
         label: 'flood',
         mode: 'together',
@@ -911,13 +913,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         20,
       ).catch(() => (floodNeverQueued = true));
       const loadDuring = new LoadProbe();
-      const during = await gen.create({
-        tenant: 1,
-        names: quietNames('quiet-flood'),
-        label: 'quiet',
-        mode: 'sequential',
-        deadlineMs: phaseDeadline(FLOOD),
-      });
+      const during = await quietRun('quiet-flood', phaseDeadline(FLOOD));
       const loopDuring = loadDuring.stop();
       const floodRes = await flood;
       clearInterval(depthTimer);
