@@ -8,6 +8,8 @@ export interface QueueDepthSource {
   inFlightByTenant(): Array<[string, number]>;
   /** the adaptive concurrency limit and the super cluster it is measured against, when the syncer adapts */
   concurrencyLimit?(): { superCluster: string; limit: number } | undefined;
+  /** the tenants whose create rate is lowered now for another tenant creating Pods (CreatePacer.yielding) */
+  yieldingTenants?(): string[];
 }
 
 const depthSources = new Set<QueueDepthSource>();
@@ -99,6 +101,18 @@ export const syncerMetrics = {
     collect() {
       this.reset();
       for (const s of depthSources) for (const [t, n] of s.inFlightByTenant()) this.set({ tenant: t }, n);
+    },
+  }),
+  createYielding: new Gauge({
+    name: 'vc_syncer_create_yielding',
+    help:
+      'Whether a tenant with Pod creates parked by its create rate refills at syncer.podCreateYield of that rate now ' +
+      '(1), because another tenant is creating Pods at its own pace.',
+    labelNames: ['tenant'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of depthSources) for (const t of s.yieldingTenants?.() ?? []) this.set({ tenant: t }, 1);
     },
   }),
   concurrencyLimit: new Gauge({

@@ -475,6 +475,11 @@ export class Syncer {
     this.queue.setMaxInFlightPerTenant(cap);
   }
 
+  /** yieldingTenants lists the tenants whose create rate is lowered now for another tenant creating Pods. */
+  yieldingTenants(): string[] {
+    return this.sessions.keys().filter((t) => this.pacer.yielding(t));
+  }
+
   /** inFlightByTenant lists the keys being reconciled per tenant (the workers each tenant holds). */
   inFlightByTenant(): Array<[string, number]> {
     return this.sessions.keys().map((t) => [t, this.queue.tenantInFlight(t)]);

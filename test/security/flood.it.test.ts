@@ -46,6 +46,12 @@ async function parkedOf(tenant: string, reason = 'WaitingForSchedulingWindow'): 
     .reduce((sum, v) => sum + v.value, 0);
 }
 
+/** yielding reads vc_syncer_create_yielding: the tenants whose create rate is lowered now. */
+async function yielding(): Promise<string[]> {
+  const m = await syncerMetrics.createYielding.get();
+  return m.values.filter((v) => v.value === 1).map((v) => String(v.labels.tenant));
+}
+
 const PACED = 12;
 const RATE = { perSecond: 2, burst: 3 };
 const YIELD_FLOOD = 16;
@@ -159,9 +165,11 @@ describe('a tenant flooding the super scheduler', () => {
         (await superPodsOf(tenant)).filter((p) => p.metadata!.name!.startsWith(prefix)).length;
       await Promise.all(Array.from({ length: YIELD_FLOOD }, (_, i) => flood.create(R.pods, pod(`yield-${i}`))));
       // The other tenant creates a Pod every 250 ms for 3 s: never faster than its own rate, so never parked.
+      const seenYielding = new Set<string>();
       for (let i = 0; i < 12; i++) {
         await quiet.create(R.pods, pod(`steady-${i}`));
         await new Promise((r) => setTimeout(r, 250));
+        for (const k of await yielding()) seenYielding.add(k);
       }
       // At its whole rate the flood would have its burst and 12 more by now (all 14 after the burst); at a quarter
       // of it, about one per second.
@@ -170,6 +178,8 @@ describe('a tenant flooding the super scheduler', () => {
       expect(during).toBeLessThanOrEqual(9);
       await eventually(async () => expect(await created(quietTenant, 'steady-')).toBe(12), 30_000);
       expect(await parkedOf(quietTenant.key, 'WaitingForCreateRate')).toBe(quietParkedBefore);
+      // The operator sees which tenant yielded: the flooding one, never the other.
+      expect([...seenYielding]).toEqual([floodTenant.key]);
       // Once the other tenant is done, the flood has its whole rate back and every Pod of both runs.
       await eventually(async () => expect(await created(floodTenant, 'yield-')).toBe(YIELD_FLOOD), 60_000);
       await eventually(
