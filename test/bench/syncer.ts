@@ -295,23 +295,18 @@ export async function createAndTime(
   };
 }
 
-/** sequential creates the Pods one after another, each waiting for its Running; probe runs before each create. */
-export async function sequential<P = never>(
+/** sequential creates the Pods one after another, each waiting for its Running. */
+export async function sequential(
   jobs: readonly PodJob[],
   deadlineMs: number,
   label: string,
-  probe?: () => P,
-): Promise<{ samples: Sample[]; probes: P[] }> {
+): Promise<{ samples: Sample[] }> {
   const samples: Sample[] = [];
-  const probes: P[] = [];
   const go = async () => {
-    for (const j of jobs) {
-      if (probe) probes.push(probe());
-      samples.push(await createOne(j));
-    }
+    for (const j of jobs) samples.push(await createOne(j));
   };
   await withDeadline(go(), deadlineMs, () => `${label}: ${samples.length}/${jobs.length} Pods Running`);
-  return { samples, probes };
+  return { samples };
 }
 
 export const latenciesOf = (samples: readonly Sample[]) => samples.map((x) => x.running - x.t0);
@@ -480,11 +475,7 @@ export function syncerBench(): Promise<BenchResult> {
     workers: envInt('BENCH_WORKERS', 8),
     quiet,
     flood: envInt('BENCH_FLOOD', 10 * quiet),
-    adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
-    window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
-    createRate: envCreateRate(),
-    createYield: process.env.BENCH_CREATE_YIELD ? Number(process.env.BENCH_CREATE_YIELD) : undefined,
-    tenantEtcd: envTenantEtcd(),
+    ...envSyncerSettings(),
   });
 }
 
@@ -502,12 +493,22 @@ export function syncerScaleBench(): Promise<BenchResult> {
     workers: envInt('BENCH_WORKERS', 8),
     quiet: 0,
     flood: 0,
+    ...envSyncerSettings(),
+  });
+}
+
+/** envSyncerSettings reads the syncer settings and tenant layout both syncer scenarios take from the environment. */
+function envSyncerSettings(): Pick<
+  SyncerBenchOptions,
+  'adaptive' | 'window' | 'createRate' | 'createYield' | 'tenantEtcd'
+> {
+  return {
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
     window: process.env.BENCH_WINDOW ? envInt('BENCH_WINDOW', 0) : undefined,
     createRate: envCreateRate(),
     createYield: process.env.BENCH_CREATE_YIELD ? Number(process.env.BENCH_CREATE_YIELD) : undefined,
     tenantEtcd: envTenantEtcd(),
-  });
+  };
 }
 
 /** envTenantEtcd reads BENCH_TENANT_ETCD: `own` (the default, as the local provisioner runs tenants) or `shared`. */
