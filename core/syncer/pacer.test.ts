@@ -179,6 +179,21 @@ describe('CreatePacer yields to tenants creating at their own pace', () => {
     vi.advanceTimersByTime(1);
     expect(p.yielding('a')).toBe(false);
   });
+
+  it('a tenant whose rate paces nothing makes others yield while it creates, and not once forgotten', () => {
+    const { p, woken } = newPacer(0.25);
+    const unpaced: CreateRate = { perSecond: 0, burst: 1 };
+    p.take('a', 'a0', rate);
+    p.take('a', 'a1', rate);
+    expect(p.yielding('a')).toBe(false);
+    expect(p.take('u', 'u0', unpaced)).toBe(true);
+    expect(p.yielding('a')).toBe(true);
+    expect(p.yielding('u')).toBe(false);
+    vi.advanceTimersByTime(100);
+    expect(woken).toEqual([]);
+    p.forget('u');
+    expect(p.yielding('a')).toBe(false);
+  });
 });
 
 describe('checkYieldShare', () => {

@@ -9,9 +9,10 @@
  *
  * A tenant with a backlog yields to tenants without one: while another tenant is creating Pods at its own pace (it
  * spent a token in the last ACTIVE_MS and has no key parked), a tenant with parked keys refills at `yieldShare` of its
- * rate. At 20 Pods/s a flood still kept the 2 cores ~150% busy and another tenant's Pods took 3x as long as alone; at
- * 5 Pods/s they ran as fast as alone once the flood had reached the syncer. A flooding tenant alone keeps its whole
- * rate, and two flooding tenants do not slow each other.
+ * rate; a tenant whose rate paces nothing (the platform's choice) counts as creating whenever it creates. At 20 Pods/s
+ * a flood still kept the 2 cores ~150% busy and another tenant's Pods took 3x as long as alone; at 5 Pods/s they ran as
+ * fast as alone once the flood had reached the syncer. A flooding tenant alone keeps its whole rate, and two flooding
+ * tenants do not slow each other.
  */
 export interface CreateRate {
   /** creates per second the bucket refills with; 0 turns pacing off */
@@ -61,6 +62,8 @@ interface Bucket {
 
 export class CreatePacer {
   private readonly buckets = new Map<string, Bucket>();
+  /** when each tenant whose rate paces nothing (perSecond 0) last created a Pod: it counts as creating too */
+  private readonly unpacedAt = new Map<string, number>();
   private readonly now: () => number;
   private readonly yieldShare: number;
 
@@ -74,7 +77,11 @@ export class CreatePacer {
    * `key`, to be woken when a token has refilled, and returns false. A rate of 0 per second never parks.
    */
   take(tenant: string, key: string, rate: CreateRate): boolean {
-    if (!paced(rate)) return true;
+    if (!paced(rate)) {
+      if (this.yieldShare < 1) this.unpacedAt.set(tenant, this.now());
+      return true;
+    }
+    this.unpacedAt.delete(tenant);
     const b = this.refill(tenant, rate);
     if (b.tokens >= 1) {
       b.tokens -= 1;
@@ -127,6 +134,9 @@ export class CreatePacer {
       if (t !== tenant && o.parked.size === 0 && now - o.lastTake < ACTIVE_MS)
         return b.rate.perSecond * this.yieldShare;
     }
+    for (const [t, at] of this.unpacedAt) {
+      if (t !== tenant && now - at < ACTIVE_MS) return b.rate.perSecond * this.yieldShare;
+    }
     return b.rate.perSecond;
   }
 
@@ -135,6 +145,7 @@ export class CreatePacer {
     const b = this.buckets.get(tenant);
     if (b) clearTimeout(b.timer);
     this.buckets.delete(tenant);
+    this.unpacedAt.delete(tenant);
   }
 
   /** clear forgets every tenant (a leadership term ended: the next one queues every key). */
