@@ -52,7 +52,7 @@ describe('deploy/grafana/manager-dashboard.json', () => {
     expect([...used].filter((n) => !exported.has(n))).toEqual([]);
   });
 
-  it('shows queue depth and latency per tenant, writes, errors, patrol, dropped events and plugin errors', () => {
+  it('shows queue depth and latency per tenant, writes, errors, patrol, dropped events, plugin errors, yielding', () => {
     const all = exprs().join('\n');
     for (const needed of [
       'sum by (tenant) (vc_syncer_queue_depth',
@@ -62,6 +62,7 @@ describe('deploy/grafana/manager-dashboard.json', () => {
       'vc_syncer_patrol_fixes_total',
       'vc_syncer_events_dropped_total',
       'vc_plugin_errors_total',
+      'vc_syncer_create_yielding',
     ])
       expect(all).toContain(needed);
   });
