@@ -1,4 +1,5 @@
 // The load generator's worker thread (see LoadGenerator in loadgen.ts): a tenant's own client, off the syncer's loop.
+import { readlinkSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { KubeClient } from '../../core/kube/client.ts';
 import type { LoadGenInit, LoadGenReply, LoadGenRequest, LoadGenResult } from './loadgen.ts';
@@ -6,6 +7,7 @@ import {
   createAndTime,
   latenciesOf,
   percentile,
+  paced,
   type PodJob,
   PodWatch,
   type Sample,
@@ -46,10 +48,12 @@ async function create(r: LoadGenRequest): Promise<LoadGenResult> {
   const label = `${r.label} in tenant ${r.tenant}`;
   let samples: Sample[];
   let figures: Omit<LoadGenResult, 'latenciesMs' | 'startedAt' | 'createdAt' | 'runningAt' | 'stagesMs'>;
-  if (r.mode === 'sequential') {
-    samples = (await sequential(jobs, deadline, label)).samples;
+  if (r.mode === 'sequential' || r.mode === 'paced') {
+    samples = (
+      r.mode === 'paced' ? await paced(jobs, r.everyMs ?? 0, deadline, label) : await sequential(jobs, deadline, label)
+    ).samples;
     const lat = latenciesOf(samples);
-    const wall = (samples.at(-1)!.running - samples[0]!.t0) / 1000;
+    const wall = (Math.max(...samples.map((x) => x.running)) - Math.min(...samples.map((x) => x.t0))) / 1000;
     figures = {
       pods: jobs.length,
       podsPerSecond: jobs.length / wall,
@@ -89,4 +93,4 @@ port.on('message', (r: LoadGenRequest) => {
     (e: unknown) => reply({ id: r.id, ok: false, error: e instanceof Error ? e.message : String(e) }),
   );
 });
-port.postMessage({ id: -1, ok: true, ready: true } satisfies LoadGenReply);
+port.postMessage({ id: -1, ok: true, ready: true, thread: readlinkSync('/proc/thread-self') } satisfies LoadGenReply);

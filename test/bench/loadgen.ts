@@ -23,8 +23,12 @@ export interface LoadGenRequest {
   tenant?: number;
   names?: string[];
   label?: string;
-  /** all at once (each create call in flight together) or one after another, each waiting for its Running */
-  mode?: 'together' | 'sequential';
+  /**
+   * all at once (each create call in flight together), one after another (each waiting for its Running), or paced
+   * (one create every `everyMs`, not waiting)
+   */
+  mode?: 'together' | 'sequential' | 'paced';
+  everyMs?: number;
   deadlineMs?: number;
 }
 
@@ -41,7 +45,7 @@ export interface LoadGenResult extends RunFigures {
 export type LoadGenReply =
   | { id: number; ok: true; result?: LoadGenResult }
   | { id: number; ok: false; error: string }
-  | { id: -1; ok: true; ready: true };
+  | { id: -1; ok: true; ready: true; thread: string };
 
 /**
  * LoadGenerator creates and times tenants' Pods from a worker thread. The syncer runs on this process's main thread:
@@ -54,6 +58,8 @@ export class LoadGenerator {
   private readonly waiters = new Map<number, { res: (r: LoadGenReply) => void; rej: (e: Error) => void }>();
   private nextId = 1;
   private readonly ready: Promise<void>;
+  /** the worker thread's `<pid>/task/<tid>` under /proc, once started: its own CPU time is read there */
+  thread?: string;
   private failed?: Error;
 
   constructor(init: LoadGenInit) {
@@ -65,7 +71,10 @@ export class LoadGenerator {
     let onReady!: () => void;
     this.ready = new Promise((res) => (onReady = res));
     this.worker.on('message', (m: LoadGenReply) => {
-      if (m.id === -1) return onReady();
+      if ('ready' in m) {
+        this.thread = m.thread;
+        return onReady();
+      }
       const w = this.waiters.get(m.id);
       this.waiters.delete(m.id);
       w?.res(m);

@@ -4,8 +4,11 @@ import https from 'node:https';
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ, 100 on every Linux we run on). */
 const USER_HZ = 100;
 
-/** procCpuSeconds is the user + system CPU time a process has used, from /proc/<pid>/stat; 0 when it is gone. */
-export function procCpuSeconds(pid: number | undefined): number {
+/**
+ * procCpuSeconds is the user + system CPU time a process has used, from /proc/<pid>/stat, or one thread, given as
+ * `<pid>/task/<tid>`; 0 when it is gone.
+ */
+export function procCpuSeconds(pid: number | string | undefined): number {
   if (!pid) return 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -46,7 +49,7 @@ export class CpuMeter {
   private readonly self0 = process.cpuUsage();
   private readonly host0 = hostCpuSeconds();
 
-  constructor(private readonly groups: Record<string, () => Array<number | undefined>>) {
+  constructor(private readonly groups: Record<string, () => Array<number | string | undefined>>) {
     this.start = this.read();
   }
 

@@ -19,10 +19,17 @@ import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import { SERVICE_ACCOUNT_TOKEN_MODES, type ServiceAccountTokenMode } from '../../core/plugins/contract.ts';
 import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
-import { CpuMeter, type CpuShare, type InflightStats, InflightSampler, memAvailableMiB } from './procstat.ts';
+import {
+  CpuMeter,
+  type CpuShare,
+  fetchText,
+  type InflightStats,
+  InflightSampler,
+  memAvailableMiB,
+} from './procstat.ts';
 import type { BenchSeries } from './report.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
-import { LoadGenerator, toLocal } from './loadgen.ts';
+import { LoadGenerator, type LoadGenResult, toLocal } from './loadgen.ts';
 
 /** Pods a kwok node takes (its `pods` capacity, see kwokNode). */
 const PODS_PER_NODE = 110;
@@ -179,6 +186,14 @@ export class Sampler {
   }
 }
 
+/** LoadFigures are what a LoadProbe measured over a phase. */
+export interface LoadFigures {
+  cpuPercentOfOneCore: number;
+  loopDelayP50Ms: number;
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+}
+
 /**
  * LoadProbe measures this process's CPU use (user + system, in % of one core) and event-loop delay over a phase: the
  * syncer runs here, so a saturated loop means the syncer itself is the bottleneck.
@@ -192,7 +207,7 @@ export class LoadProbe {
     this.delay.enable();
   }
 
-  stop(): { cpuPercentOfOneCore: number; loopDelayP50Ms: number; loopDelayP99Ms: number; loopDelayMaxMs: number } {
+  stop(): LoadFigures {
     this.delay.disable();
     const c = process.cpuUsage(this.cpu0);
     const ms = (n: number) => Math.round(n / 1e6);
@@ -306,6 +321,29 @@ export async function sequential(
     for (const j of jobs) samples.push(await createOne(j));
   };
   await withDeadline(go(), deadlineMs, () => `${label}: ${samples.length}/${jobs.length} Pods Running`);
+  return { samples };
+}
+
+/**
+ * paced starts one Pod's create every `everyMs`, whether or not the ones before run yet (a tenant creating at its own
+ * pace: a slow Pod does not delay the next create, so it cannot hide the slowness of the Pods after it).
+ */
+export async function paced(
+  jobs: readonly PodJob[],
+  everyMs: number,
+  deadlineMs: number,
+  label: string,
+): Promise<{ samples: Sample[] }> {
+  const samples: Sample[] = [];
+  const start = performance.now();
+  const go = Promise.all(
+    jobs.map(async (j, k) => {
+      const wait = start + k * everyMs - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      samples.push(await createOne(j));
+    }),
+  );
+  await withDeadline(go, deadlineMs, () => `${label}: ${samples.length}/${jobs.length} Pods Running`);
   return { samples };
 }
 
@@ -438,8 +476,15 @@ interface SyncerBenchOptions {
   tenants: number;
   podsPerTenant: number;
   workers: number;
-  /** the quiet tenant's sequential Pods, alone and during the flood (0: no fairness phase) */
+  /** the quiet tenant's Pods, alone and during the flood (0: no fairness phase) */
   quiet: number;
+  /**
+   * the quiet tenant's pace: one create every quietEveryMs, not waiting for the Pod before to run (0: one after
+   * another, each waiting for its Running, as until session 14)
+   */
+  quietEveryMs: number;
+  /** how many times the quiet tenant runs alone and then during a flood; its Pods of all rounds are pooled */
+  fairRounds: number;
   /** the noisy tenant's Pods, all created at once */
   flood: number;
   /** the syncer's adaptive concurrency (BENCH_ADAPTIVE=1 or 0, to compare); undefined: the syncer's default */
@@ -455,16 +500,24 @@ interface SyncerBenchOptions {
    * (BENCH_TENANT_ETCD=own), or a prefix of the super cluster's (shared)
    */
   tenantEtcd: 'own' | 'shared';
+  /**
+   * the cores each tenant apiserver runs on at once (GOMAXPROCS; BENCH_TENANT_CPUS, default 0: every core): 1 bounds a
+   * flooding tenant's apiserver to one core of the two
+   */
+  tenantCpus: number;
 }
 
 /**
  * syncerBench is the syncer scenario at 20 tenants x 100 Pods with the fairness phase: BENCH_TENANTS (default 20),
- * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_FLOOD (default 10x
- * BENCH_QUIET) and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=1 (or 0) turns the syncer's
+ * BENCH_PODS (per tenant, default 100), BENCH_QUIET (the quiet tenant's Pods, default 20), BENCH_QUIET_EVERY (ms
+ * between its creates, default 250; 0: each waits for the one before to run), BENCH_FAIR_ROUNDS (alone then during a
+ * flood, pooled; default 5), BENCH_FLOOD (default 10x BENCH_QUIET)
+ * and BENCH_WORKERS (the syncer's workers, default 8) size it; BENCH_ADAPTIVE=1 (or 0) turns the syncer's
  * adaptive concurrency limit on (or off; default: the syncer's default), BENCH_WINDOW=n sets its scheduling window,
  * BENCH_CREATE_RATE=perSecond/burst its pace of one tenant's Pod creates (0 turns it off), BENCH_TENANT_ETCD=own
  * (or shared) whether each tenant has an etcd of its own, BENCH_FLOOD_RATE=perSecond/burst the flooding tenant's own
- * create rate, BENCH_CREATE_YIELD the share of its rate a tenant with a backlog keeps while another creates.
+ * create rate, BENCH_CREATE_YIELD the share of its rate a tenant with a backlog keeps while another creates,
+ * BENCH_TENANT_CPUS the GOMAXPROCS of each tenant apiserver (default 0: unset).
  */
 export function syncerBench(): Promise<BenchResult> {
   const quiet = envInt('BENCH_QUIET', 20);
@@ -474,6 +527,8 @@ export function syncerBench(): Promise<BenchResult> {
     podsPerTenant: envInt('BENCH_PODS', 100),
     workers: envInt('BENCH_WORKERS', 8),
     quiet,
+    quietEveryMs: envInt('BENCH_QUIET_EVERY', 250),
+    fairRounds: envInt('BENCH_FAIR_ROUNDS', 5),
     flood: envInt('BENCH_FLOOD', 10 * quiet),
     ...envSyncerSettings(),
   });
@@ -492,6 +547,8 @@ export function syncerScaleBench(): Promise<BenchResult> {
     podsPerTenant: Math.ceil(pods / Math.max(1, tenants)),
     workers: envInt('BENCH_WORKERS', 8),
     quiet: 0,
+    quietEveryMs: 0,
+    fairRounds: 0,
     flood: 0,
     ...envSyncerSettings(),
   });
@@ -500,7 +557,7 @@ export function syncerScaleBench(): Promise<BenchResult> {
 /** envSyncerSettings reads the syncer settings and tenant layout both syncer scenarios take from the environment. */
 function envSyncerSettings(): Pick<
   SyncerBenchOptions,
-  'adaptive' | 'window' | 'createRate' | 'createYield' | 'tenantEtcd'
+  'adaptive' | 'window' | 'createRate' | 'createYield' | 'tenantEtcd' | 'tenantCpus'
 > {
   return {
     adaptive: process.env.BENCH_ADAPTIVE ? envInt('BENCH_ADAPTIVE', 0) !== 0 : undefined,
@@ -508,6 +565,7 @@ function envSyncerSettings(): Pick<
     createRate: envCreateRate(),
     createYield: process.env.BENCH_CREATE_YIELD ? Number(process.env.BENCH_CREATE_YIELD) : undefined,
     tenantEtcd: envTenantEtcd(),
+    tenantCpus: envInt('BENCH_TENANT_CPUS', 0),
   };
 }
 
@@ -543,6 +601,45 @@ function writesByOp(counters: Record<string, number>): Record<string, number> {
 }
 
 /** deleteAllPods removes every Pod of a namespace at once (grace 0: no kubelet has to confirm) and waits. */
+/** FairRound is one round of the fairness phase: the quiet tenant alone, then during the noisy tenant's flood. */
+interface FairRound {
+  alone: LoadGenResult;
+  during: LoadGenResult;
+  flood: LoadGenResult;
+  /** latencies of the quiet Pods created once every create of the flood had returned */
+  backlog: number[];
+  /** the noisy tenant's queue depth at each quiet Pod's create */
+  depths: number[];
+  loopAlone: LoadFigures;
+  loopDuring: LoadFigures;
+  cpuAlone: Record<string, CpuShare>;
+  cpu: Record<string, CpuShare>;
+  /** the first FLOOD_START_MS of the flood, with the noisy and quiet tenants' apiservers and etcds apart */
+  cpuFloodStart: Record<string, CpuShare>;
+  floodNeverQueued: boolean;
+}
+
+/** FLOOD_START_MS is the start of a flood whose CPU is measured apart: while its creates enter its tenant. */
+const FLOOD_START_MS = 500;
+
+/**
+ * deleteLabelled deletes a tenant namespace's fairness Pods (bench=flood or quiet) and waits until the syncer has
+ * deleted their super copies too.
+ */
+async function deleteLabelled(tenant: KubeClient, ns: string, superClient: KubeClient, superNs: string): Promise<void> {
+  const labelSelector = 'bench in (flood,quiet)';
+  await tenant.request('DELETE', KubeClient.path(R.pods, ns), {
+    query: { labelSelector },
+    body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+  });
+  await waitUntil(
+    async () => (await superClient.list(R.pods, { namespace: superNs, labelSelector, limit: 1 })).items.length === 0,
+    120_000,
+    () => `fairness Pods of ${superNs} deleted`,
+    250,
+  );
+}
+
 async function deleteAllPods(c: KubeClient, ns: string, deadlineMs: number): Promise<void> {
   // An overloaded apiserver answers a large deletecollection with 504 while it goes on deleting: ask again until none
   // is left.
@@ -588,7 +685,8 @@ function busiest(cpu: Record<string, CpuShare>): { process: string; percentOfOne
  * alone and during another tenant's flood.
  */
 async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
-  const { tenants: T, podsPerTenant: P, workers: WORKERS, quiet: QUIET, flood: FLOOD } = o;
+  const { tenants: T, podsPerTenant: P, workers: WORKERS, quiet: QUIET, quietEveryMs: QUIET_EVERY, flood: FLOOD } = o;
+  const ROUNDS = Math.max(1, o.fairRounds);
   if (T < 1 || P < 1 || WORKERS < 1) throw new Error(`${o.name}: tenants, Pods per tenant and workers must be >= 1`);
   const fairness = T >= 2 && QUIET > 0 && FLOOD > 0;
   const N = T * P;
@@ -603,6 +701,8 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     podsPerTenant: P,
     pods: N,
     quiet: QUIET,
+    quietEveryMs: QUIET_EVERY,
+    fairRounds: ROUNDS,
     flood: FLOOD,
     workers: WORKERS,
     adaptiveConcurrency: o.adaptive ?? SYNCER_DEFAULTS.adaptiveConcurrency,
@@ -610,6 +710,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     podCreateRate: o.createRate ?? SYNCER_DEFAULTS.podCreateRate,
     podCreateYield: o.createYield ?? SYNCER_DEFAULTS.podCreateYield,
     tenantEtcd: o.tenantEtcd,
+    tenantCpus: o.tenantCpus,
     nodes,
     concurrency: CONCURRENCY,
     cpus: availableParallelism(),
@@ -654,6 +755,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         void (cps[i] = await sc.addControlPlane(`tenant-${i}`, {
           controllerManager: false,
           ownEtcd: o.tenantEtcd === 'own',
+          ...(o.tenantCpus > 0 && { apiserverEnv: { GOMAXPROCS: String(o.tenantCpus) } }),
         })),
     );
     stamp('tenantsStartSeconds', t0);
@@ -701,10 +803,10 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       superControllerManager: () => [sc.cluster.controllerManager?.pid],
       kwok: () => [sc.cluster.kwok?.pid],
     };
-    const meter = () => {
+    const meter = (o: { inflight: boolean } = { inflight: true }) => {
       const cpu = new CpuMeter(procs);
-      const inflight = new InflightSampler(sc.cluster.server, sc.cluster.adminToken);
-      return () => ({ cpu: cpu.stop(), inflight: inflight.stop() });
+      const inflight = o.inflight ? new InflightSampler(sc.cluster.server, sc.cluster.adminToken) : undefined;
+      return () => ({ cpu: cpu.stop(), inflight: inflight?.stop() ?? {} });
     };
     const arm = async (label: string, jobs: PodJob[]): Promise<ArmResult> => {
       const m = meter();
@@ -846,37 +948,37 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     let fair: Record<string, unknown> | undefined;
     if (fairness) {
       const [noisy, quiet] = [0, 1];
-      // The two tenants' own clients, and the watches that time their Pods, run in a worker thread: on this thread
-      // they would share the syncer's event loop, and their stalls would be counted as the syncer's. This thread's
-      // watches on the two tenants close meanwhile (they would parse the flood's events here) and reopen after.
+      // Each tenant's own client, and the watches that time its Pods, run in a worker thread of their own: on this
+      // thread they would share the syncer's event loop, and their stalls would be counted as the syncer's; in one
+      // worker, the quiet Pods' watch events would wait behind the flood's 200 create answers and events. This
+      // thread's watches on the two tenants close meanwhile (they would parse the flood's events here) and reopen after.
       for (const w of [tenantWatches[noisy]!, tenantWatches[quiet]!, superWatch]) {
         await w.stop();
         watches.splice(watches.indexOf(w), 1);
       }
-      const gen = new LoadGenerator({
-        tenants: [noisy, quiet].map((i) => ({
-          kubeconfig: cps[i]!.kubeconfigPath,
-          superNamespace: superNamespace(tenants[i]!.key, 'default'),
-        })),
-        superKubeconfig: sc.kubeconfigPath,
-        labels: ['flood', 'quiet'],
-      });
-      loadGens.push(gen);
-      await gen.started();
-      // The quiet tenant's Pods, one after another, each waiting for its Running.
+      const loadGenFor = (i: number, label: string) => {
+        const g = new LoadGenerator({
+          tenants: [{ kubeconfig: cps[i]!.kubeconfigPath, superNamespace: superNamespace(tenants[i]!.key, 'default') }],
+          superKubeconfig: sc.kubeconfigPath,
+          labels: [label],
+        });
+        loadGens.push(g);
+        return g;
+      };
+      const [noisyGen, quietGen] = [loadGenFor(noisy, 'flood'), loadGenFor(quiet, 'quiet')];
+      await Promise.all([noisyGen.started(), quietGen.started()]);
+      // The quiet tenant's Pods, one every QUIET_EVERY ms (a tenant at its own modest pace: created back to back, each
+      // waiting for the one before, it would create 20-25 Pods a second, its whole create rate), or one after another.
       const quietRun = (prefix: string, deadlineMs: number) =>
-        gen.create({
-          tenant: quiet,
+        quietGen.create({
+          tenant: 0,
           names: Array.from({ length: QUIET }, (_, k) => `${prefix}-${k}`),
           label: 'quiet',
-          mode: 'sequential',
+          mode: QUIET_EVERY > 0 ? 'paced' : 'sequential',
+          everyMs: QUIET_EVERY,
           deadlineMs,
         });
-      log(`fairness: quiet tenant alone, ${QUIET} sequential Pods`);
-      // The syncer's event loop delay says whether that loop was a limit.
-      const loadAlone = new LoadProbe();
-      const alone = await quietRun('quiet-alone', phaseDeadline(QUIET));
-      const loopAlone = loadAlone.stop();
+      const quietPace = QUIET_EVERY > 0 ? `one every ${QUIET_EVERY} ms` : 'one after another';
       const noisyKey = tenants[noisy]!.key;
       const noisyDepth = () => s.depthByTenant().find(([k]) => k === noisyKey)?.[1] ?? 0;
       const floodDepth = new Sampler(noisyDepth, 100);
@@ -893,81 +995,193 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         for (const [at, v] of depthSeries) if (at <= t) d = v;
         return d;
       };
-      log(
-        `fairness: noisy tenant floods ${FLOOD} Pods at once; quiet tenant creates ${QUIET} sequential Pods meanwhile`,
-      );
-      const mF = meter();
-      const flood = gen.create({
-        tenant: noisy,
-        names: Array.from({ length: FLOOD }, (_, k) => `flood-${k}`),
-        label: 'flood',
-        mode: 'together',
-        deadlineMs: phaseDeadline(FLOOD),
-      });
-      void flood.catch(() => undefined);
-      // The quiet tenant starts once the flood has reached the syncer's queue.
-      let floodNeverQueued = false;
-      await waitUntil(
-        () => noisyDepth() >= Math.min(50, Math.ceil(FLOOD / 4)),
-        30_000,
-        () => `flood queued (noisy depth ${noisyDepth()})`,
-        20,
-      ).catch(() => (floodNeverQueued = true));
-      const loadDuring = new LoadProbe();
-      const during = await quietRun('quiet-flood', phaseDeadline(FLOOD));
-      const loopDuring = loadDuring.stop();
-      const floodRes = await flood;
+      // Each round: the quiet tenant alone, then again while the noisy tenant floods; the quiet Pods of all rounds
+      // are pooled, so the p99 is a percentile (of 20 Pods it is the slowest one, whatever happened to it).
+      const rounds: FairRound[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        const tag = `fairness round ${r + 1}/${ROUNDS}`;
+        if (r > 0) {
+          // The flood's and the quiet tenant's Pods of the round before go, their super copies too, before the next.
+          await Promise.all(
+            [noisy, quiet].map((i) =>
+              deleteLabelled(tenantClients[i]!, 'default', superClient, superNamespace(tenants[i]!.key, 'default')),
+            ),
+          );
+          await waitUntil(
+            () => s.queueLength() === 0,
+            60_000,
+            () => `syncer queue empty (${s.queueLength()})`,
+            100,
+          );
+          await sleep(1000);
+        }
+        log(`${tag}: quiet tenant alone, ${QUIET} Pods, ${quietPace}`);
+        // The same instruments alone and during the flood, and not the super apiserver's /metrics: a scrape a second
+        // costs that apiserver (and this thread, parsing it) tens of milliseconds, a few quiet Pods' whole latency; its
+        // size and cost are logged once, after. The syncer's event loop delay says whether that loop was a limit.
+        const mA = meter({ inflight: false });
+        const loadAlone = new LoadProbe();
+        const alone = await quietRun(`quiet-alone-r${r}`, phaseDeadline(QUIET));
+        const loopAlone = loadAlone.stop();
+        const cpuAlone = mA().cpu;
+        log(
+          `${tag}: noisy tenant floods ${FLOOD} Pods at once; quiet tenant creates ${QUIET} Pods meanwhile, ${quietPace}`,
+        );
+        const mF = meter({ inflight: false });
+        // Who takes the cores while the flood enters its tenant: the first FLOOD_START_MS, the two tenants apart.
+        const etcdOf = (i: number) => {
+          const e = cps[i]!.opts.etcd;
+          return e instanceof LocalEtcd ? e.process.pid : undefined;
+        };
+        const startCpu = new CpuMeter({
+          ...procs,
+          noisyApiserver: () => [cps[noisy]!.apiserver.pid],
+          noisyEtcd: () => [etcdOf(noisy)],
+          quietApiserver: () => [cps[quiet]!.apiserver.pid],
+          quietEtcd: () => [etcdOf(quiet)],
+          // this process's threads: the syncer's (the main one), and the two tenants' clients
+          syncerThread: () => [`${process.pid}/task/${process.pid}`],
+          noisyClientThread: () => [noisyGen.thread],
+          quietClientThread: () => [quietGen.thread],
+        });
+        const floodStartCpu = sleep(FLOOD_START_MS).then(() => startCpu.stop());
+        const flood = noisyGen.create({
+          tenant: 0,
+          names: Array.from({ length: FLOOD }, (_, k) => `flood-r${r}-${k}`),
+          label: 'flood',
+          mode: 'together',
+          deadlineMs: phaseDeadline(FLOOD),
+        });
+        void flood.catch(() => undefined);
+        // The quiet tenant starts once the flood has reached the syncer's queue.
+        let floodNeverQueued = false;
+        await waitUntil(
+          () => noisyDepth() >= Math.min(50, Math.ceil(FLOOD / 4)),
+          30_000,
+          () => `flood queued (noisy depth ${noisyDepth()})`,
+          20,
+        ).catch(() => (floodNeverQueued = true));
+        const loadDuring = new LoadProbe();
+        const during = await quietRun(`quiet-flood-r${r}`, phaseDeadline(FLOOD));
+        const loopDuring = loadDuring.stop();
+        const floodRes = await flood;
+        const cpu = mF().cpu;
+        const cpuFloodStart = await floodStartCpu;
+        // The quiet Pods created once the whole flood was in its tenant's apiserver, and the syncer served its
+        // backlog; those before ran while that apiserver took the flood's creates and the syncer read them.
+        const floodInTenantAt = Math.max(...floodRes.createdAt);
+        const backlog = during.latenciesMs.filter((_, k) => during.startedAt[k]! >= floodInTenantAt);
+        const round: FairRound = {
+          alone,
+          during,
+          flood: floodRes,
+          backlog,
+          depths: during.startedAt.map(depthAt),
+          loopAlone,
+          loopDuring,
+          cpuAlone,
+          cpu,
+          cpuFloodStart,
+          floodNeverQueued,
+        };
+        rounds.push(round);
+        const [pa, pd] = [percentile(alone.latenciesMs, 99), percentile(during.latenciesMs, 99)];
+        log(
+          `${tag}: quiet p99 alone ${pa.toFixed(0)} ms, during flood ${pd.toFixed(0)} ms (${(pd / pa).toFixed(2)}x), ` +
+            `median ${percentile(alone.latenciesMs, 50).toFixed(0)} -> ${percentile(during.latenciesMs, 50).toFixed(0)} ms; ` +
+            `the flood's first ${FLOOD_START_MS} ms, % of a core: ` +
+            JSON.stringify(Object.fromEntries(Object.entries(cpuFloodStart).map(([k, v]) => [k, v.percentOfOneCore]))),
+        );
+      }
       clearInterval(depthTimer);
-      const mFig = mF();
-      await gen.stop();
-      loadGens.splice(loadGens.indexOf(gen), 1);
+      for (const g of [noisyGen, quietGen]) {
+        await g.stop();
+        loadGens.splice(loadGens.indexOf(g), 1);
+      }
       for (const i of [noisy, quiet]) {
         const w = new PodWatch(tenantClients[i]!, { namespace: 'default' });
         await w.start();
         tenantWatches[i] = w;
         watches.push(w);
       }
-      const floodEndAt = Math.max(...floodRes.runningAt);
-      figures.quietP99AloneMs = percentile(alone.latenciesMs, 99);
-      figures.quietP99DuringFloodMs = percentile(during.latenciesMs, 99);
+      const pooled = (f: (x: FairRound) => readonly number[]) => rounds.flatMap(f);
+      const aloneMs = pooled((x) => x.alone.latenciesMs);
+      const duringMs = pooled((x) => x.during.latenciesMs);
+      const backlogMs = pooled((x) => x.backlog);
+      const floodMs = pooled((x) => x.flood.latenciesMs);
+      figures.quietP99AloneMs = percentile(aloneMs, 99);
+      figures.quietP99DuringFloodMs = percentile(duringMs, 99);
       figures.quietFloodRatio = figures.quietP99DuringFloodMs / figures.quietP99AloneMs;
-      figures.floodP99Ms = floodRes.p99Ms;
-      figures.floodPodsPerSecond = floodRes.podsPerSecond;
-      const { latenciesMs: _l, startedAt: _s, createdAt: _c, runningAt: _r, ...floodFigures } = floodRes;
-      // The quiet Pods created once the whole flood was in its tenant's apiserver, and the syncer served its backlog;
-      // those before ran while that apiserver took the flood's 200 creates and the syncer read them.
-      const floodInTenantAt = Math.max(...floodRes.createdAt);
-      const backlog = during.latenciesMs.filter((_, k) => during.startedAt[k]! >= floodInTenantAt);
-      figures.quietP99DuringBacklogMs = percentile(backlog, 99);
+      figures.floodP99Ms = percentile(floodMs, 99);
+      figures.floodPodsPerSecond = percentile(
+        rounds.map((x) => x.flood.podsPerSecond),
+        50,
+      );
+      figures.quietP99DuringBacklogMs = percentile(backlogMs, 99);
       figures.quietBacklogRatio = figures.quietP99DuringBacklogMs / figures.quietP99AloneMs;
+      // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
+      const runningBeforeFloodDone = rounds.reduce(
+        (n, x) => n + x.during.runningAt.filter((t) => t < Math.max(...x.flood.runningAt)).length,
+        0,
+      );
+      const summary = (l: readonly number[]) => ({
+        p50: Math.round(percentile(l, 50)),
+        p99: Math.round(percentile(l, 99)),
+        max: Math.round(Math.max(...l)),
+      });
       fair = {
-        quietAloneMs: alone.latenciesMs.map(Math.round),
-        quietDuringFloodMs: during.latenciesMs.map(Math.round),
-        quietAloneStagesMs: alone.stagesMs,
-        quietDuringFloodStagesMs: during.stagesMs,
-        noisyQueueDepthAtEachQuietCreate: during.startedAt.map(depthAt),
-        quietPodsDuringBacklog: backlog.length,
-        quietMedianAloneMs: Math.round(percentile(alone.latenciesMs, 50)),
-        quietMedianDuringFloodMs: Math.round(percentile(during.latenciesMs, 50)),
-        quietMedianDuringBacklogMs: Math.round(percentile(backlog, 50)),
-        // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
-        quietPodsRunningBeforeFloodDone: during.runningAt.filter((x) => x < floodEndAt).length,
-        syncerThreadAlone: loopAlone,
-        syncerThreadDuringQuietFlood: loopDuring,
+        rounds: ROUNDS,
+        quietPace,
+        quietAloneMs: aloneMs.map(Math.round),
+        quietDuringFloodMs: duringMs.map(Math.round),
+        quietAlone: summary(aloneMs),
+        quietDuringFlood: summary(duringMs),
+        quietDuringBacklog: summary(backlogMs),
+        quietPodsDuringBacklog: backlogMs.length,
+        quietMedianAloneMs: Math.round(percentile(aloneMs, 50)),
+        quietMedianDuringFloodMs: Math.round(percentile(duringMs, 50)),
+        quietMedianDuringBacklogMs: Math.round(percentile(backlogMs, 50)),
+        quietPodsRunningBeforeFloodDone: runningBeforeFloodDone,
+        // The first quiet Pod of each flood: created while the flood's creates were still entering its tenant.
+        firstQuietPodDuringFloodMs: rounds.map((x) => Math.round(x.during.latenciesMs[0]!)),
         noisyQueueDepthPeak: floodDepth.stop(),
         concurrencyLimitLowest: -floodLimit.stop(),
-        floodNeverQueued,
-        cpu: mFig.cpu,
-        inflight: mFig.inflight,
-        flood: floodFigures,
+        floodNeverQueued: rounds.some((x) => x.floodNeverQueued),
+        perRound: rounds.map((x) => {
+          const { latenciesMs: _l, startedAt: _s, createdAt: _c, runningAt: _r, ...flood } = x.flood;
+          return {
+            quietAloneMs: x.alone.latenciesMs.map(Math.round),
+            quietDuringFloodMs: x.during.latenciesMs.map(Math.round),
+            quietP99Ratio: Number(
+              (percentile(x.during.latenciesMs, 99) / percentile(x.alone.latenciesMs, 99)).toFixed(2),
+            ),
+            quietAloneStagesMs: x.alone.stagesMs,
+            quietDuringFloodStagesMs: x.during.stagesMs,
+            noisyQueueDepthAtEachQuietCreate: x.depths,
+            syncerThreadAlone: x.loopAlone,
+            syncerThreadDuringQuietFlood: x.loopDuring,
+            cpuAlone: x.cpuAlone,
+            cpu: x.cpu,
+            cpuFloodStart: Object.fromEntries(Object.entries(x.cpuFloodStart).map(([k, v]) => [k, v.percentOfOneCore])),
+            flood,
+          };
+        }),
       };
       log(
-        `fairness: quiet p99 alone ${figures.quietP99AloneMs.toFixed(0)} ms, during flood ` +
-          `${figures.quietP99DuringFloodMs.toFixed(0)} ms (${figures.quietFloodRatio.toFixed(2)}x); ` +
-          `${String(fair.quietPodsRunningBeforeFloodDone)}/${QUIET} quiet Pods ran before the flood was done; ` +
-          `the ${backlog.length} created once the flood was in its tenant: p99 ` +
-          `${figures.quietP99DuringBacklogMs.toFixed(0)} ms (${figures.quietBacklogRatio.toFixed(2)}x)`,
+        `fairness, ${ROUNDS} rounds pooled: quiet p99 alone ${figures.quietP99AloneMs.toFixed(0)} ms, during flood ` +
+          `${figures.quietP99DuringFloodMs.toFixed(0)} ms (${figures.quietFloodRatio.toFixed(2)}x), median ` +
+          `${String(fair.quietMedianAloneMs)} -> ${String(fair.quietMedianDuringFloodMs)} ms; ` +
+          `${runningBeforeFloodDone}/${QUIET * ROUNDS} quiet Pods ran before their flood was done; ` +
+          `the ${backlogMs.length} created once the flood was in its tenant: p99 ` +
+          `${figures.quietP99DuringBacklogMs.toFixed(0)} ms (${figures.quietBacklogRatio.toFixed(2)}x); ` +
+          `first quiet Pod of each flood ${JSON.stringify(fair.firstQuietPodDuringFloodMs)} ms`,
       );
+      // What one scrape of the super apiserver's /metrics costs: why the fairness phase does not sample inflight.
+      const scrapeAt = performance.now();
+      const text = await fetchText(sc.cluster.server, sc.cluster.adminToken, '/metrics').catch(() => '');
+      const scrapeMs = Math.round(performance.now() - scrapeAt);
+      fair.superMetricsScrape = { bytes: text.length, ms: scrapeMs };
+      log(`fairness: one scrape of the super apiserver's /metrics: ${text.length} bytes in ${scrapeMs} ms`);
     }
 
     // ---- arm 3: the same writes without the syncer -----------------------------------------------------------------
