@@ -600,7 +600,6 @@ function writesByOp(counters: Record<string, number>): Record<string, number> {
   return out;
 }
 
-/** deleteAllPods removes every Pod of a namespace at once (grace 0: no kubelet has to confirm) and waits. */
 /** FairRound is one round of the fairness phase: the quiet tenant alone, then during the noisy tenant's flood. */
 interface FairRound {
   alone: LoadGenResult;
@@ -640,6 +639,7 @@ async function deleteLabelled(tenant: KubeClient, ns: string, superClient: KubeC
   );
 }
 
+/** deleteAllPods removes every Pod of a namespace at once (grace 0: no kubelet has to confirm) and waits. */
 async function deleteAllPods(c: KubeClient, ns: string, deadlineMs: number): Promise<void> {
   // An overloaded apiserver answers a large deletecollection with 504 while it goes on deleting: ask again until none
   // is left.
@@ -793,12 +793,14 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       }
     });
     const superClient = t.client;
+    const etcdPid = (cp: LocalControlPlane) =>
+      cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined;
     const procs = {
       superApiserver: () => [sc.cluster.apiserver.pid],
       etcd: () => [sc.etcd.process.pid],
       tenantApiservers: () => cps.map((cp) => cp.apiserver.pid),
       // a tenant's own etcd (none when they share the super cluster's: then `etcd` counts their writes)
-      tenantEtcds: () => cps.map((cp) => (cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined)),
+      tenantEtcds: () => cps.map((cp) => etcdPid(cp)),
       superScheduler: () => [sc.cluster.scheduler?.pid],
       superControllerManager: () => [sc.cluster.controllerManager?.pid],
       kwok: () => [sc.cluster.kwok?.pid],
@@ -1029,16 +1031,12 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         );
         const mF = meter({ inflight: false });
         // Who takes the cores while the flood enters its tenant: the first FLOOD_START_MS, the two tenants apart.
-        const etcdOf = (i: number) => {
-          const e = cps[i]!.opts.etcd;
-          return e instanceof LocalEtcd ? e.process.pid : undefined;
-        };
         const startCpu = new CpuMeter({
           ...procs,
           noisyApiserver: () => [cps[noisy]!.apiserver.pid],
-          noisyEtcd: () => [etcdOf(noisy)],
+          noisyEtcd: () => [etcdPid(cps[noisy]!)],
           quietApiserver: () => [cps[quiet]!.apiserver.pid],
-          quietEtcd: () => [etcdOf(quiet)],
+          quietEtcd: () => [etcdPid(cps[quiet]!)],
           // this process's threads: the syncer's (the main one), and the two tenants' clients
           syncerThread: () => [`${process.pid}/task/${process.pid}`],
           noisyClientThread: () => [noisyGen.thread],
