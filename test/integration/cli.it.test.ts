@@ -97,6 +97,19 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(e.stdout.trim()).toBe('namespace/default');
   });
 
+  it('waits, saying so, for a VirtualCluster still being provisioned before running the command', async () => {
+    await t.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'late', namespace: 'default' },
+      spec: { provisioner: { type: 'local' } },
+    });
+    const e = await vc(['exec', 'late', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    expect(e.code, e.stderr).toBe(0);
+    expect(e.stderr).toMatch(/default\/late (Pending|Provisioning)/);
+    expect(e.stdout.trim()).toBe('namespace/default');
+  });
+
   it.each([
     [
       'a schema error',

@@ -227,14 +227,19 @@ export function registerVirtualClusterCommands(program: Command): void {
     .command('exec <name>')
     .description("run a command with KUBECONFIG set to the tenant's kubeconfig: vc exec dev -- kubectl get ns")
     .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('--wait <seconds>', 'how long to wait for a VirtualCluster still being provisioned (0: not at all)', '120')
     .option(...kcOpt)
     .argument('[command...]')
-    .action(async (name: string, command: string[], o: { namespace: string; kubeconfig?: string }) => {
+    .action(async (name: string, command: string[], o: { namespace: string; wait: string; kubeconfig?: string }) => {
       if (!command.length) throw new CliError('nothing to run: vc exec NAME -- COMMAND [ARGS...]');
+      const wait = Number(o.wait);
+      if (!Number.isFinite(wait) || wait < 0) throw new CliError(`--wait: ${o.wait} is not a number of seconds >= 0`);
       const c = await meta(o.kubeconfig);
       const k = splitName(name, o.namespace);
-      const vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
+      let vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
       if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+      // Right after `vc up` (or a push of a new tenant) the tenant is still starting: wait for it, saying so.
+      if (!vc.status?.kubeconfigSecretName && wait > 0) vc = await waitRunning(c, k.namespace, k.name, wait * 1000);
       const file = resolve(process.env.TMPDIR ?? '/tmp', `vc-${k.namespace}-${k.name}-${process.pid}.kubeconfig`);
       writeFileSync(file, await kubeconfigOf(c, vc), { mode: 0o600 });
       const { toolchainDir } = await import('../../toolchain/toolchain.ts');
