@@ -218,6 +218,12 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     } finally {
       // The twin nodes would take Pods of the later cases: gone from both super clusters, their vNodes with them.
       for (const n of ['twin-1', 'twin-2']) await x.delete(R.pods, 'twins', n).catch(() => undefined);
+      // Their super copies go first, while the twin nodes' kwok still confirms their deletion: on a node already
+      // deleted a copy stays Terminating, and a later case counts the super clusters' Pods.
+      await eventually(async () => {
+        for (const c of [r1.client, c2])
+          expect((await c.list(R.pods, { namespace: superNamespace(keyX, 'twins') })).items).toEqual([]);
+      }, 60_000).catch(() => undefined);
       for (const c of [r1.client, c2]) await c.delete(R.nodes, undefined, 'twin').catch(() => undefined);
     }
   });
