@@ -110,6 +110,25 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(e.stdout.trim()).toBe('namespace/default');
   });
 
+  it('prints the kubeconfig of a VirtualCluster still being provisioned once it is written, or fails at once with --wait 0', async () => {
+    await t.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'later', namespace: 'default' },
+      spec: { provisioner: { type: 'local' } },
+    });
+    const now = await vc(['kubeconfig', 'later', '--wait', '0', ...kc]);
+    expect(now.code).toBe(1);
+    expect(now.stderr).toMatch(/VirtualCluster default\/later has no kubeconfig yet \(phase (Pending|Provisioning)\)/);
+    const k = await vc(['kubeconfig', 'later', ...kc]);
+    expect(k.code, k.stderr).toBe(0);
+    expect(k.stderr).toMatch(/default\/later (Pending|Provisioning)/);
+    expect(k.stdout).toMatch(/^apiVersion: v1/m);
+    const bad = await vc(['kubeconfig', 'later', '--wait', 'soon', ...kc]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--wait: soon is not a number of seconds >= 0/);
+  });
+
   it.each([
     [
       'a schema error',

@@ -89,6 +89,28 @@ async function kubeconfigOf(c: KubeClient, vc: VirtualCluster): Promise<string> 
   return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
 }
 
+/** waitSeconds reads a --wait value: a number of seconds >= 0. */
+function waitSeconds(v: string): number {
+  const wait = Number(v);
+  if (!Number.isFinite(wait) || wait < 0) throw new CliError(`--wait: ${v} is not a number of seconds >= 0`);
+  return wait;
+}
+
+/**
+ * provisioned gets a VirtualCluster whose kubeconfig is written, waiting up to `waitS` seconds (its phases on stderr)
+ * for one still being provisioned: right after `vc up`, or a push of a new tenant, it is still starting.
+ */
+async function provisioned(
+  c: KubeClient,
+  k: { namespace: string; name: string },
+  waitS: number,
+): Promise<VirtualCluster> {
+  const vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
+  if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+  if (vc.status?.kubeconfigSecretName || waitS === 0) return vc;
+  return waitRunning(c, k.namespace, k.name, waitS * 1000);
+}
+
 async function waitRunning(c: KubeClient, ns: string, name: string, timeoutMs: number): Promise<VirtualCluster> {
   const started = Date.now();
   let last = '';
@@ -109,6 +131,11 @@ async function waitRunning(c: KubeClient, ns: string, name: string, timeoutMs: n
 /** registerVirtualClusterCommands adds create, get, delete, kubeconfig and exec to the CLI. */
 export function registerVirtualClusterCommands(program: Command): void {
   const kcOpt = ['--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)'] as const;
+  const waitOpt = [
+    '--wait <seconds>',
+    'how long to wait for a VirtualCluster still being provisioned (0: not at all)',
+    '120',
+  ] as const;
 
   program
     .command('create')
@@ -197,12 +224,13 @@ export function registerVirtualClusterCommands(program: Command): void {
     .option('--wait <seconds>', 'how long to wait (0: do not wait)', '120')
     .option(...kcOpt)
     .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string }) => {
+      const wait = waitSeconds(o.wait);
       const c = await meta(o.kubeconfig);
       const k = splitName(name, o.namespace);
       if (!(await c.delete(R.virtualclusters, k.namespace, k.name)))
         throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
-      const deadline = Date.now() + Number(o.wait) * 1000;
-      while (Number(o.wait) > 0 && (await c.getOrNull(R.virtualclusters, k.namespace, k.name))) {
+      const deadline = Date.now() + wait * 1000;
+      while (wait > 0 && (await c.getOrNull(R.virtualclusters, k.namespace, k.name))) {
         if (Date.now() > deadline)
           throw new CliError(`VirtualCluster ${k.namespace}/${k.name} still deleting after ${o.wait} s`);
         await new Promise((r) => setTimeout(r, 250));
@@ -214,32 +242,27 @@ export function registerVirtualClusterCommands(program: Command): void {
     .command('kubeconfig <name>')
     .description("print a VirtualCluster's admin kubeconfig")
     .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option(...waitOpt)
     .option(...kcOpt)
-    .action(async (name: string, o: { namespace: string; kubeconfig?: string }) => {
+    .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string }) => {
+      const wait = waitSeconds(o.wait);
       const c = await meta(o.kubeconfig);
-      const k = splitName(name, o.namespace);
-      const vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
-      if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
-      process.stdout.write(await kubeconfigOf(c, vc));
+      process.stdout.write(await kubeconfigOf(c, await provisioned(c, splitName(name, o.namespace), wait)));
     });
 
   program
     .command('exec <name>')
     .description("run a command with KUBECONFIG set to the tenant's kubeconfig: vc exec dev -- kubectl get ns")
     .option('-n, --namespace <ns>', 'namespace', 'default')
-    .option('--wait <seconds>', 'how long to wait for a VirtualCluster still being provisioned (0: not at all)', '120')
+    .option(...waitOpt)
     .option(...kcOpt)
     .argument('[command...]')
     .action(async (name: string, command: string[], o: { namespace: string; wait: string; kubeconfig?: string }) => {
       if (!command.length) throw new CliError('nothing to run: vc exec NAME -- COMMAND [ARGS...]');
-      const wait = Number(o.wait);
-      if (!Number.isFinite(wait) || wait < 0) throw new CliError(`--wait: ${o.wait} is not a number of seconds >= 0`);
+      const wait = waitSeconds(o.wait);
       const c = await meta(o.kubeconfig);
       const k = splitName(name, o.namespace);
-      let vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
-      if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
-      // Right after `vc up` (or a push of a new tenant) the tenant is still starting: wait for it, saying so.
-      if (!vc.status?.kubeconfigSecretName && wait > 0) vc = await waitRunning(c, k.namespace, k.name, wait * 1000);
+      const vc = await provisioned(c, k, wait);
       const file = resolve(process.env.TMPDIR ?? '/tmp', `vc-${k.namespace}-${k.name}-${process.pid}.kubeconfig`);
       writeFileSync(file, await kubeconfigOf(c, vc), { mode: 0o600 });
       const { toolchainDir } = await import('../../toolchain/toolchain.ts');
