@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { isAlreadyExists, isGone, KubeClient, type KubeObject } from '../../core/kube/client.ts';
@@ -192,6 +193,27 @@ export interface LoadFigures {
   loopDelayP50Ms: number;
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
+  /** garbage collection on this thread: pauses, the longest, and full (mark-compact) collections */
+  gcPauses: number;
+  gcMaxPauseMs: number;
+  gcTotalMs: number;
+  gcMajor: number;
+  /**
+   * this thread's time on a CPU and time runnable but waiting for one (the kernel's schedstat): a wait near the run
+   * time means the host's cores, not the syncer's code, held the loop
+   */
+  threadRunMs: number;
+  threadRunQueueWaitMs: number;
+}
+
+/** schedstat reads a thread's time on a CPU and waiting on a run queue, in ms (0, 0 when it cannot be read). */
+function schedstat(tid = process.pid): [number, number] {
+  try {
+    const [run, wait] = readFileSync(`/proc/${process.pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+    return [run! / 1e6, wait! / 1e6];
+  } catch {
+    return [0, 0];
+  }
 }
 
 /**
@@ -202,13 +224,26 @@ export class LoadProbe {
   private readonly cpu0 = process.cpuUsage();
   private readonly t0 = performance.now();
   private readonly delay = monitorEventLoopDelay({ resolution: 10 });
+  private readonly gc = { pauses: 0, maxMs: 0, totalMs: 0, major: 0 };
+  private readonly sched0 = schedstat();
+  private readonly gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      this.gc.pauses++;
+      this.gc.maxMs = Math.max(this.gc.maxMs, e.duration);
+      this.gc.totalMs += e.duration;
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) this.gc.major++;
+    }
+  });
 
   constructor() {
     this.delay.enable();
+    this.gcObserver.observe({ entryTypes: ['gc'] });
   }
 
   stop(): LoadFigures {
     this.delay.disable();
+    this.gcObserver.disconnect();
     const c = process.cpuUsage(this.cpu0);
     const ms = (n: number) => Math.round(n / 1e6);
     return {
@@ -216,6 +251,12 @@ export class LoadProbe {
       loopDelayP50Ms: ms(this.delay.percentile(50)),
       loopDelayP99Ms: ms(this.delay.percentile(99)),
       loopDelayMaxMs: ms(this.delay.max),
+      gcPauses: this.gc.pauses,
+      gcMaxPauseMs: Math.round(this.gc.maxMs),
+      gcTotalMs: Math.round(this.gc.totalMs),
+      gcMajor: this.gc.major,
+      threadRunMs: Math.round(schedstat()[0] - this.sched0[0]),
+      threadRunQueueWaitMs: Math.round(schedstat()[1] - this.sched0[1]),
     };
   }
 }
@@ -616,6 +657,42 @@ interface FairRound {
   /** the first FLOOD_START_MS of the flood, with the noisy and quiet tenants' apiservers and etcds apart */
   cpuFloodStart: Record<string, CpuShare>;
   floodNeverQueued: boolean;
+  /** each quiet Pod's time split where the syncer's thread saw it (see QuietSplit), alone and during the flood */
+  splitAlone: QuietSplit[];
+  splitDuring: QuietSplit[];
+}
+
+/**
+ * QuietSplit divides a quiet Pod's way to the super cluster at the moment the syncer's thread saw it in its tenant:
+ * `toSyncerThread` from its create call to that (the tenant apiserver's create and watch, and this event loop's
+ * delay), `syncerToSuper` from there until the same thread saw its super copy (the syncer's queue, plan and create,
+ * and the super watch). Both are read by watches on this thread, the syncer's, so an event loop busy with the flood
+ * shows in them.
+ */
+interface QuietSplit {
+  toSyncerThread?: number;
+  syncerToSuper?: number;
+}
+
+/** quietSplits reads the QuietSplit of each Pod of a quiet run from the two watches on the syncer's thread. */
+function quietSplits(run: LoadGenResult, names: readonly string[], tenant: PodWatch, sup: PodWatch, superNs: string) {
+  return names.map((name, k): QuietSplit => {
+    const seen = tenant.seenAt.get(`default/${name}`);
+    const superSeen = sup.seenAt.get(`${superNs}/${name}`);
+    return {
+      toSyncerThread: seen === undefined ? undefined : Math.round(seen - toLocal(run.startedAt[k]!)),
+      syncerToSuper: seen === undefined || superSeen === undefined ? undefined : Math.round(superSeen - seen),
+    };
+  });
+}
+
+/** splitSummary is the p50 and p99 of each part of some QuietSplits (Pods a watch missed left out). */
+function splitSummary(l: readonly QuietSplit[]): Record<keyof QuietSplit, { p50: number; p99: number }> {
+  const of = (k: keyof QuietSplit) => {
+    const v = l.map((x) => x[k]).filter((x): x is number => x !== undefined);
+    return { p50: Math.round(percentile(v, 50)), p99: Math.round(percentile(v, 99)) };
+  };
+  return { toSyncerThread: of('toSyncerThread'), syncerToSuper: of('syncerToSuper') };
 }
 
 /** FLOOD_START_MS is the start of a flood whose CPU is measured apart: while its creates enter its tenant. */
@@ -971,10 +1048,11 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       await Promise.all([noisyGen.started(), quietGen.started()]);
       // The quiet tenant's Pods, one every QUIET_EVERY ms (a tenant at its own modest pace: created back to back, each
       // waiting for the one before, it would create 20-25 Pods a second, its whole create rate), or one after another.
+      const quietNames = (prefix: string) => Array.from({ length: QUIET }, (_, k) => `${prefix}-${k}`);
       const quietRun = (prefix: string, deadlineMs: number) =>
         quietGen.create({
           tenant: 0,
-          names: Array.from({ length: QUIET }, (_, k) => `${prefix}-${k}`),
+          names: quietNames(prefix),
           label: 'quiet',
           mode: QUIET_EVERY > 0 ? 'paced' : 'sequential',
           everyMs: QUIET_EVERY,
@@ -999,6 +1077,13 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       };
       // Each round: the quiet tenant alone, then again while the noisy tenant floods; the quiet Pods of all rounds
       // are pooled, so the p99 is a percentile (of 20 Pods it is the slowest one, whatever happened to it).
+      // The quiet tenant's Pods and their super copies as the syncer's thread sees them (QuietSplit): two small watches.
+      const quietSuperNs = superNamespace(tenants[quiet]!.key, 'default');
+      const quietOnSyncer = new PodWatch(tenantClients[quiet]!, { namespace: 'default', labelSelector: 'bench=quiet' });
+      const quietSuperOnSyncer = new PodWatch(superClient, { namespace: quietSuperNs, labelSelector: 'bench=quiet' });
+      await Promise.all([quietOnSyncer.start(), quietSuperOnSyncer.start()]);
+      const splitOf = (run: LoadGenResult, prefix: string) =>
+        quietSplits(run, quietNames(prefix), quietOnSyncer, quietSuperOnSyncer, quietSuperNs);
       const rounds: FairRound[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         const tag = `fairness round ${r + 1}/${ROUNDS}`;
@@ -1081,6 +1166,8 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
           cpu,
           cpuFloodStart,
           floodNeverQueued,
+          splitAlone: splitOf(alone, `quiet-alone-r${r}`),
+          splitDuring: splitOf(during, `quiet-flood-r${r}`),
         };
         rounds.push(round);
         const [pa, pd] = [percentile(alone.latenciesMs, 99), percentile(during.latenciesMs, 99)];
@@ -1092,6 +1179,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         );
       }
       clearInterval(depthTimer);
+      await Promise.all([quietOnSyncer.stop(), quietSuperOnSyncer.stop()]);
       for (const g of [noisyGen, quietGen]) {
         await g.stop();
         loadGens.splice(loadGens.indexOf(g), 1);
@@ -1142,6 +1230,11 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
         quietPodsRunningBeforeFloodDone: runningBeforeFloodDone,
         // The first quiet Pod of each flood: created while the flood's creates were still entering its tenant.
         firstQuietPodDuringFloodMs: rounds.map((x) => Math.round(x.during.latenciesMs[0]!)),
+        firstQuietPodSplitMs: rounds.map((x) => x.splitDuring[0]),
+        quietSplitMs: {
+          alone: splitSummary(rounds.flatMap((x) => x.splitAlone)),
+          duringFlood: splitSummary(rounds.flatMap((x) => x.splitDuring)),
+        },
         noisyQueueDepthPeak: floodDepth.stop(),
         concurrencyLimitLowest: -floodLimit.stop(),
         floodNeverQueued: rounds.some((x) => x.floodNeverQueued),
@@ -1173,6 +1266,10 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
           `the ${backlogMs.length} created once the flood was in its tenant: p99 ` +
           `${figures.quietP99DuringBacklogMs.toFixed(0)} ms (${figures.quietBacklogRatio.toFixed(2)}x); ` +
           `first quiet Pod of each flood ${JSON.stringify(fair.firstQuietPodDuringFloodMs)} ms`,
+      );
+      log(
+        `fairness: where the syncer's thread saw each quiet Pod (to it; from it to the super copy), p50/p99 ms: ` +
+          `${JSON.stringify(fair.quietSplitMs)}; first quiet Pod of each flood ${JSON.stringify(fair.firstQuietPodSplitMs)}`,
       );
       // What one scrape of the super apiserver's /metrics costs: why the fairness phase does not sample inflight.
       const scrapeAt = performance.now();
