@@ -97,13 +97,17 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(e.stdout.trim()).toBe('namespace/default');
   });
 
-  it('waits, saying so, for a VirtualCluster still being provisioned before running the command', async () => {
-    await t.client.create(R.virtualclusters, {
+  /** createLocal creates a VirtualCluster on the local provisioner without waiting: it is still being provisioned. */
+  const createLocal = (name: string) =>
+    t.client.create(R.virtualclusters, {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'VirtualCluster',
-      metadata: { name: 'late', namespace: 'default' },
+      metadata: { name, namespace: 'default' },
       spec: { provisioner: { type: 'local' } },
     });
+
+  it('waits, saying so, for a VirtualCluster still being provisioned before running the command', async () => {
+    await createLocal('late');
     const e = await vc(['exec', 'late', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
     expect(e.code, e.stderr).toBe(0);
     expect(e.stderr).toMatch(/default\/late (Pending|Provisioning)/);
@@ -111,12 +115,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
   });
 
   it('prints the kubeconfig of a VirtualCluster still being provisioned once it is written, or fails at once with --wait 0', async () => {
-    await t.client.create(R.virtualclusters, {
-      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-      kind: 'VirtualCluster',
-      metadata: { name: 'later', namespace: 'default' },
-      spec: { provisioner: { type: 'local' } },
-    });
+    await createLocal('later');
     const now = await vc(['kubeconfig', 'later', '--wait', '0', ...kc]);
     expect(now.code).toBe(1);
     expect(now.stderr).toMatch(/VirtualCluster default\/later has no kubeconfig yet \(phase (Pending|Provisioning)\)/);
