@@ -20,6 +20,19 @@ export function procCpuSeconds(pid: number | string | undefined): number {
   }
 }
 
+/**
+ * schedMs is a thread's time on a CPU and time runnable but waiting on a run queue, in ms, from the kernel's
+ * schedstat; the thread is given as `<pid>/task/<tid>` (or a pid: its main thread). [0, 0] when it cannot be read.
+ */
+export function schedMs(thread: number | string): [run: number, wait: number] {
+  try {
+    const [run, wait] = readFileSync(`/proc/${thread}/schedstat`, 'utf8').split(' ').map(Number);
+    return [run! / 1e6, wait! / 1e6];
+  } catch {
+    return [0, 0];
+  }
+}
+
 /** hostCpuSeconds is the CPU time all cores have spent busy (everything but idle and iowait), from /proc/stat. */
 export function hostCpuSeconds(): number {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -27,6 +26,7 @@ import {
   type InflightStats,
   InflightSampler,
   memAvailableMiB,
+  schedMs,
 } from './procstat.ts';
 import type { BenchSeries } from './report.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
@@ -206,15 +206,8 @@ export interface LoadFigures {
   threadRunQueueWaitMs: number;
 }
 
-/** schedstat reads a thread's time on a CPU and waiting on a run queue, in ms (0, 0 when it cannot be read). */
-function schedstat(tid = process.pid): [number, number] {
-  try {
-    const [run, wait] = readFileSync(`/proc/${process.pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
-    return [run! / 1e6, wait! / 1e6];
-  } catch {
-    return [0, 0];
-  }
-}
+/** MAIN_THREAD is this process's main thread, the syncer's, as procstat names threads. */
+const MAIN_THREAD = `${process.pid}/task/${process.pid}`;
 
 /**
  * LoadProbe measures this process's CPU use (user + system, in % of one core) and event-loop delay over a phase: the
@@ -225,7 +218,7 @@ export class LoadProbe {
   private readonly t0 = performance.now();
   private readonly delay = monitorEventLoopDelay({ resolution: 10 });
   private readonly gc = { pauses: 0, maxMs: 0, totalMs: 0, major: 0 };
-  private readonly sched0 = schedstat();
+  private readonly sched0 = schedMs(MAIN_THREAD);
   private readonly gcObserver = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       this.gc.pauses++;
@@ -245,6 +238,7 @@ export class LoadProbe {
     this.delay.disable();
     this.gcObserver.disconnect();
     const c = process.cpuUsage(this.cpu0);
+    const [run, wait] = schedMs(MAIN_THREAD);
     const ms = (n: number) => Math.round(n / 1e6);
     return {
       cpuPercentOfOneCore: Math.round(((c.user + c.system) / 1000 / (performance.now() - this.t0)) * 100),
@@ -255,8 +249,8 @@ export class LoadProbe {
       gcMaxPauseMs: Math.round(this.gc.maxMs),
       gcTotalMs: Math.round(this.gc.totalMs),
       gcMajor: this.gc.major,
-      threadRunMs: Math.round(schedstat()[0] - this.sched0[0]),
-      threadRunQueueWaitMs: Math.round(schedstat()[1] - this.sched0[1]),
+      threadRunMs: Math.round(run - this.sched0[0]),
+      threadRunQueueWaitMs: Math.round(wait - this.sched0[1]),
     };
   }
 }
@@ -877,7 +871,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       etcd: () => [sc.etcd.process.pid],
       tenantApiservers: () => cps.map((cp) => cp.apiserver.pid),
       // a tenant's own etcd (none when they share the super cluster's: then `etcd` counts their writes)
-      tenantEtcds: () => cps.map((cp) => etcdPid(cp)),
+      tenantEtcds: () => cps.map(etcdPid),
       superScheduler: () => [sc.cluster.scheduler?.pid],
       superControllerManager: () => [sc.cluster.controllerManager?.pid],
       kwok: () => [sc.cluster.kwok?.pid],
@@ -1123,7 +1117,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
           quietApiserver: () => [cps[quiet]!.apiserver.pid],
           quietEtcd: () => [etcdPid(cps[quiet]!)],
           // this process's threads: the syncer's (the main one), and the two tenants' clients
-          syncerThread: () => [`${process.pid}/task/${process.pid}`],
+          syncerThread: () => [MAIN_THREAD],
           noisyClientThread: () => [noisyGen.thread],
           quietClientThread: () => [quietGen.thread],
         });
