@@ -1,8 +1,10 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
+import { fromPackageRoot } from '../core/paths.ts';
 import { ATTEMPTS_DIR_ENV, countLine, tallyAttempts } from './security/attempts.ts';
+import { emptyTotals, TOTALS_DIR_ENV, writeRunTotals } from './totals.ts';
 
 const SECURITY_DIR = `${sep}test${sep}security${sep}`;
 
@@ -11,6 +13,8 @@ const SECURITY_DIR = `${sep}test${sep}security${sep}`;
  * not parse vitest's own summary can read. When a hostile-tenant suite (test/security) ran, it first prints the
  * attempts of all of them together, `hostile-tenant suite: attempts N, refused N, succeeded N`: it gives the run a
  * directory (ATTEMPTS_DIR_ENV, inherited by the test workers) where each Attempts appends what it tried.
+ * Under `npm test` (test/run.ts sets TOTALS_DIR_ENV) it leaves the counts and each file's time there instead of
+ * printing them, and run.ts prints one line for all of its vitest runs together, with the slowest files.
  */
 export default class SummaryReporter implements Reporter {
   private readonly attemptsDir = mkdtempSync(join(tmpdir(), 'vc-attempts-'));
@@ -25,8 +29,13 @@ export default class SummaryReporter implements Reporter {
   }
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
-    const n = { passed: 0, failed: 0, skipped: 0 };
+    const n = emptyTotals();
     for (const m of modules) {
+      const d = m.diagnostic();
+      n.files.push({
+        file: relative(fromPackageRoot(), m.moduleId),
+        ms: Math.round(d.collectDuration + d.setupDuration + d.duration),
+      });
       for (const t of m.children.allTests()) {
         const s = t.result().state;
         if (s === 'passed') n.passed++;
@@ -38,6 +47,8 @@ export default class SummaryReporter implements Reporter {
     if (modules.some((m) => m.moduleId.includes(SECURITY_DIR))) {
       process.stdout.write(`\nhostile-tenant suite: ${countLine(tallyAttempts(this.attemptsDir))}`);
     }
-    process.stdout.write(`\ntests: ${n.passed} passed, ${n.failed} failed, ${n.skipped} skipped\n`);
+    const totalsDir = process.env[TOTALS_DIR_ENV];
+    if (totalsDir) writeRunTotals(totalsDir, n);
+    else process.stdout.write(`\ntests: ${n.passed} passed, ${n.failed} failed, ${n.skipped} skipped\n`);
   }
 }
