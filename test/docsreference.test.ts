@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { staleDocs } from './docs/generate.ts';
+import { type JsonSchema, schemaFields } from './docs/schemadoc.ts';
+
+describe('generated reference pages', () => {
+  it('docs/reference/* equal what the code renders now (run `npm run docs:gen` after changing a flag, schema or metric)', async () => {
+    expect(await staleDocs()).toEqual([]);
+  }, 60_000);
+});
+
+describe('schemaFields', () => {
+  const other: Record<string, JsonSchema> = {
+    'other.schema.json': {
+      $defs: { port: { description: 'A port.', type: 'integer', minimum: 1, maximum: 65535, default: 443 } },
+    },
+  };
+  const load = (file: string): JsonSchema => {
+    const s = other[file];
+    if (!s) throw new Error(`no ${file}`);
+    return s;
+  };
+  const cases: Array<{ name: string; schema: JsonSchema; rows: Array<[string, string, boolean, string?]> }> = [
+    {
+      name: 'nested objects, required fields and defaults',
+      schema: {
+        type: 'object',
+        required: ['spec'],
+        properties: {
+          spec: {
+            type: 'object',
+            required: ['name'],
+            properties: { name: { type: 'string', maxLength: 63 }, weight: { type: 'integer', default: 1 } },
+          },
+        },
+      },
+      rows: [
+        ['spec', 'object', true],
+        ['spec.name', 'string (length ≤ 63)', true],
+        ['spec.weight', 'integer', false, '1'],
+      ],
+    },
+    {
+      name: 'local and cross-file references, enums, arrays of objects and maps',
+      schema: {
+        $defs: { level: { description: 'A level.', enum: ['a', 'b'] } },
+        type: 'object',
+        properties: {
+          level: { $ref: '#/$defs/level' },
+          port: { $ref: 'other.schema.json#/$defs/port' },
+          rules: { type: 'array', items: { type: 'object', properties: { key: { type: 'string' } } } },
+          labels: { type: 'object', additionalProperties: { type: 'string' } },
+        },
+      },
+      rows: [
+        ['level', '"a" | "b"', false],
+        ['port', 'integer (≥ 1, ≤ 65535)', false, '443'],
+        ['rules', 'array of object', false],
+        ['rules[]', 'object', false],
+        ['rules[].key', 'string', false],
+        ['labels', 'map of string', false],
+      ],
+    },
+    {
+      name: 'a definition that contains itself is listed once',
+      schema: {
+        $defs: { node: { type: 'object', properties: { child: { $ref: '#/$defs/node' } } } },
+        type: 'object',
+        properties: { root: { $ref: '#/$defs/node' } },
+      },
+      rows: [
+        ['root', 'object', false],
+        ['root.child', 'recursive', false],
+      ],
+    },
+  ];
+  for (const c of cases)
+    it(c.name, () => {
+      expect(
+        schemaFields(c.schema, load).map((r) => [r.path, r.type, r.required, ...(r.default ? [r.default] : [])]),
+      ).toEqual(c.rows);
+    });
+
+  it('takes the description beside a $ref over the definition’s own', () => {
+    const rows = schemaFields(
+      {
+        $defs: { d: { description: 'generic', type: 'string' } },
+        properties: { a: { $ref: '#/$defs/d', description: 'specific' }, b: { $ref: '#/$defs/d' } },
+      },
+      load,
+    );
+    expect(rows.map((r) => r.description)).toEqual(['specific', 'generic']);
+  });
+
+  it('names the file of a reference it cannot follow', () => {
+    expect(() => schemaFields({ properties: { a: { $ref: 'missing.schema.json#/$defs/x' } } }, load)).toThrow(
+      /missing\.schema\.json/,
+    );
+  });
+});
