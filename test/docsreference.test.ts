@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { anchor, loadProgram, renderCLIReference } from './docs/clidoc.ts';
 import { staleDocs } from './docs/generate.ts';
 import { type JsonSchema, schemaFields } from './docs/schemadoc.ts';
 
@@ -96,4 +97,29 @@ describe('schemaFields', () => {
       /missing\.schema\.json/,
     );
   });
+});
+
+describe('the CLI reference', () => {
+  it('lists every command of the vc program with each of its flags', async () => {
+    const program = await loadProgram();
+    const text = renderCLIReference(program);
+    const walk = (c: typeof program, path: string): void => {
+      for (const s of c.commands) {
+        const p = `${path} ${s.name()}`;
+        expect(text).toContain(`## ${p}\n`);
+        for (const o of s.options) expect(text).toContain(`\`${o.flags}\``);
+        walk(s, p);
+      }
+    };
+    walk(program, 'vc');
+    for (const c of ['up', 'status', 'down', 'create', 'get', 'delete', 'exec', 'validate', 'diff', 'syncer'])
+      expect(program.commands.map((x) => x.name())).toContain(c);
+  });
+
+  it.each([
+    ['vc superclusters drain', 'vc-superclusters-drain'],
+    ['The `vc` command', 'the-vc-command'],
+    ["The syncer's writes", 'the-syncers-writes'],
+    ['A super cluster’s syncer, as a process', 'a-super-clusters-syncer-as-a-process'],
+  ])('anchors %s as #%s', (heading, want) => expect(anchor(heading)).toBe(want));
 });
