@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { anchor, loadProgram, renderCLIReference } from './docs/clidoc.ts';
 import { staleDocs } from './docs/generate.ts';
+import { registeredMetrics } from './docs/metricsdoc.ts';
 import { type JsonSchema, schemaFields } from './docs/schemadoc.ts';
 
 describe('generated reference pages', () => {
@@ -122,4 +123,15 @@ describe('the CLI reference', () => {
     ["The syncer's writes", 'the-syncers-writes'],
     ['A super cluster’s syncer, as a process', 'a-super-clusters-syncer-as-a-process'],
   ])('anchors %s as #%s', (heading, want) => expect(anchor(heading)).toBe(want));
+});
+
+describe('the metrics reference', () => {
+  it('reads type and label names from the registry', async () => {
+    const rows = await registeredMetrics();
+    expect(rows.find((r) => r.name === 'vc_syncer_writes_total')).toMatchObject({
+      type: 'counter',
+      labels: ['tenant', 'plugin', 'op', 'side', 'verb', 'resource'],
+    });
+    expect(rows.find((r) => r.name.endsWith('vnagent_requests_total'))?.labels).toEqual(['tenant', 'kind', 'result']);
+  });
 });

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadProgram, renderCLIReference } from './clidoc.ts';
+import { registeredMetrics, renderMetricsReference } from './metricsdoc.ts';
 import { renderConfigReference, renderCRDReference } from './schemadoc.ts';
 
 /**
@@ -24,6 +25,7 @@ export async function generatedDocs(): Promise<GeneratedDoc[]> {
     { file: 'docs/reference/cli.md', text: renderCLIReference(await loadProgram()) },
     { file: 'docs/reference/crds.md', text: renderCRDReference() },
     { file: 'docs/reference/configuration.md', text: renderConfigReference() },
+    { file: 'docs/reference/metrics.md', text: renderMetricsReference(await registeredMetrics()) },
   ];
 }
 
