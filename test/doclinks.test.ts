@@ -1,0 +1,68 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT } from './docs/generate.ts';
+import { anchors, brokenLinks, markdownFiles } from './docs/links.ts';
+
+describe('the documentation', () => {
+  it('has no relative link to a missing file or heading', () => {
+    expect(brokenLinks(ROOT)).toEqual([]);
+  });
+
+  it('reads as documentation, not as a diary of work', () => {
+    const diary = /\bsessions? [0-9]+|\bround [0-9]+|not understood yet|in this session/i;
+    const hits = markdownFiles(ROOT).flatMap((f) =>
+      readFileSync(join(ROOT, f), 'utf8')
+        .split('\n')
+        .flatMap((l, i) => (diary.test(l) ? [`${f}:${i + 1}: ${l}`] : [])),
+    );
+    expect(hits).toEqual([]);
+  });
+
+  it('gives the tour of docs/getting-started.md exactly as README.md, whose block walkthrough.it runs', () => {
+    const block = (file: string, heading: string) => {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      const at = text.indexOf(`\n## ${heading}\n`);
+      expect(at, `${file}: no ## ${heading}`).toBeGreaterThan(0);
+      return /```bash\n([\s\S]*?)\n```/.exec(text.slice(at))?.[1];
+    };
+    expect(block('docs/getting-started.md', 'A first tour')).toBe(block('README.md', 'Walkthrough'));
+  });
+
+  it('keeps the README a front door', () => {
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length).toBeLessThanOrEqual(250);
+  });
+});
+
+describe('the link check', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'doclinks-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'docs/guides'), { recursive: true });
+  writeFileSync(
+    join(dir, 'README.md'),
+    [
+      '# Title',
+      '[ok](docs/a.md) [ok anchor](docs/a.md#the-vc-command) [gone](docs/missing.md)',
+      '[bad anchor](docs/a.md#nowhere) [web](https://example.com/x.md) [self](#title)',
+      '`[in code](docs/nothing.md)`',
+      '```',
+      '[in a block](docs/nothing.md)',
+      '```',
+    ].join('\n'),
+  );
+  writeFileSync(join(dir, 'docs/a.md'), '# A\n\n## The `vc` command\n\n## Again\n\n## Again\n\n[up](../README.md)\n');
+  writeFileSync(join(dir, 'docs/guides/g.md'), '[out](../../../etc/passwd) [a](../a.md#again-1)\n');
+
+  it('names each broken link with its file and reason, and nothing else', () => {
+    expect(brokenLinks(dir)).toEqual([
+      { file: 'README.md', link: 'docs/missing.md', reason: 'docs/missing.md does not exist' },
+      { file: 'README.md', link: 'docs/a.md#nowhere', reason: 'docs/a.md has no heading #nowhere' },
+      { file: 'docs/guides/g.md', link: '../../../etc/passwd', reason: 'points outside the repository' },
+    ]);
+  });
+
+  it('anchors repeated headings as GitHub does', () => {
+    expect([...anchors('# A\n## Again\n## Again\n```\n# not a heading\n```\n')]).toEqual(['a', 'again', 'again-1']);
+  });
+});
