@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { anchor, loadProgram, renderCLIReference } from './docs/clidoc.ts';
 import { staleDocs } from './docs/generate.ts';
 import { registeredMetrics } from './docs/metricsdoc.ts';
+import { reasonConstants, scanReasons } from './docs/reasonsdoc.ts';
 import { type JsonSchema, schemaFields } from './docs/schemadoc.ts';
 
 describe('generated reference pages', () => {
@@ -133,5 +134,45 @@ describe('the metrics reference', () => {
       labels: ['tenant', 'plugin', 'op', 'side', 'verb', 'resource'],
     });
     expect(rows.find((r) => r.name.endsWith('vnagent_requests_total'))?.labels).toEqual(['tenant', 'kind', 'result']);
+  });
+});
+
+describe('the reasons reference', () => {
+  const source = [
+    '/** GONE is the skip and event reason of a Pod whose super Pod is gone. */',
+    "export const GONE = 'SuperPodGone';",
+    "const LABEL = 'NotAReason';",
+    '/** REASONS are why. */',
+    'export const REASONS = [',
+    "  'NoRoom',",
+    '  /** the pin names no ready super cluster */',
+    "  'PinnedUnavailable',",
+    '] as const;',
+    "status({ reason: 'Running' }); skip({ reason: GONE });",
+    "record(obj, 'Warning', 'PolicyViolation', message);",
+    "await this.warn(s, ns, 'DrainBlocked', text); throw new SourceError('AddressRefused', why);",
+    "const kind = 'ConfigMap';",
+  ].join('\n');
+  const { values } = reasonConstants(new Map([['x.ts', source]]));
+  const found = scanReasons('x.ts', source, values);
+
+  it('finds reasons in every form the code raises them, and nothing else', () => {
+    expect([...new Set(found.map((s) => s.reason))].sort()).toEqual(
+      [
+        'AddressRefused',
+        'DrainBlocked',
+        'NoRoom',
+        'PinnedUnavailable',
+        'PolicyViolation',
+        'Running',
+        'SuperPodGone',
+      ].sort(),
+    );
+  });
+
+  it('keeps the doc comment of the constant or list entry that declares a reason', () => {
+    expect(found.find((s) => s.reason === 'SuperPodGone' && s.doc)?.doc).toMatch(/skip and event reason/);
+    expect(found.find((s) => s.reason === 'PinnedUnavailable')?.doc).toBe('the pin names no ready super cluster');
+    expect(found.find((s) => s.reason === 'NoRoom')?.doc).toBeUndefined();
   });
 });

@@ -3,6 +3,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadProgram, renderCLIReference } from './clidoc.ts';
 import { registeredMetrics, renderMetricsReference } from './metricsdoc.ts';
+import { renderReasonsReference } from './reasonsdoc.ts';
 import { renderConfigReference, renderCRDReference } from './schemadoc.ts';
 
 /**
@@ -26,6 +27,7 @@ export async function generatedDocs(): Promise<GeneratedDoc[]> {
     { file: 'docs/reference/crds.md', text: renderCRDReference() },
     { file: 'docs/reference/configuration.md', text: renderConfigReference() },
     { file: 'docs/reference/metrics.md', text: renderMetricsReference(await registeredMetrics()) },
+    { file: 'docs/reference/reasons.md', text: renderReasonsReference(ROOT) },
   ];
 }
 
