@@ -3,7 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from './docs/generate.ts';
-import { anchors, brokenLinks, markdownFiles } from './docs/links.ts';
+import { loadProgram } from './docs/clidoc.ts';
+import {
+  anchors,
+  brokenLinks,
+  codeSpans,
+  type CommandTree,
+  markdownFiles,
+  npmScriptProblems,
+  pathProblems,
+  vcUsageProblems,
+} from './docs/links.ts';
 
 describe('the documentation', () => {
   it('has no relative link to a missing file or heading', () => {
@@ -29,6 +39,24 @@ describe('the documentation', () => {
     };
     expect(block('docs/getting-started.md', 'A first tour')).toBe(block('README.md', 'Walkthrough'));
   });
+
+  it('names only vc commands and flags, npm scripts and repository paths that exist', async () => {
+    const program = await loadProgram();
+    const scripts = (
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
+    const problems = markdownFiles(ROOT)
+      .filter((f) => !f.startsWith('docs/reference/'))
+      .flatMap((f) => {
+        const code = codeSpans(readFileSync(join(ROOT, f), 'utf8'));
+        return [
+          ...vcUsageProblems(f, code, program),
+          ...npmScriptProblems(f, code, scripts),
+          ...pathProblems(ROOT, f, code),
+        ];
+      });
+    expect(problems).toEqual([]);
+  }, 60_000);
 
   it('keeps the README a front door', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length).toBeLessThanOrEqual(250);
@@ -64,5 +92,47 @@ describe('the link check', () => {
 
   it('anchors repeated headings as GitHub does', () => {
     expect([...anchors('# A\n## Again\n## Again\n```\n# not a heading\n```\n')]).toEqual(['a', 'again', 'again-1']);
+  });
+
+  it('names vc commands and flags the program lacks, and only those', () => {
+    const cmd = (name: string, flags: string[], commands: CommandTree[] = []): CommandTree => ({
+      name: () => name,
+      options: flags.map((f) => ({ flags: f })),
+      commands,
+    });
+    const program = cmd(
+      'vc',
+      [],
+      [cmd('up', ['--state-dir <dir>', '-d, --detach']), cmd('toolchain', [], [cmd('path', ['--check'])])],
+    );
+    const code = [
+      'npx vc up --state-dir .state/x -d',
+      'vc toolchain path --check',
+      'vc exec dev -- kubectl get pods --all-namespaces',
+      'vc upp',
+      'npx vc up --real-nodes 2',
+      'echo vc-system and vc_metrics',
+    ];
+    expect(vcUsageProblems('f.md', code, { ...program, commands: [...program.commands, cmd('exec', [])] })).toEqual([
+      'f.md: `vc upp`: vc has no command upp',
+      'f.md: `npx vc up --real-nodes 2`: vc up has no flag --real-nodes',
+    ]);
+  });
+
+  it('names npm scripts and repository paths that do not exist', () => {
+    expect(npmScriptProblems('f.md', ['npm run bench -- faults', 'npm run -s docs:gone'], { bench: 'x' })).toEqual([
+      'f.md: `npm run -s docs:gone`: package.json has no script docs:gone',
+    ]);
+    expect(
+      pathProblems(dir, 'f.md', [
+        'see docs/a.md and test/missing.ts',
+        'kubectl logs deploy/web',
+        'kubectl apply -f deploy/nothing.yaml',
+        'core/<name>/x.ts',
+      ]),
+    ).toEqual([
+      'f.md: `see docs/a.md and test/missing.ts`: test/missing.ts does not exist',
+      'f.md: `kubectl apply -f deploy/nothing.yaml`: deploy/nothing.yaml does not exist',
+    ]);
   });
 });

@@ -80,3 +80,85 @@ export function brokenLinks(root: string): BrokenLink[] {
   }
   return out;
 }
+
+/** codeSpans are the code of a Markdown text, fenced blocks and inline spans, one string per line of code. */
+export function codeSpans(text: string): string[] {
+  const out: string[] = [];
+  // a comment line of a block is prose
+  for (const m of text.matchAll(/^```[^\n]*\n([\s\S]*?)^```/gm))
+    out.push(...m[1]!.split('\n').filter((l) => !/^\s*(#|\/\/)/.test(l)));
+  const prose = text.replace(/^```[\s\S]*?^```/gm, '');
+  for (const m of prose.matchAll(/`([^`\n]+)`/g)) out.push(m[1]!);
+  return out;
+}
+
+/** CommandTree is what the check needs of a commander program: names, option flags and subcommands. */
+export interface CommandTree {
+  name(): string;
+  readonly options: ReadonlyArray<{ flags: string }>;
+  readonly commands: readonly CommandTree[];
+}
+
+/** vcUsageProblems names each `vc` command line in code whose command or flag the program does not have. */
+export function vcUsageProblems(file: string, code: string[], program: CommandTree): string[] {
+  const out: string[] = [];
+  for (const line of code) {
+    for (const m of line.matchAll(/(?:^|[\s;&(])(?:npx )?vc ([a-z][^;&|#`]*)/g)) {
+      const words = m[1]!
+        .trim()
+        .split(/\s+/)
+        .map((w) => w.replace(/^\[|\]$/g, ''));
+      let cmd = program;
+      let i = 0;
+      const first = cmd.commands.find((c) => c.name() === words[0]);
+      if (!first) {
+        out.push(`${file}: \`${line.trim()}\`: vc has no command ${words[0]}`);
+        continue;
+      }
+      cmd = first;
+      for (i = 1; i < words.length; i++) {
+        const sub = cmd.commands.find((c) => c.name() === words[i]);
+        if (!sub) break;
+        cmd = sub;
+      }
+      const flags = new Set(cmd.options.flatMap((o) => o.flags.split(/[\s,]+/).filter((f) => f.startsWith('-'))));
+      for (const w of words.slice(i)) {
+        if (w === '--') break; // what follows is another program's command line
+        const flag = /^(--?[a-z][\w-]*)/.exec(w)?.[1];
+        if (flag && flag !== '--help' && flag !== '-h' && !flags.has(flag))
+          out.push(`${file}: \`${line.trim()}\`: vc ${words.slice(0, i).join(' ')} has no flag ${flag}`);
+      }
+    }
+  }
+  return out;
+}
+
+/** npmScriptProblems names each `npm run <script>` in code whose script package.json does not define. */
+export function npmScriptProblems(file: string, code: string[], scripts: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const line of code)
+    for (const m of line.matchAll(/\bnpm run (?:-s )?([\w:-]+)/g))
+      if (!(m[1]! in scripts)) out.push(`${file}: \`${line.trim()}\`: package.json has no script ${m[1]}`);
+  return out;
+}
+
+/** pathProblems names each repository path in code (`core/...`, `test/...`, `deploy/...`) that does not exist;
+ * paths with placeholders or wildcards are skipped. */
+export function pathProblems(root: string, file: string, code: string[]): string[] {
+  const out: string[] = [];
+  for (const line of code)
+    for (const m of line.matchAll(/(?:^|[\s(:=,'"])((?:core|gitops|plugins|schemas|deploy|test)\/[\w./-]*[\w/])/g)) {
+      const p = m[1]!;
+      // kubectl names objects as kind/name (deploy/web): not a path unless it is a file or a -f/-k argument
+      if (
+        /\bkubectl\b/.test(line) &&
+        /^deploy\/[\w-]+$/.test(p) &&
+        !/(-f|-k|--filename|--kustomize)[\s=]$/.test(line.slice(0, m.index + 1))
+      )
+        continue;
+      if (/[<>*{}]|\.\.\./.test(p) || /[<>*{}]/.test(line.slice(m.index + m[0].length, m.index + m[0].length + 1)))
+        continue;
+      if (!existsSync(join(root, p))) out.push(`${file}: \`${line.trim()}\`: ${p} does not exist`);
+    }
+  return out;
+}
