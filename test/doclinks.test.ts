@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,18 @@ describe('the documentation', () => {
       });
     expect(problems).toEqual([]);
   }, 60_000);
+
+  it('documents every environment variable the benchmarks read in docs/benchmarks.md', () => {
+    const bench = join(ROOT, 'test/bench');
+    const used = new Set(
+      readdirSync(bench)
+        .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+        .flatMap((f) => [...readFileSync(join(bench, f), 'utf8').matchAll(/\b(?:VC_BENCH|BENCH|FAULTS)_[A-Z_]+\b/g)])
+        .map((m) => m[0]),
+    );
+    const page = readFileSync(join(ROOT, 'docs/benchmarks.md'), 'utf8');
+    expect([...used].filter((v) => !page.includes(v)).sort()).toEqual([]);
+  });
 
   it('keeps the README a front door', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length).toBeLessThanOrEqual(250);
