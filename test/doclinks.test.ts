@@ -66,8 +66,29 @@ describe('the documentation', () => {
         .flatMap((f) => [...readFileSync(join(bench, f), 'utf8').matchAll(/\b(?:VC_BENCH|BENCH|FAULTS)_[A-Z_]+\b/g)])
         .map((m) => m[0]),
     );
+    expect(used.size).toBeGreaterThan(20);
     const page = readFileSync(join(ROOT, 'docs/benchmarks.md'), 'utf8');
     expect([...used].filter((v) => !page.includes(v)).sort()).toEqual([]);
+  });
+
+  it('documents every environment variable the programs read in docs/operations/configuration.md', () => {
+    // the process's own (PATH, TMPDIR) and the test runner's are not settings
+    const notSettings = new Set(['PATH', 'TMPDIR', 'VITEST']);
+    const used = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) {
+          if (e.name !== 'node_modules' && e.name !== 'dist') walk(p);
+        } else if (/\.(ts|mjs)$/.test(e.name) && !e.name.endsWith('.test.ts'))
+          for (const m of readFileSync(join(ROOT, p), 'utf8').matchAll(/process\.env\.([A-Z_]+)/g))
+            if (!notSettings.has(m[1]!)) used.add(m[1]!);
+      }
+    };
+    for (const d of ['core', 'gitops', 'plugins', 'schemas']) walk(d);
+    expect(used.size).toBeGreaterThan(5);
+    const page = readFileSync(join(ROOT, 'docs/operations/configuration.md'), 'utf8');
+    expect([...used].filter((v) => !page.includes(`\`${v}`)).sort()).toEqual([]);
   });
 
   it('keeps the README a front door', () => {
