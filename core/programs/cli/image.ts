@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { fromPackageRoot } from '../../paths.ts';
@@ -39,5 +40,31 @@ export function registerImageCommands(program: Command): void {
           `size: ${MiB(img.layerSize)} compressed, ${MiB(img.diffSize)} uncompressed\n`,
       );
       process.stdout.write(`${img.manifestDigest}\n`);
+    });
+  image
+    .command('push <ref>')
+    .description(
+      'push the built image to any OCI registry as REF (registry/repository:tag); credentials come from the docker ' +
+        'config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json, "auths"): anonymous, basic or bearer token',
+    )
+    .option('--from <layout>', `the OCI layout directory or archive to push (default ${DEFAULT_IMAGE_DIR})`)
+    .option('--ca-file <file>', "a CA certificate (PEM) to trust for the registry's TLS besides the system's")
+    .action(async (ref: string, o: { from?: string; caFile?: string }) => {
+      const { pushImage } = await import('../../toolchain/push.ts');
+      const from = resolve(o.from ?? DEFAULT_IMAGE_DIR);
+      let ca: string | undefined;
+      if (o.caFile) {
+        try {
+          ca = readFileSync(o.caFile, 'utf8');
+        } catch (e) {
+          throw new CliError(`--ca-file ${o.caFile}: ${(e as Error).message}`);
+        }
+      }
+      const r = await pushImage(from, ref, { ca });
+      process.stderr.write(
+        `pushed ${from} to ${ref}: ${r.blobsSent} blobs sent (${MiB(r.bytesSent)}), ${r.blobsSkipped} already there\n` +
+          `${r.pinned}\n`,
+      );
+      process.stdout.write(`${r.digest}\n`);
     });
 }
