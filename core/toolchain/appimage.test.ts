@@ -1,5 +1,16 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { keepInImage, parseLdd, prodPackages, type LockPackage } from './appimage.ts';
+import { fromPackageRoot } from '../paths.ts';
+import {
+  APP_CMD,
+  APP_DIR,
+  APP_ENTRYPOINT,
+  APP_UID,
+  keepInImage,
+  parseLdd,
+  prodPackages,
+  type LockPackage,
+} from './appimage.ts';
 
 describe('prodPackages', () => {
   const lock = (packages: Record<string, LockPackage>) => ({ lockfileVersion: 3, packages });
@@ -96,5 +107,20 @@ describe('keepInImage', () => {
     ['x.tsbuildinfo', false],
   ])('%s -> %s', (name, want) => {
     expect(keepInImage(name)).toBe(want);
+  });
+});
+
+describe('deploy/Dockerfile', () => {
+  it('runs the same entrypoint, default args, working directory and user as vc image build', () => {
+    const text = readFileSync(fromPackageRoot('deploy/Dockerfile'), 'utf8');
+    // The last of each instruction is the final stage's.
+    const last = (instr: string): string => {
+      const lines = text.split('\n').filter((l) => l.startsWith(`${instr} `));
+      return lines[lines.length - 1]!.slice(instr.length + 1).trim();
+    };
+    expect(JSON.parse(last('ENTRYPOINT'))).toEqual(APP_ENTRYPOINT);
+    expect(JSON.parse(last('CMD'))).toEqual(APP_CMD);
+    expect(last('WORKDIR')).toBe(`/${APP_DIR}`);
+    expect(last('USER')).toBe(`${APP_UID}:${APP_UID}`);
   });
 });
