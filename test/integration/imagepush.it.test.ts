@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRegistry, type LocalRegistry } from '../../core/toolchain/registry.ts';
-import { testDir } from '../tmpdir.ts';
 
 const repo = join(import.meta.dirname, '../..');
 const vc = join(repo, 'core/programs/cli/vc.mjs');
@@ -51,7 +51,7 @@ let archive: string;
 let built: string;
 
 beforeAll(async () => {
-  dir = testDir('vc-push-');
+  dir = mkdtempSync(join(tmpdir(), 'vc-push-'));
   reg = await startRegistry({ users: [{ username: 'alice', password: 's3cret' }] });
   archive = join(dir, 'image.tar');
   const b = runVc(['image', 'build', '--archive', archive]);
@@ -61,6 +61,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await reg?.stop();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 describe('vc image push', () => {
