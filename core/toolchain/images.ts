@@ -1,5 +1,16 @@
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 /**
@@ -113,6 +124,10 @@ export interface ImageSpec {
   cmd?: string[];
   env?: string[];
   workingDir?: string;
+  /** the config's User (`uid:gid`); absent means root */
+  user?: string;
+  /** the history line of the one layer; defaults to the node toolchain's */
+  createdBy?: string;
 }
 
 /** OciImage is an image as the blobs of an OCI image layout plus the digests that identify it. */
@@ -124,6 +139,10 @@ export interface OciImage {
   layerDigest: string;
   /** sha256 of the uncompressed layer, as listed in the config's rootfs.diff_ids */
   diffId: string;
+  /** bytes of the layer as stored and sent (gzipped) */
+  layerSize: number;
+  /** bytes of the layer uncompressed (the tar a runtime unpacks) */
+  diffSize: number;
 }
 
 /** DEFAULT_PATH is the PATH of every image's config unless ImageSpec.env sets one. */
@@ -154,9 +173,10 @@ export function ociImage(spec: ImageSpec): OciImage {
         ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
         ...(spec.cmd ? { Cmd: spec.cmd } : {}),
         ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
+        ...(spec.user ? { User: spec.user } : {}),
       },
       rootfs: { type: 'layers', diff_ids: [diffId] },
-      history: [{ created_by: 'virtualcluster-ts node toolchain' }],
+      history: [{ created_by: spec.createdBy ?? 'virtualcluster-ts node toolchain' }],
     }),
   );
   const configDigest = sha256(config);
@@ -198,7 +218,15 @@ export function ociImage(spec: ImageSpec): OciImage {
     blob(layerDigest, gz),
     blob(manifestDigest, manifest),
   ]);
-  return { members, manifestDigest, configDigest, layerDigest, diffId };
+  return {
+    members,
+    manifestDigest,
+    configDigest,
+    layerDigest,
+    diffId,
+    layerSize: gz.length,
+    diffSize: layer.length,
+  };
 }
 
 /** writeOciArchive writes the image as a tar of its OCI layout to path (atomically) and returns the image. */
@@ -213,6 +241,23 @@ export function writeOciArchive(path: string, spec: ImageSpec): OciImage {
   }
   renameSync(tmp, path);
   return img;
+}
+
+/**
+ * writeOciLayout writes an image's OCI layout (oci-layout, index.json, blobs/sha256/*) as a directory at dir,
+ * replacing what was there: it is written next to dir first and renamed into place, so a reader never sees half.
+ */
+export function writeOciLayout(dir: string, img: OciImage): void {
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  for (const m of img.members) {
+    if (m.type !== 'file') continue;
+    const p = join(tmp, m.path);
+    mkdirSync(dirname(p), { recursive: true });
+    writeFileSync(p, m.data);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
 }
 
 /** fileEntry reads a file from disk into a tar entry at path, executable when the source is. */

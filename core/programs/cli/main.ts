@@ -7,6 +7,7 @@ import { registerGitOpsCommands } from './gitops.ts';
 import { registerUpCommands } from './up.ts';
 import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
+import { registerImageCommands } from './image.ts';
 
 const program = new Command();
 program
@@ -155,6 +156,7 @@ registerUpCommands(program);
 registerSuperClusterCommands(program);
 // After the `vc superclusters` listing is registered: drain and undrain go under it.
 registerDrainCommands(program);
+registerImageCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);
