@@ -4,7 +4,16 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { staticSource, type Auth, type CredentialSource } from './credentials.ts';
+import { countAnswer, currentUserAgent } from './identity.ts';
 import { parseKubeconfig, type SafeKubeconfig } from './kubeconfig.ts';
+import {
+  inClusterConfig,
+  inClusterKubeConfig,
+  platformAuth,
+  platformFileHints,
+  type PlatformFileHints,
+} from './platform.ts';
 
 import type { KubeObject, Resource } from '../../plugins/sdk/src/kube.ts';
 
@@ -145,8 +154,10 @@ const patchContentType: Record<PatchType, string> = {
 
 /**
  * KubeClient is a small dynamic client over one apiserver: every verb for any resource, and streaming watches.
- * It reads credentials from a client-node KubeConfig and keeps connections alive through one agent for requests;
- * watches get connections of their own (see watchAgent).
+ * It keeps connections alive through one agent for requests; watches get connections of their own (see watchAgent).
+ * Every request asks the client's credential source for its credentials (cached, re-read or re-run as they change:
+ * credentials.ts), carries the process's User-Agent (identity.ts) and is counted by status code; a 401 answer is
+ * retried once with fresh credentials when the source has other ones to give.
  */
 export class KubeClient {
   /**
@@ -164,6 +175,7 @@ export class KubeClient {
     readonly kubeConfig: KubeConfig,
     /** timeoutMs is the default bound of every request but watches (0: none); see ClientOptions. */
     readonly timeoutMs: number,
+    private readonly credentials: CredentialSource,
   ) {
     const tlsOpts = pickTls(tls);
     this.watchAgent =
@@ -172,23 +184,40 @@ export class KubeClient {
         : new http.Agent({ keepAlive: true, ...tlsOpts });
   }
 
-  /** KubeClient.fromKubeConfig builds a client for the current context of a loaded KubeConfig. */
-  static async fromKubeConfig(kc: KubeConfig, opts: ClientOptions = {}): Promise<KubeClient> {
+  /**
+   * KubeClient.fromKubeConfig builds a client for the current context of a KubeConfig the platform owns. Its
+   * credentials are got per request: an exec plugin runs when needed and again after expiry, a token file (the
+   * in-cluster token provider's included) and client certificate files are re-read as they change (platform.ts).
+   * `hints` carry what client-node's loader drops from a file (fromFile fills them).
+   */
+  static async fromKubeConfig(
+    kc: KubeConfig,
+    opts: ClientOptions = {},
+    hints: PlatformFileHints = {},
+  ): Promise<KubeClient> {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
-    const tls: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(tls);
+    const { tls, credentials } = await platformAuth(kc, hints);
     const server = new URL(cluster.server);
     const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) };
     const agent = server.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
-    return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs));
+    return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs), credentials);
   }
 
-  /** KubeClient.fromFile loads a kubeconfig file. */
-  static async fromFile(path: string): Promise<KubeClient> {
+  /** KubeClient.fromFile loads a kubeconfig file the platform owns (see fromKubeConfig). */
+  static async fromFile(path: string, opts: ClientOptions = {}): Promise<KubeClient> {
     const kc = new KubeConfig();
     kc.loadFromFile(path);
-    return KubeClient.fromKubeConfig(kc);
+    return KubeClient.fromKubeConfig(kc, opts, platformFileHints(path, kc));
+  }
+
+  /**
+   * KubeClient.inCluster builds a client from the in-cluster configuration of a Pod, as client-go's
+   * rest.InClusterConfig: the apiserver from KUBERNETES_SERVICE_HOST and _PORT, the ServiceAccount's CA, and its
+   * token, re-read as the kubelet rotates it. `dir` is the ServiceAccount directory (tests).
+   */
+  static inCluster(opts: ClientOptions = {}, dir?: string): Promise<KubeClient> {
+    return KubeClient.fromKubeConfig(inClusterKubeConfig(inClusterConfig(process.env, dir)), opts);
   }
 
   /**
@@ -224,9 +253,10 @@ export class KubeClient {
     if (k.certPem) tls.cert = k.certPem;
     if (k.keyPem) tls.key = k.keyPem;
     if (k.tlsServerName) tls.servername = k.tlsServerName;
-    if (k.token) tls.headers = { Authorization: `Bearer ${k.token}` };
+    // Only what the parser accepted, inline and fixed: nothing here is read again or run.
+    const credentials = staticSource(k.token ? { authorization: `Bearer ${k.token}` } : {});
     const agent = new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
-    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs));
+    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs), credentials);
   }
 
   /**
@@ -286,7 +316,7 @@ export class KubeClient {
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     return this.withDeadline(method, path, opts, async (signal) => {
       const start = this.writeListeners.size && method !== 'GET' ? performance.now() : -1;
-      const res = await this.send(method, path, { ...opts, signal });
+      const res = await this.sendAuthenticated(method, path, { ...opts, signal });
       const text = await readAll(res, signal);
       if (start >= 0) {
         const ms = performance.now() - start;
@@ -323,14 +353,38 @@ export class KubeClient {
     }
   }
 
-  private send(method: string, path: string, opts: RequestOptions, agent?: http.Agent): Promise<http.IncomingMessage> {
+  /**
+   * sendAuthenticated sends a request with the source's current credentials; a 401 answer to credentials the source
+   * then drops is discarded and the request sent once more with the fresh ones (a rotated token file, an exec
+   * credential that expired early). `countAs` names the verb in the metric (WATCH for a watch).
+   */
+  private async sendAuthenticated(
+    method: string,
+    path: string,
+    opts: RequestOptions,
+    agent?: http.Agent,
+    countAs = method,
+  ): Promise<http.IncomingMessage> {
+    const auth = await this.credentials.get();
+    const res = await this.send(method, path, opts, auth, agent, countAs);
+    if (res.statusCode !== 401 || !this.credentials.rejected(auth)) return res;
+    await readAll(res, opts.signal).catch(() => undefined);
+    return this.send(method, path, opts, await this.credentials.get(), agent, countAs);
+  }
+
+  private send(
+    method: string,
+    path: string,
+    opts: RequestOptions,
+    auth: Auth,
+    agent: http.Agent | undefined,
+    countAs: string,
+  ): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {}))
       if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = {
-      Accept: 'application/json',
-      ...(this.tls.headers as Record<string, string>),
-    };
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': currentUserAgent() };
+    if (auth.authorization) headers.Authorization = auth.authorization;
     let payload: string | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -338,13 +392,23 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const mod = url.protocol === 'https:' ? https : http;
+    const tls = pickTls(this.tls);
+    // A certificate from the source (exec, files) goes per request: the agent pools connections by certificate, so a
+    // new one opens new connections and the old ones idle out.
+    if (auth.cert && auth.key) Object.assign(tls, { cert: auth.cert, key: auth.key });
     return new Promise((resolve, reject) => {
       const req = mod.request(
         url,
-        { method, headers, agent: agent ?? this.agent, signal: opts.signal, ...pickTls(this.tls) },
-        resolve,
+        { method, headers, agent: agent ?? this.agent, signal: opts.signal, ...tls },
+        (res) => {
+          countAnswer(countAs, res.statusCode);
+          resolve(res);
+        },
       );
-      req.on('error', reject);
+      req.on('error', (e) => {
+        countAnswer(countAs, undefined);
+        reject(e);
+      });
       if (payload !== undefined) req.write(payload);
       req.end();
     });
@@ -476,7 +540,8 @@ export class KubeClient {
     try {
       // The request timeout bounds the wait for the answer's headers only; the stream has its own deadline below.
       res = await this.withDeadline('WATCH', path, { signal }, async (s) => {
-        const answer = await this.send('GET', path, { query: { ...query, watch: true }, signal: s }, this.watchAgent);
+        const q = { query: { ...query, watch: true }, signal: s };
+        const answer = await this.sendAuthenticated('GET', path, q, this.watchAgent, 'WATCH');
         const status = answer.statusCode ?? 0;
         if (status < 200 || status >= 300) throw toApiError(status, await readAll(answer, s), 'WATCH', path);
         return answer;
