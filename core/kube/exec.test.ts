@@ -107,6 +107,19 @@ describe('runExecPlugin', () => {
     expect(r).toEqual({ token: 'arg-ops-1' });
   });
 
+  it('tells a plugin that asks for it which cluster the credential is for', async () => {
+    const p = script(
+      'info',
+      `printf '{"apiVersion":"${V1}","kind":"ExecCredential","status":{"token":"%s"}}' "$(printf %s "$KUBERNETES_EXEC_INFO" | base64 -w0)"`,
+    );
+    const cluster = { server: 'https://10.0.0.1:6443', 'certificate-authority-data': 'Q0E=' };
+    const given = parseExecConfig({ apiVersion: V1, command: p, provideClusterInfo: true }, 'u', undefined, cluster);
+    const info = JSON.parse(Buffer.from((await runExecPlugin(given, 'u')).token!, 'base64').toString()) as unknown;
+    expect(info).toEqual({ apiVersion: V1, kind: 'ExecCredential', spec: { interactive: false, cluster } });
+    const withheld = parseExecConfig({ apiVersion: V1, command: p }, 'u', undefined, cluster);
+    expect(withheld.cluster).toBeUndefined();
+  });
+
   it.each<[string, string | undefined, string]>([
     ['a command that does not exist', undefined, 'exec.command: /nonexistent/plugin was not found; install it'],
     ['a command that fails', 'echo "no login" >&2; exit 3', 'failed (Command failed'],

@@ -20,6 +20,16 @@ export interface ExecConfig {
   args: string[];
   env: Array<{ name: string; value: string }>;
   installHint?: string;
+  /** cluster is what KUBERNETES_EXEC_INFO tells a plugin of the cluster, when its provideClusterInfo asks for it */
+  cluster?: ExecClusterInfo;
+}
+
+/** ExecClusterInfo is the ExecCredential's spec.cluster: the cluster the credential is for. */
+export interface ExecClusterInfo {
+  server: string;
+  'certificate-authority-data'?: string;
+  'tls-server-name'?: string;
+  'insecure-skip-tls-verify'?: boolean;
 }
 
 /** ExecResult is what one run of a plugin gave: a token and/or a client certificate, and until when they hold. */
@@ -56,7 +66,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
  * absolute is taken relative to `baseDir` (the kubeconfig's directory), as client-go does; a bare name is looked up
  * in PATH.
  */
-export function parseExecConfig(raw: unknown, user: string, baseDir?: string): ExecConfig {
+export function parseExecConfig(raw: unknown, user: string, baseDir?: string, cluster?: ExecClusterInfo): ExecConfig {
   if (!isObj(raw)) throw new ExecCredentialError(user, 'exec', 'must be a mapping');
   const apiVersion = raw.apiVersion;
   if (!EXEC_API_VERSIONS.includes(apiVersion as ExecConfig['apiVersion']))
@@ -85,6 +95,7 @@ export function parseExecConfig(raw: unknown, user: string, baseDir?: string): E
     env: env as ExecConfig['env'],
   };
   if (typeof raw.installHint === 'string' && raw.installHint) out.installHint = raw.installHint;
+  if (raw.provideClusterInfo === true && cluster) out.cluster = cluster;
   return out;
 }
 
@@ -157,7 +168,8 @@ export function parseExecCredential(stdout: string, cfg: ExecConfig, user: strin
  * KUBERNETES_EXEC_INFO describing the request, and returns the credential it printed.
  */
 export function runExecPlugin(cfg: ExecConfig, user: string, timeoutMs = EXEC_TIMEOUT_MS): Promise<ExecResult> {
-  const info = { apiVersion: cfg.apiVersion, kind: 'ExecCredential', spec: { interactive: false } };
+  const spec = cfg.cluster ? { interactive: false, cluster: cfg.cluster } : { interactive: false };
+  const info = { apiVersion: cfg.apiVersion, kind: 'ExecCredential', spec };
   const env: NodeJS.ProcessEnv = { ...process.env, KUBERNETES_EXEC_INFO: JSON.stringify(info) };
   for (const e of cfg.env) env[e.name] = e.value;
   return new Promise((resolvePromise, reject) => {

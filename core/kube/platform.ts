@@ -12,7 +12,7 @@ import {
   staticSource,
   type CredentialSource,
 } from './credentials.ts';
-import { parseExecConfig } from './exec.ts';
+import { parseExecConfig, type ExecClusterInfo } from './exec.ts';
 
 /**
  * The configurations the platform owns: its own kubeconfig files (the manager's and vn-agent's --kubeconfig, the
@@ -114,8 +114,13 @@ export async function platformAuth(kc: KubeConfig, hints: PlatformFileHints = {}
   const parts: CredentialSource[] = [];
   if (user) {
     const provider = user.authProvider as { name?: unknown; config?: { tokenFile?: unknown } } | null | undefined;
-    if (user.exec) parts.push(execSource(parseExecConfig(user.exec, user.name, hints.baseDir), user.name));
-    else if (hints.tokenFile) parts.push(fileTokenSource(hints.tokenFile));
+    if (user.exec) {
+      const info: ExecClusterInfo = { server: cluster.server };
+      if (tls.ca) info['certificate-authority-data'] = Buffer.from(String(tls.ca)).toString('base64');
+      if (cluster.tlsServerName) info['tls-server-name'] = cluster.tlsServerName;
+      if (cluster.skipTLSVerify) info['insecure-skip-tls-verify'] = true;
+      parts.push(execSource(parseExecConfig(user.exec, user.name, hints.baseDir, info), user.name));
+    } else if (hints.tokenFile) parts.push(fileTokenSource(hints.tokenFile));
     else if (provider?.name === 'tokenFile' && typeof provider.config?.tokenFile === 'string')
       parts.push(fileTokenSource(provider.config.tokenFile));
     else if (user.token) parts.push(staticSource({ authorization: `Bearer ${user.token}` }));
