@@ -1,9 +1,8 @@
 import https from 'node:https';
 import http from 'node:http';
-import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { isNotFound, RequestTimeoutError, toApiError, WriteFencedError } from './errors.ts';
+import { readAll, readWatchEvents } from './wire.ts';
 import { staticSource, type Auth, type CredentialSource } from './credentials.ts';
 import { countAnswer, currentUserAgent } from './identity.ts';
 import { parseKubeconfig, type SafeKubeconfig } from './kubeconfig.ts';
@@ -19,6 +18,19 @@ import type { KubeObject, Resource } from '../../plugins/sdk/src/kube.ts';
 
 /** Resource, KubeObject and ObjectMeta are the plugin SDK's object shapes: the core and plugins share one definition. */
 export type { KubeObject, ObjectMeta, ObjectReference, Resource } from '../../plugins/sdk/src/kube.ts';
+/** The request errors and their predicates (errors.ts), and the watch stream reader (wire.ts), as before. */
+export {
+  ApiError,
+  RequestTimeoutError,
+  WriteFencedError,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isNotFound,
+  isTimeout,
+  isWriteFenced,
+} from './errors.ts';
+export { WATCH_SLICE_MS, readWatchEvents } from './wire.ts';
 
 /** KubeList is a list response. */
 export interface KubeList<T extends KubeObject = KubeObject> {
@@ -33,67 +45,6 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
   object: T;
 }
-
-/** ApiError is a non-2xx answer of the apiserver, carrying the HTTP code and the Status reason. */
-export class ApiError extends Error {
-  constructor(
-    readonly code: number,
-    readonly reason: string,
-    message: string,
-    readonly body?: unknown,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
-
-/**
- * RequestTimeoutError is a request that got no complete answer within its deadline: the client gave up and closed the
- * connection. Whether the apiserver carried the request out is unknown, so callers retry idempotently.
- */
-export class RequestTimeoutError extends Error {
-  override readonly name = 'RequestTimeoutError';
-
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly timeoutMs: number,
-  ) {
-    super(`${method} ${path}: no answer within ${timeoutMs} ms`);
-  }
-}
-
-/**
- * WriteFencedError is a write a fenced client (KubeClient.fenced) refused before sending it: its fence said the writer
- * may not write now, e.g. its leadership term has ended.
- */
-export class WriteFencedError extends Error {
-  override readonly name = 'WriteFencedError';
-
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly reason: string,
-  ) {
-    super(`${method} ${path}: not sent: ${reason}`);
-  }
-}
-
-/** isWriteFenced reports a write refused by a fenced client (WriteFencedError). */
-export const isWriteFenced = (e: unknown): e is WriteFencedError => e instanceof WriteFencedError;
-
-/** isTimeout reports a request that the client gave up on (RequestTimeoutError). */
-export const isTimeout = (e: unknown): e is RequestTimeoutError => e instanceof RequestTimeoutError;
-
-/** isNotFound reports a 404 answer. */
-export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
-/** isConflict reports a 409 Conflict (stale resourceVersion or precondition failure). */
-export const isConflict = (e: unknown): boolean =>
-  e instanceof ApiError && e.code === 409 && e.reason !== 'AlreadyExists';
-/** isAlreadyExists reports a 409 AlreadyExists. */
-export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.reason === 'AlreadyExists';
-/** isGone reports a 410 Gone (resourceVersion too old). */
-export const isGone = (e: unknown): boolean => e instanceof ApiError && (e.code === 410 || e.reason === 'Expired');
 
 /** RequestOptions are the knobs of one request. */
 export interface RequestOptions {
@@ -572,41 +523,6 @@ export class KubeClient {
   }
 }
 
-/**
- * WATCH_SLICE_MS is how long one watch stream handles events before the event loop gets a turn. The lines of a chunk
- * that has arrived are handled in microtasks, which let no other I/O in: a burst on one stream (a tenant creating
- * hundreds of Pods at once, a watch resumed after a gap) held every other stream's events, and every timer, until its
- * last line. (The 40-90 ms stalls of the syncer's loop during the `syncer` bench's flood are the host's run queue,
- * measured by schedstat; this slice did not shorten them.)
- */
-export const WATCH_SLICE_MS = 5;
-
-/**
- * readWatchEvents calls onEvent for each event line of a watch stream, in order, until the stream ends; an ERROR
- * event with a Status rejects with ApiError. After `sliceMs` of handling since its last turn, it lets the event loop
- * take one (other streams' data, timers) before the next line.
- */
-export async function readWatchEvents<T extends KubeObject>(
-  input: Readable,
-  onEvent: (e: WatchEvent<T>) => void,
-  sliceMs = WATCH_SLICE_MS,
-): Promise<void> {
-  let turnAt = performance.now();
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    if (!line) continue;
-    const ev = JSON.parse(line) as WatchEvent<T>;
-    if (ev.type === 'ERROR') {
-      const st = ev.object as unknown as { code?: number; reason?: string; message?: string };
-      throw new ApiError(st.code ?? 500, st.reason ?? 'Unknown', st.message ?? 'watch error', st);
-    }
-    onEvent(ev);
-    if (performance.now() - turnAt >= sliceMs) {
-      await nextTurn();
-      turnAt = performance.now();
-    }
-  }
-}
-
 /** checkTimeout validates a client's default timeout: a non-negative number of milliseconds. */
 function checkTimeout(ms: number | undefined): number {
   if (ms === undefined) return 0;
@@ -623,40 +539,4 @@ function pickTls(o: https.RequestOptions): https.AgentOptions {
   if (rejectUnauthorized !== undefined) out.rejectUnauthorized = rejectUnauthorized;
   if (servername) out.servername = servername;
   return out;
-}
-
-/** readAll reads a whole answer; an abort of the signal closes the connection and rejects. */
-function readAll(res: http.IncomingMessage, signal?: AbortSignal): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const abort = () => {
-      res.destroy();
-      reject(signal?.reason ?? new Error('aborted'));
-    };
-    if (signal?.aborted) return abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    const settle = () => signal?.removeEventListener('abort', abort);
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => {
-      settle();
-      resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    res.on('error', (e) => {
-      settle();
-      reject(e);
-    });
-    res.on('close', () => {
-      settle();
-      if (!res.complete) reject(new Error('connection closed before the answer was complete'));
-    });
-  });
-}
-
-function toApiError(status: number, text: string, method: string, path: string): ApiError {
-  try {
-    const st = JSON.parse(text) as { reason?: string; message?: string };
-    return new ApiError(status, st.reason ?? 'Unknown', `${method} ${path}: ${status} ${st.message ?? text}`, st);
-  } catch {
-    return new ApiError(status, 'Unknown', `${method} ${path}: ${status} ${text.slice(0, 200)}`);
-  }
 }
