@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -156,6 +156,37 @@ describe('platform kubeconfig credentials on a real apiserver', () => {
       expect(await answers('POST', '401')).toBe(refusedBefore + 1);
     } finally {
       c.close();
+    }
+  });
+
+  it("runs in-cluster from a Pod's ServiceAccount directory and follows the kubelet's token rotation", async () => {
+    // What the kubelet mounts into a Pod, and the variables it sets: here for this apiserver.
+    const sa = join(dir, 'serviceaccount');
+    mkdirSync(sa);
+    writeFileSync(join(sa, 'ca.crt'), cp.caPem);
+    writeFileSync(join(sa, 'namespace'), NS);
+    writeFileSync(join(sa, 'token'), await serviceAccountToken('sa-pod'));
+    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+    const url = new URL(cp.server);
+    process.env.KUBERNETES_SERVICE_HOST = url.hostname;
+    process.env.KUBERNETES_SERVICE_PORT = url.port;
+    let c: KubeClient | undefined;
+    try {
+      c = await KubeClient.inCluster({}, sa);
+      expect(c.kubeConfig.getContextObject(c.kubeConfig.getCurrentContext())?.namespace).toBe(NS);
+      expect(await whoami(c)).toBe(`system:serviceaccount:${NS}:sa-pod`);
+      // The kubelet writes a new token (here of another ServiceAccount, so the change shows) and the old one dies.
+      writeFileSync(join(sa, 'token'), await serviceAccountToken('sa-pod-next'));
+      await admin.delete(R.serviceaccounts, NS, 'sa-pod');
+      await eventually(async () => expect(await whoami(c!)).toBe(`system:serviceaccount:${NS}:sa-pod-next`), 30_000);
+    } finally {
+      c?.close();
+      for (const [k, v] of [
+        ['KUBERNETES_SERVICE_HOST', saved.host],
+        ['KUBERNETES_SERVICE_PORT', saved.port],
+      ] as const)
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
   });
 
