@@ -110,7 +110,8 @@ async function answers(method: string, code: string): Promise<number> {
 interface AuditEvent {
   verb: string;
   userAgent?: string;
-  user: { username: string };
+  /** the authenticated user; a request refused by authentication (401) has none */
+  user: { username?: string };
   objectRef?: { resource?: string };
   responseStatus?: { code?: number };
 }
@@ -263,7 +264,7 @@ describe('platform kubeconfig credentials on a real apiserver', () => {
       expect(watch).toMatchObject({ userAgent: USER_AGENT, responseStatus: { code: 403 } });
     }, 10_000);
     // Every request the ServiceAccounts of this file sent, through token file, exec plugin or inline token, named it.
-    const ours = auditLog().filter((e) => e.user.username.startsWith(`system:serviceaccount:${NS}:sa-`));
+    const ours = auditLog().filter((e) => (e.user.username ?? '').startsWith(`system:serviceaccount:${NS}:sa-`));
     expect(ours.length).toBeGreaterThan(4);
     expect(new Set(ours.map((e) => e.userAgent))).toEqual(new Set([USER_AGENT]));
   });
