@@ -1,15 +1,36 @@
 import https from 'node:https';
 import http from 'node:http';
-import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { isNotFound, RequestTimeoutError, toApiError, WriteFencedError } from './errors.ts';
+import { readAll, readWatchEvents } from './wire.ts';
+import { staticSource, type Auth, type CredentialSource } from './credentials.ts';
+import { countAnswer, currentUserAgent } from './identity.ts';
 import { parseKubeconfig, type SafeKubeconfig } from './kubeconfig.ts';
+import {
+  inClusterConfig,
+  inClusterKubeConfig,
+  platformAuth,
+  platformFileHints,
+  type PlatformFileHints,
+} from './platform.ts';
 
 import type { KubeObject, Resource } from '../../plugins/sdk/src/kube.ts';
 
 /** Resource, KubeObject and ObjectMeta are the plugin SDK's object shapes: the core and plugins share one definition. */
 export type { KubeObject, ObjectMeta, ObjectReference, Resource } from '../../plugins/sdk/src/kube.ts';
+/** The request errors and their predicates (errors.ts), and the watch stream reader (wire.ts), as before. */
+export {
+  ApiError,
+  RequestTimeoutError,
+  WriteFencedError,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isNotFound,
+  isTimeout,
+  isWriteFenced,
+} from './errors.ts';
+export { WATCH_SLICE_MS, readWatchEvents } from './wire.ts';
 
 /** KubeList is a list response. */
 export interface KubeList<T extends KubeObject = KubeObject> {
@@ -24,67 +45,6 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
   object: T;
 }
-
-/** ApiError is a non-2xx answer of the apiserver, carrying the HTTP code and the Status reason. */
-export class ApiError extends Error {
-  constructor(
-    readonly code: number,
-    readonly reason: string,
-    message: string,
-    readonly body?: unknown,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
-
-/**
- * RequestTimeoutError is a request that got no complete answer within its deadline: the client gave up and closed the
- * connection. Whether the apiserver carried the request out is unknown, so callers retry idempotently.
- */
-export class RequestTimeoutError extends Error {
-  override readonly name = 'RequestTimeoutError';
-
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly timeoutMs: number,
-  ) {
-    super(`${method} ${path}: no answer within ${timeoutMs} ms`);
-  }
-}
-
-/**
- * WriteFencedError is a write a fenced client (KubeClient.fenced) refused before sending it: its fence said the writer
- * may not write now, e.g. its leadership term has ended.
- */
-export class WriteFencedError extends Error {
-  override readonly name = 'WriteFencedError';
-
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly reason: string,
-  ) {
-    super(`${method} ${path}: not sent: ${reason}`);
-  }
-}
-
-/** isWriteFenced reports a write refused by a fenced client (WriteFencedError). */
-export const isWriteFenced = (e: unknown): e is WriteFencedError => e instanceof WriteFencedError;
-
-/** isTimeout reports a request that the client gave up on (RequestTimeoutError). */
-export const isTimeout = (e: unknown): e is RequestTimeoutError => e instanceof RequestTimeoutError;
-
-/** isNotFound reports a 404 answer. */
-export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
-/** isConflict reports a 409 Conflict (stale resourceVersion or precondition failure). */
-export const isConflict = (e: unknown): boolean =>
-  e instanceof ApiError && e.code === 409 && e.reason !== 'AlreadyExists';
-/** isAlreadyExists reports a 409 AlreadyExists. */
-export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.reason === 'AlreadyExists';
-/** isGone reports a 410 Gone (resourceVersion too old). */
-export const isGone = (e: unknown): boolean => e instanceof ApiError && (e.code === 410 || e.reason === 'Expired');
 
 /** RequestOptions are the knobs of one request. */
 export interface RequestOptions {
@@ -145,8 +105,10 @@ const patchContentType: Record<PatchType, string> = {
 
 /**
  * KubeClient is a small dynamic client over one apiserver: every verb for any resource, and streaming watches.
- * It reads credentials from a client-node KubeConfig and keeps connections alive through one agent for requests;
- * watches get connections of their own (see watchAgent).
+ * It keeps connections alive through one agent for requests; watches get connections of their own (see watchAgent).
+ * Every request asks the client's credential source for its credentials (cached, re-read or re-run as they change:
+ * credentials.ts), carries the process's User-Agent (identity.ts) and is counted by status code; a 401 answer is
+ * retried once with fresh credentials when the source has other ones to give.
  */
 export class KubeClient {
   /**
@@ -164,6 +126,7 @@ export class KubeClient {
     readonly kubeConfig: KubeConfig,
     /** timeoutMs is the default bound of every request but watches (0: none); see ClientOptions. */
     readonly timeoutMs: number,
+    private readonly credentials: CredentialSource,
   ) {
     const tlsOpts = pickTls(tls);
     this.watchAgent =
@@ -172,23 +135,40 @@ export class KubeClient {
         : new http.Agent({ keepAlive: true, ...tlsOpts });
   }
 
-  /** KubeClient.fromKubeConfig builds a client for the current context of a loaded KubeConfig. */
-  static async fromKubeConfig(kc: KubeConfig, opts: ClientOptions = {}): Promise<KubeClient> {
+  /**
+   * KubeClient.fromKubeConfig builds a client for the current context of a KubeConfig the platform owns. Its
+   * credentials are got per request: an exec plugin runs when needed and again after expiry, a token file (the
+   * in-cluster token provider's included) and client certificate files are re-read as they change (platform.ts).
+   * `hints` carry what client-node's loader drops from a file (fromFile fills them).
+   */
+  static async fromKubeConfig(
+    kc: KubeConfig,
+    opts: ClientOptions = {},
+    hints: PlatformFileHints = {},
+  ): Promise<KubeClient> {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
-    const tls: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(tls);
+    const { tls, credentials } = await platformAuth(kc, hints);
     const server = new URL(cluster.server);
     const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) };
     const agent = server.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
-    return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs));
+    return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs), credentials);
   }
 
-  /** KubeClient.fromFile loads a kubeconfig file. */
-  static async fromFile(path: string): Promise<KubeClient> {
+  /** KubeClient.fromFile loads a kubeconfig file the platform owns (see fromKubeConfig). */
+  static async fromFile(path: string, opts: ClientOptions = {}): Promise<KubeClient> {
     const kc = new KubeConfig();
     kc.loadFromFile(path);
-    return KubeClient.fromKubeConfig(kc);
+    return KubeClient.fromKubeConfig(kc, opts, platformFileHints(path, kc));
+  }
+
+  /**
+   * KubeClient.inCluster builds a client from the in-cluster configuration of a Pod, as client-go's
+   * rest.InClusterConfig: the apiserver from KUBERNETES_SERVICE_HOST and _PORT, the ServiceAccount's CA, and its
+   * token, re-read as the kubelet rotates it. `dir` is the ServiceAccount directory (tests).
+   */
+  static inCluster(opts: ClientOptions = {}, dir?: string): Promise<KubeClient> {
+    return KubeClient.fromKubeConfig(inClusterKubeConfig(inClusterConfig(process.env, dir)), opts);
   }
 
   /**
@@ -224,9 +204,10 @@ export class KubeClient {
     if (k.certPem) tls.cert = k.certPem;
     if (k.keyPem) tls.key = k.keyPem;
     if (k.tlsServerName) tls.servername = k.tlsServerName;
-    if (k.token) tls.headers = { Authorization: `Bearer ${k.token}` };
+    // Only what the parser accepted, inline and fixed: nothing here is read again or run.
+    const credentials = staticSource(k.token ? { authorization: `Bearer ${k.token}` } : {});
     const agent = new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
-    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs));
+    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs), credentials);
   }
 
   /**
@@ -286,7 +267,7 @@ export class KubeClient {
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     return this.withDeadline(method, path, opts, async (signal) => {
       const start = this.writeListeners.size && method !== 'GET' ? performance.now() : -1;
-      const res = await this.send(method, path, { ...opts, signal });
+      const res = await this.sendAuthenticated(method, path, { ...opts, signal });
       const text = await readAll(res, signal);
       if (start >= 0) {
         const ms = performance.now() - start;
@@ -323,14 +304,38 @@ export class KubeClient {
     }
   }
 
-  private send(method: string, path: string, opts: RequestOptions, agent?: http.Agent): Promise<http.IncomingMessage> {
+  /**
+   * sendAuthenticated sends a request with the source's current credentials; a 401 answer to credentials the source
+   * then drops is discarded and the request sent once more with the fresh ones (a rotated token file, an exec
+   * credential that expired early). `countAs` names the verb in the metric (WATCH for a watch).
+   */
+  private async sendAuthenticated(
+    method: string,
+    path: string,
+    opts: RequestOptions,
+    agent?: http.Agent,
+    countAs = method,
+  ): Promise<http.IncomingMessage> {
+    const auth = await this.credentials.get();
+    const res = await this.send(method, path, opts, auth, agent, countAs);
+    if (res.statusCode !== 401 || !this.credentials.rejected(auth)) return res;
+    await readAll(res, opts.signal).catch(() => undefined);
+    return this.send(method, path, opts, await this.credentials.get(), agent, countAs);
+  }
+
+  private send(
+    method: string,
+    path: string,
+    opts: RequestOptions,
+    auth: Auth,
+    agent: http.Agent | undefined,
+    countAs: string,
+  ): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {}))
       if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = {
-      Accept: 'application/json',
-      ...(this.tls.headers as Record<string, string>),
-    };
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': currentUserAgent() };
+    if (auth.authorization) headers.Authorization = auth.authorization;
     let payload: string | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -338,13 +343,23 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const mod = url.protocol === 'https:' ? https : http;
+    const tls = pickTls(this.tls);
+    // A certificate from the source (exec, files) goes per request: the agent pools connections by certificate, so a
+    // new one opens new connections and the old ones idle out.
+    if (auth.cert && auth.key) Object.assign(tls, { cert: auth.cert, key: auth.key });
     return new Promise((resolve, reject) => {
       const req = mod.request(
         url,
-        { method, headers, agent: agent ?? this.agent, signal: opts.signal, ...pickTls(this.tls) },
-        resolve,
+        { method, headers, agent: agent ?? this.agent, signal: opts.signal, ...tls },
+        (res) => {
+          countAnswer(countAs, res.statusCode);
+          resolve(res);
+        },
       );
-      req.on('error', reject);
+      req.on('error', (e) => {
+        countAnswer(countAs, undefined);
+        reject(e);
+      });
       if (payload !== undefined) req.write(payload);
       req.end();
     });
@@ -476,7 +491,8 @@ export class KubeClient {
     try {
       // The request timeout bounds the wait for the answer's headers only; the stream has its own deadline below.
       res = await this.withDeadline('WATCH', path, { signal }, async (s) => {
-        const answer = await this.send('GET', path, { query: { ...query, watch: true }, signal: s }, this.watchAgent);
+        const q = { query: { ...query, watch: true }, signal: s };
+        const answer = await this.sendAuthenticated('GET', path, q, this.watchAgent, 'WATCH');
         const status = answer.statusCode ?? 0;
         if (status < 200 || status >= 300) throw toApiError(status, await readAll(answer, s), 'WATCH', path);
         return answer;
@@ -507,41 +523,6 @@ export class KubeClient {
   }
 }
 
-/**
- * WATCH_SLICE_MS is how long one watch stream handles events before the event loop gets a turn. The lines of a chunk
- * that has arrived are handled in microtasks, which let no other I/O in: a burst on one stream (a tenant creating
- * hundreds of Pods at once, a watch resumed after a gap) held every other stream's events, and every timer, until its
- * last line. (The 40-90 ms stalls of the syncer's loop during the `syncer` bench's flood are the host's run queue,
- * measured by schedstat; this slice did not shorten them.)
- */
-export const WATCH_SLICE_MS = 5;
-
-/**
- * readWatchEvents calls onEvent for each event line of a watch stream, in order, until the stream ends; an ERROR
- * event with a Status rejects with ApiError. After `sliceMs` of handling since its last turn, it lets the event loop
- * take one (other streams' data, timers) before the next line.
- */
-export async function readWatchEvents<T extends KubeObject>(
-  input: Readable,
-  onEvent: (e: WatchEvent<T>) => void,
-  sliceMs = WATCH_SLICE_MS,
-): Promise<void> {
-  let turnAt = performance.now();
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    if (!line) continue;
-    const ev = JSON.parse(line) as WatchEvent<T>;
-    if (ev.type === 'ERROR') {
-      const st = ev.object as unknown as { code?: number; reason?: string; message?: string };
-      throw new ApiError(st.code ?? 500, st.reason ?? 'Unknown', st.message ?? 'watch error', st);
-    }
-    onEvent(ev);
-    if (performance.now() - turnAt >= sliceMs) {
-      await nextTurn();
-      turnAt = performance.now();
-    }
-  }
-}
-
 /** checkTimeout validates a client's default timeout: a non-negative number of milliseconds. */
 function checkTimeout(ms: number | undefined): number {
   if (ms === undefined) return 0;
@@ -558,40 +539,4 @@ function pickTls(o: https.RequestOptions): https.AgentOptions {
   if (rejectUnauthorized !== undefined) out.rejectUnauthorized = rejectUnauthorized;
   if (servername) out.servername = servername;
   return out;
-}
-
-/** readAll reads a whole answer; an abort of the signal closes the connection and rejects. */
-function readAll(res: http.IncomingMessage, signal?: AbortSignal): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const abort = () => {
-      res.destroy();
-      reject(signal?.reason ?? new Error('aborted'));
-    };
-    if (signal?.aborted) return abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    const settle = () => signal?.removeEventListener('abort', abort);
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => {
-      settle();
-      resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    res.on('error', (e) => {
-      settle();
-      reject(e);
-    });
-    res.on('close', () => {
-      settle();
-      if (!res.complete) reject(new Error('connection closed before the answer was complete'));
-    });
-  });
-}
-
-function toApiError(status: number, text: string, method: string, path: string): ApiError {
-  try {
-    const st = JSON.parse(text) as { reason?: string; message?: string };
-    return new ApiError(status, st.reason ?? 'Unknown', `${method} ${path}: ${status} ${st.message ?? text}`, st);
-  } catch {
-    return new ApiError(status, 'Unknown', `${method} ${path}: ${status} ${text.slice(0, 200)}`);
-  }
 }

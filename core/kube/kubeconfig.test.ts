@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -214,6 +214,22 @@ describe('KubeClient.fromString', () => {
     };
     await expect(KubeClient.fromString(stringify(d), SOURCE)).rejects.toThrow(/exec plugins are refused/);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it.each<[string, Doc, string]>([
+    ['a token file', { tokenFile: 'TOKEN' }, 'token files are refused'],
+    ['certificate files', { 'client-certificate': 'TOKEN', 'client-key': 'TOKEN' }, 'certificate files are refused'],
+  ])('never reads %s on the manager host, though platform kubeconfigs may name them', async (_, u, message) => {
+    // The same user that KubeClient.fromFile (a platform kubeconfig) would read: from a Secret it is refused.
+    const secretFile = join(tmpdir(), `secret-${randomBytes(6).toString('hex')}`);
+    writeFileSync(secretFile, 'manager-token');
+    try {
+      const d = good();
+      (d.users as Doc[])[0]!.user = JSON.parse(JSON.stringify(u).replaceAll('TOKEN', secretFile)) as Doc;
+      await expect(KubeClient.fromString(stringify(d), SOURCE)).rejects.toThrow(message);
+    } finally {
+      rmSync(secretFile, { force: true });
+    }
   });
 
   it('builds a client that carries only the accepted credentials', async () => {

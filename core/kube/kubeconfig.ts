@@ -7,7 +7,7 @@ import { parse, stringify } from 'yaml';
  * loader, which would run an `exec` plugin, call an `auth-provider` or read certificate, key and token files on the
  * manager's host. Only one thing is accepted: an https server with inline credentials. Every other field is refused by
  * name, so the message says what to change. The platform's own kubeconfig files (the manager's configuration) are
- * trusted and still loaded by client-node (KubeClient.fromFile).
+ * trusted: KubeClient.fromFile loads them, and platform.ts runs their exec plugins and re-reads their token files.
  */
 
 /** SafeKubeconfig is the one cluster and user of a kubeconfig that passed parseKubeconfig. */

@@ -51,6 +51,7 @@ program
   .description('run the manager: a syncer per super cluster, leader election, /metrics /healthz /readyz')
   .requiredOption('-c, --config <file>', 'manager configuration (ManagerConfiguration YAML)')
   .action(async (o: { config: string }) => {
+    (await import('../../kube/identity.ts')).setUserAgentComponent('manager');
     const { installProcessGuards } = await import('../guards.ts');
     const guards = installProcessGuards();
     const { loadManagerConfig } = await import('../manager/config.ts');
@@ -75,6 +76,7 @@ program
   )
   .requiredOption('--super-cluster <name>', 'the super cluster to sync, one of /superClusters')
   .action(async (o: { config: string; superCluster: string }) => {
+    (await import('../../kube/identity.ts')).setUserAgentComponent('syncer');
     const { installProcessGuards } = await import('../guards.ts');
     const guards = installProcessGuards();
     const { loadManagerConfig } = await import('../manager/config.ts');

@@ -10,6 +10,7 @@ export function registerVnAgentCommand(program: Command): void {
     .description('run the vn-agent: the kubelet endpoint of vNodes (logs, exec, attach, port-forward for tenant pods)')
     .requiredOption('-c, --config <file>', 'vn-agent configuration (VnAgentConfiguration YAML)')
     .action(async (o: { config: string }) => {
+      (await import('../../kube/identity.ts')).setUserAgentComponent('vn-agent');
       const { loadVnAgentConfig } = await import('../../vnagent/config.ts');
       const { runVnAgent } = await import('../vn-agent/run.ts');
       const r = await runVnAgent(loadVnAgentConfig(o.config));

@@ -1,7 +1,6 @@
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { GitOpsController } from '../../../gitops/controller.ts';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, type KubeObject } from '../../kube/client.ts';
 import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../../leader/election.ts';
@@ -79,11 +78,12 @@ export interface Manager {
   stop(): Promise<void>;
 }
 
-async function clientFor(kubeconfig?: string): Promise<KubeClient> {
-  const kc = new KubeConfig();
-  if (kubeconfig) kc.loadFromFile(kubeconfig);
-  else kc.loadFromCluster();
-  return KubeClient.fromKubeConfig(kc);
+/**
+ * clientFor is a client of the given kubeconfig file or, without one, of the Pod's in-cluster configuration; either
+ * way its token file or exec plugin is re-read or re-run as the credentials rotate.
+ */
+function clientFor(kubeconfig?: string): Promise<KubeClient> {
+  return kubeconfig ? KubeClient.fromFile(kubeconfig) : KubeClient.inCluster();
 }
 
 /**

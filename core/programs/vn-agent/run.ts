@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../kube/client.ts';
 import { childLogger } from '../../log.ts';
 import { addHealthCheck } from '../../metrics/ops.ts';
@@ -25,11 +24,12 @@ export const VN_AGENT_DEFAULTS = {
   ops: { host: '127.0.0.1', port: DEFAULT_OPS_PORT },
 } as const;
 
-async function clientFor(kubeconfig?: string): Promise<KubeClient> {
-  const kc = new KubeConfig();
-  if (kubeconfig) kc.loadFromFile(kubeconfig);
-  else kc.loadFromCluster();
-  return KubeClient.fromKubeConfig(kc);
+/**
+ * clientFor is a client of the given kubeconfig file or, without one, of the Pod's in-cluster configuration; either
+ * way its token file or exec plugin is re-read or re-run as the credentials rotate.
+ */
+function clientFor(kubeconfig?: string): Promise<KubeClient> {
+  return kubeconfig ? KubeClient.fromFile(kubeconfig) : KubeClient.inCluster();
 }
 
 /** rotationCheck is a health check that fails once the node credential file no longer holds what was loaded. */
