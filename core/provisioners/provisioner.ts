@@ -1,4 +1,4 @@
-import type { VirtualCluster } from '../lifecycle/types.ts';
+import type { VirtualCluster } from '../api/virtualcluster.ts';
 
 /** Provisioned describes a tenant control plane that answers. */
 export interface Provisioned {

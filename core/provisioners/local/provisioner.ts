@@ -10,7 +10,7 @@ import { TENANT_CONTROLLERS, type ExtraArgs } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
 import type { ProvisionLimits, Provisioner, ProvisionState } from '../provisioner.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });

@@ -36,7 +36,7 @@ import {
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
 import type { Provisioner, ProvisionState, RemoveWaiting } from '../provisioner.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 const log = childLogger({ controller: 'provisioner-native' });
 
