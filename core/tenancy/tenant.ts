@@ -12,7 +12,7 @@ import type {
   ServicesPolicyView,
   TenantView,
 } from '../plugins/contract.ts';
-import type { CreateRate } from '../syncer/pacer.ts';
+import type { CreateRate } from '../api/tenantpolicy.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 const registryLog = childLogger({ controller: 'tenant-registry' });
