@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
-import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
+import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from './allowlist.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 import type {

@@ -18,7 +18,7 @@ import {
   type ControlPlanePKIOptions,
 } from '../../pki/pki.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
-import { assertFlagsAllowed } from './allowlist.ts';
+import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import {
   ADMIN_KUBECONFIG_KEY,
   apiserverHost,
