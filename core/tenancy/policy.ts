@@ -14,7 +14,7 @@ import type {
   QuotaPolicyView,
   ServiceAccountTokenMode,
   TolerationRule,
-} from '../plugins/contract.ts';
+} from '../../plugins/sdk/src/contract.ts';
 import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import type { PodSecurityLevel } from './tenant.ts';

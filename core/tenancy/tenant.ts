@@ -11,7 +11,7 @@ import type {
   RuntimeClassesPolicyView,
   ServicesPolicyView,
   TenantView,
-} from '../plugins/contract.ts';
+} from '../../plugins/sdk/src/contract.ts';
 import type { CreateRate } from '../api/tenantpolicy.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
