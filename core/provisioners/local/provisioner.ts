@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
 import { LocalControlPlane } from '../../local/controlplane.ts';
 import { TcpForwarder } from '../../local/forwarder.ts';
-import { DnsView } from '../../local/dnsview.ts';
+import { DnsView } from '../dnsview.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../native/flags.ts';

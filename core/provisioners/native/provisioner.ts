@@ -9,7 +9,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
-import { DnsViews } from '../../local/dnsview.ts';
+import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
   issueCert,
