@@ -35,7 +35,7 @@ import {
 import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
-import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
+import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
 import { TokenMinter } from './tokens.ts';
 import { checkCreateRate, checkYieldShare, CreatePacer, DEFAULT_YIELD_SHARE } from './pacer.ts';
 import { SchedulingWindow } from './window.ts';
