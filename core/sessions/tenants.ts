@@ -8,7 +8,7 @@ import type { FairQueue } from '../queue/fairqueue.ts';
 import { tenantView, type Tenant } from '../tenancy/tenant.ts';
 
 // The per-tenant connections and informers, shared by the syncer and the namespace scheduler: both serve every tenant
-// the registry reports, and neither may import the other.
+// the registry reports, and the scheduler sits below the syncer (whose placement filter reads its annotations).
 
 const log = childLogger({ controller: 'syncer' });
 
