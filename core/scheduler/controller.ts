@@ -40,8 +40,8 @@ import {
   unitOf,
   type Capacity,
   type ClusterCapacity,
-  type ClusterState,
 } from './capacity.ts';
+import type { ClusterState } from '../superclusters/registration.ts';
 import { drainPlacements } from './drain.ts';
 import { homeOf, placeNamespace, type Policy } from './namespace.ts';
 import { placePod, podRequests, type PlacedPod, type PodSpecResources } from './pod.ts';
