@@ -93,7 +93,7 @@ export interface NativeOptions {
    */
   etcdHostPathDir?: string;
   /**
-   * where the manager serves the tenant DNS servers' view of their apiservers (core/local/dnsview.ts: each Service
+   * where the manager serves the tenant DNS servers' view of their apiservers (core/provisioners/dnsview.ts: each Service
    * shown with its super cluster IP), one address for all native tenants, told apart by TLS server name
    * (dnsViewServerName). Pods must reach it (e.g. a real node's bridge gateway, for a manager on the nodes' host).
    * Absent: tenant DNS servers read the tenant apiserver in-cluster and answer with the tenant's own cluster IPs,
