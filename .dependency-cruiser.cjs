@@ -1,11 +1,13 @@
-// The layers of this repository, checked by test/layers.test.ts (npm test) with dependency-cruiser:
+// The layers of this repository, checked by core/layers.test.ts (npm test) with dependency-cruiser:
 //
 //   sdk       plugins/sdk: the plugin SDK, a package of its own that imports nothing here; any layer may use it
+//   api       core/api: the object types generated from schemas/ (npm run gen:api) and the few shared shapes and
+//             constants of the domain; it imports only the SDK's object shapes, and any layer may use it
 //      ^
 //   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
 //      ^      generic Kubernetes and process machinery; knows nothing of tenants
-//   domain    core/{names,tenancy,plugins,syncer,lifecycle,provisioners,local,vnagent,scheduler,superclusters}, gitops/, plugins/
-//      ^      tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
+//   domain    core/{names,tenancy,plugins,sessions,superclusters,provisioners,scheduler,syncer,lifecycle,local,vnagent},
+//      ^      gitops/, plugins/: tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
 //   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
 //
 // A layer imports only itself and the layers below it. Besides: core/ outside the programs imports neither gitops/
@@ -13,19 +15,90 @@
 // and the Kubernetes object types; the plugin SDK (plugins/sdk) imports nothing outside itself; schemas/ imports
 // nothing from the code. Tests (*.test.ts, test/) may import anything they exercise.
 //
-// core/local (the local etcd, control planes and super cluster) is domain: it renders control-plane flags of the
-// provisioners. core/names and core/tenancy are domain as they speak of tenants.
+// Inside the domain, the core/ folders have a direction too (DOMAIN_ORDER below, lowest first). A folder imports its
+// own files and folders of lower tiers only, never one of its own tier or above, so no two domain folders import
+// each other, directly or around a ring:
+//
+//   1  core/names                                   names and provenance of tenant objects in the super cluster
+//   2  core/tenancy                                 the Tenant, TenantPolicy evaluation, the control-plane flag allow-list
+//   3  core/plugins                                 the plugin host
+//   4  core/superclusters, core/sessions,           super cluster registration (its one home); per-tenant
+//      core/provisioners                            connections and informers; the provisioner interface, DNS view
+//   5  core/scheduler, core/provisioners/native,    namespace and Pod placement; the production provisioners
+//      core/provisioners/import
+//   6  core/syncer, core/lifecycle, core/local      the syncer (which follows the scheduler's signed placements); the
+//                                                   VirtualCluster controller; the local control planes (dev env)
+//   7  core/vnagent, core/provisioners/local        the kubelet proxy; the local provisioner (dev env)
+//
+// A new core/ folder gets a place in a layer (and, in the domain, a tier) before its files may import anything.
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
 const DOMAIN =
-  '^core/(names|tenancy|plugins|syncer|lifecycle|provisioners|local|vnagent|scheduler|superclusters)/|^gitops/|^plugins/';
+  '^core/(names|tenancy|plugins|sessions|syncer|lifecycle|provisioners|local|vnagent|scheduler|superclusters)/|^gitops/|^plugins/';
+const API = '^core/api/';
 const PROGRAMS = '^core/programs/';
 const TESTS = '\\.test\\.ts$|^test/';
 const SDK = '^plugins/sdk/';
 
+/** DOMAIN_ORDER are the tiers of the domain's core/ folders, lowest first (see the comment at the top). */
+const DOMAIN_ORDER = [
+  ['core/names'],
+  ['core/tenancy'],
+  ['core/plugins'],
+  ['core/superclusters', 'core/sessions', 'core/provisioners'],
+  ['core/scheduler', 'core/provisioners/native', 'core/provisioners/import'],
+  ['core/syncer', 'core/lifecycle', 'core/local'],
+  ['core/vnagent', 'core/provisioners/local'],
+];
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** filesIn matches the files directly in one of the folders, not in their subfolders. */
+const filesIn = (folders) => `^(${folders.map(escape).join('|')})/[^/]+$`;
+
+// One rule per domain folder: it may not import a folder of its own tier (but itself) or of a tier above.
+const domainOrderRules = DOMAIN_ORDER.flatMap((tier, i) =>
+  tier.map((folder) => ({
+    name: `domain-order: ${folder}`,
+    comment: `${folder} (tier ${i + 1}) imports only its own files and domain folders of lower tiers.`,
+    severity: 'error',
+    from: { path: filesIn([folder]), pathNot: TESTS },
+    to: {
+      path: filesIn(
+        DOMAIN_ORDER.slice(i)
+          .flat()
+          .filter((f) => f !== folder),
+      ),
+    },
+  })),
+);
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...domainOrderRules,
+    {
+      name: 'api-imports-beyond-sdk',
+      comment: 'core/api is the leaf every layer may import: it imports its own files and the SDK object shapes only.',
+      severity: 'error',
+      from: { path: API, pathNot: TESTS },
+      to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: `${API}|^plugins/sdk/src/kube\\.ts$` },
+    },
+    {
+      name: 'domain-imports-moved-path',
+      comment:
+        'core/lifecycle/types.ts and core/scheduler/registration.ts only re-export what moved to core/api and ' +
+        'core/superclusters, for the vc CLI and the tests; the domain imports the new homes.',
+      severity: 'error',
+      from: { path: DOMAIN, pathNot: TESTS },
+      to: { path: '^core/(lifecycle/types|scheduler/registration)\\.ts$' },
+    },
+    {
+      name: 'core-folder-outside-layers',
+      comment: 'Every core/ file belongs to a layer (and a domain folder to a tier of DOMAIN_ORDER) before it imports.',
+      severity: 'error',
+      from: { path: '^core/', pathNot: `${RUNTIME}|${DOMAIN}|${API}|${PROGRAMS}|${TESTS}` },
+      to: {},
+    },
     {
       name: 'runtime-imports-domain-or-programs',
       comment: 'The runtime layer is generic machinery: it must not know tenants, plugins, GitOps or the programs.',

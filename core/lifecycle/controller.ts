@@ -32,7 +32,7 @@ import {
   type Phase,
   type VirtualCluster,
   type VirtualClusterStatus,
-} from './types.ts';
+} from '../api/virtualcluster.ts';
 import { kubeconfigSecretData } from './kubeconfigsecret.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });

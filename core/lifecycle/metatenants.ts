@@ -7,7 +7,7 @@ import { checkPolicies, type ManagerDefaults, type TenantPolicy } from '../tenan
 import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
 import { tenantOfVirtualCluster } from './controller.ts';
 import { provisionedOfSecret } from './kubeconfigsecret.ts';
-import { kubeconfigSecretName, type VirtualCluster } from './types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../api/virtualcluster.ts';
 
 const log = childLogger({ controller: 'meta-tenants' });
 

@@ -6,8 +6,13 @@ import { parseAllDocuments } from 'yaml';
 import type { KubeClient, KubeObject, Resource } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { fromPackageRoot } from '../paths.ts';
-import { KUBECONFIG_KEY, kubeconfigSecretName, SUPERCLUSTER_INFO } from '../scheduler/registration.ts';
-import { CLUSTER_NAME_LABEL, CLUSTERS } from '../superclusters/registration.ts';
+import {
+  CLUSTER_NAME_LABEL,
+  CLUSTERS,
+  KUBECONFIG_KEY,
+  kubeconfigSecretName,
+  SUPERCLUSTER_INFO,
+} from '../superclusters/registration.ts';
 import { waitFor } from './process.ts';
 
 /** REGISTRATION_NAMESPACE is where the local super clusters are registered in the meta cluster. */

@@ -1,4 +1,4 @@
-import type { VirtualCluster } from '../lifecycle/types.ts';
+import type { VirtualCluster } from '../api/virtualcluster.ts';
 
 /** Provisioned describes a tenant control plane that answers. */
 export interface Provisioned {
@@ -10,7 +10,7 @@ export interface Provisioned {
   apiserverEndpoint?: { host: string; port: number };
   /**
    * where the tenant's DNS server reads Services from, when not the apiserverEndpoint: a read-only view of the tenant
-   * apiserver that shows each Service with its super cluster IP (core/local/dnsview.ts); tlsServerName is the name
+   * apiserver that shows each Service with its super cluster IP (core/provisioners/dnsview.ts); tlsServerName is the name
    * the DNS server asks for there (a view shared by several tenants routes by it)
    */
   dnsApiEndpoint?: { host: string; port: number; tlsServerName?: string };

@@ -2,13 +2,9 @@
 // placements already take. It is a pure function of the registrations, the nodes and the namespaces' annotations,
 // so a scheduler that restarts rebuilds exactly the state it had: nothing lives only in memory.
 
+import type { ClusterState } from '../superclusters/registration.ts';
 import { type Placements, type Resources } from './annotations.ts';
 import { ceilDiv, parseQuantity, QuantityError, type Milli } from './quantity.ts';
-
-/** CLUSTER_STATES are a registration's states; only `ready` takes new placements, the others keep existing ones. */
-export const CLUSTER_STATES = ['ready', 'unreachable', 'draining', 'deregistered'] as const;
-/** ClusterState is one of CLUSTER_STATES. */
-export type ClusterState = (typeof CLUSTER_STATES)[number];
 
 /** SuperCluster is what the scheduler knows of one registered super cluster. */
 export interface SuperCluster {

@@ -19,7 +19,7 @@ import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { realClock, type Clock } from '../queue/clock.ts';
-import { readerOf, TenantSessions, type TenantSession } from '../syncer/tenants.ts';
+import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
 import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
 import {
   AnnotationError,
@@ -40,8 +40,8 @@ import {
   unitOf,
   type Capacity,
   type ClusterCapacity,
-  type ClusterState,
 } from './capacity.ts';
+import type { ClusterState } from '../superclusters/registration.ts';
 import { drainPlacements } from './drain.ts';
 import { homeOf, placeNamespace, type Policy } from './namespace.ts';
 import { placePod, podRequests, type PlacedPod, type PodSpecResources } from './pod.ts';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatPlacements, type Placements, type Resources } from './annotations.ts';
-import { buildCapacity, type ClusterState, type SuperCluster } from './capacity.ts';
+import type { ClusterState } from '../superclusters/registration.ts';
+import { buildCapacity, type SuperCluster } from './capacity.ts';
 import { drainPlacements } from './drain.ts';
 import type { Policy } from './namespace.ts';
 import { parseQuantity } from './quantity.ts';

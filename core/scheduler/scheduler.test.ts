@@ -9,10 +9,10 @@ import {
   sumAllocatable,
   unitOf,
   type Capacity,
-  type ClusterState,
   type NamespaceRecord,
   type SuperCluster,
 } from './capacity.ts';
+import type { ClusterState } from '../superclusters/registration.ts';
 import { homeOf, MAX_SLICES, placeNamespace, type NamespaceRequest, type Policy } from './namespace.ts';
 import { placePod, podAnnotation, podRequests, type PlacedPod } from './pod.ts';
 import { parseQuantity } from './quantity.ts';

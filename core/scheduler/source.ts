@@ -1,4 +1,4 @@
-import type { ClusterState } from './capacity.ts';
+import type { ClusterState } from '../superclusters/registration.ts';
 import type { RegisteredSuperCluster, SuperClusterSource } from './controller.ts';
 
 /**

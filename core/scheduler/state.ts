@@ -2,7 +2,8 @@
 // as the ConfigMap `vc-scheduler-state` in its namespace of the meta cluster; `vc superclusters` reads it.
 
 import type { Placements, Resources } from './annotations.ts';
-import type { Capacity, ClusterState } from './capacity.ts';
+import type { ClusterState } from '../superclusters/registration.ts';
+import type { Capacity } from './capacity.ts';
 import { formatMilli } from './quantity.ts';
 
 /** STATE_CONFIGMAP names the summary ConfigMap and its data key. */

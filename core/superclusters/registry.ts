@@ -15,15 +15,13 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { setCondition, type Condition } from '../controller/status.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
-import type { ClusterState } from '../scheduler/capacity.ts';
 import {
   clusterState,
   kubeconfigSecretName,
   RegistrationError,
   SUPERCLUSTER_INFO,
   superClusterId,
-} from '../scheduler/registration.ts';
-import {
+  type ClusterState,
   CLUSTER_NAME_LABEL,
   CLUSTERS,
   duplicateOf,

@@ -14,7 +14,7 @@ import { resourceName } from './execute.ts';
 import { countSend, countWrite, syncerMetrics, type Write, type WriteOp } from './metrics.ts';
 import { markManaged } from './plan.ts';
 import { covers, specHash } from './semantic.ts';
-import type { TenantSession } from './tenants.ts';
+import type { TenantSession } from '../sessions/tenants.ts';
 import type { TokenMinter } from './tokens.ts';
 
 const log = childLogger({ controller: 'syncer' });

@@ -21,7 +21,7 @@ import { Effects } from './effects.ts';
 import { patrol } from './patrol.ts';
 import { planKey, type Plan } from './plan.ts';
 import { makeKey, Router } from './routing.ts';
-import type { TenantSession } from './tenants.ts';
+import type { TenantSession } from '../sessions/tenants.ts';
 import type { TokenMinter } from './tokens.ts';
 
 const tenant = testTenant();

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { checkCreateRate, checkYieldShare, CreatePacer, type CreateRate } from './pacer.ts';
+import type { CreateRate } from '../api/tenantpolicy.ts';
+import { checkCreateRate, checkYieldShare, CreatePacer } from './pacer.ts';
 
 function newPacer(yieldShare?: number) {
   const woken: string[] = [];

@@ -1,33 +1,4 @@
-/**
- * CreatePacer paces, per tenant, the super Pods the syncer creates: a token bucket of `burst` creates that refills at
- * `perSecond`. On two cores a tenant creating 200 Pods at once ran the super cluster's apiserver, scheduler and nodes
- * at full CPU for four seconds, and every other tenant's next Pod took 5.7 times as long to run as it did alone (the
- * `syncer` bench's flood); the scheduling window (window.ts) keeps such a tenant from queueing ahead of others in the
- * scheduler, not from taking the host's CPU. A rate the platform sets keeps that headroom: a tenant over its rate has
- * its further creates parked in the syncer (no write, no retry loop) and woken, in the order they came, as tokens
- * refill. Other writes (status up, deletes, Services, ...) are not paced.
- *
- * A tenant with a backlog yields to tenants without one: while another tenant is creating Pods at its own pace (it
- * spent a token in the last ACTIVE_MS and has no key parked), a tenant with parked keys refills at `yieldShare` of its
- * rate; a tenant whose rate paces nothing (the platform's choice) counts as creating whenever it creates. At 20 Pods/s
- * a flood still kept the 2 cores ~150% busy and another tenant's Pods took 3x as long as alone; at 5 Pods/s they ran as
- * fast as alone once the flood had reached the syncer. A flooding tenant alone keeps its whole rate, and two flooding
- * tenants do not slow each other.
- */
-export interface CreateRate {
-  /** creates per second the bucket refills with; 0 turns pacing off */
-  perSecond: number;
-  /** creates that may go at once after a quiet spell (the bucket's size), at least 1 */
-  burst: number;
-}
-
-/**
- * DEFAULT_CREATE_RATE is the pace of a tenant without a rate of its own (the built-in TenantPolicy's pods.createRate
- * and the syncer's podCreateRate): 20 per second, as kube-controller-manager's own client creates a tenant's
- * ReplicaSet Pods by default (--kube-api-qps 20), and 10 at once. Measured by the `syncer` bench (2 cores, kwok): a
- * 200-Pod flood paced at 20 per second held the host near one core, where unpaced it took both.
- */
-export const DEFAULT_CREATE_RATE: CreateRate = Object.freeze({ perSecond: 20, burst: 10 });
+import type { CreateRate } from '../api/tenantpolicy.ts';
 
 /** DEFAULT_YIELD_SHARE is the share of its rate a tenant with a backlog keeps while another tenant creates Pods. */
 export const DEFAULT_YIELD_SHARE = 0.25;
@@ -60,6 +31,22 @@ interface Bucket {
   timer?: NodeJS.Timeout;
 }
 
+/**
+ * CreatePacer paces, per tenant, the super Pods the syncer creates: a token bucket of `burst` creates that refills at
+ * `perSecond`. On two cores a tenant creating 200 Pods at once ran the super cluster's apiserver, scheduler and nodes
+ * at full CPU for four seconds, and every other tenant's next Pod took 5.7 times as long to run as it did alone (the
+ * `syncer` bench's flood); the scheduling window (window.ts) keeps such a tenant from queueing ahead of others in the
+ * scheduler, not from taking the host's CPU. A rate the platform sets keeps that headroom: a tenant over its rate has
+ * its further creates parked in the syncer (no write, no retry loop) and woken, in the order they came, as tokens
+ * refill. Other writes (status up, deletes, Services, ...) are not paced.
+ *
+ * A tenant with a backlog yields to tenants without one: while another tenant is creating Pods at its own pace (it
+ * spent a token in the last ACTIVE_MS and has no key parked), a tenant with parked keys refills at `yieldShare` of its
+ * rate; a tenant whose rate paces nothing (the platform's choice) counts as creating whenever it creates. At 20 Pods/s
+ * a flood still kept the 2 cores ~150% busy and another tenant's Pods took 3x as long as alone; at 5 Pods/s they ran as
+ * fast as alone once the flood had reached the syncer. A flooding tenant alone keeps its whole rate, and two flooding
+ * tenants do not slow each other.
+ */
 export class CreatePacer {
   private readonly buckets = new Map<string, Bucket>();
   /** when each tenant whose rate paces nothing (perSecond 0) last created a Pod: it counts as creating too */

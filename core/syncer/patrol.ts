@@ -5,7 +5,7 @@ import type { PluginHost } from '../plugins/host.ts';
 import { syncerMetrics } from './metrics.ts';
 import { superLocation, type ObjectName, type Plan } from './plan.ts';
 import { makeKey, type Router } from './routing.ts';
-import type { TenantSession } from './tenants.ts';
+import type { TenantSession } from '../sessions/tenants.ts';
 
 const log = childLogger({ controller: 'syncer' });
 

@@ -5,7 +5,7 @@ import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testTenant } from '../plugins/testing.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { Router, superResources, tenantResources } from './routing.ts';
-import type { TenantSession } from './tenants.ts';
+import type { TenantSession } from '../sessions/tenants.ts';
 
 const tenant = testTenant();
 const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });

@@ -14,7 +14,7 @@ import type {
 import { PluginError, reportPluginError, type PluginHook } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import type { FairQueue } from '../queue/fairqueue.ts';
-import type { TenantSession, TenantSessions } from './tenants.ts';
+import type { TenantSession, TenantSessions } from '../sessions/tenants.ts';
 
 /**
  * Routing maps informer events to queue keys and nothing else (no I/O, no cached object mutated). Everything it

@@ -34,16 +34,10 @@ import {
 } from './placement.ts';
 import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
-import { readerOf, TenantSessions, type TenantSession } from './tenants.ts';
+import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
+import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
 import { TokenMinter } from './tokens.ts';
-import {
-  checkCreateRate,
-  checkYieldShare,
-  CreatePacer,
-  DEFAULT_CREATE_RATE,
-  DEFAULT_YIELD_SHARE,
-  type CreateRate,
-} from './pacer.ts';
+import { checkCreateRate, checkYieldShare, CreatePacer, DEFAULT_YIELD_SHARE } from './pacer.ts';
 import { SchedulingWindow } from './window.ts';
 
 const log = childLogger({ controller: 'syncer' });

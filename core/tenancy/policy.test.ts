@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import { loadSchema } from '../../schemas/validate.ts';
-import type { VirtualClusterSpec } from '../lifecycle/types.ts';
+import type { VirtualClusterSpec } from '../api/virtualcluster.ts';
 import {
   BUILTIN_POLICY_NAME,
   DEFAULT_POLICY,

@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
-import type { ProvisionerType, VirtualCluster } from '../lifecycle/types.ts';
-import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from '../provisioners/native/allowlist.ts';
-import { DEFAULT_CREATE_RATE, type CreateRate } from '../syncer/pacer.ts';
+import type { ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
+import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from './allowlist.ts';
+import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 import type {
   CopiedMetadataView,
@@ -14,7 +14,7 @@ import type {
   QuotaPolicyView,
   ServiceAccountTokenMode,
   TolerationRule,
-} from '../plugins/contract.ts';
+} from '../../plugins/sdk/src/contract.ts';
 import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import type { PodSecurityLevel } from './tenant.ts';

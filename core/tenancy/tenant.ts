@@ -11,8 +11,8 @@ import type {
   RuntimeClassesPolicyView,
   ServicesPolicyView,
   TenantView,
-} from '../plugins/contract.ts';
-import type { CreateRate } from '../syncer/pacer.ts';
+} from '../../plugins/sdk/src/contract.ts';
+import type { CreateRate } from '../api/tenantpolicy.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 const registryLog = childLogger({ controller: 'tenant-registry' });

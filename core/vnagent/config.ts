@@ -4,53 +4,15 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { loadConfigFile, pluginPath } from '../../schemas/load.ts';
 import { validate } from '../../schemas/validate.ts';
+import type { VnAgentConfiguration } from '../api/generated.ts';
 import { createCA, issueCert, type CertKeyPair } from '../pki/pki.ts';
 
 /**
- * VnAgentConfig is a vn-agent configuration file (`kind: VnAgentConfiguration`, schemas/vnagent-config.schema.json);
- * relative paths are resolved against it. Defaults: VN_AGENT_DEFAULTS in core/programs/vn-agent/run.ts.
+ * VnAgentConfig is a vn-agent configuration file (`kind: VnAgentConfiguration`), its type generated from
+ * schemas/vnagent-config.schema.json; relative paths are resolved against it. Defaults: VN_AGENT_DEFAULTS in
+ * core/programs/vn-agent/run.ts.
  */
-export interface VnAgentConfig {
-  apiVersion?: 'tenancy.x-k8s.io/v1alpha1';
-  kind?: 'VnAgentConfiguration';
-  /** listen address (default 0.0.0.0) */
-  host?: string;
-  /** listen port (default 10550) */
-  port?: number;
-  /** where a generated serving certificate is kept (default `.state/vn-agent`) */
-  stateDir?: string;
-  /** serving certificate and key files; generated (self-signed) into stateDir when absent */
-  servingCert?: string;
-  servingKey?: string;
-  /** kubeconfig of the meta cluster (VirtualClusters, kubeconfig Secrets); in-cluster credentials when absent */
-  metaKubeconfig?: string;
-  /** kubeconfig of the super cluster (Pods, Nodes); the meta cluster's when absent */
-  superKubeconfig?: string;
-  /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
-  superCluster?: string;
-  /** this agent's node (a DaemonSet passes spec.nodeName); defaults to $NODE_NAME; absent: all nodes are cached */
-  nodeName?: string;
-  /**
-   * this node's own client certificate for the super cluster (user system:node:<node>, group system:nodes; a DaemonSet
-   * mounts the kubelet's /var/lib/kubelet/pki/kubelet-client-current.pem): super Pods and the Node are read with it,
-   * so the apiserver's Node authorizer limits the agent to its node. Absent: they are read with the super kubeconfig.
-   */
-  nodeClientCert?: string;
-  /** the key of nodeClientCert; defaults to the same file (the kubelet keeps both in one) */
-  nodeClientKey?: string;
-  /** client certificate and key the agent presents to kubelets */
-  kubeletClientCert?: string;
-  kubeletClientKey?: string;
-  /** CA of the kubelet serving certificates */
-  kubeletCA?: string;
-  /** do not verify kubelet serving certificates (kwok's are self-signed); default false */
-  kubeletInsecureSkipVerify?: boolean;
-  /** the plain HTTP ops port (/healthz, /readyz, /metrics); default 127.0.0.1:10551 */
-  ops?: { host?: string; port?: number };
-  plugins?: { thirdParty?: string[]; enable?: string[]; disable?: string[] };
-  handshakeTimeoutSeconds?: number;
-  streamIdleTimeoutSeconds?: number;
-}
+export type VnAgentConfig = VnAgentConfiguration;
 
 /** VnAgentConfigError is a configuration that cannot be used; its message names the file, the field and the problem. */
 export class VnAgentConfigError extends Error {

@@ -1,7 +1,7 @@
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
-import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../lifecycle/types.ts';
+import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../api/virtualcluster.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';

@@ -1,6 +1,6 @@
 import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../core/tenancy/policy.ts';
 import type { ApplyPlan } from './applier.ts';
 import { describeRef, type DesiredObject, type DocumentError } from './objects.ts';

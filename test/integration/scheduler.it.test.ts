@@ -10,7 +10,7 @@ import { SIGNATURE } from '../../core/scheduler/signature.ts';
 import { StaticSuperClusters } from '../../core/scheduler/source.ts';
 import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
 import { CLUSTERS_RESOURCE, setDraining } from '../../core/programs/cli/drain.ts';
-import { clusterState, type ClusterObject } from '../../core/scheduler/registration.ts';
+import { clusterState, type ClusterObject } from '../../core/superclusters/registration.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 

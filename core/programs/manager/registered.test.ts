@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KubeClient } from '../../kube/client.ts';
-import type { ClusterState } from '../../scheduler/capacity.ts';
+import type { ClusterState } from '../../superclusters/registration.ts';
 import { planSyncers } from './registered.ts';
 
 const client = () => KubeClient.fromSafe({ server: 'https://127.0.0.1:1', context: 'x' });

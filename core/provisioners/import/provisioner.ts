@@ -2,7 +2,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { parseKubeconfig, renderSafeKubeconfig } from '../../kube/kubeconfig.ts';
 import { R } from '../../kube/resources.ts';
 import type { Provisioner, ProvisionState } from '../provisioner.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 /**
  * ImportProvisioner adopts an existing cluster given by a kubeconfig Secret in the VirtualCluster's namespace. It

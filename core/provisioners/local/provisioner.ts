@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
 import { LocalControlPlane } from '../../local/controlplane.ts';
 import { TcpForwarder } from '../../local/forwarder.ts';
-import { DnsView } from '../../local/dnsview.ts';
-import { assertFlagsAllowed } from '../native/allowlist.ts';
-import { TENANT_CONTROLLERS, type ExtraArgs } from '../native/flags.ts';
+import { DnsView } from '../dnsview.ts';
+import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
+import type { ExtraArgs } from '../../api/controlplane.ts';
+import { TENANT_CONTROLLERS } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
 import type { ProvisionLimits, Provisioner, ProvisionState } from '../provisioner.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { PKI_FILES } from '../../pki/pki.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import type { ExtraArgs } from '../../api/controlplane.ts';
 
 /**
  * ControlPlanePaths says where a control plane's files are, as the processes see them: a state directory on this
@@ -31,12 +32,6 @@ export type ApiserverPaths = Omit<ControlPlanePaths, 'caKey' | 'kubeconfig'>;
 
 /** ControllerManagerPaths are the files kube-controller-manager reads. */
 export type ControllerManagerPaths = Pick<ControlPlanePaths, 'caFile' | 'caKey' | 'saKey' | 'kubeconfig'>;
-
-/**
- * ExtraArgs are flags by name (without `--`) that replace a default of the same name in place, or are appended
- * in name order when there is no such default.
- */
-export type ExtraArgs = Readonly<Record<string, string>>;
 
 /** ApiserverFlagsInput is everything apiserverFlags needs. */
 export interface ApiserverFlagsInput {

@@ -11,7 +11,7 @@ import {
   probeReadyz,
   type ApiAccess,
 } from './provisioner.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 const vc = (spec: VirtualCluster['spec'] = {}): VirtualCluster => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',

@@ -9,7 +9,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
-import { DnsViews } from '../../local/dnsview.ts';
+import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
   issueCert,
@@ -18,7 +18,7 @@ import {
   type ControlPlanePKIOptions,
 } from '../../pki/pki.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
-import { assertFlagsAllowed } from './allowlist.ts';
+import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import {
   ADMIN_KUBECONFIG_KEY,
   apiserverHost,
@@ -36,7 +36,7 @@ import {
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
 import type { Provisioner, ProvisionState, RemoveWaiting } from '../provisioner.ts';
-import type { VirtualCluster } from '../../lifecycle/types.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 const log = childLogger({ controller: 'provisioner-native' });
 
@@ -93,7 +93,7 @@ export interface NativeOptions {
    */
   etcdHostPathDir?: string;
   /**
-   * where the manager serves the tenant DNS servers' view of their apiservers (core/local/dnsview.ts: each Service
+   * where the manager serves the tenant DNS servers' view of their apiservers (core/provisioners/dnsview.ts: each Service
    * shown with its super cluster IP), one address for all native tenants, told apart by TLS server name
    * (dnsViewServerName). Pods must reach it (e.g. a real node's bridge gateway, for a manager on the nodes' host).
    * Absent: tenant DNS servers read the tenant apiserver in-cluster and answer with the tenant's own cluster IPs,

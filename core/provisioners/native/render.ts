@@ -7,14 +7,8 @@ import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
-import {
-  apiserverFlags,
-  controllerManagerFlags,
-  flagList,
-  pkiPaths,
-  TENANT_CONTROLLERS,
-  type ExtraArgs,
-} from './flags.ts';
+import type { ExtraArgs } from '../../api/controlplane.ts';
+import { apiserverFlags, controllerManagerFlags, flagList, pkiPaths, TENANT_CONTROLLERS } from './flags.ts';
 
 /** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
 export interface VirtualCluster extends KubeObject {

@@ -1,4 +1,4 @@
-import type { ExtraArgs } from './flags.ts';
+import type { ExtraArgs } from '../api/controlplane.ts';
 
 /**
  * The global flag allow-list. Every extra flag of a tenant control plane passes it, whoever wrote it: a TenantPolicy

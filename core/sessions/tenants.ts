@@ -7,6 +7,9 @@ import type { CacheReader, TenantView } from '../plugins/contract.ts';
 import type { FairQueue } from '../queue/fairqueue.ts';
 import { tenantView, type Tenant } from '../tenancy/tenant.ts';
 
+// The per-tenant connections and informers, shared by the syncer and the namespace scheduler: both serve every tenant
+// the registry reports, and the scheduler sits below the syncer (whose placement filter reads its annotations).
+
 const log = childLogger({ controller: 'syncer' });
 
 /** TenantSession is one served tenant: its client, its informers and what plugins see of it. */
@@ -22,7 +25,7 @@ export interface TenantSession {
   stopped: boolean;
 }
 
-/** TenantSessionsOptions wire the sessions to the rest of the syncer. */
+/** TenantSessionsOptions wire the sessions to their user: the syncer, or the namespace scheduler. */
 export interface TenantSessionsOptions {
   queue: FairQueue;
   superCache: CacheReader;

@@ -1,0 +1,33 @@
+import type { KubeObject } from '../../plugins/sdk/src/kube.ts';
+import type { VirtualClusterSpec, VirtualClusterStatus } from './generated.ts';
+
+export type { VirtualClusterSpec, VirtualClusterStatus } from './generated.ts';
+
+/** PHASES are the phases of a VirtualCluster. */
+export const PHASES = ['Pending', 'Provisioning', 'Running', 'Updating', 'Error', 'Deleting'] as const;
+/** Phase is one of PHASES. */
+export type Phase = (typeof PHASES)[number];
+
+/** PROVISIONERS name the ways a tenant control plane can be made. */
+export const PROVISIONERS = ['local', 'native', 'import'] as const;
+/** ProvisionerType is one of PROVISIONERS. */
+export type ProvisionerType = (typeof PROVISIONERS)[number];
+
+/** VirtualCluster is one tenant control plane's definition; its spec and status are generated from the schema. */
+export interface VirtualCluster extends KubeObject {
+  spec: VirtualClusterSpec;
+  status?: VirtualClusterStatus;
+}
+
+/** kubeconfigSecretName is the Secret (in the VirtualCluster's namespace) holding the tenant's admin kubeconfig. */
+export const kubeconfigSecretName = (vcName: string): string => `${vcName}-kubeconfig`;
+
+/**
+ * tenantCAConfigMapName is the ConfigMap (in the VirtualCluster's namespace) holding the tenant CA certificate under
+ * TENANT_CA_KEY: public data the vn-agent needs to check the kubelet client certificate of the tenant apiserver,
+ * published so that the agent reads no Secret.
+ */
+export const tenantCAConfigMapName = (vcName: string): string => `${vcName}-tenant-ca`;
+
+/** TENANT_CA_KEY is the key of the CA bundle (PEM) in the tenant CA ConfigMap. */
+export const TENANT_CA_KEY = 'ca.crt';
