@@ -11,8 +11,8 @@
 //   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
 //
 // A layer imports only itself and the layers below it. Besides: core/ outside the programs imports neither gitops/
-// nor the built-in plugins; a built-in plugin imports only the plugin contract and helpers, names, the tenant type
-// and the Kubernetes object types; the plugin SDK (plugins/sdk) imports nothing outside itself; schemas/ imports
+// nor the built-in plugins; a built-in plugin imports only the plugin SDK by its package name (and node: built-ins),
+// never core/ nor another plugin; the plugin SDK (plugins/sdk) imports nothing outside itself; schemas/ imports
 // nothing from the code. Tests (*.test.ts, test/) may import anything they exercise.
 //
 // Inside the domain, the core/ folders have a direction too (DOMAIN_ORDER below, lowest first). A folder imports its
@@ -121,22 +121,36 @@ module.exports = {
       to: { path: '^gitops/|^plugins/', pathNot: SDK },
     },
     {
-      name: 'builtin-plugin-imports-beyond-contract',
+      name: 'builtin-plugin-imports-beyond-sdk',
       comment:
-        'A built-in plugin is written like a third-party one: against the plugin contract and helpers, the names ' +
-        'module, the tenant type and the Kubernetes object types (core/kube/client.ts types, core/kube/resources.ts ' +
-        'table).',
+        'A built-in plugin is written like a third-party one: it imports @virtualcluster-ts/plugin-sdk (and its ' +
+        'subpaths), node: built-ins and files of its own folder; nothing from core/ or gitops/ (npm packages, which ' +
+        'are not cruised, are refused by plugins/imports.test.ts).',
       severity: 'error',
       from: { path: '^plugins/', pathNot: `${SDK}|^plugins/registry\\.ts$|${TESTS}` },
-      to: {
-        path: '^core/|^gitops/',
-        pathNot:
-          '^core/plugins/(contract|helpers)\\.ts$|^core/names/|^core/tenancy/|^core/kube/(client|resources)\\.ts$',
-      },
+      to: { pathNot: '^plugins/', dependencyTypesNot: ['core'] },
+    },
+    {
+      name: 'builtin-plugin-imports-another-plugin',
+      comment:
+        'Built-in plugins do not import each other: what two of them share lives in the plugin SDK (a subpath such ' +
+        'as @virtualcluster-ts/plugin-sdk/pods), where a third-party plugin can use it too.',
+      severity: 'error',
+      from: { path: '^plugins/([^/]+)/', pathNot: `${SDK}|${TESTS}` },
+      to: { path: '^plugins/', pathNot: `${SDK}|^plugins/$1/` },
     },
     {
       name: 'sdk-imports-outside-sdk',
-      comment: 'The plugin SDK is published on its own: it may import only its own files and its npm dependencies.',
+      comment:
+        'The plugin SDK is published on its own and has no dependencies: its source imports only its own files ' +
+        'and node: built-ins (its tests may import vitest).',
+      severity: 'error',
+      from: { path: SDK, pathNot: TESTS },
+      to: { pathNot: SDK, dependencyTypesNot: ['core'] },
+    },
+    {
+      name: 'sdk-tests-import-outside-sdk',
+      comment: 'The SDK is tested on its own, as a third party would build it: its tests import nothing else here.',
       severity: 'error',
       from: { path: SDK },
       to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: SDK },

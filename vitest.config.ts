@@ -21,6 +21,10 @@ export default defineConfig({
         find: /^@virtualcluster-ts\/plugin-sdk\/testing$/,
         replacement: fileURLToPath(new URL('./plugins/sdk/src/testing.ts', import.meta.url)),
       },
+      {
+        find: /^@virtualcluster-ts\/plugin-sdk\/(pods|network)$/,
+        replacement: fileURLToPath(new URL('./plugins/sdk/src/', import.meta.url)) + '$1/index.ts',
+      },
     ],
   },
   test: {

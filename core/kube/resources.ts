@@ -1,65 +1,21 @@
+import { R as KUBE } from '@virtualcluster-ts/plugin-sdk';
 import type { Resource } from './client.ts';
 
-const core = (resource: string, kind: string, namespaced = true): Resource => ({
-  group: '',
-  version: 'v1',
-  resource,
-  kind,
-  namespaced,
-});
-const grp = (group: string, version: string, resource: string, kind: string, namespaced = true): Resource => ({
-  group,
-  version,
+const tenancy = (resource: string, kind: string, namespaced: boolean): Resource => ({
+  group: 'tenancy.x-k8s.io',
+  version: 'v1alpha1',
   resource,
   kind,
   namespaced,
 });
 
-/** R lists the built-in resources the core and the plugins touch. */
+/**
+ * R lists the resources the core touches: the Kubernetes ones the plugin SDK describes for plugins and the core alike
+ * (its R, one table), and the project's own custom resources, which only the core reads and writes.
+ */
 export const R = {
-  namespaces: core('namespaces', 'Namespace', false),
-  nodes: core('nodes', 'Node', false),
-  pods: core('pods', 'Pod'),
-  services: core('services', 'Service'),
-  endpoints: core('endpoints', 'Endpoints'),
-  configmaps: core('configmaps', 'ConfigMap'),
-  secrets: core('secrets', 'Secret'),
-  serviceaccounts: core('serviceaccounts', 'ServiceAccount'),
-  events: core('events', 'Event'),
-  persistentvolumeclaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),
-  persistentvolumes: core('persistentvolumes', 'PersistentVolume', false),
-  storageclasses: grp('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
-  priorityclasses: grp('scheduling.k8s.io', 'v1', 'priorityclasses', 'PriorityClass', false),
-  ingresses: grp('networking.k8s.io', 'v1', 'ingresses', 'Ingress'),
-  deployments: grp('apps', 'v1', 'deployments', 'Deployment'),
-  statefulsets: grp('apps', 'v1', 'statefulsets', 'StatefulSet'),
-  daemonsets: grp('apps', 'v1', 'daemonsets', 'DaemonSet'),
-  replicasets: grp('apps', 'v1', 'replicasets', 'ReplicaSet'),
-  leases: grp('coordination.k8s.io', 'v1', 'leases', 'Lease'),
-  runtimeclasses: grp('node.k8s.io', 'v1', 'runtimeclasses', 'RuntimeClass', false),
-  crds: grp('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
-  clusterroles: grp('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
-  clusterrolebindings: grp('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
-  roles: grp('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
-  rolebindings: grp('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
-  virtualclusters: grp('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster'),
-  networkpolicies: grp('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy'),
-  resourcequotas: core('resourcequotas', 'ResourceQuota'),
-  limitranges: core('limitranges', 'LimitRange'),
-  validatingadmissionpolicies: grp(
-    'admissionregistration.k8s.io',
-    'v1',
-    'validatingadmissionpolicies',
-    'ValidatingAdmissionPolicy',
-    false,
-  ),
-  validatingadmissionpolicybindings: grp(
-    'admissionregistration.k8s.io',
-    'v1',
-    'validatingadmissionpolicybindings',
-    'ValidatingAdmissionPolicyBinding',
-    false,
-  ),
-  clusterversions: grp('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false),
-  tenantpolicies: grp('tenancy.x-k8s.io', 'v1alpha1', 'tenantpolicies', 'TenantPolicy', false),
+  ...KUBE,
+  virtualclusters: tenancy('virtualclusters', 'VirtualCluster', true),
+  clusterversions: tenancy('clusterversions', 'ClusterVersion', false),
+  tenantpolicies: tenancy('tenantpolicies', 'TenantPolicy', false),
 } as const satisfies Record<string, Resource>;

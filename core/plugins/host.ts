@@ -4,6 +4,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compileSchema, type FieldError, formatErrors, validate } from '../../schemas/validate.ts';
 import { childLogger } from '../log.ts';
+import { nearestPackageJson, type SdkDeclaration, sdkDeclarationOf, sdkVersionProblem } from './compat.ts';
 import {
   isMutator,
   type MutatorPlugin,
@@ -92,7 +93,7 @@ export class PluginHost {
     for (const spec of o.thirdParty ?? []) {
       try {
         const loaded = await importPlugin(spec, o.baseDir ?? process.cwd());
-        for (const p of loaded) h.admit(p, spec);
+        for (const p of loaded.plugins) h.admit(p, spec, loaded.sdk);
       } catch (e) {
         h.fail(spec, spec, `failed to load: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -117,10 +118,16 @@ export class PluginHost {
     return h;
   }
 
-  private admit(p: unknown, source: string): void {
+  /**
+   * admit validates one plugin and activates it for this process. `sdk` is the SDK range its package declares
+   * (built-ins, built with the host, have none to check).
+   */
+  private admit(p: unknown, source: string, sdk?: SdkDeclaration): void {
     const manifest = (p as Plugin | undefined)?.manifest;
     const name = typeof manifest?.name === 'string' ? manifest.name : source;
-    const versionProblem = manifest && apiVersionProblem(name, (manifest as { apiVersion?: unknown }).apiVersion);
+    const versionProblem =
+      (manifest && apiVersionProblem(name, (manifest as { apiVersion?: unknown }).apiVersion)) ??
+      sdkVersionProblem(name, sdk);
     if (versionProblem) return this.fail(name, source, versionProblem);
     const errors = validate('plugin', manifest);
     if (errors.length) return this.fail(name, source, `invalid manifest:\n${formatErrors(`plugin ${name}`, errors)}`);
@@ -208,22 +215,29 @@ export class PluginHost {
   }
 }
 
-async function importPlugin(spec: string, baseDir: string): Promise<unknown[]> {
+/**
+ * importPlugin imports a third-party plugin module by path or package name and returns the plugins it exports, with
+ * the SDK range declared by the package the module belongs to (the nearest package.json), if any.
+ */
+async function importPlugin(spec: string, baseDir: string): Promise<{ plugins: unknown[]; sdk?: SdkDeclaration }> {
   const isPath = spec.startsWith('.') || isAbsolute(spec);
-  let target = spec;
+  let entry: string;
   if (isPath) {
-    let p = resolve(baseDir, spec);
-    if (!existsSync(p)) throw new Error(`no such file or directory: ${p}`);
-    if (statSync(p).isDirectory())
-      p = existsSync(join(p, 'package.json')) ? packageEntry(p, p, undefined, 'index.ts') : join(p, 'index.ts');
-    target = pathToFileURL(p).href;
+    entry = resolve(baseDir, spec);
+    if (!existsSync(entry)) throw new Error(`no such file or directory: ${entry}`);
+    if (statSync(entry).isDirectory())
+      entry = existsSync(join(entry, 'package.json'))
+        ? packageEntry(entry, entry, undefined, 'index.ts')
+        : join(entry, 'index.ts');
   } else {
-    target = pathToFileURL(resolvePackage(spec, baseDir)).href;
+    entry = resolvePackage(spec, baseDir);
   }
-  const mod = (await import(target)) as { default?: unknown; plugins?: unknown[] };
+  const packageJson = nearestPackageJson(entry);
+  const sdk = packageJson ? sdkDeclarationOf(packageJson) : undefined;
+  const mod = (await import(pathToFileURL(entry).href)) as { default?: unknown; plugins?: unknown[] };
   const exported = mod.plugins ?? mod.default;
   if (!exported) throw new Error('the module has no default export (a plugin or an array of plugins)');
-  return Array.isArray(exported) ? exported : [exported];
+  return { plugins: Array.isArray(exported) ? exported : [exported], ...(sdk && { sdk }) };
 }
 
 /**

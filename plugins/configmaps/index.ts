@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   buildOn,
   copyFields,
@@ -7,11 +6,12 @@ import {
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  R,
   type ResourcePlugin,
   ROOT_CA_CONFIGMAP,
   superConfigMapName,
   TENANT_ROOT_CA_CONFIGMAP,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** ConfigMap is the part of a core/v1 ConfigMap this plugin touches. */
 export interface ConfigMap extends KubeObject {
@@ -21,7 +21,7 @@ export interface ConfigMap extends KubeObject {
 }
 
 /** ROOT_CA_CONFIGMAP, TENANT_ROOT_CA_CONFIGMAP and superConfigMapName are the root CA rename, shared with the pods plugin. */
-export { ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '../sdk/src/index.ts';
+export { ROOT_CA_CONFIGMAP, superConfigMapName, TENANT_ROOT_CA_CONFIGMAP } from '@virtualcluster-ts/plugin-sdk';
 
 function superName(
   tenantNamespace: string,

@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   buildOn,
   clone,
@@ -6,12 +5,13 @@ import {
   isPublic,
   type KubeObject,
   PLUGIN_API_VERSION,
+  R,
   type ResourcePlugin,
   type RouteContext,
   routeToAllTenants,
   type TenantKey,
   upMeta,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** CustomResourceDefinition is the part of an apiextensions.k8s.io/v1 CRD this plugin reads. */
 export interface CustomResourceDefinition extends KubeObject {

@@ -3,7 +3,7 @@ import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { Decision } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
-import type { Pod, PodSpec } from '../pods/types.ts';
+import type { Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 import plugin, { dnsPlugin, waitingMessage } from './index.ts';
 
 const base = testContext();

@@ -1,13 +1,13 @@
-import { R } from '../../core/kube/resources.ts';
-import { PREFIX } from '../../core/names/names.ts';
-import type { Pod, PodDNSConfig } from '../pods/types.ts';
 import {
   clone,
   type KubeObject,
   type MutatorPlugin,
   PLUGIN_API_VERSION,
   type PluginContext,
-} from '../sdk/src/index.ts';
+  PREFIX,
+  R,
+} from '@virtualcluster-ts/plugin-sdk';
+import type { Pod, PodDNSConfig } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /** DISABLE_DNS_MUTATION is the tenant Pod annotation that, set to "true", keeps the Pod's own DNS settings. */
 export const DISABLE_DNS_MUTATION = `${PREFIX}/disable.dnsPolicyMutation`;

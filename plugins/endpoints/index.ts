@@ -1,5 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
-import { provenanceOf } from '../../core/names/names.ts';
 import {
   buildOn,
   clone,
@@ -10,10 +8,12 @@ import {
   type ObjectReference,
   PLUGIN_API_VERSION,
   type PluginContext,
+  provenanceOf,
+  R,
   type ResourcePlugin,
   type RouteContext,
   type TenantKey,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 import { ADDRESSES_REFUSED, type AddressRule, addressRule, podIPs, REFUSED_RETRY_MS } from './policy.ts';
 
 export {
@@ -26,7 +26,7 @@ export {
 } from './policy.ts';
 
 /** ObjectReference is the targetRef of an endpoint address. */
-export type { ObjectReference } from '../sdk/src/index.ts';
+export type { ObjectReference } from '@virtualcluster-ts/plugin-sdk';
 
 /** EndpointAddress is one address of an EndpointSubset. */
 export interface EndpointAddress {

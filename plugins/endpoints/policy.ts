@@ -1,7 +1,11 @@
 import { BlockList, isIP } from 'node:net';
-import { R } from '../../core/kube/resources.ts';
-import { provenanceOf } from '../../core/names/names.ts';
-import type { EndpointsPolicyView, KubeObject, PluginContext } from '../sdk/src/index.ts';
+import {
+  type EndpointsPolicyView,
+  type KubeObject,
+  type PluginContext,
+  provenanceOf,
+  R,
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** ADDRESSES_REFUSED is the reason of the event naming the addresses not copied to the super Endpoints. */
 export const ADDRESSES_REFUSED = 'EndpointAddressesRefused';

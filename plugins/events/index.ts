@@ -1,13 +1,13 @@
-import { R } from '../../core/kube/resources.ts';
-import { provenanceOf } from '../../core/names/names.ts';
 import {
   clone,
   type Decision,
   type KubeObject,
   type ObjectReference,
   PLUGIN_API_VERSION,
+  provenanceOf,
+  R,
   type ResourcePlugin,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** InvolvedObject is the object a core/v1 Event is about. */
 export type InvolvedObject = ObjectReference;

@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   buildOn,
   clone,
@@ -9,9 +8,10 @@ import {
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  R,
   type ResourcePlugin,
   stripDown,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 import {
   ANNOTATIONS_IGNORED,
   checkIngress,

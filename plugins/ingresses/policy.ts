@@ -1,4 +1,4 @@
-import { type IngressesPolicyView, metaKeyMatches } from '../sdk/src/index.ts';
+import { type IngressesPolicyView, metaKeyMatches } from '@virtualcluster-ts/plugin-sdk';
 
 /** INGRESS_POLICY_VIOLATION is the reason of the event on a tenant Ingress its policy refuses. */
 export const INGRESS_POLICY_VIOLATION = 'IngressPolicyViolation';

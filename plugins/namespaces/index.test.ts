@@ -3,7 +3,7 @@ import type { Tenant } from '../../core/tenancy/tenant.ts';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
-import { isolationEffect } from '../networkpolicies/isolation.ts';
+import { isolationEffect } from '@virtualcluster-ts/plugin-sdk/network';
 import plugin, { namespacesPlugin, type Namespace } from './index.ts';
 
 const tenant = testTenant();

@@ -1,6 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
-import { isolationEffect, isolationWatch } from '../networkpolicies/isolation.ts';
-import { quotaEffect, quotaWatches } from './quota.ts';
 import {
   buildOn,
   type Decision,
@@ -9,8 +6,11 @@ import {
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  R,
   type ResourcePlugin,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
+import { isolationEffect, isolationWatch } from '@virtualcluster-ts/plugin-sdk/network';
+import { quotaEffect, quotaWatches } from './quota.ts';
 
 /** Namespace is the part of a core/v1 Namespace this plugin touches. */
 export interface Namespace extends KubeObject {

@@ -1,13 +1,13 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   type Effect,
   type KubeObject,
   QUOTA_OBJECT_NAME,
+  R,
   type RouteContext,
   type TenantKey,
   type TenantView,
   type Watch,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /**
  * The tenant's ResourceQuota and LimitRange, kept by the syncer in every super namespace of the tenant as its policy's

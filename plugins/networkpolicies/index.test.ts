@@ -12,8 +12,14 @@ import plugin, {
   RESERVED_NAME,
   translateNamespaceSelector,
 } from './index.ts';
-import { isolationEffect, isolationPolicy, isolationWatch, outsidePeers, tenantPeer } from './isolation.ts';
-import type { LabelSelector, NetworkPolicy, NetworkPolicySpec } from './types.ts';
+import {
+  isolationEffect,
+  isolationPolicy,
+  isolationWatch,
+  outsidePeers,
+  tenantPeer,
+} from '@virtualcluster-ts/plugin-sdk/network';
+import type { LabelSelector, NetworkPolicy, NetworkPolicySpec } from '@virtualcluster-ts/plugin-sdk/network';
 
 const tenant = testTenant();
 const ctx = testContext({ tenant });

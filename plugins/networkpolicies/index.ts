@@ -1,28 +1,34 @@
-import { R } from '../../core/kube/resources.ts';
-import { LABEL, MANAGER, provenanceOf } from '../../core/names/names.ts';
 import {
   buildOn,
   type Decision,
   downMeta,
   type Effect,
+  LABEL,
+  MANAGER,
   PLUGIN_API_VERSION,
   type PluginContext,
+  provenanceOf,
+  R,
   type ResourcePlugin,
   SUPER_INTERNAL_CIDRS,
   TENANT_ISOLATION_POLICY,
-} from '../sdk/src/index.ts';
-import { type Cidr, cidrContains, parseCidr } from './cidr.ts';
-import { internalCIDRs, NAMESPACE_NAME_LABEL, outsidePeers } from './isolation.ts';
-import type {
-  IPBlock,
-  LabelSelector,
-  NetworkPolicy,
-  NetworkPolicyEgressRule,
-  NetworkPolicyIngressRule,
-  NetworkPolicyPeer,
-} from './types.ts';
+} from '@virtualcluster-ts/plugin-sdk';
+import {
+  type Cidr,
+  cidrContains,
+  internalCIDRs,
+  type IPBlock,
+  type LabelSelector,
+  NAMESPACE_NAME_LABEL,
+  type NetworkPolicy,
+  type NetworkPolicyEgressRule,
+  type NetworkPolicyIngressRule,
+  type NetworkPolicyPeer,
+  outsidePeers,
+  parseCidr,
+} from '@virtualcluster-ts/plugin-sdk/network';
 
-export type { NetworkPolicy } from './types.ts';
+export type { NetworkPolicy } from '@virtualcluster-ts/plugin-sdk/network';
 
 /** RESERVED_NAME is the skip reason of a tenant NetworkPolicy named like the tenant isolation policy. */
 export const RESERVED_NAME = 'ReservedName';

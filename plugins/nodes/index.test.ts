@@ -6,7 +6,7 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import { builtinPlugins } from '../registry.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
-import type { Pod } from '../pods/types.ts';
+import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
 import plugin, { buildVNode, CONFIG_SCHEMA, nodesPlugin, PODS_BY_NODE, type Node } from './index.ts';
 
 const KEY = testTenant().key;

@@ -1,17 +1,30 @@
-import { R } from '../../core/kube/resources.ts';
-import { LABEL, MANAGER, PREFIX, provenanceOf, superNodeName, vNodeName } from '../../core/names/names.ts';
-import type { Pod } from '../pods/types.ts';
-import { mayPlaceOn, nodesView, shownForPlacement, tenantHasPodOn, tolerates, type Taint } from './placement.ts';
 import {
   clone,
   type Decision,
   type KubeObject,
+  LABEL,
+  MANAGER,
   PLUGIN_API_VERSION,
   pluginConfigOf,
   type PluginContext,
+  PREFIX,
+  provenanceOf,
+  R,
   type ResourcePlugin,
+  superNodeName,
   VN_AGENT_PORT,
-} from '../sdk/src/index.ts';
+  vNodeName,
+} from '@virtualcluster-ts/plugin-sdk';
+import {
+  mayPlaceOn,
+  nodesView,
+  type Node,
+  type Pod,
+  shownForPlacement,
+  type Taint,
+  tenantHasPodOn,
+  tolerates,
+} from '@virtualcluster-ts/plugin-sdk/pods';
 
 /** VNODE_LABEL marks a tenant Node as a vNode the syncer mirrors from a super node. */
 export const VNODE_LABEL = `${PREFIX}/vnode`;
@@ -30,25 +43,8 @@ type Shared = Pick<PluginContext, 'superCluster' | 'sharedTenants'>;
 /** qualifier is the super cluster that qualifies vNode names: set only when several super clusters serve a tenant. */
 export const qualifier = (ctx: Shared): string | undefined => (ctx.sharedTenants ? ctx.superCluster : undefined);
 
-/** NodeAddress is one entry of status.addresses. */
-export interface NodeAddress {
-  type: string;
-  address: string;
-}
-
-/** Node is a core/v1 Node as the nodes plugin sees it. */
-export interface Node extends KubeObject {
-  spec?: { taints?: Array<Record<string, unknown>>; unschedulable?: boolean; [field: string]: unknown };
-  status?: {
-    conditions?: Array<Record<string, unknown>>;
-    capacity?: Record<string, string>;
-    allocatable?: Record<string, string>;
-    nodeInfo?: Record<string, unknown>;
-    addresses?: NodeAddress[];
-    daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
-    [field: string]: unknown;
-  };
-}
+/** Node and NodeAddress are the SDK's Node shapes, which the pods plugin's node pins read too. */
+export type { Node, NodeAddress } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /**
  * CONFIG_SCHEMA is the JSON Schema of `pluginConfig.nodes`: where the tenant apiserver reaches the vn-agent, and

@@ -3,7 +3,13 @@ import { R } from '../../core/kube/resources.ts';
 import type { TenantView } from '../../core/plugins/contract.ts';
 import { MapCache, testTenant } from '../../core/plugins/testing.ts';
 import type { Node } from './index.ts';
-import { isReadyAndSchedulable, mayPlaceOn, nodesView, tolerates, type Taint } from './placement.ts';
+import {
+  isReadyAndSchedulable,
+  mayPlaceOn,
+  nodesView,
+  tolerates,
+  type Taint,
+} from '@virtualcluster-ts/plugin-sdk/pods';
 
 const node = (labels: Record<string, string>, taints: Taint[] = [], extra: Partial<Node> = {}): Node => ({
   apiVersion: 'v1',

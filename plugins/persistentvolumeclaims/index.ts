@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   clone,
   copyFields,
@@ -10,8 +9,9 @@ import {
   newObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  R,
   type ResourcePlugin,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
 export interface TypedObjectReference {

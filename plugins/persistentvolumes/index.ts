@@ -1,5 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
-import { PREFIX, provenanceOf } from '../../core/names/names.ts';
 import {
   buildOn,
   clone,
@@ -8,11 +6,14 @@ import {
   type ObjectReference,
   PLUGIN_API_VERSION,
   type PluginContext,
+  PREFIX,
+  provenanceOf,
+  R,
   type ResourcePlugin,
   type RouteContext,
   type TenantKey,
   upMeta,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** ClaimRef is the ObjectReference a bound PersistentVolume keeps to its claim. */
 export type ClaimRef = ObjectReference;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveTenantFieldRefs, tenantFieldValue } from './downward.ts';
-import type { Pod } from './types.ts';
+import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const tenantPod: Pod = {
   metadata: {

@@ -1,4 +1,4 @@
-import type { Pod, PodSpec } from './types.ts';
+import type { Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const KEYED = /^metadata\.(labels|annotations)\['(.+)'\]$/;
 

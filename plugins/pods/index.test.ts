@@ -13,7 +13,7 @@ import plugin, {
   tokenSecretName,
   translateKubeletPath,
 } from './index.ts';
-import type { Pod, PodSpec } from './types.ts';
+import type { Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const SNS = testContext().names.superNamespace('default');
 const podServiceAccount = {

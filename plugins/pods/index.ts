@@ -1,42 +1,49 @@
 import { createHash } from 'node:crypto';
-import { R } from '../../core/kube/resources.ts';
-import { fitName, provenanceOf, vNodeName } from '../../core/names/names.ts';
-import { checkPodSecurity } from './podsecurity.ts';
-import { podRuntimeClass } from '../runtimeclasses/policy.ts';
-import {
-  applyForcedPlacement,
-  checkPodPolicy,
-  DEFAULT_PODS_POLICY,
-  POD_POLICY_VIOLATION,
-  type PodRefusal,
-  SYNCED_CONDITION,
-} from './policy.ts';
-import type { Container, Pod, PodSpec, PodStatus, Volume, VolumeProjection } from './types.ts';
-import { terminalStatus } from './terminal.ts';
-import { checkNodePins, translateNodePins } from './nodepin.ts';
-import { resolveTenantFieldRefs } from './downward.ts';
 import {
   clone,
   type Decision,
   downMeta,
   type Effect,
-  type ServiceAccountTokenKey,
-  type ServiceAccountTokenMode,
-  SUPER_POD_SERVICE_ACCOUNT,
+  fitName,
   KUBELET_PATHS,
   type KubeletKind,
   type Naming,
   newObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  provenanceOf,
+  R,
   type ResourcePlugin,
+  type ServiceAccountTokenKey,
+  type ServiceAccountTokenMode,
+  SUPER_POD_SERVICE_ACCOUNT,
   superConfigMapName,
   type TenantView,
   type VnAgentCapability,
-} from '../sdk/src/index.ts';
+  vNodeName,
+} from '@virtualcluster-ts/plugin-sdk';
+import { checkPodSecurity } from './podsecurity.ts';
+import {
+  applyForcedPlacement,
+  checkPodPolicy,
+  type Container,
+  DEFAULT_PODS_POLICY,
+  type Pod,
+  POD_POLICY_VIOLATION,
+  type PodRefusal,
+  podRuntimeClass,
+  type PodSpec,
+  type PodStatus,
+  SYNCED_CONDITION,
+  type Volume,
+  type VolumeProjection,
+} from '@virtualcluster-ts/plugin-sdk/pods';
+import { terminalStatus } from './terminal.ts';
+import { checkNodePins, translateNodePins } from './nodepin.ts';
+import { resolveTenantFieldRefs } from './downward.ts';
 
-export type { Pod, PodSpec, PodStatus } from './types.ts';
-export { SUPER_POD_SERVICE_ACCOUNT } from '../sdk/src/index.ts';
+export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
+export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
 export {
   applyForcedPlacement,
@@ -46,7 +53,7 @@ export {
   POD_POLICY_VIOLATION,
   SYNCED_CONDITION,
   SYSTEM_PRIORITY_PREFIX,
-} from './policy.ts';
+} from '@virtualcluster-ts/plugin-sdk/pods';
 
 /** TOKEN_VOLUME_PREFIX starts the name of the projected volume the ServiceAccount admission adds. */
 export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';

@@ -4,7 +4,7 @@ import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { NodesView, TenantView } from '../sdk/src/index.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
-import type { PodSpec } from './types.ts';
+import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const KEY = testTenant().key;
 const OTHER = 'team-b-4d5e6f-prod';

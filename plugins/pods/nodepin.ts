@@ -1,10 +1,12 @@
-import { R } from '../../core/kube/resources.ts';
-import { superNodeName } from '../../core/names/names.ts';
-import type { Node } from '../nodes/index.ts';
-import { nodesView, shownForPlacement, tenantHasPodOn } from '../nodes/placement.ts';
-import type { PluginContext } from '../sdk/src/index.ts';
-import type { PodRefusal } from './policy.ts';
-import type { PodSpec } from './types.ts';
+import { type PluginContext, R, superNodeName } from '@virtualcluster-ts/plugin-sdk';
+import {
+  type Node,
+  nodesView,
+  type PodRefusal,
+  type PodSpec,
+  shownForPlacement,
+  tenantHasPodOn,
+} from '@virtualcluster-ts/plugin-sdk/pods';
 
 /** NODE_NAME_FIELD is the node field a tenant Pod may pin its node by: the DaemonSet controller's pin. */
 export const NODE_NAME_FIELD = 'metadata.name';

@@ -3,7 +3,7 @@ import { R } from '../../core/kube/resources.ts';
 import type { Effect, PodsPolicyView } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import { applyForcedPlacement, podsPlugin, SYNCED_CONDITION, SYNCED_REASON } from './index.ts';
-import type { Pod, PodSpec } from './types.ts';
+import type { Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /**
  * Forced placement (pods.forced) and the VCSynced condition of a Pod that was refused and then synced: the parts of

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkPodSecurity } from './podsecurity.ts';
-import type { Container, PodSpec } from './types.ts';
+import type { Container, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const restrictedContainer: Container = {
   name: 'c',

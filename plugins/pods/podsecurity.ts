@@ -1,6 +1,5 @@
-import type { TenantView } from '../sdk/src/index.ts';
-import type { PodRefusal } from './policy.ts';
-import type { Container, PodSpec } from './types.ts';
+import type { TenantView } from '@virtualcluster-ts/plugin-sdk';
+import type { Container, PodRefusal, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /**
  * BASELINE_CAPABILITIES are the capabilities the Pod Security Standards' baseline level lets a container add; the

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
 import type { PodsPolicyView } from '../sdk/src/index.ts';
-import { checkPodPolicy, DEFAULT_PODS_POLICY } from './policy.ts';
-import type { PodSpec } from './types.ts';
+import { checkPodPolicy, DEFAULT_PODS_POLICY } from '@virtualcluster-ts/plugin-sdk/pods';
+import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const spec = (over: Partial<PodSpec>): PodSpec => ({ containers: [{ name: 'app', image: 'nginx' }], ...over });
 const defaultTolerations = [

@@ -4,7 +4,7 @@ import { ANN, LABEL, MANAGER, superClusterName } from '../../core/names/names.ts
 import type { TenantView } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import { podsPlugin } from './index.ts';
-import type { Pod } from './types.ts';
+import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
 
 // The pods plugin's side of RuntimeClasses: the runtimeClassName of a new super Pod (plugins/runtimeclasses/policy.ts
 // holds the full table of the translation).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CONTAINER_STATUS_UNKNOWN, CONTAINER_STATUS_UNKNOWN_MESSAGE, terminalStatus } from './terminal.ts';
-import type { Pod, PodStatus } from './types.ts';
+import type { Pod, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
 const unknown = {

@@ -1,4 +1,4 @@
-import type { Pod, PodStatus } from './types.ts';
+import type { Pod, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /** CONTAINER_STATUS_UNKNOWN is the reason the kubelet gives a container it can no longer find on a terminated Pod. */
 export const CONTAINER_STATUS_UNKNOWN = 'ContainerStatusUnknown';

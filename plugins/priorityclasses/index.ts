@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   buildOn,
   copyFields,
@@ -6,12 +5,13 @@ import {
   isPublic,
   type KubeObject,
   PLUGIN_API_VERSION,
+  R,
   type ResourcePlugin,
   type RouteContext,
   routeToAllTenants,
   type TenantKey,
   upMeta,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** PriorityClass is a scheduling.k8s.io/v1 PriorityClass. */
 export interface PriorityClass extends KubeObject {

@@ -1,25 +1,25 @@
-import { R } from '../../core/kube/resources.ts';
-import { superClusterName } from '../../core/names/names.ts';
-import {
-  checkTenantRuntimeClass,
-  isMirror,
-  isPublicClass,
-  PLUGIN_NAME,
-  RUNTIME_CLASS_POLICY_VIOLATION,
-  type RuntimeClass,
-} from './policy.ts';
 import {
   buildOn,
   copyFields,
   type Decision,
   downMeta,
   PLUGIN_API_VERSION,
+  R,
   type ResourcePlugin,
   type RouteContext,
   routeToAllTenants,
+  superClusterName,
   type TenantKey,
   upMeta,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
+import {
+  checkTenantRuntimeClass,
+  isMirror,
+  isPublicClass,
+  RUNTIMECLASSES_PLUGIN,
+  RUNTIME_CLASS_POLICY_VIOLATION,
+  type RuntimeClass,
+} from '@virtualcluster-ts/plugin-sdk/pods';
 
 export {
   checkTenantRuntimeClass,
@@ -30,7 +30,7 @@ export {
   type PodRuntimeClass,
   RUNTIME_CLASS_POLICY_VIOLATION,
   type RuntimeClass,
-} from './policy.ts';
+} from '@virtualcluster-ts/plugin-sdk/pods';
 
 /** NAME_TAKEN is the skip reason of a public class not copied because the tenant has its own class of that name. */
 export const NAME_TAKEN = 'NameTaken';
@@ -47,7 +47,7 @@ const RC_API_VERSION = `${R.runtimeclasses.group}/${R.runtimeclasses.version}`;
 export const runtimeclassesPlugin = {
   manifest: {
     apiVersion: PLUGIN_API_VERSION,
-    name: PLUGIN_NAME,
+    name: RUNTIMECLASSES_PLUGIN,
     version: '0.1.0',
     description:
       "Syncs tenant RuntimeClasses to the super cluster under tenant-unique names, within the tenant's policy.",
@@ -100,7 +100,7 @@ export const runtimeclassesPlugin = {
 export const publicRuntimeclassesPlugin = {
   manifest: {
     apiVersion: PLUGIN_API_VERSION,
-    name: `${PLUGIN_NAME}-public`,
+    name: `${RUNTIMECLASSES_PLUGIN}-public`,
     version: '0.1.0',
     description: 'Copies the super RuntimeClasses labelled tenancy.x-k8s.io/super.public=true into every tenant.',
     resource: { ...R.runtimeclasses },

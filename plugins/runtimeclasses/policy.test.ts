@@ -3,7 +3,7 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, MANAGER, superClusterName } from '../../core/names/names.ts';
 import type { RuntimeClassesPolicyView, TenantView } from '../../core/plugins/contract.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
-import { podRuntimeClass, type PodRuntimeClass, type RuntimeClass } from './policy.ts';
+import { podRuntimeClass, type PodRuntimeClass, type RuntimeClass } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const KEY = testTenant().key;
 const TENANT_UID = 'tenant-gvisor-uid';

@@ -1,5 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
-import { PREFIX } from '../../core/names/names.ts';
 import {
   buildOn,
   copyFields,
@@ -8,9 +6,11 @@ import {
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  PREFIX,
+  R,
   type ResourcePlugin,
   SERVICE_ACCOUNT_TOKEN,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** Secret is the part of a core/v1 Secret this plugin touches. */
 export interface Secret extends KubeObject {
@@ -21,7 +21,7 @@ export interface Secret extends KubeObject {
 }
 
 /** SERVICE_ACCOUNT_TOKEN is the Secret type the token controller fills with a token of its own cluster. */
-export { SERVICE_ACCOUNT_TOKEN } from '../sdk/src/index.ts';
+export { SERVICE_ACCOUNT_TOKEN } from '@virtualcluster-ts/plugin-sdk';
 
 /**
  * ORIGINAL_TYPE_ANNOTATION records, on a super Secret, the tenant type it was converted from. It is under the

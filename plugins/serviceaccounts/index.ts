@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   buildOn,
   type Decision,
@@ -6,10 +5,11 @@ import {
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  R,
   type ResourcePlugin,
   SERVICE_ACCOUNT_TOKEN,
   SUPER_POD_SERVICE_ACCOUNT,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** LocalObjectReference names an object in the same namespace. */
 export interface LocalObjectReference {

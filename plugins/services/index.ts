@@ -1,6 +1,5 @@
-import { R } from '../../core/kube/resources.ts';
-import { ANN } from '../../core/names/names.ts';
 import {
+  ANN,
   buildOn,
   clone,
   copyFields,
@@ -10,8 +9,9 @@ import {
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
+  R,
   type ResourcePlugin,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 import { checkServiceType, SERVICE_POLICY_VIOLATION, type ServiceRefusal, SYNCED_CONDITION } from './policy.ts';
 
 export {

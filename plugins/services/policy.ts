@@ -1,6 +1,11 @@
-import { R } from '../../core/kube/resources.ts';
-import { provenanceOf } from '../../core/names/names.ts';
-import type { KubeObject, PluginContext, ServicesPolicyView, ServiceTypeRule } from '../sdk/src/index.ts';
+import {
+  type KubeObject,
+  type PluginContext,
+  provenanceOf,
+  R,
+  type ServicesPolicyView,
+  type ServiceTypeRule,
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** SERVICE_POLICY_VIOLATION is the reason of the event and condition on a tenant Service its policy refuses. */
 export const SERVICE_POLICY_VIOLATION = 'ServicePolicyViolation';

@@ -1,4 +1,3 @@
-import { R } from '../../core/kube/resources.ts';
 import {
   buildOn,
   copyFields,
@@ -6,12 +5,13 @@ import {
   isPublic,
   type KubeObject,
   PLUGIN_API_VERSION,
+  R,
   type ResourcePlugin,
   type RouteContext,
   routeToAllTenants,
   type TenantKey,
   upMeta,
-} from '../sdk/src/index.ts';
+} from '@virtualcluster-ts/plugin-sdk';
 
 /** STORAGE_CLASS_FIELDS are the StorageClass fields a tenant sees as the super cluster has them. */
 export const STORAGE_CLASS_FIELDS = [

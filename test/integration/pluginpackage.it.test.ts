@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -12,6 +12,7 @@ import { startManager, type Manager } from '../../core/programs/manager/manager.
 import { rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
+import { SDK_VERSION } from '@virtualcluster-ts/plugin-sdk';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 interface Pod extends KubeObject {
@@ -184,6 +185,41 @@ describe('the sandbox plugin as an installed npm package', () => {
       api: 'plugins.tenancy.x-k8s.io/v1',
       rbac: [],
     });
+  });
+
+  it("is refused, by name and with both SDK versions, when its package is built for a newer minor of the manager's SDK", async () => {
+    const installed = join(dir, 'project', 'node_modules', PLUGIN);
+    const next = join(dir, 'project', 'node_modules', '@acme', 'sandbox-next');
+    cpSync(installed, next, { recursive: true });
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
+    const [major, minor] = SDK_VERSION.split('.').map(Number) as [number, number];
+    const range = `^${major}.${minor + 1}.0`;
+    expect(pkg.peerDependencies).toEqual({ '@virtualcluster-ts/plugin-sdk': `^${major}.0.0` });
+    writeFileSync(
+      join(next, 'package.json'),
+      JSON.stringify({
+        ...pkg,
+        name: '@acme/sandbox-next',
+        peerDependencies: { '@virtualcluster-ts/plugin-sdk': range },
+      }),
+    );
+    const host = await PluginHost.load({
+      process: 'manager',
+      builtins: builtinPlugins,
+      thirdParty: [PLUGIN, '@acme/sandbox-next'],
+      baseDir: join(dir, 'project'),
+    });
+    expect(host.names()).toContain('sandbox-runtimeclass');
+    expect(host.failures).toEqual([
+      {
+        plugin: 'sandbox-runtimeclass',
+        source: '@acme/sandbox-next',
+        reason: expect.stringContaining(
+          `plugin sandbox-runtimeclass declares @virtualcluster-ts/plugin-sdk "${range}" (${join(next, 'package.json')} ` +
+            `peerDependencies): it is built for SDK ${major}.${minor + 1}.0, a newer minor version than this host's SDK ${SDK_VERSION}`,
+        ),
+      },
+    ]);
   });
 
   it('loaded by path (the installed folder), it is the same plugin, after the dns mutator', async () => {

@@ -21,7 +21,7 @@ import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
 import { NODE_IMAGES, nodeToolchainDir } from '../../core/toolchain/node.ts';
 import { kubeRouterPath } from '../../core/toolchain/netpol.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
-import { isolationPolicy } from '../../plugins/networkpolicies/isolation.ts';
+import { isolationPolicy } from '@virtualcluster-ts/plugin-sdk/network';
 import { Attempts } from '../security/attempts.ts';
 import { eventually, realNodeSkipReason, startTestSuper, type TestSuper } from '../harness.ts';
 

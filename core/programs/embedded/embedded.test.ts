@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkPodPolicy } from '../../../plugins/pods/policy.ts';
-import type { PodSpec } from '../../../plugins/pods/types.ts';
+import { checkPodPolicy } from '@virtualcluster-ts/plugin-sdk/pods';
+import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
 import { checkPolicies, DEFAULT_POLICY } from '../../tenancy/policy.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';

@@ -315,7 +315,7 @@ export interface TenantView {
   readonly endpoints?: EndpointsPolicyView;
 }
 
-/** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it (issue 12). */
+/** RuntimeClassesPolicyView is what the tenant's policy decides for RuntimeClasses, as plugins read it. */
 export interface RuntimeClassesPolicyView {
   /** handlers the tenant's own RuntimeClasses may name */
   readonly handlers?: readonly string[];
@@ -328,7 +328,7 @@ export const NODES_VIEWS = ['withPods', 'schedulable'] as const;
 /** NodesView is one of NODES_VIEWS. */
 export type NodesView = (typeof NODES_VIEWS)[number];
 
-/** NodesPolicyView is what the tenant's policy decides for its vNodes, as plugins read it (issue 13). */
+/** NodesPolicyView is what the tenant's policy decides for its vNodes, as plugins read it. */
 export interface NodesPolicyView {
   /** withPods: vNodes only where the tenant has Pods; schedulable: also every Ready node its Pods may be placed on */
   readonly view?: NodesView;
@@ -351,7 +351,7 @@ export interface CopiedMetadataView {
   readonly namespaceAnnotations?: readonly string[];
 }
 
-/** NetworkPolicyView is what the tenant's policy decides for its network isolation, as plugins read it (issue 12). */
+/** NetworkPolicyView is what the tenant's policy decides for its network isolation, as plugins read it. */
 export interface NetworkPolicyView {
   /** address ranges of the super cluster tenant Pods reach only through the tenant isolation policy */
   readonly internalCIDRs?: readonly string[];
@@ -363,7 +363,7 @@ export interface TolerationRule {
   readonly effect?: string;
 }
 
-/** PodsPolicyView is what the tenant's policy decides for its Pods, as plugins read it (issue 12). */
+/** PodsPolicyView is what the tenant's policy decides for its Pods, as plugins read it. */
 export interface PodsPolicyView {
   /** priority class names tenant Pods may name besides none at all; names starting `system-` are always refused */
   readonly priorityClasses?: readonly string[];
@@ -426,13 +426,13 @@ export interface ServiceTypeRule {
   readonly max?: number;
 }
 
-/** ServicesPolicyView is what the tenant's policy decides for its Services (issue 12). */
+/** ServicesPolicyView is what the tenant's policy decides for its Services. */
 export interface ServicesPolicyView {
   readonly nodePort?: ServiceTypeRule;
   readonly loadBalancer?: ServiceTypeRule;
 }
 
-/** IngressesPolicyView is what the tenant's policy decides for its Ingresses (issue 12). */
+/** IngressesPolicyView is what the tenant's policy decides for its Ingresses. */
 export interface IngressesPolicyView {
   /** hosts tenant Ingresses may serve: `a.example.com` that host, `*.example.com` every host under example.com */
   readonly hosts?: readonly string[];
@@ -442,7 +442,7 @@ export interface IngressesPolicyView {
   readonly annotations?: readonly string[];
 }
 
-/** EndpointsPolicyView is what the tenant's policy decides for the Endpoints of its selectorless Services (issue 12). */
+/** EndpointsPolicyView is what the tenant's policy decides for the Endpoints of its selectorless Services. */
 export interface EndpointsPolicyView {
   /** CIDRs (IPv4 or IPv6) addresses may lie in besides the tenant's own Pod IPs */
   readonly allowedCIDRs?: readonly string[];
@@ -468,7 +468,7 @@ export interface LimitRangeItem {
   readonly maxLimitRequestRatio?: Readonly<Record<string, string>>;
 }
 
-/** QuotaPolicyView is what the tenant's policy decides for its quotas (issue 12). */
+/** QuotaPolicyView is what the tenant's policy decides for its quotas. */
 export interface QuotaPolicyView {
   /** spec.hard of the ResourceQuota in every super namespace of the tenant (empty: none) */
   readonly resourceQuota: Readonly<Record<string, string>>;

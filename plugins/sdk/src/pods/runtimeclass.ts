@@ -1,7 +1,9 @@
-import { R } from '../../core/kube/resources.ts';
-import { LABEL, MANAGER, provenanceOf, superClusterName } from '../../core/names/names.ts';
-import { checkPodPolicy, type PodRefusal } from '../pods/policy.ts';
-import { isPublic, type KubeObject, type PluginContext, type TenantView } from '../sdk/src/index.ts';
+import type { PluginContext, TenantView } from '../contract.ts';
+import { isPublic } from '../helpers.ts';
+import type { KubeObject } from '../kube.ts';
+import { LABEL, MANAGER, provenanceOf, superClusterName } from '../names.ts';
+import { R } from '../resources.ts';
+import { checkPodPolicy, type PodRefusal } from './policy.ts';
 
 /** RuntimeClass is a node.k8s.io/v1 RuntimeClass. */
 export interface RuntimeClass extends KubeObject {
@@ -16,8 +18,8 @@ export const DEFAULT_HANDLERS: readonly string[] = ['runc'];
 /** RUNTIME_CLASS_POLICY_VIOLATION is the event reason of a tenant RuntimeClass its policy refuses. */
 export const RUNTIME_CLASS_POLICY_VIOLATION = 'RuntimeClassPolicyViolation';
 
-/** PLUGIN_NAME is the name of the plugin that syncs the tenant's own RuntimeClasses down. */
-export const PLUGIN_NAME = 'runtimeclasses';
+/** RUNTIMECLASSES_PLUGIN is the name of the plugin that syncs the tenant's own RuntimeClasses down. */
+export const RUNTIMECLASSES_PLUGIN = 'runtimeclasses';
 
 /** isMirror tells a tenant RuntimeClass the syncer copied from a public super class from one the tenant made. */
 export function isMirror(tenantClass: KubeObject): boolean {
@@ -106,9 +108,9 @@ export function podRuntimeClass(
   } else {
     const r = checkTenantRuntimeClass(tc, ctx.tenant);
     if (r) return refused(`RuntimeClass "${requested}" is refused: ${r.field}: ${r.message}`);
-    if (ctx.tenant.plugins?.disable?.includes(PLUGIN_NAME))
+    if (ctx.tenant.plugins?.disable?.includes(RUNTIMECLASSES_PLUGIN))
       return refused(
-        `RuntimeClass "${requested}" is the tenant's own and this tenant disables the ${PLUGIN_NAME} plugin`,
+        `RuntimeClass "${requested}" is the tenant's own and this tenant disables the ${RUNTIMECLASSES_PLUGIN} plugin`,
       );
     superName = superClusterName(ctx.tenant.key, requested);
     const sc = ctx.superCache.get<RuntimeClass>(R.runtimeclasses, undefined, superName);

@@ -1,16 +1,9 @@
-import { R } from '../../core/kube/resources.ts';
-import { provenanceOf } from '../../core/names/names.ts';
-import type { Pod } from '../pods/types.ts';
-import { DEFAULT_TOLERATIONS } from '../pods/policy.ts';
-import type {
-  CacheReader,
-  KubeObject,
-  NodesView,
-  PluginContext,
-  TenantView,
-  TolerationRule,
-} from '../sdk/src/index.ts';
-import type { Node } from './index.ts';
+import type { CacheReader, NodesView, PluginContext, TenantView, TolerationRule } from '../contract.ts';
+import type { KubeObject } from '../kube.ts';
+import { provenanceOf } from '../names.ts';
+import { R } from '../resources.ts';
+import { DEFAULT_TOLERATIONS } from './policy.ts';
+import type { Node, Pod } from './types.ts';
 
 /** Taint is one core/v1 Taint of a super node. */
 export interface Taint {

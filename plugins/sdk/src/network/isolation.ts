@@ -1,15 +1,9 @@
-import { R } from '../../core/kube/resources.ts';
-import { LABEL, PREFIX } from '../../core/names/names.ts';
-import {
-  type Effect,
-  type KubeObject,
-  type RouteContext,
-  SUPER_INTERNAL_CIDRS,
-  TENANT_ISOLATION_POLICY,
-  type TenantKey,
-  type TenantView,
-  type Watch,
-} from '../sdk/src/index.ts';
+import type { Effect, RouteContext, TenantKey, TenantView, Watch } from '../contract.ts';
+import type { KubeObject } from '../kube.ts';
+import { PREFIX } from '../meta.ts';
+import { LABEL } from '../names.ts';
+import { R } from '../resources.ts';
+import { SUPER_INTERNAL_CIDRS, TENANT_ISOLATION_POLICY } from '../wellknown.ts';
 import { parseCidr } from './cidr.ts';
 import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer } from './types.ts';
 

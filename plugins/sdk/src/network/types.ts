@@ -1,4 +1,4 @@
-import type { KubeObject } from '../sdk/src/index.ts';
+import type { KubeObject } from '../kube.ts';
 
 /** LabelSelectorRequirement is one matchExpressions entry of a metav1 LabelSelector. */
 export interface LabelSelectorRequirement {

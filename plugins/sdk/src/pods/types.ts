@@ -1,4 +1,4 @@
-import type { KubeObject } from '../sdk/src/index.ts';
+import type { KubeObject } from '../kube.ts';
 
 /** ConfigMapRef is any reference to a ConfigMap by name (volume source, projection, env and envFrom refs). */
 export interface ConfigMapRef {
@@ -90,4 +90,24 @@ export interface PodStatus {
 export interface Pod extends KubeObject {
   spec?: PodSpec;
   status?: PodStatus;
+}
+
+/** NodeAddress is one entry of a Node's status.addresses. */
+export interface NodeAddress {
+  type: string;
+  address: string;
+}
+
+/** Node is a core/v1 Node as far as plugins read and write it (vNodes mirror super nodes). */
+export interface Node extends KubeObject {
+  spec?: { taints?: Array<Record<string, unknown>>; unschedulable?: boolean; [field: string]: unknown };
+  status?: {
+    conditions?: Array<Record<string, unknown>>;
+    capacity?: Record<string, string>;
+    allocatable?: Record<string, string>;
+    nodeInfo?: Record<string, unknown>;
+    addresses?: NodeAddress[];
+    daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
+    [field: string]: unknown;
+  };
 }

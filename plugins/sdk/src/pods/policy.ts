@@ -1,4 +1,4 @@
-import type { PodsPolicyView, TenantView, TolerationRule } from '../sdk/src/index.ts';
+import type { PodsPolicyView, TenantView, TolerationRule } from '../contract.ts';
 import type { PodSpec } from './types.ts';
 
 /** POD_POLICY_VIOLATION is the skip, event and condition reason of a tenant Pod its policy refuses. */
