@@ -7,6 +7,7 @@ import { registerGitOpsCommands } from './gitops.ts';
 import { registerUpCommands } from './up.ts';
 import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
+import { registerInstallCommands } from './install.ts';
 
 const program = new Command();
 program
@@ -152,6 +153,7 @@ registerVirtualClusterCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
 registerUpCommands(program);
+registerInstallCommands(program);
 registerSuperClusterCommands(program);
 // After the `vc superclusters` listing is registered: drain and undrain go under it.
 registerDrainCommands(program);
