@@ -140,7 +140,7 @@ export async function ensureKubeletClientCert(
   } finally {
     await c.delete(CSR, undefined, name);
   }
-  return `issued the kubelet client certificate (CSR ${name}, ${usable}) into Secret ${p.namespace}/${p.clientSecret}`;
+  return `issued the kubelet client certificate (CSR ${name}; the old one: ${usable}) into Secret ${p.namespace}/${p.clientSecret}`;
 }
 
 /** applyKubeletCA stores the kubelet CA in the ConfigMap the DaemonSet mounts (key ca.crt). */
