@@ -5,9 +5,11 @@
  * install writes to the cluster and reads from it.
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -113,6 +115,30 @@ describe('vc install', () => {
       'FAIL Cluster API Clusters (cluster.x-k8s.io) not served',
     ]);
   });
+
+  it('vc install --export prints the render, without reading a cluster', async () => {
+    const { stdout } = await promisify(execFile)(
+      'npx',
+      [
+        'tsx',
+        'core/programs/cli/main.ts',
+        'install',
+        '--export',
+        '--components',
+        'manager,vn-agent',
+        '--image',
+        full.image!,
+      ],
+      {
+        cwd: join(import.meta.dirname, '../..'),
+        // No cluster: an unreachable kubeconfig; the toolchain's kubectl first on PATH.
+        env: { ...process.env, KUBECONFIG: join(dir, 'missing'), PATH: `${toolchainDir()}:${process.env.PATH}` },
+        maxBuffer: 64 << 20,
+      },
+    );
+    expect(stdout).toBe((await renderInstall(full, { kubectl: kubectl() })).yaml);
+    expect(stdout).toMatch(/^ {4}app\.kubernetes\.io\/managed-by: vc-install$/m);
+  }, 60_000);
 
   it('applies every rendered object labelled, issues the vn-agent certificate, rolls out, and --export equals it', async () => {
     const exported = await renderInstall(full, { kubectl: kubectl() });
