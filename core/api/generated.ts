@@ -80,7 +80,10 @@ export interface VirtualClusterSpec {
   opaqueMetaPrefixes?: VirtualClusterPrefixes;
   /** IPv4 CIDR from which the tenant apiserver allocates Service cluster IPs. Defaults to 10.32.0.0/16. */
   serviceCidr?: string;
-  /** How the tenant control plane comes to exist. Absent: the local provisioner. */
+  /**
+   * How the tenant control plane comes to exist. Absent: the manager configuration's virtualClusters.defaultProvisioner
+   * (native for a manager installed in the cluster, local for the embedded default).
+   */
   provisioner?: {
     /**
      * local: control-plane processes on the manager's machine; native: Pods in the super cluster; import: an existing
@@ -1106,6 +1109,12 @@ export interface ManagerConfigurationTenantDefaults {
 export interface ManagerConfigurationVirtualClusters {
   enabled?: boolean;
   workers?: number;
+  /**
+   * The provisioner of a VirtualCluster that names none (spec.provisioner absent). Absent: local where
+   * /virtualClusters/local is set (the manager of `vc up`), else native (a manager in the cluster). local requires
+   * /virtualClusters/local.
+   */
+  defaultProvisioner?: 'local' | 'native' | 'import';
   /** Settings of the local provisioner (processes on the manager's machine). */
   local?: {
     /** Directory for tenant PKI, kubeconfigs and logs (relative to this file). */

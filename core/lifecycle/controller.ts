@@ -13,7 +13,7 @@ import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { ANN, IDENTITY, LABEL, provenanceOf, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import type { Provisioned, Provisioner } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
-import { TENANT_DEFAULTS } from '../tenancy/defaults.ts';
+import { defaultProvisioner, TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
 import {
   checkPolicies,
@@ -30,6 +30,7 @@ import {
   TENANT_CA_KEY,
   tenantCAConfigMapName,
   type Phase,
+  type ProvisionerType,
   type VirtualCluster,
   type VirtualClusterStatus,
 } from '../api/virtualcluster.ts';
@@ -78,6 +79,11 @@ export interface LifecycleOptions {
    * kube-dns Service in its kube-system, created when missing); the image defaults to the node toolchain's
    */
   tenantDns?: { image?: string };
+  /**
+   * the provisioner of a VirtualCluster that names none (the manager's virtualClusters.defaultProvisioner); absent,
+   * the one defaultProvisioner (core/tenancy/defaults.ts) picks among `provisioners`
+   */
+  defaultProvisioner?: ProvisionerType;
 }
 
 /**
@@ -98,8 +104,14 @@ export class VirtualClusterController {
   private readonly roots = new Map<string, string>();
   private readonly status: StatusWriter<VirtualClusterStatus>;
   private readonly events: EventRecorder;
+  /** what a VirtualCluster naming no provisioner gets; undefined when this manager offers no default */
+  private readonly defaultProvisioner: ProvisionerType | undefined;
 
   constructor(private readonly o: LifecycleOptions) {
+    this.defaultProvisioner = defaultProvisioner(
+      o.defaultProvisioner,
+      Object.keys(o.provisioners).filter((k) => o.provisioners[k]),
+    );
     this.informer = new Informer<VirtualCluster>({
       client: o.meta,
       resource: R.virtualclusters,
@@ -222,9 +234,11 @@ export class VirtualClusterController {
       );
     }
     const type = effective.provisioner;
-    const provisioner = this.o.provisioners[type];
-    if (!provisioner) {
-      const message = `provisioner "${type}" is not available in this manager (spec.provisioner.type)`;
+    const provisioner = type && this.o.provisioners[type];
+    if (!type || !provisioner) {
+      const message = type
+        ? `provisioner "${type}" is not available in this manager (spec.provisioner.type)`
+        : 'no provisioner named (spec.provisioner.type) and this manager has no default (virtualClusters.defaultProvisioner)';
       await this.setStatus(
         vc,
         { phase: 'Error', reason: 'ProvisionerUnavailable', message },
@@ -259,7 +273,9 @@ export class VirtualClusterController {
       await this.o.superClient.create(R.namespaces, rootNamespaceObject(m, root), { fieldManager: IDENTITY.manager });
     let state;
     try {
-      state = await provisioner.ensure(withEffective(vc, effective), root, { etcdBytes: effective.quota.etcdBytes });
+      state = await provisioner.ensure(withEffective(vc, effective, type), root, {
+        etcdBytes: effective.quota.etcdBytes,
+      });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       const reason = e instanceof KubeconfigError ? e.reason : 'ProvisionFailed';
@@ -339,6 +355,7 @@ export class VirtualClusterController {
     const r = checkPolicies(vc, this.policies.list(), {
       ...this.o.tenantDefaults,
       pluginConfig: this.o.defaultPluginConfig,
+      provisioner: this.defaultProvisioner,
     });
     return 'effective' in r ? r : { refused: formatViolations(`VirtualCluster ${objectKey(vc)}`, r.violations) };
   }
@@ -505,12 +522,13 @@ export class VirtualClusterController {
       );
     }
     // The provisioner that made the control plane, not one a refused edit names since.
-    const type =
-      this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
+    const type = this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
     // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
     const removing =
-      !rootNs || !notOwnedRoot(rootNs, m.uid!) ? await this.o.provisioners[type]?.remove(vc, root) : undefined;
+      !rootNs || !notOwnedRoot(rootNs, m.uid!)
+        ? await (type && this.o.provisioners[type])?.remove(vc, root)
+        : undefined;
     const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
     const remaining = labelled.items.filter((n) => ownedNamespace(n, root, m.uid!));
     if (remaining.length) {
@@ -611,15 +629,16 @@ function policyAccepted(e: EffectiveSettings): ConditionInput {
 }
 
 /**
- * withEffective is the VirtualCluster as the provisioner must see it: the spec's flags, provisioner, weight, level
- * and plugins replaced by what the policy grants, so that nothing the policy refused reaches a command line.
+ * withEffective is the VirtualCluster as the provisioner must see it: the spec's flags, weight, level and plugins
+ * replaced by what the policy grants, so that nothing the policy refused reaches a command line, and the provisioner
+ * `type` that runs it (the manager's default where the spec names none).
  */
-function withEffective(vc: VirtualCluster, e: EffectiveSettings): VirtualCluster {
+function withEffective(vc: VirtualCluster, e: EffectiveSettings, type: ProvisionerType): VirtualCluster {
   return {
     ...vc,
     spec: {
       ...vc.spec,
-      provisioner: { ...vc.spec.provisioner, type: e.provisioner },
+      provisioner: { ...vc.spec.provisioner, type },
       apiServer: { extraArgs: e.apiServerArgs },
       controllerManager: { extraArgs: e.controllerManagerArgs },
       weight: e.weight,

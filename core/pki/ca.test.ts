@@ -1,7 +1,14 @@
 import { X509Certificate, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { x509 } from './x509.ts';
-import { createCA, createKeyPair, fingerprintSha256, firstServiceIP, issueCert } from './ca.ts';
+import {
+  createCA,
+  createCertificateRequest,
+  createKeyPair,
+  fingerprintSha256,
+  firstServiceIP,
+  issueCert,
+} from './ca.ts';
 import type { CertKeyPair } from './ca.ts';
 
 const DAY_MS = 86_400_000;
@@ -203,6 +210,19 @@ describe('issueCert', () => {
     await expect(issueCert(ca, { ...opts, ipAddresses: ['::ffff:10.0.0.1'] })).rejects.toThrow(/embedded IPv4/);
     await expect(issueCert(ca, { ...opts, dnsNames: [''] })).rejects.toThrow(/empty DNS name/);
     await expect(issueCert(ca, { ...opts, validityDays: -1 })).rejects.toThrow(/validityDays/);
+  });
+});
+
+describe('createCertificateRequest', () => {
+  it('makes a self-signed PKCS#10 request for O and CN whose public key matches the returned private key', async () => {
+    const r = await createCertificateRequest('vc-vn-agent', ['g1']);
+    const csr = new x509.Pkcs10CertificateRequest(r.csrPem);
+    expect(csr.subject).toBe('O=g1, CN=vc-vn-agent');
+    expect(await csr.verify()).toBe(true);
+    const fromKey = createPublicKey(createPrivateKey(r.keyPem)).export({ type: 'spki', format: 'der' });
+    expect(Buffer.from(csr.publicKey.rawData).equals(fromKey)).toBe(true);
+    expect((await createCertificateRequest('x')).csrPem).not.toBe(r.csrPem);
+    await expect(createCertificateRequest('')).rejects.toThrow();
   });
 });
 

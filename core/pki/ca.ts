@@ -136,6 +136,31 @@ export function issueNodeCert(ca: CertKeyPair, nodeName: string, validityDays: n
   });
 }
 
+/** CertificateRequest is a PKCS#10 request (`CERTIFICATE REQUEST` PEM) and its private key (PKCS#8 PEM). */
+export interface CertificateRequest {
+  csrPem: string;
+  keyPem: string;
+}
+
+/**
+ * createCertificateRequest makes a new ECDSA P-256 key and a PKCS#10 request for it, subject O and CN as issueCert
+ * writes them: what a Kubernetes CertificateSigningRequest carries in spec.request. The key never leaves the caller.
+ */
+export async function createCertificateRequest(
+  commonName: string,
+  organizations: readonly string[] = [],
+): Promise<CertificateRequest> {
+  requireName(commonName);
+  const keys = await generateKeys();
+  const orgs = unique(organizations);
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: orgs.length > 0 ? [{ O: orgs }, { CN: [commonName] }] : [{ CN: [commonName] }],
+    keys,
+    signingAlgorithm: SIGNATURE,
+  });
+  return { csrPem: csr.toString('pem'), keyPem: privateKeyToPem(keys.privateKey) };
+}
+
 /** createKeyPair makes a bare ECDSA P-256 key pair, as used to sign and verify service-account tokens (ES256). */
 export async function createKeyPair(): Promise<KeyPair> {
   const keys = await generateKeys();

@@ -2,13 +2,14 @@
 export {
   CERT_USAGES,
   createCA,
+  createCertificateRequest,
   createKeyPair,
   fingerprintSha256,
   firstServiceIP,
   issueCert,
   issueNodeCert,
 } from './ca.ts';
-export type { CertKeyPair, CertUsage, KeyPair, LeafOptions } from './ca.ts';
+export type { CertificateRequest, CertKeyPair, CertUsage, KeyPair, LeafOptions } from './ca.ts';
 export { PKI_FILES, generateControlPlanePKI, readPKI, writePKI } from './controlplane.ts';
 export type { CertKeyField, ControlPlanePKI, ControlPlanePKIOptions } from './controlplane.ts';
 export { renderKubeconfig } from './kubeconfig.ts';

@@ -25,7 +25,10 @@ const policy = (name: string, spec: TenantPolicySpec = {}, isDefault = false): T
   metadata: { name, ...(isDefault && { annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } }) },
   spec,
 });
-const manager: ManagerDefaults = { pluginConfig: { vnAgent: { port: 10550 }, dns: { ndots: 5 } } };
+const manager: ManagerDefaults = {
+  pluginConfig: { vnAgent: { port: 10550 }, dns: { ndots: 5 } },
+  provisioner: 'local',
+};
 
 const gold = policy('gold', {
   controlPlane: {

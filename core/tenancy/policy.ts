@@ -4,7 +4,6 @@ import type { KubeObject } from '../kube/client.ts';
 import type { ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from './allowlist.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
-import { TENANT_DEFAULTS } from './defaults.ts';
 import type {
   CopiedMetadataView,
   ForcedPlacementView,
@@ -192,13 +191,19 @@ export interface ManagerDefaults {
   podsPreloadedImages?: readonly string[];
   /** the platform-wide label and annotation allow-lists (the manager's tenantDefaults.copiedMetadata) */
   copiedMetadata?: CopiedMetadataView;
+  /**
+   * the provisioner of a VirtualCluster that names none (defaultProvisioner of core/tenancy/defaults.ts); unknown
+   * outside the manager (`vc create`, a GitOps dry run), where such a VirtualCluster's provisioner is not checked
+   */
+  provisioner?: ProvisionerType;
 }
 
 /** EffectiveSettings are what a VirtualCluster gets under its policy: the provisioner runs them, the syncer uses them. */
 export interface EffectiveSettings {
   /** the TenantPolicy's name, or BUILTIN_POLICY_NAME */
   policyName: string;
-  provisioner: ProvisionerType;
+  /** undefined only when the VirtualCluster names none and the caller knows no default (ManagerDefaults.provisioner) */
+  provisioner: ProvisionerType | undefined;
   /** kube-apiserver extra flags: the policy's, then those the tenant may set */
   apiServerArgs: Record<string, string>;
   /** kube-controller-manager extra flags: the policy's, then those the tenant may set */
@@ -326,12 +331,13 @@ export function evaluatePolicy(
     refuse(field, `weight ${weight} is above the ceiling ${weightMax} of ${quoted} (weight.max)`);
   }
 
-  const provisioner = s.provisioner?.type ?? TENANT_DEFAULTS.provisioner;
+  const provisioner = s.provisioner?.type ?? defaults.provisioner;
   const provisioners: readonly ProvisionerType[] = p.provisioners?.allowed ?? DEFAULT_POLICY.provisioners;
-  if (!provisioners.includes(provisioner)) {
+  if (provisioner && !provisioners.includes(provisioner)) {
+    const what = s.provisioner ? `provisioner "${provisioner}"` : `the manager's default provisioner "${provisioner}"`;
     refuse(
       'spec.provisioner.type',
-      `provisioner "${provisioner}" is not allowed under ${quoted} (provisioners.allowed: ${provisioners.join(', ') || 'none'})`,
+      `${what} is not allowed under ${quoted} (provisioners.allowed: ${provisioners.join(', ') || 'none'})`,
     );
   }
 

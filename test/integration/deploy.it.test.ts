@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
+import { validate } from '../../schemas/validate.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -13,7 +15,16 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { ensureNamespace, refusedBy, serviceAccountClient } from '../identities.ts';
 
 const deployDir = join(import.meta.dirname, '../../deploy');
-const byKind: Record<string, Resource> = Object.fromEntries([...Object.values(R), GITSOURCES].map((r) => [r.kind, r]));
+const PDB: Resource = {
+  group: 'policy',
+  version: 'v1',
+  resource: 'poddisruptionbudgets',
+  kind: 'PodDisruptionBudget',
+  namespaced: true,
+};
+const byKind: Record<string, Resource> = Object.fromEntries(
+  [...Object.values(R), GITSOURCES, PDB].map((r) => [r.kind, r]),
+);
 
 function documents(file: string, text: string): Array<{ file: string; object: KubeObject }> {
   return parseAllDocuments(text)
@@ -22,10 +33,33 @@ function documents(file: string, text: string): Array<{ file: string; object: Ku
     .map((object) => ({ file, object }));
 }
 
-/** installed is what `kubectl apply -k deploy/` applies: the kustomization rendered by the toolchain's kubectl. */
-function installed(): Array<{ file: string; object: KubeObject }> {
+/** base is what `kubectl apply -k deploy/` applies: the kustomization rendered by the toolchain's kubectl. */
+function base(): Array<{ file: string; object: KubeObject }> {
   const rendered = execFileSync(join(toolchainDir(), 'kubectl'), ['kustomize', deployDir], { encoding: 'utf8' });
   return documents('kustomize deploy/', rendered);
+}
+
+/**
+ * installed is the base with both components (vn-agent, scheduler), rendered as `vc install --export` does, by the
+ * toolchain's kubectl: an overlay listing deploy/ and the components, as a platform's own overlay would.
+ */
+let installedCache: Array<{ file: string; object: KubeObject }> | undefined;
+function installed(): Array<{ file: string; object: KubeObject }> {
+  if (!installedCache) {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-deploy-test-'));
+    try {
+      const rel = relative(dir, deployDir);
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        `resources: [${rel}]\ncomponents: [${rel}/vn-agent, ${rel}/scheduler]\n`,
+      );
+      const out = execFileSync(join(toolchainDir(), 'kubectl'), ['kustomize', dir], { encoding: 'utf8' });
+      installedCache = documents('kustomize deploy/ + components', out);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return installedCache;
 }
 
 /**
@@ -34,7 +68,7 @@ function installed(): Array<{ file: string; object: KubeObject }> {
  */
 function extras(): Array<{ file: string; object: KubeObject }> {
   const kustomization = parse(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
-  const skip = new Set(['kustomization.yaml', ...kustomization.resources]);
+  const skip = new Set(kustomization.resources);
   const out: Array<{ file: string; object: KubeObject }> = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d)) {
@@ -42,7 +76,7 @@ function extras(): Array<{ file: string; object: KubeObject }> {
       const rel = relative(deployDir, p);
       if (statSync(p).isDirectory()) {
         if (rel !== 'toolchain') walk(p);
-      } else if (/\.ya?ml$/.test(name) && !skip.has(rel)) {
+      } else if (/\.ya?ml$/.test(name) && name !== 'kustomization.yaml' && !skip.has(rel) && !inComponent(rel)) {
         out.push(...documents(rel, readFileSync(p, 'utf8')));
       }
     }
@@ -51,12 +85,23 @@ function extras(): Array<{ file: string; object: KubeObject }> {
   return out;
 }
 
+/** inComponent says whether a file under deploy/ is a resource of one of its components (part of installed()). */
+function inComponent(rel: string): boolean {
+  const [dir, file] = rel.split('/');
+  if (!dir || !file || !existsSync(join(deployDir, dir, 'kustomization.yaml'))) return false;
+  const k = parse(readFileSync(join(deployDir, dir, 'kustomization.yaml'), 'utf8')) as {
+    kind?: string;
+    resources?: string[];
+  };
+  return k.kind === 'Component' && !!k.resources?.includes(file);
+}
+
 let t: TestSuper;
 beforeAll(async () => {
   t = await startTestSuper({ nodes: 1 });
   await applyCRDs(t.sc);
   // Dry-run of namespaced objects needs their namespaces to exist.
-  for (const ns of ['vc-system', 'tenants'])
+  for (const ns of ['vc-system', 'vc-vn-agent', 'tenants'])
     await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
 });
 afterAll(async () => {
@@ -80,10 +125,56 @@ describe('deploy/ for a real cluster', () => {
       expect(kinds, k).toContain(k);
     }
     expect(kinds.indexOf('Namespace')).toBeLessThan(kinds.indexOf('Deployment'));
+    expect(kinds).toContain('PodDisruptionBudget');
     expect(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')).not.toMatch(/^\s*-\s*toolchain/m);
     const sampleKinds = new Set(extras().map((m) => m.object.kind));
     for (const k of ['ClusterVersion', 'VirtualCluster', 'GitSource', 'TenantPolicy'])
       expect(sampleKinds, k).toContain(k);
+  });
+
+  it('keeps the vn-agent out of the base, in a privileged namespace of its own; vc-system is restricted', () => {
+    const b = base().map((m) => m.object);
+    expect(b.map((o) => o.kind)).not.toContain('DaemonSet');
+    const ns = (list: KubeObject[], name: string) =>
+      list.find((o) => o.kind === 'Namespace' && o.metadata?.name === name)?.metadata?.labels ?? {};
+    expect(ns(b, 'vc-system')).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    const all = installed().map((m) => m.object);
+    expect(ns(all, 'vc-vn-agent')).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'privileged' });
+    const ds = all.find((o) => o.kind === 'DaemonSet')!;
+    expect(ds.metadata?.namespace).toBe('vc-vn-agent');
+    // Everything the agent's namespace holds is the agent's.
+    const inAgentNs = all.filter((o) => o.metadata?.namespace === 'vc-vn-agent').map((o) => o.kind);
+    expect(inAgentNs.sort()).toEqual(['ConfigMap', 'DaemonSet', 'ServiceAccount']);
+  });
+
+  it('spreads the manager and keeps one replica through a drain', () => {
+    const b = base().map((m) => m.object);
+    const dep = b.find((o) => o.kind === 'Deployment') as KubeObject & {
+      spec: { replicas: number; template: { spec: { topologySpreadConstraints?: Array<{ topologyKey: string }> } } };
+    };
+    expect(dep.spec.replicas).toBe(2);
+    expect(dep.spec.template.spec.topologySpreadConstraints?.[0]?.topologyKey).toBe('kubernetes.io/hostname');
+    expect(b.find((o) => o.kind === 'PodDisruptionBudget')).toMatchObject({ spec: { maxUnavailable: 1 } });
+  });
+
+  it('ships a manager configuration that validates, defaults to native, runs tenant DNS; the scheduler adds only itself', () => {
+    const managerYaml = (list: Array<{ object: KubeObject }>) =>
+      parse(
+        (
+          list.find((m) => m.object.kind === 'ConfigMap' && m.object.metadata?.name === 'vc-manager')!.object as {
+            data: Record<string, string>;
+          }
+        ).data['manager.yaml']!,
+      ) as Record<string, unknown>;
+    const plain = managerYaml(base());
+    const withScheduler = managerYaml(installed());
+    expect(validate('managerConfig', plain)).toEqual([]);
+    expect(validate('managerConfig', withScheduler)).toEqual([]);
+    expect(plain).toMatchObject({ virtualClusters: { defaultProvisioner: 'native', tenantDNS: { enabled: true } } });
+    const { scheduler, superClusterRegistry, ...rest } = withScheduler;
+    expect(scheduler).toEqual({ enabled: true });
+    expect(superClusterRegistry).toEqual({ enabled: true });
+    expect(rest).toEqual(plain);
   });
 
   it('is accepted by the real apiserver with server-side apply (dry run)', async () => {

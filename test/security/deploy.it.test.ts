@@ -33,7 +33,7 @@ import { Attempts } from './attempts.ts';
 
 const NS = 'team-a';
 const OUTSIDE = /vc-manager may write \w+ only in namespaces labelled tenancy\.x-k8s\.io\/cluster/;
-const RBAC_DENIED = /is forbidden: User "system:serviceaccount:vc-system:vc-vn-agent" cannot/;
+const RBAC_DENIED = /is forbidden: User "system:serviceaccount:vc-vn-agent:vc-vn-agent" cannot/;
 
 const byKind = new Map<string, Resource>(Object.values(R).map((r) => [r.kind, r]));
 async function applyFile(c: KubeClient, file: string): Promise<void> {
@@ -97,7 +97,7 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     byCert = await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system'));
     await applyFile(t.client, 'vn-agent/rbac.yaml');
     bySA = await serviceAccountClient(t.sc, 'vc-system', 'vc-manager');
-    agentClient = await serviceAccountClient(t.sc, 'vc-system', 'vc-vn-agent');
+    agentClient = await serviceAccountClient(t.sc, 'vc-vn-agent', 'vc-vn-agent');
     await ensureNamespace(t.client, 'plain');
     await ensureNamespace(t.client, 'tenant-root', {
       [LABEL.cluster]: 'tenant-root',
@@ -222,8 +222,8 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
           OUTSIDE,
         ),
       );
-      await attempts.attempt(`manager (${who}) deletes a ServiceAccount in vc-system`, () =>
-        refusedBy(() => c.delete(R.serviceaccounts, 'vc-system', 'vc-vn-agent'), OUTSIDE),
+      await attempts.attempt(`manager (${who}) deletes the vn-agent's ServiceAccount`, () =>
+        refusedBy(() => c.delete(R.serviceaccounts, 'vc-vn-agent', 'vc-vn-agent'), OUTSIDE),
       );
       await attempts.attempt(`manager (${who}) claims kube-system as a tenant namespace`, () =>
         refusedBy(
@@ -282,7 +282,7 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
 
   it('gives the vn-agent no Secret and no write', async () => {
     for (const [verb, namespace] of [
-      ['get', 'vc-system'],
+      ['get', 'vc-vn-agent'],
       ['list', undefined],
       ['watch', undefined],
       ['list', 'kube-system'],
@@ -297,7 +297,7 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
       );
     }
     await attempts.attempt('vn-agent reads the kubelet client Secret', () =>
-      refusedBy(() => agentClient.list(R.secrets, { namespace: 'vc-system' }), RBAC_DENIED),
+      refusedBy(() => agentClient.list(R.secrets, { namespace: 'vc-vn-agent' }), RBAC_DENIED),
     );
     await attempts.attempt('vn-agent reads the admin token of kube-system', () =>
       refusedBy(() => agentClient.list(R.secrets, { namespace: 'kube-system' }), RBAC_DENIED),

@@ -8,6 +8,7 @@ import { registerUpCommands } from './up.ts';
 import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
 import { registerImageCommands } from './image.ts';
+import { registerInstallCommands } from './install.ts';
 
 const program = new Command();
 program
@@ -155,6 +156,7 @@ registerVirtualClusterCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
 registerUpCommands(program);
+registerInstallCommands(program);
 registerSuperClusterCommands(program);
 // After the `vc superclusters` listing is registered: drain and undrain go under it.
 registerDrainCommands(program);

@@ -195,7 +195,7 @@ export function registerVirtualClusterCommands(program: Command): void {
           v.metadata!.namespace!,
           v.metadata!.name!,
           v.status?.phase ?? 'Pending',
-          v.spec?.provisioner?.type ?? 'local',
+          v.spec?.provisioner?.type ?? '(default)',
           v.status?.clusterNamespace ?? '',
           age(v.metadata!.creationTimestamp),
           ...(wide

@@ -359,6 +359,8 @@ export async function startEmbedded(o: {
       },
       virtualClusters: {
         enabled: true,
+        // The embedded manager's tenants are processes beside it unless they name another provisioner.
+        defaultProvisioner: 'local',
         local: {
           stateDir: join(o.stateDir, 'tenants'),
           etcdEndpoint: sc.etcd.endpoint,

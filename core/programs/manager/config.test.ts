@@ -120,11 +120,32 @@ describe('manager configuration', () => {
       pluginConfig: { dns: { ndots: 2 } },
       podsForced: { nodeSelector: { pool: 'tenants' } },
       copiedMetadata: { labels: ['app'] },
+      provisioner: 'native',
     });
     const [t] = staticTenants(cfg, f);
     expect(t?.pods).toStrictEqual({ forced: { nodeSelector: { pool: 'tenants' } } });
     expect(t?.copiedMetadata).toStrictEqual({ labels: ['app'] });
-    expect(managerDefaults(loadManagerConfig(write('none.yaml', header)))).toStrictEqual({});
+    expect(managerDefaults(loadManagerConfig(write('none.yaml', header)))).toStrictEqual({ provisioner: 'native' });
+  });
+
+  it.each([
+    ['in the cluster, nothing named', 'virtualClusters: {enabled: true}\n', 'native'],
+    ['in the cluster, native named', 'virtualClusters: {defaultProvisioner: native}\n', 'native'],
+    ['local settings present', 'virtualClusters: {local: {stateDir: s, etcdEndpoint: http://e}}\n', 'local'],
+    [
+      'local settings present, native named',
+      'virtualClusters: {defaultProvisioner: native, local: {stateDir: s, etcdEndpoint: http://e}}\n',
+      'native',
+    ],
+  ])('gives VirtualClusters naming no provisioner the configured default: %s', (_case, body, want) => {
+    expect(managerDefaults(loadManagerConfig(write('prov.yaml', header + body))).provisioner).toBe(want);
+  });
+
+  it('refuses local as the default where the manager cannot run local control planes', () => {
+    const f = write('badprov.yaml', `${header}virtualClusters: {defaultProvisioner: local}\n`);
+    expect(() => loadManagerConfig(f)).toThrow(
+      /\/virtualClusters\/defaultProvisioner is local but \/virtualClusters\/local is not set/,
+    );
   });
 });
 

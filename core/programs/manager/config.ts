@@ -3,11 +3,13 @@ import { loadConfigFile, pluginPath } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
 import type { ManagerDefaults } from '../../tenancy/policy.ts';
+import { defaultProvisioner } from '../../tenancy/defaults.ts';
 import type { CopiedMetadataView, ForcedPlacementView } from '../../plugins/contract.ts';
 import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
 import type { SourceLimits } from '../../../gitops/source/source.ts';
 import { SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
+import type { ProvisionerType } from '../../lifecycle/types.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {
@@ -61,6 +63,8 @@ export interface ManagerConfig {
   virtualClusters?: {
     enabled?: boolean;
     workers?: number;
+    /** the provisioner of a VirtualCluster that names none (defaultProvisioner of core/tenancy/defaults.ts) */
+    defaultProvisioner?: ProvisionerType;
     local?: { stateDir: string; etcdEndpoint: string; podAddress?: string; kubeletCAFile?: string };
     /** the native provisioner's platform settings (NativeOptions) */
     native?: NativeOptions;
@@ -123,6 +127,12 @@ export function loadManagerConfig(file: string): ManagerConfig {
     const where = `${file}: /gitops/sources/${i} GitSource ${m?.namespace ?? '?'}/${m?.name ?? '?'}`;
     if (errs.length) throw new ConfigError(formatErrors(where, errs));
   }
+  if (cfg.virtualClusters?.defaultProvisioner === 'local' && !cfg.virtualClusters.local) {
+    throw new ConfigError(
+      `${file}: /virtualClusters/defaultProvisioner is local but /virtualClusters/local is not set: this manager ` +
+        'cannot run local control planes (set /virtualClusters/local, or name native)',
+    );
+  }
   const { workers = SYNCER_DEFAULTS.workers, maxInFlightPerTenant } = cfg.syncer ?? {};
   if (maxInFlightPerTenant !== undefined && maxInFlightPerTenant > workers) {
     throw new ConfigError(
@@ -138,6 +148,11 @@ export function loadManagerConfig(file: string): ManagerConfig {
   return cfg;
 }
 
+/** offeredProvisioners are the provisioners a manager with this configuration runs (core/programs/manager). */
+export function offeredProvisioners(cfg: ManagerConfig): ProvisionerType[] {
+  return ['import', 'native', ...(cfg.virtualClusters?.local ? (['local'] as const) : [])];
+}
+
 /** managerDefaults are the configuration's settings every tenant's policy is layered over. */
 export function managerDefaults(cfg: ManagerConfig): ManagerDefaults {
   const d: ManagerDefaults = {};
@@ -145,6 +160,8 @@ export function managerDefaults(cfg: ManagerConfig): ManagerDefaults {
   if (cfg.tenantDefaults?.pods?.forced) d.podsForced = cfg.tenantDefaults.pods.forced;
   if (cfg.tenantDefaults?.pods?.preloadedImages) d.podsPreloadedImages = cfg.tenantDefaults.pods.preloadedImages;
   if (cfg.tenantDefaults?.copiedMetadata) d.copiedMetadata = cfg.tenantDefaults.copiedMetadata;
+  const provisioner = defaultProvisioner(cfg.virtualClusters?.defaultProvisioner, offeredProvisioners(cfg));
+  if (provisioner) d.provisioner = provisioner;
   return d;
 }
 

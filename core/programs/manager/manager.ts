@@ -441,6 +441,7 @@ function lifecycleControllers(
       workers: cfg.virtualClusters?.workers,
       defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
       tenantDefaults: managerDefaults(cfg),
+      defaultProvisioner: cfg.virtualClusters?.defaultProvisioner,
       validatePluginConfig: (c) => host.validatePluginConfig(c),
       checkSuperCluster,
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),

@@ -1,0 +1,198 @@
+import type { KubeClient, KubeObject } from '../../kube/client.ts';
+import {
+  applyObjects,
+  CRD_KIND,
+  deleteObjects,
+  listManaged,
+  PRUNABLE_KINDS,
+  pruneSet,
+  ResourceMapper,
+  waitRollouts,
+  type AppliedObject,
+} from './apply.ts';
+import { formatPreflight, gatherFacts, preflightLines, type PreflightFacts, type PreflightLine } from './preflight.ts';
+import { InstallError, objectRef, renderInstall, type InstallSettings, type Rendered } from './render.ts';
+import { applyKubeletCA, ensureKubeletClientCert, prerequisiteObjects } from './vnagent.ts';
+
+/** InstallOptions are the settings of one `vc install` run against a cluster. */
+export interface InstallOptions {
+  settings: InstallSettings;
+  kubeletCAFile?: string;
+  /** wait for every Deployment and DaemonSet to roll out (default true) */
+  wait?: boolean;
+  timeoutMs?: number;
+  /** where progress lines go (one line each) */
+  out: (line: string) => void;
+  /** deploy/ and kubectl, for tests; default this package's deploy/ and the kubectl findKubectl finds */
+  render?: { deployDir?: string; kubectl?: string };
+}
+
+/** InstallResult is what an install run did, object by object. */
+export interface InstallResult {
+  preflight: PreflightLine[];
+  rendered: Rendered;
+  applied: AppliedObject[];
+  prerequisites: string[];
+  pruned: string[];
+}
+
+/**
+ * runPreflight gathers the facts, prints one line per requirement and throws an InstallError when a required one
+ * fails (after printing all of them, with their fixes).
+ */
+export async function runPreflight(
+  c: KubeClient,
+  o: Pick<InstallOptions, 'settings' | 'kubeletCAFile' | 'out'>,
+): Promise<{ lines: PreflightLine[]; facts: PreflightFacts }> {
+  const facts = await gatherFacts(c, o.settings.components, { kubeletCAFile: o.kubeletCAFile });
+  const lines = preflightLines(facts, o.settings.components);
+  for (const l of formatPreflight(lines).split('\n')) o.out(l);
+  const failed = lines.filter((l) => !l.ok && l.fatal);
+  if (failed.length)
+    throw new InstallError(
+      `preflight: ${failed.length} requirement${failed.length > 1 ? 's' : ''} not met (see above)`,
+    );
+  return { lines, facts };
+}
+
+/**
+ * install is `vc install` against a cluster: preflight, render deploy/ once with the settings, server-side apply of
+ * every object in kustomize's order (namespaces and CRDs first), the vn-agent's prerequisites right after its
+ * namespace, prune of objects with the install label the render no longer has, then each rollout and a summary of
+ * what runs where.
+ */
+export async function install(c: KubeClient, o: InstallOptions): Promise<InstallResult> {
+  const s = o.settings;
+  const { lines: preflight, facts } = await runPreflight(c, o);
+  const vnAgent = s.components.includes('vn-agent');
+  const rendered = await renderInstall(s, o.render);
+  const mapper = new ResourceMapper(c);
+  const first = rendered.objects.filter((x) => x.kind === 'Namespace' || x.kind === CRD_KIND.kind);
+  const rest = rendered.objects.filter((x) => !first.includes(x));
+  const applied = await applyObjects(c, mapper, first);
+
+  const prerequisites: string[] = [];
+  if (vnAgent) {
+    prerequisites.push(await ensureKubeletClientCert(c, { version: s.version }));
+    const ca = facts.kubeletCA;
+    if (ca.source === 'none') throw new InstallError(`kubelet CA: ${ca.detail}`);
+    await applyKubeletCA(c, ca.pem, s.version);
+    prerequisites.push(
+      `kubelet CA from ${ca.source === 'flag' ? ca.file : 'the cluster CA'} in ConfigMap vc-vn-agent/vc-vn-agent-kubelet-ca`,
+    );
+    for (const p of prerequisites) o.out(p);
+  }
+
+  applied.push(...(await applyObjects(c, mapper, rest)));
+  const counts = { created: 0, configured: 0, unchanged: 0 };
+  for (const a of applied) {
+    counts[a.action]++;
+    if (a.action !== 'unchanged') o.out(`${a.action}: ${a.ref}`);
+  }
+  o.out(
+    `applied ${applied.length} objects: ${counts.created} created, ${counts.configured} configured, ${counts.unchanged} unchanged`,
+  );
+
+  const live = await listManaged(c, mapper, PRUNABLE_KINDS);
+  const stale = pruneSet(live, rendered.objects, vnAgent ? prerequisiteObjects() : []);
+  const pruned = await deleteObjects(c, mapper, stale);
+  for (const p of pruned) o.out(`pruned: ${p}`);
+
+  if (o.wait !== false)
+    await waitRollouts(c, mapper, rendered.objects, { timeoutMs: o.timeoutMs ?? 300_000, progress: o.out });
+  for (const l of await whereItRuns(c, rendered.objects)) o.out(l);
+  o.out('');
+  o.out('Create a first tenant (a native control plane in namespace tenants, its template and the TenantPolicies):');
+  o.out('  kubectl apply -k deploy/samples');
+  o.out('  npx vc get tenants/team-a && npx vc kubeconfig tenants/team-a -o team-a.kubeconfig');
+  return { preflight, rendered, applied, prerequisites, pruned };
+}
+
+/** whereItRuns is a line per Deployment and DaemonSet: its Pods' nodes and readiness. */
+async function whereItRuns(c: KubeClient, objects: readonly KubeObject[]): Promise<string[]> {
+  const out: string[] = [];
+  const pods = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true };
+  for (const w of objects.filter((x) => x.kind === 'Deployment' || x.kind === 'DaemonSet')) {
+    const sel = (w as { spec?: { selector?: { matchLabels?: Record<string, string> } } }).spec?.selector?.matchLabels;
+    const labelSelector = Object.entries(sel ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    const items = (
+      await c.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(pods, {
+        namespace: w.metadata!.namespace,
+        labelSelector,
+      })
+    ).items;
+    const where = items.map(
+      (p) => `${p.metadata!.name} on ${p.spec?.nodeName ?? '(unscheduled)'} (${p.status?.phase})`,
+    );
+    out.push(`${w.kind} ${w.metadata!.namespace}/${w.metadata!.name}: ${where.join(', ') || 'no Pods'}`);
+  }
+  return out;
+}
+
+/** UninstallOptions are the settings of one `vc uninstall` run. */
+export interface UninstallOptions {
+  /** also delete the CustomResourceDefinitions (and with them every object of theirs) */
+  crds?: boolean;
+  /** delete every VirtualCluster first and wait for them to go, instead of refusing */
+  deleteTenants?: boolean;
+  timeoutMs?: number;
+  out: (line: string) => void;
+}
+
+const VC_KIND = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' } as const;
+
+/**
+ * uninstall removes what `vc install` applied (the objects with its label) and nothing else: it refuses while
+ * VirtualClusters exist unless told to delete them (then deletes them and waits until they are gone, which needs the
+ * manager still running to remove their control planes), and leaves the CRDs unless `crds`. It waits for the
+ * namespaces (and CRDs) it deleted to be gone.
+ */
+export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<string[]> {
+  const mapper = new ResourceMapper(c);
+  const timeoutMs = o.timeoutMs ?? 300_000;
+  const vcs = await mapper.resourceOrNull(VC_KIND.apiVersion, VC_KIND.kind);
+  if (vcs) {
+    const tenants = (await c.list(vcs)).items;
+    const names = tenants.map((v) => `${v.metadata!.namespace}/${v.metadata!.name}`);
+    if (tenants.length && !o.deleteTenants)
+      throw new InstallError(
+        `${tenants.length} VirtualCluster${tenants.length > 1 ? 's' : ''} still exist (${names.join(', ')}): delete them ` +
+          'first, or pass --delete-tenants to delete them (and their control planes) now',
+      );
+    for (const v of tenants) {
+      await c.delete(vcs, v.metadata!.namespace, v.metadata!.name!, { uid: v.metadata!.uid });
+      o.out(`deleting VirtualCluster ${v.metadata!.namespace}/${v.metadata!.name}`);
+    }
+    if (tenants.length)
+      await until(timeoutMs, 'the VirtualClusters to be deleted (is the manager running?)', async () => {
+        return (await c.list(vcs)).items.length === 0;
+      });
+  }
+  const kinds = [...PRUNABLE_KINDS, ...(o.crds ? [CRD_KIND] : [])];
+  const live = await listManaged(c, mapper, kinds);
+  const order = (x: KubeObject) => kinds.findIndex((k) => k.kind === x.kind);
+  const doomed = live.filter((x) => o.crds || x.kind !== CRD_KIND.kind).sort((a, b) => order(a) - order(b));
+  const deleted = await deleteObjects(c, mapper, doomed);
+  for (const d of deleted) o.out(`deleted: ${d}`);
+  const waitFor = doomed.filter((x) => x.kind === 'Namespace' || x.kind === CRD_KIND.kind);
+  await until(timeoutMs, `${waitFor.map(objectRef).join(', ')} to be gone`, async () => {
+    for (const x of waitFor) {
+      const r = await mapper.resourceFor(x.apiVersion!, x.kind!);
+      if (await c.getOrNull(r, undefined, x.metadata!.name!)) return false;
+    }
+    return true;
+  });
+  if (!o.crds) o.out('kept the CustomResourceDefinitions (vc uninstall --crds removes them and every object of them)');
+  return deleted;
+}
+
+async function until(timeoutMs: number, what: string, done: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline)
+      throw new InstallError(`gave up after ${Math.round(timeoutMs / 1000)}s waiting for ${what}`);
+    await new Promise((res) => setTimeout(res, 1000));
+  }
+}
