@@ -21,7 +21,7 @@ export function registerImageCommands(program: Command): void {
       'build the OCI image of the manager, vn-agent and CLI from dist/ (npm run build), the production node_modules ' +
         'and the pinned Node.js runtime; prints the manifest digest on stdout',
     )
-    .option('--out <dir>', `write an OCI layout directory (default ${DEFAULT_IMAGE_DIR})`)
+    .option('--out <dir>', 'write an OCI layout directory (default .state/image in the repository)')
     .option('--archive <file>', 'write an OCI archive (a tar of the layout, as `ctr images import` reads) instead')
     .option(
       '--ref <ref>',
@@ -47,7 +47,7 @@ export function registerImageCommands(program: Command): void {
       'push the built image to any OCI registry as REF (registry/repository:tag); credentials come from the docker ' +
         'config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json, "auths"): anonymous, basic or bearer token',
     )
-    .option('--from <layout>', `the OCI layout directory or archive to push (default ${DEFAULT_IMAGE_DIR})`)
+    .option('--from <layout>', 'the OCI layout directory or archive to push (default .state/image in the repository)')
     .option('--ca-file <file>', "a CA certificate (PEM) to trust for the registry's TLS besides the system's")
     .action(async (ref: string, o: { from?: string; caFile?: string }) => {
       const { pushImage } = await import('../../toolchain/push.ts');
