@@ -12,6 +12,21 @@ export const PROVISIONERS = ['local', 'native', 'import'] as const;
 /** ProvisionerType is one of PROVISIONERS. */
 export type ProvisionerType = (typeof PROVISIONERS)[number];
 
+/** EXPOSE_TYPES are the Service types a tenant apiserver can be exposed with (spec.apiServer.expose.type). */
+export const EXPOSE_TYPES = ['ClusterIP', 'NodePort', 'LoadBalancer'] as const;
+/** ExposeType is one of EXPOSE_TYPES. */
+export type ExposeType = (typeof EXPOSE_TYPES)[number];
+
+/** ApiServerExpose mirrors spec.apiServer.expose: how the tenant apiserver is reached from outside the super cluster. */
+export interface ApiServerExpose {
+  /** absent: the ClusterVersion's apiServer.serviceType, else ClusterIP */
+  type?: ExposeType;
+  /** with type NodePort only */
+  nodePort?: number;
+  extraDNSNames?: string[];
+  extraIPs?: string[];
+}
+
 /** VirtualClusterSpec mirrors schemas/virtualcluster.schema.json. */
 export interface VirtualClusterSpec {
   clusterDomain?: string;
@@ -28,7 +43,7 @@ export interface VirtualClusterSpec {
   superCluster?: string;
   /** the TenantPolicy bounding this VirtualCluster; absent: the default policy or the built-in defaults */
   policyName?: string;
-  apiServer?: { extraArgs?: Record<string, string> };
+  apiServer?: { extraArgs?: Record<string, string>; expose?: ApiServerExpose };
   controllerManager?: { extraArgs?: Record<string, string> };
 }
 
