@@ -464,11 +464,13 @@ export function exposeViolations(
   const out: PolicyViolation[] = [];
   if (!expose) return out;
   const allowed: readonly ExposeType[] = policy?.allowedTypes ?? DEFAULT_POLICY.exposeAllowedTypes;
-  if (expose.type && expose.type !== 'ClusterIP' && !allowed.includes(expose.type))
+  if (expose.type && expose.type !== 'ClusterIP' && !allowed.includes(expose.type)) {
+    const listed = [...new Set(['ClusterIP', ...allowed])].join(', ');
     out.push({
       field: 'spec.apiServer.expose.type',
-      message: `Service type ${expose.type} is not allowed under ${quoted} (controlPlane.expose.allowedTypes: ${[...new Set(['ClusterIP', ...allowed])].join(', ')})`,
+      message: `Service type ${expose.type} is not allowed under ${quoted} (controlPlane.expose.allowedTypes: ${listed})`,
     });
+  }
   if (!(policy?.extraNames ?? DEFAULT_POLICY.exposeExtraNames))
     for (const key of ['extraDNSNames', 'extraIPs'] as const)
       if (expose[key]?.length)
