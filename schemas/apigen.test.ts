@@ -29,6 +29,15 @@ describe('renderTypes', () => {
       'export interface X { a: string; b?: number; }',
     ],
     [
+      'anyOf as a constraint beside a type (left to ajv)',
+      {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ip: { type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] } },
+      },
+      'export interface X { ip?: string; }',
+    ],
+    [
       'an object without additionalProperties stays open',
       { type: 'object' },
       'export interface X { [key: string]: unknown; }',
@@ -104,6 +113,16 @@ describe('renderTypes', () => {
       'allOf beyond if/then/else',
       { type: 'object', allOf: [{ required: ['a'] }] },
       'x.schema.json #/allOf/0: only if/then/else',
+    ],
+    [
+      'anyOf without a type beside it',
+      { type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } },
+      'x.schema.json #/properties/a/anyOf: only beside a type',
+    ],
+    [
+      'anyOf whose parts give shapes',
+      { type: 'object', properties: { a: { type: 'string', anyOf: [{ type: 'string' }] } } },
+      'x.schema.json #/properties/a/anyOf/0: only constraint keywords',
     ],
     [
       'a $ref outside the sources',

@@ -74,6 +74,7 @@ const SHAPES = new Set([
   '$ref',
   'oneOf',
   'allOf',
+  'anyOf',
 ]);
 
 /** TypeSource is one schema file to translate: its title names the types, file resolves cross-file references. */
@@ -167,6 +168,17 @@ class Translator {
       for (const [i, part] of (schema.allOf as Schema[]).entries())
         if (typeof part !== 'object' || Object.keys(part).some((k) => !['if', 'then', 'else'].includes(k)))
           throw new SchemaError(`${where}/allOf/${i}: only if/then/else is supported (a constraint, left to ajv)`);
+    }
+    if (schema.anyOf !== undefined) {
+      // Only as a constraint on a typed value (a string that is an IPv4 or an IPv6 address), left to ajv.
+      const parts = schema.anyOf as Schema[];
+      if (schema.type === undefined)
+        throw new SchemaError(`${where}/anyOf: only beside a type, as a constraint, is supported`);
+      for (const [i, part] of parts.entries())
+        if (typeof part !== 'object' || Object.keys(part).some((k) => !CONSTRAINTS.has(k)))
+          throw new SchemaError(
+            `${where}/anyOf/${i}: only constraint keywords are supported (a constraint, left to ajv)`,
+          );
     }
     if (typeof schema.$ref === 'string') return this.ref(schema.$ref, file, where);
     if ('const' in schema) return JSON.stringify(schema.const);

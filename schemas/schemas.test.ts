@@ -58,6 +58,20 @@ describe('VirtualCluster schema', () => {
     ['full, with status', fullVC],
     ['native provisioner without import', vc({ provisioner: { type: 'native' } })],
     ['extra metadata fields', vc({}, { metadata: { ...meta, uid: 'u1', resourceVersion: '7', labels: { a: 'b' } } })],
+    [
+      'an exposed apiserver',
+      vc({
+        apiServer: {
+          expose: {
+            type: 'NodePort',
+            nodePort: 30443,
+            extraDNSNames: ['api.team-a.example.com'],
+            extraIPs: ['192.0.2.10', '2001:db8::1'],
+          },
+        },
+      }),
+    ],
+    ['a LoadBalancer apiserver', vc({ apiServer: { expose: { type: 'LoadBalancer' } } })],
   ])('accepts %s', (_, value) => {
     expect(validate('virtualCluster', value)).toEqual([]);
   });
@@ -96,6 +110,33 @@ describe('VirtualCluster schema', () => {
       '/spec/controllerManager/extraArgs/v',
     ],
     ['a non-object pluginConfig', vc({ pluginConfig: 'x' }), '/spec/pluginConfig'],
+    ['an unknown expose type', vc({ apiServer: { expose: { type: 'Ingress' } } }), '/spec/apiServer/expose/type'],
+    [
+      'a node port without type NodePort',
+      vc({ apiServer: { expose: { type: 'LoadBalancer', nodePort: 30443 } } }),
+      '/spec/apiServer/expose/nodePort',
+    ],
+    [
+      'a node port without a type',
+      vc({ apiServer: { expose: { nodePort: 30443 } } }),
+      '/spec/apiServer/expose/nodePort',
+    ],
+    [
+      'a node port of 0',
+      vc({ apiServer: { expose: { type: 'NodePort', nodePort: 0 } } }),
+      '/spec/apiServer/expose/nodePort',
+    ],
+    [
+      'an extra IP that is no address',
+      vc({ apiServer: { expose: { extraIPs: ['192.0.2.300'] } } }),
+      '/spec/apiServer/expose/extraIPs/0',
+    ],
+    [
+      'an extra DNS name with an underscore',
+      vc({ apiServer: { expose: { extraDNSNames: ['api_1.example.com'] } } }),
+      '/spec/apiServer/expose/extraDNSNames/0',
+    ],
+    ['an unknown expose field', vc({ apiServer: { expose: { port: 443 } } }), '/spec/apiServer/expose/port'],
     ['a name with a dot', vc({}, { metadata: { name: 'a.b', namespace: 'n' } }), '/metadata/name'],
     ['no namespace', vc({}, { metadata: { name: 'a' } }), '/metadata/namespace'],
     ['no spec', { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', metadata: meta }, '/spec'],

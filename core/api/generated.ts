@@ -31,6 +31,43 @@ export interface VirtualClusterComponent {
   extraArgs?: VirtualClusterExtraArgs;
 }
 
+export interface VirtualClusterApiServer {
+  extraArgs?: VirtualClusterExtraArgs;
+  expose?: VirtualClusterExpose;
+}
+
+/**
+ * How the tenant apiserver is reached from outside the super cluster (native provisioner): the type of its Service in
+ * the super cluster, the names its serving certificate carries besides the in-cluster ones, and the server of the
+ * kubeconfig Secret. What a VirtualCluster may ask for is its TenantPolicy's controlPlane.expose.
+ */
+export interface VirtualClusterExpose {
+  /**
+   * Type of the apiserver's Service: ClusterIP (reached inside the super cluster only), NodePort (every node's address
+   * at the node port; the kubeconfig names one node) or LoadBalancer (the load balancer's address once the super
+   * cluster's provider assigns one; until then the kubeconfig keeps the in-cluster server and the condition Exposed
+   * says it waits). Absent: the ClusterVersion's apiServer.serviceType, which itself defaults to ClusterIP. The local
+   * provisioner, whose apiservers listen on the manager's loopback, serves only ClusterIP.
+   */
+  type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
+  /**
+   * The node port to ask for, with type NodePort only (within the super cluster's --service-node-port-range,
+   * 30000-32767 by default). Absent: the super cluster picks one. Only where the TenantPolicy's
+   * controlPlane.expose.fixedNodePort allows it.
+   */
+  nodePort?: number;
+  /**
+   * DNS names the serving certificate carries besides the Service's own, e.g. the name of a front door the platform
+   * runs. Only where the TenantPolicy's controlPlane.expose.extraNames allows them.
+   */
+  extraDNSNames?: VirtualClusterDnsSubdomain[];
+  /**
+   * IP addresses (IPv4 or IPv6) the serving certificate carries besides the Service's own. Only where the
+   * TenantPolicy's controlPlane.expose.extraNames allows them.
+   */
+  extraIPs?: string[];
+}
+
 /** One aspect of the VirtualCluster's state, in the shape of metav1.Condition. */
 export interface VirtualClusterCondition {
   /** Kind of condition in CamelCase, e.g. Ready, ControlPlaneReady or Syncing; at most one condition of each type. */
@@ -140,7 +177,7 @@ export interface VirtualClusterSpec {
    */
   superCluster?: VirtualClusterDnsLabel;
   /** Settings of the tenant's kube-apiserver, on top of its ClusterVersion. */
-  apiServer?: VirtualClusterComponent;
+  apiServer?: VirtualClusterApiServer;
   /** Settings of the tenant's kube-controller-manager, on top of its ClusterVersion. */
   controllerManager?: VirtualClusterComponent;
 }
@@ -405,8 +442,29 @@ export interface TenantPolicyMetadata {
  * default.
  */
 export interface TenantPolicySpec {
-  /** Flags of the tenant control planes. */
+  /** Flags of the tenant control planes, and how far their apiservers may be exposed. */
   controlPlane?: {
+    /**
+     * What a VirtualCluster may ask for in spec.apiServer.expose. A VirtualCluster asking for more is refused
+     * (PolicyViolation). The ClusterVersion's apiServer.serviceType is the platform's and is not checked here.
+     */
+    expose?: {
+      /**
+       * Service types a VirtualCluster may ask for in spec.apiServer.expose.type. ClusterIP is always allowed. Defaults
+       * to ClusterIP only.
+       */
+      allowedTypes?: Array<'ClusterIP' | 'NodePort' | 'LoadBalancer'>;
+      /**
+       * Whether a VirtualCluster may add DNS names and IP addresses to its serving certificate
+       * (spec.apiServer.expose.extraDNSNames, extraIPs). Defaults to false.
+       */
+      extraNames?: boolean;
+      /**
+       * Whether a VirtualCluster may choose its node port (spec.apiServer.expose.nodePort) instead of taking the one
+       * the super cluster picks. Defaults to false.
+       */
+      fixedNodePort?: boolean;
+    };
     /** kube-apiserver flags the platform sets. */
     apiServer?: TenantPolicyComponent;
     /** kube-controller-manager flags the platform sets. */

@@ -13,6 +13,14 @@ export const PROVISIONERS = ['local', 'native', 'import'] as const;
 /** ProvisionerType is one of PROVISIONERS. */
 export type ProvisionerType = (typeof PROVISIONERS)[number];
 
+/** EXPOSE_TYPES are the Service types a tenant apiserver can be exposed with (spec.apiServer.expose.type). */
+export const EXPOSE_TYPES = ['ClusterIP', 'NodePort', 'LoadBalancer'] as const;
+/** ExposeType is one of EXPOSE_TYPES. */
+export type ExposeType = (typeof EXPOSE_TYPES)[number];
+
+/** ApiServerExpose is spec.apiServer.expose: how the tenant apiserver is reached from outside the super cluster. */
+export type ApiServerExpose = NonNullable<NonNullable<VirtualClusterSpec['apiServer']>['expose']>;
+
 /** VirtualCluster is one tenant control plane's definition; its spec and status are generated from the schema. */
 export interface VirtualCluster extends KubeObject {
   spec: VirtualClusterSpec;

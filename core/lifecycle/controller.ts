@@ -11,7 +11,7 @@ import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { ANN, IDENTITY, LABEL, provenanceOf, rootNamespace, VC_FINALIZER } from '../names/names.ts';
-import type { Provisioned, Provisioner } from '../provisioners/provisioner.ts';
+import { ProvisionRefused, type Provisioned, type Provisioner } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
 import { defaultProvisioner, TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
@@ -34,9 +34,11 @@ import {
   type VirtualCluster,
   type VirtualClusterStatus,
 } from '../api/virtualcluster.ts';
-import { kubeconfigSecretData } from './kubeconfigsecret.ts';
+import { exposedCondition, kubeconfigSecretData } from './kubeconfigsecret.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
+/** EXPOSE_RECHECK_MS is how soon a Running tenant whose exposed address is still awaited is reconciled again. */
+const EXPOSE_RECHECK_MS = 10_000;
 const VC_API_VERSION = 'tenancy.x-k8s.io/v1alpha1';
 
 const liveControllers = new Set<VirtualClusterController>();
@@ -278,11 +280,11 @@ export class VirtualClusterController {
       });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
-      const reason = e instanceof KubeconfigError ? e.reason : 'ProvisionFailed';
+      const reason = e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : 'ProvisionFailed';
       await this.setStatus(vc, { phase: 'Error', reason, message }, ready('False', reason, message));
       await this.events.record(vc, 'Warning', reason, message);
       // A refused kubeconfig stays refused until someone changes the Secret: look again later, without retry storms.
-      if (e instanceof KubeconfigError) return { requeueAfter: 30_000 };
+      if (e instanceof KubeconfigError || e instanceof ProvisionRefused) return { requeueAfter: 30_000 };
       throw e;
     }
     if (!state.ready) {
@@ -300,6 +302,7 @@ export class VirtualClusterController {
     const caRefused = await this.writeTenantCA(vc, state.result);
     if (caRefused) return this.refuseNotOwned(vc, caRefused);
     const endpoint = state.result.apiserverEndpoint;
+    const access = state.result.externalAccess;
     // The syncer serves the tenant before Running is announced: a user (or test) who sees Running finds its Pods
     // synced. Handing the same tenant over again on a retried status write changes nothing.
     this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
@@ -316,6 +319,7 @@ export class VirtualClusterController {
       },
       ready('True', 'Running', 'control plane is serving'),
       policyAccepted(effective),
+      ...(access ? [exposedCondition(access, state.result.kubeconfig)] : []),
     );
     this.accepted.set(key, effective);
     if (first || state.rolled) {
@@ -326,8 +330,10 @@ export class VirtualClusterController {
         state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving',
       );
     }
-    if (this.o.tenantDns) return this.ensureDns(vc, state.result);
-    return;
+    const dns = this.o.tenantDns ? await this.ensureDns(vc, state.result) : undefined;
+    // An exposed address still awaited (a load balancer's) is looked at again: nothing else wakes this key for it.
+    if (access?.waiting) return { requeueAfter: Math.min(dns?.requeueAfter ?? EXPOSE_RECHECK_MS, EXPOSE_RECHECK_MS) };
+    return dns;
   }
 
   /** ensureDns creates the tenant's missing DNS objects; a failure is logged and retried, the tenant keeps running. */
@@ -639,7 +645,8 @@ function withEffective(vc: VirtualCluster, e: EffectiveSettings, type: Provision
     spec: {
       ...vc.spec,
       provisioner: { ...vc.spec.provisioner, type },
-      apiServer: { extraArgs: e.apiServerArgs },
+      // expose passed the policy with the rest; the provisioner reads it from here
+      apiServer: { ...vc.spec.apiServer, extraArgs: e.apiServerArgs },
       controllerManager: { extraArgs: e.controllerManagerArgs },
       weight: e.weight,
       podSecurityLevel: e.podSecurityLevel,

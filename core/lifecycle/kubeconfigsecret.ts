@@ -1,23 +1,76 @@
-import type { Provisioned } from '../provisioners/provisioner.ts';
+import type { ConditionInput } from '../controller/status.ts';
+import type { ExternalAccess, Provisioned } from '../provisioners/provisioner.ts';
 
 /** SecretProvisioned is what the kubeconfig Secret of a VirtualCluster records of its control plane. */
 export type SecretProvisioned = Pick<Provisioned, 'kubeconfig' | 'apiserverEndpoint' | 'dnsApiEndpoint'>;
+
+/**
+ * MANAGER_KUBECONFIG_KEY holds, in a kubeconfig Secret whose `kubeconfig` names an exposed server (NodePort,
+ * LoadBalancer), the admin kubeconfig the manager reaches the apiserver with: a syncer or a standing-by manager
+ * reading the Secret dials what the manager dials, not the front door people use.
+ */
+export const MANAGER_KUBECONFIG_KEY = 'manager-kubeconfig';
 
 type Endpoint = NonNullable<Provisioned['dnsApiEndpoint']>;
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /**
- * kubeconfigSecretData is the data of the `<vc>-kubeconfig` Secret the manager writes: the admin kubeconfig, and, as
- * JSON under `endpoints`, where the tenant's workloads (`apiserverEndpoint`) and DNS server (`dnsApiEndpoint`) reach
- * its apiserver, each absent when the provisioner gave none, so that a syncer reading the Secret (`vc syncer`, a
- * manager standing by) builds the tenant the controller builds.
+ * kubeconfigSecretData is the data of the `<vc>-kubeconfig` Secret the manager writes: under `kubeconfig` the admin
+ * kubeconfig people use, which names the exposed server once there is one (externalAccess), else the manager's; then
+ * the manager's own under MANAGER_KUBECONFIG_KEY; and, as JSON under `endpoints`, where the tenant's workloads
+ * (`apiserverEndpoint`) and DNS server (`dnsApiEndpoint`) reach its apiserver, each absent when the provisioner gave
+ * none, so that a syncer reading the Secret (`vc syncer`, a manager standing by) builds the tenant the controller
+ * builds.
  */
-export function kubeconfigSecretData(p: SecretProvisioned): Record<string, string> {
+export function kubeconfigSecretData(
+  p: SecretProvisioned & Pick<Provisioned, 'externalAccess'>,
+): Record<string, string> {
   const endpoints: Pick<Provisioned, 'apiserverEndpoint' | 'dnsApiEndpoint'> = {};
   if (p.apiserverEndpoint) endpoints.apiserverEndpoint = p.apiserverEndpoint;
   if (p.dnsApiEndpoint) endpoints.dnsApiEndpoint = p.dnsApiEndpoint;
-  return { kubeconfig: b64(p.kubeconfig), endpoints: b64(JSON.stringify(endpoints)) };
+  const outside = p.externalAccess?.kubeconfig;
+  return {
+    kubeconfig: b64(outside ?? p.kubeconfig),
+    ...(outside && { [MANAGER_KUBECONFIG_KEY]: b64(p.kubeconfig) }),
+    endpoints: b64(JSON.stringify(endpoints)),
+  };
+}
+
+/** EXPOSED_CONDITION is the type of the VirtualCluster condition that says how its apiserver is reached from outside. */
+export const EXPOSED_CONDITION = 'Exposed';
+
+/**
+ * exposedCondition is the Exposed condition of a tenant whose provisioner exposes its apiserver: True with the type
+ * as reason and the outside server once known (ClusterIP: reached inside the super cluster only); False with what is
+ * awaited (e.g. WaitingForLoadBalancer) while the kubeconfig Secret names the manager's server (that of
+ * managerKubeconfig) meanwhile.
+ */
+export function exposedCondition(access: ExternalAccess, managerKubeconfig: string): ConditionInput {
+  const own = serverOf(managerKubeconfig);
+  const managerServer = own && `https://${own.host.includes(':') ? `[${own.host}]` : own.host}:${own.port}`;
+  if (access.waiting)
+    return {
+      type: EXPOSED_CONDITION,
+      status: 'False',
+      reason: access.waiting.reason,
+      message:
+        `${access.type}: waiting for ${access.waiting.message}; ` +
+        `the kubeconfig Secret names ${managerServer ?? 'the in-cluster server'} meanwhile`,
+    };
+  if (access.server)
+    return {
+      type: EXPOSED_CONDITION,
+      status: 'True',
+      reason: access.type,
+      message: `reached from outside the super cluster at ${access.server}`,
+    };
+  return {
+    type: EXPOSED_CONDITION,
+    status: 'True',
+    reason: access.type,
+    message: `reached inside the super cluster${managerServer ? ` at ${managerServer}` : ''} (Service type ${access.type})`,
+  };
 }
 
 /** endpoint reads one recorded endpoint: a host and a port from 1 to 65535 (and an optional tlsServerName). */
@@ -32,13 +85,15 @@ function endpoint(e: unknown): Endpoint | undefined {
 }
 
 /**
- * provisionedOfSecret reads the data of a kubeconfig Secret (kubeconfigSecretData); undefined without a kubeconfig.
+ * provisionedOfSecret reads the data of a kubeconfig Secret (kubeconfigSecretData), with the manager's kubeconfig
+ * (MANAGER_KUBECONFIG_KEY where the Secret has one, else `kubeconfig`); undefined without a kubeconfig.
  * A Secret written before the endpoints were recorded (or with them unreadable) gives the kubeconfig's server as the
  * workloads' endpoint and no DNS endpoint, as `vc syncer` read such Secrets before.
  */
 export function provisionedOfSecret(data: Record<string, string> | undefined): SecretProvisioned | undefined {
-  if (!data?.kubeconfig) return undefined;
-  const kubeconfig = Buffer.from(data.kubeconfig, 'base64').toString('utf8');
+  const own = data?.[MANAGER_KUBECONFIG_KEY] ?? data?.kubeconfig;
+  if (!data || !own) return undefined;
+  const kubeconfig = Buffer.from(own, 'base64').toString('utf8');
   let recorded: { apiserverEndpoint?: unknown; dnsApiEndpoint?: unknown } | undefined;
   try {
     const o: unknown = data.endpoints ? JSON.parse(Buffer.from(data.endpoints, 'base64').toString('utf8')) : undefined;

@@ -79,7 +79,6 @@ const SECRET_MODE = 0o600;
 export async function generateControlPlanePKI(opts: ControlPlanePKIOptions): Promise<ControlPlanePKI> {
   if (opts.clusterName.trim() === '') throw new Error('clusterName must not be empty');
   if (isIP(opts.serviceIP) === 0) throw new Error(`serviceIP ${opts.serviceIP} is not an IP address`);
-  const clusterDomain = opts.clusterDomain ?? 'cluster.local';
   const validityDays = opts.validityDays;
   const caValidityDays = opts.caValidityDays ?? validityDays;
 
@@ -91,20 +90,7 @@ export async function generateControlPlanePKI(opts: ControlPlanePKIOptions): Pro
   const client = (commonName: string, organizations: string[] = []): Promise<CertKeyPair> =>
     issueCert(ca, { commonName, organizations, usages: ['client'], validityDays });
   const [apiserver, frontProxyClient, admin, controllerManager, scheduler, kubeletClient] = await Promise.all([
-    issueCert(ca, {
-      commonName: 'kube-apiserver',
-      dnsNames: [
-        'kubernetes',
-        'kubernetes.default',
-        'kubernetes.default.svc',
-        `kubernetes.default.svc.${clusterDomain}`,
-        'localhost',
-        ...opts.apiserverDnsNames,
-      ],
-      ipAddresses: ['127.0.0.1', opts.serviceIP, ...opts.apiserverIPs],
-      usages: ['server'],
-      validityDays,
-    }),
+    issueApiserverCert(ca, opts),
     issueCert(frontProxyCA, { commonName: 'front-proxy-client', usages: ['client'], validityDays }),
     client('admin', ['system:masters']),
     client('system:kube-controller-manager'),
@@ -123,6 +109,31 @@ export async function generateControlPlanePKI(opts: ControlPlanePKIOptions): Pro
     kubeletClient,
     kubeletClientFingerprint: fingerprintSha256(kubeletClient.certPem),
   };
+}
+
+/**
+ * issueApiserverCert issues the kube-apiserver serving certificate of opts from ca: `kubernetes`,
+ * `kubernetes.default`, `kubernetes.default.svc`, `kubernetes.default.svc.<clusterDomain>`, `localhost`, 127.0.0.1,
+ * the service IP and opts' names and IPs. generateControlPlanePKI uses it, and so does whoever reissues only the
+ * serving certificate when the names a control plane is reached at change (the CA and every client stay).
+ */
+export function issueApiserverCert(ca: CertKeyPair, opts: ControlPlanePKIOptions): Promise<CertKeyPair> {
+  if (isIP(opts.serviceIP) === 0) throw new Error(`serviceIP ${opts.serviceIP} is not an IP address`);
+  const clusterDomain = opts.clusterDomain ?? 'cluster.local';
+  return issueCert(ca, {
+    commonName: 'kube-apiserver',
+    dnsNames: [
+      'kubernetes',
+      'kubernetes.default',
+      'kubernetes.default.svc',
+      `kubernetes.default.svc.${clusterDomain}`,
+      'localhost',
+      ...opts.apiserverDnsNames,
+    ],
+    ipAddresses: ['127.0.0.1', opts.serviceIP, ...opts.apiserverIPs],
+    usages: ['server'],
+    validityDays: opts.validityDays,
+  });
 }
 
 /**

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createCA, issueCert } from './ca.ts';
 import type { CertKeyPair } from './ca.ts';
-import { renderKubeconfig } from './kubeconfig.ts';
+import { renderKubeconfig, withServer } from './kubeconfig.ts';
 
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
 
@@ -131,5 +131,62 @@ describe('renderKubeconfig', () => {
     const base = { clusterName: 'c', server: 'https://x', caPem: ca.certPem, user: 'u' };
     expect(() => renderKubeconfig({ ...base, clientCertPem: admin.certPem })).toThrow(/go together/);
     expect(() => renderKubeconfig({ ...base, clientKeyPem: admin.keyPem })).toThrow(/go together/);
+  });
+});
+
+describe('withServer', () => {
+  const base = renderKubeconfig({
+    clusterName: 'dev',
+    server: 'https://apiserver.root.svc:6443',
+    caPem: '-----BEGIN CERTIFICATE-----\ntenant\n-----END CERTIFICATE-----\n',
+    user: 'admin',
+    token: 't0k',
+  });
+  type Doc = {
+    clusters: Array<{ name: string; cluster: Record<string, string> }>;
+    users: Array<{ user: Record<string, string> }>;
+  };
+
+  it('rewrites only the server, keeping the CA and the credentials', () => {
+    const out = parse(withServer(base, 'https://api.team-a.example.com/')) as Doc;
+    const before = parse(base) as Doc;
+    expect(out.clusters[0]!.cluster).toEqual({
+      ...before.clusters[0]!.cluster,
+      server: 'https://api.team-a.example.com',
+    });
+    expect(out.users).toEqual(before.users);
+  });
+
+  it('puts the front door CA in place of the tenant CA when given', () => {
+    const frontDoor = '-----BEGIN CERTIFICATE-----\nfront\n-----END CERTIFICATE-----\n';
+    const out = parse(withServer(base, 'https://10.1.2.3:8443', frontDoor)) as Doc;
+    expect(out.clusters[0]!.cluster).toEqual({
+      server: 'https://10.1.2.3:8443',
+      'certificate-authority-data': b64(frontDoor),
+    });
+  });
+
+  it.each([
+    [
+      'not a URL',
+      'api.example.com:443',
+      undefined,
+      /--server "api.example.com:443" is not a URL|expected an https URL/,
+    ],
+    ['plain http', 'http://api.example.com', undefined, /expected an https URL with a host/],
+    [
+      'a CA file without a certificate',
+      'https://a.example.com',
+      'hello',
+      /--certificate-authority: no PEM certificate/,
+    ],
+  ])('refuses %s', (_, server, ca, want) => {
+    expect(() => withServer(base, server, ca)).toThrow(want);
+  });
+
+  it('names the kubeconfig when it has no current cluster', () => {
+    expect(() =>
+      withServer('apiVersion: v1\nkind: Config\n', 'https://a.example.com', undefined, 'VirtualCluster x/y'),
+    ).toThrow('VirtualCluster x/y: current-context undefined names no context with a cluster');
   });
 });

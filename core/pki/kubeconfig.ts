@@ -1,4 +1,4 @@
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { parseKubeconfig } from '../kube/kubeconfig.ts';
 
 /** KubeconfigOptions describes the single cluster, user and context of a kubeconfig. */
@@ -57,4 +57,42 @@ export function caFromKubeconfig(text: string): string {
   const kc = parseKubeconfig(text, 'the tenant kubeconfig');
   if (!kc.caPem) throw new Error(`context ${kc.context} of the kubeconfig has no certificate-authority-data`);
   return kc.caPem;
+}
+
+/**
+ * withServer rewrites the server of a kubeconfig's current cluster to `server` (an https URL with a host), for a
+ * front door the platform runs in front of a tenant apiserver; with caPem, that cluster's CA becomes caPem (a front
+ * door presenting a certificate of another CA), else the CA stays. Nothing else changes: the credentials are the
+ * tenant's own. `what` names the kubeconfig in errors.
+ */
+export function withServer(text: string, server: string, caPem?: string, what = 'the kubeconfig'): string {
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new Error(`--server ${JSON.stringify(server)} is not a URL (expected https://host[:port])`);
+  }
+  if (url.protocol !== 'https:' || !url.hostname)
+    throw new Error(`--server ${server}: expected an https URL with a host, e.g. https://api.example.com:443`);
+  if (caPem !== undefined && !/-----BEGIN CERTIFICATE-----/.test(caPem))
+    throw new Error('--certificate-authority: no PEM certificate (-----BEGIN CERTIFICATE-----) in the file');
+  const doc: unknown = parse(text);
+  const kc = doc as {
+    'current-context'?: string;
+    contexts?: Array<{ name?: string; context?: { cluster?: string } }>;
+    clusters?: Array<{ name?: string; cluster?: Record<string, unknown> }>;
+  } | null;
+  if (!kc || typeof kc !== 'object') throw new Error(`${what} is not a kubeconfig document`);
+  const contextName = kc['current-context'];
+  const context = kc.contexts?.find((c) => c.name === contextName);
+  if (!context?.context?.cluster)
+    throw new Error(`${what}: current-context ${JSON.stringify(contextName)} names no context with a cluster`);
+  const cluster = kc.clusters?.find((c) => c.name === context.context!.cluster)?.cluster;
+  if (!cluster) throw new Error(`${what}: clusters has no entry ${JSON.stringify(context.context.cluster)}`);
+  cluster.server = server.replace(/\/+$/, '');
+  if (caPem !== undefined) {
+    delete cluster['certificate-authority'];
+    cluster['certificate-authority-data'] = base64(caPem);
+  }
+  return stringify(kc, { lineWidth: 0 });
 }

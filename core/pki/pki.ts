@@ -10,7 +10,7 @@ export {
   issueNodeCert,
 } from './ca.ts';
 export type { CertificateRequest, CertKeyPair, CertUsage, KeyPair, LeafOptions } from './ca.ts';
-export { PKI_FILES, generateControlPlanePKI, readPKI, writePKI } from './controlplane.ts';
+export { PKI_FILES, generateControlPlanePKI, issueApiserverCert, readPKI, writePKI } from './controlplane.ts';
 export type { CertKeyField, ControlPlanePKI, ControlPlanePKIOptions } from './controlplane.ts';
 export { renderKubeconfig } from './kubeconfig.ts';
 export type { KubeconfigOptions } from './kubeconfig.ts';

@@ -14,6 +14,21 @@ export interface Provisioned {
    * the DNS server asks for there (a view shared by several tenants routes by it)
    */
   dnsApiEndpoint?: { host: string; port: number; tlsServerName?: string };
+  /** how people outside the super cluster reach the apiserver, where the provisioner exposes it */
+  externalAccess?: ExternalAccess;
+}
+
+/**
+ * ExternalAccess is how people outside the super cluster reach a tenant apiserver (spec.apiServer.expose), where a
+ * provisioner exposes it: the Service type, and once known the server and an admin kubeconfig naming it; while the
+ * super cluster has not given an address yet, what is awaited (a CamelCase reason and a message).
+ */
+export interface ExternalAccess {
+  type: string;
+  server?: string;
+  /** the admin kubeconfig with `server` in place of the manager's; absent when the manager's is the one to use */
+  kubeconfig?: string;
+  waiting?: { reason: string; message: string };
 }
 
 /** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */
@@ -45,4 +60,19 @@ export interface Provisioner {
   remove(vc: VirtualCluster, rootNamespace: string): Promise<void | RemoveWaiting>;
   /** stop releases what this process runs without deleting data (manager shutdown) */
   stop?(): Promise<void>;
+}
+
+/**
+ * ProvisionRefused is thrown by ensure for a spec this provisioner cannot serve as asked (e.g. an exposure it has no
+ * means for): the controller shows the reason and message in the VirtualCluster's status and an event, and looks
+ * again later without a retry storm; nothing is started.
+ */
+export class ProvisionRefused extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProvisionRefused';
+  }
 }

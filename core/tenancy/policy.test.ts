@@ -579,6 +579,9 @@ describe('DEFAULT_POLICY', () => {
     ['quota.limitRange.limits', DEFAULT_POLICY.quotaLimitRange],
     ['quota.objects', DEFAULT_POLICY.quotaObjects],
     ['quota.etcdBytes', DEFAULT_POLICY.quotaEtcdBytes],
+    ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],
+    ['controlPlane.expose.extraNames', DEFAULT_POLICY.exposeExtraNames],
+    ['controlPlane.expose.fixedNodePort', DEFAULT_POLICY.exposeFixedNodePort],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
-import type { ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
+import type { ExposeType, ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from './allowlist.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
 import type {
@@ -33,6 +33,7 @@ export interface TenantPolicySpec {
     apiServer?: { extraArgs?: Record<string, string> };
     controllerManager?: { extraArgs?: Record<string, string> };
     tenantSettableArgs?: { apiServer?: string[]; controllerManager?: string[] };
+    expose?: ExposePolicy;
   };
   podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
   pods?: {
@@ -65,6 +66,16 @@ export interface TenantPolicySpec {
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
   pluginConfig?: Record<string, unknown>;
+}
+
+/** ExposePolicy is spec.controlPlane.expose: what a VirtualCluster may ask for in spec.apiServer.expose. */
+export interface ExposePolicy {
+  /** Service types beyond ClusterIP (always allowed) a VirtualCluster may ask for */
+  allowedTypes?: ExposeType[];
+  /** whether spec.apiServer.expose.extraDNSNames and extraIPs may be set */
+  extraNames?: boolean;
+  /** whether spec.apiServer.expose.nodePort may be set */
+  fixedNodePort?: boolean;
 }
 
 /** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */
@@ -140,6 +151,9 @@ export const DEFAULT_POLICY = {
     configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
   },
   quotaEtcdBytes: 2147483648,
+  exposeAllowedTypes: ['ClusterIP'],
+  exposeExtraNames: false,
+  exposeFixedNodePort: false,
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -176,6 +190,9 @@ export const DEFAULT_POLICY = {
   quotaLimitRange: readonly LimitRangeItem[];
   quotaObjects: Record<string, ObjectCaps>;
   quotaEtcdBytes: number;
+  exposeAllowedTypes: readonly ExposeType[];
+  exposeExtraNames: boolean;
+  exposeFixedNodePort: boolean;
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -341,6 +358,8 @@ export function evaluatePolicy(
     );
   }
 
+  for (const v of exposeViolations(s.apiServer?.expose, p.controlPlane?.expose, quoted)) refuse(v.field, v.message);
+
   const enforced: readonly string[] = p.plugins?.enforced ?? DEFAULT_POLICY.enforcedPlugins;
   const optIn: readonly string[] = p.plugins?.allowedOptIn ?? DEFAULT_POLICY.allowedOptIn;
   const disable = s.plugins?.disable ?? [];
@@ -436,6 +455,41 @@ export function evaluatePolicy(
     },
     violations,
   };
+}
+
+/**
+ * exposeViolations checks spec.apiServer.expose against the policy's controlPlane.expose: a Service type beyond
+ * ClusterIP that allowedTypes does not list, extra certificate names without extraNames, a chosen node port without
+ * fixedNodePort. A VirtualCluster that asks for nothing asks for ClusterIP, which every policy allows.
+ */
+export function exposeViolations(
+  expose: NonNullable<VirtualCluster['spec']['apiServer']>['expose'],
+  policy: ExposePolicy | undefined,
+  quoted: string,
+): PolicyViolation[] {
+  const out: PolicyViolation[] = [];
+  if (!expose) return out;
+  const allowed: readonly ExposeType[] = policy?.allowedTypes ?? DEFAULT_POLICY.exposeAllowedTypes;
+  if (expose.type && expose.type !== 'ClusterIP' && !allowed.includes(expose.type)) {
+    const listed = [...new Set(['ClusterIP', ...allowed])].join(', ');
+    out.push({
+      field: 'spec.apiServer.expose.type',
+      message: `Service type ${expose.type} is not allowed under ${quoted} (controlPlane.expose.allowedTypes: ${listed})`,
+    });
+  }
+  if (!(policy?.extraNames ?? DEFAULT_POLICY.exposeExtraNames))
+    for (const key of ['extraDNSNames', 'extraIPs'] as const)
+      if (expose[key]?.length)
+        out.push({
+          field: `spec.apiServer.expose.${key}`,
+          message: `extra serving certificate names are not allowed under ${quoted} (controlPlane.expose.extraNames)`,
+        });
+  if (expose.nodePort !== undefined && !(policy?.fixedNodePort ?? DEFAULT_POLICY.exposeFixedNodePort))
+    out.push({
+      field: 'spec.apiServer.expose.nodePort',
+      message: `choosing the node port ${expose.nodePort} is not allowed under ${quoted} (controlPlane.expose.fixedNodePort)`,
+    });
+  return out;
 }
 
 const optional = <K extends string, V>(key: K, v: V | undefined): Partial<Record<K, V>> =>

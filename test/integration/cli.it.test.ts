@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -95,6 +96,54 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const e = await vc(['exec', 'dev', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
     expect(e.code, e.stderr).toBe(0);
     expect(e.stdout.trim()).toBe('namespace/default');
+  });
+
+  it('rewrites the server for a front door the platform runs, keeping the tenant CA and credentials', async () => {
+    const own = await vc(['kubeconfig', 'dev', ...kc]);
+    const target = new URL(/server: (\S+)/.exec(own.stdout)![1]!);
+    // The platform's front door: a TCP pass-through on another port of this host, in front of the tenant apiserver.
+    const door = createServer((c) => {
+      const up = connect(Number(target.port), target.hostname);
+      c.pipe(up).pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => door.listen(0, '127.0.0.1', r));
+    try {
+      const server = `https://127.0.0.1:${(door.address() as AddressInfo).port}`;
+      const k = await vc(['kubeconfig', 'dev', '--server', server, ...kc]);
+      expect(k.code, k.stderr).toBe(0);
+      expect(k.stdout).toContain(`server: ${server}\n`);
+      expect(k.stdout.replace(/server: \S+/, '')).toBe(own.stdout.replace(/server: \S+/, ''));
+      const file = join(dir, 'front-door.kubeconfig');
+      writeFileSync(file, k.stdout, { mode: 0o600 });
+      const ns = await execP(binaryPath('kubectl'), [
+        '--kubeconfig',
+        file,
+        'get',
+        'namespace',
+        'default',
+        '-o',
+        'name',
+      ]);
+      expect(ns.stdout.trim()).toBe('namespace/default');
+    } finally {
+      await new Promise((r) => door.close(r));
+    }
+    const noPem = join(dir, 'not-a-ca.pem');
+    writeFileSync(noPem, 'hello\n');
+    for (const [args, message] of [
+      [['--server', 'http://127.0.0.1:1'], /--server http:\/\/127\.0\.0\.1:1: expected an https URL with a host/],
+      [['--certificate-authority', noPem], /--certificate-authority needs --server/],
+      [
+        ['--server', 'https://a.example.com', '--certificate-authority', noPem],
+        /--certificate-authority: no PEM certificate/,
+      ],
+    ] as const) {
+      const r = await vc(['kubeconfig', 'dev', ...args, ...kc]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(message);
+    }
   });
 
   /** createLocal creates a VirtualCluster on the local provisioner without waiting: it is still being provisioned. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
@@ -12,6 +12,7 @@ import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } fro
 import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
+import { withServer } from '../../pki/kubeconfig.ts';
 
 /** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default; its super kubeconfig is the default meta cluster. */
 export const DEFAULT_STATE_DIR = '.state/default';
@@ -242,13 +243,38 @@ export function registerVirtualClusterCommands(program: Command): void {
     .command('kubeconfig <name>')
     .description("print a VirtualCluster's admin kubeconfig")
     .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('--server <url>', 'a front door the platform runs: the server to write instead (credentials unchanged)')
+    .option('--certificate-authority <file>', 'with --server: the CA (PEM) of the front door, instead of the tenant CA')
     .option(...waitOpt)
     .option(...kcOpt)
-    .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string }) => {
-      const wait = waitSeconds(o.wait);
-      const c = await meta(o.kubeconfig);
-      process.stdout.write(await kubeconfigOf(c, await provisioned(c, splitName(name, o.namespace), wait)));
-    });
+    .action(
+      async (
+        name: string,
+        o: { namespace: string; wait: string; kubeconfig?: string; server?: string; certificateAuthority?: string },
+      ) => {
+        if (o.certificateAuthority && !o.server) throw new CliError('--certificate-authority needs --server');
+        let caPem: string | undefined;
+        if (o.certificateAuthority) {
+          try {
+            caPem = readFileSync(o.certificateAuthority, 'utf8');
+          } catch (e) {
+            throw new CliError(`--certificate-authority ${o.certificateAuthority}: ${(e as Error).message}`);
+          }
+        }
+        const wait = waitSeconds(o.wait);
+        const c = await meta(o.kubeconfig);
+        const k = splitName(name, o.namespace);
+        const text = await kubeconfigOf(c, await provisioned(c, k, wait));
+        if (!o.server) return void process.stdout.write(text);
+        try {
+          process.stdout.write(
+            withServer(text, o.server, caPem, `the kubeconfig of VirtualCluster ${k.namespace}/${k.name}`),
+          );
+        } catch (e) {
+          throw new CliError((e as Error).message);
+        }
+      },
+    );
 
   program
     .command('exec <name>')

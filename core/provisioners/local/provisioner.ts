@@ -10,7 +10,7 @@ import type { ExtraArgs } from '../../api/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
-import type { ProvisionLimits, Provisioner, ProvisionState } from '../provisioner.ts';
+import { ProvisionRefused, type ProvisionLimits, type Provisioner, type ProvisionState } from '../provisioner.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
@@ -102,6 +102,7 @@ export class LocalProvisioner implements Provisioner {
       apiServer: vc.spec.apiServer?.extraArgs,
       controllerManager: vc.spec.controllerManager?.extraArgs,
     });
+    assertLocalExpose(vc);
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
     const hash = specHash(vc, etcdBytes, this.options.kubeletCAFile);
     let entry = this.running.get(root);
@@ -272,6 +273,24 @@ async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
  * specHash covers every spec field start passes to a running control plane, and its storage quota; pkiExpireDays is
  * left out because a restart keeps the certificates it was first made with.
  */
+/**
+ * assertLocalExpose refuses an exposure the local provisioner has no means for. Its apiservers listen on 127.0.0.1
+ * of the manager's host (and, with podAddress, on a forwarder for the real nodes' Pods): there is no Service to make
+ * NodePort or LoadBalancer, and a certificate with more names would name addresses it does not listen on. So only
+ * ClusterIP, which here means "reached from the manager's host", and no extra names; a platform front door on the
+ * host is used with `vc kubeconfig NAME --server URL`.
+ */
+export function assertLocalExpose(vc: VirtualCluster): void {
+  const e = vc.spec.apiServer?.expose;
+  const why =
+    "the local provisioner runs the apiserver on 127.0.0.1 of the manager's host; it serves only ClusterIP " +
+    '(reached from that host; use `vc kubeconfig --server URL` for a front door there) or use the native provisioner';
+  if (e?.type && e.type !== 'ClusterIP')
+    throw new ProvisionRefused('ExposeUnsupported', `spec.apiServer.expose.type ${e.type}: ${why}`);
+  for (const key of ['extraDNSNames', 'extraIPs'] as const)
+    if (e?.[key]?.length) throw new ProvisionRefused('ExposeUnsupported', `spec.apiServer.expose.${key}: ${why}`);
+}
+
 function specHash(vc: VirtualCluster, etcdBytes: number, kubeletCAFile?: string): string {
   const s = vc.spec;
   const relevant = {

@@ -6,12 +6,13 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, isNotFound, type KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { childLogger } from '../../log.ts';
-import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
+import { ANN, IDENTITY, LABEL, PREFIX } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
+  issueApiserverCert,
   issueCert,
   renderKubeconfig,
   type ControlPlanePKI,
@@ -36,6 +37,15 @@ import {
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
 import type { Provisioner, ProvisionState, RemoveWaiting } from '../provisioner.ts';
+import {
+  exposeSettings,
+  exposure,
+  externalAccess,
+  servingNamesHash,
+  type ApiserverService,
+  type Exposure,
+  type NodeLike,
+} from './expose.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 const log = childLogger({ controller: 'provisioner-native' });
@@ -46,6 +56,14 @@ export const PKI_SECRET = 'vc-pki';
 export const PKI_SECRET_KEY = 'pki.json';
 /** PKI_OPTIONS_ANNOTATION on PKI_SECRET is pkiOptionsHash of the options the PKI was generated with. */
 export const PKI_OPTIONS_ANNOTATION = ANN.pkiOptionsHash;
+/**
+ * SERVING_NAMES_ANNOTATION on PKI_SECRET is servingNamesHash of the exposed names (spec.apiServer.expose and the
+ * addresses of its Service) the apiserver's serving certificate carries; when only they change, only that
+ * certificate is issued again, from the same CA, so every kubeconfig and ServiceAccount token stays valid.
+ */
+export const SERVING_NAMES_ANNOTATION = `${PREFIX}/serving-names-hash`;
+/** EXPOSE_RECHECK_MS is how soon a reconcile looks again while the exposed address is awaited. */
+export const EXPOSE_RECHECK_MS = 10_000;
 /** READYZ_TIMEOUT_MS bounds the /readyz probe of the tenant apiserver. */
 export const READYZ_TIMEOUT_MS = 3000;
 
@@ -65,10 +83,6 @@ interface StatefulSet extends KubeObject {
 
 interface Secret extends KubeObject {
   data?: Record<string, string>;
-}
-
-interface Service extends KubeObject {
-  spec?: { clusterIP?: string };
 }
 
 /** API_ACCESS lists how a manager can reach the tenant apiservers of the native provisioner. */
@@ -148,7 +162,10 @@ export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
  * sees it ready and says so in waitingFor; with NativeOptions.apiserverAccess `ClusterIP` the manager gets a
  * kubeconfig for the Service's ClusterIP instead (the local super cluster's real nodes run kube-proxy on this host).
  * The Services are applied first: the Pods map the in-cluster names to their ClusterIPs (hostAliases), so the
- * control plane needs no cluster DNS.
+ * control plane needs no cluster DNS. The `apiserver` Service has the exposed type (spec.apiServer.expose,
+ * core/provisioners/native/expose.ts); the addresses it is reached at from outside (the nodes' for NodePort, the load
+ * balancer's once assigned) and the extra names go into the serving certificate, which alone is issued again when
+ * they change, and the result carries an admin kubeconfig for the outside server (externalAccess).
  */
 export class NativeProvisioner implements Provisioner {
   readonly type = 'native';
@@ -189,9 +206,12 @@ export class NativeProvisioner implements Provisioner {
       },
     });
     await this.ensureNamespace(vc, root);
+    const expose = exposeSettings(vc.spec.apiServer?.expose, clusterVersion.spec.apiServer?.serviceType);
     const serviceIPs: NativeServiceIPs = {};
-    for (const svc of renderNativeServices(clusterVersion, root)) {
-      const applied = await this.superClient.apply<Service>(R.services, svc, IDENTITY.manager);
+    let apiserverService: ApiserverService | undefined;
+    for (const svc of renderNativeServices(clusterVersion, root, expose)) {
+      const applied = await this.superClient.apply<ApiserverService>(R.services, svc, IDENTITY.manager);
+      if (svc.metadata?.name === 'apiserver') apiserverService = applied;
       const ip = applied.spec?.clusterIP;
       if (!ip || ip === 'None') continue;
       if (svc.metadata?.name === 'apiserver') serviceIPs.apiserver = ip;
@@ -200,7 +220,10 @@ export class NativeProvisioner implements Provisioner {
     const byClusterIP = this.opts.apiserverAccess === 'ClusterIP';
     if (byClusterIP && !serviceIPs.apiserver)
       return { ready: false, waitingFor: `a ClusterIP for the Service ${root}/apiserver` };
-    const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : []);
+    const nodes =
+      expose.type === 'NodePort' ? (await this.superClient.listAll<NodeLike>(R.nodes)).items : ([] as NodeLike[]);
+    const exposed = exposure(expose, apiserverService!, nodes, this.opts.placement);
+    const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : [], exposed.sans);
     const objects = renderNative({
       vc,
       clusterVersion,
@@ -252,6 +275,7 @@ export class NativeProvisioner implements Provisioner {
         kubeconfig,
         kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
         apiserverEndpoint: { host, port: NATIVE_PORTS.apiserver },
+        externalAccess: externalAccess(exposed, vc.metadata?.name ?? root, pki),
         ...(this.opts.dnsView && { dnsApiEndpoint: await this.ensureDnsView(vc, root, pki, target) }),
       },
     };
@@ -319,37 +343,48 @@ export class NativeProvisioner implements Provisioner {
    * for other certificate options. Creation is a create, not an apply: of two racing managers one wins and the
    * other reads its PKI.
    */
-  private async ensurePKI(vc: VirtualCluster, root: string, apiserverIPs: string[]): Promise<ControlPlanePKI> {
-    const opts = nativePKIOptions(vc, root, undefined, apiserverIPs);
-    const hash = pkiOptionsHash(opts);
+  private async ensurePKI(
+    vc: VirtualCluster,
+    root: string,
+    apiserverIPs: string[],
+    exposed: Exposure['sans'],
+  ): Promise<ControlPlanePKI> {
+    const base = nativePKIOptions(vc, root, undefined, apiserverIPs);
+    const hash = pkiOptionsHash(base);
+    const namesHash = servingNamesHash(exposed);
+    // The exposed names are not part of the options hash: a change of them alone reissues the serving certificate.
+    const opts = {
+      ...base,
+      apiserverDnsNames: [...base.apiserverDnsNames, ...exposed.dnsNames],
+      apiserverIPs: [...base.apiserverIPs, ...exposed.ips],
+    };
     const existing = await this.superClient.getOrNull<Secret>(R.secrets, root, PKI_SECRET);
-    if (existing && existing.metadata?.annotations?.[PKI_OPTIONS_ANNOTATION] === hash) return parsePKI(existing, root);
+    const annotations = existing?.metadata?.annotations ?? {};
+    if (existing && annotations[PKI_OPTIONS_ANNOTATION] === hash) {
+      const pki = parsePKI(existing, root);
+      if ((annotations[SERVING_NAMES_ANNOTATION] ?? servingNamesHash({ dnsNames: [], ips: [] })) === namesHash)
+        return pki;
+      log.info({ tenant: root, names: exposed }, 'exposed names changed; reissuing the apiserver serving certificate');
+      const reissued = { ...pki, apiserver: await issueApiserverCert(pki.ca, opts) };
+      await this.superClient.update(R.secrets, pkiSecret(root, reissued, hash, namesHash, existing), {
+        fieldManager: IDENTITY.manager,
+      });
+      return reissued;
+    }
 
     const pki = await generateControlPlanePKI(opts);
-    const secret: Secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: PKI_SECRET,
-        namespace: root,
-        labels: { [LABEL.managedBy]: IDENTITY.manager, [LABEL.cluster]: root },
-        annotations: { [PKI_OPTIONS_ANNOTATION]: hash },
-      },
-      type: 'Opaque',
-      data: { [PKI_SECRET_KEY]: Buffer.from(JSON.stringify(pki), 'utf8').toString('base64') },
-    };
     if (existing) {
       log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
       // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
-      await this.superClient.update(
-        R.secrets,
-        { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } },
-        { fieldManager: IDENTITY.manager },
-      );
+      await this.superClient.update(R.secrets, pkiSecret(root, pki, hash, namesHash, existing), {
+        fieldManager: IDENTITY.manager,
+      });
       return pki;
     }
     try {
-      await this.superClient.create(R.secrets, secret, { fieldManager: IDENTITY.manager });
+      await this.superClient.create(R.secrets, pkiSecret(root, pki, hash, namesHash), {
+        fieldManager: IDENTITY.manager,
+      });
       log.info({ tenant: root }, 'tenant PKI generated');
       return pki;
     } catch (e) {
@@ -401,6 +436,26 @@ export class NativeProvisioner implements Provisioner {
       log.info({ tenant: root, data }, 'etcd data removed');
     }
   }
+}
+
+/**
+ * pkiSecret is PKI_SECRET holding pki, annotated with the hashes it was made for; given the Secret it replaces, with
+ * that one's resourceVersion, so a concurrent writer makes the update a conflict (the next reconcile reads theirs).
+ */
+function pkiSecret(root: string, pki: ControlPlanePKI, hash: string, namesHash: string, replaces?: Secret): Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: PKI_SECRET,
+      namespace: root,
+      labels: { [LABEL.managedBy]: IDENTITY.manager, [LABEL.cluster]: root },
+      annotations: { [PKI_OPTIONS_ANNOTATION]: hash, [SERVING_NAMES_ANNOTATION]: namesHash },
+      ...(replaces && { resourceVersion: replaces.metadata?.resourceVersion }),
+    },
+    type: 'Opaque',
+    data: { [PKI_SECRET_KEY]: Buffer.from(JSON.stringify(pki), 'utf8').toString('base64') },
+  };
 }
 
 function parsePKI(secret: Secret, root: string): ControlPlanePKI {

@@ -8,6 +8,8 @@ import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
+import type { ApiServerExpose } from '../../api/virtualcluster.ts';
+import { exposeSettings, type ExposeSettings } from './expose.ts';
 import { apiserverFlags, controllerManagerFlags, flagList, pkiPaths, TENANT_CONTROLLERS } from './flags.ts';
 
 /** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
@@ -20,7 +22,7 @@ export interface VirtualCluster extends KubeObject {
     pkiExpireDays?: number;
     /** the tenant's service CIDR; default TENANT_DEFAULTS.serviceCidr */
     serviceCidr?: string;
-    apiServer?: { extraArgs?: Record<string, string> };
+    apiServer?: { extraArgs?: Record<string, string>; expose?: ApiServerExpose };
     controllerManager?: { extraArgs?: Record<string, string> };
   };
 }
@@ -83,7 +85,6 @@ export interface NativeServiceIPs {
 export const NATIVE_DEFAULTS = {
   etcdImage: 'registry.k8s.io/etcd:3.6.6-0',
   etcdStorageSize: '1Gi',
-  serviceType: 'ClusterIP',
   /** the super cluster's DNS domain, in which `apiserver.<root>.svc.<domain>` resolves */
   superClusterDomain: 'cluster.local',
 } as const;
@@ -251,7 +252,11 @@ export function renderNative(input: NativeInput): KubeObject[] {
   });
   const etcdArgs = etcdFlags(root, cv.spec.etcd?.extraArgs);
 
-  const [etcdService, etcdClientService, apiserverService] = renderNativeServices(cv, root);
+  const [etcdService, etcdClientService, apiserverService] = renderNativeServices(
+    cv,
+    root,
+    exposeSettings(s.apiServer?.expose, cv.spec.apiServer?.serviceType),
+  );
   const pod: PodParts = {
     hostAliases: hostAliases(root, input.serviceIPs),
     placement: input.placement,
@@ -374,11 +379,16 @@ export function renderNative(input: NativeInput): KubeObject[] {
 
 /**
  * renderNativeServices are the Services of a tenant control plane, which need no PKI: `etcd` (headless, it names
- * the member `etcd-0`), ETCD_CLIENT_SERVICE (a ClusterIP for etcd's client port) and `apiserver` (of the
- * ClusterVersion's type). The provisioner applies them first: their ClusterIPs go into the Pods' /etc/hosts and,
- * when the manager reaches the apiserver there, into the apiserver's certificate.
+ * the member `etcd-0`), ETCD_CLIENT_SERVICE (a ClusterIP for etcd's client port) and `apiserver`, of the exposed
+ * type (spec.apiServer.expose, else the ClusterVersion's serviceType, else ClusterIP) with the chosen node port if
+ * any. The provisioner applies them first: their ClusterIPs go into the Pods' /etc/hosts and, when the manager
+ * reaches the apiserver there, into the apiserver's certificate; the exposed addresses go there too.
  */
-export function renderNativeServices(cv: ClusterVersion, root: string): KubeObject[] {
+export function renderNativeServices(
+  cv: ClusterVersion,
+  root: string,
+  expose: ExposeSettings = exposeSettings(undefined, cv.spec.apiServer?.serviceType),
+): KubeObject[] {
   return [
     {
       apiVersion: 'v1',
@@ -408,9 +418,16 @@ export function renderNativeServices(cv: ClusterVersion, root: string): KubeObje
       kind: 'Service',
       metadata: objectMeta(root, 'apiserver', 'apiserver'),
       spec: {
-        type: cv.spec.apiServer?.serviceType ?? NATIVE_DEFAULTS.serviceType,
+        type: expose.type,
         selector: selector(root, 'apiserver'),
-        ports: [{ name: 'https', port: NATIVE_PORTS.apiserver, targetPort: NATIVE_PORTS.apiserver }],
+        ports: [
+          {
+            name: 'https',
+            port: NATIVE_PORTS.apiserver,
+            targetPort: NATIVE_PORTS.apiserver,
+            ...(expose.nodePort !== undefined && { nodePort: expose.nodePort }),
+          },
+        ],
       },
     },
   ];
