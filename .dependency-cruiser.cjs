@@ -84,15 +84,6 @@ module.exports = {
       to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: `${API}|^plugins/sdk/src/kube\\.ts$` },
     },
     {
-      name: 'domain-imports-moved-path',
-      comment:
-        'core/lifecycle/types.ts and core/scheduler/registration.ts only re-export what moved to core/api and ' +
-        'core/superclusters, for the vc CLI and the tests; the domain imports the new homes.',
-      severity: 'error',
-      from: { path: DOMAIN, pathNot: TESTS },
-      to: { path: '^core/(lifecycle/types|scheduler/registration)\\.ts$' },
-    },
-    {
       name: 'core-folder-outside-layers',
       comment: 'Every core/ file belongs to a layer (and a domain folder to a tier of DOMAIN_ORDER) before it imports.',
       severity: 'error',
