@@ -77,6 +77,15 @@ module.exports = {
   forbidden: [
     ...domainOrderRules,
     {
+      name: 'production-imports-testing',
+      comment:
+        'testing.ts files hold test fixtures (static directories, host snapshots) and are left out of the build: ' +
+        'only tests, test helpers and other testing.ts files import them.',
+      severity: 'error',
+      from: { pathNot: `${TESTS}|(^|/)testing\\.ts$` },
+      to: { path: '(^|/)testing\\.ts$' },
+    },
+    {
       name: 'api-imports-beyond-sdk',
       comment: 'core/api is the leaf every layer may import: it imports its own files and the SDK object shapes only.',
       severity: 'error',
