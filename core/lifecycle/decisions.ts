@@ -21,6 +21,31 @@ export const REFUSED_RECHECK_MS = 30_000;
 /** WAITING_RECHECK_MS is how soon a control plane that is still starting is looked at again. */
 export const WAITING_RECHECK_MS = 2000;
 
+/** INVALID_SPEC is the reason of a VirtualCluster whose spec fails its schema or its plugins' config schemas. */
+export const INVALID_SPEC = 'InvalidSpec';
+/** UNKNOWN_SUPER_CLUSTER is the reason of a VirtualCluster pinned to a super cluster this manager does not serve. */
+export const UNKNOWN_SUPER_CLUSTER = 'UnknownSuperCluster';
+/** POLICY_VIOLATION is the reason of a VirtualCluster whose spec its TenantPolicy refuses. */
+export const POLICY_VIOLATION = 'PolicyViolation';
+/** PROVISIONER_UNAVAILABLE is the reason of a VirtualCluster whose provisioner this manager does not have. */
+export const PROVISIONER_UNAVAILABLE = 'ProvisionerUnavailable';
+/** PROVISIONING is the reason of a control plane's first start, announced before the provisioner runs. */
+export const PROVISIONING = 'Provisioning';
+/** PROVISION_FAILED is the reason of a control plane whose provisioner failed (it is retried with back-off). */
+export const PROVISION_FAILED = 'ProvisionFailed';
+/** WAITING is the reason of a control plane the provisioner reports as still starting. */
+export const WAITING = 'Waiting';
+/** NOT_OWNED is the reason of a VirtualCluster whose root namespace, kubeconfig Secret or CA ConfigMap is not its own. */
+export const NOT_OWNED = 'NotOwned';
+/** RUNNING is the reason of a serving control plane (status, Ready condition and first-start event). */
+export const RUNNING = 'Running';
+/** UPDATED is the reason of the event on a control plane rolled to a new spec. */
+export const UPDATED = 'Updated';
+/** DELETING is the reason of a VirtualCluster whose control plane and namespaces are being removed. */
+export const DELETING = 'Deleting';
+/** ACCEPTED is the reason of the PolicyAccepted=True condition. */
+export const ACCEPTED = 'Accepted';
+
 /** LifecycleEvent is one Kubernetes Event a step records on the VirtualCluster. */
 export interface LifecycleEvent {
   type: 'Normal' | 'Warning';
@@ -59,7 +84,7 @@ export function policyAccepted(e: EffectiveSettings): ConditionInput {
   return {
     type: 'PolicyAccepted',
     status: 'True',
-    reason: 'Accepted',
+    reason: ACCEPTED,
     message: `within policy ${JSON.stringify(e.policyName)}`,
   };
 }
@@ -87,7 +112,7 @@ function unchanged(vc: VirtualCluster, reason: string, message: string): boolean
 export function invalidSpec(key: string, schemaMessage: string | undefined, pluginErrors: string[]): Outcome {
   if (schemaMessage === undefined && !pluginErrors.length) return CONTINUE;
   const message = schemaMessage ?? pluginErrors.map((e) => `VirtualCluster ${key}: ${e}`).join('\n');
-  return failed('InvalidSpec', message, { events: [{ type: 'Warning', reason: 'InvalidSpec', message }] });
+  return failed(INVALID_SPEC, message, { events: [{ type: 'Warning', reason: INVALID_SPEC, message }] });
 }
 
 /**
@@ -97,7 +122,7 @@ export function invalidSpec(key: string, schemaMessage: string | undefined, plug
  */
 export function unknownSuperCluster(vc: VirtualCluster, key: string, known: true | string): Outcome {
   if (known === true) return CONTINUE;
-  const reason = 'UnknownSuperCluster';
+  const reason = UNKNOWN_SUPER_CLUSTER;
   const message = `VirtualCluster ${key}: spec.superCluster ${JSON.stringify(vc.spec?.superCluster)}: ${known}`;
   return failed(reason, message, {
     events: unchanged(vc, reason, message) ? [] : [{ type: 'Warning', reason, message }],
@@ -115,7 +140,7 @@ export function policyRefused(
   message: string,
   lastAccepted: EffectiveSettings | undefined,
 ): Outcome {
-  const reason = 'PolicyViolation';
+  const reason = POLICY_VIOLATION;
   const notAccepted: ConditionInput = { type: 'PolicyAccepted', status: 'False', reason, message };
   const phase = vc.status?.phase;
   if (lastAccepted && (phase === 'Running' || phase === 'Updating')) {
@@ -123,7 +148,7 @@ export function policyRefused(
     return {
       stop: true,
       status: { reason, message: kept },
-      conditions: [ready('True', 'Running', 'control plane is serving'), notAccepted],
+      conditions: [ready('True', RUNNING, 'control plane is serving'), notAccepted],
       events: unchanged(vc, reason, kept) ? [] : [{ type: 'Warning', reason, message }],
     };
   }
@@ -143,7 +168,7 @@ export function provisionerUnavailable(type: string | undefined, available: bool
   const message = type
     ? `provisioner "${type}" is not available in this manager (spec.provisioner.type)`
     : 'no provisioner named (spec.provisioner.type) and this manager has no default (virtualClusters.defaultProvisioner)';
-  return { ...failed('ProvisionerUnavailable', message), release: false };
+  return { ...failed(PROVISIONER_UNAVAILABLE, message), release: false };
 }
 
 /** isFirstStart reports whether vc's control plane has never been Running (then reaching it announces Running). */
@@ -159,12 +184,12 @@ export function provisioningStarts(vc: VirtualCluster, type: string): Outcome {
   if (!isFirstStart(vc) || vc.status?.phase === 'Provisioning') return CONTINUE;
   return {
     publish: true,
-    status: { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` },
-    conditions: [ready('False', 'Provisioning', 'control plane starting')],
+    status: { phase: 'Provisioning', reason: PROVISIONING, message: `provisioning with ${type}` },
+    conditions: [ready('False', PROVISIONING, 'control plane starting')],
     events: [
       {
         type: 'Normal',
-        reason: 'Provisioning',
+        reason: PROVISIONING,
         message: `provisioning the control plane with the ${type} provisioner`,
       },
     ],
@@ -178,7 +203,7 @@ export function provisioningStarts(vc: VirtualCluster, type: string): Outcome {
  */
 export function provisionFailed(e: unknown, refusal: string | undefined): Outcome {
   const message = e instanceof Error ? e.message : String(e);
-  const reason = refusal ?? 'ProvisionFailed';
+  const reason = refusal ?? PROVISION_FAILED;
   return {
     ...failed(reason, message, { events: [{ type: 'Warning', reason, message }] }),
     release: false,
@@ -192,8 +217,8 @@ export function stillStarting(state: ProvisionState): Outcome {
   const message = `waiting for ${state.waitingFor}`;
   return {
     stop: true,
-    status: { phase: 'Provisioning', reason: 'Waiting', message },
-    conditions: [ready('False', 'Waiting', message)],
+    status: { phase: 'Provisioning', reason: WAITING, message },
+    conditions: [ready('False', WAITING, message)],
     requeueAfter: WAITING_RECHECK_MS,
   };
 }
@@ -201,8 +226,8 @@ export function stillStarting(state: ProvisionState): Outcome {
 /** notOwned decides on an object the VirtualCluster needs that exists and is not the manager's: NotOwned, 30 s. */
 export function notOwned(message: string | undefined): Outcome {
   if (!message) return CONTINUE;
-  return failed('NotOwned', message, {
-    events: [{ type: 'Warning', reason: 'NotOwned', message }],
+  return failed(NOT_OWNED, message, {
+    events: [{ type: 'Warning', reason: NOT_OWNED, message }],
     requeueAfter: REFUSED_RECHECK_MS,
   });
 }
@@ -227,7 +252,7 @@ export function running(
     publish: true,
     status: {
       phase: 'Running',
-      reason: 'Running',
+      reason: RUNNING,
       message,
       clusterNamespace: root,
       kubeconfigSecretName: secretName,
@@ -235,11 +260,11 @@ export function running(
       apiserverEndpoint: endpoint ? `https://${endpoint.host}:${endpoint.port}` : undefined,
     },
     conditions: [
-      ready('True', 'Running', 'control plane is serving'),
+      ready('True', RUNNING, 'control plane is serving'),
       policyAccepted(effective),
       ...(access ? [exposedCondition(access, p.kubeconfig)] : []),
     ],
-    events: first || state.rolled ? [{ type: 'Normal', reason: state.rolled ? 'Updated' : 'Running', message }] : [],
+    events: first || state.rolled ? [{ type: 'Normal', reason: state.rolled ? UPDATED : RUNNING, message }] : [],
   };
 }
 
@@ -259,8 +284,8 @@ export function deleting(vc: VirtualCluster): Outcome {
   return {
     publish: true,
     release: true,
-    status: { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' },
-    conditions: [ready('False', 'Deleting', 'deleting')],
+    status: { phase: 'Deleting', reason: DELETING, message: 'removing the control plane and super namespaces' },
+    conditions: [ready('False', DELETING, 'deleting')],
   };
 }
 
