@@ -77,20 +77,20 @@ module.exports = {
   forbidden: [
     ...domainOrderRules,
     {
+      name: 'production-imports-testing',
+      comment:
+        'testing.ts files hold test fixtures (static directories, host snapshots) and are left out of the build: ' +
+        'only tests, test helpers and other testing.ts files import them.',
+      severity: 'error',
+      from: { pathNot: `${TESTS}|(^|/)testing\\.ts$` },
+      to: { path: '(^|/)testing\\.ts$' },
+    },
+    {
       name: 'api-imports-beyond-sdk',
       comment: 'core/api is the leaf every layer may import: it imports its own files and the SDK object shapes only.',
       severity: 'error',
       from: { path: API, pathNot: TESTS },
       to: { path: '^(core|gitops|plugins|schemas|test)/', pathNot: `${API}|^plugins/sdk/src/kube\\.ts$` },
-    },
-    {
-      name: 'domain-imports-moved-path',
-      comment:
-        'core/lifecycle/types.ts and core/scheduler/registration.ts only re-export what moved to core/api and ' +
-        'core/superclusters, for the vc CLI and the tests; the domain imports the new homes.',
-      severity: 'error',
-      from: { path: DOMAIN, pathNot: TESTS },
-      to: { path: '^core/(lifecycle/types|scheduler/registration)\\.ts$' },
     },
     {
       name: 'core-folder-outside-layers',

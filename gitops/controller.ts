@@ -67,9 +67,12 @@ export interface GitOpsOptions {
 /** MIN_INTERVAL_DEFAULT_MS is the platform's default floor of poll intervals, as in the manager configuration schema. */
 export const MIN_INTERVAL_DEFAULT_MS = 10_000;
 
-interface SourceState {
+/**
+ * SourceProgress is what the controller knows of one GitSource apart from its poller: the poller's callbacks read and
+ * write it, so it exists before the poller does.
+ */
+interface SourceProgress {
   specHash: string;
-  poller: SourcePoller;
   applier: Applier;
   artifact?: Artifact;
   error?: SourceError;
@@ -83,6 +86,11 @@ interface SourceState {
    * apply (also when writing the record failed: what this process applied is known without it)
    */
   record: AppliedRecord;
+}
+
+/** SourceState is a GitSource's progress together with the poller that feeds it. */
+interface SourceState extends SourceProgress {
+  poller: SourcePoller;
 }
 
 /** parseDuration reads `90s`, `1m`, `1h30m`, `500ms` into milliseconds. */
@@ -281,14 +289,13 @@ export class GitOpsController {
       );
     const [creds, keys, hook] = secrets;
     const ref = gitRefOf(gs);
-    const st: SourceState = {
+    const progress: SourceProgress = {
       specHash,
       applier: new Applier({
         client: this.o.meta,
         source: { namespace: gs.metadata.namespace, name: gs.metadata.name },
         scope: scopeOf(gs.metadata, this.o.scope),
       }),
-      poller: undefined as unknown as SourcePoller,
       artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
       uid: gs.metadata.uid,
       record,
@@ -298,15 +305,19 @@ export class GitOpsController {
     const fetcher = {
       resolve: async (req: Parameters<GitSourceFetcher['resolve']>[0]) => {
         const r = await this.fetcher.resolve(req);
-        if (st.error && st.error.reason !== 'VerificationFailed' && r.commit === st.artifact?.revision) {
-          st.error = undefined;
+        if (
+          progress.error &&
+          progress.error.reason !== 'VerificationFailed' &&
+          r.commit === progress.artifact?.revision
+        ) {
+          progress.error = undefined;
           this.queue.add(key);
         }
         return r;
       },
       artifact: (...a: Parameters<GitSourceFetcher['artifact']>) => this.fetcher.artifact(...a),
     };
-    st.poller = new SourcePoller({
+    const poller = new SourcePoller({
       fetcher,
       spec: {
         url: gs.spec.url,
@@ -320,7 +331,7 @@ export class GitOpsController {
         history: () => {
           const now = this.sources.get(key) ?? gs;
           const base = descentBase(
-            st.record,
+            progress.record,
             now.status?.lastAppliedRevision,
             `${gs.metadata.namespace}/${recordName(gs.metadata.name)}`,
           );
@@ -329,16 +340,17 @@ export class GitOpsController {
         },
       },
       onArtifact: (a) => {
-        st.artifact = a;
-        st.error = undefined;
+        progress.artifact = a;
+        progress.error = undefined;
         this.queue.add(key);
       },
       onError: (e) => {
-        st.error = e;
+        progress.error = e;
         sourceErrors.inc({ source: key, reason: e.reason });
         this.queue.add(key);
       },
     });
+    const st: SourceState = Object.assign(progress, { poller });
     if (hook && gs.spec.webhook) {
       const secret = secretValue(hook, 'token');
       if (!secret)
@@ -349,7 +361,7 @@ export class GitOpsController {
         path: hookPath(gs.metadata.namespace, gs.metadata.name),
         kind: gs.spec.webhook.kind,
         secret,
-        onTrigger: () => void st.poller.trigger(),
+        onTrigger: () => void poller.trigger(),
       };
     }
     this.state.set(key, st);

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { R } from '../core/kube/resources.ts';
 import { VirtualClusterController } from '../core/lifecycle/controller.ts';
-import type { VirtualCluster } from '../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../core/api/virtualcluster.ts';
 import { applyCRDs } from '../core/programs/embedded/embedded.ts';
 import { ImportProvisioner } from '../core/provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../core/provisioners/local/provisioner.ts';

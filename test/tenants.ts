@@ -5,7 +5,7 @@
 import { expect } from 'vitest';
 import type { KubeClient, KubeObject } from '../core/kube/client.ts';
 import { R } from '../core/kube/resources.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../core/lifecycle/types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../core/api/virtualcluster.ts';
 import { PLACEMENTS, SLICE } from '../core/scheduler/annotations.ts';
 import { eventually } from './harness.ts';
 

@@ -7,7 +7,7 @@ const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 
 const reconcileTotal = new Counter({
   name: 'vc_controller_reconcile_total',
-  help: 'Finished reconciles, by controller and result (success, requeue_after, error, terminal_error).',
+  help: 'Finished reconciles, by controller and result (success, requeue_after, error).',
   labelNames: ['controller', 'result'],
   registers: [registry],
 });

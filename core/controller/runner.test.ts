@@ -5,7 +5,7 @@ import { FairQueue, tenantOfKey } from '../queue/fairqueue.ts';
 import { ItemExponentialFailureRateLimiter } from '../queue/ratelimiter.ts';
 import { registry } from '../metrics/registry.ts';
 import { WorkQueue, type RateLimitingQueue } from '../queue/workqueue.ts';
-import { Runner, TerminalError, type ReconcileEnding, type Result } from './runner.ts';
+import { Runner, type ReconcileEnding, type Result } from './runner.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -90,40 +90,6 @@ describe('Runner', () => {
     }
     expect(retriedAt).toEqual([100, 100 + 200, 100 + 200 + 400]);
     expect(outcomes).toEqual(['error', 'error', 'error', 'success']);
-  });
-
-  it.each([
-    { name: 'a TerminalError', err: new TerminalError('InvalidSpec', 'spec.size is negative') },
-    {
-      name: 'an error caused by a TerminalError',
-      err: new Error('wrapped', { cause: new TerminalError('InvalidSpec') }),
-    },
-  ])('does not retry $name and forgets earlier failures', async ({ err }) => {
-    let calls = 0;
-    const { queue, clock, outcomes } = setup(async () => {
-      if (calls++ === 0) throw new Error('transient');
-      throw err;
-    });
-    queue.add('a');
-    await flush();
-    clock.step(100);
-    await flush();
-    expect(outcomes).toEqual(['error', 'terminal_error']);
-    expect(queue.numRequeues('a')).toBe(0);
-    clock.step(1_000_000);
-    await flush();
-    expect(calls).toBe(2);
-    expect(clock.pending()).toBe(0);
-  });
-
-  it('keeps TerminalError details', () => {
-    const err = new TerminalError('InvalidSpec', 'bad size');
-    expect([err.name, err.reason, err.message, err instanceof Error]).toEqual([
-      'TerminalError',
-      'InvalidSpec',
-      'bad size',
-      true,
-    ]);
   });
 
   it('runs the key again after requeueAfter, with its retry history forgotten', async () => {

@@ -11,23 +11,6 @@ import { runnerMetrics } from './metrics.ts';
 export type Result = { requeueAfter?: number } | void;
 
 /**
- * TerminalError fails a reconcile for good: the runner logs it and forgets the key instead of retrying it. An error
- * whose `cause` chain holds a TerminalError counts as one.
- */
-export class TerminalError extends Error {
-  override readonly name = 'TerminalError';
-
-  constructor(
-    /** reason is a short machine-readable cause, e.g. `InvalidSpec`. */
-    readonly reason: string,
-    message: string = reason,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
-
-/**
  * Reconciler brings the state named by a key to what it should be; a thrown error or rejection means "retry". The
  * signal is aborted when the runner stops: a long reconcile may pass it on to its I/O or return early.
  */
@@ -36,7 +19,7 @@ export interface Reconciler {
 }
 
 /** RECONCILE_ENDINGS lists the ways a reconcile can end, as reported to RunnerMetrics (the `result` label). */
-export const RECONCILE_ENDINGS = ['success', 'requeue_after', 'error', 'terminal_error'] as const;
+export const RECONCILE_ENDINGS = ['success', 'requeue_after', 'error'] as const;
 
 /** ReconcileEnding is one of RECONCILE_ENDINGS. */
 export type ReconcileEnding = (typeof RECONCILE_ENDINGS)[number];
@@ -74,8 +57,8 @@ const SLICE_MS = 5;
 /**
  * Runner feeds the keys of a queue to a reconciler with a fixed number of workers, following controller-runtime:
  * success forgets the key's retry history; `requeueAfter` forgets it and adds the key back after the delay; an error
- * (thrown or rejected) adds it back rate limited; a TerminalError is logged and forgotten. A reconcile's failure never
- * escapes the runner.
+ * (thrown or rejected) adds it back rate limited. A reconcile's failure never escapes the runner. There is no terminal
+ * error: a reconciler that finds a spec it cannot act on writes that into status and returns, and an edit wakes it.
  */
 export class Runner {
   private readonly queue: RateLimitingQueue;
@@ -158,12 +141,6 @@ export class Runner {
     try {
       result = await this.reconciler.reconcile(key, this.stopping.signal);
     } catch (err) {
-      const terminal = terminalCause(err);
-      if (terminal) {
-        this.log.error({ key, err, reason: terminal.reason }, 'reconcile failed terminally, not retrying');
-        this.queue.forget(key);
-        return 'terminal_error';
-      }
       this.queue.addRateLimited(key);
       this.log.error({ key, err, requeues: this.queue.numRequeues(key) }, 'reconcile failed, retrying');
       return 'error';
@@ -176,14 +153,4 @@ export class Runner {
     }
     return 'success';
   }
-}
-
-/** terminalCause finds a TerminalError in the error or its `cause` chain, as controller-runtime's errors.Is would. */
-function terminalCause(err: unknown): TerminalError | undefined {
-  const seen = new Set<unknown>();
-  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
-    if (e instanceof TerminalError) return e;
-    seen.add(e);
-  }
-  return undefined;
 }

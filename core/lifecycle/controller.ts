@@ -3,15 +3,20 @@ import { formatErrors, validate } from '../../schemas/validate.ts';
 import { EventRecorder } from '../controller/events.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
-import { setCondition, StatusWriter, type ConditionInput } from '../controller/status.ts';
-import { KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { StatusWriter } from '../controller/status.ts';
+import { KubeClient, type KubeObject } from '../kube/client.ts';
 import { Informer, objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
-import { ANN, IDENTITY, LABEL, provenanceOf, rootNamespace, VC_FINALIZER } from '../names/names.ts';
-import { ProvisionRefused, type Provisioned, type Provisioner } from '../provisioners/provisioner.ts';
+import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
+import {
+  ProvisionRefused,
+  type Provisioned,
+  type ProvisionState,
+  type Provisioner,
+} from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
 import { defaultProvisioner, TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
@@ -22,24 +27,60 @@ import {
   type ManagerDefaults,
   type TenantPolicy,
 } from '../tenancy/policy.ts';
-import { tenantFrom, type MutableTenantRegistry, type Tenant } from '../tenancy/tenant.ts';
-import { caFromKubeconfig } from '../pki/kubeconfig.ts';
-import { ensureTenantDns } from './tenantdns.ts';
+import type { MutableTenantRegistry } from '../tenancy/tenant.ts';
 import {
   kubeconfigSecretName,
-  TENANT_CA_KEY,
   tenantCAConfigMapName,
-  type Phase,
   type ProvisionerType,
   type VirtualCluster,
   type VirtualClusterStatus,
 } from '../api/virtualcluster.ts';
-import { exposedCondition, kubeconfigSecretData } from './kubeconfigsecret.ts';
+import {
+  afterDns,
+  CONTINUE,
+  deleting,
+  hasStatus,
+  invalidSpec,
+  isFirstStart,
+  merge,
+  nextStatus,
+  notOwned,
+  policyRefused,
+  provisionerUnavailable,
+  provisionFailed,
+  provisioningStarts,
+  running,
+  stillStarting,
+  unknownSuperCluster,
+  type Outcome,
+} from './decisions.ts';
+import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
+import { ensureTenantDns } from './tenantdns.ts';
+import { tenantOfVirtualCluster, withEffective } from './tenantof.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
-/** EXPOSE_RECHECK_MS is how soon a Running tenant whose exposed address is still awaited is reconciled again. */
-const EXPOSE_RECHECK_MS = 10_000;
-const VC_API_VERSION = 'tenancy.x-k8s.io/v1alpha1';
+/** DELETE_RECHECK_MS is how soon a deletion that waits for namespaces or a control plane to go is looked at again. */
+const DELETE_RECHECK_MS = 1000;
+
+/**
+ * Pass is what one reconcile of one VirtualCluster has learned so far; each step reads it and adds what it found.
+ * `vc` is the latest copy: a status write replaces it.
+ */
+interface Pass {
+  key: string;
+  vc: VirtualCluster;
+  root: string;
+  effective?: EffectiveSettings;
+  type?: ProvisionerType;
+  provisioner?: Provisioner;
+  /** whether the control plane had never been Running when this reconcile began */
+  first?: boolean;
+  state?: Extract<ProvisionState, { ready: true }>;
+  secretName?: string;
+}
+
+/** Step is one named part of the reconcile: it does its I/O and says what follows. */
+type Step = (p: Pass) => Promise<Outcome>;
 
 const liveControllers = new Set<VirtualClusterController>();
 new Gauge({
@@ -106,6 +147,7 @@ export class VirtualClusterController {
   private readonly roots = new Map<string, string>();
   private readonly status: StatusWriter<VirtualClusterStatus>;
   private readonly events: EventRecorder;
+  private readonly metaObjects: MetaObjects;
   /** what a VirtualCluster naming no provisioner gets; undefined when this manager offers no default */
   private readonly defaultProvisioner: ProvisionerType | undefined;
 
@@ -133,6 +175,7 @@ export class VirtualClusterController {
       concurrency: o.workers ?? 4,
       reconciler: { reconcile: (k) => this.reconcile(k) },
     });
+    this.metaObjects = new MetaObjects(o.meta);
     this.status = new StatusWriter({ client: o.meta, resource: R.virtualclusters, fieldManager: IDENTITY.manager });
     this.events = new EventRecorder({
       client: o.meta,
@@ -169,60 +212,116 @@ export class VirtualClusterController {
   }
 
   /**
-   * reconcile works on the cached VirtualCluster without changing it: each status write returns the copy that the
-   * rest of the reconcile reads.
+   * reconcile runs the steps for the key's VirtualCluster in order until one stops, then writes what they decided:
+   * one status write and its events at the end whatever happened (a thrown error included), and earlier only where a
+   * step publishes progress before a long step. It never changes the cached object: each write returns the copy the
+   * later steps read.
    */
   private async reconcile(key: string): Promise<Result> {
-    let vc = this.informer.get(key);
-    if (!vc) {
-      const root = this.roots.get(key);
-      if (root) this.o.tenants.remove(root);
-      this.roots.delete(key);
-      this.accepted.delete(key);
-      return;
-    }
+    const vc = this.informer.get(key);
+    if (!vc) return this.forget(key);
     if (this.o.superCluster && vc.spec?.superCluster && vc.spec.superCluster !== this.o.superCluster) return;
     const m = vc.metadata!;
     // Identity comes from metadata: status.clusterNamespace is an output, and whoever writes status must not be able
     // to point the provisioner, the syncer or clean-up at another tenant's or the super cluster's namespaces.
     const root = rootNamespace(m.namespace!, m.name!, m.uid!);
     this.roots.set(key, root);
-    if (m.deletionTimestamp) return this.finalize(vc, root);
+    const pass: Pass = { key, vc, root };
+    return this.run(pass, m.deletionTimestamp ? this.deleteSteps : this.liveSteps);
+  }
 
-    const errors = validate('virtualCluster', vc);
-    const pluginErrors = errors.length ? [] : (this.o.validatePluginConfig?.(vc.spec?.pluginConfig) ?? []);
-    if (errors.length || pluginErrors.length) {
-      this.o.tenants.remove(root);
-      const message = errors.length
-        ? formatErrors(`VirtualCluster ${key}`, errors)
-        : pluginErrors.map((e) => `VirtualCluster ${key}: ${e}`).join('\n');
-      await this.setStatus(
-        vc,
-        { phase: 'Error', reason: 'InvalidSpec', message },
-        ready('False', 'InvalidSpec', message),
-      );
-      await this.events.record(vc, 'Warning', 'InvalidSpec', message);
-      return;
+  /** liveSteps bring a VirtualCluster that is not being deleted to a Running control plane, in this order. */
+  private readonly liveSteps: Step[] = [
+    (p) => this.validateSpec(p),
+    (p) => this.checkSuperCluster(p),
+    (p) => this.checkPolicy(p),
+    (p) => this.addFinalizer(p),
+    (p) => this.pickProvisioner(p),
+    (p) => this.announceProvisioning(p),
+    (p) => this.claimRoot(p),
+    (p) => this.provision(p),
+    (p) => this.publishCredentials(p),
+    (p) => this.serve(p),
+    (p) => this.serveDns(p),
+  ];
+
+  /** deleteSteps remove everything a deleted VirtualCluster owns, then its finalizer. */
+  private readonly deleteSteps: Step[] = [
+    async (p) => (p.vc.metadata!.finalizers?.includes(VC_FINALIZER) ? CONTINUE : { stop: true }),
+    async (p) => deleting(p.vc),
+    (p) => this.cleanUp(p),
+  ];
+
+  /**
+   * run runs steps in order. A step's `release` takes the tenant from the syncer at once; its status, conditions
+   * and events wait until a step publishes or stops, or one throws, and are then written in one place (commit).
+   */
+  private async run(p: Pass, steps: Step[]): Promise<Result> {
+    let pending: Outcome = CONTINUE;
+    try {
+      for (const step of steps) {
+        const o = await step(p);
+        if (o.release) this.o.tenants.remove(p.root);
+        pending = merge(pending, o);
+        if (o.stop) {
+          if (o.error !== undefined) throw o.error;
+          return o.requeueAfter !== undefined ? { requeueAfter: o.requeueAfter } : undefined;
+        }
+        if (o.publish) {
+          const published = pending;
+          pending = CONTINUE;
+          await this.commit(p, published);
+        }
+      }
+      return undefined;
+    } finally {
+      await this.commit(p, pending);
     }
-    const pinned = vc.spec?.superCluster;
-    const known = pinned === undefined ? true : (this.o.checkSuperCluster?.(pinned) ?? true);
-    if (known !== true) {
-      // No syncer would serve it: the tenant is not handed on, and the name is looked up again (a super cluster may
-      // be registered meanwhile).
-      this.o.tenants.remove(root);
-      const message = `VirtualCluster ${key}: spec.superCluster ${JSON.stringify(pinned)}: ${known}`;
-      const changed = vc.status?.reason !== 'UnknownSuperCluster' || vc.status?.message !== message;
-      await this.setStatus(
-        vc,
-        { phase: 'Error', reason: 'UnknownSuperCluster', message },
-        ready('False', 'UnknownSuperCluster', message),
-      );
-      if (changed) await this.events.record(vc, 'Warning', 'UnknownSuperCluster', message);
-      return { requeueAfter: 15_000 };
-    }
-    const evaluation = this.evaluate(vc);
-    if ('refused' in evaluation) return this.refuse(vc, key, evaluation.refused);
-    const effective = evaluation.effective;
+  }
+
+  /** commit writes the outcome's status (when it has one) and then records its events. */
+  private async commit(p: Pass, o: Outcome): Promise<void> {
+    if (hasStatus(o)) p.vc = await this.status.write(p.vc, nextStatus(p.vc, o));
+    for (const e of o.events ?? []) await this.events.record(p.vc, e.type, e.reason, e.message);
+  }
+
+  /** forget drops what the controller kept for a VirtualCluster that is gone, and its tenant. */
+  private forget(key: string): Result {
+    const root = this.roots.get(key);
+    if (root) this.o.tenants.remove(root);
+    this.roots.delete(key);
+    this.accepted.delete(key);
+    return undefined;
+  }
+
+  /** validateSpec checks the object against its schema and the loaded plugins' config schemas. */
+  private async validateSpec(p: Pass): Promise<Outcome> {
+    const errors = validate('virtualCluster', p.vc);
+    const pluginErrors = errors.length ? [] : (this.o.validatePluginConfig?.(p.vc.spec?.pluginConfig) ?? []);
+    return invalidSpec(
+      p.key,
+      errors.length ? formatErrors(`VirtualCluster ${p.key}`, errors) : undefined,
+      pluginErrors,
+    );
+  }
+
+  /** checkSuperCluster checks that spec.superCluster names a super cluster this manager serves. */
+  private async checkSuperCluster(p: Pass): Promise<Outcome> {
+    const pinned = p.vc.spec?.superCluster;
+    return unknownSuperCluster(p.vc, p.key, pinned === undefined ? true : (this.o.checkSuperCluster?.(pinned) ?? true));
+  }
+
+  /** checkPolicy resolves the effective settings under the VirtualCluster's TenantPolicy. */
+  private async checkPolicy(p: Pass): Promise<Outcome> {
+    const evaluation = this.evaluate(p.vc);
+    if ('refused' in evaluation) return policyRefused(p.vc, evaluation.refused, this.accepted.get(p.key));
+    p.effective = evaluation.effective;
+    return CONTINUE;
+  }
+
+  /** addFinalizer puts the manager's finalizer on, so that deletion waits for clean-up. */
+  private async addFinalizer(p: Pass): Promise<Outcome> {
+    const m = p.vc.metadata!;
     if (!m.finalizers?.includes(VC_FINALIZER)) {
       await this.o.meta.patch(
         R.virtualclusters,
@@ -230,110 +329,125 @@ export class VirtualClusterController {
         m.name!,
         { metadata: { finalizers: [...(m.finalizers ?? []), VC_FINALIZER] } },
         'merge',
-        {
-          fieldManager: IDENTITY.manager,
-        },
+        { fieldManager: IDENTITY.manager },
       );
     }
-    const type = effective.provisioner;
-    const provisioner = type && this.o.provisioners[type];
-    if (!type || !provisioner) {
-      const message = type
-        ? `provisioner "${type}" is not available in this manager (spec.provisioner.type)`
-        : 'no provisioner named (spec.provisioner.type) and this manager has no default (virtualClusters.defaultProvisioner)';
-      await this.setStatus(
-        vc,
-        { phase: 'Error', reason: 'ProvisionerUnavailable', message },
-        ready('False', 'ProvisionerUnavailable', message),
-      );
-      return;
-    }
-    const first = vc.status?.phase !== 'Running' && vc.status?.phase !== 'Updating';
-    if (first && vc.status?.phase !== 'Provisioning') {
-      vc = await this.setStatus(
-        vc,
-        { phase: 'Provisioning', reason: 'Provisioning', message: `provisioning with ${type}` },
-        ready('False', 'Provisioning', 'control plane starting'),
-      );
-      await this.events.record(
-        vc,
-        'Normal',
-        'Provisioning',
-        `provisioning the control plane with the ${type} provisioner`,
-      );
-    }
-    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
-    const rootRefusal = rootNs && notOwnedRoot(rootNs, m.uid!);
-    if (rootRefusal) return this.refuseNotOwned(vc, rootRefusal);
-    // A kubeconfig Secret or tenant-CA ConfigMap of that name that is not ours would refuse the tenant once it runs:
-    // refuse before starting a control plane for it (the writes check again, for one made in the meantime).
-    const metaRefusal = await this.foreignMetaObject(vc);
-    if (metaRefusal) return this.refuseNotOwned(vc, metaRefusal);
-    if (rootNs)
-      await this.o.superClient.apply(R.namespaces, guarded(rootNamespaceObject(m, root), rootNs), IDENTITY.manager);
-    else
-      await this.o.superClient.create(R.namespaces, rootNamespaceObject(m, root), { fieldManager: IDENTITY.manager });
-    let state;
+    return CONTINUE;
+  }
+
+  /** pickProvisioner finds the provisioner of the effective settings among this manager's. */
+  private async pickProvisioner(p: Pass): Promise<Outcome> {
+    p.type = p.effective!.provisioner;
+    p.provisioner = p.type && this.o.provisioners[p.type];
+    return provisionerUnavailable(p.type, !!p.provisioner);
+  }
+
+  /** announceProvisioning publishes a first start before the control plane is asked for. */
+  private async announceProvisioning(p: Pass): Promise<Outcome> {
+    p.first = isFirstStart(p.vc);
+    return provisioningStarts(p.vc, p.type!);
+  }
+
+  /**
+   * claimRoot refuses a root namespace, kubeconfig Secret or tenant-CA ConfigMap of the tenant's names that is not
+   * its own — before a control plane starts for it (the writes check again, for one made in the meantime) — and
+   * creates or updates the root namespace.
+   */
+  private async claimRoot(p: Pass): Promise<Outcome> {
+    const m = p.vc.metadata!;
+    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, p.root);
+    const refusal = (rootNs && notOwnedRoot(rootNs, m.uid!)) || (await this.metaObjects.foreignMetaObject(p.vc));
+    if (refusal) return notOwned(refusal);
+    const desired = rootNamespaceObject(m, p.root);
+    if (rootNs) await this.o.superClient.apply(R.namespaces, guarded(desired, rootNs), IDENTITY.manager);
+    else await this.o.superClient.create(R.namespaces, desired, { fieldManager: IDENTITY.manager });
+    return CONTINUE;
+  }
+
+  /** provision asks the provisioner for the control plane with the effective settings. */
+  private async provision(p: Pass): Promise<Outcome> {
+    const effective = p.effective!;
+    let state: ProvisionState;
     try {
-      state = await provisioner.ensure(withEffective(vc, effective, type), root, {
+      state = await p.provisioner!.ensure(withEffective(p.vc, effective, p.type!), p.root, {
         etcdBytes: effective.quota.etcdBytes,
       });
     } catch (e) {
-      const message = e instanceof Error ? e.message : String(e);
-      const reason = e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : 'ProvisionFailed';
-      await this.setStatus(vc, { phase: 'Error', reason, message }, ready('False', reason, message));
-      await this.events.record(vc, 'Warning', reason, message);
-      // A refused kubeconfig stays refused until someone changes the Secret: look again later, without retry storms.
-      if (e instanceof KubeconfigError || e instanceof ProvisionRefused) return { requeueAfter: 30_000 };
-      throw e;
+      return provisionFailed(e, e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : undefined);
     }
-    if (!state.ready) {
-      const message = `waiting for ${state.waitingFor}`;
-      await this.setStatus(
-        vc,
-        { phase: 'Provisioning', reason: 'Waiting', message },
-        ready('False', 'Waiting', message),
-      );
-      return { requeueAfter: 2000 };
+    if (state.ready) p.state = state;
+    return stillStarting(state);
+  }
+
+  /** publishCredentials writes the admin kubeconfig Secret and the tenant CA ConfigMap. */
+  private async publishCredentials(p: Pass): Promise<Outcome> {
+    const written = await this.metaObjects.writeKubeconfig(p.vc, p.state!.result);
+    if (typeof written !== 'string') return notOwned(written.refused);
+    p.secretName = written;
+    return notOwned(await this.metaObjects.writeTenantCA(p.vc, p.state!.result));
+  }
+
+  /**
+   * serve hands the tenant to the syncer and publishes Running. The syncer serves it before Running is announced: a
+   * user (or test) who sees Running finds its Pods synced. Handing the same tenant over again changes nothing.
+   */
+  private async serve(p: Pass): Promise<Outcome> {
+    const effective = p.effective!;
+    this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
+    return running(p.state!, p.root, p.secretName!, effective, p.first!);
+  }
+
+  /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */
+  private async serveDns(p: Pass): Promise<Outcome> {
+    this.accepted.set(p.key, p.effective!);
+    const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
+    return afterDns(!!p.state!.result.externalAccess?.waiting, dns);
+  }
+
+  /**
+   * cleanUp removes the control plane (with the provisioner that made it), the tenant's super namespaces, its
+   * kubeconfig Secret and CA ConfigMap, then the finalizer; it looks again each second while something is going.
+   */
+  private async cleanUp(p: Pass): Promise<Outcome> {
+    const vc = p.vc;
+    const m = vc.metadata!;
+    // The provisioner that made the control plane, not one a refused edit names since.
+    const type = this.accepted.get(p.key)?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
+    // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
+    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, p.root);
+    const removing =
+      !rootNs || !notOwnedRoot(rootNs, m.uid!)
+        ? await (type && this.o.provisioners[type])?.remove(vc, p.root)
+        : undefined;
+    const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${p.root}` });
+    const remaining = labelled.items.filter((n) => ownedNamespace(n, p.root, m.uid!));
+    if (remaining.length) {
+      for (const n of remaining) {
+        if (!n.metadata?.deletionTimestamp)
+          await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
+      }
+      return { stop: true, requeueAfter: DELETE_RECHECK_MS };
     }
-    const written = await this.writeKubeconfig(vc, state.result);
-    if (typeof written !== 'string') return this.refuseNotOwned(vc, written.refused);
-    const secretName = written;
-    const caRefused = await this.writeTenantCA(vc, state.result);
-    if (caRefused) return this.refuseNotOwned(vc, caRefused);
-    const endpoint = state.result.apiserverEndpoint;
-    const access = state.result.externalAccess;
-    // The syncer serves the tenant before Running is announced: a user (or test) who sees Running finds its Pods
-    // synced. Handing the same tenant over again on a retried status write changes nothing.
-    this.o.tenants.upsert(this.tenantOf(vc, root, state.result, effective));
-    await this.setStatus(
-      vc,
-      {
-        phase: 'Running',
-        reason: 'Running',
-        message: state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving',
-        clusterNamespace: root,
-        kubeconfigSecretName: secretName,
-        kubeletClientCertFingerprint: state.result.kubeletClientCertFingerprint,
-        apiserverEndpoint: endpoint ? `https://${endpoint.host}:${endpoint.port}` : undefined,
-      },
-      ready('True', 'Running', 'control plane is serving'),
-      policyAccepted(effective),
-      ...(access ? [exposedCondition(access, state.result.kubeconfig)] : []),
+    if (removing) {
+      log.debug({ vc: p.key, tenant: p.root }, `deleting: waiting for ${removing.waitingFor}`);
+      return { stop: true, requeueAfter: DELETE_RECHECK_MS };
+    }
+    await this.metaObjects.deleteOwned(R.secrets, m.namespace!, kubeconfigSecretName(m.name!), m.uid!);
+    await this.metaObjects.deleteOwned(R.configmaps, m.namespace!, tenantCAConfigMapName(m.name!), m.uid!);
+    const finalizers = m.finalizers ?? [];
+    await this.o.meta.patch(
+      R.virtualclusters,
+      m.namespace,
+      m.name!,
+      [
+        { op: 'test', path: '/metadata/finalizers', value: finalizers },
+        { op: 'replace', path: '/metadata/finalizers', value: finalizers.filter((f) => f !== VC_FINALIZER) },
+      ],
+      'json',
+      { fieldManager: IDENTITY.manager },
     );
-    this.accepted.set(key, effective);
-    if (first || state.rolled) {
-      await this.events.record(
-        vc,
-        'Normal',
-        state.rolled ? 'Updated' : 'Running',
-        state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving',
-      );
-    }
-    const dns = this.o.tenantDns ? await this.ensureDns(vc, state.result) : undefined;
-    // An exposed address still awaited (a load balancer's) is looked at again: nothing else wakes this key for it.
-    if (access?.waiting) return { requeueAfter: Math.min(dns?.requeueAfter ?? EXPOSE_RECHECK_MS, EXPOSE_RECHECK_MS) };
-    return dns;
+    log.info({ vc: p.key, tenant: p.root }, 'VirtualCluster deleted');
+    return { stop: true };
   }
 
   /** ensureDns creates the tenant's missing DNS objects; a failure is logged and retried, the tenant keeps running. */
@@ -365,336 +479,4 @@ export class VirtualClusterController {
     });
     return 'effective' in r ? r : { refused: formatViolations(`VirtualCluster ${objectKey(vc)}`, r.violations) };
   }
-
-  /**
-   * refuse records that the policy refuses the spec: an Error phase and condition on a tenant that does not run, or,
-   * on one that runs, a PolicyAccepted=False condition while it keeps its last accepted settings (nothing is torn
-   * down because of an edit). Either way a Warning event. A policy change requeues the VirtualCluster.
-   */
-  private async refuse(vc: VirtualCluster, key: string, message: string): Promise<Result> {
-    const last = this.accepted.get(key);
-    const phase = vc.status?.phase;
-    if (last && (phase === 'Running' || phase === 'Updating')) {
-      const kept = `spec refused; the control plane keeps running on its last accepted settings (policy ${JSON.stringify(last.policyName)}):\n${message}`;
-      const changed = vc.status?.reason !== 'PolicyViolation' || vc.status?.message !== kept;
-      await this.setStatus(
-        vc,
-        { reason: 'PolicyViolation', message: kept },
-        ready('True', 'Running', 'control plane is serving'),
-        { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message },
-      );
-      if (changed) await this.events.record(vc, 'Warning', 'PolicyViolation', message);
-      return;
-    }
-    const root = this.roots.get(key);
-    if (root) this.o.tenants.remove(root);
-    const changed = vc.status?.reason !== 'PolicyViolation' || vc.status?.message !== message;
-    await this.setStatus(
-      vc,
-      { phase: 'Error', reason: 'PolicyViolation', message },
-      ready('False', 'PolicyViolation', message),
-      { type: 'PolicyAccepted', status: 'False', reason: 'PolicyViolation', message },
-    );
-    if (changed) await this.events.record(vc, 'Warning', 'PolicyViolation', message);
-    return;
-  }
-
-  private tenantOf(vc: VirtualCluster, root: string, p: Provisioned, e: EffectiveSettings): Tenant {
-    return tenantOfVirtualCluster(vc, root, p, e);
-  }
-
-  /**
-   * writeKubeconfig writes the admin kubeconfig Secret. It never takes over a Secret it did not write: an existing one
-   * without the manager's label and this VirtualCluster as controlling owner is refused (returned, for a NotOwned
-   * condition). A missing one is created (so a Secret made in the meantime fails the create instead of being
-   * adopted), and an owned one is applied with its resourceVersion as a precondition.
-   */
-  private async writeKubeconfig(vc: VirtualCluster, p: Provisioned): Promise<string | { refused: string }> {
-    const m = vc.metadata!;
-    const name = kubeconfigSecretName(m.name!);
-    const desired: KubeObject = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name,
-        namespace: m.namespace,
-        labels: { [LABEL.managedBy]: IDENTITY.manager },
-        ownerReferences: [
-          { apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true },
-        ],
-      },
-      type: 'Opaque',
-      data: kubeconfigSecretData(p),
-    };
-    const refused = await this.writeOwned(R.secrets, desired, m.uid!);
-    return refused ? { refused } : name;
-  }
-
-  /**
-   * writeOwned writes an object of the meta cluster that belongs to the VirtualCluster with uid `vcUid`: created when
-   * missing (so one made in the meantime fails the create instead of being adopted), applied with the checked
-   * resourceVersion as precondition when it carries the manager's label and the VirtualCluster as controlling owner,
-   * and otherwise left alone: the reason is returned, for a NotOwned condition.
-   */
-  private async writeOwned(r: Resource, desired: KubeObject, vcUid: string): Promise<string | undefined> {
-    const md = desired.metadata!;
-    const existing = await this.o.meta.getOrNull(r, md.namespace, md.name!);
-    if (!existing) {
-      await this.o.meta.create(r, desired, { fieldManager: IDENTITY.manager });
-      return undefined;
-    }
-    const refusal = notOwnedObject(r.kind, existing, vcUid);
-    if (refusal) return refusal;
-    await this.o.meta.apply(r, guarded(desired, existing), IDENTITY.manager);
-    return undefined;
-  }
-
-  /** foreignMetaObject is the refusal for an existing kubeconfig Secret or tenant-CA ConfigMap not this VirtualCluster's. */
-  private async foreignMetaObject(vc: VirtualCluster): Promise<string | undefined> {
-    const m = vc.metadata!;
-    for (const [r, name] of [
-      [R.secrets, kubeconfigSecretName(m.name!)],
-      [R.configmaps, tenantCAConfigMapName(m.name!)],
-    ] as const) {
-      const existing = await this.o.meta.getOrNull(r, m.namespace, name);
-      const refusal = existing && notOwnedObject(r.kind, existing, m.uid!);
-      if (refusal) return refusal;
-    }
-    return undefined;
-  }
-
-  /** deleteOwned deletes an object of the meta cluster only when it is the VirtualCluster's (uid precondition). */
-  private async deleteOwned(r: Resource, namespace: string, name: string, vcUid: string): Promise<void> {
-    const o = await this.o.meta.getOrNull(r, namespace, name);
-    if (o && !notOwnedObject(r.kind, o, vcUid)) await this.o.meta.delete(r, namespace, name, { uid: o.metadata!.uid });
-  }
-
-  /**
-   * writeTenantCA publishes the tenant CA certificate, public data, for the vn-agent (which reads no Secret). The
-   * agent trusts it only with this managed-by label and this VirtualCluster as controller owner; see
-   * core/vnagent/directory.ts for why it is not in status. Like the kubeconfig Secret, it is never taken over: an
-   * existing ConfigMap that is not this VirtualCluster's is returned as a refusal.
-   */
-  private async writeTenantCA(vc: VirtualCluster, p: Provisioned): Promise<string | undefined> {
-    const m = vc.metadata!;
-    let caPem: string;
-    try {
-      caPem = caFromKubeconfig(p.kubeconfig);
-    } catch (e) {
-      // As before, such a tenant is simply not served by the vn-agent; its control plane still runs.
-      log.warn(
-        { vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) },
-        'no tenant CA to publish for the vn-agent',
-      );
-      return undefined;
-    }
-    return this.writeOwned(
-      R.configmaps,
-      {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: {
-          name: tenantCAConfigMapName(m.name!),
-          namespace: m.namespace,
-          labels: { [LABEL.managedBy]: IDENTITY.manager },
-          ownerReferences: [
-            { apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true },
-          ],
-        },
-        data: { [TENANT_CA_KEY]: caPem },
-      },
-      m.uid!,
-    );
-  }
-
-  /** refuseNotOwned reports that an object the VirtualCluster needs exists and is not the manager's, and waits. */
-  private async refuseNotOwned(vc: VirtualCluster, message: string): Promise<Result> {
-    this.o.tenants.remove(rootNamespace(vc.metadata!.namespace!, vc.metadata!.name!, vc.metadata!.uid!));
-    await this.setStatus(vc, { phase: 'Error', reason: 'NotOwned', message }, ready('False', 'NotOwned', message));
-    await this.events.record(vc, 'Warning', 'NotOwned', message);
-    return { requeueAfter: 30_000 };
-  }
-
-  /** finalize deletes everything the VirtualCluster owns, waiting for the super namespaces to go, then the finalizer. */
-  private async finalize(vc: VirtualCluster, root: string): Promise<Result> {
-    const m = vc.metadata!;
-    if (!m.finalizers?.includes(VC_FINALIZER)) return;
-    this.o.tenants.remove(root);
-    if (vc.status?.phase !== 'Deleting') {
-      await this.setStatus(
-        vc,
-        { phase: 'Deleting', reason: 'Deleting', message: 'removing the control plane and super namespaces' },
-        ready('False', 'Deleting', 'deleting'),
-      );
-    }
-    // The provisioner that made the control plane, not one a refused edit names since.
-    const type = this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
-    // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
-    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, root);
-    const removing =
-      !rootNs || !notOwnedRoot(rootNs, m.uid!)
-        ? await (type && this.o.provisioners[type])?.remove(vc, root)
-        : undefined;
-    const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${root}` });
-    const remaining = labelled.items.filter((n) => ownedNamespace(n, root, m.uid!));
-    if (remaining.length) {
-      for (const n of remaining) {
-        if (!n.metadata?.deletionTimestamp)
-          await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
-      }
-      return { requeueAfter: 1000 };
-    }
-    if (removing) {
-      log.debug({ vc: objectKey(vc), tenant: root }, `deleting: waiting for ${removing.waitingFor}`);
-      return { requeueAfter: 1000 };
-    }
-    await this.deleteOwned(R.secrets, m.namespace!, kubeconfigSecretName(m.name!), m.uid!);
-    await this.deleteOwned(R.configmaps, m.namespace!, tenantCAConfigMapName(m.name!), m.uid!);
-    await this.o.meta.patch(
-      R.virtualclusters,
-      m.namespace,
-      m.name!,
-      [
-        { op: 'test', path: '/metadata/finalizers', value: m.finalizers },
-        { op: 'replace', path: '/metadata/finalizers', value: m.finalizers.filter((f) => f !== VC_FINALIZER) },
-      ],
-      'json',
-      { fieldManager: IDENTITY.manager },
-    );
-    log.info({ vc: objectKey(vc), tenant: root }, 'VirtualCluster deleted');
-    return;
-  }
-
-  /** setStatus merges s and the conditions into vc's status and writes it when it changed; vc itself is not changed. */
-  private setStatus(vc: VirtualCluster, s: VirtualClusterStatus, ...cs: ConditionInput[]): Promise<VirtualCluster> {
-    const old = vc.status ?? {};
-    const generation = vc.metadata?.generation;
-    let conditions = old.conditions;
-    for (const c of cs) conditions = setCondition(conditions, { ...c, observedGeneration: generation });
-    return this.status.write(vc, { ...old, ...s, conditions, observedGeneration: generation });
-  }
-}
-
-/**
- * notOwnedRoot says why an existing namespace named like a VirtualCluster's root is not that VirtualCluster's, or
- * returns undefined when it is: the manager's managed-by label and the VirtualCluster's uid annotation.
- */
-function notOwnedRoot(ns: KubeObject, vcUid: string): string | undefined {
-  const md = ns.metadata ?? {};
-  if (md.labels?.[LABEL.managedBy] === IDENTITY.manager && md.annotations?.[ANN.vcUid] === vcUid) return undefined;
-  return (
-    `super namespace ${md.name} exists and is not this VirtualCluster's (it lacks the ` +
-    `${LABEL.managedBy}=${IDENTITY.manager} label or its ${ANN.vcUid} annotation is not ${vcUid}); the ` +
-    `manager does not take it over`
-  );
-}
-
-/**
- * notOwnedObject says why an existing object the manager writes for a VirtualCluster (its kubeconfig Secret, its
- * tenant CA ConfigMap) is not that VirtualCluster's, or returns undefined when it is: the manager's managed-by label
- * and the VirtualCluster (by uid) as its controlling owner.
- */
-function notOwnedObject(kind: string, o: KubeObject, vcUid: string): string | undefined {
-  const md = o.metadata ?? {};
-  const controller = md.ownerReferences?.find((r) => r.controller === true);
-  if (md.labels?.[LABEL.managedBy] === IDENTITY.manager && controller?.uid === vcUid) return undefined;
-  return (
-    `${kind} ${md.namespace}/${md.name} exists and was not written by the manager for this VirtualCluster ` +
-    `(it lacks the ${LABEL.managedBy}=${IDENTITY.manager} label or this VirtualCluster as controlling ` +
-    `owner); the manager does not take it over: delete or rename it`
-  );
-}
-
-/**
- * ownedNamespace reports whether clean-up of the VirtualCluster whose root is `root` may delete a super namespace: its
- * root, when it carries the VirtualCluster's uid, or a namespace the syncer wrote for this tenant (provenance).
- */
-function ownedNamespace(ns: KubeObject, root: string, vcUid: string): boolean {
-  const md = ns.metadata ?? {};
-  if (md.name === root) return !notOwnedRoot(ns, vcUid);
-  return provenanceOf(ns)?.cluster === root;
-}
-
-/** guarded adds the resourceVersion of the object that was checked to an apply, so a swap in between conflicts. */
-function guarded(desired: KubeObject, checked: KubeObject | null): KubeObject {
-  const rv = checked?.metadata?.resourceVersion;
-  return rv ? { ...desired, metadata: { ...desired.metadata, resourceVersion: rv } } : desired;
-}
-
-function ready(status: ConditionInput['status'], reason: string, message: string): ConditionInput {
-  return { type: 'Ready', status, reason, message };
-}
-
-function policyAccepted(e: EffectiveSettings): ConditionInput {
-  return {
-    type: 'PolicyAccepted',
-    status: 'True',
-    reason: 'Accepted',
-    message: `within policy ${JSON.stringify(e.policyName)}`,
-  };
-}
-
-/**
- * withEffective is the VirtualCluster as the provisioner must see it: the spec's flags, weight, level and plugins
- * replaced by what the policy grants, so that nothing the policy refused reaches a command line, and the provisioner
- * `type` that runs it (the manager's default where the spec names none).
- */
-function withEffective(vc: VirtualCluster, e: EffectiveSettings, type: ProvisionerType): VirtualCluster {
-  return {
-    ...vc,
-    spec: {
-      ...vc.spec,
-      provisioner: { ...vc.spec.provisioner, type },
-      // expose passed the policy with the rest; the provisioner reads it from here
-      apiServer: { ...vc.spec.apiServer, extraArgs: e.apiServerArgs },
-      controllerManager: { extraArgs: e.controllerManagerArgs },
-      weight: e.weight,
-      podSecurityLevel: e.podSecurityLevel,
-      plugins: e.plugins,
-      pluginConfig: e.pluginConfig,
-    },
-  };
-}
-
-/** Phase is re-exported for callers that only need the controller module. */
-export type { Phase };
-
-/**
- * tenantOfVirtualCluster is the syncer tenant of a Running VirtualCluster: its identity from metadata, its settings from
- * the spec under the effective policy, its credentials from the provisioner (or the kubeconfig Secret the manager
- * wrote). The manager's controller and a separate syncer process (MetaTenantRegistry) build tenants the same way.
- */
-export function tenantOfVirtualCluster(
-  vc: VirtualCluster,
-  root: string,
-  p: Pick<Provisioned, 'kubeconfig' | 'apiserverEndpoint' | 'dnsApiEndpoint'>,
-  e: EffectiveSettings,
-): Tenant {
-  const m = vc.metadata!;
-  return tenantFrom({
-    key: root,
-    vcName: m.name!,
-    vcNamespace: m.namespace!,
-    vcUid: m.uid!,
-    kubeconfig: p.kubeconfig,
-    apiserverEndpoint: p.apiserverEndpoint,
-    dnsApiEndpoint: p.dnsApiEndpoint,
-    settings: {
-      ...vc.spec,
-      weight: e.weight,
-      podSecurityLevel: e.podSecurityLevel,
-      plugins: e.plugins,
-      pluginConfig: e.pluginConfig,
-      pods: e.pods,
-      runtimeClasses: e.runtimeClasses,
-      nodes: e.nodes,
-      copiedMetadata: e.copiedMetadata,
-      network: e.network,
-      services: e.services,
-      ingresses: e.ingresses,
-      endpoints: e.endpoints,
-      quota: { resourceQuota: e.quota.resourceQuota, limitRange: e.quota.limitRange, objects: e.quota.objects },
-      podCreateRate: e.podCreateRate,
-    },
-  });
 }

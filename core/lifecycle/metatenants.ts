@@ -5,7 +5,7 @@ import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import { checkPolicies, type ManagerDefaults, type TenantPolicy } from '../tenancy/policy.ts';
 import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
-import { tenantOfVirtualCluster } from './controller.ts';
+import { tenantOfVirtualCluster } from './tenantof.ts';
 import { provisionedOfSecret } from './kubeconfigsecret.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../api/virtualcluster.ts';
 

@@ -5,9 +5,8 @@ import {
   MANAGER,
   PREFIX,
   provenanceOf,
-  stripDown,
 } from '@virtualcluster-ts/plugin-sdk';
-import type { KubeObject, ObjectMeta } from '../kube/client.ts';
+import type { KubeObject } from '../kube/client.ts';
 
 /**
  * This module owns tenant-to-super names and provenance: the root namespace of a tenant, the ownership annotations
@@ -149,22 +148,6 @@ export function stampOwnership(superObj: KubeObject, tenant: TenantIdentity, ten
 export function ownedBy(superObj: KubeObject | undefined, tenant: TenantIdentity, tenantObj: KubeObject): boolean {
   const p = provenanceOf(superObj);
   return !!p && p.cluster === tenant.key && p.uid === (tenantObj.metadata?.uid ?? '');
-}
-
-/** cleanMeta returns the metadata fields of a tenant object that may be copied to a new super object. */
-export function cleanMeta(
-  tm: ObjectMeta,
-  tenant: TenantIdentity,
-  superNs: string | undefined,
-  name = tm.name,
-): ObjectMeta {
-  const out: ObjectMeta = { name };
-  if (superNs !== undefined) out.namespace = superNs;
-  const labels = stripDown(tm.labels, tenant.opaqueMetaPrefixes);
-  const annotations = stripDown(tm.annotations, tenant.opaqueMetaPrefixes);
-  if (labels) out.labels = labels;
-  if (annotations) out.annotations = annotations;
-  return out;
 }
 
 /**

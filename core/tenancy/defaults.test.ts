@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadSchema } from '../../schemas/validate.ts';
-import type { ProvisionerType, VirtualClusterSpec } from '../lifecycle/types.ts';
+import type { ProvisionerType, VirtualClusterSpec } from '../api/virtualcluster.ts';
 import { defaultProvisioner, TENANT_DEFAULTS } from './defaults.ts';
 import { evaluatePolicy, type TenantPolicy } from './policy.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiServerExpose } from '../lifecycle/types.ts';
+import type { ApiServerExpose } from '../api/virtualcluster.ts';
 import { checkPolicies, type ExposePolicy, type TenantPolicy } from './policy.ts';
 
 const policy = (expose?: ExposePolicy): TenantPolicy => ({

@@ -12,7 +12,7 @@ import { PluginHost } from '../plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert, type CertKeyPair } from '../pki/pki.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startVnAgent, type VnAgent } from './agent.ts';
-import { StaticTenantDirectory } from './directory.ts';
+import { StaticTenantDirectory } from './testing.ts';
 import type { SuperNode, SuperPod, SuperView } from './superview.ts';
 
 const A = 'team-a-111111-a';

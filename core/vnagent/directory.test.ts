@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createCA, fingerprintSha256, renderKubeconfig } from '../pki/pki.ts';
 import { agentTenant } from './auth.ts';
-import { caFromKubeconfig, StaticTenantDirectory } from './directory.ts';
+import { caFromKubeconfig } from './directory.ts';
+import { StaticTenantDirectory } from './testing.ts';
 
 describe('tenant directories', () => {
   it('StaticTenantDirectory adds, replaces and removes tenants', async () => {

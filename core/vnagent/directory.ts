@@ -23,42 +23,6 @@ export interface TenantDirectory {
   ready(): true | string;
 }
 
-/** StaticTenantDirectory serves a fixed set of tenants (tests, single-tenant setups) that can be changed in place. */
-export class StaticTenantDirectory implements TenantDirectory {
-  private readonly map = new Map<string, AgentTenant>();
-
-  constructor(tenants: Array<AgentTenant | AgentTenantSpec> = []) {
-    for (const t of tenants) this.upsert(t);
-  }
-
-  /** upsert adds or replaces a tenant. */
-  upsert(t: AgentTenant | AgentTenantSpec): void {
-    const entry = 'cas' in t ? t : agentTenant(t);
-    this.map.set(entry.key, entry);
-  }
-
-  /** remove drops a tenant; its certificate is refused from the next request on. */
-  remove(key: string): void {
-    this.map.delete(key);
-  }
-
-  tenants(): Iterable<AgentTenant> {
-    return this.map.values();
-  }
-
-  start(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  ready(): true {
-    return true;
-  }
-}
-
 /** caFromKubeconfig is re-exported from core/pki: where the manager reads the CA it publishes for the agent. */
 export { caFromKubeconfig } from '../pki/kubeconfig.ts';
 

@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { isAlreadyExists, type KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';

@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { readDirArtifact } from '../../core/programs/cli/gitops.ts';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager } from '../../core/programs/manager/manager.ts';
 import { planApply } from '../../gitops/applier/applier.ts';

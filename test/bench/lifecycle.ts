@@ -6,7 +6,7 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import type { BenchResult } from './main.ts';

@@ -9,7 +9,7 @@ import { parseSlice, SLICE, SUPER_CLUSTER, type Resources } from '../../core/sch
 import { buildCapacity, quotaResources, reserve, sumAllocatable, unitOf } from '../../core/scheduler/capacity.ts';
 import { NamespaceScheduler } from '../../core/scheduler/controller.ts';
 import { placeNamespace } from '../../core/scheduler/namespace.ts';
-import { StaticSuperClusters } from '../../core/scheduler/source.ts';
+import { StaticSuperClusters } from '../../core/scheduler/testing.ts';
 import { signedPlacements } from '../../core/syncer/placement.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';

@@ -13,7 +13,7 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { hostLockHeld, hostLockOwner, describeOwner } from '../../core/local/hostlock.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../../core/lifecycle/types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';

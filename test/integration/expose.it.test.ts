@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import type { ApiServerExpose, VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { ApiServerExpose, VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import {
   NativeProvisioner,

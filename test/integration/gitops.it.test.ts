@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { R } from '../../core/kube/resources.ts';
 import { formatMicroTime } from '../../core/leader/election.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';

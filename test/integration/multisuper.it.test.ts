@@ -27,7 +27,7 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert } from '../../core/pki/pki.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
-import { StaticTenantDirectory } from '../../core/vnagent/directory.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';

@@ -6,7 +6,7 @@ import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/provisioners/native/provisioner.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import type { ControlPlanePKI } from '../../core/pki/pki.ts';
 import {

@@ -7,7 +7,7 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NamespaceScheduler, PLACED_CONDITION } from '../../core/scheduler/controller.ts';
 import { SIGNATURE } from '../../core/scheduler/signature.ts';
-import { StaticSuperClusters } from '../../core/scheduler/source.ts';
+import { StaticSuperClusters } from '../../core/scheduler/testing.ts';
 import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
 import { CLUSTERS_RESOURCE, setDraining } from '../../core/programs/cli/drain.ts';
 import { clusterState, type ClusterObject } from '../../core/superclusters/registration.ts';

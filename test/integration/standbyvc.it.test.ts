@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_DNS_NAME, TENANT_DNS_NAMESPACE, ensureTenantDns } from '../../core/lifecycle/tenantdns.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
 import { ANN, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';

@@ -9,7 +9,7 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
 import { MANAGER_KUBECONFIG_KEY } from '../../core/lifecycle/kubeconfigsecret.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';

@@ -15,15 +15,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostLockHeld } from '../../core/local/hostlock.ts';
-import {
-  cgroupMounts,
-  hostSnapshot,
-  readNodeRecord,
-  shimSocketName,
-  snapshotDiff,
-  type HostSnapshot,
-  type NodeRecord,
-} from '../../core/local/nodehost.ts';
+import { cgroupMounts, readNodeRecord, shimSocketName, type NodeRecord } from '../../core/local/nodehost.ts';
+import { hostSnapshot, snapshotDiff, type HostSnapshot } from '../../core/local/testing.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
 import { NODE_IMAGES, nodeToolchainDir } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';

@@ -15,7 +15,7 @@ import { containerdSocket, criSandboxes, REAL_NODE_LABEL, REAL_NODE_TAINT } from
 import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
 
 const exec = promisify(execFile);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { LABEL } from '../../core/names/names.ts';
-import { hostSnapshot, snapshotDiff, type HostSnapshot } from '../../core/local/nodehost.ts';
+import { hostSnapshot, snapshotDiff, type HostSnapshot } from '../../core/local/testing.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
 import { NODE_IMAGES, nodeToolchainDir } from '../../core/toolchain/node.ts';
 import { kubeRouterPath } from '../../core/toolchain/netpol.ts';

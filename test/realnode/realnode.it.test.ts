@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { createCA, issueCert } from '../../core/pki/pki.ts';
-import { hostSnapshot, snapshotDiff, type HostSnapshot } from '../../core/local/nodehost.ts';
+import { hostSnapshot, snapshotDiff, type HostSnapshot } from '../../core/local/testing.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT, type RealNode } from '../../core/local/realnode.ts';
 import { NODE_IMAGES, nodeToolchainDir } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';

@@ -25,7 +25,7 @@ import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VnAgent } from '../../core/vnagent/agent.ts';
-import { StaticTenantDirectory } from '../../core/vnagent/directory.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, realNodeSkipReason, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { logsOverGet, logsOverWebSocket } from '../podlogs.ts';

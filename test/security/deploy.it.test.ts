@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCRDs, managerIdentity } from '../../core/programs/embedded/embedded.ts';
 import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { tenantCAConfigMapName, TENANT_CA_KEY } from '../../core/lifecycle/types.ts';
+import { tenantCAConfigMapName, TENANT_CA_KEY } from '../../core/api/virtualcluster.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';

@@ -15,7 +15,7 @@ import type { LocalControlPlane } from '../../core/local/controlplane.ts';
 import { LocalSuperCluster } from '../../core/local/supercluster.ts';
 import { createCA, fingerprintSha256, issueCert } from '../../core/pki/pki.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
-import { StaticTenantDirectory } from '../../core/vnagent/directory.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';

@@ -16,7 +16,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import type { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import type { TenantPolicy } from '../../core/tenancy/policy.ts';

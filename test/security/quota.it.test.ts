@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { VirtualCluster } from '../../core/lifecycle/types.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { LABEL, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import type { QuotaPolicyView } from '../../core/plugins/contract.ts';
 import { PluginHost } from '../../core/plugins/host.ts';

@@ -15,7 +15,7 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NamespaceScheduler } from '../../core/scheduler/controller.ts';
 import { SIGNATURE, signedValue } from '../../core/scheduler/signature.ts';
-import { StaticSuperClusters } from '../../core/scheduler/source.ts';
+import { StaticSuperClusters } from '../../core/scheduler/testing.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { Attempts } from './attempts.ts';

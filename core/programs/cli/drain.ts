@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
-import { DRAINING } from '../../scheduler/registration.ts';
+import { DRAINING } from '../../superclusters/registration.ts';
 import { CliError, metaKubeconfig } from './vcs.ts';
 
 /** CLUSTERS_RESOURCE is the Cluster API Cluster a super cluster is registered with. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DRAINING } from '../../scheduler/registration.ts';
+import { DRAINING } from '../../superclusters/registration.ts';
 import { READY_CONDITION } from '../../superclusters/registration.ts';
 import { formatRows, parseSchedulerState, registrationRow, summaryRows } from './superclusters.ts';
 

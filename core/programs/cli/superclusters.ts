@@ -6,7 +6,7 @@ import { R } from '../../kube/resources.ts';
 import { LABEL } from '../../names/names.ts';
 import { formatResources, type Resources } from '../../scheduler/annotations.ts';
 import { sumAllocatable } from '../../scheduler/capacity.ts';
-import { clusterState, kubeconfigSecretName, RegistrationError } from '../../scheduler/registration.ts';
+import { clusterState, kubeconfigSecretName, RegistrationError } from '../../superclusters/registration.ts';
 import { CLUSTERS, kubeconfigFromSecret, RegistrationFailure, readyOf } from '../../superclusters/registration.ts';
 import type { Condition } from '../../controller/status.ts';
 import { readSchedulerState, SCHEDULER_STATE_NAMESPACES, stateSections } from './placements.ts';

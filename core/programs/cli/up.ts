@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { fromPackageRoot } from '../../paths.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualcluster.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';

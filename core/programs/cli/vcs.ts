@@ -9,7 +9,7 @@ import { isNotFound, KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { STATE_CONFIGMAP } from '../../scheduler/state.ts';
 import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } from './placements.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
+import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualcluster.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
 import { withServer } from '../../pki/kubeconfig.ts';

@@ -9,7 +9,7 @@ import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
 import type { SourceLimits } from '../../../gitops/source/source.ts';
 import { SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
-import type { ProvisionerType } from '../../lifecycle/types.ts';
+import type { ProvisionerType } from '../../api/virtualcluster.ts';
 
 /** ManagerConfig is a validated manager configuration (schemas/manager-config.schema.json). */
 export interface ManagerConfig {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiServerExpose } from '../../lifecycle/types.ts';
+import type { ApiServerExpose } from '../../api/virtualcluster.ts';
 import { ProvisionRefused } from '../provisioner.ts';
 import { assertLocalExpose, localApiserverArgs } from './provisioner.ts';
 

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { generateControlPlanePKI } from '../../pki/pki.ts';
-import type { ApiServerExpose } from '../../lifecycle/types.ts';
+import type { ApiServerExpose } from '../../api/virtualcluster.ts';
 import {
   exposeSettings,
   exposure,

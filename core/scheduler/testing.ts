@@ -1,3 +1,7 @@
+/**
+ * Test fixtures of the scheduler: a SuperClusterSource without a registry. Only tests and benchmarks import this
+ * file; the build leaves testing.ts files out.
+ */
 import type { ClusterState } from '../superclusters/registration.ts';
 import type { RegisteredSuperCluster, SuperClusterSource } from './controller.ts';
 

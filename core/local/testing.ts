@@ -1,0 +1,95 @@
+import { existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { allPids, cgroupMounts, cmdlineOf, HOST_PATHS_OUTSIDE, SYSCTLS, tryRun } from './nodehost.ts';
+
+/**
+ * Test fixtures of real nodes: a snapshot of what a node can leave on the host, and the difference of two. Only the
+ * real-node tests import this file; the build leaves testing.ts files out.
+ */
+
+/**
+ * HostSnapshot is what a real node can leave on the host, listed so that two snapshots (before start, after stop)
+ * can be compared: processes running node binaries, mount points, network namespaces, links, iptables chains (v4 and
+ * v6, per table), ipsets, cgroups at the top of each hierarchy, the HOST_PATHS_OUTSIDE that exist (with their entries), the
+ * shim sockets in /run/containerd/s and the shim socket directories /run/vc-s-*, and the SYSCTLS values.
+ */
+export interface HostSnapshot {
+  processes: string[];
+  ipsets: string[];
+  mounts: string[];
+  netns: string[];
+  links: string[];
+  chains: string[];
+  cgroups: string[];
+  paths: string[];
+  sysctls: string[];
+}
+
+/** hostSnapshot takes a HostSnapshot; binDir is the node toolchain's bin directory (its programs are node processes). */
+export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
+  const processes: string[] = [];
+  for (const pid of allPids()) {
+    const cmd = cmdlineOf(pid);
+    if (cmd?.[0]?.startsWith(binDir) || cmd?.[0]?.includes('containerd-shim') || cmd?.[0]?.endsWith('/kube-router'))
+      processes.push(`${pid} ${cmd.join(' ')}`);
+  }
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(' ')[4]!);
+  const netns = existsSync('/run/netns') ? readdirSync('/run/netns') : [];
+  const links = ((await tryRun('ip', ['-o', 'link', 'show'])) ?? '')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1] ?? l);
+  const chains: string[] = [];
+  for (const tool of ['iptables-save', 'ip6tables-save']) {
+    let table = '';
+    for (const line of ((await tryRun(tool, [])) ?? '').split('\n')) {
+      if (line.startsWith('*')) table = line.slice(1);
+      const m = /^:(\S+)/.exec(line);
+      if (m) chains.push(`${tool} ${table} ${m[1]}`);
+    }
+  }
+  const cgroups: string[] = [];
+  for (const mnt of cgroupMounts())
+    for (const e of readdirSync(mnt)) if (lstatSync(join(mnt, e)).isDirectory()) cgroups.push(join(mnt, e));
+  const paths: string[] = [];
+  for (const p of HOST_PATHS_OUTSIDE) {
+    if (!existsSync(p)) continue;
+    paths.push(p);
+    try {
+      for (const e of readdirSync(p)) paths.push(join(p, e));
+    } catch {
+      /* not a directory */
+    }
+  }
+  // shim sockets: the global directory (gVisor's shim) and the per-node socket_dirs outside node directories
+  if (existsSync('/run/containerd/s'))
+    for (const e of readdirSync('/run/containerd/s')) paths.push(`/run/containerd/s/${e}`);
+  for (const e of readdirSync('/run')) if (e.startsWith('vc-s-')) paths.push(`/run/${e}`);
+  const sysctls = SYSCTLS.filter((f) => existsSync(f)).map((f) => `${f}=${readFileSync(f, 'utf8').trim()}`);
+  const ipsets = ((await tryRun('ipset', ['list', '-n'])) ?? '').split('\n').filter(Boolean);
+  return {
+    processes: processes.sort(),
+    ipsets: ipsets.sort(),
+    mounts: mounts.sort(),
+    netns: netns.sort(),
+    links: links.sort(),
+    chains: chains.sort(),
+    cgroups: cgroups.sort(),
+    paths: paths.sort(),
+    sysctls,
+  };
+}
+
+/** snapshotDiff lists, per field, what after has that before had not (and sysctls that changed). */
+export function snapshotDiff(before: HostSnapshot, after: HostSnapshot): Partial<Record<keyof HostSnapshot, string[]>> {
+  const out: Partial<Record<keyof HostSnapshot, string[]>> = {};
+  for (const k of Object.keys(after) as Array<keyof HostSnapshot>) {
+    const had = new Set(before[k]);
+    const added = after[k].filter((x) => !had.has(x));
+    if (added.length) out[k] = added;
+  }
+  return out;
+}
