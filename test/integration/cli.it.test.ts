@@ -71,7 +71,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
       'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: dev\nspec:\n  provisioner:\n    type: local\n',
     );
     const out = join(dir, 'dev.kubeconfig');
-    const r = await vc(['create', '-f', file, '-o', out, ...kc]);
+    const r = await vc(['create', '-f', file, '--kubeconfig-out', out, ...kc]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/default\/dev Provisioning/);
     expect(r.stderr).toMatch(/default\/dev Running/);
@@ -212,7 +212,8 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/2 object\(s\) valid/);
     const diff = await vc(['diff', repo, ...kc]);
-    expect(diff.code, diff.stderr).toBe(0);
+    // As kubectl diff: 1 when there are differences.
+    expect(diff.code, diff.stderr).toBe(1);
     expect(diff.stdout).toContain('+ VirtualCluster default/new (tenants/new.yaml)');
     expect(diff.stdout).toMatch(/~ VirtualCluster default\/dev \(tenants\/dev\.yaml\): .*\/spec\/weight/);
     expect(await t.client.getOrNull(R.virtualclusters, 'default', 'new')).toBeNull();

@@ -9,12 +9,17 @@ import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
 import { registerImageCommands } from './image.ts';
 import { registerInstallCommands } from './install.ts';
+import { KUBECONFIG_RULE } from './kubeconfig.ts';
 
 const program = new Command();
 program
   .name('vc')
   .description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .addHelpText(
+    'after',
+    `\n${KUBECONFIG_RULE}\n\nExit codes: 0 success, 1 error (vc diff: 1 when there are differences, 2 on error).`,
+  );
 
 const toolchain = program
   .command('toolchain')
