@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { readYamlDocuments } from '../../../schemas/load.ts';
@@ -296,14 +294,12 @@ export function registerVirtualClusterCommands(program: Command): void {
         const c = await meta(o);
         const k = splitName(name, o.namespace);
         const vc = await provisioned(c, k, wait);
-        const file = resolve(process.env.TMPDIR ?? '/tmp', `vc-${k.namespace}-${k.name}-${process.pid}.kubeconfig`);
-        writeFileSync(file, await kubeconfigOf(c, vc), { mode: 0o600 });
+        const text = await kubeconfigOf(c, vc);
+        c.close();
         const { toolchainDir } = await import('../../toolchain/toolchain.ts');
-        const child = spawn(command[0]!, command.slice(1), {
-          stdio: 'inherit',
-          env: { ...process.env, KUBECONFIG: file, PATH: `${process.env.PATH}:${toolchainDir()}` },
-        });
-        const code = await new Promise<number>((res) => child.on('close', (x) => res(x ?? 1)));
+        const { runWithKubeconfig } = await import('./exec.ts');
+        const env = { ...process.env, PATH: `${process.env.PATH}:${toolchainDir()}` };
+        const code = await runWithKubeconfig(text, command, env);
         process.exitCode = code;
       },
     );
