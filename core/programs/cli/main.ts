@@ -10,6 +10,8 @@ import { registerDrainCommands } from './drain.ts';
 import { registerImageCommands } from './image.ts';
 import { registerInstallCommands } from './install.ts';
 import { KUBECONFIG_RULE } from './kubeconfig.ts';
+import { registerVersionCommand } from './version.ts';
+import { registerCompletionCommand } from './completion.ts';
 
 const program = new Command();
 program
@@ -166,6 +168,9 @@ registerSuperClusterCommands(program);
 // After the `vc superclusters` listing is registered: drain and undrain go under it.
 registerDrainCommands(program);
 registerImageCommands(program);
+registerVersionCommand(program);
+// Last: the completion script covers every command registered before it.
+registerCompletionCommand(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);
