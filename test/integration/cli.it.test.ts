@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,14 +88,34 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ kind: 'VirtualCluster', status: { phase: 'Running' } });
     const yaml = await vc(['get', 'dev', '-o', 'yaml', ...kc]);
     expect(yaml.stdout).toMatch(/phase: Running/);
+    const list = JSON.parse((await vc(['get', '-o', 'json', ...kc])).stdout) as { kind: string; items: unknown[] };
+    expect(list).toMatchObject({ apiVersion: 'v1', kind: 'List' });
+    expect(list.items[0]).toMatchObject({ kind: 'VirtualCluster', metadata: { name: 'dev' } });
+    expect((await vc(['get', '-o', 'name', ...kc])).stdout).toBe('virtualcluster.tenancy.x-k8s.io/dev\n');
+    // KUBECONFIG is a list, as kubectl reads it; a file that does not exist is skipped.
+    const viaEnv = await vc(['get', 'dev', '-o', 'name'], {
+      KUBECONFIG: `${join(dir, 'gone')}:${t.sc.kubeconfigPath}`,
+    });
+    expect(viaEnv.stdout, viaEnv.stderr).toBe('virtualcluster.tenancy.x-k8s.io/dev\n');
   });
 
   it('prints the kubeconfig and runs a command with it', async () => {
     const k = await vc(['kubeconfig', 'dev', ...kc]);
     expect(k.stdout).toMatch(/^apiVersion: v1/m);
-    const e = await vc(['exec', 'dev', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    const tmp = mkdtempSync(join(dir, 'tmp-'));
+    const e = await vc(['exec', 'dev', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name'], {
+      TMPDIR: tmp,
+    });
     expect(e.code, e.stderr).toBe(0);
     expect(e.stdout.trim()).toBe('namespace/default');
+    // The tenant's admin kubeconfig is gone once the command ended (exec.test.ts covers Ctrl-C and SIGTERM).
+    expect(readdirSync(tmp).filter((f) => f.startsWith('vc-exec-'))).toEqual([]);
+    const v = await vc(['version', '-o', 'json', ...kc]);
+    expect(v.code, v.stderr).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({
+      clientVersion: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      managerError: 'no Deployment vc-system/vc-manager (install one with vc install)',
+    });
   });
 
   it('rewrites the server for a front door the platform runs, keeping the tenant CA and credentials', async () => {

@@ -1,6 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { stringify } from 'yaml';
 import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { isNotFound, type KubeClient } from '../../kube/client.ts';
@@ -10,6 +9,7 @@ import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } fro
 import { kubeconfigSecretName, type VirtualCluster } from '../../lifecycle/types.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
+import { formatObjects, OUTPUT_FORMATS } from './output.ts';
 import { withServer } from '../../pki/kubeconfig.ts';
 import {
   addClusterOptions,
@@ -164,14 +164,18 @@ export function registerVirtualClusterCommands(program: Command): void {
   addClusterOptions(program.command('get [name]'))
     .description('list VirtualClusters, or show one')
     .option('-n, --namespace <ns>', 'namespace (default: all for a list, `default` for one)')
-    .option('-o, --output <format>', 'table, wide (adds where the scheduler placed each tenant), yaml or json', 'table')
+    .option(
+      '-o, --output <format>',
+      'table, wide (adds where the scheduler placed each tenant), json, yaml (a list is a v1 List) or name',
+      'table',
+    )
     .action(
       async (
         name: string | undefined,
         o: { namespace?: string; output: string; kubeconfig?: string; context?: string },
       ) => {
-        if (!['table', 'wide', 'yaml', 'json'].includes(o.output))
-          throw new CliError(`--output ${o.output}: expected table, wide, yaml or json`);
+        if (!['table', 'wide', ...OUTPUT_FORMATS].includes(o.output))
+          throw new CliError(`--output ${o.output}: expected table, wide, json, yaml or name`);
         const c = await meta(o);
         let items: VirtualCluster[];
         if (name) {
@@ -185,8 +189,15 @@ export function registerVirtualClusterCommands(program: Command): void {
         } else {
           items = (await c.list<VirtualCluster>(R.virtualclusters, { namespace: o.namespace })).items;
         }
-        if (o.output === 'json') process.stdout.write(JSON.stringify(name ? items[0] : { items }, null, 2) + '\n');
-        else if (o.output === 'yaml') process.stdout.write(stringify(name ? items[0] : { items }));
+        const data = formatObjects(items, {
+          format: o.output,
+          single: !!name,
+          resource: R.virtualclusters.resource,
+          group: R.virtualclusters.group,
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'VirtualCluster',
+        });
+        if (data !== undefined) process.stdout.write(data);
         else {
           const wide = o.output === 'wide';
           const placed = wide ? parseTenantPlacements(await readSchedulerState(c, STATE_CONFIGMAP.name)) : undefined;
