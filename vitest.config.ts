@@ -28,6 +28,9 @@ export default defineConfig({
     ],
   },
   test: {
+    // Tests keep their output readable: warnings and above, one JSON object per line, also in the processes they
+    // start (which inherit the environment). LOG_LEVEL still overrides both.
+    env: { VC_DEFAULT_LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
     reporters: ['default', './test/summary-reporter.ts'],
     projects: [
       {

@@ -6,7 +6,7 @@ import { pino, type DestinationStream, type Logger } from 'pino';
  * JSON on a terminal too.
  */
 async function prettyOnTerminal(): Promise<DestinationStream | undefined> {
-  if (!process.stdout.isTTY || process.env.LOG_FORMAT === 'json' || process.env.VITEST) return undefined;
+  if (!process.stdout.isTTY || process.env.LOG_FORMAT === 'json') return undefined;
   const { default: pretty } = await import('pino-pretty');
   return pretty({
     sync: true,
@@ -18,14 +18,25 @@ async function prettyOnTerminal(): Promise<DestinationStream | undefined> {
 }
 
 /**
+ * defaultLogLevel is the level when LOG_LEVEL does not choose one: VC_DEFAULT_LOG_LEVEL, else `info`. The test
+ * configuration (vitest.config.ts) sets VC_DEFAULT_LOG_LEVEL=warn so test output stays readable while
+ * setDefaultLogLevel still applies, as it does for a user; production code never asks whether it runs under a test.
+ */
+export function defaultLogLevel(env: NodeJS.ProcessEnv = process.env): string {
+  return env.LOG_LEVEL ?? env.VC_DEFAULT_LOG_LEVEL ?? 'info';
+}
+
+/**
  * log is the process-wide pino logger. Components take a child carrying `{controller, tenant, key}` as needed.
- * LOG_LEVEL sets the level (default `info`; tests default to `warn` to keep their output readable).
+ * LOG_LEVEL sets the level (see defaultLogLevel). JSON lines carry the level's name (`"level":"info"`), as log
+ * collectors (Loki, Elasticsearch, Cloud Logging) expect, not pino's number.
  */
 export const log: Logger = pino(
   {
-    level: process.env.LOG_LEVEL ?? (process.env.VITEST ? 'warn' : 'info'),
+    level: defaultLogLevel(),
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
   },
   await prettyOnTerminal(),
 );

@@ -70,7 +70,7 @@ export class ManagerSpawner {
         env: { ...process.env, LOG_LEVEL: 'info', ...(o.compiled ? { VC_FROM_SOURCE: '' } : {}), ...o.env },
       },
     );
-    const keep = o.keep ?? /"level":[56]0/;
+    const keep = o.keep ?? /"level":"(error|fatal)"/;
     const keepLines = o.keepLines ?? 40;
     const file = o.logFile ? createWriteStream(o.logFile) : undefined;
     let onReady: (port: number) => void = () => undefined;

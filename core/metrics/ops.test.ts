@@ -41,8 +41,8 @@ describe('startOpsServer', () => {
     expect(r.status).toBe(200);
     expect(r.type).toBe(registry.contentType);
     expect(r.body).toContain('vc_ops_test_total 3');
-    expect(r.body).toMatch(/^vc_process_cpu_user_seconds_total \d/m);
-    expect(r.body).toContain('# TYPE vc_nodejs_heap_size_used_bytes gauge');
+    expect(r.body).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(r.body).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
   });
 
   it('answers 404 for unknown paths and 405 for other methods', async () => {

@@ -35,8 +35,8 @@ const cell = (s: string): string => s.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '
 
 /** renderMetricsReference is docs/reference/metrics.md: every metric with its type, labels and help text. */
 export function renderMetricsReference(rows: MetricRow[]): string {
-  const own = rows.filter((r) => !/^(vc_)?(process|nodejs)_/.test(r.name));
-  const runtime = rows.filter((r) => /^(vc_)?(process|nodejs)_/.test(r.name));
+  const own = rows.filter((r) => !/^(process|nodejs)_/.test(r.name));
+  const runtime = rows.filter((r) => /^(process|nodejs)_/.test(r.name));
   const table = (rs: MetricRow[]) =>
     [
       '| metric | type | labels | help |',
@@ -55,7 +55,7 @@ export function renderMetricsReference(rows: MetricRow[]): string {
     `## The project's metrics\n`,
     table(own) + '\n',
     '## Process and runtime metrics\n',
-    "prom-client's default metrics of the Node.js process.\n",
+    "prom-client's default metrics of the Node.js process, under their standard names (no `vc_` prefix) so stock Node.js dashboards read them.\n",
     table(runtime) + '\n',
   ].join('\n');
 }

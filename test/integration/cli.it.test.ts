@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,7 +71,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
       'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: VirtualCluster\nmetadata:\n  name: dev\nspec:\n  provisioner:\n    type: local\n',
     );
     const out = join(dir, 'dev.kubeconfig');
-    const r = await vc(['create', '-f', file, '-o', out, ...kc]);
+    const r = await vc(['create', '-f', file, '--kubeconfig-out', out, ...kc]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/default\/dev Provisioning/);
     expect(r.stderr).toMatch(/default\/dev Running/);
@@ -88,14 +88,34 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ kind: 'VirtualCluster', status: { phase: 'Running' } });
     const yaml = await vc(['get', 'dev', '-o', 'yaml', ...kc]);
     expect(yaml.stdout).toMatch(/phase: Running/);
+    const list = JSON.parse((await vc(['get', '-o', 'json', ...kc])).stdout) as { kind: string; items: unknown[] };
+    expect(list).toMatchObject({ apiVersion: 'v1', kind: 'List' });
+    expect(list.items[0]).toMatchObject({ kind: 'VirtualCluster', metadata: { name: 'dev' } });
+    expect((await vc(['get', '-o', 'name', ...kc])).stdout).toBe('virtualcluster.tenancy.x-k8s.io/dev\n');
+    // KUBECONFIG is a list, as kubectl reads it; a file that does not exist is skipped.
+    const viaEnv = await vc(['get', 'dev', '-o', 'name'], {
+      KUBECONFIG: `${join(dir, 'gone')}:${t.sc.kubeconfigPath}`,
+    });
+    expect(viaEnv.stdout, viaEnv.stderr).toBe('virtualcluster.tenancy.x-k8s.io/dev\n');
   });
 
   it('prints the kubeconfig and runs a command with it', async () => {
     const k = await vc(['kubeconfig', 'dev', ...kc]);
     expect(k.stdout).toMatch(/^apiVersion: v1/m);
-    const e = await vc(['exec', 'dev', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    const tmp = mkdtempSync(join(dir, 'tmp-'));
+    const e = await vc(['exec', 'dev', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name'], {
+      TMPDIR: tmp,
+    });
     expect(e.code, e.stderr).toBe(0);
     expect(e.stdout.trim()).toBe('namespace/default');
+    // The tenant's admin kubeconfig is gone once the command ended (exec.test.ts covers Ctrl-C and SIGTERM).
+    expect(readdirSync(tmp).filter((f) => f.startsWith('vc-exec-'))).toEqual([]);
+    const v = await vc(['version', '-o', 'json', ...kc]);
+    expect(v.code, v.stderr).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({
+      clientVersion: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      managerError: 'no Deployment vc-system/vc-manager (install one with vc install)',
+    });
   });
 
   it('rewrites the server for a front door the platform runs, keeping the tenant CA and credentials', async () => {
@@ -215,7 +235,8 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/2 object\(s\) valid/);
     const diff = await vc(['diff', repo, ...kc]);
-    expect(diff.code, diff.stderr).toBe(0);
+    // As kubectl diff: 1 when there are differences.
+    expect(diff.code, diff.stderr).toBe(1);
     expect(diff.stdout).toContain('+ VirtualCluster default/new (tenants/new.yaml)');
     expect(diff.stdout).toMatch(/~ VirtualCluster default\/dev \(tenants\/dev\.yaml\): .*\/spec\/weight/);
     expect(await t.client.getOrNull(R.virtualclusters, 'default', 'new')).toBeNull();

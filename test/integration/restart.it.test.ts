@@ -29,7 +29,7 @@ const spawner = new ManagerSpawner();
 const progress = (msg: string) => process.stdout.write(`[restart ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
 
 async function startManager(config: string): Promise<ManagerProc> {
-  const m = spawner.spawn({ config, keep: /lead|"level":[456]0/, keepLines: 200 });
+  const m = spawner.spawn({ config, keep: /lead|"level":"(warn|error|fatal)"/, keepLines: 200 });
   const port = await m.ready;
   progress(`manager ${m.child.pid} serving /metrics on ${port}`);
   return m;

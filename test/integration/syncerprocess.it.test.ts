@@ -26,7 +26,7 @@ const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const LEASE = `${MANAGER_DEFAULTS.syncerLeasePrefix}r2`;
 const LEASE_NS = 'kube-system';
 /** the log lines the test reads (leadership, syncers started) or shows after a failure */
-const KEEP = /lead|syncer started|super cluster registered|"level":[56]0/;
+const KEEP = /lead|syncer started|super cluster registered|"level":"(error|fatal)"/;
 
 interface Pod extends KubeObject {
   spec?: { nodeName?: string };

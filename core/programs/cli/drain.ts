@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
+import { type KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
 import { DRAINING } from '../../superclusters/registration.ts';
-import { CliError, metaKubeconfig } from './vcs.ts';
+import { CliError } from './vcs.ts';
+import { clusterClient, type ClusterFlags } from './kubeconfig.ts';
 
 /** CLUSTERS_RESOURCE is the Cluster API Cluster a super cluster is registered with. */
 export const CLUSTERS_RESOURCE: Resource = {
@@ -53,10 +54,11 @@ export function registerDrainCommands(program: Command): void {
         'tenant Pods left on it so their controllers recreate them elsewhere (like kubectl drain)',
     )
     .option('-n, --namespace <ns>', 'namespace of the Cluster in the meta cluster (default: search all)')
-    .option('--kubeconfig <file>', 'meta cluster kubeconfig')
-    .action(async (name: string, o: { namespace?: string; kubeconfig?: string }, cmd: Command) => {
+    .option('--kubeconfig <file>', 'meta cluster kubeconfig (see `vc --help` for the default)')
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+    .action(async (name: string, o: { namespace?: string; kubeconfig?: string; context?: string }, cmd: Command) => {
       // `vc superclusters drain r2 --kubeconfig f`: the listing's own --kubeconfig takes the flag, so read both.
-      const meta = await KubeClient.fromFile(metaKubeconfig(kubeconfigFlag(o, cmd)));
+      const meta = await clusterClient(clusterFlags(o, cmd));
       try {
         const ref = await setDraining(meta, name, o.namespace, true);
         process.stdout.write(
@@ -70,10 +72,11 @@ export function registerDrainCommands(program: Command): void {
     .command('undrain <name>')
     .description('let a drained super cluster take new placements again (what moved off it stays where it went)')
     .option('-n, --namespace <ns>', 'namespace of the Cluster in the meta cluster (default: search all)')
-    .option('--kubeconfig <file>', 'meta cluster kubeconfig')
-    .action(async (name: string, o: { namespace?: string; kubeconfig?: string }, cmd: Command) => {
+    .option('--kubeconfig <file>', 'meta cluster kubeconfig (see `vc --help` for the default)')
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+    .action(async (name: string, o: { namespace?: string; kubeconfig?: string; context?: string }, cmd: Command) => {
       // `vc superclusters drain r2 --kubeconfig f`: the listing's own --kubeconfig takes the flag, so read both.
-      const meta = await KubeClient.fromFile(metaKubeconfig(kubeconfigFlag(o, cmd)));
+      const meta = await clusterClient(clusterFlags(o, cmd));
       try {
         const ref = await setDraining(meta, name, o.namespace, false);
         process.stdout.write(`Cluster ${ref} takes new placements again\n`);
@@ -83,6 +86,7 @@ export function registerDrainCommands(program: Command): void {
     });
 }
 
-function kubeconfigFlag(o: { kubeconfig?: string }, cmd: Command): string | undefined {
-  return o.kubeconfig ?? (cmd.optsWithGlobals() as { kubeconfig?: string }).kubeconfig;
+function clusterFlags(o: ClusterFlags, cmd: Command): ClusterFlags {
+  const g = cmd.optsWithGlobals() as ClusterFlags;
+  return { kubeconfig: o.kubeconfig ?? g.kubeconfig, context: o.context ?? g.context };
 }

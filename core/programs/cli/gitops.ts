@@ -9,7 +9,8 @@ import { SOURCE_LABEL } from '../../../gitops/applier/objects.ts';
 import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import type { TenantPolicy } from '../../tenancy/policy.ts';
-import { CliError, metaKubeconfig } from './vcs.ts';
+import { CliError } from './vcs.ts';
+import { clusterClient } from './kubeconfig.ts';
 
 /** readDirArtifact reads every YAML/JSON file under dir into an artifact, as the git source would. */
 export async function readDirArtifact(dir: string): Promise<Artifact> {
@@ -125,33 +126,41 @@ export function registerGitOpsCommands(program: Command): void {
       '--source <namespace/name>',
       'the GitSource that applies these definitions (default: the one labelled on the live objects)',
     )
-    .option('--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)')
-    .action(async (source: string, o: { ref: string; path: string; source?: string; kubeconfig?: string }) => {
-      const { planDiff } = await import('../../../gitops/applier/diff.ts');
-      const artifact = /^(https?|file):\/\//.test(source)
-        ? await urlArtifact(source, o.ref, o.path)
-        : await readDirArtifact(source);
-      const c = await KubeClient.fromFile(metaKubeconfig(o.kubeconfig));
-      const live: KubeObject[] = [];
-      for (const r of [R.virtualclusters, R.clusterversions]) {
-        for (const item of (await c.list(r)).items)
-          live.push({ ...item, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: r.kind });
-      }
-      // Objects a GitSource applied carry its label; knowing the source keeps that label from showing as a change.
-      const labels = new Set(live.map((x) => x.metadata?.labels?.[SOURCE_LABEL]).filter((x): x is string => !!x));
-      const owner = o.source ?? (labels.size === 1 ? [...labels][0]!.replace('.', '/') : undefined);
-      const [ownerNs, ownerName] = owner?.split('/') ?? [];
-      const d = planDiff(artifact, live, ownerNs && ownerName ? { namespace: ownerNs, name: ownerName } : undefined);
-      const name = (x: { kind: string; namespace?: string; name: string }) =>
-        `${x.kind} ${x.namespace ? `${x.namespace}/` : ''}${x.name}`;
-      for (const x of d.create) process.stdout.write(`+ ${name(x)} (${x.file})\n`);
-      for (const x of d.change)
-        process.stdout.write(`~ ${name(x.object)} (${x.object.file}): ${x.fields.join(', ')}\n`);
-      for (const x of d.delete) process.stdout.write(`- ${name(x)}\n`);
-      for (const e of d.errors) process.stderr.write(`${e.message}\n`);
-      process.stdout.write(
-        `${d.create.length} to create, ${d.change.length} to change, ${d.delete.length} to delete\n`,
-      );
-      if (d.errors.length) process.exitCode = 1;
-    });
+    .option('--kubeconfig <file>', 'kubeconfig of the meta cluster (see `vc --help` for the default)')
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+    .action(
+      async (
+        source: string,
+        o: { ref: string; path: string; source?: string; kubeconfig?: string; context?: string },
+      ) => {
+        const { planDiff } = await import('../../../gitops/applier/diff.ts');
+        const artifact = /^(https?|file):\/\//.test(source)
+          ? await urlArtifact(source, o.ref, o.path)
+          : await readDirArtifact(source);
+        const c = await clusterClient(o);
+        const live: KubeObject[] = [];
+        for (const r of [R.virtualclusters, R.clusterversions]) {
+          for (const item of (await c.list(r)).items)
+            live.push({ ...item, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: r.kind });
+        }
+        // Objects a GitSource applied carry its label; knowing the source keeps that label from showing as a change.
+        const labels = new Set(live.map((x) => x.metadata?.labels?.[SOURCE_LABEL]).filter((x): x is string => !!x));
+        const owner = o.source ?? (labels.size === 1 ? [...labels][0]!.replace('.', '/') : undefined);
+        const [ownerNs, ownerName] = owner?.split('/') ?? [];
+        const d = planDiff(artifact, live, ownerNs && ownerName ? { namespace: ownerNs, name: ownerName } : undefined);
+        const name = (x: { kind: string; namespace?: string; name: string }) =>
+          `${x.kind} ${x.namespace ? `${x.namespace}/` : ''}${x.name}`;
+        for (const x of d.create) process.stdout.write(`+ ${name(x)} (${x.file})\n`);
+        for (const x of d.change)
+          process.stdout.write(`~ ${name(x.object)} (${x.object.file}): ${x.fields.join(', ')}\n`);
+        for (const x of d.delete) process.stdout.write(`- ${name(x)}\n`);
+        for (const e of d.errors) process.stderr.write(`${e.message}\n`);
+        process.stdout.write(
+          `${d.create.length} to create, ${d.change.length} to change, ${d.delete.length} to delete\n`,
+        );
+        // As `kubectl diff`: 0 without differences, 1 with them, and above 1 when it failed.
+        if (d.errors.length) process.exitCode = 2;
+        else if (d.create.length + d.change.length + d.delete.length) process.exitCode = 1;
+      },
+    );
 }

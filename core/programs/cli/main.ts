@@ -9,12 +9,19 @@ import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
 import { registerImageCommands } from './image.ts';
 import { registerInstallCommands } from './install.ts';
+import { KUBECONFIG_RULE } from './kubeconfig.ts';
+import { registerVersionCommand } from './version.ts';
+import { registerCompletionCommand } from './completion.ts';
 
 const program = new Command();
 program
   .name('vc')
   .description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .addHelpText(
+    'after',
+    `\n${KUBECONFIG_RULE}\n\nExit codes: 0 success, 1 error (vc diff: 1 when there are differences, 2 on error).`,
+  );
 
 const toolchain = program
   .command('toolchain')
@@ -161,6 +168,9 @@ registerSuperClusterCommands(program);
 // After the `vc superclusters` listing is registered: drain and undrain go under it.
 registerDrainCommands(program);
 registerImageCommands(program);
+registerVersionCommand(program);
+// Last: the completion script covers every command registered before it.
+registerCompletionCommand(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -11,6 +11,7 @@ import { CLUSTERS, kubeconfigFromSecret, RegistrationFailure, readyOf } from '..
 import type { Condition } from '../../controller/status.ts';
 import { readSchedulerState, SCHEDULER_STATE_NAMESPACES, stateSections } from './placements.ts';
 import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
+import { clusterClient } from './kubeconfig.ts';
 
 /** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
 export const SCHEDULER_STATE = { name: 'vc-scheduler-state' } as const;
@@ -175,73 +176,82 @@ export function registerSuperClusterCommands(program: Command): void {
     .description(
       'every super cluster a manager syncs to (registered, and static ones): state, capacity of Ready nodes, slices and namespaces placed',
     )
-    .option('--kubeconfig <file>', 'meta cluster kubeconfig (default: VC_KUBECONFIG, the embedded default, KUBECONFIG)')
+    .option('--kubeconfig <file>', 'meta cluster kubeconfig (see `vc --help` for the default)')
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
     .option(
       '--scheduler-namespace <ns>',
       "namespace of the scheduler's vc-scheduler-state ConfigMap (default: vc-system, then kube-system)",
     )
     .option('--state-dir <dir>', 'state directory of vc up, whose statically configured super cluster is listed too')
     .option('-o, --output <format>', 'table or json', 'table')
-    .action(async (o: { kubeconfig?: string; schedulerNamespace?: string; stateDir?: string; output: string }) => {
-      const metaPath = metaKubeconfig(o.kubeconfig);
-      const embedded = resolve(metaPath) === resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig');
-      const meta = await KubeClient.fromFile(metaPath);
-      try {
-        let clusters: ClusterObj[];
+    .action(
+      async (o: {
+        kubeconfig?: string;
+        context?: string;
+        schedulerNamespace?: string;
+        stateDir?: string;
+        output: string;
+      }) => {
+        const metaPath = metaKubeconfig(o.kubeconfig);
+        const embedded = resolve(metaPath) === resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig');
+        const meta = await clusterClient(o);
         try {
-          clusters = (await meta.listAll<ClusterObj>(CLUSTERS as Resource)).items;
-        } catch (e) {
-          if (e instanceof ApiError && e.code === 404)
-            throw new CliError('no super cluster is registered: the Cluster CRD (cluster.x-k8s.io) is not installed');
-          throw e;
-        }
-        // The scheduler publishes in the manager's namespace: vc-system when deployed, kube-system under vc up.
-        const summaries = parseSchedulerState(
-          await readSchedulerState(
-            meta,
-            SCHEDULER_STATE.name,
-            o.schedulerNamespace ? [o.schedulerNamespace] : SCHEDULER_STATE_NAMESPACES,
-          ),
-        );
-        const rows: ClusterRow[] = [];
-        const statics = await staticSuperClusters(o.stateDir ?? (embedded ? DEFAULT_STATE_DIR : undefined));
-        for (const s of statics) {
-          const c = await KubeClient.fromFile(s.kubeconfig);
+          let clusters: ClusterObj[];
           try {
-            const cap = await readyCapacity(c);
-            const sum = summaries.get(s.name);
-            rows.push({
-              name: s.name,
-              namespace: '(static)',
-              state: cap ? 'ready' : 'unreachable',
-              capacity: cap ? formatResources(pick(cap)) : '-',
-              slices: sum?.placedSlices === undefined ? '-' : String(sum.placedSlices),
-              namespaces: sum?.placedNamespaces === undefined ? '-' : String(sum.placedNamespaces),
-              message: cap ? '' : `cannot list nodes with ${s.kubeconfig}`,
-            });
-          } finally {
-            c.close();
+            clusters = (await meta.listAll<ClusterObj>(CLUSTERS as Resource)).items;
+          } catch (e) {
+            if (e instanceof ApiError && e.code === 404)
+              throw new CliError('no super cluster is registered: the Cluster CRD (cluster.x-k8s.io) is not installed');
+            throw e;
           }
+          // The scheduler publishes in the manager's namespace: vc-system when deployed, kube-system under vc up.
+          const summaries = parseSchedulerState(
+            await readSchedulerState(
+              meta,
+              SCHEDULER_STATE.name,
+              o.schedulerNamespace ? [o.schedulerNamespace] : SCHEDULER_STATE_NAMESPACES,
+            ),
+          );
+          const rows: ClusterRow[] = [];
+          const statics = await staticSuperClusters(o.stateDir ?? (embedded ? DEFAULT_STATE_DIR : undefined));
+          for (const s of statics) {
+            const c = await KubeClient.fromFile(s.kubeconfig);
+            try {
+              const cap = await readyCapacity(c);
+              const sum = summaries.get(s.name);
+              rows.push({
+                name: s.name,
+                namespace: '(static)',
+                state: cap ? 'ready' : 'unreachable',
+                capacity: cap ? formatResources(pick(cap)) : '-',
+                slices: sum?.placedSlices === undefined ? '-' : String(sum.placedSlices),
+                namespaces: sum?.placedNamespaces === undefined ? '-' : String(sum.placedNamespaces),
+                message: cap ? '' : `cannot list nodes with ${s.kubeconfig}`,
+              });
+            } finally {
+              c.close();
+            }
+          }
+          // Like the registry, a Cluster in a tenant namespace (where synced tenant objects live) is not a registration.
+          const tenantNamespaces = new Set(
+            (await meta.listAll<KubeObject>(R.namespaces, { labelSelector: LABEL.cluster })).items.map(
+              (n) => n.metadata?.name,
+            ),
+          );
+          clusters = clusters.filter((c) => !tenantNamespaces.has(c.metadata.namespace));
+          for (const c of clusters.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
+            const ready = readyOf(c.status)?.status === 'True';
+            const cap = ready ? await capacityOf(meta, c) : undefined;
+            rows.push(registrationRow(c, cap, summaries.get(c.metadata.name)));
+          }
+          // Every super cluster the manager syncs to is in the scheduler's summary, the static ones included.
+          rows.push(...summaryRows(summaries, new Set(rows.map((r) => r.name))));
+          process.stdout.write(o.output === 'json' ? JSON.stringify(rows, null, 2) + '\n' : formatRows(rows));
+        } finally {
+          meta.close();
         }
-        // Like the registry, a Cluster in a tenant namespace (where synced tenant objects live) is not a registration.
-        const tenantNamespaces = new Set(
-          (await meta.listAll<KubeObject>(R.namespaces, { labelSelector: LABEL.cluster })).items.map(
-            (n) => n.metadata?.name,
-          ),
-        );
-        clusters = clusters.filter((c) => !tenantNamespaces.has(c.metadata.namespace));
-        for (const c of clusters.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
-          const ready = readyOf(c.status)?.status === 'True';
-          const cap = ready ? await capacityOf(meta, c) : undefined;
-          rows.push(registrationRow(c, cap, summaries.get(c.metadata.name)));
-        }
-        // Every super cluster the manager syncs to is in the scheduler's summary, the static ones included.
-        rows.push(...summaryRows(summaries, new Set(rows.map((r) => r.name))));
-        process.stdout.write(o.output === 'json' ? JSON.stringify(rows, null, 2) + '\n' : formatRows(rows));
-      } finally {
-        meta.close();
-      }
-    });
+      },
+    );
 }
 
 /** staticSuperClusters are the super clusters a running `vc up` configured statically (its manager.yaml). */

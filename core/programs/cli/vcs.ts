@@ -1,41 +1,37 @@
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { stringify } from 'yaml';
 import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
-import { isNotFound, KubeClient } from '../../kube/client.ts';
+import { isNotFound, type KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { STATE_CONFIGMAP } from '../../scheduler/state.ts';
 import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } from './placements.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualcluster.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
+import { formatObjects, OUTPUT_FORMATS } from './output.ts';
 import { withServer } from '../../pki/kubeconfig.ts';
-
-/** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default; its super kubeconfig is the default meta cluster. */
-export const DEFAULT_STATE_DIR = '.state/default';
+import {
+  addClusterOptions,
+  clusterClient,
+  DEFAULT_STATE_DIR,
+  resolveKubeconfig,
+  type ClusterFlags,
+} from './kubeconfig.ts';
 
 /** CliError is a failure reported as one line and a non-zero exit. */
 export class CliError extends Error {}
 
-/** metaKubeconfig finds the meta cluster's kubeconfig: the flag, VC_KUBECONFIG, the embedded default, KUBECONFIG. */
+/** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default (see kubeconfig.ts). */
+export { DEFAULT_STATE_DIR };
+
+/** metaKubeconfig is the first kubeconfig file KUBECONFIG_RULE chooses for the meta cluster, for commands that need a path. */
 export function metaKubeconfig(flag?: string): string {
-  const candidates = [
-    flag,
-    process.env.VC_KUBECONFIG,
-    resolve(DEFAULT_STATE_DIR, 'clusters/super/admin.kubeconfig'),
-    process.env.KUBECONFIG,
-  ];
-  for (const c of candidates) if (c && existsSync(c)) return c;
-  throw new CliError(
-    'no meta cluster: pass --kubeconfig, set VC_KUBECONFIG, or start the embedded default with `vc up`',
-  );
+  return resolveKubeconfig({ flag }).files[0]!;
 }
 
-async function meta(flag?: string): Promise<KubeClient> {
-  return KubeClient.fromFile(metaKubeconfig(flag));
+async function meta(o: ClusterFlags): Promise<KubeClient> {
+  return clusterClient(o);
 }
 
 /** readVirtualClusters reads VirtualCluster documents from a file and validates each against the schema. */
@@ -131,102 +127,114 @@ async function waitRunning(c: KubeClient, ns: string, name: string, timeoutMs: n
 
 /** registerVirtualClusterCommands adds create, get, delete, kubeconfig and exec to the CLI. */
 export function registerVirtualClusterCommands(program: Command): void {
-  const kcOpt = ['--kubeconfig <file>', 'kubeconfig of the meta cluster (default: the embedded default)'] as const;
   const waitOpt = [
     '--wait <seconds>',
     'how long to wait for a VirtualCluster still being provisioned (0: not at all)',
     '120',
   ] as const;
 
-  program
-    .command('create')
+  addClusterOptions(program.command('create'))
     .description('validate and create VirtualClusters, wait until Running, and write the tenant kubeconfig')
     .requiredOption('-f, --file <file>', 'VirtualCluster YAML')
-    .option('-o, --output <file>', 'where to write the tenant kubeconfig')
+    .option('--kubeconfig-out <file>', 'where to write the tenant kubeconfig (mode 0600)')
     .option('--timeout <seconds>', 'how long to wait for Running', '300')
-    .option(...kcOpt)
-    .action(async (o: { file: string; output?: string; timeout: string; kubeconfig?: string }) => {
-      const vcs = readVirtualClusters(o.file);
-      const c = await meta(o.kubeconfig);
-      const policies = await readTenantPolicies(c);
-      if (policies) refuseByPolicy(o.file, vcs, policies);
-      for (const vc of vcs) {
-        await c.create(R.virtualclusters, { ...vc, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' });
-        process.stderr.write(`virtualcluster ${vc.metadata!.namespace}/${vc.metadata!.name} created\n`);
-      }
-      for (const vc of vcs) {
-        const done = await waitRunning(c, vc.metadata!.namespace!, vc.metadata!.name!, Number(o.timeout) * 1000);
-        const kubeconfig = await kubeconfigOf(c, done);
-        const out = o.output && vcs.length === 1 ? o.output : o.output ? `${o.output}.${vc.metadata!.name}` : undefined;
-        if (out) {
-          writeFileSync(out, kubeconfig, { mode: 0o600 });
-          process.stdout.write(`${out}\n`);
+    .action(
+      async (o: { file: string; kubeconfigOut?: string; timeout: string; kubeconfig?: string; context?: string }) => {
+        const vcs = readVirtualClusters(o.file);
+        const c = await meta(o);
+        const policies = await readTenantPolicies(c);
+        if (policies) refuseByPolicy(o.file, vcs, policies);
+        for (const vc of vcs) {
+          await c.create(R.virtualclusters, { ...vc, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' });
+          process.stderr.write(`virtualcluster ${vc.metadata!.namespace}/${vc.metadata!.name} created\n`);
         }
-      }
-    });
+        for (const vc of vcs) {
+          const done = await waitRunning(c, vc.metadata!.namespace!, vc.metadata!.name!, Number(o.timeout) * 1000);
+          const kubeconfig = await kubeconfigOf(c, done);
+          const base = o.kubeconfigOut;
+          const out = base && vcs.length === 1 ? base : base ? `${base}.${vc.metadata!.name}` : undefined;
+          if (out) {
+            writeFileSync(out, kubeconfig, { mode: 0o600 });
+            process.stdout.write(`${out}\n`);
+          }
+        }
+      },
+    );
 
-  program
-    .command('get [name]')
+  addClusterOptions(program.command('get [name]'))
     .description('list VirtualClusters, or show one')
     .option('-n, --namespace <ns>', 'namespace (default: all for a list, `default` for one)')
-    .option('-o, --output <format>', 'table, wide (adds where the scheduler placed each tenant), yaml or json', 'table')
-    .option(...kcOpt)
-    .action(async (name: string | undefined, o: { namespace?: string; output: string; kubeconfig?: string }) => {
-      if (!['table', 'wide', 'yaml', 'json'].includes(o.output))
-        throw new CliError(`--output ${o.output}: expected table, wide, yaml or json`);
-      const c = await meta(o.kubeconfig);
-      let items: VirtualCluster[];
-      if (name) {
-        const k = splitName(name, o.namespace);
-        try {
-          items = [await c.get<VirtualCluster>(R.virtualclusters, k.namespace, k.name)];
-        } catch (e) {
-          if (isNotFound(e)) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
-          throw e;
+    .option(
+      '-o, --output <format>',
+      'table, wide (adds where the scheduler placed each tenant), json, yaml (a list is a v1 List) or name',
+      'table',
+    )
+    .action(
+      async (
+        name: string | undefined,
+        o: { namespace?: string; output: string; kubeconfig?: string; context?: string },
+      ) => {
+        if (!['table', 'wide', ...OUTPUT_FORMATS].includes(o.output))
+          throw new CliError(`--output ${o.output}: expected table, wide, json, yaml or name`);
+        const c = await meta(o);
+        let items: VirtualCluster[];
+        if (name) {
+          const k = splitName(name, o.namespace);
+          try {
+            items = [await c.get<VirtualCluster>(R.virtualclusters, k.namespace, k.name)];
+          } catch (e) {
+            if (isNotFound(e)) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+            throw e;
+          }
+        } else {
+          items = (await c.list<VirtualCluster>(R.virtualclusters, { namespace: o.namespace })).items;
         }
-      } else {
-        items = (await c.list<VirtualCluster>(R.virtualclusters, { namespace: o.namespace })).items;
-      }
-      if (o.output === 'json') process.stdout.write(JSON.stringify(name ? items[0] : { items }, null, 2) + '\n');
-      else if (o.output === 'yaml') process.stdout.write(stringify(name ? items[0] : { items }));
-      else {
-        const wide = o.output === 'wide';
-        const placed = wide ? parseTenantPlacements(await readSchedulerState(c, STATE_CONFIGMAP.name)) : undefined;
-        const rows = items.map((v) => [
-          v.metadata!.namespace!,
-          v.metadata!.name!,
-          v.status?.phase ?? 'Pending',
-          v.spec?.provisioner?.type ?? '(default)',
-          v.status?.clusterNamespace ?? '',
-          age(v.metadata!.creationTimestamp),
-          ...(wide
-            ? [v.spec?.superCluster ?? '-', formatTenantPlacements(placed!.get(v.status?.clusterNamespace ?? ''))]
-            : []),
-        ]);
-        const head = [
-          ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
-          ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
-        ];
-        const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-        for (const r of [head, ...rows])
-          process.stdout.write(
-            r
-              .map((x, i) => x.padEnd(w[i]!))
-              .join('  ')
-              .trimEnd() + '\n',
-          );
-      }
-    });
+        const data = formatObjects(items, {
+          format: o.output,
+          single: !!name,
+          resource: R.virtualclusters.resource,
+          group: R.virtualclusters.group,
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'VirtualCluster',
+        });
+        if (data !== undefined) process.stdout.write(data);
+        else {
+          const wide = o.output === 'wide';
+          const placed = wide ? parseTenantPlacements(await readSchedulerState(c, STATE_CONFIGMAP.name)) : undefined;
+          const rows = items.map((v) => [
+            v.metadata!.namespace!,
+            v.metadata!.name!,
+            v.status?.phase ?? 'Pending',
+            v.spec?.provisioner?.type ?? '(default)',
+            v.status?.clusterNamespace ?? '',
+            age(v.metadata!.creationTimestamp),
+            ...(wide
+              ? [v.spec?.superCluster ?? '-', formatTenantPlacements(placed!.get(v.status?.clusterNamespace ?? ''))]
+              : []),
+          ]);
+          const head = [
+            ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
+            ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
+          ];
+          const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+          for (const r of [head, ...rows])
+            process.stdout.write(
+              r
+                .map((x, i) => x.padEnd(w[i]!))
+                .join('  ')
+                .trimEnd() + '\n',
+            );
+        }
+      },
+    );
 
-  program
-    .command('delete <name>')
+  addClusterOptions(program.command('delete <name>'))
     .description('delete a VirtualCluster and wait until its control plane and super namespaces are gone')
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option('--wait <seconds>', 'how long to wait (0: do not wait)', '120')
-    .option(...kcOpt)
-    .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string }) => {
+    .action(async (name: string, o: { namespace: string; wait: string; kubeconfig?: string; context?: string }) => {
       const wait = waitSeconds(o.wait);
-      const c = await meta(o.kubeconfig);
+      const c = await meta(o);
       const k = splitName(name, o.namespace);
       if (!(await c.delete(R.virtualclusters, k.namespace, k.name)))
         throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
@@ -239,18 +247,23 @@ export function registerVirtualClusterCommands(program: Command): void {
       process.stderr.write(`virtualcluster ${k.namespace}/${k.name} deleted\n`);
     });
 
-  program
-    .command('kubeconfig <name>')
+  addClusterOptions(program.command('kubeconfig <name>'))
     .description("print a VirtualCluster's admin kubeconfig")
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option('--server <url>', 'a front door the platform runs: the server to write instead (credentials unchanged)')
     .option('--certificate-authority <file>', 'with --server: the CA (PEM) of the front door, instead of the tenant CA')
     .option(...waitOpt)
-    .option(...kcOpt)
     .action(
       async (
         name: string,
-        o: { namespace: string; wait: string; kubeconfig?: string; server?: string; certificateAuthority?: string },
+        o: {
+          namespace: string;
+          wait: string;
+          kubeconfig?: string;
+          context?: string;
+          server?: string;
+          certificateAuthority?: string;
+        },
       ) => {
         if (o.certificateAuthority && !o.server) throw new CliError('--certificate-authority needs --server');
         let caPem: string | undefined;
@@ -262,7 +275,7 @@ export function registerVirtualClusterCommands(program: Command): void {
           }
         }
         const wait = waitSeconds(o.wait);
-        const c = await meta(o.kubeconfig);
+        const c = await meta(o);
         const k = splitName(name, o.namespace);
         const text = await kubeconfigOf(c, await provisioned(c, k, wait));
         if (!o.server) return void process.stdout.write(text);
@@ -276,29 +289,31 @@ export function registerVirtualClusterCommands(program: Command): void {
       },
     );
 
-  program
-    .command('exec <name>')
+  addClusterOptions(program.command('exec <name>'))
     .description("run a command with KUBECONFIG set to the tenant's kubeconfig: vc exec dev -- kubectl get ns")
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option(...waitOpt)
-    .option(...kcOpt)
     .argument('[command...]')
-    .action(async (name: string, command: string[], o: { namespace: string; wait: string; kubeconfig?: string }) => {
-      if (!command.length) throw new CliError('nothing to run: vc exec NAME -- COMMAND [ARGS...]');
-      const wait = waitSeconds(o.wait);
-      const c = await meta(o.kubeconfig);
-      const k = splitName(name, o.namespace);
-      const vc = await provisioned(c, k, wait);
-      const file = resolve(process.env.TMPDIR ?? '/tmp', `vc-${k.namespace}-${k.name}-${process.pid}.kubeconfig`);
-      writeFileSync(file, await kubeconfigOf(c, vc), { mode: 0o600 });
-      const { toolchainDir } = await import('../../toolchain/toolchain.ts');
-      const child = spawn(command[0]!, command.slice(1), {
-        stdio: 'inherit',
-        env: { ...process.env, KUBECONFIG: file, PATH: `${process.env.PATH}:${toolchainDir()}` },
-      });
-      const code = await new Promise<number>((res) => child.on('close', (x) => res(x ?? 1)));
-      process.exitCode = code;
-    });
+    .action(
+      async (
+        name: string,
+        command: string[],
+        o: { namespace: string; wait: string; kubeconfig?: string; context?: string },
+      ) => {
+        if (!command.length) throw new CliError('nothing to run: vc exec NAME -- COMMAND [ARGS...]');
+        const wait = waitSeconds(o.wait);
+        const c = await meta(o);
+        const k = splitName(name, o.namespace);
+        const vc = await provisioned(c, k, wait);
+        const text = await kubeconfigOf(c, vc);
+        c.close();
+        const { toolchainDir } = await import('../../toolchain/toolchain.ts');
+        const { runWithKubeconfig } = await import('./exec.ts');
+        const env = { ...process.env, PATH: `${process.env.PATH}:${toolchainDir()}` };
+        const code = await runWithKubeconfig(text, command, env);
+        process.exitCode = code;
+      },
+    );
 }
 
 function age(ts?: string): string {
