@@ -31,6 +31,7 @@ import {
   type RealNodePreflight,
 } from './nodehost.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
+import { registryConfigDir, writeRegistryHosts, type NodeRegistry } from './noderegistry.ts';
 import { describeOwner, hostLockHeld, hostLockOwner, type HostLockOwner } from './hostlock.ts';
 
 /** REAL_NODE_LABEL marks a real node (kubelet + containerd on this host); kwok's nodes carry `type=kwok` instead. */
@@ -59,6 +60,8 @@ export interface RealNodeOptions {
   podCidr?: string;
   /** the preflight result (decides cgroup v1 and oom_score_adj settings) */
   preflight: RealNodePreflight;
+  /** registries containerd pulls from over HTTPS trusting their CA (certs.d under the node directory) */
+  registries?: readonly NodeRegistry[];
 }
 
 /** RealNodeConfigInput is what the pure renderers of a real node's configuration files need. */
@@ -110,6 +113,7 @@ export function containerdSocket(dir: string): string {
  * host config imports, the overlayfs snapshotter, the pinned sandbox image, runc from the toolchain with its state
  * under the node directory, runc shim sockets in shimSocketDir, netns mounts under containerd's state, NRI disabled,
  * restrict_oom_score_adj where this process may not lower oom_score_adj, and a `runsc` handler (gVisor, systrap platform) when the toolchain has it.
+ * Registry host configuration is read from the node's own certs.d (core/local/noderegistry.ts), never the host's.
  */
 export function containerdConfig(c: RealNodeConfigInput): string {
   const q = (s: string) => `'${s}'`;
@@ -139,6 +143,8 @@ export function containerdConfig(c: RealNodeConfigInput): string {
     "  snapshotter = 'overlayfs'",
     "[plugins.'io.containerd.cri.v1.images'.pinned_images]",
     `  sandbox = ${q(NODE_IMAGES.pause)}`,
+    "[plugins.'io.containerd.cri.v1.images'.registry]",
+    `  config_path = ${q(registryConfigDir(c.dir))}`,
     `[${runtime}]`,
     `  restrict_oom_score_adj = ${!c.capSysResource}`,
     '  netns_mounts_under_state_dir = true',
@@ -522,6 +528,7 @@ export class RealNode {
     writeFileSync(join(dir, 'kube-proxy.kubeconfig'), kc('system:kube-proxy', proxy), secret);
     writeFileSync(join(dir, 'kube-router.kubeconfig'), kc(KUBE_ROUTER_USER, router), secret);
     writeFileSync(join(dir, 'containerd/config.toml'), containerdConfig(c));
+    writeRegistryHosts(dir, this.opts.registries ?? [], `real node ${name}`);
     if (c.runsc) writeFileSync(join(dir, 'runsc.toml'), runscConfig(c));
     writeFileSync(join(dir, 'cni/net.d/10-vc.conflist'), JSON.stringify(cniConfig(c), null, 2));
     writeFileSync(join(dir, 'kubelet-config.json'), JSON.stringify(kubeletConfig(c), null, 2));

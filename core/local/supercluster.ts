@@ -5,6 +5,7 @@ import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 import { freePorts } from './process.ts';
 import { RealNode, realNodePreflightHere } from './realnode.ts';
 import { acquireHostLock, type HostLock } from './hostlock.ts';
+import type { NodeRegistry } from './noderegistry.ts';
 
 /** SuperClusterOptions configure the local super cluster. */
 export interface SuperClusterOptions {
@@ -23,6 +24,8 @@ export interface SuperClusterOptions {
    * once naming it)
    */
   realNodeLockWaitMs?: number;
+  /** registries the real nodes' containerd pulls from (core/local/noderegistry.ts) */
+  registries?: readonly NodeRegistry[];
 }
 
 /**
@@ -41,6 +44,8 @@ export class LocalSuperCluster {
     readonly stateDir: string,
     readonly etcd: LocalEtcd,
     readonly cluster: LocalControlPlane,
+    /** registries are the OCI registries every real node of this system pulls from */
+    readonly registries: readonly NodeRegistry[] = [],
   ) {}
 
   /** LocalSuperCluster.start starts (or restarts, reusing its state) the super cluster and waits for it. */
@@ -68,7 +73,7 @@ export class LocalSuperCluster {
         // such a credential may write to its own node as well.
         apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
       });
-      const sc = new LocalSuperCluster(o.stateDir, etcd, cluster);
+      const sc = new LocalSuperCluster(o.stateDir, etcd, cluster, o.registries);
       try {
         await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
       } catch (e) {
@@ -103,6 +108,7 @@ export class LocalSuperCluster {
           cluster,
           serviceCidr: cluster.opts.serviceCidr ?? '10.96.0.0/16',
           preflight,
+          registries: this.registries,
         }),
       );
     }
