@@ -16,6 +16,7 @@ import type {
 } from '../../plugins/sdk/src/contract.ts';
 import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
+import { DEFAULT_TOLERATIONS } from '../../plugins/sdk/src/pods/policy.ts';
 import type { PodSecurityLevel } from './tenant.ts';
 
 /**
@@ -106,14 +107,7 @@ export const DEFAULT_POLICY = {
   enforcedPlugins: ['namespaces', 'pods', 'dns'],
   allowedOptIn: ['ingresses', 'priorityclasses', 'customresourcedefinitions'],
   podPriorityClasses: [],
-  podTolerations: [
-    { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
-    { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
-    { key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' },
-    { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' },
-    { key: 'node.kubernetes.io/pid-pressure', effect: 'NoSchedule' },
-    { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' },
-  ],
+  podTolerations: [...DEFAULT_TOLERATIONS],
   podSchedulerNames: ['default-scheduler'],
   podHostPorts: false,
   podHostAccess: false,
