@@ -75,7 +75,8 @@ function extras(): Array<{ file: string; object: KubeObject }> {
       const p = join(d, name);
       const rel = relative(deployDir, p);
       if (statSync(p).isDirectory()) {
-        if (rel !== 'toolchain') walk(p);
+        // toolchain/ holds build inputs and krew/ kubectl's plugin index manifest: neither is a cluster object.
+        if (rel !== 'toolchain' && rel !== 'krew') walk(p);
       } else if (/\.ya?ml$/.test(name) && name !== 'kustomization.yaml' && !skip.has(rel) && !inComponent(rel)) {
         out.push(...documents(rel, readFileSync(p, 'utf8')));
       }
