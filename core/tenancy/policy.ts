@@ -18,6 +18,9 @@ import { DEFAULT_COPIED_METADATA } from '../../plugins/sdk/src/meta.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import { DEFAULT_TOLERATIONS } from '../../plugins/sdk/src/pods/policy.ts';
 import type { PodSecurityLevel } from './tenant.ts';
+import { exposeViolations, type ExposePolicy } from './expose.ts';
+
+export type { ExposePolicy } from './expose.ts';
 
 /**
  * The TenantPolicy: what the platform decides for the VirtualClusters that use it (issue 11). A VirtualCluster may
@@ -67,16 +70,6 @@ export interface TenantPolicySpec {
   provisioners?: { allowed?: ProvisionerType[] };
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
   pluginConfig?: Record<string, unknown>;
-}
-
-/** ExposePolicy is spec.controlPlane.expose: what a VirtualCluster may ask for in spec.apiServer.expose. */
-export interface ExposePolicy {
-  /** Service types beyond ClusterIP (always allowed) a VirtualCluster may ask for */
-  allowedTypes?: ExposeType[];
-  /** whether spec.apiServer.expose.extraDNSNames and extraIPs may be set */
-  extraNames?: boolean;
-  /** whether spec.apiServer.expose.nodePort may be set */
-  fixedNodePort?: boolean;
 }
 
 /** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */
@@ -352,7 +345,12 @@ export function evaluatePolicy(
     );
   }
 
-  for (const v of exposeViolations(s.apiServer?.expose, p.controlPlane?.expose, quoted)) refuse(v.field, v.message);
+  for (const v of exposeViolations(s.apiServer?.expose, p.controlPlane?.expose, quoted, {
+    allowedTypes: DEFAULT_POLICY.exposeAllowedTypes,
+    extraNames: DEFAULT_POLICY.exposeExtraNames,
+    fixedNodePort: DEFAULT_POLICY.exposeFixedNodePort,
+  }))
+    refuse(v.field, v.message);
 
   const enforced: readonly string[] = p.plugins?.enforced ?? DEFAULT_POLICY.enforcedPlugins;
   const optIn: readonly string[] = p.plugins?.allowedOptIn ?? DEFAULT_POLICY.allowedOptIn;
@@ -449,41 +447,6 @@ export function evaluatePolicy(
     },
     violations,
   };
-}
-
-/**
- * exposeViolations checks spec.apiServer.expose against the policy's controlPlane.expose: a Service type beyond
- * ClusterIP that allowedTypes does not list, extra certificate names without extraNames, a chosen node port without
- * fixedNodePort. A VirtualCluster that asks for nothing asks for ClusterIP, which every policy allows.
- */
-export function exposeViolations(
-  expose: NonNullable<VirtualCluster['spec']['apiServer']>['expose'],
-  policy: ExposePolicy | undefined,
-  quoted: string,
-): PolicyViolation[] {
-  const out: PolicyViolation[] = [];
-  if (!expose) return out;
-  const allowed: readonly ExposeType[] = policy?.allowedTypes ?? DEFAULT_POLICY.exposeAllowedTypes;
-  if (expose.type && expose.type !== 'ClusterIP' && !allowed.includes(expose.type)) {
-    const listed = [...new Set(['ClusterIP', ...allowed])].join(', ');
-    out.push({
-      field: 'spec.apiServer.expose.type',
-      message: `Service type ${expose.type} is not allowed under ${quoted} (controlPlane.expose.allowedTypes: ${listed})`,
-    });
-  }
-  if (!(policy?.extraNames ?? DEFAULT_POLICY.exposeExtraNames))
-    for (const key of ['extraDNSNames', 'extraIPs'] as const)
-      if (expose[key]?.length)
-        out.push({
-          field: `spec.apiServer.expose.${key}`,
-          message: `extra serving certificate names are not allowed under ${quoted} (controlPlane.expose.extraNames)`,
-        });
-  if (expose.nodePort !== undefined && !(policy?.fixedNodePort ?? DEFAULT_POLICY.exposeFixedNodePort))
-    out.push({
-      field: 'spec.apiServer.expose.nodePort',
-      message: `choosing the node port ${expose.nodePort} is not allowed under ${quoted} (controlPlane.expose.fixedNodePort)`,
-    });
-  return out;
 }
 
 const optional = <K extends string, V>(key: K, v: V | undefined): Partial<Record<K, V>> =>
