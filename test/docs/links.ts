@@ -3,13 +3,13 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { anchor } from './clidoc.ts';
 
 /**
- * This module checks the documentation as a reader follows it: every relative link of README.md, CHANGELOG.md and
+ * This module checks the documentation as a reader follows it: every relative link of README.md and
  * docs/ must name a file that exists and, with a `#fragment`, a heading of that file.
  */
 
-/** markdownFiles are the documentation files under root: README.md, CHANGELOG.md and every .md below docs/. */
+/** markdownFiles are the documentation files under root: README.md and every .md below docs/. */
 export function markdownFiles(root: string): string[] {
-  const out = ['README.md', 'CHANGELOG.md'].filter((f) => existsSync(join(root, f)));
+  const out = ['README.md'].filter((f) => existsSync(join(root, f)));
   const walk = (dir: string): void => {
     for (const e of readdirSync(join(root, dir)).sort()) {
       const p = join(dir, e);
