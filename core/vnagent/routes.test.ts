@@ -39,6 +39,19 @@ describe('vn-agent routes', () => {
     expect(targetOf('/pods/a/b')).toBeUndefined();
   });
 
+  it.each([
+    ['a dot-dot container', '/exec/ns1/p1/..?command=ls'],
+    ['a dot container', '/containerLogs/ns1/p1/.'],
+    ['a dot-dot pod', '/containerLogs/ns1/../c'],
+    ['an empty segment', '/exec/ns1//c'],
+    ['an escaped dot', '/exec/ns1/p1/%2e%2e'],
+    ['an escaped slash', '/containerLogs/ns1/p1%2Fx/c'],
+    ['a trailing slash', '/containerLogs/ns1/p1/c/'],
+    ['upper case', '/exec/NS/p1/c'],
+  ])('refuses a path with %s', (_, path) => {
+    expect(targetOf(path)).toBeUndefined();
+  });
+
   it('translates tenant paths to super paths through the pods plugin', () => {
     expect(translatePath(host, t, '/containerLogs/default/web/c?follow=true')).toBe(
       '/containerLogs/team-a-111111-a-default/web/c?follow=true',

@@ -31,14 +31,22 @@ export interface PodTarget {
 }
 
 /**
+ * SEGMENT is what every segment after the kind must look like: a namespace, pod or container name or a pod uid
+ * (lowercase DNS characters, starting and ending with a letter or digit). `.`, `..`, empty segments and any escape
+ * (`%2F`, `%2e`) fail it, so no path the agent relays can be cleaned by the kubelet into another pod's or endpoint's.
+ */
+const SEGMENT = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/**
  * targetOf reads the kind, namespace and pod of a kubelet path (`/<kind>/<namespace>/<pod>/...`), or undefined when
- * the path does not have that shape.
+ * the path does not have that shape or a segment is not a plain name (SEGMENT).
  */
 export function targetOf(path: string): PodTarget | undefined {
   const q = path.indexOf('?');
   const parts = (q >= 0 ? path.slice(0, q) : path).split('/');
   const kind = kindOf(path);
   if (!kind || parts[0] !== '' || parts.length < 4) return undefined;
+  if (!parts.slice(2).every((s) => SEGMENT.test(s))) return undefined;
   const namespace = parts[2]!;
   const pod = parts[3]!;
   if (!namespace || !pod) return undefined;
