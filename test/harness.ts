@@ -7,6 +7,7 @@ import { ensureClusterCRD, registerSuperCluster } from '../core/local/registrati
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
 import { realNodePreflightHere } from '../core/local/realnode.ts';
 import { removeStateDir, stateDir as makeStateDir } from './statedirs.ts';
+import { fetchText } from './bench/procstat.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */
 export interface TestSuper {
@@ -106,4 +107,16 @@ export function tenantFor(
     ...tenantFrom({ vcNamespace, vcName, vcUid: uid, kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8') }),
     ...extra,
   };
+}
+
+/**
+ * apiserverWatches is how many watches of a resource the super apiserver holds open right now, from every client:
+ * the sum of its `apiserver_longrunning_requests{verb="WATCH", resource}` gauge.
+ */
+export async function apiserverWatches(t: TestSuper, resource: string): Promise<number> {
+  const text = await fetchText(t.sc.cluster.server, t.sc.cluster.adminToken, '/metrics');
+  let n = 0;
+  for (const m of text.matchAll(/^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/gm))
+    if (m[1]!.includes(`resource="${resource}"`) && m[1]!.includes('verb="WATCH"')) n += Number(m[2]);
+  return n;
 }

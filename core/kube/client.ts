@@ -4,7 +4,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { isNotFound, RequestTimeoutError, toApiError, WriteFencedError } from './errors.ts';
 import { readAll, readWatchEvents } from './wire.ts';
 import { staticSource, type Auth, type CredentialSource } from './credentials.ts';
-import { countAnswer, currentUserAgent } from './identity.ts';
+import { countAnswer, currentUserAgent, watchOpened } from './identity.ts';
 import { parseKubeconfig, type SafeKubeconfig } from './kubeconfig.ts';
 import {
   inClusterConfig,
@@ -501,6 +501,7 @@ export class KubeClient {
       if (signal?.aborted) return;
       throw e;
     }
+    const closed = watchOpened(r.resource);
     const streamMs = o.timeoutSeconds ? o.timeoutSeconds * 1000 + WATCH_GRACE_MS : 0;
     let stale: RequestTimeoutError | undefined;
     const liveness =
@@ -519,6 +520,7 @@ export class KubeClient {
     } finally {
       clearTimeout(liveness);
       res.destroy();
+      closed();
     }
   }
 }

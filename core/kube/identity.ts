@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Counter } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { registry } from '../metrics/registry.ts';
 import { fromPackageRoot } from '../paths.ts';
 
@@ -79,4 +79,26 @@ export function codeLabels(status: number | undefined): { code: string; class: s
 /** countAnswer counts one answer (or, with no status, a request that got none) in vc_kube_client_requests_total. */
 export function countAnswer(method: string, status: number | undefined): void {
   requestsTotal.inc({ method: METHODS.has(method) ? method : 'other', ...codeLabels(status) });
+}
+
+/**
+ * openWatches is `vc_kube_client_open_watches{resource}`: the watch streams this process holds open, by resource
+ * (plural name; bounded by the kinds the process syncs or controls), over every apiserver it talks to. A process
+ * whose controllers share their informers holds one per resource and cluster.
+ */
+const openWatches = new Gauge({
+  name: 'vc_kube_client_open_watches',
+  help: 'Watch streams this process holds open to apiservers, by resource (one per resource and cluster when shared).',
+  labelNames: ['resource'] as const,
+  registers: [registry],
+});
+
+/** watchOpened counts one open watch of a resource in vc_kube_client_open_watches; the function returned ends it. */
+export function watchOpened(resource: string): () => void {
+  openWatches.inc({ resource });
+  let open = true;
+  return () => {
+    if (open) openWatches.dec({ resource });
+    open = false;
+  };
 }

@@ -92,6 +92,12 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (this.synced) for (const obj of this.store.values()) this.deliver(h, 'add', obj);
   }
 
+  /** removeHandler stops delivering events to a handler added before (a shared informer's user that leaves). */
+  removeHandler(h: EventHandler<T>): void {
+    const i = this.handlers.indexOf(h);
+    if (i >= 0) this.handlers.splice(i, 1);
+  }
+
   /** hasSynced reports whether the first list has been delivered. */
   hasSynced(): boolean {
     return this.synced;

@@ -3,10 +3,11 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
 import { Informer } from '../../core/kube/informer.ts';
+import { InformerFactory } from '../../core/kube/factory.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { binaryPath, pinnedVersions } from '../../core/toolchain/toolchain.ts';
 import type { LocalControlPlane } from '../../core/local/controlplane.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { apiserverWatches, eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const exec = promisify(execFile);
 
@@ -102,6 +103,46 @@ describe('local super cluster', () => {
       return running;
     }, 90_000);
     for (const p of pods) expect(p.spec?.nodeName).toMatch(/^super-node-\d$/);
+  });
+
+  it('shares one watch among the users of a shared informer, open from the first start to the last stop', async () => {
+    const factory = new InformerFactory(t.client, 'test');
+    const a = factory.informer({ resource: R.limitranges });
+    const b = factory.informer({ resource: R.limitranges });
+    const other = factory.informer({ resource: R.limitranges, namespace: 'kube-system' });
+    const seen: Record<string, string[]> = { a: [], b: [] };
+    a.addHandler({ onAdd: (o) => seen.a!.push(String(o.metadata?.name)) });
+    b.addHandler({ onAdd: (o) => seen.b!.push(String(o.metadata?.name)) });
+    const before = await apiserverWatches(t, 'limitranges');
+    a.start();
+    b.start();
+    await Promise.all([a.waitForSync(), b.waitForSync()]);
+    try {
+      await eventually(async () => expect(await apiserverWatches(t, 'limitranges')).toBe(before + 1));
+      expect(factory.watching()).toBe(1);
+      const lr = (name: string) => ({
+        apiVersion: 'v1',
+        kind: 'LimitRange',
+        metadata: { name, namespace: 'default' },
+        spec: { limits: [{ type: 'Container', default: { cpu: '100m' } }] },
+      });
+      await t.client.create(R.limitranges, lr('first'));
+      await eventually(() => expect(seen).toEqual({ a: ['first'], b: ['first'] }));
+      // One user leaves: its handlers hear nothing more, the other keeps the watch.
+      await a.stop();
+      await t.client.create(R.limitranges, lr('second'));
+      await eventually(() => expect(seen.b).toEqual(['first', 'second']));
+      expect(seen.a).toEqual(['first']);
+      expect(await apiserverWatches(t, 'limitranges')).toBe(before + 1);
+      // Another selection is another watch.
+      other.start();
+      await other.waitForSync();
+      await eventually(async () => expect(await apiserverWatches(t, 'limitranges')).toBe(before + 2));
+    } finally {
+      await Promise.all([a.stop(), b.stop(), other.stop()]);
+    }
+    expect(factory.watching()).toBe(0);
+    await eventually(async () => expect(await apiserverWatches(t, 'limitranges')).toBe(before));
   });
 
   describe('informer', () => {
