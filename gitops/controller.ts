@@ -5,7 +5,9 @@ import { queueMetrics } from '../core/controller/metrics.ts';
 import { Runner, type Result } from '../core/controller/runner.ts';
 import { setCondition, StatusWriter, type ConditionInput } from '../core/controller/status.ts';
 import { isNotFound, type KubeClient, type KubeObject } from '../core/kube/client.ts';
-import { Informer, objectKey } from '../core/kube/informer.ts';
+import { statusOnly } from '../core/controller/predicates.ts';
+import { InformerFactory, type SharedInformer } from '../core/kube/factory.ts';
+import { objectKey } from '../core/kube/informer.ts';
 import { R } from '../core/kube/resources.ts';
 import { childLogger } from '../core/log.ts';
 import { IDENTITY } from '../core/names/names.ts';
@@ -48,6 +50,8 @@ const sourceErrors = new Counter({
 export interface GitOpsOptions {
   /** the meta cluster: GitSources, their Secrets and the VirtualClusters they define */
   meta: KubeClient;
+  /** the meta cluster's shared informers (the VirtualCluster controller's, in a manager); default: own */
+  informers?: InformerFactory;
   /** directory of the bare repository caches */
   cacheRoot: string;
   /** where the webhook receiver listens (default 127.0.0.1 and a free port) */
@@ -115,8 +119,8 @@ export function parseDuration(s: string | undefined, fallbackMs: number): number
  * an object it owns is changed or deleted by hand, which puts drift back. Status is written once per reconcile.
  */
 export class GitOpsController {
-  private readonly sources: Informer<GitSource>;
-  private readonly owned: Informer;
+  private readonly sources: SharedInformer<GitSource>;
+  private readonly owned: SharedInformer<KubeObject>;
   private readonly queue = new WorkQueue({ metrics: queueMetrics('gitops') });
   private readonly runner: Runner;
   private readonly fetcher: GitSourceFetcher;
@@ -135,21 +139,20 @@ export class GitOpsController {
       limits: o.limits,
     });
     this.receiverPort = o.webhook?.port ?? 0;
-    this.sources = new Informer<GitSource>({ client: o.meta, resource: GITSOURCES, name: 'gitsources' });
+    const informers = o.informers ?? new InformerFactory(o.meta, 'gitops');
+    this.sources = informers.informer<GitSource>({ resource: GITSOURCES });
     const enqueue = (gs: KubeObject) => this.queue.add(objectKey(gs));
     this.sources.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
-    // Objects a source applied: a hand edit or deletion requeues their source at once.
-    this.owned = new Informer({
-      client: o.meta,
-      resource: R.virtualclusters,
-      name: 'gitops-owned',
-      labelSelector: SOURCE_LABEL,
-    });
+    // Objects a source applied: a hand edit or deletion requeues their source at once. The VirtualClusters are the
+    // shared cache's (the lifecycle controller reads the same), those without the source label are passed over.
+    this.owned = informers.informer({ resource: R.virtualclusters });
     const back = (obj: KubeObject) => {
       const label = obj.metadata?.labels?.[SOURCE_LABEL];
+      if (label === undefined) return;
       for (const gs of this.sources.list()) if (sourceLabelValue(gs.metadata) === label) this.queue.add(objectKey(gs));
     };
-    this.owned.addHandler({ onUpdate: (_a, b) => back(b), onDelete: back });
+    // A status write (the lifecycle controller's) is no edit of what the source applied.
+    this.owned.addHandler({ onUpdate: (a, b) => (statusOnly(a, b) ? undefined : back(b)), onDelete: back });
     this.runner = new Runner({
       name: 'gitops',
       queue: this.queue,

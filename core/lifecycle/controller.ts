@@ -5,7 +5,9 @@ import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { StatusWriter } from '../controller/status.ts';
 import { KubeClient, type KubeObject } from '../kube/client.ts';
-import { Informer, objectKey } from '../kube/informer.ts';
+import { statusOnly } from '../controller/predicates.ts';
+import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
+import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
@@ -98,6 +100,8 @@ new Gauge({
 export interface LifecycleOptions {
   /** the meta cluster, where VirtualCluster objects and kubeconfig Secrets live */
   meta: KubeClient;
+  /** the meta cluster's shared informers (one watch per resource for every controller of the process); default: own */
+  informers?: InformerFactory;
   /** the super cluster, where root and prefixed namespaces live (often the meta cluster itself) */
   superClient: KubeClient;
   provisioners: Partial<Record<string, Provisioner>>;
@@ -138,8 +142,8 @@ export interface LifecycleOptions {
  * the control plane, its data, the root namespace and every prefixed namespace in the super cluster first.
  */
 export class VirtualClusterController {
-  private readonly informer: Informer<VirtualCluster>;
-  private readonly policies: Informer<TenantPolicy>;
+  private readonly informer: SharedInformer<VirtualCluster>;
+  private readonly policies: SharedInformer<TenantPolicy>;
   /** the effective settings each key's control plane last started with, kept while a refused edit waits */
   private readonly accepted = new Map<string, EffectiveSettings>();
   private readonly queue = new WorkQueue({ metrics: queueMetrics('virtualcluster') });
@@ -156,14 +160,19 @@ export class VirtualClusterController {
       o.defaultProvisioner,
       Object.keys(o.provisioners).filter((k) => o.provisioners[k]),
     );
-    this.informer = new Informer<VirtualCluster>({
-      client: o.meta,
-      resource: R.virtualclusters,
-      name: 'virtualclusters',
-    });
+    const informers = o.informers ?? new InformerFactory(o.meta, 'lifecycle');
+    this.informer = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
     const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
-    this.informer.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
-    this.policies = new Informer<TenantPolicy>({ client: o.meta, resource: R.tenantpolicies, name: 'tenantpolicies' });
+    // A change of status alone (the controller's own writes, mostly) decides nothing: only what the author or
+    // a deletion changed runs the steps again.
+    this.informer.addHandler({
+      onAdd: enqueue,
+      onUpdate: (a, b) => {
+        if (!statusOnly(a, b)) enqueue(b);
+      },
+      onDelete: enqueue,
+    });
+    this.policies = informers.informer<TenantPolicy>({ resource: R.tenantpolicies });
     const requeueUsers = (p: KubeObject) => {
       for (const vc of this.informer.list())
         if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);

@@ -1,5 +1,6 @@
 import type { KubeClient, KubeObject } from '../kube/client.ts';
-import { Informer, objectKey } from '../kube/informer.ts';
+import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
+import { objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
@@ -18,6 +19,8 @@ interface Secret extends KubeObject {
 /** MetaTenantRegistryOptions configure MetaTenantRegistry. */
 export interface MetaTenantRegistryOptions {
   meta: KubeClient;
+  /** the meta cluster's shared informers (the VirtualCluster controller's, in a manager); default: own */
+  informers?: InformerFactory;
   /** the manager's tenant defaults and default plugin configuration, as the VirtualCluster controller has them */
   defaults: ManagerDefaults;
 }
@@ -32,31 +35,26 @@ export interface MetaTenantRegistryOptions {
  * plane on its last accepted ones.
  */
 export class MetaTenantRegistry implements TenantRegistry {
-  private readonly vcs: Informer<VirtualCluster>;
-  private readonly policies: Informer<TenantPolicy>;
-  private readonly secrets: Informer<Secret>;
+  private readonly vcs: SharedInformer<VirtualCluster>;
+  private readonly policies: SharedInformer<TenantPolicy>;
+  private readonly secrets: SharedInformer<Secret>;
   private readonly out = new MutableTenantRegistry();
   private readonly served = new Map<string, string>();
 
   constructor(private readonly o: MetaTenantRegistryOptions) {
-    this.vcs = new Informer<VirtualCluster>({ client: o.meta, resource: R.virtualclusters, name: 'meta-tenants-vcs' });
-    this.policies = new Informer<TenantPolicy>({
-      client: o.meta,
-      resource: R.tenantpolicies,
-      name: 'meta-tenants-policies',
-    });
-    this.secrets = new Informer<Secret>({
-      client: o.meta,
+    const informers = o.informers ?? new InformerFactory(o.meta, 'meta-tenants');
+    this.vcs = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
+    this.policies = informers.informer<TenantPolicy>({ resource: R.tenantpolicies });
+    this.secrets = informers.informer<Secret>({
       resource: R.secrets,
       labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
-      name: 'meta-tenants-secrets',
     });
   }
 
   /** start syncs the caches, reports the tenants, and follows changes. */
   async start(): Promise<void> {
     const all = () => this.refresh();
-    for (const inf of [this.vcs, this.policies, this.secrets] as Array<Informer<KubeObject>>) {
+    for (const inf of [this.vcs, this.policies, this.secrets] as Array<SharedInformer<KubeObject>>) {
       inf.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
       inf.start();
     }

@@ -161,6 +161,12 @@ describe('a standby manager warms the VirtualClusters its leader serves', () => 
         async () => expect(await t.client.getOrNull(R.pods, superNamespace(key, 'default'), 'after')).not.toBeNull(),
         60_000,
       );
+      // The leader's controller and the tenant feed it kept from standing by read one shared cache: one watch each
+      // of VirtualClusters and TenantPolicies on the meta cluster.
+      const watches = async (resource: string) =>
+        sum((await scrape(second, 'vc_kube_client_open_watches')).filter((x) => x.labels.resource === resource));
+      expect(await watches('virtualclusters')).toBe(1);
+      expect(await watches('tenantpolicies')).toBe(1);
     },
   );
 });

@@ -4,6 +4,7 @@ import { GitOpsController } from '../../../gitops/controller.ts';
 import { KubeClient, type KubeObject } from '../../kube/client.ts';
 import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../../leader/election.ts';
+import { InformerFactory } from '../../kube/factory.ts';
 import { holderGone, localIdentity } from '../../leader/local.ts';
 import { childLogger } from '../../log.ts';
 import { IDENTITY } from '../../names/names.ts';
@@ -143,9 +144,11 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       known.includes(name) || `no super cluster of that name is configured or registered (known: ${known.join(', ')})`
     );
   };
+  // One list and watch per resource of the meta cluster, whatever number of controllers read it.
+  const metaInformers = new InformerFactory(clients[0]!, 'meta');
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
-      ? lifecycleControllers(cfg, clients[0]!, tenants, host, checkSuperCluster)
+      ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster)
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
   // So does a manager standing by (leader election), whose controller runs only while it leads: its syncers' caches
@@ -154,7 +157,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const standbyFeed = !!cfg.virtualClusters?.enabled && !!cfg.leaderElection?.enabled && !syncerOnly;
   const metaTenants =
     cfg.virtualClusters?.enabled && (syncerOnly || standbyFeed)
-      ? new MetaTenantRegistry({ meta: clients[0]!, defaults: managerDefaults(cfg) })
+      ? new MetaTenantRegistry({ meta: clients[0]!, informers: metaInformers, defaults: managerDefaults(cfg) })
       : undefined;
   let leading = false;
   /** the meta cluster's tenants as last reported; the configuration's static tenants are never the feed's to remove */
@@ -186,6 +189,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     cfg.gitops?.enabled && !syncerOnly
       ? new GitOpsController({
           meta: clients[0]!,
+          informers: metaInformers,
           cacheRoot: cfg.gitops.cacheDir ?? MANAGER_DEFAULTS.gitops.cacheDir,
           timeoutMs: (cfg.gitops.timeoutSeconds ?? MANAGER_DEFAULTS.gitops.timeoutSeconds) * 1000,
           webhook: cfg.gitops.webhook,
@@ -412,6 +416,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
 function lifecycleControllers(
   cfg: ManagerConfig,
   meta: KubeClient,
+  informers: InformerFactory,
   tenants: MutableTenantRegistry,
   host: PluginHost,
   checkSuperCluster: (name: string) => true | string,
@@ -435,6 +440,7 @@ function lifecycleControllers(
   const newController = () =>
     new VirtualClusterController({
       meta,
+      informers,
       superClient: meta,
       provisioners,
       tenants,
