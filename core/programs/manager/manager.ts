@@ -5,6 +5,9 @@ import { KubeClient, type KubeObject } from '../../kube/client.ts';
 import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../../leader/election.ts';
 import { InformerFactory } from '../../kube/factory.ts';
+import { RunGroup, type Runnable } from '../../controller/runnables.ts';
+import { lifecycleControllers } from './lifecycle.ts';
+import { checkSyncerOnly } from './syncermode.ts';
 import { holderGone, localIdentity } from '../../leader/local.ts';
 import { childLogger } from '../../log.ts';
 import { IDENTITY } from '../../names/names.ts';
@@ -17,13 +20,9 @@ import { routedRegistry } from '../../tenancy/routing.ts';
 import { signedPlacements } from '../../syncer/placement.ts';
 import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/controller.ts';
 import { loadSigningKey } from '../../scheduler/signature.ts';
-import { ConfigError, managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
-import { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
+import type { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
-import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
-import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
-import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
-import type { Provisioner } from '../../provisioners/provisioner.ts';
 import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
 import { RegisteredSyncers } from './registered.ts';
 
@@ -251,59 +250,120 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   let virtualClusters: VirtualClusterController | undefined;
   let gitops: GitOpsController | undefined;
   let running = false;
-  const start = async (term: SyncerTerm = {}) => {
-    // The last term's controllers are stopped: a halt after this start fails must not stop them again.
-    virtualClusters = undefined;
-    gitops = undefined;
-    // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
-    for (const src of syncerOnly ? [] : (cfg.gitops?.sources ?? []))
-      await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
-    // The syncers' caches outlive a term (warmed while standing by): a term starts their workers over them.
-    await startMetaTenants();
-    leading = true;
-    await Promise.all(syncers.map((s) => s.start(term)));
-    if (reg?.enabled && (!syncerOnly || registeredExternal.has(o.syncerOnly!))) {
-      const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
-      registered = r;
-      registry = newRegistry();
-      const mine = (name: string) => (syncerOnly ? name === o.syncerOnly : !registeredExternal.has(name));
-      unwatchRegistry = registry.onChange((list) => void r.apply(list.filter((x) => mine(x.name))));
-      await registry.start();
-    }
-    virtualClusters = lifecycle?.newController();
-    await virtualClusters?.start();
-    gitops = newGitops();
-    await gitops?.start();
-    if (cfg.scheduler?.enabled && !syncerOnly) {
-      scheduler = new NamespaceScheduler({
-        tenants,
-        supers: schedulerSupers,
-        signingKey: await signingKey(),
-        policy: cfg.scheduler.policy,
-        workers: cfg.scheduler.workers,
-        publish: { client: clients[0]!, namespace: signingNamespace },
-      });
-      await scheduler.start();
-    }
+  const term = new RunGroup();
+  /**
+   * termRunnables are what runs while this manager leads (or, without leader election, for the whole process), in
+   * start order; a term stops them in reverse: writers first, the syncers and the tenant set they serve last. The
+   * tenants' control planes this process runs (local provisioner) outlive a term: a lease lost under load must not
+   * restart every tenant's apiserver. The next term finds them running; the manager's stop ends them.
+   */
+  const termRunnables = (t: SyncerTerm): Runnable[] => [
+    {
+      // GitSources declared in the configuration become objects, owned by the field manager vc-manager-config.
+      name: 'configured GitSources',
+      start: async () => {
+        for (const src of syncerOnly ? [] : (cfg.gitops?.sources ?? []))
+          await clients[0]!.apply(GITSOURCES, src as KubeObject, IDENTITY.managerConfig);
+      },
+      stop: async () => {},
+    },
+    {
+      name: 'tenant set',
+      start: async () => {
+        await startMetaTenants();
+        leading = true;
+      },
+      stop: async () => standByAgain(),
+    },
+    {
+      // The syncers' caches outlive a term (warmed while standing by): a term starts their workers over them.
+      name: 'syncers',
+      start: async () => void (await Promise.all(syncers.map((s) => s.start(t)))),
+      stop: async () => void (await Promise.all(syncers.map((s) => s.standDown()))),
+    },
+    ...(reg?.enabled && (!syncerOnly || registeredExternal.has(o.syncerOnly!))
+      ? [
+          {
+            name: 'super cluster registry',
+            start: async () => {
+              const r = new RegisteredSyncers((name, client) => newSyncer(name, client, routed(name)));
+              registered = r;
+              registry = newRegistry();
+              const mine = (name: string) => (syncerOnly ? name === o.syncerOnly : !registeredExternal.has(name));
+              unwatchRegistry = registry.onChange((list) => void r.apply(list.filter((x) => mine(x.name))));
+              await registry.start();
+            },
+            // The registered syncers stop before the registry closes the clients they use.
+            stop: async () => {
+              unwatchRegistry?.();
+              await registered?.stop();
+              registered = undefined;
+              await registry?.stop();
+              registry = undefined;
+            },
+          },
+        ]
+      : []),
+    ...(lifecycle
+      ? [
+          {
+            name: 'VirtualCluster controller',
+            start: async () => {
+              virtualClusters = lifecycle.newController();
+              await virtualClusters.start();
+            },
+            stop: async () => {
+              await virtualClusters?.stop();
+              virtualClusters = undefined;
+            },
+          },
+        ]
+      : []),
+    ...(cfg.gitops?.enabled && !syncerOnly
+      ? [
+          {
+            name: 'GitOps controller',
+            start: async () => {
+              gitops = newGitops();
+              await gitops?.start();
+            },
+            stop: async () => {
+              await gitops?.stop();
+              gitops = undefined;
+            },
+          },
+        ]
+      : []),
+    ...(cfg.scheduler?.enabled && !syncerOnly
+      ? [
+          {
+            name: 'namespace scheduler',
+            start: async () => {
+              scheduler = new NamespaceScheduler({
+                tenants,
+                supers: schedulerSupers,
+                signingKey: await signingKey(),
+                policy: cfg.scheduler!.policy,
+                workers: cfg.scheduler!.workers,
+                publish: { client: clients[0]!, namespace: signingNamespace },
+              });
+              await scheduler.start();
+            },
+            stop: async () => {
+              await scheduler?.stop();
+              scheduler = undefined;
+            },
+          },
+        ]
+      : []),
+  ];
+  const start = async (t: SyncerTerm = {}) => {
+    await term.start(termRunnables(t));
     running = true;
   };
   const halt = async () => {
     running = false;
-    // Writers first, then the tenants' control planes: a syncer must not outlive the apiservers it talks to.
-    await scheduler?.stop();
-    scheduler = undefined;
-    await gitops?.stop();
-    await virtualClusters?.stop();
-    // The registered syncers stop before the registry closes the clients they use.
-    unwatchRegistry?.();
-    await registered?.stop();
-    registered = undefined;
-    await registry?.stop();
-    registry = undefined;
-    await Promise.all(syncers.map((s) => s.standDown()));
-    standByAgain();
-    // The tenants' control planes this process runs (local provisioner) outlive a term: a lease lost under load must
-    // not restart every tenant's apiserver. The next term finds them running; the manager's stop ends them.
+    await term.stop();
   };
   const ops: OpsServer = await startOpsServer({
     host: cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
@@ -411,79 +471,6 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       clients.forEach((c) => c?.close());
     },
   };
-}
-
-function lifecycleControllers(
-  cfg: ManagerConfig,
-  meta: KubeClient,
-  informers: InformerFactory,
-  tenants: MutableTenantRegistry,
-  host: PluginHost,
-  checkSuperCluster: (name: string) => true | string,
-) {
-  // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
-  const provisioners: Record<string, Provisioner> = {
-    import: new ImportProvisioner(meta),
-    native: new NativeProvisioner(meta, cfg.virtualClusters?.native),
-  };
-  const local = cfg.virtualClusters?.local;
-  if (local)
-    provisioners.local = new LocalProvisioner(
-      local.stateDir,
-      { endpoint: local.etcdEndpoint },
-      {
-        ...(local.podAddress && { podAddress: local.podAddress }),
-        ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
-      },
-    );
-  const dns = cfg.virtualClusters?.tenantDNS;
-  const newController = () =>
-    new VirtualClusterController({
-      meta,
-      informers,
-      superClient: meta,
-      provisioners,
-      tenants,
-      workers: cfg.virtualClusters?.workers,
-      defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
-      tenantDefaults: managerDefaults(cfg),
-      defaultProvisioner: cfg.virtualClusters?.defaultProvisioner,
-      validatePluginConfig: (c) => host.validatePluginConfig(c),
-      checkSuperCluster,
-      ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
-    });
-  return {
-    newController,
-    stopProvisioners: async () => {
-      await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
-    },
-  };
-}
-
-/**
- * checkSyncerOnly refuses a `vc syncer --super-cluster` name the configuration lists neither in /superClusters nor
- * in /superClusterRegistry/external (of an enabled registry), or lists in /superClusters without `external: true`:
- * the manager reading that configuration runs that super cluster's syncer itself, and two syncers writing one super
- * cluster fight over every object.
- */
-export function checkSyncerOnly(
-  supers: NonNullable<ManagerConfig['superClusters']>,
-  registeredExternal: readonly string[],
-  name: string,
-  file: string,
-): void {
-  const i = supers.findIndex((s) => s.name === name);
-  if (i < 0) {
-    if (registeredExternal.includes(name)) return;
-    const registered = registeredExternal.length ? `; registered external: ${registeredExternal.join(', ')}` : '';
-    throw new ConfigError(
-      `${file}: /superClusters names no super cluster ${JSON.stringify(name)} (known: ${supers.map((s) => s.name).join(', ')}${registered})`,
-    );
-  }
-  if (!supers[i]!.external)
-    throw new ConfigError(
-      `${file}: /superClusters/${i}/external: super cluster ${JSON.stringify(name)} is not marked external: true, so the manager runs its syncer itself`,
-    );
 }
 
 /** declaredSources are the `namespace/name` of the GitSources the configuration declares: platform sources. */

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadManagerConfig } from './config.ts';
-import { checkSyncerOnly, startManager } from './manager.ts';
+import { startManager } from './manager.ts';
+import { checkSyncerOnly } from './syncermode.ts';
 import { testDir } from '../../../test/tmpdir.ts';
 
 const header = 'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: ManagerConfiguration\n';
