@@ -110,11 +110,11 @@ export function tenantFor(
 }
 
 /**
- * apiserverWatches is how many watches of a resource the super apiserver holds open right now, from every client:
- * the sum of its `apiserver_longrunning_requests{verb="WATCH", resource}` gauge.
+ * apiserverWatches is how many watches of a resource a local apiserver (the super cluster's or a tenant's) holds
+ * open right now, from every client: the sum of its `apiserver_longrunning_requests{verb="WATCH", resource}` gauge.
  */
-export async function apiserverWatches(t: TestSuper, resource: string): Promise<number> {
-  const text = await fetchText(t.sc.cluster.server, t.sc.cluster.adminToken, '/metrics');
+export async function apiserverWatches(cp: LocalControlPlane, resource: string): Promise<number> {
+  const text = await fetchText(cp.server, cp.adminToken, '/metrics');
   let n = 0;
   for (const m of text.matchAll(/^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/gm))
     if (m[1]!.includes(`resource="${resource}"`) && m[1]!.includes('verb="WATCH"')) n += Number(m[2]);

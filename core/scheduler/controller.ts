@@ -20,6 +20,7 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { realClock, type Clock } from '../queue/clock.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
+import type { TenantInformerPool } from '../sessions/pool.ts';
 import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
 import {
   AnnotationError,
@@ -88,6 +89,8 @@ export const PLACED_CONDITION = 'scheduler.tenancy.x-k8s.io/Placed';
 /** SchedulerOptions configure a NamespaceScheduler. */
 export interface SchedulerOptions {
   tenants: TenantRegistry;
+  /** the process's shared tenant informers (the syncers'); default: the scheduler's own */
+  tenantInformers?: TenantInformerPool;
   supers: SuperClusterSource;
   /** signingKey signs and verifies PLACEMENTS and SUPER_CLUSTER (see loadSigningKey). */
   signingKey: Uint8Array;
@@ -233,6 +236,7 @@ export class NamespaceScheduler {
       }),
       onServed: (s) => this.served(s),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SCHEDULER_DEFAULTS.tenantRequestTimeoutMs,
+      pool: o.tenantInformers,
     });
   }
 

@@ -1,5 +1,7 @@
 import { KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
-import { Informer, type EventHandler } from '../kube/informer.ts';
+import type { EventHandler } from '../kube/informer.ts';
+import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
+import type { TenantInformerPool } from './pool.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { namespaceOwnerIn, tenantNaming, type Naming } from '../names/names.ts';
@@ -18,7 +20,9 @@ export interface TenantSession {
   /** what plugins see of the tenant (no credentials) */
   view: TenantView;
   client: KubeClient;
-  informers: Map<string, Informer>;
+  informers: Map<string, SharedInformer<KubeObject>>;
+  /** release lets go of the tenant's shared informers (the pool's), once this session's handles are stopped */
+  release: () => void;
   cache: CacheReader;
   names: Naming;
   ready: boolean;
@@ -47,12 +51,17 @@ export interface TenantSessionsOptions {
   mayWrite?: () => true | string;
   /** requestTimeoutMs bounds every request to a tenant apiserver but watches (see KubeClient's ClientOptions) */
   requestTimeoutMs: number;
+  /**
+   * pool shares the tenant informers with the process's other users (the syncer of each super cluster, the
+   * namespace scheduler): one watch per resource per tenant. Absent: the sessions' own informers.
+   */
+  pool?: TenantInformerPool;
 }
 
 const cacheKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
 
 /** readerOf is the CacheReader over a set of informers, by resource name. */
-export function readerOf(informers: Map<string, Informer>): CacheReader {
+export function readerOf(informers: Map<string, Pick<SharedInformer<KubeObject>, 'get' | 'list'>>): CacheReader {
   return {
     get: <T extends KubeObject>(r: Resource, namespace: string | undefined, name: string) =>
       informers.get(r.resource)?.get(cacheKey(namespace, name)) as T | undefined,
@@ -145,7 +154,15 @@ export class TenantSessions {
       client.close();
       return;
     }
-    const informers = new Map<string, Informer>();
+    const informers = new Map<string, SharedInformer<KubeObject>>();
+    let pooled: Awaited<ReturnType<TenantInformerPool['acquire']>> | undefined;
+    try {
+      pooled = this.o.pool && (await this.o.pool.acquire(t));
+    } catch (e) {
+      client.close();
+      throw e;
+    }
+    const factory = pooled?.factory ?? new InformerFactory(direct, t.key);
     const view = tenantView(t);
     const superCache = this.o.superCache;
     const s: TenantSession = {
@@ -160,11 +177,12 @@ export class TenantSessions {
       ),
       ready: false,
       stopped: false,
+      release: () => pooled?.release(),
     };
     this.sessions.set(t.key, s);
     this.o.queue.setWeight(t.key, t.weight);
     for (const [name, r] of this.o.resourcesFor(view)) {
-      const inf = new Informer({ client, resource: r, name: `${t.key}/${name}` });
+      const inf = factory.informer<KubeObject>({ resource: r });
       informers.set(name, inf);
       inf.start();
     }
@@ -184,6 +202,7 @@ export class TenantSessions {
     this.sessions.delete(key);
     this.o.queue.removeTenant(key);
     await Promise.all([...s.informers.values()].map((i) => i.stop()));
+    s.release();
     s.client.close();
     log.info({ tenant: key }, 'tenant removed');
   }

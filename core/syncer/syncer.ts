@@ -36,6 +36,7 @@ import { R } from '../kube/resources.ts';
 import type { TenantRegistry } from '../tenancy/tenant.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
+import type { TenantInformerPool } from '../sessions/pool.ts';
 import { TokenMinter } from './tokens.ts';
 import { checkCreateRate, checkYieldShare, CreatePacer, DEFAULT_YIELD_SHARE } from './pacer.ts';
 import { SchedulingWindow } from './window.ts';
@@ -86,6 +87,8 @@ export interface SyncerOptions {
   superClient: KubeClient;
   host: PluginHost;
   registry: TenantRegistry;
+  /** the process's shared tenant informers (other syncers', the scheduler's); default: the syncer's own */
+  tenantInformers?: TenantInformerPool;
   /** concurrent workers over the fair queue; default SYNCER_DEFAULTS.workers */
   workers?: number;
   /** keys of one tenant reconciled at once, at most `workers`; default defaultMaxInFlightPerTenant(workers) */
@@ -227,6 +230,7 @@ export class Syncer {
       onSettingsChanged: (s) => this.replayTenant(s),
       mayWrite: () => this.mayWrite(),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
+      pool: o.tenantInformers,
     });
     this.router = new Router({
       host: o.host,

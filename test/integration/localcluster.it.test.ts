@@ -113,12 +113,12 @@ describe('local super cluster', () => {
     const seen: Record<string, string[]> = { a: [], b: [] };
     a.addHandler({ onAdd: (o) => seen.a!.push(String(o.metadata?.name)) });
     b.addHandler({ onAdd: (o) => seen.b!.push(String(o.metadata?.name)) });
-    const before = await apiserverWatches(t, 'limitranges');
+    const before = await apiserverWatches(t.sc.cluster, 'limitranges');
     a.start();
     b.start();
     await Promise.all([a.waitForSync(), b.waitForSync()]);
     try {
-      await eventually(async () => expect(await apiserverWatches(t, 'limitranges')).toBe(before + 1));
+      await eventually(async () => expect(await apiserverWatches(t.sc.cluster, 'limitranges')).toBe(before + 1));
       expect(factory.watching()).toBe(1);
       const lr = (name: string) => ({
         apiVersion: 'v1',
@@ -133,16 +133,16 @@ describe('local super cluster', () => {
       await t.client.create(R.limitranges, lr('second'));
       await eventually(() => expect(seen.b).toEqual(['first', 'second']));
       expect(seen.a).toEqual(['first']);
-      expect(await apiserverWatches(t, 'limitranges')).toBe(before + 1);
+      expect(await apiserverWatches(t.sc.cluster, 'limitranges')).toBe(before + 1);
       // Another selection is another watch.
       other.start();
       await other.waitForSync();
-      await eventually(async () => expect(await apiserverWatches(t, 'limitranges')).toBe(before + 2));
+      await eventually(async () => expect(await apiserverWatches(t.sc.cluster, 'limitranges')).toBe(before + 2));
     } finally {
       await Promise.all([a.stop(), b.stop(), other.stop()]);
     }
     expect(factory.watching()).toBe(0);
-    await eventually(async () => expect(await apiserverWatches(t, 'limitranges')).toBe(before));
+    await eventually(async () => expect(await apiserverWatches(t.sc.cluster, 'limitranges')).toBe(before));
   });
 
   describe('informer', () => {

@@ -30,7 +30,7 @@ import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
 import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { apiserverWatches, eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 interface Pod extends KubeObject {
   spec?: { nodeName?: string; containers?: Array<{ name: string }> };
@@ -293,6 +293,12 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     let d: KubeClient;
     const agents: Record<string, VnAgent> = {};
     const keyD = rootNamespace('team-d', 'd', 'uid-d');
+    /** the watches of Pods and Namespaces tenant d's apiserver holds before the manager serves it (its own controllers') */
+    const baseWatches = { pods: 0, namespaces: 0 };
+    const tenantWatches = async () => ({
+      pods: await apiserverWatches(cp, 'pods'),
+      namespaces: await apiserverWatches(cp, 'namespaces'),
+    });
 
     /** kubectl runs the real kubectl against the tenant's own apiserver, as the tenant does. */
     const kubectl = (args: string[]) =>
@@ -373,6 +379,20 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
         }),
       );
       await manager.stop();
+      // The tenant's controller manager watches Pods and Namespaces itself: wait until its count holds still.
+      let last = '';
+      await eventually(
+        async () => {
+          const now = await tenantWatches();
+          const same = JSON.stringify(now) === last;
+          last = JSON.stringify(now);
+          expect(now.pods).toBeGreaterThan(0);
+          expect(same).toBe(true);
+          Object.assign(baseWatches, now);
+        },
+        60_000,
+        2000,
+      );
       // The outer afterAll stops it.
       manager = await startManager(loadManagerConfig(file), file);
     }, 120_000);
@@ -398,6 +418,19 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
         const ns = await d.get(R.namespaces, undefined, 'demo');
         expect(ns.metadata?.annotations?.[PLACEMENTS]).toBe('{"r1":1,"r2":1}');
       }, 30_000);
+    });
+
+    it("watches the tenant's Pods and Namespaces once for both syncers and the scheduler", async () => {
+      // Both syncers and the scheduler serve tenant d by now (its namespace got placements on r1 and r2).
+      await eventually(async () => {
+        expect(manager.scheduler?.tenantReady(keyD)).toBe(true);
+        for (const s of manager.syncers) expect(s.tenantReady(keyD)).toBe(true);
+      }, 60_000);
+      const now = await tenantWatches();
+      expect(now, `before the manager: ${JSON.stringify(baseWatches)}`).toEqual({
+        pods: baseWatches.pods + 1,
+        namespaces: baseWatches.namespaces + 1,
+      });
     });
 
     it('a Deployment of one slice per Pod: r1, then scaled to 2 the second on r2, both Running on vNodes', async () => {

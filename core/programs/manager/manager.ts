@@ -14,7 +14,8 @@ import { IDENTITY } from '../../names/names.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../../metrics/ops.ts';
 import type { PluginHost } from '../../plugins/host.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
-import { Syncer, type SyncerTerm } from '../../syncer/syncer.ts';
+import { Syncer, SYNCER_DEFAULTS, type SyncerTerm } from '../../syncer/syncer.ts';
+import { TenantInformerPool } from '../../sessions/pool.ts';
 import { MutableTenantRegistry, type Tenant, type TenantRegistry } from '../../tenancy/tenant.ts';
 import { routedRegistry } from '../../tenancy/routing.ts';
 import { signedPlacements } from '../../syncer/placement.ts';
@@ -143,8 +144,15 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       known.includes(name) || `no super cluster of that name is configured or registered (known: ${known.join(', ')})`
     );
   };
-  // One list and watch per resource of the meta cluster, whatever number of controllers read it.
+  // One list and watch per resource of the meta cluster, whatever number of controllers read it; and per resource of
+  // each tenant, whatever number of syncers (one per super cluster) and schedulers serve it.
   const metaInformers = new InformerFactory(clients[0]!, 'meta');
+  const tenantInformers = new TenantInformerPool({
+    requestTimeoutMs:
+      cfg.syncer?.tenantRequestTimeoutSeconds === undefined
+        ? SYNCER_DEFAULTS.tenantRequestTimeoutMs
+        : cfg.syncer.tenantRequestTimeoutSeconds * 1000,
+  });
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
       ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster)
@@ -203,6 +211,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       superClient,
       host,
       registry,
+      tenantInformers,
       workers: cfg.syncer?.workers,
       maxInFlightPerTenant: cfg.syncer?.maxInFlightPerTenant,
       adaptiveConcurrency: cfg.syncer?.adaptiveConcurrency,
@@ -341,6 +350,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
             start: async () => {
               scheduler = new NamespaceScheduler({
                 tenants,
+                tenantInformers,
                 supers: schedulerSupers,
                 signingKey: await signingKey(),
                 policy: cfg.scheduler!.policy,
