@@ -8,10 +8,12 @@
 // annotations whenever a tenant is (re)served, so a restarted scheduler starts from exactly what it had written and
 // moves nothing. Decisions and the reservations they make happen in one synchronous step, so several workers never
 // hand out the same room twice; a write that fails gives its reservation back.
+//
+// The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (a little over 500
+// lines) is the capacity cache with the namespace reconcile that reserves from it: kept in one class so that a
+// decision and its reservation stay one synchronous step.
 
 import type { KubeClient, KubeObject } from '../kube/client.ts';
-import { ApiError, isNotFound } from '../kube/client.ts';
-import { recordEvent } from '../kube/events.ts';
 import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
@@ -20,8 +22,6 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
 import { realClock, type Clock } from '../queue/clock.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
-import type { TenantInformerPool } from '../sessions/pool.ts';
-import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
 import {
   AnnotationError,
   formatPlacements,
@@ -29,7 +29,6 @@ import {
   parseSlice,
   PLACEMENTS,
   SLICE,
-  SUPER_CLUSTER,
   type Placements,
   type Resources,
 } from './annotations.ts';
@@ -45,127 +44,41 @@ import {
 import type { ClusterState } from '../superclusters/registration.ts';
 import { drainPlacements } from './drain.ts';
 import { homeOf, placeNamespace, type Policy } from './namespace.ts';
-import { placePod, podRequests, type PlacedPod, type PodSpecResources } from './pod.ts';
+import {
+  FIELD_MANAGER,
+  SCHEDULER_DEFAULTS,
+  type RegisteredSuperCluster,
+  type SchedulerOptions,
+  type SchedulerStats,
+} from './options.ts';
 import type { Milli } from './quantity.ts';
-import { sign, SIGNATURE, signedValue } from './signature.ts';
+import {
+  CLUSTERS_KEY,
+  clusterKey,
+  isReadyNode,
+  olderThan,
+  samePlacements,
+  sameResources,
+  splitKey,
+  type NamespaceRec,
+  type Obj,
+} from './records.ts';
+import { signedValue } from './signature.ts';
 import { STATE_CONFIGMAP, summarize, type SchedulerState } from './state.ts';
+import { reconcilePods, type PodContext } from './placepods.ts';
+import { SchedulerWriter } from './writer.ts';
+
+export {
+  FIELD_MANAGER,
+  PLACED_CONDITION,
+  SCHEDULER_DEFAULTS,
+  type RegisteredSuperCluster,
+  type SchedulerOptions,
+  type SchedulerStats,
+  type SuperClusterSource,
+} from './options.ts';
 
 const log = childLogger({ controller: 'scheduler' });
-
-/** RegisteredSuperCluster is one super cluster as the registry reports it (core/superclusters/registry.ts). */
-export interface RegisteredSuperCluster {
-  name: string;
-  state: ClusterState;
-  /** client is the super cluster's admin client, when its kubeconfig could be used. */
-  client?: KubeClient;
-  kubeconfig?: string;
-  message?: string;
-}
-
-/** SuperClusterSource is what the scheduler needs of the registry: the registrations now, and word of changes. */
-export interface SuperClusterSource {
-  list(): RegisteredSuperCluster[];
-  /** onChange calls cb after any registration changed; it may return an unsubscribe function. */
-  onChange(cb: () => void): (() => void) | void;
-}
-
-/** SCHEDULER_DEFAULTS are the scheduler's settings when its options leave them out. */
-export const SCHEDULER_DEFAULTS = {
-  policy: 'spread' as Policy,
-  workers: 4,
-  /** how long new placements wait for every tenant known at start to be served (their placements counted) */
-  startupGraceMs: 30_000,
-  /** the state ConfigMap is written at most this often */
-  publishIntervalMs: 2_000,
-  tenantRequestTimeoutMs: 10_000,
-} as const;
-
-/** FIELD_MANAGER is the field manager of every write the scheduler makes. */
-export const FIELD_MANAGER = 'vc-scheduler';
-
-/** PLACED_CONDITION is the Namespace status condition the scheduler keeps: True once placed, False with the reason. */
-export const PLACED_CONDITION = 'scheduler.tenancy.x-k8s.io/Placed';
-
-/** SchedulerOptions configure a NamespaceScheduler. */
-export interface SchedulerOptions {
-  tenants: TenantRegistry;
-  /** the process's shared tenant informers (the syncers'); default: the scheduler's own */
-  tenantInformers?: TenantInformerPool;
-  supers: SuperClusterSource;
-  /** signingKey signs and verifies PLACEMENTS and SUPER_CLUSTER (see loadSigningKey). */
-  signingKey: Uint8Array;
-  policy?: Policy;
-  workers?: number;
-  /** pinnedOf gives a tenant's pinned super cluster; default its superCluster (the VirtualCluster's spec). */
-  pinnedOf?: (t: Tenant) => string | undefined;
-  /** publish writes the summary ConfigMap STATE_CONFIGMAP.name in this namespace of the meta cluster. */
-  publish?: { client: KubeClient; namespace: string };
-  startupGraceMs?: number;
-  publishIntervalMs?: number;
-  tenantRequestTimeoutMs?: number;
-  clock?: Clock;
-  /** observe receives each placement written, for benchmarks: what was placed and when its decision was made. */
-  observe?: (e: { kind: 'namespace' | 'pod'; key: string; superClusters: string[]; decidedAt: number }) => void;
-}
-
-/** SchedulerStats counts what the scheduler decided and wrote. */
-export interface SchedulerStats {
-  namespaceDecisions: number;
-  podDecisions: number;
-  writes: number;
-  /** placementWrites counts the writes of PLACEMENTS and SUPER_CLUSTER (a subset of writes). */
-  placementWrites: number;
-  evictions: number;
-  unschedulable: number;
-  pending: number;
-}
-
-interface NamespaceRec {
-  uid: string;
-  /** rv is the resourceVersion of the scheduler's last write of the placements, while the cache may lag behind it */
-  rv?: string;
-  sliced: boolean;
-  unit: Resources;
-  placements: Placements;
-}
-
-type Obj = KubeObject & {
-  spec?: Record<string, unknown>;
-  status?: { phase?: string; conditions?: Array<Record<string, unknown>>; allocatable?: Record<string, string> };
-};
-
-const CLUSTERS_KEY = '@clusters/all';
-const clusterKey = (name: string) => `@cluster/${name}`;
-
-function splitKey(key: string): [string, string] {
-  const i = key.indexOf('/');
-  return [key.slice(0, i), key.slice(i + 1)];
-}
-
-function samePlacements(a: Placements, b: Placements): boolean {
-  return formatPlacements(a) === formatPlacements(b);
-}
-
-function sameResources(a: Resources, b: Resources): boolean {
-  const ka = Object.keys(a).sort();
-  const kb = Object.keys(b).sort();
-  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k]);
-}
-
-function isReadyNode(n: Obj): boolean {
-  if ((n.spec as { unschedulable?: boolean } | undefined)?.unschedulable) return false;
-  return (n.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-}
-
-/** olderThan reports a resourceVersion older than another (both etcd revisions); unknown ones are not older. */
-function olderThan(rv: string | undefined, than: string): boolean {
-  if (rv === undefined || !/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
-  return BigInt(rv) < BigInt(than);
-}
-
-function terminal(p: Obj): boolean {
-  return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
-}
 
 /**
  * NamespaceScheduler places tenant namespaces on super clusters in slices and the Pods of sliced namespaces in those
@@ -189,8 +102,6 @@ export class NamespaceScheduler {
   private readonly pods = new Map<string, Map<string, { superCluster: string; rv?: string }>>();
   /** namespaces left (partly) unplaced, tried again when room appears */
   private readonly waiting = new Set<string>();
-  /** the last warning reported per object uid, so a reconcile that finds the same answer stays quiet */
-  private readonly reported = new Map<string, string>();
   /** tenants known at start whose placements are not counted yet */
   private readonly awaiting = new Set<string>();
   private startedAt = 0;
@@ -207,10 +118,25 @@ export class NamespaceScheduler {
     unschedulable: 0,
     pending: 0,
   };
+  /** writer makes every write to tenant objects, counting them in stats */
+  private readonly writer: SchedulerWriter;
+  /** podContext is what reconcilePods (placepods.ts) needs of this scheduler */
+  private readonly podContext: PodContext;
 
   constructor(private readonly o: SchedulerOptions) {
     this.policy = o.policy ?? SCHEDULER_DEFAULTS.policy;
     this.clock = o.clock ?? realClock;
+    this.writer = new SchedulerWriter(o.signingKey, this.stats);
+    this.podContext = {
+      pods: this.pods,
+      signingKey: o.signingKey,
+      writer: this.writer,
+      clock: this.clock,
+      policy: this.policy,
+      stats: this.stats,
+      observe: o.observe,
+      clusterState: (name) => this.clusterState(name),
+    };
     const workers = o.workers ?? SCHEDULER_DEFAULTS.workers;
     this.queue = new FairQueue({ metrics: queueMetrics('scheduler') });
     this.runner = new Runner({
@@ -520,8 +446,8 @@ export class NamespaceScheduler {
     const placements = rec?.placements ?? signed;
     const { slice, quota, error } = this.readUnit(s, ns);
     if (error) {
-      await this.warn(s, ns, 'InvalidSchedulingInput', error.message);
-      await this.setCondition(s, ns, 'False', 'InvalidSchedulingInput', error.message);
+      await this.writer.warn(s, ns, 'InvalidSchedulingInput', error.message);
+      await this.writer.setCondition(s, ns, 'False', 'InvalidSchedulingInput', error.message);
       return;
     }
     rec = { uid, rv: rec?.rv, sliced: !!slice, unit: unitOf({ slice, quota }), placements };
@@ -559,7 +485,7 @@ export class NamespaceScheduler {
       return { requeueAfter: 500 };
     }
     if (stuck)
-      await this.warn(
+      await this.writer.warn(
         s,
         ns,
         'DrainBlocked',
@@ -572,8 +498,8 @@ export class NamespaceScheduler {
     } else {
       this.waiting.add(key);
       this.stats.unschedulable++;
-      await this.warn(s, ns, d.reason, d.message);
-      await this.setCondition(s, ns, 'False', d.reason, d.message);
+      await this.writer.warn(s, ns, d.reason, d.message);
+      await this.writer.setCondition(s, ns, 'False', d.reason, d.message);
     }
     const value = formatPlacements(next);
     const annotated = ns.metadata?.annotations?.[PLACEMENTS];
@@ -582,7 +508,7 @@ export class NamespaceScheduler {
     const differs = annotated !== value || !samePlacements(signed, next);
     if (next.size > 0 && differs && (!lagging || !samePlacements(placements, next))) {
       try {
-        const rv = await this.writeNamespace(s, ns, value);
+        const rv = await this.writer.writeNamespace(s, ns, value);
         this.setRecord(key, { ...rec, placements: next, rv });
       } catch (e) {
         // Give the reservation back: the next try decides again from what the tenant shows.
@@ -592,7 +518,7 @@ export class NamespaceScheduler {
       if (!samePlacements(placements, next))
         this.o.observe?.({ kind: 'namespace', key, superClusters: [...next.keys()], decidedAt });
       if (annotated !== undefined && !samePlacements(signed, placements))
-        await this.warn(
+        await this.writer.warn(
           s,
           ns,
           'PlacementsOverwritten',
@@ -600,326 +526,24 @@ export class NamespaceScheduler {
         );
       if (evictFrom.size) this.roomChanged();
     } else if (next.size === 0 && annotated !== undefined && !lagging) {
-      await this.clearNamespace(s, ns);
-      await this.warn(
+      await this.writer.clearNamespace(s, ns);
+      await this.writer.warn(
         s,
         ns,
         'PlacementsOverwritten',
         `namespace ${name}: ${PLACEMENTS} ${annotated} was not written by the scheduler; removed (namespace not placed)`,
       );
     }
-    if (d.kind === 'placed') await this.setCondition(s, ns, 'True', 'Placed', `placed: ${value}`);
-    return this.reconcilePods(s, key, name, { slice, placements: next }, evictFrom);
+    if (d.kind === 'placed') await this.writer.setCondition(s, ns, 'True', 'Placed', `placed: ${value}`);
+    return reconcilePods(this.podContext, s, key, name, { slice, placements: next }, evictFrom);
   }
 
   private graceMs(): number {
     return this.o.startupGraceMs ?? SCHEDULER_DEFAULTS.startupGraceMs;
   }
 
-  // reconcilePods places the new Pods of a sliced namespace and evicts those left on super clusters it was drained
-  // off. Pods of a namespace placed whole follow the namespace and carry no annotation.
-  private async reconcilePods(
-    s: TenantSession,
-    key: string,
-    name: string,
-    ns: { slice?: Resources; placements: Placements },
-    evictFrom: Set<string>,
-  ): Promise<Result> {
-    const pods = s.cache.list<Obj>(R.pods, name);
-    if (!ns.slice) {
-      // A namespace placed whole and moved off a draining super cluster: its Pods there go, to be recreated.
-      if (evictFrom.size) for (const p of pods) if (!terminal(p)) await this.evict(s, p, [...evictFrom][0]!);
-      return;
-    }
-    const placed: PlacedPod[] = [];
-    const todo: Array<{ pod: Obj; requests: Resources; forged?: string }> = [];
-    let known = this.pods.get(key);
-    if (!known) this.pods.set(key, (known = new Map()));
-    const seen = new Set<string>();
-    let failed: unknown;
-    for (const p of pods) {
-      const m = p.metadata!;
-      seen.add(m.uid!);
-      if (terminal(p)) {
-        known.delete(m.uid!);
-        continue;
-      }
-      let requests: Resources;
-      try {
-        requests = podRequests(`pod ${name}/${m.name}`, p.spec as unknown as PodSpecResources);
-      } catch (e) {
-        if (!(e instanceof ResourceError)) throw e;
-        await this.warn(s, p, 'InvalidRequests', e.message);
-        continue;
-      }
-      const signed = signedValue(this.o.signingKey, s.tenant.key, p, SUPER_CLUSTER, 'Pod');
-      let mine = known.get(m.uid!);
-      if (!mine && signed !== undefined) known.set(m.uid!, (mine = { superCluster: signed }));
-      if (!mine) {
-        if (!m.deletionTimestamp) todo.push({ pod: p, requests, forged: m.annotations?.[SUPER_CLUSTER] });
-        continue;
-      }
-      const sc = mine.superCluster;
-      placed.push({ superCluster: sc, requests });
-      // A placed Pod never moves: an annotation changed since the scheduler wrote it is put back.
-      const stale = mine.rv !== undefined && olderThan(m.resourceVersion, mine.rv);
-      if (signed !== sc && !stale && !m.deletionTimestamp) {
-        try {
-          mine.rv = await this.writePod(s, p, sc);
-          await this.warn(
-            s,
-            p,
-            'PlacementOverwritten',
-            `pod ${name}/${m.name}: ${SUPER_CLUSTER} ${m.annotations?.[SUPER_CLUSTER] ?? '(none)'} was not written by the scheduler; restored to ${sc}`,
-          );
-        } catch (e) {
-          if (!isNotFound(e)) failed = e;
-        }
-      }
-      if (evictFrom.has(sc) || (this.clusterState(sc) === 'draining' && !ns.placements.has(sc)))
-        try {
-          await this.evict(s, p, sc);
-        } catch (e) {
-          failed = e;
-        }
-    }
-    for (const uid of known.keys()) if (!seen.has(uid)) known.delete(uid);
-    todo.sort(
-      (a, b) =>
-        String(a.pod.metadata!.creationTimestamp ?? '').localeCompare(
-          String(b.pod.metadata!.creationTimestamp ?? ''),
-        ) || a.pod.metadata!.name!.localeCompare(b.pod.metadata!.name!),
-    );
-    for (const { pod, requests, forged } of todo) {
-      const m = pod.metadata!;
-      const decidedAt = this.clock.now();
-      const d = placePod(
-        { key: `${s.tenant.key}/${name}`, slice: ns.slice, placements: ns.placements },
-        placed,
-        { key: `${name}/${m.name}`, requests },
-        this.policy,
-      );
-      this.stats.podDecisions++;
-      if (d.kind === 'pending') {
-        this.stats.pending++;
-        if (forged !== undefined) await this.writePod(s, pod, undefined).catch((e: unknown) => (failed = e));
-        await this.warn(s, pod, d.reason, d.message);
-        await this.podUnschedulable(s, pod, d.message);
-        continue;
-      }
-      const mine: { superCluster: string; rv?: string } = { superCluster: d.superCluster };
-      known.set(m.uid!, mine);
-      placed.push({ superCluster: d.superCluster, requests });
-      try {
-        mine.rv = await this.writePod(s, pod, d.superCluster);
-        this.o.observe?.({ kind: 'pod', key: `${key}/${m.name}`, superClusters: [d.superCluster], decidedAt });
-        if (forged !== undefined && forged !== d.superCluster)
-          await this.warn(
-            s,
-            pod,
-            'PlacementOverwritten',
-            `pod ${name}/${m.name}: ${SUPER_CLUSTER} ${forged} was not written by the scheduler; replaced by ${d.superCluster}`,
-          );
-      } catch (e) {
-        known.delete(m.uid!);
-        placed.pop();
-        if (isNotFound(e)) continue;
-        failed = e;
-      }
-    }
-    if (failed) throw failed;
-  }
-
   private clusterState(name: string): ClusterState | undefined {
     const c = this.clusters.find((x) => x.name === name);
     return c && this.effectiveState(c);
-  }
-
-  private async writeNamespace(s: TenantSession, ns: Obj, value: string): Promise<string | undefined> {
-    const m = ns.metadata!;
-    const signature = sign(this.o.signingKey, {
-      tenant: s.tenant.key,
-      kind: 'Namespace',
-      namespace: m.name!,
-      name: m.name!,
-      uid: m.uid!,
-      value,
-    });
-    this.stats.writes++;
-    this.stats.placementWrites++;
-    const out = await s.client.patch(
-      R.namespaces,
-      undefined,
-      m.name!,
-      { metadata: { uid: m.uid, annotations: { [PLACEMENTS]: value, [SIGNATURE]: signature } } },
-      'merge',
-      { fieldManager: FIELD_MANAGER },
-    );
-    return out.metadata?.resourceVersion;
-  }
-
-  private async clearNamespace(s: TenantSession, ns: Obj): Promise<void> {
-    const m = ns.metadata!;
-    this.stats.writes++;
-    this.stats.placementWrites++;
-    await s.client.patch(
-      R.namespaces,
-      undefined,
-      m.name!,
-      { metadata: { uid: m.uid, annotations: { [PLACEMENTS]: null, [SIGNATURE]: null } } },
-      'merge',
-      { fieldManager: FIELD_MANAGER },
-    );
-  }
-
-  // writePod sets (or, with undefined, removes) a Pod's signed SUPER_CLUSTER; the uid guards against a recreated Pod.
-  private async writePod(s: TenantSession, pod: Obj, superCluster: string | undefined): Promise<string | undefined> {
-    const m = pod.metadata!;
-    const annotations =
-      superCluster === undefined
-        ? { [SUPER_CLUSTER]: null, [SIGNATURE]: null }
-        : {
-            [SUPER_CLUSTER]: superCluster,
-            [SIGNATURE]: sign(this.o.signingKey, {
-              tenant: s.tenant.key,
-              kind: 'Pod',
-              namespace: m.namespace!,
-              name: m.name!,
-              uid: m.uid!,
-              value: superCluster,
-            }),
-          };
-    this.stats.writes++;
-    this.stats.placementWrites++;
-    const out = await s.client.patch(R.pods, m.namespace, m.name!, { metadata: { uid: m.uid, annotations } }, 'merge', {
-      fieldManager: FIELD_MANAGER,
-    });
-    return out.metadata?.resourceVersion;
-  }
-
-  // evict asks the tenant apiserver to evict a Pod (as kubectl drain does: PodDisruptionBudgets apply), so its
-  // controller recreates it on the namespace's new placements.
-  private async evict(s: TenantSession, pod: Obj, from: string): Promise<void> {
-    const m = pod.metadata!;
-    if (m.deletionTimestamp) return;
-    try {
-      await s.client.request('POST', `/api/v1/namespaces/${m.namespace}/pods/${m.name}/eviction`, {
-        body: {
-          apiVersion: 'policy/v1',
-          kind: 'Eviction',
-          metadata: { name: m.name, namespace: m.namespace },
-          deleteOptions: { preconditions: { uid: m.uid } },
-        },
-      });
-      this.stats.evictions++;
-      this.stats.writes++;
-      await this.event(
-        s,
-        pod,
-        'Normal',
-        'Evicted',
-        `pod ${m.namespace}/${m.name}: evicted from draining super cluster ${from}`,
-      );
-    } catch (e) {
-      if (isNotFound(e)) return;
-      if (e instanceof ApiError && e.code === 429)
-        throw new Error(`pod ${m.namespace}/${m.name}: eviction refused for now (disruption budget): ${e.message}`);
-      throw e;
-    }
-  }
-
-  private async warn(s: TenantSession, obj: Obj, reason: string, message: string): Promise<void> {
-    const uid = obj.metadata?.uid ?? '';
-    if (this.reported.get(`${uid}/${reason}`) === message) return;
-    this.reported.set(`${uid}/${reason}`, message);
-    log.info({ tenant: s.tenant.key, object: obj.metadata?.name, reason }, message);
-    await this.event(s, obj, 'Warning', reason, message);
-  }
-
-  private async event(s: TenantSession, obj: Obj, type: 'Normal' | 'Warning', reason: string, message: string) {
-    const m = obj.metadata ?? {};
-    const isNs = obj.kind === 'Namespace' || m.namespace === undefined;
-    const err = await recordEvent(
-      s.client,
-      {
-        apiVersion: 'v1',
-        kind: isNs ? 'Namespace' : 'Pod',
-        name: m.name ?? '',
-        namespace: isNs ? m.name : m.namespace,
-        uid: m.uid,
-      },
-      type,
-      reason,
-      message,
-      FIELD_MANAGER,
-    );
-    if (err) log.warn({ tenant: s.tenant.key, err: err.message, reason }, 'could not record event');
-  }
-
-  // setCondition keeps the Namespace's PLACED_CONDITION in its status, written only when it changes.
-  private async setCondition(
-    s: TenantSession,
-    ns: Obj,
-    status: 'True' | 'False',
-    reason: string,
-    message: string,
-  ): Promise<void> {
-    const conditions = ns.status?.conditions ?? [];
-    const now = conditions.find((c) => c.type === PLACED_CONDITION);
-    if (now?.status === status && now.reason === reason && now.message === message) return;
-    const said = `condition/${ns.metadata!.uid}`;
-    if (this.reported.get(said) === `${status}/${reason}/${message}`) return;
-    this.reported.set(said, `${status}/${reason}/${message}`);
-    const next = [
-      ...conditions.filter((c) => c.type !== PLACED_CONDITION),
-      { type: PLACED_CONDITION, status, reason, message, lastTransitionTime: new Date().toISOString() },
-    ];
-    this.stats.writes++;
-    try {
-      await s.client.patch(
-        R.namespaces,
-        undefined,
-        ns.metadata!.name!,
-        { metadata: { uid: ns.metadata!.uid }, status: { conditions: next } },
-        'merge',
-        { fieldManager: FIELD_MANAGER, subresource: 'status' },
-      );
-    } catch (err) {
-      if (!isNotFound(err)) log.warn({ tenant: s.tenant.key, err }, 'could not write the namespace condition');
-    }
-  }
-
-  // podUnschedulable sets PodScheduled=False on a pending tenant Pod, as kube-scheduler does, once per message.
-  private async podUnschedulable(s: TenantSession, pod: Obj, message: string): Promise<void> {
-    const now = (pod.status?.conditions ?? []).find((c) => c.type === 'PodScheduled');
-    if (now?.status === 'False' && now.message === message) return;
-    const said = `condition/${pod.metadata!.uid}`;
-    if (this.reported.get(said) === message) return;
-    this.reported.set(said, message);
-    this.stats.writes++;
-    try {
-      await s.client.patch(
-        R.pods,
-        pod.metadata!.namespace,
-        pod.metadata!.name!,
-        {
-          status: {
-            conditions: [
-              {
-                type: 'PodScheduled',
-                status: 'False',
-                reason: 'Unschedulable',
-                message,
-                lastTransitionTime: new Date().toISOString(),
-              },
-            ],
-          },
-        },
-        'strategic',
-        { fieldManager: FIELD_MANAGER, subresource: 'status' },
-      );
-    } catch (err) {
-      if (!isNotFound(err)) log.warn({ tenant: s.tenant.key, err }, 'could not write the pod condition');
-    }
   }
 }

@@ -35,3 +35,8 @@ export class SourceError extends Error {
 export function isSourceError(err: unknown, reason?: SourceErrorReason): err is SourceError {
   return err instanceof SourceError && (reason === undefined || err.reason === reason);
 }
+
+/** errorMessage is the message of a thrown value. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -3,7 +3,6 @@
  * reads the YAML and JSON files under a path straight from the object database (no checkout) and turns them into an
  * immutable Artifact.
  */
-import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,82 +10,42 @@ import git, { type FetchResult, type GitAuth, type HttpClient, type ServerRef } 
 import nodeHttp from 'isomorphic-git/http/node';
 import * as lockfile from 'proper-lockfile';
 import semver from 'semver';
-import { LineCounter, parseAllDocuments } from 'yaml';
-import type { Artifact, ParseError, SourceDocument } from '../artifact.ts';
+import type { Artifact } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
+import { systemResolver, type AddressPolicy, type Resolver } from './address.ts';
+import { hasCommit, initCache, peelToCommit } from './cache.ts';
+import { SourceError, errorMessage, type SourceErrorReason } from './errors.ts';
+import { ALLOW_REVISION_ANNOTATION, commitsSince } from './history.ts';
+import { readTree, type TreeContent } from './manifests.ts';
 import {
-  hostOf,
-  pinnedAgent,
-  resolveChecked,
-  systemResolver,
-  type AddressPolicy,
-  type ResolvedAddress,
-  type Resolver,
-} from './address.ts';
-import { SourceError, type SourceErrorReason } from './errors.ts';
-import { ALLOW_REVISION_ANNOTATION, HISTORY_CAP_DEFAULT, commitsSince } from './history.ts';
+  SOURCE_LIMIT_DEFAULTS,
+  cacheKey,
+  formatRef,
+  normalizePath,
+  pickSemverTag,
+  redactUrl,
+  type Credentials,
+  type ResolvedRef,
+  type SourceLimits,
+  type SourceRequest,
+} from './ref.ts';
+import { network, type Budget } from './transport.ts';
 import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify.ts';
 
-/** GitRef is what to follow in the repository. */
-export type GitRef = { branch: string } | { tag: string } | { semver: string } | { commit: string };
-
-/** Credentials authenticate to the git server: basic, or a token sent as the password (user `x-access-token`). */
-export type Credentials = { username: string; password: string } | { token: string; username?: string };
-
-/** SourceRequest is one source to read. */
-export interface SourceRequest {
-  url: string;
-  ref: GitRef;
-  /** directory (or single file) to read, relative to the repository root; empty or `.` for the root */
-  path?: string;
-  credentials?: Credentials;
-  /** timeout of each network call, in milliseconds (default: the fetcher's) */
-  timeoutMs?: number;
-  /**
-   * when set, the commit must carry a valid signature by one of these keys, and so must every commit between `since`
-   * and it
-   */
-  verify?: VerifyKeys;
-  /** the last applied revision: the new one must descend from it (no silent rollback) */
-  since?: string;
-  /** a revision allowed even though it does not descend from `since` (ALLOW_REVISION_ANNOTATION) */
-  allowRevision?: string;
-  /**
-   * why the last applied revision is not known although something was applied before: every revision is then refused
-   * (NotDescendant) except the one `allowRevision` names
-   */
-  baseLost?: string;
-}
-
-/** SourceLimits bound the work of one revision; the defaults are those of the manager configuration schema. */
-export interface SourceLimits {
-  /** bytes received from the server per revision (ref listing excluded; default 64 MiB) */
-  maxFetchBytes?: number;
-  /** manifest files and directories read under the path (default 1000) */
-  maxFiles?: number;
-  /** bytes of one manifest file; a larger file is a parse error (default 4 MiB) */
-  maxFileBytes?: number;
-  /** bytes of all manifest files together (default 16 MiB) */
-  maxTotalBytes?: number;
-  /** commits walked from a new revision to find the last applied one (default 1000) */
-  maxHistoryCommits?: number;
-}
-
-/** SOURCE_LIMIT_DEFAULTS are the defaults of SourceLimits, as in schemas/manager-config.schema.json. */
-export const SOURCE_LIMIT_DEFAULTS: Required<SourceLimits> = {
-  maxFetchBytes: 64 * 1024 * 1024,
-  maxFiles: 1000,
-  maxFileBytes: 4 * 1024 * 1024,
-  maxTotalBytes: 16 * 1024 * 1024,
-  maxHistoryCommits: HISTORY_CAP_DEFAULT,
-};
-
-/** ResolvedRef is a ref resolved against the server. */
-export interface ResolvedRef {
-  /** the full ref name (`refs/heads/main`, `refs/tags/v1.2.0`), or the commit id for commit refs */
-  name: string;
-  commit: string;
-}
+export {
+  SOURCE_LIMIT_DEFAULTS,
+  cacheKey,
+  formatRef,
+  normalizePath,
+  pickSemverTag,
+  redactUrl,
+  type Credentials,
+  type GitRef,
+  type ResolvedRef,
+  type SourceLimits,
+  type SourceRequest,
+} from './ref.ts';
+export { contentDigest, parseManifests, type TreeContent } from './manifests.ts';
 
 /** GitSourceFetcherOptions configures a GitSourceFetcher. */
 export interface GitSourceFetcherOptions {
@@ -115,20 +74,10 @@ export interface FetcherStats {
   fetches: number;
 }
 
-/** TreeContent is what was read from one commit. */
-export interface TreeContent {
-  documents: SourceDocument[];
-  parseErrors: ParseError[];
-  digest: string;
-}
-
 /** INFINITE_DEPTH is git's depth for "all history". */
 const INFINITE_DEPTH = 0x7fffffff;
 /** COMMIT_DEEPEN_STEPS are the depths tried on the default branch when a server refuses to send a commit by id. */
 const COMMIT_DEEPEN_STEPS = [50, 1000, INFINITE_DEPTH] as const;
-const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
-const TOKEN_USERNAME = 'x-access-token';
-const MAX_REDIRECTS = 5;
 /** FINAL_FETCH_ERRORS end a fetch by commit id at once instead of falling back to deepening the default branch. */
 const FINAL_FETCH_ERRORS: ReadonlySet<SourceErrorReason> = new Set([
   'AuthenticationFailed',
@@ -137,114 +86,8 @@ const FINAL_FETCH_ERRORS: ReadonlySet<SourceErrorReason> = new Set([
   'LimitExceeded',
 ]);
 
-/** Budget is what one revision may still fetch. */
-interface Budget {
-  fetched: number;
-  max: number;
-}
-
 function definedOf<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-/** formatRef renders a GitRef as the Artifact's `ref` (`branch:main`, `tag:v1`, `semver:>=1 <2`, `commit:<sha>`). */
-export function formatRef(ref: GitRef): string {
-  if ('branch' in ref) return `branch:${ref.branch}`;
-  if ('tag' in ref) return `tag:${ref.tag}`;
-  if ('semver' in ref) return `semver:${ref.semver}`;
-  return `commit:${ref.commit}`;
-}
-
-/** redactUrl removes credentials embedded in a URL. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
-}
-
-/**
- * cacheKey is the cache directory name of a URL and the credentials used for it: a hash of the URL without
- * credentials or trailing slashes and, when there are credentials, of their identity. Two GitSources with different
- * credentials for one URL never share fetched objects.
- */
-export function cacheKey(url: string, credentials?: Credentials): string {
-  const hash = createHash('sha256').update(redactUrl(url).replace(/\/+$/, ''));
-  if (credentials) {
-    const secret = 'token' in credentials ? credentials.token : credentials.password;
-    const kind = 'token' in credentials ? 'token' : 'basic';
-    hash.update(`\0${kind}\0${credentials.username ?? ''}\0${createHash('sha256').update(secret).digest('hex')}`);
-  }
-  return hash.digest('hex').slice(0, 32);
-}
-
-/** normalizePath turns a source path into a repository-relative path without leading `./` or slashes ('' for the root). */
-export function normalizePath(path: string | undefined): string {
-  const parts = (path ?? '').split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) throw new SourceError('InvalidSpec', `path ${JSON.stringify(path)} must not contain ".."`);
-  return parts.join('/');
-}
-
-/** pickSemverTag returns the tag with the highest version satisfying `range`, or undefined. */
-export function pickSemverTag(tags: readonly string[], range: string): string | undefined {
-  if (!semver.validRange(range)) throw new SourceError('InvalidSpec', `invalid semver range ${JSON.stringify(range)}`);
-  let best: { tag: string; version: semver.SemVer } | undefined;
-  for (const tag of [...tags].sort()) {
-    const version = semver.parse(tag);
-    if (!version || !semver.satisfies(version, range)) continue;
-    if (!best || semver.gt(version, best.version)) best = { tag, version };
-  }
-  return best?.tag;
-}
-
-/** contentDigest is `sha256:<hex>` over the files sorted by path, each as path, length and content. */
-export function contentDigest(files: ReadonlyArray<{ path: string; content: Uint8Array }>): string {
-  const hash = createHash('sha256');
-  for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
-    hash.update(`${file.path}\0${file.content.length}\0`);
-    hash.update(file.content);
-  }
-  return `sha256:${hash.digest('hex')}`;
-}
-
-/**
- * parseManifests parses one file as a stream of YAML documents (JSON is YAML). A file with any error yields one
- * ParseError and no documents; empty documents are skipped; `index` is the document's position in the file.
- */
-export function parseManifests(file: string, text: string): { documents: SourceDocument[]; error?: ParseError } {
-  const lineCounter = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
-  const documents: SourceDocument[] = [];
-  for (const [index, doc] of docs.entries()) {
-    const yamlError = doc.errors[0];
-    if (yamlError) {
-      const pos = yamlError.linePos?.[0];
-      return {
-        documents: [],
-        error: {
-          file,
-          ...(pos ? { line: pos.line, column: pos.col } : {}),
-          message: (yamlError.message.split('\n')[0] ?? yamlError.code).replace(/ at line \d+, column \d+:?$/, ''),
-        },
-      };
-    }
-    const at = doc.contents?.range?.[0];
-    const pos = at === undefined ? undefined : lineCounter.linePos(at);
-    const where = pos ? { line: pos.line, column: pos.col } : {};
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: 100 });
-    } catch (err) {
-      return { documents: [], error: { file, ...where, message: `document ${index}: ${errorMessage(err)}` } };
-    }
-    if (value === null || value === undefined) continue;
-    if (typeof value !== 'object' || Array.isArray(value)) {
-      return { documents: [], error: { file, ...where, message: `document ${index} is not a mapping` } };
-    }
-    documents.push({ file, index, object: value as Record<string, unknown> });
-  }
-  return { documents };
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function deepFreeze<T>(value: T): T {
@@ -346,7 +189,7 @@ export class GitSourceFetcher {
 
   /** read parses the manifests under `path` in a cached commit. */
   async read(url: string, commit: string, path: string | undefined, credentials?: Credentials): Promise<TreeContent> {
-    return this.withCache(url, credentials, (gitdir) => this.readLocked(gitdir, commit, normalizePath(path)));
+    return this.withCache(url, credentials, (gitdir) => readTree(gitdir, commit, normalizePath(path), this.limits));
   }
 
   /** verify checks the signature of a cached commit. */
@@ -384,7 +227,7 @@ export class GitSourceFetcher {
           }
         }
       }
-      const content = await this.readLocked(gitdir, commit, path);
+      const content = await readTree(gitdir, commit, path, this.limits);
       const artifact: Artifact = {
         url: redactUrl(req.url),
         ref: formatRef(req.ref),
@@ -526,192 +369,20 @@ export class GitSourceFetcher {
     );
   }
 
-  private async readLocked(gitdir: string, commit: string, path: string): Promise<TreeContent> {
-    const cache = {};
-    const { commit: parsed } = await git.readCommit({ fs, gitdir, oid: commit, cache });
-    const root = await this.lookup(gitdir, parsed.tree, path, commit, cache);
-    const files: Array<{ path: string; content: Uint8Array }> = [];
-    const { maxFiles, maxTotalBytes } = this.limits;
-    let entries = 0;
-    let bytes = 0;
-    const where = `${JSON.stringify(path)} of commit ${commit}`;
-    const count = (what: string, size: number): void => {
-      entries++;
-      bytes += size;
-      if (entries > maxFiles) {
-        throw new SourceError(
-          'LimitExceeded',
-          `path ${where} holds more than ${maxFiles} manifest files and directories (gitops.limits.maxFiles); nothing of it is applied`,
-        );
-      }
-      if (bytes > maxTotalBytes) {
-        throw new SourceError(
-          'LimitExceeded',
-          `manifests under ${where} exceed ${maxTotalBytes} bytes at ${what} (gitops.limits.maxTotalBytes); nothing of it is applied`,
-        );
-      }
-    };
-    const visit = async (treeOid: string, prefix: string): Promise<void> => {
-      const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
-      for (const entry of tree) {
-        const entryPath = prefix ? `${prefix}/${entry.path}` : entry.path;
-        if (entry.type === 'tree') {
-          count(entryPath, 0);
-          await visit(entry.oid, entryPath);
-        } else if (entry.type === 'blob' && entry.mode !== '120000' && isManifest(entryPath)) {
-          const { blob } = await git.readBlob({ fs, gitdir, oid: entry.oid, cache });
-          count(entryPath, Math.min(blob.length, this.limits.maxFileBytes + 1));
-          files.push({ path: entryPath, content: blob });
-        }
-      }
-    };
-    if (root.type === 'tree') await visit(root.oid, path);
-    else if (isManifest(path)) {
-      const { blob } = await git.readBlob({ fs, gitdir, oid: root.oid, cache });
-      files.push({ path, content: blob });
-    }
-    files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-
-    const documents: SourceDocument[] = [];
-    const parseErrors: ParseError[] = [];
-    const decoder = new TextDecoder('utf-8', { fatal: true });
-    for (const file of files) {
-      if (file.content.length > this.limits.maxFileBytes) {
-        parseErrors.push({
-          file: file.path,
-          message: `file is larger than ${this.limits.maxFileBytes} bytes (gitops.limits.maxFileBytes)`,
-        });
-        continue;
-      }
-      let text: string;
-      try {
-        text = decoder.decode(file.content);
-      } catch {
-        parseErrors.push({ file: file.path, message: 'file is not valid UTF-8' });
-        continue;
-      }
-      const parsed = parseManifests(file.path, text);
-      documents.push(...parsed.documents);
-      if (parsed.error) parseErrors.push(parsed.error);
-    }
-    return { documents, parseErrors, digest: contentDigest(files) };
-  }
-
-  /** lookup finds the tree (or blob) at `path` under the root tree of a commit. */
-  private async lookup(
-    gitdir: string,
-    rootTree: string,
-    path: string,
-    commit: string,
-    cache: object,
-  ): Promise<{ type: 'tree' | 'blob'; oid: string }> {
-    let current: { type: 'tree' | 'blob'; oid: string } = { type: 'tree', oid: rootTree };
-    for (const part of path ? path.split('/') : []) {
-      const entry =
-        current.type === 'tree'
-          ? (await git.readTree({ fs, gitdir, oid: current.oid, cache })).tree.find((e) => e.path === part)
-          : undefined;
-      if (!entry || (entry.type !== 'tree' && entry.type !== 'blob') || entry.mode === '120000') {
-        throw new SourceError('PathNotFound', `path ${JSON.stringify(path)} not found in commit ${commit}`);
-      }
-      current = { type: entry.type, oid: entry.oid };
-    }
-    return current;
-  }
-
-  /** network runs one network call with the request's credentials and a timeout, mapping failures to SourceErrors. */
+  /** network runs one network call with this fetcher's transport (see transport.ts). */
   private async network<T>(
     req: Pick<SourceRequest, 'url' | 'credentials' | 'timeoutMs'>,
     what: string,
     budget: Budget,
     call: (http: HttpClient, onAuth: (() => GitAuth) | undefined) => Promise<T>,
   ): Promise<T> {
-    const timeoutMs = req.timeoutMs ?? this.timeoutMs;
-    const controller = new AbortController();
-    // Each host is resolved once per call and checked; connections go only to the checked addresses. Redirects are
-    // followed here (GET only), so that every hop is checked too.
-    const resolved = new Map<string, Promise<ResolvedAddress[]>>();
-    const checked = (url: string): Promise<ResolvedAddress[]> => {
-      const host = hostOf(url);
-      let p = resolved.get(host);
-      if (!p) resolved.set(host, (p = resolveChecked(url, this.addresses, this.resolver)));
-      return p;
+    const transport = {
+      timeoutMs: this.timeoutMs,
+      addresses: this.addresses,
+      resolver: this.resolver,
+      http: this.http,
     };
-    let overBudget: SourceError | undefined;
-    const counted = (
-      body: AsyncIterableIterator<Uint8Array> | undefined,
-    ): AsyncIterableIterator<Uint8Array> | undefined => {
-      if (!body) return body;
-      return (async function* () {
-        for await (const chunk of body) {
-          budget.fetched += chunk.byteLength;
-          if (budget.fetched > budget.max) {
-            overBudget = new SourceError(
-              'LimitExceeded',
-              `${what}: the server sent more than ${budget.max} bytes for this revision (gitops.limits.maxFetchBytes)`,
-            );
-            controller.abort(overBudget);
-            throw overBudget;
-          }
-          yield chunk;
-        }
-      })();
-    };
-    const http: HttpClient = {
-      request: async (r) => {
-        let url = r.url;
-        for (let hop = 0; ; hop++) {
-          if (controller.signal.aborted) throw controller.signal.reason;
-          const addresses = await checked(url);
-          const res = await this.http.request({
-            ...r,
-            url,
-            agent: pinnedAgent(url, hostOf(url), addresses),
-            fetchOptions: { ...(r.fetchOptions ?? {}), followRedirects: false },
-            signal: controller.signal,
-          });
-          const location = res.headers?.location;
-          const redirect =
-            res.statusCode >= 300 && res.statusCode < 400 && location && (r.method ?? 'GET').toUpperCase() === 'GET';
-          if (redirect && hop < MAX_REDIRECTS) {
-            url = new URL(location, url).toString();
-            continue;
-          }
-          return { ...res, url, body: counted(res.body) };
-        }
-      },
-    };
-    const creds = req.credentials;
-    const onAuth = creds
-      ? (): GitAuth =>
-          'token' in creds
-            ? { username: creds.username ?? TOKEN_USERNAME, password: creds.token }
-            : { username: creds.username, password: creds.password }
-      : undefined;
-    const secrets = creds ? ['token' in creds ? creds.token : creds.password].filter((s) => s.length > 0) : [];
-    const op = call(http, onAuth);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        controller.abort(new SourceError('Timeout', `${what}: timed out after ${timeoutMs}ms`));
-        // Give the aborted call a moment to unwind before the cache lock is released.
-        const settled = op.then(
-          () => undefined,
-          () => undefined,
-        );
-        const grace = new Promise<void>((ok) => setTimeout(ok, 1000).unref());
-        void Promise.race([settled, grace]).then(() => reject(controller.signal.reason));
-      }, timeoutMs);
-    });
-    try {
-      return await Promise.race([op, timedOut]);
-    } catch (err) {
-      if (overBudget) throw overBudget;
-      if (controller.signal.aborted) throw controller.signal.reason;
-      throw toSourceError(err, what, secrets);
-    } finally {
-      clearTimeout(timer);
-    }
+    return network(transport, req, what, budget, call);
   }
 
   /** withCache runs `fn` on the initialized cache repository of `url` and credentials, holding its in-process and file locks. */
@@ -753,60 +424,4 @@ export class GitSourceFetcher {
       if (this.locks.get(dir) === tail) this.locks.delete(dir);
     }
   }
-}
-
-function isManifest(path: string): boolean {
-  const lower = path.toLowerCase();
-  return MANIFEST_EXTENSIONS.some((ext) => lower.endsWith(ext));
-}
-
-async function initCache(gitdir: string, url: string): Promise<void> {
-  if (fs.existsSync(join(gitdir, 'config'))) return;
-  await git.init({ fs, gitdir, bare: true });
-  await git.setConfig({ fs, gitdir, path: 'remote.origin.url', value: redactUrl(url) });
-  await git.setConfig({ fs, gitdir, path: 'remote.origin.fetch', value: '+refs/heads/*:refs/remotes/origin/*' });
-}
-
-async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
-  try {
-    const { type } = await git.readObject({ fs, gitdir, oid, format: 'content' });
-    return type === 'commit';
-  } catch {
-    return false;
-  }
-}
-
-async function peelToCommit(gitdir: string, oid: string): Promise<string | undefined> {
-  let current = oid;
-  for (let i = 0; i < 10; i++) {
-    try {
-      const { type, object } = await git.readObject({ fs, gitdir, oid: current, format: 'parsed' });
-      if (type === 'commit') return current;
-      if (type !== 'tag') return undefined;
-      current = (object as { object: string }).object;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-/** toSourceError classifies an isomorphic-git or network failure; credentials never reach the message. */
-function toSourceError(err: unknown, what: string, secrets: readonly string[]): SourceError {
-  if (err instanceof SourceError) return err;
-  const e = err as { code?: string; name?: string; message?: string; data?: { statusCode?: number } };
-  let message = `${what}: ${e.message ?? String(err)}`;
-  message = redactUrl(message).replace(/(https?:\/\/)[^/@\s]*@/gi, '$1');
-  for (const secret of secrets) message = message.split(secret).join('***');
-  if (e.code === 'HttpError' && (e.data?.statusCode === 401 || e.data?.statusCode === 403)) {
-    return new SourceError(
-      'AuthenticationFailed',
-      `${what}: the server refused the credentials (HTTP ${e.data.statusCode})`,
-    );
-  }
-  if (e.code === 'UserCanceledError')
-    return new SourceError('AuthenticationFailed', `${what}: authentication was cancelled`);
-  if (e.name === 'AbortError' || e.code === 'ABORT_ERR') return new SourceError('Timeout', message);
-  if (e.code === 'NotFoundError') return new SourceError('RefNotFound', message);
-  return new SourceError('FetchFailed', message);
 }

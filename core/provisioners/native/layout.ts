@@ -1,0 +1,208 @@
+/**
+ * The shape of a native tenant control plane in the super cluster: the objects it reads, its defaults, ports, Secret
+ * names and files under KUBE_DIR, the in-cluster names of its Services, and the PKI options that follow from them.
+ */
+import type { KubeObject, Resource } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { firstServiceIP } from '../../pki/pki.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
+import type { ForcedPlacementView } from '../../plugins/contract.ts';
+import type { ApiServerExpose } from '../../api/virtualcluster.ts';
+import { pkiPaths } from './flags.ts';
+
+/** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
+export interface VirtualCluster extends KubeObject {
+  spec: {
+    /** the tenant's cluster DNS domain; default TENANT_DEFAULTS.clusterDomain */
+    clusterDomain?: string;
+    clusterVersionName?: string;
+    /** lifetime of the tenant's certificates; default TENANT_DEFAULTS.pkiExpireDays */
+    pkiExpireDays?: number;
+    /** the tenant's service CIDR; default TENANT_DEFAULTS.serviceCidr */
+    serviceCidr?: string;
+    apiServer?: { extraArgs?: Record<string, string>; expose?: ApiServerExpose };
+    controllerManager?: { extraArgs?: Record<string, string> };
+  };
+}
+
+/** ClusterVersion is the part of a tenancy.x-k8s.io ClusterVersion the native provisioner reads. */
+export interface ClusterVersion extends KubeObject {
+  spec: {
+    /** tag of the default kube-apiserver and kube-controller-manager images, e.g. `v1.36.3` */
+    kubernetesVersion: string;
+    etcd?: {
+      image?: string;
+      /** etcd version, e.g. `v3.6.16`: the image is then `registry.k8s.io/etcd:3.6.16-0` unless image is set */
+      version?: string;
+      extraArgs?: Record<string, string>;
+      /** size of the data volume; default `1Gi` */
+      storageSize?: string;
+    };
+    apiServer?: {
+      image?: string;
+      replicas?: number;
+      extraArgs?: Record<string, string>;
+      /** type of the `apiserver` Service; default ClusterIP */
+      serviceType?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
+    };
+    controllerManager?: { image?: string; replicas?: number; extraArgs?: Record<string, string> };
+  };
+}
+
+/** NativeInput is what renderNative renders a tenant control plane from. */
+export interface NativeInput {
+  vc: VirtualCluster;
+  clusterVersion: ClusterVersion;
+  /** made by generateControlPlanePKI(nativePKIOptions(vc, rootNamespace)) */
+  pki: ControlPlanePKI;
+  rootNamespace: string;
+  /**
+   * ClusterIPs of the `apiserver` and `etcd-client` Services once allocated: every control-plane Pod then maps the
+   * in-cluster names it uses (apiserverHost, the etcd member's name) to them in /etc/hosts, so the control plane
+   * works on a super cluster without cluster DNS (the local super cluster has none)
+   */
+  serviceIPs?: NativeServiceIPs;
+  /** the platform's placement of the control-plane Pods (node selector entries and tolerations added) */
+  placement?: ForcedPlacementView;
+  /** a host directory for etcd's data (a hostPath volume) instead of a volume claim */
+  etcdHostPath?: string;
+  /**
+   * the CA (PEM) the apiserver verifies its kubelets' serving certificates against (--kubelet-certificate-authority):
+   * every vNode's kubelet is the vn-agent, so the CA of the vn-agent's serving certificate; absent, not verified
+   */
+  kubeletCA?: string;
+}
+
+/** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */
+export interface NativeServiceIPs {
+  apiserver?: string;
+  etcd?: string;
+}
+
+/** NATIVE_DEFAULTS are the values of ClusterVersion fields left out; a VirtualCluster's are TENANT_DEFAULTS. */
+export const NATIVE_DEFAULTS = {
+  etcdImage: 'registry.k8s.io/etcd:3.6.6-0',
+  etcdStorageSize: '1Gi',
+  /** the super cluster's DNS domain, in which `apiserver.<root>.svc.<domain>` resolves */
+  superClusterDomain: 'cluster.local',
+} as const;
+
+/** NATIVE_PORTS are the container ports of the tenant control plane. */
+export const NATIVE_PORTS = {
+  apiserver: 6443,
+  controllerManager: 10257,
+  etcdClient: 2379,
+  etcdPeer: 2380,
+  etcdMetrics: 2381,
+} as const;
+
+/** ETCD_CLIENT_SERVICE is the ClusterIP Service of etcd's client port (the headless `etcd` names the member). */
+export const ETCD_CLIENT_SERVICE = 'etcd-client';
+
+/** NATIVE_SECRETS names the Secrets renderNative puts in the root namespace. */
+export const NATIVE_SECRETS = {
+  ca: 'root-ca',
+  apiserver: 'apiserver-tls',
+  frontProxyCA: 'front-proxy-ca',
+  frontProxyClient: 'front-proxy-client',
+  serviceAccount: 'serviceaccount-key',
+  kubeletClient: 'kubelet-client',
+  adminKubeconfig: 'admin-kubeconfig',
+  controllerManagerKubeconfig: 'controller-manager-kubeconfig',
+  kubeletCA: 'kubelet-ca',
+} as const;
+
+/** ADMIN_KUBECONFIG_KEY is the data key of the admin kubeconfig in its Secret. */
+export const ADMIN_KUBECONFIG_KEY = 'admin-kubeconfig';
+
+/** KUBE_DIR is where every control-plane Pod finds its Secrets: certificates under `pki/`, kubeconfigs at the top. */
+export const KUBE_DIR = '/etc/kubernetes';
+
+/** PATHS are the PKI files under KUBE_DIR/pki and the controller manager's kubeconfig, as the Pods see them. */
+export const PATHS = pkiPaths(`${KUBE_DIR}/pki`, { kubeconfig: `${KUBE_DIR}/controller-manager.kubeconfig` });
+/** KUBELET_CA_FILE is where the apiserver finds NativeInput.kubeletCA. */
+export const KUBELET_CA_FILE = `${KUBE_DIR}/pki/kubelet-ca.crt`;
+
+/** FILE_SOURCES maps every file under KUBE_DIR to the Secret key it is projected from. */
+export const FILE_SOURCES: Readonly<Record<string, { secret: string; key: string }>> = {
+  [PATHS.caFile]: { secret: NATIVE_SECRETS.ca, key: 'tls.crt' },
+  [PATHS.caKey]: { secret: NATIVE_SECRETS.ca, key: 'tls.key' },
+  [PATHS.apiserverCert]: { secret: NATIVE_SECRETS.apiserver, key: 'tls.crt' },
+  [PATHS.apiserverKey]: { secret: NATIVE_SECRETS.apiserver, key: 'tls.key' },
+  [PATHS.saPub]: { secret: NATIVE_SECRETS.serviceAccount, key: 'sa.pub' },
+  [PATHS.saKey]: { secret: NATIVE_SECRETS.serviceAccount, key: 'sa.key' },
+  [PATHS.frontProxyCa]: { secret: NATIVE_SECRETS.frontProxyCA, key: 'tls.crt' },
+  [PATHS.frontProxyClientCert]: { secret: NATIVE_SECRETS.frontProxyClient, key: 'tls.crt' },
+  [PATHS.frontProxyClientKey]: { secret: NATIVE_SECRETS.frontProxyClient, key: 'tls.key' },
+  [PATHS.kubeletClientCert]: { secret: NATIVE_SECRETS.kubeletClient, key: 'tls.crt' },
+  [PATHS.kubeletClientKey]: { secret: NATIVE_SECRETS.kubeletClient, key: 'tls.key' },
+  [PATHS.kubeconfig]: { secret: NATIVE_SECRETS.controllerManagerKubeconfig, key: 'controller-manager-kubeconfig' },
+  [KUBELET_CA_FILE]: { secret: NATIVE_SECRETS.kubeletCA, key: 'ca.crt' },
+};
+
+/** NETWORK_POLICIES is the API resource of the NetworkPolicy renderNative makes for etcd. */
+export const NETWORK_POLICIES: Resource = {
+  group: 'networking.k8s.io',
+  version: 'v1',
+  resource: 'networkpolicies',
+  kind: 'NetworkPolicy',
+  namespaced: true,
+};
+
+/** resourceFor is the API resource of an object renderNative returns, for KubeClient.apply. */
+export function resourceFor(obj: KubeObject): Resource {
+  const r = [R.namespaces, R.secrets, R.services, R.statefulsets, NETWORK_POLICIES].find(
+    (x) => x.kind === obj.kind && (x.group ? `${x.group}/${x.version}` : x.version) === obj.apiVersion,
+  );
+  if (!r) throw new Error(`renderNative does not make ${obj.apiVersion} ${obj.kind}`);
+  return r;
+}
+
+/** apiserverHost is the in-cluster DNS name of a tenant's apiserver Service. */
+export function apiserverHost(rootNamespace: string): string {
+  return `apiserver.${rootNamespace}.svc`;
+}
+
+/** apiserverURL is the in-cluster URL of a tenant's apiserver, the server of the rendered kubeconfigs. */
+export function apiserverURL(rootNamespace: string): string {
+  return `https://${apiserverHost(rootNamespace)}:${NATIVE_PORTS.apiserver}`;
+}
+
+/** etcdURL is the client URL of a tenant's etcd, as its apiserver reaches it. */
+export function etcdURL(rootNamespace: string): string {
+  return `http://${etcdPeerHost(rootNamespace)}:${NATIVE_PORTS.etcdClient}`;
+}
+
+/** etcdPeerHost is the in-cluster name of the etcd member, through the headless `etcd` Service. */
+export function etcdPeerHost(rootNamespace: string): string {
+  return `etcd-0.etcd.${rootNamespace}.svc`;
+}
+
+/**
+ * nativePKIOptions are the generateControlPlanePKI options of a tenant control plane in the super cluster: its
+ * apiserver serves the `apiserver` Service names of the root namespace (up to `.svc.<superClusterDomain>`) besides
+ * the tenant's own `kubernetes.default` names and the first IP of its service CIDR, and apiserverIPs (the Service's
+ * ClusterIP when the manager reaches the apiserver there).
+ */
+export function nativePKIOptions(
+  vc: VirtualCluster,
+  rootNamespace: string,
+  superClusterDomain: string = NATIVE_DEFAULTS.superClusterDomain,
+  apiserverIPs: readonly string[] = [],
+): ControlPlanePKIOptions {
+  const s = vc.spec;
+  return {
+    clusterName: rootNamespace,
+    apiserverDnsNames: [
+      'apiserver',
+      `apiserver.${rootNamespace}`,
+      apiserverHost(rootNamespace),
+      `${apiserverHost(rootNamespace)}.${superClusterDomain}`,
+    ],
+    apiserverIPs: [...apiserverIPs],
+    serviceIP: firstServiceIP(s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr),
+    validityDays: s.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+    clusterDomain: s.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
+  };
+}

@@ -1,0 +1,380 @@
+/**
+ * The reconcile of one key: read both sides from the caches, apply the placement filter, let Pod admission park a
+ * create, plan with the key's plugin, reserve, write only the difference, run the effects, and turn failures into a
+ * retry, a requeue or a report. Adoption of objects the super apiserver made itself (adopt) is part of the writes.
+ */
+import {
+  isAlreadyExists,
+  isConflict,
+  isTimeout,
+  isWriteFenced,
+  WriteFencedError,
+  type KubeClient,
+  type KubeObject,
+} from '../kube/client.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import type { CacheReader, PluginContext, ResourcePlugin } from '../plugins/contract.ts';
+import { pluginErrorOf, reportPluginError, type PluginError } from '../plugins/failures.ts';
+import type { Result } from '../controller/runner.ts';
+import type { TenantSession, TenantSessions } from '../sessions/tenants.ts';
+import type { PodAdmission } from './admission.ts';
+import { capRefusal, sizeOf, superQuotaRefusal, type PendingCreates } from './caps.ts';
+import type { Effects } from './effects.ts';
+import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
+import { countWrite, syncerMetrics } from './metrics.ts';
+import type { SyncerOptions } from './options.ts';
+import { signatureOf } from './patrol.ts';
+import { placementVerdict, upOwned, type PlacementKind } from './placement.ts';
+import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
+import { makeKey, parseKey } from './routing.ts';
+import type { SchedulingWindow } from './window.ts';
+
+const log = childLogger({ controller: 'syncer' });
+
+/** MISSING_NAMESPACE_MAX_MS caps the delay between retries of a key whose super namespace does not exist yet. */
+const MISSING_NAMESPACE_MAX_MS = 10_000;
+
+/** KeyReconcilerDeps is what the reconcile of a key needs of its Syncer. */
+export interface KeyReconcilerDeps {
+  options: SyncerOptions;
+  sessions: TenantSessions;
+  superCache: CacheReader;
+  /** super objects being created, counted against the tenants' quotas */
+  pending: PendingCreates;
+  /** the super client whose writes are fenced by the leadership term */
+  superWriter: KubeClient;
+  admission: PodAdmission;
+  /** effects are those of the term being served (a later term gets new ones) */
+  effects(): Effects;
+  /** gate is the pause gate while the syncer is paused */
+  gate(): Promise<void> | undefined;
+  /** mayWrite is the fence of every write (Syncer.mayWrite) */
+  mayWrite(): true | string;
+}
+
+/** KeyReconciler reconciles the keys of one Syncer (see the file comment). */
+export class KeyReconciler {
+  private readonly o: SyncerOptions;
+  private readonly sessions: TenantSessions;
+  private readonly superCache: CacheReader;
+  private readonly pending: PendingCreates;
+  private readonly superWriter: KubeClient;
+  private readonly admission: PodAdmission;
+  private readonly window?: SchedulingWindow;
+  private readonly missingNamespaceRetries = new Map<string, number>();
+
+  constructor(private readonly d: KeyReconcilerDeps) {
+    this.o = d.options;
+    this.sessions = d.sessions;
+    this.superCache = d.superCache;
+    this.pending = d.pending;
+    this.superWriter = d.superWriter;
+    this.admission = d.admission;
+    this.window = d.admission.window;
+  }
+
+  private get effects(): Effects {
+    return this.d.effects();
+  }
+
+  private get gate(): Promise<void> | undefined {
+    return this.d.gate();
+  }
+
+  private mayWrite(): true | string {
+    return this.d.mayWrite();
+  }
+
+  /** clearBackoff forgets the retries of keys waiting for their super namespace: a new term starts afresh. */
+  clearBackoff(): void {
+    this.missingNamespaceRetries.clear();
+  }
+
+  /**
+   * placed applies the placement filter to a key (placement.ts). A key whose tenant object is gone is always
+   * reconciled: deleting a tenant object deletes its super copy wherever it was synced. One that is no longer placed
+   * here is left as it is (neither updated nor deleted) until the tenant deletes it or the super cluster is drained.
+   * What flows up is kept by one syncer (upOwned): the one named by the object's UP_OWNER_LABEL, which also deletes
+   * it once its source is gone.
+   */
+  private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): boolean {
+    const pl = this.o.placement;
+    if (!pl) return true;
+    const r = p.manifest.resource!;
+    const obj = s.cache.get(r, k.namespace || undefined, k.name);
+    if (!obj) return true;
+    // What flows up (vNodes, PVs, public classes) comes from every super cluster the tenant is on: a tenant object
+    // another super cluster's syncer owns is left to it.
+    if (p.manifest.sourceOfTruth === 'super') {
+      const loc = superLocation(p, this.context(s), k);
+      return upOwned({
+        cluster: pl.cluster,
+        tenantObj: obj,
+        hasSource: !!this.superCache.get(r, loc.namespace, loc.name),
+      });
+    }
+    const core = !r.group;
+    const kind: PlacementKind =
+      core && r.resource === R.namespaces.resource
+        ? 'namespace'
+        : !k.namespace
+          ? 'cluster'
+          : core && r.resource === R.pods.resource
+            ? 'pod'
+            : 'namespaced';
+    const nsName = kind === 'namespace' ? k.name : k.namespace;
+    const v = placementVerdict({
+      cluster: pl.cluster,
+      tenant: s.tenant.key,
+      kind,
+      namespace: kind === 'cluster' ? undefined : s.cache.get(R.namespaces, undefined, nsName),
+      pod: kind === 'pod' ? obj : undefined,
+      signed: pl.signed,
+    });
+    if (!v.sync) log.debug({ tenant: k.tenant, plugin: k.plugin, key: k, reason: v.reason }, v.message);
+    return v.sync;
+  }
+
+  private context(s: TenantSession): PluginContext {
+    const ctx: PluginContext = {
+      tenant: s.view,
+      names: s.names,
+      tenantCache: s.cache,
+      superCache: this.superCache,
+      now: new Date(),
+    };
+    if (this.o.name !== undefined) ctx.superCluster = this.o.name;
+    if (this.o.placement) ctx.sharedTenants = true;
+    return ctx;
+  }
+
+  /** served returns the session and plugin of a key when the key is to be reconciled now. */
+  private served(k: ReturnType<typeof parseKey>): { s: TenantSession; p: ResourcePlugin } | undefined {
+    const s = this.sessions.get(k.tenant);
+    const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
+    if (!s?.ready || !p?.manifest.resource || !this.o.host.enabledFor(s.view, k.plugin)) return undefined;
+    if (!this.placed(s, p, k)) return undefined;
+    return { s, p };
+  }
+
+  /** plan computes what reconciling a key would write, from the caches only. */
+  plan(key: string): Plan | undefined {
+    const k = parseKey(key);
+    const sp = this.served(k);
+    return sp && planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster);
+  }
+
+  /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
+  signature(key: string): string {
+    const k = parseKey(key);
+    const s = this.sessions.get(k.tenant);
+    const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
+    return s && p?.manifest.resource ? signatureOf(p, this.context(s), k) : '';
+  }
+
+  async reconcile(key: string, signal: AbortSignal): Promise<Result> {
+    if (this.gate) await this.gate;
+    // Stopping: the keys still queued are not worth a write (the next start relists everything), and with a tenant
+    // whose requests time out, draining them would hold stop for a timeout per key.
+    if (signal.aborted) return;
+    const k = parseKey(key);
+    const s = this.sessions.get(k.tenant);
+    if (!s) return;
+    if (!s.ready) return { requeueAfter: 500 };
+    const started = performance.now();
+    try {
+      const sp = this.served(k);
+      if (!sp) return;
+      const { p } = sp;
+      const ctx = this.context(s);
+      if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return;
+      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster);
+      if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
+      const r = p.manifest.resource!.resource;
+      const capped = s.view.quota?.objects[r] !== undefined;
+      const own = `${k.namespace}/${k.name}`;
+      // A Pod create waits, parked, while the tenant has its window of Pods waiting for the super scheduler, or has
+      // created Pods at its rate.
+      const windowed = this.admission.reserve(s, k, key, this.admission.createdPods(p, out.steps));
+      if (!windowed) return;
+      // Reserved before the first await: a parallel worker planning another create of this tenant counts this one.
+      for (const step of out.steps)
+        if (capped && step.op === 'createSuper') this.pending.add(k.tenant, r, own, sizeOf(step.obj));
+      let superUid: string | undefined;
+      try {
+        superUid = await runSteps(out.steps, {
+          write: (step) => this.write(s, p, step),
+          adopt: (obj) => this.adopt(s, p, ctx, k, obj),
+        });
+      } catch (e) {
+        if (capped) this.pending.remove(k.tenant, r, own);
+        for (const id of windowed) this.window!.release(k.tenant, id);
+        // Refused by the super namespace's ResourceQuota: the tenant is told on the object, and it is retried with
+        // backoff (a Pod of the namespace may end and free the quota).
+        const refused = superQuotaRefusal(e);
+        const tenantObj = refused && s.cache.get(p.manifest.resource!, k.namespace || undefined, k.name);
+        if (refused && tenantObj)
+          for (const effect of capRefusal(p.manifest.resource!, tenantObj, refused).effects)
+            await this.effects.run(
+              { session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid: undefined },
+              effect,
+            );
+        throw e;
+      }
+      let requeue = out.requeueAfterMs;
+      // A create waiting for its super namespace backs off as a create refused for a missing namespace does.
+      if (out.skip?.reason === 'WaitingForNamespace') requeue = this.namespaceBackoff(key);
+      else this.missingNamespaceRetries.delete(key);
+      for (const e of out.effects) {
+        const after = await this.effects.run(
+          { session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid },
+          e,
+        );
+        if (after !== undefined) requeue = Math.min(requeue ?? after, after);
+      }
+      if (out.afterEffects?.length)
+        await runSteps(out.afterEffects, {
+          write: (step) => this.write(s, p, step),
+          adopt: (obj) => this.adopt(s, p, ctx, k, obj),
+        });
+      return requeue !== undefined ? { requeueAfter: requeue } : undefined;
+    } catch (e) {
+      // A write refused because the term ended (or its Lease is not surely held): nothing was sent. A term that goes on
+      // (a renewal that succeeds late) takes the key again soon; an ended one has shut its queue, which drops it.
+      if (isWriteFenced(e)) {
+        log.debug({ key, err: e.message }, 'write fenced by the leadership term');
+        return { requeueAfter: 1000 };
+      }
+      syncerMetrics.errors.inc({ tenant: k.tenant, plugin: k.plugin });
+      const failed = pluginErrorOf(e);
+      // A plugin that throws on this object: reported, the object skipped and retried with backoff (the plugin or
+      // its configuration may be fixed); other objects and tenants go on.
+      if (failed) await this.pluginFailed(s, k, failed);
+      // A stale cache (409, precondition) resolves itself: retry soon.
+      if (isConflict(e) || isAlreadyExists(e) || isStalePatch(e)) {
+        log.debug({ key, err: String(e) }, 'stale cache; requeueing');
+        return { requeueAfter: 100 };
+      }
+      // So does a super namespace that is not there yet (its own key is being synced): retry quietly, backing off.
+      if (isMissingNamespace(e)) {
+        log.debug({ key, err: String(e) }, 'namespace not there yet; requeueing');
+        return { requeueAfter: this.namespaceBackoff(key) };
+      }
+      // A tenant apiserver that does not answer (a stalled admission webhook, say) costs one worker for the timeout;
+      // the runner retries the key with backoff.
+      if (isTimeout(e)) {
+        syncerMetrics.timeouts.inc({ tenant: k.tenant, plugin: k.plugin });
+        log.warn(
+          { tenant: k.tenant, plugin: k.plugin, namespace: k.namespace, name: k.name, request: e.message },
+          'request timed out; retrying with backoff',
+        );
+      }
+      throw e;
+    } finally {
+      syncerMetrics.latency.observe({ tenant: k.tenant, plugin: k.plugin }, (performance.now() - started) / 1000);
+    }
+  }
+
+  /**
+   * pluginFailed reports a plugin that threw on a key: vc_plugin_errors_total, the manager log, and a Warning event on
+   * the tenant object when there is one. The event names the plugin and the hook, not the error: what a plugin's
+   * error says may be about the super cluster, and the platform team reads it in the log.
+   */
+  private async pluginFailed(s: TenantSession, k: ReturnType<typeof parseKey>, err: PluginError): Promise<void> {
+    const key = makeKey(k.tenant, k.plugin, k.namespace, k.name);
+    reportPluginError(err, k.tenant, { key });
+    const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
+    const r = p?.manifest.resource;
+    const tenantObj = r && s.cache.get(r, k.namespace || undefined, k.name);
+    const tm = tenantObj?.metadata;
+    if (!r || !tm?.name) return;
+    const ctx = this.context(s);
+    const regarding = {
+      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      kind: r.kind,
+      namespace: tm.namespace,
+      name: tm.name,
+      uid: tm.uid,
+    };
+    await this.effects.run(
+      { session: s, key, plugin: k.plugin, resource: r, ctx, superUid: undefined },
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding,
+        eventType: 'Warning',
+        reason: 'PluginFailed',
+        message:
+          `plugin ${err.plugin} failed in ${err.hook} on this object; it is not synced and is retried with backoff ` +
+          '(the platform team has the error in the manager log)',
+      },
+    );
+  }
+
+  /** namespaceBackoff is the next delay of a key waiting for its super namespace: 100 ms doubling, capped. */
+  private namespaceBackoff(key: string): number {
+    const n = this.missingNamespaceRetries.get(key) ?? 0;
+    this.missingNamespaceRetries.set(key, n + 1);
+    if (this.missingNamespaceRetries.size > 100_000) this.missingNamespaceRetries.clear();
+    return Math.min(100 * 2 ** n, MISSING_NAMESPACE_MAX_MS);
+  }
+
+  private async write(s: TenantSession, p: ResourcePlugin, step: Step): Promise<KubeObject | undefined> {
+    const r = p.manifest.resource!;
+    const fenced = this.mayWrite();
+    if (fenced !== true) throw new WriteFencedError(step.op, `${s.tenant.key} ${r.resource}`, fenced);
+    countWrite({ tenant: s.tenant.key, plugin: p.manifest.name, op: step.op, ...stepWrite(r, step) });
+    return write({ superClient: this.superWriter, tenantClient: s.client }, r, step);
+  }
+
+  /**
+   * adopt: the super apiserver made this object itself (the `default` ServiceAccount of a new namespace): it is
+   * outside the managed-only cache, so read it and plan again with both sides known.
+   */
+  private async adopt(
+    s: TenantSession,
+    p: ResourcePlugin,
+    ctx: PluginContext,
+    k: ReturnType<typeof parseKey>,
+    obj: KubeObject,
+  ): Promise<string | undefined> {
+    const r = p.manifest.resource!;
+    const m = obj.metadata!;
+    const actual = await this.o.superClient.get(r, m.namespace, m.name!);
+    const tenantObj = s.cache.get(r, k.namespace || undefined, k.name);
+    if (!tenantObj) return undefined;
+    const again = plan({ host: this.o.host, plugin: p, ctx, key: k, tenantObj, superObj: actual });
+    if (again.skip) {
+      // The name is taken by an object the syncer may not adopt (a hand-made namespace, say): tell the tenant.
+      const tm = tenantObj.metadata ?? {};
+      const regarding = {
+        apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+        kind: r.kind,
+        namespace: tm.namespace,
+        name: tm.name ?? '',
+        uid: tm.uid,
+      };
+      const target = {
+        session: s,
+        key: makeKey(k.tenant, k.plugin, k.namespace, k.name),
+        plugin: k.plugin,
+        resource: r,
+        ctx,
+        superUid: undefined,
+      };
+      await this.effects.run(target, {
+        type: 'event',
+        side: 'tenant',
+        regarding,
+        eventType: 'Warning',
+        reason: again.skip.reason,
+        message: again.skip.message,
+      });
+      throw new Error(`${again.skip.reason}: ${again.skip.message}`);
+    }
+    let uid = actual.metadata?.uid;
+    for (const step of again.steps) uid = (await this.write(s, p, step))?.metadata?.uid ?? uid;
+    return uid;
+  }
+}
