@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { CliError } from './errors.ts';
 
 /**
  * This module writes shell completion scripts for `vc` from its own command and option tree (commander has none
@@ -109,7 +110,7 @@ export function registerCompletionCommand(program: Command): void {
         fish: fishCompletion,
       };
       const f = by[shell];
-      if (!f) throw new Error(`completion ${shell}: expected bash, zsh or fish`);
+      if (!f) throw new CliError(`completion ${shell}: not a shell vc completes; use bash, zsh or fish`);
       process.stdout.write(f(t));
     });
 }
