@@ -20,7 +20,7 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { capRefusal, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
 import { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
-import { countWrite, syncerMetrics, watchCaches, watchDepth } from './metrics.ts';
+import { countWrite, forgetTenant, syncerMetrics, watchCaches, watchDepth } from './metrics.ts';
 import { patrol, PatrolMemo, signatureOf } from './patrol.ts';
 import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey, Router, superResources, tenantResources } from './routing.ts';
@@ -312,6 +312,8 @@ export class Syncer {
       if (e.type === 'remove') this.window?.forget(e.key);
       if (e.type === 'remove') this.pacer.forget(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
+      // A tenant no longer synced leaves the metrics too: the tenant label stays bounded by the tenants synced now.
+      if (e.type === 'remove') done.then(() => forgetTenant(e.key)).catch(() => {});
       done.catch((err: unknown) => {
         syncerMetrics.tenantFailures.inc({ tenant: key, op: e.type });
         log.error({ tenant: key, op: e.type, err }, 'tenant could not be served; skipped until reported again');
