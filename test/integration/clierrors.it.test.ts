@@ -64,7 +64,7 @@ describe('vc errors: one line that says what is wrong and what to do', () => {
     [['get', '--kubeconfig', '/nonexistent/kc'], /^vc: --kubeconfig \/nonexistent\/kc: no such file$/],
     [
       ['get', '--kubeconfig', 'closed.kubeconfig'],
-      /^vc: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\): check --kubeconfig/,
+      /^vc: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\): if it is the cluster, check --kubeconfig/,
     ],
     [['create', '-f', 'missing.yaml'], /^vc: .*missing\.yaml: /],
     [

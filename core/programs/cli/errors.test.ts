@@ -25,11 +25,16 @@ describe('describeError', () => {
     [new ApiError(409, 'AlreadyExists', 'POST /x: 409 exists'), 'POST /x: 409 exists'],
     [
       new TypeError('fetch failed', { cause: sys('ECONNREFUSED', { address: '127.0.0.1', port: 6443 }) }),
-      'cannot reach 127.0.0.1:6443 (ECONNREFUSED): check --kubeconfig and --context (`vc --help` says which kubeconfig is used)',
+      'cannot reach 127.0.0.1:6443 (ECONNREFUSED): if it is the cluster, check --kubeconfig and --context (`vc --help` says which kubeconfig is used)',
     ],
     [
       sys('ENOTFOUND', { hostname: 'api.example' }),
-      'cannot reach api.example (ENOTFOUND): check --kubeconfig and --context (`vc --help` says which kubeconfig is used)',
+      'cannot reach api.example (ENOTFOUND): if it is the cluster, check --kubeconfig and --context (`vc --help` says which kubeconfig is used)',
+    ],
+    [
+      new Error('request failed', { cause: sys('SELF_SIGNED_CERT_IN_CHAIN', {}) }),
+      "TLS: SELF_SIGNED_CERT_IN_CHAIN ... (SELF_SIGNED_CERT_IN_CHAIN): the server's certificate is not signed by a CA " +
+        'this command trusts; if it is the cluster, check --kubeconfig and --context (`vc --help` says which kubeconfig is used)',
     ],
     [sys('ENOENT', { path: '/x/y.yaml' }), '/x/y.yaml: no such file or directory'],
     [sys('EACCES', { path: '/etc/shadow' }), '/etc/shadow: permission denied'],

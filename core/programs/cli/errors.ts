@@ -9,7 +9,8 @@ import { ApiError } from '../../kube/errors.ts';
 export class CliError extends Error {}
 
 /** CONNECT_HINT says where to look when the cluster does not answer. */
-const CONNECT_HINT = 'check --kubeconfig and --context (`vc --help` says which kubeconfig is used)';
+const CONNECT_HINT =
+  'if it is the cluster, check --kubeconfig and --context (`vc --help` says which kubeconfig is used)';
 
 const HTTP_HINTS: Record<number, string> = {
   401: 'the kubeconfig credentials were refused: renew them or pick another --context',
@@ -49,7 +50,10 @@ export function describeError(e: unknown): string {
     return `cannot reach ${where} (${sys.code}): ${CONNECT_HINT}`;
   }
   if (sys?.code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(sys.code))
-    return `TLS: ${firstLine(sys.message)} (${sys.code}): the kubeconfig's certificate-authority does not match the server; ${CONNECT_HINT}`;
+    return (
+      `TLS: ${firstLine(sys.message)} (${sys.code}): the server's certificate is not signed by a CA this command ` +
+      `trusts; ${CONNECT_HINT}`
+    );
   // The project's typed errors (ConfigError, InstallError, ...) already name the file, object and field.
   if (e instanceof Error && !BUILT_IN.has(e.constructor) && !sys) return e.message;
   const text = e instanceof Error ? e.message : String(e);
