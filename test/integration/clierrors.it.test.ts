@@ -89,6 +89,12 @@ describe('vc errors: one line that says what is wrong and what to do', () => {
     expect(r.stderr.trim()).toMatch(want);
   });
 
+  it('vc diff exits 2 on an error, as kubectl diff, since 1 means differences', async () => {
+    const r = await vc(['diff', '-f', 'empty', '--kubeconfig', 'closed.kubeconfig'], dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^vc: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+  });
+
   it('with -v (or --v=N) an error shows its stack as well', async () => {
     for (const v of ['-v', '--v=6']) {
       const r = await vc(['get', v, '--kubeconfig', 'closed.kubeconfig'], dir);

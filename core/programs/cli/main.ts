@@ -181,7 +181,13 @@ registerCompletionCommand(program);
 /** verbose says whether errors show their stack: -v, or kubectl's --v=N with N > 0. */
 const verbose = (o: { verbose?: boolean; v?: string }) => !!o.verbose || (o.v !== undefined && o.v !== '0');
 
+// As `kubectl diff`, vc diff exits 1 for differences, so its errors exit 2: the command that ran decides.
+let running: Command | undefined;
+program.hook('preAction', (_, command) => {
+  running = command;
+});
+
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(errorReport(e, verbose(program.opts<{ verbose?: boolean; v?: string }>())));
-  process.exit(1);
+  process.exit(running?.name() === 'diff' ? 2 : 1);
 });
