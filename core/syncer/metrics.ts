@@ -81,11 +81,19 @@ export interface Write {
   resource: string;
 }
 
+/**
+ * TENANT_BOUND is the bound of the `tenant` label, said in the help of each metric that has one: the number of series is
+ * at most the tenants this process syncs times the other labels' values, which are fixed sets (plugins, operations,
+ * verbs, resources, reasons).
+ */
+export const TENANT_BOUND =
+  "Bounded: one series per tenant this process syncs (and per value of the other labels); a removed tenant's series are dropped.";
+
 /** syncerMetrics are the syncer's Prometheus series, registered once on the process registry. */
 export const syncerMetrics = {
   depth: new Gauge({
     name: 'vc_syncer_queue_depth',
-    help: 'Keys waiting in the fair queue, per tenant.',
+    help: `Keys waiting in the fair queue, per tenant. ${TENANT_BOUND}`,
     labelNames: ['tenant'],
     registers: [registry],
     collect() {
@@ -95,7 +103,7 @@ export const syncerMetrics = {
   }),
   inFlight: new Gauge({
     name: 'vc_syncer_in_flight',
-    help: 'Keys being reconciled now (workers held), per tenant; at most syncer.maxInFlightPerTenant.',
+    help: `Keys being reconciled now (workers held), per tenant; at most syncer.maxInFlightPerTenant. ${TENANT_BOUND}`,
     labelNames: ['tenant'],
     registers: [registry],
     collect() {
@@ -107,7 +115,7 @@ export const syncerMetrics = {
     name: 'vc_syncer_create_yielding',
     help:
       'Whether a tenant with Pod creates parked by its create rate refills at syncer.podCreateYield of that rate now ' +
-      '(1), because another tenant is creating Pods at its own pace.',
+      `(1), because another tenant is creating Pods at its own pace. ${TENANT_BOUND}`,
     labelNames: ['tenant'],
     registers: [registry],
     collect() {
@@ -134,7 +142,7 @@ export const syncerMetrics = {
     name: 'vc_syncer_cache_synced',
     help:
       'Whether the syncer\'s informer caches have synced (1) or not yet (0): the super cluster\'s (side="super") and ' +
-      'each tenant\'s (side="tenant"). A standby replica keeps them synced while another one leads.',
+      `each tenant's (side="tenant"). A standby replica keeps them synced while another one leads. ${TENANT_BOUND}`,
     labelNames: ['super_cluster', 'side', 'tenant'],
     registers: [registry],
     collect() {
@@ -149,20 +157,20 @@ export const syncerMetrics = {
   }),
   timeouts: new Counter({
     name: 'vc_syncer_tenant_request_timeouts_total',
-    help: 'Requests to a tenant apiserver that got no answer within syncer.tenantRequestTimeoutSeconds, per tenant and plugin.',
+    help: `Requests to a tenant apiserver that got no answer within syncer.tenantRequestTimeoutSeconds, per tenant and plugin. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin'],
     registers: [registry],
   }),
   latency: new Histogram({
     name: 'vc_syncer_sync_duration_seconds',
-    help: 'Time to reconcile one key (plan and writes), per tenant and plugin.',
+    help: `Time to reconcile one key (plan and writes), per tenant and plugin. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin'],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   }),
   errors: new Counter({
     name: 'vc_syncer_sync_errors_total',
-    help: 'Failed reconciles, per tenant and plugin.',
+    help: `Failed reconciles, per tenant and plugin. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin'],
     registers: [registry],
   }),
@@ -170,31 +178,31 @@ export const syncerMetrics = {
     name: 'vc_syncer_writes_total',
     help:
       'API writes the syncer made (every create, update, patch, delete, binding, status, token, event and effect), ' +
-      'per tenant, plugin, operation, side (tenant or super apiserver), verb and resource.',
+      `per tenant, plugin, operation, side (tenant or super apiserver), verb and resource. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin', 'op', 'side', 'verb', 'resource'],
     registers: [registry],
   }),
   skips: new Counter({
     name: 'vc_syncer_skips_total',
-    help: 'Objects deliberately not synced, per reason.',
+    help: `Objects deliberately not synced, per reason. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin', 'reason'],
     registers: [registry],
   }),
   eventsDropped: new Counter({
     name: 'vc_syncer_events_dropped_total',
-    help: "Events not recorded because the tenant's backlog on the event lane was full (events are best effort).",
+    help: `Events not recorded because the tenant's backlog on the event lane was full (events are best effort). ${TENANT_BOUND}`,
     labelNames: ['tenant'],
     registers: [registry],
   }),
   tenantFailures: new Counter({
     name: 'vc_syncer_tenant_failures_total',
-    help: 'Tenants the syncer could not add, update or remove (op upsert or remove); each is skipped until reported again.',
+    help: `Tenants the syncer could not add, update or remove (op upsert or remove); each is skipped until reported again. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'op'],
     registers: [registry],
   }),
   patrol: new Counter({
     name: 'vc_syncer_patrol_fixes_total',
-    help: 'Drift found and requeued by patrol.',
+    help: `Drift found and requeued by patrol. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin'],
     registers: [registry],
   }),
@@ -227,4 +235,21 @@ export async function writeTotals(): Promise<Record<string, number>> {
     out[k] = (out[k] ?? 0) + v.value;
   }
   return out;
+}
+
+/**
+ * forgetTenant drops the series of a tenant that is no longer synced from the syncer's counters and histograms, so that
+ * the `tenant` label stays bounded by the tenants synced now (the gauges are set afresh at each scrape).
+ */
+export async function forgetTenant(tenant: string): Promise<void> {
+  for (const m of Object.values(syncerMetrics)) {
+    if (m instanceof Gauge) continue;
+    const metric = m as Counter | Histogram;
+    for (const v of (await metric.get()).values) {
+      if (v.labels.tenant !== tenant) continue;
+      // A histogram's values include its buckets, labelled `le` besides the series' own labels.
+      const { le: _bucket, ...labels } = v.labels;
+      metric.remove(labels);
+    }
+  }
 }

@@ -8,7 +8,7 @@ import { queueMetrics } from '../controller/metrics.ts';
 import { Runner } from '../controller/runner.ts';
 import { PendingCreates } from './caps.ts';
 import { Effects } from './effects.ts';
-import { syncerMetrics, watchCaches, watchDepth } from './metrics.ts';
+import { forgetTenant, syncerMetrics, watchCaches, watchDepth } from './metrics.ts';
 import { patrol, PatrolMemo } from './patrol.ts';
 import { makeKey, Router, superResources, tenantResources } from './routing.ts';
 import { PLACEMENT_ANNOTATIONS, placementChanged } from './placement.ts';
@@ -216,6 +216,8 @@ export class Syncer {
       if (e.type === 'remove') this.window?.forget(e.key);
       if (e.type === 'remove') this.pacer.forget(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
+      // A tenant no longer synced leaves the metrics too: the tenant label stays bounded by the tenants synced now.
+      if (e.type === 'remove') done.then(() => forgetTenant(e.key)).catch(() => {});
       done.catch((err: unknown) => {
         syncerMetrics.tenantFailures.inc({ tenant: key, op: e.type });
         log.error({ tenant: key, op: e.type, err }, 'tenant could not be served; skipped until reported again');

@@ -85,8 +85,15 @@ export function renderCLIReference(program: Command): string {
     'How `vc` finds the meta cluster, its logs and environment variables: ' +
       '[operations/configuration.md](../operations/configuration.md#the-vc-command). Every command prints its help ' +
       'with `--help`.\n',
-    '| command | what |\n|---|---|',
   ];
+  const global = program.options.filter((o) => !o.hidden);
+  if (global.length)
+    out.push(
+      'Flags every command takes:\n',
+      '| flag | what | default |\n|---|---|---|',
+      global.map(optionRow).join('\n') + '\n',
+    );
+  out.push('| command | what |\n|---|---|');
   const all: Command[] = [];
   const collect = (c: Command) => {
     for (const s of [...c.commands].sort((a, b) => a.name().localeCompare(b.name()))) {

@@ -220,7 +220,9 @@ describe('vc CLI against a manager on a real super cluster', () => {
   it('reports a missing VirtualCluster as one line and a non-zero exit', async () => {
     const r = await vc(['kubeconfig', 'nope', ...kc]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr.trim()).toBe('vc: VirtualCluster default/nope not found');
+    expect(r.stderr.trim()).toBe(
+      'vc: VirtualCluster default/nope not found: list them with `vc get`, or pass -n NAMESPACE',
+    );
   });
 
   it('validates a tenant repository and shows what applying it would change, without changing anything', async () => {

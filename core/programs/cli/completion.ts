@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { CliError } from './errors.ts';
 
 /**
  * This module writes shell completion scripts for `vc` from its own command and option tree (commander has none
@@ -62,13 +63,14 @@ export function zshCompletion(t: CompletionTable): string {
     ...entries,
     ')',
     '_vc_complete() {',
-    '  local path="" key w',
+    // Not `path`: in zsh that is the array tied to PATH.
+    '  local cmd="" key w',
     '  for w in "${(@)words[2,CURRENT-1]}"; do',
     '    [[ "$w" == -* ]] && continue',
-    '    key="${path:+$path }$w"',
-    '    (( ${+_vc_words[$key]} )) && path="$key"',
+    '    key="${cmd:+$cmd }$w"',
+    '    (( ${+_vc_words[$key]} )) && cmd="$key"',
     '  done',
-    '  compadd -- ${=_vc_words[${path:-.}]}',
+    '  compadd -- ${=_vc_words[${cmd:-.}]}',
     '}',
     `compdef _vc_complete ${NAMES.join(' ')}`,
     '',
@@ -109,7 +111,7 @@ export function registerCompletionCommand(program: Command): void {
         fish: fishCompletion,
       };
       const f = by[shell];
-      if (!f) throw new Error(`completion ${shell}: expected bash, zsh or fish`);
+      if (!f) throw new CliError(`completion ${shell}: not a shell vc completes; use bash, zsh or fish`);
       process.stdout.write(f(t));
     });
 }

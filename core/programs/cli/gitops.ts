@@ -83,10 +83,17 @@ function readPolicyFile(file: string): TenantPolicy[] {
   return out;
 }
 
+/** oneSource is the directory a command reads: its argument or -f/--file, exactly one of them. */
+function oneSource(arg: string | undefined, file: string | undefined, command: string): string {
+  if (arg && file) throw new CliError(`vc ${command}: give the directory as an argument or with -f, not both`);
+  if (!arg && !file) throw new CliError(`vc ${command}: which directory? give -f DIR (or DIR as the argument)`);
+  return (arg ?? file)!;
+}
+
 /** registerGitOpsCommands adds `vc validate` and `vc diff`. */
 export function registerGitOpsCommands(program: Command): void {
   program
-    .command('validate <dir>')
+    .command('validate [dir]')
     .description(
       "check a tenant repository's definitions against the schemas and the TenantPolicies (for the repository's own CI)",
     )
@@ -96,8 +103,10 @@ export function registerGitOpsCommands(program: Command): void {
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
+    .option('-f, --file <dir>', 'the directory to check (instead of the argument)')
     .option('--kubeconfig <file>', "also check against the meta cluster's TenantPolicies")
-    .action(async (dir: string, o: { policy: string[]; kubeconfig?: string }) => {
+    .action(async (arg: string | undefined, o: { policy: string[]; file?: string; kubeconfig?: string }) => {
+      const dir = oneSource(arg, o.file, 'validate');
       const { planApply } = await import('../../../gitops/applier/applier.ts');
       const { policyErrors, readTenantPolicies } = await import('../../../gitops/applier/policy.ts');
       const artifact = await readDirArtifact(dir);
@@ -118,8 +127,9 @@ export function registerGitOpsCommands(program: Command): void {
     });
 
   program
-    .command('diff <source>')
+    .command('diff [source]')
     .description('what applying a directory or a git revision would create, change and delete; changes nothing')
+    .option('-f, --file <source>', 'the directory or git URL (instead of the argument)')
     .option('--ref <ref>', 'branch, tag:<name> or commit of a git URL', 'main')
     .option('--path <path>', 'directory inside the repository', '.')
     .option(
@@ -130,9 +140,10 @@ export function registerGitOpsCommands(program: Command): void {
     .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
     .action(
       async (
-        source: string,
-        o: { ref: string; path: string; source?: string; kubeconfig?: string; context?: string },
+        arg: string | undefined,
+        o: { file?: string; ref: string; path: string; source?: string; kubeconfig?: string; context?: string },
       ) => {
+        const source = oneSource(arg, o.file, 'diff');
         const { planDiff } = await import('../../../gitops/applier/diff.ts');
         const artifact = /^(https?|file):\/\//.test(source)
           ? await urlArtifact(source, o.ref, o.path)

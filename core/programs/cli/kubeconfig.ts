@@ -5,6 +5,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.ts';
 import { platformFileHints } from '../../kube/platform.ts';
+import { CliError } from './errors.ts';
 
 /**
  * This module finds the kubeconfig a `vc` command talks to, as kubectl does, and says which rule chose it.
@@ -41,7 +42,7 @@ export interface ResolveInput {
 }
 
 /** KubeconfigError is a kubeconfig that cannot be found or used; its message is one line that says what to do. */
-export class KubeconfigError extends Error {}
+export class KubeconfigError extends CliError {}
 
 /**
  * upRunningIn says whether `vc up` runs with this state directory: its `status.json` (written by `vc up`, see up.ts)

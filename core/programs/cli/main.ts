@@ -12,12 +12,26 @@ import { registerInstallCommands } from './install.ts';
 import { KUBECONFIG_RULE } from './kubeconfig.ts';
 import { registerVersionCommand } from './version.ts';
 import { registerCompletionCommand } from './completion.ts';
+import { errorReport } from './errors.ts';
+import { formatData, formatTable, outputOption } from './output.ts';
 
 const program = new Command();
 program
   .name('vc')
   .description('VirtualCluster: hard multi-tenancy for Kubernetes, driven by GitOps')
-  .showHelpAfterError()
+  .option('-v, --verbose', 'errors with their stack and every cause')
+  .option('--v <level>', "kubectl's verbosity flag: a level above 0 shows errors as -v does")
+  // Usage errors are one line, as every other error: what is wrong, then where the help is. Set before any command is
+  // added, so that every command inherits it.
+  .configureOutput({
+    outputError: (text, write) =>
+      write(
+        `vc: ${text
+          .replace(/^error: /, '')
+          .replace(/\s*\n\s*/g, ' ')
+          .trim()} (see --help)\n`,
+      ),
+  })
   .addHelpText(
     'after',
     `\n${KUBECONFIG_RULE}\n\nExit codes: 0 success, 1 error (vc diff: 1 when there are differences, 2 on error).`,
@@ -106,7 +120,7 @@ plugins
   .description('list the built-in plugins and those a manager configuration adds, with their manifests and load errors')
   .option('-c, --config <file>', 'manager configuration naming third-party plugins')
   .option('--process <name>', 'manager or vn-agent', 'manager')
-  .option('-o, --output <format>', 'table or json', 'table')
+  .addOption(outputOption(['table', 'json', 'yaml', 'jsonpath']))
   .action(async (o: { config?: string; process: 'manager' | 'vn-agent'; output: string }) => {
     const { pluginHostFromConfig } = await import('../plugins.ts');
     const cfg = o.config ? (await import('../manager/config.ts')).loadManagerConfig(o.config) : undefined;
@@ -134,25 +148,17 @@ plugins
         rbac,
       };
     });
-    if (o.output === 'json') {
-      const rules = Object.fromEntries(host.names().map((n) => [n, host.get(n)!.manifest.rbac ?? []]));
-      process.stdout.write(
-        JSON.stringify(
-          { plugins: rows.map((r) => ({ ...r, rbac: rules[r.name] })), failures: host.failures },
-          null,
-          2,
-        ) + '\n',
-      );
-    } else {
+    const rules = Object.fromEntries(host.names().map((n) => [n, host.get(n)!.manifest.rbac ?? []]));
+    const doc = { plugins: rows.map((r) => ({ ...r, rbac: rules[r.name] })), failures: host.failures };
+    const data = formatData(doc, o.output);
+    if (data !== undefined) process.stdout.write(data);
+    else {
       const cols = ['name', 'version', 'api', 'direction', 'truth', 'processes', 'enabled', 'rbac'] as const;
-      const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
-      const line = (v: readonly string[]) =>
-        v
-          .map((x, i) => x.padEnd(w[i]!))
-          .join('  ')
-          .trimEnd();
       process.stdout.write(
-        [line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))].join('\n') + '\n',
+        formatTable(
+          cols.map((c) => c.toUpperCase()),
+          rows.map((r) => cols.map((c) => r[c])),
+        ),
       );
       for (const f of host.failures) process.stderr.write(`FAILED ${f.plugin} (${f.source}): ${f.reason}\n`);
     }
@@ -172,7 +178,16 @@ registerVersionCommand(program);
 // Last: the completion script covers every command registered before it.
 registerCompletionCommand(program);
 
+/** verbose says whether errors show their stack: -v, or kubectl's --v=N with N > 0. */
+const verbose = (o: { verbose?: boolean; v?: string }) => !!o.verbose || (o.v !== undefined && o.v !== '0');
+
+// As `kubectl diff`, vc diff exits 1 for differences, so its errors exit 2: the command that ran decides.
+let running: Command | undefined;
+program.hook('preAction', (_, command) => {
+  running = command;
+});
+
 program.parseAsync(process.argv).catch((e: unknown) => {
-  process.stderr.write(`vc: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
+  process.stderr.write(errorReport(e, verbose(program.opts<{ verbose?: boolean; v?: string }>())));
+  process.exit(running?.name() === 'diff' ? 2 : 1);
 });

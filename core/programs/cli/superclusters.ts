@@ -11,6 +11,7 @@ import { CLUSTERS, kubeconfigFromSecret, RegistrationFailure, readyOf } from '..
 import type { Condition } from '../../controller/status.ts';
 import { readSchedulerState, SCHEDULER_STATE_NAMESPACES, stateSections } from './placements.ts';
 import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
+import { formatData, outputOption } from './output.ts';
 import { clusterClient } from './kubeconfig.ts';
 
 /** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
@@ -183,7 +184,7 @@ export function registerSuperClusterCommands(program: Command): void {
       "namespace of the scheduler's vc-scheduler-state ConfigMap (default: vc-system, then kube-system)",
     )
     .option('--state-dir <dir>', 'state directory of vc up, whose statically configured super cluster is listed too')
-    .option('-o, --output <format>', 'table or json', 'table')
+    .addOption(outputOption(['table', 'json', 'yaml', 'name', 'jsonpath']))
     .action(
       async (o: {
         kubeconfig?: string;
@@ -246,7 +247,8 @@ export function registerSuperClusterCommands(program: Command): void {
           }
           // Every super cluster the manager syncs to is in the scheduler's summary, the static ones included.
           rows.push(...summaryRows(summaries, new Set(rows.map((r) => r.name))));
-          process.stdout.write(o.output === 'json' ? JSON.stringify(rows, null, 2) + '\n' : formatRows(rows));
+          const names = () => rows.map((r) => `supercluster/${r.name}\n`).join('');
+          process.stdout.write(o.output === 'name' ? names() : (formatData(rows, o.output) ?? formatRows(rows)));
         } finally {
           meta.close();
         }

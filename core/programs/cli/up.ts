@@ -9,6 +9,7 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualclus
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
+import { formatData, outputOption } from './output.ts';
 
 /** UpStatus is what a running embedded default records in `<state-dir>/status.json`. */
 export interface UpStatus {
@@ -246,16 +247,14 @@ export function registerUpCommands(program: Command): void {
     .command('status')
     .description('the embedded default: kubeconfigs, tenant repository, and each tenant with its phase and kubeconfig')
     .option('--state-dir <dir>', 'state directory of vc up', DEFAULT_STATE_DIR)
-    .option('-o, --output <format>', 'table or json', 'table')
+    .addOption(outputOption(['table', 'json', 'yaml', 'jsonpath']))
     .action(async (o: { stateDir: string; output: string }) => {
       const stateDir = resolve(o.stateDir);
       const s = readUpStatus(stateDir);
       if (!s) throw new CliError(`nothing is running in ${stateDir}: start it with vc up`);
       const ts = await tenants(s, stateDir);
-      if (o.output === 'json') {
-        process.stdout.write(JSON.stringify({ ...s, tenants: ts }, null, 2) + '\n');
-        return;
-      }
+      const data = formatData({ ...s, tenants: ts }, o.output);
+      if (data !== undefined) return void process.stdout.write(data);
       process.stdout.write(`running (pid ${s.pid}) since ${s.startedAt}\n${summary(s)}\ntenants:\n`);
       for (const t of ts) process.stdout.write(`  ${t.namespace}/${t.name}  ${t.phase}  ${t.kubeconfig ?? ''}\n`);
     });

@@ -9,7 +9,8 @@ import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } fro
 import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualcluster.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
-import { formatObjects, OUTPUT_FORMATS } from './output.ts';
+import { formatObjects, formatTable, outputOption } from './output.ts';
+import { CliError } from './errors.ts';
 import { withServer } from '../../pki/kubeconfig.ts';
 import {
   addClusterOptions,
@@ -19,8 +20,7 @@ import {
   type ClusterFlags,
 } from './kubeconfig.ts';
 
-/** CliError is a failure reported as one line and a non-zero exit. */
-export class CliError extends Error {}
+export { CliError };
 
 /** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default (see kubeconfig.ts). */
 export { DEFAULT_STATE_DIR };
@@ -34,14 +34,22 @@ async function meta(o: ClusterFlags): Promise<KubeClient> {
   return clusterClient(o);
 }
 
-/** readVirtualClusters reads VirtualCluster documents from a file and validates each against the schema. */
-export function readVirtualClusters(file: string): VirtualCluster[] {
+/**
+ * readVirtualClusters reads VirtualCluster documents from a file and validates each against the schema. As kubectl, a
+ * document without a namespace takes `namespace` (default `default`), and one naming another namespace is refused.
+ */
+export function readVirtualClusters(file: string, namespace?: string): VirtualCluster[] {
   const out: VirtualCluster[] = [];
   for (const value of readYamlDocuments(file, CliError)) {
     const v = value as VirtualCluster | null;
     if (!v) continue;
     v.metadata ??= {};
-    v.metadata.namespace ??= 'default';
+    if (namespace && v.metadata.namespace && v.metadata.namespace !== namespace)
+      throw new CliError(
+        `${file}: VirtualCluster ${v.metadata.namespace}/${v.metadata.name ?? '?'}: metadata.namespace is not ` +
+          `${namespace} (-n); drop -n or the namespace in the file`,
+      );
+    v.metadata.namespace ??= namespace ?? 'default';
     const errors = validate('virtualCluster', v);
     if (errors.length)
       throw new CliError(
@@ -69,6 +77,13 @@ export function refuseByPolicy(file: string, vcs: readonly VirtualCluster[], pol
   if (lines.length) throw new CliError(lines.join('\n'));
 }
 
+/** notFound is the error for a VirtualCluster that does not exist, saying how to find the right name. */
+function notFound(k: { namespace: string; name: string }): CliError {
+  return new CliError(
+    `VirtualCluster ${k.namespace}/${k.name} not found: list them with \`vc get\`, or pass -n NAMESPACE`,
+  );
+}
+
 function splitName(name: string, namespace?: string): { namespace: string; name: string } {
   const [a, b] = name.includes('/') ? name.split('/') : [namespace ?? 'default', name];
   return { namespace: a!, name: b! };
@@ -86,10 +101,10 @@ async function kubeconfigOf(c: KubeClient, vc: VirtualCluster): Promise<string> 
   return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
 }
 
-/** waitSeconds reads a --wait value: a number of seconds >= 0. */
-function waitSeconds(v: string): number {
+/** waitSeconds reads a --wait (or `flag`) value: a number of seconds >= 0. */
+function waitSeconds(v: string, flag = '--wait'): number {
   const wait = Number(v);
-  if (!Number.isFinite(wait) || wait < 0) throw new CliError(`--wait: ${v} is not a number of seconds >= 0`);
+  if (!Number.isFinite(wait) || wait < 0) throw new CliError(`${flag}: ${v} is not a number of seconds >= 0`);
   return wait;
 }
 
@@ -103,7 +118,7 @@ async function provisioned(
   waitS: number,
 ): Promise<VirtualCluster> {
   const vc = await c.getOrNull<VirtualCluster>(R.virtualclusters, k.namespace, k.name);
-  if (!vc) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+  if (!vc) throw notFound(k);
   if (vc.status?.kubeconfigSecretName || waitS === 0) return vc;
   return waitRunning(c, k.namespace, k.name, waitS * 1000);
 }
@@ -136,11 +151,20 @@ export function registerVirtualClusterCommands(program: Command): void {
   addClusterOptions(program.command('create'))
     .description('validate and create VirtualClusters, wait until Running, and write the tenant kubeconfig')
     .requiredOption('-f, --file <file>', 'VirtualCluster YAML')
+    .option('-n, --namespace <ns>', 'namespace of the documents that name none (default: default)')
     .option('--kubeconfig-out <file>', 'where to write the tenant kubeconfig (mode 0600)')
     .option('--timeout <seconds>', 'how long to wait for Running', '300')
     .action(
-      async (o: { file: string; kubeconfigOut?: string; timeout: string; kubeconfig?: string; context?: string }) => {
-        const vcs = readVirtualClusters(o.file);
+      async (o: {
+        file: string;
+        namespace?: string;
+        kubeconfigOut?: string;
+        timeout: string;
+        kubeconfig?: string;
+        context?: string;
+      }) => {
+        const timeout = waitSeconds(o.timeout, '--timeout');
+        const vcs = readVirtualClusters(o.file, o.namespace);
         const c = await meta(o);
         const policies = await readTenantPolicies(c);
         if (policies) refuseByPolicy(o.file, vcs, policies);
@@ -149,7 +173,7 @@ export function registerVirtualClusterCommands(program: Command): void {
           process.stderr.write(`virtualcluster ${vc.metadata!.namespace}/${vc.metadata!.name} created\n`);
         }
         for (const vc of vcs) {
-          const done = await waitRunning(c, vc.metadata!.namespace!, vc.metadata!.name!, Number(o.timeout) * 1000);
+          const done = await waitRunning(c, vc.metadata!.namespace!, vc.metadata!.name!, timeout * 1000);
           const kubeconfig = await kubeconfigOf(c, done);
           const base = o.kubeconfigOut;
           const out = base && vcs.length === 1 ? base : base ? `${base}.${vc.metadata!.name}` : undefined;
@@ -164,18 +188,19 @@ export function registerVirtualClusterCommands(program: Command): void {
   addClusterOptions(program.command('get [name]'))
     .description('list VirtualClusters, or show one')
     .option('-n, --namespace <ns>', 'namespace (default: all for a list, `default` for one)')
-    .option(
-      '-o, --output <format>',
-      'table, wide (adds where the scheduler placed each tenant), json, yaml (a list is a v1 List) or name',
-      'table',
+    .option('-A, --all-namespaces', 'list the VirtualClusters of every namespace (the default without -n)')
+    .addOption(
+      outputOption(
+        ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath'],
+        'wide adds where the scheduler placed each tenant; a list is a v1 List, as kubectl prints it',
+      ),
     )
     .action(
       async (
         name: string | undefined,
-        o: { namespace?: string; output: string; kubeconfig?: string; context?: string },
+        o: { namespace?: string; allNamespaces?: boolean; output: string; kubeconfig?: string; context?: string },
       ) => {
-        if (!['table', 'wide', ...OUTPUT_FORMATS].includes(o.output))
-          throw new CliError(`--output ${o.output}: expected table, wide, json, yaml or name`);
+        if (o.allNamespaces && o.namespace) throw new CliError('give -n/--namespace or -A/--all-namespaces, not both');
         const c = await meta(o);
         let items: VirtualCluster[];
         if (name) {
@@ -183,7 +208,7 @@ export function registerVirtualClusterCommands(program: Command): void {
           try {
             items = [await c.get<VirtualCluster>(R.virtualclusters, k.namespace, k.name)];
           } catch (e) {
-            if (isNotFound(e)) throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+            if (isNotFound(e)) throw notFound(k);
             throw e;
           }
         } else {
@@ -197,34 +222,25 @@ export function registerVirtualClusterCommands(program: Command): void {
           apiVersion: 'tenancy.x-k8s.io/v1alpha1',
           kind: 'VirtualCluster',
         });
-        if (data !== undefined) process.stdout.write(data);
-        else {
-          const wide = o.output === 'wide';
-          const placed = wide ? parseTenantPlacements(await readSchedulerState(c, STATE_CONFIGMAP.name)) : undefined;
-          const rows = items.map((v) => [
-            v.metadata!.namespace!,
-            v.metadata!.name!,
-            v.status?.phase ?? 'Pending',
-            v.spec?.provisioner?.type ?? '(default)',
-            v.status?.clusterNamespace ?? '',
-            age(v.metadata!.creationTimestamp),
-            ...(wide
-              ? [v.spec?.superCluster ?? '-', formatTenantPlacements(placed!.get(v.status?.clusterNamespace ?? ''))]
-              : []),
-          ]);
-          const head = [
-            ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
-            ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
-          ];
-          const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-          for (const r of [head, ...rows])
-            process.stdout.write(
-              r
-                .map((x, i) => x.padEnd(w[i]!))
-                .join('  ')
-                .trimEnd() + '\n',
-            );
-        }
+        if (data !== undefined) return void process.stdout.write(data);
+        const wide = o.output === 'wide';
+        const placed = wide ? parseTenantPlacements(await readSchedulerState(c, STATE_CONFIGMAP.name)) : undefined;
+        const rows = items.map((v) => [
+          v.metadata!.namespace!,
+          v.metadata!.name!,
+          v.status?.phase ?? 'Pending',
+          v.spec?.provisioner?.type ?? '(default)',
+          v.status?.clusterNamespace ?? '',
+          age(v.metadata!.creationTimestamp),
+          ...(wide
+            ? [v.spec?.superCluster ?? '-', formatTenantPlacements(placed!.get(v.status?.clusterNamespace ?? ''))]
+            : []),
+        ]);
+        const head = [
+          ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
+          ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
+        ];
+        process.stdout.write(formatTable(head, rows));
       },
     );
 
@@ -236,8 +252,7 @@ export function registerVirtualClusterCommands(program: Command): void {
       const wait = waitSeconds(o.wait);
       const c = await meta(o);
       const k = splitName(name, o.namespace);
-      if (!(await c.delete(R.virtualclusters, k.namespace, k.name)))
-        throw new CliError(`VirtualCluster ${k.namespace}/${k.name} not found`);
+      if (!(await c.delete(R.virtualclusters, k.namespace, k.name))) throw notFound(k);
       const deadline = Date.now() + wait * 1000;
       while (wait > 0 && (await c.getOrNull(R.virtualclusters, k.namespace, k.name))) {
         if (Date.now() > deadline)

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { stringify } from 'yaml';
 import type { KubeObject, Resource } from '../../kube/client.ts';
 import { addClusterOptions, clusterClient, type ClusterFlags } from './kubeconfig.ts';
-import { CliError } from './vcs.ts';
+import { formatData, outputOption } from './output.ts';
 
 const DEPLOYMENTS: Resource = {
   group: 'apps',
@@ -52,10 +51,8 @@ export function registerVersionCommand(program: Command): void {
     .description("print vc's version and, when a cluster is reachable, the version of the manager installed on it")
     .option('--client', "only the client's version; talk to no cluster")
     .option('-n, --namespace <ns>', 'namespace of the vc-manager Deployment', 'vc-system')
-    .option('-o, --output <format>', 'json or yaml (default: lines of text)')
-    .action(async (o: ClusterFlags & { client?: boolean; namespace: string; output?: string }) => {
-      if (o.output && !['json', 'yaml'].includes(o.output))
-        throw new CliError(`--output ${o.output}: expected json or yaml`);
+    .addOption(outputOption(['text', 'json', 'yaml', 'jsonpath']))
+    .action(async (o: ClusterFlags & { client?: boolean; namespace: string; output: string }) => {
       const out: {
         clientVersion: string;
         manager?: { version: string; image?: string; namespace: string };
@@ -77,8 +74,8 @@ export function registerVersionCommand(program: Command): void {
           out.managerError = (e as Error).message.split('\n')[0];
         }
       }
-      if (o.output === 'json') return void process.stdout.write(JSON.stringify(out, null, 2) + '\n');
-      if (o.output === 'yaml') return void process.stdout.write(stringify(out));
+      const data = formatData(out, o.output);
+      if (data !== undefined) return void process.stdout.write(data);
       process.stdout.write(`Client Version: ${out.clientVersion}\n`);
       if (out.manager)
         process.stdout.write(

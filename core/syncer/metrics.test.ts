@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { forgetTenant, syncerMetrics, TENANT_BOUND } from './metrics.ts';
+
+const tenantsOf = async (m: { get(): Promise<{ values: Array<{ labels: Record<string, unknown> }> }> }) =>
+  new Set((await m.get()).values.map((v) => v.labels.tenant));
+
+describe('syncer metrics with a tenant label', () => {
+  it('say their bound in their help', () => {
+    for (const m of Object.values(syncerMetrics)) {
+      const { labelNames, help, name } = m as unknown as { labelNames: string[]; help: string; name: string };
+      if (labelNames.includes('tenant')) expect(help, name).toContain(TENANT_BOUND);
+    }
+  });
+
+  it('drop the series of a tenant no longer synced, keeping the others', async () => {
+    for (const tenant of ['forget-me', 'keep-me']) {
+      syncerMetrics.errors.inc({ tenant, plugin: 'pods' });
+      syncerMetrics.latency.observe({ tenant, plugin: 'pods' }, 0.01);
+      syncerMetrics.tenantFailures.inc({ tenant, op: 'upsert' });
+    }
+    await forgetTenant('forget-me');
+    for (const m of [syncerMetrics.errors, syncerMetrics.latency, syncerMetrics.tenantFailures]) {
+      const left = await tenantsOf(m);
+      expect(left.has('forget-me')).toBe(false);
+      expect(left.has('keep-me')).toBe(true);
+    }
+  });
+});
