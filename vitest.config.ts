@@ -38,6 +38,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           sequence: { groupOrder: 0 },
+          // Unit tests are pure and restore what they change (environment variables, fake timers), so the files of one
+          // worker share one module graph instead of loading it again for each file: importing was about 90 % of the
+          // unit stage's time (a whole unit run: 141 s of CPU isolated, 31 s shared).
+          isolate: false,
           include: [
             'core/**/*.test.ts',
             'plugins/**/*.test.ts',
