@@ -38,6 +38,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           sequence: { groupOrder: 0 },
+          // Unit tests are pure and restore what they change (environment variables, fake timers), so the files of one
+          // worker share one module graph instead of loading it again for each file: importing was about 90 % of the
+          // unit stage's time (a whole unit run: 141 s of CPU isolated, 31 s shared).
+          isolate: false,
           include: [
             'core/**/*.test.ts',
             'plugins/**/*.test.ts',
@@ -58,6 +62,7 @@ export default defineConfig({
           include: ['test/**/*.it.test.ts'],
           exclude: [...REAL_NODE_FILES, 'node_modules/**'],
           globalSetup: ['./test/build-dist.ts'],
+          setupFiles: ['./test/procstats-setup.ts'],
           sequence: { groupOrder: 1 },
           maxWorkers: 2,
           testTimeout: 180_000,
@@ -70,6 +75,7 @@ export default defineConfig({
           name: 'realnode',
           include: REAL_NODE_FILES,
           globalSetup: ['./test/build-dist.ts'],
+          setupFiles: ['./test/procstats-setup.ts'],
           sequence: { groupOrder: 2 },
           maxWorkers: 1,
           testTimeout: 180_000,

@@ -1,17 +1,25 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fromPackageRoot } from '../core/paths.ts';
+import { PROCESS_STATS_ENV } from '../core/local/procstats.ts';
+import { fromPackageRoot, packageRoot } from '../core/paths.ts';
+import { processSummaryLines, readProcessSummary } from './procsummary.ts';
 import { readRunTotals, TOTALS_DIR_ENV } from './totals.ts';
 
 /**
- * run.ts is `npm test`: the checks in the order of their cost, stopping at the first that fails, so a type error or a
- * failing unit test is reported in minutes, before the Go toolchain is built. The stages:
- *   typecheck, lint, format, unit tests   no server, no Go build
- *   toolchain                             builds (or finds in its cache) what the integration tests run
+ * run.ts is `npm test`: the checks in the order of their cost, stopping at the first step that fails, so a type error
+ * or a failing unit test is reported in minutes, before the Go toolchain is built. The steps:
+ *   typecheck, lint, format   together (no server, no build; each one's output printed when it ends)
+ *   unit tests                no server, no Go build
+ *   toolchain                 builds (or finds in its cache) what the integration tests run
  *   integration and real-node tests       real processes on loopback
- * At the end it prints how long each stage took, the slowest test files of the whole run, and one closing line
+ * The static checks keep caches under node_modules/.cache/virtualcluster-ts/<checkout> (tsc's incremental build
+ * info, eslint's and prettier's caches, keyed by file content): a second run checks only what changed. A fresh clone
+ * has none and checks everything; removing that directory is always safe.
+ * At the end it prints how long each stage took, the slowest test files of the whole run, how many of each Kubernetes
+ * component the tests started and how long they took to become ready (core/local/procstats.ts), and one closing line
  * `tests: N passed, N failed, N skipped` over every vitest run (the reporter in summary-reporter.ts writes each run's
  * counts to a directory this script gives it).
  */
@@ -24,33 +32,97 @@ interface Stage {
 
 const TSX = ['tsx', 'core/programs/cli/main.ts'];
 
-const STAGES: Stage[] = [
-  { name: 'typecheck', cmd: 'npx', args: ['tsc', '--noEmit', '-p', '.'] },
-  { name: 'lint', cmd: 'npx', args: ['eslint', '.'] },
-  { name: 'format', cmd: 'npx', args: ['prettier', '--check', '.'] },
-  { name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'] },
-  { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'] },
-  { name: 'integration', cmd: 'npx', args: ['vitest', 'run', '--project', 'integration', '--project', 'realnode'] },
+/** CACHE is this checkout's cache directory (node_modules may be shared between checkouts, so the path is hashed in). */
+const CACHE = fromPackageRoot(
+  'node_modules',
+  '.cache',
+  'virtualcluster-ts',
+  createHash('sha256').update(packageRoot).digest('hex').slice(0, 12),
+);
+
+/** STEPS run one after another; the stages of one step run at the same time. */
+const STEPS: Stage[][] = [
+  [
+    {
+      name: 'typecheck',
+      cmd: 'npx',
+      args: ['tsc', '--noEmit', '-p', '.', '--incremental', '--tsBuildInfoFile', join(CACHE, 'tsc.tsbuildinfo')],
+    },
+    // ESLint's cache does not know that a type-aware rule's result can change with another file's types; tsc above
+    // checks every file's types on every run, and a fresh clone (CI) has no cache.
+    {
+      name: 'lint',
+      cmd: 'npx',
+      args: ['eslint', '--cache', '--cache-strategy', 'content', '--cache-location', join(CACHE, 'eslint') + '/', '.'],
+    },
+    {
+      name: 'format',
+      cmd: 'npx',
+      args: [
+        'prettier',
+        '--check',
+        '--cache',
+        '--cache-strategy',
+        'content',
+        '--cache-location',
+        join(CACHE, 'prettier'),
+        '.',
+      ],
+    },
+  ],
+  [{ name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'] }],
+  [{ name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'] }],
+  [{ name: 'integration', cmd: 'npx', args: ['vitest', 'run', '--project', 'integration', '--project', 'realnode'] }],
 ];
 
-/** SLOWEST is how many test files the closing summary lists. */
+/** SLOWEST is how many test files the closing summary lists (slowest, and starting the most processes). */
 const SLOWEST = 10;
 
-function main(): number {
+interface StageResult {
+  name: string;
+  seconds: number;
+  /** undefined when the stage passed; the exit code or signal otherwise */
+  failure?: string;
+}
+
+/**
+ * runStage runs one stage. Alone in its step, it writes to this terminal as it goes; beside others, its output is
+ * collected and printed in one piece when it ends, so that the stages' lines do not interleave.
+ */
+function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean): Promise<StageResult> {
+  const header = `\n== ${s.name}: ${[s.cmd, ...s.args].join(' ')}\n`;
+  if (alone) process.stdout.write(header);
+  const start = Date.now();
+  const child = spawn(s.cmd, s.args, { cwd: fromPackageRoot(), env, stdio: alone ? 'inherit' : 'pipe' });
+  const out: Buffer[] = [];
+  child.stdout?.on('data', (b: Buffer) => out.push(b));
+  child.stderr?.on('data', (b: Buffer) => out.push(b));
+  return new Promise((resolve) => {
+    const done = (failure: string | undefined) => {
+      const seconds = Math.round((Date.now() - start) / 1000);
+      if (!alone) process.stdout.write(header + Buffer.concat(out).toString() + `(${s.name}: ${seconds} s)\n`);
+      resolve({ name: s.name, seconds, ...(failure && { failure }) });
+    };
+    child.on('error', (e) => done(e.message));
+    child.on('close', (code, signal) => done(code === 0 ? undefined : `exit ${code ?? signal}`));
+  });
+}
+
+async function main(): Promise<number> {
   const totalsDir = mkdtempSync(join(tmpdir(), 'vc-test-totals-'));
-  const env = { ...process.env, [TOTALS_DIR_ENV]: totalsDir };
+  const statsFile = join(totalsDir, 'process-starts.jsonl');
+  const env = { ...process.env, [TOTALS_DIR_ENV]: totalsDir, [PROCESS_STATS_ENV]: statsFile };
+  mkdirSync(CACHE, { recursive: true });
   const times: string[] = [];
-  let failed: string | undefined;
+  const failed: string[] = [];
   try {
-    for (const s of STAGES) {
-      process.stdout.write(`\n== ${s.name}: ${[s.cmd, ...s.args].join(' ')}\n`);
-      const start = Date.now();
-      const r = spawnSync(s.cmd, s.args, { cwd: fromPackageRoot(), env, stdio: 'inherit' });
-      times.push(`${s.name} ${Math.round((Date.now() - start) / 1000)} s`);
-      if (r.status !== 0) {
-        failed = `${s.name} (exit ${r.status ?? r.signal})`;
-        break;
+    for (const step of STEPS) {
+      const results = await Promise.all(step.map((s) => runStage(s, env, step.length === 1)));
+      for (const r of results) {
+        times.push(`${r.name} ${r.seconds} s`);
+        if (r.failure) failed.push(`${r.name} (${r.failure})`);
       }
+      if (failed.length) break;
     }
     const totals = readRunTotals(totalsDir);
     process.stdout.write(`\nstage times: ${times.join(', ')}\n`);
@@ -59,17 +131,18 @@ function main(): number {
       for (const f of totals.files.slice(0, SLOWEST))
         process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.file}\n`);
     }
-    if (failed) process.stdout.write(`stopped at: ${failed}\n`);
+    for (const l of processSummaryLines(readProcessSummary(statsFile), SLOWEST)) process.stdout.write(`${l}\n`);
+    if (failed.length) process.stdout.write(`stopped at: ${failed.join(', ')}\n`);
     // A failed stage that is not a test run (typecheck, lint, format, toolchain) counts as one failure, so the closing
     // line never reads as a clean run when the run stopped early.
-    const stageFailure = failed && !/^(unit|integration) /.test(failed) ? 1 : 0;
+    const stageFailures = failed.filter((f) => !/^(unit|integration) /.test(f)).length;
     process.stdout.write(
-      `\ntests: ${totals.passed} passed, ${totals.failed + stageFailure} failed, ${totals.skipped} skipped\n`,
+      `\ntests: ${totals.passed} passed, ${totals.failed + stageFailures} failed, ${totals.skipped} skipped\n`,
     );
-    return failed ? 1 : 0;
+    return failed.length ? 1 : 0;
   } finally {
     rmSync(totalsDir, { recursive: true, force: true });
   }
 }
 
-process.exitCode = main();
+process.exitCode = await main();

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
 import { childLogger } from '../log.ts';
 import { pickPorts } from './ports.ts';
+import { recordProcessStat } from './procstats.ts';
 
 const logger = childLogger({ controller: 'process' });
 
@@ -52,6 +53,8 @@ export class ManagedProcess {
   private restarts = 0;
   private restartTimer?: NodeJS.Timeout;
   private exitWaiters: Array<() => void> = [];
+  /** when the current child was spawned, until its first successful readiness check (see markReady) */
+  private startedAt?: number;
   /** lastExit is the exit code or signal of the previous run, if any. */
   lastExit?: string;
 
@@ -82,6 +85,8 @@ export class ManagedProcess {
       detached: true,
     });
     this.child = child;
+    this.startedAt = Date.now();
+    recordProcessStat(this.spec.command, 'start');
     live.add(this);
     child.stdout!.pipe(this.out, { end: false });
     child.stderr!.pipe(this.out, { end: false });
@@ -103,6 +108,13 @@ export class ManagedProcess {
         this.restartTimer.unref();
       }
     });
+  }
+
+  /** markReady records, once per start, how long the child took to pass its first readiness check. */
+  markReady(): void {
+    if (this.startedAt === undefined) return;
+    recordProcessStat(this.spec.command, 'ready', Date.now() - this.startedAt);
+    this.startedAt = undefined;
   }
 
   /** exited resolves when the current child exits. */
@@ -215,7 +227,10 @@ export async function waitFor(what: string, check: () => Promise<boolean>, o: Wa
   let lastErr: unknown;
   for (;;) {
     try {
-      if (await check()) return;
+      if (await check()) {
+        o.process?.markReady();
+        return;
+      }
     } catch (e) {
       lastErr = e;
     }

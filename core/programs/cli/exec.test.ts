@@ -24,10 +24,25 @@ const exited = (p: ReturnType<typeof spawn>) =>
     p.once('close', (code) => res({ code, out }));
   });
 
+/** started resolves when the command has printed `started` (so the runner forwards signals to it). */
+const started = (p: ReturnType<typeof spawn>) =>
+  new Promise<void>((res) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (!out.includes('started')) return;
+      p.stdout!.off('data', onData);
+      res();
+    };
+    p.stdout!.on('data', onData);
+  });
+
 // tsx keeps its own cache under the temp directory: only vc-exec-* entries are the kubeconfig's.
 const leftovers = (tmp: string) => readdirSync(tmp).filter((f) => f.startsWith('vc-exec-'));
 
-describe('runWithKubeconfig', () => {
+// Each test starts node with tsx compiling exec.ts cold (its cache is in the test's own TMPDIR): about a second alone,
+// more than vitest's default 5 s on a loaded machine.
+describe('runWithKubeconfig', { timeout: 30_000 }, () => {
   let tmp: string;
   beforeEach(() => {
     tmp = mkdtempSync(join(tmpdir(), 'vc-exec-test-'));
@@ -44,7 +59,7 @@ describe('runWithKubeconfig', () => {
   it('removes the kubeconfig after Ctrl-C (SIGINT), passed on to the command', async () => {
     const p = runner(tmp, ['sh', '-c', 'echo started; exec sleep 30']);
     const done = exited(p);
-    await new Promise<void>((res) => p.stdout!.once('data', () => res()));
+    await started(p);
     expect(leftovers(tmp)).toHaveLength(1);
     p.kill('SIGINT');
     const r = await done;
@@ -55,7 +70,7 @@ describe('runWithKubeconfig', () => {
   it('removes the kubeconfig after SIGTERM', async () => {
     const p = runner(tmp, ['sh', '-c', 'echo started; exec sleep 30']);
     const done = exited(p);
-    await new Promise<void>((res) => p.stdout!.once('data', () => res()));
+    await started(p);
     p.kill('SIGTERM');
     expect((await done).code).toBe(143);
     expect(leftovers(tmp)).toEqual([]);
