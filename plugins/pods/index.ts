@@ -41,6 +41,8 @@ import {
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
 import { resolveTenantFieldRefs } from './downward.ts';
+import { checkPodFields } from './fields.ts';
+import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
 export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
 export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
@@ -329,6 +331,21 @@ function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
   };
 }
 
+/** SCHEDULING_GATED is the skip reason of a tenant Pod whose scheduling gates are not all removed yet. */
+export const SCHEDULING_GATED = 'SchedulingGated';
+
+/**
+ * gated waits for the tenant to remove a Pod's scheduling gates: the super Pod is created without gates once none is
+ * left (the tenant Pod's update wakes the syncer), since nobody would remove them from the super Pod.
+ */
+function gated(tenantPod: Pod): Decision<Pod> {
+  const names = (tenantPod.spec?.schedulingGates ?? []).map((g) => g.name).join(', ');
+  return {
+    object: null,
+    skip: { reason: SCHEDULING_GATED, message: `waiting for the scheduling gates ${names} to be removed` },
+  };
+}
+
 function newSuperPod(
   tenantPod: Pod,
   ctx: PluginContext,
@@ -347,18 +364,18 @@ function newSuperPod(
   delete spec.priority;
   delete spec.preemptionPolicy;
   delete spec.overhead;
+  delete spec.schedulingGates;
   applyForcedPlacement(spec, ctx.tenant.pods);
+  confineAffinityNamespaces(spec, ctx.names);
+  claimEphemeralVolumes(spec, target.name);
+  dropNetRaw(spec);
   const effects: Effect[] = [];
   const tokens = tokenKeys(spec);
   const tokenAt = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, ctx.tenant.pods?.serviceAccountTokens);
   replaceTokenSources(spec, tokenAt.secretName);
   if (tokens.length) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
   renameRootCA(spec);
-  // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked,
-  // except for the images the platform itself loaded into its nodes (pods.preloadedImages), which no tenant owns.
-  const preloaded = new Set(ctx.tenant.pods?.preloadedImages ?? []);
-  for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
-    c.imagePullPolicy = preloaded.has(c.image ?? '') ? 'IfNotPresent' : 'Always';
+  setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
@@ -531,10 +548,12 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     if (!superPod) {
       const spec = tenantPod.spec ?? { containers: [] };
       const refusal =
+        checkPodFields(spec) ??
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
         checkNodePins(spec, ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
+      if (spec.schedulingGates?.length) return gated(tenantPod);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };
     if (superPod) return withClearedRefusal(tenantPod, updateSuperPod(tenantPod, superPod, ctx, target));
