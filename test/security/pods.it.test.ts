@@ -399,6 +399,32 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it.each([
+    ['a claim without a class, binding any classless volume of the super', 'no-class', { storageClassName: '' }],
+    ['a claim selecting volumes of the super by label', 'by-label', { selector: { matchLabels: { team: 'b' } } }],
+    ['a claim naming a class the platform keeps to itself', 'platform-class', { storageClassName: 'platform-local' }],
+  ])('refuses %s, with a reason on the claim', async (what, name, spec) => {
+    await attempts.attempt(what, async () => {
+      const claim = await a.create(R.persistentvolumeclaims, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name, namespace: 'default' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, ...spec },
+      });
+      const event = await eventually(async () => {
+        const list = (await a.list<Event>(R.events, { namespace: 'default' })).items.filter(
+          (e) => e.involvedObject.uid === claim.metadata?.uid && e.reason === 'ClaimPolicyViolation',
+        );
+        expect(list).not.toEqual([]);
+        return list[0]!;
+      });
+      expect(
+        await t.client.getOrNull(R.persistentvolumeclaims, superNamespace(tenantA.key, 'default'), name),
+      ).toBeNull();
+      return event.message ?? '';
+    });
+  });
+
   it("changed nothing of the other tenant's or the super's Pods, and counts every attempt refused", async () => {
     const after = await superPodNames();
     const added = after.filter((n) => !superPodsBefore.includes(n));
@@ -410,6 +436,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine.sort()).toEqual(['confined', 'token-thief']);
-    expect(attempts.summary()).toBe('attempts 22, refused 22, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 25, refused 25, succeeded 0');
   });
 });
