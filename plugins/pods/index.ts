@@ -42,11 +42,13 @@ import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
 import { resolveTenantFieldRefs } from './downward.ts';
 import { checkPodFields } from './fields.ts';
+import { gated } from './gates.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
 export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
 export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
+export { SCHEDULING_GATED } from './gates.ts';
 export {
   applyForcedPlacement,
   checkPodPolicy,
@@ -328,21 +330,6 @@ function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
         condition: { type: SYNCED_CONDITION, status: 'False', reason: POD_POLICY_VIOLATION, message: r.message },
       },
     ],
-  };
-}
-
-/** SCHEDULING_GATED is the skip reason of a tenant Pod whose scheduling gates are not all removed yet. */
-export const SCHEDULING_GATED = 'SchedulingGated';
-
-/**
- * gated waits for the tenant to remove a Pod's scheduling gates: the super Pod is created without gates once none is
- * left (the tenant Pod's update wakes the syncer), since nobody would remove them from the super Pod.
- */
-function gated(tenantPod: Pod): Decision<Pod> {
-  const names = (tenantPod.spec?.schedulingGates ?? []).map((g) => g.name).join(', ');
-  return {
-    object: null,
-    skip: { reason: SCHEDULING_GATED, message: `waiting for the scheduling gates ${names} to be removed` },
   };
 }
 
