@@ -518,8 +518,11 @@ export interface TenantPolicySpec {
      * Security level is privileged as well. Defaults to false.
      */
     hostAccess?: boolean;
-    /** Volume types the kubelet mounts as root against arbitrary servers that tenant Pods may use. Defaults to none. */
-    volumeTypes?: Array<'nfs' | 'iscsi' | 'rbd' | 'cephfs' | 'flexVolume' | 'gitRepo'>;
+    /**
+     * Volume types the kubelet mounts as root against arbitrary servers, and inline CSI volumes (csi: the driver acts
+     * with the node's credentials on attributes the tenant chooses), that tenant Pods may use. Defaults to none.
+     */
+    volumeTypes?: Array<'nfs' | 'iscsi' | 'rbd' | 'cephfs' | 'flexVolume' | 'gitRepo' | 'csi'>;
     /**
      * Images the platform loaded into its nodes' image stores (exact references, e.g. the real nodes' toolchain
      * images): a tenant container naming one runs it from the node's store (imagePullPolicy IfNotPresent) instead of

@@ -19,6 +19,7 @@ import {
   type IngressRefusal,
   splitAnnotations,
 } from './policy.ts';
+import { checkIngressFields } from './fields.ts';
 
 export {
   ANNOTATIONS_IGNORED,
@@ -79,7 +80,8 @@ function refuse(tenantObj: Ingress, refusals: IngressRefusal[]): Decision<Ingres
 
 function toSuper(tenantObj: Ingress, superObj: Ingress | undefined, ctx: PluginContext): Decision<Ingress> {
   const tm = tenantObj.metadata ?? {};
-  const refusals = checkIngress(tenantObj, ctx.tenant.ingresses);
+  const unknown = checkIngressFields(tenantObj.spec);
+  const refusals = [...(unknown ? [unknown] : []), ...checkIngress(tenantObj, ctx.tenant.ingresses)];
   if (refusals.length) return refuse(tenantObj, refusals);
   const meta = downMeta(tenantObj, superObj, ctx, {
     namespace: ctx.names.superNamespace(tm.namespace ?? ''),

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
-import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
+import { R } from '../../core/kube/resources.ts';
+import { PUBLIC_LABEL } from '@virtualcluster-ts/plugin-sdk';
 import plugin, { persistentvolumeclaimsPlugin, type PersistentVolumeClaim } from './index.ts';
 
 const tenant = testTenant();
@@ -35,6 +37,21 @@ const tenantPvc = (
   status: { phase: 'Pending' },
   ...over,
 });
+
+/** sharedClasses is a super cluster sharing the StorageClass fast with tenants, and keeping platform-local to itself. */
+const sharedClasses = new MapCache([
+  [
+    R.storageclasses,
+    [
+      {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: 'fast', labels: { [PUBLIC_LABEL]: 'true' } },
+      },
+      { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'platform-local' } },
+    ],
+  ],
+]);
 
 const superServerMeta = {
   namespace: sns,
@@ -94,7 +111,6 @@ const down: DownCase[] = [
           resources: { requests: { storage: '1Gi' } },
           storageClassName: 'fast',
           volumeMode: 'Block',
-          selector: { matchLabels: { tier: 'gold' } },
           dataSource: { kind: 'PersistentVolumeClaim', name: 'seed' },
           dataSourceRef: {
             apiGroup: 'snapshot.storage.k8s.io',
@@ -124,7 +140,6 @@ const down: DownCase[] = [
           resources: { requests: { storage: '1Gi' } },
           storageClassName: 'fast',
           volumeMode: 'Block',
-          selector: { matchLabels: { tier: 'gold' } },
           dataSource: { kind: 'PersistentVolumeClaim', name: 'seed' },
           dataSourceRef: {
             apiGroup: 'snapshot.storage.k8s.io',
@@ -224,8 +239,28 @@ const down: DownCase[] = [
 
 describe('persistentvolumeclaims toSuper', () => {
   it.each(down)('$name', (c) => {
-    const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }) });
+    const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [] }), superCache: sharedClasses });
     expect(persistentvolumeclaimsPlugin.toSuper(frozen(c.tenant), c.super && frozen(c.super), ctx)).toEqual(c.want);
+  });
+});
+
+describe('persistentvolumeclaims toSuper: claims that would bind what the platform did not provision for the tenant', () => {
+  it.each([
+    ['an empty class (binds any classless volume)', { storageClassName: '' }, 'spec.storageClassName'],
+    ['a selector (binds volumes by label)', { selector: { matchLabels: { team: 'b' } } }, 'spec.selector'],
+    ['a class the super cluster does not share', { storageClassName: 'platform-local' }, 'spec.storageClassName'],
+    ['a class name without a StorageClass (static volumes)', { storageClassName: 'manual' }, 'spec.storageClassName'],
+    ['no class: the default', { storageClassName: undefined }, undefined],
+    ['a shared class', { storageClassName: 'fast' }, undefined],
+  ])('%s', (_n, over, field) => {
+    const claim = tenantPvc();
+    claim.spec = { ...claim.spec, ...over } as PersistentVolumeClaim['spec'];
+    if ('storageClassName' in over && over.storageClassName === undefined) delete claim.spec!.storageClassName;
+    const d = persistentvolumeclaimsPlugin.toSuper(claim, undefined, testContext({ superCache: sharedClasses }));
+    if (!field) return expect(d.object).not.toBeNull();
+    expect(d.object).toBeNull();
+    expect(d.skip).toMatchObject({ reason: 'ClaimPolicyViolation', message: expect.stringContaining(field) });
+    expect(d.effects).toMatchObject([{ type: 'event', side: 'tenant', reason: 'ClaimPolicyViolation' }]);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
+import { checkClaim, CLAIM_POLICY_VIOLATION, type ClaimRefusal } from './policy.ts';
 
 /** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
 export interface TypedObjectReference {
@@ -78,6 +79,32 @@ export const SUPER_ANNOTATION_PREFIXES = ['pv.kubernetes.io/'] as const;
 const superOwned = (key: string): boolean =>
   (SUPER_ANNOTATIONS as readonly string[]).includes(key) || SUPER_ANNOTATION_PREFIXES.some((p) => key.startsWith(p));
 
+/** refuse tells the tenant on a Warning event why its claim has no super copy. */
+function refuse(tenantObj: PersistentVolumeClaim, r: ClaimRefusal): Decision<PersistentVolumeClaim> {
+  const tm = tenantObj.metadata ?? {};
+  const regarding = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    namespace: tm.namespace ?? '',
+    name: tm.name ?? '',
+    uid: tm.uid ?? '',
+  };
+  return {
+    object: null,
+    skip: { reason: CLAIM_POLICY_VIOLATION, message: r.message },
+    effects: [
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding,
+        eventType: 'Warning',
+        reason: CLAIM_POLICY_VIOLATION,
+        message: r.message,
+      },
+    ],
+  };
+}
+
 function toSuper(
   tenantObj: PersistentVolumeClaim,
   superObj: PersistentVolumeClaim | undefined,
@@ -95,6 +122,8 @@ function toSuper(
 
   if (!superObj) {
     const ts = tenantObj.spec ?? {};
+    const refusal = checkClaim(ts, ctx);
+    if (refusal) return refuse(tenantObj, refusal);
     const spec: PersistentVolumeClaimSpec = {};
     copyFields(ts, spec, DOWN_SPEC_FIELDS);
     if (spec.dataSourceRef?.namespace)
@@ -170,6 +199,7 @@ export const persistentvolumeclaimsPlugin = {
     sourceOfTruth: 'tenant',
     processes: ['manager'],
   },
+  reads: [{ resource: R.storageclasses, side: 'super' }],
   toSuper,
   toTenant,
 } satisfies ResourcePlugin<PersistentVolumeClaim>;

@@ -13,7 +13,7 @@ import plugin, {
   tokenSecretName,
   translateKubeletPath,
 } from './index.ts';
-import type { Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
+import type { Container, Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const SNS = testContext().names.superNamespace('default');
 const podServiceAccount = {
@@ -107,6 +107,13 @@ function superPod(spec: Partial<PodSpec> = {}, status: Pod['status'] = {}, meta:
   };
 }
 
+/** superContainer is a container as the super Pod runs it: pulled Always, NET_RAW dropped unless it says otherwise. */
+const superContainer = (c: Container): Container => ({
+  imagePullPolicy: 'Always',
+  securityContext: { capabilities: { drop: ['NET_RAW'] } },
+  ...c,
+});
+
 const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }): Pod => ({
   apiVersion: 'v1',
   kind: 'Pod',
@@ -114,10 +121,8 @@ const newSuper = (spec: PodSpec, labels: Record<string, string> = { app: 'web' }
   spec: {
     automountServiceAccountToken: false,
     ...spec,
-    containers: spec.containers.map((c) => ({ imagePullPolicy: 'Always', ...c })),
-    ...(spec.initContainers && {
-      initContainers: spec.initContainers.map((c) => ({ imagePullPolicy: 'Always', ...c })),
-    }),
+    containers: spec.containers.map(superContainer),
+    ...(spec.initContainers && { initContainers: spec.initContainers.map(superContainer) }),
     serviceAccountName: SUPER_POD_SERVICE_ACCOUNT,
   },
 });
@@ -744,6 +749,58 @@ describe('pods plugin: toSuper', () => {
     );
     const want = { ...c.want, object: c.want.object && normalize(c.want.object) };
     expect(got).toEqual(want);
+  });
+
+  it('refuses a Pod with a field no rule names, telling the tenant on an event and the VCSynced condition', () => {
+    const got = podsPlugin.toSuper!(
+      tenantPod({ futureField: true }),
+      undefined,
+      testContext({ superCache, tenantCache }),
+    );
+    expect(got.object).toBeNull();
+    expect(got.skip?.reason).toBe('PodPolicyViolation');
+    const [event, condition] = got.effects as [
+      Extract<Effect, { type: 'event' }>,
+      Extract<Effect, { type: 'tenantCondition' }>,
+    ];
+    expect(event.message).toMatch(/^spec\.futureField: no rule exists for this field yet/);
+    expect(condition.condition).toMatchObject({ status: 'False', message: event.message });
+  });
+
+  it('waits for the scheduling gates to go, then creates the super Pod without them', () => {
+    const ctx = testContext({ superCache, tenantCache });
+    const gatedPod = tenantPod({ schedulingGates: [{ name: 'example.com/quota' }] });
+    expect(podsPlugin.toSuper!(gatedPod, undefined, ctx)).toEqual({
+      object: null,
+      skip: { reason: 'SchedulingGated', message: expect.stringContaining('example.com/quota') as unknown as string },
+    });
+    const open = podsPlugin.toSuper!(tenantPod({ schedulingGates: [] }), undefined, ctx);
+    expect(open.object?.spec?.schedulingGates).toBeUndefined();
+  });
+
+  it('confines Pod affinity to super namespaces and reads ephemeral volumes from the tenant-made claim', () => {
+    const ctx = testContext({ superCache, tenantCache });
+    const got = podsPlugin.toSuper!(
+      tenantPod({
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'k', namespaces: ['default'] }],
+          },
+        },
+        volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: {} } } }],
+      }),
+      undefined,
+      ctx,
+    );
+    const anti = (
+      got.object?.spec?.affinity as {
+        podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: Array<{ namespaces: string[] }> };
+      }
+    ).podAntiAffinity;
+    expect(anti.requiredDuringSchedulingIgnoredDuringExecution[0]?.namespaces).toEqual([SNS]);
+    expect(got.object?.spec?.volumes).toEqual([
+      { name: 'scratch', persistentVolumeClaim: { claimName: 'web-scratch' } },
+    ]);
   });
 
   it('pulls every image Always except the exact names of the platform preloaded images', () => {

@@ -41,10 +41,14 @@ import {
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
 import { resolveTenantFieldRefs } from './downward.ts';
+import { checkPodFields } from './fields.ts';
+import { gated } from './gates.ts';
+import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
 export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
 export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
+export { SCHEDULING_GATED } from './gates.ts';
 export {
   applyForcedPlacement,
   checkPodPolicy,
@@ -347,18 +351,18 @@ function newSuperPod(
   delete spec.priority;
   delete spec.preemptionPolicy;
   delete spec.overhead;
+  delete spec.schedulingGates;
   applyForcedPlacement(spec, ctx.tenant.pods);
+  confineAffinityNamespaces(spec, ctx.names);
+  claimEphemeralVolumes(spec, target.name);
+  dropNetRaw(spec);
   const effects: Effect[] = [];
   const tokens = tokenKeys(spec);
   const tokenAt = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, ctx.tenant.pods?.serviceAccountTokens);
   replaceTokenSources(spec, tokenAt.secretName);
   if (tokens.length) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
   renameRootCA(spec);
-  // A node's image cache must not serve one tenant's private image to another tenant's Pod: every pull is checked,
-  // except for the images the platform itself loaded into its nodes (pods.preloadedImages), which no tenant owns.
-  const preloaded = new Set(ctx.tenant.pods?.preloadedImages ?? []);
-  for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
-    c.imagePullPolicy = preloaded.has(c.image ?? '') ? 'IfNotPresent' : 'Always';
+  setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
@@ -531,10 +535,12 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
     if (!superPod) {
       const spec = tenantPod.spec ?? { containers: [] };
       const refusal =
+        checkPodFields(spec) ??
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
         checkNodePins(spec, ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
+      if (spec.schedulingGates?.length) return gated(tenantPod);
     }
     const target = { namespace: ctx.names.superNamespace(ns), name };
     if (superPod) return withClearedRefusal(tenantPod, updateSuperPod(tenantPod, superPod, ctx, target));

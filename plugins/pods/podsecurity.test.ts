@@ -65,6 +65,55 @@ const cases: Array<[string, PodSpec, 'privileged' | 'baseline' | 'restricted', s
     'restricted',
     'spec.initContainers[0].securityContext.allowPrivilegeEscalation',
   ],
+  [
+    'a Windows host process is refused at baseline',
+    spec({ securityContext: { windowsOptions: { hostProcess: true } } }),
+    'baseline',
+    'spec.containers[0].securityContext.windowsOptions.hostProcess',
+  ],
+  [
+    'an SELinux type outside the container types is refused',
+    spec({ securityContext: { seLinuxOptions: { type: 'spc_t' } } }),
+    'baseline',
+    'spec.containers[0].securityContext.seLinuxOptions.type',
+  ],
+  [
+    'an SELinux user on the Pod is refused',
+    spec({}, { securityContext: { seLinuxOptions: { user: 'system_u' } } }),
+    'baseline',
+    'spec.securityContext.seLinuxOptions.user',
+  ],
+  ['container_t passes', spec({ securityContext: { seLinuxOptions: { type: 'container_t' } } }), 'baseline', undefined],
+  [
+    'an unmasked /proc is refused',
+    spec({ securityContext: { procMount: 'Unmasked' } }),
+    'baseline',
+    'spec.containers[0].securityContext.procMount',
+  ],
+  [
+    'an unconfined seccomp profile on the Pod is refused',
+    spec({}, { securityContext: { seccompProfile: { type: 'Unconfined' } } }),
+    'baseline',
+    'spec.securityContext.seccompProfile.type',
+  ],
+  [
+    'an unconfined AppArmor profile is refused',
+    spec({ securityContext: { appArmorProfile: { type: 'Unconfined' } } }),
+    'baseline',
+    'spec.containers[0].securityContext.appArmorProfile.type',
+  ],
+  [
+    'an unsafe sysctl is refused',
+    spec({}, { securityContext: { sysctls: [{ name: 'net.ipv4.tcp_syncookies' }, { name: 'kernel.msgmax' }] } }),
+    'baseline',
+    'spec.securityContext.sysctls[1].name',
+  ],
+  [
+    'an unsafe sysctl passes at privileged',
+    spec({}, { securityContext: { sysctls: [{ name: 'kernel.msgmax' }] } }),
+    'privileged',
+    undefined,
+  ],
 ];
 
 describe('checkPodSecurity', () => {

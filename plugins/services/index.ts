@@ -12,6 +12,7 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
+import { externalNameRefusal } from './externalname.ts';
 import { checkServiceType, SERVICE_POLICY_VIOLATION, type ServiceRefusal, SYNCED_CONDITION } from './policy.ts';
 
 export {
@@ -156,7 +157,7 @@ function syncedAgain(tenantObj: Service): Effect[] {
 
 function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
   const tm = tenantObj.metadata ?? {};
-  const refusal = checkServiceType(tenantObj, ctx);
+  const refusal = externalNameRefusal(tenantObj.spec, ctx.tenant.clusterDomain) ?? checkServiceType(tenantObj, ctx);
   if (refusal) return refuse(tenantObj, superObj, refusal);
   const ts = tenantObj.spec ?? {};
   const tenantIP = ts.clusterIP;

@@ -12,6 +12,14 @@ import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 
+/** sharedClass is a super StorageClass the platform shares with tenants (labelled public), for volumes made beforehand. */
+const sharedClass = (name: string): KubeObject => ({
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: { name, labels: { 'tenancy.x-k8s.io/super.public': 'true' } },
+  provisioner: 'kubernetes.io/no-provisioner',
+});
+
 interface Pod extends KubeObject {
   spec: {
     nodeName?: string;
@@ -435,6 +443,8 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
   });
 
   it('carries PVC binding status up and mirrors the bound PV into the tenant', async () => {
+    // a claim names a class the platform shares with tenants (public); the PV is made for that class beforehand
+    await t.client.create(R.storageclasses, sharedClass('manual'));
     await t.client.create(R.persistentvolumes, {
       apiVersion: 'v1',
       kind: 'PersistentVolume',

@@ -25,6 +25,18 @@ interface Pod extends KubeObject {
   status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
 }
 
+interface FieldsPod extends KubeObject {
+  spec: {
+    containers: Array<{ securityContext?: { capabilities?: { drop?: string[] } } }>;
+    volumes?: Array<{ name: string; [source: string]: unknown }>;
+    affinity?: {
+      podAffinity?: {
+        preferredDuringSchedulingIgnoredDuringExecution?: Array<{ podAffinityTerm?: { namespaces?: string[] } }>;
+      };
+    };
+  };
+}
+
 interface Event extends KubeObject {
   involvedObject: { name?: string; uid?: string };
   reason?: string;
@@ -182,6 +194,79 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       { containers: [{ name: 'c', image: 'nginx', securityContext: { privileged: true } }] },
       'spec.containers[0].securityContext.privileged',
     ],
+    [
+      'anti-affinity against every namespace of the super cluster (namespaceSelector {})',
+      'across',
+      {
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              {
+                topologyKey: 'kubernetes.io/hostname',
+                labelSelector: { matchLabels: { attempt: 'bystander' } },
+                namespaceSelector: {},
+              },
+            ],
+          },
+        },
+      },
+      'spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector',
+    ],
+    [
+      'a liveness probe the kubelet sends to the metadata address',
+      'probe-host',
+      {
+        containers: [
+          { name: 'c', image: 'nginx', livenessProbe: { httpGet: { host: '169.254.169.254', path: '/', port: 80 } } },
+        ],
+      },
+      'spec.containers[0].livenessProbe.httpGet.host',
+    ],
+    [
+      'a preStop hook the kubelet sends to the super etcd',
+      'hook-host',
+      {
+        containers: [
+          {
+            name: 'c',
+            image: 'nginx',
+            lifecycle: { preStop: { httpGet: { host: '127.0.0.1', path: '/', port: 2379 } } },
+          },
+        ],
+      },
+      'spec.containers[0].lifecycle.preStop.httpGet.host',
+    ],
+    [
+      'an inline CSI volume',
+      'inline-csi',
+      {
+        volumes: [
+          {
+            name: 's',
+            csi: { driver: 'secrets-store.csi.k8s.io', volumeAttributes: { secretProviderClass: 'platform' } },
+          },
+        ],
+      },
+      'spec.volumes[0].csi',
+    ],
+    [
+      'a cloud disk by volume id',
+      'ebs',
+      { volumes: [{ name: 'd', awsElasticBlockStore: { volumeID: 'vol-0123456789abcdef0' } }] },
+      'spec.volumes[0].awsElasticBlockStore',
+    ],
+    [
+      'a resource claim the super cluster would look up among its own',
+      'dra',
+      { resourceClaims: [{ name: 'gpu', resourceClaimName: 'platform-gpu' }] },
+      'spec.resourceClaims',
+    ],
+    [
+      'an unconfined seccomp profile',
+      'unconfined',
+      { securityContext: { seccompProfile: { type: 'Unconfined' } } },
+      'spec.securityContext.seccompProfile.type',
+    ],
   ])('refuses a Pod asking for %s, with a reason on the Pod', async (what, name, spec, field) => {
     await attempts.attempt(what, async () => {
       await a.create(R.pods, pod(name, spec));
@@ -266,15 +351,91 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it('confines Pod affinity to the tenant, drops NET_RAW, and makes ephemeral volumes claims of the tenant', async () => {
+    const sns = superNamespace(tenantA.key, 'default');
+    const forged = { [LABEL.cluster]: tenantB.key, [LABEL.managedBy]: 'tenant' };
+    await a.create(
+      R.pods,
+      pod('confined', {
+        affinity: {
+          podAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 1, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', namespaces: ['kube-system'] } },
+            ],
+          },
+        },
+        volumes: [
+          {
+            name: 'scratch',
+            ephemeral: {
+              volumeClaimTemplate: {
+                metadata: { labels: forged },
+                spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+              },
+            },
+          },
+        ],
+      }),
+    );
+    const sp = await eventually(() => t.client.get<FieldsPod>(R.pods, sns, 'confined'), 90_000);
+    await attempts.attempt('affinity naming the namespace kube-system', async () => {
+      const term = sp.spec.affinity?.podAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm;
+      expect(term?.namespaces).toEqual([superNamespace(tenantA.key, 'kube-system')]);
+      return `the super Pod's term names ${term?.namespaces?.join(', ')}`;
+    });
+    await attempts.attempt('raw sockets (NET_RAW) in a default container', async () => {
+      expect(sp.spec.containers[0]?.securityContext?.capabilities?.drop).toContain('NET_RAW');
+      return 'the super container drops NET_RAW';
+    });
+    await attempts.attempt('an ephemeral volume template forging another tenant as owner', async () => {
+      expect(sp.spec.volumes?.find((v) => v.name === 'scratch')).toEqual({
+        name: 'scratch',
+        persistentVolumeClaim: { claimName: 'confined-scratch' },
+      });
+      const claim = await eventually(() => t.client.get(R.persistentvolumeclaims, sns, 'confined-scratch'), 90_000);
+      expect(claim.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
+      expect(claim.metadata?.labels?.[LABEL.managedBy]).not.toBe('tenant');
+      return 'the super Pod reads the claim the tenant made, synced with the syncer provenance';
+    });
+  });
+
+  it.each([
+    ['a claim without a class, binding any classless volume of the super', 'no-class', { storageClassName: '' }],
+    ['a claim selecting volumes of the super by label', 'by-label', { selector: { matchLabels: { team: 'b' } } }],
+    ['a claim naming a class the platform keeps to itself', 'platform-class', { storageClassName: 'platform-local' }],
+  ])('refuses %s, with a reason on the claim', async (what, name, spec) => {
+    await attempts.attempt(what, async () => {
+      const claim = await a.create(R.persistentvolumeclaims, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name, namespace: 'default' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, ...spec },
+      });
+      const event = await eventually(async () => {
+        const list = (await a.list<Event>(R.events, { namespace: 'default' })).items.filter(
+          (e) => e.involvedObject.uid === claim.metadata?.uid && e.reason === 'ClaimPolicyViolation',
+        );
+        expect(list).not.toEqual([]);
+        return list[0]!;
+      });
+      expect(
+        await t.client.getOrNull(R.persistentvolumeclaims, superNamespace(tenantA.key, 'default'), name),
+      ).toBeNull();
+      return event.message ?? '';
+    });
+  });
+
   it("changed nothing of the other tenant's or the super's Pods, and counts every attempt refused", async () => {
     const after = await superPodNames();
     const added = after.filter((n) => !superPodsBefore.includes(n));
-    expect(added).toEqual([`${superNamespace(tenantA.key, 'default')}/token-thief`]);
+    expect(added.sort()).toEqual(
+      ['confined', 'token-thief'].map((n) => `${superNamespace(tenantA.key, 'default')}/${n}`),
+    );
     expect(superPodsBefore.every((n) => after.includes(n))).toBe(true);
     const mine = (await t.client.list(R.pods, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items.map(
       (p) => p.metadata?.name,
     );
-    expect(mine).toEqual(['token-thief']);
-    expect(attempts.summary()).toBe('attempts 12, refused 12, succeeded 0');
+    expect(mine.sort()).toEqual(['confined', 'token-thief']);
+    expect(attempts.summary()).toBe('attempts 25, refused 25, succeeded 0');
   });
 });

@@ -22,6 +22,14 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { Attempts } from './attempts.ts';
 
+/** sharedClass is a super StorageClass the platform shares with tenants (labelled public), for volumes made beforehand. */
+const sharedClass = (name: string): KubeObject => ({
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: { name, labels: { 'tenancy.x-k8s.io/super.public': 'true' } },
+  provisioner: 'kubernetes.io/no-provisioner',
+});
+
 interface Node extends KubeObject {
   spec?: { taints?: Array<{ key: string }> };
   status?: {
@@ -220,6 +228,7 @@ describe('a hostile tenant reading upward data and crashing a plugin', () => {
 
   /** boundVolume creates a super PV and a tenant claim of its class, and returns the tenant's mirror of the PV. */
   const boundVolume = async (name: string, source: Record<string, unknown>): Promise<PV> => {
+    await t.client.create(R.storageclasses, sharedClass(name));
     await t.client.create(R.persistentvolumes, {
       apiVersion: 'v1',
       kind: 'PersistentVolume',

@@ -301,6 +301,23 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     }
   });
 
+  it.each([
+    ['the super apiserver', 'to-apiserver', 'kubernetes.default.svc.cluster.local'],
+    ["the other tenant's Service by its super name", 'to-other', 'web.SNS_A.svc.cluster.local'],
+    ['the node metadata address', 'to-metadata', '169.254.169.254'],
+  ])('refuses an ExternalName Service aliasing %s, with a reason on the Service', async (what, name, target) => {
+    await attempts.attempt(`ExternalName Service aliasing ${what}`, async () => {
+      const externalName = target.replace('SNS_A', snsA);
+      await b.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace: 'default' },
+        spec: { type: 'ExternalName', externalName },
+      });
+      return serviceRefused(b, snsB, name, 'spec.externalName');
+    });
+  });
+
   it("changed nothing of the other tenant's super objects, and counts every attempt refused", async () => {
     expect(await superOfB()).toEqual(superOfBBefore);
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
@@ -309,6 +326,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
   });
 });

@@ -10,5 +10,6 @@ export * from './meta.ts';
 export * from './names.ts';
 export * from './wellknown.ts';
 export * from './helpers.ts';
+export * from './fields.ts';
 export * from './config.ts';
 export * from './version.ts';

@@ -26,8 +26,17 @@ export const DEFAULT_TOLERATIONS: readonly TolerationRule[] = [
   { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' },
 ];
 
-/** RESTRICTED_VOLUME_TYPES are volume types the kubelet mounts as root against arbitrary servers. */
-export const RESTRICTED_VOLUME_TYPES = ['nfs', 'iscsi', 'rbd', 'cephfs', 'flexVolume', 'gitRepo'] as const;
+/**
+ * RESTRICTED_VOLUME_TYPES are volume types a tenant Pod uses only when its policy lists them: those the kubelet mounts
+ * as root against arbitrary servers, and inline CSI volumes, whose driver acts with the node's credentials on
+ * attributes the tenant chooses.
+ */
+export const RESTRICTED_VOLUME_TYPES = ['nfs', 'iscsi', 'rbd', 'cephfs', 'flexVolume', 'gitRepo', 'csi'] as const;
+
+const volumeRisk = (t: (typeof RESTRICTED_VOLUME_TYPES)[number]): string =>
+  t === 'csi'
+    ? "an inline CSI volume has its driver act with the node's credentials on attributes the tenant chooses"
+    : `the kubelet mounts ${t} volumes as root against any server`;
 
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
@@ -155,7 +164,7 @@ export function checkPodPolicy(
       return {
         field: `spec.volumes[${i}].${t}`,
         message:
-          `spec.volumes[${i}].${t}: the kubelet mounts ${t} volumes as root against any server; not allowed by ` +
+          `spec.volumes[${i}].${t}: ${volumeRisk(t)}; not allowed by ` +
           `${policyName} (pods.volumeTypes: ${volumeTypes.join(', ') || 'none'})`,
       };
     }

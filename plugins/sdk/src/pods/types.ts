@@ -76,6 +76,7 @@ export interface PodSpec {
   initContainers?: Container[];
   ephemeralContainers?: Container[];
   volumes?: Volume[];
+  schedulingGates?: Array<{ name: string }>;
   [field: string]: unknown;
 }
 
