@@ -754,10 +754,13 @@ export interface TenantPolicySpec {
     /**
      * Per-tenant caps on the objects the syncer copies into the super cluster, by resource (the plugin's resource:
      * namespaces, pods, services, secrets, configmaps, persistentvolumeclaims, ...), summed over all the tenant's super
-     * namespaces. An object beyond a cap is not copied (an earlier copy stays as it was); the tenant sees a Warning
-     * event QuotaExceeded naming the object and the cap. A resource listed here replaces its default entry; {} lifts
-     * its caps. Defaults: 100 namespaces, 5000 Pods, 500 Services, 200 PersistentVolumeClaims, and 2000 Secrets and
-     * 2000 ConfigMaps of at most 1 MiB each and 64 MiB in all.
+     * namespaces. The key * holds for every resource not named (serviceaccounts, endpoints, networkpolicies, ingresses,
+     * a third-party plugin's kind, cluster-scoped kinds alike), so no synced kind is without caps unless a policy lifts
+     * them. An object beyond a cap is not copied (an earlier copy stays as it was); the tenant sees a Warning event
+     * QuotaExceeded naming the object and the cap. A resource listed here replaces its default entry; {} lifts its
+     * caps. Defaults: 100 namespaces (64 KiB each, 1 MiB in all), 5000 Pods (256 KiB each, 128 MiB in all), 500
+     * Services (64 KiB, 8 MiB), 200 PersistentVolumeClaims (64 KiB, 4 MiB), 2000 Secrets and 2000 ConfigMaps (1 MiB
+     * each, 64 MiB in all), and for any other resource 1000 objects of 256 KiB each and 16 MiB in all.
      */
     objects?: {
       [key: string]: TenantPolicyObjectCaps;
