@@ -1465,4 +1465,12 @@ export interface VnAgentConfiguration {
   handshakeTimeoutSeconds?: number;
   /** How long an exec, attach or port-forward stream may stay idle. */
   streamIdleTimeoutSeconds?: number;
+  /**
+   * Most requests and streams (logs, follow, exec, attach, port-forward, run) one tenant may have relayed at once by
+   * this agent; one more is refused with HTTP 429 and the reason, so one tenant's streams cannot take the connections
+   * of another. Defaults to 64.
+   */
+  streamsPerTenant?: number;
+  /** Most requests and streams this agent relays at once, all tenants together (HTTP 429 beyond). Defaults to 1024. */
+  streams?: number;
 }
