@@ -373,7 +373,16 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       );
       const over = await kubectl(cpA, ['logs', 'app-a']);
       expect(over.code).not.toBe(0);
-      expect(over.stderr).toContain(`too many streams: tenant ${tenantA.key} has ${STREAMS_PER_TENANT}`);
+      expect(over.stderr).toContain('TooManyRequests');
+      // The tenant apiserver turns the agent's 429 into its generic TooManyRequests Status; the agent's own answer,
+      // asked as the apiserver asks it, carries the reason.
+      expect(await direct('/containerLogs/default/app-a/c', pki(cpA, 'kubelet-client'))).toEqual({
+        status: 429,
+        body:
+          `too many streams: tenant ${tenantA.key} has ${STREAMS_PER_TENANT} requests and streams open on this ` +
+          `vn-agent, its limit (streamsPerTenant ${STREAMS_PER_TENANT}); close some (kubectl logs -f, exec, ` +
+          'port-forward) or retry later\n',
+      });
       const other = await kubectl(cpB, ['logs', 'app-b']);
       expect({ code: other.code, stderr: other.stderr }).toEqual({ code: 0, stderr: '' });
       expect(other.stdout).toContain('kwok fake container log line 1');
