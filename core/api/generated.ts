@@ -1292,6 +1292,11 @@ export interface ManagerConfigurationGitops {
      * revision is refused as not descending (reason NotDescendant).
      */
     maxHistoryCommits?: number;
+    /**
+     * YAML documents in all manifest files of a revision together, counted before parsing (a line starting with --- or
+     * ... may begin one).
+     */
+    maxDocuments?: number;
   };
   /**
    * What each GitSource may write. Without an entry a GitSource writes only tenant kinds in its own namespace, never

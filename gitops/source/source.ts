@@ -70,6 +70,8 @@ export interface SourceLimits {
   maxTotalBytes?: number;
   /** commits walked from a new revision to find the last applied one (default 1000) */
   maxHistoryCommits?: number;
+  /** YAML documents of all manifest files together (default 5000) */
+  maxDocuments?: number;
 }
 
 /** SOURCE_LIMIT_DEFAULTS are the defaults of SourceLimits, as in schemas/manager-config.schema.json. */
@@ -79,7 +81,16 @@ export const SOURCE_LIMIT_DEFAULTS: Required<SourceLimits> = {
   maxFileBytes: 4 * 1024 * 1024,
   maxTotalBytes: 16 * 1024 * 1024,
   maxHistoryCommits: HISTORY_CAP_DEFAULT,
+  maxDocuments: 5000,
 };
+
+/**
+ * documentBound is the most YAML documents a text can hold: one, plus one per line that starts with a document marker
+ * (`---` or `...`). It is counted before parsing, so a file of a million empty documents is refused unparsed.
+ */
+export function documentBound(text: string): number {
+  return 1 + (text.match(/^(?:---|\.\.\.)(?=[ \t\r\n]|$)/gm)?.length ?? 0);
+}
 
 /** ResolvedRef is a ref resolved against the server. */
 export interface ResolvedRef {
@@ -575,6 +586,7 @@ export class GitSourceFetcher {
     const documents: SourceDocument[] = [];
     const parseErrors: ParseError[] = [];
     const decoder = new TextDecoder('utf-8', { fatal: true });
+    let docs = 0;
     for (const file of files) {
       if (file.content.length > this.limits.maxFileBytes) {
         parseErrors.push({
@@ -590,6 +602,13 @@ export class GitSourceFetcher {
         parseErrors.push({ file: file.path, message: 'file is not valid UTF-8' });
         continue;
       }
+      docs += documentBound(text);
+      if (docs > this.limits.maxDocuments)
+        throw new SourceError(
+          'LimitExceeded',
+          `manifests under ${JSON.stringify(path)} of commit ${commit} hold more than ${this.limits.maxDocuments} ` +
+            `YAML documents at ${file.path} (gitops.limits.maxDocuments); nothing of it is applied`,
+        );
       const parsed = parseManifests(file.path, text);
       documents.push(...parsed.documents);
       if (parsed.error) parseErrors.push(parsed.error);
