@@ -33,7 +33,8 @@ import {
   type SignedPlacements,
 } from './placement.ts';
 import { R } from '../kube/resources.ts';
-import type { TenantRegistry } from '../tenancy/tenant.ts';
+import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
+import type { CacheLimits } from '../kube/budget.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
 import { TokenMinter } from './tokens.ts';
@@ -55,6 +56,11 @@ export const SYNCER_DEFAULTS = {
   adaptiveConcurrency: false,
   /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
   tenantRequestTimeoutMs: 10_000,
+  /**
+   * the most objects and bytes (JSON) the manager caches of one tenant: a tenant may keep more in its own etcd than
+   * its caps let into the super cluster, but not make the manager hold it all (see SyncerOptions.tenantCache)
+   */
+  tenantCache: { objects: 50_000, bytes: 256 * 1024 * 1024 },
 } as const;
 
 /**
@@ -86,6 +92,14 @@ export interface SyncerOptions {
   superClient: KubeClient;
   host: PluginHost;
   registry: TenantRegistry;
+  /**
+   * the most objects and bytes the informers of one tenant cache; a tenant over it is not served (QuotaExceeded
+   * reason, vc_syncer_tenant_cache_exceeded_total) and is listed again after CACHE_RETRY_MS. Default
+   * SYNCER_DEFAULTS.tenantCache.
+   */
+  tenantCache?: CacheLimits;
+  /** called when a tenant goes over tenantCache, with the reason (the manager tells the VirtualCluster) */
+  onTenantCacheExceeded?(t: Tenant, reason: string): void;
   /** concurrent workers over the fair queue; default SYNCER_DEFAULTS.workers */
   workers?: number;
   /** keys of one tenant reconciled at once, at most `workers`; default defaultMaxInFlightPerTenant(workers) */
@@ -227,6 +241,11 @@ export class Syncer {
       onSettingsChanged: (s) => this.replayTenant(s),
       mayWrite: () => this.mayWrite(),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
+      cacheLimits: o.tenantCache ?? SYNCER_DEFAULTS.tenantCache,
+      onCacheExceeded: (t, reason) => {
+        syncerMetrics.tenantCacheExceeded.inc({ tenant: t.key });
+        o.onTenantCacheExceeded?.(t, reason);
+      },
     });
     this.router = new Router({
       host: o.host,

@@ -18,6 +18,7 @@ import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/con
 import { loadSigningKey } from '../../scheduler/signature.ts';
 import { ConfigError, managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { reportCacheExceeded } from '../../lifecycle/cachelimit.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
@@ -213,6 +214,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
       name,
       placement: signed && { cluster: name, signed },
+      onTenantCacheExceeded: (t, reason) => void reportCacheExceeded(clients[0]!, t, reason),
     });
   // The manager runs a syncer for every super cluster not marked external; `vc syncer` the one it is given.
   const makeSyncers = () =>
