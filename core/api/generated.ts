@@ -1169,6 +1169,12 @@ export interface ManagerConfigurationTenantDefaults {
  */
 export interface ManagerConfigurationVirtualClusters {
   enabled?: boolean;
+  /**
+   * How many VirtualClusters of one namespace the manager provisions, oldest first; one more gets phase Error with
+   * reason TooManyVirtualClusters (a Warning event too) until an older one is deleted. One already serving keeps
+   * serving when this is lowered. Defaults to 20.
+   */
+  maxPerNamespace?: number;
   workers?: number;
   /**
    * The provisioner of a VirtualCluster that names none (spec.provisioner absent). Absent: local where
