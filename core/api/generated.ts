@@ -713,7 +713,7 @@ export interface TenantPolicySpec {
    * access to the super cluster, so it cannot change them). Per-namespace quotas multiply with the number of
    * namespaces, so objects adds per-tenant caps the syncer checks before it copies an object into the super cluster (a
    * refused object gets a Warning event QuotaExceeded naming the object and the cap). etcdBytes bounds the storage of a
-   * tenant control plane the local provisioner runs.
+   * tenant control plane the local or native provisioner runs.
    */
   quota?: {
     /** The ResourceQuota of every super namespace of the tenant. */
@@ -766,10 +766,10 @@ export interface TenantPolicySpec {
       [key: string]: TenantPolicyObjectCaps;
     };
     /**
-     * Storage quota of the tenant's etcd (--quota-backend-bytes) when the local provisioner runs the control plane:
-     * each tenant gets an etcd of its own, so a tenant that fills it is refused (its apiserver answers 'database space
-     * exceeded') while the super cluster and other tenants go on. At least 16 MiB. Defaults to 2 GiB, etcd's own
-     * default.
+     * Storage quota of the tenant's etcd (--quota-backend-bytes) when the local or native provisioner runs the control
+     * plane (a ClusterVersion's own etcd flag wins for native ones): each tenant gets an etcd of its own, so a tenant
+     * that fills it is refused (its apiserver answers 'database space exceeded') while the super cluster and other
+     * tenants go on. At least 16 MiB. Defaults to 2 GiB, etcd's own default.
      */
     etcdBytes?: number;
   };

@@ -73,6 +73,8 @@ export interface NativeInput {
    * every vNode's kubelet is the vn-agent, so the CA of the vn-agent's serving certificate; absent, not verified
    */
   kubeletCA?: string;
+  /** --quota-backend-bytes of the tenant's etcd (the policy's quota.etcdBytes); a ClusterVersion's etcd flag wins */
+  etcdBytes?: number;
 }
 
 /** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */
@@ -250,7 +252,10 @@ export function renderNative(input: NativeInput): KubeObject[] {
     leaderElect: kcmReplicas > 1,
     extraArgs: { ...cv.spec.controllerManager?.extraArgs, ...s.controllerManager?.extraArgs },
   });
-  const etcdArgs = etcdFlags(root, cv.spec.etcd?.extraArgs);
+  // The policy's storage quota of the tenant's etcd (quota.etcdBytes); a ClusterVersion flag of the platform wins.
+  const quota: Record<string, string> =
+    input.etcdBytes === undefined ? {} : { 'quota-backend-bytes': String(input.etcdBytes) };
+  const etcdArgs = etcdFlags(root, { ...quota, ...cv.spec.etcd?.extraArgs });
 
   const [etcdService, etcdClientService, apiserverService] = renderNativeServices(
     cv,
