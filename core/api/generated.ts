@@ -716,7 +716,7 @@ export interface TenantPolicySpec {
    * access to the super cluster, so it cannot change them). Per-namespace quotas multiply with the number of
    * namespaces, so objects adds per-tenant caps the syncer checks before it copies an object into the super cluster (a
    * refused object gets a Warning event QuotaExceeded naming the object and the cap). etcdBytes bounds the storage of a
-   * tenant control plane the local provisioner runs.
+   * tenant control plane the local or native provisioner runs.
    */
   quota?: {
     /** The ResourceQuota of every super namespace of the tenant. */
@@ -757,19 +757,22 @@ export interface TenantPolicySpec {
     /**
      * Per-tenant caps on the objects the syncer copies into the super cluster, by resource (the plugin's resource:
      * namespaces, pods, services, secrets, configmaps, persistentvolumeclaims, ...), summed over all the tenant's super
-     * namespaces. An object beyond a cap is not copied (an earlier copy stays as it was); the tenant sees a Warning
-     * event QuotaExceeded naming the object and the cap. A resource listed here replaces its default entry; {} lifts
-     * its caps. Defaults: 100 namespaces, 5000 Pods, 500 Services, 200 PersistentVolumeClaims, and 2000 Secrets and
-     * 2000 ConfigMaps of at most 1 MiB each and 64 MiB in all.
+     * namespaces. The key * holds for every resource not named (serviceaccounts, endpoints, networkpolicies, ingresses,
+     * a third-party plugin's kind, cluster-scoped kinds alike), so no synced kind is without caps unless a policy lifts
+     * them. An object beyond a cap is not copied (an earlier copy stays as it was); the tenant sees a Warning event
+     * QuotaExceeded naming the object and the cap. A resource listed here replaces its default entry; {} lifts its
+     * caps. Defaults: 100 namespaces (64 KiB each, 1 MiB in all), 5000 Pods (256 KiB each, 128 MiB in all), 500
+     * Services (64 KiB, 8 MiB), 200 PersistentVolumeClaims (64 KiB, 4 MiB), 2000 Secrets and 2000 ConfigMaps (1 MiB
+     * each, 64 MiB in all), and for any other resource 1000 objects of 256 KiB each and 16 MiB in all.
      */
     objects?: {
       [key: string]: TenantPolicyObjectCaps;
     };
     /**
-     * Storage quota of the tenant's etcd (--quota-backend-bytes) when the local provisioner runs the control plane:
-     * each tenant gets an etcd of its own, so a tenant that fills it is refused (its apiserver answers 'database space
-     * exceeded') while the super cluster and other tenants go on. At least 16 MiB. Defaults to 2 GiB, etcd's own
-     * default.
+     * Storage quota of the tenant's etcd (--quota-backend-bytes) when the local or native provisioner runs the control
+     * plane (a ClusterVersion's own etcd flag wins for native ones): each tenant gets an etcd of its own, so a tenant
+     * that fills it is refused (its apiserver answers 'database space exceeded') while the super cluster and other
+     * tenants go on. At least 16 MiB. Defaults to 2 GiB, etcd's own default.
      */
     etcdBytes?: number;
   };
@@ -1169,6 +1172,12 @@ export interface ManagerConfigurationTenantDefaults {
  */
 export interface ManagerConfigurationVirtualClusters {
   enabled?: boolean;
+  /**
+   * How many VirtualClusters of one namespace the manager provisions, oldest first; one more gets phase Error with
+   * reason TooManyVirtualClusters (a Warning event too) until an older one is deleted. One already serving keeps
+   * serving when this is lowered. Defaults to 20.
+   */
+  maxPerNamespace?: number;
   workers?: number;
   /**
    * The provisioner of a VirtualCluster that names none (spec.provisioner absent). Absent: local where
@@ -1292,6 +1301,11 @@ export interface ManagerConfigurationGitops {
      * revision is refused as not descending (reason NotDescendant).
      */
     maxHistoryCommits?: number;
+    /**
+     * YAML documents in all manifest files of a revision together, counted before parsing (a line starting with --- or
+     * ... may begin one).
+     */
+    maxDocuments?: number;
   };
   /**
    * What each GitSource may write. Without an entry a GitSource writes only tenant kinds in its own namespace, never
@@ -1465,4 +1479,12 @@ export interface VnAgentConfiguration {
   handshakeTimeoutSeconds?: number;
   /** How long an exec, attach or port-forward stream may stay idle. */
   streamIdleTimeoutSeconds?: number;
+  /**
+   * Most requests and streams (logs, follow, exec, attach, port-forward, run) one tenant may have relayed at once by
+   * this agent; one more is refused with HTTP 429 and the reason, so one tenant's streams cannot take the connections
+   * of another. Defaults to 64.
+   */
+  streamsPerTenant?: number;
+  /** Most requests and streams this agent relays at once, all tenants together (HTTP 429 beyond). Defaults to 1024. */
+  streams?: number;
 }

@@ -390,13 +390,21 @@ export class KubeClient {
     return this.request<KubeList<T>>('GET', KubeClient.path(r, namespace), { query: { ...query } });
   }
 
-  /** listAll follows continue tokens and returns every item with the resourceVersion of the list. */
-  async listAll<T extends KubeObject = KubeObject>(r: Resource, o: ListOptions = {}): Promise<KubeList<T>> {
+  /**
+   * listAll follows continue tokens and returns every item with the resourceVersion of the list; onPage sees each page
+   * as it comes (a throw stops the list).
+   */
+  async listAll<T extends KubeObject = KubeObject>(
+    r: Resource,
+    o: ListOptions = {},
+    onPage?: (items: T[]) => void,
+  ): Promise<KubeList<T>> {
     const items: T[] = [];
     let cont: string | undefined;
     let rv: string | undefined;
     do {
       const page = await this.list<T>(r, { limit: 500, ...o, continue: cont });
+      onPage?.(page.items);
       items.push(...page.items);
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion;

@@ -1,4 +1,5 @@
 import type { KubeClient, KubeObject, Resource } from './client.ts';
+import type { CacheBudget } from './budget.ts';
 import { type EventHandler, Informer } from './informer.ts';
 
 /** SharedInformerOptions select what one shared informer caches: a resource, optionally one namespace and selectors. */
@@ -41,6 +42,8 @@ export class InformerFactory {
   constructor(
     private readonly client: KubeClient,
     private readonly prefix = 'shared',
+    /** the objects and bytes every informer of the factory may cache together (core/kube/budget.ts); none: no limit */
+    readonly budget?: CacheBudget,
   ) {}
 
   /** informer returns a new handle on the shared informer for this selection. */
@@ -62,6 +65,7 @@ export class InformerFactory {
           client: this.client,
           ...o,
           name: `${this.prefix}/${o.resource.resource}`,
+          ...(this.budget && { budget: this.budget }),
         }),
         users: 0,
       };

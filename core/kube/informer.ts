@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { Counter } from 'prom-client';
 import { childLogger } from '../log.ts';
 import { registry } from '../metrics/registry.ts';
+import { BudgetExceeded, objectBytes, type CacheBudget } from './budget.ts';
 import {
   isGone,
   type KubeClient,
@@ -31,6 +32,11 @@ export interface InformerOptions {
   /** initial and maximum backoff between failed list/watch attempts */
   backoffMinMs?: number;
   backoffMaxMs?: number;
+  /**
+   * a budget of objects and bytes shared with other informers: a list or an event that would take them over it is
+   * not kept, and the informer stops (its cache stays as it was; exceeded names the reason)
+   */
+  budget?: CacheBudget;
 }
 
 /** InformerStats counts what an informer went through, for tests and metrics. */
@@ -72,6 +78,10 @@ export class Informer<T extends KubeObject = KubeObject> {
   private loop?: Promise<void>;
   private rv = '';
   private readonly log: Logger;
+  /** the bytes of each cached object and their sum, kept only with a budget */
+  private sizes = new Map<string, number>();
+  private bytes = 0;
+  private readonly budgetId = `${Math.random()}`;
   /** stats counts lists, relists, watch restarts and events. */
   readonly stats: InformerStats = {
     lists: 0,
@@ -150,7 +160,20 @@ export class Informer<T extends KubeObject = KubeObject> {
     return { namespace: this.o.namespace, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector };
   }
 
+  /** exceeded is why the informer stopped for its budget, or undefined. */
+  get exceeded(): string | undefined {
+    return this.o.budget?.exceeded;
+  }
+
   private async run(signal: AbortSignal): Promise<void> {
+    try {
+      await this.runWatching(signal);
+    } finally {
+      this.o.budget?.release(this.budgetId);
+    }
+  }
+
+  private async runWatching(signal: AbortSignal): Promise<void> {
     const min = this.o.backoffMinMs ?? 800;
     const max = this.o.backoffMaxMs ?? 30_000;
     let backoff = min;
@@ -173,6 +196,10 @@ export class Informer<T extends KubeObject = KubeObject> {
         backoff = min;
       } catch (e) {
         if (signal.aborted) break;
+        if (e instanceof BudgetExceeded) {
+          this.log.warn({ reason: e.reason }, 'cache budget exceeded; informer stopped');
+          break;
+        }
         if (isGone(e)) {
           this.stats.relistsAfterGone++;
           this.log.info({ rv: this.rv }, 'watch history is gone (410); relisting');
@@ -188,7 +215,26 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private async relist(): Promise<void> {
-    const list = await this.o.client.listAll<T>(this.o.resource, this.listOptions());
+    const budget = this.o.budget;
+    const sizes = new Map<string, number>();
+    let bytes = 0;
+    // With a budget every page is counted as it comes, so a list over it is dropped before it is all read.
+    const onPage =
+      budget &&
+      ((items: T[]) => {
+        for (const item of items) {
+          const key = objectKey(compact(item));
+          const b = objectBytes(item);
+          bytes += b - (sizes.get(key) ?? 0);
+          sizes.set(key, b);
+        }
+        budget.set(this.budgetId, { objects: sizes.size, bytes });
+      });
+    const list = await this.o.client.listAll<T>(this.o.resource, this.listOptions(), onPage);
+    if (budget) {
+      this.sizes = sizes;
+      this.bytes = bytes;
+    }
     this.stats.lists++;
     const fresh = new Map<string, T>();
     for (const item of list.items) fresh.set(objectKey(item), compact(item));
@@ -218,6 +264,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     compact(ev.object);
     const key = objectKey(ev.object);
     const prev = this.store.get(key);
+    if (this.o.budget) this.charge(key, ev.type === 'DELETED' ? undefined : ev.object, !!prev);
     if (ev.type === 'DELETED') {
       this.store.delete(key);
       this.emit('delete', ev.object);
@@ -226,6 +273,17 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.store.set(key, ev.object);
     if (prev) this.emit('update', ev.object, prev);
     else this.emit('add', ev.object);
+  }
+
+  /** charge counts an event against the budget before it is applied: obj is the new object, undefined a delete. */
+  private charge(key: string, obj: T | undefined, cached: boolean): void {
+    const before = this.sizes.get(key) ?? 0;
+    const after = obj ? objectBytes(obj) : 0;
+    const objects = this.store.size + (obj ? (cached ? 0 : 1) : cached ? -1 : 0);
+    this.o.budget!.set(this.budgetId, { objects, bytes: this.bytes - before + after });
+    this.bytes += after - before;
+    if (obj) this.sizes.set(key, after);
+    else this.sizes.delete(key);
   }
 
   private emit(kind: 'add' | 'update' | 'delete', obj: T, prev?: T): void {

@@ -10,6 +10,7 @@ import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
+import { countVerdict, DEFAULT_MAX_PER_NAMESPACE } from './count.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
@@ -131,6 +132,8 @@ export interface LifecycleOptions {
    * the one defaultProvisioner (core/tenancy/defaults.ts) picks among `provisioners`
    */
   defaultProvisioner?: ProvisionerType;
+  /** how many VirtualClusters of one namespace are provisioned, oldest first; default DEFAULT_MAX_PER_NAMESPACE */
+  maxPerNamespace?: number;
 }
 
 /**
@@ -244,6 +247,7 @@ export class VirtualClusterController {
     (p) => this.validateSpec(p),
     (p) => this.checkSuperCluster(p),
     (p) => this.checkPolicy(p),
+    async (p) => countVerdict(p.vc, this.informer.list(), this.o.maxPerNamespace ?? DEFAULT_MAX_PER_NAMESPACE),
     (p) => this.addFinalizer(p),
     (p) => this.pickProvisioner(p),
     (p) => this.announceProvisioning(p),

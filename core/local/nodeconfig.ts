@@ -162,11 +162,18 @@ export function cniConfig(c: RealNodeConfigInput): Record<string, unknown> {
 }
 
 /**
+ * NODE_EVICTION is the real node's evictionHard: a tenant filling the node's disk (emptyDir, container logs, writable
+ * layers) has its Pods evicted before the disk is full for everyone. The image filesystem's own signal stays off: its
+ * reclaim would delete images the toolchain built, which no registry serves.
+ */
+export const NODE_EVICTION = { 'nodefs.available': '5%', 'nodefs.inodesFree': '5%', 'imagefs.available': '0%' };
+
+/**
  * kubeletConfig renders the KubeletConfiguration: serving with the super CA's certificate on the node IP, client
  * certificates required (x509 against the super CA, anonymous off) and webhook authentication and authorization (the
  * super apiserver's TokenReview and SubjectAccessReview decide), the cgroupfs driver under its own cgroup root,
- * failCgroupV1 false on a cgroup v1 host, Pod logs under the node directory, the real-node taint, and no eviction or
- * image GC for disk usage (the toolchain's images cannot be pulled again).
+ * failCgroupV1 false on a cgroup v1 host, Pod logs under the node directory, the real-node taint, disk eviction on
+ * (NODE_EVICTION) and no image GC by usage (the toolchain's images cannot be pulled again).
  */
 export function kubeletConfig(c: RealNodeConfigInput): Record<string, unknown> {
   return {
@@ -194,7 +201,7 @@ export function kubeletConfig(c: RealNodeConfigInput): Record<string, unknown> {
     podLogsDir: join(c.dir, 'pod-logs'),
     clusterDomain: 'cluster.local',
     registerWithTaints: [REAL_NODE_TAINT],
-    evictionHard: { 'nodefs.available': '0%', 'nodefs.inodesFree': '0%', 'imagefs.available': '0%' },
+    evictionHard: NODE_EVICTION,
     imageGCHighThresholdPercent: 100,
     serializeImagePulls: false,
     rotateCertificates: false,

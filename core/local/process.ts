@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { childLogger } from '../log.ts';
 import { pickPorts } from './ports.ts';
 import { recordProcessStat } from './procstats.ts';
+import { RotatingLog } from './rotatinglog.ts';
 
 const logger = childLogger({ controller: 'process' });
 
@@ -12,8 +13,10 @@ export interface ProcessSpec {
   name: string;
   command: string;
   args: string[];
-  /** file receiving stdout and stderr */
+  /** file receiving stdout and stderr, rotated at maxLogBytes (one older file, `<logFile>.1`, is kept) */
   logFile: string;
+  /** default DEFAULT_MAX_LOG_BYTES */
+  maxLogBytes?: number;
   env?: Record<string, string>;
   cwd?: string;
   /** restart the process when it exits unexpectedly (with backoff) */
@@ -48,7 +51,7 @@ function installExitHooks(): void {
  */
 export class ManagedProcess {
   private child?: ChildProcess;
-  private out?: WriteStream;
+  private out?: RotatingLog;
   private stopping = false;
   private restarts = 0;
   private restartTimer?: NodeJS.Timeout;
@@ -74,7 +77,10 @@ export class ManagedProcess {
   start(): void {
     installExitHooks();
     this.stopping = false;
-    this.out ??= createWriteStream(this.spec.logFile, { flags: 'a' });
+    if (!this.out) {
+      this.out = new RotatingLog(this.spec.logFile, this.spec.maxLogBytes);
+      this.out.on('error', (err) => logger.error({ component: this.spec.name, err }, 'log file write failed'));
+    }
     const useSetpriv = existsSync('/usr/bin/setpriv');
     const cmd = useSetpriv ? '/usr/bin/setpriv' : this.spec.command;
     const args = useSetpriv ? ['--pdeathsig', 'KILL', '--', this.spec.command, ...this.spec.args] : this.spec.args;

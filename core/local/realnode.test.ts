@@ -117,6 +117,12 @@ describe('kubeletConfig', () => {
     expect(k.cgroupDriver).toBe('cgroupfs');
   });
 
+  it('evicts Pods before the node filesystem is full, and leaves the toolchain images alone', () => {
+    const k = kubeletConfig(input);
+    expect(k.evictionHard).toEqual({ 'nodefs.available': '5%', 'nodefs.inodesFree': '5%', 'imagefs.available': '0%' });
+    expect(k.imageGCHighThresholdPercent).toBe(100);
+  });
+
   it.each([
     ['v1', false],
     ['v2', undefined],

@@ -1,7 +1,8 @@
 import { KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
+import { CacheBudget, type CacheLimits } from '../kube/budget.ts';
 import type { EventHandler } from '../kube/informer.ts';
 import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
-import type { TenantInformerPool } from './pool.ts';
+import type { PooledInformers, TenantInformerPool } from './pool.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { namespaceOwnerIn, tenantNaming, type Naming } from '../names/names.ts';
@@ -52,11 +53,24 @@ export interface TenantSessionsOptions {
   /** requestTimeoutMs bounds every request to a tenant apiserver but watches (see KubeClient's ClientOptions) */
   requestTimeoutMs: number;
   /**
+   * the most objects and bytes the informers of one tenant may cache together: a tenant over it is no longer served
+   * (its informers stop, its session goes) and is tried again after CACHE_RETRY_MS. Absent: no limit.
+   */
+  cacheLimits?: CacheLimits;
+  /**
    * pool shares the tenant informers with the process's other users (the syncer of each super cluster, the
-   * namespace scheduler): one watch per resource per tenant. Absent: the sessions' own informers.
+   * namespace scheduler): one watch per resource per tenant, and the pool's cache limits instead of cacheLimits.
+   * Absent: the sessions' own informers.
    */
   pool?: TenantInformerPool;
+  /** called when a tenant is dropped for its cache limit, with the reason */
+  onCacheExceeded?(t: Tenant, reason: string): void;
+  /** the clock of the retry after a cache refusal */
+  now?: () => number;
 }
+
+/** CACHE_RETRY_MS is how long a tenant over its cache limit stays unserved before its caches are listed again. */
+export const CACHE_RETRY_MS = 5 * 60_000;
 
 const cacheKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
 
@@ -81,6 +95,8 @@ export class TenantSessions {
   private readonly sessions = new Map<string, TenantSession>();
   private readonly adding = new Map<string, Tenant>();
   private readonly removeAfterAdd = new Set<string>();
+  /** tenants dropped for their cache limit: the reason and when they may be served again */
+  private readonly overLimit = new Map<string, { reason: string; until: number }>();
 
   constructor(private readonly o: TenantSessionsOptions) {}
 
@@ -99,8 +115,20 @@ export class TenantSessions {
     return [...this.sessions.keys()];
   }
 
+  /** refusal is why a tenant is not served for its cache limit now, or undefined. */
+  refusal(key: string): string | undefined {
+    const r = this.overLimit.get(key);
+    return r && r.until > this.now() ? r.reason : undefined;
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
   /** upsert adds a tenant, or updates its settings; a new kubeconfig means new connections and fresh caches. */
   async upsert(t: Tenant): Promise<void> {
+    // A tenant over its cache limit is not listed again on every report of it, only after CACHE_RETRY_MS.
+    if (this.refusal(t.key)) return;
     // Registries report the same tenant often (every reconcile of a Running VirtualCluster): while one add is under
     // way, later reports only record the newest tenant, which is applied when the add finishes.
     if (this.adding.has(t.key)) {
@@ -132,6 +160,11 @@ export class TenantSessions {
 
   /** remove stops serving a tenant, including one whose add is still waiting for its caches. */
   async remove(key: string): Promise<void> {
+    this.overLimit.delete(key);
+    await this.stopServing(key);
+  }
+
+  private async stopServing(key: string): Promise<void> {
     // An add under way may be waiting for caches that never sync (the tenant apiserver is gone): drop what it has
     // registered now, which releases it, and make sure nothing of it stays when it returns.
     if (this.adding.has(key)) this.removeAfterAdd.add(key);
@@ -155,14 +188,22 @@ export class TenantSessions {
       return;
     }
     const informers = new Map<string, SharedInformer<KubeObject>>();
-    let pooled: Awaited<ReturnType<TenantInformerPool['acquire']>> | undefined;
+    const onExceeded = (r: string) => this.exceeded(t, r);
+    let pooled: PooledInformers | undefined;
     try {
-      pooled = this.o.pool && (await this.o.pool.acquire(t));
+      pooled = this.o.pool && (await this.o.pool.acquire(t, onExceeded));
     } catch (e) {
       client.close();
       throw e;
     }
-    const factory = pooled?.factory ?? new InformerFactory(direct, t.key);
+    const limits = this.o.cacheLimits;
+    const factory =
+      pooled?.factory ??
+      new InformerFactory(
+        direct,
+        t.key,
+        limits && new CacheBudget(limits, `the caches of tenant ${t.key}`, onExceeded),
+      );
     const view = tenantView(t);
     const superCache = this.o.superCache;
     const s: TenantSession = {
@@ -192,6 +233,17 @@ export class TenantSessions {
     s.ready = true;
     log.info({ tenant: t.key }, 'tenant caches synced; serving');
     this.o.onServed(s);
+  }
+
+  /**
+   * exceeded drops a tenant whose caches went over the limit: its informers have stopped growing, and its session goes
+   * now (while its caches are still whole, so nothing is planned from a partial cache).
+   */
+  private exceeded(t: Tenant, reason: string): void {
+    this.overLimit.set(t.key, { reason, until: this.now() + CACHE_RETRY_MS });
+    log.error({ tenant: t.key, reason }, 'tenant caches over their limit; tenant not served');
+    this.o.onCacheExceeded?.(t, reason);
+    void this.stopServing(t.key).catch((err: unknown) => log.error({ tenant: t.key, err }, 'tenant drop failed'));
   }
 
   /** drop stops a tenant's informers and forgets its queued keys. */

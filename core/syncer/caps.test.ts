@@ -6,7 +6,15 @@ import type { ObjectCaps, TenantView } from '../plugins/contract.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../plugins/testing.ts';
 import secrets from '../../plugins/secrets/index.ts';
-import { capRefusal, checkCaps, PENDING_TTL_MS, PendingCreates, sizeOf, superQuotaRefusal } from './caps.ts';
+import {
+  ANY_RESOURCE,
+  capRefusal,
+  checkCaps,
+  PENDING_TTL_MS,
+  PendingCreates,
+  sizeOf,
+  superQuotaRefusal,
+} from './caps.ts';
 import { planKey } from './plan.ts';
 
 const tenant = testTenant();
@@ -141,6 +149,27 @@ describe('checkCaps', () => {
     });
     if (row.refusedBy === undefined) expect(got).toBeUndefined();
     else expect(got).toContain(row.refusedBy);
+  });
+
+  it('holds the caps of "*" for a resource the policy does not name, and a named entry wins over them', () => {
+    const check = (objects: Record<string, ObjectCaps>) =>
+      checkCaps({
+        ctx: testContext({
+          tenant: testTenant({ quota: { resourceQuota: {}, limitRange: [], objects } }),
+          superCache: new MapCache([[R.secrets, mine]]),
+        }),
+        resource: R.secrets,
+        tenantObj: tenantSecret('default', 'new', 0),
+        desired,
+        superObj: undefined,
+      });
+    expect(check({ [ANY_RESOURCE]: { count: 2 } })).toBe(
+      'the tenant has 2 secrets in the super cluster already, the cap (TenantPolicy quota.objects["*"].count, ' +
+        'which holds for secrets)',
+    );
+    expect(check({ [ANY_RESOURCE]: { maxBytes: 10 } })).toContain('quota.objects["*"].maxBytes');
+    expect(check({ [ANY_RESOURCE]: { count: 2 }, secrets: {} })).toBeUndefined();
+    expect(check({ [ANY_RESOURCE]: { count: 2 }, secrets: { count: 3 } })).toBeUndefined();
   });
 
   it('sets no caps for a tenant without a quota section (static tenants)', () => {

@@ -90,6 +90,12 @@ export class PendingCreates implements PendingReader {
   }
 }
 
+/**
+ * ANY_RESOURCE is the key of quota.objects whose caps hold for every resource the policy does not name: a kind a
+ * plugin syncs (built in or third party, namespaced or cluster-scoped) is never without a count and a size.
+ */
+export const ANY_RESOURCE = '*';
+
 /** CapCheck is what checkCaps needs to know about one write into the super cluster. */
 export interface CapCheck {
   ctx: PluginContext;
@@ -109,14 +115,19 @@ export interface CapCheck {
  */
 export function checkCaps(c: CapCheck): string | undefined {
   const r = c.resource.resource;
-  const caps: ObjectCaps | undefined = c.ctx.tenant.quota?.objects[r];
+  const objects = c.ctx.tenant.quota?.objects;
+  const named: ObjectCaps | undefined = objects?.[r];
+  const caps = named ?? objects?.[ANY_RESOURCE];
   if (!caps) return undefined;
-  const field = `TenantPolicy quota.objects.${r}`;
+  const field = (cap: keyof ObjectCaps) =>
+    named
+      ? `TenantPolicy quota.objects.${r}.${cap}`
+      : `TenantPolicy quota.objects["${ANY_RESOURCE}"].${cap}, which holds for ${r}`;
   const bytes = sizeOf(c.desired);
   const before = c.superObj ? sizeOf(c.superObj) : 0;
   const grows = !c.superObj || bytes > before;
   if (caps.maxBytes !== undefined && bytes > caps.maxBytes && grows)
-    return `it is ${bytes} bytes, over the cap of ${caps.maxBytes} bytes per object (${field}.maxBytes)`;
+    return `it is ${bytes} bytes, over the cap of ${caps.maxBytes} bytes per object (${field('maxBytes')})`;
   if (caps.count === undefined && caps.totalBytes === undefined) return undefined;
   if (!grows) return undefined;
   const key = c.ctx.tenant.key;
@@ -141,9 +152,9 @@ export function checkCaps(c: CapCheck): string | undefined {
     total += p.bytes;
   }
   if (!c.superObj && caps.count !== undefined && count + 1 > caps.count)
-    return `the tenant has ${caps.count} ${r} in the super cluster already, the cap (${field}.count)`;
+    return `the tenant has ${caps.count} ${r} in the super cluster already, the cap (${field('count')})`;
   if (caps.totalBytes !== undefined && total + bytes > caps.totalBytes)
-    return `its ${bytes} bytes would take the tenant's ${r} over the cap of ${caps.totalBytes} bytes in all (${field}.totalBytes)`;
+    return `its ${bytes} bytes would take the tenant's ${r} over the cap of ${caps.totalBytes} bytes in all (${field('totalBytes')})`;
   return undefined;
 }
 

@@ -194,6 +194,12 @@ export const syncerMetrics = {
     labelNames: ['tenant'],
     registers: [registry],
   }),
+  tenantCacheExceeded: new Counter({
+    name: 'vc_syncer_tenant_cache_exceeded_total',
+    help: `Times a tenant was dropped because its objects would take the manager over its cache limit (objects or bytes cached per tenant). ${TENANT_BOUND}`,
+    labelNames: ['tenant'],
+    registers: [registry],
+  }),
   tenantFailures: new Counter({
     name: 'vc_syncer_tenant_failures_total',
     help: `Tenants the syncer could not add, update or remove (op upsert or remove); each is skipped until reported again. ${TENANT_BOUND}`,

@@ -1,9 +1,10 @@
 /** The syncer's options, their defaults, and the leadership term it serves. */
 import type { KubeClient } from '../kube/client.ts';
 import type { TenantInformerPool } from '../sessions/pool.ts';
+import type { CacheLimits } from '../kube/budget.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { R } from '../kube/resources.ts';
-import type { TenantRegistry } from '../tenancy/tenant.ts';
+import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
 import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
 import { DEFAULT_YIELD_SHARE } from './pacer.ts';
 import type { SignedPlacements } from './placement.ts';
@@ -21,6 +22,11 @@ export const SYNCER_DEFAULTS = {
   adaptiveConcurrency: false,
   /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
   tenantRequestTimeoutMs: 10_000,
+  /**
+   * the most objects and bytes (JSON) the manager caches of one tenant: a tenant may keep more in its own etcd than
+   * its caps let into the super cluster, but not make the manager hold it all (see SyncerOptions.tenantCache)
+   */
+  tenantCache: { objects: 50_000, bytes: 256 * 1024 * 1024 },
 } as const;
 
 /**
@@ -51,6 +57,14 @@ export interface SyncerOptions {
   registry: TenantRegistry;
   /** the process's shared tenant informers (other syncers', the scheduler's); default: the syncer's own */
   tenantInformers?: TenantInformerPool;
+  /**
+   * the most objects and bytes the informers of one tenant cache (the pool's limits instead, with tenantInformers);
+   * a tenant over it is not served (vc_syncer_tenant_cache_exceeded_total) and is listed again after CACHE_RETRY_MS.
+   * Default SYNCER_DEFAULTS.tenantCache.
+   */
+  tenantCache?: CacheLimits;
+  /** called when a tenant goes over its cache limit, with the reason (the manager tells the VirtualCluster) */
+  onTenantCacheExceeded?(t: Tenant, reason: string): void;
   /** concurrent workers over the fair queue; default SYNCER_DEFAULTS.workers */
   workers?: number;
   /** keys of one tenant reconciled at once, at most `workers`; default defaultMaxInFlightPerTenant(workers) */

@@ -120,6 +120,11 @@ export class Syncer {
       mayWrite: () => this.mayWrite(),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,
       pool: o.tenantInformers,
+      cacheLimits: o.tenantCache ?? SYNCER_DEFAULTS.tenantCache,
+      onCacheExceeded: (t, reason) => {
+        syncerMetrics.tenantCacheExceeded.inc({ tenant: t.key });
+        o.onTenantCacheExceeded?.(t, reason);
+      },
     });
     this.router = new Router({
       host: o.host,

@@ -75,12 +75,13 @@ const builtinQuota = {
   },
   limitRange: [],
   objects: {
-    namespaces: { count: 100 },
-    pods: { count: 5000 },
-    services: { count: 500 },
-    persistentvolumeclaims: { count: 200 },
+    namespaces: { count: 100, maxBytes: 65536, totalBytes: 1048576 },
+    pods: { count: 5000, maxBytes: 262144, totalBytes: 134217728 },
+    services: { count: 500, maxBytes: 65536, totalBytes: 8388608 },
+    persistentvolumeclaims: { count: 200, maxBytes: 65536, totalBytes: 4194304 },
     secrets: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
     configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
+    '*': { count: 1000, maxBytes: 262144, totalBytes: 16777216 },
   },
   etcdBytes: 2147483648,
 };

@@ -21,6 +21,7 @@ import {
   type RelayOptions,
 } from './proxy.ts';
 import { VN_AGENT_PORT } from '../../plugins/sdk/src/wellknown.ts';
+import { StreamLimits, TOO_MANY_STREAMS, type StreamLimitOptions } from './limits.ts';
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
 import { simulatedNodeRefusal } from './simulated.ts';
 import { kubeletEndpointOf, type SuperView } from './superview.ts';
@@ -60,6 +61,8 @@ export interface VnAgentOptions {
   ops?: { host?: string; port: number };
   handshakeTimeoutMs?: number;
   streamIdleTimeoutMs?: number;
+  /** requests and streams relayed at once, per tenant and in all (see StreamLimits) */
+  limits?: StreamLimitOptions;
 }
 
 /** Refusal is a request the agent answers itself. */
@@ -94,10 +97,12 @@ export class VnAgent {
   private readonly kubeletAgent: https.Agent;
   private readonly sockets = new Set<Duplex>();
   private readonly checks: Array<() => void> = [];
+  private readonly limits: StreamLimits;
   private ops?: OpsServer;
   private stopping?: Promise<void>;
 
   private constructor(private readonly o: VnAgentOptions) {
+    this.limits = new StreamLimits(o.limits);
     this.server = https.createServer({
       cert: o.serving.certPem,
       key: o.serving.keyPem,
@@ -106,7 +111,12 @@ export class VnAgent {
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
     });
-    this.kubeletAgent = new https.Agent({ keepAlive: true, maxSockets: 256, ...tlsOptions(o.kubelet ?? {}) });
+    // The pool never queues a request the limits granted: a queue per kubelet would be shared by every tenant.
+    this.kubeletAgent = new https.Agent({
+      keepAlive: true,
+      maxSockets: this.limits.total,
+      ...tlsOptions(o.kubelet ?? {}),
+    });
     this.server.on(
       'request',
       (req, res) =>
@@ -265,6 +275,26 @@ export class VnAgent {
     }
   }
 
+  /**
+   * admitLimited admits a request and takes a slot of its tenant's stream limit, held until the request or stream
+   * ends (release); a tenant at its limit is refused with 429 and the reason, and holds no slot.
+   */
+  private async admitLimited(req: IncomingMessage): Promise<(Admission & { release: () => void }) | Refusal> {
+    const a = await this.admitSafely(req);
+    if (!a.ok) return a;
+    const slot = this.limits.acquire(a.tenant.key);
+    if (!slot.ok)
+      return {
+        ok: false,
+        status: TOO_MANY_STREAMS,
+        reason: slot.reason,
+        result: 'throttled',
+        tenant: a.tenant.key,
+        kind: a.kind,
+      };
+    return { ...a, release: slot.release };
+  }
+
   private refused(r: Refusal, req: IncomingMessage): void {
     vnAgentMetrics.requests.inc({ tenant: r.tenant, kind: r.kind, result: r.result });
     const peer = (req.socket as TLSSocket).getPeerX509Certificate?.();
@@ -281,7 +311,7 @@ export class VnAgent {
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const a = await this.admitSafely(req);
+    const a = await this.admitLimited(req);
     if (!a.ok) {
       this.refused(a, req);
       req.resume();
@@ -295,6 +325,7 @@ export class VnAgent {
       log.debug({ ...labels, node: a.endpoint.node, result }, 'request relayed');
     } finally {
       vnAgentMetrics.activeStreams.dec(labels);
+      a.release();
     }
   }
 
@@ -304,7 +335,7 @@ export class VnAgent {
       log.debug({ err: err.message }, 'client stream error');
       socket.destroy();
     });
-    const a = await this.admitSafely(req);
+    const a = await this.admitLimited(req);
     if (!a.ok) {
       this.refused(a, req);
       return rawResponse(socket, a.status, a.reason);
@@ -322,6 +353,7 @@ export class VnAgent {
       log.debug({ ...labels, node: a.endpoint.node, protocol }, 'stream ended');
     } finally {
       vnAgentMetrics.activeStreams.dec(labels);
+      a.release();
     }
   }
 }

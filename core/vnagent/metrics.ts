@@ -15,6 +15,8 @@ export const RESULTS = [
   'bad_gateway',
   /** the kubelet did not answer in time */
   'timeout',
+  /** the tenant, or the agent in all, has as many requests and streams open as its limit (HTTP 429) */
+  'throttled',
 ] as const;
 /** Result is one of RESULTS. */
 export type Result = (typeof RESULTS)[number];

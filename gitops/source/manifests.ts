@@ -68,6 +68,14 @@ export function parseManifests(file: string, text: string): { documents: SourceD
   return { documents };
 }
 
+/**
+ * documentBound is the most YAML documents a text can hold: one, plus one per line that starts with a document marker
+ * (`---` or `...`). It is counted before parsing, so a file of a million empty documents is refused unparsed.
+ */
+export function documentBound(text: string): number {
+  return 1 + (text.match(/^(?:---|\.\.\.)(?=[ \t\r\n]|$)/gm)?.length ?? 0);
+}
+
 /** readTree parses the manifests under `path` in a cached commit, within `limits`. */
 export async function readTree(
   gitdir: string,
@@ -123,6 +131,7 @@ export async function readTree(
   const documents: SourceDocument[] = [];
   const parseErrors: ParseError[] = [];
   const decoder = new TextDecoder('utf-8', { fatal: true });
+  let docs = 0;
   for (const file of files) {
     if (file.content.length > limits.maxFileBytes) {
       parseErrors.push({
@@ -138,6 +147,13 @@ export async function readTree(
       parseErrors.push({ file: file.path, message: 'file is not valid UTF-8' });
       continue;
     }
+    docs += documentBound(text);
+    if (docs > limits.maxDocuments)
+      throw new SourceError(
+        'LimitExceeded',
+        `manifests under ${where} hold more than ${limits.maxDocuments} ` +
+          `YAML documents at ${file.path} (gitops.limits.maxDocuments); nothing of it is applied`,
+      );
     const parsed = parseManifests(file.path, text);
     documents.push(...parsed.documents);
     if (parsed.error) parseErrors.push(parsed.error);

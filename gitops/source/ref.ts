@@ -51,6 +51,8 @@ export interface SourceLimits {
   maxTotalBytes?: number;
   /** commits walked from a new revision to find the last applied one (default 1000) */
   maxHistoryCommits?: number;
+  /** YAML documents of all manifest files together (default 5000) */
+  maxDocuments?: number;
 }
 
 /** SOURCE_LIMIT_DEFAULTS are the defaults of SourceLimits, as in schemas/manager-config.schema.json. */
@@ -60,6 +62,7 @@ export const SOURCE_LIMIT_DEFAULTS: Required<SourceLimits> = {
   maxFileBytes: 4 * 1024 * 1024,
   maxTotalBytes: 16 * 1024 * 1024,
   maxHistoryCommits: HISTORY_CAP_DEFAULT,
+  maxDocuments: 5000,
 };
 
 /** ResolvedRef is a ref resolved against the server. */

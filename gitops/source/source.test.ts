@@ -11,6 +11,7 @@ import {
   GitSourceFetcher,
   cacheKey,
   contentDigest,
+  documentBound,
   formatRef,
   normalizePath,
   parseManifests,
@@ -449,6 +450,32 @@ describe('GitSourceFetcher against a real git server', () => {
       expect((await sourceError(tight.artifact({ url, ref: { branch: 'main' } }))).message).toMatch(
         /gitops\.limits\.maxTotalBytes/,
       );
+    });
+
+    it('refuses a revision with more YAML documents than maxDocuments, before parsing them', async () => {
+      await server.initRepo('docs');
+      const url = server.url('docs');
+      // Six documents over two files: the count is over the revision, not per file.
+      await server.commitFiles(
+        'docs',
+        { 'a.yaml': `${cm('a1')}---\n${cm('a2')}---\n${cm('a3')}`, 'b.yaml': `${cm('b1')}...\n---\n${cm('b2')}` },
+        'docs',
+      );
+      const root = await mkdtemp(join(tmpdir(), 'source-cache-'));
+      temps.push(root);
+      const five = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxDocuments: 5 } });
+      const over = await sourceError(five.artifact({ url, ref: { branch: 'main' } }));
+      expect(over.reason).toBe('LimitExceeded');
+      expect(over.message).toMatch(/more than 5 YAML documents at b\.yaml \(gitops\.limits\.maxDocuments\)/);
+      const six = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK, limits: { maxDocuments: 6 } });
+      expect((await six.artifact({ url, ref: { branch: 'main' } })).documents).toHaveLength(5);
+    });
+
+    it('bounds the documents of a text from its markers at the start of a line', () => {
+      expect(documentBound('a: 1\n')).toBe(1);
+      expect(documentBound('---\na: 1\n--- \nb: 2\n...\n')).toBe(4);
+      expect(documentBound('a: "--- not a marker"\nb: ----\n')).toBe(1);
+      expect(documentBound('---\n'.repeat(100_000))).toBe(100_001);
     });
 
     it('refuses loopback and metadata addresses unless allowed, before any request', async () => {

@@ -45,7 +45,7 @@ export {
   type SourceLimits,
   type SourceRequest,
 } from './ref.ts';
-export { contentDigest, parseManifests, type TreeContent } from './manifests.ts';
+export { contentDigest, documentBound, parseManifests, type TreeContent } from './manifests.ts';
 
 /** GitSourceFetcherOptions configures a GitSourceFetcher. */
 export interface GitSourceFetcherOptions {

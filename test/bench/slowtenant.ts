@@ -11,6 +11,8 @@ import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { startSlowWebhook, type SlowWebhook } from '../slowwebhook.ts';
+import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
+import { atCapsFill } from './atcaps.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import {
@@ -171,6 +173,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const WORKERS = envInt('BENCH_WORKERS', SYNCER_DEFAULTS.workers);
   const TIMEOUT_MS = envInt('BENCH_SLOW_TIMEOUT_MS', SYNCER_DEFAULTS.tenantRequestTimeoutMs);
   const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
+  const CAPPED = envInt('BENCH_SLOW_AT_CAPS', 1) > 0;
   if (OTHERS < 1 || PODS < 1 || STUCK < 1 || WORKERS < 1 || TIMEOUT_MS < 1)
     throw new Error('BENCH_SLOW_OTHERS, BENCH_SLOW_PODS, BENCH_SLOW_STUCK, BENCH_WORKERS and the timeout must be >= 1');
   const cap = defaultMaxInFlightPerTenant(WORKERS);
@@ -198,16 +201,21 @@ export async function slowTenantBench(): Promise<BenchResult> {
     log(`starting super cluster (${nodes} kwok nodes), the slow tenant and ${OTHERS} other tenants`);
     webhook = await startSlowWebhook({ delayMs: WEBHOOK_DELAY_MS });
     t = await startTestSuper({ nodes });
+    // The slow tenant, the others, and (for the at-caps phase) one more tenant under the default policy's caps.
+    const name = (i: number) => (i === 0 ? 'slow' : i <= OTHERS ? `other-${i}` : 'capped');
     const cps: LocalControlPlane[] = await Promise.all(
-      Array.from({ length: OTHERS + 1 }, (_, i) =>
-        t!.sc.addControlPlane(i === 0 ? 'tenant-slow' : `tenant-other-${i}`, { controllers: TENANT_CONTROLLERS }),
+      Array.from({ length: OTHERS + (CAPPED ? 2 : 1) }, (_, i) =>
+        t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS }),
       ),
     );
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
-    const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', i === 0 ? 'slow' : `other-${i}`, randomUUID(), extra));
+    const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', name(i), randomUUID(), extra));
+    const caps = { resourceQuota: {}, limitRange: [], objects: DEFAULT_POLICY.quotaObjects };
+    if (CAPPED) tenants[OTHERS + 1] = { ...tenants[OTHERS + 1]!, quota: caps };
     await Promise.all(tenantClients.map((c) => waitServiceAccount(c, 'default')));
-    const [slowClient, ...otherClients] = tenantClients;
+    const [slowClient, ...rest] = tenantClients;
+    const otherClients = rest.slice(0, OTHERS);
     const slowKey = tenants[0]!.key;
     await webhook.register(slowClient!);
 
@@ -344,6 +352,19 @@ export async function slowTenantBench(): Promise<BenchResult> {
       figures.othersP99WithSlowTenantUncappedMs = uncapped.p99Ms;
       figures.othersP99RatioUncapped = uncapped.p99Ms / alone.p99Ms;
       figures.othersNotRunningByDeadlineUncapped = uncapped.notRunningByDeadline;
+    }
+    if (CAPPED) {
+      const capped = { t, client: rest[OTHERS]!, tenant: tenants[OTHERS + 1]!, log };
+      // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
+      s0.setMaxInFlightPerTenant(cap);
+      const fill = atCapsFill(capped);
+      const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
+      const filled = await fill;
+      detail.withCappedTenant = { ...during, ...filled };
+      Object.assign(figures, filled.figures, {
+        othersP99WithCappedTenantMs: during.p99Ms,
+        othersP99RatioCapped: during.p99Ms / alone.p99Ms,
+      });
     }
     return { name: 'slow-tenant', figures, detail };
   } catch (e) {

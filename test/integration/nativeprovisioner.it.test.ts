@@ -39,7 +39,7 @@ interface Pod extends KubeObject {
   status?: { phase?: string };
 }
 interface StatefulSet extends KubeObject {
-  spec: { replicas: number };
+  spec: { replicas: number; template: { spec: { containers: Array<{ args?: string[] }> } } };
   status?: { readyReplicas?: number };
 }
 
@@ -156,6 +156,11 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
     expect(await resourceVersions(objs)).toEqual(before);
     expect((await t.client.get(R.secrets, root, PKI_SECRET)).metadata?.resourceVersion).toBe(pkiSecret);
     expect((await readPKI(root)).kubeletClientFingerprint).toBe(pki.kubeletClientFingerprint);
+
+    // The policy's quota.etcdBytes (ProvisionLimits) bounds the tenant's etcd in the super cluster.
+    await native.ensure(vc, root, { etcdBytes: 268435456 });
+    const etcd = await t.client.get<StatefulSet>(R.statefulsets, root, 'etcd');
+    expect(etcd.spec.template.spec.containers[0]!.args).toContain('--quota-backend-bytes=268435456');
 
     await native.remove(vc, root);
     await eventually(async () => {

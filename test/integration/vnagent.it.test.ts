@@ -25,6 +25,10 @@ import { InformerSuperView } from '../../core/vnagent/superview.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper, tenantFor } from '../harness.ts';
 import { logsOverGet, logsOverWebSocket } from '../podlogs.ts';
+import { Attempts } from '../security/attempts.ts';
+
+/** STREAMS_PER_TENANT is the agent's stream limit per tenant here: small, so a test can reach it with kubectl. */
+const STREAMS_PER_TENANT = 4;
 
 interface Pod extends KubeObject {
   spec: { nodeName?: string; containers: Array<{ name: string; image: string }> };
@@ -127,6 +131,7 @@ interface Reply {
 }
 
 describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/attach/port-forward refused there', () => {
+  const attempts = new Attempts();
   let t: TestSuper;
   let cpA: LocalControlPlane;
   let cpB: LocalControlPlane;
@@ -231,6 +236,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       kubelet: { certPem: agentClient.certPem, keyPem: agentClient.keyPem, insecureSkipVerify: true },
       ops: { port: 0 },
       handshakeTimeoutMs: 10_000,
+      limits: { perTenant: STREAMS_PER_TENANT },
     });
 
     tenantA = tenantOf(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-00000000000a', agent.port);
@@ -251,6 +257,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
   });
 
   afterAll(async () => {
+    attempts.report('vn-agent streams');
     for (const c of children) c.kill('SIGKILL');
     for (const s of dropServers) s.close();
     await syncer?.stop();
@@ -354,6 +361,49 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     for (const f of follows) expect(f.child.exitCode).toBeNull();
     await Promise.all(follows.map((f) => stop(f.child)));
     expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it("refuses a tenant's streams over its limit with 429 and the reason, while the other tenant's logs flow", async () => {
+    // Tenant A holds every stream its limit allows, with `kubectl logs -f` as a flooding tenant would.
+    const follows = Array.from({ length: STREAMS_PER_TENANT }, () => background(cpA, ['logs', '-f', 'app-a']));
+    try {
+      await eventually(
+        () => {
+          for (const f of follows) expect(f.out()).toContain('kwok fake container log line 1');
+        },
+        60_000,
+        100,
+      );
+      await attempts.attempt('more log streams than the tenant may hold on a vn-agent', async () => {
+        const over = await kubectl(cpA, ['logs', 'app-a']);
+        expect(over.code).not.toBe(0);
+        expect(over.stderr).toContain('TooManyRequests');
+        // The tenant apiserver turns the agent's 429 into its generic TooManyRequests Status; the agent's own answer,
+        // asked as the apiserver asks it, carries the reason.
+        const answer = await direct('/containerLogs/default/app-a/c', pki(cpA, 'kubelet-client'));
+        expect(answer).toEqual({
+          status: 429,
+          body:
+            `too many streams: tenant ${tenantA.key} has ${STREAMS_PER_TENANT} requests and streams open on this ` +
+            `vn-agent, its limit (streamsPerTenant ${STREAMS_PER_TENANT}); close some (kubectl logs -f, exec, ` +
+            'port-forward) or retry later\n',
+        });
+        return answer.body.trim();
+      });
+      const other = await kubectl(cpB, ['logs', 'app-b']);
+      expect({ code: other.code, stderr: other.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(other.stdout).toContain('kwok fake container log line 1');
+      expect(await metricsRegistry.getSingleMetricAsString('vc_vnagent_requests_total')).toMatch(
+        new RegExp(`tenant="${tenantA.key}",kind="containerLogs",result="throttled"} [1-9]`),
+      );
+    } finally {
+      await Promise.all(follows.map((f) => stop(f.child)));
+    }
+    // The limit counts what is open: once A's streams end, A is served again.
+    await eventually(async () => {
+      const again = await kubectl(cpA, ['logs', 'app-a']);
+      expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' });
+    });
   });
 
   it("refuses tenant A's apiserver certificate asking for tenant B's pod (403), however the path is crafted", async () => {

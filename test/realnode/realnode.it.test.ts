@@ -10,6 +10,7 @@ import type { KubeObject } from '../../core/kube/client.ts';
 import { createCA, issueCert } from '../../core/pki/pki.ts';
 import { hostSnapshot, snapshotDiff, type HostSnapshot } from '../../core/local/testing.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT, type RealNode } from '../../core/local/realnode.ts';
+import { NODE_EVICTION } from '../../core/local/nodeconfig.ts';
 import { NODE_IMAGES, nodeToolchainDir } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason, startTestSuper, type TestSuper } from '../harness.ts';
@@ -150,6 +151,23 @@ describe.skipIf(!!skip)('a real node on the local super cluster', () => {
     const byAdmin = await get(url, { ca, cert: admin.certPem, key: admin.keyPem });
     expect(byAdmin.status).toBe(200);
     expect(byAdmin.body).toContain('"web"');
+  });
+
+  it('the kubelet runs with disk eviction on, so a tenant cannot fill the node for everyone', async () => {
+    const admin = await issueCert(node.opts.cluster.ca, {
+      commonName: 'admin',
+      organizations: ['system:masters'],
+      usages: ['client'],
+      validityDays: 1,
+    });
+    const r = await get(`${node.kubeletURL}/configz`, {
+      ca: node.opts.cluster.caPem,
+      cert: admin.certPem,
+      key: admin.keyPem,
+    });
+    expect(r.status).toBe(200);
+    const cfg = JSON.parse(r.body) as { kubeletconfig: { evictionHard?: Record<string, string> } };
+    expect(cfg.kubeletconfig.evictionHard).toMatchObject(NODE_EVICTION);
   });
 
   it('stopping leaves the host as it was: no processes, mounts, netns, links, chains, cgroups or files', async () => {

@@ -18,6 +18,7 @@ import type { QuotaPolicyView } from '../../core/plugins/contract.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { managerIdentity } from '../../core/programs/embedded/embedded.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import { ANY_RESOURCE } from '../../core/syncer/caps.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -120,6 +121,8 @@ describe('hostile tenant against its quotas and the shared storage', () => {
         namespaces: { count: namespaceCap },
         secrets: { count: SECRET_COUNT, maxBytes: MAX_BYTES },
         configmaps: { count: 100, maxBytes: MAX_BYTES, totalBytes: CONFIGMAP_TOTAL },
+        // Every kind not named above (ServiceAccounts, Pods, NetworkPolicies, ...) has this size cap.
+        [ANY_RESOURCE]: { maxBytes: MAX_BYTES },
       },
     };
     tenantA = tenantFor(cpA, 'team-a', 'qa', UID_A, { quota });
@@ -282,6 +285,34 @@ describe('hostile tenant against its quotas and the shared storage', () => {
       expect(copied).toContain('more-2/c-0');
       expect(copied).toContain('more-2/c-1');
       expect(copied).not.toContain('more-2/c-2');
+      return message;
+    });
+  });
+
+  it('refuses an oversized object of a kind the policy does not name, by the caps of "*"', async () => {
+    await attempts.attempt('NetworkPolicy over quota.objects["*"].maxBytes', async () => {
+      // About 80 KB of label values: a kind with no entry of its own in quota.objects is no way around the caps.
+      const values = Array.from({ length: 1200 }, (_, i) => `v${i}-${'x'.repeat(56)}`);
+      const big = (name: string, n: number): KubeObject => ({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { namespace: 'default', name },
+        spec: {
+          podSelector: {},
+          ingress: [
+            {
+              from: [
+                { podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: values.slice(0, n) }] } },
+              ],
+            },
+          ],
+        },
+      });
+      await a.create(R.networkpolicies, big('small', 10));
+      await a.create(R.networkpolicies, big('huge', values.length));
+      await eventually(async () => expect(await superOf(R.networkpolicies)).toContain('default/small'), 60_000);
+      const message = await quotaEvent('NetworkPolicy', 'default', 'huge', 'quota.objects["*"].maxBytes');
+      expect(await superOf(R.networkpolicies)).not.toContain('default/huge');
       return message;
     });
   });

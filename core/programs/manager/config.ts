@@ -65,6 +65,8 @@ export interface ManagerConfig {
     workers?: number;
     /** the provisioner of a VirtualCluster that names none (defaultProvisioner of core/tenancy/defaults.ts) */
     defaultProvisioner?: ProvisionerType;
+    /** VirtualClusters of one namespace provisioned, oldest first (DEFAULT_MAX_PER_NAMESPACE) */
+    maxPerNamespace?: number;
     local?: { stateDir: string; etcdEndpoint: string; podAddress?: string; kubeletCAFile?: string };
     /** the native provisioner's platform settings (NativeOptions) */
     native?: NativeOptions;

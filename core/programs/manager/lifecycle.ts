@@ -49,6 +49,7 @@ export function lifecycleControllers(
       defaultPluginConfig: cfg.virtualClusters?.defaultPluginConfig,
       tenantDefaults: managerDefaults(cfg),
       defaultProvisioner: cfg.virtualClusters?.defaultProvisioner,
+      maxPerNamespace: cfg.virtualClusters?.maxPerNamespace,
       validatePluginConfig: (c) => host.validatePluginConfig(c),
       checkSuperCluster,
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),

@@ -23,6 +23,7 @@ import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/con
 import { loadSigningKey } from '../../scheduler/signature.ts';
 import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import type { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { reportCacheExceeded } from '../../lifecycle/cachelimit.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
 import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
 import { RegisteredSyncers } from './registered.ts';
@@ -152,6 +153,8 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       cfg.syncer?.tenantRequestTimeoutSeconds === undefined
         ? SYNCER_DEFAULTS.tenantRequestTimeoutMs
         : cfg.syncer.tenantRequestTimeoutSeconds * 1000,
+    // One budget per tenant for everything the manager caches of it, whichever syncer or scheduler reads it.
+    cacheLimits: SYNCER_DEFAULTS.tenantCache,
   });
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
@@ -225,6 +228,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
       name,
       placement: signed && { cluster: name, signed },
+      onTenantCacheExceeded: (t, reason) => void reportCacheExceeded(clients[0]!, t, reason),
     });
   // The manager runs a syncer for every super cluster not marked external; `vc syncer` the one it is given.
   const makeSyncers = () =>

@@ -104,6 +104,7 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     ops: { host: cfg.ops?.host ?? VN_AGENT_DEFAULTS.ops.host, port: cfg.ops?.port ?? VN_AGENT_DEFAULTS.ops.port },
     handshakeTimeoutMs: cfg.handshakeTimeoutSeconds ? cfg.handshakeTimeoutSeconds * 1000 : undefined,
     streamIdleTimeoutMs: cfg.streamIdleTimeoutSeconds ? cfg.streamIdleTimeoutSeconds * 1000 : undefined,
+    limits: { perTenant: cfg.streamsPerTenant, total: cfg.streams },
   });
   // The kubelet rotates its client certificate by replacing the file: the agent then reports itself unhealthy, so the
   // liveness probe restarts it with the new one while the old one is still valid.

@@ -72,6 +72,8 @@ export interface NativeInput {
    * every vNode's kubelet is the vn-agent, so the CA of the vn-agent's serving certificate; absent, not verified
    */
   kubeletCA?: string;
+  /** --quota-backend-bytes of the tenant's etcd (the policy's quota.etcdBytes); a ClusterVersion's etcd flag wins */
+  etcdBytes?: number;
 }
 
 /** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */

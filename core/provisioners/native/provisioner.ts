@@ -36,7 +36,7 @@ import {
   type NativeServiceIPs,
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
-import type { Provisioner, ProvisionState, RemoveWaiting } from '../provisioner.ts';
+import type { Provisioner, ProvisionLimits, ProvisionState, RemoveWaiting } from '../provisioner.ts';
 import {
   exposeSettings,
   exposure,
@@ -187,7 +187,7 @@ export class NativeProvisioner implements Provisioner {
     this.opts = opts;
   }
 
-  async ensure(vc: VirtualCluster, root: string): Promise<ProvisionState> {
+  async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
     const cvName = vc.spec.clusterVersionName;
     let clusterVersion: ClusterVersion;
     if (cvName) {
@@ -232,6 +232,7 @@ export class NativeProvisioner implements Provisioner {
       serviceIPs,
       placement: this.opts.placement,
       etcdHostPath: this.etcdDataDir(root),
+      ...(limits.etcdBytes !== undefined && { etcdBytes: limits.etcdBytes }),
       ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
     });
     let adminKubeconfig: string | undefined;

@@ -336,6 +336,14 @@ describe('renderNative', () => {
     expect(flag(container(objs, 'etcd').args, 'quota-backend-bytes')).toBe('8589934592');
   });
 
+  it("bounds the tenant's etcd by the policy's quota.etcdBytes, unless the ClusterVersion sets the flag", () => {
+    const quota = (objs: KubeObject[]) => flag(container(objs, 'etcd').args, 'quota-backend-bytes');
+    expect(quota(render({ etcdBytes: 268435456 }))).toBe('268435456');
+    const platform = { ...cv, spec: { ...cv.spec, etcd: { extraArgs: { 'quota-backend-bytes': '8589934592' } } } };
+    expect(quota(render({ clusterVersion: platform, etcdBytes: 268435456 }))).toBe('8589934592');
+    expect(quota(render())).toBeUndefined();
+  });
+
   it('refuses a flag naming a file under /etc/kubernetes that no Secret provides', () => {
     expect(() =>
       render({

@@ -89,7 +89,10 @@ export function renderNative(input: NativeInput): KubeObject[] {
     leaderElect: kcmReplicas > 1,
     extraArgs: { ...cv.spec.controllerManager?.extraArgs, ...s.controllerManager?.extraArgs },
   });
-  const etcdArgs = etcdFlags(root, cv.spec.etcd?.extraArgs);
+  // The policy's storage quota of the tenant's etcd (quota.etcdBytes); a ClusterVersion flag of the platform wins.
+  const quota: Record<string, string> =
+    input.etcdBytes === undefined ? {} : { 'quota-backend-bytes': String(input.etcdBytes) };
+  const etcdArgs = etcdFlags(root, { ...quota, ...cv.spec.etcd?.extraArgs });
 
   const [etcdService, etcdClientService, apiserverService] = renderNativeServices(
     cv,

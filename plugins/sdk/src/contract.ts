@@ -474,7 +474,10 @@ export interface QuotaPolicyView {
   readonly resourceQuota: Readonly<Record<string, string>>;
   /** spec.limits of the LimitRange in every super namespace of the tenant (empty: none) */
   readonly limitRange: readonly LimitRangeItem[];
-  /** per-tenant caps by resource (the plugin's resource name), over all the tenant's super namespaces */
+  /**
+   * per-tenant caps by resource (the plugin's resource name), over all the tenant's super namespaces; the key `*`
+   * holds for every resource not named
+   */
   readonly objects: Readonly<Record<string, ObjectCaps>>;
 }
 

@@ -1,0 +1,99 @@
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { LABEL } from '../../core/names/names.ts';
+import { sizeOf } from '../../core/syncer/caps.ts';
+import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
+import type { Tenant } from '../../core/tenancy/tenant.ts';
+import type { TestSuper } from '../harness.ts';
+import { pool, waitUntil } from './syncer.ts';
+
+/** FILL_CHARS is the size of each ConfigMap the capped tenant writes: under the 1 MiB per-object cap. */
+const FILL_CHARS = 900 * 1024;
+const MiB = 1024 * 1024;
+
+/** AtCaps is the tenant that fills its caps, and where. */
+export interface AtCaps {
+  t: TestSuper;
+  client: KubeClient;
+  tenant: Tenant;
+  log: (msg: string) => void;
+}
+
+/** etcdDbBytes is the size of the (shared) etcd's database file, from its maintenance status. */
+async function etcdDbBytes(t: TestSuper): Promise<number> {
+  const res = await fetch(`${t.sc.etcd.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}' });
+  const body = (await res.json()) as { dbSize?: string };
+  return Number(body.dbSize ?? 0);
+}
+
+/**
+ * atCapsFill has one tenant write ConfigMaps past its default caps (2000 objects of at most 1 MiB, 64 MiB in all):
+ * 16 MiB more than the byte total, so the last ones are refused. It samples this process's memory (the syncer runs
+ * here) while it fills, waits until every ConfigMap is copied or refused, and reports what the tenant holds in the
+ * super cluster, the manager's memory, and the growth of the etcd (shared with the tenant control planes, so it holds
+ * the tenant's own copies too).
+ */
+export async function atCapsFill(c: AtCaps): Promise<{ figures: Record<string, number>; created: number }> {
+  const total = DEFAULT_POLICY.quotaObjects.configmaps.totalBytes;
+  const count = Math.ceil((total + 16 * MiB) / FILL_CHARS);
+  const db0 = await etcdDbBytes(c.t);
+  const rss0 = process.memoryUsage().rss;
+  let rssPeak = rss0;
+  let heapPeak = process.memoryUsage().heapUsed;
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    rssPeak = Math.max(rssPeak, m.rss);
+    heapPeak = Math.max(heapPeak, m.heapUsed);
+  }, 100);
+  try {
+    c.log(`capped tenant writes ${count} ConfigMaps of ${FILL_CHARS} characters (cap ${total} bytes in all)`);
+    const names = Array.from({ length: count }, (_, i) => `fill-${i}`);
+    await pool(names, 4, async (name) => {
+      const cm: KubeObject = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { namespace: 'default', name },
+        data: { blob: 'x'.repeat(FILL_CHARS) },
+      };
+      await c.client.create(R.configmaps, cm);
+    });
+    const superOf = async () =>
+      (await c.t.client.list(R.configmaps, { labelSelector: `${LABEL.cluster}=${c.tenant.key}` })).items;
+    const refusedOf = async () =>
+      new Set(
+        (
+          await c.client.list<KubeObject & { reason?: string; involvedObject?: { name?: string } }>(R.events, {
+            namespace: 'default',
+          })
+        ).items
+          .filter((e) => e.reason === 'QuotaExceeded')
+          .map((e) => e.involvedObject?.name),
+      );
+    let copied: KubeObject[] = [];
+    await waitUntil(
+      async () => {
+        copied = await superOf();
+        const refused = await refusedOf();
+        return names.every((n) => refused.has(n) || copied.some((o) => o.metadata?.name === n));
+      },
+      300_000,
+      () => `every ConfigMap of the capped tenant copied or refused (${copied.length} copied)`,
+      1000,
+    );
+    const superBytes = copied.reduce((n, o) => n + sizeOf(o), 0);
+    const figures = {
+      cappedTenantConfigMapsWritten: count,
+      cappedTenantConfigMapsInSuper: copied.length,
+      cappedTenantSuperMiB: Number((superBytes / MiB).toFixed(1)),
+      cappedTenantCapMiB: total / MiB,
+      managerRssPeakMiB: Math.round(rssPeak / MiB),
+      managerRssGrowthMiB: Math.round((rssPeak - rss0) / MiB),
+      managerHeapPeakMiB: Math.round(heapPeak / MiB),
+      sharedEtcdGrowthMiB: Math.round(((await etcdDbBytes(c.t)) - db0) / MiB),
+    };
+    c.log(`capped tenant: ${JSON.stringify(figures)}`);
+    return { figures, created: count };
+  } finally {
+    clearInterval(sampler);
+  }
+}
