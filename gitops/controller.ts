@@ -33,9 +33,9 @@ import {
 } from './record.ts';
 import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
-import { GitSourceFetcher, type Credentials, type GitRef, type SourceLimits } from './source/source.ts';
-import type { VerifyKeys } from './source/verify.ts';
+import { GitSourceFetcher, type SourceLimits } from './source/source.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookRoute } from './source/webhook.ts';
+import { credentialsOf, gitRefOf, hookPath, secretValue, verifyKeysOf } from './sourcespec.ts';
 
 const log = childLogger({ controller: 'gitops' });
 
@@ -458,45 +458,8 @@ export class GitOpsController {
   }
 }
 
-function hookPath(namespace: string, name: string): string {
-  return `/hook/${namespace}/${name}`;
-}
-
-function gitRefOf(gs: GitSource): GitRef {
-  const r = gs.spec.ref;
-  if (r.branch) return { branch: r.branch };
-  if (r.tag) return { tag: r.tag };
-  if (r.semver) return { semver: r.semver };
-  if (r.commit) return { commit: r.commit };
-  throw new Error('spec.ref names no branch, tag, semver range or commit');
-}
-
 function sameSource(prev: SourceState, gs: GitSource): boolean {
   return !!prev.artifact && prev.artifact.url === gs.spec.url;
-}
-
-function secretValue(s: { data?: Record<string, string> }, key: string): string | undefined {
-  const v = s.data?.[key];
-  return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
-}
-
-function credentialsOf(gs: GitSource, s: { data?: Record<string, string> }): Credentials {
-  const token = secretValue(s, 'token');
-  if (token) return { token, username: secretValue(s, 'username') };
-  const username = secretValue(s, 'username');
-  const password = secretValue(s, 'password');
-  if (username && password) return { username, password };
-  throw new Error(
-    `Secret ${gs.metadata.namespace}/${gs.spec.secretRef!.name} needs keys username and password, or token (spec.secretRef)`,
-  );
-}
-
-function verifyKeysOf(s: { data?: Record<string, string> }): VerifyKeys {
-  const values = Object.keys(s.data ?? {}).map((k) => secretValue(s, k)!);
-  return {
-    openpgp: values.filter((v) => v.includes('BEGIN PGP PUBLIC KEY')),
-    ssh: values.filter((v) => !v.includes('BEGIN PGP')),
-  };
 }
 
 /** withCondition is the GitSource's status with one condition set (at its generation). */
