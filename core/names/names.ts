@@ -169,3 +169,14 @@ export function namespaceOwnedBy(
     superNs?.metadata?.annotations?.[ANN.vcUid] === (tenant.vcUid ?? '')
   );
 }
+
+/**
+ * sourceLabelValue is the value of SOURCE_LABEL for a GitSource: `<namespace>.<name>`, or, past the 63 characters a
+ * label value may have, its first 54 characters, a dash and 8 hex characters of its sha256.
+ */
+export function sourceLabelValue(source: { namespace: string; name: string }): string {
+  const full = `${source.namespace}.${source.name}`;
+  if (full.length <= 63) return full;
+  const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
+  return `${full.slice(0, 54).replace(/[^A-Za-z0-9]+$/, '')}-${hash}`;
+}
