@@ -17,6 +17,7 @@ import { GITSOURCES, reconcileOptionsFor, type GitSource, type GitSourceStatus }
 import { SOURCE_LABEL, describeRef, sourceLabelValue } from './applier/objects.ts';
 import { scopeOf, type ScopePolicy } from './applier/scope.ts';
 import type { AddressPolicy } from './source/address.ts';
+import { credentialHosts } from './source/credentials.ts';
 import type { SourceError } from './source/errors.ts';
 import {
   descentBase,
@@ -477,12 +478,17 @@ function secretValue(s: { data?: Record<string, string> }, key: string): string 
   return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
 }
 
-function credentialsOf(gs: GitSource, s: { data?: Record<string, string> }): Credentials {
+/**
+ * credentialsOf reads the credentials of spec.secretRef: only from a Secret marked as git credentials, and only for
+ * the hosts it names (gitops/source/credentials.ts); the fetcher sends them nowhere else.
+ */
+function credentialsOf(gs: GitSource, s: KubeObject & { data?: Record<string, string> }): Credentials {
+  const hosts = credentialHosts(s, gs.spec.url);
   const token = secretValue(s, 'token');
-  if (token) return { token, username: secretValue(s, 'username') };
+  if (token) return { token, username: secretValue(s, 'username'), hosts };
   const username = secretValue(s, 'username');
   const password = secretValue(s, 'password');
-  if (username && password) return { username, password };
+  if (username && password) return { username, password, hosts };
   throw new Error(
     `Secret ${gs.metadata.namespace}/${gs.spec.secretRef!.name} needs keys username and password, or token (spec.secretRef)`,
   );

@@ -1315,10 +1315,10 @@ export interface ManagerConfigurationGitops {
   };
   /**
    * Git servers whose host resolves to a loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16, fe80::/10),
-   * unspecified (0.0.0.0/8, ::) or cloud metadata address (169.254.169.254, fd00:ec2::254, …) are refused (GitSource
-   * Stalled, reason AddressRefused) unless allowed here: true allows every such address, a list of CIDRs allows the
-   * addresses inside them. Every address a host resolves to is checked, once per fetch, and connections go only to the
-   * checked addresses. Default: none.
+   * unspecified (0.0.0.0/8, ::), private (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7) or cloud
+   * metadata address (169.254.169.254, fd00:ec2::254, …) are refused (GitSource Stalled, reason AddressRefused) unless
+   * allowed here: true allows every such address, a list of CIDRs allows the addresses inside them. Every address a
+   * host resolves to is checked, once per fetch, and connections go only to the checked addresses. Default: none.
    */
   allowPrivateAddresses?: boolean | string[];
   /**

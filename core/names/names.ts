@@ -56,6 +56,8 @@ export const ANN = {
   allowRevision: `${PREFIX}/allow-revision`,
   /** on a super ResourceQuota or LimitRange the syncer keeps: a hash of the spec it last applied */
   specHash: `${PREFIX}/spec-hash`,
+  /** on a git credentials Secret: the comma-separated git hosts (host or host:port) its credentials are sent to */
+  gitHosts: `${PREFIX}/git-hosts`,
 } as const;
 
 /** LABEL names the labels the project writes: the SDK's (managed-by, cluster, public) and those only the core writes. */
@@ -65,6 +67,8 @@ export const LABEL = {
   component: `${PREFIX}/component`,
   /** on every object a GitSource applied: that GitSource */
   gitSource: `${PREFIX}/gitsource`,
+  /** on a Secret, "true": the platform allows it as a GitSource's credentials (spec.secretRef) */
+  gitCredentials: `${PREFIX}/git-credentials`,
 } as const;
 
 /** VC_FINALIZER guards a VirtualCluster until its control plane and super namespaces are gone. */

@@ -23,6 +23,7 @@ import {
   type ResolvedAddress,
   type Resolver,
 } from './address.ts';
+import { defaultHosts, withCredentialsFor } from './credentials.ts';
 import { SourceError, type SourceErrorReason } from './errors.ts';
 import { ALLOW_REVISION_ANNOTATION, HISTORY_CAP_DEFAULT, commitsSince } from './history.ts';
 import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify.ts';
@@ -31,7 +32,13 @@ import { verifyCommit, type VerificationResult, type VerifyKeys } from './verify
 export type GitRef = { branch: string } | { tag: string } | { semver: string } | { commit: string };
 
 /** Credentials authenticate to the git server: basic, or a token sent as the password (user `x-access-token`). */
-export type Credentials = { username: string; password: string } | { token: string; username?: string };
+export type Credentials = ({ username: string; password: string } | { token: string; username?: string }) & {
+  /**
+   * the hosts (host or host:port) they may be sent to (gitops/source/credentials.ts); absent, only the host and port
+   * of the request's url. A request elsewhere (a redirect, say) goes without them.
+   */
+  hosts?: readonly string[];
+};
 
 /** SourceRequest is one source to read. */
 export interface SourceRequest {
@@ -657,6 +664,7 @@ export class GitSourceFetcher {
         }
       })();
     };
+    const credentialHosts = req.credentials?.hosts ?? defaultHosts(req.url);
     const http: HttpClient = {
       request: async (r) => {
         let url = r.url;
@@ -665,6 +673,7 @@ export class GitSourceFetcher {
           const addresses = await checked(url);
           const res = await this.http.request({
             ...r,
+            headers: withCredentialsFor(r.headers, url, credentialHosts, req.url),
             url,
             agent: pinnedAgent(url, hostOf(url), addresses),
             fetchOptions: { ...(r.fetchOptions ?? {}), followRedirects: false },
