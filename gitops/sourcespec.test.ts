@@ -1,10 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import type { GitSource } from './applier/gitsource.ts';
+import { GIT_CREDENTIALS_LABEL, GIT_HOSTS_ANNOTATION } from './source/credentials.ts';
 import { credentialsOf, gitRefOf, hookPath, secretValue, verifyKeysOf } from './sourcespec.ts';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 const secret = (o: Record<string, string>) => ({
   data: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, b64(v)])),
+});
+/** gitSecret is a credentials Secret the platform marked for git, for the host git.example */
+const gitSecret = (o: Record<string, string>) => ({
+  metadata: {
+    namespace: 'platform',
+    name: 'git-auth',
+    labels: { [GIT_CREDENTIALS_LABEL]: 'true' },
+    annotations: { [GIT_HOSTS_ANNOTATION]: 'git.example' },
+  },
+  ...secret(o),
 });
 const source = (ref: Record<string, string>): GitSource =>
   ({
@@ -37,7 +48,11 @@ describe('credentialsOf', () => {
     ['basic', { username: 'u', password: 'p' }, { username: 'u', password: 'p' }],
     ['a token wins over basic', { token: 't', username: 'u', password: 'p' }, { token: 't', username: 'u' }],
   ])('%s', (_, data, want) => {
-    expect(credentialsOf(source({ branch: 'main' }), secret(data))).toEqual(want);
+    expect(credentialsOf(source({ branch: 'main' }), gitSecret(data))).toEqual({ ...want, hosts: ['git.example'] });
+  });
+
+  it('a Secret the platform did not mark for git is refused, whatever it holds', () => {
+    expect(() => credentialsOf(source({ branch: 'main' }), secret({ token: 't0k' }))).toThrow(GIT_CREDENTIALS_LABEL);
   });
 
   it.each([
@@ -45,7 +60,7 @@ describe('credentialsOf', () => {
     ['a user without password', { username: 'u' }],
     ['an empty token', { token: '' }],
   ])('%s: refused, naming the Secret and the keys it needs', (_, data) => {
-    expect(() => credentialsOf(source({ branch: 'main' }), secret(data))).toThrow(
+    expect(() => credentialsOf(source({ branch: 'main' }), gitSecret(data))).toThrow(
       'Secret platform/git-auth needs keys username and password, or token (spec.secretRef)',
     );
   });

@@ -2,7 +2,9 @@
  * What a GitSource asks of the source, read from its spec and Secrets: the ref to follow, the credentials, the keys
  * that verify signatures, and the path its webhook is served at. Pure: the controller reads the objects.
  */
+import type { KubeObject } from '../core/kube/client.ts';
 import type { GitSource } from './applier/gitsource.ts';
+import { credentialHosts } from './source/credentials.ts';
 import type { Credentials, GitRef } from './source/source.ts';
 import type { VerifyKeys } from './source/verify.ts';
 
@@ -27,13 +29,18 @@ export function secretValue(s: { data?: Record<string, string> }, key: string): 
   return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
 }
 
-/** credentialsOf reads a GitSource's credentials from its Secret: a token, else username and password. */
-export function credentialsOf(gs: GitSource, s: { data?: Record<string, string> }): Credentials {
+/**
+ * credentialsOf reads the credentials of spec.secretRef: a token, else username and password; only from a Secret
+ * marked as git credentials, and only for the hosts it names (gitops/source/credentials.ts), which the fetcher sends
+ * them nowhere beyond.
+ */
+export function credentialsOf(gs: GitSource, s: KubeObject & { data?: Record<string, string> }): Credentials {
+  const hosts = credentialHosts(s, gs.spec.url);
   const token = secretValue(s, 'token');
-  if (token) return { token, username: secretValue(s, 'username') };
+  if (token) return { token, username: secretValue(s, 'username'), hosts };
   const username = secretValue(s, 'username');
   const password = secretValue(s, 'password');
-  if (username && password) return { username, password };
+  if (username && password) return { username, password, hosts };
   throw new Error(
     `Secret ${gs.metadata.namespace}/${gs.spec.secretRef!.name} needs keys username and password, or token (spec.secretRef)`,
   );

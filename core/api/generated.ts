@@ -412,6 +412,30 @@ export interface TenantPolicyQuantities {
   [key: string]: string;
 }
 
+/**
+ * Who a grant is for, in the style of a RoleBinding subject: the VirtualClusters of one namespace (kind Namespace with
+ * name), of every namespace whose labels match (kind Namespace with selector), or those a GitSource applies (kind
+ * GitSource with namespace and name).
+ */
+export interface TenantPolicyGrantSubject {
+  /** Namespace or GitSource. */
+  kind: 'Namespace' | 'GitSource';
+  /** Name of the namespace (kind Namespace) or of the GitSource (kind GitSource). */
+  name?: string;
+  /** Namespace of the GitSource (kind GitSource only). */
+  namespace?: string;
+  /**
+   * Labels a namespace must carry, every one of them (kind Namespace instead of name). At least one label: a grant to
+   * every namespace is not written as an empty selector.
+   */
+  selector?: {
+    /** Label keys and the values they must have. */
+    matchLabels: {
+      [key: string]: string;
+    };
+  };
+}
+
 /** Caps on one resource's objects of a tenant in the super cluster. */
 export interface TenantPolicyObjectCaps {
   /** Most objects of the tenant in the super cluster. */
@@ -681,6 +705,37 @@ export interface TenantPolicySpec {
     max?: number;
     /** Weight of a VirtualCluster that asks for none (1 to 1000). Defaults to 1. */
     default?: number;
+  };
+  /**
+   * What the platform grants under this policy, deny by default: which namespaces and GitSources may name it in
+   * spec.policyName (a policy annotated tenancy.x-k8s.io/is-default-policy is everyone's), and which super clusters,
+   * ClusterVersions and import Secrets its VirtualClusters may name. A VirtualCluster that names none of these takes
+   * the platform's choice and needs no grant. Checked at admission (deploy/policy/tenant-grants.yaml), by vc validate,
+   * by the GitOps applier and by the VirtualCluster controller.
+   */
+  grants?: {
+    /** Who may name this policy in spec.policyName. Absent or empty: nobody (unless the policy is the default one). */
+    subjects?: TenantPolicyGrantSubject[];
+    /**
+     * Super clusters a VirtualCluster under this policy may name in spec.superCluster. Absent: none (such a
+     * VirtualCluster runs on the first super cluster).
+     */
+    superClusters?: string[];
+    /**
+     * ClusterVersions a VirtualCluster under this policy may name in spec.clusterVersionName. Absent: none (such a
+     * VirtualCluster gets the provisioner's default version).
+     */
+    clusterVersions?: string[];
+    /**
+     * Secrets the import provisioner may read a kubeconfig from (spec.provisioner.import.kubeconfigSecretRef), each in
+     * the namespace of the VirtualCluster naming it; the provisioner reads no other. Absent: none.
+     */
+    importSecrets?: {
+      /** Namespace of the Secret (and of the VirtualCluster). */
+      namespace: string;
+      /** Name of the Secret. */
+      name: string;
+    }[];
   };
   /** How tenant control planes of this policy may come to exist. */
   provisioners?: {
@@ -1272,10 +1327,10 @@ export interface ManagerConfigurationGitops {
   };
   /**
    * Git servers whose host resolves to a loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16, fe80::/10),
-   * unspecified (0.0.0.0/8, ::) or cloud metadata address (169.254.169.254, fd00:ec2::254, …) are refused (GitSource
-   * Stalled, reason AddressRefused) unless allowed here: true allows every such address, a list of CIDRs allows the
-   * addresses inside them. Every address a host resolves to is checked, once per fetch, and connections go only to the
-   * checked addresses. Default: none.
+   * unspecified (0.0.0.0/8, ::), private (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7) or cloud
+   * metadata address (169.254.169.254, fd00:ec2::254, …) are refused (GitSource Stalled, reason AddressRefused) unless
+   * allowed here: true allows every such address, a list of CIDRs allows the addresses inside them. Every address a
+   * host resolves to is checked, once per fetch, and connections go only to the checked addresses. Default: none.
    */
   allowPrivateAddresses?: boolean | string[];
   /**

@@ -30,6 +30,7 @@ import {
   type ManagerDefaults,
   type TenantPolicy,
 } from '../tenancy/policy.ts';
+import { subjectOf, type GrantSubject } from '../tenancy/grants.ts';
 import type { MutableTenantRegistry } from '../tenancy/tenant.ts';
 import {
   kubeconfigSecretName,
@@ -324,9 +325,13 @@ export class VirtualClusterController {
     return unknownSuperCluster(p.vc, p.key, pinned === undefined ? true : (this.o.checkSuperCluster?.(pinned) ?? true));
   }
 
-  /** checkPolicy resolves the effective settings under the VirtualCluster's TenantPolicy. */
+  /**
+   * checkPolicy resolves the effective settings under the VirtualCluster's TenantPolicy, with the grants checked for
+   * its namespace as it is now (its labels read live: a selector grant follows the namespace's labels).
+   */
   private async checkPolicy(p: Pass): Promise<Outcome> {
-    const evaluation = this.evaluate(p.vc);
+    const ns = await this.o.meta.getOrNull<KubeObject>(R.namespaces, undefined, p.vc.metadata!.namespace!);
+    const evaluation = this.evaluate(p.vc, subjectOf(p.vc, ns?.metadata?.labels ?? {}));
     if ('refused' in evaluation) return policyRefused(p.vc, evaluation.refused, this.accepted.get(p.key));
     p.effective = evaluation.effective;
     return CONTINUE;
@@ -384,6 +389,7 @@ export class VirtualClusterController {
     try {
       state = await p.provisioner!.ensure(withEffective(p.vc, effective, p.type!), p.root, {
         etcdBytes: effective.quota.etcdBytes,
+        importSecrets: effective.importSecrets,
       });
     } catch (e) {
       return provisionFailed(e, e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : undefined);
@@ -484,12 +490,9 @@ export class VirtualClusterController {
   }
 
   /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it. */
-  private evaluate(vc: VirtualCluster): { effective: EffectiveSettings } | { refused: string } {
-    const r = checkPolicies(vc, this.policies.list(), {
-      ...this.o.tenantDefaults,
-      pluginConfig: this.o.defaultPluginConfig,
-      provisioner: this.defaultProvisioner,
-    });
+  private evaluate(vc: VirtualCluster, subject: GrantSubject): { effective: EffectiveSettings } | { refused: string } {
+    const defaults = { ...this.o.tenantDefaults, pluginConfig: this.o.defaultPluginConfig };
+    const r = checkPolicies(vc, this.policies.list(), { ...defaults, provisioner: this.defaultProvisioner }, subject);
     return 'effective' in r ? r : { refused: formatViolations(`VirtualCluster ${objectKey(vc)}`, r.violations) };
   }
 }

@@ -5,6 +5,7 @@ import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import { checkPolicies, type ManagerDefaults, type TenantPolicy } from '../tenancy/policy.ts';
+import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
 import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
 import { tenantOfVirtualCluster } from './tenantof.ts';
 import { provisionedOfSecret } from './kubeconfigsecret.ts';
@@ -105,7 +106,7 @@ export class MetaTenantRegistry implements TenantRegistry {
     const owner = secret?.metadata?.ownerReferences?.find((r) => r.controller === true);
     const provisioned = provisionedOfSecret(secret?.data);
     if (!provisioned || owner?.uid !== m.uid) return undefined;
-    const r = checkPolicies(vc, this.policies.list(), this.o.defaults);
+    const r = checkPolicies(vc, this.policies.list(), this.o.defaults, GRANTED_BY_CONTROLLER);
     if (!('effective' in r)) {
       log.warn({ vc: objectKey(vc) }, 'spec refused by its policy; the tenant keeps its last settings');
       return this.served.has(root) ? 'keep' : undefined;

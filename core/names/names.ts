@@ -56,6 +56,8 @@ export const ANN = {
   allowRevision: `${PREFIX}/allow-revision`,
   /** on a super ResourceQuota or LimitRange the syncer keeps: a hash of the spec it last applied */
   specHash: `${PREFIX}/spec-hash`,
+  /** on a git credentials Secret: the comma-separated git hosts (host or host:port) its credentials are sent to */
+  gitHosts: `${PREFIX}/git-hosts`,
 } as const;
 
 /** LABEL names the labels the project writes: the SDK's (managed-by, cluster, public) and those only the core writes. */
@@ -65,6 +67,8 @@ export const LABEL = {
   component: `${PREFIX}/component`,
   /** on every object a GitSource applied: that GitSource */
   gitSource: `${PREFIX}/gitsource`,
+  /** on a Secret, "true": the platform allows it as a GitSource's credentials (spec.secretRef) */
+  gitCredentials: `${PREFIX}/git-credentials`,
 } as const;
 
 /** VC_FINALIZER guards a VirtualCluster until its control plane and super namespaces are gone. */
@@ -168,4 +172,15 @@ export function namespaceOwnedBy(
     p.name === tenantNamespace &&
     superNs?.metadata?.annotations?.[ANN.vcUid] === (tenant.vcUid ?? '')
   );
+}
+
+/**
+ * sourceLabelValue is the value of SOURCE_LABEL for a GitSource: `<namespace>.<name>`, or, past the 63 characters a
+ * label value may have, its first 54 characters, a dash and 8 hex characters of its sha256.
+ */
+export function sourceLabelValue(source: { namespace: string; name: string }): string {
+  const full = `${source.namespace}.${source.name}`;
+  if (full.length <= 63) return full;
+  const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
+  return `${full.slice(0, 54).replace(/[^A-Za-z0-9]+$/, '')}-${hash}`;
 }

@@ -44,6 +44,8 @@ export interface RemoveWaiting {
 export interface ProvisionLimits {
   /** storage quota of the tenant's etcd, in bytes (the local provisioner gives each tenant an etcd of its own) */
   etcdBytes?: number;
+  /** the Secrets the tenant's policy grants the import provisioner (spec.grants.importSecrets); absent: none */
+  importSecrets?: ReadonlyArray<{ namespace: string; name: string }>;
 }
 
 /**

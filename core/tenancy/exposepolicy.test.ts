@@ -6,14 +6,20 @@ const policy = (expose?: ExposePolicy): TenantPolicy => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
   kind: 'TenantPolicy',
   metadata: { name: 'edge' },
-  spec: expose ? { controlPlane: { expose } } : {},
+  spec: {
+    grants: { subjects: [{ kind: 'Namespace', name: 'team-a' }] },
+    ...(expose && { controlPlane: { expose } }),
+  },
 });
 
 /** fields refused for a VirtualCluster asking for `expose` under `expose policy` (undefined: no TenantPolicy at all). */
 function refused(expose: ApiServerExpose | undefined, p: ExposePolicy | 'none'): string[] {
   const policies = p === 'none' ? [] : [policy(p)];
   const r = checkPolicies(
-    { spec: { ...(p === 'none' ? {} : { policyName: 'edge' }), ...(expose && { apiServer: { expose } }) } },
+    {
+      metadata: { namespace: 'team-a', name: 'dev' },
+      spec: { ...(p === 'none' ? {} : { policyName: 'edge' }), ...(expose && { apiServer: { expose } }) },
+    },
     policies,
   );
   return 'violations' in r ? r.violations.map((v) => `${v.field}: ${v.message}`) : [];

@@ -17,13 +17,13 @@ import {
   type TenantPolicySpec,
 } from './policy.ts';
 
-const vc = (spec: VirtualClusterSpec = {}) => ({ spec });
+const vc = (spec: VirtualClusterSpec = {}) => ({ metadata: { namespace: 'team-a', name: 'dev' }, spec });
 const BAD_CIDRS = ['10.0.0.0/8', '10.0.0.0/33', '999.1.1.1/8', 'fd00::/129'];
 const policy = (name: string, spec: TenantPolicySpec = {}, isDefault = false): TenantPolicy => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
   kind: 'TenantPolicy',
   metadata: { name, ...(isDefault && { annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } }) },
-  spec,
+  spec: { grants: { subjects: [{ kind: 'Namespace', name: 'team-a' }] }, ...spec },
 });
 const manager: ManagerDefaults = {
   pluginConfig: { vnAgent: { port: 10550 }, dns: { ndots: 5 } },
@@ -123,6 +123,7 @@ describe('evaluatePolicy', () => {
         services: { nodePort: { allowed: false, max: 5 }, loadBalancer: { allowed: false, max: 5 } },
         ingresses: { hosts: [], classes: [], annotations: [] },
         endpoints: { allowedCIDRs: [] },
+        importSecrets: [],
         quota: builtinQuota,
       },
       violations: [],
@@ -183,6 +184,7 @@ describe('evaluatePolicy', () => {
       services: { nodePort: { allowed: true, max: 2 }, loadBalancer: { allowed: false, max: 5 } },
       ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
       endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
+      importSecrets: [],
       // hard and limits replace the defaults whole; objects replaces the entries it names ({} lifts the caps)
       quota: {
         resourceQuota: { pods: '20' },

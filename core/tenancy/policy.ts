@@ -19,6 +19,7 @@ import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
 import { DEFAULT_TOLERATIONS } from '../../plugins/sdk/src/pods/policy.ts';
 import type { PodSecurityLevel } from './tenant.ts';
 import { exposeViolations, type ExposePolicy } from './expose.ts';
+import { grantViolations, subjectOf, GRANTED_BY_CONTROLLER, type GrantsSpec, type GrantSubject } from './grants.ts';
 
 export type { ExposePolicy } from './expose.ts';
 
@@ -68,6 +69,7 @@ export interface TenantPolicySpec {
   };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
+  grants?: GrantsSpec;
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
   pluginConfig?: Record<string, unknown>;
 }
@@ -253,6 +255,8 @@ export interface EffectiveSettings {
   endpoints: { allowedCIDRs: string[] };
   /** the tenant's quota: namespace objects and per-tenant caps (the syncer), etcd storage (the local provisioner) */
   quota: QuotaSettings;
+  /** the Secrets the policy grants the import provisioner (spec.grants.importSecrets); it reads no other */
+  importSecrets: Array<{ namespace: string; name: string }>;
 }
 
 /** QuotaSettings are the quota section of a tenant's effective policy. */
@@ -446,6 +450,7 @@ export function evaluatePolicy(
       },
       endpoints: { allowedCIDRs: [...(p.endpoints?.allowedCIDRs ?? DEFAULT_POLICY.endpointsAllowedCIDRs)] },
       quota: quotaSettings(p.quota),
+      importSecrets: (p.grants?.importSecrets ?? []).map((x) => ({ namespace: x.namespace, name: x.name })),
     },
     violations,
   };
@@ -540,12 +545,14 @@ export type Admission = { effective: EffectiveSettings } | { violations: PolicyV
 /**
  * checkPolicies is what every entry point runs on a VirtualCluster (the controller, `vc create`, `vc validate` and
  * the GitOps plan): resolve its policy among the known ones, check that policy against its schema (an object written
- * past ajv must not widen anything), and evaluate.
+ * past ajv must not widen anything), check that every name the VirtualCluster chose is granted to its subject
+ * (core/tenancy/grants.ts; without a subject, the one its metadata gives, namespace labels unknown), and evaluate.
  */
 export function checkPolicies(
-  vc: Pick<VirtualCluster, 'spec'>,
+  vc: Pick<VirtualCluster, 'spec'> & { metadata?: VirtualCluster['metadata'] },
   policies: readonly TenantPolicy[],
   defaults: ManagerDefaults = {},
+  subject: GrantSubject | typeof GRANTED_BY_CONTROLLER = subjectOf(vc),
 ): Admission {
   const resolved = resolvePolicy(vc, policies);
   if ('error' in resolved) return { violations: [resolved.error] };
@@ -562,8 +569,11 @@ export function checkPolicies(
       ],
     };
   }
+  const grants =
+    subject === GRANTED_BY_CONTROLLER ? [] : grantViolations(vc, policy, !!policy && isDefaultPolicy(policy), subject);
   const { effective, violations } = evaluatePolicy(vc, policy, defaults);
-  return violations.length ? { violations } : { effective };
+  const all = [...grants, ...violations];
+  return all.length ? { violations: all } : { effective };
 }
 
 /** isDefaultPolicy says whether a TenantPolicy carries DEFAULT_POLICY_ANNOTATION "true". */

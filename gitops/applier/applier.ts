@@ -5,7 +5,7 @@ import { childLogger, type Logger } from '../../core/log.ts';
 import { IDENTITY } from '../../core/names/names.ts';
 import { registry } from '../../core/metrics/registry.ts';
 import { planDiff } from './diff.ts';
-import { readTenantPolicies, withPolicies } from './policy.ts';
+import { readNamespaceLabels, readTenantPolicies, withPolicies } from './policy.ts';
 import type { GitSourceStatus } from './gitsource.ts';
 import {
   SOURCE_LABEL,
@@ -360,7 +360,11 @@ export class Applier {
     let result: ApplyResult;
     try {
       plan = this.plan(artifact, previous, { ...options, owners: await this.owners(artifact) });
-      plan = withPolicies(plan, await readTenantPolicies(this.client));
+      plan = withPolicies(
+        plan,
+        await readTenantPolicies(this.client),
+        await readNamespaceLabels(this.client, plan.apply),
+      );
       result = await this.apply(plan);
     } catch (e) {
       const message = `Revision ${artifact.revision}: ${e instanceof Error ? e.message : String(e)}`;

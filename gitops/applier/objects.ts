@@ -1,12 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { Artifact, SourceDocument } from '../artifact.ts';
 import type { KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { ANN, LABEL } from '../../core/names/names.ts';
+import { ANN, LABEL, sourceLabelValue } from '../../core/names/names.ts';
 import { validate, type SchemaName } from '../../schemas/validate.ts';
 
 /** SOURCE_LABEL marks every applied object with the GitSource it came from (`<namespace>.<name>`). */
 export const SOURCE_LABEL = LABEL.gitSource;
+
+export { sourceLabelValue };
 
 /**
  * CONFIRM_DELETION_ANNOTATION, set on a GitSource to a revision, allows that revision (and no other) to delete more
@@ -97,17 +98,6 @@ export function objectKey(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>): 
 /** describeRef renders `VirtualCluster team-a/dev` or `ClusterVersion v1-36`. */
 export function describeRef(ref: Pick<ObjectRef, 'kind' | 'namespace' | 'name'>): string {
   return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
-}
-
-/**
- * sourceLabelValue is the value of SOURCE_LABEL for a GitSource: `<namespace>.<name>`, or, past the 63 characters a
- * label value may have, its first 54 characters, a dash and 8 hex characters of its sha256.
- */
-export function sourceLabelValue(source: GitSourceRef): string {
-  const full = `${source.namespace}.${source.name}`;
-  if (full.length <= 63) return full;
-  const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
-  return `${full.slice(0, 54).replace(/[^A-Za-z0-9]+$/, '')}-${hash}`;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);

@@ -9,7 +9,7 @@ const gold: TenantPolicy = {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
   kind: 'TenantPolicy',
   metadata: { name: 'gold' },
-  spec: { weight: { max: 50 } },
+  spec: { weight: { max: 50 }, grants: { subjects: [{ kind: 'GitSource', namespace: 'platform', name: 'tenants' }] } },
 };
 const strict: TenantPolicy = {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',

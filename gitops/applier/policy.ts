@@ -1,20 +1,30 @@
-import type { KubeClient } from '../../core/kube/client.ts';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../core/tenancy/policy.ts';
+import { subjectOf } from '../../core/tenancy/grants.ts';
 import type { ApplyPlan } from './applier.ts';
 import { describeRef, type DesiredObject, type DocumentError } from './objects.ts';
 
+/** NamespaceLabels are the labels of the namespaces a plan writes into, as read from the meta cluster. */
+export type NamespaceLabels = ReadonlyMap<string, Readonly<Record<string, string>>>;
+
 /**
  * policyErrors checks every VirtualCluster of a plan against the TenantPolicies, as the VirtualCluster controller
- * will: one error per field asked beyond the policy, naming the file, the object and the field. The manager's plugin
- * defaults are not known here; the controller checks those.
+ * will: one error per field asked beyond the policy or without a grant (the subject is the object's namespace, with
+ * its labels where known, and the GitSource its source label names), naming the file, the object and the field. The
+ * manager's plugin defaults are not known here; the controller checks those.
  */
-export function policyErrors(objects: readonly DesiredObject[], policies: readonly TenantPolicy[]): DocumentError[] {
+export function policyErrors(
+  objects: readonly DesiredObject[],
+  policies: readonly TenantPolicy[],
+  labels?: NamespaceLabels,
+): DocumentError[] {
   const out: DocumentError[] = [];
   for (const o of objects) {
     if (o.ref.kind !== 'VirtualCluster') continue;
-    const r = checkPolicies(o.object as VirtualCluster, policies);
+    const vc = o.object as VirtualCluster;
+    const r = checkPolicies(vc, policies, {}, subjectOf(vc, labels?.get(o.ref.namespace ?? '')));
     if (!('violations' in r)) continue;
     const object = describeRef(o.ref);
     for (const v of r.violations) {
@@ -36,9 +46,13 @@ export function policyErrors(objects: readonly DesiredObject[], policies: readon
  * errors, which blocks pruning as any invalid definition does; the live objects stay as they are. Without readable
  * policies (undefined) the plan is returned unchanged and the controller is the only check.
  */
-export function withPolicies(plan: ApplyPlan, policies: readonly TenantPolicy[] | undefined): ApplyPlan {
+export function withPolicies(
+  plan: ApplyPlan,
+  policies: readonly TenantPolicy[] | undefined,
+  labels?: NamespaceLabels,
+): ApplyPlan {
   if (!policies) return plan;
-  const errors = policyErrors(plan.apply, policies);
+  const errors = policyErrors(plan.apply, policies, labels);
   if (!errors.length) return plan;
   const refused = new Set(errors.map((e) => `${e.file}#${e.object}`));
   const apply = plan.apply.filter((o) => !refused.has(`${o.file}#${describeRef(o.ref)}`));
@@ -52,6 +66,33 @@ export function withPolicies(plan: ApplyPlan, policies: readonly TenantPolicy[] 
     errors: [...plan.errors, ...errors],
     pruneBlocked: plan.pruneBlocked ?? { reason: 'ValidationFailed', stalled: true, message },
   };
+}
+
+/**
+ * readNamespaceLabels reads the labels of the namespaces the plan's VirtualClusters are in; a namespace that cannot be
+ * read is left out, so that a selector grant does not match it.
+ */
+export async function readNamespaceLabels(
+  client: KubeClient,
+  objects: readonly DesiredObject[],
+): Promise<NamespaceLabels> {
+  return readNamespaceLabelsOf(
+    client,
+    objects.flatMap((o) => (o.ref.kind === 'VirtualCluster' && o.ref.namespace ? [o.ref.namespace] : [])),
+  );
+}
+
+/** readNamespaceLabelsOf reads the labels of the named namespaces, leaving out those that cannot be read. */
+export async function readNamespaceLabelsOf(
+  client: KubeClient,
+  namespaces: readonly string[],
+): Promise<NamespaceLabels> {
+  const out = new Map<string, Record<string, string>>();
+  for (const name of new Set(namespaces.filter(Boolean))) {
+    const ns = await client.getOrNull<KubeObject>(R.namespaces, undefined, name).catch(() => null);
+    if (ns) out.set(name, ns.metadata?.labels ?? {});
+  }
+  return out;
 }
 
 /** readTenantPolicies lists the TenantPolicies, or undefined when the client may not read them. */

@@ -1,6 +1,7 @@
 /**
- * Where a git source may connect: a URL whose host resolves to a loopback, link-local, unspecified or cloud metadata
- * address is refused unless the platform allows it in the manager configuration (`gitops.allowPrivateAddresses`).
+ * Where a git source may connect: a URL whose host resolves to a loopback, link-local, unspecified, private (RFC 1918,
+ * RFC 6598 shared, IPv6 unique local) or cloud metadata address is refused unless the platform allows it in the
+ * manager configuration (`gitops.allowPrivateAddresses`; the embedded default allows loopback for its own git server).
  * Classification is pure; resolution happens once per network call and the connection is pinned to the addresses
  * that were checked, so a second, different DNS answer cannot slip in.
  */
@@ -11,7 +12,7 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { SourceError } from './errors.ts';
 
 /** AddressClass is why an address is refused by default. */
-export type AddressClass = 'loopback' | 'link-local' | 'unspecified' | 'metadata';
+export type AddressClass = 'loopback' | 'link-local' | 'unspecified' | 'metadata' | 'private';
 
 /** AddressPolicy is the platform's allowance: `true` allows every class, a list allows the addresses in those CIDRs. */
 export interface AddressPolicy {
@@ -36,6 +37,11 @@ const RANGES: ReadonlyArray<readonly [AddressClass, string, number, 'ipv4' | 'ip
   ['link-local', 'fe80::', 10, 'ipv6'],
   ['unspecified', '0.0.0.0', 8, 'ipv4'],
   ['unspecified', '::', 128, 'ipv6'],
+  ['private', '10.0.0.0', 8, 'ipv4'],
+  ['private', '172.16.0.0', 12, 'ipv4'],
+  ['private', '192.168.0.0', 16, 'ipv4'],
+  ['private', '100.64.0.0', 10, 'ipv4'],
+  ['private', 'fc00::', 7, 'ipv6'],
 ];
 
 const LISTS = RANGES.map(([cls, net, prefix, type]) => {
@@ -44,10 +50,17 @@ const LISTS = RANGES.map(([cls, net, prefix, type]) => {
   return { cls, list };
 });
 
-/** unmapIPv4 turns an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) into the IPv4 address it carries. */
+/**
+ * unmapIPv4 turns an IPv6 address that carries an IPv4 one, IPv4-mapped (`::ffff:127.0.0.1`, also in hex) or through
+ * the NAT64 well-known prefix (`64:ff9b::10.0.0.1`), into that IPv4 address, so that it is classified as itself.
+ */
 function unmapIPv4(address: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return m ? m[1]! : address;
+  const m = /^(?:::ffff|64:ff9b:):(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (m) return m[1]!;
+  const hex = /^(?:::ffff|64:ff9b:):([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!hex) return address;
+  const [hi, lo] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
 }
 
 /** classifyAddress tells which refused class an IP address falls in, or undefined for an address allowed by default. */

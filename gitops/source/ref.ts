@@ -12,7 +12,13 @@ import type { VerifyKeys } from './verify.ts';
 export type GitRef = { branch: string } | { tag: string } | { semver: string } | { commit: string };
 
 /** Credentials authenticate to the git server: basic, or a token sent as the password (user `x-access-token`). */
-export type Credentials = { username: string; password: string } | { token: string; username?: string };
+export type Credentials = ({ username: string; password: string } | { token: string; username?: string }) & {
+  /**
+   * the hosts (host or host:port) they may be sent to (gitops/source/credentials.ts); absent, only the host and port
+   * of the request's url. A request elsewhere (a redirect, say) goes without them.
+   */
+  hosts?: readonly string[];
+};
 
 /** SourceRequest is one source to read. */
 export interface SourceRequest {

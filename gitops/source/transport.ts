@@ -11,6 +11,7 @@ import {
   type ResolvedAddress,
   type Resolver,
 } from './address.ts';
+import { defaultHosts, withCredentialsFor } from './credentials.ts';
 import { SourceError } from './errors.ts';
 import { redactUrl, type SourceRequest } from './ref.ts';
 
@@ -71,6 +72,7 @@ export async function network<T>(
       }
     })();
   };
+  const credentialHosts = req.credentials?.hosts ?? defaultHosts(req.url);
   const http: HttpClient = {
     request: async (r) => {
       let url = r.url;
@@ -79,6 +81,7 @@ export async function network<T>(
         const addresses = await checked(url);
         const res = await transport.http.request({
           ...r,
+          headers: withCredentialsFor(r.headers, url, credentialHosts, req.url),
           url,
           agent: pinnedAgent(url, hostOf(url), addresses),
           fetchOptions: { ...(r.fetchOptions ?? {}), followRedirects: false },

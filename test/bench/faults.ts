@@ -169,6 +169,7 @@ export async function faultsBench(): Promise<BenchResult> {
         // tenant's Pods are in its `default` namespace.
         spec: {
           provisioners: { allowed: ['import'] },
+          grants: { importSecrets: Array.from({ length: T }, (_, i) => ({ namespace: 'default', name: `t${i}-src` })) },
           quota: {
             resourceQuota: { hard: { pods: String(maxPods) } },
             objects: { pods: { count: maxPods } },

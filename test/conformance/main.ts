@@ -208,6 +208,7 @@ async function tenant(superClient: KubeClient): Promise<string> {
       kind: 'TenantPolicy',
       metadata: { name: TENANT },
       spec: {
+        grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
           // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged)

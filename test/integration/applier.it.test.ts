@@ -10,6 +10,7 @@ import { GITSOURCES, type GitSource, type GitSourceStatus } from '../../gitops/a
 import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
 import { scopeOf } from '../../gitops/applier/scope.ts';
 import { IDENTITY } from '../../core/names/names.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { cvDoc, makeArtifact, vcDoc } from '../../gitops/applier/testing.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -43,6 +44,15 @@ describe('GitOps applier on a real apiserver', () => {
     await eventually(() => t.client.list(GITSOURCES));
     for (const ns of ['team', 'platform'])
       await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    // The platform grants the ClusterVersion the definitions name (the default policy's spec.grants).
+    await eventually(() =>
+      t.client.create(R.tenantpolicies, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'std', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+        spec: { grants: { clusterVersions: ['v1-36'] } },
+      }),
+    );
     // The platform lets this source write into team and write ClusterVersions (manager configuration gitops.policy).
     applier = new Applier({
       client: t.client,

@@ -177,7 +177,10 @@ describe('native provisioner: spec.apiServer.expose on a real super cluster', ()
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'TenantPolicy',
       metadata: { name: 'nodeport-only' },
-      spec: { controlPlane: { expose: { allowedTypes: ['NodePort'] } } },
+      spec: {
+        controlPlane: { expose: { allowedTypes: ['NodePort'] } },
+        grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
+      },
     });
     const controller = new VirtualClusterController({
       meta: t.client,

@@ -88,6 +88,7 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
               },
             },
             provisioners: { allowed: ['local', 'import'] },
+            grants: { importSecrets: [{ namespace: 'default', name: 'existing-kubeconfig-src' }] },
           },
         },
         'test',

@@ -60,7 +60,10 @@ describe('a standby manager warms the VirtualClusters its leader serves', () => 
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
         kind: 'TenantPolicy',
         metadata: { name: 'standbyvc', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
-        spec: { provisioners: { allowed: ['import'] } },
+        spec: {
+          provisioners: { allowed: ['import'] },
+          grants: { importSecrets: [{ namespace: 'default', name: 'svc-src' }] },
+        },
       },
       'test',
     );

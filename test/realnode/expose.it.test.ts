@@ -41,6 +41,7 @@ describe.skipIf(!!skip)('a native tenant reached through a NodePort on the real 
       kind: 'TenantPolicy',
       metadata: { name: 'exposed' },
       spec: {
+        grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
         controlPlane: { expose: { allowedTypes: ['NodePort'] } },
         pods: {
           forced: {

@@ -93,6 +93,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       kind: 'TenantPolicy',
       metadata: { name: 'real-node' },
       spec: {
+        grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
         pods: {
           forced: {
             nodeSelector: { [REAL_NODE_LABEL]: 'true' },

@@ -34,6 +34,8 @@ import { Attempts } from './attempts.ts';
 
 const API = 'tenancy.x-k8s.io/v1alpha1';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
+/** IMPORTED are the hostile kubeconfigs V imports; the platform grants their Secrets, so the kubeconfig check is what refuses them. */
+const IMPORTED = ['exec', 'auth-provider', 'token-file', 'cert-file', 'ca-file', 'plain-http', 'skip-tls', 'proxy'];
 
 interface Pod extends KubeObject {
   spec: { nodeName?: string; containers: Array<{ name: string; image: string }> };
@@ -173,7 +175,10 @@ describe('security: identity and credentials against hostile authors, tenants an
           apiVersion: API,
           kind: 'TenantPolicy',
           metadata: { name: 'identity', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
-          spec: { provisioners: { allowed: ['local', 'import'] } },
+          spec: {
+            provisioners: { allowed: ['local', 'import'] },
+            grants: { importSecrets: IMPORTED.map((n) => ({ namespace: 'team-v', name: `src-${n}` })) },
+          },
         },
         'test',
       ),

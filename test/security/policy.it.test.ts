@@ -40,7 +40,8 @@ const policyObject = (name: string, spec: TenantPolicy['spec']): TenantPolicy =>
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
   kind: 'TenantPolicy',
   metadata: { name },
-  spec,
+  // granted to the attacker's namespace: what is refused is what the policy says, not who may name it
+  spec: { grants: { subjects: [{ kind: 'Namespace', name: NS }] }, ...spec },
 });
 
 /** apiservers lists `pid prefix` of every kube-apiserver process on this machine that uses the test's etcd. */

@@ -104,27 +104,38 @@ export function registerGitOpsCommands(program: Command): void {
       [] as string[],
     )
     .option('-f, --file <dir>', 'the directory to check (instead of the argument)')
-    .option('--kubeconfig <file>', "also check against the meta cluster's TenantPolicies")
-    .action(async (arg: string | undefined, o: { policy: string[]; file?: string; kubeconfig?: string }) => {
-      const dir = oneSource(arg, o.file, 'validate');
-      const { planApply } = await import('../../../gitops/applier/applier.ts');
-      const { policyErrors, readTenantPolicies } = await import('../../../gitops/applier/policy.ts');
-      const artifact = await readDirArtifact(dir);
-      const plan = planApply(artifact, [], { namespace: 'validate', name: 'validate' });
-      const policies = [...o.policy.flatMap(readPolicyFile)];
-      if (o.kubeconfig) {
-        const c = await KubeClient.fromFile(o.kubeconfig);
-        const live = await readTenantPolicies(c);
-        c.close();
-        if (!live) throw new CliError(`${o.kubeconfig}: cannot read TenantPolicies`);
-        policies.push(...live);
-      }
-      if (o.policy.length || o.kubeconfig) plan.errors.push(...policyErrors(plan.apply, policies));
-      for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
-      if (plan.errors.length) throw new CliError(`${plan.errors.length} problem(s) in ${dir}`);
-      if (!plan.apply.length) throw new CliError(`${dir}: no tenant definitions found`);
-      process.stdout.write(`${dir}: ${plan.apply.length} object(s) valid\n`);
-    });
+    .option('--kubeconfig <file>', "also check against the meta cluster's TenantPolicies and namespace labels")
+    .option(
+      '--source <namespace/name>',
+      'the GitSource that applies the repository, for the grants given to it (default: grants to namespaces only)',
+    )
+    .action(
+      async (arg: string | undefined, o: { policy: string[]; file?: string; kubeconfig?: string; source?: string }) => {
+        const dir = oneSource(arg, o.file, 'validate');
+        const { planApply } = await import('../../../gitops/applier/applier.ts');
+        const { policyErrors, readNamespaceLabels, readTenantPolicies } =
+          await import('../../../gitops/applier/policy.ts');
+        const artifact = await readDirArtifact(dir);
+        const [namespace, name, ...rest] = (o.source ?? 'validate/validate').split('/');
+        if (!namespace || !name || rest.length) throw new CliError(`--source ${o.source}: expected namespace/name`);
+        const plan = planApply(artifact, [], { namespace, name });
+        const policies = [...o.policy.flatMap(readPolicyFile)];
+        let labels;
+        if (o.kubeconfig) {
+          const c = await KubeClient.fromFile(o.kubeconfig);
+          const live = await readTenantPolicies(c);
+          labels = live && (await readNamespaceLabels(c, plan.apply));
+          c.close();
+          if (!live) throw new CliError(`${o.kubeconfig}: cannot read TenantPolicies`);
+          policies.push(...live);
+        }
+        if (o.policy.length || o.kubeconfig) plan.errors.push(...policyErrors(plan.apply, policies, labels));
+        for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
+        if (plan.errors.length) throw new CliError(`${plan.errors.length} problem(s) in ${dir}`);
+        if (!plan.apply.length) throw new CliError(`${dir}: no tenant definitions found`);
+        process.stdout.write(`${dir}: ${plan.apply.length} object(s) valid\n`);
+      },
+    );
 
   program
     .command('diff [source]')

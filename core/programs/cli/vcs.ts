@@ -8,7 +8,8 @@ import { STATE_CONFIGMAP } from '../../scheduler/state.ts';
 import { formatTenantPlacements, parseTenantPlacements, readSchedulerState } from './placements.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualcluster.ts';
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
-import { readTenantPolicies } from '../../../gitops/applier/policy.ts';
+import { readNamespaceLabelsOf, readTenantPolicies, type NamespaceLabels } from '../../../gitops/applier/policy.ts';
+import { subjectOf } from '../../tenancy/grants.ts';
 import { formatObjects, formatTable, outputOption } from './output.ts';
 import { CliError } from './errors.ts';
 import { withServer } from '../../pki/kubeconfig.ts';
@@ -63,12 +64,18 @@ export function readVirtualClusters(file: string, namespace?: string): VirtualCl
 
 /**
  * refuseByPolicy throws, naming the file, the object and each field, when a VirtualCluster asks for more than its
- * TenantPolicy allows. Plugin settings are checked by the manager, which alone knows its defaults.
+ * TenantPolicy allows or names what is not granted to its namespace (with the namespace's labels where read). Plugin
+ * settings are checked by the manager, which alone knows its defaults.
  */
-export function refuseByPolicy(file: string, vcs: readonly VirtualCluster[], policies: readonly TenantPolicy[]): void {
+export function refuseByPolicy(
+  file: string,
+  vcs: readonly VirtualCluster[],
+  policies: readonly TenantPolicy[],
+  labels?: NamespaceLabels,
+): void {
   const lines: string[] = [];
   for (const vc of vcs) {
-    const r = checkPolicies(vc, policies);
+    const r = checkPolicies(vc, policies, {}, subjectOf(vc, labels?.get(vc.metadata?.namespace ?? '')));
     if ('violations' in r)
       lines.push(
         formatViolations(`${file}: VirtualCluster ${vc.metadata!.namespace}/${vc.metadata!.name}`, r.violations),
@@ -167,7 +174,16 @@ export function registerVirtualClusterCommands(program: Command): void {
         const vcs = readVirtualClusters(o.file, o.namespace);
         const c = await meta(o);
         const policies = await readTenantPolicies(c);
-        if (policies) refuseByPolicy(o.file, vcs, policies);
+        if (policies)
+          refuseByPolicy(
+            o.file,
+            vcs,
+            policies,
+            await readNamespaceLabelsOf(
+              c,
+              vcs.map((v) => v.metadata?.namespace ?? ''),
+            ),
+          );
         for (const vc of vcs) {
           await c.create(R.virtualclusters, { ...vc, apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' });
           process.stderr.write(`virtualcluster ${vc.metadata!.namespace}/${vc.metadata!.name} created\n`);

@@ -64,9 +64,10 @@ export const EMBEDDED_POLICY_NAME = 'embedded';
  * Pod on a real node (the toolchain's images only) when the Pod asks for it; where `vc up` runs one super cluster with
  * a real node it places every tenant Pod there anyway (embeddedForcedPlacement). The toolchain's images, which `vc up`
  * imports into the real node, run from the node's image store (pods.preloadedImages): nothing can be pulled here.
- * Nothing else is widened.
+ * It grants the super clusters `vc up` started (spec.superCluster may name them), and, being the default policy, is
+ * everyone's. Nothing else is widened: no ClusterVersion and no import Secret is granted.
  */
-export function embeddedPolicy(): TenantPolicy {
+export function embeddedPolicy(superClusters: readonly string[] = []): TenantPolicy {
   return {
     apiVersion: 'tenancy.x-k8s.io/v1alpha1',
     kind: 'TenantPolicy',
@@ -80,6 +81,7 @@ export function embeddedPolicy(): TenantPolicy {
         nodeLabelKeys: [...DEFAULT_POLICY.podNodeLabelKeys, REAL_NODE_LABEL],
         preloadedImages: Object.values(NODE_IMAGES),
       },
+      ...(superClusters.length && { grants: { superClusters: [...superClusters] } }),
     },
   };
 }
@@ -124,9 +126,9 @@ export function embeddedTenantDefaults(o: {
  * ensureEmbeddedPolicy creates the embedded TenantPolicy when no policy of that name exists; an existing one is the
  * platform administrator's from then on and is left as it is.
  */
-async function ensureEmbeddedPolicy(c: KubeClient): Promise<void> {
+async function ensureEmbeddedPolicy(c: KubeClient, superClusters: readonly string[]): Promise<void> {
   if (await c.getOrNull(R.tenantpolicies, undefined, EMBEDDED_POLICY_NAME)) return;
-  await c.create(R.tenantpolicies, embeddedPolicy() as KubeObject);
+  await c.create(R.tenantpolicies, embeddedPolicy(superClusters) as KubeObject);
 }
 
 /**
@@ -321,7 +323,9 @@ export async function startEmbedded(o: {
     step('installing the CRDs');
     await applyCRDs(sc);
     step('creating the embedded TenantPolicy (tenant Pods may tolerate the real node) unless it exists');
-    await ensureEmbeddedPolicy(await sc.cluster.client());
+    await ensureEmbeddedPolicy(await sc.cluster.client(), superNames);
+    step('admitting only VirtualClusters whose choices their TenantPolicy grants (deploy/policy/tenant-grants.yaml)');
+    await applyFile(await sc.cluster.client(), 'deploy/policy/tenant-grants.yaml', 'vc-up');
     step('starting the tenant git repository');
     const gitServer = await startTenantRepository(o.stateDir);
     const gitURL = gitServer.url('tenants');

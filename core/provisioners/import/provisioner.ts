@@ -1,7 +1,7 @@
 import { KubeClient } from '../../kube/client.ts';
 import { parseKubeconfig, renderSafeKubeconfig } from '../../kube/kubeconfig.ts';
 import { R } from '../../kube/resources.ts';
-import type { Provisioner, ProvisionState } from '../provisioner.ts';
+import { ProvisionRefused, type ProvisionLimits, type Provisioner, type ProvisionState } from '../provisioner.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 /**
@@ -9,16 +9,25 @@ import type { VirtualCluster } from '../../api/virtualcluster.ts';
  * checks that the cluster answers and never deletes it: removing the VirtualCluster only forgets it. The Secret is
  * written by whoever may write that namespace, so its kubeconfig is parsed by parseKubeconfig, which refuses exec and
  * auth-provider plugins, files, plain http and skipped TLS verification (a KubeconfigError naming the Secret, its key
- * and the field); what is passed on is a kubeconfig rendered from the accepted inline data alone.
+ * and the field); what is passed on is a kubeconfig rendered from the accepted inline data alone. It reads only a
+ * Secret the tenant's policy grants it (spec.grants.importSecrets, passed in the limits): a namespace writer cannot
+ * have the manager read, and hand back as the tenant's kubeconfig, a Secret the platform keeps in that namespace.
  */
 export class ImportProvisioner implements Provisioner {
   readonly type = 'import';
 
   constructor(private readonly meta: KubeClient) {}
 
-  async ensure(vc: VirtualCluster, _root: string): Promise<ProvisionState> {
+  async ensure(vc: VirtualCluster, _root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
     const ref = vc.spec.provisioner?.import?.kubeconfigSecretRef;
     if (!ref) throw new Error('spec.provisioner.import.kubeconfigSecretRef is required for the import provisioner');
+    const ns = vc.metadata!.namespace!;
+    if (!(limits.importSecrets ?? []).some((x) => x.namespace === ns && x.name === ref.name))
+      throw new ProvisionRefused(
+        'ImportSecretNotGranted',
+        `spec.provisioner.import.kubeconfigSecretRef.name: Secret ${ns}/${ref.name} is not granted to the import ` +
+          `provisioner by the VirtualCluster's TenantPolicy (spec.grants.importSecrets); it is not read`,
+      );
     const key = ref.key ?? 'kubeconfig';
     const secret = await this.meta.getOrNull<{ data?: Record<string, string> }>(
       R.secrets,

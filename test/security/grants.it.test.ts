@@ -1,0 +1,380 @@
+/**
+ * Hostile authors against grants (issue 31 §1): V names a TenantPolicy, a super cluster, a ClusterVersion or an import
+ * Secret that the platform granted to somebody else, or to nobody. Each gate refuses on the real system: the
+ * VirtualCluster controller (before it provisions anything), the GitOps applier (the definition is not applied), and
+ * the apiserver's admission (deploy/policy/tenant-grants.yaml), each naming the object, the field and the grant.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { LABEL, rootNamespace } from '../../core/names/names.ts';
+import { managerIdentity } from '../../core/programs/embedded/embedded.ts';
+import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
+import { ProvisionRefused } from '../../core/provisioners/provisioner.ts';
+import type { TenantPolicy } from '../../core/tenancy/policy.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import { Applier } from '../../gitops/applier/applier.ts';
+import { scopeOf } from '../../gitops/applier/scope.ts';
+import { makeArtifact, vcDoc } from '../../gitops/applier/testing.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { ensureNamespace, refusedBy, serviceAccountClient } from '../identities.ts';
+import { startLocalSystem, type LocalSystem } from '../localsystem.ts';
+import { Attempts } from './attempts.ts';
+
+const API = 'tenancy.x-k8s.io/v1alpha1';
+const source = { namespace: 'platform', name: 'tenants' };
+
+const vcObject = (namespace: string, name: string, spec: Record<string, unknown> = {}, labels = {}): KubeObject => ({
+  apiVersion: API,
+  kind: 'VirtualCluster',
+  metadata: { name, namespace, labels },
+  spec: { provisioner: { type: 'local' }, ...spec },
+});
+
+/** gold is the wide policy the platform made for team-a, namespaces labelled tier=gold, and its tenants GitSource. */
+const gold: TenantPolicy = {
+  apiVersion: API,
+  kind: 'TenantPolicy',
+  metadata: { name: 'gold' },
+  spec: {
+    weight: { max: 100 },
+    provisioners: { allowed: ['local', 'import'] },
+    grants: {
+      subjects: [
+        { kind: 'Namespace', name: 'team-a' },
+        { kind: 'Namespace', selector: { matchLabels: { tier: 'gold' } } },
+        { kind: 'GitSource', namespace: source.namespace, name: source.name },
+      ],
+      superClusters: ['east'],
+      clusterVersions: ['v1-36'],
+      importSecrets: [{ namespace: 'team-a', name: 'granted-src' }],
+    },
+  },
+};
+/** silver is granted to team-a alone. */
+const silver: TenantPolicy = {
+  apiVersion: API,
+  kind: 'TenantPolicy',
+  metadata: { name: 'silver' },
+  spec: { grants: { subjects: [{ kind: 'Namespace', name: 'team-a' }] } },
+};
+
+const byKind = new Map<string, Resource>(Object.values(R).map((r) => [r.kind, r]));
+
+describe('hostile authors against grants, on the real local system', () => {
+  const attempts = new Attempts();
+  let t: TestSuper;
+  let sys: LocalSystem;
+  let author: KubeClient;
+  let manager: KubeClient;
+
+  const getVC = (ns: string, name: string) => t.client.get<VirtualCluster>(R.virtualclusters, ns, name);
+
+  /** refusedByController creates a VirtualCluster as admin and waits for the controller's PolicyViolation. */
+  const refusedByController = async (ns: string, name: string, spec: Record<string, unknown>, want: string) => {
+    await t.client.create(R.virtualclusters, vcObject(ns, name, spec));
+    const vc = await eventually(async () => {
+      const v = await getVC(ns, name);
+      expect(v.status?.phase).toBe('Error');
+      return v;
+    });
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ reason: 'PolicyViolation' });
+    expect(vc.status!.message).toContain(`VirtualCluster ${ns}/${name}: ${want}`);
+    expect(sys.local.controlPlane(rootNamespace(ns, name, vc.metadata!.uid!))).toBeUndefined();
+    expect(await t.client.getOrNull(R.secrets, ns, `${name}-kubeconfig`)).toBeNull();
+    await t.client.delete(R.virtualclusters, ns, name);
+    await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, ns, name)).toBeNull());
+    return vc.status!.message!;
+  };
+
+  /** admitted tells whether the controller got past the policy check (Provisioning or Running), then deletes it. */
+  const passesController = async (ns: string, name: string, spec: Record<string, unknown>) => {
+    await t.client.create(R.virtualclusters, vcObject(ns, name, spec));
+    await eventually(async () => expect(['Provisioning', 'Running']).toContain((await getVC(ns, name)).status?.phase));
+    await t.client.delete(R.virtualclusters, ns, name);
+    await eventually(async () => expect(await t.client.getOrNull(R.virtualclusters, ns, name)).toBeNull(), 90_000);
+  };
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 0 });
+    sys = await startLocalSystem(t, { name: 'security-grants' });
+    await ensureNamespace(t.client, 'team-a');
+    await ensureNamespace(t.client, 'team-b');
+    await ensureNamespace(t.client, 'team-c', { tier: 'gold' });
+    await ensureNamespace(t.client, 'platform');
+    await eventually(() => t.client.list(R.tenantpolicies));
+    for (const p of [gold, silver]) await t.client.apply(R.tenantpolicies, p, 'platform');
+    for (const [ns, name] of [
+      ['team-a', 'granted-src'],
+      ['team-a', 'platform-admin'],
+    ])
+      await t.client.create(R.secrets, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace: ns },
+        data: { kubeconfig: Buffer.from(readFileSync(t.sc.kubeconfigPath, 'utf8')).toString('base64') },
+      });
+  }, 120_000);
+
+  afterAll(async () => {
+    attempts.report('security grants');
+    author?.close();
+    manager?.close();
+    await sys?.stop();
+    await t?.stop();
+  });
+
+  describe('the controller, before it provisions', () => {
+    it('runs what is granted: the policy to its namespace, to a namespace by its labels, a granted super cluster', async () => {
+      await passesController('team-a', 'ok', { policyName: 'gold', superCluster: 'east', weight: 50 });
+      await passesController('team-c', 'by-label', { policyName: 'gold' });
+    });
+
+    it.each([
+      [
+        "naming another team's policy",
+        'team-b',
+        { policyName: 'gold' },
+        'spec.policyName: TenantPolicy "gold" is not granted to namespace "team-b"',
+      ],
+      [
+        'a super cluster the policy does not grant',
+        'team-a',
+        { policyName: 'gold', superCluster: 'west' },
+        'spec.superCluster: "west" is not granted by TenantPolicy "gold" (spec.grants.superClusters)',
+      ],
+      [
+        'a super cluster with no TenantPolicy at all',
+        'team-b',
+        { superCluster: 'east' },
+        'spec.superCluster: "east" is not granted by the built-in defaults',
+      ],
+      [
+        'a ClusterVersion the policy does not grant',
+        'team-a',
+        { policyName: 'gold', clusterVersionName: 'wide-open' },
+        'spec.clusterVersionName: "wide-open" is not granted by TenantPolicy "gold"',
+      ],
+      [
+        "importing the platform's admin kubeconfig from a Secret not granted",
+        'team-a',
+        {
+          policyName: 'gold',
+          provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'platform-admin' } } },
+        },
+        'spec.provisioner.import.kubeconfigSecretRef.name: Secret team-a/platform-admin is not granted',
+      ],
+    ])('refuses %s', async (what, ns, spec, want) => {
+      await attempts.attempt(`controller: ${what}`, () => refusedByController(ns, `x-${ns}`, spec, want));
+    });
+
+    it('refuses a GitSource label that a namespace writer set by hand, where no admission guards it', async () => {
+      // Without the admission policy the controller trusts the label; the policy below is what keeps it the applier's.
+      // Here the label names a GitSource the policy does not know, so it gains nothing.
+      await attempts.attempt('controller: a forged label of an ungranted GitSource', async () => {
+        await t.client.create(
+          R.virtualclusters,
+          vcObject('team-b', 'forged', { policyName: 'gold' }, { [LABEL.gitSource]: 'team-b.mine' }),
+        );
+        const v = await eventually(async () => {
+          const x = await getVC('team-b', 'forged');
+          expect(x.status?.phase).toBe('Error');
+          return x;
+        });
+        expect(v.status!.message).toContain('or GitSource "team-b.mine" (its spec.grants.subjects)');
+        await t.client.delete(R.virtualclusters, 'team-b', 'forged');
+        return v.status!.message!;
+      });
+    });
+
+    it('the import provisioner itself reads no Secret its policy does not grant', async () => {
+      const vc = vcObject('team-a', 'direct', {
+        provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'platform-admin' } } },
+      }) as VirtualCluster;
+      const p = new ImportProvisioner(t.client);
+      await attempts.attempt('import provisioner: an ungranted Secret', async () => {
+        const e = await p.ensure(vc, 'root', { importSecrets: [{ namespace: 'team-a', name: 'granted-src' }] }).then(
+          () => undefined,
+          (x: unknown) => x,
+        );
+        expect(e).toBeInstanceOf(ProvisionRefused);
+        return (e as Error).message;
+      });
+      const granted = {
+        ...vc,
+        spec: { provisioner: vc.spec.provisioner && { ...vc.spec.provisioner } },
+      } as VirtualCluster;
+      granted.spec.provisioner!.import = { kubeconfigSecretRef: { name: 'granted-src' } };
+      const ok = await p.ensure(granted, 'root', { importSecrets: [{ namespace: 'team-a', name: 'granted-src' }] });
+      expect(ok.ready).toBe(true);
+    });
+  });
+
+  describe('the GitOps applier', () => {
+    it('applies what is granted to its GitSource and refuses what is granted to a namespace only', async () => {
+      await sys.stopController();
+      const applier = new Applier({
+        client: t.client,
+        source,
+        scope: scopeOf(source, { sources: { 'platform/tenants': { targetNamespaces: ['team-b'] } } }),
+      });
+      const out = await applier.reconcile(
+        makeArtifact({
+          'tenants/ok.yaml': [vcDoc('team-b', 'from-git', { policyName: 'gold' })],
+          'tenants/steal.yaml': [vcDoc('team-b', 'steal', { policyName: 'silver' })],
+        }),
+        undefined,
+        { generation: 1 },
+      );
+      expect((await getVC('team-b', 'from-git')).metadata!.labels![LABEL.gitSource]).toBe('platform.tenants');
+      expect(await t.client.getOrNull(R.virtualclusters, 'team-b', 'steal')).toBeNull();
+      await attempts.attempt('applier: a policy granted to another namespace', async () => {
+        const errors = out.plan!.errors.filter((e) => e.object === 'VirtualCluster team-b/steal');
+        expect(errors.map((e) => [e.file, e.pointer])).toEqual([['tenants/steal.yaml', '/spec/policyName']]);
+        expect(errors[0]!.message).toContain(
+          'spec.policyName: TenantPolicy "silver" is not granted to namespace "team-b" or GitSource "platform.tenants"',
+        );
+        expect(out.plan!.pruneBlocked?.reason).toBe('ValidationFailed');
+        return errors[0]!.message;
+      });
+      await t.client.delete(R.virtualclusters, 'team-b', 'from-git');
+    });
+  });
+
+  describe('admission (deploy/policy/tenant-grants.yaml)', () => {
+    const DENIED = /ValidatingAdmissionPolicy 'vc-(tenant-grants|gitsource-label)'/;
+
+    beforeAll(async () => {
+      for (const d of parseAllDocuments(
+        readFileSync(join(import.meta.dirname, '../../deploy/policy/tenant-grants.yaml'), 'utf8'),
+      )) {
+        const o = d.toJS() as KubeObject;
+        await t.client.apply(byKind.get(o.kind!)!, o, 'test');
+      }
+      // V may write VirtualClusters in team-b (and nothing else).
+      await t.client.create(R.serviceaccounts, {
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: { name: 'author', namespace: 'team-b' },
+      });
+      await t.client.apply(
+        R.roles,
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'Role',
+          metadata: { name: 'vc-author', namespace: 'team-b' },
+          rules: [{ apiGroups: ['tenancy.x-k8s.io'], resources: ['virtualclusters'], verbs: ['*'] }],
+        },
+        'test',
+      );
+      await t.client.apply(
+        R.rolebindings,
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name: 'vc-author', namespace: 'team-b' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vc-author' },
+          subjects: [{ kind: 'ServiceAccount', name: 'author', namespace: 'team-b' }],
+        },
+        'test',
+      );
+      author = await serviceAccountClient(t.sc, 'team-b', 'author');
+      manager = await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system'));
+      // The apiserver starts enforcing a new policy within a second or two.
+      await eventually(
+        () =>
+          refusedBy(
+            () => author.create(R.virtualclusters, vcObject('team-b', 'probe', { policyName: 'gold' })),
+            DENIED,
+          ),
+        30_000,
+      );
+    }, 60_000);
+
+    it.each([
+      [
+        "V names another team's policy",
+        () => author,
+        'team-b',
+        { policyName: 'gold' },
+        {},
+        /spec\.policyName: TenantPolicy "gold" is not granted to namespace "team-b"/,
+      ],
+      [
+        'V labels its definition as a GitSource, to borrow its grants later',
+        () => author,
+        'team-b',
+        {},
+        { [LABEL.gitSource]: 'platform.tenants' },
+        /only the manager \(its GitOps applier\) sets this label/,
+      ],
+      [
+        'even an admin names a super cluster the policy does not grant',
+        () => t.client,
+        'team-a',
+        { policyName: 'gold', superCluster: 'west' },
+        {},
+        /spec\.superCluster: "west" is not granted by TenantPolicy "gold"/,
+      ],
+      [
+        'a ClusterVersion the policy does not grant',
+        () => t.client,
+        'team-a',
+        { policyName: 'gold', clusterVersionName: 'wide-open' },
+        {},
+        /spec\.clusterVersionName: "wide-open" is not granted/,
+      ],
+      [
+        'an import Secret the policy does not grant',
+        () => t.client,
+        'team-a',
+        {
+          policyName: 'gold',
+          provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'platform-admin' } } },
+        },
+        {},
+        /Secret team-a\/platform-admin is not granted to the import provisioner/,
+      ],
+    ])('refuses: %s', async (what, who, ns, spec, labels, want) => {
+      await attempts.attempt(`admission: ${what}`, () =>
+        refusedBy(() => who().create(R.virtualclusters, vcObject(ns, 'denied', spec, labels), { dryRun: true }), want),
+      );
+    });
+
+    it('refuses changing a definition to an ungranted policy, and lets V keep an allowed one', async () => {
+      await author.create(R.virtualclusters, vcObject('team-b', 'mine'));
+      await attempts.attempt('admission: V switches its definition to a policy not granted', () =>
+        refusedBy(
+          () => author.patch(R.virtualclusters, 'team-b', 'mine', { spec: { policyName: 'silver' } }, 'merge'),
+          /TenantPolicy "silver" is not granted to namespace "team-b"/,
+        ),
+      );
+      await author.patch(R.virtualclusters, 'team-b', 'mine', { spec: { weight: 2 } }, 'merge');
+      await author.delete(R.virtualclusters, 'team-b', 'mine');
+    });
+
+    it('admits what is granted: by namespace, by namespace labels, and the GitSource only through the manager', async () => {
+      const dry = { dryRun: true };
+      const full = { policyName: 'gold', superCluster: 'east', clusterVersionName: 'v1-36' };
+      await t.client.create(R.virtualclusters, vcObject('team-a', 'ok', full), dry);
+      await t.client.create(R.virtualclusters, vcObject('team-c', 'ok', { policyName: 'gold' }), dry);
+      await t.client.create(
+        R.virtualclusters,
+        vcObject('team-a', 'imp', {
+          policyName: 'gold',
+          provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'granted-src' } } },
+        }),
+        dry,
+      );
+      await manager.create(
+        R.virtualclusters,
+        vcObject('team-b', 'from-git', { policyName: 'gold' }, { [LABEL.gitSource]: 'platform.tenants' }),
+        dry,
+      );
+      await author.create(R.virtualclusters, vcObject('team-b', 'plain'), dry);
+    });
+  });
+});
