@@ -335,7 +335,11 @@ export function gatewayOf(podCidr: string): string {
   return `${o[0]}.${o[1]}.${o[2]}.1`;
 }
 
-async function choosePodCidr(dir: string): Promise<string> {
+/**
+ * choosePodCidr picks a free /24 in 10.213.0.0/16 for the node in dir (the same one across restarts while it is free):
+ * its first address becomes the bridge gateway and the node IP.
+ */
+export async function choosePodCidr(dir: string): Promise<string> {
   const routes = await run('ip', ['-4', 'route', 'show', 'table', 'all']);
   const start = createHash('sha256').update(dir).digest()[0]!;
   for (let i = 0; i < 250; i++) {
