@@ -49,6 +49,11 @@ export function registerInstallCommands(program: Command): void {
       '--kubelet-ca <file>',
       "CA of the kubelets' serving certificates, for the vn-agent (default: the cluster CA)",
     )
+    .option(
+      '--pull-credentials',
+      "the --image registry's credentials from the docker config file (as vc image push reads them) become the pull " +
+        'Secret vc-image-pull in each installed namespace, named by the manager and vn-agent Pods',
+    )
     .option('--export', 'print the rendered YAML (labelled as installed) instead of applying it; no cluster is read')
     .option('--no-wait', 'do not wait for the Deployments and DaemonSets to roll out')
     .option('--timeout <seconds>', 'how long to wait for rollouts', '300')
@@ -59,6 +64,7 @@ export function registerInstallCommands(program: Command): void {
         image?: string;
         components: string;
         kubeletCa?: string;
+        pullCredentials?: boolean;
         export?: boolean;
         wait: boolean;
         timeout: string;
@@ -69,8 +75,13 @@ export function registerInstallCommands(program: Command): void {
           ...(o.image && { image: o.image }),
           version: packageVersion(),
         };
+        const { pullCredentials, withPullSecret } = await import('../install/pullsecret.ts');
+        const pull = o.pullCredentials ? pullCredentials(o.image) : undefined;
         if (o.export) {
-          process.stdout.write((await renderInstall(settings)).yaml);
+          const { stringify } = await import('yaml');
+          const r = await renderInstall(settings);
+          const objects = pull ? withPullSecret(r.objects, pull.config) : undefined;
+          process.stdout.write(objects ? objects.map((x) => stringify(x)).join('---\n') : r.yaml);
           return;
         }
         const { install } = await import('../install/install.ts');
@@ -78,6 +89,7 @@ export function registerInstallCommands(program: Command): void {
         await install(c, {
           settings,
           ...(o.kubeletCa && { kubeletCAFile: o.kubeletCa }),
+          ...(pull && { pullConfig: pull.config }),
           wait: o.wait,
           timeoutMs: seconds('--timeout', o.timeout),
           out: (l) => process.stdout.write(`${l}\n`),

@@ -12,12 +12,18 @@ import {
 } from './apply.ts';
 import { formatPreflight, gatherFacts, preflightLines, type PreflightFacts, type PreflightLine } from './preflight.ts';
 import { InstallError, objectRef, renderInstall, type InstallSettings, type Rendered } from './render.ts';
+import { withPullSecret } from './pullsecret.ts';
 import { applyKubeletCA, ensureKubeletClientCert, prerequisiteObjects } from './vnagent.ts';
 
 /** InstallOptions are the settings of one `vc install` run against a cluster. */
 export interface InstallOptions {
   settings: InstallSettings;
   kubeletCAFile?: string;
+  /**
+   * the `.dockerconfigjson` of the image registry's credentials (pullCredentials): written as a pull Secret in each
+   * installed namespace and named by the manager's and vn-agent's Pods
+   */
+  pullConfig?: string;
   /** wait for every Deployment and DaemonSet to roll out (default true) */
   wait?: boolean;
   timeoutMs?: number;
@@ -65,7 +71,8 @@ export async function install(c: KubeClient, o: InstallOptions): Promise<Install
   const s = o.settings;
   const { lines: preflight, facts } = await runPreflight(c, o);
   const vnAgent = s.components.includes('vn-agent');
-  const rendered = await renderInstall(s, o.render);
+  const plain = await renderInstall(s, o.render);
+  const rendered = o.pullConfig ? { ...plain, objects: withPullSecret(plain.objects, o.pullConfig) } : plain;
   const mapper = new ResourceMapper(c);
   const first = rendered.objects.filter((x) => x.kind === 'Namespace' || x.kind === CRD_KIND.kind);
   const rest = rendered.objects.filter((x) => !first.includes(x));
