@@ -519,6 +519,9 @@ export class RealNode {
     writeFileSync(join(dir, 'pki/ca.crt'), ca.certPem);
     writeFileSync(join(dir, 'pki/kubelet.crt'), serving.certPem);
     writeFileSync(join(dir, 'pki/kubelet.key'), serving.keyPem, secret);
+    // the node's client credential where a kubelet with certificate rotation keeps it (its --cert-dir), certificate
+    // and key in one file: an in-cluster vn-agent reads super Pods with it (vc install --kubelet-pki-dir <dir>/pki)
+    writeFileSync(join(dir, 'pki/kubelet-client-current.pem'), client.certPem + client.keyPem, secret);
     const kc = (user: string, pair: { certPem: string; keyPem: string }) =>
       renderKubeconfig({
         clusterName: cluster.name,
