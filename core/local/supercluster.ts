@@ -5,6 +5,7 @@ import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 import { freePorts } from './process.ts';
 import { choosePodCidr, gatewayOf, RealNode, realNodePreflightHere } from './realnode.ts';
 import { TcpForwarder } from './forwarder.ts';
+import { publishApiserverEndpoint } from './apiendpoint.ts';
 import { acquireHostLock, type HostLock } from './hostlock.ts';
 import type { NodeRegistry } from './noderegistry.ts';
 
@@ -130,6 +131,7 @@ export class LocalSuperCluster {
     this.apiserverRelays.push(
       await TcpForwarder.start({ host: first.nodeIP, port, target: { host: '127.0.0.1', port } }),
     );
+    await publishApiserverEndpoint(await cluster.client(), first.nodeIP, port);
   }
 
   /** realNodesOf are the real nodes registered with one of this system's super clusters. */
