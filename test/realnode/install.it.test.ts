@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeObject } from '../../core/kube/client.ts';
+import { ApiError, KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { renderKubeconfig } from '../../core/pki/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TcpForwarder } from '../../core/local/forwarder.ts';
 import { REAL_NODE_TAINT, type RealNode } from '../../core/local/realnode.ts';
@@ -28,6 +29,7 @@ import { startRegistry, type LocalRegistry } from '../../core/toolchain/registry
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason, startTestSuper, type TestSuper } from '../harness.ts';
 import { refusedBy, serviceAccountClient } from '../identities.ts';
+import { Attempts } from '../security/attempts.ts';
 
 const exec = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -84,6 +86,7 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
   /** the tenant Pod of the web Deployment, once it runs, and its super copy's IP */
   let webPod: string | undefined;
   let webIP: string | undefined;
+  const attempts = new Attempts();
   const env = () => ({ ...process.env, DOCKER_CONFIG: join(dir, 'docker'), KUBECONFIG: t!.sc.kubeconfigPath });
   /** vc runs the CLI as a user does (the compiled dist/, Node 22) and returns its stdout. */
   const vc = async (...args: string[]) =>
@@ -111,6 +114,7 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
   }, 600_000);
 
   afterAll(async () => {
+    if (attempts.records.length) attempts.report('in-cluster installation');
     if (installed && t) {
       await kubectl('delete', 'gitsources.tenancy.x-k8s.io', '--all', '-A', '--wait=false').catch(() => undefined);
       await vc('uninstall', '--crds', '--delete-tenants', '--timeout', '120').catch(() => undefined);
@@ -339,6 +343,47 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     );
   });
 
+  it("hostile, in-cluster: a tenant Pod reaches no manager port, nor the vn-agent's ops port; its token opens nothing", async (ctx) => {
+    if (!webPod) ctx.skip();
+    const managers = await podsOf('vc-system', 'vc-manager');
+    const targets = [
+      ...managers.flatMap((p) => [8080, 9292].map((port) => `${p.status!.podIP}:${port}`)),
+      `${node.nodeIP}:10551`,
+    ];
+    for (const target of targets)
+      await attempts.attempt(`a tenant Pod connects to ${target}`, async () => {
+        const r = await tenantKubectl('exec', webPod!, '--', '/agnhost', 'connect', target, '--timeout', '3s').then(
+          () => undefined,
+          (e: { stderr?: string }) => e.stderr ?? '',
+        );
+        if (r === undefined) throw new Error(`${target} accepted a connection from a tenant Pod`);
+        expect(r).toMatch(/TIMEOUT|REFUSED/);
+        return r.split('\n')[0]!;
+      });
+    await attempts.attempt('the token in a tenant Pod reads Secrets of vc-system in the super cluster', async () => {
+      const token = (
+        await tenantKubectl('exec', webPod!, '--', 'cat', '/var/run/secrets/kubernetes.io/serviceaccount/token')
+      ).trim();
+      expect(token.split('.')).toHaveLength(3);
+      const asTenant = await KubeClient.fromString(
+        renderKubeconfig({
+          clusterName: 'super',
+          server: t!.sc.cluster.server,
+          caPem: t!.sc.cluster.caPem,
+          user: 'tenant-pod',
+          token,
+        }),
+      );
+      try {
+        await asTenant.list(R.secrets, { namespace: 'vc-system' });
+      } catch (e) {
+        if (e instanceof ApiError && (e.code === 401 || e.code === 403)) return `${e.code}: ${e.message}`;
+        throw e;
+      }
+      throw new Error("a tenant Pod's token listed the Secrets of vc-system");
+    });
+  }, 120_000);
+
   it('the leading manager Pod deleted: the other leads, writes nothing again, and the tenant keeps serving', async (ctx) => {
     if (!webPod || !root) ctx.skip();
     const c = t!.client;
@@ -368,7 +413,7 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     await eventually(
       async () => {
         const m = await get(`http://${standby.status!.podIP}:8080/metrics`);
-        expect(m.body).toMatch(/^vc_(reconcile|lifecycle)[a-z_]*total\{[^}]*\} [1-9]/m);
+        expect(m.body).toMatch(/^vc_controller_reconcile_total\{[^}]*controller="virtualcluster"[^}]*\} [1-9]/m);
       },
       120_000,
       2000,
