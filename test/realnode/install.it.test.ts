@@ -6,39 +6,30 @@
  * --crds` leaving nothing behind. Every step runs the `vc` CLI as docs/operations/install.md shows it.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { renderKubeconfig } from '../../core/pki/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
-import { TcpForwarder } from '../../core/local/forwarder.ts';
-import { REAL_NODE_TAINT, type RealNode } from '../../core/local/realnode.ts';
+import type { RealNode } from '../../core/local/realnode.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
-import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
-import { startGitServer, type GitServer } from '../git/server.ts';
 import { CRD_KIND, listManaged, PRUNABLE_KINDS, ResourceMapper } from '../../core/programs/install/apply.ts';
 import { MANAGED_SELECTOR } from '../../core/programs/install/render.ts';
-import { startRegistry, type LocalRegistry } from '../../core/toolchain/registry.ts';
+import type { LocalRegistry } from '../../core/toolchain/registry.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
-import { eventually, realNodeSkipReason, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, realNodeSkipReason, type TestSuper } from '../harness.ts';
 import { refusedBy, serviceAccountClient } from '../identities.ts';
+import { InstallFlow } from '../installflow.ts';
 import { Attempts } from '../security/attempts.ts';
 
 const exec = promisify(execFile);
 const skip = await realNodeSkipReason();
 if (skip) process.stdout.write(`install.it.test.ts skipped: ${skip}\n`);
-
-const repo = join(import.meta.dirname, '../..');
-const vcBin = join(repo, 'core/programs/cli/vc.mjs');
-const nodeBin = join(repo, 'node_modules/.bin/node');
-const USER = { username: 'platform', password: 'install-me-4c1' };
 
 interface Pod extends KubeObject {
   spec?: { nodeName?: string; containers?: Array<{ image?: string }> };
@@ -71,15 +62,13 @@ function refusals(metrics: string): number {
 }
 
 describe.skipIf(!!skip)('vc install on the local super cluster with a real node', () => {
+  let f: InstallFlow | undefined;
   let t: TestSuper | undefined;
   let reg: LocalRegistry | undefined;
   let node: RealNode;
   let dir: string;
-  let image: string;
   let digest: string;
   let installed = false;
-  let gitServer: GitServer | undefined;
-  let gitRelay: TcpForwarder | undefined;
   /** the tenant's root namespace in the super cluster and its kubeconfig file, once Running */
   let root: string | undefined;
   let tenantKubeconfig: string | undefined;
@@ -87,81 +76,35 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
   let webPod: string | undefined;
   let webIP: string | undefined;
   const attempts = new Attempts();
-  const env = () => ({ ...process.env, DOCKER_CONFIG: join(dir, 'docker'), KUBECONFIG: t!.sc.kubeconfigPath });
-  /** vc runs the CLI as a user does (the compiled dist/, Node 22) and returns its stdout. */
-  const vc = async (...args: string[]) =>
-    (await exec(nodeBin, [vcBin, ...args], { env: env(), timeout: 600_000, maxBuffer: 64 << 20 })).stdout;
-  const kubectl = async (...args: string[]) =>
-    (await exec(binaryPath('kubectl'), ['--kubeconfig', t!.sc.kubeconfigPath, ...args], { timeout: 30_000 })).stdout;
+  const vc = (...args: string[]) => f!.vc(...args);
+  const kubectl = (...args: string[]) => f!.kubectl(...args);
   const tenantKubectl = async (...args: string[]) =>
     (await exec(binaryPath('kubectl'), ['--kubeconfig', tenantKubeconfig!, ...args], { timeout: 30_000 })).stdout;
   const podsOf = async (namespace: string, app: string) =>
     (await t!.client.list<Pod>(R.pods, { namespace, labelSelector: `app.kubernetes.io/name=${app}` })).items;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'vc-install-rn-'));
-    reg = await startRegistry({ users: [USER] });
-    writeFileSync(join(dir, 'registry-ca.crt'), reg.caPem);
-    mkdirSync(join(dir, 'docker'));
-    // what `docker login` writes: the credentials `vc image push` and `vc install --pull-credentials` read
-    const auth = Buffer.from(`${USER.username}:${USER.password}`).toString('base64');
-    writeFileSync(join(dir, 'docker/config.json'), JSON.stringify({ auths: { [reg.host]: { auth } } }));
-    // A cluster whose one node is the real node: no simulated nodes, and the real node without the taint that keeps
-    // other tests' Pods off it (the platform's own workloads go anywhere here).
-    t = await startTestSuper({ nodes: 0, realNodes: 1, registries: [{ host: reg.host, caPem: reg.caPem }] });
-    node = t.sc.realNodes[0]!;
-    await kubectl('taint', 'nodes', node.name, `${REAL_NODE_TAINT.key}-`);
+    f = await InstallFlow.start();
+    t = f.t;
+    reg = f.reg;
+    node = f.node;
+    dir = f.dir;
   }, 600_000);
 
   afterAll(async () => {
     if (attempts.records.length) attempts.report('in-cluster installation');
-    if (installed && t) {
-      await kubectl('delete', 'gitsources.tenancy.x-k8s.io', '--all', '-A', '--wait=false').catch(() => undefined);
-      await vc('uninstall', '--crds', '--delete-tenants', '--timeout', '120').catch(() => undefined);
-    }
-    await kubectl('delete', 'pv', 'tenant-etcd', '--wait=false').catch(() => undefined);
-    await gitRelay?.stop();
-    await gitServer?.close();
-    await t?.stop();
-    await reg?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await f?.stop(installed);
   });
 
   it('vc image build, then vc image push to the local registry with the docker config credentials', async () => {
-    const archive = join(dir, 'image.tar');
-    const built = (await vc('image', 'build', '--archive', archive)).trim();
+    const { built, pushed } = await f!.buildAndPush();
     expect(built).toMatch(/^sha256:[0-9a-f]{64}$/);
-    image = `${reg!.host}/platform/virtualcluster-ts:e2e`;
-    digest = (await vc('image', 'push', image, '--from', archive, '--ca-file', join(dir, 'registry-ca.crt'))).trim();
-    expect(digest).toBe(built);
+    expect(pushed).toBe(built);
+    digest = pushed;
   }, 300_000);
 
   it('vc install: preflight, apply, the manager and vn-agent pulled from the registry and Ready on the real node', async () => {
-    // The shipped manager configuration, but tenant apiservers dialled by ClusterIP: this cluster runs no cluster
-    // DNS, so `apiserver.<root>.svc` resolves nowhere (kube-proxy routes the ClusterIP on the node).
-    const base = parse(
-      (
-        parse(readFileSync(join(repo, 'deploy/manager/deployment.yaml'), 'utf8').split('\n---\n')[0]!) as {
-          data: Record<string, string>;
-        }
-      ).data['manager.yaml']!,
-    ) as { virtualClusters: Record<string, unknown> };
-    base.virtualClusters.native = { apiserverAccess: 'ClusterIP' };
-    writeFileSync(join(dir, 'manager.yaml'), stringify(base));
-    const out = await vc(
-      'install',
-      '--image',
-      `${image}@${digest}`,
-      '--components',
-      'manager,vn-agent',
-      '--pull-credentials',
-      '--manager-config',
-      join(dir, 'manager.yaml'),
-      '--kubelet-pki-dir',
-      join(node.opts.dir, 'pki'),
-      '--timeout',
-      '300',
-    );
+    const out = await f!.vc(...f!.installArgs());
     installed = true;
     process.stdout.write(out);
     expect(out).toMatch(/^created: Secret vc-system\/vc-image-pull$/m);
@@ -200,64 +143,7 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
   it('a GitSource on the local git server gives a native VirtualCluster Running, its control plane as Pods on the real node', async (ctx) => {
     if (!installed) ctx.skip();
     const c = t!.client;
-    // The git server listens on this host's loopback: the manager Pod reaches it through the node's gateway, as it
-    // would reach a git host on the platform's network.
-    gitServer = await startGitServer();
-    gitRelay = await TcpForwarder.start({
-      host: node.nodeIP,
-      port: 0,
-      target: { host: '127.0.0.1', port: gitServer.port },
-    });
-    await gitServer.initRepo('tenants');
-    await gitServer.commitFiles(
-      'tenants',
-      {
-        'tenants/team-a.yaml': stringify({
-          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-          kind: 'VirtualCluster',
-          metadata: { name: 'team-a', namespace: 'tenants' },
-          spec: { provisioner: { type: 'native' }, policyName: 'e2e', apiServer: { expose: { type: 'NodePort' } } },
-        }),
-      },
-      'team-a',
-    );
-    // This cluster has no volume provisioner: the platform gives the tenant's etcd a volume by hand.
-    const pvDir = join(dir, 'pv-etcd');
-    mkdirSync(pvDir, { mode: 0o777 });
-    await c.create(R.persistentvolumes, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolume',
-      metadata: { name: 'tenant-etcd' },
-      spec: {
-        capacity: { storage: '1Gi' },
-        accessModes: ['ReadWriteOnce'],
-        persistentVolumeReclaimPolicy: 'Retain',
-        hostPath: { path: pvDir, type: 'Directory' },
-      },
-    });
-    await c.create(R.tenantpolicies, {
-      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-      kind: 'TenantPolicy',
-      metadata: { name: 'e2e' },
-      spec: {
-        controlPlane: { expose: { allowedTypes: ['NodePort'] } },
-        provisioners: { allowed: ['native'] },
-        // nothing can be pulled from the internet here: the node's own agnhost runs from its image store
-        pods: { preloadedImages: [NODE_IMAGES.agnhost] },
-      },
-    });
-    await kubectl('create', 'namespace', 'tenants');
-    await c.create(GITSOURCES, {
-      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-      kind: 'GitSource',
-      metadata: { name: 'tenants', namespace: 'tenants' },
-      spec: {
-        url: `http://${node.nodeIP}:${gitRelay.port}/tenants.git`,
-        ref: { branch: 'main' },
-        path: 'tenants',
-        interval: '10s',
-      },
-    });
+    await f!.prepareTenants(['team-a']);
     const started = Date.now();
     const v = await eventually(
       async () => {
