@@ -56,6 +56,12 @@ export interface ControlPlaneOptions {
    * forwarder on a real node's bridge for Pods). Added to an existing PKI by re-issuing the serving certificate alone.
    */
   apiserverIPs?: readonly string[];
+  /**
+   * the address the apiserver advertises as the `kubernetes` Service's endpoint (default 127.0.0.1). It still listens
+   * on 127.0.0.1 only: whoever sets this relays advertiseAddress:<apiserver port> to it (a super cluster with real
+   * nodes does, on the first node's bridge gateway, so Pods there reach it by in-cluster configuration).
+   */
+  advertiseAddress?: string;
 }
 
 /** Ports are the loopback ports of one control plane. */
@@ -104,7 +110,7 @@ export class LocalControlPlane {
         etcdServers: opts.etcd.endpoint,
         etcdPrefix: opts.etcdPrefix ?? `/${opts.name}`,
         bindAddress: '127.0.0.1',
-        advertiseAddress: '127.0.0.1',
+        advertiseAddress: opts.advertiseAddress ?? '127.0.0.1',
         securePort: ports.apiserver,
         serviceCidr,
         extraArgs: opts.apiserverExtraArgs,

@@ -95,7 +95,11 @@ export interface RealNodeOptions {
   registries?: readonly NodeRegistry[];
 }
 
-async function choosePodCidr(dir: string): Promise<string> {
+/**
+ * choosePodCidr picks a free /24 in 10.213.0.0/16 for the node in dir (the same one across restarts while it is free):
+ * its first address becomes the bridge gateway and the node IP.
+ */
+export async function choosePodCidr(dir: string): Promise<string> {
   const routes = await run('ip', ['-4', 'route', 'show', 'table', 'all']);
   const start = createHash('sha256').update(dir).digest()[0]!;
   for (let i = 0; i < 250; i++) {
@@ -275,6 +279,9 @@ export class RealNode {
     writeFileSync(join(dir, 'pki/ca.crt'), ca.certPem);
     writeFileSync(join(dir, 'pki/kubelet.crt'), serving.certPem);
     writeFileSync(join(dir, 'pki/kubelet.key'), serving.keyPem, secret);
+    // the node's client credential where a kubelet with certificate rotation keeps it (its --cert-dir), certificate
+    // and key in one file: an in-cluster vn-agent reads super Pods with it (vc install --kubelet-pki-dir <dir>/pki)
+    writeFileSync(join(dir, 'pki/kubelet-client-current.pem'), client.certPem + client.keyPem, secret);
     const kc = (user: string, pair: { certPem: string; keyPem: string }) =>
       renderKubeconfig({
         clusterName: cluster.name,

@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { LocalEtcd } from './etcd.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 import { freePorts } from './process.ts';
-import { RealNode, realNodePreflightHere } from './realnode.ts';
+import { choosePodCidr, gatewayOf, RealNode, realNodePreflightHere } from './realnode.ts';
+import { TcpForwarder } from './forwarder.ts';
+import { publishApiserverEndpoint } from './apiendpoint.ts';
 import { acquireHostLock, type HostLock } from './hostlock.ts';
 import type { NodeRegistry } from './noderegistry.ts';
 
@@ -39,6 +41,8 @@ export class LocalSuperCluster {
   /** realNodes are the real nodes started with the super cluster. */
   readonly realNodes: RealNode[] = [];
   private hostLock?: HostLock;
+  /** the relays of each apiserver's advertised address on its first real node's bridge to its loopback port */
+  private readonly apiserverRelays: TcpForwarder[] = [];
 
   private constructor(
     readonly stateDir: string,
@@ -61,6 +65,7 @@ export class LocalSuperCluster {
     const etcd = await LocalEtcd.start({ dir: etcdDir, clientPort: client, peerPort: peer, restart: o.restart });
     const name = o.name ?? 'super';
     try {
+      const podCidr = await firstPodCidr(o.stateDir, name, o.realNodes ?? 0);
       const cluster = await LocalControlPlane.start({
         name,
         dir: join(o.stateDir, 'clusters', name),
@@ -72,10 +77,11 @@ export class LocalSuperCluster {
         // each vn-agent reads super Pods with) reads only its own node's Pods and Node. NodeRestriction confines what
         // such a credential may write to its own node as well.
         apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
+        ...advertisedOn(podCidr),
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster, o.registries);
       try {
-        await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
+        await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr);
       } catch (e) {
         await sc.stop();
         throw e;
@@ -87,7 +93,12 @@ export class LocalSuperCluster {
     }
   }
 
-  private async startRealNodes(cluster: LocalControlPlane, n: number, waitMs: number): Promise<void> {
+  private async startRealNodes(
+    cluster: LocalControlPlane,
+    n: number,
+    waitMs: number,
+    firstCidr: string | undefined,
+  ): Promise<void> {
     if (n <= 0) return;
     if (this.realNodes.length)
       throw new Error(
@@ -109,9 +120,18 @@ export class LocalSuperCluster {
           serviceCidr: cluster.opts.serviceCidr ?? '10.96.0.0/16',
           preflight,
           registries: this.registries,
+          ...(i === 0 && firstCidr && { podCidr: firstCidr }),
         }),
       );
     }
+    // The apiserver advertises the first node's bridge gateway (advertisedOn) and listens on loopback: relay the one
+    // to the other, so the `kubernetes` Service's endpoint is an address every Pod on the real nodes reaches.
+    const first = this.realNodes.find((r) => r.opts.cluster === cluster)!;
+    const port = cluster.ports.apiserver;
+    this.apiserverRelays.push(
+      await TcpForwarder.start({ host: first.nodeIP, port, target: { host: '127.0.0.1', port } }),
+    );
+    await publishApiserverEndpoint(await cluster.client(), first.nodeIP, port);
   }
 
   /** realNodesOf are the real nodes registered with one of this system's super clusters. */
@@ -153,18 +173,21 @@ export class LocalSuperCluster {
     name: string,
     o: { nodes?: number; restart?: boolean; realNodes?: number; realNodeLockWaitMs?: number } = {},
   ): Promise<LocalControlPlane> {
+    const podCidr = await firstPodCidr(this.stateDir, name, o.realNodes ?? 0);
     const cp = await this.addControlPlane(name, {
       scheduler: true,
       kwokNodes: o.nodes ?? 3,
       restart: o.restart,
       apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
+      ...advertisedOn(podCidr),
     });
-    await this.startRealNodes(cp, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0);
+    await this.startRealNodes(cp, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr);
     return cp;
   }
 
   /** stop stops the real nodes (removing what they left on the host), every control plane it started, then etcd. */
   async stop(): Promise<void> {
+    for (const f of this.apiserverRelays.splice(0)) await f.stop();
     for (const n of this.realNodes.splice(0)) await n.stop();
     await this.hostLock?.release();
     this.hostLock = undefined;
@@ -173,4 +196,22 @@ export class LocalSuperCluster {
     await this.cluster.stop();
     await this.etcd.stop();
   }
+}
+
+/**
+ * firstPodCidr chooses the Pod CIDR of a super cluster's first real node before its control plane starts (its gateway
+ * is what the apiserver advertises); undefined without real nodes.
+ */
+async function firstPodCidr(stateDir: string, cluster: string, realNodes: number): Promise<string | undefined> {
+  return realNodes > 0 ? choosePodCidr(join(stateDir, 'nodes', `${cluster}-real-0`)) : undefined;
+}
+
+/**
+ * advertisedOn are the control plane options that make a Pod CIDR's gateway the apiserver's advertised address (the
+ * `kubernetes` Service's endpoint) and a name in its serving certificate; none without real nodes.
+ */
+function advertisedOn(podCidr: string | undefined): { advertiseAddress?: string; apiserverIPs?: string[] } {
+  if (!podCidr) return {};
+  const gw = gatewayOf(podCidr);
+  return { advertiseAddress: gw, apiserverIPs: [gw] };
 }

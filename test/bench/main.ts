@@ -4,6 +4,7 @@ import { removeStateDirsOnSignal } from '../statedirs.ts';
 import { controlPlaneBench } from './controlplane.ts';
 import { faultsBench } from './faults.ts';
 import { gitopsBench } from './gitops.ts';
+import { installBench } from './install.ts';
 import { lifecycleBench } from './lifecycle.ts';
 import { patrolBench } from './patrol.ts';
 import { realNodeBench } from './realnode.ts';
@@ -36,6 +37,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   restart: restartBench,
   faults: faultsBench,
   realnode: realNodeBench,
+  install: installBench,
 };
 
 // Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.

@@ -49,6 +49,20 @@ export function registerInstallCommands(program: Command): void {
       '--kubelet-ca <file>',
       "CA of the kubelets' serving certificates, for the vn-agent (default: the cluster CA)",
     )
+    .option(
+      '--pull-credentials',
+      "the --image registry's credentials from the docker config file (as vc image push reads them) become the pull " +
+        'Secret vc-image-pull in each installed namespace, named by the manager and vn-agent Pods',
+    )
+    .option(
+      '--manager-config <file>',
+      "the manager's configuration file, instead of deploy/manager's (validated first)",
+    )
+    .option(
+      '--kubelet-pki-dir <dir>',
+      "the nodes' directory with the kubelet's kubelet-client-current.pem, for the vn-agent",
+      '/var/lib/kubelet/pki',
+    )
     .option('--export', 'print the rendered YAML (labelled as installed) instead of applying it; no cluster is read')
     .option('--no-wait', 'do not wait for the Deployments and DaemonSets to roll out')
     .option('--timeout <seconds>', 'how long to wait for rollouts', '300')
@@ -59,6 +73,9 @@ export function registerInstallCommands(program: Command): void {
         image?: string;
         components: string;
         kubeletCa?: string;
+        pullCredentials?: boolean;
+        managerConfig?: string;
+        kubeletPkiDir: string;
         export?: boolean;
         wait: boolean;
         timeout: string;
@@ -69,15 +86,32 @@ export function registerInstallCommands(program: Command): void {
           ...(o.image && { image: o.image }),
           version: packageVersion(),
         };
+        const { pullCredentials } = await import('../install/pullsecret.ts');
+        const { readManagerConfig } = await import('../install/overrides.ts');
+        const { customize, install } = await import('../install/install.ts');
+        const custom = {
+          ...(o.pullCredentials && { pullConfig: pullCredentials(o.image).config }),
+          ...(o.managerConfig && { managerConfig: readManagerConfig(o.managerConfig) }),
+          ...(o.kubeletPkiDir !== '/var/lib/kubelet/pki' && { kubeletPkiDir: o.kubeletPkiDir }),
+        };
         if (o.export) {
-          process.stdout.write((await renderInstall(settings)).yaml);
+          const { stringify } = await import('yaml');
+          const r = await renderInstall(settings);
+          const changed = Object.keys(custom).length > 0;
+          process.stdout.write(
+            changed
+              ? customize(r.objects, custom)
+                  .map((x) => stringify(x))
+                  .join('---\n')
+              : r.yaml,
+          );
           return;
         }
-        const { install } = await import('../install/install.ts');
         const c = await clusterClient(o);
         await install(c, {
           settings,
           ...(o.kubeletCa && { kubeletCAFile: o.kubeletCa }),
+          ...custom,
           wait: o.wait,
           timeoutMs: seconds('--timeout', o.timeout),
           out: (l) => process.stdout.write(`${l}\n`),

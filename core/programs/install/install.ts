@@ -12,12 +12,23 @@ import {
 } from './apply.ts';
 import { formatPreflight, gatherFacts, preflightLines, type PreflightFacts, type PreflightLine } from './preflight.ts';
 import { InstallError, objectRef, renderInstall, type InstallSettings, type Rendered } from './render.ts';
+import { withKubeletPkiDir, withManagerConfig } from './overrides.ts';
+import { withPullSecret } from './pullsecret.ts';
 import { applyKubeletCA, ensureKubeletClientCert, prerequisiteObjects } from './vnagent.ts';
 
 /** InstallOptions are the settings of one `vc install` run against a cluster. */
 export interface InstallOptions {
   settings: InstallSettings;
   kubeletCAFile?: string;
+  /**
+   * the `.dockerconfigjson` of the image registry's credentials (pullCredentials): written as a pull Secret in each
+   * installed namespace and named by the manager's and vn-agent's Pods
+   */
+  pullConfig?: string;
+  /** the manager's configuration file's text (readManagerConfig), instead of the base's */
+  managerConfig?: string;
+  /** the nodes' kubelet credential directory for the vn-agent, instead of /var/lib/kubelet/pki */
+  kubeletPkiDir?: string;
   /** wait for every Deployment and DaemonSet to roll out (default true) */
   wait?: boolean;
   timeoutMs?: number;
@@ -65,7 +76,8 @@ export async function install(c: KubeClient, o: InstallOptions): Promise<Install
   const s = o.settings;
   const { lines: preflight, facts } = await runPreflight(c, o);
   const vnAgent = s.components.includes('vn-agent');
-  const rendered = await renderInstall(s, o.render);
+  const plain = await renderInstall(s, o.render);
+  const rendered = { ...plain, objects: customize(plain.objects, o) };
   const mapper = new ResourceMapper(c);
   const first = rendered.objects.filter((x) => x.kind === 'Namespace' || x.kind === CRD_KIND.kind);
   const rest = rendered.objects.filter((x) => !first.includes(x));
@@ -106,6 +118,21 @@ export async function install(c: KubeClient, o: InstallOptions): Promise<Install
   o.out('  kubectl apply -k deploy/samples');
   o.out('  npx vc get tenants/team-a && npx vc kubeconfig tenants/team-a -o team-a.kubeconfig');
   return { preflight, rendered, applied, prerequisites, pruned };
+}
+
+/**
+ * customize applies the settings a platform would otherwise overlay on the render: the pull Secret, the manager's
+ * configuration, the nodes' kubelet credential directory. Pure.
+ */
+export function customize(
+  objects: readonly KubeObject[],
+  o: Pick<InstallOptions, 'pullConfig' | 'managerConfig' | 'kubeletPkiDir'>,
+): KubeObject[] {
+  let out = [...objects];
+  if (o.pullConfig) out = withPullSecret(out, o.pullConfig);
+  if (o.managerConfig) out = withManagerConfig(out, o.managerConfig);
+  if (o.kubeletPkiDir) out = withKubeletPkiDir(out, o.kubeletPkiDir);
+  return out;
 }
 
 /** whereItRuns is a line per Deployment and DaemonSet: its Pods' nodes and readiness. */
