@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
+import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { CRD_KIND, listManaged, PRUNABLE_KINDS, ResourceMapper } from '../../core/programs/install/apply.ts';
 import { install, runPreflight, uninstall } from '../../core/programs/install/install.ts';
 import {
@@ -263,6 +264,13 @@ describe('vc uninstall', () => {
       metadata: { name: 'team-a', namespace: 'tenants' },
       spec: { provisioner: { type: 'native' } },
     });
+    // A GitSource that defines it: deleted first, or it would apply the tenant again.
+    await t.client.create(GITSOURCES, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'GitSource',
+      metadata: { name: 'tenants', namespace: 'tenants' },
+      spec: { url: 'https://git.example/tenants.git', ref: { branch: 'main' } },
+    });
     const before = await versions();
     await expect(uninstall(t.client, { out: () => {} })).rejects.toThrow(
       /^1 VirtualCluster still exist \(tenants\/team-a\): delete them first, or pass --delete-tenants/,
@@ -276,7 +284,10 @@ describe('vc uninstall', () => {
       timeoutMs: 120_000,
       out: (l) => printed.push(l),
     });
-    expect(printed[0]).toBe('deleting VirtualCluster tenants/team-a');
+    expect(printed.slice(0, 2)).toEqual([
+      'deleting GitSource tenants/tenants (it would apply its tenants again)',
+      'deleting VirtualCluster tenants/team-a',
+    ]);
     expect(deleted).toContain('Namespace vc-system');
     expect(deleted).toContain('apiextensions.k8s.io/CustomResourceDefinition virtualclusters.tenancy.x-k8s.io');
     expect(await listManaged(t.client, new ResourceMapper(t.client), ALL_KINDS)).toEqual([]);

@@ -311,11 +311,11 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
 
   it('vc uninstall --crds leaves no object, Pod, CRD or policy of the install behind', async (ctx) => {
     if (!installed) ctx.skip();
-    // the GitSource goes first (else it would apply the tenant again while it is deleted), then the tenants with
-    // the installation
-    await kubectl('delete', 'gitsources.tenancy.x-k8s.io', '--all', '-A');
+    // vc uninstall deletes the GitSource first (else it would apply the tenant again while it is deleted), then the
+    // tenants, then the installation
     const out = await vc('uninstall', '--crds', '--delete-tenants', '--timeout', '300');
     installed = false;
+    expect(out).toMatch(/^deleting GitSource tenants\/tenants \(it would apply its tenants again\)$/m);
     expect(out).toMatch(/^deleted: apps\/Deployment vc-system\/vc-manager$/m);
     const mapper = new ResourceMapper(t!.client);
     expect(await listManaged(t!.client, mapper, [...PRUNABLE_KINDS, CRD_KIND])).toEqual([]);

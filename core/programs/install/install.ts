@@ -169,12 +169,13 @@ export interface UninstallOptions {
 }
 
 const VC_KIND = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' } as const;
+const GITSOURCE_KIND = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSource' } as const;
 
 /**
  * uninstall removes what `vc install` applied (the objects with its label) and nothing else: it refuses while
- * VirtualClusters exist unless told to delete them (then deletes them and waits until they are gone, which needs the
- * manager still running to remove their control planes), and leaves the CRDs unless `crds`. It waits for the
- * namespaces (and CRDs) it deleted to be gone.
+ * VirtualClusters exist unless told to delete them (then deletes the GitSources that would apply them again, deletes
+ * them and waits until they are gone, which needs the manager still running to remove their control planes), and
+ * leaves the CRDs unless `crds`. It waits for the namespaces (and CRDs) it deleted to be gone.
  */
 export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<string[]> {
   const mapper = new ResourceMapper(c);
@@ -188,6 +189,12 @@ export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<str
         `${tenants.length} VirtualCluster${tenants.length > 1 ? 's' : ''} still exist (${names.join(', ')}): delete them ` +
           'first, or pass --delete-tenants to delete them (and their control planes) now',
       );
+    // A GitSource would apply its tenants again while they are deleted: the sources go first.
+    const sources = tenants.length ? await mapper.resourceOrNull(GITSOURCE_KIND.apiVersion, GITSOURCE_KIND.kind) : null;
+    for (const g of sources ? (await c.list(sources)).items : []) {
+      await c.delete(sources!, g.metadata!.namespace, g.metadata!.name!, { uid: g.metadata!.uid });
+      o.out(`deleting GitSource ${g.metadata!.namespace}/${g.metadata!.name} (it would apply its tenants again)`);
+    }
     for (const v of tenants) {
       await c.delete(vcs, v.metadata!.namespace, v.metadata!.name!, { uid: v.metadata!.uid });
       o.out(`deleting VirtualCluster ${v.metadata!.namespace}/${v.metadata!.name}`);
