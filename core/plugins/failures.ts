@@ -63,7 +63,9 @@ export function pluginErrorOf(err: unknown): PluginError | undefined {
 /** pluginErrorsTotal is vc_plugin_errors_total: plugin functions that threw, per plugin, hook and tenant. */
 export const pluginErrorsTotal = new Counter({
   name: 'vc_plugin_errors_total',
-  help: 'Plugin functions that threw, per plugin, hook and tenant (empty when no tenant is known yet, as in route).',
+  help:
+    'Plugin functions that threw, per plugin, hook and tenant (empty when no tenant is known yet, as in route). ' +
+    "Bounded: one series per tenant served now; a removed tenant's series are dropped.",
   labelNames: ['plugin', 'hook', 'tenant'],
   registers: [registry],
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { pluginErrorsTotal } from '../plugins/failures.ts';
 import { forgetTenant, syncerMetrics, TENANT_BOUND } from './metrics.ts';
 
 const tenantsOf = async (m: { get(): Promise<{ values: Array<{ labels: Record<string, unknown> }> }> }) =>
@@ -17,9 +18,10 @@ describe('syncer metrics with a tenant label', () => {
       syncerMetrics.errors.inc({ tenant, plugin: 'pods' });
       syncerMetrics.latency.observe({ tenant, plugin: 'pods' }, 0.01);
       syncerMetrics.tenantFailures.inc({ tenant, op: 'upsert' });
+      pluginErrorsTotal.inc({ tenant, plugin: 'pods', hook: 'toSuper' });
     }
     await forgetTenant('forget-me');
-    for (const m of [syncerMetrics.errors, syncerMetrics.latency, syncerMetrics.tenantFailures]) {
+    for (const m of [syncerMetrics.errors, syncerMetrics.latency, syncerMetrics.tenantFailures, pluginErrorsTotal]) {
       const left = await tenantsOf(m);
       expect(left.has('forget-me')).toBe(false);
       expect(left.has('keep-me')).toBe(true);

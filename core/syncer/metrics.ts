@@ -1,3 +1,4 @@
+import { pluginErrorsTotal } from '../plugins/failures.ts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { type KubeClient, WriteFencedError } from '../kube/client.ts';
 import { registry } from '../metrics/registry.ts';
@@ -244,11 +245,12 @@ export async function writeTotals(): Promise<Record<string, number>> {
 }
 
 /**
- * forgetTenant drops the series of a tenant that is no longer synced from the syncer's counters and histograms, so that
+ * forgetTenant drops the series of a tenant that is no longer synced from the syncer's counters and histograms (and
+ * vc_plugin_errors_total's), so that
  * the `tenant` label stays bounded by the tenants synced now (the gauges are set afresh at each scrape).
  */
 export async function forgetTenant(tenant: string): Promise<void> {
-  for (const m of Object.values(syncerMetrics)) {
+  for (const m of [...Object.values(syncerMetrics), pluginErrorsTotal]) {
     if (m instanceof Gauge) continue;
     const metric = m as Counter | Histogram;
     for (const v of (await metric.get()).values) {

@@ -9,7 +9,7 @@ import { provenanceOf } from '../names/names.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { authenticate, type AgentTenant } from './auth.ts';
 import type { TenantDirectory } from './directory.ts';
-import { vnAgentMetrics, type Result } from './metrics.ts';
+import { forgetGoneTenants, vnAgentMetrics, type Result } from './metrics.ts';
 import {
   forwardRequest,
   forwardUpgrade,
@@ -30,6 +30,10 @@ const log = childLogger({ controller: 'vn-agent' });
 
 /** DEFAULT_PORT is the port the vn-agent listens on, and the vNodes' kubelet port (plugins/nodes). */
 export const DEFAULT_PORT = VN_AGENT_PORT;
+
+/** FORGET_INTERVAL_MS is how often the agent drops the metric series of tenants it no longer serves. */
+const FORGET_INTERVAL_MS = 60_000;
+
 /** DEFAULT_HANDSHAKE_TIMEOUT_MS bounds how long a kubelet may take to answer a request or an upgrade. */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
 /** DEFAULT_STREAM_IDLE_TIMEOUT_MS is the kubelet's own default streaming-connection idle timeout (4 h). */
@@ -100,6 +104,7 @@ export class VnAgent {
   private readonly limits: StreamLimits;
   private ops?: OpsServer;
   private stopping?: Promise<void>;
+  private forgetTimer?: ReturnType<typeof setInterval>;
 
   private constructor(private readonly o: VnAgentOptions) {
     this.limits = new StreamLimits(o.limits);
@@ -160,6 +165,12 @@ export class VnAgent {
         }),
       );
     }
+    // A removed tenant's metric series go within a minute: the tenant label stays bounded by the tenants served.
+    a.forgetTimer = setInterval(() => {
+      const live = new Set([...o.directory.tenants()].map((t) => t.key));
+      void forgetGoneTenants(live).catch((e: unknown) => log.debug({ err: String(e) }, 'pruning metric series failed'));
+    }, FORGET_INTERVAL_MS);
+    a.forgetTimer.unref();
     log.info({ port: a.port, opsPort: a.ops?.port, plugins: o.plugins.names() }, 'vn-agent listening');
     return a;
   }
@@ -177,6 +188,7 @@ export class VnAgent {
   /** stop stops listening, cuts every open request and stream, and stops the caches. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      clearInterval(this.forgetTimer);
       for (const undo of this.checks.splice(0)) undo();
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       this.server.closeAllConnections();

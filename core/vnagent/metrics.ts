@@ -1,5 +1,6 @@
 import { Counter, Gauge } from 'prom-client';
 import { registry } from '../metrics/registry.ts';
+import { pluginErrorsTotal } from '../plugins/failures.ts';
 
 /** RESULTS are the outcomes a vn-agent request is counted under. */
 export const RESULTS = [
@@ -21,24 +22,46 @@ export const RESULTS = [
 /** Result is one of RESULTS. */
 export type Result = (typeof RESULTS)[number];
 
+/**
+ * TENANT_LABEL_BOUND is the bound of the vn-agent's `tenant` label, said in each metric's help: one series per tenant
+ * its directory lists (and per value of the other, fixed labels), plus the empty tenant of unauthenticated requests.
+ */
+const TENANT_LABEL_BOUND =
+  "Bounded: one series per tenant the vn-agent serves now (empty: not authenticated); a removed tenant's series are dropped within a minute.";
+
 /** vnAgentMetrics are the vn-agent's metrics on the shared registry. */
 export const vnAgentMetrics = {
   requests: new Counter({
     name: 'vc_vnagent_requests_total',
-    help: 'Kubelet requests the vn-agent handled, per tenant (cluster key, empty when unknown), kind and result.',
+    help: `Kubelet requests the vn-agent handled, per tenant (cluster key, empty when unknown), kind and result. ${TENANT_LABEL_BOUND}`,
     labelNames: ['tenant', 'kind', 'result'],
     registers: [registry],
   }),
   activeStreams: new Gauge({
     name: 'vc_vnagent_active_streams',
-    help: 'Requests and upgraded streams being relayed to a kubelet right now, per tenant and kind.',
+    help: `Requests and upgraded streams being relayed to a kubelet right now, per tenant and kind. ${TENANT_LABEL_BOUND}`,
     labelNames: ['tenant', 'kind'],
     registers: [registry],
   }),
   bytes: new Counter({
     name: 'vc_vnagent_relayed_bytes_total',
-    help: 'Bytes relayed, per tenant, kind and direction (to_kubelet, to_client).',
+    help: `Bytes relayed, per tenant, kind and direction (to_kubelet, to_client). ${TENANT_LABEL_BOUND}`,
     labelNames: ['tenant', 'kind', 'direction'],
     registers: [registry],
   }),
 };
+
+/**
+ * forgetGoneTenants drops the series of every tenant not in `live` (the empty tenant stays), so that the `tenant`
+ * label of the vn-agent's metrics (and of vc_plugin_errors_total, which its path translation counts in) stays bounded
+ * by the tenants it serves now.
+ */
+export async function forgetGoneTenants(live: ReadonlySet<string>): Promise<void> {
+  for (const m of [...Object.values(vnAgentMetrics), pluginErrorsTotal]) {
+    const metric = m as Counter | Gauge;
+    for (const v of (await metric.get()).values) {
+      const t = String(v.labels.tenant ?? '');
+      if (t && !live.has(t)) metric.remove(v.labels);
+    }
+  }
+}
