@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../kube/client.ts';
-import { statusOnly } from './predicates.ts';
+import { OwnStatus, statusOnly } from './predicates.ts';
 
 const base: KubeObject = {
   metadata: { name: 'a', generation: 3, resourceVersion: '10', labels: { x: '1' }, annotations: { y: '2' } },
@@ -27,5 +27,27 @@ describe('statusOnly', () => {
   it('never calls an object without a generation status-only', () => {
     const a = { metadata: { name: 'cm', resourceVersion: '1' } };
     expect(statusOnly(a, { metadata: { name: 'cm', resourceVersion: '2' } })).toBe(false);
+  });
+});
+
+describe('OwnStatus', () => {
+  it("tells the echo of the controller's own write from a status someone else wrote", () => {
+    const own = new OwnStatus();
+    expect(own.isOwn('ns/a', { phase: 'Running' })).toBe(false);
+    own.remember('ns/a', { phase: 'Running', clusterNamespace: 'vc-1', conditions: [{ type: 'Ready' }] });
+    // key order does not count
+    expect(own.isOwn('ns/a', { clusterNamespace: 'vc-1', conditions: [{ type: 'Ready' }], phase: 'Running' })).toBe(
+      true,
+    );
+    expect(own.isOwn('ns/a', { phase: 'Running', clusterNamespace: 'vc-2', conditions: [{ type: 'Ready' }] })).toBe(
+      false,
+    );
+    expect(own.isOwn('ns/b', { phase: 'Running', clusterNamespace: 'vc-1', conditions: [{ type: 'Ready' }] })).toBe(
+      false,
+    );
+    own.forget('ns/a');
+    expect(own.isOwn('ns/a', { phase: 'Running', clusterNamespace: 'vc-1', conditions: [{ type: 'Ready' }] })).toBe(
+      false,
+    );
   });
 });

@@ -19,3 +19,38 @@ export function statusOnly(a: KubeObject, b: KubeObject): boolean {
     x.deletionTimestamp === y.deletionTimestamp
   );
 }
+
+/**
+ * OwnStatus remembers the status a controller last wrote for each key, so that its event filter can tell the echo of
+ * its own write (nothing to do) from a status someone else wrote (reconciled, so the controller puts its own answer
+ * back: status is an output, and a forged one must not stand).
+ */
+export class OwnStatus {
+  private readonly written = new Map<string, string>();
+
+  /** remember records the status just written for key. */
+  remember(key: string, status: unknown): void {
+    this.written.set(key, canonical(status));
+  }
+
+  /** isOwn reports whether status is the one this controller last wrote for key. */
+  isOwn(key: string, status: unknown): boolean {
+    return this.written.get(key) === canonical(status);
+  }
+
+  /** forget drops what was recorded for key (its object is gone). */
+  forget(key: string): void {
+    this.written.delete(key);
+  }
+}
+
+/** canonical is a value's JSON with object keys sorted, so that two equal statuses compare equal as strings. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v ?? {}, (_k, x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(
+          Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : x,
+  );
+}

@@ -5,7 +5,7 @@ import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { StatusWriter } from '../controller/status.ts';
 import { KubeClient, type KubeObject } from '../kube/client.ts';
-import { statusOnly } from '../controller/predicates.ts';
+import { OwnStatus, statusOnly } from '../controller/predicates.ts';
 import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
@@ -150,6 +150,8 @@ export class VirtualClusterController {
   private readonly policies: SharedInformer<TenantPolicy>;
   /** the effective settings each key's control plane last started with, kept while a refused edit waits */
   private readonly accepted = new Map<string, EffectiveSettings>();
+  /** the status last written per key: its echo is no reason to reconcile, another status is */
+  private readonly ownStatus = new OwnStatus();
   private readonly queue = new WorkQueue({ metrics: queueMetrics('virtualcluster') });
   private readonly runner: Runner;
   private readonly roots = new Map<string, string>();
@@ -167,12 +169,12 @@ export class VirtualClusterController {
     const informers = o.informers ?? new InformerFactory(o.meta, 'lifecycle');
     this.informer = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
     const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
-    // A change of status alone (the controller's own writes, mostly) decides nothing: only what the author or
-    // a deletion changed runs the steps again.
+    // The echo of the controller's own status write decides nothing: what the author or a deletion changed runs
+    // the steps again, and so does a status someone else wrote (the controller puts its own answer back).
     this.informer.addHandler({
       onAdd: enqueue,
       onUpdate: (a, b) => {
-        if (!statusOnly(a, b)) enqueue(b);
+        if (!statusOnly(a, b) || !this.ownStatus.isOwn(objectKey(b), b.status)) enqueue(b);
       },
       onDelete: enqueue,
     });
@@ -295,7 +297,10 @@ export class VirtualClusterController {
 
   /** commit writes the outcome's status (when it has one) and then records its events. */
   private async commit(p: Pass, o: Outcome): Promise<void> {
-    if (hasStatus(o)) p.vc = await this.status.write(p.vc, nextStatus(p.vc, o));
+    if (hasStatus(o)) {
+      p.vc = await this.status.write(p.vc, nextStatus(p.vc, o));
+      this.ownStatus.remember(p.key, p.vc.status);
+    }
     for (const e of o.events ?? []) await this.events.record(p.vc, e.type, e.reason, e.message);
   }
 
@@ -305,6 +310,7 @@ export class VirtualClusterController {
     if (root) this.o.tenants.remove(root);
     this.roots.delete(key);
     this.accepted.delete(key);
+    this.ownStatus.forget(key);
     return undefined;
   }
 
