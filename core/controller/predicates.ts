@@ -1,3 +1,4 @@
+import { sameJSON } from './status.ts';
 import type { KubeObject } from '../kube/client.ts';
 
 /**
@@ -26,31 +27,20 @@ export function statusOnly(a: KubeObject, b: KubeObject): boolean {
  * back: status is an output, and a forged one must not stand).
  */
 export class OwnStatus {
-  private readonly written = new Map<string, string>();
+  private readonly written = new Map<string, unknown>();
 
   /** remember records the status just written for key. */
   remember(key: string, status: unknown): void {
-    this.written.set(key, canonical(status));
+    this.written.set(key, structuredClone(status ?? {}));
   }
 
-  /** isOwn reports whether status is the one this controller last wrote for key. */
+  /** isOwn reports whether status is the one this controller last wrote for key (as JSON: key order does not count). */
   isOwn(key: string, status: unknown): boolean {
-    return this.written.get(key) === canonical(status);
+    return this.written.has(key) && sameJSON(this.written.get(key), status ?? {});
   }
 
   /** forget drops what was recorded for key (its object is gone). */
   forget(key: string): void {
     this.written.delete(key);
   }
-}
-
-/** canonical is a value's JSON with object keys sorted, so that two equal statuses compare equal as strings. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v ?? {}, (_k, x: unknown) =>
-    x && typeof x === 'object' && !Array.isArray(x)
-      ? Object.fromEntries(
-          Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-        )
-      : x,
-  );
 }

@@ -103,6 +103,6 @@ export function planStatusWrite<S extends object, T extends KubeObject & { statu
 }
 
 /** sameJSON compares two values as their JSON documents: key order and undefined fields do not count. */
-function sameJSON(a: unknown, b: unknown): boolean {
+export function sameJSON(a: unknown, b: unknown): boolean {
   return isDeepStrictEqual(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
 }
