@@ -283,11 +283,22 @@ describe('hostile authors against grants, on the real local system', () => {
       );
       author = await serviceAccountClient(t.sc, 'team-b', 'author');
       manager = await KubeClient.fromString(await managerIdentity(t.sc, 'kube-system'));
-      // The apiserver starts enforcing a new policy within a second or two.
+      // The apiserver starts enforcing each new policy on its own, within a second or two: wait for both.
       await eventually(
         () =>
           refusedBy(
             () => author.create(R.virtualclusters, vcObject('team-b', 'probe', { policyName: 'gold' })),
+            DENIED,
+          ),
+        30_000,
+      );
+      await eventually(
+        () =>
+          refusedBy(
+            () =>
+              author.create(R.virtualclusters, vcObject('team-b', 'probe', {}, { [LABEL.gitSource]: 'probe.probe' }), {
+                dryRun: true,
+              }),
             DENIED,
           ),
         30_000,
