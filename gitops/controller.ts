@@ -3,7 +3,7 @@ import { Counter } from 'prom-client';
 import { EventRecorder } from '../core/controller/events.ts';
 import { queueMetrics } from '../core/controller/metrics.ts';
 import { Runner, type Result } from '../core/controller/runner.ts';
-import { setCondition, StatusWriter, type ConditionInput } from '../core/controller/status.ts';
+import { StatusWriter } from '../core/controller/status.ts';
 import { isNotFound, type KubeClient, type KubeObject } from '../core/kube/client.ts';
 import { statusOnly } from '../core/controller/predicates.ts';
 import { InformerFactory, type SharedInformer } from '../core/kube/factory.ts';
@@ -15,27 +15,41 @@ import { registry } from '../core/metrics/registry.ts';
 import { WorkQueue } from '../core/queue/workqueue.ts';
 import type { Artifact } from './artifact.ts';
 import { Applier } from './applier/applier.ts';
-import { GITSOURCES, reconcileOptionsFor, type GitSource, type GitSourceStatus } from './applier/gitsource.ts';
+import {
+  GITSOURCES,
+  RECONCILE_ANNOTATION,
+  reconcileOptionsFor,
+  type GitSource,
+  type GitSourceStatus,
+} from './applier/gitsource.ts';
+import {
+  dependencyGate,
+  dependencyRefs,
+  HEALTH_TIMEOUT_DEFAULT_MS,
+  objectHealth,
+  readiness,
+  withHealth,
+  withReadiness,
+} from './health.ts';
 import { SOURCE_LABEL, describeRef, sourceLabelValue } from './applier/objects.ts';
 import { scopeOf, type ScopePolicy } from './applier/scope.ts';
 import type { AddressPolicy } from './source/address.ts';
 import type { SourceError } from './source/errors.ts';
 import {
   descentBase,
-  ownsRecord,
   readRecord,
-  recordedData,
   recordName,
-  recordObject,
   type AppliedRecord,
   type ConfigMapObject,
   type RecordData,
 } from './record.ts';
+import { keepRecord } from './recordwriter.ts';
 import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
 import { GitSourceFetcher, type SourceLimits } from './source/source.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookRoute } from './source/webhook.ts';
 import { credentialsOf, gitRefOf, hookPath, secretValue, verifyKeysOf } from './sourcespec.ts';
+import { handled, healthChanged, parseDuration, reported, stalled, waiting, withCondition } from './sourcestatus.ts';
 
 const log = childLogger({ controller: 'gitops' });
 
@@ -85,6 +99,10 @@ interface SourceProgress {
   allowTriggered?: string;
   /** uid of the GitSource this state is for */
   uid?: string;
+  /** the revision last applied in full and since when: the health timeout counts from then */
+  applied?: { revision: string; at: number };
+  /** the last full reconcile: a health-only pass may stand in for another until the interval is over */
+  lastFull?: { at: number; digest: string; generation?: number; ok: boolean };
   /**
    * the last applied revision as the manager knows it: read from its record when the state is made, then set by each
    * apply (also when writing the record failed: what this process applied is known without it)
@@ -95,20 +113,6 @@ interface SourceProgress {
 /** SourceState is a GitSource's progress together with the poller that feeds it. */
 interface SourceState extends SourceProgress {
   poller: SourcePoller;
-}
-
-/** parseDuration reads `90s`, `1m`, `1h30m`, `500ms` into milliseconds. */
-export function parseDuration(s: string | undefined, fallbackMs: number): number {
-  if (!s) return fallbackMs;
-  let total = 0;
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
-  let m: RegExpExecArray | null;
-  let matched = '';
-  while ((m = re.exec(s))) {
-    total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-    matched += m[0];
-  }
-  return matched === s && total > 0 ? total : fallbackMs;
 }
 
 /**
@@ -127,6 +131,11 @@ export class GitOpsController {
   private readonly state = new Map<string, SourceState>();
   private receiver?: WebhookReceiver;
   private receiverPort: number;
+  /**
+   * sources queued for a full reconcile; one queued only because a VirtualCluster it applied changed its status (or
+   * by a retry) may instead have its health checked without an apply (checkHealth says when)
+   */
+  private readonly full = new Set<string>();
   private routesKey = '';
   private readonly status: StatusWriter<GitSourceStatus>;
   private readonly events: EventRecorder;
@@ -141,18 +150,36 @@ export class GitOpsController {
     this.receiverPort = o.webhook?.port ?? 0;
     const informers = o.informers ?? new InformerFactory(o.meta, 'gitops');
     this.sources = informers.informer<GitSource>({ resource: GITSOURCES });
-    const enqueue = (gs: KubeObject) => this.queue.add(objectKey(gs));
-    this.sources.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b), onDelete: enqueue });
+    const enqueue = (gs: KubeObject) => this.requeue(objectKey(gs));
+    // A source's readiness gates those that depend on it: they are queued when it changes.
+    const dependents = (gs: KubeObject) => {
+      const k = objectKey(gs);
+      for (const other of this.sources.list())
+        if (dependencyRefs(other).some((d) => `${d.namespace}/${d.name}` === k)) this.requeue(objectKey(other));
+    };
+    this.sources.addHandler({
+      onAdd: (gs) => (enqueue(gs), dependents(gs)),
+      onUpdate: (_a, b) => (enqueue(b), dependents(b)),
+      onDelete: (gs) => (enqueue(gs), dependents(gs)),
+    });
     // Objects a source applied: a hand edit or deletion requeues their source at once. The VirtualClusters are the
     // shared cache's (the lifecycle controller reads the same), those without the source label are passed over.
     this.owned = informers.informer({ resource: R.virtualclusters });
-    const back = (obj: KubeObject) => {
+    const back = (obj: KubeObject, healthOnly = false) => {
       const label = obj.metadata?.labels?.[SOURCE_LABEL];
       if (label === undefined) return;
-      for (const gs of this.sources.list()) if (sourceLabelValue(gs.metadata) === label) this.queue.add(objectKey(gs));
+      for (const gs of this.sources.list()) {
+        if (sourceLabelValue(gs.metadata) !== label) continue;
+        const k = objectKey(gs);
+        if (healthOnly) this.queue.add(k);
+        else this.requeue(k);
+      }
     };
-    // A status write (the lifecycle controller's) is no edit of what the source applied.
-    this.owned.addHandler({ onUpdate: (a, b) => (statusOnly(a, b) ? undefined : back(b)), onDelete: back });
+    // A status write (the lifecycle controller's) is no edit of what the source applied, but may change its health.
+    this.owned.addHandler({
+      onUpdate: (a, b) => (statusOnly(a, b) ? (healthChanged(a, b) ? back(b, true) : undefined) : back(b)),
+      onDelete: (o) => back(o),
+    });
     this.runner = new Runner({
       name: 'gitops',
       queue: this.queue,
@@ -187,6 +214,12 @@ export class GitOpsController {
     await this.receiver?.close();
   }
 
+  /** requeue queues a full reconcile of a source (fetch result, apply, health). */
+  private requeue(key: string): void {
+    this.full.add(key);
+    this.queue.add(key);
+  }
+
   /** webhookURL is where a GitSource's git host should send push notifications. */
   webhookURL(namespace: string, name: string): string | undefined {
     return this.receiver?.url(hookPath(namespace, name));
@@ -213,7 +246,7 @@ export class GitOpsController {
       await this.status.write(
         gs,
         reported(
-          st,
+          st.record,
           withCondition(gs, {
             type: 'Ready',
             status: 'Unknown',
@@ -225,6 +258,21 @@ export class GitOpsController {
       return;
     }
     st.poller.resume();
+    const gate = dependencyGate(gs, (k) => this.sources.get(k));
+    if (gate) {
+      const s = gate.cycle
+        ? stalled(gs, 'DependencyCycle', gate.message)
+        : waiting(gs, 'DependencyNotReady', gate.message);
+      await this.status.write(gs, reported(st.record, s));
+      return gate.cycle ? undefined : { requeueAfter: interval };
+    }
+    const requested = gs.metadata.annotations?.[RECONCILE_ANNOTATION];
+    const handle = requested && requested !== gs.status?.lastHandledReconcileAt ? requested : undefined;
+    // Asked for now: fetch at once (the poll's artifact or error lands in st before the apply below).
+    if (handle) await st.poller.trigger();
+    if (!this.full.delete(key) && !handle && (await this.checkHealth(gs, st, interval))) return;
+    // Set again once this full reconcile's status is written: a retry after a failure is a full one.
+    st.lastFull = undefined;
     const allow = gs.metadata.annotations?.[ALLOW_REVISION_ANNOTATION];
     if (st.error?.reason === 'NotDescendant' && allow && allow !== st.allowTriggered) {
       st.allowTriggered = allow;
@@ -235,18 +283,25 @@ export class GitOpsController {
       // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
       // failing source can never cause a new deletion. A poll may clear st.error meanwhile: the error read here stays.
       if (st.artifact) await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
-      await this.status.write(gs, reported(st, stalled(gs, error.reason, error.message)));
+      await this.status.write(gs, handled(reported(st.record, stalled(gs, error.reason, error.message)), handle));
       return { requeueAfter: interval };
     }
     if (!st.artifact) return;
     const report = await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
     report.status.artifact = { revision: st.artifact.revision, digest: st.artifact.digest };
     const r = report.result;
+    const now = Date.now();
+    if (!r.stop) {
+      if (st.applied?.revision !== st.artifact.revision) st.applied = { revision: st.artifact.revision, at: now };
+      report.status = this.healthOf(gs, report.status, st.applied, now);
+    }
     const keep: RecordData = {};
     if (!r.stop && report.status.lastAppliedRevision === st.artifact.revision) keep.revision = st.artifact.revision;
     if (r.confirmationUsed) keep.confirmation = r.confirmationUsed;
-    if (keep.revision || keep.confirmation) await this.keepRecord(gs, st, keep);
-    await this.status.write(gs, reported(st, report.status));
+    if (keep.revision || keep.confirmation)
+      st.record = await keepRecord({ meta: this.o.meta, events: this.events, log }, gs, st.record, keep);
+    await this.status.write(gs, handled(reported(st.record, report.status), handle));
+    st.lastFull = { at: now, digest: st.artifact.digest, generation: gs.metadata.generation, ok: !r.stop };
     if (r.applied.length || r.pruned.length) {
       await this.events.record(
         gs,
@@ -266,6 +321,38 @@ export class GitOpsController {
       );
     }
     return { requeueAfter: interval };
+  }
+
+  /**
+   * checkHealth re-judges the health of what the last full reconcile applied, without applying again, when that
+   * reconcile succeeded on the same artifact and generation within the interval; false when a full one is due instead.
+   */
+  private async checkHealth(gs: GitSource, st: SourceState, intervalMs: number): Promise<boolean> {
+    const last = st.lastFull;
+    const now = Date.now();
+    if (!last?.ok || !st.applied || st.error || !st.artifact || last.digest !== st.artifact.digest) return false;
+    if (last.generation !== gs.metadata.generation || now - last.at >= intervalMs) return false;
+    const status = this.healthOf(gs, { ...(gs.status ?? {}) }, st.applied, now);
+    await this.status.write(gs, reported(st.record, status));
+    return true;
+  }
+
+  /** healthOf is a fully applied status with each inventory entry's health and the Ready verdict from them. */
+  private healthOf(
+    gs: GitSource,
+    status: GitSourceStatus,
+    applied: { revision: string; at: number },
+    now: number,
+  ): GitSourceStatus {
+    const inventory = withHealth(status.inventory ?? [], (e) =>
+      // ClusterVersions carry no status: the apply that just succeeded is their health.
+      e.kind === 'VirtualCluster'
+        ? objectHealth(e.kind, this.owned.get(`${e.namespace}/${e.name}`))
+        : objectHealth(e.kind, { metadata: {} }),
+    );
+    const timeout = parseDuration(gs.spec.healthTimeout, HEALTH_TIMEOUT_DEFAULT_MS);
+    const verdict = readiness(inventory, applied.revision, applied.at, now, timeout);
+    return withReadiness(gs.status?.conditions, status, inventory, verdict, new Date(now));
   }
 
   private async ensureState(key: string, gs: GitSource): Promise<SourceState> {
@@ -314,7 +401,7 @@ export class GitOpsController {
           r.commit === progress.artifact?.revision
         ) {
           progress.error = undefined;
-          this.queue.add(key);
+          this.requeue(key);
         }
         return r;
       },
@@ -345,12 +432,12 @@ export class GitOpsController {
       onArtifact: (a) => {
         progress.artifact = a;
         progress.error = undefined;
-        this.queue.add(key);
+        this.requeue(key);
       },
       onError: (e) => {
         progress.error = e;
         sourceErrors.inc({ source: key, reason: e.reason });
-        this.queue.add(key);
+        this.requeue(key);
       },
     });
     const st: SourceState = Object.assign(progress, { poller });
@@ -380,49 +467,6 @@ export class GitOpsController {
       );
     }
     return st;
-  }
-
-  /**
-   * keepRecord writes the revision just applied (which the next revision must descend from) and the deletion
-   * confirmation just used to the GitSource's record (gitops/record.ts), keeping what it already holds. It never takes
-   * over a ConfigMap of that name it did not write for this GitSource; a failed write is reported as an event, and the
-   * record is kept in memory all the same.
-   */
-  private async keepRecord(gs: GitSource, st: SourceState, update: RecordData): Promise<void> {
-    const had = recordedData(st.record);
-    const next: RecordData = { ...had, ...update };
-    if (st.record.kind === 'present' && had.revision === next.revision && had.confirmation === next.confirmation)
-      return;
-    st.record = { kind: 'present', ...next };
-    const want = recordObject(gs, next);
-    const { namespace, name } = want.metadata as { namespace: string; name: string };
-    try {
-      const cur = await this.o.meta.getOrNull<ConfigMapObject>(R.configmaps, namespace, name);
-      if (!cur) {
-        await this.o.meta.create(R.configmaps, want, { fieldManager: IDENTITY.gitops });
-      } else if (ownsRecord(cur, gs)) {
-        await this.o.meta.update(R.configmaps, { ...cur, data: want.data }, { fieldManager: IDENTITY.gitops });
-      } else {
-        const found = readRecord(cur, gs);
-        await this.events.record(
-          gs,
-          'Warning',
-          'RecordRefused',
-          `${found.kind === 'foreign' ? found.why : ''}; not overwritten, so after a restart the next revision needs ${ALLOW_REVISION_ANNOTATION}`,
-        );
-      }
-    } catch (e) {
-      log.warn(
-        { gitSource: `${gs.metadata.namespace}/${gs.metadata.name}`, err: e instanceof Error ? e.message : String(e) },
-        'writing the applied record failed',
-      );
-      await this.events.record(
-        gs,
-        'Warning',
-        'RecordFailed',
-        `could not write ConfigMap ${namespace}/${name}: ${e instanceof Error ? e.message : String(e)}`,
-      );
-    }
   }
 
   /** interval is the poll interval of a GitSource: its own, but never below the platform's floor. */
@@ -460,45 +504,4 @@ export class GitOpsController {
 
 function sameSource(prev: SourceState, gs: GitSource): boolean {
   return !!prev.artifact && prev.artifact.url === gs.spec.url;
-}
-
-/** withCondition is the GitSource's status with one condition set (at its generation). */
-function withCondition(gs: GitSource, c: Omit<ConditionInput, 'observedGeneration'>): GitSourceStatus {
-  const old = gs.status ?? {};
-  const generation = gs.metadata.generation;
-  return {
-    ...old,
-    observedGeneration: generation,
-    conditions: setCondition(old.conditions, { ...c, observedGeneration: generation }),
-  };
-}
-
-/**
- * reported is a status to write with lastAppliedRevision and lastHandledConfirmation from the manager's record,
- * whatever status said before.
- */
-function reported(st: SourceState, status: GitSourceStatus): GitSourceStatus {
-  const d = recordedData(st.record);
-  const out: GitSourceStatus = d.revision ? { ...status, lastAppliedRevision: d.revision } : { ...status };
-  // The handled confirmation is reported from the record only: a value found in status that the record does not hold
-  // (written there by a status writer) is removed, null being a deletion in the status merge patch.
-  if (d.confirmation) out.lastHandledConfirmation = d.confirmation;
-  else if (out.lastHandledConfirmation !== undefined) out.lastHandledConfirmation = null;
-  return out;
-}
-
-/** stalled keeps the last applied revision and inventory, and says why the source cannot go on. */
-function stalled(gs: GitSource, reason: string, message: string): GitSourceStatus {
-  const s = withCondition(gs, { type: 'Ready', status: 'False', reason, message });
-  const others = (s.conditions ?? []).filter((x) => x.type !== 'Reconciling');
-  return {
-    ...s,
-    conditions: setCondition(others, {
-      type: 'Stalled',
-      status: 'True',
-      reason,
-      message,
-      observedGeneration: gs.metadata.generation,
-    }),
-  };
 }

@@ -890,15 +890,17 @@ export type GitSourceRevision = string;
 /** One aspect of the GitSource's state, in the shape of metav1.Condition. */
 export interface GitSourceCondition {
   /**
-   * Kind of condition: Ready (the last revision was applied and pruned in full), Reconciling (work is under way or
-   * being retried) or Stalled (no progress without a new revision or a human decision).
+   * Kind of condition: Ready (the last revision was applied and pruned in full, and the VirtualClusters it applied are
+   * healthy), Reconciling (work is under way, being retried or waiting for health) or Stalled (no progress without a
+   * new revision or a human decision).
    */
   type: string;
   /** Whether the condition holds: True, False or Unknown. */
   status: 'True' | 'False' | 'Unknown';
   /**
-   * Machine-readable reason for the last transition, in CamelCase: Succeeded, ParseFailed, ValidationFailed, EmptyPath,
-   * DeletionLimitExceeded, ApplyFailed, PruneFailed, or a reason of the source such as FetchFailed.
+   * Machine-readable reason for the last transition, in CamelCase: Succeeded, Progressing, HealthCheckFailed,
+   * DependencyNotReady, DependencyCycle, Suspended, ParseFailed, ValidationFailed, EmptyPath, DeletionLimitExceeded,
+   * ApplyFailed, PruneFailed, or a reason of the source such as FetchFailed.
    */
   reason: string;
   /** Human-readable details of the last transition: the files, objects and fields at fault. */
@@ -923,6 +925,8 @@ export interface GitSourceMetadata {
   /**
    * Annotations of the GitSource object. tenancy.x-k8s.io/confirm-deletion: <revision> allows, for that revision only,
    * a deletion beyond spec.safety or the pruning of everything when the path holds no objects.
+   * tenancy.x-k8s.io/reconcile-requested-at: <a new value, e.g. a timestamp> makes the manager fetch and apply at once;
+   * status.lastHandledReconcileAt reports the value handled.
    */
   annotations?: GitSourceStringMap;
   [key: string]: unknown;
@@ -1009,6 +1013,24 @@ export interface GitSourceSpec {
     /** Secret, in the GitSource's namespace, whose key token holds the shared secret of the webhook. */
     secretRef: GitSourceSecretRef;
   };
+  /**
+   * GitSources that must be Ready (applied, and their VirtualClusters healthy) before this one applies anything: the
+   * source of a TenantPolicy or ClusterVersion before the sources of the tenants that use them. While one is not Ready
+   * this source waits (Ready False, reason DependencyNotReady); a cycle stalls the sources on it (Stalled, reason
+   * DependencyCycle).
+   */
+  dependsOn?: {
+    /** Name of the GitSource. */
+    name: GitSourceDnsLabel;
+    /** Namespace of the GitSource. Defaults to this GitSource's namespace. */
+    namespace?: GitSourceDnsLabel;
+  }[];
+  /**
+   * How long the VirtualClusters a revision applied may take to become healthy (phase Running, Ready not False) before
+   * the source reports Ready False, reason HealthCheckFailed; until then Ready is Unknown, reason Progressing. Defaults
+   * to 10m.
+   */
+  healthTimeout?: GitSourceDuration;
 }
 
 /** Observed state of the source, written by the manager. */
@@ -1025,6 +1047,11 @@ export interface GitSourceStatus {
   lastAppliedRevision?: string;
   /** The last revision the manager tried to apply, successfully or not. */
   lastAttemptedRevision?: string;
+  /**
+   * The value of the annotation tenancy.x-k8s.io/reconcile-requested-at the manager last handled: it fetched the
+   * repository and applied the result at once (`vc reconcile gitsource`).
+   */
+  lastHandledReconcileAt?: string;
   /**
    * The last value of the annotation tenancy.x-k8s.io/confirm-deletion that allowed a deletion. Reported from the
    * manager's record (ConfigMap <gitsource>-gitops-record); a value written here by anyone else is removed.
@@ -1049,6 +1076,13 @@ export interface GitSourceStatus {
     name: GitSourceDnsSubdomain;
     /** UID of the object when it was applied; deletions are made only while it still matches. */
     uid: string;
+    /**
+     * Health of the object when last checked: Healthy (a VirtualCluster Running with Ready not False; a ClusterVersion
+     * once applied), Progressing, Failed or Unknown.
+     */
+    health?: 'Healthy' | 'Progressing' | 'Failed' | 'Unknown';
+    /** Why the object is not Healthy, from its own status. */
+    message?: string;
   }[];
 }
 

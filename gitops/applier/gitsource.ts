@@ -34,6 +34,17 @@ export interface GitSourceSpec {
   prune?: boolean;
   safety?: { maxDeletes?: number; maxDeletePercent?: number };
   webhook?: { kind: 'github' | 'gitlab' | 'generic'; secretRef: SecretRef };
+  dependsOn?: Array<{ name: string; namespace?: string }>;
+  healthTimeout?: string;
+}
+
+/** RECONCILE_ANNOTATION asks for a fetch and apply now; status.lastHandledReconcileAt reports the value handled. */
+export const RECONCILE_ANNOTATION = 'tenancy.x-k8s.io/reconcile-requested-at';
+
+/** InventoryStatus is an inventory entry as status reports it: with the object's health when last checked. */
+export interface InventoryStatus extends InventoryEntry {
+  health?: 'Healthy' | 'Progressing' | 'Failed' | 'Unknown';
+  message?: string;
 }
 
 /** GitSourceStatus is status of a GitSource. */
@@ -47,9 +58,13 @@ export interface GitSourceStatus {
    * the record does not hold
    */
   lastHandledConfirmation?: string | null;
+  lastHandledReconcileAt?: string;
   artifact?: { revision: string; digest: string };
-  inventory?: InventoryEntry[];
+  inventory?: InventoryStatus[];
 }
+
+/** GitSourceRef names a GitSource. */
+export type { GitSourceRef } from './objects.ts';
 
 /** GitSource is a namespaced tenancy.x-k8s.io/v1alpha1 GitSource. */
 export interface GitSource extends KubeObject {

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { promisify } from 'node:util';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +22,27 @@ const vcYaml = (name: string, spec: Record<string, unknown> = {}) =>
     kind: 'VirtualCluster',
     metadata: { name, namespace: 'default' },
     spec: { provisioner: { type: 'local' }, ...spec },
+  });
+
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+
+/** vcCli runs the CLI as a user would, returning its exit code and output instead of throwing. */
+async function vcCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, [vcBin, ...args], { timeout: 180_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const x = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof x.code === 'number' ? x.code : 1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
+  }
+}
+
+const cvYaml = (name: string) =>
+  stringify({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'ClusterVersion',
+    metadata: { name },
+    spec: { kubernetesVersion: 'v1.36.3', apiServer: { replicas: 1 }, etcd: { storageSize: '1Gi' } },
   });
 
 /** apiserverPids are the pids of the kube-apiservers whose command line names a path under `dir`: local tenants'. */
@@ -102,7 +125,15 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         superClusters: [{ name: 'default', kubeconfig: t.sc.kubeconfigPath }],
         virtualClusters: { enabled: true, local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint } },
         // The test git server listens on 127.0.0.1, which git sources may reach only when the platform allows it.
-        gitops: { enabled: true, cacheDir: join(dir, 'git-cache'), allowPrivateAddresses: ['127.0.0.0/8'] },
+        gitops: {
+          enabled: true,
+          cacheDir: join(dir, 'git-cache'),
+          allowPrivateAddresses: ['127.0.0.0/8'],
+          // The dependency case's sources write ClusterVersions, a cluster-scoped kind the platform must allow.
+          policy: {
+            sources: { 'default/platform': { clusterScoped: true }, 'default/after': { clusterScoped: true } },
+          },
+        },
         syncer: { patrolIntervalSeconds: 0 },
         // Leader election as in production (default durations), so the last test can take leadership away.
         leaderElection: { enabled: true },
@@ -120,10 +151,16 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
 
   it('turns a tenant file into a Running tenant and records what it applied', async () => {
     await eventually(async () => expect((await vc('alpha'))?.status?.phase).toBe('Running'), 90_000);
-    const gs = await source();
-    expect(condition(gs, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+    // Ready once the tenant it applied runs: the source hears of the tenant's status write a moment later.
+    const gs = await eventually(async () => {
+      const g = await source();
+      expect(condition(g, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      return g;
+    }, 30_000);
     expect(gs.status?.lastAppliedRevision).toBe(await git.revParse('tenants', 'main'));
-    expect(gs.status?.inventory?.map((e) => `${e.kind}/${e.name}`)).toEqual(['VirtualCluster/alpha']);
+    expect(gs.status?.inventory?.map((e) => `${e.kind}/${e.name} ${e.health}`)).toEqual([
+      'VirtualCluster/alpha Healthy',
+    ]);
   });
 
   it('serves reconcile and queue metrics of the GitSource, VirtualCluster and syncer controllers on /metrics', async () => {
@@ -240,7 +277,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
       expect(await vc('delta')).toBeNull();
       expect(await vc('epsilon')).toBeNull();
     }, 90_000);
-    expect(condition(await source(), 'Ready')).toMatchObject({ status: 'True' });
+    await eventually(async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'True' }), 60_000);
   });
 
   it('puts back a hand edit and a hand deletion', async () => {
@@ -331,6 +368,127 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     }, 60_000);
     expect(await vc('eta')).toBeNull();
     expect(await vc('zeta')).not.toBeNull();
+  });
+
+  describe('health, reconcile on request, suspend and resume, dependencies', () => {
+    const kc = () => ['--kubeconfig', t.sc.kubeconfigPath];
+    const named = (name: string) => t.client.get<GitSource>(GITSOURCES, 'default', name);
+    const gitSource = (name: string, repo: string, spec: Record<string, unknown> = {}) => ({
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'GitSource',
+      metadata: { name, namespace: 'default' },
+      spec: { url: git.url(repo), ref: { branch: 'main' }, interval: '1h', ...spec },
+    });
+
+    it('is not Ready while a tenant it applied fails, names it, and is Ready once the fix is applied on request', async () => {
+      await git.initRepo('health');
+      // A tenant for a provisioner this manager does not run: the VirtualCluster controller puts it in phase Error.
+      await git.commitFiles('health', { 'stray.yaml': vcYaml('stray', { provisioner: { type: 'native' } }) }, 'stray');
+      await t.client.create(
+        GITSOURCES,
+        gitSource('health', 'health', { safety: { maxDeletes: 5, maxDeletePercent: 100 }, healthTimeout: '5m' }),
+      );
+      const failed = await eventually(async () => {
+        const g = await named('health');
+        expect(condition(g, 'Ready')).toMatchObject({ status: 'False', reason: 'HealthCheckFailed' });
+        return g;
+      }, 60_000);
+      expect(condition(failed, 'Ready')!.message).toMatch(
+        /failed: VirtualCluster default\/stray \(phase Error: .*native/,
+      );
+      expect(failed.status?.inventory).toEqual([
+        expect.objectContaining({ kind: 'VirtualCluster', name: 'stray', health: 'Failed' }),
+      ]);
+      const list = await vcCli(['get', 'gitsources', ...kc()]);
+      expect(list.code).toBe(0);
+      expect(list.stdout).toMatch(/default\s+health\s+[0-9a-f]{12}\s+False\s+False\s+HealthCheckFailed\s+0\/1/);
+      expect(list.stdout).toMatch(/default\s+tenants\s+[0-9a-f]{12}\s+False\s+True\s+Succeeded/);
+
+      // The fix is committed; no webhook, an interval of an hour: `vc reconcile` applies it now and says so.
+      const fix = await git.commitFiles('health', { 'stray.yaml': null }, 'remove the stray tenant');
+      const r = await vcCli(['reconcile', 'gitsource', 'health', ...kc()]);
+      expect(r.stderr).toContain('reconcile of GitSource default/health requested');
+      expect(r.stdout).toContain(`GitSource default/health: revision ${fix.slice(0, 12)}; Ready True (Succeeded)`);
+      expect(r.code).toBe(0);
+      const done = await named('health');
+      expect(done.status?.lastHandledReconcileAt).toBe(
+        done.metadata.annotations?.['tenancy.x-k8s.io/reconcile-requested-at'],
+      );
+      await eventually(async () => expect(await vc('stray')).toBeNull(), 60_000);
+    });
+
+    it('suspends and resumes through vc, and refuses a reconcile request while suspended', async () => {
+      const s = await vcCli(['suspend', 'gitsource', 'health', ...kc()]);
+      expect(s).toMatchObject({ code: 0, stdout: 'GitSource default/health suspended\n' });
+      await eventually(async () => {
+        expect(condition(await named('health'), 'Ready')).toMatchObject({ status: 'Unknown', reason: 'Suspended' });
+      }, 30_000);
+      const later = await git.commitFiles(
+        'health',
+        { 'later.yaml': vcYaml('later', { provisioner: { type: 'native' } }) },
+        'later',
+      );
+      const refused = await vcCli(['reconcile', 'gitsource', 'health', ...kc()]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('GitSource default/health is suspended: `vc resume gitsource health` first');
+      expect(await vc('later')).toBeNull();
+      // Resumed: the new revision is applied at once, and the command fails because the tenant it applied fails.
+      const resumed = await vcCli(['resume', 'gitsource', 'health', ...kc()]);
+      expect(await vc('later')).not.toBeNull();
+      expect((await named('health')).status?.lastAppliedRevision).toBe(later);
+      if (resumed.code === 0) {
+        // The tenant's Error phase may come a moment after the apply: then the command saw it Progressing.
+        expect(resumed.stdout).toMatch(/Ready (Unknown \(Progressing\)|False \(HealthCheckFailed\))/);
+      } else {
+        expect(resumed.stderr).toMatch(/Ready False \(HealthCheckFailed\): .*VirtualCluster default\/later/);
+      }
+      await git.commitFiles('health', { 'later.yaml': null }, 'remove later');
+      expect((await vcCli(['reconcile', 'gitsource', 'health', ...kc()])).code).toBe(0);
+      await eventually(async () => expect(await vc('later')).toBeNull(), 60_000);
+    });
+
+    it('applies a source only once the sources it depends on are Ready, and stalls a cycle', async () => {
+      await git.initRepo('platform');
+      await git.commitFiles(
+        'platform',
+        { 'versions/v1.yaml': cvYaml('gitops-v1'), 'after/v2.yaml': cvYaml('gitops-v2') },
+        'versions',
+      );
+      await t.client.create(
+        GITSOURCES,
+        gitSource('after', 'platform', { path: 'after', dependsOn: [{ name: 'platform' }] }),
+      );
+      await eventually(async () => {
+        const g = await named('after');
+        expect(condition(g, 'Ready')).toMatchObject({ status: 'False', reason: 'DependencyNotReady' });
+        expect(condition(g, 'Ready')!.message).toBe(
+          'waiting for spec.dependsOn: GitSource default/platform does not exist',
+        );
+        expect(condition(g, 'Reconciling')).toMatchObject({ status: 'True', reason: 'DependencyNotReady' });
+      }, 30_000);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-v2')).toBeNull();
+      // The dependency appears and becomes Ready: the dependent goes on by itself, without waiting for its interval.
+      await t.client.create(GITSOURCES, gitSource('platform', 'platform', { path: 'versions' }));
+      await eventually(async () => {
+        expect(condition(await named('platform'), 'Ready')).toMatchObject({ status: 'True' });
+        expect(condition(await named('after'), 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      }, 60_000);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-v2')).not.toBeNull();
+
+      await t.client.create(GITSOURCES, gitSource('x', 'platform', { path: 'after', dependsOn: [{ name: 'y' }] }));
+      await t.client.create(GITSOURCES, gitSource('y', 'platform', { path: 'after', dependsOn: [{ name: 'x' }] }));
+      await eventually(async () => {
+        for (const [n, cycle] of [
+          ['x', 'default/x -> default/y -> default/x'],
+          ['y', 'default/y -> default/x -> default/y'],
+        ]) {
+          const g = await named(n!);
+          expect(condition(g, 'Stalled')).toMatchObject({ status: 'True', reason: 'DependencyCycle' });
+          expect(condition(g, 'Stalled')!.message).toBe(`spec.dependsOn makes a cycle: ${cycle}`);
+        }
+      }, 30_000);
+      for (const n of ['x', 'y', 'after', 'platform']) await t.client.delete(GITSOURCES, 'default', n);
+    });
   });
 
   it('runs the GitOps and VirtualCluster controllers again in a second leadership term', async () => {

@@ -4,6 +4,7 @@ import { ensureToolchain, isComplete, toolchainDir } from '../../toolchain/toolc
 import { registerVirtualClusterCommands } from './vcs.ts';
 import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
+import { registerGitSourceCommands } from './sources.ts';
 import { registerUpCommands } from './up.ts';
 import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
@@ -168,6 +169,7 @@ plugins
 registerVirtualClusterCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
+registerGitSourceCommands(program);
 registerUpCommands(program);
 registerInstallCommands(program);
 registerSuperClusterCommands(program);

@@ -76,3 +76,13 @@ export function formatTable(head: readonly string[], rows: ReadonlyArray<readonl
     )
     .join('');
 }
+
+/** age is how long ago a timestamp was, as kubectl prints it (90s, 5m, 3h, 2d). */
+export function age(ts?: string): string {
+  if (!ts) return '';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86400)}d`;
+}

@@ -10,7 +10,8 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualclus
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readNamespaceLabelsOf, readTenantPolicies, type NamespaceLabels } from '../../../gitops/applier/policy.ts';
 import { subjectOf } from '../../tenancy/grants.ts';
-import { formatObjects, formatTable, outputOption } from './output.ts';
+import { age, formatObjects, formatTable, outputOption } from './output.ts';
+import { GITSOURCE_WORDS, listGitSources } from './sources.ts';
 import { CliError } from './errors.ts';
 import { withServer } from '../../pki/kubeconfig.ts';
 import {
@@ -25,6 +26,9 @@ export { CliError };
 
 /** DEFAULT_STATE_DIR is where `vc up` keeps the embedded default (see kubeconfig.ts). */
 export { DEFAULT_STATE_DIR };
+
+/** VC_WORDS are the names `vc get` accepts for the VirtualCluster kind. */
+const VC_WORDS = ['virtualclusters', 'virtualcluster', 'vc', 'vcs'];
 
 /** metaKubeconfig is the first kubeconfig file KUBECONFIG_RULE chooses for the meta cluster, for commands that need a path. */
 export function metaKubeconfig(flag?: string): string {
@@ -201,8 +205,11 @@ export function registerVirtualClusterCommands(program: Command): void {
       },
     );
 
-  addClusterOptions(program.command('get [name]'))
-    .description('list VirtualClusters, or show one')
+  addClusterOptions(program.command('get [name] [more]'))
+    .description(
+      'list VirtualClusters, or show one; `vc get gitsources [NAME]` for GitSources (a VirtualCluster named like a ' +
+        'kind: `vc get virtualclusters NAME`)',
+    )
     .option('-n, --namespace <ns>', 'namespace (default: all for a list, `default` for one)')
     .option('-A, --all-namespaces', 'list the VirtualClusters of every namespace (the default without -n)')
     .addOption(
@@ -213,10 +220,16 @@ export function registerVirtualClusterCommands(program: Command): void {
     )
     .action(
       async (
-        name: string | undefined,
+        first: string | undefined,
+        more: string | undefined,
         o: { namespace?: string; allNamespaces?: boolean; output: string; kubeconfig?: string; context?: string },
       ) => {
         if (o.allNamespaces && o.namespace) throw new CliError('give -n/--namespace or -A/--all-namespaces, not both');
+        const kind = more !== undefined || first === 'gitsources' || first === 'virtualclusters' ? first : undefined;
+        if (kind !== undefined && GITSOURCE_WORDS.includes(kind)) return listGitSources(more, o);
+        if (kind !== undefined && !VC_WORDS.includes(kind))
+          throw new CliError(`vc get ${kind}: unknown kind; vc get [virtualclusters|gitsources] [NAME]`);
+        const name = kind === undefined ? first : more;
         const c = await meta(o);
         let items: VirtualCluster[];
         if (name) {
@@ -345,13 +358,4 @@ export function registerVirtualClusterCommands(program: Command): void {
         process.exitCode = code;
       },
     );
-}
-
-function age(ts?: string): string {
-  if (!ts) return '';
-  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.round(s / 60)}m`;
-  if (s < 172800) return `${Math.round(s / 3600)}h`;
-  return `${Math.round(s / 86400)}d`;
 }
