@@ -30,16 +30,6 @@ describe('the documentation', () => {
     expect(hits).toEqual([]);
   });
 
-  it('gives the tour of docs/getting-started.md exactly as README.md, whose block walkthrough.it runs', () => {
-    const block = (file: string, heading: string) => {
-      const text = readFileSync(join(ROOT, file), 'utf8');
-      const at = text.indexOf(`\n## ${heading}\n`);
-      expect(at, `${file}: no ## ${heading}`).toBeGreaterThan(0);
-      return /```bash\n([\s\S]*?)\n```/.exec(text.slice(at))?.[1];
-    };
-    expect(block('docs/getting-started.md', 'A first tour')).toBe(block('README.md', 'Walkthrough'));
-  });
-
   it('names only vc commands and flags, npm scripts and repository paths that exist', async () => {
     const program = await loadProgram();
     const scripts = (
