@@ -17,6 +17,7 @@ import {
 import { loadProgram } from './docs/clidoc.ts';
 import { ROOT } from './docs/generate.ts';
 import { type CommandTree, markdownFiles } from './docs/links.ts';
+import { typecheckProblems } from './docs/tsblocks.ts';
 
 /** MAX_ILLUSTRATIVE is how many shell blocks of the documentation may be examples that nothing runs. */
 const MAX_ILLUSTRATIVE = 6;
@@ -36,6 +37,12 @@ describe("the documentation's shell blocks", () => {
     const ill = shell.filter((b) => b.mark?.kind === 'illustrative').map((b) => `${b.page}:${b.line}`);
     expect(ill.length, ill.join('\n')).toBeLessThanOrEqual(MAX_ILLUSTRATIVE);
   });
+
+  it('in TypeScript that say so typecheck against the plugin SDK, as the files of a package', () => {
+    const marked = blocks.filter((b) => b.lang === 'ts' && b.mark?.kind === 'typecheck');
+    expect(marked.map((b) => b.page)).toEqual(expect.arrayContaining(['README.md', 'docs/guides/writing-a-plugin.md']));
+    expect(typecheckProblems(ROOT, blocks)).toEqual([]);
+  }, 60_000);
 
   it('that the docs check runs exit 0 and print what their page shows', async () => {
     const run = shell.filter((b) => b.mark?.kind === 'run');

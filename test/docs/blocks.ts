@@ -17,6 +17,9 @@ import type { CommandTree } from './links.ts';
  *   <!-- check: same as PAGE#anchor -->          the block is, character for character, that page's checked block
  *   <!-- check: illustrative: WHY -->            an example nothing runs, and why; kept rare
  *
+ * and a ```ts block may say `<!-- check: typecheck as PATH -->`: with the page's other such blocks it is a package whose
+ * file PATH it is, typechecked against the plugin SDK's sources (test/docs/tsblocks.ts).
+ *
  * A fenced block without a language is a problem too, so that a shell block cannot go unmarked by leaving it untagged.
  */
 
@@ -28,7 +31,8 @@ export type Mark =
   | { kind: 'run' }
   | { kind: 'run-by'; files: string[] }
   | { kind: 'same'; page: string; anchor: string }
-  | { kind: 'illustrative'; why: string };
+  | { kind: 'illustrative'; why: string }
+  | { kind: 'typecheck'; path: string };
 
 /** Block is one fenced code block of a page. */
 export interface Block {
@@ -58,6 +62,8 @@ export function parseMark(text: string): NonNullable<Block['mark']> {
   if (m) return { kind: 'same', page: m[1]!, anchor: m[2]! };
   m = /^illustrative:\s*(\S.*)$/.exec(t);
   if (m) return { kind: 'illustrative', why: m[1]! };
+  m = /^typecheck as\s+(\S+)$/.exec(t);
+  if (m) return { kind: 'typecheck', path: m[1]! };
   return { kind: 'bad', text: t };
 }
 
@@ -255,7 +261,8 @@ export function markProblems(blocks: readonly Block[], program: CommandTree, rea
       );
       continue;
     }
-    if (m.kind === 'bad') out.push(`${at}: <!-- check: ${m.text} --> is not a mark the docs check knows`);
+    if (m.kind === 'typecheck') out.push(`${at}: typecheck is for a ts block`);
+    else if (m.kind === 'bad') out.push(`${at}: <!-- check: ${m.text} --> is not a mark the docs check knows`);
     else if (m.kind === 'run-by') {
       const sources: string[] = [];
       for (const f of m.files) {
