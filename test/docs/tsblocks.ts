@@ -10,54 +10,46 @@ import type { Block } from './blocks.ts';
  * sources as tsconfig.json maps them. Each problem names the page and the line of the block.
  */
 export function typecheckProblems(root: string, blocks: readonly Block[]): string[] {
-  const byPage = new Map<string, Array<Block & { path: string }>>();
-  for (const b of blocks)
-    if (b.lang === 'ts' && b.mark?.kind === 'typecheck')
-      byPage.set(b.page, [...(byPage.get(b.page) ?? []), { ...b, path: b.mark.path }]);
-  const out: string[] = [];
+  const marked = blocks.filter((b) => b.lang === 'ts' && b.mark?.kind === 'typecheck');
   const cache = join(root, 'node_modules/.cache');
   mkdirSync(cache, { recursive: true });
+  const dir = mkdtempSync(join(cache, 'vc-docblock-ts-'));
   const sdk = join(root, 'plugins/sdk/src');
-  for (const [page, files] of byPage) {
-    const dir = mkdtempSync(join(cache, 'vc-docblock-ts-'));
-    try {
-      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
-      for (const f of files) {
-        mkdirSync(dirname(join(dir, f.path)), { recursive: true });
-        writeFileSync(join(dir, f.path), f.body + '\n');
-      }
-      const program = ts.createProgram(
-        files.map((f) => join(dir, f.path)),
-        {
-          target: ts.ScriptTarget.ES2023,
-          lib: ['lib.es2023.d.ts'],
-          module: ts.ModuleKind.NodeNext,
-          moduleResolution: ts.ModuleResolutionKind.NodeNext,
-          allowImportingTsExtensions: true,
-          noEmit: true,
-          strict: true,
-          skipLibCheck: true,
-          types: ['node'],
-          paths: {
-            '@virtualcluster-ts/plugin-sdk': [join(sdk, 'index.ts')],
-            '@virtualcluster-ts/plugin-sdk/testing': [join(sdk, 'testing.ts')],
-            '@virtualcluster-ts/plugin-sdk/*': [join(sdk, '*/index.ts')],
-          },
-        },
-      );
-      for (const d of ts.getPreEmitDiagnostics(program)) {
-        const text = ts.flattenDiagnosticMessageText(d.messageText, ' ');
-        const f = d.file && files.find((x) => join(dir, x.path) === d.file!.fileName);
-        if (!f || d.start === undefined) {
-          out.push(`${page}: ${d.file ? relative(dir, d.file.fileName) : ''} ${text}`);
-          continue;
-        }
-        const { line } = d.file!.getLineAndCharacterOfPosition(d.start);
-        out.push(`${page}:${f.line + 1 + line}: ${text}`);
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+  try {
+    // one program for every page (the SDK is read once), each page's package in a directory of its own
+    const pages = [...new Set(marked.map((b) => b.page))];
+    const files = new Map<string, Block>();
+    for (const b of marked) {
+      const pkg = join(dir, String(pages.indexOf(b.page)));
+      const file = join(pkg, (b.mark as { path: string }).path);
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(join(pkg, 'package.json'), '{ "type": "module" }\n');
+      writeFileSync(file, b.body + '\n');
+      files.set(file, b);
     }
+    const program = ts.createProgram([...files.keys()], {
+      target: ts.ScriptTarget.ES2023,
+      lib: ['lib.es2023.d.ts'],
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      allowImportingTsExtensions: true,
+      noEmit: true,
+      strict: true,
+      skipLibCheck: true,
+      types: ['node'],
+      paths: {
+        '@virtualcluster-ts/plugin-sdk': [join(sdk, 'index.ts')],
+        '@virtualcluster-ts/plugin-sdk/testing': [join(sdk, 'testing.ts')],
+        '@virtualcluster-ts/plugin-sdk/*': [join(sdk, '*/index.ts')],
+      },
+    });
+    return ts.getPreEmitDiagnostics(program).map((d) => {
+      const text = ts.flattenDiagnosticMessageText(d.messageText, ' ');
+      const b = d.file && files.get(d.file.fileName);
+      if (!b || d.start === undefined) return `${d.file ? relative(dir, d.file.fileName) : '(program)'}: ${text}`;
+      return `${b.page}:${b.line + 1 + d.file!.getLineAndCharacterOfPosition(d.start).line}: ${text}`;
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  return out;
 }
