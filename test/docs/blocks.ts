@@ -287,7 +287,7 @@ export function markProblems(blocks: readonly Block[], program: CommandTree, rea
       const other = fencedBlocks(m.page, text).find((x) => SHELL_LANGS.has(x.lang) && anchor(x.heading) === m.anchor);
       if (!other) out.push(`${at}: ${m.page} has no shell block under #${m.anchor}`);
       else if (other.body !== b.body) out.push(`${at}: differs from the block at ${other.page}:${other.line}`);
-      else if (!other.mark || other.mark.kind === 'same' || other.mark.kind === 'bad')
+      else if (other.mark?.kind !== 'run' && other.mark?.kind !== 'run-by')
         out.push(`${at}: ${other.page}:${other.line} is not itself run or run by a test`);
     }
   }
