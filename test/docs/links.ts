@@ -81,12 +81,12 @@ export function brokenLinks(root: string): BrokenLink[] {
   return out;
 }
 
-/** codeSpans are the code of a Markdown text, fenced blocks and inline spans, one string per line of code. */
+/** codeSpans are the code of a Markdown text, fenced blocks (but output) and inline spans, one string per line of code. */
 export function codeSpans(text: string): string[] {
   const out: string[] = [];
-  // a comment line of a block is prose
-  for (const m of text.matchAll(/^```[^\n]*\n([\s\S]*?)^```/gm))
-    out.push(...m[1]!.split('\n').filter((l) => !/^\s*(#|\/\/)/.test(l)));
+  // a comment line of a block is prose, and a ```text block is what a command printed
+  for (const m of text.matchAll(/^```([^\n]*)\n([\s\S]*?)^```/gm))
+    if (m[1]!.trim() !== 'text') out.push(...m[2]!.split('\n').filter((l) => !/^\s*(#|\/\/)/.test(l)));
   const prose = text.replace(/^```[\s\S]*?^```/gm, '');
   for (const m of prose.matchAll(/`([^`\n]+)`/g)) out.push(m[1]!);
   return out;

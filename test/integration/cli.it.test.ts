@@ -131,7 +131,17 @@ describe('vc CLI against a manager on a real super cluster', () => {
     await new Promise<void>((r) => door.listen(0, '127.0.0.1', r));
     try {
       const server = `https://127.0.0.1:${(door.address() as AddressInfo).port}`;
-      const k = await vc(['kubeconfig', 'dev', '--server', server, ...kc]);
+      // as docs/operations/install.md writes it: the tenant's namespace, the front door's address
+      const k = await vc([
+        'kubeconfig',
+        'dev',
+        '-n',
+        'default',
+        '--server',
+        server,
+        '--kubeconfig',
+        t.sc.kubeconfigPath,
+      ]);
       expect(k.code, k.stderr).toBe(0);
       expect(k.stdout).toContain(`server: ${server}\n`);
       expect(k.stdout.replace(/server: \S+/, '')).toBe(own.stdout.replace(/server: \S+/, ''));
@@ -236,7 +246,11 @@ describe('vc CLI against a manager on a real super cluster', () => {
     const ok = await vc(['validate', repo]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/2 object\(s\) valid/);
-    const diff = await vc(['diff', repo, ...kc]);
+    // docs/guides/tenants-in-git.md: against the meta cluster's live TenantPolicies (none here: the built-in defaults)
+    const live = await vc(['validate', repo, '--kubeconfig', t.sc.kubeconfigPath]);
+    expect(live.code, live.stderr).toBe(0);
+    expect(live.stdout).toMatch(/2 object\(s\) valid/);
+    const diff = await vc(['diff', repo, '--kubeconfig', t.sc.kubeconfigPath]);
     // As kubectl diff: 1 when there are differences.
     expect(diff.code, diff.stderr).toBe(1);
     expect(diff.stdout).toContain('+ VirtualCluster default/new (tenants/new.yaml)');

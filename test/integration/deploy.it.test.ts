@@ -487,3 +487,24 @@ describe('deploy/network: who reaches the manager', () => {
     expect(ds.spec.template.spec.containers[0]!.livenessProbe.httpGet.host).toBe('127.0.0.1');
   });
 });
+
+// docs/operations/install.md and the README give these two commands as the kustomize way in; they run here as written,
+// from the repository's root, with the toolchain's kubectl against this test's cluster (which already has the CRDs).
+describe('kubectl apply -k deploy/, then kubectl apply -k deploy/samples, as the install page shows them', () => {
+  const kubectl = (...args: string[]) =>
+    execFileSync(join(toolchainDir(), 'kubectl'), ['--kubeconfig', t.sc.kubeconfigPath, ...args], {
+      cwd: join(deployDir, '..'),
+      encoding: 'utf8',
+    });
+
+  it('installs the base, then the samples on it: a ClusterVersion, the TenantPolicies and VirtualCluster team-a', async () => {
+    const base = kubectl('apply', '-k', 'deploy/');
+    expect(base).toMatch(/^deployment\.apps\/vc-manager (created|configured|unchanged)$/m);
+    expect(base).toMatch(/^customresourcedefinition\.apiextensions\.k8s\.io\/virtualclusters\.tenancy\.x-k8s\.io /m);
+    const samples = kubectl('apply', '-k', 'deploy/samples');
+    expect(samples).toMatch(/^virtualcluster\.tenancy\.x-k8s\.io\/team-a created$/m);
+    expect(samples).toMatch(/^tenantpolicy\.tenancy\.x-k8s\.io\/standard (created|configured|unchanged)$/m);
+    const vc = await t.client.get(R.virtualclusters, 'tenants', 'team-a');
+    expect((vc as KubeObject & { spec?: { provisioner?: { type?: string } } }).spec?.provisioner?.type).toBe('native');
+  });
+});
