@@ -118,7 +118,7 @@ export async function install(c: KubeClient, o: InstallOptions): Promise<Install
   o.out('');
   o.out('Create a first tenant (a native control plane in namespace tenants, its template and the TenantPolicies):');
   o.out('  kubectl apply -k deploy/samples');
-  o.out('  npx vc get tenants/team-a && npx vc kubeconfig tenants/team-a -o team-a.kubeconfig');
+  o.out('  npx vc get tenants/team-a && npx vc kubeconfig tenants/team-a > team-a.kubeconfig');
   return { preflight, rendered, applied, prerequisites, pruned };
 }
 
