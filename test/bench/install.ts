@@ -53,6 +53,31 @@ function host(): { load1: number; memAvailableMiB: number } {
   return { load1: loadavg()[0]!, memAvailableMiB: avail ? Number(avail) / 1024 : freemem() / MiB };
 }
 
+/**
+ * podProcesses sums the resident memory (MiB) and CPU time (s) of the processes on this host that belong to the given
+ * Pods (by the Pod uid in their cgroup path, as the kubelet names it with either cgroup driver).
+ */
+function podProcesses(uids: readonly string[]): { processes: number; rssMiB: number; cpuS: number } {
+  const marks = uids.flatMap((u) => [u, u.replace(/-/g, '_')]);
+  const tick = 100; // USER_HZ on Linux
+  const out = { processes: 0, rssMiB: 0, cpuS: 0 };
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const cg = readFileSync(`/proc/${e}/cgroup`, 'utf8');
+      if (!marks.some((m) => cg.includes(m))) continue;
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.processes++;
+      out.rssMiB += rssOf(e) ?? 0;
+      out.cpuS += (Number(f[11]) + Number(f[12])) / tick;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return out;
+}
+
 const max = (m: Record<string, number>) => Math.max(0, ...Object.values(m));
 
 async function allRunning(c: KubeClient, ns: string, names: readonly string[], timeoutMs: number): Promise<void> {
@@ -110,8 +135,12 @@ export async function installBench(): Promise<BenchResult> {
     const firstTenantS = (performance.now() - t0) / 1000;
     await sleep(SETTLE_MS);
     const withTenant = managerRss();
+    // what one native tenant's control plane (etcd, apiserver, controller manager Pods) costs this host
     const c = f.t.client;
-    log(`in-cluster with team-a ${JSON.stringify(withTenant)}; removing it`);
+    const teamA = await c.get<VirtualCluster>(R.virtualclusters, 'tenants', 'team-a');
+    const cpPods = (await c.list(R.pods, { namespace: teamA.status!.clusterNamespace! })).items;
+    const nativeTenant = podProcesses(cpPods.map((p) => p.metadata!.uid!));
+    log(`in-cluster with team-a ${JSON.stringify(withTenant)}; its control plane ${JSON.stringify(nativeTenant)}`);
 
     // ---- 2. the same configuration as a process on this host --------------------------------------------------------
     await f.kubectl('delete', 'gitsources.tenancy.x-k8s.io', '--all', '-A');
@@ -243,12 +272,15 @@ export async function installBench(): Promise<BenchResult> {
         [`in_cluster_over_local_with_${TENANTS}`]: inWith / localWith,
         in_cluster_mib_per_tenant: (inWith - inRest) / TENANTS,
         local_mib_per_tenant: (localWith - localRest) / TENANTS,
+        native_tenant_control_plane_rss_mib: nativeTenant.rssMiB,
+        native_tenant_control_plane_cpu_s: nativeTenant.cpuS,
       },
       detail: {
         image: f.image,
         tenants: `${TENANTS} imported (apiserver only, ${CONFIGMAPS} ConfigMaps in one namespace each)`,
         managerRssAtRest: rest,
         managerRssWith1Tenant: withTenant,
+        nativeTenantControlPlane: nativeTenant,
         managerRssWithTenants: inClusterWith,
         localTenantsRunningS: localTenantsS,
         inClusterTakeoverRunningS: backS,
