@@ -47,6 +47,42 @@ function managerRss(): Record<string, number> {
   return out;
 }
 
+/** processAgeS is how long ago (s) process pid started, from /proc (clock ticks since boot, USER_HZ 100). */
+function processAgeS(pid: string): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const started = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) / 100;
+  return Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) - started;
+}
+
+/**
+ * settledManagerRss waits until `replicas` in-cluster manager processes have each run for SETTLE_MS (a replica the
+ * kubelet restarted starts its wait again) and returns their resident memory by pid.
+ */
+async function settledManagerRss(replicas: number): Promise<Record<string, number>> {
+  return eventually(
+    () => {
+      const m = managerRss();
+      const young = Object.keys(m).filter((pid) => processAgeS(pid) * 1000 < SETTLE_MS);
+      if (Object.keys(m).length < replicas || young.length)
+        throw new Error(`${Object.keys(m).length} manager processes, ${young.length} younger than the settle time`);
+      return m;
+    },
+    900_000,
+    2000,
+  );
+}
+
+/** restarts is the restart count of each manager Pod's container. */
+async function restarts(c: KubeClient): Promise<Record<string, number>> {
+  const pods = await c.list<{
+    metadata?: { name?: string };
+    status?: { containerStatuses?: Array<{ restartCount?: number }> };
+  }>(R.pods, { namespace: 'vc-system', labelSelector: 'app.kubernetes.io/name=vc-manager' });
+  return Object.fromEntries(
+    pods.items.map((p) => [p.metadata!.name!, p.status?.containerStatuses?.[0]?.restartCount ?? 0]),
+  );
+}
+
 /** host is what limits the machine at a measurement: load average and available memory. */
 function host(): { load1: number; memAvailableMiB: number } {
   const avail = /^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1];
@@ -126,15 +162,14 @@ export async function installBench(): Promise<BenchResult> {
     installed = true;
     const installS = (performance.now() - t0) / 1000;
     // at rest: both replicas Ready, one leading, no tenant; give them the time a first reconcile takes
-    await sleep(SETTLE_MS);
-    const rest = managerRss();
+    const rest = await settledManagerRss(2);
     const hostRest = host();
     log(`in-cluster at rest ${JSON.stringify(rest)}; first native tenant`);
     await f.prepareTenants(['team-a']);
     await allRunning(f.t.client, 'tenants', ['team-a'], 600_000);
     const firstTenantS = (performance.now() - t0) / 1000;
     await sleep(SETTLE_MS);
-    const withTenant = managerRss();
+    const withTenant = await settledManagerRss(2);
     // what one native tenant's control plane (etcd, apiserver, controller manager Pods) costs this host
     const c = f.t.client;
     const teamA = await c.get<VirtualCluster>(R.virtualclusters, 'tenants', 'team-a');
@@ -249,8 +284,9 @@ export async function installBench(): Promise<BenchResult> {
     await f.kubectl('rollout', 'status', 'deployment/vc-manager', '-n', 'vc-system', '--timeout=300s');
     await allRunning(c, 'bench', names, 300_000);
     const backS = (performance.now() - tBack) / 1000;
-    await sleep(2 * SETTLE_MS);
-    const inClusterWith = managerRss();
+    await sleep(SETTLE_MS);
+    const inClusterWith = await settledManagerRss(2);
+    const managerRestarts = await restarts(c);
     const hostInCluster = host();
     log(`in-cluster with ${TENANTS}: ${JSON.stringify(inClusterWith)}`);
     await f.kubectl('delete', 'virtualclusters.tenancy.x-k8s.io', '--all', '-n', 'bench', '--timeout=300s');
@@ -284,6 +320,7 @@ export async function installBench(): Promise<BenchResult> {
         managerRssWithTenants: inClusterWith,
         localTenantsRunningS: localTenantsS,
         inClusterTakeoverRunningS: backS,
+        managerRestarts,
         host: { atRest: hostRest, localWithTenants: hostLocal, inClusterWithTenants: hostInCluster },
       },
     };
