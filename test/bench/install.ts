@@ -190,7 +190,26 @@ export async function installBench(): Promise<BenchResult> {
     );
     const cfg = parse(readFileSync(join(f.dir, 'manager.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
     delete cfg.metrics;
-    cfg.superClusters = [{ name: 'default', kubeconfig: f.t.sc.kubeconfigPath }] as never;
+    // The in-cluster manager's own identity (its ServiceAccount, by a token): the admission policies let only it
+    // write the objects it owns, and its RBAC is what the in-cluster replicas run with.
+    const token = (await f.kubectl('create', 'token', 'vc-manager', '-n', 'vc-system', '--duration', '3h')).trim();
+    const admin = parse(readFileSync(f.t.sc.kubeconfigPath, 'utf8')) as {
+      clusters: Array<{ name: string; cluster: Record<string, unknown> }>;
+    };
+    const saKubeconfig = join(f.dir, 'local-manager.kubeconfig');
+    writeFileSync(
+      saKubeconfig,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'super', cluster: admin.clusters[0]!.cluster }],
+        users: [{ name: 'vc-manager', user: { token } }],
+        contexts: [{ name: 'super', context: { cluster: 'super', user: 'vc-manager' } }],
+        'current-context': 'super',
+      }),
+      { mode: 0o600 },
+    );
+    cfg.superClusters = [{ name: 'default', kubeconfig: saKubeconfig }] as never;
     cfg.gitops = { ...cfg.gitops, cacheDir: join(f.dir, 'gitops-cache') };
     delete cfg.gitops.webhook;
     const localConfig = join(f.dir, 'local-manager.yaml');
