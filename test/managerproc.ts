@@ -41,6 +41,8 @@ export interface SpawnManagerOptions {
   /** how many characters of a kept line to hold (default 600) */
   keepChars?: number;
   env?: NodeJS.ProcessEnv;
+  /** the Node.js binary (default this process's): the `install` bench runs the image's Node 22 on both sides */
+  node?: string;
 }
 
 /**
@@ -58,9 +60,8 @@ export class ManagerSpawner {
       o.superCluster === undefined
         ? ['manager', '-c', o.config]
         : ['syncer', '-c', o.config, '--super-cluster', o.superCluster];
-    const cmd = o.compiled
-      ? [process.execPath, CLI_COMPILED, ...args]
-      : [process.execPath, '--import', 'tsx', CLI_SOURCE, ...args];
+    const node = o.node ?? process.execPath;
+    const cmd = o.compiled ? [node, CLI_COMPILED, ...args] : [node, '--import', 'tsx', CLI_SOURCE, ...args];
     const setpriv = existsSync('/usr/bin/setpriv');
     const child = spawn(
       setpriv ? '/usr/bin/setpriv' : cmd[0]!,

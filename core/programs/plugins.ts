@@ -24,14 +24,23 @@ let tsxRegistered = false;
 
 /**
  * allowTypeScriptPlugins lets compiled JavaScript import third-party plugins written in TypeScript: under dist/
- * nothing compiles `.ts` on the fly, so tsx is registered the first time a configuration names a plugin. From the
- * sources (tsx, vitest) TypeScript already loads.
+ * nothing compiles `.ts` on the fly, so tsx is registered the first time a configuration names a plugin, where tsx is
+ * installed (a checkout with its development dependencies). The image ships no tsx: there Node's own type stripping
+ * loads a plugin in plain TypeScript, and a plugin that needs more fails to load with Node's reason; a published
+ * plugin is JavaScript anyway (docs/guides/writing-a-plugin.md). From the sources (tsx, vitest) TypeScript already
+ * loads.
  */
 async function allowTypeScriptPlugins(): Promise<void> {
   if (tsxRegistered || !import.meta.url.endsWith('.js')) return;
-  const { register } = await import('tsx/esm/api');
-  register();
   tsxRegistered = true;
+  let api: { register: () => unknown };
+  try {
+    api = (await import('tsx/esm/api')) as typeof api;
+  } catch {
+    log.debug('tsx is not installed: TypeScript plugins load through Node type stripping');
+    return;
+  }
+  api.register();
 }
 
 /**

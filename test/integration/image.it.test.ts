@@ -86,6 +86,10 @@ describe('vc image build', () => {
       'app/node_modules/vitest',
       'app/node_modules/node',
       'app/node_modules/eslint',
+      // the compiled program runs on plain Node: no TypeScript loader or its compiler binary
+      'app/node_modules/tsx',
+      'app/node_modules/esbuild',
+      'app/node_modules/@esbuild',
       'app/core/programs/cli/main.ts',
       'app/dist/core/programs/cli/main.js.map',
       'app/node_modules/@kubernetes/client-node/dist/index.d.ts',

@@ -6,7 +6,7 @@
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -140,6 +140,71 @@ describe('vc install', () => {
     expect(stdout).toBe((await renderInstall(full, { kubectl: kubectl() })).yaml);
     expect(stdout).toMatch(/^ {4}app\.kubernetes\.io\/managed-by: vc-install$/m);
   }, 60_000);
+
+  it('vc install --export prints registry credentials only when told to, and can name a Secret instead', async () => {
+    const password = 'export-me-not-7f';
+    mkdirSync(join(dir, 'docker'), { recursive: true });
+    const auth = Buffer.from(`platform:${password}`).toString('base64');
+    writeFileSync(join(dir, 'docker/config.json'), JSON.stringify({ auths: { 'registry.example.com': { auth } } }));
+    const exportWith = (...flags: string[]) =>
+      promisify(execFile)(
+        'npx',
+        ['tsx', 'core/programs/cli/main.ts', 'install', '--export', '--components', 'manager,vn-agent'].concat([
+          '--image',
+          full.image!,
+          ...flags,
+        ]),
+        {
+          cwd: join(import.meta.dirname, '../..'),
+          env: {
+            ...process.env,
+            DOCKER_CONFIG: join(dir, 'docker'),
+            KUBECONFIG: join(dir, 'missing'),
+            PATH: `${toolchainDir()}:${process.env.PATH}`,
+          },
+          maxBuffer: 64 << 20,
+        },
+      );
+    const secrets = (yaml: string) =>
+      parseObjects(yaml)
+        .filter((o) => o.kind === 'Secret')
+        .map(objectRef);
+    const pullNames = (yaml: string) =>
+      parseObjects(yaml)
+        .filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet')
+        .map((o) =>
+          (
+            o as { spec: { template: { spec: { imagePullSecrets?: Array<{ name: string }> } } } }
+          ).spec.template.spec.imagePullSecrets
+            ?.map((x) => x.name)
+            .join(','),
+        );
+    // Refused, and nothing printed: the password would end up in whatever the YAML is committed to.
+    const refused = await exportWith('--pull-credentials').then(
+      () => undefined,
+      (e: { stdout: string; stderr: string }) => e,
+    );
+    expect(refused, 'the export with credentials was not refused').toBeDefined();
+    expect(refused!.stdout).toBe('');
+    expect(refused!.stderr).toMatch(/would print the registry password into the YAML/);
+    // Acknowledged: the Secret is there, with the password.
+    const printed = (await exportWith('--pull-credentials', '--export-credentials')).stdout;
+    expect(secrets(printed)).toEqual(
+      expect.arrayContaining(['Secret vc-system/vc-image-pull', 'Secret vc-vn-agent/vc-image-pull']),
+    );
+    const pull = parseObjects(printed).find((o) => o.kind === 'Secret' && o.metadata?.name === 'vc-image-pull') as
+      (KubeObject & { data: Record<string, string> }) | undefined;
+    expect(Buffer.from(pull!.data['.dockerconfigjson']!, 'base64').toString()).toContain(password);
+    // A Secret the platform creates: named by the Pods, no credentials read or printed.
+    const named = (await exportWith('--pull-secret', 'regcred')).stdout;
+    expect(secrets(named).filter((r) => r.includes('regcred') || r.includes('vc-image-pull'))).toEqual([]);
+    expect(pullNames(named)).toEqual(['regcred', 'regcred']); // the manager's Deployment, the vn-agent's DaemonSet
+    const decoded = parseObjects(named)
+      .filter((o) => o.kind === 'Secret')
+      .flatMap((o) => Object.values((o as { data?: Record<string, string> }).data ?? {}))
+      .map((v) => Buffer.from(v, 'base64').toString());
+    expect(decoded.filter((v) => v.includes(password))).toEqual([]);
+  }, 120_000);
 
   it('applies every rendered object labelled, issues the vn-agent certificate, rolls out, and --export equals it', async () => {
     const exported = await renderInstall(full, { kubectl: kubectl() });

@@ -55,6 +55,15 @@ export function registerInstallCommands(program: Command): void {
         'Secret vc-image-pull in each installed namespace, named by the manager and vn-agent Pods',
     )
     .option(
+      '--pull-secret <name>',
+      'name this kubernetes.io/dockerconfigjson Secret in the manager and vn-agent Pods; you create it in each ' +
+        'installed namespace (vc-system, vc-vn-agent): for --export without credentials in the YAML',
+    )
+    .option(
+      '--export-credentials',
+      'with --export --pull-credentials: print the registry credentials into the YAML (refused without this flag)',
+    )
+    .option(
       '--manager-config <file>',
       "the manager's configuration file, instead of deploy/manager's (validated first)",
     )
@@ -74,23 +83,28 @@ export function registerInstallCommands(program: Command): void {
         components: string;
         kubeletCa?: string;
         pullCredentials?: boolean;
+        pullSecret?: string;
+        exportCredentials?: boolean;
         managerConfig?: string;
         kubeletPkiDir: string;
         export?: boolean;
         wait: boolean;
         timeout: string;
       }) => {
-        const { parseComponents, packageVersion, renderInstall } = await import('../install/render.ts');
+        const { InstallError, parseComponents, packageVersion, renderInstall } = await import('../install/render.ts');
         const settings = {
           components: parseComponents(o.components),
           ...(o.image && { image: o.image }),
           version: packageVersion(),
         };
-        const { pullCredentials } = await import('../install/pullsecret.ts');
+        const { exportCredentialsProblem, pullCredentials } = await import('../install/pullsecret.ts');
+        const problem = exportCredentialsProblem(o);
+        if (problem) throw new InstallError(problem);
         const { readManagerConfig } = await import('../install/overrides.ts');
         const { customize, install } = await import('../install/install.ts');
         const custom = {
           ...(o.pullCredentials && { pullConfig: pullCredentials(o.image).config }),
+          ...(o.pullSecret !== undefined && { pullSecretRef: o.pullSecret }),
           ...(o.managerConfig && { managerConfig: readManagerConfig(o.managerConfig) }),
           ...(o.kubeletPkiDir !== '/var/lib/kubelet/pki' && { kubeletPkiDir: o.kubeletPkiDir }),
         };

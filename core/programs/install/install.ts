@@ -13,7 +13,7 @@ import {
 import { formatPreflight, gatherFacts, preflightLines, type PreflightFacts, type PreflightLine } from './preflight.ts';
 import { InstallError, objectRef, renderInstall, type InstallSettings, type Rendered } from './render.ts';
 import { withKubeletPkiDir, withManagerConfig } from './overrides.ts';
-import { withPullSecret } from './pullsecret.ts';
+import { withPullSecret, withPullSecretRef } from './pullsecret.ts';
 import { applyKubeletCA, ensureKubeletClientCert, prerequisiteObjects } from './vnagent.ts';
 
 /** InstallOptions are the settings of one `vc install` run against a cluster. */
@@ -25,6 +25,8 @@ export interface InstallOptions {
    * installed namespace and named by the manager's and vn-agent's Pods
    */
   pullConfig?: string;
+  /** a pull Secret the platform creates in each installed namespace, named by the Pods instead of pullConfig's */
+  pullSecretRef?: string;
   /** the manager's configuration file's text (readManagerConfig), instead of the base's */
   managerConfig?: string;
   /** the nodes' kubelet credential directory for the vn-agent, instead of /var/lib/kubelet/pki */
@@ -116,20 +118,21 @@ export async function install(c: KubeClient, o: InstallOptions): Promise<Install
   o.out('');
   o.out('Create a first tenant (a native control plane in namespace tenants, its template and the TenantPolicies):');
   o.out('  kubectl apply -k deploy/samples');
-  o.out('  npx vc get tenants/team-a && npx vc kubeconfig tenants/team-a -o team-a.kubeconfig');
+  o.out('  npx vc get tenants/team-a && npx vc kubeconfig tenants/team-a > team-a.kubeconfig');
   return { preflight, rendered, applied, prerequisites, pruned };
 }
 
 /**
- * customize applies the settings a platform would otherwise overlay on the render: the pull Secret, the manager's
- * configuration, the nodes' kubelet credential directory. Pure.
+ * customize applies the settings a platform would otherwise overlay on the render: the pull Secret (written, or only
+ * named), the manager's configuration, the nodes' kubelet credential directory. Pure.
  */
 export function customize(
   objects: readonly KubeObject[],
-  o: Pick<InstallOptions, 'pullConfig' | 'managerConfig' | 'kubeletPkiDir'>,
+  o: Pick<InstallOptions, 'pullConfig' | 'pullSecretRef' | 'managerConfig' | 'kubeletPkiDir'>,
 ): KubeObject[] {
   let out = [...objects];
   if (o.pullConfig) out = withPullSecret(out, o.pullConfig);
+  if (o.pullSecretRef) out = withPullSecretRef(out, o.pullSecretRef);
   if (o.managerConfig) out = withManagerConfig(out, o.managerConfig);
   if (o.kubeletPkiDir) out = withKubeletPkiDir(out, o.kubeletPkiDir);
   return out;

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../kube/client.ts';
-import { dockerConfigJson, PULL_SECRET, pullCredentials, withPullSecret } from './pullsecret.ts';
+import {
+  dockerConfigJson,
+  exportCredentialsProblem,
+  PULL_SECRET,
+  pullCredentials,
+  withPullSecret,
+  withPullSecretRef,
+} from './pullsecret.ts';
 
 const LABELS = { 'app.kubernetes.io/managed-by': 'vc-install', 'app.kubernetes.io/version': '1.0.0' };
 const ns = (name: string): KubeObject => ({
@@ -123,4 +130,51 @@ describe('pullCredentials', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('withPullSecretRef', () => {
+  it('names the Secret in every workload, once, and writes no Secret', () => {
+    const input = [ns('a'), cm('a'), workload('Deployment', 'a', ['theirs']), workload('DaemonSet', 'b', ['mine'])];
+    const before = structuredClone(input);
+    expect(summary(withPullSecretRef(input, 'mine'))).toEqual([
+      'Namespace /a',
+      'ConfigMap a/x',
+      'Deployment a/w-a [theirs+mine]',
+      'DaemonSet b/w-b [mine]',
+    ]);
+    expect(input).toEqual(before);
+  });
+});
+
+describe('exportCredentialsProblem', () => {
+  const cases: Array<{ name: string; o: Parameters<typeof exportCredentialsProblem>[0]; want?: RegExp }> = [
+    { name: 'apply with credentials', o: { pullCredentials: true } },
+    { name: 'export without credentials', o: { export: true } },
+    { name: 'export naming a Secret', o: { export: true, pullSecret: 'regcred' } },
+    {
+      name: 'export printing credentials, acknowledged',
+      o: { export: true, pullCredentials: true, exportCredentials: true },
+    },
+    {
+      name: 'export printing credentials, not acknowledged',
+      o: { export: true, pullCredentials: true },
+      want: /would print the registry password.*--export-credentials.*--pull-secret NAME/,
+    },
+    {
+      name: 'both pull options',
+      o: { pullCredentials: true, pullSecret: 'regcred' },
+      want: /exclude each other/,
+    },
+    {
+      name: 'the acknowledgement alone',
+      o: { exportCredentials: true, pullCredentials: true },
+      want: /only with --export and --pull-credentials/,
+    },
+  ];
+  for (const c of cases)
+    it(c.name, () => {
+      const got = exportCredentialsProblem(c.o);
+      if (c.want) expect(got).toMatch(c.want);
+      else expect(got).toBeUndefined();
+    });
 });
