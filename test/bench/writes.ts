@@ -12,6 +12,7 @@ import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { createPodsAndWaitRunning } from './pods.ts';
 import { waitServiceAccount, waitUntil } from './syncer.ts';
+import { spread } from './repeat.ts';
 import { accountWrites, formatAccount, writeCounts, writesPerPodTotal } from './accounting.ts';
 
 /** perPod divides the growth of writeTotals between two readings by the number of Pods. */
@@ -124,7 +125,9 @@ export async function writesBench(): Promise<BenchResult> {
         tenantWritesPerPod: sum(perPod, 'tenant'),
         superWritesPerPod: sum(perPod, 'super'),
         syncerWritesPerPod: writesPerPodTotal(account),
-        patrolCpuMsMedian: [...patrolCpuMs].sort((a, b) => a - b)[2]!,
+        patrolCpuMsMedian: spread(patrolCpuMs).median,
+        patrolCpuMsMin: spread(patrolCpuMs).min,
+        patrolCpuMsMax: spread(patrolCpuMs).max,
         restartWrites: Object.values(restartWrites).reduce((a, b) => a + b, 0),
         restartIdleMs: warmMs,
       },
