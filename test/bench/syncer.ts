@@ -1105,6 +1105,15 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       );
       figures.quietP99DuringBacklogMs = percentile(backlogMs, 99);
       figures.quietBacklogRatio = figures.quietP99DuringBacklogMs / figures.quietP99AloneMs;
+      // Each round's own ratio, as the arms' ratios are reported: median, min and max over the rounds.
+      const roundRatios = spread(
+        rounds.map((x) => percentile(x.during.latenciesMs, 99) / percentile(x.alone.latenciesMs, 99)),
+      );
+      Object.assign(figures, spreadFigures('quietFloodRatioPerRound', roundRatios));
+      notes.push(
+        `quiet tenant p99 during the flood / alone, per round: median ${roundRatios.median.toFixed(2)} ` +
+          `(min ${roundRatios.min.toFixed(2)}, max ${roundRatios.max.toFixed(2)}, ${roundRatios.n} rounds)`,
+      );
       // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
       const runningBeforeFloodDone = rounds.reduce(
         (n, x) => n + x.during.runningAt.filter((t) => t < Math.max(...x.flood.runningAt)).length,
