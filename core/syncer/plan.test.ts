@@ -559,4 +559,70 @@ describe('statusAfterBind', () => {
       ],
     });
   });
+
+  // The Binding sets PodScheduled=True itself: a super Pod scheduled but not started has nothing more to say, and its
+  // status waits for the kubelet's next change instead of costing a second status write per Pod.
+  const scheduled = (extra: Record<string, unknown> = {}) => ({
+    phase: 'Pending',
+    conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+    ...extra,
+  });
+  it.each([
+    { name: 'scheduled, not started: the bind says it all', superStatus: scheduled(), write: false },
+    { name: 'scheduled with a host IP: written', superStatus: scheduled({ hostIP: '10.0.0.1' }), write: true },
+    { name: 'Running: written', superStatus: scheduled({ phase: 'Running' }), write: true },
+  ])('$name', ({ superStatus, write }) => {
+    const plan = planKey(
+      noMutators,
+      pods,
+      testContext({
+        tenant,
+        tenantCache: new MapCache([[R.pods, [tenantPod({}, { phase: 'Pending' })]]]),
+        superCache: new MapCache([[R.pods, [superPod({ nodeName: 'node-1' }, superStatus)]]]),
+      }),
+      podKey,
+    );
+    expect(plan.effects.map((e) => e.type)).toEqual(['bind']);
+    expect(!!plan.afterEffects?.length).toBe(write);
+  });
+});
+
+describe('status up after the bind', () => {
+  const bound = (status: Record<string, unknown>) => tenantPod({ nodeName: 'node-1' }, status);
+  const podScheduled = (at: string) => ({ type: 'PodScheduled', status: 'True', lastTransitionTime: at });
+  it.each([
+    {
+      name: 'only the times of the conditions differ: no write',
+      tenant: { phase: 'Pending', conditions: [podScheduled('2026-01-01T00:00:05Z')] },
+      super: { phase: 'Pending', conditions: [podScheduled('2026-01-01T00:00:00Z')] },
+      write: false,
+    },
+    {
+      name: 'a condition changes status: the whole status, with the super times',
+      tenant: { phase: 'Pending', conditions: [podScheduled('2026-01-01T00:00:05Z')] },
+      super: {
+        phase: 'Pending',
+        conditions: [podScheduled('2026-01-01T00:00:00Z'), { type: 'Ready', status: 'False', reason: 'X' }],
+      },
+      write: true,
+    },
+    {
+      name: 'the phase changes: written',
+      tenant: { phase: 'Pending', conditions: [podScheduled('2026-01-01T00:00:05Z')] },
+      super: { phase: 'Running', conditions: [podScheduled('2026-01-01T00:00:00Z')] },
+      write: true,
+    },
+  ])('$name', (c) => {
+    const plan = planKey(
+      noMutators,
+      pods,
+      testContext({
+        tenant,
+        tenantCache: new MapCache([[R.pods, [bound(c.tenant)]]]),
+        superCache: new MapCache([[R.pods, [superPod({ nodeName: 'node-1' }, c.super)]]]),
+      }),
+      podKey,
+    );
+    expect(plan.steps.filter((x) => x.op === 'patchTenantStatus').length).toBe(c.write ? 1 : 0);
+  });
 });

@@ -12,7 +12,7 @@ import type {
 } from '../plugins/contract.ts';
 import { callPlugin } from '../plugins/failures.ts';
 import { capRefusal, checkCaps, type PendingReader } from './caps.ts';
-import { diffSpec, diffStatus, forCreate } from './diff.ts';
+import { diffSpec, diffStatus, forCreate, sameStatus } from './diff.ts';
 import { UP_OWNER_LABEL } from './placement.ts';
 
 /**
@@ -365,9 +365,13 @@ export function markManaged<T extends KubeObject>(desired: T): T {
  * Pod or on nothing.
  */
 export function statusAfterBind(actual: KubeObject, desired: KubeObject): Step | undefined {
-  if (!diffStatus(actual, desired).length) return undefined;
-  const m = actual.metadata!;
   const status = (desired as { status?: unknown }).status ?? {};
+  // A super Pod scheduled but not yet started says nothing the Binding does not say itself: its status is written
+  // once, when the kubelet (or kwok) reports the next change.
+  // Both as the Binding leaves them: a PodScheduled the super status lacks is kept from the tenant's on the next pass.
+  const bound = (o: KubeObject) => boundStatus((o as { status?: PodStatusLike }).status);
+  if (sameStatus(bound(actual), bound(desired))) return undefined;
+  const m = actual.metadata!;
   return {
     op: 'patchTenantStatus',
     namespace: m.namespace,
@@ -379,10 +383,33 @@ export function statusAfterBind(actual: KubeObject, desired: KubeObject): Step |
   };
 }
 
+/** PodStatusLike is the part of a status boundStatus reads: its conditions. */
+interface PodStatusLike {
+  conditions?: Array<{ type?: string; status?: string }>;
+}
+
+/**
+ * boundStatus is a tenant Pod's status as the Binding leaves it: PodScheduled=True (the apiserver's binding sets it,
+ * keeping a PodScheduled condition that is already True as it is).
+ */
+export function boundStatus(status: PodStatusLike | undefined): PodStatusLike {
+  const conditions = [...(status?.conditions ?? [])];
+  const at = conditions.findIndex((c) => c.type === 'PodScheduled');
+  const scheduled = { type: 'PodScheduled', status: 'True' };
+  if (at < 0) conditions.push(scheduled);
+  else if (conditions[at]!.status !== 'True') conditions[at] = scheduled;
+  return { ...status, conditions };
+}
+
+/**
+ * tenantDiff adds the writes that bring a tenant object to the desired one: its spec and metadata, then its status
+ * unless the status says the same already (sameStatus).
+ */
 function tenantDiff(out: Plan, actual: KubeObject, desired: KubeObject): void {
   const m = actual.metadata!;
   const ops = diffSpec(actual, desired);
   if (ops.length) out.steps.push({ op: 'patchTenant', namespace: m.namespace, name: m.name!, ops });
+  if (sameStatus((actual as { status?: unknown }).status, (desired as { status?: unknown }).status)) return;
   const st = diffStatus(actual, desired);
   if (st.length) out.steps.push({ op: 'patchTenantStatus', namespace: m.namespace, name: m.name!, ops: st });
 }

@@ -22,6 +22,8 @@ export interface BenchResult {
   detail?: Record<string, unknown>;
   /** series are the raw numbers the HTML report plots (latencies and Running times per arm, p99 per tenant). */
   series?: BenchSeries;
+  /** notes are lines printed under the figures: a ratio's spread over repetitions, or why it is not reported */
+  notes?: string[];
 }
 
 const scenarios: Record<string, () => Promise<BenchResult>> = {
@@ -52,6 +54,7 @@ for (const [name, run] of Object.entries(scenarios)) {
   const r = await run();
   process.stdout.write(`\n== ${r.name}\n`);
   for (const [k, v] of Object.entries(r.figures)) process.stdout.write(`  ${k.padEnd(32)} ${v.toFixed(2)}\n`);
+  for (const n of r.notes ?? []) process.stdout.write(`  ${n}\n`);
   writeFileSync(`bench-results/${r.name}.json`, JSON.stringify({ ...r, at: new Date().toISOString() }, null, 2) + '\n');
   ran.push(r);
 }

@@ -32,6 +32,16 @@ import {
 import type { BenchSeries } from './report.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
 import { LoadGenerator, type LoadGenResult, toLocal } from './loadgen.ts';
+import { accountWrites, formatAccount, type WriteRow, writeCounts } from './accounting.ts';
+import {
+  type ArmLoad,
+  formatSpread,
+  interleave,
+  OTHER_LOAD_BOUND,
+  ratioSpread,
+  spread,
+  spreadFigures,
+} from './repeat.ts';
 
 /** Pods a kwok node takes (its `pods` capacity, see kwokNode). */
 const PODS_PER_NODE = 110;
@@ -523,6 +533,8 @@ interface SyncerBenchOptions {
   fairRounds: number;
   /** the noisy tenant's Pods, all created at once */
   flood: number;
+  /** how many times the three arms run, interleaved (direct, syncer, same writes, direct, ...) */
+  repetitions: number;
   /** the syncer's adaptive concurrency (BENCH_ADAPTIVE=1 or 0, to compare); undefined: the syncer's default */
   adaptive: boolean | undefined;
   /** the syncer's scheduling window (BENCH_WINDOW; 0 turns it off; default the syncer's) */
@@ -566,6 +578,7 @@ export function syncerBench(): Promise<BenchResult> {
     quietEveryMs: envInt('BENCH_QUIET_EVERY', 250),
     fairRounds: envInt('BENCH_FAIR_ROUNDS', 5),
     flood: envInt('BENCH_FLOOD', 10 * quiet),
+    repetitions: envInt('BENCH_REPS', 3),
     ...envSyncerSettings(),
   });
 }
@@ -586,6 +599,7 @@ export function syncerScaleBench(): Promise<BenchResult> {
     quietEveryMs: 0,
     fairRounds: 0,
     flood: 0,
+    repetitions: envInt('BENCH_REPS', 3),
     ...envSyncerSettings(),
   });
 }
@@ -624,6 +638,14 @@ interface ArmResult extends RunFigures {
   samples: Sample[];
   cpu: Record<string, CpuShare>;
   inflight: InflightStats;
+}
+
+/** ArmRun is what one arm of one repetition leaves for the figures: its result and, for the synced arms, writes. */
+interface ArmRun {
+  r: ArmResult;
+  /** API writes per Pod, the tenant's own create included */
+  writesPerPod?: number;
+  account?: WriteRow[];
 }
 
 /** writesByOp sums vc_syncer_writes_total by op out of syncerCounters' keys. */
@@ -759,6 +781,7 @@ function busiest(cpu: Record<string, CpuShare>): { process: string; percentOfOne
 async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
   const { tenants: T, podsPerTenant: P, workers: WORKERS, quiet: QUIET, quietEveryMs: QUIET_EVERY, flood: FLOOD } = o;
   const ROUNDS = Math.max(1, o.fairRounds);
+  const REPS = Math.max(1, o.repetitions);
   if (T < 1 || P < 1 || WORKERS < 1) throw new Error(`${o.name}: tenants, Pods per tenant and workers must be >= 1`);
   const fairness = T >= 2 && QUIET > 0 && FLOOD > 0;
   const N = T * P;
@@ -776,6 +799,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     quietEveryMs: QUIET_EVERY,
     fairRounds: ROUNDS,
     flood: FLOOD,
+    repetitions: REPS,
     workers: WORKERS,
     adaptiveConcurrency: o.adaptive ?? SYNCER_DEFAULTS.adaptiveConcurrency,
     schedulingWindow: o.window ?? SYNCER_DEFAULTS.schedulingWindow,
@@ -791,6 +815,8 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
   const timings: Record<string, number> = {};
   const stamp = (k: string, since: number) => (timings[k] = Number(((performance.now() - since) / 1000).toFixed(2)));
   const figures: Record<string, number> = {};
+  /** notes are the lines the run prints under its figures: each ratio's spread, or why it is not reported */
+  const notes: string[] = [];
 
   let t: TestSuper | undefined;
   let syncer: Syncer | undefined;
@@ -895,132 +921,11 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       return { ...r, cpu, inflight };
     };
 
-    // ---- arm 1: direct -------------------------------------------------------------------------------------------
-    const directNs = Array.from({ length: T }, (_, i) => `bench-direct-${i}`);
-    const swNs = Array.from({ length: T }, (_, i) => `bench-sw-${i}`);
-    await pool([...directNs, ...swNs], 8, (ns) =>
-      superClient
-        .create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
-        .then(() => undefined),
-    );
-    await pool([...directNs, ...swNs], 8, (ns) => waitServiceAccount(superClient, ns));
-    const directWatch = new PodWatch(superClient, { labelSelector: 'bench=direct' });
-    await directWatch.start();
-    watches.push(directWatch);
-    const directJobs: PodJob[] = [];
-    for (let j = 0; j < P; j++)
-      for (let i = 0; i < T; i++)
-        directJobs.push({
-          client: superClient,
-          watch: directWatch,
-          namespace: directNs[i]!,
-          name: `d-${j}`,
-          labels: { bench: 'direct' },
-          superWatch: directWatch,
-          superKey: `${directNs[i]}/d-${j}`,
-        });
-    log(`arm direct: creating ${N} Pods in the super cluster`);
-    const direct = await arm('direct', directJobs);
-    await directWatch.stop();
-    watches.splice(watches.indexOf(directWatch), 1);
-    t0 = performance.now();
-    await pool(directNs, 4, (ns) => deleteAllPods(superClient, ns, phaseDeadline(P)));
-    stamp('directDeleteSeconds', t0);
-
-    // ---- arm 2: the real syncer ------------------------------------------------------------------------------------
-    const tenantWatches = await Promise.all(
-      tenantClients.map(async (c) => {
-        const w = new PodWatch(c, { namespace: 'default' });
-        await w.start();
-        return w;
-      }),
-    );
-    const superWatch = new PodWatch(superClient, { labelSelector: 'bench in (syncer,flood,quiet)' });
-    await superWatch.start();
-    watches.push(...tenantWatches, superWatch);
-    const tenantJob = (i: number, name: string, bench: string): PodJob => ({
-      client: tenantClients[i]!,
-      watch: tenantWatches[i]!,
-      namespace: 'default',
-      name,
-      labels: { bench },
-      superWatch,
-      superKey: `${superNamespace(tenants[i]!.key, 'default')}/${name}`,
-    });
-    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
-    if (host.failures.length) throw new Error(`plugins failed to load: ${JSON.stringify(host.failures)}`);
-    const syncerSuper = await KubeClient.fromFile(sc.kubeconfigPath);
-    clients.push(syncerSuper);
-    t0 = performance.now();
-    syncer = new Syncer({
-      superClient: syncerSuper,
-      host,
-      registry: new MutableTenantRegistry(tenants),
-      patrolIntervalMs: 0,
-      workers: WORKERS,
-      adaptiveConcurrency: o.adaptive,
-      ...(o.window !== undefined && { schedulingWindow: o.window }),
-      ...(o.createRate && { podCreateRate: o.createRate }),
-      ...(o.createYield !== undefined && { podCreateYield: o.createYield }),
-    });
-    await syncer.start();
-    const s = syncer;
-    await waitUntil(
-      () => tenants.every((x) => s.tenantReady(x.key)),
-      120_000,
-      () => 'tenant caches synced',
-    );
-    stamp('syncerReadySeconds', t0);
-    await pool(tenants, 8, (x) => waitServiceAccount(superClient, superNamespace(x.key, 'default')));
-    await waitUntil(
-      () => s.queueLength() === 0,
-      60_000,
-      () => `syncer queue empty (${s.queueLength()})`,
-    );
-    stamp('syncerWarmSeconds', t0);
-    // Startup (informer lists of T+1 clusters, namespaces, ServiceAccounts) is a fixed cost; what follows is per Pod.
-    collectGarbage();
-    const heapWarm = process.memoryUsage().heapUsed;
-    const rssWarm = process.memoryUsage.rss();
-    const rss = new Sampler(() => process.memoryUsage.rss(), 100);
-    samplers.push(rss);
-    const countersWarm = await syncerCounters();
-    const queuePeak = new Sampler(() => s.queueLength(), 100);
-    samplers.push(queuePeak);
-    const syncJobs: PodJob[] = [];
-    for (let j = 0; j < P; j++) for (let i = 0; i < T; i++) syncJobs.push(tenantJob(i, `s-${j}`, 'syncer'));
-    log(`arm syncer: creating ${N} Pods in ${T} tenant apiservers`);
-    const viaSyncer = await arm('syncer', syncJobs);
-    const rssPeak = rss.stop();
-    const queuePeakArm = queuePeak.stop();
-    // Events go on a side lane after the Pod runs: let them land before counting.
-    await waitUntil(
-      () => s.queueLength() === 0,
-      60_000,
-      () => `syncer queue empty after the syncer arm (${s.queueLength()})`,
-    );
-    await sleep(2000);
-    const counters1 = await syncerCounters();
-    collectGarbage();
-    const heapAfter = process.memoryUsage().heapUsed;
-    const rssAfter = process.memoryUsage.rss();
-    const syncerWrites = writesByOp(diffCounters(countersWarm, counters1));
-    const perPod = Object.fromEntries(Object.entries(syncerWrites).map(([k, v]) => [k, v / N]));
-    log(`syncer writes per Pod by op: ${JSON.stringify(perPod)}`);
-    detail.syncerArm = {
-      syncerCounters: diffCounters(countersWarm, counters1),
-      writesPerPodByOp: perPod,
-      queuePeak: queuePeakArm,
-      heapAfterWarmMiB: Number((heapWarm / 2 ** 20).toFixed(1)),
-      heapAfterPodsMiB: Number((heapAfter / 2 ** 20).toFixed(1)),
-      rssAfterWarmMiB: Number((rssWarm / 2 ** 20).toFixed(1)),
-      rssPeakMiB: Number((rssPeak / 2 ** 20).toFixed(1)),
-      rssAfterPodsMiB: Number((rssAfter / 2 ** 20).toFixed(1)),
-    };
-
     // ---- fairness ------------------------------------------------------------------------------------------------
     let fair: Record<string, unknown> | undefined;
-    if (fairness) {
+    // The fairness phase: runs in the last repetition, after its syncer arm, with that syncer (s) and its Pods.
+    const runFairness = async (s: Syncer): Promise<void> => {
+      if (!fairness) return;
       const [noisy, quiet] = [0, 1];
       // Each tenant's own client, and the watches that time its Pods, run in a worker thread of their own: on this
       // thread they would share the syncer's event loop, and their stalls would be counted as the syncer's; in one
@@ -1200,6 +1105,15 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       );
       figures.quietP99DuringBacklogMs = percentile(backlogMs, 99);
       figures.quietBacklogRatio = figures.quietP99DuringBacklogMs / figures.quietP99AloneMs;
+      // Each round's own ratio, as the arms' ratios are reported: median, min and max over the rounds.
+      const roundRatios = spread(
+        rounds.map((x) => percentile(x.during.latenciesMs, 99) / percentile(x.alone.latenciesMs, 99)),
+      );
+      Object.assign(figures, spreadFigures('quietFloodRatioPerRound', roundRatios));
+      notes.push(
+        `quiet tenant p99 during the flood / alone, per round: median ${roundRatios.median.toFixed(2)} ` +
+          `(min ${roundRatios.min.toFixed(2)}, max ${roundRatios.max.toFixed(2)}, ${roundRatios.n} rounds)`,
+      );
       // The quiet Pods must have run while the flood was still in progress for the figure to mean anything.
       const runningBeforeFloodDone = rounds.reduce(
         (n, x) => n + x.during.runningAt.filter((t) => t < Math.max(...x.flood.runningAt)).length,
@@ -1272,83 +1186,283 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       const scrapeMs = Math.round(performance.now() - scrapeAt);
       fair.superMetricsScrape = { bytes: text.length, ms: scrapeMs };
       log(`fairness: one scrape of the super apiserver's /metrics: ${text.length} bytes in ${scrapeMs} ms`);
-    }
+    };
 
-    // ---- arm 3: the same writes without the syncer -----------------------------------------------------------------
-    await syncer.stop();
-    syncer = undefined;
-    t0 = performance.now();
-    await pool(tenants, 4, async (x) => {
-      const i = tenants.indexOf(x);
-      await deleteAllPods(tenantClients[i]!, 'default', phaseDeadline(P));
-      await deleteAllPods(superClient, superNamespace(x.key, 'default'), phaseDeadline(P));
+    // ---- the arms, interleaved: direct, syncer, same writes, direct, ... -------------------------------------------
+    const directNs = Array.from({ length: T }, (_, i) => `bench-direct-${i}`);
+    const swNs = Array.from({ length: T }, (_, i) => `bench-sw-${i}`);
+    await pool([...directNs, ...swNs], 8, (ns) =>
+      superClient
+        .create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
+        .then(() => undefined),
+    );
+    await pool([...directNs, ...swNs], 8, (ns) => waitServiceAccount(superClient, ns));
+    const directWatch = new PodWatch(superClient, { labelSelector: 'bench=direct' });
+    await directWatch.start();
+    watches.push(directWatch);
+    const tenantWatches = await Promise.all(
+      tenantClients.map(async (c) => {
+        const w = new PodWatch(c, { namespace: 'default' });
+        await w.start();
+        return w;
+      }),
+    );
+    const superWatch = new PodWatch(superClient, { labelSelector: 'bench in (syncer,flood,quiet)' });
+    await superWatch.start();
+    watches.push(...tenantWatches, superWatch);
+    const tenantJob = (i: number, name: string, bench: string): PodJob => ({
+      client: tenantClients[i]!,
+      watch: tenantWatches[i]!,
+      namespace: 'default',
+      name,
+      labels: { bench },
+      superWatch,
+      superKey: `${superNamespace(tenants[i]!.key, 'default')}/${name}`,
     });
-    stamp('syncerDeleteSeconds', t0);
-    const sw = new SameWrites(superClient, perPod);
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    if (host.failures.length) throw new Error(`plugins failed to load: ${JSON.stringify(host.failures)}`);
+    const syncerSuper = await KubeClient.fromFile(sc.kubeconfigPath);
+    clients.push(syncerSuper);
+    const registry = new MutableTenantRegistry(tenants);
+    let sw: SameWrites | undefined;
     const swTenants: SameWritesTenant[] = tenantClients.map((client, i) => ({ client, superNamespace: swNs[i]! }));
-    const swWatch = new PodWatch(superClient, { labelSelector: 'bench=samewrites' }, (p) => sw.superPod(p));
+    const swWatch = new PodWatch(superClient, { labelSelector: 'bench=samewrites' }, (p) => sw?.superPod(p));
     await swWatch.start();
     watches.push(swWatch);
-    const swJobs: PodJob[] = [];
-    for (let j = 0; j < P; j++)
-      for (let i = 0; i < T; i++) {
-        const index = swJobs.length;
-        swJobs.push({
-          client: tenantClients[i]!,
-          watch: tenantWatches[i]!,
-          namespace: 'default',
-          name: `w-${j}`,
-          labels: { bench: 'samewrites' },
-          superWatch: swWatch,
-          superKey: `${swNs[i]}/w-${j}`,
-          afterCreate: (pod) => sw.created(index, swTenants[i]!, pod),
-        });
-      }
-    log(`arm same-writes: creating ${N} Pods in ${T} tenant apiservers, scripted writes per Pod`);
-    const same = await arm('same-writes', swJobs);
-    await sw.settle();
-    if (sw.failures) log(`same-writes: ${sw.failures} writes failed, e.g. ${JSON.stringify(sw.errors.slice(0, 3))}`);
-    detail.sameWritesArm = { writesByOp: sw.writes, failures: sw.failures, errors: sw.errors };
-
-    // ---- figures -------------------------------------------------------------------------------------------------
-    const writesDirect = 1;
-    const writesSyncer = 1 + apiCallsOf(syncerWrites) / N;
-    const writesSame = 1 + Object.values(sw.writes).reduce((a, b) => a + b, 0) / N;
-    Object.assign(figures, {
-      throughputRatio: viaSyncer.podsPerSecond / direct.podsPerSecond,
-      throughputRatioSameWrites: viaSyncer.podsPerSecond / same.podsPerSecond,
-      p50Ratio: viaSyncer.p50Ms / direct.p50Ms,
-      p99Ratio: viaSyncer.p99Ms / direct.p99Ms,
-      p99RatioSameWrites: viaSyncer.p99Ms / same.p99Ms,
-      directPodsPerSecond: direct.podsPerSecond,
-      sameWritesPodsPerSecond: same.podsPerSecond,
-      syncerPodsPerSecond: viaSyncer.podsPerSecond,
-      directP50Ms: direct.p50Ms,
-      directP99Ms: direct.p99Ms,
-      sameWritesP50Ms: same.p50Ms,
-      sameWritesP99Ms: same.p99Ms,
-      syncerP50Ms: viaSyncer.p50Ms,
-      syncerP99Ms: viaSyncer.p99Ms,
-      directApiWritesPerPod: writesDirect,
-      sameWritesApiWritesPerPod: writesSame,
-      syncerApiWritesPerPod: writesSyncer,
-      // This process's CPU in the syncer arm (the syncer, plus the bench's creates and watches), and the same minus
-      // this process's CPU per Pod in the direct arm (the bench's creates and watches alone).
-      syncerCpuMsPerPod: (viaSyncer.cpu.benchProcess!.cpuSeconds * 1000) / N,
-      syncerCpuMsPerPodNet: ((viaSyncer.cpu.benchProcess!.cpuSeconds - direct.cpu.benchProcess!.cpuSeconds) * 1000) / N,
-      syncerHeapKBPerPod: (heapAfter - heapWarm) / N / 1024,
-      syncerRssKBPerPod: (rssPeak - rssWarm) / N / 1024,
-      ...figures,
+    const loadOf = (r: ArmResult): ArmLoad => ({
+      hostPercent: r.cpu.host!.percentOfOneCore,
+      otherPercent: r.cpu.otherOnHost!.percentOfOneCore,
     });
-    // Which resource was the limit, per arm: CPU of each process group (% of one core; the host has 2 cores, and
-    // otherOnHost is everything outside this run) and the super apiserver's peak inflight requests.
-    for (const [arm, r] of [
-      ['direct', direct],
-      ['sameWrites', same],
-      ['syncer', viaSyncer],
+    const memory: Record<string, number> = {};
+    const repDetail: Array<Record<string, unknown>> = [];
+    // The syncer's writes per Pod by op in the syncer arm of each repetition: the same-writes arm after it replays them.
+    let perPod: Record<string, number> = {};
+    const runs = await interleave<ArmRun>(
+      [
+        {
+          name: 'direct',
+          run: async (rep) => {
+            const directJobs: PodJob[] = [];
+            for (let j = 0; j < P; j++)
+              for (let i = 0; i < T; i++)
+                directJobs.push({
+                  client: superClient,
+                  watch: directWatch,
+                  namespace: directNs[i]!,
+                  name: `d${rep}-${j}`,
+                  labels: { bench: 'direct' },
+                  superWatch: directWatch,
+                  superKey: `${directNs[i]}/d${rep}-${j}`,
+                });
+            log(`repetition ${rep + 1}/${REPS}, arm direct: creating ${N} Pods in the super cluster`);
+            const direct = await arm(`direct r${rep + 1}`, directJobs);
+            const t0 = performance.now();
+            await pool(directNs, 4, (ns) => deleteAllPods(superClient, ns, phaseDeadline(P)));
+            stamp(`directDeleteSecondsR${rep + 1}`, t0);
+            return { value: { r: direct }, load: loadOf(direct) };
+          },
+        },
+        {
+          name: 'syncer',
+          run: async (rep) => {
+            let t0 = performance.now();
+            syncer = new Syncer({
+              superClient: syncerSuper,
+              host,
+              registry,
+              patrolIntervalMs: 0,
+              workers: WORKERS,
+              adaptiveConcurrency: o.adaptive,
+              ...(o.window !== undefined && { schedulingWindow: o.window }),
+              ...(o.createRate && { podCreateRate: o.createRate }),
+              ...(o.createYield !== undefined && { podCreateYield: o.createYield }),
+            });
+            await syncer.start();
+            const s = syncer;
+            await waitUntil(
+              () => tenants.every((x) => s.tenantReady(x.key)),
+              120_000,
+              () => 'tenant caches synced',
+            );
+            stamp(`syncerReadySecondsR${rep + 1}`, t0);
+            await pool(tenants, 8, (x) => waitServiceAccount(superClient, superNamespace(x.key, 'default')));
+            await waitUntil(
+              () => s.queueLength() === 0,
+              60_000,
+              () => `syncer queue empty (${s.queueLength()})`,
+            );
+            stamp(`syncerWarmSecondsR${rep + 1}`, t0);
+            // Startup (informer lists of T+1 clusters, namespaces, ServiceAccounts) is a fixed cost; what follows is per Pod.
+            collectGarbage();
+            const heapWarm = process.memoryUsage().heapUsed;
+            const rssWarm = process.memoryUsage.rss();
+            const rss = new Sampler(() => process.memoryUsage.rss(), 100);
+            samplers.push(rss);
+            const countersWarm = await syncerCounters();
+            const accountWarm = await writeCounts();
+            const queuePeak = new Sampler(() => s.queueLength(), 100);
+            samplers.push(queuePeak);
+            const syncJobs: PodJob[] = [];
+            for (let j = 0; j < P; j++)
+              for (let i = 0; i < T; i++) syncJobs.push(tenantJob(i, `s${rep}-${j}`, 'syncer'));
+            log(`repetition ${rep + 1}/${REPS}, arm syncer: creating ${N} Pods in ${T} tenant apiservers`);
+            const viaSyncer = await arm(`syncer r${rep + 1}`, syncJobs);
+            const rssPeak = rss.stop();
+            const queuePeakArm = queuePeak.stop();
+            // Events go on a side lane after the Pod runs: let them land before counting.
+            await waitUntil(
+              () => s.queueLength() === 0,
+              60_000,
+              () => `syncer queue empty after the syncer arm (${s.queueLength()})`,
+            );
+            await sleep(2000);
+            const counters1 = await syncerCounters();
+            const account = accountWrites(accountWarm, await writeCounts(), N);
+            log(`repetition ${rep + 1}/${REPS}: syncer writes per Pod, by kind:\n${formatAccount(account)}`);
+            collectGarbage();
+            const heapAfter = process.memoryUsage().heapUsed;
+            const rssAfter = process.memoryUsage.rss();
+            const syncerWrites = writesByOp(diffCounters(countersWarm, counters1));
+            perPod = Object.fromEntries(Object.entries(syncerWrites).map(([k, v]) => [k, v / N]));
+            memory[`heapKBPerPodR${rep + 1}`] = (heapAfter - heapWarm) / N / 1024;
+            memory[`rssKBPerPodR${rep + 1}`] = (rssPeak - rssWarm) / N / 1024;
+            repDetail[rep] = {
+              syncerCounters: diffCounters(countersWarm, counters1),
+              writesPerPodByOp: perPod,
+              writesAccount: account,
+              queuePeak: queuePeakArm,
+              heapAfterWarmMiB: Number((heapWarm / 2 ** 20).toFixed(1)),
+              heapAfterPodsMiB: Number((heapAfter / 2 ** 20).toFixed(1)),
+              rssAfterWarmMiB: Number((rssWarm / 2 ** 20).toFixed(1)),
+              rssPeakMiB: Number((rssPeak / 2 ** 20).toFixed(1)),
+              rssAfterPodsMiB: Number((rssAfter / 2 ** 20).toFixed(1)),
+            };
+            // The fairness phase runs once, in the last repetition, with this arm's Pods still in place.
+            if (rep === REPS - 1) await runFairness(s);
+            await s.stop();
+            syncer = undefined;
+            t0 = performance.now();
+            await pool(tenants, 4, async (x) => {
+              const i = tenants.indexOf(x);
+              await deleteAllPods(tenantClients[i]!, 'default', phaseDeadline(P));
+              await deleteAllPods(superClient, superNamespace(x.key, 'default'), phaseDeadline(P));
+            });
+            stamp(`syncerDeleteSecondsR${rep + 1}`, t0);
+            return {
+              value: { r: viaSyncer, writesPerPod: 1 + apiCallsOf(syncerWrites) / N, account },
+              load: loadOf(viaSyncer),
+            };
+          },
+        },
+        {
+          name: 'same-writes',
+          run: async (rep) => {
+            const cur = new SameWrites(superClient, perPod);
+            sw = cur;
+            const swJobs: PodJob[] = [];
+            for (let j = 0; j < P; j++)
+              for (let i = 0; i < T; i++) {
+                const index = swJobs.length;
+                swJobs.push({
+                  client: tenantClients[i]!,
+                  watch: tenantWatches[i]!,
+                  namespace: 'default',
+                  name: `w${rep}-${j}`,
+                  labels: { bench: 'samewrites' },
+                  superWatch: swWatch,
+                  superKey: `${swNs[i]}/w${rep}-${j}`,
+                  afterCreate: (pod) => cur.created(index, swTenants[i]!, pod),
+                });
+              }
+            log(`repetition ${rep + 1}/${REPS}, arm same-writes: creating ${N} Pods, scripted writes per Pod`);
+            const same = await arm(`same-writes r${rep + 1}`, swJobs);
+            await cur.settle();
+            if (cur.failures)
+              log(`same-writes: ${cur.failures} writes failed, e.g. ${JSON.stringify(cur.errors.slice(0, 3))}`);
+            (repDetail[rep] ??= {}).sameWritesArm = {
+              writesByOp: cur.writes,
+              failures: cur.failures,
+              errors: cur.errors,
+            };
+            const t0 = performance.now();
+            await pool(tenants, 4, async (x) => {
+              const i = tenants.indexOf(x);
+              await deleteAllPods(tenantClients[i]!, 'default', phaseDeadline(P));
+              await deleteAllPods(superClient, swNs[i]!, phaseDeadline(P));
+            });
+            stamp(`sameWritesDeleteSecondsR${rep + 1}`, t0);
+            const writes = 1 + Object.values(cur.writes).reduce((a, b) => a + b, 0) / N;
+            return { value: { r: same, writesPerPod: writes }, load: loadOf(same) };
+          },
+        },
+      ],
+      REPS,
+    );
+
+    // ---- figures: medians over the repetitions, ratios within each ------------------------------------------------
+    const valuesOf = (arm: string) => runs.filter((x) => x.arm === arm).map((x) => x.value);
+    const med = (arm: string, f: (v: ArmRun) => number) => spread(valuesOf(arm).map(f)).median;
+    const ratios = {
+      throughputRatio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.podsPerSecond),
+      throughputRatioSameWrites: ratioSpread(runs, 'syncer', 'same-writes', (v) => v.r.podsPerSecond),
+      p50Ratio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.p50Ms),
+      p99Ratio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.p99Ms),
+      p99RatioSameWrites: ratioSpread(runs, 'syncer', 'same-writes', (v) => v.r.p99Ms),
+    };
+    for (const [k, v] of Object.entries(ratios)) {
+      Object.assign(figures, spreadFigures(k, v));
+      notes.push(formatSpread(k, v));
+    }
+    notes.push(
+      `other load (% of a core outside this run) per arm and repetition, bound ${OTHER_LOAD_BOUND}% between the arms ` +
+        `of a ratio: ` +
+        runs.map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (host ${x.load.hostPercent}%)`).join(', '),
+    );
+    for (const n of notes) log(n);
+    const directBench = valuesOf('direct').map((v) => v.r.cpu.benchProcess!.cpuSeconds);
+    Object.assign(figures, {
+      repetitions: REPS,
+      directPodsPerSecond: med('direct', (v) => v.r.podsPerSecond),
+      sameWritesPodsPerSecond: med('same-writes', (v) => v.r.podsPerSecond),
+      syncerPodsPerSecond: med('syncer', (v) => v.r.podsPerSecond),
+      directP50Ms: med('direct', (v) => v.r.p50Ms),
+      directP99Ms: med('direct', (v) => v.r.p99Ms),
+      sameWritesP50Ms: med('same-writes', (v) => v.r.p50Ms),
+      sameWritesP99Ms: med('same-writes', (v) => v.r.p99Ms),
+      syncerP50Ms: med('syncer', (v) => v.r.p50Ms),
+      syncerP99Ms: med('syncer', (v) => v.r.p99Ms),
+      directApiWritesPerPod: 1,
+      sameWritesApiWritesPerPod: med('same-writes', (v) => v.writesPerPod!),
+      syncerApiWritesPerPod: med('syncer', (v) => v.writesPerPod!),
+      // This process's CPU in the syncer arm (the syncer, plus the bench's creates and watches), and the same minus
+      // this process's CPU per Pod in the direct arm of the same repetition (the bench's creates and watches alone).
+      syncerCpuMsPerPod: med('syncer', (v) => (v.r.cpu.benchProcess!.cpuSeconds * 1000) / N),
+      syncerCpuMsPerPodNet: spread(
+        valuesOf('syncer').map((v, k) => ((v.r.cpu.benchProcess!.cpuSeconds - directBench[k]!) * 1000) / N),
+      ).median,
+      syncerHeapKBPerPod: spread(
+        Object.entries(memory)
+          .filter(([k]) => k.startsWith('heap'))
+          .map(([, v]) => v),
+      ).median,
+      syncerRssKBPerPod: spread(
+        Object.entries(memory)
+          .filter(([k]) => k.startsWith('rss'))
+          .map(([, v]) => v),
+      ).median,
+    });
+    // Which resource was the limit, per arm: CPU of each process group (% of one core, median over the repetitions; the
+    // host has 2 cores, and otherOnHost is everything outside this run) and the super apiserver's peak inflight requests.
+    for (const [label, arm] of [
+      ['direct', 'direct'],
+      ['sameWrites', 'same-writes'],
+      ['syncer', 'syncer'],
     ] as const) {
-      for (const [proc, c] of Object.entries(r.cpu)) figures[`${arm}.cpu.${proc}`] = c.percentOfOneCore;
-      for (const [kind, x] of Object.entries(r.inflight)) figures[`${arm}.superInflightPeak.${kind}`] = x.peak;
+      const rs = valuesOf(arm).map((v) => v.r);
+      for (const proc of Object.keys(rs[0]!.cpu))
+        figures[`${label}.cpu.${proc}`] = spread(rs.map((r) => r.cpu[proc]?.percentOfOneCore ?? NaN)).median;
+      for (const kind of Object.keys(rs[0]!.inflight))
+        figures[`${label}.superInflightPeak.${kind}`] = Math.max(...rs.map((r) => r.inflight[kind]?.peak ?? 0));
     }
     const armDetail = (r: ArmResult) => ({
       pods: r.pods,
@@ -1362,25 +1476,29 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       cpu: r.cpu,
       apiserverInflight: r.inflight,
     });
-    detail.arms = { direct: armDetail(direct), sameWrites: armDetail(same), syncer: armDetail(viaSyncer) };
+    detail.otherLoadBoundPercentOfOneCore = OTHER_LOAD_BOUND;
+    detail.ratios = ratios;
+    detail.runs = runs.map((x) => ({ rep: x.rep + 1, arm: x.arm, load: x.load, ...armDetail(x.value.r) }));
+    detail.syncerArm = repDetail;
+    detail.memory = { ...(detail.memory as object), perRepetition: memory };
     if (fair) detail.fairness = fair;
     detail.timings = timings;
     detail.watchStats = watches.map((w) => w.stats);
-    const startOf = (r: ArmResult) => Math.min(...r.samples.map((x) => x.t0));
+    const pooledSamples = (arm: string) => valuesOf(arm).flatMap((v) => v.r.samples);
+    const startOf = (s: readonly Sample[]) => Math.min(...s.map((x) => x.t0));
+    const arms = [
+      ['direct', 'direct'],
+      ['same writes', 'same-writes'],
+      ['syncer', 'syncer'],
+    ] as const;
     const series: BenchSeries = {
-      latencyMs: {
-        direct: latenciesOf(direct.samples).map(Math.round),
-        'same writes': latenciesOf(same.samples).map(Math.round),
-        syncer: latenciesOf(viaSyncer.samples).map(Math.round),
-      },
+      latencyMs: Object.fromEntries(arms.map(([k, a]) => [k, latenciesOf(pooledSamples(a)).map(Math.round)])),
+      // the last repetition's timeline of each arm
       runningAtS: Object.fromEntries(
-        (
-          [
-            ['direct', direct],
-            ['same writes', same],
-            ['syncer', viaSyncer],
-          ] as const
-        ).map(([k, r]) => [k, r.samples.map((x) => Number(((x.running - startOf(r)) / 1000).toFixed(3)))]),
+        arms.map(([k, a]) => {
+          const s = valuesOf(a).at(-1)!.r.samples;
+          return [k, s.map((x) => Number(((x.running - startOf(s)) / 1000).toFixed(3)))];
+        }),
       ),
     };
     if (fair) {
@@ -1393,7 +1511,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
       series.latencyMs!['quiet alone'] = q.quietAloneMs;
       series.latencyMs!['quiet during flood'] = q.quietDuringFloodMs;
     }
-    return { name: o.name, figures, detail, series };
+    return { name: o.name, figures, detail, series, notes };
   } finally {
     for (const smp of samplers) smp.stop();
     await syncer?.stop();

@@ -12,6 +12,8 @@ import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { createPodsAndWaitRunning } from './pods.ts';
 import { waitServiceAccount, waitUntil } from './syncer.ts';
+import { spread } from './repeat.ts';
+import { accountWrites, formatAccount, writeCounts, writesPerPodTotal } from './accounting.ts';
 
 /** perPod divides the growth of writeTotals between two readings by the number of Pods. */
 export function writesPerPod(
@@ -80,6 +82,7 @@ export async function writesBench(): Promise<BenchResult> {
     };
     await idle(s0);
     const w0 = await writeTotals();
+    const a0 = await writeCounts();
     log(`creating ${N} Pods in ${T} tenants`);
     await createPodsAndWaitRunning(tcs, P, {
       name: (j) => `w-${j}`,
@@ -90,7 +93,8 @@ export async function writesBench(): Promise<BenchResult> {
     await idle(s0);
     const w1 = await writeTotals();
     const perPod = writesPerPod(w0, w1, N);
-    log(`writes per Pod: ${JSON.stringify(perPod)}`);
+    const account = accountWrites(a0, await writeCounts(), N);
+    log(`writes per Pod, by kind:\n${formatAccount(account)}`);
 
     const patrolCpuMs: number[] = [];
     for (let k = 0; k < 5; k++) {
@@ -120,11 +124,14 @@ export async function writesBench(): Promise<BenchResult> {
         pods: N,
         tenantWritesPerPod: sum(perPod, 'tenant'),
         superWritesPerPod: sum(perPod, 'super'),
-        patrolCpuMsMedian: [...patrolCpuMs].sort((a, b) => a - b)[2]!,
+        syncerWritesPerPod: writesPerPodTotal(account),
+        patrolCpuMsMedian: spread(patrolCpuMs).median,
+        patrolCpuMsMin: spread(patrolCpuMs).min,
+        patrolCpuMsMax: spread(patrolCpuMs).max,
         restartWrites: Object.values(restartWrites).reduce((a, b) => a + b, 0),
         restartIdleMs: warmMs,
       },
-      detail: { tenants: T, podsPerTenant: P, writesPerPod: perPod, patrolCpuMs, restartWrites },
+      detail: { tenants: T, podsPerTenant: P, writesPerPod: perPod, account, patrolCpuMs, restartWrites },
     };
   } finally {
     await syncer?.stop();
