@@ -103,7 +103,11 @@ export class NetConfinement {
     this.cgroupDir = join(root, n.cgroup);
   }
 
-  /** apply creates the cgroup, fills the chains with confinementRules and sends the cgroup's packets to them. */
+  /**
+   * apply creates the cgroup, then in one iptables-restore transaction per family declares (and so empties) the chain,
+   * fills it with confinementRules and, when missing, sends the cgroup's packets to it from OUTPUT: another program
+   * rewriting the filter table meanwhile (kube-router does, from a snapshot) never sees a half-made chain.
+   */
   async apply(): Promise<void> {
     mkdirSync(this.cgroupDir, { recursive: true });
     const rules = confinementRules(this.spec);
@@ -111,15 +115,20 @@ export class NetConfinement {
       ['iptables', rules.v4],
       ['ip6tables', rules.v6],
     ] as const) {
-      await run(bin, ['-N', this.chain]).catch(() => undefined);
-      await run(bin, ['-F', this.chain]);
-      for (const r of list) await run(bin, ['-A', this.chain, ...r]);
       const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
       const present = await run(bin, ['-C', ...jump]).then(
         () => true,
         () => false,
       );
-      if (!present) await run(bin, ['-I', ...jump]);
+      const script = [
+        '*filter',
+        `:${this.chain} - [0:0]`,
+        ...list.map((r) => ['-A', this.chain, ...r].join(' ')),
+        ...(present ? [] : [['-I', ...jump].join(' ')]),
+        'COMMIT',
+        '',
+      ].join('\n');
+      await restore(bin, script);
     }
   }
 
@@ -145,6 +154,16 @@ export class NetConfinement {
       }
     }
   }
+}
+
+/** restore feeds an iptables-restore script (without flushing the tables) to `bin`-restore. */
+function restore(bin: string, script: string): Promise<void> {
+  return new Promise((res, rej) => {
+    const child = execFile(`${bin}-restore`, ['-w', '--noflush'], { timeout: 30_000 }, (err) =>
+      err ? rej(err) : res(),
+    );
+    child.stdin!.end(script);
+  });
 }
 
 async function run(bin: string, args: string[]): Promise<void> {

@@ -90,7 +90,11 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     t = await startTestSuper({ nodes: 1, realNodes: 1 });
     const node = t.sc.realNodes[0]!;
     dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
-    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, { podAddress: node.nodeIP });
+    // confined: the tenant apiservers reach the node's Pod network (their Pods), nothing else of the host
+    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, {
+      podAddress: node.nodeIP,
+      confine: { podCidrs: [node.cfg.podCidr], endpoints: [] },
+    });
     const forced = {
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists' as const, effect: REAL_NODE_TAINT.effect }],
@@ -381,6 +385,65 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     });
   });
 
+  it("a confined tenant apiserver proxies to its own Pod, and calls nothing of the node's", async () => {
+    const kubeconfig = local!.controlPlane(tenants.a.root)!.kubeconfigPath;
+    const raw = (path: string) =>
+      exec(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, 'get', '--raw', path], { timeout: 30_000 }).then(
+        (r) => r.stdout,
+      );
+    // its own Pod, through the Service: the apiserver on the host reaches the Pod network
+    expect(await eventually(() => raw('/api/v1/namespaces/default/services/web:80/proxy/hostname'), 30_000)).toBe(
+      'web',
+    );
+    const node = t!.sc.realNodes[0]!;
+    const bForwarder = tenants.b.tenant.apiserverEndpoint!;
+    for (const [name, what, scheme, port] of [
+      ['door-b', "tenant b's apiserver through its forwarder on the node", 'https', bForwarder.port],
+      ['door-kubelet', "the node's kubelet", 'https', node.cfg.kubeletPort],
+    ] as const) {
+      await attempts.attempt(`tenant a's webhook calls ${what}`, async () => {
+        await tenants.a.client.request(
+          'POST',
+          '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+          {
+            body: {
+              apiVersion: 'admissionregistration.k8s.io/v1',
+              kind: 'ValidatingWebhookConfiguration',
+              metadata: { name },
+              webhooks: [
+                {
+                  name: `${name}.door.example.com`,
+                  clientConfig: { url: `${scheme}://${node.nodeIP}:${port}/validate` },
+                  rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+                  objectSelector: { matchLabels: { door: name } },
+                  failurePolicy: 'Fail',
+                  sideEffects: 'None',
+                  admissionReviewVersions: ['v1'],
+                  timeoutSeconds: 3,
+                },
+              ],
+            },
+          },
+        );
+        const out = await eventually(async () => {
+          const e = await tenants.a.client
+            .create(R.configmaps, {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: { generateName: `${name}-`, namespace: 'default', labels: { door: name } },
+            })
+            .then(
+              () => '',
+              (err: Error) => err.message,
+            );
+          expect(e).toContain('connection refused');
+          return e;
+        }, 30_000);
+        return `the confinement refuses the host's address: ${out.slice(out.indexOf('dial tcp'))}`;
+      });
+    }
+  });
+
   it("a tenant's DNS credential reads its own Services and nothing else", async () => {
     const b = tenants.b.client;
     const tr = await b.request<{ status: { token: string } }>(
@@ -410,6 +473,6 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
       expect(code).toBe(401);
       return `HTTP ${code}: the super apiserver does not know tenant tokens`;
     });
-    expect(attempts.summary()).toBe('attempts 11, refused 11, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
   });
 });
