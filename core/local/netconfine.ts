@@ -91,6 +91,7 @@ export class NetConfinement {
   /** cgroupDir is the cgroup's directory; processes written into its cgroup.procs are confined. */
   readonly cgroupDir: string;
   private readonly cgroupPath: string;
+  private timer?: NodeJS.Timeout;
 
   constructor(
     name: string,
@@ -132,8 +133,44 @@ export class NetConfinement {
     }
   }
 
+  /**
+   * keep checks every `intervalMs` that both OUTPUT jumps are still there and applies again when one is gone: a
+   * program that restores the filter table from a snapshot taken before apply (kube-router on a real node of this
+   * host) would otherwise leave the control plane unconfined. remove stops it.
+   */
+  keep(intervalMs = 5000): void {
+    if (this.timer) return;
+    let busy = false;
+    this.timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void this.intact()
+        .then((ok) => (ok ? undefined : this.apply()))
+        .catch(() => undefined)
+        .finally(() => (busy = false));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** intact tells whether both OUTPUT jumps (and so their chains) exist. */
+  async intact(): Promise<boolean> {
+    for (const bin of ['iptables', 'ip6tables'] as const) {
+      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
+      if (
+        !(await run(bin, ['-C', ...jump]).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return false;
+    }
+    return true;
+  }
+
   /** remove deletes the jumps, the chains and the cgroup; what is already gone is not an error. */
   async remove(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
     for (const bin of ['iptables', 'ip6tables'] as const) {
       const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
       while (

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { cgroup2Root } from '../../core/local/netconfine.ts';
+import { cgroup2Root, confinementNames } from '../../core/local/netconfine.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
@@ -60,6 +60,7 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
   let aKubeconfig: string;
   let bKubeconfig: string;
   let bApiserverPort: number;
+  let rootA: string;
   /** a port on the host's own address standing for every host port (a node's, the manager's) */
   let hostPort: number;
   const hostHits: string[] = [];
@@ -176,7 +177,7 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
     open = new LocalProvisioner(join(dir, 'open'), t.sc.etcd);
     const vcA = vcObject('team-a', 'a', 'aaaaaaaa-5d00-4d00-8d00-000000000001');
     const vcB = vcObject('team-b', 'b', 'bbbbbbbb-5d00-4d00-8d00-000000000002');
-    const rootA = rootNamespace('team-a', 'a', vcA.metadata!.uid!);
+    rootA = rootNamespace('team-a', 'a', vcA.metadata!.uid!);
     const rootB = rootNamespace('team-b', 'b', vcB.metadata!.uid!);
     await Promise.all([confined.ensure(vcA, rootA), open.ensure(vcB, rootB)]);
     const cpA = confined.controlPlane(rootA)!;
@@ -242,6 +243,18 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
         return `refused by the confinement: ${out.slice(out.indexOf('dial tcp'))}`;
       });
     }
+  });
+
+  it('a confinement some program removed from the filter table comes back', async () => {
+    const { chain, cgroup } = confinementNames(rootA);
+    const jump = ['OUTPUT', '-m', 'cgroup', '--path', cgroup, '-j', chain];
+    // what a restore from an older snapshot does: the jump and the chain are gone
+    await exec('iptables', ['-w', '-D', ...jump]);
+    await exec('iptables', ['-w', '-F', chain]);
+    await exec('iptables', ['-w', '-X', chain]);
+    await eventually(() => exec('iptables', ['-w', '-C', ...jump]), 30_000);
+    const rules = (await exec('iptables', ['-w', '-S', chain])).stdout;
+    expect(rules).toContain('--dst-type LOCAL -j REJECT');
   });
 
   it("the proxy paths of the confined tenant do not reach the host's port", async () => {

@@ -239,6 +239,7 @@ export class LocalProvisioner implements Provisioner {
       cgroups,
     );
     await confinement.apply();
+    confinement.keep();
     return { confinement, apiserverPort };
   }
 
