@@ -1,3 +1,5 @@
+// Over 500 lines: one control plane's processes, state directory (PKI, kubeconfigs, ports) and readiness checks belong
+// together; the flags are rendered in provisioners/native/flags.ts and the network confinement lives in netconfine.ts.
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -62,6 +64,8 @@ export interface ControlPlaneOptions {
    * nodes does, on the first node's bridge gateway, so Pods there reach it by in-cluster configuration).
    */
   advertiseAddress?: string;
+  /** a cgroup (v2) directory the apiserver and controller manager run in: a NetConfinement's cgroupDir */
+  cgroupDir?: string;
 }
 
 /** Ports are the loopback ports of one control plane. */
@@ -102,6 +106,7 @@ export class LocalControlPlane {
       logFile: log('kube-apiserver'),
       restart,
       env: opts.apiserverEnv,
+      ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
       args: apiserverFlags({
         paths: pkiPaths(join(d, 'pki'), {
           kubeconfig: join(d, 'controller-manager.kubeconfig'),
@@ -122,6 +127,7 @@ export class LocalControlPlane {
         command: binaryPath('kube-controller-manager'),
         logFile: log('kube-controller-manager'),
         restart,
+        ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
         args: controllerManagerFlags({
           paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
           bindAddress: '127.0.0.1',

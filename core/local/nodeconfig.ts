@@ -135,7 +135,10 @@ export function runscConfig(c: RealNodeConfigInput): string {
 
 /**
  * cniConfig renders the node's CNI network: a bridge of its own (gateway = the node IP, masquerade through iptables)
- * with host-local addresses from the Pod CIDR (state under the node directory), and portmap.
+ * with host-local addresses from the Pod CIDR (state under the node directory), and portmap. `macspoofchk` has the
+ * bridge drop every frame from a Pod's veth whose source MAC is not the Pod's own, so no Pod (whatever capabilities it
+ * got) speaks as another on the link. Source IPs need no rule of the same kind here: forging one takes a raw or packet
+ * socket (NET_RAW, dropped from every tenant container) or another address on the interface (NET_ADMIN, refused).
  */
 export function cniConfig(c: RealNodeConfigInput): Record<string, unknown> {
   return {
@@ -149,6 +152,7 @@ export function cniConfig(c: RealNodeConfigInput): Record<string, unknown> {
         ipMasq: true,
         ipMasqBackend: 'iptables',
         hairpinMode: true,
+        macspoofchk: true,
         ipam: {
           type: 'host-local',
           ranges: [[{ subnet: c.podCidr, gateway: c.nodeIP }]],

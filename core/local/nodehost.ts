@@ -15,6 +15,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { onlySpoofCheckChains, SPOOFCHECK_TABLE } from './bridgenft.ts';
 
 const execFileP = promisify(execFile);
 
@@ -423,6 +424,14 @@ export async function sweepNode(dir: string): Promise<string[]> {
     }
   }
   // bridge ipMasq rules jump from POSTROUTING into per-Pod CNI- chains; a chain already gone leaves nothing else
+  // the bridge plugin's MAC spoof-check table, when nothing but its chains is left and no other node runs
+  const spoof = removeKube ? await tryRun('nft', ['list', 'table', ...SPOOFCHECK_TABLE]) : undefined;
+  if (
+    spoof !== undefined &&
+    onlySpoofCheckChains(spoof) &&
+    (await tryRun('nft', ['delete', 'table', ...SPOOFCHECK_TABLE])) !== undefined
+  )
+    done.push(`deleted nftables table ${SPOOFCHECK_TABLE.join(' ')}`);
   // kube-router's ipsets, once no rule refers to them any more (its KUBE-* chains went above)
   if (removeKube)
     for (const set of ((await tryRun('ipset', ['list', '-n'])) ?? '').split('\n').filter(isKubeRouterSet))

@@ -21,6 +21,8 @@ export interface ProcessSpec {
   cwd?: string;
   /** restart the process when it exits unexpectedly (with backoff) */
   restart?: boolean;
+  /** a cgroup's `cgroup.procs` file the child enters before the command starts (so it never runs outside it) */
+  cgroupProcs?: string;
 }
 
 /** RestartBackoff bounds how fast a crashing component is restarted. */
@@ -82,8 +84,13 @@ export class ManagedProcess {
       this.out.on('error', (err) => logger.error({ component: this.spec.name, err }, 'log file write failed'));
     }
     const useSetpriv = existsSync('/usr/bin/setpriv');
-    const cmd = useSetpriv ? '/usr/bin/setpriv' : this.spec.command;
-    const args = useSetpriv ? ['--pdeathsig', 'KILL', '--', this.spec.command, ...this.spec.args] : this.spec.args;
+    let cmd = useSetpriv ? '/usr/bin/setpriv' : this.spec.command;
+    let args = useSetpriv ? ['--pdeathsig', 'KILL', '--', this.spec.command, ...this.spec.args] : this.spec.args;
+    if (this.spec.cgroupProcs) {
+      // the shell moves itself (its pid is the command's after exec) into the cgroup, then becomes the command
+      args = ['-c', 'echo $$ > "$0" && exec "$@"', this.spec.cgroupProcs, cmd, ...args];
+      cmd = '/bin/sh';
+    }
     const child = spawn(cmd, args, {
       cwd: this.spec.cwd,
       env: { ...process.env, ...this.spec.env },

@@ -132,12 +132,13 @@ describe('kubeletConfig', () => {
 });
 
 describe('network', () => {
-  it('CNI: a bridge of its own with the node IP as gateway and host-local state under the node', () => {
+  it('CNI: a bridge of its own with the node IP as gateway, MAC spoofing checked, host-local state under the node', () => {
     const c = cniConfig(input) as { name: string; plugins: Array<Record<string, unknown>> };
     expect(c.name).toBe('vc-01234567');
     expect(c.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap']);
     expect(c.plugins[0]).toMatchObject({
       bridge: 'vcbr01234567',
+      macspoofchk: true,
       ipam: {
         ranges: [[{ subnet: '10.213.7.0/24', gateway: '10.213.7.1' }]],
         dataDir: '/s/nodes/super-real-0/cni/ipam',

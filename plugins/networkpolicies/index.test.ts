@@ -303,7 +303,7 @@ describe('networkpolicies toSuper', () => {
 });
 
 describe('isolationPolicy', () => {
-  it('admits only the tenant and lets Pods reach the tenant, DNS, their apiserver and the outside', () => {
+  it('admits only the tenant and lets Pods reach the tenant (its DNS too), their apiserver and the outside', () => {
     const t = testTenant({ apiserverEndpoint: { host: '127.0.0.1', port: 6443 } });
     expect(isolationPolicy(t)).toEqual({
       apiVersion: 'networking.k8s.io/v1',
@@ -322,12 +322,6 @@ describe('isolationPolicy', () => {
         ],
         egress: [
           { to: [{ namespaceSelector: { matchLabels: { [LABEL.cluster]: t.key } } }] },
-          {
-            ports: [
-              { protocol: 'UDP', port: 53 },
-              { protocol: 'TCP', port: 53 },
-            ],
-          },
           { to: [{ ipBlock: { cidr: '127.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 6443 }] },
           {
             to: [
@@ -346,17 +340,17 @@ describe('isolationPolicy', () => {
       dnsApiEndpoint: { host: '10.88.0.1', port: 21001 },
     });
     const egress = isolationPolicy(t).spec?.egress ?? [];
-    expect(egress.slice(2, 4)).toEqual([
+    expect(egress.slice(1, 3)).toEqual([
       { to: [{ ipBlock: { cidr: '10.88.0.1/32' } }], ports: [{ protocol: 'TCP', port: 21000 }] },
       { to: [{ ipBlock: { cidr: '10.88.0.1/32' } }], ports: [{ protocol: 'TCP', port: 21001 }] },
     ]);
-    expect(egress).toHaveLength(5);
+    expect(egress).toHaveLength(4);
   });
 
   it('adds no address rule for an apiserver reached by name (native: inside the tenant already)', () => {
     const t = testTenant({ apiserverEndpoint: { host: `apiserver.${tenant.key}.svc`, port: 6443 } });
     const egress = isolationPolicy(t).spec?.egress ?? [];
-    expect(egress).toHaveLength(3);
+    expect(egress).toHaveLength(2);
     expect(egress[0]).toEqual({ to: [tenantPeer(t)] });
   });
 

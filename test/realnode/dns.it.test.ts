@@ -90,7 +90,11 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     t = await startTestSuper({ nodes: 1, realNodes: 1 });
     const node = t.sc.realNodes[0]!;
     dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
-    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, { podAddress: node.nodeIP });
+    // confined: the tenant apiservers reach the node's Pod network (their Pods), nothing else of the host
+    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, {
+      podAddress: node.nodeIP,
+      confine: { podCidrs: [node.cfg.podCidr], endpoints: [] },
+    });
     const forced = {
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists' as const, effect: REAL_NODE_TAINT.effect }],
@@ -267,6 +271,179 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     });
   });
 
+  it("a resolver of the super cluster that knows other tenants' names is out of a tenant Pod's reach", async () => {
+    // A DNS server in a platform namespace of the super (as the super's own CoreDNS or a node-local cache would be),
+    // answering a's super-side name: only the isolation policy stands between b's Pods and it.
+    const ns = 'vc-test-resolver';
+    const aName = `web.${superNamespace(tenants.a.root, 'default')}.svc.cluster.local`;
+    const aSvc = await t!.client.get<KubeObject & { spec: { clusterIP: string } }>(
+      R.services,
+      superNamespace(tenants.a.root, 'default'),
+      'web',
+    );
+    const forced = {
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+    };
+    await t!.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await t!.client.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'resolver', namespace: ns },
+      data: { Corefile: `.:53 {\n  hosts {\n    ${aSvc.spec.clusterIP} ${aName}\n  }\n}\n` },
+    });
+    await t!.client.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'resolver', namespace: ns, labels: { app: 'resolver' } },
+      spec: {
+        ...forced,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'coredns',
+            image: NODE_IMAGES.coredns,
+            imagePullPolicy: 'IfNotPresent',
+            args: ['-conf', '/cfg/Corefile'],
+            volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }],
+          },
+        ],
+        volumes: [{ name: 'cfg', configMap: { name: 'resolver' } }],
+      },
+    });
+    await t!.client.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'probe', namespace: ns },
+      spec: {
+        ...forced,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: 'probe', image: NODE_IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] },
+        ],
+      },
+    });
+    await t!.client.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'resolver', namespace: ns },
+      spec: { selector: { app: 'resolver' }, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] },
+    });
+    const resolverIP = await eventually(async () => {
+      const p = await t!.client.get<KubeObject & { status?: { phase?: string; podIP?: string } }>(
+        R.pods,
+        ns,
+        'resolver',
+      );
+      expect(p.status?.phase).toBe('Running');
+      return p.status!.podIP!;
+    }, 90_000);
+    const svc = await t!.client.get<KubeObject & { spec: { clusterIP: string } }>(R.services, ns, 'resolver');
+    // the control: a platform Pod beside it gets the answer, by the Pod's address and by the Service's
+    for (const server of [resolverIP, svc.spec.clusterIP]) {
+      const out = await eventually(
+        () => kubectl('exec', '-n', ns, 'probe', '--', 'timeout', '5', 'nslookup', aName, server),
+        60_000,
+        1000,
+      );
+      expect(out).toContain(aSvc.spec.clusterIP);
+    }
+    for (const [how, server] of [
+      ["by the resolver Pod's address", resolverIP],
+      ["by the resolver Service's cluster IP", svc.spec.clusterIP],
+    ] as const) {
+      await attempts.attempt(`tenant b asks a super resolver ${how} for tenant a's super-side name`, async () => {
+        const out = await fails(inPod('b', 'timeout', '5', 'nslookup', aName, server));
+        expect(out).not.toContain(aSvc.spec.clusterIP);
+        return `no DNS egress but to b's own DNS: ${out}`;
+      });
+    }
+  });
+
+  it("a tenant Pod cannot take another Pod's addresses on the bridge", async () => {
+    const web = await t!.client.get<KubeObject & { status?: { podIP?: string } }>(
+      R.pods,
+      superNamespace(tenants.a.root, 'default'),
+      'web',
+    );
+    const victim = web.status!.podIP!;
+    const gateway = t!.sc.realNodes[0]!.nodeIP;
+    await attempts.attempt("tenant b adds tenant a's Pod IP to its interface", async () => {
+      const out = await fails(inPod('b', 'ip', 'addr', 'add', `${victim}/32`, 'dev', 'eth0'));
+      expect(out).toMatch(/not permitted/i);
+      return `no NET_ADMIN: ${out}`;
+    });
+    await attempts.attempt('tenant b changes its MAC address', async () => {
+      const out = await fails(inPod('b', 'ip', 'link', 'set', 'eth0', 'address', '02:00:00:00:00:01'));
+      expect(out).toMatch(/not permitted/i);
+      return `no NET_ADMIN: ${out}`;
+    });
+    await attempts.attempt("tenant b sends ARP claiming tenant a's Pod IP", async () => {
+      const out = await fails(inPod('b', 'arping', '-c', '1', '-w', '1', '-s', victim, '-I', 'eth0', gateway));
+      expect(out).toMatch(/not permitted/i);
+      return `NET_RAW dropped, no packet socket: ${out}`;
+    });
+  });
+
+  it("a confined tenant apiserver proxies to its own Pod, and calls nothing of the node's", async () => {
+    const kubeconfig = local!.controlPlane(tenants.a.root)!.kubeconfigPath;
+    const raw = (path: string) =>
+      exec(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, 'get', '--raw', path], { timeout: 30_000 }).then(
+        (r) => r.stdout,
+      );
+    // its own Pod, through the Service: the apiserver on the host reaches the Pod network
+    expect(await eventually(() => raw('/api/v1/namespaces/default/services/web:80/proxy/hostname'), 30_000)).toBe(
+      'web',
+    );
+    const node = t!.sc.realNodes[0]!;
+    const bForwarder = tenants.b.tenant.apiserverEndpoint!;
+    for (const [name, what, scheme, port] of [
+      ['door-b', "tenant b's apiserver through its forwarder on the node", 'https', bForwarder.port],
+      ['door-kubelet', "the node's kubelet", 'https', node.cfg.kubeletPort],
+    ] as const) {
+      await attempts.attempt(`tenant a's webhook calls ${what}`, async () => {
+        await tenants.a.client.request(
+          'POST',
+          '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+          {
+            body: {
+              apiVersion: 'admissionregistration.k8s.io/v1',
+              kind: 'ValidatingWebhookConfiguration',
+              metadata: { name },
+              webhooks: [
+                {
+                  name: `${name}.door.example.com`,
+                  clientConfig: { url: `${scheme}://${node.nodeIP}:${port}/validate` },
+                  rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+                  objectSelector: { matchLabels: { door: name } },
+                  failurePolicy: 'Fail',
+                  sideEffects: 'None',
+                  admissionReviewVersions: ['v1'],
+                  timeoutSeconds: 3,
+                },
+              ],
+            },
+          },
+        );
+        const out = await eventually(async () => {
+          const e = await tenants.a.client
+            .create(R.configmaps, {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: { generateName: `${name}-`, namespace: 'default', labels: { door: name } },
+            })
+            .then(
+              () => '',
+              (err: Error) => err.message,
+            );
+          expect(e).toContain('connection refused');
+          return e;
+        }, 30_000);
+        return `the confinement refuses the host's address: ${out.slice(out.indexOf('dial tcp'))}`;
+      });
+    }
+  });
+
   it("a tenant's DNS credential reads its own Services and nothing else", async () => {
     const b = tenants.b.client;
     const tr = await b.request<{ status: { token: string } }>(
@@ -296,6 +473,6 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
       expect(code).toBe(401);
       return `HTTP ${code}: the super apiserver does not know tenant tokens`;
     });
-    expect(attempts.summary()).toBe('attempts 6, refused 6, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
   });
 });

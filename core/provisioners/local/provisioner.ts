@@ -3,6 +3,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
 import { LocalControlPlane } from '../../local/controlplane.ts';
+import { cgroup2Root, type Confinement, NetConfinement } from '../../local/netconfine.ts';
+import { freePorts } from '../../local/process.ts';
 import { TcpForwarder } from '../../local/forwarder.ts';
 import { DnsView } from '../dnsview.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
@@ -48,6 +50,13 @@ export interface LocalProvisionerOptions {
    * every vNode's kubelet is the vn-agent, so this is the CA of the vn-agent's serving certificate
    */
   kubeletCAFile?: string;
+  /**
+   * confine runs each tenant's apiserver and controller manager in a cgroup of their own whose new connections reach
+   * only their etcd and apiserver ports on loopback, these Pod CIDRs and endpoints (the vn-agent), and addresses
+   * outside the internal ranges (NetConfinement): the tenant admin's webhooks, APIServices and proxy paths cannot
+   * reach the super apiserver, the manager, other tenants or the host's ports. Needs root, cgroup v2 and iptables.
+   */
+  confine?: Omit<Confinement, 'loopbackPorts'>;
 }
 
 /** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
@@ -58,6 +67,8 @@ interface Running {
   forwarder?: TcpForwarder;
   /** the tenant DNS server's view of the apiserver on podAddress */
   dnsView?: DnsView;
+  /** the network confinement of the apiserver and controller manager */
+  confinement?: NetConfinement;
   hash: string;
 }
 
@@ -160,10 +171,14 @@ export class LocalProvisioner implements Provisioner {
           name: `${root}/etcd`,
         })
       : undefined;
+    let confinement: NetConfinement | undefined;
     try {
+      const confined = this.options.confine && (await this.confine(root, dir, etcd ?? this.etcd));
+      confinement = confined?.confinement;
       const cp = await LocalControlPlane.start({
         name: root,
         dir,
+        ...(confined && { cgroupDir: confined.confinement.cgroupDir, ports: { apiserver: confined.apiserverPort } }),
         etcd: etcd ?? this.etcd,
         serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
         controllers: TENANT_CONTROLLERS,
@@ -189,11 +204,43 @@ export class LocalProvisioner implements Provisioner {
         await cp.stop();
         throw e;
       }
-      return { cp, ...(etcd && { etcd }), ...(forwarder && { forwarder }), ...(dnsView && { dnsView }) };
+      return {
+        cp,
+        ...(etcd && { etcd }),
+        ...(forwarder && { forwarder }),
+        ...(dnsView && { dnsView }),
+        ...(confinement && { confinement }),
+      };
     } catch (e) {
+      await confinement?.remove();
       await etcd?.stop();
       throw e;
     }
+  }
+
+  /**
+   * confine sets up the network confinement of a tenant's control plane before it starts: its apiserver port (kept
+   * across restarts in ports.json, as the control plane keeps it) and its etcd's are its only loopback destinations.
+   */
+  private async confine(
+    root: string,
+    dir: string,
+    etcd: EtcdEndpoint,
+  ): Promise<{ confinement: NetConfinement; apiserverPort: number }> {
+    const cgroups = cgroup2Root();
+    if (!cgroups) throw new Error('confining a local control plane needs a cgroup v2 hierarchy on this host');
+    const file = join(dir, 'ports.json');
+    const saved = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { apiserver?: number }) : {};
+    const apiserverPort = saved.apiserver ?? (await freePorts(1))[0]!;
+    const etcdPort = Number(new URL(etcd.endpoint).port);
+    const confinement = new NetConfinement(
+      root,
+      { ...this.options.confine!, loopbackPorts: [etcdPort, apiserverPort] },
+      cgroups,
+    );
+    await confinement.apply();
+    confinement.keep();
+    return { confinement, apiserverPort };
   }
 
   /** startDnsView serves the DNS view of the tenant apiserver on host, with a certificate of the tenant CA. */
@@ -266,6 +313,7 @@ async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
   await r.dnsView?.stop();
   await r.forwarder?.stop();
   await r.cp.stop();
+  await r.confinement?.remove();
   await r.etcd?.stop();
 }
 

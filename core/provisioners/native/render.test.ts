@@ -140,6 +140,7 @@ describe('renderNative', () => {
       'NetworkPolicy/etcd',
       'StatefulSet/etcd',
       'Service/apiserver',
+      'NetworkPolicy/apiserver-egress',
       'StatefulSet/apiserver',
       'StatefulSet/controller-manager',
     ]);

@@ -1,6 +1,7 @@
 import type { KubeObject } from '../../kube/client.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
+import { apiserverEgressPolicy } from './egress.ts';
 import { exposeSettings, type ExposeSettings } from './expose.ts';
 import { apiserverFlags, controllerManagerFlags, TENANT_CONTROLLERS } from './flags.ts';
 
@@ -49,7 +50,8 @@ export {
  * renderNative renders a tenant control plane as objects for the super cluster, all in the root namespace: the
  * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
  * (StatefulSet with a data volume, claimed or on the host, the Services of renderNativeServices, a NetworkPolicy
- * admitting only the apiserver to its client port); kube-apiserver (StatefulSet and Service `apiserver`) and kube-controller-manager (StatefulSet), with the
+ * admitting only the apiserver to its client port); kube-apiserver (StatefulSet, Service `apiserver`, and the
+ * NetworkPolicy of apiserverEgressPolicy) and kube-controller-manager (StatefulSet), with the
  * flags of apiserverFlags and controllerManagerFlags. Every Pod gets the platform's placement and the hostAliases of
  * the known Service IPs. Each pod template carries ANN.configHash, so new
  * certificates or flags roll its StatefulSet. Namespace first, then Secrets, then the rest: an order to apply in.
@@ -169,6 +171,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
           }),
     }),
     apiserverService,
+    apiserverEgressPolicy(root),
     statefulSet(root, 'apiserver', {
       ...pod,
       replicas: apiserverReplicas,

@@ -10,12 +10,6 @@ import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer } from '
 /** NAMESPACE_NAME_LABEL is the label the apiserver sets on every Namespace to its own name. */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
-/** DNS_PORTS are the ports of DNS, open towards every address. */
-const DNS_PORTS = [
-  { protocol: 'UDP', port: 53 },
-  { protocol: 'TCP', port: 53 },
-];
-
 /**
  * INGRESS_NAMESPACE_LABEL marks, with the value "true", the super namespaces where the platform runs its ingress
  * controllers (as deploy/network/vc-system.yaml does): they may reach tenant Pods behind tenant Ingresses. Tenants
@@ -64,21 +58,21 @@ const hostCidr = (host: string): string | undefined => {
  * its managed-by and tenant labels). It selects every Pod of the namespace for ingress and egress:
  * - ingress only from the tenant's own namespaces (tenantPeer) and the platform's ingress controllers
  *   (INGRESS_NAMESPACE_LABEL): other tenants and the super's other Pods are refused;
- * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to DNS (port 53) anywhere,
- *   to the tenant apiserver (`apiserverEndpoint`, and the DNS view its DNS server reads, `dnsApiEndpoint`, when
- *   they are IP addresses; a native apiserver is inside the tenant
- *   already), and to every address outside the super-internal ranges (internalCIDRs: the policy's, by default
- *   SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver and the cloud metadata address are
- *   unreachable but for DNS. DNS is open everywhere because resolvers live at internal addresses: the super DNS
- *   that the tenant's DNS forwards to, a node-local cache (169.254.20.10), the node's own resolvers for Pods with
- *   `dnsPolicy: Default`.
+ * - egress to the tenant's own namespaces (its Pods, its DNS, a native control plane), to the tenant apiserver
+ *   (`apiserverEndpoint`, and the DNS view its DNS server reads, `dnsApiEndpoint`, when they are IP addresses; a
+ *   native apiserver is inside the tenant already), and to every address outside the super-internal ranges
+ *   (internalCIDRs: the policy's, by default SUPER_INTERNAL_CIDRS). Super Pods, Services, nodes, the super apiserver
+ *   and the cloud metadata address are unreachable, DNS included: the only resolver inside the super cluster a Pod
+ *   reaches is its tenant's own DNS (in the tenant's kube-system, reached by its Service, which the node translates to
+ *   the DNS Pod's address before the policy is evaluated). The super's DNS, a node-local cache (169.254.20.10) or
+ *   another tenant's DNS would answer other tenants' names; the tenant DNS forwards nothing, so it needs none of them.
  * Policies are additive: a tenant's own NetworkPolicies can only add to this, within what the networkpolicies plugin
  * lets them say.
  */
 export function isolationPolicy(
   tenant: Pick<TenantView, 'key' | 'apiserverEndpoint' | 'dnsApiEndpoint' | 'network'>,
 ): NetworkPolicy {
-  const egress: NetworkPolicyEgressRule[] = [{ to: [tenantPeer(tenant)] }, { ports: DNS_PORTS.map((p) => ({ ...p })) }];
+  const egress: NetworkPolicyEgressRule[] = [{ to: [tenantPeer(tenant)] }];
   for (const ep of [tenant.apiserverEndpoint, tenant.dnsApiEndpoint]) {
     const cidr = ep && hostCidr(ep.host);
     if (ep && cidr) egress.push({ to: [{ ipBlock: { cidr } }], ports: [{ protocol: 'TCP', port: ep.port }] });

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { CONFINE_CHAIN_PREFIX, confinementNames, confinementRules } from './netconfine.ts';
+
+const ret = (...m: string[]) => [...m, '-j', 'RETURN'];
+const reject = (cidr: string) => ['-d', cidr, '-j', 'REJECT'];
+const established = ret('-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED');
+const host = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT'];
+
+describe('confinementRules', () => {
+  it.each([
+    {
+      name: 'own loopback ports and the vn-agent, the host refused, Pod CIDRs, then every internal range refused',
+      spec: {
+        loopbackPorts: [2379, 6443],
+        podCidrs: ['10.213.7.0/24', 'fd00:7::/64'],
+        endpoints: [{ host: '10.213.7.1', port: 10550 }],
+        internalCidrs: ['10.0.0.0/8', '169.254.0.0/16', 'fc00::/7'],
+      },
+      v4: [
+        established,
+        ret('-d', '127.0.0.1/32', '-p', 'tcp', '--dport', '2379'),
+        ret('-d', '127.0.0.1/32', '-p', 'tcp', '--dport', '6443'),
+        ret('-d', '10.213.7.1/32', '-p', 'tcp', '--dport', '10550'),
+        host,
+        ret('-d', '10.213.7.0/24'),
+        reject('10.0.0.0/8'),
+        reject('169.254.0.0/16'),
+        reject('127.0.0.0/8'),
+      ],
+      v6: [established, host, ret('-d', 'fd00:7::/64'), reject('fc00::/7'), reject('::1/128')],
+    },
+    {
+      name: 'nothing allowed: established only; the host and loopback refused even when not listed as internal',
+      spec: { loopbackPorts: [], podCidrs: [], endpoints: [], internalCidrs: [] },
+      v4: [established, host, reject('127.0.0.0/8')],
+      v6: [established, host, reject('::1/128')],
+    },
+    {
+      name: 'an IPv6 endpoint goes to ip6tables',
+      spec: { loopbackPorts: [], podCidrs: [], endpoints: [{ host: 'fd00::1', port: 10550 }], internalCidrs: [] },
+      v4: [established, host, reject('127.0.0.0/8')],
+      v6: [established, ret('-d', 'fd00::1/128', '-p', 'tcp', '--dport', '10550'), host, reject('::1/128')],
+    },
+  ])('$name', ({ spec, v4, v6 }) => {
+    expect(confinementRules(spec)).toEqual({ v4, v6 });
+  });
+
+  it('refuses the default super-internal ranges, the metadata address among them', () => {
+    const { v4 } = confinementRules({ loopbackPorts: [], podCidrs: [], endpoints: [] });
+    expect(v4).toContainEqual(reject('169.254.0.0/16'));
+    expect(v4).toContainEqual(reject('10.0.0.0/8'));
+    expect(v4.at(-1)).toEqual(reject('127.0.0.0/8'));
+  });
+});
+
+describe('confinementNames', () => {
+  it('fits iptables chain names and differs per control plane', () => {
+    const a = confinementNames('team-a-123456-a');
+    const b = confinementNames('team-b-654321-b');
+    expect(a.chain.startsWith(CONFINE_CHAIN_PREFIX)).toBe(true);
+    expect(a.chain.length).toBeLessThanOrEqual(28);
+    expect(a.cgroup).toBe(a.chain.toLowerCase());
+    expect(a.chain).not.toBe(b.chain);
+  });
+});

@@ -1,0 +1,208 @@
+/**
+ * Network confinement of local tenant control planes. A tenant admin makes its apiserver connect wherever it is told:
+ * admission webhooks and APIServices by URL or Service, `services/proxy` and `pods/proxy` to Endpoints it writes,
+ * `nodes/proxy` to the addresses of Nodes it creates. On the manager's host those connections would start at the
+ * host, beside the super apiserver, the manager, other tenants' apiservers and etcds, and the cloud metadata
+ * address. The apiserver and controller manager of a confined tenant run in a cgroup (v2) of their own, and an
+ * iptables chain that the OUTPUT chain sends that cgroup's packets to lets them reach only their own ports on
+ * loopback, the vn-agent, the super's Pod network, and addresses outside the super-internal ranges that are not this
+ * host's own.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
+
+const exec = promisify(execFile);
+
+/** CONFINE_CHAIN_PREFIX starts the name of every confinement chain (and, lowercased, every cgroup) this module makes. */
+export const CONFINE_CHAIN_PREFIX = 'VC-CP-';
+
+/** Confinement is what one confined control plane may connect to; every other new connection is refused. */
+export interface Confinement {
+  /** TCP ports on 127.0.0.1: its etcd, its own apiserver (the controller manager and the loopback client use it) */
+  loopbackPorts: readonly number[];
+  /** ranges reached on every port: the super's Pod CIDRs, where tenant webhooks, APIServices and proxied Pods run */
+  podCidrs: readonly string[];
+  /** single TCP endpoints: the vn-agent (every vNode's kubelet endpoint) */
+  endpoints: ReadonlyArray<{ host: string; port: number }>;
+  /** the super-internal ranges, refused but for the above (default SUPER_INTERNAL_CIDRS) */
+  internalCidrs?: readonly string[];
+}
+
+/** ConfinementRules are the rules of one chain, for iptables and for ip6tables, in order. */
+export interface ConfinementRules {
+  v4: string[][];
+  v6: string[][];
+}
+
+const isV6 = (cidr: string): boolean => cidr.includes(':');
+const withPrefix = (host: string): string => (host.includes('/') ? host : `${host}/${isV6(host) ? 128 : 32}`);
+
+/**
+ * confinementRules renders a Confinement as chain rules. Replies on connections the control plane accepted (its
+ * clients') and packets of connections it was allowed to open are returned to OUTPUT first; then its loopback ports
+ * and endpoints; then every address of this host is rejected; then the Pod CIDRs are allowed; then every internal
+ * range (and loopback) is rejected, so a refused connection fails at once with "connection refused" instead of
+ * hanging; what is left, the outside, returns to OUTPUT.
+ */
+export function confinementRules(c: Confinement): ConfinementRules {
+  const established = ['-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN'];
+  const v4: string[][] = [established];
+  const v6: string[][] = [established];
+  for (const port of c.loopbackPorts)
+    v4.push(['-d', '127.0.0.1/32', '-p', 'tcp', '--dport', String(port), '-j', 'RETURN']);
+  for (const e of c.endpoints)
+    (isV6(e.host) ? v6 : v4).push(['-d', withPrefix(e.host), '-p', 'tcp', '--dport', String(e.port), '-j', 'RETURN']);
+  // every address of this host (its bridges' gateways lie inside the Pod CIDRs; a public address is not internal)
+  const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT'];
+  v4.push(local);
+  v6.push(local);
+  for (const cidr of c.podCidrs) (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'RETURN']);
+  const internal = [...(c.internalCidrs ?? SUPER_INTERNAL_CIDRS)];
+  for (const cidr of [...internal, '127.0.0.0/8', '::1/128'].filter((x, i, all) => all.indexOf(x) === i))
+    (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'REJECT']);
+  return { v4, v6 };
+}
+
+/** confinementNames are the chain and the cgroup directory name of the control plane `name`. */
+export function confinementNames(name: string): { chain: string; cgroup: string } {
+  const h = createHash('sha256').update(name).digest('hex').slice(0, 12);
+  return { chain: `${CONFINE_CHAIN_PREFIX}${h}`, cgroup: `${CONFINE_CHAIN_PREFIX.toLowerCase()}${h}` };
+}
+
+/**
+ * cgroup2Root is where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a
+ * hybrid one; undefined without one (iptables' cgroup match by path needs v2).
+ */
+export function cgroup2Root(): string | undefined {
+  return ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((d) => existsSync(join(d, 'cgroup.controllers')));
+}
+
+/**
+ * NetConfinement is the confinement of one control plane on this host: its cgroup, its chains and the OUTPUT jumps to
+ * them. apply makes them (again, idempotently); remove deletes them once the processes in the cgroup are gone.
+ */
+export class NetConfinement {
+  /** chain is the iptables (and ip6tables) chain. */
+  readonly chain: string;
+  /** cgroupDir is the cgroup's directory; processes written into its cgroup.procs are confined. */
+  readonly cgroupDir: string;
+  private readonly cgroupPath: string;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    name: string,
+    private readonly spec: Confinement,
+    root: string,
+  ) {
+    const n = confinementNames(name);
+    this.chain = n.chain;
+    this.cgroupPath = n.cgroup;
+    this.cgroupDir = join(root, n.cgroup);
+  }
+
+  /**
+   * apply creates the cgroup, then in one iptables-restore transaction per family declares (and so empties) the chain,
+   * fills it with confinementRules and, when missing, sends the cgroup's packets to it from OUTPUT: another program
+   * rewriting the filter table meanwhile (kube-router does, from a snapshot) never sees a half-made chain.
+   */
+  async apply(): Promise<void> {
+    mkdirSync(this.cgroupDir, { recursive: true });
+    const rules = confinementRules(this.spec);
+    for (const [bin, list] of [
+      ['iptables', rules.v4],
+      ['ip6tables', rules.v6],
+    ] as const) {
+      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
+      const present = await run(bin, ['-C', ...jump]).then(
+        () => true,
+        () => false,
+      );
+      const script = [
+        '*filter',
+        `:${this.chain} - [0:0]`,
+        ...list.map((r) => ['-A', this.chain, ...r].join(' ')),
+        ...(present ? [] : [['-I', ...jump].join(' ')]),
+        'COMMIT',
+        '',
+      ].join('\n');
+      await restore(bin, script);
+    }
+  }
+
+  /**
+   * keep checks every `intervalMs` that both OUTPUT jumps are still there and applies again when one is gone: a
+   * program that restores the filter table from a snapshot taken before apply (kube-router on a real node of this
+   * host) would otherwise leave the control plane unconfined. remove stops it.
+   */
+  keep(intervalMs = 5000): void {
+    if (this.timer) return;
+    let busy = false;
+    this.timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void this.intact()
+        .then((ok) => (ok ? undefined : this.apply()))
+        .catch(() => undefined)
+        .finally(() => (busy = false));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** intact tells whether both OUTPUT jumps (and so their chains) exist. */
+  async intact(): Promise<boolean> {
+    for (const bin of ['iptables', 'ip6tables'] as const) {
+      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
+      if (
+        !(await run(bin, ['-C', ...jump]).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return false;
+    }
+    return true;
+  }
+
+  /** remove deletes the jumps, the chains and the cgroup; what is already gone is not an error. */
+  async remove(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    for (const bin of ['iptables', 'ip6tables'] as const) {
+      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
+      while (
+        await run(bin, ['-D', ...jump]).then(
+          () => true,
+          () => false,
+        )
+      );
+      await run(bin, ['-F', this.chain]).catch(() => undefined);
+      await run(bin, ['-X', this.chain]).catch(() => undefined);
+    }
+    // the kernel frees a cgroup's last process a moment after it exits
+    for (let i = 0; i < 50 && existsSync(this.cgroupDir); i++) {
+      try {
+        rmdirSync(this.cgroupDir);
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+}
+
+/** restore feeds an iptables-restore script (without flushing the tables) to `bin`-restore. */
+function restore(bin: string, script: string): Promise<void> {
+  return new Promise((res, rej) => {
+    const child = execFile(`${bin}-restore`, ['-w', '--noflush'], { timeout: 30_000 }, (err) =>
+      err ? rej(err) : res(),
+    );
+    child.stdin!.end(script);
+  });
+}
+
+async function run(bin: string, args: string[]): Promise<void> {
+  await exec(bin, ['-w', ...args], { timeout: 30_000 });
+}
