@@ -435,7 +435,7 @@ export class VirtualClusterController {
     this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
     const target = { key: p.key, root: p.root, vc: p.vc, kubeconfig: p.state!.result.kubeconfig };
     await this.health?.watch({ ...target, provisioner: p.provisioner });
-    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.verdict(p.key));
+    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key));
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */

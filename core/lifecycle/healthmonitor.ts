@@ -55,6 +55,8 @@ interface Entry {
   target: HealthTarget;
   client: KubeClient;
   verdict?: HealthVerdict;
+  /** a failure seen since the controller last took a verdict: it is shown once even if it healed meanwhile */
+  pending?: HealthVerdict;
   probing?: Promise<void>;
   /** a probe was asked for while one ran: run once more after it */
   again: boolean;
@@ -174,6 +176,20 @@ export class HealthMonitor {
     return this.entries.get(key)?.verdict;
   }
 
+  /**
+   * take is the verdict the controller shows next: a failure seen since its last take first, even one that healed
+   * before the controller got to it (an etcd restarted in a second still gets its Degraded status and Warning event),
+   * then the latest verdict, for which the key is enqueued again.
+   */
+  take(key: string): HealthVerdict | undefined {
+    const e = this.entries.get(key);
+    if (!e?.pending) return e?.verdict;
+    const v = e.pending;
+    e.pending = undefined;
+    if (!sameHealth(v, e.verdict)) queueMicrotask(() => this.o.onChange(key));
+    return v;
+  }
+
   /** verdicts lists the latest verdict of each probed tenant by root namespace (for the metrics). */
   *verdicts(): Iterable<[string, HealthVerdict]> {
     for (const e of this.entries.values()) if (e.verdict) yield [e.target.root, e.verdict];
@@ -229,6 +245,7 @@ export class HealthMonitor {
     const changed = !sameHealth(e.verdict, verdict);
     e.verdict = verdict;
     if (!changed) return;
+    if (!verdict.healthy) e.pending = verdict;
     log.info(
       { vc: t.key, tenant: t.root, healthy: verdict.healthy, component: verdict.component, reason: verdict.reason },
       verdict.healthy ? 'tenant healthy' : `tenant unhealthy: ${verdict.message}`,
