@@ -435,6 +435,7 @@ export class VirtualClusterController {
     this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
     const target = { key: p.key, root: p.root, vc: p.vc, kubeconfig: p.state!.result.kubeconfig };
     await this.health?.watch({ ...target, provisioner: p.provisioner });
+    if (p.state!.rolled) this.health?.reset(p.key);
     return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key));
   }
 

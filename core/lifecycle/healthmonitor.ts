@@ -60,6 +60,8 @@ interface Entry {
   probing?: Promise<void>;
   /** a probe was asked for while one ran: run once more after it */
   again: boolean;
+  /** bumped by reset: a probe that began before it reports on processes that are gone, and is dropped */
+  generation: number;
   unsyncedSince?: number;
 }
 
@@ -158,9 +160,28 @@ export class HealthMonitor {
       maxSockets: 2,
     });
     old?.client.close();
-    this.entries.set(t.key, { target: t, client, again: false, ...(old?.verdict && { verdict: old.verdict }) });
+    this.entries.set(t.key, {
+      target: t,
+      client,
+      again: false,
+      generation: 0,
+      ...(old?.verdict && { verdict: old.verdict }),
+    });
     this.subscribe(t.provisioner);
     void this.probe(t.key);
+  }
+
+  /**
+   * reset forgets what was seen of a tenant whose control plane was just rolled (every process replaced on purpose):
+   * what probes found during the roll is not a failure, and a probe under way is dropped. A new probe starts at once.
+   */
+  reset(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    e.generation++;
+    e.verdict = undefined;
+    e.pending = undefined;
+    void this.probe(key);
   }
 
   /** unwatch stops probing a tenant and forgets its verdict. */
@@ -239,9 +260,10 @@ export class HealthMonitor {
 
   private async probeOnce(e: Entry): Promise<void> {
     const t = e.target;
+    const generation = e.generation;
     const results = await this.collect(e);
     const verdict = judge(results, new Date(), this.limits);
-    if (this.entries.get(t.key) !== e) return;
+    if (this.entries.get(t.key) !== e || e.generation !== generation) return;
     const changed = !sameHealth(e.verdict, verdict);
     e.verdict = verdict;
     if (!changed) return;
