@@ -10,6 +10,7 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualclus
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readNamespaceLabelsOf, readTenantPolicies, type NamespaceLabels } from '../../../gitops/applier/policy.ts';
 import { subjectOf } from '../../tenancy/grants.ts';
+import { healthOf } from './describe.ts';
 import { formatObjects, formatTable, outputOption } from './output.ts';
 import { CliError } from './errors.ts';
 import { withServer } from '../../pki/kubeconfig.ts';
@@ -245,6 +246,7 @@ export function registerVirtualClusterCommands(program: Command): void {
           v.metadata!.namespace!,
           v.metadata!.name!,
           v.status?.phase ?? 'Pending',
+          healthOf(v),
           v.spec?.provisioner?.type ?? '(default)',
           v.status?.clusterNamespace ?? '',
           age(v.metadata!.creationTimestamp),
@@ -253,7 +255,7 @@ export function registerVirtualClusterCommands(program: Command): void {
             : []),
         ]);
         const head = [
-          ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
+          ...['NAMESPACE', 'NAME', 'PHASE', 'HEALTH', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
           ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
         ];
         process.stdout.write(formatTable(head, rows));
