@@ -12,21 +12,21 @@ export const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 
 /** ComponentName is one of COMPONENTS. */
 export type ComponentName = (typeof COMPONENTS)[number];
 
-/** COMPONENT_DOWN: the provisioner reports the component's process or workload not running. */
+/** COMPONENT_DOWN is the reason of a component when the provisioner reports the component's process or workload not running. */
 export const COMPONENT_DOWN = 'ComponentDown';
-/** COMPONENT_UNHEALTHY: the component runs and fails its own health check, as the provisioner reports. */
+/** COMPONENT_UNHEALTHY is the reason of a component when the component runs and fails its own health check, as the provisioner reports. */
 export const COMPONENT_UNHEALTHY = 'ComponentUnhealthy';
-/** ETCD_UNHEALTHY: etcd answers no health check, or the apiserver's readyz fails only on its etcd checks. */
+/** ETCD_UNHEALTHY is the reason of a component when etcd answers no health check, or the apiserver's readyz fails only on its etcd checks. */
 export const ETCD_UNHEALTHY = 'EtcdUnhealthy';
-/** APISERVER_UNREACHABLE: the apiserver's /readyz got no answer. */
+/** APISERVER_UNREACHABLE is the reason of a component when the apiserver's /readyz got no answer. */
 export const APISERVER_UNREACHABLE = 'ApiserverUnreachable';
-/** APISERVER_NOT_READY: the apiserver's /readyz answered with failing checks. */
+/** APISERVER_NOT_READY is the reason of a component when the apiserver's /readyz answered with failing checks. */
 export const APISERVER_NOT_READY = 'ApiserverNotReady';
-/** LEASE_STALE: the controller manager's leader Lease was not renewed within its duration. */
+/** LEASE_STALE is the reason of a component when the controller manager's leader Lease was not renewed within its duration. */
 export const LEASE_STALE = 'LeaseNotRenewed';
-/** SYNCER_NOT_SYNCED: the syncer's caches of the tenant have not synced for longer than the grace period. */
+/** SYNCER_NOT_SYNCED is the reason of a component when the syncer's caches of the tenant have not synced for longer than the grace period. */
 export const SYNCER_NOT_SYNCED = 'SyncerNotSynced';
-/** SYNCER_BACKLOG: more of the tenant's keys wait in the syncer's queue than the limit. */
+/** SYNCER_BACKLOG is the reason of a component when more of the tenant's keys wait in the syncer's queue than the limit. */
 export const SYNCER_BACKLOG = 'SyncerBacklog';
 /** HEALTHY is the reason of a component (and a tenant) that passed every check. */
 export const HEALTHY = 'Healthy';
