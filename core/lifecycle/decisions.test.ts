@@ -364,7 +364,11 @@ const rows: Row[] = [
   {
     name: 'a Degraded tenant healthy again: Running, Ready True, Recovered, and its restart reported',
     vc: degraded0,
-    decide: (vc) => running(ready(), 'r', 's', effective(), false, vc, allHealthy(2)),
+    decide: (vc) =>
+      running(ready(), 'r', 's', effective(), false, vc, {
+        ...allHealthy(2),
+        restarted: [{ name: 'kube-apiserver', restarts: 2 }],
+      }),
     phase: 'Running',
     reason: 'Running',
     readyCondition: ['True', 'Running'],

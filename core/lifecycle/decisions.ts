@@ -274,7 +274,7 @@ export function running(
   const message = state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving';
   const events: LifecycleEvent[] = [
     ...(first || state.rolled ? [{ type: 'Normal' as const, reason: state.rolled ? UPDATED : RUNNING, message }] : []),
-    ...(vc && verdict ? [...transitionEvents(vc, verdict), ...restartEvents(vc, verdict)] : []),
+    ...(vc && verdict ? [...transitionEvents(vc, verdict), ...restartEvents(verdict)] : []),
   ];
   return {
     publish: true,
@@ -320,16 +320,16 @@ export function transitionEvents(vc: VirtualCluster, h: HealthChange): Lifecycle
   return [{ type: 'Warning', reason: h.reason, message: h.message }];
 }
 
-/** restartEvents are a Warning ComponentRestarted per component whose restart count grew since the last status. */
-export function restartEvents(vc: VirtualCluster, h: HealthVerdict): LifecycleEvent[] {
-  const before = new Map((vc.status?.components ?? []).map((c) => [c.name, c.restarts ?? 0]));
-  return h.components
-    .filter((c) => c.restarts !== undefined && c.restarts > (before.get(c.name) ?? 0) && before.has(c.name))
-    .map((c) => ({
-      type: 'Warning' as const,
-      reason: COMPONENT_RESTARTED,
-      message: `${c.name} died and was restarted (${c.restarts} restarts)`,
-    }));
+/**
+ * restartEvents are a Warning ComponentRestarted per component whose restart count the monitor saw grow since the
+ * controller last took a verdict (HealthVerdict.restarted): each restart is told once, whatever status showed between.
+ */
+export function restartEvents(h: HealthVerdict): LifecycleEvent[] {
+  return (h.restarted ?? []).map((c) => ({
+    type: 'Warning' as const,
+    reason: COMPONENT_RESTARTED,
+    message: `${c.name} died and was restarted (${c.restarts} restarts)`,
+  }));
 }
 
 /** componentsStatus is status.components from a verdict: only the fields a component has. */

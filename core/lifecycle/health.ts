@@ -96,6 +96,8 @@ export interface HealthVerdict {
   reason: string;
   message: string;
   components: ComponentHealth[];
+  /** components whose restart count the monitor saw grow since the controller last took a verdict, with the count */
+  restarted?: Array<{ name: ComponentName; restarts: number }>;
 }
 
 /** ETCD_CHECKS are the apiserver readyz checks that fail when etcd does. */

@@ -9,6 +9,7 @@ import {
   DEFAULT_HEALTH_LIMITS,
   judge,
   sameHealth,
+  type ComponentName,
   type HealthLimits,
   type HealthVerdict,
   type LeaseResult,
@@ -60,6 +61,9 @@ interface Entry {
   probing?: Promise<void>;
   /** a probe was asked for while one ran: run once more after it */
   again: boolean;
+  /** the restart count last seen per component, and the growths not yet taken by the controller */
+  restartsSeen: Map<string, number>;
+  restarted: Map<ComponentName, number>;
   /** bumped by reset: a probe that began before it reports on processes that are gone, and is dropped */
   generation: number;
   unsyncedSince?: number;
@@ -165,6 +169,8 @@ export class HealthMonitor {
       client,
       again: false,
       generation: 0,
+      restartsSeen: old?.restartsSeen ?? new Map(),
+      restarted: old?.restarted ?? new Map(),
       ...(old?.verdict && { verdict: old.verdict }),
     });
     this.subscribe(t.provisioner);
@@ -204,8 +210,12 @@ export class HealthMonitor {
    */
   take(key: string): HealthVerdict | undefined {
     const e = this.entries.get(key);
-    if (!e?.pending) return e?.verdict;
-    const v = e.pending;
+    if (!e) return undefined;
+    const restarted = [...e.restarted].map(([name, restarts]) => ({ name, restarts }));
+    e.restarted.clear();
+    const withRestarts = (v: HealthVerdict | undefined) => v && (restarted.length ? { ...v, restarted } : v);
+    if (!e.pending) return withRestarts(e.verdict);
+    const v = withRestarts(e.pending)!;
     e.pending = undefined;
     if (!sameHealth(v, e.verdict)) queueMicrotask(() => this.o.onChange(key));
     return v;
@@ -264,6 +274,12 @@ export class HealthMonitor {
     const results = await this.collect(e);
     const verdict = judge(results, new Date(), this.limits);
     if (this.entries.get(t.key) !== e || e.generation !== generation) return;
+    for (const c of verdict.components) {
+      if (c.restarts === undefined) continue;
+      const seen = e.restartsSeen.get(c.name);
+      if (seen !== undefined && c.restarts > seen) e.restarted.set(c.name, c.restarts);
+      e.restartsSeen.set(c.name, c.restarts);
+    }
     const changed = !sameHealth(e.verdict, verdict);
     e.verdict = verdict;
     if (!changed) return;
