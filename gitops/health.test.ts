@@ -61,6 +61,13 @@ describe('objectHealth', () => {
       'phase Error: policy refuses spec.apiServer',
     ],
     [
+      'Degraded while a component restarts',
+      'VirtualCluster',
+      vc({ phase: 'Degraded', observedGeneration: 1 }),
+      'Progressing',
+      'phase Degraded',
+    ],
+    [
       'being deleted',
       'VirtualCluster',
       vc({ phase: 'Running', observedGeneration: 1 }, { deletionTimestamp: '2026-01-01T00:00:00Z' }),

@@ -20,13 +20,16 @@ export interface ObjectHealth {
 /** HEALTH_TIMEOUT_DEFAULT_MS is spec.healthTimeout's default (10m), as in the GitSource schema. */
 export const HEALTH_TIMEOUT_DEFAULT_MS = 10 * 60_000;
 
-/** The phases a VirtualCluster does not leave without a change of its spec or of the platform. */
-const FAILED_PHASES = new Set(['Error', 'Degraded']);
+/**
+ * The phases a VirtualCluster does not leave without a change of its spec or of the platform. Degraded is not one: the
+ * manager restarts the failing component, so it counts as Progressing, against spec.healthTimeout.
+ */
+const FAILED_PHASES = new Set(['Error']);
 
 /**
  * objectHealth judges one applied object from its live state: a VirtualCluster is Healthy when the manager has acted
- * on its current generation, it is Running and no Ready condition says False; Failed in phase Error or Degraded;
- * Progressing otherwise (and while it is gone, until the next apply makes it again). A ClusterVersion has no status:
+ * on its current generation, it is Running and no Ready condition says False; Failed in phase Error; Progressing
+ * otherwise (Degraded included) (and while it is gone, until the next apply makes it again). A ClusterVersion has no status:
  * Healthy once it exists.
  */
 export function objectHealth(kind: string, live: KubeObject | undefined): ObjectHealth {

@@ -68,6 +68,25 @@ export interface VirtualClusterExpose {
   extraIPs?: string[];
 }
 
+/** The health of one control-plane component of the tenant. */
+export interface VirtualClusterComponentStatus {
+  /** The component: etcd, kube-apiserver, kube-controller-manager or syncer. */
+  name: string;
+  /** Whether the component passed its last health check. */
+  healthy: boolean;
+  /** Machine-readable reason of the component's state, in CamelCase. */
+  reason?: string;
+  /** What the health check found, e.g. the apiserver's failing readyz checks. */
+  message?: string;
+  /**
+   * How often the component was restarted after it died (by the manager for local tenants, by the kubelet for native
+   * ones).
+   */
+  restarts?: number;
+  /** The version the component reports, where it reports one (the apiserver's gitVersion). */
+  version?: string;
+}
+
 /** One aspect of the VirtualCluster's state, in the shape of metav1.Condition. */
 export interface VirtualClusterCondition {
   /** Kind of condition in CamelCase, e.g. Ready, ControlPlaneReady or Syncing; at most one condition of each type. */
@@ -186,9 +205,15 @@ export interface VirtualClusterSpec {
 export interface VirtualClusterStatus {
   /**
    * Lifecycle phase: Pending (accepted, not started), Provisioning (control plane being created), Running (serving and
-   * synced), Updating (applying a spec change), Error (see reason and message), Deleting (being torn down).
+   * synced), Degraded (provisioned, but a component fails its health check: the Ready condition names it), Updating
+   * (applying a spec change), Error (see reason and message), Deleting (being torn down).
    */
-  phase?: 'Pending' | 'Provisioning' | 'Running' | 'Updating' | 'Error' | 'Deleting';
+  phase?: 'Pending' | 'Provisioning' | 'Running' | 'Degraded' | 'Updating' | 'Error' | 'Deleting';
+  /**
+   * Health of each control-plane component as the manager last probed it (etcd, kube-apiserver,
+   * kube-controller-manager, syncer), written when it changes.
+   */
+  components?: VirtualClusterComponentStatus[];
   /** Current conditions of the VirtualCluster, at most one per type. */
   conditions?: VirtualClusterCondition[];
   /** The metadata.generation the manager last acted on. */

@@ -4,7 +4,7 @@ import type { VirtualClusterSpec, VirtualClusterStatus } from './generated.ts';
 export type { VirtualClusterSpec, VirtualClusterStatus } from './generated.ts';
 
 /** PHASES are the phases of a VirtualCluster. */
-export const PHASES = ['Pending', 'Provisioning', 'Running', 'Updating', 'Error', 'Deleting'] as const;
+export const PHASES = ['Pending', 'Provisioning', 'Running', 'Degraded', 'Updating', 'Error', 'Deleting'] as const;
 /** Phase is one of PHASES. */
 export type Phase = (typeof PHASES)[number];
 
@@ -39,3 +39,10 @@ export const tenantCAConfigMapName = (vcName: string): string => `${vcName}-tena
 
 /** TENANT_CA_KEY is the key of the CA bundle (PEM) in the tenant CA ConfigMap. */
 export const TENANT_CA_KEY = 'ca.crt';
+
+/**
+ * SERVING_PHASES are the phases of a tenant whose control plane was provisioned and is kept: Running, Degraded (a
+ * component fails its health check and is being restarted) and Updating. Its syncing, its vn-agent routes and its
+ * count against the namespace cap go on through all three.
+ */
+export const SERVING_PHASES: ReadonlySet<string> = new Set<Phase>(['Running', 'Degraded', 'Updating']);

@@ -261,6 +261,17 @@ export class KubeClient {
   }
 
   /**
+   * getText GETs a plain-text endpoint (`/readyz?verbose`, `/livez`) and answers its status code and body whatever the
+   * code: a failing health endpoint answers 500 with the list of its checks, which is what the caller wants to read.
+   */
+  async getText(path: string, opts: RequestOptions = {}): Promise<{ status: number; text: string }> {
+    return this.withDeadline('GET', path, opts, async (signal) => {
+      const res = await this.sendAuthenticated('GET', path, { ...opts, signal });
+      return { status: res.statusCode ?? 0, text: await readAll(res, signal) };
+    });
+  }
+
+  /**
    * request sends one request and parses the JSON answer; a non-2xx answer throws ApiError, and no complete answer
    * within the timeout throws RequestTimeoutError.
    */

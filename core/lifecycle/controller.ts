@@ -1,3 +1,5 @@
+// Over 500 lines for a reason: every step of the VirtualCluster reconcile reads in order in this one class; what the
+// steps decide lives in decisions.ts and health.ts, and the probing of served tenants in healthmonitor.ts.
 import { Gauge } from 'prom-client';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { EventRecorder } from '../controller/events.ts';
@@ -59,6 +61,7 @@ import {
   type Outcome,
 } from './decisions.ts';
 import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
+import { HealthMonitor, type HealthMonitorOptions } from './healthmonitor.ts';
 import { ensureTenantDns } from './tenantdns.ts';
 import { tenantOfVirtualCluster, withEffective } from './tenantof.ts';
 
@@ -135,6 +138,8 @@ export interface LifecycleOptions {
   defaultProvisioner?: ProvisionerType;
   /** how many VirtualClusters of one namespace are provisioned, oldest first; default DEFAULT_MAX_PER_NAMESPACE */
   maxPerNamespace?: number;
+  /** how served tenants are probed (core/lifecycle/healthmonitor.ts); false: not at all */
+  health?: Omit<HealthMonitorOptions, 'onChange'> | false;
 }
 
 /**
@@ -160,6 +165,8 @@ export class VirtualClusterController {
   private readonly metaObjects: MetaObjects;
   /** what a VirtualCluster naming no provisioner gets; undefined when this manager offers no default */
   private readonly defaultProvisioner: ProvisionerType | undefined;
+  /** probes served tenants; a changed verdict enqueues the key, and serve turns it into phase and conditions */
+  readonly health?: HealthMonitor;
 
   constructor(private readonly o: LifecycleOptions) {
     this.defaultProvisioner = defaultProvisioner(
@@ -167,6 +174,7 @@ export class VirtualClusterController {
       Object.keys(o.provisioners).filter((k) => o.provisioners[k]),
     );
     const informers = o.informers ?? new InformerFactory(o.meta, 'lifecycle');
+    if (o.health !== false) this.health = new HealthMonitor({ ...o.health, onChange: (k) => this.queue.add(k) });
     this.informer = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
     const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
     // The echo of the controller's own status write decides nothing: what the author or a deletion changed runs
@@ -208,11 +216,13 @@ export class VirtualClusterController {
     this.informer.start();
     await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
     this.runner.start();
+    this.health?.start();
   }
 
   /** stop stops the workers and the informer (control planes keep running until their provisioner stops them). */
   async stop(): Promise<void> {
     liveControllers.delete(this);
+    await this.health?.stop();
     await this.runner.stop();
     await this.informer.stop();
     await this.policies.stop();
@@ -277,7 +287,10 @@ export class VirtualClusterController {
     try {
       for (const step of steps) {
         const o = await step(p);
-        if (o.release) this.o.tenants.remove(p.root);
+        if (o.release) {
+          this.o.tenants.remove(p.root);
+          this.health?.unwatch(p.key);
+        }
         pending = merge(pending, o);
         if (o.stop) {
           if (o.error !== undefined) throw o.error;
@@ -308,6 +321,7 @@ export class VirtualClusterController {
   private forget(key: string): Result {
     const root = this.roots.get(key);
     if (root) this.o.tenants.remove(root);
+    this.health?.unwatch(key);
     this.roots.delete(key);
     this.accepted.delete(key);
     this.ownStatus.forget(key);
@@ -401,7 +415,7 @@ export class VirtualClusterController {
       return provisionFailed(e, e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : undefined);
     }
     if (state.ready) p.state = state;
-    return stillStarting(state);
+    return stillStarting(state, p.vc);
   }
 
   /** publishCredentials writes the admin kubeconfig Secret and the tenant CA ConfigMap. */
@@ -419,7 +433,10 @@ export class VirtualClusterController {
   private async serve(p: Pass): Promise<Outcome> {
     const effective = p.effective!;
     this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
-    return running(p.state!, p.root, p.secretName!, effective, p.first!);
+    const target = { key: p.key, root: p.root, vc: p.vc, kubeconfig: p.state!.result.kubeconfig };
+    await this.health?.watch({ ...target, provisioner: p.provisioner });
+    if (p.state!.rolled) this.health?.reset(p.key);
+    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key));
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */

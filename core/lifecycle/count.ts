@@ -1,4 +1,4 @@
-import type { VirtualCluster } from '../api/virtualcluster.ts';
+import { SERVING_PHASES, type VirtualCluster } from '../api/virtualcluster.ts';
 import { CONTINUE, ready, type Outcome } from './decisions.ts';
 
 /**
@@ -14,7 +14,7 @@ export const TOO_MANY_VIRTUAL_CLUSTERS = 'TooManyVirtualClusters';
 /** COUNT_RECHECK_MS is how soon a VirtualCluster past the count looks again (an older one may have gone). */
 export const COUNT_RECHECK_MS = 30_000;
 
-const SERVING = new Set(['Running', 'Updating']);
+const SERVING = SERVING_PHASES;
 
 /** order sorts VirtualClusters oldest first: by creationTimestamp, then by name (one second holds many). */
 function order(a: VirtualCluster, b: VirtualCluster): number {

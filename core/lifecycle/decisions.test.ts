@@ -1,3 +1,4 @@
+import { judge } from './health.ts';
 import { describe, expect, it } from 'vitest';
 import type { Condition } from '../controller/status.ts';
 import type { ProvisionState } from '../provisioners/provisioner.ts';
@@ -74,6 +75,39 @@ interface Row {
 }
 
 const running0 = vcWith({ phase: 'Running', reason: 'Running', message: 'control plane is serving' });
+const degraded0 = vcWith({
+  phase: 'Degraded',
+  reason: 'ComponentDown',
+  message: 'kube-apiserver: kube-apiserver exited (SIGKILL); restarting with back-off',
+  components: [
+    { name: 'etcd', healthy: true, restarts: 0 },
+    { name: 'kube-apiserver', healthy: false, reason: 'ComponentDown', restarts: 1 },
+  ],
+});
+const allHealthy = (apiserverRestarts: number) =>
+  judge(
+    {
+      components: [
+        { name: 'etcd', running: true, restarts: 0 },
+        { name: 'kube-apiserver', running: true, restarts: apiserverRestarts },
+      ],
+      readyz: { status: 200, body: 'ok' },
+      lease: { state: 'absent' },
+    },
+    new Date(),
+  );
+const apiserverDown = (restarts: number) =>
+  judge(
+    {
+      components: [
+        { name: 'etcd', running: true, restarts: 0 },
+        { name: 'kube-apiserver', running: false, restarts, message: 'kube-apiserver exited (SIGKILL)' },
+      ],
+      readyz: { error: 'ECONNREFUSED' },
+      lease: { state: 'unknown', error: 'no answer' },
+    },
+    new Date(),
+  );
 
 const rows: Row[] = [
   {
@@ -304,6 +338,64 @@ const rows: Row[] = [
     events: [],
     stop: false,
     publish: true,
+  },
+  {
+    name: 'a Running tenant whose apiserver died: Degraded, Ready False naming it, Warning event',
+    vc: running0,
+    decide: (vc) => running(ready(), 'r', 's', effective(), false, vc, apiserverDown(1)),
+    phase: 'Degraded',
+    reason: 'ComponentDown',
+    message: /^kube-apiserver: /,
+    readyCondition: ['False', 'ComponentDown'],
+    events: ['Warning/ComponentDown'],
+    stop: false,
+    publish: true,
+  },
+  {
+    name: 'a Degraded tenant still down for the same reason: no new event',
+    vc: degraded0,
+    decide: (vc) => running(ready(), 'r', 's', effective(), false, vc, apiserverDown(1)),
+    phase: 'Degraded',
+    readyCondition: ['False', 'ComponentDown'],
+    events: [],
+    stop: false,
+    publish: true,
+  },
+  {
+    name: 'a Degraded tenant healthy again: Running, Ready True, Recovered, and its restart reported',
+    vc: degraded0,
+    decide: (vc) =>
+      running(ready(), 'r', 's', effective(), false, vc, {
+        ...allHealthy(2),
+        restarted: [{ name: 'kube-apiserver', restarts: 2 }],
+      }),
+    phase: 'Running',
+    reason: 'Running',
+    readyCondition: ['True', 'Running'],
+    events: ['Normal/Recovered', 'Warning/ComponentRestarted'],
+    stop: false,
+    publish: true,
+  },
+  {
+    name: 'a first start ignores a verdict of the processes before it',
+    vc: vcWith({ phase: 'Provisioning' }),
+    decide: (vc) => running(ready(), 'r', 's', effective(), true, vc, apiserverDown(0)),
+    phase: 'Running',
+    readyCondition: ['True', 'Running'],
+    events: ['Normal/Running'],
+    stop: false,
+    publish: true,
+  },
+  {
+    name: 'a serving tenant whose provisioner reports it not ready: Degraded, ControlPlaneUnavailable, Warning',
+    vc: running0,
+    decide: (vc) => stillStarting({ ready: false, waitingFor: 'the apiserver StatefulSet' }, vc),
+    phase: 'Degraded',
+    reason: 'ControlPlaneUnavailable',
+    readyCondition: ['False', 'ControlPlaneUnavailable'],
+    events: ['Warning/ControlPlaneUnavailable'],
+    requeueAfter: 2000,
+    stop: true,
   },
   {
     name: 'deletion is announced and published before clean-up, the tenant released',

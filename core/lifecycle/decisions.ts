@@ -2,7 +2,8 @@ import type { Result } from '../controller/runner.ts';
 import { setCondition, type ConditionInput } from '../controller/status.ts';
 import type { ProvisionState } from '../provisioners/provisioner.ts';
 import type { EffectiveSettings } from '../tenancy/policy.ts';
-import type { VirtualCluster, VirtualClusterStatus } from '../api/virtualcluster.ts';
+import { SERVING_PHASES, type VirtualCluster, type VirtualClusterStatus } from '../api/virtualcluster.ts';
+import type { HealthVerdict } from './health.ts';
 import { exposedCondition } from './kubeconfigsecret.ts';
 
 /**
@@ -43,6 +44,12 @@ export const RUNNING = 'Running';
 export const UPDATED = 'Updated';
 /** DELETING is the reason of a VirtualCluster whose control plane and namespaces are being removed. */
 export const DELETING = 'Deleting';
+/** RECOVERED is the reason of the event on a Degraded tenant whose components are healthy again. */
+export const RECOVERED = 'Recovered';
+/** COMPONENT_RESTARTED is the reason of the event on a component that died and was restarted. */
+export const COMPONENT_RESTARTED = 'ComponentRestarted';
+/** CONTROL_PLANE_UNAVAILABLE is the reason of a serving tenant whose provisioner reports its control plane not ready. */
+export const CONTROL_PLANE_UNAVAILABLE = 'ControlPlaneUnavailable';
 /** ACCEPTED is the reason of the PolicyAccepted=True condition. */
 export const ACCEPTED = 'Accepted';
 
@@ -143,7 +150,7 @@ export function policyRefused(
   const reason = POLICY_VIOLATION;
   const notAccepted: ConditionInput = { type: 'PolicyAccepted', status: 'False', reason, message };
   const phase = vc.status?.phase;
-  if (lastAccepted && (phase === 'Running' || phase === 'Updating')) {
+  if (lastAccepted && SERVING_PHASES.has(phase ?? '')) {
     const kept = `spec refused; the control plane keeps running on its last accepted settings (policy ${JSON.stringify(lastAccepted.policyName)}):\n${message}`;
     return {
       stop: true,
@@ -173,7 +180,7 @@ export function provisionerUnavailable(type: string | undefined, available: bool
 
 /** isFirstStart reports whether vc's control plane has never been Running (then reaching it announces Running). */
 export function isFirstStart(vc: VirtualCluster): boolean {
-  return vc.status?.phase !== 'Running' && vc.status?.phase !== 'Updating';
+  return !SERVING_PHASES.has(vc.status?.phase ?? '');
 }
 
 /**
@@ -211,10 +218,22 @@ export function provisionFailed(e: unknown, refusal: string | undefined): Outcom
   };
 }
 
-/** stillStarting decides on a control plane the provisioner reports not ready yet: Provisioning, Waiting, 2 s. */
-export function stillStarting(state: ProvisionState): Outcome {
+/**
+ * stillStarting decides on a control plane the provisioner reports not ready yet: Provisioning, Waiting, 2 s. A tenant
+ * that was serving (`vc` Running or Degraded: a native tenant whose apiserver Pod is restarted by its StatefulSet) is
+ * Degraded instead, with ControlPlaneUnavailable and the events of a transition.
+ */
+export function stillStarting(state: ProvisionState, vc?: VirtualCluster): Outcome {
   if (state.ready) return CONTINUE;
   const message = `waiting for ${state.waitingFor}`;
+  if (vc && !isFirstStart(vc) && vc.status?.phase !== 'Updating')
+    return {
+      stop: true,
+      status: { phase: 'Degraded', reason: CONTROL_PLANE_UNAVAILABLE, message },
+      conditions: [ready('False', CONTROL_PLANE_UNAVAILABLE, message)],
+      events: transitionEvents(vc, { healthy: false, reason: CONTROL_PLANE_UNAVAILABLE, message }),
+      requeueAfter: WAITING_RECHECK_MS,
+    };
   return {
     stop: true,
     status: { phase: 'Provisioning', reason: WAITING, message },
@@ -243,29 +262,86 @@ export function running(
   secretName: string,
   effective: EffectiveSettings,
   first: boolean,
+  vc?: VirtualCluster,
+  health?: HealthVerdict,
 ): Outcome {
   const p = state.result;
   const endpoint = p.apiserverEndpoint;
   const access = p.externalAccess;
+  // A roll's or a first start's verdict is of the processes before it: the monitor's next probe brings the new one.
+  const verdict = state.rolled || first ? undefined : health;
+  const degraded = verdict && !verdict.healthy ? verdict : undefined;
   const message = state.rolled ? 'control plane rolled to the new spec' : 'control plane is serving';
+  const events: LifecycleEvent[] = [
+    ...(first || state.rolled ? [{ type: 'Normal' as const, reason: state.rolled ? UPDATED : RUNNING, message }] : []),
+    ...(vc && verdict ? [...transitionEvents(vc, verdict), ...restartEvents(verdict)] : []),
+  ];
   return {
     publish: true,
     status: {
-      phase: 'Running',
-      reason: RUNNING,
-      message,
+      phase: degraded ? 'Degraded' : 'Running',
+      reason: degraded ? degraded.reason : RUNNING,
+      message: degraded ? degraded.message : message,
+      ...(verdict && { components: componentsStatus(verdict) }),
       clusterNamespace: root,
       kubeconfigSecretName: secretName,
       kubeletClientCertFingerprint: p.kubeletClientCertFingerprint,
       apiserverEndpoint: endpoint ? `https://${endpoint.host}:${endpoint.port}` : undefined,
     },
     conditions: [
-      ready('True', RUNNING, 'control plane is serving'),
+      degraded ? ready('False', degraded.reason, degraded.message) : ready('True', RUNNING, 'control plane is serving'),
       policyAccepted(effective),
       ...(access ? [exposedCondition(access, p.kubeconfig)] : []),
     ],
-    events: first || state.rolled ? [{ type: 'Normal', reason: state.rolled ? UPDATED : RUNNING, message }] : [],
+    events,
   };
+}
+
+/** HealthChange is what transitionEvents needs of a health verdict. */
+type HealthChange = Pick<HealthVerdict, 'healthy' | 'reason' | 'message'>;
+
+/**
+ * transitionEvents are the events of a serving tenant's health changing: a Warning when it turns Degraded or fails for
+ * another reason, a Normal Recovered when a Degraded tenant is healthy again; nothing while it stays as it was.
+ */
+export function transitionEvents(vc: VirtualCluster, h: HealthChange): LifecycleEvent[] {
+  const phase = vc.status?.phase;
+  if (h.healthy)
+    return phase === 'Degraded'
+      ? [
+          {
+            type: 'Normal',
+            reason: RECOVERED,
+            message: `control plane healthy again after ${vc.status?.reason ?? 'Degraded'}`,
+          },
+        ]
+      : [];
+  if (phase === 'Degraded' && vc.status?.reason === h.reason) return [];
+  return [{ type: 'Warning', reason: h.reason, message: h.message }];
+}
+
+/**
+ * restartEvents are a Warning ComponentRestarted per component whose restart count the monitor saw grow since the
+ * controller last took a verdict (HealthVerdict.restarted): each restart is told once, whatever status showed between.
+ */
+export function restartEvents(h: HealthVerdict): LifecycleEvent[] {
+  return (h.restarted ?? []).map((c) => ({
+    type: 'Warning' as const,
+    reason: COMPONENT_RESTARTED,
+    message: `${c.name} died and was restarted (${c.restarts} restarts)`,
+  }));
+}
+
+/** componentsStatus is status.components from a verdict: only the fields a component has. */
+export function componentsStatus(h: HealthVerdict): NonNullable<VirtualClusterStatus['components']> {
+  return h.components.map((c) => ({
+    name: c.name,
+    healthy: c.healthy,
+    reason: c.reason,
+    ...(c.message !== undefined && { message: c.message.slice(0, 4096) }),
+    ...(c.restarts !== undefined && { restarts: c.restarts }),
+    ...(c.version !== undefined && { version: c.version }),
+  }));
 }
 
 /**

@@ -9,7 +9,7 @@ import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
 import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
 import { tenantOfVirtualCluster } from './tenantof.ts';
 import { provisionedOfSecret } from './kubeconfigsecret.ts';
-import { kubeconfigSecretName, type VirtualCluster } from '../api/virtualcluster.ts';
+import { kubeconfigSecretName, SERVING_PHASES, type VirtualCluster } from '../api/virtualcluster.ts';
 
 const log = childLogger({ controller: 'meta-tenants' });
 
@@ -100,7 +100,7 @@ export class MetaTenantRegistry implements TenantRegistry {
   private tenantOf(vc: VirtualCluster): Tenant | 'keep' | undefined {
     const m = vc.metadata ?? {};
     if (!m.namespace || !m.name || !m.uid || m.deletionTimestamp) return undefined;
-    if (vc.status?.phase !== 'Running' && vc.status?.phase !== 'Updating') return undefined;
+    if (!SERVING_PHASES.has(vc.status?.phase ?? '')) return undefined;
     const root = rootNamespace(m.namespace, m.name, m.uid);
     const secret = this.secrets.get(`${m.namespace}/${kubeconfigSecretName(m.name)}`);
     const owner = secret?.metadata?.ownerReferences?.find((r) => r.controller === true);

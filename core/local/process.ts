@@ -58,6 +58,7 @@ export class ManagedProcess {
   private restarts = 0;
   private restartTimer?: NodeJS.Timeout;
   private exitWaiters: Array<() => void> = [];
+  private readonly crashListeners = new Set<(p: ManagedProcess) => void>();
   /** when the current child was spawned, until its first successful readiness check (see markReady) */
   private startedAt?: number;
   /** lastExit is the exit code or signal of the previous run, if any. */
@@ -112,6 +113,7 @@ export class ManagedProcess {
       waiters.forEach((w) => w());
       if (this.stopping) return;
       logger.warn({ component: this.spec.name, code, signal, log: this.spec.logFile }, 'component exited');
+      for (const l of this.crashListeners) l(this);
       if (this.spec.restart) {
         const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** Math.min(this.restarts, 10));
         this.restarts++;
@@ -121,6 +123,17 @@ export class ManagedProcess {
         this.restartTimer.unref();
       }
     });
+  }
+
+  /** onCrash calls listener each time the process exits without being stopped (before any restart); returns an unsubscribe. */
+  onCrash(listener: (p: ManagedProcess) => void): () => void {
+    this.crashListeners.add(listener);
+    return () => this.crashListeners.delete(listener);
+  }
+
+  /** running reports whether a child is alive now (false between a crash and its restart). */
+  get running(): boolean {
+    return this.pid !== undefined;
   }
 
   /** markReady records, once per start, how long the child took to pass its first readiness check. */

@@ -78,3 +78,32 @@ export class ProvisionRefused extends Error {
     this.name = 'ProvisionRefused';
   }
 }
+
+/**
+ * ComponentReport is what a provisioner knows of one control-plane component it runs: whether its process or
+ * workload is up, how often it was restarted after dying, and where it says so, why it is down.
+ */
+export interface ComponentReport {
+  /** etcd, kube-apiserver or kube-controller-manager */
+  name: string;
+  running: boolean;
+  /** the component's own health check, where the provisioner asks one (a local etcd's /health); absent: not asked */
+  healthy?: boolean;
+  restarts: number;
+  message?: string;
+}
+
+/**
+ * ComponentSource is the optional ability of a provisioner to report its components (type guard hasComponents).
+ * components answers undefined for a tenant it does not run; onComponentExit, where offered, calls back as soon as a
+ * component dies, so that the health monitor looks at once instead of at its next round.
+ */
+export interface ComponentSource {
+  components(vc: VirtualCluster, root: string): Promise<ComponentReport[] | undefined>;
+  onComponentExit?(listener: (root: string, component: string) => void): () => void;
+}
+
+/** hasComponents reports whether the provisioner can report its components. */
+export function hasComponents(p: Provisioner | undefined): p is Provisioner & ComponentSource {
+  return typeof (p as Partial<ComponentSource> | undefined)?.components === 'function';
+}

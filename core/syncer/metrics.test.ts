@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pluginErrorsTotal } from '../plugins/failures.ts';
-import { forgetTenant, syncerMetrics, TENANT_BOUND } from './metrics.ts';
+import { forgetTenant, syncerMetrics, TENANT_BOUND, tenantSyncerLag, watchCaches, watchDepth } from './metrics.ts';
 
 const tenantsOf = async (m: { get(): Promise<{ values: Array<{ labels: Record<string, unknown> }> }> }) =>
   new Set((await m.get()).values.map((v) => v.labels.tenant));
@@ -25,6 +25,45 @@ describe('syncer metrics with a tenant label', () => {
       const left = await tenantsOf(m);
       expect(left.has('forget-me')).toBe(false);
       expect(left.has('keep-me')).toBe(true);
+    }
+  });
+});
+
+describe('tenantSyncerLag', () => {
+  it('sums the syncers that serve a tenant, is unsynced if one is, and is undefined where none serves it', () => {
+    const depth = (w: Array<[string, number]>, f: Array<[string, number]>) => ({
+      depthByTenant: () => w,
+      inFlightByTenant: () => f,
+    });
+    const caches = (tenants: Array<[string, boolean]>) => ({
+      superCluster: 's',
+      cachesSynced: () => ({ super: true, tenants }),
+    });
+    const offs = [
+      watchDepth(
+        depth(
+          [
+            ['a', 3],
+            ['b', 1],
+          ],
+          [['a', 1]],
+        ),
+      ),
+      watchDepth(depth([['a', 2]], [['a', 2]])),
+      watchCaches(
+        caches([
+          ['a', true],
+          ['b', true],
+        ]),
+      ),
+      watchCaches(caches([['a', false]])),
+    ];
+    try {
+      expect(tenantSyncerLag('a')).toEqual({ waiting: 5, inFlight: 3, synced: false });
+      expect(tenantSyncerLag('b')).toEqual({ waiting: 1, inFlight: 0, synced: true });
+      expect(tenantSyncerLag('c')).toBeUndefined();
+    } finally {
+      offs.forEach((off) => off());
     }
   });
 });

@@ -261,3 +261,27 @@ export async function forgetTenant(tenant: string): Promise<void> {
     }
   }
 }
+
+/**
+ * tenantSyncerLag is what the syncers of this process know of one tenant (by cluster key): its keys waiting and in
+ * flight, summed over the syncers that serve it, and whether every one of them has synced its caches. Undefined when
+ * no syncer here serves it (the syncer runs in another process). The tenant health monitor reads it.
+ */
+export function tenantSyncerLag(tenant: string): { waiting: number; inFlight: number; synced: boolean } | undefined {
+  let served = false;
+  let synced = true;
+  for (const s of cacheSources) {
+    const entry = s.cachesSynced().tenants.find(([t]) => t === tenant);
+    if (!entry) continue;
+    served = true;
+    synced &&= entry[1];
+  }
+  if (!served) return undefined;
+  let waiting = 0;
+  let inFlight = 0;
+  for (const s of depthSources) {
+    waiting += s.depthByTenant().find(([t]) => t === tenant)?.[1] ?? 0;
+    inFlight += s.inFlightByTenant().find(([t]) => t === tenant)?.[1] ?? 0;
+  }
+  return { waiting, inFlight, synced };
+}

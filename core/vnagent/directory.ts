@@ -106,7 +106,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
 
   private entryOf(key: string, vc: VirtualCluster): AgentTenant | undefined {
     const s = vc.status;
-    if (vc.metadata?.deletionTimestamp || s?.phase !== 'Running') return undefined;
+    if (vc.metadata?.deletionTimestamp || (s?.phase !== 'Running' && s?.phase !== 'Degraded')) return undefined;
     if (this.o.superCluster && vc.spec?.superCluster && vc.spec.superCluster !== this.o.superCluster) return undefined;
     const m = vc.metadata ?? {};
     if (!m.namespace || !m.name || !m.uid || !s.kubeletClientCertFingerprint) return undefined;

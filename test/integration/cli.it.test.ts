@@ -82,8 +82,9 @@ describe('vc CLI against a manager on a real super cluster', () => {
   it('lists and shows VirtualClusters as a table, JSON and YAML', async () => {
     const table = await vc(['get', ...kc]);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+PROVISIONER/m);
-    expect(table.stdout).toMatch(/^default\s+dev\s+Running\s+local\s+vc-[0-9a-f]{16}-default-dev\s/m);
+    expect(table.stdout).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+HEALTH\s+PROVISIONER/m);
+    // HEALTH is `-` until the manager's first probe of the tenant is in status, then Healthy.
+    expect(table.stdout).toMatch(/^default\s+dev\s+Running\s+(Healthy|-)\s+local\s+vc-[0-9a-f]{16}-default-dev\s/m);
     const json = await vc(['get', 'dev', '-o', 'json', ...kc]);
     expect(JSON.parse(json.stdout)).toMatchObject({ kind: 'VirtualCluster', status: { phase: 'Running' } });
     const yaml = await vc(['get', 'dev', '-o', 'yaml', ...kc]);
@@ -92,6 +93,16 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(list).toMatchObject({ apiVersion: 'v1', kind: 'List' });
     expect(list.items[0]).toMatchObject({ kind: 'VirtualCluster', metadata: { name: 'dev' } });
     expect((await vc(['get', '-o', 'name', ...kc])).stdout).toBe('virtualcluster.tenancy.x-k8s.io/dev\n');
+    await eventually(async () => {
+      const d = await vc(['describe', 'dev', ...kc]);
+      expect(d.stdout, d.stderr).toMatch(/^Phase:\s+Running$/m);
+      expect(d.stdout).toMatch(/^ {2}kube-apiserver\s+true\s+0\s+v1\.\d+/m);
+      expect(d.stdout).toMatch(/^ {2}Normal\s+Running\s/m);
+    }, 30_000);
+    const described = JSON.parse((await vc(['describe', 'dev', '-o', 'json', ...kc])).stdout) as {
+      components: unknown[];
+    };
+    expect(described.components).toContainEqual(expect.objectContaining({ name: 'etcd', healthy: true }));
     // KUBECONFIG is a list, as kubectl reads it; a file that does not exist is skipped.
     const viaEnv = await vc(['get', 'dev', '-o', 'name'], {
       KUBECONFIG: `${join(dir, 'gone')}:${t.sc.kubeconfigPath}`,

@@ -382,8 +382,12 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
 
     it('is not Ready while a tenant it applied fails, names it, and is Ready once the fix is applied on request', async () => {
       await git.initRepo('health');
-      // A tenant for a provisioner this manager does not run: the VirtualCluster controller puts it in phase Error.
-      await git.commitFiles('health', { 'stray.yaml': vcYaml('stray', { provisioner: { type: 'native' } }) }, 'stray');
+      // Settings for a plugin the manager does not load: the VirtualCluster controller puts it in phase Error.
+      await git.commitFiles(
+        'health',
+        { 'stray.yaml': vcYaml('stray', { pluginConfig: { nosuchplugin: {} } }) },
+        'stray',
+      );
       await t.client.create(
         GITSOURCES,
         gitSource('health', 'health', { safety: { maxDeletes: 5, maxDeletePercent: 100 }, healthTimeout: '5m' }),
@@ -394,7 +398,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         return g;
       }, 60_000);
       expect(condition(failed, 'Ready')!.message).toMatch(
-        /failed: VirtualCluster default\/stray \(phase Error: .*native/,
+        /failed: VirtualCluster default\/stray \(phase Error: .*nosuchplugin/,
       );
       expect(failed.status?.inventory).toEqual([
         expect.objectContaining({ kind: 'VirtualCluster', name: 'stray', health: 'Failed' }),
@@ -425,7 +429,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
       }, 30_000);
       const later = await git.commitFiles(
         'health',
-        { 'later.yaml': vcYaml('later', { provisioner: { type: 'native' } }) },
+        { 'later.yaml': vcYaml('later', { pluginConfig: { nosuchplugin: {} } }) },
         'later',
       );
       const refused = await vcCli(['reconcile', 'gitsource', 'health', ...kc()]);

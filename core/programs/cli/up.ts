@@ -10,6 +10,7 @@ import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
 import { formatData, outputOption } from './output.ts';
+import { healthOf } from './describe.ts';
 
 /** UpStatus is what a running embedded default records in `<state-dir>/status.json`. */
 export interface UpStatus {
@@ -94,7 +95,8 @@ async function tenants(s: UpStatus, stateDir: string) {
           writeFileSync(kubeconfig, Buffer.from(sec.data.kubeconfig, 'base64'), { mode: 0o600 });
         }
       }
-      out.push({ namespace: m.namespace!, name: m.name!, phase: vc.status?.phase ?? 'Pending', kubeconfig });
+      const phase = vc.status?.phase ?? 'Pending';
+      out.push({ namespace: m.namespace!, name: m.name!, phase, health: healthOf(vc), kubeconfig });
     }
     return out;
   } finally {
@@ -256,7 +258,8 @@ export function registerUpCommands(program: Command): void {
       const data = formatData({ ...s, tenants: ts }, o.output);
       if (data !== undefined) return void process.stdout.write(data);
       process.stdout.write(`running (pid ${s.pid}) since ${s.startedAt}\n${summary(s)}\ntenants:\n`);
-      for (const t of ts) process.stdout.write(`  ${t.namespace}/${t.name}  ${t.phase}  ${t.kubeconfig ?? ''}\n`);
+      for (const t of ts)
+        process.stdout.write(`  ${t.namespace}/${t.name}  ${t.phase}  ${t.health}  ${t.kubeconfig ?? ''}\n`);
     });
 
   program

@@ -10,6 +10,7 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../api/virtualclus
 import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenancy/policy.ts';
 import { readNamespaceLabelsOf, readTenantPolicies, type NamespaceLabels } from '../../../gitops/applier/policy.ts';
 import { subjectOf } from '../../tenancy/grants.ts';
+import { healthOf } from './describe.ts';
 import { age, formatObjects, formatTable, outputOption } from './output.ts';
 import { GITSOURCE_WORDS, listGitSources } from './sources.ts';
 import { CliError } from './errors.ts';
@@ -258,6 +259,7 @@ export function registerVirtualClusterCommands(program: Command): void {
           v.metadata!.namespace!,
           v.metadata!.name!,
           v.status?.phase ?? 'Pending',
+          healthOf(v),
           v.spec?.provisioner?.type ?? '(default)',
           v.status?.clusterNamespace ?? '',
           age(v.metadata!.creationTimestamp),
@@ -266,7 +268,7 @@ export function registerVirtualClusterCommands(program: Command): void {
             : []),
         ]);
         const head = [
-          ...['NAMESPACE', 'NAME', 'PHASE', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
+          ...['NAMESPACE', 'NAME', 'PHASE', 'HEALTH', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
           ...(wide ? ['PINNED', 'PLACEMENTS'] : []),
         ];
         process.stdout.write(formatTable(head, rows));

@@ -7,6 +7,7 @@ import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
 import type { Provisioner } from '../../provisioners/provisioner.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
+import { tenantSyncerLag } from '../../syncer/metrics.ts';
 import { managerDefaults, type ManagerConfig } from './config.ts';
 
 /**
@@ -52,6 +53,8 @@ export function lifecycleControllers(
       maxPerNamespace: cfg.virtualClusters?.maxPerNamespace,
       validatePluginConfig: (c) => host.validatePluginConfig(c),
       checkSuperCluster,
+      // The syncers of this process report each tenant's lag; a syncer in another process leaves it out.
+      health: { syncerLag: tenantSyncerLag },
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });
   return {

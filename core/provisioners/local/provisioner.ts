@@ -12,7 +12,15 @@ import type { ExtraArgs } from '../../api/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
-import { ProvisionRefused, type ProvisionLimits, type Provisioner, type ProvisionState } from '../provisioner.ts';
+import {
+  ProvisionRefused,
+  type ComponentReport,
+  type ComponentSource,
+  type ProvisionLimits,
+  type Provisioner,
+  type ProvisionState,
+} from '../provisioner.ts';
+import { localComponents, watchCrashes } from './components.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 
@@ -92,9 +100,10 @@ export const ETCD_DIR = 'etcd';
  * PKI is made once, when the control plane is first created, so the certificate lifetime (and the service IP in the
  * apiserver certificate) keep their first values.
  */
-export class LocalProvisioner implements Provisioner {
+export class LocalProvisioner implements Provisioner, ComponentSource {
   readonly type = 'local';
   private readonly running = new Map<string, Running>();
+  private readonly exitListeners = new Set<(root: string, component: string) => void>();
   private readonly starting = new Map<string, Promise<Omit<Running, 'hash'>>>();
 
   constructor(
@@ -128,6 +137,7 @@ export class LocalProvisioner implements Provisioner {
     if (!entry) {
       entry = { ...(await this.start(vc, root, etcdBytes)), hash };
       this.running.set(root, entry);
+      watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
       writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
     }
     const cp = entry.cp;
@@ -281,6 +291,18 @@ export class LocalProvisioner implements Provisioner {
     }
     writeFileSync(file, `${f.port}\n`);
     return f;
+  }
+
+  /** components reports the tenant's processes (core/provisioners/local/components.ts); undefined if it runs none. */
+  async components(_vc: VirtualCluster, root: string): Promise<ComponentReport[] | undefined> {
+    const r = this.running.get(root);
+    return r && localComponents(r);
+  }
+
+  /** onComponentExit calls listener with the tenant's root and the component each time one of its processes dies. */
+  onComponentExit(listener: (root: string, component: string) => void): () => void {
+    this.exitListeners.add(listener);
+    return () => this.exitListeners.delete(listener);
   }
 
   /** tenantEtcd returns the running etcd of a tenant that has its own (tests fill it). */

@@ -1,3 +1,5 @@
+// Over 500 lines for a reason: ensure and remove of a native tenant read in order in this one class; rendering,
+// exposure, flags and component reports live in render.ts, expose.ts, flags.ts and components.ts.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -36,7 +38,15 @@ import {
   type NativeServiceIPs,
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
-import type { Provisioner, ProvisionLimits, ProvisionState, RemoveWaiting } from '../provisioner.ts';
+import type {
+  ComponentReport,
+  ComponentSource,
+  Provisioner,
+  ProvisionLimits,
+  ProvisionState,
+  RemoveWaiting,
+} from '../provisioner.ts';
+import { nativeComponents } from './components.ts';
 import {
   exposeSettings,
   exposure,
@@ -167,8 +177,13 @@ export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
  * balancer's once assigned) and the extra names go into the serving certificate, which alone is issued again when
  * they change, and the result carries an admin kubeconfig for the outside server (externalAccess).
  */
-export class NativeProvisioner implements Provisioner {
+export class NativeProvisioner implements Provisioner, ComponentSource {
   readonly type = 'native';
+
+  /** components reports the tenant's control-plane Pods (core/provisioners/native/components.ts). */
+  components(_vc: VirtualCluster, root: string): Promise<ComponentReport[]> {
+    return nativeComponents(this.superClient, root);
+  }
 
   private readonly opts: NativeOptions;
   /** the shared DNS view, started with the first tenant that needs it */
