@@ -1,3 +1,4 @@
+// Over 500 lines: the reconcile steps of a VirtualCluster share one Pass and read best in one file.
 import { Gauge } from 'prom-client';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { EventRecorder } from '../controller/events.ts';
@@ -10,6 +11,7 @@ import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
+import { cacheCondition, type TenantCacheStates } from './cachelimit.ts';
 import { countVerdict, DEFAULT_MAX_PER_NAMESPACE } from './count.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
@@ -135,6 +137,8 @@ export interface LifecycleOptions {
   defaultProvisioner?: ProvisionerType;
   /** how many VirtualClusters of one namespace are provisioned, oldest first; default DEFAULT_MAX_PER_NAMESPACE */
   maxPerNamespace?: number;
+  /** what this manager's syncers say of each tenant's caches: the CacheWithinLimit condition; absent, none is set */
+  cacheStates?: TenantCacheStates;
 }
 
 /**
@@ -158,6 +162,7 @@ export class VirtualClusterController {
   private readonly status: StatusWriter<VirtualClusterStatus>;
   private readonly events: EventRecorder;
   private readonly metaObjects: MetaObjects;
+  private readonly unwatchCache: (() => void) | undefined;
   /** what a VirtualCluster naming no provisioner gets; undefined when this manager offers no default */
   private readonly defaultProvisioner: ProvisionerType | undefined;
 
@@ -179,6 +184,7 @@ export class VirtualClusterController {
       onDelete: enqueue,
     });
     this.policies = informers.informer<TenantPolicy>({ resource: R.tenantpolicies });
+    this.unwatchCache = o.cacheStates?.onChange((t) => this.queue.add(`${t.vcNamespace}/${t.vcName}`));
     const requeueUsers = (p: KubeObject) => {
       for (const vc of this.informer.list())
         if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
@@ -213,6 +219,7 @@ export class VirtualClusterController {
   /** stop stops the workers and the informer (control planes keep running until their provisioner stops them). */
   async stop(): Promise<void> {
     liveControllers.delete(this);
+    this.unwatchCache?.();
     await this.runner.stop();
     await this.informer.stop();
     await this.policies.stop();
@@ -419,7 +426,8 @@ export class VirtualClusterController {
   private async serve(p: Pass): Promise<Outcome> {
     const effective = p.effective!;
     this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
-    return running(p.state!, p.root, p.secretName!, effective, p.first!);
+    const cache = this.o.cacheStates && cacheCondition(this.o.cacheStates.refusal(p.root));
+    return running(p.state!, p.root, p.secretName!, effective, p.first!, cache);
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */

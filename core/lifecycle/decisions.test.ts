@@ -23,6 +23,7 @@ import {
   type Outcome,
 } from './decisions.ts';
 import { ProvisionRefused } from '../provisioners/provisioner.ts';
+import { cacheCondition } from './cachelimit.ts';
 
 /**
  * Decision tables of the VirtualCluster reconcile: the object as it stands + what a step read (validation, super
@@ -66,6 +67,8 @@ interface Row {
   /** [status, reason] of the Ready condition after the outcome */
   readyCondition?: [string, string];
   policyAccepted?: string;
+  /** the CacheWithinLimit condition's status and reason; absent: no such condition */
+  cacheCondition?: [string, string];
   events: string[];
   requeueAfter?: number;
   stop: boolean;
@@ -306,6 +309,18 @@ const rows: Row[] = [
     publish: true,
   },
   {
+    name: 'a Running tenant whose caches the syncer refuses: CacheWithinLimit False, still Running',
+    vc: running0,
+    decide: () =>
+      running(ready(), 'team-a-u1-dev', 'dev-kubeconfig', effective(), false, cacheCondition('over the limit')),
+    phase: 'Running',
+    readyCondition: ['True', 'Running'],
+    cacheCondition: ['False', 'TenantCacheExceeded'],
+    events: [],
+    stop: false,
+    publish: true,
+  },
+  {
     name: 'deletion is announced and published before clean-up, the tenant released',
     vc: running0,
     decide: (vc) => deleting(vc),
@@ -350,6 +365,8 @@ describe('VirtualCluster reconcile decisions', () => {
       expect(hasStatus(o)).toBe(false);
     }
     if (row.policyAccepted) expect(cond('PolicyAccepted')?.status).toBe(row.policyAccepted);
+    const cache = cond('CacheWithinLimit');
+    expect(cache && [cache.status, cache.reason]).toEqual(row.cacheCondition);
   });
 
   it('a failing provisioner error is rethrown for back-off after its status and event', () => {

@@ -234,7 +234,8 @@ export function notOwned(message: string | undefined): Outcome {
 
 /**
  * running decides on a ready control plane served from `root` with the kubeconfig Secret `secretName`: Running with
- * its endpoint, Ready and PolicyAccepted True, Exposed when the API server is exposed, a Normal event on a first start
+ * its endpoint, Ready and PolicyAccepted True, Exposed when the API server is exposed, `cache` (CacheWithinLimit)
+ * when the manager's syncers report on the tenant's caches, a Normal event on a first start
  * (`first`) or a roll, published before the tenant's DNS is ensured.
  */
 export function running(
@@ -243,6 +244,7 @@ export function running(
   secretName: string,
   effective: EffectiveSettings,
   first: boolean,
+  cache?: ConditionInput,
 ): Outcome {
   const p = state.result;
   const endpoint = p.apiserverEndpoint;
@@ -263,6 +265,7 @@ export function running(
       ready('True', RUNNING, 'control plane is serving'),
       policyAccepted(effective),
       ...(access ? [exposedCondition(access, p.kubeconfig)] : []),
+      ...(cache ? [cache] : []),
     ],
     events: first || state.rolled ? [{ type: 'Normal', reason: state.rolled ? UPDATED : RUNNING, message }] : [],
   };
