@@ -40,7 +40,12 @@ import {
 } from '@virtualcluster-ts/plugin-sdk/pods';
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
-import { resolveTenantFieldRefs } from './downward.ts';
+import {
+  checkDownwardVolumes,
+  downwardAnnotations,
+  resolveTenantFieldRefs,
+  translateDownwardVolumes,
+} from './downward.ts';
 import { checkPodFields } from './fields.ts';
 import { gated } from './gates.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
@@ -341,6 +346,7 @@ function newSuperPod(
 ): Decision<Pod> {
   const spec = clone(tenantPod.spec ?? { containers: [] });
   resolveTenantFieldRefs(spec, tenantPod);
+  translateDownwardVolumes(spec);
   translateNodePins(spec, ctx);
   delete spec.nodeName;
   if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
@@ -367,7 +373,8 @@ function newSuperPod(
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
   if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
-  const object = newObject<Pod>(tenantPod, downMeta(tenantPod, undefined, ctx, target), { spec });
+  const meta = downMeta(tenantPod, undefined, ctx, target, downwardAnnotations(tenantPod));
+  const object = newObject<Pod>(tenantPod, meta, { spec });
   if (!ctx.superCache.get(R.serviceaccounts, target.namespace, SUPER_POD_SERVICE_ACCOUNT)) {
     // The object goes with the skip so that the core's namespace ownership check still applies to this create.
     return {
@@ -396,7 +403,7 @@ function updateSuperPod(
   target: { namespace: string; name: string },
 ): Decision<Pod> {
   const desired = clone(superPod);
-  desired.metadata = downMeta(tenantPod, superPod, ctx, target);
+  desired.metadata = downMeta(tenantPod, superPod, ctx, target, downwardAnnotations(tenantPod));
   const spec = desired.spec;
   const tspec = tenantPod.spec;
   if (!spec || !tspec) return { object: desired };
@@ -536,6 +543,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       const spec = tenantPod.spec ?? { containers: [] };
       const refusal =
         checkPodFields(spec) ??
+        checkDownwardVolumes(spec) ??
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
         checkNodePins(spec, ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
