@@ -65,6 +65,7 @@ export interface TenantPolicySpec {
     resourceQuota?: { hard?: Record<string, string> };
     limitRange?: { limits?: LimitRangeItem[] };
     objects?: Record<string, ObjectCaps>;
+    compute?: { hard?: Record<string, string>; defaultRequests?: Record<string, string> };
     etcdBytes?: number;
   };
   weight?: { max?: number; default?: number };
@@ -141,6 +142,8 @@ export const DEFAULT_POLICY = {
     configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
     '*': { count: 1000, maxBytes: 262144, totalBytes: 16777216 },
   },
+  quotaComputeHard: { pods: '5000', 'requests.cpu': '500', 'requests.memory': '2Ti', 'requests.storage': '10Ti' },
+  quotaComputeDefaultRequests: { cpu: '100m', memory: '256Mi' },
   quotaEtcdBytes: 2147483648,
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
@@ -180,6 +183,8 @@ export const DEFAULT_POLICY = {
   quotaResourceQuota: Record<string, string>;
   quotaLimitRange: readonly LimitRangeItem[];
   quotaObjects: Record<string, ObjectCaps>;
+  quotaComputeHard: Record<string, string>;
+  quotaComputeDefaultRequests: Record<string, string>;
   quotaEtcdBytes: number;
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
@@ -487,7 +492,8 @@ export function mergeCopiedMetadata(
 
 /**
  * quotaSettings lays a policy's quota section over the defaults: resourceQuota.hard and limitRange.limits replace the
- * default as a whole, objects replaces the default entry of each resource it names.
+ * default as a whole, objects replaces the default entry of each resource it names, compute.hard and
+ * compute.defaultRequests each replace their default as a whole.
  */
 function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
   const objects: Record<string, ObjectCaps> = {};
@@ -496,6 +502,10 @@ function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
     resourceQuota: { ...(q?.resourceQuota?.hard ?? DEFAULT_POLICY.quotaResourceQuota) },
     limitRange: structuredClone(q?.limitRange?.limits ?? DEFAULT_POLICY.quotaLimitRange) as LimitRangeItem[],
     objects,
+    compute: {
+      hard: { ...(q?.compute?.hard ?? DEFAULT_POLICY.quotaComputeHard) },
+      defaultRequests: { ...(q?.compute?.defaultRequests ?? DEFAULT_POLICY.quotaComputeDefaultRequests) },
+    },
     etcdBytes: q?.etcdBytes ?? DEFAULT_POLICY.quotaEtcdBytes,
   };
 }

@@ -479,6 +479,16 @@ export interface QuotaPolicyView {
    * holds for every resource not named
    */
   readonly objects: Readonly<Record<string, ObjectCaps>>;
+  /** the tenant's compute quota over all its super namespaces; absent, none */
+  readonly compute?: ComputeQuotaView;
+}
+
+/** ComputeQuotaView is a tenant's compute quota (TenantPolicy spec.quota.compute). */
+export interface ComputeQuotaView {
+  /** resource names (pods, requests.cpu, limits.memory, requests.storage, ...) to the most the tenant holds in all */
+  readonly hard: Readonly<Record<string, string>>;
+  /** what a container without a cpu or memory request counts as */
+  readonly defaultRequests: Readonly<Record<string, string>>;
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */
