@@ -570,6 +570,14 @@ export interface TenantPolicySpec {
      */
     forced?: TenantPolicyForcedPlacement;
     /**
+     * Most Pods of one tenant (not Succeeded or Failed) on one super node, so one tenant cannot take every Pod slot of
+     * a node. When the syncer creates a super Pod it adds a required node affinity term excluding (by metadata.name)
+     * every node that already holds this many of the tenant's Pods, so the super scheduler places it elsewhere or
+     * leaves it Pending. Pods created together may still land on one node: at most the syncer's scheduling window (the
+     * tenant's Pods waiting for the super scheduler at once, 16 by default) beyond the share. Absent: no share.
+     */
+    maxPodsPerNode?: number;
+    /**
      * How the service account token of a Pod's kube-api-access volume (the tenant apiserver's audience) reaches the
      * Pod. shared: one super Secret per tenant namespace, ServiceAccount and token lifetime, its token minted for the
      * ServiceAccount without a Pod binding, refreshed at 80% of its lifetime and deleted when no Pod reads it (two API

@@ -52,6 +52,7 @@ export interface TenantPolicySpec {
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
     serviceAccountTokens?: ServiceAccountTokenMode;
+    maxPodsPerNode?: number;
     createRate?: { perSecond?: number; burst?: number };
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
@@ -241,6 +242,8 @@ export interface EffectiveSettings {
     forced?: ForcedPlacementView;
     /** whether the admission's token is one Secret per ServiceAccount (`shared`) or one per Pod bound to it */
     serviceAccountTokens: ServiceAccountTokenMode;
+    /** most Pods of the tenant on one super node; absent, no share */
+    maxPodsPerNode?: number;
   };
   /** how fast the syncer creates the tenant's super Pods (pods.createRate; the syncer paces, not the pods plugin) */
   podCreateRate: CreateRate;
@@ -435,6 +438,7 @@ export function evaluatePolicy(
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
         serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,
+        ...optional('maxPodsPerNode', p.pods?.maxPodsPerNode),
       },
       podCreateRate: { ...DEFAULT_POLICY.podCreateRate, ...p.pods?.createRate },
       runtimeClasses: {

@@ -48,6 +48,7 @@ import {
 } from './downward.ts';
 import { checkPodFields } from './fields.ts';
 import { gated } from './gates.ts';
+import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
 export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
@@ -359,6 +360,7 @@ function newSuperPod(
   delete spec.overhead;
   delete spec.schedulingGates;
   applyForcedPlacement(spec, ctx.tenant.pods);
+  applyNodeShare(spec, ctx);
   confineAffinityNamespaces(spec, ctx.names);
   claimEphemeralVolumes(spec, target.name);
   dropNetRaw(spec);

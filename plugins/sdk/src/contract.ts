@@ -394,6 +394,8 @@ export interface PodsPolicyView {
    * its token bound to the tenant Pod (revoked when the Pod is deleted). Other projected tokens are always per Pod.
    */
   readonly serviceAccountTokens?: ServiceAccountTokenMode;
+  /** most Pods of the tenant not ended on one super node; absent, no share */
+  readonly maxPodsPerNode?: number;
 }
 
 /** SERVICE_ACCOUNT_TOKEN_MODES are the values of PodsPolicyView.serviceAccountTokens. */
