@@ -50,14 +50,16 @@ describe('fullNodes', () => {
 });
 
 describe('applyNodeShare', () => {
-  const notIn = { key: 'metadata.name', operator: 'NotIn', values: ['node-a', 'node-z'] };
+  // one value per requirement: the apiserver refuses a metadata.name requirement with more
+  const notA = { key: 'metadata.name', operator: 'NotIn', values: ['node-a'] };
+  const notZ = { key: 'metadata.name', operator: 'NotIn', values: ['node-z'] };
   it.each<[string, PodSpec, unknown]>([
     [
       'no affinity: one term of its own',
       { containers: [] },
       {
         nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [notIn] }] },
+          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [notA, notZ] }] },
         },
       },
     ],
@@ -81,8 +83,8 @@ describe('applyNodeShare', () => {
         nodeAffinity: {
           requiredDuringSchedulingIgnoredDuringExecution: {
             nodeSelectorTerms: [
-              { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [notIn] },
-              { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-a'] }, notIn] },
+              { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [notA, notZ] },
+              { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-a'] }, notA, notZ] },
             ],
           },
         },
@@ -127,7 +129,7 @@ describe('applyNodeShare', () => {
     const spec = (d.object as { spec: PodSpec }).spec;
     expect(spec.affinity).toEqual({
       nodeAffinity: {
-        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [notIn] }] },
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [notA, notZ] }] },
       },
     });
   });

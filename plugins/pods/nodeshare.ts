@@ -33,7 +33,7 @@ interface Term {
 
 /**
  * applyNodeShare adds to a new super Pod's spec the exclusion of the tenant's full nodes: a `metadata.name NotIn`
- * field requirement in every required node selector term (terms are ORed, so each must carry it), or one term of its
+ * field requirement per full node in every required node selector term (terms are ORed, so each must carry it), or one term of its
  * own when the Pod requires none. Nothing changes without a share or without a full node.
  */
 export function applyNodeShare(spec: PodSpec, ctx: Pick<PluginContext, 'tenant' | 'superCache'>): void {
@@ -41,11 +41,12 @@ export function applyNodeShare(spec: PodSpec, ctx: Pick<PluginContext, 'tenant' 
   if (max === undefined) return;
   const full = fullNodes(ctx, max);
   if (!full.length) return;
-  const notIn = { key: 'metadata.name', operator: 'NotIn', values: full };
+  // The apiserver takes one value per metadata.name requirement of a node selector: one NotIn per full node.
+  const notIn = full.map((node) => ({ key: 'metadata.name', operator: 'NotIn', values: [node] }));
   const affinity = ((spec.affinity as Record<string, unknown> | undefined) ??= {}) as Record<string, unknown>;
   const node = (affinity.nodeAffinity ??= {}) as Record<string, unknown>;
   const required = (node.requiredDuringSchedulingIgnoredDuringExecution ??= {}) as { nodeSelectorTerms?: Term[] };
   const terms = (required.nodeSelectorTerms ??= []);
   if (!terms.length) terms.push({});
-  for (const t of terms) (t.matchFields ??= []).push({ ...notIn, values: [...full] });
+  for (const t of terms) (t.matchFields ??= []).push(...notIn.map((r) => ({ ...r, values: [...r.values] })));
 }
