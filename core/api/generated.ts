@@ -437,6 +437,9 @@ export interface TenantPolicyQuantities {
   [key: string]: string;
 }
 
+/** A quantity, e.g. 500m, 4 or 16Gi. */
+export type TenantPolicyComputeQuantity = string;
+
 /**
  * Who a grant is for, in the style of a RoleBinding subject: the VirtualClusters of one namespace (kind Namespace with
  * name), of every namespace whose labels match (kind Namespace with selector), or those a GitSource applies (kind
@@ -591,6 +594,14 @@ export interface TenantPolicySpec {
      * Defaults to nothing forced.
      */
     forced?: TenantPolicyForcedPlacement;
+    /**
+     * Most Pods of one tenant (not Succeeded or Failed) on one super node, so one tenant cannot take every Pod slot of
+     * a node. When the syncer creates a super Pod it adds a required node affinity term excluding (by metadata.name)
+     * every node that already holds this many of the tenant's Pods, so the super scheduler places it elsewhere or
+     * leaves it Pending. Pods created together may still land on one node: at most the syncer's scheduling window (the
+     * tenant's Pods waiting for the super scheduler at once, 16 by default) beyond the share. Absent: no share.
+     */
+    maxPodsPerNode?: number;
     /**
      * How the service account token of a Pod's kube-api-access volume (the tenant apiserver's audience) reaches the
      * Pod. shared: one super Secret per tenant namespace, ServiceAccount and token lifetime, its token minted for the
@@ -847,6 +858,48 @@ export interface TenantPolicySpec {
      */
     objects?: {
       [key: string]: TenantPolicyObjectCaps;
+    };
+    /**
+     * The tenant's compute quota, over all its super namespaces together: the syncer adds up what the tenant's Pods
+     * that have not ended request (and their limits) and its PersistentVolumeClaims' storage, and does not copy a Pod
+     * or claim that would take the tenant over a figure. The refused object gets a Warning event QuotaExceeded and
+     * (Pods, claims) a VCSynced=False condition naming the figure, and is tried again every 15 seconds, so it is copied
+     * once the tenant's other Pods end. A container without a CPU or memory request counts as defaultRequests (the Pod
+     * itself is not changed: a default request would change the super Pod's QoS class, which the tenant Pod cannot
+     * follow). The per-namespace resourceQuota still holds in each super namespace.
+     */
+    compute?: {
+      /**
+       * Most the tenant may hold in all: pods (Pods not Succeeded or Failed), requests.cpu, requests.memory,
+       * limits.cpu, limits.memory, requests.ephemeral-storage and requests.storage (claims). A name left out is no
+       * limit; {} lifts them all. Defaults to 5000 Pods, 500 CPUs and 2Ti of memory requested, and 10Ti of storage.
+       */
+      hard?: {
+        /** Pods not Succeeded or Failed. */
+        pods?: TenantPolicyComputeQuantity;
+        /** CPU the Pods request. */
+        'requests.cpu'?: TenantPolicyComputeQuantity;
+        /** Memory the Pods request. */
+        'requests.memory'?: TenantPolicyComputeQuantity;
+        /** CPU limits of the Pods. */
+        'limits.cpu'?: TenantPolicyComputeQuantity;
+        /** Memory limits of the Pods. */
+        'limits.memory'?: TenantPolicyComputeQuantity;
+        /** Ephemeral storage the Pods request. */
+        'requests.ephemeral-storage'?: TenantPolicyComputeQuantity;
+        /** Storage the PersistentVolumeClaims request. */
+        'requests.storage'?: TenantPolicyComputeQuantity;
+      };
+      /**
+       * What a container without a CPU or memory request counts as (a container with a limit and no request counts its
+       * limit, as Kubernetes defaults it). Defaults to 100m CPU and 256Mi memory.
+       */
+      defaultRequests?: {
+        /** CPU. */
+        cpu?: TenantPolicyComputeQuantity;
+        /** Memory. */
+        memory?: TenantPolicyComputeQuantity;
+      };
     };
     /**
      * Storage quota of the tenant's etcd (--quota-backend-bytes) when the local or native provisioner runs the control

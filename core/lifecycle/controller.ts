@@ -12,6 +12,7 @@ import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
+import { cacheCondition, type TenantCacheStates } from './cachelimit.ts';
 import { countVerdict, DEFAULT_MAX_PER_NAMESPACE } from './count.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
@@ -140,6 +141,8 @@ export interface LifecycleOptions {
   maxPerNamespace?: number;
   /** how served tenants are probed (core/lifecycle/healthmonitor.ts); false: not at all */
   health?: Omit<HealthMonitorOptions, 'onChange'> | false;
+  /** what this manager's syncers say of each tenant's caches: the CacheWithinLimit condition; absent, none is set */
+  cacheStates?: TenantCacheStates;
 }
 
 /**
@@ -163,6 +166,7 @@ export class VirtualClusterController {
   private readonly status: StatusWriter<VirtualClusterStatus>;
   private readonly events: EventRecorder;
   private readonly metaObjects: MetaObjects;
+  private readonly unwatchCache: (() => void) | undefined;
   /** what a VirtualCluster naming no provisioner gets; undefined when this manager offers no default */
   private readonly defaultProvisioner: ProvisionerType | undefined;
   /** probes served tenants; a changed verdict enqueues the key, and serve turns it into phase and conditions */
@@ -187,6 +191,7 @@ export class VirtualClusterController {
       onDelete: enqueue,
     });
     this.policies = informers.informer<TenantPolicy>({ resource: R.tenantpolicies });
+    this.unwatchCache = o.cacheStates?.onChange((t) => this.queue.add(`${t.vcNamespace}/${t.vcName}`));
     const requeueUsers = (p: KubeObject) => {
       for (const vc of this.informer.list())
         if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
@@ -223,6 +228,7 @@ export class VirtualClusterController {
   async stop(): Promise<void> {
     liveControllers.delete(this);
     await this.health?.stop();
+    this.unwatchCache?.();
     await this.runner.stop();
     await this.informer.stop();
     await this.policies.stop();
@@ -436,7 +442,8 @@ export class VirtualClusterController {
     const target = { key: p.key, root: p.root, vc: p.vc, kubeconfig: p.state!.result.kubeconfig };
     await this.health?.watch({ ...target, provisioner: p.provisioner });
     if (p.state!.rolled) this.health?.reset(p.key);
-    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key));
+    const cache = this.o.cacheStates && cacheCondition(this.o.cacheStates.refusal(p.root));
+    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key), cache);
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */

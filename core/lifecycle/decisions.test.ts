@@ -24,6 +24,7 @@ import {
   type Outcome,
 } from './decisions.ts';
 import { ProvisionRefused } from '../provisioners/provisioner.ts';
+import { cacheCondition } from './cachelimit.ts';
 
 /**
  * Decision tables of the VirtualCluster reconcile: the object as it stands + what a step read (validation, super
@@ -67,6 +68,8 @@ interface Row {
   /** [status, reason] of the Ready condition after the outcome */
   readyCondition?: [string, string];
   policyAccepted?: string;
+  /** the CacheWithinLimit condition's status and reason; absent: no such condition */
+  cacheCondition?: [string, string];
   events: string[];
   requeueAfter?: number;
   stop: boolean;
@@ -362,6 +365,27 @@ const rows: Row[] = [
     publish: true,
   },
   {
+    name: 'a Running tenant whose caches the syncer refuses: CacheWithinLimit False, still Running',
+    vc: running0,
+    decide: () =>
+      running(
+        ready(),
+        'team-a-u1-dev',
+        'dev-kubeconfig',
+        effective(),
+        false,
+        undefined,
+        undefined,
+        cacheCondition('over the limit'),
+      ),
+    phase: 'Running',
+    readyCondition: ['True', 'Running'],
+    cacheCondition: ['False', 'TenantCacheExceeded'],
+    events: [],
+    stop: false,
+    publish: true,
+  },
+  {
     name: 'a Degraded tenant healthy again: Running, Ready True, Recovered, and its restart reported',
     vc: degraded0,
     decide: (vc) =>
@@ -442,6 +466,8 @@ describe('VirtualCluster reconcile decisions', () => {
       expect(hasStatus(o)).toBe(false);
     }
     if (row.policyAccepted) expect(cond('PolicyAccepted')?.status).toBe(row.policyAccepted);
+    const cache = cond('CacheWithinLimit');
+    expect(cache && [cache.status, cache.reason]).toEqual(row.cacheCondition);
   });
 
   it('a failing provisioner error is rethrown for back-off after its status and event', () => {

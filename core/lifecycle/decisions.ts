@@ -253,7 +253,8 @@ export function notOwned(message: string | undefined): Outcome {
 
 /**
  * running decides on a ready control plane served from `root` with the kubeconfig Secret `secretName`: Running with
- * its endpoint, Ready and PolicyAccepted True, Exposed when the API server is exposed, a Normal event on a first start
+ * its endpoint, Ready and PolicyAccepted True, Exposed when the API server is exposed, `cache` (CacheWithinLimit)
+ * when the manager's syncers report on the tenant's caches, a Normal event on a first start
  * (`first`) or a roll, published before the tenant's DNS is ensured.
  */
 export function running(
@@ -264,6 +265,7 @@ export function running(
   first: boolean,
   vc?: VirtualCluster,
   health?: HealthVerdict,
+  cache?: ConditionInput,
 ): Outcome {
   const p = state.result;
   const endpoint = p.apiserverEndpoint;
@@ -292,6 +294,7 @@ export function running(
       degraded ? ready('False', degraded.reason, degraded.message) : ready('True', RUNNING, 'control plane is serving'),
       policyAccepted(effective),
       ...(access ? [exposedCondition(access, p.kubeconfig)] : []),
+      ...(cache ? [cache] : []),
     ],
     events,
   };

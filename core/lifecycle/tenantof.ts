@@ -59,7 +59,12 @@ export function tenantOfVirtualCluster(
       services: e.services,
       ingresses: e.ingresses,
       endpoints: e.endpoints,
-      quota: { resourceQuota: e.quota.resourceQuota, limitRange: e.quota.limitRange, objects: e.quota.objects },
+      quota: {
+        resourceQuota: e.quota.resourceQuota,
+        limitRange: e.quota.limitRange,
+        objects: e.quota.objects,
+        ...(e.quota.compute && { compute: e.quota.compute }),
+      },
       podCreateRate: e.podCreateRate,
     },
   });

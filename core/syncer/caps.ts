@@ -2,6 +2,7 @@ import { ApiError, type KubeObject, type Resource } from '../kube/client.ts';
 import { provenanceOf } from '../names/names.ts';
 import type { Effect, ObjectCaps, PluginContext } from '../plugins/contract.ts';
 import { QUOTA_EXCEEDED } from '../../plugins/sdk/src/wellknown.ts';
+import type { PendingUsage, Usage } from './compute.ts';
 import { specOf } from './diff.ts';
 
 /**
@@ -39,8 +40,8 @@ export interface PendingCreate {
   bytes: number;
 }
 
-/** PendingReader lists the pending creates of one tenant and resource. */
-export interface PendingReader {
+/** PendingReader lists the pending creates of one tenant and resource, and the compute usage of those that have one. */
+export interface PendingReader extends Partial<PendingUsage> {
   pending(tenant: string, resource: string): readonly PendingCreate[];
 }
 
@@ -49,7 +50,7 @@ export const PENDING_TTL_MS = 60_000;
 
 /** PendingCreates is the ledger of creates on their way into the super cache, per tenant and resource. */
 export class PendingCreates implements PendingReader {
-  private readonly byTenant = new Map<string, Map<string, { bytes: number; at: number }>>();
+  private readonly byTenant = new Map<string, Map<string, { bytes: number; at: number; usage?: Usage }>>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -58,12 +59,12 @@ export class PendingCreates implements PendingReader {
     this.byTenant.clear();
   }
 
-  /** add records a create about to be sent. */
-  add(tenant: string, resource: string, key: string, bytes: number): void {
+  /** add records a create about to be sent, with what it holds against the compute quota when it counts there. */
+  add(tenant: string, resource: string, key: string, bytes: number, usage?: Usage): void {
     const id = `${tenant}|${resource}`;
     let m = this.byTenant.get(id);
     if (!m) this.byTenant.set(id, (m = new Map()));
-    m.set(key, { bytes, at: this.now() });
+    m.set(key, { bytes, at: this.now(), ...(usage && { usage }) });
   }
 
   /** remove forgets a create (it failed). */
@@ -78,13 +79,22 @@ export class PendingCreates implements PendingReader {
   }
 
   pending(tenant: string, resource: string): PendingCreate[] {
+    return this.live(tenant, resource).map(([key, v]) => ({ key, bytes: v.bytes }));
+  }
+
+  pendingUsage(tenant: string, resource: string): Array<{ key: string; usage: Usage }> {
+    return this.live(tenant, resource).flatMap(([key, v]) => (v.usage ? [{ key, usage: v.usage }] : []));
+  }
+
+  /** live lists the creates of a tenant and resource not older than PENDING_TTL_MS, forgetting the older ones. */
+  private live(tenant: string, resource: string): Array<[string, { bytes: number; usage?: Usage }]> {
     const m = this.byTenant.get(`${tenant}|${resource}`);
     if (!m) return [];
-    const out: PendingCreate[] = [];
+    const out: Array<[string, { bytes: number; usage?: Usage }]> = [];
     const oldest = this.now() - PENDING_TTL_MS;
     for (const [key, v] of m) {
       if (v.at < oldest) m.delete(key);
-      else out.push({ key, bytes: v.bytes });
+      else out.push([key, v]);
     }
     return out;
   }

@@ -65,6 +65,8 @@ export interface SyncerOptions {
   tenantCache?: CacheLimits;
   /** called when a tenant goes over its cache limit, with the reason (the manager tells the VirtualCluster) */
   onTenantCacheExceeded?(t: Tenant, reason: string): void;
+  /** called when the syncer serves a tenant from synced caches (again, after a cache refusal) */
+  onTenantServed?(t: Tenant): void;
   /** concurrent workers over the fair queue; default SYNCER_DEFAULTS.workers */
   workers?: number;
   /** keys of one tenant reconciled at once, at most `workers`; default defaultMaxInFlightPerTenant(workers) */

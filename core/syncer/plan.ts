@@ -12,6 +12,7 @@ import type {
 } from '../plugins/contract.ts';
 import { callPlugin } from '../plugins/failures.ts';
 import { capRefusal, checkCaps, type PendingReader } from './caps.ts';
+import { checkCompute, COMPUTE_RETRY_MS } from './compute.ts';
 import { diffSpec, diffStatus, forCreate, sameStatus } from './diff.ts';
 import { UP_OWNER_LABEL } from './placement.ts';
 
@@ -147,6 +148,11 @@ export function desiredSuper(
 /** WAIT_FOR_NAMESPACE_MS is when a create waiting for its super namespace to reach the cache looks again. */
 export const WAIT_FOR_NAMESPACE_MS = 1000;
 
+/** computeRefusal is capRefusal for the compute quota, planned again after COMPUTE_RETRY_MS: Pods may have ended. */
+function computeRefusal(p: ResourcePlugin, tenantObj: KubeObject, reason: string): Plan {
+  return { steps: [], ...capRefusal(p.manifest.resource!, tenantObj, reason), requeueAfterMs: COMPUTE_RETRY_MS };
+}
+
 /** planOnlyTenant: the tenant object exists, its super counterpart does not: create it. */
 function planOnlyTenant(
   host: PlanHost,
@@ -172,6 +178,15 @@ function planOnlyTenant(
     pending,
   });
   if (over) return { steps: [], ...capRefusal(p.manifest.resource!, tenantObj, over) };
+  const overCompute = checkCompute({
+    ctx,
+    resource: p.manifest.resource!,
+    tenantObj,
+    desired: d.object,
+    superObj: undefined,
+    pending,
+  });
+  if (overCompute) return computeRefusal(p, tenantObj, overCompute);
   out.steps.push({ op: 'createSuper', obj: forCreate(d.object) });
   return out;
 }
@@ -281,8 +296,11 @@ function planBoth(
       out.steps.push({ op: 'deleteSuper', namespace: sm.namespace, name: sm.name!, uid: sm.uid! });
       return out;
     }
-    const over = checkCaps({ ctx, resource: p.manifest.resource!, tenantObj, desired: d.object, superObj, pending });
+    const check = { ctx, resource: p.manifest.resource!, tenantObj, desired: d.object, superObj, pending };
+    const over = checkCaps(check);
     if (over) return { steps: [], ...capRefusal(p.manifest.resource!, tenantObj, over) };
+    const overCompute = checkCompute(check);
+    if (overCompute) return computeRefusal(p, tenantObj, overCompute);
     const ops = diffSpec(superObj, d.object);
     if (ops.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops });
   }

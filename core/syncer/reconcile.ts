@@ -19,6 +19,7 @@ import { pluginErrorOf, reportPluginError, type PluginError } from '../plugins/f
 import type { Result } from '../controller/runner.ts';
 import type { TenantSession, TenantSessions } from '../sessions/tenants.ts';
 import type { PodAdmission } from './admission.ts';
+import { usageOf } from './compute.ts';
 import { capRefusal, sizeOf, superQuotaRefusal, type PendingCreates } from './caps.ts';
 import type { Effects } from './effects.ts';
 import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
@@ -192,7 +193,8 @@ export class KeyReconciler {
       const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
-      const capped = s.view.quota?.objects[r] !== undefined;
+      const compute = s.view.quota?.compute;
+      const capped = s.view.quota?.objects[r] !== undefined || !!compute;
       const own = `${k.namespace}/${k.name}`;
       // A Pod create waits, parked, while the tenant has its window of Pods waiting for the super scheduler, or has
       // created Pods at its rate.
@@ -200,7 +202,8 @@ export class KeyReconciler {
       if (!windowed) return;
       // Reserved before the first await: a parallel worker planning another create of this tenant counts this one.
       for (const step of out.steps)
-        if (capped && step.op === 'createSuper') this.pending.add(k.tenant, r, own, sizeOf(step.obj));
+        if (capped && step.op === 'createSuper')
+          this.pending.add(k.tenant, r, own, sizeOf(step.obj), compute && usageOf(r, step.obj, compute));
       let superUid: string | undefined;
       try {
         superUid = await runSteps(out.steps, {

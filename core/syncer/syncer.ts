@@ -115,7 +115,10 @@ export class Syncer {
       superCache: this.superCache,
       resourcesFor: (t) => tenantResources(o.host, t),
       handlerFor: (s, resource) => this.tenantHandler(s, resource),
-      onServed: (s) => this.replaySuper(s),
+      onServed: (s) => {
+        this.replaySuper(s);
+        o.onTenantServed?.(s.tenant);
+      },
       onSettingsChanged: (s) => this.replayTenant(s),
       mayWrite: () => this.mayWrite(),
       requestTimeoutMs: o.tenantRequestTimeoutMs ?? SYNCER_DEFAULTS.tenantRequestTimeoutMs,

@@ -59,6 +59,7 @@ const gold = policy('gold', {
     resourceQuota: { hard: { pods: '20' } },
     limitRange: { limits: [] },
     objects: { secrets: { count: 10 }, pods: {} },
+    compute: { hard: { 'requests.cpu': '8' } },
     etcdBytes: 67108864,
   },
 });
@@ -82,6 +83,10 @@ const builtinQuota = {
     secrets: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
     configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
     '*': { count: 1000, maxBytes: 262144, totalBytes: 16777216 },
+  },
+  compute: {
+    hard: { pods: '5000', 'requests.cpu': '500', 'requests.memory': '2Ti', 'requests.storage': '10Ti' },
+    defaultRequests: { cpu: '100m', memory: '256Mi' },
   },
   etcdBytes: 2147483648,
 };
@@ -190,6 +195,8 @@ describe('evaluatePolicy', () => {
         resourceQuota: { pods: '20' },
         limitRange: [],
         objects: { ...builtinQuota.objects, secrets: { count: 10 }, pods: {} },
+        // compute.hard replaces the default whole; defaultRequests left out keeps the default
+        compute: { hard: { 'requests.cpu': '8' }, defaultRequests: builtinQuota.compute.defaultRequests },
         etcdBytes: 67108864,
       },
     });

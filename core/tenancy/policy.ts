@@ -52,6 +52,7 @@ export interface TenantPolicySpec {
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
     serviceAccountTokens?: ServiceAccountTokenMode;
+    maxPodsPerNode?: number;
     createRate?: { perSecond?: number; burst?: number };
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
@@ -65,6 +66,7 @@ export interface TenantPolicySpec {
     resourceQuota?: { hard?: Record<string, string> };
     limitRange?: { limits?: LimitRangeItem[] };
     objects?: Record<string, ObjectCaps>;
+    compute?: { hard?: Record<string, string>; defaultRequests?: Record<string, string> };
     etcdBytes?: number;
   };
   weight?: { max?: number; default?: number };
@@ -141,6 +143,8 @@ export const DEFAULT_POLICY = {
     configmaps: { count: 2000, maxBytes: 1048576, totalBytes: 67108864 },
     '*': { count: 1000, maxBytes: 262144, totalBytes: 16777216 },
   },
+  quotaComputeHard: { pods: '5000', 'requests.cpu': '500', 'requests.memory': '2Ti', 'requests.storage': '10Ti' },
+  quotaComputeDefaultRequests: { cpu: '100m', memory: '256Mi' },
   quotaEtcdBytes: 2147483648,
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
@@ -180,6 +184,8 @@ export const DEFAULT_POLICY = {
   quotaResourceQuota: Record<string, string>;
   quotaLimitRange: readonly LimitRangeItem[];
   quotaObjects: Record<string, ObjectCaps>;
+  quotaComputeHard: Record<string, string>;
+  quotaComputeDefaultRequests: Record<string, string>;
   quotaEtcdBytes: number;
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
@@ -236,6 +242,8 @@ export interface EffectiveSettings {
     forced?: ForcedPlacementView;
     /** whether the admission's token is one Secret per ServiceAccount (`shared`) or one per Pod bound to it */
     serviceAccountTokens: ServiceAccountTokenMode;
+    /** most Pods of the tenant on one super node; absent, no share */
+    maxPodsPerNode?: number;
   };
   /** how fast the syncer creates the tenant's super Pods (pods.createRate; the syncer paces, not the pods plugin) */
   podCreateRate: CreateRate;
@@ -430,6 +438,7 @@ export function evaluatePolicy(
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
         serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,
+        ...optional('maxPodsPerNode', p.pods?.maxPodsPerNode),
       },
       podCreateRate: { ...DEFAULT_POLICY.podCreateRate, ...p.pods?.createRate },
       runtimeClasses: {
@@ -487,7 +496,8 @@ export function mergeCopiedMetadata(
 
 /**
  * quotaSettings lays a policy's quota section over the defaults: resourceQuota.hard and limitRange.limits replace the
- * default as a whole, objects replaces the default entry of each resource it names.
+ * default as a whole, objects replaces the default entry of each resource it names, compute.hard and
+ * compute.defaultRequests each replace their default as a whole.
  */
 function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
   const objects: Record<string, ObjectCaps> = {};
@@ -496,6 +506,10 @@ function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
     resourceQuota: { ...(q?.resourceQuota?.hard ?? DEFAULT_POLICY.quotaResourceQuota) },
     limitRange: structuredClone(q?.limitRange?.limits ?? DEFAULT_POLICY.quotaLimitRange) as LimitRangeItem[],
     objects,
+    compute: {
+      hard: { ...(q?.compute?.hard ?? DEFAULT_POLICY.quotaComputeHard) },
+      defaultRequests: { ...(q?.compute?.defaultRequests ?? DEFAULT_POLICY.quotaComputeDefaultRequests) },
+    },
     etcdBytes: q?.etcdBytes ?? DEFAULT_POLICY.quotaEtcdBytes,
   };
 }

@@ -193,7 +193,10 @@ const BY_ID =
 const ITEMS = F.list({ key: F.copy, path: F.copy, mode: F.copy });
 const DOWNWARD_ITEMS = F.list({
   path: F.copy,
-  fieldRef: F.object({ apiVersion: F.copy, fieldPath: F.copy }),
+  fieldRef: F.object({
+    apiVersion: F.copy,
+    fieldPath: F.translate('the tenant Pod\u2019s metadata, through annotations the syncer sets (downward.ts)'),
+  }),
   resourceFieldRef: F.object({ containerName: F.copy, resource: F.copy, divisor: F.copy }),
   mode: F.copy,
 });

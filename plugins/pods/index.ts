@@ -40,9 +40,15 @@ import {
 } from '@virtualcluster-ts/plugin-sdk/pods';
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
-import { resolveTenantFieldRefs } from './downward.ts';
+import {
+  checkDownwardVolumes,
+  downwardAnnotations,
+  resolveTenantFieldRefs,
+  translateDownwardVolumes,
+} from './downward.ts';
 import { checkPodFields } from './fields.ts';
 import { gated } from './gates.ts';
+import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
 export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
@@ -341,6 +347,7 @@ function newSuperPod(
 ): Decision<Pod> {
   const spec = clone(tenantPod.spec ?? { containers: [] });
   resolveTenantFieldRefs(spec, tenantPod);
+  translateDownwardVolumes(spec);
   translateNodePins(spec, ctx);
   delete spec.nodeName;
   if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
@@ -353,6 +360,7 @@ function newSuperPod(
   delete spec.overhead;
   delete spec.schedulingGates;
   applyForcedPlacement(spec, ctx.tenant.pods);
+  applyNodeShare(spec, ctx);
   confineAffinityNamespaces(spec, ctx.names);
   claimEphemeralVolumes(spec, target.name);
   dropNetRaw(spec);
@@ -367,7 +375,8 @@ function newSuperPod(
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
   if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
-  const object = newObject<Pod>(tenantPod, downMeta(tenantPod, undefined, ctx, target), { spec });
+  const meta = downMeta(tenantPod, undefined, ctx, target, downwardAnnotations(tenantPod));
+  const object = newObject<Pod>(tenantPod, meta, { spec });
   if (!ctx.superCache.get(R.serviceaccounts, target.namespace, SUPER_POD_SERVICE_ACCOUNT)) {
     // The object goes with the skip so that the core's namespace ownership check still applies to this create.
     return {
@@ -396,7 +405,7 @@ function updateSuperPod(
   target: { namespace: string; name: string },
 ): Decision<Pod> {
   const desired = clone(superPod);
-  desired.metadata = downMeta(tenantPod, superPod, ctx, target);
+  desired.metadata = downMeta(tenantPod, superPod, ctx, target, downwardAnnotations(tenantPod));
   const spec = desired.spec;
   const tspec = tenantPod.spec;
   if (!spec || !tspec) return { object: desired };
@@ -536,6 +545,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       const spec = tenantPod.spec ?? { containers: [] };
       const refusal =
         checkPodFields(spec) ??
+        checkDownwardVolumes(spec) ??
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
         checkNodePins(spec, ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);

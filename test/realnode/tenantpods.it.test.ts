@@ -324,6 +324,52 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     }
   });
 
+  it('the downward API shows the container its tenant namespace, name, uid and labels, never the super ones', async () => {
+    await attempts.attempt('read the super namespace through the downward API (env and volume)', async () => {
+      const fieldRef = (fieldPath: string) => ({ fieldRef: { fieldPath } });
+      const item = (path: string, fieldPath: string) => ({ path, ...fieldRef(fieldPath) });
+      const p = pod('downward', {
+        image: NODE_IMAGES.busybox,
+        command: ['sleep', '3600'],
+        env: [
+          { name: 'NS', valueFrom: fieldRef('metadata.namespace') },
+          { name: 'UID', valueFrom: fieldRef('metadata.uid') },
+        ],
+        volumeMounts: [{ name: 'info', mountPath: '/info' }],
+      });
+      p.metadata!.labels = { app: 'shown' };
+      (p.spec as { volumes?: unknown[] }).volumes = [
+        {
+          name: 'info',
+          downwardAPI: {
+            items: [
+              item('namespace', 'metadata.namespace'),
+              item('name', 'metadata.name'),
+              item('uid', 'metadata.uid'),
+              item('app', "metadata.labels['app']"),
+            ],
+          },
+        },
+      ];
+      const created = await a.create(R.pods, p);
+      await running(a, 'downward');
+      const sh = async (cmd: string) => {
+        const r = await kubectl(cpA, ['exec', 'downward', '--', 'sh', '-c', cmd]);
+        expect(r.code, r.stderr).toBe(0);
+        return r.stdout;
+      };
+      const uid = created.metadata!.uid!;
+      expect(await sh('echo "$NS $UID"')).toBe(`default ${uid}\n`);
+      const files = await sh('cat /info/namespace; echo; cat /info/name; echo; cat /info/uid; echo; cat /info/app');
+      expect(files).toBe(`default\ndownward\n${uid}\nshown`);
+      const superNs = superNamespace(tenantA.key, 'default');
+      const superPod = await t.client.get(R.pods, superNs, 'downward');
+      expect(files).not.toContain(superNs);
+      expect(files).not.toContain(superPod.metadata!.uid!);
+      return `the container reads ${files.replace(/\n/g, ' ')}`;
+    });
+  });
+
   it("tenant A cannot read or exec into tenant B's Pod on the same node through the agent", async () => {
     const certA = pki(cpA, 'kubelet-client');
     const bNs = superNamespace(tenantB.key, 'default');

@@ -9,7 +9,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { reportCacheExceeded, TENANT_CACHE_EXCEEDED } from '../../core/lifecycle/cachelimit.ts';
+import {
+  cacheCondition,
+  reportCacheExceeded,
+  TENANT_CACHE_EXCEEDED,
+  TenantCacheStates,
+} from '../../core/lifecycle/cachelimit.ts';
 import { provenanceOf } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { syncerMetrics } from '../../core/syncer/metrics.ts';
@@ -44,6 +49,7 @@ describe('hostile tenant against the manager cache', () => {
   let syncer: Syncer;
   let registry: MutableTenantRegistry;
   const refused = new Map<string, string>();
+  const states = new TenantCacheStates(60 * 60_000);
 
   const superConfigMaps = async (tenant: Tenant): Promise<string[]> =>
     (await t.client.list(R.configmaps)).items
@@ -91,8 +97,10 @@ describe('hostile tenant against the manager cache', () => {
       // As the manager wires it (core/programs/manager): the VirtualCluster gets the reason.
       onTenantCacheExceeded: (tenant, reason) => {
         refused.set(tenant.key, reason);
+        states.exceeded(tenant, reason);
         void reportCacheExceeded(t.client, tenant, reason);
       },
+      onTenantServed: (tenant) => states.served(tenant),
     });
     await syncer.start();
     await eventually(() => expect(Object.values(tenants).every((x) => syncer.tenantReady(x.key))).toBe(true));
@@ -100,6 +108,7 @@ describe('hostile tenant against the manager cache', () => {
 
   afterAll(async () => {
     attempts.report('manager cache');
+    states.clear();
     await syncer?.stop();
     await t?.stop();
   });
@@ -115,6 +124,12 @@ describe('hostile tenant against the manager cache', () => {
       await eventually(() => expect(syncer.tenantReady(tenant.key)).toBe(false));
       expect(refused.get(tenant.key)).toMatch(/would hold \d+ objects, over the limit of 300; they are stopped/);
       expect(await exceededCount(tenant)).toBe(1);
+      // The VirtualCluster controller's CacheWithinLimit condition reads this state.
+      expect(cacheCondition(states.refusal(tenant.key))).toMatchObject({
+        status: 'False',
+        reason: TENANT_CACHE_EXCEEDED,
+      });
+      expect(cacheCondition(states.refusal(tenants.quiet!.key)).status).toBe('True');
       const message = await vcEvent(tenant);
       // Reported again (every reconcile of a Running VirtualCluster does), it is not listed again at once.
       registry.upsert({ ...tenant });

@@ -250,6 +250,41 @@ describe('hostile tenant against its quotas and the shared storage', () => {
     });
   });
 
+  it('holds the tenant to its compute quota over all its namespaces; Pods without requests count at the default', async () => {
+    await attempts.attempt('Pods without requests over the tenant-wide requests.cpu', async () => {
+      // more-2 holds p-0 and p-1 (100m each by default); p-2 waits for the namespace quota and is not wanted here.
+      await a.delete(R.pods, 'more-2', 'p-2');
+      const compute = { hard: { 'requests.cpu': '300m' }, defaultRequests: { cpu: '100m', memory: '64Mi' } };
+      registry.upsert({ ...tenantA, quota: { ...quota, compute } });
+      const pod = (namespace: string, name: string): KubeObject => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { namespace, name },
+        spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      });
+      await eventually(() => a.get(R.serviceaccounts, 'more-1', 'default'), 60_000);
+      await a.create(R.pods, pod('default', 'c-0'));
+      await eventually(async () => expect(await superOf(R.pods)).toContain('default/c-0'), 60_000);
+      await a.create(R.pods, pod('more-1', 'c-1'));
+      const message = await quotaEvent('Pod', 'more-1', 'c-1', 'quota.compute.hard["requests.cpu"]');
+      expect(message).toContain('400m of requests.cpu');
+      await eventually(async () => {
+        const p = await a.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(
+          R.pods,
+          'more-1',
+          'c-1',
+        );
+        expect(p.status?.conditions?.find((c) => c.type === 'VCSynced')?.status).toBe('False');
+      }, 30_000);
+      expect(await superOf(R.pods)).not.toContain('more-1/c-1');
+      // One of the tenant's Pods goes: the refused one is copied on its next try.
+      await a.delete(R.pods, 'more-2', 'p-0');
+      await eventually(async () => expect(await superOf(R.pods)).toContain('more-1/c-1'), 60_000);
+      registry.upsert(tenantA);
+      return message;
+    });
+  });
+
   it('refuses an oversized Secret with an event naming the cap', async () => {
     await attempts.attempt('Secret over maxBytes', async () => {
       await a.create(R.secrets, secret('default', 'huge', 200 * 1024));

@@ -1,6 +1,7 @@
 import type { KubeClient } from '../../kube/client.ts';
 import type { InformerFactory } from '../../kube/factory.ts';
 import type { PluginHost } from '../../plugins/host.ts';
+import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
@@ -22,6 +23,7 @@ export function lifecycleControllers(
   tenants: MutableTenantRegistry,
   host: PluginHost,
   checkSuperCluster: (name: string) => true | string,
+  cacheStates?: TenantCacheStates,
 ) {
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
   const provisioners: Record<string, Provisioner> = {
@@ -55,6 +57,7 @@ export function lifecycleControllers(
       checkSuperCluster,
       // The syncers of this process report each tenant's lag; a syncer in another process leaves it out.
       health: { syncerLag: tenantSyncerLag },
+      cacheStates,
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });
   return {

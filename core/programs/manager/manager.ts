@@ -1,3 +1,4 @@
+// Over 500 lines: the manager is one wiring function, read top to bottom; splitting it would scatter its order.
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { GitOpsController } from '../../../gitops/controller.ts';
@@ -23,7 +24,8 @@ import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/con
 import { loadSigningKey } from '../../scheduler/signature.ts';
 import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import type { VirtualClusterController } from '../../lifecycle/controller.ts';
-import { reportCacheExceeded } from '../../lifecycle/cachelimit.ts';
+import { reportCacheExceeded, TenantCacheStates } from '../../lifecycle/cachelimit.ts';
+import { CACHE_RETRY_MS } from '../../sessions/tenants.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
 import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
 import { RegisteredSyncers } from './registered.ts';
@@ -156,9 +158,11 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     // One budget per tenant for everything the manager caches of it, whichever syncer or scheduler reads it.
     cacheLimits: SYNCER_DEFAULTS.tenantCache,
   });
+  // What the syncers say of each tenant's caches, for the VirtualCluster's CacheWithinLimit condition.
+  const cacheStates = new TenantCacheStates(CACHE_RETRY_MS);
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
-      ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster)
+      ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster, cacheStates)
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
   // So does a manager standing by (leader election), whose controller runs only while it leads: its syncers' caches
@@ -228,7 +232,11 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       patrolIntervalMs: (cfg.syncer?.patrolIntervalSeconds ?? MANAGER_DEFAULTS.syncer.patrolIntervalSeconds) * 1000,
       name,
       placement: signed && { cluster: name, signed },
-      onTenantCacheExceeded: (t, reason) => void reportCacheExceeded(clients[0]!, t, reason),
+      onTenantCacheExceeded: (t, reason) => {
+        cacheStates.exceeded(t, reason);
+        void reportCacheExceeded(clients[0]!, t, reason);
+      },
+      onTenantServed: (t) => cacheStates.served(t),
     });
   // The manager runs a syncer for every super cluster not marked external; `vc syncer` the one it is given.
   const makeSyncers = () =>
@@ -480,6 +488,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await Promise.all(syncers.map((s) => s.stop()));
       await warming;
       await lifecycle?.stopProvisioners();
+      cacheStates.clear();
       removeChecks.forEach((r) => r());
       await ops.close();
       clients.forEach((c) => c?.close());

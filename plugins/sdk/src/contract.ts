@@ -394,6 +394,8 @@ export interface PodsPolicyView {
    * its token bound to the tenant Pod (revoked when the Pod is deleted). Other projected tokens are always per Pod.
    */
   readonly serviceAccountTokens?: ServiceAccountTokenMode;
+  /** most Pods of the tenant not ended on one super node; absent, no share */
+  readonly maxPodsPerNode?: number;
 }
 
 /** SERVICE_ACCOUNT_TOKEN_MODES are the values of PodsPolicyView.serviceAccountTokens. */
@@ -479,6 +481,16 @@ export interface QuotaPolicyView {
    * holds for every resource not named
    */
   readonly objects: Readonly<Record<string, ObjectCaps>>;
+  /** the tenant's compute quota over all its super namespaces; absent, none */
+  readonly compute?: ComputeQuotaView;
+}
+
+/** ComputeQuotaView is a tenant's compute quota (TenantPolicy spec.quota.compute). */
+export interface ComputeQuotaView {
+  /** resource names (pods, requests.cpu, limits.memory, requests.storage, ...) to the most the tenant holds in all */
+  readonly hard: Readonly<Record<string, string>>;
+  /** what a container without a cpu or memory request counts as */
+  readonly defaultRequests: Readonly<Record<string, string>>;
 }
 
 /** BindEffect asks the core to bind the tenant Pod `namespace/name` (uid checked) to the node `node`. */

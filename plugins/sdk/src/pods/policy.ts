@@ -41,7 +41,7 @@ const volumeRisk = (t: (typeof RESTRICTED_VOLUME_TYPES)[number]): string =>
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
  * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image,
- * service account tokens shared per ServiceAccount.
+ * service account tokens shared per ServiceAccount, no per-node share of Pods.
  */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
@@ -54,7 +54,7 @@ export const DEFAULT_PODS_POLICY = {
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   forced: {},
   serviceAccountTokens: 'shared',
-} as const satisfies Required<PodsPolicyView>;
+} as const satisfies Required<Omit<PodsPolicyView, 'maxPodsPerNode'>>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>
   patterns.some((p) => (p.endsWith('*') ? key.startsWith(p.slice(0, -1)) : p === key));
