@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 
 // Unit tests (`*.test.ts` next to the code) need no server. Integration tests (`test/**/*.it.test.ts`) start real
 // Kubernetes processes on free loopback ports and wait on them most of the time, so two files run at once after the
-// unit tests. Files that start real nodes change the host (bridges, iptables, sysctls, cgroups) and run last, one at
-// a time, so two real nodes never sweep each other's host state.
+// unit tests. Files that start real nodes change the host (bridges, iptables, sysctls, cgroups) and run one at a time,
+// so two real nodes never sweep each other's host state: in one vitest run after the integration files; under
+// `npm test` (test/run.ts) in a vitest run of their own beside the integration files, which touch no host state.
 // Integration files that start real nodes (directly or through `vc up`, whose default starts one when the host allows).
 const REAL_NODE_FILES = ['test/realnode/**/*.it.test.ts', 'test/security/workload.it.test.ts'];
 
