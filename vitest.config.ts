@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { VITEST_CACHE_ENV } from './test/totals.ts';
 
 // Unit tests (`*.test.ts` next to the code) need no server. Integration tests (`test/**/*.it.test.ts`) start real
 // Kubernetes processes on free loopback ports and wait on them most of the time, so two files run at once after the
@@ -10,6 +11,8 @@ import { defineConfig } from 'vitest/config';
 const REAL_NODE_FILES = ['test/realnode/**/*.it.test.ts', 'test/security/workload.it.test.ts'];
 
 export default defineConfig({
+  // `npm test` gives each of its vitest runs a cache directory of its own (test/run.ts).
+  cacheDir: process.env[VITEST_CACHE_ENV] || undefined,
   // Inside the repository the plugin SDK's package name means its source (as tsconfig.json "paths" does for tsc), so
   // tests need no prior build; an installed plugin package resolves it to the built dist/ like any dependency.
   resolve: {

@@ -1,14 +1,14 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROCESS_STATS_ENV } from '../core/local/procstats.ts';
 import { fromPackageRoot, packageRoot } from '../core/paths.ts';
 import { processSummaryLines, readProcessSummary } from './procsummary.ts';
 import { DIST_BUILT_ENV } from './build-dist.ts';
 import { LinePrefixer } from './lineprefixer.ts';
-import { readRunTotals, TOTALS_DIR_ENV } from './totals.ts';
+import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
 
 /**
  * run.ts is `npm test`: the checks in the order of their cost, stopping at the first step that fails, so a type error
@@ -36,6 +36,16 @@ interface Stage {
   args: string[];
   /** beside other stages, write its lines as they come, each prefixed with the stage's name (default: at its end) */
   stream?: boolean;
+  /**
+   * a vitest run: it keeps its files' last durations (vitest runs the slowest first) in a directory of its own under
+   * the user's cache, which outlives node_modules (`npm ci` in a fresh clone) and which no run beside it overwrites
+   */
+  vitest?: boolean;
+}
+
+/** vitestCacheDir is where the vitest run of a stage keeps its results (vitest.config.ts reads VITEST_CACHE_ENV). */
+function vitestCacheDir(stage: string): string {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'virtualcluster-ts', 'vitest', stage);
 }
 
 const TSX = ['tsx', 'core/programs/cli/main.ts'];
@@ -78,7 +88,7 @@ const STEPS: Stage[][] = [
       ],
     },
   ],
-  [{ name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'] }],
+  [{ name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'], vitest: true }],
   // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the two
   // test runs below do not build it at the same time.
   [
@@ -86,8 +96,14 @@ const STEPS: Stage[][] = [
     { name: 'build', cmd: 'npm', args: ['run', '--silent', 'build'] },
   ],
   [
-    { name: 'integration', cmd: 'npx', args: ['vitest', 'run', '--project', 'integration'], stream: true },
-    { name: 'realnode', cmd: 'npx', args: ['vitest', 'run', '--project', 'realnode'], stream: true },
+    {
+      name: 'integration',
+      cmd: 'npx',
+      args: ['vitest', 'run', '--project', 'integration'],
+      stream: true,
+      vitest: true,
+    },
+    { name: 'realnode', cmd: 'npx', args: ['vitest', 'run', '--project', 'realnode'], stream: true, vitest: true },
   ],
 ];
 
@@ -110,7 +126,8 @@ function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean): Promise<Sta
   const streamed = !alone && s.stream === true;
   if (alone || streamed) process.stdout.write(header);
   const start = Date.now();
-  const child = spawn(s.cmd, s.args, { cwd: fromPackageRoot(), env, stdio: alone ? 'inherit' : 'pipe' });
+  const stageEnv = s.vitest ? { ...env, [VITEST_CACHE_ENV]: vitestCacheDir(s.name) } : env;
+  const child = spawn(s.cmd, s.args, { cwd: fromPackageRoot(), env: stageEnv, stdio: alone ? 'inherit' : 'pipe' });
   const out: Buffer[] = [];
   const prefixed = streamed ? new LinePrefixer(`[${s.name}] `) : undefined;
   const take = (b: Buffer) => (prefixed ? process.stdout.write(prefixed.push(b.toString())) : out.push(b));
