@@ -19,7 +19,7 @@ import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
  *   integration, realnode     together, two vitest runs: simulated-node files two at a time beside the real-node
  *                             files one at a time (their lines prefixed with the stage's name as they come)
  * The integration and real-node tests mostly wait on the processes they start, so running the real-node files beside
- * the integration files instead of after them shortens the run (docs/development.md#test-times has the figures).
+ * the integration files instead of after them shortens the run (figures: docs/benchmarks.md#build-and-test-times).
  * `--from <stage>` starts at the step of that stage (e.g. `npm test -- --from integration` after the checks passed).
  * The static checks keep caches under node_modules/.cache/virtualcluster-ts/<checkout> (tsc's incremental build
  * info, eslint's and prettier's caches, keyed by file content): a second run checks only what changed. A fresh clone
