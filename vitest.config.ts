@@ -1,14 +1,18 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { VITEST_CACHE_ENV } from './test/totals.ts';
 
 // Unit tests (`*.test.ts` next to the code) need no server. Integration tests (`test/**/*.it.test.ts`) start real
 // Kubernetes processes on free loopback ports and wait on them most of the time, so two files run at once after the
-// unit tests. Files that start real nodes change the host (bridges, iptables, sysctls, cgroups) and run last, one at
-// a time, so two real nodes never sweep each other's host state.
+// unit tests. Files that start real nodes change the host (bridges, iptables, sysctls, cgroups) and run one at a time,
+// so two real nodes never sweep each other's host state: in one vitest run after the integration files; under
+// `npm test` (test/run.ts) in a vitest run of their own beside the integration files, which touch no host state.
 // Integration files that start real nodes (directly or through `vc up`, whose default starts one when the host allows).
 const REAL_NODE_FILES = ['test/realnode/**/*.it.test.ts', 'test/security/workload.it.test.ts'];
 
 export default defineConfig({
+  // `npm test` gives each of its vitest runs a cache directory of its own (test/run.ts).
+  cacheDir: process.env[VITEST_CACHE_ENV] || undefined,
   // Inside the repository the plugin SDK's package name means its source (as tsconfig.json "paths" does for tsc), so
   // tests need no prior build; an installed plugin package resolves it to the built dist/ like any dependency.
   resolve: {

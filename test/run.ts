@@ -1,20 +1,26 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROCESS_STATS_ENV } from '../core/local/procstats.ts';
 import { fromPackageRoot, packageRoot } from '../core/paths.ts';
 import { processSummaryLines, readProcessSummary } from './procsummary.ts';
-import { readRunTotals, TOTALS_DIR_ENV } from './totals.ts';
+import { DIST_BUILT_ENV } from './build-dist.ts';
+import { LinePrefixer } from './lineprefixer.ts';
+import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
 
 /**
  * run.ts is `npm test`: the checks in the order of their cost, stopping at the first step that fails, so a type error
  * or a failing unit test is reported in minutes, before the Go toolchain is built. The steps:
  *   typecheck, lint, format   together (no server, no build; each one's output printed when it ends)
  *   unit tests                no server, no Go build
- *   toolchain                 builds (or finds in its cache) what the integration tests run
- *   integration and real-node tests       real processes on loopback
+ *   toolchain, build          together: the Kubernetes binaries (or their cache) and dist/ (which `vc` runs)
+ *   integration, realnode     together, two vitest runs: simulated-node files two at a time beside the real-node
+ *                             files one at a time (their lines prefixed with the stage's name as they come)
+ * The integration and real-node tests mostly wait on the processes they start, so running the real-node files beside
+ * the integration files instead of after them shortens the run (figures: docs/benchmarks.md#build-and-test-times).
+ * `--from <stage>` starts at the step of that stage (e.g. `npm test -- --from integration` after the checks passed).
  * The static checks keep caches under node_modules/.cache/virtualcluster-ts/<checkout> (tsc's incremental build
  * info, eslint's and prettier's caches, keyed by file content): a second run checks only what changed. A fresh clone
  * has none and checks everything; removing that directory is always safe.
@@ -28,6 +34,18 @@ interface Stage {
   name: string;
   cmd: string;
   args: string[];
+  /** beside other stages, write its lines as they come, each prefixed with the stage's name (default: at its end) */
+  stream?: boolean;
+  /**
+   * a vitest run: it keeps its files' last durations (vitest runs the slowest first) in a directory of its own under
+   * the user's cache, which outlives node_modules (`npm ci` in a fresh clone) and which no run beside it overwrites
+   */
+  vitest?: boolean;
+}
+
+/** vitestCacheDir is where the vitest run of a stage keeps its results (vitest.config.ts reads VITEST_CACHE_ENV). */
+function vitestCacheDir(stage: string): string {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'virtualcluster-ts', 'vitest', stage);
 }
 
 const TSX = ['tsx', 'core/programs/cli/main.ts'];
@@ -70,9 +88,23 @@ const STEPS: Stage[][] = [
       ],
     },
   ],
-  [{ name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'] }],
-  [{ name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'] }],
-  [{ name: 'integration', cmd: 'npx', args: ['vitest', 'run', '--project', 'integration', '--project', 'realnode'] }],
+  [{ name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'], vitest: true }],
+  // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the two
+  // test runs below do not build it at the same time.
+  [
+    { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'] },
+    { name: 'build', cmd: 'npm', args: ['run', '--silent', 'build'] },
+  ],
+  [
+    {
+      name: 'integration',
+      cmd: 'npx',
+      args: ['vitest', 'run', '--project', 'integration'],
+      stream: true,
+      vitest: true,
+    },
+    { name: 'realnode', cmd: 'npx', args: ['vitest', 'run', '--project', 'realnode'], stream: true, vitest: true },
+  ],
 ];
 
 /** SLOWEST is how many test files the closing summary lists (slowest, and starting the most processes). */
@@ -91,16 +123,21 @@ interface StageResult {
  */
 function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean): Promise<StageResult> {
   const header = `\n== ${s.name}: ${[s.cmd, ...s.args].join(' ')}\n`;
-  if (alone) process.stdout.write(header);
+  const streamed = !alone && s.stream === true;
+  if (alone || streamed) process.stdout.write(header);
   const start = Date.now();
-  const child = spawn(s.cmd, s.args, { cwd: fromPackageRoot(), env, stdio: alone ? 'inherit' : 'pipe' });
+  const stageEnv = s.vitest ? { ...env, [VITEST_CACHE_ENV]: vitestCacheDir(s.name) } : env;
+  const child = spawn(s.cmd, s.args, { cwd: fromPackageRoot(), env: stageEnv, stdio: alone ? 'inherit' : 'pipe' });
   const out: Buffer[] = [];
-  child.stdout?.on('data', (b: Buffer) => out.push(b));
-  child.stderr?.on('data', (b: Buffer) => out.push(b));
+  const prefixed = streamed ? new LinePrefixer(`[${s.name}] `) : undefined;
+  const take = (b: Buffer) => (prefixed ? process.stdout.write(prefixed.push(b.toString())) : out.push(b));
+  child.stdout?.on('data', take);
+  child.stderr?.on('data', take);
   return new Promise((resolve) => {
     const done = (failure: string | undefined) => {
       const seconds = Math.round((Date.now() - start) / 1000);
-      if (!alone) process.stdout.write(header + Buffer.concat(out).toString() + `(${s.name}: ${seconds} s)\n`);
+      if (prefixed) process.stdout.write(prefixed.end() + `(${s.name}: ${seconds} s)\n`);
+      else if (!alone) process.stdout.write(header + Buffer.concat(out).toString() + `(${s.name}: ${seconds} s)\n`);
       resolve({ name: s.name, seconds, ...(failure && { failure }) });
     };
     child.on('error', (e) => done(e.message));
@@ -108,15 +145,36 @@ function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean): Promise<Sta
   });
 }
 
+/** stepsFrom is STEPS from the step of the stage named by `--from <stage>` in args (all of them without it). */
+function stepsFrom(args: readonly string[]): Stage[][] {
+  const i = args.indexOf('--from');
+  if (i < 0) return STEPS;
+  const name = args[i + 1];
+  const at = STEPS.findIndex((step) => step.some((s) => s.name === name));
+  if (at < 0) {
+    const names = STEPS.flat().map((s) => s.name);
+    process.stderr.write(`--from ${name ?? '(nothing)'}: no such stage; the stages are ${names.join(', ')}\n`);
+    process.exit(2);
+  }
+  // The test runs need dist/ built once before them (two of them building it at once would collide).
+  const build = STEPS.findIndex((step) => step.some((s) => s.name === 'build'));
+  const buildStage = STEPS[build]!.find((s) => s.name === 'build')!;
+  return at > build ? [[buildStage], ...STEPS.slice(at)] : STEPS.slice(at);
+}
+
 async function main(): Promise<number> {
+  const steps = stepsFrom(process.argv.slice(2));
   const totalsDir = mkdtempSync(join(tmpdir(), 'vc-test-totals-'));
   const statsFile = join(totalsDir, 'process-starts.jsonl');
-  const env = { ...process.env, [TOTALS_DIR_ENV]: totalsDir, [PROCESS_STATS_ENV]: statsFile };
+  const env: NodeJS.ProcessEnv = { ...process.env, [TOTALS_DIR_ENV]: totalsDir, [PROCESS_STATS_ENV]: statsFile };
   mkdirSync(CACHE, { recursive: true });
+  const started = Date.now();
   const times: string[] = [];
   const failed: string[] = [];
   try {
-    for (const step of STEPS) {
+    for (const step of steps) {
+      // A test run after the build step finds dist/ current and does not build it again (test/build-dist.ts).
+      if (step.some((s) => s.name === 'build')) env[DIST_BUILT_ENV] = '1';
       const results = await Promise.all(step.map((s) => runStage(s, env, step.length === 1)));
       for (const r of results) {
         times.push(`${r.name} ${r.seconds} s`);
@@ -125,7 +183,8 @@ async function main(): Promise<number> {
       if (failed.length) break;
     }
     const totals = readRunTotals(totalsDir);
-    process.stdout.write(`\nstage times: ${times.join(', ')}\n`);
+    const total = Math.round((Date.now() - started) / 1000);
+    process.stdout.write(`\nstage times: ${times.join(', ')} (all together ${total} s)\n`);
     if (totals.files.length > 0) {
       process.stdout.write(`slowest test files:\n`);
       for (const f of totals.files.slice(0, SLOWEST))
@@ -135,7 +194,7 @@ async function main(): Promise<number> {
     if (failed.length) process.stdout.write(`stopped at: ${failed.join(', ')}\n`);
     // A failed stage that is not a test run (typecheck, lint, format, toolchain) counts as one failure, so the closing
     // line never reads as a clean run when the run stopped early.
-    const stageFailures = failed.filter((f) => !/^(unit|integration) /.test(f)).length;
+    const stageFailures = failed.filter((f) => !/^(unit|integration|realnode) /.test(f)).length;
     process.stdout.write(
       `\ntests: ${totals.passed} passed, ${totals.failed + stageFailures} failed, ${totals.skipped} skipped\n`,
     );

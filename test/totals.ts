@@ -8,6 +8,12 @@ import { join } from 'node:path';
  */
 export const TOTALS_DIR_ENV = 'VC_TEST_TOTALS_DIR';
 
+/**
+ * VITEST_CACHE_ENV names the directory a vitest run keeps its cache in (vitest.config.ts), above all each file's last
+ * duration, by which it starts the slowest files first. Unset, it is vitest's default under node_modules.
+ */
+export const VITEST_CACHE_ENV = 'VC_VITEST_CACHE_DIR';
+
 /** FileTime is how long one test file took, from its import to its last hook. */
 export interface FileTime {
   file: string;

@@ -233,16 +233,13 @@ export class LocalControlPlane {
     await this.startApiserver();
     this.controllerManager?.start();
     this.scheduler?.start();
+    // kwok needs only the apiserver: its nodes become Ready while the controller manager and scheduler start.
     await Promise.all([
       this.controllerManager &&
         this.waitHealthz('kube-controller-manager', this.ports.controllerManager, this.controllerManager),
       this.scheduler && this.waitHealthz('kube-scheduler', this.ports.scheduler, this.scheduler),
+      this.kwok && this.startKwok(this.kwok),
     ]);
-    if (this.kwok) {
-      await this.createKwokNodes();
-      this.kwok.start();
-      await this.waitNodesReady();
-    }
   }
 
   /** startApiserver (re)starts only the apiserver on its port and waits for /readyz. */
@@ -301,12 +298,15 @@ export class LocalControlPlane {
     return { certPem: this.caPem, keyPem: readFileSync(join(this.opts.dir, 'pki/ca.key'), 'utf8') };
   }
 
-  private async createKwokNodes(): Promise<void> {
+  /** startKwok creates the simulated nodes, starts kwok and waits until they are Ready. */
+  private async startKwok(kwok: ManagedProcess): Promise<void> {
     const c = await this.client();
     for (const name of this.kwokNodeNames) {
       if (await c.getOrNull(R.nodes, undefined, name)) continue;
       await c.create(R.nodes, kwokNode(name));
     }
+    kwok.start();
+    await this.waitNodesReady();
   }
 
   private async waitNodesReady(): Promise<void> {
