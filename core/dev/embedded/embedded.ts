@@ -3,26 +3,27 @@ import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
-import { LocalSuperCluster } from '../../local/supercluster.ts';
-import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
+import { LocalSuperCluster } from '../local/supercluster.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../local/realnode.ts';
 import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
-import type { LocalControlPlane } from '../../local/controlplane.ts';
-import { ensureClusterCRD, registerSuperCluster } from '../../local/registration.ts';
-import { TcpForwarder } from '../../local/forwarder.ts';
-import { freePorts, waitFor } from '../../local/process.ts';
+import type { LocalControlPlane } from '../local/controlplane.ts';
+import { ensureClusterCRD, registerSuperCluster } from '../local/registration.ts';
+import { TcpForwarder } from '../local/forwarder.ts';
+import { freePorts, waitFor } from '../local/process.ts';
 import { fromPackageRoot } from '../../paths.ts';
 import { renderKubeconfig } from '../../pki/kubeconfig.ts';
 import { issueCert, issueNodeCert } from '../../pki/pki.ts';
-import { pluginHostFromConfig } from '../plugins.ts';
+import { pluginHostFromConfig } from '../../programs/plugins.ts';
 import { DEFAULT_POLICY, DEFAULT_POLICY_ANNOTATION, type TenantPolicy } from '../../tenancy/policy.ts';
 import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
 import { VirtualClusterDirectory, type TenantDirectory } from '../../vnagent/directory.ts';
 import { nodeSuperClient, parseNodeCredential } from '../../vnagent/nodecredential.ts';
 import { InformerSuperView, NodesSuperView } from '../../vnagent/superview.ts';
-import type { ManagerConfig } from '../manager/config.ts';
-import { startManager, type Manager } from '../manager/manager.ts';
+import type { ManagerConfig } from '../../programs/manager/config.ts';
+import { startManager, type Manager } from '../../programs/manager/manager.ts';
+import { localProvisioners } from '../provisioner/offer.ts';
 import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
 
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
@@ -467,7 +468,8 @@ export async function startEmbedded(o: {
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
-    const manager = await startManager(cfg, configPath);
+    // The local provisioner is the developer environment's: this program offers it to the manager, which never imports it.
+    const manager = await startManager(cfg, configPath, { provisioners: localProvisioners(cfg) });
     await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 });
     return {
       superCluster: sc,

@@ -6,10 +6,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueCert, issueNodeCert, renderKubeconfig } from '../pki/pki.ts';
-import { R } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/client.ts';
-import { kubeRouterPath } from '../toolchain/netpol.ts';
+import { issueCert, issueNodeCert, renderKubeconfig } from '../../pki/pki.ts';
+import { R } from '../../kube/resources.ts';
+import type { KubeObject } from '../../kube/client.ts';
+import { kubeRouterPath } from '../../toolchain/netpol.ts';
 import {
   NODE_IMAGES,
   cniBinDir,
@@ -18,7 +18,7 @@ import {
   nodeImageArchive,
   nodeToolchainDir,
   type NodeImage,
-} from '../toolchain/node.ts';
+} from '../../toolchain/node.ts';
 import type { LocalControlPlane } from './controlplane.ts';
 import {
   HOST_PATHS_OUTSIDE,

@@ -1,16 +1,21 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
-import { LocalControlPlane } from '../../local/controlplane.ts';
-import { TcpForwarder } from '../../local/forwarder.ts';
-import { DnsView } from '../dnsview.ts';
+import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
+import { LocalControlPlane } from '../local/controlplane.ts';
+import { TcpForwarder } from '../local/forwarder.ts';
+import { DnsView } from '../../provisioners/dnsview.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
-import { TENANT_CONTROLLERS } from '../native/flags.ts';
+import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
-import { ProvisionRefused, type ProvisionLimits, type Provisioner, type ProvisionState } from '../provisioner.ts';
+import {
+  ProvisionRefused,
+  type ProvisionLimits,
+  type Provisioner,
+  type ProvisionState,
+} from '../../provisioners/provisioner.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 

@@ -13,6 +13,7 @@ import { childLogger } from '../../log.ts';
 import { IDENTITY } from '../../names/names.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../../metrics/ops.ts';
 import type { PluginHost } from '../../plugins/host.ts';
+import type { Provisioner } from '../../provisioners/provisioner.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { Syncer, SYNCER_DEFAULTS, type SyncerTerm } from '../../syncer/syncer.ts';
 import { TenantInformerPool } from '../../sessions/pool.ts';
@@ -53,6 +54,12 @@ export interface ManagerOptions {
    * kubeconfig are read.
    */
   syncerOnly?: string;
+  /**
+   * provisioners are the provisioners, by name, that the program running this manager offers besides its own import
+   * and native ones: `vc up` offers the local provisioner of the developer environment (core/dev/provisioner), which
+   * production code never imports. The manager stops them when it stops.
+   */
+  provisioners?: Readonly<Record<string, Provisioner>>;
 }
 
 /** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
@@ -158,7 +165,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   });
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
-      ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster)
+      ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster, o.provisioners)
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
   // So does a manager standing by (leader election), whose controller runs only while it leads: its syncers' caches
