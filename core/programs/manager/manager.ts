@@ -54,11 +54,7 @@ export interface ManagerOptions {
    * kubeconfig are read.
    */
   syncerOnly?: string;
-  /**
-   * provisioners are the provisioners, by name, that the program running this manager offers besides its own import
-   * and native ones: `vc up` offers the local provisioner of the developer environment (core/dev/provisioner), which
-   * production code never imports. The manager stops them when it stops.
-   */
+  /** provisioners are offered by the program running it, beside import and native (vc up: core/dev's local) */
   provisioners?: Readonly<Record<string, Provisioner>>;
 }
 
