@@ -1,30 +1,29 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments, stringify } from 'yaml';
-import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
+import { stringify } from 'yaml';
 import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../local/supercluster.ts';
-import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../local/realnode.ts';
-import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
-import { NODE_IMAGES } from '../../toolchain/node.ts';
-import type { ForcedPlacementView } from '../../plugins/contract.ts';
-import type { LocalControlPlane } from '../local/controlplane.ts';
-import { ensureClusterCRD, registerSuperCluster } from '../local/registration.ts';
+import { registerSuperCluster } from '../local/registration.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
-import { freePorts, waitFor } from '../local/process.ts';
-import { fromPackageRoot } from '../../paths.ts';
-import { renderKubeconfig } from '../../pki/kubeconfig.ts';
-import { issueCert, issueNodeCert } from '../../pki/pki.ts';
-import { pluginHostFromConfig } from '../../programs/plugins.ts';
-import { DEFAULT_POLICY, DEFAULT_POLICY_ANNOTATION, type TenantPolicy } from '../../tenancy/policy.ts';
-import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
-import { VirtualClusterDirectory, type TenantDirectory } from '../../vnagent/directory.ts';
-import { nodeSuperClient, parseNodeCredential } from '../../vnagent/nodecredential.ts';
-import { InformerSuperView, NodesSuperView } from '../../vnagent/superview.ts';
+import { waitFor } from '../local/process.ts';
 import type { ManagerConfig } from '../../programs/manager/config.ts';
 import { startManager, type Manager } from '../../programs/manager/manager.ts';
 import { localProvisioners } from '../provisioner/offer.ts';
 import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
+import { keptPort, startAgent } from './agent.ts';
+import { embeddedTenantDefaults, nativeOnRealNodes } from './defaults.ts';
+import { applyCRDs, applyFile, ensureEmbeddedPolicy, managerIdentity } from './superobjects.ts';
+
+// The embedded default's parts, named from here as well, where its users have always found them.
+export { startNodesAgent } from './agent.ts';
+export {
+  EMBEDDED_POLICY_NAME,
+  embeddedForcedPlacement,
+  embeddedPolicy,
+  embeddedTenantDefaults,
+  nativeOnRealNodes,
+} from './defaults.ts';
+export { applyCRDs, MANAGER_GROUP, managerIdentity } from './superobjects.ts';
 
 /** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
 export interface Embedded {
@@ -56,102 +55,6 @@ const sampleTenant = (name: string) =>
     spec: { provisioner: { type: 'local' }, weight: 1, podSecurityLevel: 'baseline' },
   });
 
-/** EMBEDDED_POLICY_NAME is the TenantPolicy `vc up` creates (once) and annotates default. */
-export const EMBEDDED_POLICY_NAME = 'embedded';
-
-/**
- * embeddedPolicy is the TenantPolicy of the embedded default: the built-in defaults, except that tenant Pods may
- * tolerate the real node's NoSchedule taint and select nodes by its label. The platform thereby lets a tenant run a
- * Pod on a real node (the toolchain's images only) when the Pod asks for it; where `vc up` runs one super cluster with
- * a real node it places every tenant Pod there anyway (embeddedForcedPlacement). The toolchain's images, which `vc up`
- * imports into the real node, run from the node's image store (pods.preloadedImages): nothing can be pulled here.
- * It grants the super clusters `vc up` started (spec.superCluster may name them), and, being the default policy, is
- * everyone's. Nothing else is widened: no ClusterVersion and no import Secret is granted.
- */
-export function embeddedPolicy(superClusters: readonly string[] = []): TenantPolicy {
-  return {
-    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-    kind: 'TenantPolicy',
-    metadata: { name: EMBEDDED_POLICY_NAME, annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
-    spec: {
-      pods: {
-        tolerations: [
-          ...DEFAULT_POLICY.podTolerations.map((t) => ({ ...t })),
-          { key: REAL_NODE_TAINT.key, effect: REAL_NODE_TAINT.effect },
-        ],
-        nodeLabelKeys: [...DEFAULT_POLICY.podNodeLabelKeys, REAL_NODE_LABEL],
-        preloadedImages: Object.values(NODE_IMAGES),
-      },
-      ...(superClusters.length && { grants: { superClusters: [...superClusters] } }),
-    },
-  };
-}
-
-/**
- * embeddedForcedPlacement is what `vc up` forces onto every tenant Pod (the manager's tenantDefaults.pods.forced) when
- * it runs one super cluster with a real node: the real node's label and a toleration of its NoSchedule taint, so
- * tenant workloads run as real containers (DNS, Services, logs and exec work) rather than as kwok's simulations. It is
- * written into the manager configuration by every `vc up`, so it follows that run: `--real-nodes 0`, the fallback to
- * simulated nodes or several super clusters (whose others have no real node) force nothing. Unlike the embedded
- * TenantPolicy, created once and then the administrator's, it cannot outlive the real node it names.
- */
-export function embeddedForcedPlacement(): ForcedPlacementView {
-  return {
-    nodeSelector: { [REAL_NODE_LABEL]: 'true' },
-    tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
-  };
-}
-
-/**
- * embeddedTenantDefaults is the manager's tenantDefaults under `vc up`, from the real nodes it started (each Ready by
- * then) and its super clusters: none without a real node; with one, the real node's images (imported with it, never
- * pulled) kept IfNotPresent, and with a single super cluster every tenant Pod forced onto the real node.
- */
-export function embeddedTenantDefaults(o: {
-  realNodes: number;
-  superClusters: number;
-  preloadedImages: readonly string[];
-}): Pick<ManagerConfig, 'tenantDefaults'> {
-  if (o.realNodes < 1) return {};
-  return {
-    tenantDefaults: {
-      pods: {
-        preloadedImages: [...Object.values(NODE_IMAGES), ...o.preloadedImages],
-        ...(o.superClusters === 1 && { forced: embeddedForcedPlacement() }),
-      },
-    },
-  };
-}
-
-/**
- * ensureEmbeddedPolicy creates the embedded TenantPolicy when no policy of that name exists; an existing one is the
- * platform administrator's from then on and is left as it is.
- */
-async function ensureEmbeddedPolicy(c: KubeClient, superClusters: readonly string[]): Promise<void> {
-  if (await c.getOrNull(R.tenantpolicies, undefined, EMBEDDED_POLICY_NAME)) return;
-  await c.create(R.tenantpolicies, embeddedPolicy(superClusters) as KubeObject);
-}
-
-/**
- * applyKubeletAccess grants the vn-agent's user (`vc-vn-agent`, its client certificate towards kubelets) what the
- * kubelets' webhook authorization asks for, and nothing else: the `vc-vn-agent-kubelet` ClusterRole and binding of
- * deploy/vn-agent/rbac.yaml (nodes/proxy get and create).
- */
-async function applyKubeletAccess(c: KubeClient): Promise<void> {
-  const file = 'deploy/vn-agent/rbac.yaml';
-  const kinds = { ClusterRole: R.clusterroles, ClusterRoleBinding: R.clusterrolebindings } as const;
-  for (const d of parseAllDocuments(readFileSync(fromPackageRoot(file), 'utf8'))) {
-    const o = d.toJS() as KubeObject | null;
-    if (o?.metadata?.name !== VN_AGENT_KUBELET_ROLE) continue;
-    const r = kinds[o.kind as keyof typeof kinds];
-    if (!r) throw new Error(`${file}: ${o.kind} ${VN_AGENT_KUBELET_ROLE} is neither a ClusterRole nor a binding`);
-    await c.apply(r, o, 'vc-up');
-  }
-}
-
-/** VN_AGENT_KUBELET_ROLE names the ClusterRole (and its binding) of what kubelets let the vn-agent do. */
-const VN_AGENT_KUBELET_ROLE = 'vc-vn-agent-kubelet';
-
 /** startTenantRepository serves `<stateDir>/git` on a port kept across restarts and seeds the tenants repository once. */
 async function startTenantRepository(stateDir: string): Promise<TenantRepositoryServer> {
   const portFile = join(stateDir, 'git-port');
@@ -168,105 +71,6 @@ async function startTenantRepository(stateDir: string): Promise<TenantRepository
     await server.commitFiles('tenants', files, 'two sample tenants');
   }
   return server;
-}
-
-/**
- * applyCRDs server-side-applies every CRD under deploy/crds and waits until the VirtualCluster API answers. The
- * minimal Cluster CRD (clusters.yaml) is only created where no Cluster CRD is (ensureClusterCRD).
- */
-export async function applyCRDs(sc: LocalSuperCluster): Promise<void> {
-  const c = await sc.cluster.client();
-  const dir = fromPackageRoot('deploy/crds');
-  await ensureClusterCRD(c);
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml') && x !== 'clusters.yaml')) {
-    for (const d of parseAllDocuments(readFileSync(join(dir, f), 'utf8')))
-      await c.apply(R.crds, d.toJS() as KubeObject, 'vc-up');
-  }
-  await waitFor('the VirtualCluster API', async () => !!(await c.list(R.virtualclusters)), { timeoutMs: 30_000 });
-}
-
-/** MANAGER_GROUP is the group of the embedded manager's client certificate, which deploy/policy matches. */
-export const MANAGER_GROUP = 'tenancy.x-k8s.io:managers';
-
-const applyFile = async (c: KubeClient, file: string, fieldManager: string): Promise<void> => {
-  const byKind = new Map<string, Resource>(Object.values(R).map((r) => [r.kind, r]));
-  for (const d of parseAllDocuments(readFileSync(fromPackageRoot(file), 'utf8'))) {
-    const o = d.toJS() as KubeObject | null;
-    if (!o) continue;
-    const r = byKind.get(o.kind ?? '');
-    if (!r) throw new Error(`${file}: no resource known for kind ${o.kind}`);
-    await c.apply(r, o, fieldManager);
-  }
-};
-
-/**
- * managerIdentity applies the manager's RBAC (deploy/manager/rbac.yaml, bound to MANAGER_GROUP as well) and the
- * admission policies that keep it inside tenant namespaces (deploy/policy), and returns a kubeconfig for a client
- * certificate `vc-manager` in MANAGER_GROUP: the embedded manager runs as what the policies bound, not as admin.
- */
-export async function managerIdentity(
-  sc: LocalSuperCluster | LocalControlPlane,
-  leaseNamespace: string,
-): Promise<string> {
-  const cp = 'cluster' in sc ? sc.cluster : sc;
-  const c = await cp.client();
-  await applyFile(c, 'deploy/manager/rbac.yaml', 'vc-up');
-  const group = { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: MANAGER_GROUP };
-  await c.apply(
-    R.clusterrolebindings,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'vc-manager-embedded' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vc-manager' },
-      subjects: [group],
-    },
-    'vc-up',
-  );
-  const lease = { name: 'vc-manager-leader-election', namespace: leaseNamespace };
-  await c.apply(
-    R.roles,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: lease,
-      rules: [
-        {
-          apiGroups: ['coordination.k8s.io'],
-          resources: ['leases'],
-          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
-        },
-      ],
-    },
-    'vc-up',
-  );
-  await c.apply(
-    R.rolebindings,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: lease,
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: lease.name },
-      subjects: [group],
-    },
-    'vc-up',
-  );
-  await applyFile(c, 'deploy/policy/manager-scope.yaml', 'vc-up');
-  const superCA = { certPem: cp.caPem, keyPem: readFileSync(join(cp.dir, 'pki/ca.key'), 'utf8') };
-  const cert = await issueCert(superCA, {
-    commonName: 'vc-manager',
-    organizations: [MANAGER_GROUP],
-    usages: ['client'],
-    validityDays: 365,
-  });
-  return renderKubeconfig({
-    clusterName: cp.name,
-    server: cp.server,
-    caPem: cp.caPem,
-    user: 'vc-manager',
-    clientCertPem: cert.certPem,
-    clientKeyPem: cert.keyPem,
-  });
 }
 
 /**
@@ -490,95 +294,4 @@ export async function startEmbedded(o: {
     await sc.stop();
     throw e;
   }
-}
-
-/**
- * nativeOnRealNodes are the native provisioner's settings on a local super cluster with real nodes: the control-plane
- * Pods run on a real node (the only nodes that run containers), the manager on this host reaches each tenant
- * apiserver at its Service's ClusterIP (kube-proxy routes it here), and etcd keeps its data under
- * `<stateDir>/native/<root>` (the local super cluster has no volume provisioner), deleted with the tenant. The tenants'
- * DNS servers read their Services through the manager's DNS view at dnsView (the real node's bridge gateway, where
- * Pods reach this host), which shows each with its super cluster IP.
- */
-export function nativeOnRealNodes(stateDir: string, dnsView: { host: string; port: number }): NativeOptions {
-  return {
-    apiserverAccess: 'ClusterIP',
-    placement: embeddedForcedPlacement(),
-    etcdHostPathDir: join(stateDir, 'native'),
-    dnsView,
-  };
-}
-
-/** keptPort is the port recorded in a file, or a free one, recorded there: the same port across restarts. */
-async function keptPort(file: string): Promise<number> {
-  const port = existsSync(file) ? Number(readFileSync(file, 'utf8')) : (await freePorts(1))[0]!;
-  writeFileSync(file, String(port));
-  return port;
-}
-
-/**
- * startNodesAgent runs the vn-agent of one super cluster of the embedded default (default the first; `cluster`
- * another one, r2..) on 127.0.0.1: tenants are the Running VirtualClusters of the meta cluster (or the given
- * directory); it serves every node of that super cluster, simulated and real, and reads each node's
- * Pods with that node's own credential (system:node:<node>, signed by that super cluster's CA), so the apiserver's Node
- * authorizer shows it nothing else. Towards the kubelets it is the user `vc-vn-agent` (a client certificate of that
- * super cluster's CA, allowed nodes/proxy by applyKubeletAccess) and verifies their serving certificates against that
- * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 and `podAddress` when given (a
- * forwarder there lets tenant apiservers in Pods, native tenants', reach it): the one CA tenant apiservers verify every
- * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile).
- */
-export async function startNodesAgent(
-  sc: LocalSuperCluster,
-  o: {
-    port: number;
-    cluster?: LocalControlPlane;
-    directory?: TenantDirectory;
-    handshakeTimeoutMs?: number;
-    podAddress?: string;
-  },
-): Promise<VnAgent> {
-  const cluster = o.cluster ?? sc.cluster;
-  const meta = await sc.cluster.client();
-  const c = cluster === sc.cluster ? meta : await cluster.client();
-  await applyKubeletAccess(c);
-  const superCA = cluster.ca;
-  const nodes = [...cluster.kwokNodeNames, ...sc.realNodesOf(cluster).map((n) => n.name)];
-  const views: InformerSuperView[] = [];
-  for (const nodeName of nodes) {
-    const cert = await issueNodeCert(superCA, nodeName, 365);
-    const cred = parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName);
-    views.push(
-      new InformerSuperView({ client: nodeSuperClient(c, cred), nodeName, nodeScoped: true, closeClient: true }),
-    );
-  }
-  const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
-  const serving = await issueCert(sc.cluster.ca, {
-    commonName: 'vc-vn-agent',
-    ipAddresses: ['127.0.0.1', ...(o.podAddress ? [o.podAddress] : [])],
-    usages: ['server'],
-    validityDays: 365,
-  });
-  return startVnAgent({
-    host: '127.0.0.1',
-    port: o.port,
-    serving,
-    directory: o.directory ?? new VirtualClusterDirectory({ meta }),
-    superView: new NodesSuperView(views),
-    plugins: await pluginHostFromConfig('vn-agent'),
-    kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
-    handshakeTimeoutMs: o.handshakeTimeoutMs,
-  });
-}
-
-/** startAgent runs the vn-agent of one super cluster (startNodesAgent) on a port kept across restarts. */
-async function startAgent(
-  sc: LocalSuperCluster,
-  stateDir: string,
-  cluster: LocalControlPlane = sc.cluster,
-  podAddress?: string,
-): Promise<VnAgent> {
-  const port = await keptPort(
-    join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`),
-  );
-  return startNodesAgent(sc, { port, cluster, podAddress });
 }
