@@ -1,3 +1,7 @@
+// Over 500 lines, on purpose: the VirtualCluster controller is one reconcile written as named steps over one Pass
+// (validate, check, admit, provision, publish, serve; cleanUp on delete) that share the controller's queue, recorder
+// and provisioners. The decisions are pure functions in decisions.ts; the kubeconfig Secret, tenant DNS, counting,
+// ownership and the cache limit have files of their own. What is left is the order of the steps and their status.
 import { Gauge } from 'prom-client';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { EventRecorder } from '../controller/events.ts';

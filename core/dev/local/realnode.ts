@@ -2,6 +2,10 @@
  * A real node on this host: containerd, the kubelet, kube-proxy and kube-router as processes, its PKI, pod network,
  * records and cleanup. Its configuration files are rendered in nodeconfig.ts and its CRI calls made in cri.ts; the
  * names of both are re-exported here for existing importers (about 30 of this file's lines).
+ *
+ * Over 500 lines, on purpose: RealNode is one lifecycle (start containerd, kubelet, kube-proxy, kube-router in
+ * order; stop and clean up in reverse) whose steps share the node's fields. Host checks and sweeping are in
+ * nodehost.ts, configuration in nodeconfig.ts, CRI in cri.ts. It is the developer environment's, never production's.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';

@@ -1,3 +1,6 @@
+// Over 500 lines, on purpose: NativeProvisioner is one provisioner's ensure, status and delete flow over the objects
+// it owns, with the PKI Secret that flow keeps. Rendering (render.ts), flags (flags.ts), exposure (expose.ts), the
+// layout of names (layout.ts) and the parts list (parts.ts) are already apart; the rest shares the class's state.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
