@@ -4,8 +4,8 @@
  * names of both are re-exported here for existing importers (about 30 of this file's lines).
  *
  * Over 500 lines, on purpose: RealNode is one lifecycle (start containerd, kubelet, kube-proxy, kube-router in
- * order; stop and clean up in reverse) whose steps share the node's fields. Host checks and sweeping are in
- * nodehost.ts, configuration in nodeconfig.ts, CRI in cri.ts. It is the developer environment's, never production's.
+ * order; stop and clean up in reverse) whose steps share the node's fields. Host checks are in nodehost.ts, sweeping in
+ * nodesweep.ts, configuration in nodeconfig.ts, CRI in cri.ts. It is the developer environment's, never production's.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -32,11 +32,11 @@ import {
   allPids,
   realNodePreflight,
   run,
-  sweepNode,
   writeNodeRecord,
   type NodeRecord,
   type RealNodePreflight,
 } from './nodehost.ts';
+import { sweepNode } from './nodesweep.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 import { writeRegistryHosts, type NodeRegistry } from './noderegistry.ts';
 import { describeOwner, hostLockHeld, hostLockOwner, type HostLockOwner } from './hostlock.ts';
