@@ -6,9 +6,22 @@
 //      ^
 //   runtime   core/{kube,queue,controller,leader,metrics,pki,toolchain}, core/log.ts, core/paths.ts
 //      ^      generic Kubernetes and process machinery; knows nothing of tenants
-//   domain    core/{names,tenancy,plugins,sessions,superclusters,provisioners,scheduler,syncer,lifecycle,local,vnagent},
+//   domain    core/{names,tenancy,plugins,sessions,superclusters,provisioners,scheduler,syncer,lifecycle,vnagent},
 //      ^      gitops/, plugins/: tenants, plugins, syncing, VirtualCluster lifecycle, GitOps
-//   programs  core/programs: the manager, the vn-agent process, the embedded default (vc up), the vc CLI
+//   programs  core/programs: the manager, the vn-agent process, the vc CLI, the installer
+//      ^
+//   dev       core/dev: the developer environment, which production never runs: core/dev/local (etcd, control planes,
+//             kwok and real nodes as processes on this machine, the CRI client, host locks), core/dev/provisioner
+//             (the local provisioner, offered to the manager by the program that runs it) and core/dev/embedded
+//             (the embedded default of `vc up`). It may import every layer but the CLI; nothing outside it imports it
+//             but `vc up` (core/programs/cli/up.ts) and the tests. Inside it: local <- provisioner <- embedded.
+//
+// core/toolchain is runtime because production uses part of it: the pinned versions and image names the native
+// provisioner and tenant DNS default to (pinnedVersions in toolchain.ts, NODE_IMAGES in node.ts), and the image
+// build and push of `vc image` and `vc install` (images.ts, appimage.ts, push.ts, ociref.ts). The rest is the
+// developer environment's: building the Kubernetes and node toolchains from source (ensureToolchain,
+// ensureNodeToolchain, setup.ts), the local registry (registry.ts) and kube-router (netpol.ts); only core/dev, the CLI
+// (`vc toolchain`, `vc up`) and the tests import setup.ts, registry.ts and netpol.ts.
 //
 // A layer imports only itself and the layers below it. Besides: core/ outside the programs imports neither gitops/
 // nor the built-in plugins; a built-in plugin imports only the plugin SDK by its package name (and node: built-ins),
@@ -26,17 +39,22 @@
 //      core/provisioners                            connections and informers; the provisioner interface, DNS view
 //   5  core/scheduler, core/provisioners/native,    namespace and Pod placement; the production provisioners
 //      core/provisioners/import
-//   6  core/syncer, core/lifecycle, core/local      the syncer (which follows the scheduler's signed placements); the
-//                                                   VirtualCluster controller; the local control planes (dev env)
-//   7  core/vnagent, core/provisioners/local        the kubelet proxy; the local provisioner (dev env)
+//   6  core/syncer, core/lifecycle                  the syncer (which follows the scheduler's signed placements); the
+//                                                   VirtualCluster controller
+//   7  core/vnagent                                 the kubelet proxy
 //
 // A new core/ folder gets a place in a layer (and, in the domain, a tier) before its files may import anything.
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
 const DOMAIN =
-  '^core/(names|tenancy|plugins|sessions|syncer|lifecycle|provisioners|local|vnagent|scheduler|superclusters)/|^gitops/|^plugins/';
+  '^core/(names|tenancy|plugins|sessions|syncer|lifecycle|provisioners|vnagent|scheduler|superclusters)/|^gitops/|^plugins/';
 const API = '^core/api/';
 const PROGRAMS = '^core/programs/';
+const DEV = '^core/dev/';
+/** UP is the one production file that imports the developer environment: the `vc up` command. */
+const UP = '^core/programs/cli/up\\.ts$';
+/** DEV_TOOLCHAIN are the parts of core/toolchain that only the developer environment, the CLI and tests use. */
+const DEV_TOOLCHAIN = '^core/toolchain/(setup|registry|netpol)\\.ts$';
 const TESTS = '\\.test\\.ts$|^test/';
 const SDK = '^plugins/sdk/';
 
@@ -47,35 +65,66 @@ const DOMAIN_ORDER = [
   ['core/plugins'],
   ['core/superclusters', 'core/sessions', 'core/provisioners'],
   ['core/scheduler', 'core/provisioners/native', 'core/provisioners/import'],
-  ['core/syncer', 'core/lifecycle', 'core/local'],
-  ['core/vnagent', 'core/provisioners/local'],
+  ['core/syncer', 'core/lifecycle'],
+  ['core/vnagent'],
 ];
+
+/** DEV_ORDER are the tiers of the developer environment's folders, lowest first (see the comment at the top). */
+const DEV_ORDER = [['core/dev/local'], ['core/dev/provisioner'], ['core/dev/embedded']];
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** filesIn matches the files directly in one of the folders, not in their subfolders. */
 const filesIn = (folders) => `^(${folders.map(escape).join('|')})/[^/]+$`;
 
-// One rule per domain folder: it may not import a folder of its own tier (but itself) or of a tier above.
-const domainOrderRules = DOMAIN_ORDER.flatMap((tier, i) =>
-  tier.map((folder) => ({
-    name: `domain-order: ${folder}`,
-    comment: `${folder} (tier ${i + 1}) imports only its own files and domain folders of lower tiers.`,
-    severity: 'error',
-    from: { path: filesIn([folder]), pathNot: TESTS },
-    to: {
-      path: filesIn(
-        DOMAIN_ORDER.slice(i)
-          .flat()
-          .filter((f) => f !== folder),
-      ),
-    },
-  })),
-);
+// One rule per domain (or dev) folder: it may not import a folder of its own tier (but itself) or of a tier above.
+const orderRules = (kind, order) =>
+  order.flatMap((tier, i) =>
+    tier.map((folder) => ({
+      name: `${kind}-order: ${folder}`,
+      comment: `${folder} (tier ${i + 1}) imports only its own files and ${kind} folders of lower tiers.`,
+      severity: 'error',
+      from: { path: filesIn([folder]), pathNot: TESTS },
+      to: {
+        path: filesIn(
+          order
+            .slice(i)
+            .flat()
+            .filter((f) => f !== folder),
+        ),
+      },
+    })),
+  );
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
-    ...domainOrderRules,
+    ...orderRules('domain', DOMAIN_ORDER),
+    ...orderRules('dev', DEV_ORDER),
+    {
+      name: 'production-imports-dev',
+      comment:
+        'core/dev is the developer environment (local processes, real nodes, the local provisioner, vc up): the ' +
+        'manager, the vn-agent, the domain and the runtime never import it; only `vc up` and the tests do.',
+      severity: 'error',
+      from: { pathNot: `${DEV}|${UP}|${TESTS}` },
+      to: { path: DEV },
+    },
+    {
+      name: 'dev-imports-cli',
+      comment: 'The CLI starts the developer environment (vc up), so core/dev does not import the CLI back.',
+      severity: 'error',
+      from: { path: DEV, pathNot: TESTS },
+      to: { path: '^core/programs/cli/' },
+    },
+    {
+      name: 'production-imports-dev-toolchain',
+      comment:
+        "Building toolchains, the local registry and kube-router are the developer environment's parts of " +
+        'core/toolchain: only core/dev, the CLI (vc toolchain, vc up), core/toolchain itself and the tests import them.',
+      severity: 'error',
+      from: { pathNot: `${DEV}|^core/programs/cli/|^core/toolchain/|${TESTS}` },
+      to: { path: DEV_TOOLCHAIN },
+    },
     {
       name: 'production-imports-testing',
       comment:
@@ -96,7 +145,7 @@ module.exports = {
       name: 'core-folder-outside-layers',
       comment: 'Every core/ file belongs to a layer (and a domain folder to a tier of DOMAIN_ORDER) before it imports.',
       severity: 'error',
-      from: { path: '^core/', pathNot: `${RUNTIME}|${DOMAIN}|${API}|${PROGRAMS}|${TESTS}` },
+      from: { path: '^core/', pathNot: `${RUNTIME}|${DOMAIN}|${API}|${PROGRAMS}|${DEV}|${TESTS}` },
       to: {},
     },
     {
@@ -115,9 +164,10 @@ module.exports = {
     },
     {
       name: 'core-imports-gitops-or-builtin-plugins',
-      comment: 'Only the programs wire gitops/ and the built-in plugins (plugins/registry.ts) into core.',
+      comment:
+        'Only the programs (and core/dev) wire gitops/ and the built-in plugins (plugins/registry.ts) into core.',
       severity: 'error',
-      from: { path: '^core/', pathNot: `${PROGRAMS}|${TESTS}` },
+      from: { path: '^core/', pathNot: `${PROGRAMS}|${DEV}|${TESTS}` },
       to: { path: '^gitops/|^plugins/', pathNot: SDK },
     },
     {

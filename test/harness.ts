@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { LocalSuperCluster, type SuperClusterOptions } from '../core/local/supercluster.ts';
+import { LocalSuperCluster, type SuperClusterOptions } from '../core/dev/local/supercluster.ts';
 import type { KubeClient } from '../core/kube/client.ts';
-import type { LocalControlPlane } from '../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../core/dev/local/controlplane.ts';
 import { tenantFrom, type Tenant } from '../core/tenancy/tenant.ts';
-import { ensureClusterCRD, registerSuperCluster } from '../core/local/registration.ts';
+import { ensureClusterCRD, registerSuperCluster } from '../core/dev/local/registration.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
-import { realNodePreflightHere } from '../core/local/realnode.ts';
+import { realNodePreflightHere } from '../core/dev/local/realnode.ts';
 import { removeStateDir, stateDir as makeStateDir } from './statedirs.ts';
 import { fetchText } from './bench/procstat.ts';
 

@@ -1,6 +1,6 @@
 import { ApiError, KubeClient } from '../core/kube/client.ts';
 import { R } from '../core/kube/resources.ts';
-import type { LocalSuperCluster } from '../core/local/supercluster.ts';
+import type { LocalSuperCluster } from '../core/dev/local/supercluster.ts';
 import { renderKubeconfig } from '../core/pki/kubeconfig.ts';
 
 /**

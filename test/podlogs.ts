@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import type { LocalControlPlane } from '../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../core/dev/local/controlplane.ts';
 
 /** LogsReply is what an apiserver answered to a Pod log request. */
 export interface LogsReply {

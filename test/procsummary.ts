@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import type { ProcessStat } from '../core/local/procstats.ts';
+import type { ProcessStat } from '../core/dev/local/procstats.ts';
 
 /** ComponentStarts is what one program of the stats file added up to. */
 export interface ComponentStarts {

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROCESS_STATS_ENV } from '../core/local/procstats.ts';
+import { PROCESS_STATS_ENV } from '../core/dev/local/procstats.ts';
 import { fromPackageRoot, packageRoot } from '../core/paths.ts';
 import { processSummaryLines, readProcessSummary } from './procsummary.ts';
 import { DIST_BUILT_ENV } from './build-dist.ts';
@@ -25,7 +25,7 @@ import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
  * info, eslint's and prettier's caches, keyed by file content): a second run checks only what changed. A fresh clone
  * has none and checks everything; removing that directory is always safe.
  * At the end it prints how long each stage took, the slowest test files of the whole run, how many of each Kubernetes
- * component the tests started and how long they took to become ready (core/local/procstats.ts), and one closing line
+ * component the tests started and how long they took to become ready (core/dev/local/procstats.ts), and one closing line
  * `tests: N passed, N failed, N skipped` over every vitest run (the reporter in summary-reporter.ts writes each run's
  * counts to a directory this script gives it).
  */

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { killAllSync } from '../core/local/process.ts';
+import { killAllSync } from '../core/dev/local/process.ts';
 
 /**
  * State directories of the local clusters a test or benchmark starts. Each is removed by the code that made it when it

@@ -1352,7 +1352,10 @@ export interface ManagerConfigurationVirtualClusters {
    * /virtualClusters/local.
    */
   defaultProvisioner?: 'local' | 'native' | 'import';
-  /** Settings of the local provisioner (processes on the manager's machine). */
+  /**
+   * Settings of the local provisioner (processes on the manager's machine), which only the embedded default (vc up)
+   * offers its manager: a manager run by vc manager refuses them.
+   */
   local?: {
     /** Directory for tenant PKI, kubeconfigs and logs (relative to this file). */
     stateDir: string;

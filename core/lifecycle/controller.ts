@@ -1,5 +1,7 @@
-// Over 500 lines for a reason: every step of the VirtualCluster reconcile reads in order in this one class; what the
-// steps decide lives in decisions.ts and health.ts, and the probing of served tenants in healthmonitor.ts.
+// Over 500 lines, on purpose: the VirtualCluster controller is one reconcile written as named steps over one Pass
+// (validate, check, admit, provision, publish, serve; cleanUp on delete) that share the controller's queue, recorder
+// and provisioners. The decisions are pure functions in decisions.ts; the kubeconfig Secret, tenant DNS, counting,
+// ownership and the cache limit have files of their own. What is left is the order of the steps and their status.
 import { Gauge } from 'prom-client';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { EventRecorder } from '../controller/events.ts';

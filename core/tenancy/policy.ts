@@ -27,6 +27,9 @@ export type { ExposePolicy } from './expose.ts';
  * The TenantPolicy: what the platform decides for the VirtualClusters that use it (issue 11). A VirtualCluster may
  * ask for less than its policy allows, never more; evaluatePolicy turns the two into the settings the provisioner
  * and the syncer get, or into the list of what the VirtualCluster asked for beyond its policy.
+ *
+ * Over 500 lines, on purpose: the policy's types and defaults and evaluatePolicy, a field-by-field check against them
+ * that reads as one table; the flag allow-list (allowlist.ts) and exposure (expose.ts) are apart already.
  */
 
 /** DEFAULT_POLICY_ANNOTATION marks the TenantPolicy of every VirtualCluster that names none (one policy at most). */

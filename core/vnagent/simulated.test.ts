@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kwokNode } from '../local/controlplane.ts';
+import { kwokNode } from '../dev/local/controlplane.ts';
 import { KUBELET_KINDS } from './routes.ts';
 import { isSimulatedNode, simulatedNodeRefusal } from './simulated.ts';
 import type { SuperNode } from './superview.ts';

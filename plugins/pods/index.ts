@@ -1,3 +1,7 @@
+// Over 500 lines, on purpose: the Pod plugin is one resource's transform (a new or updated super Pod, the service
+// account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
+// helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
+// nodepin.ts, podsecurity.ts, terminal.ts, gates.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,

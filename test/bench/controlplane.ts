@@ -1,4 +1,4 @@
-import { LocalSuperCluster } from '../../core/local/supercluster.ts';
+import { LocalSuperCluster } from '../../core/dev/local/supercluster.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';

@@ -6,9 +6,9 @@ import { isAlreadyExists, type KubeClient, type KubeObject } from '../../core/ku
 import { R } from '../../core/kube/resources.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { rootNamespace, superNamespace } from '../../core/names/names.ts';
-import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { type GitServer, startGitServer } from '../git/server.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';

@@ -3,10 +3,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { readDirArtifact } from '../../core/programs/cli/gitops.ts';
-import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
+import { localProvisioners } from '../../core/dev/provisioner/offer.ts';
 import { startManager } from '../../core/programs/manager/manager.ts';
 import { planApply } from '../../gitops/applier/applier.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
@@ -108,7 +109,8 @@ export async function gitopsBench(): Promise<BenchResult> {
           gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache') },
         }),
       );
-      manager = await startManager(loadManagerConfig(cfgFile), cfgFile);
+      const cfg = loadManagerConfig(cfgFile);
+      manager = await startManager(cfg, cfgFile, { provisioners: localProvisioners(cfg) });
       const get = (name: string) => t.client.getOrNull<VirtualCluster>(R.virtualclusters, 'default', name);
       await waitRunning(() => get('first'));
 

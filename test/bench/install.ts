@@ -5,7 +5,7 @@ import { parse, stringify } from 'yaml';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { TcpForwarder } from '../../core/local/forwarder.ts';
+import { TcpForwarder } from '../../core/dev/local/forwarder.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
 import { InstallFlow } from '../installflow.ts';
 import { killManager, ManagerSpawner } from '../managerproc.ts';

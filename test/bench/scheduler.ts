@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { parseSlice, SLICE, SUPER_CLUSTER, type Resources } from '../../core/scheduler/annotations.ts';

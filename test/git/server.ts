@@ -1,5 +1,5 @@
 /**
- * The tests' git server: the embedded default's smart-HTTP server (core/programs/embedded/gitserver.ts) plus what
+ * The tests' git server: the embedded default's smart-HTTP server (core/dev/embedded/gitserver.ts) plus what
  * only tests need: basic or bearer authentication, request statistics, stalls, stop/start, repositories that refuse
  * fetches by commit id, signed commits, tags, forced pushes, and SSH and OpenPGP key makers.
  */
@@ -20,7 +20,7 @@ import {
   listen,
   readBody,
   runHttpBackend,
-} from '../../core/programs/embedded/gitserver.ts';
+} from '../../core/dev/embedded/gitserver.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 
 export { git, gitEnv };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';

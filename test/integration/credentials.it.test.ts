@@ -7,8 +7,8 @@ import { packageVersion, setUserAgentComponent } from '../../core/kube/identity.
 import { renderSafeKubeconfig } from '../../core/kube/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
 import { registry } from '../../core/metrics/registry.ts';
-import { LocalControlPlane } from '../../core/local/controlplane.ts';
-import { LocalEtcd } from '../../core/local/etcd.ts';
+import { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
+import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { eventually } from '../harness.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';

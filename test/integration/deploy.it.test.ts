@@ -7,7 +7,7 @@ import { validate } from '../../schemas/validate.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { applyCRDs, managerIdentity } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs, managerIdentity } from '../../core/dev/embedded/embedded.ts';
 import { LABEL } from '../../core/names/names.ts';
 import { toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';

@@ -6,11 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { R } from '../../core/kube/resources.ts';
 import { formatMicroTime } from '../../core/leader/election.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
+import { localProvisioners } from '../../core/dev/provisioner/offer.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '../git/server.ts';
@@ -139,7 +140,8 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         leaderElection: { enabled: true },
       }),
     );
-    manager = await startManager(loadManagerConfig(file), file);
+    const cfg = loadManagerConfig(file);
+    manager = await startManager(cfg, file, { provisioners: localProvisioners(cfg) });
   });
 
   afterAll(async () => {

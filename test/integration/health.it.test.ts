@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';

@@ -9,7 +9,7 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
-import { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';

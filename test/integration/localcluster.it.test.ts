@@ -6,7 +6,7 @@ import { Informer } from '../../core/kube/informer.ts';
 import { InformerFactory } from '../../core/kube/factory.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { binaryPath, pinnedVersions } from '../../core/toolchain/toolchain.ts';
-import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { apiserverWatches, eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const exec = promisify(execFile);

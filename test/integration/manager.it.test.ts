@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
-import { LocalSuperCluster } from '../../core/local/supercluster.ts';
+import { LocalSuperCluster } from '../../core/dev/local/supercluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';

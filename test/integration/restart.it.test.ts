@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';

@@ -7,11 +7,11 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/local/realnode.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
 import { MANAGER_KUBECONFIG_KEY } from '../../core/lifecycle/kubeconfigsecret.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
-import { startEmbedded, type Embedded } from '../../core/programs/embedded/embedded.ts';
+import { startEmbedded, type Embedded } from '../../core/dev/embedded/embedded.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
 

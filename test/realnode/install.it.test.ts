@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { renderKubeconfig } from '../../core/pki/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { RealNode } from '../../core/local/realnode.ts';
+import type { RealNode } from '../../core/dev/local/realnode.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostLockHeld } from '../../core/local/hostlock.ts';
-import { REAL_NODE_LABEL } from '../../core/local/realnode.ts';
+import { hostLockHeld } from '../../core/dev/local/hostlock.ts';
+import { REAL_NODE_LABEL } from '../../core/dev/local/realnode.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually } from '../harness.ts';
 

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs, managerIdentity } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs, managerIdentity } from '../../core/dev/embedded/embedded.ts';
 import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { tenantCAConfigMapName, TENANT_CA_KEY } from '../../core/api/virtualcluster.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCRDs } from '../../core/programs/embedded/embedded.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';

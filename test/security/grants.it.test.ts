@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient, type KubeObject, type Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
-import { managerIdentity } from '../../core/programs/embedded/embedded.ts';
+import { managerIdentity } from '../../core/dev/embedded/embedded.ts';
 import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
 import { ProvisionRefused } from '../../core/provisioners/provisioner.ts';
 import type { TenantPolicy } from '../../core/tenancy/policy.ts';

@@ -19,7 +19,7 @@ import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { ANN, IDENTITY, LABEL, MANAGER, provenanceOf, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
-import type { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import type { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';

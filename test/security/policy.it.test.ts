@@ -18,7 +18,7 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
-import type { LocalProvisioner } from '../../core/provisioners/local/provisioner.ts';
+import type { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { TenantPolicy } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';

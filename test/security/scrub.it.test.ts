@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { Informer } from '../../core/kube/informer.ts';
 import { R } from '../../core/kube/resources.ts';
-import type { LocalControlPlane } from '../../core/local/controlplane.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PLUGIN_API_VERSION, type MutatorPlugin } from '../../core/plugins/contract.ts';
 import { pluginErrorsTotal } from '../../core/plugins/failures.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
-import { freePorts } from '../../core/local/process.ts';
+import { freePorts } from '../../core/dev/local/process.ts';
 import { eventually } from '../harness.ts';
 import { Attempts } from './attempts.ts';
 

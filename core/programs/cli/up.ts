@@ -193,7 +193,7 @@ export function registerUpCommands(program: Command): void {
           ...realArgs,
           ...preloadedArgs,
         ]);
-      const { chooseRealNodes, sweepLeftoverNodes } = await import('../../local/realnode.ts');
+      const { chooseRealNodes, sweepLeftoverNodes } = await import('../../dev/local/realnode.ts');
       for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
       const real = await chooseRealNodes(realNodes).catch((e: Error) => {
         throw new CliError(e.message);
@@ -202,7 +202,7 @@ export function registerUpCommands(program: Command): void {
       // Progress goes to the terminal; component logs stay in the state directory. LOG_LEVEL=info shows them.
       // Modules imported before this line already made their loggers: setting LOG_LEVEL alone would not quiet them.
       (await import('../../log.ts')).setDefaultLogLevel('warn');
-      const { startEmbedded } = await import('../embedded/embedded.ts');
+      const { startEmbedded } = await import('../../dev/embedded/embedded.ts');
       const guards = (await import('../guards.ts')).installProcessGuards();
       const started = Date.now();
       const since = () => `[${((Date.now() - started) / 1000).toFixed(1)}s]`;
@@ -271,7 +271,7 @@ export function registerUpCommands(program: Command): void {
       const s = readUpStatus(stateDir);
       // real nodes of a vc up that was killed outright left processes, mounts and network state: remove them
       const sweep = async () => {
-        const { sweepLeftoverNodes } = await import('../../local/realnode.ts');
+        const { sweepLeftoverNodes } = await import('../../dev/local/realnode.ts');
         for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
       };
       if (!s) {

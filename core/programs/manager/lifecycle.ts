@@ -4,17 +4,17 @@ import type { PluginHost } from '../../plugins/host.ts';
 import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
-import { LocalProvisioner } from '../../provisioners/local/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
 import type { Provisioner } from '../../provisioners/provisioner.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { tenantSyncerLag } from '../../syncer/metrics.ts';
-import { managerDefaults, type ManagerConfig } from './config.ts';
+import { ConfigError, managerDefaults, type ManagerConfig } from './config.ts';
 
 /**
  * lifecycleControllers makes the provisioners a manager configuration turns on and a factory of VirtualCluster
  * controllers over them (one controller per leadership term; the provisioners, and the control planes they run,
- * last for the process).
+ * last for the process). import and native are the manager's own; `offered` are the ones the program running it adds
+ * (`vc up` adds the developer environment's local provisioner, core/dev/provisioner), which it stops with its own.
  */
 export function lifecycleControllers(
   cfg: ManagerConfig,
@@ -24,22 +24,19 @@ export function lifecycleControllers(
   host: PluginHost,
   checkSuperCluster: (name: string) => true | string,
   cacheStates?: TenantCacheStates,
+  offered: Readonly<Record<string, Provisioner>> = {},
 ) {
+  if (cfg.virtualClusters?.local && !offered.local)
+    throw new ConfigError(
+      '/virtualClusters/local is set, but this program offers no local provisioner: local control planes are the ' +
+        'developer environment of the embedded default (vc up); a deployed manager provisions native or import',
+    );
   // native runs tenant control planes as Pods in the super cluster (here the meta cluster: superClient is meta).
   const provisioners: Record<string, Provisioner> = {
+    ...offered,
     import: new ImportProvisioner(meta),
     native: new NativeProvisioner(meta, cfg.virtualClusters?.native),
   };
-  const local = cfg.virtualClusters?.local;
-  if (local)
-    provisioners.local = new LocalProvisioner(
-      local.stateDir,
-      { endpoint: local.etcdEndpoint },
-      {
-        ...(local.podAddress && { podAddress: local.podAddress }),
-        ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
-      },
-    );
   const dns = cfg.virtualClusters?.tenantDNS;
   const newController = () =>
     new VirtualClusterController({

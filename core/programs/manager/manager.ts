@@ -14,6 +14,7 @@ import { childLogger } from '../../log.ts';
 import { IDENTITY } from '../../names/names.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../../metrics/ops.ts';
 import type { PluginHost } from '../../plugins/host.ts';
+import type { Provisioner } from '../../provisioners/provisioner.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { Syncer, SYNCER_DEFAULTS, type SyncerTerm } from '../../syncer/syncer.ts';
 import { TenantInformerPool } from '../../sessions/pool.ts';
@@ -55,6 +56,8 @@ export interface ManagerOptions {
    * kubeconfig are read.
    */
   syncerOnly?: string;
+  /** provisioners are offered by the program running it, beside import and native (vc up: core/dev's local) */
+  provisioners?: Readonly<Record<string, Provisioner>>;
 }
 
 /** Manager is one manager process: ops server, leader election, and a syncer per super cluster. */
@@ -162,7 +165,16 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const cacheStates = new TenantCacheStates(CACHE_RETRY_MS);
   const lifecycle =
     cfg.virtualClusters?.enabled && !syncerOnly
-      ? lifecycleControllers(cfg, clients[0]!, metaInformers, tenants, host, checkSuperCluster, cacheStates)
+      ? lifecycleControllers(
+          cfg,
+          clients[0]!,
+          metaInformers,
+          tenants,
+          host,
+          checkSuperCluster,
+          cacheStates,
+          o.provisioners,
+        )
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
   // So does a manager standing by (leader election), whose controller runs only while it leads: its syncers' caches

@@ -29,7 +29,7 @@ const kcm: ControllerManagerFlagsInput = {
   controllers: '*',
 };
 
-/** The kube-apiserver command line of core/local/controlplane.ts before the flag builder, for dir `/s`. */
+/** The kube-apiserver command line of core/dev/local/controlplane.ts before the flag builder, for dir `/s`. */
 const LOCAL_APISERVER = [
   '--etcd-servers=http://127.0.0.1:2379',
   '--etcd-prefix=/tenant-a',
@@ -61,7 +61,7 @@ const LOCAL_APISERVER = [
   '--v=1',
 ];
 
-/** The kube-controller-manager command line of core/local/controlplane.ts before the flag builder, for dir `/s`. */
+/** The kube-controller-manager command line of core/dev/local/controlplane.ts before the flag builder, for dir `/s`. */
 const LOCAL_KCM = [
   '--kubeconfig=/s/controller-manager.kubeconfig',
   '--authentication-kubeconfig=/s/controller-manager.kubeconfig',

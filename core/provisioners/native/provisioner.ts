@@ -1,5 +1,6 @@
-// Over 500 lines for a reason: ensure and remove of a native tenant read in order in this one class; rendering,
-// exposure, flags and component reports live in render.ts, expose.ts, flags.ts and components.ts.
+// Over 500 lines, on purpose: NativeProvisioner is one provisioner's ensure, status and delete flow over the objects
+// it owns, with the PKI Secret that flow keeps. Rendering (render.ts), flags (flags.ts), exposure (expose.ts), the
+// layout of names (layout.ts), the parts list (parts.ts) and component reports (components.ts) are already apart; the rest shares the class's state.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';

@@ -4,6 +4,9 @@ import type { KubeObject, ObjectReference, Resource } from './kube.ts';
  * The plugin contract. A plugin is a pure transform: it receives cloned objects and read-only views of the caches
  * and returns what it wants (a desired object, a skip with a reason, declarative effects). The core owns every read,
  * write, diff, retry, event and metric, and decides which direction function runs.
+ *
+ * Over 500 lines, on purpose: this is the published contract, almost all interfaces and their doc comments, read by
+ * plugin authors in one place; helpers, object shapes, names and the Pod helpers are separate modules of the SDK.
  */
 
 /** PLUGIN_API_GROUP is the API group of the plugin contract; a manifest's apiVersion is `<group>/v<major>`. */

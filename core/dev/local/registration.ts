@@ -3,16 +3,16 @@
 
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import type { KubeClient, KubeObject, Resource } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import { fromPackageRoot } from '../paths.ts';
+import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import { fromPackageRoot } from '../../paths.ts';
 import {
   CLUSTER_NAME_LABEL,
   CLUSTERS,
   KUBECONFIG_KEY,
   kubeconfigSecretName,
   SUPERCLUSTER_INFO,
-} from '../superclusters/registration.ts';
+} from '../../superclusters/registration.ts';
 import { waitFor } from './process.ts';
 
 /** REGISTRATION_NAMESPACE is where the local super clusters are registered in the meta cluster. */

@@ -19,14 +19,14 @@ export interface SuperClusterOptions {
   name?: string;
   /** restart crashed components */
   restart?: boolean;
-  /** number of real nodes (kubelet + containerd on this host, see core/local/realnode.ts; default 0) */
+  /** number of real nodes (kubelet + containerd on this host, see core/dev/local/realnode.ts; default 0) */
   realNodes?: number;
   /**
-   * how long to wait for another set of real nodes on this host to stop (core/local/hostlock.ts; default 0: fail at
+   * how long to wait for another set of real nodes on this host to stop (core/dev/local/hostlock.ts; default 0: fail at
    * once naming it)
    */
   realNodeLockWaitMs?: number;
-  /** registries the real nodes' containerd pulls from (core/local/noderegistry.ts) */
+  /** registries the real nodes' containerd pulls from (core/dev/local/noderegistry.ts) */
   registries?: readonly NodeRegistry[];
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiServerExpose } from '../../api/virtualcluster.ts';
-import { ProvisionRefused } from '../provisioner.ts';
+import { ProvisionRefused } from '../../provisioners/provisioner.ts';
 import { assertLocalExpose, localApiserverArgs } from './provisioner.ts';
 
 describe('localApiserverArgs', () => {

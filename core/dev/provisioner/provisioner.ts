@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../../local/etcd.ts';
-import { LocalControlPlane } from '../../local/controlplane.ts';
-import { cgroup2Root, type Confinement, NetConfinement } from '../../local/netconfine.ts';
-import { freePorts } from '../../local/process.ts';
-import { TcpForwarder } from '../../local/forwarder.ts';
-import { DnsView } from '../dnsview.ts';
+import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
+import { LocalControlPlane } from '../local/controlplane.ts';
+import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
+import { freePorts } from '../local/process.ts';
+import { TcpForwarder } from '../local/forwarder.ts';
+import { DnsView } from '../../provisioners/dnsview.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
-import { TENANT_CONTROLLERS } from '../native/flags.ts';
+import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
 import { childLogger } from '../../log.ts';
 import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
 import {
@@ -19,7 +19,7 @@ import {
   type ProvisionLimits,
   type Provisioner,
   type ProvisionState,
-} from '../provisioner.ts';
+} from '../../provisioners/provisioner.ts';
 import { localComponents, watchCrashes } from './components.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
@@ -293,7 +293,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
     return f;
   }
 
-  /** components reports the tenant's processes (core/provisioners/local/components.ts); undefined if it runs none. */
+  /** components reports the tenant's processes (core/dev/provisioner/components.ts); undefined if it runs none. */
   async components(_vc: VirtualCluster, root: string): Promise<ComponentReport[] | undefined> {
     const r = this.running.get(root);
     return r && localComponents(r);

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { NODE_IMAGES } from '../toolchain/node.ts';
+import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { registryConfigDir } from './noderegistry.ts';
 
 /** REAL_NODE_LABEL marks a real node (kubelet + containerd on this host); kwok's nodes carry `type=kwok` instead. */
@@ -65,7 +65,7 @@ export function containerdSocket(dir: string): string {
  * host config imports, the overlayfs snapshotter, the pinned sandbox image, runc from the toolchain with its state
  * under the node directory, runc shim sockets in shimSocketDir, netns mounts under containerd's state, NRI disabled,
  * restrict_oom_score_adj where this process may not lower oom_score_adj, and a `runsc` handler (gVisor, systrap platform) when the toolchain has it.
- * Registry host configuration is read from the node's own certs.d (core/local/noderegistry.ts), never the host's.
+ * Registry host configuration is read from the node's own certs.d (core/dev/local/noderegistry.ts), never the host's.
  */
 export function containerdConfig(c: RealNodeConfigInput): string {
   const q = (s: string) => `'${s}'`;

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { SUPER_INTERNAL_CIDRS } from '../../plugins/sdk/src/wellknown.ts';
+import { SUPER_INTERNAL_CIDRS } from '../../../plugins/sdk/src/wellknown.ts';
 
 const exec = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { childLogger } from '../log.ts';
+import { childLogger } from '../../log.ts';
 import { pickPorts } from './ports.ts';
 import { recordProcessStat } from './procstats.ts';
 import { RotatingLog } from './rotatinglog.ts';

@@ -1,6 +1,16 @@
 /**
  * A minimal CRI client over containerd's gRPC socket (HTTP/2, hand-encoded protobuf): enough to list a node's Pod
  * sandboxes for its cleanup and its tests.
+ *
+ * Why hand-written rather than @grpc/grpc-js with a generated or loaded client: the developer environment makes four
+ * unary calls of CRI v1's RuntimeService (Version to wait for containerd, ListPodSandbox, StopPodSandbox and
+ * RemovePodSandbox to empty a real node before it stops, and the tests' look at what is left), whose requests are at
+ * most one string field and whose replies are read for five string fields. A gRPC client would need CRI's api.proto
+ * in this repository, and Kubernetes source is not kept here; it would add two dependencies (and a protobuf runtime)
+ * to production installs for a dev-only path. CRI v1 is a stable API: protobuf field numbers are never reused, and
+ * protoFields skips the fields it does not know, so a newer containerd's additions do not break it. A call that fails
+ * names its gRPC status and message. If the developer environment ever needs more of CRI (streaming, containers,
+ * images), that is the point to take a real gRPC client instead of growing this one.
  */
 import http2 from 'node:http2';
 import net from 'node:net';

@@ -1,7 +1,7 @@
-import type { LocalControlPlane } from '../../local/controlplane.ts';
-import type { LocalEtcd } from '../../local/etcd.ts';
-import type { ManagedProcess } from '../../local/process.ts';
-import type { ComponentReport } from '../provisioner.ts';
+import type { LocalControlPlane } from '../local/controlplane.ts';
+import type { LocalEtcd } from '../local/etcd.ts';
+import type { ManagedProcess } from '../local/process.ts';
+import type { ComponentReport } from '../../provisioners/provisioner.ts';
 
 /** LocalParts are the processes of one local tenant: its control plane and, unless it is on the shared etcd, its etcd. */
 export interface LocalParts {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { checkPodPolicy } from '@virtualcluster-ts/plugin-sdk/pods';
 import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
-import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../local/realnode.ts';
+import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../local/realnode.ts';
 import { checkPolicies, DEFAULT_POLICY } from '../../tenancy/policy.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { validate } from '../../../schemas/validate.ts';
-import { managerDefaults } from '../manager/config.ts';
+import { managerDefaults } from '../../programs/manager/config.ts';
 import { embeddedForcedPlacement, embeddedPolicy, embeddedTenantDefaults, startEmbedded } from './embedded.ts';
 
 const sampleTenant = {

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { binaryPath } from '../toolchain/toolchain.ts';
+import { binaryPath } from '../../toolchain/toolchain.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 
 /** EtcdOptions configure one local etcd member. */

@@ -2,14 +2,18 @@
  * A real node on this host: containerd, the kubelet, kube-proxy and kube-router as processes, its PKI, pod network,
  * records and cleanup. Its configuration files are rendered in nodeconfig.ts and its CRI calls made in cri.ts; the
  * names of both are re-exported here for existing importers (about 30 of this file's lines).
+ *
+ * Over 500 lines, on purpose: RealNode is one lifecycle (start containerd, kubelet, kube-proxy, kube-router in
+ * order; stop and clean up in reverse) whose steps share the node's fields. Host checks are in nodehost.ts, sweeping in
+ * nodesweep.ts, configuration in nodeconfig.ts, CRI in cri.ts. It is the developer environment's, never production's.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueCert, issueNodeCert, renderKubeconfig } from '../pki/pki.ts';
-import { R } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/client.ts';
-import { kubeRouterPath } from '../toolchain/netpol.ts';
+import { issueCert, issueNodeCert, renderKubeconfig } from '../../pki/pki.ts';
+import { R } from '../../kube/resources.ts';
+import type { KubeObject } from '../../kube/client.ts';
+import { kubeRouterPath } from '../../toolchain/netpol.ts';
 import {
   NODE_IMAGES,
   cniBinDir,
@@ -18,7 +22,7 @@ import {
   nodeImageArchive,
   nodeToolchainDir,
   type NodeImage,
-} from '../toolchain/node.ts';
+} from '../../toolchain/node.ts';
 import type { LocalControlPlane } from './controlplane.ts';
 import {
   HOST_PATHS_OUTSIDE,
@@ -28,11 +32,11 @@ import {
   allPids,
   realNodePreflight,
   run,
-  sweepNode,
   writeNodeRecord,
   type NodeRecord,
   type RealNodePreflight,
 } from './nodehost.ts';
+import { sweepNode } from './nodesweep.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 import { writeRegistryHosts, type NodeRegistry } from './noderegistry.ts';
 import { describeOwner, hostLockHeld, hostLockOwner, type HostLockOwner } from './hostlock.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { iptablesCleanupScript, isKubeRouterSet, shimSocketName, type RealNodePreflight } from './nodehost.ts';
+import type { RealNodePreflight } from './nodehost.ts';
+import { iptablesCleanupScript, isKubeRouterSet, shimSocketName } from './nodesweep.ts';
 import {
   REAL_NODE_TAINT,
   chooseRealNodes,

@@ -1,5 +1,5 @@
-import type { KubeClient, KubeObject } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
+import type { KubeClient, KubeObject } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
 
 /** FIELD_MANAGER is the server-side apply field manager of the `kubernetes` Service's endpoint objects. */
 const FIELD_MANAGER = 'vc-local-apiserver-endpoint';

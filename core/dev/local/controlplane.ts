@@ -11,12 +11,12 @@ import {
   PKI_FILES,
   renderKubeconfig,
   writePKI,
-} from '../pki/pki.ts';
-import { KubeClient } from '../kube/client.ts';
-import { R } from '../kube/resources.ts';
-import type { ExtraArgs } from '../api/controlplane.ts';
-import { apiserverFlags, controllerManagerFlags, pkiPaths } from '../provisioners/native/flags.ts';
-import { binaryPath, toolchainDir } from '../toolchain/toolchain.ts';
+} from '../../pki/pki.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { R } from '../../kube/resources.ts';
+import type { ExtraArgs } from '../../api/controlplane.ts';
+import { apiserverFlags, controllerManagerFlags, pkiPaths } from '../../provisioners/native/flags.ts';
+import { binaryPath, toolchainDir } from '../../toolchain/toolchain.ts';
 import type { EtcdEndpoint } from './etcd.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 

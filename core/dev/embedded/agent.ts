@@ -1,0 +1,87 @@
+// The embedded default's vn-agents: one per super cluster on 127.0.0.1, serving every node, simulated and real.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { issueCert, issueNodeCert } from '../../pki/pki.ts';
+import { pluginHostFromConfig } from '../../programs/plugins.ts';
+import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
+import { VirtualClusterDirectory, type TenantDirectory } from '../../vnagent/directory.ts';
+import { nodeSuperClient, parseNodeCredential } from '../../vnagent/nodecredential.ts';
+import { InformerSuperView, NodesSuperView } from '../../vnagent/superview.ts';
+import type { LocalControlPlane } from '../local/controlplane.ts';
+import { freePorts } from '../local/process.ts';
+import type { LocalSuperCluster } from '../local/supercluster.ts';
+import { applyKubeletAccess } from './superobjects.ts';
+
+/** keptPort is the port recorded in a file, or a free one, recorded there: the same port across restarts. */
+export async function keptPort(file: string): Promise<number> {
+  const port = existsSync(file) ? Number(readFileSync(file, 'utf8')) : (await freePorts(1))[0]!;
+  writeFileSync(file, String(port));
+  return port;
+}
+
+/**
+ * startNodesAgent runs the vn-agent of one super cluster of the embedded default (default the first; `cluster`
+ * another one, r2..) on 127.0.0.1: tenants are the Running VirtualClusters of the meta cluster (or the given
+ * directory); it serves every node of that super cluster, simulated and real, and reads each node's
+ * Pods with that node's own credential (system:node:<node>, signed by that super cluster's CA), so the apiserver's Node
+ * authorizer shows it nothing else. Towards the kubelets it is the user `vc-vn-agent` (a client certificate of that
+ * super cluster's CA, allowed nodes/proxy by applyKubeletAccess) and verifies their serving certificates against that
+ * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 and `podAddress` when given (a
+ * forwarder there lets tenant apiservers in Pods, native tenants', reach it): the one CA tenant apiservers verify every
+ * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile).
+ */
+export async function startNodesAgent(
+  sc: LocalSuperCluster,
+  o: {
+    port: number;
+    cluster?: LocalControlPlane;
+    directory?: TenantDirectory;
+    handshakeTimeoutMs?: number;
+    podAddress?: string;
+  },
+): Promise<VnAgent> {
+  const cluster = o.cluster ?? sc.cluster;
+  const meta = await sc.cluster.client();
+  const c = cluster === sc.cluster ? meta : await cluster.client();
+  await applyKubeletAccess(c);
+  const superCA = cluster.ca;
+  const nodes = [...cluster.kwokNodeNames, ...sc.realNodesOf(cluster).map((n) => n.name)];
+  const views: InformerSuperView[] = [];
+  for (const nodeName of nodes) {
+    const cert = await issueNodeCert(superCA, nodeName, 365);
+    const cred = parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName);
+    views.push(
+      new InformerSuperView({ client: nodeSuperClient(c, cred), nodeName, nodeScoped: true, closeClient: true }),
+    );
+  }
+  const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
+  const serving = await issueCert(sc.cluster.ca, {
+    commonName: 'vc-vn-agent',
+    ipAddresses: ['127.0.0.1', ...(o.podAddress ? [o.podAddress] : [])],
+    usages: ['server'],
+    validityDays: 365,
+  });
+  return startVnAgent({
+    host: '127.0.0.1',
+    port: o.port,
+    serving,
+    directory: o.directory ?? new VirtualClusterDirectory({ meta }),
+    superView: new NodesSuperView(views),
+    plugins: await pluginHostFromConfig('vn-agent'),
+    kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
+    handshakeTimeoutMs: o.handshakeTimeoutMs,
+  });
+}
+
+/** startAgent runs the vn-agent of one super cluster (startNodesAgent) on a port kept across restarts. */
+export async function startAgent(
+  sc: LocalSuperCluster,
+  stateDir: string,
+  cluster: LocalControlPlane = sc.cluster,
+  podAddress?: string,
+): Promise<VnAgent> {
+  const port = await keptPort(
+    join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`),
+  );
+  return startNodesAgent(sc, { port, cluster, podAddress });
+}

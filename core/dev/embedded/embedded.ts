@@ -1,0 +1,297 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { R } from '../../kube/resources.ts';
+import { LocalSuperCluster } from '../local/supercluster.ts';
+import { registerSuperCluster } from '../local/registration.ts';
+import { TcpForwarder } from '../local/forwarder.ts';
+import { waitFor } from '../local/process.ts';
+import type { ManagerConfig } from '../../programs/manager/config.ts';
+import { startManager, type Manager } from '../../programs/manager/manager.ts';
+import { localProvisioners } from '../provisioner/offer.ts';
+import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
+import { keptPort, startAgent } from './agent.ts';
+import { embeddedTenantDefaults, nativeOnRealNodes } from './defaults.ts';
+import { applyCRDs, applyFile, ensureEmbeddedPolicy, managerIdentity } from './superobjects.ts';
+
+// The embedded default's parts, named from here as well, where its users have always found them.
+export { startNodesAgent } from './agent.ts';
+export {
+  EMBEDDED_POLICY_NAME,
+  embeddedForcedPlacement,
+  embeddedPolicy,
+  embeddedTenantDefaults,
+  nativeOnRealNodes,
+} from './defaults.ts';
+export { applyCRDs, MANAGER_GROUP, managerIdentity } from './superobjects.ts';
+
+/** Embedded is the whole system on this machine: super cluster, tenant git repository and the manager. */
+export interface Embedded {
+  superCluster: LocalSuperCluster;
+  /**
+   * superClusters are every super cluster with its admin kubeconfig and the port of its own vn-agent: the first (also
+   * the meta cluster), then r2..
+   */
+  superClusters: Array<{ name: string; kubeconfigPath: string; vnAgentPort: number }>;
+  manager: Manager;
+  configPath: string;
+  /** clone/push URL of the tenant repository the manager follows */
+  gitURL: string;
+  /** where the git server's webhook should be pointed (generic HMAC with the token in Secret default/tenants-webhook) */
+  webhookURL?: string;
+  /** port of the first super cluster's vn-agent, where the tenants' vNodes of its nodes point */
+  vnAgentPort: number;
+  stop(): Promise<void>;
+}
+
+/** SAMPLE_TENANTS are the two tenants the embedded default's repository starts with. */
+export const SAMPLE_TENANTS = ['dev', 'staging'] as const;
+
+const sampleTenant = (name: string) =>
+  stringify({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { name, namespace: 'default' },
+    spec: { provisioner: { type: 'local' }, weight: 1, podSecurityLevel: 'baseline' },
+  });
+
+/** startTenantRepository serves `<stateDir>/git` on a port kept across restarts and seeds the tenants repository once. */
+async function startTenantRepository(stateDir: string): Promise<TenantRepositoryServer> {
+  const portFile = join(stateDir, 'git-port');
+  const port = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8')) : 0;
+  const server = await startGitServer({ root: join(stateDir, 'git'), port });
+  writeFileSync(portFile, String(server.port));
+  if (!existsSync(join(stateDir, 'git', 'tenants.git'))) {
+    await server.initRepo('tenants');
+    await git(join(stateDir, 'git', 'tenants.git'), ['config', 'http.receivepack', 'true']);
+    const files: Record<string, string> = {
+      'README.md': 'Tenant definitions: one VirtualCluster per file under tenants/.\n',
+    };
+    for (const t of SAMPLE_TENANTS) files[`tenants/${t}.yaml`] = sampleTenant(t);
+    await server.commitFiles('tenants', files, 'two sample tenants');
+  }
+  return server;
+}
+
+/**
+ * startEmbedded starts (or restarts, reusing its state) the local super cluster in stateDir, installs the CRDs and
+ * runs a manager with leader election, the VirtualCluster controller (local provisioner sharing the super's etcd)
+ * and the syncer. The manager configuration it uses is written to `<stateDir>/manager.yaml`.
+ */
+export async function startEmbedded(o: {
+  stateDir: string;
+  nodes?: number;
+  /** real nodes (kubelet + containerd on this host) next to the kwok nodes; default 0 */
+  realNodes?: number;
+  /** how long to wait for another set of real nodes on this host to stop (host lock); default 0: fail at once */
+  realNodeLockWaitMs?: number;
+  plugins?: string[];
+  /**
+   * images imported on the real nodes besides the node toolchain's (e.g. `npm run conformance` imports the e2e
+   * suite's names): tenant Pods run them IfNotPresent like the toolchain's
+   */
+  preloadedImages?: readonly string[];
+  onStep?: (s: string) => void;
+  /**
+   * superClusters > 1 runs further super clusters r2..rN on the same etcd, each registered in the meta cluster as a
+   * user would register one; the first is then named r1 (default: one super cluster, named default)
+   */
+  superClusters?: number;
+  /**
+   * realNodeSuper names the super cluster (r1..rN) that gets the real nodes when superClusters > 1; default the first.
+   * The native provisioner and the tenants' DNS on real nodes need them on the first; elsewhere tenant Pods there use
+   * `dnsPolicy: Default` (README, Several super clusters).
+   */
+  realNodeSuper?: string;
+}): Promise<Embedded> {
+  const count = o.superClusters ?? 1;
+  const firstName = count > 1 ? 'r1' : 'default';
+  const realSuper = o.realNodeSuper ?? firstName;
+  const superNames = count > 1 ? Array.from({ length: count }, (_, i) => `r${i + 1}`) : [firstName];
+  if (!superNames.includes(realSuper))
+    throw new Error(
+      `realNodeSuper ${JSON.stringify(realSuper)}: not one of the super clusters (${superNames.join(', ')})`,
+    );
+  const firstReal = realSuper === firstName ? (o.realNodes ?? 0) : 0;
+  const step = o.onStep ?? (() => {});
+  step(
+    `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${firstReal ? `, ${firstReal} real node(s)` : ''})`,
+  );
+  const sc = await LocalSuperCluster.start({
+    stateDir: o.stateDir,
+    nodes: o.nodes ?? 3,
+    realNodes: firstReal,
+    ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
+    restart: true,
+  });
+  try {
+    step('installing the CRDs');
+    await applyCRDs(sc);
+    step('creating the embedded TenantPolicy (tenant Pods may tolerate the real node) unless it exists');
+    await ensureEmbeddedPolicy(await sc.cluster.client(), superNames);
+    step('admitting only VirtualClusters whose choices their TenantPolicy grants (deploy/policy/tenant-grants.yaml)');
+    await applyFile(await sc.cluster.client(), 'deploy/policy/tenant-grants.yaml', 'vc-up');
+    step('starting the tenant git repository');
+    const gitServer = await startTenantRepository(o.stateDir);
+    const gitURL = gitServer.url('tenants');
+    const c = await sc.cluster.client();
+    await c.apply(
+      R.secrets,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'tenants-webhook', namespace: 'default' },
+        stringData: { token: 'embedded' },
+      },
+      'vc-up',
+    );
+
+    step('giving the manager its own identity, bounded by the admission policies of deploy/policy');
+    const managerKubeconfig = join(o.stateDir, 'manager.kubeconfig');
+    writeFileSync(managerKubeconfig, await managerIdentity(sc, 'kube-system'), { mode: 0o600 });
+
+    // Every vn-agent serves with a certificate of the first super cluster's CA (startNodesAgent): tenant apiservers,
+    // local and native, verify it against this file.
+    const agentCAFile = join(sc.cluster.dir, 'pki/ca.crt');
+    const cfg: ManagerConfig = {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'ManagerConfiguration',
+      superClusters: [{ name: firstName, kubeconfig: managerKubeconfig }],
+      ...(count > 1 ? { superClusterRegistry: { enabled: true, probeIntervalSeconds: 10 } } : {}),
+      leaderElection: {
+        enabled: true,
+        namespace: 'kube-system',
+        name: 'vc-manager',
+        leaseDurationSeconds: 15,
+        renewDeadlineSeconds: 10,
+        retryPeriodSeconds: 2,
+      },
+      virtualClusters: {
+        enabled: true,
+        // The embedded manager's tenants are processes beside it unless they name another provisioner.
+        defaultProvisioner: 'local',
+        local: {
+          stateDir: join(o.stateDir, 'tenants'),
+          etcdEndpoint: sc.etcd.endpoint,
+          // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
+          ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].nodeIP }),
+          // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
+          kubeletCAFile: agentCAFile,
+        },
+        ...(sc.realNodes[0] && {
+          native: {
+            ...nativeOnRealNodes(o.stateDir, {
+              host: sc.realNodes[0].nodeIP,
+              port: await keptPort(join(o.stateDir, 'native-dns-view-port')),
+            }),
+            kubeletCAFile: agentCAFile,
+          },
+        }),
+        tenantDNS: { enabled: true },
+      },
+      // The real nodes of --real-node-super rK start with rK, after this configuration is written: count them by request.
+      ...embeddedTenantDefaults({
+        realNodes: o.realNodes ?? 0,
+        superClusters: count,
+        preloadedImages: o.preloadedImages ?? [],
+      }),
+      gitops: {
+        enabled: true,
+        cacheDir: join(o.stateDir, 'gitops-cache'),
+        // The tenant repository is served on 127.0.0.1.
+        allowPrivateAddresses: ['127.0.0.0/8', '::1/128'],
+        // The tenant repository's GitSource is declared here; the manager applies it when it starts.
+        sources: [
+          {
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'GitSource',
+            metadata: { name: 'tenants', namespace: 'default' },
+            spec: {
+              url: gitURL,
+              ref: { branch: 'main' },
+              path: 'tenants',
+              interval: '10s',
+              webhook: { kind: 'generic', secretRef: { name: 'tenants-webhook' } },
+            },
+          },
+        ],
+      },
+      syncer: { workers: 8, patrolIntervalSeconds: 60 },
+      // Several super clusters: the namespace scheduler places each tenant namespace, each syncer syncs what is placed.
+      // Its signing key and summary live in vc-system, the one namespace besides tenant ones where the manager's
+      // admission policy lets it keep them (deploy/policy/manager-scope.yaml).
+      ...(count > 1 ? { scheduler: { enabled: true, namespace: 'vc-system' } } : {}),
+      ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
+    };
+    step('starting the vn-agent (kubelet proxy for tenants)');
+    // Tenant apiservers in Pods (native tenants) reach the vn-agent where Pods reach this host: the real node's bridge.
+    const podAddress = sc.realNodes[0]?.nodeIP;
+    const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress);
+    const agents: Array<{ stop(): Promise<void> }> = [agent];
+    const agentAddress = { host: '127.0.0.1', port: agent.port };
+    if (podAddress) {
+      const target = { host: '127.0.0.1', port: agent.port };
+      const fwd = await TcpForwarder.start({ host: podAddress, port: agent.port, target }).catch(() =>
+        TcpForwarder.start({ host: podAddress, port: 0, target }),
+      );
+      agents.push(fwd);
+      Object.assign(agentAddress, { host: podAddress, port: fwd.port });
+    }
+    const supers = [{ name: firstName, kubeconfigPath: sc.kubeconfigPath, vnAgentPort: agent.port }];
+    // Each super cluster has its own vn-agent; on this one machine they differ by port, which each super cluster's
+    // vNodes advertise (pluginConfig.nodes.vnAgent.superClusters).
+    const perSuper: Record<string, { host: string; port: number }> = {};
+    try {
+      for (let i = 2; i <= count; i++) {
+        const name = `r${i}`;
+        step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
+        const real = name === realSuper ? (o.realNodes ?? 0) : 0;
+        const cp = await sc.addSuperCluster(name, {
+          nodes: o.nodes ?? 3,
+          restart: true,
+          realNodes: real,
+          ...(real && o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
+        });
+        const kubeconfig = await managerIdentity(cp, 'kube-system');
+        await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
+        const a = await startAgent(sc, o.stateDir, cp);
+        agents.push(a);
+        perSuper[name] = { host: '127.0.0.1', port: a.port };
+        supers.push({ name, kubeconfigPath: cp.kubeconfigPath, vnAgentPort: a.port });
+      }
+    } catch (e) {
+      for (const a of agents) await a.stop();
+      throw e;
+    }
+    cfg.virtualClusters!.defaultPluginConfig = {
+      nodes: {
+        vnAgent: { ...agentAddress, ...(count > 1 ? { superClusters: perSuper } : {}) },
+      },
+    };
+    if (cfg.tenantDefaults?.pods?.forced) step(`tenant Pods run on the real node ${sc.realNodes[0]!.name}`);
+    const configPath = join(o.stateDir, 'manager.yaml');
+    writeFileSync(configPath, stringify(cfg));
+    step('starting the manager (leader election, VirtualCluster controller, syncer)');
+    // The local provisioner is the developer environment's: this program offers it to the manager, which never imports it.
+    const manager = await startManager(cfg, configPath, { provisioners: localProvisioners(cfg) });
+    await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 });
+    return {
+      superCluster: sc,
+      superClusters: supers,
+      manager,
+      configPath,
+      gitURL,
+      webhookURL: manager.gitops?.webhookURL('default', 'tenants'),
+      vnAgentPort: agent.port,
+      async stop() {
+        await manager.stop();
+        for (const a of agents) await a.stop();
+        await gitServer.close();
+        await sc.stop();
+      },
+    };
+  } catch (e) {
+    await sc.stop();
+    throw e;
+  }
+}

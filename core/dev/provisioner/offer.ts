@@ -1,0 +1,22 @@
+import type { ManagerConfig } from '../../programs/manager/config.ts';
+import { LocalProvisioner } from './provisioner.ts';
+
+/**
+ * localProvisioners is what a program of the developer environment offers a manager (ManagerOptions.provisioners):
+ * the local provisioner that the configuration's /virtualClusters/local describes, or nothing when it sets none. The
+ * manager stops it when it stops.
+ */
+export function localProvisioners(cfg: ManagerConfig): { local?: LocalProvisioner } {
+  const local = cfg.virtualClusters?.local;
+  if (!local) return {};
+  return {
+    local: new LocalProvisioner(
+      local.stateDir,
+      { endpoint: local.etcdEndpoint },
+      {
+        ...(local.podAddress && { podAddress: local.podAddress }),
+        ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
+      },
+    ),
+  };
+}
