@@ -13,7 +13,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { onlySpoofCheckChains, SPOOFCHECK_TABLE } from './bridgenft.ts';
 
 import {
