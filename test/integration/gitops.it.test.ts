@@ -130,9 +130,13 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
           enabled: true,
           cacheDir: join(dir, 'git-cache'),
           allowPrivateAddresses: ['127.0.0.0/8'],
-          // The dependency case's sources write ClusterVersions, a cluster-scoped kind the platform must allow.
+          // The health and dependency cases' sources write ClusterVersions, a cluster-scoped kind the platform must allow.
           policy: {
-            sources: { 'default/platform': { clusterScoped: true }, 'default/after': { clusterScoped: true } },
+            sources: {
+              'default/platform': { clusterScoped: true },
+              'default/after': { clusterScoped: true },
+              'default/health': { clusterScoped: true },
+            },
           },
         },
         syncer: { patrolIntervalSeconds: 0 },
@@ -385,9 +389,10 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
     it('is not Ready while a tenant it applied fails, names it, and is Ready once the fix is applied on request', async () => {
       await git.initRepo('health');
       // Settings for a plugin the manager does not load: the VirtualCluster controller puts it in phase Error.
+      // A ClusterVersion stays in the repository throughout, so that removing the tenant does not empty it.
       await git.commitFiles(
         'health',
-        { 'stray.yaml': vcYaml('stray', { pluginConfig: { nosuchplugin: {} } }) },
+        { 'keep.yaml': cvYaml('gitops-health'), 'stray.yaml': vcYaml('stray', { pluginConfig: { nosuchplugin: {} } }) },
         'stray',
       );
       await t.client.create(
@@ -403,18 +408,21 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         /failed: VirtualCluster default\/stray \(phase Error: .*nosuchplugin/,
       );
       expect(failed.status?.inventory).toEqual([
+        expect.objectContaining({ kind: 'ClusterVersion', name: 'gitops-health', health: 'Healthy' }),
         expect.objectContaining({ kind: 'VirtualCluster', name: 'stray', health: 'Failed' }),
       ]);
       const list = await vcCli(['get', 'gitsources', ...kc()]);
       expect(list.code).toBe(0);
-      expect(list.stdout).toMatch(/default\s+health\s+[0-9a-f]{12}\s+False\s+False\s+HealthCheckFailed\s+0\/1/);
+      expect(list.stdout).toMatch(/default\s+health\s+[0-9a-f]{12}\s+False\s+False\s+HealthCheckFailed\s+1\/2/);
       expect(list.stdout).toMatch(/default\s+tenants\s+[0-9a-f]{12}\s+False\s+True\s+Succeeded/);
 
       // The fix is committed; no webhook, an interval of an hour: `vc reconcile` applies it now and says so.
       const fix = await git.commitFiles('health', { 'stray.yaml': null }, 'remove the stray tenant');
       const r = await vcCli(['reconcile', 'gitsource', 'health', ...kc()]);
       expect(r.stderr).toContain('reconcile of GitSource default/health requested');
-      expect(r.stdout).toContain(`GitSource default/health: revision ${fix.slice(0, 12)}; Ready True (Succeeded)`);
+      expect(r.stdout, r.stderr).toContain(
+        `GitSource default/health: revision ${fix.slice(0, 12)}; Ready True (Succeeded)`,
+      );
       expect(r.code).toBe(0);
       const done = await named('health');
       expect(done.status?.lastHandledReconcileAt).toBe(
@@ -449,7 +457,8 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         expect(resumed.stderr).toMatch(/Ready False \(HealthCheckFailed\): .*VirtualCluster default\/later/);
       }
       await git.commitFiles('health', { 'later.yaml': null }, 'remove later');
-      expect((await vcCli(['reconcile', 'gitsource', 'health', ...kc()])).code).toBe(0);
+      const cleaned = await vcCli(['reconcile', 'gitsource', 'health', ...kc()]);
+      expect(cleaned.code, cleaned.stderr).toBe(0);
       await eventually(async () => expect(await vc('later')).toBeNull(), 60_000);
     });
 
