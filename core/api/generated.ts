@@ -1373,6 +1373,25 @@ export interface ManagerConfigurationVirtualClusters {
      * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
      */
     kubeletCAFile?: string;
+    /**
+     * Network confinement of each tenant's apiserver and controller manager: they run in a cgroup (v2) of their own
+     * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints and Pod CIDRs,
+     * and addresses outside the super-internal ranges that are not this host's, so that a tenant admin cannot use its
+     * control plane (webhooks, APIServices, services/pods/nodes proxy) to reach the host, the super cluster, the
+     * manager or other tenants. vc up sets it where the host has cgroup v2 and the iptables cgroup match. Absent: not
+     * confined.
+     */
+    confine?: {
+      /** Pod CIDRs of the real nodes, where tenant webhooks, APIServices and proxied Pods run. */
+      podCidrs: string[];
+      /** Single TCP endpoints the control planes may reach: the vn-agents (every vNode's kubelet endpoint). */
+      endpoints: {
+        /** IP address. */
+        host: string;
+        /** TCP port. */
+        port: number;
+      }[];
+    };
   };
   /** The platform's settings of the native provisioner (tenant control planes as Pods in the super cluster). */
   native?: {

@@ -13,6 +13,8 @@ import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
 import { REGISTRATION_NAMESPACE } from '../../core/dev/local/registration.ts';
 import { CLUSTERS_RESOURCE } from '../../core/programs/cli/drain.ts';
+import { confinementUnavailable } from '../../core/dev/local/netconfine.ts';
+import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { eventually } from '../harness.ts';
 import { runningTenant, slicedNamespace } from '../tenants.ts';
 
@@ -72,6 +74,55 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       expect(pods.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
       for (const p of pods) expect(p.spec?.nodeName).toMatch(home === 'r1' ? /^r1\.super-node-/ : /^r2\.r2-node-/);
     }, 90_000);
+  });
+
+  it("confines the local tenants' control planes: a tenant admin's webhook to the super apiserver is refused", async () => {
+    const unavailable = await confinementUnavailable();
+    const local = loadManagerConfig(e.configPath).virtualClusters?.local;
+    if (unavailable) {
+      // The host cannot confine: vc up says so and runs the tenants unconfined; nothing more to show here.
+      expect(local?.confine).toBeUndefined();
+      return;
+    }
+    expect(local?.confine?.endpoints).toContainEqual({ host: '127.0.0.1', port: e.vnAgentPort });
+    const superPort = new URL(meta.server).port;
+    await dev.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: { name: 'door-super' },
+        webhooks: [
+          {
+            name: 'door.example.com',
+            clientConfig: { url: `https://127.0.0.1:${superPort}/validate`, caBundle: '' },
+            rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+            objectSelector: { matchLabels: { door: 'super' } },
+            failurePolicy: 'Fail',
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+          },
+        ],
+      },
+    });
+    // The apiserver uses the webhook once its informer has it: until then the create goes through.
+    let n = 0;
+    const refused = await eventually(async () => {
+      const name = `probe-${n++}`;
+      const e2 = await dev
+        .create(R.configmaps, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name, namespace: 'default', labels: { door: 'super' } },
+        })
+        .then(
+          () => undefined,
+          (err: Error) => err.message,
+        );
+      expect(e2).toContain('failed calling webhook');
+      return e2!;
+    }, 30_000);
+    expect(refused).toContain('connection refused');
+    await dev.request('DELETE', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/door-super');
   });
 
   it('vc superclusters lists the static r1 next to the registered r2, with capacity', async () => {

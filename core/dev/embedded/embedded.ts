@@ -5,6 +5,7 @@ import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../local/supercluster.ts';
 import { registerSuperCluster } from '../local/registration.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
+import { confinementUnavailable } from '../local/netconfine.ts';
 import { waitFor } from '../local/process.ts';
 import type { ManagerConfig } from '../../programs/manager/config.ts';
 import { startManager, type Manager } from '../../programs/manager/manager.ts';
@@ -103,6 +104,12 @@ export async function startEmbedded(o: {
    * `dnsPolicy: Default` (README, Several super clusters).
    */
   realNodeSuper?: string;
+  /**
+   * confine (default true) runs each local tenant's apiserver and controller manager network-confined where the host
+   * allows it (core/dev/local/netconfine.ts): they reach their own ports, the vn-agents, the real nodes' Pod CIDRs and
+   * the outside, not the host, the super cluster, the manager or other tenants
+   */
+  confine?: boolean;
 }): Promise<Embedded> {
   const count = o.superClusters ?? 1;
   const firstName = count > 1 ? 'r1' : 'default';
@@ -269,6 +276,19 @@ export async function startEmbedded(o: {
       },
     };
     if (cfg.tenantDefaults?.pods?.forced) step(`tenant Pods run on the real node ${sc.realNodes[0]!.name}`);
+    // Tenant admins make their apiserver connect where they say (webhooks, APIServices, proxy paths): on this host that
+    // would start beside everything else. Their control planes reach their own ports, the vn-agents, Pods and the outside.
+    const unconfined = o.confine === false ? 'turned off (--no-confine)' : await confinementUnavailable();
+    if (unconfined) step(`tenant control planes are NOT network-confined: ${unconfined}`);
+    else
+      cfg.virtualClusters!.local!.confine = {
+        podCidrs: sc.realNodes.map((n) => n.cfg.podCidr),
+        endpoints: [
+          { host: '127.0.0.1', port: agent.port },
+          ...(agentAddress.host !== '127.0.0.1' ? [agentAddress] : []),
+          ...Object.values(perSuper),
+        ],
+      };
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
     step('starting the manager (leader election, VirtualCluster controller, syncer)');

@@ -206,3 +206,22 @@ function restore(bin: string, script: string): Promise<void> {
 async function run(bin: string, args: string[]): Promise<void> {
   await exec(bin, ['-w', ...args], { timeout: 30_000 });
 }
+
+/**
+ * confinementUnavailable says why control planes cannot be confined on this host (not root, no cgroup v2, or an
+ * iptables without the cgroup match), or undefined when they can: a throw-away confinement is applied and removed.
+ */
+export async function confinementUnavailable(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return 'not running as root';
+  const root = cgroup2Root();
+  if (!root) return 'no cgroup v2 hierarchy (/sys/fs/cgroup or /sys/fs/cgroup/unified)';
+  const probe = new NetConfinement(`probe-${process.pid}`, { loopbackPorts: [], podCidrs: [], endpoints: [] }, root);
+  try {
+    await probe.apply();
+    return undefined;
+  } catch (e) {
+    return `iptables cannot match by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
+  } finally {
+    await probe.remove().catch(() => undefined);
+  }
+}

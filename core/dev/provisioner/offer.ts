@@ -16,6 +16,7 @@ export function localProvisioners(cfg: ManagerConfig): { local?: LocalProvisione
       {
         ...(local.podAddress && { podAddress: local.podAddress }),
         ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
+        ...(local.confine && { confine: local.confine }),
       },
     ),
   };

@@ -38,6 +38,8 @@ type UpOptions = {
   plugin: string[];
   realNodes?: string;
   preloadedImage: string[];
+  /** false with --no-confine */
+  confine: boolean;
 } & SuperClusterOption;
 
 const statusFile = (dir: string) => join(dir, 'status.json');
@@ -154,6 +156,11 @@ export function registerUpCommands(program: Command): void {
     .option('--real-node-super <name>', 'with --super-clusters N: the super cluster (r1..rN) of the real nodes', 'r1')
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
     .option(
+      '--no-confine',
+      "do not network-confine local tenants' control planes (by default they reach only their own ports, the " +
+        'vn-agents, Pods and the outside, where the host has cgroup v2 and the iptables cgroup match)',
+    )
+    .option(
       '--plugin <path-or-package>',
       'load a third-party plugin in the manager (repeatable)',
       (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v],
@@ -192,6 +199,7 @@ export function registerUpCommands(program: Command): void {
           realNodeSuper,
           ...realArgs,
           ...preloadedArgs,
+          ...(o.confine ? [] : ['--no-confine']),
         ]);
       const { chooseRealNodes, sweepLeftoverNodes } = await import('../../dev/local/realnode.ts');
       for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
@@ -215,6 +223,7 @@ export function registerUpCommands(program: Command): void {
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
         superClusters,
         ...(superClusters > 1 ? { realNodeSuper } : {}),
+        confine: o.confine,
       });
       const status: UpStatus = {
         pid: process.pid,

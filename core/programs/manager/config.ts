@@ -67,7 +67,14 @@ export interface ManagerConfig {
     defaultProvisioner?: ProvisionerType;
     /** VirtualClusters of one namespace provisioned, oldest first (DEFAULT_MAX_PER_NAMESPACE) */
     maxPerNamespace?: number;
-    local?: { stateDir: string; etcdEndpoint: string; podAddress?: string; kubeletCAFile?: string };
+    local?: {
+      stateDir: string;
+      etcdEndpoint: string;
+      podAddress?: string;
+      kubeletCAFile?: string;
+      /** network confinement of the tenants' control planes (core/dev/local/netconfine.ts) */
+      confine?: { podCidrs: string[]; endpoints: Array<{ host: string; port: number }> };
+    };
     /** the native provisioner's platform settings (NativeOptions) */
     native?: NativeOptions;
     tenantDNS?: { enabled?: boolean; image?: string };
