@@ -5,7 +5,7 @@ import { InformerFactory } from '../../kube/factory.ts';
 import { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import type { ManagerConfig } from './config.ts';
-import { lifecycleControllers } from './lifecycle.ts';
+import { lifecycleControllers, vnAgentPortsOf } from './lifecycle.ts';
 
 const config = (local: boolean): ManagerConfig => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
@@ -41,5 +41,29 @@ describe('lifecycleControllers', () => {
       );
     if (refused) expect(make).toThrow(/\/virtualClusters\/local is set, but this program offers no local provisioner/);
     else await make().stopProvisioners();
+  });
+});
+
+describe('vnAgentPortsOf', () => {
+  it.each<[string, Record<string, unknown> | undefined, { vnAgentPorts?: number[] }]>([
+    ['no defaults', undefined, {}],
+    ['no vn-agent named', { nodes: {} }, {}],
+    ['one vn-agent', { nodes: { vnAgent: { host: '10.1.0.1', port: 41234 } } }, { vnAgentPorts: [41234] }],
+    [
+      'one per super cluster, repeats once',
+      {
+        nodes: {
+          vnAgent: {
+            host: '10.1.0.1',
+            port: 41234,
+            superClusters: { r2: { host: '127.0.0.1', port: 41300 }, r3: { host: '127.0.0.1', port: 41234 } },
+          },
+        },
+      },
+      { vnAgentPorts: [41234, 41300] },
+    ],
+    ['a port that is no port is left out', { nodes: { vnAgent: { port: '10550' } } }, {}],
+  ])('%s', (_what, defaults, want) => {
+    expect(vnAgentPortsOf(defaults)).toEqual(want);
   });
 });

@@ -35,7 +35,10 @@ export function lifecycleControllers(
   const provisioners: Record<string, Provisioner> = {
     ...offered,
     import: new ImportProvisioner(meta),
-    native: new NativeProvisioner(meta, cfg.virtualClusters?.native),
+    native: new NativeProvisioner(meta, {
+      ...cfg.virtualClusters?.native,
+      ...vnAgentPortsOf(cfg.virtualClusters?.defaultPluginConfig),
+    }),
   };
   const dns = cfg.virtualClusters?.tenantDNS;
   const newController = () =>
@@ -63,4 +66,17 @@ export function lifecycleControllers(
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },
   };
+}
+
+/**
+ * vnAgentPortsOf are the vn-agent ports the platform's vNodes name (defaultPluginConfig.nodes.vnAgent, and that of each
+ * super cluster), for the native apiservers' egress; none when the configuration names none.
+ */
+export function vnAgentPortsOf(defaults: Record<string, unknown> | undefined): { vnAgentPorts?: number[] } {
+  type Agent = { port?: unknown; superClusters?: Record<string, { port?: unknown }> };
+  const agent = (defaults?.nodes as { vnAgent?: Agent } | undefined)?.vnAgent;
+  const ports = [agent?.port, ...Object.values(agent?.superClusters ?? {}).map((a) => a?.port)].filter(
+    (p): p is number => typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536,
+  );
+  return ports.length ? { vnAgentPorts: [...new Set(ports)] } : {};
 }

@@ -37,4 +37,14 @@ describe('apiserverEgressPolicy', () => {
     // no rule opens DNS (port 53) on its own: the super's DNS knows other tenants' names
     expect(JSON.stringify(egress)).not.toContain('"port":53');
   });
+
+  it("opens the ports of the platform's vn-agents, and only those, when the vNodes name others", () => {
+    const egress = (apiserverEgressPolicy(ROOT, undefined, [41234, 41235]).spec as { egress: unknown[] }).egress;
+    expect(egress[1]).toEqual({
+      ports: [
+        { protocol: 'TCP', port: 41234 },
+        { protocol: 'TCP', port: 41235 },
+      ],
+    });
+  });
 });

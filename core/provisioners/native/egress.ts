@@ -15,13 +15,17 @@ export const APISERVER_EGRESS_POLICY = 'apiserver-egress';
  * policy allows:
  * - the tenant's own super namespaces (LABEL.cluster = the root namespace): its etcd, its Pods and Services (the
  *   backends of its webhooks, APIServices and proxied Services), its own DNS;
- * - the vn-agent's port on every address: every vNode's kubelet endpoint is the vn-agent of a node (logs, exec), and
- *   the vn-agent serves a tenant only its own Pods;
+ * - the vn-agents' ports (`vnAgentPorts`, those the platform's vNodes name; default VN_AGENT_PORT) on every address:
+ *   every vNode's kubelet endpoint is the vn-agent of a node (logs, exec), and it serves a tenant only its own Pods;
  * - every address outside `internal` (default SUPER_INTERNAL_CIDRS): webhooks the tenant runs elsewhere.
  * The super's DNS is not among them: it would answer other tenants' names, so webhook URLs outside the tenant name an
  * address.
  */
-export function apiserverEgressPolicy(root: string, internal: readonly string[] = SUPER_INTERNAL_CIDRS): KubeObject {
+export function apiserverEgressPolicy(
+  root: string,
+  internal: readonly string[] = SUPER_INTERNAL_CIDRS,
+  vnAgentPorts: readonly number[] = [VN_AGENT_PORT],
+): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -31,7 +35,7 @@ export function apiserverEgressPolicy(root: string, internal: readonly string[] 
       policyTypes: ['Egress'],
       egress: [
         { to: [{ namespaceSelector: { matchLabels: { [LABEL.cluster]: root } } }] },
-        { ports: [{ protocol: 'TCP', port: VN_AGENT_PORT }] },
+        { ports: vnAgentPorts.map((port) => ({ protocol: 'TCP', port })) },
         { to: outsidePeers(internal) },
       ],
     },

@@ -74,6 +74,8 @@ export interface NativeInput {
   kubeletCA?: string;
   /** --quota-backend-bytes of the tenant's etcd (the policy's quota.etcdBytes); a ClusterVersion's etcd flag wins */
   etcdBytes?: number;
+  /** the ports of the vn-agents the vNodes name (the apiserver's egress allows them); default VN_AGENT_PORT */
+  vnAgentPorts?: readonly number[];
 }
 
 /** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */

@@ -126,6 +126,12 @@ export interface NativeOptions {
    */
   dnsView?: { host: string; port: number };
   /**
+   * the ports of the vn-agents the platform's vNodes name as their kubelet (the manager configuration's
+   * defaultPluginConfig.nodes.vnAgent, every super cluster's): the apiserver's egress NetworkPolicy allows them;
+   * absent, VN_AGENT_PORT (the vn-agent DaemonSet's)
+   */
+  vnAgentPorts?: readonly number[];
+  /**
    * a CA certificate file on the manager's host: tenant apiservers verify their kubelets (the vn-agent, which the
    * vNodes name) against it (--kubelet-certificate-authority, from the Secret `kubelet-ca`); absent, not verified
    */
@@ -250,6 +256,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       etcdHostPath: this.etcdDataDir(root),
       ...(limits.etcdBytes !== undefined && { etcdBytes: limits.etcdBytes }),
       ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
+      ...(this.opts.vnAgentPorts?.length && { vnAgentPorts: this.opts.vnAgentPorts }),
     });
     let adminKubeconfig: string | undefined;
     for (const obj of objects) {

@@ -171,7 +171,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
           }),
     }),
     apiserverService,
-    apiserverEgressPolicy(root),
+    apiserverEgressPolicy(root, undefined, input.vnAgentPorts),
     statefulSet(root, 'apiserver', {
       ...pod,
       replicas: apiserverReplicas,
