@@ -135,7 +135,7 @@ describe('judge: probe results to a verdict', () => {
       healthy: false,
       component: 'kube-controller-manager',
       reason: LEASE_STALE,
-      message: /60 s ago/,
+      message: /holder a\) not renewed within 20 s$/,
     },
     {
       name: 'lease without renewTime',

@@ -204,8 +204,9 @@ function judgeControllerManager(
     const age = leaseAgeMs(l, now);
     const limit = (l.durationSeconds ?? 15) * 1000 + limits.leaseGraceMs;
     if (age === undefined || age > limit) {
-      const when = age === undefined ? 'never renewed' : `last renewed ${Math.round(age / 1000)} s ago`;
-      const message = `leader Lease kube-system/kube-controller-manager (holder ${l.holder ?? 'none'}) ${when}, allowed ${limit / 1000} s`;
+      // the limit, not the age: a message that changed every probe would rewrite status every probe
+      const when = age === undefined ? 'never renewed' : `not renewed within ${limit / 1000} s`;
+      const message = `leader Lease kube-system/kube-controller-manager (holder ${l.holder ?? 'none'}) ${when}`;
       return { name: 'kube-controller-manager', healthy: false, reason: LEASE_STALE, message, restarts };
     }
     return {
@@ -220,25 +221,27 @@ function judgeControllerManager(
   return base;
 }
 
-/** judgeSyncer: unsynced caches past the grace period, or a backlog past the limit. */
+/**
+ * judgeSyncer: unsynced caches past the grace period, or a backlog past the limit. The messages name the limits, not
+ * the live counts (the metrics carry those): status is written when it changes, and a queue depth changes every probe.
+ */
 function judgeSyncer(s: SyncerLag | undefined, limits: HealthLimits): ComponentHealth | undefined {
   if (!s) return undefined;
-  const load = `${s.waiting} keys waiting, ${s.inFlight} in flight`;
   if (!s.synced && s.unsyncedForMs > limits.syncerSyncGraceMs)
     return {
       name: 'syncer',
       healthy: false,
       reason: SYNCER_NOT_SYNCED,
-      message: `the syncer's caches of the tenant have not synced for ${Math.round(s.unsyncedForMs / 1000)} s (${load})`,
+      message: `the syncer's caches of the tenant have not synced within ${Math.round(limits.syncerSyncGraceMs / 1000)} s`,
     };
   if (s.waiting > limits.syncerMaxWaiting)
     return {
       name: 'syncer',
       healthy: false,
       reason: SYNCER_BACKLOG,
-      message: `${load}; limit ${limits.syncerMaxWaiting}`,
+      message: `more than ${limits.syncerMaxWaiting} of the tenant's keys wait in the syncer's queue`,
     };
-  return { name: 'syncer', healthy: true, reason: HEALTHY, message: load };
+  return { name: 'syncer', healthy: true, reason: HEALTHY };
 }
 
 /**
