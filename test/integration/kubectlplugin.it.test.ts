@@ -72,8 +72,8 @@ describe('kubectl vc: the CLI as a kubectl plugin, against a real apiserver', ()
     const all = await kubectl(['vc', 'get']);
     expect(all.code, all.stderr).toBe(0);
     expect(all.stdout).toMatch(/^NAMESPACE\s+NAME\s+PHASE/);
-    expect(all.stdout).toMatch(/\ndefault\s+dev\s+Pending\s+local/);
-    expect(all.stdout).toMatch(/\nteam-a\s+prod\s+Pending\s+local/);
+    expect(all.stdout).toMatch(/\ndefault\s+dev\s+Pending\s+-\s+local/);
+    expect(all.stdout).toMatch(/\nteam-a\s+prod\s+Pending\s+-\s+local/);
     const one = await kubectl(['vc', 'get', '-n', 'team-a', '-o', 'name']);
     expect(one.stdout).toBe('virtualcluster.tenancy.x-k8s.io/prod\n');
   });

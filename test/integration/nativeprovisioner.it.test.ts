@@ -104,7 +104,8 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
         'Service',
         'Service',
         'Service',
-        'NetworkPolicy',
+        'NetworkPolicy', // the tenant's isolation
+        'NetworkPolicy', // the apiserver's egress (core/provisioners/native/egress.ts)
         'StatefulSet',
         'StatefulSet',
         'StatefulSet',
