@@ -251,7 +251,9 @@ describe('a hostile tenant reading upward data and crashing a plugin', () => {
       const pv = await a.get<PV>(R.persistentvolumes, undefined, name);
       expect(pv.spec.claimRef).toMatchObject({ namespace: 'default', name });
       return pv;
-    }, 90_000);
+      // the super's volume binder runs every 15 s; on a loaded host (CI: both test runs side by side) one bind took
+      // longer than 90 s
+    }, 150_000);
   };
 
   it('finds no NFS server, export path or mount options on its volume', async () => {
