@@ -274,6 +274,16 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     if (!webPod || !root) ctx.skip();
     const c = t!.client;
     const lease = () => c.get<KubeObject & { spec?: { holderIdentity?: string } }>(R.leases, 'vc-system', 'vc-manager');
+    // a settled tenant first: its controller manager may still be getting Ready (the tenant Degraded until it is)
+    await eventually(
+      async () => {
+        const v = await c.get<VirtualCluster>(R.virtualclusters, 'tenants', 'team-a');
+        expect(v.status?.phase).toBe('Running');
+        expect(v.status?.components?.every((x) => x.healthy)).toBe(true);
+      },
+      120_000,
+      1000,
+    );
     const managers = await podsOf('vc-system', 'vc-manager');
     const holder = (await lease()).spec!.holderIdentity!;
     const leader = managers.find((p) => holder.includes(p.metadata!.name!))!;
