@@ -8,7 +8,7 @@
  * the same doors: the control that shows what the confinement takes away.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { cgroup2Root, confinementNames } from '../../core/dev/local/netconfine.ts';
+import { cgroup2Root, confinementNames, NetConfinement, sweepConfinements } from '../../core/dev/local/netconfine.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
@@ -255,6 +255,22 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
     await eventually(() => exec('iptables', ['-w', '-C', ...jump]), 30_000);
     const rules = (await exec('iptables', ['-w', '-S', chain])).stdout;
     expect(rules).toContain('--dst-type LOCAL -j REJECT');
+  });
+
+  it('a sweep (vc down) removes the confinement of a control plane that is gone and keeps a running one', async () => {
+    const gone = new NetConfinement(
+      `gone-${process.pid}`,
+      { loopbackPorts: [], podCidrs: [], endpoints: [] },
+      cgroup2Root()!,
+    );
+    await gone.apply();
+    const removed = await sweepConfinements();
+    expect(removed).toContain(`iptables chain ${gone.chain}`);
+    expect(await gone.intact()).toBe(false);
+    expect(existsSync(gone.cgroupDir)).toBe(false);
+    const { chain, cgroup } = confinementNames(rootA);
+    expect(removed).not.toContain(`iptables chain ${chain}`);
+    await exec('iptables', ['-w', '-C', 'OUTPUT', '-m', 'cgroup', '--path', cgroup, '-j', chain]);
   });
 
   it("the proxy paths of the confined tenant do not reach the host's port", async () => {

@@ -10,7 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SUPER_INTERNAL_CIDRS } from '../../../plugins/sdk/src/wellknown.ts';
@@ -224,4 +224,57 @@ export async function confinementUnavailable(): Promise<string | undefined> {
   } finally {
     await probe.remove().catch(() => undefined);
   }
+}
+
+/**
+ * sweepConfinements removes what confinements of control planes that are gone left behind (a `vc up` killed outright
+ * never removes its own): every confinement chain whose cgroup holds no process, its OUTPUT jumps and that cgroup.
+ * A confinement whose cgroup still holds processes belongs to a running control plane and stays. Returns what it
+ * removed.
+ */
+export async function sweepConfinements(): Promise<string[]> {
+  if (process.getuid?.() !== 0) return [];
+  const root = cgroup2Root();
+  const removed: string[] = [];
+  const live = (cgroup: string): boolean => {
+    if (!root) return false;
+    try {
+      return readFileSync(join(root, cgroup, 'cgroup.procs'), 'utf8').trim() !== '';
+    } catch {
+      return false;
+    }
+  };
+  const chains = new Set<string>();
+  for (const bin of ['iptables', 'ip6tables'] as const) {
+    const saved = await exec(`${bin}-save`, ['-t', 'filter']).then(
+      (r) => r.stdout,
+      () => '',
+    );
+    for (const line of saved.split('\n')) {
+      const chain = /^:(VC-CP-[0-9a-f]+) /.exec(line)?.[1];
+      if (chain) chains.add(chain);
+    }
+    for (const line of saved.split('\n')) {
+      const m = /^-A OUTPUT (.*-j (VC-CP-[0-9a-f]+))$/.exec(line);
+      if (!m || live(m[2]!.toLowerCase())) continue;
+      await run(bin, ['-D', 'OUTPUT', ...m[1]!.split(' ')]).catch(() => undefined);
+    }
+    for (const chain of chains) {
+      if (live(chain.toLowerCase())) continue;
+      await run(bin, ['-F', chain]).catch(() => undefined);
+      await run(bin, ['-X', chain]).catch(() => undefined);
+    }
+  }
+  for (const chain of chains) if (!live(chain.toLowerCase())) removed.push(`iptables chain ${chain}`);
+  if (root)
+    for (const e of readdirSync(root)) {
+      if (!e.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) || live(e)) continue;
+      try {
+        rmdirSync(join(root, e));
+        removed.push(`cgroup ${e}`);
+      } catch {
+        // a cgroup the kernel has not yet freed: the next sweep takes it
+      }
+    }
+  return removed;
 }

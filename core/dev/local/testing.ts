@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { allPids, cgroupMounts, cmdlineOf, HOST_PATHS_OUTSIDE, SYSCTLS, tryRun } from './nodehost.ts';
+import { CONFINE_CHAIN_PREFIX, cgroup2Root } from './netconfine.ts';
 
 /**
  * Test fixtures of real nodes: a snapshot of what a node can leave on the host, and the difference of two. Only the
@@ -26,6 +27,22 @@ export interface HostSnapshot {
 }
 
 /** hostSnapshot takes a HostSnapshot; binDir is the node toolchain's bin directory (its programs are node processes). */
+/**
+ * runningConfinement tells whether a chain or cgroup name (lowercased) is the network confinement of a control plane
+ * that is running: its cgroup holds processes. Those belong to whichever test runs that control plane (integration
+ * files run beside the real-node ones) and are left out of a host snapshot; an empty one is a leftover and counts.
+ */
+function runningConfinement(name: string): boolean {
+  if (!name.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase())) return false;
+  const root = cgroup2Root();
+  if (!root) return false;
+  try {
+    return readFileSync(join(root, name, 'cgroup.procs'), 'utf8').trim() !== '';
+  } catch {
+    return false;
+  }
+}
+
 export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
   const processes: string[] = [];
   for (const pid of allPids()) {
@@ -48,12 +65,13 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
     for (const line of ((await tryRun(tool, [])) ?? '').split('\n')) {
       if (line.startsWith('*')) table = line.slice(1);
       const m = /^:(\S+)/.exec(line);
-      if (m) chains.push(`${tool} ${table} ${m[1]}`);
+      if (m && !runningConfinement(m[1]!.toLowerCase())) chains.push(`${tool} ${table} ${m[1]}`);
     }
   }
   const cgroups: string[] = [];
   for (const mnt of cgroupMounts())
-    for (const e of readdirSync(mnt)) if (lstatSync(join(mnt, e)).isDirectory()) cgroups.push(join(mnt, e));
+    for (const e of readdirSync(mnt))
+      if (lstatSync(join(mnt, e)).isDirectory() && !runningConfinement(e)) cgroups.push(join(mnt, e));
   const paths: string[] = [];
   for (const p of HOST_PATHS_OUTSIDE) {
     if (!existsSync(p)) continue;
