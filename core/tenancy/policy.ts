@@ -1,3 +1,5 @@
+// Over 500 lines, on purpose: one TenantPolicy's evaluation (defaults, quota, exposure, flags, plugins) over one
+// spec reads in order here; the flag allow-list (allowlist.ts) and the grants (grants.ts) are already apart.
 import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';

@@ -115,25 +115,27 @@ async function requestAndWait(c: KubeClient, k: { namespace: string; name: strin
   process.stdout.write(`${line}\n`);
 }
 
-function kindWord(kind: string): void {
+/** source checks that the verb names GitSources and reads the one named: the client, its key and the object. */
+async function source(kind: string, name: string, o: Flags) {
   if (!GITSOURCE_WORDS.includes(kind))
     throw new CliError(`${kind}: only GitSources can be reconciled, suspended or resumed (vc … gitsource NAME)`);
+  const c = await clusterClient(o);
+  const k = key(name, o.namespace);
+  return { c, k, gs: await getSource(c, k) };
 }
 
 /** registerGitSourceCommands adds `vc reconcile`, `vc suspend` and `vc resume` for GitSources. */
 export function registerGitSourceCommands(program: Command): void {
   const common = (cmd: Command) =>
     addClusterOptions(cmd).option('-n, --namespace <ns>', 'namespace of the GitSource', 'default');
+  const waiting = (cmd: Command) =>
+    cmd.option('--timeout <duration>', 'how long to wait for the manager (seconds, or with s or m)', '2m');
 
-  common(program.command('reconcile <kind> <name>'))
+  waiting(common(program.command('reconcile <kind> <name>')))
     .description('fetch and apply a GitSource now, and wait for the result: vc reconcile gitsource tenants')
-    .option('--timeout <duration>', 'how long to wait for the manager (seconds, or with s or m)', '2m')
     .action(async (kind: string, name: string, o: Flags & { timeout: string }) => {
-      kindWord(kind);
       const timeout = parseTimeout(o.timeout);
-      const c = await clusterClient(o);
-      const k = key(name, o.namespace);
-      const gs = await getSource(c, k);
+      const { c, k, gs } = await source(kind, name, o);
       if (gs.spec.suspend)
         throw new CliError(`GitSource ${k.namespace}/${k.name} is suspended: \`vc resume gitsource ${k.name}\` first`);
       await requestAndWait(c, k, timeout);
@@ -142,23 +144,16 @@ export function registerGitSourceCommands(program: Command): void {
   common(program.command('suspend <kind> <name>'))
     .description('stop fetching and applying a GitSource (what it applied stays as it is)')
     .action(async (kind: string, name: string, o: Flags) => {
-      kindWord(kind);
-      const c = await clusterClient(o);
-      const k = key(name, o.namespace);
-      await getSource(c, k);
+      const { c, k } = await source(kind, name, o);
       await c.patch(GITSOURCES, k.namespace, k.name, { spec: { suspend: true } }, 'merge');
       process.stdout.write(`GitSource ${k.namespace}/${k.name} suspended\n`);
     });
 
-  common(program.command('resume <kind> <name>'))
+  waiting(common(program.command('resume <kind> <name>')))
     .description('fetch and apply a suspended GitSource again, and wait for the result')
-    .option('--timeout <duration>', 'how long to wait for the manager (seconds, or with s or m)', '2m')
     .action(async (kind: string, name: string, o: Flags & { timeout: string }) => {
-      kindWord(kind);
       const timeout = parseTimeout(o.timeout);
-      const c = await clusterClient(o);
-      const k = key(name, o.namespace);
-      await getSource(c, k);
+      const { c, k } = await source(kind, name, o);
       await c.patch(GITSOURCES, k.namespace, k.name, { spec: { suspend: false } }, 'merge');
       await requestAndWait(c, k, timeout);
     });
