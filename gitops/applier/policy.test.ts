@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY_ANNOTATION, type TenantPolicy } from '../../core/tenancy/policy.ts';
 import { planApply } from './applier.ts';
-import { policyErrors, withPolicies } from './policy.ts';
+import { policyErrors, simulatePolicies, withPolicies } from './policy.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import { LABEL } from '../../core/names/names.ts';
 import { REV1, makeArtifact, vcDoc, vcEntry } from './testing.ts';
 
 const source = { namespace: 'platform', name: 'tenants' };
@@ -48,5 +50,54 @@ describe('the TenantPolicy step of the GitOps plan', () => {
     );
     expect(p.errors.map((e) => e.pointer)).toEqual(['/spec/weight', '/spec/apiServer/extraArgs/etcd-prefix']);
     expect(withPolicies(plan(), undefined)).toEqual(plan());
+  });
+});
+
+describe('simulating a TenantPolicy change against the existing tenants', () => {
+  const tenant = (namespace: string, name: string, spec: Record<string, unknown>, labels?: Record<string, string>) =>
+    ({
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { namespace, name, ...(labels && { labels }) },
+      spec,
+    }) as unknown as VirtualCluster;
+  const tenants = [
+    tenant('team-a', 'two', { weight: 2 }),
+    tenant('team-b', 'ten', { weight: 10, policyName: 'gold' }, { [LABEL.gitSource]: 'platform.tenants' }),
+    tenant('team-c', 'five', { weight: 5 }),
+  ];
+  const rows: Array<[string, TenantPolicy[], Array<[string, string]>]> = [
+    ['the same policies change nothing', [], [['team-c/five', 'still-refused']]],
+    [
+      'a lower ceiling on the default policy refuses the tenant that used the old one',
+      [{ ...strict, spec: { weight: { max: 1 } } }],
+      [
+        ['team-a/two', 'newly-refused'],
+        ['team-c/five', 'still-refused'],
+      ],
+    ],
+    [
+      'a higher ceiling admits the tenant refused today',
+      [{ ...strict, spec: { weight: { max: 5 } } }],
+      [['team-c/five', 'now-admitted']],
+    ],
+    [
+      'a grant taken away refuses the tenant that relied on it',
+      [{ ...gold, spec: { weight: { max: 50 } } }],
+      [
+        ['team-b/ten', 'newly-refused'],
+        ['team-c/five', 'still-refused'],
+      ],
+    ],
+  ];
+  it.each(rows)('%s', (_, proposed, want) => {
+    const got = simulatePolicies(tenants, [gold, strict], proposed);
+    expect(got.map((x) => [x.tenant, x.change])).toEqual(want);
+    for (const x of got) expect(x.violations.length).toBeGreaterThan(0);
+  });
+
+  it('names the field and the policy in the refusal', () => {
+    const [a] = simulatePolicies(tenants.slice(0, 1), [gold, strict], [{ ...strict, spec: { weight: { max: 1 } } }]);
+    expect(a!.violations).toEqual(['spec.weight: weight 2 is above the ceiling 1 of policy "strict" (weight.max)']);
   });
 });

@@ -103,3 +103,39 @@ export async function readTenantPolicies(client: KubeClient): Promise<TenantPoli
     return undefined;
   }
 }
+
+/** PolicyImpact is what a proposed set of TenantPolicies would do to one existing tenant. */
+export interface PolicyImpact {
+  tenant: string;
+  /** newly: refused under the proposed policies but admitted today; still: refused today and under the proposal. */
+  change: 'newly-refused' | 'still-refused' | 'now-admitted';
+  violations: string[];
+}
+
+/**
+ * simulatePolicies checks every existing VirtualCluster against the live TenantPolicies and against the live ones with
+ * the proposed ones put in their place (by name; a new name is added), so that a policy change shows before it merges
+ * which tenants it would refuse. Tenants admitted both ways are left out of the answer.
+ */
+export function simulatePolicies(
+  tenants: readonly VirtualCluster[],
+  live: readonly TenantPolicy[],
+  proposed: readonly TenantPolicy[],
+  labels?: NamespaceLabels,
+): PolicyImpact[] {
+  const names = new Set(proposed.map((p) => p.metadata?.name));
+  const after = [...live.filter((p) => !names.has(p.metadata?.name)), ...proposed];
+  const refusals = (vc: VirtualCluster, policies: readonly TenantPolicy[]) => {
+    const r = checkPolicies(vc, policies, {}, subjectOf(vc, labels?.get(vc.metadata?.namespace ?? '')));
+    return 'violations' in r ? r.violations.map((v) => `${v.field}: ${v.message}`) : [];
+  };
+  const out: PolicyImpact[] = [];
+  for (const vc of tenants) {
+    const tenant = `${vc.metadata?.namespace ?? ''}/${vc.metadata?.name ?? '?'}`;
+    const before = refusals(vc, live);
+    const now = refusals(vc, after);
+    if (now.length) out.push({ tenant, change: before.length ? 'still-refused' : 'newly-refused', violations: now });
+    else if (before.length) out.push({ tenant, change: 'now-admitted', violations: before });
+  }
+  return out;
+}

@@ -283,6 +283,26 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(over.stderr).toContain(
       'tenants/dev.yaml: VirtualCluster default/dev: spec.weight: weight 3 is above the ceiling 2 of policy "small" (weight.max)',
     );
+    // A policy change simulated against the live tenants: the running dev (local) would be refused by a default
+    // policy that allows only native control planes; nothing on the cluster changes.
+    const nativeOnly = join(dir, 'native-only.yaml');
+    writeFileSync(
+      nativeOnly,
+      'apiVersion: tenancy.x-k8s.io/v1alpha1\nkind: TenantPolicy\nmetadata:\n  name: native-only\n  annotations:\n' +
+        '    tenancy.x-k8s.io/is-default-policy: "true"\nspec:\n  provisioners:\n    allowed: [native]\n',
+    );
+    const sim = await vc(['validate', '--existing', '--policy', nativeOnly, ...kc]);
+    expect(sim.code, sim.stderr).toBe(1);
+    expect(sim.stdout).toMatch(
+      /^VirtualCluster default\/dev: would be refused\n {2}spec\.provisioner\.type: .*native-only/m,
+    );
+    // Every tenant here (dev and those the tests above made) is local, so each one would be refused.
+    expect(sim.stdout).toMatch(
+      /(\d) tenant\(s\) checked: \1 would be newly refused, 0 stay refused, 0 would be admitted/,
+    );
+    expect(await t.client.list(R.tenantpolicies)).toMatchObject({ items: [] });
+    const fine = await vc(['validate', '--existing', '--policy', policy, ...kc]);
+    expect(fine.code, fine.stdout).toBe(0);
   });
 
   it('deletes a VirtualCluster and waits until it is gone', async () => {

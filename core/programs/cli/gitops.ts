@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { Artifact, ParseError, SourceDocument } from '../../../gitops/artifact.ts';
-import { KubeClient, type KubeObject } from '../../kube/client.ts';
+import type { KubeObject } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { SOURCE_LABEL } from '../../../gitops/applier/objects.ts';
 import { readYamlDocuments } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import type { TenantPolicy } from '../../tenancy/policy.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { CliError } from './vcs.ts';
 import { clusterClient } from './kubeconfig.ts';
 
@@ -90,12 +91,64 @@ function oneSource(arg: string | undefined, file: string | undefined, command: s
   return (arg ?? file)!;
 }
 
+interface ValidateFlags {
+  policy: string[];
+  file?: string;
+  kubeconfig?: string;
+  context?: string;
+  source?: string;
+  existing?: boolean;
+}
+
+/**
+ * simulateExisting prints, for every VirtualCluster on the meta cluster whose admission the proposed policies change
+ * or leave refused, one line and its reasons; it fails when a tenant admitted today would be refused.
+ */
+async function simulateExisting(dir: string | undefined, o: ValidateFlags): Promise<void> {
+  if (dir) throw new CliError('vc validate --existing checks the live tenants: give no directory');
+  if (!o.policy.length) throw new CliError('vc validate --existing: which proposed policies? give --policy FILE');
+  const { readNamespaceLabelsOf, readTenantPolicies, simulatePolicies } =
+    await import('../../../gitops/applier/policy.ts');
+  const proposed = o.policy.flatMap(readPolicyFile);
+  if (!proposed.length) throw new CliError(`${o.policy.join(', ')}: no TenantPolicy documents found`);
+  const c = await clusterClient(o);
+  try {
+    const live = await readTenantPolicies(c);
+    if (!live) throw new CliError('the meta cluster: cannot list TenantPolicies (ask for read access to them)');
+    const tenants = (await c.list<VirtualCluster>(R.virtualclusters)).items;
+    const labels = await readNamespaceLabelsOf(
+      c,
+      tenants.map((t) => t.metadata?.namespace ?? ''),
+    );
+    const impact = simulatePolicies(tenants, live, proposed, labels);
+    const verb = {
+      'newly-refused': 'would be refused',
+      'still-refused': 'is and stays refused',
+      'now-admitted': 'would be admitted',
+    };
+    for (const x of impact) {
+      process.stdout.write(`VirtualCluster ${x.tenant}: ${verb[x.change]}\n`);
+      for (const v of x.violations) process.stdout.write(`  ${v}\n`);
+    }
+    const newly = impact.filter((x) => x.change === 'newly-refused').length;
+    process.stdout.write(
+      `${tenants.length} tenant(s) checked: ${newly} would be newly refused, ` +
+        `${impact.filter((x) => x.change === 'still-refused').length} stay refused, ` +
+        `${impact.filter((x) => x.change === 'now-admitted').length} would be admitted\n`,
+    );
+    if (newly) process.exitCode = 1;
+  } finally {
+    c.close();
+  }
+}
+
 /** registerGitOpsCommands adds `vc validate` and `vc diff`. */
 export function registerGitOpsCommands(program: Command): void {
   program
     .command('validate [dir]')
     .description(
-      "check a tenant repository's definitions against the schemas and the TenantPolicies (for the repository's own CI)",
+      "check a tenant repository's definitions against the schemas and the TenantPolicies (for the repository's own " +
+        'CI); with --existing, check every VirtualCluster on the meta cluster against proposed TenantPolicies',
     )
     .option(
       '--policy <file>',
@@ -105,37 +158,42 @@ export function registerGitOpsCommands(program: Command): void {
     )
     .option('-f, --file <dir>', 'the directory to check (instead of the argument)')
     .option('--kubeconfig <file>', "also check against the meta cluster's TenantPolicies and namespace labels")
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+    .option(
+      '--existing',
+      "simulate: which of the meta cluster's VirtualClusters the --policy files (in place of the live policies of the " +
+        'same names) would refuse; exits 1 when one would be newly refused',
+    )
     .option(
       '--source <namespace/name>',
       'the GitSource that applies the repository, for the grants given to it (default: grants to namespaces only)',
     )
-    .action(
-      async (arg: string | undefined, o: { policy: string[]; file?: string; kubeconfig?: string; source?: string }) => {
-        const dir = oneSource(arg, o.file, 'validate');
-        const { planApply } = await import('../../../gitops/applier/applier.ts');
-        const { policyErrors, readNamespaceLabels, readTenantPolicies } =
-          await import('../../../gitops/applier/policy.ts');
-        const artifact = await readDirArtifact(dir);
-        const [namespace, name, ...rest] = (o.source ?? 'validate/validate').split('/');
-        if (!namespace || !name || rest.length) throw new CliError(`--source ${o.source}: expected namespace/name`);
-        const plan = planApply(artifact, [], { namespace, name });
-        const policies = [...o.policy.flatMap(readPolicyFile)];
-        let labels;
-        if (o.kubeconfig) {
-          const c = await KubeClient.fromFile(o.kubeconfig);
-          const live = await readTenantPolicies(c);
-          labels = live && (await readNamespaceLabels(c, plan.apply));
-          c.close();
-          if (!live) throw new CliError(`${o.kubeconfig}: cannot read TenantPolicies`);
-          policies.push(...live);
-        }
-        if (o.policy.length || o.kubeconfig) plan.errors.push(...policyErrors(plan.apply, policies, labels));
-        for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
-        if (plan.errors.length) throw new CliError(`${plan.errors.length} problem(s) in ${dir}`);
-        if (!plan.apply.length) throw new CliError(`${dir}: no tenant definitions found`);
-        process.stdout.write(`${dir}: ${plan.apply.length} object(s) valid\n`);
-      },
-    );
+    .action(async (arg: string | undefined, o: ValidateFlags) => {
+      if (o.existing) return simulateExisting(arg ?? o.file, o);
+      const dir = oneSource(arg, o.file, 'validate');
+      const { planApply } = await import('../../../gitops/applier/applier.ts');
+      const { policyErrors, readNamespaceLabels, readTenantPolicies } =
+        await import('../../../gitops/applier/policy.ts');
+      const artifact = await readDirArtifact(dir);
+      const [namespace, name, ...rest] = (o.source ?? 'validate/validate').split('/');
+      if (!namespace || !name || rest.length) throw new CliError(`--source ${o.source}: expected namespace/name`);
+      const plan = planApply(artifact, [], { namespace, name });
+      const policies = [...o.policy.flatMap(readPolicyFile)];
+      let labels;
+      if (o.kubeconfig) {
+        const c = await clusterClient(o);
+        const live = await readTenantPolicies(c);
+        labels = live && (await readNamespaceLabels(c, plan.apply));
+        c.close();
+        if (!live) throw new CliError(`${o.kubeconfig}: cannot read TenantPolicies`);
+        policies.push(...live);
+      }
+      if (o.policy.length || o.kubeconfig) plan.errors.push(...policyErrors(plan.apply, policies, labels));
+      for (const e of plan.errors) process.stderr.write(`${e.message}\n`);
+      if (plan.errors.length) throw new CliError(`${plan.errors.length} problem(s) in ${dir}`);
+      if (!plan.apply.length) throw new CliError(`${dir}: no tenant definitions found`);
+      process.stdout.write(`${dir}: ${plan.apply.length} object(s) valid\n`);
+    });
 
   program
     .command('diff [source]')
