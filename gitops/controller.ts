@@ -1,3 +1,6 @@
+// Over 500 lines, on purpose: the GitSource controller is one reconcile (state, suspend, dependencies, fetch result,
+// apply, health, record, events) over the per-source state its pollers feed. What has a job of its own is apart:
+// sourcestatus.ts, recordwriter.ts, health.ts, notify/, sourcespec.ts and the applier and source folders.
 import { createHash } from 'node:crypto';
 import { Counter } from 'prom-client';
 import { EventRecorder } from '../core/controller/events.ts';
@@ -43,6 +46,7 @@ import {
   type ConfigMapObject,
   type RecordData,
 } from './record.ts';
+import { Notifier } from './notify/notifier.ts';
 import { keepRecord } from './recordwriter.ts';
 import { ALLOW_REVISION_ANNOTATION } from './source/history.ts';
 import { SourcePoller } from './source/poller.ts';
@@ -139,6 +143,7 @@ export class GitOpsController {
   private routesKey = '';
   private readonly status: StatusWriter<GitSourceStatus>;
   private readonly events: EventRecorder;
+  private readonly notifier: Notifier;
 
   constructor(private readonly o: GitOpsOptions) {
     this.fetcher = new GitSourceFetcher({
@@ -194,6 +199,18 @@ export class GitOpsController {
       kind: 'GitSource',
       log,
     });
+    this.notifier = new Notifier({
+      events: this.events,
+      secret: (gs, name) => this.secret(gs, name),
+      addresses: o.addresses,
+      timeoutMs: o.timeoutMs,
+    });
+  }
+
+  /** writeStatus writes a GitSource's status and hands the change to the notifier. */
+  private async writeStatus(gs: GitSource, status: GitSourceStatus): Promise<void> {
+    await this.status.write(gs, status);
+    this.notifier.written(gs, status);
   }
 
   /** start syncs the caches, starts the webhook receiver and the workers. */
@@ -212,6 +229,7 @@ export class GitOpsController {
     await this.runner.stop();
     await Promise.all([this.sources.stop(), this.owned.stop()]);
     await this.receiver?.close();
+    await this.notifier.stop();
   }
 
   /** requeue queues a full reconcile of a source (fetch result, apply, health). */
@@ -228,6 +246,8 @@ export class GitOpsController {
   private async reconcile(key: string): Promise<Result> {
     const gs = this.sources.get(key);
     if (!gs) {
+      const [namespace = '', name = ''] = key.split('/');
+      this.notifier.forget(namespace, name);
       this.state.get(key)?.poller.stop();
       this.state.delete(key);
       await this.refreshWebhooks();
@@ -238,12 +258,12 @@ export class GitOpsController {
     try {
       st = await this.ensureState(key, gs);
     } catch (e) {
-      await this.status.write(gs, stalled(gs, 'InvalidSpec', e instanceof Error ? e.message : String(e)));
+      await this.writeStatus(gs, stalled(gs, 'InvalidSpec', e instanceof Error ? e.message : String(e)));
       return { requeueAfter: interval };
     }
     if (gs.spec.suspend) {
       st.poller.suspend();
-      await this.status.write(
+      await this.writeStatus(
         gs,
         reported(
           st.record,
@@ -263,7 +283,7 @@ export class GitOpsController {
       const s = gate.cycle
         ? stalled(gs, 'DependencyCycle', gate.message)
         : waiting(gs, 'DependencyNotReady', gate.message);
-      await this.status.write(gs, reported(st.record, s));
+      await this.writeStatus(gs, reported(st.record, s));
       return gate.cycle ? undefined : { requeueAfter: interval };
     }
     const requested = gs.metadata.annotations?.[RECONCILE_ANNOTATION];
@@ -283,7 +303,7 @@ export class GitOpsController {
       // The last good artifact is still re-applied (drift goes back); its prune set is the one already decided, so a
       // failing source can never cause a new deletion. A poll may clear st.error meanwhile: the error read here stays.
       if (st.artifact) await st.applier.reconcile(st.artifact, gs.status, reconcileOptionsFor(gs));
-      await this.status.write(gs, handled(reported(st.record, stalled(gs, error.reason, error.message)), handle));
+      await this.writeStatus(gs, handled(reported(st.record, stalled(gs, error.reason, error.message)), handle));
       return { requeueAfter: interval };
     }
     if (!st.artifact) return;
@@ -300,7 +320,7 @@ export class GitOpsController {
     if (r.confirmationUsed) keep.confirmation = r.confirmationUsed;
     if (keep.revision || keep.confirmation)
       st.record = await keepRecord({ meta: this.o.meta, events: this.events, log }, gs, st.record, keep);
-    await this.status.write(gs, handled(reported(st.record, report.status), handle));
+    await this.writeStatus(gs, handled(reported(st.record, report.status), handle));
     st.lastFull = { at: now, digest: st.artifact.digest, generation: gs.metadata.generation, ok: !r.stop };
     if (r.applied.length || r.pruned.length) {
       await this.events.record(
@@ -333,7 +353,7 @@ export class GitOpsController {
     if (!last?.ok || !st.applied || st.error || !st.artifact || last.digest !== st.artifact.digest) return false;
     if (last.generation !== gs.metadata.generation || now - last.at >= intervalMs) return false;
     const status = this.healthOf(gs, { ...(gs.status ?? {}) }, st.applied, now);
-    await this.status.write(gs, reported(st.record, status));
+    await this.writeStatus(gs, reported(st.record, status));
     return true;
   }
 

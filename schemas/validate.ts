@@ -16,6 +16,7 @@ export const SCHEMAS = {
   gitSource: 'gitsource.schema.json',
   vnAgentConfig: 'vnagent-config.schema.json',
   tenantPolicy: 'tenantpolicy.schema.json',
+  notification: 'notification.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;

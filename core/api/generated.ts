@@ -1109,6 +1109,40 @@ export interface GitSourceSpec {
    * to 10m.
    */
   healthTimeout?: GitSourceDuration;
+  /**
+   * Where the outcome of each revision is reported: a generic webhook (a JSON payload,
+   * schemas/notification.schema.json, signed with HMAC-SHA256 when a secret is given) or the git host's commit statuses
+   * (the Gitea and Forgejo API, /api/v1/repos/OWNER/REPO/statuses/SHA). Delivery is at least once: a failed call is
+   * retried with backoff, and a manager restart may repeat the last outcome. Absent: no notifications.
+   */
+  notifications?: {
+    /**
+     * webhook: POST the payload to url. commitStatus: set a commit status on the revision (applied: pending, healthy:
+     * success, refused and unhealthy: failure).
+     */
+    type: 'webhook' | 'commitStatus';
+    /**
+     * webhook: the endpoint (required). commitStatus: the API base, such as https://git.example.com/api/v1; absent, the
+     * origin of spec.url followed by /api/v1. Its host must pass the same address rules as spec.url
+     * (gitops.allowPrivateAddresses).
+     */
+    url?: string;
+    /**
+     * Secret, in the GitSource's namespace, whose key token is the webhook's HMAC key (header X-Signature: sha256=HEX)
+     * or the commit status API token (Authorization: token TOKEN). It must be labelled
+     * tenancy.x-k8s.io/git-credentials: "true" and list the notification's host in tenancy.x-k8s.io/git-hosts, as git
+     * credentials do.
+     */
+    secretRef?: GitSourceSecretRef;
+    /**
+     * Which outcomes are sent. Defaults to all: Applied (a revision was applied), Healthy (everything it applied is
+     * healthy), Refused (the revision was refused: invalid, beyond policy, unverified or not a descendant), Unhealthy
+     * (health failed or timed out), Failed (the source could not be fetched; webhook only, as it has no revision).
+     */
+    events?: Array<'Applied' | 'Healthy' | 'Refused' | 'Unhealthy' | 'Failed'>;
+    /** How many times a failed delivery is retried (backoff 1 s, 2 s, 4 s, ...). Defaults to 3. */
+    retries?: number;
+  }[];
 }
 
 /** Observed state of the source, written by the manager. */

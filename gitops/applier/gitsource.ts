@@ -1,3 +1,4 @@
+import type { GitSourceSpec as GeneratedSpec } from '../../core/api/generated.ts';
 import type { Condition } from '../../core/controller/status.ts';
 import type { KubeObject, ObjectMeta, Resource } from '../../core/kube/client.ts';
 import type { ReconcileOptions } from './applier.ts';
@@ -36,6 +37,7 @@ export interface GitSourceSpec {
   webhook?: { kind: 'github' | 'gitlab' | 'generic'; secretRef: SecretRef };
   dependsOn?: Array<{ name: string; namespace?: string }>;
   healthTimeout?: string;
+  notifications?: GeneratedSpec['notifications'];
 }
 
 /** RECONCILE_ANNOTATION asks for a fetch and apply now; status.lastHandledReconcileAt reports the value handled. */

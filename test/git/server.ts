@@ -14,6 +14,8 @@ import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import {
   closeServer,
+  CommitStatusStore,
+  type CommitStatus,
   git,
   gitEnv,
   httpBackendPath,
@@ -89,6 +91,8 @@ export interface GitServer {
   readonly root: string;
   readonly port: number;
   readonly stats: GitServerStats;
+  /** statuses lists the commit statuses set on a commit through the Gitea API, newest first. */
+  statuses(name: string, sha: string): CommitStatus[];
   /** url is the clone URL of a repository (name without `.git`). */
   url(name: string): string;
   /** initRepo creates an empty bare repository. */
@@ -135,7 +139,9 @@ function authorize(auth: GitServerAuth | undefined, header: string | undefined):
   if (!auth) return '';
   if (!header) return null;
   const [scheme, value = ''] = header.split(' ', 2);
-  if ('token' in auth && scheme?.toLowerCase() === 'bearer') return safeEqual(value, auth.token) ? 'token' : null;
+  // Bearer as git hosts take it; `token` as the Gitea API takes it.
+  if ('token' in auth && ['bearer', 'token'].includes(scheme?.toLowerCase() ?? ''))
+    return safeEqual(value, auth.token) ? 'token' : null;
   if (scheme?.toLowerCase() !== 'basic') return null;
   const decoded = Buffer.from(value, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
@@ -180,6 +186,7 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
   await mkdir(root, { recursive: true });
   const stats: GitServerStats = { infoRefs: 0, lsRefs: 0, fetches: 0, unauthorized: 0 };
   const strictRepos = new Set<string>();
+  const statuses = new CommitStatusStore(root);
   const sockets = new Set<Socket>();
   let stalled = false;
   let server: Server | null = null;
@@ -223,6 +230,7 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
       }
     }
 
+    if (statuses.handle(req, res, body)) return;
     await runHttpBackend({ backend, root, req, res, body, user });
   };
 
@@ -332,6 +340,7 @@ export async function startGitServer(opts: GitServerOptions = {}): Promise<GitSe
       return port;
     },
     stats,
+    statuses: (name, sha) => statuses.list(name, sha),
     url: (name) => `http://127.0.0.1:${port}/${name}.git`,
     async initRepo(name, initOpts = {}) {
       const dir = repoDir(name);

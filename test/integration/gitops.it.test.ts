@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +16,7 @@ import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { localProvisioners } from '../../core/dev/provisioner/offer.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
+import { validate } from '../../schemas/validate.ts';
 import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '../git/server.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -136,6 +139,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
               'default/platform': { clusterScoped: true },
               'default/after': { clusterScoped: true },
               'default/health': { clusterScoped: true },
+              'default/notified': { clusterScoped: true },
             },
           },
         },
@@ -503,6 +507,100 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         }
       }, 30_000);
       for (const n of ['x', 'y', 'after', 'platform']) await t.client.delete(GITSOURCES, 'default', n);
+    });
+
+    it('reports each revision to a webhook and as commit statuses: applied, healthy, refused', async () => {
+      type Hook = { body: Record<string, unknown>; signature: string | undefined; raw: string };
+      const hooks: Hook[] = [];
+      const receiver = createServer((req, res) => {
+        let raw = '';
+        req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+        req.on('end', () => {
+          hooks.push({
+            body: JSON.parse(raw) as Record<string, unknown>,
+            signature: req.headers['x-signature'] as string,
+            raw,
+          });
+          res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((ok) => receiver.listen(0, '127.0.0.1', ok));
+      try {
+        const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+        // Credentials the platform marked for these hosts; the webhook's Secret (hook) is not marked and is refused.
+        await t.client.create(R.secrets, {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name: 'notify',
+            namespace: 'default',
+            labels: { 'tenancy.x-k8s.io/git-credentials': 'true' },
+            annotations: { 'tenancy.x-k8s.io/git-hosts': '127.0.0.1' },
+          },
+          stringData: { token: 'n0tify' },
+        });
+        await git.initRepo('notified');
+        const good = await git.commitFiles('notified', { 'v.yaml': cvYaml('gitops-notified') }, 'a version');
+        await t.client.create(
+          GITSOURCES,
+          gitSource('notified', 'notified', {
+            notifications: [
+              { type: 'webhook', url, secretRef: { name: 'notify' } },
+              { type: 'commitStatus', secretRef: { name: 'notify' } },
+              { type: 'webhook', url, secretRef: { name: 'hook' }, events: ['Healthy'], retries: 0 },
+            ],
+          }),
+        );
+        const context = 'virtualcluster-ts/default/notified';
+        await eventually(() => {
+          const states = git.statuses('notified', good).map((x) => [x.state, x.context]);
+          expect(states).toEqual([
+            ['success', context],
+            ['pending', context],
+          ]);
+          expect(hooks.map((h) => [h.body.event, h.body.revision])).toEqual([
+            ['Applied', good],
+            ['Healthy', good],
+          ]);
+        }, 60_000);
+        for (const h of hooks) {
+          expect(validate('notification', h.body)).toEqual([]);
+          expect(h.signature).toBe(`sha256=${createHmac('sha256', 'n0tify').update(h.raw).digest('hex')}`);
+        }
+        expect(hooks[1]!.body).toMatchObject({
+          severity: 'info',
+          gitSource: { namespace: 'default', name: 'notified', url: git.url('notified') },
+          reason: 'Succeeded',
+        });
+        await eventually(async () => {
+          const events = (
+            await t.client.list<{ reason?: string; message?: string; involvedObject?: { name?: string } }>(R.events, {
+              namespace: 'default',
+            })
+          ).items.filter((e) => e.reason === 'NotificationFailed' && e.involvedObject?.name === 'notified');
+          expect(events[0]?.message).toMatch(
+            /Healthy not delivered to webhook .*: Secret default\/hook .*lacks the label tenancy\.x-k8s\.io\/git-credentials/,
+          );
+        }, 30_000);
+
+        // A revision that does not parse is refused: a failure status on that commit and a Refused webhook.
+        const bad = await git.commitFiles('notified', { 'broken.yaml': 'kind: [\n' }, 'broken');
+        expect((await vcCli(['reconcile', 'gitsource', 'notified', ...kc()])).code).toBe(1);
+        await eventually(() => {
+          const [last] = git.statuses('notified', bad);
+          expect(last).toMatchObject({ state: 'failure', context });
+          expect(last!.description).toMatch(/^refused: /);
+          expect(hooks.at(-1)?.body).toMatchObject({
+            event: 'Refused',
+            revision: bad,
+            severity: 'error',
+            reason: 'ParseFailed',
+          });
+        }, 60_000);
+        await t.client.delete(GITSOURCES, 'default', 'notified');
+      } finally {
+        await new Promise((ok) => receiver.close(ok));
+      }
     });
   });
 

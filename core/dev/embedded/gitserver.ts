@@ -1,8 +1,8 @@
 /**
  * The embedded default's tenant repository: a smart-HTTP git server on 127.0.0.1 that runs git's own
- * `git http-backend` CGI over the bare repositories under a root directory, and the git CLI helpers it seeds them
- * with. The tests' server (test/git/server.ts: authentication, signing, statistics, stalls) is built on the same
- * request handler.
+ * `git http-backend` CGI over the bare repositories under a root directory, with the commit status part of the Gitea
+ * API beside it (for GitSource notifications), and the git CLI helpers it seeds them with. The tests' server
+ * (test/git/server.ts: authentication, signing, statistics, stalls) is built on the same request handler.
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -199,6 +199,68 @@ export async function closeServer(server: Server, sockets: Set<Socket>): Promise
   await closed;
 }
 
+/** CommitStatus is one status set on a commit, as the Gitea and Forgejo API take and list it. */
+export interface CommitStatus {
+  state: 'pending' | 'success' | 'error' | 'failure' | 'warning';
+  context: string;
+  description?: string;
+  target_url?: string;
+  created_at: string;
+}
+
+const STATUS_PATH = /^\/api\/v1\/repos\/(.+)\/statuses\/([0-9a-f]{40,64})$/;
+
+/**
+ * CommitStatusStore serves the commit status part of the Gitea API over the repositories under a root (in memory):
+ * POST /api/v1/repos/REPO/statuses/SHA sets one, GET lists them newest first. REPO is the clone path without `.git`.
+ */
+export class CommitStatusStore {
+  private readonly statuses = new Map<string, CommitStatus[]>();
+
+  constructor(private readonly root: string) {}
+
+  /** list is the statuses of a commit, newest first. */
+  list(repo: string, sha: string): CommitStatus[] {
+    return [...(this.statuses.get(`${repo}@${sha}`) ?? [])].reverse();
+  }
+
+  /** handle answers a commit status request and returns true; false for any other path. */
+  handle(req: IncomingMessage, res: ServerResponse, body: Buffer): boolean {
+    const m = STATUS_PATH.exec(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
+    if (!m) return false;
+    const [, repo, sha] = m as unknown as [string, string, string];
+    const reply = (code: number, value: unknown) => {
+      res.writeHead(code, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(value));
+    };
+    if (repo.split('/').includes('..') || !existsSync(join(this.root, `${repo}.git`)))
+      return (reply(404, { message: 'repository not found' }), true);
+    if (req.method === 'GET') return (reply(200, this.list(repo, sha)), true);
+    if (req.method !== 'POST') return (reply(405, { message: 'method not allowed' }), true);
+    let v: Partial<CommitStatus>;
+    try {
+      v = JSON.parse(body.toString('utf8')) as Partial<CommitStatus>;
+    } catch {
+      return (reply(400, { message: 'body is not JSON' }), true);
+    }
+    if (!['pending', 'success', 'error', 'failure', 'warning'].includes(v.state ?? ''))
+      return (
+        reply(422, { message: `state ${String(v.state)} is not one of pending, success, error, failure, warning` }),
+        true
+      );
+    const status: CommitStatus = {
+      state: v.state!,
+      context: typeof v.context === 'string' ? v.context : 'default',
+      ...(typeof v.description === 'string' && { description: v.description }),
+      ...(typeof v.target_url === 'string' && { target_url: v.target_url }),
+      created_at: new Date().toISOString(),
+    };
+    const key = `${repo}@${sha}`;
+    this.statuses.set(key, [...(this.statuses.get(key) ?? []), status]);
+    return (reply(201, status), true);
+  }
+}
+
 /** TenantRepositoryServer is the embedded default's git server. */
 export interface TenantRepositoryServer {
   readonly port: number;
@@ -217,8 +279,11 @@ export async function startGitServer(opts: { root: string; port?: number }): Pro
   const root = resolve(opts.root);
   await mkdir(root, { recursive: true });
   const sockets = new Set<Socket>();
-  const handle = async (req: IncomingMessage, res: ServerResponse) =>
-    runHttpBackend({ backend, root, req, res, body: await readBody(req) });
+  const statuses = new CommitStatusStore(root);
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const body = await readBody(req);
+    if (!statuses.handle(req, res, body)) await runHttpBackend({ backend, root, req, res, body });
+  };
   const { server, port } = await listen(opts.port ?? 0, handle, sockets);
   const repoDir = (name: string): string => join(root, `${name}.git`);
   return {
