@@ -268,7 +268,10 @@ export class LeaderElector {
       const started = performance.now();
       const r = await this.tryAcquireOrRenew(signal, this.renewDeadlineMs);
       this.reportTransition();
-      if (r === 'ok' && signal.aborted) {
+      // Stopped during the attempt, whatever it reported: a write that the stop cut short (a 'failed' attempt) may
+      // still have reached the apiserver and taken the lease, and then nobody would renew or release it; the others
+      // would wait out a whole lease duration. release() writes only when the lease names this candidate.
+      if (signal.aborted) {
         if (this.o.releaseOnCancel) await this.release();
         return false;
       }

@@ -72,6 +72,27 @@ async function settledManagerRss(replicas: number): Promise<Record<string, numbe
   );
 }
 
+/** managerPodStates says, for a replica that is not Ready, why: its phase, failing conditions and container state. */
+async function managerPodStates(c: KubeClient): Promise<string> {
+  const pods = await c.list<{
+    metadata?: { name?: string };
+    status?: {
+      phase?: string;
+      conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
+      containerStatuses?: Array<{ restartCount?: number; state?: Record<string, { reason?: string }> }>;
+    };
+  }>(R.pods, { namespace: 'vc-system', labelSelector: 'app.kubernetes.io/name=vc-manager' });
+  return pods.items
+    .map((p) => {
+      const bad = (p.status?.conditions ?? []).filter((x) => x.status !== 'True');
+      const cs = p.status?.containerStatuses?.[0];
+      const state = Object.entries(cs?.state ?? {}).map(([k, v]) => `${k}${v.reason ? ` ${v.reason}` : ''}`);
+      const why = bad.map((x) => `${x.type}: ${x.reason ?? ''} ${x.message ?? ''}`).join('; ');
+      return `${p.metadata?.name} ${p.status?.phase} [${why}] ${state.join(',')} restarts ${cs?.restartCount ?? 0}`;
+    })
+    .join(' | ');
+}
+
 /** restarts is the restart count of each manager Pod's container. */
 async function restarts(c: KubeClient): Promise<Record<string, number>> {
   const pods = await c.list<{
@@ -312,7 +333,8 @@ export async function installBench(): Promise<BenchResult> {
     await eventually(
       async () => {
         const d = await c.get<{ status?: { readyReplicas?: number } }>(R.deployments, 'vc-system', 'vc-manager');
-        if ((d.status?.readyReplicas ?? 0) < 2) throw new Error(`${d.status?.readyReplicas ?? 0}/2 replicas ready`);
+        if ((d.status?.readyReplicas ?? 0) < 2)
+          throw new Error(`${d.status?.readyReplicas ?? 0}/2 replicas ready: ${await managerPodStates(c)}`);
       },
       600_000,
       1000,

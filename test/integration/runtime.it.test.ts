@@ -100,6 +100,39 @@ describe('runtime on a real super cluster', () => {
     await run;
   });
 
+  it('a candidate stopped while its write takes the lease gives the lease back, though it never heard the answer', async () => {
+    type Lease = KubeObject & { spec: { holderIdentity?: string } };
+    const stop = new AbortController();
+    // The real apiserver applies the candidate's first write; its answer is then lost to the stop (as when SIGTERM
+    // aborts a request already on the wire), so the candidate only sees an aborted request.
+    let cut = false;
+    const client = Object.create(t.client) as KubeClient;
+    client.request = async <T>(method: string, path: string, opts?: Parameters<KubeClient['request']>[2]) => {
+      const answer = await t.client.request<T>(method, path, opts);
+      if (cut || method === 'GET') return answer;
+      cut = true;
+      stop.abort();
+      throw new DOMException('This operation was aborted', 'AbortError');
+    };
+    const events: string[] = [];
+    const candidate = new LeaderElector({
+      client,
+      namespace: 'default',
+      name: 'vc-cut-short',
+      identity: 'cut-short',
+      leaseDurationSeconds: 30,
+      renewDeadlineSeconds: 20,
+      retryPeriodSeconds: 1,
+      onStartedLeading: () => void events.push('started'),
+      onStoppedLeading: () => void events.push('stopped'),
+    });
+    await candidate.run(stop.signal);
+    expect(cut).toBe(true);
+    expect(events).toEqual([]);
+    // Given back, not left to expire (30 s) with nobody renewing it.
+    expect((await t.client.get<Lease>(R.leases, 'default', 'vc-cut-short')).spec.holderIdentity ?? '').toBe('');
+  });
+
   it('answers requests while watches hold as many connections as requests may use', async () => {
     // A manager's informers hold more watches than its request connections: none of them may queue a request (a
     // lease renewal) until a watch ends.
