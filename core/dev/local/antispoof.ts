@@ -30,8 +30,9 @@ export function podChain(containerId: string): string {
  * transaction): the veth-to-chain map and a base chain on the bridge's prerouting hook, ahead of the bridge plugin's
  * MAC check, that sends each frame entering from a Pod's veth into that Pod's chain. A port not in the map is not
  * dropped: matching the bridge a port belongs to (`meta ibrname`) is not supported by every kernel (this host's 6.18
- * build refuses it), and a table shared by the nodes of one host cannot drop the ports of the others. The gap is only
- * a veth between the bridge plugin's ADD and this plugin's, before any container of the Pod runs.
+ * build refuses it), and each node's hook sees the frames of every bridge on the host, so dropping unknown ports would
+ * drop the other nodes' Pods. The gap is only a veth between the bridge plugin's ADD and this plugin's, before any
+ * container of the Pod runs.
  */
 export function antispoofTableScript(table: string): string {
   return [
