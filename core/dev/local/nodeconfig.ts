@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
+import { ANTISPOOF_PLUGIN, antispoofPluginDir } from './antispoof.ts';
 import { registryConfigDir } from './noderegistry.ts';
 
 /** REAL_NODE_LABEL marks a real node (kubelet + containerd on this host); kwok's nodes carry `type=kwok` instead. */
@@ -118,7 +119,12 @@ export function containerdConfig(c: RealNodeConfigInput): string {
       "  TypeUrl = 'io.containerd.runsc.v1.options'",
       `  ConfigPath = ${q(join(c.dir, 'runsc.toml'))}`,
     );
-  lines.push(`[${runtime}.cni]`, `  bin_dirs = [${q(c.cniDir)}]`, `  conf_dir = ${q(join(c.dir, 'cni/net.d'))}`, '');
+  lines.push(
+    `[${runtime}.cni]`,
+    `  bin_dirs = [${q(c.cniDir)}, ${q(antispoofPluginDir(c.dir))}]`,
+    `  conf_dir = ${q(join(c.dir, 'cni/net.d'))}`,
+    '',
+  );
   return lines.join('\n');
 }
 
@@ -135,10 +141,10 @@ export function runscConfig(c: RealNodeConfigInput): string {
 
 /**
  * cniConfig renders the node's CNI network: a bridge of its own (gateway = the node IP, masquerade through iptables)
- * with host-local addresses from the Pod CIDR (state under the node directory), and portmap. `macspoofchk` has the
- * bridge drop every frame from a Pod's veth whose source MAC is not the Pod's own, so no Pod (whatever capabilities it
- * got) speaks as another on the link. Source IPs need no rule of the same kind here: forging one takes a raw or packet
- * socket (NET_RAW, dropped from every tenant container) or another address on the interface (NET_ADMIN, refused).
+ * with host-local addresses from the Pod CIDR (state under the node directory), then `vc-antispoof`, then portmap.
+ * `macspoofchk` has the bridge drop every frame from a Pod's veth whose source MAC is not the Pod's own, and
+ * vc-antispoof (core/dev/local/antispoof.ts) every frame from it that is not IPv4 from the Pod's own address or ARP
+ * from the Pod's own MAC and address: no Pod, whatever capabilities a policy grants it, speaks as another on the link.
  */
 export function cniConfig(c: RealNodeConfigInput): Record<string, unknown> {
   return {
@@ -160,6 +166,7 @@ export function cniConfig(c: RealNodeConfigInput): Record<string, unknown> {
           dataDir: join(c.dir, 'cni/ipam'),
         },
       },
+      { type: ANTISPOOF_PLUGIN, bridge: c.bridge },
       { type: 'portmap', capabilities: { portMappings: true } },
     ],
   };

@@ -14,6 +14,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { onlySpoofCheckChains, SPOOFCHECK_TABLE } from './bridgenft.ts';
+import { antispoofTable } from './antispoof.ts';
 
 import {
   allPids,
@@ -219,6 +220,9 @@ export async function sweepNode(dir: string): Promise<string[]> {
     }
   }
   // bridge ipMasq rules jump from POSTROUTING into per-Pod CNI- chains; a chain already gone leaves nothing else
+  // this node's vc-antispoof table (its Pods' chains went with their veths' DELs, or go now)
+  if ((await tryRun('nft', ['delete', 'table', 'bridge', antispoofTable(r.network)])) !== undefined)
+    done.push(`deleted nftables table bridge ${antispoofTable(r.network)}`);
   // the bridge plugin's MAC spoof-check table, when nothing but its chains is left and no other node runs
   const spoof = removeKube ? await tryRun('nft', ['list', 'table', ...SPOOFCHECK_TABLE]) : undefined;
   if (

@@ -46,6 +46,7 @@ describe('containerdConfig', () => {
       expect(l, l).toMatch(/'(\/s\/nodes\/super-real-0|\/tc\/)/);
     expect(toml).toContain('restrict_oom_score_adj = true');
     expect(toml).toContain("BinaryName = '/tc/bin/runc'");
+    expect(toml).toContain(`bin_dirs = ['${input.cniDir}', '/s/nodes/super-real-0/cni/bin']`);
     expect(toml).toContain("sandbox = 'registry.k8s.io/pause:3.10'");
     expect(toml).toContain('imports = []');
     expect(toml).toMatch(/nri\.v1\.nri'\]\n {2}disable = true/);
@@ -133,10 +134,11 @@ describe('kubeletConfig', () => {
 });
 
 describe('network', () => {
-  it('CNI: a bridge of its own with the node IP as gateway, MAC spoofing checked, host-local state under the node', () => {
+  it('CNI: a bridge of its own with the node IP as gateway, MAC and IP spoofing checked, host-local state under the node', () => {
     const c = cniConfig(input) as { name: string; plugins: Array<Record<string, unknown>> };
     expect(c.name).toBe('vc-01234567');
-    expect(c.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap']);
+    expect(c.plugins.map((p) => p.type)).toEqual(['bridge', 'vc-antispoof', 'portmap']);
+    expect(c.plugins[1]).toEqual({ type: 'vc-antispoof', bridge: 'vcbr01234567' });
     expect(c.plugins[0]).toMatchObject({
       bridge: 'vcbr01234567',
       macspoofchk: true,

@@ -8,8 +8,10 @@
  * nodesweep.ts, configuration in nodeconfig.ts, CRI in cri.ts. It is the developer environment's, never production's.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fromPackageRoot } from '../../paths.ts';
 import { issueCert, issueNodeCert, renderKubeconfig } from '../../pki/pki.ts';
 import { R } from '../../kube/resources.ts';
 import type { KubeObject } from '../../kube/client.ts';
@@ -24,6 +26,13 @@ import {
   type NodeImage,
 } from '../../toolchain/node.ts';
 import type { LocalControlPlane } from './controlplane.ts';
+import {
+  ANTISPOOF_PLUGIN,
+  antispoofPluginDir,
+  antispoofTable,
+  antispoofTableScript,
+  antispoofWrapper,
+} from './antispoof.ts';
 import {
   HOST_PATHS_OUTSIDE,
   SYSCTLS,
@@ -118,6 +127,14 @@ export async function choosePodCidr(dir: string): Promise<string> {
 export interface RealNodeTimings {
   /** from the start of containerd to the Node being Ready */
   readyMs: number;
+}
+
+/** antispoofWrapperHere is the vc-antispoof wrapper for this build: dist/'s JavaScript, or the sources through tsx. */
+function antispoofWrapperHere(): string {
+  const fromSources = import.meta.url.endsWith('.ts');
+  const entry = fileURLToPath(new URL(`./antispoofcni.${fromSources ? 'ts' : 'js'}`, import.meta.url));
+  const loader = fromSources ? pathToFileURL(fromPackageRoot('node_modules/tsx/dist/loader.mjs')).href : undefined;
+  return antispoofWrapper(process.execPath, entry, loader);
 }
 
 /**
@@ -302,6 +319,12 @@ export class RealNode {
     writeRegistryHosts(dir, this.opts.registries ?? [], `real node ${name}`);
     if (c.runsc) writeFileSync(join(dir, 'runsc.toml'), runscConfig(c));
     writeFileSync(join(dir, 'cni/net.d/10-vc.conflist'), JSON.stringify(cniConfig(c), null, 2));
+    // the CNI chain's vc-antispoof (antispoof.ts): its executable, and its table before the first Pod's network
+    const plugin = join(antispoofPluginDir(dir), ANTISPOOF_PLUGIN);
+    mkdirSync(antispoofPluginDir(dir), { recursive: true });
+    writeFileSync(plugin, antispoofWrapperHere());
+    chmodSync(plugin, 0o755);
+    await run('nft', ['-f', '-'], { input: antispoofTableScript(antispoofTable(c.network)) });
     writeFileSync(join(dir, 'kubelet-config.json'), JSON.stringify(kubeletConfig(c), null, 2));
     writeFileSync(join(dir, 'kube-proxy-config.json'), JSON.stringify(kubeProxyConfig(c), null, 2));
 
