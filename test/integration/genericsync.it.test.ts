@@ -11,7 +11,8 @@ import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harnes
 /**
  * The generic sync of a CRD, end to end on real processes: the Widget CRD is installed in the tenant and the super
  * cluster, the manager's `plugins.generic` names it, and a tenant Widget appears translated in the super namespace,
- * its status flows up, and deleting it removes the super copy.
+ * its status flows up, and deleting it removes the super copy. A Gizmo CRD synced up reaches the tenant only from the
+ * tenant's own super namespaces, with values naming anything not the tenant's left out.
  */
 
 const widgets: Resource = {
@@ -62,6 +63,37 @@ const widgetCRD: KubeObject = {
   },
 };
 
+const gizmos: Resource = { ...widgets, resource: 'gizmos', kind: 'Gizmo' };
+
+/** gizmoCRD is the CRD of a namespaced example.com/v1 Gizmo, which a super-side controller owns (synced up). */
+const gizmoCRD: KubeObject = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'gizmos.example.com' },
+  spec: {
+    group: 'example.com',
+    scope: 'Namespaced',
+    names: { plural: 'gizmos', singular: 'gizmo', kind: 'Gizmo', listKind: 'GizmoList' },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: { type: 'object', properties: { ns: { type: 'string' }, size: { type: 'integer' } } },
+              status: { type: 'object', properties: { phase: { type: 'string' } } },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
 interface Widget extends KubeObject {
   spec?: { size?: number; secretRef?: string; peer?: string; targets?: Array<{ namespace?: string; port?: number }> };
   status?: { phase?: string; replicas?: number };
@@ -75,15 +107,17 @@ describe('generic sync of a CRD on a real super cluster and tenant', () => {
   let syncer: Syncer;
 
   const establish = async (c: KubeClient) => {
-    await c.create(R.crds, widgetCRD);
-    await eventually(async () => {
-      const crd = await c.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(
-        R.crds,
-        undefined,
-        'widgets.example.com',
-      );
-      expect(crd.status?.conditions?.find((x) => x.type === 'Established')?.status).toBe('True');
-    });
+    for (const crd of [widgetCRD, gizmoCRD]) {
+      await c.create(R.crds, crd);
+      await eventually(async () => {
+        const got = await c.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(
+          R.crds,
+          undefined,
+          crd.metadata!.name!,
+        );
+        expect(got.status?.conditions?.find((x) => x.type === 'Established')?.status).toBe('True');
+      });
+    }
   };
 
   beforeAll(async () => {
@@ -110,6 +144,13 @@ describe('generic sync of a CRD on a real super cluster and tenant', () => {
                 { path: 'spec.peer', to: 'name' },
               ],
             },
+          },
+          {
+            name: 'gizmos',
+            resource: gizmos,
+            direction: 'up',
+            statusUp: true,
+            fields: { copy: ['spec'], translate: [{ path: 'spec.ns', to: 'namespace' }] },
           },
           // Refused: a cluster-scoped kind the platform did not allow; the syncer goes on with the rest.
           {
@@ -176,5 +217,42 @@ describe('generic sync of a CRD on a real super cluster and tenant', () => {
 
     await a.delete(widgets, 'web', 'one');
     await eventually(async () => expect(await t.client.getOrNull(widgets, sns, 'w-one')).toBeNull());
+  });
+
+  it("copies super Gizmos from the tenant's super namespaces up, and nothing from elsewhere or about others", async () => {
+    await a.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'up' } });
+    const sns = superNamespace(tenant.key, 'up');
+    await eventually(() => t.client.get(R.namespaces, undefined, sns));
+    const gizmo = (namespace: string, name: string, ns: string) => ({
+      apiVersion: 'example.com/v1',
+      kind: 'Gizmo',
+      metadata: { name, namespace },
+      spec: { ns, size: 1 },
+    });
+    // The tenant's own, naming the tenant's namespace: up, translated back.
+    await t.client.create(gizmos, gizmo(sns, 'own', superNamespace(tenant.key, 'web')));
+    // The tenant's own, naming a platform namespace: up, without that value.
+    await t.client.create(gizmos, gizmo(sns, 'leaky', 'kube-system'));
+    // A platform object outside the tenant's namespaces: never up.
+    await t.client.create(gizmos, gizmo('default', 'platform', sns));
+    await t.client.patch(gizmos, sns, 'own', { status: { phase: 'Ready' } }, 'merge', { subresource: 'status' });
+
+    await eventually(async () => {
+      const own = await a.get<KubeObject & { spec?: { ns?: string }; status?: { phase?: string } }>(
+        gizmos,
+        'up',
+        'own',
+      );
+      expect(own.spec).toEqual({ ns: 'web', size: 1 });
+      expect(own.status).toEqual({ phase: 'Ready' });
+    });
+    const leaky = await eventually(() => a.get<KubeObject & { spec?: object }>(gizmos, 'up', 'leaky'));
+    expect(leaky.spec).toEqual({ size: 1 });
+    // Every Gizmo the tenant holds came from its own super namespace: the platform's is in none of its namespaces.
+    const names = (await a.list(gizmos)).items.map((o) => `${o.metadata?.namespace}/${o.metadata?.name}`).sort();
+    expect(names).toEqual(['up/leaky', 'up/own']);
+
+    await t.client.delete(gizmos, sns, 'own');
+    await eventually(async () => expect(await a.getOrNull(gizmos, 'up', 'own')).toBeNull());
   });
 });
