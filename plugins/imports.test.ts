@@ -4,11 +4,11 @@ import { describe, expect, it } from 'vitest';
 
 const root = import.meta.dirname;
 
-/** builtinSources lists the built-in plugins' source files (not their tests, the SDK, the examples or registry.ts). */
+/** builtinSources lists the built-in plugins' source files (not their tests, the SDK, the examples, the contrib packages or registry.ts). */
 function builtinSources(): string[] {
   return readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && f.includes('/'))
-    .filter((f) => !/^(sdk|examples)\//.test(f) && !f.split('/').includes('dist'))
+    .filter((f) => !/^(sdk|examples|contrib)\//.test(f) && !f.split('/').includes('dist'))
     .sort();
 }
 

@@ -1255,6 +1255,66 @@ export interface ManagerConfigurationPlugins {
   thirdParty?: string[];
   enable?: string[];
   disable?: string[];
+  /**
+   * Resources (core, built-in or CRDs) synced by configuration instead of by a plugin's code, one plugin each
+   * (plugins/generic). An entry that breaks a rule (a resource a built-in plugin owns, an API group that grants
+   * authority, a cluster-scoped resource without allowClusterScoped, a field path under metadata) is refused at load
+   * and reported by `vc plugins list`; the others load.
+   */
+  generic?: {
+    /** The plugin's name, as plugins.enable and a tenant's plugins.disable name it. */
+    name: string;
+    resource: {
+      group: string;
+      version: string;
+      resource: string;
+      kind: string;
+      namespaced: boolean;
+    };
+    /**
+     * down: the tenant object is the truth, copied into the super namespace of its namespace; up: super objects in a
+     * tenant's super namespaces (cluster-scoped: those labelled tenancy.x-k8s.io/super.public=true) are copied into the
+     * tenant.
+     */
+    direction: 'down' | 'up';
+    /**
+     * down: the super object's status is copied to the tenant object's status; up: the status is copied with the
+     * fields.
+     */
+    statusUp?: boolean;
+    fields?: {
+      /**
+       * Fields copied from the source of truth, dotted paths (default [spec]); never under metadata, apiVersion or
+       * kind, and going down never status.
+       */
+      copy?: string[];
+      /** Fields removed from what was copied; `name[]` visits every item of a list. */
+      drop?: string[];
+      /**
+       * String fields inside copied fields rewritten on the way: namespace (a tenant namespace name, to its super
+       * namespace and back) or name (a name of this resource, mapped as the entry maps names). Going up, a value that
+       * names nothing of the tenant is left out.
+       */
+      translate?: {
+        path: string;
+        to: 'namespace' | 'name';
+      }[];
+    };
+    /**
+     * The super name of a namespaced object is prefix + tenant name + suffix. (A cluster-scoped object synced down is
+     * named <root>-<name>, the tenant's own; one synced up keeps its name.)
+     */
+    names?: {
+      prefix?: string;
+      suffix?: string;
+    };
+    /** Tenant namespaces whose objects sync, `*` matching any run of characters; absent: every namespace. */
+    namespaces?: string[];
+    /** The platform allows syncing this cluster-scoped resource; without it a cluster-scoped entry is refused. */
+    allowClusterScoped?: boolean;
+    /** Run only for tenants that enable the plugin (or where plugins.enable names it). */
+    optIn?: boolean;
+  }[];
 }
 
 export interface ManagerConfigurationSyncer {

@@ -67,6 +67,8 @@ export interface HostOptions {
   enable?: string[];
   /** plugins disabled for every tenant */
   disable?: string[];
+  /** plugins the caller refused before loading (an entry of plugins.generic that breaks a rule), reported as failures */
+  refused?: PluginFailure[];
   /** the manager's `defaultPluginConfig`, keyed like pluginConfig: each entry is checked against its plugin's configSchema at load */
   defaultPluginConfig?: Record<string, unknown>;
 }
@@ -89,6 +91,7 @@ export class PluginHost {
   /** PluginHost.load loads the built-ins and every third-party plugin named in the options. */
   static async load(o: HostOptions): Promise<PluginHost> {
     const h = new PluginHost(o);
+    for (const f of o.refused ?? []) h.fail(f.plugin, f.source, f.reason);
     for (const p of o.builtins) h.admit(p, 'builtin');
     for (const spec of o.thirdParty ?? []) {
       try {

@@ -2,6 +2,7 @@ import { childLogger } from '../log.ts';
 import type { PluginProcess } from '../plugins/contract.ts';
 import { PluginHost, type HostOptions } from '../plugins/host.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
+import { genericPlugins, type GenericSyncConfig } from '../../plugins/generic/index.ts';
 
 const log = childLogger({ controller: 'plugin-host' });
 
@@ -10,6 +11,8 @@ export interface PluginsConfig {
   thirdParty?: string[];
   enable?: string[];
   disable?: string[];
+  /** resources synced by configuration (plugins/generic); the manager's configuration only */
+  generic?: GenericSyncConfig[];
 }
 
 /** PluginHostExtras are the host options that do not come from the `plugins` section, and whether to log failures. */
@@ -54,10 +57,14 @@ export async function pluginHostFromConfig(
 ): Promise<PluginHost> {
   const { logFailures = true, ...options } = extras;
   if (cfg?.thirdParty?.length) await allowTypeScriptPlugins();
+  // Generic entries load after the built-ins, as built-ins do (no package, no SDK range): one for a resource a
+  // built-in owns, or that breaks a rule, is refused by name like a plugin that fails to load.
+  const generic = genericPlugins(cfg?.generic ?? [], builtinPlugins);
   const host = await PluginHost.load({
     ...options,
     process,
-    builtins: builtinPlugins,
+    builtins: [...builtinPlugins, ...generic.plugins],
+    refused: generic.failures.map((f) => ({ ...f, source: 'plugins.generic' })),
     thirdParty: cfg?.thirdParty,
     enable: cfg?.enable,
     disable: cfg?.disable,

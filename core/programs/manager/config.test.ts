@@ -169,4 +169,21 @@ describe('several super clusters in the configuration', () => {
     const f = write('bad-placed.yaml', `${header}syncer: {placedOnly: yes-please}\n`);
     expect(() => loadManagerConfig(f)).toThrow(/placedOnly/);
   });
+
+  it('loads plugins.generic entries and refuses one the schema rejects, naming the field', () => {
+    const entry =
+      '{name: widgets, resource: {group: example.com, version: v1, resource: widgets, kind: Widget, namespaced: true}, ' +
+      'direction: down, statusUp: true, names: {prefix: w-}, ' +
+      'fields: {copy: [spec], drop: ["spec.targets[].port"], translate: [{path: spec.peer, to: name}]}}';
+    const f = write('generic.yaml', `${header}plugins:\n  generic:\n    - ${entry}\n`);
+    expect(loadManagerConfig(f).plugins?.generic?.[0]).toMatchObject({ name: 'widgets', direction: 'down' });
+    for (const [name, bad, field] of [
+      ['sideways', entry.replace('direction: down', 'direction: sideways'), /generic\/0\/direction/],
+      ['translate', entry.replace('to: name', 'to: anywhere'), /generic\/0\/fields\/translate\/0\/to/],
+      ['path', entry.replace('copy: [spec]', 'copy: ["spec/../x"]'), /generic\/0\/fields\/copy\/0/],
+    ] as const) {
+      const g = write(`generic-${name}.yaml`, `${header}plugins:\n  generic:\n    - ${bad}\n`);
+      expect(() => loadManagerConfig(g)).toThrow(field);
+    }
+  });
 });

@@ -8,6 +8,7 @@ import type { CopiedMetadataView, ForcedPlacementView } from '../../plugins/cont
 import type { NativeOptions } from '../../provisioners/native/provisioner.ts';
 import type { SourcePolicy } from '../../../gitops/applier/scope.ts';
 import type { SourceLimits } from '../../../gitops/source/source.ts';
+import type { PluginsConfig } from '../plugins.ts';
 import { SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
 import type { ProvisionerType } from '../../api/virtualcluster.ts';
 
@@ -23,7 +24,7 @@ export interface ManagerConfig {
     connectTimeoutSeconds?: number;
     external?: string[];
   };
-  plugins?: { thirdParty?: string[]; enable?: string[]; disable?: string[] };
+  plugins?: PluginsConfig;
   syncer?: {
     workers?: number;
     maxInFlightPerTenant?: number;
