@@ -11,7 +11,7 @@ import { apiserverWatchCounts, eventually, startTestSuper } from '../harness.ts'
 import type { BenchResult } from './main.ts';
 
 /**
- * The watches benchmark: how many watches a manager serving one tenant (and running the VirtualCluster controller) holds open on each cluster, per resource, as
+ * The watches benchmark: how many watches a manager serving one tenant holds open on each cluster, per resource, as
  * the apiservers count them (`apiserver_longrunning_requests{verb="WATCH"}`), in four arms: plain, with leader
  * election, with the namespace scheduler, with both. One local super cluster (also the meta cluster) and one tenant
  * control plane; each arm starts the manager, waits until it serves the tenant and the counts hold still, and subtracts
@@ -83,7 +83,6 @@ export async function watchesBench(): Promise<BenchResult> {
           kind: 'ManagerConfiguration',
           superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
           syncer: { patrolIntervalSeconds: 0 },
-          virtualClusters: { enabled: true },
           tenants: [
             { name: 'w', namespace: 'team-w', uid: 'uid-w', kubeconfig: tenant.kubeconfigPath, superCluster: 'one' },
           ],
