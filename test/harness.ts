@@ -114,9 +114,17 @@ export function tenantFor(
  * open right now, from every client: the sum of its `apiserver_longrunning_requests{verb="WATCH", resource}` gauge.
  */
 export async function apiserverWatches(cp: LocalControlPlane, resource: string): Promise<number> {
+  return (await apiserverWatchCounts(cp)).get(resource) ?? 0;
+}
+
+/** apiserverWatchCounts is apiserverWatches of every resource the apiserver has a watch of, by resource. */
+export async function apiserverWatchCounts(cp: LocalControlPlane): Promise<Map<string, number>> {
   const text = await fetchText(cp.server, cp.adminToken, '/metrics');
-  let n = 0;
-  for (const m of text.matchAll(/^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/gm))
-    if (m[1]!.includes(`resource="${resource}"`) && m[1]!.includes('verb="WATCH"')) n += Number(m[2]);
-  return n;
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/gm)) {
+    const resource = /resource="([^"]*)"/.exec(m[1]!)?.[1];
+    if (resource === undefined || !m[1]!.includes('verb="WATCH"')) continue;
+    counts.set(resource, (counts.get(resource) ?? 0) + Number(m[2]));
+  }
+  return counts;
 }

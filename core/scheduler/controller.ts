@@ -14,6 +14,7 @@
 // decision and its reservation stay one synchronous step.
 
 import type { KubeClient, KubeObject } from '../kube/client.ts';
+import type { SharedInformer } from '../kube/factory.ts';
 import { Informer } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
@@ -90,7 +91,7 @@ export class NamespaceScheduler {
   private readonly sessions: TenantSessions;
   private readonly policy: Policy;
   private readonly clock: Clock;
-  private readonly nodes = new Map<string, { client: KubeClient; informer: Informer<Obj> }>();
+  private readonly nodes = new Map<string, { client: KubeClient; informer: SharedInformer<Obj> }>();
   private readonly allocatable = new Map<string, Resources>();
   private clusters: RegisteredSuperCluster[] = [];
   private readonly records = new Map<string, NamespaceRec>();
@@ -370,7 +371,9 @@ export class NamespaceScheduler {
       if (have) void have.informer.stop();
       this.nodes.delete(c.name);
       if (!c.client) continue;
-      const informer = new Informer<Obj>({ client: c.client, resource: R.nodes, name: `super/${c.name}/nodes` });
+      const informer: SharedInformer<Obj> =
+        this.o.superInformers?.(c.client).informer<Obj>({ resource: R.nodes }) ??
+        new Informer<Obj>({ client: c.client, resource: R.nodes, name: `super/${c.name}/nodes` });
       const enqueue = () => this.queue.add(clusterKey(c.name));
       informer.addHandler({ onAdd: enqueue, onUpdate: enqueue, onDelete: enqueue });
       this.nodes.set(c.name, { client: c.client, informer });
@@ -405,7 +408,7 @@ export class NamespaceScheduler {
     const old = this.allocatable.get(name);
     if (old && sameResources(old, sum)) return;
     this.allocatable.set(name, sum);
-    log.info({ superCluster: name, nodes: n.informer.size }, 'super cluster capacity changed');
+    log.info({ superCluster: name, nodes: n.informer.list().length }, 'super cluster capacity changed');
     // Room appeared (or a first list arrived): waiting namespaces and those draining onto others try again.
     this.roomChanged();
     if (!old) for (const k of this.records.keys()) this.queue.add(k);

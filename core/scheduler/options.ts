@@ -1,4 +1,5 @@
 /** The namespace scheduler's options, defaults, statistics and the super cluster registrations it reads. */
+import type { InformerFactory } from '../kube/factory.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { TenantInformerPool } from '../sessions/pool.ts';
 import type { Clock } from '../queue/clock.ts';
@@ -46,6 +47,11 @@ export interface SchedulerOptions {
   /** the process's shared tenant informers (the syncers'); default: the scheduler's own */
   tenantInformers?: TenantInformerPool;
   supers: SuperClusterSource;
+  /**
+   * the shared informers of a super cluster's client (the syncer of that super cluster reads its nodes too): one
+   * watch of its nodes however many read them; default: the scheduler's own informer per super cluster
+   */
+  superInformers?: (client: KubeClient) => InformerFactory;
   /** signingKey signs and verifies PLACEMENTS and SUPER_CLUSTER (see loadSigningKey). */
   signingKey: Uint8Array;
   policy?: Policy;

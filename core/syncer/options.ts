@@ -1,5 +1,6 @@
 /** The syncer's options, their defaults, and the leadership term it serves. */
 import type { KubeClient } from '../kube/client.ts';
+import type { InformerFactory } from '../kube/factory.ts';
 import type { TenantInformerPool } from '../sessions/pool.ts';
 import type { CacheLimits } from '../kube/budget.ts';
 import type { PluginHost } from '../plugins/host.ts';
@@ -53,6 +54,11 @@ export function defaultMaxInFlightPerTenant(workers: number): number {
 /** SyncerOptions configure one syncer, which serves one super cluster. */
 export interface SyncerOptions {
   superClient: KubeClient;
+  /**
+   * the super cluster's shared informers (the scheduler reads its nodes, the meta cluster's controllers its other
+   * objects): one watch per resource and selector on it however many read it; default: the syncer's own, on superClient
+   */
+  superInformers?: InformerFactory;
   host: PluginHost;
   registry: TenantRegistry;
   /** the process's shared tenant informers (other syncers', the scheduler's); default: the syncer's own */

@@ -1,5 +1,6 @@
 import { type KubeClient, type KubeObject } from '../kube/client.ts';
-import { Informer, type EventHandler } from '../kube/informer.ts';
+import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
+import { type EventHandler } from '../kube/informer.ts';
 import { childLogger } from '../log.ts';
 import { LABEL, MANAGER, provenanceOf } from '../names/names.ts';
 import { FairQueue } from '../queue/fairqueue.ts';
@@ -49,7 +50,10 @@ const TERM_ENDED = 'the leadership term of this syncer has ended';
  * write only the difference. A patrol pass compares both sides periodically and requeues drift.
  */
 export class Syncer {
-  private readonly superInformers = new Map<string, Informer>();
+  private readonly superInformers = new Map<string, SharedInformer<KubeObject>>();
+  private superFactory?: InformerFactory;
+  /** resolved by stop: a warm-up waiting for the super informers to sync gives up */
+  private readonly onStop: Array<() => void> = [];
   private readonly queue: FairQueue;
   private readonly runner: Runner;
   private readonly workers: number;
@@ -200,11 +204,10 @@ export class Syncer {
     if (!this.term) this.queue.shutDown();
     for (const [name, { resource, all }] of superResources(this.o.host)) {
       if (this.superInformers.has(name)) continue;
-      const inf = new Informer({
-        client: this.o.superClient,
+      this.superFactory ??= this.o.superInformers ?? new InformerFactory(this.o.superClient, 'super');
+      const inf = this.superFactory.informer<KubeObject>({
         resource,
-        name: `super/${name}`,
-        labelSelector: all ? undefined : `${LABEL.managedBy}=${MANAGER}`,
+        ...(!all && { labelSelector: `${LABEL.managedBy}=${MANAGER}` }),
       });
       inf.addHandler(this.router.superHandler(name));
       // The handler of the minter of the term at the time of the event.
@@ -214,7 +217,11 @@ export class Syncer {
       inf.start();
     }
     this.unwatchCaches ??= watchCaches(this);
-    await Promise.all([...this.superInformers.values()].map((i) => i.waitForSync()));
+    // A shared informer another reader keeps open does not end with this syncer's stop: the stop ends the wait.
+    await Promise.race([
+      Promise.all([...this.superInformers.values()].map((i) => i.waitForSync())),
+      new Promise<void>((resolve) => this.onStop.push(resolve)),
+    ]);
     if (this.unsubscribe || this.stopped) return;
     // A tenant that cannot be served (a kubeconfig that does not parse, a failing add) is reported and skipped; the
     // registry's next report of it tries again.
@@ -342,6 +349,7 @@ export class Syncer {
   /** stop ends the term being served and stops the informers: nothing of the syncer runs after it. */
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const resolve of this.onStop.splice(0)) resolve();
     this.unwatchDepth();
     this.unwatchLatency?.();
     this.window?.stop();

@@ -13,6 +13,7 @@ import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
 import { syncerBench, syncerScaleBench } from './syncer.ts';
 import { schedulerBench } from './scheduler.ts';
+import { watchesBench } from './watches.ts';
 import { writesBench } from './writes.ts';
 
 /** BenchResult is what one scenario reports: headline figures (ratios where a baseline exists) and details. */
@@ -40,6 +41,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   faults: faultsBench,
   realnode: realNodeBench,
   install: installBench,
+  watches: watchesBench,
 };
 
 // Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.

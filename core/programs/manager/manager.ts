@@ -153,6 +153,14 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   // One list and watch per resource of the meta cluster, whatever number of controllers read it; and per resource of
   // each tenant, whatever number of syncers (one per super cluster) and schedulers serve it.
   const metaInformers = new InformerFactory(clients[0]!, 'meta');
+  // And one per resource of each super cluster, whether its syncer or the scheduler reads it; the first super cluster
+  // is the meta cluster, whose factory its syncer shares with the meta controllers.
+  const superFactories = new WeakMap<KubeClient, InformerFactory>([[clients[0]!, metaInformers]]);
+  const superInformers = (client: KubeClient): InformerFactory => {
+    let f = superFactories.get(client);
+    if (!f) superFactories.set(client, (f = new InformerFactory(client, 'super')));
+    return f;
+  };
   const tenantInformers = new TenantInformerPool({
     requestTimeoutMs:
       cfg.syncer?.tenantRequestTimeoutSeconds === undefined
@@ -228,6 +236,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const newSyncer = (name: string, superClient: KubeClient, registry: TenantRegistry) =>
     new Syncer({
       superClient,
+      superInformers: superInformers(superClient),
       host,
       registry,
       tenantInformers,
@@ -376,6 +385,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
                 tenants,
                 tenantInformers,
                 supers: schedulerSupers,
+                superInformers,
                 signingKey: await signingKey(),
                 policy: cfg.scheduler!.policy,
                 workers: cfg.scheduler!.workers,
