@@ -438,6 +438,10 @@ export class VirtualClusterController {
    */
   private async sleepIfAsked(p: Pass): Promise<Outcome> {
     const at = sleep.sleepRequestedAt(p.vc);
+    if (at === undefined && p.vc.status?.phase === 'Sleeping' && !this.sleep.takeWake(p.root)) {
+      sleep.wakesTotal.inc({ cause: 'command' });
+      return { events: [{ type: 'Normal', reason: sleep.WOKEN, message: 'the sleep request was removed (vc wake)' }] };
+    }
     if (at === undefined || !sleep.servedBefore(p.vc)) return CONTINUE;
     if (sleep.specChangedWhileAsleep(p.vc)) {
       await this.sleep.request(p.vc, null);

@@ -32,6 +32,8 @@ export interface SleepControlOptions {
  */
 export class SleepControl {
   private readonly offWake: Array<() => void> = [];
+  /** roots a front door woke whose reconcile has not seen the wake yet */
+  private readonly wokenByRequest = new Set<string>();
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly o: SleepControlOptions) {}
@@ -59,10 +61,19 @@ export class SleepControl {
     });
   }
 
+  /**
+   * takeWake reports, once, whether the tenant at root was woken by a request through its front door: else a
+   * Sleeping tenant without a sleep request was woken by hand (`vc wake`).
+   */
+  takeWake(root: string): boolean {
+    return this.wokenByRequest.delete(root);
+  }
+
   /** woken records a wake a front door started: the request is cleared, an event and the metrics written. */
   private async woken(root: string, ms: number): Promise<void> {
     const vc = this.o.list().find((v) => this.o.served(objectKey(v))?.root === root);
     if (!vc) return;
+    this.wokenByRequest.add(root);
     wakesTotal.inc({ cause: 'request' });
     wakeSeconds.observe(ms / 1000);
     try {
