@@ -17,6 +17,7 @@ import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const exec = promisify(execFile);
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const crdDir = join(import.meta.dirname, '../../deploy/crds');
 
 const alive = (pid: number | undefined): boolean => {
@@ -151,7 +152,20 @@ describe('sleep and wake of a local tenant on real processes', () => {
     await eventually(async () => expect(await events('dozy')).toContain('Woken'));
   });
 
-  it('sleeps when asked and wakes when its spec changes', async () => {
+  /** vc runs the CLI as a user would against the meta cluster; it answers the exit code and output. */
+  const vc = async (...args: string[]) =>
+    exec(process.execPath, [vcBin, ...args, '--kubeconfig', t.sc.kubeconfigPath], { timeout: 120_000 }).then(
+      (r) => ({ code: 0, out: r.stdout + r.stderr }),
+      (e: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: e.code ?? 1,
+        out: `${e.stdout ?? ''}${e.stderr ?? ''}`,
+      }),
+    );
+
+  it('sleeps by vc sleep, wakes by vc wake, and wakes when its spec changes', async () => {
+    expect(await vc('sleep', 'dozy')).toMatchObject({ code: 0, out: expect.stringContaining('is Sleeping') });
+    expect(await vc('wake', 'dozy')).toMatchObject({ code: 0, out: expect.stringContaining('is Running') });
+    expect(await events('dozy')).toContain('Woken');
     await askSleep('dozy');
     const asleep = await phase('dozy', 'Sleeping');
     const root = asleep.status!.clusterNamespace!;
@@ -163,19 +177,22 @@ describe('sleep and wake of a local tenant on real processes', () => {
       { spec: { weight: 2, sleep: { afterIdle: '1h' } } },
       'merge',
     );
-    const vc = await phase('dozy', 'Running');
-    expect(vc.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
+    const woken = await phase('dozy', 'Running');
+    expect(woken.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
     expect(seen.get(root)?.type === 'upsert' && seen.get(root)).toMatchObject({ tenant: { weight: 2 } });
   });
 
   it('refuses to sleep a tenant without spec.sleep, which has no front door, and keeps it running', async () => {
     await create('awake', {});
-    const vc = await phase('awake', 'Running');
+    const running = await phase('awake', 'Running');
+    const refused = await vc('sleep', 'awake');
+    expect(refused.code).not.toBe(0);
+    expect(refused.out).toContain('has no spec.sleep');
     await askSleep('awake');
     await eventually(async () => expect(await events('awake')).toContain('SleepRefused'));
     const after = await getVC('awake');
     expect(after.status?.phase).toBe('Running');
     expect(after.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
-    expect(local.controlPlane(vc.status!.clusterNamespace!)?.apiserver.running).toBe(true);
+    expect(local.controlPlane(running.status!.clusterNamespace!)?.apiserver.running).toBe(true);
   });
 });
