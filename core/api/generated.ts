@@ -130,6 +130,19 @@ export interface VirtualClusterSpec {
   clusterVersionName?: VirtualClusterDnsSubdomain;
   /** Lifetime in days of the certificates issued for the tenant control plane (1 to 3650). Defaults to 365. */
   pkiExpireDays?: number;
+  /**
+   * Sleep when idle: after afterIdle without a request through the tenant's front door, the manager stops its apiserver
+   * and controller manager (and its own etcd) and shows phase Sleeping; the first request through the front door (the
+   * server of the kubeconfig Secret) wakes it, and the client waits for the answer. `vc sleep` and `vc wake` do the
+   * same by hand. A sleeping tenant's super workloads keep running; a spec change wakes it.
+   */
+  sleep?: {
+    /**
+     * How long the tenant must be without a request before it sleeps, as Go writes a duration (30s, 15m, 1h30m); at
+     * least 10s.
+     */
+    afterIdle: string;
+  };
   /** Prefixes of label and annotation keys on super-cluster objects that are copied up to the tenant's objects. */
   transparentMetaPrefixes?: VirtualClusterPrefixes;
   /** Prefixes of label and annotation keys on tenant objects that are not copied down to the super cluster. */
@@ -206,9 +219,10 @@ export interface VirtualClusterStatus {
   /**
    * Lifecycle phase: Pending (accepted, not started), Provisioning (control plane being created), Running (serving and
    * synced), Degraded (provisioned, but a component fails its health check: the Ready condition names it), Updating
-   * (applying a spec change), Error (see reason and message), Deleting (being torn down).
+   * (applying a spec change), Error (see reason and message), Deleting (being torn down), Sleeping (idle: apiserver and
+   * controller manager stopped; the first request through the front door wakes it).
    */
-  phase?: 'Pending' | 'Provisioning' | 'Running' | 'Degraded' | 'Updating' | 'Error' | 'Deleting';
+  phase?: 'Pending' | 'Provisioning' | 'Running' | 'Degraded' | 'Updating' | 'Error' | 'Deleting' | 'Sleeping';
   /**
    * Health of each control-plane component as the manager last probed it (etcd, kube-apiserver,
    * kube-controller-manager, syncer), written when it changes.

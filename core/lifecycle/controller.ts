@@ -20,6 +20,7 @@ import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import {
+  canSleep,
   ProvisionRefused,
   type Provisioned,
   type ProvisionState,
@@ -67,6 +68,8 @@ import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } fr
 import { HealthMonitor, type HealthMonitorOptions } from './healthmonitor.ts';
 import { ensureTenantDns } from './tenantdns.ts';
 import { tenantOfVirtualCluster, withEffective } from './tenantof.ts';
+import * as sleep from './sleep.ts';
+import { SleepControl } from './sleepcontrol.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
 /** DELETE_RECHECK_MS is how soon a deletion that waits for namespaces or a control plane to go is looked at again. */
@@ -145,6 +148,8 @@ export interface LifecycleOptions {
   health?: Omit<HealthMonitorOptions, 'onChange'> | false;
   /** what this manager's syncers say of each tenant's caches: the CacheWithinLimit condition; absent, none is set */
   cacheStates?: TenantCacheStates;
+  /** how often served tenants with spec.sleep are checked for idleness (default 5 s) */
+  idleCheckMs?: number;
 }
 
 /**
@@ -173,6 +178,7 @@ export class VirtualClusterController {
   private readonly defaultProvisioner: ProvisionerType | undefined;
   /** probes served tenants; a changed verdict enqueues the key, and serve turns it into phase and conditions */
   readonly health?: HealthMonitor;
+  private readonly sleep: SleepControl;
 
   constructor(private readonly o: LifecycleOptions) {
     this.defaultProvisioner = defaultProvisioner(
@@ -214,6 +220,18 @@ export class VirtualClusterController {
       kind: 'VirtualCluster',
       log,
     });
+    this.sleep = new SleepControl({
+      meta: o.meta,
+      events: this.events,
+      provisioners: o.provisioners,
+      list: () => this.informer.list(),
+      served: (key) => {
+        const root = this.roots.get(key);
+        return root ? { root, provisioner: this.accepted.get(key)?.provisioner } : undefined;
+      },
+      enqueue: (key) => this.queue.add(key),
+      idleCheckMs: o.idleCheckMs,
+    });
   }
 
   /** start syncs the cache and starts the workers. */
@@ -224,11 +242,13 @@ export class VirtualClusterController {
     await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
     this.runner.start();
     this.health?.start();
+    this.sleep.start();
   }
 
   /** stop stops the workers and the informer (control planes keep running until their provisioner stops them). */
   async stop(): Promise<void> {
     liveControllers.delete(this);
+    this.sleep.stop();
     await this.health?.stop();
     this.unwatchCache?.();
     await this.runner.stop();
@@ -273,6 +293,7 @@ export class VirtualClusterController {
     (p) => this.pickProvisioner(p),
     (p) => this.announceProvisioning(p),
     (p) => this.claimRoot(p),
+    (p) => this.sleepIfAsked(p),
     (p) => this.provision(p),
     (p) => this.publishCredentials(p),
     (p) => this.serve(p),
@@ -408,6 +429,41 @@ export class VirtualClusterController {
     if (rootNs) await this.o.superClient.apply(R.namespaces, guarded(desired, rootNs), IDENTITY.manager);
     else await this.o.superClient.create(R.namespaces, desired, { fieldManager: IDENTITY.manager });
     return CONTINUE;
+  }
+
+  /**
+   * sleepIfAsked puts the tenant to sleep when its sleep-requested annotation asks (and it ran before), and stops
+   * there: a sleeping tenant is not provisioned, served or synced. A spec change since it fell asleep, a request
+   * through its front door after the sleep was asked for, or a tenant that cannot sleep clears the request instead.
+   */
+  private async sleepIfAsked(p: Pass): Promise<Outcome> {
+    const at = sleep.sleepRequestedAt(p.vc);
+    if (at === undefined && p.vc.status?.phase === 'Sleeping' && !this.sleep.takeWake(p.root)) {
+      sleep.wakesTotal.inc({ cause: 'command' });
+      return { events: [{ type: 'Normal', reason: sleep.WOKEN, message: 'the sleep request was removed (vc wake)' }] };
+    }
+    if (at === undefined || !sleep.servedBefore(p.vc)) return CONTINUE;
+    if (sleep.specChangedWhileAsleep(p.vc)) {
+      await this.sleep.request(p.vc, null);
+      sleep.wakesTotal.inc({ cause: 'spec' });
+      return { events: [{ type: 'Normal', reason: sleep.WOKEN, message: 'the spec changed: woken to apply it' }] };
+    }
+    const answer = canSleep(p.provisioner)
+      ? await p.provisioner.sleep(withEffective(p.vc, p.effective!, p.type!), p.root, at, {
+          etcdBytes: p.effective!.quota.etcdBytes,
+        })
+      : ({
+          asleep: false,
+          reason: 'NoFrontDoor',
+          message: `the ${p.type} provisioner cannot put tenants to sleep`,
+        } as const);
+    if (answer.asleep) {
+      if (p.vc.status?.phase !== 'Sleeping') sleep.sleepsTotal.inc();
+      return sleep.asleep(p.vc);
+    }
+    await this.sleep.request(p.vc, null);
+    if (answer.reason === 'Busy') return CONTINUE;
+    return { events: [{ type: 'Warning', reason: sleep.SLEEP_REFUSED, message: answer.message }] };
   }
 
   /** provision asks the provisioner for the control plane with the effective settings. */

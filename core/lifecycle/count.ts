@@ -14,7 +14,8 @@ export const TOO_MANY_VIRTUAL_CLUSTERS = 'TooManyVirtualClusters';
 /** COUNT_RECHECK_MS is how soon a VirtualCluster past the count looks again (an older one may have gone). */
 export const COUNT_RECHECK_MS = 30_000;
 
-const SERVING = SERVING_PHASES;
+// A sleeping tenant was served and keeps its place, as a serving one does.
+const SERVING: ReadonlySet<string> = new Set([...SERVING_PHASES, 'Sleeping']);
 
 /** order sorts VirtualClusters oldest first: by creationTimestamp, then by name (one second holds many). */
 function order(a: VirtualCluster, b: VirtualCluster): number {

@@ -178,9 +178,13 @@ export function provisionerUnavailable(type: string | undefined, available: bool
   return { ...failed(PROVISIONER_UNAVAILABLE, message), release: false };
 }
 
-/** isFirstStart reports whether vc's control plane has never been Running (then reaching it announces Running). */
+/**
+ * isFirstStart reports whether vc's control plane has never been Running (then reaching it announces Running); a
+ * Sleeping tenant ran before: its wake is no first start.
+ */
 export function isFirstStart(vc: VirtualCluster): boolean {
-  return !SERVING_PHASES.has(vc.status?.phase ?? '');
+  const phase = vc.status?.phase ?? '';
+  return !SERVING_PHASES.has(phase) && phase !== 'Sleeping';
 }
 
 /**

@@ -58,6 +58,11 @@ export const ANN = {
   specHash: `${PREFIX}/spec-hash`,
   /** on a git credentials Secret: the comma-separated git hosts (host or host:port) its credentials are sent to */
   gitHosts: `${PREFIX}/git-hosts`,
+  /**
+   * on a VirtualCluster: when (RFC 3339) its sleep was asked for, by `vc sleep` or by the manager after spec.sleep's
+   * idle time; the manager removes it when the tenant wakes
+   */
+  sleepRequested: `${PREFIX}/sleep-requested`,
 } as const;
 
 /** LABEL names the labels the project writes: the SDK's (managed-by, cluster, public) and those only the core writes. */

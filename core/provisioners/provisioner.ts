@@ -107,3 +107,30 @@ export interface ComponentSource {
 export function hasComponents(p: Provisioner | undefined): p is Provisioner & ComponentSource {
   return typeof (p as Partial<ComponentSource> | undefined)?.components === 'function';
 }
+
+/** SleepAnswer is what Sleeper.sleep did: the tenant sleeps, or why it does not. */
+export type SleepAnswer = { asleep: true } | { asleep: false; reason: 'Busy' | 'NoFrontDoor'; message: string };
+
+/** FrontDoorActivity is what a tenant's front door saw: open client connections and when one last opened or spoke. */
+export interface FrontDoorActivity {
+  open: number;
+  lastActiveMs: number;
+}
+
+/**
+ * Sleeper is the optional ability of a provisioner to put an idle tenant to sleep (type guard canSleep): its
+ * apiserver and controller manager stop while a front door keeps its address answering, and the first connection to
+ * the front door wakes it. sleep refuses a tenant whose front door saw a connection after `sinceMs` (a request that
+ * raced the decision) or that has none. ensure wakes a sleeping tenant. onWake is called after each wake the front
+ * door started, with how long it took.
+ */
+export interface Sleeper {
+  sleep(vc: VirtualCluster, root: string, sinceMs: number, limits?: ProvisionLimits): Promise<SleepAnswer>;
+  activity(root: string): FrontDoorActivity | undefined;
+  onWake(listener: (root: string, tookMs: number) => void): () => void;
+}
+
+/** canSleep reports whether the provisioner can put tenants to sleep. */
+export function canSleep(p: Provisioner | undefined): p is Provisioner & Sleeper {
+  return typeof (p as Partial<Sleeper> | undefined)?.sleep === 'function';
+}

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { removeStateDirsOnSignal } from '../statedirs.ts';
 import { controlPlaneBench } from './controlplane.ts';
+import { densityBench } from './density.ts';
 import { faultsBench } from './faults.ts';
 import { gitopsBench } from './gitops.ts';
 import { installBench } from './install.ts';
@@ -42,6 +43,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   realnode: realNodeBench,
   install: installBench,
   watches: watchesBench,
+  density: densityBench,
 };
 
 // Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.

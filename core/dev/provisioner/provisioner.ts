@@ -6,6 +6,8 @@ import { LocalControlPlane } from '../local/controlplane.ts';
 import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
 import { freePorts } from '../local/process.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
+import { FrontDoor } from '../local/frontdoor.ts';
+import { withServer } from '../../pki/kubeconfig.ts';
 import { DnsView } from '../../provisioners/dnsview.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
@@ -19,6 +21,9 @@ import {
   type ProvisionLimits,
   type Provisioner,
   type ProvisionState,
+  type FrontDoorActivity,
+  type Sleeper,
+  type SleepAnswer,
 } from '../../provisioners/provisioner.ts';
 import { localComponents, watchCrashes } from './components.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
@@ -78,12 +83,28 @@ interface Running {
   /** the network confinement of the apiserver and controller manager */
   confinement?: NetConfinement;
   hash: string;
+  /** the (effective) VirtualCluster and storage quota it was started with: a wake starts it with them again */
+  vc: VirtualCluster;
+  etcdBytes: number;
 }
+
+/** Asleep is a sleeping tenant: what it is woken with, and the stopping of its processes (a wake waits for it). */
+interface Asleep {
+  vc: VirtualCluster;
+  etcdBytes: number;
+  hash: string;
+  stopped: Promise<void>;
+}
+
+/** Parts are the processes start runs for a tenant. */
+type Parts = Omit<Running, 'hash' | 'vc' | 'etcdBytes'>;
 
 /** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
 const POD_PORT_FILE = 'pod-port';
 /** DNS_PORT_FILE keeps a tenant's DNS view port: its DNS server's kubeconfig names it. */
 const DNS_PORT_FILE = 'dns-view-port';
+/** FRONT_PORT_FILE keeps a tenant's front door port: its kubeconfig Secret names it. */
+const FRONT_PORT_FILE = 'front-port';
 
 /** ETCD_DIR is where a tenant's own etcd keeps its data and log, inside the tenant's state directory. */
 export const ETCD_DIR = 'etcd';
@@ -100,11 +121,17 @@ export const ETCD_DIR = 'etcd';
  * PKI is made once, when the control plane is first created, so the certificate lifetime (and the service IP in the
  * apiserver certificate) keep their first values.
  */
-export class LocalProvisioner implements Provisioner, ComponentSource {
+export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper {
   readonly type = 'local';
   private readonly running = new Map<string, Running>();
   private readonly exitListeners = new Set<(root: string, component: string) => void>();
-  private readonly starting = new Map<string, Promise<Omit<Running, 'hash'>>>();
+  private readonly starting = new Map<string, Promise<Parts>>();
+  /** front doors of tenants with spec.sleep, by root; `opening` holds those being started */
+  private readonly doors = new Map<string, FrontDoor>();
+  private readonly opening = new Map<string, Promise<FrontDoor>>();
+  private readonly sleeping = new Map<string, Asleep>();
+  private readonly waking = new Map<string, Promise<Parts>>();
+  private readonly wakeListeners = new Set<(root: string, tookMs: number) => void>();
 
   constructor(
     private readonly stateDir: string,
@@ -125,6 +152,13 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
     assertLocalExpose(vc);
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
     const hash = specHash(vc, etcdBytes, this.options.kubeletCAFile);
+    // ensure wants the tenant awake: a wake its front door began is awaited, a sleeping tenant starts (with this spec).
+    await this.waking.get(root)?.catch(() => undefined);
+    const asleep = this.sleeping.get(root);
+    if (asleep) {
+      this.sleeping.delete(root);
+      await asleep.stopped;
+    }
     let entry = this.running.get(root);
     let rolled = false;
     if (entry && entry.hash !== hash) {
@@ -134,12 +168,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
       entry = undefined;
       rolled = true;
     }
-    if (!entry) {
-      entry = { ...(await this.start(vc, root, etcdBytes)), hash };
-      this.running.set(root, entry);
-      watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
-      writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
-    }
+    if (!entry) entry = this.install(root, { ...(await this.start(vc, root, etcdBytes)), hash, vc, etcdBytes });
+    const door = vc.spec.sleep ? await this.openDoor(root, Date.now()) : await this.closeDoor(root);
     const cp = entry.cp;
     const fwd = entry.forwarder;
     const view = entry.dnsView;
@@ -153,11 +183,130 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
           ? { host: fwd.opts.host, port: fwd.port }
           : { host: '127.0.0.1', port: cp.ports.apiserver },
         ...(view && { dnsApiEndpoint: { host: view.opts.host, port: view.port } }),
+        ...(door && { externalAccess: frontDoorAccess(door, readFileSync(cp.kubeconfigPath, 'utf8')) }),
       },
     };
   }
 
-  private start(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Omit<Running, 'hash'>> {
+  /** install makes entry the tenant's running control plane. */
+  private install(root: string, entry: Running): Running {
+    this.running.set(root, entry);
+    watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
+    writeFileSync(join(this.dir(root), 'spec-hash'), entry.hash + '\n');
+    return entry;
+  }
+
+  /**
+   * sleep stops a tenant's processes (its own etcd too: a sleeping tenant costs its front door only) and keeps its
+   * front door, unless spec.sleep is unset (no front door: its kubeconfig names the apiserver itself) or the front
+   * door had a client after sinceMs or has one now. A tenant not running here (after a manager restart) is recorded
+   * asleep with its front door opened: the spec it is woken with is vc.
+   */
+  async sleep(vc: VirtualCluster, root: string, sinceMs: number, limits: ProvisionLimits = {}): Promise<SleepAnswer> {
+    if (!vc.spec.sleep)
+      return {
+        asleep: false,
+        reason: 'NoFrontDoor',
+        message: 'spec.sleep is not set: its kubeconfig names the apiserver itself, so nothing would wake it',
+      };
+    if (this.sleeping.has(root)) return { asleep: true };
+    await this.waking.get(root)?.catch(() => undefined);
+    const door = await this.openDoor(root, 0);
+    const a = door.activity();
+    if (a.open > 0 || a.lastActiveMs > sinceMs || this.starting.has(root))
+      return { asleep: false, reason: 'Busy', message: 'a client used the front door since the sleep was asked for' };
+    const entry = this.running.get(root);
+    this.running.delete(root);
+    const etcdBytes = entry?.etcdBytes ?? limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
+    const stopped = entry ? stopRunning(entry) : Promise.resolve();
+    this.sleeping.set(root, {
+      vc: entry?.vc ?? vc,
+      etcdBytes,
+      hash: entry?.hash ?? specHash(vc, etcdBytes, this.options.kubeletCAFile),
+      stopped,
+    });
+    await stopped;
+    log.info({ tenant: root }, 'tenant asleep');
+    return { asleep: true };
+  }
+
+  /** activity is what the tenant's front door saw; undefined without one. */
+  activity(root: string): FrontDoorActivity | undefined {
+    return this.doors.get(root)?.activity();
+  }
+
+  /** onWake calls listener after each wake a front door started, with how long the processes took to answer. */
+  onWake(listener: (root: string, tookMs: number) => void): () => void {
+    this.wakeListeners.add(listener);
+    return () => this.wakeListeners.delete(listener);
+  }
+
+  /** upstream is where the front door relays to: the running apiserver, woken first when the tenant sleeps. */
+  private async upstream(root: string): Promise<{ host: string; port: number }> {
+    const parts = this.running.get(root) ?? (await this.wake(root));
+    return { host: '127.0.0.1', port: parts.cp.ports.apiserver };
+  }
+
+  /** wake starts a sleeping tenant once, however many connections wait for it. */
+  private wake(root: string): Promise<Parts> {
+    const have = this.waking.get(root) ?? this.starting.get(root);
+    if (have) return have;
+    const s = this.sleeping.get(root);
+    if (!s) return Promise.reject(new Error(`tenant ${root} is neither running nor asleep here`));
+    const t0 = Date.now();
+    const w = (async () => {
+      await s.stopped;
+      const parts = await this.start(s.vc, root, s.etcdBytes);
+      if (this.sleeping.get(root) === s) {
+        this.sleeping.delete(root);
+        this.install(root, { ...parts, hash: s.hash, vc: s.vc, etcdBytes: s.etcdBytes });
+        log.info({ tenant: root, ms: Date.now() - t0 }, 'tenant woken by a request');
+        this.wakeListeners.forEach((l) => l(root, Date.now() - t0));
+      }
+      return parts;
+    })().finally(() => this.waking.delete(root));
+    this.waking.set(root, w);
+    return w;
+  }
+
+  /**
+   * openDoor starts the tenant's front door on 127.0.0.1 (the apiserver certificate names it) at its kept port, or a
+   * free one when that is taken; its idle time counts from activeSinceMs.
+   */
+  private openDoor(root: string, activeSinceMs: number): Promise<FrontDoor> {
+    const have = this.doors.get(root);
+    if (have) return Promise.resolve(have);
+    let p = this.opening.get(root);
+    if (!p) {
+      const file = join(this.dir(root), FRONT_PORT_FILE);
+      const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
+      const start = (port: number) =>
+        FrontDoor.start({ host: '127.0.0.1', port, activeSinceMs, upstream: () => this.upstream(root) });
+      p = start(kept)
+        .catch((e: unknown) => {
+          if (!kept) throw e;
+          return start(0);
+        })
+        .then((door) => {
+          writeFileSync(file, `${door.port}\n`);
+          this.doors.set(root, door);
+          return door;
+        })
+        .finally(() => this.opening.delete(root));
+      this.opening.set(root, p);
+    }
+    return p;
+  }
+
+  /** closeDoor stops the tenant's front door, if it has one (spec.sleep was removed); it answers undefined. */
+  private async closeDoor(root: string): Promise<undefined> {
+    const door = this.doors.get(root);
+    this.doors.delete(root);
+    await door?.stop();
+    return undefined;
+  }
+
+  private start(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Parts> {
     let p = this.starting.get(root);
     if (!p) {
       p = this.startComponents(vc, root, etcdBytes).finally(() => this.starting.delete(root));
@@ -166,7 +315,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
     return p;
   }
 
-  private async startComponents(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Omit<Running, 'hash'>> {
+  private async startComponents(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Parts> {
     const dir = this.dir(root);
     // A tenant made before tenants had their own etcd (a control plane without an etcd directory) keeps its data in
     // the shared etcd: starting it on an empty one would lose everything it has.
@@ -319,6 +468,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
     const entry = this.running.get(root);
     this.running.delete(root);
     if (entry) await stopRunning(entry);
+    await this.sleeping.get(root)?.stopped;
+    this.sleeping.delete(root);
+    await this.closeDoor(root);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
     if (existsSync(this.dir(root))) rmSync(this.dir(root), { recursive: true, force: true });
     log.info({ tenant: root, etcdKeys: deleted }, 'tenant control plane removed');
@@ -327,11 +479,23 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
   async stop(): Promise<void> {
     await Promise.all([...this.running.values()].map(stopRunning));
     this.running.clear();
+    await Promise.all([...this.sleeping.values()].map((s) => s.stopped));
+    this.sleeping.clear();
+    await Promise.all([...this.doors.keys()].map((root) => this.closeDoor(root)));
   }
 }
 
+/**
+ * frontDoorAccess is how the tenant's users reach it through its front door: the admin kubeconfig naming the front
+ * door (the kubeconfig Secret's `kubeconfig`; the manager keeps the direct one, so its own requests never count as use).
+ */
+function frontDoorAccess(door: FrontDoor, kubeconfig: string): { type: string; server: string; kubeconfig: string } {
+  const server = `https://127.0.0.1:${door.port}`;
+  return { type: 'FrontDoor', server, kubeconfig: withServer(kubeconfig, server) };
+}
+
 /** stopRunning stops a tenant's control plane, then its etcd. */
-async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
+async function stopRunning(r: Parts): Promise<void> {
   await r.dnsView?.stop();
   await r.forwarder?.stop();
   await r.cp.stop();

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { ANN } from '../names/names.ts';
+import type { VirtualCluster } from '../api/virtualcluster.ts';
+import { asleep, durationMs, idleDue, sleepRequestedAt, specChangedWhileAsleep } from './sleep.ts';
+
+const vc = (o: { afterIdle?: string; phase?: string; asked?: string; generation?: number; observed?: number }) =>
+  ({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: {
+      name: 'a',
+      namespace: 'default',
+      generation: o.generation ?? 1,
+      ...(o.asked !== undefined && { annotations: { [ANN.sleepRequested]: o.asked } }),
+    },
+    spec: { ...(o.afterIdle && { sleep: { afterIdle: o.afterIdle } }) },
+    status: { phase: o.phase ?? 'Running', observedGeneration: o.observed ?? 1 },
+  }) as VirtualCluster;
+
+describe('durationMs', () => {
+  it.each([
+    ['90s', 90_000],
+    ['1h30m', 5_400_000],
+    ['250ms', 250],
+    ['1.5m', 90_000],
+    ['15', undefined],
+    ['', undefined],
+    ['5d', undefined],
+  ])('%s -> %s', (text, ms) => expect(durationMs(text)).toBe(ms));
+});
+
+describe('idleDue', () => {
+  const now = 1_000_000;
+  it.each([
+    ['idle past afterIdle', vc({ afterIdle: '30s' }), { open: 0, lastActiveMs: now - 30_000 }, true],
+    ['idle, not yet long enough', vc({ afterIdle: '30s' }), { open: 0, lastActiveMs: now - 29_999 }, false],
+    ['a connection is open', vc({ afterIdle: '30s' }), { open: 1, lastActiveMs: 0 }, false],
+    ['below the 10 s floor counts as 10 s', vc({ afterIdle: '1s' }), { open: 0, lastActiveMs: now - 5000 }, false],
+    ['at the floor', vc({ afterIdle: '1s' }), { open: 0, lastActiveMs: now - 10_000 }, true],
+    ['no spec.sleep', vc({}), { open: 0, lastActiveMs: 0 }, false],
+    ['no front door', vc({ afterIdle: '30s' }), undefined, false],
+    ['not Running', vc({ afterIdle: '30s', phase: 'Degraded' }), { open: 0, lastActiveMs: 0 }, false],
+    ['already asked', vc({ afterIdle: '30s', asked: 'x' }), { open: 0, lastActiveMs: 0 }, false],
+  ] as const)('%s', (_name, v, activity, due) => expect(idleDue(v, activity, now)).toBe(due));
+});
+
+describe('sleep decisions', () => {
+  it('reads the request time, a bad one as the epoch (any later request wins over it)', () => {
+    expect(sleepRequestedAt(vc({}))).toBeUndefined();
+    expect(sleepRequestedAt(vc({ asked: '2026-01-01T00:00:00.000Z' }))).toBe(Date.UTC(2026, 0, 1));
+    expect(sleepRequestedAt(vc({ asked: 'soon' }))).toBe(0);
+  });
+
+  it.each([
+    ['sleeping, spec unchanged', vc({ phase: 'Sleeping' }), false],
+    ['sleeping, spec changed', vc({ phase: 'Sleeping', generation: 2 }), true],
+    ['running, spec changed', vc({ generation: 2 }), false],
+  ] as const)('specChangedWhileAsleep: %s', (_n, v, want) => expect(specChangedWhileAsleep(v)).toBe(want));
+
+  it('asleep releases the tenant and announces the first sleep only', () => {
+    const first = asleep(vc({}));
+    expect(first).toMatchObject({ stop: true, release: true, status: { phase: 'Sleeping', reason: 'Sleeping' } });
+    expect(first.events).toHaveLength(1);
+    expect(asleep(vc({ phase: 'Sleeping' })).events).toHaveLength(0);
+  });
+});

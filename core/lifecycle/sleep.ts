@@ -1,0 +1,102 @@
+import { Counter, Histogram } from 'prom-client';
+import { registry as metricsRegistry } from '../metrics/registry.ts';
+import { ANN } from '../names/names.ts';
+import type { FrontDoorActivity } from '../provisioners/provisioner.ts';
+import type { VirtualCluster } from '../api/virtualcluster.ts';
+import { ready, type Outcome } from './decisions.ts';
+
+/**
+ * This module holds the decisions of sleep and wake (issue 34 §4) without I/O: when a tenant is due to sleep, what a
+ * sleeping tenant's status says, and the metrics. The controller asks the provisioner (Sleeper) to do it.
+ */
+
+/** SLEEPING is the reason of a tenant whose apiserver and controller manager are stopped until a request wakes it. */
+export const SLEEPING = 'Sleeping';
+/** WOKEN is the reason of the event of a sleeping tenant woken by a request, by `vc wake` or by a spec change. */
+export const WOKEN = 'Woken';
+/** SLEEP_REFUSED is the reason of the event of a sleep asked for a tenant that cannot sleep (no front door). */
+export const SLEEP_REFUSED = 'SleepRefused';
+/** MIN_IDLE_MS is the shortest idle time spec.sleep.afterIdle may ask for; less is read as this. */
+export const MIN_IDLE_MS = 10_000;
+
+/** sleeps counts tenants put to sleep. */
+export const sleepsTotal = new Counter({
+  name: 'vc_tenant_sleeps_total',
+  help: 'Tenants put to sleep (their apiserver and controller manager stopped), by `vc sleep` or after spec.sleep.afterIdle.',
+  registers: [metricsRegistry],
+});
+
+/** wakesTotal counts tenants woken, by what woke them. */
+export const wakesTotal = new Counter({
+  name: 'vc_tenant_wakes_total',
+  help: 'Sleeping tenants woken: by a request through the front door (request), `vc wake` (command) or a spec change (spec).',
+  labelNames: ['cause'],
+  registers: [metricsRegistry],
+});
+
+/** wakeSeconds is how long a request through the front door waited for the tenant it woke. */
+export const wakeSeconds = new Histogram({
+  name: 'vc_tenant_wake_seconds',
+  help: 'Time from the first request through a sleeping tenant front door until its apiserver answered.',
+  buckets: [0.5, 1, 2, 3, 5, 10, 20, 60],
+  registers: [metricsRegistry],
+});
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** durationMs reads a Go-style duration (`90s`, `1h30m`, `250ms`) in milliseconds; undefined when it is not one. */
+export function durationMs(text: string): number | undefined {
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return undefined;
+  let total = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(n) * UNITS[unit!]!;
+  return total;
+}
+
+/** sleepRequestedAt is when the tenant's sleep was asked for (ms epoch), or undefined when it was not. */
+export function sleepRequestedAt(vc: VirtualCluster): number | undefined {
+  const v = vc.metadata?.annotations?.[ANN.sleepRequested];
+  if (v === undefined) return undefined;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? 0 : t;
+}
+
+/** servedBefore reports whether the tenant ran already (only such a tenant has a kubeconfig Secret to wake it by). */
+export function servedBefore(vc: VirtualCluster): boolean {
+  return ['Running', 'Degraded', 'Sleeping'].includes(vc.status?.phase ?? '');
+}
+
+/**
+ * specChangedWhileAsleep reports whether a sleeping tenant's spec changed since it went to sleep (its generation is
+ * past the one its status saw): the change wakes it and is applied at once.
+ */
+export function specChangedWhileAsleep(vc: VirtualCluster): boolean {
+  return vc.status?.phase === 'Sleeping' && vc.metadata?.generation !== vc.status.observedGeneration;
+}
+
+/**
+ * idleDue reports whether a served tenant with spec.sleep is due to sleep at `nowMs`: its front door has no open
+ * connection and none opened or spoke for afterIdle (at least MIN_IDLE_MS). A tenant without a front door, already
+ * asked to sleep, or not Running is never due.
+ */
+export function idleDue(vc: VirtualCluster, activity: FrontDoorActivity | undefined, nowMs: number): boolean {
+  const after = vc.spec?.sleep?.afterIdle;
+  if (!after || !activity || vc.status?.phase !== 'Running' || sleepRequestedAt(vc) !== undefined) return false;
+  const idle = Math.max(MIN_IDLE_MS, durationMs(after) ?? Infinity);
+  return activity.open === 0 && nowMs - activity.lastActiveMs >= idle;
+}
+
+/**
+ * asleep is the Outcome of a tenant that sleeps: phase Sleeping, Ready False with reason Sleeping, the tenant taken
+ * from the syncer and the health monitor; a Normal event when it was not asleep before.
+ */
+export function asleep(vc: VirtualCluster): Outcome {
+  const message = 'asleep: apiserver and controller manager stopped; the first request through the front door wakes it';
+  const first = vc.status?.phase !== 'Sleeping';
+  return {
+    stop: true,
+    release: true,
+    status: { phase: 'Sleeping', reason: SLEEPING, message },
+    conditions: [ready('False', SLEEPING, message)],
+    events: first ? [{ type: 'Normal', reason: SLEEPING, message }] : [],
+  };
+}

@@ -1,0 +1,100 @@
+import type { EventRecorder } from '../controller/events.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { objectKey } from '../kube/informer.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import { ANN, IDENTITY } from '../names/names.ts';
+import { canSleep, type Provisioner } from '../provisioners/provisioner.ts';
+import type { VirtualCluster } from '../api/virtualcluster.ts';
+import { idleDue, WOKEN, wakeSeconds, wakesTotal } from './sleep.ts';
+
+const log = childLogger({ controller: 'virtualcluster-sleep' });
+
+/** SleepControlOptions are what SleepControl reads of the VirtualCluster controller. */
+export interface SleepControlOptions {
+  meta: KubeClient;
+  events: EventRecorder;
+  provisioners: Partial<Record<string, Provisioner>>;
+  /** the cached VirtualClusters */
+  list: () => VirtualCluster[];
+  /** the served tenant's root namespace and provisioner type, by key */
+  served: (key: string) => { root: string; provisioner: string | undefined } | undefined;
+  enqueue: (key: string) => void;
+  /** how often served tenants with spec.sleep are checked for idleness (default 5 s) */
+  idleCheckMs?: number;
+}
+
+/**
+ * SleepControl is the I/O of sleep and wake beside the VirtualCluster reconcile: it asks a sleep (the
+ * sleep-requested annotation) for each tenant idle past its spec.sleep.afterIdle, and when a front door wakes a
+ * tenant it clears the request, records the event and the metrics and enqueues the tenant, whose reconcile then
+ * serves it again.
+ */
+export class SleepControl {
+  private readonly offWake: Array<() => void> = [];
+  /** roots a front door woke whose reconcile has not seen the wake yet */
+  private readonly wokenByRequest = new Set<string>();
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly o: SleepControlOptions) {}
+
+  /** start listens for wakes and checks for idle tenants from now on. */
+  start(): void {
+    for (const prov of Object.values(this.o.provisioners))
+      if (canSleep(prov)) this.offWake.push(prov.onWake((root, ms) => void this.woken(root, ms)));
+    this.timer = setInterval(() => void this.sleepIdle(), this.o.idleCheckMs ?? 5000);
+    this.timer.unref();
+  }
+
+  /** stop ends both. */
+  stop(): void {
+    clearInterval(this.timer);
+    this.offWake.splice(0).forEach((off) => off());
+  }
+
+  /** request sets (at: RFC 3339) or clears (null) the sleep-requested annotation of vc. */
+  async request(vc: VirtualCluster, at: string | null): Promise<void> {
+    const m = vc.metadata!;
+    const patch = { metadata: { annotations: { [ANN.sleepRequested]: at } } };
+    await this.o.meta.patch(R.virtualclusters, m.namespace, m.name!, patch, 'merge', {
+      fieldManager: IDENTITY.manager,
+    });
+  }
+
+  /**
+   * takeWake reports, once, whether the tenant at root was woken by a request through its front door: else a
+   * Sleeping tenant without a sleep request was woken by hand (`vc wake`).
+   */
+  takeWake(root: string): boolean {
+    return this.wokenByRequest.delete(root);
+  }
+
+  /** woken records a wake a front door started: the request is cleared, an event and the metrics written. */
+  private async woken(root: string, ms: number): Promise<void> {
+    const vc = this.o.list().find((v) => this.o.served(objectKey(v))?.root === root);
+    if (!vc) return;
+    this.wokenByRequest.add(root);
+    wakesTotal.inc({ cause: 'request' });
+    wakeSeconds.observe(ms / 1000);
+    try {
+      await this.request(vc, null);
+      await this.o.events.record(vc, 'Normal', WOKEN, `woken by a request through the front door in ${ms} ms`);
+    } catch (e) {
+      log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'recording a wake failed');
+    }
+    this.o.enqueue(objectKey(vc));
+  }
+
+  /** sleepIdle asks the sleep of each Running tenant whose front door was idle for its spec.sleep.afterIdle. */
+  private async sleepIdle(): Promise<void> {
+    const now = Date.now();
+    for (const vc of this.o.list()) {
+      const served = this.o.served(objectKey(vc));
+      const prov = served?.provisioner ? this.o.provisioners[served.provisioner] : undefined;
+      if (!served || !canSleep(prov) || !idleDue(vc, prov.activity(served.root), now)) continue;
+      await this.request(vc, new Date(now).toISOString()).catch((e: unknown) =>
+        log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'asking a sleep failed'),
+      );
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
+import { LocalEtcd } from '../../core/dev/local/etcd.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import type { BenchResult } from './main.ts';
+import { removeStateDir, stateDir } from '../statedirs.ts';
+
+const MiB = 1024 * 1024;
+const exec = promisify(execFile);
+
+/** quantile is the q-quantile (0..1) of xs by the nearest-rank rule. */
+function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * densityBench measures what sleep saves (issue 34 §4): N idle local tenants (each its own etcd, kube-apiserver and
+ * kube-controller-manager, started by the local provisioner with spec.sleep, as the manager starts them) are measured
+ * awake after DENSITY_SETTLE_MS, then put to sleep and measured again; then each is woken ROUNDS times by a list of
+ * namespaces through its front door (the server of its kubeconfig Secret), timed from the request to the answer.
+ * Memory is the resident set of each tenant's processes; asleep a tenant has none (its front door is a listening
+ * socket in the manager process, counted apart as the manager's own growth).
+ */
+export async function densityBench(): Promise<BenchResult> {
+  const n = Number(process.env.DENSITY_TENANTS ?? 3);
+  const rounds = Number(process.env.DENSITY_ROUNDS ?? 3);
+  const settleMs = Number(process.env.DENSITY_SETTLE_MS ?? 15_000);
+  const dir = stateDir('vc-bench-density-');
+  const shared = await LocalEtcd.start({ dir: join(dir, 'shared-etcd'), name: 'density/etcd' });
+  const local = new LocalProvisioner(join(dir, 'tenants'), shared);
+  try {
+    const tenants: Array<{ vc: VirtualCluster; root: string; kubeconfig: string }> = [];
+    /**
+     * kubectl lists namespaces through the front door: how long until it succeeded, from its start to its exit, in
+     * ms. kubectl gives up on a TLS handshake after 10 s, and the handshake waits for the wake (TLS passes through):
+     * a failed try is counted and run again, as its user would.
+     */
+    let failedTries = 0;
+    const kubectl = async (kubeconfig: string) => {
+      const t0 = performance.now();
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await exec(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, 'get', 'namespaces', '-o', 'name']);
+          return performance.now() - t0;
+        } catch (e) {
+          failedTries++;
+          if (attempt >= 2) throw e;
+        }
+      }
+    };
+    for (let i = 0; i < n; i++) {
+      const name = `t${i}`;
+      const vc = {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'VirtualCluster',
+        metadata: { name, namespace: 'default', uid: `density-${i}` },
+        spec: { sleep: { afterIdle: '1h' } },
+      } as VirtualCluster;
+      const root = `density-${name}`;
+      const state = await local.ensure(vc, root);
+      if (!state.ready || !state.result.externalAccess?.kubeconfig) throw new Error(`${root}: no front door`);
+      const kubeconfig = join(dir, `${root}.kubeconfig`);
+      writeFileSync(kubeconfig, state.result.externalAccess.kubeconfig, { mode: 0o600 });
+      tenants.push({ vc, root, kubeconfig });
+    }
+    await settle(settleMs);
+    // the same kubectl against the awake tenants: what a request costs without a wake
+    const awakeMs: number[] = [];
+    for (const t of tenants) awakeMs.push(await kubectl(t.kubeconfig));
+    const rss = (root: string) =>
+      ((local.controlPlane(root)?.rssBytes() ?? 0) + (local.tenantEtcd(root)?.process.rssBytes() ?? 0)) / MiB;
+    const awake = tenants.map((t) => rss(t.root));
+    const managerBefore = process.memoryUsage().rss / MiB;
+    for (const t of tenants) {
+      const answer = await local.sleep(t.vc, t.root, Date.now());
+      if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
+    }
+    await settle(2000);
+    const asleep = tenants.map((t) => rss(t.root));
+    const managerGrowth = process.memoryUsage().rss / MiB - managerBefore;
+    const wakeMs: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      if (r > 0) await settle(500);
+      for (const t of tenants) {
+        if (r > 0) {
+          const answer = await local.sleep(t.vc, t.root, Date.now());
+          if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
+        }
+        // kubectl, as a user runs it: its connections end with it (a kept-alive one is use: the tenant stays awake).
+        wakeMs.push(await kubectl(t.kubeconfig));
+      }
+    }
+    const awakeMean = awake.reduce((a, b) => a + b, 0) / n;
+    const asleepMean = asleep.reduce((a, b) => a + b, 0) / n;
+    return {
+      name: 'density',
+      figures: {
+        tenants: n,
+        awakeRssMiBPerTenant: awakeMean,
+        asleepRssMiBPerTenant: asleepMean,
+        asleepToAwakeMemoryRatio: asleepMean / awakeMean,
+        wakeP50Seconds: quantile(wakeMs, 0.5) / 1000,
+        wakeP99Seconds: quantile(wakeMs, 0.99) / 1000,
+        awakeRequestP50Seconds: quantile(awakeMs, 0.5) / 1000,
+        failedKubectlTries: failedTries,
+      },
+      detail: {
+        awakeRequestMs: awakeMs,
+        awakeRssMiB: awake,
+        asleepRssMiB: asleep,
+        managerRssGrowthMiBWhileAsleep: managerGrowth,
+        wakeMs,
+      },
+      notes: [
+        `${wakeMs.length} wakes (${n} tenants x ${rounds} rounds): each \`kubectl get namespaces\` through the front ` +
+          'door of a sleeping tenant, start to exit (the same against an awake tenant: awakeRequestP50Seconds)',
+        `asleep, a tenant runs no process; the manager's RSS changed by ${managerGrowth.toFixed(1)} MiB while all slept (front doors live in it)`,
+      ],
+    };
+  } finally {
+    await local.stop();
+    await shared.stop();
+    removeStateDir(dir);
+  }
+}

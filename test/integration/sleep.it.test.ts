@@ -1,0 +1,198 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import { ANN, rootNamespace } from '../../core/names/names.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
+import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const exec = promisify(execFile);
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+const crdDir = join(import.meta.dirname, '../../deploy/crds');
+
+const alive = (pid: number | undefined): boolean => {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('sleep and wake of a local tenant on real processes', () => {
+  let t: TestSuper;
+  let stateDir: string;
+  let local: LocalProvisioner;
+  let controller: VirtualClusterController;
+  const tenants = new MutableTenantRegistry();
+  const seen = new Map<string, TenantEvent>();
+
+  const getVC = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, 'default', name);
+  const phase = (name: string, want: string, timeout = 90_000) =>
+    eventually(async () => {
+      const vc = await getVC(name);
+      expect(vc.status?.phase, vc.status?.message).toBe(want);
+      return vc;
+    }, timeout);
+  const create = (name: string, spec: Record<string, unknown>) =>
+    t.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name, namespace: 'default' },
+      spec: { provisioner: { type: 'local' }, ...spec },
+    });
+  const askSleep = (name: string) =>
+    t.client.patch(
+      R.virtualclusters,
+      'default',
+      name,
+      { metadata: { annotations: { [ANN.sleepRequested]: new Date().toISOString() } } },
+      'merge',
+    );
+  /** kubeconfigFile writes the tenant's kubeconfig Secret (what its users get) to a file. */
+  const kubeconfigFile = async (vc: VirtualCluster) => {
+    const s = await t.client.get<{ data: Record<string, string> }>(
+      R.secrets,
+      'default',
+      vc.status!.kubeconfigSecretName!,
+    );
+    const file = join(stateDir, `${vc.metadata!.name}.kubeconfig`);
+    writeFileSync(file, Buffer.from(s.data.kubeconfig!, 'base64'));
+    return file;
+  };
+  const events = async (name: string) =>
+    (
+      await t.client.list<KubeObject & { reason?: string; involvedObject?: { name?: string } }>(R.events, {
+        namespace: 'default',
+      })
+    ).items
+      .filter((e) => e.involvedObject?.name === name)
+      .map((e) => e.reason);
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml'])
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    await eventually(() => t.client.list(R.virtualclusters));
+    await eventually(() =>
+      t.client.apply(
+        R.tenantpolicies,
+        {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'TenantPolicy',
+          metadata: { name: 'sleep', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+          spec: { provisioners: { allowed: ['local'] } },
+        },
+        'test',
+      ),
+    );
+    stateDir = mkdtempSync(join(tmpdir(), 'vc-sleep-'));
+    tenants.subscribe((e) => seen.set(e.type === 'upsert' ? e.tenant.key : e.key, e));
+    local = new LocalProvisioner(stateDir, t.sc.etcd);
+    controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners: { local },
+      tenants,
+      health: false,
+      idleCheckMs: 1000,
+    });
+    await controller.start();
+  });
+
+  afterAll(async () => {
+    await controller?.stop();
+    await local?.stop();
+    await t?.stop();
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('sleeps after spec.sleep.afterIdle with its processes gone, and kubectl through its kubeconfig wakes it', async () => {
+    await create('dozy', { sleep: { afterIdle: '10s' } });
+    let vc = await phase('dozy', 'Running');
+    const root = rootNamespace('default', 'dozy', vc.metadata!.uid!);
+    expect(vc.status!.conditions?.find((c) => c.type === 'Exposed')).toMatchObject({ reason: 'FrontDoor' });
+    const file = await kubeconfigFile(vc);
+    const direct = local.controlPlane(root)!;
+    expect(readFileSync(file, 'utf8')).not.toContain(`:${direct.ports.apiserver}`);
+    await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'create', 'namespace', 'kept']);
+    const pids = [direct.apiserver.pid, direct.controllerManager?.pid, local.tenantEtcd(root)?.process.pid];
+    expect(pids.every(alive)).toBe(true);
+
+    vc = await phase('dozy', 'Sleeping', 60_000);
+    expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Sleeping',
+    });
+    await eventually(() => expect(pids.some(alive)).toBe(false), 20_000);
+    expect(local.controlPlane(root)).toBeUndefined();
+    expect(seen.get(root)?.type).toBe('remove');
+    expect(await events('dozy')).toContain('Sleeping');
+
+    // The first request waits for the wake and then succeeds; the data is the tenant's own, kept while it slept.
+    const out = await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'get', 'namespaces', '-o', 'name'], {
+      timeout: 60_000,
+    });
+    expect(out.stdout).toContain('namespace/kept');
+    vc = await phase('dozy', 'Running');
+    expect(vc.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
+    expect(seen.get(root)?.type).toBe('upsert');
+    await eventually(async () => expect(await events('dozy')).toContain('Woken'));
+  });
+
+  /** vc runs the CLI as a user would against the meta cluster; it answers the exit code and output. */
+  const vc = async (...args: string[]) =>
+    exec(process.execPath, [vcBin, ...args, '--kubeconfig', t.sc.kubeconfigPath], { timeout: 120_000 }).then(
+      (r) => ({ code: 0, out: r.stdout + r.stderr }),
+      (e: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: e.code ?? 1,
+        out: `${e.stdout ?? ''}${e.stderr ?? ''}`,
+      }),
+    );
+
+  it('sleeps by vc sleep, wakes by vc wake, and wakes when its spec changes', async () => {
+    expect(await vc('sleep', 'dozy')).toMatchObject({ code: 0, out: expect.stringContaining('is Sleeping') });
+    expect(await vc('wake', 'dozy')).toMatchObject({ code: 0, out: expect.stringContaining('is Running') });
+    expect(await events('dozy')).toContain('Woken');
+    await askSleep('dozy');
+    const asleep = await phase('dozy', 'Sleeping');
+    const root = asleep.status!.clusterNamespace!;
+    expect(local.controlPlane(root)).toBeUndefined();
+    await t.client.patch(
+      R.virtualclusters,
+      'default',
+      'dozy',
+      { spec: { weight: 2, sleep: { afterIdle: '1h' } } },
+      'merge',
+    );
+    const woken = await phase('dozy', 'Running');
+    expect(woken.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
+    expect(seen.get(root)?.type === 'upsert' && seen.get(root)).toMatchObject({ tenant: { weight: 2 } });
+  });
+
+  it('refuses to sleep a tenant without spec.sleep, which has no front door, and keeps it running', async () => {
+    await create('awake', {});
+    const running = await phase('awake', 'Running');
+    const refused = await vc('sleep', 'awake');
+    expect(refused.code).not.toBe(0);
+    expect(refused.out).toContain('has no spec.sleep');
+    await askSleep('awake');
+    await eventually(async () => expect(await events('awake')).toContain('SleepRefused'));
+    const after = await getVC('awake');
+    expect(after.status?.phase).toBe('Running');
+    expect(after.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
+    expect(local.controlPlane(running.status!.clusterNamespace!)?.apiserver.running).toBe(true);
+  });
+});
