@@ -73,6 +73,24 @@ export interface PlanInput {
 
 const nothing = (): Plan => ({ steps: [], effects: [] });
 
+const TENANT_EFFECTS: ReadonlySet<Effect['type']> = new Set(['bind', 'deleteTenant', 'tenantCondition']);
+
+/**
+ * downOnly keeps of a plan what it writes to the super cluster: its super steps and the effects on the super side
+ * (a Pod's token Secret, ServiceAccount, NetworkPolicy, quota, super events). It is the plan of a copy another super
+ * cluster's syncer answers for in the tenant (a followed copy of the tenant's DNS, placement.ts dnsFollows): the
+ * tenant object's status, binding and conditions stay that syncer's.
+ */
+export function downOnly(p: Plan): Plan {
+  const out: Plan = {
+    steps: p.steps.filter((s) => s.op.endsWith('Super')),
+    effects: p.effects.filter((e) => !TENANT_EFFECTS.has(e.type) && !(e.type === 'event' && e.side === 'tenant')),
+  };
+  if (p.requeueAfterMs !== undefined) out.requeueAfterMs = p.requeueAfterMs;
+  if (p.skip) out.skip = p.skip;
+  return out;
+}
+
 /** superLocation is where the super counterpart of a tenant object lives. */
 export function superLocation(
   p: ResourcePlugin,
