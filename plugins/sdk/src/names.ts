@@ -185,3 +185,11 @@ export function namespaceOwnerIn(getNamespace: (name: string) => KubeObject | un
     return ns ? provenanceOf(ns) : undefined;
   };
 }
+
+/**
+ * superViewServer is the server URL of the DNS view (core/provisioners/dnsview.ts) of one super cluster: the view's
+ * URL with the path prefix `/super/<name>`, under which it shows each Service with that super cluster's copy's IP.
+ */
+export function superViewServer(server: string, superCluster: string): string {
+  return `${server.replace(/\/+$/, '')}/super/${superCluster}`;
+}
