@@ -107,7 +107,10 @@ export function superLocation(
   );
 }
 
-/** planKey reads both objects of a key from the caches in ctx and plans them. */
+/**
+ * planKey reads both objects of a key from the caches in ctx and plans them; `follow` plans a followed copy of the
+ * tenant's DNS (placement.ts dnsFollows): from the unbound tenant object, down only.
+ */
 export function planKey(
   host: PlanHost,
   plugin: ResourcePlugin,
@@ -115,12 +118,30 @@ export function planKey(
   key: ObjectName,
   pending?: PendingReader,
   upOwner?: string,
+  follow?: boolean,
 ): Plan {
   const r = plugin.manifest.resource!;
   const loc = superLocation(plugin, ctx, key);
-  const tenantObj = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
+  const cached = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
+  const tenantObj = follow && cached ? unbound(cached) : cached;
   const superObj = ctx.superCache.get(r, loc.namespace, loc.name);
-  return plan({ host, plugin, ctx, key, tenantObj, superObj, pending, upOwner });
+  const out = plan({ host, plugin, ctx, key, tenantObj, superObj, pending, upOwner });
+  return follow ? downOnly(out) : out;
+}
+
+/**
+ * unbound is a tenant object as a followed copy is planned from: a Pod without the node and status its home's syncer
+ * gave it, since the copy is placed afresh by its own super cluster (a bound Pod without a super Pod would otherwise
+ * read as one whose super Pod is gone).
+ */
+function unbound(o: KubeObject): KubeObject {
+  if (o.kind !== undefined && o.kind !== 'Pod') return o;
+  const spec = (o as { spec?: Record<string, unknown> }).spec;
+  if (!spec || !('nodeName' in spec)) return o;
+  const copy = structuredClone(o) as KubeObject & { spec: Record<string, unknown>; status?: unknown };
+  delete copy.spec.nodeName;
+  delete copy.status;
+  return copy;
 }
 
 /** plan chooses the direction from which objects exist and the plugin's source of truth. */

@@ -28,7 +28,7 @@ import type { SyncerOptions } from './options.ts';
 import { signatureOf } from './patrol.ts';
 import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
 import { placedOn, placementVerdict, upOwned, type PlacementKind } from './placement.ts';
-import { downOnly, plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
+import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey } from './routing.ts';
 import type { SchedulingWindow } from './window.ts';
 
@@ -180,8 +180,7 @@ export class KeyReconciler {
     const k = parseKey(key);
     const sp = this.served(k);
     if (!sp) return undefined;
-    const out = planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster);
-    return sp.follow ? downOnly(out) : out;
+    return planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster, sp.follow);
   }
 
   /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
@@ -208,8 +207,7 @@ export class KeyReconciler {
       const { p } = sp;
       const ctx = this.context(s);
       if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return;
-      const planned = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster);
-      const out = sp.follow ? downOnly(planned) : planned;
+      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp.follow);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const compute = s.view.quota?.compute;
