@@ -2,6 +2,7 @@ import type { Plugin } from '../core/plugins/contract.ts';
 import configmaps from './configmaps/index.ts';
 import customresourcedefinitions from './customresourcedefinitions/index.ts';
 import dns from './dns/index.ts';
+import dnsview from './dns/view.ts';
 import endpoints from './endpoints/index.ts';
 import events from './events/index.ts';
 import ingresses from './ingresses/index.ts';
@@ -36,6 +37,7 @@ export const builtinPlugins: Plugin[] = [
   ...runtimeclasses,
   pods,
   dns,
+  dnsview,
   nodes,
   events,
   ingresses,

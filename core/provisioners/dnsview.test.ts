@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ANN } from '../names/names.ts';
-import { rewriteServices, superAddressed } from './dnsview.ts';
+import { rewriteServices, splitSuperView, superAddressed } from './dnsview.ts';
+import { superViewServer } from '@virtualcluster-ts/plugin-sdk';
 
 const svc = (spec: Record<string, unknown>, superIP?: string) => ({
   kind: 'Service',
@@ -46,5 +47,46 @@ describe('rewriteServices', () => {
     const status = JSON.stringify({ kind: 'Status', code: 403 });
     expect(rewriteServices(status)).toBe(status);
     expect(rewriteServices('')).toBe('');
+  });
+});
+
+describe('the view of one super cluster', () => {
+  const on = (sc: string) => `${ANN.superClusterIP}.${sc}`;
+  const s2 = (spec: Record<string, unknown>, annotations: Record<string, string>) => ({
+    kind: 'Service',
+    metadata: { name: 'web', namespace: 'shop', annotations },
+    spec,
+  });
+  it.each([
+    [
+      "its own copy's IP",
+      s2({ clusterIP: '10.32.0.5' }, { [on('r2')]: '10.96.2.2', [on('r1')]: '10.96.1.1' }),
+      { clusterIP: '10.96.2.2', clusterIPs: ['10.96.2.2'] },
+    ],
+    [
+      "never another super cluster's IP: a Service with no copy here is named why",
+      s2({ clusterIP: '10.32.0.5' }, { [on('r1')]: '10.96.1.1', [ANN.superClusterIP]: '10.96.1.1' }),
+      { type: 'ExternalName', externalName: 'web.shop.not-on-super-cluster-r2.invalid' },
+    ],
+    ['headless stays headless', s2({ clusterIP: 'None' }, {}), { clusterIP: 'None' }],
+    [
+      'ExternalName is left alone',
+      s2({ type: 'ExternalName', externalName: 'x.example' }, {}),
+      { type: 'ExternalName', externalName: 'x.example' },
+    ],
+  ])('%s', (_n, svc, want) => {
+    expect(superAddressed(svc, 'r2').spec).toEqual(want);
+    expect(JSON.parse(rewriteServices(JSON.stringify({ type: 'ADDED', object: svc }), 'r2')).object.spec).toEqual(want);
+  });
+
+  it.each([
+    ['/super/r2/api/v1/services?watch=true', { superCluster: 'r2', path: '/api/v1/services?watch=true' }],
+    ['/api/v1/services', { path: '/api/v1/services' }],
+    ['/super/R2!/api/v1/services', { path: '/super/R2!/api/v1/services' }],
+    ['/super/r2', { path: '/super/r2' }],
+  ])('splitSuperView %s', (url, want) => expect(splitSuperView(url)).toEqual(want));
+
+  it('superViewServer puts the prefix after the server', () => {
+    expect(superViewServer('https://10.0.0.1:4443/', 'r2')).toBe('https://10.0.0.1:4443/super/r2');
   });
 });

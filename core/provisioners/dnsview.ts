@@ -2,6 +2,7 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
+import { superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
 import { ANN } from '../names/names.ts';
 
 /** DnsViewOptions say where a DnsView listens, its serving certificate, and the tenant apiserver behind it. */
@@ -17,24 +18,53 @@ export interface DnsViewOptions {
 }
 
 interface ServiceLike {
-  metadata?: { annotations?: Record<string, string> };
-  spec?: { type?: string; clusterIP?: string; clusterIPs?: string[] };
+  metadata?: { name?: string; namespace?: string; annotations?: Record<string, string> };
+  spec?: { type?: string; clusterIP?: string; clusterIPs?: string[]; externalName?: string };
+}
+
+/** SUPER_VIEW_PATH is the path prefix of the view of one super cluster (superViewServer), then the API path. */
+const SUPER_VIEW_PATH = /^\/super\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\/.*)$/;
+
+/** splitSuperView reads the super cluster of a request path with SUPER_VIEW_PATH, and the API path it asks. */
+export function splitSuperView(url: string): { superCluster?: string; path: string } {
+  const m = SUPER_VIEW_PATH.exec(url);
+  return m ? { superCluster: m[1]!, path: m[3]! } : { path: url };
+}
+
+/**
+ * notHereName is the name a Service without a copy on super cluster `superCluster` is shown as (an ExternalName whose
+ * target says why, under the reserved `.invalid` domain, so nothing resolves it further): a Pod there asking for it
+ * gets that CNAME and no address, at once, rather than a cluster IP of another super cluster.
+ */
+export function notHereName(svc: ServiceLike, superCluster: string): string {
+  return `${svc.metadata?.name ?? 'service'}.${svc.metadata?.namespace ?? 'default'}.not-on-super-cluster-${superCluster}.invalid`;
 }
 
 /**
  * superAddressed shows a tenant Service with the cluster IP of its super copy (the syncer's ANN.superClusterIP
  * annotation) in place of the tenant's own: only the super cluster IP carries packets on a node. Headless and
- * ExternalName Services, and Services whose super copy has no IP yet, are returned as they are.
+ * ExternalName Services, and Services whose super copy has no IP yet, are returned as they are. With `superCluster`
+ * (several super clusters, each DNS server reading the view of its own), the IP is that super cluster's copy's
+ * (superClusterIPOn), and a Service with none there is shown as an ExternalName named by notHereName.
  */
-export function superAddressed<T extends ServiceLike>(svc: T): T {
-  const ip = svc.metadata?.annotations?.[ANN.superClusterIP];
+export function superAddressed<T extends ServiceLike>(svc: T, superCluster?: string): T {
   const own = svc.spec?.clusterIP;
-  if (!ip || !own || own === 'None' || svc.spec?.type === 'ExternalName') return svc;
-  return { ...svc, spec: { ...svc.spec, clusterIP: ip, clusterIPs: [ip] } };
+  if (!own || own === 'None' || svc.spec?.type === 'ExternalName') return svc;
+  const key = superCluster === undefined ? ANN.superClusterIP : superClusterIPOn(superCluster);
+  const ip = key && svc.metadata?.annotations?.[key];
+  if (ip) return { ...svc, spec: { ...svc.spec, clusterIP: ip, clusterIPs: [ip] } };
+  if (superCluster === undefined) return svc;
+  const spec = { ...svc.spec, type: 'ExternalName', externalName: notHereName(svc, superCluster) };
+  delete spec.clusterIP;
+  delete spec.clusterIPs;
+  return { ...svc, spec };
 }
 
-/** rewriteServices applies superAddressed to a Service, a ServiceList or a watch event (JSON text), or leaves it. */
-export function rewriteServices(json: string): string {
+/**
+ * rewriteServices applies superAddressed (for `superCluster`, if given) to a Service, a ServiceList or a watch event
+ * (JSON text), or leaves it.
+ */
+export function rewriteServices(json: string, superCluster?: string): string {
   if (!json.trim()) return json;
   const o = JSON.parse(json) as ServiceLike & {
     kind?: string;
@@ -42,9 +72,10 @@ export function rewriteServices(json: string): string {
     type?: string;
     object?: ServiceLike & { kind?: string };
   };
-  if (o.kind === 'ServiceList') return JSON.stringify({ ...o, items: (o.items ?? []).map(superAddressed) });
-  if (o.kind === 'Service') return JSON.stringify(superAddressed(o));
-  if (o.type && o.object?.kind === 'Service') return JSON.stringify({ ...o, object: superAddressed(o.object) });
+  const one = (x: ServiceLike) => superAddressed(x, superCluster);
+  if (o.kind === 'ServiceList') return JSON.stringify({ ...o, items: (o.items ?? []).map(one) });
+  if (o.kind === 'Service') return JSON.stringify(one(o));
+  if (o.type && o.object?.kind === 'Service') return JSON.stringify({ ...o, object: one(o.object) });
   return json;
 }
 
@@ -174,10 +205,12 @@ function relay(target: DnsViewOptions['target'], req: IncomingMessage, res: Serv
   }
   const headers = { ...req.headers, accept: 'application/json', host: `${target.host}:${target.port}` };
   delete headers['accept-encoding'];
+  // The DNS server of one super cluster reads the view under its path prefix (superViewPath).
+  const { superCluster, path } = splitSuperView(req.url ?? '');
   const up = https.request(
-    { host: target.host, port: target.port, path: req.url, method: 'GET', headers, ca: target.caPem },
+    { host: target.host, port: target.port, path, method: 'GET', headers, ca: target.caPem },
     (ur) => {
-      const rewrite = SERVICES_PATH.test(req.url ?? '') && ur.statusCode === 200;
+      const rewrite = SERVICES_PATH.test(path) && ur.statusCode === 200;
       const h = { ...ur.headers };
       if (rewrite) delete h['content-length'];
       res.writeHead(ur.statusCode ?? 502, h);
@@ -191,9 +224,9 @@ function relay(target: DnsViewOptions['target'], req: IncomingMessage, res: Serv
       ur.on('data', (chunk: string) => {
         const lines = (rest + chunk).split('\n');
         rest = lines.pop()!;
-        if (lines.length) res.write(lines.map(rewriteServices).join('\n') + '\n');
+        if (lines.length) res.write(lines.map((l) => rewriteServices(l, superCluster)).join('\n') + '\n');
       });
-      ur.on('end', () => res.end(rest ? rewriteServices(rest) : ''));
+      ur.on('end', () => res.end(rest ? rewriteServices(rest, superCluster) : ''));
       ur.on('error', () => res.destroy());
     },
   );

@@ -4,6 +4,7 @@ import { PLACEMENTS, SUPER_CLUSTER } from '../scheduler/annotations.ts';
 import { sign, SIGNATURE } from '../scheduler/signature.ts';
 import {
   PLACEMENT_ANNOTATIONS,
+  placedOn,
   placementChanged,
   placementVerdict,
   signedPlacements,
@@ -122,4 +123,82 @@ describe('upOwned: one syncer keeps each tenant object that flows up', () => {
   ])('$name', ({ owner, hasSource, want }) => {
     expect(upOwned({ cluster: 'r1', tenantObj: obj(owner), hasSource })).toBe(want);
   });
+});
+
+describe('dnsFollows: the tenant DNS namespace is copied, down only, wherever the tenant is', () => {
+  const sys = (placements: string): KubeObject => {
+    const m = {
+      name: 'kube-system',
+      uid: 'sysuid',
+      annotations: { [PLACEMENTS]: placements } as Record<string, string>,
+    };
+    m.annotations[SIGNATURE] = sign(key, {
+      tenant: T,
+      kind: 'Namespace',
+      namespace: 'kube-system',
+      name: 'kube-system',
+      uid: 'sysuid',
+      value: placements,
+    });
+    return { metadata: m };
+  };
+  const sysPod = (labels: Record<string, string>): KubeObject => ({
+    metadata: { namespace: 'kube-system', name: 'coredns-1', uid: 'p', labels },
+  });
+  const dnsPod = sysPod({ 'k8s-app': 'kube-dns' });
+  // The syncer asking is r2's; the tenant's home (kube-system) is r1.
+  it.each([
+    { name: 'kube-system where the tenant is', kind: 'namespace', ns: sys('{"r1":1}'), on: true, want: 'follow' },
+    { name: 'its kube-dns Service or Corefile', kind: 'namespaced', ns: sys('{"r1":1}'), on: true, want: 'follow' },
+    { name: 'its DNS Pod', kind: 'pod', ns: sys('{"r1":1}'), pod: dnsPod, on: true, want: 'follow' },
+    {
+      name: 'another Pod of kube-system stays home',
+      kind: 'pod',
+      ns: sys('{"r1":1}'),
+      pod: sysPod({ app: 'x' }),
+      on: true,
+      want: 'NotPlacedHere',
+    },
+    { name: 'not where the tenant is not', kind: 'namespaced', ns: sys('{"r1":1}'), on: false, want: 'NotPlacedHere' },
+    { name: 'at home it is a plain sync', kind: 'pod', ns: sys('{"r2":1}'), pod: dnsPod, on: true, want: 'sync' },
+    {
+      name: 'another namespace never follows',
+      kind: 'namespaced',
+      ns: ns('{"r1":1}'),
+      on: true,
+      want: 'NotPlacedHere',
+    },
+    {
+      name: 'an unplaced kube-system has no home yet',
+      kind: 'namespace',
+      ns: { metadata: { name: 'kube-system' } },
+      on: true,
+      want: 'NamespaceNotPlaced',
+    },
+  ] as Array<{ name: string; kind: PlacementKind; ns: KubeObject; pod?: KubeObject; on: boolean; want: string }>)(
+    '$name',
+    ({ kind, ns: namespace, pod: p, on, want }) => {
+      const asked: string[] = [];
+      const v = placementVerdict({
+        cluster: 'r2',
+        tenant: T,
+        kind,
+        namespace,
+        pod: p,
+        signed,
+        tenantOn: (c) => (asked.push(c), on),
+      });
+      expect(v.sync ? (v.follow ? 'follow' : 'sync') : v.reason).toBe(want);
+      if (want === 'follow') expect(asked).toEqual(['r2']);
+    },
+  );
+});
+
+describe('placedOn', () => {
+  it.each([
+    ['{"r1":1,"r2":2}', 'r2', true],
+    ['{"r1":1}', 'r2', false],
+    ['{"r2":0}', 'r2', false],
+    ['not json', 'r2', false],
+  ])('%s on %s', (raw, c, want) => expect(placedOn(raw, c)).toBe(want));
 });

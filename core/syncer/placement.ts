@@ -6,6 +6,7 @@ import {
   parseSuperCluster,
   SUPER_CLUSTER,
 } from '../scheduler/annotations.ts';
+import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
 import { SIGNATURE, signedValue } from '../scheduler/signature.ts';
 import { PREFIX } from '../names/names.ts';
 
@@ -47,8 +48,15 @@ export const PLACEMENT_REASONS = [
 /** PlacementReason is one of PLACEMENT_REASONS. */
 export type PlacementReason = (typeof PLACEMENT_REASONS)[number];
 
-/** PlacementVerdict says whether the syncer of one super cluster syncs an object, and why not. */
-export type PlacementVerdict = { sync: true } | { sync: false; reason: PlacementReason; message: string };
+/**
+ * PlacementVerdict says whether the syncer of one super cluster syncs an object, and why not. `follow` marks a copy of
+ * the tenant's DNS on a super cluster other than its home (dnsFollows): synced down only, nothing of it flows up.
+ */
+export type PlacementVerdict =
+  { sync: true; follow?: true } | { sync: false; reason: PlacementReason; message: string };
+
+/** DNS_POD_LABEL is the label (and value) of the tenant's DNS Pods, as kubeadm and core/lifecycle/tenantdns.ts set it. */
+export const DNS_POD_LABEL = { key: 'k8s-app', value: 'kube-dns' } as const;
 
 /** PlacementInput is what the filter reads: the super cluster, the tenant, the key's kind and the tenant objects. */
 export interface PlacementInput {
@@ -62,6 +70,11 @@ export interface PlacementInput {
   /** the tenant Pod, for kind 'pod' */
   pod?: KubeObject;
   signed: SignedPlacements;
+  /**
+   * whether another namespace of the tenant has a signed placement on `cluster` (the tenant is there): asked only for
+   * an object of the tenant's DNS namespace that is not placed here (dnsFollows)
+   */
+  tenantOn?: (cluster: string) => boolean;
 }
 
 const SYNC: PlacementVerdict = { sync: true };
@@ -78,6 +91,28 @@ const SYNC: PlacementVerdict = { sync: true };
  * An annotation whose signature does not verify is read as absent.
  */
 export function placementVerdict(i: PlacementInput): PlacementVerdict {
+  const v = namespaceVerdict(i);
+  return !v.sync && v.reason === 'NotPlacedHere' && dnsFollows(i) ? FOLLOW : v;
+}
+
+const FOLLOW: PlacementVerdict = { sync: true, follow: true };
+
+/**
+ * dnsFollows is the one exception to placements: the tenant's DNS namespace (kube-system) is placed whole on the
+ * tenant's home, but a Pod on any other super cluster the tenant is on needs a tenant DNS server there too. So the
+ * syncer of a super cluster where another namespace of the tenant is placed also copies kube-system there: the
+ * namespace, its objects other than Pods (the kube-dns Service, the Corefile ConfigMap, the ServiceAccounts), and
+ * of its Pods those of the tenant's DNS (label k8s-app=kube-dns). Such a copy flows down only (the home's copy writes
+ * the Pod's status and binding). A tenant gains no super cluster by it, and a Pod it labels so runs only where the
+ * tenant already is.
+ */
+export function dnsFollows(i: PlacementInput): boolean {
+  if (i.kind === 'cluster' || i.namespace?.metadata?.name !== DNS_NAMESPACE) return false;
+  if (i.kind === 'pod' && i.pod?.metadata?.labels?.[DNS_POD_LABEL.key] !== DNS_POD_LABEL.value) return false;
+  return i.tenantOn?.(i.cluster) ?? false;
+}
+
+function namespaceVerdict(i: PlacementInput): PlacementVerdict {
   if (i.kind === 'cluster') return SYNC;
   const nsName = i.namespace?.metadata?.name ?? '?';
   if (i.kind === 'pod' && i.pod) {
@@ -120,6 +155,16 @@ export function placementVerdict(i: PlacementInput): PlacementVerdict {
     reason: 'PodNotScheduled',
     message: `namespace ${nsName} spans ${[...placements.keys()].join(', ')} and the Pod has no super cluster yet`,
   };
+}
+
+/** placedOn reports whether a placements annotation value names `cluster`; a malformed one names none. */
+export function placedOn(raw: string, cluster: string): boolean {
+  try {
+    return parsePlacements('namespace', raw).has(cluster);
+  } catch (e) {
+    if (e instanceof AnnotationError) return false;
+    throw e;
+  }
 }
 
 /** placementChanged reports whether a tenant namespace's placement annotations differ between two versions. */

@@ -73,6 +73,24 @@ export interface PlanInput {
 
 const nothing = (): Plan => ({ steps: [], effects: [] });
 
+const TENANT_EFFECTS: ReadonlySet<Effect['type']> = new Set(['bind', 'deleteTenant', 'tenantCondition']);
+
+/**
+ * downOnly keeps of a plan what it writes to the super cluster: its super steps and the effects on the super side
+ * (a Pod's token Secret, ServiceAccount, NetworkPolicy, quota, super events). It is the plan of a copy another super
+ * cluster's syncer answers for in the tenant (a followed copy of the tenant's DNS, placement.ts dnsFollows): the
+ * tenant object's status, binding and conditions stay that syncer's.
+ */
+export function downOnly(p: Plan): Plan {
+  const out: Plan = {
+    steps: p.steps.filter((s) => s.op.endsWith('Super')),
+    effects: p.effects.filter((e) => !TENANT_EFFECTS.has(e.type) && !(e.type === 'event' && e.side === 'tenant')),
+  };
+  if (p.requeueAfterMs !== undefined) out.requeueAfterMs = p.requeueAfterMs;
+  if (p.skip) out.skip = p.skip;
+  return out;
+}
+
 /** superLocation is where the super counterpart of a tenant object lives. */
 export function superLocation(
   p: ResourcePlugin,
@@ -89,7 +107,10 @@ export function superLocation(
   );
 }
 
-/** planKey reads both objects of a key from the caches in ctx and plans them. */
+/**
+ * planKey reads both objects of a key from the caches in ctx and plans them; `follow` plans a followed copy of the
+ * tenant's DNS (placement.ts dnsFollows): from the unbound tenant object, down only.
+ */
 export function planKey(
   host: PlanHost,
   plugin: ResourcePlugin,
@@ -97,12 +118,30 @@ export function planKey(
   key: ObjectName,
   pending?: PendingReader,
   upOwner?: string,
+  follow?: boolean,
 ): Plan {
   const r = plugin.manifest.resource!;
   const loc = superLocation(plugin, ctx, key);
-  const tenantObj = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
+  const cached = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
+  const tenantObj = follow && cached ? unbound(cached) : cached;
   const superObj = ctx.superCache.get(r, loc.namespace, loc.name);
-  return plan({ host, plugin, ctx, key, tenantObj, superObj, pending, upOwner });
+  const out = plan({ host, plugin, ctx, key, tenantObj, superObj, pending, upOwner });
+  return follow ? downOnly(out) : out;
+}
+
+/**
+ * unbound is a tenant object as a followed copy is planned from: a Pod without the node and status its home's syncer
+ * gave it, since the copy is placed afresh by its own super cluster (a bound Pod without a super Pod would otherwise
+ * read as one whose super Pod is gone).
+ */
+function unbound(o: KubeObject): KubeObject {
+  if (o.kind !== undefined && o.kind !== 'Pod') return o;
+  const spec = (o as { spec?: Record<string, unknown> }).spec;
+  if (!spec || !('nodeName' in spec)) return o;
+  const copy = structuredClone(o) as KubeObject & { spec: Record<string, unknown>; status?: unknown };
+  delete copy.spec.nodeName;
+  delete copy.status;
+  return copy;
 }
 
 /** plan chooses the direction from which objects exist and the plugin's source of truth. */

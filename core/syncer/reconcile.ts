@@ -26,7 +26,8 @@ import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './
 import { countWrite, syncerMetrics } from './metrics.ts';
 import type { SyncerOptions } from './options.ts';
 import { signatureOf } from './patrol.ts';
-import { placementVerdict, upOwned, type PlacementKind } from './placement.ts';
+import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
+import { placedOn, placementVerdict, upOwned, type PlacementKind } from './placement.ts';
 import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey } from './routing.ts';
 import type { SchedulingWindow } from './window.ts';
@@ -93,27 +94,30 @@ export class KeyReconciler {
   }
 
   /**
-   * placed applies the placement filter to a key (placement.ts). A key whose tenant object is gone is always
+   * placed applies the placement filter to a key (placement.ts): undefined when it is not synced here, else whether
+   * it is a down-only copy of the tenant's DNS (dnsFollows). A key whose tenant object is gone is always
    * reconciled: deleting a tenant object deletes its super copy wherever it was synced. One that is no longer placed
    * here is left as it is (neither updated nor deleted) until the tenant deletes it or the super cluster is drained.
    * What flows up is kept by one syncer (upOwned): the one named by the object's UP_OWNER_LABEL, which also deletes
    * it once its source is gone.
    */
-  private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): boolean {
+  private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): { follow: boolean } | undefined {
     const pl = this.o.placement;
-    if (!pl) return true;
+    const SYNC = { follow: false };
+    if (!pl) return SYNC;
     const r = p.manifest.resource!;
     const obj = s.cache.get(r, k.namespace || undefined, k.name);
-    if (!obj) return true;
+    if (!obj) return SYNC;
     // What flows up (vNodes, PVs, public classes) comes from every super cluster the tenant is on: a tenant object
     // another super cluster's syncer owns is left to it.
     if (p.manifest.sourceOfTruth === 'super') {
       const loc = superLocation(p, this.context(s), k);
-      return upOwned({
+      const own = upOwned({
         cluster: pl.cluster,
         tenantObj: obj,
         hasSource: !!this.superCache.get(r, loc.namespace, loc.name),
       });
+      return own ? SYNC : undefined;
     }
     const core = !r.group;
     const kind: PlacementKind =
@@ -132,9 +136,18 @@ export class KeyReconciler {
       namespace: kind === 'cluster' ? undefined : s.cache.get(R.namespaces, undefined, nsName),
       pod: kind === 'pod' ? obj : undefined,
       signed: pl.signed,
+      tenantOn: (cluster) =>
+        s.cache.list(R.namespaces).some((ns) => {
+          if (ns.metadata?.name === DNS_NAMESPACE) return false;
+          const raw = pl.signed.namespacePlacements(s.tenant.key, ns);
+          return raw !== undefined && placedOn(raw, cluster);
+        }),
     });
-    if (!v.sync) log.debug({ tenant: k.tenant, plugin: k.plugin, key: k, reason: v.reason }, v.message);
-    return v.sync;
+    if (!v.sync) {
+      log.debug({ tenant: k.tenant, plugin: k.plugin, key: k, reason: v.reason }, v.message);
+      return undefined;
+    }
+    return { follow: !!v.follow };
   }
 
   private context(s: TenantSession): PluginContext {
@@ -150,20 +163,24 @@ export class KeyReconciler {
     return ctx;
   }
 
-  /** served returns the session and plugin of a key when the key is to be reconciled now. */
-  private served(k: ReturnType<typeof parseKey>): { s: TenantSession; p: ResourcePlugin } | undefined {
+  /**
+   * served returns the session and plugin of a key when the key is to be reconciled now, and whether it is synced
+   * down only (a followed copy of the tenant's DNS).
+   */
+  private served(k: ReturnType<typeof parseKey>): { s: TenantSession; p: ResourcePlugin; follow: boolean } | undefined {
     const s = this.sessions.get(k.tenant);
     const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
     if (!s?.ready || !p?.manifest.resource || !this.o.host.enabledFor(s.view, k.plugin)) return undefined;
-    if (!this.placed(s, p, k)) return undefined;
-    return { s, p };
+    const placed = this.placed(s, p, k);
+    return placed && { s, p, follow: placed.follow };
   }
 
   /** plan computes what reconciling a key would write, from the caches only. */
   plan(key: string): Plan | undefined {
     const k = parseKey(key);
     const sp = this.served(k);
-    return sp && planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster);
+    if (!sp) return undefined;
+    return planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster, sp.follow);
   }
 
   /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
@@ -190,7 +207,7 @@ export class KeyReconciler {
       const { p } = sp;
       const ctx = this.context(s);
       if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return;
-      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster);
+      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp.follow);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const compute = s.view.quota?.compute;

@@ -12,6 +12,7 @@ import { Effects } from './effects.ts';
 import { forgetTenant, syncerMetrics, watchCaches, watchDepth } from './metrics.ts';
 import { patrol, PatrolMemo } from './patrol.ts';
 import { makeKey, Router, superResources, tenantResources } from './routing.ts';
+import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
 import { PLACEMENT_ANNOTATIONS, placementChanged } from './placement.ts';
 import { R } from '../kube/resources.ts';
 import { type CreateRate } from '../api/tenantpolicy.ts';
@@ -481,7 +482,8 @@ export class Syncer {
 
   /**
    * tenantHandler is the router's handler of a tenant informer; with the placement filter on, a namespace whose
-   * placement changed also replays every object of that namespace, so a super cluster the namespace gains gets them.
+   * placement changed also replays every object of that namespace, so a super cluster the namespace gains gets them,
+   * and those of the tenant's DNS namespace, which follows the tenant (placement.ts dnsFollows).
    */
   private tenantHandler(s: TenantSession, resource: string): EventHandler<KubeObject> {
     const h = this.router.tenantHandler(s, resource);
@@ -490,7 +492,15 @@ export class Syncer {
       ...h,
       onUpdate: (a, b) => {
         h.onUpdate?.(a, b);
-        if (placementChanged(a, b, PLACEMENT_ANNOTATIONS)) this.replayNamespace(s, b.metadata?.name ?? '');
+        if (!placementChanged(a, b, PLACEMENT_ANNOTATIONS)) return;
+        const name = b.metadata?.name ?? '';
+        this.replayNamespace(s, name);
+        // The tenant's DNS follows it to every super cluster it is on (placement.ts dnsFollows).
+        const dns = name !== DNS_NAMESPACE && s.cache.get(R.namespaces, undefined, DNS_NAMESPACE);
+        if (dns) {
+          h.onAdd?.(dns);
+          this.replayNamespace(s, DNS_NAMESPACE);
+        }
       },
     };
   }

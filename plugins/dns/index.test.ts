@@ -194,11 +194,11 @@ describe('dns mutator', () => {
     expect(desired).toEqual(c.desired);
   });
 
-  it('tells a Pod on a named super cluster that tenant DNS is on the one with kube-system, and how to run without', () => {
+  it('tells a Pod on a named super cluster that the tenant DNS is being copied there, and how to run without', () => {
     expect(waitingMessage(undefined)).not.toMatch(/super cluster/);
     const m = waitingMessage('r2');
     expect(m).toMatch(/on super cluster r2;/);
-    expect(m).toMatch(/kube-system namespace/);
+    expect(m).toMatch(/being copied there/);
     expect(m).toMatch(/dnsPolicy: Default/);
     expect(m).toContain('tenancy.x-k8s.io/disable.dnsPolicyMutation');
     const ctx = testContext({

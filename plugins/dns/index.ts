@@ -48,16 +48,15 @@ export function tenantDnsConfig(
 }
 
 /**
- * waitingMessage says why a Pod waits for its tenant's DNS. On a named super cluster the usual cause is that the
- * tenant's kube-system namespace, whose kube-dns the Pod would use, is placed on another super cluster.
+ * waitingMessage says why a Pod waits for its tenant's DNS. On a named super cluster the tenant's kube-system follows
+ * the tenant there (core/syncer/placement.ts dnsFollows), so the wait lasts until its copy of kube-dns is synced.
  */
 export function waitingMessage(superCluster: string | undefined): string {
   const base = "the super copy of the tenant's kube-system/kube-dns Service has no cluster IP yet";
   if (!superCluster) return base;
   return (
-    `${base} on super cluster ${superCluster}; tenant DNS serves only Pods on the super cluster that holds the ` +
-    "tenant's kube-system namespace (set dnsPolicy: Default, or the annotation " +
-    `${DISABLE_DNS_MUTATION}: "true" with your own dnsConfig, to run here without it)`
+    `${base} on super cluster ${superCluster}; the tenant's DNS is being copied there (set dnsPolicy: Default, or ` +
+    `the annotation ${DISABLE_DNS_MUTATION}: "true" with your own dnsConfig, to run without it)`
   );
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
+import { superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
 import { testContext, testTenant } from '../../core/plugins/testing.ts';
 import plugin, {
@@ -481,6 +482,41 @@ describe('services toTenant', () => {
     expect(
       servicesPlugin.toTenant(frozen(structuredClone(c.super)), frozen(structuredClone(c.tenant)), testContext()),
     ).toEqual(c.want);
+  });
+});
+
+describe('services toTenant with several super clusters', () => {
+  // Each super cluster's syncer records its own copy's IP under its own key and leaves the others' (and the
+  // single-cluster key) alone, so two syncers of one spread namespace never flip one annotation between them.
+  const r1 = superClusterIPOn('r1')!;
+  const r2 = superClusterIPOn('r2')!;
+  it.each([
+    { name: 'first record on r2', cluster: 'r2', had: {}, want: { [r2]: '10.0.0.5' } },
+    {
+      name: "r1's record is kept",
+      cluster: 'r2',
+      had: { [r1]: '10.9.9.9' },
+      want: { [r1]: '10.9.9.9', [r2]: '10.0.0.5' },
+    },
+    { name: 'a stale own record is replaced', cluster: 'r2', had: { [r2]: '10.1.1.1' }, want: { [r2]: '10.0.0.5' } },
+    {
+      name: 'the single-cluster key is not touched',
+      cluster: 'r1',
+      had: { [ANN.superClusterIP]: '10.7.7.7' },
+      want: { [ANN.superClusterIP]: '10.7.7.7', [r1]: '10.0.0.5' },
+    },
+  ])('$name', ({ cluster, had, want }) => {
+    const got = servicesPlugin.toTenant(
+      frozen(superSvc({ type: 'ClusterIP', ports: [http], ...mirrored })),
+      frozen(tenantSvc(tenantSpec(), { annotations: had })),
+      testContext({ superCluster: cluster, sharedTenants: true }),
+    );
+    expect(got.object?.metadata?.annotations).toEqual(want);
+  });
+
+  it('a super cluster name too long for an annotation key gets no record', () => {
+    expect(superClusterIPOn('a'.repeat(53))).toBe(`${ANN.superClusterIP}.${'a'.repeat(53)}`);
+    expect(superClusterIPOn('a'.repeat(54))).toBeUndefined();
   });
 });
 

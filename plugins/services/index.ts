@@ -1,5 +1,6 @@
 import {
   ANN,
+  superClusterIPOn,
   buildOn,
   clone,
   copyFields,
@@ -215,7 +216,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
 function toTenant(
   superObj: Service | undefined,
   tenantObj: Service | undefined,
-  _ctx: PluginContext,
+  ctx: PluginContext,
 ): Decision<Service> {
   if (!tenantObj)
     return {
@@ -227,8 +228,9 @@ function toTenant(
   const meta = (desired.metadata ??= {});
   const annotations = { ...meta.annotations };
   const superIP = superObj.spec?.clusterIP;
-  if (superIP) annotations[ANN.superClusterIP] = superIP;
-  else delete annotations[ANN.superClusterIP];
+  const key = ctx.sharedTenants && ctx.superCluster ? superClusterIPOn(ctx.superCluster) : ANN.superClusterIP;
+  if (key && superIP) annotations[key] = superIP;
+  else if (key) delete annotations[key];
   if (Object.keys(annotations).length) meta.annotations = annotations;
   else delete meta.annotations;
 
@@ -246,9 +248,10 @@ function toTenant(
 /**
  * servicesPlugin copies tenant Services to the super cluster, which assigns cluster IPs and node ports of its own:
  * the tenant's cluster IP is recorded on the super Service (ANN.tenantClusterIP), the super's is shown on the tenant
- * Service (ANN.superClusterIP), node ports and the load balancer status follow the super. NodePort and LoadBalancer
- * Services need the tenant's policy (services.nodePort, services.loadBalancer: allowed and a per-tenant count cap);
- * a refused one gets a Warning event and a VCSynced=False condition on the tenant Service.
+ * Service (ANN.superClusterIP; with several super clusters, superClusterIPOn: each its own), node ports and the
+ * load balancer status follow the super. NodePort and LoadBalancer Services need the tenant's policy
+ * (services.nodePort, services.loadBalancer: allowed and a per-tenant count cap); a refused one gets a Warning event
+ * and a VCSynced=False condition on the tenant Service.
  */
 export const servicesPlugin = {
   manifest: {

@@ -145,40 +145,90 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     expect(rows.find((r) => r.name === 'r2')).toMatchObject({ namespace: 'vc-system', state: 'ready' });
   });
 
-  it('spreads a sliced namespace over both; the Pod away from tenant DNS is told why it waits; vc get -o wide', async () => {
+  // The seed's demo exactly: slice annotation and ResourceQuota on the namespace, placements {"r1":1,"r2":1}, a
+  // two-replica Deployment with the default dnsPolicy. The Pod away from the tenant's home runs too, pointed at the
+  // copy of the tenant's DNS on its own super cluster (the tenant's kube-system follows it there, down only).
+  it('the demo: a spread Deployment with the default dnsPolicy runs on both, each Pod on its own tenant DNS; vc get -o wide', async () => {
+    type P = KubeObject & {
+      status?: { phase?: string };
+      spec?: { nodeName?: string; dnsPolicy?: string; dnsConfig?: { nameservers?: string[] } };
+    };
     await slicedNamespace(dev, 'sliced', { r1: 1, r2: 1 });
     const res = { cpu: '100m', memory: '100Mi' };
-    for (const name of ['a', 'b'])
-      await dev.create(R.pods, {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: 'sliced' },
-        spec: { containers: [{ name: 'c', image: 'busybox', resources: { requests: res, limits: res } }] },
-      });
-    const home = JSON.parse(
-      (await dev.get(R.namespaces, undefined, 'kube-system')).metadata!.annotations![PLACEMENTS]!,
-    ) as Record<string, number>;
-    type P = KubeObject & { status?: { phase?: string } };
-    const placed = await eventually(async () => {
-      const pods = (await dev.list<P>(R.pods, { namespace: 'sliced' })).items;
-      const where = Object.fromEntries(pods.map((p) => [p.metadata!.name!, p.metadata?.annotations?.[SUPER_CLUSTER]]));
-      expect(Object.values(where).sort()).toEqual(['r1', 'r2']);
-      return where;
-    }, 60_000);
-    const atHome = Object.keys(placed).find((n) => home[placed[n]!])!;
-    const away = Object.keys(placed).find((n) => !home[placed[n]!])!;
+    await dev.create(R.deployments, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'sliced' },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: { containers: [{ name: 'c', image: 'busybox', resources: { requests: res, limits: res } }] },
+        },
+      },
+    });
+    const home = Object.keys(
+      JSON.parse((await dev.get(R.namespaces, undefined, 'kube-system')).metadata!.annotations![PLACEMENTS]!) as Record<
+        string,
+        number
+      >,
+    );
+    expect(home).toHaveLength(1);
+    const pods = await eventually(async () => {
+      const items = (await dev.list<P>(R.pods, { namespace: 'sliced', labelSelector: 'app=web' })).items;
+      expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
+      expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+      return items;
+    }, 120_000);
+    const tenantKey = (await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev')).status!.clusterNamespace!;
+    const tenantDns = (await dev.list<P>(R.pods, { namespace: 'kube-system', labelSelector: 'k8s-app=kube-dns' }))
+      .items;
+    expect(tenantDns).toHaveLength(1);
+    for (const pod of pods) {
+      const sc = pod.metadata!.annotations![SUPER_CLUSTER]!;
+      const client = await KubeClient.fromFile(e.superClusters.find((s) => s.name === sc)!.kubeconfigPath);
+      try {
+        const kubeSystem = superNamespace(tenantKey, 'kube-system');
+        const dnsSvc = await client.get<KubeObject & { spec?: { clusterIP?: string } }>(
+          R.services,
+          kubeSystem,
+          'kube-dns',
+        );
+        const copy = await client.get<P>(R.pods, superNamespace(tenantKey, 'sliced'), pod.metadata!.name!);
+        // the Pod asks the tenant DNS of its own super cluster, whose server runs there
+        expect(copy.spec?.dnsPolicy).toBe('None');
+        expect(copy.spec?.dnsConfig?.nameservers?.[0]).toBe(dnsSvc.spec?.clusterIP);
+        await eventually(async () => {
+          const servers = (await client.list<P>(R.pods, { namespace: kubeSystem, labelSelector: 'k8s-app=kube-dns' }))
+            .items;
+          expect(servers.map((p) => p.status?.phase)).toEqual(['Running']);
+        }, 60_000);
+      } finally {
+        client.close();
+      }
+    }
+    // The tenant sees its one DNS Pod, bound and reported by its home's syncer only.
+    expect(tenantDns[0]!.spec?.nodeName).toMatch(new RegExp(`^${home[0]}\\.`));
+    // A Service of the spread namespace has a copy, and an IP, on each super cluster, each recorded under its own key
+    // (a followed kube-system copy writes nothing up: the tenant's kube-dns shows its home's only).
+    await dev.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'sliced' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+    });
+    const recorded = async (ns: string, name: string) =>
+      Object.keys((await dev.get(R.services, ns, name)).metadata?.annotations ?? {})
+        .filter((k) => k.startsWith('transparency.tenancy.x-k8s.io/clusterIP.'))
+        .sort();
     await eventually(async () => {
-      expect((await dev.get<P>(R.pods, 'sliced', atHome)).status?.phase).toBe('Running');
-      const events = (
-        await dev.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
-          R.events,
-          { namespace: 'sliced' },
-        )
-      ).items.filter((ev) => ev.reason === 'WaitingForDNS');
-      expect(events.map((ev) => ev.involvedObject?.name)).toEqual([away]);
-      expect(events[0]!.message).toContain(`on super cluster ${placed[away]}`);
-    }, 90_000);
-    expect((await dev.get<P>(R.pods, 'sliced', away)).status?.phase).toBe('Pending');
+      expect(await recorded('sliced', 'web')).toEqual([
+        'transparency.tenancy.x-k8s.io/clusterIP.r1',
+        'transparency.tenancy.x-k8s.io/clusterIP.r2',
+      ]);
+      expect(await recorded('kube-system', 'kube-dns')).toEqual([`transparency.tenancy.x-k8s.io/clusterIP.${home[0]}`]);
+    }, 30_000);
 
     // vc get reads the summary the scheduler publishes every 2 s: it shows the slices at the latest one period on.
     await eventually(async () => {

@@ -100,8 +100,8 @@ export async function startEmbedded(o: {
   superClusters?: number;
   /**
    * realNodeSuper names the super cluster (r1..rN) that gets the real nodes when superClusters > 1; default the first.
-   * The native provisioner and the tenants' DNS on real nodes need them on the first; elsewhere tenant Pods there use
-   * `dnsPolicy: Default` (README, Several super clusters).
+   * The native provisioner needs them on the first; a tenant's DNS follows it to every super cluster it is on
+   * (docs/concepts/tenant-dns.md), but its copy on a real node of another super cluster has not been run by a test.
    */
   realNodeSuper?: string;
   /**

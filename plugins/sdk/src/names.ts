@@ -32,6 +32,16 @@ export const ANN = {
   superClusterIP: `transparency.${PREFIX}/clusterIP`,
 } as const;
 
+/**
+ * superClusterIPOn is the annotation that shows a tenant Service the cluster IP of its copy on super cluster
+ * `superCluster`, written instead of ANN.superClusterIP when several super clusters serve the tenant (each has its own
+ * copy and its own IP, and one annotation written by each would flip between them). A super cluster name is a DNS
+ * label; with more than 53 characters the key would not be a valid annotation, and none is written.
+ */
+export function superClusterIPOn(superCluster: string): string | undefined {
+  return superCluster.length <= 53 ? `${ANN.superClusterIP}.${superCluster}` : undefined;
+}
+
 /** LABEL names the labels the core writes on super objects, and the one a super-cluster admin sets. */
 export const LABEL = {
   /** MANAGER on every object the syncer writes */
@@ -174,4 +184,12 @@ export function namespaceOwnerIn(getNamespace: (name: string) => KubeObject | un
     const ns = getNamespace(sns);
     return ns ? provenanceOf(ns) : undefined;
   };
+}
+
+/**
+ * superViewServer is the server URL of the DNS view (core/provisioners/dnsview.ts) of one super cluster: the view's
+ * URL with the path prefix `/super/<name>`, under which it shows each Service with that super cluster's copy's IP.
+ */
+export function superViewServer(server: string, superCluster: string): string {
+  return `${server.replace(/\/+$/, '')}/super/${superCluster}`;
 }
