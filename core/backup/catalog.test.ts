@@ -45,7 +45,7 @@ describe('expired', () => {
 
 describe('snapshotId', () => {
   it('sorts by time and names the checksum', () => {
-    expect(snapshotId(new Date('2026-11-29T10:31:05.123Z'), 'deadbeefcafe')).toBe('20261129T103105Z-deadbeef');
+    expect(snapshotId(new Date('2026-11-29T10:31:05.123Z'), 'deadbeefcafe')).toBe('20261129T103105.123Z-deadbeef');
     const ids = [
       snapshotId(new Date('2026-11-29T10:31:05Z'), 'ff'),
       snapshotId(new Date('2026-01-02T00:00:00Z'), '00'),

@@ -30,6 +30,8 @@ export async function saveEtcdSnapshot(
   });
   if (!res.ok || !res.body) throw new Error(`etcd snapshot from ${endpoint}: HTTP ${res.status} ${await res.text()}`);
   const out = createWriteStream(path, { flags: 'wx' });
+  let writeError: Error | undefined;
+  out.on('error', (e) => (writeError ??= e));
   const hash = createHash('sha256');
   const messages = new MessageSplitter();
   let size = 0;
@@ -43,21 +45,23 @@ export async function saveEtcdSnapshot(
         if (m.error) throw new Error(`etcd snapshot from ${endpoint}: ${m.error.message ?? JSON.stringify(m.error)}`);
         const r = m.result ?? {};
         if (r.header?.revision !== undefined) revision = Number(r.header.revision);
-        if (r.remaining_bytes !== undefined) last = r.remaining_bytes;
         if (!r.blob) continue;
+        // proto3 JSON leaves out zero values: a chunk without remaining_bytes is the last one
+        last = r.remaining_bytes ?? '0';
         const bytes = Buffer.from(r.blob, 'base64');
         size += bytes.length;
         hash.update(bytes);
+        if (writeError) throw writeError;
         if (!out.write(bytes)) await once(out, 'drain');
       }
     }
     if (messages.rest().trim()) throw new Error(`etcd snapshot from ${endpoint}: the stream ended inside a message`);
     if (last !== '' && last !== '0') throw new Error(`etcd snapshot from ${endpoint}: ended with ${last} bytes to go`);
     if (size === 0) throw new Error(`etcd snapshot from ${endpoint}: empty`);
-    out.end();
-    await once(out, 'finish');
+    await new Promise<void>((res, rej) => out.end((e?: Error | null) => (e ? rej(e) : res())));
   } catch (e) {
     out.destroy();
+    if (!out.closed) await once(out, 'close').catch(() => undefined);
     rmSync(path, { force: true });
     throw e;
   }

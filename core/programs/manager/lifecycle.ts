@@ -3,6 +3,8 @@ import type { InformerFactory } from '../../kube/factory.ts';
 import type { PluginHost } from '../../plugins/host.ts';
 import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { BackupController } from '../../lifecycle/backups.ts';
+import { DirectoryStore } from '../../backup/store.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
 import type { Provisioner } from '../../provisioners/provisioner.ts';
@@ -60,8 +62,21 @@ export function lifecycleControllers(
       cacheStates,
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });
+  const backups = cfg.backups;
+  const store = backups ? new DirectoryStore(backups.directory) : undefined;
+  /** newBackups makes the controller that answers backup requests (one per leadership term, as newController) */
+  const newBackups = () =>
+    new BackupController({
+      meta,
+      informers,
+      provisioners,
+      ...(cfg.virtualClusters?.defaultProvisioner && { defaultProvisioner: cfg.virtualClusters.defaultProvisioner }),
+      ...(store && { store }),
+      ...(backups?.retention && { retention: backups.retention }),
+    });
   return {
     newController,
+    newBackups,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },
