@@ -48,6 +48,90 @@ export interface BackupControllerOptions {
 }
 
 /**
+ * snapshotBeforeDeletion takes the snapshot a VirtualCluster being deleted gets before its control plane is removed
+ * (reason deletion), once: a second call finds it by the VirtualCluster's uid and takes none. It returns the snapshot
+ * id, or undefined when there is no store or the provisioner cannot snapshot; a failed snapshot throws.
+ */
+export async function snapshotBeforeDeletion(
+  o: BackupControllerOptions,
+  vc: VirtualCluster,
+): Promise<string | undefined> {
+  const m = vc.metadata!;
+  const store = o.store;
+  const type = vc.spec?.provisioner?.type ?? defaultProvisioner(o.defaultProvisioner, Object.keys(o.provisioners));
+  const p = type ? o.provisioners[type] : undefined;
+  if (!store || !isSnapshotter(p)) return undefined;
+  const done = (await store.list({ namespace: m.namespace!, name: m.name! })).find(
+    (x) => x.reason === 'deletion' && x.tenant.uid === m.uid,
+  );
+  if (done) return done.id;
+  const { meta } = await takeSnapshot(o, vc, p, store, 'deletion');
+  await writeCatalog(o.meta, vc, store);
+  log.info({ vc: objectKey(vc), snapshot: meta.id }, 'snapshot taken before deletion');
+  return meta.id;
+}
+
+/** takeSnapshot snapshots one tenant with the metadata the meta cluster knows (git revision, Kubernetes version). */
+async function takeSnapshot(
+  o: BackupControllerOptions,
+  vc: VirtualCluster,
+  s: Snapshotter,
+  store: BackupStore,
+  reason: SnapshotReason,
+) {
+  const m = vc.metadata!;
+  const gitRevision = await gitRevisionOf(o.meta, vc);
+  const kubernetesVersion = kubernetesVersionOf(vc);
+  return backupTenant(s, store, {
+    vc,
+    root: rootNamespace(m.namespace!, m.name!, m.uid!),
+    reason,
+    ...(gitRevision && { gitRevision }),
+    ...(kubernetesVersion && { kubernetesVersion }),
+    ...(o.retention && { retention: o.retention }),
+  });
+}
+
+/** gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries. */
+async function gitRevisionOf(meta: KubeClient, vc: VirtualCluster): Promise<string | undefined> {
+  const label = vc.metadata?.labels?.[LABEL.gitSource];
+  if (!label) return undefined;
+  const sources = await meta
+    .list<KubeObject & { status?: { lastAppliedRevision?: string } }>(GITSOURCES)
+    .catch(() => undefined);
+  const src = sources?.items.find((g) => `${g.metadata?.namespace}.${g.metadata?.name}` === label);
+  return src?.status?.lastAppliedRevision;
+}
+
+/** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap. */
+async function writeCatalog(meta: KubeClient, vc: VirtualCluster, store: BackupStore): Promise<void> {
+  const m = vc.metadata!;
+  const metas: SnapshotMeta[] = await store.list({ namespace: m.namespace!, name: m.name! });
+  await meta.apply(
+    R.configmaps,
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: catalogName(m.name!),
+        namespace: m.namespace!,
+        labels: { [LABEL.managedBy]: IDENTITY.manager },
+      },
+      data: { [CATALOG_KEY]: JSON.stringify(metas) },
+    } as KubeObject,
+    IDENTITY.manager,
+  );
+}
+
+const GITSOURCES = {
+  group: 'tenancy.x-k8s.io',
+  version: 'v1alpha1',
+  resource: 'gitsources',
+  kind: 'GitSource',
+  namespaced: true,
+} as const;
+
+/**
  * BackupController answers the backup requests written on VirtualClusters (core/backup/requests.ts: create, delete,
  * restore) with the tenant's provisioner and the platform's store, keeps the catalog ConfigMap next to each
  * VirtualCluster in line with the store, and writes the answer, an event and the catalog once per request. It is
@@ -125,7 +209,7 @@ export class BackupController {
     } catch (e) {
       result = { token, ok: false, message: e instanceof Error ? e.message : String(e) };
     }
-    await this.writeCatalog(vc, store);
+    await writeCatalog(this.o.meta, vc, store);
     return this.answer(vc, result);
   }
 
@@ -139,7 +223,7 @@ export class BackupController {
     const m = vc.metadata!;
     const tenant = { namespace: m.namespace!, name: m.name! };
     if (a.action === 'create') {
-      const { meta, removed } = await this.backup(vc, s, store, 'manual');
+      const { meta, removed } = await takeSnapshot(this.o, vc, s, store, 'manual');
       const dropped = removed.length ? `; retention removed ${removed.join(', ')}` : '';
       return { message: `snapshot ${meta.id} taken (${meta.sizeBytes} bytes)${dropped}`, snapshot: meta.id };
     }
@@ -155,59 +239,6 @@ export class BackupController {
     const meta = await restoreTenant(s, store, { vc, root, id: a.snapshot!, from });
     log.info({ vc: objectKey(vc), snapshot: meta.id, from: `${from.namespace}/${from.name}` }, 'tenant restored');
     return { message: `restored from snapshot ${meta.id} of ${from.namespace}/${from.name}`, snapshot: meta.id };
-  }
-
-  /** backup snapshots one tenant with the metadata the meta cluster knows (git revision, Kubernetes version). */
-  backup(vc: VirtualCluster, s: Snapshotter, store: BackupStore, reason: SnapshotReason) {
-    const m = vc.metadata!;
-    return this.gitRevisionOf(vc).then((gitRevision) =>
-      backupTenant(s, store, {
-        vc,
-        root: rootNamespace(m.namespace!, m.name!, m.uid!),
-        reason,
-        ...(gitRevision && { gitRevision }),
-        ...(kubernetesVersionOf(vc) && { kubernetesVersion: kubernetesVersionOf(vc)! }),
-        ...(this.o.retention && { retention: this.o.retention }),
-      }),
-    );
-  }
-
-  /** gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries. */
-  private async gitRevisionOf(vc: VirtualCluster): Promise<string | undefined> {
-    const label = vc.metadata?.labels?.[LABEL.gitSource];
-    if (!label) return undefined;
-    const r = {
-      group: 'tenancy.x-k8s.io',
-      version: 'v1alpha1',
-      resource: 'gitsources',
-      kind: 'GitSource',
-      namespaced: true,
-    };
-    const sources = await this.o.meta
-      .list<KubeObject & { status?: { lastAppliedRevision?: string } }>(r)
-      .catch(() => undefined);
-    const src = sources?.items.find((g) => `${g.metadata?.namespace}.${g.metadata?.name}` === label);
-    return src?.status?.lastAppliedRevision;
-  }
-
-  /** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap. */
-  private async writeCatalog(vc: VirtualCluster, store: BackupStore): Promise<void> {
-    const m = vc.metadata!;
-    const metas: SnapshotMeta[] = await store.list({ namespace: m.namespace!, name: m.name! });
-    await this.o.meta.apply(
-      R.configmaps,
-      {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: {
-          name: catalogName(m.name!),
-          namespace: m.namespace!,
-          labels: { [LABEL.managedBy]: IDENTITY.manager },
-        },
-        data: { [CATALOG_KEY]: JSON.stringify(metas) },
-      } as KubeObject,
-      IDENTITY.manager,
-    );
   }
 
   /** answer records the result on the VirtualCluster (guarded by its uid) and as an event. */

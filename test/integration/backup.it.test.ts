@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { BackupController } from '../../core/lifecycle/backups.ts';
+import { BackupController, snapshotBeforeDeletion } from '../../core/lifecycle/backups.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { DirectoryStore } from '../../core/backup/store.ts';
@@ -72,20 +72,22 @@ describe('backup and restore of a local tenant', () => {
     storeDir = join(stateDir, 'store');
     local = new LocalProvisioner(join(stateDir, 'tenants'), t.sc.etcd);
     const provisioners = { local };
+    const backupOptions = {
+      meta: t.client,
+      provisioners,
+      defaultProvisioner: 'local' as const,
+      store: new DirectoryStore(storeDir),
+      retention: { count: 3 },
+    };
     controller = new VirtualClusterController({
       meta: t.client,
       superClient: t.client,
       provisioners,
       tenants: new MutableTenantRegistry(),
       health: { intervalMs: 1000, timeoutMs: 1500 },
+      beforeRemove: (vc) => snapshotBeforeDeletion(backupOptions, vc),
     });
-    backups = new BackupController({
-      meta: t.client,
-      provisioners,
-      defaultProvisioner: 'local',
-      store: new DirectoryStore(storeDir),
-      retention: { count: 3 },
-    });
+    backups = new BackupController(backupOptions);
     await controller.start();
     await backups.start();
     await t.client.create(R.virtualclusters, {
@@ -196,4 +198,17 @@ describe('backup and restore of a local tenant', () => {
     );
     expect((missing as Error).message).toMatch(/snapshot nope of default\/bk is not in directory/);
   });
+
+  it('a deleted tenant leaves a snapshot of its last state, listed in the catalog that outlives it', async () => {
+    const uid = (await getVC()).metadata!.uid;
+    await t.client.delete(R.virtualclusters, T.namespace, T.name);
+    await eventually(
+      async () => expect(await t.client.getOrNull(R.virtualclusters, T.namespace, T.name)).toBeNull(),
+      120_000,
+    );
+    const last = (await readCatalog(t.client, T)).at(-1)!;
+    expect(last.reason).toBe('deletion');
+    expect(last.tenant.uid).toBe(uid);
+    expect(last.sizeBytes).toBeGreaterThan(10_000);
+  }, 200_000);
 });
