@@ -36,7 +36,8 @@
 //   2  core/tenancy                                 the Tenant, TenantPolicy evaluation, the control-plane flag allow-list
 //   3  core/plugins                                 the plugin host
 //   4  core/superclusters, core/sessions,           super cluster registration (its one home); per-tenant
-//      core/provisioners                            connections and informers; the provisioner interface, DNS view
+//      core/provisioners, core/backup               connections and informers; the provisioner interface, DNS view;
+//                                                   etcd snapshots, their stores and retention
 //   5  core/scheduler, core/provisioners/native,    namespace and Pod placement; the production provisioners
 //      core/provisioners/import
 //   6  core/syncer, core/lifecycle                  the syncer (which follows the scheduler's signed placements); the
@@ -47,7 +48,7 @@
 
 const RUNTIME = '^core/(kube|queue|controller|leader|metrics|pki|toolchain)/|^core/(log|paths)\\.ts$';
 const DOMAIN =
-  '^core/(names|tenancy|plugins|sessions|syncer|lifecycle|provisioners|vnagent|scheduler|superclusters)/|^gitops/|^plugins/';
+  '^core/(names|tenancy|plugins|sessions|syncer|lifecycle|provisioners|vnagent|scheduler|superclusters|backup)/|^gitops/|^plugins/';
 const API = '^core/api/';
 const PROGRAMS = '^core/programs/';
 const DEV = '^core/dev/';
@@ -63,7 +64,7 @@ const DOMAIN_ORDER = [
   ['core/names'],
   ['core/tenancy'],
   ['core/plugins'],
-  ['core/superclusters', 'core/sessions', 'core/provisioners'],
+  ['core/superclusters', 'core/sessions', 'core/provisioners', 'core/backup'],
   ['core/scheduler', 'core/provisioners/native', 'core/provisioners/import'],
   ['core/syncer', 'core/lifecycle'],
   ['core/vnagent'],

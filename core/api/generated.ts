@@ -1556,6 +1556,25 @@ export interface ManagerConfigurationVirtualClusters {
   };
 }
 
+/**
+ * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore) and for how long. Absent: backup requests
+ * are answered with an error naming this field.
+ */
+export interface ManagerConfigurationBackups {
+  /**
+   * Directory (a local path or a mounted volume) that holds the snapshots, as <namespace>/<name>/<id>.db with <id>.json
+   * beside it (relative to this file).
+   */
+  directory: string;
+  /** How many snapshots of each tenant to keep and for how long; the newest is always kept. Absent: all are kept. */
+  retention?: {
+    /** Keep at most this many of each tenant, the newest. */
+    count?: number;
+    /** Drop snapshots older than this. */
+    maxAgeSeconds?: number;
+  };
+}
+
 /** The GitOps controller: keeps VirtualClusters equal to the git repositories GitSource objects name. */
 export interface ManagerConfigurationGitops {
   enabled?: boolean;
@@ -1703,6 +1722,11 @@ export interface ManagerConfiguration {
    * tenant control planes and hands Running ones to the syncer.
    */
   virtualClusters?: ManagerConfigurationVirtualClusters;
+  /**
+   * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore) and for how long. Absent: backup requests
+   * are answered with an error naming this field.
+   */
+  backups?: ManagerConfigurationBackups;
   /** The GitOps controller: keeps VirtualClusters equal to the git repositories GitSource objects name. */
   gitops?: ManagerConfigurationGitops;
 }

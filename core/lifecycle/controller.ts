@@ -150,6 +150,8 @@ export interface LifecycleOptions {
   cacheStates?: TenantCacheStates;
   /** how often served tenants with spec.sleep are checked for idleness (default 5 s) */
   idleCheckMs?: number;
+  /** runs before a deleted VirtualCluster's control plane is removed (core/lifecycle/backups.ts: its last snapshot) */
+  beforeRemove?: (vc: VirtualCluster) => Promise<unknown>;
 }
 
 /**
@@ -522,10 +524,15 @@ export class VirtualClusterController {
     const type = this.accepted.get(p.key)?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
     // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, p.root);
-    const removing =
-      !rootNs || !notOwnedRoot(rootNs, m.uid!)
-        ? await (type && this.o.provisioners[type])?.remove(vc, p.root)
-        : undefined;
+    const ours = !rootNs || !notOwnedRoot(rootNs, m.uid!);
+    // A snapshot that fails is an event, and the deletion goes on: a tenant too broken to snapshot must still go.
+    if (ours && this.o.beforeRemove)
+      await this.o
+        .beforeRemove(vc)
+        .catch((e: unknown) =>
+          this.events.record(vc, 'Warning', 'SnapshotFailed', `no snapshot before deletion: ${(e as Error).message}`),
+        );
+    const removing = ours ? await (type && this.o.provisioners[type])?.remove(vc, p.root) : undefined;
     const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${p.root}` });
     const remaining = labelled.items.filter((n) => ownedNamespace(n, p.root, m.uid!));
     if (remaining.length) {

@@ -196,6 +196,8 @@ export async function startEmbedded(o: {
         }),
         tenantDNS: { enabled: true },
       },
+      // Snapshots of the embedded tenants (vc backup, vc restore) stay in the state directory, the last ten of each.
+      backups: { directory: join(o.stateDir, 'backups'), retention: { count: 10 } },
       // The real nodes of --real-node-super rK start with rK, after this configuration is written: count them by request.
       ...embeddedTenantDefaults({
         realNodes: o.realNodes ?? 0,

@@ -1,5 +1,9 @@
+// Over 500 lines, on purpose: the local provisioner is one class over the tenants' running processes, and its ensure,
+// sleep and wake, snapshot and restore, and delete all start, stop and swap the same entries. The processes themselves
+// (local/controlplane.ts, etcd.ts), the front door (frontdoor.ts), components (components.ts) and the snapshot and
+// restore steps (core/backup) live apart.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
 import { LocalControlPlane } from '../local/controlplane.ts';
@@ -28,6 +32,10 @@ import {
 import { localComponents, watchCrashes } from './components.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import type { Snapshotter } from '../../backup/backup.ts';
+import { saveEtcdSnapshot, type SnapshotFile } from '../../backup/etcdsnapshot.ts';
+import { restoreDataDir } from '../../backup/restore.ts';
+import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });
 
@@ -121,7 +129,7 @@ export const ETCD_DIR = 'etcd';
  * PKI is made once, when the control plane is first created, so the certificate lifetime (and the service IP in the
  * apiserver certificate) keep their first values.
  */
-export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper {
+export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, Snapshotter {
   readonly type = 'local';
   private readonly running = new Map<string, Running>();
   private readonly exitListeners = new Set<(root: string, component: string) => void>();
@@ -132,6 +140,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper {
   private readonly sleeping = new Map<string, Asleep>();
   private readonly waking = new Map<string, Promise<Parts>>();
   private readonly wakeListeners = new Set<(root: string, tookMs: number) => void>();
+  /** restores in progress: ensure waits for them instead of starting the tenant on a data directory being swapped */
+  private readonly restoring = new Map<string, Promise<void>>();
 
   constructor(
     private readonly stateDir: string,
@@ -150,6 +160,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper {
       controllerManager: vc.spec.controllerManager?.extraArgs,
     });
     assertLocalExpose(vc);
+    await this.restoring.get(root)?.catch(() => undefined);
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
     const hash = specHash(vc, etcdBytes, this.options.kubeletCAFile);
     // ensure wants the tenant awake: a wake its front door began is awaited, a sleeping tenant starts (with this spec).
@@ -304,6 +315,57 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper {
     this.doors.delete(root);
     await door?.stop();
     return undefined;
+  }
+
+  /** snapshotTenant streams a snapshot of the tenant's own etcd into path (core/backup/etcdsnapshot.ts). */
+  snapshotTenant(_vc: VirtualCluster, root: string, path: string): Promise<SnapshotFile> {
+    const etcd = this.running.get(root)?.etcd;
+    if (!etcd) return Promise.reject(new Error(`tenant ${root} is not running on an etcd of its own on this host`));
+    return saveEtcdSnapshot(etcd.endpoint, path);
+  }
+
+  /**
+   * restoreTenant replaces a running tenant's etcd data with a snapshot. The new data directory is made by etcdutl
+   * while the tenant still runs (so a snapshot etcdutl refuses stops nothing); then the tenant's processes stop, the
+   * directories are swapped and the tenant starts on the restored data, with the same ports, PKI and spec. If it
+   * cannot start, its previous data is put back and started, and the error is thrown.
+   */
+  restoreTenant(vc: VirtualCluster, root: string, path: string): Promise<void> {
+    if (this.restoring.has(root)) return Promise.reject(new Error(`tenant ${root}: a restore is already running`));
+    const p = this.swapData(vc, root, path).finally(() => this.restoring.delete(root));
+    this.restoring.set(root, p);
+    return p;
+  }
+
+  private async swapData(vc: VirtualCluster, root: string, snapshot: string): Promise<void> {
+    const entry = this.running.get(root);
+    if (!entry?.etcd) throw new Error(`tenant ${root} is not running on an etcd of its own on this host`);
+    const etcdDir = join(this.dir(root), ETCD_DIR);
+    const data = join(etcdDir, 'data');
+    const fresh = join(etcdDir, 'data.restored');
+    const before = join(etcdDir, 'data.before-restore');
+    rmSync(fresh, { recursive: true, force: true });
+    const member = { name: 'local', peerUrl: `http://127.0.0.1:${entry.etcd.peerPort}` };
+    await restoreDataDir(await ensureEtcdutl(), snapshot, fresh, member);
+    const bytes = entry.etcd.quotaBackendBytes;
+    this.running.delete(root);
+    await stopRunning(entry);
+    rmSync(before, { recursive: true, force: true });
+    renameSync(data, before);
+    renameSync(fresh, data);
+    const relaunch = async () =>
+      this.install(root, { ...(await this.start(vc, root, bytes)), hash: entry.hash, vc: entry.vc, etcdBytes: bytes });
+    try {
+      await relaunch();
+    } catch (e) {
+      log.error({ tenant: root, err: e instanceof Error ? e.message : String(e) }, 'restored data did not start');
+      rmSync(data, { recursive: true, force: true });
+      renameSync(before, data);
+      await relaunch();
+      throw e;
+    }
+    rmSync(before, { recursive: true, force: true });
+    log.info({ tenant: root, snapshot }, 'tenant etcd restored from a snapshot');
   }
 
   private start(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Parts> {

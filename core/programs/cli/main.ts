@@ -2,6 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ensureToolchain, isComplete, toolchainDir } from '../../toolchain/toolchain.ts';
 import { registerVirtualClusterCommands } from './vcs.ts';
+import { registerBackupCommands } from './backup.ts';
 import { registerDescribeCommand } from './describe.ts';
 import { registerVnAgentCommand } from './vnagent.ts';
 import { registerGitOpsCommands } from './gitops.ts';
@@ -170,6 +171,7 @@ plugins
 
 registerVirtualClusterCommands(program);
 registerDescribeCommand(program);
+registerBackupCommands(program);
 registerVnAgentCommand(program);
 registerGitOpsCommands(program);
 registerGitSourceCommands(program);

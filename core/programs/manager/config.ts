@@ -81,6 +81,8 @@ export interface ManagerConfig {
     tenantDNS?: { enabled?: boolean; image?: string };
     defaultPluginConfig?: Record<string, unknown>;
   };
+  /** the backup store and its retention (core/backup) */
+  backups?: { directory: string; retention?: { count?: number; maxAgeSeconds?: number } };
   tenants?: Array<{
     name: string;
     namespace: string;
@@ -128,6 +130,7 @@ export function loadManagerConfig(file: string): ManagerConfig {
       if (c.virtualClusters?.native?.etcdHostPathDir)
         c.virtualClusters.native.etcdHostPathDir = abs(c.virtualClusters.native.etcdHostPathDir);
       if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);
+      if (c.backups) c.backups.directory = abs(c.backups.directory);
       if (c.plugins?.thirdParty) c.plugins.thirdParty = c.plugins.thirdParty.map((p) => pluginPath(p, abs));
     },
   });

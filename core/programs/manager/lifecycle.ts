@@ -3,6 +3,8 @@ import type { InformerFactory } from '../../kube/factory.ts';
 import type { PluginHost } from '../../plugins/host.ts';
 import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
+import { BackupController, snapshotBeforeDeletion } from '../../lifecycle/backups.ts';
+import { DirectoryStore } from '../../backup/store.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
 import type { Provisioner } from '../../provisioners/provisioner.ts';
@@ -41,6 +43,16 @@ export function lifecycleControllers(
     }),
   };
   const dns = cfg.virtualClusters?.tenantDNS;
+  const backups = cfg.backups;
+  const store = backups ? new DirectoryStore(backups.directory) : undefined;
+  const backupOptions = {
+    meta,
+    informers,
+    provisioners,
+    ...(cfg.virtualClusters?.defaultProvisioner && { defaultProvisioner: cfg.virtualClusters.defaultProvisioner }),
+    ...(store && { store }),
+    ...(backups?.retention && { retention: backups.retention }),
+  };
   const newController = () =>
     new VirtualClusterController({
       meta,
@@ -58,10 +70,14 @@ export function lifecycleControllers(
       // The syncers of this process report each tenant's lag; a syncer in another process leaves it out.
       health: { syncerLag: tenantSyncerLag },
       cacheStates,
+      beforeRemove: (vc) => snapshotBeforeDeletion(backupOptions, vc),
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });
+  /** newBackups makes the controller that answers backup requests (one per leadership term, as newController) */
+  const newBackups = () => new BackupController(backupOptions);
   return {
     newController,
+    newBackups,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
     },

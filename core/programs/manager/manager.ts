@@ -25,6 +25,7 @@ import { NamespaceScheduler, type SuperClusterSource } from '../../scheduler/con
 import { loadSigningKey } from '../../scheduler/signature.ts';
 import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import type { VirtualClusterController } from '../../lifecycle/controller.ts';
+import type { BackupController } from '../../lifecycle/backups.ts';
 import { reportCacheExceeded, TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { CACHE_RETRY_MS } from '../../sessions/tenants.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
@@ -290,6 +291,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   };
   let scheduler: NamespaceScheduler | undefined;
   let virtualClusters: VirtualClusterController | undefined;
+  let backups: BackupController | undefined;
   let gitops: GitOpsController | undefined;
   let running = false;
   const term = new RunGroup();
@@ -353,8 +355,12 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
             start: async () => {
               virtualClusters = lifecycle.newController();
               await virtualClusters.start();
+              backups = lifecycle.newBackups();
+              await backups.start();
             },
             stop: async () => {
+              await backups?.stop();
+              backups = undefined;
               await virtualClusters?.stop();
               virtualClusters = undefined;
             },

@@ -1,0 +1,269 @@
+import { backupTenant, isSnapshotter, restoreTenant, type Snapshotter } from '../backup/backup.ts';
+import type { Retention, SnapshotMeta, SnapshotReason } from '../backup/catalog.ts';
+import {
+  BACKUP_REQUEST_ANNOTATION,
+  BACKUP_RESULT_ANNOTATION,
+  CATALOG_KEY,
+  catalogName,
+  pendingAction,
+  requestToken,
+  type BackupAction,
+  type BackupResult,
+} from '../backup/requests.ts';
+import type { BackupStore } from '../backup/store.ts';
+import type { ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
+import { VC_API_VERSION } from './ownership.ts';
+import { EventRecorder } from '../controller/events.ts';
+import { queueMetrics } from '../controller/metrics.ts';
+import { Runner, type Result } from '../controller/runner.ts';
+import type { KubeClient, KubeObject } from '../kube/client.ts';
+import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
+import { objectKey } from '../kube/informer.ts';
+import { R } from '../kube/resources.ts';
+import { childLogger } from '../log.ts';
+import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
+import type { Provisioner } from '../provisioners/provisioner.ts';
+import { WorkQueue } from '../queue/workqueue.ts';
+import { defaultProvisioner } from '../tenancy/defaults.ts';
+
+const log = childLogger({ controller: 'backups' });
+
+/** NOT_RUNNING_RECHECK_MS is how soon a request for a tenant that is not Running yet is looked at again. */
+const NOT_RUNNING_RECHECK_MS = 2000;
+
+/** NO_STORE answers requests to a manager configured without a store. */
+const NO_STORE = 'this manager keeps no backups: its configuration sets no /backups/directory';
+
+/** BackupControllerOptions configure the BackupController. */
+export interface BackupControllerOptions {
+  meta: KubeClient;
+  informers?: InformerFactory;
+  provisioners: Partial<Record<string, Provisioner>>;
+  /** the provisioner of a VirtualCluster that names none, as the VirtualCluster controller picks it */
+  defaultProvisioner?: ProvisionerType;
+  /** the platform's store; absent, every request is answered with an error saying so */
+  store?: BackupStore;
+  /** the platform's retention, applied after every snapshot */
+  retention?: Retention;
+}
+
+/**
+ * snapshotBeforeDeletion takes the snapshot a VirtualCluster being deleted gets before its control plane is removed
+ * (reason deletion), once: a second call finds it by the VirtualCluster's uid and takes none. It returns the snapshot
+ * id, or undefined when there is no store or the provisioner cannot snapshot; a failed snapshot throws.
+ */
+export async function snapshotBeforeDeletion(
+  o: BackupControllerOptions,
+  vc: VirtualCluster,
+): Promise<string | undefined> {
+  const m = vc.metadata!;
+  const store = o.store;
+  const type = vc.spec?.provisioner?.type ?? defaultProvisioner(o.defaultProvisioner, Object.keys(o.provisioners));
+  const p = type ? o.provisioners[type] : undefined;
+  if (!store || !isSnapshotter(p)) return undefined;
+  const done = (await store.list({ namespace: m.namespace!, name: m.name! })).find(
+    (x) => x.reason === 'deletion' && x.tenant.uid === m.uid,
+  );
+  if (done) return done.id;
+  const { meta } = await takeSnapshot(o, vc, p, store, 'deletion');
+  await writeCatalog(o.meta, vc, store);
+  log.info({ vc: objectKey(vc), snapshot: meta.id }, 'snapshot taken before deletion');
+  return meta.id;
+}
+
+/** takeSnapshot snapshots one tenant with the metadata the meta cluster knows (git revision, Kubernetes version). */
+async function takeSnapshot(
+  o: BackupControllerOptions,
+  vc: VirtualCluster,
+  s: Snapshotter,
+  store: BackupStore,
+  reason: SnapshotReason,
+) {
+  const m = vc.metadata!;
+  const gitRevision = await gitRevisionOf(o.meta, vc);
+  const kubernetesVersion = kubernetesVersionOf(vc);
+  return backupTenant(s, store, {
+    vc,
+    root: rootNamespace(m.namespace!, m.name!, m.uid!),
+    reason,
+    ...(gitRevision && { gitRevision }),
+    ...(kubernetesVersion && { kubernetesVersion }),
+    ...(o.retention && { retention: o.retention }),
+  });
+}
+
+/** gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries. */
+async function gitRevisionOf(meta: KubeClient, vc: VirtualCluster): Promise<string | undefined> {
+  const label = vc.metadata?.labels?.[LABEL.gitSource];
+  if (!label) return undefined;
+  const sources = await meta
+    .list<KubeObject & { status?: { lastAppliedRevision?: string } }>(GITSOURCES)
+    .catch(() => undefined);
+  const src = sources?.items.find((g) => `${g.metadata?.namespace}.${g.metadata?.name}` === label);
+  return src?.status?.lastAppliedRevision;
+}
+
+/** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap. */
+async function writeCatalog(meta: KubeClient, vc: VirtualCluster, store: BackupStore): Promise<void> {
+  const m = vc.metadata!;
+  const metas: SnapshotMeta[] = await store.list({ namespace: m.namespace!, name: m.name! });
+  await meta.apply(
+    R.configmaps,
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: catalogName(m.name!),
+        namespace: m.namespace!,
+        labels: { [LABEL.managedBy]: IDENTITY.manager },
+      },
+      data: { [CATALOG_KEY]: JSON.stringify(metas) },
+    } as KubeObject,
+    IDENTITY.manager,
+  );
+}
+
+const GITSOURCES = {
+  group: 'tenancy.x-k8s.io',
+  version: 'v1alpha1',
+  resource: 'gitsources',
+  kind: 'GitSource',
+  namespaced: true,
+} as const;
+
+/**
+ * BackupController answers the backup requests written on VirtualClusters (core/backup/requests.ts: create, delete,
+ * restore) with the tenant's provisioner and the platform's store, keeps the catalog ConfigMap next to each
+ * VirtualCluster in line with the store, and writes the answer, an event and the catalog once per request. It is
+ * level-triggered: a request whose token the answer already names is done, so a second run changes nothing.
+ */
+export class BackupController {
+  private readonly informer: SharedInformer<VirtualCluster>;
+  private readonly queue = new WorkQueue({ metrics: queueMetrics('backups') });
+  private readonly runner: Runner;
+  private readonly events: EventRecorder;
+  private readonly defaultProvisioner: string | undefined;
+
+  constructor(private readonly o: BackupControllerOptions) {
+    this.defaultProvisioner = defaultProvisioner(
+      o.defaultProvisioner,
+      Object.keys(o.provisioners).filter((k) => o.provisioners[k]),
+    );
+    const informers = o.informers ?? new InformerFactory(o.meta, 'backups');
+    this.informer = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
+    const enqueue = (vc: KubeObject) => {
+      if (pendingAction(vc.metadata?.annotations) !== undefined) this.queue.add(objectKey(vc));
+    };
+    this.informer.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b) });
+    this.runner = new Runner({
+      name: 'backups',
+      queue: this.queue,
+      concurrency: 2,
+      reconciler: { reconcile: (k) => this.reconcile(k) },
+    });
+    this.events = new EventRecorder({
+      client: o.meta,
+      component: IDENTITY.manager,
+      apiVersion: VC_API_VERSION,
+      kind: 'VirtualCluster',
+      log,
+    });
+  }
+
+  /** start syncs the cache and starts the workers. */
+  async start(): Promise<void> {
+    this.informer.start();
+    await this.informer.waitForSync();
+    this.runner.start();
+  }
+
+  /** stop stops the workers and the informer. */
+  async stop(): Promise<void> {
+    await this.runner.stop();
+    await this.informer.stop();
+  }
+
+  /** snapshotterOf is the provisioner of a VirtualCluster when it can snapshot, or why it cannot. */
+  private snapshotterOf(vc: VirtualCluster): Snapshotter | string {
+    const type = vc.spec?.provisioner?.type ?? this.defaultProvisioner;
+    const p = type ? this.o.provisioners[type] : undefined;
+    if (!p) return `no provisioner ${type ?? '(none named)'} in this manager`;
+    return isSnapshotter(p) ? p : `the ${type} provisioner cannot take or restore etcd snapshots yet`;
+  }
+
+  private async reconcile(key: string): Promise<Result> {
+    const vc = this.informer.get(key);
+    if (!vc || vc.metadata?.deletionTimestamp) return;
+    const action = pendingAction(vc.metadata?.annotations);
+    if (action === undefined) return;
+    const token = requestToken(vc.metadata?.annotations);
+    if (typeof action === 'string') return this.answer(vc, { token, ok: false, message: action });
+    if (vc.status?.phase !== 'Running') return { requeueAfter: NOT_RUNNING_RECHECK_MS };
+    const store = this.o.store;
+    if (!store) return this.answer(vc, { token, ok: false, message: NO_STORE });
+    const s = this.snapshotterOf(vc);
+    if (typeof s === 'string') return this.answer(vc, { token, ok: false, message: s });
+    let result: Omit<BackupResult, 'at'>;
+    try {
+      result = { token, ok: true, ...(await this.act(vc, s, store, action)) };
+    } catch (e) {
+      result = { token, ok: false, message: e instanceof Error ? e.message : String(e) };
+    }
+    await writeCatalog(this.o.meta, vc, store);
+    return this.answer(vc, result);
+  }
+
+  /** act does what the request asks and returns the message and snapshot of the answer. */
+  private async act(
+    vc: VirtualCluster,
+    s: Snapshotter,
+    store: BackupStore,
+    a: BackupAction,
+  ): Promise<{ message: string; snapshot?: string }> {
+    const m = vc.metadata!;
+    const tenant = { namespace: m.namespace!, name: m.name! };
+    if (a.action === 'create') {
+      const { meta, removed } = await takeSnapshot(this.o, vc, s, store, 'manual');
+      const dropped = removed.length ? `; retention removed ${removed.join(', ')}` : '';
+      return { message: `snapshot ${meta.id} taken (${meta.sizeBytes} bytes)${dropped}`, snapshot: meta.id };
+    }
+    if (a.action === 'delete') {
+      const have = await store.list(tenant);
+      if (!have.some((x) => x.id === a.snapshot))
+        throw new Error(`snapshot ${a.snapshot} of ${tenant.namespace}/${tenant.name} is not in ${store.describe}`);
+      await store.delete(tenant, a.snapshot!);
+      return { message: `snapshot ${a.snapshot} deleted`, snapshot: a.snapshot! };
+    }
+    const from = { namespace: tenant.namespace, name: a.from ?? tenant.name };
+    const root = rootNamespace(m.namespace!, m.name!, m.uid!);
+    const meta = await restoreTenant(s, store, { vc, root, id: a.snapshot!, from });
+    log.info({ vc: objectKey(vc), snapshot: meta.id, from: `${from.namespace}/${from.name}` }, 'tenant restored');
+    return { message: `restored from snapshot ${meta.id} of ${from.namespace}/${from.name}`, snapshot: meta.id };
+  }
+
+  /** answer records the result on the VirtualCluster (guarded by its uid) and as an event. */
+  private async answer(vc: VirtualCluster, r: Omit<BackupResult, 'at'>): Promise<Result> {
+    const m = vc.metadata!;
+    const value = JSON.stringify({ ...r, at: new Date().toISOString() } satisfies BackupResult);
+    await this.o.meta.patch(
+      R.virtualclusters,
+      m.namespace!,
+      m.name!,
+      { metadata: { uid: m.uid, annotations: { [BACKUP_RESULT_ANNOTATION]: value } } },
+      'merge',
+      { fieldManager: IDENTITY.manager },
+    );
+    await this.events.record(
+      vc,
+      r.ok ? 'Normal' : 'Warning',
+      r.ok ? 'BackupRequestDone' : 'BackupRequestFailed',
+      r.message,
+    );
+    if (!r.ok) log.warn({ vc: objectKey(vc), request: m.annotations?.[BACKUP_REQUEST_ANNOTATION] }, r.message);
+  }
+}
+
+/** kubernetesVersionOf is the version the tenant's apiserver last reported to the health monitor. */
+function kubernetesVersionOf(vc: VirtualCluster): string | undefined {
+  return vc.status?.components?.find((c) => c.name === 'kube-apiserver')?.version;
+}
