@@ -119,6 +119,7 @@ export interface NotifierOptions {
 export class Notifier {
   private readonly last = new Map<string, GitSourceStatus | undefined>();
   private pending = 0;
+  private readonly lanes = new Map<string, Promise<void>>();
   private readonly running = new Set<Promise<void>>();
   private stopped = false;
 
@@ -133,7 +134,8 @@ export class Notifier {
     const prev = this.last.has(key) ? this.last.get(key) : gs.status;
     this.last.set(key, next);
     if (!gs.spec.notifications?.length) return;
-    for (const o of outcomesOf(prev, next)) for (const n of gs.spec.notifications) this.deliver(gs, n, o);
+    for (const o of outcomesOf(prev, next))
+      gs.spec.notifications.forEach((n, i) => this.deliver(`${key}#${i}`, gs, n, o));
   }
 
   /** forget drops what is known of a deleted GitSource. */
@@ -147,17 +149,25 @@ export class Notifier {
     await Promise.all([...this.running]);
   }
 
-  private deliver(gs: GitSource, n: Notification, o: Outcome): void {
+  /**
+   * deliver queues one outcome for one destination (`lane`: the source and the destination's index). Deliveries of a
+   * lane go one after the other, in the order of the outcomes: a commit's `success` never lands before its `pending`.
+   */
+  private deliver(lane: string, gs: GitSource, n: Notification, o: Outcome): void {
     if (!takes(n, o)) return;
     if (this.pending >= (this.o.maxPending ?? 256)) {
       sent.inc({ type: n.type, event: o.event, result: 'dropped' });
       return;
     }
     this.pending++;
-    const p = this.attempt(gs, n, o).finally(() => {
-      this.pending--;
-      this.running.delete(p);
-    });
+    const p = (this.lanes.get(lane) ?? Promise.resolve())
+      .then(() => this.attempt(gs, n, o))
+      .finally(() => {
+        this.pending--;
+        this.running.delete(p);
+        if (this.lanes.get(lane) === p) this.lanes.delete(lane);
+      });
+    this.lanes.set(lane, p);
     this.running.add(p);
   }
 
