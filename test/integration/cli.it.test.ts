@@ -36,6 +36,7 @@ describe('vc CLI against a manager on a real super cluster', () => {
   let dir: string;
   let local: LocalProvisioner;
   let controller: VirtualClusterController;
+  let makeController: () => VirtualClusterController;
   let kc: string[];
 
   beforeAll(async () => {
@@ -47,12 +48,14 @@ describe('vc CLI against a manager on a real super cluster', () => {
     await eventually(() => t.client.list(R.virtualclusters));
     dir = mkdtempSync(join(tmpdir(), 'vc-cli-'));
     local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd);
-    controller = new VirtualClusterController({
-      meta: t.client,
-      superClient: t.client,
-      provisioners: { local },
-      tenants: new MutableTenantRegistry(),
-    });
+    makeController = () =>
+      new VirtualClusterController({
+        meta: t.client,
+        superClient: t.client,
+        provisioners: { local },
+        tenants: new MutableTenantRegistry(),
+      });
+    controller = makeController();
     await controller.start();
     kc = ['--kubeconfig', t.sc.kubeconfigPath];
   });
@@ -205,12 +208,15 @@ describe('vc CLI against a manager on a real super cluster', () => {
   });
 
   it('prints the kubeconfig of a VirtualCluster still being provisioned once it is written, or fails at once with --wait 0', async () => {
+    // No controller runs while the first command does, so the tenant certainly has no kubeconfig yet; the second
+    // command waits, and a new controller (the running tenants are adopted as they are) provisions it meanwhile.
+    await controller.stop();
     await createLocal('later');
-    // Both start at once, so each needs the tenant still provisioning only for one CLI start-up, not two in a row.
-    const [now, k] = await Promise.all([
-      vc(['kubeconfig', 'later', '--wait', '0', ...kc]),
-      vc(['kubeconfig', 'later', ...kc]),
-    ]);
+    const now = await vc(['kubeconfig', 'later', '--wait', '0', ...kc]);
+    const waiting = vc(['kubeconfig', 'later', ...kc]);
+    controller = makeController();
+    await controller.start();
+    const k = await waiting;
     expect(now.code).toBe(1);
     expect(now.stderr).toMatch(/VirtualCluster default\/later has no kubeconfig yet \(phase (Pending|Provisioning)\)/);
     expect(k.code, k.stderr).toBe(0);
