@@ -34,21 +34,21 @@ export const ROLLOUT_WAITING = 'RolloutWaiting';
 /** ROLLOUT_RECHECK_MS is how soon a roll held back by maxUnavailable is looked at again. */
 export const ROLLOUT_RECHECK_MS = 5000;
 
-/** stable is a JSON text of v with object keys sorted, so that equal settings compare equal whatever their order. */
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+/** stableJson is a JSON text of v with object keys sorted, so equal settings compare equal whatever their order. */
+export function stableJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
   if (v && typeof v === 'object')
     return `{${Object.keys(v)
       .sort()
       .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`)
       .join(',')}}`;
   return JSON.stringify(v) ?? 'null';
 }
 
 /** planRoll lists, in ROLL_ORDER, the components whose settings differ between `running` and `desired`. */
 export function planRoll(running: ComponentSettings, desired: ComponentSettings): RollComponent[] {
-  return ROLL_ORDER.filter((c) => stable(running[c]) !== stable(desired[c]));
+  return ROLL_ORDER.filter((c) => stableJson(running[c]) !== stableJson(desired[c]));
 }
 
 /** RollFailure is a roll that stopped: the component that did not come back, why, and whether its old one serves. */

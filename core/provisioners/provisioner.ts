@@ -1,4 +1,6 @@
+import type { ClusterVersion } from '../api/generated.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
+import type { RollComponent, RollFailure } from '../lifecycle/rollout.ts';
 
 /** Provisioned describes a tenant control plane that answers. */
 export interface Provisioned {
@@ -31,9 +33,14 @@ export interface ExternalAccess {
   waiting?: { reason: string; message: string };
 }
 
-/** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */
+/**
+ * ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). A ready
+ * control plane says whether this call rolled it to a changed spec (`rolled`), or where the roll stopped (`rollFailed`:
+ * then it serves what it could keep, and the same spec is not rolled again until it changes).
+ */
 export type ProvisionState =
-  { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
+  | { ready: true; result: Provisioned; rolled?: boolean; rollFailed?: RollFailure }
+  | { ready: false; waitingFor: string };
 
 /** RemoveWaiting is remove's answer while part of the control plane is still going away. */
 export interface RemoveWaiting {
@@ -46,6 +53,8 @@ export interface ProvisionLimits {
   etcdBytes?: number;
   /** the Secrets the tenant's policy grants the import provisioner (spec.grants.importSecrets); absent: none */
   importSecrets?: ReadonlyArray<{ namespace: string; name: string }>;
+  /** the ClusterVersion the tenant names, as the controller's cache has it (the local provisioner takes its flags) */
+  clusterVersion?: ClusterVersion;
 }
 
 /**
@@ -106,4 +115,17 @@ export interface ComponentSource {
 /** hasComponents reports whether the provisioner can report its components. */
 export function hasComponents(p: Provisioner | undefined): p is Provisioner & ComponentSource {
   return typeof (p as Partial<ComponentSource> | undefined)?.components === 'function';
+}
+
+/**
+ * RollPlanner is the optional ability of a provisioner to say, before ensure runs, which components a changed spec
+ * restarts (type guard canPlanRoll): the controller announces Updating and holds the roll back by maxUnavailable.
+ */
+export interface RollPlanner {
+  planRoll(vc: VirtualCluster, root: string, limits?: ProvisionLimits): Promise<RollComponent[]>;
+}
+
+/** canPlanRoll reports whether the provisioner can plan its rolls. */
+export function canPlanRoll(p: Provisioner | undefined): p is Provisioner & RollPlanner {
+  return typeof (p as Partial<RollPlanner> | undefined)?.planRoll === 'function';
 }

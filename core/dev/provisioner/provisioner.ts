@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
-import { LocalControlPlane } from '../local/controlplane.ts';
+import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
+import { planRoll, stableJson, type ComponentSettings, type RollComponent, type RollFailure } from '../../lifecycle/rollout.ts';
+import { rollLocal } from './roll.ts';
 import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
 import { freePorts } from '../local/process.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
@@ -77,7 +79,22 @@ interface Running {
   dnsView?: DnsView;
   /** the network confinement of the apiserver and controller manager */
   confinement?: NetConfinement;
+  /** what each component runs with, and its hash */
+  settings: ComponentSettings;
   hash: string;
+  /** stops reporting the processes' crashes (before a roll replaces some) */
+  unwatch?: () => void;
+}
+
+/** Parts are a served tenant's processes and helpers, before its settings are recorded. */
+type Parts = Omit<Running, 'hash' | 'settings' | 'unwatch'>;
+
+/** LocalSettings are what a tenant's components start with: their flags and quota, and per component for planRoll. */
+interface LocalSettings {
+  etcdBytes: number;
+  apiserverArgs: ExtraArgs;
+  controllerManagerArgs: ExtraArgs;
+  components: ComponentSettings;
 }
 
 /** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
@@ -104,7 +121,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
   readonly type = 'local';
   private readonly running = new Map<string, Running>();
   private readonly exitListeners = new Set<(root: string, component: string) => void>();
-  private readonly starting = new Map<string, Promise<Omit<Running, 'hash'>>>();
+  private readonly starting = new Map<string, Promise<Parts>>();
+  /** the hash of the spec whose roll failed, per tenant, and how: not tried again until the spec changes */
+  private readonly failedRolls = new Map<string, { hash: string; failure: RollFailure }>();
 
   constructor(
     private readonly stateDir: string,
@@ -117,35 +136,36 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
   }
 
   async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
-    // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
-    assertFlagsAllowed({
-      apiServer: vc.spec.apiServer?.extraArgs,
-      controllerManager: vc.spec.controllerManager?.extraArgs,
-    });
-    assertLocalExpose(vc);
-    const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
-    const hash = specHash(vc, etcdBytes, this.options.kubeletCAFile);
+    const desired = this.settings(vc, limits);
+    const hash = settingsHash(desired);
     let entry = this.running.get(root);
     let rolled = false;
+    let rollFailed: RollFailure | undefined;
     if (entry && entry.hash !== hash) {
-      log.info({ tenant: root }, 'spec changed; restarting the control plane');
-      await stopRunning(entry);
-      this.running.delete(root);
-      entry = undefined;
-      rolled = true;
+      const failed = this.failedRolls.get(root);
+      // A spec whose roll failed is not tried again until it changes: each try would restart a serving component.
+      if (failed?.hash === hash) rollFailed = failed.failure;
+      else {
+        const out = await this.roll(entry, vc, root, desired, hash);
+        entry = out.entry;
+        rolled = !out.failure;
+        rollFailed = out.failure;
+      }
     }
     if (!entry) {
-      entry = { ...(await this.start(vc, root, etcdBytes)), hash };
+      entry = { ...(await this.start(vc, root, desired)), hash, settings: desired.components };
       this.running.set(root, entry);
-      watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
+      entry.unwatch = watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
       writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
     }
+    if (entry.hash === hash) this.failedRolls.delete(root);
     const cp = entry.cp;
     const fwd = entry.forwarder;
     const view = entry.dnsView;
     return {
       ready: true,
       rolled,
+      ...(rollFailed && { rollFailed }),
       result: {
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
@@ -157,16 +177,123 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
     };
   }
 
-  private start(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Omit<Running, 'hash'>> {
+  /**
+   * settings are what each component of the tenant is started with (flags: the ClusterVersion's under the tenant's,
+   * as the native provisioner merges them), checked against the allow-list before any process runs.
+   */
+  private settings(vc: VirtualCluster, limits: ProvisionLimits): LocalSettings {
+    const cv = limits.clusterVersion?.spec;
+    const api = { ...cv?.apiServer?.extraArgs, ...vc.spec.apiServer?.extraArgs };
+    const kcm = { ...cv?.controllerManager?.extraArgs, ...vc.spec.controllerManager?.extraArgs };
+    // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
+    assertFlagsAllowed({ apiServer: api, controllerManager: kcm });
+    assertLocalExpose(vc);
+    const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
+    const version = { name: vc.spec.clusterVersionName, kubernetes: cv?.kubernetesVersion };
+    const cidr = vc.spec.serviceCidr;
+    return {
+      etcdBytes,
+      apiserverArgs: api,
+      controllerManagerArgs: kcm,
+      components: {
+        etcd: { etcdBytes },
+        // only when set, so that tenants made before the option keep their settings (and are not restarted) without it
+        'kube-apiserver': { cidr, api, version, ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }) },
+        'kube-controller-manager': { cidr, kcm, version },
+      },
+    };
+  }
+
+  /**
+   * planRoll lists the components a call of ensure with this spec would restart, in order (none for a tenant this
+   * provisioner does not run, or whose last roll to this very spec failed).
+   */
+  async planRoll(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<RollComponent[]> {
+    const entry = this.running.get(root);
+    if (!entry) return [];
+    const desired = this.settings(vc, limits);
+    const hash = settingsHash(desired);
+    if (entry.hash === hash || this.failedRolls.get(root)?.hash === hash) return [];
+    return planRoll(entry.settings, desired.components);
+  }
+
+  /**
+   * roll restarts the tenant's changed components in order (core/dev/provisioner/roll.ts) with their health checked
+   * after each. A step that fails is remembered with the spec's hash and reported; what serves is kept.
+   */
+  private async roll(
+    entry: Running,
+    vc: VirtualCluster,
+    root: string,
+    desired: LocalSettings,
+    hash: string,
+  ): Promise<{ entry: Running; failure?: RollFailure }> {
+    const plan = planRoll(entry.settings, desired.components);
+    log.info({ tenant: root, plan }, 'spec changed; rolling the control plane');
+    entry.unwatch?.();
+    const out = await rollLocal(entry, plan, {
+      etcd: { quotaBackendBytes: desired.etcdBytes, name: `${root}/etcd` },
+      cp: this.controlPlaneOptions(vc, root, entry.cp.opts.etcd, entry.cp.opts.cgroupDir, desired),
+    });
+    const failure = out.failure;
+    // What now runs: the new settings of the components that rolled, the old ones of those that did not.
+    const settings = { ...entry.settings };
+    const done = failure ? plan.slice(0, plan.indexOf(failure.component)) : plan;
+    for (const c of done) settings[c] = desired.components[c];
+    const next: Running = {
+      ...entry,
+      ...out.parts,
+      settings,
+      hash: failure ? settingsHash({ ...desired, components: settings }) : hash,
+    };
+    next.unwatch = watchCrashes(next, (component) => this.exitListeners.forEach((l) => l(root, component)));
+    this.running.set(root, next);
+    if (failure) {
+      log.warn({ tenant: root, ...failure }, 'roll stopped');
+      this.failedRolls.set(root, { hash, failure });
+    } else writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
+    return { entry: next, ...(failure && { failure }) };
+  }
+
+  private start(vc: VirtualCluster, root: string, desired: LocalSettings): Promise<Parts> {
     let p = this.starting.get(root);
     if (!p) {
-      p = this.startComponents(vc, root, etcdBytes).finally(() => this.starting.delete(root));
+      p = this.startComponents(vc, root, desired).finally(() => this.starting.delete(root));
       this.starting.set(root, p);
     }
     return p;
   }
 
-  private async startComponents(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Omit<Running, 'hash'>> {
+  /** controlPlaneOptions are the options of the tenant's LocalControlPlane with the settings `desired`. */
+  private controlPlaneOptions(
+    vc: VirtualCluster,
+    root: string,
+    etcd: EtcdEndpoint,
+    cgroupDir: string | undefined,
+    desired: LocalSettings,
+  ): ControlPlaneOptions {
+    return {
+      name: root,
+      dir: this.dir(root),
+      ...(cgroupDir && { cgroupDir }),
+      etcd,
+      serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
+      controllers: TENANT_CONTROLLERS,
+      restart: true,
+      pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+      // The policy refuses kubelet-certificate-authority in a tenant's extraArgs: only the platform sets it.
+      apiserverExtraArgs: localApiserverArgs(
+        this.options.kubeletCAFile
+          ? { ...desired.apiserverArgs, 'kubelet-certificate-authority': this.options.kubeletCAFile }
+          : desired.apiserverArgs,
+      ),
+      controllerManagerExtraArgs: desired.controllerManagerArgs,
+      ...(this.options.podAddress && { apiserverIPs: [this.options.podAddress] }),
+    };
+  }
+
+  private async startComponents(vc: VirtualCluster, root: string, desired: LocalSettings): Promise<Parts> {
+    const etcdBytes = desired.etcdBytes;
     const dir = this.dir(root);
     // A tenant made before tenants had their own etcd (a control plane without an etcd directory) keeps its data in
     // the shared etcd: starting it on an empty one would lose everything it has.
@@ -186,22 +313,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
       const confined = this.options.confine && (await this.confine(root, dir, etcd ?? this.etcd));
       confinement = confined?.confinement;
       const cp = await LocalControlPlane.start({
-        name: root,
-        dir,
-        ...(confined && { cgroupDir: confined.confinement.cgroupDir, ports: { apiserver: confined.apiserverPort } }),
-        etcd: etcd ?? this.etcd,
-        serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
-        controllers: TENANT_CONTROLLERS,
-        restart: true,
-        pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
-        // The policy refuses kubelet-certificate-authority in a tenant's extraArgs: only the platform sets it.
-        apiserverExtraArgs: localApiserverArgs(
-          this.options.kubeletCAFile
-            ? { ...vc.spec.apiServer?.extraArgs, 'kubelet-certificate-authority': this.options.kubeletCAFile }
-            : vc.spec.apiServer?.extraArgs,
-        ),
-        controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
-        ...(this.options.podAddress && { apiserverIPs: [this.options.podAddress] }),
+        ...this.controlPlaneOptions(vc, root, etcd ?? this.etcd, confined?.confinement.cgroupDir, desired),
+        ...(confined && { ports: { apiserver: confined.apiserverPort } }),
       });
       const pod = this.options.podAddress;
       let forwarder: TcpForwarder | undefined;
@@ -331,7 +444,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
 }
 
 /** stopRunning stops a tenant's control plane, then its etcd. */
-async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
+async function stopRunning(r: Parts & { unwatch?: () => void }): Promise<void> {
+  r.unwatch?.();
   await r.dnsView?.stop();
   await r.forwarder?.stop();
   await r.cp.stop();
@@ -339,10 +453,6 @@ async function stopRunning(r: Omit<Running, 'hash'>): Promise<void> {
   await r.etcd?.stop();
 }
 
-/**
- * specHash covers every spec field start passes to a running control plane, and its storage quota; pkiExpireDays is
- * left out because a restart keeps the certificates it was first made with.
- */
 /**
  * assertLocalExpose refuses an exposure the local provisioner has no means for. Its apiservers listen on 127.0.0.1
  * of the manager's host (and, with podAddress, on a forwarder for the real nodes' Pods): there is no Service to make
@@ -361,16 +471,10 @@ export function assertLocalExpose(vc: VirtualCluster): void {
     if (e?.[key]?.length) throw new ProvisionRefused('ExposeUnsupported', `spec.apiServer.expose.${key}: ${why}`);
 }
 
-function specHash(vc: VirtualCluster, etcdBytes: number, kubeletCAFile?: string): string {
-  const s = vc.spec;
-  const relevant = {
-    cidr: s.serviceCidr,
-    api: s.apiServer?.extraArgs ?? {},
-    kcm: s.controllerManager?.extraArgs ?? {},
-    version: s.clusterVersionName,
-    etcdBytes,
-    // only when set, so that tenants made before the option keep their hash (and are not restarted) without it
-    ...(kubeletCAFile ? { kubeletCAFile } : {}),
-  };
-  return createHash('sha256').update(JSON.stringify(relevant)).digest('hex').slice(0, 16);
+/**
+ * settingsHash identifies what a tenant's components run with (every spec field start passes to them, and the storage
+ * quota); pkiExpireDays is left out because a restart keeps the certificates it was first made with.
+ */
+function settingsHash(s: LocalSettings): string {
+  return createHash('sha256').update(stableJson(s.components)).digest('hex').slice(0, 16);
 }
