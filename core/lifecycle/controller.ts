@@ -20,7 +20,9 @@ import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import {
+  canPlanRoll,
   ProvisionRefused,
+  type ProvisionLimits,
   type Provisioned,
   type ProvisionState,
   type Provisioner,
@@ -54,6 +56,7 @@ import {
   merge,
   nextStatus,
   notOwned,
+  policyNotFound,
   policyRefused,
   provisionerUnavailable,
   provisionFailed,
@@ -65,6 +68,11 @@ import {
 } from './decisions.ts';
 import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
 import { HealthMonitor, type HealthMonitorOptions } from './healthmonitor.ts';
+import { mayRoll, rollHeld, rollResult, rollStarts } from './rollout.ts';
+import type { ClusterVersionSpec } from '../api/generated.ts';
+
+/** ClusterVersion is a ClusterVersion object as the controller's cache holds it. */
+type ClusterVersion = KubeObject & { spec?: ClusterVersionSpec };
 import { ensureTenantDns } from './tenantdns.ts';
 import { tenantOfVirtualCluster, withEffective } from './tenantof.ts';
 
@@ -87,6 +95,8 @@ interface Pass {
   first?: boolean;
   state?: Extract<ProvisionState, { ready: true }>;
   secretName?: string;
+  /** what the provisioner is given besides the spec: the policy's limits and the ClusterVersion */
+  limits?: ProvisionLimits;
 }
 
 /** Step is one named part of the reconcile: it does its I/O and says what follows. */
@@ -158,6 +168,9 @@ export interface LifecycleOptions {
 export class VirtualClusterController {
   private readonly informer: SharedInformer<VirtualCluster>;
   private readonly policies: SharedInformer<TenantPolicy>;
+  private readonly clusterVersions: SharedInformer<ClusterVersion>;
+  /** the keys whose roll this manager has allowed and not finished: they count against maxUnavailable at once */
+  private readonly rolling = new Set<string>();
   /** the effective settings each key's control plane last started with, kept while a refused edit waits */
   private readonly accepted = new Map<string, EffectiveSettings>();
   /** the status last written per key: its echo is no reason to reconcile, another status is */
@@ -199,6 +212,16 @@ export class VirtualClusterController {
         if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
     };
     this.policies.addHandler({ onAdd: requeueUsers, onUpdate: (_a, b) => requeueUsers(b), onDelete: requeueUsers });
+    // A ClusterVersion edit reaches every tenant that names it, through the same roll (held back by maxUnavailable).
+    this.clusterVersions = informers.informer<ClusterVersion>({ resource: R.clusterversions });
+    const requeueCvUsers = (cv: KubeObject) => {
+      for (const vc of this.informer.list()) if (vc.spec?.clusterVersionName === cv.metadata?.name) enqueue(vc);
+    };
+    this.clusterVersions.addHandler({
+      onAdd: requeueCvUsers,
+      onUpdate: (_a, b) => requeueCvUsers(b),
+      onDelete: requeueCvUsers,
+    });
     this.runner = new Runner({
       name: 'virtualcluster',
       queue: this.queue,
@@ -220,8 +243,9 @@ export class VirtualClusterController {
   async start(): Promise<void> {
     liveControllers.add(this);
     this.policies.start();
+    this.clusterVersions.start();
     this.informer.start();
-    await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
+    await Promise.all([this.policies.waitForSync(), this.clusterVersions.waitForSync(), this.informer.waitForSync()]);
     this.runner.start();
     this.health?.start();
   }
@@ -233,6 +257,7 @@ export class VirtualClusterController {
     this.unwatchCache?.();
     await this.runner.stop();
     await this.informer.stop();
+    await this.clusterVersions.stop();
     await this.policies.stop();
   }
 
@@ -273,6 +298,7 @@ export class VirtualClusterController {
     (p) => this.pickProvisioner(p),
     (p) => this.announceProvisioning(p),
     (p) => this.claimRoot(p),
+    (p) => this.announceRoll(p),
     (p) => this.provision(p),
     (p) => this.publishCredentials(p),
     (p) => this.serve(p),
@@ -359,6 +385,9 @@ export class VirtualClusterController {
    */
   private async checkPolicy(p: Pass): Promise<Outcome> {
     const ns = await this.o.meta.getOrNull<KubeObject>(R.namespaces, undefined, p.vc.metadata!.namespace!);
+    const named = p.vc.spec?.policyName;
+    const waiting = policyNotFound(p.vc, p.key, !named || !!this.policies.get(named));
+    if (waiting !== CONTINUE) return waiting;
     const evaluation = this.evaluate(p.vc, subjectOf(p.vc, ns?.metadata?.labels ?? {}));
     if ('refused' in evaluation) return policyRefused(p.vc, evaluation.refused, this.accepted.get(p.key));
     p.effective = evaluation.effective;
@@ -410,17 +439,53 @@ export class VirtualClusterController {
     return CONTINUE;
   }
 
+  /** limits are what the provisioner is given besides the spec: the policy's limits and the ClusterVersion. */
+  private limits(p: Pass): ProvisionLimits {
+    const effective = p.effective!;
+    const cvName = p.vc.spec?.clusterVersionName;
+    const clusterVersion = cvName ? this.clusterVersions.get(cvName) : undefined;
+    p.limits ??= {
+      etcdBytes: effective.quota.etcdBytes,
+      importSecrets: effective.importSecrets,
+      ...(clusterVersion && { clusterVersion }),
+    };
+    return p.limits;
+  }
+
+  /**
+   * announceRoll asks a provisioner that can plan its rolls which components the spec restarts. A roll of a tenant
+   * that names a ClusterVersion waits while that version's maxUnavailable tenants are rolling or unhealthy; one that
+   * may go is counted at once (before its Updating phase is published) and announced.
+   */
+  private async announceRoll(p: Pass): Promise<Outcome> {
+    if (!canPlanRoll(p.provisioner) || isFirstStart(p.vc)) return CONTINUE;
+    const vc = withEffective(p.vc, p.effective!, p.type!);
+    const plan = await p.provisioner.planRoll(vc, p.root, this.limits(p));
+    if (!plan.length) return CONTINUE;
+    const cvName = p.vc.spec?.clusterVersionName;
+    if (cvName) {
+      const peers = this.informer
+        .list()
+        .filter((x) => x.spec?.clusterVersionName === cvName && !x.metadata?.deletionTimestamp)
+        .map((x) => ({ key: objectKey(x), phase: x.status?.phase, rolling: this.rolling.has(objectKey(x)) }));
+      const max = this.clusterVersions.get(cvName)?.spec?.rollout?.maxUnavailable ?? 1;
+      const verdict = mayRoll(p.key, cvName, peers, max);
+      if (verdict !== true) return rollHeld(p.vc, verdict);
+    }
+    this.rolling.add(p.key);
+    return rollStarts(p.vc, plan);
+  }
+
   /** provision asks the provisioner for the control plane with the effective settings. */
   private async provision(p: Pass): Promise<Outcome> {
     const effective = p.effective!;
     let state: ProvisionState;
     try {
-      state = await p.provisioner!.ensure(withEffective(p.vc, effective, p.type!), p.root, {
-        etcdBytes: effective.quota.etcdBytes,
-        importSecrets: effective.importSecrets,
-      });
+      state = await p.provisioner!.ensure(withEffective(p.vc, effective, p.type!), p.root, this.limits(p));
     } catch (e) {
       return provisionFailed(e, e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : undefined);
+    } finally {
+      this.rolling.delete(p.key);
     }
     if (state.ready) p.state = state;
     return stillStarting(state, p.vc);
@@ -443,9 +508,17 @@ export class VirtualClusterController {
     this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
     const target = { key: p.key, root: p.root, vc: p.vc, kubeconfig: p.state!.result.kubeconfig };
     await this.health?.watch({ ...target, provisioner: p.provisioner });
-    if (p.state!.rolled) this.health?.reset(p.key);
+    const state = p.state!;
+    if (state.rolled || state.rollFailed) this.health?.reset(p.key);
     const cache = this.o.cacheStates && cacheCondition(this.o.cacheStates.refusal(p.root));
-    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key), cache);
+    const serving = running(state, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key), cache);
+    const roll = rollResult(p.vc, !!state.rolled, state.rollFailed);
+    return {
+      ...serving,
+      status: { ...serving.status, ...roll.status },
+      conditions: [...(serving.conditions ?? []), ...(roll.conditions ?? [])],
+      events: [...(serving.events ?? []), ...(roll.events ?? [])],
+    };
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */

@@ -60,7 +60,13 @@ function vc(status?: VirtualClusterStatus): VirtualCluster {
   };
 }
 const at = new Date('2026-01-01T00:00:00Z');
-const cond = (phase: NonNullable<VirtualClusterStatus['phase']>, type: string, status: 'True' | 'False', reason: string, message = 'm') =>
+const cond = (
+  phase: NonNullable<VirtualClusterStatus['phase']>,
+  type: string,
+  status: 'True' | 'False',
+  reason: string,
+  message = 'm',
+) =>
   vc({
     phase,
     reason: 'Running',

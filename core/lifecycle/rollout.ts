@@ -1,6 +1,10 @@
 import { SERVING_PHASES, type VirtualCluster } from '../api/virtualcluster.ts';
 import type { ConditionInput } from '../controller/status.ts';
 import { CONTINUE, ready, type LifecycleEvent, type Outcome } from './decisions.ts';
+import type { RollComponent, RollFailure } from '../provisioners/roll.ts';
+
+export { planRoll, ROLL_ORDER, stableJson } from '../provisioners/roll.ts';
+export type { ComponentSettings, RollComponent, RollFailure } from '../provisioners/roll.ts';
 
 /**
  * This module holds the decisions of rolling a spec change through a running control plane, without I/O: which
@@ -8,18 +12,6 @@ import { CONTINUE, ready, type LifecycleEvent, type Outcome } from './decisions.
  * whether a ClusterVersion's rollout may take one more of its tenants. Provisioners do the restarts; the
  * VirtualCluster controller (core/lifecycle/controller.ts) applies these Outcomes.
  */
-
-/**
- * ROLL_ORDER is the order components restart in: etcd first (the apiserver reconnects to it), then the apiserver,
- * then the controller manager, which needs the apiserver.
- */
-export const ROLL_ORDER = ['etcd', 'kube-apiserver', 'kube-controller-manager'] as const;
-
-/** RollComponent is one of ROLL_ORDER. */
-export type RollComponent = (typeof ROLL_ORDER)[number];
-
-/** ComponentSettings is what each component is started with; a change of one component's settings restarts it. */
-export type ComponentSettings = Record<RollComponent, unknown>;
 
 /** SPEC_APPLIED is the condition that says whether the control plane runs the spec as written. */
 export const SPEC_APPLIED = 'SpecApplied';
@@ -33,31 +25,6 @@ export const ROLLOUT_FAILED = 'RolloutFailed';
 export const ROLLOUT_WAITING = 'RolloutWaiting';
 /** ROLLOUT_RECHECK_MS is how soon a roll held back by maxUnavailable is looked at again. */
 export const ROLLOUT_RECHECK_MS = 5000;
-
-/** stableJson is a JSON text of v with object keys sorted, so equal settings compare equal whatever their order. */
-export function stableJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
-  if (v && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  return JSON.stringify(v) ?? 'null';
-}
-
-/** planRoll lists, in ROLL_ORDER, the components whose settings differ between `running` and `desired`. */
-export function planRoll(running: ComponentSettings, desired: ComponentSettings): RollComponent[] {
-  return ROLL_ORDER.filter((c) => stableJson(running[c]) !== stableJson(desired[c]));
-}
-
-/** RollFailure is a roll that stopped: the component that did not come back, why, and whether its old one serves. */
-export interface RollFailure {
-  component: RollComponent;
-  message: string;
-  /** the previous process (with the previous settings) serves again */
-  kept: boolean;
-}
 
 /** specApplied is the SpecApplied condition with the given status, reason and message. */
 function specApplied(status: ConditionInput['status'], reason: string, message: string): ConditionInput {
@@ -86,7 +53,9 @@ export function rollStarts(vc: VirtualCluster, plan: readonly RollComponent[]): 
 export function rollHeld(vc: VirtualCluster, why: string): Outcome {
   const c = vc.status?.conditions?.find((x) => x.type === SPEC_APPLIED);
   const events: LifecycleEvent[] =
-    c?.reason === ROLLOUT_WAITING && c.message === why ? [] : [{ type: 'Normal', reason: ROLLOUT_WAITING, message: why }];
+    c?.reason === ROLLOUT_WAITING && c.message === why
+      ? []
+      : [{ type: 'Normal', reason: ROLLOUT_WAITING, message: why }];
   return {
     stop: true,
     conditions: [specApplied('False', ROLLOUT_WAITING, why)],
@@ -137,9 +106,15 @@ const UNAVAILABLE_PHASES: ReadonlySet<string> = new Set(['Updating', 'Degraded']
  * most `maxUnavailable` of them are rolling or unavailable (Updating or Degraded) at a time. A tenant that did not
  * come back healthy keeps its place, so the rollout stops there until it is healthy again. Answers true, or why not.
  */
-export function mayRoll(self: string, cv: string, peers: readonly RolloutPeer[], maxUnavailable: number): true | string {
+export function mayRoll(
+  self: string,
+  cv: string,
+  peers: readonly RolloutPeer[],
+  maxUnavailable: number,
+): true | string {
   const busy = peers.filter((p) => p.key !== self && (p.rolling || UNAVAILABLE_PHASES.has(p.phase ?? '')));
   if (busy.length < Math.max(1, maxUnavailable)) return true;
   const names = busy.map((p) => `${p.key} (${p.rolling ? 'rolling' : p.phase})`).join(', ');
-  return `waiting to roll: ClusterVersion ${cv} allows ${maxUnavailable} unavailable tenant(s) at a time and ${names} ${busy.length === 1 ? 'is' : 'are'} not back yet`;
+  const verb = busy.length === 1 ? 'is' : 'are';
+  return `waiting to roll: ClusterVersion ${cv} allows ${maxUnavailable} unavailable tenant(s) at a time and ${names} ${verb} not back yet`;
 }

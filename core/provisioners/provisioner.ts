@@ -1,6 +1,6 @@
-import type { ClusterVersion } from '../api/generated.ts';
+import type { ClusterVersionSpec } from '../api/generated.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
-import type { RollComponent, RollFailure } from '../lifecycle/rollout.ts';
+import type { RollComponent, RollFailure } from './roll.ts';
 
 /** Provisioned describes a tenant control plane that answers. */
 export interface Provisioned {
@@ -54,7 +54,7 @@ export interface ProvisionLimits {
   /** the Secrets the tenant's policy grants the import provisioner (spec.grants.importSecrets); absent: none */
   importSecrets?: ReadonlyArray<{ namespace: string; name: string }>;
   /** the ClusterVersion the tenant names, as the controller's cache has it (the local provisioner takes its flags) */
-  clusterVersion?: ClusterVersion;
+  clusterVersion?: { spec?: ClusterVersionSpec };
 }
 
 /**

@@ -3,7 +3,13 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
-import { planRoll, stableJson, type ComponentSettings, type RollComponent, type RollFailure } from '../../lifecycle/rollout.ts';
+import {
+  planRoll,
+  stableJson,
+  type ComponentSettings,
+  type RollComponent,
+  type RollFailure,
+} from '../../provisioners/roll.ts';
 import { rollLocal } from './roll.ts';
 import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
 import { freePorts } from '../local/process.ts';

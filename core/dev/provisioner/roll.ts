@@ -1,7 +1,7 @@
 import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
 import { LocalEtcd } from '../local/etcd.ts';
 import type { ManagedProcess } from '../local/process.ts';
-import type { RollComponent, RollFailure } from '../../lifecycle/rollout.ts';
+import type { RollComponent, RollFailure } from '../../provisioners/roll.ts';
 import type { LocalParts } from './components.ts';
 
 /** ROLL_STEP_TIMEOUT_MS is how long a restarted component may take to pass its health check before the step fails. */
