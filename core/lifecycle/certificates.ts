@@ -1,4 +1,5 @@
 import type { ConditionInput } from '../controller/status.ts';
+import type { Outcome } from './decisions.ts';
 
 /**
  * This module holds the decisions about the certificates the manager issued for a tenant, without I/O: when each is
@@ -15,6 +16,8 @@ export const CERTIFICATES_VALID = 'CertificatesValid';
 export const CERTIFICATE_EXPIRED = 'CertificateExpired';
 /** CERTIFICATE_RENEWAL_OVERDUE is the reason of a tenant one of whose certificates is past its renewal time. */
 export const CERTIFICATE_RENEWAL_OVERDUE = 'CertificateRenewalOverdue';
+/** CERTIFICATE_GRACE_MS is how long past its renewal time a certificate may stay before CertificatesValid turns False. */
+export const CERTIFICATE_GRACE_MS = 60_000;
 /** CERTIFICATES_CURRENT is the reason of CertificatesValid=True. */
 export const CERTIFICATES_CURRENT = 'CertificatesCurrent';
 
@@ -57,7 +60,7 @@ export function certificatesCondition(
   certs: readonly IssuedCertificate[],
   now: Date,
   fraction: number,
-  graceMs: number,
+  graceMs = CERTIFICATE_GRACE_MS,
 ): ConditionInput {
   const t = now.getTime();
   const names = (cs: readonly IssuedCertificate[]) =>
@@ -85,4 +88,20 @@ export function certificatesCondition(
     reason: CERTIFICATES_CURRENT,
     message: first ? `earliest expiry: ${names([first])}` : 'no certificates issued',
   };
+}
+
+/**
+ * renewalRequeue brings a served tenant's key back a second after its next certificate is due (the provisioner renews
+ * it then), or sooner when `after` asks for that already.
+ */
+export function renewalRequeue(
+  after: Outcome,
+  certs: readonly IssuedCertificate[],
+  fraction: number,
+  now: Date,
+): Outcome {
+  const due = nextRenewal(certs, fraction);
+  if (!due) return after;
+  const renewIn = Math.max(1000, due.getTime() - now.getTime() + 1000);
+  return { ...after, requeueAfter: Math.min(after.requeueAfter ?? renewIn, renewIn) };
 }

@@ -68,7 +68,9 @@ import {
 } from './decisions.ts';
 import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
 import { HealthMonitor, type HealthMonitorOptions } from './healthmonitor.ts';
-import { mayRoll, rollHeld, rollResult, rollStarts } from './rollout.ts';
+import { mayRoll, peersOf, rollHeld, rollResult, rollStarts } from './rollout.ts';
+import { certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
+import { CertificateExpiries } from './certmetrics.ts';
 import type { ClusterVersionSpec } from '../api/generated.ts';
 
 /** ClusterVersion is a ClusterVersion object as the controller's cache holds it. */
@@ -171,6 +173,8 @@ export class VirtualClusterController {
   private readonly clusterVersions: SharedInformer<ClusterVersion>;
   /** the keys whose roll this manager has allowed and not finished: they count against maxUnavailable at once */
   private readonly rolling = new Set<string>();
+  /** the certificates each served key's provisioner renews, as it last reported them (the expiry metric) */
+  private readonly certificates = new CertificateExpiries();
   /** the effective settings each key's control plane last started with, kept while a refused edit waits */
   private readonly accepted = new Map<string, EffectiveSettings>();
   /** the status last written per key: its echo is no reason to reconcile, another status is */
@@ -214,14 +218,9 @@ export class VirtualClusterController {
     this.policies.addHandler({ onAdd: requeueUsers, onUpdate: (_a, b) => requeueUsers(b), onDelete: requeueUsers });
     // A ClusterVersion edit reaches every tenant that names it, through the same roll (held back by maxUnavailable).
     this.clusterVersions = informers.informer<ClusterVersion>({ resource: R.clusterversions });
-    const requeueCvUsers = (cv: KubeObject) => {
-      for (const vc of this.informer.list()) if (vc.spec?.clusterVersionName === cv.metadata?.name) enqueue(vc);
-    };
-    this.clusterVersions.addHandler({
-      onAdd: requeueCvUsers,
-      onUpdate: (_a, b) => requeueCvUsers(b),
-      onDelete: requeueCvUsers,
-    });
+    const cvUsers = (cv: KubeObject) =>
+      this.informer.list().forEach((vc) => vc.spec?.clusterVersionName === cv.metadata?.name && enqueue(vc));
+    this.clusterVersions.addHandler({ onAdd: cvUsers, onUpdate: (_a, b) => cvUsers(b), onDelete: cvUsers });
     this.runner = new Runner({
       name: 'virtualcluster',
       queue: this.queue,
@@ -242,6 +241,7 @@ export class VirtualClusterController {
   /** start syncs the cache and starts the workers. */
   async start(): Promise<void> {
     liveControllers.add(this);
+    this.certificates.register();
     this.policies.start();
     this.clusterVersions.start();
     this.informer.start();
@@ -253,6 +253,7 @@ export class VirtualClusterController {
   /** stop stops the workers and the informer (control planes keep running until their provisioner stops them). */
   async stop(): Promise<void> {
     liveControllers.delete(this);
+    this.certificates.unregister();
     await this.health?.stop();
     this.unwatchCache?.();
     await this.runner.stop();
@@ -358,6 +359,7 @@ export class VirtualClusterController {
     this.health?.unwatch(key);
     this.roots.delete(key);
     this.accepted.delete(key);
+    this.certificates.delete(key);
     this.ownStatus.forget(key);
     return undefined;
   }
@@ -441,15 +443,13 @@ export class VirtualClusterController {
 
   /** limits are what the provisioner is given besides the spec: the policy's limits and the ClusterVersion. */
   private limits(p: Pass): ProvisionLimits {
-    const effective = p.effective!;
     const cvName = p.vc.spec?.clusterVersionName;
     const clusterVersion = cvName ? this.clusterVersions.get(cvName) : undefined;
-    p.limits ??= {
-      etcdBytes: effective.quota.etcdBytes,
-      importSecrets: effective.importSecrets,
+    return (p.limits ??= {
+      etcdBytes: p.effective!.quota.etcdBytes,
+      importSecrets: p.effective!.importSecrets,
       ...(clusterVersion && { clusterVersion }),
-    };
-    return p.limits;
+    });
   }
 
   /**
@@ -463,15 +463,11 @@ export class VirtualClusterController {
     const plan = await p.provisioner.planRoll(vc, p.root, this.limits(p));
     if (!plan.length) return CONTINUE;
     const cvName = p.vc.spec?.clusterVersionName;
-    if (cvName) {
-      const peers = this.informer
-        .list()
-        .filter((x) => x.spec?.clusterVersionName === cvName && !x.metadata?.deletionTimestamp)
-        .map((x) => ({ key: objectKey(x), phase: x.status?.phase, rolling: this.rolling.has(objectKey(x)) }));
-      const max = this.clusterVersions.get(cvName)?.spec?.rollout?.maxUnavailable ?? 1;
-      const verdict = mayRoll(p.key, cvName, peers, max);
-      if (verdict !== true) return rollHeld(p.vc, verdict);
-    }
+    const max = cvName && this.clusterVersions.get(cvName)?.spec?.rollout?.maxUnavailable;
+    const verdict = cvName
+      ? mayRoll(p.key, cvName, peersOf(cvName, this.informer.list(), this.rolling), max || 1)
+      : true;
+    if (verdict !== true) return rollHeld(p.vc, verdict);
     this.rolling.add(p.key);
     return rollStarts(p.vc, plan);
   }
@@ -513,19 +509,19 @@ export class VirtualClusterController {
     const cache = this.o.cacheStates && cacheCondition(this.o.cacheStates.refusal(p.root));
     const serving = running(state, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key), cache);
     const roll = rollResult(p.vc, !!state.rolled, state.rollFailed);
-    return {
-      ...serving,
-      status: { ...serving.status, ...roll.status },
-      conditions: [...(serving.conditions ?? []), ...(roll.conditions ?? [])],
-      events: [...(serving.events ?? []), ...(roll.events ?? [])],
-    };
+    const certs = state.result.certificates;
+    if (certs) this.certificates.set(p.key, certs);
+    const valid = certs && certificatesCondition(certs, new Date(), DEFAULT_RENEW_FRACTION);
+    return { ...merge(merge(serving, roll), { conditions: valid ? [valid] : [] }), publish: true };
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */
   private async serveDns(p: Pass): Promise<Outcome> {
     this.accepted.set(p.key, p.effective!);
     const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
-    return afterDns(!!p.state!.result.externalAccess?.waiting, dns);
+    const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns);
+    // Renewal happens in the provisioner's ensure: the key comes back when the next certificate is due.
+    return renewalRequeue(after, p.state!.result.certificates ?? [], DEFAULT_RENEW_FRACTION, new Date());
   }
 
   /**

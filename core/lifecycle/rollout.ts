@@ -118,3 +118,13 @@ export function mayRoll(
   const verb = busy.length === 1 ? 'is' : 'are';
   return `waiting to roll: ClusterVersion ${cv} allows ${maxUnavailable} unavailable tenant(s) at a time and ${names} ${verb} not back yet`;
 }
+
+/** peersOf are the VirtualClusters naming ClusterVersion `cv` (those being deleted left out), with `rolling` keys. */
+export function peersOf(cv: string, all: readonly VirtualCluster[], rolling: ReadonlySet<string>): RolloutPeer[] {
+  return all
+    .filter((x) => x.spec?.clusterVersionName === cv && !x.metadata?.deletionTimestamp)
+    .map((x) => {
+      const key = `${x.metadata?.namespace}/${x.metadata?.name}`;
+      return { key, phase: x.status?.phase, rolling: rolling.has(key) };
+    });
+}

@@ -18,6 +18,8 @@ export interface Provisioned {
   dnsApiEndpoint?: { host: string; port: number; tlsServerName?: string };
   /** how people outside the super cluster reach the apiserver, where the provisioner exposes it */
   externalAccess?: ExternalAccess;
+  /** the certificates the provisioner renews, with their validity (CertificatesValid condition, expiry metric) */
+  certificates?: Array<{ name: string; notBefore: Date; notAfter: Date }>;
 }
 
 /**

@@ -4,7 +4,9 @@
  * stops the roll and the previous component serves again; a ClusterVersion edit reaches its tenants at most
  * maxUnavailable at a time.
  */
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -15,6 +17,7 @@ import { InformerFactory } from '../../core/kube/factory.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
+import { reissueServingCert } from '../../core/dev/local/controlplane.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -28,6 +31,17 @@ const tenant = (name: string, spec: Record<string, unknown> = {}) => ({
   metadata: { name, namespace: NS },
   spec: { provisioner: { type: 'local' }, ...spec },
 });
+
+/** served is the certificate a TLS server on 127.0.0.1:port presents to a new connection. */
+const served = (port: number) =>
+  new Promise<X509Certificate>((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      const raw = s.getPeerCertificate().raw;
+      s.end();
+      resolve(new X509Certificate(raw));
+    });
+    s.on('error', reject);
+  });
 
 /** cmdline is a process's command line, one argument a line. */
 const cmdline = (pid: number | undefined) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
@@ -223,5 +237,31 @@ describe('rolling spec changes through local tenant control planes', () => {
     }
     expect([...seenUpdating].sort()).toEqual(['three', 'two']);
     expect(most).toBe(1);
+  });
+
+  it('renews a serving certificate of a one-minute life without a restart; the apiserver keeps answering', async () => {
+    const vc = await running('one');
+    const cp = local.controlPlane(root(vc))!;
+    const pid = cp.apiserver.pid;
+    // A certificate about to run out, as after a minute of a one-minute lifetime's life.
+    await reissueServingCert(join(cp.dir, 'pki'), 1 / 1440);
+    const short = await eventually(async () => {
+      const c = await served(cp.ports.apiserver);
+      expect(new Date(c.validTo).getTime() - Date.now()).toBeLessThan(2 * 60_000);
+      return c;
+    }, 30_000);
+    // Any edit wakes the key; from then on the controller comes back when the certificate is due.
+    await t.client.patch(R.virtualclusters, NS, 'one', { metadata: { annotations: { touch: '1' } } }, 'merge');
+    const c = await cp.client();
+    await eventually(async () => {
+      expect((await c.list(R.namespaces)).items.length).toBeGreaterThan(0);
+      const now = await served(cp.ports.apiserver);
+      expect(now.serialNumber).not.toBe(short.serialNumber);
+      expect(new Date(now.validTo).getTime() - Date.now()).toBeGreaterThan(86_400_000);
+    }, 120_000);
+    expect(cp.apiserver.pid).toBe(pid);
+    await eventually(async () =>
+      expect(condition(await get('one'), 'CertificatesValid')).toMatchObject({ status: 'True' }),
+    );
   });
 });

@@ -461,20 +461,41 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
  * IPs, when one of them is missing; every other certificate and key stays as it is.
  */
 async function addServingIPs(pkiDir: string, ips: readonly string[], validityDays: number): Promise<void> {
+  const current = new X509Certificate(readFileSync(join(pkiDir, PKI_FILES.apiserver.cert), 'utf8'));
+  if (ips.every((ip) => sansOf(current).ipAddresses.includes(ip))) return;
+  await reissueServingCert(pkiDir, validityDays, ips);
+}
+
+/** sansOf reads a certificate's DNS and IP subject alternative names. */
+function sansOf(c: X509Certificate): { dnsNames: string[]; ipAddresses: string[] } {
+  const sans = (c.subjectAltName ?? '').split(', ');
+  return {
+    dnsNames: sans.filter((x) => x.startsWith('DNS:')).map((x) => x.slice(4)),
+    ipAddresses: sans.filter((x) => x.startsWith('IP Address:')).map((x) => x.slice(11)),
+  };
+}
+
+/**
+ * reissueServingCert issues the apiserver serving certificate in pkiDir again from the cluster CA, with a new key,
+ * its SANs and `extraIPs`, for validityDays. kube-apiserver reloads its serving certificate files while it runs, so a
+ * renewal needs no restart: connections made after it are served the new certificate.
+ */
+export async function reissueServingCert(
+  pkiDir: string,
+  validityDays: number,
+  extraIPs: readonly string[] = [],
+): Promise<void> {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
-  const current = new X509Certificate(read(PKI_FILES.apiserver.cert));
-  const sans = (current.subjectAltName ?? '').split(', ');
-  const dnsNames = sans.filter((x) => x.startsWith('DNS:')).map((x) => x.slice(4));
-  const ipAddresses = sans.filter((x) => x.startsWith('IP Address:')).map((x) => x.slice(11));
-  if (ips.every((ip) => ipAddresses.includes(ip))) return;
+  const { dnsNames, ipAddresses } = sansOf(new X509Certificate(read(PKI_FILES.apiserver.cert)));
   const ca = { certPem: read(PKI_FILES.ca.cert), keyPem: read(PKI_FILES.ca.key) };
   const serving = await issueCert(ca, {
     commonName: 'kube-apiserver',
     dnsNames,
-    ipAddresses: [...ipAddresses, ...ips],
+    ipAddresses: [...ipAddresses, ...extraIPs.filter((ip) => !ipAddresses.includes(ip))],
     usages: ['server'],
     validityDays,
   });
+  // The key first: the apiserver reloads when either file changes, and must find a matching pair.
   writeFileSync(join(pkiDir, PKI_FILES.apiserver.key), serving.keyPem, { mode: 0o600 });
   writeFileSync(join(pkiDir, PKI_FILES.apiserver.cert), serving.certPem, { mode: 0o644 });
 }

@@ -1,8 +1,12 @@
+// Over 500 lines: one provisioner's start, roll, certificate renewal and removal of a local tenant share its running
+// map and state directory; the roll's steps live in roll.ts and the components' reports in components.ts.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
-import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
+import { X509Certificate } from 'node:crypto';
+import { LocalControlPlane, reissueServingCert, type ControlPlaneOptions } from '../local/controlplane.ts';
+import { DEFAULT_RENEW_FRACTION, dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
 import {
   planRoll,
   stableJson,
@@ -73,6 +77,11 @@ export interface LocalProvisionerOptions {
    * reach the super apiserver, the manager, other tenants or the host's ports. Needs root, cgroup v2 and iptables.
    */
   confine?: Omit<Confinement, 'loopbackPorts'>;
+  /**
+   * certificates.servingValidityDays: how long a renewed apiserver serving certificate is valid (default the tenant's
+   * spec.pkiExpireDays); it is renewed at DEFAULT_RENEW_FRACTION of its life
+   */
+  certificates?: { servingValidityDays?: number };
 }
 
 /** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
@@ -166,6 +175,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
     }
     if (entry.hash === hash) this.failedRolls.delete(root);
     const cp = entry.cp;
+    const certificates = await this.renewCertificates(cp, vc);
     const fwd = entry.forwarder;
     const view = entry.dnsView;
     return {
@@ -173,6 +183,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
       rolled,
       ...(rollFailed && { rollFailed }),
       result: {
+        certificates,
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
         apiserverEndpoint: fwd
@@ -181,6 +192,26 @@ export class LocalProvisioner implements Provisioner, ComponentSource {
         ...(view && { dnsApiEndpoint: { host: view.opts.host, port: view.port } }),
       },
     };
+  }
+
+  /**
+   * renewCertificates renews the apiserver serving certificate once renewFraction of its life has passed (the
+   * apiserver reloads it without a restart) and reports the certificates it watches with their validity. The other
+   * certificates of the tenant's PKI are not renewed yet.
+   */
+  private async renewCertificates(cp: LocalControlPlane, vc: VirtualCluster): Promise<IssuedCertificate[]> {
+    const pkiDir = join(cp.dir, 'pki');
+    const read = (): IssuedCertificate => {
+      const x = new X509Certificate(readFileSync(join(pkiDir, PKI_FILES.apiserver.cert), 'utf8'));
+      return { name: 'kube-apiserver serving', notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
+    };
+    if (dueForRenewal([read()], new Date(), DEFAULT_RENEW_FRACTION).length) {
+      const days =
+        this.options.certificates?.servingValidityDays ?? vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
+      await reissueServingCert(pkiDir, days);
+      log.info({ tenant: cp.name }, 'apiserver serving certificate renewed');
+    }
+    return [read()];
   }
 
   /**
