@@ -115,18 +115,20 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     spec: Record<string, unknown>,
     field: string,
     reason: RegExp,
+    // a policy that does not exist yet is waited for (Pending), not refused
+    as: { phase: string; reason: string } = { phase: 'Error', reason: 'PolicyViolation' },
   ): Promise<string> => {
     const before = await world();
     await t.client.create(R.virtualclusters, vcObject(name, spec));
     const vc = await eventually(async () => {
       const v = await getVC(name);
-      expect(v.status?.phase).toBe('Error');
+      expect(v.status?.phase).toBe(as.phase);
       return v;
     });
     const message = vc.status!.message!;
     expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       status: 'False',
-      reason: 'PolicyViolation',
+      reason: as.reason,
     });
     expect(message).toContain(`VirtualCluster ${NS}/${name}: ${field}: `);
     expect(message).toMatch(reason);
@@ -278,7 +280,10 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
       ),
     );
     await attempts.attempt('a policy name that does not exist', () =>
-      refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/),
+      refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/, {
+        phase: 'Pending',
+        reason: 'PolicyNotFound',
+      }),
     );
   });
 
