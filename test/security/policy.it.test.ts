@@ -94,14 +94,14 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     victimTenant: handed.get('victim'),
   });
 
-  const warningEvent = (name: string) =>
+  const warningEvent = (name: string, reason = 'PolicyViolation') =>
     eventually(async () => {
       const events = await t.client.list<KubeObject & { type?: string; reason?: string; message?: string }>(R.events, {
         namespace: NS,
         fieldSelector: `involvedObject.name=${name}`,
       });
-      const e = events.items.find((x) => x.type === 'Warning' && x.reason === 'PolicyViolation');
-      expect(e, `a PolicyViolation event on ${name}`).toBeDefined();
+      const e = events.items.find((x) => x.type === 'Warning' && x.reason === reason);
+      expect(e, `a ${reason} event on ${name}`).toBeDefined();
       return e!.message!;
     });
 
@@ -132,7 +132,7 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     });
     expect(message).toContain(`VirtualCluster ${NS}/${name}: ${field}: `);
     expect(message).toMatch(reason);
-    expect(await warningEvent(name)).toContain(field);
+    expect(await warningEvent(name, as.reason)).toContain(field);
     expect(local.controlPlane(rootNamespace(NS, name, vc.metadata!.uid!))).toBeUndefined();
     expect(await world()).toEqual(before);
     await t.client.delete(R.virtualclusters, NS, name);
