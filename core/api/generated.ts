@@ -342,6 +342,18 @@ export interface ClusterVersionSpec {
     replicas?: ClusterVersionReplicas;
     extraArgs?: ClusterVersionExtraArgs;
   };
+  /**
+   * How a change of this ClusterVersion reaches the tenants that use it: each rolls its control plane (etcd,
+   * kube-apiserver, kube-controller-manager in this order, each health-checked) to the new template.
+   */
+  rollout?: {
+    /**
+     * Most tenants of this ClusterVersion rolling or unhealthy (Updating or Degraded) at a time; a tenant that does not
+     * come back healthy keeps its place, so the rollout stops there until it is healthy again. A tenant's own spec
+     * change waits the same way. Defaults to 1.
+     */
+    maxUnavailable?: number;
+  };
 }
 
 /**

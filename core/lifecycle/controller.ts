@@ -14,14 +14,15 @@ import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
-import { cacheCondition, type TenantCacheStates } from './cachelimit.ts';
+import { cacheCondition } from './cachelimit.ts';
 import { countVerdict, DEFAULT_MAX_PER_NAMESPACE } from './count.ts';
 import { childLogger } from '../log.ts';
 import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import {
-  canSleep,
+  canPlanRoll,
   ProvisionRefused,
+  type ProvisionLimits,
   type Provisioned,
   type ProvisionState,
   type Provisioner,
@@ -29,15 +30,8 @@ import {
 import { WorkQueue } from '../queue/workqueue.ts';
 import { defaultProvisioner, TENANT_DEFAULTS } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
-import {
-  checkPolicies,
-  formatViolations,
-  type EffectiveSettings,
-  type ManagerDefaults,
-  type TenantPolicy,
-} from '../tenancy/policy.ts';
+import { checkPolicies, formatViolations, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
 import { subjectOf, type GrantSubject } from '../tenancy/grants.ts';
-import type { MutableTenantRegistry } from '../tenancy/tenant.ts';
 import {
   kubeconfigSecretName,
   tenantCAConfigMapName,
@@ -55,6 +49,7 @@ import {
   merge,
   nextStatus,
   notOwned,
+  policyNotFound,
   policyRefused,
   provisionerUnavailable,
   provisionFailed,
@@ -65,10 +60,16 @@ import {
   type Outcome,
 } from './decisions.ts';
 import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
-import { HealthMonitor, type HealthMonitorOptions } from './healthmonitor.ts';
+import { HealthMonitor } from './healthmonitor.ts';
+import { mayRoll, peersOf, rollHeld, rollResult, rollStarts } from './rollout.ts';
+import { certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
+import { CertificateExpiries } from './certmetrics.ts';
+import type { ClusterVersionSpec } from '../api/generated.ts';
+
+/** ClusterVersion is a ClusterVersion object as the controller's cache holds it. */
+type ClusterVersion = KubeObject & { spec?: ClusterVersionSpec };
 import { ensureTenantDns } from './tenantdns.ts';
 import { tenantOfVirtualCluster, withEffective } from './tenantof.ts';
-import * as sleep from './sleep.ts';
 import { SleepControl } from './sleepcontrol.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
@@ -90,6 +91,8 @@ interface Pass {
   first?: boolean;
   state?: Extract<ProvisionState, { ready: true }>;
   secretName?: string;
+  /** what the provisioner is given besides the spec: the policy's limits and the ClusterVersion */
+  limits?: ProvisionLimits;
 }
 
 /** Step is one named part of the reconcile: it does its I/O and says what follows. */
@@ -107,52 +110,9 @@ new Gauge({
   },
 });
 
-/** LifecycleOptions configure the VirtualCluster controller. */
-export interface LifecycleOptions {
-  /** the meta cluster, where VirtualCluster objects and kubeconfig Secrets live */
-  meta: KubeClient;
-  /** the meta cluster's shared informers (one watch per resource for every controller of the process); default: own */
-  informers?: InformerFactory;
-  /** the super cluster, where root and prefixed namespaces live (often the meta cluster itself) */
-  superClient: KubeClient;
-  provisioners: Partial<Record<string, Provisioner>>;
-  /** where Running tenants are handed to the syncer */
-  tenants: MutableTenantRegistry;
-  workers?: number;
-  /** plugin settings every tenant gets; a TenantPolicy's settings go over them and a VirtualCluster may only add keys */
-  defaultPluginConfig?: Record<string, unknown>;
-  /** platform-wide forced Pod placement and label allow-lists (the manager's tenantDefaults), under each policy */
-  tenantDefaults?: Omit<ManagerDefaults, 'pluginConfig'>;
-  /** serve only VirtualClusters whose spec.superCluster is this name (or unset) */
-  superCluster?: string;
-  /**
-   * checkSuperCluster tells whether spec.superCluster names a super cluster this manager serves: true, or why not.
-   * Absent, any name is accepted.
-   */
-  checkSuperCluster?: (name: string) => true | string;
-  /** checks spec.pluginConfig against the loaded plugins' config schemas (PluginHost.validatePluginConfig) */
-  validatePluginConfig?: (pluginConfig: Record<string, unknown> | undefined) => string[];
-  /**
-   * tenantDns gives every Running tenant a DNS server of its own (core/lifecycle/tenantdns.ts: CoreDNS and the
-   * kube-dns Service in its kube-system, created when missing); the image defaults to the node toolchain's
-   */
-  tenantDns?: { image?: string };
-  /**
-   * the provisioner of a VirtualCluster that names none (the manager's virtualClusters.defaultProvisioner); absent,
-   * the one defaultProvisioner (core/tenancy/defaults.ts) picks among `provisioners`
-   */
-  defaultProvisioner?: ProvisionerType;
-  /** how many VirtualClusters of one namespace are provisioned, oldest first; default DEFAULT_MAX_PER_NAMESPACE */
-  maxPerNamespace?: number;
-  /** how served tenants are probed (core/lifecycle/healthmonitor.ts); false: not at all */
-  health?: Omit<HealthMonitorOptions, 'onChange'> | false;
-  /** what this manager's syncers say of each tenant's caches: the CacheWithinLimit condition; absent, none is set */
-  cacheStates?: TenantCacheStates;
-  /** how often served tenants with spec.sleep are checked for idleness (default 5 s) */
-  idleCheckMs?: number;
-  /** runs before a deleted VirtualCluster's control plane is removed (core/lifecycle/backups.ts: its last snapshot) */
-  beforeRemove?: (vc: VirtualCluster) => Promise<unknown>;
-}
+import type { LifecycleOptions } from './options.ts';
+
+export type { LifecycleOptions };
 
 /**
  * VirtualClusterController turns VirtualCluster objects into tenant control planes. It is level-triggered: it reads
@@ -165,6 +125,11 @@ export interface LifecycleOptions {
 export class VirtualClusterController {
   private readonly informer: SharedInformer<VirtualCluster>;
   private readonly policies: SharedInformer<TenantPolicy>;
+  private readonly clusterVersions: SharedInformer<ClusterVersion>;
+  /** the keys whose roll this manager has allowed and not finished: they count against maxUnavailable at once */
+  private readonly rolling = new Set<string>();
+  /** the certificates each served key's provisioner renews, as it last reported them (the expiry metric) */
+  private readonly certificates = new CertificateExpiries();
   /** the effective settings each key's control plane last started with, kept while a refused edit waits */
   private readonly accepted = new Map<string, EffectiveSettings>();
   /** the status last written per key: its echo is no reason to reconcile, another status is */
@@ -207,6 +172,11 @@ export class VirtualClusterController {
         if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
     };
     this.policies.addHandler({ onAdd: requeueUsers, onUpdate: (_a, b) => requeueUsers(b), onDelete: requeueUsers });
+    // A ClusterVersion edit reaches every tenant that names it, through the same roll (held back by maxUnavailable).
+    this.clusterVersions = informers.informer<ClusterVersion>({ resource: R.clusterversions });
+    const cvUsers = (cv: KubeObject) =>
+      this.informer.list().forEach((vc) => vc.spec?.clusterVersionName === cv.metadata?.name && enqueue(vc));
+    this.clusterVersions.addHandler({ onAdd: cvUsers, onUpdate: (_a, b) => cvUsers(b), onDelete: cvUsers });
     this.runner = new Runner({
       name: 'virtualcluster',
       queue: this.queue,
@@ -239,9 +209,11 @@ export class VirtualClusterController {
   /** start syncs the cache and starts the workers. */
   async start(): Promise<void> {
     liveControllers.add(this);
+    this.certificates.register();
     this.policies.start();
+    this.clusterVersions.start();
     this.informer.start();
-    await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
+    await Promise.all([this.policies.waitForSync(), this.clusterVersions.waitForSync(), this.informer.waitForSync()]);
     this.runner.start();
     this.health?.start();
     this.sleep.start();
@@ -251,10 +223,12 @@ export class VirtualClusterController {
   async stop(): Promise<void> {
     liveControllers.delete(this);
     this.sleep.stop();
+    this.certificates.unregister();
     await this.health?.stop();
     this.unwatchCache?.();
     await this.runner.stop();
     await this.informer.stop();
+    await this.clusterVersions.stop();
     await this.policies.stop();
   }
 
@@ -296,6 +270,7 @@ export class VirtualClusterController {
     (p) => this.announceProvisioning(p),
     (p) => this.claimRoot(p),
     (p) => this.sleepIfAsked(p),
+    (p) => this.announceRoll(p),
     (p) => this.provision(p),
     (p) => this.publishCredentials(p),
     (p) => this.serve(p),
@@ -355,6 +330,7 @@ export class VirtualClusterController {
     this.health?.unwatch(key);
     this.roots.delete(key);
     this.accepted.delete(key);
+    this.certificates.delete(key);
     this.ownStatus.forget(key);
     return undefined;
   }
@@ -382,6 +358,9 @@ export class VirtualClusterController {
    */
   private async checkPolicy(p: Pass): Promise<Outcome> {
     const ns = await this.o.meta.getOrNull<KubeObject>(R.namespaces, undefined, p.vc.metadata!.namespace!);
+    const named = p.vc.spec?.policyName;
+    const waiting = policyNotFound(p.vc, p.key, !named || !!this.policies.get(named));
+    if (waiting !== CONTINUE) return waiting;
     const evaluation = this.evaluate(p.vc, subjectOf(p.vc, ns?.metadata?.labels ?? {}));
     if ('refused' in evaluation) return policyRefused(p.vc, evaluation.refused, this.accepted.get(p.key));
     p.effective = evaluation.effective;
@@ -433,39 +412,42 @@ export class VirtualClusterController {
     return CONTINUE;
   }
 
+  /** sleepIfAsked puts the tenant to sleep when asked (SleepControl.ifAsked), and stops the pass there. */
+  private sleepIfAsked(p: Pass): Promise<Outcome> {
+    return this.sleep.ifAsked(p.vc, p.root, p.provisioner, p.type, () => withEffective(p.vc, p.effective!, p.type!), {
+      etcdBytes: p.effective!.quota.etcdBytes,
+    });
+  }
+
+  /** limits are what the provisioner is given besides the spec: the policy's limits and the ClusterVersion. */
+  private limits(p: Pass): ProvisionLimits {
+    const cvName = p.vc.spec?.clusterVersionName;
+    const clusterVersion = cvName ? this.clusterVersions.get(cvName) : undefined;
+    return (p.limits ??= {
+      etcdBytes: p.effective!.quota.etcdBytes,
+      importSecrets: p.effective!.importSecrets,
+      ...(clusterVersion && { clusterVersion }),
+    });
+  }
+
   /**
-   * sleepIfAsked puts the tenant to sleep when its sleep-requested annotation asks (and it ran before), and stops
-   * there: a sleeping tenant is not provisioned, served or synced. A spec change since it fell asleep, a request
-   * through its front door after the sleep was asked for, or a tenant that cannot sleep clears the request instead.
+   * announceRoll asks a provisioner that can plan its rolls which components the spec restarts. A roll of a tenant
+   * that names a ClusterVersion waits while that version's maxUnavailable tenants are rolling or unhealthy; one that
+   * may go is counted at once (before its Updating phase is published) and announced.
    */
-  private async sleepIfAsked(p: Pass): Promise<Outcome> {
-    const at = sleep.sleepRequestedAt(p.vc);
-    if (at === undefined && p.vc.status?.phase === 'Sleeping' && !this.sleep.takeWake(p.root)) {
-      sleep.wakesTotal.inc({ cause: 'command' });
-      return { events: [{ type: 'Normal', reason: sleep.WOKEN, message: 'the sleep request was removed (vc wake)' }] };
-    }
-    if (at === undefined || !sleep.servedBefore(p.vc)) return CONTINUE;
-    if (sleep.specChangedWhileAsleep(p.vc)) {
-      await this.sleep.request(p.vc, null);
-      sleep.wakesTotal.inc({ cause: 'spec' });
-      return { events: [{ type: 'Normal', reason: sleep.WOKEN, message: 'the spec changed: woken to apply it' }] };
-    }
-    const answer = canSleep(p.provisioner)
-      ? await p.provisioner.sleep(withEffective(p.vc, p.effective!, p.type!), p.root, at, {
-          etcdBytes: p.effective!.quota.etcdBytes,
-        })
-      : ({
-          asleep: false,
-          reason: 'NoFrontDoor',
-          message: `the ${p.type} provisioner cannot put tenants to sleep`,
-        } as const);
-    if (answer.asleep) {
-      if (p.vc.status?.phase !== 'Sleeping') sleep.sleepsTotal.inc();
-      return sleep.asleep(p.vc);
-    }
-    await this.sleep.request(p.vc, null);
-    if (answer.reason === 'Busy') return CONTINUE;
-    return { events: [{ type: 'Warning', reason: sleep.SLEEP_REFUSED, message: answer.message }] };
+  private async announceRoll(p: Pass): Promise<Outcome> {
+    if (!canPlanRoll(p.provisioner) || isFirstStart(p.vc)) return CONTINUE;
+    const vc = withEffective(p.vc, p.effective!, p.type!);
+    const plan = await p.provisioner.planRoll(vc, p.root, this.limits(p));
+    if (!plan.length) return CONTINUE;
+    const cvName = p.vc.spec?.clusterVersionName;
+    const max = cvName && this.clusterVersions.get(cvName)?.spec?.rollout?.maxUnavailable;
+    const verdict = cvName
+      ? mayRoll(p.key, cvName, peersOf(cvName, this.informer.list(), this.rolling), max || 1)
+      : true;
+    if (verdict !== true) return rollHeld(p.vc, verdict);
+    this.rolling.add(p.key);
+    return rollStarts(p.vc, plan);
   }
 
   /** provision asks the provisioner for the control plane with the effective settings. */
@@ -473,12 +455,11 @@ export class VirtualClusterController {
     const effective = p.effective!;
     let state: ProvisionState;
     try {
-      state = await p.provisioner!.ensure(withEffective(p.vc, effective, p.type!), p.root, {
-        etcdBytes: effective.quota.etcdBytes,
-        importSecrets: effective.importSecrets,
-      });
+      state = await p.provisioner!.ensure(withEffective(p.vc, effective, p.type!), p.root, this.limits(p));
     } catch (e) {
       return provisionFailed(e, e instanceof KubeconfigError || e instanceof ProvisionRefused ? e.reason : undefined);
+    } finally {
+      this.rolling.delete(p.key);
     }
     if (state.ready) p.state = state;
     return stillStarting(state, p.vc);
@@ -501,16 +482,24 @@ export class VirtualClusterController {
     this.o.tenants.upsert(tenantOfVirtualCluster(p.vc, p.root, p.state!.result, effective));
     const target = { key: p.key, root: p.root, vc: p.vc, kubeconfig: p.state!.result.kubeconfig };
     await this.health?.watch({ ...target, provisioner: p.provisioner });
-    if (p.state!.rolled) this.health?.reset(p.key);
+    const state = p.state!;
+    if (state.rolled || state.rollFailed) this.health?.reset(p.key);
     const cache = this.o.cacheStates && cacheCondition(this.o.cacheStates.refusal(p.root));
-    return running(p.state!, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key), cache);
+    const serving = running(state, p.root, p.secretName!, effective, p.first!, p.vc, this.health?.take(p.key), cache);
+    const roll = rollResult(p.vc, !!state.rolled, state.rollFailed);
+    const certs = state.result.certificates;
+    if (certs) this.certificates.set(p.key, certs);
+    const valid = certs && certificatesCondition(certs, new Date(), DEFAULT_RENEW_FRACTION);
+    return { ...merge(merge(serving, roll), { conditions: valid ? [valid] : [] }), publish: true };
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */
   private async serveDns(p: Pass): Promise<Outcome> {
     this.accepted.set(p.key, p.effective!);
     const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
-    return afterDns(!!p.state!.result.externalAccess?.waiting, dns);
+    const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns);
+    // Renewal happens in the provisioner's ensure: the key comes back when the next certificate is due.
+    return renewalRequeue(after, p.state!.result.certificates ?? [], DEFAULT_RENEW_FRACTION, new Date());
   }
 
   /**

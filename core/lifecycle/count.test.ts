@@ -43,7 +43,7 @@ describe('countVerdict', () => {
       '(virtualClusters.maxPerNamespace); delete one to make room';
     expect(o).toMatchObject({
       release: true,
-      status: { phase: 'Error', reason: TOO_MANY_VIRTUAL_CLUSTERS, message },
+      status: { phase: 'Pending', reason: TOO_MANY_VIRTUAL_CLUSTERS, message },
       events: [{ type: 'Warning', reason: TOO_MANY_VIRTUAL_CLUSTERS, message }],
     });
     expect(o.requeueAfter).toBeGreaterThan(0);

@@ -1,5 +1,5 @@
 import { SERVING_PHASES, type VirtualCluster } from '../api/virtualcluster.ts';
-import { CONTINUE, ready, type Outcome } from './decisions.ts';
+import { CONTINUE, pending, type Outcome } from './decisions.ts';
 
 /**
  * DEFAULT_MAX_PER_NAMESPACE is how many VirtualClusters of one namespace the manager provisions by default: each is a
@@ -29,7 +29,7 @@ function order(a: VirtualCluster, b: VirtualCluster): number {
 
 /**
  * countVerdict decides whether `vc` is within the first `max` VirtualClusters of its namespace (oldest first, those
- * being deleted left out). One past it is not provisioned: Error, reason TooManyVirtualClusters, a Warning event
+ * being deleted left out). One past it is not provisioned: Pending (capacity), reason TooManyVirtualClusters, a Warning event
  * once, and a look again later. A VirtualCluster already serving keeps serving when the limit is lowered.
  */
 export function countVerdict(vc: VirtualCluster, all: readonly VirtualCluster[], max: number): Outcome {
@@ -42,13 +42,5 @@ export function countVerdict(vc: VirtualCluster, all: readonly VirtualCluster[],
   const message =
     `VirtualCluster ${ns}/${vc.metadata?.name}: namespace ${ns} has ${live.length} VirtualClusters and the manager ` +
     `provisions the ${max} oldest (virtualClusters.maxPerNamespace); delete one to make room`;
-  const seen = vc.status?.reason === reason && vc.status?.message === message;
-  return {
-    stop: true,
-    release: true,
-    status: { phase: 'Error', reason, message },
-    conditions: [ready('False', reason, message)],
-    events: seen ? [] : [{ type: 'Warning', reason, message }],
-    requeueAfter: COUNT_RECHECK_MS,
-  };
+  return pending(vc, reason, message, COUNT_RECHECK_MS);
 }

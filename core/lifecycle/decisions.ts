@@ -28,6 +28,8 @@ export const INVALID_SPEC = 'InvalidSpec';
 export const UNKNOWN_SUPER_CLUSTER = 'UnknownSuperCluster';
 /** POLICY_VIOLATION is the reason of a VirtualCluster whose spec its TenantPolicy refuses. */
 export const POLICY_VIOLATION = 'PolicyViolation';
+/** POLICY_NOT_FOUND is the reason of a VirtualCluster waiting for the TenantPolicy its spec.policyName names. */
+export const POLICY_NOT_FOUND = 'PolicyNotFound';
 /** PROVISIONER_UNAVAILABLE is the reason of a VirtualCluster whose provisioner this manager does not have. */
 export const PROVISIONER_UNAVAILABLE = 'ProvisionerUnavailable';
 /** PROVISIONING is the reason of a control plane's first start, announced before the provisioner runs. */
@@ -107,6 +109,21 @@ function failed(reason: string, message: string, extra: Partial<Outcome> = {}): 
   };
 }
 
+/**
+ * pending is the Outcome of a tenant that waits for something outside it (a policy, a super cluster, capacity):
+ * Pending, Ready=False with the reason, the tenant released, a Warning event only when the message is new.
+ */
+export function pending(vc: VirtualCluster, reason: string, message: string, requeueAfter?: number): Outcome {
+  return {
+    stop: true,
+    release: true,
+    status: { phase: 'Pending', reason, message },
+    conditions: [ready('False', reason, message)],
+    events: unchanged(vc, reason, message) ? [] : [{ type: 'Warning', reason, message }],
+    ...(requeueAfter !== undefined && { requeueAfter }),
+  };
+}
+
 /** unchanged reports whether vc already shows this reason and message (then its Warning event is not repeated). */
 function unchanged(vc: VirtualCluster, reason: string, message: string): boolean {
   return vc.status?.reason === reason && vc.status?.message === message;
@@ -124,17 +141,23 @@ export function invalidSpec(key: string, schemaMessage: string | undefined, plug
 
 /**
  * unknownSuperCluster decides on spec.superCluster: `known` is true or why no syncer of this manager serves that name.
- * Such a tenant is released and looked at again (the super cluster may be registered meanwhile); its Warning event is
- * recorded only when the message is new.
+ * Such a tenant is Pending, released and looked at again (the super cluster may be registered meanwhile); its Warning
+ * event is recorded only when the message is new.
  */
 export function unknownSuperCluster(vc: VirtualCluster, key: string, known: true | string): Outcome {
   if (known === true) return CONTINUE;
-  const reason = UNKNOWN_SUPER_CLUSTER;
   const message = `VirtualCluster ${key}: spec.superCluster ${JSON.stringify(vc.spec?.superCluster)}: ${known}`;
-  return failed(reason, message, {
-    events: unchanged(vc, reason, message) ? [] : [{ type: 'Warning', reason, message }],
-    requeueAfter: UNKNOWN_SUPER_RECHECK_MS,
-  });
+  return pending(vc, UNKNOWN_SUPER_CLUSTER, message, UNKNOWN_SUPER_RECHECK_MS);
+}
+
+/**
+ * policyNotFound decides on a spec.policyName no TenantPolicy has (`exists` false): a tenant not serving yet is
+ * Pending until the platform creates it (a new policy requeues it); a serving one goes on to policyRefused.
+ */
+export function policyNotFound(vc: VirtualCluster, key: string, exists: boolean): Outcome {
+  if (exists || SERVING_PHASES.has(vc.status?.phase ?? '')) return CONTINUE;
+  const message = `VirtualCluster ${key}: spec.policyName: TenantPolicy ${JSON.stringify(vc.spec?.policyName)} does not exist; waiting for it`;
+  return pending(vc, POLICY_NOT_FOUND, message);
 }
 
 /**
@@ -225,7 +248,7 @@ export function provisionFailed(e: unknown, refusal: string | undefined): Outcom
 /**
  * stillStarting decides on a control plane the provisioner reports not ready yet: Provisioning, Waiting, 2 s. A tenant
  * that was serving (`vc` Running or Degraded: a native tenant whose apiserver Pod is restarted by its StatefulSet) is
- * Degraded instead, with ControlPlaneUnavailable and the events of a transition.
+ * Degraded instead, with ControlPlaneUnavailable and the events of a transition; one Updating stays Updating.
  */
 export function stillStarting(state: ProvisionState, vc?: VirtualCluster): Outcome {
   if (state.ready) return CONTINUE;
@@ -240,7 +263,8 @@ export function stillStarting(state: ProvisionState, vc?: VirtualCluster): Outco
     };
   return {
     stop: true,
-    status: { phase: 'Provisioning', reason: WAITING, message },
+    // A tenant rolling to a new spec stays Updating while the provisioner waits for a component (a native StatefulSet).
+    status: { phase: vc?.status?.phase === 'Updating' ? 'Updating' : 'Provisioning', reason: WAITING, message },
     conditions: [ready('False', WAITING, message)],
     requeueAfter: WAITING_RECHECK_MS,
   };

@@ -4,9 +4,21 @@ import { objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { ANN, IDENTITY } from '../names/names.ts';
-import { canSleep, type Provisioner } from '../provisioners/provisioner.ts';
+import { canSleep, type ProvisionLimits, type Provisioner } from '../provisioners/provisioner.ts';
+import { CONTINUE, type Outcome } from './decisions.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
-import { idleDue, WOKEN, wakeSeconds, wakesTotal } from './sleep.ts';
+import {
+  asleep,
+  idleDue,
+  servedBefore,
+  SLEEP_REFUSED,
+  sleepRequestedAt,
+  sleepsTotal,
+  specChangedWhileAsleep,
+  WOKEN,
+  wakeSeconds,
+  wakesTotal,
+} from './sleep.ts';
 
 const log = childLogger({ controller: 'virtualcluster-sleep' });
 
@@ -96,5 +108,45 @@ export class SleepControl {
         log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'asking a sleep failed'),
       );
     }
+  }
+
+  /**
+   * ifAsked puts the tenant to sleep when its sleep-requested annotation asks (and it ran before), and stops
+   * there: a sleeping tenant is not provisioned, served or synced. A spec change since it fell asleep, a request
+   * through its front door after the sleep was asked for, or a tenant that cannot sleep clears the request instead.
+   */
+  async ifAsked(
+    vc: VirtualCluster,
+    root: string,
+    provisioner: Provisioner | undefined,
+    type: string | undefined,
+    effective: () => VirtualCluster,
+    limits: ProvisionLimits,
+  ): Promise<Outcome> {
+    const at = sleepRequestedAt(vc);
+    if (at === undefined && vc.status?.phase === 'Sleeping' && !this.takeWake(root)) {
+      wakesTotal.inc({ cause: 'command' });
+      return { events: [{ type: 'Normal', reason: WOKEN, message: 'the sleep request was removed (vc wake)' }] };
+    }
+    if (at === undefined || !servedBefore(vc)) return CONTINUE;
+    if (specChangedWhileAsleep(vc)) {
+      await this.request(vc, null);
+      wakesTotal.inc({ cause: 'spec' });
+      return { events: [{ type: 'Normal', reason: WOKEN, message: 'the spec changed: woken to apply it' }] };
+    }
+    const answer = canSleep(provisioner)
+      ? await provisioner.sleep(effective(), root, at, limits)
+      : ({
+          asleep: false,
+          reason: 'NoFrontDoor',
+          message: `the ${type} provisioner cannot put tenants to sleep`,
+        } as const);
+    if (answer.asleep) {
+      if (vc.status?.phase !== 'Sleeping') sleepsTotal.inc();
+      return asleep(vc);
+    }
+    await this.request(vc, null);
+    if (answer.reason === 'Busy') return CONTINUE;
+    return { events: [{ type: 'Warning', reason: SLEEP_REFUSED, message: answer.message }] };
   }
 }

@@ -1,4 +1,6 @@
+import type { ClusterVersionSpec } from '../api/generated.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
+import type { RollComponent, RollFailure } from './roll.ts';
 
 /** Provisioned describes a tenant control plane that answers. */
 export interface Provisioned {
@@ -16,6 +18,8 @@ export interface Provisioned {
   dnsApiEndpoint?: { host: string; port: number; tlsServerName?: string };
   /** how people outside the super cluster reach the apiserver, where the provisioner exposes it */
   externalAccess?: ExternalAccess;
+  /** the certificates the provisioner renews, with their validity (CertificatesValid condition, expiry metric) */
+  certificates?: Array<{ name: string; notBefore: Date; notAfter: Date }>;
 }
 
 /**
@@ -31,9 +35,14 @@ export interface ExternalAccess {
   waiting?: { reason: string; message: string };
 }
 
-/** ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). */
+/**
+ * ProvisionState is the answer of ensure: ready with its details, or still working (with what it waits for). A ready
+ * control plane says whether this call rolled it to a changed spec (`rolled`), or where the roll stopped (`rollFailed`:
+ * then it serves what it could keep, and the same spec is not rolled again until it changes).
+ */
 export type ProvisionState =
-  { ready: true; result: Provisioned; rolled?: boolean } | { ready: false; waitingFor: string };
+  | { ready: true; result: Provisioned; rolled?: boolean; rollFailed?: RollFailure }
+  | { ready: false; waitingFor: string };
 
 /** RemoveWaiting is remove's answer while part of the control plane is still going away. */
 export interface RemoveWaiting {
@@ -46,6 +55,8 @@ export interface ProvisionLimits {
   etcdBytes?: number;
   /** the Secrets the tenant's policy grants the import provisioner (spec.grants.importSecrets); absent: none */
   importSecrets?: ReadonlyArray<{ namespace: string; name: string }>;
+  /** the ClusterVersion the tenant names, as the controller's cache has it (the local provisioner takes its flags) */
+  clusterVersion?: { spec?: ClusterVersionSpec };
 }
 
 /**
@@ -133,4 +144,17 @@ export interface Sleeper {
 /** canSleep reports whether the provisioner can put tenants to sleep. */
 export function canSleep(p: Provisioner | undefined): p is Provisioner & Sleeper {
   return typeof (p as Partial<Sleeper> | undefined)?.sleep === 'function';
+}
+
+/**
+ * RollPlanner is the optional ability of a provisioner to say, before ensure runs, which components a changed spec
+ * restarts (type guard canPlanRoll): the controller announces Updating and holds the roll back by maxUnavailable.
+ */
+export interface RollPlanner {
+  planRoll(vc: VirtualCluster, root: string, limits?: ProvisionLimits): Promise<RollComponent[]>;
+}
+
+/** canPlanRoll reports whether the provisioner can plan its rolls. */
+export function canPlanRoll(p: Provisioner | undefined): p is Provisioner & RollPlanner {
+  return typeof (p as Partial<RollPlanner> | undefined)?.planRoll === 'function';
 }

@@ -280,7 +280,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       expect(v.status?.reason).toBe('UnknownSuperCluster');
       return v;
     }, 30_000);
-    expect(vc.status?.phase).toBe('Error');
+    expect(vc.status?.phase).toBe('Pending');
     expect(vc.status?.message).toMatch(/"r9".*known: r1, r2/);
     expect(manager.isLeader()).toBe(true);
   });

@@ -94,14 +94,14 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     victimTenant: handed.get('victim'),
   });
 
-  const warningEvent = (name: string) =>
+  const warningEvent = (name: string, reason = 'PolicyViolation') =>
     eventually(async () => {
       const events = await t.client.list<KubeObject & { type?: string; reason?: string; message?: string }>(R.events, {
         namespace: NS,
         fieldSelector: `involvedObject.name=${name}`,
       });
-      const e = events.items.find((x) => x.type === 'Warning' && x.reason === 'PolicyViolation');
-      expect(e, `a PolicyViolation event on ${name}`).toBeDefined();
+      const e = events.items.find((x) => x.type === 'Warning' && x.reason === reason);
+      expect(e, `a ${reason} event on ${name}`).toBeDefined();
       return e!.message!;
     });
 
@@ -115,22 +115,24 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
     spec: Record<string, unknown>,
     field: string,
     reason: RegExp,
+    // a policy that does not exist yet is waited for (Pending), not refused
+    as: { phase: string; reason: string } = { phase: 'Error', reason: 'PolicyViolation' },
   ): Promise<string> => {
     const before = await world();
     await t.client.create(R.virtualclusters, vcObject(name, spec));
     const vc = await eventually(async () => {
       const v = await getVC(name);
-      expect(v.status?.phase).toBe('Error');
+      expect(v.status?.phase).toBe(as.phase);
       return v;
     });
     const message = vc.status!.message!;
     expect(vc.status!.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       status: 'False',
-      reason: 'PolicyViolation',
+      reason: as.reason,
     });
     expect(message).toContain(`VirtualCluster ${NS}/${name}: ${field}: `);
     expect(message).toMatch(reason);
-    expect(await warningEvent(name)).toContain(field);
+    expect(await warningEvent(name, as.reason)).toContain(field);
     expect(local.controlPlane(rootNamespace(NS, name, vc.metadata!.uid!))).toBeUndefined();
     expect(await world()).toEqual(before);
     await t.client.delete(R.virtualclusters, NS, name);
@@ -278,7 +280,10 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
       ),
     );
     await attempts.attempt('a policy name that does not exist', () =>
-      refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/),
+      refused('ghost-policy', { policyName: 'ghost' }, 'spec.policyName', /TenantPolicy "ghost" does not exist/, {
+        phase: 'Pending',
+        reason: 'PolicyNotFound',
+      }),
     );
   });
 

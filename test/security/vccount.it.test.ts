@@ -2,7 +2,7 @@
  * Hostile definition author against the manager (issue 31, §3): whoever may write VirtualClusters in a namespace (or a
  * GitSource applying into it) asks for more control planes than the platform provisions per namespace. The real
  * VirtualCluster controller on a real super cluster provisions the oldest `maxPerNamespace` and gives the others
- * phase Error, reason TooManyVirtualClusters and a Warning event; other namespaces are not counted. No provisioner is
+ * phase Pending (waiting for room), reason TooManyVirtualClusters and a Warning event; other namespaces are not counted. No provisioner is
  * configured here, so nothing is started: the count is decided before any provisioner is picked.
  */
 import { readFileSync } from 'node:fs';
@@ -74,7 +74,7 @@ describe('hostile author against the count of VirtualClusters per namespace', ()
       for (const name of ['vc-3', 'vc-4'])
         await eventually(async () => expect((await status('crowd', name))?.reason).toBe(TOO_MANY_VIRTUAL_CLUSTERS));
       const refused = (await status('crowd', 'vc-4'))!;
-      expect(refused.phase).toBe('Error');
+      expect(refused.phase).toBe('Pending');
       expect(refused.message).toContain(
         `namespace crowd has 4 VirtualClusters and the manager provisions the ${MAX} oldest`,
       );

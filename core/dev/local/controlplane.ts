@@ -85,8 +85,10 @@ const KWOK_SERVING_CERT = 'pki/kwok-serving.crt';
  * processes on 127.0.0.1. Its admin kubeconfig (client certificate, system:masters) is `<dir>/admin.kubeconfig`.
  */
 export class LocalControlPlane {
-  readonly apiserver: ManagedProcess;
-  readonly controllerManager?: ManagedProcess;
+  /** the apiserver process; a roll may hand a running one over from the previous control plane (adopt) */
+  apiserver: ManagedProcess;
+  /** the controller manager process; a roll may hand a running one over from the previous control plane (adopt) */
+  controllerManager?: ManagedProcess;
   readonly scheduler?: ManagedProcess;
   readonly kwok?: ManagedProcess;
   private clientCache?: Promise<KubeClient>;
@@ -183,11 +185,7 @@ export class LocalControlPlane {
    * every component, and waits until the apiserver is ready, the controllers run and kwok's nodes are Ready.
    */
   static async start(opts: ControlPlaneOptions): Promise<LocalControlPlane> {
-    const d = opts.dir;
-    mkdirSync(join(d, 'logs'), { recursive: true });
-    const ports = await resolvePorts(d, opts.ports);
-    const token = await prepareStateDir(opts, ports);
-    const cp = new LocalControlPlane(opts, ports, token);
+    const cp = await LocalControlPlane.prepare(opts);
     try {
       await cp.startComponents();
     } catch (e) {
@@ -196,6 +194,34 @@ export class LocalControlPlane {
       throw e;
     }
     return cp;
+  }
+
+  /**
+   * LocalControlPlane.prepare prepares the state directory as start does and returns the control plane with none of
+   * its processes started: a roll starts them one at a time (startApiserver, startControllerManager) or adopts the
+   * running ones of the control plane it replaces.
+   */
+  static async prepare(opts: ControlPlaneOptions): Promise<LocalControlPlane> {
+    const d = opts.dir;
+    mkdirSync(join(d, 'logs'), { recursive: true });
+    const ports = await resolvePorts(d, opts.ports);
+    const token = await prepareStateDir(opts, ports);
+    return new LocalControlPlane(opts, ports, token);
+  }
+
+  /**
+   * adopt takes over `from`'s running process of one component instead of its own unstarted one: a roll that
+   * restarts only the other component keeps it running. `from` must not stop it afterwards (see release).
+   */
+  adopt(component: 'apiserver' | 'controllerManager', from: LocalControlPlane): void {
+    if (component === 'apiserver') this.apiserver = from.apiserver;
+    else this.controllerManager = from.controllerManager;
+  }
+
+  /** release closes the shared client without stopping any process: a control plane replaced by a roll. */
+  async release(): Promise<void> {
+    if (this.clientCache) (await this.clientCache).close();
+    this.clientCache = undefined;
   }
 
   /** name is the cluster name. */
@@ -253,6 +279,13 @@ export class LocalControlPlane {
         process: this.apiserver,
       },
     );
+  }
+
+  /** startControllerManager (re)starts only the controller manager and waits for its /healthz. */
+  async startControllerManager(): Promise<void> {
+    if (!this.controllerManager) return;
+    this.controllerManager.start();
+    await this.waitHealthz('kube-controller-manager', this.ports.controllerManager, this.controllerManager);
   }
 
   /** stopApiserver stops only the apiserver (tests use it to simulate an outage). */
@@ -428,20 +461,41 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
  * IPs, when one of them is missing; every other certificate and key stays as it is.
  */
 async function addServingIPs(pkiDir: string, ips: readonly string[], validityDays: number): Promise<void> {
+  const current = new X509Certificate(readFileSync(join(pkiDir, PKI_FILES.apiserver.cert), 'utf8'));
+  if (ips.every((ip) => sansOf(current).ipAddresses.includes(ip))) return;
+  await reissueServingCert(pkiDir, validityDays, ips);
+}
+
+/** sansOf reads a certificate's DNS and IP subject alternative names. */
+function sansOf(c: X509Certificate): { dnsNames: string[]; ipAddresses: string[] } {
+  const sans = (c.subjectAltName ?? '').split(', ');
+  return {
+    dnsNames: sans.filter((x) => x.startsWith('DNS:')).map((x) => x.slice(4)),
+    ipAddresses: sans.filter((x) => x.startsWith('IP Address:')).map((x) => x.slice(11)),
+  };
+}
+
+/**
+ * reissueServingCert issues the apiserver serving certificate in pkiDir again from the cluster CA, with a new key,
+ * its SANs and `extraIPs`, for validityDays. kube-apiserver reloads its serving certificate files while it runs, so a
+ * renewal needs no restart: connections made after it are served the new certificate.
+ */
+export async function reissueServingCert(
+  pkiDir: string,
+  validityDays: number,
+  extraIPs: readonly string[] = [],
+): Promise<void> {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
-  const current = new X509Certificate(read(PKI_FILES.apiserver.cert));
-  const sans = (current.subjectAltName ?? '').split(', ');
-  const dnsNames = sans.filter((x) => x.startsWith('DNS:')).map((x) => x.slice(4));
-  const ipAddresses = sans.filter((x) => x.startsWith('IP Address:')).map((x) => x.slice(11));
-  if (ips.every((ip) => ipAddresses.includes(ip))) return;
+  const { dnsNames, ipAddresses } = sansOf(new X509Certificate(read(PKI_FILES.apiserver.cert)));
   const ca = { certPem: read(PKI_FILES.ca.cert), keyPem: read(PKI_FILES.ca.key) };
   const serving = await issueCert(ca, {
     commonName: 'kube-apiserver',
     dnsNames,
-    ipAddresses: [...ipAddresses, ...ips],
+    ipAddresses: [...ipAddresses, ...extraIPs.filter((ip) => !ipAddresses.includes(ip))],
     usages: ['server'],
     validityDays,
   });
+  // The key first: the apiserver reloads when either file changes, and must find a matching pair.
   writeFileSync(join(pkiDir, PKI_FILES.apiserver.key), serving.keyPem, { mode: 0o600 });
   writeFileSync(join(pkiDir, PKI_FILES.apiserver.cert), serving.certPem, { mode: 0o644 });
 }

@@ -59,8 +59,15 @@ export class LocalEtcd {
 
   /** LocalEtcd.start starts etcd and waits until /health answers. */
   static async start(o: EtcdOptions): Promise<LocalEtcd> {
+    const e = await LocalEtcd.prepare(o);
+    await e.resume();
+    return e;
+  }
+
+  /** LocalEtcd.prepare makes the member without starting it (resume starts it): a roll holds it before it is healthy. */
+  static async prepare(o: EtcdOptions): Promise<LocalEtcd> {
     const [c, p] = o.clientPort && o.peerPort ? [o.clientPort, o.peerPort] : await freePorts(2);
-    const e = new LocalEtcd(
+    return new LocalEtcd(
       o.dir,
       c!,
       p!,
@@ -68,8 +75,6 @@ export class LocalEtcd {
       o.quotaBackendBytes ?? DEFAULT_QUOTA_BACKEND_BYTES,
       o.name ?? 'etcd',
     );
-    await e.resume();
-    return e;
   }
 
   /** endpoint is the client URL. */

@@ -1,23 +1,26 @@
-// Over 500 lines, on purpose: the local provisioner is one class over the tenants' running processes, and its ensure,
-// sleep and wake, snapshot and restore, and delete all start, stop and swap the same entries. The processes themselves
-// (local/controlplane.ts, etcd.ts), the front door (frontdoor.ts), components (components.ts) and the snapshot and
-// restore steps (core/backup) live apart.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
-import { LocalControlPlane } from '../local/controlplane.ts';
-import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
-import { freePorts } from '../local/process.ts';
-import { TcpForwarder } from '../local/forwarder.ts';
-import { FrontDoor } from '../local/frontdoor.ts';
-import { withServer } from '../../pki/kubeconfig.ts';
-import { DnsView } from '../../provisioners/dnsview.ts';
+import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, type LocalEtcd } from '../local/etcd.ts';
+import { X509Certificate } from 'node:crypto';
+import { reissueServingCert, type LocalControlPlane } from '../local/controlplane.ts';
+import { DEFAULT_RENEW_FRACTION, dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
+import { planRoll, stableJson, type RollComponent, type RollFailure } from '../../provisioners/roll.ts';
+import { rollLocal } from './roll.ts';
+import {
+  controlPlaneOptions,
+  ETCD_DIR,
+  startComponents,
+  stopRunning,
+  type LocalProvisionerOptions,
+  type LocalSettings,
+  type Parts,
+  type Running,
+  type StartContext,
+} from './start.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
-import type { ExtraArgs } from '../../api/controlplane.ts';
-import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
 import { childLogger } from '../../log.ts';
-import { fingerprintSha256, issueCert, PKI_FILES } from '../../pki/pki.ts';
+import { fingerprintSha256, PKI_FILES } from '../../pki/pki.ts';
 import {
   ProvisionRefused,
   type ComponentReport,
@@ -30,92 +33,25 @@ import {
   type SleepAnswer,
 } from '../../provisioners/provisioner.ts';
 import { localComponents, watchCrashes } from './components.ts';
-import type { VirtualCluster } from '../../api/virtualcluster.ts';
-import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import { FrontDoors, frontDoorAccess } from './frontdoors.ts';
 import type { Snapshotter } from '../../backup/backup.ts';
 import { saveEtcdSnapshot, type SnapshotFile } from '../../backup/etcdsnapshot.ts';
 import { restoreDataDir } from '../../backup/restore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+
+export { ETCD_DIR, localApiserverArgs, type LocalProvisionerOptions } from './start.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });
-
-/**
- * localApiserverArgs are the kube-apiserver flags of a tenant run on this host: the tenant's own extraArgs, plus
- * `--enable-aggregator-routing=true` unless they set it. A local tenant apiserver runs on the host, where its Services'
- * cluster IPs carry no packets (only the super copies' do), so it reaches the backends of its webhooks, CRD
- * conversion webhooks and aggregated APIs at their endpoints, the Pod IPs the syncer copies up from the super
- * cluster, as upstream does when the apiserver runs outside the cluster network. No new reach: a tenant's webhook
- * may name any URL already.
- */
-export function localApiserverArgs(extra: ExtraArgs = {}): ExtraArgs {
-  const named = Object.keys(extra).some((k) => k.replace(/^--?/, '') === 'enable-aggregator-routing');
-  return named ? extra : { ...extra, 'enable-aggregator-routing': 'true' };
-}
-
-/** LocalProvisionerOptions tune the local provisioner. */
-export interface LocalProvisionerOptions {
-  /**
-   * tenantEtcd: each new tenant gets an etcd of its own with the storage quota of its policy (default). shared: new
-   * tenants share the given etcd under their prefix, as before (no storage guard: one tenant can fill it for all).
-   */
-  etcd?: 'tenant' | 'shared';
-  /**
-   * podAddress is a host address Pods on this host's real nodes can reach (a real node's bridge gateway). Each
-   * tenant apiserver, which listens on 127.0.0.1 only, is then also reached there through a forwarder of its own
-   * (one port per tenant, kept across restarts), and that is the tenant's apiserverEndpoint: what its Pods (the
-   * tenant DNS server among them) get as KUBERNETES_SERVICE_HOST/PORT. The apiserver certificate names the address.
-   */
-  podAddress?: string;
-  /**
-   * the CA tenant apiservers verify their kubelets' serving certificates against (--kubelet-certificate-authority):
-   * every vNode's kubelet is the vn-agent, so this is the CA of the vn-agent's serving certificate
-   */
-  kubeletCAFile?: string;
-  /**
-   * confine runs each tenant's apiserver and controller manager in a cgroup of their own whose new connections reach
-   * only their etcd and apiserver ports on loopback, these Pod CIDRs and endpoints (the vn-agent), and addresses
-   * outside the internal ranges (NetConfinement): the tenant admin's webhooks, APIServices and proxy paths cannot
-   * reach the super apiserver, the manager, other tenants or the host's ports. Needs root, cgroup v2 and iptables.
-   */
-  confine?: Omit<Confinement, 'loopbackPorts'>;
-}
-
-/** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
-interface Running {
-  cp: LocalControlPlane;
-  etcd?: LocalEtcd;
-  /** the forwarder from podAddress to the apiserver */
-  forwarder?: TcpForwarder;
-  /** the tenant DNS server's view of the apiserver on podAddress */
-  dnsView?: DnsView;
-  /** the network confinement of the apiserver and controller manager */
-  confinement?: NetConfinement;
-  hash: string;
-  /** the (effective) VirtualCluster and storage quota it was started with: a wake starts it with them again */
-  vc: VirtualCluster;
-  etcdBytes: number;
-}
 
 /** Asleep is a sleeping tenant: what it is woken with, and the stopping of its processes (a wake waits for it). */
 interface Asleep {
   vc: VirtualCluster;
-  etcdBytes: number;
+  desired: LocalSettings;
   hash: string;
   stopped: Promise<void>;
 }
-
-/** Parts are the processes start runs for a tenant. */
-type Parts = Omit<Running, 'hash' | 'vc' | 'etcdBytes'>;
-
-/** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
-const POD_PORT_FILE = 'pod-port';
-/** DNS_PORT_FILE keeps a tenant's DNS view port: its DNS server's kubeconfig names it. */
-const DNS_PORT_FILE = 'dns-view-port';
-/** FRONT_PORT_FILE keeps a tenant's front door port: its kubeconfig Secret names it. */
-const FRONT_PORT_FILE = 'front-port';
-
-/** ETCD_DIR is where a tenant's own etcd keeps its data and log, inside the tenant's state directory. */
-export const ETCD_DIR = 'etcd';
 
 /**
  * LocalProvisioner runs each tenant's etcd, kube-apiserver and kube-controller-manager as processes on this machine.
@@ -134,9 +70,13 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   private readonly running = new Map<string, Running>();
   private readonly exitListeners = new Set<(root: string, component: string) => void>();
   private readonly starting = new Map<string, Promise<Parts>>();
-  /** front doors of tenants with spec.sleep, by root; `opening` holds those being started */
-  private readonly doors = new Map<string, FrontDoor>();
-  private readonly opening = new Map<string, Promise<FrontDoor>>();
+  /** the hash of the spec whose roll failed, per tenant, and how: not tried again until the spec changes */
+  private readonly failedRolls = new Map<string, { hash: string; failure: RollFailure }>();
+  /** front doors of tenants with spec.sleep */
+  private readonly doors = new FrontDoors(
+    (root) => this.dir(root),
+    (root) => this.upstream(root),
+  );
   private readonly sleeping = new Map<string, Asleep>();
   private readonly waking = new Map<string, Promise<Parts>>();
   private readonly wakeListeners = new Set<(root: string, tookMs: number) => void>();
@@ -149,20 +89,18 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     private readonly options: LocalProvisionerOptions = {},
   ) {}
 
+  private get ctx(): StartContext {
+    return { dir: (root) => this.dir(root), etcd: this.etcd, options: this.options };
+  }
+
   private dir(root: string): string {
     return join(this.stateDir, root);
   }
 
   async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
-    // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
-    assertFlagsAllowed({
-      apiServer: vc.spec.apiServer?.extraArgs,
-      controllerManager: vc.spec.controllerManager?.extraArgs,
-    });
-    assertLocalExpose(vc);
+    const desired = this.settings(vc, limits);
+    const hash = settingsHash(desired);
     await this.restoring.get(root)?.catch(() => undefined);
-    const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
-    const hash = specHash(vc, etcdBytes, this.options.kubeletCAFile);
     // ensure wants the tenant awake: a wake its front door began is awaited, a sleeping tenant starts (with this spec).
     await this.waking.get(root)?.catch(() => undefined);
     const asleep = this.sleeping.get(root);
@@ -172,22 +110,37 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     }
     let entry = this.running.get(root);
     let rolled = false;
+    let rollFailed: RollFailure | undefined;
     if (entry && entry.hash !== hash) {
-      log.info({ tenant: root }, 'spec changed; restarting the control plane');
-      await stopRunning(entry);
-      this.running.delete(root);
-      entry = undefined;
-      rolled = true;
+      const failed = this.failedRolls.get(root);
+      // A spec whose roll failed is not tried again until it changes: each try would restart a serving component.
+      if (failed?.hash === hash) rollFailed = failed.failure;
+      else {
+        const out = await this.roll(entry, vc, root, desired, hash);
+        entry = out.entry;
+        rolled = !out.failure;
+        rollFailed = out.failure;
+      }
     }
-    if (!entry) entry = this.install(root, { ...(await this.start(vc, root, etcdBytes)), hash, vc, etcdBytes });
-    const door = vc.spec.sleep ? await this.openDoor(root, Date.now()) : await this.closeDoor(root);
+    entry ??= this.install(root, {
+      ...(await this.start(vc, root, desired)),
+      hash,
+      settings: desired.components,
+      vc,
+      desired,
+    });
+    if (entry.hash === hash) this.failedRolls.delete(root);
+    const door = vc.spec.sleep ? await this.doors.open(root, Date.now()) : await this.doors.close(root);
     const cp = entry.cp;
+    const certificates = await this.renewCertificates(cp, vc);
     const fwd = entry.forwarder;
     const view = entry.dnsView;
     return {
       ready: true,
       rolled,
+      ...(rollFailed && { rollFailed }),
       result: {
+        certificates,
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
         apiserverEndpoint: fwd
@@ -199,10 +152,109 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     };
   }
 
+  /**
+   * renewCertificates renews the apiserver serving certificate once renewFraction of its life has passed (the
+   * apiserver reloads it without a restart) and reports the certificates it watches with their validity. The other
+   * certificates of the tenant's PKI are not renewed yet.
+   */
+  private async renewCertificates(cp: LocalControlPlane, vc: VirtualCluster): Promise<IssuedCertificate[]> {
+    const pkiDir = join(cp.dir, 'pki');
+    const read = (): IssuedCertificate => {
+      const x = new X509Certificate(readFileSync(join(pkiDir, PKI_FILES.apiserver.cert), 'utf8'));
+      return { name: 'kube-apiserver serving', notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
+    };
+    if (dueForRenewal([read()], new Date(), DEFAULT_RENEW_FRACTION).length) {
+      const days =
+        this.options.certificates?.servingValidityDays ?? vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
+      await reissueServingCert(pkiDir, days);
+      log.info({ tenant: cp.name }, 'apiserver serving certificate renewed');
+    }
+    return [read()];
+  }
+
+  /**
+   * settings are what each component of the tenant is started with (flags: the ClusterVersion's under the tenant's,
+   * as the native provisioner merges them), checked against the allow-list before any process runs.
+   */
+  private settings(vc: VirtualCluster, limits: ProvisionLimits): LocalSettings {
+    const cv = limits.clusterVersion?.spec;
+    const api = { ...cv?.apiServer?.extraArgs, ...vc.spec.apiServer?.extraArgs };
+    const kcm = { ...cv?.controllerManager?.extraArgs, ...vc.spec.controllerManager?.extraArgs };
+    // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
+    assertFlagsAllowed({ apiServer: api, controllerManager: kcm });
+    assertLocalExpose(vc);
+    const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
+    const version = { name: vc.spec.clusterVersionName, kubernetes: cv?.kubernetesVersion };
+    const cidr = vc.spec.serviceCidr;
+    return {
+      etcdBytes,
+      apiserverArgs: api,
+      controllerManagerArgs: kcm,
+      components: {
+        etcd: { etcdBytes },
+        // only when set, so that tenants made before the option keep their settings (and are not restarted) without it
+        'kube-apiserver': { cidr, api, version, ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }) },
+        'kube-controller-manager': { cidr, kcm, version },
+      },
+    };
+  }
+
+  /**
+   * planRoll lists the components a call of ensure with this spec would restart, in order (none for a tenant this
+   * provisioner does not run, or whose last roll to this very spec failed).
+   */
+  async planRoll(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<RollComponent[]> {
+    const entry = this.running.get(root);
+    if (!entry) return [];
+    const desired = this.settings(vc, limits);
+    const hash = settingsHash(desired);
+    if (entry.hash === hash || this.failedRolls.get(root)?.hash === hash) return [];
+    return planRoll(entry.settings, desired.components);
+  }
+
+  /**
+   * roll restarts the tenant's changed components in order (core/dev/provisioner/roll.ts) with their health checked
+   * after each. A step that fails is remembered with the spec's hash and reported; what serves is kept.
+   */
+  private async roll(
+    entry: Running,
+    vc: VirtualCluster,
+    root: string,
+    desired: LocalSettings,
+    hash: string,
+  ): Promise<{ entry: Running; failure?: RollFailure }> {
+    const plan = planRoll(entry.settings, desired.components);
+    log.info({ tenant: root, plan }, 'spec changed; rolling the control plane');
+    entry.unwatch?.();
+    const out = await rollLocal(entry, plan, {
+      etcd: { quotaBackendBytes: desired.etcdBytes, name: `${root}/etcd` },
+      cp: controlPlaneOptions(this.ctx, vc, root, entry.cp.opts.etcd, entry.cp.opts.cgroupDir, desired),
+    });
+    const failure = out.failure;
+    // What now runs: the new settings of the components that rolled, the old ones of those that did not.
+    const settings = { ...entry.settings };
+    const done = failure ? plan.slice(0, plan.indexOf(failure.component)) : plan;
+    for (const c of done) settings[c] = desired.components[c];
+    const next: Running = {
+      ...entry,
+      ...out.parts,
+      settings,
+      hash: failure ? settingsHash({ ...desired, components: settings }) : hash,
+      ...(!failure && { vc, desired }),
+    };
+    next.unwatch = watchCrashes(next, (component) => this.exitListeners.forEach((l) => l(root, component)));
+    this.running.set(root, next);
+    if (failure) {
+      log.warn({ tenant: root, ...failure }, 'roll stopped');
+      this.failedRolls.set(root, { hash, failure });
+    } else writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
+    return { entry: next, ...(failure && { failure }) };
+  }
+
   /** install makes entry the tenant's running control plane. */
   private install(root: string, entry: Running): Running {
     this.running.set(root, entry);
-    watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
+    entry.unwatch = watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
     writeFileSync(join(this.dir(root), 'spec-hash'), entry.hash + '\n');
     return entry;
   }
@@ -222,20 +274,15 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       };
     if (this.sleeping.has(root)) return { asleep: true };
     await this.waking.get(root)?.catch(() => undefined);
-    const door = await this.openDoor(root, 0);
+    const door = await this.doors.open(root, 0);
     const a = door.activity();
     if (a.open > 0 || a.lastActiveMs > sinceMs || this.starting.has(root))
       return { asleep: false, reason: 'Busy', message: 'a client used the front door since the sleep was asked for' };
     const entry = this.running.get(root);
     this.running.delete(root);
-    const etcdBytes = entry?.etcdBytes ?? limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
+    const desired = entry?.desired ?? this.settings(vc, limits);
     const stopped = entry ? stopRunning(entry) : Promise.resolve();
-    this.sleeping.set(root, {
-      vc: entry?.vc ?? vc,
-      etcdBytes,
-      hash: entry?.hash ?? specHash(vc, etcdBytes, this.options.kubeletCAFile),
-      stopped,
-    });
+    this.sleeping.set(root, { vc: entry?.vc ?? vc, desired, hash: entry?.hash ?? settingsHash(desired), stopped });
     await stopped;
     log.info({ tenant: root }, 'tenant asleep');
     return { asleep: true };
@@ -243,7 +290,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
 
   /** activity is what the tenant's front door saw; undefined without one. */
   activity(root: string): FrontDoorActivity | undefined {
-    return this.doors.get(root)?.activity();
+    return this.doors.activity(root);
   }
 
   /** onWake calls listener after each wake a front door started, with how long the processes took to answer. */
@@ -267,10 +314,10 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const t0 = Date.now();
     const w = (async () => {
       await s.stopped;
-      const parts = await this.start(s.vc, root, s.etcdBytes);
+      const parts = await this.start(s.vc, root, s.desired);
       if (this.sleeping.get(root) === s) {
         this.sleeping.delete(root);
-        this.install(root, { ...parts, hash: s.hash, vc: s.vc, etcdBytes: s.etcdBytes });
+        this.install(root, { ...parts, hash: s.hash, settings: s.desired.components, vc: s.vc, desired: s.desired });
         log.info({ tenant: root, ms: Date.now() - t0 }, 'tenant woken by a request');
         this.wakeListeners.forEach((l) => l(root, Date.now() - t0));
       }
@@ -278,43 +325,6 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     })().finally(() => this.waking.delete(root));
     this.waking.set(root, w);
     return w;
-  }
-
-  /**
-   * openDoor starts the tenant's front door on 127.0.0.1 (the apiserver certificate names it) at its kept port, or a
-   * free one when that is taken; its idle time counts from activeSinceMs.
-   */
-  private openDoor(root: string, activeSinceMs: number): Promise<FrontDoor> {
-    const have = this.doors.get(root);
-    if (have) return Promise.resolve(have);
-    let p = this.opening.get(root);
-    if (!p) {
-      const file = join(this.dir(root), FRONT_PORT_FILE);
-      const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
-      const start = (port: number) =>
-        FrontDoor.start({ host: '127.0.0.1', port, activeSinceMs, upstream: () => this.upstream(root) });
-      p = start(kept)
-        .catch((e: unknown) => {
-          if (!kept) throw e;
-          return start(0);
-        })
-        .then((door) => {
-          writeFileSync(file, `${door.port}\n`);
-          this.doors.set(root, door);
-          return door;
-        })
-        .finally(() => this.opening.delete(root));
-      this.opening.set(root, p);
-    }
-    return p;
-  }
-
-  /** closeDoor stops the tenant's front door, if it has one (spec.sleep was removed); it answers undefined. */
-  private async closeDoor(root: string): Promise<undefined> {
-    const door = this.doors.get(root);
-    this.doors.delete(root);
-    await door?.stop();
-    return undefined;
   }
 
   /** snapshotTenant streams a snapshot of the tenant's own etcd into path (core/backup/etcdsnapshot.ts). */
@@ -330,31 +340,33 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
    * directories are swapped and the tenant starts on the restored data, with the same ports, PKI and spec. If it
    * cannot start, its previous data is put back and started, and the error is thrown.
    */
-  restoreTenant(vc: VirtualCluster, root: string, path: string): Promise<void> {
+  restoreTenant(_vc: VirtualCluster, root: string, path: string): Promise<void> {
     if (this.restoring.has(root)) return Promise.reject(new Error(`tenant ${root}: a restore is already running`));
-    const p = this.swapData(vc, root, path).finally(() => this.restoring.delete(root));
+    const p = this.swapData(root, path).finally(() => this.restoring.delete(root));
     this.restoring.set(root, p);
     return p;
   }
 
-  private async swapData(vc: VirtualCluster, root: string, snapshot: string): Promise<void> {
+  private async swapData(root: string, snapshot: string): Promise<void> {
     const entry = this.running.get(root);
     if (!entry?.etcd) throw new Error(`tenant ${root} is not running on an etcd of its own on this host`);
     const etcdDir = join(this.dir(root), ETCD_DIR);
-    const data = join(etcdDir, 'data');
-    const fresh = join(etcdDir, 'data.restored');
-    const before = join(etcdDir, 'data.before-restore');
+    const [data, fresh, before] = ['data', 'data.restored', 'data.before-restore'].map((d) => join(etcdDir, d)) as [
+      string,
+      string,
+      string,
+    ];
     rmSync(fresh, { recursive: true, force: true });
     const member = { name: 'local', peerUrl: `http://127.0.0.1:${entry.etcd.peerPort}` };
     await restoreDataDir(await ensureEtcdutl(), snapshot, fresh, member);
-    const bytes = entry.etcd.quotaBackendBytes;
     this.running.delete(root);
     await stopRunning(entry);
     rmSync(before, { recursive: true, force: true });
     renameSync(data, before);
     renameSync(fresh, data);
+    const { vc, desired, hash, settings } = entry;
     const relaunch = async () =>
-      this.install(root, { ...(await this.start(vc, root, bytes)), hash: entry.hash, vc: entry.vc, etcdBytes: bytes });
+      this.install(root, { ...(await this.start(vc, root, desired)), hash, settings, vc, desired });
     try {
       await relaunch();
     } catch (e) {
@@ -368,140 +380,13 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     log.info({ tenant: root, snapshot }, 'tenant etcd restored from a snapshot');
   }
 
-  private start(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Parts> {
+  private start(vc: VirtualCluster, root: string, desired: LocalSettings): Promise<Parts> {
     let p = this.starting.get(root);
     if (!p) {
-      p = this.startComponents(vc, root, etcdBytes).finally(() => this.starting.delete(root));
+      p = startComponents(this.ctx, vc, root, desired).finally(() => this.starting.delete(root));
       this.starting.set(root, p);
     }
     return p;
-  }
-
-  private async startComponents(vc: VirtualCluster, root: string, etcdBytes: number): Promise<Parts> {
-    const dir = this.dir(root);
-    // A tenant made before tenants had their own etcd (a control plane without an etcd directory) keeps its data in
-    // the shared etcd: starting it on an empty one would lose everything it has.
-    const legacy = existsSync(join(dir, 'pki/ca.crt')) && !existsSync(join(dir, ETCD_DIR));
-    const own = this.options.etcd !== 'shared' && !legacy;
-    if (legacy) log.warn({ tenant: root }, 'tenant created on the shared etcd stays there: no storage quota');
-    const etcd = own
-      ? await LocalEtcd.start({
-          dir: join(dir, ETCD_DIR),
-          restart: true,
-          quotaBackendBytes: etcdBytes,
-          name: `${root}/etcd`,
-        })
-      : undefined;
-    let confinement: NetConfinement | undefined;
-    try {
-      const confined = this.options.confine && (await this.confine(root, dir, etcd ?? this.etcd));
-      confinement = confined?.confinement;
-      const cp = await LocalControlPlane.start({
-        name: root,
-        dir,
-        ...(confined && { cgroupDir: confined.confinement.cgroupDir, ports: { apiserver: confined.apiserverPort } }),
-        etcd: etcd ?? this.etcd,
-        serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
-        controllers: TENANT_CONTROLLERS,
-        restart: true,
-        pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
-        // The policy refuses kubelet-certificate-authority in a tenant's extraArgs: only the platform sets it.
-        apiserverExtraArgs: localApiserverArgs(
-          this.options.kubeletCAFile
-            ? { ...vc.spec.apiServer?.extraArgs, 'kubelet-certificate-authority': this.options.kubeletCAFile }
-            : vc.spec.apiServer?.extraArgs,
-        ),
-        controllerManagerExtraArgs: vc.spec.controllerManager?.extraArgs,
-        ...(this.options.podAddress && { apiserverIPs: [this.options.podAddress] }),
-      });
-      const pod = this.options.podAddress;
-      let forwarder: TcpForwarder | undefined;
-      let dnsView: DnsView | undefined;
-      try {
-        forwarder = pod ? await this.startForwarder(dir, pod, cp) : undefined;
-        dnsView = pod ? await this.startDnsView(dir, pod, cp, vc) : undefined;
-      } catch (e) {
-        await forwarder?.stop();
-        await cp.stop();
-        throw e;
-      }
-      return {
-        cp,
-        ...(etcd && { etcd }),
-        ...(forwarder && { forwarder }),
-        ...(dnsView && { dnsView }),
-        ...(confinement && { confinement }),
-      };
-    } catch (e) {
-      await confinement?.remove();
-      await etcd?.stop();
-      throw e;
-    }
-  }
-
-  /**
-   * confine sets up the network confinement of a tenant's control plane before it starts: its apiserver port (kept
-   * across restarts in ports.json, as the control plane keeps it) and its etcd's are its only loopback destinations.
-   */
-  private async confine(
-    root: string,
-    dir: string,
-    etcd: EtcdEndpoint,
-  ): Promise<{ confinement: NetConfinement; apiserverPort: number }> {
-    const cgroups = cgroup2Root();
-    if (!cgroups) throw new Error('confining a local control plane needs a cgroup v2 hierarchy on this host');
-    const file = join(dir, 'ports.json');
-    const saved = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { apiserver?: number }) : {};
-    const apiserverPort = saved.apiserver ?? (await freePorts(1))[0]!;
-    const etcdPort = Number(new URL(etcd.endpoint).port);
-    const confinement = new NetConfinement(
-      root,
-      { ...this.options.confine!, loopbackPorts: [etcdPort, apiserverPort] },
-      cgroups,
-    );
-    await confinement.apply();
-    confinement.keep();
-    return { confinement, apiserverPort };
-  }
-
-  /** startDnsView serves the DNS view of the tenant apiserver on host, with a certificate of the tenant CA. */
-  private async startDnsView(dir: string, host: string, cp: LocalControlPlane, vc: VirtualCluster): Promise<DnsView> {
-    const pki = (f: string) => readFileSync(join(cp.dir, 'pki', f), 'utf8');
-    const ca = { certPem: pki(PKI_FILES.ca.cert), keyPem: pki(PKI_FILES.ca.key) };
-    const serving = await issueCert(ca, {
-      commonName: 'vc-tenant-dns-view',
-      ipAddresses: [host],
-      usages: ['server'],
-      validityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
-    });
-    const target = { host: '127.0.0.1', port: cp.ports.apiserver, caPem: ca.certPem };
-    const file = join(dir, DNS_PORT_FILE);
-    const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
-    const start = (port: number) =>
-      DnsView.start({ host, port, certPem: serving.certPem, keyPem: serving.keyPem, target });
-    const v = await start(kept).catch((e: unknown) => {
-      if (!kept) throw e;
-      return start(0);
-    });
-    writeFileSync(file, `${v.port}\n`);
-    return v;
-  }
-
-  /** startForwarder relays podAddress:<the tenant's kept port, or a free one> to the tenant apiserver. */
-  private async startForwarder(dir: string, host: string, cp: LocalControlPlane): Promise<TcpForwarder> {
-    const file = join(dir, POD_PORT_FILE);
-    const target = { host: '127.0.0.1', port: cp.ports.apiserver };
-    const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
-    let f: TcpForwarder;
-    try {
-      f = await TcpForwarder.start({ host, port: kept, target });
-    } catch (e) {
-      if (!kept) throw e;
-      log.warn({ dir, port: kept, err: e instanceof Error ? e.message : String(e) }, 'tenant Pod port taken; new port');
-      f = await TcpForwarder.start({ host, port: 0, target });
-    }
-    writeFileSync(file, `${f.port}\n`);
-    return f;
   }
 
   /** components reports the tenant's processes (core/dev/provisioner/components.ts); undefined if it runs none. */
@@ -532,7 +417,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     if (entry) await stopRunning(entry);
     await this.sleeping.get(root)?.stopped;
     this.sleeping.delete(root);
-    await this.closeDoor(root);
+    await this.doors.close(root);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
     if (existsSync(this.dir(root))) rmSync(this.dir(root), { recursive: true, force: true });
     log.info({ tenant: root, etcdKeys: deleted }, 'tenant control plane removed');
@@ -543,32 +428,10 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     this.running.clear();
     await Promise.all([...this.sleeping.values()].map((s) => s.stopped));
     this.sleeping.clear();
-    await Promise.all([...this.doors.keys()].map((root) => this.closeDoor(root)));
+    await this.doors.closeAll();
   }
 }
 
-/**
- * frontDoorAccess is how the tenant's users reach it through its front door: the admin kubeconfig naming the front
- * door (the kubeconfig Secret's `kubeconfig`; the manager keeps the direct one, so its own requests never count as use).
- */
-function frontDoorAccess(door: FrontDoor, kubeconfig: string): { type: string; server: string; kubeconfig: string } {
-  const server = `https://127.0.0.1:${door.port}`;
-  return { type: 'FrontDoor', server, kubeconfig: withServer(kubeconfig, server) };
-}
-
-/** stopRunning stops a tenant's control plane, then its etcd. */
-async function stopRunning(r: Parts): Promise<void> {
-  await r.dnsView?.stop();
-  await r.forwarder?.stop();
-  await r.cp.stop();
-  await r.confinement?.remove();
-  await r.etcd?.stop();
-}
-
-/**
- * specHash covers every spec field start passes to a running control plane, and its storage quota; pkiExpireDays is
- * left out because a restart keeps the certificates it was first made with.
- */
 /**
  * assertLocalExpose refuses an exposure the local provisioner has no means for. Its apiservers listen on 127.0.0.1
  * of the manager's host (and, with podAddress, on a forwarder for the real nodes' Pods): there is no Service to make
@@ -587,16 +450,10 @@ export function assertLocalExpose(vc: VirtualCluster): void {
     if (e?.[key]?.length) throw new ProvisionRefused('ExposeUnsupported', `spec.apiServer.expose.${key}: ${why}`);
 }
 
-function specHash(vc: VirtualCluster, etcdBytes: number, kubeletCAFile?: string): string {
-  const s = vc.spec;
-  const relevant = {
-    cidr: s.serviceCidr,
-    api: s.apiServer?.extraArgs ?? {},
-    kcm: s.controllerManager?.extraArgs ?? {},
-    version: s.clusterVersionName,
-    etcdBytes,
-    // only when set, so that tenants made before the option keep their hash (and are not restarted) without it
-    ...(kubeletCAFile ? { kubeletCAFile } : {}),
-  };
-  return createHash('sha256').update(JSON.stringify(relevant)).digest('hex').slice(0, 16);
+/**
+ * settingsHash identifies what a tenant's components run with (every spec field start passes to them, and the storage
+ * quota); pkiExpireDays is left out because a restart keeps the certificates it was first made with.
+ */
+function settingsHash(s: LocalSettings): string {
+  return createHash('sha256').update(stableJson(s.components)).digest('hex').slice(0, 16);
 }

@@ -1,0 +1,275 @@
+/**
+ * Starting a local tenant's processes: its own etcd, its control plane (confined when the provisioner says so), and,
+ * for real nodes' Pods, a forwarder and the DNS view; and stopping them. The LocalProvisioner (provisioner.ts) decides
+ * when; this file is how.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ExtraArgs } from '../../api/controlplane.ts';
+import type { VirtualCluster } from '../../api/virtualcluster.ts';
+import { childLogger } from '../../log.ts';
+import { issueCert, PKI_FILES } from '../../pki/pki.ts';
+import { DnsView } from '../../provisioners/dnsview.ts';
+import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
+import type { ComponentSettings } from '../../provisioners/roll.ts';
+import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
+import { type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
+import { TcpForwarder } from '../local/forwarder.ts';
+import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
+import { freePorts } from '../local/process.ts';
+
+const log = childLogger({ controller: 'provisioner-local' });
+
+/**
+ * localApiserverArgs are the kube-apiserver flags of a tenant run on this host: the tenant's own extraArgs, plus
+ * `--enable-aggregator-routing=true` unless they set it. A local tenant apiserver runs on the host, where its Services'
+ * cluster IPs carry no packets (only the super copies' do), so it reaches the backends of its webhooks, CRD
+ * conversion webhooks and aggregated APIs at their endpoints, the Pod IPs the syncer copies up from the super
+ * cluster, as upstream does when the apiserver runs outside the cluster network. No new reach: a tenant's webhook
+ * may name any URL already.
+ */
+export function localApiserverArgs(extra: ExtraArgs = {}): ExtraArgs {
+  const named = Object.keys(extra).some((k) => k.replace(/^--?/, '') === 'enable-aggregator-routing');
+  return named ? extra : { ...extra, 'enable-aggregator-routing': 'true' };
+}
+
+/** LocalProvisionerOptions tune the local provisioner. */
+export interface LocalProvisionerOptions {
+  /**
+   * tenantEtcd: each new tenant gets an etcd of its own with the storage quota of its policy (default). shared: new
+   * tenants share the given etcd under their prefix, as before (no storage guard: one tenant can fill it for all).
+   */
+  etcd?: 'tenant' | 'shared';
+  /**
+   * podAddress is a host address Pods on this host's real nodes can reach (a real node's bridge gateway). Each
+   * tenant apiserver, which listens on 127.0.0.1 only, is then also reached there through a forwarder of its own
+   * (one port per tenant, kept across restarts), and that is the tenant's apiserverEndpoint: what its Pods (the
+   * tenant DNS server among them) get as KUBERNETES_SERVICE_HOST/PORT. The apiserver certificate names the address.
+   */
+  podAddress?: string;
+  /**
+   * the CA tenant apiservers verify their kubelets' serving certificates against (--kubelet-certificate-authority):
+   * every vNode's kubelet is the vn-agent, so this is the CA of the vn-agent's serving certificate
+   */
+  kubeletCAFile?: string;
+  /**
+   * confine runs each tenant's apiserver and controller manager in a cgroup of their own whose new connections reach
+   * only their etcd and apiserver ports on loopback, these Pod CIDRs and endpoints (the vn-agent), and addresses
+   * outside the internal ranges (NetConfinement): the tenant admin's webhooks, APIServices and proxy paths cannot
+   * reach the super apiserver, the manager, other tenants or the host's ports. Needs root, cgroup v2 and iptables.
+   */
+  confine?: Omit<Confinement, 'loopbackPorts'>;
+  /**
+   * certificates.servingValidityDays: how long a renewed apiserver serving certificate is valid (default the tenant's
+   * spec.pkiExpireDays); it is renewed at DEFAULT_RENEW_FRACTION of its life
+   */
+  certificates?: { servingValidityDays?: number };
+}
+
+/** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
+export interface Running {
+  cp: LocalControlPlane;
+  etcd?: LocalEtcd;
+  /** the forwarder from podAddress to the apiserver */
+  forwarder?: TcpForwarder;
+  /** the tenant DNS server's view of the apiserver on podAddress */
+  dnsView?: DnsView;
+  /** the network confinement of the apiserver and controller manager */
+  confinement?: NetConfinement;
+  /** what each component runs with, and its hash */
+  settings: ComponentSettings;
+  hash: string;
+  /** stops reporting the processes' crashes (before a roll replaces some) */
+  unwatch?: () => void;
+  /** the (effective) VirtualCluster and the settings it was started with: a wake starts it with them again */
+  vc: VirtualCluster;
+  desired: LocalSettings;
+}
+
+/** Parts are a served tenant's processes and helpers, before its settings are recorded. */
+export type Parts = Omit<Running, 'hash' | 'settings' | 'unwatch' | 'vc' | 'desired'>;
+
+/** LocalSettings are what a tenant's components start with: their flags and quota, and per component for planRoll. */
+export interface LocalSettings {
+  etcdBytes: number;
+  apiserverArgs: ExtraArgs;
+  controllerManagerArgs: ExtraArgs;
+  components: ComponentSettings;
+}
+
+/** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
+const POD_PORT_FILE = 'pod-port';
+/** DNS_PORT_FILE keeps a tenant's DNS view port: its DNS server's kubeconfig names it. */
+const DNS_PORT_FILE = 'dns-view-port';
+
+/** ETCD_DIR is where a tenant's own etcd keeps its data and log, inside the tenant's state directory. */
+export const ETCD_DIR = 'etcd';
+
+/** StartContext is what starting a tenant's processes reads of its provisioner. */
+export interface StartContext {
+  /** the state directory of a tenant */
+  dir: (root: string) => string;
+  /** the shared etcd (tenants made before tenants had their own stay on it) */
+  etcd: EtcdEndpoint;
+  options: LocalProvisionerOptions;
+}
+
+/** controlPlaneOptions are the options of the tenant's LocalControlPlane with the settings `desired`. */
+export function controlPlaneOptions(
+  ctx: StartContext,
+  vc: VirtualCluster,
+  root: string,
+  etcd: EtcdEndpoint,
+  cgroupDir: string | undefined,
+  desired: LocalSettings,
+): ControlPlaneOptions {
+  return {
+    name: root,
+    dir: ctx.dir(root),
+    ...(cgroupDir && { cgroupDir }),
+    etcd,
+    serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
+    controllers: TENANT_CONTROLLERS,
+    restart: true,
+    pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+    // The policy refuses kubelet-certificate-authority in a tenant's extraArgs: only the platform sets it.
+    apiserverExtraArgs: localApiserverArgs(
+      ctx.options.kubeletCAFile
+        ? { ...desired.apiserverArgs, 'kubelet-certificate-authority': ctx.options.kubeletCAFile }
+        : desired.apiserverArgs,
+    ),
+    controllerManagerExtraArgs: desired.controllerManagerArgs,
+    ...(ctx.options.podAddress && { apiserverIPs: [ctx.options.podAddress] }),
+  };
+}
+
+export async function startComponents(
+  ctx: StartContext,
+  vc: VirtualCluster,
+  root: string,
+  desired: LocalSettings,
+): Promise<Parts> {
+  const etcdBytes = desired.etcdBytes;
+  const dir = ctx.dir(root);
+  // A tenant made before tenants had their own etcd (a control plane without an etcd directory) keeps its data in
+  // the shared etcd: starting it on an empty one would lose everything it has.
+  const legacy = existsSync(join(dir, 'pki/ca.crt')) && !existsSync(join(dir, ETCD_DIR));
+  const own = ctx.options.etcd !== 'shared' && !legacy;
+  if (legacy) log.warn({ tenant: root }, 'tenant created on the shared etcd stays there: no storage quota');
+  const etcd = own
+    ? await LocalEtcd.start({
+        dir: join(dir, ETCD_DIR),
+        restart: true,
+        quotaBackendBytes: etcdBytes,
+        name: `${root}/etcd`,
+      })
+    : undefined;
+  let confinement: NetConfinement | undefined;
+  try {
+    const confined = ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd));
+    confinement = confined?.confinement;
+    const cp = await LocalControlPlane.start({
+      ...controlPlaneOptions(ctx, vc, root, etcd ?? ctx.etcd, confined?.confinement.cgroupDir, desired),
+      ...(confined && { ports: { apiserver: confined.apiserverPort } }),
+    });
+    const pod = ctx.options.podAddress;
+    let forwarder: TcpForwarder | undefined;
+    let dnsView: DnsView | undefined;
+    try {
+      forwarder = pod ? await startForwarder(dir, pod, cp) : undefined;
+      dnsView = pod ? await startDnsView(dir, pod, cp, vc) : undefined;
+    } catch (e) {
+      await forwarder?.stop();
+      await cp.stop();
+      throw e;
+    }
+    return {
+      cp,
+      ...(etcd && { etcd }),
+      ...(forwarder && { forwarder }),
+      ...(dnsView && { dnsView }),
+      ...(confinement && { confinement }),
+    };
+  } catch (e) {
+    await confinement?.remove();
+    await etcd?.stop();
+    throw e;
+  }
+}
+
+/**
+ * confine sets up the network confinement of a tenant's control plane before it starts: its apiserver port (kept
+ * across restarts in ports.json, as the control plane keeps it) and its etcd's are its only loopback destinations.
+ */
+async function confine(
+  ctx: StartContext,
+  root: string,
+  dir: string,
+  etcd: EtcdEndpoint,
+): Promise<{ confinement: NetConfinement; apiserverPort: number }> {
+  const cgroups = cgroup2Root();
+  if (!cgroups) throw new Error('confining a local control plane needs a cgroup v2 hierarchy on this host');
+  const file = join(dir, 'ports.json');
+  const saved = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { apiserver?: number }) : {};
+  const apiserverPort = saved.apiserver ?? (await freePorts(1))[0]!;
+  const etcdPort = Number(new URL(etcd.endpoint).port);
+  const confinement = new NetConfinement(
+    root,
+    { ...ctx.options.confine!, loopbackPorts: [etcdPort, apiserverPort] },
+    cgroups,
+  );
+  await confinement.apply();
+  confinement.keep();
+  return { confinement, apiserverPort };
+}
+
+/** startDnsView serves the DNS view of the tenant apiserver on host, with a certificate of the tenant CA. */
+async function startDnsView(dir: string, host: string, cp: LocalControlPlane, vc: VirtualCluster): Promise<DnsView> {
+  const pki = (f: string) => readFileSync(join(cp.dir, 'pki', f), 'utf8');
+  const ca = { certPem: pki(PKI_FILES.ca.cert), keyPem: pki(PKI_FILES.ca.key) };
+  const serving = await issueCert(ca, {
+    commonName: 'vc-tenant-dns-view',
+    ipAddresses: [host],
+    usages: ['server'],
+    validityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+  });
+  const target = { host: '127.0.0.1', port: cp.ports.apiserver, caPem: ca.certPem };
+  const file = join(dir, DNS_PORT_FILE);
+  const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
+  const start = (port: number) =>
+    DnsView.start({ host, port, certPem: serving.certPem, keyPem: serving.keyPem, target });
+  const v = await start(kept).catch((e: unknown) => {
+    if (!kept) throw e;
+    return start(0);
+  });
+  writeFileSync(file, `${v.port}\n`);
+  return v;
+}
+
+/** startForwarder relays podAddress:<the tenant's kept port, or a free one> to the tenant apiserver. */
+async function startForwarder(dir: string, host: string, cp: LocalControlPlane): Promise<TcpForwarder> {
+  const file = join(dir, POD_PORT_FILE);
+  const target = { host: '127.0.0.1', port: cp.ports.apiserver };
+  const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
+  let f: TcpForwarder;
+  try {
+    f = await TcpForwarder.start({ host, port: kept, target });
+  } catch (e) {
+    if (!kept) throw e;
+    log.warn({ dir, port: kept, err: e instanceof Error ? e.message : String(e) }, 'tenant Pod port taken; new port');
+    f = await TcpForwarder.start({ host, port: 0, target });
+  }
+  writeFileSync(file, `${f.port}\n`);
+  return f;
+}
+
+/** stopRunning stops a tenant's control plane, then its etcd. */
+export async function stopRunning(r: Parts & { unwatch?: () => void }): Promise<void> {
+  r.unwatch?.();
+  await r.dnsView?.stop();
+  await r.forwarder?.stop();
+  await r.cp.stop();
+  await r.confinement?.remove();
+  await r.etcd?.stop();
+}

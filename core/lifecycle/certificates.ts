@@ -1,0 +1,107 @@
+import type { ConditionInput } from '../controller/status.ts';
+import type { Outcome } from './decisions.ts';
+
+/**
+ * This module holds the decisions about the certificates the manager issued for a tenant, without I/O: when each is
+ * due for renewal (at a configurable fraction of its life) and what the tenant's CertificatesValid condition says.
+ * Whoever reads the certificates (a provisioner) and renews them applies these answers.
+ */
+
+/** DEFAULT_RENEW_FRACTION is the share of a certificate's life after which it is renewed: two thirds, as kubelets do. */
+export const DEFAULT_RENEW_FRACTION = 2 / 3;
+
+/** CERTIFICATES_VALID is the condition that says whether the tenant's certificates are valid and not overdue. */
+export const CERTIFICATES_VALID = 'CertificatesValid';
+/** CERTIFICATE_EXPIRED is the reason of a tenant one of whose certificates has expired. */
+export const CERTIFICATE_EXPIRED = 'CertificateExpired';
+/** CERTIFICATE_RENEWAL_OVERDUE is the reason of a tenant one of whose certificates is past its renewal time. */
+export const CERTIFICATE_RENEWAL_OVERDUE = 'CertificateRenewalOverdue';
+/** CERTIFICATE_GRACE_MS is how long past its renewal time a certificate may stay before CertificatesValid turns False. */
+export const CERTIFICATE_GRACE_MS = 60_000;
+/** CERTIFICATES_CURRENT is the reason of CertificatesValid=True. */
+export const CERTIFICATES_CURRENT = 'CertificatesCurrent';
+
+/** IssuedCertificate is one certificate the manager issued: its name and validity window. */
+export interface IssuedCertificate {
+  name: string;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/**
+ * renewAt is when a certificate is renewed: `fraction` (0 < fraction < 1) of the way from notBefore to notAfter. A
+ * fraction outside that range is refused, since 0 would renew in a loop and 1 only at expiry.
+ */
+export function renewAt(c: Pick<IssuedCertificate, 'notBefore' | 'notAfter'>, fraction: number): Date {
+  if (!(fraction > 0 && fraction < 1)) throw new Error(`renewal fraction must be between 0 and 1, got ${fraction}`);
+  const from = c.notBefore.getTime();
+  return new Date(from + (c.notAfter.getTime() - from) * fraction);
+}
+
+/** dueForRenewal lists, soonest expiry first, the certificates whose renewal time has come at `now`. */
+export function dueForRenewal(certs: readonly IssuedCertificate[], now: Date, fraction: number): IssuedCertificate[] {
+  return certs
+    .filter((c) => renewAt(c, fraction).getTime() <= now.getTime())
+    .sort((a, b) => a.notAfter.getTime() - b.notAfter.getTime());
+}
+
+/** nextRenewal is the earliest renewal time among certs (undefined for none): when to look again. */
+export function nextRenewal(certs: readonly IssuedCertificate[], fraction: number): Date | undefined {
+  const times = certs.map((c) => renewAt(c, fraction).getTime());
+  return times.length ? new Date(Math.min(...times)) : undefined;
+}
+
+/**
+ * certificatesCondition is the CertificatesValid condition at `now`: False CertificateExpired naming the expired ones,
+ * else False CertificateRenewalOverdue naming those past their renewal time by more than `graceMs` (a renewal that
+ * keeps failing), else True with the earliest expiry.
+ */
+export function certificatesCondition(
+  certs: readonly IssuedCertificate[],
+  now: Date,
+  fraction: number,
+  graceMs = CERTIFICATE_GRACE_MS,
+): ConditionInput {
+  const t = now.getTime();
+  const names = (cs: readonly IssuedCertificate[]) =>
+    cs.map((c) => `${c.name} (${c.notAfter.toISOString()})`).join(', ');
+  const expired = certs.filter((c) => c.notAfter.getTime() <= t);
+  if (expired.length)
+    return {
+      type: CERTIFICATES_VALID,
+      status: 'False',
+      reason: CERTIFICATE_EXPIRED,
+      message: `expired: ${names(expired)}`,
+    };
+  const overdue = certs.filter((c) => renewAt(c, fraction).getTime() + graceMs <= t);
+  if (overdue.length)
+    return {
+      type: CERTIFICATES_VALID,
+      status: 'False',
+      reason: CERTIFICATE_RENEWAL_OVERDUE,
+      message: `past their renewal time and not renewed: ${names(overdue)}`,
+    };
+  const first = [...certs].sort((a, b) => a.notAfter.getTime() - b.notAfter.getTime())[0];
+  return {
+    type: CERTIFICATES_VALID,
+    status: 'True',
+    reason: CERTIFICATES_CURRENT,
+    message: first ? `earliest expiry: ${names([first])}` : 'no certificates issued',
+  };
+}
+
+/**
+ * renewalRequeue brings a served tenant's key back a second after its next certificate is due (the provisioner renews
+ * it then), or sooner when `after` asks for that already.
+ */
+export function renewalRequeue(
+  after: Outcome,
+  certs: readonly IssuedCertificate[],
+  fraction: number,
+  now: Date,
+): Outcome {
+  const due = nextRenewal(certs, fraction);
+  if (!due) return after;
+  const renewIn = Math.max(1000, due.getTime() - now.getTime() + 1000);
+  return { ...after, requeueAfter: Math.min(after.requeueAfter ?? renewIn, renewIn) };
+}
