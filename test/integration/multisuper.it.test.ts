@@ -62,11 +62,17 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       ['tenant-x', 'tenant-y', 'tenant-z'].map((n) => r1.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS })),
     );
     [x, y, z] = await Promise.all(cps.map((cp) => cp.client()));
-    // The lifecycle controller watches VirtualClusters and TenantPolicies: both CRDs, established.
-    for (const f of ['virtualclusters.yaml', 'tenantpolicies.yaml'])
+    // The lifecycle controller watches VirtualClusters, TenantPolicies and ClusterVersions: the CRDs, established.
+    for (const f of ['virtualclusters.yaml', 'tenantpolicies.yaml', 'clusterversions.yaml'])
       for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
         await r1.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    await eventually(() => Promise.all([r1.client.list(R.virtualclusters), r1.client.list(R.tenantpolicies)]));
+    await eventually(() =>
+      Promise.all([
+        r1.client.list(R.virtualclusters),
+        r1.client.list(R.tenantpolicies),
+        r1.client.list(R.clusterversions),
+      ]),
+    );
     const file = join(dir, 'manager.yaml');
     writeFileSync(
       file,
