@@ -1,7 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -14,9 +13,9 @@ import { readCatalog, requestBackupAction } from '../../core/programs/cli/backup
 import { rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
-const crdDir = join(import.meta.dirname, '../../deploy/crds');
 const T = { namespace: 'default', name: 'bk' };
 
 /**
@@ -52,10 +51,7 @@ describe('backup and restore of a local tenant', () => {
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml'])
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
-        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    await eventually(() => t.client.list(R.virtualclusters));
+    await applyCRDs(t.sc);
     await eventually(() =>
       t.client.apply(
         R.tenantpolicies,

@@ -1,7 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -10,9 +9,8 @@ import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
-
-const crdDir = join(import.meta.dirname, '../../deploy/crds');
 
 /**
  * A local tenant's components die and hang on real processes; the manager's health monitor sees it, the
@@ -51,10 +49,7 @@ describe('tenant health on a real local control plane', () => {
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml'])
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
-        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    await eventually(() => t.client.list(R.virtualclusters));
+    await applyCRDs(t.sc);
     await eventually(() =>
       t.client.apply(
         R.tenantpolicies,

@@ -3,7 +3,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -14,11 +13,11 @@ import { ANN, rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const exec = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
-const crdDir = join(import.meta.dirname, '../../deploy/crds');
 
 const alive = (pid: number | undefined): boolean => {
   if (!pid) return false;
@@ -82,10 +81,7 @@ describe('sleep and wake of a local tenant on real processes', () => {
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml'])
-      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
-        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    await eventually(() => t.client.list(R.virtualclusters));
+    await applyCRDs(t.sc);
     await eventually(() =>
       t.client.apply(
         R.tenantpolicies,
