@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { FakeClock, realClock } from './clock.ts';
+import { FakeClock, MAX_NODE_TIMER_MS, realClock } from './clock.ts';
 
 describe('FakeClock', () => {
   it('fires due timers earliest first, with now() at each due time', () => {
@@ -81,5 +81,15 @@ describe('realClock', () => {
     await new Promise<void>((resolve) => realClock.setTimer(resolve, 0));
     expect(fired).toEqual([]);
     expect(realClock.now()).toBeGreaterThan(0);
+  });
+
+  it('holds a delay longer than a Node timer can (a year-long certificate’s renewal) instead of firing at once', async () => {
+    let fired = 0;
+    const long = realClock.setTimer(() => fired++, MAX_NODE_TIMER_MS + 60_000);
+    const short = realClock.setTimer(() => fired++, 5);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fired).toBe(1);
+    realClock.clearTimer(long);
+    realClock.clearTimer(short);
   });
 });

@@ -17,11 +17,34 @@ export interface Clock {
   clearTimer(handle: TimerHandle): void;
 }
 
-/** realClock is the process clock: `performance.now()` and Node timers. */
+/** MAX_NODE_TIMER_MS is the longest delay a Node timer keeps; a longer one fires after 1 ms (with a warning). */
+export const MAX_NODE_TIMER_MS = 2 ** 31 - 1;
+
+/** RealTimer is the handle of a realClock timer: the Node timer of the current leg of a long delay. */
+interface RealTimer {
+  leg: NodeJS.Timeout;
+}
+
+/**
+ * realClock is the process clock: `performance.now()` and Node timers. A delay longer than a Node timer can hold (a
+ * requeue at two thirds of a year-long certificate's life, for one) runs as legs of at most MAX_NODE_TIMER_MS, so it
+ * fires when asked instead of at once.
+ */
 export const realClock: Clock = {
   now: () => performance.now(),
-  setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)) as unknown as TimerHandle,
-  clearTimer: (handle) => clearTimeout(handle as unknown as NodeJS.Timeout),
+  setTimer: (fn, ms) => {
+    const due = performance.now() + Math.max(0, ms);
+    const timer = {} as RealTimer;
+    const arm = (left: number) => {
+      timer.leg = setTimeout(
+        () => (left > MAX_NODE_TIMER_MS ? arm(due - performance.now()) : fn()),
+        Math.min(Math.max(0, left), MAX_NODE_TIMER_MS),
+      );
+    };
+    arm(due - performance.now());
+    return timer as unknown as TimerHandle;
+  },
+  clearTimer: (handle) => clearTimeout((handle as unknown as RealTimer).leg),
 };
 
 interface FakeTimer {
