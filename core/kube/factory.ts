@@ -26,6 +26,20 @@ export interface SharedInformer<T extends KubeObject> {
   stop(): Promise<void>;
 }
 
+/**
+ * syncedWithin waits for an informer's first list at most `ms` and says whether it came: a caller that can go on
+ * without the cache (a resource whose CRD may be missing) reports it instead of waiting for ever.
+ */
+export async function syncedWithin(inf: Pick<SharedInformer<KubeObject>, 'waitForSync'>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([inf.waitForSync().then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 interface Entry {
   informer: Informer<KubeObject>;
   users: number;

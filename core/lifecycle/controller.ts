@@ -10,7 +10,7 @@ import { Runner, type Result } from '../controller/runner.ts';
 import { StatusWriter } from '../controller/status.ts';
 import { KubeClient, type KubeObject } from '../kube/client.ts';
 import { OwnStatus, statusOnly } from '../controller/predicates.ts';
-import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
+import { InformerFactory, syncedWithin, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { R } from '../kube/resources.ts';
@@ -41,6 +41,7 @@ import {
 } from '../api/virtualcluster.ts';
 import {
   afterDns,
+  clusterVersionsUnavailable,
   CONTINUE,
   deleting,
   hasStatus,
@@ -75,6 +76,8 @@ import { SleepControl } from './sleepcontrol.ts';
 const log = childLogger({ controller: 'virtualcluster' });
 /** DELETE_RECHECK_MS is how soon a deletion that waits for namespaces or a control plane to go is looked at again. */
 const DELETE_RECHECK_MS = 1000;
+/** CLUSTER_VERSIONS_START_WAIT_MS bounds how long start waits for the first list of ClusterVersions. */
+const CLUSTER_VERSIONS_START_WAIT_MS = 5_000;
 
 /**
  * Pass is what one reconcile of one VirtualCluster has learned so far; each step reads it and adds what it found.
@@ -213,7 +216,10 @@ export class VirtualClusterController {
     this.policies.start();
     this.clusterVersions.start();
     this.informer.start();
-    await Promise.all([this.policies.waitForSync(), this.clusterVersions.waitForSync(), this.informer.waitForSync()]);
+    await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
+    // A cluster without the ClusterVersion CRD does not stop the manager: tenants that name one wait for it.
+    if (!(await syncedWithin(this.clusterVersions, CLUSTER_VERSIONS_START_WAIT_MS)))
+      log.error({ resource: R.clusterversions.resource }, 'ClusterVersions cannot be listed: is their CRD installed?');
     this.runner.start();
     this.health?.start();
     this.sleep.start();
@@ -264,6 +270,7 @@ export class VirtualClusterController {
     (p) => this.validateSpec(p),
     (p) => this.checkSuperCluster(p),
     (p) => this.checkPolicy(p),
+    async (p) => clusterVersionsUnavailable(p.vc, p.key, this.clusterVersions.hasSynced()),
     async (p) => countVerdict(p.vc, this.informer.list(), this.o.maxPerNamespace ?? DEFAULT_MAX_PER_NAMESPACE),
     (p) => this.addFinalizer(p),
     (p) => this.pickProvisioner(p),

@@ -52,6 +52,8 @@ export const RECOVERED = 'Recovered';
 export const COMPONENT_RESTARTED = 'ComponentRestarted';
 /** CONTROL_PLANE_UNAVAILABLE is the reason of a serving tenant whose provisioner reports its control plane not ready. */
 export const CONTROL_PLANE_UNAVAILABLE = 'ControlPlaneUnavailable';
+/** CLUSTER_VERSIONS_UNAVAILABLE is the reason of a VirtualCluster naming a ClusterVersion while none can be read. */
+export const CLUSTER_VERSIONS_UNAVAILABLE = 'ClusterVersionsUnavailable';
 /** ACCEPTED is the reason of the PolicyAccepted=True condition. */
 export const ACCEPTED = 'Accepted';
 
@@ -159,6 +161,25 @@ export function policyNotFound(vc: VirtualCluster, key: string, exists: boolean)
   const message = `VirtualCluster ${key}: spec.policyName: TenantPolicy ${JSON.stringify(vc.spec?.policyName)} does not exist; waiting for it`;
   return pending(vc, POLICY_NOT_FOUND, message);
 }
+
+/**
+ * clusterVersionsUnavailable decides on a spec.clusterVersionName while the manager cannot read ClusterVersions yet
+ * (`readable` false: the CRD is not installed, or the first list has not come back). Provisioning without the version
+ * would start the wrong Kubernetes, so a tenant not serving yet is Pending and looked at again; a serving one keeps
+ * running as it is and is looked at again, with nothing written.
+ */
+export function clusterVersionsUnavailable(vc: VirtualCluster, key: string, readable: boolean): Outcome {
+  const name = vc.spec?.clusterVersionName;
+  if (readable || !name) return CONTINUE;
+  if (SERVING_PHASES.has(vc.status?.phase ?? '')) return { stop: true, requeueAfter: CLUSTER_VERSIONS_RECHECK_MS };
+  const message =
+    `VirtualCluster ${key}: spec.clusterVersionName ${JSON.stringify(name)}: the manager cannot read ClusterVersions ` +
+    `(is the ClusterVersion CRD installed? \`vc install\` and deploy/ install it); waiting`;
+  return pending(vc, CLUSTER_VERSIONS_UNAVAILABLE, message, CLUSTER_VERSIONS_RECHECK_MS);
+}
+
+/** CLUSTER_VERSIONS_RECHECK_MS is how often a tenant waiting for readable ClusterVersions is looked at again. */
+export const CLUSTER_VERSIONS_RECHECK_MS = 10_000;
 
 /**
  * policyRefused decides on a spec the TenantPolicy refuses (`message`). A tenant that runs on `lastAccepted` settings

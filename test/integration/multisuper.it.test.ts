@@ -62,17 +62,12 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       ['tenant-x', 'tenant-y', 'tenant-z'].map((n) => r1.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS })),
     );
     [x, y, z] = await Promise.all(cps.map((cp) => cp.client()));
-    // The lifecycle controller watches VirtualClusters, TenantPolicies and ClusterVersions: the CRDs, established.
-    for (const f of ['virtualclusters.yaml', 'tenantpolicies.yaml', 'clusterversions.yaml'])
+    // The lifecycle controller watches VirtualClusters and TenantPolicies: both CRDs, established. The ClusterVersion
+    // CRD is left out on purpose: a manager starts without it (see the test of a VirtualCluster that names one).
+    for (const f of ['virtualclusters.yaml', 'tenantpolicies.yaml'])
       for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
         await r1.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    await eventually(() =>
-      Promise.all([
-        r1.client.list(R.virtualclusters),
-        r1.client.list(R.tenantpolicies),
-        r1.client.list(R.clusterversions),
-      ]),
-    );
+    await eventually(() => Promise.all([r1.client.list(R.virtualclusters), r1.client.list(R.tenantpolicies)]));
     const file = join(dir, 'manager.yaml');
     writeFileSync(
       file,
@@ -289,6 +284,35 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     expect(vc.status?.phase).toBe('Pending');
     expect(vc.status?.message).toMatch(/"r9".*known: r1, r2/);
     expect(manager.isLeader()).toBe(true);
+  });
+
+  it('starts without the ClusterVersion CRD; a VirtualCluster naming a ClusterVersion waits for it', async () => {
+    // The policy grants the version, so the wait is for the CRD alone, not for a grant.
+    await r1.client.create(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'versioned' },
+      spec: { grants: { subjects: [{ kind: 'Namespace', name: 'default' }], clusterVersions: ['v1-36'] } },
+    });
+    await r1.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'versioned', namespace: 'default' },
+      spec: { provisioner: { type: 'local' }, policyName: 'versioned', clusterVersionName: 'v1-36' },
+    });
+    const vc = await eventually(async () => {
+      const v = await r1.client.get<KubeObject & { status?: { phase?: string; reason?: string; message?: string } }>(
+        R.virtualclusters,
+        'default',
+        'versioned',
+      );
+      expect(v.status?.reason).toBe('ClusterVersionsUnavailable');
+      return v;
+    }, 30_000);
+    expect(vc.status?.phase).toBe('Pending');
+    expect(vc.status?.message).toMatch(/spec.clusterVersionName "v1-36".*ClusterVersion CRD installed/);
+    await r1.client.delete(R.virtualclusters, 'default', 'versioned');
+    await r1.client.delete(R.tenantpolicies, undefined, 'versioned');
   });
 
   // The demo, step by step, with nothing written by the test that a user would not write: a manager with the
