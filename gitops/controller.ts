@@ -405,6 +405,7 @@ export class GitOpsController {
         client: this.o.meta,
         source: { namespace: gs.metadata.namespace, name: gs.metadata.name },
         scope: scopeOf(gs.metadata, this.o.scope),
+        health: objectHealth,
       }),
       artifact: existing?.specHash && sameSource(existing, gs) ? existing.artifact : undefined,
       uid: gs.metadata.uid,

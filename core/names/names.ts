@@ -52,6 +52,11 @@ export const ANN = {
   kubeletClientFingerprint: `${PREFIX}/fingerprint-sha256`,
   /** on a GitSource: the one revision allowed to delete beyond its safety limits */
   confirmDeletion: `${PREFIX}/confirm-deletion`,
+  /**
+   * on an object in a GitSource's repository: its apply wave, an integer (default 0). Waves are applied in ascending
+   * order, each only once everything of the waves before it is healthy
+   */
+  applyWave: `${PREFIX}/apply-wave`,
   /** on a GitSource: the one revision allowed although it does not descend from the last applied one */
   allowRevision: `${PREFIX}/allow-revision`,
   /** on a super ResourceQuota or LimitRange the syncer keeps: a hash of the spec it last applied */

@@ -23,8 +23,10 @@ import {
 import { checkOwner, checkScope, scopeOf, type LiveOwner, type SourceScope } from './scope.ts';
 import { computeStatus, type Stop } from './status.ts';
 import { byApplyOrder, planApply, type ApplyPlan, type PlanOptions } from './plan.ts';
+import { exists, waveStop, type WaveHealth } from './waves.ts';
 
 export { planApply, type ApplyPlan, type PlanOptions, type SafetyVerdict } from './plan.ts';
+export type { WaveHealth } from './waves.ts';
 
 /** ReconcileOptions add what the status needs to PlanOptions. */
 export interface ReconcileOptions extends PlanOptions {
@@ -107,6 +109,11 @@ export interface ApplierOptions {
   /** what the source may write; default scopeOf(source): its own namespace, no cluster-scoped kind, no adoption */
   scope?: SourceScope;
   logger?: Logger;
+  /**
+   * judges whether an applied object of a wave lets the next wave go (gitops/health.ts objectHealth); default: it
+   * exists. Only a revision with more than one wave asks.
+   */
+  health?: WaveHealth;
 }
 
 /** applierMetrics are the applier's metrics on the shared registry, labelled by source `<namespace>/<name>`. */
@@ -169,11 +176,13 @@ export class Applier {
   private readonly sourceLabel: string;
   /** scope is what this source may write. */
   readonly scope: SourceScope;
+  private readonly health: WaveHealth;
 
   constructor(o: ApplierOptions) {
     this.client = o.client;
     this.source = o.source;
     this.scope = o.scope ?? scopeOf(o.source);
+    this.health = o.health ?? exists;
     this.sourceLabel = `${o.source.namespace}/${o.source.name}`;
     this.log = o.logger ?? childLogger({ controller: 'gitops-applier', source: this.sourceLabel });
   }
@@ -259,30 +268,48 @@ export class Applier {
     }
   }
 
+  /**
+   * applyObjects applies the plan wave by wave (APPLY_WAVE_ANNOTATION, ascending). Every object of a wave is tried;
+   * a failure stops the run there (ApplyFailed). A later wave goes only once every object of the waves before it is
+   * healthy; until then the run stops with WaveNotHealthy (stalled when one of them Failed), nothing of the later
+   * waves is applied and nothing is pruned. The next reconcile (a status change of those objects brings it) goes on.
+   */
   private async applyObjects(run: Run): Promise<Stop | undefined> {
-    const { plan, result } = run;
-    for (const d of plan.apply) {
-      try {
-        const live = await this.applyChecked(d, plan.checkedVersions?.get(d.key));
-        const uid = live.metadata?.uid ?? '';
-        run.inventory.set(d.key, { ...d.ref, uid });
-        result.applied.push({ ref: d.ref, uid, file: d.file });
-        applierMetrics.applies.inc({ source: this.sourceLabel });
-      } catch (e) {
-        const failure: ApplyFailure = { ref: d.ref, file: d.file, message: e instanceof Error ? e.message : String(e) };
-        if (e instanceof ApiError) failure.code = e.code;
-        result.applyFailures.push(failure);
-        this.log.warn({ object: describeRef(d.ref), file: d.file, err: failure.message }, 'apply failed');
+    const { plan } = run;
+    const waves = [...new Set(plan.apply.map((d) => d.wave))].sort((a, b) => a - b);
+    for (const [i, wave] of waves.entries()) {
+      const objects = plan.apply.filter((d) => d.wave === wave);
+      for (const d of objects) await this.applyOne(run, d);
+      const failed = run.result.applyFailures;
+      if (failed.length) {
+        const lines = failed.map((f) => `${f.file}: ${describeRef(f.ref)}: ${f.message}`).join('\n');
+        return {
+          reason: 'ApplyFailed',
+          stalled: failed.every((f) => f.code !== undefined && STALLING_CODES.has(f.code)),
+          message: `Revision ${plan.revision}: ${failed.length} of ${plan.apply.length} objects were not applied, nothing is pruned:\n${lines}`,
+        };
+      }
+      if (i < waves.length - 1) {
+        const stop = await waveStop(this.client, this.health, plan.revision, objects, wave, waves[i + 1]!);
+        if (stop) return stop;
       }
     }
-    const failed = result.applyFailures;
-    if (!failed.length) return undefined;
-    const lines = failed.map((f) => `${f.file}: ${describeRef(f.ref)}: ${f.message}`).join('\n');
-    return {
-      reason: 'ApplyFailed',
-      stalled: failed.every((f) => f.code !== undefined && STALLING_CODES.has(f.code)),
-      message: `Revision ${plan.revision}: ${failed.length} of ${plan.apply.length} objects were not applied, nothing is pruned:\n${lines}`,
-    };
+    return undefined;
+  }
+
+  private async applyOne(run: Run, d: DesiredObject): Promise<void> {
+    try {
+      const live = await this.applyChecked(d, run.plan.checkedVersions?.get(d.key));
+      const uid = live.metadata?.uid ?? '';
+      run.inventory.set(d.key, { ...d.ref, uid });
+      run.result.applied.push({ ref: d.ref, uid, file: d.file });
+      applierMetrics.applies.inc({ source: this.sourceLabel });
+    } catch (e) {
+      const failure: ApplyFailure = { ref: d.ref, file: d.file, message: e instanceof Error ? e.message : String(e) };
+      if (e instanceof ApiError) failure.code = e.code;
+      run.result.applyFailures.push(failure);
+      this.log.warn({ object: describeRef(d.ref), file: d.file, err: failure.message }, 'apply failed');
+    }
   }
 
   private async pruneObjects(run: Run): Promise<Stop | undefined> {

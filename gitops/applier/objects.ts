@@ -59,6 +59,23 @@ export interface DesiredObject {
   resource: Resource;
   /** the body sent with server-side apply */
   object: KubeObject;
+  /** its apply wave (APPLY_WAVE_ANNOTATION; 0 when unset) */
+  wave: number;
+}
+
+/** APPLY_WAVE_ANNOTATION orders the objects of one revision in waves: an integer, lower first, default 0. */
+export const APPLY_WAVE_ANNOTATION = ANN.applyWave;
+const WAVE_POINTER = `/metadata/annotations/${APPLY_WAVE_ANNOTATION.replace('/', '~1')}`;
+
+/** waveOf reads an object's apply wave: an integer from -1000 to 1000, or why the annotation is refused. */
+export function waveOf(o: Record<string, unknown>): number | { error: string } {
+  const meta = o.metadata as { annotations?: Record<string, unknown> } | undefined;
+  const v = meta?.annotations?.[APPLY_WAVE_ANNOTATION];
+  if (v === undefined) return 0;
+  const n = typeof v === 'string' && /^-?\d{1,4}$/.test(v) ? Number(v) : NaN;
+  return Number.isInteger(n) && Math.abs(n) <= 1000
+    ? n
+    : { error: `${JSON.stringify(v)} is not an apply wave: an integer from -1000 to 1000, as a string` };
 }
 
 /**
@@ -131,8 +148,8 @@ function desiredBody(o: Record<string, unknown>, source: GitSourceRef | undefine
 }
 
 /**
- * renderDesired checks every document of an artifact and returns the valid tenant definitions in apply order
- * (ClusterVersions first), with one error per problem. A document is refused when its kind is not a tenant kind,
+ * renderDesired checks every document of an artifact and returns the valid tenant definitions in apply order (by
+ * wave, then ClusterVersions first), with one error per problem. A document is refused when its kind is not a tenant kind,
  * when it fails its schema, or when another document names the same object (both are refused: which one is meant
  * is not knowable). Parse errors of the artifact come first.
  */
@@ -181,6 +198,11 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
       for (const e of fieldErrors) fail(`${at}: ${object}: ${e.pointer} ${e.message}`, e.pointer);
       continue;
     }
+    const wave = waveOf(doc.object);
+    if (typeof wave !== 'number') {
+      fail(`${at}: ${object}: ${WAVE_POINTER} ${wave.error}`, WAVE_POINTER);
+      continue;
+    }
     const ref: ObjectRef = { apiVersion: r.apiVersion!, kind: r.kind, name: r.name! };
     if (r.namespace !== undefined) ref.namespace = r.namespace;
     candidates.push({
@@ -190,6 +212,7 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
       index: doc.index,
       resource: tk.resource,
       object: desiredBody(doc.object, source),
+      wave,
     });
   }
 
@@ -211,7 +234,10 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
     });
   }
   objects.sort(
-    (a, b) => TENANT_KINDS[a.ref.kind]!.order - TENANT_KINDS[b.ref.kind]!.order || a.key.localeCompare(b.key),
+    (a, b) =>
+      a.wave - b.wave ||
+      TENANT_KINDS[a.ref.kind]!.order - TENANT_KINDS[b.ref.kind]!.order ||
+      a.key.localeCompare(b.key),
   );
   return { objects, errors, named };
 }

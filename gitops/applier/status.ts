@@ -12,6 +12,7 @@ export const REASONS = [
   'EmptyPath',
   'DeletionLimitExceeded',
   'ApplyFailed',
+  'WaveNotHealthy',
   'PruneFailed',
 ] as const;
 /** Reason is one of REASONS. */

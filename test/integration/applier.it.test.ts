@@ -7,7 +7,8 @@ import { R } from '../../core/kube/resources.ts';
 import { registry } from '../../core/metrics/registry.ts';
 import { Applier } from '../../gitops/applier/applier.ts';
 import { GITSOURCES, type GitSource, type GitSourceStatus } from '../../gitops/applier/gitsource.ts';
-import { SOURCE_LABEL } from '../../gitops/applier/objects.ts';
+import { APPLY_WAVE_ANNOTATION, SOURCE_LABEL } from '../../gitops/applier/objects.ts';
+import { objectHealth } from '../../gitops/health.ts';
 import { scopeOf } from '../../gitops/applier/scope.ts';
 import { IDENTITY } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
@@ -259,5 +260,58 @@ describe('GitOps applier on a real apiserver', () => {
     const a = (await getVC('a'))!;
     expect(a.metadata!.labels![SOURCE_LABEL]).toBe('platform.other');
     expect(a.spec.weight).toBe(6);
+  });
+
+  it('applies a later wave only once the earlier wave is healthy, and stops on a failed one without pruning', async () => {
+    const waves = { namespace: 'platform', name: 'waves' };
+    const wavy = new Applier({
+      client: t.client,
+      source: waves,
+      scope: scopeOf(waves, { sources: { 'platform/waves': { targetNamespaces: ['team'] } } }),
+      health: objectHealth,
+    });
+    const wave = (doc: Record<string, unknown>, n: string) => {
+      const meta = doc.metadata as Record<string, unknown>;
+      return { ...doc, metadata: { ...meta, annotations: { [APPLY_WAVE_ANNOTATION]: n } } };
+    };
+    const artifact = makeArtifact(
+      { 'tenants/base.yaml': [vcDoc('team', 'w-base')], 'tenants/app.yaml': [wave(vcDoc('team', 'w-app'), '1')] },
+      { revision: rev(20) },
+    );
+    // No VirtualCluster controller runs here: w-base has no status, so wave 1 waits.
+    let out = await wavy.reconcile(artifact, undefined, { generation: 1 });
+    expect(out.result.stop).toMatchObject({ reason: 'WaveNotHealthy', stalled: false });
+    expect(out.result.stop!.message).toContain(
+      'wave 0 is not healthy, so wave 1 and later are not applied and nothing is pruned:\ntenants/base.yaml: VirtualCluster team/w-base: Progressing',
+    );
+    expect(out.status.conditions!.find((c) => c.type === 'Reconciling')).toMatchObject({ status: 'True' });
+    expect(await getVC('w-app')).toBeNull();
+    expect(out.status.inventory!.map((e) => e.name)).toEqual(['w-base']);
+    expect(out.status.lastAppliedRevision).toBeUndefined();
+
+    // The manager's answer, as it would write it: Running for the current generation. Then wave 1 goes.
+    const running = async (phase: string) => {
+      const base = (await getVC('w-base'))!;
+      const status = { phase, observedGeneration: base.metadata!.generation };
+      await t.client.update(R.virtualclusters, { ...base, status }, { subresource: 'status' });
+    };
+    await running('Running');
+    out = await wavy.reconcile(artifact, out.status, { generation: 1 });
+    expect(out.result.stop).toBeUndefined();
+    expect(await getVC('w-app')).not.toBeNull();
+    expect(out.status.lastAppliedRevision).toBe(rev(20));
+
+    // The base fails: a revision without the app stops before pruning it, stalled until a new revision.
+    await running('Error');
+    const without = makeArtifact(
+      { 'tenants/base.yaml': [vcDoc('team', 'w-base')], 'tenants/x.yaml': [wave(vcDoc('team', 'w-x'), '2')] },
+      { revision: rev(21) },
+    );
+    out = await wavy.reconcile(without, out.status, { generation: 1 });
+    expect(out.result.stop).toMatchObject({ reason: 'WaveNotHealthy', stalled: true });
+    expect(out.result.stop!.message).toContain('VirtualCluster team/w-base: Failed (phase Error)');
+    expect(await getVC('w-app')).not.toBeNull();
+    expect(await getVC('w-x')).toBeNull();
+    for (const n of ['w-base', 'w-app']) await t.client.delete(R.virtualclusters, 'team', n);
   });
 });
