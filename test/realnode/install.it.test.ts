@@ -248,9 +248,12 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
       'secret',
       'docker-registry',
       'regcred',
-      `--docker-server=${reg!.host}`,
-      `--docker-username=${TENANT_USER.username}`,
-      `--docker-password=${TENANT_USER.password}`,
+      '--docker-server',
+      reg!.host,
+      '--docker-username',
+      TENANT_USER.username,
+      '--docker-password',
+      TENANT_USER.password,
     );
     const pod = (name: string, pullSecret?: string) => {
       const file = join(dir, `${name}.json`);
