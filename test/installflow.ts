@@ -1,10 +1,11 @@
 /**
  * The steps of the in-cluster installation that the real-node test (test/realnode/install.it.test.ts) asserts and the
  * `install` benchmark (test/bench/install.ts) times, written once: the local registry with basic auth and the docker
- * config file a platform's `docker login` writes, the local super cluster whose one node is the real node, `vc image
- * build` and `vc image push`, `vc install` with the settings this cluster needs, and what the platform provides before
- * its first tenant (a volume for its etcd, a TenantPolicy, the namespace, a GitSource on a git server the manager Pods
- * reach). Everything runs the `vc` CLI as a user does.
+ * config file a platform's `docker login` writes, the local super cluster whose one node is the real node (its
+ * apiserver writing an audit log of the manager's and the agents' requests), a kubeconfig whose current context is
+ * another cluster's, `vc image build` and `vc image push`, `vc install` with the settings this cluster needs, and what
+ * the platform provides before its first tenant (a volume for its etcd, a TenantPolicy, the namespace, a GitSource on a
+ * git server the manager Pods reach). Everything runs the `vc` CLI as a user does.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,8 @@ import { parse, stringify } from 'yaml';
 import { R } from '../core/kube/resources.ts';
 import { TcpForwarder } from '../core/dev/local/forwarder.ts';
 import { REAL_NODE_TAINT, type RealNode } from '../core/dev/local/realnode.ts';
-import { NODE_IMAGES } from '../core/toolchain/node.ts';
+import { fileEntry, writeOciArchive } from '../core/toolchain/images.ts';
+import { NODE_IMAGES, nodeToolchainDir } from '../core/toolchain/node.ts';
 import { startRegistry, type LocalRegistry } from '../core/toolchain/registry.ts';
 import { binaryPath } from '../core/toolchain/toolchain.ts';
 import { GITSOURCES } from '../gitops/applier/gitsource.ts';
@@ -27,6 +29,59 @@ const repo = join(import.meta.dirname, '..');
 const vcBin = join(repo, 'core/programs/cli/vc.mjs');
 const nodeBin = join(repo, 'node_modules/.bin/node');
 const USER = { username: 'platform', password: 'install-me-4c1' };
+/** TENANT is a tenant's own account on the same registry, for the images it pushes and runs */
+export const TENANT_USER = { username: 'team-a', password: 'push-mine-7e2' };
+/** CONTEXT is the context of the super cluster in the platform's kubeconfig; its current context is another cluster */
+export const CONTEXT = 'super';
+
+/**
+ * AUDIT_POLICY records every request of the ServiceAccounts of vc-system and vc-vn-agent and of the nodes' credential
+ * (the vn-agent reads the super Pods of its node with it), at Metadata level: enough to tell each answer's code and the
+ * User-Agent that asked.
+ */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    userGroups: ['system:serviceaccounts:vc-system', 'system:serviceaccounts:vc-vn-agent', 'system:nodes']
+  - level: None
+`;
+
+/** AuditTally is what the super apiserver's audit log says of the manager's and the vn-agent's requests. */
+export interface AuditTally {
+  /** requests answered, by the component the User-Agent names (manager, vn-agent) */
+  answered: Record<string, number>;
+  /** each request answered 403: `<component> <user> <verb> <URI>: <message>` */
+  refused: string[];
+}
+
+/**
+ * tallyAudit reads audit log lines (JSON, one event each) and counts the answers to requests whose User-Agent is the
+ * manager's or the vn-agent's (`virtualcluster-ts-<component>/…`), listing the 403s.
+ */
+export function tallyAudit(text: string): AuditTally {
+  const t: AuditTally = { answered: {}, refused: [] };
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    const e = JSON.parse(line) as {
+      stage?: string;
+      verb?: string;
+      requestURI?: string;
+      userAgent?: string;
+      user?: { username?: string };
+      responseStatus?: { code?: number; message?: string };
+    };
+    const component = /^virtualcluster-ts-(manager|vn-agent)\//.exec(e.userAgent ?? '')?.[1];
+    if (!component || e.stage === 'ResponseStarted') continue;
+    t.answered[component] = (t.answered[component] ?? 0) + 1;
+    if (e.responseStatus?.code === 403)
+      t.refused.push(
+        `${component} ${e.user?.username} ${e.verb} ${e.requestURI}: ${e.responseStatus.message ?? '(no message)'}`,
+      );
+  }
+  return t;
+}
 
 /** InstallFlow is one local super cluster with a real node and an authenticated registry, ready for `vc install`. */
 export class InstallFlow {
@@ -48,14 +103,29 @@ export class InstallFlow {
    */
   static async start(): Promise<InstallFlow> {
     const dir = mkdtempSync(join(tmpdir(), 'vc-install-flow-'));
-    const reg = await startRegistry({ users: [USER] });
+    const reg = await startRegistry({ users: [USER, TENANT_USER] });
     try {
       writeFileSync(join(dir, 'registry-ca.crt'), reg.caPem);
-      mkdirSync(join(dir, 'docker'));
-      const auth = Buffer.from(`${USER.username}:${USER.password}`).toString('base64');
-      writeFileSync(join(dir, 'docker/config.json'), JSON.stringify({ auths: { [reg.host]: { auth } } }));
-      const t = await startTestSuper({ nodes: 0, realNodes: 1, registries: [{ host: reg.host, caPem: reg.caPem }] });
+      for (const [d, u] of [
+        ['docker', USER],
+        ['tenant-docker', TENANT_USER],
+      ] as const) {
+        mkdirSync(join(dir, d));
+        const auth = Buffer.from(`${u.username}:${u.password}`).toString('base64');
+        writeFileSync(join(dir, d, 'config.json'), JSON.stringify({ auths: { [reg.host]: { auth } } }));
+      }
+      writeFileSync(join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
+      const t = await startTestSuper({
+        nodes: 0,
+        realNodes: 1,
+        registries: [{ host: reg.host, caPem: reg.caPem }],
+        apiserverExtraArgs: {
+          'audit-policy-file': join(dir, 'audit-policy.yaml'),
+          'audit-log-path': join(dir, 'audit.log'),
+        },
+      });
       const f = new InstallFlow(dir, reg, t);
+      f.writePlatformKubeconfig();
       await f.kubectl('taint', 'nodes', f.node.name, `${REAL_NODE_TAINT.key}-`);
       return f;
     } catch (e) {
@@ -72,8 +142,69 @@ export class InstallFlow {
 
   /** vc runs the CLI (the compiled dist/, Node 22) with this flow's docker config and kubeconfig; returns stdout. */
   async vc(...args: string[]): Promise<string> {
-    const env = { ...process.env, DOCKER_CONFIG: join(this.dir, 'docker'), KUBECONFIG: this.t.sc.kubeconfigPath };
+    return this.vcWith(join(this.dir, 'docker'), ...args);
+  }
+
+  /** vcWith runs the CLI as vc does, with the docker config directory `dockerConfig` (a tenant's, say). */
+  async vcWith(dockerConfig: string, ...args: string[]): Promise<string> {
+    const env = { ...process.env, DOCKER_CONFIG: dockerConfig, KUBECONFIG: this.t.sc.kubeconfigPath };
     return (await exec(nodeBin, [vcBin, ...args], { env, timeout: 600_000, maxBuffer: 64 << 20 })).stdout;
+  }
+
+  /**
+   * platformKubeconfig is a kubeconfig as a platform engineer's usually is: its current context another cluster's
+   * (an address nothing listens on), the super cluster's under CONTEXT; `vc install` and `vc uninstall` get both flags.
+   */
+  get platformKubeconfig(): string {
+    return join(this.dir, 'platform.kubeconfig');
+  }
+
+  private writePlatformKubeconfig(): void {
+    const kc = parse(readFileSync(this.t.sc.kubeconfigPath, 'utf8')) as {
+      clusters: Array<{ name: string; cluster: Record<string, unknown> }>;
+      contexts: Array<{ name: string; context: { cluster: string; user: string } }>;
+      'current-context': string;
+    };
+    const own = kc.contexts.find((x) => x.name === kc['current-context'])!;
+    kc.clusters.push({
+      name: 'elsewhere',
+      cluster: { server: 'https://127.0.0.1:1', 'insecure-skip-tls-verify': true },
+    });
+    kc.contexts = [
+      { name: CONTEXT, context: own.context },
+      { name: 'elsewhere', context: { cluster: 'elsewhere', user: own.context.user } },
+    ];
+    kc['current-context'] = 'elsewhere';
+    writeFileSync(this.platformKubeconfig, stringify(kc), { mode: 0o600 });
+  }
+
+  /** auditTally reads the super apiserver's audit log so far (tallyAudit). */
+  auditTally(): AuditTally {
+    return tallyAudit(readFileSync(join(this.dir, 'audit.log'), 'utf8'));
+  }
+
+  /**
+   * pushTenantImage does what a tenant does with an image of its own: writes it (busybox printing `marker`, then
+   * sleeping) and runs `vc image push` with the tenant's docker config (TENANT_USER). Returns the reference and digest.
+   */
+  async pushTenantImage(marker: string): Promise<{ ref: string; digest: string }> {
+    const archive = join(this.dir, 'tenant-image.tar');
+    const ref = `${this.reg.host}/team-a/hello:1`;
+    writeOciArchive(archive, {
+      ref,
+      files: [
+        fileEntry('bin/busybox', join(nodeToolchainDir(), 'bin', 'busybox')),
+        { type: 'file', path: 'etc/hello.txt', data: Buffer.from(`${marker}\n`) },
+      ],
+      entrypoint: ['/bin/busybox', 'sh', '-c', '/bin/busybox cat /etc/hello.txt; exec /bin/busybox sleep 3600'],
+      user: '65532:65532',
+      createdBy: 'test/installflow.ts',
+    });
+    const ca = join(this.dir, 'registry-ca.crt');
+    const digest = (
+      await this.vcWith(join(this.dir, 'tenant-docker'), 'image', 'push', ref, '--from', archive, '--ca-file', ca)
+    ).trim();
+    return { ref, digest };
   }
 
   /** kubectl runs kubectl against the super cluster as its admin; returns stdout. */
@@ -97,12 +228,12 @@ export class InstallFlow {
   }
 
   /**
-   * installArgs are `vc install`'s arguments for this cluster: the pushed image by digest with the registry's
-   * credentials, manager and vn-agent, the shipped manager configuration except that tenant apiservers are dialled by
-   * ClusterIP (this cluster runs no cluster DNS, so `apiserver.<root>.svc` resolves nowhere), and the real node's
-   * kubelet credential directory.
+   * installArgs are `vc install`'s arguments for this cluster, through the platform kubeconfig's CONTEXT: the pushed
+   * image by digest (or `image`) with the registry's credentials, manager and vn-agent, the shipped manager
+   * configuration except that tenant apiservers are dialled by ClusterIP (this cluster runs no cluster DNS, so
+   * `apiserver.<root>.svc` resolves nowhere), and the real node's kubelet credential directory.
    */
-  installArgs(): string[] {
+  installArgs(image = this.image): string[] {
     const shipped = readFileSync(join(repo, 'deploy/manager/deployment.yaml'), 'utf8').split('\n---\n')[0]!;
     const cm = parse(shipped) as { data: Record<string, string> };
     const cfg = parse(cm.data['manager.yaml']!) as {
@@ -113,11 +244,15 @@ export class InstallFlow {
     // The platform's git server is on the node's private network: allowed by name, as a platform allows its own.
     cfg.gitops.allowPrivateAddresses = [`${this.node.nodeIP}/32`];
     writeFileSync(join(this.dir, 'manager.yaml'), stringify(cfg));
-    if (!this.image) throw new Error('installArgs: buildAndPush first');
+    if (!image) throw new Error('installArgs: buildAndPush first');
     return [
       'install',
+      '--kubeconfig',
+      this.platformKubeconfig,
+      '--context',
+      CONTEXT,
       '--image',
-      this.image,
+      image,
       '--components',
       'manager,vn-agent',
       '--pull-credentials',

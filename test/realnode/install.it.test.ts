@@ -2,8 +2,11 @@
  * The installation a platform team makes, on the local super cluster with a real node (Node authorizer,
  * NodeRestriction, Pod Security admission): the image built here and pushed to the local registry (basic auth, TLS
  * from the local CA), `vc install` pulling it through the real node's containerd, the manager's two replicas and the
- * vn-agent DaemonSet running as real containers on the real node with in-cluster credentials, and `vc uninstall
- * --crds` leaving nothing behind. Every step runs the `vc` CLI as docs/operations/install.md shows it.
+ * vn-agent DaemonSet running as real containers on the real node with in-cluster credentials, a tenant pushing an
+ * image of its own to the same registry and running it, `vc install` again with another image reference rolling both
+ * out under the running tenant, and `vc uninstall --crds` leaving nothing behind; the apiserver's audit log shows no
+ * request of the manager or the agent refused over the whole run. Every step runs the `vc` CLI as
+ * docs/operations/install.md shows it.
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -24,7 +27,7 @@ import type { LocalRegistry } from '../../core/toolchain/registry.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason, type TestSuper } from '../harness.ts';
 import { refusedBy, serviceAccountClient } from '../identities.ts';
-import { InstallFlow } from '../installflow.ts';
+import { CONTEXT, InstallFlow, TENANT_USER } from '../installflow.ts';
 import { Attempts } from '../security/attempts.ts';
 
 const exec = promisify(execFile);
@@ -36,7 +39,13 @@ interface Pod extends KubeObject {
   status?: {
     phase?: string;
     podIP?: string;
-    containerStatuses?: Array<{ ready?: boolean; imageID?: string; restartCount?: number }>;
+    containerStatuses?: Array<{
+      ready?: boolean;
+      image?: string;
+      imageID?: string;
+      restartCount?: number;
+      state?: { waiting?: { reason?: string; message?: string } };
+    }>;
   };
 }
 
@@ -117,7 +126,14 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
   });
 
   it('vc image build, then vc image push to the local registry with the docker config credentials', async () => {
+    // Meanwhile: the platform kubeconfig's current context is another cluster, so without --context the CLI reaches
+    // nothing and says so (it must not read an unreachable cluster as one with nothing installed).
+    const elsewhere = vc('uninstall', '--kubeconfig', f!.platformKubeconfig).then(
+      () => 'exit 0',
+      (e: { stderr?: string }) => e.stderr ?? String(e),
+    );
     const { built, pushed } = await f!.buildAndPush();
+    expect(await elsewhere).toMatch(/cannot reach 127\.0\.0\.1:1 \(ECONNREFUSED\)/);
     expect(built).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(pushed).toBe(built);
     digest = pushed;
@@ -220,6 +236,73 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     );
     expect((await tenantKubectl('exec', name, '--', 'hostname')).trim()).toBe(name);
     webPod = name;
+  }, 300_000);
+
+  it('a tenant pushes an image of its own to the registry and runs it with its pull Secret; without it, the node pulls nothing', async (ctx) => {
+    if (!tenantKubeconfig) ctx.skip();
+    const marker = `team-a's own image ${process.pid}`;
+    const { ref, digest: own } = await f!.pushTenantImage(marker);
+    expect(own).toMatch(/^sha256:[0-9a-f]{64}$/);
+    await tenantKubectl(
+      'create',
+      'secret',
+      'docker-registry',
+      'regcred',
+      '--docker-server',
+      reg!.host,
+      '--docker-username',
+      TENANT_USER.username,
+      '--docker-password',
+      TENANT_USER.password,
+    );
+    const pod = (name: string, pullSecret?: string) => {
+      const file = join(dir, `${name}.json`);
+      writeFileSync(
+        file,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            ...(pullSecret && { imagePullSecrets: [{ name: pullSecret }] }),
+            containers: [{ name: 'hello', image: ref }],
+          },
+        }),
+      );
+      return tenantKubectl('create', '-f', file);
+    };
+    await pod('own', 'regcred');
+    const superPod = async (name: string) => {
+      const l = (await t!.client.list<Pod>(R.pods, { fieldSelector: `metadata.name=${name}` })).items;
+      expect(l).toHaveLength(1);
+      return l[0]!;
+    };
+    const running = await eventually(
+      async () => {
+        const p = await superPod('own');
+        expect(p.status?.phase, JSON.stringify(p.status?.containerStatuses)).toBe('Running');
+        return p;
+      },
+      120_000,
+      1000,
+    );
+    expect(running.spec?.nodeName).toBe(node.name);
+    expect(running.status?.containerStatuses?.[0]?.imageID).toBe(`${reg!.host}/team-a/hello@${own}`);
+    expect((await eventually(() => tenantKubectl('logs', 'own'), 30_000, 1000)).trim()).toBe(marker);
+    // The node holds the image now; a Pod without the credentials still gets nothing from its cache (pulled Always).
+    await pod('nocred');
+    const refusedPull = await eventually(
+      async () => {
+        const w = (await superPod('nocred')).status?.containerStatuses?.[0]?.state?.waiting;
+        expect(w?.reason).toMatch(/^(ErrImagePull|ImagePullBackOff)$/);
+        return w!;
+      },
+      120_000,
+      1000,
+    );
+    process.stdout.write(`a tenant Pod without the pull Secret: ${refusedPull.reason}: ${refusedPull.message}\n`);
+    await tenantKubectl('delete', 'pod', 'own', 'nocred', '--wait=false');
   }, 300_000);
 
   it('no request of the manager or the vn-agent was refused by RBAC; a write the admission policies forbid is', async (ctx) => {
@@ -374,11 +457,87 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     expect(Object.values(refused).every((n) => n === 0)).toBe(true);
   }, 300_000);
 
+  it('vc install again with another image reference: the manager and vn-agent roll out in place under the running tenant', async (ctx) => {
+    if (!webPod || !root) ctx.skip();
+    // The same image by tag rather than digest: new Pod templates for both workloads, as a new version's image gives.
+    const tagged = `${reg!.host}/platform/virtualcluster-ts:e2e`;
+    const names = (pods: Pod[]) => pods.map((p) => p.metadata!.name!);
+    const oldPods = [
+      ...names(await podsOf('vc-system', 'vc-manager')),
+      ...names(await podsOf('vc-vn-agent', 'vc-vn-agent')),
+    ];
+    const uids = async () =>
+      Object.fromEntries(
+        (await t!.client.list<Pod>(R.pods, { namespace: root })).items.map((p) => [p.metadata!.name, p.metadata!.uid]),
+      );
+    const controlPlane = await uids();
+    const out = await vc(...f!.installArgs(tagged));
+    expect(out).toMatch(/^configured: apps\/Deployment vc-system\/vc-manager$/m);
+    expect(out).toMatch(/^configured: apps\/DaemonSet vc-vn-agent\/vc-vn-agent$/m);
+    expect(out).not.toMatch(/^(created|pruned): /m);
+    expect(out).toMatch(/^rolled out: Deployment vc-system\/vc-manager \(2\/2 replicas available\)$/m);
+    // the rollout is over: the old Pods gone, new ones on the tagged image (the same digest) Ready on the real node
+    const upgraded = await eventually(
+      async () => {
+        const now = [...(await podsOf('vc-system', 'vc-manager')), ...(await podsOf('vc-vn-agent', 'vc-vn-agent'))];
+        expect(now).toHaveLength(3);
+        expect(names(now).filter((n) => oldPods.includes(n))).toEqual([]);
+        return now;
+      },
+      120_000,
+      1000,
+    );
+    for (const p of upgraded) {
+      expect(p.spec?.containers?.[0]?.image, p.metadata!.name).toBe(tagged);
+      expect(p.status?.containerStatuses?.[0]?.ready, p.metadata!.name).toBe(true);
+      expect(p.status?.containerStatuses?.[0]?.imageID, p.metadata!.name).toBe(
+        `${reg!.host}/platform/virtualcluster-ts@${digest}`,
+      );
+    }
+    // the tenant never noticed: its control plane's Pods are the same, it is Running, its Pod serves, and exec goes
+    // through the new vn-agent
+    expect(await uids()).toEqual(controlPlane);
+    await eventually(
+      async () => {
+        const v = await t!.client.get<VirtualCluster>(R.virtualclusters, 'tenants', 'team-a');
+        expect(v.status?.phase).toBe('Running');
+        const h =
+          (
+            await t!.client.get<KubeObject & { spec?: { holderIdentity?: string } }>(
+              R.leases,
+              'vc-system',
+              'vc-manager',
+            )
+          ).spec?.holderIdentity ?? '';
+        expect(
+          upgraded.some((p) => h.includes(p.metadata!.name!)),
+          h,
+        ).toBe(true);
+      },
+      120_000,
+      1000,
+    );
+    expect((await get(`http://${webIP}:8080/hostname`)).body).toBe(webPod);
+    expect((await eventually(() => tenantKubectl('exec', webPod!, '--', 'hostname'), 60_000, 1000)).trim()).toBe(
+      webPod,
+    );
+  }, 600_000);
+
   it('vc uninstall --crds leaves no object, Pod, CRD or policy of the install behind', async (ctx) => {
     if (!installed) ctx.skip();
     // vc uninstall deletes the GitSource first (else it would apply the tenant again while it is deleted), then the
     // tenants, then the installation
-    const out = await vc('uninstall', '--crds', '--delete-tenants', '--timeout', '300');
+    const out = await vc(
+      'uninstall',
+      '--kubeconfig',
+      f!.platformKubeconfig,
+      '--context',
+      CONTEXT,
+      '--crds',
+      '--delete-tenants',
+      '--timeout',
+      '300',
+    );
     installed = false;
     expect(out).toMatch(/^deleting GitSource tenants\/tenants \(it would apply its tenants again\)$/m);
     expect(out).toMatch(/^deleted: apps\/Deployment vc-system\/vc-manager$/m);
@@ -401,5 +560,14 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
       ).trim(),
     ).toBe('');
     expect((await kubectl('get', 'crd', '-o', 'name')).trim()).not.toMatch(/tenancy\.x-k8s\.io/);
+    // Over the whole run, the uninstall included (the manager tearing down the tenant, its Pods stopping while their
+    // RBAC was still there), the apiserver refused no request of the manager or the agent.
+    const audit = f!.auditTally();
+    process.stdout.write(
+      `audit log: requests answered by component ${JSON.stringify(audit.answered)}, refused (403): ${audit.refused.length}\n`,
+    );
+    expect(audit.answered.manager).toBeGreaterThan(0);
+    expect(audit.answered['vn-agent']).toBeGreaterThan(0);
+    expect(audit.refused).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import { TcpForwarder } from './forwarder.ts';
 import { publishApiserverEndpoint } from './apiendpoint.ts';
 import { acquireHostLock, type HostLock } from './hostlock.ts';
 import type { NodeRegistry } from './noderegistry.ts';
+import type { ExtraArgs } from '../../api/controlplane.ts';
 
 /** SuperClusterOptions configure the local super cluster. */
 export interface SuperClusterOptions {
@@ -28,6 +29,11 @@ export interface SuperClusterOptions {
   realNodeLockWaitMs?: number;
   /** registries the real nodes' containerd pulls from (core/dev/local/noderegistry.ts) */
   registries?: readonly NodeRegistry[];
+  /**
+   * kube-apiserver flags by name added to the first super cluster's (an audit policy and log, say); NodeRestriction
+   * stays enabled unless these name `enable-admission-plugins` themselves
+   */
+  apiserverExtraArgs?: ExtraArgs;
 }
 
 /**
@@ -76,7 +82,7 @@ export class LocalSuperCluster {
         // Authorization is Node,RBAC (core/provisioners/native/flags.ts): a node's credential (system:node:<node>, as
         // each vn-agent reads super Pods with) reads only its own node's Pods and Node. NodeRestriction confines what
         // such a credential may write to its own node as well.
-        apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
+        apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction', ...o.apiserverExtraArgs },
         ...advertisedOn(podCidr),
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster, o.registries);

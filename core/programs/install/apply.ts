@@ -1,4 +1,5 @@
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
+import { isNotFound } from '../../kube/errors.ts';
 import { InstallError, MANAGED_SELECTOR, FIELD_MANAGER, objectRef } from './render.ts';
 
 /**
@@ -17,12 +18,17 @@ export class ResourceMapper {
     return r;
   }
 
-  /** resourceOrNull is resourceFor, or null when the group version or kind is not served. */
+  /**
+   * resourceOrNull is resourceFor, or null when the group version (404) or kind is not served. Any other failure (an
+   * unreachable cluster, a refused credential) is thrown: read as "not served", it made `vc uninstall` against the
+   * wrong cluster report success having deleted nothing.
+   */
   async resourceOrNull(apiVersion: string, kind: string): Promise<Resource | null> {
     try {
       return await this.resourceFor(apiVersion, kind);
-    } catch {
-      return null;
+    } catch (e) {
+      if (e instanceof InstallError || isNotFound(e)) return null;
+      throw e;
     }
   }
 

@@ -138,21 +138,29 @@ export function customize(
   return out;
 }
 
+const isWorkload = (x: KubeObject): boolean => x.kind === 'Deployment' || x.kind === 'DaemonSet';
+const POD_RESOURCE = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true };
+
+/** podsOf lists the Pods a Deployment or DaemonSet selects by its matchLabels (none when it has no matchLabels). */
+async function podsOf(c: KubeClient, w: KubeObject) {
+  const sel = (w as { spec?: { selector?: { matchLabels?: Record<string, string> } } }).spec?.selector?.matchLabels;
+  if (!sel || !Object.keys(sel).length) return [];
+  const labelSelector = Object.entries(sel)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  return (
+    await c.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(POD_RESOURCE, {
+      namespace: w.metadata!.namespace,
+      labelSelector,
+    })
+  ).items;
+}
+
 /** whereItRuns is a line per Deployment and DaemonSet: its Pods' nodes and readiness. */
 async function whereItRuns(c: KubeClient, objects: readonly KubeObject[]): Promise<string[]> {
   const out: string[] = [];
-  const pods = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true };
-  for (const w of objects.filter((x) => x.kind === 'Deployment' || x.kind === 'DaemonSet')) {
-    const sel = (w as { spec?: { selector?: { matchLabels?: Record<string, string> } } }).spec?.selector?.matchLabels;
-    const labelSelector = Object.entries(sel ?? {})
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',');
-    const items = (
-      await c.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(pods, {
-        namespace: w.metadata!.namespace,
-        labelSelector,
-      })
-    ).items;
+  for (const w of objects.filter(isWorkload)) {
+    const items = await podsOf(c, w);
     const where = items.map(
       (p) => `${p.metadata!.name} on ${p.spec?.nodeName ?? '(unscheduled)'} (${p.status?.phase})`,
     );
@@ -178,7 +186,8 @@ const GITSOURCE_KIND = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSour
  * uninstall removes what `vc install` applied (the objects with its label) and nothing else: it refuses while
  * VirtualClusters exist unless told to delete them (then deletes the GitSources that would apply them again, deletes
  * them and waits until they are gone, which needs the manager still running to remove their control planes), and
- * leaves the CRDs unless `crds`. It waits for the namespaces (and CRDs) it deleted to be gone.
+ * leaves the CRDs unless `crds`. The Deployments and DaemonSets go first, the rest (their RBAC among it) once their Pods
+ * have stopped. It waits for the namespaces (and CRDs) it deleted to be gone.
  */
 export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<string[]> {
   const mapper = new ResourceMapper(c);
@@ -211,8 +220,25 @@ export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<str
   const live = await listManaged(c, mapper, kinds);
   const order = (x: KubeObject) => kinds.findIndex((k) => k.kind === x.kind);
   const doomed = live.filter((x) => o.crds || x.kind !== CRD_KIND.kind).sort((a, b) => order(a) - order(b));
-  const deleted = await deleteObjects(c, mapper, doomed);
+  // The workloads go first, and the rest only once their Pods have stopped: a manager or agent still in its grace
+  // period (releasing its Lease, ending its watches) would otherwise find its RBAC gone and be refused.
+  const workloads = doomed.filter(isWorkload);
+  const deleted = await deleteObjects(c, mapper, workloads);
   for (const d of deleted) o.out(`deleted: ${d}`);
+  if (workloads.length) {
+    o.out(`waiting for the Pods of ${workloads.map(objectRef).join(', ')} to stop`);
+    await until(timeoutMs, `the Pods of ${workloads.map(objectRef).join(', ')} to stop`, async () => {
+      for (const w of workloads) if ((await podsOf(c, w)).length) return false;
+      return true;
+    });
+  }
+  const rest = await deleteObjects(
+    c,
+    mapper,
+    doomed.filter((x) => !isWorkload(x)),
+  );
+  for (const d of rest) o.out(`deleted: ${d}`);
+  deleted.push(...rest);
   const waitFor = doomed.filter((x) => x.kind === 'Namespace' || x.kind === CRD_KIND.kind);
   await until(timeoutMs, `${waitFor.map(objectRef).join(', ')} to be gone`, async () => {
     for (const x of waitFor) {
