@@ -19,7 +19,10 @@ export interface TestSuper {
    * (r1 is the meta cluster itself); empty otherwise
    */
   supers: Array<{ name: string; cp: LocalControlPlane }>;
-  /** stop stops every process and removes the state directory (kept when KEEP_STATE is set). */
+  /**
+   * stop stops every process and removes the state directory (kept when KEEP_STATE is set). The control planes are
+   * killed, not shut down gracefully, unless the state is kept: nothing reads it afterwards.
+   */
   stop(): Promise<void>;
 }
 
@@ -67,8 +70,9 @@ export async function startTestSuper(
     stateDir,
     supers,
     async stop() {
-      await sc.stop();
-      if (!process.env.KEEP_STATE) removeStateDir(stateDir);
+      const keep = !!process.env.KEEP_STATE;
+      await sc.stop({ discard: !keep });
+      if (!keep) removeStateDir(stateDir);
     },
   };
 }
