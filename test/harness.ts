@@ -19,7 +19,10 @@ export interface TestSuper {
    * (r1 is the meta cluster itself); empty otherwise
    */
   supers: Array<{ name: string; cp: LocalControlPlane }>;
-  /** stop stops every process and removes the state directory (kept when KEEP_STATE is set). */
+  /**
+   * stop stops every process and removes the state directory (kept when KEEP_STATE is set). The control planes are
+   * killed, not shut down gracefully, unless the state is kept: nothing reads it afterwards.
+   */
   stop(): Promise<void>;
 }
 
@@ -40,8 +43,19 @@ export async function startTestSuper(
   await ensureToolchain();
   const stateDir = makeStateDir('vc-test-');
   const { superClusters = 1, ...opts } = o;
-  // Real-node files of other checkouts may run on this host at the same time: wait for their nodes, not fail.
-  const sc = await LocalSuperCluster.start({ nodes: 2, realNodeLockWaitMs: 30 * 60_000, ...opts, stateDir });
+  const keep = !!process.env.KEEP_STATE;
+  let sc: LocalSuperCluster;
+  try {
+    // Real-node files of other checkouts may run on this host at the same time: wait for their nodes, not fail.
+    sc = await LocalSuperCluster.start({ nodes: 2, realNodeLockWaitMs: 30 * 60_000, ...opts, stateDir });
+  } catch (e) {
+    if (!keep) removeStateDir(stateDir);
+    throw e;
+  }
+  const stop = async () => {
+    await sc.stop({ discard: !keep });
+    if (!keep) removeStateDir(stateDir);
+  };
   const client = await sc.cluster.client();
   const supers: TestSuper['supers'] = [];
   if (superClusters > 1) {
@@ -57,7 +71,7 @@ export async function startTestSuper(
           superClient: await s.cp.client(),
         });
     } catch (e) {
-      await sc.stop();
+      await stop();
       throw e;
     }
   }
@@ -66,10 +80,7 @@ export async function startTestSuper(
     client,
     stateDir,
     supers,
-    async stop() {
-      await sc.stop();
-      if (!process.env.KEEP_STATE) removeStateDir(stateDir);
-    },
+    stop,
   };
 }
 

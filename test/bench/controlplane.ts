@@ -7,7 +7,8 @@ const MiB = 1024 * 1024;
 
 /**
  * controlPlaneBench measures how long the local super cluster and one extra tenant control plane take to become
- * ready, and their resident memory once idle.
+ * ready, their resident memory once idle, and how long a tenant control plane takes to stop, gracefully and when its
+ * state is thrown away (as tests' teardown does).
  */
 export async function controlPlaneBench(): Promise<BenchResult> {
   const dir = stateDir('vc-bench-');
@@ -24,6 +25,14 @@ export async function controlPlaneBench(): Promise<BenchResult> {
     for (const p of tenant.processes()) perComponent[p.spec.name] = p.rssBytes() / MiB;
     const superMiB = perComponent.etcd! + sc.cluster.rssBytes() / MiB;
     const tenantMiB = tenant.rssBytes() / MiB;
+    // A stop as a deleted tenant gets it (graceful) against one as a test's teardown does it (state thrown away).
+    const t2 = performance.now();
+    await tenant.stop();
+    const tenantStopMs = performance.now() - t2;
+    const other = await sc.addControlPlane('tenant-bench-2', { controllers: TENANT_CONTROLLERS });
+    const t3 = performance.now();
+    await other.stop({ discard: true });
+    const tenantDiscardStopMs = performance.now() - t3;
     return {
       name: 'controlplane',
       figures: {
@@ -32,6 +41,8 @@ export async function controlPlaneBench(): Promise<BenchResult> {
         superRssMiB: superMiB,
         tenantRssMiB: tenantMiB,
         tenantToSuperMemoryRatio: tenantMiB / superMiB,
+        tenantStopSeconds: tenantStopMs / 1000,
+        tenantDiscardStopSeconds: tenantDiscardStopMs / 1000,
       },
       detail: { rssMiBByComponent: perComponent },
     };

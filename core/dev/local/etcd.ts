@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryPath } from '../../toolchain/toolchain.ts';
-import { freePorts, ManagedProcess, waitFor } from './process.ts';
+import { freePorts, ManagedProcess, stopGraceMs, waitFor, type StopOptions } from './process.ts';
 
 /** EtcdOptions configure one local etcd member. */
 export interface EtcdOptions {
@@ -116,9 +116,9 @@ export class LocalEtcd {
     return deleteEtcdPrefix(this.endpoint, prefix);
   }
 
-  /** stop stops etcd. */
-  stop(): Promise<void> {
-    return this.process.stop();
+  /** stop stops etcd (at once with `discard`: its data is removed next). */
+  stop(o: StopOptions = {}): Promise<void> {
+    return this.process.stop(stopGraceMs(o));
   }
 }
 

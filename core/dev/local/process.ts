@@ -149,14 +149,14 @@ export class ManagedProcess {
     return new Promise((res) => this.exitWaiters.push(res));
   }
 
-  /** stop sends SIGTERM, then SIGKILL after the grace period, and waits for the exit. */
+  /** stop sends SIGTERM, then SIGKILL after the grace period (at once when it is 0), and waits for the exit. */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
     const pid = this.pid;
     if (pid) {
       const done = this.exited();
-      signalGroup(pid, 'SIGTERM');
+      signalGroup(pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
       const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
       await done;
       clearTimeout(timer);
@@ -232,6 +232,20 @@ function signalGroup(pid: number, sig: NodeJS.Signals): void {
       /* already gone */
     }
   }
+}
+
+/** StopOptions say how a local component is stopped. */
+export interface StopOptions {
+  /**
+   * the caller throws the state away right after (a test's super cluster): kill the processes without the graceful
+   * shutdown that keeps state and clients in order (SIGKILL; etcd's data, written without fsync, is removed anyway)
+   */
+  discard?: boolean;
+}
+
+/** stopGraceMs is the grace period between SIGTERM and SIGKILL for a stop: none when discarding, the default else. */
+export function stopGraceMs(o: StopOptions): number | undefined {
+  return o.discard ? 0 : undefined;
 }
 
 /** freePorts returns n distinct free TCP ports on 127.0.0.1, reserved for this process until bound (see ports.ts). */

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalEtcd } from './etcd.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
-import { freePorts } from './process.ts';
+import { freePorts, type StopOptions } from './process.ts';
 import { choosePodCidr, gatewayOf, RealNode, realNodePreflightHere } from './realnode.ts';
 import { TcpForwarder } from './forwarder.ts';
 import { publishApiserverEndpoint } from './apiendpoint.ts';
@@ -191,16 +191,20 @@ export class LocalSuperCluster {
     return cp;
   }
 
-  /** stop stops the real nodes (removing what they left on the host), every control plane it started, then etcd. */
-  async stop(): Promise<void> {
+  /**
+   * stop stops the real nodes (removing what they left on the host), every control plane it started, then etcd.
+   * `discard` (the state directory is removed next) kills the control planes and etcds at once; real nodes still
+   * stop in order, since what they leave on the host outlives the state directory.
+   */
+  async stop(o: StopOptions = {}): Promise<void> {
     for (const f of this.apiserverRelays.splice(0)) await f.stop();
     for (const n of this.realNodes.splice(0)) await n.stop();
     await this.hostLock?.release();
     this.hostLock = undefined;
-    await Promise.all(this.extra.map((c) => c.stop()));
-    await Promise.all(this.extraEtcds.splice(0).map((e) => e.stop()));
-    await this.cluster.stop();
-    await this.etcd.stop();
+    await Promise.all(this.extra.map((c) => c.stop(o)));
+    await Promise.all(this.extraEtcds.splice(0).map((e) => e.stop(o)));
+    await this.cluster.stop(o);
+    await this.etcd.stop(o);
   }
 }
 

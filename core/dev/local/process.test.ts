@@ -1,0 +1,43 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ManagedProcess, stopGraceMs, waitFor } from './process.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'vc-process-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** sleeper is a shell that exits on SIGTERM like any well-behaved component (the trap makes it answer at once). */
+function sleeper(name: string): ManagedProcess {
+  return new ManagedProcess({
+    name,
+    command: '/bin/sh',
+    args: ['-c', 'trap "exit 0" TERM; echo trapped; while :; do sleep 0.1; done'],
+    logFile: join(dir, `${name}.log`),
+  });
+}
+
+describe('stopGraceMs', () => {
+  it.each([
+    [{}, undefined],
+    [{ discard: false }, undefined],
+    [{ discard: true }, 0],
+  ])('%j → %s', (o, want) => expect(stopGraceMs(o)).toBe(want));
+});
+
+describe('ManagedProcess.stop', () => {
+  // A component that shuts down on SIGTERM exits by itself under a normal stop; a discarding stop (grace 0) never
+  // asks it and kills it, which the exit signal shows.
+  it.each([
+    ['graceful', undefined, '0'],
+    ['discarding', 0, 'SIGKILL'],
+  ])('%s stop', async (name, grace, exit) => {
+    const p = sleeper(name);
+    p.start();
+    // the shell says when its trap is in place
+    await waitFor('trap', async () => p.logTail().includes('trapped'), { timeoutMs: 30_000, process: p });
+    await p.stop(grace);
+    expect(p.running).toBe(false);
+    expect(p.lastExit).toBe(exit);
+  });
+});
