@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { FakeClock, realClock } from './clock.ts';
+import { FakeClock, nodeClock, realClock } from './clock.ts';
 
 describe('FakeClock', () => {
   it('fires due timers earliest first, with now() at each due time', () => {
@@ -81,5 +81,35 @@ describe('realClock', () => {
     await new Promise<void>((resolve) => realClock.setTimer(resolve, 0));
     expect(fired).toEqual([]);
     expect(realClock.now()).toBeGreaterThan(0);
+  });
+});
+
+describe('nodeClock', () => {
+  // A clock whose timers take at most 5 ms stands for Node's 2^31-1 ms limit: a longer delay is waited out in steps.
+  const clock = nodeClock(5);
+
+  it('fires a timer longer than the limit once, not before it is due', async () => {
+    const due = clock.now() + 40;
+    const firedAt: number[] = [];
+    await new Promise<void>((resolve) =>
+      clock.setTimer(() => {
+        firedAt.push(clock.now());
+        resolve();
+      }, 40),
+    );
+    await new Promise<void>((resolve) => clock.setTimer(resolve, 20));
+    expect(firedAt).toHaveLength(1);
+    expect(firedAt[0]).toBeGreaterThanOrEqual(due - 1);
+  });
+
+  it('cancels a long timer in any of its steps', async () => {
+    const fired: string[] = [];
+    const early = clock.setTimer(() => fired.push('early'), 30);
+    clock.clearTimer(early);
+    const late = clock.setTimer(() => fired.push('late'), 30);
+    await new Promise<void>((resolve) => clock.setTimer(resolve, 12));
+    clock.clearTimer(late);
+    await new Promise<void>((resolve) => clock.setTimer(resolve, 40));
+    expect(fired).toEqual([]);
   });
 });
