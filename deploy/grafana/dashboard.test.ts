@@ -171,4 +171,10 @@ describe('the metrics registry', () => {
     expect(rows.some((r) => r.name === 'nodejs_heap_size_used_bytes')).toBe(true);
     expect(rows.flatMap(metricNameProblems)).toEqual([]);
   });
+
+  it('says in its help how many series a metric labelled per tenant has', { timeout: 120_000 }, async () => {
+    const perTenant = (await registeredMetrics()).filter((r) => r.labels.includes('tenant'));
+    expect(perTenant.length).toBeGreaterThan(10);
+    expect(perTenant.filter((r) => !/Bounded: /.test(r.help)).map((r) => r.name)).toEqual([]);
+  });
 });
