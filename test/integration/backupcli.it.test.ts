@@ -33,7 +33,7 @@ describe('vc backup and vc restore, as the operations page gives them', () => {
   let backups: BackupController;
 
   async function vc(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env = { ...process.env, KUBECONFIG: t.sc.kubeconfigPath, HOME: dir };
+    const env: NodeJS.ProcessEnv = { ...process.env, KUBECONFIG: t.sc.kubeconfigPath, HOME: dir };
     delete env.VC_KUBECONFIG;
     try {
       const r = await execP(process.execPath, [vcBin, ...args], { env, timeout: 300_000 });
