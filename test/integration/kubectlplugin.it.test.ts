@@ -112,6 +112,43 @@ describe('kubectl vc: the CLI as a kubectl plugin, against a real apiserver', ()
     expect(r.stderr).toBe('vc: VirtualCluster team-a/nope not found: list them with `vc get`, or pass -n NAMESPACE\n');
   });
 
+  it('kubectl vc version prints the client and the installed manager, read from its Deployment', async () => {
+    const client = await kubectl(['vc', 'version', '-o', 'json']);
+    expect(JSON.parse(client.stdout)).toMatchObject({ managerError: expect.stringMatching(/vc-system\/vc-manager/) });
+    const deployments = {
+      group: 'apps',
+      version: 'v1',
+      resource: 'deployments',
+      kind: 'Deployment',
+      namespaced: true,
+    } as const;
+    const image = 'registry.example:5000/platform/virtualcluster-ts@sha256:' + 'c'.repeat(64);
+    await t.client.create(R.namespaces, { metadata: { name: 'vc-system' } });
+    await t.client.create(deployments, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { namespace: 'vc-system', name: 'vc-manager', labels: { 'app.kubernetes.io/version': '0.1.0' } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'vc-manager' } },
+        template: {
+          metadata: { labels: { app: 'vc-manager' } },
+          spec: { containers: [{ name: 'manager', image }] },
+        },
+      },
+    } as KubeObject);
+    const json = await kubectl(['vc', 'version', '-o', 'json']);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({
+      clientVersion: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      manager: { version: '0.1.0', image, namespace: 'vc-system' },
+    });
+    const text = await kubectl(['vc', 'version']);
+    expect(text.stdout).toMatch(
+      new RegExp(`^Client Version: \\S+\\nManager Version: 0\\.1\\.0 \\(${image.replace(/\./g, '\\.')}\\)\\n$`),
+    );
+  });
+
   describe('which cluster, as kubectl picks it', () => {
     // A kubeconfig whose current context names a server nothing listens on, and a second context, `super`, naming
     // the real apiserver: only --context super reaches it.
