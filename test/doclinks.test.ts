@@ -21,8 +21,14 @@ describe('the documentation', () => {
   });
 
   it('reads as documentation, not as a diary of work', () => {
-    const diary =
-      /\bsessions? [0-9]+|\bround [0-9]+|not (?:understood|measured) yet|in this session|fixed since|after the fix/i;
+    const diary = new RegExp(
+      [
+        String.raw`\bsessions? [0-9]+|\bround [0-9]+|not (?:understood|measured) yet|in this session|fixed since`,
+        String.raw`after the fix|\b(?:since|before|until),? commit\b|not (?:run|measured) again|\bthe run just before\b`,
+        String.raw`\ba run before\b|measured since\b|[0-9] before\)`,
+      ].join('|'),
+      'i',
+    );
     const hits = markdownFiles(ROOT).flatMap((f) =>
       readFileSync(join(ROOT, f), 'utf8')
         .split('\n')
@@ -84,6 +90,17 @@ describe('the documentation', () => {
 
   it('keeps the README a front door', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length).toBeLessThanOrEqual(250);
+  });
+
+  it("names every vc command in the README's list of them", async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const list = readme.slice(readme.indexOf('The `vc` commands:'));
+    const paragraph = list.slice(0, list.indexOf('\n\n'));
+    expect(paragraph.length).toBeGreaterThan(100);
+    const named = new Set([...paragraph.matchAll(/`([a-z-]+)[ `|]/g)].map((m) => m[1]));
+    const commands = (await loadProgram()).commands.map((c) => c.name()).filter((n) => n !== 'help');
+    expect(commands.length).toBeGreaterThan(20);
+    expect(commands.filter((c) => !named.has(c))).toEqual([]);
   });
 });
 

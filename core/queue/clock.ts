@@ -17,35 +17,33 @@ export interface Clock {
   clearTimer(handle: TimerHandle): void;
 }
 
-/** MAX_NODE_TIMER_MS is the longest delay a Node timer keeps; a longer one fires after 1 ms (with a warning). */
-export const MAX_NODE_TIMER_MS = 2 ** 31 - 1;
-
-/** RealTimer is the handle of a realClock timer: the Node timer of the current leg of a long delay. */
-interface RealTimer {
-  leg: NodeJS.Timeout;
-}
+/** MAX_TIMER_MS is the longest delay a Node timer takes (2^31-1 ms, 24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * realClock is the process clock: `performance.now()` and Node timers. A delay longer than a Node timer can hold (a
- * requeue at two thirds of a year-long certificate's life, for one) runs as legs of at most MAX_NODE_TIMER_MS, so it
- * fires when asked instead of at once.
+ * nodeClock is a Clock on `performance.now()` and Node timers. A delay longer than `maxTimerMs` is waited out in
+ * steps of at most that, so a timer due in a year (a certificate renewal) fires in a year, not at once; the handle
+ * cancels whichever step is pending.
  */
-export const realClock: Clock = {
-  now: () => performance.now(),
-  setTimer: (fn, ms) => {
-    const due = performance.now() + Math.max(0, ms);
-    const timer = {} as RealTimer;
-    const arm = (left: number) => {
-      timer.leg = setTimeout(
-        () => (left > MAX_NODE_TIMER_MS ? arm(due - performance.now()) : fn()),
-        Math.min(Math.max(0, left), MAX_NODE_TIMER_MS),
-      );
-    };
-    arm(due - performance.now());
-    return timer as unknown as TimerHandle;
-  },
-  clearTimer: (handle) => clearTimeout((handle as unknown as RealTimer).leg),
-};
+export function nodeClock(maxTimerMs = MAX_TIMER_MS): Clock {
+  return {
+    now: () => performance.now(),
+    setTimer: (fn, ms) => {
+      const due = performance.now() + Math.max(0, ms);
+      const handle: { timer?: NodeJS.Timeout } = {};
+      const arm = () => {
+        const left = Math.max(0, due - performance.now());
+        handle.timer = left > maxTimerMs ? setTimeout(arm, maxTimerMs) : setTimeout(fn, left);
+      };
+      arm();
+      return handle as unknown as TimerHandle;
+    },
+    clearTimer: (handle) => clearTimeout((handle as unknown as { timer?: NodeJS.Timeout }).timer),
+  };
+}
+
+/** realClock is the process clock: `performance.now()` and Node timers. */
+export const realClock: Clock = nodeClock();
 
 interface FakeTimer {
   readonly due: number;

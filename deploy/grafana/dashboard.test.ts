@@ -49,6 +49,62 @@ const exprs = (): string[] => [
 const metricNames = (expr: string): string[] =>
   [...expr.matchAll(/\b(vc|process|nodejs)_[a-z0-9_]+\b/g)].map((m) => m[0]);
 
+/** TARGET_LABELS are the labels Prometheus itself gives every scraped series. */
+const TARGET_LABELS = ['job', 'instance'];
+
+/**
+ * labelProblems names each label an expression reads (in a selector's braces, `by (...)`, `without (...)`,
+ * `on (...)`, `ignoring (...)` or `label_values(..., LABEL)`) that none of the series it reads carries: `labels` gives
+ * the label names of a series (histogram series have `le` as well), and Prometheus adds job and instance.
+ */
+export function labelProblems(expr: string, labels: (series: string) => string[] | undefined): string[] {
+  const series = metricNames(expr);
+  const known = new Set([...TARGET_LABELS, ...series.flatMap((n) => labels(n) ?? [])]);
+  const used = [
+    ...[...expr.matchAll(/\b(?:vc|process|nodejs)_[a-z0-9_]+\{([^}]*)\}/g)].flatMap((m) =>
+      [...m[1]!.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]!),
+    ),
+    ...[...expr.matchAll(/\b(?:by|without|on|ignoring)\s*\(([^)]*)\)/g)].flatMap((m) =>
+      m[1]!.split(',').map((x) => x.trim()),
+    ),
+    ...[...expr.matchAll(/label_values\([^,]+,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)/g)].map((m) => m[1]!),
+  ].filter(Boolean);
+  return [...new Set(used)].filter((l) => !known.has(l)).map((l) => `${expr}: no series it reads has label ${l}`);
+}
+
+/** seriesLabels maps each scraped series of the registry to its label names (`le` on histogram buckets). */
+async function seriesLabels(): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const r of await registeredMetrics()) {
+    out.set(r.name, r.labels);
+    if (r.type === 'histogram') {
+      out.set(`${r.name}_bucket`, [...r.labels, 'le']);
+      for (const s of ['_sum', '_count']) out.set(r.name + s, r.labels);
+    }
+    if (r.type === 'summary') {
+      out.set(r.name, [...r.labels, 'quantile']);
+      for (const s of ['_sum', '_count']) out.set(r.name + s, r.labels);
+    }
+  }
+  return out;
+}
+
+describe('labelProblems', () => {
+  const labels = (n: string) =>
+    ({ vc_a_total: ['tenant', 'op'], vc_h_seconds_bucket: ['tenant', 'le'] })[n] as string[] | undefined;
+  it.each([
+    ['sum by (tenant, op) (rate(vc_a_total{job=~"$job", tenant=~"$t"}[5m]))', []],
+    ['histogram_quantile(0.99, sum by (tenant, le) (rate(vc_h_seconds_bucket[5m])))', []],
+    ['label_values(vc_a_total{job=~"$job"}, tenant)', []],
+    ['sum by (plugin) (rate(vc_a_total[5m]))', ['plugin']],
+    ['sum(rate(vc_a_total{reason="x"}[5m]))', ['reason']],
+    ['sum without (le) (vc_a_total)', ['le']],
+    ['label_values(vc_a_total, source)', ['source']],
+  ])('%s', (expr, missing) => {
+    expect(labelProblems(expr, labels)).toEqual(missing.map((l) => `${expr}: no series it reads has label ${l}`));
+  });
+});
+
 describe('deploy/grafana/manager-dashboard.json', () => {
   // Importing the whole manager transforms most of the code base: seconds on a busy 2-core machine.
   it('uses only series the manager exports', { timeout: 120_000 }, async () => {
@@ -81,6 +137,11 @@ describe('deploy/grafana/manager-dashboard.json', () => {
       expect(all).toContain(needed);
   });
 
+  it('groups and filters only by labels the series it reads carry', { timeout: 120_000 }, async () => {
+    const labels = await seriesLabels();
+    expect(exprs().flatMap((e) => labelProblems(e, (n) => labels.get(n)))).toEqual([]);
+  });
+
   it('gives every panel that draws something a query, and reads the series it names', () => {
     for (const p of dashboard.panels.filter((x) => x.type !== 'row')) {
       expect(p.targets?.length, p.title).toBeGreaterThan(0);
@@ -109,5 +170,11 @@ describe('the metrics registry', () => {
     expect(rows.some((r) => r.name === 'process_cpu_seconds_total')).toBe(true);
     expect(rows.some((r) => r.name === 'nodejs_heap_size_used_bytes')).toBe(true);
     expect(rows.flatMap(metricNameProblems)).toEqual([]);
+  });
+
+  it('says in its help how many series a metric labelled per tenant has', { timeout: 120_000 }, async () => {
+    const perTenant = (await registeredMetrics()).filter((r) => r.labels.includes('tenant'));
+    expect(perTenant.length).toBeGreaterThan(10);
+    expect(perTenant.filter((r) => !/Bounded: /.test(r.help)).map((r) => r.name)).toEqual([]);
   });
 });

@@ -6,6 +6,24 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
+// MIN_NODE is the oldest Node.js the program's production dependencies accept (undici, the HTTP library of the
+// Kubernetes client, needs 22.19); vcbin.test.ts checks it against every production package's `engines`. An older
+// Node would stop at the first import with a stack, so say it in one line instead. npm itself may run on Node 20:
+// `npm ci` installs Node 22 (the `node` dev dependency), which npm scripts and `npx vc` put first on the PATH.
+const MIN_NODE = '22.19.0';
+const older = (a, b) => {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number));
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] < y[i];
+  return false;
+};
+if (older(process.versions.node, MIN_NODE)) {
+  process.stderr.write(
+    `vc: Node.js ${process.versions.node} is older than the ${MIN_NODE} vc needs: put a newer node first on the ` +
+      'PATH, or run `npx vc` in the repository (it runs on the Node 22 that `npm ci` installs)\n',
+  );
+  process.exit(1);
+}
+
 const compiled = new URL('../../../dist/core/programs/cli/main.js', import.meta.url);
 if (process.env.VC_FROM_SOURCE !== '1' && existsSync(fileURLToPath(compiled))) {
   await import(compiled.href);

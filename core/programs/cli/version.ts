@@ -41,7 +41,8 @@ export function managerVersion(d: Deployment): { version: string; image?: string
     d.spec?.template?.spec?.containers?.find((c) => c.name === 'manager')?.image ??
     d.spec?.template?.spec?.containers?.[0]?.image;
   const label = d.metadata?.labels?.['app.kubernetes.io/version'];
-  const tag = image && /:([^:/@]+)(@.*)?$/.exec(image)?.[1];
+  // the tag is in the image's last path segment, before any @digest (a registry's :port sits before a slash)
+  const tag = image && /:([^:/]+)$/.exec(image.split('@')[0]!.split('/').pop()!)?.[1];
   return { version: label ?? tag ?? 'unknown', ...(image ? { image } : {}) };
 }
 
