@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  byWhom,
   formatRequests,
   parseRequestTotals,
   type RequestCounts,
@@ -53,12 +54,13 @@ describe('requestsPerPod', () => {
     {
       name: "the bench's creates are its own rows, the rest the syncer's, per Pod, the most first",
       before: { 'POST pods': 5, 'PATCH pods/status': 10 },
-      after: { 'POST pods': 105, 'POST pods/binding': 100, 'PATCH pods/status': 210, 'GET pods': 0 },
+      after: { 'POST pods': 105, 'POST pods/binding': 100, 'PATCH pods/status': 210, 'GET pods': 0, 'PUT leases': 20 },
       bench: { 'POST pods': 100 },
       want: [
         { request: 'PATCH pods/status', perPod: 2, by: 'syncer' },
         { request: 'POST pods', perPod: 1, by: 'bench' },
         { request: 'POST pods/binding', perPod: 1, by: 'syncer' },
+        { request: 'PUT leases', perPod: 0.2, by: 'apiserver' },
       ],
     },
     {
@@ -83,6 +85,23 @@ describe('requestsPerPod', () => {
   });
 });
 
+describe('byWhom', () => {
+  it.each<[string, 'syncer' | 'apiserver']>([
+    ['PUT leases', 'apiserver'],
+    ['GET leases', 'apiserver'],
+    ['GET /openapi/v3', 'apiserver'],
+    ['LIST limitranges', 'apiserver'],
+    ['WATCH resourcequotas', 'apiserver'],
+    ['POST pods/binding', 'syncer'],
+    ['PATCH pods/status', 'syncer'],
+    ['LIST pods', 'syncer'],
+    ['POST serviceaccounts/token', 'syncer'],
+    ['PATCH nodes', 'syncer'],
+  ])('%s: %s', (request, want) => {
+    expect(byWhom(request)).toBe(want);
+  });
+});
+
 describe('sumCounts, requestKey and formatRequests', () => {
   it('adds apiservers, names kinds, and totals only the syncer rows', () => {
     expect(sumCounts([{ 'GET pods': 1 }, { 'GET pods': 2, 'LIST pods': 1 }])).toEqual({
@@ -95,6 +114,7 @@ describe('sumCounts, requestKey and formatRequests', () => {
       { request: 'POST pods', perPod: 1, by: 'bench' },
       { request: 'POST pods/binding', perPod: 1, by: 'syncer' },
       { request: 'PATCH pods/status', perPod: 1.25, by: 'syncer' },
+      { request: 'PUT leases', perPod: 0.2, by: 'apiserver' },
     ]);
     expect(out.split('\n').at(-1)).toMatch(/^\s+2\.250 {2}tenant apiserver requests per Pod made by the syncer$/);
   });

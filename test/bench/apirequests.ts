@@ -41,13 +41,29 @@ export function sumCounts(all: readonly RequestCounts[]): RequestCounts {
 export interface RequestRow {
   request: string;
   perPod: number;
-  by: 'bench' | 'syncer';
+  by: 'bench' | 'syncer' | 'apiserver';
 }
+
+/**
+ * APISERVER_OWN are the request kinds a kube-apiserver makes to itself over loopback, never the syncer (which reads no
+ * tenant Lease, OpenAPI document, LimitRange or ResourceQuota): its identity Lease, its OpenAPI aggregation, and the
+ * LimitRanger and ResourceQuota admission plugins' lookups.
+ */
+export const APISERVER_OWN: readonly RegExp[] = [
+  /^\w+ leases$/,
+  /^\w+ \/openapi/,
+  /^(LIST|WATCH|GET) (limitranges|resourcequotas)$/,
+];
+
+/** byWhom attributes a request kind the bench did not make: the apiserver's own (APISERVER_OWN) or the syncer's. */
+export const byWhom = (request: string): 'syncer' | 'apiserver' =>
+  APISERVER_OWN.some((r) => r.test(request)) ? 'apiserver' : 'syncer';
 
 /**
  * requestsPerPod is what the tenant apiservers served per Pod between two readings, one row per request kind, the
  * most frequent first. `bench` holds the requests the bench itself made in the phase (the user's Pod creates); they
- * are rows of their own, by `bench`, and the rest is the syncer's (nothing else talks to a bench tenant apiserver).
+ * are rows of their own, by `bench`; the apiserver's requests to itself are by `apiserver` (APISERVER_OWN), and the
+ * rest is the syncer's (nothing else talks to a bench tenant apiserver).
  */
 export function requestsPerPod(
   before: RequestCounts,
@@ -62,7 +78,7 @@ export function requestsPerPod(
     if (d <= 0) continue;
     const own = Math.min(d, bench[request] ?? 0);
     if (own > 0) rows.push({ request, perPod: per(own), by: 'bench' });
-    if (d - own > 0) rows.push({ request, perPod: per(d - own), by: 'syncer' });
+    if (d - own > 0) rows.push({ request, perPod: per(d - own), by: byWhom(request) });
   }
   return rows.sort((a, b) => b.perPod - a.perPod || a.request.localeCompare(b.request));
 }
@@ -71,7 +87,7 @@ export function requestsPerPod(
 export function formatRequests(rows: readonly RequestRow[]): string {
   const syncer = rows.filter((r) => r.by === 'syncer').reduce((s, r) => s + r.perPod, 0);
   return [
-    ...rows.map((r) => `  ${r.perPod.toFixed(3).padStart(7)}  ${r.by.padEnd(6)} ${r.request}`),
+    ...rows.map((r) => `  ${r.perPod.toFixed(3).padStart(7)}  ${r.by.padEnd(9)} ${r.request}`),
     `  ${syncer.toFixed(3).padStart(7)}  tenant apiserver requests per Pod made by the syncer`,
   ].join('\n');
 }
