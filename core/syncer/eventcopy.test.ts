@@ -41,8 +41,9 @@ const superEvent = (podUid: string, seenAt: number): KubeObject => ({
   kind: 'Event',
   metadata: { name: 'web.17a3', namespace: SNS, uid: 'ev-uid', creationTimestamp: new Date(seenAt).toISOString() },
   involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: SNS, name: 'web', uid: podUid },
-  reason: 'Scheduled',
-  message: 'Successfully assigned web to node-1',
+  // Not Scheduled: the events plugin does not copy that one (the Binding says it on the tenant Pod).
+  reason: 'Pulled',
+  message: 'Successfully pulled image "nginx"',
   type: 'Normal',
 });
 

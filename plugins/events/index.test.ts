@@ -4,7 +4,7 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import type { Decision, RouteContext } from '../../core/plugins/contract.ts';
 import { MapCache, testContext } from '../../core/plugins/testing.ts';
-import plugin, { type Event, eventsPlugin, INVOLVED_WAIT, lastSeen } from './index.ts';
+import plugin, { type Event, eventsPlugin, INVOLVED_WAIT, lastSeen, saidByTheObject } from './index.ts';
 
 const ctx0 = testContext();
 const KEY = ctx0.tenant.key;
@@ -176,6 +176,25 @@ const cases: Case[] = [
     name: 'the super event is gone and no tenant event exists: nothing',
     want: { object: null },
   },
+  {
+    name: "the scheduler's Scheduled on a Pod is not copied: the Binding gave the tenant Pod its node and PodScheduled",
+    superPods: [owned('Pod', 'web', 'super-pod-uid', 'tenant-pod-uid')],
+    superEvent: superEvent('Pod', 'web', 'super-pod-uid', { reason: 'Scheduled', source: { component: 'scheduler' } }),
+    want: { object: null },
+  },
+  {
+    name: 'a Scheduled copy made before is kept as it is (create-only; the syncer deletes no tenant event)',
+    superPods: [owned('Pod', 'web', 'super-pod-uid', 'tenant-pod-uid')],
+    superEvent: superEvent('Pod', 'web', 'super-pod-uid', { reason: 'Scheduled' }),
+    tenantEvent: { ...tenantEvent(), reason: 'Scheduled' },
+    want: { object: { ...tenantEvent(), reason: 'Scheduled' } },
+  },
+  {
+    name: 'a reason Scheduled on a Service is copied: only a Pod says it in its own fields',
+    superServices: [owned('Service', 'db', 'super-svc-uid', 'tenant-svc-uid')],
+    superEvent: superEvent('Service', 'db', 'super-svc-uid', { reason: 'Scheduled' }),
+    want: { object: { ...tenantEvent('Service', 'db', 'tenant-svc-uid'), reason: 'Scheduled' } },
+  },
 ];
 
 describe('events plugin: toTenant', () => {
@@ -237,6 +256,16 @@ describe('events plugin: route', () => {
     ['a Node event', superEvent('Node', 'node-1', 'n', { involvedObject: { kind: 'Node', name: 'node-1' } }), []],
     ['a ConfigMap event in a tenant namespace', superEvent('ConfigMap', 'cm'), []],
     [
+      "the scheduler's Scheduled on a Pod: not routed, so never queued",
+      superEvent('Pod', 'web', 'u', { reason: 'Scheduled' }),
+      [],
+    ],
+    [
+      'a FailedScheduling on a Pod is routed (the tenant Pod does not say why it waits)',
+      superEvent('Pod', 'web', 'u', { reason: 'FailedScheduling', type: 'Warning' }),
+      [{ tenant: KEY, namespace: 'default', name: 'web.17a3' }],
+    ],
+    [
       'a Pod event in a super namespace of no tenant',
       superEvent('Pod', 'web', 'u', { involvedObject: { kind: 'Pod', namespace: 'kube-system', name: 'web' } }),
       [],
@@ -244,6 +273,18 @@ describe('events plugin: route', () => {
   ];
   it.each(cases)('%s', (_, e, want) => {
     expect(eventsPlugin.route!(e, rctx)).toEqual(want);
+  });
+});
+
+describe('events plugin: saidByTheObject', () => {
+  it.each<[string, Partial<Event>, boolean]>([
+    ['Pod Scheduled', { reason: 'Scheduled' }, true],
+    ['Pod Pulled', { reason: 'Pulled' }, false],
+    ['Pod FailedScheduling', { reason: 'FailedScheduling' }, false],
+    ['Service Scheduled', { reason: 'Scheduled', involvedObject: { kind: 'Service', name: 'db' } }, false],
+    ['no involved object', { reason: 'Scheduled', involvedObject: undefined }, false],
+  ])('%s: %s', (_, over, want) => {
+    expect(saidByTheObject(superEvent('Pod', 'web', 'u', over))).toBe(want);
   });
 });
 

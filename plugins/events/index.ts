@@ -21,6 +21,21 @@ export interface Event extends KubeObject {
 /** EVENT_KINDS are the kinds of involved objects whose super events are copied to the tenant, with their resource. */
 export const EVENT_KINDS = { Pod: R.pods, Service: R.services } as const;
 
+/**
+ * SAID_BY_THE_OBJECT are the super events, by involved kind and reason, that are not copied: the tenant object already
+ * says the same in its own fields, and a copy would be one more tenant write per object for nothing. The scheduler's
+ * `Scheduled` on a Pod: the syncer's Binding gives the tenant Pod its node (spec.nodeName) and PodScheduled=True with
+ * the time; the super event's message would also name the super namespace and the real node, not the tenant's.
+ */
+export const SAID_BY_THE_OBJECT: ReadonlyArray<{ kind: keyof typeof EVENT_KINDS; reason: string }> = [
+  { kind: 'Pod', reason: 'Scheduled' },
+];
+
+/** saidByTheObject tells whether a super event is one of SAID_BY_THE_OBJECT, which the plugin does not copy. */
+export function saidByTheObject(e: Event): boolean {
+  return SAID_BY_THE_OBJECT.some((x) => x.kind === e.involvedObject?.kind && x.reason === e.reason);
+}
+
 /** COPIED_FIELDS are the Event fields copied as they are from the super event. */
 export const COPIED_FIELDS = [
   'reason',
@@ -82,9 +97,9 @@ const kindOf = (e: Event): keyof typeof EVENT_KINDS | undefined => {
 
 /**
  * eventsPlugin copies super events about a tenant's Pods and Services to the tenant, once (create-only), with the
- * involved object rewritten to the tenant object. Events about super objects the syncer did not write for this tenant
- * are dropped; one whose object is not in the super cache yet (or only another incarnation of it) waits for it
- * (INVOLVED_WAIT).
+ * involved object rewritten to the tenant object; not those the tenant object already says (SAID_BY_THE_OBJECT).
+ * Events about super objects the syncer did not write for this tenant are dropped; one whose object is not in the
+ * super cache yet (or only another incarnation of it) waits for it (INVOLVED_WAIT).
  */
 export const eventsPlugin: ResourcePlugin<Event> = {
   manifest: {
@@ -101,13 +116,14 @@ export const eventsPlugin: ResourcePlugin<Event> = {
 
   route(superEvent, rctx) {
     const io = superEvent.involvedObject;
-    if (!kindOf(superEvent) || !io?.namespace) return [];
+    if (!kindOf(superEvent) || !io?.namespace || saidByTheObject(superEvent)) return [];
     const owner = rctx.tenantOfNamespace(io.namespace);
     return owner ? [{ tenant: owner.tenant, namespace: owner.namespace, name: superEvent.metadata?.name ?? '' }] : [];
   },
 
   toTenant(superEvent, tenantEvent, ctx) {
     if (tenantEvent) return { object: tenantEvent };
+    if (superEvent && saidByTheObject(superEvent)) return { object: null };
     const kind = superEvent && kindOf(superEvent);
     const io = superEvent?.involvedObject;
     if (!superEvent || !kind || !io?.namespace || !io.name) return { object: null };

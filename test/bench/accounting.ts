@@ -1,3 +1,6 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { syncerMetrics } from '../../core/syncer/metrics.ts';
 
 /**
@@ -24,7 +27,7 @@ const WHY: Record<string, string> = {
   'patchTenantStatus pods pods/status':
     'status carried up: one write when the super Pod starts; more only for changes the user can see',
   'createTenant events events':
-    "a super event copied up (the scheduler's Scheduled): `kubectl describe pod` in the tenant shows it",
+    "a super event copied up (a kubelet's, a FailedScheduling); not the scheduler's Scheduled, which the Binding says",
   'event pods events': 'an event the syncer records about a tenant Pod (refusals, waits)',
   'createTenant nodes nodes': 'a vNode, once per real node a tenant first runs a Pod on',
   'patchTenantStatus nodes nodes/status': "a new vNode's status, right after its create",
@@ -91,4 +94,57 @@ export function formatAccount(rows: readonly WriteRow[]): string {
       `${`${r.op}/${r.plugin}`.padEnd(34)} ${r.why}`,
   );
   return [...lines, `  ${writesPerPodTotal(rows).toFixed(3).padStart(6)}  syncer writes per Pod in all`].join('\n');
+}
+
+/** syncerCounters reads the syncer's counters (errors, writes, skips) and reconcile-time histogram from the registry. */
+export async function syncerCounters(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const m of await metricsRegistry.getMetricsAsJSON()) {
+    if (!m.name.startsWith('vc_syncer_') || m.name === 'vc_syncer_queue_depth' || m.name === 'vc_syncer_in_flight')
+      continue;
+    for (const v of m.values as Array<{
+      labels: Record<string, string | number>;
+      value: number;
+      metricName?: string;
+    }>) {
+      const name = v.metricName ?? m.name;
+      if (name.endsWith('_bucket')) continue;
+      const { tenant: _t, ...rest } = v.labels;
+      const k = `${name.replace('vc_syncer_', '')}{${Object.entries(rest)
+        .map(([a, b]) => `${a}=${b}`)
+        .join(',')}}`;
+      out[k] = (out[k] ?? 0) + v.value;
+    }
+  }
+  return out;
+}
+
+/** diffCounters is what each counter of syncerCounters gained from a to b (counters that did not move are left out). */
+export const diffCounters = (a: Record<string, number>, b: Record<string, number>): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(b)) {
+    const d = v - (a[k] ?? 0);
+    if (d) out[k] = Number(d.toFixed(3));
+  }
+  return out;
+};
+
+/** collectGarbage runs a full GC when the flag can be switched on at runtime (it only makes RSS readings steadier). */
+export function collectGarbage(): void {
+  try {
+    v8.setFlagsFromString('--expose-gc');
+    (vm.runInNewContext('gc') as () => void)();
+  } catch {
+    /* not available: readings are just noisier */
+  }
+}
+
+/** writesByOp sums vc_syncer_writes_total by op out of syncerCounters' keys. */
+export function writesByOp(counters: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counters)) {
+    const m = /^writes_total\{(?:.*,)?op=([^,}]+)/.exec(k);
+    if (m) out[m[1]!] = (out[m[1]!] ?? 0) + v;
+  }
+  return out;
 }

@@ -5,7 +5,7 @@ import { sizeOf } from '../../core/syncer/caps.ts';
 import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
 import type { TestSuper } from '../harness.ts';
-import { pool, waitUntil } from './syncer.ts';
+import { pool, waitUntil } from './podwatch.ts';
 
 /** FILL_CHARS is the size of each ConfigMap the capped tenant writes: under the 1 MiB per-object cap. */
 const FILL_CHARS = 900 * 1024;

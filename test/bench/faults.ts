@@ -17,7 +17,7 @@ import { killManager, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import type { BenchSeries } from './report.ts';
-import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './syncer.ts';
+import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 
 /**

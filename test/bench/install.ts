@@ -10,7 +10,7 @@ import { eventually, realNodeSkipReason } from '../harness.ts';
 import { InstallFlow } from '../installflow.ts';
 import { killManager, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
-import { pool } from './syncer.ts';
+import { pool } from './podwatch.ts';
 
 const MiB = 1024 * 1024;
 const repo = join(import.meta.dirname, '../..');

@@ -13,7 +13,7 @@ import {
   type Sample,
   sequential,
   stages,
-} from './syncer.ts';
+} from './podwatch.ts';
 
 const init = workerData as LoadGenInit;
 const port = parentPort!;

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { RunFigures } from './syncer.ts';
+import type { RunFigures } from './podwatch.ts';
 
 /** LoadGenTenant is one tenant the load generator creates Pods in: its admin kubeconfig and its super namespace. */
 export interface LoadGenTenant {

@@ -18,7 +18,7 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { createPodsAndWaitRunning } from './pods.ts';
-import { waitServiceAccount } from './syncer.ts';
+import { waitServiceAccount } from './podwatch.ts';
 
 /**
  * The patrol benchmark: the CPU of one patrol pass over 1,000 and 10,000 synced Pods. Syncing 10,000 Pods through

@@ -1,6 +1,6 @@
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { pool, waitUntil } from './syncer.ts';
+import { pool, waitUntil } from './podwatch.ts';
 
 /** envInt reads a non-negative integer from the environment, or returns the default. */
 export function envInt(name: string, def: number): number {

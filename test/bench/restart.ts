@@ -10,7 +10,7 @@ import { startTestSuper, type TestSuper } from '../harness.ts';
 import { killManager, managerMetric, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
 import { createPodsAndWaitRunning, envInt } from './pods.ts';
-import { waitServiceAccount, waitUntil } from './syncer.ts';
+import { waitServiceAccount, waitUntil } from './podwatch.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 
 /**

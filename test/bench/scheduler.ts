@@ -17,7 +17,7 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { CpuMeter, type CpuShare, memAvailableMiB } from './procstat.ts';
-import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './syncer.ts';
+import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
 const MiB = 1024 * 1024;
 /** The scale: 100 tenants x 10 namespaces, sliced over 3 super clusters. */

@@ -15,16 +15,9 @@ import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
 import { atCapsFill } from './atcaps.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
-import {
-  diffCounters,
-  LoadProbe,
-  percentile,
-  PodWatch,
-  pool,
-  syncerCounters,
-  waitServiceAccount,
-  waitUntil,
-} from './syncer.ts';
+import { diffCounters, syncerCounters } from './accounting.ts';
+import { LoadProbe } from './loadprobe.ts';
+import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
 /** The slow tenant's webhook holds each pods/binding and pods/status request this long (the apiserver's maximum). */
 const WEBHOOK_DELAY_MS = 30_000;

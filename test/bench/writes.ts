@@ -11,7 +11,7 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { createPodsAndWaitRunning } from './pods.ts';
-import { waitServiceAccount, waitUntil } from './syncer.ts';
+import { waitServiceAccount, waitUntil } from './podwatch.ts';
 import { spread } from './repeat.ts';
 import { accountWrites, formatAccount, writeCounts, writesPerPodTotal } from './accounting.ts';
 
