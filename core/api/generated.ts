@@ -609,6 +609,14 @@ export interface TenantPolicySpec {
      */
     preloadedImages?: string[];
     /**
+     * Registry hosts inside the platform that tenant images may name (host or host:port, as image references write
+     * them, e.g. 10.0.0.5:5000). Every other image whose registry is the node itself (localhost, loopback), an address
+     * in the internal ranges (network.internalCIDRs), the cloud metadata service, a numeric host a resolver reads as an
+     * address, or a single-label name is refused, because the node's container runtime connects there to pull it. Other
+     * names are not resolved. Defaults to none.
+     */
+    internalRegistries?: string[];
+    /**
      * Node label keys tenant Pods may select nodes by in spec.nodeSelector and node affinity; a key ending in * matches
      * every key with that prefix. Node fields (matchFields) are always refused. Defaults to kubernetes.io/os,
      * kubernetes.io/arch and topology.kubernetes.io/*.

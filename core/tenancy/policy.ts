@@ -54,6 +54,7 @@ export interface TenantPolicySpec {
     hostAccess?: boolean;
     volumeTypes?: string[];
     preloadedImages?: string[];
+    internalRegistries?: string[];
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
     serviceAccountTokens?: ServiceAccountTokenMode;
@@ -115,6 +116,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: false,
   podVolumeTypes: [],
   podPreloadedImages: [],
+  podInternalRegistries: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
   podForced: {},
@@ -172,6 +174,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
   podPreloadedImages: readonly string[];
+  podInternalRegistries: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
@@ -242,6 +245,8 @@ export interface EffectiveSettings {
     volumeTypes: string[];
     /** images tenant containers run from the node's image store instead of pulling them */
     preloadedImages: string[];
+    /** registry hosts inside the platform that tenant images may name (pods.internalRegistries) */
+    internalRegistries: string[];
     nodeLabelKeys: string[];
     /** the manager's forced placement with the policy's over it; absent when neither forces anything */
     forced?: ForcedPlacementView;
@@ -440,6 +445,7 @@ export function evaluatePolicy(
             ...(defaults.podsPreloadedImages ?? []),
           ]),
         ],
+        internalRegistries: [...(p.pods?.internalRegistries ?? DEFAULT_POLICY.podInternalRegistries)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
         serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,
