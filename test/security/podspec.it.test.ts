@@ -1,9 +1,14 @@
 /**
- * Hostile tenant images (issue 31 §2, side doors): the node's container runtime connects, as the node, to the registry
- * an image names. A tenant with cluster-admin on its own apiserver names registries inside the platform (the node's
- * own ports, the super apiserver, etcd, the cloud metadata address, the Service range) in every form a resolver
- * accepts, in containers, init containers and image volumes, and by changing the image of a Pod already running.
- * Each must be refused with a reason on the tenant Pod (an event and VCSynced=False) and reach no super Pod.
+ * Hostile tenant Pod fields that the node or the super cluster act on outside the fields' own Pod (issue 31 §2, §3).
+ *
+ * Images: the node's container runtime connects, as the node, to the registry an image names. A tenant with
+ * cluster-admin on its own apiserver names registries inside the platform (the node's own ports, the super apiserver,
+ * etcd, the cloud metadata address, the Service range) in every form a resolver accepts, in containers, init
+ * containers and image volumes, and by changing the image of a Pod already running. Each must be refused with a
+ * reason on the tenant Pod (an event and VCSynced=False) and reach no super Pod.
+ *
+ * Pod-level resources: `spec.resources` (PodLevelResources) is what the super scheduler reserves for a Pod whose
+ * containers ask for nothing; the tenant's compute quota must count it, not the containers' defaults.
  * Runs the real syncer against a real local super cluster and a real tenant control plane.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +30,7 @@ interface Pod extends KubeObject {
 }
 
 interface Event extends KubeObject {
-  involvedObject: { uid?: string };
+  involvedObject: { uid?: string; name?: string };
   reason?: string;
   message?: string;
 }
@@ -38,7 +43,7 @@ const pod = (name: string, spec: Record<string, unknown>): KubeObject => ({
 });
 const image = (img: string) => ({ containers: [{ name: 'c', image: img }] });
 
-describe('hostile tenant images naming registries inside the platform', () => {
+describe('hostile tenant Pod fields the node and the super scheduler act on', () => {
   const attempts = new Attempts();
   let t: TestSuper;
   let cp: LocalControlPlane;
@@ -73,6 +78,12 @@ describe('hostile tenant images naming registries inside the platform', () => {
     a = await cp.client();
     tenant = tenantFor(cp, 'team-img', 'img', '33333333-cccc-4ccc-8ccc-0000000000c3', {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+      quota: {
+        resourceQuota: {},
+        limitRange: [],
+        objects: {},
+        compute: { hard: { 'requests.cpu': '2' }, defaultRequests: { cpu: '100m', memory: '64Mi' } },
+      },
     });
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     syncer = new Syncer({
@@ -88,7 +99,7 @@ describe('hostile tenant images naming registries inside the platform', () => {
   }, 240_000);
 
   afterAll(async () => {
-    attempts.report('images boundary');
+    attempts.report('Pod fields the node acts on');
     await syncer?.stop();
     await t?.stop();
   });
@@ -159,5 +170,20 @@ describe('hostile tenant images naming registries inside the platform', () => {
     await eventually(async () =>
       expect((await superPod('public'))?.spec.containers[0]?.image).toBe('ghcr.io/example/app:1'),
     );
+  });
+
+  it('counts Pod-level resources against the compute quota, not the containers\u2019 defaults', async () => {
+    await attempts.attempt('Pod-level requests.cpu 64 over containers without requests (quota 2 CPUs)', async () => {
+      await a.create(R.pods, pod('podlevel', { resources: { requests: { cpu: '64' }, limits: { cpu: '64' } } }));
+      const message = await eventually(async () => {
+        const list = (await a.list<Event>(R.events, { namespace: 'default' })).items;
+        const e = list.find((x) => x.reason === 'QuotaExceeded' && x.involvedObject.name === 'podlevel');
+        expect(e?.message).toContain('quota.compute.hard["requests.cpu"]');
+        return e!.message!;
+      }, 60_000);
+      expect(message).toMatch(/would hold 64\d*m? of requests\.cpu/);
+      expect(await superPod('podlevel')).toBeNull();
+      return message;
+    });
   });
 });
