@@ -196,9 +196,10 @@ export interface VirtualClusterSpec {
   };
   /**
    * Per-tenant plugin settings keyed by plugin name (or the configKey a plugin declares), e.g. {"sandbox":
-   * {"runtimeClassName": "kata"}, "nodes": {"vnAgent": {"port": 10550}}}. Each entry is checked against the JSON Schema
-   * its plugin declares (manifest configSchema) when the VirtualCluster is admitted; a key that names no loaded plugin
-   * is an error.
+   * {"runtimeClassName": "kata"}}. A key the platform set (manager defaultPluginConfig, the TenantPolicy's
+   * pluginConfig) cannot be overridden, and nodes.extraLabels and the vn-agent address (nodes.vnAgent, vnAgent) are the
+   * platform's alone. Each entry is checked against the JSON Schema its plugin declares (manifest configSchema) when
+   * the VirtualCluster is admitted; a key that names no loaded plugin is an error.
    */
   pluginConfig?: {
     [key: string]: unknown;

@@ -200,6 +200,17 @@ export const DEFAULT_POLICY = {
   exposeFixedNodePort: boolean;
 };
 
+/**
+ * PLATFORM_PLUGIN_CONFIG are plugin settings only the platform writes (manager defaultPluginConfig, TenantPolicy
+ * pluginConfig), never a VirtualCluster, whether or not the platform set them; `*` is the whole entry. They widen what
+ * the tenant sees of the super cluster (`nodes.extraLabels`: more super node labels on vNodes) or name where the
+ * tenant's control plane connects (the vn-agent's host and port, also under the older top-level `vnAgent`).
+ */
+export const PLATFORM_PLUGIN_CONFIG: Readonly<Record<string, readonly string[]>> = {
+  nodes: ['extraLabels', 'vnAgent'],
+  vnAgent: ['*'],
+};
+
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
 export const BUILTIN_POLICY_NAME = '(built-in defaults)';
 
@@ -401,6 +412,21 @@ export function evaluatePolicy(
 
   const pluginConfig = layerPluginConfig(defaults.pluginConfig ?? {}, p.pluginConfig ?? {});
   for (const [plugin, value] of Object.entries(s.pluginConfig ?? {})) {
+    const only = Object.hasOwn(PLATFORM_PLUGIN_CONFIG, plugin) ? PLATFORM_PLUGIN_CONFIG[plugin]! : [];
+    const reserved = only.includes('*')
+      ? ['']
+      : isObject(value)
+        ? Object.keys(value).filter((k) => only.includes(k))
+        : [];
+    if (reserved.length) {
+      for (const k of reserved)
+        refuse(
+          `spec.pluginConfig.${plugin}${k ? `.${k}` : ''}`,
+          `is set by the platform only (manager defaultPluginConfig or ${quoted} pluginConfig), even where it ` +
+            `sets nothing: it widens what the tenant sees of the super cluster or where its control plane connects`,
+        );
+      continue;
+    }
     const platform = pluginConfig[plugin];
     if (platform === undefined) {
       pluginConfig[plugin] = value;
