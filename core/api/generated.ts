@@ -196,9 +196,10 @@ export interface VirtualClusterSpec {
   };
   /**
    * Per-tenant plugin settings keyed by plugin name (or the configKey a plugin declares), e.g. {"sandbox":
-   * {"runtimeClassName": "kata"}, "nodes": {"vnAgent": {"port": 10550}}}. Each entry is checked against the JSON Schema
-   * its plugin declares (manifest configSchema) when the VirtualCluster is admitted; a key that names no loaded plugin
-   * is an error.
+   * {"runtimeClassName": "kata"}}. A key the platform set (manager defaultPluginConfig, the TenantPolicy's
+   * pluginConfig) cannot be overridden, and nodes.extraLabels and the vn-agent address (nodes.vnAgent, vnAgent) are the
+   * platform's alone. Each entry is checked against the JSON Schema its plugin declares (manifest configSchema) when
+   * the VirtualCluster is admitted; a key that names no loaded plugin is an error.
    */
   pluginConfig?: {
     [key: string]: unknown;
@@ -608,6 +609,14 @@ export interface TenantPolicySpec {
      * private image to another. Defaults to none.
      */
     preloadedImages?: string[];
+    /**
+     * Registry hosts inside the platform that tenant images may name (host or host:port, as image references write
+     * them, e.g. 10.0.0.5:5000). Every other image whose registry is the node itself (localhost, loopback), an address
+     * in the internal ranges (network.internalCIDRs), the cloud metadata service, a numeric host a resolver reads as an
+     * address, or a single-label name is refused, because the node's container runtime connects there to pull it. Other
+     * names are not resolved. Defaults to none.
+     */
+    internalRegistries?: string[];
     /**
      * Node label keys tenant Pods may select nodes by in spec.nodeSelector and node affinity; a key ending in * matches
      * every key with that prefix. Node fields (matchFields) are always refused. Defaults to kubernetes.io/os,

@@ -25,6 +25,12 @@ const podWith = (containers: C[], initContainers: C[] = [], overhead?: Record<st
   },
 });
 
+/** withPodLevel gives a Pod a Pod-level spec.resources. */
+const withPodLevel = (pod: KubeObject, resources: Record<string, Record<string, string>>): KubeObject => ({
+  ...pod,
+  spec: { ...(pod as { spec?: object }).spec, resources },
+});
+
 describe('podUsage', () => {
   it.each<[string, KubeObject, Usage]>([
     [
@@ -59,6 +65,16 @@ describe('podUsage', () => {
         { cpu: '10m' },
       ),
       { pods: 1000n, 'requests.cpu': 3010n, 'requests.memory': 15n * Mi },
+    ],
+    [
+      'Pod-level requests and limits over containers without requests (each counted at the default)',
+      withPodLevel(podWith([{}, {}]), { requests: { cpu: '64' }, limits: { memory: '4Gi' } }),
+      { pods: 1000n, 'requests.cpu': 64000n, 'requests.memory': 4096n * Mi, 'limits.memory': 4096n * Mi },
+    ],
+    [
+      'a Pod-level figure smaller than the containers\u2019 sum counts the sum',
+      withPodLevel(podWith([{ requests: { cpu: '2' } }]), { requests: { cpu: '1' } }),
+      { pods: 1000n, 'requests.cpu': 2000n, 'requests.memory': 256n * Mi },
     ],
   ])('%s', (_name, pod, want) => {
     expect(podUsage(pod, DEFAULTS)).toEqual(want);

@@ -28,7 +28,12 @@ interface ContainerLike {
   restartPolicy?: string;
 }
 interface PodLike extends KubeObject {
-  spec?: { containers?: ContainerLike[]; initContainers?: ContainerLike[]; overhead?: Record<string, string> };
+  spec?: {
+    containers?: ContainerLike[];
+    initContainers?: ContainerLike[];
+    overhead?: Record<string, string>;
+    resources?: Resources;
+  };
   status?: { phase?: string };
 }
 
@@ -66,9 +71,32 @@ const add = (a: Usage, b: Usage): Usage => {
   return out;
 };
 
+/** POD_LEVEL are the resources a Pod-level `spec.resources` may set (Kubernetes' PodLevelResources). */
+const POD_LEVEL = ['cpu', 'memory'];
+
+/**
+ * podLevel puts a Pod-level `spec.resources` over the containers' sum: the scheduler and the kubelet reserve the
+ * Pod-level figure for a resource it names (a request defaulting to the limit), which validation keeps at least the
+ * containers' sum; the larger of the two counts, so neither a Pod-level figure nor containers without requests count
+ * for less than the super cluster holds for them.
+ */
+function podLevel(sum: Usage, r: Resources | undefined): Usage {
+  const out = { ...sum };
+  for (const res of POD_LEVEL) {
+    const request = r?.requests?.[res] ?? r?.limits?.[res];
+    if (request !== undefined) out[`requests.${res}`] = max(q(request), out[`requests.${res}`] ?? 0n);
+    const limit = r?.limits?.[res];
+    if (limit !== undefined) out[`limits.${res}`] = max(q(limit), out[`limits.${res}`] ?? 0n);
+  }
+  return out;
+}
+
+const max = (a: Milli, b: Milli): Milli => (a > b ? a : b);
+
 /**
  * podUsage is what a Pod holds against the compute quota: one Pod, and for each resource the sum over its containers
- * and sidecars (init containers that keep running), at least the largest other init container, plus the overhead.
+ * and sidecars (init containers that keep running), at least the largest other init container, or the Pod-level
+ * figure when it is larger (podLevel), plus the overhead.
  */
 export function podUsage(pod: PodLike, defaults: Readonly<Record<string, string>>): Usage {
   const spec = pod.spec ?? {};
@@ -81,7 +109,7 @@ export function podUsage(pod: PodLike, defaults: Readonly<Record<string, string>
   }
   const overhead: Usage = {};
   for (const [r, v] of Object.entries(spec.overhead ?? {})) if (COUNTED.includes(r)) overhead[`requests.${r}`] = q(v);
-  return add(add(sum, overhead), { pods: 1000n });
+  return add(add(podLevel(sum, spec.resources), overhead), { pods: 1000n });
 }
 
 /** claimUsage is what a PersistentVolumeClaim holds against the compute quota: its requested storage. */

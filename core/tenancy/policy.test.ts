@@ -91,6 +91,11 @@ const builtinQuota = {
   etcdBytes: 2147483648,
 };
 
+/** PLATFORM_ONLY is the refusal of a plugin setting in PLATFORM_PLUGIN_CONFIG, naming the policy. */
+const PLATFORM_ONLY = (policy: string): string =>
+  `is set by the platform only (manager defaultPluginConfig or ${policy} pluginConfig), even where it sets nothing: ` +
+  'it widens what the tenant sees of the super cluster or where its control plane connects';
+
 describe('evaluatePolicy', () => {
   it('gives a VirtualCluster that asks for nothing the restrictive built-in defaults', () => {
     expect(evaluatePolicy(vc(), undefined, manager)).toEqual({
@@ -118,6 +123,7 @@ describe('evaluatePolicy', () => {
           hostAccess: false,
           volumeTypes: [],
           preloadedImages: [],
+          internalRegistries: [],
           nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
           serviceAccountTokens: 'shared',
         },
@@ -179,6 +185,7 @@ describe('evaluatePolicy', () => {
         hostAccess: false,
         volumeTypes: [],
         preloadedImages: [],
+        internalRegistries: [],
         nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
         serviceAccountTokens: 'shared',
       },
@@ -386,16 +393,22 @@ describe('evaluatePolicy', () => {
       ],
     ],
     [
-      'overriding a manager default',
+      'setting the vn-agent the tenant apiserver connects to',
       { pluginConfig: { vnAgent: { port: 1 } } },
       undefined,
-      [
-        {
-          field: 'spec.pluginConfig.vnAgent.port',
-          message:
-            "overrides the platform's setting (manager defaultPluginConfig or the (built-in defaults) pluginConfig)",
-        },
-      ],
+      [{ field: 'spec.pluginConfig.vnAgent', message: PLATFORM_ONLY('the (built-in defaults)') }],
+    ],
+    [
+      'widening the super node labels a vNode shows, where the platform set none',
+      { pluginConfig: { nodes: { extraLabels: ['node-role.kubernetes.io/'], gracePeriodSeconds: 5 } } },
+      gold,
+      [{ field: 'spec.pluginConfig.nodes.extraLabels', message: PLATFORM_ONLY('policy "gold"') }],
+    ],
+    [
+      'pointing its vNodes at another vn-agent',
+      { pluginConfig: { nodes: { vnAgent: { host: '10.0.0.1' } } } },
+      undefined,
+      [{ field: 'spec.pluginConfig.nodes.vnAgent', message: PLATFORM_ONLY('the (built-in defaults)') }],
     ],
     [
       "overriding the policy's plugin setting",
@@ -565,6 +578,7 @@ describe('DEFAULT_POLICY', () => {
     ['pods.hostAccess', DEFAULT_POLICY.podHostAccess],
     ['pods.volumeTypes', DEFAULT_POLICY.podVolumeTypes],
     ['pods.preloadedImages', DEFAULT_POLICY.podPreloadedImages],
+    ['pods.internalRegistries', DEFAULT_POLICY.podInternalRegistries],
     ['pods.nodeLabelKeys', DEFAULT_POLICY.podNodeLabelKeys],
     ['runtimeClasses.handlers', DEFAULT_POLICY.runtimeClassHandlers],
     ['pods.forced', DEFAULT_POLICY.podForced],

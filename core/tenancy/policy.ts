@@ -54,6 +54,7 @@ export interface TenantPolicySpec {
     hostAccess?: boolean;
     volumeTypes?: string[];
     preloadedImages?: string[];
+    internalRegistries?: string[];
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
     serviceAccountTokens?: ServiceAccountTokenMode;
@@ -115,6 +116,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: false,
   podVolumeTypes: [],
   podPreloadedImages: [],
+  podInternalRegistries: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
   podForced: {},
@@ -172,6 +174,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
   podPreloadedImages: readonly string[];
+  podInternalRegistries: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
@@ -195,6 +198,17 @@ export const DEFAULT_POLICY = {
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
   exposeFixedNodePort: boolean;
+};
+
+/**
+ * PLATFORM_PLUGIN_CONFIG are plugin settings only the platform writes (manager defaultPluginConfig, TenantPolicy
+ * pluginConfig), never a VirtualCluster, whether or not the platform set them; `*` is the whole entry. They widen what
+ * the tenant sees of the super cluster (`nodes.extraLabels`: more super node labels on vNodes) or name where the
+ * tenant's control plane connects (the vn-agent's host and port, also under the older top-level `vnAgent`).
+ */
+export const PLATFORM_PLUGIN_CONFIG: Readonly<Record<string, readonly string[]>> = {
+  nodes: ['extraLabels', 'vnAgent'],
+  vnAgent: ['*'],
 };
 
 /** BUILTIN_POLICY_NAME is how messages name the built-in defaults. */
@@ -242,6 +256,8 @@ export interface EffectiveSettings {
     volumeTypes: string[];
     /** images tenant containers run from the node's image store instead of pulling them */
     preloadedImages: string[];
+    /** registry hosts inside the platform that tenant images may name (pods.internalRegistries) */
+    internalRegistries: string[];
     nodeLabelKeys: string[];
     /** the manager's forced placement with the policy's over it; absent when neither forces anything */
     forced?: ForcedPlacementView;
@@ -396,6 +412,21 @@ export function evaluatePolicy(
 
   const pluginConfig = layerPluginConfig(defaults.pluginConfig ?? {}, p.pluginConfig ?? {});
   for (const [plugin, value] of Object.entries(s.pluginConfig ?? {})) {
+    const only = Object.hasOwn(PLATFORM_PLUGIN_CONFIG, plugin) ? PLATFORM_PLUGIN_CONFIG[plugin]! : [];
+    const reserved = only.includes('*')
+      ? ['']
+      : isObject(value)
+        ? Object.keys(value).filter((k) => only.includes(k))
+        : [];
+    if (reserved.length) {
+      for (const k of reserved)
+        refuse(
+          `spec.pluginConfig.${plugin}${k ? `.${k}` : ''}`,
+          `is set by the platform only (manager defaultPluginConfig or ${quoted} pluginConfig), even where it ` +
+            `sets nothing: it widens what the tenant sees of the super cluster or where its control plane connects`,
+        );
+      continue;
+    }
     const platform = pluginConfig[plugin];
     if (platform === undefined) {
       pluginConfig[plugin] = value;
@@ -440,6 +471,7 @@ export function evaluatePolicy(
             ...(defaults.podsPreloadedImages ?? []),
           ]),
         ],
+        internalRegistries: [...(p.pods?.internalRegistries ?? DEFAULT_POLICY.podInternalRegistries)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
         serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,

@@ -51,6 +51,7 @@ import {
   translateDownwardVolumes,
 } from './downward.ts';
 import { checkPodFields } from './fields.ts';
+import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
 import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
@@ -413,14 +414,22 @@ function updateSuperPod(
   const spec = desired.spec;
   const tspec = tenantPod.spec;
   if (!spec || !tspec) return { object: desired };
-  const images = (cs: Container[] | undefined, from: Container[] | undefined): void => {
+  // An image the tenant changed is checked like one at creation; a refused one is not copied (the super container
+  // keeps the image it runs) and the tenant is told why on the Pod.
+  let refused: PodRefusal | undefined;
+  const images = (where: string, cs: Container[] | undefined, from: Container[] | undefined): void => {
     for (const c of cs ?? []) {
-      const t = from?.find((x) => x.name === c.name);
-      if (t?.image !== undefined) c.image = t.image;
+      const i = from?.findIndex((x) => x.name === c.name) ?? -1;
+      const t = i >= 0 ? from![i] : undefined;
+      if (t?.image === undefined || t.image === c.image) continue;
+      const r = checkImage({ field: `spec.${where}[${i}].image`, image: t.image }, ctx.tenant);
+      if (r) refused ??= r;
+      else c.image = t.image;
     }
   };
-  images(spec.containers, tspec.containers);
-  images(spec.initContainers, tspec.initContainers);
+  images('containers', spec.containers, tspec.containers);
+  images('initContainers', spec.initContainers, tspec.initContainers);
+  if (refused) return { ...refuse(tenantPod, refused), object: desired };
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
   // The Secret the super Pod was created with, whatever the tenant's setting says now (a spec is immutable).
   const tokens = tokenKeys(tspec);
@@ -551,6 +560,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
         checkPodFields(spec) ??
         checkDownwardVolumes(spec) ??
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
+        checkImages(spec, ctx.tenant) ??
         checkNodePins(spec, ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);

@@ -243,8 +243,27 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
       refused(
         'vnagent-port',
         { pluginConfig: { vnAgent: { port: 1 } } },
-        'spec.pluginConfig.vnAgent.port',
-        /overrides the platform's setting/,
+        'spec.pluginConfig.vnAgent',
+        /set by the platform only/,
+      ),
+    );
+  });
+
+  it('refuses plugin settings only the platform writes, where the platform set nothing', async () => {
+    await attempts.attempt('pluginConfig.nodes.extraLabels showing more super node labels on vNodes', () =>
+      refused(
+        'node-labels',
+        { pluginConfig: { nodes: { extraLabels: ['node-role.kubernetes.io/', 'kubernetes.io/'] } } },
+        'spec.pluginConfig.nodes.extraLabels',
+        /set by the platform only/,
+      ),
+    );
+    await attempts.attempt('pluginConfig.nodes.vnAgent pointing its vNodes elsewhere', () =>
+      refused(
+        'vnagent-host',
+        { pluginConfig: { nodes: { vnAgent: { host: '169.254.169.254', port: 80 } } } },
+        'spec.pluginConfig.nodes.vnAgent',
+        /set by the platform only/,
       ),
     );
   });
@@ -382,7 +401,7 @@ describe('hostile VirtualCluster authors against the TenantPolicy, on the real l
   });
 
   it('leaves no attempt succeeded', () => {
-    expect(attempts.records.length).toBe(18);
-    expect(attempts.summary()).toBe('attempts 18, refused 18, succeeded 0');
+    expect(attempts.records.length).toBe(20);
+    expect(attempts.summary()).toBe('attempts 20, refused 20, succeeded 0');
   });
 });

@@ -392,6 +392,11 @@ export interface PodsPolicyView {
    */
   readonly preloadedImages?: readonly string[];
   /**
+   * registry hosts (`host` or `host:port`, as image references write them) tenant images may name although they lie
+   * inside the platform: the node itself, the internal ranges, single-label names; every other such host is refused
+   */
+  readonly internalRegistries?: readonly string[];
+  /**
    * how the service account token of the admission's kube-api-access volume is minted: `shared`, one Secret per
    * namespace, ServiceAccount and token request, its token bound to the ServiceAccount; `perPod`, one Secret per Pod,
    * its token bound to the tenant Pod (revoked when the Pod is deleted). Other projected tokens are always per Pod.
