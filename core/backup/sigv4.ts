@@ -48,7 +48,10 @@ const sha256hex = (s: string) => createHash('sha256').update(s, 'utf8').digest('
  * x-amz-content-sha256 and Authorization, to add to the input's headers.
  */
 export function signV4(i: SignInput): Record<string, string> {
-  const amzDate = i.now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = i.now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(i.headers)) headers[k.toLowerCase()] = v.trim().replace(/\s+/g, ' ');
