@@ -28,8 +28,9 @@ export interface BackupsConfig {
  * credentials file is an error naming the field and the file.
  */
 export function storeFromConfig(c: BackupsConfig): BackupStore {
+  if (!c.directory === !c.s3) throw new Error('backups: set one of directory or s3');
   if (c.directory) return new DirectoryStore(c.directory);
-  if (!c.s3) throw new Error('backups: set directory or s3');
+  if (!c.s3) throw new Error('backups: set one of directory or s3');
   const read = (f: string) => {
     const path = join(c.s3!.credentialsDir, f);
     try {
