@@ -219,7 +219,7 @@ describe('backup and restore of a local tenant', () => {
     expect(r.message).toContain(`of default/${T.name}`);
     const vc = await t.client.get<VirtualCluster>(R.virtualclusters, to.namespace, to.name);
     expect(vc.spec).toEqual(last.spec);
-    const c = local.controlPlane(rootNamespace(to.namespace, to.name, vc.metadata!.uid!))!.client();
+    const c = await local.controlPlane(rootNamespace(to.namespace, to.name, vc.metadata!.uid!))!.client();
     expect(Object.keys(lastState).length).toBeGreaterThan(30);
     expect(await contents(c)).toEqual(lastState);
   }, 300_000);
