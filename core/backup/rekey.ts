@@ -33,9 +33,10 @@ async function gateway(endpoint: string, path: string, body: unknown): Promise<u
 
 /**
  * rekeyEtcd moves every key under fromPrefix to the same name under toPrefix in the etcd at endpoint, through the v3
- * JSON gateway, a page at a time (64 keys: a put and a delete each, within etcd's default --max-txn-ops of 128): each page's puts and deletes are one transaction. It is for an etcd nobody else
- * uses yet (a data directory restored for another tenant: an apiserver reads its objects under its own
- * --etcd-prefix, and nothing in a stored object names the prefix). It returns how many keys moved.
+ * JSON gateway, a page at a time (64 keys: a put and a delete each, within etcd's default --max-txn-ops of 128); each
+ * page's puts and deletes are one transaction. It is for an etcd nobody else uses yet (a data directory restored for
+ * another tenant: an apiserver reads its objects under its own --etcd-prefix, and nothing in a stored object names
+ * the prefix). It returns how many keys moved.
  */
 export async function rekeyEtcd(endpoint: string, fromPrefix: string, toPrefix: string, page = 64): Promise<number> {
   if (!fromPrefix.startsWith('/') || !toPrefix.startsWith('/') || fromPrefix.length < 2 || toPrefix.length < 2)
