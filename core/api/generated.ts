@@ -1578,15 +1578,36 @@ export interface ManagerConfigurationVirtualClusters {
 }
 
 /**
- * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore) and for how long. Absent: backup requests
- * are answered with an error naming this field.
+ * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore): a directory or an S3-compatible bucket,
+ * one of the two; and for how long. Absent: backup requests are answered with an error naming this field.
  */
 export interface ManagerConfigurationBackups {
+  /**
+   * A bucket of an S3-compatible object store that holds the snapshots, as <prefix><namespace>/<name>/<id>.db with
+   * <id>.json beside it; requests are signed with AWS Signature Version 4 and path-style. The manager checks the bucket
+   * and the key pair at start and logs what is wrong; a wrong key pair fails each backup request with a message saying
+   * so, and stops nothing.
+   */
+  s3?: {
+    /** http(s)://host[:port] of the store. */
+    endpoint: string;
+    bucket: string;
+    /** The region the signatures name (default us-east-1). */
+    region?: string;
+    /** A key prefix inside the bucket, such as backups/. */
+    prefix?: string;
+    /** PEM of the CA of an https endpoint with a private certificate (relative to this file). */
+    caFile?: string;
+    /**
+     * A directory (such as a mounted Secret) with the files accessKeyId and secretAccessKey (relative to this file).
+     */
+    credentialsDir: string;
+  };
   /**
    * Directory (a local path or a mounted volume) that holds the snapshots, as <namespace>/<name>/<id>.db with <id>.json
    * beside it (relative to this file).
    */
-  directory: string;
+  directory?: string;
   /** How many snapshots of each tenant to keep and for how long; the newest is always kept. Absent: all are kept. */
   retention?: {
     /** Keep at most this many of each tenant, the newest. */
@@ -1744,8 +1765,8 @@ export interface ManagerConfiguration {
    */
   virtualClusters?: ManagerConfigurationVirtualClusters;
   /**
-   * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore) and for how long. Absent: backup requests
-   * are answered with an error naming this field.
+   * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore): a directory or an S3-compatible bucket,
+   * one of the two; and for how long. Absent: backup requests are answered with an error naming this field.
    */
   backups?: ManagerConfigurationBackups;
   /** The GitOps controller: keeps VirtualClusters equal to the git repositories GitSource objects name. */

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
+import { rootNamespace } from '../names/names.ts';
 import { expired, snapshotId, type Retention, type SnapshotMeta, type SnapshotReason } from './catalog.ts';
 import type { SnapshotFile } from './etcdsnapshot.ts';
 import type { BackupStore } from './store.ts';
@@ -15,9 +16,11 @@ export interface Snapshotter {
   snapshotTenant(vc: VirtualCluster, root: string, path: string): Promise<SnapshotFile>;
   /**
    * restoreTenant replaces the tenant's etcd data with the snapshot at path and restarts its control plane on it;
-   * when the restored data cannot start, the data it had comes back and the error is thrown
+   * when the restored data cannot start, the data it had comes back and the error is thrown. sourceRoot is the root
+   * namespace of the tenant the snapshot was taken of, when it is another one (`vc restore --as`): its keys move to
+   * this tenant's etcd prefix.
    */
-  restoreTenant(vc: VirtualCluster, root: string, path: string): Promise<void>;
+  restoreTenant(vc: VirtualCluster, root: string, path: string, sourceRoot?: string): Promise<void>;
 }
 
 /** isSnapshotter tells whether a provisioner can snapshot and restore. */
@@ -94,7 +97,8 @@ export async function restoreTenant(
   try {
     const path = join(tmp, 'snapshot.db');
     const meta = await store.fetch(from, r.id, path);
-    await snapshotter.restoreTenant(r.vc, r.root, path);
+    const source = rootNamespace(meta.tenant.namespace, meta.tenant.name, meta.tenant.uid);
+    await snapshotter.restoreTenant(r.vc, r.root, path, ...(source !== r.root ? [source] : []));
     return meta;
   } finally {
     rmSync(tmp, { recursive: true, force: true });

@@ -172,6 +172,13 @@ export class BackupController {
 
   /** start syncs the cache and starts the workers. */
   async start(): Promise<void> {
+    // A store that can check itself (an object store: bucket and key pair) says at start what is wrong; the tenants
+    // run on either way, and each request is answered with the same error until the setting is fixed.
+    const check = (this.o.store as { check?: () => Promise<void> } | undefined)?.check;
+    if (check)
+      await check
+        .call(this.o.store)
+        .catch((e: unknown) => log.error({ err: e }, `backup store unusable: ${(e as Error).message}`));
     this.informer.start();
     await this.informer.waitForSync();
     this.runner.start();

@@ -9,7 +9,7 @@ import { BackupController, snapshotBeforeDeletion } from '../../core/lifecycle/b
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { DirectoryStore } from '../../core/backup/store.ts';
-import { readCatalog, requestBackupAction } from '../../core/programs/cli/backup.ts';
+import { createFromSnapshot, readCatalog, requestBackupAction } from '../../core/programs/cli/backup.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
@@ -195,8 +195,11 @@ describe('backup and restore of a local tenant', () => {
     expect((missing as Error).message).toMatch(/snapshot nope of default\/bk is not in directory/);
   });
 
+  let lastState: Record<string, unknown>;
+
   it('a deleted tenant leaves a snapshot of its last state, listed in the catalog that outlives it', async () => {
     const uid = (await getVC()).metadata!.uid;
+    lastState = await contents(await tenant());
     await t.client.delete(R.virtualclusters, T.namespace, T.name);
     await eventually(
       async () => expect(await t.client.getOrNull(R.virtualclusters, T.namespace, T.name)).toBeNull(),
@@ -207,4 +210,17 @@ describe('backup and restore of a local tenant', () => {
     expect(last.tenant.uid).toBe(uid);
     expect(last.sizeBytes).toBeGreaterThan(10_000);
   }, 200_000);
+
+  it('the deleted tenant comes back under a new name from that snapshot (--as), every object the same', async () => {
+    const last = (await readCatalog(t.client, T)).at(-1)!;
+    const to = { namespace: T.namespace, name: 'bk-again' };
+    await createFromSnapshot(t.client, T, to, last.id);
+    const r = await requestBackupAction(t.client, to, { action: 'restore', snapshot: last.id, from: T.name }, 240_000);
+    expect(r.message).toContain(`of default/${T.name}`);
+    const vc = await t.client.get<VirtualCluster>(R.virtualclusters, to.namespace, to.name);
+    expect(vc.spec).toEqual(last.spec);
+    const c = await local.controlPlane(rootNamespace(to.namespace, to.name, vc.metadata!.uid!))!.client();
+    expect(Object.keys(lastState).length).toBeGreaterThan(30);
+    expect(await contents(c)).toEqual(lastState);
+  }, 300_000);
 });

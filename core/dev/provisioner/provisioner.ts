@@ -37,6 +37,7 @@ import { FrontDoors, frontDoorAccess } from './frontdoors.ts';
 import type { Snapshotter } from '../../backup/backup.ts';
 import { saveEtcdSnapshot, type SnapshotFile } from '../../backup/etcdsnapshot.ts';
 import { restoreDataDir } from '../../backup/restore.ts';
+import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
@@ -340,14 +341,14 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
    * directories are swapped and the tenant starts on the restored data, with the same ports, PKI and spec. If it
    * cannot start, its previous data is put back and started, and the error is thrown.
    */
-  restoreTenant(_vc: VirtualCluster, root: string, path: string): Promise<void> {
+  restoreTenant(_vc: VirtualCluster, root: string, path: string, sourceRoot?: string): Promise<void> {
     if (this.restoring.has(root)) return Promise.reject(new Error(`tenant ${root}: a restore is already running`));
-    const p = this.swapData(root, path).finally(() => this.restoring.delete(root));
+    const p = this.swapData(root, path, sourceRoot).finally(() => this.restoring.delete(root));
     this.restoring.set(root, p);
     return p;
   }
 
-  private async swapData(root: string, snapshot: string): Promise<void> {
+  private async swapData(root: string, snapshot: string, sourceRoot?: string): Promise<void> {
     const entry = this.running.get(root);
     if (!entry?.etcd) throw new Error(`tenant ${root} is not running on an etcd of its own on this host`);
     const etcdDir = join(this.dir(root), ETCD_DIR);
@@ -358,7 +359,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     ];
     rmSync(fresh, { recursive: true, force: true });
     const member = { name: 'local', peerUrl: `http://127.0.0.1:${entry.etcd.peerPort}` };
-    await restoreDataDir(await ensureEtcdutl(), snapshot, fresh, member);
+    if (sourceRoot) await restoreRekeyed(await ensureEtcdutl(), snapshot, fresh, member, sourceRoot, root);
+    else await restoreDataDir(await ensureEtcdutl(), snapshot, fresh, member);
     this.running.delete(root);
     await stopRunning(entry);
     rmSync(before, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import {
   type BackupResult,
   type CatalogEntry,
 } from '../../backup/requests.ts';
+import { pickByRevision, revisionHistory } from '../../backup/revision.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import type { KubeClient, KubeObject } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
@@ -149,23 +150,83 @@ export function registerBackupCommands(program: Command): void {
     });
 
   common(program.command('restore <name>'))
-    .description("replace a tenant's etcd data with a snapshot (the syncer then brings the super cluster in line)")
-    .requiredOption('--from <snapshot>', 'the snapshot id (vc backup list NAME)')
-    .option('--as <newname>', 'restore into a new VirtualCluster of this name (not supported yet: refused)')
-    .action(async (name: string, o: Flags & { from: string; as?: string }) => {
+    .description(
+      "replace a tenant's etcd data with a snapshot, named or the one of a git revision (the syncer then brings the " +
+        'super cluster in line)',
+    )
+    .option('--from <snapshot>', 'the snapshot id (vc backup list NAME)')
+    .option(
+      '--to-revision <rev>',
+      'the newest snapshot taken at this git commit (or, with --repo, its nearest ancestor)',
+    )
+    .option('--repo <dir>', 'a clone of the tenant repository, to find the snapshot of an ancestor of --to-revision')
+    .option(
+      '--as <newname>',
+      'restore into another VirtualCluster: made with the spec the snapshot recorded when absent',
+    )
+    .action(async (name: string, o: Flags & { from?: string; toRevision?: string; repo?: string; as?: string }) => {
+      if (!o.from === !o.toRevision) throw new CliError('give one of --from SNAPSHOT or --to-revision REV');
+      if (o.repo && !o.toRevision) throw new CliError('--repo is for --to-revision');
       const c = await clusterClient(o);
       const waitMs = seconds(o.wait, '--wait');
       const from = { namespace: o.namespace, name };
+      const snapshot = o.from ?? (await snapshotOfRevision(c, from, o.toRevision!, o.repo));
       if (!o.as) {
-        const r = await requestBackupAction(c, from, { action: 'restore', snapshot: o.from }, waitMs);
+        const r = await requestBackupAction(c, from, { action: 'restore', snapshot }, waitMs);
         return void process.stderr.write(`virtualcluster ${o.namespace}/${name}: ${r.message}\n`);
       }
-      // A local tenant's keys live under its root namespace, which has the VirtualCluster's uid in it: a snapshot
-      // restored into another VirtualCluster would sit under a prefix its apiserver does not read. Until a restore
-      // moves the keys, refuse rather than make an empty tenant.
-      throw new CliError(
-        `--as ${o.as}: restoring into another VirtualCluster is not supported yet (the snapshot's keys are under ` +
-          `the etcd prefix of ${o.namespace}/${name}'s root namespace); restore into ${name} itself`,
-      );
+      const to = { namespace: o.namespace, name: o.as };
+      await createFromSnapshot(c, from, to, snapshot);
+      const r = await requestBackupAction(c, to, { action: 'restore', snapshot, from: name }, waitMs);
+      process.stderr.write(`virtualcluster ${o.namespace}/${o.as}: ${r.message}\n`);
     });
+}
+
+/**
+ * createFromSnapshot makes the VirtualCluster `to` with the spec the snapshot of `from` recorded, unless it exists
+ * (then the snapshot is restored into it as it is). The tenant `from` need not exist any more: its catalog outlives it.
+ */
+export async function createFromSnapshot(
+  c: KubeClient,
+  from: { namespace: string; name: string },
+  to: { namespace: string; name: string },
+  snapshot: string,
+): Promise<void> {
+  const entry = (await readCatalog(c, from)).find((e) => e.id === snapshot);
+  if (!entry) throw new CliError(`snapshot ${snapshot} is not in the catalog of ${from.namespace}/${from.name}`);
+  if (await c.getOrNull(R.virtualclusters, to.namespace, to.name)) return;
+  await c.create(R.virtualclusters, {
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualCluster',
+    metadata: { ...to, annotations: { 'backup.tenancy.x-k8s.io/restored-from': `${from.name}/${snapshot}` } },
+    spec: entry.spec,
+  } as KubeObject);
+  process.stderr.write(`virtualcluster ${to.namespace}/${to.name} created with the spec of snapshot ${snapshot}\n`);
+}
+
+/**
+ * snapshotOfRevision picks from the tenant's catalog the snapshot `--to-revision` names (pickByRevision), looking at
+ * the revision's ancestors in the clone at repo when one is given, and says which it picked.
+ */
+async function snapshotOfRevision(
+  c: KubeClient,
+  vc: { namespace: string; name: string },
+  rev: string,
+  repo: string | undefined,
+): Promise<string> {
+  const history = repo
+    ? await revisionHistory(repo, rev).catch((e: unknown) => {
+        throw new CliError(`--repo ${repo}: cannot read the history of ${rev}: ${(e as Error).message}`);
+      })
+    : undefined;
+  let picked: CatalogEntry;
+  try {
+    picked = pickByRevision(await readCatalog(c, vc), rev, history);
+  } catch (e) {
+    throw new CliError(`VirtualCluster ${vc.namespace}/${vc.name}: ${(e as Error).message}`);
+  }
+  process.stderr.write(
+    `restoring snapshot ${picked.id} (taken ${picked.createdAt} at revision ${picked.gitRevision?.slice(0, 12)})\n`,
+  );
+  return picked.id;
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { BackupsConfig } from '../../backup/config.ts';
 import { loadConfigFile, pluginPath } from '../../../schemas/load.ts';
 import { formatErrors, validate } from '../../../schemas/validate.ts';
 import { tenantFrom, type PodSecurityLevel, type Tenant } from '../../tenancy/tenant.ts';
@@ -82,7 +83,7 @@ export interface ManagerConfig {
     defaultPluginConfig?: Record<string, unknown>;
   };
   /** the backup store and its retention (core/backup) */
-  backups?: { directory: string; retention?: { count?: number; maxAgeSeconds?: number } };
+  backups?: BackupsConfig;
   tenants?: Array<{
     name: string;
     namespace: string;
@@ -130,7 +131,11 @@ export function loadManagerConfig(file: string): ManagerConfig {
       if (c.virtualClusters?.native?.etcdHostPathDir)
         c.virtualClusters.native.etcdHostPathDir = abs(c.virtualClusters.native.etcdHostPathDir);
       if (c.gitops?.cacheDir) c.gitops.cacheDir = abs(c.gitops.cacheDir);
-      if (c.backups) c.backups.directory = abs(c.backups.directory);
+      if (c.backups?.directory) c.backups.directory = abs(c.backups.directory);
+      if (c.backups?.s3) {
+        c.backups.s3.credentialsDir = abs(c.backups.s3.credentialsDir);
+        if (c.backups.s3.caFile) c.backups.s3.caFile = abs(c.backups.s3.caFile);
+      }
       if (c.plugins?.thirdParty) c.plugins.thirdParty = c.plugins.thirdParty.map((p) => pluginPath(p, abs));
     },
   });

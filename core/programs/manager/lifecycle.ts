@@ -4,7 +4,7 @@ import type { PluginHost } from '../../plugins/host.ts';
 import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { BackupController, snapshotBeforeDeletion } from '../../lifecycle/backups.ts';
-import { DirectoryStore } from '../../backup/store.ts';
+import { storeFromConfig } from '../../backup/config.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
 import type { Provisioner } from '../../provisioners/provisioner.ts';
@@ -44,7 +44,7 @@ export function lifecycleControllers(
   };
   const dns = cfg.virtualClusters?.tenantDNS;
   const backups = cfg.backups;
-  const store = backups ? new DirectoryStore(backups.directory) : undefined;
+  const store = backups ? storeFromConfig(backups) : undefined;
   const backupOptions = {
     meta,
     informers,
