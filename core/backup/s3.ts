@@ -110,11 +110,17 @@ export class ObjectStore implements BackupStore {
   }
 
   /**
-   * check asks the store for the bucket (HEAD) and throws a clear error when the key pair is refused or the bucket is
+   * check lists at most one key of the bucket and throws a clear error when the key pair is refused or the bucket is
    * missing; the manager calls it at start, so a wrong credential shows before any tenant needs a backup.
    */
   async check(): Promise<void> {
-    const res = await this.call({ method: 'HEAD', what: 'checking the bucket' });
+    // A list of at most one key, not a HEAD: an error answer to a GET carries the store's code in its body, so a
+    // wrong access key id and a wrong secret can be told apart (a HEAD answers both with a bare 403).
+    const res = await this.call({
+      method: 'GET',
+      query: { 'list-type': '2', 'max-keys': '1', prefix: this.s.prefix ?? '' },
+      what: 'checking the bucket',
+    });
     await this.expectOk(res, 'checking the bucket');
   }
 
