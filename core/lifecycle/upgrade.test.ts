@@ -36,6 +36,6 @@ describe('upgradeVerdict', () => {
     const skip = upgradeVerdict('v1.34.2', 'v1.36.3');
     expect(skip.kind === 'refused' && skip.message).toMatch(/skips 1 minor.*one minor at a time; name v1\.35\.x first/);
     const down = upgradeVerdict('v1.36.3', 'v1.35.4');
-    expect(down.kind === 'refused' && down.message).toMatch(/is a downgrade.*vc backup restore/);
+    expect(down.kind === 'refused' && down.message).toMatch(/is a downgrade: .*cannot move to an older minor/);
   });
 });

@@ -54,8 +54,8 @@ export function upgradeVerdict(from: string, to: string): UpgradeVerdict {
       kind: 'refused',
       reason: UPGRADE_REFUSED,
       message:
-        `${step} is a downgrade: Kubernetes control planes cannot move to an older minor ` +
-        `(restore a snapshot taken before the upgrade instead: vc backup restore)`,
+        `${step} is a downgrade: a Kubernetes control plane cannot move to an older minor (its data may be stored ` +
+        `in versions the older one cannot read)`,
     };
   if (b.minor > a.minor + 1)
     return {
