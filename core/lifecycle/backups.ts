@@ -71,17 +71,42 @@ export async function snapshotBeforeDeletion(
   return meta.id;
 }
 
-/** takeSnapshot snapshots one tenant with the metadata the meta cluster knows (git revision, Kubernetes version). */
+/**
+ * snapshotBeforeUpgrade takes the snapshot (reason upgrade) a tenant gets before its control plane moves from one
+ * Kubernetes minor to the next, so that `vc restore NAME --from ID` can bring back the data of the older version. It
+ * returns the snapshot id, or undefined when there is no store or the provisioner cannot snapshot; a failure throws.
+ */
+export async function snapshotBeforeUpgrade(
+  o: BackupControllerOptions,
+  vc: VirtualCluster,
+  from: string,
+): Promise<string | undefined> {
+  const store = o.store;
+  const type = vc.spec?.provisioner?.type ?? defaultProvisioner(o.defaultProvisioner, Object.keys(o.provisioners));
+  const p = type ? o.provisioners[type] : undefined;
+  if (!store || !isSnapshotter(p)) return undefined;
+  // The version the snapshot's data was written by is the one running now, whatever the health monitor saw last.
+  const { meta } = await takeSnapshot(o, vc, p, store, 'upgrade', from);
+  await writeCatalog(o.meta, vc, store);
+  log.info({ vc: objectKey(vc), snapshot: meta.id, from }, 'snapshot taken before an upgrade');
+  return meta.id;
+}
+
+/**
+ * takeSnapshot snapshots one tenant with the metadata the meta cluster knows (git revision, Kubernetes version: `version`
+ * when given, else the one the health monitor last saw).
+ */
 async function takeSnapshot(
   o: BackupControllerOptions,
   vc: VirtualCluster,
   s: Snapshotter,
   store: BackupStore,
   reason: SnapshotReason,
+  version?: string,
 ) {
   const m = vc.metadata!;
   const gitRevision = await gitRevisionOf(o.meta, vc);
-  const kubernetesVersion = kubernetesVersionOf(vc);
+  const kubernetesVersion = version ?? kubernetesVersionOf(vc);
   return backupTenant(s, store, {
     vc,
     root: rootNamespace(m.namespace!, m.name!, m.uid!),

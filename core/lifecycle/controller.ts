@@ -434,7 +434,24 @@ export class VirtualClusterController {
       etcdBytes: p.effective!.quota.etcdBytes,
       importSecrets: p.effective!.importSecrets,
       ...(clusterVersion && { clusterVersion }),
+      beforeUpgrade: (from, to) => this.beforeUpgrade(p.vc, from, to),
     });
+  }
+
+  /**
+   * beforeUpgrade snapshots the tenant (the beforeUpgrade option) before its control plane moves to the next minor,
+   * and says so in an event: the snapshot's id, or a Warning that there is no store to keep one (the upgrade goes on).
+   */
+  private async beforeUpgrade(vc: VirtualCluster, from: string, to: string): Promise<void> {
+    const id = await this.o.beforeUpgrade?.(vc, from, to);
+    if (id) await this.events.record(vc, 'Normal', 'UpgradeSnapshot', `snapshot ${id} taken before ${from} -> ${to}`);
+    else
+      await this.events.record(
+        vc,
+        'Warning',
+        'UpgradeWithoutSnapshot',
+        `upgrading ${from} -> ${to} without a snapshot: this manager keeps no backups (/backups/directory)`,
+      );
   }
 
   /**

@@ -52,4 +52,10 @@ export interface LifecycleOptions {
   idleCheckMs?: number;
   /** runs before a deleted VirtualCluster's control plane is removed (core/lifecycle/backups.ts: its last snapshot) */
   beforeRemove?: (vc: VirtualCluster) => Promise<unknown>;
+  /**
+   * runs before a tenant's control plane moves to the next Kubernetes minor (core/lifecycle/backups.ts: a snapshot
+   * with reason upgrade); answers the snapshot id, or undefined when there is no store to keep one. A throw holds the
+   * upgrade back.
+   */
+  beforeUpgrade?: (vc: VirtualCluster, from: string, to: string) => Promise<string | undefined>;
 }

@@ -10,6 +10,7 @@ import {
   type ComponentSettings,
   type RolloutPeer,
   type RollComponent,
+  type RollFailure,
 } from './rollout.ts';
 
 const base: ComponentSettings = {
@@ -114,12 +115,14 @@ describe('rollStarts', () => {
 });
 
 describe('rollResult', () => {
-  const failure = { component: 'kube-apiserver' as const, message: 'exited with code 1', kept: true };
+  const failure: RollFailure = { component: 'kube-apiserver' as const, message: 'exited with code 1', kept: true };
+  const skip = 'from v1.34.2 to v1.36.3 skips 1 minor version(s)';
+  const refused: RollFailure = { ...failure, message: skip, refused: 'UpgradeRefused' };
   const rows: Array<{
     name: string;
     vc: VirtualCluster;
     rolled: boolean;
-    failure?: typeof failure;
+    failure?: RollFailure;
     phase?: string;
     specApplied?: [string, string];
     ready?: [string, string];
@@ -174,6 +177,24 @@ describe('rollResult', () => {
       specApplied: ['False', 'RolloutFailed'],
       events: [],
     },
+    {
+      name: 'refused before anything restarted: Running, SpecApplied False with the reason, a Warning',
+      vc: vc({ phase: 'Running' }),
+      rolled: false,
+      failure: refused,
+      phase: 'Running',
+      specApplied: ['False', 'UpgradeRefused'],
+      events: ['Warning/UpgradeRefused'],
+    },
+    {
+      name: 'the same refusal seen again: no second Warning',
+      vc: cond('Running', 'SpecApplied', 'False', 'UpgradeRefused', skip),
+      rolled: false,
+      failure: refused,
+      phase: 'Running',
+      specApplied: ['False', 'UpgradeRefused'],
+      events: [],
+    },
   ];
   for (const r of rows)
     it(r.name, () => {
@@ -187,7 +208,8 @@ describe('rollResult', () => {
       if (r.ready) expect([rd?.status, rd?.reason]).toEqual(r.ready);
       else expect(rd).toBeUndefined();
       expect((o.events ?? []).map((e) => `${e.type}/${e.reason}`)).toEqual(r.events);
-      if (r.failure) expect(o.status?.message).toMatch(/^kube-apiserver did not come back healthy/);
+      if (r.failure?.refused) expect(o.status?.message).toBe(skip);
+      else if (r.failure) expect(o.status?.message).toMatch(/^kube-apiserver did not come back healthy/);
     });
 });
 

@@ -67,11 +67,22 @@ export function rollHeld(vc: VirtualCluster, why: string): Outcome {
 /**
  * rollResult is what a serving tenant shows of its last roll, laid over the running Outcome: after a failed step,
  * RolloutFailed naming the component (Running while the previous one serves again, else Degraded with Ready=False)
- * and a Warning event once per message; after a roll that completed, or once the control plane runs the spec again,
- * SpecApplied=True. A tenant that never rolled and shows no SpecApplied condition gets nothing.
+ * and a Warning event once per message; a roll refused before anything restarted (failure.refused: an upgrade the
+ * version-skew policy forbids) keeps the tenant Running with SpecApplied=False, that reason and the message; after a
+ * roll that completed, or once the control plane runs the spec again, SpecApplied=True. A tenant that never rolled
+ * and shows no SpecApplied condition gets nothing.
  */
 export function rollResult(vc: VirtualCluster, rolled: boolean, failure: RollFailure | undefined): Outcome {
   const old = vc.status?.conditions?.find((x) => x.type === SPEC_APPLIED);
+  if (failure?.refused) {
+    const { refused: reason, message } = failure;
+    const seen = old?.reason === reason && old.message === message;
+    return {
+      status: { phase: 'Running', reason, message },
+      conditions: [specApplied('False', reason, message)],
+      events: seen ? [] : [{ type: 'Warning', reason, message }],
+    };
+  }
   if (failure) {
     const message = failure.kept
       ? `${failure.component} did not come back healthy with the new spec; the previous ${failure.component} serves again: ${failure.message}`

@@ -57,6 +57,11 @@ export interface ProvisionLimits {
   importSecrets?: ReadonlyArray<{ namespace: string; name: string }>;
   /** the ClusterVersion the tenant names, as the controller's cache has it (the local provisioner takes its flags) */
   clusterVersion?: { spec?: ClusterVersionSpec };
+  /**
+   * called by a provisioner after it judged a roll to be an upgrade to the next Kubernetes minor and before it
+   * restarts anything (the controller snapshots the tenant's etcd into the backup store); a throw stops the upgrade
+   */
+  beforeUpgrade?: (from: string, to: string) => Promise<void>;
 }
 
 /**

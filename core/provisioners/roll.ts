@@ -39,4 +39,9 @@ export interface RollFailure {
   message: string;
   /** the previous process (with the previous settings) serves again */
   kept: boolean;
+  /**
+   * the roll was refused before anything restarted (an upgrade the version-skew policy forbids, a version with no
+   * binaries, a snapshot that failed), with this reason: `message` says why, and the tenant runs as it did
+   */
+  refused?: string;
 }

@@ -66,6 +66,11 @@ export interface ControlPlaneOptions {
   advertiseAddress?: string;
   /** a cgroup (v2) directory the apiserver and controller manager run in: a NetConfinement's cgroupDir */
   cgroupDir?: string;
+  /**
+   * the kube-apiserver and kube-controller-manager executables (a tenant of another Kubernetes version,
+   * core/toolchain/minors.ts); default: the pinned toolchain's
+   */
+  binaries?: { apiserver?: string; controllerManager?: string };
 }
 
 /** Ports are the loopback ports of one control plane. */
@@ -104,7 +109,7 @@ export class LocalControlPlane {
     const serviceCidr = opts.serviceCidr ?? '10.96.0.0/16';
     this.apiserver = new ManagedProcess({
       name: `${opts.name}/kube-apiserver`,
-      command: binaryPath('kube-apiserver'),
+      command: opts.binaries?.apiserver ?? binaryPath('kube-apiserver'),
       logFile: log('kube-apiserver'),
       restart,
       env: opts.apiserverEnv,
@@ -126,7 +131,7 @@ export class LocalControlPlane {
     if (opts.controllerManager !== false)
       this.controllerManager = new ManagedProcess({
         name: `${opts.name}/kube-controller-manager`,
-        command: binaryPath('kube-controller-manager'),
+        command: opts.binaries?.controllerManager ?? binaryPath('kube-controller-manager'),
         logFile: log('kube-controller-manager'),
         restart,
         ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),

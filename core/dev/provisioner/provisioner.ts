@@ -41,6 +41,17 @@ import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
+import { upgradeVerdict } from '../../lifecycle/upgrade.ts';
+import {
+  assertStartable,
+  binariesOf,
+  judgeChange,
+  kubernetesOf,
+  prepareBinaries,
+  recordedVersion,
+  recordVersion,
+  UPGRADE_SNAPSHOT_FAILED,
+} from './upgrade.ts';
 
 export { ETCD_DIR, localApiserverArgs, type LocalProvisionerOptions } from './start.ts';
 
@@ -99,6 +110,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
+    const running = this.running.get(root)?.settings['kube-apiserver'];
+    const was = running ? kubernetesOf(running) : recordedVersion(this.dir(root));
+    await prepareBinaries(was, limits.clusterVersion?.spec?.kubernetesVersion);
     const desired = this.settings(vc, limits);
     const hash = settingsHash(desired);
     await this.restoring.get(root)?.catch(() => undefined);
@@ -117,12 +131,20 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       // A spec whose roll failed is not tried again until it changes: each try would restart a serving component.
       if (failed?.hash === hash) rollFailed = failed.failure;
       else {
-        const out = await this.roll(entry, vc, root, desired, hash);
-        entry = out.entry;
-        rolled = !out.failure;
-        rollFailed = out.failure;
+        const [from, to] = [entry.settings, desired.components].map((s) => kubernetesOf(s['kube-apiserver']));
+        rollFailed = await judgeChange(from!, to!, desired.bins!, limits.beforeUpgrade, vc.spec.clusterVersionName);
+        // A refused version is not judged again until the spec changes; a snapshot that failed is tried again.
+        if (rollFailed?.refused && rollFailed.refused !== UPGRADE_SNAPSHOT_FAILED)
+          this.failedRolls.set(root, { hash, failure: rollFailed });
+        if (!rollFailed) {
+          const out = await this.roll(entry, vc, root, desired, hash);
+          entry = out.entry;
+          rolled = !out.failure;
+          rollFailed = out.failure;
+        }
       }
     }
+    if (!entry) assertStartable(was, desired, vc.spec.clusterVersionName);
     entry ??= this.install(root, {
       ...(await this.start(vc, root, desired)),
       hash,
@@ -188,6 +210,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const version = { name: vc.spec.clusterVersionName, kubernetes: cv?.kubernetesVersion };
     const cidr = vc.spec.serviceCidr;
     return {
+      bins: binariesOf(cv?.kubernetesVersion, vc.spec.clusterVersionName),
       etcdBytes,
       apiserverArgs: api,
       controllerManagerArgs: kcm,
@@ -210,6 +233,10 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const desired = this.settings(vc, limits);
     const hash = settingsHash(desired);
     if (entry.hash === hash || this.failedRolls.get(root)?.hash === hash) return [];
+    // A version this provisioner will refuse is not announced as a roll: ensure reports the refusal.
+    const [from, to] = [entry.settings, desired.components].map((s) => kubernetesOf(s['kube-apiserver']));
+    if (desired.bins && 'problem' in desired.bins) return [];
+    if (upgradeVerdict(from!, to!).kind === 'refused') return [];
     return planRoll(entry.settings, desired.components);
   }
 
@@ -249,6 +276,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       log.warn({ tenant: root, ...failure }, 'roll stopped');
       this.failedRolls.set(root, { hash, failure });
     } else writeFileSync(join(this.dir(root), 'spec-hash'), hash + '\n');
+    recordVersion(this.dir(root), kubernetesOf(settings['kube-apiserver']));
     return { entry: next, ...(failure && { failure }) };
   }
 
@@ -257,6 +285,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     this.running.set(root, entry);
     entry.unwatch = watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
     writeFileSync(join(this.dir(root), 'spec-hash'), entry.hash + '\n');
+    recordVersion(this.dir(root), kubernetesOf(entry.settings['kube-apiserver']));
     return entry;
   }
 

@@ -3,6 +3,7 @@
  * for real nodes' Pods, a forwarder and the DNS view; and stopping them. The LocalProvisioner (provisioner.ts) decides
  * when; this file is how.
  */
+import type { VersionedBinaries } from './upgrade.ts';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ExtraArgs } from '../../api/controlplane.ts';
@@ -96,6 +97,8 @@ export interface LocalSettings {
   apiserverArgs: ExtraArgs;
   controllerManagerArgs: ExtraArgs;
   components: ComponentSettings;
+  /** the binaries of the tenant's Kubernetes version, or why it cannot run here (default: the pinned toolchain's) */
+  bins?: VersionedBinaries;
 }
 
 /** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
@@ -141,6 +144,7 @@ export function controlPlaneOptions(
     ),
     controllerManagerExtraArgs: desired.controllerManagerArgs,
     ...(ctx.options.podAddress && { apiserverIPs: [ctx.options.podAddress] }),
+    ...(desired.bins && 'binaries' in desired.bins && { binaries: desired.bins.binaries }),
   };
 }
 

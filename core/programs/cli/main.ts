@@ -52,7 +52,16 @@ toolchain
   )
   .option('--node', 'build only the node toolchain (and the control-plane toolchain its images come from)')
   .option('--no-node', 'skip the node toolchain (also VC_REAL_NODES=0)')
-  .action(async (o: { node?: boolean }) => {
+  .option(
+    '--previous',
+    'build only kube-apiserver and kube-controller-manager of the older pinned Kubernetes minor (kubernetesPrevious), ' +
+      'which tenants on that version and the upgrade tests run',
+  )
+  .action(async (o: { node?: boolean; previous?: boolean }) => {
+    if (o.previous) {
+      const { ensureKubernetesMinor } = await import('../../toolchain/minors.ts');
+      return void process.stdout.write(`${await ensureKubernetesMinor()}\n`);
+    }
     if (o.node !== true) process.stdout.write(`${await ensureToolchain()}\n`);
     if (o.node === false || (o.node === undefined && process.env.VC_REAL_NODES === '0')) return;
     const { setupNodeToolchain } = await import('../../toolchain/setup.ts');

@@ -3,7 +3,7 @@ import type { InformerFactory } from '../../kube/factory.ts';
 import type { PluginHost } from '../../plugins/host.ts';
 import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
-import { BackupController, snapshotBeforeDeletion } from '../../lifecycle/backups.ts';
+import { BackupController, snapshotBeforeDeletion, snapshotBeforeUpgrade } from '../../lifecycle/backups.ts';
 import { storeFromConfig } from '../../backup/config.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
@@ -71,6 +71,7 @@ export function lifecycleControllers(
       health: { syncerLag: tenantSyncerLag },
       cacheStates,
       beforeRemove: (vc) => snapshotBeforeDeletion(backupOptions, vc),
+      beforeUpgrade: (vc, from) => snapshotBeforeUpgrade(backupOptions, vc, from),
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });
   /** newBackups makes the controller that answers backup requests (one per leadership term, as newController) */

@@ -12,6 +12,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL, PREFIX } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
+import { judgeNativeChange, runningKubernetesVersion } from './version.ts';
 import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
@@ -227,6 +228,10 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
         ...vc.spec.controllerManager?.extraArgs,
       },
     });
+    // A version change the skew policy forbids is refused before anything is applied; an upgrade snapshots first.
+    const running = await this.superClient.getOrNull<KubeObject>(R.statefulsets, root, 'apiserver');
+    const to = clusterVersion.spec.kubernetesVersion;
+    await judgeNativeChange(runningKubernetesVersion(running), to, cvName, limits.beforeUpgrade);
     await this.ensureNamespace(vc, root);
     const expose = exposeSettings(vc.spec.apiServer?.expose, clusterVersion.spec.apiServer?.serviceType);
     const serviceIPs: NativeServiceIPs = {};

@@ -1,0 +1,235 @@
+/**
+ * Kubernetes upgrades of tenants (issue 33, §3) on real processes: a local tenant on the older pinned minor moves to
+ * the current one when its ClusterVersion names it: a snapshot (reason upgrade) first, then etcd, kube-apiserver and
+ * kube-controller-manager in the skew policy's order, each health-checked; every object it had is there after, with
+ * the same uid. A skipped minor and a downgrade are refused with the object, field and reason, and the running tenant
+ * is left as it was (same processes, same version). The older minor's binaries are built on first use
+ * (ensureKubernetesMinor), so a cold run of this file includes that build.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
+import { snapshotBeforeUpgrade } from '../../core/lifecycle/backups.ts';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
+import { DirectoryStore } from '../../core/backup/store.ts';
+import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
+import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
+import { ensureKubernetesMinor, previousKubernetes } from '../../core/toolchain/minors.ts';
+import { pinnedVersions } from '../../core/toolchain/toolchain.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const NS = 'default';
+const OLD = previousKubernetes()!;
+const NEW = pinnedVersions().kubernetes;
+
+const clusterVersion = (name: string, kubernetesVersion: string) => ({
+  apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+  kind: 'ClusterVersion',
+  metadata: { name },
+  spec: { kubernetesVersion },
+});
+
+/** exe is the executable a process runs. */
+const exe = (pid: number | undefined) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+
+describe('upgrading a tenant across Kubernetes minors', () => {
+  let t: TestSuper;
+  let stateDir: string;
+  let store: DirectoryStore;
+  let local: LocalProvisioner;
+  let controller: VirtualClusterController;
+  const get = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, NS, name);
+  const root = (vc: VirtualCluster) => vc.status!.clusterNamespace!;
+  const condition = (vc: VirtualCluster, type: string) => vc.status?.conditions?.find((c) => c.type === type);
+  const events = async (name: string) =>
+    (
+      await t.client.list<KubeObject & { reason?: string; type?: string; message?: string }>(R.events, {
+        namespace: NS,
+      })
+    ).items
+      .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === name)
+      .map((e) => `${e.type}/${e.reason}: ${e.message}`);
+  /** tenantClient is a client of the tenant's own apiserver */
+  const tenantClient = async (name: string): Promise<KubeClient> => local.controlPlane(root(await get(name)))!.client();
+  /** objects are the tenant's namespaces, ConfigMaps and Secrets of namespace "app", by kind and name, with uids */
+  const objects = async (c: KubeClient) => {
+    const out: Record<string, string> = {};
+    for (const n of (await c.list(R.namespaces)).items) out[`namespace/${n.metadata!.name}`] = n.metadata!.uid!;
+    for (const r of [R.configmaps, R.secrets])
+      for (const o of (await c.list(r, { namespace: 'app' })).items)
+        out[`${r.resource}/${o.metadata!.name}`] = o.metadata!.uid!;
+    return out;
+  };
+  const version = async (c: KubeClient) => (await c.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    await applyCRDs(t.sc);
+    await eventually(() =>
+      t.client.apply(
+        R.tenantpolicies,
+        {
+          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+          kind: 'TenantPolicy',
+          metadata: { name: 'upgrade', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+          spec: {
+            provisioners: { allowed: ['local'] },
+            grants: { clusterVersions: ['k8s-tenant', 'k8s-old', 'k8s-new', 'k8s-bogus'] },
+          },
+        },
+        'test',
+      ),
+    );
+    for (const [name, v] of [
+      ['k8s-tenant', OLD],
+      ['k8s-old', OLD],
+      ['k8s-new', NEW],
+      ['k8s-bogus', 'v1.36.99'],
+    ] as const)
+      await t.client.create(R.clusterversions, clusterVersion(name, v));
+    stateDir = mkdtempSync(join(tmpdir(), 'vc-upgrade-it-'));
+    store = new DirectoryStore(join(stateDir, 'store'));
+    local = new LocalProvisioner(join(stateDir, 'tenants'), t.sc.etcd);
+    const provisioners = { local };
+    const backupOptions = { meta: t.client, provisioners, defaultProvisioner: 'local' as const, store };
+    controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners,
+      tenants: new MutableTenantRegistry(),
+      health: { intervalMs: 1000, timeoutMs: 1500 },
+      beforeUpgrade: (vc, from) => snapshotBeforeUpgrade(backupOptions, vc, from),
+    });
+    await controller.start();
+  }, 240_000);
+
+  afterAll(async () => {
+    await controller?.stop();
+    await local?.stop();
+    await t?.stop();
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  const create = (name: string, clusterVersionName: string) =>
+    t.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name, namespace: NS },
+      spec: { provisioner: { type: 'local' }, clusterVersionName },
+    });
+
+  it(`refuses a downgrade ${NEW} -> ${OLD} by ClusterVersion reference; the tenant keeps running`, async () => {
+    await create('cur', 'k8s-new');
+    await eventually(async () => expect((await get('cur')).status?.phase).toBe('Running'), 120_000);
+    const pid = local.controlPlane(root(await get('cur')))!.apiserver.pid;
+    await t.client.patch(R.virtualclusters, NS, 'cur', { spec: { clusterVersionName: 'k8s-old' } }, 'merge');
+    const vc = await eventually(async () => {
+      const v = await get('cur');
+      expect(v.status?.reason).toBe('UpgradeRefused');
+      return v;
+    }, 60_000);
+    expect(vc.status?.phase).toBe('Running');
+    expect(vc.status?.message).toMatch(
+      new RegExp(`^ClusterVersion k8s-old spec.kubernetesVersion: from ${NEW} to ${OLD} is a downgrade`),
+    );
+    expect(condition(vc, 'SpecApplied')).toMatchObject({ status: 'False', reason: 'UpgradeRefused' });
+    expect((await events('cur')).some((e) => e.startsWith('Warning/UpgradeRefused: ClusterVersion k8s-old'))).toBe(
+      true,
+    );
+    expect(local.controlPlane(root(vc))!.apiserver.pid).toBe(pid);
+    expect(await version(await tenantClient('cur'))).toBe(NEW);
+    await t.client.delete(R.virtualclusters, NS, 'cur');
+  });
+
+  it('refuses to start a tenant whose ClusterVersion names a version with no binaries, naming the field', async () => {
+    await create('bogus', 'k8s-bogus');
+    const vc = await eventually(async () => {
+      const v = await get('bogus');
+      expect(v.status?.reason).toBe('UnknownKubernetesVersion');
+      return v;
+    }, 60_000);
+    expect(vc.status?.message).toMatch(/^ClusterVersion k8s-bogus spec.kubernetesVersion: Kubernetes v1.36.99 is not/);
+    expect(local.controlPlane(root(vc))).toBeUndefined();
+    await t.client.delete(R.virtualclusters, NS, 'bogus');
+  });
+
+  let before: Record<string, string>;
+
+  it(
+    `runs the older minor's binaries for a ClusterVersion that names ${OLD}`,
+    async () => {
+      // The older minor's kube-apiserver and kube-controller-manager: built here on a cold cache, then cached.
+      await ensureKubernetesMinor();
+      await create('up', 'k8s-tenant');
+      await eventually(async () => expect((await get('up')).status?.phase).toBe('Running'), 120_000);
+      const c = await tenantClient('up');
+      expect(await version(c)).toBe(OLD);
+      const cp = local.controlPlane(root(await get('up')))!;
+      expect(exe(cp.apiserver.pid)).toContain(`k8s-tenant-${OLD}`);
+      expect(exe(cp.controllerManager!.pid)).toContain(`k8s-tenant-${OLD}`);
+      await c.create(R.namespaces, { metadata: { name: 'app' } });
+      for (let i = 0; i < 20; i++) {
+        await c.create(R.configmaps, { metadata: { name: `obj-${i}`, namespace: 'app' }, data: { i: String(i) } });
+        await c.create(R.secrets, { metadata: { name: `obj-${i}`, namespace: 'app' }, stringData: { i: String(i) } });
+      }
+      before = await objects(c);
+      expect(Object.keys(before).length).toBeGreaterThan(40);
+    },
+    60 * 60_000,
+  );
+
+  it('refuses a ClusterVersion edit that skips a minor and leaves the tenant running as it was', async () => {
+    const cp = local.controlPlane(root(await get('up')))!;
+    const pid = cp.apiserver.pid;
+    await t.client.patch(
+      R.clusterversions,
+      undefined,
+      'k8s-tenant',
+      { spec: { kubernetesVersion: 'v1.37.2' } },
+      'merge',
+    );
+    const vc = await eventually(async () => {
+      const v = await get('up');
+      expect(v.status?.reason).toBe('UpgradeRefused');
+      return v;
+    }, 60_000);
+    expect(vc.status?.phase).toBe('Running');
+    expect(vc.status?.message).toMatch(
+      new RegExp(`^ClusterVersion k8s-tenant spec.kubernetesVersion: from ${OLD} to v1.37.2 skips 1 minor`),
+    );
+    expect(condition(vc, 'SpecApplied')).toMatchObject({ status: 'False', reason: 'UpgradeRefused' });
+    expect((await events('up')).some((e) => e.startsWith('Warning/UpgradeRefused: ClusterVersion k8s-tenant'))).toBe(
+      true,
+    );
+    expect(local.controlPlane(root(vc))!.apiserver.pid).toBe(pid);
+    expect(await version(await tenantClient('up'))).toBe(OLD);
+  });
+
+  it(`upgrades ${OLD} -> ${NEW} when the ClusterVersion names it: snapshot first, every object kept`, async () => {
+    await t.client.patch(R.clusterversions, undefined, 'k8s-tenant', { spec: { kubernetesVersion: NEW } }, 'merge');
+    const vc = await eventually(async () => {
+      const v = await get('up');
+      expect(condition(v, 'SpecApplied')).toMatchObject({ status: 'True', reason: 'Applied' });
+      expect(v.status?.phase).toBe('Running');
+      return v;
+    }, 180_000);
+    const c = await tenantClient('up');
+    expect(await version(c)).toBe(NEW);
+    const cp = local.controlPlane(root(vc))!;
+    expect(exe(cp.apiserver.pid)).not.toContain('k8s-tenant-');
+    expect(exe(cp.controllerManager!.pid)).not.toContain('k8s-tenant-');
+    expect(await objects(c)).toEqual(before);
+    // The snapshot was taken of the older version's data (the provisioner takes it before it restarts anything).
+    const snaps = await store.list({ namespace: NS, name: 'up' });
+    expect(snaps.map((s) => [s.reason, s.kubernetesVersion])).toEqual([['upgrade', OLD]]);
+    const seen = await events('up');
+    expect(seen).toContain(`Normal/UpgradeSnapshot: snapshot ${snaps[0]!.id} taken before ${OLD} -> ${NEW}`);
+    expect(seen).toContain('Normal/Updating: rolling kube-apiserver, then kube-controller-manager to the new spec');
+  });
+});
