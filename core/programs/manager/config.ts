@@ -57,6 +57,8 @@ export interface ManagerConfig {
     policy?: { sources?: Record<string, SourcePolicy> };
     sources?: Array<Record<string, unknown>>;
   };
+  /** the Cluster API provider's controllers (core/lifecycle/capi.ts) */
+  clusterApi?: { enabled?: boolean };
   tenantDefaults?: {
     pods?: { forced?: ForcedPlacementView; preloadedImages?: string[] };
     copiedMetadata?: CopiedMetadataView;
