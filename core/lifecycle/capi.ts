@@ -166,7 +166,7 @@ export class CapiProvider {
     }
     const vc = await this.applyVirtualCluster(desired, existing);
     const endpoint = await this.endpointOf(vc);
-    if (endpoint && !sameJSON(cp.spec.controlPlaneEndpoint, endpoint)) {
+    if (endpoint && !sameJSON(cp.spec.controlPlaneEndpoint ?? null, endpoint)) {
       await this.o.meta.patch(
         R.virtualclustercontrolplanes,
         cp.metadata!.namespace,
