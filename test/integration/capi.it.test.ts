@@ -171,16 +171,13 @@ describe('a Cluster API control-plane provider: Clusters from git become tenants
       NS,
       'team-a',
     );
-    expect(cp.status).toMatchObject(
-      {
-        ready: true,
-        initialized: true,
-        version: 'v1.36.3',
-        externalManagedControlPlane: true,
-      },
-      300_000,
-    );
-  });
+    expect(cp.status).toMatchObject({
+      ready: true,
+      initialized: true,
+      version: 'v1.36.3',
+      externalManagedControlPlane: true,
+    });
+  }, 300_000);
 
   it("runs a workload with the Cluster's kubeconfig Secret", async () => {
     const secret = await t.client.get<KubeObject & { data?: Record<string, string> }>(
