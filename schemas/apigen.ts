@@ -24,6 +24,8 @@ export const API_SCHEMAS = [
   'gitSource',
   'managerConfig',
   'vnAgentConfig',
+  'virtualClusterControlPlane',
+  'virtualClusterInfraCluster',
 ] as const satisfies readonly SchemaName[];
 
 /** API_FILE is the generated file, relative to the repository root. */

@@ -16,11 +16,30 @@ const repoRoot = resolve(here, '..');
 
 /** GROUP is the API group of the project's kinds. */
 export const GROUP = 'tenancy.x-k8s.io';
+/** CAPI_GROUPS are the API groups of the Cluster API provider kinds (control plane, infrastructure cluster). */
+export const CAPI_GROUPS = {
+  controlPlane: 'controlplane.tenancy.x-k8s.io',
+  infrastructure: 'infrastructure.tenancy.x-k8s.io',
+} as const;
+
+/**
+ * CAPI_CONTRACT_LABELS mark a provider CRD with the Cluster API contract it follows and the versions that serve it
+ * (`cluster.x-k8s.io/<contract>: <versions joined by _>`): Cluster API reads it to pick the apiVersion it talks.
+ */
+export const CAPI_CONTRACT_LABELS: Readonly<Record<string, string>> = { 'cluster.x-k8s.io/v1beta2': 'v1alpha1' };
+
 /** VERSION is the only served and stored version. */
 export const VERSION = 'v1alpha1';
 
 /** CRD_NAMES are the schemas a CRD is generated from. */
-export const CRD_NAMES = ['virtualCluster', 'clusterVersion', 'gitSource', 'tenantPolicy'] as const;
+export const CRD_NAMES = [
+  'virtualCluster',
+  'clusterVersion',
+  'gitSource',
+  'tenantPolicy',
+  'virtualClusterControlPlane',
+  'virtualClusterInfraCluster',
+] as const;
 /** CRDName is one of CRD_NAMES. */
 export type CRDName = (typeof CRD_NAMES)[number];
 
@@ -57,10 +76,17 @@ export interface ValidationRule {
 export interface CustomResourceDefinition {
   apiVersion: 'apiextensions.k8s.io/v1';
   kind: 'CustomResourceDefinition';
-  metadata: { name: string };
+  metadata: { name: string; labels?: Record<string, string> };
   spec: {
     group: string;
-    names: { kind: string; listKind: string; plural: string; singular: string; shortNames: string[] };
+    names: {
+      kind: string;
+      listKind: string;
+      plural: string;
+      singular: string;
+      shortNames: string[];
+      categories?: string[];
+    };
     scope: 'Namespaced' | 'Cluster';
     versions: Array<{
       name: string;
@@ -81,6 +107,12 @@ interface Target {
   columns: PrinterColumn[];
   /** arrays of objects that are maps keyed by these fields (x-kubernetes-list-type: map), by dotted path */
   listMaps?: Record<string, string[]>;
+  /** the API group when it is not GROUP (the Cluster API provider kinds) */
+  group?: string;
+  /** labels of the CRD, e.g. the Cluster API contract label */
+  labels?: Record<string, string>;
+  /** categories kubectl groups the kind under (`kubectl get cluster-api`) */
+  categories?: string[];
 }
 
 const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -157,6 +189,46 @@ const TARGETS: Record<CRDName, Target> = {
       },
       age,
     ],
+  },
+  virtualClusterControlPlane: {
+    kind: 'VirtualClusterControlPlane',
+    plural: 'virtualclustercontrolplanes',
+    shortNames: ['vccp'],
+    scope: 'Namespaced',
+    group: CAPI_GROUPS.controlPlane,
+    labels: CAPI_CONTRACT_LABELS,
+    categories: ['cluster-api'],
+    columns: [
+      { name: 'Version', type: 'string', jsonPath: '.spec.version', description: 'Kubernetes version asked for.' },
+      {
+        name: 'Initialized',
+        type: 'boolean',
+        jsonPath: '.status.initialization.controlPlaneInitialized',
+        description: 'Whether the tenant apiserver has served.',
+      },
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: "The VirtualCluster's phase." },
+      age,
+    ],
+    listMaps: { 'status.conditions': ['type'] },
+  },
+  virtualClusterInfraCluster: {
+    kind: 'VirtualClusterInfraCluster',
+    plural: 'virtualclusterinfraclusters',
+    shortNames: ['vcic'],
+    scope: 'Namespaced',
+    group: CAPI_GROUPS.infrastructure,
+    labels: CAPI_CONTRACT_LABELS,
+    categories: ['cluster-api'],
+    columns: [
+      {
+        name: 'Provisioned',
+        type: 'boolean',
+        jsonPath: '.status.initialization.provisioned',
+        description: 'Whether Cluster API may go on.',
+      },
+      age,
+    ],
+    listMaps: { 'status.conditions': ['type'] },
   },
 };
 
@@ -401,18 +473,20 @@ export function generateCRD(name: CRDName): CustomResourceDefinition {
   const t = TARGETS[name];
   const schema = loadSchema(name);
   const openAPIV3Schema = rootSchema(schema, t);
+  const group = t.group ?? GROUP;
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${t.plural}.${GROUP}` },
+    metadata: { name: `${t.plural}.${group}`, ...(t.labels ? { labels: { ...t.labels } } : {}) },
     spec: {
-      group: GROUP,
+      group,
       names: {
         kind: t.kind,
         listKind: `${t.kind}List`,
         plural: t.plural,
         singular: t.kind.toLowerCase(),
         shortNames: t.shortNames,
+        ...(t.categories ? { categories: t.categories } : {}),
       },
       scope: t.scope,
       versions: [

@@ -17,6 +17,9 @@ export const SCHEMAS = {
   vnAgentConfig: 'vnagent-config.schema.json',
   tenantPolicy: 'tenantpolicy.schema.json',
   notification: 'notification.schema.json',
+  virtualClusterControlPlane: 'virtualclustercontrolplane.schema.json',
+  virtualClusterInfraCluster: 'virtualclusterinfracluster.schema.json',
+  capiCluster: 'capicluster.schema.json',
 } as const;
 /** SchemaName is one of SCHEMAS' keys. */
 export type SchemaName = keyof typeof SCHEMAS;

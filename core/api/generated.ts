@@ -1578,6 +1578,16 @@ export interface ManagerConfigurationVirtualClusters {
 }
 
 /**
+ * The Cluster API provider: VirtualClusterControlPlane and VirtualClusterInfraCluster objects (deploy/crds) that
+ * Cluster API's Clusters name become VirtualClusters, which the VirtualCluster controller (virtualClusters.enabled)
+ * provisions. Off unless enabled. See docs/guides/cluster-api.md.
+ */
+export interface ManagerConfigurationClusterApi {
+  /** Run the provider's controllers while this manager leads. */
+  enabled?: boolean;
+}
+
+/**
  * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore): a directory or an S3-compatible bucket,
  * one of the two; and for how long. Absent: backup requests are answered with an error naming this field.
  */
@@ -1765,6 +1775,12 @@ export interface ManagerConfiguration {
    */
   virtualClusters?: ManagerConfigurationVirtualClusters;
   /**
+   * The Cluster API provider: VirtualClusterControlPlane and VirtualClusterInfraCluster objects (deploy/crds) that
+   * Cluster API's Clusters name become VirtualClusters, which the VirtualCluster controller (virtualClusters.enabled)
+   * provisions. Off unless enabled. See docs/guides/cluster-api.md.
+   */
+  clusterApi?: ManagerConfigurationClusterApi;
+  /**
    * Where the manager keeps etcd snapshots of tenants (vc backup, vc restore): a directory or an S3-compatible bucket,
    * one of the two; and for how long. Absent: backup requests are answered with an error naming this field.
    */
@@ -1850,4 +1866,232 @@ export interface VnAgentConfiguration {
   streamsPerTenant?: number;
   /** Most requests and streams this agent relays at once, all tenants together (HTTP 429 beyond). Defaults to 1024. */
   streams?: number;
+}
+
+/**
+ * A DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63
+ * characters.
+ */
+export type VirtualClusterControlPlaneDnsLabel = string;
+
+/** A DNS-1123 subdomain: dot-separated DNS labels, at most 253 characters. */
+export type VirtualClusterControlPlaneDnsSubdomain = string;
+
+/** A map of string keys to string values. */
+export interface VirtualClusterControlPlaneStringMap {
+  [key: string]: string;
+}
+
+/** One aspect of the VirtualClusterControlPlane's state, in the shape of metav1.Condition. */
+export interface VirtualClusterControlPlaneCondition {
+  /** Kind of condition in CamelCase, e.g. Ready, ControlPlaneReady or Syncing; at most one condition of each type. */
+  type: string;
+  /** Whether the condition holds: True, False or Unknown. */
+  status: 'True' | 'False' | 'Unknown';
+  /** Machine-readable reason for the last transition, in CamelCase. */
+  reason: string;
+  /** Human-readable details of the last transition. */
+  message?: string;
+  /** When the status of the condition last changed (RFC 3339). */
+  lastTransitionTime: string;
+  /** The metadata.generation the condition was computed from. */
+  observedGeneration?: number;
+}
+
+/** Where clients reach the tenant apiserver, as Cluster API's APIEndpoint: a host and a port. */
+export interface VirtualClusterControlPlaneEndpoint {
+  /** Host name or IP address of the apiserver. */
+  host?: string;
+  /** TCP port of the apiserver. */
+  port?: number;
+}
+
+/**
+ * Standard object metadata. A VirtualClusterControlPlane is named like its Cluster; the name becomes part of namespace
+ * names in the super cluster.
+ */
+export interface VirtualClusterControlPlaneMetadata {
+  /** Name of the VirtualClusterControlPlane, a DNS-1123 label. */
+  name: VirtualClusterControlPlaneDnsLabel;
+  /** Namespace of the VirtualClusterControlPlane, the namespace of its Cluster. */
+  namespace: VirtualClusterControlPlaneDnsLabel;
+  /** Labels of the object. */
+  labels?: VirtualClusterControlPlaneStringMap;
+  /** Annotations of the object. */
+  annotations?: VirtualClusterControlPlaneStringMap;
+  [key: string]: unknown;
+}
+
+/** Desired tenant control plane. */
+export interface VirtualClusterControlPlaneSpec {
+  /**
+   * Kubernetes version of the tenant control plane, e.g. v1.36.3: a ClusterVersion whose spec.kubernetesVersion is this
+   * version must exist (one named by clusterVersionName when given, else the first by name). Changing it rolls the
+   * tenant to the new ClusterVersion through the day-two rollout.
+   */
+  version: string;
+  /** Name of the ClusterVersion to use when several offer spec.version; it must offer that version. */
+  clusterVersionName?: VirtualClusterControlPlaneDnsSubdomain;
+  /**
+   * Further VirtualCluster spec fields of the tenant (provisioner, policyName, apiServer, weight, ...), as in a
+   * VirtualCluster's spec; clusterVersionName comes from spec.version and is not allowed here. Checked against the
+   * VirtualCluster schema and then, as for any VirtualCluster, against its TenantPolicy.
+   */
+  virtualCluster?: {
+    [key: string]: unknown;
+  };
+  /**
+   * Where the tenant apiserver is reached, set by the manager once it serves (Cluster API copies it to the Cluster).
+   */
+  controlPlaneEndpoint?: VirtualClusterControlPlaneEndpoint;
+}
+
+/**
+ * Observed state, in the fields of Cluster API's control-plane contract (v1beta2, and v1beta1's initialized and ready).
+ */
+export interface VirtualClusterControlPlaneStatus {
+  /** Cluster API v1beta2 initialization status. */
+  initialization?: {
+    /** Whether the tenant apiserver has served once; it stays true. */
+    controlPlaneInitialized?: boolean;
+  };
+  /** The same as initialization.controlPlaneInitialized, for readers of the v1beta1 contract. */
+  initialized?: boolean;
+  /** Whether the tenant control plane serves now (its VirtualCluster is Running, Degraded or Updating). */
+  ready?: boolean;
+  /** Always true: the control plane has no Cluster API Machines. */
+  externalManagedControlPlane?: boolean;
+  /** The Kubernetes version the tenant control plane last served with. */
+  version?: string;
+  /** Name of the VirtualCluster (in this namespace) that carries the tenant. */
+  virtualClusterName?: VirtualClusterControlPlaneDnsLabel;
+  /** Phase of that VirtualCluster. */
+  phase?: string;
+  /** The metadata.generation this status was computed from. */
+  observedGeneration?: number;
+  /**
+   * Conditions, at most one per type: Available (mirrored by Cluster API into the Cluster's ControlPlaneAvailable) and
+   * Ready.
+   */
+  conditions?: VirtualClusterControlPlaneCondition[];
+}
+
+/**
+ * VirtualClusterControlPlane is this project's Cluster API control-plane provider kind (contract v1beta2): a Cluster
+ * whose spec.controlPlaneRef names one gets a tenant control plane. The manager makes a VirtualCluster of the same name
+ * and namespace from it, owned by it, so that the tenant goes through the same TenantPolicy checks, provisioner,
+ * rollouts and deletion as any VirtualCluster, and mirrors that VirtualCluster's state back here in the fields Cluster
+ * API reads. Its kubeconfig is the Secret <cluster>-kubeconfig (key value) that Cluster API tools expect.
+ */
+export interface VirtualClusterControlPlane {
+  /** API group and version of this object. */
+  apiVersion: 'controlplane.tenancy.x-k8s.io/v1alpha1';
+  /** Kind of this object. */
+  kind: 'VirtualClusterControlPlane';
+  /**
+   * Standard object metadata. A VirtualClusterControlPlane is named like its Cluster; the name becomes part of
+   * namespace names in the super cluster.
+   */
+  metadata: VirtualClusterControlPlaneMetadata;
+  /** Desired tenant control plane. */
+  spec: VirtualClusterControlPlaneSpec;
+  /**
+   * Observed state, in the fields of Cluster API's control-plane contract (v1beta2, and v1beta1's initialized and
+   * ready).
+   */
+  status?: VirtualClusterControlPlaneStatus;
+}
+
+/**
+ * A DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63
+ * characters.
+ */
+export type VirtualClusterInfraClusterDnsLabel = string;
+
+/** A DNS-1123 subdomain: dot-separated DNS labels, at most 253 characters. */
+export type VirtualClusterInfraClusterDnsSubdomain = string;
+
+/** A map of string keys to string values. */
+export interface VirtualClusterInfraClusterStringMap {
+  [key: string]: string;
+}
+
+/** One aspect of the VirtualClusterInfraCluster's state, in the shape of metav1.Condition. */
+export interface VirtualClusterInfraClusterCondition {
+  /** Kind of condition in CamelCase, e.g. Ready, ControlPlaneReady or Syncing; at most one condition of each type. */
+  type: string;
+  /** Whether the condition holds: True, False or Unknown. */
+  status: 'True' | 'False' | 'Unknown';
+  /** Machine-readable reason for the last transition, in CamelCase. */
+  reason: string;
+  /** Human-readable details of the last transition. */
+  message?: string;
+  /** When the status of the condition last changed (RFC 3339). */
+  lastTransitionTime: string;
+  /** The metadata.generation the condition was computed from. */
+  observedGeneration?: number;
+}
+
+/** Where clients reach the tenant apiserver, as Cluster API's APIEndpoint: a host and a port. */
+export interface VirtualClusterInfraClusterEndpoint {
+  /** Host name or IP address of the apiserver. */
+  host?: string;
+  /** TCP port of the apiserver. */
+  port?: number;
+}
+
+/**
+ * Standard object metadata. A VirtualClusterInfraCluster is named like its Cluster; the name becomes part of namespace
+ * names in the super cluster.
+ */
+export interface VirtualClusterInfraClusterMetadata {
+  /** Name of the VirtualClusterInfraCluster, a DNS-1123 label. */
+  name: VirtualClusterInfraClusterDnsLabel;
+  /** Namespace of the VirtualClusterInfraCluster, the namespace of its Cluster. */
+  namespace: VirtualClusterInfraClusterDnsLabel;
+  /** Labels of the object. */
+  labels?: VirtualClusterInfraClusterStringMap;
+  /** Annotations of the object. */
+  annotations?: VirtualClusterInfraClusterStringMap;
+  [key: string]: unknown;
+}
+
+/** Desired state; there is nothing to choose. */
+export interface VirtualClusterInfraClusterSpec {
+  /** Left empty: Cluster API takes the endpoint from the control plane. */
+  controlPlaneEndpoint?: VirtualClusterInfraClusterEndpoint;
+}
+
+/** Observed state, in the fields of Cluster API's infrastructure-cluster contract. */
+export interface VirtualClusterInfraClusterStatus {
+  /** Cluster API v1beta2 initialization status. */
+  initialization?: {
+    /** Always true once seen by the manager. */
+    provisioned?: boolean;
+  };
+  /** The same as initialization.provisioned, for readers of the v1beta1 contract. */
+  ready?: boolean;
+  /** Conditions, at most one per type: Ready. */
+  conditions?: VirtualClusterInfraClusterCondition[];
+}
+
+/**
+ * VirtualClusterInfraCluster is the minimal Cluster API infrastructure-cluster kind (contract v1beta2) of a tenant
+ * cluster: the super cluster is the infrastructure, already there, so the manager marks it provisioned at once. The
+ * endpoint comes from the VirtualClusterControlPlane.
+ */
+export interface VirtualClusterInfraCluster {
+  /** API group and version of this object. */
+  apiVersion: 'infrastructure.tenancy.x-k8s.io/v1alpha1';
+  /** Kind of this object. */
+  kind: 'VirtualClusterInfraCluster';
+  /**
+   * Standard object metadata. A VirtualClusterInfraCluster is named like its Cluster; the name becomes part of
+   * namespace names in the super cluster.
+   */
+  metadata: VirtualClusterInfraClusterMetadata;
+  /** Desired state; there is nothing to choose. */
+  spec?: VirtualClusterInfraClusterSpec;
+  /** Observed state, in the fields of Cluster API's infrastructure-cluster contract. */
+  status?: VirtualClusterInfraClusterStatus;
 }

@@ -37,6 +37,24 @@ export function kubeconfigSecretData(
   };
 }
 
+/** CAPI_CLUSTER_LABEL is the label Cluster API puts on a Cluster's objects, naming the Cluster. */
+export const CAPI_CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
+
+/**
+ * capiKubeconfig is what the kubeconfig Secret of a VirtualCluster made for a Cluster API Cluster (labelled with
+ * CAPI_CLUSTER_LABEL naming itself, as the control-plane provider makes it) adds, so that it is also the
+ * `<cluster>-kubeconfig` Secret of Cluster API's contract: that label, and the admin kubeconfig under `value`. Any
+ * other VirtualCluster's Secret gets nothing more.
+ */
+export function capiKubeconfig(
+  vcName: string,
+  vcLabels: Readonly<Record<string, string>> | undefined,
+  data: Readonly<Record<string, string>>,
+): { labels: Record<string, string>; data: Record<string, string> } {
+  if (vcLabels?.[CAPI_CLUSTER_LABEL] !== vcName || !data.kubeconfig) return { labels: {}, data: {} };
+  return { labels: { [CAPI_CLUSTER_LABEL]: vcName }, data: { value: data.kubeconfig } };
+}
+
 /** EXPOSED_CONDITION is the type of the VirtualCluster condition that says how its apiserver is reached from outside. */
 export const EXPOSED_CONDITION = 'Exposed';
 

@@ -11,7 +11,7 @@ import {
   tenantCAConfigMapName,
   type VirtualCluster,
 } from '../api/virtualcluster.ts';
-import { kubeconfigSecretData } from './kubeconfigsecret.ts';
+import { capiKubeconfig, kubeconfigSecretData } from './kubeconfigsecret.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
 /** VC_API_VERSION is the apiVersion of VirtualCluster objects, as owner references name it. */
@@ -33,19 +33,21 @@ export class MetaObjects {
   async writeKubeconfig(vc: VirtualCluster, p: Provisioned): Promise<string | { refused: string }> {
     const m = vc.metadata!;
     const name = kubeconfigSecretName(m.name!);
+    const data = kubeconfigSecretData(p);
+    const capi = capiKubeconfig(m.name!, m.labels, data);
     const desired: KubeObject = {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
         name,
         namespace: m.namespace,
-        labels: { [LABEL.managedBy]: IDENTITY.manager },
+        labels: { [LABEL.managedBy]: IDENTITY.manager, ...capi.labels },
         ownerReferences: [
           { apiVersion: VC_API_VERSION, kind: 'VirtualCluster', name: m.name, uid: m.uid, controller: true },
         ],
       },
       type: 'Opaque',
-      data: kubeconfigSecretData(p),
+      data: { ...data, ...capi.data },
     };
     const refused = await this.writeOwned(R.secrets, desired, m.uid!);
     return refused ? { refused } : name;

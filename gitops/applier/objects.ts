@@ -27,6 +27,24 @@ export interface TenantKind {
 export const TENANT_KINDS: Readonly<Record<string, TenantKind>> = {
   ClusterVersion: { schema: 'clusterVersion', resource: R.clusterversions, order: 0 },
   VirtualCluster: { schema: 'virtualCluster', resource: R.virtualclusters, order: 1 },
+  // Tenants made through Cluster API: the provider's objects before the Cluster that names them, which is pruned first.
+  VirtualClusterControlPlane: {
+    schema: 'virtualClusterControlPlane',
+    resource: R.virtualclustercontrolplanes,
+    order: 2,
+  },
+  VirtualClusterInfraCluster: {
+    schema: 'virtualClusterInfraCluster',
+    resource: R.virtualclusterinfraclusters,
+    order: 2,
+  },
+  Cluster: { schema: 'capiCluster', resource: R.capiclusters, order: 3 },
+};
+
+/** kindList names the tenant kinds as a sentence does: `A, B and C`. */
+const kindList = (): string => {
+  const k = Object.keys(TENANT_KINDS);
+  return k.length > 1 ? `${k.slice(0, -1).join(', ')} and ${k.at(-1)}` : (k[0] ?? '');
 };
 
 /** ObjectRef names one object. */
@@ -176,10 +194,7 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
     };
     if (r.kind && r.name) named.add(objectKey({ kind: r.kind, namespace: r.namespace, name: r.name }));
     if (!r.kind) {
-      fail(
-        `${at}: document has no kind: only ${Object.keys(TENANT_KINDS).join(' and ')} objects may come from a GitSource`,
-        '/kind',
-      );
+      fail(`${at}: document has no kind: only ${kindList()} objects may come from a GitSource`, '/kind');
       continue;
     }
     const tk = TENANT_KINDS[r.kind];

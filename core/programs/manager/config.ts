@@ -58,6 +58,8 @@ export interface ManagerConfig {
     policy?: { sources?: Record<string, SourcePolicy> };
     sources?: Array<Record<string, unknown>>;
   };
+  /** the Cluster API provider's controllers (core/lifecycle/capi.ts) */
+  clusterApi?: { enabled?: boolean };
   tenantDefaults?: {
     pods?: { forced?: ForcedPlacementView; preloadedImages?: string[] };
     copiedMetadata?: CopiedMetadataView;

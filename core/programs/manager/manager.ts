@@ -26,6 +26,7 @@ import { loadSigningKey } from '../../scheduler/signature.ts';
 import { managerDefaults, staticTenants, type ManagerConfig } from './config.ts';
 import type { VirtualClusterController } from '../../lifecycle/controller.ts';
 import type { BackupController } from '../../lifecycle/backups.ts';
+import { CapiProvider } from '../../lifecycle/capi.ts';
 import { reportCacheExceeded, TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { CACHE_RETRY_MS } from '../../sessions/tenants.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
@@ -293,6 +294,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   let virtualClusters: VirtualClusterController | undefined;
   let backups: BackupController | undefined;
   let gitops: GitOpsController | undefined;
+  let capi: CapiProvider | undefined;
   let running = false;
   const term = new RunGroup();
   /**
@@ -363,6 +365,22 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
               backups = undefined;
               await virtualClusters?.stop();
               virtualClusters = undefined;
+            },
+          },
+        ]
+      : []),
+    ...(cfg.clusterApi?.enabled && !syncerOnly
+      ? [
+          {
+            // Cluster API's control planes become VirtualClusters, which the VirtualCluster controller provisions.
+            name: 'Cluster API provider',
+            start: async () => {
+              capi = new CapiProvider({ meta: clients[0]!, informers: metaInformers });
+              await capi.start();
+            },
+            stop: async () => {
+              await capi?.stop();
+              capi = undefined;
             },
           },
         ]

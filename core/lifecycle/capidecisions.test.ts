@@ -1,0 +1,213 @@
+import { describe, expect, it } from 'vitest';
+import type { VirtualCluster } from '../api/virtualcluster.ts';
+import {
+  controlPlaneStatus,
+  desiredVirtualCluster,
+  isRefusal,
+  pickClusterVersion,
+  type ClusterVersionObject,
+  type VirtualClusterControlPlane,
+} from './capidecisions.ts';
+import { capiKubeconfig } from './kubeconfigsecret.ts';
+
+const cv = (name: string, kubernetesVersion: string): ClusterVersionObject => ({
+  metadata: { name },
+  spec: { kubernetesVersion },
+});
+const versions = [cv('b-136', 'v1.36.3'), cv('a-136', 'v1.36.3'), cv('old', 'v1.35.4')];
+
+const cp = (spec: Partial<VirtualClusterControlPlane['spec']> = {}, status?: VirtualClusterControlPlane['status']) =>
+  ({
+    apiVersion: 'controlplane.tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualClusterControlPlane',
+    metadata: { name: 'cp', namespace: 'fleet', uid: 'u-1', generation: 3 },
+    spec: { version: 'v1.36.3', ...spec },
+    ...(status && { status }),
+  }) as VirtualClusterControlPlane;
+
+describe('pickClusterVersion', () => {
+  it.each([
+    ['the first by name that offers the version', { version: 'v1.36.3' }, { name: 'a-136' }],
+    [
+      'the named one when it offers the version',
+      { version: 'v1.36.3', clusterVersionName: 'b-136' },
+      { name: 'b-136' },
+    ],
+    ['another version', { version: 'v1.35.4' }, { name: 'old' }],
+    [
+      'no ClusterVersion offers it',
+      { version: 'v1.99.0' },
+      {
+        reason: 'UnknownVersion',
+        message: 'spec.version: no ClusterVersion offers v1.99.0; offered: v1.35.4, v1.36.3',
+      },
+    ],
+    [
+      'the named one offers another version',
+      { version: 'v1.36.3', clusterVersionName: 'old' },
+      { reason: 'UnknownVersion', message: 'ClusterVersion old offers v1.35.4, not v1.36.3' },
+    ],
+    [
+      'the named one does not exist',
+      { version: 'v1.36.3', clusterVersionName: 'gone' },
+      { reason: 'UnknownVersion', message: 'spec.clusterVersionName: ClusterVersion gone does not exist' },
+    ],
+  ])('%s', (_name, spec, want) => {
+    expect(pickClusterVersion(spec, versions)).toEqual(want);
+  });
+});
+
+describe('desiredVirtualCluster', () => {
+  it('is named like the Cluster, labelled with it, controlled by the control plane, with the picked ClusterVersion', () => {
+    const vc = desiredVirtualCluster(cp({ virtualCluster: { provisioner: { type: 'local' } } }), 'team-a', versions);
+    expect(vc).toEqual({
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: {
+        name: 'team-a',
+        namespace: 'fleet',
+        labels: { 'cluster.x-k8s.io/cluster-name': 'team-a', 'tenancy.x-k8s.io/managed-by': 'vc-manager-capi' },
+        ownerReferences: [
+          {
+            apiVersion: 'controlplane.tenancy.x-k8s.io/v1alpha1',
+            kind: 'VirtualClusterControlPlane',
+            name: 'cp',
+            uid: 'u-1',
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+      spec: { provisioner: { type: 'local' }, clusterVersionName: 'a-136' },
+    });
+  }, 60_000); // the first schema check compiles every schema
+
+  it.each([
+    ['a ClusterVersion named in spec.virtualCluster', { clusterVersionName: 'old' }, 'InvalidSpec', /not allowed/],
+    ['a field the VirtualCluster schema refuses', { weight: 'heavy' }, 'InvalidSpec', /spec\.virtualCluster: \/weight/],
+    ['an unknown field', { colour: 'blue' }, 'InvalidSpec', /spec\.virtualCluster/],
+  ])('refuses %s', (_name, virtualCluster, reason, message) => {
+    const r = desiredVirtualCluster(cp({ virtualCluster }), 'team-a', versions);
+    expect(isRefusal(r) && r.reason).toBe(reason);
+    expect(isRefusal(r) && r.message).toMatch(message);
+  });
+
+  it('refuses a version no ClusterVersion offers', () => {
+    const r = desiredVirtualCluster(cp({ version: 'v1.99.0' }), 'team-a', versions);
+    expect(isRefusal(r) && r.reason).toBe('UnknownVersion');
+  });
+});
+
+const vcIn = (
+  phase: string | undefined,
+  extra: Partial<VirtualCluster['status']> = {},
+  generation = 1,
+): VirtualCluster =>
+  ({
+    metadata: { name: 'team-a', namespace: 'fleet', generation },
+    spec: { clusterVersionName: 'a-136' },
+    status: { ...(phase && { phase }), observedGeneration: 1, ...extra },
+  }) as VirtualCluster;
+
+describe('controlPlaneStatus', () => {
+  const now = new Date('2026-01-01T00:00:00Z');
+  const policyRefused = {
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'False' as const,
+        reason: 'PolicyViolation',
+        message: 'apiServer.extraArgs: not allowed',
+        lastTransitionTime: '2025-12-31T00:00:00Z',
+      },
+    ],
+  };
+  it.each([
+    [
+      'no VirtualCluster yet',
+      { cp: cp() },
+      { initialized: false, ready: false, available: ['False', 'Provisioning'], version: undefined },
+    ],
+    [
+      'a VirtualCluster provisioning',
+      { cp: cp(), vc: vcIn('Provisioning'), vcVersion: 'v1.36.3' },
+      { initialized: false, ready: false, available: ['False', 'Provisioning'], version: undefined },
+    ],
+    [
+      'a Running VirtualCluster whose status is current',
+      { cp: cp(), vc: vcIn('Running'), vcVersion: 'v1.36.3' },
+      { initialized: true, ready: true, available: ['True', 'Available'], version: 'v1.36.3' },
+    ],
+    [
+      'a Running VirtualCluster whose status is behind its spec (a roll to come)',
+      { cp: cp({}, { version: 'v1.35.4' }), vc: vcIn('Running', {}, 2), vcVersion: 'v1.36.3' },
+      { initialized: true, ready: true, available: ['True', 'Available'], version: 'v1.35.4' },
+    ],
+    [
+      'a VirtualCluster its policy refuses',
+      { cp: cp(), vc: vcIn('Error', policyRefused) },
+      { initialized: false, ready: false, available: ['False', 'PolicyViolation'], version: undefined },
+    ],
+    [
+      'bad input while the old control plane serves',
+      {
+        cp: cp({}, { version: 'v1.36.3', initialization: { controlPlaneInitialized: true } }),
+        vc: vcIn('Running'),
+        vcVersion: 'v1.36.3',
+        refusal: { reason: 'UnknownVersion', message: 'spec.version: no ClusterVersion offers v1.99.0' },
+      },
+      { initialized: true, ready: true, available: ['False', 'UnknownVersion'], version: 'v1.36.3' },
+    ],
+    [
+      'an initialized control plane whose VirtualCluster stopped serving',
+      { cp: cp({}, { initialization: { controlPlaneInitialized: true } }), vc: vcIn('Error') },
+      { initialized: true, ready: false, available: ['False', 'Provisioning'], version: undefined },
+    ],
+  ])('%s', (_name, input, want) => {
+    const s = controlPlaneStatus(input, now);
+    expect(s.initialization?.controlPlaneInitialized).toBe(want.initialized);
+    expect(s.initialized).toBe(want.initialized);
+    expect(s.ready).toBe(want.ready);
+    expect(s.externalManagedControlPlane).toBe(true);
+    expect(s.version).toBe(want.version);
+    const a = s.conditions?.find((c) => c.type === 'Available');
+    expect([a?.status, a?.reason]).toEqual(want.available);
+    expect(a?.observedGeneration).toBe(3);
+  });
+
+  it('keeps the transition time of a condition whose status did not change', () => {
+    const first = controlPlaneStatus({ cp: cp(), vc: vcIn('Running') }, now);
+    const later = controlPlaneStatus({ cp: cp({}, first), vc: vcIn('Running') }, new Date('2026-02-01T00:00:00Z'));
+    expect(later.conditions).toEqual(first.conditions);
+  });
+
+  it('says the control plane keeps serving when bad input comes while it serves', () => {
+    const s = controlPlaneStatus(
+      { cp: cp(), vc: vcIn('Running'), vcVersion: 'v1.36.3', refusal: { reason: 'UnknownVersion', message: 'x' } },
+      now,
+    );
+    expect(s.conditions?.find((c) => c.type === 'Available')?.message).toBe(
+      'x; the control plane keeps serving v1.36.3',
+    );
+  });
+});
+
+describe('capiKubeconfig', () => {
+  it.each([
+    [
+      'a VirtualCluster labelled with its own Cluster name',
+      'team-a',
+      { 'cluster.x-k8s.io/cluster-name': 'team-a' },
+      true,
+    ],
+    ['a VirtualCluster without the label', 'team-a', undefined, false],
+    ['a VirtualCluster labelled with another name', 'team-a', { 'cluster.x-k8s.io/cluster-name': 'team-b' }, false],
+  ])('%s', (_name, vcName, labels, capi) => {
+    const out = capiKubeconfig(vcName, labels, { kubeconfig: 'a2M=' });
+    expect(out).toEqual(
+      capi
+        ? { labels: { 'cluster.x-k8s.io/cluster-name': vcName }, data: { value: 'a2M=' } }
+        : { labels: {}, data: {} },
+    );
+  });
+});
