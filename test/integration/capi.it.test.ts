@@ -17,7 +17,14 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
-import { capiCRDFiles, ensureCapiToolchain, startCapiManager, type CapiManager } from '../../core/toolchain/capi.ts';
+import { optionalBuild } from '../optionalbuilds.ts';
+import {
+  capiCRDFiles,
+  ensureCapiToolchain,
+  isCapiToolchainComplete,
+  startCapiManager,
+  type CapiManager,
+} from '../../core/toolchain/capi.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { startGitServer, type GitServer } from '../git/server.ts';
@@ -63,7 +70,9 @@ const tenantFiles = (name: string, version: string, clusterVersionName?: string)
     .map((o) => stringify(o))
     .join('---\n');
 
-describe('a Cluster API control-plane provider: Clusters from git become tenants', () => {
+const haveCapi = optionalBuild('the Cluster API manager', isCapiToolchainComplete());
+
+describe.skipIf(!haveCapi)('a Cluster API control-plane provider: Clusters from git become tenants', () => {
   let t: TestSuper;
   let capi: CapiManager | undefined;
   let git: GitServer;

@@ -11,6 +11,7 @@ import { SnapshotNotFound, sha256File } from '../../core/backup/store.ts';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { rootNamespace } from '../../core/names/names.ts';
+import { optionalBuild } from '../optionalbuilds.ts';
 import { isSeaweedfsComplete, startObjectStore, type LocalObjectStore } from '../../core/toolchain/seaweedfs.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 import { startLocalSystem, type LocalSystem } from '../localsystem.ts';
@@ -22,12 +23,7 @@ const T = { namespace: 'default', name: 'objs' };
  * on loopback): snapshots go in and come back whole, a wrong key pair is refused with a message that says which half
  * is wrong, and a restore with it leaves the running tenant as it was.
  */
-// SeaweedFS is a large build (1,478 Go packages, longer than the cold CI budget on a 2-core machine), so this file runs
-// where it is in the toolchain cache, or when VC_BUILD_SEAWEEDFS=1 asks for the build; otherwise vitest reports it
-// skipped and says why.
-const haveStore = isSeaweedfsComplete() || process.env.VC_BUILD_SEAWEEDFS === '1';
-if (!haveStore)
-  console.warn('objectstore.it skipped: SeaweedFS is not in the toolchain cache; run it with VC_BUILD_SEAWEEDFS=1');
+const haveStore = optionalBuild('SeaweedFS (the S3 server)', isSeaweedfsComplete());
 
 describe.skipIf(!haveStore)('backups in an S3-compatible object store', () => {
   let s3: LocalObjectStore;
