@@ -41,7 +41,7 @@ import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
-import { upgradeVerdict } from '../../lifecycle/upgrade.ts';
+import { upgradeVerdict } from '../../provisioners/upgrade.ts';
 import {
   assertStartable,
   binariesOf,

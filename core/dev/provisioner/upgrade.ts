@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ComponentSettings, RollFailure } from '../../provisioners/roll.ts';
-import { UNKNOWN_VERSION, upgradeVerdict } from '../../lifecycle/upgrade.ts';
+import { UNKNOWN_VERSION, upgradeVerdict } from '../../provisioners/upgrade.ts';
 import {
   ensureKubernetesMinor,
   previousKubernetes,
@@ -15,7 +15,7 @@ import type { LocalSettings } from './start.ts';
 /**
  * This module is the local provisioner's side of a Kubernetes version change: which binaries a version runs, which
  * version a tenant runs now (its settings, and a file in its state directory that outlives the manager), and the
- * verdict on a change before anything restarts (core/lifecycle/upgrade.ts holds the skew policy).
+ * verdict on a change before anything restarts (core/provisioners/upgrade.ts holds the skew policy).
  */
 
 /** VERSION_FILE records, in a tenant's state directory, the Kubernetes version its control plane last ran. */

@@ -1,5 +1,5 @@
 import type { KubeObject } from '../../kube/client.ts';
-import { upgradeVerdict } from '../../lifecycle/upgrade.ts';
+import { upgradeVerdict } from '../upgrade.ts';
 import { ProvisionRefused } from '../provisioner.ts';
 
 /**
