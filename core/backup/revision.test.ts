@@ -38,7 +38,12 @@ describe('pickByRevision', () => {
   });
 
   it.each([
-    { name: 'unknown revision without history', rev: C, history: undefined, msg: /at c{40}; .*aaaaaaaaaaaa, bbbbbbbbbbbb.*--repo/ },
+    {
+      name: 'unknown revision without history',
+      rev: C,
+      history: undefined,
+      msg: /at c{40}; .*aaaaaaaaaaaa, bbbbbbbbbbbb.*--repo/,
+    },
     { name: 'no ancestor has a snapshot', rev: C, history: [C], msg: /no snapshot was taken at c{40}/ },
     { name: 'too short to be a revision', rev: 'aaa', history: undefined, msg: /no snapshot was taken at aaa/ },
   ])('$name', ({ rev, history, msg }) => {
@@ -70,7 +75,12 @@ describe('revisionHistory on a real repository', () => {
       writeFileSync(join(dir, 'vc.yaml'), `i: ${i}\n`);
       await git.add({ fs, dir, filepath: 'vc.yaml' });
       commits.push(
-        await git.commit({ fs, dir, message: `c${i}`, author: { name: 't', email: 't@example.com', timestamp: 1e9 + i } }),
+        await git.commit({
+          fs,
+          dir,
+          message: `c${i}`,
+          author: { name: 't', email: 't@example.com', timestamp: 1e9 + i },
+        }),
       );
     }
   }, 60_000);

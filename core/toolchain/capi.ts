@@ -45,7 +45,9 @@ export async function ensureCapiToolchain(o: { out?: NodeJS.WriteStream; version
     dir: capiToolchainDir(version),
     isComplete: isCapiToolchainComplete,
     what: `the Cluster API core manager (sigs.k8s.io/cluster-api ${version})`,
-    note: 'a cold build compiles 1039 packages (measured: 7 CPU-minutes with the Kubernetes modules already compiled; far longer on a loaded machine); later runs reuse it',
+    note:
+      'a cold build compiles 1039 packages (measured: 7 CPU-minutes with the Kubernetes modules already compiled; ' +
+      'far longer on a loaded machine); later runs reuse it',
     marker: { clusterApi: version },
     out: o.out ?? process.stderr,
     build: (tmp, out) => runBuildScript(fromPackageRoot('deploy/toolchain/build-capi.sh'), [tmp, version], out),

@@ -198,7 +198,8 @@ const cases: Case[] = [
     prune: [],
     blocked: 'ValidationFailed',
     errors: [
-      'tenants/cm.yaml: ConfigMap kube-system/x: kind ConfigMap is refused: only tenant definitions (ClusterVersion, VirtualCluster, VirtualClusterControlPlane, VirtualClusterInfraCluster, Cluster) may come from a GitSource',
+      'tenants/cm.yaml: ConfigMap kube-system/x: kind ConfigMap is refused: only tenant definitions ' +
+        '(ClusterVersion, VirtualCluster, VirtualClusterControlPlane, VirtualClusterInfraCluster, Cluster) may come from a GitSource',
     ],
   },
   {
@@ -208,7 +209,8 @@ const cases: Case[] = [
     prune: [],
     blocked: 'ValidationFailed',
     errors: [
-      'tenants/x.yaml: document has no kind: only ClusterVersion, VirtualCluster, VirtualClusterControlPlane, VirtualClusterInfraCluster and Cluster objects may come from a GitSource',
+      'tenants/x.yaml: document has no kind: only ClusterVersion, VirtualCluster, VirtualClusterControlPlane, ' +
+        'VirtualClusterInfraCluster and Cluster objects may come from a GitSource',
     ],
   },
   {
