@@ -268,7 +268,8 @@ export class InstallFlow {
   /**
    * prepareTenants does what the platform provides before tenants come from git: a hostPath volume per tenant for their etcds
    * (this cluster has no volume provisioner), the TenantPolicy `e2e` (NodePort exposure, native only, the node's
-   * agnhost image run from its store since nothing can be pulled from the internet here), the namespace `tenants`,
+   * agnhost image run from its store since nothing can be pulled from the internet here, the local registry allowed
+   * as one inside the platform), the namespace `tenants`,
    * the repository `tenants` with a native VirtualCluster per name (commitTenants) on a git server that the manager
    * Pods reach through the node's gateway, and the GitSource `tenants/tenants` that follows it.
    */
@@ -299,7 +300,8 @@ export class InstallFlow {
         grants: { subjects: [{ kind: 'GitSource', namespace: 'tenants', name: 'tenants' }] },
         controlPlane: { expose: { allowedTypes: ['NodePort'] } },
         provisioners: { allowed: ['native'] },
-        pods: { preloadedImages: [NODE_IMAGES.agnhost] },
+        // The platform's registry is inside the platform: its tenants' images may name it only by this grant.
+        pods: { preloadedImages: [NODE_IMAGES.agnhost], internalRegistries: [this.reg.host] },
       },
     });
     await this.kubectl('create', 'namespace', 'tenants');
