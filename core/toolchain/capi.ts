@@ -1,5 +1,6 @@
+import { supervise } from './child.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -115,33 +116,11 @@ export async function startCapiManager(o: CapiManagerOptions): Promise<CapiManag
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir } },
   );
-  const tail: string[] = [];
-  const keep = (b: Buffer): void => {
-    tail.push(...b.toString().split('\n').filter(Boolean));
-    if (tail.length > 200) tail.splice(0, tail.length - 200);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  let exited = false;
-  const exit = new Promise<void>((res) =>
-    child.once('exit', () => {
-      exited = true;
-      res();
-    }),
-  );
-  const stop = async (): Promise<void> => {
-    if (!exited) {
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exit;
-      clearTimeout(t);
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const logs = () => tail.join('\n');
+  const proc = supervise(child, { keep: 200, killAfterMs: 10_000, dir });
+  const { logs, stop } = proc;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (exited) {
+    if (proc.exited()) {
       await stop();
       throw new Error(`the Cluster API manager exited at start:\n${logs()}`);
     }

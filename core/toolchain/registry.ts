@@ -1,5 +1,6 @@
+import { supervise } from './child.ts';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -175,44 +176,23 @@ export async function startRegistry(o: RegistryOptions = {}): Promise<LocalRegis
       htpasswdFile,
     }),
   );
-  const log: string[] = [];
   const child: ChildProcess = spawn(join(toolchain, 'bin', 'registry'), ['serve', configFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', OTEL_TRACES_EXPORTER: 'none' },
   });
-  const keep = (b: Buffer): void => {
-    log.push(b.toString());
-    if (log.length > 50) log.shift();
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  let exited = false;
-  const exit = new Promise<void>((res) =>
-    child.once('exit', () => {
-      exited = true;
-      res();
-    }),
-  );
-  const stop = async (): Promise<void> => {
-    if (!exited) {
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exit;
-      clearTimeout(t);
-    }
-    if (ownDir) rmSync(dir, { recursive: true, force: true });
-  };
+  const proc = supervise(child, { keep: 50, killAfterMs: 5000, ...(ownDir && { dir }) });
+  const { stop } = proc;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (exited) {
+    if (proc.exited()) {
       await stop();
-      throw new Error(`registry on ${host} exited at start:\n${log.join('')}`);
+      throw new Error(`registry on ${host} exited at start:\n${proc.logs()}`);
     }
     const status = await probe(port, ca.certPem).catch(() => 0);
     if (status === 200 || status === 401) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`registry on ${host} did not answer GET /v2/ within 30 s:\n${log.join('')}`);
+      throw new Error(`registry on ${host} did not answer GET /v2/ within 30 s:\n${proc.logs()}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -1,5 +1,6 @@
+import { supervise } from './child.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -127,46 +128,25 @@ export async function startObjectStore(o: { weed?: string } = {}): Promise<Local
     `-s3.port.grpc=${s3Grpc}`,
     `-s3.config=${config}`,
   ];
-  const log: string[] = [];
   const child: ChildProcess = spawn(weed, args, {
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
   });
-  const keep = (b: Buffer): void => {
-    log.push(b.toString());
-    if (log.length > 80) log.shift();
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  let exited = false;
-  const exit = new Promise<void>((res) =>
-    child.once('exit', () => {
-      exited = true;
-      res();
-    }),
-  );
-  const stop = async (): Promise<void> => {
-    if (!exited) {
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exit;
-      clearTimeout(t);
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const proc = supervise(child, { keep: 80, killAfterMs: 10_000, dir });
+  const { stop } = proc;
   const endpoint = `http://127.0.0.1:${s3}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (exited) {
+    if (proc.exited()) {
       await stop();
-      throw new Error(`SeaweedFS exited at start:\n${log.join('')}`);
+      throw new Error(`SeaweedFS exited at start:\n${proc.logs()}`);
     }
     // An unsigned request is answered (403) once the gateway serves; before, the connection is refused.
     if ((await probe(s3).catch(() => 0)) > 0) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`SeaweedFS's S3 gateway on ${endpoint} did not answer within 120 s:\n${log.join('')}`);
+      throw new Error(`SeaweedFS's S3 gateway on ${endpoint} did not answer within 120 s:\n${proc.logs()}`);
     }
     await new Promise((r) => setTimeout(r, 300));
   }
