@@ -121,7 +121,7 @@ describe('vc backup and vc restore, as the operations page gives them', () => {
     expect(r.stderr).toMatch(new RegExp(`^snapshot ${snapshot} taken \\(\\d+ bytes\\)\\n$`));
   }, 300_000);
 
-  it('vc backup list shows it as a table, and -o json as data', async () => {
+  it('vc backup list shows it as a table, -o json as data, -o name and -o jsonpath as ids', async () => {
     const table = await vc(['backup', 'list', 'dev']);
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trim().split('\n');
@@ -134,6 +134,10 @@ describe('vc backup and vc restore, as the operations page gives them', () => {
     const rows = JSON.parse(json.stdout) as Array<{ id: string; reason: string; sha256: string }>;
     expect(rows.map((x) => [x.id, x.reason])).toEqual([[snapshot, 'manual']]);
     expect(rows[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
+    const names = await vc(['backup', 'list', 'dev', '-o', 'name']);
+    expect([names.code, names.stdout]).toEqual([0, `${snapshot}\n`]);
+    const path = await vc(['backup', 'list', 'dev', '-o', 'jsonpath={[*].reason}']);
+    expect([path.code, path.stdout]).toEqual([0, 'manual']);
   });
 
   it('vc restore --from brings back what the snapshot held', async () => {

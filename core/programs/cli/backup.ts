@@ -115,9 +115,10 @@ export function registerBackupCommands(program: Command): void {
   addClusterOptions(backup.command('list <name>'))
     .description('list the snapshots of a tenant, oldest first')
     .option('-n, --namespace <ns>', 'namespace of the VirtualCluster', 'default')
-    .addOption(outputOption(['table', 'json', 'yaml']))
+    .addOption(outputOption(['table', 'json', 'yaml', 'name', 'jsonpath'], 'name: one snapshot id per line'))
     .action(async (name: string, o: ClusterFlags & { namespace: string; output: string }) => {
       const entries = await readCatalog(await clusterClient(o), { namespace: o.namespace, name });
+      if (o.output === 'name') return void process.stdout.write(entries.map((e) => `${e.id}\n`).join(''));
       const data = formatData(entries, o.output);
       if (data !== undefined) return void process.stdout.write(data);
       process.stdout.write(
