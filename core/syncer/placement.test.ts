@@ -8,6 +8,7 @@ import {
   placementChanged,
   placementVerdict,
   signedPlacements,
+  tenantOnCluster,
   UP_OWNER_LABEL,
   upOwned,
   type PlacementKind,
@@ -159,7 +160,19 @@ describe('dnsFollows: the tenant DNS namespace is copied, down only, wherever th
       on: true,
       want: 'NotPlacedHere',
     },
-    { name: 'not where the tenant is not', kind: 'namespaced', ns: sys('{"r1":1}'), on: false, want: 'NotPlacedHere' },
+    // Where the tenant is not (never came, or left): every copy of its kube-system there is removed.
+    { name: 'removed where the tenant is not', kind: 'namespaced', ns: sys('{"r1":1}'), on: false, want: 'remove' },
+    { name: 'its namespace removed there', kind: 'namespace', ns: sys('{"r1":1}'), on: false, want: 'remove' },
+    { name: 'its DNS Pod removed there', kind: 'pod', ns: sys('{"r1":1}'), pod: dnsPod, on: false, want: 'remove' },
+    {
+      name: 'any other Pod of kube-system removed there',
+      kind: 'pod',
+      ns: sys('{"r1":1}'),
+      pod: sysPod({ app: 'x' }),
+      on: false,
+      want: 'remove',
+    },
+    { name: 'never removed at home', kind: 'namespace', ns: sys('{"r2":1}'), on: false, want: 'sync' },
     { name: 'at home it is a plain sync', kind: 'pod', ns: sys('{"r2":1}'), pod: dnsPod, on: true, want: 'sync' },
     {
       name: 'another namespace never follows',
@@ -167,6 +180,20 @@ describe('dnsFollows: the tenant DNS namespace is copied, down only, wherever th
       ns: ns('{"r1":1}'),
       on: true,
       want: 'NotPlacedHere',
+    },
+    {
+      name: 'another namespace is never removed: it stays until the tenant deletes it',
+      kind: 'namespace',
+      ns: ns('{"r1":1}'),
+      on: false,
+      want: 'NotPlacedHere',
+    },
+    {
+      name: 'an unplaced kube-system is never removed',
+      kind: 'namespace',
+      ns: { metadata: { name: 'kube-system' } },
+      on: false,
+      want: 'NamespaceNotPlaced',
     },
     {
       name: 'an unplaced kube-system has no home yet',
@@ -188,8 +215,56 @@ describe('dnsFollows: the tenant DNS namespace is copied, down only, wherever th
         signed,
         tenantOn: (c) => (asked.push(c), on),
       });
-      expect(v.sync ? (v.follow ? 'follow' : 'sync') : v.reason).toBe(want);
-      if (want === 'follow') expect(asked).toEqual(['r2']);
+      expect(v.sync ? (v.follow ? 'follow' : 'sync') : v.remove ? 'remove' : v.reason).toBe(want);
+      if (want === 'follow' || want === 'remove') expect(asked).toEqual(['r2']);
+    },
+  );
+});
+
+describe('tenantOnCluster: where a tenant is, as its DNS follows it', () => {
+  const other = (placements: string, name = 'team'): KubeObject => {
+    const o = ns(placements);
+    o.metadata!.name = name;
+    // signed for 'team': another name keeps the signature of 'team', which no longer verifies
+    return o;
+  };
+  const ended = (phase: string): KubeObject => ({ ...pod('r2'), status: { phase } }) as KubeObject;
+  const sysPinned: KubeObject = (() => {
+    const m = { namespace: 'kube-system', name: 'web-1', uid: 'poduid', annotations: {} as Record<string, string> };
+    m.annotations[SUPER_CLUSTER] = 'r2';
+    m.annotations[SIGNATURE] = sign(key, {
+      tenant: T,
+      kind: 'Pod',
+      namespace: 'kube-system',
+      name: 'web-1',
+      uid: 'poduid',
+      value: 'r2',
+    });
+    return { metadata: m };
+  })();
+  it.each([
+    { name: 'a namespace placed there', namespaces: [ns('{"r1":1,"r2":1}')], pods: [], want: true },
+    { name: 'namespaces placed elsewhere only', namespaces: [ns('{"r1":2}')], pods: [], want: false },
+    { name: 'a forged placement there', namespaces: [ns('{"r2":1}', true)], pods: [], want: false },
+    { name: 'a signature for another namespace', namespaces: [other('{"r2":1}', 'x')], pods: [], want: false },
+    {
+      name: 'kube-system itself does not count',
+      namespaces: [other('{"r2":1}', 'kube-system')],
+      pods: [],
+      want: false,
+    },
+    { name: 'a running Pod left there', namespaces: [ns('{"r1":2}')], pods: [pod('r2')], want: true },
+    { name: 'a forged Pod there', namespaces: [ns('{"r1":2}')], pods: [pod('r2', true)], want: false },
+    { name: 'a Pod on another super cluster', namespaces: [ns('{"r1":2}')], pods: [pod('r1')], want: false },
+    { name: 'a Succeeded Pod there', namespaces: [], pods: [ended('Succeeded')], want: false },
+    { name: 'a Failed Pod there', namespaces: [], pods: [ended('Failed')], want: false },
+    { name: 'a Pending Pod there', namespaces: [], pods: [ended('Pending')], want: true },
+    { name: 'a Pod of kube-system there does not count', namespaces: [], pods: [sysPinned], want: false },
+    { name: 'nothing at all', namespaces: [], pods: [], want: false },
+  ] as Array<{ name: string; namespaces: KubeObject[]; pods: KubeObject[]; want: boolean }>)(
+    '$name',
+    ({ namespaces, pods, want }) => {
+      expect(tenantOnCluster(T, 'r2', signed, { namespaces: () => namespaces, pods: () => pods })).toBe(want);
     },
   );
 });

@@ -51,9 +51,11 @@ export type PlacementReason = (typeof PLACEMENT_REASONS)[number];
 /**
  * PlacementVerdict says whether the syncer of one super cluster syncs an object, and why not. `follow` marks a copy of
  * the tenant's DNS on a super cluster other than its home (dnsFollows): synced down only, nothing of it flows up.
+ * `remove` marks an object of the tenant's DNS namespace on a super cluster the tenant has left (placementVerdict): its copy
+ * there, if any, is deleted.
  */
 export type PlacementVerdict =
-  { sync: true; follow?: true } | { sync: false; reason: PlacementReason; message: string };
+  { sync: true; follow?: true } | { sync: false; reason: PlacementReason; message: string; remove?: true };
 
 /** DNS_POD_LABEL is the label (and value) of the tenant's DNS Pods, as kubeadm and core/lifecycle/tenantdns.ts set it. */
 export const DNS_POD_LABEL = { key: 'k8s-app', value: 'kube-dns' } as const;
@@ -71,8 +73,8 @@ export interface PlacementInput {
   pod?: KubeObject;
   signed: SignedPlacements;
   /**
-   * whether another namespace of the tenant has a signed placement on `cluster` (the tenant is there): asked only for
-   * an object of the tenant's DNS namespace that is not placed here (dnsFollows)
+   * whether the tenant is on `cluster` (tenantOnCluster): asked only for an object of the tenant's DNS namespace that
+   * is not placed here (dnsFollows, and its removal where the tenant has left)
    */
   tenantOn?: (cluster: string) => boolean;
 }
@@ -89,10 +91,17 @@ const SYNC: PlacementVerdict = { sync: true };
  *   is synced; a namespace and its other objects go wherever it is placed; a Pod without a super cluster only where
  *   the namespace is placed whole, on this cluster alone.
  * An annotation whose signature does not verify is read as absent.
+ * The tenant's DNS namespace (kube-system) is the exception both ways: on a super cluster that is not its home it
+ * follows the tenant there (dnsFollows), and where the tenant no longer is (its last namespace placed there moved or
+ * went, and no Pod of it is left there: tenantOnCluster) its objects are marked `remove`, so that copy is deleted
+ * whole. Only that tenant's copy: the super objects are found by the tenant's own names and deleted only when their
+ * provenance names the tenant.
  */
 export function placementVerdict(i: PlacementInput): PlacementVerdict {
   const v = namespaceVerdict(i);
-  return !v.sync && v.reason === 'NotPlacedHere' && dnsFollows(i) ? FOLLOW : v;
+  if (v.sync || v.reason !== 'NotPlacedHere' || !isDnsNamespace(i)) return v;
+  if (i.tenantOn?.(i.cluster) ?? false) return followsHere(i) ? FOLLOW : v;
+  return { ...v, message: `${v.message}; the tenant has left super cluster ${i.cluster}`, remove: true };
 }
 
 const FOLLOW: PlacementVerdict = { sync: true, follow: true };
@@ -107,9 +116,52 @@ const FOLLOW: PlacementVerdict = { sync: true, follow: true };
  * tenant already is.
  */
 export function dnsFollows(i: PlacementInput): boolean {
-  if (i.kind === 'cluster' || i.namespace?.metadata?.name !== DNS_NAMESPACE) return false;
-  if (i.kind === 'pod' && i.pod?.metadata?.labels?.[DNS_POD_LABEL.key] !== DNS_POD_LABEL.value) return false;
-  return i.tenantOn?.(i.cluster) ?? false;
+  return isDnsNamespace(i) && followsHere(i) && (i.tenantOn?.(i.cluster) ?? false);
+}
+
+function isDnsNamespace(i: PlacementInput): boolean {
+  return i.kind !== 'cluster' && i.namespace?.metadata?.name === DNS_NAMESPACE;
+}
+
+// Of kube-system's Pods only the tenant's DNS servers follow; its other objects all do.
+function followsHere(i: PlacementInput): boolean {
+  return i.kind !== 'pod' || i.pod?.metadata?.labels?.[DNS_POD_LABEL.key] === DNS_POD_LABEL.value;
+}
+
+/** TERMINAL_PHASES are the phases of a Pod that has ended: it no longer keeps its tenant on its super cluster. */
+const TERMINAL_PHASES: ReadonlySet<string> = new Set(['Succeeded', 'Failed']);
+
+/** TenantObjects lists a tenant's namespaces and Pods from its cache (the Pods only when the namespaces do not tell). */
+export interface TenantObjects {
+  namespaces(): readonly KubeObject[];
+  pods(): readonly KubeObject[];
+}
+
+/**
+ * tenantOnCluster reports whether a tenant is on `cluster`, as placementVerdict reads it for kube-system: a namespace other
+ * than its DNS namespace has a signed placement there, or a Pod of it that has not ended is signed onto it (a Pod is
+ * never moved, so one left on a super cluster its namespace no longer spans keeps its DNS there until it ends).
+ */
+export function tenantOnCluster(
+  tenant: string,
+  cluster: string,
+  signed: SignedPlacements,
+  tenantObjects: TenantObjects,
+): boolean {
+  const placed = tenantObjects.namespaces().some((ns) => {
+    if (ns.metadata?.name === DNS_NAMESPACE) return false;
+    const raw = signed.namespacePlacements(tenant, ns);
+    return raw !== undefined && placedOn(raw, cluster);
+  });
+  if (placed) return true;
+  return tenantObjects
+    .pods()
+    .some(
+      (p) =>
+        p.metadata?.namespace !== DNS_NAMESPACE &&
+        !TERMINAL_PHASES.has((p as { status?: { phase?: string } }).status?.phase ?? '') &&
+        signed.podSuperCluster(tenant, p) === cluster,
+    );
 }
 
 function namespaceVerdict(i: PlacementInput): PlacementVerdict {

@@ -408,6 +408,44 @@ describe('planKey', () => {
     expect(plain?.op === 'createTenant' && plain.obj.metadata?.labels?.[UP_OWNER_LABEL]).toBeUndefined();
   });
 
+  // The copy of the tenant's DNS namespace on a super cluster the tenant has left (placement.ts): planned as if the
+  // tenant object were gone, down only, and only what carries the tenant's provenance is deleted.
+  it.each([
+    {
+      name: "the tenant's own copy is deleted though the tenant object exists",
+      superObj: superCM({ a: '1' }),
+      placed: { follow: true, remove: true } as const,
+      want: [`deleteSuper ${SNS}/app`],
+    },
+    {
+      name: "another tenant's object of that name is left",
+      superObj: superCM({ a: '1' }, provenance(other, 'default', 'app', 'cm-uid')),
+      placed: { follow: true, remove: true } as const,
+      want: [],
+    },
+    {
+      name: 'nothing there: nothing to do',
+      superObj: undefined,
+      placed: { follow: true, remove: true } as const,
+      want: [],
+    },
+    {
+      name: 'followed (not left): patched from the tenant object',
+      superObj: superCM({ a: '1' }),
+      placed: { follow: true } as const,
+      want: [`patchSuper ${SNS}/app`],
+    },
+  ])('$name', ({ superObj, placed, want }) => {
+    const ctx = testContext({
+      tenant,
+      tenantCache: new MapCache([[R.configmaps, [tenantCM({ a: '2' })]]]),
+      superCache: new MapCache([[R.configmaps, superObj ? [superObj] : []]]),
+    });
+    const out = planKey(noMutators, configmaps, ctx, cmKey, undefined, 'r2', placed);
+    expect(out.steps.map((st) => `${st.op} ${'obj' in st ? '' : `${st.namespace}/${st.name}`}`)).toEqual(want);
+    expect(out.effects.filter((e) => e.type === 'event' && e.side === 'tenant')).toEqual([]);
+  });
+
   it('creates the super object with ownership stamped and server fields stripped', () => {
     const ctx = testContext({
       tenant,

@@ -108,9 +108,17 @@ export function superLocation(
 }
 
 /**
- * planKey reads both objects of a key from the caches in ctx and plans them; `follow` plans a followed copy of the
- * tenant's DNS (placement.ts dnsFollows): from the unbound tenant object, down only.
+ * Placed is how the placement filter lets a key be planned (reconcile.ts): `follow` plans a followed copy of the
+ * tenant's DNS (placement.ts dnsFollows) from the unbound tenant object, down only; `remove` plans the copy of the
+ * tenant's DNS namespace on a super cluster the tenant has left as if the tenant object were gone (its super copy is
+ * deleted), down only.
  */
+export interface Placed {
+  follow: boolean;
+  remove?: true;
+}
+
+/** planKey reads both objects of a key from the caches in ctx and plans them as the placement filter lets it. */
 export function planKey(
   host: PlanHost,
   plugin: ResourcePlugin,
@@ -118,15 +126,15 @@ export function planKey(
   key: ObjectName,
   pending?: PendingReader,
   upOwner?: string,
-  follow?: boolean,
+  placed?: Placed,
 ): Plan {
   const r = plugin.manifest.resource!;
   const loc = superLocation(plugin, ctx, key);
-  const cached = ctx.tenantCache.get(r, key.namespace || undefined, key.name);
-  const tenantObj = follow && cached ? unbound(cached) : cached;
+  const cached = placed?.remove ? undefined : ctx.tenantCache.get(r, key.namespace || undefined, key.name);
+  const tenantObj = placed?.follow && cached ? unbound(cached) : cached;
   const superObj = ctx.superCache.get(r, loc.namespace, loc.name);
   const out = plan({ host, plugin, ctx, key, tenantObj, superObj, pending, upOwner });
-  return follow ? downOnly(out) : out;
+  return placed?.follow ? downOnly(out) : out;
 }
 
 /**

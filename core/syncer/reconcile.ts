@@ -26,9 +26,8 @@ import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './
 import { countWrite, syncerMetrics } from './metrics.ts';
 import type { SyncerOptions } from './options.ts';
 import { signatureOf } from './patrol.ts';
-import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
-import { placedOn, placementVerdict, upOwned, type PlacementKind } from './placement.ts';
-import { plan, planKey, superLocation, type Plan, type Step } from './plan.ts';
+import { placementVerdict, tenantOnCluster, upOwned, type PlacementKind, type TenantObjects } from './placement.ts';
+import { plan, planKey, superLocation, type Placed, type Plan, type Step } from './plan.ts';
 import { makeKey, parseKey } from './routing.ts';
 import type { SchedulingWindow } from './window.ts';
 
@@ -95,15 +94,16 @@ export class KeyReconciler {
 
   /**
    * placed applies the placement filter to a key (placement.ts): undefined when it is not synced here, else whether
-   * it is a down-only copy of the tenant's DNS (dnsFollows). A key whose tenant object is gone is always
+   * it is a down-only copy of the tenant's DNS (dnsFollows), or the copy of the tenant's DNS namespace on a super
+   * cluster the tenant has left, to be deleted (`remove`). A key whose tenant object is gone is always
    * reconciled: deleting a tenant object deletes its super copy wherever it was synced. One that is no longer placed
-   * here is left as it is (neither updated nor deleted) until the tenant deletes it or the super cluster is drained.
-   * What flows up is kept by one syncer (upOwned): the one named by the object's UP_OWNER_LABEL, which also deletes
-   * it once its source is gone.
+   * here is otherwise left as it is (neither updated nor deleted) until the tenant deletes it or the super cluster is
+   * drained. What flows up is kept by one syncer (upOwned): the one named by the object's UP_OWNER_LABEL, which also
+   * deletes it once its source is gone.
    */
-  private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): { follow: boolean } | undefined {
+  private placed(s: TenantSession, p: ResourcePlugin, k: ReturnType<typeof parseKey>): Placed | undefined {
     const pl = this.o.placement;
-    const SYNC = { follow: false };
+    const SYNC: Placed = { follow: false };
     if (!pl) return SYNC;
     const r = p.manifest.resource!;
     const obj = s.cache.get(r, k.namespace || undefined, k.name);
@@ -136,16 +136,11 @@ export class KeyReconciler {
       namespace: kind === 'cluster' ? undefined : s.cache.get(R.namespaces, undefined, nsName),
       pod: kind === 'pod' ? obj : undefined,
       signed: pl.signed,
-      tenantOn: (cluster) =>
-        s.cache.list(R.namespaces).some((ns) => {
-          if (ns.metadata?.name === DNS_NAMESPACE) return false;
-          const raw = pl.signed.namespacePlacements(s.tenant.key, ns);
-          return raw !== undefined && placedOn(raw, cluster);
-        }),
+      tenantOn: (cluster) => tenantOnCluster(s.tenant.key, cluster, pl.signed, tenantObjects(s)),
     });
     if (!v.sync) {
       log.debug({ tenant: k.tenant, plugin: k.plugin, key: k, reason: v.reason }, v.message);
-      return undefined;
+      return v.remove ? { follow: true, remove: true } : undefined;
     }
     return { follow: !!v.follow };
   }
@@ -167,12 +162,12 @@ export class KeyReconciler {
    * served returns the session and plugin of a key when the key is to be reconciled now, and whether it is synced
    * down only (a followed copy of the tenant's DNS).
    */
-  private served(k: ReturnType<typeof parseKey>): { s: TenantSession; p: ResourcePlugin; follow: boolean } | undefined {
+  private served(k: ReturnType<typeof parseKey>): ({ s: TenantSession; p: ResourcePlugin } & Placed) | undefined {
     const s = this.sessions.get(k.tenant);
     const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
     if (!s?.ready || !p?.manifest.resource || !this.o.host.enabledFor(s.view, k.plugin)) return undefined;
     const placed = this.placed(s, p, k);
-    return placed && { s, p, follow: placed.follow };
+    return placed && { s, p, ...placed };
   }
 
   /** plan computes what reconciling a key would write, from the caches only. */
@@ -180,7 +175,7 @@ export class KeyReconciler {
     const k = parseKey(key);
     const sp = this.served(k);
     if (!sp) return undefined;
-    return planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster, sp.follow);
+    return planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster, sp);
   }
 
   /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
@@ -207,7 +202,7 @@ export class KeyReconciler {
       const { p } = sp;
       const ctx = this.context(s);
       if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return;
-      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp.follow);
+      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const compute = s.view.quota?.compute;
@@ -397,4 +392,9 @@ export class KeyReconciler {
     for (const step of again.steps) uid = (await this.write(s, p, step))?.metadata?.uid ?? uid;
     return uid;
   }
+}
+
+/** tenantObjects reads the namespaces and Pods of a tenant from its cache (placement.ts tenantOnCluster). */
+export function tenantObjects(s: TenantSession): TenantObjects {
+  return { namespaces: () => s.cache.list(R.namespaces), pods: () => s.cache.list(R.pods) };
 }

@@ -13,7 +13,7 @@ import { forgetTenant, syncerMetrics, watchCaches, watchDepth } from './metrics.
 import { patrol, PatrolMemo } from './patrol.ts';
 import { makeKey, Router, superResources, tenantResources } from './routing.ts';
 import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
-import { PLACEMENT_ANNOTATIONS, placementChanged } from './placement.ts';
+import { PLACEMENT_ANNOTATIONS, placementChanged, tenantOnCluster } from './placement.ts';
 import { R } from '../kube/resources.ts';
 import { type CreateRate } from '../api/tenantpolicy.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
@@ -28,7 +28,7 @@ import {
   type SyncerOptions,
   type SyncerTerm,
 } from './options.ts';
-import { KeyReconciler } from './reconcile.ts';
+import { KeyReconciler, tenantObjects } from './reconcile.ts';
 
 const log = childLogger({ controller: 'syncer' });
 
@@ -488,11 +488,23 @@ export class Syncer {
   /**
    * tenantHandler is the router's handler of a tenant informer; with the placement filter on, a namespace whose
    * placement changed also replays every object of that namespace, so a super cluster the namespace gains gets them,
-   * and those of the tenant's DNS namespace, which follows the tenant (placement.ts dnsFollows).
+   * and those of the tenant's DNS namespace, which follows the tenant (placement.ts dnsFollows) and is removed where
+   * the tenant no longer is: after a placement change, and after the tenant's last namespace or Pod here goes.
    */
   private tenantHandler(s: TenantSession, resource: string): EventHandler<KubeObject> {
     const h = this.router.tenantHandler(s, resource);
-    if (!this.o.placement || resource !== R.namespaces.resource) return h;
+    const pl = this.o.placement;
+    if (!pl) return h;
+    if (resource === R.pods.resource)
+      return {
+        ...h,
+        onDelete: (obj) => {
+          h.onDelete?.(obj);
+          if (obj.metadata?.namespace !== DNS_NAMESPACE && pl.signed.podSuperCluster(s.tenant.key, obj) === pl.cluster)
+            this.replayDnsIfLeft(s);
+        },
+      };
+    if (resource !== R.namespaces.resource) return h;
     return {
       ...h,
       onUpdate: (a, b) => {
@@ -500,14 +512,27 @@ export class Syncer {
         if (!placementChanged(a, b, PLACEMENT_ANNOTATIONS)) return;
         const name = b.metadata?.name ?? '';
         this.replayNamespace(s, name);
-        // The tenant's DNS follows it to every super cluster it is on (placement.ts dnsFollows).
-        const dns = name !== DNS_NAMESPACE && s.cache.get(R.namespaces, undefined, DNS_NAMESPACE);
-        if (dns) {
-          h.onAdd?.(dns);
-          this.replayNamespace(s, DNS_NAMESPACE);
-        }
+        if (name !== DNS_NAMESPACE) this.replayDns(s);
+      },
+      onDelete: (obj) => {
+        h.onDelete?.(obj);
+        if (obj.metadata?.name !== DNS_NAMESPACE) this.replayDnsIfLeft(s);
       },
     };
+  }
+
+  /** replayDns plans the tenant's DNS namespace and its objects again (placement.ts dnsFollows). */
+  private replayDns(s: TenantSession): void {
+    const dns = s.cache.get(R.namespaces, undefined, DNS_NAMESPACE);
+    if (!dns) return;
+    this.router.tenantHandler(s, R.namespaces.resource).onAdd?.(dns);
+    this.replayNamespace(s, DNS_NAMESPACE);
+  }
+
+  /** replayDnsIfLeft replays the tenant's DNS namespace once the tenant is no longer on this super cluster. */
+  private replayDnsIfLeft(s: TenantSession): void {
+    const pl = this.o.placement!;
+    if (!tenantOnCluster(s.tenant.key, pl.cluster, pl.signed, tenantObjects(s))) this.replayDns(s);
   }
 
   /** replayNamespace plans every object of one tenant namespace again. */
