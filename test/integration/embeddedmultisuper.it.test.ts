@@ -38,6 +38,13 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
   });
 
   afterAll(async () => {
+    if (await meta?.getOrNull(R.virtualclusters, 'default', 'pinned')) {
+      await meta.delete(R.virtualclusters, 'default', 'pinned');
+      await eventually(
+        async () => expect(await meta.getOrNull(R.virtualclusters, 'default', 'pinned')).toBeNull(),
+        120_000,
+      );
+    }
     dev?.close();
     meta?.close();
     await e?.stop();
@@ -289,19 +296,20 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     } finally {
       pinned?.close();
       r2.close();
-      await meta.delete(R.virtualclusters, 'default', 'pinned');
-      await eventually(
-        async () => expect(await meta.getOrNull(R.virtualclusters, 'default', 'pinned')).toBeNull(),
-        120_000,
-      );
+      // 'pinned' stays on r2 for the drain below (another tenant's copy there must be left whole); afterAll deletes it.
     }
   });
 
   // Removing a registration (its Secret, then its Cluster) stops new placements there and moves nothing: what is
   // placed stays, Pods included, until the admin registers it again and drains it with `vc superclusters drain`.
   it('a super cluster whose registration goes gets no new placements; its placements stay until drained', async () => {
-    type Pod = KubeObject & { status?: { phase?: string }; spec?: { nodeName?: string } };
+    type Pod = KubeObject & {
+      status?: { phase?: string };
+      spec?: { nodeName?: string; dnsPolicy?: string; dnsConfig?: { nameservers?: string[] } };
+    };
+    type Svc = KubeObject & { spec?: { clusterIP?: string } };
     const vc = (args: string[]) => execP(process.execPath, [vcBin, ...args], { timeout: 60_000 });
+    const r1 = await KubeClient.fromFile(e.superClusters.find((s) => s.name === 'r1')!.kubeconfigPath);
     const r2 = await KubeClient.fromFile(e.superClusters.find((s) => s.name === 'r2')!.kubeconfigPath);
     const tenantKey = await eventually(async () => {
       const v = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');
@@ -326,7 +334,8 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
     };
     try {
       await slicedNamespace(dev, 'spread', { r1: 1, r2: 1 });
-      // dnsPolicy Default: the Pod on the super cluster that is not the tenant's home needs no tenant DNS there.
+      // The default dnsPolicy (ClusterFirst): each Pod asks the tenant DNS of its own super cluster, before and after
+      // the drain moves it.
       await eventually(
         () =>
           dev.create(R.deployments, {
@@ -339,7 +348,6 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
               template: {
                 metadata: { labels: { app: 'web' } },
                 spec: {
-                  dnsPolicy: 'Default',
                   containers: [
                     { name: 'web', image: 'busybox', resources: { requests: { cpu: '100m', memory: '100Mi' } } },
                   ],
@@ -395,14 +403,44 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       await meta.create(CLUSTERS_RESOURCE, strip(cluster));
       await eventually(async () => expect((await summary()).r2?.state).toBe('ready'), 30_000);
       await stays();
+      // dev's DNS is on r2 before the drain (its home's, or the copy that follows it there).
+      const kubeSystem = superNamespace(tenantKey, 'kube-system');
+      expect(await r2.getOrNull(R.services, kubeSystem, 'kube-dns')).not.toBeNull();
       await vc(['superclusters', 'drain', 'r2', '--kubeconfig', e.superCluster.kubeconfigPath]);
       await eventually(async () => expect(await placementsOf('spread')).toBe('{"r1":2}'), 30_000);
-      await eventually(async () => {
+      const moved = await eventually(async () => {
         const ps = await pods();
         expect(ps.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER])).toEqual(['r1', 'r1']);
         expect(ps.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+        return ps;
       }, 60_000);
+      // DNS moved with them: each copy on r1 asks dev's kube-dns there, whose server runs on r1.
+      const dnsIP = (await r1.get<Svc>(R.services, kubeSystem, 'kube-dns')).spec?.clusterIP;
+      expect(dnsIP).toBeTruthy();
+      for (const p of moved) {
+        const copy = await r1.get<Pod>(R.pods, superNamespace(tenantKey, 'spread'), p.metadata!.name!);
+        expect(copy.spec?.dnsPolicy).toBe('None');
+        expect(copy.spec?.dnsConfig?.nameservers).toEqual([dnsIP]);
+      }
+      await eventually(async () => {
+        const servers = (await r1.list<Pod>(R.pods, { namespace: kubeSystem, labelSelector: 'k8s-app=kube-dns' }))
+          .items;
+        expect(servers.map((p) => p.status?.phase)).toEqual(['Running']);
+      }, 60_000);
+      // dev has left r2 (nothing of it is placed or running there): its copy of kube-system there is removed, while
+      // the pinned tenant, whose slices cannot leave r2, keeps its own whole.
+      await eventually(async () => {
+        const left = await r2.getOrNull(R.namespaces, undefined, kubeSystem);
+        expect(left === null || !!left.metadata?.deletionTimestamp, 'dev kube-system on r2 removed').toBe(true);
+      }, 60_000);
+      const pinnedKey = (await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'pinned')).status!
+        .clusterNamespace!;
+      const pinnedSystem = await r2.get(R.namespaces, undefined, superNamespace(pinnedKey, 'kube-system'));
+      expect(pinnedSystem.metadata?.deletionTimestamp).toBeUndefined();
+      expect(await r2.getOrNull(R.services, superNamespace(pinnedKey, 'kube-system'), 'kube-dns')).not.toBeNull();
+      expect(await r2.getOrNull(R.pods, superNamespace(pinnedKey, 'default'), 'here')).not.toBeNull();
     } finally {
+      r1.close();
       r2.close();
     }
   });
