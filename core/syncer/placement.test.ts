@@ -7,6 +7,7 @@ import {
   placedOn,
   placementChanged,
   placementVerdict,
+  podEndsPresence,
   signedPlacements,
   tenantOnCluster,
   UP_OWNER_LABEL,
@@ -265,6 +266,53 @@ describe('tenantOnCluster: where a tenant is, as its DNS follows it', () => {
     '$name',
     ({ namespaces, pods, want }) => {
       expect(tenantOnCluster(T, 'r2', signed, { namespaces: () => namespaces, pods: () => pods })).toBe(want);
+    },
+  );
+});
+
+describe('podEndsPresence: which Pod events may end the tenant on a super cluster', () => {
+  const phase = (p: KubeObject, ph?: string): KubeObject => ({ ...p, status: ph ? { phase: ph } : {} }) as KubeObject;
+  const sysPod: KubeObject = { metadata: { ...pod('r2').metadata, namespace: 'kube-system' } };
+  sysPod.metadata!.annotations = {
+    [SUPER_CLUSTER]: 'r2',
+    [SIGNATURE]: sign(key, {
+      tenant: T,
+      kind: 'Pod',
+      namespace: 'kube-system',
+      name: 'web-1',
+      uid: 'poduid',
+      value: 'r2',
+    }),
+  };
+  it.each([
+    { name: 'a Pod there deleted', before: pod('r2'), after: undefined, want: true },
+    {
+      name: 'a Pod there just Succeeded',
+      before: phase(pod('r2'), 'Running'),
+      after: phase(pod('r2'), 'Succeeded'),
+      want: true,
+    },
+    { name: 'a Pod there just Failed', before: phase(pod('r2')), after: phase(pod('r2'), 'Failed'), want: true },
+    {
+      name: 'an ended Pod updated again',
+      before: phase(pod('r2'), 'Failed'),
+      after: phase(pod('r2'), 'Failed'),
+      want: false,
+    },
+    {
+      name: 'a Pod there still Running',
+      before: phase(pod('r2'), 'Pending'),
+      after: phase(pod('r2'), 'Running'),
+      want: false,
+    },
+    { name: 'a Pod elsewhere deleted', before: pod('r1'), after: undefined, want: false },
+    { name: 'an unplaced Pod deleted', before: pod(), after: undefined, want: false },
+    { name: 'a forged Pod there deleted', before: pod('r2', true), after: undefined, want: false },
+    { name: 'a kube-system Pod is never the one', before: sysPod, after: undefined, want: false },
+  ] as Array<{ name: string; before: KubeObject; after?: KubeObject; want: boolean }>)(
+    '$name',
+    ({ before, after, want }) => {
+      expect(podEndsPresence(T, 'r2', signed, before, after)).toBe(want);
     },
   );
 });

@@ -138,6 +138,25 @@ export interface TenantObjects {
 }
 
 /**
+ * podEndsPresence reports whether a tenant Pod event may be the one that ends the tenant's presence on `cluster`
+ * (tenantOnCluster), so the syncer checks whether its copy of the tenant's DNS is to go: a Pod signed onto `cluster`
+ * (outside the DNS namespace) that is deleted (`after` undefined) or has just ended.
+ */
+export function podEndsPresence(
+  tenant: string,
+  cluster: string,
+  signed: SignedPlacements,
+  before: KubeObject,
+  after: KubeObject | undefined,
+): boolean {
+  const pod = after ?? before;
+  if (pod.metadata?.namespace === DNS_NAMESPACE || signed.podSuperCluster(tenant, pod) !== cluster) return false;
+  return !after || (!ended(before) && ended(after));
+}
+
+const ended = (p: KubeObject) => TERMINAL_PHASES.has((p as { status?: { phase?: string } }).status?.phase ?? '');
+
+/**
  * tenantOnCluster reports whether a tenant is on `cluster`, as placementVerdict reads it for kube-system: a namespace other
  * than its DNS namespace has a signed placement there, or a Pod of it that has not ended is signed onto it (a Pod is
  * never moved, so one left on a super cluster its namespace no longer spans keeps its DNS there until it ends).
@@ -156,12 +175,7 @@ export function tenantOnCluster(
   if (placed) return true;
   return tenantObjects
     .pods()
-    .some(
-      (p) =>
-        p.metadata?.namespace !== DNS_NAMESPACE &&
-        !TERMINAL_PHASES.has((p as { status?: { phase?: string } }).status?.phase ?? '') &&
-        signed.podSuperCluster(tenant, p) === cluster,
-    );
+    .some((p) => p.metadata?.namespace !== DNS_NAMESPACE && !ended(p) && signed.podSuperCluster(tenant, p) === cluster);
 }
 
 function namespaceVerdict(i: PlacementInput): PlacementVerdict {

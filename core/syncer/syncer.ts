@@ -13,7 +13,7 @@ import { forgetTenant, syncerMetrics, watchCaches, watchDepth } from './metrics.
 import { patrol, PatrolMemo } from './patrol.ts';
 import { makeKey, Router, superResources, tenantResources } from './routing.ts';
 import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
-import { PLACEMENT_ANNOTATIONS, placementChanged, tenantOnCluster } from './placement.ts';
+import { PLACEMENT_ANNOTATIONS, placementChanged, podEndsPresence, tenantOnCluster } from './placement.ts';
 import { R } from '../kube/resources.ts';
 import { type CreateRate } from '../api/tenantpolicy.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
@@ -489,7 +489,7 @@ export class Syncer {
    * tenantHandler is the router's handler of a tenant informer; with the placement filter on, a namespace whose
    * placement changed also replays every object of that namespace, so a super cluster the namespace gains gets them,
    * and those of the tenant's DNS namespace, which follows the tenant (placement.ts dnsFollows) and is removed where
-   * the tenant no longer is: after a placement change, and after the tenant's last namespace or Pod here goes.
+   * the tenant no longer is: after a placement change, and after the tenant's last namespace or Pod here goes or ends.
    */
   private tenantHandler(s: TenantSession, resource: string): EventHandler<KubeObject> {
     const h = this.router.tenantHandler(s, resource);
@@ -498,10 +498,13 @@ export class Syncer {
     if (resource === R.pods.resource)
       return {
         ...h,
+        onUpdate: (a, b) => {
+          h.onUpdate?.(a, b);
+          if (podEndsPresence(s.tenant.key, pl.cluster, pl.signed, a, b)) this.replayDnsIfLeft(s);
+        },
         onDelete: (obj) => {
           h.onDelete?.(obj);
-          if (obj.metadata?.namespace !== DNS_NAMESPACE && pl.signed.podSuperCluster(s.tenant.key, obj) === pl.cluster)
-            this.replayDnsIfLeft(s);
+          if (podEndsPresence(s.tenant.key, pl.cluster, pl.signed, obj, undefined)) this.replayDnsIfLeft(s);
         },
       };
     if (resource !== R.namespaces.resource) return h;
