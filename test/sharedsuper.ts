@@ -14,7 +14,7 @@ import { removeStateDir, stateDir as makeStateDir } from './statedirs.ts';
  *   - gives its tenants names no other file uses (the super namespaces, labels and syncer keys derive from them);
  *   - writes no cluster-scoped super object (CRDs, TenantPolicies, RuntimeClasses, Nodes, RBAC) and counts nothing
  *     cluster-wide that other files' tenants also make (list by its tenant's label or namespace instead);
- *   - changes none of the super cluster's processes or its kwok node.
+ *   - changes none of the super cluster's processes or its kwok nodes.
  * Files that need any of that keep a super cluster of their own (startTestSuper).
  */
 
@@ -33,8 +33,8 @@ declare module 'vitest' {
   }
 }
 
-/** SHARED_SUPER_NODES is how many kwok nodes the shared super cluster has. */
-export const SHARED_SUPER_NODES = 1;
+/** SHARED_SUPER_NODES is how many kwok nodes the shared super cluster has (nodeshare spreads Pods over two). */
+export const SHARED_SUPER_NODES = 2;
 
 /** AddControlPlaneOptions are LocalSuperCluster.addControlPlane's. */
 export type AddControlPlaneOptions = Partial<Omit<ControlPlaneOptions, 'name' | 'etcd'>> & { ownEtcd?: boolean };
