@@ -65,7 +65,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/**/*.it.test.ts'],
           exclude: [...REAL_NODE_FILES, 'node_modules/**'],
-          globalSetup: ['./test/build-dist.ts'],
+          // dist/ first, then the super cluster the files calling sharedTestSuper share (test/sharedsuper.ts).
+          globalSetup: ['./test/build-dist.ts', './test/sharedsuper-setup.ts'],
           setupFiles: ['./test/procstats-setup.ts'],
           sequence: { groupOrder: 1 },
           maxWorkers: 2,

@@ -21,9 +21,13 @@ import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
  * The integration and real-node tests mostly wait on the processes they start, so running the real-node files beside
  * the integration files instead of after them shortens the run (figures: docs/benchmarks.md#build-and-test-times).
  * `--from <stage>` starts at the step of that stage (e.g. `npm test -- --from integration` after the checks passed).
- * The static checks keep caches under node_modules/.cache/virtualcluster-ts/<checkout> (tsc's incremental build
- * info, eslint's and prettier's caches, keyed by file content): a second run checks only what changed. A fresh clone
- * has none and checks everything; removing that directory is always safe.
+ * The static checks keep caches keyed by file content, so a second run checks only what changed: tsc's incremental
+ * build info and prettier's cache under the user's cache directory (~/.cache/virtualcluster-ts/checks/<checkout>),
+ * which outlives node_modules (`npm ci`, as CI runs, removes it), since both are exact (tsc compares every file's
+ * content, the imported declarations included; prettier's result depends on one file, its options and version);
+ * eslint's under node_modules/.cache/virtualcluster-ts/<checkout>, so a fresh install (CI) lints everything: a
+ * type-aware rule's result can change with another file's types, which eslint's cache does not see. Removing either
+ * directory is always safe.
  * At the end it prints how long each stage took, the slowest test files of the whole run, how many of each Kubernetes
  * component the tests started and how long they took to become ready (core/dev/local/procstats.ts), and one closing line
  * `tests: N passed, N failed, N skipped` over every vitest run (the reporter in summary-reporter.ts writes each run's
@@ -45,18 +49,24 @@ interface Stage {
 
 /** vitestCacheDir is where the vitest run of a stage keeps its results (vitest.config.ts reads VITEST_CACHE_ENV). */
 function vitestCacheDir(stage: string): string {
-  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'virtualcluster-ts', 'vitest', stage);
+  return userCache('vitest', stage);
+}
+
+/** userCache is a path under this user's cache directory for the project, which outlives any checkout. */
+function userCache(...parts: string[]): string {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'virtualcluster-ts', ...parts);
 }
 
 const TSX = ['tsx', 'core/programs/cli/main.ts'];
 
-/** CACHE is this checkout's cache directory (node_modules may be shared between checkouts, so the path is hashed in). */
-const CACHE = fromPackageRoot(
-  'node_modules',
-  '.cache',
-  'virtualcluster-ts',
-  createHash('sha256').update(packageRoot).digest('hex').slice(0, 12),
-);
+/** CHECKOUT names this checkout in cache paths (node_modules and the user's cache may be shared between checkouts). */
+const CHECKOUT = createHash('sha256').update(packageRoot).digest('hex').slice(0, 12);
+
+/** CACHE is this checkout's cache directory in node_modules: gone with a fresh install. */
+const CACHE = fromPackageRoot('node_modules', '.cache', 'virtualcluster-ts', CHECKOUT);
+
+/** USER_CACHE is this checkout's cache directory in the user's cache: kept over a fresh install. */
+const USER_CACHE = userCache('checks', CHECKOUT);
 
 /** STEPS run one after another; the stages of one step run at the same time. */
 const STEPS: Stage[][] = [
@@ -64,10 +74,10 @@ const STEPS: Stage[][] = [
     {
       name: 'typecheck',
       cmd: 'npx',
-      args: ['tsc', '--noEmit', '-p', '.', '--incremental', '--tsBuildInfoFile', join(CACHE, 'tsc.tsbuildinfo')],
+      args: ['tsc', '--noEmit', '-p', '.', '--incremental', '--tsBuildInfoFile', join(USER_CACHE, 'tsc.tsbuildinfo')],
     },
-    // ESLint's cache does not know that a type-aware rule's result can change with another file's types; tsc above
-    // checks every file's types on every run, and a fresh clone (CI) has no cache.
+    // ESLint's cache does not know that a type-aware rule's result can change with another file's types: it stays in
+    // node_modules, which a fresh install (CI) starts without.
     {
       name: 'lint',
       cmd: 'npx',
@@ -83,7 +93,7 @@ const STEPS: Stage[][] = [
         '--cache-strategy',
         'content',
         '--cache-location',
-        join(CACHE, 'prettier'),
+        join(USER_CACHE, 'prettier'),
         '.',
       ],
     },
@@ -168,6 +178,7 @@ async function main(): Promise<number> {
   const statsFile = join(totalsDir, 'process-starts.jsonl');
   const env: NodeJS.ProcessEnv = { ...process.env, [TOTALS_DIR_ENV]: totalsDir, [PROCESS_STATS_ENV]: statsFile };
   mkdirSync(CACHE, { recursive: true });
+  mkdirSync(USER_CACHE, { recursive: true });
   const started = Date.now();
   const times: string[] = [];
   const failed: string[] = [];

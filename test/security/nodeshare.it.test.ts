@@ -4,6 +4,7 @@
  * and the one beyond both shares stays Pending in the super cluster, its required node affinity naming the full nodes,
  * instead of taking another tenant's slots. Runs the real syncer and super scheduler on a real local super cluster.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -13,7 +14,8 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { eventually, tenantFor } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
 import { Attempts } from './attempts.ts';
 
 interface Pod extends KubeObject {
@@ -31,7 +33,7 @@ const pod = (name: string): KubeObject => ({
 
 describe('hostile tenant against the Pod slots of a node', () => {
   const attempts = new Attempts();
-  let t: TestSuper;
+  let t: SharedTestSuper;
   let a: KubeClient;
   let tenant: Tenant;
   let syncer: Syncer;
@@ -39,10 +41,10 @@ describe('hostile tenant against the Pod slots of a node', () => {
   const superPod = (name: string) => t.client.get<Pod>(R.pods, superNamespace(tenant.key, 'default'), name);
 
   beforeAll(async () => {
-    t = await startTestSuper({ nodes: 2 });
+    t = await sharedTestSuper();
     const cp = await t.sc.addControlPlane('tenant-share', { controllers: TENANT_CONTROLLERS });
     a = await cp.client();
-    tenant = tenantFor(cp, 'team-s', 's', '44444444-dddd-4ddd-8ddd-0000000000d4', {
+    tenant = tenantFor(cp, 'team-s', 's', randomUUID(), {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
       pods: { maxPodsPerNode: SHARE },
     });

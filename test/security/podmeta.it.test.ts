@@ -6,6 +6,7 @@
  * syncs, and shows VCSynced=True, once the platform widens the policy. Runs the real syncer against a real local
  * super cluster and one tenant control plane.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -16,7 +17,8 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { eventually, tenantFor } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
 import { Attempts } from './attempts.ts';
 
 interface Pod extends KubeObject {
@@ -53,7 +55,7 @@ const tenantKeys = (m: Record<string, string> | undefined): string[] =>
 
 describe('hostile tenant placement and metadata against the forced pool and the allow-lists', () => {
   const attempts = new Attempts();
-  let t: TestSuper;
+  let t: SharedTestSuper;
   let a: KubeClient;
   let tenant: Tenant;
   let registry: MutableTenantRegistry;
@@ -81,11 +83,11 @@ describe('hostile tenant placement and metadata against the forced pool and the 
   };
 
   beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1 });
+    t = await sharedTestSuper();
     superDefaultNs = await t.client.get(R.namespaces, undefined, 'default');
     const cp = await t.sc.addControlPlane('tenant-m', { controllers: TENANT_CONTROLLERS });
     a = await cp.client();
-    tenant = tenantFor(cp, 'team-m', 'm', '33333333-cccc-4ccc-8ccc-0000000000c3', {
+    tenant = tenantFor(cp, 'team-m', 'm', randomUUID(), {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
       pods: policy(['kubernetes.io/os', 'pool']),
     });

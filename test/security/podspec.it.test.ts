@@ -11,6 +11,7 @@
  * containers ask for nothing; the tenant's compute quota must count it, not the containers' defaults.
  * Runs the real syncer against a real local super cluster and a real tenant control plane.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -21,7 +22,8 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { eventually, tenantFor } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
 import { Attempts } from './attempts.ts';
 
 interface Pod extends KubeObject {
@@ -45,7 +47,7 @@ const image = (img: string) => ({ containers: [{ name: 'c', image: img }] });
 
 describe('hostile tenant Pod fields the node and the super scheduler act on', () => {
   const attempts = new Attempts();
-  let t: TestSuper;
+  let t: SharedTestSuper;
   let cp: LocalControlPlane;
   let a: KubeClient;
   let tenant: Tenant;
@@ -72,11 +74,11 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
   };
 
   beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1 });
+    t = await sharedTestSuper();
     superPort = String(t.sc.cluster.ports.apiserver);
     cp = await t.sc.addControlPlane('tenant-img', { controllers: TENANT_CONTROLLERS });
     a = await cp.client();
-    tenant = tenantFor(cp, 'team-img', 'img', '33333333-cccc-4ccc-8ccc-0000000000c3', {
+    tenant = tenantFor(cp, 'team-img', 'img', randomUUID(), {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
       quota: {
         resourceQuota: {},

@@ -6,6 +6,7 @@
  * it and give the tenant a reason it can read (an event, and a VCSynced condition on Services). Runs the real syncer
  * against a real local super cluster and two tenant control planes.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -16,7 +17,8 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { eventually, tenantFor } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
 import { Attempts } from './attempts.ts';
 
 interface Service extends KubeObject {
@@ -71,7 +73,7 @@ const pod = (name: string): KubeObject => ({
 
 describe('hostile tenant Services, Ingresses and Endpoints against the services, ingresses and endpoints policy', () => {
   const attempts = new Attempts();
-  let t: TestSuper;
+  let t: SharedTestSuper;
   let cpA: LocalControlPlane;
   let cpB: LocalControlPlane;
   let a: KubeClient;
@@ -121,14 +123,14 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
   };
 
   beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1 });
+    t = await sharedTestSuper();
     [cpA, cpB] = await Promise.all([
       t.sc.addControlPlane('tenant-a', { controllers: TENANT_CONTROLLERS }),
       t.sc.addControlPlane('tenant-b', { controllers: TENANT_CONTROLLERS }),
     ]);
     [a, b] = await Promise.all([cpA.client(), cpB.client()]);
     const common = { plugins: { enable: ['ingresses'] }, pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
-    tenantA = tenantFor(cpA, 'team-a', 'a', '11111111-aaaa-4aaa-8aaa-0000000000a1', {
+    tenantA = tenantFor(cpA, 'team-a', 'a', randomUUID(), {
       ...common,
       services: { nodePort: { allowed: true, max: 1 }, loadBalancer: { allowed: true, max: 1 } },
       ingresses: {
@@ -138,7 +140,7 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
       },
     });
     // Tenant B runs under the built-in defaults but for its own Ingress host.
-    tenantB = tenantFor(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b2', {
+    tenantB = tenantFor(cpB, 'team-b', 'b', randomUUID(), {
       ...common,
       ingresses: { hosts: ['*.tenant-b.example.com'], classes: ['nginx'] },
     });

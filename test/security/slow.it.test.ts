@@ -6,6 +6,7 @@
  * tenant's requests are still held. Runs the real syncer against a real local super cluster, two tenant control
  * planes and a real webhook server on loopback.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -16,7 +17,8 @@ import { syncerMetrics } from '../../core/syncer/metrics.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { eventually, tenantFor } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
 import { startSlowWebhook, type SlowWebhook } from '../slowwebhook.ts';
 import { Attempts } from './attempts.ts';
 
@@ -46,7 +48,7 @@ async function timeoutsOf(tenant: string): Promise<number> {
 
 describe('a tenant whose admission webhook stalls the syncer’s writes', () => {
   const attempts = new Attempts();
-  let t: TestSuper;
+  let t: SharedTestSuper;
   let cpSlow: LocalControlPlane;
   let cpQuiet: LocalControlPlane;
   let slow: KubeClient;
@@ -65,15 +67,15 @@ describe('a tenant whose admission webhook stalls the syncer’s writes', () => 
   beforeAll(async () => {
     // Longer than the apiserver waits for a webhook (30 s): a held request is never allowed, it fails closed.
     webhook = await startSlowWebhook({ delayMs: 60_000 });
-    t = await startTestSuper({ nodes: 1 });
+    t = await sharedTestSuper();
     [cpSlow, cpQuiet] = await Promise.all([
       t.sc.addControlPlane('tenant-slow', { controllers: TENANT_CONTROLLERS }),
       t.sc.addControlPlane('tenant-quiet', { controllers: TENANT_CONTROLLERS }),
     ]);
     [slow, quiet] = await Promise.all([cpSlow.client(), cpQuiet.client()]);
     const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
-    slowTenant = tenantFor(cpSlow, 'team-slow', 'slow', '33333333-cccc-4ccc-8ccc-0000000000c3', extra);
-    quietTenant = tenantFor(cpQuiet, 'team-quiet', 'quiet', '44444444-dddd-4ddd-8ddd-0000000000d4', extra);
+    slowTenant = tenantFor(cpSlow, 'team-slow', 'slow', randomUUID(), extra);
+    quietTenant = tenantFor(cpQuiet, 'team-quiet', 'quiet', randomUUID(), extra);
     await webhook.register(slow);
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     syncer = new Syncer({
