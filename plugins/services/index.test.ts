@@ -243,7 +243,7 @@ const down: DownCase[] = [
     },
   },
   {
-    name: 'update -> ExternalName: cluster IPs and families dropped, externalName set',
+    name: 'update -> ExternalName: cluster IPs and families dropped, externalName set fully qualified',
     tenant: tenantSvc({ type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' }),
     super: superSvc({ type: 'ClusterIP', ports: [http], ...mirrored }),
     want: {
@@ -252,7 +252,7 @@ const down: DownCase[] = [
         kind: 'Service',
         metadata: { ...superServerMeta, labels: { app: 'web' } },
         ...superStatus,
-        spec: { type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' },
+        spec: { type: 'ExternalName', externalName: 'db.example.com.', sessionAffinity: 'None' },
       },
     },
   },

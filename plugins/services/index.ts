@@ -13,7 +13,7 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
-import { externalNameRefusal } from './externalname.ts';
+import { externalNameRefusal, superExternalName } from './externalname.ts';
 import { checkServiceType, SERVICE_POLICY_VIOLATION, type ServiceRefusal, SYNCED_CONDITION } from './policy.ts';
 
 export {
@@ -187,7 +187,9 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
       spec.clusterIP = HEADLESS;
       spec.clusterIPs = [HEADLESS];
     }
-  } else if (ts.type === 'ExternalName') {
+  }
+  if (ts.type === 'ExternalName') spec.externalName = superExternalName(ts.externalName);
+  if (superObj && ts.type === 'ExternalName') {
     delete spec.clusterIP;
     delete spec.clusterIPs;
     delete spec.ipFamilies;

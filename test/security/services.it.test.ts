@@ -305,6 +305,9 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     ['the super apiserver', 'to-apiserver', 'kubernetes.default.svc.cluster.local'],
     ["the other tenant's Service by its super name", 'to-other', 'web.SNS_A.svc.cluster.local'],
     ['the node metadata address', 'to-metadata', '169.254.169.254'],
+    ['a Pod record spelling the metadata address', 'to-podrecord', '169-254-169-254.default.pod.cluster.local'],
+    ['loopback in numeric labels', 'to-numeric', '0x7f.1'],
+    ["the cloud's metadata name", 'to-metadata-name', 'metadata.google.internal'],
   ])('refuses an ExternalName Service aliasing %s, with a reason on the Service', async (what, name, target) => {
     await attempts.attempt(`ExternalName Service aliasing ${what}`, async () => {
       const externalName = target.replace('SNS_A', snsA);
@@ -318,6 +321,28 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     });
   });
 
+  it('writes an ExternalName fully qualified in the super, so no super-side search path makes a short name inward', async () => {
+    await attempts.attempt('ExternalName Service aliasing the super apiserver by a short name', async () => {
+      await a.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'to-short', namespace: 'default' },
+        spec: { type: 'ExternalName', externalName: 'kubernetes.default' },
+      });
+      // An ingress controller or proxy in the super resolves the alias with its own resolv.conf (ndots 5): without the
+      // trailing dot `kubernetes.default` would be tried as kubernetes.default.svc.cluster.local, the super apiserver.
+      const copy = await eventually(() =>
+        t.client.get<Service & { spec?: { externalName?: string } }>(R.services, snsA, 'to-short'),
+      );
+      expect(copy.spec?.externalName).toBe('kubernetes.default.');
+      expect(
+        (await a.get<Service & { spec?: { externalName?: string } }>(R.services, 'default', 'to-short')).spec
+          ?.externalName,
+      ).toBe('kubernetes.default');
+      return 'the super copy names kubernetes.default. (absolute: no search domain is appended)';
+    });
+  });
+
   it("changed nothing of the other tenant's super objects, and counts every attempt refused", async () => {
     expect(await superOfB()).toEqual(superOfBBefore);
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
@@ -326,6 +351,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 17, refused 17, succeeded 0');
   });
 });
