@@ -733,6 +733,12 @@ export interface TenantPolicySpec {
        * refused. Defaults to 5.
        */
       max?: number;
+      /**
+       * Load balancer classes (spec.loadBalancerClass) tenant Services may name: each class is a controller of the
+       * platform that hands out addresses, some of them from networks meant for the platform alone. A Service naming
+       * none gets the super cluster's default load balancer; one naming another class is not synced. Defaults to none.
+       */
+      classes?: string[];
     };
   };
   /**

@@ -65,7 +65,7 @@ export interface TenantPolicySpec {
   nodes?: { view?: NodesView };
   copiedMetadata?: CopiedMetadataView;
   network?: { internalCIDRs?: string[] };
-  services?: { nodePort?: ServiceTypePolicy; loadBalancer?: ServiceTypePolicy };
+  services?: { nodePort?: ServiceTypePolicy; loadBalancer?: LoadBalancerPolicy };
   ingresses?: { hosts?: string[]; classes?: string[]; annotations?: string[] };
   endpoints?: { allowedCIDRs?: string[] };
   quota?: {
@@ -86,6 +86,11 @@ export interface TenantPolicySpec {
 export interface ServiceTypePolicy {
   allowed?: boolean;
   max?: number;
+}
+
+/** LoadBalancerPolicy is spec.services.loadBalancer: a ServiceTypePolicy and the load balancer classes tenants may name. */
+export interface LoadBalancerPolicy extends ServiceTypePolicy {
+  classes?: string[];
 }
 
 /** TenantPolicy is the cluster-scoped, platform-owned object a VirtualCluster names in spec.policyName. */
@@ -126,7 +131,7 @@ export const DEFAULT_POLICY = {
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
   serviceNodePort: { allowed: false, max: 5 },
-  serviceLoadBalancer: { allowed: false, max: 5 },
+  serviceLoadBalancer: { allowed: false, max: 5, classes: [] },
   ingressHosts: [],
   ingressClasses: [],
   ingressAnnotations: [],
@@ -184,7 +189,7 @@ export const DEFAULT_POLICY = {
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
   serviceNodePort: Required<ServiceTypePolicy>;
-  serviceLoadBalancer: Required<ServiceTypePolicy>;
+  serviceLoadBalancer: Required<LoadBalancerPolicy>;
   ingressHosts: readonly string[];
   ingressClasses: readonly string[];
   ingressAnnotations: readonly string[];
@@ -277,7 +282,7 @@ export interface EffectiveSettings {
   /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
   network: { internalCIDRs: string[] };
   /** which Service types beyond ClusterIP and ExternalName the tenant may have, and how many (the services plugin) */
-  services: { nodePort: Required<ServiceTypePolicy>; loadBalancer: Required<ServiceTypePolicy> };
+  services: { nodePort: Required<ServiceTypePolicy>; loadBalancer: Required<LoadBalancerPolicy> };
   /** the hosts, classes and annotation keys tenant Ingresses may use (the ingresses plugin) */
   ingresses: { hosts: string[]; classes: string[]; annotations: string[] };
   /** where Endpoints of selectorless tenant Services may point besides the tenant's own Pods (the endpoints plugin) */

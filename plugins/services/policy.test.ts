@@ -126,6 +126,13 @@ const cases: Array<[string, KubeObject, KubeObject[], KubeObject[], ServicesPoli
     { ...allowNP(1), loadBalancer: { allowed: true } },
   ],
   [
+    'LoadBalancer: an earlier Service refused for its class takes no place under the cap',
+    svc('b', 'LoadBalancer', T2),
+    [{ ...svc('a', 'LoadBalancer', T1), spec: { type: 'LoadBalancer', loadBalancerClass: 'internal.example.com/lb' } }],
+    [],
+    { loadBalancer: { allowed: true, max: 1 } },
+  ],
+  [
     'NodePort: equal creation times rank by namespace and name',
     svc('b', 'NodePort', T1),
     [svc('a', 'NodePort', T1)],

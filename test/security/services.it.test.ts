@@ -1,7 +1,7 @@
 /**
  * Hostile tenant Services, Ingresses and Endpoints (issue 12, Services and network): a tenant with cluster-admin on
  * its own apiserver tries to take shared things of the super cluster through the objects the syncer copies: node
- * ports and load balancers beyond its policy, another tenant's Ingress host, controller snippets, and Endpoints that
+ * ports and load balancers beyond its policy or of a class it was not given, another tenant's Ingress host, controller snippets, and Endpoints that
  * route a Service to another tenant's Pod or to the super apiserver. Each attempt must leave the super cluster without
  * it and give the tenant a reason it can read (an event, and a VCSynced condition on Services). Runs the real syncer
  * against a real local super cluster and two tenant control planes.
@@ -343,6 +343,18 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     });
   });
 
+  it('refuses a LoadBalancer Service naming a load balancer class its policy does not list', async () => {
+    await attempts.attempt('LoadBalancer Service choosing an internal load balancer class', async () => {
+      // A class picks the controller that gives the Service its address: one handing out the platform's own network
+      // would put the tenant's Pods on it. Tenant A may have LoadBalancer Services, but lists no class.
+      await a.create(R.services, {
+        ...service('lb-internal', 'LoadBalancer'),
+        spec: { ...service('lb-internal', 'LoadBalancer').spec, loadBalancerClass: 'internal.example.com/lb' },
+      } as Service);
+      return serviceRefused(a, snsA, 'lb-internal', 'spec.loadBalancerClass "internal.example.com/lb" is not allowed');
+    });
+  });
+
   it("changed nothing of the other tenant's super objects, and counts every attempt refused", async () => {
     expect(await superOfB()).toEqual(superOfBBefore);
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
@@ -351,6 +363,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 17, refused 17, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 18, refused 18, succeeded 0');
   });
 });

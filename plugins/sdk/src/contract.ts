@@ -439,7 +439,13 @@ export interface ServiceTypeRule {
 /** ServicesPolicyView is what the tenant's policy decides for its Services. */
 export interface ServicesPolicyView {
   readonly nodePort?: ServiceTypeRule;
-  readonly loadBalancer?: ServiceTypeRule;
+  readonly loadBalancer?: LoadBalancerRule;
+}
+
+/** LoadBalancerRule is the rule for LoadBalancer Services: a ServiceTypeRule and the classes they may name. */
+export interface LoadBalancerRule extends ServiceTypeRule {
+  /** load balancer classes tenant Services may name in spec.loadBalancerClass (one naming none gets the super's default) */
+  readonly classes?: readonly string[];
 }
 
 /** IngressesPolicyView is what the tenant's policy decides for its Ingresses. */
