@@ -15,7 +15,8 @@ export const SYNCED_CONDITION = 'VCSynced';
 
 /**
  * DEFAULT_SERVICES_POLICY is the built-in services policy: neither NodePort nor LoadBalancer Services, at most 5
- * of each once a policy allows them, and no load balancer class but the super's default. It equals the TenantPolicy schema's defaults (policy.test.ts holds them together).
+ * of each once a policy allows them, and no load balancer class but the super's default. It equals the TenantPolicy
+ * schema's defaults (policy.test.ts holds them together).
  */
 export const DEFAULT_SERVICES_POLICY = {
   nodePort: { allowed: false, max: 5 },
