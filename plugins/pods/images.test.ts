@@ -50,6 +50,12 @@ describe('registryRefusal', () => {
     '127.1:5000',
     '0177.0.0.1:5000',
     '10.1',
+    'localhost.localdomain:5000',
+    'localhost6.localdomain6',
+    'ip-10-0-0-1.ec2.internal:5000',
+    'registry.corp',
+    'printer.local:5000',
+    'nas.home.arpa',
   ];
   it.each(refused)('refuses %s', (r) => expect(registryRefusal(r, SUPER_INTERNAL_CIDRS)).toBeDefined());
 

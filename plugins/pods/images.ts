@@ -1,6 +1,13 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { TenantView } from '@virtualcluster-ts/plugin-sdk';
-import { cidrContains, type Cidr, internalCIDRs, parseCidr } from '@virtualcluster-ts/plugin-sdk/network';
+import {
+  cidrContains,
+  type Cidr,
+  internalCIDRs,
+  NUMERIC_HOST,
+  parseCidr,
+  privateNameRefusal,
+} from '@virtualcluster-ts/plugin-sdk/network';
 import { DEFAULT_PODS_POLICY, type PodRefusal, type PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /**
@@ -8,9 +15,6 @@ import { DEFAULT_PODS_POLICY, type PodRefusal, type PodSpec } from '@virtualclus
  * the node itself (loopback, "this network"), link-local (the cloud metadata address), IPv4-mapped and NAT64 forms.
  */
 const ALWAYS_INTERNAL = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '::/128', '::1/128', 'fe80::/10'].map(parseCidr);
-
-/** NAMED_INTERNAL are host names that always mean the node itself or its cloud's metadata service. */
-const NAMED_INTERNAL = new Set(['localhost', 'metadata.google.internal', 'instance-data', 'metadata']);
 
 /**
  * registryOf returns the registry host of an image reference as the node's runtime reads it (containerd and
@@ -35,9 +39,6 @@ function hostOf(registry: string): string {
   return colon < 0 ? registry : registry.slice(0, colon);
 }
 
-/** A host made only of numbers (decimal, octal or hex) in one to four parts: resolvers read `127.1` or `2130706433` as addresses. */
-const NUMERIC_HOST = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+)){0,3}\.?$/;
-
 /** mappedV4 returns the IPv4 address an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) address carries. */
 function mappedV4(c: Cidr): Cidr | undefined {
   const high = c.addr >> 32n;
@@ -48,19 +49,18 @@ function mappedV4(c: Cidr): Cidr | undefined {
 /**
  * registryRefusal tells why a registry host is one a tenant image may not name, or undefined when it may: a host
  * the node reaches on itself or inside the super cluster's internal ranges, by address (IPv4, IPv6, the mapped and
- * NAT64 forms, numeric forms a resolver reads as addresses) or by a name that always means the node or its cloud's
- * metadata service (`localhost`, `*.localhost`, a single-label name, which the node's resolver completes with its
- * own search domains). Other names are not resolved here: plugins do no I/O, and a name's answer can change.
+ * NAT64 forms, numeric forms a resolver reads as addresses) or by a name only the node or a private resolver answers
+ * (privateNameRefusal: `localhost.localdomain`, `*.localhost`, `*.internal` such as the cloud's metadata name,
+ * `*.local`...; and a single-label name, which the node's resolver completes with its own search domains). Other names
+ * are not resolved here: plugins do no I/O, and a name's answer can change.
  */
 export function registryRefusal(registry: string, internal: readonly string[]): string | undefined {
   const host = hostOf(registry).replace(/\.$/, '');
-  if (NAMED_INTERNAL.has(host) || host.endsWith('.localhost'))
-    return `${host} names the node itself or its cloud's metadata service`;
   const literal = isIPv4(host) || isIPv6(host);
   if (!literal && NUMERIC_HOST.test(host)) return `${host} is a numeric host that resolvers read as an address`;
   if (!host.includes('.') && !host.includes(':'))
     return `${host} is a single-label name, which the node's resolver completes with the node's own search domains`;
-  if (!literal) return undefined;
+  if (!literal) return privateNameRefusal(host);
   const addr = parseCidr(host);
   const v4 = addr.family === 6 ? mappedV4(addr) : undefined;
   const blocks = [...ALWAYS_INTERNAL, ...internal.flatMap((c) => safeCidr(c))];

@@ -1,8 +1,6 @@
 import { isIP } from 'node:net';
+import { NUMERIC_HOST, privateNameRefusal } from '@virtualcluster-ts/plugin-sdk/network';
 import type { ServiceRefusal } from './policy.ts';
-
-/** A name whose labels are all numbers (decimal, octal or hex): resolvers read `127.1` or `0x7f.1` as an address. */
-const NUMERIC_NAME = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+)){0,3}$/;
 
 /**
  * CLUSTER_LABELS are labels that make a name one a cluster DNS server answers from the cluster's own records in any
@@ -12,17 +10,12 @@ const NUMERIC_NAME = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+)){0,3}$/;
 const CLUSTER_LABELS = new Set(['svc', 'pod']);
 
 /**
- * PRIVATE_SUFFIXES are DNS suffixes that only resolve inside a network: mDNS (`.local`), loopback (`.localhost`) and
- * the clouds' private zones (`metadata.google.internal`, `*.compute.internal`, `*.ec2.internal`).
- */
-const PRIVATE_SUFFIXES = ['local', 'localhost', 'internal', 'home.arpa'];
-
-/**
  * externalNameRefusal refuses an ExternalName Service whose target lies inside a cluster or is an address. In the super
  * cluster an ExternalName Service becomes a DNS alias that its proxies and ingress controllers follow from the
  * platform's network: a target such as `kubernetes.default.svc`, another tenant's `<service>.<namespace>.svc.<domain>`,
- * a Pod record spelling any address (`169-254-169-254.x.pod.<domain>`), a single label, a `.local`, `.localhost` or
- * `.internal` name or an address (including numeric forms such as `0x7f.1`) would make the super cluster reach what
+ * a Pod record spelling any address (`169-254-169-254.x.pod.<domain>`), a single label, a name only a hosts file or
+ * a private resolver answers (privateNameRefusal: `.local`, `.internal`...) or an address (including numeric forms
+ * such as `0x7f.1`) would make the super cluster reach what
  * the tenant cannot. The super copy is also written fully qualified (superExternalName), so no super-side resolver
  * completes a short name such as `kubernetes.default` with its search path. The tenant's own DNS still answers the
  * name inside the tenant; only the super copy is refused. Other types are not looked at.
@@ -39,14 +32,13 @@ export function externalNameRefusal(
       `spec.externalName "${name}" ${what}: the super cluster's proxies and ingress controllers would follow it from ` +
       `the platform's network; name a host outside the cluster`,
   });
-  if (isIP(name) || NUMERIC_NAME.test(name) || name.includes(':')) return why('is an address');
+  if (isIP(name) || NUMERIC_HOST.test(name) || name.includes(':')) return why('is an address');
   if (labels.length < 2) return why('is a single label, completed by the super namespace\u2019s DNS search path');
   const domain = clusterDomain.toLowerCase().replace(/\.$/, '');
   const under = (suffix: string) => name === suffix || name.endsWith(`.${suffix}`);
   if (labels.some((l) => CLUSTER_LABELS.has(l)) || under(domain)) return why('names a host inside the cluster');
-  const suffix = PRIVATE_SUFFIXES.find(under);
-  if (suffix) return why(`is under .${suffix}, which resolves only inside a network`);
-  return undefined;
+  const priv = privateNameRefusal(name);
+  return priv ? why(priv.slice(name.length + 1)) : undefined;
 }
 
 /**

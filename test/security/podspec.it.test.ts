@@ -119,6 +119,13 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
     ['a short address (127.1)', 'short', image('127.1:10250/x:1'), 'spec.containers[0].image'],
     ['a single-label name the node completes', 'label', image('registry:5000/x:1'), 'spec.containers[0].image'],
     [
+      "a name the node's hosts file maps to loopback",
+      'hostsfile',
+      image('localhost.localdomain:10250/x:1'),
+      'spec.containers[0].image',
+    ],
+    ["a cloud's private node name", 'private', image('ip-10-0-0-1.ec2.internal:5000/x:1'), 'spec.containers[0].image'],
+    [
       'the Service range in an init container',
       'init',
       { initContainers: [{ name: 'i', image: '10.96.0.1:443/x:1' }] },
