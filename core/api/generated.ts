@@ -720,6 +720,11 @@ export interface TenantPolicySpec {
        * refused. Defaults to 5.
        */
       max?: number;
+      /**
+       * The most ports one Service of this type may have (1 to 100): each port takes a node port on every node, from a
+       * range all tenants share, so this and max bound what one tenant holds of it. Defaults to 5.
+       */
+      maxPorts?: number;
     };
     /**
      * Services of type LoadBalancer. Whether tenant Services may have this type, and how many of them a tenant may have
@@ -733,6 +738,11 @@ export interface TenantPolicySpec {
        * refused. Defaults to 5.
        */
       max?: number;
+      /**
+       * The most ports one Service of this type may have (1 to 100): each port takes a node port on every node, from a
+       * range all tenants share, so this and max bound what one tenant holds of it. Defaults to 5.
+       */
+      maxPorts?: number;
       /**
        * Load balancer classes (spec.loadBalancerClass) tenant Services may name: each class is a controller of the
        * platform that hands out addresses, some of them from networks meant for the platform alone. A Service naming

@@ -86,6 +86,7 @@ export interface TenantPolicySpec {
 export interface ServiceTypePolicy {
   allowed?: boolean;
   max?: number;
+  maxPorts?: number;
 }
 
 /** LoadBalancerPolicy is spec.services.loadBalancer: a ServiceTypePolicy and the load balancer classes tenants may name. */
@@ -130,8 +131,8 @@ export const DEFAULT_POLICY = {
   nodesView: 'withPods',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
-  serviceNodePort: { allowed: false, max: 5 },
-  serviceLoadBalancer: { allowed: false, max: 5, classes: [] },
+  serviceNodePort: { allowed: false, max: 5, maxPorts: 5 },
+  serviceLoadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] },
   ingressHosts: [],
   ingressClasses: [],
   ingressAnnotations: [],

@@ -19,8 +19,8 @@ export const SYNCED_CONDITION = 'VCSynced';
  * schema's defaults (policy.test.ts holds them together).
  */
 export const DEFAULT_SERVICES_POLICY = {
-  nodePort: { allowed: false, max: 5 },
-  loadBalancer: { allowed: false, max: 5, classes: [] as readonly string[] },
+  nodePort: { allowed: false, max: 5, maxPorts: 5 },
+  loadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] as readonly string[] },
 } as const satisfies { nodePort: Required<ServiceTypeRule>; loadBalancer: Required<LoadBalancerRule> };
 
 /** CAPPED_TYPES are the Service types that take something shared from the super cluster: node ports, load balancers. */
@@ -65,6 +65,8 @@ export function checkServiceType(svc: KubeObject, ctx: PluginContext): ServiceRe
     return {
       message: `spec.type ${type} is not allowed by the tenant's policy (services.${key}.allowed); use ClusterIP or ask the platform administrator`,
     };
+  const tooMany = portRefusal(svc, type, rule);
+  if (tooMany) return tooMany;
 
   const tenantKey = ctx.tenant.key;
   const mineInSuper = (ns: string, name: string): KubeObject | undefined => {
@@ -73,8 +75,14 @@ export function checkServiceType(svc: KubeObject, ctx: PluginContext): ServiceRe
   };
   const candidates = ctx.tenantCache
     .list(R.services)
-    // a Service refused for its class takes no place: it gets no super copy whatever its rank
-    .filter((s) => typeOf(s) === type && !s.metadata?.deletionTimestamp && !checkLoadBalancerClass(s, ctx))
+    // a Service refused for its class or its ports takes no place: it gets no super copy whatever its rank
+    .filter(
+      (s) =>
+        typeOf(s) === type &&
+        !s.metadata?.deletionTimestamp &&
+        !checkLoadBalancerClass(s, ctx) &&
+        !portRefusal(s, type, rule),
+    )
     .map((s) => {
       const ns = s.metadata?.namespace ?? '';
       const name = s.metadata?.name ?? '';
@@ -124,5 +132,22 @@ export function checkLoadBalancerClass(svc: KubeObject, ctx: PluginContext): Ser
     message:
       `spec.loadBalancerClass "${String(cls)}" is not allowed by the tenant's policy (services.loadBalancer.classes: ` +
       `${classes.join(', ') || 'none'}); leave it out for the super cluster's default load balancer`,
+  };
+}
+
+/**
+ * portRefusal refuses a Service of a capped type with more ports than the rule's maxPorts. Each port takes a node port
+ * on every node from the range all tenants share (a LoadBalancer's too, unless it sets allocateLoadBalancerNodePorts
+ * false): the count cap alone would let `max` Services of many ports each hold the whole range.
+ */
+function portRefusal(svc: KubeObject, type: CappedType, rule: Required<ServiceTypeRule>): ServiceRefusal | undefined {
+  const spec = (svc as { spec?: { ports?: unknown[]; allocateLoadBalancerNodePorts?: unknown } }).spec;
+  const none = type === 'LoadBalancer' && spec?.allocateLoadBalancerNodePorts === false;
+  const ports = none ? 0 : (spec?.ports?.length ?? 0);
+  if (ports <= rule.maxPorts) return undefined;
+  return {
+    message:
+      `spec.ports: ${ports} ports, each a node port on every node; the tenant's policy allows at most ` +
+      `${rule.maxPorts} per Service of type ${type} (services.${CAPPED_TYPES[type]}.maxPorts)`,
   };
 }

@@ -355,6 +355,18 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     });
   });
 
+  it('refuses a NodePort Service with more ports than its policy allows one Service', async () => {
+    await attempts.attempt(
+      'NodePort Service with 6 ports (maxPorts 5): node ports are shared by all tenants',
+      async () => {
+        // The count cap alone would let one tenant's few Services hold the whole node port range of every node.
+        const ports = [1, 2, 3, 4, 5, 6].map((i) => ({ name: `p${i}`, port: 8000 + i }));
+        await a.create(R.services, { ...service('np-wide', 'NodePort'), spec: { type: 'NodePort', ports } } as Service);
+        return serviceRefused(a, snsA, 'np-wide', 'spec.ports: 6 ports');
+      },
+    );
+  });
+
   it("changed nothing of the other tenant's super objects, and counts every attempt refused", async () => {
     expect(await superOfB()).toEqual(superOfBBefore);
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
@@ -363,6 +375,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 18, refused 18, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 19, refused 19, succeeded 0');
   });
 });

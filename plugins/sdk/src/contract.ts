@@ -434,6 +434,8 @@ export interface ServiceTypeRule {
   readonly allowed?: boolean;
   /** the most Services of this type the tenant may have across all its namespaces */
   readonly max?: number;
+  /** the most ports one Service of this type may have: each takes a node port on every node */
+  readonly maxPorts?: number;
 }
 
 /** ServicesPolicyView is what the tenant's policy decides for its Services. */
