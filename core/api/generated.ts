@@ -610,6 +610,14 @@ export interface TenantPolicySpec {
      */
     preloadedImages?: string[];
     /**
+     * Registry hosts tenant images may name at all: host or host:port as image references write them, *.example.com for
+     * every host under example.com, * for every host (the default); an image without a registry host is from docker.io.
+     * A list without * also closes what the check of internal hosts cannot: a public name that resolves to an internal
+     * address (127.0.0.1.nip.io). Hosts in internalRegistries and images in preloadedImages are allowed whatever this
+     * says. Defaults to *.
+     */
+    registries?: string[];
+    /**
      * Registry hosts inside the platform that tenant images may name (host or host:port, as image references write
      * them, e.g. 10.0.0.5:5000). Every other image whose registry is the node itself (localhost, loopback), an address
      * in the internal ranges (network.internalCIDRs), the cloud metadata service, a numeric host a resolver reads as an

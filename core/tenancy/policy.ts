@@ -54,6 +54,7 @@ export interface TenantPolicySpec {
     hostAccess?: boolean;
     volumeTypes?: string[];
     preloadedImages?: string[];
+    registries?: string[];
     internalRegistries?: string[];
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
@@ -122,6 +123,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: false,
   podVolumeTypes: [],
   podPreloadedImages: [],
+  podRegistries: ['*'],
   podInternalRegistries: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
@@ -180,6 +182,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
   podPreloadedImages: readonly string[];
+  podRegistries: readonly string[];
   podInternalRegistries: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
@@ -262,6 +265,8 @@ export interface EffectiveSettings {
     volumeTypes: string[];
     /** images tenant containers run from the node's image store instead of pulling them */
     preloadedImages: string[];
+    /** registry hosts tenant images may name at all (pods.registries; `*` any) */
+    registries: string[];
     /** registry hosts inside the platform that tenant images may name (pods.internalRegistries) */
     internalRegistries: string[];
     nodeLabelKeys: string[];
@@ -477,6 +482,7 @@ export function evaluatePolicy(
             ...(defaults.podsPreloadedImages ?? []),
           ]),
         ],
+        registries: [...(p.pods?.registries ?? DEFAULT_POLICY.podRegistries)],
         internalRegistries: [...(p.pods?.internalRegistries ?? DEFAULT_POLICY.podInternalRegistries)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),

@@ -77,6 +77,20 @@ const safeCidr = (c: string): Cidr[] => {
   }
 };
 
+/** DOCKER_HUB is the registry host of an image reference that names none. */
+const DOCKER_HUB = 'docker.io';
+
+/**
+ * registryListed tells whether a registry (`host` or `host:port`) is in a pods.registries list: `*` is every host,
+ * `*.example.com` every host under example.com (with any port), anything else that host or host:port exactly.
+ */
+export function registryListed(registry: string, listed: readonly string[]): boolean {
+  const host = hostOf(registry);
+  return listed.some((p) =>
+    p === '*' ? true : p.startsWith('*.') ? host.endsWith(p.slice(1)) : p === registry || p === host,
+  );
+}
+
 /** ImageField is one image reference of a Pod spec and the field that holds it. */
 export interface ImageField {
   field: string;
@@ -105,7 +119,9 @@ export function imageFields(spec: PodSpec): ImageField[] {
  * checkImage refuses an image the node would pull from a registry host inside the platform (registryRefusal):
  * the node's container runtime connects there as the node, so a tenant image could make it send requests to the node's
  * own ports, the super cluster's Services and control plane, or the cloud metadata service, and read the answers back
- * in pull errors. Hosts in the policy's `pods.internalRegistries` and images in `pods.preloadedImages` are allowed.
+ * in pull errors. Hosts in the policy's `pods.internalRegistries` and images in `pods.preloadedImages` are allowed. A
+ * registry not in `pods.registries` (default `*`, every host) is refused too: a list of the platform's registries
+ * also closes what registryRefusal cannot see, a public name that resolves to an internal address.
  */
 export function checkImage(
   f: ImageField,
@@ -114,17 +130,24 @@ export function checkImage(
 ): PodRefusal | undefined {
   const pods = tenant.pods;
   if (pods?.preloadedImages?.includes(f.image)) return undefined;
-  const registry = registryOf(f.image);
-  if (!registry) return undefined;
+  const registry = registryOf(f.image) ?? DOCKER_HUB;
   const allowed = pods?.internalRegistries ?? DEFAULT_PODS_POLICY.internalRegistries;
   if (allowed.includes(registry)) return undefined;
   const why = registryRefusal(registry, internalCIDRs(tenant));
-  if (!why) return undefined;
+  if (why)
+    return {
+      field: f.field,
+      message:
+        `${f.field} "${f.image}": registry ${why}; the node would connect there to pull it. Not allowed by ` +
+        `${policyName} (pods.internalRegistries: ${allowed.join(', ') || 'none'})`,
+    };
+  const listed = pods?.registries ?? DEFAULT_PODS_POLICY.registries;
+  if (registryListed(registry, listed)) return undefined;
   return {
     field: f.field,
     message:
-      `${f.field} "${f.image}": registry ${why}; the node would connect there to pull it. Not allowed by ` +
-      `${policyName} (pods.internalRegistries: ${allowed.join(', ') || 'none'})`,
+      `${f.field} "${f.image}": registry ${registry} is not one ${policyName} lets images name ` +
+      `(pods.registries: ${listed.join(', ') || 'none'})`,
   };
 }
 

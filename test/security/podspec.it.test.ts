@@ -78,6 +78,8 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
     a = await cp.client();
     tenant = tenantFor(cp, 'team-img', 'img', '33333333-cccc-4ccc-8ccc-0000000000c3', {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+      // the platform's registries: a public name that resolves inward is refused by the list, not by its address
+      pods: { registries: ['docker.io', 'ghcr.io'] },
       quota: {
         resourceQuota: {},
         limitRange: [],
@@ -149,6 +151,17 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
       const reason = await refused(name, field);
       expect(reason).toContain('pods.internalRegistries');
       expect(await superPod(name)).toBeNull();
+      return reason;
+    });
+  });
+
+  it('refuses a public name that resolves to loopback: it is not one of the registries the policy lists', async () => {
+    await attempts.attempt('image registry: a public wildcard-DNS name for 127.0.0.1', async () => {
+      // 127.0.0.1.nip.io answers 127.0.0.1 from the public DNS: no check of the name itself can see that.
+      await a.create(R.pods, pod('wildcard', image('r.127.0.0.1.nip.io:10250/x:1')));
+      const reason = await refused('wildcard', 'spec.containers[0].image');
+      expect(reason).toContain('pods.registries: docker.io, ghcr.io');
+      expect(await superPod('wildcard')).toBeNull();
       return reason;
     });
   });

@@ -392,6 +392,11 @@ export interface PodsPolicyView {
    */
   readonly preloadedImages?: readonly string[];
   /**
+   * registry hosts tenant images may name at all: `host` or `host:port`, `*.example.com` every host under it, `*` every
+   * host; an image without a registry host is from docker.io
+   */
+  readonly registries?: readonly string[];
+  /**
    * registry hosts (`host` or `host:port`, as image references write them) tenant images may name although they lie
    * inside the platform: the node itself, the internal ranges, single-label names; every other such host is refused
    */
