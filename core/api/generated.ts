@@ -610,6 +610,14 @@ export interface TenantPolicySpec {
      */
     preloadedImages?: string[];
     /**
+     * Registry hosts tenant images may name at all: host or host:port as image references write them, *.example.com for
+     * every host under example.com, * for every host (the default); an image without a registry host is from docker.io.
+     * A list without * also closes what the check of internal hosts cannot: a public name that resolves to an internal
+     * address (127.0.0.1.nip.io). Hosts in internalRegistries and images in preloadedImages are allowed whatever this
+     * says. Defaults to *.
+     */
+    registries?: string[];
+    /**
      * Registry hosts inside the platform that tenant images may name (host or host:port, as image references write
      * them, e.g. 10.0.0.5:5000). Every other image whose registry is the node itself (localhost, loopback), an address
      * in the internal ranges (network.internalCIDRs), the cloud metadata service, a numeric host a resolver reads as an
@@ -720,6 +728,11 @@ export interface TenantPolicySpec {
        * refused. Defaults to 5.
        */
       max?: number;
+      /**
+       * The most ports one Service of this type may have (1 to 100): each port takes a node port on every node, from a
+       * range all tenants share, so this and max bound what one tenant holds of it. Defaults to 5.
+       */
+      maxPorts?: number;
     };
     /**
      * Services of type LoadBalancer. Whether tenant Services may have this type, and how many of them a tenant may have
@@ -733,6 +746,17 @@ export interface TenantPolicySpec {
        * refused. Defaults to 5.
        */
       max?: number;
+      /**
+       * The most ports one Service of this type may have (1 to 100): each port takes a node port on every node, from a
+       * range all tenants share, so this and max bound what one tenant holds of it. Defaults to 5.
+       */
+      maxPorts?: number;
+      /**
+       * Load balancer classes (spec.loadBalancerClass) tenant Services may name: each class is a controller of the
+       * platform that hands out addresses, some of them from networks meant for the platform alone. A Service naming
+       * none gets the super cluster's default load balancer; one naming another class is not synced. Defaults to none.
+       */
+      classes?: string[];
     };
   };
   /**

@@ -480,6 +480,39 @@ describe('planKey', () => {
     ]);
   });
 
+  it("lifts no tenant key the super acts on, whatever transparentMetaPrefixes a VirtualCluster's author sets", () => {
+    // transparentMetaPrefixes is the author's to set: it names super keys to carry up, never tenant keys to carry down.
+    const author = testTenant({
+      transparentMetaPrefixes: ['tenancy.x-k8s.io/', 'node-role.kubernetes.io/', 'pod-security.kubernetes.io/', 'a'],
+    });
+    const forged = tenantCM({ a: '2' });
+    forged.metadata!.labels = {
+      [LABEL.cluster]: other.key,
+      'node-role.kubernetes.io/control-plane': '',
+      'pod-security.kubernetes.io/enforce': 'privileged',
+      'topology.kubernetes.io/zone': 'z9',
+    };
+    forged.metadata!.annotations = { [ANN.cluster]: other.key, [ANN.uid]: 'forged-uid' };
+    for (const supers of [
+      [superNamespaceObj(author)],
+      [superNamespaceObj(author), superCM({ a: '1' }, provenance(author, 'default', 'app', 'cm-uid'))],
+    ]) {
+      const ctx = testContext({
+        tenant: author,
+        tenantCache: new MapCache([[R.configmaps, [forged]]]),
+        superCache: new MapCache([
+          [R.namespaces, supers.slice(0, 1)],
+          [R.configmaps, supers.slice(1)],
+        ]),
+      });
+      const [step] = planKey(noMutators, configmaps, ctx, cmKey).steps;
+      const written = JSON.stringify(step);
+      expect(step?.op).toBe(supers.length === 1 ? 'createSuper' : 'patchSuper');
+      for (const bad of [other.key, 'forged-uid', 'node-role', 'pod-security', 'topology.kubernetes.io'])
+        expect(written).not.toContain(bad);
+    }
+  });
+
   it('guards every patch with the resourceVersion of the object it read', () => {
     const ctx = testContext({
       tenant,

@@ -54,6 +54,7 @@ export interface TenantPolicySpec {
     hostAccess?: boolean;
     volumeTypes?: string[];
     preloadedImages?: string[];
+    registries?: string[];
     internalRegistries?: string[];
     nodeLabelKeys?: string[];
     forced?: ForcedPlacementView;
@@ -65,7 +66,7 @@ export interface TenantPolicySpec {
   nodes?: { view?: NodesView };
   copiedMetadata?: CopiedMetadataView;
   network?: { internalCIDRs?: string[] };
-  services?: { nodePort?: ServiceTypePolicy; loadBalancer?: ServiceTypePolicy };
+  services?: { nodePort?: ServiceTypePolicy; loadBalancer?: LoadBalancerPolicy };
   ingresses?: { hosts?: string[]; classes?: string[]; annotations?: string[] };
   endpoints?: { allowedCIDRs?: string[] };
   quota?: {
@@ -86,6 +87,12 @@ export interface TenantPolicySpec {
 export interface ServiceTypePolicy {
   allowed?: boolean;
   max?: number;
+  maxPorts?: number;
+}
+
+/** LoadBalancerPolicy is spec.services.loadBalancer: a ServiceTypePolicy and the load balancer classes tenants may name. */
+export interface LoadBalancerPolicy extends ServiceTypePolicy {
+  classes?: string[];
 }
 
 /** TenantPolicy is the cluster-scoped, platform-owned object a VirtualCluster names in spec.policyName. */
@@ -116,6 +123,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: false,
   podVolumeTypes: [],
   podPreloadedImages: [],
+  podRegistries: ['*'],
   podInternalRegistries: [],
   podNodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   runtimeClassHandlers: ['runc'],
@@ -125,8 +133,8 @@ export const DEFAULT_POLICY = {
   nodesView: 'withPods',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
-  serviceNodePort: { allowed: false, max: 5 },
-  serviceLoadBalancer: { allowed: false, max: 5 },
+  serviceNodePort: { allowed: false, max: 5, maxPorts: 5 },
+  serviceLoadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] },
   ingressHosts: [],
   ingressClasses: [],
   ingressAnnotations: [],
@@ -174,6 +182,7 @@ export const DEFAULT_POLICY = {
   podHostAccess: boolean;
   podVolumeTypes: readonly string[];
   podPreloadedImages: readonly string[];
+  podRegistries: readonly string[];
   podInternalRegistries: readonly string[];
   podNodeLabelKeys: readonly string[];
   runtimeClassHandlers: readonly string[];
@@ -184,7 +193,7 @@ export const DEFAULT_POLICY = {
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
   serviceNodePort: Required<ServiceTypePolicy>;
-  serviceLoadBalancer: Required<ServiceTypePolicy>;
+  serviceLoadBalancer: Required<LoadBalancerPolicy>;
   ingressHosts: readonly string[];
   ingressClasses: readonly string[];
   ingressAnnotations: readonly string[];
@@ -256,6 +265,8 @@ export interface EffectiveSettings {
     volumeTypes: string[];
     /** images tenant containers run from the node's image store instead of pulling them */
     preloadedImages: string[];
+    /** registry hosts tenant images may name at all (pods.registries; `*` any) */
+    registries: string[];
     /** registry hosts inside the platform that tenant images may name (pods.internalRegistries) */
     internalRegistries: string[];
     nodeLabelKeys: string[];
@@ -277,7 +288,7 @@ export interface EffectiveSettings {
   /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
   network: { internalCIDRs: string[] };
   /** which Service types beyond ClusterIP and ExternalName the tenant may have, and how many (the services plugin) */
-  services: { nodePort: Required<ServiceTypePolicy>; loadBalancer: Required<ServiceTypePolicy> };
+  services: { nodePort: Required<ServiceTypePolicy>; loadBalancer: Required<LoadBalancerPolicy> };
   /** the hosts, classes and annotation keys tenant Ingresses may use (the ingresses plugin) */
   ingresses: { hosts: string[]; classes: string[]; annotations: string[] };
   /** where Endpoints of selectorless tenant Services may point besides the tenant's own Pods (the endpoints plugin) */
@@ -471,6 +482,7 @@ export function evaluatePolicy(
             ...(defaults.podsPreloadedImages ?? []),
           ]),
         ],
+        registries: [...(p.pods?.registries ?? DEFAULT_POLICY.podRegistries)],
         internalRegistries: [...(p.pods?.internalRegistries ?? DEFAULT_POLICY.podInternalRegistries)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),

@@ -130,6 +130,27 @@ const rctx: RouteContext = {
   tenantOfNamespace: () => undefined,
 };
 
+describe('customresourcedefinitions against a tenant that edits its copy', () => {
+  it('puts back strategy None and the super versions over a conversion webhook and a schema the tenant wrote', () => {
+    // The tenant apiserver would call the webhook (from where it runs) on every read of a widget, the syncer's too.
+    const edited: CustomResourceDefinition = {
+      ...tenantCrd,
+      spec: {
+        ...tenantCrd.spec,
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }],
+        conversion: {
+          strategy: 'Webhook',
+          webhook: { clientConfig: { url: 'https://10.96.0.1:443/convert' }, conversionReviewVersions: ['v1'] },
+        },
+      },
+    };
+    const got = customresourcedefinitionsPlugin.toTenant(publicCrd(), edited);
+    expect(got.object?.spec?.conversion).toEqual({ strategy: 'None' });
+    expect(got.object?.spec?.versions).toEqual(publicCrd().spec?.versions);
+    expect(JSON.stringify(got.object)).not.toContain('10.96.0.1');
+  });
+});
+
 describe('customresourcedefinitions route', () => {
   it.each([
     {

@@ -4,7 +4,7 @@ import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
 import { ANN } from '../../core/names/names.ts';
 import { R } from '../../core/kube/resources.ts';
 import { MapCache, testContext } from '../../core/plugins/testing.ts';
-import { checkImages, imageFields, registryOf, registryRefusal } from './images.ts';
+import { checkImage, checkImages, imageFields, registryListed, registryOf, registryRefusal } from './images.ts';
 import { podsPlugin } from './index.ts';
 
 describe('registryOf', () => {
@@ -50,6 +50,12 @@ describe('registryRefusal', () => {
     '127.1:5000',
     '0177.0.0.1:5000',
     '10.1',
+    'localhost.localdomain:5000',
+    'localhost6.localdomain6',
+    'ip-10-0-0-1.ec2.internal:5000',
+    'registry.corp',
+    'printer.local:5000',
+    'nas.home.arpa',
   ];
   it.each(refused)('refuses %s', (r) => expect(registryRefusal(r, SUPER_INTERNAL_CIDRS)).toBeDefined());
 
@@ -151,5 +157,43 @@ describe('pods plugin: images from internal registries', () => {
     const got = podsPlugin.toSuper!(tenantPod('ghcr.io/x/y:2'), structuredClone(superPod), ctx);
     expect(got.skip).toBeUndefined();
     expect(got.object?.spec?.containers[0]?.image).toBe('ghcr.io/x/y:2');
+  });
+});
+
+describe('registryListed', () => {
+  it.each([
+    ['docker.io', ['*'], true],
+    ['docker.io', ['docker.io', 'ghcr.io'], true],
+    ['registry.example.com:5000', ['registry.example.com'], true],
+    ['registry.example.com:5000', ['registry.example.com:5000'], true],
+    ['registry.example.com', ['registry.example.com:5000'], false],
+    ['eu.registry.example.com', ['*.example.com'], true],
+    ['example.com', ['*.example.com'], false],
+    ['evilexample.com', ['*.example.com'], false],
+    ['127.0.0.1.nip.io', ['docker.io', '*.example.com'], false],
+    ['docker.io', [], false],
+  ])('%s in %j: %s', (registry, listed, want) => expect(registryListed(registry, listed)).toBe(want));
+});
+
+describe('checkImage under pods.registries', () => {
+  const tenant = (registries: string[], internalRegistries: string[] = []) => ({
+    pods: { registries, internalRegistries },
+    network: { internalCIDRs: [...SUPER_INTERNAL_CIDRS] },
+  });
+  it.each([
+    ['a public name resolving inward, with a list', 'n.127.0.0.1.nip.io/x:1', tenant(['docker.io']), true],
+    ['a Docker Hub image without a registry, docker.io listed', 'nginx:1', tenant(['docker.io']), false],
+    ['a Docker Hub image without a registry, docker.io not listed', 'nginx:1', tenant(['ghcr.io']), true],
+    [
+      'an internal registry the policy names, not in the list',
+      '10.0.0.5:5000/x:1',
+      tenant(['docker.io'], ['10.0.0.5:5000']),
+      false,
+    ],
+    ['a public name under the default list', 'n.127.0.0.1.nip.io/x:1', tenant(['*']), false],
+  ])('%s', (_what, image, t, refused) => {
+    const r = checkImage({ field: 'spec.containers[0].image', image }, t);
+    expect(r !== undefined).toBe(refused);
+    if (r && image.startsWith('n.')) expect(r.message).toContain('pods.registries: docker.io');
   });
 });

@@ -1,6 +1,13 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { TenantView } from '@virtualcluster-ts/plugin-sdk';
-import { cidrContains, type Cidr, internalCIDRs, parseCidr } from '@virtualcluster-ts/plugin-sdk/network';
+import {
+  cidrContains,
+  type Cidr,
+  internalCIDRs,
+  NUMERIC_HOST,
+  parseCidr,
+  privateNameRefusal,
+} from '@virtualcluster-ts/plugin-sdk/network';
 import { DEFAULT_PODS_POLICY, type PodRefusal, type PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 
 /**
@@ -8,9 +15,6 @@ import { DEFAULT_PODS_POLICY, type PodRefusal, type PodSpec } from '@virtualclus
  * the node itself (loopback, "this network"), link-local (the cloud metadata address), IPv4-mapped and NAT64 forms.
  */
 const ALWAYS_INTERNAL = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '::/128', '::1/128', 'fe80::/10'].map(parseCidr);
-
-/** NAMED_INTERNAL are host names that always mean the node itself or its cloud's metadata service. */
-const NAMED_INTERNAL = new Set(['localhost', 'metadata.google.internal', 'instance-data', 'metadata']);
 
 /**
  * registryOf returns the registry host of an image reference as the node's runtime reads it (containerd and
@@ -35,9 +39,6 @@ function hostOf(registry: string): string {
   return colon < 0 ? registry : registry.slice(0, colon);
 }
 
-/** A host made only of numbers (decimal, octal or hex) in one to four parts: resolvers read `127.1` or `2130706433` as addresses. */
-const NUMERIC_HOST = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+)){0,3}\.?$/;
-
 /** mappedV4 returns the IPv4 address an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) address carries. */
 function mappedV4(c: Cidr): Cidr | undefined {
   const high = c.addr >> 32n;
@@ -48,19 +49,18 @@ function mappedV4(c: Cidr): Cidr | undefined {
 /**
  * registryRefusal tells why a registry host is one a tenant image may not name, or undefined when it may: a host
  * the node reaches on itself or inside the super cluster's internal ranges, by address (IPv4, IPv6, the mapped and
- * NAT64 forms, numeric forms a resolver reads as addresses) or by a name that always means the node or its cloud's
- * metadata service (`localhost`, `*.localhost`, a single-label name, which the node's resolver completes with its
- * own search domains). Other names are not resolved here: plugins do no I/O, and a name's answer can change.
+ * NAT64 forms, numeric forms a resolver reads as addresses) or by a name only the node or a private resolver answers
+ * (privateNameRefusal: `localhost.localdomain`, `*.localhost`, `*.internal` such as the cloud's metadata name,
+ * `*.local`...; and a single-label name, which the node's resolver completes with its own search domains). Other names
+ * are not resolved here: plugins do no I/O, and a name's answer can change.
  */
 export function registryRefusal(registry: string, internal: readonly string[]): string | undefined {
   const host = hostOf(registry).replace(/\.$/, '');
-  if (NAMED_INTERNAL.has(host) || host.endsWith('.localhost'))
-    return `${host} names the node itself or its cloud's metadata service`;
   const literal = isIPv4(host) || isIPv6(host);
   if (!literal && NUMERIC_HOST.test(host)) return `${host} is a numeric host that resolvers read as an address`;
   if (!host.includes('.') && !host.includes(':'))
     return `${host} is a single-label name, which the node's resolver completes with the node's own search domains`;
-  if (!literal) return undefined;
+  if (!literal) return privateNameRefusal(host);
   const addr = parseCidr(host);
   const v4 = addr.family === 6 ? mappedV4(addr) : undefined;
   const blocks = [...ALWAYS_INTERNAL, ...internal.flatMap((c) => safeCidr(c))];
@@ -76,6 +76,20 @@ const safeCidr = (c: string): Cidr[] => {
     return [];
   }
 };
+
+/** DOCKER_HUB is the registry host of an image reference that names none. */
+const DOCKER_HUB = 'docker.io';
+
+/**
+ * registryListed tells whether a registry (`host` or `host:port`) is in a pods.registries list: `*` is every host,
+ * `*.example.com` every host under example.com (with any port), anything else that host or host:port exactly.
+ */
+export function registryListed(registry: string, listed: readonly string[]): boolean {
+  const host = hostOf(registry);
+  return listed.some((p) =>
+    p === '*' ? true : p.startsWith('*.') ? host.endsWith(p.slice(1)) : p === registry || p === host,
+  );
+}
 
 /** ImageField is one image reference of a Pod spec and the field that holds it. */
 export interface ImageField {
@@ -105,7 +119,9 @@ export function imageFields(spec: PodSpec): ImageField[] {
  * checkImage refuses an image the node would pull from a registry host inside the platform (registryRefusal):
  * the node's container runtime connects there as the node, so a tenant image could make it send requests to the node's
  * own ports, the super cluster's Services and control plane, or the cloud metadata service, and read the answers back
- * in pull errors. Hosts in the policy's `pods.internalRegistries` and images in `pods.preloadedImages` are allowed.
+ * in pull errors. Hosts in the policy's `pods.internalRegistries` and images in `pods.preloadedImages` are allowed. A
+ * registry not in `pods.registries` (default `*`, every host) is refused too: a list of the platform's registries
+ * also closes what registryRefusal cannot see, a public name that resolves to an internal address.
  */
 export function checkImage(
   f: ImageField,
@@ -114,17 +130,24 @@ export function checkImage(
 ): PodRefusal | undefined {
   const pods = tenant.pods;
   if (pods?.preloadedImages?.includes(f.image)) return undefined;
-  const registry = registryOf(f.image);
-  if (!registry) return undefined;
+  const registry = registryOf(f.image) ?? DOCKER_HUB;
   const allowed = pods?.internalRegistries ?? DEFAULT_PODS_POLICY.internalRegistries;
   if (allowed.includes(registry)) return undefined;
   const why = registryRefusal(registry, internalCIDRs(tenant));
-  if (!why) return undefined;
+  if (why)
+    return {
+      field: f.field,
+      message:
+        `${f.field} "${f.image}": registry ${why}; the node would connect there to pull it. Not allowed by ` +
+        `${policyName} (pods.internalRegistries: ${allowed.join(', ') || 'none'})`,
+    };
+  const listed = pods?.registries ?? DEFAULT_PODS_POLICY.registries;
+  if (registryListed(registry, listed)) return undefined;
   return {
     field: f.field,
     message:
-      `${f.field} "${f.image}": registry ${why}; the node would connect there to pull it. Not allowed by ` +
-      `${policyName} (pods.internalRegistries: ${allowed.join(', ') || 'none'})`,
+      `${f.field} "${f.image}": registry ${registry} is not one ${policyName} lets images name ` +
+      `(pods.registries: ${listed.join(', ') || 'none'})`,
   };
 }
 

@@ -164,6 +164,7 @@ describe('checkPodPolicy', () => {
       hostAccess: DEFAULT_POLICY.podHostAccess,
       volumeTypes: DEFAULT_POLICY.podVolumeTypes,
       preloadedImages: DEFAULT_POLICY.podPreloadedImages,
+      registries: DEFAULT_POLICY.podRegistries,
       internalRegistries: DEFAULT_POLICY.podInternalRegistries,
       nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
       forced: DEFAULT_POLICY.podForced,

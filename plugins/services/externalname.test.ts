@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { externalNameRefusal } from './externalname.ts';
+import { externalNameRefusal, superExternalName } from './externalname.ts';
 
 const cases: Array<[string, string | undefined, boolean]> = [
   ['an external host', 'db.example.com', false],
@@ -13,6 +13,16 @@ const cases: Array<[string, string | undefined, boolean]> = [
   ['an IPv6 address', 'fd00::1', true],
   ['a .local name', 'printer.local', true],
   ['no name at all', undefined, true],
+  ['the super apiserver by a short name a search path completes', 'kubernetes.default', false],
+  ['a Pod record spelling the metadata address, in another cluster domain', '169-254-169-254.x.pod.k8s.example', true],
+  ["a Service record in the super's cluster domain, whatever it is", 'web.other.svc.k8s.example', true],
+  ['loopback in two numeric labels', '127.1', true],
+  ['loopback in hex labels', '0x7f.0x1', true],
+  ['a .localhost name', 'api.localhost', true],
+  ["the cloud's metadata name", 'metadata.google.internal', true],
+  ["a cloud's private zone", 'ip-10-0-0-1.ec2.internal', true],
+  ['a home network name', 'nas.home.arpa', true],
+  ['a host whose label only contains pod', 'podcasts.example.com', false],
 ];
 
 describe('externalNameRefusal', () => {
@@ -30,5 +40,17 @@ describe('externalNameRefusal', () => {
     expect(
       externalNameRefusal({ type: 'ExternalName', externalName: 'x.corp.internal' }, 'corp.internal'),
     ).toBeDefined();
+  });
+});
+
+describe('superExternalName', () => {
+  it.each([
+    ['kubernetes.default', 'kubernetes.default.'],
+    ['db.example.com', 'db.example.com.'],
+    ['db.example.com.', 'db.example.com.'],
+    ['', ''],
+    [undefined, undefined],
+  ])('%s becomes %s: no super-side search path applies to it', (given, want) => {
+    expect(superExternalName(given)).toBe(want);
   });
 });

@@ -1,12 +1,23 @@
 import { isIP } from 'node:net';
+import { NUMERIC_HOST, privateNameRefusal } from '@virtualcluster-ts/plugin-sdk/network';
 import type { ServiceRefusal } from './policy.ts';
+
+/**
+ * CLUSTER_LABELS are labels that make a name one a cluster DNS server answers from the cluster's own records in any
+ * cluster domain: `<service>.<namespace>.svc.<domain>` and `<a-b-c-d>.<namespace>.pod.<domain>`, which CoreDNS's
+ * `pods insecure` (the kubeadm default) answers with whatever address the name spells.
+ */
+const CLUSTER_LABELS = new Set(['svc', 'pod']);
 
 /**
  * externalNameRefusal refuses an ExternalName Service whose target lies inside a cluster or is an address. In the super
  * cluster an ExternalName Service becomes a DNS alias that its proxies and ingress controllers follow from the
  * platform's network: a target such as `kubernetes.default.svc`, another tenant's `<service>.<namespace>.svc.<domain>`,
- * a single label (completed by the super namespace's search path), a `.local` name or an IP literal (the node's
- * metadata address) would make the super cluster reach what the tenant cannot. The tenant's own DNS still answers the
+ * a Pod record spelling any address (`169-254-169-254.x.pod.<domain>`), a single label, a name only a hosts file or
+ * a private resolver answers (privateNameRefusal: `.local`, `.internal`...) or an address (including numeric forms
+ * such as `0x7f.1`) would make the super cluster reach what
+ * the tenant cannot. The super copy is also written fully qualified (superExternalName), so no super-side resolver
+ * completes a short name such as `kubernetes.default` with its search path. The tenant's own DNS still answers the
  * name inside the tenant; only the super copy is refused. Other types are not looked at.
  */
 export function externalNameRefusal(
@@ -21,10 +32,21 @@ export function externalNameRefusal(
       `spec.externalName "${name}" ${what}: the super cluster's proxies and ingress controllers would follow it from ` +
       `the platform's network; name a host outside the cluster`,
   });
-  if (isIP(name) || /^[0-9.]+$/.test(name) || name.includes(':')) return why('is an address');
+  if (isIP(name) || NUMERIC_HOST.test(name) || name.includes(':')) return why('is an address');
   if (labels.length < 2) return why('is a single label, completed by the super namespace\u2019s DNS search path');
   const domain = clusterDomain.toLowerCase().replace(/\.$/, '');
-  if (labels.includes('svc') || name.endsWith('.local') || name === domain || name.endsWith(`.${domain}`))
-    return why('names a host inside the cluster');
-  return undefined;
+  const under = (suffix: string) => name === suffix || name.endsWith(`.${suffix}`);
+  if (labels.some((l) => CLUSTER_LABELS.has(l)) || under(domain)) return why('names a host inside the cluster');
+  const priv = privateNameRefusal(name);
+  return priv ? why(priv.slice(name.length + 1)) : undefined;
+}
+
+/**
+ * superExternalName is the externalName the super copy carries: the tenant's, fully qualified (with a trailing dot,
+ * which the apiserver accepts), so that a super-side resolver never tries it under its own search domains
+ * (`kubernetes.default` would otherwise become `kubernetes.default.svc.cluster.local`, the super apiserver).
+ */
+export function superExternalName(externalName: unknown): unknown {
+  if (typeof externalName !== 'string' || externalName === '' || externalName.endsWith('.')) return externalName;
+  return `${externalName}.`;
 }

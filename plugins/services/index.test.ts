@@ -243,7 +243,7 @@ const down: DownCase[] = [
     },
   },
   {
-    name: 'update -> ExternalName: cluster IPs and families dropped, externalName set',
+    name: 'update -> ExternalName: cluster IPs and families dropped, externalName set fully qualified',
     tenant: tenantSvc({ type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' }),
     super: superSvc({ type: 'ClusterIP', ports: [http], ...mirrored }),
     want: {
@@ -252,7 +252,7 @@ const down: DownCase[] = [
         kind: 'Service',
         metadata: { ...superServerMeta, labels: { app: 'web' } },
         ...superStatus,
-        spec: { type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' },
+        spec: { type: 'ExternalName', externalName: 'db.example.com.', sessionAffinity: 'None' },
       },
     },
   },
@@ -382,7 +382,7 @@ const down: DownCase[] = [
 describe('services toSuper', () => {
   it.each(down)('$name', (c) => {
     // These rows are about the transform; the policy rows are in policy.test.ts and below.
-    const services = { nodePort: { allowed: true }, loadBalancer: { allowed: true } };
+    const services = { nodePort: { allowed: true }, loadBalancer: { allowed: true, classes: ['example.com/lb'] } };
     const ctx = testContext({ tenant: testTenant({ opaqueMetaPrefixes: c.opaque ?? [], services }) });
     expect(
       servicesPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx),
@@ -604,6 +604,21 @@ describe('services toSuper under the services policy', () => {
     expect(d.object).toBeNull();
     expect(d.skip).toBeUndefined();
     expect(d.effects?.map((e) => e.type)).toEqual(['event', 'tenantCondition']);
+  });
+
+  it.each([
+    ['a class the policy does not list', ['example.com/lb'], 'internal.example.com/lb', true],
+    ['any class under the default policy (none listed)', undefined, 'example.com/lb', true],
+    ['a class the policy lists', ['example.com/lb'], 'example.com/lb', false],
+    ['no class: the super default load balancer', [], undefined, false],
+  ])('loadBalancerClass: %s', (_what, classes, loadBalancerClass, refused) => {
+    const tenant = testTenant({ services: { loadBalancer: { allowed: true, ...(classes && { classes }) } } });
+    const lb = tenantSvc(tenantSpec({ type: 'LoadBalancer', ...(loadBalancerClass && { loadBalancerClass }) }));
+    const d = servicesPlugin.toSuper(lb, undefined, testContext({ tenant }));
+    if (!refused) return expect(d.object?.spec?.loadBalancerClass).toBe(loadBalancerClass);
+    expect(d.object).toBeNull();
+    expect(d.skip?.message).toContain(`spec.loadBalancerClass "${loadBalancerClass}" is not allowed`);
+    expect(d.skip?.message).toContain('services.loadBalancer.classes');
   });
 
   it('retries a Service refused by the count cap, as a place may free up', () => {

@@ -13,11 +13,18 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
-import { externalNameRefusal } from './externalname.ts';
-import { checkServiceType, SERVICE_POLICY_VIOLATION, type ServiceRefusal, SYNCED_CONDITION } from './policy.ts';
+import { externalNameRefusal, superExternalName } from './externalname.ts';
+import {
+  checkLoadBalancerClass,
+  checkServiceType,
+  SERVICE_POLICY_VIOLATION,
+  type ServiceRefusal,
+  SYNCED_CONDITION,
+} from './policy.ts';
 
 export {
   CAPPED_TYPES,
+  checkLoadBalancerClass,
   checkServiceType,
   DEFAULT_SERVICES_POLICY,
   ruleFor,
@@ -158,7 +165,10 @@ function syncedAgain(tenantObj: Service): Effect[] {
 
 function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
   const tm = tenantObj.metadata ?? {};
-  const refusal = externalNameRefusal(tenantObj.spec, ctx.tenant.clusterDomain) ?? checkServiceType(tenantObj, ctx);
+  const refusal =
+    externalNameRefusal(tenantObj.spec, ctx.tenant.clusterDomain) ??
+    checkLoadBalancerClass(tenantObj, ctx) ??
+    checkServiceType(tenantObj, ctx);
   if (refusal) return refuse(tenantObj, superObj, refusal);
   const ts = tenantObj.spec ?? {};
   const tenantIP = ts.clusterIP;
@@ -187,7 +197,9 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
       spec.clusterIP = HEADLESS;
       spec.clusterIPs = [HEADLESS];
     }
-  } else if (ts.type === 'ExternalName') {
+  }
+  if (ts.type === 'ExternalName') spec.externalName = superExternalName(ts.externalName);
+  if (superObj && ts.type === 'ExternalName') {
     delete spec.clusterIP;
     delete spec.clusterIPs;
     delete spec.ipFamilies;

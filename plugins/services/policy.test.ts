@@ -126,6 +126,38 @@ const cases: Array<[string, KubeObject, KubeObject[], KubeObject[], ServicesPoli
     { ...allowNP(1), loadBalancer: { allowed: true } },
   ],
   [
+    'LoadBalancer: an earlier Service refused for its class takes no place under the cap',
+    svc('b', 'LoadBalancer', T2),
+    [{ ...svc('a', 'LoadBalancer', T1), spec: { type: 'LoadBalancer', loadBalancerClass: 'internal.example.com/lb' } }],
+    [],
+    { loadBalancer: { allowed: true, max: 1 } },
+  ],
+  [
+    'NodePort with more ports than maxPorts: each port is a node port of every node',
+    { ...svc('many', 'NodePort', T1), spec: { type: 'NodePort', ports: [1, 2, 3].map((port) => ({ port })) } },
+    [],
+    [],
+    { nodePort: { allowed: true, maxPorts: 2 } },
+    'spec.ports: 3 ports',
+  ],
+  [
+    'LoadBalancer with many ports but no node ports (allocateLoadBalancerNodePorts false)',
+    {
+      ...svc('many', 'LoadBalancer', T1),
+      spec: { type: 'LoadBalancer', allocateLoadBalancerNodePorts: false, ports: [1, 2, 3].map((port) => ({ port })) },
+    },
+    [],
+    [],
+    { loadBalancer: { allowed: true, maxPorts: 2 } },
+  ],
+  [
+    'NodePort: an earlier Service refused for its ports takes no place under the cap',
+    svc('b', 'NodePort', T2),
+    [{ ...svc('a', 'NodePort', T1), spec: { type: 'NodePort', ports: [1, 2, 3].map((port) => ({ port })) } }],
+    [],
+    { nodePort: { allowed: true, max: 1, maxPorts: 2 } },
+  ],
+  [
     'NodePort: equal creation times rank by namespace and name',
     svc('b', 'NodePort', T1),
     [svc('a', 'NodePort', T1)],

@@ -1,5 +1,6 @@
 import {
   type KubeObject,
+  type LoadBalancerRule,
   type PluginContext,
   provenanceOf,
   R,
@@ -13,13 +14,14 @@ export const SERVICE_POLICY_VIOLATION = 'ServicePolicyViolation';
 export const SYNCED_CONDITION = 'VCSynced';
 
 /**
- * DEFAULT_SERVICES_POLICY is the built-in services policy: neither NodePort nor LoadBalancer Services, and at most 5
- * of each once a policy allows them. It equals the TenantPolicy schema's defaults (policy.test.ts holds them together).
+ * DEFAULT_SERVICES_POLICY is the built-in services policy: neither NodePort nor LoadBalancer Services, at most 5
+ * of each once a policy allows them, and no load balancer class but the super's default. It equals the TenantPolicy
+ * schema's defaults (policy.test.ts holds them together).
  */
 export const DEFAULT_SERVICES_POLICY = {
-  nodePort: { allowed: false, max: 5 },
-  loadBalancer: { allowed: false, max: 5 },
-} as const satisfies Record<keyof ServicesPolicyView, Required<ServiceTypeRule>>;
+  nodePort: { allowed: false, max: 5, maxPorts: 5 },
+  loadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] as readonly string[] },
+} as const satisfies { nodePort: Required<ServiceTypeRule>; loadBalancer: Required<LoadBalancerRule> };
 
 /** CAPPED_TYPES are the Service types that take something shared from the super cluster: node ports, load balancers. */
 export const CAPPED_TYPES = { NodePort: 'nodePort', LoadBalancer: 'loadBalancer' } as const;
@@ -63,6 +65,8 @@ export function checkServiceType(svc: KubeObject, ctx: PluginContext): ServiceRe
     return {
       message: `spec.type ${type} is not allowed by the tenant's policy (services.${key}.allowed); use ClusterIP or ask the platform administrator`,
     };
+  const tooMany = portRefusal(svc, type, rule);
+  if (tooMany) return tooMany;
 
   const tenantKey = ctx.tenant.key;
   const mineInSuper = (ns: string, name: string): KubeObject | undefined => {
@@ -71,7 +75,14 @@ export function checkServiceType(svc: KubeObject, ctx: PluginContext): ServiceRe
   };
   const candidates = ctx.tenantCache
     .list(R.services)
-    .filter((s) => typeOf(s) === type && !s.metadata?.deletionTimestamp)
+    // a Service refused for its class or its ports takes no place: it gets no super copy whatever its rank
+    .filter(
+      (s) =>
+        typeOf(s) === type &&
+        !s.metadata?.deletionTimestamp &&
+        !checkLoadBalancerClass(s, ctx) &&
+        !portRefusal(s, type, rule),
+    )
     .map((s) => {
       const ns = s.metadata?.namespace ?? '';
       const name = s.metadata?.name ?? '';
@@ -102,5 +113,41 @@ export function checkServiceType(svc: KubeObject, ctx: PluginContext): ServiceRe
       `type ${type} (services.${key}.max) and earlier ones take them; delete one or use ClusterIP`,
     requeueAfterMs: CAP_RETRY_MS,
     overCap: true,
+  };
+}
+
+/**
+ * checkLoadBalancerClass refuses a Service whose spec.loadBalancerClass is not in the policy's
+ * services.loadBalancer.classes. A class picks the controller that gives the Service its address, and a platform may
+ * run one that hands out addresses on a network meant for itself (an internal load balancer, a pool of the nodes'
+ * own network): only the classes the platform lists are the tenant's to choose. A Service naming no class gets the
+ * super cluster's default load balancer, as the type rule allows.
+ */
+export function checkLoadBalancerClass(svc: KubeObject, ctx: PluginContext): ServiceRefusal | undefined {
+  const cls = (svc as { spec?: { loadBalancerClass?: unknown } }).spec?.loadBalancerClass;
+  if (cls === undefined || cls === null) return undefined;
+  const classes = ctx.tenant.services?.loadBalancer?.classes ?? DEFAULT_SERVICES_POLICY.loadBalancer.classes;
+  if (typeof cls === 'string' && classes.includes(cls)) return undefined;
+  return {
+    message:
+      `spec.loadBalancerClass "${String(cls)}" is not allowed by the tenant's policy (services.loadBalancer.classes: ` +
+      `${classes.join(', ') || 'none'}); leave it out for the super cluster's default load balancer`,
+  };
+}
+
+/**
+ * portRefusal refuses a Service of a capped type with more ports than the rule's maxPorts. Each port takes a node port
+ * on every node from the range all tenants share (a LoadBalancer's too, unless it sets allocateLoadBalancerNodePorts
+ * false): the count cap alone would let `max` Services of many ports each hold the whole range.
+ */
+function portRefusal(svc: KubeObject, type: CappedType, rule: Required<ServiceTypeRule>): ServiceRefusal | undefined {
+  const spec = (svc as { spec?: { ports?: unknown[]; allocateLoadBalancerNodePorts?: unknown } }).spec;
+  const none = type === 'LoadBalancer' && spec?.allocateLoadBalancerNodePorts === false;
+  const ports = none ? 0 : (spec?.ports?.length ?? 0);
+  if (ports <= rule.maxPorts) return undefined;
+  return {
+    message:
+      `spec.ports: ${ports} ports, each a node port on every node; the tenant's policy allows at most ` +
+      `${rule.maxPorts} per Service of type ${type} (services.${CAPPED_TYPES[type]}.maxPorts)`,
   };
 }

@@ -80,6 +80,8 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
     a = await cp.client();
     tenant = tenantFor(cp, 'team-img', 'img', randomUUID(), {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+      // the platform's registries: a public name that resolves inward is refused by the list, not by its address
+      pods: { registries: ['docker.io', 'ghcr.io'] },
       quota: {
         resourceQuota: {},
         limitRange: [],
@@ -121,6 +123,13 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
     ['a short address (127.1)', 'short', image('127.1:10250/x:1'), 'spec.containers[0].image'],
     ['a single-label name the node completes', 'label', image('registry:5000/x:1'), 'spec.containers[0].image'],
     [
+      "a name the node's hosts file maps to loopback",
+      'hostsfile',
+      image('localhost.localdomain:10250/x:1'),
+      'spec.containers[0].image',
+    ],
+    ["a cloud's private node name", 'private', image('ip-10-0-0-1.ec2.internal:5000/x:1'), 'spec.containers[0].image'],
+    [
       'the Service range in an init container',
       'init',
       { initContainers: [{ name: 'i', image: '10.96.0.1:443/x:1' }] },
@@ -144,6 +153,17 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
       const reason = await refused(name, field);
       expect(reason).toContain('pods.internalRegistries');
       expect(await superPod(name)).toBeNull();
+      return reason;
+    });
+  });
+
+  it('refuses a public name that resolves to loopback: it is not one of the registries the policy lists', async () => {
+    await attempts.attempt('image registry: a public wildcard-DNS name for 127.0.0.1', async () => {
+      // 127.0.0.1.nip.io answers 127.0.0.1 from the public DNS: no check of the name itself can see that.
+      await a.create(R.pods, pod('wildcard', image('r.127.0.0.1.nip.io:10250/x:1')));
+      const reason = await refused('wildcard', 'spec.containers[0].image');
+      expect(reason).toContain('pods.registries: docker.io, ghcr.io');
+      expect(await superPod('wildcard')).toBeNull();
       return reason;
     });
   });

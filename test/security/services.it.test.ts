@@ -1,7 +1,7 @@
 /**
  * Hostile tenant Services, Ingresses and Endpoints (issue 12, Services and network): a tenant with cluster-admin on
  * its own apiserver tries to take shared things of the super cluster through the objects the syncer copies: node
- * ports and load balancers beyond its policy, another tenant's Ingress host, controller snippets, and Endpoints that
+ * ports and load balancers beyond its policy or of a class it was not given, another tenant's Ingress host, controller snippets, and Endpoints that
  * route a Service to another tenant's Pod or to the super apiserver. Each attempt must leave the super cluster without
  * it and give the tenant a reason it can read (an event, and a VCSynced condition on Services). Runs the real syncer
  * against a real local super cluster and two tenant control planes.
@@ -307,6 +307,9 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     ['the super apiserver', 'to-apiserver', 'kubernetes.default.svc.cluster.local'],
     ["the other tenant's Service by its super name", 'to-other', 'web.SNS_A.svc.cluster.local'],
     ['the node metadata address', 'to-metadata', '169.254.169.254'],
+    ['a Pod record spelling the metadata address', 'to-podrecord', '169-254-169-254.default.pod.cluster.local'],
+    ['loopback in numeric labels', 'to-numeric', '0x7f.1'],
+    ["the cloud's metadata name", 'to-metadata-name', 'metadata.google.internal'],
   ])('refuses an ExternalName Service aliasing %s, with a reason on the Service', async (what, name, target) => {
     await attempts.attempt(`ExternalName Service aliasing ${what}`, async () => {
       const externalName = target.replace('SNS_A', snsA);
@@ -320,6 +323,52 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     });
   });
 
+  it('writes an ExternalName fully qualified in the super, so no super-side search path makes a short name inward', async () => {
+    await attempts.attempt('ExternalName Service aliasing the super apiserver by a short name', async () => {
+      await a.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'to-short', namespace: 'default' },
+        spec: { type: 'ExternalName', externalName: 'kubernetes.default' },
+      });
+      // An ingress controller or proxy in the super resolves the alias with its own resolv.conf (ndots 5): without the
+      // trailing dot `kubernetes.default` would be tried as kubernetes.default.svc.cluster.local, the super apiserver.
+      const copy = await eventually(() =>
+        t.client.get<Service & { spec?: { externalName?: string } }>(R.services, snsA, 'to-short'),
+      );
+      expect(copy.spec?.externalName).toBe('kubernetes.default.');
+      expect(
+        (await a.get<Service & { spec?: { externalName?: string } }>(R.services, 'default', 'to-short')).spec
+          ?.externalName,
+      ).toBe('kubernetes.default');
+      return 'the super copy names kubernetes.default. (absolute: no search domain is appended)';
+    });
+  });
+
+  it('refuses a LoadBalancer Service naming a load balancer class its policy does not list', async () => {
+    await attempts.attempt('LoadBalancer Service choosing an internal load balancer class', async () => {
+      // A class picks the controller that gives the Service its address: one handing out the platform's own network
+      // would put the tenant's Pods on it. Tenant A may have LoadBalancer Services, but lists no class.
+      await a.create(R.services, {
+        ...service('lb-internal', 'LoadBalancer'),
+        spec: { ...service('lb-internal', 'LoadBalancer').spec, loadBalancerClass: 'internal.example.com/lb' },
+      } as Service);
+      return serviceRefused(a, snsA, 'lb-internal', 'spec.loadBalancerClass "internal.example.com/lb" is not allowed');
+    });
+  });
+
+  it('refuses a NodePort Service with more ports than its policy allows one Service', async () => {
+    await attempts.attempt(
+      'NodePort Service with 6 ports (maxPorts 5): node ports are shared by all tenants',
+      async () => {
+        // The count cap alone would let one tenant's few Services hold the whole node port range of every node.
+        const ports = [1, 2, 3, 4, 5, 6].map((i) => ({ name: `p${i}`, port: 8000 + i }));
+        await a.create(R.services, { ...service('np-wide', 'NodePort'), spec: { type: 'NodePort', ports } } as Service);
+        return serviceRefused(a, snsA, 'np-wide', 'spec.ports: 6 ports');
+      },
+    );
+  });
+
   it("changed nothing of the other tenant's super objects, and counts every attempt refused", async () => {
     expect(await superOfB()).toEqual(superOfBBefore);
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
@@ -328,6 +377,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 19, refused 19, succeeded 0');
   });
 });

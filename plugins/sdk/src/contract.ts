@@ -392,6 +392,11 @@ export interface PodsPolicyView {
    */
   readonly preloadedImages?: readonly string[];
   /**
+   * registry hosts tenant images may name at all: `host` or `host:port`, `*.example.com` every host under it, `*` every
+   * host; an image without a registry host is from docker.io
+   */
+  readonly registries?: readonly string[];
+  /**
    * registry hosts (`host` or `host:port`, as image references write them) tenant images may name although they lie
    * inside the platform: the node itself, the internal ranges, single-label names; every other such host is refused
    */
@@ -434,12 +439,20 @@ export interface ServiceTypeRule {
   readonly allowed?: boolean;
   /** the most Services of this type the tenant may have across all its namespaces */
   readonly max?: number;
+  /** the most ports one Service of this type may have: each takes a node port on every node */
+  readonly maxPorts?: number;
 }
 
 /** ServicesPolicyView is what the tenant's policy decides for its Services. */
 export interface ServicesPolicyView {
   readonly nodePort?: ServiceTypeRule;
-  readonly loadBalancer?: ServiceTypeRule;
+  readonly loadBalancer?: LoadBalancerRule;
+}
+
+/** LoadBalancerRule is the rule for LoadBalancer Services: a ServiceTypeRule and the classes they may name. */
+export interface LoadBalancerRule extends ServiceTypeRule {
+  /** load balancer classes tenant Services may name in spec.loadBalancerClass (one naming none gets the super's default) */
+  readonly classes?: readonly string[];
 }
 
 /** IngressesPolicyView is what the tenant's policy decides for its Ingresses. */

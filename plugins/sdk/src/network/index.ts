@@ -6,3 +6,4 @@
 export * from './types.ts';
 export * from './cidr.ts';
 export * from './isolation.ts';
+export * from './hosts.ts';

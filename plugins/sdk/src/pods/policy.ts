@@ -40,8 +40,8 @@ const volumeRisk = (t: (typeof RESTRICTED_VOLUME_TYPES)[number]): string =>
 
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
- * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image, no
- * internal registry, service account tokens shared per ServiceAccount, no per-node share of Pods.
+ * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image, every
+ * registry host outside the platform but no internal registry, service account tokens shared per ServiceAccount, no per-node share of Pods.
  */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
@@ -51,6 +51,7 @@ export const DEFAULT_PODS_POLICY = {
   hostAccess: false,
   volumeTypes: [],
   preloadedImages: [],
+  registries: ['*'],
   internalRegistries: [],
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   forced: {},
