@@ -2,7 +2,8 @@
  * Tenant Pods on the real node (issue 13): a tenant Deployment runs as a real container under the embedded
  * TenantPolicy, and the tenant's kubectl logs, exec, attach and port-forward reach it through its apiserver, the
  * vn-agent of the embedded default (its own kubelet identity, every certificate verified) and the real kubelet.
- * Hostile: one tenant cannot reach another tenant's container on the same node through the agent.
+ * Hostile: one tenant cannot reach another tenant's container on the same node through the agent. Usage (issue 35):
+ * each tenant reads /stats/summary and /metrics/resource of its vNode with its own Pods only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -368,6 +369,75 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       expect(files).not.toContain(superPod.metadata!.uid!);
       return `the container reads ${files.replace(/\n/g, ' ')}`;
     });
+  });
+
+  /** usageOf reads a vNode's usage endpoint through a tenant's apiserver (nodes/proxy), as kubectl and HPAs do. */
+  const usageOf = async (cp: LocalControlPlane, path: string): Promise<string> => {
+    const r = await kubectl(cp, ['get', '--raw', `/api/v1/nodes/${t.sc.realNodes[0]!.name}/proxy${path}`]);
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout;
+  };
+
+  it("usage through the vn-agent: /stats/summary shows each tenant its own Pods under tenant names, not the other's", async () => {
+    const uidOf = async (c: KubeClient, name: string) => (await c.get<Pod>(R.pods, 'default', name)).metadata!.uid!;
+    const b = await cpB.client();
+    interface Summary {
+      node: { nodeName: string; cpu?: { usageNanoCores?: number }; fs?: unknown; systemContainers?: unknown };
+      pods: Array<{ podRef: { namespace: string; name: string; uid: string }; cpu?: { usageNanoCores?: number } }>;
+    }
+    const summaryOf = (cp: LocalControlPlane, want: string[]) =>
+      eventually(
+        async () => {
+          const s = JSON.parse(await usageOf(cp, '/stats/summary')) as Summary;
+          expect(s.pods.map((p) => p.podRef.name).sort()).toEqual(want);
+          expect(s.pods.every((p) => p.cpu?.usageNanoCores !== undefined)).toBe(true);
+          return s;
+        },
+        90_000,
+        1000,
+      );
+    const sa = await summaryOf(cpA, ['printer', web].sort());
+    expect(sa.pods.map((p) => p.podRef.namespace)).toEqual(['default', 'default']);
+    for (const p of sa.pods) expect(p.podRef.uid).toBe(await uidOf(a, p.podRef.name));
+    expect(sa.node.nodeName).toBe(t.sc.realNodes[0]!.name);
+    expect(sa.node.fs).toBeUndefined();
+    expect(sa.node.systemContainers).toBeUndefined();
+    // the node's CPU is the tenant's share: the sum over its own Pods, never the machine's
+    expect(sa.node.cpu?.usageNanoCores).toBe(sa.pods.reduce((x, p) => x + (p.cpu?.usageNanoCores ?? 0), 0));
+    const sb = await summaryOf(cpB, ['ticker']);
+    expect(sb.pods[0]!.podRef).toEqual({ namespace: 'default', name: 'ticker', uid: await uidOf(b, 'ticker') });
+    const text = JSON.stringify(sa);
+    expect(text).not.toContain('ticker');
+    expect(text).not.toContain(superNamespace(tenantA.key, 'default'));
+    expect(text).not.toContain('kube-system');
+  });
+
+  it("usage through the vn-agent: /metrics/resource has only the asking tenant's series, node totals scaled to them", async () => {
+    const podSeries = /^pod_cpu_usage_seconds_total\{namespace="([^"]*)",pod="([^"]*)"\} (\S+)/gm;
+    const text = await eventually(
+      async () => {
+        const x = await usageOf(cpA, '/metrics/resource');
+        expect([...x.matchAll(podSeries)].map((m) => m[2]).sort()).toEqual(['printer', web].sort());
+        return x;
+      },
+      90_000,
+      1000,
+    );
+    const pods = [...text.matchAll(podSeries)];
+    expect(pods.map((m) => m[1])).toEqual(['default', 'default']);
+    const node = /^node_cpu_usage_seconds_total (\S+)/m.exec(text);
+    expect(Number(node?.[1])).toBeCloseTo(
+      pods.reduce((x, m) => x + Number(m[3]), 0),
+      9,
+    );
+    expect(text).toMatch(/^container_memory_working_set_bytes\{container="c",namespace="default",pod="printer"\} /m);
+    expect(text).not.toMatch(/ticker|kube-system|container_fs|process_/);
+    expect(text).not.toContain(superNamespace(tenantA.key, 'default'));
+    // B reads its own, and other kubelet paths stay refused
+    expect(await usageOf(cpB, '/metrics/resource')).toMatch(/pod="ticker"/);
+    const certA = pki(cpA, 'kubelet-client');
+    for (const path of ['/metrics/cadvisor', '/metrics', '/stats/', '/pods'])
+      expect(await direct(path, certA)).toMatchObject({ status: 403 });
   });
 
   it("tenant A cannot read or exec into tenant B's Pod on the same node through the agent", async () => {
