@@ -371,12 +371,20 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     });
   });
 
-  /** usageOf reads a vNode's usage endpoint through a tenant's apiserver (nodes/proxy), as kubectl and HPAs do. */
+  /**
+   * usageOf reads a usage endpoint of the vn-agent as a tenant's apiserver (and the tenant's metrics-server with that
+   * certificate) does. Not through `kubectl get --raw /api/v1/nodes/N/proxy/...`: the apiserver refuses to proxy to a
+   * loopback address ("address not allowed"), and under `vc up` the vNodes advertise the agent on 127.0.0.1.
+   */
   const usageOf = async (cp: LocalControlPlane, path: string): Promise<string> => {
-    const r = await kubectl(cp, ['get', '--raw', `/api/v1/nodes/${t.sc.realNodes[0]!.name}/proxy${path}`]);
-    expect(r.code, r.stderr).toBe(0);
-    return r.stdout;
+    const r = await direct(path, pki(cp, 'kubelet-client'));
+    expect(r.status, r.body).toBe(200);
+    return r.body;
   };
+
+  /** webPod is the name of tenant A's Deployment Pod (read here: these tests may run alone, -t usage). */
+  const webPod = async (): Promise<string> =>
+    (await a.list<Pod>(R.pods, { namespace: 'default', labelSelector: 'app=web' })).items[0]!.metadata!.name!;
 
   it("usage through the vn-agent: /stats/summary shows each tenant its own Pods under tenant names, not the other's", async () => {
     const uidOf = async (c: KubeClient, name: string) => (await c.get<Pod>(R.pods, 'default', name)).metadata!.uid!;
@@ -396,7 +404,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
         90_000,
         1000,
       );
-    const sa = await summaryOf(cpA, ['printer', web].sort());
+    const sa = await summaryOf(cpA, ['printer', await webPod()].sort());
     expect(sa.pods.map((p) => p.podRef.namespace)).toEqual(['default', 'default']);
     for (const p of sa.pods) expect(p.podRef.uid).toBe(await uidOf(a, p.podRef.name));
     expect(sa.node.nodeName).toBe(t.sc.realNodes[0]!.name);
@@ -413,6 +421,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
   });
 
   it("usage through the vn-agent: /metrics/resource has only the asking tenant's series, node totals scaled to them", async () => {
+    const web = await webPod();
     const podSeries = /^pod_cpu_usage_seconds_total\{namespace="([^"]*)",pod="([^"]*)"\} (\S+)/gm;
     const text = await eventually(
       async () => {
