@@ -3,7 +3,8 @@
  * TenantPolicy, and the tenant's kubectl logs, exec, attach and port-forward reach it through its apiserver, the
  * vn-agent of the embedded default (its own kubelet identity, every certificate verified) and the real kubelet.
  * Hostile: one tenant cannot reach another tenant's container on the same node through the agent. Usage (issue 35):
- * each tenant reads /stats/summary and /metrics/resource of its vNode with its own Pods only.
+ * each tenant reads /stats/summary and /metrics/resource of its vNode with its own Pods only, and `vc top` shows the
+ * platform each tenant's usage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -47,6 +48,23 @@ interface Run {
 }
 
 const children = new Set<ChildProcess>();
+
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+
+/** vcCli runs the vc CLI as a user would, to its end. */
+async function vcCli(args: string[]): Promise<Run> {
+  const child = spawn(process.execPath, [vcBin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('close', () => children.delete(child));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const [code] = (await once(child, 'close')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
 
 /** start runs the real kubectl against a tenant's apiserver, collecting its output. */
 function start(cp: LocalControlPlane, args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
@@ -447,6 +465,39 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     const certA = pki(cpA, 'kubelet-client');
     for (const path of ['/metrics/cadvisor', '/metrics', '/stats/', '/pods'])
       expect(await direct(path, certA)).toMatchObject({ status: 403 });
+  });
+
+  it('vc top shows each tenant its Pods, CPU and memory in use and requested, from the real kubelet', async () => {
+    interface Row {
+      tenant: string;
+      pods: number;
+      cpuNanoCores?: number;
+      memoryWorkingSetBytes?: number;
+    }
+    const rows = await eventually(
+      async () => {
+        const r = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath, '-o', 'json']);
+        expect(r.code, r.stderr).toBe(0);
+        const x = JSON.parse(r.stdout) as Row[];
+        const mine = x.find((row) => row.tenant === tenantA.key);
+        expect(mine?.memoryWorkingSetBytes).toBeGreaterThan(0);
+        return x;
+      },
+      90_000,
+      1000,
+    );
+    const rowA = rows.find((row) => row.tenant === tenantA.key)!;
+    const rowB = rows.find((row) => row.tenant === tenantB.key)!;
+    const live = async (c: KubeClient) =>
+      (await c.list<Pod>(R.pods, { namespace: 'default' })).items.filter(
+        (p) => !['Succeeded', 'Failed'].includes(p.status?.phase ?? ''),
+      ).length;
+    expect(rowA.pods).toBe(await live(a));
+    expect(rowB).toMatchObject({ pods: await live(await cpB.client()) });
+    expect(rowB.cpuNanoCores).toBeDefined();
+    const text = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath]);
+    expect(text.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s+CPU\(cores\)\s+MEMORY\(bytes\)/);
+    expect(text.stdout).toContain(tenantA.key);
   });
 
   it("tenant A cannot read or exec into tenant B's Pod on the same node through the agent", async () => {
