@@ -3,7 +3,7 @@ import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import { provenanceOf, rootNamespace } from '../../names/names.ts';
-import { tenantUsage, topRow, TOP_HEAD, type TenantUsage, type UsagePod } from '../../tenancy/usage.ts';
+import { tenantUsage, topRow, TOP_HEAD, type TenantUsage, type UsagePod } from '../../syncer/tenantusage.ts';
 import { isSimulatedNode } from '../../vnagent/simulated.ts';
 import type { SuperNode } from '../../vnagent/superview.ts';
 import { addClusterOptions, clusterClient } from './kubeconfig.ts';

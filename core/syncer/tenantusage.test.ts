@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { registry } from '../metrics/registry.ts';
 import { stampOwnership } from '../names/names.ts';
-import { cores, mebibytes, tenantUsage, topRow, type UsagePod } from './usage.ts';
+import { watchCaches } from './metrics.ts';
+import { cores, mebibytes, tenantUsage, topRow, type UsagePod } from './tenantusage.ts';
 
 /** pod builds a super Pod stamped for `tenant` (null: not stamped) with container requests. */
 function pod(
@@ -92,5 +94,44 @@ describe('tenantUsage', () => {
       [{ pods: [stats('a-default', 'web', 'u-web', 12_000_000, 34 * 1024 * 1024)] }],
     );
     expect(topRow(row!)).toEqual(['a', '-', '1', '12m', '34Mi', '250m', '128Mi']);
+  });
+});
+
+describe('per-tenant usage gauges', () => {
+  it("read each syncer's cached super Pods at scrape time: Pods and requests per super cluster and tenant", async () => {
+    const pods = [
+      pod('a', 'web', [{ cpu: '100m', memory: '64Mi' }, { cpu: '0.5' }]),
+      pod('a', 'done', [{ cpu: '4' }], { phase: 'Failed' }),
+      pod('b', 'web', [{ memory: '1Gi' }]),
+      pod(null, 'platform', [{ cpu: '8' }]),
+    ];
+    const stop = watchCaches({
+      superCluster: 's1',
+      cachesSynced: () => ({ super: true, tenants: [] }),
+      superPods: () => pods,
+    });
+    try {
+      const text = (
+        await Promise.all(
+          ['vc_tenant_pods', 'vc_tenant_cpu_requests_cores', 'vc_tenant_memory_requests_bytes'].map((m) =>
+            registry.getSingleMetricAsString(m),
+          ),
+        )
+      ).join('\n');
+      const lines = text.split('\n').filter((l) => l.startsWith('vc_tenant_'));
+      expect(lines.sort()).toEqual(
+        [
+          'vc_tenant_pods{super_cluster="s1",tenant="a"} 1',
+          'vc_tenant_pods{super_cluster="s1",tenant="b"} 1',
+          'vc_tenant_cpu_requests_cores{super_cluster="s1",tenant="a"} 0.6',
+          'vc_tenant_cpu_requests_cores{super_cluster="s1",tenant="b"} 0',
+          `vc_tenant_memory_requests_bytes{super_cluster="s1",tenant="a"} ${64 * 1024 * 1024}`,
+          `vc_tenant_memory_requests_bytes{super_cluster="s1",tenant="b"} ${1024 * 1024 * 1024}`,
+        ].sort(),
+      );
+    } finally {
+      stop();
+    }
+    expect(await registry.getSingleMetricAsString('vc_tenant_pods')).not.toMatch(/tenant="a"/);
   });
 });
