@@ -400,10 +400,13 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     return r.body;
   };
 
-  /** runningPods lists a tenant's Running Pods as namespace/name, sorted (earlier tests add Pods: read them now). */
+  /**
+   * runningPods lists a tenant's Pods Running on the real node as namespace/name, sorted (earlier tests add Pods: read
+   * them now; simulated nodes report no usage).
+   */
   const runningPods = async (c: KubeClient): Promise<string[]> =>
     (await c.list<Pod>(R.pods)).items
-      .filter((p) => p.status?.phase === 'Running')
+      .filter((p) => p.status?.phase === 'Running' && p.spec.nodeName === t.sc.realNodes[0]!.name)
       .map((p) => `${p.metadata!.namespace}/${p.metadata!.name}`)
       .sort();
 
