@@ -1,7 +1,8 @@
 import { pluginErrorsTotal } from '../plugins/failures.ts';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { type KubeClient, WriteFencedError } from '../kube/client.ts';
+import { type KubeClient, type KubeObject, WriteFencedError } from '../kube/client.ts';
 import { registry } from '../metrics/registry.ts';
+import { tenantUsage, type TenantUsage, type UsagePod } from './tenantusage.ts';
 
 /** QueueDepthSource is anything that reports the keys waiting and the keys being processed per tenant (a syncer). */
 export interface QueueDepthSource {
@@ -26,6 +27,8 @@ export interface CacheSource {
   /** the super cluster it serves, for the super_cluster label */
   readonly superCluster: string;
   cachesSynced(): { super: boolean; tenants: Array<[string, boolean]> };
+  /** the super Pods the syncer has cached (its own, stamped ones), for the per-tenant usage gauges */
+  superPods?(): readonly KubeObject[];
 }
 
 const cacheSources = new Set<CacheSource>();
@@ -89,6 +92,28 @@ export interface Write {
  */
 export const TENANT_BOUND =
   "Bounded: one series per tenant this process syncs (and per value of the other labels); a removed tenant's series are dropped.";
+
+/**
+ * usageGauge is a per-tenant usage gauge for chargeback (issue 35 §4), read from each syncer's cached super Pods at
+ * scrape time (core/syncer/tenantusage.ts tenantUsage: only Pods the syncer stamped for the tenant count).
+ */
+function usageGauge(name: string, what: string, value: (u: TenantUsage) => number): Gauge {
+  return new Gauge({
+    name,
+    help: `${what}, per super cluster and tenant (only tenants with such Pods). ${TENANT_BOUND}`,
+    labelNames: ['super_cluster', 'tenant'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of cacheSources) {
+        const pods = s.superPods?.();
+        if (!pods) continue;
+        for (const u of tenantUsage(pods as UsagePod[], []))
+          this.set({ super_cluster: s.superCluster, tenant: u.tenant }, value(u));
+      }
+    },
+  });
+}
 
 /** syncerMetrics are the syncer's Prometheus series, registered once on the process registry. */
 export const syncerMetrics = {
@@ -156,6 +181,17 @@ export const syncerMetrics = {
       }
     },
   }),
+  tenantPods: usageGauge('vc_tenant_pods', 'Live super Pods (neither Succeeded nor Failed)', (u) => u.pods),
+  tenantCpuRequests: usageGauge(
+    'vc_tenant_cpu_requests_cores',
+    "CPU the live super Pods' containers request, in cores",
+    (u) => Number(u.cpuRequests) / 1000,
+  ),
+  tenantMemoryRequests: usageGauge(
+    'vc_tenant_memory_requests_bytes',
+    "Memory the live super Pods' containers request, in bytes",
+    (u) => Number(u.memoryRequests / 1000n),
+  ),
   timeouts: new Counter({
     name: 'vc_syncer_tenant_request_timeouts_total',
     help: `Requests to a tenant apiserver that got no answer within syncer.tenantRequestTimeoutSeconds, per tenant and plugin. ${TENANT_BOUND}`,

@@ -320,6 +320,10 @@ export class Syncer {
   }
 
   /** cachesSynced reports whether the super caches and those of every tenant the registry reports have synced. */
+  superPods(): readonly KubeObject[] {
+    return this.superInformers.get(R.pods.resource)?.list() ?? [];
+  }
+
   cachesSynced(): { super: boolean; tenants: Array<[string, boolean]> } {
     return {
       super: this.superInformers.size > 0 && [...this.superInformers.values()].every((i) => i.hasSynced()),

@@ -109,6 +109,7 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     ready: () => true,
     pod: (ns, name) => Promise.resolve(pods.get(`${ns}/${name}`)),
     node: (name) => Promise.resolve(nodes.get(name)),
+    cachedPods: () => [...pods.values()],
   };
 
   const addNode = (name: string, port: number) =>
@@ -379,8 +380,20 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(await request('/containerLogs/default/planted/c', kubeletA)).toMatchObject({ status: 403 });
   });
 
-  it('serves only the kubelet streaming endpoints, with their methods', async () => {
-    for (const p of ['/pods', '/metrics', '/stats/summary', '/healthz', '/configz', '/logs/', '/']) {
+  it('serves only the kubelet streaming and usage endpoints, with their methods', async () => {
+    for (const p of [
+      '/pods',
+      '/metrics',
+      '/metrics/cadvisor',
+      '/metrics/probes',
+      '/metrics/resource/',
+      '/stats/',
+      '/stats/summary/x',
+      '/healthz',
+      '/configz',
+      '/logs/',
+      '/',
+    ]) {
       expect(await request(p, kubeletA)).toMatchObject({
         status: 403,
         body: expect.stringMatching(/not served by the vn-agent/),

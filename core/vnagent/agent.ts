@@ -25,6 +25,7 @@ import { StreamLimits, TOO_MANY_STREAMS, type StreamLimitOptions } from './limit
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
 import { simulatedNodeRefusal } from './simulated.ts';
 import { kubeletEndpointOf, type SuperView } from './superview.ts';
+import { tenantUsage, USAGE_PATHS, usageKindOf, type UsageKind } from './usageroute.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
 
@@ -93,7 +94,8 @@ interface Admission {
  * the agent finds the tenant (authenticate), lets the plugins translate the kubelet path to super names, checks that
  * the super Pod exists and belongs to that tenant, and forwards the request, or relays the upgraded stream, to the
  * kubelet of the node the Pod runs on with the agent's own credentials. It answers only containerLogs, exec, attach,
- * portForward and run; health and metrics are on the separate ops port. A simulated (kwok) node has no container
+ * portForward and run, and the usage endpoints /stats/summary and /metrics/resource filtered to the tenant's own Pods
+ * (onUsage); the agent's own health and metrics are on the separate ops port. A simulated (kwok) node has no container
  * runtime, so only logs reach it: exec, attach, port-forward and run are refused (simulatedNodeRefusal).
  */
 export class VnAgent {
@@ -239,7 +241,7 @@ export class VnAgent {
     if (!kind) {
       return refuse(
         403,
-        `path ${url.split('?')[0]} is not served by the vn-agent (only ${KUBELET_KINDS.map((k) => `/${k}/`).join(', ')})`,
+        `path ${url.split('?')[0]} is not served by the vn-agent (only ${[...KUBELET_KINDS.map((k) => `/${k}/`), ...Object.keys(USAGE_PATHS)].join(', ')})`,
         'forbidden',
         t.key,
         'other',
@@ -323,6 +325,8 @@ export class VnAgent {
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const usage = usageKindOf(req.url ?? '/');
+    if (usage) return this.onUsage(req, res, usage);
     const a = await this.admitLimited(req);
     if (!a.ok) {
       this.refused(a, req);
@@ -338,6 +342,60 @@ export class VnAgent {
     } finally {
       vnAgentMetrics.activeStreams.dec(labels);
       a.release();
+    }
+  }
+
+  /**
+   * onUsage answers /stats/summary and /metrics/resource for the authenticated tenant: only its own Pods, node totals
+   * scaled to them (usageroute.ts, usage.ts). It takes one slot of the tenant's stream limit while the kubelets answer.
+   */
+  private async onUsage(req: IncomingMessage, res: ServerResponse, kind: UsageKind): Promise<void> {
+    req.resume();
+    const peer = (req.socket as TLSSocket).getPeerX509Certificate?.();
+    const auth = authenticate(peer, this.o.directory.tenants());
+    const refuse = (r: Omit<Refusal, 'ok' | 'kind'>): void => {
+      this.refused({ ok: false, kind, ...r }, req);
+      sendText(res, r.status, r.reason);
+    };
+    if (!auth.ok)
+      return refuse({
+        status: auth.status,
+        reason: auth.reason,
+        result: auth.status === 401 ? 'unauthenticated' : 'forbidden',
+        tenant: '',
+      });
+    const t = auth.tenant;
+    if (req.method !== 'GET')
+      return refuse({
+        status: 405,
+        reason: `method ${req.method} is not allowed on ${req.url?.split('?')[0]}`,
+        result: 'forbidden',
+        tenant: t.key,
+      });
+    const slot = this.limits.acquire(t.key);
+    if (!slot.ok) return refuse({ status: TOO_MANY_STREAMS, reason: slot.reason, result: 'throttled', tenant: t.key });
+    const labels = { tenant: t.key, kind };
+    vnAgentMetrics.activeStreams.inc(labels);
+    try {
+      const answer = await tenantUsage(kind, t, this.o.superView, {
+        tls: this.o.kubelet ?? {},
+        agent: this.kubeletAgent,
+        timeoutMs: this.o.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+      });
+      res.writeHead(200, {
+        'Content-Type': answer.contentType,
+        'Content-Length': Buffer.byteLength(answer.body),
+        'X-Content-Type-Options': 'nosniff',
+      });
+      res.end(answer.body);
+      vnAgentMetrics.bytes.inc({ ...labels, direction: 'to_client' }, Buffer.byteLength(answer.body));
+      vnAgentMetrics.requests.inc({ ...labels, result: 'ok' });
+    } catch (e) {
+      const reason = e instanceof Error ? e.message : String(e);
+      refuse({ status: 502, reason, result: 'bad_gateway', tenant: t.key });
+    } finally {
+      vnAgentMetrics.activeStreams.dec(labels);
+      slot.release();
     }
   }
 

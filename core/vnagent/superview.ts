@@ -24,6 +24,8 @@ export interface SuperView {
   ready(): true | string;
   pod(namespace: string, name: string): Promise<SuperPod | undefined>;
   node(name: string): Promise<SuperNode | undefined>;
+  /** cachedPods lists the cached super Pods (of the nodes this view serves); the usage endpoints read them. */
+  cachedPods(): SuperPod[];
 }
 
 /** ADDRESS_TYPES are the node address types tried for the kubelet, in order (as the apiserver's default). */
@@ -102,6 +104,10 @@ export class InformerSuperView implements SuperView {
     return this.pods.get(`${namespace}/${name}`);
   }
 
+  cachedPods(): SuperPod[] {
+    return this.pods.list();
+  }
+
   async pod(namespace: string, name: string): Promise<SuperPod | undefined> {
     const cached = this.cachedPod(namespace, name);
     if (cached) return cached;
@@ -147,6 +153,10 @@ export class NodesSuperView implements SuperView {
       if (r !== true) return `node ${v.nodeName}: ${r}`;
     }
     return true;
+  }
+
+  cachedPods(): SuperPod[] {
+    return this.views.flatMap((v) => v.cachedPods());
   }
 
   async pod(namespace: string, name: string): Promise<SuperPod | undefined> {

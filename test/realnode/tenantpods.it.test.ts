@@ -2,7 +2,9 @@
  * Tenant Pods on the real node (issue 13): a tenant Deployment runs as a real container under the embedded
  * TenantPolicy, and the tenant's kubectl logs, exec, attach and port-forward reach it through its apiserver, the
  * vn-agent of the embedded default (its own kubelet identity, every certificate verified) and the real kubelet.
- * Hostile: one tenant cannot reach another tenant's container on the same node through the agent.
+ * Hostile: one tenant cannot reach another tenant's container on the same node through the agent. Usage (issue 35):
+ * each tenant reads /stats/summary and /metrics/resource of its vNode with its own Pods only, and `vc top` shows the
+ * platform each tenant's usage.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -46,6 +48,23 @@ interface Run {
 }
 
 const children = new Set<ChildProcess>();
+
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+
+/** vcCli runs the vc CLI as a user would, to its end. */
+async function vcCli(args: string[]): Promise<Run> {
+  const child = spawn(process.execPath, [vcBin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('close', () => children.delete(child));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const [code] = (await once(child, 'close')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
 
 /** start runs the real kubectl against a tenant's apiserver, collecting its output. */
 function start(cp: LocalControlPlane, args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
@@ -368,6 +387,128 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       expect(files).not.toContain(superPod.metadata!.uid!);
       return `the container reads ${files.replace(/\n/g, ' ')}`;
     });
+  });
+
+  /**
+   * usageOf reads a usage endpoint of the vn-agent as a tenant's apiserver (and the tenant's metrics-server with that
+   * certificate) does. Not through `kubectl get --raw /api/v1/nodes/N/proxy/...`: the apiserver refuses to proxy to a
+   * loopback address ("address not allowed"), and under `vc up` the vNodes advertise the agent on 127.0.0.1.
+   */
+  const usageOf = async (cp: LocalControlPlane, path: string): Promise<string> => {
+    const r = await direct(path, pki(cp, 'kubelet-client'));
+    expect(r.status, r.body).toBe(200);
+    return r.body;
+  };
+
+  /**
+   * runningPods lists a tenant's Pods Running on the real node as namespace/name, sorted (earlier tests add Pods: read
+   * them now; simulated nodes report no usage).
+   */
+  const runningPods = async (c: KubeClient): Promise<string[]> =>
+    (await c.list<Pod>(R.pods)).items
+      .filter((p) => p.status?.phase === 'Running' && p.spec.nodeName === t.sc.realNodes[0]!.name)
+      .map((p) => `${p.metadata!.namespace}/${p.metadata!.name}`)
+      .sort();
+
+  it("usage through the vn-agent: /stats/summary shows each tenant its own Pods under tenant names, not the other's", async () => {
+    const uidOf = async (c: KubeClient, ns: string, name: string) =>
+      (await c.get<Pod>(R.pods, ns, name)).metadata!.uid!;
+    const b = await cpB.client();
+    interface Summary {
+      node: { nodeName: string; cpu?: { usageNanoCores?: number }; fs?: unknown; systemContainers?: unknown };
+      pods: Array<{ podRef: { namespace: string; name: string; uid: string }; cpu?: { usageNanoCores?: number } }>;
+    }
+    const summaryOf = (cp: LocalControlPlane, c: KubeClient) =>
+      eventually(
+        async () => {
+          const s = JSON.parse(await usageOf(cp, '/stats/summary')) as Summary;
+          const shown = s.pods.map((p) => `${p.podRef.namespace}/${p.podRef.name}`).sort();
+          expect(shown).toEqual(await runningPods(c));
+          expect(s.pods.every((p) => p.cpu?.usageNanoCores !== undefined)).toBe(true);
+          return s;
+        },
+        90_000,
+        1000,
+      );
+    const sa = await summaryOf(cpA, a);
+    expect(sa.pods.map((p) => p.podRef.name)).toContain('printer');
+    for (const p of sa.pods) expect(p.podRef.uid).toBe(await uidOf(a, p.podRef.namespace, p.podRef.name));
+    expect(sa.node.nodeName).toBe(t.sc.realNodes[0]!.name);
+    expect(sa.node.fs).toBeUndefined();
+    expect(sa.node.systemContainers).toBeUndefined();
+    // the node's CPU is the tenant's share: the sum over its own Pods, never the machine's
+    expect(sa.node.cpu?.usageNanoCores).toBe(sa.pods.reduce((x, p) => x + (p.cpu?.usageNanoCores ?? 0), 0));
+    const sb = await summaryOf(cpB, b);
+    expect(sb.pods.map((p) => p.podRef)).toContainEqual({
+      namespace: 'default',
+      name: 'ticker',
+      uid: await uidOf(b, 'default', 'ticker'),
+    });
+    const text = JSON.stringify(sa);
+    expect(text).not.toContain('ticker');
+    expect(text).not.toContain(superNamespace(tenantA.key, 'default'));
+    expect(text).not.toContain('kube-system');
+  });
+
+  it("usage through the vn-agent: /metrics/resource has only the asking tenant's series, node totals scaled to them", async () => {
+    const podSeries = /^pod_cpu_usage_seconds_total\{namespace="([^"]*)",pod="([^"]*)"\} (\S+)/gm;
+    const text = await eventually(
+      async () => {
+        const x = await usageOf(cpA, '/metrics/resource');
+        expect([...x.matchAll(podSeries)].map((m) => `${m[1]}/${m[2]}`).sort()).toEqual(await runningPods(a));
+        return x;
+      },
+      90_000,
+      1000,
+    );
+    const pods = [...text.matchAll(podSeries)];
+    expect(pods.map((m) => m[2])).toContain('printer');
+    const node = /^node_cpu_usage_seconds_total (\S+)/m.exec(text);
+    expect(Number(node?.[1])).toBeCloseTo(
+      pods.reduce((x, m) => x + Number(m[3]), 0),
+      9,
+    );
+    expect(text).toMatch(/^container_memory_working_set_bytes\{container="c",namespace="default",pod="printer"\} /m);
+    expect(text).not.toMatch(/ticker|kube-system|container_fs|process_/);
+    expect(text).not.toContain(superNamespace(tenantA.key, 'default'));
+    // B reads its own, and other kubelet paths stay refused
+    expect(await usageOf(cpB, '/metrics/resource')).toMatch(/pod="ticker"/);
+    const certA = pki(cpA, 'kubelet-client');
+    for (const path of ['/metrics/cadvisor', '/metrics', '/stats/', '/pods'])
+      expect(await direct(path, certA)).toMatchObject({ status: 403 });
+  });
+
+  it('vc top shows each tenant its Pods, CPU and memory in use and requested, from the real kubelet', async () => {
+    interface Row {
+      tenant: string;
+      pods: number;
+      cpuNanoCores?: number;
+      memoryWorkingSetBytes?: number;
+    }
+    const rows = await eventually(
+      async () => {
+        const r = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath, '-o', 'json']);
+        expect(r.code, r.stderr).toBe(0);
+        const x = JSON.parse(r.stdout) as Row[];
+        const mine = x.find((row) => row.tenant === tenantA.key);
+        expect(mine?.memoryWorkingSetBytes).toBeGreaterThan(0);
+        return x;
+      },
+      90_000,
+      1000,
+    );
+    const rowA = rows.find((row) => row.tenant === tenantA.key)!;
+    const rowB = rows.find((row) => row.tenant === tenantB.key)!;
+    const live = async (c: KubeClient) =>
+      (await c.list<Pod>(R.pods, { namespace: 'default' })).items.filter(
+        (p) => !['Succeeded', 'Failed'].includes(p.status?.phase ?? ''),
+      ).length;
+    expect(rowA.pods).toBe(await live(a));
+    expect(rowB).toMatchObject({ pods: await live(await cpB.client()) });
+    expect(rowB.cpuNanoCores).toBeDefined();
+    const text = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath]);
+    expect(text.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s+CPU\(cores\)\s+MEMORY\(bytes\)/);
+    expect(text.stdout).toContain(tenantA.key);
   });
 
   it("tenant A cannot read or exec into tenant B's Pod on the same node through the agent", async () => {

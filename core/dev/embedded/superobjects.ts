@@ -26,7 +26,7 @@ export async function ensureEmbeddedPolicy(c: KubeClient, superClusters: readonl
 /**
  * applyKubeletAccess grants the vn-agent's user (`vc-vn-agent`, its client certificate towards kubelets) what the
  * kubelets' webhook authorization asks for, and nothing else: the `vc-vn-agent-kubelet` ClusterRole and binding of
- * deploy/vn-agent/rbac.yaml (nodes/proxy get and create).
+ * deploy/vn-agent/rbac.yaml (nodes/proxy get and create; nodes/stats and nodes/metrics get, for tenant usage).
  */
 export async function applyKubeletAccess(c: KubeClient): Promise<void> {
   const file = 'deploy/vn-agent/rbac.yaml';
