@@ -513,7 +513,8 @@ export class VirtualClusterController {
     const roll = rollResult(p.vc, !!state.rolled, state.rollFailed);
     const certs = state.result.certificates;
     if (certs) this.certificates.set(p.key, certs);
-    const valid = certs && certificatesCondition(certs, new Date(), DEFAULT_RENEW_FRACTION);
+    const fraction = state.result.certificateRenewFraction ?? DEFAULT_RENEW_FRACTION;
+    const valid = certs && certificatesCondition(certs, new Date(), fraction);
     return { ...merge(merge(serving, roll), { conditions: valid ? [valid] : [] }), publish: true };
   }
 
@@ -523,7 +524,10 @@ export class VirtualClusterController {
     const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
     const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns);
     // Renewal happens in the provisioner's ensure: the key comes back when the next certificate is due.
-    return renewalRequeue(after, p.state!.result.certificates ?? [], DEFAULT_RENEW_FRACTION, new Date());
+    // Only what the provisioner renews by itself: a CA past its renewal time would bring the key back every second.
+    const result = p.state!.result;
+    const renewed = (result.certificates ?? []).filter((c) => !c.manual);
+    return renewalRequeue(after, renewed, result.certificateRenewFraction ?? DEFAULT_RENEW_FRACTION, new Date());
   }
 
   /**

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, type LocalEtcd } from '../local/etcd.ts';
-import { X509Certificate } from 'node:crypto';
-import { reissueServingCert, type LocalControlPlane } from '../local/controlplane.ts';
-import { DEFAULT_RENEW_FRACTION, dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
+import type { LocalControlPlane } from '../local/controlplane.ts';
+import { dueLeaves, readCertificates, renewLeaf, writeLeafKubeconfig, type ReportedCertificate } from '../local/renewal.ts';
+import { DEFAULT_RENEW_FRACTION } from '../../lifecycle/certificates.ts';
 import { planRoll, stableJson, type RollComponent, type RollFailure } from '../../provisioners/roll.ts';
 import { rollLocal } from './roll.ts';
 import {
@@ -164,6 +164,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       ...(rollFailed && { rollFailed }),
       result: {
         certificates,
+        certificateRenewFraction: this.renewFraction,
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
         apiserverEndpoint: fwd
@@ -176,23 +177,33 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   /**
-   * renewCertificates renews the apiserver serving certificate once renewFraction of its life has passed (the
-   * apiserver reloads it without a restart) and reports the certificates it watches with their validity. The other
-   * certificates of the tenant's PKI are not renewed yet.
+   * renewCertificates renews each leaf certificate of the tenant's PKI (RENEWED_LEAVES) once its renewal fraction of
+   * its life has passed, for certificates.validityDays (default the tenant's spec.pkiExpireDays), and makes the
+   * processes that use it take it up without the apiserver stopping: the apiserver reloads its files, the kubeconfigs
+   * that embed a renewed certificate are written again, the controller manager restarts, the admin client reconnects.
+   * It reports every certificate of the PKI, CAs and kubelet client included (those marked manual).
    */
-  private async renewCertificates(cp: LocalControlPlane, vc: VirtualCluster): Promise<IssuedCertificate[]> {
+  private async renewCertificates(cp: LocalControlPlane, vc: VirtualCluster): Promise<ReportedCertificate[]> {
     const pkiDir = join(cp.dir, 'pki');
-    const read = (): IssuedCertificate => {
-      const x = new X509Certificate(readFileSync(join(pkiDir, PKI_FILES.apiserver.cert), 'utf8'));
-      return { name: 'kube-apiserver serving', notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
-    };
-    if (dueForRenewal([read()], new Date(), DEFAULT_RENEW_FRACTION).length) {
-      const days =
-        this.options.certificates?.servingValidityDays ?? vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
-      await reissueServingCert(pkiDir, days);
-      log.info({ tenant: cp.name }, 'apiserver serving certificate renewed');
+    const fraction = this.renewFraction;
+    const due = dueLeaves(pkiDir, fraction, new Date());
+    if (due.length) {
+      const days = this.options.certificates?.validityDays ?? vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
+      const cluster = { clusterName: cp.name, server: cp.server, caPem: cp.caPem };
+      for (const leaf of due) {
+        await renewLeaf(pkiDir, leaf, days);
+        writeLeafKubeconfig(cp.dir, leaf, cluster);
+      }
+      if (due.some((l) => l.restart === 'controllerManager')) await cp.restartControllerManager();
+      if (due.some((l) => l.base === 'admin')) cp.renewClient();
+      log.info({ tenant: cp.name, renewed: due.map((l) => l.name) }, 'certificates renewed');
     }
-    return [read()];
+    return readCertificates(pkiDir);
+  }
+
+  /** renewFraction is the share of a certificate's life after which it is renewed. */
+  get renewFraction(): number {
+    return this.options.certificates?.renewFraction ?? DEFAULT_RENEW_FRACTION;
   }
 
   /**
