@@ -3,7 +3,13 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, type LocalEtcd } from '../local/etcd.ts';
 import type { LocalControlPlane } from '../local/controlplane.ts';
-import { dueLeaves, readCertificates, renewLeaf, writeLeafKubeconfig, type ReportedCertificate } from '../local/renewal.ts';
+import {
+  dueLeaves,
+  readCertificates,
+  renewLeaf,
+  writeLeafKubeconfig,
+  type ReportedCertificate,
+} from '../local/renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../lifecycle/certificates.ts';
 import { planRoll, stableJson, type RollComponent, type RollFailure } from '../../provisioners/roll.ts';
 import { rollLocal } from './roll.ts';
@@ -20,7 +26,7 @@ import {
 } from './start.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import { childLogger } from '../../log.ts';
-import { fingerprintSha256, PKI_FILES } from '../../pki/pki.ts';
+import { fingerprintSha256 } from '../../pki/pki.ts';
 import {
   ProvisionRefused,
   type ComponentReport,
