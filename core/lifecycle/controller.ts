@@ -63,7 +63,7 @@ import {
 import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
 import { HealthMonitor } from './healthmonitor.ts';
 import { mayRoll, peersOf, rollHeld, rollResult, rollStarts } from './rollout.ts';
-import { certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
+import { caRotationCondition, certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
 import { CertificateExpiries } from './certmetrics.ts';
 import type { ClusterVersionSpec } from '../api/generated.ts';
 
@@ -515,7 +515,9 @@ export class VirtualClusterController {
     if (certs) this.certificates.set(p.key, certs);
     const fraction = state.result.certificateRenewFraction ?? DEFAULT_RENEW_FRACTION;
     const valid = certs && certificatesCondition(certs, new Date(), fraction);
-    return { ...merge(merge(serving, roll), { conditions: valid ? [valid] : [] }), publish: true };
+    const rotation = state.result.caRotation && caRotationCondition(state.result.caRotation);
+    const conditions = [valid, rotation].filter((c) => !!c);
+    return { ...merge(merge(serving, roll), { conditions }), publish: true };
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */

@@ -25,6 +25,8 @@ export interface Provisioned {
   certificates?: Array<{ name: string; notBefore: Date; notAfter: Date; manual?: boolean }>;
   /** the share of a certificate's life after which the provisioner renews it (default DEFAULT_RENEW_FRACTION) */
   certificateRenewFraction?: number;
+  /** the CA rotation step the VirtualCluster's ca-rotation annotation asks for, and whether it is done or refused */
+  caRotation?: { step: string; refused?: string };
 }
 
 /**

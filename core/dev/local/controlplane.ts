@@ -12,7 +12,7 @@ import {
   renderKubeconfig,
   writePKI,
 } from '../../pki/pki.ts';
-import { RENEWED_LEAVES, writeLeafKubeconfig } from './renewal.ts';
+import { RENEWED_LEAVES, signingCa, writeLeafKubeconfig } from './renewal.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
@@ -508,8 +508,7 @@ export async function reissueServingCert(
 ): Promise<void> {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
   const { dnsNames, ipAddresses } = sansOf(new X509Certificate(read(PKI_FILES.apiserver.cert)));
-  const ca = { certPem: read(PKI_FILES.ca.cert), keyPem: read(PKI_FILES.ca.key) };
-  const serving = await issueCert(ca, {
+  const serving = await issueCert(signingCa(pkiDir, 'ca'), {
     commonName: 'kube-apiserver',
     dnsNames,
     ipAddresses: [...ipAddresses, ...extraIPs.filter((ip) => !ipAddresses.includes(ip))],

@@ -131,8 +131,13 @@ export async function renewLeaf(pkiDir: string, leaf: Leaf, validityDays: number
   const old = new X509Certificate(read(`${leaf.base}.crt`));
   const { cn, o } = subjectOf(old);
   const usages = (old.keyUsage ?? []).map((oid) => EKU[oid]).filter((u): u is CertUsage => !!u);
-  const ca = { certPem: read(`${leaf.issuer}.crt`), keyPem: read(`${leaf.issuer}.key`) };
-  const next = await issueCert(ca, { commonName: cn, organizations: o, ...sansOf(old), usages, validityDays });
+  const next = await issueCert(signingCa(pkiDir, leaf.issuer), {
+    commonName: cn,
+    organizations: o,
+    ...sansOf(old),
+    usages,
+    validityDays,
+  });
   writeAtomic(join(pkiDir, `${leaf.base}.key`), next.keyPem, 0o600);
   writeAtomic(join(pkiDir, `${leaf.base}.crt`), next.certPem, 0o644);
 }
@@ -154,4 +159,19 @@ export function writeLeafKubeconfig(
     clientKeyPem: readFileSync(join(dir, 'pki', `${leaf.base}.key`), 'utf8'),
   });
   writeAtomic(join(dir, leaf.kubeconfig.file), text, 0o600);
+}
+
+/** pemBlocks splits a PEM bundle into its certificates. */
+export function pemBlocks(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g) ?? [];
+}
+
+/**
+ * signingCa is the CA that signs `issuer`'s leaves: the first certificate of `<issuer>.crt` (during a CA rotation it
+ * is a bundle of two, the signing one first) and `<issuer>.key`.
+ */
+export function signingCa(pkiDir: string, issuer: Leaf['issuer']): { certPem: string; keyPem: string } {
+  const certPem = pemBlocks(readFileSync(join(pkiDir, `${issuer}.crt`), 'utf8'))[0];
+  if (!certPem) throw new Error(`${issuer}.crt in ${pkiDir} holds no certificate`);
+  return { certPem, keyPem: readFileSync(join(pkiDir, `${issuer}.key`), 'utf8') };
 }

@@ -2,15 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, type LocalEtcd } from '../local/etcd.ts';
+import { renewCertificates, renewFraction, rotateCaAsked } from './certs.ts';
 import type { LocalControlPlane } from '../local/controlplane.ts';
-import {
-  dueLeaves,
-  readCertificates,
-  renewLeaf,
-  writeLeafKubeconfig,
-  type ReportedCertificate,
-} from '../local/renewal.ts';
-import { DEFAULT_RENEW_FRACTION } from '../../lifecycle/certificates.ts';
 import { planRoll, stableJson, type RollComponent, type RollFailure } from '../../provisioners/roll.ts';
 import { rollLocal } from './roll.ts';
 import {
@@ -46,7 +39,6 @@ import { restoreDataDir } from '../../backup/restore.ts';
 import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
-import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { upgradeVerdict } from '../../provisioners/upgrade.ts';
 import {
   assertStartable,
@@ -161,7 +153,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     if (entry.hash === hash) this.failedRolls.delete(root);
     const door = vc.spec.sleep ? await this.doors.open(root, Date.now()) : await this.doors.close(root);
     const cp = entry.cp;
-    const certificates = await this.renewCertificates(cp, vc);
+    const caRotation = await rotateCaAsked(cp, vc, this.options);
+    const certificates = await renewCertificates(cp, vc, this.options);
     const fwd = entry.forwarder;
     const view = entry.dnsView;
     return {
@@ -170,7 +163,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       ...(rollFailed && { rollFailed }),
       result: {
         certificates,
-        certificateRenewFraction: this.renewFraction,
+        certificateRenewFraction: renewFraction(this.options),
+        ...(caRotation && { caRotation }),
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
         apiserverEndpoint: fwd
@@ -180,36 +174,6 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
         ...(door && { externalAccess: frontDoorAccess(door, readFileSync(cp.kubeconfigPath, 'utf8')) }),
       },
     };
-  }
-
-  /**
-   * renewCertificates renews each leaf certificate of the tenant's PKI (RENEWED_LEAVES) once its renewal fraction of
-   * its life has passed, for certificates.validityDays (default the tenant's spec.pkiExpireDays), and makes the
-   * processes that use it take it up without the apiserver stopping: the apiserver reloads its files, the kubeconfigs
-   * that embed a renewed certificate are written again, the controller manager restarts, the admin client reconnects.
-   * It reports every certificate of the PKI, CAs and kubelet client included (those marked manual).
-   */
-  private async renewCertificates(cp: LocalControlPlane, vc: VirtualCluster): Promise<ReportedCertificate[]> {
-    const pkiDir = join(cp.dir, 'pki');
-    const fraction = this.renewFraction;
-    const due = dueLeaves(pkiDir, fraction, new Date());
-    if (due.length) {
-      const days = this.options.certificates?.validityDays ?? vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
-      const cluster = { clusterName: cp.name, server: cp.server, caPem: cp.caPem };
-      for (const leaf of due) {
-        await renewLeaf(pkiDir, leaf, days);
-        writeLeafKubeconfig(cp.dir, leaf, cluster);
-      }
-      if (due.some((l) => l.restart === 'controllerManager')) await cp.restartControllerManager();
-      if (due.some((l) => l.base === 'admin')) cp.renewClient();
-      log.info({ tenant: cp.name, renewed: due.map((l) => l.name) }, 'certificates renewed');
-    }
-    return readCertificates(pkiDir);
-  }
-
-  /** renewFraction is the share of a certificate's life after which it is renewed. */
-  get renewFraction(): number {
-    return this.options.certificates?.renewFraction ?? DEFAULT_RENEW_FRACTION;
   }
 
   /**
