@@ -91,8 +91,8 @@ describe('caRotationCondition', () => {
     [{ step: 'add' }, 'True', 'NewCAAdded'],
     [{ step: 'reissue' }, 'True', 'LeavesReissued'],
     [{ step: 'drop' }, 'True', 'OldCADropped'],
-    [{ step: 'drop', refused: 'step drop follows step reissue' }, 'False', 'CARotationRefused'],
-    [{ step: 'shred' }, 'False', 'CARotationRefused'],
+    [{ step: 'drop', refused: 'step drop follows step reissue' }, 'False', 'RotationStepRefused'],
+    [{ step: 'shred' }, 'False', 'RotationStepRefused'],
   ];
   it.each(cases)('%j is %s %s', (report, status, reason) => {
     const c = caRotationCondition(report);

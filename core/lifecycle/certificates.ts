@@ -108,10 +108,16 @@ export function renewalRequeue(
 
 /** CA_ROTATION is the condition that reports the last step of a CA rotation asked for with `vc rotate-ca`. */
 export const CA_ROTATION = 'CARotation';
+/** NEW_CA_ADDED is the reason of CARotation=True after step add: a new CA is trusted beside the old, which signs. */
+export const NEW_CA_ADDED = 'NewCAAdded';
+/** LEAVES_REISSUED is the reason of CARotation=True after step reissue: the new CA signs the reissued clients. */
+export const LEAVES_REISSUED = 'LeavesReissued';
+/** OLD_CA_DROPPED is the reason of CARotation=True after step drop: the old CA is no longer trusted. */
+export const OLD_CA_DROPPED = 'OldCADropped';
 /** CA_ROTATION_REASONS are the reasons of CARotation=True, by the step done. */
-export const CA_ROTATION_REASONS = { add: 'NewCAAdded', reissue: 'LeavesReissued', drop: 'OldCADropped' } as const;
+export const CA_ROTATION_REASONS = { add: NEW_CA_ADDED, reissue: LEAVES_REISSUED, drop: OLD_CA_DROPPED } as const;
 /** CA_ROTATION_REFUSED is the reason of CARotation=False: a step asked for out of order, or an unknown one. */
-export const CA_ROTATION_REFUSED = 'CARotationRefused';
+export const CA_ROTATION_REFUSED = 'RotationStepRefused';
 
 /** CaRotationReport is what a provisioner did with the rotation step a VirtualCluster asks for. */
 export interface CaRotationReport {

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCA } from '../../pki/pki.ts';
-import { pemBlocks, RENEWED_LEAVES, renewLeaf, writeAtomic, type Leaf } from './renewal.ts';
+import { pemBlocks, RENEWED_LEAVES, renewLeaf, writeAtomic, writeSigningCert, type Leaf } from './renewal.ts';
 
 /**
  * The rotation of a local tenant's cluster CA, in three steps that `vc rotate-ca` asks for one at a time through the
@@ -65,12 +65,14 @@ export function lastStep(pkiDir: string): CaRotationStep | undefined {
 
 /**
  * rotateCa performs `step` on the PKI in pkiDir (leaves of validityDays, a new CA of caValidityDays named as the old).
- * It writes certificates only; the caller writes the kubeconfigs again and restarts what `restart` names.
+ * It writes certificates only; the caller writes the kubeconfigs again and restarts what `restart` names. In the drop
+ * step servingReloaded waits until the apiserver serves the serving certificate of that serial before the old CA goes.
  */
 export async function rotateCa(
   pkiDir: string,
   step: CaRotationStep,
   validity: { leafDays: number; caDays: number },
+  servingReloaded?: (serial: string) => Promise<void>,
 ): Promise<CaRotationResult> {
   const last = lastStep(pkiDir);
   const refused = rotationRefusal(last, step);
@@ -102,6 +104,9 @@ export async function rotateCa(
     return { step, done: true, changed: true, restart: ['apiserver', 'controllerManager'] };
   }
   await renewLeaf(pkiDir, SERVING, validity.leafDays);
+  // Until the apiserver serves the new certificate, a client that trusts only the new CA (the controller manager once
+  // its kubeconfig is written again) could not reach it.
+  await servingReloaded?.(new X509Certificate(read('apiserver.crt')).serialNumber);
   writeAtomic(join(pkiDir, 'ca.crt'), bundle[0]!, 0o644);
   record(pkiDir, step);
   return { step, done: true, changed: true, restart: ['controllerManager'] };
@@ -111,5 +116,6 @@ const KUBELET_CLIENT: Leaf = { name: 'kube-apiserver kubelet client', base: 'kub
 const SERVING = RENEWED_LEAVES.find((l) => l.base === 'apiserver')!;
 
 function record(pkiDir: string, step: CaRotationStep): void {
+  writeSigningCert(pkiDir);
   writeFileSync(join(pkiDir, STATE_FILE), JSON.stringify({ step, at: new Date().toISOString() }) + '\n');
 }

@@ -12,7 +12,7 @@ import {
   renderKubeconfig,
   writePKI,
 } from '../../pki/pki.ts';
-import { RENEWED_LEAVES, signingCa, writeLeafKubeconfig } from './renewal.ts';
+import { RENEWED_LEAVES, signingCa, SIGNING_CERT, writeLeafKubeconfig, writeSigningCert } from './renewal.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
@@ -139,7 +139,10 @@ export class LocalControlPlane {
         restart,
         ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
         args: controllerManagerFlags({
-          paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
+          paths: {
+            ...pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
+            signingCert: join(d, 'pki', SIGNING_CERT),
+          },
           bindAddress: '127.0.0.1',
           securePort: ports.controllerManager,
           clusterName: opts.name,
@@ -442,6 +445,7 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
   } else if (opts.apiserverIPs?.length) {
     await addServingIPs(join(d, 'pki'), opts.apiserverIPs, opts.leafValidityDays ?? opts.pkiValidityDays ?? 365);
   }
+  writeSigningCert(join(d, 'pki'));
   const tokenFile = join(d, 'tokens.csv');
   let token: string;
   if (existsSync(tokenFile)) {

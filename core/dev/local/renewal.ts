@@ -175,3 +175,16 @@ export function signingCa(pkiDir: string, issuer: Leaf['issuer']): { certPem: st
   if (!certPem) throw new Error(`${issuer}.crt in ${pkiDir} holds no certificate`);
   return { certPem, keyPem: readFileSync(join(pkiDir, `${issuer}.key`), 'utf8') };
 }
+
+/** SIGNING_CERT is the file of the cluster CA certificate alone, for the controller manager's CSR signer. */
+export const SIGNING_CERT = 'ca-signing.crt';
+
+/**
+ * writeSigningCert writes SIGNING_CERT from the first certificate of ca.crt, where it differs: kube-controller-manager's
+ * --cluster-signing-cert-file takes exactly one certificate, while ca.crt is a bundle of two during a CA rotation.
+ */
+export function writeSigningCert(pkiDir: string): void {
+  const pem = signingCa(pkiDir, 'ca').certPem;
+  const f = join(pkiDir, SIGNING_CERT);
+  if (!existsSync(f) || readFileSync(f, 'utf8') !== pem) writeAtomic(f, pem, 0o644);
+}

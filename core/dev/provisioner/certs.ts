@@ -1,4 +1,6 @@
+import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { DEFAULT_RENEW_FRACTION, type CaRotationReport } from '../../lifecycle/certificates.ts';
 import { childLogger } from '../../log.ts';
@@ -69,17 +71,42 @@ export async function rotateCaAsked(
   if (step === undefined) return undefined;
   if (!isCaRotationStep(step)) return { step, refused: `unknown CA rotation step ${JSON.stringify(step)}` };
   const caDays = vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
-  const r = await rotateCa(join(cp.dir, 'pki'), step, { leafDays: leafDays(vc, o), caDays });
+  const r = await rotateCa(join(cp.dir, 'pki'), step, { leafDays: leafDays(vc, o), caDays }, (serial) =>
+    servedSerial(cp.ports.apiserver, serial),
+  );
   if (!r.done) return { step, refused: r.refused };
   if (r.changed) {
     writeKubeconfigs(cp);
     if (r.restart.includes('apiserver')) {
+      // The controller manager stops first: it would exit (and count as a crash) when its apiserver goes away.
+      await cp.controllerManager?.stop();
       await cp.apiserver.stop();
       await cp.startApiserver();
-    }
-    if (r.restart.includes('controllerManager')) await cp.restartControllerManager();
+      await cp.startControllerManager();
+    } else if (r.restart.includes('controllerManager')) await cp.restartControllerManager();
     cp.renewClient();
     log.info({ tenant: cp.name, step }, 'CA rotation step done');
   }
   return { step };
+}
+
+/** SERVING_RELOAD_TIMEOUT_MS bounds the wait for the apiserver to serve a renewed serving certificate (it polls). */
+const SERVING_RELOAD_TIMEOUT_MS = 90_000;
+
+/** servedSerial waits until the TLS server on 127.0.0.1:port presents the certificate of this serial. */
+async function servedSerial(port: number, serial: string): Promise<void> {
+  const deadline = Date.now() + SERVING_RELOAD_TIMEOUT_MS;
+  for (;;) {
+    const now = await new Promise<string | undefined>((resolve) => {
+      const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        const raw = s.getPeerCertificate().raw;
+        s.end();
+        resolve(raw ? new X509Certificate(raw).serialNumber : undefined);
+      });
+      s.on('error', () => resolve(undefined));
+    });
+    if (now === serial) return;
+    if (Date.now() > deadline) throw new Error(`the apiserver on port ${port} does not serve its renewed certificate`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
