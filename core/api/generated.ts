@@ -1526,6 +1526,16 @@ export interface ManagerConfigurationVirtualClusters {
      * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
      */
     kubeletCAFile?: string;
+    /** Renewal of the tenants' leaf certificates (docs/operations/certificates.md). */
+    certificates?: {
+      /**
+       * Lifetime in days of each leaf certificate issued or renewed (fractions allowed: 0.0014 is about two minutes).
+       * Absent: the tenant's spec.pkiExpireDays. The CAs keep spec.pkiExpireDays.
+       */
+      validityDays?: number;
+      /** Share of a certificate's life after which it is renewed. Absent: two thirds. */
+      renewFraction?: number;
+    };
     /**
      * Network confinement of each tenant's apiserver and controller manager: they run in a cgroup (v2) of their own
      * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints and Pod CIDRs,

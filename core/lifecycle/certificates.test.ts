@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { certificatesCondition, dueForRenewal, nextRenewal, renewAt, type IssuedCertificate } from './certificates.ts';
+import {
+  caRotationCondition,
+  certificatesCondition,
+  dueForRenewal,
+  nextRenewal,
+  renewAt,
+  type CaRotationReport,
+  type IssuedCertificate,
+} from './certificates.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const MIN = 60_000;
@@ -76,4 +84,19 @@ describe('certificatesCondition', () => {
     });
   it('says so when nothing was issued', () =>
     expect(certificatesCondition([], at(0), 2 / 3, 0).message).toBe('no certificates issued'));
+});
+
+describe('caRotationCondition', () => {
+  const cases: Array<[CaRotationReport, string, string]> = [
+    [{ step: 'add' }, 'True', 'NewCAAdded'],
+    [{ step: 'reissue' }, 'True', 'LeavesReissued'],
+    [{ step: 'drop' }, 'True', 'OldCADropped'],
+    [{ step: 'drop', refused: 'step drop follows step reissue' }, 'False', 'RotationStepRefused'],
+    [{ step: 'shred' }, 'False', 'RotationStepRefused'],
+  ];
+  it.each(cases)('%j is %s %s', (report, status, reason) => {
+    const c = caRotationCondition(report);
+    expect(c).toMatchObject({ type: 'CARotation', status, reason });
+    expect(c.message).toBeTruthy();
+  });
 });

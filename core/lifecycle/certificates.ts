@@ -105,3 +105,41 @@ export function renewalRequeue(
   const renewIn = Math.max(1000, due.getTime() - now.getTime() + 1000);
   return { ...after, requeueAfter: Math.min(after.requeueAfter ?? renewIn, renewIn) };
 }
+
+/** CA_ROTATION is the condition that reports the last step of a CA rotation asked for with `vc rotate-ca`. */
+export const CA_ROTATION = 'CARotation';
+/** NEW_CA_ADDED is the reason of CARotation=True after step add: a new CA is trusted beside the old, which signs. */
+export const NEW_CA_ADDED = 'NewCAAdded';
+/** LEAVES_REISSUED is the reason of CARotation=True after step reissue: the new CA signs the reissued clients. */
+export const LEAVES_REISSUED = 'LeavesReissued';
+/** OLD_CA_DROPPED is the reason of CARotation=True after step drop: the old CA is no longer trusted. */
+export const OLD_CA_DROPPED = 'OldCADropped';
+/** CA_ROTATION_REASONS are the reasons of CARotation=True, by the step done. */
+export const CA_ROTATION_REASONS = { add: NEW_CA_ADDED, reissue: LEAVES_REISSUED, drop: OLD_CA_DROPPED } as const;
+/** CA_ROTATION_REFUSED is the reason of CARotation=False: a step asked for out of order, or an unknown one. */
+export const CA_ROTATION_REFUSED = 'RotationStepRefused';
+
+/** CaRotationReport is what a provisioner did with the rotation step a VirtualCluster asks for. */
+export interface CaRotationReport {
+  step: string;
+  /** why the step was not done; absent when it is done */
+  refused?: string;
+}
+
+/** caRotationCondition is the CARotation condition of a provisioner's report of a rotation step. */
+export function caRotationCondition(r: CaRotationReport): ConditionInput {
+  const reason = CA_ROTATION_REASONS[r.step as keyof typeof CA_ROTATION_REASONS];
+  if (r.refused || !reason)
+    return {
+      type: CA_ROTATION,
+      status: 'False',
+      reason: CA_ROTATION_REFUSED,
+      message: r.refused ?? `unknown CA rotation step ${JSON.stringify(r.step)}: give add, reissue or drop`,
+    };
+  const message = {
+    add: 'a new CA is trusted beside the old one, which still signs; next: vc rotate-ca --step reissue',
+    reissue: 'the new CA signs and every client certificate was issued again; next: vc rotate-ca --step drop',
+    drop: 'the old CA is no longer trusted: kubeconfigs issued before the rotation fail',
+  }[r.step as keyof typeof CA_ROTATION_REASONS];
+  return { type: CA_ROTATION, status: 'True', reason, message };
+}

@@ -63,7 +63,7 @@ import {
 import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
 import { HealthMonitor } from './healthmonitor.ts';
 import { mayRoll, peersOf, rollHeld, rollResult, rollStarts } from './rollout.ts';
-import { certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
+import { caRotationCondition, certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
 import { CertificateExpiries } from './certmetrics.ts';
 import type { ClusterVersionSpec } from '../api/generated.ts';
 
@@ -513,8 +513,11 @@ export class VirtualClusterController {
     const roll = rollResult(p.vc, !!state.rolled, state.rollFailed);
     const certs = state.result.certificates;
     if (certs) this.certificates.set(p.key, certs);
-    const valid = certs && certificatesCondition(certs, new Date(), DEFAULT_RENEW_FRACTION);
-    return { ...merge(merge(serving, roll), { conditions: valid ? [valid] : [] }), publish: true };
+    const fraction = state.result.certificateRenewFraction ?? DEFAULT_RENEW_FRACTION;
+    const valid = certs && certificatesCondition(certs, new Date(), fraction);
+    const rotation = state.result.caRotation && caRotationCondition(state.result.caRotation);
+    const conditions = [valid, rotation].filter((c) => !!c);
+    return { ...merge(merge(serving, roll), { conditions }), publish: true };
   }
 
   /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */
@@ -523,7 +526,10 @@ export class VirtualClusterController {
     const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
     const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns);
     // Renewal happens in the provisioner's ensure: the key comes back when the next certificate is due.
-    return renewalRequeue(after, p.state!.result.certificates ?? [], DEFAULT_RENEW_FRACTION, new Date());
+    // Only what the provisioner renews by itself: a CA past its renewal time would bring the key back every second.
+    const result = p.state!.result;
+    const renewed = (result.certificates ?? []).filter((c) => !c.manual);
+    return renewalRequeue(after, renewed, result.certificateRenewFraction ?? DEFAULT_RENEW_FRACTION, new Date());
   }
 
   /**

@@ -68,6 +68,11 @@ export const ANN = {
    * idle time; the manager removes it when the tenant wakes
    */
   sleepRequested: `${PREFIX}/sleep-requested`,
+  /**
+   * on a VirtualCluster: the step of a rotation of its CA the manager is asked to do (add, reissue, drop), set by
+   * `vc rotate-ca`; the CARotation condition says when it is done
+   */
+  caRotation: `${PREFIX}/ca-rotation`,
 } as const;
 
 /** LABEL names the labels the project writes: the SDK's (managed-by, cluster, public) and those only the core writes. */

@@ -18,8 +18,15 @@ export interface Provisioned {
   dnsApiEndpoint?: { host: string; port: number; tlsServerName?: string };
   /** how people outside the super cluster reach the apiserver, where the provisioner exposes it */
   externalAccess?: ExternalAccess;
-  /** the certificates the provisioner renews, with their validity (CertificatesValid condition, expiry metric) */
-  certificates?: Array<{ name: string; notBefore: Date; notAfter: Date }>;
+  /**
+   * the certificates the provisioner issued, with their validity (CertificatesValid condition, expiry metric); manual
+   * ones it does not renew by itself (the CAs, rotated by a command)
+   */
+  certificates?: Array<{ name: string; notBefore: Date; notAfter: Date; manual?: boolean }>;
+  /** the share of a certificate's life after which the provisioner renews it (default DEFAULT_RENEW_FRACTION) */
+  certificateRenewFraction?: number;
+  /** the CA rotation step the VirtualCluster's ca-rotation annotation asks for, and whether it is done or refused */
+  caRotation?: { step: string; refused?: string };
 }
 
 /**

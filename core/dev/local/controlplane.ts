@@ -12,6 +12,7 @@ import {
   renderKubeconfig,
   writePKI,
 } from '../../pki/pki.ts';
+import { RENEWED_LEAVES, signingCa, SIGNING_CERT, writeLeafKubeconfig, writeSigningCert } from './renewal.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';
@@ -49,8 +50,10 @@ export interface ControlPlaneOptions {
   apiserverEnv?: Record<string, string>;
   /** restart crashed components */
   restart?: boolean;
-  /** certificate lifetime */
+  /** certificate lifetime (the CAs', and the leaves' without leafValidityDays) */
   pkiValidityDays?: number;
+  /** lifetime of the leaf certificates when it differs from the CAs' (a platform that renews them often) */
+  leafValidityDays?: number;
   /** fixed ports (reuse across restarts); free ports otherwise */
   ports?: Partial<Ports>;
   /**
@@ -136,7 +139,10 @@ export class LocalControlPlane {
         restart,
         ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
         args: controllerManagerFlags({
-          paths: pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
+          paths: {
+            ...pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),
+            signingCert: join(d, 'pki', SIGNING_CERT),
+          },
           bindAddress: '127.0.0.1',
           securePort: ports.controllerManager,
           clusterName: opts.name,
@@ -293,6 +299,26 @@ export class LocalControlPlane {
     await this.waitHealthz('kube-controller-manager', this.ports.controllerManager, this.controllerManager);
   }
 
+  /**
+   * restartControllerManager stops and starts the controller manager, which reads its kubeconfig (and the client
+   * certificate in it) only at start; the apiserver serves on meanwhile.
+   */
+  async restartControllerManager(): Promise<void> {
+    if (!this.controllerManager) return;
+    await this.controllerManager.stop();
+    await this.startControllerManager();
+  }
+
+  /**
+   * renewClient makes client() read the admin kubeconfig again (its certificate was renewed). The previous client is
+   * closed a minute later, not now: a caller may be in the middle of a request with it, and its certificate is valid.
+   */
+  renewClient(): void {
+    const old = this.clientCache;
+    this.clientCache = undefined;
+    if (old) setTimeout(() => void old.then((c) => c.close()).catch(() => undefined), 60_000).unref();
+  }
+
   /** stopApiserver stops only the apiserver (tests use it to simulate an outage). */
   stopApiserver(): Promise<void> {
     return this.apiserver.stop();
@@ -412,12 +438,14 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
       apiserverDnsNames: ['localhost'],
       apiserverIPs: ['127.0.0.1', ...(opts.apiserverIPs ?? [])],
       serviceIP: firstServiceIP(opts.serviceCidr ?? '10.96.0.0/16'),
-      validityDays: opts.pkiValidityDays ?? 365,
+      validityDays: opts.leafValidityDays ?? opts.pkiValidityDays ?? 365,
+      caValidityDays: opts.pkiValidityDays ?? 365,
     });
     writePKI(join(d, 'pki'), pki);
   } else if (opts.apiserverIPs?.length) {
-    await addServingIPs(join(d, 'pki'), opts.apiserverIPs, opts.pkiValidityDays ?? 365);
+    await addServingIPs(join(d, 'pki'), opts.apiserverIPs, opts.leafValidityDays ?? opts.pkiValidityDays ?? 365);
   }
+  writeSigningCert(join(d, 'pki'));
   const tokenFile = join(d, 'tokens.csv');
   let token: string;
   if (existsSync(tokenFile)) {
@@ -428,20 +456,7 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
   }
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const caPem = readFileSync(join(d, CA_FILE), 'utf8');
-  const kc = (user: string, base: string) =>
-    renderKubeconfig({
-      clusterName: opts.name,
-      server,
-      caPem,
-      user,
-      clientCertPem: readFileSync(join(d, `pki/${base}.crt`), 'utf8'),
-      clientKeyPem: readFileSync(join(d, `pki/${base}.key`), 'utf8'),
-    });
-  writeFileSync(join(d, 'admin.kubeconfig'), kc('admin', 'admin'), { mode: 0o600 });
-  writeFileSync(join(d, 'controller-manager.kubeconfig'), kc('system:kube-controller-manager', 'controller-manager'), {
-    mode: 0o600,
-  });
-  writeFileSync(join(d, 'scheduler.kubeconfig'), kc('system:kube-scheduler', 'scheduler'), { mode: 0o600 });
+  for (const leaf of RENEWED_LEAVES) writeLeafKubeconfig(d, leaf, { clusterName: opts.name, server, caPem });
   writeFileSync(
     join(d, 'admin-token.kubeconfig'),
     renderKubeconfig({ clusterName: opts.name, server, caPem, user: 'admin-token', token }),
@@ -497,8 +512,7 @@ export async function reissueServingCert(
 ): Promise<void> {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
   const { dnsNames, ipAddresses } = sansOf(new X509Certificate(read(PKI_FILES.apiserver.cert)));
-  const ca = { certPem: read(PKI_FILES.ca.cert), keyPem: read(PKI_FILES.ca.key) };
-  const serving = await issueCert(ca, {
+  const serving = await issueCert(signingCa(pkiDir, 'ca'), {
     commonName: 'kube-apiserver',
     dnsNames,
     ipAddresses: [...ipAddresses, ...extraIPs.filter((ip) => !ipAddresses.includes(ip))],

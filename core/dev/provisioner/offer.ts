@@ -17,6 +17,7 @@ export function localProvisioners(cfg: ManagerConfig): { local?: LocalProvisione
         ...(local.podAddress && { podAddress: local.podAddress }),
         ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
         ...(local.confine && { confine: local.confine }),
+        ...(local.certificates && { certificates: local.certificates }),
       },
     ),
   };

@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, type LocalEtcd } from '../local/etcd.ts';
-import { X509Certificate } from 'node:crypto';
-import { reissueServingCert, type LocalControlPlane } from '../local/controlplane.ts';
-import { DEFAULT_RENEW_FRACTION, dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
+import { renewCertificates, renewFraction, rotateCaAsked } from './certs.ts';
+import type { LocalControlPlane } from '../local/controlplane.ts';
 import { planRoll, stableJson, type RollComponent, type RollFailure } from '../../provisioners/roll.ts';
 import { rollLocal } from './roll.ts';
 import {
@@ -20,7 +19,7 @@ import {
 } from './start.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import { childLogger } from '../../log.ts';
-import { fingerprintSha256, PKI_FILES } from '../../pki/pki.ts';
+import { fingerprintSha256 } from '../../pki/pki.ts';
 import {
   ProvisionRefused,
   type ComponentReport,
@@ -40,7 +39,6 @@ import { restoreDataDir } from '../../backup/restore.ts';
 import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
-import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { upgradeVerdict } from '../../provisioners/upgrade.ts';
 import {
   assertStartable,
@@ -155,7 +153,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     if (entry.hash === hash) this.failedRolls.delete(root);
     const door = vc.spec.sleep ? await this.doors.open(root, Date.now()) : await this.doors.close(root);
     const cp = entry.cp;
-    const certificates = await this.renewCertificates(cp, vc);
+    const caRotation = await rotateCaAsked(cp, vc, this.options);
+    const certificates = await renewCertificates(cp, vc, this.options);
     const fwd = entry.forwarder;
     const view = entry.dnsView;
     return {
@@ -164,6 +163,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       ...(rollFailed && { rollFailed }),
       result: {
         certificates,
+        certificateRenewFraction: renewFraction(this.options),
+        ...(caRotation && { caRotation }),
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
         kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
         apiserverEndpoint: fwd
@@ -173,26 +174,6 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
         ...(door && { externalAccess: frontDoorAccess(door, readFileSync(cp.kubeconfigPath, 'utf8')) }),
       },
     };
-  }
-
-  /**
-   * renewCertificates renews the apiserver serving certificate once renewFraction of its life has passed (the
-   * apiserver reloads it without a restart) and reports the certificates it watches with their validity. The other
-   * certificates of the tenant's PKI are not renewed yet.
-   */
-  private async renewCertificates(cp: LocalControlPlane, vc: VirtualCluster): Promise<IssuedCertificate[]> {
-    const pkiDir = join(cp.dir, 'pki');
-    const read = (): IssuedCertificate => {
-      const x = new X509Certificate(readFileSync(join(pkiDir, PKI_FILES.apiserver.cert), 'utf8'));
-      return { name: 'kube-apiserver serving', notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
-    };
-    if (dueForRenewal([read()], new Date(), DEFAULT_RENEW_FRACTION).length) {
-      const days =
-        this.options.certificates?.servingValidityDays ?? vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays;
-      await reissueServingCert(pkiDir, days);
-      log.info({ tenant: cp.name }, 'apiserver serving certificate renewed');
-    }
-    return [read()];
   }
 
   /**

@@ -62,10 +62,11 @@ export interface LocalProvisionerOptions {
    */
   confine?: Omit<Confinement, 'loopbackPorts'>;
   /**
-   * certificates.servingValidityDays: how long a renewed apiserver serving certificate is valid (default the tenant's
-   * spec.pkiExpireDays); it is renewed at DEFAULT_RENEW_FRACTION of its life
+   * certificates: validityDays is how long each leaf certificate of a tenant (serving and client; not the CAs, which
+   * keep the tenant's spec.pkiExpireDays) is valid when issued or renewed, default spec.pkiExpireDays; renewFraction is
+   * the share of its life after which it is renewed (0 < f < 1, default DEFAULT_RENEW_FRACTION, two thirds).
    */
-  certificates?: { servingValidityDays?: number };
+  certificates?: { validityDays?: number; renewFraction?: number };
 }
 
 /** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
@@ -136,6 +137,7 @@ export function controlPlaneOptions(
     controllers: TENANT_CONTROLLERS,
     restart: true,
     pkiValidityDays: vc.spec.pkiExpireDays ?? TENANT_DEFAULTS.pkiExpireDays,
+    ...(ctx.options.certificates?.validityDays && { leafValidityDays: ctx.options.certificates.validityDays }),
     // The policy refuses kubelet-certificate-authority in a tenant's extraArgs: only the platform sets it.
     apiserverExtraArgs: localApiserverArgs(
       ctx.options.kubeletCAFile

@@ -19,13 +19,14 @@ interface Flags {
 }
 
 /** timeoutMs reads --timeout: seconds, or a number with s or m. */
-function timeoutMs(v: string): number {
+export function timeoutMs(v: string): number {
   const m = /^(\d+(?:\.\d+)?)(s|m)?$/.exec(v.trim());
   if (!m) throw new CliError(`--timeout ${JSON.stringify(v)}: give seconds, or a number with s or m (90s, 2m)`);
   return Number(m[1]) * (m[2] === 'm' ? 60_000 : 1000);
 }
 
-async function read(c: KubeClient, ns: string, name: string): Promise<VirtualCluster> {
+/** read gets the VirtualCluster ns/name, or fails with a CliError naming it. */
+export async function read(c: KubeClient, ns: string, name: string): Promise<VirtualCluster> {
   try {
     return await c.get<VirtualCluster>(R.virtualclusters, ns, name);
   } catch (e) {
@@ -35,7 +36,7 @@ async function read(c: KubeClient, ns: string, name: string): Promise<VirtualClu
 }
 
 /** waitPhase polls the VirtualCluster until done says it is there, or the timeout passes. */
-async function waitPhase(
+export async function waitPhase(
   c: KubeClient,
   ns: string,
   name: string,

@@ -149,6 +149,22 @@ describe('manager configuration', () => {
   });
 });
 
+describe('certificate settings of local tenants', () => {
+  const local = (certs: string) =>
+    write(
+      'certs.yaml',
+      `${header}virtualClusters: {local: {stateDir: s, etcdEndpoint: 'http://127.0.0.1:2379', certificates: ${certs}}}\n`,
+    );
+  it('loads a leaf lifetime and a renewal fraction', () => {
+    const cfg = loadManagerConfig(local('{validityDays: 0.0014, renewFraction: 0.5}'));
+    expect(cfg.virtualClusters?.local?.certificates).toEqual({ validityDays: 0.0014, renewFraction: 0.5 });
+  });
+  it.each([['{renewFraction: 1}'], ['{renewFraction: 0}'], ['{validityDays: 0}'], ['{lifetime: 3}']])(
+    'refuses %s, naming the field',
+    (certs) => expect(() => loadManagerConfig(local(certs))).toThrow(/certificates/),
+  );
+});
+
 describe('several super clusters in the configuration', () => {
   it('accepts external super clusters and placedOnly, and gives static tenants their superCluster', () => {
     write('r.kubeconfig', 'apiVersion: v1\nkind: Config\n');

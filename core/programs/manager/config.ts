@@ -76,6 +76,8 @@ export interface ManagerConfig {
       etcdEndpoint: string;
       podAddress?: string;
       kubeletCAFile?: string;
+      /** lifetime and renewal fraction of the tenants' leaf certificates (LocalProvisionerOptions.certificates) */
+      certificates?: { validityDays?: number; renewFraction?: number };
       /** network confinement of the tenants' control planes (core/dev/local/netconfine.ts) */
       confine?: { podCidrs: string[]; endpoints: Array<{ host: string; port: number }> };
     };

@@ -10,6 +10,8 @@ import type { ExtraArgs } from '../../api/controlplane.ts';
 export interface ControlPlanePaths {
   caFile: string;
   caKey: string;
+  /** the one CA certificate that signs CSRs with caKey, where caFile may be a bundle (a CA rotation); default caFile */
+  signingCert?: string;
   apiserverCert: string;
   apiserverKey: string;
   /** verifies service-account tokens */
@@ -31,7 +33,10 @@ export interface ControlPlanePaths {
 export type ApiserverPaths = Omit<ControlPlanePaths, 'caKey' | 'kubeconfig'>;
 
 /** ControllerManagerPaths are the files kube-controller-manager reads. */
-export type ControllerManagerPaths = Pick<ControlPlanePaths, 'caFile' | 'caKey' | 'saKey' | 'kubeconfig'>;
+export type ControllerManagerPaths = Pick<
+  ControlPlanePaths,
+  'caFile' | 'caKey' | 'signingCert' | 'saKey' | 'kubeconfig'
+>;
 
 /** ApiserverFlagsInput is everything apiserverFlags needs. */
 export interface ApiserverFlagsInput {
@@ -139,7 +144,7 @@ export function controllerManagerFlags(input: ControllerManagerFlagsInput): stri
     ['use-service-account-credentials', 'true'],
     ['service-account-private-key-file', p.saKey],
     ['root-ca-file', p.caFile],
-    ['cluster-signing-cert-file', p.caFile],
+    ['cluster-signing-cert-file', p.signingCert ?? p.caFile],
     ['cluster-signing-key-file', p.caKey],
     ['cluster-name', input.clusterName],
     ['service-cluster-ip-range', input.serviceCidr],

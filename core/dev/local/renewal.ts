@@ -1,0 +1,190 @@
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
+import { issueCert, PKI_FILES, renderKubeconfig, type CertUsage } from '../../pki/pki.ts';
+
+/**
+ * The leaf certificates of a local tenant's PKI directory, which of them the manager renews, and the renewal itself:
+ * a new key and certificate from the same issuer with the same subject, names and usages, written atomically, and
+ * the kubeconfig that embeds it written again. Which process must then pick it up is the caller's (LocalProvisioner).
+ */
+
+/** Leaf is one certificate of the tenant's PKI directory that the manager renews. */
+export interface Leaf {
+  /** the name it is reported under (metric label, CertificatesValid message) */
+  name: string;
+  /** the base name of its files in the PKI directory: `<base>.crt` and `<base>.key` */
+  base: string;
+  /** the base name of the CA that signs it */
+  issuer: 'ca' | 'front-proxy-ca';
+  /** the kubeconfig (in the control plane's directory) that embeds it, with its user name */
+  kubeconfig?: { file: string; user: string };
+  /** the process that reads it only at start and is restarted after a renewal (others reload it themselves) */
+  restart?: 'controllerManager';
+}
+
+/**
+ * RENEWED_LEAVES are the certificates renewed before expiry. kube-apiserver reloads its serving certificate and its
+ * front-proxy client certificate from their files; the manager reads the admin kubeconfig again (the syncer and the
+ * health monitor reconnect when it changes); kube-controller-manager reads its kubeconfig at start, so it restarts
+ * (without leader election there is no lease to wait for; the apiserver keeps serving throughout).
+ */
+export const RENEWED_LEAVES: readonly Leaf[] = [
+  { name: 'kube-apiserver serving', base: 'apiserver', issuer: 'ca' },
+  { name: 'front-proxy client', base: 'front-proxy-client', issuer: 'front-proxy-ca' },
+  { name: 'admin client', base: 'admin', issuer: 'ca', kubeconfig: { file: 'admin.kubeconfig', user: 'admin' } },
+  {
+    name: 'kube-controller-manager client',
+    base: 'controller-manager',
+    issuer: 'ca',
+    kubeconfig: { file: 'controller-manager.kubeconfig', user: 'system:kube-controller-manager' },
+    restart: 'controllerManager',
+  },
+  {
+    name: 'kube-scheduler client',
+    base: 'scheduler',
+    issuer: 'ca',
+    kubeconfig: { file: 'scheduler.kubeconfig', user: 'system:kube-scheduler' },
+  },
+];
+
+/**
+ * WATCHED_ONLY are reported (metric, condition) but not renewed by the manager: the CAs are rotated by `vc rotate-ca`
+ * and the kubelet client certificate is pinned by fingerprint in the VirtualCluster's status, which the vn-agent
+ * accepts one at a time, so a renewal would cut the tenant's logs and exec until the status caught up.
+ */
+export const WATCHED_ONLY = [
+  { name: 'cluster CA', file: PKI_FILES.ca.cert },
+  { name: 'front-proxy CA', file: PKI_FILES.frontProxyCA.cert },
+  { name: 'kube-apiserver kubelet client', file: PKI_FILES.kubeletClient.cert },
+] as const;
+
+/** ReportedCertificate is an IssuedCertificate with whether the manager renews it by itself. */
+export type ReportedCertificate = IssuedCertificate & { manual?: boolean };
+
+const EKU: Record<string, CertUsage> = { '1.3.6.1.5.5.7.3.1': 'server', '1.3.6.1.5.5.7.3.2': 'client' };
+
+function validity(name: string, pem: string): IssuedCertificate {
+  const x = new X509Certificate(pem);
+  return { name, notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
+}
+
+/** readCertificates lists every certificate of pkiDir with its validity, the renewed leaves first. */
+export function readCertificates(pkiDir: string): ReportedCertificate[] {
+  const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
+  return [
+    ...RENEWED_LEAVES.filter((l) => existsSync(join(pkiDir, `${l.base}.crt`))).map((l) =>
+      validity(l.name, read(`${l.base}.crt`)),
+    ),
+    ...WATCHED_ONLY.filter((w) => existsSync(join(pkiDir, w.file))).map((w) => ({
+      ...validity(w.name, read(w.file)),
+      manual: true,
+    })),
+  ];
+}
+
+/** dueLeaves are the renewed leaves of pkiDir whose renewal time (fraction of their life) has come at now. */
+export function dueLeaves(pkiDir: string, fraction: number, now: Date): Leaf[] {
+  const certs = readCertificates(pkiDir).filter((c) => !c.manual);
+  const due = new Set(dueForRenewal(certs, now, fraction).map((c) => c.name));
+  return RENEWED_LEAVES.filter((l) => due.has(l.name));
+}
+
+/** subjectOf reads a certificate's CN and O values. */
+function subjectOf(x: X509Certificate): { cn: string; o: string[] } {
+  const lines = x.subject.split('\n');
+  const cn = lines.find((l) => l.startsWith('CN='))?.slice(3);
+  if (!cn) throw new Error(`certificate ${x.subject} has no CN`);
+  return { cn, o: lines.filter((l) => l.startsWith('O=')).map((l) => l.slice(2)) };
+}
+
+/** sansOf reads a certificate's DNS and IP subject alternative names. */
+function sansOf(x: X509Certificate): { dnsNames: string[]; ipAddresses: string[] } {
+  const sans = (x.subjectAltName ?? '').split(', ');
+  return {
+    dnsNames: sans.filter((s) => s.startsWith('DNS:')).map((s) => s.slice(4)),
+    ipAddresses: sans.filter((s) => s.startsWith('IP Address:')).map((s) => s.slice(11)),
+  };
+}
+
+/** writeAtomic replaces path with data in one rename, so that a process reloading it never reads half a PEM. */
+export function writeAtomic(path: string, data: string, mode: number): void {
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    writeFileSync(tmp, data, { mode, flag: 'wx' });
+    chmodSync(tmp, mode);
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+/**
+ * renewLeaf issues leaf again in pkiDir from its CA, for validityDays (cut at the CA's expiry), with a new key and the
+ * subject, names and usages of the certificate it replaces. The key is written first: a process that reloads when
+ * either file changes reads a matching pair once the certificate lands.
+ */
+export async function renewLeaf(pkiDir: string, leaf: Leaf, validityDays: number): Promise<void> {
+  const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
+  const old = new X509Certificate(read(`${leaf.base}.crt`));
+  const { cn, o } = subjectOf(old);
+  const usages = (old.keyUsage ?? []).map((oid) => EKU[oid]).filter((u): u is CertUsage => !!u);
+  const next = await issueCert(signingCa(pkiDir, leaf.issuer), {
+    commonName: cn,
+    organizations: o,
+    ...sansOf(old),
+    usages,
+    validityDays,
+  });
+  writeAtomic(join(pkiDir, `${leaf.base}.key`), next.keyPem, 0o600);
+  writeAtomic(join(pkiDir, `${leaf.base}.crt`), next.certPem, 0o644);
+}
+
+/**
+ * writeLeafKubeconfig writes the kubeconfig of leaf in dir (the control plane's directory, PKI in `dir/pki`): the
+ * cluster `clusterName` at server, trusting caPem, authenticating with the leaf's certificate and key as they are now.
+ */
+export function writeLeafKubeconfig(
+  dir: string,
+  leaf: Pick<Leaf, 'base' | 'kubeconfig'>,
+  cluster: { clusterName: string; server: string; caPem: string },
+): void {
+  if (!leaf.kubeconfig) return;
+  const text = renderKubeconfig({
+    ...cluster,
+    user: leaf.kubeconfig.user,
+    clientCertPem: readFileSync(join(dir, 'pki', `${leaf.base}.crt`), 'utf8'),
+    clientKeyPem: readFileSync(join(dir, 'pki', `${leaf.base}.key`), 'utf8'),
+  });
+  writeAtomic(join(dir, leaf.kubeconfig.file), text, 0o600);
+}
+
+/** pemBlocks splits a PEM bundle into its certificates. */
+export function pemBlocks(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g) ?? [];
+}
+
+/**
+ * signingCa is the CA that signs `issuer`'s leaves: the first certificate of `<issuer>.crt` (during a CA rotation it
+ * is a bundle of two, the signing one first) and `<issuer>.key`.
+ */
+export function signingCa(pkiDir: string, issuer: Leaf['issuer']): { certPem: string; keyPem: string } {
+  const certPem = pemBlocks(readFileSync(join(pkiDir, `${issuer}.crt`), 'utf8'))[0];
+  if (!certPem) throw new Error(`${issuer}.crt in ${pkiDir} holds no certificate`);
+  return { certPem, keyPem: readFileSync(join(pkiDir, `${issuer}.key`), 'utf8') };
+}
+
+/** SIGNING_CERT is the file of the cluster CA certificate alone, for the controller manager's CSR signer. */
+export const SIGNING_CERT = 'ca-signing.crt';
+
+/**
+ * writeSigningCert writes SIGNING_CERT from the first certificate of ca.crt, where it differs: kube-controller-manager's
+ * --cluster-signing-cert-file takes exactly one certificate, while ca.crt is a bundle of two during a CA rotation.
+ */
+export function writeSigningCert(pkiDir: string): void {
+  const pem = signingCa(pkiDir, 'ca').certPem;
+  const f = join(pkiDir, SIGNING_CERT);
+  if (!existsSync(f) || readFileSync(f, 'utf8') !== pem) writeAtomic(f, pem, 0o644);
+}
