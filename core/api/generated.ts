@@ -1673,6 +1673,11 @@ export interface ManagerConfigurationBackups {
     /** Drop snapshots older than this. */
     maxAgeSeconds?: number;
   };
+  /**
+   * How often the records of tenants deleted under Retain are looked at: data past its TenantPolicy's retainFor is
+   * removed, and a VirtualCluster made again under a retained name gets its data back (default 60).
+   */
+  retainedCheckSeconds?: number;
 }
 
 /** The GitOps controller: keeps VirtualClusters equal to the git repositories GitSource objects name. */
