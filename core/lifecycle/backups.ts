@@ -34,6 +34,9 @@ const log = childLogger({ controller: 'backups' });
 /** NOT_RUNNING_RECHECK_MS is how soon a request for a tenant that is not Running yet is looked at again. */
 const NOT_RUNNING_RECHECK_MS = 2000;
 
+/** UNSETTLED_RECHECK_MS is how soon a tenant whose git revision is still being applied is looked at again. */
+const UNSETTLED_RECHECK_MS = 2000;
+
 /** NO_STORE answers requests to a manager configured without a store. */
 const NO_STORE = 'this manager keeps no backups: its configuration sets no /backups/directory';
 
@@ -150,9 +153,24 @@ async function takeSnapshot(
   });
 }
 
+/** ManagedFieldsEntry is the part of a managedFields entry read here. */
+type ManagedFieldsEntry = { manager?: string; operation?: string; subresource?: string; time?: string };
+
+/** fieldsTime is the latest time (ms) of the managedFields entries that match, or undefined. */
+function fieldsTime(o: KubeObject, match: (e: ManagedFieldsEntry) => boolean): number | undefined {
+  const entries = ((o.metadata as { managedFields?: ManagedFieldsEntry[] } | undefined)?.managedFields ?? []).filter(
+    (e) => match(e) && e.time,
+  );
+  return entries.length ? Math.max(...entries.map((e) => Date.parse(e.time!))) : undefined;
+}
+
 /**
- * gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries, and whether that
- * source has finished with it (its last attempted revision is the same: no newer one is being or failed to be applied).
+ * gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries, and whether the
+ * VirtualCluster runs what that revision defines (settled): the source finished with it (its last attempted revision
+ * is the same) and wrote that status no earlier than the applier last changed the VirtualCluster. The applier writes a
+ * source's status once, at the end of each run, so a spec change of a run still going is not settled. The times are in
+ * seconds: a run whose apply falls in the same second as the previous run's status write is taken for settled, and its
+ * snapshot names the previous revision (the one at or before which `vc restore --to-revision` looks).
  */
 async function gitRevisionOf(
   meta: KubeClient,
@@ -164,7 +182,11 @@ async function gitRevisionOf(
   const sources = await meta.list<KubeObject & { status?: Status }>(GITSOURCES).catch(() => undefined);
   const src = sources?.items.find((g) => `${g.metadata?.namespace}.${g.metadata?.name}` === label);
   const applied = src?.status?.lastAppliedRevision;
-  return applied ? { applied, settled: src.status?.lastAttemptedRevision === applied } : undefined;
+  if (!applied) return undefined;
+  const statusAt = fieldsTime(src, (e) => e.subresource === 'status');
+  const specAt = fieldsTime(vc, (e) => e.manager === IDENTITY.gitops && e.operation === 'Apply');
+  const after = statusAt !== undefined && (specAt === undefined || statusAt >= specAt);
+  return { applied, settled: src.status?.lastAttemptedRevision === applied && after };
 }
 
 /** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap, and returns it. */
@@ -385,7 +407,10 @@ export class BackupController {
       await this.events.record(vc, 'Normal', 'SnapshotTaken', `${d.take} snapshot ${meta.id}${at}${dropped}`);
       log.info({ vc: key, snapshot: meta.id, reason: d.take }, 'automatic snapshot taken');
     }
-    return d.recheckMs !== undefined ? { requeueAfter: d.recheckMs } : undefined;
+    // A revision still being applied gives no event here when its run ends: look again shortly.
+    const recheck =
+      revision && !revision.settled ? Math.min(d.recheckMs ?? UNSETTLED_RECHECK_MS, UNSETTLED_RECHECK_MS) : d.recheckMs;
+    return recheck !== undefined ? { requeueAfter: recheck } : undefined;
   }
 
   /** act does what the request asks and returns the message and snapshot of the answer. */

@@ -85,8 +85,13 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
     dir = mkdtempSync(join(tmpdir(), 'vc-retained-it-'));
     git = await startGitServer();
     await git.initRepo('tenants');
-    // A second file keeps the path there when gamma's goes: a missing path is an error that never prunes.
-    const keep = '# no tenant here; it keeps the directory in git\n';
+    // Another object keeps the path holding one when gamma goes: a path with none never prunes (EmptyPath). An
+    // infrastructure object of Cluster API starts nothing without a Cluster naming it.
+    const keep = stringify({
+      apiVersion: 'infrastructure.tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualClusterInfraCluster',
+      metadata: { name: 'keep', namespace: 'default' },
+    });
     await git.commitFiles(
       'tenants',
       { [FILE]: vcYaml(), 'tenants/keep.yaml': keep, 'README.md': 'tenants\n' },
@@ -231,7 +236,7 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
   }, 600_000);
 
   it('after the grace the retained data goes for good, and a tenant made again starts empty', async () => {
-    await policy('5s');
+    await policy('30s');
     const first = await running();
     await first.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'app' } });
     first.client.close();
