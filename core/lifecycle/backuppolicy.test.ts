@@ -5,6 +5,7 @@ import {
   DEFAULT_RETAIN_FOR_MS,
   nextAutomatic,
   retainedFate,
+  restoreRefusal,
   retainedStatus,
   type BackupSettings,
 } from './backuppolicy.ts';
@@ -141,4 +142,21 @@ describe('retainedFate', () => {
   it.each(cases)('%s', (_n, now, current, want) => expect(retainedFate(r, now, current)).toBe(want));
   it('shows the time it is kept until', () =>
     expect(retainedStatus(r)).toBe('Deleted (retained until 2026-01-02T00:00:00Z)'));
+});
+
+describe('restoreRefusal', () => {
+  const cases: [string, string | undefined, string | undefined, RegExp | undefined][] = [
+    ['same version', 'v1.36.3', 'v1.36.3', undefined],
+    ['an older patch into a newer one', 'v1.36.1', 'v1.36.3', undefined],
+    ['one minor older: as an upgrade', 'v1.35.2', 'v1.36.3', undefined],
+    ['a newer minor into an older tenant', 'v1.37.0', 'v1.36.3', /holds the data of Kubernetes v1\.37\.0 .* downgrade/],
+    ['two minors older', 'v1.34.0', 'v1.36.3', /skips 1 minor version/],
+    ['snapshot version unknown', undefined, 'v1.36.3', undefined],
+    ['tenant version unknown', 'v1.37.0', undefined, undefined],
+  ];
+  it.each(cases)('%s', (_n, snapshot, tenant, want) => {
+    const r = restoreRefusal({ id: 's1', kubernetesVersion: snapshot }, tenant);
+    if (want) expect(r).toMatch(want);
+    else expect(r).toBeUndefined();
+  });
 });

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Retention, SnapshotMeta } from '../backup/catalog.ts';
 import type { TenantPolicySpec as PolicySpecSchema, VirtualClusterSpec } from '../api/generated.ts';
+import { upgradeVerdict } from '../provisioners/upgrade.ts';
 import { durationMs } from './sleep.ts';
 
 /** DEFAULT_RETAIN_FOR_MS is how long a deleted tenant's data is kept under Retain when its policy says nothing: 7 days. */
@@ -120,4 +121,24 @@ export function retainedFate(r: RetainedRecord, now: Date, current: { uid: strin
 /** retainedStatus is how a retained tenant is shown: `Deleted (retained until <ISO time>)`. */
 export function retainedStatus(r: RetainedRecord): string {
   return `Deleted (retained until ${r.until})`;
+}
+
+/**
+ * restoreRefusal says why a snapshot's data cannot go into a tenant that runs `tenantVersion`, or undefined when it
+ * can: the data moves from the snapshot's Kubernetes version to the tenant's as an upgrade would (same minor, or one
+ * minor up; never down, never two up: core/provisioners/upgrade.ts). Either version unknown lets the restore go on,
+ * as the tenant's own start would refuse data it cannot read.
+ */
+export function restoreRefusal(
+  snapshot: Pick<SnapshotMeta, 'id' | 'kubernetesVersion'>,
+  tenantVersion: string | undefined,
+): string | undefined {
+  if (!snapshot.kubernetesVersion || !tenantVersion) return undefined;
+  const v = upgradeVerdict(snapshot.kubernetesVersion, tenantVersion);
+  if (v.kind !== 'refused') return undefined;
+  return (
+    `snapshot ${snapshot.id} holds the data of Kubernetes ${snapshot.kubernetesVersion} and this tenant runs ` +
+    `${tenantVersion}: ${v.message}; restore it into a tenant of ${snapshot.kubernetesVersion} (vc restore --as with ` +
+    `a ClusterVersion of that version), nothing was stopped`
+  );
 }

@@ -1,7 +1,7 @@
 import { backupTenant, isSnapshotter, restoreTenant, type Snapshotter } from '../backup/backup.ts';
 import type { Retention, SnapshotMeta, SnapshotReason } from '../backup/catalog.ts';
 import { resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
-import { backupSettingsOf, nextAutomatic, retainedFate, type BackupSettings } from './backuppolicy.ts';
+import { backupSettingsOf, nextAutomatic, restoreRefusal, retainedFate, type BackupSettings } from './backuppolicy.ts';
 import { dropRetained, listRetained, readRetained, writeRetained } from './retained.ts';
 import {
   BACKUP_REQUEST_ANNOTATION,
@@ -375,6 +375,7 @@ export class BackupController {
       const root = rootNamespace(m.namespace!, m.name!, m.uid!);
       const tenant = { namespace: m.namespace!, name: m.name! };
       try {
+        await assertRestorable(store, tenant, retained.record.snapshot, vc);
         await restoreTenant(s, store, { vc, root, id: retained.record.snapshot, from: tenant });
       } catch (e) {
         const msg = `the retained data of ${key} (snapshot ${retained.record.snapshot}) did not come back: ${(e as Error).message}`;
@@ -437,6 +438,7 @@ export class BackupController {
     }
     const from = { namespace: tenant.namespace, name: a.from ?? tenant.name };
     const root = rootNamespace(m.namespace!, m.name!, m.uid!);
+    await assertRestorable(store, from, a.snapshot!, vc);
     const meta = await restoreTenant(s, store, { vc, root, id: a.snapshot!, from });
     log.info({ vc: objectKey(vc), snapshot: meta.id, from: `${from.namespace}/${from.name}` }, 'tenant restored');
     return { message: `restored from snapshot ${meta.id} of ${from.namespace}/${from.name}`, snapshot: meta.id };
@@ -462,6 +464,21 @@ export class BackupController {
     );
     if (!r.ok) log.warn({ vc: objectKey(vc), request: m.annotations?.[BACKUP_REQUEST_ANNOTATION] }, r.message);
   }
+}
+
+/**
+ * assertRestorable throws, before anything is stopped, when the snapshot's Kubernetes version cannot go into the
+ * tenant as it runs now (restoreRefusal); a snapshot the store does not list is left to the restore to report.
+ */
+async function assertRestorable(
+  store: BackupStore,
+  from: { namespace: string; name: string },
+  id: string,
+  vc: VirtualCluster,
+): Promise<void> {
+  const meta = (await store.list(from)).find((x) => x.id === id);
+  const refusal = meta && restoreRefusal(meta, kubernetesVersionOf(vc));
+  if (refusal) throw new Error(refusal);
 }
 
 /** kubernetesVersionOf is the version the tenant's apiserver last reported to the health monitor. */
