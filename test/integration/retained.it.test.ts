@@ -10,7 +10,7 @@ import { localProvisioners } from '../../core/dev/provisioner/offer.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import { readCatalog } from '../../core/programs/cli/backup.ts';
+import { readCatalog, requestBackupAction } from '../../core/programs/cli/backup.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { readRetained } from '../../core/lifecycle/retained.ts';
@@ -254,4 +254,29 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
     expect(await fresh.client.getOrNull(R.namespaces, undefined, 'app')).toBeNull();
     fresh.client.close();
   }, 600_000);
+
+  it('after a restore in place the syncer removes the super copies of objects the snapshot does not hold', async () => {
+    const { root, client } = await running();
+    const superNames = async () =>
+      (await t.client.list(R.configmaps, { namespace: `${root}-app` })).items
+        .map((o) => o.metadata!.name!)
+        .filter((n) => n.startsWith('obj-'))
+        .sort();
+    const cm = (name: string) =>
+      ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'app' }, data: { v: name } }) as KubeObject;
+    await client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'app' } });
+    await client.create(R.configmaps, cm('obj-kept'));
+    await eventually(async () => expect(await superNames()).toEqual(['obj-kept']), 60_000);
+    const tenant = { namespace: 'default', name: NAME };
+    const { snapshot } = await requestBackupAction(t.client, tenant, { action: 'create' }, 120_000);
+    await client.create(R.configmaps, cm('obj-late'));
+    await client.delete(R.configmaps, 'app', 'obj-kept');
+    await eventually(async () => expect(await superNames()).toEqual(['obj-late']), 60_000);
+    client.close();
+    await requestBackupAction(t.client, tenant, { action: 'restore', snapshot: snapshot! }, 180_000);
+    const after = await running();
+    await eventually(async () => expect(Object.keys(await contents(after.client))).toEqual(['obj-kept']), 60_000);
+    after.client.close();
+    await eventually(async () => expect(await superNames()).toEqual(['obj-kept']), 120_000);
+  }, 400_000);
 });
