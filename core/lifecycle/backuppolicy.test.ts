@@ -105,6 +105,15 @@ describe('nextAutomatic', () => {
       { take: 'revision' },
     ],
     [
+      "the spec changed but the source still names the last snapshot's revision: wait for the new one",
+      {
+        catalog: [{ ...snap('u1', 'revision', '2026-01-01T00:20:00Z', { a: 0 }), gitRevision: 'r1' }],
+        settings: rev,
+        appliedRevision: 'r1',
+      },
+      { awaitingRevision: true },
+    ],
+    [
       'a snapshot of an earlier VirtualCluster of the name does not count',
       { catalog: [snap('u0', 'revision', '2026-01-01T00:20:00Z')], settings: rev, appliedRevision: 'r1' },
       { take: 'revision' },

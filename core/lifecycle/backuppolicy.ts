@@ -68,6 +68,8 @@ export interface Automatic {
   take?: 'revision' | 'schedule';
   /** when the next scheduled snapshot falls due, counted from now; undefined: no schedule */
   recheckMs?: number;
+  /** the spec changed but the source still reports the revision of the last revision snapshot: look again soon */
+  awaitingRevision?: boolean;
 }
 
 /**
@@ -85,8 +87,17 @@ export function nextAutomatic(i: AutomaticInput): Automatic {
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id))[0];
   if (i.settings.onRevision && i.appliedRevision) {
     const last = newest(['revision']);
-    if (!last || !isDeepStrictEqual(last.spec, i.spec)) return { take: 'revision' };
+    // A changed spec under the revision the last snapshot already names is a revision whose status is not written yet
+    // (or an edit git does not make): waiting keeps the new revision's snapshot from being recorded under the old one.
+    if (!last || (!isDeepStrictEqual(last.spec, i.spec) && last.gitRevision !== i.appliedRevision))
+      return { take: 'revision' };
+    if (!isDeepStrictEqual(last.spec, i.spec)) return { ...scheduled(i, newest), awaitingRevision: true };
   }
+  return scheduled(i, newest);
+}
+
+/** scheduled is the schedule's part of nextAutomatic. */
+function scheduled(i: AutomaticInput, newest: (reasons: readonly string[]) => SnapshotMeta | undefined): Automatic {
   const every = i.settings.everyMs;
   if (every === undefined) return {};
   const last = newest(['schedule', 'revision']);

@@ -409,8 +409,8 @@ export class BackupController {
       log.info({ vc: key, snapshot: meta.id, reason: d.take }, 'automatic snapshot taken');
     }
     // A revision still being applied gives no event here when its run ends: look again shortly.
-    const recheck =
-      revision && !revision.settled ? Math.min(d.recheckMs ?? UNSETTLED_RECHECK_MS, UNSETTLED_RECHECK_MS) : d.recheckMs;
+    const unsettled = (revision && !revision.settled) || d.awaitingRevision;
+    const recheck = unsettled ? Math.min(d.recheckMs ?? UNSETTLED_RECHECK_MS, UNSETTLED_RECHECK_MS) : d.recheckMs;
     return recheck !== undefined ? { requeueAfter: recheck } : undefined;
   }
 
