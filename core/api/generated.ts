@@ -131,6 +131,13 @@ export interface VirtualClusterSpec {
   /** Lifetime in days of the certificates issued for the tenant control plane (1 to 3650). Defaults to 365. */
   pkiExpireDays?: number;
   /**
+   * What deleting this VirtualCluster does to its data: Retain keeps a snapshot of its last state for its
+   * TenantPolicy's spec.backup.retainFor (default 7 days) and shows it as Deleted (retained until ...); making it again
+   * (same namespace and name, for example by adding its file back to git) within that time brings its objects back.
+   * Delete removes it for good. Defaults to the TenantPolicy's spec.backup.deletionPolicy, else Retain.
+   */
+  deletionPolicy?: 'Retain' | 'Delete';
+  /**
    * Sleep when idle: after afterIdle without a request through the tenant's front door, the manager stops its apiserver
    * and controller manager (and its own etcd) and shows phase Sleeping; the first request through the front door (the
    * server of the kubeconfig Secret) wakes it, and the client waits for the answer. `vc sleep` and `vc wake` do the
@@ -793,6 +800,47 @@ export interface TenantPolicySpec {
      * Defaults to none.
      */
     allowedCIDRs?: string[];
+  };
+  /**
+   * When the manager snapshots the tenants under this policy into the platform's backup store (the manager's /backups),
+   * how many it keeps, and what happens to a tenant's data when its VirtualCluster is deleted. Snapshots before a
+   * deletion and before an upgrade are taken whatever this says.
+   */
+  backup?: {
+    /**
+     * A snapshot every interval of each Running tenant (reason schedule), the first one interval after the
+     * VirtualCluster was made, each next one interval after the last.
+     */
+    schedule?: {
+      /** The interval, as Go writes a duration (90s, 15m, 6h); at least 1s. */
+      every: string;
+    };
+    /**
+     * Snapshot a tenant defined by a GitSource once it runs the spec of each applied git revision that changed it
+     * (reason revision, recorded with that revision), so that vc restore --to-revision finds it. Defaults to true.
+     */
+    onRevision?: boolean;
+    /**
+     * How many snapshots of each tenant to keep and for how long, applied after each snapshot; it replaces the
+     * manager's /backups/retention for the tenants under this policy. The newest snapshot is always kept.
+     */
+    retention?: {
+      /** Keep at most this many, the newest. */
+      count?: number;
+      /** Keep none older than this. */
+      maxAgeSeconds?: number;
+    };
+    /**
+     * What deleting a VirtualCluster under this policy does to its data, when the VirtualCluster's spec.deletionPolicy
+     * says nothing: Retain (the default) stops the tenant, keeps a snapshot of its last state for retainFor and shows
+     * it as Deleted (retained until ...); a VirtualCluster of the same namespace and name made again within that time
+     * comes back with that data. Delete removes it for good.
+     */
+    deletionPolicy?: 'Retain' | 'Delete';
+    /**
+     * How long a deleted tenant's data is kept under Retain, as Go writes a duration (72h); defaults to 168h (7 days).
+     */
+    retainFor?: string;
   };
   /** Fair-queue weights of the tenants in the syncer. */
   weight?: {
@@ -1659,6 +1707,11 @@ export interface ManagerConfigurationBackups {
     /** Drop snapshots older than this. */
     maxAgeSeconds?: number;
   };
+  /**
+   * How often the records of tenants deleted under Retain are looked at: data past its TenantPolicy's retainFor is
+   * removed, and a VirtualCluster made again under a retained name gets its data back (default 60).
+   */
+  retainedCheckSeconds?: number;
 }
 
 /** The GitOps controller: keeps VirtualClusters equal to the git repositories GitSource objects name. */

@@ -20,6 +20,8 @@ export interface BackupsConfig {
   directory?: string;
   s3?: ObjectStoreConfig;
   retention?: { count?: number; maxAgeSeconds?: number };
+  /** how often records of tenants deleted under Retain are looked at (default 60) */
+  retainedCheckSeconds?: number;
 }
 
 /**

@@ -1,5 +1,8 @@
 import { backupTenant, isSnapshotter, restoreTenant, type Snapshotter } from '../backup/backup.ts';
 import type { Retention, SnapshotMeta, SnapshotReason } from '../backup/catalog.ts';
+import { resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
+import { backupSettingsOf, nextAutomatic, restoreRefusal, retainedFate, type BackupSettings } from './backuppolicy.ts';
+import { dropRetained, listRetained, readRetained, writeRetained } from './retained.ts';
 import {
   BACKUP_REQUEST_ANNOTATION,
   BACKUP_RESULT_ANNOTATION,
@@ -31,6 +34,9 @@ const log = childLogger({ controller: 'backups' });
 /** NOT_RUNNING_RECHECK_MS is how soon a request for a tenant that is not Running yet is looked at again. */
 const NOT_RUNNING_RECHECK_MS = 2000;
 
+/** UNSETTLED_RECHECK_MS is how soon a tenant whose git revision is still being applied is looked at again. */
+const UNSETTLED_RECHECK_MS = 2000;
+
 /** NO_STORE answers requests to a manager configured without a store. */
 const NO_STORE = 'this manager keeps no backups: its configuration sets no /backups/directory';
 
@@ -43,8 +49,22 @@ export interface BackupControllerOptions {
   defaultProvisioner?: ProvisionerType;
   /** the platform's store; absent, every request is answered with an error saying so */
   store?: BackupStore;
-  /** the platform's retention, applied after every snapshot */
+  /** the platform's retention, applied after every snapshot unless the tenant's TenantPolicy sets its own */
   retention?: Retention;
+  /** how often the records of tenants deleted under Retain are looked at for expiry (default 60 s) */
+  sweepMs?: number;
+}
+
+/** settingsFor resolves a VirtualCluster's backup settings from its TenantPolicy (listed now when none are given). */
+async function settingsFor(
+  o: BackupControllerOptions,
+  vc: VirtualCluster,
+  policies?: readonly TenantPolicy[],
+): Promise<BackupSettings> {
+  const known = policies ?? (await o.meta.list<TenantPolicy>(R.tenantpolicies)).items;
+  const r = resolvePolicy(vc, known);
+  const policy = 'policy' in r ? r.policy : undefined;
+  return backupSettingsOf(vc.spec, policy?.spec?.backup, o.retention);
 }
 
 /**
@@ -61,14 +81,28 @@ export async function snapshotBeforeDeletion(
   const type = vc.spec?.provisioner?.type ?? defaultProvisioner(o.defaultProvisioner, Object.keys(o.provisioners));
   const p = type ? o.provisioners[type] : undefined;
   if (!store || !isSnapshotter(p)) return undefined;
-  const done = (await store.list({ namespace: m.namespace!, name: m.name! })).find(
+  const settings = await settingsFor(o, vc);
+  // Delete means the tenant goes for good now: nothing of it is kept, so nothing can bring it back by surprise.
+  if (settings.deletionPolicy === 'Delete') return undefined;
+  let id = (await store.list({ namespace: m.namespace!, name: m.name! })).find(
     (x) => x.reason === 'deletion' && x.tenant.uid === m.uid,
-  );
-  if (done) return done.id;
-  const { meta } = await takeSnapshot(o, vc, p, store, 'deletion');
-  await writeCatalog(o.meta, vc, store);
-  log.info({ vc: objectKey(vc), snapshot: meta.id }, 'snapshot taken before deletion');
-  return meta.id;
+  )?.id;
+  if (!id) {
+    id = (await takeSnapshot(o, vc, p, store, 'deletion', settings.retention)).meta.id;
+    await writeCatalog(o.meta, vc, store);
+    log.info({ vc: objectKey(vc), snapshot: id }, 'snapshot taken before deletion');
+  }
+  const now = new Date();
+  const record = {
+    uid: m.uid!,
+    snapshot: id,
+    deletedAt: now.toISOString(),
+    until: new Date(now.getTime() + settings.retainForMs).toISOString(),
+  };
+  // A second pass (the finalizer's retry) keeps the first record's times.
+  const had = await readRetained(o.meta, m.namespace!, m.name!);
+  if (had?.record.uid !== m.uid) await writeRetained(o.meta, { namespace: m.namespace!, name: m.name!, record });
+  return id;
 }
 
 /**
@@ -86,7 +120,8 @@ export async function snapshotBeforeUpgrade(
   const p = type ? o.provisioners[type] : undefined;
   if (!store || !isSnapshotter(p)) return undefined;
   // The version the snapshot's data was written by is the one running now, whatever the health monitor saw last.
-  const { meta } = await takeSnapshot(o, vc, p, store, 'upgrade', from);
+  const { retention } = await settingsFor(o, vc);
+  const { meta } = await takeSnapshot(o, vc, p, store, 'upgrade', retention, from);
   await writeCatalog(o.meta, vc, store);
   log.info({ vc: objectKey(vc), snapshot: meta.id, from }, 'snapshot taken before an upgrade');
   return meta.id;
@@ -102,10 +137,11 @@ async function takeSnapshot(
   s: Snapshotter,
   store: BackupStore,
   reason: SnapshotReason,
+  retention: Retention | undefined,
   version?: string,
 ) {
   const m = vc.metadata!;
-  const gitRevision = await gitRevisionOf(o.meta, vc);
+  const gitRevision = (await gitRevisionOf(o.meta, vc))?.applied;
   const kubernetesVersion = version ?? kubernetesVersionOf(vc);
   return backupTenant(s, store, {
     vc,
@@ -113,23 +149,52 @@ async function takeSnapshot(
     reason,
     ...(gitRevision && { gitRevision }),
     ...(kubernetesVersion && { kubernetesVersion }),
-    ...(o.retention && { retention: o.retention }),
+    ...(retention && { retention }),
   });
 }
 
-/** gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries. */
-async function gitRevisionOf(meta: KubeClient, vc: VirtualCluster): Promise<string | undefined> {
-  const label = vc.metadata?.labels?.[LABEL.gitSource];
-  if (!label) return undefined;
-  const sources = await meta
-    .list<KubeObject & { status?: { lastAppliedRevision?: string } }>(GITSOURCES)
-    .catch(() => undefined);
-  const src = sources?.items.find((g) => `${g.metadata?.namespace}.${g.metadata?.name}` === label);
-  return src?.status?.lastAppliedRevision;
+/** ManagedFieldsEntry is the part of a managedFields entry read here. */
+type ManagedFieldsEntry = { manager?: string; operation?: string; subresource?: string; time?: string };
+
+/** fieldsTime is the latest time (ms) of the managedFields entries that match, or undefined. */
+function fieldsTime(o: KubeObject, match: (e: ManagedFieldsEntry) => boolean): number | undefined {
+  const entries = ((o.metadata as { managedFields?: ManagedFieldsEntry[] } | undefined)?.managedFields ?? []).filter(
+    (e) => match(e) && e.time,
+  );
+  return entries.length ? Math.max(...entries.map((e) => Date.parse(e.time!))) : undefined;
 }
 
-/** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap. */
-async function writeCatalog(meta: KubeClient, vc: VirtualCluster, store: BackupStore): Promise<void> {
+/**
+ * gitRevisionOf is the last applied revision of the GitSource whose label the VirtualCluster carries, and whether the
+ * VirtualCluster runs what that revision defines (settled): the source finished with it (its last attempted revision
+ * is the same) and wrote that status no earlier than the applier last changed the VirtualCluster. The applier writes a
+ * source's status once, at the end of each run, so a spec change of a run still going is not settled. The times are in
+ * seconds: a run whose apply falls in the same second as the previous run's status write is taken for settled, and its
+ * snapshot names the previous revision (the one at or before which `vc restore --to-revision` looks).
+ */
+async function gitRevisionOf(
+  meta: KubeClient,
+  vc: VirtualCluster,
+): Promise<{ applied: string; settled: boolean } | undefined> {
+  const label = vc.metadata?.labels?.[LABEL.gitSource];
+  if (!label) return undefined;
+  type Status = { lastAppliedRevision?: string; lastAttemptedRevision?: string };
+  const sources = await meta.list<KubeObject & { status?: Status }>(GITSOURCES).catch(() => undefined);
+  const src = sources?.items.find((g) => `${g.metadata?.namespace}.${g.metadata?.name}` === label);
+  const applied = src?.status?.lastAppliedRevision;
+  if (!applied) return undefined;
+  const statusAt = fieldsTime(src, (e) => e.subresource === 'status');
+  const specAt = fieldsTime(vc, (e) => e.manager === IDENTITY.gitops && e.operation === 'Apply');
+  const after = statusAt !== undefined && (specAt === undefined || statusAt >= specAt);
+  return { applied, settled: src.status?.lastAttemptedRevision === applied && after };
+}
+
+/** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap, and returns it. */
+async function writeCatalog(
+  meta: KubeClient,
+  vc: Pick<VirtualCluster, 'metadata'>,
+  store: BackupStore,
+): Promise<SnapshotMeta[]> {
   const m = vc.metadata!;
   const metas: SnapshotMeta[] = await store.list({ namespace: m.namespace!, name: m.name! });
   await meta.apply(
@@ -146,6 +211,7 @@ async function writeCatalog(meta: KubeClient, vc: VirtualCluster, store: BackupS
     } as KubeObject,
     IDENTITY.manager,
   );
+  return metas;
 }
 
 const GITSOURCES = {
@@ -164,6 +230,11 @@ const GITSOURCES = {
  */
 export class BackupController {
   private readonly informer: SharedInformer<VirtualCluster>;
+  private readonly policies: SharedInformer<TenantPolicy>;
+  /** the store's snapshots of each tenant (namespace/name) as last listed or written by this controller */
+  private readonly catalogs = new Map<string, SnapshotMeta[]>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
   private readonly queue = new WorkQueue({ metrics: queueMetrics('backups') });
   private readonly runner: Runner;
   private readonly events: EventRecorder;
@@ -176,10 +247,12 @@ export class BackupController {
     );
     const informers = o.informers ?? new InformerFactory(o.meta, 'backups');
     this.informer = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
-    const enqueue = (vc: KubeObject) => {
-      if (pendingAction(vc.metadata?.annotations) !== undefined) this.queue.add(objectKey(vc));
-    };
+    this.policies = informers.informer<TenantPolicy>({ resource: R.tenantpolicies });
+    // Every VirtualCluster: a request, a schedule, a revision or a retained record may concern it.
+    const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
     this.informer.addHandler({ onAdd: enqueue, onUpdate: (_a, b) => enqueue(b) });
+    const all = () => this.informer.list().forEach(enqueue);
+    this.policies.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
     this.runner = new Runner({
       name: 'backups',
       queue: this.queue,
@@ -205,14 +278,55 @@ export class BackupController {
         .call(this.o.store)
         .catch((e: unknown) => log.error({ err: e }, `backup store unusable: ${(e as Error).message}`));
     this.informer.start();
-    await this.informer.waitForSync();
+    this.policies.start();
+    await Promise.all([this.informer.waitForSync(), this.policies.waitForSync()]);
     this.runner.start();
+    const every = this.o.sweepMs ?? 60_000;
+    const tick = () => {
+      this.sweeping = this.sweep()
+        .catch((e: unknown) => log.warn({ err: e }, 'retained tenants not looked at'))
+        .finally(() => {
+          this.sweeping = undefined;
+          if (this.sweepTimer) this.sweepTimer = setTimeout(tick, every);
+        });
+    };
+    this.sweepTimer = setTimeout(tick, every);
   }
 
-  /** stop stops the workers and the informer. */
+  /** stop stops the sweep, the workers and the informers. */
   async stop(): Promise<void> {
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
+    await this.sweeping;
     await this.runner.stop();
     await this.informer.stop();
+    await this.policies.stop();
+  }
+
+  /**
+   * sweep looks at every tenant deleted under Retain: past its time its deletion snapshot and record go for good; a
+   * VirtualCluster made again under its name is queued, and its reconcile brings the data back.
+   */
+  private async sweep(): Promise<void> {
+    const store = this.o.store;
+    for (const t of await listRetained(this.o.meta)) {
+      const current = this.informer.get(`${t.namespace}/${t.name}`);
+      const fate = retainedFate(
+        t.record,
+        new Date(),
+        current?.metadata?.uid ? { uid: current.metadata.uid } : undefined,
+      );
+      if (fate === 'restore') this.queue.add(`${t.namespace}/${t.name}`);
+      if (fate !== 'expire') continue;
+      if (store) {
+        const tenant = { namespace: t.namespace, name: t.name };
+        if ((await store.list(tenant)).some((s) => s.id === t.record.snapshot))
+          await store.delete(tenant, t.record.snapshot);
+        this.catalogs.set(`${t.namespace}/${t.name}`, await writeCatalog(this.o.meta, { metadata: tenant }, store));
+      }
+      await dropRetained(this.o.meta, t.namespace, t.name, t.record.uid);
+      log.info({ vc: `${t.namespace}/${t.name}`, uid: t.record.uid }, 'retained tenant data removed after its grace');
+    }
   }
 
   /** snapshotterOf is the provisioner of a VirtualCluster when it can snapshot, or why it cannot. */
@@ -227,7 +341,7 @@ export class BackupController {
     const vc = this.informer.get(key);
     if (!vc || vc.metadata?.deletionTimestamp) return;
     const action = pendingAction(vc.metadata?.annotations);
-    if (action === undefined) return;
+    if (action === undefined) return this.automatic(vc);
     const token = requestToken(vc.metadata?.annotations);
     if (typeof action === 'string') return this.answer(vc, { token, ok: false, message: action });
     if (vc.status?.phase !== 'Running') return { requeueAfter: NOT_RUNNING_RECHECK_MS };
@@ -241,8 +355,63 @@ export class BackupController {
     } catch (e) {
       result = { token, ok: false, message: e instanceof Error ? e.message : String(e) };
     }
-    await writeCatalog(this.o.meta, vc, store);
+    this.catalogs.set(key, await writeCatalog(this.o.meta, vc, store));
     return this.answer(vc, result);
+  }
+
+  /**
+   * automatic is what a Running tenant gets without asking: the data of its deleted predecessor under the same name
+   * when that was retained, then a snapshot per changing git revision and per schedule (core/lifecycle/backuppolicy.ts).
+   */
+  private async automatic(vc: VirtualCluster): Promise<Result> {
+    const store = this.o.store;
+    if (vc.status?.phase !== 'Running' || !store) return;
+    const s = this.snapshotterOf(vc);
+    if (typeof s === 'string') return;
+    const m = vc.metadata!;
+    const key = objectKey(vc);
+    const retained = await readRetained(this.o.meta, m.namespace!, m.name!);
+    if (retained && retainedFate(retained.record, new Date(), { uid: m.uid! }) === 'restore') {
+      const root = rootNamespace(m.namespace!, m.name!, m.uid!);
+      const tenant = { namespace: m.namespace!, name: m.name! };
+      try {
+        await assertRestorable(store, tenant, retained.record.snapshot, vc);
+        await restoreTenant(s, store, { vc, root, id: retained.record.snapshot, from: tenant });
+      } catch (e) {
+        const msg = `the retained data of ${key} (snapshot ${retained.record.snapshot}) did not come back: ${(e as Error).message}`;
+        await this.events.record(vc, 'Warning', 'RetainedRestoreFailed', msg);
+        return { requeueAfter: 30_000 };
+      }
+      await dropRetained(this.o.meta, m.namespace!, m.name!, retained.record.uid);
+      const msg = `made again within its grace: restored from snapshot ${retained.record.snapshot} of the deleted one`;
+      await this.events.record(vc, 'Normal', 'RetainedRestored', msg);
+      log.info({ vc: key, snapshot: retained.record.snapshot }, msg);
+    }
+    const settings = await settingsFor(this.o, vc, this.policies.list());
+    let catalog = this.catalogs.get(key);
+    if (!catalog) this.catalogs.set(key, (catalog = await store.list({ namespace: m.namespace!, name: m.name! })));
+    const revision = settings.onRevision ? await gitRevisionOf(this.o.meta, vc) : undefined;
+    const d = nextAutomatic({
+      now: new Date(),
+      uid: m.uid!,
+      createdAt: new Date(m.creationTimestamp ?? Date.now()),
+      spec: vc.spec,
+      ...(revision?.settled && { appliedRevision: revision.applied }),
+      catalog,
+      settings,
+    });
+    if (d.take) {
+      const { meta, removed } = await takeSnapshot(this.o, vc, s, store, d.take, settings.retention);
+      this.catalogs.set(key, await writeCatalog(this.o.meta, vc, store));
+      const dropped = removed.length ? `; retention removed ${removed.join(', ')}` : '';
+      const at = meta.gitRevision ? ` at revision ${meta.gitRevision}` : '';
+      await this.events.record(vc, 'Normal', 'SnapshotTaken', `${d.take} snapshot ${meta.id}${at}${dropped}`);
+      log.info({ vc: key, snapshot: meta.id, reason: d.take }, 'automatic snapshot taken');
+    }
+    // A revision still being applied gives no event here when its run ends: look again shortly.
+    const unsettled = (revision && !revision.settled) || d.awaitingRevision;
+    const recheck = unsettled ? Math.min(d.recheckMs ?? UNSETTLED_RECHECK_MS, UNSETTLED_RECHECK_MS) : d.recheckMs;
+    return recheck !== undefined ? { requeueAfter: recheck } : undefined;
   }
 
   /** act does what the request asks and returns the message and snapshot of the answer. */
@@ -255,7 +424,8 @@ export class BackupController {
     const m = vc.metadata!;
     const tenant = { namespace: m.namespace!, name: m.name! };
     if (a.action === 'create') {
-      const { meta, removed } = await takeSnapshot(this.o, vc, s, store, 'manual');
+      const { retention } = await settingsFor(this.o, vc, this.policies.list());
+      const { meta, removed } = await takeSnapshot(this.o, vc, s, store, 'manual', retention);
       const dropped = removed.length ? `; retention removed ${removed.join(', ')}` : '';
       return { message: `snapshot ${meta.id} taken (${meta.sizeBytes} bytes)${dropped}`, snapshot: meta.id };
     }
@@ -268,6 +438,7 @@ export class BackupController {
     }
     const from = { namespace: tenant.namespace, name: a.from ?? tenant.name };
     const root = rootNamespace(m.namespace!, m.name!, m.uid!);
+    await assertRestorable(store, from, a.snapshot!, vc);
     const meta = await restoreTenant(s, store, { vc, root, id: a.snapshot!, from });
     log.info({ vc: objectKey(vc), snapshot: meta.id, from: `${from.namespace}/${from.name}` }, 'tenant restored');
     return { message: `restored from snapshot ${meta.id} of ${from.namespace}/${from.name}`, snapshot: meta.id };
@@ -293,6 +464,21 @@ export class BackupController {
     );
     if (!r.ok) log.warn({ vc: objectKey(vc), request: m.annotations?.[BACKUP_REQUEST_ANNOTATION] }, r.message);
   }
+}
+
+/**
+ * assertRestorable throws, before anything is stopped, when the snapshot's Kubernetes version cannot go into the
+ * tenant as it runs now (restoreRefusal); a snapshot the store does not list is left to the restore to report.
+ */
+async function assertRestorable(
+  store: BackupStore,
+  from: { namespace: string; name: string },
+  id: string,
+  vc: VirtualCluster,
+): Promise<void> {
+  const meta = (await store.list(from)).find((x) => x.id === id);
+  const refusal = meta && restoreRefusal(meta, kubernetesVersionOf(vc));
+  if (refusal) throw new Error(refusal);
 }
 
 /** kubernetesVersionOf is the version the tenant's apiserver last reported to the health monitor. */

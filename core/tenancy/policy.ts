@@ -1,5 +1,6 @@
 // Over 500 lines, on purpose: one TenantPolicy's evaluation (defaults, quota, exposure, flags, plugins) over one
 // spec reads in order here; the flag allow-list (allowlist.ts) and the grants (grants.ts) are already apart.
+import type { TenantPolicySpec as GeneratedPolicySpec } from '../api/generated.ts';
 import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
@@ -81,6 +82,8 @@ export interface TenantPolicySpec {
   grants?: GrantsSpec;
   plugins?: { enforced?: string[]; allowedOptIn?: string[] };
   pluginConfig?: Record<string, unknown>;
+  /** snapshots, retention and deletion of the tenants under the policy (core/lifecycle/backuppolicy.ts) */
+  backup?: GeneratedPolicySpec['backup'];
 }
 
 /** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */

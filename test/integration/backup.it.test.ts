@@ -181,6 +181,26 @@ describe('backup and restore of a local tenant', () => {
     expect((await contents(await tenant()))['configmaps/obj-kept']).toEqual({ kept: 'yes' });
   });
 
+  it('a snapshot of a newer Kubernetes minor is refused by version before anything stops', async () => {
+    const id = (await requestBackupAction(t.client, T, { action: 'create' }, 120_000)).snapshot!;
+    const file = join(storeDir, T.namespace, T.name, `${id}.json`);
+    const meta = JSON.parse(readFileSync(file, 'utf8')) as { kubernetesVersion: string };
+    const [, major, minor] = /^v(\d+)\.(\d+)\./.exec(meta.kubernetesVersion)!;
+    const newer = `v${major}.${Number(minor) + 1}.0`;
+    writeFileSync(file, JSON.stringify({ ...meta, kubernetesVersion: newer }));
+    const root = rootNamespace(T.namespace, T.name, (await getVC()).metadata!.uid!);
+    const pidBefore = local.controlPlane(root)!.apiserver.pid;
+    const e = await requestBackupAction(t.client, T, { action: 'restore', snapshot: id }, 120_000).catch(
+      (x: unknown) => x,
+    );
+    expect((e as Error).message).toContain(
+      `snapshot ${id} holds the data of Kubernetes ${newer} and this tenant runs ${meta.kubernetesVersion}`,
+    );
+    expect((e as Error).message).toMatch(/downgrade.*nothing was stopped/);
+    expect(local.controlPlane(root)!.apiserver.pid).toBe(pidBefore);
+    expect((await contents(await tenant()))['configmaps/obj-kept']).toEqual({ kept: 'yes' });
+  });
+
   it('deletes a snapshot and keeps no more than the retention count', async () => {
     const made: string[] = [];
     for (let i = 0; i < 4; i++)

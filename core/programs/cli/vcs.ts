@@ -11,6 +11,8 @@ import { checkPolicies, formatViolations, type TenantPolicy } from '../../tenanc
 import { readNamespaceLabelsOf, readTenantPolicies, type NamespaceLabels } from '../../../gitops/applier/policy.ts';
 import { subjectOf } from '../../tenancy/grants.ts';
 import { healthOf } from './describe.ts';
+import { retainedStatus } from '../../lifecycle/backuppolicy.ts';
+import { listRetained, readRetained, type Retained } from '../../lifecycle/retained.ts';
 import { age, formatObjects, formatTable, outputOption } from './output.ts';
 import { GITSOURCE_WORDS, listGitSources } from './sources.ts';
 import { CliError } from './errors.ts';
@@ -233,16 +235,26 @@ export function registerVirtualClusterCommands(program: Command): void {
         const name = kind === undefined ? first : more;
         const c = await meta(o);
         let items: VirtualCluster[];
+        // A tenant deleted under Retain is gone as an object; the table shows it from its record while it is kept.
+        const table = o.output === 'table' || o.output === 'wide';
+        let retained: Retained[] = [];
         if (name) {
           const k = splitName(name, o.namespace);
           try {
             items = [await c.get<VirtualCluster>(R.virtualclusters, k.namespace, k.name)];
           } catch (e) {
-            if (isNotFound(e)) throw notFound(k);
-            throw e;
+            if (!isNotFound(e)) throw e;
+            const kept = table ? await readRetained(c, k.namespace, k.name) : undefined;
+            if (!kept) throw notFound(k);
+            items = [];
+            retained = [kept];
           }
         } else {
           items = (await c.list<VirtualCluster>(R.virtualclusters, { namespace: o.namespace })).items;
+          if (table) {
+            const live = new Set(items.map((v) => `${v.metadata!.namespace}/${v.metadata!.name}`));
+            retained = (await listRetained(c, o.namespace)).filter((r) => !live.has(`${r.namespace}/${r.name}`));
+          }
         }
         const data = formatObjects(items, {
           format: o.output,
@@ -267,6 +279,17 @@ export function registerVirtualClusterCommands(program: Command): void {
             ? [v.spec?.superCluster ?? '-', formatTenantPlacements(placed!.get(v.status?.clusterNamespace ?? ''))]
             : []),
         ]);
+        for (const r of retained)
+          rows.push([
+            r.namespace,
+            r.name,
+            retainedStatus(r.record),
+            '-',
+            '-',
+            '',
+            age(r.record.deletedAt),
+            ...(wide ? ['-', ''] : []),
+          ]);
         const head = [
           ...['NAMESPACE', 'NAME', 'PHASE', 'HEALTH', 'PROVISIONER', 'ROOT NAMESPACE', 'AGE'],
           ...(wide ? ['PINNED', 'PLACEMENTS'] : []),

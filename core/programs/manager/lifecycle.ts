@@ -52,6 +52,7 @@ export function lifecycleControllers(
     ...(cfg.virtualClusters?.defaultProvisioner && { defaultProvisioner: cfg.virtualClusters.defaultProvisioner }),
     ...(store && { store }),
     ...(backups?.retention && { retention: backups.retention }),
+    ...(backups?.retainedCheckSeconds && { sweepMs: backups.retainedCheckSeconds * 1000 }),
   };
   const newController = () =>
     new VirtualClusterController({
