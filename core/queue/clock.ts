@@ -22,8 +22,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * nodeClock is a Clock on `performance.now()` and Node timers. A delay longer than `maxTimerMs` is waited out in
- * steps of at most that, so a timer due in a year (a certificate renewal) fires in a year, not at once; the handle
- * cancels whichever step is pending.
+ * steps of at most that, so a timer due in a year (a certificate renewal) fires in a year, not at once; a timer never
+ * fires before it is due; the handle cancels whichever step is pending.
  */
 export function nodeClock(maxTimerMs = MAX_TIMER_MS): Clock {
   return {
@@ -31,9 +31,12 @@ export function nodeClock(maxTimerMs = MAX_TIMER_MS): Clock {
     setTimer: (fn, ms) => {
       const due = performance.now() + Math.max(0, ms);
       const handle: { timer?: NodeJS.Timeout } = {};
+      // Node's timers count from the event loop's cached millisecond clock and may fire up to a millisecond or two
+      // before `due` by performance.now(): such a timer waits out the rest instead of firing early.
+      const fire = () => (performance.now() < due ? arm() : fn());
       const arm = () => {
         const left = Math.max(0, due - performance.now());
-        handle.timer = left > maxTimerMs ? setTimeout(arm, maxTimerMs) : setTimeout(fn, left);
+        handle.timer = left > maxTimerMs ? setTimeout(arm, maxTimerMs) : setTimeout(fire, left);
       };
       arm();
       return handle as unknown as TimerHandle;
