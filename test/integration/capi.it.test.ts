@@ -201,11 +201,12 @@ describe.skipIf(!haveCapi)('a Cluster API control-plane provider: Clusters from 
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: 'web', namespace: 'default' },
-        spec: { containers: [{ name: 'web', image: 'registry.local/web:1' }] },
+        // A public registry name: `.local` and other names only a private resolver answers are refused for images.
+        spec: { containers: [{ name: 'web', image: 'registry.example.com/web:1' }] },
       });
       await eventually(async () => {
         const pod = await tenant.get<KubeObject & { status?: { phase?: string } }>(R.pods, 'default', 'web');
-        expect(pod.status?.phase).toBe('Running');
+        expect(pod.status?.phase, JSON.stringify(pod.status)).toBe('Running');
       }, 120_000);
     } finally {
       tenant.close();
