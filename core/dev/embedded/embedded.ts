@@ -192,10 +192,14 @@ export async function startEmbedded(o: {
         const name = `r${i}`;
         step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
         const real = name === realSuper ? (o.realNodes ?? 0) : 0;
+        // Apart from the meta cluster, the super cluster of the real nodes has them alone, untainted: every tenant Pod
+        // placed there (the default dnsPolicy's DNS copy too) runs as a container, as in the seed's demo.
+        const realOnly = meta && real > 0;
         const cp = await sc.addSuperCluster(name, {
-          nodes: o.nodes ?? 3,
+          nodes: realOnly ? 0 : (o.nodes ?? 3),
           restart: true,
           realNodes: real,
+          ...(realOnly && { untaintedRealNodes: true }),
           ...(real && o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
         });
         const kubeconfig = await managerIdentity(cp, 'kube-system');
