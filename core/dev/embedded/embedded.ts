@@ -101,7 +101,7 @@ export async function startEmbedded(o: {
   /**
    * realNodeSuper names the super cluster (r1..rN) that gets the real nodes when superClusters > 1; default the first.
    * The native provisioner needs them on the first; a tenant's DNS follows it to every super cluster it is on
-   * (docs/concepts/tenant-dns.md), but its copy on a real node of another super cluster has not been run by a test.
+   * (docs/concepts/tenant-dns.md), run on the real node of r1 with the meta cluster apart by test/realnode/metademo.
    */
   realNodeSuper?: string;
   /**
