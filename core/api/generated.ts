@@ -1813,6 +1813,12 @@ export interface ManagerConfiguration {
      * own); the manager starts none for it.
      */
     external?: boolean;
+    /**
+     * Only on the first entry: this cluster is the meta cluster alone (VirtualClusters, registrations, the scheduler's
+     * state), apart from the super clusters. No syncer runs for it and no tenant namespace is placed there; needs
+     * scheduler.enabled, so that every tenant namespace is placed on a super cluster.
+     */
+    metaOnly?: boolean;
   }[];
   /**
    * Super clusters registered in the meta cluster (the first super cluster): a Cluster API Cluster each, its kubeconfig

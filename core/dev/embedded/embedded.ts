@@ -101,7 +101,7 @@ export async function startEmbedded(o: {
   /**
    * realNodeSuper names the super cluster (r1..rN) that gets the real nodes when superClusters > 1; default the first.
    * The native provisioner needs them on the first; a tenant's DNS follows it to every super cluster it is on
-   * (docs/concepts/tenant-dns.md), but its copy on a real node of another super cluster has not been run by a test.
+   * (docs/concepts/tenant-dns.md), run on the real node of r1 with the meta cluster apart by test/realnode/metademo.
    */
   realNodeSuper?: string;
   /**
@@ -110,11 +110,20 @@ export async function startEmbedded(o: {
    * the outside, not the host, the super cluster, the manager or other tenants
    */
   confine?: boolean;
+  /**
+   * meta runs the meta cluster apart from the super clusters, as the original VirtualCluster's demo does: a control
+   * plane named `meta` without nodes holds the VirtualClusters, the manager's Lease and the registrations, and every
+   * super cluster r1..rN (superClusters of them, at least one) is registered in it; the scheduler places every tenant
+   * namespace, and no tenant Pod runs on the meta cluster. The native provisioner (Pods in the meta cluster) is then
+   * not offered.
+   */
+  meta?: boolean;
 }): Promise<Embedded> {
   const count = o.superClusters ?? 1;
-  const firstName = count > 1 ? 'r1' : 'default';
-  const realSuper = o.realNodeSuper ?? firstName;
-  const superNames = count > 1 ? Array.from({ length: count }, (_, i) => `r${i + 1}`) : [firstName];
+  const meta = o.meta ?? false;
+  const firstName = meta ? 'meta' : count > 1 ? 'r1' : 'default';
+  const superNames = meta || count > 1 ? Array.from({ length: count }, (_, i) => `r${i + 1}`) : [firstName];
+  const realSuper = o.realNodeSuper ?? superNames[0]!;
   if (!superNames.includes(realSuper))
     throw new Error(
       `realNodeSuper ${JSON.stringify(realSuper)}: not one of the super clusters (${superNames.join(', ')})`,
@@ -122,11 +131,13 @@ export async function startEmbedded(o: {
   const firstReal = realSuper === firstName ? (o.realNodes ?? 0) : 0;
   const step = o.onStep ?? (() => {});
   step(
-    `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${firstReal ? `, ${firstReal} real node(s)` : ''})`,
+    meta
+      ? 'starting the meta cluster (etcd, kube-apiserver, controller-manager, scheduler, no nodes)'
+      : `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${firstReal ? `, ${firstReal} real node(s)` : ''})`,
   );
   const sc = await LocalSuperCluster.start({
     stateDir: o.stateDir,
-    nodes: o.nodes ?? 3,
+    nodes: meta ? 0 : (o.nodes ?? 3),
     realNodes: firstReal,
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
     restart: true,
@@ -157,14 +168,60 @@ export async function startEmbedded(o: {
     const managerKubeconfig = join(o.stateDir, 'manager.kubeconfig');
     writeFileSync(managerKubeconfig, await managerIdentity(sc, 'kube-system'), { mode: 0o600 });
 
+    step('starting the vn-agent (kubelet proxy for tenants)');
+    // Tenant apiservers in Pods (native tenants) reach the vn-agent where Pods reach this host: the real node's bridge.
+    const podAddress = sc.realNodes[0]?.nodeIP;
+    const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress);
+    const agents: Array<{ stop(): Promise<void> }> = [agent];
+    const agentAddress = { host: '127.0.0.1', port: agent.port };
+    if (podAddress) {
+      const target = { host: '127.0.0.1', port: agent.port };
+      const fwd = await TcpForwarder.start({ host: podAddress, port: agent.port, target }).catch(() =>
+        TcpForwarder.start({ host: podAddress, port: 0, target }),
+      );
+      agents.push(fwd);
+      Object.assign(agentAddress, { host: podAddress, port: fwd.port });
+    }
+    // The meta cluster apart is no super cluster: Embedded.superClusters lists r1..rN only.
+    const supers = meta ? [] : [{ name: firstName, kubeconfigPath: sc.kubeconfigPath, vnAgentPort: agent.port }];
+    // Each super cluster has its own vn-agent; on this one machine they differ by port, which each super cluster's
+    // vNodes advertise (pluginConfig.nodes.vnAgent.superClusters).
+    const perSuper: Record<string, { host: string; port: number }> = {};
+    try {
+      for (let i = meta ? 1 : 2; i <= count; i++) {
+        const name = `r${i}`;
+        step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
+        const real = name === realSuper ? (o.realNodes ?? 0) : 0;
+        // Apart from the meta cluster, the super cluster of the real nodes has them alone, untainted: every tenant Pod
+        // placed there (the default dnsPolicy's DNS copy too) runs as a container, as in the seed's demo.
+        const realOnly = meta && real > 0;
+        const cp = await sc.addSuperCluster(name, {
+          nodes: realOnly ? 0 : (o.nodes ?? 3),
+          restart: true,
+          realNodes: real,
+          ...(realOnly && { untaintedRealNodes: true }),
+          ...(real && o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
+        });
+        const kubeconfig = await managerIdentity(cp, 'kube-system');
+        await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
+        const a = await startAgent(sc, o.stateDir, cp);
+        agents.push(a);
+        perSuper[name] = { host: '127.0.0.1', port: a.port };
+        supers.push({ name, kubeconfigPath: cp.kubeconfigPath, vnAgentPort: a.port });
+      }
+    } catch (e) {
+      for (const a of agents) await a.stop();
+      throw e;
+    }
     // Every vn-agent serves with a certificate of the first super cluster's CA (startNodesAgent): tenant apiservers,
     // local and native, verify it against this file.
     const agentCAFile = join(sc.cluster.dir, 'pki/ca.crt');
+    const metaRealNode = sc.realNodesOf(sc.cluster)[0];
     const cfg: ManagerConfig = {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'ManagerConfiguration',
-      superClusters: [{ name: firstName, kubeconfig: managerKubeconfig }],
-      ...(count > 1 ? { superClusterRegistry: { enabled: true, probeIntervalSeconds: 10 } } : {}),
+      superClusters: [{ name: firstName, kubeconfig: managerKubeconfig, ...(meta && { metaOnly: true }) }],
+      ...(meta || count > 1 ? { superClusterRegistry: { enabled: true, probeIntervalSeconds: 10 } } : {}),
       leaderElection: {
         enabled: true,
         namespace: 'kube-system',
@@ -185,10 +242,11 @@ export async function startEmbedded(o: {
           // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
           kubeletCAFile: agentCAFile,
         },
-        ...(sc.realNodes[0] && {
+        // Native tenants are Pods in the meta cluster: offered where it has the real node.
+        ...(metaRealNode && {
           native: {
             ...nativeOnRealNodes(o.stateDir, {
-              host: sc.realNodes[0].nodeIP,
+              host: metaRealNode.nodeIP,
               port: await keptPort(join(o.stateDir, 'native-dns-view-port')),
             }),
             kubeletCAFile: agentCAFile,
@@ -198,7 +256,6 @@ export async function startEmbedded(o: {
       },
       // Snapshots of the embedded tenants (vc backup, vc restore) stay in the state directory, the last ten of each.
       backups: { directory: join(o.stateDir, 'backups'), retention: { count: 10 } },
-      // The real nodes of --real-node-super rK start with rK, after this configuration is written: count them by request.
       ...embeddedTenantDefaults({
         realNodes: o.realNodes ?? 0,
         superClusters: count,
@@ -229,52 +286,12 @@ export async function startEmbedded(o: {
       // Several super clusters: the namespace scheduler places each tenant namespace, each syncer syncs what is placed.
       // Its signing key and summary live in vc-system, the one namespace besides tenant ones where the manager's
       // admission policy lets it keep them (deploy/policy/manager-scope.yaml).
-      ...(count > 1 ? { scheduler: { enabled: true, namespace: 'vc-system' } } : {}),
+      ...(meta || count > 1 ? { scheduler: { enabled: true, namespace: 'vc-system' } } : {}),
       ...(o.plugins?.length ? { plugins: { thirdParty: o.plugins } } : {}),
     };
-    step('starting the vn-agent (kubelet proxy for tenants)');
-    // Tenant apiservers in Pods (native tenants) reach the vn-agent where Pods reach this host: the real node's bridge.
-    const podAddress = sc.realNodes[0]?.nodeIP;
-    const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress);
-    const agents: Array<{ stop(): Promise<void> }> = [agent];
-    const agentAddress = { host: '127.0.0.1', port: agent.port };
-    if (podAddress) {
-      const target = { host: '127.0.0.1', port: agent.port };
-      const fwd = await TcpForwarder.start({ host: podAddress, port: agent.port, target }).catch(() =>
-        TcpForwarder.start({ host: podAddress, port: 0, target }),
-      );
-      agents.push(fwd);
-      Object.assign(agentAddress, { host: podAddress, port: fwd.port });
-    }
-    const supers = [{ name: firstName, kubeconfigPath: sc.kubeconfigPath, vnAgentPort: agent.port }];
-    // Each super cluster has its own vn-agent; on this one machine they differ by port, which each super cluster's
-    // vNodes advertise (pluginConfig.nodes.vnAgent.superClusters).
-    const perSuper: Record<string, { host: string; port: number }> = {};
-    try {
-      for (let i = 2; i <= count; i++) {
-        const name = `r${i}`;
-        step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
-        const real = name === realSuper ? (o.realNodes ?? 0) : 0;
-        const cp = await sc.addSuperCluster(name, {
-          nodes: o.nodes ?? 3,
-          restart: true,
-          realNodes: real,
-          ...(real && o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
-        });
-        const kubeconfig = await managerIdentity(cp, 'kube-system');
-        await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
-        const a = await startAgent(sc, o.stateDir, cp);
-        agents.push(a);
-        perSuper[name] = { host: '127.0.0.1', port: a.port };
-        supers.push({ name, kubeconfigPath: cp.kubeconfigPath, vnAgentPort: a.port });
-      }
-    } catch (e) {
-      for (const a of agents) await a.stop();
-      throw e;
-    }
     cfg.virtualClusters!.defaultPluginConfig = {
       nodes: {
-        vnAgent: { ...agentAddress, ...(count > 1 ? { superClusters: perSuper } : {}) },
+        vnAgent: { ...agentAddress, ...(meta || count > 1 ? { superClusters: perSuper } : {}) },
       },
     };
     if (cfg.tenantDefaults?.pods?.forced) step(`tenant Pods run on the real node ${sc.realNodes[0]!.name}`);

@@ -40,6 +40,8 @@ export interface RealNodeConfigInput {
   /** kube-router, the NetworkPolicy enforcer (core/toolchain/netpol.ts), when built; without it nothing enforces */
   kubeRouter?: string;
   kubeRouterHealthPort?: number;
+  /** untainted registers the node without REAL_NODE_TAINT (a super cluster whose only node it is); default tainted */
+  untainted?: boolean;
 }
 
 /** MAX_SHIM_SOCKET_DIR is containerd 2.4's limit on `socket_dir` on Linux (a shim socket path must fit sun_path). */
@@ -183,7 +185,7 @@ export const NODE_EVICTION = { 'nodefs.available': '5%', 'nodefs.inodesFree': '5
  * kubeletConfig renders the KubeletConfiguration: serving with the super CA's certificate on the node IP, client
  * certificates required (x509 against the super CA, anonymous off) and webhook authentication and authorization (the
  * super apiserver's TokenReview and SubjectAccessReview decide), the cgroupfs driver under its own cgroup root,
- * failCgroupV1 false on a cgroup v1 host, Pod logs under the node directory, the real-node taint, disk eviction on
+ * failCgroupV1 false on a cgroup v1 host, Pod logs under the node directory, the real-node taint (unless untainted), disk eviction on
  * (NODE_EVICTION) and no image GC by usage (the toolchain's images cannot be pulled again).
  */
 export function kubeletConfig(c: RealNodeConfigInput): Record<string, unknown> {
@@ -211,7 +213,7 @@ export function kubeletConfig(c: RealNodeConfigInput): Record<string, unknown> {
     resolvConf: '/etc/resolv.conf',
     podLogsDir: join(c.dir, 'pod-logs'),
     clusterDomain: 'cluster.local',
-    registerWithTaints: [REAL_NODE_TAINT],
+    registerWithTaints: c.untainted ? [] : [REAL_NODE_TAINT],
     evictionHard: NODE_EVICTION,
     imageGCHighThresholdPercent: 100,
     serializeImagePulls: false,

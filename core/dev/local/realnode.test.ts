@@ -126,6 +126,14 @@ describe('kubeletConfig', () => {
   });
 
   it.each([
+    [{}, [REAL_NODE_TAINT]],
+    [{ untainted: false }, [REAL_NODE_TAINT]],
+    [{ untainted: true }, []],
+  ] as const)('%j registers with the taints %j', (o, want) => {
+    expect(kubeletConfig({ ...input, ...o }).registerWithTaints).toEqual(want);
+  });
+
+  it.each([
     ['v1', false],
     ['v2', undefined],
   ] as const)('cgroup %s sets failCgroupV1 to %s', (cgroup, want) => {

@@ -106,6 +106,11 @@ export interface RealNodeOptions {
   preflight: RealNodePreflight;
   /** registries containerd pulls from over HTTPS trusting their CA (certs.d under the node directory) */
   registries?: readonly NodeRegistry[];
+  /**
+   * untainted registers the node without the real-node taint: for a super cluster whose only node it is, where every
+   * Pod placed there (a tenant's DNS copy included) must run on it
+   */
+  untainted?: boolean;
 }
 
 /**
@@ -252,6 +257,7 @@ export class RealNode {
       proxyHealthzPort: proxyHealthzPort!,
       proxyMetricsPort: proxyMetricsPort!,
       ...(kubeRouter && { kubeRouter, kubeRouterHealthPort: kubeRouterHealthPort! }),
+      ...(o.untainted && { untainted: true }),
     };
     const sysctls: Record<string, string> = {};
     for (const f of SYSCTLS) if (existsSync(f)) sysctls[f] = readFileSync(f, 'utf8').trim();

@@ -104,6 +104,7 @@ export class LocalSuperCluster {
     n: number,
     waitMs: number,
     firstCidr: string | undefined,
+    untainted = false,
   ): Promise<void> {
     if (n <= 0) return;
     if (this.realNodes.length)
@@ -127,6 +128,7 @@ export class LocalSuperCluster {
           preflight,
           registries: this.registries,
           ...(i === 0 && firstCidr && { podCidr: firstCidr }),
+          ...(untainted && { untainted }),
         }),
       );
     }
@@ -173,11 +175,18 @@ export class LocalSuperCluster {
    * addSuperCluster starts another super cluster on the shared etcd under the prefix `/<name>`: its own apiserver,
    * controller-manager, scheduler and kwok nodes (named `<name>-node-<i>`, so distinct from every other super
    * cluster's), with the same admission as the first. realNodes > 0 puts this host's one set of real nodes (named
-   * `<name>-real-<i>`) on it instead of on the first, which must then have none.
+   * `<name>-real-<i>`) on it instead of on the first, which must then have none; untaintedRealNodes registers them
+   * without the real-node taint (for a super cluster without kwok nodes, where every Pod placed must run on them).
    */
   async addSuperCluster(
     name: string,
-    o: { nodes?: number; restart?: boolean; realNodes?: number; realNodeLockWaitMs?: number } = {},
+    o: {
+      nodes?: number;
+      restart?: boolean;
+      realNodes?: number;
+      realNodeLockWaitMs?: number;
+      untaintedRealNodes?: boolean;
+    } = {},
   ): Promise<LocalControlPlane> {
     const podCidr = await firstPodCidr(this.stateDir, name, o.realNodes ?? 0);
     const cp = await this.addControlPlane(name, {
@@ -187,7 +196,7 @@ export class LocalSuperCluster {
       apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
       ...advertisedOn(podCidr),
     });
-    await this.startRealNodes(cp, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr);
+    await this.startRealNodes(cp, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr, o.untaintedRealNodes);
     return cp;
   }
 

@@ -262,7 +262,8 @@ async function staticSuperClusters(stateDir: string | undefined): Promise<Array<
   const file = resolve(stateDir, 'manager.yaml');
   if (!existsSync(file)) return [];
   const { loadManagerConfig } = await import('../manager/config.ts');
+  // A meta cluster apart (metaOnly) holds the registrations and is no super cluster itself.
   return (loadManagerConfig(file).superClusters ?? []).flatMap((s) =>
-    s.kubeconfig && existsSync(s.kubeconfig) ? [{ name: s.name, kubeconfig: s.kubeconfig }] : [],
+    !s.metaOnly && s.kubeconfig && existsSync(s.kubeconfig) ? [{ name: s.name, kubeconfig: s.kubeconfig }] : [],
   );
 }

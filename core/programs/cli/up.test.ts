@@ -5,15 +5,21 @@ describe('upNumbers', () => {
   const base = { nodes: '3', superClusters: '1' };
 
   it.each([
-    [{}, { nodes: 3, superClusters: 1, realNodeSuper: 'r1' }],
-    [{ realNodes: '0' }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', realNodes: 0 }],
+    [{}, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', meta: false }],
+    [{ realNodes: '0' }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', meta: false, realNodes: 0 }],
     [
       { realNodes: '1', nodes: '0' },
-      { nodes: 0, superClusters: 1, realNodeSuper: 'r1', realNodes: 1 },
+      { nodes: 0, superClusters: 1, realNodeSuper: 'r1', meta: false, realNodes: 1 },
     ],
     [
       { superClusters: '2', realNodeSuper: 'r2' },
-      { nodes: 3, superClusters: 2, realNodeSuper: 'r2' },
+      { nodes: 3, superClusters: 2, realNodeSuper: 'r2', meta: false },
+    ],
+    // --meta: the meta cluster apart; the real node may sit on any super cluster, r1 alone included
+    [{ meta: true }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', meta: true }],
+    [
+      { meta: true, superClusters: '2', realNodeSuper: 'r2' },
+      { nodes: 3, superClusters: 2, realNodeSuper: 'r2', meta: true },
     ],
   ])('%j is accepted', (o, want) => {
     expect(upNumbers({ ...base, ...o })).toEqual(want);
@@ -30,6 +36,8 @@ describe('upNumbers', () => {
     [{ superClusters: '10' }, '--super-clusters "10": must be a whole number from 1 to 9'],
     [{ realNodeSuper: 'r2' }, '--real-node-super r2: must be one of r1..r1 (--super-clusters)'],
     [{ superClusters: '2', realNodeSuper: 'r3' }, '--real-node-super r3: must be one of r1..r2 (--super-clusters)'],
+    [{ meta: true, realNodeSuper: 'r2' }, '--real-node-super r2: must be one of r1..r1 (--super-clusters)'],
+    [{ meta: true, realNodeSuper: 'meta' }, '--real-node-super meta: must be one of r1..r1 (--super-clusters)'],
   ])('%j is refused naming the option, the value and what it takes', (o, msg) => {
     expect(() => upNumbers({ ...base, ...o })).toThrow(msg);
   });

@@ -23,12 +23,17 @@ export interface UpStatus {
   webhookURL?: string;
   opsURL: string;
   kubectl: string;
-  /** superClusters are the super clusters of `--super-clusters N` (N > 1), each with its admin kubeconfig */
+  /**
+   * superClusters are the super clusters of `--super-clusters N` (N > 1, or any N with --meta), each with its admin
+   * kubeconfig
+   */
   superClusters?: Array<{ name: string; kubeconfig: string }>;
+  /** meta is true under --meta: superKubeconfig is then the meta cluster's, which is no super cluster */
+  meta?: boolean;
 }
 
-/** SuperClusterOption is the `--super-clusters` option of vc up. */
-type SuperClusterOption = { superClusters: string; realNodeSuper?: string };
+/** SuperClusterOption is the `--super-clusters` option of vc up, with `--real-node-super` and `--meta`. */
+type SuperClusterOption = { superClusters: string; realNodeSuper?: string; meta?: boolean };
 
 /** UpOptions are the options of vc up (`--real-nodes` absent: decided by the real-node preflight). */
 type UpOptions = {
@@ -62,8 +67,8 @@ export function readUpStatus(stateDir: string): UpStatus | undefined {
 
 function summary(s: UpStatus): string {
   return [
-    `  super cluster kubeconfig: ${s.superKubeconfig}`,
-    ...(s.superClusters ?? []).slice(1).map((x) => `  super cluster ${x.name}:`.padEnd(28) + x.kubeconfig),
+    `  ${s.meta ? 'meta' : 'super'} cluster kubeconfig: ${s.superKubeconfig}`,
+    ...(s.superClusters ?? []).slice(s.meta ? 0 : 1).map((x) => `  super cluster ${x.name}:`.padEnd(28) + x.kubeconfig),
     `  tenant repository:        ${s.gitURL}   (git clone it, edit tenants/*.yaml, git push)`,
     `  manager configuration:    ${s.managerConfig}`,
     `  metrics and probes:       ${s.opsURL}/metrics`,
@@ -111,6 +116,8 @@ export interface UpNumbers {
   nodes: number;
   superClusters: number;
   realNodeSuper: string;
+  /** meta: the meta cluster runs apart from the super clusters r1..rN */
+  meta: boolean;
   /** undefined: decided by the real-node preflight */
   realNodes?: number;
 }
@@ -124,6 +131,7 @@ export function upNumbers(o: {
   superClusters: string;
   realNodes?: string;
   realNodeSuper?: string;
+  meta?: boolean;
 }): UpNumbers {
   const whole = (flag: string, raw: string, min: number, max: number): number => {
     const n = /^\d+$/.test(raw.trim()) ? Number(raw) : NaN;
@@ -136,12 +144,13 @@ export function upNumbers(o: {
   // One set of real nodes per host; each is a kubelet, containerd and kube-proxy of this machine.
   const realNodes = o.realNodes === undefined ? undefined : whole('--real-nodes', o.realNodes, 0, 4);
   const realNodeSuper = o.realNodeSuper ?? 'r1';
+  const meta = o.meta ?? false;
   if (
     realNodeSuper !== 'r1' &&
-    !(superClusters > 1 && /^r[1-9]$/.test(realNodeSuper) && Number(realNodeSuper.slice(1)) <= superClusters)
+    !((superClusters > 1 || meta) && /^r[1-9]$/.test(realNodeSuper) && Number(realNodeSuper.slice(1)) <= superClusters)
   )
     throw new CliError(`--real-node-super ${realNodeSuper}: must be one of r1..r${superClusters} (--super-clusters)`);
-  return { nodes, superClusters, realNodeSuper, ...(realNodes === undefined ? {} : { realNodes }) };
+  return { nodes, superClusters, realNodeSuper, meta, ...(realNodes === undefined ? {} : { realNodes }) };
 }
 
 /** registerUpCommands adds `vc up`, `vc status` and `vc down`. */
@@ -154,6 +163,11 @@ export function registerUpCommands(program: Command): void {
     .option('--super-clusters <n>', 'super clusters to run (more than one: r1..rN, registered in r1)', '1')
     .option('--real-nodes <n>', 'real nodes (kubelet + containerd here); default: 1 when the host allows it, else 0')
     .option('--real-node-super <name>', 'with --super-clusters N: the super cluster (r1..rN) of the real nodes', 'r1')
+    .option(
+      '--meta',
+      'run the meta cluster (VirtualClusters, registrations, no nodes) apart from the super clusters r1..rN, each ' +
+        'registered in it; no tenant Pod runs on it',
+    )
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
     .option(
       '--no-confine',
@@ -174,7 +188,7 @@ export function registerUpCommands(program: Command): void {
     )
     .action(async (o: UpOptions) => {
       // Bad numbers are refused before anything is built or started.
-      const { superClusters, realNodeSuper, realNodes, nodes } = upNumbers(o);
+      const { superClusters, realNodeSuper, realNodes, nodes, meta } = upNumbers(o);
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -197,6 +211,7 @@ export function registerUpCommands(program: Command): void {
           String(superClusters),
           '--real-node-super',
           realNodeSuper,
+          ...(meta ? ['--meta'] : []),
           ...realArgs,
           ...preloadedArgs,
           ...(o.confine ? [] : ['--no-confine']),
@@ -222,7 +237,8 @@ export function registerUpCommands(program: Command): void {
         preloadedImages: o.preloadedImage,
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
         superClusters,
-        ...(superClusters > 1 ? { realNodeSuper } : {}),
+        ...(superClusters > 1 || meta ? { realNodeSuper } : {}),
+        meta,
         confine: o.confine,
       });
       const status: UpStatus = {
@@ -235,9 +251,10 @@ export function registerUpCommands(program: Command): void {
         webhookURL: e.webhookURL,
         opsURL: `http://127.0.0.1:${e.manager.opsPort}`,
         kubectl: join(toolchainDir(), 'kubectl'),
-        ...(superClusters > 1
+        ...(superClusters > 1 || meta
           ? { superClusters: e.superClusters.map((x) => ({ name: x.name, kubeconfig: x.kubeconfigPath })) }
           : {}),
+        ...(meta && { meta }),
       };
       writeFileSync(statusFile(stateDir), JSON.stringify(status, null, 2) + '\n');
       guards.onFatal(async () => {

@@ -2,7 +2,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rootNamespace } from '../../names/names.ts';
-import { ConfigError, loadManagerConfig, managerDefaults, staticTenants } from './config.ts';
+import {
+  ConfigError,
+  loadManagerConfig,
+  managerDefaults,
+  metaOnlyProblem,
+  staticTenants,
+  type ManagerConfig,
+} from './config.ts';
 import { testDir } from '../../../test/tmpdir.ts';
 
 const dir = testDir('vc-config-');
@@ -179,6 +186,58 @@ describe('several super clusters in the configuration', () => {
     expect(cfg.superClusters?.[1]).toMatchObject({ name: 'r2', external: true, kubeconfig: join(dir, 'r.kubeconfig') });
     expect(cfg.syncer?.placedOnly).toBe(true);
     expect(staticTenants(cfg, f).map((t) => t.superCluster)).toEqual(['r2', undefined]);
+  });
+
+  // A meta cluster apart from the super clusters (vc up --meta): the first entry only, with the scheduler on and a
+  // super cluster to place on.
+  it.each([
+    [
+      'the meta cluster apart, r1 registered',
+      {
+        superClusters: [{ name: 'meta', metaOnly: true }],
+        scheduler: { enabled: true },
+        superClusterRegistry: { enabled: true },
+      },
+      undefined,
+    ],
+    [
+      'the meta cluster apart, r1 static',
+      { superClusters: [{ name: 'meta', metaOnly: true }, { name: 'r1' }], scheduler: { enabled: true } },
+      undefined,
+    ],
+    ['no metaOnly at all', { superClusters: [{ name: 'r1' }] }, undefined],
+    [
+      'metaOnly on a later entry',
+      { superClusters: [{ name: 'r1' }, { name: 'm', metaOnly: true }], scheduler: { enabled: true } },
+      /\/superClusters\/1\/metaOnly: only the first/,
+    ],
+    [
+      'without the scheduler',
+      { superClusters: [{ name: 'meta', metaOnly: true }, { name: 'r1' }] },
+      /needs \/scheduler\/enabled/,
+    ],
+    [
+      'nothing to place on',
+      { superClusters: [{ name: 'meta', metaOnly: true }], scheduler: { enabled: true } },
+      /leaves no super cluster/,
+    ],
+    [
+      'metaOnly and external',
+      {
+        superClusters: [{ name: 'meta', metaOnly: true, external: true }, { name: 'r1' }],
+        scheduler: { enabled: true },
+      },
+      /metaOnly and external/,
+    ],
+  ] as const)('metaOnly: %s', (_, cfg, problem) => {
+    const got = metaOnlyProblem(cfg as unknown as ManagerConfig);
+    if (problem) expect(got).toMatch(problem);
+    else expect(got).toBeUndefined();
+  });
+
+  it('loadManagerConfig refuses a metaOnly configuration without the scheduler, naming the file and field', () => {
+    const f = write('meta.yaml', `${header}superClusters:\n  - {name: meta, metaOnly: true}\n  - {name: r1}\n`);
+    expect(() => loadManagerConfig(f)).toThrow(/meta\.yaml: \/superClusters\/0\/metaOnly needs/);
   });
 
   it('refuses placedOnly that is not a boolean, naming the field', () => {

@@ -17,7 +17,7 @@ import type { ProvisionerType } from '../../api/virtualcluster.ts';
 export interface ManagerConfig {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1';
   kind: 'ManagerConfiguration';
-  superClusters?: Array<{ name: string; kubeconfig?: string; external?: boolean }>;
+  superClusters?: Array<{ name: string; kubeconfig?: string; external?: boolean; metaOnly?: boolean }>;
   superClusterRegistry?: {
     enabled?: boolean;
     namespace?: string;
@@ -161,6 +161,8 @@ export function loadManagerConfig(file: string): ManagerConfig {
       `${file}: /syncer/maxInFlightPerTenant (${maxInFlightPerTenant}) must not exceed /syncer/workers (${workers})`,
     );
   }
+  const metaOnly = metaOnlyProblem(cfg);
+  if (metaOnly) throw new ConfigError(`${file}: ${metaOnly}`);
   const names = new Set<string>();
   for (const [i, t] of (cfg.tenants ?? []).entries()) {
     const id = `${t.namespace}/${t.name}`;
@@ -168,6 +170,27 @@ export function loadManagerConfig(file: string): ManagerConfig {
     names.add(id);
   }
   return cfg;
+}
+
+/**
+ * metaOnlyProblem says what is wrong with a configuration's `metaOnly` super cluster (a meta cluster apart from the
+ * super clusters), naming the field, or undefined: it may only be the first entry (the meta cluster), and needs the
+ * namespace scheduler, which alone puts tenant namespaces on the other super clusters, and a super cluster to put them
+ * on (another static entry or the registry).
+ */
+export function metaOnlyProblem(cfg: ManagerConfig): string | undefined {
+  const supers = cfg.superClusters ?? [];
+  const later = supers.findIndex((s, i) => i > 0 && s.metaOnly);
+  if (later > 0)
+    return `/superClusters/${later}/metaOnly: only the first super cluster (the meta cluster) can be the meta cluster alone`;
+  if (!supers[0]?.metaOnly) return undefined;
+  if (supers[0].external)
+    return '/superClusters/0: metaOnly and external together: a meta cluster apart has no syncer to run elsewhere';
+  if (!cfg.scheduler?.enabled)
+    return '/superClusters/0/metaOnly needs /scheduler/enabled: true (the scheduler places every tenant namespace on a super cluster)';
+  if (supers.length < 2 && !cfg.superClusterRegistry?.enabled)
+    return '/superClusters/0/metaOnly leaves no super cluster: list another in /superClusters or enable /superClusterRegistry';
+  return undefined;
 }
 
 /** offeredProvisioners are the provisioners a manager with this configuration runs (core/programs/manager). */

@@ -138,9 +138,10 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     }));
   const signed = placedOnly ? signedPlacements(await signingKey()) : undefined;
   // The live set: the statically configured super clusters (always ready), then the registered ones.
+  // A meta cluster apart (metaOnly) is no super cluster: nothing is placed or synced there.
   const liveSupers = (): RegisteredSuperCluster[] => [
     ...supers.flatMap((s, i) => {
-      const client = clients[i];
+      const client = s.metaOnly ? undefined : clients[i];
       return client ? [{ name: s.name, namespace: '', state: 'ready' as const, client, kubeconfig: s.kubeconfig }] : [];
     }),
     ...(registry?.list() ?? []),
@@ -264,7 +265,9 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   // The manager runs a syncer for every super cluster not marked external; `vc syncer` the one it is given.
   const makeSyncers = () =>
     supers.flatMap((s, i) =>
-      (syncerOnly ? s.name === o.syncerOnly : !s.external) ? [newSyncer(s.name, clients[i]!, routed(s.name))] : [],
+      (syncerOnly ? s.name === o.syncerOnly : !s.external && !s.metaOnly)
+        ? [newSyncer(s.name, clients[i]!, routed(s.name))]
+        : [],
     );
   const syncers = makeSyncers();
   // Registered super clusters serve the tenants of the meta cluster (the first super cluster's registry); which of
