@@ -645,6 +645,13 @@ export interface TenantPolicySpec {
      */
     forced?: TenantPolicyForcedPlacement;
     /**
+     * Longest spec.terminationGracePeriodSeconds a tenant Pod may ask for; a Pod asking for more is refused
+     * (PodPolicyViolation). A deleted Pod, and every Pod of a deleted tenant, may run this long after the deletion: its
+     * super namespace, and the VirtualCluster's deletion, wait for it. Defaults to 3600 (one hour; Kubernetes' own
+     * default for a Pod is 30).
+     */
+    maxTerminationGracePeriodSeconds?: number;
+    /**
      * Most Pods of one tenant (not Succeeded or Failed) on one super node, so one tenant cannot take every Pod slot of
      * a node. When the syncer creates a super Pod it adds a required node affinity term excluding (by metadata.name)
      * every node that already holds this many of the tenant's Pods, so the super scheduler places it elsewhere or

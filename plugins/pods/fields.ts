@@ -271,7 +271,7 @@ export const POD_SPEC_FIELDS: FieldShape = {
   containers: F.list(CONTAINER),
   ephemeralContainers: F.translate('dropped: a Pod is created without them, and they are not synced'),
   restartPolicy: F.copy,
-  terminationGracePeriodSeconds: F.copy,
+  terminationGracePeriodSeconds: F.check(POLICY),
   activeDeadlineSeconds: F.copy,
   dnsPolicy: F.translate('the dns plugin points ClusterFirst Pods at the tenant\u2019s DNS'),
   nodeSelector: F.check(POLICY),

@@ -570,7 +570,7 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   });
 
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(12).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 12, refused 12, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(13).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
   });
 });
