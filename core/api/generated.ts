@@ -1239,7 +1239,7 @@ export interface GitSourceSpec {
     /**
      * webhook: the endpoint (required). commitStatus: the API base, such as https://git.example.com/api/v1; absent, the
      * origin of spec.url followed by /api/v1. Its host must pass the same address rules as spec.url
-     * (gitops.allowPrivateAddresses).
+     * (gitops.allowPrivateAddresses); it carries no credentials (secretRef holds them).
      */
     url?: string;
     /**

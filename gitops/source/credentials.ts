@@ -28,7 +28,11 @@ export interface CredentialSecret {
  * refused, or undefined for a url without them. Such credentials come from no Secret the platform granted, are
  * written into the object for every reader of it, and were the one thing a url's cache was not keyed by.
  */
-export function urlCredentialsRefusal(url: string): string | undefined {
+export function urlCredentialsRefusal(
+  url: string,
+  field = 'spec.url',
+  secretField = 'spec.secretRef',
+): string | undefined {
   let u: URL;
   try {
     u = new URL(url);
@@ -37,8 +41,8 @@ export function urlCredentialsRefusal(url: string): string | undefined {
   }
   if (u.username === '' && u.password === '') return undefined;
   return (
-    'spec.url carries credentials (user:password@ before the host): credentials come only from a Secret the ' +
-    `platform made for the purpose (spec.secretRef, label ${GIT_CREDENTIALS_LABEL}: "true"); remove them from the url`
+    `${field} carries credentials (user:password@ before the host): credentials come only from a Secret the ` +
+    `platform made for the purpose (${secretField}, label ${GIT_CREDENTIALS_LABEL}: "true"); remove them from the url`
   );
 }
 
