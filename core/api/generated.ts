@@ -645,6 +645,13 @@ export interface TenantPolicySpec {
      */
     forced?: TenantPolicyForcedPlacement;
     /**
+     * Longest spec.terminationGracePeriodSeconds a tenant Pod may ask for; a Pod asking for more is refused
+     * (PodPolicyViolation). A deleted Pod, and every Pod of a deleted tenant, may run this long after the deletion: its
+     * super namespace, and the VirtualCluster's deletion, wait for it. Defaults to 3600 (one hour; Kubernetes' own
+     * default for a Pod is 30).
+     */
+    maxTerminationGracePeriodSeconds?: number;
+    /**
      * Most Pods of one tenant (not Succeeded or Failed) on one super node, so one tenant cannot take every Pod slot of
      * a node. When the syncer creates a super Pod it adds a required node affinity term excluding (by metadata.name)
      * every node that already holds this many of the tenant's Pods, so the super scheduler places it elsewhere or
@@ -1120,10 +1127,11 @@ export interface GitSourceMetadata {
 /** Where the tenant definitions live and how they are applied. */
 export interface GitSourceSpec {
   /**
-   * HTTP(S) URL of the git repository, e.g. https://git.example.com/platform/tenants.git. A host that resolves to a
-   * loopback, link-local, unspecified or cloud metadata address is refused (Stalled, reason AddressRefused) unless the
-   * manager configuration allows it (gitops.allowPrivateAddresses). What the source may write (its own namespace unless
-   * the platform's gitops.policy says more) is decided there too, never here.
+   * HTTP(S) URL of the git repository, e.g. https://git.example.com/platform/tenants.git. It carries no credentials (no
+   * user:password@ before the host): they come only from spec.secretRef. A host that resolves to a loopback,
+   * link-local, unspecified or cloud metadata address is refused (Stalled, reason AddressRefused) unless the manager
+   * configuration allows it (gitops.allowPrivateAddresses). What the source may write (its own namespace unless the
+   * platform's gitops.policy says more) is decided there too, never here.
    */
   url: string;
   /** The git reference to follow: exactly one of branch, tag, semver or commit. */
@@ -1231,7 +1239,7 @@ export interface GitSourceSpec {
     /**
      * webhook: the endpoint (required). commitStatus: the API base, such as https://git.example.com/api/v1; absent, the
      * origin of spec.url followed by /api/v1. Its host must pass the same address rules as spec.url
-     * (gitops.allowPrivateAddresses).
+     * (gitops.allowPrivateAddresses); it carries no credentials (secretRef holds them).
      */
     url?: string;
     /**

@@ -61,6 +61,7 @@ export interface TenantPolicySpec {
     forced?: ForcedPlacementView;
     serviceAccountTokens?: ServiceAccountTokenMode;
     maxPodsPerNode?: number;
+    maxTerminationGracePeriodSeconds?: number;
     createRate?: { perSecond?: number; burst?: number };
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
@@ -132,6 +133,7 @@ export const DEFAULT_POLICY = {
   runtimeClassHandlers: ['runc'],
   podForced: {},
   podServiceAccountTokens: 'shared',
+  podMaxTerminationGracePeriodSeconds: 3600,
   podCreateRate: { perSecond: DEFAULT_CREATE_RATE.perSecond, burst: DEFAULT_CREATE_RATE.burst },
   nodesView: 'withPods',
   copiedMetadata: DEFAULT_COPIED_METADATA,
@@ -191,6 +193,7 @@ export const DEFAULT_POLICY = {
   runtimeClassHandlers: readonly string[];
   podForced: ForcedPlacementView;
   podServiceAccountTokens: ServiceAccountTokenMode;
+  podMaxTerminationGracePeriodSeconds: number;
   podCreateRate: CreateRate;
   nodesView: NodesView;
   copiedMetadata: Required<CopiedMetadataView>;
@@ -279,6 +282,8 @@ export interface EffectiveSettings {
     serviceAccountTokens: ServiceAccountTokenMode;
     /** most Pods of the tenant on one super node; absent, no share */
     maxPodsPerNode?: number;
+    /** longest terminationGracePeriodSeconds a tenant Pod may ask for */
+    maxTerminationGracePeriodSeconds: number;
   };
   /** how fast the syncer creates the tenant's super Pods (pods.createRate; the syncer paces, not the pods plugin) */
   podCreateRate: CreateRate;
@@ -491,6 +496,8 @@ export function evaluatePolicy(
         ...optional('forced', mergeForced(defaults.podsForced, p.pods?.forced)),
         serviceAccountTokens: p.pods?.serviceAccountTokens ?? DEFAULT_POLICY.podServiceAccountTokens,
         ...optional('maxPodsPerNode', p.pods?.maxPodsPerNode),
+        maxTerminationGracePeriodSeconds:
+          p.pods?.maxTerminationGracePeriodSeconds ?? DEFAULT_POLICY.podMaxTerminationGracePeriodSeconds,
       },
       podCreateRate: { ...DEFAULT_POLICY.podCreateRate, ...p.pods?.createRate },
       runtimeClasses: {

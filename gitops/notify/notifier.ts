@@ -14,7 +14,8 @@ import { currentUserAgent } from '../../core/kube/identity.ts';
 import { registry } from '../../core/metrics/registry.ts';
 import type { GitSource, GitSourceStatus } from '../applier/gitsource.ts';
 import { hostOf, pinnedAgent, resolveChecked, type AddressPolicy } from '../source/address.ts';
-import { credentialHosts, type CredentialSecret } from '../source/credentials.ts';
+import { credentialHosts, type CredentialSecret, urlCredentialsRefusal } from '../source/credentials.ts';
+import { redactUrl } from '../source/ref.ts';
 import { outcomesOf, type NotificationEvent, type Outcome } from './outcome.ts';
 
 const sent = new Counter({
@@ -174,6 +175,12 @@ export class Notifier {
   private async attempt(gs: GitSource, n: Notification, o: Outcome): Promise<void> {
     let error = '';
     try {
+      // credentials written into a notification url: sent with every call and echoed in the event of a failed one
+      const inUrl =
+        n.url === undefined
+          ? undefined
+          : urlCredentialsRefusal(n.url, 'spec.notifications[].url', 'spec.notifications[].secretRef');
+      if (inUrl) throw new Error(inUrl);
       const token = await this.token(gs, n);
       const req = requestOf(gs, n, o, token, new Date());
       if (!req) return;
@@ -190,7 +197,8 @@ export class Notifier {
       error = e instanceof Error ? e.message : String(e);
     }
     sent.inc({ type: n.type, event: o.event, result: 'failed' });
-    const where = n.type === 'webhook' ? `webhook ${n.url}` : `commit status for ${o.revision?.slice(0, 12)}`;
+    const where =
+      n.type === 'webhook' ? `webhook ${redactUrl(n.url ?? '')}` : `commit status for ${o.revision?.slice(0, 12)}`;
     await this.o.events
       .record(gs, 'Warning', 'NotificationFailed', `${o.event} not delivered to ${where}: ${error}`)
       .catch(() => undefined);

@@ -11,6 +11,7 @@ import {
   GIT_CREDENTIALS_LABEL,
   GIT_HOSTS_ANNOTATION,
   mayReceive,
+  urlCredentialsRefusal,
   withCredentialsFor,
   type CredentialSecret,
 } from './credentials.ts';
@@ -76,6 +77,29 @@ describe('credentialHosts', () => {
   ])('%s', (_name, s, url, want) => {
     if (Array.isArray(want)) expect(credentialHosts(s, url)).toEqual(want);
     else expect(() => credentialHosts(s, url)).toThrow(want);
+  });
+});
+
+describe('urlCredentialsRefusal', () => {
+  it.each<[string, boolean]>([
+    ['https://git.example.com/t.git', false],
+    ['https://git.example.com/users/a@b/t.git', false],
+    ['http://127.0.0.1:8080/t.git?x=a@b', false],
+    ['https://flux:s3cret@git.example.com/t.git', true],
+    ['https://x-access-token@git.example.com/t.git', true],
+    ['https://:token@git.example.com/t.git', true],
+    ['https://us%40er:p@git.example.com/t.git', true],
+  ])('%s: refused %s', (url, refused) => {
+    expect(urlCredentialsRefusal(url) !== undefined).toBe(refused);
+  });
+  it('names the field and the Secret field, never the credentials', () => {
+    const why = urlCredentialsRefusal(
+      'https://u:s3cret@h.example/x',
+      'spec.notifications[].url',
+      'spec.notifications[].secretRef',
+    );
+    expect(why).toMatch(/^spec\.notifications\[\]\.url carries credentials.*spec\.notifications\[\]\.secretRef/);
+    expect(why).not.toContain('s3cret');
   });
 });
 

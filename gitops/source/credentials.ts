@@ -24,6 +24,29 @@ export interface CredentialSecret {
 }
 
 /**
+ * urlCredentialsRefusal says why a GitSource url that carries credentials itself (`https://user:token@host/…`) is
+ * refused, or undefined for a url without them. Such credentials come from no Secret the platform granted, are
+ * written into the object for every reader of it, and were the one thing a url's cache was not keyed by.
+ */
+export function urlCredentialsRefusal(
+  url: string,
+  field = 'spec.url',
+  secretField = 'spec.secretRef',
+): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return undefined;
+  }
+  if (u.username === '' && u.password === '') return undefined;
+  return (
+    `${field} carries credentials (user:password@ before the host): credentials come only from a Secret the ` +
+    `platform made for the purpose (${secretField}, label ${GIT_CREDENTIALS_LABEL}: "true"); remove them from the url`
+  );
+}
+
+/**
  * credentialHosts checks that a Secret may serve as the credentials of a GitSource fetching `url` and returns the
  * hosts it is for; otherwise an error naming the Secret, the label or annotation, and the GitSource field.
  */

@@ -92,12 +92,13 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * cacheKey is the cache directory name of a URL and the credentials used for it: a hash of the URL without
- * credentials or trailing slashes and, when there are credentials, of their identity. Two GitSources with different
- * credentials for one URL never share fetched objects.
+ * cacheKey is the cache directory name of a URL and the credentials used for it: a hash of the URL without trailing
+ * slashes (credentials written into it included: the fetcher refuses such a URL, and the key would keep it apart all
+ * the same) and, when there are credentials, of their identity. Two GitSources with different credentials for one URL
+ * never share fetched objects.
  */
 export function cacheKey(url: string, credentials?: Credentials): string {
-  const hash = createHash('sha256').update(redactUrl(url).replace(/\/+$/, ''));
+  const hash = createHash('sha256').update(url.replace(/\/+$/, ''));
   if (credentials) {
     const secret = 'token' in credentials ? credentials.token : credentials.password;
     const kind = 'token' in credentials ? 'token' : 'basic';

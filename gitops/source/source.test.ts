@@ -50,7 +50,9 @@ describe('pure helpers', () => {
 
   it('redacts credentials and keys the cache by the URL without them', () => {
     expect(redactUrl('https://user:secret@example.com/r.git')).toBe('https://example.com/r.git');
-    expect(cacheKey('https://user:secret@example.com/r.git/')).toBe(cacheKey('https://example.com/r.git'));
+    expect(cacheKey('https://example.com/r.git/')).toBe(cacheKey('https://example.com/r.git'));
+    // a URL carrying credentials never shares the cache of the same URL without them
+    expect(cacheKey('https://user:secret@example.com/r.git')).not.toBe(cacheKey('https://example.com/r.git'));
     expect(cacheKey('https://example.com/a.git')).not.toBe(cacheKey('https://example.com/b.git'));
     expect(cacheKey('https://example.com/a.git')).toMatch(/^[0-9a-f]{32}$/);
   });
@@ -174,10 +176,10 @@ describe('GitSourceFetcher against a real git server', () => {
     expect(server.stats.fetches).toBe(serverFetches + 1);
   });
 
-  it('produces a frozen artifact with the asked ref, path and redacted URL', async () => {
+  it('produces a frozen artifact with the asked ref and path', async () => {
     await server.initRepo('shape');
     const c1 = await server.commitFiles('shape', { 'a.yaml': cm('a') }, 'one');
-    const url = server.url('shape').replace('http://', 'http://someone:pw@');
+    const url = server.url('shape');
     const a = await fetcher.artifact({ url, ref: { branch: 'main' }, path: './' });
     expect(a).toMatchObject({ url: server.url('shape'), ref: 'branch:main', revision: c1, path: '', parseErrors: [] });
     expect(a.verification).toBeUndefined();
@@ -551,6 +553,29 @@ describe('GitSourceFetcher against a real git server', () => {
       expect(wrong.message).not.toContain('wrong-pw');
       const none = await sourceError(fetcher.artifact({ url, ref: { branch: 'main' } }));
       expect(none.reason).toBe('AuthenticationFailed');
+    });
+
+    it('never reads a commit that was fetched with credentials for a source without them', async () => {
+      // A source with credentials fetches a private commit; a second source of the same URL names that commit by id
+      // (a commit ref needs no ref listing) and has no credentials: it must ask the server, and be refused.
+      await authServer.initRepo('shared-cache');
+      const c = await authServer.commitFiles('shared-cache', { 'a.yaml': cm('private') }, 'a');
+      const url = authServer.url('shared-cache');
+      const withCreds = await fetcher.artifact({
+        url,
+        ref: { commit: c },
+        credentials: { username: 'flux', password: 's3cret-pw' },
+      });
+      expect(withCreds.revision).toBe(c);
+      const none = await sourceError(fetcher.artifact({ url, ref: { commit: c } }));
+      expect(none.reason).toBe('AuthenticationFailed');
+      // the same credentials written into the URL instead of a granted Secret
+      const inUrl = url.replace('://', '://flux:s3cret-pw@');
+      const embedded = await sourceError(fetcher.artifact({ url: inUrl, ref: { commit: c } }));
+      expect(embedded.reason).toBe('InvalidSpec');
+      expect(embedded.message).not.toContain('s3cret-pw');
+      const after = await sourceError(fetcher.artifact({ url, ref: { commit: c } }));
+      expect(after.reason).toBe('AuthenticationFailed');
     });
 
     it('sends a token as the password', async () => {

@@ -14,6 +14,7 @@ import type { Artifact } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
 import { systemResolver, type AddressPolicy, type Resolver } from './address.ts';
 import { hasCommit, initCache, peelToCommit } from './cache.ts';
+import { urlCredentialsRefusal } from './credentials.ts';
 import { SourceError, errorMessage, type SourceErrorReason } from './errors.ts';
 import { ALLOW_REVISION_ANNOTATION, commitsSince } from './history.ts';
 import { readTree, type TreeContent } from './manifests.ts';
@@ -98,6 +99,12 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** refuseUrlCredentials throws InvalidSpec for a url that carries credentials itself (urlCredentialsRefusal). */
+function refuseUrlCredentials(url: string): void {
+  const refusal = urlCredentialsRefusal(url);
+  if (refusal) throw new SourceError('InvalidSpec', refusal);
+}
+
 /**
  * GitSourceFetcher reads git sources over HTTP(S) into Artifacts, keeping one bare cache repository per URL under
  * `cacheRoot`. A cache is used by one operation at a time: an in-process mutex per URL plus a lock file shared with
@@ -136,6 +143,7 @@ export class GitSourceFetcher {
 
   /** resolve finds the commit a ref points at on the server with one ref listing (no fetch); commit refs need none. */
   async resolve(req: Pick<SourceRequest, 'url' | 'ref' | 'credentials' | 'timeoutMs'>): Promise<ResolvedRef> {
+    refuseUrlCredentials(req.url);
     const ref = req.ref;
     if ('commit' in ref) {
       const commit = ref.commit.toLowerCase();
@@ -391,6 +399,7 @@ export class GitSourceFetcher {
     credentials: Credentials | undefined,
     fn: (gitdir: string) => Promise<T>,
   ): Promise<T> {
+    refuseUrlCredentials(url);
     const dir = this.cacheDir(url, credentials);
     const previous = this.locks.get(dir) ?? Promise.resolve();
     let release!: () => void;

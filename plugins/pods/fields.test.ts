@@ -53,6 +53,22 @@ const cases: Array<[string, PodSpec, string | undefined, RegExp?]> = [
     undefined,
   ],
   [
+    'a gMSA credential spec in a container is refused: the node retrieves any account of its domain',
+    spec({}, { securityContext: { windowsOptions: { gmsaCredentialSpec: '{"ActiveDirectoryConfig":{}}' } } }),
+    'spec.containers[0].securityContext.windowsOptions.gmsaCredentialSpec',
+    /identity of the Windows node/,
+  ],
+  [
+    'a gMSA credential spec named at Pod level is refused',
+    spec({ securityContext: { windowsOptions: { gmsaCredentialSpecName: 'platform-admin' } } }),
+    'spec.securityContext.windowsOptions.gmsaCredentialSpecName',
+  ],
+  [
+    'a Windows user name passes',
+    spec({ os: { name: 'windows' }, securityContext: { windowsOptions: { runAsUserName: 'ContainerUser' } } }),
+    undefined,
+  ],
+  [
     'a field no rule names is refused, saying so',
     spec({ futureField: { x: 1 } }),
     'spec.futureField',

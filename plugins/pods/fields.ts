@@ -49,9 +49,13 @@ const AFFINITY: FieldShape = {
 };
 
 const SE_LINUX = F.object({ user: F.check(SECURITY), role: F.check(SECURITY), type: F.check(SECURITY), level: F.copy });
+const GMSA = F.refuse(
+  'a group managed service account is an identity of the Windows node\u2019s domain: the node retrieves it for ' +
+    'whichever Pod names it, so a tenant could run as another tenant\u2019s or the platform\u2019s account',
+);
 const WINDOWS = F.object({
-  gmsaCredentialSpecName: F.copy,
-  gmsaCredentialSpec: F.copy,
+  gmsaCredentialSpecName: GMSA,
+  gmsaCredentialSpec: GMSA,
   runAsUserName: F.copy,
   hostProcess: F.check(SECURITY),
 });
@@ -271,7 +275,7 @@ export const POD_SPEC_FIELDS: FieldShape = {
   containers: F.list(CONTAINER),
   ephemeralContainers: F.translate('dropped: a Pod is created without them, and they are not synced'),
   restartPolicy: F.copy,
-  terminationGracePeriodSeconds: F.copy,
+  terminationGracePeriodSeconds: F.check(POLICY),
   activeDeadlineSeconds: F.copy,
   dnsPolicy: F.translate('the dns plugin points ClusterFirst Pods at the tenant\u2019s DNS'),
   nodeSelector: F.check(POLICY),

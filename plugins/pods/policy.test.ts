@@ -152,6 +152,27 @@ const cases: Array<[string, Partial<PodSpec>, PodsPolicyView | undefined, string
     { hostPorts: true },
     undefined,
   ],
+  // a deleted Pod runs its grace period out: ten years would outlive the tenant's deletion by as long
+  ['the default grace period passes', { terminationGracePeriodSeconds: 30 }, undefined, undefined],
+  ['a grace period at the default bound passes', { terminationGracePeriodSeconds: 3600 }, undefined, undefined],
+  [
+    'a grace period of ten years is refused by default',
+    { terminationGracePeriodSeconds: 315_360_000 },
+    undefined,
+    'spec.terminationGracePeriodSeconds',
+  ],
+  [
+    'a grace period one second over the bound is refused',
+    { terminationGracePeriodSeconds: 601 },
+    { maxTerminationGracePeriodSeconds: 600 },
+    'spec.terminationGracePeriodSeconds',
+  ],
+  [
+    'a grace period the policy allows passes',
+    { terminationGracePeriodSeconds: 7200 },
+    { maxTerminationGracePeriodSeconds: 7200 },
+    undefined,
+  ],
 ];
 
 describe('checkPodPolicy', () => {
@@ -169,6 +190,7 @@ describe('checkPodPolicy', () => {
       nodeLabelKeys: DEFAULT_POLICY.podNodeLabelKeys,
       forced: DEFAULT_POLICY.podForced,
       serviceAccountTokens: DEFAULT_POLICY.podServiceAccountTokens,
+      maxTerminationGracePeriodSeconds: DEFAULT_POLICY.podMaxTerminationGracePeriodSeconds,
     });
   });
   it.each(cases)('%s', (_name, over, policy, field) => {

@@ -15,6 +15,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
+import { ApiError } from '../../core/kube/errors.ts';
 import { R } from '../../core/kube/resources.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
@@ -432,6 +433,24 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     });
   });
 
+  it('refuses credentials written into the git URL: they come only from a granted Secret', async () => {
+    await attempts.attempt('a git URL carrying user:password@', async () => {
+      const before = await snapshot();
+      const err = await t.client
+        .create(GITSOURCES, gitSource('inurl', { url: url('tenants').replace('://', '://flux:s3cret-pw@') }))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe(422);
+      expect((err as ApiError).message).toContain('spec.url');
+      expect(await t.client.getOrNull(GITSOURCES, NS, 'inurl')).toBeNull();
+      expect(await snapshot()).toEqual(before);
+      return `422 ${(err as ApiError).reason}: ${(err as ApiError).message.slice(0, 160)}`;
+    });
+  });
+
   it('as S, refuses to prune objects a forged status inventory names', async () => {
     await attempts.attempt(
       'a forged inventory entry in the GitSource status, naming objects to be pruned',
@@ -551,7 +570,7 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   });
 
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(12).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 12, refused 12, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(13).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
   });
 });

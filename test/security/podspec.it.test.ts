@@ -187,6 +187,29 @@ describe('hostile tenant Pod fields the node and the super scheduler act on', ()
     });
   });
 
+  it('refuses a grace period that would outlive the tenant\u2019s deletion', async () => {
+    await attempts.attempt('terminationGracePeriodSeconds of ten years (bound 3600)', async () => {
+      await a.create(R.pods, pod('forever', { terminationGracePeriodSeconds: 315_360_000 }));
+      const reason = await refused('forever', 'spec.terminationGracePeriodSeconds');
+      expect(reason).toContain('pods.maxTerminationGracePeriodSeconds');
+      expect(await superPod('forever')).toBeNull();
+      return reason;
+    });
+  });
+
+  it('refuses a Windows gMSA identity of the node\u2019s domain', async () => {
+    await attempts.attempt('windowsOptions.gmsaCredentialSpecName naming a domain account', async () => {
+      await a.create(
+        R.pods,
+        pod('gmsa', { securityContext: { windowsOptions: { gmsaCredentialSpecName: 'platform-admin' } } }),
+      );
+      const reason = await refused('gmsa', 'spec.securityContext.windowsOptions.gmsaCredentialSpecName');
+      expect(reason).toContain('identity of the Windows node');
+      expect(await superPod('gmsa')).toBeNull();
+      return reason;
+    });
+  });
+
   it('copies an image from a public registry (the control)', async () => {
     await a.create(R.pods, pod('public', image('ghcr.io/example/app:1')));
     await eventually(async () =>

@@ -409,6 +409,11 @@ export interface PodsPolicyView {
   readonly serviceAccountTokens?: ServiceAccountTokenMode;
   /** most Pods of the tenant not ended on one super node; absent, no share */
   readonly maxPodsPerNode?: number;
+  /**
+   * longest spec.terminationGracePeriodSeconds a tenant Pod may ask for: a deleted Pod, and every Pod of a deleted
+   * tenant, may run this long after the deletion
+   */
+  readonly maxTerminationGracePeriodSeconds?: number;
 }
 
 /** SERVICE_ACCOUNT_TOKEN_MODES are the values of PodsPolicyView.serviceAccountTokens. */

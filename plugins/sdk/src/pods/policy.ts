@@ -56,6 +56,7 @@ export const DEFAULT_PODS_POLICY = {
   nodeLabelKeys: ['kubernetes.io/os', 'kubernetes.io/arch', 'topology.kubernetes.io/*'],
   forced: {},
   serviceAccountTokens: 'shared',
+  maxTerminationGracePeriodSeconds: 3600,
 } as const satisfies Required<Omit<PodsPolicyView, 'maxPodsPerNode'>>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>
@@ -140,6 +141,8 @@ export function checkPodPolicy(
       message: `spec.schedulerName "${scheduler}" is not allowed by ${policyName} (pods.schedulerNames: ${schedulers.join(', ') || 'none'})`,
     };
   }
+  const grace = checkGracePeriod(spec, policy, policyName);
+  if (grace) return grace;
   const nodeLabelKeys: readonly string[] = policy?.nodeLabelKeys ?? DEFAULT_PODS_POLICY.nodeLabelKeys;
   const conflict = forcedConflict(spec, policy);
   if (conflict) return conflict;
@@ -190,6 +193,28 @@ export function checkPodPolicy(
     }
   }
   return undefined;
+}
+
+/**
+ * checkGracePeriod refuses a terminationGracePeriodSeconds beyond the policy's bound. The kubelet lets a deleted Pod
+ * run that long (a container that ignores SIGTERM, a preStop hook that sleeps), and the namespace controller waits for
+ * it: without a bound, a tenant's Pods outlive the tenant's deletion by years, holding node resources, and the super
+ * namespace and the VirtualCluster's deletion wait as long.
+ */
+function checkGracePeriod(
+  spec: PodSpec,
+  policy: PodsPolicyView | undefined,
+  policyName: string,
+): PodRefusal | undefined {
+  const grace = spec.terminationGracePeriodSeconds;
+  const max = policy?.maxTerminationGracePeriodSeconds ?? DEFAULT_PODS_POLICY.maxTerminationGracePeriodSeconds;
+  if (typeof grace !== 'number' || grace <= max) return undefined;
+  return {
+    field: 'spec.terminationGracePeriodSeconds',
+    message:
+      `spec.terminationGracePeriodSeconds ${grace}: a deleted Pod (and every Pod of a deleted tenant) may run this ` +
+      `long after the deletion; ${policyName} allows at most ${max} (pods.maxTerminationGracePeriodSeconds)`,
+  };
 }
 
 /**
