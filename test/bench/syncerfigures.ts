@@ -1,6 +1,6 @@
 import { percentile, latenciesOf, type RunFigures, type Sample, stages } from './podwatch.ts';
 import type { CpuShare, InflightStats } from './procstat.ts';
-import { formatSpread, OTHER_LOAD_BOUND, ratioSpread, type RepRun, spread, spreadFigures } from './repeat.ts';
+import { OTHER_LOAD_BOUND, type RepRun, reportRatios, spread } from './repeat.ts';
 import type { BenchSeries } from './report.ts';
 import type { WriteRow } from './accounting.ts';
 
@@ -55,21 +55,17 @@ export function syncerFigures(i: FiguresInput): BenchSeries {
   const { runs, pods: N, reps: REPS, memory, repDetail, fair, timings, figures, notes, detail, log } = i;
   const valuesOf = (arm: string) => runs.filter((x) => x.arm === arm).map((x) => x.value);
   const med = (arm: string, f: (v: ArmRun) => number) => spread(valuesOf(arm).map(f)).median;
-  const ratios = {
-    throughputRatio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.podsPerSecond),
-    throughputRatioSameWrites: ratioSpread(runs, 'syncer', 'same-writes', (v) => v.r.podsPerSecond),
-    p50Ratio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.p50Ms),
-    p99Ratio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.p99Ms),
-    p99RatioSameWrites: ratioSpread(runs, 'syncer', 'same-writes', (v) => v.r.p99Ms),
-  };
-  for (const [k, v] of Object.entries(ratios)) {
-    Object.assign(figures, spreadFigures(k, v));
-    notes.push(formatSpread(k, v));
-  }
-  notes.push(
-    `other load (% of a core outside this run) per arm and repetition, bound ${OTHER_LOAD_BOUND}% between the arms ` +
-      `of a ratio: ` +
-      runs.map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (host ${x.load.hostPercent}%)`).join(', '),
+  const ratios = reportRatios(
+    runs,
+    {
+      throughputRatio: { numerator: 'syncer', denominator: 'direct', f: (v) => v.r.podsPerSecond },
+      throughputRatioSameWrites: { numerator: 'syncer', denominator: 'same-writes', f: (v) => v.r.podsPerSecond },
+      p50Ratio: { numerator: 'syncer', denominator: 'direct', f: (v) => v.r.p50Ms },
+      p99Ratio: { numerator: 'syncer', denominator: 'direct', f: (v) => v.r.p99Ms },
+      p99RatioSameWrites: { numerator: 'syncer', denominator: 'same-writes', f: (v) => v.r.p99Ms },
+    },
+    figures,
+    notes,
   );
   for (const n of notes) log(n);
   const directBench = valuesOf('direct').map((v) => v.r.cpu.benchProcess!.cpuSeconds);
