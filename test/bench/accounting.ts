@@ -45,6 +45,33 @@ const WHY: Record<string, string> = {
   'superQuota namespaces limitranges': "the tenant's LimitRange, per namespace",
 };
 
+/**
+ * PER_POD_KINDS are the writes every synced Pod needs, by `op plugin resource`: its super copy, its tenant Binding (the
+ * API sets nodeName only through pods/binding) and one status write (status changes only through pods/status). Every
+ * other kind is per node, namespace or ServiceAccount, and at steady state should not appear.
+ */
+export const PER_POD_KINDS: readonly string[] = [
+  'createSuper pods pods',
+  'bind pods pods/binding',
+  'patchTenantStatus pods pods/status',
+];
+
+/** beyondPerPod are the rows that are not one of the PER_POD_KINDS, and the same rows' writes above 1 per Pod. */
+export function beyondPerPod(rows: readonly WriteRow[]): { rows: WriteRow[]; perPod: number } {
+  const out: WriteRow[] = [];
+  let perPod = 0;
+  for (const r of rows) {
+    if (!PER_POD_KINDS.includes(`${r.op} ${r.plugin} ${r.resource}`)) {
+      out.push(r);
+      perPod += r.perPod;
+    } else if (r.perPod > 1) {
+      out.push({ ...r, perPod: Number((r.perPod - 1).toFixed(3)) });
+      perPod += r.perPod - 1;
+    }
+  }
+  return { rows: out, perPod: Number(perPod.toFixed(3)) };
+}
+
 /** counterKey names one series of vc_syncer_writes_total, tenants summed: `side|op|plugin|verb|resource`. */
 const counterKey = (l: Record<string, string | number>) =>
   [l.side, l.op, l.plugin, l.verb, l.resource].map(String).join('|');

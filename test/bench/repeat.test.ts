@@ -34,6 +34,22 @@ describe('interleave', () => {
     expect(order).toEqual(['a0', 'b0', 'c0', 'a1', 'b1', 'c1']);
     expect(runs.map((r) => `${r.arm}${r.rep}`)).toEqual(order);
   });
+
+  it('runs `after` after each arm, before the next one starts', async () => {
+    const order: string[] = [];
+    const arm = (name: string) => ({
+      name,
+      run: (rep: number) => {
+        order.push(`${name}${rep}`);
+        return Promise.resolve({ value: rep, load: { hostPercent: 0, otherPercent: 0 } });
+      },
+    });
+    await interleave([arm('a'), arm('b')], 2, (rep, name) => {
+      order.push(`after ${name}${rep}`);
+      return Promise.resolve();
+    });
+    expect(order).toEqual(['a0', 'after a0', 'b0', 'after b0', 'a1', 'after a1', 'b1', 'after b1']);
+  });
 });
 
 describe('ratioSpread', () => {

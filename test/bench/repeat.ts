@@ -44,17 +44,20 @@ export function spread(values: readonly number[]): Spread {
 
 /**
  * interleave runs every arm once per repetition, in the given order, for `reps` repetitions, and returns the runs in
- * the order they ran. An arm's `run` gets the repetition's index (0-based) and reports its value and load.
+ * the order they ran. An arm's `run` gets the repetition's index (0-based) and reports its value and load; `after`,
+ * when given, runs after each arm, outside its measurement (to undo what the arm left for the next one).
  */
 export async function interleave<T>(
   arms: ReadonlyArray<{ name: string; run: (rep: number) => Promise<{ value: T; load: ArmLoad }> }>,
   reps: number,
+  after?: (rep: number, arm: string) => Promise<void>,
 ): Promise<Array<RepRun<T>>> {
   const out: Array<RepRun<T>> = [];
   for (let rep = 0; rep < reps; rep++)
     for (const a of arms) {
       const r = await a.run(rep);
       out.push({ rep, arm: a.name, value: r.value, load: r.load });
+      await after?.(rep, a.name);
     }
   return out;
 }

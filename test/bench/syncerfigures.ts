@@ -2,7 +2,7 @@ import { percentile, latenciesOf, type RunFigures, type Sample, stages } from '.
 import type { CpuShare, InflightStats } from './procstat.ts';
 import { OTHER_LOAD_BOUND, type RepRun, reportRatios, spread } from './repeat.ts';
 import type { BenchSeries } from './report.ts';
-import type { WriteRow } from './accounting.ts';
+import { beyondPerPod, type WriteRow, writesPerPodTotal } from './accounting.ts';
 
 /** ArmResult is one arm's figures, its samples and what each process used meanwhile. */
 export interface ArmResult extends RunFigures {
@@ -67,6 +67,27 @@ export function syncerFigures(i: FiguresInput): BenchSeries {
     figures,
     notes,
   );
+  // The first syncer arm syncs into tenants with nothing synced yet (vNodes, super namespaces, ServiceAccounts and
+  // tokens are made then); the later ones find those in place: their writes per Pod are the steady state.
+  const accounts = valuesOf('syncer').map((v) => v.account ?? []);
+  if (accounts.length) {
+    const firstBeyond = beyondPerPod(accounts[0]!);
+    figures.syncerWritesPerPodFirstRep = writesPerPodTotal(accounts[0]!);
+    figures.syncerBeyondPerPodFirstRep = firstBeyond.perPod;
+    const later = accounts.slice(1);
+    if (later.length) {
+      figures.syncerWritesPerPodLaterReps = spread(later.map(writesPerPodTotal)).median;
+      figures.syncerBeyondPerPodLaterReps = spread(later.map((a) => beyondPerPod(a).perPod)).median;
+    }
+    notes.push(
+      `syncer writes per Pod (the tenant's create aside): first repetition ${figures.syncerWritesPerPodFirstRep}, ` +
+        (later.length
+          ? `later repetitions (namespaces, ServiceAccounts and vNodes in place) median ` +
+            `${figures.syncerWritesPerPodLaterReps} of which ${figures.syncerBeyondPerPodLaterReps} beyond ` +
+            `1 super create, 1 Binding and 1 status`
+          : 'no later repetition'),
+    );
+  }
   for (const n of notes) log(n);
   const directBench = valuesOf('direct').map((v) => v.r.cpu.benchProcess!.cpuSeconds);
   Object.assign(figures, {
