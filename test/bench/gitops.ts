@@ -26,12 +26,20 @@ const vcYaml = (name: string, weight = 1) =>
     spec: { provisioner: { type: 'local' }, weight },
   });
 
+/** waitRunning waits for a VirtualCluster's phase Running, and throws with its status after WAIT_RUNNING_MS. */
 async function waitRunning(get: () => Promise<VirtualCluster | null>): Promise<void> {
+  const deadline = performance.now() + WAIT_RUNNING_MS;
   for (;;) {
-    if ((await get())?.status?.phase === 'Running') return;
+    const vc = await get();
+    if (vc?.status?.phase === 'Running') return;
+    if (performance.now() > deadline)
+      throw new Error(`not Running after ${WAIT_RUNNING_MS / 1000} s: ${JSON.stringify(vc?.status ?? null)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** WAIT_RUNNING_MS bounds the wait for one tenant, so a tenant that never comes up ends the run with its status. */
+const WAIT_RUNNING_MS = 300_000;
 
 /**
  * gitopsBench measures (1) reading, validating and planning N tenant definitions (default 1000) from a directory
@@ -109,7 +117,8 @@ export async function gitopsBench(): Promise<BenchResult> {
             enabled: true,
             local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint },
           },
-          gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache') },
+          // the bench's git server listens on loopback, which the manager refuses unless allowed
+          gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache'), allowPrivateAddresses: ['127.0.0.0/8'] },
         }),
       );
       const cfg = loadManagerConfig(cfgFile);
