@@ -365,7 +365,11 @@ export async function slowTenantBench(): Promise<BenchResult> {
     figures.slowTenantWorkersHeldPeak = Math.max(...withSlows.map((x) => x.workersHeldBySlowTenant.peak));
     figures.repetitions = REPS;
     // The comparisons below run once, after the last repetition, against its baseline.
-    notes.push("othersP99RatioUncapped and othersP99RatioCapped: one run each, against the last repetition's baseline");
+    if (UNCAPPED || CAPPED)
+      notes.push(
+        `${[UNCAPPED && 'othersP99RatioUncapped', CAPPED && 'othersP99RatioCapped'].filter(Boolean).join(' and ')}: ` +
+          "one run, against the last repetition's baseline",
+      );
 
     // ---- the same without the cap, to see what it buys ------------------------------------------------------------
     if (UNCAPPED) {
