@@ -32,7 +32,8 @@ const WHY: Record<string, string> = {
   'createTenant nodes nodes': 'a vNode, once per real node a tenant first runs a Pod on',
   'patchTenantStatus nodes nodes/status': "a new vNode's status, right after its create",
   'patchTenant nodes nodes':
-    "a vNode following its real node's labels, taints or addresses, or marked empty and in use again (per node)",
+    "a vNode following its real node's labels, taints or addresses (the tenant apiserver's TaintNodesByCondition " +
+    'admission taints every new Node not-ready), or marked empty and in use again (per node)',
   'token pods serviceaccounts/token': 'a ServiceAccount token minted in the tenant (shared per ServiceAccount)',
   'token pods secrets': 'the super Secret holding the minted token',
   'superServiceAccount pods serviceaccounts': 'the token-less super ServiceAccount Pods run under, per namespace',
