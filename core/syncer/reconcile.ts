@@ -28,6 +28,7 @@ import type { SyncerOptions } from './options.ts';
 import { signatureOf } from './patrol.ts';
 import { placementVerdict, tenantOnCluster, upOwned, type PlacementKind, type TenantObjects } from './placement.ts';
 import { plan, planKey, superLocation, type Placed, type Plan, type Step } from './plan.ts';
+import { RecentTenantWrites } from './recent.ts';
 import { makeKey, parseKey } from './routing.ts';
 import type { SchedulingWindow } from './window.ts';
 
@@ -64,6 +65,8 @@ export class KeyReconciler {
   private readonly admission: PodAdmission;
   private readonly window?: SchedulingWindow;
   private readonly missingNamespaceRetries = new Map<string, number>();
+  /** the binds and tenant statuses written lately, which a pass from a tenant cache behind them must not repeat */
+  private readonly recent = new RecentTenantWrites();
 
   constructor(private readonly d: KeyReconcilerDeps) {
     this.o = d.options;
@@ -202,7 +205,14 @@ export class KeyReconciler {
       const { p } = sp;
       const ctx = this.context(s);
       if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return;
-      const out = planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp);
+      // The tenant object as the cache has it: a bind or status this syncer wrote and the cache does not show yet is
+      // not written again (recent.ts).
+      const cachedTenant = ctx.tenantCache.get(p.manifest.resource!, k.namespace || undefined, k.name);
+      const out = this.recent.filter(
+        k.tenant,
+        cachedTenant,
+        planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp),
+      );
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const compute = s.view.quota?.compute;
@@ -222,6 +232,7 @@ export class KeyReconciler {
           write: (step) => this.write(s, p, step),
           adopt: (obj) => this.adopt(s, p, ctx, k, obj),
         });
+        this.recent.recordSteps(k.tenant, cachedTenant, out.steps);
       } catch (e) {
         if (capped) this.pending.remove(k.tenant, r, own);
         for (const id of windowed) this.window!.release(k.tenant, id);
@@ -246,13 +257,16 @@ export class KeyReconciler {
           { session: s, key, plugin: k.plugin, resource: p.manifest.resource!, ctx, superUid },
           e,
         );
+        if (e.type === 'bind') this.recent.bound(k.tenant, e.uid, e.node);
         if (after !== undefined) requeue = Math.min(requeue ?? after, after);
       }
-      if (out.afterEffects?.length)
+      if (out.afterEffects?.length) {
         await runSteps(out.afterEffects, {
           write: (step) => this.write(s, p, step),
           adopt: (obj) => this.adopt(s, p, ctx, k, obj),
         });
+        this.recent.recordSteps(k.tenant, cachedTenant, out.afterEffects);
+      }
       return requeue !== undefined ? { requeueAfter: requeue } : undefined;
     } catch (e) {
       // A write refused because the term ended (or its Lease is not surely held): nothing was sent. A term that goes on

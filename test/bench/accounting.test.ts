@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accountWrites, formatAccount, writesPerPodTotal } from './accounting.ts';
+import { accountWrites, beyondPerPod, formatAccount, writesPerPodTotal } from './accounting.ts';
 
 describe('accountWrites', () => {
   const key = (side: string, op: string, plugin: string, verb: string, resource: string) =>
@@ -46,5 +46,46 @@ describe('accountWrites', () => {
     const text = formatAccount(rows);
     expect(text.split('\n')).toHaveLength(3);
     expect(text).toContain('1.500  syncer writes per Pod in all');
+  });
+});
+
+describe('beyondPerPod', () => {
+  const row = (op: string, plugin: string, resource: string, perPod: number) => ({
+    side: 'tenant',
+    op,
+    plugin,
+    verb: 'create',
+    resource,
+    perPod,
+    why: '',
+  });
+  it.each([
+    {
+      name: 'exactly the three per-Pod writes: nothing beyond',
+      rows: [
+        row('createSuper', 'pods', 'pods', 1),
+        row('bind', 'pods', 'pods/binding', 1),
+        row('patchTenantStatus', 'pods', 'pods/status', 1),
+      ],
+      want: { kinds: [], perPod: 0 },
+    },
+    {
+      name: 'a second status for some Pods is beyond, by its excess',
+      rows: [row('patchTenantStatus', 'pods', 'pods/status', 1.15), row('bind', 'pods', 'pods/binding', 1)],
+      want: { kinds: ['patchTenantStatus'], perPod: 0.15 },
+    },
+    {
+      name: 'per-node and per-ServiceAccount writes are beyond',
+      rows: [
+        row('patchTenant', 'nodes', 'nodes', 0.04),
+        row('token', 'pods', 'serviceaccounts/token', 0.02),
+        row('bind', 'pods', 'pods/binding', 1),
+      ],
+      want: { kinds: ['patchTenant', 'token'], perPod: 0.06 },
+    },
+  ])('$name', ({ rows, want }) => {
+    const b = beyondPerPod(rows);
+    expect(b.rows.map((r) => r.op)).toEqual(want.kinds);
+    expect(b.perPod).toBeCloseTo(want.perPod);
   });
 });

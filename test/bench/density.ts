@@ -8,6 +8,7 @@ import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
+import { interleave, measured, repsOf, reportRatios } from './repeat.ts';
 
 const MiB = 1024 * 1024;
 const exec = promisify(execFile);
@@ -23,14 +24,16 @@ const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * densityBench measures what sleep saves (issue 34 §4): N idle local tenants (each its own etcd, kube-apiserver and
  * kube-controller-manager, started by the local provisioner with spec.sleep, as the manager starts them) are measured
- * awake after DENSITY_SETTLE_MS, then put to sleep and measured again; then each is woken ROUNDS times by a list of
- * namespaces through its front door (the server of its kubeconfig Secret), timed from the request to the answer.
+ * awake after DENSITY_SETTLE_MS, then put to sleep and measured again; then, DENSITY_ROUNDS times (default
+ * BENCH_REPS, 3), each is woken by a list of namespaces through its front door (the server of its kubeconfig Secret),
+ * timed from the request to the answer, and listed again awake, the two arms' ratio reported as the other
+ * scenarios' (repeat.ts).
  * Memory is the resident set of each tenant's processes; asleep a tenant has none (its front door is a listening
  * socket in the manager process, counted apart as the manager's own growth).
  */
 export async function densityBench(): Promise<BenchResult> {
   const n = Number(process.env.DENSITY_TENANTS ?? 3);
-  const rounds = Number(process.env.DENSITY_ROUNDS ?? 3);
+  const rounds = process.env.DENSITY_ROUNDS ? Number(process.env.DENSITY_ROUNDS) : repsOf();
   const settleMs = Number(process.env.DENSITY_SETTLE_MS ?? 15_000);
   const dir = stateDir('vc-bench-density-');
   const shared = await LocalEtcd.start({ dir: join(dir, 'shared-etcd'), name: 'density/etcd' });
@@ -71,32 +74,51 @@ export async function densityBench(): Promise<BenchResult> {
       tenants.push({ vc, root, kubeconfig });
     }
     await settle(settleMs);
-    // the same kubectl against the awake tenants: what a request costs without a wake
-    const awakeMs: number[] = [];
-    for (const t of tenants) awakeMs.push(await kubectl(t.kubeconfig));
     const rss = (root: string) =>
       ((local.controlPlane(root)?.rssBytes() ?? 0) + (local.tenantEtcd(root)?.process.rssBytes() ?? 0)) / MiB;
     const awake = tenants.map((t) => rss(t.root));
     const managerBefore = process.memoryUsage().rss / MiB;
-    for (const t of tenants) {
-      const answer = await local.sleep(t.vc, t.root, Date.now());
-      if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
-    }
+    const sleepAll = async () => {
+      for (const t of tenants) {
+        const answer = await local.sleep(t.vc, t.root, Date.now());
+        if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
+      }
+    };
+    await sleepAll();
     await settle(2000);
     const asleep = tenants.map((t) => rss(t.root));
     const managerGrowth = process.memoryUsage().rss / MiB - managerBefore;
-    const wakeMs: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      if (r > 0) await settle(500);
-      for (const t of tenants) {
-        if (r > 0) {
-          const answer = await local.sleep(t.vc, t.root, Date.now());
-          if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
-        }
-        // kubectl, as a user runs it: its connections end with it (a kept-alive one is use: the tenant stays awake).
-        wakeMs.push(await kubectl(t.kubeconfig));
-      }
-    }
+    // kubectl, as a user runs it, once per tenant: its connections end with it (a kept-alive one is use: the tenant
+    // stays awake).
+    const listAll = async () => {
+      const ms: number[] = [];
+      for (const t of tenants) ms.push(await kubectl(t.kubeconfig));
+      return ms;
+    };
+    // Two arms in turn, `rounds` times: a request that wakes each sleeping tenant, then the same request to the tenants
+    // just woken; then all are put to sleep again, outside both arms.
+    const runs = await interleave<number[]>(
+      [
+        { name: 'wake', run: measured(listAll) },
+        { name: 'awake', run: measured(listAll) },
+      ],
+      rounds,
+      async (rep, arm) => {
+        if (arm !== 'awake' || rep === rounds - 1) return;
+        await settle(500);
+        await sleepAll();
+      },
+    );
+    const wakeMs = runs.filter((r) => r.arm === 'wake').flatMap((r) => r.value);
+    const awakeMs = runs.filter((r) => r.arm === 'awake').flatMap((r) => r.value);
+    const ratioFigures: Record<string, number> = {};
+    const ratioNotes: string[] = [];
+    const ratios = reportRatios(
+      runs,
+      { wakeToAwakeRequestRatio: { numerator: 'wake', denominator: 'awake', f: (ms) => quantile(ms, 0.5) } },
+      ratioFigures,
+      ratioNotes,
+    );
     const awakeMean = awake.reduce((a, b) => a + b, 0) / n;
     const asleepMean = asleep.reduce((a, b) => a + b, 0) / n;
     return {
@@ -109,6 +131,7 @@ export async function densityBench(): Promise<BenchResult> {
         wakeP50Seconds: quantile(wakeMs, 0.5) / 1000,
         wakeP99Seconds: quantile(wakeMs, 0.99) / 1000,
         awakeRequestP50Seconds: quantile(awakeMs, 0.5) / 1000,
+        ...ratioFigures,
         failedKubectlTries: failedTries,
       },
       detail: {
@@ -117,10 +140,15 @@ export async function densityBench(): Promise<BenchResult> {
         asleepRssMiB: asleep,
         managerRssGrowthMiBWhileAsleep: managerGrowth,
         wakeMs,
+        runs,
+        ratios,
       },
       notes: [
+        ...ratioNotes,
         `${wakeMs.length} wakes (${n} tenants x ${rounds} rounds): each \`kubectl get namespaces\` through the front ` +
-          'door of a sleeping tenant, start to exit (the same against an awake tenant: awakeRequestP50Seconds)',
+          'door of a sleeping tenant, start to exit; in each round after it the same against the tenants just woken ' +
+          '(awakeRequestP50Seconds); wakeToAwakeRequestRatio is p50 wake over p50 awake within a round',
+        "memory is read once awake and once asleep: what a tenant holds does not depend on the host's other load",
         `asleep, a tenant runs no process; the manager's RSS changed by ${managerGrowth.toFixed(1)} MiB while all slept (front doors live in it)`,
       ],
     };

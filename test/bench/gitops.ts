@@ -16,6 +16,7 @@ import { startGitServer } from '../git/server.ts';
 import { startTestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
+import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts';
 
 const vcYaml = (name: string, weight = 1) =>
   stringify({
@@ -25,17 +26,27 @@ const vcYaml = (name: string, weight = 1) =>
     spec: { provisioner: { type: 'local' }, weight },
   });
 
+/** waitRunning waits for a VirtualCluster's phase Running, and throws with its status after WAIT_RUNNING_MS. */
 async function waitRunning(get: () => Promise<VirtualCluster | null>): Promise<void> {
+  const deadline = performance.now() + WAIT_RUNNING_MS;
   for (;;) {
-    if ((await get())?.status?.phase === 'Running') return;
+    const vc = await get();
+    if (vc?.status?.phase === 'Running') return;
+    if (performance.now() > deadline)
+      throw new Error(`not Running after ${WAIT_RUNNING_MS / 1000} s: ${JSON.stringify(vc?.status ?? null)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
+/** WAIT_RUNNING_MS bounds the wait for one tenant, so a tenant that never comes up ends the run with its status. */
+const WAIT_RUNNING_MS = 300_000;
+
 /**
  * gitopsBench measures (1) reading, validating and planning N tenant definitions (default 1000) from a directory
  * and from a git repository on a loopback git server, and (2) the time from a git commit announced by a webhook to a
- * Running tenant, against creating the same VirtualCluster directly in the same run (the baseline).
+ * Running tenant, against creating the same VirtualCluster directly in the same run (the baseline): the two arms
+ * interleaved over BENCH_REPS repetitions (default 3), the ratio reported as median, min and max of the repetitions
+ * whose arms ran under like other load (repeat.ts).
  */
 export async function gitopsBench(): Promise<BenchResult> {
   const n = Number(process.env.BENCH_DEFINITIONS ?? 1000);
@@ -106,7 +117,8 @@ export async function gitopsBench(): Promise<BenchResult> {
             enabled: true,
             local: { stateDir: join(dir, 'tenants'), etcdEndpoint: t.sc.etcd.endpoint },
           },
-          gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache') },
+          // the bench's git server listens on loopback, which the manager refuses unless allowed
+          gitops: { enabled: true, cacheDir: join(dir, 'gitops-cache'), allowPrivateAddresses: ['127.0.0.0/8'] },
         }),
       );
       const cfg = loadManagerConfig(cfgFile);
@@ -114,49 +126,69 @@ export async function gitopsBench(): Promise<BenchResult> {
       const get = (name: string) => t.client.getOrNull<VirtualCluster>(R.virtualclusters, 'default', name);
       await waitRunning(() => get('first'));
 
-      const samples: Array<{ viaGit: number; direct: number }> = [];
-      for (let i = 0; i < 3; i++) {
-        t0 = performance.now();
-        await t.client.create(R.virtualclusters, {
-          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-          kind: 'VirtualCluster',
-          metadata: { name: `direct${i}`, namespace: 'default' },
-          spec: { provisioner: { type: 'local' } },
-        });
-        await waitRunning(() => get(`direct${i}`));
-        const direct = performance.now() - t0;
-        t0 = performance.now();
-        await git.commitFiles('tenants', { [`tenants/git${i}.yaml`]: vcYaml(`git${i}`) }, `git${i}`);
-        const body = '{}';
-        const res = await fetch(manager.gitops!.webhookURL('default', 'tenants')!, {
-          method: 'POST',
-          body,
-          headers: {
-            'content-type': 'application/json',
-            'x-signature': `sha256=${createHmac('sha256', 'k').update(body).digest('hex')}`,
+      // The two arms interleaved (direct, git, direct, git, ...): each repetition's ratio counts only when both ran
+      // under like other load (repeat.ts).
+      const webhookURL = manager.gitops!.webhookURL('default', 'tenants')!;
+      const runs = await interleave<number>(
+        [
+          {
+            name: 'direct',
+            run: measured(async (i) => {
+              const t1 = performance.now();
+              await t.client.create(R.virtualclusters, {
+                apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+                kind: 'VirtualCluster',
+                metadata: { name: `direct${i}`, namespace: 'default' },
+                spec: { provisioner: { type: 'local' } },
+              });
+              await waitRunning(() => get(`direct${i}`));
+              return performance.now() - t1;
+            }),
           },
-        });
-        if (res.status >= 300) throw new Error(`webhook answered ${res.status}`);
-        await waitRunning(() => get(`git${i}`));
-        samples.push({ viaGit: performance.now() - t0, direct });
-      }
-      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-      const viaGit = med(samples.map((s) => s.viaGit));
-      const direct = med(samples.map((s) => s.direct));
+          {
+            name: 'git',
+            run: measured(async (i) => {
+              const t1 = performance.now();
+              await git.commitFiles('tenants', { [`tenants/git${i}.yaml`]: vcYaml(`git${i}`) }, `git${i}`);
+              const body = '{}';
+              const res = await fetch(webhookURL, {
+                method: 'POST',
+                body,
+                headers: {
+                  'content-type': 'application/json',
+                  'x-signature': `sha256=${createHmac('sha256', 'k').update(body).digest('hex')}`,
+                },
+              });
+              if (res.status >= 300) throw new Error(`webhook answered ${res.status}`);
+              await waitRunning(() => get(`git${i}`));
+              return performance.now() - t1;
+            }),
+          },
+        ],
+        repsOf(),
+      );
+      const figures: Record<string, number> = {
+        definitions: n,
+        readDirSeconds: readDirMs / 1000,
+        validateAndPlanSeconds: planMs / 1000,
+        planMsPerDefinition: planMs / n,
+        gitFetchAndReadSeconds: gitReadMs / 1000,
+        gitPlanSeconds: gitPlanMs / 1000,
+        commitToRunningSeconds: spread(runs.filter((r) => r.arm === 'git').map((r) => r.value)).median / 1000,
+        directCreateToRunningSeconds: spread(runs.filter((r) => r.arm === 'direct').map((r) => r.value)).median / 1000,
+      };
+      const notes: string[] = [];
+      const ratios = reportRatios(
+        runs,
+        { commitToRunningRatio: { numerator: 'git', denominator: 'direct', f: (ms) => ms } },
+        figures,
+        notes,
+      );
       return {
         name: 'gitops',
-        figures: {
-          definitions: n,
-          readDirSeconds: readDirMs / 1000,
-          validateAndPlanSeconds: planMs / 1000,
-          planMsPerDefinition: planMs / n,
-          gitFetchAndReadSeconds: gitReadMs / 1000,
-          gitPlanSeconds: gitPlanMs / 1000,
-          commitToRunningSeconds: viaGit / 1000,
-          directCreateToRunningSeconds: direct / 1000,
-          commitToRunningRatio: viaGit / direct,
-        },
-        detail: { samples },
+        figures,
+        notes,
+        detail: { runs, ratios },
       };
     } finally {
       await manager?.stop();

@@ -20,13 +20,15 @@ export interface TenantPodsOptions {
   deadlineMs: number;
   /** how often the tenants are listed while waiting */
   everyMs: number;
+  /** how many Pods of each tenant must be Running for the wait to end (default `pods`: a later wave counts those before) */
+  running?: number;
   /** settled must also hold before the wait ends (a syncer idle, nothing left to patrol) */
   settled?: () => boolean | Promise<boolean>;
 }
 
 /**
  * createPodsAndWaitRunning creates `pods` Pods in namespace default of every tenant and waits until each tenant has
- * that many Pods Running (and `settled` holds).
+ * that many Pods Running (`o.running` when earlier Pods are there too) and `settled` holds.
  */
 export async function createPodsAndWaitRunning(
   tenants: readonly KubeClient[],
@@ -46,12 +48,12 @@ export async function createPodsAndWaitRunning(
     async () => {
       for (const c of tenants) {
         const list = await c.listAll<KubeObject & { status?: { phase?: string } }>(R.pods, { namespace: 'default' });
-        if (list.items.filter((p) => p.status?.phase === 'Running').length < pods) return false;
+        if (list.items.filter((p) => p.status?.phase === 'Running').length < (o.running ?? pods)) return false;
       }
       return o.settled ? o.settled() : true;
     },
     o.deadlineMs,
-    () => `${pods} tenant Pods Running in each of ${tenants.length} tenants`,
+    () => `${o.running ?? pods} tenant Pods Running in each of ${tenants.length} tenants`,
     o.everyMs,
   );
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ, 100 on every Linux we run on). */
@@ -18,6 +18,46 @@ export function procCpuSeconds(pid: number | string | undefined): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * treeCpuSeconds is the CPU time of a process and every process below it, from /proc: each live one's user and system
+ * time plus that of its children already reaped (cutime, cstime), so a child that exited still counts once, in its
+ * parent. What a run started and that re-parented itself away (a double fork) is not counted.
+ */
+export function treeCpuSeconds(root: number = process.pid): number {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(name), {
+        ppid: Number(f[1]),
+        ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+      });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return treeTicks(stats, root) / USER_HZ;
+}
+
+/** treeTicks sums `ticks` over root and its descendants in a pid -> {ppid, ticks} table. */
+export function treeTicks(stats: ReadonlyMap<number, { ppid: number; ticks: number }>, root: number): number {
+  const children = new Map<number, number[]>();
+  for (const [pid, { ppid }] of stats) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  let sum = 0;
+  const seen = new Set<number>();
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    sum += stats.get(pid)?.ticks ?? 0;
+    todo.push(...(children.get(pid) ?? []));
+  }
+  return sum;
 }
 
 /**

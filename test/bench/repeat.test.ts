@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { formatSpread, interleave, ratioSpread, type RepRun, spread, spreadFigures } from './repeat.ts';
+import {
+  formatSpread,
+  interleave,
+  loadBetween,
+  ratioSpread,
+  type RepRun,
+  repsOf,
+  reportRatios,
+  spread,
+  spreadFigures,
+} from './repeat.ts';
 
 describe('spread', () => {
   it.each([
@@ -23,6 +33,22 @@ describe('interleave', () => {
     const runs = await interleave([arm('a'), arm('b'), arm('c')], 2);
     expect(order).toEqual(['a0', 'b0', 'c0', 'a1', 'b1', 'c1']);
     expect(runs.map((r) => `${r.arm}${r.rep}`)).toEqual(order);
+  });
+
+  it('runs `after` after each arm, before the next one starts', async () => {
+    const order: string[] = [];
+    const arm = (name: string) => ({
+      name,
+      run: (rep: number) => {
+        order.push(`${name}${rep}`);
+        return Promise.resolve({ value: rep, load: { hostPercent: 0, otherPercent: 0 } });
+      },
+    });
+    await interleave([arm('a'), arm('b')], 2, (rep, name) => {
+      order.push(`after ${name}${rep}`);
+      return Promise.resolve();
+    });
+    expect(order).toEqual(['a0', 'after a0', 'b0', 'after b0', 'a1', 'after a1', 'b1', 'after b1']);
   });
 });
 
@@ -72,5 +98,89 @@ describe('ratioSpread', () => {
     );
     expect(formatSpread('x', r)).toBe('x: 0.63 (min 0.50, max 0.75, 2 of 2 repetitions)');
     expect(spreadFigures('x', r)).toEqual({ x: 0.625, xMin: 0.5, xMax: 0.75 });
+  });
+});
+
+describe('loadBetween', () => {
+  const at = (wallSeconds: number, hostCpuSeconds: number, runCpuSeconds: number) => ({
+    wallSeconds,
+    hostCpuSeconds,
+    runCpuSeconds,
+  });
+  it.each([
+    { name: 'the run alone', a: at(0, 0, 0), b: at(10, 15, 15), want: { hostPercent: 150, otherPercent: 0 } },
+    {
+      name: 'half a core of other work',
+      a: at(0, 0, 0),
+      b: at(10, 20, 15),
+      want: { hostPercent: 200, otherPercent: 50 },
+    },
+    {
+      name: 'the run read above the host (two reads a moment apart) is no negative other load',
+      a: at(5, 100, 50),
+      b: at(15, 110, 61),
+      want: { hostPercent: 100, otherPercent: 0 },
+    },
+  ])('$name', ({ a, b, want }) => expect(loadBetween(a, b)).toEqual(want));
+
+  it('no time between the readings gives no load', () => {
+    const r = loadBetween(at(1, 0, 0), at(1, 5, 0));
+    expect(r.hostPercent).toBeNaN();
+    expect(r.otherPercent).toBeNaN();
+  });
+});
+
+describe('reportRatios', () => {
+  const run = (rep: number, arm: string, value: number, otherPercent: number): RepRun<number> => ({
+    rep,
+    arm,
+    value,
+    load: { hostPercent: 150, otherPercent },
+  });
+  const runs = [
+    run(0, 'direct', 10, 0),
+    run(0, 'git', 11, 10),
+    run(1, 'direct', 10, 0),
+    run(1, 'git', 13, 90),
+    run(2, 'direct', 10, 5),
+    run(2, 'git', 12, 6),
+  ];
+  it.each([
+    {
+      name: 'a ratio over the repetitions under like load, the refused one named',
+      bound: 25,
+      want: {
+        figures: { r: 1.15, rMin: 1.1, rMax: 1.2 },
+        note: /^r: 1\.15 \(min 1\.10, max 1\.20, 2 of 3.*left out: repetition 2/,
+      },
+    },
+    {
+      name: 'no repetition within the bound: no figure, and the note says so',
+      bound: 0,
+      want: { figures: {}, note: /^r: not reported, no repetition counted/ },
+    },
+  ])('$name', ({ bound, want }) => {
+    const figures: Record<string, number> = {};
+    const notes: string[] = [];
+    reportRatios(runs, { r: { numerator: 'git', denominator: 'direct', f: (v) => v } }, figures, notes, bound);
+    expect(Object.keys(figures).sort()).toEqual(Object.keys(want.figures).sort());
+    for (const [k, v] of Object.entries(want.figures)) expect(figures[k]).toBeCloseTo(v);
+    expect(notes[0]).toMatch(want.note);
+    expect(notes[1]).toContain('git r2 90% (host 150%)');
+  });
+});
+
+describe('repsOf', () => {
+  it.each<[string, string | undefined, number | string]>([
+    ['unset: the default', undefined, 3],
+    ['empty: the default', '', 3],
+    ['one', '1', 1],
+    ['five', '5', 5],
+    ['zero is refused', '0', 'must be a whole number'],
+    ['a fraction is refused', '2.5', 'must be a whole number'],
+    ['words are refused', 'three', 'must be a whole number'],
+  ])('%s', (_, raw, want) => {
+    if (typeof want === 'number') expect(repsOf({ BENCH_REPS: raw })).toBe(want);
+    else expect(() => repsOf({ BENCH_REPS: raw })).toThrow(want);
   });
 });

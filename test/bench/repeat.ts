@@ -6,6 +6,8 @@
  * arms' other load differs by at most a stated bound, and what is reported is the median with the min and the max.
  */
 
+import { hostCpuSeconds, treeCpuSeconds } from './procstat.ts';
+
 /** OTHER_LOAD_BOUND is the most the other load (% of one core) of two arms may differ for their ratio to count. */
 export const OTHER_LOAD_BOUND = 25;
 
@@ -42,17 +44,20 @@ export function spread(values: readonly number[]): Spread {
 
 /**
  * interleave runs every arm once per repetition, in the given order, for `reps` repetitions, and returns the runs in
- * the order they ran. An arm's `run` gets the repetition's index (0-based) and reports its value and load.
+ * the order they ran. An arm's `run` gets the repetition's index (0-based) and reports its value and load; `after`,
+ * when given, runs after each arm, outside its measurement (to undo what the arm left for the next one).
  */
 export async function interleave<T>(
   arms: ReadonlyArray<{ name: string; run: (rep: number) => Promise<{ value: T; load: ArmLoad }> }>,
   reps: number,
+  after?: (rep: number, arm: string) => Promise<void>,
 ): Promise<Array<RepRun<T>>> {
   const out: Array<RepRun<T>> = [];
   for (let rep = 0; rep < reps; rep++)
     for (const a of arms) {
       const r = await a.run(rep);
       out.push({ rep, arm: a.name, value: r.value, load: r.load });
+      await after?.(rep, a.name);
     }
   return out;
 }
@@ -113,4 +118,91 @@ export function formatSpread(name: string, s: RatioSpread, digits = 2): string {
 export function spreadFigures(name: string, s: Spread): Record<string, number> {
   if (!s.n) return {};
   return { [name]: s.median, [`${name}Min`]: s.min, [`${name}Max`]: s.max };
+}
+
+/** LoadReading is one reading of the clocks an arm's load is taken from: wall time, the host's busy CPU, the run's. */
+export interface LoadReading {
+  wallSeconds: number;
+  hostCpuSeconds: number;
+  /** this process and everything below it (the clusters, managers and tools a scenario starts) */
+  runCpuSeconds: number;
+}
+
+/** readLoad reads the host's busy CPU and that of this process's tree, from /proc. */
+export function readLoad(): LoadReading {
+  return { wallSeconds: performance.now() / 1000, hostCpuSeconds: hostCpuSeconds(), runCpuSeconds: treeCpuSeconds() };
+}
+
+/**
+ * loadBetween is the load between two readings, in % of one core: the host's busy CPU, and the part of it outside the
+ * run (never below 0: the two are read a moment apart).
+ */
+export function loadBetween(a: LoadReading, b: LoadReading): ArmLoad {
+  const wall = b.wallSeconds - a.wallSeconds;
+  if (!(wall > 0)) return { hostPercent: NaN, otherPercent: NaN };
+  const host = b.hostCpuSeconds - a.hostCpuSeconds;
+  const run = b.runCpuSeconds - a.runCpuSeconds;
+  return {
+    hostPercent: Math.round((host / wall) * 100),
+    otherPercent: Math.round((Math.max(0, host - run) / wall) * 100),
+  };
+}
+
+/**
+ * measured turns a function that runs one arm into an arm of interleave: its value, and the load while it ran, the
+ * other load being the host's CPU outside this process's tree. For scenarios whose processes are all below this one.
+ */
+export function measured<T>(run: (rep: number) => Promise<T>): (rep: number) => Promise<{ value: T; load: ArmLoad }> {
+  return async (rep) => {
+    const a = readLoad();
+    const value = await run(rep);
+    return { value, load: loadBetween(a, readLoad()) };
+  };
+}
+
+/** RatioSpec names a ratio of two arms: numerator and denominator arms, and the figure of an arm's value. */
+export interface RatioSpec<T> {
+  numerator: string;
+  denominator: string;
+  f: (v: T) => number;
+}
+
+/**
+ * reportRatios takes each named ratio over the repetitions (ratioSpread), adds its median, min and max to `figures`
+ * (none when no repetition counted), and adds to `notes` its spread or why it is not reported, and one line with the
+ * other load of every arm of every repetition. It returns the spreads, for the scenario's detail.
+ */
+export function reportRatios<T>(
+  runs: ReadonlyArray<RepRun<T>>,
+  specs: Record<string, RatioSpec<T>>,
+  figures: Record<string, number>,
+  notes: string[],
+  bound = OTHER_LOAD_BOUND,
+): Record<string, RatioSpread> {
+  const out: Record<string, RatioSpread> = {};
+  for (const [name, r] of Object.entries(specs)) {
+    const s = ratioSpread(runs, r.numerator, r.denominator, r.f, bound);
+    out[name] = s;
+    Object.assign(figures, spreadFigures(name, s));
+    notes.push(formatSpread(name, s));
+  }
+  notes.push(otherLoadLine(runs, bound));
+  return out;
+}
+
+/** otherLoadLine prints the other load and the host's of every arm of every repetition, with the bound. */
+export function otherLoadLine(runs: ReadonlyArray<RepRun<unknown>>, bound = OTHER_LOAD_BOUND): string {
+  return (
+    `other load (% of a core outside this run) per arm and repetition, bound ${bound}% between the arms of a ratio: ` +
+    runs.map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (host ${x.load.hostPercent}%)`).join(', ')
+  );
+}
+
+/** repsOf reads BENCH_REPS, the repetitions of a scenario's interleaved arms (default 3, at least 1). */
+export function repsOf(env: Record<string, string | undefined> = process.env, def = 3): number {
+  const raw = env.BENCH_REPS;
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_REPS=${raw}: must be a whole number >= 1`);
+  return n;
 }

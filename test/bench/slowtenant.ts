@@ -16,6 +16,8 @@ import { atCapsFill } from './atcaps.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import { diffCounters, syncerCounters } from './accounting.ts';
+import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts';
+import { deleteAllPods } from './syncersetup.ts';
 import { LoadProbe } from './loadprobe.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
@@ -167,6 +169,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const TIMEOUT_MS = envInt('BENCH_SLOW_TIMEOUT_MS', SYNCER_DEFAULTS.tenantRequestTimeoutMs);
   const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
   const CAPPED = envInt('BENCH_SLOW_AT_CAPS', 1) > 0;
+  const REPS = repsOf();
   if (OTHERS < 1 || PODS < 1 || STUCK < 1 || WORKERS < 1 || TIMEOUT_MS < 1)
     throw new Error('BENCH_SLOW_OTHERS, BENCH_SLOW_PODS, BENCH_SLOW_STUCK, BENCH_WORKERS and the timeout must be >= 1');
   const cap = defaultMaxInFlightPerTenant(WORKERS);
@@ -190,7 +193,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const watches: PodWatch[] = [];
   const clients: KubeClient[] = [];
   try {
-    const nodes = Math.max(2, Math.ceil((STUCK + OTHERS * PODS * 3) / 100));
+    const nodes = Math.max(2, Math.ceil((STUCK * REPS + OTHERS * PODS * (2 * REPS + 2) + 16) / 100));
     log(`starting super cluster (${nodes} kwok nodes), the slow tenant and ${OTHERS} other tenants`);
     webhook = await startSlowWebhook({ delayMs: WEBHOOK_DELAY_MS });
     t = await startTestSuper({ nodes });
@@ -293,39 +296,80 @@ export async function slowTenantBench(): Promise<BenchResult> {
       return out;
     };
 
-    // ---- without the slow tenant: it has no Pods, so nothing reaches its webhook -----------------------------------
+    // ---- without the slow tenant, then with it, interleaved over BENCH_REPS repetitions -------------------------
     const phaseDeadlineMs = Math.max(180_000, PODS * OTHERS * 2_000);
     // Warm-up, not measured: the first Pods after a start pay for connections and the tenants' super namespaces.
     await runOthers(others, superWatch, CONCURRENCY * 2, 'warm', phaseDeadlineMs);
-    const alone = await phase('baseline', s0, 'base', phaseDeadlineMs);
-    detail.baseline = alone;
-
-    // ---- with the slow tenant: its Pods' binds are held by its webhook -------------------------------------------
-    log(`slow tenant creates ${STUCK} Pods; its webhook holds their binds for ${WEBHOOK_DELAY_MS / 1000} s`);
-    await pool(
-      Array.from({ length: STUCK }, (_, k) => `slow-${k}`),
-      CONCURRENCY,
-      async (name) =>
-        void (await slowClient!.create(R.pods, {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name, namespace: 'default' },
-          spec: POD_SPEC,
-        })),
+    type PhaseResult = Awaited<ReturnType<typeof phase>>;
+    const slowHeld = () => s0.inFlightByTenant().find(([k]) => k === slowKey)?.[1] ?? 0;
+    const runs = await interleave<PhaseResult>(
+      [
+        {
+          // the slow tenant has no Pods: nothing reaches its webhook
+          name: 'alone',
+          run: measured((rep) => phase(`r${rep + 1} baseline`, s0, `base${rep}`, phaseDeadlineMs)),
+        },
+        {
+          // its Pods' binds are held by its webhook
+          name: 'with-slow',
+          run: measured(async (rep) => {
+            log(`slow tenant creates ${STUCK} Pods; its webhook holds their binds for ${WEBHOOK_DELAY_MS / 1000} s`);
+            await pool(
+              Array.from({ length: STUCK }, (_, k) => `slow${rep}-${k}`),
+              CONCURRENCY,
+              async (name) =>
+                void (await slowClient!.create(R.pods, {
+                  apiVersion: 'v1',
+                  kind: 'Pod',
+                  metadata: { name, namespace: 'default' },
+                  spec: POD_SPEC,
+                })),
+            );
+            await waitUntil(
+              () => slowHeld() >= cap && webhook!.holding() > 0,
+              120_000,
+              () => `slow tenant holding its ${cap} workers (webhook holds ${webhook!.holding()})`,
+              50,
+            );
+            return phase(`r${rep + 1} slow tenant stuck`, s0, `slow${rep}`, phaseDeadlineMs);
+          }),
+        },
+      ],
+      REPS,
+      async (rep, arm) => {
+        // Before the next baseline the slow tenant is emptied: its Pods deleted, its held writes given up.
+        if (arm !== 'with-slow' || rep === REPS - 1) return;
+        await deleteAllPods(slowClient!, 'default', 120_000);
+        await waitUntil(
+          () => slowHeld() === 0 && webhook!.holding() === 0,
+          WEBHOOK_DELAY_MS + TIMEOUT_MS + 60_000,
+          () => `slow tenant emptied (holding ${slowHeld()} workers, webhook ${webhook!.holding()})`,
+          100,
+        );
+      },
     );
-    await waitUntil(
-      () => (s0.inFlightByTenant().find(([k]) => k === slowKey)?.[1] ?? 0) >= cap && webhook!.holding() > 0,
-      120_000,
-      () => `slow tenant holding its ${cap} workers (webhook holds ${webhook!.holding()})`,
-      50,
-    );
-    const withSlow = await phase('slow tenant stuck', s0, 'slow', phaseDeadlineMs);
-    detail.withSlowTenant = withSlow;
+    const alones = runs.filter((r) => r.arm === 'alone').map((r) => r.value);
+    const withSlows = runs.filter((r) => r.arm === 'with-slow').map((r) => r.value);
+    const alone = alones.at(-1)!;
+    detail.runs = runs.map((r) => ({ rep: r.rep + 1, arm: r.arm, load: r.load, ...r.value }));
     detail.slowTenantPodsRunning = slowWatch.runningAt.size;
-    figures.othersP99AloneMs = alone.p99Ms;
-    figures.othersP99WithSlowTenantMs = withSlow.p99Ms;
-    figures.othersP99Ratio = withSlow.p99Ms / alone.p99Ms;
-    figures.slowTenantWorkersHeldPeak = withSlow.workersHeldBySlowTenant.peak;
+    const notes: string[] = [];
+    figures.othersP99AloneMs = spread(alones.map((x) => x.p99Ms)).median;
+    figures.othersP99WithSlowTenantMs = spread(withSlows.map((x) => x.p99Ms)).median;
+    detail.ratios = reportRatios(
+      runs,
+      { othersP99Ratio: { numerator: 'with-slow', denominator: 'alone', f: (x) => x.p99Ms } },
+      figures,
+      notes,
+    );
+    figures.slowTenantWorkersHeldPeak = Math.max(...withSlows.map((x) => x.workersHeldBySlowTenant.peak));
+    figures.repetitions = REPS;
+    // The comparisons below run once, after the last repetition, against its baseline.
+    if (UNCAPPED || CAPPED)
+      notes.push(
+        `${[UNCAPPED && 'othersP99RatioUncapped', CAPPED && 'othersP99RatioCapped'].filter(Boolean).join(' and ')}: ` +
+          "one run, against the last repetition's baseline",
+      );
 
     // ---- the same without the cap, to see what it buys ------------------------------------------------------------
     if (UNCAPPED) {
@@ -359,7 +403,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
         othersP99RatioCapped: during.p99Ms / alone.p99Ms,
       });
     }
-    return { name: 'slow-tenant', figures, detail };
+    return { name: 'slow-tenant', figures, detail, notes };
   } catch (e) {
     log(`failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     throw e;

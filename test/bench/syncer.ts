@@ -23,7 +23,7 @@ import {
   writeCounts,
   writesByOp,
 } from './accounting.ts';
-import { type ArmLoad, interleave } from './repeat.ts';
+import { type ArmLoad, interleave, repsOf } from './repeat.ts';
 import {
   createAndTime,
   type PodJob,
@@ -68,7 +68,7 @@ export function syncerBench(): Promise<BenchResult> {
     quietEveryMs: envInt('BENCH_QUIET_EVERY', 250),
     fairRounds: envInt('BENCH_FAIR_ROUNDS', 5),
     flood: envInt('BENCH_FLOOD', 10 * quiet),
-    repetitions: envInt('BENCH_REPS', 3),
+    repetitions: repsOf(),
     ...envSyncerSettings(),
   });
 }
@@ -89,7 +89,7 @@ export function syncerScaleBench(): Promise<BenchResult> {
     quietEveryMs: 0,
     fairRounds: 0,
     flood: 0,
-    repetitions: envInt('BENCH_REPS', 3),
+    repetitions: repsOf(),
     ...envSyncerSettings(),
   });
 }

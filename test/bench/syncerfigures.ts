@@ -1,8 +1,8 @@
 import { percentile, latenciesOf, type RunFigures, type Sample, stages } from './podwatch.ts';
 import type { CpuShare, InflightStats } from './procstat.ts';
-import { formatSpread, OTHER_LOAD_BOUND, ratioSpread, type RepRun, spread, spreadFigures } from './repeat.ts';
+import { OTHER_LOAD_BOUND, type RepRun, reportRatios, spread } from './repeat.ts';
 import type { BenchSeries } from './report.ts';
-import type { WriteRow } from './accounting.ts';
+import { beyondPerPod, type WriteRow, writesPerPodTotal } from './accounting.ts';
 
 /** ArmResult is one arm's figures, its samples and what each process used meanwhile. */
 export interface ArmResult extends RunFigures {
@@ -55,22 +55,40 @@ export function syncerFigures(i: FiguresInput): BenchSeries {
   const { runs, pods: N, reps: REPS, memory, repDetail, fair, timings, figures, notes, detail, log } = i;
   const valuesOf = (arm: string) => runs.filter((x) => x.arm === arm).map((x) => x.value);
   const med = (arm: string, f: (v: ArmRun) => number) => spread(valuesOf(arm).map(f)).median;
-  const ratios = {
-    throughputRatio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.podsPerSecond),
-    throughputRatioSameWrites: ratioSpread(runs, 'syncer', 'same-writes', (v) => v.r.podsPerSecond),
-    p50Ratio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.p50Ms),
-    p99Ratio: ratioSpread(runs, 'syncer', 'direct', (v) => v.r.p99Ms),
-    p99RatioSameWrites: ratioSpread(runs, 'syncer', 'same-writes', (v) => v.r.p99Ms),
-  };
-  for (const [k, v] of Object.entries(ratios)) {
-    Object.assign(figures, spreadFigures(k, v));
-    notes.push(formatSpread(k, v));
-  }
-  notes.push(
-    `other load (% of a core outside this run) per arm and repetition, bound ${OTHER_LOAD_BOUND}% between the arms ` +
-      `of a ratio: ` +
-      runs.map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (host ${x.load.hostPercent}%)`).join(', '),
+  const ratios = reportRatios(
+    runs,
+    {
+      throughputRatio: { numerator: 'syncer', denominator: 'direct', f: (v) => v.r.podsPerSecond },
+      throughputRatioSameWrites: { numerator: 'syncer', denominator: 'same-writes', f: (v) => v.r.podsPerSecond },
+      p50Ratio: { numerator: 'syncer', denominator: 'direct', f: (v) => v.r.p50Ms },
+      p99Ratio: { numerator: 'syncer', denominator: 'direct', f: (v) => v.r.p99Ms },
+      p99RatioSameWrites: { numerator: 'syncer', denominator: 'same-writes', f: (v) => v.r.p99Ms },
+    },
+    figures,
+    notes,
   );
+  // The first syncer arm syncs into tenants with nothing synced yet (vNodes, super namespaces, ServiceAccounts and
+  // tokens are made then); the later ones find those in place: their writes per Pod are the steady state.
+  const accounts = valuesOf('syncer').map((v) => v.account ?? []);
+  if (accounts.length) {
+    const firstBeyond = beyondPerPod(accounts[0]!);
+    figures.syncerWritesPerPodFirstRep = writesPerPodTotal(accounts[0]!);
+    figures.syncerBeyondPerPodFirstRep = firstBeyond.perPod;
+    const later = accounts.slice(1);
+    if (later.length) {
+      figures.syncerWritesPerPodLaterReps = spread(later.map(writesPerPodTotal)).median;
+      figures.syncerBeyondPerPodLaterReps = spread(later.map((a) => beyondPerPod(a).perPod)).median;
+    }
+    notes.push(
+      `syncer writes per Pod (the tenant's create aside): first repetition ${figures.syncerWritesPerPodFirstRep}, ` +
+        (later.length
+          ? `later repetitions (namespaces, ServiceAccounts and vNodes in place; a vNode marked empty when the ` +
+            `repetition before deleted its Pods is patched once as Pods return) median ` +
+            `${figures.syncerWritesPerPodLaterReps} of which ${figures.syncerBeyondPerPodLaterReps} beyond ` +
+            `1 super create, 1 Binding and 1 status`
+          : 'no later repetition'),
+    );
+  }
   for (const n of notes) log(n);
   const directBench = valuesOf('direct').map((v) => v.r.cpu.benchProcess!.cpuSeconds);
   Object.assign(figures, {
