@@ -189,6 +189,23 @@ async function gitRevisionOf(
   return { applied, settled: src.status?.lastAttemptedRevision === applied && after };
 }
 
+/**
+ * catalogObject is the catalog ConfigMap of a tenant's snapshots. deploy/policy/manager-scope.yaml lets the manager
+ * write it beside the VirtualCluster by its name and managed-by label (it has no owner, to outlive the tenant).
+ */
+export function catalogObject(vc: { namespace: string; name: string }, metas: readonly SnapshotMeta[]): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: catalogName(vc.name),
+      namespace: vc.namespace,
+      labels: { [LABEL.managedBy]: IDENTITY.manager },
+    },
+    data: { [CATALOG_KEY]: JSON.stringify(metas) },
+  } as KubeObject;
+}
+
 /** writeCatalog puts the store's list of the tenant's snapshots into its catalog ConfigMap, and returns it. */
 async function writeCatalog(
   meta: KubeClient,
@@ -196,21 +213,9 @@ async function writeCatalog(
   store: BackupStore,
 ): Promise<SnapshotMeta[]> {
   const m = vc.metadata!;
-  const metas: SnapshotMeta[] = await store.list({ namespace: m.namespace!, name: m.name! });
-  await meta.apply(
-    R.configmaps,
-    {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {
-        name: catalogName(m.name!),
-        namespace: m.namespace!,
-        labels: { [LABEL.managedBy]: IDENTITY.manager },
-      },
-      data: { [CATALOG_KEY]: JSON.stringify(metas) },
-    } as KubeObject,
-    IDENTITY.manager,
-  );
+  const tenant = { namespace: m.namespace!, name: m.name! };
+  const metas: SnapshotMeta[] = await store.list(tenant);
+  await meta.apply(R.configmaps, catalogObject(tenant, metas), IDENTITY.manager);
   return metas;
 }
 

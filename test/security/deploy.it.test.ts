@@ -29,6 +29,7 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { canI, ensureNamespace, refusedBy, serviceAccountClient } from '../identities.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { recordName, recordObject } from '../../gitops/record.ts';
+import { catalogObject } from '../../core/lifecycle/backups.ts';
 import { Attempts } from './attempts.ts';
 
 const NS = 'team-a';
@@ -528,10 +529,57 @@ describe('security: deploy/ least privilege (manager scope, vn-agent reads, forg
     expect(kept.data?.lastAppliedRevision).toBe(applied);
   });
 
+  it("lets the manager keep a tenant's backup catalog beside it, and nobody else plant or rewrite one", async () => {
+    const entry = { name: 'snap-1', sha256: 'a'.repeat(64) };
+    const catalog = catalogObject({ namespace: NS, name: 'dev' }, [entry] as never) as KubeObject & {
+      data: Record<string, string>;
+    };
+    // The manager writes it as backups.ts does, by apply, then again with a change.
+    await byCert.apply(R.configmaps, catalog, IDENTITY.manager);
+    await byCert.apply(
+      R.configmaps,
+      { ...catalog, data: { ...catalog.data, extra: '1' } } as KubeObject,
+      IDENTITY.manager,
+    );
+    await attempts.attempt('S rewrites the backup catalog to list a snapshot of its choosing', () =>
+      refusedBy(
+        () => hostile.patch(R.configmaps, NS, 'vc-backups-dev', { data: { 'snapshots.json': '[]' } }, 'merge'),
+        /only vc-manager may write configmaps/,
+      ),
+    );
+    await attempts.attempt('manager (certificate) writes a backup catalog into kube-system', () =>
+      refusedBy(
+        () => byCert.create(R.configmaps, { ...catalog, metadata: { ...catalog.metadata, namespace: 'kube-system' } }),
+        OUTSIDE,
+      ),
+    );
+    // A ConfigMap of that name the manager did not write is not the manager's to take over.
+    await hostile.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'vc-backups-other', namespace: NS },
+      data: { mine: 'yes' },
+    });
+    await attempts.attempt("manager (certificate) takes over a user's ConfigMap named like a catalog", () =>
+      refusedBy(
+        () =>
+          byCert.apply(
+            R.configmaps,
+            { ...catalog, metadata: { ...catalog.metadata, name: 'vc-backups-other' } } as KubeObject,
+            IDENTITY.manager,
+          ),
+        OUTSIDE,
+      ),
+    );
+    const kept = await t.client.get<KubeObject & { data?: Record<string, string> }>(R.configmaps, NS, 'vc-backups-dev');
+    expect(kept.data?.extra).toBe('1');
+    expect(kept.metadata?.labels?.[LABEL.managedBy]).toBe(IDENTITY.manager);
+  });
+
   it('left the super cluster as it was, and counts no success', async () => {
     expect(await superState()).toBe(before);
     const summary = attempts.summary();
     expect(summary).toMatch(/succeeded 0$/);
-    expect(attempts.records.length).toBeGreaterThanOrEqual(27);
+    expect(attempts.records.length).toBeGreaterThanOrEqual(30);
   });
 });
