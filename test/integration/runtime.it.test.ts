@@ -8,14 +8,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
 import { LeaderElector } from '../../core/leader/election.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
+
+/** NS holds this file's Leases: on the shared super cluster no other file uses it. */
+const NS = 'runtime-it';
 
 describe('runtime on a real super cluster', () => {
-  let t: TestSuper;
+  let t: SharedTestSuper;
   beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1 });
+    t = await sharedTestSuper();
+    await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   });
   afterAll(async () => {
+    await t?.client.delete(R.namespaces, undefined, NS).catch(() => undefined);
     await t?.stop();
   });
 
@@ -24,7 +30,7 @@ describe('runtime on a real super cluster', () => {
     const elector = (identity: string) =>
       new LeaderElector({
         client: t.client,
-        namespace: 'default',
+        namespace: NS,
         name: 'vc-manager',
         identity,
         leaseDurationSeconds: 4,
@@ -43,11 +49,7 @@ describe('runtime on a real super cluster', () => {
     // b must wait while a renews.
     await new Promise((r) => setTimeout(r, 5000));
     expect(b.isLeader()).toBe(false);
-    const lease = await t.client.get<KubeObject & { spec: { holderIdentity: string } }>(
-      R.leases,
-      'default',
-      'vc-manager',
-    );
+    const lease = await t.client.get<KubeObject & { spec: { holderIdentity: string } }>(R.leases, NS, 'vc-manager');
     expect(lease.spec.holderIdentity).toBe('a');
 
     stopA.abort();
@@ -55,7 +57,7 @@ describe('runtime on a real super cluster', () => {
     await eventually(() => expect(b.isLeader()).toBe(true), 20_000);
     const after = await t.client.get<KubeObject & { spec: { holderIdentity: string; leaseTransitions: number } }>(
       R.leases,
-      'default',
+      NS,
       'vc-manager',
     );
     expect(after.spec.holderIdentity).toBe('b');
@@ -71,7 +73,7 @@ describe('runtime on a real super cluster', () => {
     const elector = (identity: string, startFails: boolean) =>
       new LeaderElector({
         client: t.client,
-        namespace: 'default',
+        namespace: NS,
         name: 'vc-failing-start',
         identity,
         leaseDurationSeconds: 30,
@@ -88,14 +90,14 @@ describe('runtime on a real super cluster', () => {
     await failing.run(new AbortController().signal);
     expect(failing.isLeader()).toBe(false);
     expect(events).toEqual(['failing started', 'failing stopped']);
-    const lease = await t.client.get<Lease>(R.leases, 'default', 'vc-failing-start');
+    const lease = await t.client.get<Lease>(R.leases, NS, 'vc-failing-start');
     expect(lease.spec.holderIdentity ?? '').toBe('');
     // Released, not left to expire (30 s): the next candidate leads at once.
     const working = elector('working', false);
     const stop = new AbortController();
     const run = working.run(stop.signal);
     await eventually(() => expect(working.isLeader()).toBe(true), 20_000);
-    expect((await t.client.get<Lease>(R.leases, 'default', 'vc-failing-start')).spec.holderIdentity).toBe('working');
+    expect((await t.client.get<Lease>(R.leases, NS, 'vc-failing-start')).spec.holderIdentity).toBe('working');
     stop.abort();
     await run;
   });
@@ -117,7 +119,7 @@ describe('runtime on a real super cluster', () => {
     const events: string[] = [];
     const candidate = new LeaderElector({
       client,
-      namespace: 'default',
+      namespace: NS,
       name: 'vc-cut-short',
       identity: 'cut-short',
       leaseDurationSeconds: 30,
@@ -130,7 +132,7 @@ describe('runtime on a real super cluster', () => {
     expect(cut).toBe(true);
     expect(events).toEqual([]);
     // Given back, not left to expire (30 s) with nobody renewing it.
-    expect((await t.client.get<Lease>(R.leases, 'default', 'vc-cut-short')).spec.holderIdentity ?? '').toBe('');
+    expect((await t.client.get<Lease>(R.leases, NS, 'vc-cut-short')).spec.holderIdentity ?? '').toBe('');
   });
 
   it('answers requests while watches hold as many connections as requests may use', async () => {

@@ -21,7 +21,8 @@ import { syncerMetrics } from '../../core/syncer/metrics.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { eventually, tenantFor } from '../harness.ts';
+import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
 import { Attempts } from './attempts.ts';
 
 /** OBJECTS and BYTES are the syncer's cache limit per tenant here: small, so a test reaches them in seconds. */
@@ -41,9 +42,12 @@ const configMap = (name: string, chars: number): KubeObject => ({
   data: { blob: 'x'.repeat(chars) },
 });
 
+/** vcNamespace is tenant n's VirtualCluster namespace: a name no other file on the shared super cluster uses. */
+const vcNamespace = (n: string): string => `cachelimit-${n}`;
+
 describe('hostile tenant against the manager cache', () => {
   const attempts = new Attempts();
-  let t: TestSuper;
+  let t: SharedTestSuper;
   const clients: Record<string, KubeClient> = {};
   const tenants: Record<string, Tenant> = {};
   let syncer: Syncer;
@@ -72,7 +76,7 @@ describe('hostile tenant against the manager cache', () => {
     });
 
   beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1 });
+    t = await sharedTestSuper();
     const names = ['count', 'bytes', 'quiet'] as const;
     const cps = await Promise.all(names.map((n) => t.sc.addControlPlane(`tenant-${n}`)));
     const uids = [
@@ -82,9 +86,9 @@ describe('hostile tenant against the manager cache', () => {
     ];
     for (const [i, n] of names.entries()) {
       clients[n] = await cps[i]!.client();
-      tenants[n] = tenantFor(cps[i]!, `team-${n}`, n, uids[i]!);
+      tenants[n] = tenantFor(cps[i]!, vcNamespace(n), n, uids[i]!);
       // The VirtualCluster's namespace in the meta cluster, where its events go.
-      await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `team-${n}` } });
+      await t.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: vcNamespace(n) } });
     }
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     syncer = new Syncer({
@@ -110,6 +114,7 @@ describe('hostile tenant against the manager cache', () => {
     attempts.report('manager cache');
     states.clear();
     await syncer?.stop();
+    for (const n of Object.keys(tenants)) await t.client.delete(R.namespaces, undefined, vcNamespace(n));
     await t?.stop();
   });
 
