@@ -58,7 +58,8 @@ type CapiCluster = KubeObject & {
  * mirrors that VirtualCluster's state into the contract's fields, the endpoint into spec.controlPlaneEndpoint, and
  * bad input (a version no ClusterVersion offers, a spec the VirtualCluster schema refuses) into the Available
  * condition, which Cluster API shows on the Cluster. A VirtualClusterInfraCluster is provisioned at once: the
- * super cluster is the infrastructure.
+ * super cluster is the infrastructure. Cluster API's pause (the Cluster's spec.paused, or the paused annotation on the
+ * object) stops both: only the Paused condition is written until it is lifted.
  */
 export class CapiProvider {
   private readonly controlPlanes: SharedInformer<VirtualClusterControlPlane>;

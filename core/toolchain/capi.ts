@@ -77,8 +77,8 @@ export async function ensureClusterctl(o: { out?: NodeJS.WriteStream; version?: 
     isComplete: isClusterctlComplete,
     what: `clusterctl (sigs.k8s.io/cluster-api ${version})`,
     note:
-      'it compiles 710 packages, most shared with the Cluster API manager (measured: 26 CPU-seconds, 43 s, after ' +
-      'the manager was built; about 90 CPU-seconds more on a cold Go cache); later runs reuse it',
+      'it compiles 710 packages, most shared with the Cluster API manager (measured: 26 CPU-seconds, 43 s, with ' +
+      "the manager's Go build cache warm); later runs reuse it",
     marker: { clusterctl: version },
     out: o.out ?? process.stderr,
     build: (tmp, out) =>
