@@ -411,9 +411,15 @@ describe.skipIf(!haveCapi)('a Cluster API control-plane provider: Clusters from 
       };
       await commit(tenantFiles('team-u', SKIP, { paused: true }), 'pause team-u');
       await pausedBy('Cluster spec.paused is set to true');
-      await eventually(async () =>
-        expect(condition(await cluster('team-u'), 'Paused')).toMatchObject({ status: 'True' }),
-      );
+      await eventually(async () => {
+        expect(condition(await cluster('team-u'), 'Paused')).toMatchObject({ status: 'True' });
+        // The infrastructure cluster is paused with it.
+        const ic = await t.client.get<ControlPlane>(R.virtualclusterinfraclusters, NS, 'team-u');
+        expect(ic.status?.conditions?.find((x) => x.type === 'Paused')).toMatchObject({
+          status: 'True',
+          message: 'Cluster spec.paused is set to true',
+        });
+      });
       await commit(tenantFiles('team-u', NEW, { paused: true }), `team-u to ${NEW}, paused`);
       const c = await pausedBy('Cluster spec.paused is set to true');
       expect(c.metadata?.annotations?.['cluster.x-k8s.io/paused']).toBeUndefined();
@@ -440,6 +446,8 @@ describe.skipIf(!haveCapi)('a Cluster API control-plane provider: Clusters from 
       expect(condition(c, 'Paused')).toMatchObject({ status: 'False' });
       expect((await cp()).status?.version).toBe(NEW);
       expect((await cp()).status?.conditions?.find((x) => x.type === 'Paused')).toMatchObject({ status: 'False' });
+      const ic = await t.client.get<ControlPlane>(R.virtualclusterinfraclusters, NS, 'team-u');
+      expect(ic.status?.conditions?.find((x) => x.type === 'Paused')).toMatchObject({ status: 'False' });
       expect((await vc()).spec.clusterVersionName).toBe('v1-36');
       expect(await version()).toBe(NEW);
       expect(await objects()).toEqual(before);
