@@ -2064,6 +2064,14 @@ export interface VirtualClusterControlPlaneStatus {
   externalManagedControlPlane?: boolean;
   /** The Kubernetes version the tenant control plane last served with. */
   version?: string;
+  /**
+   * The Kubernetes versions the tenant control plane runs, as Cluster API's contract lists them (one: a tenant control
+   * plane runs one version); Cluster API shows it as the Cluster's status.controlPlane.versions.
+   */
+  versions?: {
+    /** A Kubernetes version. */
+    version: string;
+  }[];
   /** Name of the VirtualCluster (in this namespace) that carries the tenant. */
   virtualClusterName?: VirtualClusterControlPlaneDnsLabel;
   /** Phase of that VirtualCluster. */
@@ -2071,8 +2079,9 @@ export interface VirtualClusterControlPlaneStatus {
   /** The metadata.generation this status was computed from. */
   observedGeneration?: number;
   /**
-   * Conditions, at most one per type: Available (mirrored by Cluster API into the Cluster's ControlPlaneAvailable) and
-   * Ready.
+   * Conditions, at most one per type: Available (mirrored by Cluster API into the Cluster's ControlPlaneAvailable),
+   * Ready, and Paused (True while the Cluster's spec.paused or this object's cluster.x-k8s.io/paused annotation stops
+   * the provider).
    */
   conditions?: VirtualClusterControlPlaneCondition[];
 }
@@ -2172,7 +2181,10 @@ export interface VirtualClusterInfraClusterStatus {
   };
   /** The same as initialization.provisioned, for readers of the v1beta1 contract. */
   ready?: boolean;
-  /** Conditions, at most one per type: Ready. */
+  /**
+   * Conditions, at most one per type: Ready, and Paused (True while the Cluster's spec.paused or this object's
+   * cluster.x-k8s.io/paused annotation stops the provider).
+   */
   conditions?: VirtualClusterInfraClusterCondition[];
 }
 

@@ -20,6 +20,9 @@ import {
   controlPlaneStatus,
   desiredVirtualCluster,
   isRefusal,
+  pausedCondition,
+  pausedStatus,
+  withCondition,
   type ClusterVersionObject,
   type Endpoint,
   type Refusal,
@@ -43,6 +46,10 @@ export interface CapiOptions {
 }
 
 type InfraCluster = KubeObject & { status?: VirtualClusterInfraClusterStatus };
+/** CapiCluster is what the provider reads of a Cluster API Cluster: whether it is paused, and what it references. */
+type CapiCluster = KubeObject & {
+  spec?: { paused?: boolean; controlPlaneRef?: { name?: string }; infrastructureRef?: { name?: string } };
+};
 
 /**
  * CapiProvider is this project's Cluster API control-plane and infrastructure provider. A VirtualClusterControlPlane
@@ -51,13 +58,15 @@ type InfraCluster = KubeObject & { status?: VirtualClusterInfraClusterStatus };
  * mirrors that VirtualCluster's state into the contract's fields, the endpoint into spec.controlPlaneEndpoint, and
  * bad input (a version no ClusterVersion offers, a spec the VirtualCluster schema refuses) into the Available
  * condition, which Cluster API shows on the Cluster. A VirtualClusterInfraCluster is provisioned at once: the
- * super cluster is the infrastructure.
+ * super cluster is the infrastructure. Cluster API's pause (the Cluster's spec.paused, or the paused annotation on the
+ * object) stops both: only the Paused condition is written until it is lifted.
  */
 export class CapiProvider {
   private readonly controlPlanes: SharedInformer<VirtualClusterControlPlane>;
   private readonly infraClusters: SharedInformer<InfraCluster>;
   private readonly virtualClusters: SharedInformer<VirtualCluster>;
   private readonly clusterVersions: SharedInformer<ClusterVersionObject>;
+  private readonly clusters: SharedInformer<CapiCluster>;
   private readonly cpQueue = new WorkQueue({ metrics: queueMetrics('capi-controlplane') });
   private readonly infraQueue = new WorkQueue({ metrics: queueMetrics('capi-infracluster') });
   private readonly runners: Runner[];
@@ -69,6 +78,7 @@ export class CapiProvider {
     this.infraClusters = informers.informer({ resource: R.virtualclusterinfraclusters });
     this.virtualClusters = informers.informer({ resource: R.virtualclusters });
     this.clusterVersions = informers.informer({ resource: R.clusterversions });
+    this.clusters = informers.informer({ resource: R.capiclusters });
     const cp = (o: KubeObject) => this.cpQueue.add(objectKey(o));
     this.controlPlanes.addHandler({ onAdd: cp, onUpdate: (_a, b) => cp(b), onDelete: cp });
     const infra = (o: KubeObject) => this.infraQueue.add(objectKey(o));
@@ -84,6 +94,13 @@ export class CapiProvider {
     // A ClusterVersion that appears or changes may settle a control plane's spec.version.
     const all = () => this.controlPlanes.list().forEach(cp);
     this.clusterVersions.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
+    // A Cluster that is paused or unpaused wakes the objects it references.
+    const refs = (c: CapiCluster) => {
+      const ns = c.metadata?.namespace;
+      if (c.spec?.controlPlaneRef?.name) this.cpQueue.add(`${ns}/${c.spec.controlPlaneRef.name}`);
+      if (c.spec?.infrastructureRef?.name) this.infraQueue.add(`${ns}/${c.spec.infrastructureRef.name}`);
+    };
+    this.clusters.addHandler({ onAdd: refs, onUpdate: (_a, b) => refs(b), onDelete: refs });
     this.runners = [
       new Runner({
         name: 'capi-controlplane',
@@ -108,7 +125,7 @@ export class CapiProvider {
 
   /** start syncs the caches and starts the workers. */
   async start(): Promise<void> {
-    const all = [this.controlPlanes, this.infraClusters, this.virtualClusters, this.clusterVersions];
+    const all = [this.controlPlanes, this.infraClusters, this.virtualClusters, this.clusterVersions, this.clusters];
     for (const i of all) i.start();
     await Promise.all(all.map((i) => i.waitForSync()));
     for (const r of this.runners) r.start();
@@ -117,13 +134,26 @@ export class CapiProvider {
   /** stop stops the workers and the informers; the VirtualClusters made stay. */
   async stop(): Promise<void> {
     for (const r of this.runners) await r.stop();
-    for (const i of [this.controlPlanes, this.infraClusters, this.virtualClusters, this.clusterVersions])
+    for (const i of [this.controlPlanes, this.infraClusters, this.virtualClusters, this.clusterVersions, this.clusters])
       await i.stop();
+  }
+
+  /**
+   * paused is Cluster API's Paused condition of a provider object: True while its Cluster (named by the label Cluster
+   * API sets) has spec.paused or the object has the paused annotation.
+   */
+  private paused(o: KubeObject): ReturnType<typeof pausedCondition> {
+    const name = clusterNameOf(o);
+    const cluster = name ? this.clusters.get(`${o.metadata!.namespace}/${name}`) : undefined;
+    return pausedCondition(cluster?.spec?.paused === true, o);
   }
 
   private async reconcileControlPlane(key: string): Promise<Result> {
     const cp = this.controlPlanes.get(key);
     if (!cp) return;
+    // While paused nothing is changed, not even a deletion goes on: only the Paused condition says so.
+    const paused = this.paused(cp);
+    if (paused.status === 'True') return this.patchStatus(cp, pausedStatus(cp, paused));
     if (cp.metadata?.deletionTimestamp) return this.deleteControlPlane(cp);
     const cluster = clusterNameOf(cp);
     if (!cluster) {
@@ -209,6 +239,10 @@ export class CapiProvider {
       ...(vcVersion && { vcVersion }),
       ...(refusal && { refusal }),
     });
+    return this.patchStatus(cp, status);
+  }
+
+  private async patchStatus(cp: VirtualClusterControlPlane, status: VirtualClusterControlPlane['status']) {
     if (sameJSON(cp.status ?? {}, status)) return;
     try {
       await this.o.meta.patch(
@@ -258,20 +292,29 @@ export class CapiProvider {
   private async reconcileInfraCluster(key: string): Promise<Result> {
     const ic = this.infraClusters.get(key);
     if (!ic || ic.metadata?.deletionTimestamp) return;
-    const before = ic.status?.conditions?.find((c) => c.type === 'Ready');
-    const status: VirtualClusterInfraClusterStatus = {
-      initialization: { provisioned: true },
-      ready: true,
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'Provisioned',
-          message: 'the super cluster is the infrastructure',
-          lastTransitionTime: before?.status === 'True' ? before.lastTransitionTime : new Date().toISOString(),
-        },
-      ],
-    };
+    const paused = this.paused(ic);
+    const generation = ic.metadata?.generation;
+    const status: VirtualClusterInfraClusterStatus =
+      paused.status === 'True'
+        ? { ...ic.status, conditions: withCondition(ic.status?.conditions, paused, generation) }
+        : {
+            initialization: { provisioned: true },
+            ready: true,
+            conditions: withCondition(
+              withCondition(
+                ic.status?.conditions?.filter((c) => c.type === 'Ready' || c.type === 'Paused'),
+                {
+                  type: 'Ready',
+                  status: 'True',
+                  reason: 'Provisioned',
+                  message: 'the super cluster is the infrastructure',
+                },
+                generation,
+              ),
+              paused,
+              generation,
+            ),
+          };
     if (sameJSON(ic.status ?? {}, status)) return;
     try {
       await this.o.meta.patch(

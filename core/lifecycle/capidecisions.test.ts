@@ -4,6 +4,8 @@ import {
   controlPlaneStatus,
   desiredVirtualCluster,
   isRefusal,
+  pausedCondition,
+  pausedStatus,
   pickClusterVersion,
   type ClusterVersionObject,
   type VirtualClusterControlPlane,
@@ -122,6 +124,18 @@ describe('controlPlaneStatus', () => {
       },
     ],
   };
+  const upgradeRefused = {
+    observedGeneration: 2,
+    conditions: [
+      {
+        type: 'SpecApplied',
+        status: 'False' as const,
+        reason: 'UpgradeRefused',
+        message: 'ClusterVersion old spec.kubernetesVersion: from v1.36.3 to v1.35.4 is a downgrade',
+        lastTransitionTime: '2025-12-31T00:00:00Z',
+      },
+    ],
+  };
   it.each([
     [
       'no VirtualCluster yet',
@@ -159,6 +173,24 @@ describe('controlPlaneStatus', () => {
       { initialized: true, ready: true, available: ['False', 'UnknownVersion'], version: 'v1.36.3' },
     ],
     [
+      'a version change the VirtualCluster controller refused (a downgrade): the old version serves on',
+      {
+        cp: cp({ version: 'v1.35.4' }, { version: 'v1.36.3', initialization: { controlPlaneInitialized: true } }),
+        vc: vcIn('Running', upgradeRefused, 2),
+        vcVersion: 'v1.35.4',
+      },
+      { initialized: true, ready: true, available: ['False', 'UpgradeRefused'], version: 'v1.36.3' },
+    ],
+    [
+      'a version change waiting for its rollout is not a refusal',
+      {
+        cp: cp({}, { version: 'v1.35.4' }),
+        vc: vcIn('Running', { conditions: [{ ...upgradeRefused.conditions[0]!, reason: 'RolloutWaiting' }] }, 2),
+        vcVersion: 'v1.36.3',
+      },
+      { initialized: true, ready: true, available: ['True', 'Available'], version: 'v1.35.4' },
+    ],
+    [
       'an initialized control plane whose VirtualCluster stopped serving',
       { cp: cp({}, { initialization: { controlPlaneInitialized: true } }), vc: vcIn('Error') },
       { initialized: true, ready: false, available: ['False', 'Provisioning'], version: undefined },
@@ -170,6 +202,8 @@ describe('controlPlaneStatus', () => {
     expect(s.ready).toBe(want.ready);
     expect(s.externalManagedControlPlane).toBe(true);
     expect(s.version).toBe(want.version);
+    expect(s.versions).toEqual(want.version ? [{ version: want.version }] : undefined);
+    expect(s.conditions?.find((c) => c.type === 'Paused')).toMatchObject({ status: 'False', reason: 'NotPaused' });
     const a = s.conditions?.find((c) => c.type === 'Available');
     expect([a?.status, a?.reason]).toEqual(want.available);
     expect(a?.observedGeneration).toBe(3);
@@ -189,6 +223,51 @@ describe('controlPlaneStatus', () => {
     expect(s.conditions?.find((c) => c.type === 'Available')?.message).toBe(
       'x; the control plane keeps serving v1.36.3',
     );
+  });
+});
+
+describe('pausedCondition', () => {
+  const obj = (annotations?: Record<string, string>) => ({
+    kind: 'VirtualClusterControlPlane',
+    metadata: { name: 'cp', ...(annotations && { annotations }) },
+  });
+  it.each([
+    ['neither', false, obj(), ['False', 'NotPaused', undefined]],
+    ['another annotation', false, obj({ 'cluster.x-k8s.io/other': 'true' }), ['False', 'NotPaused', undefined]],
+    ['the Cluster paused', true, obj(), ['True', 'Paused', 'Cluster spec.paused is set to true']],
+    [
+      'the annotation, of any value',
+      false,
+      obj({ 'cluster.x-k8s.io/paused': '' }),
+      ['True', 'Paused', 'VirtualClusterControlPlane has the cluster.x-k8s.io/paused annotation'],
+    ],
+    [
+      'both',
+      true,
+      obj({ 'cluster.x-k8s.io/paused': 'true' }),
+      [
+        'True',
+        'Paused',
+        'Cluster spec.paused is set to true, VirtualClusterControlPlane has the cluster.x-k8s.io/paused annotation',
+      ],
+    ],
+  ])('%s', (_name, clusterPaused, o, want) => {
+    const c = pausedCondition(clusterPaused, o);
+    expect([c.status, c.reason, c.message]).toEqual(want);
+  });
+
+  it('a paused status keeps what was said and adds Paused, keeping its transition time while it holds', () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    const before = controlPlaneStatus({ cp: cp(), vc: vcIn('Running'), vcVersion: 'v1.36.3' }, now);
+    const paused = pausedStatus(cp({}, before), pausedCondition(true, cp()), new Date('2026-01-02T00:00:00Z'));
+    expect({ ...paused, conditions: undefined }).toEqual({ ...before, conditions: undefined });
+    expect(paused.conditions?.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([
+      ['Available', 'True', '2026-01-01T00:00:00.000Z'],
+      ['Ready', 'False', '2026-01-01T00:00:00.000Z'],
+      ['Paused', 'True', '2026-01-02T00:00:00.000Z'],
+    ]);
+    const again = pausedStatus(cp({}, paused), pausedCondition(true, cp()), new Date('2026-01-03T00:00:00Z'));
+    expect(again).toEqual(paused);
   });
 });
 

@@ -4,6 +4,8 @@ import type { KubeObject } from '../kube/client.ts';
 import { LABEL } from '../names/names.ts';
 import { CAPI_CLUSTER_LABEL as CAPI_CLUSTER_NAME_LABEL } from './kubeconfigsecret.ts';
 import { SERVING_PHASES, type VirtualCluster, type VirtualClusterSpec } from '../api/virtualcluster.ts';
+import { UPGRADE_REFUSED } from '../provisioners/upgrade.ts';
+import { SPEC_APPLIED } from './rollout.ts';
 import type {
   ClusterVersionSpec,
   VirtualClusterControlPlaneSpec,
@@ -44,7 +46,54 @@ export const CAPI_REASONS = {
   /** the VirtualCluster exists and has no Ready condition yet */
   provisioning: 'Provisioning',
   available: 'Available',
+  /** Cluster API's reasons of the Paused condition */
+  paused: 'Paused',
+  notPaused: 'NotPaused',
 } as const;
+
+/** PAUSED_ANNOTATION on a provider object pauses its reconciliation, as Cluster API's spec.paused on the Cluster does. */
+export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused';
+
+/**
+ * pausedCondition is Cluster API's Paused condition of a provider object: True (reason Paused) while its Cluster has
+ * spec.paused or the object carries the paused annotation (of any value), the message naming which; else False
+ * (NotPaused). While it is True the provider changes nothing but this condition.
+ */
+export function pausedCondition(clusterPaused: boolean, obj: KubeObject): ConditionInput {
+  const why = [
+    ...(clusterPaused ? ['Cluster spec.paused is set to true'] : []),
+    ...(obj.metadata?.annotations && PAUSED_ANNOTATION in obj.metadata.annotations
+      ? [`${obj.kind ?? 'Object'} has the ${PAUSED_ANNOTATION} annotation`]
+      : []),
+  ];
+  return why.length
+    ? { type: 'Paused', status: 'True', reason: CAPI_REASONS.paused, message: why.join(', ') }
+    : { type: 'Paused', status: 'False', reason: CAPI_REASONS.notPaused };
+}
+
+type StatusCondition = NonNullable<VirtualClusterControlPlaneStatus['conditions']>[number];
+
+/**
+ * withCondition puts c into conditions in place of the one of its type, keeping that one's transition time when its
+ * status did not change; generation is the object's metadata.generation the condition was computed from.
+ */
+export function withCondition(
+  conditions: readonly StatusCondition[] | undefined,
+  c: ConditionInput,
+  generation: number | undefined,
+  now = new Date(),
+): StatusCondition[] {
+  const before = conditions?.find((x) => x.type === c.type);
+  const next: StatusCondition = {
+    ...c,
+    lastTransitionTime: before && before.status === c.status ? before.lastTransitionTime : now.toISOString(),
+    ...(generation !== undefined && { observedGeneration: generation }),
+  };
+  const rest = (conditions ?? []).filter((x) => x.type !== c.type);
+  return [...rest, next].sort((a, b) => CONDITION_ORDER(a.type) - CONDITION_ORDER(b.type));
+}
+
+const CONDITION_ORDER = (type: string) => ['Available', 'Ready', 'Paused'].indexOf(type) >>> 0;
 
 /** Refusal is bad input on a control plane: a reason of CAPI_REASONS and what to fix. */
 export interface Refusal {
@@ -184,20 +233,29 @@ export function controlPlaneStatus(i: MirrorInput, now = new Date()): VirtualClu
   const phase = vc?.status?.phase;
   const serving = SERVING_PHASES.has(phase ?? '');
   const initialized = serving || !!cp.status?.initialization?.controlPlaneInitialized;
+  const vcReady = vc?.status?.conditions?.find((c) => c.type === 'Ready');
+  // A version change the VirtualCluster controller refused (a skipped minor, a downgrade) is bad input too: the
+  // tenant keeps running the version it had, and the refusal is what the Cluster shows.
+  const vcApplied = vc?.status?.conditions?.find((c) => c.type === SPEC_APPLIED);
+  const refused: Refusal | undefined =
+    refusal ??
+    (serving && vcApplied?.status === 'False' && vcApplied.reason === UPGRADE_REFUSED
+      ? { reason: vcApplied.reason, message: vcApplied.message ?? '' }
+      : undefined);
   const settled =
     phase === 'Running' &&
+    vcApplied?.status !== 'False' &&
     vc?.status?.observedGeneration !== undefined &&
     vc.status.observedGeneration === vc.metadata?.generation;
   const version = settled && i.vcVersion ? i.vcVersion : cp.status?.version;
-  const vcReady = vc?.status?.conditions?.find((c) => c.type === 'Ready');
   let cond: ConditionInput;
-  if (refusal)
+  if (refused)
     cond = available(
       'False',
-      refusal.reason,
+      refused.reason,
       serving
-        ? `${refusal.message}; the control plane keeps serving ${version ?? 'its last version'}`
-        : refusal.message,
+        ? `${refused.message}; the control plane keeps serving ${version ?? 'its last version'}`
+        : refused.message,
     );
   else if (!vc) cond = available('False', CAPI_REASONS.provisioning, 'the VirtualCluster is being created');
   else if (serving) cond = available('True', CAPI_REASONS.available, `VirtualCluster ${vc.metadata?.name} is ${phase}`);
@@ -216,27 +274,32 @@ export function controlPlaneStatus(i: MirrorInput, now = new Date()): VirtualClu
         ...(vcReady.message && { message: vcReady.message }),
       }
     : { type: 'Ready', status: 'False', reason: cond.reason, ...(cond.message && { message: cond.message }) };
-  const previous = cp.status?.conditions;
-  const withTime = (c: ConditionInput) => {
-    const before = previous?.find((x) => x.type === c.type);
-    const generation = cp.metadata?.generation;
-    return {
-      ...c,
-      lastTransitionTime: before && before.status === c.status ? before.lastTransitionTime : now.toISOString(),
-      ...(generation !== undefined && { observedGeneration: generation }),
-    };
-  };
+  const generation = cp.metadata?.generation;
+  let conditions = cp.status?.conditions;
+  for (const c of [cond, ready, pausedCondition(false, cp)]) conditions = withCondition(conditions, c, generation, now);
   return {
     initialization: { controlPlaneInitialized: initialized },
     initialized,
     ready: serving,
     externalManagedControlPlane: true,
-    ...(version && { version }),
+    ...(version && { version, versions: [{ version }] }),
     ...(vc?.metadata?.name && { virtualClusterName: vc.metadata.name }),
     ...(phase && { phase }),
-    ...(cp.metadata?.generation !== undefined && { observedGeneration: cp.metadata.generation }),
-    conditions: [withTime(cond), withTime(ready)],
+    ...(generation !== undefined && { observedGeneration: generation }),
+    conditions: conditions!.filter((c) => ['Available', 'Ready', 'Paused'].includes(c.type)),
   };
+}
+
+/**
+ * pausedStatus is the status of a paused control plane: what it said before, with the Paused condition (True) in
+ * place; nothing else is looked at or changed while Cluster API's pause holds.
+ */
+export function pausedStatus(
+  cp: VirtualClusterControlPlane,
+  paused: ConditionInput,
+  now = new Date(),
+): VirtualClusterControlPlaneStatus {
+  return { ...cp.status, conditions: withCondition(cp.status?.conditions, paused, cp.metadata?.generation, now) };
 }
 
 /** clusterNameOf is the name of the Cluster that owns a control plane or infrastructure cluster, once Cluster API set it. */
