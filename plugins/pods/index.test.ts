@@ -760,7 +760,7 @@ describe('pods plugin: toSuper', () => {
     expect(got).toEqual(want);
   });
 
-  it('creates the super Pod of a Pod naming one of its vNodes, pinned there by node affinity instead of nodeName', () => {
+  it('creates the super Pod of a Pod naming one of its vNodes on the super node behind it, as upstream: no scheduler', () => {
     const withNode = new MapCache([
       [R.serviceaccounts, [podServiceAccount]],
       [R.runtimeclasses, [publicKata]],
@@ -773,14 +773,8 @@ describe('pods plugin: toSuper', () => {
       testContext({ superCache: withNode, tenantCache }),
     );
     expect(got.skip).toBeUndefined();
-    expect(got.object?.spec?.nodeName).toBeUndefined();
-    expect(got.object?.spec?.affinity).toEqual({
-      nodeAffinity: {
-        requiredDuringSchedulingIgnoredDuringExecution: {
-          nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }],
-        },
-      },
-    });
+    expect(got.object?.spec?.nodeName).toBe('n1');
+    expect(got.object?.spec?.affinity).toBeUndefined();
     // bound already: the tenant Pod is not bound again once its super Pod runs there
     const up = podsPlugin.toTenant!(
       superPod({ nodeName: 'n1' }, { phase: 'Running' }),

@@ -44,7 +44,7 @@ import {
 } from '@virtualcluster-ts/plugin-sdk/pods';
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
-import { checkNodeName, NODE_NAME_REFUSED, pinToNamedNode } from './nodename.ts';
+import { checkNodeName, NODE_NAME_REFUSED, translateNodeName } from './nodename.ts';
 import {
   checkDownwardVolumes,
   downwardAnnotations,
@@ -358,7 +358,7 @@ function newSuperPod(
   resolveTenantFieldRefs(spec, tenantPod);
   translateDownwardVolumes(spec);
   translateNodePins(spec, ctx);
-  pinToNamedNode(spec, ctx);
+  translateNodeName(spec, ctx);
   if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
   else delete spec.runtimeClassName;
   // Pods cannot be created with ephemeral containers; priority, preemptionPolicy and overhead are recomputed by the
@@ -488,7 +488,7 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
 
 /**
  * podsPlugin syncs tenant Pods to the super cluster and their status back. New super Pods get the tenant spec with
- * a tenant-chosen nodeName turned into a node affinity to the super node behind the vNode (nodename.ts), the service
+ * a tenant-chosen nodeName naming the super node behind the vNode (nodename.ts), the service
  * account token served from a super Secret, kube-root-ca.crt renamed and the platform's forced node selector and
  * tolerations (pods.forced); existing ones (immutable spec) only follow the
  * allow-listed labels and annotations, images and activeDeadlineSeconds. A super Pod that got scheduled asks the core

@@ -4,7 +4,7 @@ import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { NodesView, TenantView } from '../sdk/src/index.ts';
 import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
-import { checkNodeName, pinToNamedNode } from './nodename.ts';
+import { checkNodeName, translateNodeName } from './nodename.ts';
 
 const KEY = testTenant().key;
 const OTHER = 'team-b-4d5e6f-prod';
@@ -108,69 +108,28 @@ describe('checkNodeName', () => {
   });
 });
 
-const pin = (node: string) => ({ key: 'metadata.name', operator: 'In', values: [node] });
-
-describe('pinToNamedNode', () => {
+describe('translateNodeName', () => {
   it.each<[string, PodSpec, { shared?: boolean }, PodSpec]>([
     ['without nodeName nothing changes', named(), {}, named()],
+    ['with one super cluster the vNode is named as its super node', named('n1'), {}, named('n1')],
     [
-      'a nodeName becomes the only required term, and nodeName goes',
-      named('n1'),
-      {},
-      named(undefined, {
-        affinity: {
-          nodeAffinity: {
-            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [pin('n1')] }] },
-          },
-        },
-      }),
-    ],
-    [
-      "the vNode of a shared tenant's super cluster names the super node behind it",
+      "a shared tenant's vNode of this super cluster names the super node behind it",
       named('r1.n3'),
       { shared: true },
-      named(undefined, {
-        affinity: {
-          nodeAffinity: {
-            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [pin('n3')] }] },
-          },
-        },
-      }),
+      named('n3'),
     ],
     [
-      "every required term of the tenant's own gets the pin (terms are ORed), preferred terms are left as they are",
+      'the affinity the tenant wrote is kept as it is (the kubelet admits the Pod against it)',
       named('n1', {
-        affinity: {
-          nodeAffinity: {
-            requiredDuringSchedulingIgnoredDuringExecution: {
-              nodeSelectorTerms: [
-                { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] },
-                { matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n2'] }] },
-              ],
-            },
-            preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [] } }],
-          },
-          podAntiAffinity: {},
-        },
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } },
       }),
       {},
-      named(undefined, {
-        affinity: {
-          nodeAffinity: {
-            requiredDuringSchedulingIgnoredDuringExecution: {
-              nodeSelectorTerms: [
-                { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [pin('n1')] },
-                { matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n2'] }, pin('n1')] },
-              ],
-            },
-            preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [] } }],
-          },
-          podAntiAffinity: {},
-        },
+      named('n1', {
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } },
       }),
     ],
   ])('%s', (_, spec, o, want) => {
-    pinToNamedNode(spec, o.shared ? { sharedTenants: true, superCluster: 'r1' } : {});
+    translateNodeName(spec, o.shared ? { sharedTenants: true, superCluster: 'r1' } : {});
     expect(spec).toEqual(want);
   });
 });

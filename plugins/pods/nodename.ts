@@ -1,13 +1,14 @@
 import { type PluginContext, superNodeName } from '@virtualcluster-ts/plugin-sdk';
 import type { PodRefusal, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
-import { NODE_NAME_FIELD, nodeOfTenant } from './nodepin.ts';
+import { nodeOfTenant } from './nodepin.ts';
 
 /**
- * A tenant Pod created with `spec.nodeName` names a vNode. Its super Pod is not created with the super node in
- * nodeName: that would skip the super scheduler, and with it the platform's forced placement, taints, the per-node
- * share and resource fit. It gets a required node affinity to that one super node instead (the DaemonSet
- * controller's pin, translated the same way), so the super scheduler places it there or leaves it Pending with its
- * reason, which the tenant reads on its Pod's events. The tenant Pod stays bound to the vNode it named.
+ * A tenant Pod created with `spec.nodeName` names a vNode. Its super Pod is created with the super node behind it in
+ * nodeName, as upstream runs such a Pod: no scheduler, the kubelet's admission decides. Before that, checkNodeName
+ * has the syncer refuse a node the tenant may not use (the platform's forced node selector, taints its policy does
+ * not let it tolerate, a node not its own); the kubelet's admission still enforces the forced node selector (copied
+ * into the super Pod), NoExecute taints, host ports and resources, and a Pod it rejects fails with the kubelet's
+ * reason, as upstream. The tenant Pod stays bound to the vNode it named.
  */
 
 /** NODE_NAME_REFUSED is the skip, event and VCSynced reason of a tenant Pod whose spec.nodeName is not its node. */
@@ -33,27 +34,11 @@ export function checkNodeName(spec: PodSpec, ctx: PluginContext): PodRefusal | u
   };
 }
 
-interface Term {
-  matchExpressions?: unknown[];
-  matchFields?: Array<{ key: string; operator: string; values?: string[] }>;
-}
-
 /**
- * pinToNamedNode moves a new super Pod spec's nodeName (a vNode checked by checkNodeName) into a required node
- * affinity to the super node behind it: `metadata.name In [node]` in every required node selector term (terms are
- * ORed, so each must carry it), or one term of its own when the Pod requires none; nodeName is removed.
+ * translateNodeName names, in a new super Pod spec, the super node behind the vNode of its nodeName (checked by
+ * checkNodeName); without a nodeName nothing changes.
  */
-export function pinToNamedNode(spec: PodSpec, ctx: Pick<PluginContext, 'sharedTenants' | 'superCluster'>): void {
-  const vNode = spec.nodeName;
-  delete spec.nodeName;
-  if (!vNode) return;
-  const node = superNodeName(vNode, ctx.sharedTenants ? ctx.superCluster : undefined) ?? vNode;
-  const affinity = ((spec.affinity as Record<string, unknown> | undefined) ??= {}) as Record<string, unknown>;
-  const nodeAffinity = (affinity.nodeAffinity ??= {}) as Record<string, unknown>;
-  const required = (nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution ??= {}) as {
-    nodeSelectorTerms?: Term[];
-  };
-  const terms = (required.nodeSelectorTerms ??= []);
-  if (!terms.length) terms.push({});
-  for (const t of terms) (t.matchFields ??= []).push({ key: NODE_NAME_FIELD, operator: 'In', values: [node] });
+export function translateNodeName(spec: PodSpec, ctx: Pick<PluginContext, 'sharedTenants' | 'superCluster'>): void {
+  if (!spec.nodeName) return;
+  spec.nodeName = superNodeName(spec.nodeName, ctx.sharedTenants ? ctx.superCluster : undefined) ?? spec.nodeName;
 }
