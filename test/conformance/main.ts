@@ -224,8 +224,10 @@ async function tenant(superClient: KubeClient): Promise<string> {
         grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
-          // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged)
+          // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged),
+          // the StatefulSet eviction spec takes a host port twice on one node
           hostAccess: true,
+          hostPorts: true,
           // the Job specs pin Pods with a kubernetes.io/hostname nodeSelector; the default allows only os, arch, zones
           nodeLabelKeys: [
             'kubernetes.io/os',
