@@ -9,6 +9,7 @@ import {
   renderPage,
   selection,
   SERIAL_SKIP,
+  shellQuote,
   sigOf,
 } from './sidebyside.ts';
 
@@ -146,6 +147,16 @@ describe('compare', () => {
   });
 });
 
+describe('shellQuote', () => {
+  it.each([
+    ['--all', '--all'],
+    ['/tmp/a-b.c', '/tmp/a-b.c'],
+    [String.raw`\[sig-(a|b)\]`, String.raw`'\[sig-(a|b)\]'`],
+    ["it's", String.raw`'it'\''s'`],
+    ['', ''],
+  ])('%s', (a, want) => expect(shellQuote(a)).toBe(want));
+});
+
 describe('firstLine', () => {
   it.each([
     ['\n\n  [FAILED] x  \nstack', '[FAILED] x'],
@@ -169,10 +180,10 @@ describe('renderPage', () => {
     expect(page).toContain('10.0 s and 5.0 s per selected spec');
   });
 
-  it('has a row per SIG and a total, pipes in regular expressions escaped', () => {
+  it('has a row per SIG and a total, and names the focus and skip as given', () => {
     expect(page).toContain('| apps | 3 | 1 | 3 | 2 | 0 | 0 | 0 |');
     expect(page).toContain('| **all** | 6 | 2 | 4 | 2 | 1 | 1 | 1 |');
-    expect(page).toContain('skip `\\[Serial\\]\\|\\[Disruptive\\]`');
+    expect(page).toContain('skip `\\[Serial\\]|\\[Disruptive\\]`');
   });
 
   it('lists every spec that is not a pass on both, by class, with its reason', () => {

@@ -182,6 +182,9 @@ export function firstLine(message: string): string {
   return line.length > 300 ? `${line.slice(0, 297)}...` : line.trim();
 }
 
+/** shellQuote quotes a command line argument for a POSIX shell when it holds anything but plain characters. */
+export const shellQuote = (a: string): string => (/^[\w@%+=:,./-]*$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+
 /** PageMeta is what the docs page says about the run besides its results. */
 export interface PageMeta {
   /** UTC date of the run, YYYY-MM-DD */
@@ -194,7 +197,6 @@ export interface PageMeta {
   seconds: { tenant: number; super: number };
 }
 
-const md = (s: string) => s.replace(/\|/g, '\\|');
 const clock = (seconds: number) => {
   const t = Math.round(seconds);
   return `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s`;
@@ -210,7 +212,7 @@ export function renderPage(r: SideBySide, m: PageMeta): string {
     `# Conformance, tenant and super cluster side by side (${m.date})`,
     '',
     `Produced by \`${m.command}\` on commit ${m.commit} (Kubernetes ${m.kubernetes}); regenerate it the same way.`,
-    `Focus \`${md(r.focus)}\`${r.skip ? `, skip \`${md(r.skip)}\`` : ''}. The tenant run took ${clock(m.seconds.tenant)} ` +
+    `Focus \`${r.focus}\`${r.skip ? `, skip \`${r.skip}\`` : ''}. The tenant run took ${clock(m.seconds.tenant)} ` +
       `and the super run ${clock(m.seconds.super)}: ${(m.seconds.tenant / n).toFixed(1)} s and ` +
       `${(m.seconds.super / n).toFixed(1)} s per selected spec.`,
     '',
@@ -231,7 +233,7 @@ export function renderPage(r: SideBySide, m: PageMeta): string {
     const all = r.sigs.flatMap(pick);
     if (!all.length) return;
     lines.push('', `## ${title}`, '');
-    for (const x of all) lines.push(`- ${md(x.text)}: ${md(why(x))}`);
+    for (const x of all) lines.push(`- ${x.text}: ${why(x)}`);
   };
   section(
     'Gaps',
