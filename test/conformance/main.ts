@@ -70,6 +70,8 @@ interface Options {
   page: string;
   /** real nodes of an embedded default the run starts */
   realNodes: string;
+  /** the tenant's pods.serviceAccountTokens */
+  tokens: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`[conformance] ${s}\n`);
@@ -213,7 +215,7 @@ function missingPreloaded(managerConfig: string): string[] {
  * tenant creates (or finds) the conformance tenant: a TenantPolicy forcing its Pods onto the real node and showing
  * it the nodes they may run on, and a VirtualCluster under it; returns its kubeconfig once it runs.
  */
-async function tenant(superClient: KubeClient): Promise<string> {
+async function tenant(superClient: KubeClient, tokens: string): Promise<string> {
   await superClient.apply(
     R.tenantpolicies,
     {
@@ -228,6 +230,8 @@ async function tenant(superClient: KubeClient): Promise<string> {
           // the StatefulSet eviction spec takes a host port twice on one node
           hostAccess: true,
           hostPorts: true,
+          // shared (the default) or perPod: only perPod tokens are bound to their Pod
+          serviceAccountTokens: tokens,
           // the Job specs pin Pods with a kubernetes.io/hostname nodeSelector; the default allows only os, arch, zones
           nodeLabelKeys: [
             'kubernetes.io/os',
@@ -339,7 +343,7 @@ async function main(o: Options): Promise<number> {
     rmSync(reportDir, { recursive: true, force: true });
     mkdirSync(reportDir, { recursive: true });
     await importImages(stateDir, reportDir, extra);
-    const kubeconfigText = await tenant(superClient);
+    const kubeconfigText = await tenant(superClient, o.tokens);
     const kubeconfig = join(reportDir, 'tenant.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigText, { mode: 0o600 });
     const tc = await KubeClient.fromFile(kubeconfig);
@@ -450,6 +454,7 @@ const program = new Command('conformance')
   .option('--super', 'run the selected specs against the super cluster too (the default with --all)')
   .option('--no-super', 'with --all, the tenant only')
   .option('--real-nodes <n>', 'real nodes of an embedded default the run starts (2 for the specs that need two)', '1')
+  .option('--tokens <mode>', "the tenant's pods.serviceAccountTokens: shared or perPod", 'shared')
   .option('--page <file>', 'the dated docs page a side-by-side run writes', 'docs/conformance-results.md')
   .action(async (o: Options) => {
     process.exitCode = await main(o);
