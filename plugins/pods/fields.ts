@@ -282,7 +282,7 @@ export const POD_SPEC_FIELDS: FieldShape = {
   serviceAccountName: F.translate('the super Pod runs as the token-less vc-tenant-pod'),
   serviceAccount: F.translate('dropped, as serviceAccountName'),
   automountServiceAccountToken: F.translate('false; tokens come from the tenant apiserver'),
-  nodeName: F.check('a tenant Pod cannot choose its node'),
+  nodeName: F.translate('a vNode of the tenant (checkNodeName): a required node affinity to its super node'),
   hostNetwork: F.check(POLICY),
   hostPID: F.check(POLICY),
   hostIPC: F.check(POLICY),

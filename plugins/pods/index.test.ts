@@ -162,19 +162,31 @@ const NOW = '2026-01-01T00:00:00Z';
 
 const toSuperCases: ToSuperCase[] = [
   {
-    name: 'a tenant Pod naming its node is refused with a Warning event on the tenant Pod',
+    name: 'a tenant Pod naming a node that is not its own is refused with an event and a VCSynced condition',
     tenant: tenantPod({ nodeName: 'node-1' }),
     want: {
       object: null,
-      skip: { reason: 'NodeNameNotSupported', message: expect.stringContaining('node-1') as unknown as string },
+      skip: { reason: 'NodeNameRefused', message: expect.stringContaining('"node-1"') as unknown as string },
       effects: [
         {
           type: 'event',
           side: 'tenant',
           regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: TUID },
           eventType: 'Warning',
-          reason: 'NodeNameNotSupported',
+          reason: 'NodeNameRefused',
           message: expect.stringContaining('spec.nodeName') as unknown as string,
+        },
+        {
+          type: 'tenantCondition',
+          namespace: 'default',
+          name: 'web',
+          uid: TUID,
+          condition: {
+            type: 'VCSynced',
+            status: 'False',
+            reason: 'NodeNameRefused',
+            message: expect.stringContaining('is not a node of this tenant') as unknown as string,
+          },
         },
       ],
     },
@@ -318,11 +330,8 @@ const toSuperCases: ToSuperCase[] = [
       ...tenantPod({ nodeName: 'node-1' }),
       status: { phase: 'Succeeded', conditions: [{ type: 'PodScheduled', status: 'True' }] },
     },
-    want: {
-      object: null,
-      skip: { reason: 'NodeNameNotSupported', message: expect.stringContaining('spec.nodeName') as unknown as string },
-      effects: [expect.objectContaining({ type: 'event', reason: 'NodeNameNotSupported' }) as unknown as Effect],
-    },
+    // not run again, nor refused: nothing is written
+    want: { object: null },
   },
   {
     name: 'a terminating tenant Pod with a super Pod: the super Pod must go',
@@ -749,6 +758,31 @@ describe('pods plugin: toSuper', () => {
     );
     const want = { ...c.want, object: c.want.object && normalize(c.want.object) };
     expect(got).toEqual(want);
+  });
+
+  it('creates the super Pod of a Pod naming one of its vNodes on the super node behind it, as upstream: no scheduler', () => {
+    const withNode = new MapCache([
+      [R.serviceaccounts, [podServiceAccount]],
+      [R.runtimeclasses, [publicKata]],
+      [R.nodes, [{ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, status: {} }]],
+      [R.pods, [superPod({ nodeName: 'n1' }, {}, { name: 'other' })]],
+    ]);
+    const got = podsPlugin.toSuper!(
+      tenantPod({ nodeName: 'n1' }),
+      undefined,
+      testContext({ superCache: withNode, tenantCache }),
+    );
+    expect(got.skip).toBeUndefined();
+    expect(got.object?.spec?.nodeName).toBe('n1');
+    expect(got.object?.spec?.affinity).toBeUndefined();
+    // bound already: the tenant Pod is not bound again once its super Pod runs there
+    const up = podsPlugin.toTenant!(
+      superPod({ nodeName: 'n1' }, { phase: 'Running' }),
+      tenantPod({ nodeName: 'n1' }),
+      testContext({ superCache: withNode }),
+    );
+    expect(up.effects ?? []).toEqual([]);
+    expect(up.object?.status?.phase).toBe('Running');
   });
 
   it('refuses a Pod with a field no rule names, telling the tenant on an event and the VCSynced condition', () => {

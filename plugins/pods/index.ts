@@ -44,6 +44,7 @@ import {
 } from '@virtualcluster-ts/plugin-sdk/pods';
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
+import { checkNodeName, NODE_NAME_REFUSED, translateNodeName } from './nodename.ts';
 import {
   checkDownwardVolumes,
   downwardAnnotations,
@@ -60,6 +61,7 @@ export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods
 export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
 export { SCHEDULING_GATED } from './gates.ts';
+export { NODE_NAME_REFUSED } from './nodename.ts';
 export {
   applyForcedPlacement,
   checkPodPolicy,
@@ -75,18 +77,17 @@ export const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
 /** SUPER_POD_GONE is the skip and event reason for a bound tenant Pod whose super Pod no longer exists. */
 export const SUPER_POD_GONE = 'SuperPodGone';
 
+const ended = (p: Pod): boolean => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+
 /**
  * boundBySyncer tells a tenant Pod the syncer bound (the Binding set PodScheduled=True; a Pod created with nodeName
  * has no scheduler to set it) that has not ended.
  */
 const boundBySyncer = (p: Pod): boolean =>
   !!p.spec?.nodeName &&
-  p.status?.phase !== 'Succeeded' &&
-  p.status?.phase !== 'Failed' &&
+  !ended(p) &&
   !!p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'True');
 
-/** NODE_NAME_NOT_SUPPORTED is the skip and event reason for a tenant Pod that names its node itself. */
-export const NODE_NAME_NOT_SUPPORTED = 'NodeNameNotSupported';
 /** SYNCED_REASON is the reason of the True VCSynced condition that replaces a refusal once the Pod is synced. */
 export const SYNCED_REASON = 'Synced';
 
@@ -318,19 +319,22 @@ function withClearedRefusal(tenantPod: Pod, d: Decision<Pod>): Decision<Pod> {
   return clear ? { ...d, effects: [...(d.effects ?? []), clear] } : d;
 }
 
-/** refuse turns a policy refusal into a skip the tenant sees: a Warning event and a False VCSynced condition. */
-function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
+/**
+ * refuse turns a refusal into a skip the tenant sees: a Warning event and a False VCSynced condition, with `reason`
+ * (a policy violation unless told otherwise).
+ */
+function refuse(tenantPod: Pod, r: PodRefusal, reason: string = POD_POLICY_VIOLATION): Decision<Pod> {
   const ref = podRef(tenantPod);
   return {
     object: null,
-    skip: { reason: POD_POLICY_VIOLATION, message: r.message },
+    skip: { reason, message: r.message },
     effects: [
       {
         type: 'event',
         side: 'tenant',
         regarding: ref,
         eventType: 'Warning',
-        reason: POD_POLICY_VIOLATION,
+        reason,
         message: r.message,
       },
       {
@@ -338,7 +342,7 @@ function refuse(tenantPod: Pod, r: PodRefusal): Decision<Pod> {
         namespace: ref.namespace,
         name: ref.name,
         uid: ref.uid,
-        condition: { type: SYNCED_CONDITION, status: 'False', reason: POD_POLICY_VIOLATION, message: r.message },
+        condition: { type: SYNCED_CONDITION, status: 'False', reason, message: r.message },
       },
     ],
   };
@@ -354,7 +358,7 @@ function newSuperPod(
   resolveTenantFieldRefs(spec, tenantPod);
   translateDownwardVolumes(spec);
   translateNodePins(spec, ctx);
-  delete spec.nodeName;
+  translateNodeName(spec, ctx);
   if (runtimeClassName) spec.runtimeClassName = runtimeClassName;
   else delete spec.runtimeClassName;
   // Pods cannot be created with ephemeral containers; priority, preemptionPolicy and overhead are recomputed by the
@@ -483,9 +487,10 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
 }
 
 /**
- * podsPlugin syncs tenant Pods to the super cluster and their status back. New super Pods get the tenant spec
- * without nodeName, with the service account token served from a super Secret, kube-root-ca.crt renamed and the
- * platform's forced node selector and tolerations (pods.forced); existing ones (immutable spec) only follow the
+ * podsPlugin syncs tenant Pods to the super cluster and their status back. New super Pods get the tenant spec with
+ * a tenant-chosen nodeName naming the super node behind the vNode (nodename.ts), the service
+ * account token served from a super Secret, kube-root-ca.crt renamed and the platform's forced node selector and
+ * tolerations (pods.forced); existing ones (immutable spec) only follow the
  * allow-listed labels and annotations, images and activeDeadlineSeconds. A super Pod that got scheduled asks the core
  * to bind the tenant Pod to the matching vNode; a Pod refused earlier then gets VCSynced=True.
  */
@@ -535,27 +540,14 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
         ],
       };
     }
-    if (tenantPod.spec?.nodeName && !superPod) {
-      const message =
-        `spec.nodeName is set to "${tenantPod.spec.nodeName}": a tenant Pod cannot choose its node, the super ` +
-        `cluster schedules it; remove spec.nodeName (use nodeSelector or affinity instead)`;
-      return {
-        object: null,
-        skip: { reason: NODE_NAME_NOT_SUPPORTED, message },
-        effects: [
-          {
-            type: 'event',
-            side: 'tenant',
-            regarding: podRef(tenantPod),
-            eventType: 'Warning',
-            reason: NODE_NAME_NOT_SUPPORTED,
-            message,
-          },
-        ],
-      };
+    if (!superPod && tenantPod.spec?.nodeName && ended(tenantPod)) {
+      // A Pod that ran to its end (its super Pod since removed) is not run again.
+      return { object: null };
     }
     if (!superPod) {
       const spec = tenantPod.spec ?? { containers: [] };
+      const pinned = checkNodeName(spec, ctx);
+      if (pinned) return refuse(tenantPod, pinned, NODE_NAME_REFUSED);
       const refusal =
         checkPodFields(spec) ??
         checkDownwardVolumes(spec) ??

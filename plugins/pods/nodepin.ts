@@ -59,7 +59,7 @@ export function nodePins(spec: PodSpec): NodePin[] {
  * nothing): the node exists and is one of the tenant's vNodes by its policy's view — a node where the syncer placed
  * one of the tenant's Pods, or, under the `schedulable` view, any Ready node its Pods may be placed on.
  */
-function nodeOfTenant(node: string, ctx: PluginContext): boolean {
+export function nodeOfTenant(node: string, ctx: PluginContext): boolean {
   const superNode = ctx.superCache.get<Node>(R.nodes, undefined, node);
   if (!superNode) return false;
   if (tenantHasPodOn(node, ctx)) return true;

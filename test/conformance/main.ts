@@ -1,12 +1,14 @@
 /**
  * `npm run conformance`: builds the upstream e2e suite (cached), starts or reuses the embedded default with a real
  * node, creates a tenant `conformance` whose Pods run on the real node, runs the [Conformance] specs of
- * sig-api-machinery and sig-apps against the tenant's control plane, and ends with one summary line. The JUnit
- * report, the suite's log and the tenant kubeconfig are in the report directory.
+ * sig-api-machinery and sig-apps (`--all`: of every SIG) against the tenant's control plane, and ends with one
+ * summary line. With `--all` (or `--super`) it then runs the same specs against the super cluster the tenant runs on
+ * (superside.ts), classifies every spec side by side (sidebyside.ts) and writes side-by-side.json and the dated docs
+ * page. The JUnit reports, the suite's logs and the tenant kubeconfig are in the report directory.
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { parse } from 'yaml';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
@@ -19,9 +21,11 @@ import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
 import { fileEntry, type ImageSpec, type TarEntry, writeOciArchive } from '../../core/toolchain/images.ts';
 import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
-import { toolchainDir } from '../../core/toolchain/toolchain.ts';
+import { pinnedVersions, toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, treeEntries } from './e2e.ts';
-import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine } from './report.ts';
+import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine, type TestCase } from './report.ts';
+import { compare, renderPage, selection, shellQuote } from './sidebyside.ts';
+import { prepareSuperRun } from './superside.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
 const TENANT = 'conformance';
@@ -57,6 +61,17 @@ interface Options {
   procs: string;
   timeout: string;
   keep?: boolean;
+  /** every [Conformance] spec of every SIG ([Serial]/[Disruptive] only with serial) */
+  all?: boolean;
+  serial?: boolean;
+  /** run the same specs against the super cluster too (default with --all) */
+  super?: boolean;
+  /** the dated docs page a side-by-side run writes */
+  page: string;
+  /** real nodes of an embedded default the run starts */
+  realNodes: string;
+  /** the tenant's pods.serviceAccountTokens */
+  tokens: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`[conformance] ${s}\n`);
@@ -76,7 +91,7 @@ function run(cmd: string, args: string[], o: { quiet?: boolean } = {}): Promise<
 const vc = (...args: string[]) => run(process.execPath, [fromPackageRoot('core/programs/cli/vc.mjs'), ...args]);
 
 /** startOrReuse returns the running embedded default of stateDir, starting one with a real node when none runs. */
-async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; started: boolean }> {
+async function startOrReuse(stateDir: string, realNodes: string): Promise<{ status: UpStatus; started: boolean }> {
   const running = readUpStatus(stateDir);
   if (running?.ready) {
     log(`reusing the embedded default running in ${stateDir} (pid ${running.pid})`);
@@ -100,11 +115,11 @@ async function startOrReuse(stateDir: string): Promise<{ status: UpStatus; start
       await sleep(5000);
       continue;
     }
-    log(`starting the embedded default in ${stateDir} with one real node`);
+    log(`starting the embedded default in ${stateDir} with ${realNodes} real node(s)`);
     // The e2e names imported by importImages are platform images like the toolchain's: tenant Pods run them
     // IfNotPresent (every other image is pulled Always, and this host has no registry).
     const preloaded = Object.keys(E2E_IMAGES).flatMap((r) => ['--preloaded-image', r]);
-    const r = await vc('up', '--detach', '--real-nodes', '1', '--state-dir', stateDir, ...preloaded);
+    const r = await vc('up', '--detach', '--real-nodes', realNodes, '--state-dir', stateDir, ...preloaded);
     const status = readUpStatus(stateDir);
     if (r.code === 0 && status?.ready) return { status, started: true };
     // another run took the host lock between the check and vc up's own: wait for it again
@@ -200,7 +215,7 @@ function missingPreloaded(managerConfig: string): string[] {
  * tenant creates (or finds) the conformance tenant: a TenantPolicy forcing its Pods onto the real node and showing
  * it the nodes they may run on, and a VirtualCluster under it; returns its kubeconfig once it runs.
  */
-async function tenant(superClient: KubeClient): Promise<string> {
+async function tenant(superClient: KubeClient, tokens: string): Promise<string> {
   await superClient.apply(
     R.tenantpolicies,
     {
@@ -211,8 +226,12 @@ async function tenant(superClient: KubeClient): Promise<string> {
         grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
         podSecurity: { allowedLevels: ['privileged', 'baseline', 'restricted'], defaultLevel: 'privileged' },
         pods: {
-          // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged)
+          // a trusted test tenant: the Job specs' Pods mount hostPath volumes (its Pod Security level is privileged),
+          // the StatefulSet eviction spec takes a host port twice on one node
           hostAccess: true,
+          hostPorts: true,
+          // shared (the default) or perPod: only perPod tokens are bound to their Pod
+          serviceAccountTokens: tokens,
           // the Job specs pin Pods with a kubernetes.io/hostname nodeSelector; the default allows only os, arch, zones
           nodeLabelKeys: [
             'kubernetes.io/os',
@@ -255,6 +274,47 @@ async function tenant(superClient: KubeClient): Promise<string> {
   return Buffer.from(s.data?.kubeconfig ?? '', 'base64').toString('utf8');
 }
 
+/** SuiteRun is one run of the suite: its JUnit cases and how long it took. */
+interface SuiteRun {
+  cases: TestCase[];
+  seconds: number;
+}
+
+/**
+ * runSuite runs the suite with its output on the terminal and in dir/e2e.log, and reads the JUnit report it leaves in
+ * dir; `started` is given the child process (interrupted on SIGINT and SIGTERM).
+ */
+async function runSuite(
+  cmd: { command: string; args: string[] },
+  kubeconfig: string,
+  dir: string,
+  started: (c: ReturnType<typeof spawn>) => void,
+): Promise<SuiteRun> {
+  log(`${cmd.command} ${cmd.args.map((a) => (/[\\[\]|*( )]/.test(a) ? `'${a}'` : a)).join(' ')}`);
+  const runStarted = Date.now();
+  const logFile = createWriteStream(join(dir, 'e2e.log'));
+  const child = spawn(cmd.command, cmd.args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, KUBECONFIG: kubeconfig },
+  });
+  started(child);
+  child.stdout.on('data', (b: Buffer) => (process.stdout.write(b), logFile.write(b)));
+  child.stderr.on('data', (b: Buffer) => (process.stderr.write(b), logFile.write(b)));
+  const code = await new Promise<number>((res) => child.on('close', (c) => res(c ?? 1)));
+  logFile.end();
+  const junit = join(dir, 'junit_01.xml');
+  if (!existsSync(junit)) throw new Error(`the suite exited ${code} without a JUnit report; see ${dir}/e2e.log`);
+  return { cases: parseJUnit(readFileSync(junit, 'utf8')), seconds: (Date.now() - runStarted) / 1000 };
+}
+
+/** gitCommit is the short commit of the checkout the harness runs from ("unknown" outside git). */
+async function gitCommit(): Promise<string> {
+  const r = await run('git', ['-C', fromPackageRoot('.'), 'rev-parse', '--short', 'HEAD'], { quiet: true }).catch(
+    () => ({ code: 1, out: '' }),
+  );
+  return r.code === 0 ? r.out.trim() : 'unknown';
+}
+
 async function main(o: Options): Promise<number> {
   const stateDir = resolve(o.stateDir);
   const reportDir = resolve(o.reportDir);
@@ -263,7 +323,7 @@ async function main(o: Options): Promise<number> {
   const binDir = await ensureE2eBinaries();
   // built before the real node starts, so that a cold build does not hold the host lock
   const extra: ExtraImageDirs = { nginx: await ensureE2eNginx(), images: await ensureE2eImages() };
-  const { status, started } = await startOrReuse(stateDir);
+  const { status, started } = await startOrReuse(stateDir, o.realNodes);
   const superClient = await KubeClient.fromFile(status.superKubeconfig);
   let child: ReturnType<typeof spawn> | undefined;
   const stop = () => child?.kill('SIGINT');
@@ -283,7 +343,7 @@ async function main(o: Options): Promise<number> {
     rmSync(reportDir, { recursive: true, force: true });
     mkdirSync(reportDir, { recursive: true });
     await importImages(stateDir, reportDir, extra);
-    const kubeconfigText = await tenant(superClient);
+    const kubeconfigText = await tenant(superClient, o.tokens);
     const kubeconfig = join(reportDir, 'tenant.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigText, { mode: 0o600 });
     const tc = await KubeClient.fromFile(kubeconfig);
@@ -298,42 +358,66 @@ async function main(o: Options): Promise<number> {
     } finally {
       tc.close();
     }
-    const cmd = e2eCommand({
-      binDir,
-      kubeconfig,
-      kubectl: status.kubectl,
-      reportDir,
-      focus: o.focus,
-      skip: o.skip,
-      procs,
-      timeout: o.timeout,
-    });
-    log(`${cmd.command} ${cmd.args.map((a) => (/[\\[\]|*( )]/.test(a) ? `'${a}'` : a)).join(' ')}`);
-    const runStarted = Date.now();
-    const logFile = createWriteStream(join(reportDir, 'e2e.log'));
-    child = spawn(cmd.command, cmd.args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, KUBECONFIG: kubeconfig },
-    });
-    child.stdout!.on('data', (b: Buffer) => (process.stdout.write(b), logFile.write(b)));
-    child.stderr!.on('data', (b: Buffer) => (process.stderr.write(b), logFile.write(b)));
-    const code = await new Promise<number>((res) => child!.on('close', (c) => res(c ?? 1)));
-    logFile.end();
-    const seconds = (Date.now() - runStarted) / 1000;
-    const junit = join(reportDir, 'junit_01.xml');
-    if (!existsSync(junit))
-      throw new Error(`the suite exited ${code} without a JUnit report; see ${reportDir}/e2e.log`);
-    const sum = summarize(parseJUnit(readFileSync(junit, 'utf8')), o.focus, o.skip);
+    const sel = selection(o);
+    const suite = (kc: string, dir: string) =>
+      runSuite(
+        e2eCommand({
+          binDir,
+          kubeconfig: kc,
+          kubectl: status.kubectl,
+          reportDir: dir,
+          ...sel,
+          procs,
+          timeout: o.timeout,
+        }),
+        kc,
+        dir,
+        (c) => (child = c),
+      );
+    const tenantRun = await suite(kubeconfig, reportDir);
+    const sum = summarize(tenantRun.cases, sel.focus, sel.skip);
     for (const f of sum.failures) process.stdout.write(`FAILED [${f.status}] ${f.text}\n`);
     for (const f of sum.setupFailures)
       process.stdout.write(`SETUP FAILED [${f.status}] ${f.node}: ${f.message ?? ''}\n`);
-    const line = summaryLine(sum, seconds);
+    const line = summaryLine(sum, tenantRun.seconds);
     writeFileSync(
       join(reportDir, 'summary.json'),
-      JSON.stringify({ ...sum, seconds, total: (Date.now() - t0) / 1000 }, null, 2) + '\n',
+      JSON.stringify({ ...sum, seconds: tenantRun.seconds, total: (Date.now() - t0) / 1000 }, null, 2) + '\n',
     );
-    process.stdout.write(`${line} (report: ${junit})\n`);
-    return sum.failed || sum.setupFailures.length || sum.passed === 0 ? 1 : 0;
+    process.stdout.write(`${line} (report: ${join(reportDir, 'junit_01.xml')})\n`);
+    if (!(o.super ?? o.all)) return sum.failed || sum.setupFailures.length || sum.passed === 0 ? 1 : 0;
+    // the same specs against the super cluster the tenant runs on, on the same real node(s)
+    const superDir = join(reportDir, 'super');
+    mkdirSync(superDir, { recursive: true });
+    const opened = await prepareSuperRun(superClient, REAL_NODE_LABEL, REAL_NODE_TAINT);
+    log(
+      `super run: cordoned ${opened.changes.cordon.join(', ') || 'no node'}, lifted the real-node taint of ${opened.changes.untaint.join(', ') || 'no node'}`,
+    );
+    let superRun: SuiteRun;
+    try {
+      superRun = await suite(status.superKubeconfig, superDir);
+    } finally {
+      await opened.restore();
+    }
+    const side = compare(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
+    writeFileSync(join(reportDir, 'side-by-side.json'), JSON.stringify(side, null, 2) + '\n');
+    const command = ['npm run conformance --', ...process.argv.slice(2).map(shellQuote)].join(' ');
+    const page = renderPage(side, {
+      date: new Date().toISOString().slice(0, 10),
+      commit: await gitCommit(),
+      kubernetes: pinnedVersions().kubernetes,
+      command,
+      seconds: { tenant: tenantRun.seconds, super: superRun.seconds },
+    });
+    mkdirSync(dirname(resolve(o.page)), { recursive: true });
+    writeFileSync(resolve(o.page), page);
+    const x = side.totals;
+    process.stdout.write(
+      `side by side: ${x.selected} selected, ${x.passedTenant} passed on the tenant, ${x.passedSuper} on super; ` +
+        `${x.gaps} fidelity gaps, ${x.designLimits} design limits, ${x.environment} environment, ${x.tenantOnly} tenant only ` +
+        `(${join(reportDir, 'side-by-side.json')}, ${o.page})\n`,
+    );
+    return x.gaps || x.tenantOnly || superRun.cases.length === 0 ? 1 : 0;
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
@@ -350,7 +434,10 @@ async function main(o: Options): Promise<number> {
 }
 
 const program = new Command('conformance')
-  .description('run the upstream [Conformance] specs of sig-api-machinery and sig-apps against a tenant on a real node')
+  .description(
+    'run the upstream [Conformance] specs (sig-api-machinery and sig-apps, or --all) against a tenant on a real node, ' +
+      'and with --all against its super cluster too',
+  )
   .option('--state-dir <dir>', 'state directory of the embedded default to reuse or start', DEFAULT_STATE_DIR)
   .option(
     '--report-dir <dir>',
@@ -362,6 +449,13 @@ const program = new Command('conformance')
   .option('--procs <n>', 'parallel Ginkgo processes ([Serial] specs still run alone)', '4')
   .option('--timeout <duration>', "the suite's time limit", '3h')
   .option('--keep', 'leave the tenant (and an embedded default it started) running afterwards')
+  .option('--all', 'every [Conformance] spec of every SIG, against the tenant and the super cluster side by side')
+  .option('--serial', 'with --all, the [Serial] and [Disruptive] specs too')
+  .option('--super', 'run the selected specs against the super cluster too (the default with --all)')
+  .option('--no-super', 'with --all, the tenant only')
+  .option('--real-nodes <n>', 'real nodes of an embedded default the run starts (2 for the specs that need two)', '1')
+  .option('--tokens <mode>', "the tenant's pods.serviceAccountTokens: shared or perPod", 'shared')
+  .option('--page <file>', 'the dated docs page a side-by-side run writes', 'docs/conformance-results.md')
   .action(async (o: Options) => {
     process.exitCode = await main(o);
   });

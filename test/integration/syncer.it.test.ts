@@ -29,7 +29,7 @@ interface Pod extends KubeObject {
     automountServiceAccountToken?: boolean;
     volumes?: Array<{ name: string; secret?: { secretName: string } }>;
   };
-  status?: { phase?: string; podIP?: string; conditions?: Array<{ type: string; status: string }> };
+  status?: { phase?: string; podIP?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
 }
 
 const sandboxPlugin = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
@@ -326,27 +326,45 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     });
   });
 
-  it('refuses a tenant Pod that sets nodeName, with an event on it', async () => {
-    await a.create(R.pods, {
+  it('runs a tenant Pod that names one of its vNodes there, and refuses one naming another node, saying why', async () => {
+    // tenant A sees the vNodes its web Pods run on (the default withPods view); one names the node of web's first
+    const vNode = (await a.list(R.nodes)).items[0]!.metadata!.name!;
+    const pinned = (name: string, nodeName: string): KubeObject => ({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'pinned', namespace: 'default' },
-      spec: { nodeName: 'super-node-0', containers: [{ name: 'c', image: 'nginx' }] },
+      metadata: { name, namespace: 'default' },
+      spec: { nodeName, containers: [{ name: 'c', image: 'nginx' }] },
     });
+    await a.create(R.pods, pinned('pinned', vNode));
+    await a.create(R.pods, pinned('elsewhere', 'super-node-9'));
+    const superNs = superNamespace(tenantA.key, 'default');
+    const running = await eventually(async () => {
+      const p = await a.get<Pod>(R.pods, 'default', 'pinned');
+      expect(p.status?.phase).toBe('Running');
+      return p;
+    }, 90_000);
+    expect(running.spec.nodeName).toBe(vNode);
+    const s = await t.client.get<Pod & { spec: { affinity?: unknown } }>(R.pods, superNs, 'pinned');
+    // created on the node the tenant named, as upstream runs such a Pod: no scheduler, the kubelet admits it
+    expect(s.spec.nodeName).toBe(vNode);
+    expect(s.spec.affinity).toBeUndefined();
     const ev = await eventually(async () => {
-      const list = await a.list<KubeObject & { reason: string; message: string; involvedObject: { name: string } }>(
-        R.events,
-        {
-          namespace: 'default',
-          fieldSelector: 'involvedObject.name=pinned',
-        },
-      );
-      const e = list.items.find((x) => x.reason === 'NodeNameNotSupported');
+      const list = await a.list<KubeObject & { reason: string; message: string }>(R.events, {
+        namespace: 'default',
+        fieldSelector: 'involvedObject.name=elsewhere',
+      });
+      const e = list.items.find((x) => x.reason === 'NodeNameRefused');
       expect(e).toBeDefined();
       return e!;
     });
-    expect(ev.message).toMatch(/nodeName/);
-    expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'pinned')).toBeNull();
+    expect(ev.message).toContain('spec.nodeName "super-node-9" is not a node of this tenant');
+    await eventually(async () => {
+      const refused = await a.get<Pod>(R.pods, 'default', 'elsewhere');
+      expect(refused.status?.conditions?.find((c) => c.type === 'VCSynced')?.reason).toBe('NodeNameRefused');
+    });
+    expect(await t.client.getOrNull(R.pods, superNs, 'elsewhere')).toBeNull();
+    await a.delete(R.pods, 'default', 'pinned');
+    await a.delete(R.pods, 'default', 'elsewhere');
   });
 
   it("copies its Pods' super events up, one that came before its Pod too, none about another object, and not the scheduler's Scheduled", async () => {

@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { R } from '../../core/kube/resources.ts';
+import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
+import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
+import type { NodesView, TenantView } from '../sdk/src/index.ts';
+import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
+import { checkNodeName, translateNodeName } from './nodename.ts';
+
+const KEY = testTenant().key;
+const OTHER = 'team-b-4d5e6f-prod';
+
+const node = (name: string, labels: Record<string, string> = {}, taints: object[] = [], ready = 'True') => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name, labels },
+  spec: { taints },
+  status: { conditions: [{ type: 'Ready', status: ready }] },
+});
+
+const superPod = (cluster: string, nodeName: string) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: {
+    name: `p-${cluster}-${nodeName}`,
+    namespace: `${cluster}-default`,
+    labels: { [LABEL.managedBy]: MANAGER },
+    annotations: { [ANN.cluster]: cluster },
+  },
+  spec: { nodeName },
+});
+
+/**
+ * The super cluster: n1 runs a Pod of this tenant, n2 only another tenant's, n3 none, gpu is tainted for a dedicated
+ * pool, pool-b carries the label of a forced pool, down is not Ready.
+ */
+const superCache = () =>
+  new MapCache([
+    [
+      R.nodes,
+      [
+        node('n1'),
+        node('n2'),
+        node('n3'),
+        node('gpu', {}, [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]),
+        node('pool-b', { pool: 'b' }),
+        node('down', {}, [], 'False'),
+      ],
+    ],
+    [R.pods, [superPod(KEY, 'n1'), superPod(OTHER, 'n2')]],
+  ]);
+
+const named = (nodeName?: string, over: Partial<PodSpec> = {}): PodSpec => ({
+  containers: [{ name: 'c', image: 'x' }],
+  ...(nodeName !== undefined && { nodeName }),
+  ...over,
+});
+
+interface Setup {
+  view?: NodesView;
+  shared?: boolean;
+  tenant?: Partial<TenantView>;
+}
+
+describe('checkNodeName', () => {
+  it.each<[string, PodSpec, Setup, boolean]>([
+    ['a Pod without nodeName passes', named(), {}, true],
+    ['an empty nodeName is no choice of node and passes', named(''), {}, true],
+    ['a node running one of the tenant Pods passes (withPods view)', named('n1'), {}, true],
+    ["a node running only another tenant's Pods is refused (withPods view)", named('n2'), {}, false],
+    ['an empty node is refused under the withPods view: the tenant does not see it', named('n3'), {}, false],
+    ['an empty Ready node passes under the schedulable view', named('n3'), { view: 'schedulable' }, true],
+    ['a node that is not Ready is refused under the schedulable view', named('down'), { view: 'schedulable' }, false],
+    ['a node tainted for a pool the tenant may not use is refused', named('gpu'), { view: 'schedulable' }, false],
+    [
+      "a node outside the platform's forced node selector is refused",
+      named('n3'),
+      { view: 'schedulable', tenant: { pods: { forced: { nodeSelector: { pool: 'b' } } } } },
+      false,
+    ],
+    [
+      "a node inside the platform's forced node selector passes",
+      named('pool-b'),
+      { view: 'schedulable', tenant: { pods: { forced: { nodeSelector: { pool: 'b' } } } } },
+      true,
+    ],
+    [
+      'a node that does not exist in the super cluster (a Node the tenant made itself) is refused',
+      named('super-apiserver-host'),
+      { view: 'schedulable' },
+      false,
+    ],
+    ['with several super clusters a vNode of this super cluster passes', named('r1.n1'), { shared: true }, true],
+    ['with several super clusters a vNode of another is refused here', named('r2.n1'), { shared: true }, false],
+    ['with several super clusters an unqualified node name is refused', named('n1'), { shared: true }, false],
+  ])('%s', (_, spec, o, passes) => {
+    const ctx = testContext({
+      tenant: testTenant({ nodes: { view: o.view ?? 'withPods' }, ...o.tenant }),
+      superCache: superCache(),
+      ...(o.shared && { sharedTenants: true, superCluster: 'r1' }),
+    });
+    const refusal = checkNodeName(spec, ctx);
+    if (passes) expect(refusal).toBeUndefined();
+    else {
+      expect(refusal?.field).toBe('spec.nodeName');
+      expect(refusal?.message).toContain(`"${spec.nodeName}" is not a node of this tenant`);
+      if (o.shared) expect(refusal?.message).toContain('super cluster r1');
+    }
+  });
+});
+
+describe('translateNodeName', () => {
+  it.each<[string, PodSpec, { shared?: boolean }, PodSpec]>([
+    ['without nodeName nothing changes', named(), {}, named()],
+    ['with one super cluster the vNode is named as its super node', named('n1'), {}, named('n1')],
+    [
+      "a shared tenant's vNode of this super cluster names the super node behind it",
+      named('r1.n3'),
+      { shared: true },
+      named('n3'),
+    ],
+    [
+      'the affinity the tenant wrote is kept as it is (the kubelet admits the Pod against it)',
+      named('n1', {
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } },
+      }),
+      {},
+      named('n1', {
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } },
+      }),
+    ],
+  ])('%s', (_, spec, o, want) => {
+    translateNodeName(spec, o.shared ? { sharedTenants: true, superCluster: 'r1' } : {});
+    expect(spec).toEqual(want);
+  });
+});

@@ -1,0 +1,195 @@
+import { describe, expect, it } from 'vitest';
+import type { SpecState, TestCase } from './report.ts';
+import {
+  ALL_FOCUS,
+  compare,
+  firstLine,
+  type Outcome,
+  outcomeOf,
+  renderPage,
+  selection,
+  SERIAL_SKIP,
+  shellQuote,
+  sigOf,
+} from './sidebyside.ts';
+
+describe('selection', () => {
+  it.each<[string, Parameters<typeof selection>[0], ReturnType<typeof selection>]>([
+    ['without --all, the focus given and no skip', { focus: 'F' }, { focus: 'F' }],
+    ['without --all, the skip given', { focus: 'F', skip: 'S' }, { focus: 'F', skip: 'S' }],
+    [
+      '--all: every conformance spec, Serial and Disruptive left out',
+      { all: true, focus: 'F' },
+      { focus: ALL_FOCUS, skip: SERIAL_SKIP },
+    ],
+    ['--all --serial: nothing left out', { all: true, serial: true, focus: 'F' }, { focus: ALL_FOCUS }],
+    [
+      '--all with a skip of its own: both',
+      { all: true, focus: 'F', skip: 'S' },
+      { focus: ALL_FOCUS, skip: `${SERIAL_SKIP}|S` },
+    ],
+  ])('%s', (_, o, want) => expect(selection(o)).toEqual(want));
+
+  it('the skip of --all leaves out exactly the Serial and Disruptive specs', () => {
+    const re = new RegExp(selection({ all: true, focus: '' }).skip!);
+    expect(
+      ['[sig-apps] x [Serial] [Conformance]', '[sig-node] y [Disruptive] [Conformance]'].every((t) => re.test(t)),
+    ).toBe(true);
+    expect(re.test('[sig-apps] z [Conformance]')).toBe(false);
+  });
+});
+
+describe('sigOf', () => {
+  it.each([
+    ['[sig-api-machinery] Watchers should observe [Conformance]', 'api-machinery'],
+    ['[sig-node] Pods should be updated [NodeConformance] [Conformance]', 'node'],
+    ['Kubectl client without a sig', 'other'],
+  ])('%s -> %s', (text, sig) => expect(sigOf(text)).toBe(sig));
+});
+
+describe('outcomeOf', () => {
+  it.each<[SpecState | undefined, SpecState | undefined, Outcome]>([
+    ['passed', 'passed', 'passed'],
+    ['failed', 'passed', 'gap'],
+    ['timedout', 'passed', 'gap'],
+    ['failed', 'failed', 'environment'],
+    ['panicked', 'timedout', 'environment'],
+    ['passed', 'failed', 'tenantOnly'],
+    ['skipped', 'passed', 'skipped'],
+    ['passed', 'skipped', 'skipped'],
+    ['failed', undefined, 'skipped'],
+    [undefined, 'passed', 'skipped'],
+  ])('tenant %s, super %s: %s', (t, s, want) => expect(outcomeOf(t, s)).toBe(want));
+});
+
+const it_ = (text: string, status: SpecState, message?: string): TestCase => ({
+  node: 'It',
+  text,
+  status,
+  seconds: 1,
+  ...(message && { message }),
+});
+
+const A = '[sig-apps] Deployment should roll [Conformance]';
+const B = '[sig-apps] DaemonSet should run and stop complex daemon [Conformance]';
+const C = '[sig-apps] StatefulSet should pin [Conformance]';
+const D = '[sig-node] Pods should run [NodeConformance] [Conformance]';
+const E = '[sig-network] Services should serve [Conformance]';
+const F = '[sig-storage] EmptyDir should mount [Conformance]';
+const SERIAL = '[sig-scheduling] SchedulerPredicates validates [Serial] [Conformance]';
+const NOT = '[sig-apps] Job not conformance';
+
+const tenant: TestCase[] = [
+  { node: 'SynchronizedBeforeSuite', text: '', status: 'passed', seconds: 1 },
+  it_(A, 'passed'),
+  it_(B, 'failed', '[FAILED] no node selected\nstack'),
+  it_(C, 'failed', '\n[FAILED] pod not running\nstack'),
+  it_(D, 'failed', '[FAILED] image pull'),
+  it_(E, 'passed'),
+  it_(F, 'skipped'),
+  it_(SERIAL, 'failed'),
+  it_(NOT, 'failed'),
+];
+const superSide: TestCase[] = [
+  it_(A, 'passed'),
+  it_(B, 'passed'),
+  it_(C, 'passed'),
+  it_(D, 'failed', '[FAILED] image pull on super'),
+  it_(E, 'failed', '[FAILED] no route'),
+  it_(F, 'passed'),
+  it_(SERIAL, 'passed'),
+];
+
+describe('compare', () => {
+  const r = compare(tenant, superSide, ALL_FOCUS, SERIAL_SKIP);
+
+  it('classifies every selected spec per SIG, sorted, leaving out setup nodes, unfocused and skipped-by-skip specs', () => {
+    expect(r.sigs.map((g) => [g.sig, g.selected, g.passedTenant, g.passedSuper, g.skipped])).toEqual([
+      ['apps', 3, 1, 3, 0],
+      ['network', 1, 1, 0, 0],
+      ['node', 1, 0, 0, 0],
+      ['storage', 1, 0, 1, 1],
+    ]);
+    const apps = r.sigs[0]!;
+    expect(apps.gaps.map((x) => [x.text, x.message, x.designLimit !== undefined])).toEqual([
+      [B, '[FAILED] no node selected', true],
+      [C, '[FAILED] pod not running', false],
+    ]);
+    expect(r.sigs[1]!.tenantOnly).toEqual([
+      {
+        text: E,
+        sig: 'network',
+        tenant: 'passed',
+        super: 'failed',
+        outcome: 'tenantOnly',
+        message: '[FAILED] no route',
+      },
+    ]);
+    expect(r.sigs[2]!.environment.map((x) => x.message)).toEqual(['[FAILED] image pull']);
+  });
+
+  it('totals the SIGs, design limits apart from the gaps to fix', () => {
+    expect(r.totals).toEqual({
+      selected: 6,
+      passedTenant: 2,
+      passedSuper: 4,
+      gaps: 1,
+      designLimits: 1,
+      environment: 1,
+      tenantOnly: 1,
+      skipped: 1,
+    });
+  });
+
+  it('counts a spec one side never reported as skipped, not as a gap', () => {
+    const x = compare([it_(A, 'failed')], [], ALL_FOCUS);
+    expect(x.totals).toMatchObject({ selected: 1, gaps: 0, skipped: 1 });
+  });
+});
+
+describe('shellQuote', () => {
+  it.each([
+    ['--all', '--all'],
+    ['/tmp/a-b.c', '/tmp/a-b.c'],
+    [String.raw`\[sig-(a|b)\]`, String.raw`'\[sig-(a|b)\]'`],
+    ["it's", String.raw`'it'\''s'`],
+    ['', ''],
+  ])('%s', (a, want) => expect(shellQuote(a)).toBe(want));
+});
+
+describe('firstLine', () => {
+  it.each([
+    ['\n\n  [FAILED] x  \nstack', '[FAILED] x'],
+    ['a'.repeat(400), `${'a'.repeat(297)}...`],
+    ['', ''],
+  ])('%#', (m, want) => expect(firstLine(m)).toBe(want));
+});
+
+describe('renderPage', () => {
+  const page = renderPage(compare(tenant, superSide, ALL_FOCUS, SERIAL_SKIP), {
+    date: '2026-11-29',
+    commit: 'abc1234',
+    kubernetes: 'v1.36.3',
+    command: 'npm run conformance -- --all',
+    seconds: { tenant: 60, super: 30 },
+  });
+
+  it('is dated, says how it was made and how long each spec took', () => {
+    expect(page).toContain('(2026-11-29)');
+    expect(page).toContain('`npm run conformance -- --all` on commit abc1234 (Kubernetes v1.36.3)');
+    expect(page).toContain('10.0 s and 5.0 s per selected spec');
+  });
+
+  it('has a row per SIG and a total, and names the focus and skip as given', () => {
+    expect(page).toContain('| apps | 3 | 1 | 3 | 2 | 0 | 0 | 0 |');
+    expect(page).toContain('| **all** | 6 | 2 | 4 | 2 | 1 | 1 | 1 |');
+    expect(page).toContain('skip `\\[Serial\\]|\\[Disruptive\\]`');
+  });
+
+  it('lists every spec that is not a pass on both, by class, with its reason', () => {
+    expect(page).toContain(`- ${B}: design limit: labels a vNode`);
+    expect(page).toContain(`- ${C}: fidelity gap: [FAILED] pod not running`);
+    expect(page).toContain(`## Environment\n\n- ${D}: [FAILED] image pull\n`);
+    expect(page).toContain(`## Tenant only\n\n- ${E}: super: [FAILED] no route\n`);
+  });
+});

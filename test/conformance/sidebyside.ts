@@ -1,0 +1,254 @@
+/**
+ * The pure parts of `npm run conformance -- --all`: which specs a run selects, the tenant's results set beside the
+ * super cluster's (the same specs run against the super cluster the tenant runs on), every spec classified, a JSON
+ * summary per SIG and the dated docs page made from it. Unit-tested from tables in sidebyside.test.ts.
+ */
+import type { SpecState, TestCase } from './report.ts';
+
+/** ALL_FOCUS selects every `[Conformance]` spec of every SIG. */
+export const ALL_FOCUS = String.raw`\[Conformance\]`;
+/** SERIAL_SKIP leaves out the specs that need the whole cluster to themselves, unless a run asks for them. */
+export const SERIAL_SKIP = String.raw`\[Serial\]|\[Disruptive\]`;
+
+/**
+ * selection is the focus and skip of a run: `--all` selects every conformance spec (else `focus`), leaving out
+ * `[Serial]` and `[Disruptive]` ones unless `serial`; a skip of the user's own is added to that.
+ */
+export function selection(o: { all?: boolean; serial?: boolean; focus: string; skip?: string }): {
+  focus: string;
+  skip?: string;
+} {
+  const focus = o.all ? ALL_FOCUS : o.focus;
+  const skips = [...(o.all && !o.serial ? [SERIAL_SKIP] : []), ...(o.skip ? [o.skip] : [])];
+  return skips.length ? { focus, skip: skips.join('|') } : { focus };
+}
+
+/** sigOf is the SIG a spec belongs to, from its text (`[sig-apps] ...`), or `other`. */
+export const sigOf = (text: string): string => /\[sig-([a-z0-9-]+)\]/.exec(text)?.[1] ?? 'other';
+
+/**
+ * Outcome is how one spec compares: both passed; a fidelity gap (passed on super, failed on the tenant); an
+ * environment limit (failed on both: this machine, not the tenant); tenant only (passed on the tenant, failed on
+ * super: to investigate); skipped (at run time on either side, or not reached on one).
+ */
+export const OUTCOMES = ['passed', 'gap', 'environment', 'tenantOnly', 'skipped'] as const;
+/** Outcome is one of OUTCOMES. */
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** DesignLimit is a spec the tenant cannot pass by design, and why (written down in docs/conformance.md). */
+export interface DesignLimit {
+  spec: RegExp;
+  reason: string;
+}
+
+/**
+ * DESIGN_LIMITS are the conformance specs a tenant fails on purpose. A gap whose spec matches one is reported with
+ * its reason; every other gap is a fidelity gap to fix.
+ */
+export const DESIGN_LIMITS: readonly DesignLimit[] = [
+  {
+    spec: /DaemonSet.*should run and stop complex daemon/,
+    reason:
+      'labels a vNode and selects on the label: tenants do not label super nodes (the original VirtualCluster and ' +
+      'vcluster without node syncing fail it too)',
+  },
+];
+
+/** SpecResult is one selected spec with both sides' states. */
+export interface SpecResult {
+  text: string;
+  sig: string;
+  tenant?: SpecState;
+  super?: SpecState;
+  outcome: Outcome;
+  /** the tenant's failure message (gaps, environment), else the super's (tenant only) */
+  message?: string;
+  /** the design limit's reason, for a gap that is one */
+  designLimit?: string;
+}
+
+/** SigSummary counts one SIG's selected specs. */
+export interface SigSummary {
+  sig: string;
+  selected: number;
+  passedTenant: number;
+  passedSuper: number;
+  gaps: SpecResult[];
+  environment: SpecResult[];
+  tenantOnly: SpecResult[];
+  skipped: number;
+}
+
+/** SideBySide is the JSON summary of a run: every SIG, and the totals. */
+export interface SideBySide {
+  focus: string;
+  skip?: string;
+  sigs: SigSummary[];
+  totals: Omit<SigSummary, 'sig' | 'gaps' | 'environment' | 'tenantOnly'> & {
+    gaps: number;
+    designLimits: number;
+    environment: number;
+    tenantOnly: number;
+  };
+}
+
+const FAILED: readonly SpecState[] = ['failed', 'timedout', 'interrupted', 'aborted', 'panicked'];
+const passed = (s?: SpecState) => s === 'passed';
+const failed = (s?: SpecState) => s !== undefined && FAILED.includes(s);
+
+/** outcomeOf classifies one spec from its two states (undefined: the side did not report it). */
+export function outcomeOf(tenant?: SpecState, sup?: SpecState): Outcome {
+  if (passed(tenant) && passed(sup)) return 'passed';
+  if (passed(sup) && failed(tenant)) return 'gap';
+  if (failed(tenant) && failed(sup)) return 'environment';
+  if (passed(tenant) && failed(sup)) return 'tenantOnly';
+  return 'skipped';
+}
+
+/** selected keeps the It specs of a report that match focus and not skip, by text. */
+function selectedSpecs(cases: readonly TestCase[], focus: string, skip?: string): Map<string, TestCase> {
+  const f = new RegExp(focus);
+  const s = skip ? new RegExp(skip) : undefined;
+  const out = new Map<string, TestCase>();
+  for (const c of cases) if (c.node === 'It' && f.test(c.text) && !s?.test(c.text)) out.set(c.text, c);
+  return out;
+}
+
+/**
+ * compare sets the tenant's JUnit cases beside the super cluster's: every spec either side selected, classified,
+ * counted per SIG (sorted by name) and in total. A gap matching DESIGN_LIMITS carries its reason.
+ */
+export function compare(
+  tenantCases: readonly TestCase[],
+  superCases: readonly TestCase[],
+  focus: string,
+  skip?: string,
+  limits: readonly DesignLimit[] = DESIGN_LIMITS,
+): SideBySide {
+  const t = selectedSpecs(tenantCases, focus, skip);
+  const s = selectedSpecs(superCases, focus, skip);
+  const sigs = new Map<string, SigSummary>();
+  for (const text of [...new Set([...t.keys(), ...s.keys()])].sort()) {
+    const tc = t.get(text);
+    const sc = s.get(text);
+    const sig = sigOf(text);
+    const outcome = outcomeOf(tc?.status, sc?.status);
+    const message = outcome === 'tenantOnly' ? sc?.message : outcome === 'passed' ? undefined : tc?.message;
+    const designLimit = outcome === 'gap' ? limits.find((l) => l.spec.test(text))?.reason : undefined;
+    const r: SpecResult = {
+      text,
+      sig,
+      ...(tc && { tenant: tc.status }),
+      ...(sc && { super: sc.status }),
+      outcome,
+      ...(message && { message: firstLine(message) }),
+      ...(designLimit && { designLimit }),
+    };
+    let g = sigs.get(sig);
+    if (!g) {
+      g = { sig, selected: 0, passedTenant: 0, passedSuper: 0, gaps: [], environment: [], tenantOnly: [], skipped: 0 };
+      sigs.set(sig, g);
+    }
+    g.selected++;
+    if (passed(r.tenant)) g.passedTenant++;
+    if (passed(r.super)) g.passedSuper++;
+    if (outcome === 'gap') g.gaps.push(r);
+    else if (outcome === 'environment') g.environment.push(r);
+    else if (outcome === 'tenantOnly') g.tenantOnly.push(r);
+    else if (outcome === 'skipped') g.skipped++;
+  }
+  const list = [...sigs.values()].sort((a, b) => a.sig.localeCompare(b.sig));
+  const sum = (f: (g: SigSummary) => number) => list.reduce((n, g) => n + f(g), 0);
+  return {
+    focus,
+    ...(skip && { skip }),
+    sigs: list,
+    totals: {
+      selected: sum((g) => g.selected),
+      passedTenant: sum((g) => g.passedTenant),
+      passedSuper: sum((g) => g.passedSuper),
+      gaps: sum((g) => g.gaps.filter((x) => !x.designLimit).length),
+      designLimits: sum((g) => g.gaps.filter((x) => x.designLimit).length),
+      environment: sum((g) => g.environment.length),
+      tenantOnly: sum((g) => g.tenantOnly.length),
+      skipped: sum((g) => g.skipped),
+    },
+  };
+}
+
+/** firstLine is a failure message's first non-empty line, cut to 300 characters (the JUnit one holds the stack). */
+export function firstLine(message: string): string {
+  const line = message.split('\n').find((l) => l.trim()) ?? '';
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line.trim();
+}
+
+/** shellQuote quotes a command line argument for a POSIX shell when it holds anything but plain characters. */
+export const shellQuote = (a: string): string => (/^[\w@%+=:,./-]*$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+
+/** PageMeta is what the docs page says about the run besides its results. */
+export interface PageMeta {
+  /** UTC date of the run, YYYY-MM-DD */
+  date: string;
+  commit: string;
+  kubernetes: string;
+  /** the command that produced it */
+  command: string;
+  /** seconds of the tenant run and of the super run */
+  seconds: { tenant: number; super: number };
+}
+
+const clock = (seconds: number) => {
+  const t = Math.round(seconds);
+  return `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s`;
+};
+
+/**
+ * renderPage writes the dated docs page of a side-by-side run: per SIG selected, passed on the tenant and on super,
+ * then every spec that is not a pass on both, by class, with its reason.
+ */
+export function renderPage(r: SideBySide, m: PageMeta): string {
+  const n = r.totals.selected || 1;
+  const lines = [
+    `# Conformance, tenant and super cluster side by side (${m.date})`,
+    '',
+    `Produced by \`${m.command}\` on commit ${m.commit} (Kubernetes ${m.kubernetes}); regenerate it the same way.`,
+    `Focus \`${r.focus}\`${r.skip ? `, skip \`${r.skip}\`` : ''}. The tenant run took ${clock(m.seconds.tenant)} ` +
+      `and the super run ${clock(m.seconds.super)}: ${(m.seconds.tenant / n).toFixed(1)} s and ` +
+      `${(m.seconds.super / n).toFixed(1)} s per selected spec.`,
+    '',
+    'A **gap** passes on the super cluster and fails on the tenant (a fidelity gap, or a design limit with its ' +
+      'reason); **environment** fails on both (this machine); **tenant only** passes on the tenant alone.',
+    '',
+    '| SIG | selected | passed on tenant | passed on super | gaps | environment | tenant only | skipped |',
+    '|---|---|---|---|---|---|---|---|',
+    ...r.sigs.map(
+      (g) =>
+        `| ${g.sig} | ${g.selected} | ${g.passedTenant} | ${g.passedSuper} | ${g.gaps.length} | ` +
+        `${g.environment.length} | ${g.tenantOnly.length} | ${g.skipped} |`,
+    ),
+    `| **all** | ${r.totals.selected} | ${r.totals.passedTenant} | ${r.totals.passedSuper} | ` +
+      `${r.totals.gaps + r.totals.designLimits} | ${r.totals.environment} | ${r.totals.tenantOnly} | ${r.totals.skipped} |`,
+  ];
+  const section = (title: string, pick: (g: SigSummary) => SpecResult[], why: (x: SpecResult) => string) => {
+    const all = r.sigs.flatMap(pick);
+    if (!all.length) return;
+    lines.push('', `## ${title}`, '');
+    for (const x of all) lines.push(`- ${x.text}: ${why(x)}`);
+  };
+  section(
+    'Gaps',
+    (g) => g.gaps,
+    (x) => (x.designLimit ? `design limit: ${x.designLimit}` : `fidelity gap: ${x.message ?? x.tenant ?? ''}`),
+  );
+  section(
+    'Environment',
+    (g) => g.environment,
+    (x) => x.message ?? x.tenant ?? '',
+  );
+  section(
+    'Tenant only',
+    (g) => g.tenantOnly,
+    (x) => `super: ${x.message ?? x.super ?? ''}`,
+  );
+  return lines.join('\n') + '\n';
+}
