@@ -24,7 +24,7 @@ import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/too
 import { pinnedVersions, toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, treeEntries } from './e2e.ts';
 import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine, type TestCase } from './report.ts';
-import { compare, renderPage, selection, shellQuote } from './sidebyside.ts';
+import { compare, renderPage, reproducibleCommand, selection } from './sidebyside.ts';
 import { prepareSuperRun } from './superside.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
@@ -401,7 +401,7 @@ async function main(o: Options): Promise<number> {
     }
     const side = compare(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
     writeFileSync(join(reportDir, 'side-by-side.json'), JSON.stringify(side, null, 2) + '\n');
-    const command = ['npm run conformance --', ...process.argv.slice(2).map(shellQuote)].join(' ');
+    const command = reproducibleCommand(process.argv.slice(2));
     const page = renderPage(side, {
       date: new Date().toISOString().slice(0, 10),
       commit: await gitCommit(),

@@ -9,6 +9,7 @@ import {
   renderPage,
   selection,
   SERIAL_SKIP,
+  reproducibleCommand,
   shellQuote,
   sigOf,
 } from './sidebyside.ts';
@@ -145,6 +146,17 @@ describe('compare', () => {
     const x = compare([it_(A, 'failed')], [], ALL_FOCUS);
     expect(x.totals).toMatchObject({ selected: 1, gaps: 0, skipped: 1 });
   });
+});
+
+describe('reproducibleCommand', () => {
+  it.each([
+    [['--all'], 'npm run conformance -- --all'],
+    [
+      ['--super', '--state-dir', '/tmp/x/state', '--report-dir=/tmp/x/r', '--focus', 'a|b'],
+      "npm run conformance -- --super --focus 'a|b'",
+    ],
+    [['--page', 'docs/p.md', '--serial'], 'npm run conformance -- --serial'],
+  ])('%j', (args, want) => expect(reproducibleCommand(args)).toBe(want));
 });
 
 describe('shellQuote', () => {

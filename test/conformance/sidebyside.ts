@@ -185,6 +185,27 @@ export function firstLine(message: string): string {
 /** shellQuote quotes a command line argument for a POSIX shell when it holds anything but plain characters. */
 export const shellQuote = (a: string): string => (/^[\w@%+=:,./-]*$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
 
+/** LOCAL_OPTIONS are options whose value names a place on the machine that ran: the page's command leaves them out. */
+const LOCAL_OPTIONS = ['--state-dir', '--report-dir', '--page'];
+
+/**
+ * reproducibleCommand is the command line a reader runs to produce the page again: the arguments as given, quoted,
+ * without the options that only say where this run kept its files (the defaults serve a reader).
+ */
+export function reproducibleCommand(args: readonly string[]): string {
+  const kept: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (LOCAL_OPTIONS.includes(a)) {
+      i++;
+      continue;
+    }
+    if (LOCAL_OPTIONS.some((o) => a.startsWith(`${o}=`))) continue;
+    kept.push(shellQuote(a));
+  }
+  return ['npm run conformance --', ...kept].join(' ');
+}
+
 /** PageMeta is what the docs page says about the run besides its results. */
 export interface PageMeta {
   /** UTC date of the run, YYYY-MM-DD */
