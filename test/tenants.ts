@@ -50,3 +50,32 @@ export async function slicedNamespace(tenant: KubeClient, name: string, placemen
     expect(JSON.parse(ns.metadata?.annotations?.[PLACEMENTS] ?? '{}')).toEqual(placements);
   }, 60_000);
 }
+
+/**
+ * demoDeployment creates the seed demo's workload in tenant namespace `ns`: Deployment `web`, two replicas of one
+ * container `c` that fills a slice (100m CPU, 100Mi memory), with the default dnsPolicy. `container` adds to or
+ * replaces fields of the container (image, command), `pod` to the Pod spec.
+ */
+export async function demoDeployment(
+  tenant: KubeClient,
+  ns: string,
+  o: { container?: Record<string, unknown>; pod?: Record<string, unknown> } = {},
+) {
+  const res = { cpu: '100m', memory: '100Mi' };
+  await tenant.create(R.deployments, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: ns },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: 'web' } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: {
+          ...o.pod,
+          containers: [{ name: 'c', image: 'busybox', resources: { requests: res, limits: res }, ...o.container }],
+        },
+      },
+    },
+  });
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
-import { ANN, LABEL, MANAGER } from '../../core/names/names.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
+import { superNode, superPod } from './testing.ts';
 import type { NodesView, TenantView } from '../sdk/src/index.ts';
 import type { PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
 import { checkNodeName, translateNodeName } from './nodename.ts';
@@ -9,25 +9,7 @@ import { checkNodeName, translateNodeName } from './nodename.ts';
 const KEY = testTenant().key;
 const OTHER = 'team-b-4d5e6f-prod';
 
-const node = (name: string, labels: Record<string, string> = {}, taints: object[] = [], ready = 'True') => ({
-  apiVersion: 'v1',
-  kind: 'Node',
-  metadata: { name, labels },
-  spec: { taints },
-  status: { conditions: [{ type: 'Ready', status: ready }] },
-});
-
-const superPod = (cluster: string, nodeName: string) => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: {
-    name: `p-${cluster}-${nodeName}`,
-    namespace: `${cluster}-default`,
-    labels: { [LABEL.managedBy]: MANAGER },
-    annotations: { [ANN.cluster]: cluster },
-  },
-  spec: { nodeName },
-});
+const node = superNode;
 
 /**
  * The super cluster: n1 runs a Pod of this tenant, n2 only another tenant's, n3 none, gpu is tainted for a dedicated

@@ -19,7 +19,7 @@ import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { eventually } from '../harness.ts';
-import { runningTenant, slicedNamespace } from '../tenants.ts';
+import { demoDeployment, runningTenant, slicedNamespace } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
@@ -84,20 +84,7 @@ describe('vc up --super-clusters 2 --meta (the meta cluster apart from r1 and r2
   // two-replica Deployment with the default dnsPolicy.
   it('the demo spreads a ClusterFirst Deployment over r1 and r2; no tenant Pod or namespace is on the meta cluster', async () => {
     await slicedNamespace(dev, 'demo', { r1: 1, r2: 1 });
-    const res = { cpu: '100m', memory: '100Mi' };
-    await dev.create(R.deployments, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web', namespace: 'demo' },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: { containers: [{ name: 'c', image: 'busybox', resources: { requests: res, limits: res } }] },
-        },
-      },
-    });
+    await demoDeployment(dev, 'demo');
     const pods = await eventually(async () => {
       const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
       expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);

@@ -16,7 +16,7 @@ import { CLUSTERS_RESOURCE } from '../../core/programs/cli/drain.ts';
 import { confinementUnavailable } from '../../core/dev/local/netconfine.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { eventually } from '../harness.ts';
-import { runningTenant, slicedNamespace } from '../tenants.ts';
+import { demoDeployment, runningTenant, slicedNamespace } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
@@ -161,20 +161,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       spec?: { nodeName?: string; dnsPolicy?: string; dnsConfig?: { nameservers?: string[] } };
     };
     await slicedNamespace(dev, 'sliced', { r1: 1, r2: 1 });
-    const res = { cpu: '100m', memory: '100Mi' };
-    await dev.create(R.deployments, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web', namespace: 'sliced' },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: { containers: [{ name: 'c', image: 'busybox', resources: { requests: res, limits: res } }] },
-        },
-      },
-    });
+    await demoDeployment(dev, 'sliced');
     const home = Object.keys(
       JSON.parse((await dev.get(R.namespaces, undefined, 'kube-system')).metadata!.annotations![PLACEMENTS]!) as Record<
         string,

@@ -21,7 +21,7 @@ import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotatio
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
-import { runningTenant, slicedNamespace } from '../tenants.ts';
+import { demoDeployment, runningTenant, slicedNamespace } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -80,29 +80,9 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and the real 
 
   it('both Pods of the demo run, on r1 as a container of the real node, each pointed at its own super DNS', async () => {
     await slicedNamespace(dev, 'demo', { r1: 1, r2: 1 });
-    const res = { cpu: '100m', memory: '100Mi' };
-    await dev.create(R.deployments, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web', namespace: 'demo' },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'c',
-                image: NODE_IMAGES.busybox,
-                command: ['sleep', '3600'],
-                resources: { requests: res, limits: res },
-              },
-            ],
-          },
-        },
-      },
+    await demoDeployment(dev, 'demo', {
+      pod: { terminationGracePeriodSeconds: 1 },
+      container: { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] },
     });
     const pods = await eventually(async () => {
       const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
