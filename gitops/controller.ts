@@ -141,6 +141,8 @@ export class GitOpsController {
    */
   private readonly full = new Set<string>();
   private routesKey = '';
+  /** set by stop: a reconcile still in flight starts no poller */
+  private stopping = false;
   private readonly status: StatusWriter<GitSourceStatus>;
   private readonly events: EventRecorder;
   private readonly notifier: Notifier;
@@ -224,9 +226,13 @@ export class GitOpsController {
 
   /** stop stops pollers, workers, informers and the webhook receiver. */
   async stop(): Promise<void> {
+    this.stopping = true;
+    for (const s of this.state.values()) s.poller.stop();
+    await this.runner.stop();
+    // A reconcile that was in flight may have made a poller meanwhile (ensureState starts none once stopping, but
+    // one it made before is in the map): none outlives the controller, or its next interval holds the process.
     for (const s of this.state.values()) s.poller.stop();
     this.state.clear();
-    await this.runner.stop();
     await Promise.all([this.sources.stop(), this.owned.stop()]);
     await this.receiver?.close();
     await this.notifier.stop();
@@ -477,7 +483,7 @@ export class GitOpsController {
     }
     this.state.set(key, st);
     await this.refreshWebhooks();
-    st.poller.start();
+    if (!this.stopping) st.poller.start();
     const { ms, raised } = this.interval(gs);
     if (raised) {
       await this.events.record(

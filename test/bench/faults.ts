@@ -19,6 +19,7 @@ import { envInt } from './pods.ts';
 import type { BenchSeries } from './report.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
+import { interleave, measured, repsOf, reportRatios, spread as spreadOf, spreadFigures } from './repeat.ts';
 
 /**
  * The fault suite: the real local system (etcd, super apiserver, scheduler, kwok nodes, tenant apiservers) with two
@@ -137,6 +138,7 @@ export async function faultsBench(): Promise<BenchResult> {
   const TENANT_DOWN_S = envInt('FAULTS_TENANT_DOWN_SECONDS', 60);
   const OUTAGE_S = envInt('FAULTS_OUTAGE_SECONDS', 10);
   const PACE_MS = envInt('FAULTS_PACE_MS', 500);
+  const REPS = repsOf();
   const maxPods = peakPods(cases, {
     tenants: T,
     pods: PODS,
@@ -431,18 +433,19 @@ export async function faultsBench(): Promise<BenchResult> {
     };
 
     // ---- cases -------------------------------------------------------------------------------------------------
-    for (const name of cases) {
-      log(`== ${name}; load ${loadavg().map((x) => x.toFixed(1))}`);
+    // runCase runs one case of one repetition; Pod names carry the repetition, so no name of an earlier one returns.
+    const runCase = async (name: FaultCase, rep: number): Promise<CaseResult> => {
+      log(`== ${name}, repetition ${rep + 1}/${REPS}; load ${loadavg().map((x) => x.toFixed(1))}`);
       const t0 = performance.now();
+      const tag = rep ? `r${rep + 1}-` : '';
       switch (name) {
         case 'baseline': {
-          await createPods(spread(PODS, 'base'));
-          await finish(name, PODS, t0, t0);
-          break;
+          await createPods(spread(PODS, `${tag}base`));
+          return finish(name, PODS, t0, t0);
         }
         case 'kill-manager': {
           let creating = true;
-          const load = createPods(spread(KILL_PODS, 'kill')).finally(() => (creating = false));
+          const load = createPods(spread(KILL_PODS, `${tag}kill`)).finally(() => (creating = false));
           const handovers: number[] = [];
           for (let k = 0; k < KILLS; k++) {
             await waitUntil(
@@ -470,12 +473,11 @@ export async function faultsBench(): Promise<BenchResult> {
             );
           }
           await load;
-          await finish(name, KILL_PODS, t0, performance.now(), {
+          return finish(name, KILL_PODS, t0, performance.now(), {
             kills: KILLS,
             handoverSecondsP50: percentile(handovers, 50),
             handoverSecondsMax: Math.max(...handovers),
           });
-          break;
         }
         case 'super-apiserver':
         case 'etcd': {
@@ -493,12 +495,11 @@ export async function faultsBench(): Promise<BenchResult> {
             faultEnd = performance.now();
             log(`${name}: back`);
           };
-          await createPods(spread(PODS, name === 'etcd' ? 'etcd' : 'sapi'), (n) => {
+          await createPods(spread(PODS, `${tag}${name === 'etcd' ? 'etcd' : 'sapi'}`), (n) => {
             if (n === Math.ceil(PODS / 3)) fault = inject();
           });
           await fault;
-          await finish(name, PODS, t0, faultEnd);
-          break;
+          return finish(name, PODS, t0, faultEnd);
         }
         case 'tenant-apiserver': {
           // The other tenants create one Pod each per pace, for the outage's length, first with every tenant up
@@ -513,6 +514,7 @@ export async function faultsBench(): Promise<BenchResult> {
           );
           // Paced at no more than half the baseline's throughput: the figure is what the outage does to the others,
           // not what a backlog does (at FAULTS_PACE_MS alone the first run queued for 20 s in the all-up phase).
+          // this repetition's baseline: it runs first in each
           const basePps = results.baseline?.podsPerSecond ?? 0;
           const paceMs = Math.max(PACE_MS, basePps > 0 ? Math.ceil((2000 * others.length) / basePps) : 0);
           log(`tenant-apiserver: ${others.length} other tenants create one Pod each every ${paceMs} ms`);
@@ -545,13 +547,13 @@ export async function faultsBench(): Promise<BenchResult> {
             }
             return Promise.all(jobs).finally(() => clearTimeout(timer));
           };
-          const alone = await paced('alone', TENANT_DOWN_S);
+          const alone = await paced(`${tag}alone`, TENANT_DOWN_S);
           // The tenant going down has Pods of its own in flight.
-          const own = createPods(spread(Math.ceil(PODS / T), 'down', [down]));
+          const own = createPods(spread(Math.ceil(PODS / T), `${tag}down`, [down]));
           await sleep(1000);
           log(`tenant-apiserver: ${down.name}'s apiserver down for ${TENANT_DOWN_S} s`);
           await down.cp.stopApiserver();
-          const during = paced('during', TENANT_DOWN_S);
+          const during = paced(`${tag}during`, TENANT_DOWN_S);
           await sleep(TENANT_DOWN_S * 1000);
           await down.cp.startApiserver();
           const faultEnd = performance.now();
@@ -561,13 +563,14 @@ export async function faultsBench(): Promise<BenchResult> {
           for (const x of others) await x.watch?.stop();
           const p99Alone = percentile(alone, 99);
           const p99During = percentile(duringMs, 99);
-          series.latencyMs!['other tenants, all up'] = alone.map(Math.round);
-          series.latencyMs![`other tenants, ${down.name} down`] = duringMs.map(Math.round);
+          const inRep = REPS > 1 ? `, repetition ${rep + 1}` : '';
+          series.latencyMs![`other tenants, all up${inRep}`] = alone.map(Math.round);
+          series.latencyMs![`other tenants, ${down.name} down${inRep}`] = duringMs.map(Math.round);
           series.tenantP99Ms!.push(
-            { tenant: 'others', phase: 'all up', p99Ms: Math.round(p99Alone) },
-            { tenant: 'others', phase: `${down.name} down`, p99Ms: Math.round(p99During) },
+            { tenant: 'others', phase: `all up${inRep}`, p99Ms: Math.round(p99Alone) },
+            { tenant: 'others', phase: `${down.name} down${inRep}`, p99Ms: Math.round(p99During) },
           );
-          await finish(name, alone.length + duringMs.length + Math.ceil(PODS / T), t0, faultEnd, {
+          return finish(name, alone.length + duringMs.length + Math.ceil(PODS / T), t0, faultEnd, {
             othersP99AllUpMs: Math.round(p99Alone),
             othersP99DuringOutageMs: Math.round(p99During),
             othersP99Ratio: Number((p99During / p99Alone).toFixed(2)),
@@ -577,42 +580,47 @@ export async function faultsBench(): Promise<BenchResult> {
             othersP50AllUpMs: Math.round(percentile(alone, 50)),
             othersP50DuringOutageMs: Math.round(percentile(duringMs, 50)),
           });
-          break;
         }
         case 'git-server': {
           // The git server goes away while Pods of the git-defined tenant are synced; its tenant must stay served.
-          // A change committed meanwhile (the tenant's weight) is applied once the server is back.
+          // A change committed meanwhile (the tenant's weight, another in each repetition) is applied once the server
+          // is back.
+          const weight = rep + 2;
           let faultEnd = 0;
           let fault: Promise<void> | undefined;
           const inject = async () => {
             log(`git-server: down for ${OUTAGE_S} s; a commit lands meanwhile`);
             await git!.stop();
-            await git!.commitFiles('tenants', { [`tenants/${gitTenant.name}.yaml`]: gitVc(2) }, 'weight 2');
+            await git!.commitFiles(
+              'tenants',
+              { [`tenants/${gitTenant.name}.yaml`]: gitVc(weight) },
+              `weight ${weight}`,
+            );
             await sleep(OUTAGE_S * 1000);
             await git!.start();
             faultEnd = performance.now();
           };
-          await createPods(spread(PODS, 'git', [gitTenant]), (n) => {
+          await createPods(spread(PODS, `${tag}git`, [gitTenant]), (n) => {
             if (n === Math.ceil(PODS / 3)) fault = inject();
           });
           await fault;
           let appliedSeconds = NaN;
           await waitUntil(
-            async () => (await getVC(gitTenant.name))?.spec?.weight === 2,
+            async () => (await getVC(gitTenant.name))?.spec?.weight === weight,
             120_000,
             () => `the commit made while git was down applied`,
             250,
           ).then(() => (appliedSeconds = (performance.now() - faultEnd) / 1000));
           const stillThere = (await getVC(gitTenant.name))?.status?.phase;
-          await finish(name, PODS, t0, faultEnd, {
+          return finish(name, PODS, t0, faultEnd, {
             commitAppliedSecondsAfterBack: Number(appliedSeconds.toFixed(1)),
             gitTenantPhase: stillThere,
           });
-          break;
         }
         case 'tenant-delete': {
           // The victim (the first tenant not from git) gets DELETE_PODS Pods; its VirtualCluster is deleted once a
-          // third of them was created, while the others get PODS Pods.
+          // third of them was created, while the others get PODS Pods. It is back before a next repetition
+          // (restoreVictim).
           const victim = tenants[0]!;
           const others = live().filter((x) => x !== victim);
           let deletedAt = 0;
@@ -633,46 +641,97 @@ export async function faultsBench(): Promise<BenchResult> {
             );
           };
           await Promise.all([
-            createPods(spread(DELETE_PODS, 'victim', [victim]), (n) => {
+            createPods(spread(DELETE_PODS, `${tag}victim`, [victim]), (n) => {
               if (n === Math.ceil(DELETE_PODS / 3)) del = deleteVC();
             }),
-            createPods(spread(PODS, 'others', others)),
+            createPods(spread(PODS, `${tag}others`, others)),
           ]);
           await del;
-          await finish(name, DELETE_PODS + PODS, t0, deletedAt, {
+          return finish(name, DELETE_PODS + PODS, t0, deletedAt, {
             vcGoneSeconds: Number(((performance.now() - deletedAt) / 1000).toFixed(1)),
           });
-          break;
         }
       }
-    }
+    };
+    /**
+     * restoreVictim brings the tenant the tenant-delete case removed back for the next repetition: its own Pods go
+     * from its control plane (nothing serves it meanwhile), then its VirtualCluster is created again and served.
+     */
+    const restoreVictim = async () => {
+      const victim = tenants[0]!;
+      await victim.client
+        .request('DELETE', `/api/v1/namespaces/default/pods`, {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+        })
+        .catch(() => undefined);
+      createdPods.delete(victim);
+      await superClient.create(R.virtualclusters, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'VirtualCluster',
+        metadata: { name: victim.name, namespace: 'default' },
+        spec: vcSpec(victim.index),
+      });
+      await waitUntil(
+        async () => (await getVC(victim.name))?.status?.phase === 'Running',
+        180_000,
+        () => `VirtualCluster ${victim.name} Running again`,
+        500,
+      );
+      victim.key = rootNamespace('default', victim.name, (await getVC(victim.name))!.metadata!.uid!);
+      victim.deleted = false;
+      await waitServiceAccount(superClient, superNamespace(victim.key, 'default'));
+      log(`tenant-delete: ${victim.name} back for the next repetition`);
+    };
+    // The cases interleaved over REPS repetitions (baseline, kill-manager, ..., baseline, ...): each case's Pods/s
+    // is taken against the baseline of its own repetition, and counts only when both ran under like other load.
+    const runs = await interleave<CaseResult>(
+      cases.map((name) => ({ name, run: measured((rep) => runCase(name, rep)) })),
+      REPS,
+      async (rep, arm) => {
+        if (arm === 'tenant-delete' && rep < REPS - 1) await restoreVictim();
+      },
+    );
     // ---- figures -----------------------------------------------------------------------------------------------
+    // The counts that must be 0 are the worst repetition's; times and ratios the median (min and max beside).
     const figures: Record<string, number> = {};
-    const base = results.baseline;
-    for (const [name, r] of Object.entries(results)) {
-      for (const k of [
-        'lost',
-        'duplicated',
-        'orphaned',
-        'wrongOwner',
-        'tenantPodsNotRunning',
-        'convergeSeconds',
-      ] as const)
-        figures[`${name}.${k}`] = r[k];
-      if (base && name !== 'baseline') figures[`${name}.podsPerSecondRatio`] = r.podsPerSecond / base.podsPerSecond;
-      if (typeof r.othersP99Ratio === 'number') figures[`${name}.othersP99Ratio`] = r.othersP99Ratio;
+    const notes: string[] = [];
+    for (const name of cases) {
+      const mine = runs.filter((r) => r.arm === name).map((r) => r.value);
+      for (const k of ['lost', 'duplicated', 'orphaned', 'wrongOwner', 'tenantPodsNotRunning'] as const)
+        figures[`${name}.${k}`] = Math.max(...mine.map((r) => r[k]));
+      Object.assign(figures, spreadFigures(`${name}.convergeSeconds`, spreadOf(mine.map((r) => r.convergeSeconds))));
+      const others = mine.map((r) => r.othersP99Ratio).filter((x): x is number => typeof x === 'number');
+      if (others.length) Object.assign(figures, spreadFigures(`${name}.othersP99Ratio`, spreadOf(others)));
     }
-    figures.baselinePodsPerSecond = base?.podsPerSecond ?? NaN;
+    const ratios = reportRatios(
+      runs,
+      Object.fromEntries(
+        cases
+          .filter((c) => c !== 'baseline')
+          .map((c) => [
+            `${c}.podsPerSecondRatio`,
+            { numerator: c, denominator: 'baseline', f: (r: CaseResult) => r.podsPerSecond },
+          ]),
+      ),
+      figures,
+      notes,
+    );
+    figures.baselinePodsPerSecond = spreadOf(
+      runs.filter((r) => r.arm === 'baseline').map((r) => r.value.podsPerSecond),
+    ).median;
     figures.loadAverage1m = loadavg()[0]!;
     return {
       name: 'faults',
       figures,
+      notes,
       detail: {
         tenants: T,
         nodes,
+        repetitions: REPS,
         scale: { PODS, KILL_PODS, KILLS, DELETE_PODS, TENANT_DOWN_S, OUTAGE_S, PACE_MS },
         leaderElection: LEASE,
-        cases: results,
+        cases: runs,
+        ratios,
         managerErrors: spawner.managers.map((m) => ({ id: m.id, log: m.log.slice(-10) })),
       },
       series,

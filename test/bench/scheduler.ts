@@ -18,6 +18,7 @@ import { startTestSuper, tenantFor } from '../harness.ts';
 import type { BenchResult } from './main.ts';
 import { CpuMeter, type CpuShare, memAvailableMiB } from './procstat.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
+import { interleave, measured, repsOf, reportRatios, spread as spreadOf } from './repeat.ts';
 
 const MiB = 1024 * 1024;
 /** The issue's scale: 100 tenants x 10 namespaces, sliced over 3 super clusters. */
@@ -44,6 +45,9 @@ const GOMEMLIMIT = process.env.VC_BENCH_SCHEDULER_GOMEMLIMIT ?? '160MiB';
 const TENANT_APISERVER_ENV = GOMEMLIMIT === 'off' ? undefined : { GOMEMLIMIT };
 /** Pods created for create-to-placed (scheduler) and create-to-Running (single super cluster baseline). */
 const PODS = 40;
+// The label of the Pods the interleaved arms create: their super copies keep it, so an arm waits until they are gone.
+const BENCH_LABEL_KEY = 'bench.virtualcluster.dev/arm';
+const BENCH_LABEL = `${BENCH_LABEL_KEY}=scheduler`;
 
 const ms = (x: number) => Math.round(x * 100) / 100;
 
@@ -104,14 +108,15 @@ export function busiestOf(cpu: Record<string, CpuShare>): string {
 
 /**
  * schedulerBench measures the namespace scheduler: the pure decision core at 100 x 10; the controller placing the
- * same 1000 sliced namespaces held by up to 100 real tenant control planes (apiserver only, no watch cache, but the
- * first, which also runs a controller-manager for the baseline's Pods), as many as fit in memory with 6 GiB left
- * free, each holding 1000 / tenants namespaces; placement latency from namespace create to the scheduler's signed
- * write; a single-super-cluster create-to-Running baseline through one unfiltered syncer; and, in the same run, an
- * end-to-end tenant whose Pods go through the scheduler (create to superCluster annotation) and one filtered syncer
- * per super cluster (create to Running), for the ratio. The CPU of each group of processes is read per phase.
+ * same 1000 sliced namespaces held by up to 100 real tenant control planes (apiserver only, no watch cache), as many
+ * as fit in memory with 6 GiB left free, each holding 1000 / tenants namespaces; placement latency from namespace
+ * create to the scheduler's signed write; a single-super-cluster create-to-Running baseline through one unfiltered syncer on a tenant of its own;
+ * and, interleaved with it over BENCH_REPS repetitions, an end-to-end tenant whose Pods go through the scheduler
+ * (create to superCluster annotation) and one filtered syncer per super cluster (create to Running), for the ratio.
+ * The CPU of each group of processes is read per phase.
  */
 export async function schedulerBench(): Promise<BenchResult> {
+  const REPS = repsOf();
   const pure = pureDecisions();
   const memBefore = memAvailableMiB();
   const loadBefore = loadavg();
@@ -131,8 +136,7 @@ export async function schedulerBench(): Promise<BenchResult> {
     const log = (m: string) => process.stdout.write(`[scheduler] ${new Date().toISOString()} ${m}\n`);
     const addTenant = (i: number) =>
       t.sc.addControlPlane(`bench-t${i}`, {
-        // The first runs the baseline's Pods: its namespaces need a service account and a counted quota.
-        ...(i === 0 ? { controllers: TENANT_CONTROLLERS } : { controllerManager: false }),
+        controllerManager: false,
         apiserverExtraArgs: TENANT_APISERVER_ARGS,
         apiserverEnv: TENANT_APISERVER_ENV,
         // Ninety apiservers starting on 2 cores next to other work: readiness may take minutes.
@@ -191,12 +195,21 @@ export async function schedulerBench(): Promise<BenchResult> {
     const e2eTenant = tenantFor(cpE, 'bench', 'e2e', randomUUID(), {
       pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
     });
+    // The baseline's tenant: one super cluster, one unfiltered syncer, which the scheduler does not serve (its
+    // namespace needs a service account: a controller manager).
+    const cpB = await t.sc.addControlPlane('bench-base', { controllers: TENANT_CONTROLLERS });
+    const bClient = await cpB.client();
+    closers.push(bClient);
+    const baseTenant = tenantFor(cpB, 'bench', 'base', randomUUID(), {
+      pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+    });
 
     const supersCps = [t.sc.cluster, ...extra];
     const procs = {
       tenantApiservers: () => cps.map((cp) => cp.apiserver.pid),
-      tenantControllerManagers: () => [cps[0]!.controllerManager?.pid, cpE.controllerManager?.pid],
+      tenantControllerManagers: () => [cpB.controllerManager?.pid, cpE.controllerManager?.pid],
       endToEndApiserver: () => [cpE.apiserver.pid],
+      baselineApiserver: () => [cpB.apiserver.pid],
       superApiservers: () => supersCps.map((cp) => cp.apiserver.pid),
       superOthers: () => supersCps.flatMap((cp) => [cp.controllerManager?.pid, cp.scheduler?.pid, cp.kwok?.pid]),
       etcd: () => [t.sc.etcd.process.pid],
@@ -214,36 +227,22 @@ export async function schedulerBench(): Promise<BenchResult> {
       );
     };
 
-    // Baseline: one super cluster, today's syncer, Pods create-to-Running on the first tenant.
+    // The baseline's syncer serves its tenant from here on; its Pods come in the interleaved phase below.
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     const syncer = new Syncer({
       superClient: t.client,
       host,
-      registry: new MutableTenantRegistry([{ ...tenants[0]!, pluginConfig: { nodes: { vnAgent: { port: 10550 } } } }]),
+      registry: new MutableTenantRegistry([baseTenant]),
       patrolIntervalMs: 0,
     });
     await syncer.start();
     await waitUntil(
-      () => syncer.tenantReady(tenants[0]!.key),
+      () => syncer.tenantReady(baseTenant.key),
       60_000,
       () => 'baseline tenant served',
     );
-    await clients[0]!.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'baseline' } });
-    await waitServiceAccount(clients[0]!, 'baseline');
-    const watch = new PodWatch(clients[0]!, { namespace: 'baseline' });
-    await watch.start();
-    const created = new Map<string, number>();
-    await pool(
-      Array.from({ length: PODS }, (_, i) => `p${i}`),
-      8,
-      async (name) => {
-        created.set(`baseline/${name}`, performance.now());
-        await clients[0]!.create(R.pods, podOf('baseline', name));
-      },
-    );
-    const running = await Promise.all([...created].map(async ([k, at]) => (await watch.whenRunning(k)) - at));
-    await watch.stop();
-    await syncer.stop();
+    await bClient.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'baseline' } });
+    await waitServiceAccount(bClient, 'baseline');
 
     // The scheduler at full decision scale.
     const createdAt = new Map<string, number>();
@@ -356,41 +355,112 @@ export async function schedulerBench(): Promise<BenchResult> {
         () => `quota of ${n} counted`,
       ),
     );
+    // The two arms interleaved over BENCH_REPS repetitions (baseline, scheduled, baseline, ...): PODS Pods
+    // create-to-Running through one unfiltered syncer on one super cluster, then one Pod in each of PODS sliced
+    // namespaces through the scheduler and the filtered syncers. Each arm's Pods go, their super copies with them,
+    // before the next arm: a ratio counts only when both ran under like other load (repeat.ts).
+    const bWatch = new PodWatch(bClient, { namespace: 'baseline' });
     const eWatch = new PodWatch(eClient);
+    await bWatch.start();
     await eWatch.start();
-    const eCreated = new Map<string, number>();
-    const e2eMeter = new CpuMeter(procs);
-    await pool(e2eNs, 8, async (name) => {
-      const at = performance.now();
-      eCreated.set(`${name}/p`, at);
-      podCreated.set(`${e2eTenant.key}/${name}/p`, at);
-      await eClient.create(R.pods, podOf(name, 'p'));
-    });
-    const e2eRunning = await Promise.all([...eCreated].map(async ([k, at]) => (await eWatch.whenRunning(k)) - at));
-    endPhase('endToEnd', e2eMeter);
+    const e2ePlacedOn: Record<string, number> = {};
+    const toRunning = async (w: PodWatch, created: Map<string, number>) =>
+      Promise.all([...created].map(async ([k, at]) => (await w.whenRunning(k)) - at));
+    const runs = await interleave<number[]>(
+      [
+        {
+          name: 'baseline',
+          run: measured(async (rep) => {
+            const meter = new CpuMeter(procs);
+            const created = new Map<string, number>();
+            await pool(
+              Array.from({ length: PODS }, (_, i) => `p${rep}-${i}`),
+              8,
+              async (name) => {
+                created.set(`baseline/${name}`, performance.now());
+                await bClient.create(R.pods, podOf('baseline', name));
+              },
+            );
+            const took = await toRunning(bWatch, created);
+            endPhase(`baseline r${rep + 1}`, meter);
+            return took;
+          }),
+        },
+        {
+          name: 'scheduled',
+          run: measured(async (rep) => {
+            const meter = new CpuMeter(procs);
+            const created = new Map<string, number>();
+            await pool(e2eNs, 8, async (name) => {
+              const at = performance.now();
+              created.set(`${name}/p${rep}`, at);
+              podCreated.set(`${e2eTenant.key}/${name}/p${rep}`, at);
+              await eClient.create(R.pods, podOf(name, `p${rep}`));
+            });
+            const took = await toRunning(eWatch, created);
+            endPhase(`endToEnd r${rep + 1}`, meter);
+            for (const n of e2eNs) {
+              const p = await eClient.get(R.pods, n, `p${rep}`);
+              const on = p.metadata?.annotations?.[SUPER_CLUSTER] ?? '-';
+              e2ePlacedOn[on] = (e2ePlacedOn[on] ?? 0) + 1;
+            }
+            return took;
+          }),
+        },
+      ],
+      REPS,
+      async (_rep, arm) => {
+        const namespaces = arm === 'baseline' ? ['baseline'] : e2eNs;
+        const c = arm === 'baseline' ? bClient : eClient;
+        await pool(namespaces, 8, (n) =>
+          c.request('DELETE', `/api/v1/namespaces/${n}/pods`, {
+            body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+          }),
+        );
+        await waitUntil(
+          async () => {
+            const left = await Promise.all(
+              superClients.map(async (sc) => (await sc.list(R.pods, { labelSelector: BENCH_LABEL })).items.length),
+            );
+            return left.every((x) => x === 0);
+          },
+          300_000,
+          () => `the ${arm} arm's super Pods gone`,
+          250,
+        );
+      },
+    );
+    await bWatch.stop();
     await eWatch.stop();
     await waitUntil(
-      () => podPlacedAt.size >= PODS,
+      () => podPlacedAt.size >= PODS * REPS,
       120_000,
-      () => `${podPlacedAt.size}/${PODS} pods placed`,
+      () => `${podPlacedAt.size}/${PODS * REPS} pods placed`,
       100,
     );
     const podLatencies = [...podPlacedAt].map(([k, at]) => at - podCreated.get(k)!);
-    const e2ePlacedOn: Record<string, number> = {};
-    for (const n of e2eNs) {
-      const p = await eClient.get(R.pods, n, 'p');
-      const on = p.metadata?.annotations?.[SUPER_CLUSTER] ?? '-';
-      e2ePlacedOn[on] = (e2ePlacedOn[on] ?? 0) + 1;
-    }
     for (const s of filtered) await s.stop();
+    await syncer.stop();
 
     const summary = scheduler.summary();
     const stats = { ...scheduler.stats };
     await scheduler.stop();
 
-    const runningP50 = percentile(running, 50);
     const placedP50 = percentile(podLatencies, 50);
-    const e2eP50 = percentile(e2eRunning, 50);
+    // Each arm's p50 and p99 per repetition; their medians, and the ratios per repetition (median, min, max).
+    const perArm = (arm: string, q: number) =>
+      spreadOf(runs.filter((r) => r.arm === arm).map((r) => percentile(r.value, q))).median;
+    const notes: string[] = [];
+    const ratioFigures: Record<string, number> = {};
+    const ratios = reportRatios(
+      runs,
+      {
+        createToRunningRatioP50: { numerator: 'scheduled', denominator: 'baseline', f: (v) => percentile(v, 50) },
+        createToRunningRatioP99: { numerator: 'scheduled', denominator: 'baseline', f: (v) => percentile(v, 99) },
+      },
+      ratioFigures,
+      notes,
+    );
     return {
       name: 'scheduler',
       figures: {
@@ -402,13 +472,12 @@ export async function schedulerBench(): Promise<BenchResult> {
         namespaceDecisionsPerSecond: total / (wall / 1000),
         podCreateToPlacedP50Ms: ms(placedP50),
         podCreateToPlacedP99Ms: ms(percentile(podLatencies, 99)),
-        baselineCreateToRunningP50Ms: ms(runningP50),
-        baselineCreateToRunningP99Ms: ms(percentile(running, 99)),
-        scheduledCreateToRunningP50Ms: ms(e2eP50),
-        scheduledCreateToRunningP99Ms: ms(percentile(e2eRunning, 99)),
+        baselineCreateToRunningP50Ms: ms(perArm('baseline', 50)),
+        baselineCreateToRunningP99Ms: ms(perArm('baseline', 99)),
+        scheduledCreateToRunningP50Ms: ms(perArm('scheduled', 50)),
+        scheduledCreateToRunningP99Ms: ms(perArm('scheduled', 99)),
         // Measured in this run: scheduler + filtered syncers over 3 super clusters versus one unfiltered syncer.
-        createToRunningRatioP50: e2eP50 / runningP50,
-        createToRunningRatioP99: percentile(e2eRunning, 99) / percentile(running, 99),
+        ...ratioFigures,
         realTenantControlPlanes: cps.length,
         tenantApiserverAnonMiB: perTenantMiB,
         tenantApiserverRssMiBAtRun: apiserverRss.reduce((a, b) => a + b, 0) / Math.max(1, apiserverRss.length),
@@ -419,7 +488,10 @@ export async function schedulerBench(): Promise<BenchResult> {
         loadAverageBefore: loadBefore[0]!,
         loadAverageAfter: loadavg()[0]!,
       },
+      notes,
       detail: {
+        repetitions: REPS,
+        ratios,
         real:
           `${cps.length} tenant control planes (apiserver only without watch cache${
             TENANT_APISERVER_ENV ? ` and GOMEMLIMIT=${TENANT_APISERVER_ENV.GOMEMLIMIT}` : ''
@@ -456,7 +528,7 @@ function podOf(namespace: string, name: string): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, namespace },
+    metadata: { name, namespace, labels: { [BENCH_LABEL_KEY]: 'scheduler' } },
     spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '10m', memory: '10Mi' } } }] },
   } as KubeObject;
 }
