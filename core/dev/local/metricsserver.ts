@@ -13,8 +13,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
-import { issueCert } from '../../pki/pki.ts';
-import { PKI_FILES } from '../../pki/pki.ts';
+import { issueCert, PKI_FILES } from '../../pki/pki.ts';
 import { ensureMetricsServer } from '../../toolchain/metricsserver.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 
