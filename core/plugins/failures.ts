@@ -7,7 +7,7 @@ const log = childLogger({ controller: 'plugin-host' });
 /**
  * PLUGIN_HOOKS are the plugin functions the core calls (the `hook` label of vc_plugin_errors_total): the transforms,
  * the mutator chain, routing, super names, watch and index mappings, the vNode a bind needs, and the vn-agent's path
- * translation.
+ * translation and node-call filters.
  */
 export const PLUGIN_HOOKS = [
   'toSuper',
@@ -19,6 +19,8 @@ export const PLUGIN_HOOKS = [
   'index',
   'beforeBind',
   'translateKubeletPath',
+  'filterNodeCall',
+  'filterNodeOutput',
 ] as const;
 
 /** PluginHook is one of PLUGIN_HOOKS. */

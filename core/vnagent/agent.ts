@@ -8,6 +8,7 @@ import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '.
 import { provenanceOf } from '../names/names.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { authenticate, type AgentTenant } from './auth.ts';
+import { filterNodeCall, lineFilter, nodeCallOf, outputFilter, withQuery } from './hooks.ts';
 import type { TenantDirectory } from './directory.ts';
 import { forgetGoneTenants, vnAgentMetrics, type Result } from './metrics.ts';
 import {
@@ -87,6 +88,8 @@ interface Admission {
   kind: string;
   path: string;
   endpoint: KubeletEndpoint;
+  /** the plugins' output filter over the kubelet's answer (container logs), if any (hooks.ts) */
+  output?: (text: string) => string;
 }
 
 /**
@@ -263,6 +266,13 @@ export class VnAgent {
     const pod = await this.o.superView.pod(target.namespace, target.pod);
     if (!pod || provenanceOf(pod)?.cluster !== t.key)
       return refuse(403, `pod ${podName} not found for this tenant`, 'forbidden', t.key);
+    const call = nodeCallOf(kind, req.method ?? 'GET', url, pod.metadata);
+    const filtered = filterNodeCall(this.o.plugins, t, call);
+    if (!filtered.ok)
+      return refuse(403, `refused by plugin ${filtered.plugin}: ${filtered.reason}`, 'forbidden', t.key);
+    const sent = filtered.changed ? withQuery(path, filtered.query) : path;
+    const output =
+      kind === 'containerLogs' ? outputFilter(this.o.plugins, t, { ...call, query: filtered.query }) : undefined;
     const nodeName = pod.spec?.nodeName;
     if (!nodeName) return refuse(502, `pod ${podName} is not running on a node yet`, 'bad_gateway', t.key);
     const node = await this.o.superView.node(nodeName);
@@ -270,7 +280,7 @@ export class VnAgent {
     if (simulated) return refuse(SIMULATED_NODE_STATUS, simulated, 'forbidden', t.key);
     const ep = node ? kubeletEndpointOf(node) : `node ${nodeName} of pod ${podName} is not known`;
     if (typeof ep === 'string') return refuse(502, ep, 'bad_gateway', t.key);
-    return { ok: true, tenant: t, kind, path, endpoint: { ...ep, node: nodeName } };
+    return { ok: true, tenant: t, kind, path: sent, endpoint: { ...ep, node: nodeName }, ...(output && { output }) };
   }
 
   private async admitSafely(req: IncomingMessage): Promise<Admission | Refusal> {
@@ -336,7 +346,11 @@ export class VnAgent {
     const labels = { tenant: a.tenant.key, kind: a.kind };
     vnAgentMetrics.activeStreams.inc(labels);
     try {
-      const result = await forwardRequest(req, res, this.relay(a));
+      const output = a.output;
+      const result = await forwardRequest(req, res, {
+        ...this.relay(a),
+        ...(output && { output: () => lineFilter(output) }),
+      });
       vnAgentMetrics.requests.inc({ ...labels, result });
       log.debug({ ...labels, node: a.endpoint.node, result }, 'request relayed');
     } finally {
@@ -372,6 +386,16 @@ export class VnAgent {
         result: 'forbidden',
         tenant: t.key,
       });
+    const call = nodeCallOf(kind, req.method, req.url ?? '/');
+    const filtered = filterNodeCall(this.o.plugins, t, call);
+    if (!filtered.ok)
+      return refuse({
+        status: 403,
+        reason: `refused by plugin ${filtered.plugin}: ${filtered.reason}`,
+        result: 'forbidden',
+        tenant: t.key,
+      });
+    const output = outputFilter(this.o.plugins, t, { ...call, query: filtered.query });
     const slot = this.limits.acquire(t.key);
     if (!slot.ok) return refuse({ status: TOO_MANY_STREAMS, reason: slot.reason, result: 'throttled', tenant: t.key });
     const labels = { tenant: t.key, kind };
@@ -382,6 +406,7 @@ export class VnAgent {
         agent: this.kubeletAgent,
         timeoutMs: this.o.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
       });
+      if (output) answer.body = output(answer.body);
       res.writeHead(200, {
         'Content-Type': answer.contentType,
         'Content-Length': Buffer.byteLength(answer.body),

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Transform } from 'node:stream';
 import { pipeline } from 'node:stream';
 import type { Result } from './metrics.ts';
 
@@ -43,6 +43,8 @@ export interface RelayOptions {
   track?(socket: Duplex): void;
   /** called once when an upgrade's handshake is decided (101 relayed, refused, failed), before the stream runs */
   onHandshake?(result: Result): void;
+  /** makes a stream a plain request's successful answer goes through (the plugins' output filters, hooks.ts) */
+  output?: () => Transform;
 }
 
 /** MAX_ERROR_BODY caps how much of a refusing kubelet's body is relayed on an upgrade request. */
@@ -199,10 +201,12 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, o: Rel
       res.writeHead(status, ur.statusMessage, closeDelimited(responseHeaders(ur.rawHeaders)));
       res.flushHeaders();
       ur.on('data', (c: Buffer) => o.onBytes?.('to_client', c.length));
-      pipeline(ur, res, (err) => {
+      const end = (err: Error | null): void => {
         if (err) up.destroy();
         done();
-      });
+      };
+      if (o.output && status < 400) pipeline(ur, o.output(), res, end);
+      else pipeline(ur, res, end);
     });
     up.on('error', (e) => {
       clearTimeout(timer);

@@ -494,7 +494,7 @@ export function translateKubeletPath(path: string, ctx: { names: Naming; tenant:
  * allow-listed labels and annotations, images and activeDeadlineSeconds. A super Pod that got scheduled asks the core
  * to bind the tenant Pod to the matching vNode; a Pod refused earlier then gets VCSynced=True.
  */
-export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
+export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 'translateKubeletPath'>> = {
   manifest: {
     apiVersion: PLUGIN_API_VERSION,
     name: 'pods',

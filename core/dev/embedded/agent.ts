@@ -38,6 +38,8 @@ export async function startNodesAgent(
     directory?: TenantDirectory;
     handshakeTimeoutMs?: number;
     podAddress?: string;
+    /** third-party plugins the manager loads (`vc up --plugin`): the agent loads them too, for their node-call hooks */
+    thirdParty?: string[];
   },
 ): Promise<VnAgent> {
   const cluster = o.cluster ?? sc.cluster;
@@ -67,7 +69,7 @@ export async function startNodesAgent(
     serving,
     directory: o.directory ?? new VirtualClusterDirectory({ meta }),
     superView: new NodesSuperView(views),
-    plugins: await pluginHostFromConfig('vn-agent'),
+    plugins: await pluginHostFromConfig('vn-agent', o.thirdParty?.length ? { thirdParty: o.thirdParty } : undefined),
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
     handshakeTimeoutMs: o.handshakeTimeoutMs,
   });
@@ -79,9 +81,10 @@ export async function startAgent(
   stateDir: string,
   cluster: LocalControlPlane = sc.cluster,
   podAddress?: string,
+  thirdParty?: string[],
 ): Promise<VnAgent> {
   const port = await keptPort(
     join(stateDir, cluster === sc.cluster ? 'vn-agent-port' : `vn-agent-port-${cluster.name}`),
   );
-  return startNodesAgent(sc, { port, cluster, podAddress });
+  return startNodesAgent(sc, { port, cluster, podAddress, thirdParty });
 }

@@ -171,7 +171,7 @@ export async function startEmbedded(o: {
     step('starting the vn-agent (kubelet proxy for tenants)');
     // Tenant apiservers in Pods (native tenants) reach the vn-agent where Pods reach this host: the real node's bridge.
     const podAddress = sc.realNodes[0]?.nodeIP;
-    const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress);
+    const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress, o.plugins);
     const agents: Array<{ stop(): Promise<void> }> = [agent];
     const agentAddress = { host: '127.0.0.1', port: agent.port };
     if (podAddress) {
@@ -204,7 +204,7 @@ export async function startEmbedded(o: {
         });
         const kubeconfig = await managerIdentity(cp, 'kube-system');
         await registerSuperCluster(c, { name, kubeconfig, superClient: await cp.client() });
-        const a = await startAgent(sc, o.stateDir, cp);
+        const a = await startAgent(sc, o.stateDir, cp, undefined, o.plugins);
         agents.push(a);
         perSuper[name] = { host: '127.0.0.1', port: a.port };
         supers.push({ name, kubeconfigPath: cp.kubeconfigPath, vnAgentPort: a.port });

@@ -1,4 +1,5 @@
 import type { KubeObject, ObjectReference, Resource } from './kube.ts';
+import type { NodeCall, NodeCallVerdict } from './nodecalls.ts';
 
 /**
  * The plugin contract. A plugin is a pure transform: it receives cloned objects and read-only views of the caches
@@ -251,9 +252,24 @@ export interface MutatorPlugin<T extends KubeObject = KubeObject> {
   reads?: readonly CacheNeed[];
 }
 
-/** VnAgentPlugin is the vn-agent capability: translate a kubelet request path from tenant names to super names. */
+/**
+ * VnAgentCapability is what a plugin may do in the vn-agent, the hooks that concern node calls. They run only in a
+ * host loaded for the vn-agent process, for tenants the plugin is enabled for, in load order (built-ins first).
+ */
 export interface VnAgentCapability {
+  /** translateKubeletPath rewrites a kubelet request path from tenant names to super names (null: not this plugin's) */
   translateKubeletPath?(path: string, ctx: { names: Naming; tenant: TenantView }): string | null;
+  /**
+   * filterNodeCall is a request filter: it sees every admitted call (Pod calls and usage) and refuses it or rewrites
+   * its query; each filter sees the query the one before it left. A refusal is the tenant's 403 with the reason.
+   */
+  filterNodeCall?(call: NodeCall, ctx: { tenant: TenantView }): NodeCallVerdict;
+  /**
+   * filterNodeOutput is a response filter over the text the kubelet answers, before the tenant gets it: container
+   * logs line by line (each with its line end; follow streams too) and the usage endpoints' whole answer, after the
+   * agent kept only the tenant's own Pods. exec, attach and port-forward streams are not shown to it.
+   */
+  filterNodeOutput?(call: NodeCall, text: string, ctx: { tenant: TenantView }): string;
 }
 
 /** Plugin is anything the host can load. */
@@ -264,9 +280,15 @@ export function isMutator(p: Plugin): p is MutatorPlugin & Partial<VnAgentCapabi
   return p.manifest.direction === 'mutator';
 }
 
-/** hasVnAgent tells whether a plugin has the vn-agent capability. */
-export function hasVnAgent(p: Plugin): p is Plugin & Required<VnAgentCapability> {
+/** hasVnAgent tells whether a plugin translates kubelet paths (the vn-agent capability it started with). */
+export function hasVnAgent(p: Plugin): p is Plugin & Required<Pick<VnAgentCapability, 'translateKubeletPath'>> {
   return typeof (p as VnAgentCapability).translateKubeletPath === 'function';
+}
+
+/** hasNodeHooks tells whether a plugin filters node calls or their output in the vn-agent. */
+export function hasNodeHooks(p: Plugin): boolean {
+  const c = p as VnAgentCapability;
+  return typeof c.filterNodeCall === 'function' || typeof c.filterNodeOutput === 'function';
 }
 
 // ---- Contract v1: the tenant as plugins see it, and the dependencies a plugin declares -------------------------

@@ -6,6 +6,7 @@
 export * from './kube.ts';
 export * from './resources.ts';
 export * from './contract.ts';
+export * from './nodecalls.ts';
 export * from './meta.ts';
 export * from './names.ts';
 export * from './wellknown.ts';
