@@ -3,6 +3,7 @@ import type { Retention, SnapshotMeta } from '../backup/catalog.ts';
 import type { TenantPolicySpec as PolicySpecSchema, VirtualClusterSpec } from '../api/generated.ts';
 import { upgradeVerdict } from '../provisioners/upgrade.ts';
 import { durationMs } from './sleep.ts';
+import { nextCron, parseCron, type Cron } from './cron.ts';
 
 /** DEFAULT_RETAIN_FOR_MS is how long a deleted tenant's data is kept under Retain when its policy says nothing: 7 days. */
 export const DEFAULT_RETAIN_FOR_MS = 7 * 24 * 3_600_000;
@@ -14,6 +15,10 @@ export type DeletionPolicy = 'Retain' | 'Delete';
 export interface BackupSettings {
   /** a scheduled snapshot this often; undefined: none */
   everyMs?: number;
+  /** or a scheduled snapshot at the times of this cron expression */
+  cron?: Cron;
+  /** why the policy's cron expression takes no snapshot: it cannot be read */
+  scheduleError?: string;
   /** snapshot a tenant defined by git at each applied revision that changed it */
   onRevision: boolean;
   /** the retention applied after each snapshot: the policy's, else the platform's */
@@ -33,11 +38,14 @@ export function backupSettingsOf(
   platformRetention?: Retention,
 ): BackupSettings {
   const every = policy?.schedule?.every !== undefined ? durationMs(policy.schedule.every) : undefined;
+  const cron = policy?.schedule?.cron !== undefined ? parseCron(policy.schedule.cron) : undefined;
   const retainFor = policy?.retainFor !== undefined ? durationMs(policy.retainFor) : undefined;
   const retention = policy?.retention ?? platformRetention;
   return {
     // An interval under a second is a typo, not a wish for a snapshot loop: ajv refuses none of them, so it is off.
     ...(every !== undefined && every >= 1000 && { everyMs: every }),
+    ...(typeof cron === 'object' && { cron }),
+    ...(typeof cron === 'string' && { scheduleError: cron }),
     onRevision: policy?.onRevision ?? true,
     ...(retention && { retention }),
     deletionPolicy: spec?.deletionPolicy ?? policy?.deletionPolicy ?? 'Retain',
@@ -98,12 +106,21 @@ export function nextAutomatic(i: AutomaticInput): Automatic {
 
 /** scheduled is the schedule's part of nextAutomatic. */
 function scheduled(i: AutomaticInput, newest: (reasons: readonly string[]) => SnapshotMeta | undefined): Automatic {
-  const every = i.settings.everyMs;
-  if (every === undefined) return {};
+  const { everyMs: every, cron } = i.settings;
+  if (every === undefined && cron === undefined) return {};
   const last = newest(['schedule', 'revision']);
   const since = last ? Date.parse(last.createdAt) : i.createdAt.getTime();
-  const due = since + every - i.now.getTime();
-  return due <= 0 ? { take: 'schedule', recheckMs: every } : { recheckMs: due };
+  const now = i.now.getTime();
+  if (every !== undefined) {
+    const due = since + every - now;
+    return due <= 0 ? { take: 'schedule', recheckMs: every } : { recheckMs: due };
+  }
+  // A cron slot missed while the manager was away is taken once, not once per slot.
+  const slot = nextCron(cron!, new Date(since));
+  if (!slot) return {};
+  if (slot.getTime() > now) return { recheckMs: slot.getTime() - now };
+  const following = nextCron(cron!, i.now);
+  return { take: 'schedule', ...(following && { recheckMs: following.getTime() - now }) };
 }
 
 /** RetainedRecord is what the catalog ConfigMap keeps of a tenant deleted under Retain. */
