@@ -162,6 +162,39 @@ describe('nextAutomatic', () => {
       { take: 'schedule', recheckMs: 3_600_000 },
     ],
     [
+      'a revision snapshot is followed by the scheduled one an interval later',
+      { catalog: [], settings: { ...hourly, onRevision: true }, appliedRevision: 'r1' },
+      { take: 'revision', recheckMs: 3_600_000 },
+    ],
+    [
+      'a revision snapshot is followed by the next cron slot',
+      {
+        now: new Date('2026-01-01T00:20:00Z'),
+        catalog: [],
+        settings: { ...quarterly, onRevision: true },
+        appliedRevision: 'r1',
+      },
+      { take: 'revision', recheckMs: 10 * 60_000 },
+    ],
+    [
+      'retention removed the revision snapshot: a newer one at that revision with this spec holds it',
+      {
+        catalog: [{ ...snap('u1', 'schedule', '2026-01-01T00:50:00Z'), gitRevision: 'r1' }],
+        settings: { ...hourly, onRevision: true },
+        appliedRevision: 'r1',
+      },
+      { recheckMs: 50 * 60_000 },
+    ],
+    [
+      'a snapshot at that revision with another spec does not hold it',
+      {
+        catalog: [{ ...snap('u1', 'schedule', '2026-01-01T00:50:00Z', { a: 0 }), gitRevision: 'r0' }],
+        settings: rev,
+        appliedRevision: 'r1',
+      },
+      { take: 'revision' },
+    ],
+    [
       'cron: the first slot after creation has passed, the next is at the top of the hour',
       { now: new Date('2026-01-01T00:20:00Z'), catalog: [], settings: quarterly },
       { take: 'schedule', recheckMs: 10 * 60_000 },

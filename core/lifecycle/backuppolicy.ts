@@ -93,15 +93,28 @@ export function nextAutomatic(i: AutomaticInput): Automatic {
     mine
       .filter((s) => reasons.includes(s.reason))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id))[0];
-  if (i.settings.onRevision && i.appliedRevision) {
+  // Retention may have removed the revision snapshot of the revision that runs: a snapshot of another reason recorded
+  // at that revision with this spec holds the same data for `vc restore --to-revision`, and another would be a copy.
+  const held = mine.some((s) => s.gitRevision === i.appliedRevision && isDeepStrictEqual(s.spec, i.spec));
+  if (i.settings.onRevision && i.appliedRevision && !held) {
     const last = newest(['revision']);
     // A changed spec under the revision the last snapshot already names is a revision whose status is not written yet
     // (or an edit git does not make): waiting keeps the new revision's snapshot from being recorded under the old one.
     if (!last || (!isDeepStrictEqual(last.spec, i.spec) && last.gitRevision !== i.appliedRevision))
-      return { take: 'revision' };
+      return { take: 'revision', ...nextSlot(i.settings, i.now) };
     if (!isDeepStrictEqual(last.spec, i.spec)) return { ...scheduled(i, newest), awaitingRevision: true };
   }
   return scheduled(i, newest);
+}
+
+/**
+ * nextSlot is when to look again after a snapshot taken now that counts as the scheduled one: without it, a tenant
+ * nothing else reconciles would take no scheduled snapshot after a revision one.
+ */
+function nextSlot(s: BackupSettings, now: Date): Pick<Automatic, 'recheckMs'> {
+  if (s.everyMs !== undefined) return { recheckMs: s.everyMs };
+  const next = s.cron && nextCron(s.cron, now);
+  return next ? { recheckMs: next.getTime() - now.getTime() } : {};
 }
 
 /** scheduled is the schedule's part of nextAutomatic. */
@@ -119,8 +132,7 @@ function scheduled(i: AutomaticInput, newest: (reasons: readonly string[]) => Sn
   const slot = nextCron(cron!, new Date(since));
   if (!slot) return {};
   if (slot.getTime() > now) return { recheckMs: slot.getTime() - now };
-  const following = nextCron(cron!, i.now);
-  return { take: 'schedule', ...(following && { recheckMs: following.getTime() - now }) };
+  return { take: 'schedule', ...nextSlot(i.settings, i.now) };
 }
 
 /** RetainedRecord is what the catalog ConfigMap keeps of a tenant deleted under Retain. */
