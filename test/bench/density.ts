@@ -6,6 +6,7 @@ import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import type { ClusterVersionSpec } from '../../core/api/generated.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 import { interleave, measured, repsOf, reportRatios } from './repeat.ts';
@@ -39,6 +40,10 @@ export async function densityBench(): Promise<BenchResult> {
   const n = Number(process.env.DENSITY_TENANTS ?? 3);
   const rounds = process.env.DENSITY_ROUNDS ? Number(process.env.DENSITY_ROUNDS) : repsOf();
   const settleMs = Number(process.env.DENSITY_SETTLE_MS ?? 15_000);
+  // A ClusterVersion's spec (JSON) the tenants start with: the platform's flags for every tenant of that version.
+  const clusterVersion = process.env.DENSITY_CLUSTER_VERSION
+    ? { spec: JSON.parse(process.env.DENSITY_CLUSTER_VERSION) as ClusterVersionSpec }
+    : undefined;
   const dir = stateDir('vc-bench-density-');
   const shared = await LocalEtcd.start({ dir: join(dir, 'shared-etcd'), name: 'density/etcd' });
   const local = new LocalProvisioner(join(dir, 'tenants'), shared);
@@ -72,7 +77,7 @@ export async function densityBench(): Promise<BenchResult> {
       } as VirtualCluster;
       // The root namespace the manager gives it, so that a restore of its own snapshot is one in place.
       const root = rootNamespace('default', name, vc.metadata!.uid!);
-      const state = await local.ensure(vc, root);
+      const state = await local.ensure(vc, root, clusterVersion ? { clusterVersion } : {});
       if (!state.ready || !state.result.externalAccess?.kubeconfig) throw new Error(`${root}: no front door`);
       const kubeconfig = join(dir, `${root}.kubeconfig`);
       writeFileSync(kubeconfig, state.result.externalAccess.kubeconfig, { mode: 0o600 });

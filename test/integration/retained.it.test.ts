@@ -243,8 +243,8 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
       expect(s.items.map((o) => o.metadata!.name).filter((n) => n!.startsWith('obj-'))).toHaveLength(10);
     }, 120_000);
     // The Deployment that came back runs again from the new super namespace, and the vNodes of its nodes reappear.
-    // Its restored Pods were bound to nodes but have no super Pod in the new namespace: the syncer removes them as
-    // Pods whose super Pod is gone, and the ReplicaSet makes new ones (other names), as after a node loss.
+    // Its restored Pods were bound to nodes but have no super Pod in the new namespace: the syncer deletes them
+    // (SuperPodGone) and the ReplicaSet makes new ones, of other names.
     const client = await KubeClient.fromString((await runningTenant(t.client, NAME)).kubeconfig);
     const placedAfter = await runningPods(client, `${again.root}-app`);
     expect(Object.keys(placedAfter)).toHaveLength(Object.keys(placedBefore).length);
