@@ -815,12 +815,22 @@ export interface TenantPolicySpec {
    */
   backup?: {
     /**
-     * A snapshot every interval of each Running tenant (reason schedule), the first one interval after the
-     * VirtualCluster was made, each next one interval after the last.
+     * When each Running tenant gets a scheduled snapshot (reason schedule): every interval, or at the times of a cron
+     * expression; exactly one of the two. A revision snapshot counts as the scheduled one.
      */
     schedule?: {
-      /** The interval, as Go writes a duration (90s, 15m, 6h); at least 1s. */
-      every: string;
+      /**
+       * The interval, as Go writes a duration (90s, 15m, 6h); at least 1s. The first snapshot is one interval after the
+       * VirtualCluster was made, each next one an interval after the last.
+       */
+      every?: string;
+      /**
+       * A cron expression in UTC, as a CronJob's schedule (minute hour day-of-month month day-of-week: 0 *\/6 * * *,
+       * @daily), or with a leading seconds field (*\/30 * * * * *). A snapshot at the first time it names after the
+       * last scheduled or revision snapshot (or after the VirtualCluster was made). An expression that cannot be read
+       * takes none and is a Warning event BackupScheduleInvalid on each VirtualCluster under the policy.
+       */
+      cron?: string;
     };
     /**
      * Snapshot a tenant defined by a GitSource once it runs the spec of each applied git revision that changed it

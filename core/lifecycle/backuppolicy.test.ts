@@ -9,6 +9,9 @@ import {
   retainedStatus,
   type BackupSettings,
 } from './backuppolicy.ts';
+import { parseCron, type Cron } from './cron.ts';
+
+const parsedCron = (e: string) => parseCron(e) as Cron;
 
 describe('backupSettingsOf', () => {
   const cases: [string, Parameters<typeof backupSettingsOf>, BackupSettings][] = [
@@ -44,6 +47,27 @@ describe('backupSettingsOf', () => {
       { onRevision: true, deletionPolicy: 'Retain', retainForMs: DEFAULT_RETAIN_FOR_MS },
     ],
     [
+      'a cron expression is read',
+      [undefined, { schedule: { cron: '0 */6 * * *' } }],
+      {
+        cron: parsedCron('0 */6 * * *'),
+        onRevision: true,
+        deletionPolicy: 'Retain',
+        retainForMs: DEFAULT_RETAIN_FOR_MS,
+      },
+    ],
+    [
+      'a cron expression that cannot be read is no schedule, and says why',
+      [undefined, { schedule: { cron: '0 */6 * *' } }],
+      {
+        scheduleError:
+          'cron expression "0 */6 * *" has 4 fields: it takes 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)',
+        onRevision: true,
+        deletionPolicy: 'Retain',
+        retainForMs: DEFAULT_RETAIN_FOR_MS,
+      },
+    ],
+    [
       'an interval under a second is no schedule',
       [undefined, { schedule: { every: '500ms' } }],
       { onRevision: true, deletionPolicy: 'Retain', retainForMs: DEFAULT_RETAIN_FOR_MS },
@@ -72,6 +96,7 @@ describe('nextAutomatic', () => {
   const off: BackupSettings = { onRevision: false, deletionPolicy: 'Retain', retainForMs: 1 };
   const rev: BackupSettings = { ...off, onRevision: true };
   const hourly: BackupSettings = { ...off, everyMs: 3_600_000 };
+  const quarterly: BackupSettings = { ...off, cron: parsedCron('*/15 * * * *') };
   const cases: [
     string,
     Omit<Parameters<typeof nextAutomatic>[0], keyof typeof base> & Partial<typeof base>,
@@ -135,6 +160,72 @@ describe('nextAutomatic', () => {
       'schedule: due an interval after the last scheduled one',
       { catalog: [snap('u1', 'schedule', '2026-01-01T00:00:00Z')], settings: hourly },
       { take: 'schedule', recheckMs: 3_600_000 },
+    ],
+    [
+      'a revision snapshot is followed by the scheduled one an interval later',
+      { catalog: [], settings: { ...hourly, onRevision: true }, appliedRevision: 'r1' },
+      { take: 'revision', recheckMs: 3_600_000 },
+    ],
+    [
+      'a revision snapshot is followed by the next cron slot',
+      {
+        now: new Date('2026-01-01T00:20:00Z'),
+        catalog: [],
+        settings: { ...quarterly, onRevision: true },
+        appliedRevision: 'r1',
+      },
+      { take: 'revision', recheckMs: 10 * 60_000 },
+    ],
+    [
+      'retention removed the revision snapshot: a newer one at that revision with this spec holds it',
+      {
+        catalog: [{ ...snap('u1', 'schedule', '2026-01-01T00:50:00Z'), gitRevision: 'r1' }],
+        settings: { ...hourly, onRevision: true },
+        appliedRevision: 'r1',
+      },
+      { recheckMs: 50 * 60_000 },
+    ],
+    [
+      'a snapshot at that revision with another spec does not hold it',
+      {
+        catalog: [{ ...snap('u1', 'schedule', '2026-01-01T00:50:00Z', { a: 0 }), gitRevision: 'r0' }],
+        settings: rev,
+        appliedRevision: 'r1',
+      },
+      { take: 'revision' },
+    ],
+    [
+      'cron: the first slot after creation has passed, the next is at the top of the hour',
+      { now: new Date('2026-01-01T00:20:00Z'), catalog: [], settings: quarterly },
+      { take: 'schedule', recheckMs: 10 * 60_000 },
+    ],
+    [
+      'cron: a scheduled snapshot in this slot already, the next slot is looked at then',
+      {
+        now: new Date('2026-01-01T00:20:00Z'),
+        catalog: [snap('u1', 'schedule', '2026-01-01T00:15:02Z')],
+        settings: quarterly,
+      },
+      { recheckMs: 10 * 60_000 },
+    ],
+    [
+      'cron: slots missed while away give one snapshot, not one per slot',
+      { catalog: [snap('u1', 'schedule', '2025-12-31T00:15:02Z')], settings: quarterly },
+      { take: 'schedule', recheckMs: 15 * 60_000 },
+    ],
+    [
+      'cron: a revision snapshot counts as the scheduled one of its slot',
+      {
+        now: new Date('2026-01-01T00:40:00Z'),
+        catalog: [snap('u1', 'manual', '2026-01-01T00:39:00Z'), snap('u1', 'revision', '2026-01-01T00:31:00Z')],
+        settings: quarterly,
+      },
+      { recheckMs: 5 * 60_000 },
+    ],
+    [
+      'cron: an expression naming no time takes nothing and looks no more',
+      { catalog: [], settings: { ...off, cron: parsedCron('0 0 30 2 *') } },
+      {},
     ],
   ];
   it.each(cases)('%s', (_n, input, want) => expect(nextAutomatic({ ...base, ...input })).toEqual(want));

@@ -3,6 +3,7 @@ import type { Retention, SnapshotMeta } from '../backup/catalog.ts';
 import type { TenantPolicySpec as PolicySpecSchema, VirtualClusterSpec } from '../api/generated.ts';
 import { upgradeVerdict } from '../provisioners/upgrade.ts';
 import { durationMs } from './sleep.ts';
+import { nextCron, parseCron, type Cron } from './cron.ts';
 
 /** DEFAULT_RETAIN_FOR_MS is how long a deleted tenant's data is kept under Retain when its policy says nothing: 7 days. */
 export const DEFAULT_RETAIN_FOR_MS = 7 * 24 * 3_600_000;
@@ -14,6 +15,10 @@ export type DeletionPolicy = 'Retain' | 'Delete';
 export interface BackupSettings {
   /** a scheduled snapshot this often; undefined: none */
   everyMs?: number;
+  /** or a scheduled snapshot at the times of this cron expression */
+  cron?: Cron;
+  /** why the policy's cron expression takes no snapshot: it cannot be read */
+  scheduleError?: string;
   /** snapshot a tenant defined by git at each applied revision that changed it */
   onRevision: boolean;
   /** the retention applied after each snapshot: the policy's, else the platform's */
@@ -33,11 +38,14 @@ export function backupSettingsOf(
   platformRetention?: Retention,
 ): BackupSettings {
   const every = policy?.schedule?.every !== undefined ? durationMs(policy.schedule.every) : undefined;
+  const cron = policy?.schedule?.cron !== undefined ? parseCron(policy.schedule.cron) : undefined;
   const retainFor = policy?.retainFor !== undefined ? durationMs(policy.retainFor) : undefined;
   const retention = policy?.retention ?? platformRetention;
   return {
     // An interval under a second is a typo, not a wish for a snapshot loop: ajv refuses none of them, so it is off.
     ...(every !== undefined && every >= 1000 && { everyMs: every }),
+    ...(typeof cron === 'object' && { cron }),
+    ...(typeof cron === 'string' && { scheduleError: cron }),
     onRevision: policy?.onRevision ?? true,
     ...(retention && { retention }),
     deletionPolicy: spec?.deletionPolicy ?? policy?.deletionPolicy ?? 'Retain',
@@ -85,25 +93,46 @@ export function nextAutomatic(i: AutomaticInput): Automatic {
     mine
       .filter((s) => reasons.includes(s.reason))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id))[0];
-  if (i.settings.onRevision && i.appliedRevision) {
+  // Retention may have removed the revision snapshot of the revision that runs: a snapshot of another reason recorded
+  // at that revision with this spec holds the same data for `vc restore --to-revision`, and another would be a copy.
+  const held = mine.some((s) => s.gitRevision === i.appliedRevision && isDeepStrictEqual(s.spec, i.spec));
+  if (i.settings.onRevision && i.appliedRevision && !held) {
     const last = newest(['revision']);
     // A changed spec under the revision the last snapshot already names is a revision whose status is not written yet
     // (or an edit git does not make): waiting keeps the new revision's snapshot from being recorded under the old one.
     if (!last || (!isDeepStrictEqual(last.spec, i.spec) && last.gitRevision !== i.appliedRevision))
-      return { take: 'revision' };
+      return { take: 'revision', ...nextSlot(i.settings, i.now) };
     if (!isDeepStrictEqual(last.spec, i.spec)) return { ...scheduled(i, newest), awaitingRevision: true };
   }
   return scheduled(i, newest);
 }
 
+/**
+ * nextSlot is when to look again after a snapshot taken now that counts as the scheduled one: without it, a tenant
+ * nothing else reconciles would take no scheduled snapshot after a revision one.
+ */
+function nextSlot(s: BackupSettings, now: Date): Pick<Automatic, 'recheckMs'> {
+  if (s.everyMs !== undefined) return { recheckMs: s.everyMs };
+  const next = s.cron && nextCron(s.cron, now);
+  return next ? { recheckMs: next.getTime() - now.getTime() } : {};
+}
+
 /** scheduled is the schedule's part of nextAutomatic. */
 function scheduled(i: AutomaticInput, newest: (reasons: readonly string[]) => SnapshotMeta | undefined): Automatic {
-  const every = i.settings.everyMs;
-  if (every === undefined) return {};
+  const { everyMs: every, cron } = i.settings;
+  if (every === undefined && cron === undefined) return {};
   const last = newest(['schedule', 'revision']);
   const since = last ? Date.parse(last.createdAt) : i.createdAt.getTime();
-  const due = since + every - i.now.getTime();
-  return due <= 0 ? { take: 'schedule', recheckMs: every } : { recheckMs: due };
+  const now = i.now.getTime();
+  if (every !== undefined) {
+    const due = since + every - now;
+    return due <= 0 ? { take: 'schedule', recheckMs: every } : { recheckMs: due };
+  }
+  // A cron slot missed while the manager was away is taken once, not once per slot.
+  const slot = nextCron(cron!, new Date(since));
+  if (!slot) return {};
+  if (slot.getTime() > now) return { recheckMs: slot.getTime() - now };
+  return { take: 'schedule', ...nextSlot(i.settings, i.now) };
 }
 
 /** RetainedRecord is what the catalog ConfigMap keeps of a tenant deleted under Retain. */

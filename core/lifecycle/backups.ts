@@ -393,6 +393,13 @@ export class BackupController {
       log.info({ vc: key, snapshot: retained.record.snapshot }, msg);
     }
     const settings = await settingsFor(this.o, vc, this.policies.list());
+    if (settings.scheduleError)
+      await this.events.record(
+        vc,
+        'Warning',
+        'BackupScheduleInvalid',
+        `no scheduled snapshots: ${settings.scheduleError}`,
+      );
     let catalog = this.catalogs.get(key);
     if (!catalog) this.catalogs.set(key, (catalog = await store.list({ namespace: m.namespace!, name: m.name! })));
     const revision = settings.onRevision ? await gitRevisionOf(this.o.meta, vc) : undefined;

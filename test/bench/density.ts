@@ -6,9 +6,12 @@ import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import type { ClusterVersionSpec } from '../../core/api/generated.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 import { interleave, measured, repsOf, reportRatios } from './repeat.ts';
+import { backupAtSizes, objectCounts } from './densitybackup.ts';
+import { rootNamespace } from '../../core/names/names.ts';
 
 const MiB = 1024 * 1024;
 const exec = promisify(execFile);
@@ -28,13 +31,19 @@ const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * BENCH_REPS, 3), each is woken by a list of namespaces through its front door (the server of its kubeconfig Secret),
  * timed from the request to the answer, and listed again awake, the two arms' ratio reported as the other
  * scenarios' (repeat.ts).
- * Memory is the resident set of each tenant's processes; asleep a tenant has none (its front door is a listening
- * socket in the manager process, counted apart as the manager's own growth).
+ * Memory is the resident set of each tenant's processes, also apart per process (apiserver, controller manager,
+ * etcd); asleep a tenant has none (its front door is a listening socket in the manager process, counted apart as the
+ * manager's own growth). Last, the first tenant is grown to each DENSITY_BACKUP_OBJECTS count of objects (1000 and
+ * 10000 by default) and backed up and restored at each (densitybackup.ts).
  */
 export async function densityBench(): Promise<BenchResult> {
   const n = Number(process.env.DENSITY_TENANTS ?? 3);
   const rounds = process.env.DENSITY_ROUNDS ? Number(process.env.DENSITY_ROUNDS) : repsOf();
   const settleMs = Number(process.env.DENSITY_SETTLE_MS ?? 15_000);
+  // A ClusterVersion's spec (JSON) the tenants start with: the platform's flags for every tenant of that version.
+  const clusterVersion = process.env.DENSITY_CLUSTER_VERSION
+    ? { spec: JSON.parse(process.env.DENSITY_CLUSTER_VERSION) as ClusterVersionSpec }
+    : undefined;
   const dir = stateDir('vc-bench-density-');
   const shared = await LocalEtcd.start({ dir: join(dir, 'shared-etcd'), name: 'density/etcd' });
   const local = new LocalProvisioner(join(dir, 'tenants'), shared);
@@ -66,8 +75,9 @@ export async function densityBench(): Promise<BenchResult> {
         metadata: { name, namespace: 'default', uid: `density-${i}` },
         spec: { sleep: { afterIdle: '1h' } },
       } as VirtualCluster;
-      const root = `density-${name}`;
-      const state = await local.ensure(vc, root);
+      // The root namespace the manager gives it, so that a restore of its own snapshot is one in place.
+      const root = rootNamespace('default', name, vc.metadata!.uid!);
+      const state = await local.ensure(vc, root, clusterVersion ? { clusterVersion } : {});
       if (!state.ready || !state.result.externalAccess?.kubeconfig) throw new Error(`${root}: no front door`);
       const kubeconfig = join(dir, `${root}.kubeconfig`);
       writeFileSync(kubeconfig, state.result.externalAccess.kubeconfig, { mode: 0o600 });
@@ -77,6 +87,14 @@ export async function densityBench(): Promise<BenchResult> {
     const rss = (root: string) =>
       ((local.controlPlane(root)?.rssBytes() ?? 0) + (local.tenantEtcd(root)?.process.rssBytes() ?? 0)) / MiB;
     const awake = tenants.map((t) => rss(t.root));
+    // Each process apart: where an awake idle tenant's memory is.
+    const perProcess = (pick: (root: string) => number | undefined) =>
+      tenants.reduce((sum, t) => sum + (pick(t.root) ?? 0), 0) / n / MiB;
+    const awakeByProcess = {
+      apiserverRssMiB: perProcess((r) => local.controlPlane(r)?.apiserver.rssBytes()),
+      controllerManagerRssMiB: perProcess((r) => local.controlPlane(r)?.controllerManager?.rssBytes()),
+      etcdRssMiB: perProcess((r) => local.tenantEtcd(r)?.process.rssBytes()),
+    };
     const managerBefore = process.memoryUsage().rss / MiB;
     const sleepAll = async () => {
       for (const t of tenants) {
@@ -119,6 +137,18 @@ export async function densityBench(): Promise<BenchResult> {
       ratioFigures,
       ratioNotes,
     );
+    // Backup and restore of the first tenant (awake after the last round) at each size, one after the other.
+    const counts = objectCounts();
+    const backups = counts.length
+      ? await backupAtSizes(local, tenants[0]!.vc, tenants[0]!.root, join(dir, 'backups'), counts)
+      : [];
+    const backupFigures = Object.fromEntries(
+      backups.flatMap((b) => [
+        [`backupSeconds_${b.objects}`, b.backupSeconds],
+        [`snapshotMiB_${b.objects}`, b.snapshotBytes / MiB],
+        [`restoreSeconds_${b.objects}`, b.restoreSeconds],
+      ]),
+    );
     const awakeMean = awake.reduce((a, b) => a + b, 0) / n;
     const asleepMean = asleep.reduce((a, b) => a + b, 0) / n;
     return {
@@ -126,6 +156,7 @@ export async function densityBench(): Promise<BenchResult> {
       figures: {
         tenants: n,
         awakeRssMiBPerTenant: awakeMean,
+        ...awakeByProcess,
         asleepRssMiBPerTenant: asleepMean,
         asleepToAwakeMemoryRatio: asleepMean / awakeMean,
         wakeP50Seconds: quantile(wakeMs, 0.5) / 1000,
@@ -133,6 +164,7 @@ export async function densityBench(): Promise<BenchResult> {
         awakeRequestP50Seconds: quantile(awakeMs, 0.5) / 1000,
         ...ratioFigures,
         failedKubectlTries: failedTries,
+        ...backupFigures,
       },
       detail: {
         awakeRequestMs: awakeMs,
@@ -140,6 +172,7 @@ export async function densityBench(): Promise<BenchResult> {
         asleepRssMiB: asleep,
         managerRssGrowthMiBWhileAsleep: managerGrowth,
         wakeMs,
+        backups,
         runs,
         ratios,
       },
@@ -149,6 +182,13 @@ export async function densityBench(): Promise<BenchResult> {
           'door of a sleeping tenant, start to exit; in each round after it the same against the tenants just woken ' +
           '(awakeRequestP50Seconds); wakeToAwakeRequestRatio is p50 wake over p50 awake within a round',
         "memory is read once awake and once asleep: what a tenant holds does not depend on the host's other load",
+        ...(backups.length
+          ? [
+              `backup and restore: one tenant grown to ${counts.join(', then ')} ConfigMaps of ~200 bytes; at each, ` +
+                'a snapshot through core/backup into a directory store (backupSeconds, snapshotMiB) and a restore of it ' +
+                'in place until its apiserver answers again (restoreSeconds), every object listed back after it',
+            ]
+          : []),
         `asleep, a tenant runs no process; the manager's RSS changed by ${managerGrowth.toFixed(1)} MiB while all slept (front doors live in it)`,
       ],
     };

@@ -18,6 +18,8 @@ import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { startGitServer, type GitServer } from '../git/server.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { demoDeployment } from '../tenants.ts';
+import type { Node, Pod } from '@virtualcluster-ts/plugin-sdk/pods';
 import { runningTenant } from '../tenants.ts';
 
 const NAME = 'gamma';
@@ -63,7 +65,33 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
       list.items.filter((o) => o.metadata!.name!.startsWith('obj-')).map((o) => [o.metadata!.name!, o.data]),
     );
   };
-  const policy = (retainFor: string) =>
+  /**
+   * runningPods waits for the two Pods of Deployment web in tenant namespace app to run, each on a vNode of its node,
+   * and returns their nodes by Pod name; given the super namespace, each Pod's super copy must run there on that node
+   * with the IP the tenant shows, so a tenant status restored from a snapshot cannot pass for a running Pod.
+   */
+  const runningPods = (c: KubeClient, superNs?: string) =>
+    eventually(async () => {
+      const pods = (await c.list<Pod>(R.pods, { namespace: 'app', labelSelector: 'app=web' })).items;
+      const running = pods.filter((p) => p.status?.phase === 'Running' && p.spec?.nodeName);
+      expect(running).toHaveLength(2);
+      const nodes = [...new Set(running.map((p) => p.spec!.nodeName!))].sort();
+      const vNodes = (await c.list<Node>(R.nodes)).items;
+      expect(vNodes.map((n) => n.metadata!.name).sort()).toEqual(nodes);
+      for (const n of vNodes)
+        expect(n.status?.conditions?.find((x) => x.type === 'Ready')?.status, n.metadata!.name).toBe('True');
+      if (superNs) {
+        const copies = (await t.client.list<Pod>(R.pods, { namespace: superNs, labelSelector: 'app=web' })).items;
+        for (const p of running) {
+          const s = copies.find((x) => x.metadata!.name === p.metadata!.name);
+          expect(s?.status?.phase, p.metadata!.name).toBe('Running');
+          expect(s!.spec?.nodeName).toBe(p.spec!.nodeName);
+          expect(s!.status?.podIP).toBe(p.status?.podIP);
+        }
+      }
+      return Object.fromEntries(running.map((p) => [p.metadata!.name!, p.spec!.nodeName!]));
+    }, 180_000);
+  const policy = (retainFor: string, backup: Record<string, unknown> = {}) =>
     t.client.apply(
       R.tenantpolicies,
       {
@@ -72,7 +100,7 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
         metadata: { name: 'backups', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
         spec: {
           provisioners: { allowed: ['local'] },
-          backup: { schedule: { every: '15s' }, retention: { count: 30 }, retainFor },
+          backup: { schedule: { every: '15s' }, retention: { count: 30 }, retainFor, ...backup },
         },
       },
       'test',
@@ -188,6 +216,8 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
         metadata: { name: `obj-${i}`, namespace: 'app' },
         data: { i: String(i) },
       } as KubeObject);
+    await demoDeployment(first.client, 'app');
+    const placedBefore = await runningPods(first.client);
     before = await contents(first.client);
     first.client.close();
     expect(Object.keys(before)).toHaveLength(10);
@@ -212,6 +242,13 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
       const s = await t.client.list(R.configmaps, { namespace: `${again.root}-app` });
       expect(s.items.map((o) => o.metadata!.name).filter((n) => n!.startsWith('obj-'))).toHaveLength(10);
     }, 120_000);
+    // The Deployment that came back runs again from the new super namespace, and the vNodes of its nodes reappear.
+    // Its restored Pods were bound to nodes but have no super Pod in the new namespace: the syncer deletes them
+    // (SuperPodGone) and the ReplicaSet makes new ones, of other names.
+    const client = await KubeClient.fromString((await runningTenant(t.client, NAME)).kubeconfig);
+    const placedAfter = await runningPods(client, `${again.root}-app`);
+    expect(Object.keys(placedAfter)).toHaveLength(Object.keys(placedBefore).length);
+    client.close();
   }, 600_000);
 
   it('with spec.deletionPolicy Delete, a tenant removed from git goes for good: nothing kept, nothing back', async () => {
@@ -279,4 +316,27 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
     after.client.close();
     await eventually(async () => expect(await superNames()).toEqual(['obj-kept']), 120_000);
   }, 400_000);
+
+  it('takes scheduled snapshots at the times of a cron expression, and retention by age drops the old ones', async () => {
+    const { uid } = await running();
+    const earlier = (await catalog()).map((e) => e.id);
+    expect(earlier.length).toBeGreaterThan(0);
+    const from = Date.now();
+    await policy('10m', { schedule: { cron: '*/5 * * * * *' }, retention: { maxAgeSeconds: 20 } });
+    const taken = await eventually(async () => {
+      const s = (await catalog()).filter((e) => e.reason === 'schedule' && e.tenant.uid === uid);
+      const since = s.filter((e) => Date.parse(e.createdAt) >= from);
+      expect(Math.max(...since.map((e) => Date.parse(e.createdAt))) - from).toBeGreaterThan(25_000);
+      return since;
+    }, 120_000);
+    // At most one snapshot per 5-second slot of the expression, and a slot taken at least every few.
+    const slots = taken.map((e) => Math.floor(Date.parse(e.createdAt) / 5000));
+    expect(new Set(slots).size).toBe(slots.length);
+    expect(slots.length).toBeGreaterThanOrEqual(4);
+    // Everything older than 20 seconds when the newest was taken is gone, the earlier cases' snapshots among them.
+    const kept = await catalog();
+    const newest = Math.max(...kept.map((e) => Date.parse(e.createdAt)));
+    expect(kept.filter((e) => newest - Date.parse(e.createdAt) > 20_000)).toEqual([]);
+    expect(kept.map((e) => e.id).filter((id) => earlier.includes(id))).toEqual([]);
+  }, 200_000);
 });
