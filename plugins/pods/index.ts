@@ -1,7 +1,7 @@
 // Over 500 lines, on purpose: the Pod plugin is one resource's transform (a new or updated super Pod, the service
 // account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
 // helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
-// nodepin.ts, podsecurity.ts, terminal.ts, gates.ts.
+// nodepin.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,
@@ -54,6 +54,7 @@ import {
 import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
+import { tokenWaitsForBind } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
@@ -377,7 +378,7 @@ function newSuperPod(
   const tokens = tokenKeys(spec);
   const tokenAt = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, ctx.tenant.pods?.serviceAccountTokens);
   replaceTokenSources(spec, tokenAt.secretName);
-  if (tokens.length) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
+  if (tokens.length && !tokenWaitsForBind(tenantPod, tokenAt)) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
   renameRootCA(spec);
   setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
@@ -441,7 +442,9 @@ function updateSuperPod(
   const perPod = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'perPod');
   const shared = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'shared');
   const at = reads(perPod) ? perPod : shared.shared && reads(shared) ? shared : undefined;
-  return at ? { object: desired, effects: [tokenEffect(tenantPod, at, tokens)] } : { object: desired };
+  return at && !tokenWaitsForBind(tenantPod, at)
+    ? { object: desired, effects: [tokenEffect(tenantPod, at, tokens)] }
+    : { object: desired };
 }
 
 /** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
