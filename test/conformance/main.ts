@@ -23,10 +23,19 @@ import { fileEntry, type ImageSpec, type TarEntry, writeOciArchive } from '../..
 import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { pinnedVersions, toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, treeEntries } from './e2e.ts';
-import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine, type TestCase } from './report.ts';
+import {
+  CONFORMANCE_FOCUS,
+  e2eCommand,
+  JSON_REPORT,
+  parseJUnit,
+  summarize,
+  summaryLine,
+  type TestCase,
+} from './report.ts';
 import { renderPage } from './page.ts';
 import { compare, reproducibleCommand, selection, type RunMeta } from './sidebyside.ts';
 import { mergeRuns, parseSigs, readSummary } from './sigruns.ts';
+import { readGinkgoReport, stepTimes } from './timeline.ts';
 import { prepareSuperRun } from './superside.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
@@ -407,6 +416,13 @@ async function main(o: Options): Promise<number> {
       await opened.restore();
     }
     const side = compare(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
+    // where the tenant's time went, step by step, beside the super cluster's
+    const timelines = [reportDir, superDir].map((d) => join(d, JSON_REPORT));
+    if (timelines.every((f) => existsSync(f))) {
+      const [tr, sr] = timelines.map((f) => readGinkgoReport(readFileSync(f, 'utf8')));
+      const steps = stepTimes(tr!, sr!);
+      for (const g of side.sigs) if (g.timing && steps.has(g.sig)) g.timing.steps = steps.get(g.sig);
+    }
     writeFileSync(join(reportDir, 'side-by-side.json'), JSON.stringify(side, null, 2) + '\n');
     const run: RunMeta = {
       date: new Date().toISOString().slice(0, 10),

@@ -93,6 +93,20 @@ export function renderPage(r: SideBySide): string {
     (g) => g.tenantOnly,
     (x) => `super: ${x.message ?? x.super ?? ''}`,
   );
+  const steps = r.sigs.filter((g) => g.timing?.steps?.length);
+  if (steps.length) {
+    lines.push(
+      '',
+      '## Where the tenant spends its time beyond the super cluster',
+      '',
+      "Per SIG, the steps of the specs that passed on both sides (Ginkgo's timelines: a step lasts until the next " +
+        'begins; numbers in step names shown as N), summed: tenant s / super s over the specs they occur in.',
+      '',
+    );
+    for (const g of steps)
+      for (const x of g.timing!.steps!)
+        lines.push(`- ${g.sig}: ${x.step}: ${x.tenant.toFixed(1)} / ${x.super.toFixed(1)} over ${x.specs} specs`);
+  }
   const slow = r.sigs.flatMap((g) => g.timing?.slowest ?? []).sort((a, b) => b.tenant - b.super - (a.tenant - a.super));
   if (slow.length) {
     lines.push(

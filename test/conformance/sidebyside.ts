@@ -4,6 +4,7 @@
  * summary per SIG and the dated docs page made from it. Unit-tested from tables in sidebyside.test.ts.
  */
 import type { SpecState, TestCase } from './report.ts';
+import type { StepTime } from './timeline.ts';
 
 /** ALL_FOCUS selects every `[Conformance]` spec of every SIG. */
 export const ALL_FOCUS = String.raw`\[Conformance\]`;
@@ -94,6 +95,8 @@ export interface SigTiming {
   tenantSeconds: number;
   superSeconds: number;
   slowest: SpecTime[];
+  /** the steps of those specs the tenant spends most beyond super (timeline.ts), when the run kept timelines */
+  steps?: StepTime[];
 }
 
 /** SLOWEST_KEPT is how many of a SIG's specs its timing names, by the time the tenant took beyond super. */
