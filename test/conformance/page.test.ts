@@ -47,6 +47,9 @@ const merged = mergeRuns(
   second,
   run('2026-11-30', 'def5678', 'npm run conformance -- --sig auth', 65, 20),
 );
+merged.sigs.find((g) => g.sig === 'auth')!.timing!.steps = [
+  { step: 'Creating pod pod-N', specs: 1, tenant: 9, super: 1.5 },
+];
 const page = renderPage(merged);
 
 describe('renderPage', () => {
@@ -82,6 +85,21 @@ describe('renderPage', () => {
       `| ${A} | 30.0 | 6.0 |`,
       '| [sig-auth] ServiceAccounts should mount \\| a pipe [Conformance] | 12.0 | 3.0 |',
     ]);
+  });
+});
+
+describe('renderPage: steps', () => {
+  it("lists a SIG's steps the tenant spends most beyond super, only for SIGs whose run kept timelines", () => {
+    expect(page).toContain('## Where the tenant spends its time beyond the super cluster');
+    expect(page).toContain('- auth: Creating pod pod-N: 9.0 / 1.5 over 1 specs\n');
+    expect(page).not.toMatch(/^- apps: /m);
+  });
+  it('has no such section when no run kept them', () => {
+    const bare = {
+      ...merged,
+      sigs: merged.sigs.map((g) => ({ ...g, timing: g.timing && { ...g.timing, steps: undefined } })),
+    };
+    expect(renderPage(bare)).not.toContain('## Where the tenant spends');
   });
 });
 
