@@ -1012,6 +1012,24 @@ const { nominatedNodeName: _, qosClass: _qos, ...copiedStatus } = runningStatus;
 
 const toTenantCases: ToTenantCase[] = [
   {
+    name: 'the bind of a tenant Pod whose super Pod reads a token Secret of its own is followed by that token',
+    super: superPod({ nodeName: 'node-1', volumes: [tokenSecretVolume] }, { phase: 'Pending' }),
+    tenant: tenantPod({ volumes: [tokenVolume] }),
+    want: {
+      object: { ...tenantPod({ volumes: [tokenVolume] }), status: { phase: 'Pending' } },
+      effects: [{ type: 'bind', namespace: 'default', name: 'web', uid: TUID, node: 'node-1' }, tokenEffect()],
+    },
+  },
+  {
+    name: 'the bind of a tenant Pod reading a shared token Secret is followed by nothing (it was minted at create)',
+    super: superPod({ nodeName: 'node-1', volumes: [sharedSecretVolume()] }, { phase: 'Pending' }),
+    tenant: tenantPod({ volumes: [tokenVolume] }),
+    want: {
+      object: { ...tenantPod({ volumes: [tokenVolume] }), status: { phase: 'Pending' } },
+      effects: [{ type: 'bind', namespace: 'default', name: 'web', uid: TUID, node: 'node-1' }],
+    },
+  },
+  {
     name: "the tenant Pod keeps its own qosClass when a super LimitRange's defaults made the super Pod's differ",
     super: superPod({ nodeName: 'node-1' }, { ...runningStatus, qosClass: 'Burstable' }),
     tenant: { ...tenantPod({ nodeName: 'node-1' }), status: { qosClass: 'BestEffort' } },

@@ -54,7 +54,7 @@ import {
 import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
-import { tokenWaitsForBind } from './tokennode.ts';
+import { serviceAccountOf, tokenEffectOnceBound } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
@@ -216,8 +216,6 @@ export function tokenPlan(
   return { secretName: tokenSecretName(podName), shared: false };
 }
 
-const serviceAccountOf = (p: Pod): string => p.spec?.serviceAccountName || 'default';
-
 /**
  * replaceTokenSources makes every projected serviceAccountToken source of a new super Pod read the super Secret the
  * syncer fills with tokens minted by the tenant apiserver (keys as tokenKeys names them), so the super cluster never
@@ -276,19 +274,6 @@ function deleteTenant(p: Pod, now?: Date): Effect {
   const { namespace, name, uid } = podRef(p);
   const status = now && terminalStatus(p, now);
   return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0, ...(status && { status }) };
-}
-
-function tokenEffect(tenantPod: Pod, plan: TokenPlan, tokens: ServiceAccountTokenKey[]): Effect {
-  return {
-    type: 'serviceAccountToken',
-    namespace: tenantPod.metadata?.namespace ?? '',
-    pod: tenantPod.metadata?.name ?? '',
-    podUid: tenantPod.metadata?.uid ?? '',
-    serviceAccount: serviceAccountOf(tenantPod),
-    secretName: plan.secretName,
-    tokens,
-    ...(plan.shared && { shared: true }),
-  };
 }
 
 /**
@@ -378,7 +363,7 @@ function newSuperPod(
   const tokens = tokenKeys(spec);
   const tokenAt = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, ctx.tenant.pods?.serviceAccountTokens);
   replaceTokenSources(spec, tokenAt.secretName);
-  if (tokens.length && !tokenWaitsForBind(tenantPod, tokenAt)) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
+  if (tokens.length) effects.push(...tokenEffectOnceBound(tenantPod, tokenAt, tokens));
   renameRootCA(spec);
   setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
@@ -442,9 +427,20 @@ function updateSuperPod(
   const perPod = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'perPod');
   const shared = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'shared');
   const at = reads(perPod) ? perPod : shared.shared && reads(shared) ? shared : undefined;
-  return at && !tokenWaitsForBind(tenantPod, at)
-    ? { object: desired, effects: [tokenEffect(tenantPod, at, tokens)] }
-    : { object: desired };
+  const effects = at ? tokenEffectOnceBound(tenantPod, at, tokens) : [];
+  return effects.length ? { object: desired, effects } : { object: desired };
+}
+
+/**
+ * tokenOnBind goes right after the bind of a tenant Pod whose super Pod reads a token Secret of its own: run in order
+ * after the Binding, the token names the node at once, not after the tenant watch brings the bound Pod back.
+ */
+function tokenOnBind(tenantPod: Pod, superPod: Pod): Effect[] {
+  const tokens = tokenKeys(tenantPod.spec);
+  const own = tokenPlan(tokens, serviceAccountOf(tenantPod), superPod.metadata?.name ?? '', 'perPod');
+  if (!tokens.length || !superPod.spec?.volumes?.some((v) => readsSecret(v, own.secretName))) return [];
+  const bound = { ...tenantPod, spec: { ...tenantPod.spec!, nodeName: superPod.spec.nodeName } };
+  return tokenEffectOnceBound(bound, own, tokens);
 }
 
 /** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
@@ -591,7 +587,8 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<VnAgentCapability> = {
       const { namespace, name, uid } = podRef(tenantPod);
       // The tenant Pod is bound to the vNode of its super node (named per super cluster when several serve it).
       const node = vNodeName(superNode, ctx.sharedTenants ? ctx.superCluster : undefined);
-      return { object: desired, effects: [{ type: 'bind', namespace, name, uid, node }] };
+      const bind: Effect = { type: 'bind', namespace, name, uid, node };
+      return { object: desired, effects: [bind, ...tokenOnBind(tenantPod, superPod)] };
     }
     return { object: desired };
   },

@@ -1,4 +1,9 @@
+import type { Effect, ServiceAccountTokenKey } from '@virtualcluster-ts/plugin-sdk';
 import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
+import type { TokenPlan } from './index.ts';
+
+/** serviceAccountOf is the ServiceAccount a tenant Pod runs as. */
+export const serviceAccountOf = (p: Pod): string => p.spec?.serviceAccountName || 'default';
 
 /**
  * A token of a Pod's own (not a shared one) is bound to its tenant Pod, and the tenant apiserver writes into it the
@@ -10,6 +15,26 @@ import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
  * retries the mount until the Secret is there), as an upstream Pod's projected token waits for its TokenRequest.
  * A shared token is bound to the ServiceAccount alone and waits for nothing.
  */
-export function tokenWaitsForBind(tenantPod: Pod, plan: { shared: boolean }): boolean {
+export function tokenWaitsForBind(tenantPod: Pod, plan: Pick<TokenPlan, 'shared'>): boolean {
   return !plan.shared && !tenantPod.spec?.nodeName;
+}
+
+/**
+ * tokenEffectOnceBound is the effect keeping the Secret `plan` names with the tokens a tenant Pod asks for, unless
+ * that Secret waits for the Pod's bind (tokenWaitsForBind): then none yet.
+ */
+export function tokenEffectOnceBound(tenantPod: Pod, plan: TokenPlan, tokens: ServiceAccountTokenKey[]): Effect[] {
+  if (tokenWaitsForBind(tenantPod, plan)) return [];
+  return [
+    {
+      type: 'serviceAccountToken',
+      namespace: tenantPod.metadata?.namespace ?? '',
+      pod: tenantPod.metadata?.name ?? '',
+      podUid: tenantPod.metadata?.uid ?? '',
+      serviceAccount: serviceAccountOf(tenantPod),
+      secretName: plan.secretName,
+      tokens,
+      ...(plan.shared && { shared: true }),
+    },
+  ];
 }
