@@ -137,6 +137,17 @@ const tokenEffect = (serviceAccount = 'default'): TokenEffect => ({
   secretName: 'web-vc-token',
   tokens: [{ key: 'token', expirationSeconds: 3607 }],
 });
+/** PROJECTED_SUPER_VOLUME is the super Pod volume of a projected volume with two tokens and a ConfigMap. */
+const PROJECTED_SUPER_VOLUME = {
+  name: 'vault',
+  projected: {
+    sources: [
+      { secret: { name: 'web-vc-token', items: [{ key: 'token-0', path: 'vault-token' }] } },
+      { configMap: { name: 'settings' } },
+      { secret: { name: 'web-vc-token', items: [{ key: 'token-1', path: 'plain' }] } },
+    ],
+  },
+};
 const ADMISSION_TOKEN = { key: 'token', expirationSeconds: 3607 };
 const sharedSecretVolume = (serviceAccount = 'default') => ({
   ...tokenSecretVolume,
@@ -253,7 +264,7 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
-    name: 'new super Pod: every projected serviceAccountToken source reads a tenant-minted token from the vc-token Secret',
+    name: 'new super Pod: every projected serviceAccountToken source reads a tenant-minted token from the vc-token Secret, minted after the bind',
     tenant: tenantPod({
       serviceAccountName: 'builder',
       volumes: [
@@ -285,6 +296,32 @@ const toSuperCases: ToSuperCase[] = [
           },
         ],
       }),
+    },
+  },
+  {
+    name: 'a bound tenant Pod (its super Pod made as above): the Secret of its own gets every projected token, minted now',
+    tenant: tenantPod({
+      serviceAccountName: 'builder',
+      nodeName: 'node-1',
+      volumes: [
+        {
+          name: 'vault',
+          projected: {
+            sources: [
+              { serviceAccountToken: { audience: 'vault', expirationSeconds: 600, path: 'vault-token' } },
+              { configMap: { name: 'settings' } },
+              { serviceAccountToken: { path: 'plain' } },
+            ],
+          },
+        },
+      ],
+    }),
+    super: superPod({ nodeName: 'node-1', volumes: [PROJECTED_SUPER_VOLUME] }),
+    want: {
+      object: {
+        ...superPod({ nodeName: 'node-1', volumes: [PROJECTED_SUPER_VOLUME] }),
+        metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined },
+      },
       effects: [
         {
           type: 'serviceAccountToken',
@@ -422,7 +459,7 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
-    name: "new super Pod under perPod: the kube-api-access volume becomes the Pod's vc-token Secret",
+    name: "new super Pod under perPod: the kube-api-access volume becomes the Pod's vc-token Secret, minted after the bind",
     tenantOver: perPod,
     tenant: tenantPod({
       serviceAccountName: 'default',
@@ -435,19 +472,18 @@ const toSuperCases: ToSuperCase[] = [
         containers: [{ name: 'app', image: 'nginx:1', volumeMounts: [tokenMount] }],
         volumes: [{ name: 'data', emptyDir: {} }, tokenSecretVolume],
       }),
-      effects: [tokenEffect()],
     },
   },
   {
-    name: 'new super Pod under perPod: the token effect names the Pod service account',
+    name: 'a bound tenant Pod under perPod: the token effect names the Pod service account',
     tenantOver: perPod,
-    tenant: tenantPod({ serviceAccountName: 'builder', volumes: [tokenVolume] }),
+    tenant: tenantPod({ serviceAccountName: 'builder', nodeName: 'node-1', volumes: [tokenVolume] }),
+    super: superPod({ nodeName: 'node-1', automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
     want: {
-      object: newSuper({
-        serviceAccountName: 'builder',
-        containers: [{ name: 'app', image: 'nginx:1' }],
-        volumes: [tokenSecretVolume],
-      }),
+      object: {
+        ...superPod({ nodeName: 'node-1', automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
+        metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined },
+      },
       effects: [tokenEffect('builder')],
     },
   },
@@ -478,7 +514,7 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
-    name: 'new super Pod (shared): the admission token beside a token for another audience goes per Pod',
+    name: 'new super Pod (shared): the admission token beside a token for another audience goes per Pod (after the bind)',
     tenant: tenantPod({
       volumes: [
         tokenVolume,
@@ -501,15 +537,6 @@ const toSuperCases: ToSuperCase[] = [
           },
         ],
       }),
-      effects: [
-        {
-          ...tokenEffect(),
-          tokens: [
-            { key: 'token', expirationSeconds: 3607 },
-            { key: 'token-0', audiences: ['vault'] },
-          ],
-        },
-      ],
     },
   },
   {
@@ -732,8 +759,19 @@ const toSuperCases: ToSuperCase[] = [
     },
   },
   {
-    name: 'existing super Pod using the vc-token Secret: the token effect is emitted again so the core keeps it fresh',
+    name: 'existing super Pod using the vc-token Secret, the tenant Pod not bound yet: no token (it would carry no node)',
     tenant: tenantPod({ volumes: [tokenVolume] }),
+    super: superPod({ automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
+    want: {
+      object: {
+        ...superPod({ automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
+        metadata: { ...superPod().metadata, labels: { app: 'web' }, annotations: undefined },
+      },
+    },
+  },
+  {
+    name: 'existing super Pod using the vc-token Secret: the token effect is emitted again so the core keeps it fresh',
+    tenant: tenantPod({ nodeName: 'node-1', volumes: [tokenVolume] }),
     super: superPod({ automountServiceAccountToken: false, volumes: [tokenSecretVolume] }),
     want: {
       object: {
@@ -927,7 +965,8 @@ describe('pods plugin: toSuper', () => {
     const secretName = tokenSecretName(long);
     expect(secretName.length).toBeLessThanOrEqual(63);
     expect(got.object?.spec?.volumes?.[0]?.secret?.secretName).toBe(secretName);
-    expect(got.effects).toEqual([{ ...tokenEffect(), pod: long, secretName }]);
+    // its token is asked for once the tenant Pod is bound (tokennode.ts)
+    expect(got.effects).toBeUndefined();
   });
 
   it('does not modify its arguments', () => {
@@ -972,6 +1011,24 @@ const runningStatus = {
 const { nominatedNodeName: _, qosClass: _qos, ...copiedStatus } = runningStatus;
 
 const toTenantCases: ToTenantCase[] = [
+  {
+    name: 'the bind of a tenant Pod whose super Pod reads a token Secret of its own is followed by that token',
+    super: superPod({ nodeName: 'node-1', volumes: [tokenSecretVolume] }, { phase: 'Pending' }),
+    tenant: tenantPod({ volumes: [tokenVolume] }),
+    want: {
+      object: { ...tenantPod({ volumes: [tokenVolume] }), status: { phase: 'Pending' } },
+      effects: [{ type: 'bind', namespace: 'default', name: 'web', uid: TUID, node: 'node-1' }, tokenEffect()],
+    },
+  },
+  {
+    name: 'the bind of a tenant Pod reading a shared token Secret is followed by nothing (it was minted at create)',
+    super: superPod({ nodeName: 'node-1', volumes: [sharedSecretVolume()] }, { phase: 'Pending' }),
+    tenant: tenantPod({ volumes: [tokenVolume] }),
+    want: {
+      object: { ...tenantPod({ volumes: [tokenVolume] }), status: { phase: 'Pending' } },
+      effects: [{ type: 'bind', namespace: 'default', name: 'web', uid: TUID, node: 'node-1' }],
+    },
+  },
   {
     name: "the tenant Pod keeps its own qosClass when a super LimitRange's defaults made the super Pod's differ",
     super: superPod({ nodeName: 'node-1' }, { ...runningStatus, qosClass: 'Burstable' }),

@@ -1,7 +1,7 @@
 // Over 500 lines, on purpose: the Pod plugin is one resource's transform (a new or updated super Pod, the service
 // account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
 // helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
-// nodepin.ts, podsecurity.ts, terminal.ts, gates.ts.
+// nodepin.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,
@@ -54,6 +54,7 @@ import {
 import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
+import { serviceAccountOf, tokenEffectOnceBound } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
 
@@ -215,8 +216,6 @@ export function tokenPlan(
   return { secretName: tokenSecretName(podName), shared: false };
 }
 
-const serviceAccountOf = (p: Pod): string => p.spec?.serviceAccountName || 'default';
-
 /**
  * replaceTokenSources makes every projected serviceAccountToken source of a new super Pod read the super Secret the
  * syncer fills with tokens minted by the tenant apiserver (keys as tokenKeys names them), so the super cluster never
@@ -275,19 +274,6 @@ function deleteTenant(p: Pod, now?: Date): Effect {
   const { namespace, name, uid } = podRef(p);
   const status = now && terminalStatus(p, now);
   return { type: 'deleteTenant', namespace, name, uid, gracePeriodSeconds: 0, ...(status && { status }) };
-}
-
-function tokenEffect(tenantPod: Pod, plan: TokenPlan, tokens: ServiceAccountTokenKey[]): Effect {
-  return {
-    type: 'serviceAccountToken',
-    namespace: tenantPod.metadata?.namespace ?? '',
-    pod: tenantPod.metadata?.name ?? '',
-    podUid: tenantPod.metadata?.uid ?? '',
-    serviceAccount: serviceAccountOf(tenantPod),
-    secretName: plan.secretName,
-    tokens,
-    ...(plan.shared && { shared: true }),
-  };
 }
 
 /**
@@ -377,7 +363,7 @@ function newSuperPod(
   const tokens = tokenKeys(spec);
   const tokenAt = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, ctx.tenant.pods?.serviceAccountTokens);
   replaceTokenSources(spec, tokenAt.secretName);
-  if (tokens.length) effects.push(tokenEffect(tenantPod, tokenAt, tokens));
+  if (tokens.length) effects.push(...tokenEffectOnceBound(tenantPod, tokenAt, tokens));
   renameRootCA(spec);
   setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
   spec.serviceAccountName = SUPER_POD_SERVICE_ACCOUNT;
@@ -441,7 +427,20 @@ function updateSuperPod(
   const perPod = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'perPod');
   const shared = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'shared');
   const at = reads(perPod) ? perPod : shared.shared && reads(shared) ? shared : undefined;
-  return at ? { object: desired, effects: [tokenEffect(tenantPod, at, tokens)] } : { object: desired };
+  const effects = at ? tokenEffectOnceBound(tenantPod, at, tokens) : [];
+  return effects.length ? { object: desired, effects } : { object: desired };
+}
+
+/**
+ * tokenOnBind goes right after the bind of a tenant Pod whose super Pod reads a token Secret of its own: run in order
+ * after the Binding, the token names the node at once, not after the tenant watch brings the bound Pod back.
+ */
+function tokenOnBind(tenantPod: Pod, superPod: Pod): Effect[] {
+  const tokens = tokenKeys(tenantPod.spec);
+  const own = tokenPlan(tokens, serviceAccountOf(tenantPod), superPod.metadata?.name ?? '', 'perPod');
+  if (!tokens.length || !superPod.spec?.volumes?.some((v) => readsSecret(v, own.secretName))) return [];
+  const bound = { ...tenantPod, spec: { ...tenantPod.spec!, nodeName: superPod.spec.nodeName } };
+  return tokenEffectOnceBound(bound, own, tokens);
 }
 
 /** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
@@ -588,7 +587,8 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 
       const { namespace, name, uid } = podRef(tenantPod);
       // The tenant Pod is bound to the vNode of its super node (named per super cluster when several serve it).
       const node = vNodeName(superNode, ctx.sharedTenants ? ctx.superCluster : undefined);
-      return { object: desired, effects: [{ type: 'bind', namespace, name, uid, node }] };
+      const bind: Effect = { type: 'bind', namespace, name, uid, node };
+      return { object: desired, effects: [bind, ...tokenOnBind(tenantPod, superPod)] };
     }
     return { object: desired };
   },

@@ -23,8 +23,19 @@ import { fileEntry, type ImageSpec, type TarEntry, writeOciArchive } from '../..
 import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
 import { pinnedVersions, toolchainDir } from '../../core/toolchain/toolchain.ts';
 import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, treeEntries } from './e2e.ts';
-import { CONFORMANCE_FOCUS, e2eCommand, parseJUnit, summarize, summaryLine, type TestCase } from './report.ts';
-import { compare, renderPage, reproducibleCommand, selection } from './sidebyside.ts';
+import {
+  CONFORMANCE_FOCUS,
+  e2eCommand,
+  JSON_REPORT,
+  parseJUnit,
+  summarize,
+  summaryLine,
+  type TestCase,
+} from './report.ts';
+import { renderPage } from './page.ts';
+import { compare, reproducibleCommand, selection, type RunMeta } from './sidebyside.ts';
+import { mergeRuns, parseSigs, readSummary } from './sigruns.ts';
+import { readGinkgoReport, stepTimes } from './timeline.ts';
 import { prepareSuperRun } from './superside.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
@@ -64,10 +75,14 @@ interface Options {
   /** every [Conformance] spec of every SIG ([Serial]/[Disruptive] only with serial) */
   all?: boolean;
   serial?: boolean;
-  /** run the same specs against the super cluster too (default with --all) */
+  /** the [Conformance] specs of these SIGs (comma-separated), side by side, merged into the summary */
+  sig?: string;
+  /** run the same specs against the super cluster too (default with --all and --sig) */
   super?: boolean;
   /** the dated docs page a side-by-side run writes */
   page: string;
+  /** the JSON summary a side-by-side run merges its SIGs into (and the page is made from) */
+  summary: string;
   /** real nodes of an embedded default the run starts */
   realNodes: string;
   /** the tenant's pods.serviceAccountTokens */
@@ -319,6 +334,7 @@ async function main(o: Options): Promise<number> {
   const stateDir = resolve(o.stateDir);
   const reportDir = resolve(o.reportDir);
   const procs = Number(o.procs);
+  const sigs = o.sig !== undefined ? parseSigs(o.sig) : undefined;
   const t0 = Date.now();
   const binDir = await ensureE2eBinaries();
   // built before the real node starts, so that a cold build does not hold the host lock
@@ -358,7 +374,7 @@ async function main(o: Options): Promise<number> {
     } finally {
       tc.close();
     }
-    const sel = selection(o);
+    const sel = selection({ ...o, sigs });
     const suite = (kc: string, dir: string) =>
       runSuite(
         e2eCommand({
@@ -385,7 +401,7 @@ async function main(o: Options): Promise<number> {
       JSON.stringify({ ...sum, seconds: tenantRun.seconds, total: (Date.now() - t0) / 1000 }, null, 2) + '\n',
     );
     process.stdout.write(`${line} (report: ${join(reportDir, 'junit_01.xml')})\n`);
-    if (!(o.super ?? o.all)) return sum.failed || sum.setupFailures.length || sum.passed === 0 ? 1 : 0;
+    if (!(o.super ?? (o.all || !!sigs))) return sum.failed || sum.setupFailures.length || sum.passed === 0 ? 1 : 0;
     // the same specs against the super cluster the tenant runs on, on the same real node(s)
     const superDir = join(reportDir, 'super');
     mkdirSync(superDir, { recursive: true });
@@ -400,22 +416,36 @@ async function main(o: Options): Promise<number> {
       await opened.restore();
     }
     const side = compare(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
+    // where the tenant's time went, step by step, beside the super cluster's
+    const timelines = [reportDir, superDir].map((d) => join(d, JSON_REPORT));
+    if (timelines.every((f) => existsSync(f))) {
+      const [tr, sr] = timelines.map((f) => readGinkgoReport(readFileSync(f, 'utf8')));
+      const steps = stepTimes(tr!, sr!);
+      for (const g of side.sigs) if (g.timing && steps.has(g.sig)) g.timing.steps = steps.get(g.sig);
+    }
     writeFileSync(join(reportDir, 'side-by-side.json'), JSON.stringify(side, null, 2) + '\n');
-    const command = reproducibleCommand(process.argv.slice(2));
-    const page = renderPage(side, {
+    const run: RunMeta = {
       date: new Date().toISOString().slice(0, 10),
       commit: await gitCommit(),
       kubernetes: pinnedVersions().kubernetes,
-      command,
+      command: reproducibleCommand(process.argv.slice(2)),
+      focus: sel.focus,
+      ...(sel.skip && { skip: sel.skip }),
       seconds: { tenant: tenantRun.seconds, super: superRun.seconds },
-    });
+    };
+    // this run's SIGs in place of the same SIGs of earlier runs; the page shows them all
+    const summaryFile = resolve(o.summary);
+    const earlier = readSummary(existsSync(summaryFile) ? readFileSync(summaryFile, 'utf8') : undefined);
+    const merged = mergeRuns(earlier, side, run);
+    mkdirSync(dirname(summaryFile), { recursive: true });
+    writeFileSync(summaryFile, JSON.stringify(merged, null, 2) + '\n');
     mkdirSync(dirname(resolve(o.page)), { recursive: true });
-    writeFileSync(resolve(o.page), page);
+    writeFileSync(resolve(o.page), renderPage(merged));
     const x = side.totals;
     process.stdout.write(
       `side by side: ${x.selected} selected, ${x.passedTenant} passed on the tenant, ${x.passedSuper} on super; ` +
         `${x.gaps} fidelity gaps, ${x.designLimits} design limits, ${x.environment} environment, ${x.tenantOnly} tenant only ` +
-        `(${join(reportDir, 'side-by-side.json')}, ${o.page})\n`,
+        `(${join(reportDir, 'side-by-side.json')}; merged into ${o.summary} and ${o.page})\n`,
     );
     return x.gaps || x.tenantOnly || superRun.cases.length === 0 ? 1 : 0;
   } finally {
@@ -450,12 +480,22 @@ const program = new Command('conformance')
   .option('--timeout <duration>', "the suite's time limit", '3h')
   .option('--keep', 'leave the tenant (and an embedded default it started) running afterwards')
   .option('--all', 'every [Conformance] spec of every SIG, against the tenant and the super cluster side by side')
-  .option('--serial', 'with --all, the [Serial] and [Disruptive] specs too')
-  .option('--super', 'run the selected specs against the super cluster too (the default with --all)')
-  .option('--no-super', 'with --all, the tenant only')
+  .option(
+    '--sig <names>',
+    'the [Conformance] specs of these SIGs (comma-separated, e.g. node,storage), side by side; their results replace ' +
+      'the same SIGs of the summary',
+  )
+  .option('--serial', 'with --all or --sig, the [Serial] and [Disruptive] specs too')
+  .option('--super', 'run the selected specs against the super cluster too (the default with --all and --sig)')
+  .option('--no-super', 'with --all or --sig, the tenant only')
   .option('--real-nodes <n>', 'real nodes of an embedded default the run starts (2 for the specs that need two)', '1')
   .option('--tokens <mode>', "the tenant's pods.serviceAccountTokens: shared or perPod", 'shared')
   .option('--page <file>', 'the dated docs page a side-by-side run writes', 'docs/conformance-results.md')
+  .option(
+    '--summary <file>',
+    'the JSON summary a side-by-side run merges its SIGs into, and the page is made from',
+    'docs/conformance-results.json',
+  )
   .action(async (o: Options) => {
     process.exitCode = await main(o);
   });

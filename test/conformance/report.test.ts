@@ -183,7 +183,14 @@ describe('e2eCommand', () => {
       run,
       {
         command: '/c/e2e.test',
-        args: ['--ginkgo.focus=F', '--ginkgo.timeout=3h', '--ginkgo.no-color', '--ginkgo.silence-skips', ...suite],
+        args: [
+          '--ginkgo.focus=F',
+          '--ginkgo.timeout=3h',
+          '--ginkgo.no-color',
+          '--ginkgo.silence-skips',
+          '--ginkgo.json-report=/r/report.json',
+          ...suite,
+        ],
       },
     ],
     [
@@ -197,6 +204,7 @@ describe('e2eCommand', () => {
           '--ginkgo.timeout=3h',
           '--ginkgo.no-color',
           '--ginkgo.silence-skips',
+          '--ginkgo.json-report=/r/report.json',
           ...suite,
         ],
       },
@@ -212,6 +220,7 @@ describe('e2eCommand', () => {
           '--timeout=3h',
           '--no-color',
           '--silence-skips',
+          '--json-report=/r/report.json',
           '/c/e2e.test',
           '--',
           ...suite,

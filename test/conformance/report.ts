@@ -12,6 +12,9 @@ export const CONFORMANCE_FOCUS = String.raw`\[sig-(api-machinery|apps)\].*\[Conf
  */
 export const NON_BLOCKING_TAINTS = ['node-role.kubernetes.io/control-plane', 'vc.tenancy.x-k8s.io/real-node'] as const;
 
+/** JSON_REPORT is the file in the report directory Ginkgo writes its JSON report to (every spec's timeline). */
+export const JSON_REPORT = 'report.json';
+
 /** E2eRun is what one run of the suite needs. */
 export interface E2eRun {
   /** directory of e2e.test and ginkgo */
@@ -55,6 +58,8 @@ export function e2eCommand(r: E2eRun): E2eCommand {
     `--timeout=${r.timeout}`,
     '--no-color',
     '--silence-skips',
+    // every spec's timeline (its nodes and steps, timed): timeline.ts reads where the time went
+    `--json-report=${r.reportDir}/${JSON_REPORT}`,
   ];
   if (r.procs === 1)
     return { command: `${r.binDir}/e2e.test`, args: [...ginkgo.map((f) => `--ginkgo.${f.slice(2)}`), ...suite] };

@@ -6,11 +6,11 @@ import {
   firstLine,
   type Outcome,
   outcomeOf,
-  renderPage,
   selection,
   SERIAL_SKIP,
   reproducibleCommand,
   shellQuote,
+  sigFocus,
   sigOf,
 } from './sidebyside.ts';
 
@@ -25,6 +25,16 @@ describe('selection', () => {
     ],
     ['--all --serial: nothing left out', { all: true, serial: true, focus: 'F' }, { focus: ALL_FOCUS }],
     [
+      '--sig: those SIGs, Serial and Disruptive left out',
+      { sigs: ['auth', 'node'], focus: 'F' },
+      { focus: sigFocus(['auth', 'node']), skip: SERIAL_SKIP },
+    ],
+    [
+      '--sig beats --all; --serial keeps them',
+      { all: true, sigs: ['node'], serial: true, focus: 'F' },
+      { focus: sigFocus(['node']) },
+    ],
+    [
       '--all with a skip of its own: both',
       { all: true, focus: 'F', skip: 'S' },
       { focus: ALL_FOCUS, skip: `${SERIAL_SKIP}|S` },
@@ -38,6 +48,17 @@ describe('selection', () => {
     ).toBe(true);
     expect(re.test('[sig-apps] z [Conformance]')).toBe(false);
   });
+});
+
+describe('sigFocus', () => {
+  const re = new RegExp(sigFocus(['auth', 'node']));
+  it.each([
+    ['[sig-auth] ServiceAccounts should mount [Conformance]', true],
+    ['[sig-node] Pods should run [NodeConformance] [Conformance]', true],
+    ['[sig-node] Pods should run, not conformance', false],
+    ['[sig-network] Services [Conformance]', false],
+    ['[sig-node-extra] x [Conformance]', false],
+  ])('%s: %s', (text, want) => expect(re.test(text)).toBe(want));
 });
 
 describe('sigOf', () => {
@@ -142,6 +163,22 @@ describe('compare', () => {
     });
   });
 
+  it("times the specs that passed on both sides, naming the ones the tenant took longest beyond super's", () => {
+    const t = (text: string, seconds: number): TestCase => ({ ...it_(text, 'passed'), seconds });
+    const names = Array.from({ length: 7 }, (_, i) => `[sig-auth] spec ${i} [Conformance]`);
+    const x = compare(
+      [...names.map((n, i) => t(n, 10 + i)), it_('[sig-auth] failing [Conformance]', 'failed')],
+      [...names.map((n) => t(n, 2)), t('[sig-auth] failing [Conformance]', 50)],
+      ALL_FOCUS,
+    );
+    const timing = x.sigs[0]!.timing!;
+    expect([timing.specs, timing.tenantSeconds, timing.superSeconds]).toEqual([7, 91, 14]);
+    expect(timing.slowest.map((s) => [s.text, s.tenant - s.super])).toEqual(
+      [6, 5, 4, 3, 2].map((i) => [names[i], 8 + i]),
+    );
+    expect(r.sigs.find((g) => g.sig === 'node')!.timing).toBeUndefined();
+  });
+
   it('counts a spec one side never reported as skipped, not as a gap', () => {
     const x = compare([it_(A, 'failed')], [], ALL_FOCUS);
     expect(x.totals).toMatchObject({ selected: 1, gaps: 0, skipped: 1 });
@@ -175,33 +212,4 @@ describe('firstLine', () => {
     ['a'.repeat(400), `${'a'.repeat(297)}...`],
     ['', ''],
   ])('%#', (m, want) => expect(firstLine(m)).toBe(want));
-});
-
-describe('renderPage', () => {
-  const page = renderPage(compare(tenant, superSide, ALL_FOCUS, SERIAL_SKIP), {
-    date: '2026-11-29',
-    commit: 'abc1234',
-    kubernetes: 'v1.36.3',
-    command: 'npm run conformance -- --all',
-    seconds: { tenant: 60, super: 30 },
-  });
-
-  it('is dated, says how it was made and how long each spec took', () => {
-    expect(page).toContain('(2026-11-29)');
-    expect(page).toContain('`npm run conformance -- --all` on commit abc1234 (Kubernetes v1.36.3)');
-    expect(page).toContain('10.0 s and 5.0 s per selected spec');
-  });
-
-  it('has a row per SIG and a total, and names the focus and skip as given', () => {
-    expect(page).toContain('| apps | 3 | 1 | 3 | 2 | 0 | 0 | 0 |');
-    expect(page).toContain('| **all** | 6 | 2 | 4 | 2 | 1 | 1 | 1 |');
-    expect(page).toContain('skip `\\[Serial\\]|\\[Disruptive\\]`');
-  });
-
-  it('lists every spec that is not a pass on both, by class, with its reason', () => {
-    expect(page).toContain(`- ${B}: design limit: labels a vNode`);
-    expect(page).toContain(`- ${C}: fidelity gap: [FAILED] pod not running`);
-    expect(page).toContain(`## Environment\n\n- ${D}: [FAILED] image pull\n`);
-    expect(page).toContain(`## Tenant only\n\n- ${E}: super: [FAILED] no route\n`);
-  });
 });

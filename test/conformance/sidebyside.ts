@@ -4,22 +4,33 @@
  * summary per SIG and the dated docs page made from it. Unit-tested from tables in sidebyside.test.ts.
  */
 import type { SpecState, TestCase } from './report.ts';
+import type { StepTime } from './timeline.ts';
 
 /** ALL_FOCUS selects every `[Conformance]` spec of every SIG. */
 export const ALL_FOCUS = String.raw`\[Conformance\]`;
 /** SERIAL_SKIP leaves out the specs that need the whole cluster to themselves, unless a run asks for them. */
 export const SERIAL_SKIP = String.raw`\[Serial\]|\[Disruptive\]`;
 
+/** sigFocus is the Ginkgo focus of the `[Conformance]` specs of the given SIGs (sigruns.ts parseSigs' names). */
+export const sigFocus = (sigs: readonly string[]): string => String.raw`\[sig-(${sigs.join('|')})\].*\[Conformance\]`;
+
 /**
- * selection is the focus and skip of a run: `--all` selects every conformance spec (else `focus`), leaving out
- * `[Serial]` and `[Disruptive]` ones unless `serial`; a skip of the user's own is added to that.
+ * selection is the focus and skip of a run: `--all` selects every conformance spec, `--sig` those of some SIGs (else
+ * `focus`), leaving out `[Serial]` and `[Disruptive]` ones unless `serial`; a skip of the user's own is added to that.
  */
-export function selection(o: { all?: boolean; serial?: boolean; focus: string; skip?: string }): {
+export function selection(o: {
+  all?: boolean;
+  sigs?: readonly string[];
+  serial?: boolean;
+  focus: string;
+  skip?: string;
+}): {
   focus: string;
   skip?: string;
 } {
-  const focus = o.all ? ALL_FOCUS : o.focus;
-  const skips = [...(o.all && !o.serial ? [SERIAL_SKIP] : []), ...(o.skip ? [o.skip] : [])];
+  const whole = o.all || !!o.sigs?.length;
+  const focus = o.sigs?.length ? sigFocus(o.sigs) : o.all ? ALL_FOCUS : o.focus;
+  const skips = [...(whole && !o.serial ? [SERIAL_SKIP] : []), ...(o.skip ? [o.skip] : [])];
   return skips.length ? { focus, skip: skips.join('|') } : { focus };
 }
 
@@ -67,6 +78,44 @@ export interface SpecResult {
   designLimit?: string;
 }
 
+/** SpecTime is how long one spec took on each side (Ginkgo's JUnit time, seconds). */
+export interface SpecTime {
+  text: string;
+  tenant: number;
+  super: number;
+}
+
+/**
+ * SigTiming is where a SIG's time went: the summed time of the specs that passed on both sides (so both sums cover
+ * the same work) and the SLOWEST_KEPT of them the tenant took longest beyond the super cluster.
+ */
+export interface SigTiming {
+  /** specs that passed on both sides */
+  specs: number;
+  tenantSeconds: number;
+  superSeconds: number;
+  slowest: SpecTime[];
+  /** the steps of those specs the tenant spends most beyond super (timeline.ts), when the run kept timelines */
+  steps?: StepTime[];
+}
+
+/** SLOWEST_KEPT is how many of a SIG's specs its timing names, by the time the tenant took beyond super. */
+export const SLOWEST_KEPT = 5;
+
+/** RunMeta says which run a SIG's results come from: a full run is made in pieces, one or more SIGs at a time. */
+export interface RunMeta {
+  /** UTC date of the run, YYYY-MM-DD */
+  date: string;
+  commit: string;
+  kubernetes: string;
+  /** the command that produced it (reproducibleCommand) */
+  command: string;
+  focus: string;
+  skip?: string;
+  /** wall time of the tenant run and of the super run, seconds (the whole run: every SIG it selected) */
+  seconds: { tenant: number; super: number };
+}
+
 /** SigSummary counts one SIG's selected specs. */
 export interface SigSummary {
   sig: string;
@@ -77,19 +126,28 @@ export interface SigSummary {
   environment: SpecResult[];
   tenantOnly: SpecResult[];
   skipped: number;
+  timing?: SigTiming;
+  /** the run these results come from (set when runs are merged: sigruns.ts) */
+  run?: RunMeta;
 }
 
-/** SideBySide is the JSON summary of a run: every SIG, and the totals. */
+/** Totals sums the SIGs of a summary. */
+export type Totals = Omit<SigSummary, 'sig' | 'gaps' | 'environment' | 'tenantOnly' | 'timing' | 'run'> & {
+  gaps: number;
+  designLimits: number;
+  environment: number;
+  tenantOnly: number;
+};
+
+/**
+ * SideBySide is the JSON summary of a run (focus and skip: what it selected) or of several runs merged per SIG (no
+ * focus: each SIG names its run): every SIG, and the totals.
+ */
 export interface SideBySide {
-  focus: string;
+  focus?: string;
   skip?: string;
   sigs: SigSummary[];
-  totals: Omit<SigSummary, 'sig' | 'gaps' | 'environment' | 'tenantOnly'> & {
-    gaps: number;
-    designLimits: number;
-    environment: number;
-    tenantOnly: number;
-  };
+  totals: Totals;
 }
 
 const FAILED: readonly SpecState[] = ['failed', 'timedout', 'interrupted', 'aborted', 'panicked'];
@@ -156,23 +214,35 @@ export function compare(
     else if (outcome === 'environment') g.environment.push(r);
     else if (outcome === 'tenantOnly') g.tenantOnly.push(r);
     else if (outcome === 'skipped') g.skipped++;
+    if (outcome === 'passed' && tc && sc) {
+      const t = (g.timing ??= { specs: 0, tenantSeconds: 0, superSeconds: 0, slowest: [] });
+      t.specs++;
+      t.tenantSeconds += tc.seconds;
+      t.superSeconds += sc.seconds;
+      t.slowest.push({ text, tenant: tc.seconds, super: sc.seconds });
+    }
   }
   const list = [...sigs.values()].sort((a, b) => a.sig.localeCompare(b.sig));
+  for (const g of list) {
+    if (!g.timing) continue;
+    g.timing.slowest.sort((a, b) => b.tenant - b.super - (a.tenant - a.super) || a.text.localeCompare(b.text));
+    g.timing.slowest = g.timing.slowest.slice(0, SLOWEST_KEPT);
+  }
+  return { focus, ...(skip && { skip }), sigs: list, totals: totalsOf(list) };
+}
+
+/** totalsOf sums SIG summaries; a gap with a design limit counts as one, not as a gap to fix. */
+export function totalsOf(list: readonly SigSummary[]): Totals {
   const sum = (f: (g: SigSummary) => number) => list.reduce((n, g) => n + f(g), 0);
   return {
-    focus,
-    ...(skip && { skip }),
-    sigs: list,
-    totals: {
-      selected: sum((g) => g.selected),
-      passedTenant: sum((g) => g.passedTenant),
-      passedSuper: sum((g) => g.passedSuper),
-      gaps: sum((g) => g.gaps.filter((x) => !x.designLimit).length),
-      designLimits: sum((g) => g.gaps.filter((x) => x.designLimit).length),
-      environment: sum((g) => g.environment.length),
-      tenantOnly: sum((g) => g.tenantOnly.length),
-      skipped: sum((g) => g.skipped),
-    },
+    selected: sum((g) => g.selected),
+    passedTenant: sum((g) => g.passedTenant),
+    passedSuper: sum((g) => g.passedSuper),
+    gaps: sum((g) => g.gaps.filter((x) => !x.designLimit).length),
+    designLimits: sum((g) => g.gaps.filter((x) => x.designLimit).length),
+    environment: sum((g) => g.environment.length),
+    tenantOnly: sum((g) => g.tenantOnly.length),
+    skipped: sum((g) => g.skipped),
   };
 }
 
@@ -186,7 +256,7 @@ export function firstLine(message: string): string {
 export const shellQuote = (a: string): string => (/^[\w@%+=:,./-]*$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
 
 /** LOCAL_OPTIONS are options whose value names a place on the machine that ran: the page's command leaves them out. */
-const LOCAL_OPTIONS = ['--state-dir', '--report-dir', '--page'];
+const LOCAL_OPTIONS = ['--state-dir', '--report-dir', '--page', '--summary'];
 
 /**
  * reproducibleCommand is the command line a reader runs to produce the page again: the arguments as given, quoted,
@@ -204,72 +274,4 @@ export function reproducibleCommand(args: readonly string[]): string {
     kept.push(shellQuote(a));
   }
   return ['npm run conformance --', ...kept].join(' ');
-}
-
-/** PageMeta is what the docs page says about the run besides its results. */
-export interface PageMeta {
-  /** UTC date of the run, YYYY-MM-DD */
-  date: string;
-  commit: string;
-  kubernetes: string;
-  /** the command that produced it */
-  command: string;
-  /** seconds of the tenant run and of the super run */
-  seconds: { tenant: number; super: number };
-}
-
-const clock = (seconds: number) => {
-  const t = Math.round(seconds);
-  return `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s`;
-};
-
-/**
- * renderPage writes the dated docs page of a side-by-side run: per SIG selected, passed on the tenant and on super,
- * then every spec that is not a pass on both, by class, with its reason.
- */
-export function renderPage(r: SideBySide, m: PageMeta): string {
-  const n = r.totals.selected || 1;
-  const lines = [
-    `# Conformance, tenant and super cluster side by side (${m.date})`,
-    '',
-    `Produced by \`${m.command}\` on commit ${m.commit} (Kubernetes ${m.kubernetes}); regenerate it the same way.`,
-    `Focus \`${r.focus}\`${r.skip ? `, skip \`${r.skip}\`` : ''}. The tenant run took ${clock(m.seconds.tenant)} ` +
-      `and the super run ${clock(m.seconds.super)}: ${(m.seconds.tenant / n).toFixed(1)} s and ` +
-      `${(m.seconds.super / n).toFixed(1)} s per selected spec.`,
-    '',
-    'A **gap** passes on the super cluster and fails on the tenant (a fidelity gap, or a design limit with its ' +
-      'reason); **environment** fails on both (this machine); **tenant only** passes on the tenant alone.',
-    '',
-    '| SIG | selected | passed on tenant | passed on super | gaps | environment | tenant only | skipped |',
-    '|---|---|---|---|---|---|---|---|',
-    ...r.sigs.map(
-      (g) =>
-        `| ${g.sig} | ${g.selected} | ${g.passedTenant} | ${g.passedSuper} | ${g.gaps.length} | ` +
-        `${g.environment.length} | ${g.tenantOnly.length} | ${g.skipped} |`,
-    ),
-    `| **all** | ${r.totals.selected} | ${r.totals.passedTenant} | ${r.totals.passedSuper} | ` +
-      `${r.totals.gaps + r.totals.designLimits} | ${r.totals.environment} | ${r.totals.tenantOnly} | ${r.totals.skipped} |`,
-  ];
-  const section = (title: string, pick: (g: SigSummary) => SpecResult[], why: (x: SpecResult) => string) => {
-    const all = r.sigs.flatMap(pick);
-    if (!all.length) return;
-    lines.push('', `## ${title}`, '');
-    for (const x of all) lines.push(`- ${x.text}: ${why(x)}`);
-  };
-  section(
-    'Gaps',
-    (g) => g.gaps,
-    (x) => (x.designLimit ? `design limit: ${x.designLimit}` : `fidelity gap: ${x.message ?? x.tenant ?? ''}`),
-  );
-  section(
-    'Environment',
-    (g) => g.environment,
-    (x) => x.message ?? x.tenant ?? '',
-  );
-  section(
-    'Tenant only',
-    (g) => g.tenantOnly,
-    (x) => `super: ${x.message ?? x.super ?? ''}`,
-  );
-  return lines.join('\n') + '\n';
 }

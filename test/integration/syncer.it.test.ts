@@ -278,7 +278,12 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     const own = await tokenSecretOf(t.client, superNamespace(tenantB.key, 'default'), 'own');
     expect(own.name).toBe('own-vc-token');
     expect(own.secret.metadata?.ownerReferences?.map((o) => o.uid)).toEqual([own.superPodUid]);
-    expect((await review(b, own.secret)).user?.extra?.['authentication.kubernetes.io/pod-name']).toEqual(['own']);
+    // Asked for once the tenant Pod is bound, the token names its vNode, as a kubelet's token names its node.
+    const ownExtra = (await review(b, own.secret)).user?.extra;
+    expect(ownExtra?.['authentication.kubernetes.io/pod-name']).toEqual(['own']);
+    const ownNode = (await b.get<Pod>(R.pods, 'default', 'own')).spec.nodeName;
+    expect(ownNode).toBeTruthy();
+    expect(ownExtra?.['authentication.kubernetes.io/node-name']).toEqual([ownNode]);
     await b.delete(R.pods, 'default', 'own', { gracePeriodSeconds: 0 });
   });
 
