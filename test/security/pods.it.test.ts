@@ -476,6 +476,50 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it('refuses an ephemeral volume whose claim name is a claim the Pod does not own', async () => {
+    await attempts.attempt(
+      'an ephemeral volume named onto a claim made by hand (<pod>-<volume> collides)',
+      async () => {
+        // Pod "collide" with volume "data" reads claim "collide-data"; the tenant made one of that name itself.
+        await a.create(R.persistentvolumeclaims, {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'collide-data', namespace: 'default' },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+        });
+        await a.create(
+          R.pods,
+          pod('collide', {
+            volumes: [
+              {
+                name: 'data',
+                ephemeral: {
+                  volumeClaimTemplate: {
+                    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+                  },
+                },
+              },
+            ],
+          }),
+        );
+        const c = await eventually(async () => {
+          const got = await a.get<KubeObject & { status?: { conditions?: Array<Record<string, string>> } }>(
+            R.pods,
+            'default',
+            'collide',
+          );
+          const cond = got.status?.conditions?.find((x) => x.type === 'VCSynced');
+          expect(cond).toMatchObject({ status: 'False', reason: 'PodPolicyViolation' });
+          return cond!;
+        });
+        expect(c.message).toContain('was not created for this Pod');
+        expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'collide')).toBeNull();
+        await a.delete(R.pods, 'default', 'collide');
+        return c.message ?? '';
+      },
+    );
+  });
+
   it.each([
     ['a claim without a class, binding any classless volume of the super', 'no-class', { storageClassName: '' }],
     ['a claim selecting volumes of the super by label', 'by-label', { selector: { matchLabels: { team: 'b' } } }],
@@ -513,6 +557,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine.sort()).toEqual(['confined', 'token-thief']);
-    expect(attempts.summary()).toBe('attempts 27, refused 27, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 28, refused 28, succeeded 0');
   });
 });
