@@ -53,6 +53,26 @@ const sharedClasses = new MapCache([
   ],
 ]);
 
+/** withDefaults is a super cluster whose StorageClasses are these, marked default, at these creation times. */
+const withDefaults = (...classes: Array<{ name: string; shared: boolean; created?: string; beta?: boolean }>) =>
+  new MapCache([
+    [
+      R.storageclasses,
+      classes.map((c) => ({
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: {
+          name: c.name,
+          creationTimestamp: c.created ?? '2026-01-01T00:00:00Z',
+          ...(c.shared && { labels: { [PUBLIC_LABEL]: 'true' } }),
+          annotations: {
+            [`storageclass.${c.beta ? 'beta.' : ''}kubernetes.io/is-default-class`]: 'true',
+          },
+        },
+      })),
+    ],
+  ]);
+
 const superServerMeta = {
   namespace: sns,
   name: 'db',
@@ -250,17 +270,55 @@ describe('persistentvolumeclaims toSuper: claims that would bind what the platfo
     ['a selector (binds volumes by label)', { selector: { matchLabels: { team: 'b' } } }, 'spec.selector'],
     ['a class the super cluster does not share', { storageClassName: 'platform-local' }, 'spec.storageClassName'],
     ['a class name without a StorageClass (static volumes)', { storageClassName: 'manual' }, 'spec.storageClassName'],
-    ['no class: the default', { storageClassName: undefined }, undefined],
+    [
+      'no class where the super has no default (binds any classless volume, as an empty class)',
+      { storageClassName: undefined },
+      'spec.storageClassName',
+    ],
+    [
+      "no class where the super's default is a class it keeps to itself",
+      { storageClassName: undefined },
+      'spec.storageClassName',
+      withDefaults({ name: 'platform-local', shared: false }),
+    ],
     ['a shared class', { storageClassName: 'fast' }, undefined],
-  ])('%s', (_n, over, field) => {
+  ])('%s', (_n, over, field, cache = sharedClasses) => {
     const claim = tenantPvc();
     claim.spec = { ...claim.spec, ...over } as PersistentVolumeClaim['spec'];
     if ('storageClassName' in over && over.storageClassName === undefined) delete claim.spec!.storageClassName;
-    const d = persistentvolumeclaimsPlugin.toSuper(claim, undefined, testContext({ superCache: sharedClasses }));
+    const d = persistentvolumeclaimsPlugin.toSuper(claim, undefined, testContext({ superCache: cache }));
     if (!field) return expect(d.object).not.toBeNull();
     expect(d.object).toBeNull();
     expect(d.skip).toMatchObject({ reason: 'ClaimPolicyViolation', message: expect.stringContaining(field) });
     expect(d.effects).toMatchObject([{ type: 'event', side: 'tenant', reason: 'ClaimPolicyViolation' }]);
+  });
+});
+
+describe('persistentvolumeclaims toSuper: a claim without a class', () => {
+  it.each([
+    ['gets the shared default, named in the super claim', withDefaults({ name: 'fast', shared: true }), 'fast'],
+    ['gets a shared default marked by the beta key', withDefaults({ name: 'old', shared: true, beta: true }), 'old'],
+    [
+      'gets the shared default, not a newer default the platform keeps to itself',
+      withDefaults(
+        { name: 'fast', shared: true, created: '2026-01-01T00:00:00Z' },
+        { name: 'platform-local', shared: false, created: '2026-06-01T00:00:00Z' },
+      ),
+      'fast',
+    ],
+    [
+      'gets the newest of two shared defaults, as the super admission would',
+      withDefaults(
+        { name: 'fast', shared: true, created: '2026-01-01T00:00:00Z' },
+        { name: 'faster', shared: true, created: '2026-06-01T00:00:00Z' },
+      ),
+      'faster',
+    ],
+  ])('%s', (_n, cache, want) => {
+    const claim = tenantPvc();
+    delete claim.spec!.storageClassName;
+    const d = persistentvolumeclaimsPlugin.toSuper(frozen(claim), undefined, testContext({ superCache: cache }));
+    expect(d.object?.spec?.storageClassName).toBe(want);
   });
 });
 

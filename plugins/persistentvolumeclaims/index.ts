@@ -12,7 +12,7 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
-import { checkClaim, CLAIM_POLICY_VIOLATION, type ClaimRefusal } from './policy.ts';
+import { checkClaim, CLAIM_POLICY_VIOLATION, type ClaimRefusal, sharedDefaultClass } from './policy.ts';
 
 /** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
 export interface TypedObjectReference {
@@ -126,6 +126,8 @@ function toSuper(
     if (refusal) return refuse(tenantObj, refusal);
     const spec: PersistentVolumeClaimSpec = {};
     copyFields(ts, spec, DOWN_SPEC_FIELDS);
+    // Named, not left to the super's admission (checkClaim: only a default shared with tenants).
+    spec.storageClassName ??= sharedDefaultClass(ctx);
     if (spec.dataSourceRef?.namespace)
       spec.dataSourceRef.namespace = ctx.names.superNamespace(spec.dataSourceRef.namespace);
     return {

@@ -1,7 +1,7 @@
 // Over 500 lines, on purpose: the Pod plugin is one resource's transform (a new or updated super Pod, the service
 // account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
 // helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
-// nodepin.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts.
+// nodepin.ts, nodename.ts, ephemeral.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,
@@ -45,6 +45,7 @@ import {
 import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
 import { checkNodeName, NODE_NAME_REFUSED, translateNodeName } from './nodename.ts';
+import { checkEphemeralClaims } from './ephemeral.ts';
 import {
   checkDownwardVolumes,
   downwardAnnotations,
@@ -349,11 +350,8 @@ function newSuperPod(
   else delete spec.runtimeClassName;
   // Pods cannot be created with ephemeral containers; priority, preemptionPolicy and overhead are recomputed by the
   // super's admission from priorityClassName and runtimeClassName, and rejected when the tenant's values differ.
-  delete spec.ephemeralContainers;
-  delete spec.priority;
-  delete spec.preemptionPolicy;
-  delete spec.overhead;
-  delete spec.schedulingGates;
+  for (const f of ['ephemeralContainers', 'priority', 'preemptionPolicy', 'overhead', 'schedulingGates'] as const)
+    delete spec[f];
   applyForcedPlacement(spec, ctx.tenant.pods);
   applyNodeShare(spec, ctx);
   confineAffinityNamespaces(spec, ctx.names);
@@ -507,10 +505,11 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 
   },
   reads: [
     { resource: R.serviceaccounts, side: 'super' },
-    // node pins (DaemonSet Pods) name vNodes: checked against the super nodes (nodepin.ts)
+    // node pins and spec.nodeName name vNodes: checked against the super nodes (nodepin.ts, nodename.ts)
     { resource: R.nodes, side: 'super' },
     { resource: R.runtimeclasses, side: 'tenant' },
     { resource: R.runtimeclasses, side: 'super' },
+    { resource: R.persistentvolumeclaims, side: 'tenant' }, // ephemeral volumes' claims (ephemeral.ts)
   ],
 
   toSuper(tenantPod, superPod, ctx) {
@@ -553,6 +552,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
         checkImages(spec, ctx.tenant) ??
         checkNodePins(spec, ctx) ??
+        checkEphemeralClaims(spec, podRef(tenantPod), ctx) ??
         checkPodSecurity(spec, ctx.tenant.podSecurityLevel);
       if (refusal) return refuse(tenantPod, refusal);
       if (spec.schedulingGates?.length) return gated(tenantPod);

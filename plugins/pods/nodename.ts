@@ -1,5 +1,13 @@
-import { type PluginContext, superNodeName } from '@virtualcluster-ts/plugin-sdk';
-import type { PodRefusal, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
+import { type PluginContext, R, superNodeName } from '@virtualcluster-ts/plugin-sdk';
+import {
+  mayPlaceOn,
+  type Node,
+  type PodRefusal,
+  type PodSpec,
+  type Taint,
+  type Toleration,
+  tolerates,
+} from '@virtualcluster-ts/plugin-sdk/pods';
 import { nodeOfTenant } from './nodepin.ts';
 
 /**
@@ -24,7 +32,12 @@ export function checkNodeName(spec: PodSpec, ctx: PluginContext): PodRefusal | u
   if (!vNode) return undefined;
   const qualifier = ctx.sharedTenants ? ctx.superCluster : undefined;
   const node = superNodeName(vNode, qualifier);
-  if (node !== undefined && nodeOfTenant(node, ctx)) return undefined;
+  if (node !== undefined && nodeOfTenant(node, ctx)) {
+    const closed = closedToPod(node, spec, ctx);
+    return closed === undefined
+      ? undefined
+      : { field: 'spec.nodeName', message: `spec.nodeName "${vNode}": ${closed}` };
+  }
   const where = qualifier ? ` of super cluster ${qualifier}, where this Pod is placed` : '';
   return {
     field: 'spec.nodeName',
@@ -32,6 +45,41 @@ export function checkNodeName(spec: PodSpec, ctx: PluginContext): PodRefusal | u
       `spec.nodeName "${vNode}" is not a node of this tenant${where}: a Pod may name only a node its tenant sees ` +
       `(kubectl get nodes); remove spec.nodeName to let the super cluster schedule it`,
   };
+}
+
+/** UNSCHEDULABLE_TAINT is the taint the scheduler reads a cordoned node as (its NodeUnschedulable plugin). */
+const UNSCHEDULABLE_TAINT: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
+
+/**
+ * closedToPod says why a node of the tenant takes no new Pod bound by name, or nothing when it does. A Pod with
+ * spec.nodeName skips the scheduler, and the kubelet checks neither NoSchedule taints nor a cordon, so the syncer
+ * makes the scheduler's checks itself: the platform still lets the tenant's Pods be placed there (mayPlaceOn: the
+ * forced and RuntimeClass node selectors, taints its policy allows; a node where the tenant has a Pod may have left
+ * its pool or been tainted for another team since), the node is not cordoned (unless the Pod tolerates it, as the
+ * scheduler allows), and every NoSchedule or NoExecute taint is tolerated by the Pod's own tolerations or those the
+ * platform adds (pods.forced, the required RuntimeClass).
+ */
+function closedToPod(node: string, spec: PodSpec, ctx: PluginContext): string | undefined {
+  const superNode = ctx.superCache.get<Node>(R.nodes, undefined, node);
+  if (!superNode) return 'the node is gone';
+  if (!mayPlaceOn(superNode, ctx.tenant, ctx.superCache))
+    return "the platform's placement for this tenant (forced node selector, allowed taints) no longer includes it";
+  const required = ctx.tenant.runtimeClasses?.required;
+  const rc = required
+    ? ctx.superCache.get<{ scheduling?: { tolerations?: Toleration[] } }>(R.runtimeclasses, undefined, required)
+    : undefined;
+  const own = Array.isArray(spec.tolerations) ? (spec.tolerations as Toleration[]) : [];
+  const tolerations = [...own, ...(ctx.tenant.pods?.forced?.tolerations ?? []), ...(rc?.scheduling?.tolerations ?? [])];
+  const taints = ((superNode.spec?.taints ?? []) as Taint[]).filter(
+    (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute',
+  );
+  if (superNode.spec?.unschedulable === true) taints.push(UNSCHEDULABLE_TAINT);
+  const open = taints.find((taint) => !tolerations.some((t) => tolerates(t, taint)));
+  if (!open) return undefined;
+  return (
+    `the node has the taint ${open.key}${open.value ? `=${open.value}` : ''}:${open.effect} that the Pod does not ` +
+    `tolerate; a Pod bound by name gets the scheduler's taint and cordon checks`
+  );
 }
 
 /**

@@ -244,4 +244,42 @@ describe('vNodes of the schedulable view, and a tenant that tries to see more no
     });
     expect(attempts.summary()).toMatch(/succeeded 0$/);
   });
+
+  it('a Pod bound by name to its own node passes no taint or cordon the scheduler would have kept it from', async () => {
+    // B's first Pod runs on a node; the platform then taints that node for another team, or cordons it to drain it.
+    // spec.nodeName skips the scheduler and the kubelet checks neither, so only the syncer can refuse.
+    const node = (await b.get<Pod>(R.pods, 'default', 'first')).spec.nodeName!;
+    const superNode = await t.client.get<Node & { spec?: { taints?: object[] } }>(R.nodes, undefined, node);
+    const taints = superNode.spec?.taints ?? [];
+    const refusedByName = async (name: string): Promise<string> => {
+      await b.create(R.pods, pod(name, { nodeName: node }));
+      const c = await eventually(async () => {
+        const got = await b.get<Pod>(R.pods, 'default', name);
+        const cond = got.status?.conditions?.find((x) => x.type === 'VCSynced');
+        expect(cond).toMatchObject({ status: 'False', reason: 'NodeNameRefused' });
+        return cond!;
+      });
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantB.key, 'default'), name)).toBeNull();
+      await b.delete(R.pods, 'default', name);
+      return `refused (${c.reason})`;
+    };
+    await attempts.attempt("spec.nodeName to the tenant's node after it was tainted for another team", async () => {
+      const dedicated = { key: 'dedicated', value: 'team-a', effect: 'NoSchedule' };
+      await t.client.patch(R.nodes, undefined, node, { spec: { taints: [...taints, dedicated] } }, 'merge');
+      try {
+        return await refusedByName('by-name-tainted');
+      } finally {
+        await t.client.patch(R.nodes, undefined, node, { spec: { taints } }, 'merge');
+      }
+    });
+    await attempts.attempt("spec.nodeName to the tenant's node while it is cordoned", async () => {
+      await t.client.patch(R.nodes, undefined, node, { spec: { unschedulable: true } }, 'merge');
+      try {
+        return await refusedByName('by-name-cordoned');
+      } finally {
+        await t.client.patch(R.nodes, undefined, node, { spec: { unschedulable: null } }, 'merge');
+      }
+    });
+    expect(attempts.summary()).toMatch(/succeeded 0$/);
+  });
 });

@@ -15,6 +15,7 @@ import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { PUBLIC_LABEL } from '@virtualcluster-ts/plugin-sdk';
 import { Attempts } from './attempts.ts';
 
 interface Pod extends KubeObject {
@@ -351,9 +352,84 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     });
   });
 
+  it("refuses a claim without a class where the super's default would not be a class it shares", async () => {
+    // A classless volume the platform made beforehand (another team's, say): with no default StorageClass the super's
+    // volume controller binds a claim without a class to it, as it would a claim of class "".
+    const made = 'platform-made-classless';
+    await t.client.create(R.persistentvolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: made, labels: { team: 'b' } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        hostPath: { path: '/var/lib/team-b' },
+        persistentVolumeReclaimPolicy: 'Retain',
+      },
+    });
+    const claimRefused = async (name: string): Promise<string> => {
+      const claim = await a.create(R.persistentvolumeclaims, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name, namespace: 'default' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+      });
+      const event = await eventually(async () => {
+        const list = (await a.list<Event>(R.events, { namespace: 'default' })).items.filter(
+          (e) => e.involvedObject.uid === claim.metadata?.uid && e.reason === 'ClaimPolicyViolation',
+        );
+        expect(list).not.toEqual([]);
+        return list[0]!;
+      });
+      expect(
+        await t.client.getOrNull(R.persistentvolumeclaims, superNamespace(tenantA.key, 'default'), name),
+      ).toBeNull();
+      const pv = await t.client.get<KubeObject & { spec?: { claimRef?: unknown } }>(
+        R.persistentvolumes,
+        undefined,
+        made,
+      );
+      expect(pv.spec?.claimRef).toBeUndefined();
+      await a.delete(R.persistentvolumeclaims, 'default', name);
+      return event.message ?? '';
+    };
+    try {
+      await attempts.attempt('a claim without a class where the super has no default class', () =>
+        claimRefused('no-class-no-default'),
+      );
+      // A default class the platform keeps to itself: the super's admission would give it to the claim.
+      await t.client.create(R.storageclasses, {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: 'platform-default', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+        provisioner: 'platform.example/none',
+      });
+      await attempts.attempt("a claim without a class where the super's default is the platform's own", async () => {
+        await eventually(() => t.client.get(R.storageclasses, undefined, 'platform-default'));
+        return claimRefused('no-class-platform-default');
+      });
+    } finally {
+      await t.client.delete(R.storageclasses, undefined, 'platform-default').catch(() => undefined);
+      await t.client.delete(R.persistentvolumes, undefined, made);
+    }
+  });
+
   it('confines Pod affinity to the tenant, drops NET_RAW, and makes ephemeral volumes claims of the tenant', async () => {
     const sns = superNamespace(tenantA.key, 'default');
     const forged = { [LABEL.cluster]: tenantB.key, [LABEL.managedBy]: 'tenant' };
+    // The platform shares a default StorageClass: the ephemeral claim, which names no class, gets it.
+    await t.client.create(R.storageclasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: {
+        name: 'shared-default',
+        labels: { [PUBLIC_LABEL]: 'true' },
+        annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
+      },
+      provisioner: 'platform.example/none',
+    });
+    // The tenant sees it once the syncer's cache holds it (the storageclasses plugin shows shared classes).
+    await eventually(() => a.get(R.storageclasses, undefined, 'shared-default'), 60_000);
     await a.create(
       R.pods,
       pod('confined', {
@@ -395,8 +471,53 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       const claim = await eventually(() => t.client.get(R.persistentvolumeclaims, sns, 'confined-scratch'), 90_000);
       expect(claim.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
       expect(claim.metadata?.labels?.[LABEL.managedBy]).not.toBe('tenant');
-      return 'the super Pod reads the claim the tenant made, synced with the syncer provenance';
+      expect((claim as { spec?: { storageClassName?: string } }).spec?.storageClassName).toBe('shared-default');
+      return 'the super Pod reads the claim the tenant made, synced with the syncer provenance and the shared default class';
     });
+  });
+
+  it('refuses an ephemeral volume whose claim name is a claim the Pod does not own', async () => {
+    await attempts.attempt(
+      'an ephemeral volume named onto a claim made by hand (<pod>-<volume> collides)',
+      async () => {
+        // Pod "collide" with volume "data" reads claim "collide-data"; the tenant made one of that name itself.
+        await a.create(R.persistentvolumeclaims, {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'collide-data', namespace: 'default' },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+        });
+        await a.create(
+          R.pods,
+          pod('collide', {
+            volumes: [
+              {
+                name: 'data',
+                ephemeral: {
+                  volumeClaimTemplate: {
+                    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+                  },
+                },
+              },
+            ],
+          }),
+        );
+        const c = await eventually(async () => {
+          const got = await a.get<KubeObject & { status?: { conditions?: Array<Record<string, string>> } }>(
+            R.pods,
+            'default',
+            'collide',
+          );
+          const cond = got.status?.conditions?.find((x) => x.type === 'VCSynced');
+          expect(cond).toMatchObject({ status: 'False', reason: 'PodPolicyViolation' });
+          return cond!;
+        });
+        expect(c.message).toContain('was not created for this Pod');
+        expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'collide')).toBeNull();
+        await a.delete(R.pods, 'default', 'collide');
+        return c.message ?? '';
+      },
+    );
   });
 
   it.each([
@@ -436,6 +557,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine.sort()).toEqual(['confined', 'token-thief']);
-    expect(attempts.summary()).toBe('attempts 25, refused 25, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 28, refused 28, succeeded 0');
   });
 });
