@@ -152,14 +152,15 @@ async function superObjects(client: KubeClient): Promise<SuperObjects> {
 const key = (o: KubeObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
 /**
- * removeAdded deletes what was made in the super cluster since `before` and waits until it is gone: Pods first and at
- * once (grace 0: the next file should not wait out a sleeping container's grace period; the kubelet still stops
- * them and removes their sandboxes), then namespaces, then the cluster-scoped kinds.
+ * removeAdded deletes what was made in the super cluster since `before` and waits until it is gone: Pods first, with
+ * a grace period of one second (the next file should not wait out a sleeping container's 30; the API object goes
+ * only once the kubelet reports the containers stopped, so a Pod gone from the list no longer runs on the node),
+ * then namespaces, then the cluster-scoped kinds.
  */
 async function removeAdded(client: KubeClient, before: SuperObjects): Promise<void> {
   const added = async (r: Resource) => (await client.listAll(r)).items.filter((o) => !before.get(r)!.has(key(o)));
   for (const p of await added(R.pods))
-    await client.delete(R.pods, p.metadata!.namespace, p.metadata!.name!, { gracePeriodSeconds: 0 });
+    await client.delete(R.pods, p.metadata!.namespace, p.metadata!.name!, { gracePeriodSeconds: 1 });
   for (const r of [R.namespaces, ...CLUSTER_KINDS])
     for (const o of await added(r)) await client.delete(r, undefined, o.metadata!.name!);
   await eventually(
