@@ -79,7 +79,9 @@ export default defineConfig({
         test: {
           name: 'realnode',
           include: REAL_NODE_FILES,
-          globalSetup: ['./test/build-dist.ts'],
+          // dist/ first, then the super cluster and real node the files calling sharedRealNodeSuper share
+          // (test/sharedrealnode.ts).
+          globalSetup: ['./test/build-dist.ts', './test/sharedrealnode-setup.ts'],
           setupFiles: ['./test/procstats-setup.ts'],
           sequence: { groupOrder: 2 },
           maxWorkers: 1,
