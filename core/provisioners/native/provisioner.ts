@@ -12,7 +12,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL, PREFIX } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
-import { judgeNativeChange, runningKubernetesVersion } from './version.ts';
+import { judgeMembersChange, judgeNativeChange, runningKubernetesVersion } from './version.ts';
 import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
@@ -28,6 +28,7 @@ import {
   ADMIN_KUBECONFIG_KEY,
   apiserverHost,
   apiserverURL,
+  controlPlaneCounts,
   NATIVE_PORTS,
   NATIVE_SECRETS,
   NETWORK_POLICIES,
@@ -232,17 +233,22 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
     const running = await this.superClient.getOrNull<KubeObject>(R.statefulsets, root, 'apiserver');
     const to = clusterVersion.spec.kubernetesVersion;
     await judgeNativeChange(runningKubernetesVersion(running), to, cvName, limits.beforeUpgrade);
+    const etcd = await this.superClient.getOrNull<StatefulSet>(R.statefulsets, root, 'etcd');
+    judgeMembersChange(etcd ? (etcd.spec?.replicas ?? 1) : undefined, controlPlaneCounts(vc, clusterVersion).etcd);
     await this.ensureNamespace(vc, root);
     const expose = exposeSettings(vc.spec.apiServer?.expose, clusterVersion.spec.apiServer?.serviceType);
     const serviceIPs: NativeServiceIPs = {};
     let apiserverService: ApiserverService | undefined;
-    for (const svc of renderNativeServices(clusterVersion, root, expose)) {
+    const { etcd: members } = controlPlaneCounts(vc, clusterVersion);
+    for (const svc of renderNativeServices(clusterVersion, root, expose, members)) {
       const applied = await this.superClient.apply<ApiserverService>(R.services, svc, IDENTITY.manager);
       if (svc.metadata?.name === 'apiserver') apiserverService = applied;
       const ip = applied.spec?.clusterIP;
       if (!ip || ip === 'None') continue;
       if (svc.metadata?.name === 'apiserver') serviceIPs.apiserver = ip;
       if (svc.metadata?.name === ETCD_CLIENT_SERVICE) serviceIPs.etcd = ip;
+      const member = /^etcd-(\d+)$/.exec(svc.metadata?.name ?? '');
+      if (member) (serviceIPs.etcdMembers ??= [])[Number(member[1])] = ip;
     }
     const byClusterIP = this.opts.apiserverAccess === 'ClusterIP';
     if (byClusterIP && !serviceIPs.apiserver)
