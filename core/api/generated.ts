@@ -1616,11 +1616,6 @@ export interface ManagerConfigurationVirtualClusters {
      * use.
      */
     podAddress?: string;
-    /**
-     * CA certificate file (relative to this file) tenant apiservers verify the vn-agent's serving certificate against
-     * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
-     */
-    kubeletCAFile?: string;
     /** Renewal of the tenants' leaf certificates (docs/operations/certificates.md). */
     certificates?: {
       /**
@@ -1631,6 +1626,11 @@ export interface ManagerConfigurationVirtualClusters {
       /** Share of a certificate's life after which it is renewed. Absent: two thirds. */
       renewFraction?: number;
     };
+    /**
+     * CA certificate file (relative to this file) tenant apiservers verify the vn-agent's serving certificate against
+     * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
+     */
+    kubeletCAFile?: string;
     /**
      * Network confinement of each tenant's apiserver and controller manager: they run in a cgroup (v2) of their own
      * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints and Pod CIDRs,

@@ -70,7 +70,10 @@ describe.skipIf(!!skip)('a native tenant of three members on the real node', () 
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'TenantPolicy',
       metadata: { name: 'ha' },
-      spec: { grants: { subjects: [{ kind: 'Namespace', name: 'default' }] }, controlPlane: { maxReplicas: 3 } },
+      spec: {
+        grants: { subjects: [{ kind: 'Namespace', name: 'default' }], clusterVersions: ['ha'] },
+        controlPlane: { maxReplicas: 3 },
+      },
     });
     // The pinned versions (the real node's images), with small CPU requests: eight control-plane Pods at the default
     // requests would not fit the real node's two cores beside the sample tenants.

@@ -222,6 +222,11 @@ export interface StatefulSetParts extends PodParts {
   volumeClaimTemplates?: KubeObject[];
   /** volumes of the Pod besides the projected Secrets */
   volumes?: Array<Record<string, unknown>>;
+  /**
+   * files the component reads again when they change (the kubelet rewrites projected files when their Secret
+   * changes): left out of the config hash, so a new version of them does not roll the StatefulSet
+   */
+  reloaded?: ReadonlySet<string>;
 }
 
 /**
@@ -256,7 +261,10 @@ export function statefulSet(root: string, component: string, p: StatefulSetParts
     .update(
       JSON.stringify({
         args: p.args,
-        files: [...p.files].map(([path, f]) => [path, f.data]).sort(([a], [b]) => a!.localeCompare(b!)),
+        files: [...p.files]
+          .filter(([path]) => !p.reloaded?.has(path))
+          .map(([path, f]) => [path, f.data])
+          .sort(([a], [b]) => a!.localeCompare(b!)),
       }),
     )
     .digest('hex')

@@ -53,6 +53,17 @@ export {
 } from './layout.ts';
 
 /**
+ * APISERVER_RELOADED are the apiserver's files it reloads when they change (its serving certificate and its front-proxy
+ * client certificate, both renewed before expiry, core/provisioners/native/renewal.ts): a renewal rolls no apiserver.
+ */
+export const APISERVER_RELOADED: ReadonlySet<string> = new Set([
+  PATHS.apiserverCert,
+  PATHS.apiserverKey,
+  PATHS.frontProxyClientCert,
+  PATHS.frontProxyClientKey,
+]);
+
+/**
  * renderNative renders a tenant control plane as objects for the super cluster, all in the root namespace: the
  * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
  * (StatefulSet with a data volume, claimed or on the host, the Services of renderNativeServices, a NetworkPolicy
@@ -188,6 +199,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
       replicas: counts.apiserver,
       serviceName: 'apiserver',
       files: projectedFiles(apiserverArgs, secretData),
+      reloaded: APISERVER_RELOADED,
       args: apiserverArgs,
       container: {
         image: cv.spec.apiServer?.image ?? k8sImage('kube-apiserver'),
