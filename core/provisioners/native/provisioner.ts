@@ -51,7 +51,7 @@ import type {
 } from '../provisioner.ts';
 import { nativeComponents } from './components.ts';
 import { nativeCertificates, renewDueLeaves } from './renewal.ts';
-import { DEFAULT_RENEW_FRACTION } from '../../lifecycle/certificates.ts';
+import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
 import {
   exposeSettings,
   exposure,

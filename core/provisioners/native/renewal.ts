@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
+import { dueForRenewal, type IssuedCertificate } from '../../pki/renewal.ts';
 import { issueApiserverCert, issueCert, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
 
 /**
