@@ -220,6 +220,17 @@ export interface VirtualClusterSpec {
   apiServer?: VirtualClusterApiServer;
   /** Settings of the tenant's kube-controller-manager, on top of its ClusterVersion. */
   controllerManager?: VirtualClusterComponent;
+  /** The shape of the tenant's control plane as a whole. */
+  controlPlane?: {
+    /**
+     * Members of the tenant's etcd and instances of its kube-apiserver (native provisioner): 1, 3 or 5 (etcd keeps a
+     * quorum of a majority, so an even count adds no tolerance). 3 keeps the tenant serving when one member of each is
+     * lost; the controller manager then runs two instances with leader election. At most the TenantPolicy's
+     * controlPlane.maxReplicas (more is refused). The local provisioner runs a single member of each. Absent: 1, or the
+     * ClusterVersion's apiServer.replicas for the apiservers.
+     */
+    replicas?: 1 | 3 | 5;
+  };
 }
 
 /** Observed state of the tenant, written by the manager. */
@@ -291,6 +302,26 @@ export interface ClusterVersionExtraArgs {
   [key: string]: string;
 }
 
+/**
+ * CPU and memory requests and limits of each of the component's containers when it runs as Pods in the super cluster
+ * (native provisioner), as in a container's resources. A key left out takes the provisioner's default
+ * (docs/operations/high-availability.md lists them and where they come from).
+ */
+export interface ClusterVersionResources {
+  /** What the scheduler reserves for each container. */
+  requests?: ClusterVersionComputeResources;
+  /** The most each container may use. */
+  limits?: ClusterVersionComputeResources;
+}
+
+/** cpu and memory as Kubernetes quantities. */
+export interface ClusterVersionComputeResources {
+  /** CPU, e.g. 250m. */
+  cpu?: string;
+  /** Memory, e.g. 512Mi. */
+  memory?: string;
+}
+
 /** A map of string keys to string values. */
 export interface ClusterVersionStringMap {
   [key: string]: string;
@@ -322,6 +353,7 @@ export interface ClusterVersionSpec {
     /** etcd version, e.g. v3.6.16. */
     version?: string;
     extraArgs?: ClusterVersionExtraArgs;
+    resources?: ClusterVersionResources;
     /** Size of etcd's data volume as a Kubernetes quantity. Defaults to 1Gi. */
     storageSize?: string;
   };
@@ -334,6 +366,7 @@ export interface ClusterVersionSpec {
     image?: ClusterVersionImage;
     replicas?: ClusterVersionReplicas;
     extraArgs?: ClusterVersionExtraArgs;
+    resources?: ClusterVersionResources;
     /**
      * Type of the Service in front of the apiserver when it runs as Pods: ClusterIP, NodePort or LoadBalancer. Defaults
      * to ClusterIP.
@@ -349,6 +382,7 @@ export interface ClusterVersionSpec {
     image?: ClusterVersionImage;
     replicas?: ClusterVersionReplicas;
     extraArgs?: ClusterVersionExtraArgs;
+    resources?: ClusterVersionResources;
   };
   /**
    * How a change of this ClusterVersion reaches the tenants that use it: each rolls its control plane (etcd,
@@ -528,8 +562,13 @@ export interface TenantPolicyMetadata {
  * default.
  */
 export interface TenantPolicySpec {
-  /** Flags of the tenant control planes, and how far their apiservers may be exposed. */
+  /** Flags of the tenant control planes, how far their apiservers may be exposed, and how many members they may run. */
   controlPlane?: {
+    /**
+     * The most a VirtualCluster may ask for in spec.controlPlane.replicas (etcd members and apiservers). A
+     * VirtualCluster asking for more is refused (PolicyViolation). Defaults to 1.
+     */
+    maxReplicas?: number;
     /**
      * What a VirtualCluster may ask for in spec.apiServer.expose. A VirtualCluster asking for more is refused
      * (PolicyViolation). The ClusterVersion's apiServer.serviceType is the platform's and is not checked here.
@@ -1587,11 +1626,6 @@ export interface ManagerConfigurationVirtualClusters {
      * use.
      */
     podAddress?: string;
-    /**
-     * CA certificate file (relative to this file) tenant apiservers verify the vn-agent's serving certificate against
-     * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
-     */
-    kubeletCAFile?: string;
     /** Renewal of the tenants' leaf certificates (docs/operations/certificates.md). */
     certificates?: {
       /**
@@ -1602,6 +1636,11 @@ export interface ManagerConfigurationVirtualClusters {
       /** Share of a certificate's life after which it is renewed. Absent: two thirds. */
       renewFraction?: number;
     };
+    /**
+     * CA certificate file (relative to this file) tenant apiservers verify the vn-agent's serving certificate against
+     * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
+     */
+    kubeletCAFile?: string;
     /**
      * Network confinement of each tenant's apiserver and controller manager: they run in a cgroup (v2) of their own
      * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints and Pod CIDRs,

@@ -1,14 +1,14 @@
 import type { ConditionInput } from '../controller/status.ts';
 import type { Outcome } from './decisions.ts';
+import { DEFAULT_RENEW_FRACTION, dueForRenewal, renewAt, type IssuedCertificate } from '../pki/renewal.ts';
+
+export { DEFAULT_RENEW_FRACTION, dueForRenewal, renewAt, type IssuedCertificate };
 
 /**
  * This module holds the decisions about the certificates the manager issued for a tenant, without I/O: when each is
  * due for renewal (at a configurable fraction of its life) and what the tenant's CertificatesValid condition says.
  * Whoever reads the certificates (a provisioner) and renews them applies these answers.
  */
-
-/** DEFAULT_RENEW_FRACTION is the share of a certificate's life after which it is renewed: two thirds, as kubelets do. */
-export const DEFAULT_RENEW_FRACTION = 2 / 3;
 
 /** CERTIFICATES_VALID is the condition that says whether the tenant's certificates are valid and not overdue. */
 export const CERTIFICATES_VALID = 'CertificatesValid';
@@ -20,30 +20,6 @@ export const CERTIFICATE_RENEWAL_OVERDUE = 'CertificateRenewalOverdue';
 export const CERTIFICATE_GRACE_MS = 60_000;
 /** CERTIFICATES_CURRENT is the reason of CertificatesValid=True. */
 export const CERTIFICATES_CURRENT = 'CertificatesCurrent';
-
-/** IssuedCertificate is one certificate the manager issued: its name and validity window. */
-export interface IssuedCertificate {
-  name: string;
-  notBefore: Date;
-  notAfter: Date;
-}
-
-/**
- * renewAt is when a certificate is renewed: `fraction` (0 < fraction < 1) of the way from notBefore to notAfter. A
- * fraction outside that range is refused, since 0 would renew in a loop and 1 only at expiry.
- */
-export function renewAt(c: Pick<IssuedCertificate, 'notBefore' | 'notAfter'>, fraction: number): Date {
-  if (!(fraction > 0 && fraction < 1)) throw new Error(`renewal fraction must be between 0 and 1, got ${fraction}`);
-  const from = c.notBefore.getTime();
-  return new Date(from + (c.notAfter.getTime() - from) * fraction);
-}
-
-/** dueForRenewal lists, soonest expiry first, the certificates whose renewal time has come at `now`. */
-export function dueForRenewal(certs: readonly IssuedCertificate[], now: Date, fraction: number): IssuedCertificate[] {
-  return certs
-    .filter((c) => renewAt(c, fraction).getTime() <= now.getTime())
-    .sort((a, b) => a.notAfter.getTime() - b.notAfter.getTime());
-}
 
 /** nextRenewal is the earliest renewal time among certs (undefined for none): when to look again. */
 export function nextRenewal(certs: readonly IssuedCertificate[], fraction: number): Date | undefined {

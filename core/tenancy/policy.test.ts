@@ -352,6 +352,39 @@ describe('evaluatePolicy', () => {
       [{ field: 'spec.weight', message: 'weight 11 is above the ceiling 10 of the (built-in defaults) (weight.max)' }],
     ],
     [
+      'three control-plane members under the defaults',
+      { provisioner: { type: 'native' }, controlPlane: { replicas: 3 } },
+      undefined,
+      [
+        {
+          field: 'spec.controlPlane.replicas',
+          message: '3 members are more than the 1 the (built-in defaults) allows (controlPlane.maxReplicas)',
+        },
+      ],
+    ],
+    [
+      'five control-plane members where the policy allows three',
+      { provisioner: { type: 'native' }, controlPlane: { replicas: 5 } },
+      policy('ha', { controlPlane: { maxReplicas: 3 } }),
+      [
+        {
+          field: 'spec.controlPlane.replicas',
+          message: '5 members are more than the 3 policy "ha" allows (controlPlane.maxReplicas)',
+        },
+      ],
+    ],
+    [
+      'three members of a local tenant',
+      { provisioner: { type: 'local' }, controlPlane: { replicas: 3 } },
+      policy('ha', { controlPlane: { maxReplicas: 3 } }),
+      [
+        {
+          field: 'spec.controlPlane.replicas',
+          message: '3 members need the native provisioner; the local provisioner runs one member of each component',
+        },
+      ],
+    ],
+    [
       'the import provisioner under the defaults',
       { provisioner: { type: 'import', import: { kubeconfigSecretRef: { name: 'k' } } } },
       undefined,
@@ -445,6 +478,15 @@ describe('evaluatePolicy', () => {
     ],
   ])('refuses %s, naming the field', (_, spec, p, want) => {
     expect(evaluatePolicy(vc(spec), p, manager).violations).toEqual(want);
+  });
+
+  it.each<[string, VirtualClusterSpec]>([
+    ['three members of a native tenant', { provisioner: { type: 'native' }, controlPlane: { replicas: 3 } }],
+    ['one member of a local tenant', { provisioner: { type: 'local' }, controlPlane: { replicas: 1 } }],
+  ])('accepts %s where the policy allows three', (_, spec) => {
+    expect(evaluatePolicy(vc(spec), policy('ha', { controlPlane: { maxReplicas: 3 } }), manager).violations).toEqual(
+      [],
+    );
   });
 
   it('refuses, on spec.policyName, a policy whose own flags or defaults break the rules', () => {
@@ -621,6 +663,7 @@ describe('DEFAULT_POLICY', () => {
     ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],
     ['controlPlane.expose.extraNames', DEFAULT_POLICY.exposeExtraNames],
     ['controlPlane.expose.fixedNodePort', DEFAULT_POLICY.exposeFixedNodePort],
+    ['controlPlane.maxReplicas', DEFAULT_POLICY.controlPlaneMaxReplicas],
   ])('spec.%s is the default the TenantPolicy schema states', (path, value) => {
     const parts = path.split('.');
     let node: Node | undefined = { properties: spec };

@@ -45,6 +45,8 @@ export interface TenantPolicySpec {
     controllerManager?: { extraArgs?: Record<string, string> };
     tenantSettableArgs?: { apiServer?: string[]; controllerManager?: string[] };
     expose?: ExposePolicy;
+    /** the most spec.controlPlane.replicas a VirtualCluster may ask for */
+    maxReplicas?: number;
   };
   podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
   pods?: {
@@ -169,6 +171,7 @@ export const DEFAULT_POLICY = {
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
   exposeFixedNodePort: false,
+  controlPlaneMaxReplicas: 1,
 } as const satisfies {
   apiServerArgs: Record<string, string>;
   controllerManagerArgs: Record<string, string>;
@@ -213,6 +216,7 @@ export const DEFAULT_POLICY = {
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
   exposeFixedNodePort: boolean;
+  controlPlaneMaxReplicas: number;
 };
 
 /**
@@ -397,6 +401,21 @@ export function evaluatePolicy(
       'spec.provisioner.type',
       `${what} is not allowed under ${quoted} (provisioners.allowed: ${provisioners.join(', ') || 'none'})`,
     );
+  }
+
+  const replicas = s.controlPlane?.replicas;
+  const maxReplicas = p.controlPlane?.maxReplicas ?? DEFAULT_POLICY.controlPlaneMaxReplicas;
+  if (replicas !== undefined && replicas > 1) {
+    if (replicas > maxReplicas)
+      refuse(
+        'spec.controlPlane.replicas',
+        `${replicas} members are more than the ${maxReplicas} ${quoted} allows (controlPlane.maxReplicas)`,
+      );
+    else if (provisioner && provisioner !== 'native')
+      refuse(
+        'spec.controlPlane.replicas',
+        `${replicas} members need the native provisioner; the ${provisioner} provisioner runs one member of each component`,
+      );
   }
 
   for (const v of exposeViolations(s.apiServer?.expose, p.controlPlane?.expose, quoted, {

@@ -23,7 +23,21 @@ export interface VirtualCluster extends KubeObject {
     serviceCidr?: string;
     apiServer?: { extraArgs?: Record<string, string>; expose?: ApiServerExpose };
     controllerManager?: { extraArgs?: Record<string, string> };
+    /** etcd members and apiserver instances (1, 3 or 5); default 1 */
+    controlPlane?: { replicas?: number };
   };
+}
+
+/** ComputeResources are a container's cpu and memory quantities. */
+export interface ComputeResources {
+  cpu?: string;
+  memory?: string;
+}
+
+/** ContainerResources are a container's requests and limits, as a ClusterVersion gives them per component. */
+export interface ContainerResources {
+  requests?: ComputeResources;
+  limits?: ComputeResources;
 }
 
 /** ClusterVersion is the part of a tenancy.x-k8s.io ClusterVersion the native provisioner reads. */
@@ -36,6 +50,7 @@ export interface ClusterVersion extends KubeObject {
       /** etcd version, e.g. `v3.6.16`: the image is then `registry.k8s.io/etcd:3.6.16-0` unless image is set */
       version?: string;
       extraArgs?: Record<string, string>;
+      resources?: ContainerResources;
       /** size of the data volume; default `1Gi` */
       storageSize?: string;
     };
@@ -43,10 +58,16 @@ export interface ClusterVersion extends KubeObject {
       image?: string;
       replicas?: number;
       extraArgs?: Record<string, string>;
+      resources?: ContainerResources;
       /** type of the `apiserver` Service; default ClusterIP */
       serviceType?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
     };
-    controllerManager?: { image?: string; replicas?: number; extraArgs?: Record<string, string> };
+    controllerManager?: {
+      image?: string;
+      replicas?: number;
+      extraArgs?: Record<string, string>;
+      resources?: ContainerResources;
+    };
   };
 }
 
@@ -82,6 +103,8 @@ export interface NativeInput {
 export interface NativeServiceIPs {
   apiserver?: string;
   etcd?: string;
+  /** the ClusterIPs of the per-member Services `etcd-<i>` of an etcd of several members, by member */
+  etcdMembers?: string[];
 }
 
 /** NATIVE_DEFAULTS are the values of ClusterVersion fields left out; a VirtualCluster's are TENANT_DEFAULTS. */
@@ -90,7 +113,29 @@ export const NATIVE_DEFAULTS = {
   etcdStorageSize: '1Gi',
   /** the super cluster's DNS domain, in which `apiserver.<root>.svc.<domain>` resolves */
   superClusterDomain: 'cluster.local',
+  /**
+   * the resources of each component's container where the ClusterVersion gives none. Requests: the resident memory of
+   * an idle native tenant on the real node (test/realnode/native.it.test.ts prints it: etcd 41-44 MB, kube-apiserver
+   * 250-263 MB, kube-controller-manager 78-94 MB) rounded up, and the CPU requests the provisioner always had. Memory
+   * limits: four times the request, so a tenant's control plane cannot take a node's memory, except etcd's, which
+   * maps its whole database into memory: its storage quota (the policy's quota.etcdBytes) and 256 MiB
+   * (etcdMemoryLimit). No CPU limit: a throttled apiserver or etcd misses its deadlines and leases, which is worse
+   * than sharing a busy node.
+   */
+  resources: {
+    etcd: { requests: { cpu: '100m', memory: '64Mi' } },
+    apiserver: { requests: { cpu: '250m', memory: '320Mi' }, limits: { memory: '1280Mi' } },
+    'controller-manager': { requests: { cpu: '200m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+  },
 } as const;
+
+/** etcdMemoryLimit is the default memory limit of an etcd member whose storage quota is etcdBytes (default 2 GiB). */
+export function etcdMemoryLimit(etcdBytes = 2 * 1024 ** 3): string {
+  return `${Math.ceil(etcdBytes / 1024 ** 2) + 256}Mi`;
+}
+
+/** NATIVE_REPLICAS are the member counts spec.controlPlane.replicas may name (an even etcd adds no tolerance). */
+export const NATIVE_REPLICAS = [1, 3, 5] as const;
 
 /** NATIVE_PORTS are the container ports of the tenant control plane. */
 export const NATIVE_PORTS = {
@@ -178,9 +223,40 @@ export function etcdURL(rootNamespace: string): string {
   return `http://${etcdPeerHost(rootNamespace)}:${NATIVE_PORTS.etcdClient}`;
 }
 
-/** etcdPeerHost is the in-cluster name of the etcd member, through the headless `etcd` Service. */
-export function etcdPeerHost(rootNamespace: string): string {
-  return `etcd-0.etcd.${rootNamespace}.svc`;
+/** etcdPeerHost is the in-cluster name of etcd member `etcd-<member>` (default the first), through the headless `etcd` Service. */
+export function etcdPeerHost(rootNamespace: string, member = 0): string {
+  return `etcd-${member}.etcd.${rootNamespace}.svc`;
+}
+
+/** etcdMemberURLs are the client URLs of every member of a tenant's etcd of `members` members. */
+export function etcdMemberURLs(rootNamespace: string, members: number): string[] {
+  return Array.from(
+    { length: members },
+    (_, i) => `http://${etcdPeerHost(rootNamespace, i)}:${NATIVE_PORTS.etcdClient}`,
+  );
+}
+
+/** etcdMemberService is the name of the ClusterIP Service of one member of an etcd of several members. */
+export function etcdMemberService(member: number): string {
+  return `etcd-${member}`;
+}
+
+/**
+ * controlPlaneCounts are the instances of each component: etcd members and apiservers from spec.controlPlane.replicas
+ * (the apiservers default to the ClusterVersion's apiServer.replicas), controller managers from the ClusterVersion,
+ * else two (with leader election) when there are several members, else one.
+ */
+export function controlPlaneCounts(
+  vc: VirtualCluster,
+  cv: ClusterVersion,
+): { etcd: number; apiserver: number; controllerManager: number } {
+  const replicas = vc.spec.controlPlane?.replicas;
+  const etcd = replicas ?? 1;
+  return {
+    etcd,
+    apiserver: replicas ?? cv.spec.apiServer?.replicas ?? 1,
+    controllerManager: cv.spec.controllerManager?.replicas ?? (etcd > 1 ? 2 : 1),
+  };
 }
 
 /**

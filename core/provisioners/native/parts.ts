@@ -15,6 +15,8 @@ import {
   apiserverHost,
   apiserverURL,
   type ClusterVersion,
+  type ContainerResources,
+  etcdMemoryLimit,
   etcdPeerHost,
   etcdURL,
   FILE_SOURCES,
@@ -26,10 +28,15 @@ import {
   type NativeServiceIPs,
 } from './layout.ts';
 
-/** hostAliases maps the in-cluster names the control plane dials to the ClusterIPs known so far. */
+/**
+ * hostAliases maps the in-cluster names the control plane dials to the ClusterIPs known so far: each etcd member's
+ * name to its own Service (several members) or the one member's name to the client Service.
+ */
 export function hostAliases(root: string, ips: NativeServiceIPs = {}): Array<{ ip: string; hostnames: string[] }> {
   const out: Array<{ ip: string; hostnames: string[] }> = [];
-  if (ips.etcd) out.push({ ip: ips.etcd, hostnames: [etcdPeerHost(root)] });
+  if (ips.etcdMembers?.length)
+    ips.etcdMembers.forEach((ip, i) => ip && out.push({ ip, hostnames: [etcdPeerHost(root, i)] }));
+  else if (ips.etcd) out.push({ ip: ips.etcd, hostnames: [etcdPeerHost(root)] });
   if (ips.apiserver) out.push({ ip: ips.apiserver, hostnames: [apiserverHost(root)] });
   return out;
 }
@@ -46,21 +53,31 @@ export function etcdImage(cv: ClusterVersion): string {
   return `registry.k8s.io/etcd:${tag.includes('-') ? tag : `${tag}-0`}`;
 }
 
+/** POD_NAME_ENV is the variable an etcd member of several finds its own name in (the Pod's, `etcd-<i>`). */
+export const POD_NAME_ENV = 'POD_NAME';
+
 /**
- * etcdFlags is the command line of the single etcd member `etcd-0`: plain HTTP on all Pod addresses (the
- * NetworkPolicy limits who connects), data in the volume, health on the metrics port.
+ * etcdFlags is the command line of an etcd of `members` members: plain HTTP on all Pod addresses (the NetworkPolicy
+ * limits who connects), data in the volume, health on the metrics port. One member is `etcd-0` with its data in
+ * `data` (as tenants made before several members were possible have it); each of several names itself after its Pod
+ * (POD_NAME_ENV, expanded by the kubelet), keeps its data in a directory of that name (a host directory may be shared
+ * by the members on one node) and starts the cluster of all members with the others.
  */
-export function etcdFlags(root: string, extraArgs: ExtraArgs = {}): string[] {
-  const peer = `http://${etcdPeerHost(root)}:${NATIVE_PORTS.etcdPeer}`;
+export function etcdFlags(root: string, extraArgs: ExtraArgs = {}, members = 1): string[] {
+  const peerURL = (host: string) => `http://${host}:${NATIVE_PORTS.etcdPeer}`;
+  const single = members <= 1;
+  const self = single ? 'etcd-0' : `$(${POD_NAME_ENV})`;
+  const selfHost = single ? etcdPeerHost(root) : `${self}.etcd.${root}.svc`;
+  const cluster = Array.from({ length: Math.max(1, members) }, (_, i) => `etcd-${i}=${peerURL(etcdPeerHost(root, i))}`);
   return flagList(
     [
-      ['name', 'etcd-0'],
-      ['data-dir', '/var/lib/etcd/data'],
+      ['name', self],
+      ['data-dir', single ? '/var/lib/etcd/data' : `/var/lib/etcd/${self}`],
       ['listen-client-urls', `http://0.0.0.0:${NATIVE_PORTS.etcdClient}`],
-      ['advertise-client-urls', etcdURL(root)],
+      ['advertise-client-urls', single ? etcdURL(root) : `http://${selfHost}:${NATIVE_PORTS.etcdClient}`],
       ['listen-peer-urls', `http://0.0.0.0:${NATIVE_PORTS.etcdPeer}`],
-      ['initial-advertise-peer-urls', peer],
-      ['initial-cluster', `etcd-0=${peer}`],
+      ['initial-advertise-peer-urls', peerURL(selfHost)],
+      ['initial-cluster', cluster.join(',')],
       ['initial-cluster-state', 'new'],
       ['initial-cluster-token', root],
       ['listen-metrics-urls', `http://0.0.0.0:${NATIVE_PORTS.etcdMetrics}`],
@@ -151,6 +168,50 @@ export interface PodParts {
   placement?: ForcedPlacementView;
 }
 
+/** MEMORY_UNITS are the binary and decimal suffixes of a memory quantity, in bytes. */
+const MEMORY_UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+  Ti: 1024 ** 4,
+};
+
+/** memoryBytes reads a memory quantity of the ClusterVersion schema's form (`512Mi`, `1.5G`, `1000`). */
+export function memoryBytes(quantity: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  if (!m) throw new Error(`memory quantity ${quantity} is not of the form 512Mi`);
+  return Number(m[1]) * MEMORY_UNITS[m[2] ?? '']!;
+}
+
+/** NativeComponent is a component of a native tenant's control plane, as NATIVE_DEFAULTS.resources names it. */
+export type NativeComponent = keyof typeof NATIVE_DEFAULTS.resources;
+
+/**
+ * containerResources are one component's requests and limits: the ClusterVersion's (`given`) key by key over
+ * NATIVE_DEFAULTS.resources; etcd's default memory limit follows its storage quota (etcdMemoryLimit). A memory limit
+ * the ClusterVersion leaves out is never below four times its memory request, so a request raised alone still fits.
+ */
+export function containerResources(
+  component: NativeComponent,
+  given: ContainerResources = {},
+  etcdBytes?: number,
+): { requests: Record<string, string>; limits: Record<string, string> } {
+  const d: ContainerResources = NATIVE_DEFAULTS.resources[component];
+  const requests: Record<string, string> = { ...d.requests, ...given.requests };
+  const defaultLimit = component === 'etcd' ? etcdMemoryLimit(etcdBytes) : d.limits?.memory;
+  const limits: Record<string, string> = { ...(defaultLimit && { memory: defaultLimit }), ...given.limits };
+  if (!given.limits?.memory && requests.memory && limits.memory) {
+    const atLeast = 4 * memoryBytes(requests.memory);
+    if (memoryBytes(limits.memory) < atLeast) limits.memory = `${Math.ceil(atLeast / 1024 ** 2)}Mi`;
+  }
+  return { requests, limits };
+}
+
 /** StatefulSetParts are what statefulSet needs of one component. */
 export interface StatefulSetParts extends PodParts {
   replicas: number;
@@ -161,6 +222,31 @@ export interface StatefulSetParts extends PodParts {
   volumeClaimTemplates?: KubeObject[];
   /** volumes of the Pod besides the projected Secrets */
   volumes?: Array<Record<string, unknown>>;
+  /**
+   * files the component reads again when they change (the kubelet rewrites projected files when their Secret
+   * changes): left out of the config hash, so a new version of them does not roll the StatefulSet
+   */
+  reloaded?: ReadonlySet<string>;
+}
+
+/**
+ * spreadAcrossNodes is the Pod affinity of a component of several instances: preferably no two on one node
+ * (preferred, not required, so a super cluster of fewer nodes still runs them all).
+ */
+export function spreadAcrossNodes(root: string, component: string): Record<string, unknown> {
+  return {
+    podAntiAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution: [
+        {
+          weight: 100,
+          podAffinityTerm: {
+            topologyKey: 'kubernetes.io/hostname',
+            labelSelector: { matchLabels: selector(root, component) },
+          },
+        },
+      ],
+    },
+  };
 }
 
 /** statefulSet renders one component as a StatefulSet in the root namespace, its Secrets projected as files. */
@@ -175,7 +261,10 @@ export function statefulSet(root: string, component: string, p: StatefulSetParts
     .update(
       JSON.stringify({
         args: p.args,
-        files: [...p.files].map(([path, f]) => [path, f.data]).sort(([a], [b]) => a!.localeCompare(b!)),
+        files: [...p.files]
+          .filter(([path]) => !p.reloaded?.has(path))
+          .map(([path, f]) => [path, f.data])
+          .sort(([a], [b]) => a!.localeCompare(b!)),
       }),
     )
     .digest('hex')
@@ -215,6 +304,7 @@ export function statefulSet(root: string, component: string, p: StatefulSetParts
           ...(p.hostAliases.length ? { hostAliases: p.hostAliases } : {}),
           ...(nodeSelector && Object.keys(nodeSelector).length ? { nodeSelector: { ...nodeSelector } } : {}),
           ...(tolerations?.length ? { tolerations: tolerations.map((t) => ({ ...t })) } : {}),
+          ...(p.replicas > 1 ? { affinity: spreadAcrossNodes(root, component) } : {}),
           containers: [
             {
               name: component,

@@ -12,7 +12,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL, PREFIX } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
-import { judgeNativeChange, runningKubernetesVersion } from './version.ts';
+import { judgeMembersChange, judgeNativeChange, runningKubernetesVersion } from './version.ts';
 import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
@@ -28,6 +28,7 @@ import {
   ADMIN_KUBECONFIG_KEY,
   apiserverHost,
   apiserverURL,
+  controlPlaneCounts,
   NATIVE_PORTS,
   NATIVE_SECRETS,
   NETWORK_POLICIES,
@@ -49,6 +50,8 @@ import type {
   RemoveWaiting,
 } from '../provisioner.ts';
 import { nativeComponents } from './components.ts';
+import { nativeCertificates, renewDueLeaves } from './renewal.ts';
+import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
 import {
   exposeSettings,
   exposure,
@@ -137,6 +140,12 @@ export interface NativeOptions {
    * vNodes name) against it (--kubelet-certificate-authority, from the Secret `kubelet-ca`); absent, not verified
    */
   kubeletCAFile?: string;
+  /**
+   * renewal of the tenants' leaf certificates (core/provisioners/native/renewal.ts): validityDays is the lifetime of
+   * each leaf issued or renewed (default the tenant's spec.pkiExpireDays; the CAs keep that), renewFraction the share
+   * of its life after which it is renewed (default DEFAULT_RENEW_FRACTION)
+   */
+  certificates?: { validityDays?: number; renewFraction?: number };
 }
 
 /** dnsViewServerName is the TLS server name a native tenant's DNS server asks the shared DNS view for. */
@@ -232,17 +241,22 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
     const running = await this.superClient.getOrNull<KubeObject>(R.statefulsets, root, 'apiserver');
     const to = clusterVersion.spec.kubernetesVersion;
     await judgeNativeChange(runningKubernetesVersion(running), to, cvName, limits.beforeUpgrade);
+    const etcd = await this.superClient.getOrNull<StatefulSet>(R.statefulsets, root, 'etcd');
+    judgeMembersChange(etcd ? (etcd.spec?.replicas ?? 1) : undefined, controlPlaneCounts(vc, clusterVersion).etcd);
     await this.ensureNamespace(vc, root);
     const expose = exposeSettings(vc.spec.apiServer?.expose, clusterVersion.spec.apiServer?.serviceType);
     const serviceIPs: NativeServiceIPs = {};
     let apiserverService: ApiserverService | undefined;
-    for (const svc of renderNativeServices(clusterVersion, root, expose)) {
+    const { etcd: members } = controlPlaneCounts(vc, clusterVersion);
+    for (const svc of renderNativeServices(clusterVersion, root, expose, members)) {
       const applied = await this.superClient.apply<ApiserverService>(R.services, svc, IDENTITY.manager);
       if (svc.metadata?.name === 'apiserver') apiserverService = applied;
       const ip = applied.spec?.clusterIP;
       if (!ip || ip === 'None') continue;
       if (svc.metadata?.name === 'apiserver') serviceIPs.apiserver = ip;
       if (svc.metadata?.name === ETCD_CLIENT_SERVICE) serviceIPs.etcd = ip;
+      const member = /^etcd-(\d+)$/.exec(svc.metadata?.name ?? '');
+      if (member) (serviceIPs.etcdMembers ??= [])[Number(member[1])] = ip;
     }
     const byClusterIP = this.opts.apiserverAccess === 'ClusterIP';
     if (byClusterIP && !serviceIPs.apiserver)
@@ -251,6 +265,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       expose.type === 'NodePort' ? (await this.superClient.listAll<NodeLike>(R.nodes)).items : ([] as NodeLike[]);
     const exposed = exposure(expose, apiserverService!, nodes, this.opts.placement);
     const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : [], exposed.sans);
+    const certificates = nativeCertificates(pki);
     const objects = renderNative({
       vc,
       clusterVersion,
@@ -305,6 +320,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
         kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
         apiserverEndpoint: { host, port: NATIVE_PORTS.apiserver },
         externalAccess: externalAccess(exposed, vc.metadata?.name ?? root, pki),
+        certificates,
+        certificateRenewFraction: this.renewFraction(),
         ...(this.opts.dnsView && { dnsApiEndpoint: await this.ensureDnsView(vc, root, pki, target) }),
       },
     };
@@ -382,23 +399,35 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
     const hash = pkiOptionsHash(base);
     const namesHash = servingNamesHash(exposed);
     // The exposed names are not part of the options hash: a change of them alone reissues the serving certificate.
+    // Neither is the platform's leaf lifetime: the CAs keep the tenant's spec.pkiExpireDays, the leaves get it.
     const opts = {
       ...base,
       apiserverDnsNames: [...base.apiserverDnsNames, ...exposed.dnsNames],
       apiserverIPs: [...base.apiserverIPs, ...exposed.ips],
+      validityDays: this.opts.certificates?.validityDays ?? base.validityDays,
+      caValidityDays: base.validityDays,
     };
     const existing = await this.superClient.getOrNull<Secret>(R.secrets, root, PKI_SECRET);
     const annotations = existing?.metadata?.annotations ?? {};
     if (existing && annotations[PKI_OPTIONS_ANNOTATION] === hash) {
-      const pki = parsePKI(existing, root);
-      if ((annotations[SERVING_NAMES_ANNOTATION] ?? servingNamesHash({ dnsNames: [], ips: [] })) === namesHash)
-        return pki;
-      log.info({ tenant: root, names: exposed }, 'exposed names changed; reissuing the apiserver serving certificate');
-      const reissued = { ...pki, apiserver: await issueApiserverCert(pki.ca, opts) };
-      await this.superClient.update(R.secrets, pkiSecret(root, reissued, hash, namesHash, existing), {
+      let pki = parsePKI(existing, root);
+      const sameNames =
+        (annotations[SERVING_NAMES_ANNOTATION] ?? servingNamesHash({ dnsNames: [], ips: [] })) === namesHash;
+      if (!sameNames) {
+        log.info(
+          { tenant: root, names: exposed },
+          'exposed names changed; reissuing the apiserver serving certificate',
+        );
+        pki = { ...pki, apiserver: await issueApiserverCert(pki.ca, opts) };
+      }
+      // Leaves past their renewal time are issued again from the same CA (the apiserver reloads its own files).
+      const due = await renewDueLeaves(pki, opts, new Date(), this.renewFraction(), opts.validityDays);
+      if (due.renewed.length) log.info({ tenant: root, renewed: due.renewed }, 'certificates renewed');
+      if (sameNames && !due.renewed.length) return pki;
+      await this.superClient.update(R.secrets, pkiSecret(root, due.pki, hash, namesHash, existing), {
         fieldManager: IDENTITY.manager,
       });
-      return reissued;
+      return due.pki;
     }
 
     const pki = await generateControlPlanePKI(opts);
@@ -420,6 +449,11 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       if (!isAlreadyExists(e)) throw e;
       return parsePKI(await this.superClient.get<Secret>(R.secrets, root, PKI_SECRET), root);
     }
+  }
+
+  /** renewFraction is the share of a leaf certificate's life after which it is renewed. */
+  private renewFraction(): number {
+    return this.opts.certificates?.renewFraction ?? DEFAULT_RENEW_FRACTION;
   }
 
   /** etcdDataDir is the host directory of a tenant's etcd data when the platform keeps it on the host. */

@@ -7,7 +7,10 @@ import { apiserverFlags, controllerManagerFlags, TENANT_CONTROLLERS } from './fl
 
 import {
   type ClusterVersion,
+  controlPlaneCounts,
   ETCD_CLIENT_SERVICE,
+  etcdMemberService,
+  etcdMemberURLs,
   etcdURL,
   KUBELET_CA_FILE,
   NATIVE_DEFAULTS,
@@ -16,11 +19,13 @@ import {
   PATHS,
 } from './layout.ts';
 import {
+  containerResources,
   etcdFlags,
   etcdImage,
   hostAliases,
   objectMeta,
   type PodParts,
+  POD_NAME_ENV,
   projectedFiles,
   renderSecrets,
   selector,
@@ -29,6 +34,7 @@ import {
 
 export {
   ADMIN_KUBECONFIG_KEY,
+  controlPlaneCounts,
   apiserverHost,
   apiserverURL,
   ETCD_CLIENT_SERVICE,
@@ -47,6 +53,17 @@ export {
 } from './layout.ts';
 
 /**
+ * APISERVER_RELOADED are the apiserver's files it reloads when they change (its serving certificate and its front-proxy
+ * client certificate, both renewed before expiry, core/provisioners/native/renewal.ts): a renewal rolls no apiserver.
+ */
+export const APISERVER_RELOADED: ReadonlySet<string> = new Set([
+  PATHS.apiserverCert,
+  PATHS.apiserverKey,
+  PATHS.frontProxyClientCert,
+  PATHS.frontProxyClientKey,
+]);
+
+/**
  * renderNative renders a tenant control plane as objects for the super cluster, all in the root namespace: the
  * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
  * (StatefulSet with a data volume, claimed or on the host, the Services of renderNativeServices, a NetworkPolicy
@@ -62,12 +79,12 @@ export function renderNative(input: NativeInput): KubeObject[] {
   const serviceCidr = s.serviceCidr ?? TENANT_DEFAULTS.serviceCidr;
   const secrets = renderSecrets(input);
   const secretData = new Map(secrets.map((x) => [x.metadata!.name!, x.data as Record<string, string>]));
-  const apiserverReplicas = cv.spec.apiServer?.replicas ?? 1;
-  const kcmReplicas = cv.spec.controllerManager?.replicas ?? 1;
+  const counts = controlPlaneCounts(vc, cv);
+  const kcmReplicas = counts.controllerManager;
 
   const apiserverArgs = apiserverFlags({
     paths: PATHS,
-    etcdServers: etcdURL(root),
+    etcdServers: counts.etcd > 1 ? etcdMemberURLs(root, counts.etcd) : etcdURL(root),
     etcdPrefix: '/registry',
     bindAddress: '0.0.0.0',
     advertiseAddress: '$(POD_IP)',
@@ -94,12 +111,13 @@ export function renderNative(input: NativeInput): KubeObject[] {
   // The policy's storage quota of the tenant's etcd (quota.etcdBytes); a ClusterVersion flag of the platform wins.
   const quota: Record<string, string> =
     input.etcdBytes === undefined ? {} : { 'quota-backend-bytes': String(input.etcdBytes) };
-  const etcdArgs = etcdFlags(root, { ...quota, ...cv.spec.etcd?.extraArgs });
+  const etcdArgs = etcdFlags(root, { ...quota, ...cv.spec.etcd?.extraArgs }, counts.etcd);
 
-  const [etcdService, etcdClientService, apiserverService] = renderNativeServices(
+  const [etcdService, etcdClientService, apiserverService, ...memberServices] = renderNativeServices(
     cv,
     root,
     exposeSettings(s.apiServer?.expose, cv.spec.apiServer?.serviceType),
+    counts.etcd,
   );
   const pod: PodParts = {
     hostAliases: hostAliases(root, input.serviceIPs),
@@ -114,6 +132,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
     ...secrets,
     etcdService,
     etcdClientService,
+    ...memberServices,
     {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
@@ -136,20 +155,23 @@ export function renderNative(input: NativeInput): KubeObject[] {
     },
     statefulSet(root, 'etcd', {
       ...pod,
-      replicas: 1,
+      replicas: counts.etcd,
       serviceName: 'etcd',
       files: new Map(),
       args: etcdArgs,
       container: {
         image: etcdImage(cv),
         command: ['etcd'],
+        ...(counts.etcd > 1 && {
+          env: [{ name: POD_NAME_ENV, valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+        }),
         ports: [
           { name: 'client', containerPort: NATIVE_PORTS.etcdClient },
           { name: 'peer', containerPort: NATIVE_PORTS.etcdPeer },
           { name: 'metrics', containerPort: NATIVE_PORTS.etcdMetrics },
         ],
         volumeMounts: [{ name: 'data', mountPath: '/var/lib/etcd' }],
-        resources: { requests: { cpu: '100m', memory: '100Mi' } },
+        resources: containerResources('etcd', cv.spec.etcd?.resources, input.etcdBytes),
         readinessProbe: { ...httpProbe('/readyz', NATIVE_PORTS.etcdMetrics), periodSeconds: 5, failureThreshold: 3 },
         livenessProbe: { ...httpProbe('/livez', NATIVE_PORTS.etcdMetrics), periodSeconds: 10, failureThreshold: 8 },
         startupProbe: { ...httpProbe('/readyz', NATIVE_PORTS.etcdMetrics), periodSeconds: 5, failureThreshold: 24 },
@@ -174,16 +196,17 @@ export function renderNative(input: NativeInput): KubeObject[] {
     apiserverEgressPolicy(root, undefined, input.vnAgentPorts),
     statefulSet(root, 'apiserver', {
       ...pod,
-      replicas: apiserverReplicas,
+      replicas: counts.apiserver,
       serviceName: 'apiserver',
       files: projectedFiles(apiserverArgs, secretData),
+      reloaded: APISERVER_RELOADED,
       args: apiserverArgs,
       container: {
         image: cv.spec.apiServer?.image ?? k8sImage('kube-apiserver'),
         command: ['kube-apiserver'],
         env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.apiserver }],
-        resources: { requests: { cpu: '250m' } },
+        resources: containerResources('apiserver', cv.spec.apiServer?.resources),
         readinessProbe: { ...httpsProbe('/readyz', NATIVE_PORTS.apiserver), periodSeconds: 5, failureThreshold: 3 },
         livenessProbe: { ...httpsProbe('/livez', NATIVE_PORTS.apiserver), periodSeconds: 10, failureThreshold: 8 },
         startupProbe: { ...httpsProbe('/livez', NATIVE_PORTS.apiserver), periodSeconds: 5, failureThreshold: 48 },
@@ -200,7 +223,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
         image: cv.spec.controllerManager?.image ?? k8sImage('kube-controller-manager'),
         command: ['kube-controller-manager'],
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.controllerManager }],
-        resources: { requests: { cpu: '200m' } },
+        resources: containerResources('controller-manager', cv.spec.controllerManager?.resources),
         readinessProbe: {
           ...httpsProbe('/healthz', NATIVE_PORTS.controllerManager),
           periodSeconds: 10,
@@ -224,16 +247,35 @@ export function renderNative(input: NativeInput): KubeObject[] {
 
 /**
  * renderNativeServices are the Services of a tenant control plane, which need no PKI: `etcd` (headless, it names
- * the member `etcd-0`), ETCD_CLIENT_SERVICE (a ClusterIP for etcd's client port) and `apiserver`, of the exposed
+ * the members `etcd-<i>`), ETCD_CLIENT_SERVICE (a ClusterIP for etcd's client port), `apiserver`, of the exposed
  * type (spec.apiServer.expose, else the ClusterVersion's serviceType, else ClusterIP) with the chosen node port if
- * any. The provisioner applies them first: their ClusterIPs go into the Pods' /etc/hosts and, when the manager
- * reaches the apiserver there, into the apiserver's certificate; the exposed addresses go there too.
+ * any, and with several etcd members one ClusterIP Service `etcd-<i>` per member (etcdMemberService), ready or not,
+ * since members must reach each other before any is ready. The provisioner applies them first: their ClusterIPs go
+ * into the Pods' /etc/hosts (the local super cluster has no cluster DNS) and, when the manager reaches the apiserver
+ * there, into the apiserver's certificate; the exposed addresses go there too.
  */
 export function renderNativeServices(
   cv: ClusterVersion,
   root: string,
   expose: ExposeSettings = exposeSettings(undefined, cv.spec.apiServer?.serviceType),
+  etcdMembers = 1,
 ): KubeObject[] {
+  const members: KubeObject[] =
+    etcdMembers <= 1
+      ? []
+      : Array.from({ length: etcdMembers }, (_, i) => ({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: objectMeta(root, etcdMemberService(i), 'etcd'),
+          spec: {
+            publishNotReadyAddresses: true,
+            selector: { ...selector(root, 'etcd'), 'statefulset.kubernetes.io/pod-name': `etcd-${i}` },
+            ports: [
+              { name: 'client', port: NATIVE_PORTS.etcdClient, targetPort: NATIVE_PORTS.etcdClient },
+              { name: 'peer', port: NATIVE_PORTS.etcdPeer, targetPort: NATIVE_PORTS.etcdPeer },
+            ],
+          },
+        }));
   return [
     {
       apiVersion: 'v1',
@@ -275,5 +317,6 @@ export function renderNativeServices(
         ],
       },
     },
+    ...members,
   ];
 }

@@ -40,3 +40,23 @@ export async function judgeNativeChange(
     throw new ProvisionRefused(v.reason, `${where}: ${v.message}; the tenant keeps running ${from}`);
   if (v.kind === 'minor') await beforeUpgrade?.(from, to);
 }
+
+/** MEMBERS_CHANGE_REFUSED is the reason of a refused change of a running tenant's etcd member count. */
+export const MEMBERS_CHANGE_REFUSED = 'ControlPlaneReplicasChangeRefused';
+
+/**
+ * judgeMembersChange refuses (ProvisionRefused: nothing applied, the Pods keep running) a change of the member count
+ * of a running tenant's etcd (`running`, its StatefulSet's replicas) to `wanted`: each member count has its own data
+ * layout and initial cluster (core/provisioners/native/parts.ts etcdFlags), and moving between them needs etcd's
+ * member add and remove, which this provisioner does not do; rendered as asked, the new members would start an
+ * empty cluster. A first start (no StatefulSet) is not judged.
+ */
+export function judgeMembersChange(running: number | undefined, wanted: number): void {
+  if (running === undefined || running === wanted) return;
+  throw new ProvisionRefused(
+    MEMBERS_CHANGE_REFUSED,
+    `spec.controlPlane.replicas: the tenant's etcd runs ${running} member(s) and keeps that count (asked: ${wanted}); ` +
+      'changing it needs etcd member add and remove, which the native provisioner does not do: make a new tenant ' +
+      'with the count and move the data into it (etcdctl snapshot save, then etcdutl snapshot restore)',
+  );
+}

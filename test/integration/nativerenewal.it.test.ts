@@ -1,0 +1,120 @@
+import { X509Certificate } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { ANN, rootNamespace } from '../../core/names/names.ts';
+import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/provisioners/native/provisioner.ts';
+import { nativeCertificates } from '../../core/provisioners/native/renewal.ts';
+import type { ControlPlanePKI } from '../../core/pki/pki.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const crdDir = join(import.meta.dirname, '../../deploy/crds');
+/** two-minute leaves renewed at half their life: due a minute after they are issued */
+const LEAF_DAYS = 2 / 1440;
+
+interface StatefulSet extends KubeObject {
+  spec: { template: { metadata: { annotations: Record<string, string> } } };
+}
+
+/**
+ * Renewal of a native tenant's leaf certificates with lifetimes of minutes, on a real super cluster (kwok runs the
+ * Pods, so this holds what the super cluster is given; the apiserver's reload of its files is kube-apiserver's own):
+ * a minute after the first reconcile the next one issues the four leaves again from the same CAs, with the CAs and
+ * the pinned kubelet client kept, writes them to the PKI Secret and the Secrets the Pods read, leaves the
+ * apiserver's and etcd's pod templates alone and rolls the controller manager's.
+ */
+describe('native certificate renewal on a real super cluster', () => {
+  let t: TestSuper;
+  let native: NativeProvisioner;
+  let vc: VirtualCluster;
+  let root: string;
+  const readPKI = async (): Promise<ControlPlanePKI> => {
+    const s = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, PKI_SECRET);
+    return JSON.parse(Buffer.from(s.data[PKI_SECRET_KEY]!, 'base64').toString('utf8')) as ControlPlanePKI;
+  };
+  const hashes = async (): Promise<Record<string, string>> => {
+    const out: Record<string, string> = {};
+    for (const c of ['etcd', 'apiserver', 'controller-manager'])
+      out[c] = (await t.client.get<StatefulSet>(R.statefulsets, root, c)).spec.template.metadata.annotations[
+        ANN.configHash
+      ]!;
+    return out;
+  };
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    for (const f of readdirSync(crdDir).filter((f) => f.endsWith('.yaml'))) {
+      for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
+        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
+    }
+    await eventually(() => t.client.list(R.virtualclusters));
+    native = new NativeProvisioner(t.client, {
+      etcdHostPathDir: '/nonexistent/vc-nativerenewal',
+      certificates: { validityDays: LEAF_DAYS, renewFraction: 0.5 },
+    });
+    vc = await t.client.create<VirtualCluster>(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'short', namespace: 'default' },
+      spec: { provisioner: { type: 'native' }, pkiExpireDays: 30 },
+    });
+    root = rootNamespace('default', 'short', vc.metadata!.uid!);
+  }, 300_000);
+
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('renews the four leaves once half their life has passed, rolling only the controller manager', async () => {
+    await native.ensure(vc, root);
+    const first = await readPKI();
+    const life = (pem: string) => {
+      const x = new X509Certificate(pem);
+      return (Date.parse(x.validTo) - Date.parse(x.validFrom)) / 60_000;
+    };
+    // issued for two minutes (from a minute back, for clocks a little behind), the CA for the tenant's thirty days
+    expect(life(first.admin.certPem)).toBeGreaterThanOrEqual(2);
+    expect(life(first.admin.certPem)).toBeLessThanOrEqual(3);
+    expect(life(first.ca.certPem) / 1440).toBeCloseTo(30, 1);
+    const before = await hashes();
+    // Nothing is due yet: a second reconcile changes nothing.
+    await native.ensure(vc, root);
+    expect((await readPKI()).admin.certPem).toBe(first.admin.certPem);
+
+    const renewed = await eventually(
+      async () => {
+        await native.ensure(vc, root);
+        const now = await readPKI();
+        expect(now.admin.certPem).not.toBe(first.admin.certPem);
+        return now;
+      },
+      120_000,
+      5_000,
+    );
+    for (const k of ['apiserver', 'frontProxyClient', 'admin', 'controllerManager'] as const) {
+      const [was, is] = [new X509Certificate(first[k].certPem), new X509Certificate(renewed[k].certPem)];
+      expect(is.serialNumber, k).not.toBe(was.serialNumber);
+      expect(is.subjectAltName, k).toBe(was.subjectAltName);
+    }
+    for (const k of ['ca', 'frontProxyCA', 'kubeletClient'] as const)
+      expect(renewed[k].certPem, k).toBe(first[k].certPem);
+    // the Secret the apiserver's Pods read carries the new serving certificate
+    const tls = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, 'apiserver-tls');
+    expect(Buffer.from(tls.data['tls.crt']!, 'base64').toString()).toBe(renewed.apiserver.certPem);
+    const after = await hashes();
+    expect(after.apiserver).toBe(before.apiserver);
+    expect(after.etcd).toBe(before.etcd);
+    expect(after['controller-manager']).not.toBe(before['controller-manager']);
+    // what the controller's metric and CertificatesValid read: the renewed leaves' new expiries, the CAs' unchanged
+    const reported = nativeCertificates(renewed);
+    expect(reported.find((c) => c.name === 'admin client')!.notAfter.getTime()).toBeGreaterThan(
+      nativeCertificates(first)
+        .find((c) => c.name === 'admin client')!
+        .notAfter.getTime(),
+    );
+  });
+});
