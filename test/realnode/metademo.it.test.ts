@@ -57,6 +57,30 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
     }
   };
 
+  /** dnsState is what a failed lookup on super cluster sc is reported with: the tenant DNS copy's Pods, slices, logs. */
+  const dnsState = async (sc: string) => {
+    const ns = superNamespace(tenantKey, 'kube-system');
+    const k = (...args: string[]) =>
+      execP(binaryPath('kubectl'), ['--kubeconfig', kubeconfigOf(sc), '-n', ns, ...args], { timeout: 30_000 }).then(
+        (r) => r.stdout,
+        (err: unknown) => String(err),
+      );
+    const logs = await k('logs', '-l', 'k8s-app=kube-dns', '--tail', '15');
+    return `${await k('get', 'pods,endpointslices', '-o', 'wide')}\n${logs}`;
+  };
+  /** lookedUp resolves name in a Pod on sc until the answer contains want; a failure names the DNS copy's state. */
+  const lookedUp = async (sc: string, pod: string, name: string, want: string) => {
+    try {
+      return await eventually(async () => {
+        const r = await inPod(sc, 'demo', pod, 'timeout', '5', 'nslookup', name);
+        expect(r.out).toContain(want);
+        return r;
+      }, 120_000);
+    } catch (err) {
+      throw new Error(`${String(err)}\ntenant DNS on ${sc}:\n${await dnsState(sc)}`);
+    }
+  };
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-metademo-'));
     e = await startEmbedded({
@@ -157,21 +181,16 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
     // CoreDNS caches an answer up to 30 s: the name resolves once the syncer recorded the IP and the cache expired.
     for (const sc of ['r1', 'r2']) {
       const ip = await ipOn('demo', 'web', sc);
-      await eventually(async () => {
-        const r = await inPod(sc, 'demo', podOn(sc), 'timeout', '5', 'nslookup', 'web.demo.svc.cluster.local');
-        expect(r.out).toContain(ip);
-      }, 120_000);
+      await lookedUp(sc, podOn(sc), 'web.demo.svc.cluster.local', ip);
     }
     const awayIP = await ipOn(far, 'away', 'r2');
-    await eventually(async () => {
-      const r = await inPod('r2', 'demo', podOn('r2'), 'timeout', '5', 'nslookup', `away.${far}.svc.cluster.local`);
-      expect(r.out).toContain(awayIP);
-    }, 120_000);
-    const away = await eventually(async () => {
-      const r = await inPod('r1', 'demo', podOn('r1'), 'timeout', '5', 'nslookup', `away.${far}.svc.cluster.local`);
-      expect(r.out).toContain(`away.${far}.not-on-super-cluster-r1.invalid`);
-      return r;
-    }, 120_000);
+    await lookedUp('r2', podOn('r2'), `away.${far}.svc.cluster.local`, awayIP);
+    const away = await lookedUp(
+      'r1',
+      podOn('r1'),
+      `away.${far}.svc.cluster.local`,
+      `away.${far}.not-on-super-cluster-r1.invalid`,
+    );
     // answered, not timed out (busybox's timeout exits 124 when nslookup hangs)
     expect(away.code).not.toBe(124);
   });
@@ -193,19 +212,7 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
     }, 300_000);
     const ip = (await dev.get(R.services, 'demo', 'web')).metadata?.annotations?.[`${CLUSTER_IP}r1`];
     expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-    for (const p of moved)
-      await eventually(async () => {
-        const r = await inPod(
-          'r1',
-          'demo',
-          p.metadata!.name!,
-          'timeout',
-          '5',
-          'nslookup',
-          'web.demo.svc.cluster.local',
-        );
-        expect(r.out).toContain(ip);
-      }, 120_000);
+    for (const p of moved) await lookedUp('r1', p.metadata!.name!, 'web.demo.svc.cluster.local', ip!);
   });
 
   it("stopping removes both nodes' network namespaces and uplinks from the host", async () => {
