@@ -247,7 +247,8 @@ export async function startEmbedded(o: {
           stateDir: join(o.stateDir, 'tenants'),
           etcdEndpoint: sc.etcd.endpoint,
           // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
-          ...(podAddress && { podAddress }),
+          // (the first real node of all, started by now: with the meta cluster apart it is r1's, started above)
+          ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].hostAddress }),
           // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
           kubeletCAFile: agentCAFile,
         },
