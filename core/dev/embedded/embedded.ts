@@ -105,6 +105,12 @@ export async function startEmbedded(o: {
    */
   realNodeSuper?: string;
   /**
+   * realNodeSupers names several super clusters that get realNodes real nodes each, every node in a network namespace
+   * of its own (core/dev/local/nodenetns.ts; one host's network has room for one super cluster's kube-proxy rules);
+   * it replaces realNodeSuper
+   */
+  realNodeSupers?: readonly string[];
+  /**
    * confine (default true) runs each local tenant's apiserver and controller manager network-confined where the host
    * allows it (core/dev/local/netconfine.ts): they reach their own ports, the vn-agents, the real nodes' Pod CIDRs and
    * the outside, not the host, the super cluster, the manager or other tenants
@@ -123,12 +129,13 @@ export async function startEmbedded(o: {
   const meta = o.meta ?? false;
   const firstName = meta ? 'meta' : count > 1 ? 'r1' : 'default';
   const superNames = meta || count > 1 ? Array.from({ length: count }, (_, i) => `r${i + 1}`) : [firstName];
-  const realSuper = o.realNodeSuper ?? superNames[0]!;
-  if (!superNames.includes(realSuper))
-    throw new Error(
-      `realNodeSuper ${JSON.stringify(realSuper)}: not one of the super clusters (${superNames.join(', ')})`,
-    );
-  const firstReal = realSuper === firstName ? (o.realNodes ?? 0) : 0;
+  const realSupers = o.realNodeSupers ?? [o.realNodeSuper ?? superNames[0]!];
+  for (const r of realSupers)
+    if (!superNames.includes(r))
+      throw new Error(`realNodeSuper ${JSON.stringify(r)}: not one of the super clusters (${superNames.join(', ')})`);
+  const netnsRealNodes = realSupers.length > 1;
+  const realOn = (name: string) => (realSupers.includes(name) ? (o.realNodes ?? 0) : 0);
+  const firstReal = realOn(firstName);
   const step = o.onStep ?? (() => {});
   step(
     meta
@@ -139,6 +146,7 @@ export async function startEmbedded(o: {
     stateDir: o.stateDir,
     nodes: meta ? 0 : (o.nodes ?? 3),
     realNodes: firstReal,
+    ...(netnsRealNodes && { netnsRealNodes }),
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
     restart: true,
   });
@@ -170,7 +178,7 @@ export async function startEmbedded(o: {
 
     step('starting the vn-agent (kubelet proxy for tenants)');
     // Tenant apiservers in Pods (native tenants) reach the vn-agent where Pods reach this host: the real node's bridge.
-    const podAddress = sc.realNodes[0]?.nodeIP;
+    const podAddress = sc.realNodes[0]?.hostAddress;
     const agent = await startAgent(sc, o.stateDir, sc.cluster, podAddress, o.plugins);
     const agents: Array<{ stop(): Promise<void> }> = [agent];
     const agentAddress = { host: '127.0.0.1', port: agent.port };
@@ -191,7 +199,7 @@ export async function startEmbedded(o: {
       for (let i = meta ? 1 : 2; i <= count; i++) {
         const name = `r${i}`;
         step(`starting super cluster ${name}, its vn-agent, and registering it in the meta cluster`);
-        const real = name === realSuper ? (o.realNodes ?? 0) : 0;
+        const real = realOn(name);
         // Apart from the meta cluster, the super cluster of the real nodes has them alone, untainted: every tenant Pod
         // placed there (the default dnsPolicy's DNS copy too) runs as a container, as in the seed's demo.
         const realOnly = meta && real > 0;
@@ -200,6 +208,7 @@ export async function startEmbedded(o: {
           restart: true,
           realNodes: real,
           ...(realOnly && { untaintedRealNodes: true }),
+          ...(netnsRealNodes && { netnsRealNodes }),
           ...(real && o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
         });
         const kubeconfig = await managerIdentity(cp, 'kube-system');
@@ -238,7 +247,8 @@ export async function startEmbedded(o: {
           stateDir: join(o.stateDir, 'tenants'),
           etcdEndpoint: sc.etcd.endpoint,
           // Pods on the real node reach the tenant apiservers (their DNS servers read Services there) on its bridge.
-          ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].nodeIP }),
+          // (the first real node of all, started by now: with the meta cluster apart it is r1's, started above)
+          ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].hostAddress }),
           // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
           kubeletCAFile: agentCAFile,
         },
@@ -246,7 +256,7 @@ export async function startEmbedded(o: {
         ...(metaRealNode && {
           native: {
             ...nativeOnRealNodes(o.stateDir, {
-              host: metaRealNode.nodeIP,
+              host: metaRealNode.hostAddress,
               port: await keptPort(join(o.stateDir, 'native-dns-view-port')),
             }),
             kubeletCAFile: agentCAFile,

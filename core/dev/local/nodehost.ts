@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { NodeNetns } from './nodenetns.ts';
 
 const execFileP = promisify(execFile);
 
@@ -63,6 +64,8 @@ export interface NodeRecord {
   createdPaths: string[];
   /** pids of the node's own processes, by component */
   pids: Record<string, number>;
+  /** a namespaced node's network namespace and uplink (nodenetns.ts); absent for a node on the host's network */
+  netns?: NodeNetns;
 }
 
 /** RECORD_FILE is the file name of a node's NodeRecord in its directory. */

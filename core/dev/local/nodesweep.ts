@@ -15,6 +15,7 @@ import {
 import { join, resolve } from 'node:path';
 import { onlySpoofCheckChains, SPOOFCHECK_TABLE } from './bridgenft.ts';
 import { antispoofTable } from './antispoof.ts';
+import { removeNodeNetns } from './nodenetns.ts';
 
 import {
   allPids,
@@ -179,7 +180,9 @@ export function iptablesCleanupScript(
  * shims, container processes in its cgroups), mounts under its directory (deepest first), its bridge and any veth
  * still attached, its CNI iptables chains (v4 and v6, found by the network name in their comments), the KUBE-* chains
  * of kubelet and kube-proxy when no other kubelet or kube-proxy runs here, its cgroups, what it wrote outside its
- * directory, and the sysctls it changed. It is idempotent and returns one line per thing it removed.
+ * directory, and the sysctls it changed; of a namespaced node, instead of the bridge, chains, tables and ipsets, its
+ * network namespace (all of those are in it) and the host's end of its uplink. It is idempotent and returns one line
+ * per thing it removed.
  */
 export async function sweepNode(dir: string): Promise<string[]> {
   const r = readNodeRecord(dir);
@@ -193,6 +196,18 @@ export async function sweepNode(dir: string): Promise<string[]> {
     done.push(`unmounted ${m}`);
   }
 
+  // A namespaced node's bridge, veths, iptables rules, nftables tables and ipsets go with its namespace; the host's
+  // own chains, tables and sets are not its to touch.
+  if (r.netns) done.push(...(await removeNodeNetns(r.netns)));
+  else done.push(...(await sweepHostNetwork(r)));
+  sweepHostPaths(r, done);
+  rmSync(join(r.dir, RECORD_FILE), { force: true });
+  return done;
+}
+
+/** sweepHostNetwork removes what a node on the host's network left there: bridge, veths, chains, tables, ipsets. */
+async function sweepHostNetwork(r: NodeRecord): Promise<string[]> {
+  const done: string[] = [];
   // veths whose bridge is ours go with the bridge; their netns went with the unmounts above
   const links = await tryRun('ip', ['-o', 'link', 'show', 'master', r.bridge]);
   for (const l of links?.split('\n').filter(Boolean) ?? []) {
@@ -235,7 +250,11 @@ export async function sweepNode(dir: string): Promise<string[]> {
   if (removeKube)
     for (const set of ((await tryRun('ipset', ['list', '-n'])) ?? '').split('\n').filter(isKubeRouterSet))
       if ((await tryRun('ipset', ['destroy', set])) !== undefined) done.push(`destroyed ipset ${set}`);
+  return done;
+}
 
+/** sweepHostPaths removes a node's cgroups, shim sockets and files outside its directory, and restores sysctls. */
+function sweepHostPaths(r: NodeRecord, done: string[]): void {
   for (const mnt of cgroupMounts()) {
     const base = join(mnt, r.cgroupRoot);
     if (!existsSync(base)) continue;
@@ -296,8 +315,6 @@ export async function sweepNode(dir: string): Promise<string[]> {
       /* not settable */
     }
   }
-  rmSync(join(r.dir, RECORD_FILE), { force: true });
-  return done;
 }
 
 function removeEmptyDirs(p: string): void {

@@ -46,6 +46,8 @@ import {
   type RealNodePreflight,
 } from './nodehost.ts';
 import { sweepNode } from './nodesweep.ts';
+import { createNodeNetns, inNetns, nodeNetnsNames, uplinkOf } from './nodenetns.ts';
+import { TcpForwarder } from './forwarder.ts';
 import { freePorts, ManagedProcess, waitFor } from './process.ts';
 import { writeRegistryHosts, type NodeRegistry } from './noderegistry.ts';
 import { describeOwner, hostLockHeld, hostLockOwner, type HostLockOwner } from './hostlock.ts';
@@ -111,6 +113,16 @@ export interface RealNodeOptions {
    * Pod placed there (a tenant's DNS copy included) must run on it
    */
   untainted?: boolean;
+  /**
+   * netns runs the node in a network namespace of its own (nodenetns.ts): its bridge, Pods and kube-proxy's rules
+   * apart from the host's and from other namespaced nodes', so nodes of several super clusters share one host
+   */
+  netns?: boolean;
+  /**
+   * where a namespaced node reaches the super apiserver: a host address of an uplink (default its own, where it then
+   * starts the relay to the apiserver on loopback; further nodes of a super cluster name the first one's)
+   */
+  apiserverHost?: string;
 }
 
 /**
@@ -122,8 +134,8 @@ export async function choosePodCidr(dir: string): Promise<string> {
   const start = createHash('sha256').update(dir).digest()[0]!;
   for (let i = 0; i < 250; i++) {
     const third = (start + i) % 250;
-    const prefix = `10.213.${third}.`;
-    if (!routes.includes(prefix)) return `10.213.${third}.0/24`;
+    // 10.214.<third>.0/30 is the uplink of a namespaced node with this Pod CIDR (nodenetns.ts)
+    if (!routes.includes(`10.213.${third}.`) && !routes.includes(`10.214.${third}.`)) return `10.213.${third}.0/24`;
   }
   throw new Error('real node: no free /24 in 10.213.0.0/16 for the Pod CIDR');
 }
@@ -157,6 +169,8 @@ export class RealNode {
   timings: RealNodeTimings = { readyMs: 0 };
   /** lastSweep is what stop had to remove from the host (one line each), for reports and tests. */
   lastSweep: string[] = [];
+  /** a namespaced node's relay from its uplink's host address to the super apiserver on loopback */
+  private apiserverRelay?: TcpForwarder;
 
   private constructor(
     readonly opts: RealNodeOptions,
@@ -166,17 +180,19 @@ export class RealNode {
     const d = opts.dir;
     const log = (n: string) => join(d, 'logs', `${n}.log`);
     const env = { PATH: `${cfg.binDir}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+    // a namespaced node's components run in its namespace (inNetns): containerd and so the CNI plugins, kubelet (its
+    // node IP, probes and the apiserver's connections to it), kube-proxy and kube-router (their rules)
+    const here = (command: string, args: string[]) =>
+      record.netns ? inNetns(record.netns.netns, command, args) : { command, args };
     this.containerd = new ManagedProcess({
       name: `${opts.name}/containerd`,
-      command: join(cfg.binDir, 'containerd'),
-      args: ['--config', join(d, 'containerd/config.toml')],
+      ...here(join(cfg.binDir, 'containerd'), ['--config', join(d, 'containerd/config.toml')]),
       logFile: log('containerd'),
       env,
     });
     this.kubelet = new ManagedProcess({
       name: `${opts.name}/kubelet`,
-      command: join(cfg.binDir, 'kubelet'),
-      args: [
+      ...here(join(cfg.binDir, 'kubelet'), [
         `--config=${join(d, 'kubelet-config.json')}`,
         `--kubeconfig=${join(d, 'kubelet.kubeconfig')}`,
         `--root-dir=${join(d, 'kubelet')}`,
@@ -185,22 +201,20 @@ export class RealNode {
         `--node-ip=${cfg.nodeIP}`,
         `--node-labels=${REAL_NODE_LABEL}=true`,
         '--v=2',
-      ],
+      ]),
       logFile: log('kubelet'),
       env,
     });
     this.kubeProxy = new ManagedProcess({
       name: `${opts.name}/kube-proxy`,
-      command: join(cfg.binDir, 'kube-proxy'),
-      args: [`--config=${join(d, 'kube-proxy-config.json')}`, '--v=2'],
+      ...here(join(cfg.binDir, 'kube-proxy'), [`--config=${join(d, 'kube-proxy-config.json')}`, '--v=2']),
       logFile: log('kube-proxy'),
       env,
     });
     if (cfg.kubeRouter)
       this.kubeRouter = new ManagedProcess({
         name: `${opts.name}/kube-router`,
-        command: cfg.kubeRouter,
-        args: kubeRouterArgs(cfg),
+        ...here(cfg.kubeRouter, kubeRouterArgs(cfg)),
         logFile: log('kube-router'),
         env,
       });
@@ -214,6 +228,14 @@ export class RealNode {
   /** nodeIP is the node's InternalIP: the gateway address of its bridge. */
   get nodeIP(): string {
     return this.cfg.nodeIP;
+  }
+
+  /**
+   * hostAddress is where the node's components and Pods reach this host: the node IP itself on the host's network,
+   * the host's end of the uplink for a namespaced node
+   */
+  get hostAddress(): string {
+    return this.record.netns ? uplinkOf(this.cfg.podCidr).hostAddress : this.cfg.nodeIP;
   }
 
   /** kubeletURL is the kubelet's HTTPS endpoint. */
@@ -273,6 +295,7 @@ export class RealNode {
       sysctls,
       createdPaths: HOST_PATHS_OUTSIDE.filter((p) => !existsSync(p)),
       pids: {},
+      ...(o.netns && { netns: nodeNetnsNames(o.dir) }),
     };
     writeNodeRecord(record);
     const node = new RealNode(o, cfg, record);
@@ -303,6 +326,21 @@ export class RealNode {
       issueCert(ca, { commonName: KUBE_ROUTER_USER, usages: ['client'], validityDays: 365 }),
     ]);
     const secret = { mode: 0o600 };
+    const ns = this.record.netns;
+    // In its namespace the node reaches the apiserver (on the host's loopback) through a relay on the uplink's host end.
+    const apiHost = this.opts.apiserverHost ?? this.hostAddress;
+    const port = cluster.ports.apiserver;
+    if (ns) {
+      await createNodeNetns(ns, c.podCidr);
+      if (apiHost === this.hostAddress)
+        this.apiserverRelay = await TcpForwarder.start({ host: apiHost, port, target: { host: '127.0.0.1', port } });
+    }
+    const server = ns ? `https://${apiHost}:${port}` : cluster.server;
+    // one-shot host commands that act on the node's network run in its namespace too
+    const net = (command: string, args: string[], o?: { input: string }) => {
+      const x = ns ? inNetns(ns.netns, command, args) : { command, args };
+      return run(x.command, x.args, o);
+    };
     writeFileSync(join(dir, 'pki/ca.crt'), ca.certPem);
     writeFileSync(join(dir, 'pki/kubelet.crt'), serving.certPem);
     writeFileSync(join(dir, 'pki/kubelet.key'), serving.keyPem, secret);
@@ -312,7 +350,7 @@ export class RealNode {
     const kc = (user: string, pair: { certPem: string; keyPem: string }) =>
       renderKubeconfig({
         clusterName: cluster.name,
-        server: cluster.server,
+        server,
         caPem: ca.certPem,
         user,
         clientCertPem: pair.certPem,
@@ -330,7 +368,7 @@ export class RealNode {
     mkdirSync(antispoofPluginDir(dir), { recursive: true });
     writeFileSync(plugin, antispoofWrapperHere());
     chmodSync(plugin, 0o755);
-    await run('nft', ['-f', '-'], { input: antispoofTableScript(antispoofTable(c.network)) });
+    await net('nft', ['-f', '-'], { input: antispoofTableScript(antispoofTable(c.network)) });
     writeFileSync(join(dir, 'kubelet-config.json'), JSON.stringify(kubeletConfig(c), null, 2));
     writeFileSync(join(dir, 'kube-proxy-config.json'), JSON.stringify(kubeProxyConfig(c), null, 2));
 
@@ -347,9 +385,9 @@ export class RealNode {
       }
     }
     // the bridge exists before kubelet so that the node IP (its gateway address) does
-    await run('ip', ['link', 'add', c.bridge, 'type', 'bridge']);
-    await run('ip', ['addr', 'add', `${c.nodeIP}/24`, 'dev', c.bridge]);
-    await run('ip', ['link', 'set', c.bridge, 'up']);
+    await net('ip', ['link', 'add', c.bridge, 'type', 'bridge']);
+    await net('ip', ['addr', 'add', `${c.nodeIP}/24`, 'dev', c.bridge]);
+    await net('ip', ['link', 'set', c.bridge, 'up']);
     writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
     const inotify = '/proc/sys/fs/inotify/max_user_instances';
     if (existsSync(inotify) && Number(readFileSync(inotify, 'utf8')) < MIN_INOTIFY_INSTANCES)
@@ -465,6 +503,7 @@ export class RealNode {
       }
     }
     await Promise.all([this.kubeProxy.stop(), this.kubeRouter?.stop(), this.containerd.stop()]);
+    await this.apiserverRelay?.stop();
     try {
       const client = await this.opts.cluster.client();
       await client.delete(R.nodes, undefined, this.name);

@@ -5,6 +5,7 @@ import { LocalControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 import { freePorts, type StopOptions } from './process.ts';
 import { choosePodCidr, gatewayOf, RealNode, realNodePreflightHere } from './realnode.ts';
 import { TcpForwarder } from './forwarder.ts';
+import { uplinkOf } from './nodenetns.ts';
 import { publishApiserverEndpoint } from './apiendpoint.ts';
 import { acquireHostLock, type HostLock } from './hostlock.ts';
 import type { NodeRegistry } from './noderegistry.ts';
@@ -34,6 +35,8 @@ export interface SuperClusterOptions {
    * stays enabled unless these name `enable-admission-plugins` themselves
    */
   apiserverExtraArgs?: ExtraArgs;
+  /** netnsRealNodes runs the real nodes each in a network namespace of its own (core/dev/local/nodenetns.ts) */
+  netnsRealNodes?: boolean;
 }
 
 /**
@@ -72,6 +75,7 @@ export class LocalSuperCluster {
     const name = o.name ?? 'super';
     try {
       const podCidr = await firstPodCidr(o.stateDir, name, o.realNodes ?? 0);
+      const netns = o.netnsRealNodes ?? false;
       const cluster = await LocalControlPlane.start({
         name,
         dir: join(o.stateDir, 'clusters', name),
@@ -83,11 +87,11 @@ export class LocalSuperCluster {
         // each vn-agent reads super Pods with) reads only its own node's Pods and Node. NodeRestriction confines what
         // such a credential may write to its own node as well.
         apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction', ...o.apiserverExtraArgs },
-        ...advertisedOn(podCidr),
+        ...advertisedOn(podCidr, netns),
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster, o.registries);
       try {
-        await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr);
+        await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr, false, netns);
       } catch (e) {
         await sc.stop();
         throw e;
@@ -105,41 +109,49 @@ export class LocalSuperCluster {
     waitMs: number,
     firstCidr: string | undefined,
     untainted = false,
+    netns = false,
   ): Promise<void> {
     if (n <= 0) return;
-    if (this.realNodes.length)
+    // Nodes on the host's network share its KUBE-* chains: one super cluster's. Namespaced ones have their own.
+    const shared = this.realNodes.find((r) => !r.opts.netns) ?? (netns ? undefined : this.realNodes[0]);
+    if (shared)
       throw new Error(
-        `real nodes for super cluster ${cluster.name}: ${this.realNodes[0]!.opts.cluster.name} already has this host's ` +
-          'real nodes (one set per host: kube-proxy owns the global KUBE-* chains)',
+        `real nodes for super cluster ${cluster.name}: ${shared.opts.cluster.name} already has real nodes on this ` +
+          "host's network (kube-proxy owns the global KUBE-* chains); namespaced real nodes (--real-node-super " +
+          'naming several super clusters) can sit on several',
       );
     const preflight = await realNodePreflightHere();
-    this.hostLock = await acquireHostLock(this.stateDir, {
+    this.hostLock ??= await acquireHostLock(this.stateDir, {
       waitMs,
       onWait: (owner) => process.stderr.write(`waiting for other real nodes on this host to stop (${owner})\n`),
     });
+    let apiserverHost: string | undefined;
     for (let i = 0; i < n; i++) {
       const nodeName = `${cluster.name}-real-${i}`;
-      this.realNodes.push(
-        await RealNode.start({
-          name: nodeName,
-          dir: join(this.stateDir, 'nodes', nodeName),
-          cluster,
-          serviceCidr: cluster.opts.serviceCidr ?? '10.96.0.0/16',
-          preflight,
-          registries: this.registries,
-          ...(i === 0 && firstCidr && { podCidr: firstCidr }),
-          ...(untainted && { untainted }),
-        }),
-      );
+      const node = await RealNode.start({
+        name: nodeName,
+        dir: join(this.stateDir, 'nodes', nodeName),
+        cluster,
+        serviceCidr: cluster.opts.serviceCidr ?? '10.96.0.0/16',
+        preflight,
+        registries: this.registries,
+        ...(i === 0 && firstCidr && { podCidr: firstCidr }),
+        ...(untainted && { untainted }),
+        ...(netns && { netns, ...(apiserverHost && { apiserverHost }) }),
+      });
+      this.realNodes.push(node);
+      apiserverHost ??= node.hostAddress;
     }
     // The apiserver advertises the first node's bridge gateway (advertisedOn) and listens on loopback: relay the one
     // to the other, so the `kubernetes` Service's endpoint is an address every Pod on the real nodes reaches.
+    // A namespaced first node relays its uplink's host address itself (its kubelet needs it before it registers).
     const first = this.realNodes.find((r) => r.opts.cluster === cluster)!;
     const port = cluster.ports.apiserver;
-    this.apiserverRelays.push(
-      await TcpForwarder.start({ host: first.nodeIP, port, target: { host: '127.0.0.1', port } }),
-    );
-    await publishApiserverEndpoint(await cluster.client(), first.nodeIP, port);
+    if (!netns)
+      this.apiserverRelays.push(
+        await TcpForwarder.start({ host: first.nodeIP, port, target: { host: '127.0.0.1', port } }),
+      );
+    await publishApiserverEndpoint(await cluster.client(), first.hostAddress, port);
   }
 
   /** realNodesOf are the real nodes registered with one of this system's super clusters. */
@@ -186,6 +198,7 @@ export class LocalSuperCluster {
       realNodes?: number;
       realNodeLockWaitMs?: number;
       untaintedRealNodes?: boolean;
+      netnsRealNodes?: boolean;
     } = {},
   ): Promise<LocalControlPlane> {
     const podCidr = await firstPodCidr(this.stateDir, name, o.realNodes ?? 0);
@@ -194,9 +207,16 @@ export class LocalSuperCluster {
       kwokNodes: o.nodes ?? 3,
       restart: o.restart,
       apiserverExtraArgs: { 'enable-admission-plugins': 'NodeRestriction' },
-      ...advertisedOn(podCidr),
+      ...advertisedOn(podCidr, o.netnsRealNodes),
     });
-    await this.startRealNodes(cp, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr, o.untaintedRealNodes);
+    await this.startRealNodes(
+      cp,
+      o.realNodes ?? 0,
+      o.realNodeLockWaitMs ?? 0,
+      podCidr,
+      o.untaintedRealNodes,
+      o.netnsRealNodes,
+    );
     return cp;
   }
 
@@ -229,8 +249,12 @@ async function firstPodCidr(stateDir: string, cluster: string, realNodes: number
  * advertisedOn are the control plane options that make a Pod CIDR's gateway the apiserver's advertised address (the
  * `kubernetes` Service's endpoint) and a name in its serving certificate; none without real nodes.
  */
-function advertisedOn(podCidr: string | undefined): { advertiseAddress?: string; apiserverIPs?: string[] } {
+function advertisedOn(
+  podCidr: string | undefined,
+  netns = false,
+): { advertiseAddress?: string; apiserverIPs?: string[] } {
   if (!podCidr) return {};
-  const gw = gatewayOf(podCidr);
+  // a namespaced node's Pods reach the host at its uplink's host end (nodenetns.ts), where the node relays
+  const gw = netns ? uplinkOf(podCidr).hostAddress : gatewayOf(podCidr);
   return { advertiseAddress: gw, apiserverIPs: [gw] };
 }

@@ -5,21 +5,33 @@ describe('upNumbers', () => {
   const base = { nodes: '3', superClusters: '1' };
 
   it.each([
-    [{}, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', meta: false }],
-    [{ realNodes: '0' }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', meta: false, realNodes: 0 }],
+    [{}, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', realNodeSupers: ['r1'], meta: false }],
+    [
+      { realNodes: '0' },
+      { nodes: 3, superClusters: 1, realNodeSuper: 'r1', realNodeSupers: ['r1'], meta: false, realNodes: 0 },
+    ],
     [
       { realNodes: '1', nodes: '0' },
-      { nodes: 0, superClusters: 1, realNodeSuper: 'r1', meta: false, realNodes: 1 },
+      { nodes: 0, superClusters: 1, realNodeSuper: 'r1', realNodeSupers: ['r1'], meta: false, realNodes: 1 },
     ],
     [
       { superClusters: '2', realNodeSuper: 'r2' },
-      { nodes: 3, superClusters: 2, realNodeSuper: 'r2', meta: false },
+      { nodes: 3, superClusters: 2, realNodeSuper: 'r2', realNodeSupers: ['r2'], meta: false },
     ],
     // --meta: the meta cluster apart; the real node may sit on any super cluster, r1 alone included
-    [{ meta: true }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', meta: true }],
+    [{ meta: true }, { nodes: 3, superClusters: 1, realNodeSuper: 'r1', realNodeSupers: ['r1'], meta: true }],
     [
       { meta: true, superClusters: '2', realNodeSuper: 'r2' },
-      { nodes: 3, superClusters: 2, realNodeSuper: 'r2', meta: true },
+      { nodes: 3, superClusters: 2, realNodeSuper: 'r2', realNodeSupers: ['r2'], meta: true },
+    ],
+    // a real node on each of several super clusters (each in a network namespace of its own)
+    [
+      { meta: true, superClusters: '2', realNodeSuper: 'r1,r2' },
+      { nodes: 3, superClusters: 2, realNodeSuper: 'r1,r2', realNodeSupers: ['r1', 'r2'], meta: true },
+    ],
+    [
+      { superClusters: '3', realNodeSuper: 'r3, r1' },
+      { nodes: 3, superClusters: 3, realNodeSuper: 'r3, r1', realNodeSupers: ['r3', 'r1'], meta: false },
     ],
   ])('%j is accepted', (o, want) => {
     expect(upNumbers({ ...base, ...o })).toEqual(want);
@@ -38,6 +50,9 @@ describe('upNumbers', () => {
     [{ superClusters: '2', realNodeSuper: 'r3' }, '--real-node-super r3: must be one of r1..r2 (--super-clusters)'],
     [{ meta: true, realNodeSuper: 'r2' }, '--real-node-super r2: must be one of r1..r1 (--super-clusters)'],
     [{ meta: true, realNodeSuper: 'meta' }, '--real-node-super meta: must be one of r1..r1 (--super-clusters)'],
+    [{ superClusters: '2', realNodeSuper: 'r1,r3' }, '--real-node-super r3: must be one of r1..r2 (--super-clusters)'],
+    [{ superClusters: '2', realNodeSuper: 'r2,r2' }, '--real-node-super r2,r2: names r2 twice'],
+    [{ superClusters: '2', realNodeSuper: 'r1,' }, '--real-node-super : must be one of r1..r2 (--super-clusters)'],
   ])('%j is refused naming the option, the value and what it takes', (o, msg) => {
     expect(() => upNumbers({ ...base, ...o })).toThrow(msg);
   });

@@ -116,6 +116,11 @@ export interface UpNumbers {
   nodes: number;
   superClusters: number;
   realNodeSuper: string;
+  /**
+   * realNodeSupers are the super clusters `--real-node-super` names (comma-separated); more than one puts every real
+   * node in a network namespace of its own, --real-nodes of them on each
+   */
+  realNodeSupers: string[];
   /** meta: the meta cluster runs apart from the super clusters r1..rN */
   meta: boolean;
   /** undefined: decided by the real-node preflight */
@@ -144,13 +149,21 @@ export function upNumbers(o: {
   // One set of real nodes per host; each is a kubelet, containerd and kube-proxy of this machine.
   const realNodes = o.realNodes === undefined ? undefined : whole('--real-nodes', o.realNodes, 0, 4);
   const realNodeSuper = o.realNodeSuper ?? 'r1';
+  const realNodeSupers = realNodeSuper.split(',').map((r) => r.trim());
   const meta = o.meta ?? false;
-  if (
-    realNodeSuper !== 'r1' &&
-    !((superClusters > 1 || meta) && /^r[1-9]$/.test(realNodeSuper) && Number(realNodeSuper.slice(1)) <= superClusters)
-  )
-    throw new CliError(`--real-node-super ${realNodeSuper}: must be one of r1..r${superClusters} (--super-clusters)`);
-  return { nodes, superClusters, realNodeSuper, meta, ...(realNodes === undefined ? {} : { realNodes }) };
+  for (const [i, r] of realNodeSupers.entries()) {
+    if (r !== 'r1' && !((superClusters > 1 || meta) && /^r[1-9]$/.test(r) && Number(r.slice(1)) <= superClusters))
+      throw new CliError(`--real-node-super ${r}: must be one of r1..r${superClusters} (--super-clusters)`);
+    if (realNodeSupers.indexOf(r) !== i) throw new CliError(`--real-node-super ${realNodeSuper}: names ${r} twice`);
+  }
+  return {
+    nodes,
+    superClusters,
+    realNodeSuper,
+    realNodeSupers,
+    meta,
+    ...(realNodes === undefined ? {} : { realNodes }),
+  };
 }
 
 /** registerUpCommands adds `vc up`, `vc status` and `vc down`. */
@@ -162,7 +175,12 @@ export function registerUpCommands(program: Command): void {
     .option('--nodes <n>', 'number of kwok nodes', '3')
     .option('--super-clusters <n>', 'super clusters to run (more than one: r1..rN, registered in r1)', '1')
     .option('--real-nodes <n>', 'real nodes (kubelet + containerd here); default: 1 when the host allows it, else 0')
-    .option('--real-node-super <name>', 'with --super-clusters N: the super cluster (r1..rN) of the real nodes', 'r1')
+    .option(
+      '--real-node-super <names>',
+      'with --super-clusters N: the super cluster (r1..rN) of the real nodes; several, comma-separated (r1,r2), put ' +
+        '--real-nodes on each, every node in a network namespace of its own',
+      'r1',
+    )
     .option(
       '--meta',
       'run the meta cluster (VirtualClusters, registrations, no nodes) apart from the super clusters r1..rN, each ' +
@@ -188,7 +206,7 @@ export function registerUpCommands(program: Command): void {
     )
     .action(async (o: UpOptions) => {
       // Bad numbers are refused before anything is built or started.
-      const { superClusters, realNodeSuper, realNodes, nodes, meta } = upNumbers(o);
+      const { superClusters, realNodeSuper, realNodeSupers, realNodes, nodes, meta } = upNumbers(o);
       const stateDir = resolve(o.stateDir);
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
@@ -237,7 +255,7 @@ export function registerUpCommands(program: Command): void {
         preloadedImages: o.preloadedImage,
         onStep: (s) => process.stderr.write(`${since()} ${s}\n`),
         superClusters,
-        ...(superClusters > 1 || meta ? { realNodeSuper } : {}),
+        ...(superClusters > 1 || meta ? (realNodeSupers.length > 1 ? { realNodeSupers } : { realNodeSuper }) : {}),
         meta,
         confine: o.confine,
       });

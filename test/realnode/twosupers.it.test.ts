@@ -1,0 +1,231 @@
+/**
+ * The seed's demo under `vc up --super-clusters 2 --meta --real-node-super r1,r2` (issue 39): the meta cluster apart,
+ * r1 and r2 each with one real node of this host as its only node, each node in a network namespace of its own
+ * (core/dev/local/nodenetns.ts). The tenant's sliced namespace spreads a two-replica Deployment with the default
+ * dnsPolicy over r1 and r2; both Pods run as containers and each resolves, through the copy of its tenant's DNS on
+ * its own super cluster's node, a tenant Service by name to its own super cluster's copy of it. A Service whose
+ * namespace is only on r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Stopping leaves no
+ * namespace and no uplink on the host.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
+import { startEmbedded, type Embedded } from '../../core/dev/embedded/embedded.ts';
+import { nodeNetnsNames, netnsPath } from '../../core/dev/local/nodenetns.ts';
+import { superNamespace } from '../../core/names/names.ts';
+import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { NODE_IMAGES } from '../../core/toolchain/node.ts';
+import { binaryPath } from '../../core/toolchain/toolchain.ts';
+import { eventually, realNodeSkipReason } from '../harness.ts';
+import { demoDeployment, runningTenant, slicedNamespace } from '../tenants.ts';
+
+const execP = promisify(execFile);
+const skip = await realNodeSkipReason();
+if (skip) process.stdout.write(`twosupers.it.test.ts skipped: ${skip}\n`);
+
+type P = KubeObject & {
+  status?: { phase?: string };
+  spec?: { nodeName?: string; dnsConfig?: { nameservers?: string[] } };
+};
+type S = KubeObject & { spec?: { clusterIP?: string } };
+
+const CLUSTER_IP = 'transparency.tenancy.x-k8s.io/clusterIP.';
+
+describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real node on each of r1 and r2', () => {
+  let dir: string;
+  let e: Embedded;
+  let meta: KubeClient;
+  let dev: KubeClient;
+  let tenantKey: string;
+
+  const kubeconfigOf = (sc: string) => e.superClusters.find((s) => s.name === sc)!.kubeconfigPath;
+  /** inPod runs a command in the super copy of a tenant Pod on super cluster sc: its output and exit code. */
+  const inPod = async (sc: string, ns: string, pod: string, ...cmd: string[]) => {
+    const args = ['--kubeconfig', kubeconfigOf(sc), 'exec', '-n', superNamespace(tenantKey, ns), pod, '--', ...cmd];
+    try {
+      const r = await execP(binaryPath('kubectl'), args, { timeout: 30_000 });
+      return { out: r.stdout, code: 0 };
+    } catch (err) {
+      const x = err as { stdout?: string; stderr?: string; code?: number };
+      return { out: `${x.stdout ?? ''}${x.stderr ?? ''}`, code: x.code ?? -1 };
+    }
+  };
+
+  /** dnsState is what a failed lookup on super cluster sc is reported with: the tenant DNS copy's Pods, slices, logs. */
+  const dnsState = async (sc: string) => {
+    const ns = superNamespace(tenantKey, 'kube-system');
+    const k = (...args: string[]) =>
+      execP(binaryPath('kubectl'), ['--kubeconfig', kubeconfigOf(sc), '-n', ns, ...args], { timeout: 30_000 }).then(
+        (r) => r.stdout,
+        (err: unknown) => String(err),
+      );
+    const logs = await k('logs', '-l', 'k8s-app=kube-dns', '--tail', '15');
+    return `${await k('get', 'pods,endpointslices', '-o', 'wide')}\n${logs}`;
+  };
+  /** lookedUp resolves name in a Pod on sc until the answer contains want; a failure names the DNS copy's state. */
+  const lookedUp = async (sc: string, pod: string, name: string, want: string) => {
+    try {
+      return await eventually(async () => {
+        const r = await inPod(sc, 'demo', pod, 'timeout', '5', 'nslookup', name);
+        expect(r.out).toContain(want);
+        return r;
+      }, 120_000);
+    } catch (err) {
+      throw new Error(`${String(err)}\ntenant DNS on ${sc}:\n${await dnsState(sc)}`);
+    }
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'vc-twosupers-'));
+    e = await startEmbedded({
+      stateDir: join(dir, 'state'),
+      nodes: 1,
+      realNodes: 1,
+      superClusters: 2,
+      meta: true,
+      realNodeSupers: ['r1', 'r2'],
+      realNodeLockWaitMs: 20 * 60_000,
+    });
+    meta = await e.superCluster.cluster.client();
+    dev = await KubeClient.fromString((await runningTenant(meta, 'dev')).kubeconfig, 'dev kubeconfig');
+    tenantKey = (await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev')).status!.clusterNamespace!;
+  }, 900_000);
+
+  afterAll(async () => {
+    dev?.close();
+    meta?.close();
+    await e?.stop();
+    e = undefined as unknown as Embedded;
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 300_000);
+
+  it('both Pods of the demo run as containers, one on each super cluster, each pointed at its own super DNS', async () => {
+    await slicedNamespace(dev, 'demo', { r1: 1, r2: 1 });
+    await demoDeployment(dev, 'demo', {
+      pod: { terminationGracePeriodSeconds: 1 },
+      container: { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] },
+    });
+    const pods = await eventually(async () => {
+      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
+      expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+      return items;
+    }, 300_000);
+    const on = (sc: string) => pods.find((p) => p.metadata!.annotations![SUPER_CLUSTER] === sc)!;
+    expect(on('r1').spec?.nodeName).toBe('r1.r1-real-0');
+    expect(on('r2').spec?.nodeName).toBe('r2.r2-real-0');
+    for (const sc of ['r1', 'r2']) {
+      const client = await KubeClient.fromFile(kubeconfigOf(sc));
+      try {
+        const dns = await client.get<S>(R.services, superNamespace(tenantKey, 'kube-system'), 'kube-dns');
+        const copy = await client.get<P>(R.pods, superNamespace(tenantKey, 'demo'), on(sc).metadata!.name!);
+        expect(copy.spec?.dnsConfig?.nameservers?.[0]).toBe(dns.spec?.clusterIP);
+      } finally {
+        client.close();
+      }
+    }
+    // The meta cluster runs none of it.
+    expect((await meta.list(R.pods)).items).toEqual([]);
+  });
+
+  it("each Pod resolves its tenant's Service to its own super's copy; one only on r2 is .invalid on r1", async () => {
+    const pods = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+    const podOn = (sc: string) => pods.find((p) => p.metadata!.annotations![SUPER_CLUSTER] === sc)!.metadata!.name!;
+    await dev.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'demo' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+    });
+    // A namespace of one slice placed on r2 alone (the scheduler chooses; at most a few tries find one there).
+    let far = '';
+    for (let i = 0; i < 4 && !far; i++) {
+      const name = `far-${i}`;
+      await dev.create(R.namespaces, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
+      });
+      await dev.create(R.resourcequotas, {
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'q', namespace: name },
+        spec: { hard: { cpu: '100m', memory: '100Mi' } },
+      });
+      const placed = await eventually(async () => {
+        const p = (await dev.get(R.namespaces, undefined, name)).metadata?.annotations?.[PLACEMENTS];
+        expect(p).toBeDefined();
+        return JSON.parse(p!) as Record<string, number>;
+      }, 60_000);
+      if (Object.keys(placed).join() === 'r2') far = name;
+    }
+    expect(far).not.toBe('');
+    await dev.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'away', namespace: far },
+      spec: { ports: [{ port: 80 }] },
+    });
+    const ipOn = (ns: string, name: string, sc: string) =>
+      eventually(async () => {
+        const ip = (await dev.get(R.services, ns, name)).metadata?.annotations?.[`${CLUSTER_IP}${sc}`];
+        expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        return ip!;
+      }, 60_000);
+    // CoreDNS caches an answer up to 30 s: the name resolves once the syncer recorded the IP and the cache expired.
+    for (const sc of ['r1', 'r2']) {
+      const ip = await ipOn('demo', 'web', sc);
+      await lookedUp(sc, podOn(sc), 'web.demo.svc.cluster.local', ip);
+    }
+    const awayIP = await ipOn(far, 'away', 'r2');
+    await lookedUp('r2', podOn('r2'), `away.${far}.svc.cluster.local`, awayIP);
+    const away = await lookedUp(
+      'r1',
+      podOn('r1'),
+      `away.${far}.svc.cluster.local`,
+      `away.${far}.not-on-super-cluster-r1.invalid`,
+    );
+    // answered, not timed out (busybox's timeout exits 124 when nslookup hangs)
+    expect(away.code).not.toBe(124);
+  });
+
+  it("drained from r2, the demo's Pod comes back on r1's real node and resolves the tenant's Services there", async () => {
+    const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+    await execP(
+      process.execPath,
+      [vcBin, 'superclusters', 'drain', 'r2', '--kubeconfig', e.superCluster.kubeconfigPath],
+      {
+        timeout: 60_000,
+      },
+    );
+    const moved = await eventually(async () => {
+      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER])).toEqual(['r1', 'r1']);
+      expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+      return items;
+    }, 300_000);
+    const ip = (await dev.get(R.services, 'demo', 'web')).metadata?.annotations?.[`${CLUSTER_IP}r1`];
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    for (const p of moved) await lookedUp('r1', p.metadata!.name!, 'web.demo.svc.cluster.local', ip!);
+  });
+
+  it("stopping removes both nodes' network namespaces and uplinks from the host", async () => {
+    const names = ['r1', 'r2'].map((sc) => nodeNetnsNames(join(dir, 'state', 'nodes', `${sc}-real-0`)));
+    for (const n of names) {
+      expect(existsSync(netnsPath(n.netns))).toBe(true);
+      expect(existsSync(`/sys/class/net/${n.hostLink}`)).toBe(true);
+    }
+    await e.stop();
+    e = undefined as unknown as Embedded;
+    for (const n of names) {
+      expect(existsSync(netnsPath(n.netns))).toBe(false);
+      expect(existsSync(`/sys/class/net/${n.hostLink}`)).toBe(false);
+    }
+  });
+});
