@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject, Resource } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
 import { ANN, LABEL, MANAGER } from '../names/names.ts';
-import { isReservedKey } from '@virtualcluster-ts/plugin-sdk';
+import { isReservedKey, PUBLIC_LABEL } from '@virtualcluster-ts/plugin-sdk';
 import type { PluginContext, ResourcePlugin } from '../plugins/contract.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { MapCache, testContext, testTenant } from '../plugins/testing.ts';
@@ -172,6 +172,17 @@ const downPlugins = builtinPlugins.filter(
     'toSuper' in p && !!p.toSuper && !!p.manifest.resource && p.manifest.sourceOfTruth !== 'super',
 );
 
+/** sharedDefaultClass is the super's default StorageClass, shared with tenants. */
+const sharedDefaultClass: KubeObject = {
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: {
+    name: 'shared-default',
+    labels: { [PUBLIC_LABEL]: 'true' },
+    annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
+  },
+};
+
 /** NEEDS_MORE_STATE are plugins that create nothing from a lone random object (a selectorless Service, a class). */
 const NEEDS_MORE_STATE = ['endpoints', 'runtimeclasses'];
 const created = new Map<string, number>();
@@ -204,6 +215,8 @@ describe('planner and plugins, for any tenant object', () => {
       superCache: new MapCache([
         [R.namespaces, [superNamespaceObj(sns, ns)]],
         [R.serviceaccounts, [sa]],
+        // a claim without a class needs a default class the super shares (plugins/persistentvolumeclaims/policy.ts)
+        [R.storageclasses, [sharedDefaultClass]],
       ]),
     });
   };

@@ -46,8 +46,8 @@ const TENANT_APISERVER_ENV = GOMEMLIMIT === 'off' ? undefined : { GOMEMLIMIT };
 /** Pods created for create-to-placed (scheduler) and create-to-Running (single super cluster baseline). */
 const PODS = 40;
 // The label of the Pods the interleaved arms create: their super copies keep it, so an arm waits until they are gone.
-const BENCH_LABEL_KEY = 'bench.virtualcluster.dev/arm';
-const BENCH_LABEL = `${BENCH_LABEL_KEY}=scheduler`;
+const ARM_LABEL_KEY = 'bench.virtualcluster.dev/arm';
+const ARM_LABEL = `${ARM_LABEL_KEY}=scheduler`;
 
 const ms = (x: number) => Math.round(x * 100) / 100;
 
@@ -420,7 +420,7 @@ export async function schedulerBench(): Promise<BenchResult> {
         await waitUntil(
           async () => {
             const left = await Promise.all(
-              superClients.map(async (sc) => (await sc.list(R.pods, { labelSelector: BENCH_LABEL })).items.length),
+              superClients.map(async (sc) => (await sc.list(R.pods, { labelSelector: ARM_LABEL })).items.length),
             );
             return left.every((x) => x === 0);
           },
@@ -528,7 +528,7 @@ function podOf(namespace: string, name: string): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, namespace, labels: { [BENCH_LABEL_KEY]: 'scheduler' } },
+    metadata: { name, namespace, labels: { [ARM_LABEL_KEY]: 'scheduler' } },
     spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '10m', memory: '10Mi' } } }] },
   } as KubeObject;
 }
