@@ -60,7 +60,7 @@ try {
     plugins: plugins.map((p) => ({
       manifest: p?.manifest ?? null,
       reads: p?.reads ?? [],
-      hooks: HOOKS.filter((h) => typeof p?.[h] === 'function'),
+      hooks: [...new Set([...HOOKS, ...Object.keys(p ?? {})])].filter((h) => typeof p?.[h] === 'function'),
       data: Object.keys(p ?? {}).filter((k) => k !== 'manifest' && k !== 'reads' && typeof p[k] !== 'function'),
     })),
   });

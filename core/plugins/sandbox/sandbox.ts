@@ -158,13 +158,13 @@ export class PluginSandbox {
 
   private args(): string[] {
     const reads = [...new Set(this.o.readPaths.flatMap((p) => [p, realpathOr(p)]))];
-    const code = CHILD_SOURCE.replace('__HOOKS__', JSON.stringify(SANDBOX_HOOKS)).replace(
+    const code = CHILD_SOURCE.replace('__HOOKS__', JSON.stringify([...SANDBOX_HOOKS, ...UNSUPPORTED])).replace(
       '__ENTRY__',
       JSON.stringify(pathToFileURL(this.o.entry).href),
     );
     return [
       '--permission',
-      `--allow-fs-read=${reads.join(',')}`,
+      ...reads.map((r) => `--allow-fs-read=${r}`),
       `--max-old-space-size=${this.budget.memoryMiB}`,
       '--no-warnings',
       '--input-type=module',
@@ -319,7 +319,7 @@ export class PluginSandbox {
     if (manifest?.resource)
       for (const side of ['tenant', 'super']) declared.add(`${side}:${resourceId(manifest.resource)}`);
     const p: Record<string, unknown> = { manifest, reads: info.reads };
-    for (const hook of info.hooks) {
+    for (const hook of info.hooks.filter((h) => (SANDBOX_HOOKS as readonly string[]).includes(h))) {
       p[hook] = (...args: unknown[]) => {
         const ctx = args.pop() as PluginContext;
         const input = hook === 'mutate' ? (args[0] as KubeObject | undefined) : undefined;
