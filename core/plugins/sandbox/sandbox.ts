@@ -163,7 +163,8 @@ export class PluginSandbox {
       JSON.stringify(pathToFileURL(this.o.entry).href),
     );
     return [
-      '--permission',
+      // Node 22.13 made the permission model stable under this name; Node 20 has it as experimental.
+      process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission',
       ...reads.map((r) => `--allow-fs-read=${r}`),
       `--max-old-space-size=${this.budget.memoryMiB}`,
       '--no-warnings',

@@ -46,7 +46,11 @@ export function registerPluginSigningCommands(plugins: Command): void {
     .command('verify')
     .description('check a plugin package folder against trusted public keys; exits 1 with the reason when it fails')
     .argument('<dir>', 'the package folder')
-    .requiredOption('--key <file...>', 'trusted Ed25519 public keys (PEM)')
+    .requiredOption(
+      '--key <file>',
+      'a trusted Ed25519 public key (PEM); repeat for more',
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .action((dir: string, o: { key: string[] }) => {
       const problem = signatureProblem(resolve(dir), readTrustedKeys(o.key));
       if (problem) throw new CliError(problem);
