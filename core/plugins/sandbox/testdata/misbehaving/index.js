@@ -36,7 +36,8 @@ export default {
         for (;;);
       case 'alloc': {
         const hoard = [];
-        for (;;) hoard.push(new Array(1 << 16).fill(hoard.length));
+        // Buffers lie outside the V8 heap: only the host's watch on the resident size stops this.
+        for (;;) hoard.push(Buffer.alloc(1 << 20, hoard.length));
       }
       case 'throw':
         throw new Error(`cannot handle ${tenantObj.metadata.name}`);
