@@ -1417,6 +1417,32 @@ export interface ManagerConfigurationSuperClusterRegistry {
 export interface ManagerConfigurationPlugins {
   /** Plugins to load besides the built-ins: paths (relative to this file) or npm package names. */
   thirdParty?: string[];
+  /**
+   * Third-party plugins that run each in a sandbox process of their own (an empty environment, reading only their
+   * package, writing nothing, with a CPU and memory budget per call): paths (relative to this file) or npm package
+   * names. Only toSuper, toTenant, mutate and superName run there.
+   */
+  sandboxed?: string[];
+  /** What one call of a sandboxed plugin may use, and how many stops disable it for every tenant. */
+  sandbox?: {
+    /** CPU time of one call, in milliseconds (default 250). */
+    cpuMillis?: number;
+    /** Heap limit of the sandbox process, and how far its resident size may grow in one call, in MiB (default 64). */
+    memoryMiB?: number;
+    /** Wall time of one call, in milliseconds, for a call that waits without using CPU (default 2000). */
+    wallMillis?: number;
+    /**
+     * Stops (budget exceeded, crash, undeclared read or write) after which the plugin is disabled for every tenant
+     * (default 3).
+     */
+    maxFailures?: number;
+  };
+  /**
+   * Ed25519 public keys (PEM files, relative to this file) that sign plugin packages. When set, a thirdParty or
+   * sandboxed plugin loads only if its package carries a vc-plugin.sig (vc plugin sign) that verifies against one of
+   * them.
+   */
+  trustedKeys?: string[];
   enable?: string[];
   disable?: string[];
   /**

@@ -1,9 +1,11 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compileSchema, type FieldError, formatErrors, validate } from '../../schemas/validate.ts';
 import { childLogger } from '../log.ts';
+import { PluginSandbox, type SandboxBudget } from './sandbox/sandbox.ts';
+import { readTrustedKeys, signatureProblem, type TrustedKey } from './signing.ts';
 import { nearestPackageJson, type SdkDeclaration, sdkDeclarationOf, sdkVersionProblem } from './compat.ts';
 import {
   isMutator,
@@ -63,6 +65,17 @@ export interface HostOptions {
   /** third-party plugins: paths (relative to baseDir) or npm package names */
   thirdParty?: string[];
   baseDir?: string;
+  /**
+   * third-party plugins run in a sandbox process each (core/plugins/sandbox): paths or npm package names, as thirdParty
+   */
+  sandboxed?: string[];
+  /**
+   * Ed25519 public key files (PEM): when given, a third-party or sandboxed plugin loads only if its package's
+   * signature (core/plugins/signing.ts) verifies against one of them
+   */
+  trustedKeys?: string[];
+  /** what one call of a sandboxed plugin may use (DEFAULT_SANDBOX_BUDGET where unset) */
+  sandbox?: Partial<SandboxBudget>;
   /** opt-in plugins enabled for every tenant */
   enable?: string[];
   /** plugins disabled for every tenant */
@@ -80,6 +93,7 @@ export interface HostOptions {
 export class PluginHost {
   readonly failures: PluginFailure[] = [];
   private readonly plugins = new Map<string, Plugin>();
+  private readonly sandboxes: PluginSandbox[] = [];
   /**
    * the pluginConfig keys of every plugin with a valid manifest, active in this process or not: which plugin owns
    * the key and its configSchema checker, if it declares one
@@ -93,32 +107,71 @@ export class PluginHost {
     const h = new PluginHost(o);
     for (const f of o.refused ?? []) h.fail(f.plugin, f.source, f.reason);
     for (const p of o.builtins) h.admit(p, 'builtin');
+    let keys: TrustedKey[] | undefined;
+    try {
+      keys = o.trustedKeys && readTrustedKeys(o.trustedKeys);
+    } catch (e) {
+      // Without the keys nothing third-party can be checked, so nothing third-party loads.
+      for (const spec of [...(o.thirdParty ?? []), ...(o.sandboxed ?? [])])
+        h.fail(spec, spec, `not loaded: ${e instanceof Error ? e.message : String(e)}`);
+      return h.finish();
+    }
+    const unsigned = (spec: string): string | undefined =>
+      keys && signatureProblem(packageRoot(pluginEntry(spec, o.baseDir ?? process.cwd())), keys);
     for (const spec of o.thirdParty ?? []) {
       try {
+        const problem = unsigned(spec);
+        if (problem) {
+          h.fail(spec, spec, `not installed: ${problem}`);
+          continue;
+        }
         const loaded = await importPlugin(spec, o.baseDir ?? process.cwd());
         for (const p of loaded.plugins) h.admit(p, spec, loaded.sdk);
       } catch (e) {
         h.fail(spec, spec, `failed to load: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
-    for (const p of [...h.plugins.values()]) {
-      if (isMutator(p) && !h.plugins.has(p.manifest.mutates ?? '')) {
-        h.plugins.delete(p.manifest.name);
-        h.fail(p.manifest.name, 'builtin', `mutates unknown plugin "${p.manifest.mutates}"`);
+    for (const spec of o.sandboxed ?? []) {
+      let sandbox: PluginSandbox | undefined;
+      try {
+        const problem = unsigned(spec);
+        if (problem) {
+          h.fail(spec, spec, `not installed: ${problem}`);
+          continue;
+        }
+        const { entry, sdk, readPaths } = sandboxedEntry(spec, o.baseDir ?? process.cwd());
+        sandbox = new PluginSandbox({ entry, source: spec, readPaths, ...(o.sandbox && { budget: o.sandbox }) });
+        const plugins = sandbox.load();
+        h.sandboxes.push(sandbox);
+        for (const p of plugins) h.admit(p, spec, sdk);
+      } catch (e) {
+        void sandbox?.close();
+        h.fail(spec, spec, `failed to load in the sandbox: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
-    for (const [key, value] of Object.entries(o.defaultPluginConfig ?? {})) {
-      const owner = h.configKeys.get(key);
+    return h.finish();
+  }
+
+  /** finish drops mutators of unknown plugins and plugins whose default configuration is invalid. */
+  private finish(): PluginHost {
+    for (const p of [...this.plugins.values()]) {
+      if (isMutator(p) && !this.plugins.has(p.manifest.mutates ?? '')) {
+        this.plugins.delete(p.manifest.name);
+        this.fail(p.manifest.name, 'builtin', `mutates unknown plugin "${p.manifest.mutates}"`);
+      }
+    }
+    for (const [key, value] of Object.entries(this.o.defaultPluginConfig ?? {})) {
+      const owner = this.configKeys.get(key);
       const errors = owner?.check?.(value) ?? [];
-      if (!owner || !errors.length || !h.plugins.has(owner.plugin)) continue;
-      h.plugins.delete(owner.plugin);
-      h.fail(
+      if (!owner || !errors.length || !this.plugins.has(owner.plugin)) continue;
+      this.plugins.delete(owner.plugin);
+      this.fail(
         owner.plugin,
         'defaultPluginConfig',
         `invalid default configuration:\n${configErrorMessages(`defaultPluginConfig.${key}`, errors).join('\n')}`,
       );
     }
-    return h;
+    return this;
   }
 
   /**
@@ -185,6 +238,11 @@ export class PluginHost {
     return out;
   }
 
+  /** close ends the sandbox processes of sandboxed plugins. */
+  async close(): Promise<void> {
+    await Promise.all(this.sandboxes.map((s) => s.close()));
+  }
+
   /** names lists the active plugins. */
   names(): string[] {
     return [...this.plugins.keys()];
@@ -213,9 +271,47 @@ export class PluginHost {
     const p = this.plugins.get(name);
     if (!p) return false;
     if (this.o.disable?.includes(name) || tenant.plugins?.disable?.includes(name)) return false;
+    if (this.sandboxes.some((s) => s.isDisabled(name))) return false;
     if (!p.manifest.optIn) return true;
     return !!(this.o.enable?.includes(name) || tenant.plugins?.enable?.includes(name));
   }
+}
+
+/**
+ * sandboxedEntry resolves a sandboxed plugin as importPlugin does, and lists what its sandbox process may read: the
+ * plugin's package folder (or the entry's folder outside a package) and the plugin SDK's package when the plugin's
+ * package resolves one. Dependencies must be installed inside the plugin's package (its own node_modules).
+ */
+function sandboxedEntry(spec: string, baseDir: string): { entry: string; sdk?: SdkDeclaration; readPaths: string[] } {
+  const entry = pluginEntry(spec, baseDir);
+  const packageJson = nearestPackageJson(entry);
+  const sdk = packageJson ? sdkDeclarationOf(packageJson) : undefined;
+  const root = packageRoot(entry);
+  const readPaths = [root];
+  try {
+    readPaths.push(dirname(nearestPackageJson(resolvePackage('@virtualcluster-ts/plugin-sdk', root)) ?? root));
+  } catch {
+    // A plugin that imports no SDK needs none.
+  }
+  return { entry, ...(sdk && { sdk }), readPaths };
+}
+
+/** packageRoot is the folder of the package a plugin's entry file belongs to, or the entry's folder outside a package. */
+function packageRoot(entry: string): string {
+  return dirname(nearestPackageJson(entry) ?? entry);
+}
+
+/** pluginEntry finds the entry file of a third-party plugin named by path (relative to baseDir) or package name. */
+function pluginEntry(spec: string, baseDir: string): string {
+  const isPath = spec.startsWith('.') || isAbsolute(spec);
+  if (!isPath) return resolvePackage(spec, baseDir);
+  let entry = resolve(baseDir, spec);
+  if (!existsSync(entry)) throw new Error(`no such file or directory: ${entry}`);
+  if (statSync(entry).isDirectory())
+    entry = existsSync(join(entry, 'package.json'))
+      ? packageEntry(entry, entry, undefined, 'index.ts')
+      : join(entry, 'index.ts');
+  return entry;
 }
 
 /**
@@ -223,18 +319,7 @@ export class PluginHost {
  * the SDK range declared by the package the module belongs to (the nearest package.json), if any.
  */
 async function importPlugin(spec: string, baseDir: string): Promise<{ plugins: unknown[]; sdk?: SdkDeclaration }> {
-  const isPath = spec.startsWith('.') || isAbsolute(spec);
-  let entry: string;
-  if (isPath) {
-    entry = resolve(baseDir, spec);
-    if (!existsSync(entry)) throw new Error(`no such file or directory: ${entry}`);
-    if (statSync(entry).isDirectory())
-      entry = existsSync(join(entry, 'package.json'))
-        ? packageEntry(entry, entry, undefined, 'index.ts')
-        : join(entry, 'index.ts');
-  } else {
-    entry = resolvePackage(spec, baseDir);
-  }
+  const entry = pluginEntry(spec, baseDir);
   const packageJson = nearestPackageJson(entry);
   const sdk = packageJson ? sdkDeclarationOf(packageJson) : undefined;
   const mod = (await import(pathToFileURL(entry).href)) as { default?: unknown; plugins?: unknown[] };

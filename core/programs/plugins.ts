@@ -9,6 +9,12 @@ const log = childLogger({ controller: 'plugin-host' });
 /** PluginsConfig is the `plugins` section the manager and vn-agent configurations share. */
 export interface PluginsConfig {
   thirdParty?: string[];
+  /** third-party plugins run each in a sandbox process (paths or npm package names) */
+  sandboxed?: string[];
+  /** Ed25519 public key files; when set, third-party packages load only with a signature one of them verifies */
+  trustedKeys?: string[];
+  /** the budget of one call of a sandboxed plugin */
+  sandbox?: { cpuMillis?: number; memoryMiB?: number; wallMillis?: number; maxFailures?: number };
   enable?: string[];
   disable?: string[];
   /** resources synced by configuration (plugins/generic); the manager's configuration only */
@@ -17,7 +23,10 @@ export interface PluginsConfig {
 
 /** PluginHostExtras are the host options that do not come from the `plugins` section, and whether to log failures. */
 export type PluginHostExtras = Partial<
-  Omit<HostOptions, 'process' | 'builtins' | 'thirdParty' | 'enable' | 'disable'>
+  Omit<
+    HostOptions,
+    'process' | 'builtins' | 'thirdParty' | 'sandboxed' | 'sandbox' | 'trustedKeys' | 'enable' | 'disable'
+  >
 > & {
   /** false when the caller reports `host.failures` itself (default true) */
   logFailures?: boolean;
@@ -66,6 +75,9 @@ export async function pluginHostFromConfig(
     builtins: [...builtinPlugins, ...generic.plugins],
     refused: generic.failures.map((f) => ({ ...f, source: 'plugins.generic' })),
     thirdParty: cfg?.thirdParty,
+    ...(cfg?.sandboxed && { sandboxed: cfg.sandboxed }),
+    ...(cfg?.sandbox && { sandbox: cfg.sandbox }),
+    ...(cfg?.trustedKeys && { trustedKeys: cfg.trustedKeys }),
     enable: cfg?.enable,
     disable: cfg?.disable,
   });

@@ -18,6 +18,7 @@ import { registerInstallCommands } from './install.ts';
 import { KUBECONFIG_RULE } from './kubeconfig.ts';
 import { registerVersionCommand } from './version.ts';
 import { registerCompletionCommand } from './completion.ts';
+import { registerPluginSigningCommands } from './pluginsign.ts';
 import { errorReport } from './errors.ts';
 import { formatData, formatTable, outputOption } from './output.ts';
 
@@ -178,7 +179,9 @@ plugins
       for (const f of host.failures) process.stderr.write(`FAILED ${f.plugin} (${f.source}): ${f.reason}\n`);
     }
     if (host.failures.length) process.exitCode = 1;
+    await host.close();
   });
+registerPluginSigningCommands(plugins);
 
 registerVirtualClusterCommands(program);
 registerDescribeCommand(program);

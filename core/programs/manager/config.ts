@@ -141,6 +141,8 @@ export function loadManagerConfig(file: string): ManagerConfig {
         if (c.backups.s3.caFile) c.backups.s3.caFile = abs(c.backups.s3.caFile);
       }
       if (c.plugins?.thirdParty) c.plugins.thirdParty = c.plugins.thirdParty.map((p) => pluginPath(p, abs));
+      if (c.plugins?.sandboxed) c.plugins.sandboxed = c.plugins.sandboxed.map((p) => pluginPath(p, abs));
+      if (c.plugins?.trustedKeys) c.plugins.trustedKeys = c.plugins.trustedKeys.map(abs);
     },
   });
   for (const [i, src] of (cfg.gitops?.sources ?? []).entries()) {

@@ -541,6 +541,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       removeChecks.forEach((r) => r());
       await ops.close();
       clients.forEach((c) => c?.close());
+      await host.close();
     },
   };
 }

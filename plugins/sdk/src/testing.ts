@@ -122,17 +122,19 @@ function enabledFor(tenant: TenantView, p: { manifest: { name: string; optIn?: b
  * runs it: a skip or a null object ends the chain, a mutator not enabled for the tenant is passed over), its toTenant
  * for up plugins and, for `both` plugins, when the object exists on both sides; a mutator's mutate over the super
  * object as the desired object. It throws if a transform changed an object it was given (plugins are pure).
+ * `wrap`, when given, wraps the row's caches (checkConformance watches what the plugin reads through it).
  */
 export function runTransforms<T extends KubeObject = KubeObject>(
   plugin: ResourcePlugin<T> | MutatorPlugin<T>,
   c: TransformCase<T>,
   mutators: Array<MutatorPlugin<T>> = [],
+  wrap: (side: 'tenant' | 'super', cache: CacheReader) => CacheReader = (_, cache) => cache,
 ): TransformResult<T> {
   const tenant = c.tenant ?? testTenant();
   const ctx = testContext({
     tenant,
-    tenantCache: new MapCache(c.tenantState ?? []),
-    superCache: new MapCache(c.superState ?? []),
+    tenantCache: wrap('tenant', new MapCache(c.tenantState ?? [])),
+    superCache: wrap('super', new MapCache(c.superState ?? [])),
     ...(c.names ? { names: c.names } : {}),
     ...(c.now ? { now: c.now } : {}),
   });
@@ -179,3 +181,5 @@ export function runTable<T extends KubeObject = KubeObject>(
 ): Record<string, TransformResult<T>> {
   return Object.fromEntries(Object.entries(rows).map(([name, c]) => [name, runTransforms(plugin, c, mutators)]));
 }
+
+export { checkConformance, type ConformanceOptions, type ConformanceReport, SANDBOX_EFFECTS } from './conformance.ts';

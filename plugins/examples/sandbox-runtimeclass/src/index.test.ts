@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Decision, Effect } from '@virtualcluster-ts/plugin-sdk';
-import { runTransforms, testTenant } from '@virtualcluster-ts/plugin-sdk/testing';
+import type { Decision, Effect, PluginContext } from '@virtualcluster-ts/plugin-sdk';
+import { checkConformance, runTransforms, testTenant } from '@virtualcluster-ts/plugin-sdk/testing';
 import plugin, { CONFIG_SCHEMA, sandboxRuntimeClassPlugin, type Pod } from './index.ts';
 
 const tenantPod = (runtimeClassName?: string): Pod => ({
@@ -135,5 +135,45 @@ describe('sandbox-runtimeclass manifest', () => {
       configKey: 'sandbox',
       configSchema: CONFIG_SCHEMA,
     });
+  });
+});
+
+describe('sandbox-runtimeclass conformance', () => {
+  it('is pure, sends plain data, reads nothing undeclared and stays within the sandbox budget on every row', () => {
+    const rows = Object.fromEntries(
+      cases.map((c) => [
+        c.name,
+        {
+          tenant: testTenant(c.pluginConfig ? { pluginConfig: c.pluginConfig } : {}),
+          tenantObj: c.tenantObj,
+          superObj: c.desired,
+        },
+      ]),
+    );
+    const report = checkConformance(sandboxRuntimeClassPlugin, rows, { cpuMillis: 250 });
+    expect(Object.keys(report)).toEqual(cases.map((c) => c.name));
+  });
+
+  it('fails a plugin that is not: impure, reading undeclared caches, over budget', () => {
+    let calls = 0;
+    const bad = {
+      manifest: { ...sandboxRuntimeClassPlugin.manifest, name: 'bad' },
+      mutate: (desired: Pod, _t: Pod, ctx: PluginContext) => {
+        calls++;
+        ctx.superCache.list({ group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true });
+        const until = process.cpuUsage().user + 30_000;
+        while (process.cpuUsage().user < until);
+        return { object: { ...desired, metadata: { ...desired.metadata, annotations: { n: String(calls) } } } };
+      },
+    };
+    const run = () =>
+      checkConformance(bad, { one: { tenantObj: tenantPod(), superObj: superPod() } }, { cpuMillis: 20 });
+    expect(run).toThrow(
+      /^plugin bad is not conformant:\none: reads secrets in the super cache, which the plugin does not declare\n/,
+    );
+    calls = 0;
+    expect(run).toThrow(/one: gives another result for the same input on another run \(not a pure function\)/);
+    calls = 0;
+    expect(run).toThrow(/one: used [\d.]+ ms of CPU, over the budget of 20 ms/);
   });
 });
