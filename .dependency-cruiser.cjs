@@ -129,11 +129,11 @@ module.exports = {
     {
       name: 'production-imports-testing',
       comment:
-        'testing.ts files hold test fixtures (static directories, host snapshots) and are left out of the build: ' +
-        'only tests, test helpers and other testing.ts files import them.',
+        'testing.ts files (and *.testing.ts beside them) hold test fixtures and test kits (static directories, host ' +
+        'snapshots, the SDK conformance kit): only tests, test helpers and other testing files import them.',
       severity: 'error',
-      from: { pathNot: `${TESTS}|(^|/)testing\\.ts$` },
-      to: { path: '(^|/)testing\\.ts$' },
+      from: { pathNot: `${TESTS}|(^|/|\\.)testing\\.ts$` },
+      to: { path: '(^|/|\\.)testing\\.ts$' },
     },
     {
       name: 'api-imports-beyond-sdk',

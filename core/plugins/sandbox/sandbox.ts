@@ -5,7 +5,7 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from '
 import { Counter, Gauge } from 'prom-client';
 import { childLogger } from '../../log.ts';
 import { registry } from '../../metrics/registry.ts';
-import type { CacheReader, Naming, Plugin, PluginContext } from '../contract.ts';
+import type { CacheReader, Naming, Plugin, PluginContext } from '../../../plugins/sdk/src/contract.ts';
 import type { KubeObject, Resource } from '../../../plugins/sdk/src/kube.ts';
 import { BROKER_SOURCE, CHILD_SOURCE } from './child.ts';
 

@@ -182,4 +182,9 @@ export function runTable<T extends KubeObject = KubeObject>(
   return Object.fromEntries(Object.entries(rows).map(([name, c]) => [name, runTransforms(plugin, c, mutators)]));
 }
 
-export { checkConformance, type ConformanceOptions, type ConformanceReport, SANDBOX_EFFECTS } from './conformance.ts';
+export {
+  checkConformance,
+  type ConformanceOptions,
+  type ConformanceReport,
+  SANDBOX_EFFECTS,
+} from './conformance.testing.ts';

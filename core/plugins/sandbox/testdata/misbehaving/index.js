@@ -1,5 +1,6 @@
 // A third-party plugin that misbehaves on request, for the sandbox's tests: a mutator of ConfigMaps that does what
 // the tenant ConfigMap's `misbehave` label says, and otherwise annotates the super ConfigMap as sandboxed.
+import { Buffer } from 'node:buffer';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
