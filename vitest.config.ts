@@ -79,9 +79,7 @@ export default defineConfig({
         test: {
           name: 'realnode',
           include: REAL_NODE_FILES,
-          // dist/ first, then the super cluster and real node the files calling sharedRealNodeSuper share
-          // (test/sharedrealnode.ts).
-          globalSetup: ['./test/build-dist.ts', './test/sharedrealnode-setup.ts'],
+          globalSetup: ['./test/build-dist.ts'],
           setupFiles: ['./test/procstats-setup.ts'],
           sequence: { groupOrder: 2 },
           maxWorkers: 1,

@@ -12,7 +12,7 @@ export const SHARED_SUPER_ENV = 'VC_TEST_SHARED_SUPER';
  * calling sharedTestSuper share (test/sharedsuper.ts), and stops it after the last file.
  */
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  if (process.env[SHARED_SUPER_ENV] === '0' || !anyFileCalls(project, 'sharedTestSuper(')) return undefined;
+  if (process.env[SHARED_SUPER_ENV] === '0' || !anyFileShares(project)) return undefined;
   // Its process starts are counted under a name of their own in the run's summary, not under a test file.
   const label = process.env[PROCESS_STATS_LABEL_ENV];
   process.env[PROCESS_STATS_LABEL_ENV] = 'shared super cluster (test/sharedsuper-setup.ts)';
@@ -31,10 +31,10 @@ export default async function setup(project: TestProject): Promise<(() => Promis
 }
 
 /**
- * anyFileCalls says whether a test file of this run in this project contains `call` (a shared cluster's function),
- * so that a run of other files alone starts no cluster nobody uses. When the run's files are not known it says yes.
+ * anyFileShares says whether a test file of this run in this project calls sharedTestSuper, so that a run of other
+ * files alone starts no super cluster nobody uses. When the run's files are not known it says yes.
  */
-export function anyFileCalls(project: TestProject, call: string): boolean {
+function anyFileShares(project: TestProject): boolean {
   const files = project.vitest.state.getPaths().filter((f) => project.matchesTestGlob(f));
-  return files.length === 0 || files.some((f) => readFileSync(f, 'utf8').includes(call));
+  return files.length === 0 || files.some((f) => readFileSync(f, 'utf8').includes('sharedTestSuper('));
 }

@@ -73,8 +73,12 @@ export async function sharedTestSuper(): Promise<SharedTestSuper> {
     return { client: t.client, stateDir: t.stateDir, shared: false, sc: t.sc, stop: () => t.stop() };
   }
   const dir = makeStateDir('vc-test-shared-');
+  // The etcd prefix of this file's control planes: unique among the files on the shared etcd, as the directory is.
+  const prefix = basename(dir);
+  const etcd: EtcdEndpoint = { endpoint: info.etcdEndpoint };
   const client = await KubeClient.fromFile(info.kubeconfigPath);
-  const planes = filePlanes(dir, { endpoint: info.etcdEndpoint });
+  const planes: LocalControlPlane[] = [];
+  const etcds: LocalEtcd[] = [];
   const keep = !!process.env.KEEP_STATE;
   return {
     client,
@@ -82,55 +86,29 @@ export async function sharedTestSuper(): Promise<SharedTestSuper> {
     shared: true,
     sc: {
       kubeconfigPath: info.kubeconfigPath,
-      etcd: planes.etcd,
+      etcd,
       cluster: { ports: info.ports },
-      addControlPlane: planes.add,
+      async addControlPlane(name, o = {}) {
+        const { ownEtcd, ...opts } = o;
+        const cpDir = join(dir, 'clusters', name);
+        const own = ownEtcd ? await LocalEtcd.start({ dir: join(cpDir, 'etcd'), name: `${name}/etcd` }) : undefined;
+        if (own) etcds.push(own);
+        const cp = await LocalControlPlane.start({
+          etcdPrefix: `/${prefix}/${name}`,
+          ...opts,
+          dir: cpDir,
+          name,
+          etcd: own ?? etcd,
+        });
+        planes.push(cp);
+        return cp;
+      },
     },
     async stop() {
       client.close();
-      await planes.stop();
-      if (!keep) removeStateDir(dir);
-    },
-  };
-}
-
-/** FilePlanes are the tenant control planes one file adds to a shared super cluster's etcd. */
-export interface FilePlanes {
-  etcd: EtcdEndpoint;
-  add(name: string, o?: AddControlPlaneOptions): Promise<LocalControlPlane>;
-  /** stop stops them, the last added first (their directories discarded unless KEEP_STATE is set) */
-  stop(): Promise<void>;
-}
-
-/**
- * filePlanes adds a file's control planes under dir, on the shared etcd under a prefix of the file's own (the
- * directory's name, unique among the files on that etcd as the directory is), or on an etcd of their own (ownEtcd).
- */
-export function filePlanes(dir: string, etcd: EtcdEndpoint): FilePlanes {
-  const prefix = basename(dir);
-  const planes: LocalControlPlane[] = [];
-  const etcds: LocalEtcd[] = [];
-  const keep = !!process.env.KEEP_STATE;
-  return {
-    etcd,
-    async add(name, o = {}) {
-      const { ownEtcd, ...opts } = o;
-      const cpDir = join(dir, 'clusters', name);
-      const own = ownEtcd ? await LocalEtcd.start({ dir: join(cpDir, 'etcd'), name: `${name}/etcd` }) : undefined;
-      if (own) etcds.push(own);
-      const cp = await LocalControlPlane.start({
-        etcdPrefix: `/${prefix}/${name}`,
-        ...opts,
-        dir: cpDir,
-        name,
-        etcd: own ?? etcd,
-      });
-      planes.push(cp);
-      return cp;
-    },
-    async stop() {
       for (const cp of planes.splice(0).reverse()) await cp.stop({ discard: !keep });
       for (const e of etcds.splice(0)) await e.stop({ discard: !keep });
+      if (!keep) removeStateDir(dir);
     },
   };
 }

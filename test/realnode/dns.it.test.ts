@@ -25,8 +25,7 @@ import { MutableTenantRegistry, tenantFrom, type Tenant } from '../../core/tenan
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, realNodeSkipReason } from '../harness.ts';
-import { sharedRealNodeSuper, type RealNodeShare } from '../sharedrealnode.ts';
+import { eventually, realNodeSkipReason, startTestSuper, type TestSuper } from '../harness.ts';
 import { Attempts } from '../security/attempts.ts';
 
 const exec = promisify(execFile);
@@ -61,7 +60,7 @@ function status(url: string, token: string, ca?: string): Promise<number> {
 
 describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answers from its own Services", () => {
   const attempts = new Attempts();
-  let t: RealNodeShare | undefined;
+  let t: TestSuper | undefined;
   let dir: string;
   let local: LocalProvisioner | undefined;
   let syncer: Syncer | undefined;
@@ -88,7 +87,7 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
   };
 
   beforeAll(async () => {
-    t = await sharedRealNodeSuper();
+    t = await startTestSuper({ nodes: 1, realNodes: 1 });
     const node = t.sc.realNodes[0]!;
     dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
     // confined: the tenant apiservers reach the node's Pod network (their Pods), nothing else of the host

@@ -21,8 +21,7 @@ import { checkPolicies } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
-import { eventually, realNodeSkipReason, tenantFor } from '../harness.ts';
-import { sharedRealNodeSuper, type RealNodeShare } from '../sharedrealnode.ts';
+import { eventually, realNodeSkipReason, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 
 const skip = await realNodeSkipReason();
 if (skip) process.stdout.write(`podvolumes.it.test.ts skipped: ${skip}\n`);
@@ -49,7 +48,7 @@ const onRealNode = {
 };
 
 describe.skipIf(!!skip)('tenant Pods on the real node: ephemeral volumes and spec.nodeName', () => {
-  let t: RealNodeShare;
+  let t: TestSuper;
   let cp: LocalControlPlane;
   let a: KubeClient;
   let tenant: Tenant;
@@ -70,7 +69,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node: ephemeral volumes and spe
 
   beforeAll(
     async () => {
-      t = await sharedRealNodeSuper();
+      t = await startTestSuper({ nodes: 1, realNodes: 1 });
       cp = await t.sc.addControlPlane('tenant-v', { controllers: TENANT_CONTROLLERS });
       a = await cp.client();
       const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [embeddedPolicy()]);
