@@ -79,3 +79,33 @@ export async function demoDeployment(
     },
   });
 }
+
+/**
+ * namespaceOnlyOn makes sliced namespaces of one slice (`far-0`, `far-1`, ...) in the tenant until the scheduler
+ * places one on the super cluster `cluster` alone (at most four tries), and returns its name.
+ */
+export async function namespaceOnlyOn(tenant: KubeClient, cluster: string): Promise<string> {
+  let far = '';
+  for (let i = 0; i < 4 && !far; i++) {
+    const name = `far-${i}`;
+    await tenant.create(R.namespaces, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
+    });
+    await tenant.create(R.resourcequotas, {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'q', namespace: name },
+      spec: { hard: { cpu: '100m', memory: '100Mi' } },
+    });
+    const placed = await eventually(async () => {
+      const p = (await tenant.get(R.namespaces, undefined, name)).metadata?.annotations?.[PLACEMENTS];
+      expect(p).toBeDefined();
+      return JSON.parse(p!) as Record<string, number>;
+    }, 60_000);
+    if (Object.keys(placed).join() === cluster) far = name;
+  }
+  expect(far).not.toBe('');
+  return far;
+}

@@ -19,11 +19,11 @@ import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { startEmbedded, type Embedded } from '../../core/dev/embedded/embedded.ts';
 import { nodeNetnsNames, netnsPath } from '../../core/dev/local/nodenetns.ts';
 import { superNamespace } from '../../core/names/names.ts';
-import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
-import { demoDeployment, runningTenant, slicedNamespace } from '../tenants.ts';
+import { demoDeployment, namespaceOnlyOn, runningTenant, slicedNamespace } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -143,29 +143,7 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
       metadata: { name: 'web', namespace: 'demo' },
       spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
     });
-    // A namespace of one slice placed on r2 alone (the scheduler chooses; at most a few tries find one there).
-    let far = '';
-    for (let i = 0; i < 4 && !far; i++) {
-      const name = `far-${i}`;
-      await dev.create(R.namespaces, {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name, annotations: { [SLICE]: '{"cpu":"100m","memory":"100Mi"}' } },
-      });
-      await dev.create(R.resourcequotas, {
-        apiVersion: 'v1',
-        kind: 'ResourceQuota',
-        metadata: { name: 'q', namespace: name },
-        spec: { hard: { cpu: '100m', memory: '100Mi' } },
-      });
-      const placed = await eventually(async () => {
-        const p = (await dev.get(R.namespaces, undefined, name)).metadata?.annotations?.[PLACEMENTS];
-        expect(p).toBeDefined();
-        return JSON.parse(p!) as Record<string, number>;
-      }, 60_000);
-      if (Object.keys(placed).join() === 'r2') far = name;
-    }
-    expect(far).not.toBe('');
+    const far = await namespaceOnlyOn(dev, 'r2');
     await dev.create(R.services, {
       apiVersion: 'v1',
       kind: 'Service',
