@@ -228,8 +228,21 @@ describe('deploy/policy: the manager writes only in tenant namespaces', () => {
     });
     vcUid = vc.metadata!.uid!;
     await eventually(() => t.client.get(R.serviceaccounts, 'tenant-root', 'default'));
-    // The apiserver starts enforcing a new policy within a second or two.
+    // The apiserver starts enforcing a new policy within a second or two, each policy on its own: wait for each one.
     await eventually(() => refusedBy(() => byCert.create(R.secrets, secret('default', 'probe')), OUTSIDE), 30_000);
+    await eventually(
+      () =>
+        refusedBy(
+          () => byCert.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'probe' } }),
+          /may create only namespaces labelled/,
+        ),
+      30_000,
+    );
+    const owned = { labels: { [LABEL.managedBy]: 'vc-manager' } };
+    await eventually(
+      () => refusedBy(() => t.client.create(R.secrets, secret('default', 'probe-owned', owned)), /only vc-manager/),
+      30_000,
+    );
   });
 
   it("refuses both manager identities in default and kube-system with the policy's message", async () => {

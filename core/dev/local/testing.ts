@@ -28,19 +28,42 @@ export interface HostSnapshot {
 
 /** hostSnapshot takes a HostSnapshot; binDir is the node toolchain's bin directory (its programs are node processes). */
 /**
- * runningConfinement tells whether a chain or cgroup name (lowercased) is the network confinement of a control plane
- * that is running: its cgroup holds processes. Those belong to whichever test runs that control plane (integration
- * files run beside the real-node ones) and are left out of a host snapshot; an empty one is a leftover and counts.
+ * confinementOf returns the confinement a chain or cgroup name belongs to (lowercased), or undefined for any other name.
+ * Confinements are the network confinements of local tenant control planes: integration files start and stop those
+ * beside the real-node files, so one can be seen at any moment of a real-node test.
  */
-function runningConfinement(name: string): boolean {
-  if (!name.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase())) return false;
+function confinementOf(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  return lower.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) ? lower : undefined;
+}
+
+/** confinementState tells whether a confinement's cgroup holds processes, is empty, or is gone */
+function confinementState(name: string): 'running' | 'empty' | 'gone' {
   const root = cgroup2Root();
-  if (!root) return false;
+  if (!root) return 'gone';
   try {
-    return readFileSync(join(root, name, 'cgroup.procs'), 'utf8').trim() !== '';
+    return readFileSync(join(root, name, 'cgroup.procs'), 'utf8').trim() !== '' ? 'running' : 'empty';
   } catch {
-    return false;
+    return 'gone';
   }
+}
+
+/** CONFINEMENT_SETTLE_MS is how long an empty confinement may stay empty before a snapshot counts it as left over. */
+const CONFINEMENT_SETTLE_MS = 20_000;
+
+/**
+ * leftoverConfinements returns those of names whose cgroup stays empty for CONFINEMENT_SETTLE_MS. A confinement with
+ * processes belongs to a control plane that runs; one that empties and then disappears (or fills) within that time
+ * was being started or stopped by another test when the snapshot was taken; one that stays empty is a leftover.
+ */
+async function leftoverConfinements(names: Set<string>): Promise<Set<string>> {
+  let pending = [...names].filter((n) => confinementState(n) === 'empty');
+  const deadline = Date.now() + CONFINEMENT_SETTLE_MS;
+  while (pending.length && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    pending = pending.filter((n) => confinementState(n) === 'empty');
+  }
+  return new Set(pending);
 }
 
 export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
@@ -65,13 +88,12 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
     for (const line of ((await tryRun(tool, [])) ?? '').split('\n')) {
       if (line.startsWith('*')) table = line.slice(1);
       const m = /^:(\S+)/.exec(line);
-      if (m && !runningConfinement(m[1]!.toLowerCase())) chains.push(`${tool} ${table} ${m[1]}`);
+      if (m) chains.push(`${tool} ${table} ${m[1]}`);
     }
   }
   const cgroups: string[] = [];
   for (const mnt of cgroupMounts())
-    for (const e of readdirSync(mnt))
-      if (lstatSync(join(mnt, e)).isDirectory() && !runningConfinement(e)) cgroups.push(join(mnt, e));
+    for (const e of readdirSync(mnt)) if (lstatSync(join(mnt, e)).isDirectory()) cgroups.push(join(mnt, e));
   const paths: string[] = [];
   for (const p of HOST_PATHS_OUTSIDE) {
     if (!existsSync(p)) continue;
@@ -88,14 +110,22 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
   for (const e of readdirSync('/run')) if (e.startsWith('vc-s-')) paths.push(`/run/${e}`);
   const sysctls = SYSCTLS.filter((f) => existsSync(f)).map((f) => `${f}=${readFileSync(f, 'utf8').trim()}`);
   const ipsets = ((await tryRun('ipset', ['list', '-n'])) ?? '').split('\n').filter(Boolean);
+  // confinements of control planes other tests run, or are starting or stopping, are theirs; only lasting empty ones
+  const lastName = (entry: string) => entry.split(/[ /]/).pop()!;
+  const seen = new Set([...chains, ...cgroups].map((e) => confinementOf(lastName(e))).filter((n) => n !== undefined));
+  const leftover = await leftoverConfinements(seen);
+  const keep = (entry: string) => {
+    const c = confinementOf(lastName(entry));
+    return c === undefined || leftover.has(c);
+  };
   return {
     processes: processes.sort(),
     ipsets: ipsets.sort(),
     mounts: mounts.sort(),
     netns: netns.sort(),
     links: links.sort(),
-    chains: chains.sort(),
-    cgroups: cgroups.sort(),
+    chains: chains.filter(keep).sort(),
+    cgroups: cgroups.filter(keep).sort(),
     paths: paths.sort(),
     sysctls,
   };
