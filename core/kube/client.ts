@@ -78,6 +78,15 @@ export interface ClientOptions {
  */
 export const WATCH_GRACE_MS = 30_000;
 
+/**
+ * WATCH_IDLE_MS is how long a watch opened with `allowWatchBookmarks` may go without a byte before the client closes
+ * it as stalled. The apiserver's watch cache sends each such watch a bookmark about once a minute even when nothing
+ * changes, so two and a half minutes of silence means the stream carries nothing any more (a server that lost its
+ * storage and never ended the watch, a proxy that stopped forwarding); the caller reopens it from its last
+ * resourceVersion instead of waiting out `timeoutSeconds`.
+ */
+export const WATCH_IDLE_MS = 150_000;
+
 /** ListOptions are the query parameters of a list or watch. */
 export interface ListOptions {
   namespace?: string;
@@ -504,12 +513,18 @@ export class KubeClient {
    */
   async watch<T extends KubeObject = KubeObject>(
     r: Resource,
-    o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number },
+    o: ListOptions & {
+      allowWatchBookmarks?: boolean;
+      timeoutSeconds?: number;
+      /** close the stream as stalled after this long without data (default WATCH_IDLE_MS with bookmarks; 0: never) */
+      idleMs?: number;
+    },
     onEvent: (e: WatchEvent<T>) => void,
     signal?: AbortSignal,
   ): Promise<void> {
-    const { namespace, ...query } = o;
+    const { namespace, idleMs: idleOption, ...query } = o;
     const path = KubeClient.path(r, namespace);
+    const idleMs = idleOption ?? (o.allowWatchBookmarks ? WATCH_IDLE_MS : 0);
     let res: http.IncomingMessage;
     try {
       // The request timeout bounds the wait for the answer's headers only; the stream has its own deadline below.
@@ -534,6 +549,19 @@ export class KubeClient {
             res.destroy(stale);
           }, streamMs)
         : undefined;
+    // A stream that sends nothing for idleMs (not even a bookmark) is stalled: closed like one past its deadline.
+    let idle: NodeJS.Timeout | undefined;
+    const quiet = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        stale = new RequestTimeoutError('WATCH', path, idleMs);
+        res.destroy(stale);
+      }, idleMs);
+    };
+    if (idleMs > 0) {
+      quiet();
+      res.on('data', quiet);
+    }
     try {
       await readWatchEvents(res, onEvent);
       if (stale) throw stale;
@@ -542,6 +570,7 @@ export class KubeClient {
       throw stale ?? e;
     } finally {
       clearTimeout(liveness);
+      clearTimeout(idle);
       res.destroy();
       closed();
     }

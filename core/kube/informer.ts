@@ -3,6 +3,7 @@ import { Counter } from 'prom-client';
 import { childLogger } from '../log.ts';
 import { registry } from '../metrics/registry.ts';
 import { BudgetExceeded, objectBytes, type CacheBudget } from './budget.ts';
+import { RequestTimeoutError } from './errors.ts';
 import {
   isGone,
   type KubeClient,
@@ -37,6 +38,8 @@ export interface InformerOptions {
    * not kept, and the informer stops (its cache stays as it was; exceeded names the reason)
    */
   budget?: CacheBudget;
+  /** how long a watch may stay silent (no event, no bookmark) before it is reopened; default WATCH_IDLE_MS */
+  watchIdleMs?: number;
 }
 
 /** InformerStats counts what an informer went through, for tests and metrics. */
@@ -45,6 +48,8 @@ export interface InformerStats {
   relistsAfterGone: number;
   watchRestarts: number;
   watchErrors: number;
+  /** watchStalls counts watches closed for silence (see WATCH_IDLE_MS) and reopened */
+  watchStalls: number;
   events: number;
   /** handlerErrors counts events a handler threw on (logged and skipped) */
   handlerErrors: number;
@@ -88,6 +93,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     relistsAfterGone: 0,
     watchRestarts: 0,
     watchErrors: 0,
+    watchStalls: 0,
     events: 0,
     handlerErrors: 0,
   };
@@ -188,7 +194,13 @@ export class Informer<T extends KubeObject = KubeObject> {
         const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
         await this.o.client.watch<T>(
           this.o.resource,
-          { ...this.listOptions(), resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds },
+          {
+            ...this.listOptions(),
+            resourceVersion: this.rv,
+            allowWatchBookmarks: true,
+            timeoutSeconds,
+            idleMs: this.o.watchIdleMs,
+          },
           (ev) => this.apply(ev),
           signal,
         );
@@ -207,7 +219,10 @@ export class Informer<T extends KubeObject = KubeObject> {
           continue;
         }
         this.stats.watchErrors++;
-        this.log.debug({ err: String(e), backoffMs: backoff }, 'list/watch failed; retrying');
+        if (e instanceof RequestTimeoutError && e.method === 'WATCH') {
+          this.stats.watchStalls++;
+          this.log.warn({ rv: this.rv, silentMs: e.timeoutMs }, 'watch stalled (no event or bookmark); reopening it');
+        } else this.log.debug({ err: String(e), backoffMs: backoff }, 'list/watch failed; retrying');
         await sleep(backoff * (0.8 + Math.random() * 0.4), signal);
         backoff = Math.min(max, backoff * 2);
       }

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
@@ -192,6 +194,65 @@ describe('local super cluster', () => {
         expect(inf.stats.watchErrors).toBeGreaterThan(0);
       } finally {
         await inf.stop();
+      }
+    });
+
+    it('reopens a watch that goes silent (a relay that stopped forwarding) instead of waiting out its timeout', async () => {
+      // A TCP relay in front of the apiserver: TLS passes through it untouched; freezing it stops forwarding on the
+      // connections it holds, as a stuck proxy or a half-open socket would, while new connections go through.
+      const target = new URL(t.client.server);
+      const held: Array<{ a: Socket; b: Socket }> = [];
+      let frozen = false;
+      const relay = createServer((a) => {
+        const b = connect(Number(target.port), target.hostname);
+        const pair = { a, b };
+        if (!frozen) held.push(pair);
+        a.on('data', (d) => !(frozen && held.includes(pair)) && b.write(d));
+        b.on('data', (d) => !(frozen && held.includes(pair)) && a.write(d));
+        for (const [x, y] of [
+          [a, b],
+          [b, a],
+        ] as const) {
+          x.on('error', () => y.destroy());
+          x.on('close', () => y.destroy());
+        }
+      });
+      await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+      const port = (relay.address() as AddressInfo).port;
+      const kubeconfig = readFileSync(t.sc.cluster.kubeconfigPath, 'utf8').replace(
+        `server: ${target.origin}`,
+        `server: https://127.0.0.1:${port}`,
+      );
+      expect(kubeconfig).toContain(`127.0.0.1:${port}`);
+      const viaRelay = await KubeClient.fromString(kubeconfig, 'the relay kubeconfig');
+      const inf = new Informer({
+        client: viaRelay,
+        resource: R.configmaps,
+        namespace: 'default',
+        name: 'stall',
+        backoffMinMs: 100,
+        watchIdleMs: 5_000,
+      });
+      inf.start();
+      try {
+        await inf.waitForSync();
+        frozen = true;
+        await t.client.create(R.configmaps, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'stall', namespace: 'default' },
+          data: { v: 'after-freeze' },
+        });
+        // The watch it had is silent for good; only a new watch (a new connection) carries the ConfigMap.
+        await eventually(() => expect(value(inf, 'default/stall')).toBe('after-freeze'), 60_000);
+        expect(inf.stats.watchStalls).toBeGreaterThan(0);
+      } finally {
+        await inf.stop();
+        for (const { a, b } of held) {
+          a.destroy();
+          b.destroy();
+        }
+        await new Promise((r) => relay.close(r));
       }
     });
 
