@@ -236,6 +236,14 @@ describe('local super cluster', () => {
       inf.start();
       try {
         await inf.waitForSync();
+        // An object seen through the watch: the watch's connection is open (and held by the relay) before it freezes.
+        await t.client.create(R.configmaps, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'stall-before', namespace: 'default' },
+          data: { v: 'before' },
+        });
+        await eventually(() => expect(value(inf, 'default/stall-before')).toBe('before'));
         frozen = true;
         await t.client.create(R.configmaps, {
           apiVersion: 'v1',
