@@ -9,6 +9,7 @@ import { rollLocal } from './roll.ts';
 import {
   controlPlaneOptions,
   ETCD_DIR,
+  etcdSettings,
   startComponents,
   stopRunning,
   type LocalProvisionerOptions,
@@ -16,6 +17,7 @@ import {
   type Parts,
   type Running,
   type StartContext,
+  type StartHooks,
 } from './start.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import { childLogger } from '../../log.ts';
@@ -30,6 +32,7 @@ import {
   type FrontDoorActivity,
   type Sleeper,
   type SleepAnswer,
+  type WakePhases,
 } from '../../provisioners/provisioner.ts';
 import { localComponents, watchCrashes } from './components.ts';
 import { FrontDoors, frontDoorAccess } from './frontdoors.ts';
@@ -89,7 +92,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   );
   private readonly sleeping = new Map<string, Asleep>();
   private readonly waking = new Map<string, Promise<Parts>>();
-  private readonly wakeListeners = new Set<(root: string, tookMs: number) => void>();
+  /** the apiserver port of a waking tenant, known once its apiserver is ready (before the wake as a whole ends) */
+  private readonly wakeServing = new Map<string, Promise<number>>();
+  private readonly wakeListeners = new Set<(root: string, tookMs: number, phases: WakePhases) => void>();
   /** restores in progress: ensure waits for them instead of starting the tenant on a data directory being swapped */
   private readonly restoring = new Map<string, Promise<void>>();
 
@@ -190,16 +195,32 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
     const version = { name: vc.spec.clusterVersionName, kubernetes: cv?.kubernetesVersion };
     const cidr = vc.spec.serviceCidr;
+    // The platform's etcd flags and Go memory limits; each only when set, like ca below.
+    const etcdArgs = cv?.etcd?.extraArgs;
+    const mem = {
+      etcd: cv?.etcd?.goMemoryLimit,
+      apiserver: cv?.apiServer?.goMemoryLimit,
+      controllerManager: cv?.controllerManager?.goMemoryLimit,
+    };
+    const limit = (q: string | undefined) => q && { goMemoryLimit: q };
     return {
       bins: binariesOf(cv?.kubernetesVersion, vc.spec.clusterVersionName),
       etcdBytes,
+      ...(etcdArgs && { etcdArgs }),
       apiserverArgs: api,
       controllerManagerArgs: kcm,
+      goMemoryLimits: mem,
       components: {
-        etcd: { etcdBytes },
+        etcd: { etcdBytes, ...(etcdArgs && { etcdArgs }), ...limit(mem.etcd) },
         // only when set, so that tenants made before the option keep their settings (and are not restarted) without it
-        'kube-apiserver': { cidr, api, version, ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }) },
-        'kube-controller-manager': { cidr, kcm, version },
+        'kube-apiserver': {
+          cidr,
+          api,
+          version,
+          ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }),
+          ...limit(mem.apiserver),
+        },
+        'kube-controller-manager': { cidr, kcm, version, ...limit(mem.controllerManager) },
       },
     };
   }
@@ -236,7 +257,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     log.info({ tenant: root, plan }, 'spec changed; rolling the control plane');
     entry.unwatch?.();
     const out = await rollLocal(entry, plan, {
-      etcd: { quotaBackendBytes: desired.etcdBytes, name: `${root}/etcd` },
+      etcd: etcdSettings(root, desired),
       cp: controlPlaneOptions(this.ctx, vc, root, entry.cp.opts.etcd, entry.cp.opts.cgroupDir, desired),
     });
     const failure = out.failure;
@@ -304,38 +325,66 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     return this.doors.activity(root);
   }
 
-  /** onWake calls listener after each wake a front door started, with how long the processes took to answer. */
-  onWake(listener: (root: string, tookMs: number) => void): () => void {
+  /**
+   * onWake calls listener after each wake a front door started, with how long the tenant took to serve (its
+   * apiserver ready) and each phase's time (WakePhases).
+   */
+  onWake(listener: (root: string, tookMs: number, phases: WakePhases) => void): () => void {
     this.wakeListeners.add(listener);
     return () => this.wakeListeners.delete(listener);
   }
 
-  /** upstream is where the front door relays to: the running apiserver, woken first when the tenant sleeps. */
+  /** upstream is where the front door relays to: the running apiserver, or a sleeping tenant's once it serves. */
   private async upstream(root: string): Promise<{ host: string; port: number }> {
-    const parts = this.running.get(root) ?? (await this.wake(root));
-    return { host: '127.0.0.1', port: parts.cp.ports.apiserver };
+    const running = this.running.get(root);
+    return { host: '127.0.0.1', port: running ? running.cp.ports.apiserver : await this.wake(root) };
   }
 
-  /** wake starts a sleeping tenant once, however many connections wait for it. */
-  private wake(root: string): Promise<Parts> {
+  /**
+   * wake starts a sleeping tenant once, however many connections wait for it, and answers its apiserver's port as
+   * soon as the apiserver is ready: the front door relays from then on while the controller manager still starts
+   * (nothing a first request needs waits on it). The tenant counts as running, and onWake's listeners hear of it, once
+   * every component is up; they get the time to serving and each component's time to health.
+   */
+  private wake(root: string): Promise<number> {
+    const serving = this.wakeServing.get(root);
+    if (serving) return serving;
     const have = this.waking.get(root) ?? this.starting.get(root);
-    if (have) return have;
+    if (have) return have.then((p) => p.cp.ports.apiserver);
     const s = this.sleeping.get(root);
     if (!s) return Promise.reject(new Error(`tenant ${root} is neither running nor asleep here`));
     const t0 = Date.now();
+    const phases: WakePhases = {};
+    let served!: (port: number) => void;
+    const serves = new Promise<number>((resolve) => (served = resolve));
     const w = (async () => {
       await s.stopped;
-      const parts = await this.start(s.vc, root, s.desired);
+      phases.stopWaitMs = Date.now() - t0;
+      const parts = await this.start(s.vc, root, s.desired, {
+        serving: (cp) => {
+          phases.servingMs = Date.now() - t0;
+          served(cp.ports.apiserver);
+        },
+        phase: (component, ms) => (phases[component] = phases.stopWaitMs! + ms),
+      });
       if (this.sleeping.get(root) === s) {
         this.sleeping.delete(root);
         this.install(root, { ...parts, hash: s.hash, settings: s.desired.components, vc: s.vc, desired: s.desired });
-        log.info({ tenant: root, ms: Date.now() - t0 }, 'tenant woken by a request');
-        this.wakeListeners.forEach((l) => l(root, Date.now() - t0));
+        const took = phases.servingMs ?? Date.now() - t0;
+        log.info({ tenant: root, ms: took, phases }, 'tenant woken by a request');
+        this.wakeListeners.forEach((l) => l(root, took, { ...phases }));
       }
       return parts;
-    })().finally(() => this.waking.delete(root));
+    })().finally(() => {
+      this.waking.delete(root);
+      this.wakeServing.delete(root);
+    });
+    // Who waits on the wake as a whole (ensure, sleep) handles its failure; this is for a wake nobody else awaits.
+    w.catch((e: unknown) => log.warn({ tenant: root, err: e instanceof Error ? e.message : String(e) }, 'wake failed'));
     this.waking.set(root, w);
-    return w;
+    const port = Promise.race([serves, w.then((p) => p.cp.ports.apiserver)]);
+    this.wakeServing.set(root, port);
+    return port;
   }
 
   /** snapshotTenant streams a snapshot of the tenant's own etcd into path (core/backup/etcdsnapshot.ts). */
@@ -392,10 +441,10 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     log.info({ tenant: root, snapshot }, 'tenant etcd restored from a snapshot');
   }
 
-  private start(vc: VirtualCluster, root: string, desired: LocalSettings): Promise<Parts> {
+  private start(vc: VirtualCluster, root: string, desired: LocalSettings, hooks?: StartHooks): Promise<Parts> {
     let p = this.starting.get(root);
     if (!p) {
-      p = startComponents(this.ctx, vc, root, desired).finally(() => this.starting.delete(root));
+      p = startComponents(this.ctx, vc, root, desired, hooks).finally(() => this.starting.delete(root));
       this.starting.set(root, p);
     }
     return p;
