@@ -977,6 +977,18 @@ export interface TenantPolicySpec {
     [key: string]: unknown;
   };
   /**
+   * What a sleep (VirtualCluster spec.sleep, vc sleep) does to the tenants under this policy that the local provisioner
+   * runs.
+   */
+  sleep?: {
+    /**
+     * The tenant's own etcd while it sleeps: Stop (the default; a sleeping tenant then runs no process, its front door
+     * only) or Keep it running (it costs etcd's memory, about a tenth of an awake tenant's, and the wake does not start
+     * it; docs/benchmarks.md measures both).
+     */
+    etcd?: 'Stop' | 'Keep';
+  };
+  /**
    * Quotas of the tenants of this policy. The syncer writes a ResourceQuota and a LimitRange, both named
    * vc-tenant-quota, into every super namespace of the tenant and keeps them as the policy says (the tenant has no
    * access to the super cluster, so it cannot change them). Per-namespace quotas multiply with the number of

@@ -69,6 +69,11 @@ export interface ProvisionLimits {
    * restarts anything (the controller snapshots the tenant's etcd into the backup store); a throw stops the upgrade
    */
   beforeUpgrade?: (from: string, to: string) => Promise<void>;
+  /**
+   * what a sleep does with the tenant's own etcd (the policy's sleep.etcd): Stop (default) or Keep it running, which
+   * costs its memory while asleep and spares its start on the wake
+   */
+  sleepEtcd?: 'Stop' | 'Keep';
 }
 
 /**

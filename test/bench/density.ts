@@ -58,6 +58,8 @@ export async function densityBench(): Promise<BenchResult> {
   const clusterVersion = process.env.DENSITY_CLUSTER_VERSION
     ? { spec: JSON.parse(process.env.DENSITY_CLUSTER_VERSION) as ClusterVersionSpec }
     : undefined;
+  // What a sleep does with each tenant's etcd (the policy's sleep.etcd): Stop, as by default, or Keep.
+  const sleepEtcd = process.env.DENSITY_SLEEP_ETCD === 'Keep' ? 'Keep' : 'Stop';
   const dir = stateDir('vc-bench-density-');
   const shared = await LocalEtcd.start({ dir: join(dir, 'shared-etcd'), name: 'density/etcd' });
   const local = new LocalProvisioner(join(dir, 'tenants'), shared);
@@ -122,7 +124,7 @@ export async function densityBench(): Promise<BenchResult> {
     const managerBefore = process.memoryUsage().rss / MiB;
     const sleepAll = async () => {
       for (const t of tenants) {
-        const answer = await local.sleep(t.vc, t.root, Date.now());
+        const answer = await local.sleep(t.vc, t.root, Date.now(), { sleepEtcd });
         if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
       }
     };
@@ -197,6 +199,7 @@ export async function densityBench(): Promise<BenchResult> {
       name: 'density',
       figures: {
         tenants: n,
+        sleepKeepsEtcd: sleepEtcd === 'Keep' ? 1 : 0,
         awakeRssMiBPerTenant: awakeMean,
         ...awakeByProcess,
         ...heapFigures,

@@ -64,6 +64,8 @@ interface Asleep {
   desired: LocalSettings;
   hash: string;
   stopped: Promise<void>;
+  /** the tenant's own etcd, kept running through the sleep (ProvisionLimits.sleepEtcd Keep) */
+  etcd?: LocalEtcd;
 }
 
 /**
@@ -122,9 +124,16 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     // ensure wants the tenant awake: a wake its front door began is awaited, a sleeping tenant starts (with this spec).
     await this.waking.get(root)?.catch(() => undefined);
     const asleep = this.sleeping.get(root);
+    let keptEtcd: LocalEtcd | undefined;
     if (asleep) {
       this.sleeping.delete(root);
       await asleep.stopped;
+      // An etcd kept through the sleep serves on when its settings are still the desired ones, else it stops here.
+      keptEtcd = asleep.etcd;
+      if (keptEtcd && stableJson(asleep.desired.components.etcd) !== stableJson(desired.components.etcd)) {
+        await keptEtcd.stop();
+        keptEtcd = undefined;
+      }
     }
     let entry = this.running.get(root);
     let rolled = false;
@@ -149,7 +158,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     }
     if (!entry) assertStartable(was, desired, vc.spec.clusterVersionName);
     entry ??= this.install(root, {
-      ...(await this.start(vc, root, desired)),
+      ...(await this.start(vc, root, desired, keptEtcd && { etcd: keptEtcd })),
       hash,
       settings: desired.components,
       vc,
@@ -292,8 +301,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   /**
-   * sleep stops a tenant's processes (its own etcd too: a sleeping tenant costs its front door only) and keeps its
-   * front door, unless spec.sleep is unset (no front door: its kubeconfig names the apiserver itself) or the front
+   * sleep stops a tenant's processes (its own etcd too, unless limits.sleepEtcd is Keep: a sleeping tenant then costs
+   * its front door only) and keeps its front door, unless spec.sleep is unset (no front door: its kubeconfig names the apiserver itself) or the front
    * door had a client after sinceMs or has one now. A tenant not running here (after a manager restart) is recorded
    * asleep with its front door opened: the spec it is woken with is vc.
    */
@@ -313,10 +322,12 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const entry = this.running.get(root);
     this.running.delete(root);
     const desired = entry?.desired ?? this.settings(vc, limits);
-    const stopped = entry ? stopRunning(entry) : Promise.resolve();
-    this.sleeping.set(root, { vc: entry?.vc ?? vc, desired, hash: entry?.hash ?? settingsHash(desired), stopped });
+    const keep = limits.sleepEtcd === 'Keep' ? entry?.etcd : undefined;
+    const stopped = entry ? stopRunning(entry, { keepEtcd: !!keep }) : Promise.resolve();
+    const hash = entry?.hash ?? settingsHash(desired);
+    this.sleeping.set(root, { vc: entry?.vc ?? vc, desired, hash, stopped, ...(keep && { etcd: keep }) });
     await stopped;
-    log.info({ tenant: root }, 'tenant asleep');
+    log.info({ tenant: root, etcdKept: !!keep }, 'tenant asleep');
     return { asleep: true };
   }
 
@@ -360,7 +371,11 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const w = (async () => {
       await s.stopped;
       phases.stopWaitMs = Date.now() - t0;
+      // A kept etcd that died meanwhile is not passed on: the start brings up a new one on its data.
+      const etcd = s.etcd?.process.running ? s.etcd : undefined;
+      if (s.etcd && !etcd) await s.etcd.stop();
       const parts = await this.start(s.vc, root, s.desired, {
+        ...(etcd && { etcd }),
         serving: (cp) => {
           phases.servingMs = Date.now() - t0;
           served(cp.ports.apiserver);
@@ -462,9 +477,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     return () => this.exitListeners.delete(listener);
   }
 
-  /** tenantEtcd returns the running etcd of a tenant that has its own (tests fill it). */
+  /** tenantEtcd returns the running etcd of a tenant that has its own, awake or kept through its sleep (tests fill it). */
   tenantEtcd(root: string): LocalEtcd | undefined {
-    return this.running.get(root)?.etcd;
+    return this.running.get(root)?.etcd ?? this.sleeping.get(root)?.etcd;
   }
 
   /** controlPlane returns the running control plane of a tenant (tests use it to crash components). */
@@ -477,6 +492,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     this.running.delete(root);
     if (entry) await stopRunning(entry);
     await this.sleeping.get(root)?.stopped;
+    await this.sleeping.get(root)?.etcd?.stop();
     this.sleeping.delete(root);
     await this.doors.close(root);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
@@ -485,9 +501,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.running.values()].map(stopRunning));
+    await Promise.all([...this.running.values()].map((r) => stopRunning(r)));
     this.running.clear();
-    await Promise.all([...this.sleeping.values()].map((s) => s.stopped));
+    await Promise.all([...this.sleeping.values()].map(async (s) => (await s.stopped, await s.etcd?.stop())));
     this.sleeping.clear();
     await this.doors.closeAll();
   }

@@ -178,6 +178,8 @@ export function controlPlaneOptions(
  * still starting: a front door may relay from then on), phase with each component's time to health, in ms from the call.
  */
 export interface StartHooks {
+  /** the tenant's own etcd, still running (kept through a sleep): used as it is instead of starting one */
+  etcd?: LocalEtcd;
   serving?: (cp: LocalControlPlane) => void;
   phase?: (component: StartPhase, ms: number) => void;
 }
@@ -204,10 +206,13 @@ export async function startComponents(
   const legacy = existsSync(join(dir, 'pki/ca.crt')) && !existsSync(join(dir, ETCD_DIR));
   const own = ctx.options.etcd !== 'shared' && !legacy;
   if (legacy) log.warn({ tenant: root }, 'tenant created on the shared etcd stays there: no storage quota');
-  const etcd = own
-    ? await LocalEtcd.prepare({ ...etcdSettings(root, desired), dir: join(dir, ETCD_DIR), restart: true })
-    : undefined;
-  const etcdHealthy = etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
+  const kept = own ? hooks.etcd : undefined;
+  const etcd =
+    kept ??
+    (own
+      ? await LocalEtcd.prepare({ ...etcdSettings(root, desired), dir: join(dir, ETCD_DIR), restart: true })
+      : undefined);
+  const etcdHealthy = kept ? undefined : etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
   let confinement: NetConfinement | undefined;
   try {
     const confined = ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd));
@@ -325,12 +330,12 @@ async function startForwarder(dir: string, host: string, cp: LocalControlPlane):
   return f;
 }
 
-/** stopRunning stops a tenant's control plane, then its etcd. */
-export async function stopRunning(r: Parts & { unwatch?: () => void }): Promise<void> {
+/** stopRunning stops a tenant's control plane, then its etcd (unless keepEtcd: a sleep that keeps it). */
+export async function stopRunning(r: Parts & { unwatch?: () => void }, o: { keepEtcd?: boolean } = {}): Promise<void> {
   r.unwatch?.();
   await r.dnsView?.stop();
   await r.forwarder?.stop();
   await r.cp.stop();
   await r.confinement?.remove();
-  await r.etcd?.stop();
+  if (!o.keepEtcd) await r.etcd?.stop();
 }
