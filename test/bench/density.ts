@@ -103,6 +103,17 @@ export async function densityBench(): Promise<BenchResult> {
     const rss = (root: string) =>
       ((local.controlPlane(root)?.rssBytes() ?? 0) + (local.tenantEtcd(root)?.process.rssBytes() ?? 0)) / MiB;
     const awake = tenants.map((t) => rss(t.root));
+    const awakeAnon =
+      tenants.reduce((sum, t) => {
+        const cp = local.controlPlane(t.root);
+        return (
+          sum +
+          (cp?.processes().reduce((a, p) => a + p.anonBytes(), 0) ?? 0) +
+          (local.tenantEtcd(t.root)?.process.anonBytes() ?? 0)
+        );
+      }, 0) /
+      n /
+      MiB;
     // Each process apart: where an awake idle tenant's memory is.
     const perProcess = (pick: (root: string) => number | undefined) =>
       tenants.reduce((sum, t) => sum + (pick(t.root) ?? 0), 0) / n / MiB;
@@ -110,6 +121,11 @@ export async function densityBench(): Promise<BenchResult> {
       apiserverRssMiB: perProcess((r) => local.controlPlane(r)?.apiserver.rssBytes()),
       controllerManagerRssMiB: perProcess((r) => local.controlPlane(r)?.controllerManager?.rssBytes()),
       etcdRssMiB: perProcess((r) => local.tenantEtcd(r)?.process.rssBytes()),
+      // Anonymous resident memory (heap, stacks): RSS less the pages of the binaries, which every tenant's process of
+      // the same binary shares, so what one more tenant costs.
+      apiserverAnonMiB: perProcess((r) => local.controlPlane(r)?.apiserver.anonBytes()),
+      controllerManagerAnonMiB: perProcess((r) => local.controlPlane(r)?.controllerManager?.anonBytes()),
+      etcdAnonMiB: perProcess((r) => local.tenantEtcd(r)?.process.anonBytes()),
     };
     // What the apiserver's Go heap holds (its /metrics): the allocated heap, and the heap size at which it collects
     // next, which with GOGC at its default is twice the heap that was live at the last collection.
@@ -201,6 +217,7 @@ export async function densityBench(): Promise<BenchResult> {
         tenants: n,
         sleepKeepsEtcd: sleepEtcd === 'Keep' ? 1 : 0,
         awakeRssMiBPerTenant: awakeMean,
+        awakeAnonMiBPerTenant: awakeAnon,
         ...awakeByProcess,
         ...heapFigures,
         asleepRssMiBPerTenant: asleepMean,
@@ -235,6 +252,8 @@ export async function densityBench(): Promise<BenchResult> {
           "kubectl's own start, TLS handshake and request",
         'apiserverHeapAllocMiB and apiserverNextGcMiB are go_memstats_heap_alloc_bytes and go_memstats_next_gc_bytes ' +
           "of each awake apiserver's /metrics: with GOGC at 100 the next collection comes at twice the live heap",
+        'awakeAnonMiBPerTenant (and *AnonMiB per process) is RssAnon, resident memory less the pages of the ' +
+          "binaries, which every tenant's processes of one binary share: what one more tenant costs the host",
         "memory is read once awake and once asleep: what a tenant holds does not depend on the host's other load",
         ...(backups.length
           ? [
