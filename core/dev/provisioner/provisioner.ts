@@ -396,6 +396,10 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
         const took = phases.servingMs ?? Date.now() - t0;
         log.info({ tenant: root, ms: took, phases }, 'tenant woken by a request');
         this.wakeListeners.forEach((l) => l(root, took, { ...phases }));
+      } else {
+        // Removed or stopped while it woke (both wait for a wake, so this is a safety net): nothing may outlive it.
+        await stopRunning(parts);
+        throw new Error(`tenant ${root} was removed or stopped while it woke`);
       }
       return parts;
     })().finally(() => {
@@ -496,6 +500,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async remove(_vc: VirtualCluster, root: string): Promise<void> {
+    // A wake in progress ends first (its front door already relays to the apiserver): then it is stopped as running.
+    await this.waking.get(root)?.catch(() => undefined);
     const entry = this.running.get(root);
     this.running.delete(root);
     if (entry) await stopRunning(entry);
@@ -509,6 +515,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async stop(): Promise<void> {
+    // Wakes in progress end first: their tenants are then running, and stopped with the others.
+    await Promise.all([...this.waking.values()].map((w) => w.catch(() => undefined)));
     await Promise.all([...this.running.values()].map((r) => stopRunning(r)));
     this.running.clear();
     await Promise.all([...this.sleeping.values()].map(async (s) => (await s.stopped, await s.etcd?.stop())));
