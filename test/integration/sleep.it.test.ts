@@ -185,7 +185,11 @@ describe('sleep and wake of a local tenant on real processes', () => {
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
         kind: 'TenantPolicy',
         metadata: { name: 'keep-etcd' },
-        spec: { provisioners: { allowed: ['local'] }, sleep: { etcd: 'Keep' } },
+        spec: {
+          provisioners: { allowed: ['local'] },
+          sleep: { etcd: 'Keep' },
+          grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
+        },
       },
       'test',
     );

@@ -82,8 +82,6 @@ export interface ControlPlaneOptions {
 export interface RunHooks {
   /** called once the apiserver answers /readyz, while the controller manager (and the rest) may still be starting */
   apiserverReady?: (cp: LocalControlPlane) => void;
-  /** the niceness the apiserver starts at (ManagedProcess.start); the caller renices it when it is ready */
-  apiserverNice?: number;
 }
 
 /** Ports are the loopback ports of one control plane. */
@@ -286,7 +284,7 @@ export class LocalControlPlane {
   }
 
   private async startComponents(hooks: RunHooks): Promise<void> {
-    await this.startApiserver(hooks.apiserverNice);
+    await this.startApiserver();
     hooks.apiserverReady?.(this);
     this.controllerManager?.start();
     this.scheduler?.start();
@@ -299,9 +297,9 @@ export class LocalControlPlane {
     ]);
   }
 
-  /** startApiserver (re)starts only the apiserver on its port (at niceness nice) and waits for /readyz. */
-  async startApiserver(nice?: number): Promise<void> {
-    this.apiserver.start(nice === undefined ? {} : { nice });
+  /** startApiserver (re)starts only the apiserver on its port and waits for /readyz. */
+  async startApiserver(): Promise<void> {
+    this.apiserver.start();
     await waitFor(
       `${this.name} kube-apiserver /readyz`,
       () => this.probe(this.ports.apiserver, '/readyz', this.adminToken),

@@ -81,9 +81,9 @@ export class LocalEtcd {
     return `http://127.0.0.1:${this.clientPort}`;
   }
 
-  /** resume (re)starts the process on the same ports and data (at niceness o.nice) and waits for health. */
-  async resume(o: { nice?: number } = {}): Promise<void> {
-    this.process.start(o);
+  /** resume (re)starts the process on the same ports and data and waits for health. */
+  async resume(): Promise<void> {
+    this.process.start();
     await waitFor('etcd to become healthy', () => this.healthy(), { timeoutMs: 30_000, process: this.process });
   }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -59,27 +59,5 @@ describe('waitFor', () => {
     await p.stop();
     await expect(waiting).rejects.toThrow(/never ready: stopped-one was stopped/);
     expect(Date.now() - t0).toBeLessThan(30_000);
-  });
-});
-
-describe('ManagedProcess niceness', () => {
-  /** niceOf reads the niceness of each thread of pid from /proc (field 19 of stat, after the command in parentheses). */
-  const niceOf = (pid: number) =>
-    readdirSync(`/proc/${pid}/task`).map((tid) => {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-    });
-
-  it('starts at the niceness asked for, and renice changes every thread', async () => {
-    const p = sleeper('niced');
-    p.start({ nice: 5 });
-    try {
-      await waitFor('trap', async () => p.logTail().includes('trapped'), { timeoutMs: 30_000, process: p });
-      expect(niceOf(p.pid!)).toEqual([5]);
-      p.renice(7);
-      expect(niceOf(p.pid!)).toEqual([7]);
-    } finally {
-      await p.stop();
-    }
   });
 });

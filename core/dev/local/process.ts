@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { childLogger } from '../../log.ts';
 import { pickPorts } from './ports.ts';
 import { recordProcessStat } from './procstats.ts';
@@ -25,9 +24,6 @@ export interface ProcessSpec {
   /** a cgroup's `cgroup.procs` file the child enters before the command starts (so it never runs outside it) */
   cgroupProcs?: string;
 }
-
-/** NICE is nice(1), which starts a command at a given niceness. */
-const NICE = '/usr/bin/nice';
 
 /** RestartBackoff bounds how fast a crashing component is restarted. */
 const RESTART_MIN_MS = 500;
@@ -80,12 +76,8 @@ export class ManagedProcess {
     return this.restarts;
   }
 
-  /**
-   * start spawns the process; with o.nice it runs at that niceness (every thread: nice(1) sets it before the command
-   * starts; a negative one needs root, and without it the command runs at the usual priority). A restart after a crash
-   * runs at the usual priority.
-   */
-  start(o: { nice?: number } = {}): void {
+  /** start spawns the process. */
+  start(): void {
     installExitHooks();
     this.stopping = false;
     if (!this.out) {
@@ -93,12 +85,8 @@ export class ManagedProcess {
       this.out.on('error', (err) => logger.error({ component: this.spec.name, err }, 'log file write failed'));
     }
     const useSetpriv = existsSync('/usr/bin/setpriv');
-    const niced =
-      o.nice !== undefined && existsSync(NICE)
-        ? [NICE, '-n', String(o.nice), this.spec.command, ...this.spec.args]
-        : [this.spec.command, ...this.spec.args];
-    let cmd = useSetpriv ? '/usr/bin/setpriv' : niced[0]!;
-    let args = useSetpriv ? ['--pdeathsig', 'KILL', '--', ...niced] : niced.slice(1);
+    let cmd = useSetpriv ? '/usr/bin/setpriv' : this.spec.command;
+    let args = useSetpriv ? ['--pdeathsig', 'KILL', '--', this.spec.command, ...this.spec.args] : this.spec.args;
     if (this.spec.cgroupProcs) {
       // the shell moves itself (its pid is the command's after exec) into the cgroup, then becomes the command
       args = ['-c', 'echo $$ > "$0" && exec "$@"', this.spec.cgroupProcs, cmd, ...args];
@@ -186,31 +174,6 @@ export class ManagedProcess {
     }
     await new Promise<void>((res) => (this.out ? this.out.end(res) : res()));
     this.out = undefined;
-  }
-
-  /**
-   * renice sets the niceness of every thread of the running process (Linux keeps one per thread; threads made later
-   * inherit their maker's). Best effort: a process gone, or a priority this process may not give, changes nothing.
-   */
-  renice(value: number): void {
-    const pid = this.pid;
-    if (!pid) return;
-    // Twice: a thread started by one not yet reniced during the first pass is caught by the second.
-    for (let pass = 0; pass < 2; pass++) {
-      let tids: string[] = [];
-      try {
-        tids = readdirSync(`/proc/${pid}/task`);
-      } catch {
-        return;
-      }
-      for (const tid of tids) {
-        try {
-          setPriority(Number(tid), value);
-        } catch {
-          /* gone, or not permitted */
-        }
-      }
-    }
   }
 
   /** kill sends SIGKILL without waiting: a crash, as tests simulate it. The restart policy still applies. */

@@ -58,13 +58,6 @@ export { ETCD_DIR, localApiserverArgs, type LocalProvisionerOptions } from './st
 
 const log = childLogger({ controller: 'provisioner-local' });
 
-/**
- * WAKE_NICE is the niceness a woken tenant's etcd and apiserver start at, until the apiserver is ready: a client is
- * waiting on them, so on a busy host they go before work nobody waits on (other tenants' idle processes, the host's
- * batch work). It takes root; without it they start at the usual priority.
- */
-export const WAKE_NICE = -10;
-
 /** Asleep is a sleeping tenant: what it is woken with, and the stopping of its processes (a wake waits for it). */
 interface Asleep {
   vc: VirtualCluster;
@@ -383,7 +376,6 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       if (s.etcd && !etcd) await s.etcd.stop();
       const parts = await this.start(s.vc, root, s.desired, {
         ...(etcd && { etcd }),
-        nice: WAKE_NICE,
         serving: (cp) => {
           phases.servingMs = Date.now() - t0;
           served(cp.ports.apiserver);

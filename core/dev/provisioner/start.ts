@@ -182,11 +182,6 @@ export interface StartHooks {
   etcd?: LocalEtcd;
   serving?: (cp: LocalControlPlane) => void;
   phase?: (component: StartPhase, ms: number) => void;
-  /**
-   * the niceness etcd and the apiserver start at, until the apiserver is ready (then both run at 0): a client waits on
-   * them, while the controller manager, started after, and the host's other work do not
-   */
-  nice?: number;
 }
 
 /** StartPhase names a component whose health a start waits for. */
@@ -217,8 +212,7 @@ export async function startComponents(
     (own
       ? await LocalEtcd.prepare({ ...etcdSettings(root, desired), dir: join(dir, ETCD_DIR), restart: true })
       : undefined);
-  const nice = hooks.nice === undefined ? {} : { nice: hooks.nice };
-  const etcdHealthy = kept ? undefined : etcd?.resume(nice).then(() => hooks.phase?.('etcd', Date.now() - t0));
+  const etcdHealthy = kept ? undefined : etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
   let confinement: NetConfinement | undefined;
   try {
     const confined = ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd));
@@ -235,12 +229,7 @@ export async function startComponents(
     const [etcdOutcome, cpOutcome] = await Promise.allSettled([
       etcdUp,
       cp.run({
-        ...(hooks.nice !== undefined && { apiserverNice: hooks.nice }),
         apiserverReady: () => {
-          if (hooks.nice !== undefined) {
-            cp.apiserver.renice(0);
-            if (!kept) etcd?.process.renice(0);
-          }
           hooks.phase?.('kube-apiserver', Date.now() - t0);
           hooks.serving?.(cp);
         },
