@@ -199,6 +199,8 @@ export async function densityBench(): Promise<BenchResult> {
     );
     // Backup and restore of the first tenant (awake after the last round) at each size, one after the other.
     const counts = objectCounts();
+    // The last wake relayed as soon as the apiserver served; ensure waits for the rest of it, as the manager's reconcile does.
+    if (counts.length) await local.ensure(tenants[0]!.vc, tenants[0]!.root, clusterVersion ? { clusterVersion } : {});
     const backups = counts.length
       ? await backupAtSizes(local, tenants[0]!.vc, tenants[0]!.root, join(dir, 'backups'), counts)
       : [];
