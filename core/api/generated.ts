@@ -303,6 +303,15 @@ export interface ClusterVersionExtraArgs {
 }
 
 /**
+ * Soft memory limit of the component's Go runtime (the GOMEMLIMIT environment variable of its process or container), as
+ * a Kubernetes quantity such as 160Mi: as the heap nears it the garbage collector runs more often instead of letting
+ * the heap grow to twice what was live at the last collection (GOGC stays at its default). A limit under the
+ * component's live heap makes it collect without pause, which slows it (docs/benchmarks.md measures both). Unset: no
+ * limit. With the native provisioner a memory limit in resources stays the hard limit.
+ */
+export type ClusterVersionGoMemoryLimit = string;
+
+/**
  * CPU and memory requests and limits of each of the component's containers when it runs as Pods in the super cluster
  * (native provisioner), as in a container's resources. A key left out takes the provisioner's default
  * (docs/operations/high-availability.md lists them and where they come from).
@@ -354,6 +363,7 @@ export interface ClusterVersionSpec {
     version?: string;
     extraArgs?: ClusterVersionExtraArgs;
     resources?: ClusterVersionResources;
+    goMemoryLimit?: ClusterVersionGoMemoryLimit;
     /** Size of etcd's data volume as a Kubernetes quantity. Defaults to 1Gi. */
     storageSize?: string;
   };
@@ -367,6 +377,7 @@ export interface ClusterVersionSpec {
     replicas?: ClusterVersionReplicas;
     extraArgs?: ClusterVersionExtraArgs;
     resources?: ClusterVersionResources;
+    goMemoryLimit?: ClusterVersionGoMemoryLimit;
     /**
      * Type of the Service in front of the apiserver when it runs as Pods: ClusterIP, NodePort or LoadBalancer. Defaults
      * to ClusterIP.
@@ -383,6 +394,7 @@ export interface ClusterVersionSpec {
     replicas?: ClusterVersionReplicas;
     extraArgs?: ClusterVersionExtraArgs;
     resources?: ClusterVersionResources;
+    goMemoryLimit?: ClusterVersionGoMemoryLimit;
   };
   /**
    * How a change of this ClusterVersion reaches the tenants that use it: each rolls its control plane (etcd,
@@ -963,6 +975,18 @@ export interface TenantPolicySpec {
    */
   pluginConfig?: {
     [key: string]: unknown;
+  };
+  /**
+   * What a sleep (VirtualCluster spec.sleep, vc sleep) does to the tenants under this policy that the local provisioner
+   * runs.
+   */
+  sleep?: {
+    /**
+     * The tenant's own etcd while it sleeps: Stop (the default; a sleeping tenant then runs no process, its front door
+     * only) or Keep it running (it costs etcd's memory, about a tenth of an awake tenant's, and the wake does not start
+     * it; docs/benchmarks.md measures both).
+     */
+    etcd?: 'Stop' | 'Keep';
   };
   /**
    * Quotas of the tenants of this policy. The syncer writes a ResourceQuota and a LimitRange, both named

@@ -423,6 +423,7 @@ export class VirtualClusterController {
   private sleepIfAsked(p: Pass): Promise<Outcome> {
     return this.sleep.ifAsked(p.vc, p.root, p.provisioner, p.type, () => withEffective(p.vc, p.effective!, p.type!), {
       etcdBytes: p.effective!.quota.etcdBytes,
+      sleepEtcd: p.effective!.sleep.etcd,
     });
   }
 

@@ -69,6 +69,11 @@ export interface ProvisionLimits {
    * restarts anything (the controller snapshots the tenant's etcd into the backup store); a throw stops the upgrade
    */
   beforeUpgrade?: (from: string, to: string) => Promise<void>;
+  /**
+   * what a sleep does with the tenant's own etcd (the policy's sleep.etcd): Stop (default) or Keep it running, which
+   * costs its memory while asleep and spares its start on the wake
+   */
+  sleepEtcd?: 'Stop' | 'Keep';
 }
 
 /**
@@ -145,12 +150,25 @@ export interface FrontDoorActivity {
  * apiserver and controller manager stop while a front door keeps its address answering, and the first connection to
  * the front door wakes it. sleep refuses a tenant whose front door saw a connection after `sinceMs` (a request that
  * raced the decision) or that has none. ensure wakes a sleeping tenant. onWake is called after each wake the front
- * door started, with how long it took.
+ * door started, with how long the tenant took to serve and the times of its phases.
  */
 export interface Sleeper {
   sleep(vc: VirtualCluster, root: string, sinceMs: number, limits?: ProvisionLimits): Promise<SleepAnswer>;
   activity(root: string): FrontDoorActivity | undefined;
-  onWake(listener: (root: string, tookMs: number) => void): () => void;
+  onWake(listener: (root: string, tookMs: number, phases: WakePhases) => void): () => void;
+}
+
+/**
+ * WakePhases are the times of one wake, in ms from the first request that began it: waiting for the sleep's own stop
+ * to end (stopWaitMs), each component healthy (by its name), and the apiserver serving (servingMs: from then on the
+ * front door relays). A component that was not started (an etcd the tenant shares) has no entry.
+ */
+export interface WakePhases {
+  stopWaitMs?: number;
+  servingMs?: number;
+  etcd?: number;
+  'kube-apiserver'?: number;
+  'kube-controller-manager'?: number;
 }
 
 /** canSleep reports whether the provisioner can put tenants to sleep. */

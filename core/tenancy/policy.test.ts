@@ -97,6 +97,15 @@ const PLATFORM_ONLY = (policy: string): string =>
   'it widens what the tenant sees of the super cluster or where its control plane connects';
 
 describe('evaluatePolicy', () => {
+  it.each<[TenantPolicySpec, string]>([
+    [{}, 'Stop'],
+    [{ sleep: {} }, 'Stop'],
+    [{ sleep: { etcd: 'Keep' } }, 'Keep'],
+    [{ sleep: { etcd: 'Stop' } }, 'Stop'],
+  ])("policy %j: a sleep does %s with the tenant's etcd", (spec, want) => {
+    expect(evaluatePolicy(vc(), policy('p', spec), manager).effective.sleep).toEqual({ etcd: want });
+  });
+
   it('gives a VirtualCluster that asks for nothing the restrictive built-in defaults', () => {
     expect(evaluatePolicy(vc(), undefined, manager)).toEqual({
       effective: {
@@ -140,6 +149,7 @@ describe('evaluatePolicy', () => {
         ingresses: { hosts: [], classes: [], annotations: [] },
         endpoints: { allowedCIDRs: [] },
         importSecrets: [],
+        sleep: { etcd: 'Stop' },
         quota: builtinQuota,
       },
       violations: [],
@@ -207,6 +217,7 @@ describe('evaluatePolicy', () => {
       ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
       endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
       importSecrets: [],
+      sleep: { etcd: 'Stop' },
       // hard and limits replace the defaults whole; objects replaces the entries it names ({} lifts the caps)
       quota: {
         resourceQuota: { pods: '20' },
@@ -660,6 +671,7 @@ describe('DEFAULT_POLICY', () => {
     ['quota.limitRange.limits', DEFAULT_POLICY.quotaLimitRange],
     ['quota.objects', DEFAULT_POLICY.quotaObjects],
     ['quota.etcdBytes', DEFAULT_POLICY.quotaEtcdBytes],
+    ['sleep.etcd', DEFAULT_POLICY.sleepEtcd],
     ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],
     ['controlPlane.expose.extraNames', DEFAULT_POLICY.exposeExtraNames],
     ['controlPlane.expose.fixedNodePort', DEFAULT_POLICY.exposeFixedNodePort],

@@ -87,7 +87,12 @@ export interface TenantPolicySpec {
   pluginConfig?: Record<string, unknown>;
   /** snapshots, retention and deletion of the tenants under the policy (core/lifecycle/backuppolicy.ts) */
   backup?: GeneratedPolicySpec['backup'];
+  /** what a sleep does with a tenant's own etcd */
+  sleep?: { etcd?: SleepEtcd };
 }
+
+/** SleepEtcd is what a sleep does with the tenant's own etcd: stop it, or keep it running. */
+export type SleepEtcd = 'Stop' | 'Keep';
 
 /** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */
 export interface ServiceTypePolicy {
@@ -168,6 +173,7 @@ export const DEFAULT_POLICY = {
   quotaComputeHard: { pods: '5000', 'requests.cpu': '500', 'requests.memory': '2Ti', 'requests.storage': '10Ti' },
   quotaComputeDefaultRequests: { cpu: '100m', memory: '256Mi' },
   quotaEtcdBytes: 2147483648,
+  sleepEtcd: 'Stop',
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
   exposeFixedNodePort: false,
@@ -213,6 +219,7 @@ export const DEFAULT_POLICY = {
   quotaComputeHard: Record<string, string>;
   quotaComputeDefaultRequests: Record<string, string>;
   quotaEtcdBytes: number;
+  sleepEtcd: SleepEtcd;
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
   exposeFixedNodePort: boolean;
@@ -309,6 +316,8 @@ export interface EffectiveSettings {
   quota: QuotaSettings;
   /** the Secrets the policy grants the import provisioner (spec.grants.importSecrets); it reads no other */
   importSecrets: Array<{ namespace: string; name: string }>;
+  /** what a sleep does with the tenant's own etcd (the local provisioner) */
+  sleep: { etcd: SleepEtcd };
 }
 
 /** QuotaSettings are the quota section of a tenant's effective policy. */
@@ -538,6 +547,7 @@ export function evaluatePolicy(
       endpoints: { allowedCIDRs: [...(p.endpoints?.allowedCIDRs ?? DEFAULT_POLICY.endpointsAllowedCIDRs)] },
       quota: quotaSettings(p.quota),
       importSecrets: (p.grants?.importSecrets ?? []).map((x) => ({ namespace: x.namespace, name: x.name })),
+      sleep: { etcd: p.sleep?.etcd ?? DEFAULT_POLICY.sleepEtcd },
     },
     violations,
   };

@@ -4,9 +4,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { LocalEtcd } from '../../core/dev/local/etcd.ts';
+import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { ClusterVersionSpec } from '../../core/api/generated.ts';
+import type { WakePhases } from '../../core/provisioners/provisioner.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 import { interleave, measured, repsOf, reportRatios } from './repeat.ts';
@@ -20,6 +22,18 @@ const exec = promisify(execFile);
 function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+
+/** apiserverHeap reads the Go heap figures of a control plane's apiserver from its /metrics, in bytes. */
+async function apiserverHeap(cp: LocalControlPlane): Promise<{ alloc: number; nextGc: number }> {
+  const { status, text } = await (await cp.client()).getText('/metrics');
+  if (status !== 200) throw new Error(`${cp.name}: GET /metrics answered ${status}`);
+  const metric = (name: string) => {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    if (!m) throw new Error(`${cp.name}: /metrics has no ${name}`);
+    return Number(m[1]);
+  };
+  return { alloc: metric('go_memstats_heap_alloc_bytes'), nextGc: metric('go_memstats_next_gc_bytes') };
 }
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -44,6 +58,8 @@ export async function densityBench(): Promise<BenchResult> {
   const clusterVersion = process.env.DENSITY_CLUSTER_VERSION
     ? { spec: JSON.parse(process.env.DENSITY_CLUSTER_VERSION) as ClusterVersionSpec }
     : undefined;
+  // What a sleep does with each tenant's etcd (the policy's sleep.etcd): Stop, as by default, or Keep.
+  const sleepEtcd = process.env.DENSITY_SLEEP_ETCD === 'Keep' ? 'Keep' : 'Stop';
   const dir = stateDir('vc-bench-density-');
   const shared = await LocalEtcd.start({ dir: join(dir, 'shared-etcd'), name: 'density/etcd' });
   const local = new LocalProvisioner(join(dir, 'tenants'), shared);
@@ -87,6 +103,17 @@ export async function densityBench(): Promise<BenchResult> {
     const rss = (root: string) =>
       ((local.controlPlane(root)?.rssBytes() ?? 0) + (local.tenantEtcd(root)?.process.rssBytes() ?? 0)) / MiB;
     const awake = tenants.map((t) => rss(t.root));
+    const awakeAnon =
+      tenants.reduce((sum, t) => {
+        const cp = local.controlPlane(t.root);
+        return (
+          sum +
+          (cp?.processes().reduce((a, p) => a + p.anonBytes(), 0) ?? 0) +
+          (local.tenantEtcd(t.root)?.process.anonBytes() ?? 0)
+        );
+      }, 0) /
+      n /
+      MiB;
     // Each process apart: where an awake idle tenant's memory is.
     const perProcess = (pick: (root: string) => number | undefined) =>
       tenants.reduce((sum, t) => sum + (pick(t.root) ?? 0), 0) / n / MiB;
@@ -94,11 +121,26 @@ export async function densityBench(): Promise<BenchResult> {
       apiserverRssMiB: perProcess((r) => local.controlPlane(r)?.apiserver.rssBytes()),
       controllerManagerRssMiB: perProcess((r) => local.controlPlane(r)?.controllerManager?.rssBytes()),
       etcdRssMiB: perProcess((r) => local.tenantEtcd(r)?.process.rssBytes()),
+      // Anonymous resident memory (heap, stacks): RSS less the pages of the binaries, which every tenant's process of
+      // the same binary shares, so what one more tenant costs.
+      apiserverAnonMiB: perProcess((r) => local.controlPlane(r)?.apiserver.anonBytes()),
+      controllerManagerAnonMiB: perProcess((r) => local.controlPlane(r)?.controllerManager?.anonBytes()),
+      etcdAnonMiB: perProcess((r) => local.tenantEtcd(r)?.process.anonBytes()),
     };
+    // What the apiserver's Go heap holds (its /metrics): the allocated heap, and the heap size at which it collects
+    // next, which with GOGC at its default is twice the heap that was live at the last collection.
+    const heaps = await Promise.all(tenants.map((t) => apiserverHeap(local.controlPlane(t.root)!)));
+    const heapFigures = {
+      apiserverHeapAllocMiB: heaps.reduce((a, h) => a + h.alloc, 0) / n / MiB,
+      apiserverNextGcMiB: heaps.reduce((a, h) => a + h.nextGc, 0) / n / MiB,
+    };
+    // Each wake's phases as the provisioner times them (core/provisioners/provisioner.ts WakePhases).
+    const wakePhases: WakePhases[] = [];
+    const offWake = local.onWake((_root, _ms, phases) => wakePhases.push(phases));
     const managerBefore = process.memoryUsage().rss / MiB;
     const sleepAll = async () => {
       for (const t of tenants) {
-        const answer = await local.sleep(t.vc, t.root, Date.now());
+        const answer = await local.sleep(t.vc, t.root, Date.now(), { sleepEtcd });
         if (!answer.asleep) throw new Error(`${t.root} did not sleep: ${answer.message}`);
       }
     };
@@ -127,7 +169,28 @@ export async function densityBench(): Promise<BenchResult> {
         await sleepAll();
       },
     );
+    // The last round's wakes relayed as soon as their apiservers served; ensure waits for the rest of each, as the
+    // manager's reconcile does, so that every wake's phases are counted and the tenants are whole for the backups.
+    for (const t of tenants) await local.ensure(t.vc, t.root, clusterVersion ? { clusterVersion } : {});
+    offWake();
     const wakeMs = runs.filter((r) => r.arm === 'wake').flatMap((r) => r.value);
+    // The p50 of each phase, in seconds from the wake's first request: where a wake's time goes.
+    const phaseP50 = (pick: (p: WakePhases) => number | undefined) => {
+      const xs = wakePhases.map(pick).filter((x): x is number => x !== undefined);
+      return xs.length ? quantile(xs, 0.5) / 1000 : undefined;
+    };
+    const phaseFigures = Object.fromEntries(
+      (
+        [
+          ['wakeEtcdHealthyP50Seconds', (p) => p.etcd],
+          ['wakeApiserverServingP50Seconds', (p) => p.servingMs],
+          ['wakeControllerManagerHealthyP50Seconds', (p) => p['kube-controller-manager']],
+        ] as Array<[string, (p: WakePhases) => number | undefined]>
+      ).flatMap(([name, pick]) => {
+        const v = phaseP50(pick);
+        return v === undefined ? [] : [[name, v]];
+      }),
+    );
     const awakeMs = runs.filter((r) => r.arm === 'awake').flatMap((r) => r.value);
     const ratioFigures: Record<string, number> = {};
     const ratioNotes: string[] = [];
@@ -155,13 +218,17 @@ export async function densityBench(): Promise<BenchResult> {
       name: 'density',
       figures: {
         tenants: n,
+        sleepKeepsEtcd: sleepEtcd === 'Keep' ? 1 : 0,
         awakeRssMiBPerTenant: awakeMean,
+        awakeAnonMiBPerTenant: awakeAnon,
         ...awakeByProcess,
+        ...heapFigures,
         asleepRssMiBPerTenant: asleepMean,
         asleepToAwakeMemoryRatio: asleepMean / awakeMean,
         wakeP50Seconds: quantile(wakeMs, 0.5) / 1000,
         wakeP99Seconds: quantile(wakeMs, 0.99) / 1000,
         awakeRequestP50Seconds: quantile(awakeMs, 0.5) / 1000,
+        ...phaseFigures,
         ...ratioFigures,
         failedKubectlTries: failedTries,
         ...backupFigures,
@@ -172,6 +239,7 @@ export async function densityBench(): Promise<BenchResult> {
         asleepRssMiB: asleep,
         managerRssGrowthMiBWhileAsleep: managerGrowth,
         wakeMs,
+        wakePhases,
         backups,
         runs,
         ratios,
@@ -181,6 +249,14 @@ export async function densityBench(): Promise<BenchResult> {
         `${wakeMs.length} wakes (${n} tenants x ${rounds} rounds): each \`kubectl get namespaces\` through the front ` +
           'door of a sleeping tenant, start to exit; in each round after it the same against the tenants just woken ' +
           '(awakeRequestP50Seconds); wakeToAwakeRequestRatio is p50 wake over p50 awake within a round',
+        'wake phases, p50 in seconds from the first request (the provisioner times them): etcd healthy ' +
+          '(wakeEtcdHealthyP50Seconds), apiserver ready and the front door relaying (wakeApiserverServingP50Seconds), ' +
+          'controller manager healthy behind it (wakeControllerManagerHealthyP50Seconds); the rest of a wake is ' +
+          "kubectl's own start, TLS handshake and request",
+        'apiserverHeapAllocMiB and apiserverNextGcMiB are go_memstats_heap_alloc_bytes and go_memstats_next_gc_bytes ' +
+          "of each awake apiserver's /metrics: with GOGC at 100 the next collection comes at twice the live heap",
+        'awakeAnonMiBPerTenant (and *AnonMiB per process) is RssAnon, resident memory less the pages of the ' +
+          "binaries, which every tenant's processes of one binary share: what one more tenant costs the host",
         "memory is read once awake and once asleep: what a tenant holds does not depend on the host's other load",
         ...(backups.length
           ? [

@@ -178,6 +178,46 @@ describe('sleep and wake of a local tenant on real processes', () => {
     expect(seen.get(root)?.type === 'upsert' && seen.get(root)).toMatchObject({ tenant: { weight: 2 } });
   });
 
+  it("with its policy's sleep.etcd Keep, its etcd runs on while it sleeps and the wake uses that one", async () => {
+    await t.client.apply(
+      R.tenantpolicies,
+      {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'keep-etcd' },
+        spec: {
+          provisioners: { allowed: ['local'] },
+          sleep: { etcd: 'Keep' },
+          grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
+        },
+      },
+      'test',
+    );
+    await create('light', { policyName: 'keep-etcd', sleep: { afterIdle: '1h' } });
+    let vc = await phase('light', 'Running');
+    const root = rootNamespace('default', 'light', vc.metadata!.uid!);
+    const file = await kubeconfigFile(vc);
+    await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'create', 'namespace', 'kept-too']);
+    const apiserver = local.controlPlane(root)!.apiserver.pid;
+    const etcd = local.tenantEtcd(root)!.process.pid;
+    expect([apiserver, etcd].every(alive)).toBe(true);
+
+    await askSleep('light');
+    await phase('light', 'Sleeping');
+    await eventually(() => expect(alive(apiserver)).toBe(false), 20_000);
+    expect(alive(etcd)).toBe(true);
+    expect(local.tenantEtcd(root)?.process.pid).toBe(etcd);
+    expect(await local.tenantEtcd(root)!.healthy()).toBe(true);
+
+    const out = await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'get', 'namespaces', '-o', 'name'], {
+      timeout: 60_000,
+    });
+    expect(out.stdout).toContain('namespace/kept-too');
+    vc = await phase('light', 'Running');
+    expect(local.tenantEtcd(root)?.process.pid).toBe(etcd);
+    expect(local.controlPlane(root)?.apiserver.pid).not.toBe(apiserver);
+  });
+
   it('refuses to sleep a tenant without spec.sleep, which has no front door, and keeps it running', async () => {
     await create('awake', {});
     const running = await phase('awake', 'Running');

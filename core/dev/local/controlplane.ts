@@ -48,6 +48,8 @@ export interface ControlPlaneOptions {
   readyTimeoutMs?: number;
   /** environment of kube-apiserver in addition to this process's (Go runtime settings such as GOMEMLIMIT) */
   apiserverEnv?: Record<string, string>;
+  /** environment of kube-controller-manager in addition to this process's */
+  controllerManagerEnv?: Record<string, string>;
   /** restart crashed components */
   restart?: boolean;
   /** certificate lifetime (the CAs', and the leaves' without leafValidityDays) */
@@ -74,6 +76,12 @@ export interface ControlPlaneOptions {
    * core/toolchain/minors.ts); default: the pinned toolchain's
    */
   binaries?: { apiserver?: string; controllerManager?: string };
+}
+
+/** RunHooks follow a control plane's start. */
+export interface RunHooks {
+  /** called once the apiserver answers /readyz, while the controller manager (and the rest) may still be starting */
+  apiserverReady?: (cp: LocalControlPlane) => void;
 }
 
 /** Ports are the loopback ports of one control plane. */
@@ -137,6 +145,7 @@ export class LocalControlPlane {
         command: opts.binaries?.controllerManager ?? binaryPath('kube-controller-manager'),
         logFile: log('kube-controller-manager'),
         restart,
+        env: opts.controllerManagerEnv,
         ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
         args: controllerManagerFlags({
           paths: {
@@ -195,16 +204,24 @@ export class LocalControlPlane {
    * LocalControlPlane.start prepares the state directory (PKI and kubeconfigs are generated once and reused), starts
    * every component, and waits until the apiserver is ready, the controllers run and kwok's nodes are Ready.
    */
-  static async start(opts: ControlPlaneOptions): Promise<LocalControlPlane> {
+  static async start(opts: ControlPlaneOptions, hooks: RunHooks = {}): Promise<LocalControlPlane> {
     const cp = await LocalControlPlane.prepare(opts);
+    await cp.run(hooks);
+    return cp;
+  }
+
+  /**
+   * run starts every component of a prepared control plane and waits as start does; hooks.apiserverReady is called
+   * as soon as the apiserver is ready, before the other components are. If it fails, every component is stopped.
+   */
+  async run(hooks: RunHooks = {}): Promise<void> {
     try {
-      await cp.startComponents();
+      await this.startComponents(hooks);
     } catch (e) {
       // A control plane that never became ready must not leave its processes behind: nobody else holds it.
-      await cp.stop().catch(() => undefined);
+      await this.stop().catch(() => undefined);
       throw e;
     }
-    return cp;
   }
 
   /**
@@ -266,8 +283,9 @@ export class LocalControlPlane {
     return this.clientCache;
   }
 
-  private async startComponents(): Promise<void> {
+  private async startComponents(hooks: RunHooks): Promise<void> {
     await this.startApiserver();
+    hooks.apiserverReady?.(this);
     this.controllerManager?.start();
     this.scheduler?.start();
     // kwok needs only the apiserver: its nodes become Ready while the controller manager and scheduler start.

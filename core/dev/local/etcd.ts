@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryPath } from '../../toolchain/toolchain.ts';
+import type { ExtraArgs } from '../../api/controlplane.ts';
+import { flagList } from '../../provisioners/native/flags.ts';
 import { freePorts, ManagedProcess, stopGraceMs, waitFor, type StopOptions } from './process.ts';
 
 /** EtcdOptions configure one local etcd member. */
@@ -15,6 +17,10 @@ export interface EtcdOptions {
   quotaBackendBytes?: number;
   /** process name in logs (default etcd) */
   name?: string;
+  /** flags by name that replace or add to the defaults (a ClusterVersion's spec.etcd.extraArgs) */
+  extraArgs?: ExtraArgs;
+  /** environment of etcd in addition to this process's (Go runtime settings such as GOMEMLIMIT) */
+  env?: Record<string, string>;
 }
 
 /** DEFAULT_QUOTA_BACKEND_BYTES is the storage quota of a LocalEtcd that states none: 8 GiB, etcd's suggested maximum. */
@@ -34,6 +40,8 @@ export class LocalEtcd {
     restart: boolean,
     readonly quotaBackendBytes: number,
     name: string,
+    extraArgs: ExtraArgs = {},
+    env?: Record<string, string>,
   ) {
     mkdirSync(dir, { recursive: true });
     this.process = new ManagedProcess({
@@ -41,19 +49,8 @@ export class LocalEtcd {
       command: binaryPath('etcd'),
       logFile: join(dir, 'etcd.log'),
       restart,
-      args: [
-        '--name=local',
-        `--data-dir=${join(dir, 'data')}`,
-        '--unsafe-no-fsync=true',
-        `--listen-client-urls=${this.endpoint}`,
-        `--advertise-client-urls=${this.endpoint}`,
-        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-cluster=local=http://127.0.0.1:${peerPort}`,
-        '--listen-metrics-urls=',
-        `--quota-backend-bytes=${quotaBackendBytes}`,
-        '--log-level=warn',
-      ],
+      ...(env && { env }),
+      args: localEtcdFlags({ dir, endpoint: this.endpoint, peerPort, quotaBackendBytes, extraArgs }),
     });
   }
 
@@ -74,6 +71,8 @@ export class LocalEtcd {
       o.restart ?? false,
       o.quotaBackendBytes ?? DEFAULT_QUOTA_BACKEND_BYTES,
       o.name ?? 'etcd',
+      o.extraArgs,
+      o.env,
     );
   }
 
@@ -120,6 +119,36 @@ export class LocalEtcd {
   stop(o: StopOptions = {}): Promise<void> {
     return this.process.stop(stopGraceMs(o));
   }
+}
+
+/**
+ * localEtcdFlags is the command line of a single-member local etcd: its data under dir, its client endpoint and peer
+ * port on 127.0.0.1, its storage quota, no fsync and no metrics listener; extraArgs replace or add to them by name.
+ */
+export function localEtcdFlags(o: {
+  dir: string;
+  endpoint: string;
+  peerPort: number;
+  quotaBackendBytes: number;
+  extraArgs?: ExtraArgs;
+}): string[] {
+  const peer = `http://127.0.0.1:${o.peerPort}`;
+  return flagList(
+    [
+      ['name', 'local'],
+      ['data-dir', join(o.dir, 'data')],
+      ['unsafe-no-fsync', 'true'],
+      ['listen-client-urls', o.endpoint],
+      ['advertise-client-urls', o.endpoint],
+      ['listen-peer-urls', peer],
+      ['initial-advertise-peer-urls', peer],
+      ['initial-cluster', `local=${peer}`],
+      ['listen-metrics-urls', ''],
+      ['quota-backend-bytes', String(o.quotaBackendBytes)],
+      ['log-level', 'warn'],
+    ],
+    o.extraArgs,
+  );
 }
 
 /** EtcdEndpoint is what a control plane needs of an etcd: where its clients connect. */

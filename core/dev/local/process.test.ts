@@ -41,3 +41,23 @@ describe('ManagedProcess.stop', () => {
     expect(p.lastExit).toBe(exit);
   });
 });
+
+describe('waitFor', () => {
+  // A component stopped on purpose does not come back, even with a restart policy: a wait for its readiness ends at
+  // once with an error naming it, instead of running out its timeout (a tenant's etcd that failed stops its apiserver).
+  it('ends when the awaited process, restartable, is stopped', async () => {
+    const p = new ManagedProcess({
+      name: 'stopped-one',
+      command: '/bin/sh',
+      args: ['-c', 'trap "exit 0" TERM; while :; do sleep 0.1; done'],
+      logFile: join(dir, 'stopped-one.log'),
+      restart: true,
+    });
+    p.start();
+    const t0 = Date.now();
+    const waiting = waitFor('never ready', async () => false, { timeoutMs: 60_000, process: p });
+    await p.stop();
+    await expect(waiting).rejects.toThrow(/never ready: stopped-one was stopped/);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+  });
+});

@@ -131,6 +131,11 @@ export class ManagedProcess {
     return () => this.crashListeners.delete(listener);
   }
 
+  /** stopped reports whether the process was stopped on purpose and has exited (no restart follows). */
+  get stopped(): boolean {
+    return this.stopping && this.pid === undefined;
+  }
+
   /** running reports whether a child is alive now (false between a crash and its restart). */
   get running(): boolean {
     return this.pid !== undefined;
@@ -274,9 +279,11 @@ export async function waitFor(what: string, check: () => Promise<boolean>, o: Wa
     } catch (e) {
       lastErr = e;
     }
-    if (o.process && !o.process.pid && !o.process.spec.restart) {
+    // A process stopped on purpose is not coming back, whatever its restart policy: waiting for it would only time out.
+    if (o.process && !o.process.pid && (!o.process.spec.restart || o.process.stopped)) {
+      const how = o.process.stopped ? 'was stopped' : 'exited';
       throw new Error(
-        `${what}: ${o.process.spec.name} exited (${o.process.lastExit}); log ${o.process.spec.logFile}:\n${o.process.logTail()}`,
+        `${what}: ${o.process.spec.name} ${how} (${o.process.lastExit}); log ${o.process.spec.logFile}:\n${o.process.logTail()}`,
       );
     }
     if (Date.now() > deadline) {

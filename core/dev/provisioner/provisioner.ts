@@ -9,6 +9,7 @@ import { rollLocal } from './roll.ts';
 import {
   controlPlaneOptions,
   ETCD_DIR,
+  etcdSettings,
   startComponents,
   stopRunning,
   type LocalProvisionerOptions,
@@ -16,6 +17,7 @@ import {
   type Parts,
   type Running,
   type StartContext,
+  type StartHooks,
 } from './start.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import { childLogger } from '../../log.ts';
@@ -30,6 +32,7 @@ import {
   type FrontDoorActivity,
   type Sleeper,
   type SleepAnswer,
+  type WakePhases,
 } from '../../provisioners/provisioner.ts';
 import { localComponents, watchCrashes } from './components.ts';
 import { FrontDoors, frontDoorAccess } from './frontdoors.ts';
@@ -61,6 +64,8 @@ interface Asleep {
   desired: LocalSettings;
   hash: string;
   stopped: Promise<void>;
+  /** the tenant's own etcd, kept running through the sleep (ProvisionLimits.sleepEtcd Keep) */
+  etcd?: LocalEtcd;
 }
 
 /**
@@ -89,7 +94,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   );
   private readonly sleeping = new Map<string, Asleep>();
   private readonly waking = new Map<string, Promise<Parts>>();
-  private readonly wakeListeners = new Set<(root: string, tookMs: number) => void>();
+  /** the apiserver port of a waking tenant, known once its apiserver is ready (before the wake as a whole ends) */
+  private readonly wakeServing = new Map<string, Promise<number>>();
+  private readonly wakeListeners = new Set<(root: string, tookMs: number, phases: WakePhases) => void>();
   /** restores in progress: ensure waits for them instead of starting the tenant on a data directory being swapped */
   private readonly restoring = new Map<string, Promise<void>>();
 
@@ -117,9 +124,16 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     // ensure wants the tenant awake: a wake its front door began is awaited, a sleeping tenant starts (with this spec).
     await this.waking.get(root)?.catch(() => undefined);
     const asleep = this.sleeping.get(root);
+    let keptEtcd: LocalEtcd | undefined;
     if (asleep) {
       this.sleeping.delete(root);
       await asleep.stopped;
+      // An etcd kept through the sleep serves on when its settings are still the desired ones, else it stops here.
+      keptEtcd = asleep.etcd;
+      if (keptEtcd && stableJson(asleep.desired.components.etcd) !== stableJson(desired.components.etcd)) {
+        await keptEtcd.stop();
+        keptEtcd = undefined;
+      }
     }
     let entry = this.running.get(root);
     let rolled = false;
@@ -144,7 +158,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     }
     if (!entry) assertStartable(was, desired, vc.spec.clusterVersionName);
     entry ??= this.install(root, {
-      ...(await this.start(vc, root, desired)),
+      ...(await this.start(vc, root, desired, keptEtcd && { etcd: keptEtcd })),
       hash,
       settings: desired.components,
       vc,
@@ -190,16 +204,32 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
     const version = { name: vc.spec.clusterVersionName, kubernetes: cv?.kubernetesVersion };
     const cidr = vc.spec.serviceCidr;
+    // The platform's etcd flags and Go memory limits; each only when set, like ca below.
+    const etcdArgs = cv?.etcd?.extraArgs;
+    const mem = {
+      etcd: cv?.etcd?.goMemoryLimit,
+      apiserver: cv?.apiServer?.goMemoryLimit,
+      controllerManager: cv?.controllerManager?.goMemoryLimit,
+    };
+    const limit = (q: string | undefined) => q && { goMemoryLimit: q };
     return {
       bins: binariesOf(cv?.kubernetesVersion, vc.spec.clusterVersionName),
       etcdBytes,
+      ...(etcdArgs && { etcdArgs }),
       apiserverArgs: api,
       controllerManagerArgs: kcm,
+      goMemoryLimits: mem,
       components: {
-        etcd: { etcdBytes },
+        etcd: { etcdBytes, ...(etcdArgs && { etcdArgs }), ...limit(mem.etcd) },
         // only when set, so that tenants made before the option keep their settings (and are not restarted) without it
-        'kube-apiserver': { cidr, api, version, ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }) },
-        'kube-controller-manager': { cidr, kcm, version },
+        'kube-apiserver': {
+          cidr,
+          api,
+          version,
+          ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }),
+          ...limit(mem.apiserver),
+        },
+        'kube-controller-manager': { cidr, kcm, version, ...limit(mem.controllerManager) },
       },
     };
   }
@@ -236,7 +266,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     log.info({ tenant: root, plan }, 'spec changed; rolling the control plane');
     entry.unwatch?.();
     const out = await rollLocal(entry, plan, {
-      etcd: { quotaBackendBytes: desired.etcdBytes, name: `${root}/etcd` },
+      etcd: etcdSettings(root, desired),
       cp: controlPlaneOptions(this.ctx, vc, root, entry.cp.opts.etcd, entry.cp.opts.cgroupDir, desired),
     });
     const failure = out.failure;
@@ -271,8 +301,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   /**
-   * sleep stops a tenant's processes (its own etcd too: a sleeping tenant costs its front door only) and keeps its
-   * front door, unless spec.sleep is unset (no front door: its kubeconfig names the apiserver itself) or the front
+   * sleep stops a tenant's processes (its own etcd too, unless limits.sleepEtcd is Keep: a sleeping tenant then costs
+   * its front door only) and keeps its front door, unless spec.sleep is unset (no front door: its kubeconfig names the apiserver itself) or the front
    * door had a client after sinceMs or has one now. A tenant not running here (after a manager restart) is recorded
    * asleep with its front door opened: the spec it is woken with is vc.
    */
@@ -292,10 +322,12 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const entry = this.running.get(root);
     this.running.delete(root);
     const desired = entry?.desired ?? this.settings(vc, limits);
-    const stopped = entry ? stopRunning(entry) : Promise.resolve();
-    this.sleeping.set(root, { vc: entry?.vc ?? vc, desired, hash: entry?.hash ?? settingsHash(desired), stopped });
+    const keep = limits.sleepEtcd === 'Keep' ? entry?.etcd : undefined;
+    const stopped = entry ? stopRunning(entry, { keepEtcd: !!keep }) : Promise.resolve();
+    const hash = entry?.hash ?? settingsHash(desired);
+    this.sleeping.set(root, { vc: entry?.vc ?? vc, desired, hash, stopped, ...(keep && { etcd: keep }) });
     await stopped;
-    log.info({ tenant: root }, 'tenant asleep');
+    log.info({ tenant: root, etcdKept: !!keep }, 'tenant asleep');
     return { asleep: true };
   }
 
@@ -304,38 +336,74 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     return this.doors.activity(root);
   }
 
-  /** onWake calls listener after each wake a front door started, with how long the processes took to answer. */
-  onWake(listener: (root: string, tookMs: number) => void): () => void {
+  /**
+   * onWake calls listener after each wake a front door started, with how long the tenant took to serve (its
+   * apiserver ready) and each phase's time (WakePhases).
+   */
+  onWake(listener: (root: string, tookMs: number, phases: WakePhases) => void): () => void {
     this.wakeListeners.add(listener);
     return () => this.wakeListeners.delete(listener);
   }
 
-  /** upstream is where the front door relays to: the running apiserver, woken first when the tenant sleeps. */
+  /** upstream is where the front door relays to: the running apiserver, or a sleeping tenant's once it serves. */
   private async upstream(root: string): Promise<{ host: string; port: number }> {
-    const parts = this.running.get(root) ?? (await this.wake(root));
-    return { host: '127.0.0.1', port: parts.cp.ports.apiserver };
+    const running = this.running.get(root);
+    return { host: '127.0.0.1', port: running ? running.cp.ports.apiserver : await this.wake(root) };
   }
 
-  /** wake starts a sleeping tenant once, however many connections wait for it. */
-  private wake(root: string): Promise<Parts> {
+  /**
+   * wake starts a sleeping tenant once, however many connections wait for it, and answers its apiserver's port as
+   * soon as the apiserver is ready: the front door relays from then on while the controller manager still starts
+   * (nothing a first request needs waits on it). The tenant counts as running, and onWake's listeners hear of it, once
+   * every component is up; they get the time to serving and each component's time to health.
+   */
+  private wake(root: string): Promise<number> {
+    const serving = this.wakeServing.get(root);
+    if (serving) return serving;
     const have = this.waking.get(root) ?? this.starting.get(root);
-    if (have) return have;
+    if (have) return have.then((p) => p.cp.ports.apiserver);
     const s = this.sleeping.get(root);
     if (!s) return Promise.reject(new Error(`tenant ${root} is neither running nor asleep here`));
     const t0 = Date.now();
+    const phases: WakePhases = {};
+    let served!: (port: number) => void;
+    const serves = new Promise<number>((resolve) => (served = resolve));
     const w = (async () => {
       await s.stopped;
-      const parts = await this.start(s.vc, root, s.desired);
+      phases.stopWaitMs = Date.now() - t0;
+      // A kept etcd that died meanwhile is not passed on: the start brings up a new one on its data.
+      const etcd = s.etcd?.process.running ? s.etcd : undefined;
+      if (s.etcd && !etcd) await s.etcd.stop();
+      const parts = await this.start(s.vc, root, s.desired, {
+        ...(etcd && { etcd }),
+        serving: (cp) => {
+          phases.servingMs = Date.now() - t0;
+          served(cp.ports.apiserver);
+        },
+        phase: (component, ms) => (phases[component] = phases.stopWaitMs! + ms),
+      });
       if (this.sleeping.get(root) === s) {
         this.sleeping.delete(root);
         this.install(root, { ...parts, hash: s.hash, settings: s.desired.components, vc: s.vc, desired: s.desired });
-        log.info({ tenant: root, ms: Date.now() - t0 }, 'tenant woken by a request');
-        this.wakeListeners.forEach((l) => l(root, Date.now() - t0));
+        const took = phases.servingMs ?? Date.now() - t0;
+        log.info({ tenant: root, ms: took, phases }, 'tenant woken by a request');
+        this.wakeListeners.forEach((l) => l(root, took, { ...phases }));
+      } else {
+        // Removed or stopped while it woke (both wait for a wake, so this is a safety net): nothing may outlive it.
+        await stopRunning(parts);
+        throw new Error(`tenant ${root} was removed or stopped while it woke`);
       }
       return parts;
-    })().finally(() => this.waking.delete(root));
+    })().finally(() => {
+      this.waking.delete(root);
+      this.wakeServing.delete(root);
+    });
+    // Who waits on the wake as a whole (ensure, sleep) handles its failure; this is for a wake nobody else awaits.
+    w.catch((e: unknown) => log.warn({ tenant: root, err: e instanceof Error ? e.message : String(e) }, 'wake failed'));
     this.waking.set(root, w);
-    return w;
+    const port = Promise.race([serves, w.then((p) => p.cp.ports.apiserver)]);
+    this.wakeServing.set(root, port);
+    return port;
   }
 
   /** snapshotTenant streams a snapshot of the tenant's own etcd into path (core/backup/etcdsnapshot.ts). */
@@ -392,10 +460,10 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     log.info({ tenant: root, snapshot }, 'tenant etcd restored from a snapshot');
   }
 
-  private start(vc: VirtualCluster, root: string, desired: LocalSettings): Promise<Parts> {
+  private start(vc: VirtualCluster, root: string, desired: LocalSettings, hooks?: StartHooks): Promise<Parts> {
     let p = this.starting.get(root);
     if (!p) {
-      p = startComponents(this.ctx, vc, root, desired).finally(() => this.starting.delete(root));
+      p = startComponents(this.ctx, vc, root, desired, hooks).finally(() => this.starting.delete(root));
       this.starting.set(root, p);
     }
     return p;
@@ -413,9 +481,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     return () => this.exitListeners.delete(listener);
   }
 
-  /** tenantEtcd returns the running etcd of a tenant that has its own (tests fill it). */
+  /** tenantEtcd returns the running etcd of a tenant that has its own, awake or kept through its sleep (tests fill it). */
   tenantEtcd(root: string): LocalEtcd | undefined {
-    return this.running.get(root)?.etcd;
+    return this.running.get(root)?.etcd ?? this.sleeping.get(root)?.etcd;
   }
 
   /** controlPlane returns the running control plane of a tenant (tests use it to crash components). */
@@ -424,10 +492,13 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async remove(_vc: VirtualCluster, root: string): Promise<void> {
+    // A wake in progress ends first (its front door already relays to the apiserver): then it is stopped as running.
+    await this.waking.get(root)?.catch(() => undefined);
     const entry = this.running.get(root);
     this.running.delete(root);
     if (entry) await stopRunning(entry);
     await this.sleeping.get(root)?.stopped;
+    await this.sleeping.get(root)?.etcd?.stop();
     this.sleeping.delete(root);
     await this.doors.close(root);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
@@ -436,9 +507,11 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.running.values()].map(stopRunning));
+    // Wakes in progress end first: their tenants are then running, and stopped with the others.
+    await Promise.all([...this.waking.values()].map((w) => w.catch(() => undefined)));
+    await Promise.all([...this.running.values()].map((r) => stopRunning(r)));
     this.running.clear();
-    await Promise.all([...this.sleeping.values()].map((s) => s.stopped));
+    await Promise.all([...this.sleeping.values()].map(async (s) => (await s.stopped, await s.etcd?.stop())));
     this.sleeping.clear();
     await this.doors.closeAll();
   }

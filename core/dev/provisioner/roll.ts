@@ -1,3 +1,4 @@
+import type { ExtraArgs } from '../../api/controlplane.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
 import { LocalEtcd } from '../local/etcd.ts';
 import type { ManagedProcess } from '../local/process.ts';
@@ -9,7 +10,7 @@ export const ROLL_STEP_TIMEOUT_MS = 60_000;
 
 /** RollTo is what the local tenant rolls to: its etcd's settings and its control plane's options. */
 export interface RollTo {
-  etcd: { quotaBackendBytes: number; name: string };
+  etcd: { quotaBackendBytes: number; name: string; extraArgs?: ExtraArgs; env?: Record<string, string> };
   cp: ControlPlaneOptions;
 }
 
@@ -68,8 +69,7 @@ export async function rollLocal(
       clientPort: old.clientPort,
       peerPort: old.peerPort,
       restart: true,
-      quotaBackendBytes: to.etcd.quotaBackendBytes,
-      name: to.etcd.name,
+      ...to.etcd,
     });
     try {
       await settle(next.process, next.resume(), timeoutMs);

@@ -12,6 +12,7 @@ import { childLogger } from '../../log.ts';
 import { issueCert, PKI_FILES } from '../../pki/pki.ts';
 import { DnsView } from '../../provisioners/dnsview.ts';
 import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
+import { goMemoryLimitEnv } from '../../provisioners/native/parts.ts';
 import type { ComponentSettings } from '../../provisioners/roll.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
@@ -95,6 +96,10 @@ export type Parts = Omit<Running, 'hash' | 'settings' | 'unwatch' | 'vc' | 'desi
 /** LocalSettings are what a tenant's components start with: their flags and quota, and per component for planRoll. */
 export interface LocalSettings {
   etcdBytes: number;
+  /** the ClusterVersion's etcd flags */
+  etcdArgs?: ExtraArgs;
+  /** the ClusterVersion's Go memory limit of each component (quantities), where it sets one */
+  goMemoryLimits?: { etcd?: string; apiserver?: string; controllerManager?: string };
   apiserverArgs: ExtraArgs;
   controllerManagerArgs: ExtraArgs;
   components: ComponentSettings;
@@ -119,6 +124,20 @@ export interface StartContext {
   options: LocalProvisionerOptions;
 }
 
+/** etcdSettings are what a tenant's own etcd starts with: its storage quota, the platform's flags and memory limit. */
+export function etcdSettings(
+  root: string,
+  desired: LocalSettings,
+): { quotaBackendBytes: number; name: string; extraArgs?: ExtraArgs; env?: Record<string, string> } {
+  const env = goMemoryLimitEnv(desired.goMemoryLimits?.etcd);
+  return {
+    quotaBackendBytes: desired.etcdBytes,
+    name: `${root}/etcd`,
+    ...(desired.etcdArgs && { extraArgs: desired.etcdArgs }),
+    ...(env && { env }),
+  };
+}
+
 /** controlPlaneOptions are the options of the tenant's LocalControlPlane with the settings `desired`. */
 export function controlPlaneOptions(
   ctx: StartContext,
@@ -128,6 +147,8 @@ export function controlPlaneOptions(
   cgroupDir: string | undefined,
   desired: LocalSettings,
 ): ControlPlaneOptions {
+  const apiserverEnv = goMemoryLimitEnv(desired.goMemoryLimits?.apiserver);
+  const controllerManagerEnv = goMemoryLimitEnv(desired.goMemoryLimits?.controllerManager);
   return {
     name: root,
     dir: ctx.dir(root),
@@ -145,40 +166,78 @@ export function controlPlaneOptions(
         : desired.apiserverArgs,
     ),
     controllerManagerExtraArgs: desired.controllerManagerArgs,
+    ...(apiserverEnv && { apiserverEnv }),
+    ...(controllerManagerEnv && { controllerManagerEnv }),
     ...(ctx.options.podAddress && { apiserverIPs: [ctx.options.podAddress] }),
     ...(desired.bins && 'binaries' in desired.bins && { binaries: desired.bins.binaries }),
   };
 }
 
+/**
+ * StartHooks follow a tenant's start: serving is called once its apiserver answers /readyz (the controller manager is
+ * still starting: a front door may relay from then on), phase with each component's time to health, in ms from the call.
+ */
+export interface StartHooks {
+  /** the tenant's own etcd, still running (kept through a sleep): used as it is instead of starting one */
+  etcd?: LocalEtcd;
+  serving?: (cp: LocalControlPlane) => void;
+  phase?: (component: StartPhase, ms: number) => void;
+}
+
+/** StartPhase names a component whose health a start waits for. */
+export type StartPhase = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
+
+/**
+ * startComponents starts a tenant's etcd (its own unless it lives on the shared one), then its control plane, and for
+ * real nodes' Pods the forwarder and the DNS view. The etcd is started without waiting for its health: the apiserver
+ * starts beside it (it retries its storage until etcd answers, and its /readyz checks etcd), so their start-ups overlap.
+ */
 export async function startComponents(
   ctx: StartContext,
   vc: VirtualCluster,
   root: string,
   desired: LocalSettings,
+  hooks: StartHooks = {},
 ): Promise<Parts> {
-  const etcdBytes = desired.etcdBytes;
+  const t0 = Date.now();
   const dir = ctx.dir(root);
   // A tenant made before tenants had their own etcd (a control plane without an etcd directory) keeps its data in
   // the shared etcd: starting it on an empty one would lose everything it has.
   const legacy = existsSync(join(dir, 'pki/ca.crt')) && !existsSync(join(dir, ETCD_DIR));
   const own = ctx.options.etcd !== 'shared' && !legacy;
   if (legacy) log.warn({ tenant: root }, 'tenant created on the shared etcd stays there: no storage quota');
-  const etcd = own
-    ? await LocalEtcd.start({
-        dir: join(dir, ETCD_DIR),
-        restart: true,
-        quotaBackendBytes: etcdBytes,
-        name: `${root}/etcd`,
-      })
-    : undefined;
+  const kept = own ? hooks.etcd : undefined;
+  const etcd =
+    kept ??
+    (own
+      ? await LocalEtcd.prepare({ ...etcdSettings(root, desired), dir: join(dir, ETCD_DIR), restart: true })
+      : undefined);
+  const etcdHealthy = kept ? undefined : etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
   let confinement: NetConfinement | undefined;
   try {
     const confined = ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd));
     confinement = confined?.confinement;
-    const cp = await LocalControlPlane.start({
+    const cp = await LocalControlPlane.prepare({
       ...controlPlaneOptions(ctx, vc, root, etcd ?? ctx.etcd, confined?.confinement.cgroupDir, desired),
       ...(confined && { ports: { apiserver: confined.apiserverPort } }),
     });
+    // An etcd that does not come up stops the control plane waiting on it; the etcd's error is the one reported.
+    const etcdUp = etcdHealthy?.catch(async (e: unknown) => {
+      await cp.stop().catch(() => undefined);
+      throw e;
+    });
+    const [etcdOutcome, cpOutcome] = await Promise.allSettled([
+      etcdUp,
+      cp.run({
+        apiserverReady: () => {
+          hooks.phase?.('kube-apiserver', Date.now() - t0);
+          hooks.serving?.(cp);
+        },
+      }),
+    ]);
+    if (etcdOutcome.status === 'rejected') throw etcdOutcome.reason;
+    if (cpOutcome.status === 'rejected') throw cpOutcome.reason;
+    if (cp.controllerManager) hooks.phase?.('kube-controller-manager', Date.now() - t0);
     const pod = ctx.options.podAddress;
     let forwarder: TcpForwarder | undefined;
     let dnsView: DnsView | undefined;
@@ -198,6 +257,7 @@ export async function startComponents(
       ...(confinement && { confinement }),
     };
   } catch (e) {
+    etcdHealthy?.catch(() => undefined);
     await confinement?.remove();
     await etcd?.stop();
     throw e;
@@ -270,12 +330,12 @@ async function startForwarder(dir: string, host: string, cp: LocalControlPlane):
   return f;
 }
 
-/** stopRunning stops a tenant's control plane, then its etcd. */
-export async function stopRunning(r: Parts & { unwatch?: () => void }): Promise<void> {
+/** stopRunning stops a tenant's control plane, then its etcd (unless keepEtcd: a sleep that keeps it). */
+export async function stopRunning(r: Parts & { unwatch?: () => void }, o: { keepEtcd?: boolean } = {}): Promise<void> {
   r.unwatch?.();
   await r.dnsView?.stop();
   await r.forwarder?.stop();
   await r.cp.stop();
   await r.confinement?.remove();
-  await r.etcd?.stop();
+  if (!o.keepEtcd) await r.etcd?.stop();
 }

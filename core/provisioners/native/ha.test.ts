@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../kube/client.ts';
 import { generateControlPlanePKI, type ControlPlanePKI } from '../../pki/pki.ts';
 import { ProvisionRefused } from '../provisioner.ts';
-import { containerResources, memoryBytes } from './parts.ts';
+import { containerResources, goMemoryLimitEnv, memoryBytes } from './parts.ts';
 import {
   controlPlaneCounts,
   nativePKIOptions,
@@ -217,6 +217,41 @@ describe('containerResources', () => {
     ['2Ti', 2 * 1024 ** 4],
   ])('reads %s', (q, bytes) => expect(memoryBytes(q)).toBe(bytes));
   it('refuses a memory quantity of another form', () => expect(() => memoryBytes('1GB')).toThrow(/512Mi/));
+});
+
+describe('goMemoryLimit', () => {
+  it.each([
+    [undefined, undefined],
+    ['160Mi', { GOMEMLIMIT: String(160 * 1024 ** 2) }],
+    ['0.5Gi', { GOMEMLIMIT: String(512 * 1024 ** 2) }],
+    ['200M', { GOMEMLIMIT: '200000000' }],
+  ])('%s gives the environment %j', (q, want) => expect(goMemoryLimitEnv(q)).toEqual(want));
+
+  it("sets GOMEMLIMIT in each component's container the ClusterVersion names, beside its own variables", () => {
+    const env = (objs: KubeObject[], name: string) =>
+      Object.fromEntries((container(objs, name).env ?? []).map((e) => [e.name, e.valueFrom ? 'fieldRef' : e]));
+    const objs = render({
+      clusterVersion: cv({
+        etcd: { goMemoryLimit: '48Mi' },
+        apiServer: { goMemoryLimit: '192Mi' },
+        controllerManager: { goMemoryLimit: '64Mi' },
+      }),
+    });
+    expect(env(objs, 'etcd')).toEqual({
+      POD_NAME: 'fieldRef',
+      GOMEMLIMIT: { name: 'GOMEMLIMIT', value: String(48 * 1024 ** 2) },
+    });
+    expect(env(objs, 'apiserver')).toEqual({
+      POD_IP: 'fieldRef',
+      GOMEMLIMIT: { name: 'GOMEMLIMIT', value: String(192 * 1024 ** 2) },
+    });
+    expect(env(objs, 'controller-manager')).toEqual({
+      GOMEMLIMIT: { name: 'GOMEMLIMIT', value: String(64 * 1024 ** 2) },
+    });
+    const none = render();
+    expect(container(none, 'controller-manager').env).toBeUndefined();
+    expect(container(none, 'apiserver').env?.map((e) => e.name)).toEqual(['POD_IP']);
+  });
 });
 
 describe('judgeMembersChange', () => {

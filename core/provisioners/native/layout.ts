@@ -53,6 +53,8 @@ export interface ClusterVersion extends KubeObject {
       resources?: ContainerResources;
       /** size of the data volume; default `1Gi` */
       storageSize?: string;
+      /** GOMEMLIMIT of the container, a quantity */
+      goMemoryLimit?: string;
     };
     apiServer?: {
       image?: string;
@@ -61,12 +63,16 @@ export interface ClusterVersion extends KubeObject {
       resources?: ContainerResources;
       /** type of the `apiserver` Service; default ClusterIP */
       serviceType?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
+      /** GOMEMLIMIT of the container, a quantity */
+      goMemoryLimit?: string;
     };
     controllerManager?: {
       image?: string;
       replicas?: number;
       extraArgs?: Record<string, string>;
       resources?: ContainerResources;
+      /** GOMEMLIMIT of the container, a quantity */
+      goMemoryLimit?: string;
     };
   };
 }

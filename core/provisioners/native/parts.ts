@@ -188,6 +188,14 @@ export function memoryBytes(quantity: string): number {
   return Number(m[1]) * MEMORY_UNITS[m[2] ?? '']!;
 }
 
+/**
+ * goMemoryLimitEnv is the environment that gives a component's Go runtime the ClusterVersion's goMemoryLimit: GOMEMLIMIT
+ * in bytes (Go reads a plain number as bytes); nothing when the ClusterVersion sets none.
+ */
+export function goMemoryLimitEnv(quantity: string | undefined): Record<string, string> | undefined {
+  return quantity === undefined ? undefined : { GOMEMLIMIT: String(Math.floor(memoryBytes(quantity))) };
+}
+
 /** NativeComponent is a component of a native tenant's control plane, as NATIVE_DEFAULTS.resources names it. */
 export type NativeComponent = keyof typeof NATIVE_DEFAULTS.resources;
 

@@ -22,6 +22,7 @@ import {
   containerResources,
   etcdFlags,
   etcdImage,
+  goMemoryLimitEnv,
   hostAliases,
   objectMeta,
   type PodParts,
@@ -162,8 +163,13 @@ export function renderNative(input: NativeInput): KubeObject[] {
       container: {
         image: etcdImage(cv),
         command: ['etcd'],
-        ...(counts.etcd > 1 && {
-          env: [{ name: POD_NAME_ENV, valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+        ...((counts.etcd > 1 || cv.spec.etcd?.goMemoryLimit) && {
+          env: [
+            ...(counts.etcd > 1
+              ? [{ name: POD_NAME_ENV, valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]
+              : []),
+            ...envList(goMemoryLimitEnv(cv.spec.etcd?.goMemoryLimit)),
+          ],
         }),
         ports: [
           { name: 'client', containerPort: NATIVE_PORTS.etcdClient },
@@ -204,7 +210,10 @@ export function renderNative(input: NativeInput): KubeObject[] {
       container: {
         image: cv.spec.apiServer?.image ?? k8sImage('kube-apiserver'),
         command: ['kube-apiserver'],
-        env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+        env: [
+          { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+          ...envList(goMemoryLimitEnv(cv.spec.apiServer?.goMemoryLimit)),
+        ],
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.apiserver }],
         resources: containerResources('apiserver', cv.spec.apiServer?.resources),
         readinessProbe: { ...httpsProbe('/readyz', NATIVE_PORTS.apiserver), periodSeconds: 5, failureThreshold: 3 },
@@ -222,6 +231,9 @@ export function renderNative(input: NativeInput): KubeObject[] {
       container: {
         image: cv.spec.controllerManager?.image ?? k8sImage('kube-controller-manager'),
         command: ['kube-controller-manager'],
+        ...(cv.spec.controllerManager?.goMemoryLimit && {
+          env: envList(goMemoryLimitEnv(cv.spec.controllerManager.goMemoryLimit)),
+        }),
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.controllerManager }],
         resources: containerResources('controller-manager', cv.spec.controllerManager?.resources),
         readinessProbe: {
@@ -319,4 +331,9 @@ export function renderNativeServices(
     },
     ...members,
   ];
+}
+
+/** envList is a container's env entries of plain values, by name. */
+function envList(env: Record<string, string> = {}): Array<{ name: string; value: string }> {
+  return Object.entries(env).map(([name, value]) => ({ name, value }));
 }
