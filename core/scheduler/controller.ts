@@ -1,14 +1,15 @@
 // The namespace scheduler controller: it wires the pure decisions of this folder (namespace.ts, pod.ts, drain.ts,
-// rebalance.ts) to
-// the tenants' control planes and the super clusters. It follows every tenant's namespaces, ResourceQuotas and Pods
-// through the same TenantSessions the syncer uses, and every registered super cluster's Nodes; it writes PLACEMENTS
-// on tenant namespaces and SUPER_CLUSTER on the Pods of sliced namespaces, each signed (signature.ts).
+// rebalance.ts) to the tenants' control planes and the super clusters. It follows every tenant's namespaces,
+// ResourceQuotas and Pods through the same TenantSessions the syncer uses, and every registered super cluster's Nodes;
+// it writes PLACEMENTS on tenant namespaces and SUPER_CLUSTER on the Pods of sliced namespaces, each signed
+// (signature.ts).
 //
 // Level-triggered: informer events only enqueue keys (`<tenant>/<namespace>`, `@cluster/<name>`, `@clusters/all`,
-// `@rebalance/request` for the request annotation on the state ConfigMap) into a fair queue; a reconcile reads the caches. The capacity cache lives in memory but is rebuilt from the signed
-// annotations whenever a tenant is (re)served, so a restarted scheduler starts from exactly what it had written and
-// moves nothing. Decisions and the reservations they make happen in one synchronous step, so several workers never
-// hand out the same room twice; a write that fails gives its reservation back.
+// `@rebalance/request` for the request annotation on the state ConfigMap) into a fair queue; a reconcile reads the
+// caches. The capacity cache lives in memory but is rebuilt from the signed annotations whenever a tenant is
+// (re)served, so a restarted scheduler starts from exactly what it had written and moves nothing. Decisions and the
+// reservations they make happen in one synchronous step, so several workers never hand out the same room twice; a
+// write that fails gives its reservation back.
 //
 // The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (about 650 lines) is
 // the capacity cache with the namespace and rebalance reconciles that reserve from it: kept in one class so that a
@@ -514,7 +515,7 @@ export class NamespaceScheduler {
     this.stats.namespaceDecisions++;
     // Until every tenant known at start is counted, the cache may miss placements, and until every ready super
     // cluster's Nodes are listed it misses room: nothing new is handed out (a placement made then would crowd the
-    // clusters listed first, and placed slices never move).
+    // clusters listed first, and placed slices move only when drained or rebalanced on request).
     const grows = (d.kind === 'placed' && d.added.size > 0) || !samePlacements(next, placements);
     if (grows && this.warming()) {
       this.setRecord(key, rec);
@@ -668,12 +669,16 @@ export class NamespaceScheduler {
         const mine = plan.moves.filter((m) => m.key === key);
         this.rebalanced.set(key, {
           trim,
-          message: `namespace ${splitKey(key)[1]}: rebalance (${this.policy}, requested at ${req.requestedAt}) moved ${describeMoves(mine)}; placements now ${formatPlacements(next)}`,
+          message:
+            `namespace ${splitKey(key)[1]}: rebalance (${this.policy}, requested at ${req.requestedAt}) moved ` +
+            `${describeMoves(mine)}; placements now ${formatPlacements(next)}`,
         });
         this.queue.add(key);
       }
     this.lastRebalance = report;
-    const what = `${req.dryRun ? 'dry run: would move' : 'moved'} ${plan.moves.length} slice(s)${plan.moves.length ? `: ${describeMoves(plan.moves, true)}` : ''}${report.remaining ? `; ${report.remaining} more move(s) past maxMoves ${req.maxMoves}` : ''}`;
+    const listed = plan.moves.length ? `: ${describeMoves(plan.moves, true)}` : '';
+    const left = report.remaining ? `; ${report.remaining} more move(s) past maxMoves ${req.maxMoves}` : '';
+    const what = `${req.dryRun ? 'dry run: would move' : 'moved'} ${plan.moves.length} slice(s)${listed}${left}`;
     log.info({ requestedAt: req.requestedAt, dryRun: req.dryRun, moves: plan.moves.length }, `rebalance: ${what}`);
     await this.metaEvent(
       cm,

@@ -290,7 +290,7 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
   // Removing a registration (its Secret, then its Cluster) stops new placements there and moves nothing: what is
   // placed stays, Pods included, until the admin registers it again and drains it with `vc superclusters drain`.
   // Undrained, it takes slices back only when asked: `vc superclusters rebalance`.
-  it('a super cluster whose registration goes gets no new placements; its placements stay until drained; undrained, a rebalance moves slices back', async () => {
+  it('a super cluster whose registration goes keeps its placements until drained; undrained, a rebalance moves slices back', async () => {
     type Pod = KubeObject & {
       status?: { phase?: string };
       spec?: { nodeName?: string; dnsPolicy?: string; dnsConfig?: { nameservers?: string[] } };

@@ -4,8 +4,9 @@
  * (core/dev/local/nodenetns.ts). The tenant's sliced namespace spreads a two-replica Deployment with the default
  * dnsPolicy over r1 and r2; both Pods run as containers and each resolves, through the copy of its tenant's DNS on
  * its own super cluster's node, a tenant Service by name to its own super cluster's copy of it. A Service whose
- * namespace is only on r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Stopping leaves no
- * namespace and no uplink on the host.
+ * namespace is only on r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Drained from r2,
+ * both Pods run and resolve on r1; undrained and rebalanced, one comes back to r2 and resolves there. Stopping leaves
+ * no namespace and no uplink on the host.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
