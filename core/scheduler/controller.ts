@@ -11,7 +11,7 @@
 // reservations they make happen in one synchronous step, so several workers never hand out the same room twice; a
 // write that fails gives its reservation back.
 //
-// The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (about 650 lines) is
+// The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (about 740 lines) is
 // the capacity cache with the namespace and rebalance reconciles that reserve from it: kept in one class so that a
 // decision and its reservation stay one synchronous step.
 
