@@ -331,6 +331,7 @@ export class NamespaceScheduler {
     for (const key of [...this.records.keys()]) if (key.startsWith(`${tenant}/`)) this.setRecord(key, undefined);
     for (const key of [...this.pods.keys()]) if (key.startsWith(`${tenant}/`)) this.pods.delete(key);
     for (const key of [...this.waiting]) if (key.startsWith(`${tenant}/`)) this.waiting.delete(key);
+    for (const key of [...this.rebalanced.keys()]) if (key.startsWith(`${tenant}/`)) this.rebalanced.delete(key);
     this.roomChanged();
   }
 
@@ -471,6 +472,7 @@ export class NamespaceScheduler {
       this.setRecord(key, undefined);
       this.pods.delete(key);
       this.waiting.delete(key);
+      this.rebalanced.delete(key);
       this.roomChanged();
       return;
     }
@@ -676,6 +678,8 @@ export class NamespaceScheduler {
         this.queue.add(key);
       }
     this.lastRebalance = report;
+    // Room moved between super clusters: namespaces waiting for room try again.
+    if (!req.dryRun && plan.moves.length) this.roomChanged();
     const listed = plan.moves.length ? `: ${describeMoves(plan.moves, true)}` : '';
     const left = report.remaining ? `; ${report.remaining} more move(s) past maxMoves ${req.maxMoves}` : '';
     const what = `${req.dryRun ? 'dry run: would move' : 'moved'} ${plan.moves.length} slice(s)${listed}${left}`;
