@@ -73,6 +73,7 @@ import {
   MAX_MOVES,
   parseRebalanceRequest,
   planRebalance,
+  type REBALANCE_REASONS,
   REBALANCE_REQUEST,
   type Move,
   type RebalanceNamespace,
@@ -693,7 +694,12 @@ export class NamespaceScheduler {
     await this.publish();
   }
 
-  private async metaEvent(cm: Obj, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  private async metaEvent(
+    cm: Obj,
+    type: 'Normal' | 'Warning',
+    reason: (typeof REBALANCE_REASONS)[number],
+    message: string,
+  ): Promise<void> {
     const p = this.o.publish!;
     const m = cm.metadata!;
     const err = await recordEvent(

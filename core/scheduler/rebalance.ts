@@ -19,6 +19,12 @@ import type { Policy } from './namespace.ts';
 /** REBALANCE_REQUEST is the annotation on the state ConfigMap asking for a rebalance, a JSON RebalanceRequest. */
 export const REBALANCE_REQUEST = 'scheduler.tenancy.x-k8s.io/rebalance-request';
 
+/**
+ * REBALANCE_REASONS are the reasons of a rebalance's Events: `Rebalanced` (on the state ConfigMap and on each moved
+ * namespace), `RebalancePlanned` (a dry run), `InvalidRebalanceRequest` (a request that does not parse).
+ */
+export const REBALANCE_REASONS = ['Rebalanced', 'RebalancePlanned', 'InvalidRebalanceRequest'] as const;
+
 /** DEFAULT_MAX_MOVES bounds the slices one request moves when it names no bound. */
 export const DEFAULT_MAX_MOVES = 10;
 /** MAX_MOVES bounds the slices any request moves (and the plan the scheduler computes to report what is left). */
