@@ -1,16 +1,18 @@
-// The namespace scheduler controller: it wires the pure decisions of this folder (namespace.ts, pod.ts, drain.ts) to
-// the tenants' control planes and the super clusters. It follows every tenant's namespaces, ResourceQuotas and Pods
-// through the same TenantSessions the syncer uses, and every registered super cluster's Nodes; it writes PLACEMENTS
-// on tenant namespaces and SUPER_CLUSTER on the Pods of sliced namespaces, each signed (signature.ts).
+// The namespace scheduler controller: it wires the pure decisions of this folder (namespace.ts, pod.ts, drain.ts,
+// rebalance.ts) to the tenants' control planes and the super clusters. It follows every tenant's namespaces,
+// ResourceQuotas and Pods through the same TenantSessions the syncer uses, and every registered super cluster's Nodes;
+// it writes PLACEMENTS on tenant namespaces and SUPER_CLUSTER on the Pods of sliced namespaces, each signed
+// (signature.ts).
 //
-// Level-triggered: informer events only enqueue keys (`<tenant>/<namespace>`, `@cluster/<name>`, `@clusters/all`)
-// into a fair queue; a reconcile reads the caches. The capacity cache lives in memory but is rebuilt from the signed
-// annotations whenever a tenant is (re)served, so a restarted scheduler starts from exactly what it had written and
-// moves nothing. Decisions and the reservations they make happen in one synchronous step, so several workers never
-// hand out the same room twice; a write that fails gives its reservation back.
+// Level-triggered: informer events only enqueue keys (`<tenant>/<namespace>`, `@cluster/<name>`, `@clusters/all`,
+// `@rebalance/request` for the request annotation on the state ConfigMap) into a fair queue; a reconcile reads the
+// caches. The capacity cache lives in memory but is rebuilt from the signed annotations whenever a tenant is
+// (re)served, so a restarted scheduler starts from exactly what it had written and moves nothing. Decisions and the
+// reservations they make happen in one synchronous step, so several workers never hand out the same room twice; a
+// write that fails gives its reservation back.
 //
-// The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (a little over 500
-// lines) is the capacity cache with the namespace reconcile that reserves from it: kept in one class so that a
+// The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (about 740 lines) is
+// the capacity cache with the namespace and rebalance reconciles that reserve from it: kept in one class so that a
 // decision and its reservation stay one synchronous step.
 
 import type { KubeClient, KubeObject } from '../kube/client.ts';
@@ -56,6 +58,7 @@ import type { Milli } from './quantity.ts';
 import {
   CLUSTERS_KEY,
   clusterKey,
+  REBALANCE_KEY,
   isReadyNode,
   olderThan,
   samePlacements,
@@ -65,7 +68,17 @@ import {
   type Obj,
 } from './records.ts';
 import { signedValue } from './signature.ts';
-import { STATE_CONFIGMAP, summarize, type SchedulerState } from './state.ts';
+import { STATE_CONFIGMAP, summarize, type RebalanceReport, type SchedulerState } from './state.ts';
+import {
+  MAX_MOVES,
+  parseRebalanceRequest,
+  planRebalance,
+  type REBALANCE_REASONS,
+  REBALANCE_REQUEST,
+  type Move,
+  type RebalanceNamespace,
+} from './rebalance.ts';
+import { recordEvent } from '../kube/events.ts';
 import { reconcilePods, type PodContext } from './placepods.ts';
 import { SchedulerWriter } from './writer.ts';
 
@@ -109,6 +122,12 @@ export class NamespaceScheduler {
   private unsubscribe: Array<() => void> = [];
   private publishTimer?: NodeJS.Timeout;
   private lastPublished = '';
+  /** the state ConfigMap, followed for its rebalance request annotation */
+  private requests?: Informer<StateMap>;
+  /** the answer to the last rebalance request, published in the state ConfigMap */
+  private lastRebalance?: RebalanceReport;
+  /** namespaces a rebalance moved, not yet written: the super clusters that lost slices, and the Event to record */
+  private readonly rebalanced = new Map<string, { trim: Set<string>; message: string; announced?: boolean }>();
   /** stats counts decisions and writes. */
   readonly stats: SchedulerStats = {
     namespaceDecisions: 0,
@@ -194,6 +213,17 @@ export class NamespaceScheduler {
     if (this.o.publish) {
       this.publishTimer = setInterval(() => void this.publish(), every);
       this.publishTimer.unref();
+      const p = this.o.publish;
+      this.requests = new Informer<StateMap>({
+        client: p.client,
+        resource: R.configmaps,
+        namespace: p.namespace,
+        fieldSelector: `metadata.name=${STATE_CONFIGMAP.name}`,
+        name: 'scheduler/state',
+      });
+      const enqueue = () => this.queue.add(REBALANCE_KEY);
+      this.requests.addHandler({ onAdd: enqueue, onUpdate: enqueue });
+      this.requests.start();
     }
     log.info({ policy: this.policy }, 'scheduler started');
   }
@@ -207,6 +237,7 @@ export class NamespaceScheduler {
     await this.sessions.removeAll();
     await Promise.all([...this.nodes.values()].map((n) => n.informer.stop()));
     this.nodes.clear();
+    await this.requests?.stop();
     await this.publish();
   }
 
@@ -231,10 +262,11 @@ export class NamespaceScheduler {
 
   /** summary is what the state ConfigMap holds. */
   summary(): SchedulerState {
-    return summarize(
+    const out = summarize(
       this.capacity(),
       [...this.records].map(([k, r]) => ({ tenant: splitKey(k)[0], sliced: r.sliced, placements: r.placements })),
     );
+    return this.lastRebalance ? { ...out, rebalance: this.lastRebalance } : out;
   }
 
   /** tenantReady reports whether a tenant's caches have synced and its placements are counted. */
@@ -246,6 +278,9 @@ export class NamespaceScheduler {
   async publish(): Promise<void> {
     const p = this.o.publish;
     if (!p) return;
+    // The state holds the rebalance request answered last: read it back before it is written over.
+    if (this.requests && !this.requests.hasSynced()) return;
+    this.lastRebalance ??= answered(this.requests?.list()[0]?.data?.[STATE_CONFIGMAP.key]);
     const text = JSON.stringify(this.summary());
     if (text === this.lastPublished) return;
     try {
@@ -297,6 +332,7 @@ export class NamespaceScheduler {
     for (const key of [...this.records.keys()]) if (key.startsWith(`${tenant}/`)) this.setRecord(key, undefined);
     for (const key of [...this.pods.keys()]) if (key.startsWith(`${tenant}/`)) this.pods.delete(key);
     for (const key of [...this.waiting]) if (key.startsWith(`${tenant}/`)) this.waiting.delete(key);
+    for (const key of [...this.rebalanced.keys()]) if (key.startsWith(`${tenant}/`)) this.rebalanced.delete(key);
     this.roomChanged();
   }
 
@@ -355,6 +391,7 @@ export class NamespaceScheduler {
 
   private async reconcile(key: string): Promise<Result> {
     if (key === CLUSTERS_KEY) return this.syncClusters();
+    if (key === REBALANCE_KEY) return this.reconcileRebalance();
     if (key.startsWith('@cluster/')) return this.syncNodes(key.slice('@cluster/'.length));
     return this.reconcileNamespace(key);
   }
@@ -436,6 +473,7 @@ export class NamespaceScheduler {
       this.setRecord(key, undefined);
       this.pods.delete(key);
       this.waiting.delete(key);
+      this.rebalanced.delete(key);
       this.roomChanged();
       return;
     }
@@ -480,10 +518,9 @@ export class NamespaceScheduler {
     this.stats.namespaceDecisions++;
     // Until every tenant known at start is counted, the cache may miss placements, and until every ready super
     // cluster's Nodes are listed it misses room: nothing new is handed out (a placement made then would crowd the
-    // clusters listed first, and placed slices never move).
+    // clusters listed first, and placed slices move only when drained or rebalanced on request).
     const grows = (d.kind === 'placed' && d.added.size > 0) || !samePlacements(next, placements);
-    const warming = this.awaiting.size > 0 || this.clusters.some((c) => c.state === 'ready' && !this.nodesListed(c));
-    if (grows && warming && this.clock.now() - this.startedAt < this.graceMs()) {
+    if (grows && this.warming()) {
       this.setRecord(key, rec);
       return { requeueAfter: 500 };
     }
@@ -520,7 +557,8 @@ export class NamespaceScheduler {
       }
       if (!samePlacements(placements, next))
         this.o.observe?.({ kind: 'namespace', key, superClusters: [...next.keys()], decidedAt });
-      if (annotated !== undefined && !samePlacements(signed, placements))
+      // (A rebalance changed the record before this write: what the annotation said was the scheduler's own.)
+      if (annotated !== undefined && !samePlacements(signed, placements) && !this.rebalanced.has(key))
         await this.writer.warn(
           s,
           ns,
@@ -538,7 +576,141 @@ export class NamespaceScheduler {
       );
     }
     if (d.kind === 'placed') await this.writer.setCondition(s, ns, 'True', 'Placed', `placed: ${value}`);
-    return reconcilePods(this.podContext, s, key, name, { slice, placements: next }, evictFrom);
+    // A rebalance's move is written: its Event, then the Pods that must go.
+    const moved = this.rebalanced.get(key);
+    if (moved && !moved.announced) {
+      moved.announced = true;
+      await this.writer.event(s, ns, 'Normal', 'Rebalanced', moved.message);
+    }
+    const result = await reconcilePods(
+      this.podContext,
+      s,
+      key,
+      name,
+      { slice, placements: next },
+      evictFrom,
+      moved?.trim,
+    );
+    // Trimmed without a failure: done with this move (a failed eviction throws and is retried).
+    if (moved && this.rebalanced.get(key) === moved) this.rebalanced.delete(key);
+    return result;
+  }
+
+  // warming tells whether the cache may still miss placements (tenants known at start not counted) or room (ready
+  // super clusters whose Nodes are not listed), within the startup grace.
+  private warming(): boolean {
+    const partial = this.awaiting.size > 0 || this.clusters.some((c) => c.state === 'ready' && !this.nodesListed(c));
+    return partial && this.clock.now() - this.startedAt < this.graceMs();
+  }
+
+  // reconcileRebalance answers a new rebalance request on the state ConfigMap: it plans the moves against the cache
+  // (rebalance.ts) and, unless a dry run, reserves them at once in the namespaces' records, in the same synchronous
+  // step, then lets each namespace's reconcile write its placements and evict its Pods, as a drain does.
+  private async reconcileRebalance(): Promise<Result> {
+    const p = this.o.publish;
+    const cm = this.requests?.list()[0];
+    if (!p || !cm) return;
+    const object = `configmap ${p.namespace}/${STATE_CONFIGMAP.name}`;
+    // A restarted scheduler knows the request it answered last from the published state.
+    this.lastRebalance ??= answered(cm.data?.[STATE_CONFIGMAP.key]);
+    const raw = cm.metadata?.annotations?.[REBALANCE_REQUEST];
+    if (raw === undefined || raw === this.lastRebalance?.request) return;
+    if (this.warming()) return { requeueAfter: 500 };
+    const handledAt = new Date().toISOString();
+    let req;
+    try {
+      req = parseRebalanceRequest(object, raw);
+    } catch (e) {
+      if (!(e instanceof AnnotationError)) throw e;
+      this.lastRebalance = { request: raw, handledAt, policy: this.policy, dryRun: true, moves: [], remaining: 0 };
+      this.lastRebalance.error = e.message;
+      await this.metaEvent(cm, 'Warning', 'InvalidRebalanceRequest', e.message);
+      await this.publish();
+      return;
+    }
+    const namespaces: RebalanceNamespace[] = [];
+    for (const [key, r] of this.records) {
+      const [tenant, name] = splitKey(key);
+      const s = this.sessions.get(tenant);
+      const ns = s?.ready ? s.cache.get<Obj>(R.namespaces, undefined, name) : undefined;
+      // A namespace being deleted, or of a tenant not served, stays where it is (its use still counts).
+      const fixed = !s || !ns || !!ns.metadata?.deletionTimestamp;
+      const pinned = s && this.pinned(s);
+      namespaces.push({
+        key,
+        sliced: r.sliced && !fixed,
+        unit: r.unit,
+        placements: r.placements,
+        ...(pinned !== undefined && { pinned }),
+      });
+    }
+    const capacity = this.capacity();
+    const all = planRebalance(capacity, namespaces, this.policy, MAX_MOVES).moves.length;
+    const plan = planRebalance(capacity, namespaces, this.policy, req.maxMoves);
+    const report: RebalanceReport = {
+      request: raw,
+      requestedAt: req.requestedAt,
+      handledAt,
+      policy: this.policy,
+      dryRun: req.dryRun,
+      maxMoves: req.maxMoves,
+      moves: plan.moves.map((m) => ({
+        tenant: splitKey(m.key)[0],
+        namespace: splitKey(m.key)[1],
+        from: m.from,
+        to: m.to,
+      })),
+      remaining: all - plan.moves.length,
+    };
+    if (!req.dryRun)
+      for (const [key, next] of plan.placements) {
+        const rec = this.records.get(key)!;
+        if (samePlacements(rec.placements, next)) continue;
+        const trim = new Set([...rec.placements].filter(([c, n]) => (next.get(c) ?? 0) < n).map(([c]) => c));
+        for (const c of this.rebalanced.get(key)?.trim ?? []) trim.add(c);
+        this.setRecord(key, { ...rec, placements: next });
+        const mine = plan.moves.filter((m) => m.key === key);
+        this.rebalanced.set(key, {
+          trim,
+          message:
+            `namespace ${splitKey(key)[1]}: rebalance (${this.policy}, requested at ${req.requestedAt}) moved ` +
+            `${describeMoves(mine)}; placements now ${formatPlacements(next)}`,
+        });
+        this.queue.add(key);
+      }
+    this.lastRebalance = report;
+    // Room moved between super clusters: namespaces waiting for room try again.
+    if (!req.dryRun && plan.moves.length) this.roomChanged();
+    const listed = plan.moves.length ? `: ${describeMoves(plan.moves, true)}` : '';
+    const left = report.remaining ? `; ${report.remaining} more move(s) past maxMoves ${req.maxMoves}` : '';
+    const what = `${req.dryRun ? 'dry run: would move' : 'moved'} ${plan.moves.length} slice(s)${listed}${left}`;
+    log.info({ requestedAt: req.requestedAt, dryRun: req.dryRun, moves: plan.moves.length }, `rebalance: ${what}`);
+    await this.metaEvent(
+      cm,
+      'Normal',
+      req.dryRun ? 'RebalancePlanned' : 'Rebalanced',
+      `rebalance (${this.policy}, requested at ${req.requestedAt}): ${what}`,
+    );
+    await this.publish();
+  }
+
+  private async metaEvent(
+    cm: Obj,
+    type: 'Normal' | 'Warning',
+    reason: (typeof REBALANCE_REASONS)[number],
+    message: string,
+  ): Promise<void> {
+    const p = this.o.publish!;
+    const m = cm.metadata!;
+    const err = await recordEvent(
+      p.client,
+      { apiVersion: 'v1', kind: 'ConfigMap', name: m.name!, namespace: m.namespace, uid: m.uid },
+      type,
+      reason,
+      message,
+      FIELD_MANAGER,
+    );
+    if (err) log.warn({ err: err.message, reason }, 'could not record event');
   }
 
   private graceMs(): number {
@@ -548,5 +720,28 @@ export class NamespaceScheduler {
   private clusterState(name: string): ClusterState | undefined {
     const c = this.clusters.find((x) => x.name === name);
     return c && this.effectiveState(c);
+  }
+}
+
+/** StateMap is the state ConfigMap as the scheduler reads it back. */
+type StateMap = Obj & { data?: Record<string, string> };
+
+// describeMoves writes moves for messages: `1 slice r1->r2` per pair of super clusters, optionally naming the namespace.
+function describeMoves(moves: readonly Move[], named = false): string {
+  const count = new Map<string, number>();
+  for (const m of moves) {
+    const k = `${named ? `${m.key} ` : ''}${m.from}->${m.to}`;
+    count.set(k, (count.get(k) ?? 0) + 1);
+  }
+  return [...count].map(([k, n]) => `${n} slice(s) ${k}`).join(', ');
+}
+
+// answered reads the request the published state answered last, so a restarted scheduler does not run it again.
+function answered(text: string | undefined): RebalanceReport | undefined {
+  try {
+    const r = (JSON.parse(text ?? '') as { rebalance?: RebalanceReport }).rebalance;
+    return typeof r?.request === 'string' ? r : undefined;
+  } catch {
+    return undefined;
   }
 }

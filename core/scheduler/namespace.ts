@@ -1,7 +1,7 @@
 // Namespace placement: how many slices a tenant namespace needs and on which super clusters they go. A pure
 // decision over the capacity cache; the controller that will call it writes the placements annotation, or an Event
-// and a condition for an unschedulable result. Placements only grow: a slice once placed is never moved or taken
-// back, since Pods may run in it.
+// and a condition for an unschedulable result. Placements only grow here: a slice once placed is never taken back,
+// since Pods may run in it; only a drain (drain.ts) or a rebalance asked for (rebalance.ts) moves it.
 //
 // Policy, for each new slice in turn (the cache is updated after each):
 // - spread: among ready super clusters with room for one more slice, the one holding the fewest of this namespace's

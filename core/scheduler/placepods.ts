@@ -1,6 +1,8 @@
 /**
  * The Pods of a sliced namespace: the scheduler places each new one in one of the namespace's slices (pod.ts decides),
- * keeps the signed SUPER_CLUSTER it wrote, and evicts the Pods left on a super cluster the namespace was drained off.
+ * keeps the signed SUPER_CLUSTER it wrote, evicts the Pods left on a super cluster the namespace was drained or
+ * rebalanced off, and, where a rebalance took some of its slices on a super cluster, the newest Pods there that no
+ * longer fit in those left (rebalance.ts decides).
  */
 import { isNotFound } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';
@@ -13,6 +15,7 @@ import { ResourceError } from './capacity.ts';
 import type { Policy } from './namespace.ts';
 import type { SchedulerOptions, SchedulerStats } from './options.ts';
 import { placePod, podRequests, type PlacedPod, type PodSpecResources } from './pod.ts';
+import { excessPods, type RunningPod } from './rebalance.ts';
 import { olderThan, terminal, type Obj } from './records.ts';
 import { signedValue } from './signature.ts';
 import type { SchedulerWriter } from './writer.ts';
@@ -30,8 +33,9 @@ export interface PodContext {
   clusterState(name: string): ClusterState | undefined;
 }
 
-// reconcilePods places the new Pods of a sliced namespace and evicts those left on super clusters it was drained
-// off. Pods of a namespace placed whole follow the namespace and carry no annotation.
+// reconcilePods places the new Pods of a sliced namespace and evicts those left on super clusters it was drained or
+// rebalanced off, and those over the slices left on the super clusters in `trim` (where a rebalance took slices).
+// Pods of a namespace placed whole follow the namespace and carry no annotation.
 export async function reconcilePods(
   ctx: PodContext,
   s: TenantSession,
@@ -39,6 +43,7 @@ export async function reconcilePods(
   name: string,
   ns: { slice?: Resources; placements: Placements },
   evictFrom: Set<string>,
+  trim: ReadonlySet<string> = new Set(),
 ): Promise<Result> {
   const pods = s.cache.list<Obj>(R.pods, name);
   if (!ns.slice) {
@@ -47,6 +52,7 @@ export async function reconcilePods(
     return;
   }
   const placed: PlacedPod[] = [];
+  const running: Array<RunningPod & { pod: Obj }> = [];
   const todo: Array<{ pod: Obj; requests: Resources; forged?: string }> = [];
   let known = ctx.pods.get(key);
   if (!known) ctx.pods.set(key, (known = new Map()));
@@ -76,6 +82,8 @@ export async function reconcilePods(
     }
     const sc = mine.superCluster;
     placed.push({ superCluster: sc, requests });
+    if (!m.deletionTimestamp && ns.placements.has(sc) && !evictFrom.has(sc))
+      running.push({ pod: p, name: m.name!, created: String(m.creationTimestamp ?? ''), superCluster: sc, requests });
     // A placed Pod never moves: an annotation changed since the scheduler wrote it is put back.
     const stale = mine.rv !== undefined && olderThan(m.resourceVersion, mine.rv);
     if (signed !== sc && !stale && !m.deletionTimestamp) {
@@ -91,12 +99,30 @@ export async function reconcilePods(
         if (!isNotFound(e)) failed = e;
       }
     }
-    if (evictFrom.has(sc) || (ctx.clusterState(sc) === 'draining' && !ns.placements.has(sc)))
+    // No slice of the namespace is left where the Pod runs: drained or rebalanced off.
+    if (evictFrom.has(sc) || !ns.placements.has(sc))
       try {
-        await ctx.writer.evict(s, p, sc);
+        await ctx.writer.evict(s, p, sc, why(ctx, sc));
       } catch (e) {
         failed = e;
       }
+  }
+  for (const sc of trim) {
+    const slices = ns.placements.get(sc) ?? 0;
+    if (slices === 0) continue;
+    const over = new Set(excessPods(running, ns.slice, sc, slices));
+    for (const r of running)
+      if (over.has(r.name))
+        try {
+          await ctx.writer.evict(
+            s,
+            r.pod,
+            sc,
+            `super cluster ${sc}: a rebalance moved some of the namespace's slices off it and the Pods there no longer fit in the ${slices} left`,
+          );
+        } catch (e) {
+          failed = e;
+        }
   }
   for (const uid of known.keys()) if (!seen.has(uid)) known.delete(uid);
   todo.sort(
@@ -142,4 +168,10 @@ export async function reconcilePods(
     }
   }
   if (failed) throw failed;
+}
+
+function why(ctx: PodContext, sc: string): string {
+  return ctx.clusterState(sc) === 'draining'
+    ? `draining super cluster ${sc}`
+    : `super cluster ${sc}, which a rebalance moved the namespace's slices off`;
 }

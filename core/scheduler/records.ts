@@ -23,6 +23,8 @@ export type Obj = KubeObject & {
 
 /** CLUSTERS_KEY is the queue key that re-reads the super cluster registrations. */
 export const CLUSTERS_KEY = '@clusters/all';
+/** REBALANCE_KEY is the queue key that reads the rebalance request on the state ConfigMap. */
+export const REBALANCE_KEY = '@rebalance/request';
 /** clusterKey is the queue key that re-reads the Nodes of one super cluster. */
 export const clusterKey = (name: string) => `@cluster/${name}`;
 

@@ -30,13 +30,41 @@ export interface TenantPlacements {
   slices: Record<string, number>;
 }
 
+/** RebalanceMove is one slice a rebalance moved (or, in a dry run, would move). */
+export interface RebalanceMove {
+  /** tenant is the tenant's root namespace, namespace the tenant namespace whose slice moves */
+  tenant: string;
+  namespace: string;
+  from: string;
+  to: string;
+}
+
+/**
+ * RebalanceReport is the answer to the last rebalance request: `request` is the request annotation's value it
+ * answers (so a restarted scheduler does not run it again), `moves` what it moved (or would move, in a dry run),
+ * `remaining` how many more moves the policy would still make past the request's bound, `error` why it did nothing.
+ */
+export interface RebalanceReport {
+  request: string;
+  requestedAt?: string;
+  handledAt: string;
+  policy: string;
+  dryRun: boolean;
+  maxMoves?: number;
+  moves: RebalanceMove[];
+  remaining: number;
+  error?: string;
+}
+
 /**
  * SchedulerState is the summary's JSON: {clusters: {<name>: ClusterSummary}, tenants: {<root namespace>:
- * TenantPlacements}}; a tenant is named by its root namespace (the VirtualCluster's status.clusterNamespace).
+ * TenantPlacements}, rebalance?: RebalanceReport}; a tenant is named by its root namespace (the VirtualCluster's
+ * status.clusterNamespace).
  */
 export interface SchedulerState {
   clusters: Record<string, ClusterSummary>;
   tenants: Record<string, TenantPlacements>;
+  rebalance?: RebalanceReport;
 }
 
 /**

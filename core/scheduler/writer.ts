@@ -88,7 +88,8 @@ export class SchedulerWriter {
 
   // evict asks the tenant apiserver to evict a Pod (as kubectl drain does: PodDisruptionBudgets apply), so its
   // controller recreates it on the namespace's new placements.
-  async evict(s: TenantSession, pod: Obj, from: string): Promise<void> {
+  // `why` ends the Event's message: where the Pod was evicted from and why (default: a draining super cluster).
+  async evict(s: TenantSession, pod: Obj, from: string, why?: string): Promise<void> {
     const m = pod.metadata!;
     if (m.deletionTimestamp) return;
     try {
@@ -107,7 +108,7 @@ export class SchedulerWriter {
         pod,
         'Normal',
         'Evicted',
-        `pod ${m.namespace}/${m.name}: evicted from draining super cluster ${from}`,
+        `pod ${m.namespace}/${m.name}: evicted from ${why ?? `draining super cluster ${from}`}`,
       );
     } catch (e) {
       if (isNotFound(e)) return;

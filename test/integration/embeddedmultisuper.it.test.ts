@@ -289,7 +289,8 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
 
   // Removing a registration (its Secret, then its Cluster) stops new placements there and moves nothing: what is
   // placed stays, Pods included, until the admin registers it again and drains it with `vc superclusters drain`.
-  it('a super cluster whose registration goes gets no new placements; its placements stay until drained', async () => {
+  // Undrained, it takes slices back only when asked: `vc superclusters rebalance`.
+  it('a super cluster whose registration goes keeps its placements until drained; undrained, a rebalance moves slices back', async () => {
     type Pod = KubeObject & {
       status?: { phase?: string };
       spec?: { nodeName?: string; dnsPolicy?: string; dnsConfig?: { nameservers?: string[] } };
@@ -425,6 +426,97 @@ describe('vc up --super-clusters 2 (the embedded default with two super clusters
       const pinnedSystem = await r2.get(R.namespaces, undefined, superNamespace(pinnedKey, 'kube-system'));
       expect(pinnedSystem.metadata?.deletionTimestamp).toBeUndefined();
       expect(await r2.getOrNull(R.services, superNamespace(pinnedKey, 'kube-system'), 'kube-dns')).not.toBeNull();
+      expect(await r2.getOrNull(R.pods, superNamespace(pinnedKey, 'default'), 'here')).not.toBeNull();
+
+      // 4. Undrained: r2 takes new placements, but nothing placed moves by itself.
+      const kc = e.superCluster.kubeconfigPath;
+      await vc(['superclusters', 'undrain', 'r2', '--kubeconfig', kc]);
+      await eventually(async () => expect((await summary()).r2?.state).toBe('ready'), 30_000);
+      const sliced = ['after', 'later', 'sliced', 'spread'];
+      const all = async () =>
+        Object.fromEntries(await Promise.all(sliced.map(async (n) => [n, await placementsOf(n)])));
+      const drained = await all();
+      expect(drained).toEqual({ after: '{"r1":2}', later: '{"r1":2}', sliced: '{"r1":2}', spread: '{"r1":2}' });
+      const movesIn = (out: string) =>
+        out
+          .split('\n')
+          .filter((l) => l.startsWith(`${tenantKey} `) || l.startsWith(`${pinnedKey} `))
+          .map((l) => l.split(/\s+/).slice(1).join(' '));
+
+      // A dry run lists the moves and changes nothing.
+      const dry = await vc(['superclusters', 'rebalance', '--dry-run', '--max-moves', '100', '--kubeconfig', kc]);
+      expect(dry.stdout).toMatch(/^dry run \(spread\): \d+ slice move\(s\) planned, nothing changed, requested at /);
+      const planned = movesIn(dry.stdout);
+      // Both super clusters hold one kwok node alike: half of dev's 8 slices go back, one of each namespace.
+      expect([...planned].sort()).toEqual(sliced.map((n) => `${n} r1 -> r2`));
+      expect(await all()).toEqual(drained);
+      expect((await pods()).map((p) => p.metadata?.annotations?.[SUPER_CLUSTER])).toEqual(['r1', 'r1']);
+
+      // Bounded: one move at most, the first one planned; the report says how many are left.
+      const one = await vc(['superclusters', 'rebalance', '--max-moves', '1', '--kubeconfig', kc]);
+      expect(movesIn(one.stdout)).toEqual(planned.slice(0, 1));
+      expect(one.stdout).toContain('3 more move(s) past --max-moves 1: run it again to go on');
+      const first = planned[0]!.split(' ')[0]!;
+      await eventually(async () => expect(await placementsOf(first)).toBe('{"r1":1,"r2":1}'), 30_000);
+      expect(Object.values(await all()).filter((p) => p === '{"r1":2}')).toHaveLength(3);
+
+      // The rest, then nothing is left to move.
+      const rest = await vc(['superclusters', 'rebalance', '--kubeconfig', kc]);
+      expect(movesIn(rest.stdout)).toEqual(planned.slice(1));
+      await eventually(
+        async () => expect(Object.values(await all())).toEqual(sliced.map(() => '{"r1":1,"r2":1}')),
+        30_000,
+      );
+      const again = await vc(['superclusters', 'rebalance', '--dry-run', '--kubeconfig', kc]);
+      expect(again.stdout).toContain('0 slice move(s) planned');
+      const listed = await vc(['superclusters', '--kubeconfig', kc]);
+      expect(listed.stdout).toMatch(/\nLast rebalance \(spread, dry run\) at \S+: 0 slice move\(s\)\n$/);
+
+      // spread's Pod over its one slice left on r1 is evicted and comes back Running on r2, asking dev's kube-dns
+      // there, whose copy of kube-system (gone from r2 after the drain) is started on r2 again.
+      const back = await eventually(async () => {
+        const ps = await pods();
+        expect(ps.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
+        expect(ps.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+        return ps;
+      }, 90_000);
+      const r2DNS = await eventually(async () => {
+        const ip = (await r2.get<Svc>(R.services, kubeSystem, 'kube-dns')).spec?.clusterIP;
+        expect(ip).toBeTruthy();
+        return ip;
+      }, 60_000);
+      for (const p of back) {
+        const sc = p.metadata!.annotations![SUPER_CLUSTER]!;
+        const client = sc === 'r1' ? r1 : r2;
+        const copy = await client.get<Pod>(R.pods, superNamespace(tenantKey, 'spread'), p.metadata!.name!);
+        expect(copy.spec?.dnsPolicy).toBe('None');
+        expect(copy.spec?.dnsConfig?.nameservers).toEqual([sc === 'r1' ? dnsIP : r2DNS]);
+      }
+      await eventually(async () => {
+        const servers = (await r2.list<Pod>(R.pods, { namespace: kubeSystem, labelSelector: 'k8s-app=kube-dns' }))
+          .items;
+        expect(servers.map((p) => p.status?.phase)).toEqual(['Running']);
+      }, 60_000);
+      // Nothing is left wrongly on r1: its copies of spread's Pods are the one the tenant shows there.
+      const onR1 = back.filter((p) => p.metadata!.annotations![SUPER_CLUSTER] === 'r1').map((p) => p.metadata!.name);
+      await eventually(async () => {
+        const copies = (await r1.list<Pod>(R.pods, { namespace: superNamespace(tenantKey, 'spread') })).items;
+        expect(copies.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata!.name)).toEqual(onR1);
+      }, 60_000);
+      // Each moved namespace says so in an Event; the evicted Pod's Event names the rebalance.
+      await eventually(async () => {
+        const events = (
+          await dev.list<KubeObject & { reason?: string; message?: string }>(R.events, {
+            namespace: 'spread',
+          })
+        ).items;
+        expect(events.find((x) => x.reason === 'Rebalanced')?.message).toMatch(/moved 1 slice\(s\) r1->r2/);
+        expect(events.some((x) => x.reason === 'Evicted' && /rebalance/.test(x.message ?? ''))).toBe(true);
+      }, 30_000);
+      // The pinned tenant was never in a plan and is untouched.
+      expect(
+        (await r2.get(R.namespaces, undefined, superNamespace(pinnedKey, 'kube-system'))).metadata?.deletionTimestamp,
+      ).toBeUndefined();
       expect(await r2.getOrNull(R.pods, superNamespace(pinnedKey, 'default'), 'here')).not.toBeNull();
     } finally {
       r1.close();

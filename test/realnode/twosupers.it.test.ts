@@ -4,8 +4,9 @@
  * (core/dev/local/nodenetns.ts). The tenant's sliced namespace spreads a two-replica Deployment with the default
  * dnsPolicy over r1 and r2; both Pods run as containers and each resolves, through the copy of its tenant's DNS on
  * its own super cluster's node, a tenant Service by name to its own super cluster's copy of it. A Service whose
- * namespace is only on r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Stopping leaves no
- * namespace and no uplink on the host.
+ * namespace is only on r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Drained from r2,
+ * both Pods run and resolve on r1; undrained and rebalanced, one comes back to r2 and resolves there. Stopping leaves
+ * no namespace and no uplink on the host.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -191,6 +192,53 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
     const ip = (await dev.get(R.services, 'demo', 'web')).metadata?.annotations?.[`${CLUSTER_IP}r1`];
     expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     for (const p of moved) await lookedUp('r1', p.metadata!.name!, 'web.demo.svc.cluster.local', ip!);
+  });
+
+  it("undrained and rebalanced, a demo slice goes back to r2: the Pod recreated there resolves the tenant's Service on r2", async () => {
+    const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+    const vc = (...args: string[]) =>
+      execP(process.execPath, [vcBin, 'superclusters', ...args, '--kubeconfig', e.superCluster.kubeconfigPath], {
+        timeout: 90_000,
+      });
+    await vc('undrain', 'r2');
+    // The demo's two slices are on r1 with the far-* namespaces' ones: the first move is one of demo's (the
+    // namespace with the most slices there), once the scheduler sees r2 ready again. A dry run moves nothing.
+    const planned = await eventually(async () => {
+      const r = await vc('rebalance', '--dry-run', '--max-moves', '1');
+      expect(r.stdout).toMatch(new RegExp(`\\n${tenantKey}\\s+demo\\s+r1 -> r2\\n`));
+      return r.stdout;
+    }, 60_000);
+    expect(planned).toMatch(/^dry run \(spread\): 1 slice move\(s\) planned, nothing changed/);
+    const done = await vc('rebalance', '--max-moves', '1');
+    expect(done.stdout).toMatch(/^rebalanced \(spread\): 1 slice move\(s\)/);
+    expect(done.stdout).toMatch(new RegExp(`\\n${tenantKey}\\s+demo\\s+r1 -> r2\\n`));
+    // The newer of demo's Pods on r1 no longer fits its one slice left there: evicted, it comes back on r2's node.
+    const back = await eventually(async () => {
+      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
+      expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+      return items;
+    }, 300_000);
+    const onR2 = back.find((p) => p.metadata!.annotations![SUPER_CLUSTER] === 'r2')!;
+    expect(onR2.spec?.nodeName).toBe('r2.r2-real-0');
+    const r2 = await KubeClient.fromFile(kubeconfigOf('r2'));
+    try {
+      // It asks the copy of the tenant's DNS on r2 (started there again), which answers r2's copy of the Service.
+      const dns = await eventually(
+        () => r2.get<S>(R.services, superNamespace(tenantKey, 'kube-system'), 'kube-dns'),
+        60_000,
+      );
+      const copy = await r2.get<P>(R.pods, superNamespace(tenantKey, 'demo'), onR2.metadata!.name!);
+      expect(copy.spec?.dnsConfig?.nameservers?.[0]).toBe(dns.spec?.clusterIP);
+      const web = await eventually(async () => {
+        const ip = (await r2.get<S>(R.services, superNamespace(tenantKey, 'demo'), 'web')).spec?.clusterIP;
+        expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        return ip!;
+      }, 60_000);
+      await lookedUp('r2', onR2.metadata!.name!, 'web.demo.svc.cluster.local', web);
+    } finally {
+      r2.close();
+    }
   });
 
   it("stopping removes both nodes' network namespaces and uplinks from the host", async () => {

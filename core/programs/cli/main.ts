@@ -13,6 +13,7 @@ import { registerRotateCaCommand } from './rotateca.ts';
 import { registerUpCommands } from './up.ts';
 import { registerSuperClusterCommands } from './superclusters.ts';
 import { registerDrainCommands } from './drain.ts';
+import { registerRebalanceCommand } from './rebalance.ts';
 import { registerImageCommands } from './image.ts';
 import { registerInstallCommands } from './install.ts';
 import { KUBECONFIG_RULE } from './kubeconfig.ts';
@@ -197,6 +198,7 @@ registerInstallCommands(program);
 registerSuperClusterCommands(program);
 // After the `vc superclusters` listing is registered: drain and undrain go under it.
 registerDrainCommands(program);
+registerRebalanceCommand(program);
 registerImageCommands(program);
 registerVersionCommand(program);
 // Last: the completion script covers every command registered before it.

@@ -13,6 +13,7 @@ import { readSchedulerState, SCHEDULER_STATE_NAMESPACES, stateSections } from '.
 import { CliError, DEFAULT_STATE_DIR, metaKubeconfig } from './vcs.ts';
 import { formatData, outputOption } from './output.ts';
 import { clusterClient } from './kubeconfig.ts';
+import { lastRebalanceLine, parseRebalanceReport } from './rebalance.ts';
 
 /** SCHEDULER_STATE is the ConfigMap the namespace scheduler publishes its per-super-cluster summary in. */
 export const SCHEDULER_STATE = { name: 'vc-scheduler-state' } as const;
@@ -206,13 +207,12 @@ export function registerSuperClusterCommands(program: Command): void {
             throw e;
           }
           // The scheduler publishes in the manager's namespace: vc-system when deployed, kube-system under vc up.
-          const summaries = parseSchedulerState(
-            await readSchedulerState(
-              meta,
-              SCHEDULER_STATE.name,
-              o.schedulerNamespace ? [o.schedulerNamespace] : SCHEDULER_STATE_NAMESPACES,
-            ),
+          const data = await readSchedulerState(
+            meta,
+            SCHEDULER_STATE.name,
+            o.schedulerNamespace ? [o.schedulerNamespace] : SCHEDULER_STATE_NAMESPACES,
           );
+          const summaries = parseSchedulerState(data);
           const rows: ClusterRow[] = [];
           const statics = await staticSuperClusters(o.stateDir ?? (embedded ? DEFAULT_STATE_DIR : undefined));
           for (const s of statics) {
@@ -248,7 +248,9 @@ export function registerSuperClusterCommands(program: Command): void {
           // Every super cluster the manager syncs to is in the scheduler's summary, the static ones included.
           rows.push(...summaryRows(summaries, new Set(rows.map((r) => r.name))));
           const names = () => rows.map((r) => `supercluster/${r.name}\n`).join('');
-          process.stdout.write(o.output === 'name' ? names() : (formatData(rows, o.output) ?? formatRows(rows)));
+          // The table ends with the answer to the last rebalance request (vc superclusters rebalance), if any.
+          const table = () => formatRows(rows) + lastRebalanceLine(parseRebalanceReport(data));
+          process.stdout.write(o.output === 'name' ? names() : (formatData(rows, o.output) ?? table()));
         } finally {
           meta.close();
         }
