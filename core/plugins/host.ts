@@ -239,9 +239,9 @@ export class PluginHost {
     return out;
   }
 
-  /** close ends the sandbox processes of sandboxed plugins. */
+  /** close ends the sandbox processes of sandboxed plugins; a second close does nothing. */
   async close(): Promise<void> {
-    await Promise.all(this.sandboxes.map((s) => s.close()));
+    await Promise.all(this.sandboxes.splice(0).map((s) => s.close()));
   }
 
   /** names lists the active plugins. */
