@@ -4,7 +4,7 @@
  * when; this file is how.
  */
 import type { VersionedBinaries } from './upgrade.ts';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ExtraArgs } from '../../api/controlplane.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
@@ -315,6 +315,7 @@ async function metricsServerPlan(
     );
     return undefined;
   }
+  mkdirSync(dir, { recursive: true });
   const file = join(dir, METRICS_PORT_FILE);
   const port = existsSync(file) ? Number(readFileSync(file, 'utf8')) : (await freePorts(1))[0]!;
   writeFileSync(file, `${port}\n`);
