@@ -1442,9 +1442,10 @@ export interface ManagerConfigurationPlugins {
   /** Plugins to load besides the built-ins: paths (relative to this file) or npm package names. */
   thirdParty?: string[];
   /**
-   * Third-party plugins that run each in a sandbox process of their own (an empty environment, reading only their
-   * package, writing nothing, with a CPU and memory budget per call): paths (relative to this file) or npm package
-   * names. Only toSuper, toTenant, mutate and superName run there.
+   * Third-party plugins that run each in a sandbox process of their own (an empty environment, no network, reading only
+   * their package, writing nothing, with a CPU and memory budget per call): paths (relative to this file) or npm
+   * package names. Only toSuper, toTenant, mutate, superName and the vn-agent's node-call hooks (translateKubeletPath,
+   * filterNodeCall, filterNodeOutput) run there.
    */
   sandboxed?: string[];
   /** What one call of a sandboxed plugin may use, and how many stops disable it for every tenant. */
@@ -1456,10 +1457,16 @@ export interface ManagerConfigurationPlugins {
     /** Wall time of one call, in milliseconds, for a call that waits without using CPU (default 2000). */
     wallMillis?: number;
     /**
-     * Stops (budget exceeded, crash, undeclared read or write) after which the plugin is disabled for every tenant
-     * (default 3).
+     * Stops (budget exceeded, crash, undeclared read or write, a connection tried) after which the plugin is disabled
+     * for every tenant (default 3).
      */
     maxFailures?: number;
+    /**
+     * isolated (default): the sandbox process runs in a network namespace of its own with no interface up, and a host
+     * that cannot make one refuses to load sandboxed plugins; host: it shares the host's network, where the sandbox's
+     * own refusal of connections is the only barrier.
+     */
+    network?: 'isolated' | 'host';
   };
   /**
    * Ed25519 public keys (PEM files, relative to this file) that sign plugin packages. When set, a thirdParty or
@@ -1691,6 +1698,13 @@ export interface ManagerConfigurationVirtualClusters {
      * (their --kubelet-certificate-authority; the vNodes' kubelet is the vn-agent). Absent: not verified.
      */
     kubeletCAFile?: string;
+    /**
+     * Run metrics-server beside each tenant's control plane, fed by the vn-agent's per-tenant /metrics/resource, so
+     * kubectl top and HorizontalPodAutoscalers work in the tenant. Needs kubeletCAFile and the toolchain's
+     * metrics-server (vc up builds it when it starts real nodes; without it tenants start without metrics and the log
+     * says so). vc up turns it on when it has a real node.
+     */
+    metricsServer?: boolean;
     /**
      * Network confinement of each tenant's apiserver and controller manager: they run in a cgroup (v2) of their own
      * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints and Pod CIDRs,
@@ -1996,11 +2010,44 @@ export interface VnAgentConfigurationOps {
 }
 
 /**
- * Third-party plugins (paths relative to this file, or npm package names) and plugins turned on or off for every
- * tenant.
+ * Third-party plugins (paths relative to this file, or npm package names), sandboxed ones and the keys that sign them,
+ * and plugins turned on or off for every tenant; the same plugins as the manager's, for their node-call hooks.
  */
 export interface VnAgentConfigurationPlugins {
   thirdParty?: string[];
+  /**
+   * Third-party plugins that run each in a sandbox process of their own (an empty environment, no network, reading only
+   * their package, writing nothing, with a CPU and memory budget per call): paths (relative to this file) or npm
+   * package names. Only toSuper, toTenant, mutate, superName and the vn-agent's node-call hooks (translateKubeletPath,
+   * filterNodeCall, filterNodeOutput) run there.
+   */
+  sandboxed?: string[];
+  /** What one call of a sandboxed plugin may use, and how many stops disable it for every tenant. */
+  sandbox?: {
+    /** CPU time of one call, in milliseconds (default 250). */
+    cpuMillis?: number;
+    /** Heap limit of the sandbox process, and how far its resident size may grow in one call, in MiB (default 64). */
+    memoryMiB?: number;
+    /** Wall time of one call, in milliseconds, for a call that waits without using CPU (default 2000). */
+    wallMillis?: number;
+    /**
+     * Stops (budget exceeded, crash, undeclared read or write, a connection tried) after which the plugin is disabled
+     * for every tenant (default 3).
+     */
+    maxFailures?: number;
+    /**
+     * isolated (default): the sandbox process runs in a network namespace of its own with no interface up, and a host
+     * that cannot make one refuses to load sandboxed plugins; host: it shares the host's network, where the sandbox's
+     * own refusal of connections is the only barrier.
+     */
+    network?: 'isolated' | 'host';
+  };
+  /**
+   * Ed25519 public keys (PEM files, relative to this file) that sign plugin packages. When set, a thirdParty or
+   * sandboxed plugin loads only if its package carries a vc-plugin.sig (vc plugin sign) that verifies against one of
+   * them.
+   */
+  trustedKeys?: string[];
   enable?: string[];
   disable?: string[];
 }
@@ -2050,8 +2097,8 @@ export interface VnAgentConfiguration {
   /** The plain HTTP ops server (/healthz, /readyz, /metrics). */
   ops?: VnAgentConfigurationOps;
   /**
-   * Third-party plugins (paths relative to this file, or npm package names) and plugins turned on or off for every
-   * tenant.
+   * Third-party plugins (paths relative to this file, or npm package names), sandboxed ones and the keys that sign
+   * them, and plugins turned on or off for every tenant; the same plugins as the manager's, for their node-call hooks.
    */
   plugins?: VnAgentConfigurationPlugins;
   /** How long a client has to finish the TLS handshake. */

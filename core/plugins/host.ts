@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compileSchema, type FieldError, formatErrors, validate } from '../../schemas/validate.ts';
 import { childLogger } from '../log.ts';
-import { PluginSandbox, type SandboxBudget } from './sandbox/sandbox.ts';
+import { PluginSandbox, type SandboxBudget, type SandboxNetwork } from './sandbox/sandbox.ts';
 import { readTrustedKeys, signatureProblem, type TrustedKey } from './signing.ts';
 import { nearestPackageJson, type SdkDeclaration, sdkDeclarationOf, sdkVersionProblem } from './compat.ts';
 import {
@@ -75,7 +75,7 @@ export interface HostOptions {
    */
   trustedKeys?: string[];
   /** what one call of a sandboxed plugin may use (DEFAULT_SANDBOX_BUDGET where unset) */
-  sandbox?: Partial<SandboxBudget>;
+  sandbox?: Partial<SandboxBudget> & { network?: SandboxNetwork };
   /** opt-in plugins enabled for every tenant */
   enable?: string[];
   /** plugins disabled for every tenant */
@@ -140,7 +140,8 @@ export class PluginHost {
           continue;
         }
         const { entry, sdk, readPaths } = sandboxedEntry(spec, o.baseDir ?? process.cwd());
-        sandbox = new PluginSandbox({ entry, source: spec, readPaths, ...(o.sandbox && { budget: o.sandbox }) });
+        const { network, ...budget } = o.sandbox ?? {};
+        sandbox = new PluginSandbox({ entry, source: spec, readPaths, budget, ...(network && { network }) });
         const plugins = sandbox.load();
         h.sandboxes.push(sandbox);
         for (const p of plugins) h.admit(p, spec, sdk);
@@ -238,9 +239,9 @@ export class PluginHost {
     return out;
   }
 
-  /** close ends the sandbox processes of sandboxed plugins. */
+  /** close ends the sandbox processes of sandboxed plugins; a second close does nothing. */
   async close(): Promise<void> {
-    await Promise.all(this.sandboxes.map((s) => s.close()));
+    await Promise.all(this.sandboxes.splice(0).map((s) => s.close()));
   }
 
   /** names lists the active plugins. */

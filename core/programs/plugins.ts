@@ -14,7 +14,14 @@ export interface PluginsConfig {
   /** Ed25519 public key files; when set, third-party packages load only with a signature one of them verifies */
   trustedKeys?: string[];
   /** the budget of one call of a sandboxed plugin */
-  sandbox?: { cpuMillis?: number; memoryMiB?: number; wallMillis?: number; maxFailures?: number };
+  sandbox?: {
+    cpuMillis?: number;
+    memoryMiB?: number;
+    wallMillis?: number;
+    maxFailures?: number;
+    /** isolated (default): a network namespace of its own; host: the host's network (see SandboxNetwork) */
+    network?: 'isolated' | 'host';
+  };
   enable?: string[];
   disable?: string[];
   /** resources synced by configuration (plugins/generic); the manager's configuration only */

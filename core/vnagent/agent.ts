@@ -190,7 +190,7 @@ export class VnAgent {
     return this.ops?.port;
   }
 
-  /** stop stops listening, cuts every open request and stream, and stops the caches. */
+  /** stop stops listening, cuts every open request and stream, stops the caches and ends the plugins' sandboxes. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.forgetTimer);
@@ -201,7 +201,7 @@ export class VnAgent {
       this.kubeletAgent.destroy();
       await closed;
       await this.ops?.close();
-      await Promise.all([this.o.directory.stop(), this.o.superView.stop()]);
+      await Promise.all([this.o.directory.stop(), this.o.superView.stop(), this.o.plugins.close()]);
     })();
     return this.stopping;
   }

@@ -49,6 +49,8 @@ export function loadVnAgentConfig(file: string): VnAgentConfig {
     resolvePaths: (cfg, abs) => {
       for (const f of PATH_FIELDS) if (cfg[f]) cfg[f] = abs(cfg[f]);
       if (cfg.plugins?.thirdParty) cfg.plugins.thirdParty = cfg.plugins.thirdParty.map((p) => pluginPath(p, abs));
+      if (cfg.plugins?.sandboxed) cfg.plugins.sandboxed = cfg.plugins.sandboxed.map((p) => pluginPath(p, abs));
+      if (cfg.plugins?.trustedKeys) cfg.plugins.trustedKeys = cfg.plugins.trustedKeys.map(abs);
     },
   });
 }

@@ -1,12 +1,16 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLUGIN_API_VERSION, type NodeCall, type Plugin, type VnAgentCapability } from '../plugins/contract.ts';
 import { pluginErrorsTotal } from '../plugins/failures.ts';
 import { PluginHost } from '../plugins/host.ts';
 import { createCA, fingerprintSha256 } from '../pki/pki.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { agentTenant, type AgentTenant } from './auth.ts';
+import { translatePath } from './routes.ts';
 import { filterNodeCall, lineFilter, MAX_LINE, nodeCallOf, outputFilter, queryOf, withQuery } from './hooks.ts';
 
 /** hooked is a mutator of pods carrying node-call hooks, as a third-party plugin would. */
@@ -150,5 +154,67 @@ describe('vn-agent node-call hooks', () => {
     expect(await run([e.subarray(0, 1), e.subarray(1)])).toBe('[é\n]');
     const long = 'x'.repeat(MAX_LINE);
     expect(await run([Buffer.from(long), Buffer.from('y\n')])).toBe(`[${long}][y\n]`);
+  });
+});
+
+/** BOXED is a third-party plugin package with all three node-call hooks, for the vn-agent to run in a sandbox. */
+const BOXED = `export default {
+  manifest: { apiVersion: 'plugins.tenancy.x-k8s.io/v1', name: 'boxed', version: '0.1.0', direction: 'mutator',
+    mutates: 'pods', sourceOfTruth: 'tenant', processes: ['manager', 'vn-agent'] },
+  mutate: (desired) => ({ object: desired }),
+  translateKubeletPath(path, ctx) {
+    const m = /^\\/boxed\\/([^/]+)\\/(.+)$/.exec(path);
+    return m ? '/containerLogs/' + ctx.names.superNamespace(m[1]) + '/' + m[2] : null;
+  },
+  filterNodeCall(call, ctx) {
+    if (call.kind === 'exec') return { allow: false, reason: 'no exec into ' + call.pod + ' of ' + ctx.tenant.vcName };
+    return { allow: true, query: { ...call.query, tailLines: ['2'] } };
+  },
+  filterNodeOutput: (call, text) => text.replace(/password=\\S+/g, 'password=***'),
+};
+`;
+
+describe('node-call hooks of a sandboxed plugin', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vc-hooks-sandboxed-'));
+  let host: PluginHost;
+  let t: AgentTenant;
+  beforeAll(async () => {
+    mkdirSync(join(dir, 'boxed'));
+    writeFileSync(join(dir, 'boxed/package.json'), '{"name":"boxed","type":"module","main":"index.js"}');
+    writeFileSync(join(dir, 'boxed/index.js'), BOXED);
+    host = await PluginHost.load({
+      process: 'vn-agent',
+      builtins: builtinPlugins,
+      sandboxed: [join(dir, 'boxed')],
+    });
+    const ca = await createCA('t-ca', 1);
+    t = agentTenant({
+      key: 'team-a-111111-a',
+      vcName: 'a',
+      caPem: ca.certPem,
+      fingerprint: fingerprintSha256(ca.certPem),
+    });
+  });
+  afterAll(async () => {
+    await host.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs in the vn-agent as an in-process plugin would: path, request filter and output filter', () => {
+    expect(host.failures).toEqual([]);
+    expect(translatePath(host, t, '/boxed/default/p/c')).toBe(
+      `/containerLogs/${t.names.superNamespace('default')}/p/c`,
+    );
+    expect(filterNodeCall(host, t, logs({ tailLines: ['9'] }))).toEqual({
+      ok: true,
+      query: { tailLines: ['2'] },
+      changed: true,
+    });
+    expect(filterNodeCall(host, t, { ...logs(), kind: 'exec' })).toEqual({
+      ok: false,
+      plugin: 'boxed',
+      reason: 'no exec into p of a',
+    });
+    expect(outputFilter(host, t, logs())!('user=x password=hunter2\n')).toBe('user=x password=***\n');
   });
 });

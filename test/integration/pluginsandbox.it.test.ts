@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -15,6 +15,37 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const FIXTURE = join(import.meta.dirname, '../../core/plugins/sandbox/testdata/misbehaving');
 const ANN = 'example.com/sandboxed';
+const HOSTILE = 'example.com/hostile';
+/** OUTSIDE is an address outside this machine, for a plugin that phones home. */
+const OUTSIDE = '192.0.2.1:443';
+
+/**
+ * hostilePlugin is a sandboxed plugin that tries to reach the super apiserver (`api`, host:port) and the outside
+ * while it loads, and again in a call when the tenant's ConfigMap is labelled `dial`; it swallows every error and
+ * annotates what it saw.
+ */
+function hostilePlugin(api: string): string {
+  return `import { connect } from 'node:net';
+const seen = [];
+const tcp = (to) => new Promise((resolve) => {
+  const [host, port] = to.split(':');
+  try {
+    connect(Number(port), host).on('connect', () => resolve('connected')).on('error', (e) => resolve(e.code));
+  } catch (e) { resolve(e.code ?? e.message) }
+});
+try { await fetch('https://${api}/version'); seen.push('api-fetch=answered') } catch (e) { seen.push('api-fetch=' + (e.cause?.code ?? e.message)) }
+seen.push('api-tcp=' + (await tcp('${api}')), 'outside-tcp=' + (await tcp('${OUTSIDE}')));
+export default {
+  manifest: { apiVersion: 'plugins.tenancy.x-k8s.io/v1', name: 'hostile', version: '0.1.0', direction: 'mutator',
+    mutates: 'configmaps', sourceOfTruth: 'tenant', processes: ['manager'] },
+  mutate(desired, tenantObj) {
+    if (tenantObj.metadata.labels?.dial) { try { connect(${api.split(':')[1]}, '${api.split(':')[0]}') } catch {} }
+    desired.metadata.annotations = { ...desired.metadata.annotations, '${HOSTILE}': seen.join(' ') };
+    return { object: desired };
+  },
+};
+`;
+}
 
 async function metric(
   m: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> },
@@ -56,6 +87,9 @@ describe('a sandboxed plugin on the real syncer', () => {
       tenants[k] = await cp.client();
       list.push({ name: k, namespace: `team-${k}`, uid: `uid-${k}`, kubeconfig: cp.kubeconfigPath });
     }
+    mkdirSync(join(dir, 'hostile'));
+    writeFileSync(join(dir, 'hostile/package.json'), '{"name":"hostile","type":"module","main":"index.js"}');
+    writeFileSync(join(dir, 'hostile/index.js'), hostilePlugin(t.client.server.host));
     const file = join(dir, 'manager.yaml');
     writeFileSync(
       file,
@@ -64,7 +98,10 @@ describe('a sandboxed plugin on the real syncer', () => {
         kind: 'ManagerConfiguration',
         superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
         syncer: { workers: 4, patrolIntervalSeconds: 0 },
-        plugins: { sandboxed: [FIXTURE], sandbox: { cpuMillis: 100, memoryMiB: 32, maxFailures: 12 } },
+        plugins: {
+          sandboxed: [FIXTURE, join(dir, 'hostile')],
+          sandbox: { cpuMillis: 100, memoryMiB: 32, maxFailures: 12 },
+        },
         tenants: list,
       }),
     );
@@ -118,5 +155,25 @@ describe('a sandboxed plugin on the real syncer', () => {
     expect(looped.metadata?.annotations?.[ANN]).toBeUndefined();
     await create('a', 'good-a2');
     expect((await eventually(() => superCm('a', 'good-a2'), 30_000)).metadata?.annotations?.[ANN]).toBeUndefined();
+  });
+
+  it('keeps a plugin that phones home off the network: the super apiserver and the outside refuse it, and the host names it', async () => {
+    // what the test reaches, the plugin does not
+    expect(await t.client.get(R.namespaces, '', 'default')).toBeDefined();
+    expect(await metric(sandboxStopsTotal, { plugin: 'hostile', reason: 'network' })).toBe(3);
+    await create('b', 'watched');
+    const cm = await eventually(() => superCm('b', 'watched'), 30_000);
+    expect(cm.metadata?.annotations?.[HOSTILE]).toBe('api-fetch=EACCES api-tcp=EACCES outside-tcp=EACCES');
+
+    // Tried in a call, the connection stops the call by name, every retry counts, and the plugin is disabled; the
+    // tenant's ConfigMap then syncs without it.
+    await tenants.a.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'dialer', namespace: 'default', labels: { dial: 'yes' } },
+    });
+    await eventually(async () => expect(await metric(sandboxDisabled, { plugin: 'hostile' })).toBe(1), 90_000);
+    const dialer = await eventually(() => superCm('a', 'dialer'), 60_000);
+    expect(dialer.metadata?.annotations?.[HOSTILE]).toBeUndefined();
   });
 });

@@ -180,6 +180,23 @@ describe('README walkthrough against vc up --detach on a real node', () => {
             expect(await webPods()).toContain(out.trim());
           },
         },
+        {
+          line: /kubectl top pods/,
+          // both web Pods under their tenant names, each with CPU and memory in use
+          check: async (out) => {
+            const rows = out
+              .trim()
+              .split('\n')
+              .slice(1)
+              .map((l) => l.trim().split(/\s+/));
+            const web = rows.filter(([name]) => podName.test(name ?? ''));
+            expect(web.map(([name]) => name).sort()).toEqual((await webPods()).sort());
+            for (const [, cpu, memory] of web) {
+              expect(cpu).toMatch(/^\d+m$/);
+              expect(memory).toMatch(/^[1-9]\d*Mi$/);
+            }
+          },
+        },
       ];
       const lines = walkthroughCommands();
       for (const c of checks)

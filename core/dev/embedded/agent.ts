@@ -40,6 +40,8 @@ export async function startNodesAgent(
     podAddress?: string;
     /** third-party plugins the manager loads (`vc up --plugin`): the agent loads them too, for their node-call hooks */
     thirdParty?: string[];
+    /** sandboxed third-party plugins the manager loads: the agent runs their node-call hooks in sandboxes too */
+    sandboxed?: string[];
   },
 ): Promise<VnAgent> {
   const cluster = o.cluster ?? sc.cluster;
@@ -69,7 +71,10 @@ export async function startNodesAgent(
     serving,
     directory: o.directory ?? new VirtualClusterDirectory({ meta }),
     superView: new NodesSuperView(views),
-    plugins: await pluginHostFromConfig('vn-agent', o.thirdParty?.length ? { thirdParty: o.thirdParty } : undefined),
+    plugins: await pluginHostFromConfig('vn-agent', {
+      ...(o.thirdParty?.length && { thirdParty: o.thirdParty }),
+      ...(o.sandboxed?.length && { sandboxed: o.sandboxed }),
+    }),
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
     handshakeTimeoutMs: o.handshakeTimeoutMs,
   });

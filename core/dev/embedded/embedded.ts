@@ -124,6 +124,12 @@ export async function startEmbedded(o: {
    * not offered.
    */
   meta?: boolean;
+  /**
+   * metricsServer runs metrics-server beside each local tenant when there is a real node (LocalProvisionerOptions
+   * .metricsServer): `kubectl top` and HPAs in the tenants. The binary must be built (ensureMetricsServer); `vc up`
+   * turns it on and builds it, tests that do not measure usage leave it off (default).
+   */
+  metricsServer?: boolean;
 }): Promise<Embedded> {
   const count = o.superClusters ?? 1;
   const meta = o.meta ?? false;
@@ -251,6 +257,8 @@ export async function startEmbedded(o: {
           ...(sc.realNodes[0] && { podAddress: sc.realNodes[0].hostAddress }),
           // tenant apiservers verify the vn-agents' serving certificates (startNodesAgent: of the first super's CA)
           kubeletCAFile: agentCAFile,
+          // kubectl top and HPAs in every tenant, where a real node has Pods to measure (kwok's report no usage)
+          ...(o.metricsServer && sc.realNodes.length > 0 && { metricsServer: true }),
         },
         // Native tenants are Pods in the meta cluster: offered where it has the real node.
         ...(metaRealNode && {

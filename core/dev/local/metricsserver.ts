@@ -140,8 +140,12 @@ export interface TenantMetricsServerOptions {
   /** CA file of the vn-agent's serving certificate */
   kubeletCaFile: string;
   resolutionSeconds?: number;
-  /** how long to wait for the APIService to become Available (default 120 s) */
+  /** how long to wait for the APIService to become Available (default 120 s); 0: do not wait */
   timeoutMs?: number;
+  /** the port to serve on (default a free one) */
+  port?: number;
+  /** the metrics-server executable (default: built on demand, ensureMetricsServer) */
+  binary?: string;
 }
 
 /** TenantMetricsServer is a running metrics-server registered in its tenant. */
@@ -158,7 +162,7 @@ export interface TenantMetricsServer {
  * of `o.dir`, registers it in the tenant and waits until the tenant apiserver reports the APIService Available.
  */
 export async function startTenantMetricsServer(o: TenantMetricsServerOptions): Promise<TenantMetricsServer> {
-  const bin = await ensureMetricsServer();
+  const bin = o.binary ?? (await ensureMetricsServer());
   const dir = join(o.dir, 'metrics-server');
   mkdirSync(dir, { recursive: true });
   const pki = join(o.dir, 'pki');
@@ -167,7 +171,7 @@ export async function startTenantMetricsServer(o: TenantMetricsServerOptions): P
     keyPem: readFileSync(join(pki, PKI_FILES.ca.key), 'utf8'),
   };
   const address = hostAddress();
-  const [port] = await freePorts(1);
+  const port = o.port ?? (await freePorts(1))[0];
   const serving = await issueCert(ca, {
     commonName: 'metrics-server',
     dnsNames: ['metrics-server.kube-system.svc'],
@@ -202,6 +206,7 @@ export async function startTenantMetricsServer(o: TenantMetricsServerOptions): P
   try {
     for (const x of metricsServerObjects({ address, port: port!, caPem: ca.certPem }))
       await o.client.apply(x.resource, x.object, FIELD_MANAGER);
+    if (o.timeoutMs === 0) return { process, address, port: port!, stop };
     await waitFor(
       `APIService ${METRICS_API} Available`,
       async () => {

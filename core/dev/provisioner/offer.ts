@@ -18,6 +18,7 @@ export function localProvisioners(cfg: ManagerConfig): { local?: LocalProvisione
         ...(local.kubeletCAFile && { kubeletCAFile: local.kubeletCAFile }),
         ...(local.confine && { confine: local.confine }),
         ...(local.certificates && { certificates: local.certificates }),
+        ...(local.metricsServer && { metricsServer: true }),
       },
     ),
   };

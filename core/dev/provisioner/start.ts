@@ -4,7 +4,7 @@
  * when; this file is how.
  */
 import type { VersionedBinaries } from './upgrade.ts';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ExtraArgs } from '../../api/controlplane.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
@@ -19,7 +19,9 @@ import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlpla
 import { type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
 import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
+import { hostAddress, startTenantMetricsServer, type TenantMetricsServer } from '../local/metricsserver.ts';
 import { freePorts } from '../local/process.ts';
+import { metricsServerPath } from '../../toolchain/metricsserver.ts';
 
 const log = childLogger({ controller: 'provisioner-local' });
 
@@ -68,6 +70,13 @@ export interface LocalProvisionerOptions {
    * the share of its life after which it is renewed (0 < f < 1, default DEFAULT_RENEW_FRACTION, two thirds).
    */
   certificates?: { validityDays?: number; renewFraction?: number };
+  /**
+   * metricsServer runs metrics-server beside each tenant's control plane (core/dev/local/metricsserver.ts), fed by the
+   * vn-agent's filtered /metrics/resource, so `kubectl top` and HorizontalPodAutoscalers work in the tenant. It needs
+   * kubeletCAFile (the vn-agent's CA) and the metrics-server binary of the toolchain (ensureMetricsServer; `vc up`
+   * builds it when it starts real nodes); without the binary a tenant starts without it and says so in the log.
+   */
+  metricsServer?: boolean;
 }
 
 /** Running is one served tenant: its control plane, its own etcd (absent on the shared one) and the spec it runs. */
@@ -80,6 +89,8 @@ export interface Running {
   dnsView?: DnsView;
   /** the network confinement of the apiserver and controller manager */
   confinement?: NetConfinement;
+  /** metrics-server of the tenant (LocalProvisionerOptions.metricsServer) */
+  metricsServer?: TenantMetricsServer;
   /** what each component runs with, and its hash */
   settings: ComponentSettings;
   hash: string;
@@ -109,6 +120,8 @@ export interface LocalSettings {
 
 /** POD_PORT_FILE keeps a tenant's forwarder port: its Pods carry it in their environment. */
 const POD_PORT_FILE = 'pod-port';
+/** METRICS_PORT_FILE keeps a tenant's metrics-server port: its APIService's Endpoints name it. */
+const METRICS_PORT_FILE = 'metrics-server-port';
 /** DNS_PORT_FILE keeps a tenant's DNS view port: its DNS server's kubeconfig names it. */
 const DNS_PORT_FILE = 'dns-view-port';
 
@@ -215,7 +228,9 @@ export async function startComponents(
   const etcdHealthy = kept ? undefined : etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
   let confinement: NetConfinement | undefined;
   try {
-    const confined = ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd));
+    const metrics = await metricsServerPlan(ctx, root, dir);
+    const confined =
+      ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd, metrics && [metrics.endpoint]));
     confinement = confined?.confinement;
     const cp = await LocalControlPlane.prepare({
       ...controlPlaneOptions(ctx, vc, root, etcd ?? ctx.etcd, confined?.confinement.cgroupDir, desired),
@@ -249,8 +264,10 @@ export async function startComponents(
       await cp.stop();
       throw e;
     }
+    const metricsServer = metrics && (await metrics.start(cp));
     return {
       cp,
+      ...(metricsServer && { metricsServer }),
       ...(etcd && { etcd }),
       ...(forwarder && { forwarder }),
       ...(dnsView && { dnsView }),
@@ -273,6 +290,7 @@ async function confine(
   root: string,
   dir: string,
   etcd: EtcdEndpoint,
+  endpoints: Array<{ host: string; port: number }> = [],
 ): Promise<{ confinement: NetConfinement; apiserverPort: number }> {
   const cgroups = cgroup2Root();
   if (!cgroups) throw new Error('confining a local control plane needs a cgroup v2 hierarchy on this host');
@@ -282,7 +300,11 @@ async function confine(
   const etcdPort = Number(new URL(etcd.endpoint).port);
   const confinement = new NetConfinement(
     root,
-    { ...ctx.options.confine!, loopbackPorts: [etcdPort, apiserverPort] },
+    {
+      ...ctx.options.confine!,
+      endpoints: [...ctx.options.confine!.endpoints, ...endpoints],
+      loopbackPorts: [etcdPort, apiserverPort],
+    },
     cgroups,
   );
   await confinement.apply();
@@ -330,9 +352,71 @@ async function startForwarder(dir: string, host: string, cp: LocalControlPlane):
   return f;
 }
 
-/** stopRunning stops a tenant's control plane, then its etcd (unless keepEtcd: a sleep that keeps it). */
+/**
+ * metricsServerPlan decides whether the tenant gets metrics-server and where it will listen (this host's address, a
+ * port kept across restarts), so that a confined apiserver may reach it; start runs it once the apiserver is up. A
+ * tenant starts without it when the binary is not built or it fails to start: metrics are not worth a tenant.
+ */
+async function metricsServerPlan(
+  ctx: StartContext,
+  root: string,
+  dir: string,
+): Promise<
+  | { endpoint: { host: string; port: number }; start(cp: LocalControlPlane): Promise<TenantMetricsServer | undefined> }
+  | undefined
+> {
+  const kubeletCaFile = ctx.options.kubeletCAFile;
+  if (!ctx.options.metricsServer || !kubeletCaFile) return undefined;
+  const binary = metricsServerPath();
+  if (!binary) {
+    log.warn(
+      { tenant: root },
+      'metrics-server is not built: the tenant has no kubectl top or HPA metrics (vc up builds it with real nodes)',
+    );
+    return undefined;
+  }
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, METRICS_PORT_FILE);
+  const port = existsSync(file) ? Number(readFileSync(file, 'utf8')) : (await freePorts(1))[0]!;
+  writeFileSync(file, `${port}\n`);
+  const endpoint = { host: hostAddress(), port };
+  return {
+    endpoint,
+    async start(cp) {
+      const client = await cp.client();
+      try {
+        const ms = await startTenantMetricsServer({
+          dir: cp.dir,
+          kubeconfigPath: cp.kubeconfigPath,
+          client,
+          kubeletCaFile,
+          port,
+          binary,
+          timeoutMs: 0,
+        });
+        return {
+          ...ms,
+          async stop() {
+            await ms.stop();
+            client.close();
+          },
+        };
+      } catch (e) {
+        client.close();
+        log.error(
+          { tenant: root, err: e instanceof Error ? e.message : String(e) },
+          'metrics-server did not start: the tenant runs without kubectl top and HPA metrics',
+        );
+        return undefined;
+      }
+    },
+  };
+}
+
+/** stopRunning stops a tenant's metrics-server and control plane, then its etcd (unless keepEtcd: a sleep that keeps it). */
 export async function stopRunning(r: Parts & { unwatch?: () => void }, o: { keepEtcd?: boolean } = {}): Promise<void> {
   r.unwatch?.();
+  await r.metricsServer?.stop();
   await r.dnsView?.stop();
   await r.forwarder?.stop();
   await r.cp.stop();

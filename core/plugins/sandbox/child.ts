@@ -48,6 +48,40 @@ const names = {
   superNamespace: (ns) => ask({ t: 'name', fn: 'superNamespace', arg: ns }),
   tenantNamespace: (ns) => ask({ t: 'name', fn: 'tenantNamespace', arg: ns }),
 };
+// No socket leaves the sandbox: the host starts it in a network namespace of its own with no interface up, which
+// refuses TCP, UDP and abstract sockets in the kernel. Sockets on files (unix sockets such as a container runtime's)
+// are outside a network namespace and Node's permission model does not check them, so every connect and send is
+// refused here as well, and reported to the host with its destination; the plugin cannot undo this (the methods are
+// frozen, and the permission model denies process.binding, the only other way to a socket).
+const net = await import('node:net');
+const dgram = await import('node:dgram');
+const destination = (args) => {
+  const a = Array.isArray(args[0]) ? args[0] : args;
+  const o = a[0];
+  if (o !== null && typeof o === 'object') return o.path ?? (o.host ?? 'localhost') + ':' + String(o.port);
+  if (typeof o === 'string' && !/^[0-9]+$/.test(o)) return o;
+  return (typeof a[1] === 'string' ? a[1] : 'localhost') + ':' + String(o);
+};
+const refuse = (what) => {
+  send({ t: 'net', to: what });
+  const e = new Error('the plugin sandbox has no network: connecting to ' + what + ' was refused');
+  e.code = 'EACCES';
+  throw e;
+};
+const seal = (proto, name, fn) =>
+  Object.defineProperty(proto, name, { value: fn, writable: false, configurable: false, enumerable: false });
+seal(net.Socket.prototype, 'connect', function (...args) {
+  refuse(destination(args));
+});
+seal(dgram.Socket.prototype, 'connect', function (port, address) {
+  refuse((typeof address === 'string' ? address : 'localhost') + ':' + String(port));
+});
+seal(dgram.Socket.prototype, 'send', function (msg, ...rest) {
+  // send(msg[, offset, length][, port][, address][, callback]): the port is the last number
+  const port = rest.filter((x) => typeof x === 'number').pop();
+  const address = rest.find((x) => typeof x === 'string');
+  refuse((address ?? 'localhost') + ':' + String(port ?? '?'));
+});
 const HOOKS = __HOOKS__;
 let plugins;
 try {
@@ -105,7 +139,7 @@ const post = (m) => {
 port.on('message', (m) => {
   if (m.t === 'spawn') {
     const g = ++generation;
-    const c = spawn(m.node, m.args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
+    const c = spawn(m.command, m.args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {} });
     child = c;
     const decoder = new StringDecoder('utf8');
     let pending = '';

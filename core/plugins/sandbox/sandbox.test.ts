@@ -1,11 +1,16 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../kube/resources.ts';
 import { isMutator, type MutatorPlugin } from '../contract.ts';
 import { MapCache, testContext } from '../testing.ts';
-import { PluginSandbox, sandboxStopsTotal } from './sandbox.ts';
+import { networkIsolation, PluginSandbox, sandboxStopsTotal, SandboxStop } from './sandbox.ts';
 
 const dir = join(import.meta.dirname, 'testdata/misbehaving');
+const misbehaving = dir;
 
 function cm(name: string, misbehave?: string) {
   return {
@@ -111,6 +116,98 @@ describe('maxFailures', () => {
       expect(() => sandbox.load()).toThrow(/Cannot find module|ERR_MODULE_NOT_FOUND|missing\.js/);
     } finally {
       void sandbox.close();
+    }
+  });
+});
+
+describe('the network', () => {
+  // A real listener on loopback that the test process reaches: what a sandboxed plugin must not reach.
+  let server: Server;
+  let target: string;
+  let sandbox: PluginSandbox;
+  let plugin: MutatorPlugin;
+  let dir: string;
+  beforeAll(async () => {
+    server = createServer((s) => s.end());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    target = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    sandbox = new PluginSandbox({
+      entry: join(misbehaving, 'index.js'),
+      source: misbehaving,
+      readPaths: [misbehaving],
+    });
+    plugin = sandbox.load()[0] as MutatorPlugin;
+    dir = mkdtempSync(join(tmpdir(), 'vc-sandbox-net-'));
+  });
+  afterAll(async () => {
+    await sandbox.close();
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const connectScript = (t: string) =>
+    `const [h, p] = ${JSON.stringify(t.split(':'))}; require('node:net').connect(Number(p), h)` +
+    `.on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => console.log(e.code))`;
+
+  it('starts the sandbox process in a network namespace of its own, where the kernel refuses what the host reaches', () => {
+    const iso = networkIsolation();
+    if ('error' in iso) throw new Error(iso.error);
+    const run = (prefix: string[]) => {
+      const cmd = [...prefix, process.execPath, '-e', connectScript(target)];
+      return spawnSync(cmd[0]!, cmd.slice(1), { encoding: 'utf8', timeout: 30_000 }).stdout.trim();
+    };
+    expect(run([])).toBe('connected');
+    expect(run(iso.prefix)).toBe('ENETUNREACH');
+  });
+
+  it('refuses a connect and a datagram in a call, stops the call by name with the destination, and serves the next', async () => {
+    const before = await stops('misbehaving', 'network');
+    const obj = { ...cm('dial', 'connect'), data: { target } };
+    const err = (() => {
+      try {
+        plugin.mutate(obj, obj, testContext());
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(SandboxStop);
+    expect((err as SandboxStop).reason).toBe('network');
+    expect((err as SandboxStop).message).toBe(
+      `plugin misbehaving tried to connect to ${target} in mutate; a sandboxed plugin has no network, and the connection was refused`,
+    );
+    expect(await stops('misbehaving', 'network')).toBe(before + 1);
+    expect(plugin.mutate(cm('two'), cm('two'), testContext()).object?.metadata?.annotations).toBeDefined();
+  });
+
+  it('reports connections a module tries while it loads against its plugin, and the module sees them fail', async () => {
+    writeFileSync(
+      join(dir, 'index.js'),
+      `import { connect } from 'node:net';
+const errors = [];
+const [host, port] = ${JSON.stringify(target.split(':'))};
+try { await fetch('http://' + host + ':' + port + '/'); errors.push('fetch=ok') } catch (e) { errors.push('fetch=' + (e.cause?.code ?? e.message)) }
+await new Promise((resolve) => {
+  try {
+    connect(Number(port), host).on('connect', () => { errors.push('tcp=ok'); resolve() }).on('error', (e) => { errors.push('tcp=' + e.code); resolve() });
+  } catch (e) { errors.push('tcp=' + e.code); resolve() }
+});
+export default {
+  manifest: { apiVersion: 'plugins.tenancy.x-k8s.io/v1', name: 'phones-home', version: '0.1.0', direction: 'mutator',
+    mutates: 'configmaps', sourceOfTruth: 'tenant', processes: ['manager'] },
+  mutate(desired) { desired.metadata.annotations = { seen: errors.join(' ') }; return { object: desired }; },
+};
+`,
+    );
+    const before = await stops('phones-home', 'network');
+    const s = new PluginSandbox({ entry: join(dir, 'index.js'), source: dir, readPaths: [dir] });
+    try {
+      const p = s.load()[0] as MutatorPlugin;
+      expect(await stops('phones-home', 'network')).toBe(before + 2);
+      expect(p.mutate(cm('a'), cm('a'), testContext()).object?.metadata?.annotations?.seen).toBe(
+        'fetch=EACCES tcp=EACCES',
+      );
+    } finally {
+      await s.close();
     }
   });
 });

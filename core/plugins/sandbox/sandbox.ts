@@ -1,4 +1,6 @@
-import { readFileSync, realpathSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, readFileSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
@@ -31,13 +33,43 @@ export const DEFAULT_SANDBOX_BUDGET: SandboxBudget = {
   maxFailures: 3,
 };
 
-/** SANDBOX_HOOKS are the plugin functions a sandboxed plugin may implement: the transforms and the super name. */
-export const SANDBOX_HOOKS = ['toSuper', 'toTenant', 'mutate', 'superName'] as const;
-/** the hooks of the contract a sandbox does not carry: they hand the plugin live functions or work outside a call */
-const UNSUPPORTED = ['route', 'beforeBind', 'translateKubeletPath', 'watches', 'indexes'] as const;
+/**
+ * SANDBOX_HOOKS are the plugin functions a sandboxed plugin may implement: the transforms and the super name (in the
+ * manager), and the node-call hooks (in the vn-agent). Each takes plain data and the tenant's view, and asks for the
+ * caches and naming rules through the host during the call.
+ */
+export const SANDBOX_HOOKS = [
+  'toSuper',
+  'toTenant',
+  'mutate',
+  'superName',
+  'translateKubeletPath',
+  'filterNodeCall',
+  'filterNodeOutput',
+] as const;
+
+/**
+ * UNSUPPORTED are the parts of the contract a sandbox does not carry, each with the reason a refusal gives. They run
+ * outside a call for one tenant: on the super informers' event path, over every tenant's objects, where a blocking
+ * round trip to a process would stall every tenant's events, and where the host could not confine the plugin to one
+ * tenant's view.
+ */
+export const UNSUPPORTED: Readonly<Record<string, string>> = {
+  route:
+    'route runs on the super informer event path for every super object of its resource, of all tenants, to decide ' +
+    "which tenant owns it: it would see other tenants' objects, and a blocked call would stall every tenant's events " +
+    '(a sandboxed up plugin routes by the ownership annotations, the default)',
+  watches:
+    "watches hold map functions the informers call on every event of another resource, of all tenants, before any call: the same reasons as route's",
+  indexes:
+    "indexes hold functions the super informer runs on every object of all tenants to keep its indexes: the same reasons as route's",
+  beforeBind:
+    'beforeBind creates objects in the tenant ahead of a bind (the vNode), a write of another kind than the ' +
+    "plugin's own resource, which only built-in plugins may make",
+};
 
 /** SANDBOX_STOP_REASONS label vc_plugin_sandbox_stops_total. */
-export const SANDBOX_STOP_REASONS = ['cpu', 'memory', 'wall', 'crash', 'undeclared'] as const;
+export const SANDBOX_STOP_REASONS = ['cpu', 'memory', 'wall', 'crash', 'undeclared', 'network'] as const;
 /** SandboxStopReason is one of SANDBOX_STOP_REASONS. */
 export type SandboxStopReason = (typeof SANDBOX_STOP_REASONS)[number];
 
@@ -46,7 +78,8 @@ export const sandboxStopsTotal = new Counter({
   name: 'vc_plugin_sandbox_stops_total',
   help:
     'Calls of sandboxed plugins stopped by the host, per plugin and reason: cpu, memory or wall (budget exceeded, ' +
-    'the sandbox process is killed), crash (it died), undeclared (it read or wrote what its manifest does not declare).',
+    'the sandbox process is killed), crash (it died), undeclared (it read or wrote what its manifest does not declare), ' +
+    'network (it tried to open a connection or send a datagram, which the sandbox refuses).',
   labelNames: ['plugin', 'reason'],
   registers: [registry],
 });
@@ -96,6 +129,55 @@ export interface SandboxOptions {
   /** folders the sandbox process may read (the plugin package and the SDK); nothing else, and it may write nothing */
   readPaths: string[];
   budget?: Partial<SandboxBudget>;
+  /** how the process reaches the network (default isolated) */
+  network?: SandboxNetwork;
+}
+
+/**
+ * SandboxNetwork is how a sandbox process is kept off the network. `isolated` (the default) starts it in a network
+ * namespace of its own with no interface up, so the kernel refuses every TCP, UDP and abstract-socket connection,
+ * to the super apiserver, the manager's ports and anywhere else; a host that cannot make one refuses to load
+ * sandboxed plugins. `host` leaves it on the host's network, for a platform without namespaces: the sandbox's own
+ * refusal of connects and sends (see CHILD_SOURCE) is then all that stands in the way.
+ */
+export type SandboxNetwork = 'isolated' | 'host';
+
+let isolation: { prefix: string[] } | { error: string } | undefined;
+
+/**
+ * networkIsolation returns the command prefix that starts a process in a new network namespace (`unshare --net`,
+ * with a user namespace of its own when the manager is not root), or why neither works here. It is probed once.
+ */
+export function networkIsolation(): { prefix: string[] } | { error: string } {
+  if (isolation) return isolation;
+  const unshare = (process.env.PATH ?? '/usr/bin:/bin')
+    .split(':')
+    .map((d) => join(d, 'unshare'))
+    .find((f) => {
+      try {
+        accessSync(f, constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  if (!unshare) return (isolation = { error: 'unshare (util-linux) is not on the PATH' });
+  const errors: string[] = [];
+  for (const prefix of [
+    [unshare, '--net', '--'],
+    [unshare, '--user', '--map-root-user', '--net', '--'],
+  ]) {
+    const r = spawnSync(prefix[0]!, [...prefix.slice(1), process.execPath, '--version'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    if (r.status === 0) return (isolation = { prefix });
+    errors.push(
+      `${prefix.slice(0, -1).join(' ')}: ${r.error?.message ?? (r.stderr.trim() || `exit code ${r.status}`)}`,
+    );
+  }
+  return (isolation = { error: errors.join('; ') });
 }
 
 /**
@@ -156,12 +238,25 @@ export class PluginSandbox {
     this.port.close();
   }
 
+  /** command is how the sandbox process starts: node with its flags, in a network namespace of its own unless `host`. */
+  private command(): { command: string; args: string[] } {
+    const node = [process.execPath, ...this.args()];
+    if (this.o.network === 'host') return { command: node[0]!, args: node.slice(1) };
+    const iso = networkIsolation();
+    if ('error' in iso)
+      throw new Error(
+        `the sandbox cannot keep ${this.o.source} off the network on this host (${iso.error}): run the program with ` +
+          'CAP_SYS_ADMIN or with unprivileged user namespaces allowed, or set plugins.sandbox.network to host',
+      );
+    return { command: iso.prefix[0]!, args: [...iso.prefix.slice(1), ...node] };
+  }
+
   private args(): string[] {
     const reads = [...new Set(this.o.readPaths.flatMap((p) => [p, realpathOr(p)]))];
-    const code = CHILD_SOURCE.replace('__HOOKS__', JSON.stringify([...SANDBOX_HOOKS, ...UNSUPPORTED])).replace(
-      '__ENTRY__',
-      JSON.stringify(pathToFileURL(this.o.entry).href),
-    );
+    const code = CHILD_SOURCE.replace(
+      '__HOOKS__',
+      JSON.stringify([...SANDBOX_HOOKS, ...Object.keys(UNSUPPORTED)]),
+    ).replace('__ENTRY__', JSON.stringify(pathToFileURL(this.o.entry).href));
     return [
       // Node 22.13 made the permission model stable under this name; Node 20 has it as experimental.
       process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission',
@@ -176,9 +271,11 @@ export class PluginSandbox {
 
   /** start (re)starts the sandbox process and waits for the module's report. */
   private start(): LoadedInfo[] {
+    const { command, args } = this.command();
     this.generation++;
-    this.port.postMessage({ t: 'spawn', node: process.execPath, args: this.args() });
+    this.port.postMessage({ t: 'spawn', command, args });
     const deadline = performance.now() + 30_000;
+    const attempts: string[] = [];
     for (;;) {
       const m = this.next(deadline);
       if (!m) throw new Error(`the sandbox process did not load ${this.o.source} within 30 s`);
@@ -188,10 +285,20 @@ export class PluginSandbox {
       }
       if (m.exit) throw new Error(`the sandbox process exited while loading: ${exitText(m.exit)}`);
       if (m.line === undefined) continue;
-      const r = JSON.parse(m.line) as { t: string; plugins?: LoadedInfo[]; message?: string };
+      const r = JSON.parse(m.line) as { t: string; plugins?: LoadedInfo[]; message?: string; to?: string };
+      if (r.t === 'net') {
+        attempts.push(String(r.to));
+        continue;
+      }
       if (r.t === 'loadfail') throw new Error(r.message);
       this.alive = true;
       this.baselineRss = rssMiB(this.pid);
+      // Connections tried while the module loaded count against each plugin it exports.
+      for (const info of r.plugins ?? []) {
+        const name = typeof info.manifest?.name === 'string' ? info.manifest.name : this.o.source;
+        for (const to of attempts)
+          this.stop(name, 'network', `plugin ${name} tried to connect to ${to} while loading; ${NO_NETWORK}`, false);
+      }
       return r.plugins ?? [];
     }
   }
@@ -236,6 +343,7 @@ export class PluginSandbox {
     const start = performance.now();
     let cpuStart: number | undefined;
     let refusal: string | undefined;
+    let connected: string | undefined;
     const check = () => {
       const wall = performance.now() - start;
       // The first timed-out wait starts the CPU count; until then the call is charged its wall time.
@@ -268,7 +376,12 @@ export class PluginSandbox {
       }
       if (m.line === undefined) continue;
       const r = JSON.parse(m.line) as Record<string, unknown>;
+      if (r.t === 'net') {
+        connected ??= `plugin ${name} tried to connect to ${String(r.to)} in ${hook}; ${NO_NETWORK}`;
+        continue;
+      }
       if (r.t === 'ret' || r.t === 'throw') {
+        if (connected) throw this.stop(name, 'network', connected, false);
         if (refusal) throw this.stop(name, 'undeclared', refusal, false);
         if (r.t === 'throw') throw new Error(String(r.message));
         const v = r.u ? undefined : r.v;
@@ -311,10 +424,11 @@ export class PluginSandbox {
   private proxy(info: LoadedInfo, i: number): Plugin {
     const manifest = (info.manifest ?? undefined) as Plugin['manifest'];
     const name = typeof manifest?.name === 'string' ? manifest.name : this.o.source;
-    const unsupported = UNSUPPORTED.filter((h) => info.hooks.includes(h) || info.data.includes(h));
+    const unsupported = Object.keys(UNSUPPORTED).filter((h) => info.hooks.includes(h) || info.data.includes(h));
     if (unsupported.length)
       throw new Error(
-        `plugin ${name} implements ${unsupported.join(', ')}, which a sandboxed plugin cannot (only ${SANDBOX_HOOKS.join(', ')})`,
+        `plugin ${name} implements ${unsupported.join(', ')}, which a sandboxed plugin cannot (only ` +
+          `${SANDBOX_HOOKS.join(', ')}): ${unsupported.map((h) => UNSUPPORTED[h]).join('; ')}`,
       );
     const declared = new Set(info.reads.map((n) => `${n.side}:${resourceId(n.resource)}`));
     if (manifest?.resource)
@@ -327,13 +441,19 @@ export class PluginSandbox {
         return this.call(i, name, hook, args, {
           view: contextView(ctx),
           answer: (r) => answer(name, declared, ctx, r),
-          ...(hook !== 'superName' && { checkResult: (v: unknown) => writeProblem(name, manifest, input, v) }),
+          ...(TRANSFORMS.has(hook) && { checkResult: (v: unknown) => writeProblem(name, manifest, input, v) }),
         });
       };
     }
     return p as unknown as Plugin;
   }
 }
+
+/** NO_NETWORK ends the message of a stop for a connection a plugin tried. */
+const NO_NETWORK = 'a sandboxed plugin has no network, and the connection was refused';
+
+/** TRANSFORMS are the hooks whose result is a decision to write, checked against what the plugin may write. */
+const TRANSFORMS = new Set(['toSuper', 'toTenant', 'mutate']);
 
 interface CallContext {
   view: Record<string, unknown>;

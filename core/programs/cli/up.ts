@@ -45,6 +45,8 @@ type UpOptions = {
   preloadedImage: string[];
   /** false with --no-confine */
   confine: boolean;
+  /** false with --no-metrics-server */
+  metricsServer: boolean;
 } & SuperClusterOption;
 
 const statusFile = (dir: string) => join(dir, 'status.json');
@@ -193,6 +195,11 @@ export function registerUpCommands(program: Command): void {
         'vn-agents, Pods and the outside, where the host has cgroup v2 and the iptables cgroup match)',
     )
     .option(
+      '--no-metrics-server',
+      'do not run metrics-server beside each tenant (by default, with a real node, `kubectl top` and HPAs work in ' +
+        'every tenant; the first start builds metrics-server)',
+    )
+    .option(
       '--plugin <path-or-package>',
       'load a third-party plugin in the manager (repeatable)',
       (v: string, all: string[]) => [...all, isPluginPath(v) ? resolve(v) : v],
@@ -212,9 +219,23 @@ export function registerUpCommands(program: Command): void {
       await ensureToolchain();
       // The quick start's first line on a fresh machine: the node toolchain (and its Debian packages) too, unless
       // real nodes are turned off; a machine that cannot run them says why in one line and stays simulated.
+      let metricsServer = false;
       if (o.realNodes !== '0' && process.env.VC_REAL_NODES !== '0') {
         const { setupNodeToolchain } = await import('../../toolchain/setup.ts');
-        await setupNodeToolchain();
+        const nodeToolchain = await setupNodeToolchain();
+        // Tenants' kubectl top and HPAs: metrics-server from the toolchain, built once; without it tenants still run.
+        if (o.metricsServer && nodeToolchain) {
+          const { ensureMetricsServer } = await import('../../toolchain/metricsserver.ts');
+          metricsServer = await ensureMetricsServer().then(
+            () => true,
+            (e: unknown) => {
+              process.stderr.write(
+                `metrics-server could not be built, tenants run without kubectl top: ${e instanceof Error ? e.message : String(e)}\n`,
+              );
+              return false;
+            },
+          );
+        }
       }
       const running = readUpStatus(stateDir);
       if (running?.ready) {
@@ -233,6 +254,7 @@ export function registerUpCommands(program: Command): void {
           ...realArgs,
           ...preloadedArgs,
           ...(o.confine ? [] : ['--no-confine']),
+          ...(metricsServer ? [] : ['--no-metrics-server']),
         ]);
       const { chooseRealNodes, sweepLeftoverNodes } = await import('../../dev/local/realnode.ts');
       for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
@@ -258,6 +280,7 @@ export function registerUpCommands(program: Command): void {
         ...(superClusters > 1 || meta ? (realNodeSupers.length > 1 ? { realNodeSupers } : { realNodeSuper }) : {}),
         meta,
         confine: o.confine,
+        metricsServer,
       });
       const status: UpStatus = {
         pid: process.pid,

@@ -80,6 +80,8 @@ export interface ManagerConfig {
       certificates?: { validityDays?: number; renewFraction?: number };
       /** network confinement of the tenants' control planes (core/dev/local/netconfine.ts) */
       confine?: { podCidrs: string[]; endpoints: Array<{ host: string; port: number }> };
+      /** metrics-server beside each tenant (LocalProvisionerOptions.metricsServer) */
+      metricsServer?: boolean;
     };
     /** the native provisioner's platform settings (NativeOptions) */
     native?: NativeOptions;

@@ -2,7 +2,9 @@
 // the tenant ConfigMap's `misbehave` label says, and otherwise annotates the super ConfigMap as sandboxed.
 import { Buffer } from 'node:buffer';
 import { execFileSync } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 
 const SECRETS = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
@@ -58,6 +60,17 @@ export default {
             `exec=${attempt(() => execFileSync('/bin/true'))}`,
           ].join(' '),
         );
+      case 'connect': {
+        // The address the tenant's ConfigMap names (a super apiserver, say), by TCP and by UDP; the plugin swallows
+        // the errors, as a hostile one would.
+        const [host, port] = tenantObj.data.target.split(':');
+        return note(
+          [
+            `tcp=${attempt(() => connect(Number(port), host) && 'opened')}`,
+            `udp=${attempt(() => createSocket('udp4').send('x', Number(port), host) ?? 'sent')}`,
+          ].join(' '),
+        );
+      }
       default: {
         const n = ctx.tenantCache.list(CONFIGMAPS, tenantObj.metadata.namespace).length;
         return note(`yes ns=${ctx.names.superNamespace(tenantObj.metadata.namespace)} peers=${n}`);
