@@ -29,6 +29,9 @@ export interface ProcessSummary {
   labels: LabelStarts[];
 }
 
+/** UNLABELLED is the label of lines written without PROCESS_STATS_LABEL_ENV (outside a test file of a labelled project). */
+export const UNLABELLED = '(unlabelled)';
+
 /**
  * summarizeProcessStats adds up ProcessStat lines. A line that is not one (a torn write of a killed process) is
  * skipped: the summary is a statistic, it never fails a run.
@@ -45,7 +48,7 @@ export function summarizeProcessStats(lines: readonly string[]): ProcessSummary 
       continue;
     }
     if (typeof s?.component !== 'string') continue;
-    const label = s.label ?? '(unlabelled)';
+    const label = s.label ?? UNLABELLED;
     const l: Label = byLabel.get(label) ?? { starts: 0, parts: new Map() };
     if (s.event === 'file') {
       if (typeof s.cpu === 'number') byLabel.set(label, { ...l, cpu: (l.cpu ?? 0) + s.cpu });

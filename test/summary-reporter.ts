@@ -4,7 +4,7 @@ import { join, relative, sep } from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
 import { PROCESS_STATS_ENV } from '../core/dev/local/procstats.ts';
 import { fromPackageRoot } from '../core/paths.ts';
-import { processSummaryLines, readProcessSummary } from './procsummary.ts';
+import { processSummaryLines, readProcessSummary, UNLABELLED } from './procsummary.ts';
 import { ATTEMPTS_DIR_ENV, countLine, tallyAttempts } from './security/attempts.ts';
 import { emptyTotals, TOTALS_DIR_ENV, writeRunTotals } from './totals.ts';
 
@@ -66,9 +66,13 @@ export default class SummaryReporter implements Reporter {
       writeRunTotals(totalsDir, n);
       return;
     }
+    // Only files of the integration and real-node projects label what they start (test/procstats-setup.ts): the few
+    // helper processes of unit tests are not worth a summary.
     const stats = process.env[PROCESS_STATS_ENV];
-    const processes = stats ? processSummaryLines(readProcessSummary(stats, this.statsFrom), 10) : [];
-    if (processes.length > 0) process.stdout.write(`\n${processes.join('\n')}\n`);
+    const summary = stats ? readProcessSummary(stats, this.statsFrom) : undefined;
+    if (summary?.labels.some((l) => l.label !== UNLABELLED)) {
+      process.stdout.write(`\n${processSummaryLines(summary, 10).join('\n')}\n`);
+    }
     process.stdout.write(`\ntests: ${n.passed} passed, ${n.failed} failed, ${n.skipped} skipped\n`);
   }
 }
