@@ -1,4 +1,4 @@
-import type { Plugin } from '../core/plugins/contract.ts';
+import type { Plugin } from '@virtualcluster-ts/plugin-sdk';
 import configmaps from './configmaps/index.ts';
 import customresourcedefinitions from './customresourcedefinitions/index.ts';
 import dns from './dns/index.ts';

@@ -1,8 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
+import { PROCESS_STATS_ENV } from '../core/dev/local/procstats.ts';
 import { fromPackageRoot } from '../core/paths.ts';
+import { processSummaryLines, readProcessSummary, UNLABELLED } from './procsummary.ts';
 import { ATTEMPTS_DIR_ENV, countLine, tallyAttempts } from './security/attempts.ts';
 import { emptyTotals, TOTALS_DIR_ENV, writeRunTotals } from './totals.ts';
 
@@ -15,17 +17,29 @@ const SECURITY_DIR = `${sep}test${sep}security${sep}`;
  * directory (ATTEMPTS_DIR_ENV, inherited by the test workers) where each Attempts appends what it tried.
  * Under `npm test` (test/run.ts sets TOTALS_DIR_ENV) it leaves the counts and each file's time there instead of
  * printing them, and run.ts prints one line for all of its vitest runs together, with the slowest files.
+ * Outside `npm test` it also prints what the run's files started and the CPU time each file used
+ * (core/dev/local/procstats.ts), counted in PROCESS_STATS_ENV's file, or in a file of its own when that is unset.
  */
 export default class SummaryReporter implements Reporter {
   private readonly attemptsDir = mkdtempSync(join(tmpdir(), 'vc-attempts-'));
+  /** how long the process stats file was when this run started: the run's own lines follow */
+  private statsFrom = 0;
 
   onInit(): void {
     process.env[ATTEMPTS_DIR_ENV] = this.attemptsDir;
-    process.once('exit', () => rmSync(this.attemptsDir, { recursive: true, force: true }));
+    // A file beside the attempts directory, not in it: onTestRunStart empties that directory.
+    const own = process.env[PROCESS_STATS_ENV] ? undefined : `${this.attemptsDir}-process-stats.jsonl`;
+    if (own) process.env[PROCESS_STATS_ENV] = own;
+    process.once('exit', () => {
+      rmSync(this.attemptsDir, { recursive: true, force: true });
+      if (own) rmSync(own, { force: true });
+    });
   }
 
   onTestRunStart(): void {
     for (const f of readdirSync(this.attemptsDir)) rmSync(join(this.attemptsDir, f), { force: true });
+    const stats = process.env[PROCESS_STATS_ENV];
+    this.statsFrom = stats && existsSync(stats) ? statSync(stats).size : 0;
   }
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
@@ -48,7 +62,17 @@ export default class SummaryReporter implements Reporter {
       process.stdout.write(`\nhostile-tenant suite: ${countLine(tallyAttempts(this.attemptsDir))}`);
     }
     const totalsDir = process.env[TOTALS_DIR_ENV];
-    if (totalsDir) writeRunTotals(totalsDir, n);
-    else process.stdout.write(`\ntests: ${n.passed} passed, ${n.failed} failed, ${n.skipped} skipped\n`);
+    if (totalsDir) {
+      writeRunTotals(totalsDir, n);
+      return;
+    }
+    // Only files of the integration and real-node projects label what they start (test/procstats-setup.ts): the few
+    // helper processes of unit tests are not worth a summary.
+    const stats = process.env[PROCESS_STATS_ENV];
+    const summary = stats ? readProcessSummary(stats, this.statsFrom) : undefined;
+    if (summary?.labels.some((l) => l.label !== UNLABELLED)) {
+      process.stdout.write(`\n${processSummaryLines(summary, 10).join('\n')}\n`);
+    }
+    process.stdout.write(`\ntests: ${n.passed} passed, ${n.failed} failed, ${n.skipped} skipped\n`);
   }
 }

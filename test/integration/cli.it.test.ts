@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
@@ -96,12 +97,21 @@ describe('vc CLI against a manager on a real super cluster', () => {
     expect(list).toMatchObject({ apiVersion: 'v1', kind: 'List' });
     expect(list.items[0]).toMatchObject({ kind: 'VirtualCluster', metadata: { name: 'dev' } });
     expect((await vc(['get', '-o', 'name', ...kc])).stdout).toBe('virtualcluster.tenancy.x-k8s.io/dev\n');
+    // describe shows the status's components (after the controller's first probe) and the Running event: wait for
+    // both through the API, then run the command once, since every run is a process of its own (about a CPU-second).
     await eventually(async () => {
-      const d = await vc(['describe', 'dev', ...kc]);
-      expect(d.stdout, d.stderr).toMatch(/^Phase:\s+Running$/m);
-      expect(d.stdout).toMatch(/^ {2}kube-apiserver\s+true\s+0\s+v1\.\d+/m);
-      expect(d.stdout).toMatch(/^ {2}Normal\s+Running\s/m);
+      const v = await t.client.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');
+      expect(v.status?.components?.find((c) => c.name === 'kube-apiserver')?.healthy).toBe(true);
+      const events = await t.client.list<KubeObject & { reason?: string; involvedObject?: { name?: string } }>(
+        R.events,
+        { namespace: 'default' },
+      );
+      expect(events.items.some((e) => e.reason === 'Running' && e.involvedObject?.name === 'dev')).toBe(true);
     }, 30_000);
+    const d = await vc(['describe', 'dev', ...kc]);
+    expect(d.stdout, d.stderr).toMatch(/^Phase:\s+Running$/m);
+    expect(d.stdout).toMatch(/^ {2}kube-apiserver\s+true\s+0\s+v1\.\d+/m);
+    expect(d.stdout).toMatch(/^ {2}Normal\s+Running\s/m);
     const described = JSON.parse((await vc(['describe', 'dev', '-o', 'json', ...kc])).stdout) as {
       components: unknown[];
     };

@@ -15,7 +15,6 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { kwokNode } from '../../core/dev/local/controlplane.ts';
-import { LocalSuperCluster } from '../../core/dev/local/supercluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
@@ -41,7 +40,7 @@ const crdDir = join(import.meta.dirname, '../../deploy/crds');
 
 describe('two super clusters, each syncer syncing only what is placed on it', () => {
   let r1: TestSuper;
-  let r2: LocalSuperCluster;
+  let r2: LocalControlPlane;
   let c2: KubeClient;
   let dir: string;
   let manager: Manager;
@@ -56,8 +55,10 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
   beforeAll(async () => {
     r1 = await startTestSuper({ nodes: 1, name: 'r1' });
     dir = mkdtempSync(join(tmpdir(), 'vc-multisuper-'));
-    r2 = await LocalSuperCluster.start({ stateDir: join(dir, 'r2'), nodes: 1, name: 'r2' });
-    c2 = await r2.cluster.client();
+    // r2 is a super cluster of its own (apiserver, controller manager, scheduler, kwok node) on r1's etcd under a
+    // prefix of its own, as `vc up --super-clusters 2` runs them; r1 stops it with itself.
+    r2 = await r1.sc.addSuperCluster('r2', { nodes: 1 });
+    c2 = await r2.client();
     const cps = await Promise.all(
       ['tenant-x', 'tenant-y', 'tenant-z'].map((n) => r1.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS })),
     );
@@ -93,7 +94,6 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
 
   afterAll(async () => {
     await manager?.stop();
-    await r2?.stop();
     await r1?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -363,7 +363,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       const plugins = await PluginHost.load({ process: 'vn-agent', builtins: builtinPlugins });
       for (const [name, cluster, client] of [
         ['r1', r1.sc.cluster, r1.client],
-        ['r2', r2.cluster, c2],
+        ['r2', r2, c2],
       ] as const) {
         const kubelet = await issueCert(cluster.ca, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 1 });
         agents[name] = await startVnAgent({

@@ -13,6 +13,7 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { LABEL, rootNamespace, stampOwnership, superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
+import { generateControlPlanePKI } from '../../core/pki/controlplane.ts';
 import { createCA, fingerprintSha256, issueCert, issueNodeCert, type CertKeyPair } from '../../core/pki/pki.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
@@ -599,7 +600,15 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
     // The directory keys the tenant by the VirtualCluster's metadata (namespace, name, uid) and accepts only a CA named
     // after that key, as the manager's PKI names it: the control plane behind this VirtualCluster is started under it.
     const keyFromMetadata = rootNamespace('team-a', 'a', vc.metadata!.uid!);
-    const cpC = await t.sc.addControlPlane(keyFromMetadata);
+    // The agent reads only this tenant's certificates (its CA in the ConfigMap, its kubelet client certificate's
+    // fingerprint in status, its admin certificate as a caller): a PKI of that name, with no apiserver running on it.
+    const pkiC = await generateControlPlanePKI({
+      clusterName: keyFromMetadata,
+      serviceIP: '10.96.0.1',
+      apiserverDnsNames: [],
+      apiserverIPs: [],
+      validityDays: 1,
+    });
     await t.client.create(R.configmaps, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -617,7 +626,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
           },
         ],
       },
-      data: { 'ca.crt': cpC.caPem },
+      data: { 'ca.crt': pkiC.ca.certPem },
     });
     // Whatever its status says, the tenant's super Pod is where the syncer would have put it for the key from metadata,
     // on the node of the first tenant's app-a.
@@ -646,9 +655,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
             phase,
             clusterNamespace: tenantA.key,
             kubeconfigSecretName: 'a-kubeconfig',
-            kubeletClientCertFingerprint: fingerprintSha256(
-              readFileSync(join(cpC.dir, 'pki/kubelet-client.crt'), 'utf8'),
-            ),
+            kubeletClientCertFingerprint: pkiC.kubeletClientFingerprint,
           },
         },
         'merge',
@@ -693,7 +700,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
         req.end();
       });
     try {
-      const certA = pki(cpC, 'kubelet-client');
+      const certA = pkiC.kubeletClient;
       expect(await via2(certA)).toMatchObject({ status: 401 });
       await setStatus('Running');
       await eventually(async () =>
@@ -704,7 +711,7 @@ describe('vn-agent: tenant kubectl logs through real apiservers to kwok; exec/at
       );
       expect(await via2(pki(cpB, 'kubelet-client'))).toMatchObject({ status: 401 });
       expect(await via2(pki(cpA, 'kubelet-client'))).toMatchObject({ status: 401 });
-      expect(await via2(pki(cpC, 'admin'))).toMatchObject({ status: 403 });
+      expect(await via2(pkiC.admin)).toMatchObject({ status: 403 });
       await setStatus('Error');
       await eventually(async () => expect(await via2(certA)).toMatchObject({ status: 401 }));
       await setStatus('Running');

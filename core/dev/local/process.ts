@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { childLogger } from '../../log.ts';
 import { pickPorts } from './ports.ts';
-import { recordProcessStat } from './procstats.ts';
+import { cpuSeconds, processStatsOn, recordProcessStat } from './procstats.ts';
 import { RotatingLog } from './rotatinglog.ts';
 
 const logger = childLogger({ controller: 'process' });
@@ -61,6 +61,8 @@ export class ManagedProcess {
   private readonly crashListeners = new Set<(p: ManagedProcess) => void>();
   /** when the current child was spawned, until its first successful readiness check (see markReady) */
   private startedAt?: number;
+  /** the child whose stop recordStop recorded (a child is recorded once, however often it is signalled) */
+  private stopRecorded?: ChildProcess;
   /** lastExit is the exit code or signal of the previous run, if any. */
   lastExit?: string;
 
@@ -144,7 +146,7 @@ export class ManagedProcess {
   /** markReady records, once per start, how long the child took to pass its first readiness check. */
   markReady(): void {
     if (this.startedAt === undefined) return;
-    recordProcessStat(this.spec.command, 'ready', Date.now() - this.startedAt);
+    recordProcessStat(this.spec.command, 'ready', { ms: Date.now() - this.startedAt });
     this.startedAt = undefined;
   }
 
@@ -161,6 +163,7 @@ export class ManagedProcess {
     const pid = this.pid;
     if (pid) {
       const done = this.exited();
+      this.recordStop(pid);
       signalGroup(pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
       const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
       await done;
@@ -179,14 +182,29 @@ export class ManagedProcess {
   /** kill sends SIGKILL without waiting: a crash, as tests simulate it. The restart policy still applies. */
   kill(): void {
     const pid = this.pid;
-    if (pid) signalGroup(pid, 'SIGKILL');
+    if (!pid) return;
+    this.recordStop(pid);
+    signalGroup(pid, 'SIGKILL');
   }
 
   /** killSync kills the process group and forgets the child (used at exit). */
   killSync(): void {
     this.stopping = true;
     const pid = this.pid;
-    if (pid) signalGroup(pid, 'SIGKILL');
+    if (!pid) return;
+    this.recordStop(pid);
+    signalGroup(pid, 'SIGKILL');
+  }
+
+  /**
+   * recordStop records, when process statistics are on, the CPU time the child used until now, just before a signal
+   * ends it: what a graceful shutdown spends after SIGTERM is not counted, nor is a child that exits by itself.
+   */
+  private recordStop(pid: number): void {
+    if (!processStatsOn() || this.stopRecorded === this.child) return;
+    this.stopRecorded = this.child;
+    const cpu = cpuSeconds(pid);
+    if (cpu !== undefined) recordProcessStat(this.spec.command, 'stop', { cpu });
   }
 
   /**

@@ -4,6 +4,7 @@
 // the sources, it registers tsx (a development dependency: a checkout with `npm ci` has it, the image does not) and
 // runs the TypeScript sources as they are.
 import { existsSync } from 'node:fs';
+import module from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 // MIN_NODE is the oldest Node.js the program's production dependencies accept (undici, the HTTP library of the
@@ -23,6 +24,10 @@ if (older(process.versions.node, MIN_NODE)) {
   );
   process.exit(1);
 }
+
+// Node's compile cache (under the system's temporary directory; NODE_DISABLE_COMPILE_CACHE=1 turns it off) spares
+// every later run compiling the same modules again: about a fifth of the CPU time of a short command such as `vc get`.
+module.enableCompileCache?.();
 
 const compiled = new URL('../../../dist/core/programs/cli/main.js', import.meta.url);
 if (process.env.VC_FROM_SOURCE !== '1' && existsSync(fileURLToPath(compiled))) {
