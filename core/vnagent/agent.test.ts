@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
@@ -290,6 +291,92 @@ describe('vn-agent (in-process, fake kubelet)', () => {
       }
     }
   };
+
+  it('serves a replaced certificate from the next connection on, without a restart, and its expiry as a metric', async () => {
+    /** get sends one logs request on a connection of its own and answers the status and the serial it was served */
+    const get = () =>
+      new Promise<{ status: number; serial: string }>((resolve, reject) => {
+        const req = https.get(
+          {
+            host: '127.0.0.1',
+            port: agent.port,
+            path: '/containerLogs/default/web/c?tailLines=1',
+            rejectUnauthorized: false,
+            agent: false,
+            cert: kubeletA.certPem,
+            key: kubeletA.keyPem,
+          },
+          (res) => {
+            const serial = (res.socket as tls.TLSSocket).getPeerCertificate().serialNumber;
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode!, serial }));
+          },
+        );
+        req.on('error', reject);
+      });
+    const before = await get();
+    expect(before.status).toBe(200);
+    // A two-minute certificate of another CA, as a renewal at a fraction of a short life would issue.
+    const next = await issueCert(await createCA('serving-next', 1), {
+      commonName: 'vn-agent',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 2 / 1440,
+    });
+    agent.setServing(next);
+    const fresh = await get();
+    expect(fresh.status).toBe(200);
+    expect(fresh.serial).not.toBe(before.serial);
+    expect(fresh.serial).toBe(new X509Certificate(next.certPem).serialNumber);
+    const expiry = Date.parse(new X509Certificate(next.certPem).validTo) / 1000;
+    expect(await registry.getSingleMetricAsString('vc_vnagent_serving_certificate_expiry_timestamp_seconds')).toContain(
+      `{port="${agent.port}"} ${expiry}`,
+    );
+  });
+
+  it('renews its serving certificate at two thirds of its life and serves the renewed one', async () => {
+    const ca = await createCA('serving-renewed', 1);
+    const serve = (validityDays: number) =>
+      issueCert(ca, { commonName: 'vn-agent', ipAddresses: ['127.0.0.1'], usages: ['server'], validityDays });
+    // 36 s of life from a minute back (issueCert's allowance for clocks behind): two thirds of it is 4 s from now.
+    const short = await serve(36 / 86_400);
+    agent.setServing(short);
+    const issued: string[] = [];
+    agent.renewServing(short.certPem, async () => {
+      const next = await serve(1);
+      issued.push(new X509Certificate(next.certPem).serialNumber);
+      return next;
+    });
+    const served = () =>
+      new Promise<{ status: number; serial: string }>((resolve, reject) => {
+        https
+          .get(
+            {
+              host: '127.0.0.1',
+              port: agent.port,
+              path: '/containerLogs/default/web/c?tailLines=1',
+              rejectUnauthorized: false,
+              agent: false,
+              cert: kubeletA.certPem,
+              key: kubeletA.keyPem,
+            },
+            (res) => {
+              const serial = (res.socket as tls.TLSSocket).getPeerCertificate().serialNumber;
+              res.resume();
+              res.on('end', () => resolve({ status: res.statusCode!, serial }));
+            },
+          )
+          .on('error', reject);
+      });
+    expect((await served()).serial).toBe(new X509Certificate(short.certPem).serialNumber);
+    const deadline = Date.now() + 20_000;
+    while (!issued.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(issued).toHaveLength(1);
+    expect(await served()).toEqual({ status: 200, serial: issued[0] });
+    // the renewed certificate lives a day: nothing more is due
+    await new Promise((r) => setTimeout(r, 500));
+    expect(issued).toHaveLength(1);
+  }, 30_000);
 
   it('relays logs from the translated path, without tenant credentials', async () => {
     const r = await request('/containerLogs/default/web/c?tailLines=2', kubeletA, {

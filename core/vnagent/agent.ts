@@ -1,16 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { childLogger } from '../log.ts';
+import type { CertKeyPair } from '../pki/pki.ts';
+import { DEFAULT_RENEW_FRACTION, renewAt } from '../pki/renewal.ts';
 import { addHealthCheck, addReadyCheck, startOpsServer, type OpsServer } from '../metrics/ops.ts';
 import { provenanceOf } from '../names/names.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { authenticate, type AgentTenant } from './auth.ts';
 import { filterNodeCall, lineFilter, nodeCallOf, outputFilter, withQuery } from './hooks.ts';
 import type { TenantDirectory } from './directory.ts';
-import { forgetGoneTenants, vnAgentMetrics, type Result } from './metrics.ts';
+import { forgetGoneTenants, servingCertificateExpiry, vnAgentMetrics, type Result } from './metrics.ts';
 import {
   forwardRequest,
   forwardUpgrade,
@@ -29,6 +32,10 @@ import { kubeletEndpointOf, type SuperView } from './superview.ts';
 import { tenantUsage, USAGE_PATHS, usageKindOf, type UsageKind } from './usageroute.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
+/** RENEW_RETRY_MS is how soon a failed renewal of the serving certificate is tried again. */
+const RENEW_RETRY_MS = 60_000;
+/** MAX_TIMER_MS is the longest delay a Node.js timer keeps (longer ones fire after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** DEFAULT_PORT is the port the vn-agent listens on, and the vNodes' kubelet port (plugins/nodes). */
 export const DEFAULT_PORT = VN_AGENT_PORT;
@@ -110,6 +117,7 @@ export class VnAgent {
   private ops?: OpsServer;
   private stopping?: Promise<void>;
   private forgetTimer?: ReturnType<typeof setInterval>;
+  private renewTimer?: ReturnType<typeof setTimeout>;
 
   private constructor(private readonly o: VnAgentOptions) {
     this.limits = new StreamLimits(o.limits);
@@ -158,6 +166,7 @@ export class VnAgent {
         resolve();
       });
     });
+    a.servingExpires(o.serving.certPem);
     if (o.ops) {
       a.ops = await startOpsServer({ host: o.ops.host ?? '127.0.0.1', port: o.ops.port });
       const name = `vn-agent-${a.port}`;
@@ -185,6 +194,53 @@ export class VnAgent {
     return (this.server.address() as AddressInfo).port;
   }
 
+  /**
+   * setServing replaces the serving certificate and key: connections opened from now on are served with it, those
+   * already open keep theirs, so a renewal drops no request. The expiry metric follows.
+   */
+  setServing(serving: { certPem: string; keyPem: string }): void {
+    this.server.setSecureContext({ cert: serving.certPem, key: serving.keyPem, minVersion: 'TLSv1.2' });
+    this.servingExpires(serving.certPem);
+  }
+
+  /**
+   * renewServing keeps the serving certificate renewed for as long as the agent runs: at `fraction` of the life of
+   * the one it serves, `issue` makes the next, which setServing takes up. A failed issue is tried again a minute later.
+   */
+  renewServing(current: string, issue: () => Promise<CertKeyPair>, fraction = DEFAULT_RENEW_FRACTION): void {
+    const x = new X509Certificate(current);
+    const due = renewAt({ notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) }, fraction).getTime();
+    const next = async () => {
+      try {
+        const pair = await issue();
+        if (this.stopping) return;
+        this.setServing(pair);
+        log.info(
+          { port: this.port, notAfter: new X509Certificate(pair.certPem).validTo },
+          'serving certificate renewed',
+        );
+        this.renewServing(pair.certPem, issue, fraction);
+      } catch (e) {
+        log.warn({ err: e instanceof Error ? e.message : String(e) }, 'renewing the serving certificate failed');
+        this.renewTimer = setTimeout(() => void next(), RENEW_RETRY_MS).unref();
+      }
+    };
+    // A timer fires at most 2^31-1 ms ahead: a far renewal is waited for in steps.
+    const wait = () => {
+      const left = due - Date.now();
+      if (left <= 0) return void next();
+      this.renewTimer = setTimeout(wait, Math.min(left, MAX_TIMER_MS)).unref();
+    };
+    clearTimeout(this.renewTimer);
+    wait();
+  }
+
+  /** servingExpires sets the serving certificate's expiry metric of this agent's port. */
+  private servingExpires(certPem: string): void {
+    const notAfter = Date.parse(new X509Certificate(certPem).validTo);
+    servingCertificateExpiry.set({ port: String(this.port) }, notAfter / 1000);
+  }
+
   /** opsPort is the bound ops port, when the ops server runs. */
   get opsPort(): number | undefined {
     return this.ops?.port;
@@ -194,7 +250,9 @@ export class VnAgent {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.forgetTimer);
+      clearTimeout(this.renewTimer);
       for (const undo of this.checks.splice(0)) undo();
+      if (this.server.listening) servingCertificateExpiry.remove({ port: String(this.port) });
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       this.server.closeAllConnections();
       for (const s of this.sockets) s.destroy();

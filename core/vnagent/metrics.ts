@@ -52,6 +52,19 @@ export const vnAgentMetrics = {
 };
 
 /**
+ * servingCertificateExpiry is when the serving certificate a vn-agent presents now runs out, per listening port (one
+ * series per vn-agent of the process: one in a DaemonSet Pod, one per super cluster in the embedded default).
+ */
+export const servingCertificateExpiry = new Gauge({
+  name: 'vc_vnagent_serving_certificate_expiry_timestamp_seconds',
+  help:
+    'When the serving certificate the vn-agent presents runs out (Unix seconds), per listening port; it moves when ' +
+    'the certificate is replaced (VnAgent.setServing). Bounded: one series per vn-agent the process runs.',
+  labelNames: ['port'],
+  registers: [registry],
+});
+
+/**
  * forgetGoneTenants drops the series of every tenant not in `live` (the empty tenant stays), so that the `tenant`
  * label of the vn-agent's metrics (and of vc_plugin_errors_total, which its path translation counts in) stays bounded
  * by the tenants it serves now.

@@ -11,6 +11,15 @@ import { LocalSuperCluster } from '../../core/dev/local/supercluster.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
+import { pinnedVersions } from '../../core/toolchain/toolchain.ts';
+import {
+  ensureKubernetesMinor,
+  isMinorComplete,
+  kubernetesMinorDir,
+  previousKubernetes,
+} from '../../core/toolchain/minors.ts';
+import { dayTwoBench } from './daytwo.ts';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -23,6 +32,9 @@ const SETTLE_MS = 5_000;
 const RESERVE_BYTES = 2 * GiB;
 const TENANT_DEADLINE_MS = 180_000;
 const crdDir = join(import.meta.dirname, '../../deploy/crds');
+/** the ClusterVersion every bench tenant names (the pinned Kubernetes), and the one on the older minor */
+const CURRENT_CV = 'bench-current';
+const OLDER_CV = 'bench-older';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -83,7 +95,11 @@ interface Sample {
  * the kubeconfig Secret) for tenants created one after another, against Kamaji's reported 16 s; (b) the resident
  * memory of one idle tenant control plane (apiserver + controller-manager); (c) memory growth over batches of
  * tenants up to BENCH_MAX_TENANTS (default 20), the etcd growth per tenant, and how many tenants would fit in the
- * memory available at the start less a 2 GiB reserve: an extrapolation beyond the measured count.
+ * memory available at the start less a 2 GiB reserve: an extrapolation beyond the measured count. Then, unless
+ * BENCH_LIFECYCLE_DAY_TWO is 0, the day-two figures on the same tenants (test/bench/daytwo.ts): a killed component
+ * noticed and restored, an upgrade from the older minor (when its binaries are built, or BENCH_LIFECYCLE_UPGRADE=build
+ * builds them) and a ClusterVersion change rolled through every tenant with BENCH_MAX_UNAVAILABLE (default 1), each
+ * against the same restarts by hand in the same run.
  */
 export async function lifecycleBench(): Promise<BenchResult> {
   const maxTenants = Math.max(SEQUENTIAL, Math.floor(Number(process.env.BENCH_MAX_TENANTS ?? 20) / BATCH) * BATCH);
@@ -100,12 +116,36 @@ export async function lifecycleBench(): Promise<BenchResult> {
     for (let i = 0; ; i++) {
       try {
         await client.list(R.virtualclusters);
+        await client.list(R.tenantpolicies);
+        await client.list(R.clusterversions);
         break;
       } catch (e) {
         if (i > 100) throw e;
         await sleep(100);
       }
     }
+    const older = previousKubernetes();
+    if (older && !isMinorComplete(kubernetesMinorDir(older)) && process.env.BENCH_LIFECYCLE_UPGRADE === 'build')
+      await ensureKubernetesMinor({ version: older });
+    const upgradeFrom = older && isMinorComplete(kubernetesMinorDir(older)) ? older : undefined;
+    const maxUnavailable = Number(process.env.BENCH_MAX_UNAVAILABLE ?? 1);
+    const clusterVersions: Array<[string, string]> = [
+      [CURRENT_CV, pinnedVersions().kubernetes],
+      ...(upgradeFrom ? [[OLDER_CV, upgradeFrom] as [string, string]] : []),
+    ];
+    for (const [name, kubernetesVersion] of clusterVersions)
+      await client.create(R.clusterversions, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ClusterVersion',
+        metadata: { name },
+        spec: { kubernetesVersion, rollout: { maxUnavailable } },
+      });
+    await client.create(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'bench', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
+      spec: { provisioners: { allowed: ['local'] }, grants: { clusterVersions: [CURRENT_CV, OLDER_CV] } },
+    });
     local = new LocalProvisioner(join(dir, 'tenants'), sc.etcd);
     controller = new VirtualClusterController({
       meta: client,
@@ -140,13 +180,13 @@ export async function lifecycleBench(): Promise<BenchResult> {
     };
 
     /** usable creates a VirtualCluster and resolves with the seconds until its kubeconfig answers GET /api. */
-    const usable = async (name: string): Promise<number> => {
+    const usable = async (name: string, clusterVersionName = CURRENT_CV): Promise<number> => {
       const t0 = performance.now();
       const created = await client.create<VirtualCluster>(R.virtualclusters, {
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
         kind: 'VirtualCluster',
         metadata: { name, namespace: 'default' },
-        spec: { provisioner: { type: 'local' } },
+        spec: { provisioner: { type: 'local' }, clusterVersionName },
       });
       const deadline = Date.now() + TENANT_DEADLINE_MS;
       let last = '';
@@ -164,7 +204,7 @@ export async function lifecycleBench(): Promise<BenchResult> {
             const tc = await KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString('utf8'));
             try {
               await tc.request('GET', '/api', { timeoutMs: 2000 });
-              roots.push(vc.status.clusterNamespace!);
+              if (clusterVersionName === CURRENT_CV) roots.push(vc.status.clusterNamespace!);
               return (performance.now() - t0) / 1000;
             } catch {
               /* not answering yet */
@@ -241,10 +281,26 @@ export async function lifecycleBench(): Promise<BenchResult> {
       `(${fitByPss} by ${pssPerTenant.toFixed(0)} MiB PSS per tenant, which shares the binaries' pages among tenants); ` +
       `memory only, CPU (2 cores here) and etcd load are not modelled`;
     process.stderr.write(`lifecycle: ${note}\n`);
+    const tenantNames = Array.from({ length: roots.length }, (_, i) => `bench-${i}`);
+    const dayTwo =
+      process.env.BENCH_LIFECYCLE_DAY_TWO === '0'
+        ? undefined
+        : await dayTwoBench({
+            sc,
+            client,
+            local,
+            tenants: tenantNames,
+            clusterVersion: CURRENT_CV,
+            ...(upgradeFrom && { olderClusterVersion: OLDER_CV }),
+            newerVersion: pinnedVersions().kubernetes,
+            create: async (name, cv) => void (await usable(name, cv)),
+            reserveMiB: RESERVE_BYTES / MiB,
+          });
     const p50 = percentile(seconds, 50);
     return {
       name: 'lifecycle',
       figures: {
+        ...dayTwo?.figures,
         createToKubeconfigP50Seconds: p50,
         createToKubeconfigMaxSeconds: Math.max(...seconds),
         kamajiRatio: p50 / KAMAJI_SECONDS,
@@ -260,6 +316,7 @@ export async function lifecycleBench(): Promise<BenchResult> {
       },
       detail: {
         note,
+        ...(dayTwo && { dayTwo: dayTwo.detail }),
         kamajiSeconds: KAMAJI_SECONDS,
         sequentialSeconds: seconds,
         tenantRssMiBEach: perTenantMiB,

@@ -28,7 +28,8 @@ export async function keptPort(file: string): Promise<number> {
  * super cluster's CA, allowed nodes/proxy by applyKubeletAccess) and verifies their serving certificates against that
  * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 and `podAddress` when given (a
  * forwarder there lets tenant apiservers in Pods, native tenants', reach it): the one CA tenant apiservers verify every
- * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile).
+ * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile); it is renewed from
+ * that CA at two thirds of its life while the agent runs (VnAgent.renewServing).
  */
 export async function startNodesAgent(
   sc: LocalSuperCluster,
@@ -59,13 +60,15 @@ export async function startNodesAgent(
     );
   }
   const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
-  const serving = await issueCert(sc.cluster.ca, {
-    commonName: 'vc-vn-agent',
-    ipAddresses: ['127.0.0.1', ...(o.podAddress ? [o.podAddress] : [])],
-    usages: ['server'],
-    validityDays: 365,
-  });
-  return startVnAgent({
+  const issueServing = () =>
+    issueCert(sc.cluster.ca, {
+      commonName: 'vc-vn-agent',
+      ipAddresses: ['127.0.0.1', ...(o.podAddress ? [o.podAddress] : [])],
+      usages: ['server'],
+      validityDays: 365,
+    });
+  const serving = await issueServing();
+  const agent = await startVnAgent({
     host: '127.0.0.1',
     port: o.port,
     serving,
@@ -78,6 +81,9 @@ export async function startNodesAgent(
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
     handshakeTimeoutMs: o.handshakeTimeoutMs,
   });
+  // Renewed at two thirds of its life from the same CA: tenant apiservers verify it against that CA alone.
+  agent.renewServing(serving.certPem, issueServing);
+  return agent;
 }
 
 /** startAgent runs the vn-agent of one super cluster (startNodesAgent) on a port kept across restarts. */

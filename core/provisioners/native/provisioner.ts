@@ -1,6 +1,7 @@
 // Over 500 lines, on purpose: NativeProvisioner is one provisioner's ensure, status and delete flow over the objects
 // it owns, with the PKI Secret that flow keeps. Rendering (render.ts), flags (flags.ts), exposure (expose.ts), the
-// layout of names (layout.ts), the parts list (parts.ts) and component reports (components.ts) are already apart; the rest shares the class's state.
+// layout of names (layout.ts), the parts list (parts.ts), component reports (components.ts) and the reading of a
+// rollout (roll.ts) are already apart; the rest shares the class's state (the failed rolls among it).
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -41,14 +42,24 @@ import {
   type NativeServiceIPs,
 } from './render.ts';
 import { pinnedVersions } from '../../toolchain/toolchain.ts';
-import type {
-  ComponentReport,
-  ComponentSource,
-  Provisioner,
-  ProvisionLimits,
-  ProvisionState,
-  RemoveWaiting,
+import {
+  ProvisionRefused,
+  type ComponentReport,
+  type ComponentSource,
+  type Provisioner,
+  type ProvisionLimits,
+  type ProvisionState,
+  type RemoveWaiting,
+  type RollPlanner,
 } from '../provisioner.ts';
+import { stableJson, type RollComponent, type RollFailure } from '../roll.ts';
+import {
+  DEFAULT_ROLL_STEP_TIMEOUT_MS,
+  NATIVE_WORKLOADS,
+  rolloutInProgress,
+  waitRolledOut,
+  type RolledStatefulSet,
+} from './roll.ts';
 import { nativeComponents } from './components.ts';
 import { nativeCertificates, renewDueLeaves } from './renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
@@ -146,6 +157,11 @@ export interface NativeOptions {
    * of its life after which it is renewed (default DEFAULT_RENEW_FRACTION)
    */
   certificates?: { validityDays?: number; renewFraction?: number };
+  /**
+   * how long one component of a running tenant's roll may take to roll out before the roll stops there (default
+   * DEFAULT_ROLL_STEP_TIMEOUT_MS)
+   */
+  rollStepTimeoutMs?: number;
 }
 
 /** dnsViewServerName is the TLS server name a native tenant's DNS server asks the shared DNS view for. */
@@ -194,7 +210,7 @@ export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
  * balancer's once assigned) and the extra names go into the serving certificate, which alone is issued again when
  * they change, and the result carries an admin kubeconfig for the outside server (externalAccess).
  */
-export class NativeProvisioner implements Provisioner, ComponentSource {
+export class NativeProvisioner implements Provisioner, ComponentSource, RollPlanner {
   readonly type = 'native';
 
   /** components reports the tenant's control-plane Pods (core/provisioners/native/components.ts). */
@@ -203,6 +219,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
   }
 
   private readonly opts: NativeOptions;
+  /** per root namespace, the last roll that stopped and the hash of the StatefulSets it was rolling to */
+  private readonly failedRolls = new Map<string, { hash: string; failure: RollFailure }>();
   /** the shared DNS view, started with the first tenant that needs it */
   private views?: Promise<DnsViews>;
 
@@ -219,12 +237,34 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
     this.opts = opts;
   }
 
-  async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
+  /**
+   * render reads what a tenant's control plane is made of and renders its objects: the ClusterVersion (or the
+   * default), the flags through the allow-list, the version change judged by the skew policy (and snapshotted before
+   * an upgrade), the Services (their addresses go into the certificates and the Pods' host aliases) and the PKI. With
+   * `dry` nothing is written: the Services are applied as a dry run, a PKI due for renewal is renewed in memory only,
+   * and no snapshot is taken.
+   */
+  private async render(
+    vc: VirtualCluster,
+    root: string,
+    limits: ProvisionLimits,
+    dry: boolean,
+  ): Promise<
+    | { waitingFor: string }
+    | {
+        objects: KubeObject[];
+        pki: ControlPlanePKI;
+        certificates: ReturnType<typeof nativeCertificates>;
+        serviceIPs: NativeServiceIPs;
+        byClusterIP: boolean;
+        exposed: Exposure;
+      }
+  > {
     const cvName = vc.spec.clusterVersionName;
     let clusterVersion: ClusterVersion;
     if (cvName) {
       const cv = await this.superClient.getOrNull<ClusterVersion>(R.clusterversions, undefined, cvName);
-      if (!cv) return { ready: false, waitingFor: `ClusterVersion ${cvName}` };
+      if (!cv) return { waitingFor: `ClusterVersion ${cvName}` };
       clusterVersion = cv;
     } else {
       clusterVersion = defaultClusterVersion();
@@ -240,16 +280,18 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
     // A version change the skew policy forbids is refused before anything is applied; an upgrade snapshots first.
     const running = await this.superClient.getOrNull<KubeObject>(R.statefulsets, root, 'apiserver');
     const to = clusterVersion.spec.kubernetesVersion;
-    await judgeNativeChange(runningKubernetesVersion(running), to, cvName, limits.beforeUpgrade);
+    await judgeNativeChange(runningKubernetesVersion(running), to, cvName, dry ? undefined : limits.beforeUpgrade);
     const etcd = await this.superClient.getOrNull<StatefulSet>(R.statefulsets, root, 'etcd');
     judgeMembersChange(etcd ? (etcd.spec?.replicas ?? 1) : undefined, controlPlaneCounts(vc, clusterVersion).etcd);
-    await this.ensureNamespace(vc, root);
+    if (!dry) await this.ensureNamespace(vc, root);
     const expose = exposeSettings(vc.spec.apiServer?.expose, clusterVersion.spec.apiServer?.serviceType);
     const serviceIPs: NativeServiceIPs = {};
     let apiserverService: ApiserverService | undefined;
     const { etcd: members } = controlPlaneCounts(vc, clusterVersion);
     for (const svc of renderNativeServices(clusterVersion, root, expose, members)) {
-      const applied = await this.superClient.apply<ApiserverService>(R.services, svc, IDENTITY.manager);
+      const applied = await this.superClient.apply<ApiserverService>(R.services, svc, IDENTITY.manager, {
+        dryRun: dry,
+      });
       if (svc.metadata?.name === 'apiserver') apiserverService = applied;
       const ip = applied.spec?.clusterIP;
       if (!ip || ip === 'None') continue;
@@ -259,13 +301,11 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       if (member) (serviceIPs.etcdMembers ??= [])[Number(member[1])] = ip;
     }
     const byClusterIP = this.opts.apiserverAccess === 'ClusterIP';
-    if (byClusterIP && !serviceIPs.apiserver)
-      return { ready: false, waitingFor: `a ClusterIP for the Service ${root}/apiserver` };
+    if (byClusterIP && !serviceIPs.apiserver) return { waitingFor: `a ClusterIP for the Service ${root}/apiserver` };
     const nodes =
       expose.type === 'NodePort' ? (await this.superClient.listAll<NodeLike>(R.nodes)).items : ([] as NodeLike[]);
     const exposed = exposure(expose, apiserverService!, nodes, this.opts.placement);
-    const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : [], exposed.sans);
-    const certificates = nativeCertificates(pki);
+    const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : [], exposed.sans, dry);
     const objects = renderNative({
       vc,
       clusterVersion,
@@ -278,8 +318,16 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
       ...(this.opts.vnAgentPorts?.length && { vnAgentPorts: this.opts.vnAgentPorts }),
     });
+    return { objects, pki, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
+  }
+
+  async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
+    const r = await this.render(vc, root, limits, false);
+    if ('waitingFor' in r) return { ready: false, waitingFor: r.waitingFor };
+    const { objects, pki, certificates, serviceIPs, byClusterIP, exposed } = r;
     let adminKubeconfig: string | undefined;
-    for (const obj of objects) {
+    // Everything but the workloads first (Secrets, Services, policies): the Pods of a roll read the new Secrets.
+    for (const obj of objects.filter((o) => o.kind !== 'StatefulSet')) {
       const applied = await this.superClient.apply<Secret>(resourceFor(obj), obj, IDENTITY.manager);
       if (obj.kind === 'Secret' && obj.metadata?.name === NATIVE_SECRETS.adminKubeconfig) {
         const data = applied.data?.[ADMIN_KUBECONFIG_KEY];
@@ -290,10 +338,14 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       throw new Error(
         `Secret ${root}/${NATIVE_SECRETS.adminKubeconfig} has no key "${ADMIN_KUBECONFIG_KEY}" after apply`,
       );
+    const { rolled, failure } = await this.applyWorkloads(
+      root,
+      objects.filter((o) => o.kind === 'StatefulSet'),
+    );
 
     const sts = await this.superClient.getOrNull<StatefulSet>(R.statefulsets, root, 'apiserver');
     const ready = sts?.status?.readyReplicas ?? 0;
-    if (ready < 1)
+    if (ready < 1 && !failure)
       return {
         ready: false,
         waitingFor: `the apiserver StatefulSet ${root}/apiserver to have a ready Pod (${ready}/${sts?.spec?.replicas ?? 1} ready)`,
@@ -310,11 +362,14 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
           clientKeyPem: pki.admin.keyPem,
         })
       : adminKubeconfig;
-    const answer = await probeReadyz(kubeconfig, READYZ_TIMEOUT_MS);
+    // A roll that stopped is reported whether or not the apiserver answers: the condition says which step and why.
+    const answer = failure ? true : await probeReadyz(kubeconfig, READYZ_TIMEOUT_MS);
     if (answer !== true) return { ready: false, waitingFor: `the apiserver to answer at ${url} (${answer})` };
     const target = { host, port: NATIVE_PORTS.apiserver, caPem: pki.ca.certPem };
     return {
       ready: true,
+      rolled,
+      ...(failure && { rollFailed: failure }),
       result: {
         kubeconfig,
         kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
@@ -325,6 +380,82 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
         ...(this.opts.dnsView && { dnsApiEndpoint: await this.ensureDnsView(vc, root, pki, target) }),
       },
     };
+  }
+
+  /**
+   * planRoll lists the components whose StatefulSet a call of ensure with this spec would change, in ROLL_ORDER, by a
+   * dry run of the same rendering and of each StatefulSet's apply (a changed spec bumps its generation). A first
+   * start, a spec ensure refuses, and a spec whose last roll failed (it is not rolled again until it changes) plan
+   * nothing: ensure reports them.
+   */
+  async planRoll(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<RollComponent[]> {
+    let r: Awaited<ReturnType<NativeProvisioner['render']>>;
+    try {
+      r = await this.render(vc, root, limits, true);
+    } catch (e) {
+      if (e instanceof ProvisionRefused) return [];
+      throw e;
+    }
+    if ('waitingFor' in r) return [];
+    const workloads = r.objects.filter((o) => o.kind === 'StatefulSet');
+    if (this.failedRolls.get(root)?.hash === workloadsHash(workloads)) return [];
+    const plan: RollComponent[] = [];
+    for (const [component, name] of NATIVE_WORKLOADS) {
+      const obj = workloads.find((o) => o.metadata?.name === name);
+      const existing = await this.superClient.getOrNull<RolledStatefulSet>(R.statefulsets, root, name);
+      if (!obj || !existing) return [];
+      const dry = await this.superClient.apply(R.statefulsets, obj, IDENTITY.manager, { dryRun: true });
+      if (dry.metadata?.generation !== existing.metadata?.generation) plan.push(component);
+    }
+    return plan;
+  }
+
+  /**
+   * applyWorkloads applies the tenant's StatefulSets. A first start applies all three at once (the apiserver waits
+   * for etcd by itself). A running tenant's are rolled in ROLL_ORDER (core/provisioners/native/roll.ts): each one
+   * applied, and when that changed it or it was still rolling, waited for until all its replicas run it and are ready,
+   * before the next is applied. A step that does not roll out in time stops there and is reported; the same spec is
+   * not applied past that step again until it changes.
+   */
+  private async applyWorkloads(
+    root: string,
+    workloads: readonly KubeObject[],
+  ): Promise<{ rolled: boolean; failure?: RollFailure }> {
+    const current = new Map<string, RolledStatefulSet | null>();
+    for (const [, name] of NATIVE_WORKLOADS)
+      current.set(name, await this.superClient.getOrNull<RolledStatefulSet>(R.statefulsets, root, name));
+    if (!current.get('apiserver')) {
+      for (const obj of workloads) await this.superClient.apply(R.statefulsets, obj, IDENTITY.manager);
+      return { rolled: false };
+    }
+    const hash = workloadsHash(workloads);
+    const failed = this.failedRolls.get(root);
+    if (failed?.hash === hash) return { rolled: false, failure: failed.failure };
+    let rolled = false;
+    for (const [component, name] of NATIVE_WORKLOADS) {
+      const obj = workloads.find((o) => o.metadata?.name === name);
+      if (!obj) continue;
+      const before = current.get(name);
+      const applied = await this.superClient.apply<RolledStatefulSet>(R.statefulsets, obj, IDENTITY.manager);
+      const changed = applied.metadata?.generation !== before?.metadata?.generation;
+      if (!changed && !rolloutInProgress(applied)) continue;
+      rolled ||= changed;
+      log.info({ tenant: root, component, changed }, 'rolling the component; waiting for its rollout');
+      const stalled = await waitRolledOut(this.superClient, root, name, this.rollStepTimeoutMs());
+      if (stalled) {
+        const failure: RollFailure = { component, message: stalled.message, kept: stalled.serving };
+        log.warn({ tenant: root, ...failure }, 'roll stopped');
+        this.failedRolls.set(root, { hash, failure });
+        return { rolled, failure };
+      }
+    }
+    this.failedRolls.delete(root);
+    return { rolled };
+  }
+
+  /** rollStepTimeoutMs is how long one component of a roll may take to roll out. */
+  private rollStepTimeoutMs(): number {
+    return this.opts.rollStepTimeoutMs ?? DEFAULT_ROLL_STEP_TIMEOUT_MS;
   }
 
   /**
@@ -386,14 +517,15 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
 
   /**
    * ensurePKI returns the PKI kept in PKI_SECRET, generating and storing it when the Secret is missing or was made
-   * for other certificate options. Creation is a create, not an apply: of two racing managers one wins and the
-   * other reads its PKI.
+   * for other certificate options (with `dry`, what it would store, without storing it). Creation is a create, not an
+   * apply: of two racing managers one wins and the other reads its PKI.
    */
   private async ensurePKI(
     vc: VirtualCluster,
     root: string,
     apiserverIPs: string[],
     exposed: Exposure['sans'],
+    dry = false,
   ): Promise<ControlPlanePKI> {
     const base = nativePKIOptions(vc, root, undefined, apiserverIPs);
     const hash = pkiOptionsHash(base);
@@ -414,16 +546,17 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       const sameNames =
         (annotations[SERVING_NAMES_ANNOTATION] ?? servingNamesHash({ dnsNames: [], ips: [] })) === namesHash;
       if (!sameNames) {
-        log.info(
-          { tenant: root, names: exposed },
-          'exposed names changed; reissuing the apiserver serving certificate',
-        );
+        if (!dry)
+          log.info(
+            { tenant: root, names: exposed },
+            'exposed names changed; reissuing the apiserver serving certificate',
+          );
         pki = { ...pki, apiserver: await issueApiserverCert(pki.ca, opts) };
       }
       // Leaves past their renewal time are issued again from the same CA (the apiserver reloads its own files).
       const due = await renewDueLeaves(pki, opts, new Date(), this.renewFraction(), opts.validityDays);
+      if (dry || (sameNames && !due.renewed.length)) return due.pki;
       if (due.renewed.length) log.info({ tenant: root, renewed: due.renewed }, 'certificates renewed');
-      if (sameNames && !due.renewed.length) return pki;
       await this.superClient.update(R.secrets, pkiSecret(root, due.pki, hash, namesHash, existing), {
         fieldManager: IDENTITY.manager,
       });
@@ -431,6 +564,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
     }
 
     const pki = await generateControlPlanePKI(opts);
+    if (dry) return pki;
     if (existing) {
       log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
       // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
@@ -499,6 +633,11 @@ export class NativeProvisioner implements Provisioner, ComponentSource {
       log.info({ tenant: root, data }, 'etcd data removed');
     }
   }
+}
+
+/** workloadsHash identifies the StatefulSets a roll goes to (a failed roll is not tried again until they change). */
+function workloadsHash(workloads: readonly KubeObject[]): string {
+  return createHash('sha256').update(stableJson(workloads)).digest('hex').slice(0, 16);
 }
 
 /**

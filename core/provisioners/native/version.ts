@@ -6,7 +6,7 @@ import { ProvisionRefused } from '../provisioner.ts';
  * This module is the native provisioner's side of a Kubernetes version change: which version a tenant's apiserver
  * StatefulSet runs (its image's tag: the provisioner tags every kube-apiserver image with the ClusterVersion's
  * kubernetesVersion, core/provisioners/native/render.ts), and the skew policy's verdict on a change before anything
- * is applied. Native rolls are not ordered yet (Kubernetes rolls each StatefulSet), so only the verdict is shared.
+ * is applied. The roll itself, in the skew policy's order, is core/provisioners/native/roll.ts's.
  */
 
 /** RunningStatefulSet is as much of a StatefulSet as the version is read from. */
