@@ -289,9 +289,30 @@ describe('hostile authors against grants, on the real local system', () => {
           },
           'platform',
         );
+      // The provider reads Cluster API's Clusters at v1beta2; the minimal Cluster CRD of a meta cluster without
+      // Cluster API serves v1beta1 only, so this super serves v1beta2 as well (no Cluster is made here).
+      await t.client.patch(
+        R.crds,
+        undefined,
+        'clusters.cluster.x-k8s.io',
+        [
+          {
+            op: 'add',
+            path: '/spec/versions/-',
+            value: {
+              name: 'v1beta2',
+              served: true,
+              storage: false,
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          },
+        ],
+        'json',
+      );
+      await eventually(() => t.client.list(R.capiclusters), 30_000);
       capi = new CapiProvider({ meta: t.client });
       await capi.start();
-    });
+    }, 120_000);
 
     afterAll(async () => {
       await capi?.stop();
