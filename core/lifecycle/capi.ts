@@ -29,6 +29,7 @@ import {
   type VirtualClusterControlPlane,
 } from './capidecisions.ts';
 import { serverOf } from './kubeconfigsecret.ts';
+import { resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
 
 const log = childLogger({ controller: 'capi' });
 
@@ -66,6 +67,7 @@ export class CapiProvider {
   private readonly infraClusters: SharedInformer<InfraCluster>;
   private readonly virtualClusters: SharedInformer<VirtualCluster>;
   private readonly clusterVersions: SharedInformer<ClusterVersionObject>;
+  private readonly policies: SharedInformer<TenantPolicy>;
   private readonly clusters: SharedInformer<CapiCluster>;
   private readonly cpQueue = new WorkQueue({ metrics: queueMetrics('capi-controlplane') });
   private readonly infraQueue = new WorkQueue({ metrics: queueMetrics('capi-infracluster') });
@@ -78,6 +80,7 @@ export class CapiProvider {
     this.infraClusters = informers.informer({ resource: R.virtualclusterinfraclusters });
     this.virtualClusters = informers.informer({ resource: R.virtualclusters });
     this.clusterVersions = informers.informer({ resource: R.clusterversions });
+    this.policies = informers.informer({ resource: R.tenantpolicies });
     this.clusters = informers.informer({ resource: R.capiclusters });
     const cp = (o: KubeObject) => this.cpQueue.add(objectKey(o));
     this.controlPlanes.addHandler({ onAdd: cp, onUpdate: (_a, b) => cp(b), onDelete: cp });
@@ -94,6 +97,8 @@ export class CapiProvider {
     // A ClusterVersion that appears or changes may settle a control plane's spec.version.
     const all = () => this.controlPlanes.list().forEach(cp);
     this.clusterVersions.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
+    // So may a TenantPolicy, whose grants decide which ClusterVersions may be picked.
+    this.policies.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
     // A Cluster that is paused or unpaused wakes the objects it references.
     const refs = (c: CapiCluster) => {
       const ns = c.metadata?.namespace;
@@ -125,7 +130,14 @@ export class CapiProvider {
 
   /** start syncs the caches and starts the workers. */
   async start(): Promise<void> {
-    const all = [this.controlPlanes, this.infraClusters, this.virtualClusters, this.clusterVersions, this.clusters];
+    const all = [
+      this.controlPlanes,
+      this.infraClusters,
+      this.virtualClusters,
+      this.clusterVersions,
+      this.policies,
+      this.clusters,
+    ];
     for (const i of all) i.start();
     await Promise.all(all.map((i) => i.waitForSync()));
     for (const r of this.runners) r.start();
@@ -134,7 +146,14 @@ export class CapiProvider {
   /** stop stops the workers and the informers; the VirtualClusters made stay. */
   async stop(): Promise<void> {
     for (const r of this.runners) await r.stop();
-    for (const i of [this.controlPlanes, this.infraClusters, this.virtualClusters, this.clusterVersions, this.clusters])
+    for (const i of [
+      this.controlPlanes,
+      this.infraClusters,
+      this.virtualClusters,
+      this.clusterVersions,
+      this.policies,
+      this.clusters,
+    ])
       await i.stop();
   }
 
@@ -187,7 +206,17 @@ export class CapiProvider {
         message: `VirtualCluster ${vcKey} exists and is not this control plane's; it is left alone`,
       });
     }
-    const desired = desiredVirtualCluster(cp, cluster, this.clusterVersions.list());
+    // The ClusterVersion is picked among those granted by the policy the VirtualCluster will resolve to; the rest of
+    // the grants (the policy's subjects, super clusters, import Secrets) are the VirtualCluster controller's and
+    // admission's to check on the VirtualCluster itself.
+    const resolved = resolvePolicy({ spec: cp.spec.virtualCluster ?? {} }, this.policies.list());
+    const desired =
+      'error' in resolved
+        ? { reason: CAPI_REASONS.policyViolation, message: `spec.virtualCluster.policyName: ${resolved.error.message}` }
+        : desiredVirtualCluster(cp, cluster, this.clusterVersions.list(), {
+            ...(resolved.policy?.metadata?.name && { policy: resolved.policy.metadata.name }),
+            clusterVersions: resolved.policy?.spec?.grants?.clusterVersions ?? [],
+          });
     if (isRefusal(desired)) {
       const said = cp.status?.conditions?.find((c) => c.type === 'Available');
       if (said?.reason !== desired.reason || !said.message?.startsWith(desired.message))

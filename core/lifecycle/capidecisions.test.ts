@@ -17,6 +17,8 @@ const cv = (name: string, kubernetesVersion: string): ClusterVersionObject => ({
   spec: { kubernetesVersion },
 });
 const versions = [cv('b-136', 'v1.36.3'), cv('a-136', 'v1.36.3'), cv('old', 'v1.35.4')];
+/** all grants every ClusterVersion of `versions`; the grant rows narrow it. */
+const all = { policy: 'fleet', clusterVersions: ['a-136', 'b-136', 'old'] };
 
 const cp = (spec: Partial<VirtualClusterControlPlane['spec']> = {}, status?: VirtualClusterControlPlane['status']) =>
   ({
@@ -55,13 +57,71 @@ describe('pickClusterVersion', () => {
       { reason: 'UnknownVersion', message: 'spec.clusterVersionName: ClusterVersion gone does not exist' },
     ],
   ])('%s', (_name, spec, want) => {
-    expect(pickClusterVersion(spec, versions)).toEqual(want);
+    expect(pickClusterVersion(spec, versions, all)).toEqual(want);
+  });
+
+  // What the provider picks for the author is granted, as what the author names is (issue 31 §1).
+  it.each([
+    [
+      'the first granted one, past an ungranted one that sorts before it',
+      { version: 'v1.36.3' },
+      { policy: 'fleet', clusterVersions: ['b-136'] },
+      { name: 'b-136' },
+    ],
+    [
+      'a version only ungranted ClusterVersions offer',
+      { version: 'v1.36.3' },
+      { policy: 'fleet', clusterVersions: ['old'] },
+      {
+        reason: 'PolicyViolation',
+        message:
+          'spec.version: v1.36.3 is offered by a-136, b-136, none granted by TenantPolicy "fleet" ' +
+          '(spec.grants.clusterVersions: old)',
+      },
+    ],
+    [
+      'no policy at all: nothing is granted',
+      { version: 'v1.35.4' },
+      { clusterVersions: [] },
+      {
+        reason: 'PolicyViolation',
+        message:
+          'spec.version: v1.35.4 is offered by old, none granted by the built-in defaults (no TenantPolicy applies) ' +
+          '(spec.grants.clusterVersions: none)',
+      },
+    ],
+    [
+      'a named one that offers the version and is not granted',
+      { version: 'v1.36.3', clusterVersionName: 'a-136' },
+      { policy: 'fleet', clusterVersions: ['b-136'] },
+      {
+        reason: 'PolicyViolation',
+        message:
+          'spec.clusterVersionName: "a-136" is not granted by TenantPolicy "fleet" (spec.grants.clusterVersions)',
+      },
+    ],
+    [
+      'a version nobody offers stays UnknownVersion, granted or not',
+      { version: 'v1.99.0' },
+      { policy: 'fleet', clusterVersions: [] },
+      {
+        reason: 'UnknownVersion',
+        message: 'spec.version: no ClusterVersion offers v1.99.0; offered: v1.35.4, v1.36.3',
+      },
+    ],
+  ])('grants: %s', (_name, spec, grant, want) => {
+    expect(pickClusterVersion(spec, versions, grant)).toEqual(want);
   });
 });
 
 describe('desiredVirtualCluster', () => {
   it('is named like the Cluster, labelled with it, controlled by the control plane, with the picked ClusterVersion', () => {
-    const vc = desiredVirtualCluster(cp({ virtualCluster: { provisioner: { type: 'local' } } }), 'team-a', versions);
+    const vc = desiredVirtualCluster(
+      cp({ virtualCluster: { provisioner: { type: 'local' } } }),
+      'team-a',
+      versions,
+      all,
+    );
     expect(vc).toEqual({
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'VirtualCluster',
@@ -89,13 +149,13 @@ describe('desiredVirtualCluster', () => {
     ['a field the VirtualCluster schema refuses', { weight: 'heavy' }, 'InvalidSpec', /spec\.virtualCluster: \/weight/],
     ['an unknown field', { colour: 'blue' }, 'InvalidSpec', /spec\.virtualCluster/],
   ])('refuses %s', (_name, virtualCluster, reason, message) => {
-    const r = desiredVirtualCluster(cp({ virtualCluster }), 'team-a', versions);
+    const r = desiredVirtualCluster(cp({ virtualCluster }), 'team-a', versions, all);
     expect(isRefusal(r) && r.reason).toBe(reason);
     expect(isRefusal(r) && r.message).toMatch(message);
   });
 
   it('refuses a version no ClusterVersion offers', () => {
-    const r = desiredVirtualCluster(cp({ version: 'v1.99.0' }), 'team-a', versions);
+    const r = desiredVirtualCluster(cp({ version: 'v1.99.0' }), 'team-a', versions, all);
     expect(isRefusal(r) && r.reason).toBe('UnknownVersion');
   });
 });

@@ -41,6 +41,8 @@ export const CAPI_REASONS = {
   unknownVersion: 'UnknownVersion',
   /** spec.virtualCluster is not a valid VirtualCluster spec */
   invalidSpec: 'InvalidSpec',
+  /** the TenantPolicy of the VirtualCluster cannot be resolved, or grants no ClusterVersion the choice needs */
+  policyViolation: 'PolicyViolation',
   /** a VirtualCluster of the Cluster's name exists and is not this control plane's */
   notOwned: 'NotOwned',
   /** the VirtualCluster exists and has no Ready condition yet */
@@ -102,19 +104,40 @@ export interface Refusal {
 }
 
 /**
- * pickClusterVersion finds the ClusterVersion a control plane's spec.version means: the one named by
- * spec.clusterVersionName when given (it must offer the version), else the first by name of those that offer it.
+ * ClusterVersionGrant is what the TenantPolicy a control plane's VirtualCluster resolves to grants it of
+ * ClusterVersions (spec.grants.clusterVersions); `policy` names that policy, absent when none applies (then nothing is
+ * granted).
+ */
+export interface ClusterVersionGrant {
+  policy?: string;
+  clusterVersions: readonly string[];
+}
+
+/**
+ * pickClusterVersion finds the ClusterVersion a control plane's spec.version means, among those its policy grants
+ * (issue 31 §1: a choice the provider makes for the author is granted, as one the author makes): the one named by
+ * spec.clusterVersionName when given (it must offer the version and be granted), else the first by name of the
+ * granted ones that offer it. A version offered only by ungranted ClusterVersions is a policy violation naming them.
  */
 export function pickClusterVersion(
   spec: Pick<VirtualClusterControlPlaneSpec, 'version' | 'clusterVersionName'>,
   versions: readonly ClusterVersionObject[],
+  grant: ClusterVersionGrant,
 ): { name: string } | Refusal {
   const offering = versions
     .filter((cv) => cv.spec?.kubernetesVersion === spec.version)
     .map((cv) => cv.metadata!.name!)
     .sort();
+  const under = grant.policy ? `TenantPolicy "${grant.policy}"` : 'the built-in defaults (no TenantPolicy applies)';
+  const granted = (name: string) => grant.clusterVersions.includes(name);
   if (spec.clusterVersionName) {
-    if (offering.includes(spec.clusterVersionName)) return { name: spec.clusterVersionName };
+    if (offering.includes(spec.clusterVersionName)) {
+      if (granted(spec.clusterVersionName)) return { name: spec.clusterVersionName };
+      return {
+        reason: CAPI_REASONS.policyViolation,
+        message: `spec.clusterVersionName: "${spec.clusterVersionName}" is not granted by ${under} (spec.grants.clusterVersions)`,
+      };
+    }
     const named = versions.find((cv) => cv.metadata?.name === spec.clusterVersionName);
     return {
       reason: CAPI_REASONS.unknownVersion,
@@ -123,7 +146,15 @@ export function pickClusterVersion(
         : `spec.clusterVersionName: ClusterVersion ${spec.clusterVersionName} does not exist`,
     };
   }
-  if (offering[0]) return { name: offering[0] };
+  const pick = offering.find(granted);
+  if (pick) return { name: pick };
+  if (offering.length)
+    return {
+      reason: CAPI_REASONS.policyViolation,
+      message:
+        `spec.version: ${spec.version} is offered by ${offering.join(', ')}, none granted by ${under} ` +
+        `(spec.grants.clusterVersions: ${grant.clusterVersions.length ? grant.clusterVersions.join(', ') : 'none'})`,
+    };
   const offered = [...new Set(versions.map((cv) => cv.spec?.kubernetesVersion).filter(Boolean))].sort();
   return {
     reason: CAPI_REASONS.unknownVersion,
@@ -138,12 +169,14 @@ export const isRefusal = (x: object): x is Refusal => 'reason' in x && 'message'
  * desiredVirtualCluster is the VirtualCluster a control plane of the Cluster `cluster` stands for: named like the
  * Cluster (so that its kubeconfig Secret is the `<cluster>-kubeconfig` Cluster API expects), labelled with the
  * Cluster's name, controlled by the control plane, its spec spec.virtualCluster with the ClusterVersion picked for
- * spec.version. A spec.virtualCluster that names a ClusterVersion itself, or fails the VirtualCluster schema, is refused.
+ * spec.version among those `grant` allows. A spec.virtualCluster that names a ClusterVersion itself, or fails the
+ * VirtualCluster schema, is refused.
  */
 export function desiredVirtualCluster(
   cp: VirtualClusterControlPlane,
   cluster: string,
   versions: readonly ClusterVersionObject[],
+  grant: ClusterVersionGrant,
 ): VirtualCluster | Refusal {
   const extra = cp.spec.virtualCluster ?? {};
   if ('clusterVersionName' in extra)
@@ -152,7 +185,7 @@ export function desiredVirtualCluster(
       message:
         'spec.virtualCluster.clusterVersionName: not allowed; spec.version (and spec.clusterVersionName) pick it',
     };
-  const picked = pickClusterVersion(cp.spec, versions);
+  const picked = pickClusterVersion(cp.spec, versions, grant);
   if (isRefusal(picked)) return picked;
   const m = cp.metadata!;
   const vc: VirtualCluster = {

@@ -53,6 +53,54 @@ describe('the TenantPolicy step of the GitOps plan', () => {
   });
 });
 
+describe('the TenantPolicy step for Cluster API control planes', () => {
+  const cpDoc = (ns: string, name: string, spec: Record<string, unknown>) => ({
+    apiVersion: 'controlplane.tenancy.x-k8s.io/v1alpha1',
+    kind: 'VirtualClusterControlPlane',
+    metadata: { name, namespace: ns },
+    spec: { version: 'v1.36.3', ...spec },
+  });
+  const wide: TenantPolicy = {
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'TenantPolicy',
+    metadata: { name: 'wide' },
+    spec: { grants: { subjects: [{ kind: 'Namespace', name: 'team-a' }], clusterVersions: ['v1-36'] } },
+  };
+  const errorsOf = (docs: Array<Record<string, unknown>>) =>
+    policyErrors(planApply(makeArtifact({ 'tenants/cp.yaml': docs }), [], source).apply, [wide, strict]).map((e) => [
+      e.pointer,
+      e.message,
+    ]);
+
+  it('checks the VirtualCluster a control plane stands for, with the ClusterVersion it names, by its namespace alone', () => {
+    expect(
+      errorsOf([
+        cpDoc('team-a', 'ok', { clusterVersionName: 'v1-36', virtualCluster: { policyName: 'wide' } }),
+        cpDoc('team-a', 'picked', { virtualCluster: { policyName: 'wide' } }),
+        cpDoc('team-a', 'cv', { clusterVersionName: 'a-wide', virtualCluster: { policyName: 'wide' } }),
+        cpDoc('team-b', 'policy', { virtualCluster: { policyName: 'wide' } }),
+        cpDoc('team-a', 'weight', { virtualCluster: { weight: 3 } }),
+      ]),
+    ).toEqual([
+      [
+        '/spec/clusterVersionName',
+        'tenants/cp.yaml: VirtualClusterControlPlane team-a/cv: spec.clusterVersionName: "a-wide" is not granted by ' +
+          'TenantPolicy "wide" (spec.grants.clusterVersions)',
+      ],
+      [
+        '/spec/virtualCluster/weight',
+        'tenants/cp.yaml: VirtualClusterControlPlane team-a/weight: spec.virtualCluster.weight: weight 3 is above the ' +
+          'ceiling 2 of policy "strict" (weight.max)',
+      ],
+      [
+        '/spec/virtualCluster/policyName',
+        'tenants/cp.yaml: VirtualClusterControlPlane team-b/policy: spec.virtualCluster.policyName: TenantPolicy ' +
+          '"wide" is not granted to namespace "team-b" (its labels not read here) (its spec.grants.subjects)',
+      ],
+    ]);
+  });
+});
+
 describe('simulating a TenantPolicy change against the existing tenants', () => {
   const tenant = (namespace: string, name: string, spec: Record<string, unknown>, labels?: Record<string, string>) =>
     ({

@@ -10,10 +10,35 @@ import { describeRef, type DesiredObject, type DocumentError } from './objects.t
 export type NamespaceLabels = ReadonlyMap<string, Readonly<Record<string, string>>>;
 
 /**
- * policyErrors checks every VirtualCluster of a plan against the TenantPolicies, as the VirtualCluster controller
- * will: one error per field asked beyond the policy or without a grant (the subject is the object's namespace, with
- * its labels where known, and the GitSource its source label names), naming the file, the object and the field. The
- * manager's plugin defaults are not known here; the controller checks those.
+ * asVirtualCluster is what the policy check reads of a plan object: a VirtualCluster as it is, and a
+ * VirtualClusterControlPlane as the VirtualCluster the Cluster API provider will write for it (spec.virtualCluster,
+ * with the ClusterVersion it names; one it leaves to the provider is picked among the granted ones). That VirtualCluster
+ * carries no GitSource label, so only its namespace is its subject. `field` maps a VirtualCluster field back to the
+ * control plane's.
+ */
+function asVirtualCluster(
+  o: DesiredObject,
+): { vc: VirtualCluster; field: (f: string) => string; gitSource: boolean } | undefined {
+  if (o.ref.kind === 'VirtualCluster') return { vc: o.object as VirtualCluster, field: (f) => f, gitSource: true };
+  if (o.ref.kind !== 'VirtualClusterControlPlane') return undefined;
+  const spec = (o.object as { spec?: { virtualCluster?: object; clusterVersionName?: string } }).spec ?? {};
+  const vc = {
+    metadata: { namespace: o.ref.namespace },
+    spec: {
+      ...(spec.virtualCluster ?? {}),
+      ...(spec.clusterVersionName !== undefined && { clusterVersionName: spec.clusterVersionName }),
+    },
+  } as VirtualCluster;
+  const field = (f: string) => (f === 'spec.clusterVersionName' ? f : f.replace(/^spec\./, 'spec.virtualCluster.'));
+  return { vc, field, gitSource: false };
+}
+
+/**
+ * policyErrors checks every VirtualCluster of a plan, and the one each VirtualClusterControlPlane stands for, against
+ * the TenantPolicies, as the VirtualCluster controller will: one error per field asked beyond the policy or without a
+ * grant (the subject is the object's namespace, with its labels where known, and for a VirtualCluster the GitSource
+ * its source label names), naming the file, the object and the field. The manager's plugin defaults are not known
+ * here; the controller checks those.
  */
 export function policyErrors(
   objects: readonly DesiredObject[],
@@ -22,12 +47,17 @@ export function policyErrors(
 ): DocumentError[] {
   const out: DocumentError[] = [];
   for (const o of objects) {
-    if (o.ref.kind !== 'VirtualCluster') continue;
-    const vc = o.object as VirtualCluster;
-    const r = checkPolicies(vc, policies, {}, subjectOf(vc, labels?.get(o.ref.namespace ?? '')));
+    const as = asVirtualCluster(o);
+    if (!as) continue;
+    const nsLabels = labels?.get(o.ref.namespace ?? '');
+    const subject = as.gitSource
+      ? subjectOf(as.vc, nsLabels)
+      : subjectOf({ metadata: { namespace: o.ref.namespace } }, nsLabels);
+    const r = checkPolicies(as.vc, policies, {}, subject);
     if (!('violations' in r)) continue;
     const object = describeRef(o.ref);
-    for (const v of r.violations) {
+    for (const x of r.violations) {
+      const v = { ...x, field: as.field(x.field) };
       out.push({
         reason: 'ValidationFailed',
         file: o.file,
@@ -78,7 +108,11 @@ export async function readNamespaceLabels(
 ): Promise<NamespaceLabels> {
   return readNamespaceLabelsOf(
     client,
-    objects.flatMap((o) => (o.ref.kind === 'VirtualCluster' && o.ref.namespace ? [o.ref.namespace] : [])),
+    objects.flatMap((o) =>
+      (o.ref.kind === 'VirtualCluster' || o.ref.kind === 'VirtualClusterControlPlane') && o.ref.namespace
+        ? [o.ref.namespace]
+        : [],
+    ),
   );
 }
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
 import type { Decision } from '../../core/plugins/contract.ts';
-import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import { R } from '../../core/kube/resources.ts';
+import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import plugin, { ANNOTATIONS_IGNORED, INGRESS_POLICY_VIOLATION, ingressesPlugin, type Ingress } from './index.ts';
 
 // The transform rows run under a policy granting the fixtures' hosts, classes and annotation; policy rows follow.
@@ -205,6 +206,22 @@ describe('ingresses toSuper under the ingresses policy', () => {
     expect(d.object).toBeNull();
     expect(d.skip?.reason).toBe(INGRESS_POLICY_VIOLATION);
     expect(d.effects?.map((e) => e.type === 'event' && e.reason)).toEqual([INGRESS_POLICY_VIOLATION]);
+  });
+
+  it.each([
+    ['ExternalName', true],
+    ['ClusterIP', false],
+    [undefined, false],
+  ])('a backend Service of type %s: refused %s (the shared controller would follow an alias)', (type, refused) => {
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'web', name: 'shop' }, spec: { type } };
+    const tenantCache = new MapCache([[R.services, type ? [svc] : []]]);
+    const d = ingressesPlugin.toSuper(tenantIngress(syncedSpec), undefined, testContext({ tenant, tenantCache }));
+    const field = 'spec.rules[0].http.paths[0].backend.service.name: Service "shop" is an ExternalName Service';
+    if (refused) {
+      expect(d.object).toBeNull();
+      expect(d.skip?.reason).toBe(INGRESS_POLICY_VIOLATION);
+      expect(d.skip?.message).toContain(field);
+    } else expect(d.object?.spec?.rules).toEqual(syncedSpec.rules);
   });
 
   it('copies only the listed annotations and names the dropped ones (a snippet) in a warning', () => {

@@ -15,6 +15,7 @@ import {
 import {
   ANNOTATIONS_IGNORED,
   checkIngress,
+  externalNameBackends,
   INGRESS_POLICY_VIOLATION,
   type IngressRefusal,
   splitAnnotations,
@@ -25,6 +26,7 @@ export {
   ANNOTATIONS_IGNORED,
   checkIngress,
   CLASS_ANNOTATION,
+  externalNameBackends,
   DEFAULT_INGRESSES_POLICY,
   hostAllowed,
   INGRESS_POLICY_VIOLATION,
@@ -81,7 +83,13 @@ function refuse(tenantObj: Ingress, refusals: IngressRefusal[]): Decision<Ingres
 function toSuper(tenantObj: Ingress, superObj: Ingress | undefined, ctx: PluginContext): Decision<Ingress> {
   const tm = tenantObj.metadata ?? {};
   const unknown = checkIngressFields(tenantObj.spec);
-  const refusals = [...(unknown ? [unknown] : []), ...checkIngress(tenantObj, ctx.tenant.ingresses)];
+  const typeOf = (name: string) =>
+    ctx.tenantCache.get<KubeObject & { spec?: { type?: string } }>(R.services, tm.namespace ?? '', name)?.spec?.type;
+  const refusals = [
+    ...(unknown ? [unknown] : []),
+    ...checkIngress(tenantObj, ctx.tenant.ingresses),
+    ...externalNameBackends(tenantObj, typeOf),
+  ];
   if (refusals.length) return refuse(tenantObj, refusals);
   const meta = downMeta(tenantObj, superObj, ctx, {
     namespace: ctx.names.superNamespace(tm.namespace ?? ''),
@@ -131,7 +139,9 @@ function toTenant(superObj: Ingress | undefined, tenantObj: Ingress | undefined)
  * carries the load balancer addresses back. Backends and TLS secrets keep their names: Services and Secrets are
  * synced under the same names in the tenant's super namespace. Hosts and classes must be the tenant policy's
  * (ingresses.hosts, ingresses.classes), else the Ingress is refused with a Warning event; only annotation keys the
- * policy lists (ingresses.annotations) are copied, snippets never.
+ * policy lists (ingresses.annotations) are copied, snippets never. A backend that is an ExternalName Service in the
+ * tenant is refused: the shared controller would follow the alias from the platform's network (such Services have no
+ * super copy either, so an Ingress synced before its backend became one serves nothing for it).
  */
 export const ingressesPlugin = {
   manifest: {
@@ -145,6 +155,8 @@ export const ingressesPlugin = {
     processes: ['manager'],
     optIn: true,
   },
+  // A backend Service's type decides whether the Ingress is refused.
+  reads: [{ resource: R.services, side: 'tenant' }],
   toSuper,
   toTenant,
 } satisfies ResourcePlugin<Ingress>;

@@ -21,7 +21,7 @@ export const DEFAULT_INGRESSES_POLICY = {
 /** IngressRule is the part of an Ingress rule the policy reads. */
 export interface IngressRule {
   host?: string;
-  http?: { paths?: Array<{ backend?: { resource?: unknown } }> };
+  http?: { paths?: Array<{ backend?: { resource?: unknown; service?: { name?: string } } }> };
 }
 
 /** IngressShape is the part of an Ingress the policy reads. */
@@ -114,6 +114,33 @@ export function checkIngress(ing: IngressShape, policy: IngressesPolicyView | un
         field,
         message: `ingress class "${cls}" is not among the classes the tenant's policy allows (ingresses.classes: ${list(classes)})`,
       });
+  return out;
+}
+
+/**
+ * externalNameBackends lists the Service backends of an Ingress that are ExternalName Services in the tenant
+ * (`typeOf` answers a Service's type in the Ingress's namespace, undefined when it does not exist). Such a Service has
+ * no super copy (the services plugin keeps it in the tenant): on the shared ingress controller the backend would be an
+ * alias it resolves and connects to from the platform network, wherever the name points then.
+ */
+export function externalNameBackends(
+  ing: IngressShape,
+  typeOf: (service: string) => string | undefined,
+): IngressRefusal[] {
+  const out: IngressRefusal[] = [];
+  const rules = (ing.spec?.rules ?? []) as IngressRule[];
+  rules.forEach((r, i) =>
+    (r?.http?.paths ?? []).forEach((p, j) => {
+      const name = p?.backend?.service?.name;
+      if (name && typeOf(name) === 'ExternalName')
+        out.push({
+          field: `spec.rules[${i}].http.paths[${j}].backend.service.name`,
+          message:
+            `Service "${name}" is an ExternalName Service: the shared ingress controller would follow its alias from ` +
+            "the platform's network; back the Ingress with a Service that selects Pods",
+        });
+    }),
+  );
   return out;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { externalNameRefusal, superExternalName } from './externalname.ts';
+import { externalNameRefusal } from './externalname.ts';
 
 const cases: Array<[string, string | undefined, boolean]> = [
   ['an external host', 'db.example.com', false],
@@ -40,17 +40,5 @@ describe('externalNameRefusal', () => {
     expect(
       externalNameRefusal({ type: 'ExternalName', externalName: 'x.corp.internal' }, 'corp.internal'),
     ).toBeDefined();
-  });
-});
-
-describe('superExternalName', () => {
-  it.each([
-    ['kubernetes.default', 'kubernetes.default.'],
-    ['db.example.com', 'db.example.com.'],
-    ['db.example.com.', 'db.example.com.'],
-    ['', ''],
-    [undefined, undefined],
-  ])('%s becomes %s: no super-side search path applies to it', (given, want) => {
-    expect(superExternalName(given)).toBe(want);
   });
 });

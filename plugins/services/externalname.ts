@@ -16,9 +16,9 @@ const CLUSTER_LABELS = new Set(['svc', 'pod']);
  * a Pod record spelling any address (`169-254-169-254.x.pod.<domain>`), a single label, a name only a hosts file or
  * a private resolver answers (privateNameRefusal: `.local`, `.internal`...) or an address (including numeric forms
  * such as `0x7f.1`) would make the super cluster reach what
- * the tenant cannot. The super copy is also written fully qualified (superExternalName), so no super-side resolver
- * completes a short name such as `kubernetes.default` with its search path. The tenant's own DNS still answers the
- * name inside the tenant; only the super copy is refused. Other types are not looked at.
+ * the tenant cannot. No ExternalName Service is copied to the super cluster at all (the services plugin's notCopied);
+ * this refusal tells the tenant at once that an inward alias is what it wrote. The tenant's own DNS still answers the
+ * name inside the tenant. Other types are not looked at.
  */
 export function externalNameRefusal(
   spec: { type?: string; externalName?: unknown } | undefined,
@@ -29,8 +29,8 @@ export function externalNameRefusal(
   const labels = name.split('.');
   const why = (what: string): ServiceRefusal => ({
     message:
-      `spec.externalName "${name}" ${what}: the super cluster's proxies and ingress controllers would follow it from ` +
-      `the platform's network; name a host outside the cluster`,
+      `spec.externalName "${name}" ${what}: an alias into a cluster or a private network is refused; name a host ` +
+      `outside the cluster`,
   });
   if (isIP(name) || NUMERIC_HOST.test(name) || name.includes(':')) return why('is an address');
   if (labels.length < 2) return why('is a single label, completed by the super namespace\u2019s DNS search path');
@@ -39,14 +39,4 @@ export function externalNameRefusal(
   if (labels.some((l) => CLUSTER_LABELS.has(l)) || under(domain)) return why('names a host inside the cluster');
   const priv = privateNameRefusal(name);
   return priv ? why(priv.slice(name.length + 1)) : undefined;
-}
-
-/**
- * superExternalName is the externalName the super copy carries: the tenant's, fully qualified (with a trailing dot,
- * which the apiserver accepts), so that a super-side resolver never tries it under its own search domains
- * (`kubernetes.default` would otherwise become `kubernetes.default.svc.cluster.local`, the super apiserver).
- */
-export function superExternalName(externalName: unknown): unknown {
-  if (typeof externalName !== 'string' || externalName === '' || externalName.endsWith('.')) return externalName;
-  return `${externalName}.`;
 }

@@ -8,6 +8,7 @@ import plugin, {
   SERVICE_POLICY_VIOLATION,
   servicesPlugin,
   SYNCED_CONDITION,
+  TENANT_ONLY,
   type Service,
   type ServicePort,
   type ServiceSpec,
@@ -243,16 +244,63 @@ const down: DownCase[] = [
     },
   },
   {
-    name: 'update -> ExternalName: cluster IPs and families dropped, externalName set fully qualified',
+    name: 'update -> ExternalName: the super copy is deleted, the tenant told why (no ingress controller follows it)',
     tenant: tenantSvc({ type: 'ExternalName', externalName: 'db.example.com', sessionAffinity: 'None' }),
     super: superSvc({ type: 'ClusterIP', ports: [http], ...mirrored }),
+    want: {
+      object: null,
+      effects: [
+        {
+          type: 'tenantCondition',
+          namespace: 'app',
+          name: 'web',
+          uid: 'tenant-uid',
+          condition: {
+            type: SYNCED_CONDITION,
+            status: 'False',
+            reason: TENANT_ONLY,
+            message: expect.stringContaining('not copied to the super cluster') as string,
+          },
+        },
+      ],
+    },
+  },
+  {
+    name: 'ExternalName already told: nothing in the super, no effect again',
+    tenant: tenantSvc({ type: 'ExternalName', externalName: 'db.example.com' }, undefined, {
+      conditions: [
+        {
+          type: SYNCED_CONDITION,
+          status: 'False',
+          reason: TENANT_ONLY,
+          message:
+            "an ExternalName Service is answered by the tenant's own DNS and not copied to the super cluster, whose " +
+            'shared ingress controllers would follow the alias from the platform network; an Ingress cannot use it as ' +
+            'a backend',
+        },
+      ],
+    }),
+    want: { object: null },
+  },
+  {
+    name: 'ExternalName -> ClusterIP over a copy an older syncer left: the old externalName does not stay',
+    tenant: tenantSvc(tenantSpec()),
+    super: superSvc({ type: 'ExternalName', externalName: 'db.example.com.', sessionAffinity: 'None' }),
     want: {
       object: {
         apiVersion: 'v1',
         kind: 'Service',
-        metadata: { ...superServerMeta, labels: { app: 'web' } },
+        metadata: { ...updatedMeta },
         ...superStatus,
-        spec: { type: 'ExternalName', externalName: 'db.example.com.', sessionAffinity: 'None' },
+        spec: {
+          ...superIPs,
+          type: 'ClusterIP',
+          ports: [http],
+          selector: { app: 'web' },
+          sessionAffinity: 'None',
+          internalTrafficPolicy: 'Cluster',
+          ipFamilyPolicy: 'SingleStack',
+        },
       },
     },
   },

@@ -13,7 +13,7 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
-import { externalNameRefusal, superExternalName } from './externalname.ts';
+import { externalNameRefusal } from './externalname.ts';
 import {
   checkLoadBalancerClass,
   checkServiceType,
@@ -83,7 +83,6 @@ export const MIRRORED_SPEC_FIELDS = [
   'loadBalancerClass',
   'loadBalancerSourceRanges',
   'allocateLoadBalancerNodePorts',
-  'externalName',
   'trafficDistribution',
 ] as const;
 
@@ -142,6 +141,38 @@ function refuse(tenantObj: Service, superObj: Service | undefined, r: ServiceRef
   return { object: null, skip: { reason: SERVICE_POLICY_VIOLATION, message: r.message }, effects, ...retry };
 }
 
+/** TENANT_ONLY is the VCSynced reason of an ExternalName Service, which has no super copy (notCopied). */
+export const TENANT_ONLY = 'TenantOnly';
+
+/**
+ * notCopied keeps an ExternalName Service out of the super cluster, deleting a copy an earlier type left there. In the
+ * tenant the alias is answered by the tenant's own DNS, which needs no super object; in the super cluster its only
+ * readers are the shared ingress (and gateway) controllers, which would resolve the name from the platform's network
+ * and connect wherever it points, whatever a name check saw (a public name may resolve inward, now or later). The
+ * tenant reads why in a VCSynced=False condition.
+ */
+function notCopied(tenantObj: Service): Decision<Service> {
+  const ref = serviceRef(tenantObj);
+  const message =
+    "an ExternalName Service is answered by the tenant's own DNS and not copied to the super cluster, whose shared " +
+    'ingress controllers would follow the alias from the platform network; an Ingress cannot use it as a backend';
+  const c = tenantObj.status?.conditions?.find((x) => x.type === SYNCED_CONDITION);
+  const told = c?.status === 'False' && c.reason === TENANT_ONLY && c.message === message;
+  if (told) return { object: null };
+  return {
+    object: null,
+    effects: [
+      {
+        type: 'tenantCondition',
+        namespace: ref.namespace ?? '',
+        name: ref.name,
+        uid: ref.uid ?? '',
+        condition: { type: SYNCED_CONDITION, status: 'False', reason: TENANT_ONLY, message },
+      },
+    ],
+  };
+}
+
 /** syncedAgain clears a VCSynced=False condition once the tenant Service is synced again. */
 function syncedAgain(tenantObj: Service): Effect[] {
   const c = tenantObj.status?.conditions?.find((x) => x.type === SYNCED_CONDITION);
@@ -171,6 +202,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
     checkServiceType(tenantObj, ctx);
   if (refusal) return refuse(tenantObj, superObj, refusal);
   const ts = tenantObj.spec ?? {};
+  if (ts.type === 'ExternalName') return notCopied(tenantObj);
   const tenantIP = ts.clusterIP;
   const meta = downMeta(
     tenantObj,
@@ -182,6 +214,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
 
   const spec: ServiceSpec = superObj?.spec ? clone(superObj.spec) : {};
   copyFields(ts, spec, MIRRORED_SPEC_FIELDS);
+  delete spec.externalName; // only a copy made before ExternalName Services stayed in the tenant has one
   if (ts.ports?.length) {
     spec.ports = ts.ports.map((p) => {
       const out = clone(p);
@@ -197,12 +230,6 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
       spec.clusterIP = HEADLESS;
       spec.clusterIPs = [HEADLESS];
     }
-  }
-  if (ts.type === 'ExternalName') spec.externalName = superExternalName(ts.externalName);
-  if (superObj && ts.type === 'ExternalName') {
-    delete spec.clusterIP;
-    delete spec.clusterIPs;
-    delete spec.ipFamilies;
   }
   if (!superObj || ts.type !== 'LoadBalancer' || ts.externalTrafficPolicy !== 'Local') delete spec.healthCheckNodePort;
 

@@ -4,8 +4,9 @@
  * controller, GitOps and the Cluster API provider, on a real super cluster. A Cluster with a VirtualClusterControlPlane
  * and a VirtualClusterInfraCluster comes from git; Cluster API reports it Available; its `<cluster>-kubeconfig` Secret
  * runs a workload; clusterctl (built from the same module version) describes it; bad input shows on the Cluster's
- * conditions; a version change in git upgrades a tenant through the day-two rollout, Cluster API's pause (the Cluster's
- * spec.paused, the annotation) holds it back, and a skipped minor or a downgrade is refused with the tenant untouched
+ * conditions, or on the GitSource where the applier refuses it (a ClusterVersion not granted); a version change in
+ * git upgrades a tenant through the day-two rollout, Cluster API's pause (the Cluster's spec.paused, the annotation)
+ * holds it back, and a skipped minor or a downgrade is refused with the tenant untouched
  * (the upgrade needs the older minor's binaries, an optional build as the Cluster API manager is); a Cluster that
  * leaves git takes its tenant with it.
  */
@@ -270,7 +271,7 @@ describe.skipIf(!haveCapi)('a Cluster API control-plane provider: Clusters from 
     }
   });
 
-  it("reports bad input on the Cluster's conditions: a version no ClusterVersion offers, a policy refusal", async () => {
+  it("reports bad input: a version no ClusterVersion offers on the Cluster's conditions, an ungranted one in git", async () => {
     const rev = await git.commitFiles(
       'fleet',
       {
@@ -285,14 +286,24 @@ describe.skipIf(!haveCapi)('a Cluster API control-plane provider: Clusters from 
         const b = condition(await cluster('team-b'), 'ControlPlaneAvailable');
         expect(b).toMatchObject({ status: 'False', reason: 'UnknownVersion' });
         expect(b?.message).toContain('no ClusterVersion offers v1.99.0');
-        const c = condition(await cluster('team-c'), 'ControlPlaneAvailable');
-        expect(c).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
-        expect(c?.message).toContain('v1-36-ungranted');
       },
       120_000,
       1000,
     );
     expect(await t.client.getOrNull(R.virtualclusters, NS, 'team-b')).toBeNull();
+    // A ClusterVersion its policy does not grant is refused by the applier, as for a VirtualCluster: the control plane
+    // is not applied, and the GitSource names the file, the object and the grant.
+    const gs = await t.client.get<GitSource>(GITSOURCES, NS, 'fleet');
+    const ready = gs.status?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'ValidationFailed' });
+    expect(ready?.message).toContain(
+      'clusters/team-c.yaml: VirtualClusterControlPlane default/team-c: spec.clusterVersionName: "v1-36-ungranted" is ' +
+        'not granted by TenantPolicy "fleet"',
+    );
+    expect(await t.client.getOrNull(R.virtualclustercontrolplanes, NS, 'team-c')).toBeNull();
+    expect(await t.client.getOrNull(R.virtualclusters, NS, 'team-c')).toBeNull();
+    // An invalid definition blocks pruning: team-c leaves git, so that the tests below can prune.
+    await applied(await git.commitFiles('fleet', { 'clusters/team-c.yaml': null }, 'team-c goes'));
   });
 
   it('clusterctl describe cluster shows the tenant as Cluster API sees it, and the bad input', async () => {

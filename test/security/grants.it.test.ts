@@ -13,6 +13,9 @@ import { R } from '../../core/kube/resources.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
 import { managerIdentity } from '../../core/dev/embedded/embedded.ts';
 import { ImportProvisioner } from '../../core/provisioners/import/provisioner.ts';
+import { CapiProvider } from '../../core/lifecycle/capi.ts';
+import { CAPI_CLUSTER_LABEL } from '../../core/lifecycle/kubeconfigsecret.ts';
+import { pinnedVersions } from '../../core/toolchain/toolchain.ts';
 import { ProvisionRefused } from '../../core/provisioners/provisioner.ts';
 import type { TenantPolicy } from '../../core/tenancy/policy.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
@@ -241,6 +244,136 @@ describe('hostile authors against grants, on the real local system', () => {
         return errors[0]!.message;
       });
       await t.client.delete(R.virtualclusters, 'team-b', 'from-git');
+    });
+  });
+
+  describe('the Cluster API provider, which picks a ClusterVersion for the author', () => {
+    const NEW = pinnedVersions().kubernetes;
+    let capi: CapiProvider;
+    type ControlPlane = KubeObject & {
+      status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+    };
+    /** controlPlane is what a Cluster API Cluster `name` gives the provider: its control plane, labelled with it. */
+    const controlPlane = (ns: string, name: string, spec: Record<string, unknown>): KubeObject => ({
+      apiVersion: 'controlplane.tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualClusterControlPlane',
+      metadata: { name, namespace: ns, labels: { [CAPI_CLUSTER_LABEL]: name } },
+      spec: { version: NEW, ...spec },
+    });
+    /** refusedByProvider waits for the control plane's Available=False with `reason`, and checks no VirtualCluster */
+    const refusedByProvider = async (ns: string, name: string, spec: Record<string, unknown>, want: string) => {
+      await t.client.create(R.virtualclustercontrolplanes, controlPlane(ns, name, spec));
+      const c = await eventually(async () => {
+        const cp = await t.client.get<ControlPlane>(R.virtualclustercontrolplanes, ns, name);
+        const a = cp.status?.conditions?.find((x) => x.type === 'Available');
+        expect(a).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+        expect(a?.message).toContain(want);
+        return a!;
+      });
+      expect(await t.client.getOrNull(R.virtualclusters, ns, name)).toBeNull();
+      return c.message!;
+    };
+
+    beforeAll(async () => {
+      // Only the provider's choice is under test: the VirtualCluster it writes is not provisioned.
+      await sys.stopController();
+      // a-wide offers the pinned version and sorts before v1-36; gold grants v1-36 alone.
+      for (const name of ['a-wide', 'v1-36'])
+        await t.client.apply(
+          R.clusterversions,
+          {
+            apiVersion: API,
+            kind: 'ClusterVersion',
+            metadata: { name },
+            spec: { kubernetesVersion: NEW, apiServer: { replicas: 1 }, etcd: { storageSize: '1Gi' } },
+          },
+          'platform',
+        );
+      // The provider reads Cluster API's Clusters at v1beta2; the minimal Cluster CRD of a meta cluster without
+      // Cluster API serves v1beta1 only, so this super serves v1beta2 as well (no Cluster is made here).
+      await t.client.patch(
+        R.crds,
+        undefined,
+        'clusters.cluster.x-k8s.io',
+        [
+          {
+            op: 'add',
+            path: '/spec/versions/-',
+            value: {
+              name: 'v1beta2',
+              served: true,
+              storage: false,
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          },
+        ],
+        'json',
+      );
+      await eventually(() => t.client.list(R.capiclusters), 30_000);
+      capi = new CapiProvider({ meta: t.client });
+      await capi.start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await capi?.stop();
+    });
+
+    it('picks the granted ClusterVersion, not the first by name, for a control plane that names none', async () => {
+      await attempts.attempt('Cluster API provider: an ungranted ClusterVersion that sorts first', async () => {
+        await t.client.create(
+          R.virtualclustercontrolplanes,
+          controlPlane('team-a', 'capi-pick', {
+            virtualCluster: { policyName: 'gold', provisioner: { type: 'local' } },
+          }),
+        );
+        const vc = await eventually(() => getVC('team-a', 'capi-pick'));
+        expect(vc.spec.clusterVersionName).toBe('v1-36');
+        return 'the VirtualCluster written names v1-36, the ClusterVersion gold grants, not a-wide';
+      });
+    });
+
+    it.each([
+      [
+        'a named ClusterVersion its policy does not grant',
+        'capi-named',
+        { clusterVersionName: 'a-wide', virtualCluster: { policyName: 'gold', provisioner: { type: 'local' } } },
+        'spec.clusterVersionName: "a-wide" is not granted by TenantPolicy "gold" (spec.grants.clusterVersions)',
+      ],
+      [
+        'a version offered only by ClusterVersions its policy does not grant',
+        'capi-silver',
+        { virtualCluster: { policyName: 'silver', provisioner: { type: 'local' } } },
+        `spec.version: ${NEW} is offered by a-wide, v1-36, none granted by TenantPolicy "silver"`,
+      ],
+    ])('refuses %s on the control plane, writing no VirtualCluster', async (what, name, spec, want) => {
+      await attempts.attempt(`Cluster API provider: ${what}`, () => refusedByProvider('team-a', name, spec, want));
+    });
+
+    it('the applier (and so `vc validate`) refuses a control plane naming an ungranted ClusterVersion', async () => {
+      const applier = new Applier({
+        client: t.client,
+        source,
+        scope: scopeOf(source, { sources: { 'platform/tenants': { targetNamespaces: ['team-a'] } } }),
+      });
+      const out = await applier.reconcile(
+        makeArtifact({
+          'tenants/capi.yaml': [
+            controlPlane('team-a', 'capi-git', {
+              clusterVersionName: 'a-wide',
+              virtualCluster: { policyName: 'gold', provisioner: { type: 'local' } },
+            }) as Record<string, unknown>,
+          ],
+        }),
+        undefined,
+        { generation: 1 },
+      );
+      await attempts.attempt('applier: a control plane naming an ungranted ClusterVersion', async () => {
+        const errors = out.plan!.errors.filter((e) => e.object === 'VirtualClusterControlPlane team-a/capi-git');
+        expect(errors.map((e) => [e.file, e.pointer])).toEqual([['tenants/capi.yaml', '/spec/clusterVersionName']]);
+        expect(errors[0]!.message).toContain('"a-wide" is not granted by TenantPolicy "gold"');
+        expect(await t.client.getOrNull(R.virtualclustercontrolplanes, 'team-a', 'capi-git')).toBeNull();
+        return errors[0]!.message;
+      });
     });
   });
 

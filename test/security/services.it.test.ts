@@ -323,25 +323,59 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     });
   });
 
-  it('writes an ExternalName fully qualified in the super, so no super-side search path makes a short name inward', async () => {
-    await attempts.attempt('ExternalName Service aliasing the super apiserver by a short name', async () => {
+  it('keeps every ExternalName Service out of the super cluster, so no shared ingress controller follows an alias', async () => {
+    // 127.0.0.1.nip.io is a public name that resolves to loopback: no name check can tell it from any other public name,
+    // and an answer can change after a check. The shared ingress controller would resolve it and connect from the
+    // platform's network; with no super copy there is nothing for it to follow.
+    await attempts.attempt('Ingress backed by an ExternalName Service whose public name resolves inward', async () => {
       await a.create(R.services, {
         apiVersion: 'v1',
         kind: 'Service',
-        metadata: { name: 'to-short', namespace: 'default' },
-        spec: { type: 'ExternalName', externalName: 'kubernetes.default' },
+        metadata: { name: 'rebind', namespace: 'default' },
+        spec: { type: 'ExternalName', externalName: '127.0.0.1.nip.io' },
       });
-      // An ingress controller or proxy in the super resolves the alias with its own resolv.conf (ndots 5): without the
-      // trailing dot `kubernetes.default` would be tried as kubernetes.default.svc.cluster.local, the super apiserver.
-      const copy = await eventually(() =>
-        t.client.get<Service & { spec?: { externalName?: string } }>(R.services, snsA, 'to-short'),
+      const svc = await eventually(async () => {
+        const got = await a.get<Service>(R.services, 'default', 'rebind');
+        expect(got.status?.conditions?.find((x) => x.type === 'VCSynced')).toMatchObject({
+          status: 'False',
+          reason: 'TenantOnly',
+        });
+        return got;
+      });
+      const ing = ingress('rebind', 'rebind.tenant-a.example.com');
+      (
+        ing.spec as { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string } } }> } }> }
+      ).rules[0]!.http.paths[0]!.backend.service.name = 'rebind';
+      const created = await a.create(R.ingresses, ing);
+      const message = await warned(a, created.metadata?.uid, 'IngressPolicyViolation');
+      expect(message).toContain('backend.service.name: Service "rebind" is an ExternalName Service');
+      expect(await t.client.getOrNull(R.services, snsA, 'rebind')).toBeNull();
+      expect(await t.client.getOrNull(R.ingresses, snsA, 'rebind')).toBeNull();
+      return `${svc.status?.conditions?.find((x) => x.type === 'VCSynced')?.message}; ${message}`;
+    });
+  });
+
+  it('deletes the super copy of a backend Service changed to ExternalName after its Ingress was synced', async () => {
+    await attempts.attempt('ClusterIP backend turned into an ExternalName alias under a synced Ingress', async () => {
+      await a.create(R.services, service('turncoat', 'ClusterIP'));
+      const ing = ingress('turncoat', 'turncoat.tenant-a.example.com');
+      (
+        ing.spec as { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string } } }> } }> }
+      ).rules[0]!.http.paths[0]!.backend.service.name = 'turncoat';
+      await a.create(R.ingresses, ing);
+      await eventually(async () => {
+        await t.client.get(R.ingresses, snsA, 'turncoat');
+        await t.client.get(R.services, snsA, 'turncoat');
+      });
+      await a.patch(
+        R.services,
+        'default',
+        'turncoat',
+        { spec: { type: 'ExternalName', externalName: 'kubernetes.default', selector: null, ports: null } },
+        'merge',
       );
-      expect(copy.spec?.externalName).toBe('kubernetes.default.');
-      expect(
-        (await a.get<Service & { spec?: { externalName?: string } }>(R.services, 'default', 'to-short')).spec
-          ?.externalName,
-      ).toBe('kubernetes.default');
-      return 'the super copy names kubernetes.default. (absolute: no search domain is appended)';
+      await eventually(async () => expect(await t.client.getOrNull(R.services, snsA, 'turncoat')).toBeNull());
+      return 'the super Service is gone: the synced Ingress names a backend that does not exist in the super cluster';
     });
   });
 
@@ -376,7 +410,10 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     expect(services.filter((s) => s.spec?.type === 'NodePort').map((s) => s.metadata?.name)).toEqual(['np-1']);
     expect(services.filter((s) => s.spec?.type === 'LoadBalancer')).toHaveLength(1);
     const ingresses = (await t.client.list(R.ingresses, { labelSelector: `${LABEL.cluster}=${tenantA.key}` })).items;
-    expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet']);
-    expect(attempts.summary()).toBe('attempts 19, refused 19, succeeded 0');
+    // turncoat was synced before its backend became an ExternalName Service: it stays, naming a Service the super
+    // cluster no longer has, and no ExternalName Service of the tenant is in the super at all
+    expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet', 'turncoat']);
+    expect(services.filter((s) => s.spec?.type === 'ExternalName')).toEqual([]);
+    expect(attempts.summary()).toBe('attempts 20, refused 20, succeeded 0');
   });
 });
