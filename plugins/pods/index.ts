@@ -1,7 +1,8 @@
 // Over 500 lines, on purpose: the Pod plugin is one resource's transform (a new or updated super Pod, the service
 // account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
 // helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
-// nodepin.ts, nodename.ts, ephemeral.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts, generation.ts.
+// nodepin.ts, nodename.ts, ephemeral.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts, generation.ts,
+// resize.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,
@@ -55,6 +56,7 @@ import {
 import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
+import { resizeContainers } from './resize.ts';
 import { generationAnnotation, mapObservedGenerations, TENANT_GENERATION } from './generation.ts';
 import { serviceAccountOf, tokenEffectOnceBound } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
@@ -435,6 +437,7 @@ function updateSuperPod(
     return { ...refuse(tenantPod, refused), object: desired };
   }
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
+  resizeContainers(spec.containers, tspec.containers);
   // The Secret the super Pod was created with, whatever the tenant's setting says now (a spec is immutable).
   const tokens = tokenKeys(tspec);
   const reads = (p: TokenPlan) => !!spec.volumes?.some((v) => readsSecret(v, p.secretName));
