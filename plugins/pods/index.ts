@@ -460,7 +460,16 @@ function tokenOnBind(tenantPod: Pod, superPod: Pod): Effect[] {
   return tokenEffectOnceBound(bound, own, tokens);
 }
 
-/** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
+/**
+ * KUBELET_REMOVED_CONDITIONS are the Pod conditions a kubelet removes once they no longer hold (an in-place resize
+ * pending or in progress): when the super Pod no longer has one, neither does the tenant Pod.
+ */
+const KUBELET_REMOVED_CONDITIONS: ReadonlySet<string> = new Set(['PodResizePending', 'PodResizeInProgress']);
+
+/**
+ * copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept, but for
+ * KUBELET_REMOVED_CONDITIONS.
+ */
 function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): PodStatus {
   const out: PodStatus = { ...to };
   const src: Record<string, unknown> = from ?? {};
@@ -471,7 +480,9 @@ function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): Pod
   }
   if (from?.conditions) {
     const known = new Set(from.conditions.map((c) => c.type));
-    const tenantOnly = (to?.conditions ?? []).filter((c) => !known.has(c.type));
+    const tenantOnly = (to?.conditions ?? []).filter(
+      (c) => !known.has(c.type) && !KUBELET_REMOVED_CONDITIONS.has(c.type),
+    );
     out.conditions = [...clone(from.conditions), ...clone(tenantOnly)];
   } else if (to?.conditions) {
     out.conditions = clone(to.conditions);

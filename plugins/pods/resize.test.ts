@@ -75,3 +75,22 @@ describe('pods plugin: in-place resize', () => {
     expect(got.spec?.containers[0]?.resources).toEqual({ requests: { cpu: '300m' }, limits: { cpu: '300m' } });
   });
 });
+
+describe('pods plugin: resize conditions', () => {
+  it('toTenant drops PodResizeInProgress once the super kubelet removed it, and keeps the tenant\u2019s own conditions', () => {
+    const ctx = testContext();
+    const cond = (type: string) => ({ type, status: 'True' });
+    const tenant: Pod = {
+      metadata: { name: 'p', namespace: 'default', uid: 'u', generation: 2 },
+      spec: { containers: [c('a')], nodeName: 'vnode' },
+      status: { conditions: [cond('Ready'), cond('PodResizeInProgress'), cond('PodResizePending'), cond('VCSynced')] },
+    };
+    const sup: Pod = {
+      metadata: { name: 'p', namespace: ctx.names.superNamespace('default'), generation: 2 },
+      spec: { containers: [c('a')], nodeName: 'node-1' },
+      status: { conditions: [cond('Ready')] },
+    };
+    const got = podsPlugin.toTenant!(sup, tenant, ctx).object as Pod;
+    expect(got.status?.conditions?.map((x) => x.type)).toEqual(['Ready', 'VCSynced']);
+  });
+});
