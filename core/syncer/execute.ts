@@ -20,7 +20,8 @@ export function resourceName(r: Resource, subresource?: string): string {
 export function stepWrite(r: Resource, step: Step): Pick<Write, 'side' | 'verb' | 'resource'> {
   const side = step.op.endsWith('Super') ? 'super' : 'tenant';
   const verb = step.op.startsWith('create') ? 'create' : step.op.startsWith('delete') ? 'delete' : 'patch';
-  return { side, verb, resource: resourceName(r, step.op === 'patchTenantStatus' ? 'status' : undefined) };
+  const sub = step.op === 'patchTenantStatus' ? 'status' : step.op === 'patchSuper' ? step.subresource : undefined;
+  return { side, verb, resource: resourceName(r, sub) };
 }
 
 /** Clients are the two API clients the steps of one tenant write through. */
@@ -36,7 +37,10 @@ export async function write(c: Clients, r: Resource, step: Step): Promise<KubeOb
     case 'createSuper':
       return c.superClient.create(r, step.obj, fm);
     case 'patchSuper':
-      return c.superClient.patch(r, step.namespace, step.name, step.ops, 'json', fm);
+      return c.superClient.patch(r, step.namespace, step.name, step.ops, 'json', {
+        ...fm,
+        ...(step.subresource && { subresource: step.subresource }),
+      });
     case 'deleteSuper':
       await c.superClient.delete(r, step.namespace, step.name, { uid: step.uid, propagationPolicy: 'Background' });
       return;

@@ -27,7 +27,7 @@ import { UP_OWNER_LABEL } from './placement.ts';
 /** Step is one write a plan makes. */
 export type Step =
   | { op: 'createSuper'; obj: KubeObject }
-  | { op: 'patchSuper'; namespace?: string; name: string; ops: Operation[] }
+  | { op: 'patchSuper'; namespace?: string; name: string; ops: Operation[]; subresource?: 'resize' }
   | { op: 'deleteSuper'; namespace?: string; name: string; uid: string }
   | { op: 'createTenant'; obj: KubeObject }
   | { op: 'patchTenant'; namespace?: string; name: string; ops: Operation[] }
@@ -349,7 +349,10 @@ function planBoth(
     const overCompute = checkCompute(check);
     if (overCompute) return computeRefusal(p, tenantObj, overCompute);
     const ops = diffSpec(superObj, d.object);
-    if (ops.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops });
+    const { main, resize } = kind === 'Pod' ? splitResize(ops) : { main: ops, resize: [] };
+    if (main.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops: main });
+    if (resize.length)
+      out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops: resize, subresource: 'resize' });
   }
   if (p.toTenant && p.manifest.direction === 'both') {
     const toTenant = p.toTenant;
@@ -366,6 +369,22 @@ function planBoth(
     } else if (u.object) tenantDiff(out, tenantObj, u.object);
   }
   return out;
+}
+
+/** RESIZED is the path of what only a Pod's resize subresource changes: a container's resources and resize policy. */
+const RESIZED = /^\/spec\/containers\/\d+\/(resources|resizePolicy)(\/|$)/;
+
+/**
+ * splitResize splits a Pod patch (diffSpec's: a resourceVersion test, then the changes) into the part the Pod itself
+ * takes and the part that goes through its resize subresource, which is the only way to change a running container's
+ * CPU and memory (in-place resize); each part keeps the test, and a part with nothing but the test is empty.
+ */
+export function splitResize(ops: readonly Operation[]): { main: Operation[]; resize: Operation[] } {
+  const tests = ops.filter((o) => o.op === 'test');
+  const changes = ops.filter((o) => o.op !== 'test');
+  const resize = changes.filter((o) => RESIZED.test(o.path));
+  const main = changes.filter((o) => !RESIZED.test(o.path));
+  return { main: main.length ? [...tests, ...main] : [], resize: resize.length ? [...tests, ...resize] : [] };
 }
 
 /**

@@ -1,7 +1,8 @@
 // Over 500 lines, on purpose: the Pod plugin is one resource's transform (a new or updated super Pod, the service
 // account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
 // helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
-// nodepin.ts, nodename.ts, ephemeral.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts.
+// nodepin.ts, nodename.ts, ephemeral.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts, generation.ts,
+// resize.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,
@@ -55,6 +56,8 @@ import {
 import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
+import { resizeContainers } from './resize.ts';
+import { generationAnnotation, mapObservedGenerations, TENANT_GENERATION } from './generation.ts';
 import { serviceAccountOf, tokenEffectOnceBound } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
@@ -64,6 +67,7 @@ export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
 export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
 export { SCHEDULING_GATED } from './gates.ts';
 export { NODE_NAME_REFUSED } from './nodename.ts';
+export { TENANT_GENERATION } from './generation.ts';
 export {
   applyForcedPlacement,
   checkPodPolicy,
@@ -368,7 +372,10 @@ function newSuperPod(
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
   if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
-  const meta = downMeta(tenantPod, undefined, ctx, target, downwardAnnotations(tenantPod));
+  const meta = downMeta(tenantPod, undefined, ctx, target, {
+    ...downwardAnnotations(tenantPod),
+    ...generationAnnotation(tenantPod),
+  });
   const object = newObject<Pod>(tenantPod, meta, { spec });
   if (!ctx.superCache.get(R.serviceaccounts, target.namespace, SUPER_POD_SERVICE_ACCOUNT)) {
     // The object goes with the skip so that the core's namespace ownership check still applies to this create.
@@ -398,7 +405,10 @@ function updateSuperPod(
   target: { namespace: string; name: string },
 ): Decision<Pod> {
   const desired = clone(superPod);
-  desired.metadata = downMeta(tenantPod, superPod, ctx, target, downwardAnnotations(tenantPod));
+  desired.metadata = downMeta(tenantPod, superPod, ctx, target, {
+    ...downwardAnnotations(tenantPod),
+    ...generationAnnotation(tenantPod),
+  });
   const spec = desired.spec;
   const tspec = tenantPod.spec;
   if (!spec || !tspec) return { object: desired };
@@ -417,8 +427,17 @@ function updateSuperPod(
   };
   images('containers', spec.containers, tspec.containers);
   images('initContainers', spec.initContainers, tspec.initContainers);
-  if (refused) return { ...refuse(tenantPod, refused), object: desired };
+  if (refused) {
+    // the super Pod does not run the tenant's spec of this generation: it keeps the generation it was written from
+    const was = superPod.metadata?.annotations?.[TENANT_GENERATION];
+    const annotations = { ...desired.metadata.annotations };
+    if (was === undefined) delete annotations[TENANT_GENERATION];
+    else annotations[TENANT_GENERATION] = was;
+    desired.metadata.annotations = annotations;
+    return { ...refuse(tenantPod, refused), object: desired };
+  }
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
+  resizeContainers(spec.containers, tspec.containers);
   // The Secret the super Pod was created with, whatever the tenant's setting says now (a spec is immutable).
   const tokens = tokenKeys(tspec);
   const reads = (p: TokenPlan) => !!spec.volumes?.some((v) => readsSecret(v, p.secretName));
@@ -441,7 +460,16 @@ function tokenOnBind(tenantPod: Pod, superPod: Pod): Effect[] {
   return tokenEffectOnceBound(bound, own, tokens);
 }
 
-/** copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept. */
+/**
+ * KUBELET_REMOVED_CONDITIONS are the Pod conditions a kubelet removes once they no longer hold (an in-place resize
+ * pending or in progress): when the super Pod no longer has one, neither does the tenant Pod.
+ */
+const KUBELET_REMOVED_CONDITIONS: ReadonlySet<string> = new Set(['PodResizePending', 'PodResizeInProgress']);
+
+/**
+ * copyStatus copies STATUS_FIELDS from the super status; tenant condition types the super lacks are kept, but for
+ * KUBELET_REMOVED_CONDITIONS.
+ */
 function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): PodStatus {
   const out: PodStatus = { ...to };
   const src: Record<string, unknown> = from ?? {};
@@ -452,7 +480,9 @@ function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): Pod
   }
   if (from?.conditions) {
     const known = new Set(from.conditions.map((c) => c.type));
-    const tenantOnly = (to?.conditions ?? []).filter((c) => !known.has(c.type));
+    const tenantOnly = (to?.conditions ?? []).filter(
+      (c) => !known.has(c.type) && !KUBELET_REMOVED_CONDITIONS.has(c.type),
+    );
     out.conditions = [...clone(from.conditions), ...clone(tenantOnly)];
   } else if (to?.conditions) {
     out.conditions = clone(to.conditions);
@@ -581,7 +611,7 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 
         : { object: clone(tenantPod) };
     }
     const desired = clone(tenantPod);
-    desired.status = copyStatus(superPod.status, tenantPod.status);
+    desired.status = mapObservedGenerations(copyStatus(superPod.status, tenantPod.status), superPod, tenantPod);
     const superNode = superPod.spec?.nodeName;
     if (superNode && !tenantPod.spec?.nodeName && !terminating) {
       const { namespace, name, uid } = podRef(tenantPod);

@@ -42,7 +42,14 @@ export async function ensureE2eBinaries(out: NodeJS.WriteStream = process.stderr
 }
 
 /** E2E_IMAGE_FILES are the files of a complete e2e images build (build-e2e-images.sh). */
-export const E2E_IMAGE_FILES = ['sample-apiserver', 'agnhost/localhost.crt', 'agnhost/localhost.key'] as const;
+export const E2E_IMAGE_FILES = [
+  'sample-apiserver',
+  'agnhost/localhost.crt',
+  'agnhost/localhost.key',
+  'nonewprivs/nnp',
+  'nautilus/nautilus.jpg',
+  'nautilus/data.json',
+] as const;
 
 /**
  * e2eImagesDir is the cache directory of the e2e images build for a Kubernetes version: its own key
@@ -55,15 +62,16 @@ export function e2eImagesDir(kubernetes = pinnedVersions().kubernetes): string {
 /**
  * ensureE2eImages returns the directory of what the suite's images need beyond the node toolchain, building it when
  * missing (deploy/toolchain/build-e2e-images.sh): `sample-apiserver` from the k8s.io/sample-apiserver Go module of
- * the pinned Kubernetes version (the aggregator spec's image cannot be pulled here), and `agnhost/localhost.crt` and
- * `.key`, which upstream's agnhost image has at its root.
+ * the pinned Kubernetes version (the aggregator spec's image cannot be pulled here), `agnhost/localhost.crt` and
+ * `.key`, which upstream's agnhost image has at its root, `nonewprivs/nnp` and `nautilus/` (nautilus.jpg, data.json)
+ * from the k8s.io/kubernetes module's test/images.
  */
 export async function ensureE2eImages(out: NodeJS.WriteStream = process.stderr): Promise<string> {
   const kubernetes = pinnedVersions().kubernetes;
   return ensureBuilt({
     dir: e2eImagesDir(kubernetes),
     isComplete: (d) => existsSync(join(d, '.complete')) && E2E_IMAGE_FILES.every((f) => existsSync(join(d, f))),
-    what: `the e2e images' parts for Kubernetes ${kubernetes} (k8s.io/sample-apiserver, agnhost's certificate)`,
+    what: `the e2e images' parts for Kubernetes ${kubernetes} (k8s.io/sample-apiserver, agnhost's certificate, nonewprivs, nautilus)`,
     note: 'a cold build takes a few minutes (seconds when the e2e build filled the Go cache); later runs reuse it',
     marker: { kubernetes },
     out,
@@ -76,8 +84,11 @@ export async function ensureE2eImages(out: NodeJS.WriteStream = process.stderr):
 
 /** e2eNginxDir is the cache directory of the nginx root file system built from this host's Debian release. */
 export function e2eNginxDir(): string {
-  const release = /^VERSION_CODENAME=(.+)$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'unknown';
-  return join(cacheRoot(), `e2e-nginx-debian-${release}`);
+  return join(cacheRoot(), `e2e-nginx-debian-${debianRelease()}`);
+}
+
+function debianRelease(): string {
+  return /^VERSION_CODENAME=(.+)$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'unknown';
 }
 
 /**
@@ -96,6 +107,31 @@ export async function ensureE2eNginx(out: NodeJS.WriteStream = process.stderr): 
     build: async (tmp, o) => {
       await runBuildScript(fromPackageRoot('deploy/toolchain/build-e2e-nginx.sh'), [tmp], o);
       return { nginx: readFileSync(join(tmp, 'nginx.version'), 'utf8').trim() };
+    },
+  });
+}
+
+/** e2eToolsDir is the cache directory of the network tools' root file system built from this host's Debian release. */
+export function e2eToolsDir(): string {
+  return join(cacheRoot(), `e2e-tools-debian-${debianRelease()}`);
+}
+
+/**
+ * ensureE2eTools returns the directory holding `rootfs/`: Debian's curl, dig (bind9-dnsutils), netcat-openbsd and
+ * getent (libc-bin) with every package they depend on (deploy/toolchain/build-e2e-tools.sh), building it when
+ * missing; the specs run them inside agnhost and glibc-dns-testing Pods, and this host cannot pull those images.
+ */
+export async function ensureE2eTools(out: NodeJS.WriteStream = process.stderr): Promise<string> {
+  return ensureBuilt({
+    dir: e2eToolsDir(),
+    isComplete: (d) => existsSync(join(d, '.complete')) && existsSync(join(d, 'rootfs/usr/bin/dig')),
+    what: "the e2e images' network tools (curl, dig, nc, getent) from this host's Debian packages",
+    note: 'a cold build downloads about 26 MB of Debian packages (52 with their dependencies) and takes under a minute',
+    marker: {},
+    out,
+    build: async (tmp, o) => {
+      await runBuildScript(fromPackageRoot('deploy/toolchain/build-e2e-tools.sh'), [tmp], o);
+      return { packages: readFileSync(join(tmp, 'packages'), 'utf8').trim().split('\n') };
     },
   });
 }

@@ -19,10 +19,11 @@ import { kubeconfigSecretName, type VirtualCluster } from '../../core/api/virtua
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
 import { DEFAULT_STATE_DIR } from '../../core/programs/cli/vcs.ts';
-import { fileEntry, type ImageSpec, type TarEntry, writeOciArchive } from '../../core/toolchain/images.ts';
-import { nodeImageSpecs, nodeToolchainDir, type NodeImage } from '../../core/toolchain/node.ts';
+import { writeOciArchive } from '../../core/toolchain/images.ts';
+import { nodeImageSpecs, nodeToolchainDir } from '../../core/toolchain/node.ts';
 import { pinnedVersions, toolchainDir } from '../../core/toolchain/toolchain.ts';
-import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, treeEntries } from './e2e.ts';
+import { ensureE2eBinaries, ensureE2eNginx, ensureE2eImages, ensureE2eTools, treeEntries } from './e2e.ts';
+import { E2E_IMAGES, e2eImageSpec, type E2eImageSources } from './images.ts';
 import {
   CONFORMANCE_FOCUS,
   e2eCommand,
@@ -40,29 +41,6 @@ import { prepareSuperRun } from './superside.ts';
 
 /** TENANT is the VirtualCluster (namespace default) and TenantPolicy the run creates. */
 const TENANT = 'conformance';
-
-/**
- * E2E_IMAGES maps the images the e2e suite of this Kubernetes version names to images built here: the node
- * toolchain's (agnhost with upstream's /localhost.crt added, busybox, pause, etcd), nginx from Debian's packages
- * (ensureE2eNginx) and the sample-apiserver of the aggregator spec (ensureE2eImages). The host has no registry
- * access, so the real node's containerd gets them under these names before the run (imported: containerd's CRI does
- * not see names added with `ctr images tag`). The versions differ from the names' (the toolchain's agnhost and etcd,
- * Debian's nginx, the sample-apiserver of this Kubernetes version): the specs use these programs' long-standing
- * behaviour only.
- */
-const E2E_IMAGES: Record<string, NodeImage | 'nginx' | 'sample-apiserver'> = {
-  'registry.k8s.io/e2e-test-images/agnhost:2.63.0': 'agnhost',
-  'registry.k8s.io/e2e-test-images/agnhost:2.55': 'agnhost',
-  'registry.k8s.io/e2e-test-images/busybox:1.37.0-1': 'busybox',
-  'registry.k8s.io/pause:3.10.2': 'pause',
-  'registry.k8s.io/e2e-test-images/nginx:1.15-4': 'nginx',
-  'registry.k8s.io/e2e-test-images/nginx:1.27-0': 'nginx',
-  // the aggregator spec's Pod: the sample-apiserver and an etcd beside it (/usr/local/bin/etcd, as upstream's)
-  'registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2': 'sample-apiserver',
-  'registry.k8s.io/etcd:3.6.8-0': 'etcd',
-};
-
-const TMP_DIR: TarEntry = { type: 'dir', path: 'tmp', mode: 0o1777 };
 
 interface Options {
   stateDir: string;
@@ -174,38 +152,32 @@ interface ExtraImageDirs {
   nginx: string;
   /** ensureE2eImages' directory */
   images: string;
+  /** ensureE2eTools' directory */
+  tools: string;
 }
 
 /**
- * withAgnhostCertificate adds /localhost.crt and /localhost.key, which upstream's agnhost image carries, to the
- * toolchain's agnhost image: the StatefulSet specs' readiness probe fetches /localhost.crt from test-webserver.
+ * importImages gives the real nodes' containerd the images of E2E_IMAGES (imported: containerd's CRI does not see
+ * names added with `ctr images tag`).
  */
-function withAgnhostCertificate(spec: ImageSpec, imagesDir: string): ImageSpec {
-  const files = ['localhost.crt', 'localhost.key'].map((f) => fileEntry(f, join(imagesDir, 'agnhost', f)));
-  return { ...spec, files: [...spec.files, ...files] };
-}
-
-/** importImages gives the real nodes' containerd the images of E2E_IMAGES. */
 async function importImages(stateDir: string, reportDir: string, extra: ExtraImageDirs): Promise<void> {
   const dir = nodeToolchainDir();
   const ctr = join(dir, 'bin', 'ctr');
-  const specs = nodeImageSpecs(dir, toolchainDir());
-  const spec = (key: (typeof E2E_IMAGES)[string]): ImageSpec =>
-    key === 'nginx'
-      ? { ref: '', files: treeEntries(join(extra.nginx, 'rootfs')), cmd: ['nginx', '-g', 'daemon off;'] }
-      : key === 'sample-apiserver'
-        ? {
-            ref: '',
-            files: [fileEntry('sample-apiserver', join(extra.images, 'sample-apiserver')), TMP_DIR],
-            entrypoint: ['/sample-apiserver'],
-          }
-        : key === 'agnhost'
-          ? withAgnhostCertificate(specs.agnhost(), extra.images)
-          : specs[key]();
+  // the Debian trees are read once and shared by the images that hold them
+  const once = <T>(f: () => T): (() => T) => {
+    let v: T | undefined;
+    return () => (v ??= f());
+  };
+  const sources: E2eImageSources = {
+    node: nodeImageSpecs(dir, toolchainDir()),
+    nginx: once(() => treeEntries(join(extra.nginx, 'rootfs'))),
+    images: extra.images,
+    tools: once(() => treeEntries(join(extra.tools, 'rootfs'))),
+  };
   const archive = join(reportDir, 'e2e-image.tar');
   for (const sock of findSockets(stateDir)) {
     for (const [ref, key] of Object.entries(E2E_IMAGES)) {
-      writeOciArchive(archive, { ...spec(key), ref });
+      writeOciArchive(archive, { ...e2eImageSpec(key, sources), ref });
       const r = await run(ctr, ['--address', sock, '-n', 'k8s.io', 'images', 'import', archive], { quiet: true });
       if (r.code !== 0) throw new Error(`importing ${ref} into ${sock}: ${r.out.trim()}`);
     }
@@ -338,7 +310,11 @@ async function main(o: Options): Promise<number> {
   const t0 = Date.now();
   const binDir = await ensureE2eBinaries();
   // built before the real node starts, so that a cold build does not hold the host lock
-  const extra: ExtraImageDirs = { nginx: await ensureE2eNginx(), images: await ensureE2eImages() };
+  const extra: ExtraImageDirs = {
+    nginx: await ensureE2eNginx(),
+    images: await ensureE2eImages(),
+    tools: await ensureE2eTools(),
+  };
   const { status, started } = await startOrReuse(stateDir, o.realNodes);
   const superClient = await KubeClient.fromFile(status.superKubeconfig);
   let child: ReturnType<typeof spawn> | undefined;

@@ -1,9 +1,10 @@
 /**
- * Two things a tenant Pod asks of its node on the real node (issue 36): a generic ephemeral volume (the tenant's
+ * Things a tenant Pod asks of its node on the real node (issue 36): a generic ephemeral volume (the tenant's
  * controller manager makes the claim `<pod>-<volume>` from the template, the syncer carries it down under the claim
- * rules and the super Pod reads it as a plain claim) that a container writes to, and `spec.nodeName` naming the vNode
- * of the real node (run there, pinned by node affinity) or a node that is not the tenant's (refused, with the reason on
- * the Pod).
+ * rules and the super Pod reads it as a plain claim) that a container writes to; `spec.nodeName` naming the vNode of
+ * the real node (run there, pinned by node affinity) or a node that is not the tenant's (refused, with the reason on
+ * the Pod); and an in-place resize of a running Pod's CPU, which the real kubelet carries out and the tenant Pod
+ * reports at its own generation.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,8 +28,18 @@ const skip = await realNodeSkipReason();
 if (skip) process.stdout.write(`podvolumes.it.test.ts skipped: ${skip}\n`);
 
 interface Pod extends KubeObject {
-  spec: { nodeName?: string; affinity?: unknown; volumes?: Array<Record<string, unknown>> };
-  status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+  spec: {
+    nodeName?: string;
+    affinity?: unknown;
+    volumes?: Array<Record<string, unknown>>;
+    containers?: Array<{ resources?: unknown }>;
+  };
+  status?: {
+    phase?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+    observedGeneration?: number;
+    containerStatuses?: Array<{ resources?: unknown }>;
+  };
 }
 
 interface Claim extends KubeObject {
@@ -47,7 +58,7 @@ const onRealNode = {
   terminationGracePeriodSeconds: 1,
 };
 
-describe.skipIf(!!skip)('tenant Pods on the real node: ephemeral volumes and spec.nodeName', () => {
+describe.skipIf(!!skip)('tenant Pods on the real node: ephemeral volumes, spec.nodeName, in-place resize', () => {
   let t: TestSuper;
   let cp: LocalControlPlane;
   let a: KubeClient;
@@ -225,6 +236,65 @@ describe.skipIf(!!skip)('tenant Pods on the real node: ephemeral volumes and spe
     expect(refused.message).toContain(`spec.nodeName "${other}" is not a node of this tenant`);
     expect(await t.client.getOrNull(R.pods, sns, 'elsewhere')).toBeNull();
     for (const n of ['first', 'pinned', 'elsewhere']) await a.delete(R.pods, 'default', n);
+    await eventually(async () => expect((await t.client.list(R.pods, { namespace: sns })).items).toEqual([]), 90_000);
+  });
+
+  it('resizes a running Pod in place: the super container gets the CPU, the tenant sees it at its own generation', async () => {
+    const cpu = (v: string) => ({ requests: { cpu: v, memory: '32Mi' }, limits: { cpu: v, memory: '32Mi' } });
+    await a.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'grow', namespace: 'default' },
+      spec: {
+        ...onRealNode,
+        containers: [
+          {
+            name: 'c',
+            image: NODE_IMAGES.busybox,
+            imagePullPolicy: 'Never',
+            command: ['sleep', '3600'],
+            resources: cpu('100m'),
+          },
+        ],
+      },
+    });
+    await phase('grow', 'Running');
+    // a new toleration moves only the tenant's generation: the super Pod's stays where it was
+    await a.patch(
+      R.pods,
+      'default',
+      'grow',
+      [{ op: 'add', path: '/spec/tolerations/-', value: { key: 'k', operator: 'Exists', effect: 'NoSchedule' } }],
+      'json',
+    );
+    const resized = await a.patch<Pod>(
+      R.pods,
+      'default',
+      'grow',
+      [{ op: 'replace', path: '/spec/containers/0/resources', value: cpu('200m') }],
+      'json',
+      { subresource: 'resize' },
+    );
+    expect(resized.metadata?.generation).toBe(3);
+    const sp = await eventually(async () => {
+      const x = await t.client.get<Pod>(R.pods, sns, 'grow');
+      expect(x.spec.containers?.[0]?.resources).toEqual(cpu('200m'));
+      return x;
+    });
+    expect(sp.metadata?.generation).toBe(2);
+    // the real kubelet resized the container; the tenant Pod says so, observed at the tenant's generation 3
+    const p = await eventually(
+      async () => {
+        const x = await a.get<Pod>(R.pods, 'default', 'grow');
+        expect(x.status?.containerStatuses?.[0]?.resources).toEqual(cpu('200m'));
+        expect(x.status?.observedGeneration).toBe(3);
+        return x;
+      },
+      120_000,
+      500,
+    );
+    expect(p.status?.phase).toBe('Running');
+    await a.delete(R.pods, 'default', 'grow');
     await eventually(async () => expect((await t.client.list(R.pods, { namespace: sns })).items).toEqual([]), 90_000);
   });
 });
