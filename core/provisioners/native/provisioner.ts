@@ -412,9 +412,9 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
 
   /**
    * applyWorkloads applies the tenant's StatefulSets. A first start applies all three at once (the apiserver waits
-   * for etcd by itself). A running tenant's are rolled in ROLL_ORDER (core/provisioners/native/roll.ts): each one
-   * applied, and when that changed it or it was still rolling, waited for until all its replicas run it and are ready,
-   * before the next is applied. A step that does not roll out in time stops there and is reported; the same spec is
+   * for etcd by itself), and so does a tenant with no ready replica of any component. A serving tenant's are rolled
+   * in ROLL_ORDER (core/provisioners/native/roll.ts): each one applied, and when that changed it or it was still
+   * rolling, waited for until all its replicas run it and are ready, before the next is applied. A step that does not roll out in time stops there and is reported; the same spec is
    * not applied past that step again until it changes.
    */
   private async applyWorkloads(
@@ -424,7 +424,10 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     const current = new Map<string, RolledStatefulSet | null>();
     for (const [, name] of NATIVE_WORKLOADS)
       current.set(name, await this.superClient.getOrNull<RolledStatefulSet>(R.statefulsets, root, name));
-    if (!current.get('apiserver')) {
+    // A first start, or a tenant none of whose components has a ready replica (it never came up, or is down
+    // whole), has nothing to keep serving: all three at once, as waiting on a step that never was ready would stall.
+    const serving = [...current.values()].some((sts) => (sts?.status?.readyReplicas ?? 0) > 0);
+    if (!current.get('apiserver') || !serving) {
       for (const obj of workloads) await this.superClient.apply(R.statefulsets, obj, IDENTITY.manager);
       return { rolled: false };
     }
