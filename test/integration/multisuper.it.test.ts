@@ -467,7 +467,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
             { pods: serving.pods - without.pods, namespaces: serving.namespaces - without.namespaces },
             `serving ${JSON.stringify(serving)}, without the manager ${JSON.stringify(without)}`,
           ).toEqual({ pods: 1, namespaces: 1 });
-        }, 30_000);
+        }, 60_000);
       } finally {
         // The same manager again, for the steps that follow, whatever this one found.
         manager = await startManager(loadManagerConfig(file), file);
