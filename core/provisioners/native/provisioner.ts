@@ -414,8 +414,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
    * applyWorkloads applies the tenant's StatefulSets. A first start applies all three at once (the apiserver waits
    * for etcd by itself), and so does a tenant with no ready replica of any component. A serving tenant's are rolled
    * in ROLL_ORDER (core/provisioners/native/roll.ts): each one applied, and when that changed it or it was still
-   * rolling, waited for until all its replicas run it and are ready, before the next is applied. A step that does not roll out in time stops there and is reported; the same spec is
-   * not applied past that step again until it changes.
+   * rolling, waited for until all its replicas run it and are ready, before the next is applied. A step that does not
+   * roll out in time stops there and is reported; the same spec is not applied past that step again until it changes.
    */
   private async applyWorkloads(
     root: string,
