@@ -165,7 +165,10 @@ describe('rolling spec changes through local tenant control planes', () => {
     );
     expect(condition(failed, 'SpecApplied')).toMatchObject({ status: 'False', reason: 'RolloutFailed' });
     expect(condition(failed, 'Ready')).toMatchObject({ status: 'True' });
-    expect((await events('one')).some((e) => e.startsWith('Warning/RolloutFailed: kube-apiserver'))).toBe(true);
+    // The Event is written after the status that reports the failure.
+    await eventually(async () =>
+      expect((await events('one')).some((e) => e.startsWith('Warning/RolloutFailed: kube-apiserver'))).toBe(true),
+    );
     const cp = local.controlPlane(root(vc))!;
     expect(cp.apiserver.pid).not.toBe(before);
     expect(cmdline(cp.apiserver.pid).join(' ')).not.toContain('lots');
