@@ -550,17 +550,21 @@ export class KubeClient {
           }, streamMs)
         : undefined;
     // A stream that sends nothing for idleMs (not even a bookmark) is stalled: closed like one past its deadline.
+    // Each chunk only notes its time; one timer checks it when due, so a busy watch sets no timer per chunk.
     let idle: NodeJS.Timeout | undefined;
-    const quiet = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => {
-        stale = new RequestTimeoutError('WATCH', path, idleMs);
-        res.destroy(stale);
-      }, idleMs);
+    let lastData = Date.now();
+    const check = () => {
+      const silent = Date.now() - lastData;
+      if (silent < idleMs) {
+        idle = setTimeout(check, idleMs - silent);
+        return;
+      }
+      stale = new RequestTimeoutError('WATCH', path, idleMs);
+      res.destroy(stale);
     };
     if (idleMs > 0) {
-      quiet();
-      res.on('data', quiet);
+      idle = setTimeout(check, idleMs);
+      res.on('data', () => (lastData = Date.now()));
     }
     try {
       await readWatchEvents(res, onEvent);
