@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -16,9 +14,7 @@ import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
-
-const execP = promisify(execFile);
-const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+import { runVc } from '../vccli.ts';
 
 /**
  * The backup commands as docs/operations/backup.md gives them, run as a user runs them (the vc program, its one-line
@@ -32,17 +28,7 @@ describe('vc backup and vc restore, as the operations page gives them', () => {
   let controller: VirtualClusterController;
   let backups: BackupController;
 
-  async function vc(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env: NodeJS.ProcessEnv = { ...process.env, KUBECONFIG: t.sc.kubeconfigPath, HOME: dir };
-    delete env.VC_KUBECONFIG;
-    try {
-      const r = await execP(process.execPath, [vcBin, ...args], { env, timeout: 300_000 });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (e) {
-      const x = e as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof x.code === 'number' ? x.code : -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-    }
-  }
+  const vc = (args: string[]) => runVc(t.sc.kubeconfigPath, dir, args);
 
   const tenant = async (): Promise<KubeClient> => {
     const got = await t.client.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');

@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
@@ -17,9 +15,8 @@ import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import { git as runGit, startGitServer, type GitServer } from '../git/server.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { runningTenant } from '../tenants.ts';
+import { runVc } from '../vccli.ts';
 
-const execP = promisify(execFile);
-const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const NAME = 'delta';
 const FILE = `tenants/${NAME}.yaml`;
 const vcYaml = (spec: Record<string, unknown> = {}) =>
@@ -47,17 +44,7 @@ describe('vc restore --to-revision, from a GitSource history', () => {
   let dir: string;
   let manager: Manager;
 
-  async function vc(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env: NodeJS.ProcessEnv = { ...process.env, KUBECONFIG: t.sc.kubeconfigPath, HOME: dir };
-    delete env.VC_KUBECONFIG;
-    try {
-      const r = await execP(process.execPath, [vcBin, ...args], { env, timeout: 300_000 });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (e) {
-      const x = e as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof x.code === 'number' ? x.code : -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-    }
-  }
+  const vc = (args: string[]) => runVc(t.sc.kubeconfigPath, dir, args);
 
   const catalog = (name = NAME) => readCatalog(t.client, { namespace: 'default', name });
   /** revisionSnapshot waits for the snapshot recorded with git revision rev and returns its id */
