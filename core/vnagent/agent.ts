@@ -13,7 +13,7 @@ import type { PluginHost } from '../plugins/host.ts';
 import { authenticate, type AgentTenant } from './auth.ts';
 import { filterNodeCall, lineFilter, nodeCallOf, outputFilter, withQuery } from './hooks.ts';
 import type { TenantDirectory } from './directory.ts';
-import { forgetGoneTenants, servingCertificateExpiry, vnAgentMetrics, type Result } from './metrics.ts';
+import { addUsageSource, forgetGoneTenants, servingCertificateExpiry, vnAgentMetrics, type Result } from './metrics.ts';
 import {
   forwardRequest,
   forwardUpgrade,
@@ -29,7 +29,7 @@ import { StreamLimits, TOO_MANY_STREAMS, type StreamLimitOptions } from './limit
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
 import { simulatedNodeRefusal } from './simulated.ts';
 import { kubeletEndpointOf, type SuperView } from './superview.ts';
-import { tenantUsage, USAGE_PATHS, usageKindOf, type UsageKind } from './usageroute.ts';
+import { agentTenantUsage, tenantUsage, USAGE_PATHS, usageKindOf, type UsageKind } from './usageroute.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
 /** RENEW_RETRY_MS is how soon a failed renewal of the serving certificate is tried again. */
@@ -45,6 +45,8 @@ const FORGET_INTERVAL_MS = 60_000;
 
 /** DEFAULT_HANDSHAKE_TIMEOUT_MS bounds how long a kubelet may take to answer a request or an upgrade. */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
+/** USAGE_SCRAPE_TIMEOUT_MS bounds one kubelet read for the tenant usage metrics: a scrape must not hang on a node. */
+const USAGE_SCRAPE_TIMEOUT_MS = 5000;
 /** DEFAULT_STREAM_IDLE_TIMEOUT_MS is the kubelet's own default streaming-connection idle timeout (4 h). */
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
 
@@ -179,6 +181,19 @@ export class VnAgent {
         }),
       );
     }
+    // Per-tenant usage on the nodes this agent serves, read from their kubelets when the metrics are scraped.
+    a.checks.push(
+      addUsageSource(async () => {
+        const served = new Set([...o.directory.tenants()].map((t) => t.key));
+        const u = await agentTenantUsage(o.superView, served, {
+          tls: o.kubelet ?? {},
+          agent: a.kubeletAgent,
+          timeoutMs: Math.min(o.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, USAGE_SCRAPE_TIMEOUT_MS),
+        });
+        if (u.unread.length) log.warn({ unread: u.unread }, 'kubelet summaries not read for the tenant usage metrics');
+        return u.rows;
+      }),
+    );
     // A removed tenant's metric series go within a minute: the tenant label stays bounded by the tenants served.
     a.forgetTimer = setInterval(() => {
       const live = new Set([...o.directory.tenants()].map((t) => t.key));

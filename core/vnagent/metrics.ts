@@ -1,6 +1,7 @@
 import { Counter, Gauge } from 'prom-client';
 import { registry } from '../metrics/registry.ts';
 import { pluginErrorsTotal } from '../plugins/failures.ts';
+import type { AgentUsage } from './usageroute.ts';
 
 /** RESULTS are the outcomes a vn-agent request is counted under. */
 export const RESULTS = [
@@ -49,6 +50,67 @@ export const vnAgentMetrics = {
     labelNames: ['tenant', 'kind', 'direction'],
     registers: [registry],
   }),
+};
+
+/** UsageSource gives one agent's per-tenant usage now (VnAgent reads its kubelets' summaries). */
+export type UsageSource = () => Promise<readonly AgentUsage[]>;
+
+const usageSources = new Set<UsageSource>();
+
+/** addUsageSource adds an agent's usage to the tenant usage gauges; the function returned removes it. */
+export function addUsageSource(source: UsageSource): () => void {
+  usageSources.add(source);
+  return () => usageSources.delete(source);
+}
+
+/** USAGE_MEMO_MS is how long one read of the kubelets serves the usage gauges: both read it in one scrape. */
+const USAGE_MEMO_MS = 1000;
+let usageRead: { at: number; rows: Promise<AgentUsage[]> } | undefined;
+
+/** usageNow reads every agent's usage once for the gauges of one scrape. */
+function usageNow(): Promise<AgentUsage[]> {
+  const now = Date.now();
+  if (!usageRead || now - usageRead.at > USAGE_MEMO_MS)
+    usageRead = {
+      at: now,
+      rows: Promise.all([...usageSources].map((s) => s().catch(() => []))).then((all) => all.flat()),
+    };
+  return usageRead.rows;
+}
+
+/**
+ * usageGauge is a per-tenant usage gauge for chargeback (issue 35 §4): at scrape time the agents of this process
+ * read the /stats/summary of the real nodes they serve and attribute each Pod's usage to the tenant the syncer
+ * stamped it for; several agents in one process (the embedded default, one per super cluster) add up.
+ */
+function usageGauge(name: string, what: string, value: (u: AgentUsage) => number | undefined): Gauge {
+  return new Gauge({
+    name,
+    help:
+      `${what} by the tenant's Pods on the real nodes the vn-agent serves, from the kubelets' /stats/summary at ` +
+      'scrape time. Bounded: one series per tenant the vn-agent serves now that has Pods on those nodes, ' +
+      'recomputed at each scrape.',
+    labelNames: ['tenant'],
+    registers: [registry],
+    async collect() {
+      const rows = await usageNow();
+      this.reset();
+      for (const r of rows) {
+        const v = value(r);
+        if (v !== undefined) this.inc({ tenant: r.tenant }, v);
+      }
+    },
+  });
+}
+
+/** tenantUsageMetrics are the vn-agent's per-tenant usage gauges (vc top shows the same from the super cluster). */
+export const tenantUsageMetrics = {
+  cpu: usageGauge('vc_vnagent_tenant_cpu_usage_cores', 'CPU in use, in cores,', (u) => u.cpuCores),
+  memory: usageGauge(
+    'vc_vnagent_tenant_memory_working_set_bytes',
+    'Memory in use (working set), in bytes,',
+    (u) => u.memoryWorkingSetBytes,
+  ),
 };
 
 /**

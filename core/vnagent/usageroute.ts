@@ -1,5 +1,6 @@
 import https from 'node:https';
 import { provenanceOf, vNodeName } from '../names/names.ts';
+import { tenantUsage as attributeUsage, type UsagePod } from '../syncer/tenantusage.ts';
 import type { AgentTenant } from './auth.ts';
 import { tlsOptions, type KubeletEndpoint, type KubeletTLS } from './proxy.ts';
 import { isSimulatedNode } from './simulated.ts';
@@ -152,4 +153,53 @@ export async function tenantUsage(
     contentType: 'application/json',
     body: JSON.stringify(mergeSummary(parts, parts[0]?.node ?? '')),
   };
+}
+
+/** AgentUsage is one tenant's usage on the nodes an agent serves, for its metrics (metrics.ts). */
+export interface AgentUsage {
+  tenant: string;
+  /** CPU in use, in cores, over the Pods a kubelet reported */
+  cpuCores?: number;
+  /** working set, in bytes, over the Pods a kubelet reported */
+  memoryWorkingSetBytes?: number;
+}
+
+/**
+ * agentTenantUsage reads the /stats/summary of every real node the agent serves on which a served tenant has Pods,
+ * and attributes each Pod's usage to the tenant the syncer stamped it for (core/syncer/tenantusage.ts: namespace,
+ * name and uid of the super Pod). Only the tenants in `served` are reported, so the metrics' tenant label stays
+ * bounded by the directory. A kubelet that cannot be read is left out and named in `unread`: a scrape never fails
+ * for one node.
+ */
+export async function agentTenantUsage(
+  view: SuperView,
+  served: ReadonlySet<string>,
+  f: UsageFetch,
+): Promise<{ rows: AgentUsage[]; unread: string[] }> {
+  const pods = view.cachedPods().filter((p) => served.has(provenanceOf(p)?.cluster ?? ''));
+  const names = [...new Set(pods.map((p) => p.spec?.nodeName).filter((n): n is string => !!n))].sort();
+  const unread: string[] = [];
+  const summaries = await Promise.all(
+    names.map(async (name) => {
+      const node = await view.node(name);
+      if (!node || isSimulatedNode(node)) return undefined;
+      const ep = kubeletEndpointOf(node);
+      try {
+        if (typeof ep === 'string') throw new Error(ep);
+        return JSON.parse(await getKubelet({ ...ep, node: name }, '/stats/summary', f)) as unknown;
+      } catch (e) {
+        unread.push(`${name}: ${e instanceof Error ? e.message : String(e)}`);
+        return undefined;
+      }
+    }),
+  );
+  const rows = attributeUsage(
+    pods as UsagePod[],
+    summaries.filter((s) => s !== undefined),
+  ).map((u) => ({
+    tenant: u.tenant,
+    ...(u.cpuNanoCores === undefined ? {} : { cpuCores: u.cpuNanoCores / 1e9 }),
+    ...(u.memoryWorkingSetBytes === undefined ? {} : { memoryWorkingSetBytes: u.memoryWorkingSetBytes }),
+  }));
+  return { rows, unread };
 }

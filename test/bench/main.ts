@@ -10,6 +10,7 @@ import { lifecycleBench } from './lifecycle.ts';
 import { patrolBench } from './patrol.ts';
 import { realNodeBench } from './realnode.ts';
 import { restartBench } from './restart.ts';
+import { sandboxCallBench } from './sandboxcall.ts';
 import { type BenchSeries, buildReport } from './report.ts';
 import { slowTenantBench } from './slowtenant.ts';
 import { syncerBench, syncerScaleBench } from './syncer.ts';
@@ -44,6 +45,7 @@ const scenarios: Record<string, () => Promise<BenchResult>> = {
   install: installBench,
   watches: watchesBench,
   density: densityBench,
+  'sandbox-call': sandboxCallBench,
 };
 
 // Scenario names; options (`--case kill-manager` of the faults scenario) are the scenarios' own.

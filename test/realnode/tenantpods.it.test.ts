@@ -16,6 +16,7 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
+import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { LABEL, superNamespace } from '../../core/names/names.ts';
 import { fingerprintSha256, type CertKeyPair } from '../../core/pki/pki.ts';
 import { embeddedPolicy, startNodesAgent } from '../../core/dev/embedded/embedded.ts';
@@ -509,6 +510,34 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     const text = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath]);
     expect(text.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s+CPU\(cores\)\s+MEMORY\(bytes\)/);
     expect(text.stdout).toContain(tenantA.key);
+
+    // The same usage as the vn-agent's metrics (the manager's /metrics under `vc up`, where the agent runs in it):
+    // CPU and working set per tenant, from the kubelet it serves, for the tenants it serves only.
+    const series = await eventually(
+      async () => {
+        const m = new Map<string, number>();
+        for (const l of (await metricsRegistry.metrics()).split('\n')) {
+          const x = /^(vc_vnagent_tenant_(?:cpu_usage_cores|memory_working_set_bytes))\{tenant="([^"]+)"\} (\S+)$/.exec(
+            l,
+          );
+          if (x) m.set(`${x[1]}/${x[2]}`, Number(x[3]));
+        }
+        expect(m.get(`vc_vnagent_tenant_memory_working_set_bytes/${tenantA.key}`)).toBeGreaterThan(0);
+        expect(m.get(`vc_vnagent_tenant_memory_working_set_bytes/${tenantB.key}`)).toBeGreaterThan(0);
+        return m;
+      },
+      60_000,
+      1000,
+    );
+    expect(series.get(`vc_vnagent_tenant_cpu_usage_cores/${tenantA.key}`)).toBeGreaterThanOrEqual(0);
+    expect(series.get(`vc_vnagent_tenant_cpu_usage_cores/${tenantB.key}`)).toBeGreaterThanOrEqual(0);
+    // every tenant the kubelet reported a Pod of (vc top's rows with usage; an earlier test adds tenant C), no other
+    expect([...new Set([...series.keys()].map((k) => k.split('/')[1]))].sort()).toEqual(
+      rows
+        .filter((row) => row.memoryWorkingSetBytes !== undefined)
+        .map((row) => row.tenant)
+        .sort(),
+    );
   });
 
   it("tenant A cannot read or exec into tenant B's Pod on the same node through the agent", async () => {
