@@ -1585,6 +1585,17 @@ export interface ManagerConfigurationSyncer {
     burst: number;
   };
   /**
+   * How fast the syncer writes one tenant's objects into the super cluster, in bytes, for tenants whose TenantPolicy
+   * sets no quota.byteRate (static tenants): burst at once, then perSecond; further writes wait in the syncer. Default
+   * 1 MiB per second and 4 MiB at once; perSecond 0 turns pacing off for those tenants.
+   */
+  superByteRate?: {
+    /** Bytes per second once the burst is spent; 0 turns pacing off. */
+    perSecond: number;
+    /** Bytes that may be written at once after a quiet spell. */
+    burst: number;
+  };
+  /**
    * The share of its create rate a tenant with creates waiting in the syncer keeps while another tenant without any is
    * creating Pods (one created in the last second): a flood yields to a tenant creating at its own pace. A flooding
    * tenant alone, or two flooding tenants, keep their whole rate. Default 0.25; 1 turns yielding off.

@@ -120,8 +120,8 @@ export class PodAdmission {
 
   /**
    * reserve takes the bytes of the plan's super writes (`steps`, see superWriteBytes) from the tenant's byte rate, and
-   * room in its scheduling window and tokens of its create rate for the super Pods the plan creates (`created`, see
-   * createdPods), all or none. It returns the window reservations, to be released if the writes fail, or undefined
+   * room in its scheduling window and tokens of its create rate for the super Pods the plan creates (createdPods), all
+   * or none. It returns the window reservations, to be released if the writes fail, or undefined
    * when the key is parked instead (counted as a skip; it is woken when room appears).
    */
   reserve(
