@@ -19,7 +19,7 @@ import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import { diffCounters, syncerCounters } from './accounting.ts';
 import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts';
-import { deleteAllPods } from './syncersetup.ts';
+import { deleteAllPods, envTenantEtcd } from './syncersetup.ts';
 import { LoadProbe } from './loadprobe.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
@@ -182,6 +182,9 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
   const CAPPED = envInt('BENCH_SLOW_AT_CAPS', 1) > 0;
   const BYTE_RATE = envByteRate();
+  // The tenants share the super cluster's etcd unless BENCH_TENANT_ETCD=own gives each its own, as the local
+  // provisioner runs them: then the capped tenant's own writes do not land in the super cluster's etcd.
+  const TENANT_ETCD = envTenantEtcd(process.env.BENCH_TENANT_ETCD || 'shared');
   const REPS = repsOf();
   if (OTHERS < 1 || PODS < 1 || STUCK < 1 || WORKERS < 1 || TIMEOUT_MS < 1)
     throw new Error('BENCH_SLOW_OTHERS, BENCH_SLOW_PODS, BENCH_SLOW_STUCK, BENCH_WORKERS and the timeout must be >= 1');
@@ -196,6 +199,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     maxInFlightPerTenant: cap,
     tenantRequestTimeoutMs: TIMEOUT_MS,
     cappedTenantByteRate: BYTE_RATE,
+    tenantEtcd: TENANT_ETCD,
     webhookDelayMs: WEBHOOK_DELAY_MS,
     cpus: availableParallelism(),
   };
@@ -215,7 +219,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     const name = (i: number) => (i === 0 ? 'slow' : i <= OTHERS ? `other-${i}` : 'capped');
     const cps: LocalControlPlane[] = await Promise.all(
       Array.from({ length: OTHERS + (CAPPED ? 2 : 1) }, (_, i) =>
-        t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS }),
+        t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS, ownEtcd: TENANT_ETCD === 'own' }),
       ),
     );
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
