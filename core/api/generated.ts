@@ -1095,6 +1095,21 @@ export interface TenantPolicySpec {
      * tenants go on. At least 16 MiB. Defaults to 2 GiB, etcd's own default.
      */
     etcdBytes?: number;
+    /**
+     * How fast the syncer writes the tenant's objects into the super cluster, in bytes (the size of each object it
+     * creates or updates there, which the super cluster's watches also send back): burst at once, then perSecond (a
+     * token bucket); further writes wait in the syncer, so a tenant writing large ConfigMaps or Secrets as fast as its
+     * own apiserver takes them cannot take the super cluster's etcd and apiserver from the others. The object caps
+     * bound what the tenant keeps in the super cluster; this bounds how fast it gets there. A write larger than burst
+     * goes on a full bucket and the next waits longer. At most 16 MiB per second and 64 MiB at once (the platform's
+     * maximum). Defaults to 1 MiB per second and 4 MiB at once.
+     */
+    byteRate?: {
+      /** Bytes per second once the burst is spent: at least 1 KiB, at most 16 MiB. Defaults to 1 MiB. */
+      perSecond?: number;
+      /** Bytes that may be written at once after a quiet spell: at least 1 KiB, at most 64 MiB. Defaults to 4 MiB. */
+      burst?: number;
+    };
   };
 }
 
@@ -1567,6 +1582,17 @@ export interface ManagerConfigurationSyncer {
     /** Creates per second once the burst is spent; 0 turns pacing off. */
     perSecond: number;
     /** Creates that may go at once after a quiet spell. */
+    burst: number;
+  };
+  /**
+   * How fast the syncer writes one tenant's objects into the super cluster, in bytes, for tenants whose TenantPolicy
+   * sets no quota.byteRate (static tenants): burst at once, then perSecond; further writes wait in the syncer. Default
+   * 1 MiB per second and 4 MiB at once; perSecond 0 turns pacing off for those tenants.
+   */
+  superByteRate?: {
+    /** Bytes per second once the burst is spent; 0 turns pacing off. */
+    perSecond: number;
+    /** Bytes that may be written at once after a quiet spell. */
     burst: number;
   };
   /**

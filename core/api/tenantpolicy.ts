@@ -13,3 +13,29 @@ export interface CreateRate {
  * 200-Pod flood paced at 20 per second held the host near one core, where unpaced it took both.
  */
 export const DEFAULT_CREATE_RATE: CreateRate = Object.freeze({ perSecond: 20, burst: 10 });
+
+/**
+ * ByteRate is a tenant's pace of bytes written to the super cluster (a TenantPolicy's quota.byteRate): a token bucket
+ * of `burst` bytes that refills at `perSecond` bytes.
+ */
+export interface ByteRate {
+  /** bytes per second the bucket refills with, at least 1 KiB */
+  perSecond: number;
+  /** bytes that may be written at once after a quiet spell (the bucket's size), at least 1 KiB */
+  burst: number;
+}
+
+/**
+ * DEFAULT_BYTE_RATE is the byte rate of a tenant whose policy sets none: 1 MiB per second after a burst of 4 MiB. A
+ * tenant's Pods are a few KiB each, so 20 Pod creates per second (DEFAULT_CREATE_RATE) use a tenth of it; a tenant
+ * writing objects near the 1 MiB per-object cap gets four at once, then one a second (64 MiB, the default byte cap of
+ * its ConfigMaps, in about a minute).
+ */
+export const DEFAULT_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 1024 * 1024, burst: 4 * 1024 * 1024 });
+
+/**
+ * MAX_BYTE_RATE is the most a TenantPolicy may grant (the schema's maximum of quota.byteRate): 16 MiB per second and
+ * 64 MiB at once. Higher rates would let one tenant take the super cluster's etcd and apiserver from the others on
+ * the small hosts the platform is measured on (docs/benchmarks.md, slow-tenant).
+ */
+export const MAX_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 16 * 1024 * 1024, burst: 64 * 1024 * 1024 });

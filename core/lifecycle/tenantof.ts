@@ -66,6 +66,7 @@ export function tenantOfVirtualCluster(
         ...(e.quota.compute && { compute: e.quota.compute }),
       },
       podCreateRate: e.podCreateRate,
+      byteRate: e.byteRate,
     },
   });
 }

@@ -12,6 +12,8 @@ export interface QueueDepthSource {
   concurrencyLimit?(): { superCluster: string; limit: number } | undefined;
   /** the tenants whose create rate is lowered now for another tenant creating Pods (CreatePacer.yielding) */
   yieldingTenants?(): string[];
+  /** the tenants held back by their byte rate now, with their keys waiting for bytes (BytePacer.held) */
+  byteHeldByTenant?(): Array<[string, number]>;
 }
 
 const depthSources = new Set<QueueDepthSource>();
@@ -149,6 +151,18 @@ export const syncerMetrics = {
       for (const s of depthSources) for (const t of s.yieldingTenants?.() ?? []) this.set({ tenant: t }, 1);
     },
   }),
+  byteRateHeld: new Gauge({
+    name: 'vc_syncer_byte_rate_held',
+    help:
+      "Keys of a tenant waiting in the syncer because its writes to the super cluster reached its byte rate (its TenantPolicy's " +
+      `quota.byteRate, else syncer.superByteRate); only tenants held back now. ${TENANT_BOUND}`,
+    labelNames: ['tenant'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of depthSources) for (const [t, n] of s.byteHeldByTenant?.() ?? []) this.set({ tenant: t }, n);
+    },
+  }),
   concurrencyLimit: new Gauge({
     name: 'vc_syncer_concurrency_limit',
     help:
@@ -217,6 +231,14 @@ export const syncerMetrics = {
       'API writes the syncer made (every create, update, patch, delete, binding, status, token, event and effect), ' +
       `per tenant, plugin, operation, side (tenant or super apiserver), verb and resource. ${TENANT_BOUND}`,
     labelNames: ['tenant', 'plugin', 'op', 'side', 'verb', 'resource'],
+    registers: [registry],
+  }),
+  superBytes: new Counter({
+    name: 'vc_syncer_super_bytes_total',
+    help:
+      'Bytes of the objects the syncer created or updated in the super cluster, as counted against the byte rate ' +
+      `(BytePacer), per tenant and plugin. ${TENANT_BOUND}`,
+    labelNames: ['tenant', 'plugin'],
     registers: [registry],
   }),
   skips: new Counter({

@@ -6,7 +6,7 @@ import type { CacheLimits } from '../kube/budget.ts';
 import type { PluginHost } from '../plugins/host.ts';
 import { R } from '../kube/resources.ts';
 import type { Tenant, TenantRegistry } from '../tenancy/tenant.ts';
-import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
+import { DEFAULT_BYTE_RATE, DEFAULT_CREATE_RATE, type ByteRate, type CreateRate } from '../api/tenantpolicy.ts';
 import { DEFAULT_YIELD_SHARE } from './pacer.ts';
 import type { SignedPlacements } from './placement.ts';
 
@@ -19,6 +19,8 @@ export const SYNCER_DEFAULTS = {
   podCreateRate: DEFAULT_CREATE_RATE,
   /** the share of its create rate a tenant with a backlog keeps while another tenant creates Pods (see CreatePacer) */
   podCreateYield: DEFAULT_YIELD_SHARE,
+  /** bytes written to the super cluster per tenant per second, and at once (see BytePacer); a TenantPolicy's quota.byteRate wins */
+  superByteRate: DEFAULT_BYTE_RATE,
   /** the adaptive concurrency limit (see SyncerOptions.adaptiveConcurrency) */
   adaptiveConcurrency: false,
   /** a tenant admission webhook may take 30 s (the apiserver's limit); the syncer gives up well before */
@@ -109,6 +111,12 @@ export interface SyncerOptions {
    * SYNCER_DEFAULTS.podCreateYield; 1 turns yielding off.
    */
   podCreateYield?: number;
+  /**
+   * superByteRate paces the bytes the syncer writes to the super cluster for one tenant (BytePacer): `burst` at once,
+   * then `perSecond`; a tenant's own rate (its TenantPolicy's quota.byteRate, Tenant.byteRate) wins over it. Default
+   * SYNCER_DEFAULTS.superByteRate; a perSecond of 0 turns pacing off for tenants without a rate of their own.
+   */
+  superByteRate?: ByteRate;
   /** interval of the patrol pass (0 disables it) */
   patrolIntervalMs?: number;
   /** name of the super cluster, for logs and for plugins (PluginContext.superCluster) */

@@ -18,7 +18,7 @@ import type { CacheReader, PluginContext, ResourcePlugin } from '../plugins/cont
 import { pluginErrorOf, reportPluginError, type PluginError } from '../plugins/failures.ts';
 import type { Result } from '../controller/runner.ts';
 import type { TenantSession, TenantSessions } from '../sessions/tenants.ts';
-import type { PodAdmission } from './admission.ts';
+import { BYTE_RATE_REASON, type PodAdmission } from './admission.ts';
 import { usageOf } from './compute.ts';
 import { capRefusal, sizeOf, superQuotaRefusal, type PendingCreates } from './caps.ts';
 import type { Effects } from './effects.ts';
@@ -204,7 +204,7 @@ export class KeyReconciler {
       if (!sp) return;
       const { p } = sp;
       const ctx = this.context(s);
-      if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return;
+      if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return await this.heldNotice(s, p, ctx, k, key);
       // The tenant object as the cache has it: a bind or status this syncer wrote and the cache does not show yet is
       // not written again (recent.ts).
       const cachedTenant = ctx.tenantCache.get(p.manifest.resource!, k.namespace || undefined, k.name);
@@ -218,10 +218,10 @@ export class KeyReconciler {
       const compute = s.view.quota?.compute;
       const capped = s.view.quota?.objects[r] !== undefined || !!compute;
       const own = `${k.namespace}/${k.name}`;
-      // A Pod create waits, parked, while the tenant has its window of Pods waiting for the super scheduler, or has
-      // created Pods at its rate.
-      const windowed = this.admission.reserve(s, k, key, this.admission.createdPods(p, out.steps));
-      if (!windowed) return;
+      // A write waits, parked, while the tenant has written its byte rate; a Pod create also while the tenant has its
+      // window of Pods waiting for the super scheduler, or has created Pods at its rate.
+      const windowed = this.admission.reserve(s, p, k, key, out.steps);
+      if (!windowed) return await this.heldNotice(s, p, ctx, k, key);
       // Reserved before the first await: a parallel worker planning another create of this tenant counts this one.
       for (const step of out.steps)
         if (capped && step.op === 'createSuper')
@@ -337,6 +337,46 @@ export class KeyReconciler {
         message:
           `plugin ${err.plugin} failed in ${err.hook} on this object; it is not synced and is retried with backoff ` +
           '(the platform team has the error in the manager log)',
+      },
+    );
+  }
+
+  /**
+   * heldNotice tells a tenant held back by its byte rate, at most once a minute, with a Warning event WaitingForByteRate
+   * on the object that waits: the rate, where it comes from, and that the object is copied as the rate refills.
+   */
+  private async heldNotice(
+    s: TenantSession,
+    p: ResourcePlugin,
+    ctx: PluginContext,
+    k: ReturnType<typeof parseKey>,
+    key: string,
+  ): Promise<void> {
+    const rate = this.admission.byteNoticeDue(s);
+    if (!rate) return;
+    const r = p.manifest.resource!;
+    const tm = s.cache.get(r, k.namespace || undefined, k.name)?.metadata;
+    if (!tm?.name) return;
+    const where = tm.namespace ? `${tm.namespace}/${tm.name}` : tm.name;
+    const mib = (n: number) => `${Number((n / (1024 * 1024)).toFixed(2))} MiB`;
+    await this.effects.run(
+      { session: s, key, plugin: k.plugin, resource: r, ctx, superUid: undefined },
+      {
+        type: 'event',
+        side: 'tenant',
+        regarding: {
+          apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+          kind: r.kind,
+          namespace: tm.namespace,
+          name: tm.name,
+          uid: tm.uid,
+        },
+        eventType: 'Warning',
+        reason: BYTE_RATE_REASON,
+        message:
+          `${r.kind} ${where} waits in the syncer: this tenant's writes to the super cluster reached its byte rate ` +
+          `(${mib(rate.perSecond)} per second after ${mib(rate.burst)} at once, TenantPolicy quota.byteRate); ` +
+          'it and the objects after it are copied as the rate refills',
       },
     );
   }

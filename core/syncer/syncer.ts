@@ -19,6 +19,7 @@ import { type CreateRate } from '../api/tenantpolicy.ts';
 import { readerOf, TenantSessions, type TenantSession } from '../sessions/tenants.ts';
 import { TokenMinter } from './tokens.ts';
 import { checkCreateRate, checkYieldShare, CreatePacer } from './pacer.ts';
+import { BytePacer, checkByteRate } from './bytepacer.ts';
 import { SchedulingWindow } from './window.ts';
 import { PodAdmission } from './admission.ts';
 import {
@@ -79,6 +80,7 @@ export class Syncer {
   private readonly limit?: AdaptiveLimit;
   private readonly window?: SchedulingWindow;
   private readonly pacer: CreatePacer;
+  private readonly bytePacer: BytePacer;
   private readonly podCreateRate: CreateRate;
   private unwatchLatency?: () => void;
   private unsubscribe?: () => void;
@@ -163,13 +165,18 @@ export class Syncer {
       wake: (key) => this.queue.add(key),
       yieldShare: checkYieldShare(o.podCreateYield ?? SYNCER_DEFAULTS.podCreateYield, 'syncer podCreateYield'),
     });
+    this.bytePacer = new BytePacer({ wake: (key) => this.queue.add(key) });
+    const superByteRate = checkByteRate(o.superByteRate ?? SYNCER_DEFAULTS.superByteRate, 'syncer superByteRate');
     this.keys = new KeyReconciler({
       options: o,
       sessions: this.sessions,
       superCache: this.superCache,
       pending: this.pending,
       superWriter: this.superWriter,
-      admission: new PodAdmission(this.window, this.pacer, this.podCreateRate, this.superCache),
+      admission: new PodAdmission(this.window, this.pacer, this.podCreateRate, this.superCache, {
+        pacer: this.bytePacer,
+        rate: superByteRate,
+      }),
       effects: () => this.effects,
       gate: () => this.gate,
       mayWrite: () => this.mayWrite(),
@@ -236,6 +243,7 @@ export class Syncer {
       if (e.type === 'remove') this.effects.events.forget(e.key);
       if (e.type === 'remove') this.window?.forget(e.key);
       if (e.type === 'remove') this.pacer.forget(e.key);
+      if (e.type === 'remove') this.bytePacer.forget(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
       // A tenant no longer synced leaves the metrics too: the tenant label stays bounded by the tenants synced now.
       if (e.type === 'remove') done.then(() => forgetTenant(e.key)).catch(() => {});
@@ -303,6 +311,7 @@ export class Syncer {
       // Parked Pod creates belong to the term: the next one queues every key again.
       this.window?.clear();
       this.pacer.clear();
+      this.bytePacer.clear();
       if (this.term === t) this.term = undefined;
       log.info({ superCluster: this.o.name ?? 'default' }, 'syncer stood down; caches kept');
     })();
@@ -364,6 +373,7 @@ export class Syncer {
     this.unwatchLatency?.();
     this.window?.stop();
     this.pacer.clear();
+    this.bytePacer.clear();
     this.unwatchCaches?.();
     await this.standDown();
     this.tokens.stop();
@@ -382,12 +392,20 @@ export class Syncer {
 
   /**
    * depthByTenant lists the keys waiting per tenant: on the queue, and Pod creates parked by the scheduling window or
-   * the create rate (a flooding tenant's backlog is mostly parked).
+   * the create rate, and writes parked by the byte rate (a flooding tenant's backlog is mostly parked).
    */
   depthByTenant(): Array<[string, number]> {
     return this.sessions
       .keys()
-      .map((t) => [t, this.queue.tenantLen(t) + (this.window?.parkedOf(t) ?? 0) + this.pacer.parkedOf(t)]);
+      .map((t) => [
+        t,
+        this.queue.tenantLen(t) + (this.window?.parkedOf(t) ?? 0) + this.pacer.parkedOf(t) + this.bytePacer.parkedOf(t),
+      ]);
+  }
+
+  /** byteHeldByTenant lists the tenants held back by their byte rate now, with the keys each has waiting for bytes. */
+  byteHeldByTenant(): Array<[string, number]> {
+    return this.bytePacer.held();
   }
 
   /**

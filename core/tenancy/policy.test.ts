@@ -61,6 +61,7 @@ const gold = policy('gold', {
     objects: { secrets: { count: 10 }, pods: {} },
     compute: { hard: { 'requests.cpu': '8' } },
     etcdBytes: 67108864,
+    byteRate: { perSecond: 2097152 },
   },
 });
 
@@ -139,6 +140,7 @@ describe('evaluatePolicy', () => {
           maxTerminationGracePeriodSeconds: 3600,
         },
         podCreateRate: { perSecond: 20, burst: 10 },
+        byteRate: { perSecond: 1048576, burst: 4194304 },
         runtimeClasses: { handlers: ['runc'] },
         nodes: { view: 'withPods' },
         network: { internalCIDRs: [...SUPER_INTERNAL_CIDRS] },
@@ -207,6 +209,7 @@ describe('evaluatePolicy', () => {
         maxTerminationGracePeriodSeconds: 3600,
       },
       podCreateRate: { perSecond: 5, burst: 10 },
+      byteRate: { perSecond: 2097152, burst: 4194304 },
       runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
       nodes: { view: 'schedulable' },
       network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
@@ -671,6 +674,8 @@ describe('DEFAULT_POLICY', () => {
     ['quota.limitRange.limits', DEFAULT_POLICY.quotaLimitRange],
     ['quota.objects', DEFAULT_POLICY.quotaObjects],
     ['quota.etcdBytes', DEFAULT_POLICY.quotaEtcdBytes],
+    ['quota.byteRate.perSecond', DEFAULT_POLICY.quotaByteRate.perSecond],
+    ['quota.byteRate.burst', DEFAULT_POLICY.quotaByteRate.burst],
     ['sleep.etcd', DEFAULT_POLICY.sleepEtcd],
     ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],
     ['controlPlane.expose.extraNames', DEFAULT_POLICY.exposeExtraNames],

@@ -6,7 +6,13 @@ import { formatErrors, validate } from '../../schemas/validate.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { ExposeType, ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
 import { checkFlags, FLAG_COMPONENTS, refusalText, type FlagComponent } from './allowlist.ts';
-import { DEFAULT_CREATE_RATE, type CreateRate } from '../api/tenantpolicy.ts';
+import {
+  DEFAULT_BYTE_RATE,
+  DEFAULT_CREATE_RATE,
+  MAX_BYTE_RATE,
+  type ByteRate,
+  type CreateRate,
+} from '../api/tenantpolicy.ts';
 import type {
   CopiedMetadataView,
   ForcedPlacementView,
@@ -79,6 +85,7 @@ export interface TenantPolicySpec {
     objects?: Record<string, ObjectCaps>;
     compute?: { hard?: Record<string, string>; defaultRequests?: Record<string, string> };
     etcdBytes?: number;
+    byteRate?: { perSecond?: number; burst?: number };
   };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
@@ -173,6 +180,7 @@ export const DEFAULT_POLICY = {
   quotaComputeHard: { pods: '5000', 'requests.cpu': '500', 'requests.memory': '2Ti', 'requests.storage': '10Ti' },
   quotaComputeDefaultRequests: { cpu: '100m', memory: '256Mi' },
   quotaEtcdBytes: 2147483648,
+  quotaByteRate: { perSecond: DEFAULT_BYTE_RATE.perSecond, burst: DEFAULT_BYTE_RATE.burst },
   sleepEtcd: 'Stop',
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
@@ -219,6 +227,7 @@ export const DEFAULT_POLICY = {
   quotaComputeHard: Record<string, string>;
   quotaComputeDefaultRequests: Record<string, string>;
   quotaEtcdBytes: number;
+  quotaByteRate: ByteRate;
   sleepEtcd: SleepEtcd;
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
@@ -298,6 +307,8 @@ export interface EffectiveSettings {
   };
   /** how fast the syncer creates the tenant's super Pods (pods.createRate; the syncer paces, not the pods plugin) */
   podCreateRate: CreateRate;
+  /** how fast the syncer writes the tenant's objects into the super cluster, in bytes (quota.byteRate; the syncer paces) */
+  byteRate: ByteRate;
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
   /** which super nodes the tenant sees as vNodes (the nodes plugin) */
@@ -528,6 +539,7 @@ export function evaluatePolicy(
           p.pods?.maxTerminationGracePeriodSeconds ?? DEFAULT_POLICY.podMaxTerminationGracePeriodSeconds,
       },
       podCreateRate: { ...DEFAULT_POLICY.podCreateRate, ...p.pods?.createRate },
+      byteRate: byteRateOf(p.quota?.byteRate),
       runtimeClasses: {
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
@@ -599,6 +611,17 @@ function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
       defaultRequests: { ...(q?.compute?.defaultRequests ?? DEFAULT_POLICY.quotaComputeDefaultRequests) },
     },
     etcdBytes: q?.etcdBytes ?? DEFAULT_POLICY.quotaEtcdBytes,
+  };
+}
+
+/**
+ * byteRateOf lays a policy's quota.byteRate over the default, held to the platform's maximum (MAX_BYTE_RATE; the schema
+ * refuses more, this holds for a policy read without it).
+ */
+function byteRateOf(r: { perSecond?: number; burst?: number } | undefined): ByteRate {
+  return {
+    perSecond: Math.min(r?.perSecond ?? DEFAULT_POLICY.quotaByteRate.perSecond, MAX_BYTE_RATE.perSecond),
+    burst: Math.min(r?.burst ?? DEFAULT_POLICY.quotaByteRate.burst, MAX_BYTE_RATE.burst),
   };
 }
 

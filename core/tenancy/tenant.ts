@@ -12,7 +12,7 @@ import type {
   ServicesPolicyView,
   TenantView,
 } from '../../plugins/sdk/src/contract.ts';
-import type { CreateRate } from '../api/tenantpolicy.ts';
+import type { ByteRate, CreateRate } from '../api/tenantpolicy.ts';
 import { TENANT_DEFAULTS } from './defaults.ts';
 
 const registryLog = childLogger({ controller: 'tenant-registry' });
@@ -62,6 +62,8 @@ export interface Tenant extends TenantIdentity {
   superCluster?: string;
   /** how fast the syncer creates the tenant's super Pods (its TenantPolicy's pods.createRate); absent, the syncer's */
   podCreateRate?: CreateRate;
+  /** how fast the syncer writes the tenant's objects into the super cluster (its TenantPolicy's quota.byteRate); absent, the syncer's */
+  byteRate?: ByteRate;
 }
 
 /**
@@ -87,6 +89,7 @@ export interface TenantSettings {
   quota?: QuotaPolicyView;
   superCluster?: string;
   podCreateRate?: CreateRate;
+  byteRate?: ByteRate;
 }
 
 /** TenantSource is everything tenantFrom builds a Tenant from. */
@@ -137,6 +140,7 @@ export function tenantFrom(s: TenantSource): Tenant {
   if (o.quota) t.quota = o.quota;
   if (o.superCluster) t.superCluster = o.superCluster;
   if (o.podCreateRate) t.podCreateRate = { perSecond: o.podCreateRate.perSecond, burst: o.podCreateRate.burst };
+  if (o.byteRate) t.byteRate = { perSecond: o.byteRate.perSecond, burst: o.byteRate.burst };
   return t;
 }
 

@@ -17,6 +17,8 @@ export interface AtCaps {
   client: KubeClient;
   tenant: Tenant;
   log: (msg: string) => void;
+  /** the tenant's byte rate to the super cluster (bytes per second; 0: none): the fill is given time for it */
+  bytesPerSecond: number;
 }
 
 /** etcdDbBytes is the size of the (shared) etcd's database file, from its maintenance status. */
@@ -30,8 +32,8 @@ async function etcdDbBytes(t: TestSuper): Promise<number> {
  * atCapsFill has one tenant write ConfigMaps past its default caps (2000 objects of at most 1 MiB, 64 MiB in all):
  * 16 MiB more than the byte total, so the last ones are refused. It samples this process's memory (the syncer runs
  * here) while it fills, waits until every ConfigMap is copied or refused, and reports what the tenant holds in the
- * super cluster, the manager's memory, and the growth of the etcd (shared with the tenant control planes, so it holds
- * the tenant's own copies too).
+ * super cluster, how long until every ConfigMap was copied or refused (polled every second), the manager's memory,
+ * and the growth of the etcd (shared with the tenant control planes, so it holds the tenant's own copies too).
  */
 export async function atCapsFill(c: AtCaps): Promise<{ figures: Record<string, number>; created: number }> {
   const total = DEFAULT_POLICY.quotaObjects.configmaps.totalBytes;
@@ -45,6 +47,7 @@ export async function atCapsFill(c: AtCaps): Promise<{ figures: Record<string, n
     rssPeak = Math.max(rssPeak, m.rss);
     heapPeak = Math.max(heapPeak, m.heapUsed);
   }, 100);
+  const started = performance.now();
   try {
     c.log(`capped tenant writes ${count} ConfigMaps of ${FILL_CHARS} characters (cap ${total} bytes in all)`);
     const names = Array.from({ length: count }, (_, i) => `fill-${i}`);
@@ -76,16 +79,19 @@ export async function atCapsFill(c: AtCaps): Promise<{ figures: Record<string, n
         const refused = await refusedOf();
         return names.every((n) => refused.has(n) || copied.some((o) => o.metadata?.name === n));
       },
-      300_000,
+      // 5 minutes, and at a byte rate twice the time the rate takes for all of it
+      300_000 + (c.bytesPerSecond > 0 ? ((2 * count * FILL_CHARS) / c.bytesPerSecond) * 1000 : 0),
       () => `every ConfigMap of the capped tenant copied or refused (${copied.length} copied)`,
       1000,
     );
+    const fillSeconds = Math.round((performance.now() - started) / 1000);
     const superBytes = copied.reduce((n, o) => n + sizeOf(o), 0);
     const figures = {
       cappedTenantConfigMapsWritten: count,
       cappedTenantConfigMapsInSuper: copied.length,
       cappedTenantSuperMiB: Number((superBytes / MiB).toFixed(1)),
       cappedTenantCapMiB: total / MiB,
+      cappedTenantFillSeconds: fillSeconds,
       managerRssPeakMiB: Math.round(rssPeak / MiB),
       managerRssGrowthMiB: Math.round((rssPeak - rss0) / MiB),
       managerHeapPeakMiB: Math.round(heapPeak / MiB),

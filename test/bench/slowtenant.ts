@@ -7,6 +7,8 @@ import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { defaultMaxInFlightPerTenant, SYNCER_DEFAULTS, Syncer } from '../../core/syncer/syncer.ts';
+import { checkByteRate } from '../../core/syncer/bytepacer.ts';
+import type { ByteRate } from '../../core/api/tenantpolicy.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
@@ -17,7 +19,7 @@ import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import { diffCounters, syncerCounters } from './accounting.ts';
 import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts';
-import { deleteAllPods } from './syncersetup.ts';
+import { deleteAllPods, envTenantEtcd } from './syncersetup.ts';
 import { LoadProbe } from './loadprobe.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
@@ -150,6 +152,16 @@ async function runOthers(
 }
 
 /**
+ * envByteRate reads BENCH_SLOW_BYTE_RATE, the byte rate of the tenant at its caps: `perSecond/burst` in bytes, or 0
+ * for no pacing (as before the byte rate existed); absent, the syncer's default (SYNCER_DEFAULTS.superByteRate).
+ */
+export function envByteRate(v = process.env.BENCH_SLOW_BYTE_RATE): ByteRate {
+  if (v === undefined || v === '') return SYNCER_DEFAULTS.superByteRate;
+  const [perSecond, burst = '1'] = v.split('/');
+  return checkByteRate({ perSecond: Number(perSecond), burst: Number(burst) }, 'BENCH_SLOW_BYTE_RATE');
+}
+
+/**
  * slowTenantBench measures what a tenant whose own admission webhook stalls the syncer's writes costs the others,
  * on a real local super cluster with real tenant control planes. One tenant registers a validating webhook (a real
  * HTTPS server in this process) that holds every pods/binding and pods/status request for 30 s; the other tenants
@@ -169,6 +181,10 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const TIMEOUT_MS = envInt('BENCH_SLOW_TIMEOUT_MS', SYNCER_DEFAULTS.tenantRequestTimeoutMs);
   const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
   const CAPPED = envInt('BENCH_SLOW_AT_CAPS', 1) > 0;
+  const BYTE_RATE = envByteRate();
+  // The tenants share the super cluster's etcd unless BENCH_TENANT_ETCD=own gives each its own, as the local
+  // provisioner runs them: then the capped tenant's own writes do not land in the super cluster's etcd.
+  const TENANT_ETCD = envTenantEtcd(process.env.BENCH_TENANT_ETCD || 'shared');
   const REPS = repsOf();
   if (OTHERS < 1 || PODS < 1 || STUCK < 1 || WORKERS < 1 || TIMEOUT_MS < 1)
     throw new Error('BENCH_SLOW_OTHERS, BENCH_SLOW_PODS, BENCH_SLOW_STUCK, BENCH_WORKERS and the timeout must be >= 1');
@@ -182,6 +198,8 @@ export async function slowTenantBench(): Promise<BenchResult> {
     workers: WORKERS,
     maxInFlightPerTenant: cap,
     tenantRequestTimeoutMs: TIMEOUT_MS,
+    cappedTenantByteRate: BYTE_RATE,
+    tenantEtcd: TENANT_ETCD,
     webhookDelayMs: WEBHOOK_DELAY_MS,
     cpus: availableParallelism(),
   };
@@ -201,14 +219,14 @@ export async function slowTenantBench(): Promise<BenchResult> {
     const name = (i: number) => (i === 0 ? 'slow' : i <= OTHERS ? `other-${i}` : 'capped');
     const cps: LocalControlPlane[] = await Promise.all(
       Array.from({ length: OTHERS + (CAPPED ? 2 : 1) }, (_, i) =>
-        t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS }),
+        t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS, ownEtcd: TENANT_ETCD === 'own' }),
       ),
     );
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
     const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', name(i), randomUUID(), extra));
     const caps = { resourceQuota: {}, limitRange: [], objects: DEFAULT_POLICY.quotaObjects };
-    if (CAPPED) tenants[OTHERS + 1] = { ...tenants[OTHERS + 1]!, quota: caps };
+    if (CAPPED) tenants[OTHERS + 1] = { ...tenants[OTHERS + 1]!, quota: caps, byteRate: BYTE_RATE };
     await Promise.all(tenantClients.map((c) => waitServiceAccount(c, 'default')));
     const [slowClient, ...rest] = tenantClients;
     const otherClients = rest.slice(0, OTHERS);
@@ -391,7 +409,13 @@ export async function slowTenantBench(): Promise<BenchResult> {
       figures.othersNotRunningByDeadlineUncapped = uncapped.notRunningByDeadline;
     }
     if (CAPPED) {
-      const capped = { t, client: rest[OTHERS]!, tenant: tenants[OTHERS + 1]!, log };
+      const capped = {
+        t,
+        client: rest[OTHERS]!,
+        tenant: tenants[OTHERS + 1]!,
+        log,
+        bytesPerSecond: BYTE_RATE.perSecond,
+      };
       // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
       s0.setMaxInFlightPerTenant(cap);
       const fill = atCapsFill(capped);

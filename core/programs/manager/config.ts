@@ -33,6 +33,7 @@ export interface ManagerConfig {
     schedulingWindow?: number;
     podCreateRate?: { perSecond: number; burst: number };
     podCreateYield?: number;
+    superByteRate?: { perSecond: number; burst: number };
     tenantRequestTimeoutSeconds?: number;
     patrolIntervalSeconds?: number;
     placedOnly?: boolean;

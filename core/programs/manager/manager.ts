@@ -249,6 +249,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       schedulingWindow: cfg.syncer?.schedulingWindow,
       podCreateRate: cfg.syncer?.podCreateRate,
       podCreateYield: cfg.syncer?.podCreateYield,
+      superByteRate: cfg.syncer?.superByteRate,
       tenantRequestTimeoutMs:
         cfg.syncer?.tenantRequestTimeoutSeconds === undefined
           ? undefined
