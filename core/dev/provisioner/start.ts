@@ -187,8 +187,10 @@ export function controlPlaneOptions(
 }
 
 /**
- * StartHooks follow a tenant's start: serving is called once its apiserver answers /readyz (the controller manager is
- * still starting: a front door may relay from then on), phase with each component's time to health, in ms from the call.
+ * StartHooks follow a tenant's start: serving, given only for a tenant that ran before on the same data (a wake), is
+ * called once its apiserver serves (/readyz but for the bootstrap hooks, RunHooks.apiserverServing; the controller
+ * manager is still starting: a front door may relay from then on), phase with each component's time to health, in ms
+ * from the call.
  */
 export interface StartHooks {
   /** the tenant's own etcd, still running (kept through a sleep): used as it is instead of starting one */
@@ -244,10 +246,8 @@ export async function startComponents(
     const [etcdOutcome, cpOutcome] = await Promise.allSettled([
       etcdUp,
       cp.run({
-        apiserverReady: () => {
-          hooks.phase?.('kube-apiserver', Date.now() - t0);
-          hooks.serving?.(cp);
-        },
+        ...(hooks.serving && { apiserverServing: hooks.serving }),
+        apiserverReady: () => hooks.phase?.('kube-apiserver', Date.now() - t0),
       }),
     ]);
     if (etcdOutcome.status === 'rejected') throw etcdOutcome.reason;
