@@ -12,7 +12,7 @@ import { childLogger } from '../../log.ts';
 import { issueCert, PKI_FILES } from '../../pki/pki.ts';
 import { DnsView } from '../../provisioners/dnsview.ts';
 import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
-import { goMemoryLimitEnv } from '../../provisioners/native/parts.ts';
+import { goRuntimeEnv } from '../../provisioners/native/parts.ts';
 import type { ComponentSettings } from '../../provisioners/roll.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
@@ -111,6 +111,8 @@ export interface LocalSettings {
   etcdArgs?: ExtraArgs;
   /** the ClusterVersion's Go memory limit of each component (quantities), where it sets one */
   goMemoryLimits?: { etcd?: string; apiserver?: string; controllerManager?: string };
+  /** the ClusterVersion's GOGC of each component, where it sets one */
+  goGCPercents?: { etcd?: number; apiserver?: number; controllerManager?: number };
   apiserverArgs: ExtraArgs;
   controllerManagerArgs: ExtraArgs;
   components: ComponentSettings;
@@ -137,12 +139,23 @@ export interface StartContext {
   options: LocalProvisionerOptions;
 }
 
+/** goEnv is the Go runtime environment (GOMEMLIMIT, GOGC) of one component with the settings `desired`. */
+function goEnv(
+  desired: LocalSettings,
+  component: 'etcd' | 'apiserver' | 'controllerManager',
+): Record<string, string> | undefined {
+  return goRuntimeEnv({
+    ...(desired.goMemoryLimits?.[component] !== undefined && { goMemoryLimit: desired.goMemoryLimits[component] }),
+    ...(desired.goGCPercents?.[component] !== undefined && { goGCPercent: desired.goGCPercents[component] }),
+  });
+}
+
 /** etcdSettings are what a tenant's own etcd starts with: its storage quota, the platform's flags and memory limit. */
 export function etcdSettings(
   root: string,
   desired: LocalSettings,
 ): { quotaBackendBytes: number; name: string; extraArgs?: ExtraArgs; env?: Record<string, string> } {
-  const env = goMemoryLimitEnv(desired.goMemoryLimits?.etcd);
+  const env = goEnv(desired, 'etcd');
   return {
     quotaBackendBytes: desired.etcdBytes,
     name: `${root}/etcd`,
@@ -160,8 +173,8 @@ export function controlPlaneOptions(
   cgroupDir: string | undefined,
   desired: LocalSettings,
 ): ControlPlaneOptions {
-  const apiserverEnv = goMemoryLimitEnv(desired.goMemoryLimits?.apiserver);
-  const controllerManagerEnv = goMemoryLimitEnv(desired.goMemoryLimits?.controllerManager);
+  const apiserverEnv = goEnv(desired, 'apiserver');
+  const controllerManagerEnv = goEnv(desired, 'controllerManager');
   return {
     name: root,
     dir: ctx.dir(root),
