@@ -139,6 +139,27 @@ describe('sleep and wake of a local tenant on real processes', () => {
     const direct = local.controlPlane(root)!;
     expect(readFileSync(file, 'utf8')).not.toContain(`:${direct.ports.apiserver}`);
     await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'create', 'namespace', 'kept']);
+    // A user whom only RBAC lets list namespaces, with a service-account token: the wake's first request is theirs,
+    // so the front door must relay only once the apiserver authorizes (and authenticates) from what it holds.
+    const admin = (...args: string[]) => exec(binaryPath('kubectl'), ['--kubeconfig', file, ...args]);
+    await admin('create', 'serviceaccount', 'reader', '-n', 'default');
+    await admin('create', 'clusterrole', 'ns-reader', '--verb=get,list', '--resource=namespaces');
+    await admin(
+      'create',
+      'clusterrolebinding',
+      'ns-reader',
+      '--clusterrole=ns-reader',
+      '--serviceaccount=default:reader',
+    );
+    const token = (await admin('create', 'token', 'reader', '-n', 'default', '--duration=1h')).stdout.trim();
+    const readerFile = join(stateDir, 'dozy-reader.kubeconfig');
+    writeFileSync(readerFile, readFileSync(file));
+    const reader = (...args: string[]) => exec(binaryPath('kubectl'), ['--kubeconfig', readerFile, ...args]);
+    await reader('config', 'set-credentials', 'reader', `--token=${token}`);
+    await reader('config', 'set-context', '--current', '--user=reader');
+    expect((await reader('auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}')).stdout).toBe(
+      'system:serviceaccount:default:reader',
+    );
     const pids = [direct.apiserver.pid, direct.controllerManager?.pid, local.tenantEtcd(root)?.process.pid];
     expect(pids.every(alive)).toBe(true);
 
@@ -152,8 +173,9 @@ describe('sleep and wake of a local tenant on real processes', () => {
     expect(seen.get(root)?.type).toBe('remove');
     expect(await events('dozy')).toContain('Sleeping');
 
-    // The first request waits for the wake and then succeeds; the data is the tenant's own, kept while it slept.
-    const out = await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'get', 'namespaces', '-o', 'name'], {
+    // The first request, the reader's, waits for the wake and then succeeds; the data is the tenant's own, kept while
+    // it slept.
+    const out = await exec(binaryPath('kubectl'), ['--kubeconfig', readerFile, 'get', 'namespaces', '-o', 'name'], {
       timeout: 60_000,
     });
     expect(out.stdout).toContain('namespace/kept');
