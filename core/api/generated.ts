@@ -305,11 +305,19 @@ export interface ClusterVersionExtraArgs {
 /**
  * Soft memory limit of the component's Go runtime (the GOMEMLIMIT environment variable of its process or container), as
  * a Kubernetes quantity such as 160Mi: as the heap nears it the garbage collector runs more often instead of letting
- * the heap grow to twice what was live at the last collection (GOGC stays at its default). A limit under the
- * component's live heap makes it collect without pause, which slows it (docs/benchmarks.md measures both). Unset: no
- * limit. With the native provisioner a memory limit in resources stays the hard limit.
+ * the heap grow by goGCPercent (Go's default 100: to twice) over what was live at the last collection. A limit under
+ * the component's live heap makes it collect without pause, which slows it (docs/benchmarks.md measures both). Unset:
+ * no limit. With the native provisioner a memory limit in resources stays the hard limit.
  */
 export type ClusterVersionGoMemoryLimit = string;
+
+/**
+ * Garbage-collection target of the component's Go runtime (the GOGC environment variable of its process or container):
+ * the heap grows to this many percent over what was live at the last collection before the next one; Go's default is
+ * 100. Lower keeps less memory and spends more CPU collecting (docs/benchmarks.md measures it on an idle tenant).
+ * Unset: Go's default.
+ */
+export type ClusterVersionGoGCPercent = number;
 
 /**
  * CPU and memory requests and limits of each of the component's containers when it runs as Pods in the super cluster
@@ -364,6 +372,7 @@ export interface ClusterVersionSpec {
     extraArgs?: ClusterVersionExtraArgs;
     resources?: ClusterVersionResources;
     goMemoryLimit?: ClusterVersionGoMemoryLimit;
+    goGCPercent?: ClusterVersionGoGCPercent;
     /** Size of etcd's data volume as a Kubernetes quantity. Defaults to 1Gi. */
     storageSize?: string;
   };
@@ -378,6 +387,7 @@ export interface ClusterVersionSpec {
     extraArgs?: ClusterVersionExtraArgs;
     resources?: ClusterVersionResources;
     goMemoryLimit?: ClusterVersionGoMemoryLimit;
+    goGCPercent?: ClusterVersionGoGCPercent;
     /**
      * Type of the Service in front of the apiserver when it runs as Pods: ClusterIP, NodePort or LoadBalancer. Defaults
      * to ClusterIP.
@@ -395,6 +405,7 @@ export interface ClusterVersionSpec {
     extraArgs?: ClusterVersionExtraArgs;
     resources?: ClusterVersionResources;
     goMemoryLimit?: ClusterVersionGoMemoryLimit;
+    goGCPercent?: ClusterVersionGoGCPercent;
   };
   /**
    * How a change of this ClusterVersion reaches the tenants that use it: each rolls its control plane (etcd,

@@ -160,8 +160,9 @@ export interface Sleeper {
 
 /**
  * WakePhases are the times of one wake, in ms from the first request that began it: waiting for the sleep's own stop
- * to end (stopWaitMs), each component healthy (by its name), and the apiserver serving (servingMs: from then on the
- * front door relays). A component that was not started (an etcd the tenant shares) has no entry.
+ * to end (stopWaitMs), each component healthy (by its name; the apiserver's /readyz whole), and the apiserver serving
+ * (servingMs: its /readyz but for the hooks that create the bootstrap objects it already holds; from then on the front
+ * door relays). A component that was not started (an etcd the tenant shares) has no entry.
  */
 export interface WakePhases {
   stopWaitMs?: number;

@@ -14,6 +14,7 @@ import { removeStateDir, stateDir } from '../statedirs.ts';
 import { interleave, measured, repsOf, reportRatios } from './repeat.ts';
 import { backupAtSizes, objectCounts } from './densitybackup.ts';
 import { rootNamespace } from '../../core/names/names.ts';
+import { cpuSeconds } from '../../core/dev/local/procstats.ts';
 
 const MiB = 1024 * 1024;
 const exec = promisify(execFile);
@@ -99,7 +100,22 @@ export async function densityBench(): Promise<BenchResult> {
       writeFileSync(kubeconfig, state.result.externalAccess.kubeconfig, { mode: 0o600 });
       tenants.push({ vc, root, kubeconfig });
     }
-    await settle(settleMs);
+    // CPU seconds all tenants' processes have used so far (a process not running counts nothing).
+    const tenantsCpu = () =>
+      tenants.reduce((sum, t) => {
+        const procs = [...(local.controlPlane(t.root)?.processes() ?? []), local.tenantEtcd(t.root)?.process];
+        return sum + procs.reduce((a, p) => a + ((p?.pid && cpuSeconds(p.pid)) || 0), 0);
+      }, 0);
+    /** idleCpu is the CPU the tenants' processes and this process (the manager, with the front doors) use over ms. */
+    const idleCpu = async (ms: number) => {
+      const [tenants0, self0] = [tenantsCpu(), cpuSeconds('self') ?? 0];
+      await settle(ms);
+      return {
+        tenants: (tenantsCpu() - tenants0) / (ms / 1000),
+        manager: ((cpuSeconds('self') ?? 0) - self0) / (ms / 1000),
+      };
+    };
+    const awakeCpu = await idleCpu(settleMs);
     const rss = (root: string) =>
       ((local.controlPlane(root)?.rssBytes() ?? 0) + (local.tenantEtcd(root)?.process.rssBytes() ?? 0)) / MiB;
     const awake = tenants.map((t) => rss(t.root));
@@ -146,6 +162,8 @@ export async function densityBench(): Promise<BenchResult> {
     };
     await sleepAll();
     await settle(2000);
+    // asleep nothing of the tenants runs: a shorter window (at most 15 s) says as much
+    const asleepCpu = await idleCpu(Math.min(settleMs, 15_000));
     const asleep = tenants.map((t) => rss(t.root));
     const managerGrowth = process.memoryUsage().rss / MiB - managerBefore;
     // kubectl, as a user runs it, once per tenant: its connections end with it (a kept-alive one is use: the tenant
@@ -225,6 +243,11 @@ export async function densityBench(): Promise<BenchResult> {
         ...heapFigures,
         asleepRssMiBPerTenant: asleepMean,
         asleepToAwakeMemoryRatio: asleepMean / awakeMean,
+        // CPU of idle tenants in millicores (thousandths of a core) per tenant, over DENSITY_SETTLE_MS each
+        awakeIdleMilliCoresPerTenant: (awakeCpu.tenants / n) * 1000,
+        asleepMilliCoresPerTenant: (asleepCpu.tenants / n) * 1000,
+        managerMilliCoresAwake: awakeCpu.manager * 1000,
+        managerMilliCoresAsleep: asleepCpu.manager * 1000,
         wakeP50Seconds: quantile(wakeMs, 0.5) / 1000,
         wakeP99Seconds: quantile(wakeMs, 0.99) / 1000,
         awakeRequestP50Seconds: quantile(awakeMs, 0.5) / 1000,
@@ -258,6 +281,9 @@ export async function densityBench(): Promise<BenchResult> {
         'awakeAnonMiBPerTenant (and *AnonMiB per process) is RssAnon, resident memory less the pages of the ' +
           "binaries, which every tenant's processes of one binary share: what one more tenant costs the host",
         "memory is read once awake and once asleep: what a tenant holds does not depend on the host's other load",
+        `CPU is the user and system time of the tenants' processes over ${settleMs / 1000} s awake and idle, then ` +
+          `again asleep (at most 15 s), in millicores per tenant; manager*: this process's own (front doors, the provisioner), ` +
+          'which also runs the bench',
         ...(backups.length
           ? [
               `backup and restore: one tenant grown to ${counts.join(', then ')} ConfigMaps of ~200 bytes; at each, ` +

@@ -14,10 +14,20 @@ import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
+import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
 const exec = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+
+/** counter reads one series of the manager's metrics (this process's registry, as its /metrics serves it); 0 when absent. */
+const counter = async (series: string): Promise<number> => {
+  const line = (await metricsRegistry.metrics()).split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+};
+const SLEEPS = 'vc_tenant_sleeps_total';
+const WAKES = (cause: string) => `vc_tenant_wakes_total{cause="${cause}"}`;
+const WAKE_TIMES = 'vc_tenant_wake_seconds_count';
 
 const alive = (pid: number | undefined): boolean => {
   if (!pid) return false;
@@ -116,6 +126,11 @@ describe('sleep and wake of a local tenant on real processes', () => {
   });
 
   it('sleeps after spec.sleep.afterIdle with its processes gone, and kubectl through its kubeconfig wakes it', async () => {
+    const before = {
+      sleeps: await counter(SLEEPS),
+      wakes: await counter(WAKES('request')),
+      times: await counter(WAKE_TIMES),
+    };
     await create('dozy', { sleep: { afterIdle: '10s' } });
     let vc = await phase('dozy', 'Running');
     const root = rootNamespace('default', 'dozy', vc.metadata!.uid!);
@@ -124,6 +139,27 @@ describe('sleep and wake of a local tenant on real processes', () => {
     const direct = local.controlPlane(root)!;
     expect(readFileSync(file, 'utf8')).not.toContain(`:${direct.ports.apiserver}`);
     await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'create', 'namespace', 'kept']);
+    // A user whom only RBAC lets list namespaces, with a service-account token: the wake's first request is theirs,
+    // so the front door must relay only once the apiserver authorizes (and authenticates) from what it holds.
+    const admin = (...args: string[]) => exec(binaryPath('kubectl'), ['--kubeconfig', file, ...args]);
+    await admin('create', 'serviceaccount', 'reader', '-n', 'default');
+    await admin('create', 'clusterrole', 'ns-reader', '--verb=get,list', '--resource=namespaces');
+    await admin(
+      'create',
+      'clusterrolebinding',
+      'ns-reader',
+      '--clusterrole=ns-reader',
+      '--serviceaccount=default:reader',
+    );
+    const token = (await admin('create', 'token', 'reader', '-n', 'default', '--duration=1h')).stdout.trim();
+    const readerFile = join(stateDir, 'dozy-reader.kubeconfig');
+    writeFileSync(readerFile, readFileSync(file));
+    const reader = (...args: string[]) => exec(binaryPath('kubectl'), ['--kubeconfig', readerFile, ...args]);
+    await reader('config', 'set-credentials', 'reader', `--token=${token}`);
+    await reader('config', 'set-context', '--current', '--user=reader');
+    expect((await reader('auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}')).stdout).toBe(
+      'system:serviceaccount:default:reader',
+    );
     const pids = [direct.apiserver.pid, direct.controllerManager?.pid, local.tenantEtcd(root)?.process.pid];
     expect(pids.every(alive)).toBe(true);
 
@@ -137,8 +173,9 @@ describe('sleep and wake of a local tenant on real processes', () => {
     expect(seen.get(root)?.type).toBe('remove');
     expect(await events('dozy')).toContain('Sleeping');
 
-    // The first request waits for the wake and then succeeds; the data is the tenant's own, kept while it slept.
-    const out = await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'get', 'namespaces', '-o', 'name'], {
+    // The first request, the reader's, waits for the wake and then succeeds; the data is the tenant's own, kept while
+    // it slept.
+    const out = await exec(binaryPath('kubectl'), ['--kubeconfig', readerFile, 'get', 'namespaces', '-o', 'name'], {
       timeout: 60_000,
     });
     expect(out.stdout).toContain('namespace/kept');
@@ -146,6 +183,10 @@ describe('sleep and wake of a local tenant on real processes', () => {
     expect(vc.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
     expect(seen.get(root)?.type).toBe('upsert');
     await eventually(async () => expect(await events('dozy')).toContain('Woken'));
+    // The metrics count the sleep and the wake by its cause, and time the wake.
+    expect(await counter(SLEEPS)).toBe(before.sleeps + 1);
+    expect(await counter(WAKES('request'))).toBe(before.wakes + 1);
+    expect(await counter(WAKE_TIMES)).toBe(before.times + 1);
   });
 
   /** vc runs the CLI as a user would against the meta cluster; it answers the exit code and output. */
@@ -159,8 +200,10 @@ describe('sleep and wake of a local tenant on real processes', () => {
     );
 
   it('sleeps by vc sleep, wakes by vc wake, and wakes when its spec changes', async () => {
+    const [byCommand, bySpec] = [await counter(WAKES('command')), await counter(WAKES('spec'))];
     expect(await vc('sleep', 'dozy')).toMatchObject({ code: 0, out: expect.stringContaining('is Sleeping') });
     expect(await vc('wake', 'dozy')).toMatchObject({ code: 0, out: expect.stringContaining('is Running') });
+    expect(await counter(WAKES('command'))).toBe(byCommand + 1);
     expect(await events('dozy')).toContain('Woken');
     await askSleep('dozy');
     const asleep = await phase('dozy', 'Sleeping');
@@ -176,6 +219,7 @@ describe('sleep and wake of a local tenant on real processes', () => {
     const woken = await phase('dozy', 'Running');
     expect(woken.metadata!.annotations?.[ANN.sleepRequested]).toBeUndefined();
     expect(seen.get(root)?.type === 'upsert' && seen.get(root)).toMatchObject({ tenant: { weight: 2 } });
+    expect(await counter(WAKES('spec'))).toBe(bySpec + 1);
   });
 
   it("with its policy's sleep.etcd Keep, its etcd runs on while it sleeps and the wake uses that one", async () => {

@@ -82,7 +82,27 @@ export interface ControlPlaneOptions {
 export interface RunHooks {
   /** called once the apiserver answers /readyz, while the controller manager (and the rest) may still be starting */
   apiserverReady?: (cp: LocalControlPlane) => void;
+  /**
+   * Only for a control plane started again on data it bootstrapped before (a wake): called, before apiserverReady,
+   * once the apiserver's /readyz passes but for BOOTSTRAP_HOOKS, which then only check objects that are already there.
+   */
+  apiserverServing?: (cp: LocalControlPlane) => void;
 }
+
+/**
+ * BOOTSTRAP_HOOKS are the apiserver's post-start hooks that create the objects every cluster starts with: the RBAC
+ * roles and bindings, the system priority classes. On the data of a cluster that ran before they find each object
+ * there and change nothing, yet they are the last checks of /readyz to pass (their many requests go through the
+ * apiserver's own loopback client). Until they pass the apiserver already serves: it authorizes from the roles its
+ * informers read from etcd, and /readyz's informer-sync check says those have synced.
+ */
+export const BOOTSTRAP_HOOKS = [
+  'poststarthook/rbac/bootstrap-roles',
+  'poststarthook/scheduling/bootstrap-system-priority-classes',
+] as const;
+
+/** SERVING_READYZ is /readyz less BOOTSTRAP_HOOKS. */
+const SERVING_READYZ = `/readyz?${BOOTSTRAP_HOOKS.map((h) => `exclude=${h}`).join('&')}`;
 
 /** Ports are the loopback ports of one control plane. */
 export interface Ports {
@@ -284,7 +304,7 @@ export class LocalControlPlane {
   }
 
   private async startComponents(hooks: RunHooks): Promise<void> {
-    await this.startApiserver();
+    await this.startApiserver(hooks.apiserverServing && (() => hooks.apiserverServing!(this)));
     hooks.apiserverReady?.(this);
     this.controllerManager?.start();
     this.scheduler?.start();
@@ -297,17 +317,23 @@ export class LocalControlPlane {
     ]);
   }
 
-  /** startApiserver (re)starts only the apiserver on its port and waits for /readyz. */
-  async startApiserver(): Promise<void> {
+  /**
+   * startApiserver (re)starts only the apiserver on its port and waits for /readyz; given serving, it calls it first,
+   * once /readyz passes but for BOOTSTRAP_HOOKS (RunHooks.apiserverServing).
+   */
+  async startApiserver(serving?: () => void): Promise<void> {
     this.apiserver.start();
-    await waitFor(
-      `${this.name} kube-apiserver /readyz`,
-      () => this.probe(this.ports.apiserver, '/readyz', this.adminToken),
-      {
-        timeoutMs: this.opts.readyTimeoutMs ?? 90_000,
+    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 90_000);
+    const ready = (path: string) =>
+      waitFor(`${this.name} kube-apiserver ${path}`, () => this.probe(this.ports.apiserver, path, this.adminToken), {
+        timeoutMs: Math.max(0, deadline - Date.now()),
         process: this.apiserver,
-      },
-    );
+      });
+    if (serving) {
+      await ready(SERVING_READYZ);
+      serving();
+    }
+    await ready('/readyz');
   }
 
   /** startControllerManager (re)starts only the controller manager and waits for its /healthz. */

@@ -212,6 +212,13 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       controllerManager: cv?.controllerManager?.goMemoryLimit,
     };
     const limit = (q: string | undefined) => q && { goMemoryLimit: q };
+    // GOGC of each component, each only when set as the limits are
+    const gc = {
+      etcd: cv?.etcd?.goGCPercent,
+      apiserver: cv?.apiServer?.goGCPercent,
+      controllerManager: cv?.controllerManager?.goGCPercent,
+    };
+    const gcOf = (p: number | undefined) => p !== undefined && { goGCPercent: p };
     return {
       bins: binariesOf(cv?.kubernetesVersion, vc.spec.clusterVersionName),
       etcdBytes,
@@ -219,8 +226,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       apiserverArgs: api,
       controllerManagerArgs: kcm,
       goMemoryLimits: mem,
+      goGCPercents: gc,
       components: {
-        etcd: { etcdBytes, ...(etcdArgs && { etcdArgs }), ...limit(mem.etcd) },
+        etcd: { etcdBytes, ...(etcdArgs && { etcdArgs }), ...limit(mem.etcd), ...gcOf(gc.etcd) },
         // only when set, so that tenants made before the option keep their settings (and are not restarted) without it
         'kube-apiserver': {
           cidr,
@@ -228,8 +236,15 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
           version,
           ...(this.options.kubeletCAFile && { ca: this.options.kubeletCAFile }),
           ...limit(mem.apiserver),
+          ...gcOf(gc.apiserver),
         },
-        'kube-controller-manager': { cidr, kcm, version, ...limit(mem.controllerManager) },
+        'kube-controller-manager': {
+          cidr,
+          kcm,
+          version,
+          ...limit(mem.controllerManager),
+          ...gcOf(gc.controllerManager),
+        },
       },
     };
   }

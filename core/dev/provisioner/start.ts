@@ -12,7 +12,7 @@ import { childLogger } from '../../log.ts';
 import { issueCert, PKI_FILES } from '../../pki/pki.ts';
 import { DnsView } from '../../provisioners/dnsview.ts';
 import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
-import { goMemoryLimitEnv } from '../../provisioners/native/parts.ts';
+import { goRuntimeEnv } from '../../provisioners/native/parts.ts';
 import type { ComponentSettings } from '../../provisioners/roll.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlplane.ts';
@@ -111,6 +111,8 @@ export interface LocalSettings {
   etcdArgs?: ExtraArgs;
   /** the ClusterVersion's Go memory limit of each component (quantities), where it sets one */
   goMemoryLimits?: { etcd?: string; apiserver?: string; controllerManager?: string };
+  /** the ClusterVersion's GOGC of each component, where it sets one */
+  goGCPercents?: { etcd?: number; apiserver?: number; controllerManager?: number };
   apiserverArgs: ExtraArgs;
   controllerManagerArgs: ExtraArgs;
   components: ComponentSettings;
@@ -137,12 +139,23 @@ export interface StartContext {
   options: LocalProvisionerOptions;
 }
 
+/** goEnv is the Go runtime environment (GOMEMLIMIT, GOGC) of one component with the settings `desired`. */
+function goEnv(
+  desired: LocalSettings,
+  component: 'etcd' | 'apiserver' | 'controllerManager',
+): Record<string, string> | undefined {
+  return goRuntimeEnv({
+    ...(desired.goMemoryLimits?.[component] !== undefined && { goMemoryLimit: desired.goMemoryLimits[component] }),
+    ...(desired.goGCPercents?.[component] !== undefined && { goGCPercent: desired.goGCPercents[component] }),
+  });
+}
+
 /** etcdSettings are what a tenant's own etcd starts with: its storage quota, the platform's flags and memory limit. */
 export function etcdSettings(
   root: string,
   desired: LocalSettings,
 ): { quotaBackendBytes: number; name: string; extraArgs?: ExtraArgs; env?: Record<string, string> } {
-  const env = goMemoryLimitEnv(desired.goMemoryLimits?.etcd);
+  const env = goEnv(desired, 'etcd');
   return {
     quotaBackendBytes: desired.etcdBytes,
     name: `${root}/etcd`,
@@ -160,8 +173,8 @@ export function controlPlaneOptions(
   cgroupDir: string | undefined,
   desired: LocalSettings,
 ): ControlPlaneOptions {
-  const apiserverEnv = goMemoryLimitEnv(desired.goMemoryLimits?.apiserver);
-  const controllerManagerEnv = goMemoryLimitEnv(desired.goMemoryLimits?.controllerManager);
+  const apiserverEnv = goEnv(desired, 'apiserver');
+  const controllerManagerEnv = goEnv(desired, 'controllerManager');
   return {
     name: root,
     dir: ctx.dir(root),
@@ -187,8 +200,10 @@ export function controlPlaneOptions(
 }
 
 /**
- * StartHooks follow a tenant's start: serving is called once its apiserver answers /readyz (the controller manager is
- * still starting: a front door may relay from then on), phase with each component's time to health, in ms from the call.
+ * StartHooks follow a tenant's start: serving, given only for a tenant that ran before on the same data (a wake), is
+ * called once its apiserver serves (/readyz but for the bootstrap hooks, RunHooks.apiserverServing; the controller
+ * manager is still starting: a front door may relay from then on), phase with each component's time to health, in ms
+ * from the call.
  */
 export interface StartHooks {
   /** the tenant's own etcd, still running (kept through a sleep): used as it is instead of starting one */
@@ -244,10 +259,8 @@ export async function startComponents(
     const [etcdOutcome, cpOutcome] = await Promise.allSettled([
       etcdUp,
       cp.run({
-        apiserverReady: () => {
-          hooks.phase?.('kube-apiserver', Date.now() - t0);
-          hooks.serving?.(cp);
-        },
+        ...(hooks.serving && { apiserverServing: hooks.serving }),
+        apiserverReady: () => hooks.phase?.('kube-apiserver', Date.now() - t0),
       }),
     ]);
     if (etcdOutcome.status === 'rejected') throw etcdOutcome.reason;

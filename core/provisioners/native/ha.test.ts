@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../kube/client.ts';
 import { generateControlPlanePKI, type ControlPlanePKI } from '../../pki/pki.ts';
 import { ProvisionRefused } from '../provisioner.ts';
-import { containerResources, goMemoryLimitEnv, memoryBytes } from './parts.ts';
+import { containerResources, goMemoryLimitEnv, goRuntimeEnv, memoryBytes } from './parts.ts';
 import {
   controlPlaneCounts,
   nativePKIOptions,
@@ -251,6 +251,38 @@ describe('goMemoryLimit', () => {
     const none = render();
     expect(container(none, 'controller-manager').env).toBeUndefined();
     expect(container(none, 'apiserver').env?.map((e) => e.name)).toEqual(['POD_IP']);
+  });
+});
+
+describe('goGCPercent', () => {
+  it.each([
+    [undefined, undefined],
+    [{}, undefined],
+    [{ goGCPercent: 50 }, { GOGC: '50' }],
+    [
+      { goGCPercent: 50, goMemoryLimit: '1Mi' },
+      { GOGC: '50', GOMEMLIMIT: String(1024 ** 2) },
+    ],
+  ])('%j gives the environment %j', (c, want) => expect(goRuntimeEnv(c)).toEqual(want));
+
+  it("sets GOGC in each component's container the ClusterVersion names, beside GOMEMLIMIT", () => {
+    const env = (objs: KubeObject[], name: string) =>
+      Object.fromEntries(
+        (container(objs, name).env ?? []).map((e) => [
+          e.name,
+          e.valueFrom ? 'fieldRef' : (e as { value?: string }).value,
+        ]),
+      );
+    const objs = render({
+      clusterVersion: cv({
+        etcd: { goGCPercent: 50 },
+        apiServer: { goGCPercent: 60, goMemoryLimit: '192Mi' },
+        controllerManager: { goGCPercent: 70 },
+      }),
+    });
+    expect(env(objs, 'etcd')).toMatchObject({ GOGC: '50' });
+    expect(env(objs, 'apiserver')).toEqual({ POD_IP: 'fieldRef', GOGC: '60', GOMEMLIMIT: String(192 * 1024 ** 2) });
+    expect(env(objs, 'controller-manager')).toEqual({ GOGC: '70' });
   });
 });
 

@@ -55,6 +55,8 @@ export interface ClusterVersion extends KubeObject {
       storageSize?: string;
       /** GOMEMLIMIT of the container, a quantity */
       goMemoryLimit?: string;
+      /** GOGC of the container */
+      goGCPercent?: number;
     };
     apiServer?: {
       image?: string;
@@ -65,6 +67,8 @@ export interface ClusterVersion extends KubeObject {
       serviceType?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
       /** GOMEMLIMIT of the container, a quantity */
       goMemoryLimit?: string;
+      /** GOGC of the container */
+      goGCPercent?: number;
     };
     controllerManager?: {
       image?: string;
@@ -73,6 +77,8 @@ export interface ClusterVersion extends KubeObject {
       resources?: ContainerResources;
       /** GOMEMLIMIT of the container, a quantity */
       goMemoryLimit?: string;
+      /** GOGC of the container */
+      goGCPercent?: number;
     };
   };
 }

@@ -196,6 +196,20 @@ export function goMemoryLimitEnv(quantity: string | undefined): Record<string, s
   return quantity === undefined ? undefined : { GOMEMLIMIT: String(Math.floor(memoryBytes(quantity))) };
 }
 
+/**
+ * goRuntimeEnv is the environment of a component's Go runtime from its ClusterVersion settings: GOMEMLIMIT
+ * (goMemoryLimitEnv) and GOGC from goGCPercent, each only when set; nothing when neither is.
+ */
+export function goRuntimeEnv(
+  c: { goMemoryLimit?: string; goGCPercent?: number } | undefined,
+): Record<string, string> | undefined {
+  const env = {
+    ...goMemoryLimitEnv(c?.goMemoryLimit),
+    ...(c?.goGCPercent !== undefined && { GOGC: String(c.goGCPercent) }),
+  };
+  return Object.keys(env).length ? env : undefined;
+}
+
 /** NativeComponent is a component of a native tenant's control plane, as NATIVE_DEFAULTS.resources names it. */
 export type NativeComponent = keyof typeof NATIVE_DEFAULTS.resources;
 

@@ -22,7 +22,7 @@ import {
   containerResources,
   etcdFlags,
   etcdImage,
-  goMemoryLimitEnv,
+  goRuntimeEnv,
   hostAliases,
   objectMeta,
   type PodParts,
@@ -163,12 +163,12 @@ export function renderNative(input: NativeInput): KubeObject[] {
       container: {
         image: etcdImage(cv),
         command: ['etcd'],
-        ...((counts.etcd > 1 || cv.spec.etcd?.goMemoryLimit) && {
+        ...((counts.etcd > 1 || goRuntimeEnv(cv.spec.etcd)) && {
           env: [
             ...(counts.etcd > 1
               ? [{ name: POD_NAME_ENV, valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]
               : []),
-            ...envList(goMemoryLimitEnv(cv.spec.etcd?.goMemoryLimit)),
+            ...envList(goRuntimeEnv(cv.spec.etcd)),
           ],
         }),
         ports: [
@@ -212,7 +212,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
         command: ['kube-apiserver'],
         env: [
           { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-          ...envList(goMemoryLimitEnv(cv.spec.apiServer?.goMemoryLimit)),
+          ...envList(goRuntimeEnv(cv.spec.apiServer)),
         ],
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.apiserver }],
         resources: containerResources('apiserver', cv.spec.apiServer?.resources),
@@ -231,9 +231,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
       container: {
         image: cv.spec.controllerManager?.image ?? k8sImage('kube-controller-manager'),
         command: ['kube-controller-manager'],
-        ...(cv.spec.controllerManager?.goMemoryLimit && {
-          env: envList(goMemoryLimitEnv(cv.spec.controllerManager.goMemoryLimit)),
-        }),
+        ...(goRuntimeEnv(cv.spec.controllerManager) && { env: envList(goRuntimeEnv(cv.spec.controllerManager)) }),
         ports: [{ name: 'https', containerPort: NATIVE_PORTS.controllerManager }],
         resources: containerResources('controller-manager', cv.spec.controllerManager?.resources),
         readinessProbe: {
