@@ -3,8 +3,8 @@
  * the super cluster's CA with a lifetime of eight minutes and renewed a quarter of the way through it. Each file gets a
  * new certificate while the processes keep their process ids, and after the first certificates have expired the node
  * still serves: the kubelet renews its Lease and runs a Pod created then, and kube-proxy programs a Service created
- * then. Several minutes long: client-go takes a replaced certificate up within five minutes, so the old one must
- * outlive its renewal by that much (core/dev/local/nodecerts.ts).
+ * then; the Node carries a CertificatesValid condition. Several minutes long: client-go takes a replaced certificate
+ * up within five minutes, so the old one must outlive its renewal by that much (core/dev/local/nodecerts.ts).
  */
 import { X509Certificate } from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -71,6 +71,25 @@ describe.skipIf(!!skip)("renewing a real node's client certificates", () => {
         const line = text.split('\n').find((l) => l.includes(`node="${node.name}"`) && l.includes(`"${n}"`));
         expect(Number(line?.split(' ').pop()), n).toBe(Date.parse(cert(n).validTo) / 1000);
       }
+      // the Node shows the condition as tenants do, beside the kubelet's own
+      await eventually(
+        async () => {
+          const n = await c.get<KubeObject & { status?: { conditions?: Array<Record<string, string>> } }>(
+            R.nodes,
+            undefined,
+            node.name,
+          );
+          const types = n.status?.conditions?.map((x) => x.type);
+          expect(types).toContain('Ready');
+          expect(n.status?.conditions?.find((x) => x.type === 'CertificatesValid')).toMatchObject({
+            status: 'True',
+            reason: 'CertificatesCurrent',
+            message: expect.stringMatching(/^earliest expiry: /),
+          });
+        },
+        90_000,
+        1000,
+      );
       // past the first certificates' end
       const expiry = Math.max(...COMPONENTS.map((n) => Date.parse(first[n]!.validTo)));
       await new Promise((r) => setTimeout(r, Math.max(0, expiry - Date.now() + 15_000)));

@@ -34,6 +34,7 @@ describe('NodeCertificates', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('writes each component its certificate and key in one file, and renews the due ones with the same subject', async () => {
+    const reported: string[] = [];
     // a minute back and 62 s ahead: a quarter of the life has passed a second in
     const certs = new NodeCertificates({
       node: 'n1',
@@ -41,6 +42,10 @@ describe('NodeCertificates', () => {
       ca,
       settings: { validityDays: 62 / 86_400, renewFraction: 0.5 },
       clients: ['kubelet', 'kube-proxy'],
+      report: (c) => {
+        reported.push(`${c.status}/${c.reason}`);
+        return Promise.resolve();
+      },
     });
     await certs.issue();
     const read = (c: 'kubelet' | 'kube-proxy') => readFileSync(certs.path(c), 'utf8');
@@ -58,6 +63,12 @@ describe('NodeCertificates', () => {
       expect(next.serialNumber).not.toBe(first.serialNumber);
       expect(next.subject).toBe(first.subject);
       expect(next.checkIssued(new X509Certificate(ca.certPem))).toBe(true);
+      expect(reported[0]).toBe('True/CertificatesCurrent');
+      expect(certs.condition(new Date(Date.parse(next.validTo) + 1000))).toMatchObject({
+        status: 'False',
+        reason: 'CertificateExpired',
+        message: expect.stringMatching(/^expired: kubelet \(/),
+      });
     } finally {
       await certs.stop();
     }

@@ -6,6 +6,8 @@ import { childLogger } from '../../log.ts';
 import { registry } from '../../metrics/registry.ts';
 import { issueCert, issueNodeCert, type CertKeyPair } from '../../pki/pki.ts';
 import { DEFAULT_RENEW_FRACTION, renewAt } from '../../pki/renewal.ts';
+import type { ConditionInput } from '../../controller/status.ts';
+import { certificatesCondition } from '../../lifecycle/certificates.ts';
 import { KUBE_ROUTER_USER } from './nodeconfig.ts';
 import { writeAtomic } from './renewal.ts';
 
@@ -22,7 +24,7 @@ const log = childLogger({ controller: 'real-node-certificates' });
 
 /** NODE_CLIENT_RELOAD_MS is how long client-go may take to close connections made with a replaced certificate. */
 export const NODE_CLIENT_RELOAD_MS = 5 * 60_000;
-/** RETRY_MS is how soon a failed renewal is tried again. */
+/** RETRY_MS is how soon a failed renewal is tried again, and how often the condition is looked at. */
 const RETRY_MS = 60_000;
 /** MAX_TIMER_MS is the longest delay a Node.js timer keeps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -102,8 +104,38 @@ export class NodeCertificates {
       settings?: NodeCertificateSettings;
       /** which components the node runs (kube-router only with the netpol toolchain) */
       clients?: readonly NodeClient['name'][];
+      /**
+       * report writes the CertificatesValid condition (as tenants have it, core/lifecycle/certificates.ts) where users
+       * see it: the real node's Node. Called at start, after each renewal and when the condition changes.
+       */
+      report?: (c: ConditionInput) => Promise<void>;
     },
   ) {}
+
+  private reported?: string;
+  private watchTimer?: ReturnType<typeof setInterval>;
+
+  /** condition is the CertificatesValid condition of the node's client certificates at now. */
+  condition(now = new Date()): ConditionInput {
+    return certificatesCondition(this.read(), now, this.fraction);
+  }
+
+  /** reportCondition hands the condition to report when it changed since the last time (or force). */
+  private async reportCondition(force = false): Promise<void> {
+    if (!this.o.report) return;
+    const c = this.condition();
+    const key = `${c.status}/${c.reason}/${c.message}`;
+    if (!force && key === this.reported) return;
+    try {
+      await this.o.report(c);
+      this.reported = key;
+    } catch (e) {
+      log.warn(
+        { node: this.o.node, err: e instanceof Error ? e.message : String(e) },
+        'reporting the condition failed',
+      );
+    }
+  }
 
   private get clients(): readonly NodeClient[] {
     const want = this.o.clients;
@@ -149,6 +181,9 @@ export class NodeCertificates {
   start(): void {
     this.stopped = false;
     this.schedule();
+    void this.reportCondition(true);
+    this.watchTimer = setInterval(() => void this.reportCondition(), RETRY_MS);
+    this.watchTimer.unref();
   }
 
   private schedule(delayMs?: number): void {
@@ -173,6 +208,7 @@ export class NodeCertificates {
         log.info({ node: this.o.node, certificate: c.name }, 'real node client certificate renewed');
       }
       this.schedule();
+      await this.reportCondition();
     } catch (e) {
       log.warn({ node: this.o.node, err: e instanceof Error ? e.message : String(e) }, 'renewal failed');
       this.schedule(RETRY_MS);
@@ -183,6 +219,7 @@ export class NodeCertificates {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.watchTimer);
     await this.running;
     for (const c of NODE_CLIENTS) nodeCertificateExpiry.remove({ node: this.o.node, certificate: c.name });
   }

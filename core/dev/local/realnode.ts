@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { fromPackageRoot } from '../../paths.ts';
 import { issueCert, renderKubeconfig } from '../../pki/pki.ts';
 import { NodeCertificates, type NodeCertificateSettings, type NodeClient } from './nodecerts.ts';
+import type { ConditionInput } from '../../controller/status.ts';
 import { R } from '../../kube/resources.ts';
 import type { KubeObject } from '../../kube/client.ts';
 import { kubeRouterPath } from '../../toolchain/netpol.ts';
@@ -193,6 +194,7 @@ export class RealNode {
       ca: opts.cluster.ca,
       settings: opts.certificates,
       clients: ['kubelet', 'kube-proxy', ...(cfg.kubeRouter ? (['kube-router'] as const) : [])],
+      report: (c) => this.reportCertificates(c),
     });
     const here = (command: string, args: string[]) =>
       record.netns ? inNetns(record.netns.netns, command, args) : { command, args };
@@ -487,6 +489,30 @@ export class RealNode {
       'kube-proxy': this.kubeProxy.rssBytes(),
       shims,
     };
+  }
+
+  /**
+   * reportCertificates writes the CertificatesValid condition of the node's client certificates on its Node, next to
+   * the kubelet's own conditions (a strategic merge of one condition by type, as node-problem-detector writes its own);
+   * its transition time moves only when its status does.
+   */
+  private async reportCertificates(c: ConditionInput): Promise<void> {
+    const client = await this.opts.cluster.client();
+    const now = new Date().toISOString();
+    const node = await client.get<
+      KubeObject & { status?: { conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }> } }
+    >(R.nodes, undefined, this.name);
+    const before = node.status?.conditions?.find((x) => x.type === c.type);
+    const lastTransitionTime =
+      before?.status === c.status && before.lastTransitionTime ? before.lastTransitionTime : now;
+    await client.patch(
+      R.nodes,
+      undefined,
+      this.name,
+      { status: { conditions: [{ ...c, lastHeartbeatTime: now, lastTransitionTime }] } },
+      'strategic',
+      { subresource: 'status' },
+    );
   }
 
   /** processes lists the node's own components. */
