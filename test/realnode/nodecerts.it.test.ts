@@ -37,7 +37,8 @@ describe.skipIf(!!skip)("renewing a real node's client certificates", () => {
       realNodeCertificates: { validityDays: LIFETIME_MINUTES / 1440, renewFraction: 0.25 },
     });
     node = t.sc.realNodes[0]!;
-  });
+    // as long as the harness waits for other real nodes on this host to stop (startTestSuper), and the start
+  }, 35 * 60_000);
   afterAll(async () => {
     await t?.stop();
   });
