@@ -132,6 +132,25 @@ describe('renderKubeconfig', () => {
     expect(() => renderKubeconfig({ ...base, clientCertPem: admin.certPem })).toThrow(/go together/);
     expect(() => renderKubeconfig({ ...base, clientKeyPem: admin.keyPem })).toThrow(/go together/);
   });
+
+  it('names a credential file by path for certificate and key, and refuses it next to embedded data', () => {
+    const base = { clusterName: 'c', server: 'https://x', caPem: ca.certPem, user: 'u' };
+    const doc = parse(renderKubeconfig({ ...base, clientCredentialFile: '/n/pki/kubelet-client-current.pem' })) as {
+      users: Array<{ user: Record<string, string> }>;
+    };
+    expect(doc.users[0]!.user).toEqual({
+      'client-certificate': '/n/pki/kubelet-client-current.pem',
+      'client-key': '/n/pki/kubelet-client-current.pem',
+    });
+    expect(() =>
+      renderKubeconfig({
+        ...base,
+        clientCredentialFile: '/f',
+        clientCertPem: admin.certPem,
+        clientKeyPem: admin.keyPem,
+      }),
+    ).toThrow(/clientCredentialFile or clientCertPem, not both/);
+  });
 });
 
 describe('withServer', () => {

@@ -14,11 +14,17 @@ export interface KubeconfigOptions {
   clientKeyPem?: string;
   /** Bearer token, e.g. a service-account token. */
   token?: string;
+  /**
+   * A file holding the client certificate and its key (PEM, as a kubelet's `kubelet-client-current.pem`), referred to
+   * by path rather than embedded: Kubernetes' clients read such a file again when it is replaced (a renewal).
+   */
+  clientCredentialFile?: string;
 }
 
 /**
  * renderKubeconfig renders a kubeconfig YAML with one cluster, one user and the context `<user>@<clusterName>` joining
- * them, set as current-context. Certificates and key are embedded as base64 `*-data` fields.
+ * them, set as current-context. Certificates and key are embedded as base64 `*-data` fields, or named by path
+ * (clientCredentialFile).
  */
 export function renderKubeconfig(opts: KubeconfigOptions): string {
   if ((opts.clientCertPem === undefined) !== (opts.clientKeyPem === undefined)) {
@@ -29,6 +35,12 @@ export function renderKubeconfig(opts: KubeconfigOptions): string {
   if (opts.clientCertPem !== undefined && opts.clientKeyPem !== undefined) {
     user['client-certificate-data'] = base64(opts.clientCertPem);
     user['client-key-data'] = base64(opts.clientKeyPem);
+  }
+  if (opts.clientCredentialFile !== undefined) {
+    if (opts.clientCertPem !== undefined)
+      throw new Error(`kubeconfig for ${opts.user}: clientCredentialFile or clientCertPem, not both`);
+    user['client-certificate'] = opts.clientCredentialFile;
+    user['client-key'] = opts.clientCredentialFile;
   }
   if (opts.token !== undefined) user.token = opts.token;
   const config = {

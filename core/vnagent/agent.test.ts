@@ -378,6 +378,61 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(issued).toHaveLength(1);
   }, 30_000);
 
+  it('renews its client certificate towards kubelets at two thirds of its life, and a kubelet that checks it still answers', async () => {
+    // A kubelet that, like a real one (--client-ca-file), accepts only client certificates of its CA.
+    const clientCA = await createCA('kubelet-client-ca', 1);
+    const kubeletServing = await issueCert(await createCA('strict-serving', 1), {
+      commonName: 'strict',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 1,
+    });
+    const shown: string[] = [];
+    const strict = https.createServer({
+      cert: kubeletServing.certPem,
+      key: kubeletServing.keyPem,
+      ca: clientCA.certPem,
+      requestCert: true,
+      rejectUnauthorized: true,
+    });
+    strict.on('request', (req: IncomingMessage, res) => {
+      shown.push((req.socket as tls.TLSSocket).getPeerCertificate().serialNumber);
+      res.end('strict line\n');
+    });
+    servers.push(strict);
+    addNode('node-strict', await listen(strict));
+    addPod(A, 'strict-web', 'node-strict');
+    const client = (validityDays: number) =>
+      issueCert(clientCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays });
+    const serial = (c: CertKeyPair) => new X509Certificate(c.certPem).serialNumber;
+    // 36 s of life from a minute back: two thirds of it is 4 s from now, and it runs out 36 s from now.
+    const short = await client(36 / 86_400);
+    agent.setKubeletClient(short);
+    const issued: CertKeyPair[] = [];
+    agent.renewKubeletClient(short.certPem, async () => {
+      const next = await client(1);
+      issued.push(next);
+      return next;
+    });
+    const logs = () => request('/containerLogs/default/strict-web/c', kubeletA);
+    expect(await logs()).toMatchObject({ status: 200, body: 'strict line\n' });
+    expect(shown.at(-1)).toBe(serial(short));
+    await eventually(() => expect(issued).toHaveLength(1), 20_000);
+    expect(await logs()).toMatchObject({ status: 200, body: 'strict line\n' });
+    expect(shown.at(-1)).toBe(serial(issued[0]!));
+    const expiry = Date.parse(new X509Certificate(issued[0]!.certPem).validTo) / 1000;
+    expect(
+      await registry.getSingleMetricAsString('vc_vnagent_kubelet_client_certificate_expiry_timestamp_seconds'),
+    ).toContain(`{port="${agent.port}"} ${expiry}`);
+    // past the first certificate's end the kubelet still answers, with the renewed one
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, Date.parse(new X509Certificate(short.certPem).validTo) - Date.now() + 500)),
+    );
+    expect(await logs()).toMatchObject({ status: 200, body: 'strict line\n' });
+    expect(shown.at(-1)).toBe(serial(issued[0]!));
+    expect(issued).toHaveLength(1);
+  }, 60_000);
+
   it('relays logs from the translated path, without tenant credentials', async () => {
     const r = await request('/containerLogs/default/web/c?tailLines=2', kubeletA, {
       headers: { Authorization: 'Bearer t', 'Impersonate-User': 'admin', 'X-Custom': '1' },

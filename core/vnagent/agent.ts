@@ -13,7 +13,14 @@ import type { PluginHost } from '../plugins/host.ts';
 import { authenticate, type AgentTenant } from './auth.ts';
 import { filterNodeCall, lineFilter, nodeCallOf, outputFilter, withQuery } from './hooks.ts';
 import type { TenantDirectory } from './directory.ts';
-import { addUsageSource, forgetGoneTenants, servingCertificateExpiry, vnAgentMetrics, type Result } from './metrics.ts';
+import {
+  addUsageSource,
+  forgetGoneTenants,
+  kubeletClientCertificateExpiry,
+  servingCertificateExpiry,
+  vnAgentMetrics,
+  type Result,
+} from './metrics.ts';
 import {
   forwardRequest,
   forwardUpgrade,
@@ -32,10 +39,13 @@ import { kubeletEndpointOf, type SuperView } from './superview.ts';
 import { agentTenantUsage, tenantUsage, USAGE_PATHS, usageKindOf, type UsageKind } from './usageroute.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
-/** RENEW_RETRY_MS is how soon a failed renewal of the serving certificate is tried again. */
+/** RENEW_RETRY_MS is how soon a failed renewal of a certificate is tried again. */
 const RENEW_RETRY_MS = 60_000;
 /** MAX_TIMER_MS is the longest delay a Node.js timer keeps (longer ones fire after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Credential is one certificate of the agent's own that it renews while it runs. */
+type Credential = 'serving' | 'kubelet client';
 
 /** DEFAULT_PORT is the port the vn-agent listens on, and the vNodes' kubelet port (plugins/nodes). */
 export const DEFAULT_PORT = VN_AGENT_PORT;
@@ -112,17 +122,23 @@ interface Admission {
  */
 export class VnAgent {
   private readonly server: https.Server;
-  private readonly kubeletAgent: https.Agent;
+  private kubeletAgent: https.Agent;
+  /** connection pools of replaced kubelet client certificates, kept until the streams they carry end */
+  private readonly retiredAgents = new Set<https.Agent>();
+  private kubelet: KubeletTLS;
   private readonly sockets = new Set<Duplex>();
   private readonly checks: Array<() => void> = [];
   private readonly limits: StreamLimits;
+  private servingPem: string;
   private ops?: OpsServer;
   private stopping?: Promise<void>;
   private forgetTimer?: ReturnType<typeof setInterval>;
-  private renewTimer?: ReturnType<typeof setTimeout>;
+  private readonly renewTimers = new Map<Credential, ReturnType<typeof setTimeout>>();
 
   private constructor(private readonly o: VnAgentOptions) {
     this.limits = new StreamLimits(o.limits);
+    this.kubelet = o.kubelet ?? {};
+    this.servingPem = o.serving.certPem;
     this.server = https.createServer({
       cert: o.serving.certPem,
       key: o.serving.keyPem,
@@ -132,11 +148,7 @@ export class VnAgent {
       minVersion: 'TLSv1.2',
     });
     // The pool never queues a request the limits granted: a queue per kubelet would be shared by every tenant.
-    this.kubeletAgent = new https.Agent({
-      keepAlive: true,
-      maxSockets: this.limits.total,
-      ...tlsOptions(o.kubelet ?? {}),
-    });
+    this.kubeletAgent = this.kubeletPool();
     this.server.on(
       'request',
       (req, res) =>
@@ -169,6 +181,7 @@ export class VnAgent {
       });
     });
     a.servingExpires(o.serving.certPem);
+    a.kubeletClientExpires();
     if (o.ops) {
       a.ops = await startOpsServer({ host: o.ops.host ?? '127.0.0.1', port: o.ops.port });
       const name = `vn-agent-${a.port}`;
@@ -177,6 +190,8 @@ export class VnAgent {
         addReadyCheck(name, () => {
           const d = o.directory.ready();
           if (d !== true) return d;
+          const expired = a.expiredCertificates();
+          if (expired) return expired;
           return o.superView.ready();
         }),
       );
@@ -214,6 +229,7 @@ export class VnAgent {
    * already open keep theirs, so a renewal drops no request. The expiry metric follows.
    */
   setServing(serving: { certPem: string; keyPem: string }): void {
+    this.servingPem = serving.certPem;
     this.server.setSecureContext({ cert: serving.certPem, key: serving.keyPem, minVersion: 'TLSv1.2' });
     this.servingExpires(serving.certPem);
   }
@@ -223,37 +239,116 @@ export class VnAgent {
    * the one it serves, `issue` makes the next, which setServing takes up. A failed issue is tried again a minute later.
    */
   renewServing(current: string, issue: () => Promise<CertKeyPair>, fraction = DEFAULT_RENEW_FRACTION): void {
+    this.renew('serving', current, issue, (pair) => this.setServing(pair), fraction);
+  }
+
+  /**
+   * setKubeletClient replaces the client certificate and key the agent shows kubelets. Requests and streams from now
+   * on use a new connection pool with it; those already relayed keep their connections (and the old pool) until they
+   * end, so a renewal cuts no log stream or exec session. The expiry metric follows.
+   */
+  setKubeletClient(client: CertKeyPair): void {
+    this.kubelet = { ...this.kubelet, certPem: client.certPem, keyPem: client.keyPem };
+    const old = this.kubeletAgent;
+    this.kubeletAgent = this.kubeletPool();
+    this.retire(old);
+    this.kubeletClientExpires();
+  }
+
+  /**
+   * renewKubeletClient keeps the client certificate towards kubelets renewed for as long as the agent runs, as
+   * renewServing does for the serving one: at `fraction` of its life `issue` makes the next, which setKubeletClient
+   * takes up.
+   */
+  renewKubeletClient(current: string, issue: () => Promise<CertKeyPair>, fraction = DEFAULT_RENEW_FRACTION): void {
+    this.renew('kubelet client', current, issue, (pair) => this.setKubeletClient(pair), fraction);
+  }
+
+  /** renew schedules the renewal of one credential at `fraction` of the life of `current`, and the next after it. */
+  private renew(
+    what: Credential,
+    current: string,
+    issue: () => Promise<CertKeyPair>,
+    apply: (pair: CertKeyPair) => void,
+    fraction: number,
+  ): void {
     const x = new X509Certificate(current);
     const due = renewAt({ notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) }, fraction).getTime();
     const next = async () => {
       try {
         const pair = await issue();
         if (this.stopping) return;
-        this.setServing(pair);
+        apply(pair);
         log.info(
           { port: this.port, notAfter: new X509Certificate(pair.certPem).validTo },
-          'serving certificate renewed',
+          `${what} certificate renewed`,
         );
-        this.renewServing(pair.certPem, issue, fraction);
+        this.renew(what, pair.certPem, issue, apply, fraction);
       } catch (e) {
-        log.warn({ err: e instanceof Error ? e.message : String(e) }, 'renewing the serving certificate failed');
-        this.renewTimer = setTimeout(() => void next(), RENEW_RETRY_MS).unref();
+        log.warn({ err: e instanceof Error ? e.message : String(e) }, `renewing the ${what} certificate failed`);
+        this.renewTimers.set(what, setTimeout(() => void next(), RENEW_RETRY_MS).unref());
       }
     };
     // A timer fires at most 2^31-1 ms ahead: a far renewal is waited for in steps.
     const wait = () => {
       const left = due - Date.now();
       if (left <= 0) return void next();
-      this.renewTimer = setTimeout(wait, Math.min(left, MAX_TIMER_MS)).unref();
+      this.renewTimers.set(what, setTimeout(wait, Math.min(left, MAX_TIMER_MS)).unref());
     };
-    clearTimeout(this.renewTimer);
+    clearTimeout(this.renewTimers.get(what));
     wait();
+  }
+
+  /** kubeletPool is a keep-alive connection pool to kubelets with the current client credentials. */
+  private kubeletPool(): https.Agent {
+    // The pool never queues a request the limits granted: a queue per kubelet would be shared by every tenant.
+    return new https.Agent({ keepAlive: true, maxSockets: this.limits.total, ...tlsOptions(this.kubelet) });
+  }
+
+  /**
+   * retire closes the idle connections of a replaced pool at once and the pool itself once its last relayed request
+   * has ended (pools still busy at the next look, or at stop, are checked again or destroyed then).
+   */
+  private retire(old: https.Agent): void {
+    this.retiredAgents.add(old);
+    for (const a of this.retiredAgents) {
+      for (const list of Object.values(a.freeSockets)) for (const s of list ?? []) s.destroy();
+      if (!Object.values(a.sockets).some((l) => l?.length)) {
+        a.destroy();
+        this.retiredAgents.delete(a);
+      }
+    }
   }
 
   /** servingExpires sets the serving certificate's expiry metric of this agent's port. */
   private servingExpires(certPem: string): void {
     const notAfter = Date.parse(new X509Certificate(certPem).validTo);
     servingCertificateExpiry.set({ port: String(this.port) }, notAfter / 1000);
+  }
+
+  /** kubeletClientExpires sets the expiry metric of the client certificate towards kubelets, when the agent has one. */
+  private kubeletClientExpires(): void {
+    if (!this.kubelet.certPem || !this.server.listening) return;
+    const notAfter = Date.parse(new X509Certificate(this.kubelet.certPem).validTo);
+    kubeletClientCertificateExpiry.set({ port: String(this.port) }, notAfter / 1000);
+  }
+
+  /**
+   * expiredCertificates names the agent's own certificates that have run out (its readiness then fails with it, so
+   * the Pod's Ready condition shows why every call is refused), or undefined while both are valid.
+   */
+  private expiredCertificates(): string | undefined {
+    const now = Date.now();
+    const out: string[] = [];
+    for (const [what, pem] of [
+      ['serving', this.servingPem],
+      ['kubelet client', this.kubelet.certPem],
+    ] as const) {
+      if (!pem) continue;
+      const notAfter = new X509Certificate(pem).validTo;
+      if (Date.parse(notAfter) <= now) out.push(`the ${what} certificate expired at ${notAfter}`);
+    }
+    return out.length ? out.join('; ') : undefined;
   }
 
   /** opsPort is the bound ops port, when the ops server runs. */
@@ -265,13 +360,17 @@ export class VnAgent {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.forgetTimer);
-      clearTimeout(this.renewTimer);
+      for (const t of this.renewTimers.values()) clearTimeout(t);
       for (const undo of this.checks.splice(0)) undo();
-      if (this.server.listening) servingCertificateExpiry.remove({ port: String(this.port) });
+      if (this.server.listening) {
+        servingCertificateExpiry.remove({ port: String(this.port) });
+        kubeletClientCertificateExpiry.remove({ port: String(this.port) });
+      }
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       this.server.closeAllConnections();
       for (const s of this.sockets) s.destroy();
       this.kubeletAgent.destroy();
+      for (const a of this.retiredAgents) a.destroy();
       await closed;
       await this.ops?.close();
       await Promise.all([this.o.directory.stop(), this.o.superView.stop(), this.o.plugins.close()]);
@@ -289,7 +388,7 @@ export class VnAgent {
     return {
       endpoint: a.endpoint,
       path: a.path,
-      tls: this.o.kubelet ?? {},
+      tls: this.kubelet,
       handshakeTimeoutMs: this.o.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
       idleTimeoutMs: this.o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
       agent: this.kubeletAgent,
@@ -475,7 +574,7 @@ export class VnAgent {
     vnAgentMetrics.activeStreams.inc(labels);
     try {
       const answer = await tenantUsage(kind, t, this.o.superView, {
-        tls: this.o.kubelet ?? {},
+        tls: this.kubelet,
         agent: this.kubeletAgent,
         timeoutMs: this.o.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
       });

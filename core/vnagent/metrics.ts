@@ -127,6 +127,19 @@ export const servingCertificateExpiry = new Gauge({
 });
 
 /**
+ * kubeletClientCertificateExpiry is when the client certificate a vn-agent shows kubelets runs out, per listening
+ * port: the credential kubelets authorize logs and exec by, renewed like the serving one (VnAgent.renewKubeletClient).
+ */
+export const kubeletClientCertificateExpiry = new Gauge({
+  name: 'vc_vnagent_kubelet_client_certificate_expiry_timestamp_seconds',
+  help:
+    'When the client certificate the vn-agent shows kubelets runs out (Unix seconds), per listening port; it moves ' +
+    'when the certificate is replaced (VnAgent.setKubeletClient). Bounded: one series per vn-agent the process runs.',
+  labelNames: ['port'],
+  registers: [registry],
+});
+
+/**
  * forgetGoneTenants drops the series of every tenant not in `live` (the empty tenant stays), so that the `tenant`
  * label of the vn-agent's metrics (and of vc_plugin_errors_total, which its path translation counts in) stays bounded
  * by the tenants it serves now.

@@ -29,7 +29,8 @@ export async function keptPort(file: string): Promise<number> {
  * CA. Its own serving certificate is of the first super cluster's CA, for 127.0.0.1 and `podAddress` when given (a
  * forwarder there lets tenant apiservers in Pods, native tenants', reach it): the one CA tenant apiservers verify every
  * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile); it is renewed from
- * that CA at two thirds of its life while the agent runs (VnAgent.renewServing).
+ * that CA at two thirds of its life while the agent runs (VnAgent.renewServing), and its client certificate towards the
+ * kubelets from theirs (VnAgent.renewKubeletClient).
  */
 export async function startNodesAgent(
   sc: LocalSuperCluster,
@@ -59,7 +60,8 @@ export async function startNodesAgent(
       new InformerSuperView({ client: nodeSuperClient(c, cred), nodeName, nodeScoped: true, closeClient: true }),
     );
   }
-  const client = await issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
+  const issueClient = () => issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
+  const client = await issueClient();
   const issueServing = () =>
     issueCert(sc.cluster.ca, {
       commonName: 'vc-vn-agent',
@@ -81,8 +83,10 @@ export async function startNodesAgent(
     kubelet: { certPem: client.certPem, keyPem: client.keyPem, caPem: superCA.certPem },
     handshakeTimeoutMs: o.handshakeTimeoutMs,
   });
-  // Renewed at two thirds of its life from the same CA: tenant apiservers verify it against that CA alone.
+  // Renewed at two thirds of its life from the same CA: tenant apiservers verify it against that CA alone. The client
+  // certificate towards the kubelets likewise, from the super cluster's CA the kubelets trust.
   agent.renewServing(serving.certPem, issueServing);
+  agent.renewKubeletClient(client.certPem, issueClient);
   return agent;
 }
 

@@ -12,7 +12,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileS
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { fromPackageRoot } from '../../paths.ts';
-import { issueCert, issueNodeCert, renderKubeconfig } from '../../pki/pki.ts';
+import { issueCert, renderKubeconfig } from '../../pki/pki.ts';
+import { NodeCertificates, type NodeCertificateSettings, type NodeClient } from './nodecerts.ts';
+import type { ConditionInput } from '../../controller/status.ts';
 import { R } from '../../kube/resources.ts';
 import type { KubeObject } from '../../kube/client.ts';
 import { kubeRouterPath } from '../../toolchain/netpol.ts';
@@ -123,6 +125,8 @@ export interface RealNodeOptions {
    * starts the relay to the apiserver on loopback; further nodes of a super cluster name the first one's)
    */
   apiserverHost?: string;
+  /** lifetime and renewal of the node's client certificates (kubelet, kube-proxy, kube-router; nodecerts.ts) */
+  certificates?: NodeCertificateSettings;
 }
 
 /**
@@ -171,6 +175,8 @@ export class RealNode {
   lastSweep: string[] = [];
   /** a namespaced node's relay from its uplink's host address to the super apiserver on loopback */
   private apiserverRelay?: TcpForwarder;
+  /** the components' client certificates, renewed while the node runs */
+  readonly certificates: NodeCertificates;
 
   private constructor(
     readonly opts: RealNodeOptions,
@@ -182,6 +188,14 @@ export class RealNode {
     const env = { PATH: `${cfg.binDir}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
     // a namespaced node's components run in its namespace (inNetns): containerd and so the CNI plugins, kubelet (its
     // node IP, probes and the apiserver's connections to it), kube-proxy and kube-router (their rules)
+    this.certificates = new NodeCertificates({
+      node: opts.name,
+      dir: d,
+      ca: opts.cluster.ca,
+      settings: opts.certificates,
+      clients: ['kubelet', 'kube-proxy', ...(cfg.kubeRouter ? (['kube-router'] as const) : [])],
+      report: (c) => this.reportCertificates(c),
+    });
     const here = (command: string, args: string[]) =>
       record.netns ? inNetns(record.netns.netns, command, args) : { command, args };
     this.containerd = new ManagedProcess({
@@ -302,6 +316,7 @@ export class RealNode {
     try {
       await node.prepare();
       await node.startComponents();
+      node.certificates.start();
       return node;
     } catch (e) {
       await node.stop().catch(() => undefined);
@@ -313,8 +328,7 @@ export class RealNode {
     const { dir, cluster, name } = this.opts;
     const c = this.cfg;
     const ca = cluster.ca;
-    const [client, serving, proxy, router] = await Promise.all([
-      issueNodeCert(ca, name, 365),
+    const [serving] = await Promise.all([
       issueCert(ca, {
         commonName: name,
         dnsNames: [name],
@@ -322,8 +336,7 @@ export class RealNode {
         usages: ['server'],
         validityDays: 365,
       }),
-      issueCert(ca, { commonName: 'system:kube-proxy', usages: ['client'], validityDays: 365 }),
-      issueCert(ca, { commonName: KUBE_ROUTER_USER, usages: ['client'], validityDays: 365 }),
+      this.certificates.issue(),
     ]);
     const secret = { mode: 0o600 };
     const ns = this.record.netns;
@@ -344,21 +357,21 @@ export class RealNode {
     writeFileSync(join(dir, 'pki/ca.crt'), ca.certPem);
     writeFileSync(join(dir, 'pki/kubelet.crt'), serving.certPem);
     writeFileSync(join(dir, 'pki/kubelet.key'), serving.keyPem, secret);
-    // the node's client credential where a kubelet with certificate rotation keeps it (its --cert-dir), certificate
-    // and key in one file: an in-cluster vn-agent reads super Pods with it (vc install --kubelet-pki-dir <dir>/pki)
-    writeFileSync(join(dir, 'pki/kubelet-client-current.pem'), client.certPem + client.keyPem, secret);
-    const kc = (user: string, pair: { certPem: string; keyPem: string }) =>
+    // Each component's client credential is one file (certificate and key) its kubeconfig names by path, so that a
+    // renewal (this.certificates) is read again without a restart. The kubelet's is where a kubelet with certificate
+    // rotation keeps it (its --cert-dir): an in-cluster vn-agent reads super Pods with it (vc install
+    // --kubelet-pki-dir <dir>/pki).
+    const kc = (user: string, component: NodeClient['name']) =>
       renderKubeconfig({
         clusterName: cluster.name,
         server,
         caPem: ca.certPem,
         user,
-        clientCertPem: pair.certPem,
-        clientKeyPem: pair.keyPem,
+        clientCredentialFile: this.certificates.path(component),
       });
-    writeFileSync(join(dir, 'kubelet.kubeconfig'), kc(`system:node:${name}`, client), secret);
-    writeFileSync(join(dir, 'kube-proxy.kubeconfig'), kc('system:kube-proxy', proxy), secret);
-    writeFileSync(join(dir, 'kube-router.kubeconfig'), kc(KUBE_ROUTER_USER, router), secret);
+    writeFileSync(join(dir, 'kubelet.kubeconfig'), kc(`system:node:${name}`, 'kubelet'), secret);
+    writeFileSync(join(dir, 'kube-proxy.kubeconfig'), kc('system:kube-proxy', 'kube-proxy'), secret);
+    if (c.kubeRouter) writeFileSync(join(dir, 'kube-router.kubeconfig'), kc(KUBE_ROUTER_USER, 'kube-router'), secret);
     writeFileSync(join(dir, 'containerd/config.toml'), containerdConfig(c));
     writeRegistryHosts(dir, this.opts.registries ?? [], `real node ${name}`);
     if (c.runsc) writeFileSync(join(dir, 'runsc.toml'), runscConfig(c));
@@ -478,6 +491,30 @@ export class RealNode {
     };
   }
 
+  /**
+   * reportCertificates writes the CertificatesValid condition of the node's client certificates on its Node, next to
+   * the kubelet's own conditions (a strategic merge of one condition by type, as node-problem-detector writes its own);
+   * its transition time moves only when its status does.
+   */
+  private async reportCertificates(c: ConditionInput): Promise<void> {
+    const client = await this.opts.cluster.client();
+    const now = new Date().toISOString();
+    const node = await client.get<
+      KubeObject & { status?: { conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }> } }
+    >(R.nodes, undefined, this.name);
+    const before = node.status?.conditions?.find((x) => x.type === c.type);
+    const lastTransitionTime =
+      before?.status === c.status && before.lastTransitionTime ? before.lastTransitionTime : now;
+    await client.patch(
+      R.nodes,
+      undefined,
+      this.name,
+      { status: { conditions: [{ ...c, lastHeartbeatTime: now, lastTransitionTime }] } },
+      'strategic',
+      { subresource: 'status' },
+    );
+  }
+
   /** processes lists the node's own components. */
   processes(): ManagedProcess[] {
     return [this.kubelet, this.kubeProxy, ...(this.kubeRouter ? [this.kubeRouter] : []), this.containerd];
@@ -490,6 +527,7 @@ export class RealNode {
    */
   async stop(): Promise<string[]> {
     const notes: string[] = [];
+    await this.certificates.stop();
     await this.kubelet.stop();
     if (this.containerd.pid) {
       try {

@@ -1,3 +1,4 @@
+import { checkNodeCertificateSettings, type NodeCertificateSettings } from './nodecerts.ts';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalEtcd } from './etcd.ts';
@@ -37,6 +38,11 @@ export interface SuperClusterOptions {
   apiserverExtraArgs?: ExtraArgs;
   /** netnsRealNodes runs the real nodes each in a network namespace of its own (core/dev/local/nodenetns.ts) */
   netnsRealNodes?: boolean;
+  /**
+   * lifetime and renewal of the real nodes' client certificates (core/dev/local/nodecerts.ts; default 365 days,
+   * renewed at two thirds)
+   */
+  realNodeCertificates?: NodeCertificateSettings;
 }
 
 /**
@@ -50,6 +56,8 @@ export class LocalSuperCluster {
   /** realNodes are the real nodes started with the super cluster. */
   readonly realNodes: RealNode[] = [];
   private hostLock?: HostLock;
+  /** the real nodes' certificate settings (SuperClusterOptions.realNodeCertificates) */
+  private nodeCertificates?: NodeCertificateSettings;
   /** the relays of each apiserver's advertised address on its first real node's bridge to its loopback port */
   private readonly apiserverRelays: TcpForwarder[] = [];
 
@@ -63,6 +71,8 @@ export class LocalSuperCluster {
 
   /** LocalSuperCluster.start starts (or restarts, reusing its state) the super cluster and waits for it. */
   static async start(o: SuperClusterOptions): Promise<LocalSuperCluster> {
+    // refused before anything starts
+    if (o.realNodeCertificates) checkNodeCertificateSettings(o.realNodeCertificates, 'realNodeCertificates');
     mkdirSync(o.stateDir, { recursive: true });
     const etcdDir = join(o.stateDir, 'etcd');
     mkdirSync(etcdDir, { recursive: true });
@@ -90,6 +100,7 @@ export class LocalSuperCluster {
         ...advertisedOn(podCidr, netns),
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster, o.registries);
+      sc.nodeCertificates = o.realNodeCertificates;
       try {
         await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr, false, netns);
       } catch (e) {
@@ -135,6 +146,7 @@ export class LocalSuperCluster {
         serviceCidr: cluster.opts.serviceCidr ?? '10.96.0.0/16',
         preflight,
         registries: this.registries,
+        ...(this.nodeCertificates && { certificates: this.nodeCertificates }),
         ...(i === 0 && firstCidr && { podCidr: firstCidr }),
         ...(untainted && { untainted }),
         ...(netns && { netns, ...(apiserverHost && { apiserverHost }) }),

@@ -267,7 +267,10 @@ describe('certificateUsable', () => {
     const other = await issueCert(ca, { commonName: 'someone', usages: ['client'], validityDays: 365 });
     const now = Date.now();
     expect(certificateUsable(agent.certPem, now)).toBe(true);
-    expect(certificateUsable(agent.certPem, now + 340 * 86_400_000)).toMatch(/^expires /);
+    // renewed two thirds of the way through its life (243 of 365 days), as every certificate the manager issues
+    expect(certificateUsable(agent.certPem, now + 240 * 86_400_000)).toBe(true);
+    expect(certificateUsable(agent.certPem, now + 245 * 86_400_000)).toMatch(/^due for renewal since .* \(expires /);
+    expect(certificateUsable(agent.certPem, now + 100 * 86_400_000, 0.25)).toMatch(/^due for renewal/);
     expect(certificateUsable(other.certPem, now)).toBe('subject CN=someone');
     expect(certificateUsable(undefined, now)).toBe('no certificate');
     expect(certificateUsable('garbage', now)).toMatch(/^not a certificate/);

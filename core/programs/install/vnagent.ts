@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { KubeClient, KubeObject, Resource } from '../../kube/client.ts';
 import { createCertificateRequest } from '../../pki/pki.ts';
+import { DEFAULT_RENEW_FRACTION, renewAt } from '../../pki/renewal.ts';
 import { FIELD_MANAGER, INSTALL_LABELS, InstallError } from './render.ts';
 
 /** VN_AGENT_PREREQS name what the vn-agent DaemonSet mounts (deploy/vn-agent/daemonset.yaml) and its user. */
@@ -13,9 +14,6 @@ export const VN_AGENT_PREREQS = {
   signer: 'kubernetes.io/kube-apiserver-client',
 } as const;
 
-/** RENEW_BEFORE_MS: a re-run replaces the client certificate once it has less than this left (30 days). */
-export const RENEW_BEFORE_MS = 30 * 86_400_000;
-
 const CSR: Resource = {
   group: 'certificates.k8s.io',
   version: 'v1',
@@ -27,10 +25,15 @@ const SECRETS: Resource = { group: '', version: 'v1', resource: 'secrets', kind:
 const CONFIGMAPS: Resource = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 
 /**
- * certificateUsable says whether a PEM certificate is the vn-agent's (CN vc-vn-agent) and valid for longer than
- * RENEW_BEFORE_MS after `now`; otherwise why not. It reads nothing but its arguments.
+ * certificateUsable says whether a PEM certificate is the vn-agent's (CN vc-vn-agent) and not yet `fraction` of the
+ * way through its life at `now` (the renewal time of every certificate the manager issues, core/pki/renewal.ts);
+ * otherwise why not. It reads nothing but its arguments.
  */
-export function certificateUsable(pem: string | undefined, now: number): true | string {
+export function certificateUsable(
+  pem: string | undefined,
+  now: number,
+  fraction = DEFAULT_RENEW_FRACTION,
+): true | string {
   if (!pem) return 'no certificate';
   let cert: X509Certificate;
   try {
@@ -39,8 +42,8 @@ export function certificateUsable(pem: string | undefined, now: number): true | 
     return `not a certificate: ${(e as Error).message}`;
   }
   if (!/(^|\n)CN=vc-vn-agent($|\n)/.test(cert.subject)) return `subject ${cert.subject.replaceAll('\n', ', ')}`;
-  const left = Date.parse(cert.validTo) - now;
-  if (left < RENEW_BEFORE_MS) return `expires ${cert.validTo}`;
+  const due = renewAt({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, fraction);
+  if (due.getTime() <= now) return `due for renewal since ${due.toISOString()} (expires ${cert.validTo})`;
   return true;
 }
 

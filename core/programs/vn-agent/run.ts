@@ -5,6 +5,7 @@ import { childLogger } from '../../log.ts';
 import { addHealthCheck } from '../../metrics/ops.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { DEFAULT_PORT, startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
+import { readClientPair, watchClientPair } from '../../vnagent/clientfiles.ts';
 import { ensureServingCert, type VnAgentConfig } from '../../vnagent/config.ts';
 import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
 import { loadNodeCredential, nodeSuperClient } from '../../vnagent/nodecredential.ts';
@@ -83,6 +84,10 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     stateDir: resolve(cfg.stateDir ?? VN_AGENT_DEFAULTS.stateDir),
     names: [nodeName, process.env.HOST_IP].filter((x): x is string => !!x),
   });
+  const client =
+    cfg.kubeletClientCert && cfg.kubeletClientKey
+      ? readClientPair(cfg.kubeletClientCert, cfg.kubeletClientKey)
+      : undefined;
   const agent = await startVnAgent({
     host: cfg.host ?? VN_AGENT_DEFAULTS.host,
     port: cfg.port ?? VN_AGENT_DEFAULTS.port,
@@ -96,8 +101,8 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     }),
     plugins,
     kubelet: {
-      certPem: cfg.kubeletClientCert ? readFileSync(cfg.kubeletClientCert, 'utf8') : undefined,
-      keyPem: cfg.kubeletClientKey ? readFileSync(cfg.kubeletClientKey, 'utf8') : undefined,
+      certPem: client?.certPem,
+      keyPem: client?.keyPem,
       caPem: cfg.kubeletCA ? readFileSync(cfg.kubeletCA, 'utf8') : undefined,
       insecureSkipVerify: cfg.kubeletInsecureSkipVerify ?? VN_AGENT_DEFAULTS.kubeletInsecureSkipVerify,
     },
@@ -112,9 +117,24 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     node && cfg.nodeClientCert
       ? addHealthCheck('vn-agent-node-credential', rotationCheck(cfg.nodeClientCert))
       : undefined;
+  // The client certificate towards the kubelets is a mounted Secret: a renewed one is taken up without a restart.
+  const stopWatching =
+    client && cfg.kubeletClientCert && cfg.kubeletClientKey
+      ? watchClientPair({
+          certFile: cfg.kubeletClientCert,
+          keyFile: cfg.kubeletClientKey,
+          current: client.certPem,
+          apply: (pair) => {
+            agent.setKubeletClient(pair);
+            log.info({ file: cfg.kubeletClientCert }, 'kubelet client certificate replaced; new requests use it');
+          },
+          onError: (e) => log.warn({ err: e.message }, 'the kubelet client certificate files do not read yet'),
+        })
+      : undefined;
   return {
     agent,
     async stop() {
+      stopWatching?.();
       undoRotation?.();
       await agent.stop();
       meta.close();
