@@ -4,12 +4,12 @@
 // kubeconfig.ts, informer.ts. Splitting the verbs out would only pass the private request path between files.
 import https from 'node:https';
 import http from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
 import { isNotFound, RequestTimeoutError, toApiError, WriteFencedError } from './errors.ts';
 import { readAll, readWatchEvents } from './wire.ts';
 import { staticSource, type Auth, type CredentialSource } from './credentials.ts';
 import { countAnswer, currentUserAgent, watchOpened } from './identity.ts';
 import { parseKubeconfig, type SafeKubeconfig } from './kubeconfig.ts';
+import { Kubeconfig } from './kubeconfigfile.ts';
 import {
   inClusterConfig,
   inClusterKubeConfig,
@@ -136,7 +136,7 @@ export class KubeClient {
     readonly server: URL,
     private readonly tls: https.RequestOptions,
     private readonly agent: http.Agent,
-    readonly kubeConfig: KubeConfig,
+    readonly kubeConfig: Kubeconfig,
     /** timeoutMs is the default bound of every request but watches (0: none); see ClientOptions. */
     readonly timeoutMs: number,
     private readonly credentials: CredentialSource,
@@ -149,13 +149,13 @@ export class KubeClient {
   }
 
   /**
-   * KubeClient.fromKubeConfig builds a client for the current context of a KubeConfig the platform owns. Its
+   * KubeClient.fromKubeConfig builds a client for the current context of a kubeconfig the platform owns. Its
    * credentials are got per request: an exec plugin runs when needed and again after expiry, a token file (the
    * in-cluster token provider's included) and client certificate files are re-read as they change (platform.ts).
-   * `hints` carry what client-node's loader drops from a file (fromFile fills them).
+   * `hints` carry what the kubeconfig loader drops from a file (fromFile fills them).
    */
   static async fromKubeConfig(
-    kc: KubeConfig,
+    kc: Kubeconfig,
     opts: ClientOptions = {},
     hints: PlatformFileHints = {},
   ): Promise<KubeClient> {
@@ -170,7 +170,7 @@ export class KubeClient {
 
   /** KubeClient.fromFile loads a kubeconfig file the platform owns (see fromKubeConfig). */
   static async fromFile(path: string, opts: ClientOptions = {}): Promise<KubeClient> {
-    const kc = new KubeConfig();
+    const kc = new Kubeconfig();
     kc.loadFromFile(path);
     return KubeClient.fromKubeConfig(kc, opts, platformFileHints(path, kc));
   }
@@ -197,7 +197,7 @@ export class KubeClient {
   /** KubeClient.fromSafe builds a client from a kubeconfig parseKubeconfig accepted; nothing is read or run. */
   static fromSafe(k: SafeKubeconfig, opts: ClientOptions = {}): KubeClient {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
-    const kc = new KubeConfig();
+    const kc = new Kubeconfig();
     kc.loadFromOptions({
       clusters: [
         {

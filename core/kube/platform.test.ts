@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { codeLabels, currentUserAgent, packageVersion, userAgent } from './identity.ts';
+import { Kubeconfig } from './kubeconfigfile.ts';
 import { inClusterConfig, InClusterError, platformAuth, platformFileHints } from './platform.ts';
 
 let dir: string;
@@ -54,7 +54,7 @@ describe('inClusterConfig', () => {
 
 describe('platform kubeconfig files', () => {
   /** kubeconfig writes a kubeconfig with one user and loads it as fromFile does. */
-  function kubeconfig(user: Record<string, unknown>): { path: string; kc: KubeConfig } {
+  function kubeconfig(user: Record<string, unknown>): { path: string; kc: Kubeconfig } {
     const path = join(dir, 'kubeconfig');
     writeFileSync(
       path,
@@ -67,12 +67,12 @@ describe('platform kubeconfig files', () => {
         'current-context': 'x',
       }),
     );
-    const kc = new KubeConfig();
+    const kc = new Kubeconfig();
     kc.loadFromFile(path);
     return { path, kc };
   }
 
-  it('finds the tokenFile client-node drops, relative to the kubeconfig, and reads the token from it', async () => {
+  it('finds the tokenFile the loader drops, relative to the kubeconfig, and reads the token from it', async () => {
     writeFileSync(join(dir, 'sa-token'), 'from-file\n');
     const { path, kc } = kubeconfig({ tokenFile: 'sa-token' });
     const hints = platformFileHints(path, kc);

@@ -2,7 +2,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import type https from 'node:https';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import {
   certFileSource,
@@ -13,6 +12,7 @@ import {
   type CredentialSource,
 } from './credentials.ts';
 import { parseExecConfig, type ExecClusterInfo } from './exec.ts';
+import { Kubeconfig } from './kubeconfigfile.ts';
 
 /**
  * The configurations the platform owns: its own kubeconfig files (the manager's and vn-agent's --kubeconfig, the
@@ -69,11 +69,11 @@ export function inClusterConfig(
 }
 
 /**
- * inClusterKubeConfig is a client-node KubeConfig of the in-cluster configuration, its token given as a token file:
+ * inClusterKubeConfig is a Kubeconfig of the in-cluster configuration, its token given as a token file:
  * KubeClient.fromKubeConfig re-reads it as it rotates.
  */
-export function inClusterKubeConfig(c: InClusterConfig): KubeConfig {
-  const kc = new KubeConfig();
+export function inClusterKubeConfig(c: InClusterConfig): Kubeconfig {
+  const kc = new Kubeconfig();
   kc.loadFromOptions({
     clusters: [{ name: 'in-cluster', server: c.server, caFile: c.caFile, skipTLSVerify: false }],
     users: [{ name: 'in-cluster', authProvider: { name: 'tokenFile', config: { tokenFile: c.tokenFile } } }],
@@ -89,7 +89,7 @@ export interface PlatformAuth {
   credentials: CredentialSource;
 }
 
-/** PlatformFileHints are what client-node's loader drops from a kubeconfig file and the credentials need. */
+/** PlatformFileHints are what the kubeconfig loader (client-node's entry mapping) drops from a file and the credentials need. */
 export interface PlatformFileHints {
   /** the current user's tokenFile, absolute */
   tokenFile?: string;
@@ -98,12 +98,12 @@ export interface PlatformFileHints {
 }
 
 /**
- * platformAuth maps the current cluster and user of a trusted KubeConfig to TLS settings and a credential source:
+ * platformAuth maps the current cluster and user of a trusted kubeconfig to TLS settings and a credential source:
  * an exec plugin, a token file (`tokenFile`, or the in-cluster token provider) re-read as it changes, a static
  * token, basic auth, client certificates inline or as files re-read as they change. Other auth-providers are applied
- * once through client-node, as before.
+ * once through client-node.
  */
-export async function platformAuth(kc: KubeConfig, hints: PlatformFileHints = {}): Promise<PlatformAuth> {
+export async function platformAuth(kc: Kubeconfig, hints: PlatformFileHints = {}): Promise<PlatformAuth> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('kubeconfig has no current cluster');
   const user = kc.getCurrentUser();
@@ -149,10 +149,10 @@ export async function platformAuth(kc: KubeConfig, hints: PlatformFileHints = {}
 }
 
 /**
- * platformFileHints reads from a kubeconfig file what client-node's loader drops: the current user's `tokenFile`
+ * platformFileHints reads from a kubeconfig file what the loader drops: the current user's `tokenFile`
  * (relative to the file's directory, as kubectl) and that directory.
  */
-export function platformFileHints(path: string, kc: KubeConfig): PlatformFileHints {
+export function platformFileHints(path: string, kc: Kubeconfig): PlatformFileHints {
   const baseDir = dirname(resolve(path));
   const hints: PlatformFileHints = { baseDir };
   const name = kc.getCurrentUser()?.name;

@@ -11,9 +11,9 @@
 // reservations they make happen in one synchronous step, so several workers never hand out the same room twice; a
 // write that fails gives its reservation back.
 //
-// The writes are in writer.ts and the Pods of sliced namespaces in placepods.ts. What stays here (about 740 lines) is
-// the capacity cache with the namespace and rebalance reconciles that reserve from it: kept in one class so that a
-// decision and its reservation stay one synchronous step.
+// Over 500 lines, on purpose: the writes are in writer.ts and the Pods of sliced namespaces in placepods.ts; what
+// stays here is the capacity cache with the namespace and rebalance reconciles that reserve from it, kept in one class
+// so that a decision and its reservation stay one synchronous step.
 
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import type { SharedInformer } from '../kube/factory.ts';

@@ -1,3 +1,6 @@
+// Over 500 lines, on purpose: the planner is one pure decision over the tenant and super objects, its directions
+// (only tenant, both, only super, up) side by side with the helpers they share, tested as one table in plan.test.ts.
+
 import type { Operation } from 'rfc6902';
 import type { KubeObject } from '../kube/client.ts';
 import { R } from '../kube/resources.ts';

@@ -1,3 +1,7 @@
+// Over 500 lines, on purpose: VnAgent is one server's path for a request (authenticate the tenant, translate the
+// path, check the Pod's owner, forward or relay the stream) with the limits and certificate renewal around it; the
+// forwarding is proxy.ts, the routes routes.ts, the usage filter usage.ts and usageroute.ts.
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { X509Certificate } from 'node:crypto';
 import https from 'node:https';

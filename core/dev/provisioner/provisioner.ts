@@ -1,3 +1,7 @@
+// Over 500 lines, on purpose: LocalProvisioner is one provisioner's ensure, roll, sleep, snapshot restore and remove
+// over the same running processes of each tenant; starting the components is start.ts, the roll's order roll.ts and
+// upgrades upgrade.ts.
+
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

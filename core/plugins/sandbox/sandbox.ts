@@ -1,3 +1,7 @@
+// Over 500 lines, on purpose: PluginSandbox is one worker process's lifecycle (start, call under a CPU, memory and
+// wall-time budget, answer the plugin's reads of the caches, stop, disable after repeated stops), and every call reads
+// and updates the same per-process state; the child's own source is child.ts.
+
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';

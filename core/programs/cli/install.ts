@@ -1,4 +1,3 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.ts';
 
@@ -7,6 +6,9 @@ import { KubeClient } from '../../kube/client.ts';
  * (default its current context), as kubectl does.
  */
 export async function clusterClient(o: { kubeconfig?: string; context?: string }): Promise<KubeClient> {
+  // client-node's loader for its default chain (KUBECONFIG, ~/.kube/config, in-cluster), imported only here: it
+  // loads the package's whole generated API (kubeconfigfile.ts).
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
   else kc.loadFromDefault();

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.ts';
+import { Kubeconfig } from '../../kube/kubeconfigfile.ts';
 import { platformFileHints } from '../../kube/platform.ts';
 import { CliError } from './errors.ts';
 
@@ -97,11 +97,11 @@ interface Named {
 /**
  * mergeKubeconfigs merges kubeconfig files as kubectl does: the first file that defines a cluster, user or context
  * of a name wins, and the first non-empty current-context is the current one; `context` then replaces it. Paths in
- * each file are relative to that file (client-node's loader resolves them).
+ * each file are relative to that file (the loader resolves them).
  */
-export function mergeKubeconfigs(files: readonly string[], context?: string): KubeConfig {
+export function mergeKubeconfigs(files: readonly string[], context?: string): Kubeconfig {
   const loaded = files.map((f) => {
-    const kc = new KubeConfig();
+    const kc = new Kubeconfig();
     try {
       kc.loadFromFile(f);
     } catch (e) {
@@ -109,12 +109,12 @@ export function mergeKubeconfigs(files: readonly string[], context?: string): Ku
     }
     return kc;
   });
-  const firstWins = <T extends Named>(pick: (k: KubeConfig) => T[]): T[] => {
+  const firstWins = <T extends Named>(pick: (k: Kubeconfig) => T[]): T[] => {
     const seen = new Map<string, T>();
     for (const k of loaded) for (const x of pick(k) ?? []) if (!seen.has(x.name)) seen.set(x.name, x);
     return [...seen.values()];
   };
-  const merged = new KubeConfig();
+  const merged = new Kubeconfig();
   merged.loadFromOptions({
     clusters: firstWins((k) => k.clusters),
     users: firstWins((k) => k.users),
@@ -150,7 +150,7 @@ export async function clusterClient(o: ClusterFlags, input: Omit<ResolveInput, '
 
 function fileDefinesUser(file: string, user: string | undefined): boolean {
   if (!user) return false;
-  const kc = new KubeConfig();
+  const kc = new Kubeconfig();
   kc.loadFromFile(file);
   return kc.users.some((u) => u.name === user);
 }

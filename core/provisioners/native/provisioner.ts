@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { isAbsolute, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, isNotFound, type KubeClient, type KubeObject, type Resource } from '../../kube/client.ts';
+import { Kubeconfig } from '../../kube/kubeconfigfile.ts';
 import { R } from '../../kube/resources.ts';
 import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL, PREFIX } from '../../names/names.ts';
@@ -685,7 +685,7 @@ function parsePKI(secret: Secret, root: string): ControlPlanePKI {
  * short reason (DNS failure, refused, timeout, status code).
  */
 export async function probeReadyz(kubeconfig: string, timeoutMs: number): Promise<true | string> {
-  const kc = new KubeConfig();
+  const kc = new Kubeconfig();
   kc.loadFromString(kubeconfig);
   const cluster = kc.getCurrentCluster();
   if (!cluster) return 'kubeconfig has no current cluster';
