@@ -27,10 +27,13 @@ import { UP_OWNER_LABEL } from './placement.ts';
  * up (the super object is the truth and the tenant object follows it).
  */
 
+/** PodSubresource is a Pod subresource a super patch goes through (splitPodPatch). */
+export type PodSubresource = 'resize' | 'ephemeralcontainers';
+
 /** Step is one write a plan makes. */
 export type Step =
   | { op: 'createSuper'; obj: KubeObject }
-  | { op: 'patchSuper'; namespace?: string; name: string; ops: Operation[]; subresource?: 'resize' }
+  | { op: 'patchSuper'; namespace?: string; name: string; ops: Operation[]; subresource?: PodSubresource }
   | { op: 'deleteSuper'; namespace?: string; name: string; uid: string }
   | { op: 'createTenant'; obj: KubeObject }
   | { op: 'patchTenant'; namespace?: string; name: string; ops: Operation[] }
@@ -352,10 +355,18 @@ function planBoth(
     const overCompute = checkCompute(check);
     if (overCompute) return computeRefusal(p, tenantObj, overCompute);
     const ops = diffSpec(superObj, d.object);
-    const { main, resize } = kind === 'Pod' ? splitResize(ops) : { main: ops, resize: [] };
-    if (main.length) out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops: main });
-    if (resize.length)
-      out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops: resize, subresource: 'resize' });
+    const parts: PodPatch = kind === 'Pod' ? splitPodPatch(ops) : { main: ops, resize: [], ephemeralcontainers: [] };
+    if (parts.main.length)
+      out.steps.push({ op: 'patchSuper', namespace: sm.namespace, name: sm.name!, ops: parts.main });
+    for (const sub of ['resize', 'ephemeralcontainers'] as const)
+      if (parts[sub].length)
+        out.steps.push({
+          op: 'patchSuper',
+          namespace: sm.namespace,
+          name: sm.name!,
+          ops: parts[sub],
+          subresource: sub,
+        });
   }
   if (p.toTenant && p.manifest.direction === 'both') {
     const toTenant = p.toTenant;
@@ -376,18 +387,34 @@ function planBoth(
 
 /** RESIZED is the path of what only a Pod's resize subresource changes: a container's resources and resize policy. */
 const RESIZED = /^\/spec\/containers\/\d+\/(resources|resizePolicy)(\/|$)/;
+/** DEBUGGED is the path of what only a Pod's ephemeralcontainers subresource changes (kubectl debug's containers). */
+const DEBUGGED = /^\/spec\/ephemeralContainers(\/|$)/;
+
+/** PodPatch is a Pod patch split by where each part goes: the Pod itself and its two subresources. */
+export interface PodPatch {
+  main: Operation[];
+  resize: Operation[];
+  ephemeralcontainers: Operation[];
+}
 
 /**
- * splitResize splits a Pod patch (diffSpec's: a resourceVersion test, then the changes) into the part the Pod itself
- * takes and the part that goes through its resize subresource, which is the only way to change a running container's
- * CPU and memory (in-place resize); each part keeps the test, and a part with nothing but the test is empty.
+ * splitPodPatch splits a Pod patch (diffSpec's: a resourceVersion test, then the changes) into the part the Pod itself
+ * takes and the parts only a subresource takes: resize, the only way to change a running container's CPU and memory
+ * (in-place resize), and ephemeralcontainers, the only way to add an ephemeral container. Each part keeps the test,
+ * and a part with nothing but the test is empty.
  */
-export function splitResize(ops: readonly Operation[]): { main: Operation[]; resize: Operation[] } {
+export function splitPodPatch(ops: readonly Operation[]): PodPatch {
   const tests = ops.filter((o) => o.op === 'test');
   const changes = ops.filter((o) => o.op !== 'test');
-  const resize = changes.filter((o) => RESIZED.test(o.path));
-  const main = changes.filter((o) => !RESIZED.test(o.path));
-  return { main: main.length ? [...tests, ...main] : [], resize: resize.length ? [...tests, ...resize] : [] };
+  const part = (keep: (path: string) => boolean): Operation[] => {
+    const mine = changes.filter((o) => keep(o.path));
+    return mine.length ? [...tests, ...mine] : [];
+  };
+  return {
+    main: part((p) => !RESIZED.test(p) && !DEBUGGED.test(p)),
+    resize: part((p) => RESIZED.test(p)),
+    ephemeralcontainers: part((p) => DEBUGGED.test(p)),
+  };
 }
 
 /**

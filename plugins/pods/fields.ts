@@ -273,7 +273,9 @@ export const POD_SPEC_FIELDS: FieldShape = {
   volumes: F.list(VOLUME),
   initContainers: F.list(CONTAINER),
   containers: F.list(CONTAINER),
-  ephemeralContainers: F.translate('dropped: a Pod is created without them, and they are not synced'),
+  // kubectl debug's containers: added to a running super Pod through its ephemeralcontainers subresource, each checked
+  // like a container (ephemeralcontainers.ts); a Pod is created without them
+  ephemeralContainers: F.list({ ...CONTAINER, targetContainerName: F.copy }),
   restartPolicy: F.copy,
   terminationGracePeriodSeconds: F.check(POLICY),
   activeDeadlineSeconds: F.copy,

@@ -2,7 +2,7 @@
 // account token plan, refusals as effects, status up, the vn-agent's kubelet paths) whose pieces share the Pod
 // helpers here. What is a job of its own lives beside it: fields.ts (the field allow-list), translate.ts, downward.ts,
 // nodepin.ts, nodename.ts, ephemeral.ts, podsecurity.ts, terminal.ts, gates.ts, tokennode.ts, generation.ts,
-// resize.ts.
+// resize.ts, ephemeralcontainers.ts.
 import { createHash } from 'node:crypto';
 import {
   clone,
@@ -57,6 +57,13 @@ import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
 import { resizeContainers } from './resize.ts';
+import {
+  addEphemeralContainers,
+  type ContainerStatus,
+  ephemeralRefusals,
+  shownRefused,
+  withRefusedStatuses,
+} from './ephemeralcontainers.ts';
 import { generationAnnotation, mapObservedGenerations, TENANT_GENERATION } from './generation.ts';
 import { serviceAccountOf, tokenEffectOnceBound } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
@@ -121,6 +128,7 @@ export const STATUS_FIELDS = [
   'startTime',
   'containerStatuses',
   'initContainerStatuses',
+  'ephemeralContainerStatuses',
   'message',
   'reason',
 ] as const;
@@ -310,6 +318,29 @@ function withClearedRefusal(tenantPod: Pod, d: Decision<Pod>): Decision<Pod> {
   return clear ? { ...d, effects: [...(d.effects ?? []), clear] } : d;
 }
 
+/** refusalEvent is the Warning event on the tenant Pod that tells why the syncer refused it (or part of it). */
+const refusalEvent = (tenantPod: Pod, r: PodRefusal, reason: string = POD_POLICY_VIOLATION): Effect => ({
+  type: 'event',
+  side: 'tenant',
+  regarding: podRef(tenantPod),
+  eventType: 'Warning',
+  reason,
+  message: r.message,
+});
+
+/**
+ * translateContainers makes the containers of a spec ready for the super cluster as newSuperPod makes a new Pod's:
+ * tenant fieldRefs resolved, kube-root-ca.crt renamed, pull policies, NET_RAW dropped, the tenant apiserver's address.
+ * updateSuperPod runs it on the ephemeral containers `kubectl debug` adds, as the containers of a spec of their own.
+ */
+function translateContainers(spec: PodSpec, tenantPod: Pod, ctx: PluginContext): void {
+  resolveTenantFieldRefs(spec, tenantPod);
+  renameRootCA(spec);
+  setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
+  dropNetRaw(spec);
+  if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
+}
+
 /**
  * refuse turns a refusal into a skip the tenant sees: a Warning event and a False VCSynced condition, with `reason`
  * (a policy violation unless told otherwise).
@@ -320,14 +351,7 @@ function refuse(tenantPod: Pod, r: PodRefusal, reason: string = POD_POLICY_VIOLA
     object: null,
     skip: { reason, message: r.message },
     effects: [
-      {
-        type: 'event',
-        side: 'tenant',
-        regarding: ref,
-        eventType: 'Warning',
-        reason,
-        message: r.message,
-      },
+      refusalEvent(tenantPod, r, reason),
       {
         type: 'tenantCondition',
         namespace: ref.namespace,
@@ -438,13 +462,19 @@ function updateSuperPod(
   }
   if (tspec.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = tspec.activeDeadlineSeconds;
   resizeContainers(spec.containers, tspec.containers);
+  // kubectl debug: the tenant's new ephemeral containers, checked and translated as containers are at creation
+  const refusedDebug = ephemeralRefusals(tspec, spec, ctx);
+  addEphemeralContainers(spec, tspec, refusedDebug, (s) => translateContainers(s, tenantPod, ctx));
+  const debugEvents = [...refusedDebug]
+    .filter(([n]) => !shownRefused(tenantPod, n))
+    .map(([, r]): Effect => refusalEvent(tenantPod, r));
   // The Secret the super Pod was created with, whatever the tenant's setting says now (a spec is immutable).
   const tokens = tokenKeys(tspec);
   const reads = (p: TokenPlan) => !!spec.volumes?.some((v) => readsSecret(v, p.secretName));
   const perPod = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'perPod');
   const shared = tokenPlan(tokens, serviceAccountOf(tenantPod), target.name, 'shared');
   const at = reads(perPod) ? perPod : shared.shared && reads(shared) ? shared : undefined;
-  const effects = at ? tokenEffectOnceBound(tenantPod, at, tokens) : [];
+  const effects = [...(at ? tokenEffectOnceBound(tenantPod, at, tokens) : []), ...debugEvents];
   return effects.length ? { object: desired, effects } : { object: desired };
 }
 
@@ -612,6 +642,12 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 
     }
     const desired = clone(tenantPod);
     desired.status = mapObservedGenerations(copyStatus(superPod.status, tenantPod.status), superPod, tenantPod);
+    const refusedDebug = ephemeralRefusals(tenantPod.spec, superPod.spec, ctx);
+    const debug = withRefusedStatuses(
+      desired.status.ephemeralContainerStatuses as ContainerStatus[] | undefined,
+      refusedDebug,
+    );
+    if (debug) desired.status.ephemeralContainerStatuses = debug;
     const superNode = superPod.spec?.nodeName;
     if (superNode && !tenantPod.spec?.nodeName && !terminating) {
       const { namespace, name, uid } = podRef(tenantPod);

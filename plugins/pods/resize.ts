@@ -10,7 +10,7 @@ type Resources = { requests?: Record<string, unknown>; limits?: Record<string, u
  * limits its tenant container sets, where they differ. A value the tenant does not set is left as the super Pod has
  * it (a super LimitRange may have filled it in at creation, and removing it would be a resize the super refuses), so
  * only what the tenant asked for moves. The core writes the change through the super Pod's resize subresource
- * (core/syncer/plan.ts splitResize). Returns whether anything changed.
+ * (core/syncer/plan.ts splitPodPatch). Returns whether anything changed.
  */
 export function resizeContainers(supers: Container[] | undefined, tenants: Container[] | undefined): boolean {
   let changed = false;

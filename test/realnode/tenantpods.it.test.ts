@@ -1,7 +1,8 @@
 /**
  * Tenant Pods on the real node (issue 13): a tenant Deployment runs as a real container under the embedded
- * TenantPolicy, and the tenant's kubectl logs, exec, attach and port-forward reach it through its apiserver, the
- * vn-agent of the embedded default (its own kubelet identity, every certificate verified) and the real kubelet.
+ * TenantPolicy, and the tenant's kubectl logs, exec, attach, debug and port-forward reach it through its apiserver,
+ * the vn-agent of the embedded default (its own kubelet identity, every certificate verified) and the real kubelet:
+ * kubectl debug's ephemeral container is checked as a container and added to the super Pod (issue 36).
  * Hostile: one tenant cannot reach another tenant's container on the same node through the agent. Usage (issue 35):
  * each tenant reads /stats/summary and /metrics/resource of its vNode with its own Pods only, and `vc top` shows the
  * platform each tenant's usage.
@@ -29,6 +30,7 @@ import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
+import { POD_POLICY_VIOLATION } from '../../plugins/pods/index.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, realNodeSkipReason, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { logsOverGet, logsOverWebSocket } from '../podlogs.ts';
@@ -331,6 +333,68 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     } finally {
       await stop(at.child);
     }
+  });
+
+  it("kubectl debug adds an ephemeral container to the running Pod; attached, it sees the target container's process", async () => {
+    // baseline profile: the default (general) adds SYS_PTRACE, beyond Pod Security level baseline (below)
+    const loop = 'while true; do tr "\\0" " " < /proc/1/cmdline; echo; sleep 1; done';
+    const dbg = start(cpA, [
+      'debug',
+      'printer',
+      `--image=${NODE_IMAGES.busybox}`,
+      '--image-pull-policy=Never',
+      '--profile=baseline',
+      '--container=dbg',
+      '--target=c',
+      '--attach',
+      '--',
+      'sh',
+      '-c',
+      loop,
+    ]);
+    try {
+      // the target's PID 1, shared with it: `sleep 3600` (printer's shell exec'd it), not the debug shell
+      await eventually(() => expect(dbg.out()).toMatch(/^sleep 3600 $/m), 60_000, 200);
+    } finally {
+      await stop(dbg.child);
+    }
+    const superNs = superNamespace(tenantA.key, 'default');
+    type Debugged = KubeObject & {
+      spec: { ephemeralContainers?: Array<{ name: string; targetContainerName?: string; env?: unknown[] }> };
+      status?: { ephemeralContainerStatuses?: Array<{ name: string; state?: Record<string, unknown> }> };
+    };
+    const sp = await t.client.get<Debugged>(R.pods, superNs, 'printer');
+    expect(sp.spec.ephemeralContainers?.map((c) => [c.name, c.targetContainerName])).toEqual([['dbg', 'c']]);
+    const tp = await a.get<Debugged>(R.pods, 'default', 'printer');
+    expect(tp.status?.ephemeralContainerStatuses?.find((c) => c.name === 'dbg')?.state?.running).toBeDefined();
+  });
+
+  it('kubectl debug with a profile beyond the Pod Security level: refused, terminated with the reason, nothing runs', async () => {
+    const r = await kubectl(cpA, ['debug', 'printer', `--image=${NODE_IMAGES.busybox}`, '--container=ptrace']);
+    expect(r.code, r.stderr).toBe(0);
+    type Debugged = KubeObject & {
+      status?: {
+        ephemeralContainerStatuses?: Array<{
+          name: string;
+          state?: { terminated?: { reason?: string; message?: string } };
+        }>;
+      };
+    };
+    const shown = await eventually(async () => {
+      const p = await a.get<Debugged>(R.pods, 'default', 'printer');
+      const s = p.status?.ephemeralContainerStatuses?.find((c) => c.name === 'ptrace');
+      expect(s?.state?.terminated?.reason).toBe(POD_POLICY_VIOLATION);
+      return s!.state!.terminated!.message!;
+    }, 30_000);
+    expect(shown).toMatch(/spec\.ephemeralContainers\[1\]\.securityContext\.capabilities.*SYS_PTRACE/);
+    const described = await kubectl(cpA, ['describe', 'pod', 'printer']);
+    expect(described.stdout).toMatch(/Warning\s+PodPolicyViolation.*SYS_PTRACE/);
+    const sp = await t.client.get<KubeObject & { spec: { ephemeralContainers?: Array<{ name: string }> } }>(
+      R.pods,
+      superNamespace(tenantA.key, 'default'),
+      'printer',
+    );
+    expect(sp.spec.ephemeralContainers?.map((c) => c.name)).toEqual(['dbg']);
   });
 
   it('kubectl port-forward reaches the HTTP port of the Deployment Pod', async () => {

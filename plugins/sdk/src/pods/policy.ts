@@ -1,7 +1,10 @@
 import type { PodsPolicyView, TenantView, TolerationRule } from '../contract.ts';
 import type { PodSpec } from './types.ts';
 
-/** POD_POLICY_VIOLATION is the skip, event and condition reason of a tenant Pod its policy refuses. */
+/**
+ * POD_POLICY_VIOLATION is the skip, event and condition reason of a tenant Pod its policy refuses, and the terminated
+ * reason of an ephemeral container it refuses.
+ */
 export const POD_POLICY_VIOLATION = 'PodPolicyViolation';
 
 /** SYNCED_CONDITION is the tenant Pod condition that says why the Pod has no super copy. */
