@@ -5,14 +5,16 @@
  * host, beside the super apiserver, the manager, other tenants' apiservers and etcds, and the cloud metadata
  * address. The apiserver and controller manager of a confined tenant run in a cgroup (v2) of their own, and an
  * iptables chain that the OUTPUT chain sends that cgroup's packets to lets them reach only their own ports on
- * loopback, the vn-agent, the super's Pod network, and addresses outside the super-internal ranges that are not this
- * host's own.
+ * loopback, the vn-agent, the addresses of their own tenant's Pods, and addresses outside the super-internal ranges
+ * that are not this host's own. Other tenants' Pods and the platform's, in the same Pod network, are refused.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { isIP } from 'node:net';
+import { cidrContains, parseCidr } from '../../../plugins/sdk/src/network/cidr.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../../plugins/sdk/src/wellknown.ts';
 
 const exec = promisify(execFile);
@@ -24,8 +26,16 @@ export const CONFINE_CHAIN_PREFIX = 'VC-CP-';
 export interface Confinement {
   /** TCP ports on 127.0.0.1: its etcd, its own apiserver (the controller manager and the loopback client use it) */
   loopbackPorts: readonly number[];
-  /** ranges reached on every port: the super's Pod CIDRs, where tenant webhooks, APIServices and proxied Pods run */
+  /**
+   * the super's Pod CIDRs: refused but at `podAddresses`, so that a tenant admin's webhooks, APIServices and proxy
+   * paths reach its own Pods and no other tenant's or the platform's
+   */
   podCidrs: readonly string[];
+  /**
+   * the addresses of the tenant's own Pods, reached on every port where they lie inside `podCidrs` (others are left
+   * out: a Pod's address outside the Pod network is a node's); NetConfinement.setPodAddresses keeps them current
+   */
+  podAddresses?: readonly string[];
   /** single TCP endpoints: the vn-agent (every vNode's kubelet endpoint) */
   endpoints: ReadonlyArray<{ host: string; port: number }>;
   /** the super-internal ranges, refused but for the above (default SUPER_INTERNAL_CIDRS) */
@@ -44,9 +54,9 @@ const withPrefix = (host: string): string => (host.includes('/') ? host : `${hos
 /**
  * confinementRules renders a Confinement as chain rules. Replies on connections the control plane accepted (its
  * clients') and packets of connections it was allowed to open are returned to OUTPUT first; then its loopback ports
- * and endpoints; then every address of this host is rejected; then the Pod CIDRs are allowed; then every internal
- * range (and loopback) is rejected, so a refused connection fails at once with "connection refused" instead of
- * hanging; what is left, the outside, returns to OUTPUT.
+ * and endpoints; then every address of this host is rejected; then the tenant's own Pod addresses are allowed; then
+ * the rest of the Pod CIDRs and every internal range (and loopback) are rejected, so a refused connection fails at
+ * once with "connection refused" instead of hanging; what is left, the outside, returns to OUTPUT.
  */
 export function confinementRules(c: Confinement): ConfinementRules {
   const established = ['-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN'];
@@ -60,11 +70,21 @@ export function confinementRules(c: Confinement): ConfinementRules {
   const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT'];
   v4.push(local);
   v6.push(local);
-  for (const cidr of c.podCidrs) (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'RETURN']);
+  for (const ip of ownPodAddresses(c)) (isV6(ip) ? v6 : v4).push(['-d', withPrefix(ip), '-j', 'RETURN']);
   const internal = [...(c.internalCidrs ?? SUPER_INTERNAL_CIDRS)];
-  for (const cidr of [...internal, '127.0.0.0/8', '::1/128'].filter((x, i, all) => all.indexOf(x) === i))
+  for (const cidr of [...c.podCidrs, ...internal, '127.0.0.0/8', '::1/128'].filter((x, i, all) => all.indexOf(x) === i))
     (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'REJECT']);
   return { v4, v6 };
+}
+
+/**
+ * ownPodAddresses are the Confinement's Pod addresses that are IP addresses inside one of its Pod CIDRs, each once,
+ * sorted (the same set renders the same chain).
+ */
+export function ownPodAddresses(c: Pick<Confinement, 'podCidrs' | 'podAddresses'>): string[] {
+  const cidrs = c.podCidrs.map(parseCidr);
+  const inside = (ip: string) => isIP(ip) !== 0 && cidrs.some((cidr) => cidrContains(cidr, parseCidr(ip)));
+  return [...new Set((c.podAddresses ?? []).filter(inside))].sort();
 }
 
 /** confinementNames are the chain and the cgroup directory name of the control plane `name`. */
@@ -92,6 +112,12 @@ export class NetConfinement {
   readonly cgroupDir: string;
   private readonly cgroupPath: string;
   private timer?: NodeJS.Timeout;
+  /** the tenant's own Pod addresses the chain allows now (ownPodAddresses of the spec and the last set) */
+  private podAddresses: readonly string[];
+  /** the apply in progress: applies run one after another, so the last one written is the last one asked */
+  private applying: Promise<void> = Promise.resolve();
+  /** set by remove: a later apply (a Pod address change arriving late) does not make the chain again */
+  private removed = false;
 
   constructor(
     name: string,
@@ -102,6 +128,23 @@ export class NetConfinement {
     this.chain = n.chain;
     this.cgroupPath = n.cgroup;
     this.cgroupDir = join(root, n.cgroup);
+    this.podAddresses = ownPodAddresses(spec);
+  }
+
+  /** allowedPodAddresses are the tenant Pod addresses the chain lets the control plane reach. */
+  get allowedPodAddresses(): readonly string[] {
+    return this.podAddresses;
+  }
+
+  /**
+   * setPodAddresses replaces the tenant's own Pod addresses the control plane may reach and rewrites the chain when
+   * the set changed (a Pod started, or one stopped and its address may go to another tenant's Pod).
+   */
+  async setPodAddresses(addresses: readonly string[]): Promise<void> {
+    const next = ownPodAddresses({ podCidrs: this.spec.podCidrs, podAddresses: addresses });
+    if (next.join(' ') === this.podAddresses.join(' ')) return;
+    this.podAddresses = next;
+    await this.apply();
   }
 
   /**
@@ -109,9 +152,16 @@ export class NetConfinement {
    * fills it with confinementRules and, when missing, sends the cgroup's packets to it from OUTPUT: another program
    * rewriting the filter table meanwhile (kube-router does, from a snapshot) never sees a half-made chain.
    */
-  async apply(): Promise<void> {
+  apply(): Promise<void> {
+    const run = this.applying.catch(() => undefined).then(() => this.applyNow());
+    this.applying = run;
+    return run;
+  }
+
+  private async applyNow(): Promise<void> {
+    if (this.removed) return;
     mkdirSync(this.cgroupDir, { recursive: true });
-    const rules = confinementRules(this.spec);
+    const rules = confinementRules({ ...this.spec, podAddresses: this.podAddresses });
     for (const [bin, list] of [
       ['iptables', rules.v4],
       ['ip6tables', rules.v6],
@@ -169,8 +219,10 @@ export class NetConfinement {
 
   /** remove deletes the jumps, the chains and the cgroup; what is already gone is not an error. */
   async remove(): Promise<void> {
+    this.removed = true;
     clearInterval(this.timer);
     this.timer = undefined;
+    await this.applying.catch(() => undefined);
     for (const bin of ['iptables', 'ip6tables'] as const) {
       const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
       while (
