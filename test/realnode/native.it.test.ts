@@ -227,6 +227,68 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     expect(ls.trim()).toBe('container');
   });
 
+  it('the native apiserver proxies to its own Pod and not to a platform Pod beside it (apiserver-egress)', async (ctx) => {
+    if (!webPod) ctx.skip();
+    // its own Pod, by pods/proxy: the apiserver Pod reaches its tenant's namespaces
+    expect(
+      (await kubectl('get', '--raw', `/api/v1/namespaces/default/pods/${webPod}:8080/proxy/hostname`)).trim(),
+    ).toBe(webPod);
+    // a platform Pod on the same node, answering HTTP: this host reaches it (the control)
+    const ns = 'vc-test-platform';
+    await c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await c.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'platform', namespace: ns },
+      spec: {
+        nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+        tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: 'platform', image: NODE_IMAGES.agnhost, imagePullPolicy: 'IfNotPresent', args: ['netexec'] },
+        ],
+      },
+    });
+    const ip = await eventually(async () => {
+      const p = await c.get<Pod>(R.pods, ns, 'platform');
+      expect(p.status?.phase).toBe('Running');
+      return p.status!.podIP!;
+    }, 90_000);
+    expect((await eventually(() => get(`http://${ip}:8080/hostname`), 20_000, 500)).body).toBe('platform');
+    // the tenant writes that address into the status of a Pod of its own the syncer never runs (hostNetwork is refused)
+    await kubectl('run', 'door', `--image=${NODE_IMAGES.busybox}`, '--overrides={"spec":{"hostNetwork":true}}');
+    await kubectl(
+      'patch',
+      'pod',
+      'door',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { podIP: ip, podIPs: [{ ip }] } }),
+    );
+    // refused (REJECT) or dropped (the apiserver's dial times out after 30 s): either way no answer, and the error names
+    // the dial to that address
+    const out = await exec(
+      binaryPath('kubectl'),
+      [
+        '--kubeconfig',
+        kubeconfig,
+        '--request-timeout=75s',
+        'get',
+        '--raw',
+        '/api/v1/namespaces/default/pods/door:8080/proxy/hostname',
+      ],
+      { timeout: 90_000 },
+    ).then(
+      (r) => ({ ok: true, o: r.stdout }),
+      (err: { stderr?: string; message?: string }) => ({ ok: false, o: err.stderr ?? err.message ?? '' }),
+    );
+    expect(out.ok, out.o).toBe(false);
+    expect(out.o).toMatch(
+      new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`),
+    );
+  });
+
   it("a tenant Pod resolves its tenant's Service by DNS name and fetches it: the super cluster IP", async (ctx) => {
     if (!webPod) ctx.skip();
     await kubectl('expose', 'deployment', 'web', '--port=80', '--target-port=8080');
