@@ -17,6 +17,7 @@ import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
+import { Attempts } from '../security/attempts.ts';
 
 const exec = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -71,6 +72,7 @@ function containerRss(shims: number[]): Record<string, number> {
  * and on the host.
  */
 describe.skipIf(!!skip)('a native tenant on the real node, from the embedded default', () => {
+  const attempts = new Attempts();
   let dir: string;
   let e: Embedded | undefined;
   let c: KubeClient;
@@ -107,6 +109,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
   }, 600_000);
 
   afterAll(async () => {
+    if (attempts.records.length) attempts.report('native tenant');
     await e?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -266,26 +269,40 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       '-p',
       JSON.stringify({ status: { podIP: ip, podIPs: [{ ip }] } }),
     );
-    // refused (REJECT) or dropped (the apiserver's dial times out after 30 s): either way no answer, and the error names
-    // the dial to that address
-    const out = await exec(
-      binaryPath('kubectl'),
-      [
-        '--kubeconfig',
-        kubeconfig,
-        '--request-timeout=75s',
-        'get',
-        '--raw',
-        '/api/v1/namespaces/default/pods/door:8080/proxy/hostname',
-      ],
-      { timeout: 90_000 },
-    ).then(
-      (r) => ({ ok: true, o: r.stdout }),
-      (err: { stderr?: string; message?: string }) => ({ ok: false, o: err.stderr ?? err.message ?? '' }),
-    );
-    expect(out.ok, out.o).toBe(false);
-    expect(out.o).toMatch(
-      new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`),
+    await attempts.attempt("the native tenant's pods/proxy to a platform Pod (a Pod status it wrote)", async () => {
+      // refused (REJECT) or dropped (the apiserver's dial times out after 30 s): either way no answer, and the error
+      // names the dial to that address
+      const out = await exec(
+        binaryPath('kubectl'),
+        [
+          '--kubeconfig',
+          kubeconfig,
+          '--request-timeout=75s',
+          'get',
+          '--raw',
+          '/api/v1/namespaces/default/pods/door:8080/proxy/hostname',
+        ],
+        { timeout: 90_000 },
+      ).then(
+        (r) => ({ ok: true, o: r.stdout }),
+        (err: { stderr?: string; message?: string }) => ({ ok: false, o: err.stderr ?? err.message ?? '' }),
+      );
+      expect(out.ok, out.o).toBe(false);
+      const dial = new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`);
+      expect(out.o).toMatch(dial);
+      return `apiserver-egress: ${dial.exec(out.o)![0]}`;
+    });
+    // the platform Pod goes: the removal test below finds no container left on the node
+    await c.delete(R.namespaces, undefined, ns);
+    await eventually(
+      async () =>
+        expect(
+          await c.get(R.pods, ns, 'platform').then(
+            () => 'there',
+            () => 'gone',
+          ),
+        ).toBe('gone'),
+      60_000,
     );
   });
 
