@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CONFINE_CHAIN_PREFIX, confinementNames, confinementRules, ownPodAddresses } from './netconfine.ts';
+import {
+  CONFINE_CHAIN_PREFIX,
+  confinementNames,
+  confinementRules,
+  ownPodAddresses,
+  podFenceScript,
+} from './netconfine.ts';
 
 const ret = (...m: string[]) => [...m, '-j', 'RETURN'];
 const reject = (cidr: string) => ['-d', cidr, '-j', 'REJECT'];
@@ -78,6 +84,44 @@ describe('ownPodAddresses', () => {
     { name: 'IPv6 inside its own CIDR', addrs: ['fd00:1::5', 'fd00:2::5'], want: ['fd00:1::5'] },
   ])('$name', ({ addrs, want }) => {
     expect(ownPodAddresses({ podCidrs: ['10.1.0.0/16', 'fd00:1::/64'], podAddresses: addrs })).toEqual(want);
+  });
+});
+
+describe('podFenceScript', () => {
+  const who = 'socket cgroupv2 level 1 "vc-cp-1"';
+  it.each([
+    {
+      name: 'own Pods pass, the rest of each Pod CIDR is rejected, per family',
+      spec: { podCidrs: ['10.1.0.0/16', 'fd00:1::/64'], podAddresses: ['10.1.0.9', '10.1.0.3', 'fd00:1::5'] },
+      rules: [
+        `${who} ct state established,related accept`,
+        `${who} ip daddr { 10.1.0.3, 10.1.0.9 } accept`,
+        `${who} ip daddr { 10.1.0.0/16 } reject`,
+        `${who} ip6 daddr { fd00:1::5 } accept`,
+        `${who} ip6 daddr { fd00:1::/64 } reject`,
+      ],
+    },
+    {
+      name: 'no Pod of its own yet: the whole Pod CIDR is rejected',
+      spec: { podCidrs: ['10.1.0.0/16'], podAddresses: [] },
+      rules: [`${who} ct state established,related accept`, `${who} ip daddr { 10.1.0.0/16 } reject`],
+    },
+  ])('$name', ({ spec, rules }) => {
+    const script = podFenceScript('vc-cp-1', 'vc-cp-1', spec);
+    expect(script.split('\n').slice(0, 6)).toEqual([
+      'table inet vc-cp-1 {}',
+      'delete table inet vc-cp-1',
+      'table inet vc-cp-1 {',
+      '  chain out {',
+      '    type filter hook output priority -1; policy accept;',
+      `    ${rules[0]}`,
+    ]);
+    expect(
+      script
+        .split('\n')
+        .filter((l) => l.startsWith('    socket'))
+        .map((l) => l.trim()),
+    ).toEqual(rules);
   });
 });
 

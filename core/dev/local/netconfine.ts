@@ -6,7 +6,10 @@
  * address. The apiserver and controller manager of a confined tenant run in a cgroup (v2) of their own, and an
  * iptables chain that the OUTPUT chain sends that cgroup's packets to lets them reach only their own ports on
  * loopback, the vn-agent, the addresses of their own tenant's Pods, and addresses outside the super-internal ranges
- * that are not this host's own. Other tenants' Pods and the platform's, in the same Pod network, are refused.
+ * that are not this host's own. Other tenants' Pods and the platform's, in the same Pod network, are refused, and
+ * that refusal is also made in an nftables table of the control plane's own whose output hook runs before the
+ * iptables filter table (podFence): on a real node, kube-router's OUTPUT rules accept this host's packets to every
+ * Pod a NetworkPolicy selects (so that kubelet probes pass) before the iptables chain would see them.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -87,6 +90,43 @@ export function ownPodAddresses(c: Pick<Confinement, 'podCidrs' | 'podAddresses'
   return [...new Set((c.podAddresses ?? []).filter(inside))].sort();
 }
 
+/**
+ * podFenceScript is the `nft -f` script that (re)makes table `inet <table>`: one chain on the output hook at priority
+ * filter - 1, before any iptables filter rule, where the sockets of cgroup `cgroup` (a child of the cgroup v2 root)
+ * pass on connections already made and to the tenant's own Pod addresses, and are rejected ("connection refused")
+ * towards the rest of the Pod CIDRs. Everything else goes on to the iptables chain. The table is declared, deleted
+ * and made again in one transaction, so a change never leaves it half made.
+ */
+export function podFenceScript(
+  table: string,
+  cgroup: string,
+  c: Pick<Confinement, 'podCidrs' | 'podAddresses'>,
+): string {
+  const who = `socket cgroupv2 level 1 "${cgroup}"`;
+  const own = ownPodAddresses(c);
+  const rules = [`${who} ct state established,related accept`];
+  for (const [family, v6] of [
+    ['ip', false],
+    ['ip6', true],
+  ] as const) {
+    const addrs = own.filter((a) => isV6(a) === v6);
+    const cidrs = c.podCidrs.filter((x) => isV6(x) === v6);
+    if (addrs.length) rules.push(`${who} ${family} daddr { ${addrs.join(', ')} } accept`);
+    if (cidrs.length) rules.push(`${who} ${family} daddr { ${cidrs.join(', ')} } reject`);
+  }
+  return [
+    `table inet ${table} {}`,
+    `delete table inet ${table}`,
+    `table inet ${table} {`,
+    '  chain out {',
+    '    type filter hook output priority -1; policy accept;',
+    ...rules.map((r) => `    ${r}`),
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+}
+
 /** confinementNames are the chain and the cgroup directory name of the control plane `name`. */
 export function confinementNames(name: string): { chain: string; cgroup: string } {
   const h = createHash('sha256').update(name).digest('hex').slice(0, 12);
@@ -161,6 +201,8 @@ export class NetConfinement {
   private async applyNow(): Promise<void> {
     if (this.removed) return;
     mkdirSync(this.cgroupDir, { recursive: true });
+    // the nftables fence first: the cgroup must exist for nft to resolve its path
+    await nft(podFenceScript(this.cgroupPath, this.cgroupPath, { ...this.spec, podAddresses: this.podAddresses }));
     const rules = confinementRules({ ...this.spec, podAddresses: this.podAddresses });
     for (const [bin, list] of [
       ['iptables', rules.v4],
@@ -202,8 +244,13 @@ export class NetConfinement {
     this.timer.unref();
   }
 
-  /** intact tells whether both OUTPUT jumps (and so their chains) exist. */
+  /** intact tells whether both OUTPUT jumps (and so their chains) and the nftables fence exist. */
   async intact(): Promise<boolean> {
+    const fence = await exec('nft', ['list', 'table', 'inet', this.cgroupPath], { timeout: 30_000 }).then(
+      () => true,
+      () => false,
+    );
+    if (!fence) return false;
     for (const bin of ['iptables', 'ip6tables'] as const) {
       const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
       if (
@@ -234,6 +281,7 @@ export class NetConfinement {
       await run(bin, ['-F', this.chain]).catch(() => undefined);
       await run(bin, ['-X', this.chain]).catch(() => undefined);
     }
+    await exec('nft', ['delete', 'table', 'inet', this.cgroupPath], { timeout: 30_000 }).catch(() => undefined);
     // the kernel frees a cgroup's last process a moment after it exits
     for (let i = 0; i < 50 && existsSync(this.cgroupDir); i++) {
       try {
@@ -243,6 +291,14 @@ export class NetConfinement {
       }
     }
   }
+}
+
+/** nft feeds a script to `nft -f -`. */
+function nft(script: string): Promise<void> {
+  return new Promise((res, rej) => {
+    const child = execFile('nft', ['-f', '-'], { timeout: 30_000 }, (err) => (err ? rej(err) : res()));
+    child.stdin!.end(script);
+  });
 }
 
 /** restore feeds an iptables-restore script (without flushing the tables) to `bin`-restore. */
@@ -272,7 +328,7 @@ export async function confinementUnavailable(): Promise<string | undefined> {
     await probe.apply();
     return undefined;
   } catch (e) {
-    return `iptables cannot match by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
+    return `iptables or nftables cannot match by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
   } finally {
     await probe.remove().catch(() => undefined);
   }
@@ -318,6 +374,16 @@ export async function sweepConfinements(): Promise<string[]> {
     }
   }
   for (const chain of chains) if (!live(chain.toLowerCase())) removed.push(`iptables chain ${chain}`);
+  const tables = await exec('nft', ['list', 'tables', 'inet']).then(
+    (r) => r.stdout,
+    () => '',
+  );
+  for (const line of tables.split('\n')) {
+    const table = /^table inet (vc-cp-[0-9a-f]+)$/.exec(line.trim())?.[1];
+    if (!table || live(table)) continue;
+    await exec('nft', ['delete', 'table', 'inet', table]).catch(() => undefined);
+    removed.push(`nftables table inet ${table}`);
+  }
   if (root)
     for (const e of readdirSync(root)) {
       if (!e.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) || live(e)) continue;
