@@ -14,7 +14,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { isIP } from 'node:net';
 import { cidrContains, parseCidr } from '../../../plugins/sdk/src/network/cidr.ts';
@@ -92,7 +92,8 @@ export function ownPodAddresses(c: Pick<Confinement, 'podCidrs' | 'podAddresses'
 
 /**
  * podFenceScript is the `nft -f` script that (re)makes table `inet <table>`: one chain on the output hook at priority
- * filter - 1, before any iptables filter rule, where the sockets of cgroup `cgroup` (a child of the cgroup v2 root)
+ * filter - 1, before any iptables filter rule, where the sockets of cgroup `cgroup` (a child of the cgroup v2 root,
+ * named by its path under /sys/fs/cgroup, where nft looks it up: `unified/<name>` on a hybrid host)
  * pass on connections already made and to the tenant's own Pod addresses, and are rejected ("connection refused")
  * towards the rest of the Pod CIDRs. Everything else goes on to the iptables chain. The table is declared, deleted
  * and made again in one transaction, so a change never leaves it half made.
@@ -151,6 +152,8 @@ export class NetConfinement {
   /** cgroupDir is the cgroup's directory; processes written into its cgroup.procs are confined. */
   readonly cgroupDir: string;
   private readonly cgroupPath: string;
+  /** the cgroup's path under /sys/fs/cgroup, as nft names it */
+  private readonly fencePath: string;
   private timer?: NodeJS.Timeout;
   /** the tenant's own Pod addresses the chain allows now (ownPodAddresses of the spec and the last set) */
   private podAddresses: readonly string[];
@@ -168,6 +171,7 @@ export class NetConfinement {
     this.chain = n.chain;
     this.cgroupPath = n.cgroup;
     this.cgroupDir = join(root, n.cgroup);
+    this.fencePath = relative('/sys/fs/cgroup', this.cgroupDir);
     this.podAddresses = ownPodAddresses(spec);
   }
 
@@ -202,7 +206,7 @@ export class NetConfinement {
     if (this.removed) return;
     mkdirSync(this.cgroupDir, { recursive: true });
     // the nftables fence first: the cgroup must exist for nft to resolve its path
-    await nft(podFenceScript(this.cgroupPath, this.cgroupPath, { ...this.spec, podAddresses: this.podAddresses }));
+    await nft(podFenceScript(this.cgroupPath, this.fencePath, { ...this.spec, podAddresses: this.podAddresses }));
     const rules = confinementRules({ ...this.spec, podAddresses: this.podAddresses });
     for (const [bin, list] of [
       ['iptables', rules.v4],
