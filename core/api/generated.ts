@@ -1744,14 +1744,18 @@ export interface ManagerConfigurationVirtualClusters {
     metricsServer?: boolean;
     /**
      * Network confinement of each tenant's apiserver and controller manager: they run in a cgroup (v2) of their own
-     * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints and Pod CIDRs,
-     * and addresses outside the super-internal ranges that are not this host's, so that a tenant admin cannot use its
-     * control plane (webhooks, APIServices, services/pods/nodes proxy) to reach the host, the super cluster, the
-     * manager or other tenants. vc up sets it where the host has cgroup v2 and the iptables cgroup match. Absent: not
-     * confined.
+     * whose new connections reach only their own etcd and apiserver ports on loopback, these endpoints, the addresses
+     * of their own tenant's Pods in these Pod CIDRs (as the super cluster's Pods tell them), and addresses outside the
+     * super-internal ranges that are not this host's, so that a tenant admin cannot use its control plane (webhooks,
+     * APIServices, services/pods/nodes proxy) to reach the host, the super cluster, the manager, other tenants or their
+     * Pods, or the platform's Pods. vc up sets it where the host has cgroup v2 and the iptables cgroup match. Absent:
+     * not confined.
      */
     confine?: {
-      /** Pod CIDRs of the real nodes, where tenant webhooks, APIServices and proxied Pods run. */
+      /**
+       * Pod CIDRs of the real nodes: refused to the control planes but at the addresses of their own tenant's Pods,
+       * where their webhooks, APIServices and proxied Pods run.
+       */
       podCidrs: string[];
       /** Single TCP endpoints the control planes may reach: the vn-agents (every vNode's kubelet endpoint). */
       endpoints: {

@@ -189,3 +189,27 @@ export interface RollPlanner {
 export function canPlanRoll(p: Provisioner | undefined): p is Provisioner & RollPlanner {
   return typeof (p as Partial<RollPlanner> | undefined)?.planRoll === 'function';
 }
+
+/**
+ * TenantPodAddresses tells the addresses of each tenant's Pods as the super cluster has them: the Pods the syncer made
+ * for the tenant, running or about to (not terminating, not finished), with addresses the super cluster gave them.
+ */
+export interface TenantPodAddresses {
+  /** of lists the addresses of the Pods of the tenant whose cluster key (root namespace) is `root` */
+  of(root: string): string[];
+  /** subscribe calls `changed` with each tenant whose addresses changed; it returns the unsubscribe */
+  subscribe(changed: (root: string) => void): () => void;
+}
+
+/**
+ * PodAddressFollower is the optional ability of a provisioner to confine its control planes' connections to the
+ * addresses of their own tenant's Pods (type guard followsPodAddresses): the manager hands it the super cluster's.
+ */
+export interface PodAddressFollower {
+  followPodAddresses(feed: TenantPodAddresses): void;
+}
+
+/** followsPodAddresses reports whether the provisioner follows its tenants' Pod addresses. */
+export function followsPodAddresses(p: Provisioner | undefined): p is Provisioner & PodAddressFollower {
+  return typeof (p as Partial<PodAddressFollower> | undefined)?.followPodAddresses === 'function';
+}

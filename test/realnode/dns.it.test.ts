@@ -17,7 +17,10 @@ import { R } from '../../core/kube/resources.ts';
 import { TENANT_DNS_NAME, TENANT_DNS_NAMESPACE, ensureTenantDns } from '../../core/lifecycle/tenantdns.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
+import { InformerFactory } from '../../core/kube/factory.ts';
 import { ANN, rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { SuperPodAddresses } from '../../core/provisioners/podaddresses.ts';
+import { LABEL, MANAGER } from '../../plugins/sdk/src/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
@@ -64,6 +67,7 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
   let dir: string;
   let local: LocalProvisioner | undefined;
   let syncer: Syncer | undefined;
+  let podAddresses: SuperPodAddresses | undefined;
   const tenants: Record<'a' | 'b', { tenant: Tenant; client: KubeClient; vc: VirtualCluster; root: string }> =
     {} as never;
   const kubectl = async (...args: string[]) =>
@@ -90,11 +94,20 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     t = await startTestSuper({ nodes: 1, realNodes: 1 });
     const node = t.sc.realNodes[0]!;
     dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
-    // confined: the tenant apiservers reach the node's Pod network (their Pods), nothing else of the host
+    // confined: the tenant apiservers reach their own Pods on the node, nothing else of the Pod network or the host;
+    // they learn their Pods' addresses from the super cluster's Pods, as the manager's local provisioner does
     local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, {
       podAddress: node.nodeIP,
       confine: { podCidrs: [node.cfg.podCidr], endpoints: [] },
     });
+    podAddresses = new SuperPodAddresses(
+      new InformerFactory(t.client, 'super').informer({
+        resource: R.pods,
+        labelSelector: `${LABEL.managedBy}=${MANAGER}`,
+      }),
+    );
+    local.followPodAddresses(podAddresses);
+    podAddresses.start();
     const forced = {
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists' as const, effect: REAL_NODE_TAINT.effect }],
@@ -183,6 +196,7 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     attempts.report('tenant DNS');
     await syncer?.stop();
     await local?.stop();
+    await podAddresses?.stop();
     await t?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -444,6 +458,206 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     }
   });
 
+  it("a confined tenant apiserver reaches its own Pods, and no other tenant's Pod nor the platform's", async () => {
+    const forced = {
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+    };
+    // a platform Pod beside the tenants' (as a platform exporter or cache would be), answering HTTP on 8080
+    const ns = 'vc-test-platform';
+    await t!.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await t!.client.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'platform', namespace: ns },
+      spec: {
+        ...forced,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: 'platform', image: NODE_IMAGES.agnhost, imagePullPolicy: 'IfNotPresent', args: ['netexec'] },
+        ],
+      },
+    });
+    const podIP = (namespace: string, name: string) =>
+      eventually(async () => {
+        const p = await t!.client.get<KubeObject & { status?: { phase?: string; podIP?: string } }>(
+          R.pods,
+          namespace,
+          name,
+        );
+        expect(p.status?.phase).toBe('Running');
+        return p.status!.podIP!;
+      }, 90_000);
+    const webIP = await podIP(superNamespace(tenants.a.root, 'default'), 'web');
+    const platformIP = await podIP(ns, 'platform');
+    // the control: both answer HTTP from this host, which routes to the node's Pod network
+    const hostname = async (ip: string) => {
+      const r = await globalThis.fetch(`http://${ip}:8080/hostname`, { signal: AbortSignal.timeout(5000) });
+      return (await r.text()).trim();
+    };
+    expect(await eventually(() => hostname(webIP), 30_000)).toBe('web');
+    expect(await eventually(() => hostname(platformIP), 30_000)).toBe('platform');
+    const raw = (who: 'a' | 'b', path: string) =>
+      exec(
+        binaryPath('kubectl'),
+        ['--kubeconfig', local!.controlPlane(tenants[who].root)!.kubeconfigPath, 'get', '--raw', path],
+        { timeout: 30_000 },
+      ).then((r) => r.stdout.trim());
+    // the control: tenant a's own apiserver reaches its own Pod by pods/proxy (the address the super gave it)
+    expect(await eventually(() => raw('a', '/api/v1/namespaces/default/pods/web:8080/proxy/hostname'), 30_000)).toBe(
+      'web',
+    );
+    const b = tenants.b.client;
+    /** refusedHere: the apiserver's error names the connection the confinement refused */
+    const refusedHere = (out: string, ip: string): string => {
+      expect(out).toContain(`${ip}:8080`);
+      expect(out).toMatch(/connection refused/);
+      return out.slice(out.indexOf('dial tcp')).split('\n')[0]!;
+    };
+    /** webhookError registers a webhook of b's on ConfigMaps and answers the error of a ConfigMap it must admit */
+    const webhookError = async (name: string, clientConfig: Record<string, unknown>): Promise<string> => {
+      await b.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+        body: {
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name },
+          webhooks: [
+            {
+              name: `${name}.door.example.com`,
+              clientConfig,
+              rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+              objectSelector: { matchLabels: { door: name } },
+              failurePolicy: 'Fail',
+              sideEffects: 'None',
+              admissionReviewVersions: ['v1'],
+              timeoutSeconds: 3,
+            },
+          ],
+        },
+      });
+      return eventually(async () => {
+        const e = await b
+          .create(R.configmaps, {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { generateName: `${name}-`, namespace: 'default', labels: { door: name } },
+          })
+          .then(
+            () => '',
+            (err: Error) => err.message,
+          );
+        expect(e).toContain(name);
+        return e;
+      }, 30_000);
+    };
+    for (const [what, ip, tag] of [
+      ["tenant a's Pod", webIP, 'a'],
+      ['a platform Pod', platformIP, 'p'],
+    ] as const) {
+      // A Pod of b's own whose status b writes (hostNetwork: the syncer refuses it, so no kubelet status replaces b's)
+      const door = `door-${tag}`;
+      await b.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: door, namespace: 'default' },
+        spec: { hostNetwork: true, containers: [{ name: 'c', image: NODE_IMAGES.busybox }] },
+      });
+      await b.request('PATCH', `/api/v1/namespaces/default/pods/${door}/status`, {
+        body: { status: { podIP: ip, podIPs: [{ ip }] } },
+        contentType: 'application/merge-patch+json',
+      });
+      await attempts.attempt(`tenant b's pods/proxy to ${what} (a Pod status b wrote)`, async () => {
+        const out = await fails(raw('b', `/api/v1/namespaces/default/pods/${door}:8080/proxy/hostname`));
+        return refusedHere(out, ip);
+      });
+      const svc = `door-${tag}`;
+      await b.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: svc, namespace: 'default' },
+        spec: { ports: [{ name: 'http', port: 8080, targetPort: 8080 }] },
+      });
+      await b.create(R.endpoints, {
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { name: svc, namespace: 'default' },
+        subsets: [
+          {
+            addresses: [{ ip, targetRef: { kind: 'Pod', name: door, namespace: 'default' } }],
+            ports: [{ name: 'http', port: 8080 }],
+          },
+        ],
+      });
+      await b.request('POST', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', {
+        body: {
+          apiVersion: 'discovery.k8s.io/v1',
+          kind: 'EndpointSlice',
+          metadata: { name: `${svc}-door`, namespace: 'default', labels: { 'kubernetes.io/service-name': svc } },
+          addressType: 'IPv4',
+          endpoints: [
+            {
+              addresses: [ip],
+              conditions: { ready: true },
+              targetRef: { kind: 'Pod', name: door, namespace: 'default' },
+            },
+          ],
+          ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+        },
+      });
+      await attempts.attempt(`tenant b's services/proxy to ${what} (Endpoints b wrote)`, async () => {
+        const out = await fails(raw('b', `/api/v1/namespaces/default/services/${svc}:8080/proxy/hostname`));
+        return refusedHere(out, ip);
+      });
+      await b.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: `${svc}-ext`, namespace: 'default' },
+        spec: { type: 'ExternalName', externalName: ip, ports: [{ name: 'http', port: 8080 }] },
+      });
+      await attempts.attempt(`tenant b's webhook URL naming ${what}`, async () =>
+        refusedHere(await webhookError(`door-hook-${tag}`, { url: `https://${ip}:8080/validate` }), ip),
+      );
+      await attempts.attempt(`tenant b's webhook by an ExternalName Service naming ${what}`, async () => {
+        const out = await webhookError(`door-ext-${tag}`, {
+          service: { namespace: 'default', name: `${svc}-ext`, port: 8080 },
+        });
+        // routed to endpoints (--enable-aggregator-routing), an ExternalName Service is no backend; routed by cluster
+        // IP it would name the address, which the confinement refuses
+        expect(out).toMatch(/unsupported service type "ExternalName"|connection refused/);
+        return out.slice(out.indexOf('failed calling webhook'));
+      });
+      await attempts.attempt(`tenant b's APIService backed by a Service whose endpoint is ${what}`, async () => {
+        const group = `door-${tag}.example.com`;
+        await b.request('POST', '/apis/apiregistration.k8s.io/v1/apiservices', {
+          body: {
+            apiVersion: 'apiregistration.k8s.io/v1',
+            kind: 'APIService',
+            metadata: { name: `v1.${group}` },
+            spec: {
+              group,
+              version: 'v1',
+              service: { namespace: 'default', name: svc, port: 8080 },
+              insecureSkipTLSVerify: true,
+              groupPriorityMinimum: 1000,
+              versionPriority: 15,
+            },
+          },
+        });
+        const message = await eventually(async () => {
+          const api = await b.request<{ status?: { conditions?: Array<{ type: string; message?: string }> } }>(
+            'GET',
+            `/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`,
+          );
+          const m = api.status?.conditions?.find((c) => c.type === 'Available')?.message ?? '';
+          expect(m).toContain('connection refused');
+          return m;
+        }, 60_000);
+        await fails(raw('b', `/apis/${group}/v1`));
+        return refusedHere(message, ip);
+      });
+    }
+  });
+
   it("a tenant's DNS credential reads its own Services and nothing else", async () => {
     const b = tenants.b.client;
     const tr = await b.request<{ status: { token: string } }>(
@@ -473,6 +687,6 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
       expect(code).toBe(401);
       return `HTTP ${code}: the super apiserver does not know tenant tokens`;
     });
-    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 23, refused 23, succeeded 0');
   });
 });

@@ -170,7 +170,7 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
     hostPort = (server.address() as AddressInfo).port;
     t = await startTestSuper({ nodes: 1 });
     dir = mkdtempSync(join(tmpdir(), 'vc-sidedoors-'));
-    // kwok's Pod CIDR: the super's Pod network, the only internal range a confined tenant reaches on every port
+    // kwok's Pod CIDR: the super's Pod network, where a confined tenant reaches its own Pods only (none here)
     confined = new LocalProvisioner(join(dir, 'confined'), t.sc.etcd, {
       confine: { podCidrs: ['10.244.0.0/16'], endpoints: [] },
     });

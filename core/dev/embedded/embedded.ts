@@ -314,7 +314,8 @@ export async function startEmbedded(o: {
     };
     if (cfg.tenantDefaults?.pods?.forced) step(`tenant Pods run on the real node ${sc.realNodes[0]!.name}`);
     // Tenant admins make their apiserver connect where they say (webhooks, APIServices, proxy paths): on this host that
-    // would start beside everything else. Their control planes reach their own ports, the vn-agents, Pods and the outside.
+    // would start beside everything else. Their control planes reach their own ports, the vn-agents, their own tenant's
+    // Pods (the manager follows the super cluster's Pods for them) and the outside.
     const unconfined = o.confine === false ? 'turned off (--no-confine)' : await confinementUnavailable();
     if (unconfined) step(`tenant control planes are NOT network-confined: ${unconfined}`);
     else

@@ -5,14 +5,19 @@
  * host, beside the super apiserver, the manager, other tenants' apiservers and etcds, and the cloud metadata
  * address. The apiserver and controller manager of a confined tenant run in a cgroup (v2) of their own, and an
  * iptables chain that the OUTPUT chain sends that cgroup's packets to lets them reach only their own ports on
- * loopback, the vn-agent, the super's Pod network, and addresses outside the super-internal ranges that are not this
- * host's own.
+ * loopback, the vn-agent, the addresses of their own tenant's Pods, and addresses outside the super-internal ranges
+ * that are not this host's own. Other tenants' Pods and the platform's, in the same Pod network, are refused, and
+ * that refusal is also made in an nftables table of the control plane's own whose output hook runs before the
+ * iptables filter table (podFence): on a real node, kube-router's OUTPUT rules accept this host's packets to every
+ * Pod a NetworkPolicy selects (so that kubelet probes pass) before the iptables chain would see them.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { isIP } from 'node:net';
+import { cidrContains, parseCidr } from '../../../plugins/sdk/src/network/cidr.ts';
 import { SUPER_INTERNAL_CIDRS } from '../../../plugins/sdk/src/wellknown.ts';
 
 const exec = promisify(execFile);
@@ -24,8 +29,16 @@ export const CONFINE_CHAIN_PREFIX = 'VC-CP-';
 export interface Confinement {
   /** TCP ports on 127.0.0.1: its etcd, its own apiserver (the controller manager and the loopback client use it) */
   loopbackPorts: readonly number[];
-  /** ranges reached on every port: the super's Pod CIDRs, where tenant webhooks, APIServices and proxied Pods run */
+  /**
+   * the super's Pod CIDRs: refused but at `podAddresses`, so that a tenant admin's webhooks, APIServices and proxy
+   * paths reach its own Pods and no other tenant's or the platform's
+   */
   podCidrs: readonly string[];
+  /**
+   * the addresses of the tenant's own Pods, reached on every port where they lie inside `podCidrs` (others are left
+   * out: a Pod's address outside the Pod network is a node's); NetConfinement.setPodAddresses keeps them current
+   */
+  podAddresses?: readonly string[];
   /** single TCP endpoints: the vn-agent (every vNode's kubelet endpoint) */
   endpoints: ReadonlyArray<{ host: string; port: number }>;
   /** the super-internal ranges, refused but for the above (default SUPER_INTERNAL_CIDRS) */
@@ -44,9 +57,9 @@ const withPrefix = (host: string): string => (host.includes('/') ? host : `${hos
 /**
  * confinementRules renders a Confinement as chain rules. Replies on connections the control plane accepted (its
  * clients') and packets of connections it was allowed to open are returned to OUTPUT first; then its loopback ports
- * and endpoints; then every address of this host is rejected; then the Pod CIDRs are allowed; then every internal
- * range (and loopback) is rejected, so a refused connection fails at once with "connection refused" instead of
- * hanging; what is left, the outside, returns to OUTPUT.
+ * and endpoints; then every address of this host is rejected; then the tenant's own Pod addresses are allowed; then
+ * the rest of the Pod CIDRs and every internal range (and loopback) are rejected, so a refused connection fails at
+ * once with "connection refused" instead of hanging; what is left, the outside, returns to OUTPUT.
  */
 export function confinementRules(c: Confinement): ConfinementRules {
   const established = ['-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN'];
@@ -60,11 +73,59 @@ export function confinementRules(c: Confinement): ConfinementRules {
   const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT'];
   v4.push(local);
   v6.push(local);
-  for (const cidr of c.podCidrs) (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'RETURN']);
+  for (const ip of ownPodAddresses(c)) (isV6(ip) ? v6 : v4).push(['-d', withPrefix(ip), '-j', 'RETURN']);
   const internal = [...(c.internalCidrs ?? SUPER_INTERNAL_CIDRS)];
-  for (const cidr of [...internal, '127.0.0.0/8', '::1/128'].filter((x, i, all) => all.indexOf(x) === i))
+  for (const cidr of [...c.podCidrs, ...internal, '127.0.0.0/8', '::1/128'].filter((x, i, all) => all.indexOf(x) === i))
     (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'REJECT']);
   return { v4, v6 };
+}
+
+/**
+ * ownPodAddresses are the Confinement's Pod addresses that are IP addresses inside one of its Pod CIDRs, each once,
+ * sorted (the same set renders the same chain).
+ */
+export function ownPodAddresses(c: Pick<Confinement, 'podCidrs' | 'podAddresses'>): string[] {
+  const cidrs = c.podCidrs.map(parseCidr);
+  const inside = (ip: string) => isIP(ip) !== 0 && cidrs.some((cidr) => cidrContains(cidr, parseCidr(ip)));
+  return [...new Set((c.podAddresses ?? []).filter(inside))].sort();
+}
+
+/**
+ * podFenceScript is the `nft -f` script that (re)makes table `inet <table>`: one chain on the output hook at priority
+ * filter - 1, before any iptables filter rule, where the sockets of cgroup `cgroup` (a child of the cgroup v2 root,
+ * named by its path under /sys/fs/cgroup, where nft looks it up: `unified/<name>` on a hybrid host)
+ * pass on connections already made and to the tenant's own Pod addresses, and are rejected ("connection refused")
+ * towards the rest of the Pod CIDRs. Everything else goes on to the iptables chain. The table is declared, deleted
+ * and made again in one transaction, so a change never leaves it half made.
+ */
+export function podFenceScript(
+  table: string,
+  cgroup: string,
+  c: Pick<Confinement, 'podCidrs' | 'podAddresses'>,
+): string {
+  const who = `socket cgroupv2 level 1 "${cgroup}"`;
+  const own = ownPodAddresses(c);
+  const rules = [`${who} ct state established,related accept`];
+  for (const [family, v6] of [
+    ['ip', false],
+    ['ip6', true],
+  ] as const) {
+    const addrs = own.filter((a) => isV6(a) === v6);
+    const cidrs = c.podCidrs.filter((x) => isV6(x) === v6);
+    if (addrs.length) rules.push(`${who} ${family} daddr { ${addrs.join(', ')} } accept`);
+    if (cidrs.length) rules.push(`${who} ${family} daddr { ${cidrs.join(', ')} } reject`);
+  }
+  return [
+    `table inet ${table} {}`,
+    `delete table inet ${table}`,
+    `table inet ${table} {`,
+    '  chain out {',
+    '    type filter hook output priority -1; policy accept;',
+    ...rules.map((r) => `    ${r}`),
+    '  }',
+    '}',
+    '',
+  ].join('\n');
 }
 
 /** confinementNames are the chain and the cgroup directory name of the control plane `name`. */
@@ -91,7 +152,15 @@ export class NetConfinement {
   /** cgroupDir is the cgroup's directory; processes written into its cgroup.procs are confined. */
   readonly cgroupDir: string;
   private readonly cgroupPath: string;
+  /** the cgroup's path under /sys/fs/cgroup, as nft names it */
+  private readonly fencePath: string;
   private timer?: NodeJS.Timeout;
+  /** the tenant's own Pod addresses the chain allows now (ownPodAddresses of the spec and the last set) */
+  private podAddresses: readonly string[];
+  /** the apply in progress: applies run one after another, so the last one written is the last one asked */
+  private applying: Promise<void> = Promise.resolve();
+  /** set by remove: a later apply (a Pod address change arriving late) does not make the chain again */
+  private removed = false;
 
   constructor(
     name: string,
@@ -102,6 +171,24 @@ export class NetConfinement {
     this.chain = n.chain;
     this.cgroupPath = n.cgroup;
     this.cgroupDir = join(root, n.cgroup);
+    this.fencePath = relative('/sys/fs/cgroup', this.cgroupDir);
+    this.podAddresses = ownPodAddresses(spec);
+  }
+
+  /** allowedPodAddresses are the tenant Pod addresses the chain lets the control plane reach. */
+  get allowedPodAddresses(): readonly string[] {
+    return this.podAddresses;
+  }
+
+  /**
+   * setPodAddresses replaces the tenant's own Pod addresses the control plane may reach and rewrites the chain when
+   * the set changed (a Pod started, or one stopped and its address may go to another tenant's Pod).
+   */
+  async setPodAddresses(addresses: readonly string[]): Promise<void> {
+    const next = ownPodAddresses({ podCidrs: this.spec.podCidrs, podAddresses: addresses });
+    if (next.join(' ') === this.podAddresses.join(' ')) return;
+    this.podAddresses = next;
+    await this.apply();
   }
 
   /**
@@ -109,9 +196,18 @@ export class NetConfinement {
    * fills it with confinementRules and, when missing, sends the cgroup's packets to it from OUTPUT: another program
    * rewriting the filter table meanwhile (kube-router does, from a snapshot) never sees a half-made chain.
    */
-  async apply(): Promise<void> {
+  apply(): Promise<void> {
+    const run = this.applying.catch(() => undefined).then(() => this.applyNow());
+    this.applying = run;
+    return run;
+  }
+
+  private async applyNow(): Promise<void> {
+    if (this.removed) return;
     mkdirSync(this.cgroupDir, { recursive: true });
-    const rules = confinementRules(this.spec);
+    // the nftables fence first: the cgroup must exist for nft to resolve its path
+    await nft(podFenceScript(this.cgroupPath, this.fencePath, { ...this.spec, podAddresses: this.podAddresses }));
+    const rules = confinementRules({ ...this.spec, podAddresses: this.podAddresses });
     for (const [bin, list] of [
       ['iptables', rules.v4],
       ['ip6tables', rules.v6],
@@ -152,8 +248,13 @@ export class NetConfinement {
     this.timer.unref();
   }
 
-  /** intact tells whether both OUTPUT jumps (and so their chains) exist. */
+  /** intact tells whether both OUTPUT jumps (and so their chains) and the nftables fence exist. */
   async intact(): Promise<boolean> {
+    const fence = await exec('nft', ['list', 'table', 'inet', this.cgroupPath], { timeout: 30_000 }).then(
+      () => true,
+      () => false,
+    );
+    if (!fence) return false;
     for (const bin of ['iptables', 'ip6tables'] as const) {
       const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
       if (
@@ -169,8 +270,10 @@ export class NetConfinement {
 
   /** remove deletes the jumps, the chains and the cgroup; what is already gone is not an error. */
   async remove(): Promise<void> {
+    this.removed = true;
     clearInterval(this.timer);
     this.timer = undefined;
+    await this.applying.catch(() => undefined);
     for (const bin of ['iptables', 'ip6tables'] as const) {
       const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
       while (
@@ -182,6 +285,7 @@ export class NetConfinement {
       await run(bin, ['-F', this.chain]).catch(() => undefined);
       await run(bin, ['-X', this.chain]).catch(() => undefined);
     }
+    await exec('nft', ['delete', 'table', 'inet', this.cgroupPath], { timeout: 30_000 }).catch(() => undefined);
     // the kernel frees a cgroup's last process a moment after it exits
     for (let i = 0; i < 50 && existsSync(this.cgroupDir); i++) {
       try {
@@ -191,6 +295,14 @@ export class NetConfinement {
       }
     }
   }
+}
+
+/** nft feeds a script to `nft -f -`. */
+function nft(script: string): Promise<void> {
+  return new Promise((res, rej) => {
+    const child = execFile('nft', ['-f', '-'], { timeout: 30_000 }, (err) => (err ? rej(err) : res()));
+    child.stdin!.end(script);
+  });
 }
 
 /** restore feeds an iptables-restore script (without flushing the tables) to `bin`-restore. */
@@ -220,7 +332,7 @@ export async function confinementUnavailable(): Promise<string | undefined> {
     await probe.apply();
     return undefined;
   } catch (e) {
-    return `iptables cannot match by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
+    return `iptables or nftables cannot match by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
   } finally {
     await probe.remove().catch(() => undefined);
   }
@@ -266,6 +378,16 @@ export async function sweepConfinements(): Promise<string[]> {
     }
   }
   for (const chain of chains) if (!live(chain.toLowerCase())) removed.push(`iptables chain ${chain}`);
+  const tables = await exec('nft', ['list', 'tables', 'inet']).then(
+    (r) => r.stdout,
+    () => '',
+  );
+  for (const line of tables.split('\n')) {
+    const table = /^table inet (vc-cp-[0-9a-f]+)$/.exec(line.trim())?.[1];
+    if (!table || live(table)) continue;
+    await exec('nft', ['delete', 'table', 'inet', table]).catch(() => undefined);
+    removed.push(`nftables table inet ${table}`);
+  }
   if (root)
     for (const e of readdirSync(root)) {
       if (!e.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) || live(e)) continue;

@@ -34,8 +34,10 @@ import {
   type Provisioner,
   type ProvisionState,
   type FrontDoorActivity,
+  type PodAddressFollower,
   type Sleeper,
   type SleepAnswer,
+  type TenantPodAddresses,
   type WakePhases,
 } from '../../provisioners/provisioner.ts';
 import { localComponents, watchCrashes } from './components.ts';
@@ -84,7 +86,7 @@ interface Asleep {
  * PKI is made once, when the control plane is first created, so the certificate lifetime (and the service IP in the
  * apiserver certificate) keep their first values.
  */
-export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, Snapshotter {
+export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, Snapshotter, PodAddressFollower {
   readonly type = 'local';
   private readonly running = new Map<string, Running>();
   private readonly exitListeners = new Set<(root: string, component: string) => void>();
@@ -103,6 +105,9 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   private readonly wakeListeners = new Set<(root: string, tookMs: number, phases: WakePhases) => void>();
   /** restores in progress: ensure waits for them instead of starting the tenant on a data directory being swapped */
   private readonly restoring = new Map<string, Promise<void>>();
+  /** the super cluster's Pod addresses per tenant, which confined control planes may reach (followPodAddresses) */
+  private podFeed?: TenantPodAddresses;
+  private unfollow?: () => void;
 
   constructor(
     private readonly stateDir: string,
@@ -111,7 +116,12 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   ) {}
 
   private get ctx(): StartContext {
-    return { dir: (root) => this.dir(root), etcd: this.etcd, options: this.options };
+    return {
+      dir: (root) => this.dir(root),
+      etcd: this.etcd,
+      options: this.options,
+      podAddresses: (root) => this.podFeed?.of(root) ?? [],
+    };
   }
 
   private dir(root: string): string {
@@ -310,9 +320,30 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     return { entry: next, ...(failure && { failure }) };
   }
 
-  /** install makes entry the tenant's running control plane. */
+  /**
+   * followPodAddresses lets each confined control plane reach the addresses of its own tenant's Pods, as `feed` tells
+   * them, and no other address in the Pod CIDRs; until it is called they reach no Pod at all.
+   */
+  followPodAddresses(feed: TenantPodAddresses): void {
+    this.unfollow?.();
+    this.podFeed = feed;
+    this.unfollow = feed.subscribe((root) => this.confineTo(root));
+    for (const root of this.running.keys()) this.confineTo(root);
+  }
+
+  /** confineTo rewrites the tenant's confinement for its Pod addresses now (nothing when they did not change). */
+  private confineTo(root: string): void {
+    const c = this.running.get(root)?.confinement;
+    if (!c || !this.podFeed) return;
+    c.setPodAddresses(this.podFeed.of(root)).catch((e: unknown) =>
+      log.error({ tenant: root, err: e instanceof Error ? e.message : String(e) }, 'confinement not updated'),
+    );
+  }
+
+  /** install makes entry the tenant's running control plane (and catches its confinement up with its Pods). */
   private install(root: string, entry: Running): Running {
     this.running.set(root, entry);
+    this.confineTo(root);
     entry.unwatch = watchCrashes(entry, (component) => this.exitListeners.forEach((l) => l(root, component)));
     writeFileSync(join(this.dir(root), 'spec-hash'), entry.hash + '\n');
     recordVersion(this.dir(root), kubernetesOf(entry.settings['kube-apiserver']));
@@ -526,6 +557,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
   }
 
   async stop(): Promise<void> {
+    this.unfollow?.();
     // Wakes in progress end first: their tenants are then running, and stopped with the others.
     await Promise.all([...this.waking.values()].map((w) => w.catch(() => undefined)));
     await Promise.all([...this.running.values()].map((r) => stopRunning(r)));

@@ -59,9 +59,10 @@ export interface LocalProvisionerOptions {
   kubeletCAFile?: string;
   /**
    * confine runs each tenant's apiserver and controller manager in a cgroup of their own whose new connections reach
-   * only their etcd and apiserver ports on loopback, these Pod CIDRs and endpoints (the vn-agent), and addresses
-   * outside the internal ranges (NetConfinement): the tenant admin's webhooks, APIServices and proxy paths cannot
-   * reach the super apiserver, the manager, other tenants or the host's ports. Needs root, cgroup v2 and iptables.
+   * only their etcd and apiserver ports on loopback, these endpoints (the vn-agent), the addresses of their own
+   * tenant's Pods inside these Pod CIDRs (followPodAddresses; none until it is called), and addresses outside the
+   * internal ranges (NetConfinement): the tenant admin's webhooks, APIServices and proxy paths cannot reach the super
+   * apiserver, the manager, other tenants, the platform's Pods or the host's ports. Needs root, cgroup v2 and iptables.
    */
   confine?: Omit<Confinement, 'loopbackPorts'>;
   /**
@@ -137,6 +138,8 @@ export interface StartContext {
   /** the shared etcd (tenants made before tenants had their own stay on it) */
   etcd: EtcdEndpoint;
   options: LocalProvisionerOptions;
+  /** the addresses of a tenant's own Pods in the super cluster, which its confined control plane may reach */
+  podAddresses?: (root: string) => readonly string[];
 }
 
 /** goEnv is the Go runtime environment (GOMEMLIMIT, GOGC) of one component with the settings `desired`. */
@@ -317,6 +320,7 @@ async function confine(
       ...ctx.options.confine!,
       endpoints: [...ctx.options.confine!.endpoints, ...endpoints],
       loopbackPorts: [etcdPort, apiserverPort],
+      podAddresses: ctx.podAddresses?.(root) ?? [],
     },
     cgroups,
   );

@@ -7,7 +7,10 @@ import { BackupController, snapshotBeforeDeletion, snapshotBeforeUpgrade } from 
 import { storeFromConfig } from '../../backup/config.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
-import type { Provisioner } from '../../provisioners/provisioner.ts';
+import { SuperPodAddresses } from '../../provisioners/podaddresses.ts';
+import { followsPodAddresses, type Provisioner } from '../../provisioners/provisioner.ts';
+import { R } from '../../kube/resources.ts';
+import { LABEL, MANAGER } from '../../../plugins/sdk/src/names.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { tenantSyncerLag } from '../../syncer/metrics.ts';
 import { ConfigError, managerDefaults, type ManagerConfig } from './config.ts';
@@ -42,6 +45,16 @@ export function lifecycleControllers(
       ...vnAgentPortsOf(cfg.virtualClusters?.defaultPluginConfig),
     }),
   };
+  // A provisioner that confines its control planes to their own tenant's Pods learns their addresses from the super
+  // cluster's Pods (the syncer's informer of them, shared: no second watch). Here the super is the meta cluster.
+  const followers = Object.values(provisioners).filter(followsPodAddresses);
+  const podAddresses = followers.length
+    ? new SuperPodAddresses(informers.informer({ resource: R.pods, labelSelector: `${LABEL.managedBy}=${MANAGER}` }))
+    : undefined;
+  if (podAddresses) {
+    for (const p of followers) p.followPodAddresses(podAddresses);
+    podAddresses.start();
+  }
   const dns = cfg.virtualClusters?.tenantDNS;
   const backups = cfg.backups;
   const store = backups ? storeFromConfig(backups) : undefined;
@@ -82,6 +95,7 @@ export function lifecycleControllers(
     newBackups,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
+      await podAddresses?.stop();
     },
   };
 }

@@ -1,0 +1,110 @@
+import type { KubeObject } from '../kube/client.ts';
+import type { SharedInformer } from '../kube/factory.ts';
+import { childLogger } from '../log.ts';
+import { LABEL, MANAGER } from '../../plugins/sdk/src/names.ts';
+import type { TenantPodAddresses } from './provisioner.ts';
+
+const log = childLogger({ controller: 'pod-addresses' });
+
+/** SuperPod is what podAddressesOf reads of a super cluster Pod. */
+type SuperPod = KubeObject & {
+  spec?: { hostNetwork?: boolean };
+  status?: { phase?: string; podIP?: string; podIPs?: Array<{ ip?: string }> };
+};
+
+/**
+ * podAddressesOf is the tenant (cluster key) a super Pod belongs to and the addresses it holds for that tenant, or
+ * undefined when it holds none: a Pod the syncer did not make (no managed-by label, no cluster label), one being
+ * deleted or finished (its address is about to go back to the pool and then to any other Pod), and one on the
+ * host network (its address is the node's, not its own).
+ */
+export function podAddressesOf(pod: SuperPod): { root: string; addresses: string[] } | undefined {
+  const labels = pod.metadata?.labels ?? {};
+  const root = labels[LABEL.cluster];
+  if (labels[LABEL.managedBy] !== MANAGER || !root) return undefined;
+  if (pod.metadata?.deletionTimestamp || pod.spec?.hostNetwork) return undefined;
+  if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return undefined;
+  const addresses = [pod.status?.podIP, ...(pod.status?.podIPs ?? []).map((a) => a.ip)].filter((a): a is string => !!a);
+  return addresses.length ? { root, addresses: [...new Set(addresses)] } : undefined;
+}
+
+/**
+ * PodAddressIndex folds super Pod events into each tenant's addresses (podAddressesOf): change takes a Pod before and
+ * after an event (absent when added or deleted) and answers the tenants whose set changed.
+ */
+export class PodAddressIndex {
+  /** tenant -> Pod (namespace/name) -> its addresses */
+  private readonly byTenant = new Map<string, Map<string, string[]>>();
+
+  /** of lists a tenant's addresses, each once, sorted. */
+  of(root: string): string[] {
+    return [...new Set([...(this.byTenant.get(root)?.values() ?? [])].flat())].sort();
+  }
+
+  /** change records one event of a Pod and answers the tenants whose addresses it changed. */
+  change(before: KubeObject | undefined, now: KubeObject | undefined): string[] {
+    const key = (p: KubeObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
+    const was = before && podAddressesOf(before);
+    const is = now && podAddressesOf(now);
+    if (was) {
+      const m = this.byTenant.get(was.root);
+      m?.delete(key(before));
+      if (m?.size === 0) this.byTenant.delete(was.root);
+    }
+    if (is) {
+      let m = this.byTenant.get(is.root);
+      if (!m) this.byTenant.set(is.root, (m = new Map()));
+      m.set(key(now), is.addresses);
+    }
+    const same = was && is && was.root === is.root && was.addresses.join(' ') === is.addresses.join(' ');
+    return same ? [] : [...new Set([was?.root, is?.root])].filter((r): r is string => !!r);
+  }
+}
+
+/**
+ * SuperPodAddresses follows the super cluster's Pods (the syncer's shared informer of them) and tells the addresses
+ * of each tenant's (PodAddressIndex). Subscribers hear of a tenant whenever its set changed.
+ */
+export class SuperPodAddresses implements TenantPodAddresses {
+  private readonly index = new PodAddressIndex();
+  private readonly subs = new Set<(root: string) => void>();
+
+  constructor(private readonly pods: SharedInformer<KubeObject>) {
+    pods.addHandler({
+      onAdd: (p) => this.tell(this.index.change(undefined, p)),
+      onUpdate: (old, p) => this.tell(this.index.change(old, p)),
+      onDelete: (p) => this.tell(this.index.change(p, undefined)),
+    });
+  }
+
+  /** start opens (or joins) the informer's watch. */
+  start(): void {
+    this.pods.start();
+  }
+
+  /** stop ends this feed's use of the informer. */
+  async stop(): Promise<void> {
+    this.subs.clear();
+    await this.pods.stop();
+  }
+
+  of(root: string): string[] {
+    return this.index.of(root);
+  }
+
+  subscribe(changed: (root: string) => void): () => void {
+    this.subs.add(changed);
+    return () => this.subs.delete(changed);
+  }
+
+  private tell(roots: string[]): void {
+    for (const root of roots)
+      for (const s of this.subs) {
+        try {
+          s(root);
+        } catch (e) {
+          log.error({ tenant: root, err: e instanceof Error ? e.message : String(e) }, 'subscriber threw');
+        }
+      }
+  }
+}
