@@ -62,34 +62,39 @@ export class PodAddressIndex {
 }
 
 /**
- * SuperPodAddresses follows the super cluster's Pods (the syncer's shared informer of them) and tells the addresses
- * of each tenant's (PodAddressIndex). Subscribers hear of a tenant whenever its set changed.
+ * SuperPodAddresses follows the Pods of every super cluster it is given (each the syncer's shared informer of them)
+ * and tells the addresses of each tenant's (PodAddressIndex, one per super cluster: the same super namespace and Pod
+ * name can exist on two). Subscribers hear of a tenant whenever its set changed.
  */
 export class SuperPodAddresses implements TenantPodAddresses {
-  private readonly index = new PodAddressIndex();
+  private readonly indexes: PodAddressIndex[];
   private readonly subs = new Set<(root: string) => void>();
 
-  constructor(private readonly pods: SharedInformer<KubeObject>) {
-    pods.addHandler({
-      onAdd: (p) => this.tell(this.index.change(undefined, p)),
-      onUpdate: (old, p) => this.tell(this.index.change(old, p)),
-      onDelete: (p) => this.tell(this.index.change(p, undefined)),
+  constructor(private readonly pods: ReadonlyArray<SharedInformer<KubeObject>>) {
+    this.indexes = pods.map((informer) => {
+      const index = new PodAddressIndex();
+      informer.addHandler({
+        onAdd: (p) => this.tell(index.change(undefined, p)),
+        onUpdate: (old, p) => this.tell(index.change(old, p)),
+        onDelete: (p) => this.tell(index.change(p, undefined)),
+      });
+      return index;
     });
   }
 
-  /** start opens (or joins) the informer's watch. */
+  /** start opens (or joins) the informers' watches. */
   start(): void {
-    this.pods.start();
+    for (const p of this.pods) p.start();
   }
 
-  /** stop ends this feed's use of the informer. */
+  /** stop ends this feed's use of the informers. */
   async stop(): Promise<void> {
     this.subs.clear();
-    await this.pods.stop();
+    await Promise.all(this.pods.map((p) => p.stop()));
   }
 
   of(root: string): string[] {
-    return this.index.of(root);
+    return [...new Set(this.indexes.flatMap((i) => i.of(root)))].sort();
   }
 
   subscribe(changed: (root: string) => void): () => void {

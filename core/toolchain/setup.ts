@@ -20,6 +20,7 @@ export const NODE_PACKAGES: readonly NodePackage[] = [
   { pkg: 'iptables', provides: 'iptables', why: 'kube-proxy and CNI rules', build: false },
   { pkg: 'conntrack', provides: 'conntrack', why: "kube-proxy's connection tracking", build: false },
   { pkg: 'ipset', provides: 'ipset', why: "kube-router's NetworkPolicy rules", build: false },
+  { pkg: 'nftables', provides: 'nft', why: "the fence of a tenant control plane's network", build: false },
   { pkg: 'libseccomp-dev', provides: '/usr/include/seccomp.h', why: "runc's seccomp support", build: true },
   { pkg: 'gcc', provides: 'gcc', why: 'static pause and runc', build: true },
   { pkg: 'libc6-dev', provides: '/usr/include/stdio.h', why: 'static pause and runc', build: true },

@@ -100,12 +100,12 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
       podAddress: node.nodeIP,
       confine: { podCidrs: [node.cfg.podCidr], endpoints: [] },
     });
-    podAddresses = new SuperPodAddresses(
+    podAddresses = new SuperPodAddresses([
       new InformerFactory(t.client, 'super').informer({
         resource: R.pods,
         labelSelector: `${LABEL.managedBy}=${MANAGER}`,
       }),
-    );
+    ]);
     local.followPodAddresses(podAddresses);
     podAddresses.start();
     const forced = {

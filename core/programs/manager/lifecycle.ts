@@ -30,6 +30,8 @@ export function lifecycleControllers(
   checkSuperCluster: (name: string) => true | string,
   cacheStates?: TenantCacheStates,
   offered: Readonly<Record<string, Provisioner>> = {},
+  /** the informer factories of the configured super clusters (not a meta cluster apart), whose Pods are followed */
+  superPods: readonly InformerFactory[] = [informers],
 ) {
   if (cfg.virtualClusters?.local && !offered.local)
     throw new ConfigError(
@@ -45,11 +47,13 @@ export function lifecycleControllers(
       ...vnAgentPortsOf(cfg.virtualClusters?.defaultPluginConfig),
     }),
   };
-  // A provisioner that confines its control planes to their own tenant's Pods learns their addresses from the super
-  // cluster's Pods (the syncer's informer of them, shared: no second watch). Here the super is the meta cluster.
+  // A provisioner that confines its control planes to their own tenant's Pods learns their addresses from the Pods of
+  // every configured super cluster (each the syncer's informer of them, shared: no second watch).
   const followers = Object.values(provisioners).filter(followsPodAddresses);
   const podAddresses = followers.length
-    ? new SuperPodAddresses(informers.informer({ resource: R.pods, labelSelector: `${LABEL.managedBy}=${MANAGER}` }))
+    ? new SuperPodAddresses(
+        superPods.map((f) => f.informer({ resource: R.pods, labelSelector: `${LABEL.managedBy}=${MANAGER}` })),
+      )
     : undefined;
   if (podAddresses) {
     for (const p of followers) p.followPodAddresses(podAddresses);

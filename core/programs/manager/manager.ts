@@ -185,6 +185,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
           checkSuperCluster,
           cacheStates,
           o.provisioners,
+          supers.flatMap((s, i) => (s.metaOnly || !clients[i] ? [] : [superInformers(clients[i])])),
         )
       : undefined;
   // A separate syncer reads the VirtualClusters' tenants from the meta cluster, as the manager's controller hands them.
