@@ -471,7 +471,7 @@ describe('the Pod path, for any tenant Pod under any pods policy', () => {
     expect(createdPods).toBeGreaterThan(20);
     expect(refusedPods).toBeGreaterThan(20);
     for (const [family, n] of Object.entries(seen)) expect([family, n > 0]).toEqual([family, true]);
-  });
+  }, 60_000);
 
   it('maps distinct tenant Pods to distinct super Pods, never into another tenant', () => {
     const a = testContext({ tenant: testTenant() }).names;
@@ -492,5 +492,5 @@ describe('the Pod path, for any tenant Pod under any pods policy', () => {
       ),
       { numRuns: 300, seed: SEED },
     );
-  });
+  }, 60_000);
 });
