@@ -12,6 +12,7 @@ import {
   idleDue,
   servedBefore,
   SLEEP_REFUSED,
+  SLEEPING,
   sleepRequestedAt,
   sleepsTotal,
   specChangedWhileAsleep,
@@ -46,6 +47,9 @@ export class SleepControl {
   private readonly offWake: Array<() => void> = [];
   /** roots a front door woke whose reconcile has not seen the wake yet */
   private readonly wokenByRequest = new Set<string>();
+  /** per tenant root, the sleep (sleepEpisode) whose wake by command or spec was counted: a reconcile that runs again
+   * before the cache shows the tenant Running sees the same sleep and counts nothing more */
+  private readonly counted = new Map<string, string>();
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly o: SleepControlOptions) {}
@@ -125,12 +129,14 @@ export class SleepControl {
   ): Promise<Outcome> {
     const at = sleepRequestedAt(vc);
     if (at === undefined && vc.status?.phase === 'Sleeping' && !this.takeWake(root)) {
+      if (!this.firstWake(root, vc)) return CONTINUE;
       wakesTotal.inc({ cause: 'command' });
       return { events: [{ type: 'Normal', reason: WOKEN, message: 'the sleep request was removed (vc wake)' }] };
     }
     if (at === undefined || !servedBefore(vc)) return CONTINUE;
     if (specChangedWhileAsleep(vc)) {
       await this.request(vc, null);
+      if (!this.firstWake(root, vc)) return CONTINUE;
       wakesTotal.inc({ cause: 'spec' });
       return { events: [{ type: 'Normal', reason: WOKEN, message: 'the spec changed: woken to apply it' }] };
     }
@@ -149,4 +155,21 @@ export class SleepControl {
     if (answer.reason === 'Busy') return CONTINUE;
     return { events: [{ type: 'Warning', reason: SLEEP_REFUSED, message: answer.message }] };
   }
+
+  /** firstWake tells whether this is the first wake seen of the tenant's current sleep, and remembers it. */
+  private firstWake(root: string, vc: VirtualCluster): boolean {
+    const episode = sleepEpisode(vc);
+    if (episode !== undefined && this.counted.get(root) === episode) return false;
+    if (episode !== undefined) this.counted.set(root, episode);
+    return true;
+  }
+}
+
+/**
+ * sleepEpisode names one sleep of a tenant: the time its Ready condition turned False for Sleeping (undefined when
+ * the status shows none: each wake is then counted).
+ */
+export function sleepEpisode(vc: VirtualCluster): string | undefined {
+  const c = vc.status?.conditions?.find((x) => x.type === 'Ready' && x.reason === SLEEPING);
+  return c?.lastTransitionTime ?? undefined;
 }
