@@ -102,6 +102,15 @@ describe('podFenceScript', () => {
       ],
     },
     {
+      name: 'an endpoint on a bridge address inside a Pod CIDR passes on its port only',
+      spec: { podCidrs: ['10.1.0.0/16'], podAddresses: [], endpoints: [{ host: '10.1.0.1', port: 31847 }] },
+      rules: [
+        `${who} ct state established,related accept`,
+        `${who} ip daddr 10.1.0.1 tcp dport 31847 accept`,
+        `${who} ip daddr { 10.1.0.0/16 } reject`,
+      ],
+    },
+    {
       name: 'no Pod of its own yet: the whole Pod CIDR is rejected',
       spec: { podCidrs: ['10.1.0.0/16'], podAddresses: [] },
       rules: [`${who} ct state established,related accept`, `${who} ip daddr { 10.1.0.0/16 } reject`],

@@ -94,14 +94,14 @@ export function ownPodAddresses(c: Pick<Confinement, 'podCidrs' | 'podAddresses'
  * podFenceScript is the `nft -f` script that (re)makes table `inet <table>`: one chain on the output hook at priority
  * filter - 1, before any iptables filter rule, where the sockets of cgroup `cgroup` (a child of the cgroup v2 root,
  * named by its path under /sys/fs/cgroup, where nft looks it up: `unified/<name>` on a hybrid host)
- * pass on connections already made and to the tenant's own Pod addresses, and are rejected ("connection refused")
- * towards the rest of the Pod CIDRs. Everything else goes on to the iptables chain. The table is declared, deleted
+ * pass on connections already made, to its endpoints and to the tenant's own Pod addresses, and are rejected
+ * ("connection refused") towards the rest of the Pod CIDRs. Everything else goes on to the iptables chain. The table is declared, deleted
  * and made again in one transaction, so a change never leaves it half made.
  */
 export function podFenceScript(
   table: string,
   cgroup: string,
-  c: Pick<Confinement, 'podCidrs' | 'podAddresses'>,
+  c: Pick<Confinement, 'podCidrs' | 'podAddresses'> & Partial<Pick<Confinement, 'endpoints'>>,
 ): string {
   const who = `socket cgroupv2 level 1 "${cgroup}"`;
   const own = ownPodAddresses(c);
@@ -112,6 +112,9 @@ export function podFenceScript(
   ] as const) {
     const addrs = own.filter((a) => isV6(a) === v6);
     const cidrs = c.podCidrs.filter((x) => isV6(x) === v6);
+    // the endpoints (the vn-agent behind every vNode) may sit on a bridge address inside a Pod CIDR
+    for (const e of (c.endpoints ?? []).filter((x) => isV6(x.host) === v6))
+      rules.push(`${who} ${family} daddr ${e.host} tcp dport ${e.port} accept`);
     if (addrs.length) rules.push(`${who} ${family} daddr { ${addrs.join(', ')} } accept`);
     if (cidrs.length) rules.push(`${who} ${family} daddr { ${cidrs.join(', ')} } reject`);
   }
