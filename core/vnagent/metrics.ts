@@ -60,7 +60,12 @@ const usageSources = new Set<UsageSource>();
 /** addUsageSource adds an agent's usage to the tenant usage gauges; the function returned removes it. */
 export function addUsageSource(source: UsageSource): () => void {
   usageSources.add(source);
-  return () => usageSources.delete(source);
+  // a read made before this agent came is not its answer
+  usageRead = undefined;
+  return () => {
+    usageSources.delete(source);
+    usageRead = undefined;
+  };
 }
 
 /** USAGE_MEMO_MS is how long one read of the kubelets serves the usage gauges: both read it in one scrape. */
