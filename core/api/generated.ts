@@ -141,7 +141,9 @@ export interface VirtualClusterSpec {
    * Sleep when idle: after afterIdle without a request through the tenant's front door, the manager stops its apiserver
    * and controller manager (and its own etcd) and shows phase Sleeping; the first request through the front door (the
    * server of the kubeconfig Secret) wakes it, and the client waits for the answer. `vc sleep` and `vc wake` do the
-   * same by hand. A sleeping tenant's super workloads keep running; a spec change wakes it.
+   * same by hand. A sleeping tenant's super workloads keep running (its TenantPolicy's sleep.workloads KeepAwake keeps
+   * a tenant with running Pods from sleeping when idle); a sleeping tenant's etcd gives back the disk its write-ahead
+   * log preallocated; a spec change wakes it.
    */
   sleep?: {
     /**
@@ -989,7 +991,7 @@ export interface TenantPolicySpec {
   };
   /**
    * What a sleep (VirtualCluster spec.sleep, vc sleep) does to the tenants under this policy that the local provisioner
-   * runs.
+   * runs, and what keeps them awake.
    */
   sleep?: {
     /**
@@ -998,6 +1000,13 @@ export interface TenantPolicySpec {
      * it; docs/benchmarks.md measures both).
      */
     etcd?: 'Stop' | 'Keep';
+    /**
+     * Whether a tenant's running workloads keep it awake: Ignore (the default: only requests through its front door
+     * count, so a tenant with running Pods sleeps after spec.sleep.afterIdle, and its Pods in the super cluster run on
+     * while it sleeps) or KeepAwake (a tenant with a Pod of its own Running or Pending in the super cluster is not
+     * idle, however long ago its last request was; `vc sleep` still puts it to sleep).
+     */
+    workloads?: 'Ignore' | 'KeepAwake';
   };
   /**
    * Quotas of the tenants of this policy. The syncer writes a ResourceQuota and a LimitRange, both named

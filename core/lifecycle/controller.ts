@@ -197,12 +197,14 @@ export class VirtualClusterController {
     });
     this.sleep = new SleepControl({
       meta: o.meta,
+      superClient: o.superClient,
       events: this.events,
       provisioners: o.provisioners,
       list: () => this.informer.list(),
       served: (key) => {
         const root = this.roots.get(key);
-        return root ? { root, provisioner: this.accepted.get(key)?.provisioner } : undefined;
+        const accepted = this.accepted.get(key);
+        return root ? { root, provisioner: accepted?.provisioner, workloads: accepted?.sleep.workloads } : undefined;
       },
       enqueue: (key) => this.queue.add(key),
       idleCheckMs: o.idleCheckMs,

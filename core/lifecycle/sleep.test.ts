@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ANN } from '../names/names.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
-import { asleep, durationMs, idleDue, sleepRequestedAt, specChangedWhileAsleep } from './sleep.ts';
+import type { KubeObject } from '../kube/client.ts';
+import { asleep, durationMs, idleDue, sleepRequestedAt, specChangedWhileAsleep, workloadsRunning } from './sleep.ts';
 
 const vc = (o: { afterIdle?: string; phase?: string; asked?: string; generation?: number; observed?: number }) =>
   ({
@@ -42,6 +43,21 @@ describe('idleDue', () => {
     ['not Running', vc({ afterIdle: '30s', phase: 'Degraded' }), { open: 0, lastActiveMs: 0 }, false],
     ['already asked', vc({ afterIdle: '30s', asked: 'x' }), { open: 0, lastActiveMs: 0 }, false],
   ] as const)('%s', (_name, v, activity, due) => expect(idleDue(v, activity, now)).toBe(due));
+});
+
+describe('workloadsRunning', () => {
+  const pod = (phase: string | undefined, deleting = false) =>
+    ({
+      metadata: { name: 'p', ...(deleting && { deletionTimestamp: '2026-11-30T10:00:00Z' }) },
+      status: phase === undefined ? {} : { phase },
+    }) as KubeObject;
+  it.each([
+    ['none', [], 0],
+    ['a Running Pod', [pod('Running')], 1],
+    ['a Pending Pod, and one with no status yet', [pod('Pending'), pod(undefined)], 2],
+    ['Pods that ended', [pod('Succeeded'), pod('Failed'), pod('Unknown')], 0],
+    ['a Running Pod being deleted', [pod('Running', true)], 0],
+  ] as const)('%s: %d', (_name, pods, n) => expect(workloadsRunning(pods)).toBe(n));
 });
 
 describe('sleep decisions', () => {

@@ -3,6 +3,7 @@ import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { ANN } from '../names/names.ts';
 import type { FrontDoorActivity } from '../provisioners/provisioner.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
+import type { KubeObject } from '../kube/client.ts';
 import { ready, type Outcome } from './decisions.ts';
 
 /**
@@ -83,6 +84,17 @@ export function idleDue(vc: VirtualCluster, activity: FrontDoorActivity | undefi
   if (!after || !activity || vc.status?.phase !== 'Running' || sleepRequestedAt(vc) !== undefined) return false;
   const idle = Math.max(MIN_IDLE_MS, durationMs(after) ?? Infinity);
   return activity.open === 0 && nowMs - activity.lastActiveMs >= idle;
+}
+
+/**
+ * workloadsRunning counts a tenant's Pods in the super cluster that run or are about to (phase Running or Pending, not
+ * being deleted): with its policy's sleep.workloads KeepAwake, any keeps the tenant from sleeping when idle.
+ */
+export function workloadsRunning(pods: readonly KubeObject[]): number {
+  return pods.filter((p) => {
+    const phase = (p as { status?: { phase?: string } }).status?.phase ?? 'Pending';
+    return !p.metadata?.deletionTimestamp && (phase === 'Running' || phase === 'Pending');
+  }).length;
 }
 
 /**

@@ -3,7 +3,8 @@ import type { KubeClient } from '../kube/client.ts';
 import { objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
-import { ANN, IDENTITY } from '../names/names.ts';
+import { ANN, IDENTITY, LABEL } from '../names/names.ts';
+import type { SleepWorkloads } from '../tenancy/policy.ts';
 import { canSleep, type ProvisionLimits, type Provisioner } from '../provisioners/provisioner.ts';
 import { CONTINUE, type Outcome } from './decisions.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
@@ -19,6 +20,7 @@ import {
   WOKEN,
   wakeSeconds,
   wakesTotal,
+  workloadsRunning,
 } from './sleep.ts';
 
 const log = childLogger({ controller: 'virtualcluster-sleep' });
@@ -26,12 +28,16 @@ const log = childLogger({ controller: 'virtualcluster-sleep' });
 /** SleepControlOptions are what SleepControl reads of the VirtualCluster controller. */
 export interface SleepControlOptions {
   meta: KubeClient;
+  /** the super cluster, where a tenant's Pods run (read when its policy's sleep.workloads is KeepAwake) */
+  superClient: KubeClient;
   events: EventRecorder;
   provisioners: Partial<Record<string, Provisioner>>;
   /** the cached VirtualClusters */
   list: () => VirtualCluster[];
-  /** the served tenant's root namespace and provisioner type, by key */
-  served: (key: string) => { root: string; provisioner: string | undefined } | undefined;
+  /** the served tenant's root namespace, provisioner type and its policy's sleep.workloads, by key */
+  served: (
+    key: string,
+  ) => { root: string; provisioner: string | undefined; workloads?: SleepWorkloads | undefined } | undefined;
   enqueue: (key: string) => void;
   /** how often served tenants with spec.sleep are checked for idleness (default 5 s) */
   idleCheckMs?: number;
@@ -108,9 +114,31 @@ export class SleepControl {
       const served = this.o.served(objectKey(vc));
       const prov = served?.provisioner ? this.o.provisioners[served.provisioner] : undefined;
       if (!served || !canSleep(prov) || !idleDue(vc, prov.activity(served.root), now)) continue;
+      if (served.workloads === 'KeepAwake' && (await this.busy(vc, served.root))) continue;
       await this.request(vc, new Date(now).toISOString()).catch((e: unknown) =>
         log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'asking a sleep failed'),
       );
+    }
+  }
+
+  /**
+   * busy reports whether the tenant has Pods running (or pending) in the super cluster, its control plane's own Pods
+   * (those with a component label) aside; when they cannot be listed it is taken as busy, and sleeps at the next check.
+   */
+  private async busy(vc: VirtualCluster, root: string): Promise<boolean> {
+    try {
+      const pods = await this.o.superClient.list(R.pods, {
+        labelSelector: `${LABEL.cluster}=${root},!${LABEL.component}`,
+      });
+      const n = workloadsRunning(pods.items);
+      if (n > 0) log.debug({ vc: objectKey(vc), pods: n }, 'idle, kept awake by its running Pods');
+      return n > 0;
+    } catch (e) {
+      log.warn(
+        { vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) },
+        "listing the tenant's Pods failed",
+      );
+      return true;
     }
   }
 

@@ -98,13 +98,14 @@ const PLATFORM_ONLY = (policy: string): string =>
   'it widens what the tenant sees of the super cluster or where its control plane connects';
 
 describe('evaluatePolicy', () => {
-  it.each<[TenantPolicySpec, string]>([
-    [{}, 'Stop'],
-    [{ sleep: {} }, 'Stop'],
-    [{ sleep: { etcd: 'Keep' } }, 'Keep'],
-    [{ sleep: { etcd: 'Stop' } }, 'Stop'],
-  ])("policy %j: a sleep does %s with the tenant's etcd", (spec, want) => {
-    expect(evaluatePolicy(vc(), policy('p', spec), manager).effective.sleep).toEqual({ etcd: want });
+  it.each<[TenantPolicySpec, string, string]>([
+    [{}, 'Stop', 'Ignore'],
+    [{ sleep: {} }, 'Stop', 'Ignore'],
+    [{ sleep: { etcd: 'Keep' } }, 'Keep', 'Ignore'],
+    [{ sleep: { etcd: 'Stop', workloads: 'KeepAwake' } }, 'Stop', 'KeepAwake'],
+    [{ sleep: { workloads: 'Ignore' } }, 'Stop', 'Ignore'],
+  ])("policy %j: a sleep does %s with the tenant's etcd, running workloads: %s", (spec, etcd, workloads) => {
+    expect(evaluatePolicy(vc(), policy('p', spec), manager).effective.sleep).toEqual({ etcd, workloads });
   });
 
   it('gives a VirtualCluster that asks for nothing the restrictive built-in defaults', () => {
@@ -151,7 +152,7 @@ describe('evaluatePolicy', () => {
         ingresses: { hosts: [], classes: [], annotations: [] },
         endpoints: { allowedCIDRs: [] },
         importSecrets: [],
-        sleep: { etcd: 'Stop' },
+        sleep: { etcd: 'Stop', workloads: 'Ignore' },
         quota: builtinQuota,
       },
       violations: [],
@@ -220,7 +221,7 @@ describe('evaluatePolicy', () => {
       ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
       endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
       importSecrets: [],
-      sleep: { etcd: 'Stop' },
+      sleep: { etcd: 'Stop', workloads: 'Ignore' },
       // hard and limits replace the defaults whole; objects replaces the entries it names ({} lifts the caps)
       quota: {
         resourceQuota: { pods: '20' },
@@ -677,6 +678,7 @@ describe('DEFAULT_POLICY', () => {
     ['quota.byteRate.perSecond', DEFAULT_POLICY.quotaByteRate.perSecond],
     ['quota.byteRate.burst', DEFAULT_POLICY.quotaByteRate.burst],
     ['sleep.etcd', DEFAULT_POLICY.sleepEtcd],
+    ['sleep.workloads', DEFAULT_POLICY.sleepWorkloads],
     ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],
     ['controlPlane.expose.extraNames', DEFAULT_POLICY.exposeExtraNames],
     ['controlPlane.expose.fixedNodePort', DEFAULT_POLICY.exposeFixedNodePort],

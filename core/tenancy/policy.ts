@@ -94,12 +94,15 @@ export interface TenantPolicySpec {
   pluginConfig?: Record<string, unknown>;
   /** snapshots, retention and deletion of the tenants under the policy (core/lifecycle/backuppolicy.ts) */
   backup?: GeneratedPolicySpec['backup'];
-  /** what a sleep does with a tenant's own etcd */
-  sleep?: { etcd?: SleepEtcd };
+  /** what a sleep does with a tenant's own etcd, and whether running workloads keep a tenant awake */
+  sleep?: { etcd?: SleepEtcd; workloads?: SleepWorkloads };
 }
 
 /** SleepEtcd is what a sleep does with the tenant's own etcd: stop it, or keep it running. */
 export type SleepEtcd = 'Stop' | 'Keep';
+
+/** SleepWorkloads is whether a tenant's Pods running in the super cluster keep it from sleeping when idle. */
+export type SleepWorkloads = 'Ignore' | 'KeepAwake';
 
 /** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */
 export interface ServiceTypePolicy {
@@ -182,6 +185,7 @@ export const DEFAULT_POLICY = {
   quotaEtcdBytes: 2147483648,
   quotaByteRate: { perSecond: DEFAULT_BYTE_RATE.perSecond, burst: DEFAULT_BYTE_RATE.burst },
   sleepEtcd: 'Stop',
+  sleepWorkloads: 'Ignore',
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
   exposeFixedNodePort: false,
@@ -229,6 +233,7 @@ export const DEFAULT_POLICY = {
   quotaEtcdBytes: number;
   quotaByteRate: ByteRate;
   sleepEtcd: SleepEtcd;
+  sleepWorkloads: SleepWorkloads;
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
   exposeFixedNodePort: boolean;
@@ -328,7 +333,7 @@ export interface EffectiveSettings {
   /** the Secrets the policy grants the import provisioner (spec.grants.importSecrets); it reads no other */
   importSecrets: Array<{ namespace: string; name: string }>;
   /** what a sleep does with the tenant's own etcd (the local provisioner) */
-  sleep: { etcd: SleepEtcd };
+  sleep: { etcd: SleepEtcd; workloads: SleepWorkloads };
 }
 
 /** QuotaSettings are the quota section of a tenant's effective policy. */
@@ -559,7 +564,10 @@ export function evaluatePolicy(
       endpoints: { allowedCIDRs: [...(p.endpoints?.allowedCIDRs ?? DEFAULT_POLICY.endpointsAllowedCIDRs)] },
       quota: quotaSettings(p.quota),
       importSecrets: (p.grants?.importSecrets ?? []).map((x) => ({ namespace: x.namespace, name: x.name })),
-      sleep: { etcd: p.sleep?.etcd ?? DEFAULT_POLICY.sleepEtcd },
+      sleep: {
+        etcd: p.sleep?.etcd ?? DEFAULT_POLICY.sleepEtcd,
+        workloads: p.sleep?.workloads ?? DEFAULT_POLICY.sleepWorkloads,
+      },
     },
     violations,
   };

@@ -13,6 +13,7 @@ import type { BenchResult } from './main.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 import { interleave, measured, repsOf, reportRatios } from './repeat.ts';
 import { backupAtSizes, objectCounts } from './densitybackup.ts';
+import { asleepFootprint } from './densityasleep.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { cpuSeconds } from '../../core/dev/local/procstats.ts';
 
@@ -166,6 +167,14 @@ export async function densityBench(): Promise<BenchResult> {
     const asleepCpu = await idleCpu(Math.min(settleMs, 15_000));
     const asleep = tenants.map((t) => rss(t.root));
     const managerGrowth = process.memoryUsage().rss / MiB - managerBefore;
+    // What a sleeping tenant still holds (its state directory on disk, a front door in the manager), and how many
+    // sleeping tenants this host has room for by each.
+    const doors = Number(process.env.DENSITY_DOORS ?? 1000);
+    const footprint = await asleepFootprint(
+      tenants.map((t) => join(dir, 'tenants', t.root)),
+      doors,
+    );
+    const fits = Object.entries(footprint.fit).sort((a, b) => a[1] - b[1]);
     // kubectl, as a user runs it, once per tenant: its connections end with it (a kept-alive one is use: the tenant
     // stays awake).
     const listAll = async () => {
@@ -243,6 +252,9 @@ export async function densityBench(): Promise<BenchResult> {
         ...heapFigures,
         asleepRssMiBPerTenant: asleepMean,
         asleepToAwakeMemoryRatio: asleepMean / awakeMean,
+        asleepDiskMiBPerTenant: footprint.diskMiB,
+        asleepManagerKiBPerTenant: footprint.managerKiB,
+        sleepingTenantsFit: fits[0]![1],
         // CPU of idle tenants in millicores (thousandths of a core) per tenant, over DENSITY_SETTLE_MS each
         awakeIdleMilliCoresPerTenant: (awakeCpu.tenants / n) * 1000,
         asleepMilliCoresPerTenant: (asleepCpu.tenants / n) * 1000,
@@ -261,6 +273,7 @@ export async function densityBench(): Promise<BenchResult> {
         awakeRssMiB: awake,
         asleepRssMiB: asleep,
         managerRssGrowthMiBWhileAsleep: managerGrowth,
+        asleepFootprint: footprint,
         wakeMs,
         wakePhases,
         backups,
@@ -292,6 +305,13 @@ export async function densityBench(): Promise<BenchResult> {
             ]
           : []),
         `asleep, a tenant runs no process; the manager's RSS changed by ${managerGrowth.toFixed(1)} MiB while all slept (front doors live in it)`,
+        'what a sleeping tenant still holds: its state directory (PKI, kubeconfigs, its etcd data and write-ahead ' +
+          `log) on disk, du's blocks (asleepDiskMiBPerTenant); a front door in the manager, one listening socket, ` +
+          `whose resident memory is measured over ${doors} doors opened at once in this process ` +
+          `(asleepManagerKiBPerTenant, DENSITY_DOORS); and its VirtualCluster and kubeconfig Secret in the meta ` +
+          `cluster. sleepingTenantsFit is the least of what this host has room for: ` +
+          fits.map(([k, v]) => `${k} ${v}`).join(', ') +
+          ' (free disk of the state directory, available memory, open-files limit, ephemeral ports)',
       ],
     };
   } finally {

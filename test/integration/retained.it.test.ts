@@ -339,4 +339,49 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
     expect(kept.filter((e) => newest - Date.parse(e.createdAt) > 20_000)).toEqual([]);
     expect(kept.map((e) => e.id).filter((id) => earlier.includes(id))).toEqual([]);
   }, 200_000);
+
+  it('a sleeping tenant in git: a revision that changes its spec wakes it and is applied, said by an event', async () => {
+    await policy('10m', { schedule: { every: '1h' } });
+    const withSleep = await git.commitFiles(
+      'tenants',
+      { [FILE]: vcYaml({ weight: 2, sleep: { afterIdle: '1h' } }) },
+      'gamma sleeps when idle',
+    );
+    await applied(withSleep);
+    await eventually(
+      async () =>
+        expect((await vc())?.status?.conditions).toContainEqual(
+          expect.objectContaining({ type: 'Exposed', reason: 'FrontDoor' }),
+        ),
+      120_000,
+    );
+    const run = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [vcBin, ...args, '--kubeconfig', t.sc.kubeconfigPath], {
+        timeout: 180_000,
+      });
+    const slept = await run('sleep', NAME);
+    expect(slept.stdout + slept.stderr).toContain('is Sleeping');
+    await eventually(async () => expect((await vc())?.status?.phase).toBe('Sleeping'), 60_000);
+
+    const changed = await git.commitFiles(
+      'tenants',
+      { [FILE]: vcYaml({ weight: 3, sleep: { afterIdle: '1h' } }) },
+      'gamma weight 3 while asleep',
+    );
+    await applied(changed);
+    const woken = await eventually(async () => {
+      const v = await vc();
+      expect(v?.status?.phase).toBe('Running');
+      expect(v?.status?.observedGeneration).toBe(v?.metadata?.generation);
+      return v!;
+    }, 180_000);
+    expect(woken.spec.weight).toBe(3);
+    const events = (
+      await t.client.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
+        R.events,
+        { namespace: 'default' },
+      )
+    ).items.filter((e) => e.involvedObject?.name === NAME);
+    expect(events.map((e) => `${e.reason}: ${e.message}`)).toContain('Woken: the spec changed: woken to apply it');
+  }, 400_000);
 });

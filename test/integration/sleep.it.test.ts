@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
+import { ETCD_DIR, LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import { ANN, rootNamespace } from '../../core/names/names.ts';
+import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
@@ -171,6 +171,14 @@ describe('sleep and wake of a local tenant on real processes', () => {
     await eventually(() => expect(pids.some(alive)).toBe(false), 20_000);
     expect(local.controlPlane(root)).toBeUndefined();
     expect(seen.get(root)?.type).toBe('remove');
+    // Its etcd's write-ahead log keeps its records, not the 64 MB etcd allocated for it.
+    const wal = join(stateDir, root, ETCD_DIR, 'data', 'member', 'wal');
+    await eventually(() => {
+      const segments = readdirSync(wal).filter((f) => f.endsWith('.wal'));
+      expect(segments.length).toBeGreaterThan(0);
+      const onDisk = segments.reduce((a, f) => a + statSync(join(wal, f)).blocks * 512, 0);
+      expect(onDisk).toBeLessThan(8 << 20);
+    });
     expect(await events('dozy')).toContain('Sleeping');
 
     // The first request, the reader's, waits for the wake and then succeeds; the data is the tenant's own, kept while
@@ -265,6 +273,54 @@ describe('sleep and wake of a local tenant on real processes', () => {
     vc = await phase('light', 'Running');
     expect(local.tenantEtcd(root)?.process.pid).toBe(etcd);
     expect(local.controlPlane(root)?.apiserver.pid).not.toBe(apiserver);
+  });
+
+  it("with its policy's sleep.workloads KeepAwake, a Pod of its own running in the super cluster keeps it awake", async () => {
+    await t.client.apply(
+      R.tenantpolicies,
+      {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'keep-awake' },
+        spec: {
+          provisioners: { allowed: ['local'] },
+          sleep: { workloads: 'KeepAwake' },
+          grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
+        },
+      },
+      'test',
+    );
+    await create('busy', { policyName: 'keep-awake', sleep: { afterIdle: '10s' } });
+    const vc = await phase('busy', 'Running');
+    const root = rootNamespace('default', 'busy', vc.metadata!.uid!);
+    // The tenant's Pod as the syncer copies it: in its prefixed namespace, labelled with its cluster, on a (kwok) node.
+    const ns = `${root}-default`;
+    await t.client.create(R.namespaces, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns, labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: root } },
+    });
+    const node = (await t.client.list(R.nodes)).items[0]!.metadata!.name!;
+    await t.client.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'worker', namespace: ns, labels: { [LABEL.managedBy]: 'vc-syncer', [LABEL.cluster]: root } },
+      spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+    });
+    await eventually(async () =>
+      expect(
+        (await t.client.get<KubeObject & { status?: { phase?: string } }>(R.pods, ns, 'worker')).status?.phase,
+      ).toBe('Running'),
+    );
+    // Idle through its front door for three times its afterIdle, checked every second: it stays awake.
+    await new Promise((r) => setTimeout(r, 30_000));
+    expect((await getVC('busy')).status?.phase).toBe('Running');
+    expect(local.controlPlane(root)?.apiserver.running).toBe(true);
+
+    // Its Pod gone, it is idle and sleeps.
+    await t.client.delete(R.pods, ns, 'worker', { gracePeriodSeconds: 0 });
+    await phase('busy', 'Sleeping', 60_000);
+    expect(local.controlPlane(root)).toBeUndefined();
   });
 
   it('refuses to sleep a tenant without spec.sleep, which has no front door, and keeps it running', async () => {

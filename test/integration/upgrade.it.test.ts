@@ -3,8 +3,10 @@
  * the current one when its ClusterVersion names it: a snapshot (reason upgrade) first, then etcd, kube-apiserver and
  * kube-controller-manager in the skew policy's order, each health-checked; every object it had is there after, with
  * the same uid. A skipped minor and a downgrade are refused with the object, field and reason, and the running tenant
- * is left as it was (same processes, same version). The older minor's binaries are built on first use
- * (ensureKubernetesMinor), so a cold run of this file includes that build.
+ * is left as it was (same processes, same version). A restore follows the same rules (issue 34 §2): the snapshot
+ * of the older minor goes into the tenant on the newer one, and one of the newer minor into a tenant on the older is
+ * refused before anything stops. The older minor's binaries are built on first use (ensureKubernetesMinor), so a cold
+ * run of this file includes that build.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
-import { snapshotBeforeUpgrade } from '../../core/lifecycle/backups.ts';
+import { BackupController, snapshotBeforeUpgrade } from '../../core/lifecycle/backups.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { DirectoryStore } from '../../core/backup/store.ts';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
@@ -27,6 +29,7 @@ import {
   previousKubernetes,
 } from '../../core/toolchain/minors.ts';
 import { optionalBuild } from '../optionalbuilds.ts';
+import { runVc } from '../vccli.ts';
 import { pinnedVersions } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -55,6 +58,8 @@ describe('upgrading a tenant across Kubernetes minors', () => {
   let store: DirectoryStore;
   let local: LocalProvisioner;
   let controller: VirtualClusterController;
+  let backups: BackupController;
+  const vc = (args: string[]) => runVc(t.sc.kubeconfigPath, stateDir, args);
   const get = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, NS, name);
   const root = (vc: VirtualCluster) => vc.status!.clusterNamespace!;
   const condition = (vc: VirtualCluster, type: string) => vc.status?.conditions?.find((c) => c.type === type);
@@ -117,10 +122,14 @@ describe('upgrading a tenant across Kubernetes minors', () => {
       health: { intervalMs: 1000, timeoutMs: 1500 },
       beforeUpgrade: (vc, from) => snapshotBeforeUpgrade(backupOptions, vc, from),
     });
+    // vc backup and vc restore are answered by the backup controller, on the same store.
+    backups = new BackupController({ ...backupOptions, retention: { count: 10 } });
     await controller.start();
+    await backups.start();
   }, 240_000);
 
   afterAll(async () => {
+    await backups?.stop();
     await controller?.stop();
     await local?.stop();
     await t?.stop();
@@ -248,5 +257,47 @@ describe('upgrading a tenant across Kubernetes minors', () => {
       expect(seen).toContain(`Normal/UpgradeSnapshot: snapshot ${snaps[0]!.id} taken before ${OLD} -> ${NEW}`);
       expect(seen).toContain('Normal/Updating: rolling kube-apiserver, then kube-controller-manager to the new spec');
     },
+  );
+
+  it.skipIf(!haveMinor)(
+    `restores the ${OLD} snapshot taken before the upgrade into the tenant now on ${NEW}: its objects come back`,
+    async () => {
+      const [snap] = await store.list({ namespace: NS, name: 'up' });
+      const c = await tenantClient('up');
+      for (let i = 0; i < 5; i++) await c.delete(R.configmaps, 'app', `obj-${i}`);
+      await c.create(R.configmaps, { metadata: { name: 'later', namespace: 'app' }, data: { i: 'later' } });
+      const r = await vc(['restore', 'up', '--from', snap!.id]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toBe(`virtualcluster ${NS}/up: restored from snapshot ${snap!.id} of ${NS}/up\n`);
+      // The data of the older minor, read by the newer apiserver as an upgrade reads it: every object as it was.
+      await eventually(async () => expect(await objects(await tenantClient('up'))).toEqual(before), 120_000);
+      expect(await version(await tenantClient('up'))).toBe(NEW);
+    },
+    300_000,
+  );
+
+  it.skipIf(!haveMinor)(
+    `refuses to restore a snapshot of ${NEW} into a tenant on ${OLD} (a downgrade), and stops nothing`,
+    async () => {
+      await create('old', 'k8s-old');
+      const vcOld = await eventually(async () => {
+        const v = await get('old');
+        expect(v.status?.phase).toBe('Running');
+        // The restore reads the version the health monitor saw.
+        expect(v.status?.components?.find((x) => x.name === 'kube-apiserver')?.version).toBe(OLD);
+        return v;
+      }, 120_000);
+      const pid = local.controlPlane(root(vcOld))!.apiserver.pid;
+      const taken = await vc(['backup', 'create', 'up']);
+      expect(taken.code, taken.stderr).toBe(0);
+      const id = taken.stdout.trim();
+      const r = await vc(['restore', 'up', '--from', id, '--as', 'old', '--wait', '120']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`snapshot ${id} holds the data of Kubernetes ${NEW} and this tenant runs ${OLD}: `);
+      expect(r.stderr).toContain('nothing was stopped');
+      expect(local.controlPlane(root(await get('old')))!.apiserver.pid).toBe(pid);
+      expect(await version(await tenantClient('old'))).toBe(OLD);
+    },
+    300_000,
   );
 });

@@ -44,6 +44,7 @@ import { localComponents, watchCrashes } from './components.ts';
 import { FrontDoors, frontDoorAccess } from './frontdoors.ts';
 import type { Snapshotter } from '../../backup/backup.ts';
 import { saveEtcdSnapshot, type SnapshotFile } from '../../backup/etcdsnapshot.ts';
+import { releaseWalSpace } from '../local/walspace.ts';
 import { restoreDataDir } from '../../backup/restore.ts';
 import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
@@ -373,7 +374,14 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     this.running.delete(root);
     const desired = entry?.desired ?? this.settings(vc, limits);
     const keep = limits.sleepEtcd === 'Keep' ? entry?.etcd : undefined;
-    const stopped = entry ? stopRunning(entry, { keepEtcd: !!keep }) : Promise.resolve();
+    // The etcd it stopped gives back the space its write-ahead log preallocated (64 MB) before a wake may start it:
+    // a wake waits for `stopped`.
+    const stoppedEtcd = !keep && entry?.etcd;
+    const stopped = entry
+      ? stopRunning(entry, { keepEtcd: !!keep }).then(async () => {
+          if (stoppedEtcd) await releaseWalSpace(join(stoppedEtcd.dir, 'data'));
+        })
+      : Promise.resolve();
     const hash = entry?.hash ?? settingsHash(desired);
     this.sleeping.set(root, { vc: entry?.vc ?? vc, desired, hash, stopped, ...(keep && { etcd: keep }) });
     await stopped;
