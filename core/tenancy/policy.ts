@@ -53,6 +53,8 @@ export interface TenantPolicySpec {
     expose?: ExposePolicy;
     /** the most spec.controlPlane.replicas a VirtualCluster may ask for */
     maxReplicas?: number;
+    /** the most CPU and memory any request or limit of each native control-plane component may be */
+    maxResources?: ControlPlaneMaxResources;
   };
   podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
   pods?: {
@@ -329,6 +331,21 @@ export interface EffectiveSettings {
   importSecrets: Array<{ namespace: string; name: string }>;
   /** what a sleep does with the tenant's own etcd (the local provisioner) */
   sleep: { etcd: SleepEtcd };
+  /** the most each native control-plane component's container may request or be limited to; absent: no bound */
+  controlPlaneMaxResources?: ControlPlaneMaxResources;
+}
+
+/** ComponentMaximum is the most CPU and memory (quantities) any request or limit of one component's container may be. */
+export interface ComponentMaximum {
+  cpu?: string;
+  memory?: string;
+}
+
+/** ControlPlaneMaxResources are a TenantPolicy's spec.controlPlane.maxResources, by ClusterVersion component field. */
+export interface ControlPlaneMaxResources {
+  etcd?: ComponentMaximum;
+  apiServer?: ComponentMaximum;
+  controllerManager?: ComponentMaximum;
 }
 
 /** QuotaSettings are the quota section of a tenant's effective policy. */
@@ -560,6 +577,7 @@ export function evaluatePolicy(
       quota: quotaSettings(p.quota),
       importSecrets: (p.grants?.importSecrets ?? []).map((x) => ({ namespace: x.namespace, name: x.name })),
       sleep: { etcd: p.sleep?.etcd ?? DEFAULT_POLICY.sleepEtcd },
+      ...optional('controlPlaneMaxResources', p.controlPlane?.maxResources),
     },
     violations,
   };
