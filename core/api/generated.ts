@@ -2131,10 +2131,16 @@ export interface VnAgentConfiguration {
   port?: number;
   /** Where a generated serving certificate is kept. */
   stateDir?: string;
-  /** Serving certificate file; generated (self-signed) into stateDir when absent. Goes with servingKey. */
+  /**
+   * Serving certificate file; generated into stateDir when absent (with a CA of its own, serving-ca.crt, which renews
+   * it at two thirds of its life while the agent runs). Given, it is read again every 20 seconds and a new pair (a
+   * renewed Secret) is served without a restart. Goes with servingKey.
+   */
   servingCert?: string;
   /** Serving key file. Goes with servingCert. */
   servingKey?: string;
+  /** Lifetime in days of a generated serving certificate (fractions allowed; tests use minutes). Defaults to 3650. */
+  servingCertValidityDays?: number;
   /** Kubeconfig of the meta cluster (VirtualClusters, kubeconfig Secrets); in-cluster credentials when absent. */
   metaKubeconfig?: string;
   /** Kubeconfig of the super cluster (Pods, Nodes); the meta cluster's when absent. */
