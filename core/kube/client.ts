@@ -218,8 +218,10 @@ export class KubeClient {
     });
     const tls: https.RequestOptions = { rejectUnauthorized: true };
     if (k.caPem) tls.ca = k.caPem;
-    if (k.certPem) tls.cert = k.certPem;
-    if (k.keyPem) tls.key = k.keyPem;
+    // A source's certificate goes per request: the connection pools must not hold one of their own, since an
+    // agent's options win over a request's (Node's Agent.addRequest) and the first certificate would stay for good.
+    if (k.certPem && !credentials) tls.cert = k.certPem;
+    if (k.keyPem && !credentials) tls.key = k.keyPem;
     if (k.tlsServerName) tls.servername = k.tlsServerName;
     // Only what the parser accepted, inline and fixed: nothing here is read again or run.
     const source = credentials ?? staticSource(k.token ? { authorization: `Bearer ${k.token}` } : {});
