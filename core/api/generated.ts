@@ -530,6 +530,14 @@ export interface TenantPolicyQuantities {
   [key: string]: string;
 }
 
+/** The most CPU and memory any request or limit of one component's container may be. */
+export interface TenantPolicyComponentMaximum {
+  /** CPU, e.g. 2 or 1500m. */
+  cpu?: string;
+  /** Memory, e.g. 2Gi. */
+  memory?: string;
+}
+
 /** A quantity, e.g. 500m, 4 or 16Gi. */
 export type TenantPolicyComputeQuantity = string;
 
@@ -594,6 +602,23 @@ export interface TenantPolicySpec {
      * VirtualCluster asking for more is refused (PolicyViolation). Defaults to 1.
      */
     maxReplicas?: number;
+    /**
+     * The most CPU and memory each container of a native tenant's control-plane components may request or be limited
+     * to: every request and limit of a component, as the tenant's ClusterVersion gives it or the native provisioner's
+     * default fills it in (docs/operations/high-availability.md), must be at most this. A tenant whose ClusterVersion
+     * asks for more is refused by the native provisioner (reason ControlPlaneResourcesOverPolicy) naming the
+     * ClusterVersion's field and this one, and nothing is applied: a running tenant keeps running as it was. The local
+     * provisioner runs processes without container resources and is not bounded. A component or resource left out is
+     * not bounded.
+     */
+    maxResources?: {
+      /** The most for each etcd member's container. */
+      etcd?: TenantPolicyComponentMaximum;
+      /** The most for each kube-apiserver's container. */
+      apiServer?: TenantPolicyComponentMaximum;
+      /** The most for each kube-controller-manager's container. */
+      controllerManager?: TenantPolicyComponentMaximum;
+    };
     /**
      * What a VirtualCluster may ask for in spec.apiServer.expose. A VirtualCluster asking for more is refused
      * (PolicyViolation). The ClusterVersion's apiServer.serviceType is the platform's and is not checked here.
@@ -2115,10 +2140,16 @@ export interface VnAgentConfiguration {
   port?: number;
   /** Where a generated serving certificate is kept. */
   stateDir?: string;
-  /** Serving certificate file; generated (self-signed) into stateDir when absent. Goes with servingKey. */
+  /**
+   * Serving certificate file; generated into stateDir when absent (with a CA of its own, serving-ca.crt, which renews
+   * it at two thirds of its life while the agent runs). Given, it is read again every 20 seconds and a new pair (a
+   * renewed Secret) is served without a restart. Goes with servingKey.
+   */
   servingCert?: string;
   /** Serving key file. Goes with servingCert. */
   servingKey?: string;
+  /** Lifetime in days of a generated serving certificate (fractions allowed; tests use minutes). Defaults to 3650. */
+  servingCertValidityDays?: number;
   /** Kubeconfig of the meta cluster (VirtualClusters, kubeconfig Secrets); in-cluster credentials when absent. */
   metaKubeconfig?: string;
   /** Kubeconfig of the super cluster (Pods, Nodes); the meta cluster's when absent. */

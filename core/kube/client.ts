@@ -194,8 +194,12 @@ export class KubeClient {
     return KubeClient.fromSafe(parseKubeconfig(text, source), opts);
   }
 
-  /** KubeClient.fromSafe builds a client from a kubeconfig parseKubeconfig accepted; nothing is read or run. */
-  static fromSafe(k: SafeKubeconfig, opts: ClientOptions = {}): KubeClient {
+  /**
+   * KubeClient.fromSafe builds a client from a kubeconfig parseKubeconfig accepted; nothing is read or run. A
+   * `credentials` source the program gives (a node credential it renews) replaces the kubeconfig's inline user for
+   * every request: a certificate it hands out opens connections of its own.
+   */
+  static fromSafe(k: SafeKubeconfig, opts: ClientOptions = {}, credentials?: CredentialSource): KubeClient {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
     const kc = new Kubeconfig();
     kc.loadFromOptions({
@@ -214,13 +218,15 @@ export class KubeClient {
     });
     const tls: https.RequestOptions = { rejectUnauthorized: true };
     if (k.caPem) tls.ca = k.caPem;
-    if (k.certPem) tls.cert = k.certPem;
-    if (k.keyPem) tls.key = k.keyPem;
+    // A source's certificate goes per request: the connection pools must not hold one of their own, since an
+    // agent's options win over a request's (Node's Agent.addRequest) and the first certificate would stay for good.
+    if (k.certPem && !credentials) tls.cert = k.certPem;
+    if (k.keyPem && !credentials) tls.key = k.keyPem;
     if (k.tlsServerName) tls.servername = k.tlsServerName;
     // Only what the parser accepted, inline and fixed: nothing here is read again or run.
-    const credentials = staticSource(k.token ? { authorization: `Bearer ${k.token}` } : {});
+    const source = credentials ?? staticSource(k.token ? { authorization: `Bearer ${k.token}` } : {});
     const agent = new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
-    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs), credentials);
+    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs), source);
   }
 
   /**

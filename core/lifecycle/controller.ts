@@ -437,6 +437,9 @@ export class VirtualClusterController {
       etcdBytes: p.effective!.quota.etcdBytes,
       importSecrets: p.effective!.importSecrets,
       ...(clusterVersion && { clusterVersion }),
+      ...(p.effective!.controlPlaneMaxResources && {
+        maxResources: { policyName: p.effective!.policyName, max: p.effective!.controlPlaneMaxResources },
+      }),
       beforeUpgrade: (from, to) => this.beforeUpgrade(p.vc, from, to),
     });
   }

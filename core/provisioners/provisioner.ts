@@ -1,5 +1,6 @@
 import type { ClusterVersionSpec } from '../api/generated.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
+import type { ControlPlaneMaxResources } from '../tenancy/policy.ts';
 import type { RollComponent, RollFailure } from './roll.ts';
 
 /** Provisioned describes a tenant control plane that answers. */
@@ -74,6 +75,11 @@ export interface ProvisionLimits {
    * costs its memory while asleep and spares its start on the wake
    */
   sleepEtcd?: 'Stop' | 'Keep';
+  /**
+   * the most each control-plane component's container may request or be limited to (the policy's
+   * controlPlane.maxResources) and the policy that says so; the native provisioner refuses a ClusterVersion over it
+   */
+  maxResources?: { policyName: string; max: ControlPlaneMaxResources };
 }
 
 /**

@@ -620,6 +620,17 @@ describe('evaluatePolicy: forced Pod placement and copied metadata', () => {
     expect(message).toContain('/spec/pods/forced/tolerations/0/operator must be one of');
     expect(message).toContain('/spec/copiedMetadata/labels/0 must match pattern');
   });
+  it('hands controlPlane.maxResources to the provisioner as is, and the schema refuses a maximum that is no quantity', () => {
+    const max = { etcd: { cpu: '1', memory: '4Gi' }, apiServer: { memory: '2Gi' } };
+    const r = checkPolicies(vc({ policyName: 'sized' }), [policy('sized', { controlPlane: { maxResources: max } })]);
+    expect('effective' in r && r.effective.controlPlaneMaxResources).toEqual(max);
+    const none = checkPolicies(vc({ policyName: 'open' }), [policy('open', {})]);
+    expect('effective' in none && none.effective).not.toHaveProperty('controlPlaneMaxResources');
+    const bad = policy('bad', { controlPlane: { maxResources: { apiServer: { memory: 'lots' } } } });
+    const refused = checkPolicies(vc({ policyName: 'bad' }), [bad]);
+    const message = 'violations' in refused ? refused.violations.map((v) => v.message).join('\n') : '';
+    expect(message).toContain('/spec/controlPlane/maxResources/apiServer/memory must match pattern');
+  });
 });
 
 describe('DEFAULT_POLICY', () => {

@@ -53,6 +53,8 @@ export interface TenantPolicySpec {
     expose?: ExposePolicy;
     /** the most spec.controlPlane.replicas a VirtualCluster may ask for */
     maxReplicas?: number;
+    /** the most CPU and memory any request or limit of each native control-plane component may be */
+    maxResources?: ControlPlaneMaxResources;
   };
   podSecurity?: { allowedLevels?: PodSecurityLevel[]; defaultLevel?: PodSecurityLevel };
   pods?: {
@@ -334,6 +336,21 @@ export interface EffectiveSettings {
   importSecrets: Array<{ namespace: string; name: string }>;
   /** what a sleep does with the tenant's own etcd (the local provisioner) */
   sleep: { etcd: SleepEtcd; workloads: SleepWorkloads };
+  /** the most each native control-plane component's container may request or be limited to; absent: no bound */
+  controlPlaneMaxResources?: ControlPlaneMaxResources;
+}
+
+/** ComponentMaximum is the most CPU and memory (quantities) any request or limit of one component's container may be. */
+export interface ComponentMaximum {
+  cpu?: string;
+  memory?: string;
+}
+
+/** ControlPlaneMaxResources are a TenantPolicy's spec.controlPlane.maxResources, by ClusterVersion component field. */
+export interface ControlPlaneMaxResources {
+  etcd?: ComponentMaximum;
+  apiServer?: ComponentMaximum;
+  controllerManager?: ComponentMaximum;
 }
 
 /** QuotaSettings are the quota section of a tenant's effective policy. */
@@ -568,6 +585,7 @@ export function evaluatePolicy(
         etcd: p.sleep?.etcd ?? DEFAULT_POLICY.sleepEtcd,
         workloads: p.sleep?.workloads ?? DEFAULT_POLICY.sleepWorkloads,
       },
+      ...optional('controlPlaneMaxResources', p.controlPlane?.maxResources),
     },
     violations,
   };

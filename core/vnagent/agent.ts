@@ -40,6 +40,7 @@ import { StreamLimits, TOO_MANY_STREAMS, type StreamLimitOptions } from './limit
 import { kindOf, METHODS, targetOf, translatePath, KUBELET_KINDS } from './routes.ts';
 import { simulatedNodeRefusal } from './simulated.ts';
 import { kubeletEndpointOf, type SuperView } from './superview.ts';
+import { parseNodeCredential, type RenewedNodeCredential } from './nodecredential.ts';
 import { agentTenantUsage, tenantUsage, USAGE_PATHS, usageKindOf, type UsageKind } from './usageroute.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
@@ -49,7 +50,7 @@ const RENEW_RETRY_MS = 60_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Credential is one certificate of the agent's own that it renews while it runs. */
-type Credential = 'serving' | 'kubelet client';
+type Credential = 'serving' | 'kubelet client' | `node ${string}`;
 
 /** DEFAULT_PORT is the port the vn-agent listens on, and the vNodes' kubelet port (plugins/nodes). */
 export const DEFAULT_PORT = VN_AGENT_PORT;
@@ -223,6 +224,11 @@ export class VnAgent {
     return a;
   }
 
+  /** superView is what the agent reads super Pods and Nodes through. */
+  get superView(): SuperView {
+    return this.o.superView;
+  }
+
   /** port is the bound port. */
   get port(): number {
     return (this.server.address() as AddressInfo).port;
@@ -266,6 +272,26 @@ export class VnAgent {
    */
   renewKubeletClient(current: string, issue: () => Promise<CertKeyPair>, fraction = DEFAULT_RENEW_FRACTION): void {
     this.renew('kubelet client', current, issue, (pair) => this.setKubeletClient(pair), fraction);
+  }
+
+  /**
+   * renewNodeCredential keeps a node credential the agent reads super Pods with renewed for as long as it runs, as
+   * renewServing does: at `fraction` of its life `issue` makes the next, which the clients built on `held` send from
+   * then on (RenewedNodeCredential).
+   */
+  renewNodeCredential(
+    held: RenewedNodeCredential,
+    issue: () => Promise<CertKeyPair>,
+    fraction = DEFAULT_RENEW_FRACTION,
+  ): void {
+    const node = held.current.nodeName;
+    this.renew(
+      `node ${node}`,
+      held.current.certPem,
+      issue,
+      (pair) => held.replace(parseNodeCredential(pair.certPem, pair.keyPem, `renewed for ${node}`, node)),
+      fraction,
+    );
   }
 
   /** renew schedules the renewal of one credential at `fraction` of the life of `current`, and the next after it. */

@@ -77,13 +77,51 @@ describe('vn-agent configuration', () => {
 
   it('generates a serving certificate once and reuses it', async () => {
     const stateDir = join(dir, 'state');
-    const first = await ensureServingCert({ stateDir, names: ['node-1', '10.0.0.7'] });
+    const first = (await ensureServingCert({ stateDir, names: ['node-1', '10.0.0.7'] })).pair;
     const c = new X509Certificate(first.certPem);
     expect(c.subjectAltName).toContain('DNS:node-1');
     expect(c.subjectAltName).toContain('IP Address:10.0.0.7');
     expect(c.subjectAltName).toContain('IP Address:127.0.0.1');
     const again = await ensureServingCert({ stateDir });
-    expect(again.certPem).toBe(first.certPem);
+    expect(again.pair.certPem).toBe(first.certPem);
+  });
+
+  it('renews a generated serving certificate from the same CA, and at start when it is past two thirds of its life', async () => {
+    const stateDir = join(dir, 'renewing');
+    const ca = () => new X509Certificate(readFileSync(join(stateDir, 'serving-ca.crt'), 'utf8'));
+    // Two minutes from a minute back: due in a minute.
+    const first = await ensureServingCert({ stateDir, names: ['node-1'], validityDays: 2 / 1440 });
+    const x1 = new X509Certificate(first.pair.certPem);
+    expect(x1.verify(ca().publicKey)).toBe(true);
+    const renewed = await first.renew!();
+    const x2 = new X509Certificate(renewed.certPem);
+    expect(x2.serialNumber).not.toBe(x1.serialNumber);
+    expect(x2.verify(ca().publicKey)).toBe(true);
+    expect(x2.subjectAltName).toContain('DNS:node-1');
+    expect(readFileSync(join(stateDir, 'serving.crt'), 'utf8')).toBe(renewed.certPem);
+    // A start finds it within its life's first two thirds: kept.
+    expect((await ensureServingCert({ stateDir, validityDays: 2 / 1440 })).pair.certPem).toBe(renewed.certPem);
+    // A one-second certificate (from a minute back) is past two thirds at once: the next start renews it.
+    const other = join(dir, 'short');
+    const short = await ensureServingCert({ stateDir: other, validityDays: 1 / 86_400 });
+    const restarted = await ensureServingCert({ stateDir: other, validityDays: 1 });
+    expect(restarted.pair.certPem).not.toBe(short.pair.certPem);
+    const otherCA = new X509Certificate(readFileSync(join(other, 'serving-ca.crt'), 'utf8'));
+    expect(new X509Certificate(restarted.pair.certPem).verify(otherCA.publicKey)).toBe(true);
+    expect(readFileSync(join(other, 'serving.crt'), 'utf8')).toBe(restarted.pair.certPem);
+  });
+
+  it('gives configured files as they are, with no renewal of its own', async () => {
+    const stateDir = join(dir, 'configured');
+    const made = (await ensureServingCert({ stateDir })).pair;
+    writeFileSync(join(dir, 'given.crt'), made.certPem);
+    writeFileSync(join(dir, 'given.key'), made.keyPem);
+    const given = await ensureServingCert({
+      stateDir: join(dir, 'unused'),
+      certFile: join(dir, 'given.crt'),
+      keyFile: join(dir, 'given.key'),
+    });
+    expect(given).toEqual({ pair: made });
   });
 
   it('accepts the configuration shipped in deploy/vn-agent/daemonset.yaml', () => {

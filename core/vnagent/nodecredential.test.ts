@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCA, issueCert, issueNodeCert, type CertKeyPair } from '../pki/pki.ts';
-import { loadNodeCredential, nodeIdentityOf, parseNodeCredential, NodeCredentialError } from './nodecredential.ts';
+import {
+  loadNodeCredential,
+  nodeCredentialFileSource,
+  nodeIdentityOf,
+  parseNodeCredential,
+  NodeCredentialError,
+  RenewedNodeCredential,
+} from './nodecredential.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'vn-agent-node-credential-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -98,6 +105,39 @@ describe('loadNodeCredential', () => {
     const f = join(dir, 'absent.pem');
     expect(() => loadNodeCredential({ certFile: f })).toThrow(
       new RegExp(`nodeClientCert ${f} does not exist.*kubelet-client-current\\.pem.*deploy/vn-agent/daemonset\\.yaml`),
+    );
+  });
+});
+
+describe('nodeCredentialFileSource', () => {
+  it('takes up a certificate the kubelet rotated in its file, and keeps the last good one over a bad read', async () => {
+    const f = join(dir, 'rotated.pem');
+    writeFileSync(f, `${nodeA.certPem}${nodeA.keyPem}`);
+    const source = nodeCredentialFileSource({ certFile: f, nodeName: 'node-a' }, 0);
+    const first = await source.get();
+    expect(first.cert).toBe(nodeA.certPem);
+    const rotated = await issueNodeCert(ca, 'node-a', 1);
+    writeFileSync(f, `${rotated.certPem}${rotated.keyPem}`);
+    expect((await source.get()).cert).toBe(rotated.certPem);
+    // node-b's certificate in node-a's file is refused; node-a's last one goes on
+    writeFileSync(f, `${nodeB.certPem}${nodeB.keyPem}`);
+    expect((await source.get()).cert).toBe(rotated.certPem);
+  });
+});
+
+describe('RenewedNodeCredential', () => {
+  it("gives the renewed credential to the next request and refuses another node's", async () => {
+    const held = new RenewedNodeCredential(parseNodeCredential(nodeA.certPem, nodeA.keyPem, 'a', 'node-a'));
+    const used = held.get();
+    expect(used).toEqual({ cert: nodeA.certPem, key: nodeA.keyPem });
+    expect(held.rejected(used)).toBe(false);
+    const renewed = await issueNodeCert(ca, 'node-a', 1);
+    held.replace(parseNodeCredential(renewed.certPem, renewed.keyPem, 'renewed', 'node-a'));
+    expect(held.get()).toEqual({ cert: renewed.certPem, key: renewed.keyPem });
+    // a 401 to the old one is worth a retry: the next request carries the renewed one
+    expect(held.rejected(used)).toBe(true);
+    expect(() => held.replace(parseNodeCredential(nodeB.certPem, nodeB.keyPem, 'b'))).toThrow(
+      "a renewal for node node-b cannot replace node node-a's",
     );
   });
 });

@@ -1,6 +1,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { KubeClient } from '../kube/client.ts';
+import { CachingSource, FILE_CHECK_MS, type Auth, type CredentialSource } from '../kube/credentials.ts';
 
 /** NODE_USER_PREFIX starts the user name of a node's credential: `system:node:<node>`, what the Node authorizer reads. */
 export const NODE_USER_PREFIX = 'system:node:';
@@ -112,10 +113,62 @@ export function loadNodeCredential(o: { certFile: string; keyFile?: string; node
 }
 
 /**
- * nodeSuperClient is a client for the same super cluster as `base` (its server and CA) that authenticates with the
- * node credential instead of base's user.
+ * RenewedNodeCredential is a node credential that renewals replace while the clients built on it run (nodeSuperClient
+ * with it as their source): every request carries the current one, and a new certificate opens new connections, so
+ * requests and watches started after a renewal no longer present the old one.
  */
-export function nodeSuperClient(base: KubeClient, cred: NodeCredential): KubeClient {
+export class RenewedNodeCredential implements CredentialSource {
+  constructor(private cred: NodeCredential) {}
+
+  /** current is the credential requests carry now. */
+  get current(): NodeCredential {
+    return this.cred;
+  }
+
+  /** replace takes up a renewed credential; one of another node is refused (its Pods are not this node's). */
+  replace(next: NodeCredential): void {
+    if (next.nodeName !== this.cred.nodeName)
+      throw new NodeCredentialError(
+        `node credential: a renewal for node ${next.nodeName} cannot replace node ${this.cred.nodeName}'s`,
+      );
+    this.cred = next;
+  }
+
+  get(): Auth {
+    return { cert: this.cred.certPem, key: this.cred.keyPem };
+  }
+
+  rejected(used: Auth): boolean {
+    return used.cert !== this.cred.certPem;
+  }
+}
+
+/**
+ * nodeCredentialFileSource gives the node credential of files (loadNodeCredential's) to every request, read again
+ * every `checkMs` and after a 401, so a certificate the kubelet rotates in kubelet-client-current.pem is taken up
+ * without a restart. A read that fails (a file half written, a certificate of another node) keeps the credential read
+ * before, logged, until the next check.
+ */
+export function nodeCredentialFileSource(
+  o: { certFile: string; keyFile?: string; nodeName?: string },
+  checkMs = FILE_CHECK_MS,
+): CredentialSource {
+  const keyFile = o.keyFile ?? o.certFile;
+  return new CachingSource(
+    `node credential ${o.certFile}${keyFile === o.certFile ? '' : ` (key ${keyFile})`}`,
+    async () => {
+      const c = loadNodeCredential(o);
+      return { value: { cert: c.certPem, key: c.keyPem }, validUntil: Date.now() + checkMs };
+    },
+  );
+}
+
+/**
+ * nodeSuperClient is a client for the same super cluster as `base` (its server and CA) that authenticates with the
+ * node credential instead of base's user: `cred`, or what `source` gives at each request (a RenewedNodeCredential,
+ * nodeCredentialFileSource) when one is given.
+ */
+export function nodeSuperClient(base: KubeClient, cred: NodeCredential, source?: CredentialSource): KubeClient {
   const cluster = base.kubeConfig.getCurrentCluster();
   if (!cluster) throw new NodeCredentialError('node credential: the super cluster kubeconfig has no current cluster');
   const caPem = cluster.caData
@@ -123,12 +176,16 @@ export function nodeSuperClient(base: KubeClient, cred: NodeCredential): KubeCli
     : cluster.caFile
       ? readFileSync(cluster.caFile, 'utf8')
       : undefined;
-  return KubeClient.fromSafe({
-    server: cluster.server,
-    caPem,
-    tlsServerName: cluster.tlsServerName,
-    certPem: cred.certPem,
-    keyPem: cred.keyPem,
-    context: `${NODE_USER_PREFIX}${cred.nodeName}`,
-  });
+  return KubeClient.fromSafe(
+    {
+      server: cluster.server,
+      caPem,
+      tlsServerName: cluster.tlsServerName,
+      certPem: cred.certPem,
+      keyPem: cred.keyPem,
+      context: `${NODE_USER_PREFIX}${cred.nodeName}`,
+    },
+    {},
+    source,
+  );
 }

@@ -223,4 +223,88 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
       await controller.stop();
     }
   });
+
+  it("refuses a ClusterVersion over the TenantPolicy's controlPlane.maxResources, naming both fields; a running tenant's StatefulSets stay", async () => {
+    await t.client.create(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'sized' },
+      spec: {
+        provisioners: { allowed: ['native'] },
+        grants: { subjects: [{ kind: 'Namespace', name: 'default' }], clusterVersions: ['sized-fits', 'sized-roomy'] },
+        controlPlane: { maxResources: { etcd: { memory: '4Gi' }, apiServer: { cpu: '1', memory: '2Gi' } } },
+      },
+    });
+    const cv = (name: string, spec: Record<string, unknown> = {}) =>
+      t.client.create(R.clusterversions, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'ClusterVersion',
+        metadata: { name },
+        spec: { kubernetesVersion: 'v1.36.3', ...spec },
+      });
+    await cv('sized-fits');
+    await cv('sized-roomy', { etcd: { resources: { limits: { memory: '8Gi' } } } });
+    const controller = new VirtualClusterController({
+      meta: t.client,
+      superClient: t.client,
+      provisioners: { native },
+      tenants: new MutableTenantRegistry(),
+    });
+    await controller.start();
+    const get = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, 'default', name);
+    const refusedWith = (name: string, message: string) =>
+      eventually(async () => {
+        const v = await get(name);
+        expect(v.status?.reason).toBe('ControlPlaneResourcesOverPolicy');
+        expect(v.status?.message).toContain(message);
+        return v;
+      }, 90_000);
+    const statefulSets = async (root: string) =>
+      Object.fromEntries(
+        (await t.client.list<StatefulSet>(R.statefulsets, { namespace: root })).items.map((s) => [
+          s.metadata!.name!,
+          { generation: s.metadata!.generation, containers: s.spec.template.spec.containers },
+        ]),
+      );
+    try {
+      // A new tenant over the bound: nothing of its control plane is made.
+      const over = await createVC('oversized', { policyName: 'sized', clusterVersionName: 'sized-roomy' });
+      await refusedWith(
+        'oversized',
+        'ClusterVersion sized-roomy spec.etcd.resources.limits.memory: 8Gi is more than the 4Gi TenantPolicy "sized" ' +
+          'allows (controlPlane.maxResources.etcd.memory)',
+      );
+      expect(await statefulSets(rootOf(over))).toEqual({});
+
+      // A tenant within the bound gets its StatefulSets; its ClusterVersion raised over the bound changes none.
+      const fits = await createVC('fits', { policyName: 'sized', clusterVersionName: 'sized-fits' });
+      const root = rootOf(fits);
+      const before = await eventually(async () => {
+        const sets = await statefulSets(root);
+        expect(Object.keys(sets).sort()).toEqual(['apiserver', 'controller-manager', 'etcd']);
+        return sets;
+      }, 90_000);
+      await t.client.patch(
+        R.clusterversions,
+        undefined,
+        'sized-fits',
+        { spec: { apiServer: { resources: { limits: { cpu: '4' } } } } },
+        'merge',
+      );
+      await refusedWith(
+        'fits',
+        'ClusterVersion sized-fits spec.apiServer.resources.limits.cpu: 4 is more than the 1 TenantPolicy "sized" ' +
+          'allows (controlPlane.maxResources.apiServer.cpu)',
+      );
+      expect(await statefulSets(root)).toEqual(before);
+
+      for (const name of ['oversized', 'fits']) await t.client.delete(R.virtualclusters, 'default', name);
+      await eventually(async () => {
+        for (const name of ['oversized', 'fits'])
+          expect(await t.client.getOrNull(R.virtualclusters, 'default', name)).toBeNull();
+      }, 90_000);
+    } finally {
+      await controller.stop();
+    }
+  });
 });

@@ -3,10 +3,11 @@
  * the current one when its ClusterVersion names it: a snapshot (reason upgrade) first, then etcd, kube-apiserver and
  * kube-controller-manager in the skew policy's order, each health-checked; every object it had is there after, with
  * the same uid. A skipped minor and a downgrade are refused with the object, field and reason, and the running tenant
- * is left as it was (same processes, same version). A restore follows the same rules (issue 34 §2): the snapshot
- * of the older minor goes into the tenant on the newer one, and one of the newer minor into a tenant on the older is
- * refused before anything stops. The older minor's binaries are built on first use (ensureKubernetesMinor), so a cold
- * run of this file includes that build.
+ * is left as it was (same processes, same version). A syncer runs over the tenants as the manager's does: a tenant Pod
+ * synced to a kwok node of the super cluster keeps running through the upgrade (its super copy is never recreated, its
+ * vNode stays). A restore follows the same rules (issue 34 §2): the snapshot of the older minor goes into the tenant on
+ * the newer one, and one of the newer minor into a tenant on the older is refused before anything stops. The older
+ * minor's binaries are built on first use (ensureKubernetesMinor), so a cold run of this file includes that build.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,8 +21,12 @@ import { BackupController, snapshotBeforeUpgrade } from '../../core/lifecycle/ba
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { DirectoryStore } from '../../core/backup/store.ts';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
+import { superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
 import {
   ensureKubernetesMinor,
   isMinorComplete,
@@ -36,6 +41,21 @@ import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 const NS = 'default';
 const OLD = previousKubernetes()!;
 const NEW = pinnedVersions().kubernetes;
+
+interface Pod extends KubeObject {
+  spec: { containers: Array<{ name: string; image: string }>; nodeName?: string };
+  status?: { phase?: string };
+}
+
+/** Workload is where a tenant Pod stands: its uid and phase in the tenant and in the super cluster, and its vNode. */
+interface Workload {
+  tenantUid: string;
+  tenantPhase?: string;
+  nodeName?: string;
+  vNodeUid?: string;
+  superUid?: string;
+  superPhase?: string;
+}
 
 const clusterVersion = (name: string, kubernetesVersion: string) => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
@@ -60,6 +80,7 @@ describe('upgrading a tenant across Kubernetes minors', () => {
   let controller: VirtualClusterController;
   let backups: BackupController;
   const vc = (args: string[]) => runVc(t.sc.kubeconfigPath, stateDir, args);
+  let syncer: Syncer;
   const get = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, NS, name);
   const root = (vc: VirtualCluster) => vc.status!.clusterNamespace!;
   const condition = (vc: VirtualCluster, type: string) => vc.status?.conditions?.find((c) => c.type === type);
@@ -114,11 +135,15 @@ describe('upgrading a tenant across Kubernetes minors', () => {
     local = new LocalProvisioner(join(stateDir, 'tenants'), t.sc.etcd);
     const provisioners = { local };
     const backupOptions = { meta: t.client, provisioners, defaultProvisioner: 'local' as const, store };
+    const tenants = new MutableTenantRegistry();
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({ superClient: t.client, host, registry: tenants, patrolIntervalMs: 0, workers: 4 });
+    await syncer.start();
     controller = new VirtualClusterController({
       meta: t.client,
       superClient: t.client,
       provisioners,
-      tenants: new MutableTenantRegistry(),
+      tenants,
       health: { intervalMs: 1000, timeoutMs: 1500 },
       beforeUpgrade: (vc, from) => snapshotBeforeUpgrade(backupOptions, vc, from),
     });
@@ -131,6 +156,7 @@ describe('upgrading a tenant across Kubernetes minors', () => {
   afterAll(async () => {
     await backups?.stop();
     await controller?.stop();
+    await syncer?.stop();
     await local?.stop();
     await t?.stop();
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
@@ -180,6 +206,23 @@ describe('upgrading a tenant across Kubernetes minors', () => {
   });
 
   let before: Record<string, string>;
+  let workload: Workload;
+  /** superPod is the super cluster's copy of tenant "up"'s Pod app/web, or null */
+  const superPod = async () => t.client.getOrNull<Pod>(R.pods, superNamespace(root(await get('up')), 'app'), 'web');
+  /** workloadState is where tenant "up"'s Pod app/web stands: in the tenant, in the super cluster, and its vNode */
+  const workloadState = async (c: KubeClient): Promise<Workload> => {
+    const p = await c.get<Pod>(R.pods, 'app', 'web');
+    const s = await superPod();
+    const node = p.spec.nodeName ? await c.getOrNull(R.nodes, undefined, p.spec.nodeName) : null;
+    return {
+      tenantUid: p.metadata!.uid!,
+      tenantPhase: p.status?.phase,
+      nodeName: p.spec.nodeName,
+      vNodeUid: node?.metadata?.uid,
+      superUid: s?.metadata?.uid,
+      superPhase: s?.status?.phase,
+    };
+  };
 
   it.skipIf(!haveMinor)(
     `runs the older minor's binaries for a ClusterVersion that names ${OLD}`,
@@ -198,6 +241,21 @@ describe('upgrading a tenant across Kubernetes minors', () => {
         await c.create(R.configmaps, { metadata: { name: `obj-${i}`, namespace: 'app' }, data: { i: String(i) } });
         await c.create(R.secrets, { metadata: { name: `obj-${i}`, namespace: 'app' }, stringData: { i: String(i) } });
       }
+      // A workload: the syncer copies the Pod to the super cluster, kwok runs it, and the tenant sees it Running on
+      // a vNode.
+      await eventually(() => c.get(R.serviceaccounts, 'app', 'default'), 60_000);
+      await c.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web', namespace: 'app' },
+        spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      });
+      workload = await eventually(async () => {
+        const w = await workloadState(c);
+        expect(w).toMatchObject({ tenantPhase: 'Running', superPhase: 'Running' });
+        expect(w.vNodeUid).toBeTruthy();
+        return w;
+      }, 120_000);
       before = await objects(c);
       expect(Object.keys(before).length).toBeGreaterThan(40);
     },
@@ -235,21 +293,37 @@ describe('upgrading a tenant across Kubernetes minors', () => {
   );
 
   it.skipIf(!haveMinor)(
-    `upgrades ${OLD} -> ${NEW} when the ClusterVersion names it: snapshot first, every object kept`,
+    `upgrades ${OLD} -> ${NEW} when the ClusterVersion names it: snapshot first, every object kept, its Pod never stops`,
     async () => {
+      // The super copy of the tenant's Pod, read every half second through the roll: it must never go away or change.
+      const seenSuper = new Set<string>();
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const p = await superPod();
+          seenSuper.add(p ? `${p.metadata!.uid} ${p.status?.phase}` : 'absent');
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      })();
       await t.client.patch(R.clusterversions, undefined, 'k8s-tenant', { spec: { kubernetesVersion: NEW } }, 'merge');
       const vc = await eventually(async () => {
         const v = await get('up');
         expect(condition(v, 'SpecApplied')).toMatchObject({ status: 'True', reason: 'Applied' });
         expect(v.status?.phase).toBe('Running');
         return v;
-      }, 180_000);
+      }, 180_000).finally(async () => {
+        sampling = false;
+        await sampler;
+      });
+      expect([...seenSuper]).toEqual([`${workload.superUid} Running`]);
       const c = await tenantClient('up');
       expect(await version(c)).toBe(NEW);
       const cp = local.controlPlane(root(vc))!;
       expect(exe(cp.apiserver.pid)).not.toContain('k8s-tenant-');
       expect(exe(cp.controllerManager!.pid)).not.toContain('k8s-tenant-');
       expect(await objects(c)).toEqual(before);
+      // The workload kept running: the same tenant Pod on the same vNode, Running, and the same super copy.
+      await eventually(async () => expect(await workloadState(c)).toEqual(workload), 60_000);
       // The snapshot was taken of the older version's data (the provisioner takes it before it restarts anything).
       const snaps = await store.list({ namespace: NS, name: 'up' });
       expect(snaps.map((s) => [s.reason, s.kubernetesVersion])).toEqual([['upgrade', OLD]]);

@@ -1,11 +1,11 @@
 // The embedded default's vn-agents: one per super cluster on 127.0.0.1, serving every node, simulated and real.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueCert, issueNodeCert } from '../../pki/pki.ts';
+import { issueCert, issueNodeCert, type CertKeyPair } from '../../pki/pki.ts';
 import { pluginHostFromConfig } from '../../programs/plugins.ts';
 import { startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
 import { VirtualClusterDirectory, type TenantDirectory } from '../../vnagent/directory.ts';
-import { nodeSuperClient, parseNodeCredential } from '../../vnagent/nodecredential.ts';
+import { nodeSuperClient, parseNodeCredential, RenewedNodeCredential } from '../../vnagent/nodecredential.ts';
 import { InformerSuperView, NodesSuperView } from '../../vnagent/superview.ts';
 import type { LocalControlPlane } from '../local/controlplane.ts';
 import { freePorts } from '../local/process.ts';
@@ -30,7 +30,8 @@ export async function keptPort(file: string): Promise<number> {
  * forwarder there lets tenant apiservers in Pods, native tenants', reach it): the one CA tenant apiservers verify every
  * vn-agent against (virtualClusters.local.kubeletCAFile, virtualClusters.native.kubeletCAFile); it is renewed from
  * that CA at two thirds of its life while the agent runs (VnAgent.renewServing), and its client certificate towards the
- * kubelets from theirs (VnAgent.renewKubeletClient).
+ * kubelets from theirs (VnAgent.renewKubeletClient), and each node's credential from its super cluster's CA
+ * (VnAgent.renewNodeCredential).
  */
 export async function startNodesAgent(
   sc: LocalSuperCluster,
@@ -44,6 +45,8 @@ export async function startNodesAgent(
     thirdParty?: string[];
     /** sandboxed third-party plugins the manager loads: the agent runs their node-call hooks in sandboxes too */
     sandboxed?: string[];
+    /** lifetime of each node's credential, in days (fractions allowed; tests use minutes); default 365 */
+    nodeCredentialDays?: number;
   },
 ): Promise<VnAgent> {
   const cluster = o.cluster ?? sc.cluster;
@@ -53,11 +56,19 @@ export async function startNodesAgent(
   const superCA = cluster.ca;
   const nodes = [...cluster.kwokNodeNames, ...sc.realNodesOf(cluster).map((n) => n.name)];
   const views: InformerSuperView[] = [];
+  const held: Array<[RenewedNodeCredential, () => Promise<CertKeyPair>]> = [];
   for (const nodeName of nodes) {
-    const cert = await issueNodeCert(superCA, nodeName, 365);
-    const cred = parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName);
+    const issueNode = () => issueNodeCert(superCA, nodeName, o.nodeCredentialDays ?? 365);
+    const cert = await issueNode();
+    const cred = new RenewedNodeCredential(parseNodeCredential(cert.certPem, cert.keyPem, `of ${nodeName}`, nodeName));
+    held.push([cred, issueNode]);
     views.push(
-      new InformerSuperView({ client: nodeSuperClient(c, cred), nodeName, nodeScoped: true, closeClient: true }),
+      new InformerSuperView({
+        client: nodeSuperClient(c, cred.current, cred),
+        nodeName,
+        nodeScoped: true,
+        closeClient: true,
+      }),
     );
   }
   const issueClient = () => issueCert(superCA, { commonName: 'vc-vn-agent', usages: ['client'], validityDays: 365 });
@@ -87,6 +98,8 @@ export async function startNodesAgent(
   // certificate towards the kubelets likewise, from the super cluster's CA the kubelets trust.
   agent.renewServing(serving.certPem, issueServing);
   agent.renewKubeletClient(client.certPem, issueClient);
+  // Each node's credential likewise, from that node's super cluster CA: requests from then on carry the renewed one.
+  for (const [cred, issueNode] of held) agent.renewNodeCredential(cred, issueNode);
   return agent;
 }
 

@@ -2,13 +2,12 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { KubeClient } from '../../kube/client.ts';
 import { childLogger } from '../../log.ts';
-import { addHealthCheck } from '../../metrics/ops.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import { DEFAULT_PORT, startVnAgent, type VnAgent } from '../../vnagent/agent.ts';
 import { readClientPair, watchClientPair } from '../../vnagent/clientfiles.ts';
 import { ensureServingCert, type VnAgentConfig } from '../../vnagent/config.ts';
 import { VirtualClusterDirectory } from '../../vnagent/directory.ts';
-import { loadNodeCredential, nodeSuperClient } from '../../vnagent/nodecredential.ts';
+import { loadNodeCredential, nodeCredentialFileSource, nodeSuperClient } from '../../vnagent/nodecredential.ts';
 import { InformerSuperView } from '../../vnagent/superview.ts';
 
 const log = childLogger({ controller: 'vn-agent' });
@@ -33,20 +32,6 @@ function clientFor(kubeconfig?: string): Promise<KubeClient> {
   return kubeconfig ? KubeClient.fromFile(kubeconfig) : KubeClient.inCluster();
 }
 
-/** rotationCheck is a health check that fails once the node credential file no longer holds what was loaded. */
-function rotationCheck(file: string): () => true | string {
-  const loaded = readFileSync(file, 'utf8');
-  return () => {
-    let now: string;
-    try {
-      now = readFileSync(file, 'utf8');
-    } catch (e) {
-      return `node credential ${file} cannot be read: ${e instanceof Error ? e.message : String(e)}`;
-    }
-    return now === loaded ? true : `node credential ${file} was replaced (rotated); a restart loads the new one`;
-  };
-}
-
 /** RunningVnAgent is a vn-agent started from a configuration, with the clients it owns. */
 export interface RunningVnAgent {
   agent: VnAgent;
@@ -62,15 +47,18 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
   const meta = await clientFor(cfg.metaKubeconfig);
   const superClient =
     cfg.superKubeconfig && cfg.superKubeconfig !== cfg.metaKubeconfig ? await clientFor(cfg.superKubeconfig) : meta;
-  const node = cfg.nodeClientCert
-    ? loadNodeCredential({
-        certFile: cfg.nodeClientCert,
-        keyFile: cfg.nodeClientKey,
-        nodeName: cfg.nodeName ?? (process.env.NODE_NAME || undefined),
-      })
-    : undefined;
+  const nodeFiles = cfg.nodeClientCert && {
+    certFile: cfg.nodeClientCert,
+    keyFile: cfg.nodeClientKey,
+    nodeName: cfg.nodeName ?? (process.env.NODE_NAME || undefined),
+  };
+  // Checked once at start (a bad file stops the agent naming it), then read again as the kubelet rotates it.
+  const node = nodeFiles ? loadNodeCredential(nodeFiles) : undefined;
   const nodeName = node?.nodeName ?? cfg.nodeName ?? (process.env.NODE_NAME || undefined);
-  const nodeClient = node ? nodeSuperClient(superClient, node) : undefined;
+  const nodeClient =
+    node && nodeFiles
+      ? nodeSuperClient(superClient, node, nodeCredentialFileSource({ ...nodeFiles, nodeName: node.nodeName }))
+      : undefined;
   if (node)
     log.info({ node: node.nodeName, notAfter: node.notAfter }, "super Pods are read with this node's credential");
   else
@@ -83,6 +71,7 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     keyFile: cfg.servingKey,
     stateDir: resolve(cfg.stateDir ?? VN_AGENT_DEFAULTS.stateDir),
     names: [nodeName, process.env.HOST_IP].filter((x): x is string => !!x),
+    validityDays: cfg.servingCertValidityDays,
   });
   const client =
     cfg.kubeletClientCert && cfg.kubeletClientKey
@@ -91,7 +80,7 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
   const agent = await startVnAgent({
     host: cfg.host ?? VN_AGENT_DEFAULTS.host,
     port: cfg.port ?? VN_AGENT_DEFAULTS.port,
-    serving,
+    serving: serving.pair,
     directory: new VirtualClusterDirectory({ meta, superCluster: cfg.superCluster }),
     superView: new InformerSuperView({
       client: nodeClient ?? superClient,
@@ -111,11 +100,21 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     streamIdleTimeoutMs: cfg.streamIdleTimeoutSeconds ? cfg.streamIdleTimeoutSeconds * 1000 : undefined,
     limits: { perTenant: cfg.streamsPerTenant, total: cfg.streams },
   });
-  // The kubelet rotates its client certificate by replacing the file: the agent then reports itself unhealthy, so the
-  // liveness probe restarts it with the new one while the old one is still valid.
-  const undoRotation =
-    node && cfg.nodeClientCert
-      ? addHealthCheck('vn-agent-node-credential', rotationCheck(cfg.nodeClientCert))
+  // A generated serving certificate is renewed from its CA at two thirds of its life; configured files (a mounted
+  // Secret that the platform renews) are read again and a new pair is served without a restart.
+  if (serving.renew) agent.renewServing(serving.pair.certPem, serving.renew);
+  const stopWatchingServing =
+    !serving.renew && cfg.servingCert && cfg.servingKey
+      ? watchClientPair({
+          certFile: cfg.servingCert,
+          keyFile: cfg.servingKey,
+          current: serving.pair.certPem,
+          apply: (pair) => {
+            agent.setServing(pair);
+            log.info({ file: cfg.servingCert }, 'serving certificate replaced; new connections get it');
+          },
+          onError: (e) => log.warn({ err: e.message }, 'the serving certificate files do not read yet'),
+        })
       : undefined;
   // The client certificate towards the kubelets is a mounted Secret: a renewed one is taken up without a restart.
   const stopWatching =
@@ -135,7 +134,7 @@ export async function runVnAgent(cfg: VnAgentConfig): Promise<RunningVnAgent> {
     agent,
     async stop() {
       stopWatching?.();
-      undoRotation?.();
+      stopWatchingServing?.();
       await agent.stop();
       meta.close();
       if (superClient !== meta) superClient.close();

@@ -14,6 +14,7 @@ import { ANN, IDENTITY, LABEL, PREFIX } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import { judgeMembersChange, judgeNativeChange, runningKubernetesVersion } from './version.ts';
+import { judgeResources } from './resourcebounds.ts';
 import { DnsViews } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
@@ -277,6 +278,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
         ...vc.spec.controllerManager?.extraArgs,
       },
     });
+    // The policy bounds what the ClusterVersion's components may request; over it, nothing is applied.
+    judgeResources(clusterVersion, cvName, limits.maxResources, limits.etcdBytes);
     // A version change the skew policy forbids is refused before anything is applied; an upgrade snapshots first.
     const running = await this.superClient.getOrNull<KubeObject>(R.statefulsets, root, 'apiserver');
     const to = clusterVersion.spec.kubernetesVersion;
