@@ -1711,6 +1711,14 @@ export interface ManagerConfigurationTenantDefaults {
      * pulled Always, so a node's image cache never serves one tenant's private image to another.
      */
     preloadedImages?: string[];
+    /**
+     * An image every node holds (list it in preloadedImages too), with sh and sed (busybox): a tenant Pod with a
+     * subdomain gets a first init container of this image that copies the kubelet's /etc/hosts with the Pod's line
+     * naming the tenant's namespace and cluster domain, as upstream, into an emptyDir mounted at /etc/hosts in its
+     * containers. It runs as user 65534 with no capability. Unset, such a Pod's /etc/hosts names its super namespace
+     * and the super cluster's domain.
+     */
+    etcHostsImage?: string;
   };
   /**
    * The allow-lists of tenant label and annotation keys copied to super objects; a TenantPolicy's copiedMetadata

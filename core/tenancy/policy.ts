@@ -264,6 +264,8 @@ export interface ManagerDefaults {
   podsForced?: ForcedPlacementView;
   /** images every node holds from the platform, pulled IfNotPresent (the manager's tenantDefaults.pods.preloadedImages) */
   podsPreloadedImages?: readonly string[];
+  /** the image that rewrites /etc/hosts of Pods with a subdomain (the manager's tenantDefaults.pods.etcHostsImage) */
+  podsEtcHostsImage?: string;
   /** the platform-wide label and annotation allow-lists (the manager's tenantDefaults.copiedMetadata) */
   copiedMetadata?: CopiedMetadataView;
   /**
@@ -298,6 +300,8 @@ export interface EffectiveSettings {
     volumeTypes: string[];
     /** images tenant containers run from the node's image store instead of pulling them */
     preloadedImages: string[];
+    /** the image that rewrites /etc/hosts of Pods with a subdomain; absent, the kubelet's file is kept */
+    etcHostsImage?: string;
     /** registry hosts tenant images may name at all (pods.registries; `*` any) */
     registries: string[];
     /** registry hosts inside the platform that tenant images may name (pods.internalRegistries) */
@@ -551,6 +555,7 @@ export function evaluatePolicy(
             ...(defaults.podsPreloadedImages ?? []),
           ]),
         ],
+        ...optional('etcHostsImage', defaults.podsEtcHostsImage),
         registries: [...(p.pods?.registries ?? DEFAULT_POLICY.podRegistries)],
         internalRegistries: [...(p.pods?.internalRegistries ?? DEFAULT_POLICY.podInternalRegistries)],
         nodeLabelKeys: [...(p.pods?.nodeLabelKeys ?? DEFAULT_POLICY.podNodeLabelKeys)],

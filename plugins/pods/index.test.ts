@@ -5,6 +5,7 @@ import { R } from '../../core/kube/resources.ts';
 import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import type { Tenant } from '../../core/tenancy/tenant.ts';
 import plugin, {
+  ETC_HOSTS,
   podsPlugin,
   sharedTokenSecretName,
   SUPER_POD_SERVICE_ACCOUNT,
@@ -445,6 +446,50 @@ const toSuperCases: ToSuperCase[] = [
           { name: 'side', image: 'docker.io/library/busybox:1.36' },
         ],
         initContainers: [{ name: 'init', image: 'registry.k8s.io/pause:3.10', imagePullPolicy: 'IfNotPresent' }],
+      }),
+    },
+  },
+  {
+    name: "new super Pod with a subdomain: the platform's init container gives it the tenant's line in /etc/hosts",
+    tenant: tenantPod({ hostname: 'web-0', subdomain: 'web-headless' }),
+    tenantOver: { pods: { etcHostsImage: 'docker.io/library/busybox:1.35' } },
+    want: {
+      object: newSuper({
+        hostname: 'web-0',
+        subdomain: 'web-headless',
+        containers: [
+          {
+            name: 'app',
+            image: 'nginx:1',
+            volumeMounts: [{ name: ETC_HOSTS, mountPath: '/etc/hosts', subPath: 'hosts' }],
+          },
+        ],
+        initContainers: [
+          {
+            name: ETC_HOSTS,
+            image: 'docker.io/library/busybox:1.35',
+            imagePullPolicy: 'Always',
+            command: [
+              'sh',
+              '-c',
+              `sed -E "$1" /etc/hosts > /${ETC_HOSTS}/hosts`,
+              ETC_HOSTS,
+              `s/^([^[:space:]]+[[:space:]]+[^[:space:].]+)\\.web-headless\\.${SNS}\\.svc\\.[^[:space:]]+/\\1.web-headless.default.svc.cluster.local/`,
+            ],
+            volumeMounts: [{ name: ETC_HOSTS, mountPath: `/${ETC_HOSTS}` }],
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 65534,
+              runAsGroup: 65534,
+              allowPrivilegeEscalation: false,
+              readOnlyRootFilesystem: true,
+              capabilities: { drop: ['ALL'] },
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            terminationMessagePolicy: 'FallbackToLogsOnError',
+          },
+        ],
+        volumes: [{ name: ETC_HOSTS, emptyDir: {} }],
       }),
     },
   },
@@ -1034,6 +1079,21 @@ const toTenantCases: ToTenantCase[] = [
     super: superPod({ nodeName: 'node-1' }, { ...runningStatus, qosClass: 'Burstable' }),
     tenant: { ...tenantPod({ nodeName: 'node-1' }), status: { qosClass: 'BestEffort' } },
     want: { object: { ...tenantPod({ nodeName: 'node-1' }), status: { ...copiedStatus, qosClass: 'BestEffort' } } },
+  },
+  {
+    name: "the super Pod's /etc/hosts init container is not shown in the tenant Pod's status",
+    super: superPod(
+      { nodeName: 'node-1' },
+      {
+        ...runningStatus,
+        initContainerStatuses: [
+          { name: ETC_HOSTS, ready: true, restartCount: 0, state: { terminated: { exitCode: 0 } } },
+          ...runningStatus.initContainerStatuses,
+        ],
+      },
+    ),
+    tenant: tenantPod({ nodeName: 'node-1' }),
+    want: { object: { ...tenantPod({ nodeName: 'node-1' }), status: copiedStatus } },
   },
   {
     name: 'status is copied up from the super Pod; a bound tenant Pod gets no bind effect',

@@ -68,6 +68,7 @@ import { generationAnnotation, mapObservedGenerations, TENANT_GENERATION } from 
 import { serviceAccountOf, tokenEffectOnceBound } from './tokennode.ts';
 import { applyNodeShare } from './nodeshare.ts';
 import { claimEphemeralVolumes, confineAffinityNamespaces, dropNetRaw, setPullPolicies } from './translate.ts';
+import { rewriteEtcHosts, withoutEtcHostsStatus } from './etchosts.ts';
 
 export type { Pod, PodSpec, PodStatus } from '@virtualcluster-ts/plugin-sdk/pods';
 export { SUPER_POD_SERVICE_ACCOUNT } from '@virtualcluster-ts/plugin-sdk';
@@ -75,6 +76,7 @@ export { BASELINE_CAPABILITIES, checkPodSecurity } from './podsecurity.ts';
 export { SCHEDULING_GATED } from './gates.ts';
 export { NODE_NAME_REFUSED } from './nodename.ts';
 export { TENANT_GENERATION } from './generation.ts';
+export { ETC_HOSTS } from './etchosts.ts';
 export {
   applyForcedPlacement,
   checkPodPolicy,
@@ -396,6 +398,16 @@ function newSuperPod(
   delete spec.serviceAccount;
   spec.automountServiceAccountToken = false;
   if (ctx.tenant.apiserverEndpoint) setApiserverEnv(spec, ctx.tenant.apiserverEndpoint);
+  rewriteEtcHosts(
+    spec,
+    {
+      tenantNamespace: tenantPod.metadata?.namespace ?? '',
+      superNamespace: target.namespace,
+      clusterDomain: ctx.tenant.clusterDomain,
+    },
+    ctx.tenant.pods?.etcHostsImage,
+    new Set(ctx.tenant.pods?.preloadedImages ?? []),
+  );
   const meta = downMeta(tenantPod, undefined, ctx, target, {
     ...downwardAnnotations(tenantPod),
     ...generationAnnotation(tenantPod),
@@ -516,6 +528,12 @@ function copyStatus(from: PodStatus | undefined, to: PodStatus | undefined): Pod
     out.conditions = [...clone(from.conditions), ...clone(tenantOnly)];
   } else if (to?.conditions) {
     out.conditions = clone(to.conditions);
+  }
+  const inits = out.initContainerStatuses as Array<{ name?: string }> | undefined;
+  if (inits) {
+    const kept = withoutEtcHostsStatus(inits);
+    if (kept.length) out.initContainerStatuses = kept;
+    else delete out.initContainerStatuses;
   }
   return out;
 }

@@ -30,7 +30,7 @@ import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
-import { POD_POLICY_VIOLATION } from '../../plugins/pods/index.ts';
+import { ETC_HOSTS, POD_POLICY_VIOLATION } from '../../plugins/pods/index.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, realNodeSkipReason, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { logsOverGet, logsOverWebSocket } from '../podlogs.ts';
@@ -182,7 +182,8 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
         const x = tenantFor(cp, ns, name, uid, {
           // the agent listens on loopback, as under `vc up`: vNodes advertise it there, not the real node's IP
           pluginConfig: { nodes: { vnAgent: { host: '127.0.0.1', port: agent.port } } },
-          pods: admitted.effective.pods,
+          // the platform's /etc/hosts image, as `vc up` names it (the manager's tenantDefaults.pods.etcHostsImage)
+          pods: { ...admitted.effective.pods, etcHostsImage: NODE_IMAGES.busybox },
           ...extra,
         });
         directory.upsert({
@@ -451,6 +452,52 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       expect(files).not.toContain(superNs);
       expect(files).not.toContain(superPod.metadata!.uid!);
       return `the container reads ${files.replace(/\n/g, ' ')}`;
+    });
+  });
+
+  it('a Pod with hostname and subdomain finds its tenant name in /etc/hosts, at its own IP, as upstream writes it', async () => {
+    const p = pod('hosts', { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] });
+    Object.assign(p.spec as object, { hostname: 'querier-1', subdomain: 'probe-service' });
+    await a.create(R.pods, p);
+    const ready = await eventually(
+      async () => {
+        const x = await a.get<Pod & { status?: { podIP?: string; initContainerStatuses?: unknown[] } }>(
+          R.pods,
+          'default',
+          'hosts',
+        );
+        expect(x.status?.phase).toBe('Running');
+        expect(x.status?.podIP).toBeTruthy();
+        return x;
+      },
+      90_000,
+      250,
+    );
+    // the tenant's Pod shows no init container of the syncer's
+    expect(ready.status?.initContainerStatuses).toBeUndefined();
+    const sh = async (cmd: string) => {
+      const r = await kubectl(cpA, ['exec', 'hosts', '--', 'sh', '-c', cmd]);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    const hosts = await sh('cat /etc/hosts');
+    const superNs = superNamespace(tenantA.key, 'default');
+    const own = hosts.split('\n').filter((l) => l.startsWith(`${ready.status!.podIP!}\t`));
+    expect(own, hosts).toEqual([
+      `${ready.status!.podIP!}\tquerier-1.probe-service.default.svc.cluster.local\tquerier-1`,
+    ]);
+    expect(hosts).not.toContain(superNs);
+    expect(hosts.split('\n')[0]).toBe('# Kubernetes-managed hosts file.');
+    expect(await sh('hostname')).toBe('querier-1\n');
+    // the super Pod's first init container wrote it, then ended
+    const superPod = await t.client.get<Pod & { status?: { initContainerStatuses?: Array<Record<string, unknown>> } }>(
+      R.pods,
+      superNs,
+      'hosts',
+    );
+    expect(superPod.status?.initContainerStatuses?.[0]).toMatchObject({
+      name: ETC_HOSTS,
+      state: { terminated: { exitCode: 0, reason: 'Completed' } },
     });
   });
 

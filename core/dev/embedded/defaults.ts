@@ -56,7 +56,8 @@ export function embeddedForcedPlacement(): ForcedPlacementView {
 /**
  * embeddedTenantDefaults is the manager's tenantDefaults under `vc up`, from the real nodes it started (each Ready by
  * then) and its super clusters: none without a real node; with one, the real node's images (imported with it, never
- * pulled) kept IfNotPresent, and with a single super cluster every tenant Pod forced onto the real node.
+ * pulled) kept IfNotPresent, busybox among them as the image that writes the tenant's names into /etc/hosts of Pods
+ * with a subdomain, and with a single super cluster every tenant Pod forced onto the real node.
  */
 export function embeddedTenantDefaults(o: {
   realNodes: number;
@@ -68,6 +69,7 @@ export function embeddedTenantDefaults(o: {
     tenantDefaults: {
       pods: {
         preloadedImages: [...Object.values(NODE_IMAGES), ...o.preloadedImages],
+        etcHostsImage: NODE_IMAGES.busybox,
         ...(o.superClusters === 1 && { forced: embeddedForcedPlacement() }),
       },
     },

@@ -62,7 +62,7 @@ export interface ManagerConfig {
   /** the Cluster API provider's controllers (core/lifecycle/capi.ts) */
   clusterApi?: { enabled?: boolean };
   tenantDefaults?: {
-    pods?: { forced?: ForcedPlacementView; preloadedImages?: string[] };
+    pods?: { forced?: ForcedPlacementView; preloadedImages?: string[]; etcHostsImage?: string };
     copiedMetadata?: CopiedMetadataView;
   };
   virtualClusters?: {
@@ -209,6 +209,7 @@ export function managerDefaults(cfg: ManagerConfig): ManagerDefaults {
   if (cfg.virtualClusters?.defaultPluginConfig) d.pluginConfig = cfg.virtualClusters.defaultPluginConfig;
   if (cfg.tenantDefaults?.pods?.forced) d.podsForced = cfg.tenantDefaults.pods.forced;
   if (cfg.tenantDefaults?.pods?.preloadedImages) d.podsPreloadedImages = cfg.tenantDefaults.pods.preloadedImages;
+  if (cfg.tenantDefaults?.pods?.etcHostsImage) d.podsEtcHostsImage = cfg.tenantDefaults.pods.etcHostsImage;
   if (cfg.tenantDefaults?.copiedMetadata) d.copiedMetadata = cfg.tenantDefaults.copiedMetadata;
   const provisioner = defaultProvisioner(cfg.virtualClusters?.defaultProvisioner, offeredProvisioners(cfg));
   if (provisioner) d.provisioner = provisioner;
@@ -231,9 +232,14 @@ export function staticTenants(cfg: ManagerConfig, file: string, superCluster?: s
           `${file}: /tenants/${i}/kubeconfig tenant ${t.namespace}/${t.name}: cannot read ${t.kubeconfig}: ${(e as Error).message}`,
         );
       }
-      const forced = cfg.tenantDefaults?.pods?.forced;
+      const { forced, etcHostsImage } = cfg.tenantDefaults?.pods ?? {};
       const copiedMetadata = cfg.tenantDefaults?.copiedMetadata;
-      const settings = { ...t, ...(forced && { pods: { forced } }), ...(copiedMetadata && { copiedMetadata }) };
+      const pods = { ...(forced && { forced }), ...(etcHostsImage && { etcHostsImage }) };
+      const settings = {
+        ...t,
+        ...(Object.keys(pods).length && { pods }),
+        ...(copiedMetadata && { copiedMetadata }),
+      };
       return tenantFrom({ vcNamespace: t.namespace, vcName: t.name, vcUid: t.uid, kubeconfig, settings });
     });
 }

@@ -414,6 +414,12 @@ export interface PodsPolicyView {
    */
   readonly preloadedImages?: readonly string[];
   /**
+   * the image of the init container that gives a Pod with a subdomain the tenant's names in /etc/hosts (the manager's
+   * tenantDefaults.pods.etcHostsImage: an image every node holds, with `sh` and `sed`); absent, such a Pod's /etc/hosts
+   * names its super namespace
+   */
+  readonly etcHostsImage?: string;
+  /**
    * registry hosts tenant images may name at all: `host` or `host:port`, `*.example.com` every host under it, `*` every
    * host; an image without a registry host is from docker.io
    */

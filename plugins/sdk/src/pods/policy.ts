@@ -44,7 +44,8 @@ const volumeRisk = (t: (typeof RESTRICTED_VOLUME_TYPES)[number]): string =>
 /**
  * DEFAULT_PODS_POLICY is the built-in pods policy: no priority class, only the default tolerations, the default
  * scheduler, no host ports, no host access, none of RESTRICTED_VOLUME_TYPES, nothing forced, no preloaded image, every
- * registry host outside the platform but no internal registry, service account tokens shared per ServiceAccount, no per-node share of Pods.
+ * registry host outside the platform but no internal registry, service account tokens shared per ServiceAccount, no
+ * per-node share of Pods, no /etc/hosts image.
  */
 export const DEFAULT_PODS_POLICY = {
   priorityClasses: [],
@@ -60,7 +61,7 @@ export const DEFAULT_PODS_POLICY = {
   forced: {},
   serviceAccountTokens: 'shared',
   maxTerminationGracePeriodSeconds: 3600,
-} as const satisfies Required<Omit<PodsPolicyView, 'maxPodsPerNode'>>;
+} as const satisfies Required<Omit<PodsPolicyView, 'maxPodsPerNode' | 'etcHostsImage'>>;
 
 const keyAllowed = (patterns: readonly string[], key: string): boolean =>
   patterns.some((p) => (p.endsWith('*') ? key.startsWith(p.slice(0, -1)) : p === key));
