@@ -18,7 +18,7 @@ import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
-import { LABEL, superNamespace } from '../../core/names/names.ts';
+import { LABEL, superNamespace, vNodeName } from '../../core/names/names.ts';
 import { fingerprintSha256, type CertKeyPair } from '../../core/pki/pki.ts';
 import { embeddedPolicy, startNodesAgent } from '../../core/dev/embedded/embedded.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
@@ -191,6 +191,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
           vcNamespace: x.vcNamespace,
           caPem: cp.caPem,
           fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+          ...(x.nodes && { nodes: x.nodes }),
         });
         return x;
       };
@@ -628,5 +629,48 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     });
     // B's own apiserver gets B's log: the refusals are about who asks
     expect((await kubectl(cpB, ['logs', 'ticker', '--tail=-1'])).stdout).toMatch(/^secret of b\n/);
+  });
+  it("under a TenantPolicy withholding node totals (nodes.totals), a tenant sees no node usage and no node capacity, its own Pods' usage still", async () => {
+    const base = embeddedPolicy();
+    const withheld = { ...base, spec: { ...base.spec, nodes: { ...base.spec.nodes, totals: 'withheld' as const } } };
+    const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [withheld]);
+    if (!('effective' in admitted)) throw new Error(`policy refused: ${JSON.stringify(admitted)}`);
+    expect(admitted.effective.nodes.totals).toBe('withheld');
+    // B's settings change as the manager hands them over: to its syncer session and to the agent's directory
+    tenantB = tenant(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b3', { nodes: admitted.effective.nodes });
+    registry.upsert(tenantB);
+    const b = await cpB.client();
+    const name = vNodeName(t.sc.realNodes[0]!.name);
+    interface VNode extends KubeObject {
+      status?: { capacity?: Record<string, string>; allocatable?: Record<string, string>; conditions?: unknown[] };
+    }
+    const vNodeB = await eventually(
+      async () => {
+        const n = await b.get<VNode>(R.nodes, undefined, name);
+        expect(n.status?.capacity).toBeUndefined();
+        expect(n.status?.allocatable).toBeUndefined();
+        return n;
+      },
+      60_000,
+      500,
+    );
+    expect(vNodeB.status?.conditions?.length).toBeGreaterThan(0);
+    interface Summary {
+      node: Record<string, unknown>;
+      pods: Array<{ podRef: { name: string }; cpu?: { usageNanoCores?: number } }>;
+    }
+    const summary = JSON.parse(await usageOf(cpB, '/stats/summary')) as Summary;
+    expect(summary.node.nodeName).toBe(name);
+    expect(summary.node.cpu).toBeUndefined();
+    expect(summary.node.memory).toBeUndefined();
+    expect(summary.node.swap).toBeUndefined();
+    const ticker = summary.pods.find((p) => p.podRef.name === 'ticker');
+    expect(ticker?.cpu?.usageNanoCores).toBeDefined();
+    const text = await usageOf(cpB, '/metrics/resource');
+    expect(text).toMatch(/^pod_cpu_usage_seconds_total\{namespace="default",pod="ticker"\} /m);
+    expect(text).not.toMatch(/^node_/m);
+    // A, under the embedded policy (scaled), still sees its node's totals and its vNode's capacity
+    expect(await usageOf(cpA, '/metrics/resource')).toMatch(/^node_cpu_usage_seconds_total /m);
+    expect((await a.get<VNode>(R.nodes, undefined, name)).status?.capacity?.cpu).toBeDefined();
   });
 });
