@@ -17,6 +17,7 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
+import { startOpsServer } from '../../core/metrics/ops.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
 import { LABEL, superNamespace, vNodeName } from '../../core/names/names.ts';
 import { fingerprintSha256, type CertKeyPair } from '../../core/pki/pki.ts';
@@ -575,6 +576,41 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     const text = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath]);
     expect(text.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s+CPU\(cores\)\s+MEMORY\(bytes\)/);
     expect(text.stdout).toContain(tenantA.key);
+
+    // With the manager's /metrics (here this process's ops server: the registry of the syncer above), the API writes
+    // the syncer made for each tenant; counters only grow, so at least what the registry held just before.
+    const writesOf = async (tenant: string) => {
+      let n = 0;
+      for (const m of (await metricsRegistry.metrics()).matchAll(/^vc_syncer_writes_total\{([^}]*)\} (\S+)$/gm))
+        if (m[1]!.includes(`tenant="${tenant}"`)) n += Number(m[2]);
+      return n;
+    };
+    const ops = await startOpsServer({ port: 0 });
+    try {
+      const url = `http://127.0.0.1:${ops.port}/metrics`;
+      const before = await writesOf(tenantA.key);
+      expect(before).toBeGreaterThan(0);
+      const w = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath, '-o', 'json', '--metrics', url]);
+      expect(w.code, w.stderr).toBe(0);
+      const withWrites = JSON.parse(w.stdout) as Array<Row & { apiWrites?: number }>;
+      expect(withWrites.find((row) => row.tenant === tenantA.key)?.apiWrites).toBeGreaterThanOrEqual(before);
+      expect(withWrites.find((row) => row.tenant === tenantB.key)?.apiWrites).toBeGreaterThan(0);
+      const table = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath, '--metrics', url]);
+      expect(table.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s.*\sAPI-WRITES$/m);
+      // an address where no manager answers is a clear error naming it, and nothing is printed as if it were zero
+      const down = await vcCli([
+        'top',
+        '--kubeconfig',
+        t.sc.cluster.kubeconfigPath,
+        '--metrics',
+        'http://127.0.0.1:1/metrics',
+      ]);
+      expect(down.code).not.toBe(0);
+      expect(down.stderr).toContain('--metrics http://127.0.0.1:1/metrics: fetch failed');
+      expect(down.stdout).toBe('');
+    } finally {
+      await ops.close();
+    }
 
     // The same usage as the vn-agent's metrics (the manager's /metrics under `vc up`, where the agent runs in it):
     // CPU and working set per tenant, from the kubelet it serves, for the tenants it serves only.
