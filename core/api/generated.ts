@@ -783,6 +783,15 @@ export interface TenantPolicySpec {
      * schedulable nodes then work on an empty tenant. Defaults to withPods.
      */
     view?: 'withPods' | 'schedulable';
+    /**
+     * What tenants see of a node's own figures. scaled: the node's CPU, memory and swap usage in the vn-agent's
+     * /stats/summary and /metrics/resource (what metrics-server and kubectl top node read) are the sums over the
+     * tenant's own Pods on it, never the machine's, and its vNode shows the node's capacity and allocatable (what a
+     * tenant sizes its Pods against). withheld: the node's usage is left out of both endpoints (the tenant's own Pods
+     * are still shown) and its vNode carries no capacity or allocatable. Other tenants' Pods, file systems, network and
+     * system containers are never shown. Defaults to scaled.
+     */
+    totals?: 'scaled' | 'withheld';
   };
   /**
    * RuntimeClasses of the tenants. A tenant's own RuntimeClass is synced to the super cluster under a name of the

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { registry } from '../metrics/registry.ts';
 import { stampOwnership } from '../names/names.ts';
 import { watchCaches } from './metrics.ts';
-import { cores, mebibytes, tenantUsage, topRow, type UsagePod } from './tenantusage.ts';
+import { cores, mebibytes, tenantUsage, topRow, withWrites, type UsagePod } from './tenantusage.ts';
 
 /** pod builds a super Pod stamped for `tenant` (null: not stamped) with container requests. */
 function pod(
@@ -94,6 +94,18 @@ describe('tenantUsage', () => {
       [{ pods: [stats('a-default', 'web', 'u-web', 12_000_000, 34 * 1024 * 1024)] }],
     );
     expect(topRow(row!)).toEqual(['a', '-', '1', '12m', '34Mi', '250m', '128Mi']);
+  });
+
+  it("adds the syncer's API writes per tenant: 0 for a tenant without, a row for one with writes and no Pod", () => {
+    const rows = tenantUsage([pod('a', 'web', [{ cpu: '250m', memory: '128Mi' }])], []);
+    const out = withWrites(rows, new Map([['z', 4]]));
+    expect(out.map((r) => [r.tenant, r.pods, r.apiWrites])).toEqual([
+      ['a', 1, 0],
+      ['z', 0, 4],
+    ]);
+    expect(topRow(out[1]!, true)).toEqual(['z', '-', '0', '-', '-', '0m', '0Mi', '4']);
+    expect(topRow(rows[0]!, true).at(-1)).toBe('-');
+    expect(withWrites(rows, new Map([['a', 9]]))[0]!.apiWrites).toBe(9);
   });
 });
 

@@ -31,6 +31,8 @@ export interface TenantUsage {
   cpuNanoCores?: number;
   /** working set now, in bytes, over the Pods a kubelet reported */
   memoryWorkingSetBytes?: number;
+  /** API writes the syncer made for the tenant since its manager started (vc_syncer_writes_total), when read */
+  apiWrites?: number;
 }
 
 const TERMINAL = new Set(['Succeeded', 'Failed']);
@@ -115,8 +117,11 @@ export const TOP_HEAD = [
   'MEMORY-REQUESTS',
 ];
 
-/** topRow is one tenant's row of `vc top`, in TOP_HEAD's order. */
-export function topRow(r: TenantUsage): string[] {
+/** TOP_WRITES_HEAD is the column `vc top --metrics` adds: the syncer's API writes per tenant. */
+export const TOP_WRITES_HEAD = 'API-WRITES';
+
+/** topRow is one tenant's row of `vc top`, in TOP_HEAD's order, then its API writes when `writes` is set. */
+export function topRow(r: TenantUsage, writes = false): string[] {
   return [
     r.tenant,
     r.name ?? '-',
@@ -125,5 +130,18 @@ export function topRow(r: TenantUsage): string[] {
     mebibytes(r.memoryWorkingSetBytes),
     `${r.cpuRequests}m`,
     mebibytes(Number(r.memoryRequests / 1000n)),
+    ...(writes ? [r.apiWrites === undefined ? '-' : String(r.apiWrites)] : []),
   ];
+}
+
+/**
+ * withWrites adds each tenant's API writes (writesByTenant of the manager's metrics) to the rows of tenantUsage; a
+ * tenant the syncer wrote for that has no live Pod gets a row of its own (its writes are chargeable too).
+ */
+export function withWrites(rows: readonly TenantUsage[], writes: ReadonlyMap<string, number>): TenantUsage[] {
+  const out = rows.map((r) => ({ ...r, apiWrites: writes.get(r.tenant) ?? 0 }));
+  for (const [tenant, n] of writes)
+    if (!rows.some((r) => r.tenant === tenant))
+      out.push({ tenant, pods: 0, cpuRequests: 0n, memoryRequests: 0n, apiWrites: n });
+  return out.sort((a, b) => a.tenant.localeCompare(b.tenant));
 }

@@ -50,7 +50,7 @@ const gold = policy('gold', {
     createRate: { perSecond: 5 },
   },
   runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
-  nodes: { view: 'schedulable' },
+  nodes: { view: 'schedulable', totals: 'withheld' },
   network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
   services: { nodePort: { allowed: true, max: 2 } },
   ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'] },
@@ -143,7 +143,7 @@ describe('evaluatePolicy', () => {
         podCreateRate: { perSecond: 20, burst: 10 },
         byteRate: { perSecond: 1048576, burst: 4194304 },
         runtimeClasses: { handlers: ['runc'] },
-        nodes: { view: 'withPods' },
+        nodes: { view: 'withPods', totals: 'scaled' },
         network: { internalCIDRs: [...SUPER_INTERNAL_CIDRS] },
         services: {
           nodePort: { allowed: false, max: 5, maxPorts: 5 },
@@ -212,7 +212,7 @@ describe('evaluatePolicy', () => {
       podCreateRate: { perSecond: 5, burst: 10 },
       byteRate: { perSecond: 2097152, burst: 4194304 },
       runtimeClasses: { handlers: ['runc', 'kata'], required: 'kata' },
-      nodes: { view: 'schedulable' },
+      nodes: { view: 'schedulable', totals: 'withheld' },
       network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
       services: {
         nodePort: { allowed: true, max: 2, maxPorts: 5 },
@@ -666,6 +666,7 @@ describe('DEFAULT_POLICY', () => {
     ['pods.createRate.perSecond', DEFAULT_POLICY.podCreateRate.perSecond],
     ['pods.createRate.burst', DEFAULT_POLICY.podCreateRate.burst],
     ['nodes.view', DEFAULT_POLICY.nodesView],
+    ['nodes.totals', DEFAULT_POLICY.nodesTotals],
     ['copiedMetadata.labels', DEFAULT_POLICY.copiedMetadata.labels],
     ['copiedMetadata.annotations', DEFAULT_POLICY.copiedMetadata.annotations],
     ['copiedMetadata.namespaceLabels', DEFAULT_POLICY.copiedMetadata.namespaceLabels],
@@ -727,6 +728,12 @@ describe('checkPolicies', () => {
     const r = checkPolicies(vc(), [broken]);
     expect('violations' in r && r.violations[0]!.message).toMatch(
       /^TenantPolicy "broken" is invalid: TenantPolicy broken: \/spec\/weight\/max must be >= 1/,
+    );
+    // a node-totals mode the platform did not mean is refused by name, never read as one of the known ones
+    const hidden = { ...policy('hidden', {}, true), spec: { nodes: { totals: 'hidden' } } } as unknown as TenantPolicy;
+    const h = checkPolicies(vc(), [hidden]);
+    expect('violations' in h && h.violations[0]!.message).toMatch(
+      /^TenantPolicy "hidden" is invalid: TenantPolicy hidden: \/spec\/nodes\/totals must be one of "scaled", "withheld"$/,
     );
   });
 });

@@ -17,6 +17,7 @@ import type {
   CopiedMetadataView,
   ForcedPlacementView,
   LimitRangeItem,
+  NodeTotals,
   NodesView,
   ObjectCaps,
   QuotaPolicyView,
@@ -75,7 +76,7 @@ export interface TenantPolicySpec {
     createRate?: { perSecond?: number; burst?: number };
   };
   runtimeClasses?: { handlers?: string[]; required?: string };
-  nodes?: { view?: NodesView };
+  nodes?: { view?: NodesView; totals?: NodeTotals };
   copiedMetadata?: CopiedMetadataView;
   network?: { internalCIDRs?: string[] };
   services?: { nodePort?: ServiceTypePolicy; loadBalancer?: LoadBalancerPolicy };
@@ -155,6 +156,7 @@ export const DEFAULT_POLICY = {
   podMaxTerminationGracePeriodSeconds: 3600,
   podCreateRate: { perSecond: DEFAULT_CREATE_RATE.perSecond, burst: DEFAULT_CREATE_RATE.burst },
   nodesView: 'withPods',
+  nodesTotals: 'scaled',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
   serviceNodePort: { allowed: false, max: 5, maxPorts: 5 },
@@ -219,6 +221,7 @@ export const DEFAULT_POLICY = {
   podMaxTerminationGracePeriodSeconds: number;
   podCreateRate: CreateRate;
   nodesView: NodesView;
+  nodesTotals: NodeTotals;
   copiedMetadata: Required<CopiedMetadataView>;
   networkInternalCIDRs: readonly string[];
   serviceNodePort: Required<ServiceTypePolicy>;
@@ -322,8 +325,8 @@ export interface EffectiveSettings {
   byteRate: ByteRate;
   /** the handlers the tenant's own RuntimeClasses may name and the class its Pods must run in (the runtimeclasses plugin) */
   runtimeClasses: { handlers: string[]; required?: string };
-  /** which super nodes the tenant sees as vNodes (the nodes plugin) */
-  nodes: { view: NodesView };
+  /** which super nodes the tenant sees as vNodes (the nodes plugin), and what of their totals (the vn-agent too) */
+  nodes: { view: NodesView; totals: NodeTotals };
   /** the manager's allow-lists with the policy's over them, list by list; absent: the SDK's defaults */
   copiedMetadata?: CopiedMetadataView;
   /** the super-internal address ranges of the tenant isolation policy (the networkpolicies plugin reads them) */
@@ -571,7 +574,7 @@ export function evaluatePolicy(
         handlers: [...(p.runtimeClasses?.handlers ?? DEFAULT_POLICY.runtimeClassHandlers)],
         ...(p.runtimeClasses?.required !== undefined && { required: p.runtimeClasses.required }),
       },
-      nodes: { view: p.nodes?.view ?? DEFAULT_POLICY.nodesView },
+      nodes: { view: p.nodes?.view ?? DEFAULT_POLICY.nodesView, totals: p.nodes?.totals ?? DEFAULT_POLICY.nodesTotals },
       ...optional('copiedMetadata', mergeCopiedMetadata(defaults.copiedMetadata, p.copiedMetadata)),
       network: { internalCIDRs },
       services: {

@@ -1,6 +1,6 @@
 import { X509Certificate, createHash } from 'node:crypto';
 import { tenantNaming, type Naming } from '../names/names.ts';
-import type { TenantView } from '../plugins/contract.ts';
+import type { NodesPolicyView, TenantView } from '../plugins/contract.ts';
 import { tenantFrom, tenantView } from '../tenancy/tenant.ts';
 
 /**
@@ -35,6 +35,8 @@ export interface AgentTenantSpec {
   vcUid?: string;
   plugins?: { enable?: string[]; disable?: string[] };
   pluginConfig?: Record<string, unknown>;
+  /** the nodes section of the tenant's effective TenantPolicy (what it sees of a node's totals); absent, scaled */
+  nodes?: NodesPolicyView;
   /**
    * caCommonName binds the CA to the tenant: when set, only the CA certificates of caPem whose subject CN is exactly
    * this are the tenant's (the manager's PKI names a tenant's CA `<key>-ca`, see tenantCACommonName), so a CA and
@@ -84,7 +86,7 @@ export function agentTenant(s: AgentTenantSpec): AgentTenant {
       vcName: s.vcName ?? s.key,
       vcNamespace: s.vcNamespace ?? '',
       vcUid: s.vcUid ?? '',
-      settings: { plugins: s.plugins, pluginConfig: s.pluginConfig },
+      settings: { plugins: s.plugins, pluginConfig: s.pluginConfig, ...(s.nodes && { nodes: s.nodes }) },
     }),
   );
   return { key: s.key, caPem: s.caPem, cas, fingerprint, tenant, names: tenantNaming(s.key) };

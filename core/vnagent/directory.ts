@@ -4,6 +4,8 @@ import { R } from '../kube/resources.ts';
 import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../api/virtualcluster.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
+import type { NodesPolicyView } from '../plugins/contract.ts';
+import { resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
 import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -57,10 +59,16 @@ export interface VirtualClusterDirectoryOptions {
  * they are copied to, match no certificate this tenant's CA signed. The label and owner are only as strong as the rule
  * that only the manager may write ConfigMaps carrying that label: deploy/policy/manager-scope.yaml
  * (vc-manager-owned-objects) enforces it in the apiserver, against namespace editors as well as status writers.
+ *
+ * What a tenant sees of a node's own totals (nodes.totals) comes from its TenantPolicy, resolved as the manager
+ * resolves it (resolvePolicy: the one spec.policyName names, else the default one). Until the TenantPolicy cache has
+ * synced, or when no policy can be resolved, node totals are withheld: the agent never shows more than the policy
+ * allows. That cache is not waited for, so an agent of a meta cluster without the TenantPolicy CRD still serves.
  */
 export class VirtualClusterDirectory implements TenantDirectory {
   private readonly vcs: Informer<VirtualCluster>;
   private readonly cas: Informer<ConfigMap>;
+  private readonly policies: Informer<TenantPolicy>;
   private readonly memo = new Map<string, { stamp: string; entry: AgentTenant | undefined }>();
 
   constructor(private readonly o: VirtualClusterDirectoryOptions) {
@@ -75,16 +83,22 @@ export class VirtualClusterDirectory implements TenantDirectory {
       labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
       name: 'vn-agent-tenant-cas',
     });
+    this.policies = new Informer<TenantPolicy>({
+      client: o.meta,
+      resource: R.tenantpolicies,
+      name: 'vn-agent-tenant-policies',
+    });
   }
 
   async start(): Promise<void> {
     this.vcs.start();
     this.cas.start();
+    this.policies.start();
     await Promise.all([this.vcs.waitForSync(), this.cas.waitForSync()]);
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.vcs.stop(), this.cas.stop()]);
+    await Promise.all([this.vcs.stop(), this.cas.stop(), this.policies.stop()]);
   }
 
   ready(): true | string {
@@ -113,7 +127,8 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const ca = this.cas.get(`${m.namespace}/${tenantCAConfigMapName(m.name)}`);
     const caPem = ca?.data?.[TENANT_CA_KEY];
     if (!caPem || !ownedByVirtualCluster(ca, vc)) return undefined;
-    const stamp = `${m.resourceVersion}/${ca.metadata?.resourceVersion}`;
+    const nodes = this.nodesOf(vc);
+    const stamp = `${m.resourceVersion}/${ca.metadata?.resourceVersion}/${JSON.stringify(nodes)}`;
     const cached = this.memo.get(key);
     if (cached?.stamp === stamp) return cached.entry;
     let entry: AgentTenant | undefined;
@@ -131,6 +146,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
         vcUid: vc.metadata?.uid,
         plugins: vc.spec?.plugins,
         pluginConfig: vc.spec?.pluginConfig,
+        nodes,
       };
       entry = agentTenant(spec);
     } catch (e) {
@@ -141,6 +157,15 @@ export class VirtualClusterDirectory implements TenantDirectory {
     }
     this.memo.set(key, { stamp, entry });
     return entry;
+  }
+
+  /** nodesOf is what the tenant's TenantPolicy decides of node totals: withheld unless it is known to say scaled. */
+  private nodesOf(vc: VirtualCluster): NodesPolicyView {
+    if (!this.policies.hasSynced()) return { totals: 'withheld' };
+    const r = resolvePolicy(vc, this.policies.list());
+    if ('error' in r) return { totals: 'withheld' };
+    const totals = r.policy?.spec?.nodes?.totals;
+    return { totals: totals === undefined || totals === 'scaled' ? 'scaled' : 'withheld' };
   }
 }
 

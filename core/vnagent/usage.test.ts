@@ -171,6 +171,15 @@ describe('filterResourceMetrics', () => {
     ).toEqual(['pod_cpu_usage_seconds_total']);
   });
 
+  it("withholds the node's usage when the tenant's policy says so (nodes.totals), its own Pods still shown", () => {
+    const withheld = samples(mergeResourceMetrics([filterResourceMetrics(KUBELET, mine, 'withheld')]));
+    const scaled = samples(mergeResourceMetrics([filterResourceMetrics(KUBELET, mine, 'scaled')]));
+    expect(withheld).toEqual(scaled.filter((l) => !l.startsWith('node_')));
+    expect(withheld.some((l) => l.startsWith('pod_cpu_usage_seconds_total{namespace="default",pod="web"}'))).toBe(true);
+    const out = mergeResourceMetrics([filterResourceMetrics(KUBELET, mine, 'withheld')]);
+    expect(out).not.toMatch(/node_/);
+  });
+
   it('adds the node totals of several kubelets and keeps each Pod once', () => {
     const a = filterResourceMetrics(
       'node_cpu_usage_seconds_total 100 10\npod_cpu_usage_seconds_total{namespace="a-default",pod="web"} 1 10\n',
@@ -262,6 +271,16 @@ describe('filterSummary and mergeSummary', () => {
     const out = mergeSummary([a, b], 'n1');
     expect(out.node).toMatchObject({ nodeName: 'n1', startTime: 'a', cpu: { usageNanoCores: 3 } });
     expect((out.pods as unknown[]).length).toBe(2);
+  });
+
+  it.each([
+    ['scaled', ['cpu', 'memory', 'nodeName', 'startTime']],
+    ['withheld', ['nodeName', 'startTime']],
+  ] as const)("the node's usage under nodes.totals %s", (totals, keys) => {
+    const out = mergeSummary([filterSummary(SUMMARY, mine, 'super-1')], 'super-1', totals);
+    expect(Object.keys(out.node as object).sort()).toEqual(keys);
+    // the tenant's own Pods, with their usage, either way
+    expect((out.pods as Array<{ podRef: { name: string } }>).map((p) => p.podRef.name)).toEqual(['web', 'db']);
   });
 
   it('has a node with only its name when there is nothing to sum', () => {

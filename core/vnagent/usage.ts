@@ -5,10 +5,15 @@
  *   whose super namespace maps back to the tenant namespace its provenance names, and, in the summary, whose uid is
  *   the cached super Pod's); its namespace, name and uid are the tenant's;
  * - every other Pod, every container outside those Pods and every series or field not listed here is absent;
- * - node totals are scaled to the tenant's share: the node's CPU, memory and swap usage are the sums over the tenant's
- *   own Pods on that node, never the machine's; everything else about the node (file systems, network, runtime,
- *   system containers, rlimits, available memory) is withheld.
+ * - node totals follow the tenant's policy (nodes.totals, NodeTotals): `scaled`, the node's CPU, memory and swap usage
+ *   are the sums over the tenant's own Pods on that node, never the machine's; `withheld`, the node's usage is absent.
+ *   Everything else about the node (file systems, network, runtime, system containers, rlimits, available memory) is
+ *   withheld either way.
  */
+import type { NodeTotals } from '../../plugins/sdk/src/contract.ts';
+
+/** NodeTotals is re-exported: what a tenant sees of a node's own usage. */
+export type { NodeTotals };
 
 /** TenantPodRef is the tenant's name of one super Pod. */
 export interface TenantPodRef {
@@ -121,9 +126,10 @@ const label = (s: Sample, k: string): string | undefined => s.labels.find(([n]) 
 /**
  * filterResourceMetrics keeps from one kubelet's `/metrics/resource` text the tenant's own Pod and container samples
  * (namespace and pod relabelled to the tenant's, every other label but container dropped), the node families of
- * NODE_SCALED as sums over those Pods, and KEPT_AS_IS; every other line is dropped, malformed ones included.
+ * NODE_SCALED as sums over those Pods (none when `totals` is withheld), and KEPT_AS_IS; every other line is dropped,
+ * malformed ones included.
  */
-export function filterResourceMetrics(text: string, pods: TenantPods): ResourceMetrics {
+export function filterResourceMetrics(text: string, pods: TenantPods, totals: NodeTotals = 'scaled'): ResourceMetrics {
   const out: ResourceMetrics = { help: new Map(), type: new Map(), samples: [] };
   const nodeSeen = new Map<string, string | undefined>();
   for (const raw of text.split('\n')) {
@@ -152,7 +158,7 @@ export function filterResourceMetrics(text: string, pods: TenantPods): ResourceM
       out.samples.push({ ...s, labels });
     } else if (Object.hasOwn(NODE_SCALED, s.name)) {
       // Only the timestamp of the node's own sample is kept: its value is the machine's, never shown.
-      if (s.labels.length === 0) nodeSeen.set(s.name, s.timestamp);
+      if (s.labels.length === 0 && totals === 'scaled') nodeSeen.set(s.name, s.timestamp);
     } else if (KEPT_AS_IS.includes(s.name) && s.labels.length === 0) {
       out.samples.push(s);
     }
@@ -299,9 +305,10 @@ function scaledSection(pods: readonly Json[], section: string, fields: readonly 
 
 /**
  * mergeSummary builds the summary a tenant sees from the filtered parts of the kubelets its Pods run on: its Pods, and
- * a node section named `nodeName` whose CPU, memory and swap are the sums over those Pods; nothing else of the node.
+ * a node section named `nodeName` whose CPU, memory and swap are the sums over those Pods (left out when `totals` is
+ * withheld); nothing else of the node.
  */
-export function mergeSummary(parts: readonly SummaryPart[], nodeName: string): Json {
+export function mergeSummary(parts: readonly SummaryPart[], nodeName: string, totals: NodeTotals = 'scaled'): Json {
   const pods = parts.flatMap((p) => p.pods);
   const node: Json = { nodeName };
   const start = parts
@@ -309,6 +316,7 @@ export function mergeSummary(parts: readonly SummaryPart[], nodeName: string): J
     .filter((t): t is string => typeof t === 'string')
     .sort()[0];
   if (start) node.startTime = start;
+  if (totals === 'withheld') return { node, pods };
   const cpu = scaledSection(pods, 'cpu', ['usageNanoCores', 'usageCoreNanoSeconds']);
   const memory = scaledSection(pods, 'memory', ['usageBytes', 'workingSetBytes', 'rssBytes']);
   const swap = scaledSection(pods, 'swap', ['swapUsageBytes']);

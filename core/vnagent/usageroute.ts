@@ -1,4 +1,5 @@
 import https from 'node:https';
+import { nodeTotals } from '../../plugins/sdk/src/pods/placement.ts';
 import { provenanceOf, vNodeName } from '../names/names.ts';
 import { tenantUsage as attributeUsage, type UsagePod } from '../syncer/tenantusage.ts';
 import type { AgentTenant } from './auth.ts';
@@ -113,7 +114,8 @@ export interface UsageAnswer {
  * tenantUsage answers a usage endpoint for a tenant: it reads the endpoint of every real node the agent serves on
  * which the tenant has Pods (simulated nodes have no usage to read), filters each to the tenant (usage.ts) and merges
  * them. The node named in the summary is the vNode of the first of those nodes (the only one when the agent serves its
- * own node, as the DaemonSet does). A kubelet that cannot be read fails the whole answer with its reason.
+ * own node, as the DaemonSet does). The node's own usage is scaled or withheld as the tenant's policy says
+ * (nodes.totals). A kubelet that cannot be read fails the whole answer with its reason.
  */
 export async function tenantUsage(
   kind: UsageKind,
@@ -122,6 +124,7 @@ export async function tenantUsage(
   f: UsageFetch,
 ): Promise<UsageAnswer> {
   const pods = tenantUsagePods(view.cachedPods(), t);
+  const totals = nodeTotals(t.tenant);
   const endpoints: KubeletEndpoint[] = [];
   for (const name of pods.nodes) {
     const node = await view.node(name);
@@ -134,7 +137,7 @@ export async function tenantUsage(
     const texts = await Promise.all(endpoints.map((ep) => getKubelet(ep, '/metrics/resource', f)));
     return {
       contentType: 'text/plain; version=0.0.4; charset=utf-8',
-      body: mergeResourceMetrics(texts.map((x) => filterResourceMetrics(x, pods.lookup))),
+      body: mergeResourceMetrics(texts.map((x) => filterResourceMetrics(x, pods.lookup, totals))),
     };
   }
   const parts = await Promise.all(
@@ -151,7 +154,7 @@ export async function tenantUsage(
   );
   return {
     contentType: 'application/json',
-    body: JSON.stringify(mergeSummary(parts, parts[0]?.node ?? '')),
+    body: JSON.stringify(mergeSummary(parts, parts[0]?.node ?? '', totals)),
   };
 }
 

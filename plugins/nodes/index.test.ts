@@ -537,6 +537,30 @@ describe('nodes plugin: the policy view (nodes.view)', () => {
   });
 });
 
+describe("nodes plugin: a node's totals as the tenant's policy says (nodes.totals)", () => {
+  const onNode = () => new MapCache([[R.pods, [superPodOn('node-1', KEY)]]]);
+  it.each([
+    ["no setting: scaled, the node's capacity and allocatable shown", undefined, true],
+    ['scaled: shown', 'scaled' as const, true],
+    ['withheld: neither capacity nor allocatable', 'withheld' as const, false],
+  ])('%s', (_what, totals, shown) => {
+    const tenant = testTenant(totals ? { nodes: { totals } } : {});
+    const built = buildVNode(structuredClone(superNode), testContext({ tenant }));
+    const got = nodesPlugin.toTenant!(
+      structuredClone(superNode),
+      existing(),
+      testContext({ tenant, superCache: onNode(), now: NOW }),
+    );
+    for (const n of [built, got.object as Node]) {
+      expect(n.status?.capacity).toEqual(shown ? superNode.status!.capacity : undefined);
+      expect(n.status?.allocatable).toEqual(shown ? superNode.status!.allocatable : undefined);
+      // the rest of the mirror is the same either way
+      expect(n.status?.conditions?.map((c) => c.type)).toEqual(['Ready']);
+      expect(n.status?.daemonEndpoints).toEqual({ kubeletEndpoint: { Port: 10550 } });
+    }
+  });
+});
+
 describe('nodes plugin: what a vNode never shows', () => {
   const vNode = buildVNode(structuredClone(superNode), testContext());
   const json = JSON.stringify(vNode);

@@ -17,6 +17,7 @@ import {
 } from '@virtualcluster-ts/plugin-sdk';
 import {
   mayPlaceOn,
+  nodeTotals,
   nodesView,
   type Node,
   type Pod,
@@ -203,7 +204,7 @@ function vNodeInfo(
 /**
  * mirror writes onto `vNode` what a vNode shows of its super node, and nothing else:
  * - capacity and allocatable of the node (the machine's size is what a tenant sizes its Pods against; its quota is
- *   its share, and a per-node share is not defined);
+ *   its share, and a per-node share is not defined), unless the tenant's policy withholds node totals (nodes.totals);
  * - the Ready condition, and the taints but those of the pressure conditions (VNODE_CONDITIONS) and those the
  *   tenant's forced tolerations (pods.forced) tolerate;
  * - kubelet version, OS and architecture (VNODE_NODE_INFO);
@@ -231,8 +232,10 @@ function mirror(superNode: Node, vNode: Node, ctx: Pick<PluginContext, 'tenant'>
   const status: NonNullable<Node['status']> = {};
   const conditions = (src.conditions ?? []).filter((c) => VNODE_CONDITIONS.includes(String(c.type)));
   if (conditions.length) status.conditions = clone(conditions);
-  if (src.capacity) status.capacity = clone(src.capacity);
-  if (src.allocatable) status.allocatable = clone(src.allocatable);
+  if (nodeTotals(ctx.tenant) === 'scaled') {
+    if (src.capacity) status.capacity = clone(src.capacity);
+    if (src.allocatable) status.allocatable = clone(src.allocatable);
+  }
   const info = vNodeInfo(src.nodeInfo, vNode.status?.nodeInfo);
   if (Object.keys(info).length) status.nodeInfo = info;
   status.addresses = [...(host ? [{ type: 'InternalIP', address: host }] : []), { type: 'Hostname', address: name }];

@@ -17,8 +17,9 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
+import { startOpsServer } from '../../core/metrics/ops.ts';
 import { registry as metricsRegistry } from '../../core/metrics/registry.ts';
-import { LABEL, superNamespace } from '../../core/names/names.ts';
+import { LABEL, superNamespace, vNodeName } from '../../core/names/names.ts';
 import { fingerprintSha256, type CertKeyPair } from '../../core/pki/pki.ts';
 import { embeddedPolicy, startNodesAgent } from '../../core/dev/embedded/embedded.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
@@ -192,6 +193,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
           vcNamespace: x.vcNamespace,
           caPem: cp.caPem,
           fingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+          ...(x.nodes && { nodes: x.nodes }),
         });
         return x;
       };
@@ -622,6 +624,41 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     expect(text.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s+CPU\(cores\)\s+MEMORY\(bytes\)/);
     expect(text.stdout).toContain(tenantA.key);
 
+    // With the manager's /metrics (here this process's ops server: the registry of the syncer above), the API writes
+    // the syncer made for each tenant; counters only grow, so at least what the registry held just before.
+    const writesOf = async (tenant: string) => {
+      let n = 0;
+      for (const m of (await metricsRegistry.metrics()).matchAll(/^vc_syncer_writes_total\{([^}]*)\} (\S+)$/gm))
+        if (m[1]!.includes(`tenant="${tenant}"`)) n += Number(m[2]);
+      return n;
+    };
+    const ops = await startOpsServer({ port: 0 });
+    try {
+      const url = `http://127.0.0.1:${ops.port}/metrics`;
+      const before = await writesOf(tenantA.key);
+      expect(before).toBeGreaterThan(0);
+      const w = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath, '-o', 'json', '--metrics', url]);
+      expect(w.code, w.stderr).toBe(0);
+      const withWrites = JSON.parse(w.stdout) as Array<Row & { apiWrites?: number }>;
+      expect(withWrites.find((row) => row.tenant === tenantA.key)?.apiWrites).toBeGreaterThanOrEqual(before);
+      expect(withWrites.find((row) => row.tenant === tenantB.key)?.apiWrites).toBeGreaterThan(0);
+      const table = await vcCli(['top', '--kubeconfig', t.sc.cluster.kubeconfigPath, '--metrics', url]);
+      expect(table.stdout).toMatch(/^TENANT\s+VIRTUALCLUSTER\s+PODS\s.*\sAPI-WRITES$/m);
+      // an address where no manager answers is a clear error naming it, and nothing is printed as if it were zero
+      const down = await vcCli([
+        'top',
+        '--kubeconfig',
+        t.sc.cluster.kubeconfigPath,
+        '--metrics',
+        'http://127.0.0.1:1/metrics',
+      ]);
+      expect(down.code).not.toBe(0);
+      expect(down.stderr).toContain('--metrics http://127.0.0.1:1/metrics: fetch failed');
+      expect(down.stdout).toBe('');
+    } finally {
+      await ops.close();
+    }
+
     // The same usage as the vn-agent's metrics (the manager's /metrics under `vc up`, where the agent runs in it):
     // CPU and working set per tenant, from the kubelet it serves, for the tenants it serves only.
     const series = await eventually(
@@ -675,5 +712,48 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
     });
     // B's own apiserver gets B's log: the refusals are about who asks
     expect((await kubectl(cpB, ['logs', 'ticker', '--tail=-1'])).stdout).toMatch(/^secret of b\n/);
+  });
+  it("under a TenantPolicy withholding node totals (nodes.totals), a tenant sees no node usage and no node capacity, its own Pods' usage still", async () => {
+    const base = embeddedPolicy();
+    const withheld = { ...base, spec: { ...base.spec, nodes: { ...base.spec.nodes, totals: 'withheld' as const } } };
+    const admitted = checkPolicies({ spec: { provisioner: { type: 'local' } } }, [withheld]);
+    if (!('effective' in admitted)) throw new Error(`policy refused: ${JSON.stringify(admitted)}`);
+    expect(admitted.effective.nodes.totals).toBe('withheld');
+    // B's settings change as the manager hands them over: to its syncer session and to the agent's directory
+    tenantB = tenant(cpB, 'team-b', 'b', '22222222-bbbb-4bbb-8bbb-0000000000b3', { nodes: admitted.effective.nodes });
+    registry.upsert(tenantB);
+    const b = await cpB.client();
+    const name = vNodeName(t.sc.realNodes[0]!.name);
+    interface VNode extends KubeObject {
+      status?: { capacity?: Record<string, string>; allocatable?: Record<string, string>; conditions?: unknown[] };
+    }
+    const vNodeB = await eventually(
+      async () => {
+        const n = await b.get<VNode>(R.nodes, undefined, name);
+        expect(n.status?.capacity).toBeUndefined();
+        expect(n.status?.allocatable).toBeUndefined();
+        return n;
+      },
+      60_000,
+      500,
+    );
+    expect(vNodeB.status?.conditions?.length).toBeGreaterThan(0);
+    interface Summary {
+      node: Record<string, unknown>;
+      pods: Array<{ podRef: { name: string }; cpu?: { usageNanoCores?: number } }>;
+    }
+    const summary = JSON.parse(await usageOf(cpB, '/stats/summary')) as Summary;
+    expect(summary.node.nodeName).toBe(name);
+    expect(summary.node.cpu).toBeUndefined();
+    expect(summary.node.memory).toBeUndefined();
+    expect(summary.node.swap).toBeUndefined();
+    const ticker = summary.pods.find((p) => p.podRef.name === 'ticker');
+    expect(ticker?.cpu?.usageNanoCores).toBeDefined();
+    const text = await usageOf(cpB, '/metrics/resource');
+    expect(text).toMatch(/^pod_cpu_usage_seconds_total\{namespace="default",pod="ticker"\} /m);
+    expect(text).not.toMatch(/^node_/m);
+    // A, under the embedded policy (scaled), still sees its node's totals and its vNode's capacity
+    expect(await usageOf(cpA, '/metrics/resource')).toMatch(/^node_cpu_usage_seconds_total /m);
+    expect((await a.get<VNode>(R.nodes, undefined, name)).status?.capacity?.cpu).toBeDefined();
   });
 });

@@ -353,10 +353,20 @@ export const NODES_VIEWS = ['withPods', 'schedulable'] as const;
 /** NodesView is one of NODES_VIEWS. */
 export type NodesView = (typeof NODES_VIEWS)[number];
 
+/**
+ * NODE_TOTALS are what a policy lets a tenant see of a node's own figures: `scaled`, the node's usage is the sum over
+ * the tenant's own Pods and its vNode shows the node's capacity and allocatable; `withheld`, neither.
+ */
+export const NODE_TOTALS = ['scaled', 'withheld'] as const;
+/** NodeTotals is one of NODE_TOTALS. */
+export type NodeTotals = (typeof NODE_TOTALS)[number];
+
 /** NodesPolicyView is what the tenant's policy decides for its vNodes, as plugins read it. */
 export interface NodesPolicyView {
   /** withPods: vNodes only where the tenant has Pods; schedulable: also every Ready node its Pods may be placed on */
   readonly view?: NodesView;
+  /** scaled: node usage summed over the tenant's Pods, capacity shown; withheld: neither (absent, scaled) */
+  readonly totals?: NodeTotals;
 }
 
 /**

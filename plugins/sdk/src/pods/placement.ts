@@ -1,4 +1,4 @@
-import type { CacheReader, NodesView, PluginContext, TenantView, TolerationRule } from '../contract.ts';
+import type { CacheReader, NodeTotals, NodesView, PluginContext, TenantView, TolerationRule } from '../contract.ts';
 import type { KubeObject } from '../kube.ts';
 import { provenanceOf } from '../names.ts';
 import { R } from '../resources.ts';
@@ -28,6 +28,15 @@ interface RuntimeClass extends KubeObject {
 /** nodesView is the tenant's vNode view from its policy (nodes.view); withPods when the policy says nothing. */
 export function nodesView(tenant: Pick<TenantView, 'nodes'>): NodesView {
   return tenant.nodes?.view === 'schedulable' ? 'schedulable' : 'withPods';
+}
+
+/**
+ * nodeTotals is what the tenant sees of a node's own figures, from its policy (nodes.totals): scaled when the policy
+ * says nothing, withheld when it says so (any other value, as from an object written past validation, withholds too).
+ */
+export function nodeTotals(tenant: Pick<TenantView, 'nodes'>): NodeTotals {
+  const t = tenant.nodes?.totals;
+  return t === undefined || t === 'scaled' ? 'scaled' : 'withheld';
 }
 
 /** tolerates is the scheduler's rule: does toleration `t` tolerate `taint` (an empty key with Exists: every taint)? */

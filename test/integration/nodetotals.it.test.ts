@@ -1,0 +1,136 @@
+/**
+ * Node totals follow the tenant's TenantPolicy (nodes.totals) in the vn-agent: its VirtualClusterDirectory, running as
+ * the vn-agent's ServiceAccount under deploy/vn-agent/rbac.yaml, resolves each Running VirtualCluster's policy as the
+ * manager does (the one it names, else the one annotated default) and follows edits of it; a policy it cannot resolve
+ * withholds. What the agent then serves and the syncer writes on vNodes under each mode is shown on the real node
+ * (test/realnode/tenantpods.it.test.ts); kwok's nodes report no usage to filter.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeClient, KubeObject, Resource } from '../../core/kube/client.ts';
+import { R } from '../../core/kube/resources.ts';
+import { applyCRDs } from '../../core/dev/embedded/superobjects.ts';
+import { LABEL, rootNamespace } from '../../core/names/names.ts';
+import { createCA, fingerprintSha256 } from '../../core/pki/pki.ts';
+import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
+import { tenantCACommonName } from '../../core/vnagent/auth.ts';
+import { VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
+import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { serviceAccountClient } from '../identities.ts';
+
+const byKind = new Map<string, Resource>(Object.values(R).map((r) => [r.kind, r]));
+
+describe('node totals as the TenantPolicy says, in the vn-agent (nodes.totals)', () => {
+  let t: TestSuper;
+  let agentClient: KubeClient;
+  let directory: VirtualClusterDirectory;
+
+  beforeAll(async () => {
+    t = await startTestSuper({ nodes: 1 });
+    await applyCRDs(t.sc);
+    await eventually(() => t.client.list(R.tenantpolicies));
+    for (const d of parseAllDocuments(
+      readFileSync(join(import.meta.dirname, '../../deploy/vn-agent/rbac.yaml'), 'utf8'),
+    )) {
+      const o = d.toJS() as KubeObject;
+      await t.client.apply(byKind.get(o.kind!)!, o, 'test');
+    }
+    agentClient = await serviceAccountClient(t.sc, 'vc-vn-agent', 'vc-vn-agent');
+    directory = new VirtualClusterDirectory({ meta: agentClient });
+    await directory.start();
+  }, 240_000);
+
+  afterAll(async () => {
+    await directory?.stop();
+    agentClient?.close();
+    await t?.stop();
+  });
+
+  /** runningTenant makes a VirtualCluster the directory serves: its CA ConfigMap as the manager writes it, Running. */
+  const runningTenant = async (ns: string, name: string, policyName?: string): Promise<string> => {
+    await t.client.apply(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, 'test');
+    const vc = await t.client.create<KubeObject>(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name, namespace: ns },
+      spec: { provisioner: { type: 'local' }, ...(policyName && { policyName }) },
+    });
+    const key = rootNamespace(ns, name, vc.metadata!.uid!);
+    const ca = await createCA(tenantCACommonName(key), 1);
+    await t.client.create(R.configmaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: `${name}-tenant-ca`,
+        namespace: ns,
+        labels: { [LABEL.managedBy]: 'vc-manager' },
+        ownerReferences: [
+          {
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'VirtualCluster',
+            name,
+            uid: vc.metadata!.uid!,
+            controller: true,
+          },
+        ],
+      },
+      data: { 'ca.crt': ca.certPem },
+    });
+    await t.client.patch(
+      R.virtualclusters,
+      ns,
+      name,
+      { status: { phase: 'Running', kubeletClientCertFingerprint: fingerprintSha256(ca.certPem) } },
+      'merge',
+      { subresource: 'status' },
+    );
+    return key;
+  };
+
+  /** totalsOf is what the directory hands the agent for a tenant: its node totals, or 'absent' when not served. */
+  const totalsOf = (key: string): string =>
+    [...directory.tenants()].find((x) => x.key === key)?.tenant.nodes?.totals ?? 'absent';
+
+  const policy = (name: string, totals?: string, isDefault = false): KubeObject => ({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'TenantPolicy',
+    metadata: { name, ...(isDefault && { annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } }) },
+    spec: totals ? { nodes: { totals } } : {},
+  });
+
+  it('follows the policy a VirtualCluster names: withheld while it is missing, then as it says, edits included', async () => {
+    const key = await runningTenant('team-a', 'a', 'quiet');
+    // no such policy yet: the manager would refuse the tenant, the agent shows it nothing of the node
+    await eventually(() => expect(totalsOf(key)).toBe('withheld'));
+    await t.client.create(R.tenantpolicies, policy('quiet', 'scaled'));
+    await eventually(() => expect(totalsOf(key)).toBe('scaled'));
+    await t.client.patch(R.tenantpolicies, undefined, 'quiet', { spec: { nodes: { totals: 'withheld' } } }, 'merge');
+    await eventually(() => expect(totalsOf(key)).toBe('withheld'));
+    // the schema refuses a mode the platform did not mean, by field, and the policy stays as it was
+    const refused = await t.client
+      .patch(R.tenantpolicies, undefined, 'quiet', { spec: { nodes: { totals: 'hidden' } } }, 'merge')
+      .then(
+        () => 'accepted',
+        (e: unknown) => String(e),
+      );
+    expect(refused).toMatch(/spec\.nodes\.totals: Unsupported value: "hidden"/);
+    expect(totalsOf(key)).toBe('withheld');
+  });
+
+  it('follows the default policy of a VirtualCluster that names none, and the built-in default (scaled) without one', async () => {
+    const key = await runningTenant('team-b', 'b');
+    await eventually(() => expect(totalsOf(key)).toBe('scaled'));
+    await t.client.create(R.tenantpolicies, policy('platform-default', 'withheld', true));
+    await eventually(() => expect(totalsOf(key)).toBe('withheld'));
+    await t.client.patch(R.tenantpolicies, undefined, 'platform-default', { spec: { nodes: null } }, 'merge');
+    await eventually(() => expect(totalsOf(key)).toBe('scaled'));
+    // a second default makes the policy unresolvable (the manager refuses the tenant): withheld
+    await t.client.create(R.tenantpolicies, policy('second-default', 'scaled', true));
+    await eventually(() => expect(totalsOf(key)).toBe('withheld'));
+    await t.client.delete(R.tenantpolicies, undefined, 'second-default');
+    await t.client.delete(R.tenantpolicies, undefined, 'platform-default');
+    await eventually(() => expect(totalsOf(key)).toBe('scaled'));
+  });
+});
