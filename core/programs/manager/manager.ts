@@ -161,6 +161,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     statics: staticSuperClusters(shape, clients),
   });
   let running = false;
+  const removeChecks: (() => void)[] = [];
   const group = new RunGroup();
   const terms: Terms = {
     start: async (t = {}) => {
@@ -172,24 +173,60 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await group.stop();
     },
   };
-  const ops: OpsServer = await startOpsServer({
-    host: cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
-    port: cfg.metrics?.port ?? MANAGER_DEFAULTS.metrics.port,
-  });
-  const removeChecks = [
-    addHealthCheck('plugins', (): true | string => (host.names().length ? true : 'no plugin loaded')),
-    addReadyCheck('syncers', (): true | string => (running || !!shape.lease ? true : 'syncers not started')),
-  ];
-  // While another replica leads, this one keeps the syncers' caches (and the tenant feed of `vc syncer`) synced, so
-  // that winning the Lease starts the workers over them instead of listing everything again.
-  const warming = Promise.all([feed.start(), ...syncers.map((s) => s.warm())]).catch((err: unknown) =>
-    log.error({ err }, 'warming the caches failed; a leadership term starts them again'),
-  );
+  // What runs for the whole process, standing by included, started in order and stopped in reverse.
+  let ops: OpsServer | undefined;
+  let warming: Promise<unknown> = Promise.resolve();
+  const always = new RunGroup();
+  await always.start([
+    {
+      name: 'ops server',
+      start: async () => {
+        ops = await startOpsServer({
+          host: cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
+          port: cfg.metrics?.port ?? MANAGER_DEFAULTS.metrics.port,
+        });
+        removeChecks.push(
+          addHealthCheck('plugins', (): true | string => (host.names().length ? true : 'no plugin loaded')),
+          addReadyCheck('syncers', (): true | string => (running || !!shape.lease ? true : 'syncers not started')),
+        );
+      },
+      stop: async () => {
+        removeChecks.splice(0).forEach((r) => r());
+        await ops?.close();
+      },
+    },
+    {
+      // The tenants' control planes this process runs (local provisioner) outlive a term; they end with the process.
+      name: 'provisioners',
+      start: async () => {},
+      stop: async () => {
+        await lifecycle?.stopProvisioners();
+        cacheStates.clear();
+      },
+    },
+    {
+      // While another replica leads, this one keeps the syncers' caches (and the tenant feed of `vc syncer`) synced,
+      // so that winning the Lease starts the workers over them instead of listing everything again.
+      name: 'warm caches',
+      start: async () => {
+        warming = Promise.all([feed.start(), ...syncers.map((s) => s.warm())]).catch((err: unknown) =>
+          log.error({ err }, 'warming the caches failed; a leadership term starts them again'),
+        );
+      },
+      // Stopping them releases a warm-up still waiting for a cache to sync.
+      stop: async () => {
+        await feed.stop();
+        await Promise.all(syncers.map((s) => s.stop()));
+        await warming;
+      },
+    },
+  ]);
+  const opsPort = ops!.port;
   const election = shape.lease ? elect(meta, shape.lease, cfg.leaderElection ?? {}, terms) : undefined;
   if (!election) await terms.start({});
   log.info(
     {
-      opsPort: ops.port,
+      opsPort,
       superClusters: shape.supers.map((s) => s.name),
       syncerOnly: shape.syncerOnly,
       plugins: host.names(),
@@ -197,7 +234,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     'manager started',
   );
   return {
-    opsPort: ops.port,
+    opsPort,
     isLeader: () => running,
     get lifecycle() {
       return term.virtualClusters;
@@ -218,14 +255,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     async stop() {
       await election?.stop();
       if (running) await terms.halt();
-      // Stopping them releases a warm-up still waiting for a cache to sync.
-      await feed.stop();
-      await Promise.all(syncers.map((s) => s.stop()));
-      await warming;
-      await lifecycle?.stopProvisioners();
-      cacheStates.clear();
-      removeChecks.forEach((r) => r());
-      await ops.close();
+      await always.stop();
       clients.forEach((c) => c?.close());
       await host.close();
     },
