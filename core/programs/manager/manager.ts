@@ -2,7 +2,7 @@
 // tenantfeed.ts (the meta cluster's tenants), term.ts (what runs while it leads) and election.ts (when it leads).
 import { dirname, resolve } from 'node:path';
 import type { GitOpsController } from '../../../gitops/controller.ts';
-import { RunGroup } from '../../controller/runnables.ts';
+import { RunGroup, type Runnable } from '../../controller/runnables.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { InformerFactory } from '../../kube/factory.ts';
 import { reportCacheExceeded, TenantCacheStates } from '../../lifecycle/cachelimit.ts';
@@ -161,7 +161,6 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     statics: staticSuperClusters(shape, clients),
   });
   let running = false;
-  const removeChecks: (() => void)[] = [];
   const group = new RunGroup();
   const terms: Terms = {
     start: async (t = {}) => {
@@ -174,54 +173,19 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     },
   };
   // What runs for the whole process, standing by included, started in order and stopped in reverse.
-  let ops: OpsServer | undefined;
-  let warming: Promise<unknown> = Promise.resolve();
   const always = new RunGroup();
-  await always.start([
-    {
-      name: 'ops server',
-      start: async () => {
-        ops = await startOpsServer({
-          host: cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
-          port: cfg.metrics?.port ?? MANAGER_DEFAULTS.metrics.port,
-        });
-        removeChecks.push(
-          addHealthCheck('plugins', (): true | string => (host.names().length ? true : 'no plugin loaded')),
-          addReadyCheck('syncers', (): true | string => (running || !!shape.lease ? true : 'syncers not started')),
-        );
-      },
-      stop: async () => {
-        removeChecks.splice(0).forEach((r) => r());
-        await ops?.close();
-      },
-    },
-    {
-      // The tenants' control planes this process runs (local provisioner) outlive a term; they end with the process.
-      name: 'provisioners',
-      start: async () => {},
-      stop: async () => {
-        await lifecycle?.stopProvisioners();
-        cacheStates.clear();
-      },
-    },
-    {
-      // While another replica leads, this one keeps the syncers' caches (and the tenant feed of `vc syncer`) synced,
-      // so that winning the Lease starts the workers over them instead of listing everything again.
-      name: 'warm caches',
-      start: async () => {
-        warming = Promise.all([feed.start(), ...syncers.map((s) => s.warm())]).catch((err: unknown) =>
-          log.error({ err }, 'warming the caches failed; a leadership term starts them again'),
-        );
-      },
-      // Stopping them releases a warm-up still waiting for a cache to sync.
-      stop: async () => {
-        await feed.stop();
-        await Promise.all(syncers.map((s) => s.stop()));
-        await warming;
-      },
-    },
-  ]);
-  const opsPort = ops!.port;
+  const lifelong = lifelongRunnables({
+    cfg,
+    host,
+    shape,
+    lifecycle,
+    cacheStates,
+    feed,
+    syncers,
+    running: () => running,
+  });
+  await always.start(lifelong.runnables);
+  const opsPort = lifelong.opsPort();
   const election = shape.lease ? elect(meta, shape.lease, cfg.leaderElection ?? {}, terms) : undefined;
   if (!election) await terms.start({});
   log.info(
@@ -260,6 +224,76 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await host.close();
     },
   };
+}
+
+/** LifelongParts are what the runnables of a whole manager process stand on. */
+interface LifelongParts {
+  cfg: ManagerConfig;
+  host: PluginHost;
+  shape: ManagerShape;
+  lifecycle?: ReturnType<typeof lifecycleControllers>;
+  cacheStates: TenantCacheStates;
+  feed: TenantFeed;
+  syncers: readonly Syncer[];
+  /** running says whether a term runs (the syncers' readiness without leader election) */
+  running(): boolean;
+}
+
+/**
+ * lifelongRunnables are what a manager runs for its whole life, standing by included: the ops server and its checks,
+ * the provisioners (the tenants' control planes a local provisioner runs outlive a term and end with the process)
+ * and the warm caches; opsPort is the ops server's port once it started.
+ */
+function lifelongRunnables(p: LifelongParts): { runnables: Runnable[]; opsPort(): number } {
+  let ops: OpsServer | undefined;
+  let warming: Promise<unknown> = Promise.resolve();
+  const removeChecks: (() => void)[] = [];
+  const runnables: Runnable[] = [
+    {
+      name: 'ops server',
+      start: async () => {
+        ops = await startOpsServer({
+          host: p.cfg.metrics?.host ?? MANAGER_DEFAULTS.metrics.host,
+          port: p.cfg.metrics?.port ?? MANAGER_DEFAULTS.metrics.port,
+        });
+        removeChecks.push(
+          addHealthCheck('plugins', (): true | string => (p.host.names().length ? true : 'no plugin loaded')),
+          addReadyCheck('syncers', (): true | string =>
+            p.running() || !!p.shape.lease ? true : 'syncers not started',
+          ),
+        );
+      },
+      stop: async () => {
+        removeChecks.splice(0).forEach((r) => r());
+        await ops?.close();
+      },
+    },
+    {
+      name: 'provisioners',
+      start: async () => {},
+      stop: async () => {
+        await p.lifecycle?.stopProvisioners();
+        p.cacheStates.clear();
+      },
+    },
+    {
+      // While another replica leads, this one keeps the syncers' caches (and the tenant feed of `vc syncer`) synced,
+      // so that winning the Lease starts the workers over them instead of listing everything again.
+      name: 'warm caches',
+      start: async () => {
+        warming = Promise.all([p.feed.start(), ...p.syncers.map((s) => s.warm())]).catch((err: unknown) =>
+          log.error({ err }, 'warming the caches failed; a leadership term starts them again'),
+        );
+      },
+      // Stopping them releases a warm-up still waiting for a cache to sync.
+      stop: async () => {
+        await p.feed.stop();
+        await Promise.all(p.syncers.map((s) => s.stop()));
+        await warming;
+      },
+    },
+  ];
+  return { runnables, opsPort: () => ops!.port };
 }
 
 /**
