@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { KubeClient } from './client.ts';
+import type { KubeClient, ObjectMeta, Resource } from './client.ts';
 import { R } from './resources.ts';
 
 /** EventTarget is the object an event is about. */
@@ -9,6 +9,19 @@ export interface EventTarget {
   name: string;
   namespace?: string;
   uid?: string;
+}
+
+/** apiVersionOf is the apiVersion of a resource's objects: `group/version`, or the version alone for the core group. */
+export function apiVersionOf(r: Resource): string {
+  return r.group ? `${r.group}/${r.version}` : r.version;
+}
+
+/**
+ * eventTarget is the reference an event about an object of the resource carries, from the object's metadata; an
+ * object without a name (never one read from an apiserver) gets the empty name.
+ */
+export function eventTarget(r: Resource, m: Pick<ObjectMeta, 'namespace' | 'name' | 'uid'>): EventTarget {
+  return { apiVersion: apiVersionOf(r), kind: r.kind, namespace: m.namespace, name: m.name ?? '', uid: m.uid };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { ApiError, type KubeObject, type Resource } from '../kube/client.ts';
+import { eventTarget } from '../kube/events.ts';
 import { provenanceOf } from '../names/names.ts';
 import type { Effect, ObjectCaps, PluginContext } from '../plugins/contract.ts';
 import { QUOTA_EXCEEDED } from '../../plugins/sdk/src/wellknown.ts';
@@ -194,13 +195,7 @@ export function capRefusal(
     {
       type: 'event',
       side: 'tenant',
-      regarding: {
-        apiVersion: resource.group ? `${resource.group}/${resource.version}` : resource.version,
-        kind: resource.kind,
-        namespace: m.namespace,
-        name: m.name ?? '',
-        uid: m.uid,
-      },
+      regarding: eventTarget(resource, m),
       eventType: 'Warning',
       reason: QUOTA_EXCEEDED,
       message,

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isAlreadyExists, isConflict, isNotFound, KubeClient, type KubeObject, type Resource } from '../kube/client.ts';
-import { recordEvent } from '../kube/events.ts';
+import { apiVersionOf, recordEvent } from '../kube/events.ts';
 import { EventLane } from './eventlane.ts';
 import { childLogger } from '../log.ts';
 import { ANN, LABEL, MANAGER, namespaceOwnedBy } from '../names/names.ts';
@@ -244,7 +244,7 @@ export class Effects {
   private async tenantStatus(t: EffectTarget, e: DeleteTenantEffect): Promise<void> {
     const r = t.resource;
     const obj = {
-      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      apiVersion: apiVersionOf(r),
       kind: r.kind,
       metadata: { namespace: e.namespace, name: e.name, uid: e.uid },
       status: e.status,
@@ -269,7 +269,7 @@ export class Effects {
     if (this.recentConditions.size > 10_000) this.recentConditions.clear();
     const r = t.resource;
     const obj = {
-      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      apiVersion: apiVersionOf(r),
       kind: r.kind,
       metadata: { namespace: e.namespace, name: e.name },
       status: { conditions: [{ ...e.condition, lastTransitionTime: new Date().toISOString() }] },

@@ -3,6 +3,7 @@
 
 import type { Operation } from 'rfc6902';
 import type { KubeObject } from '../kube/client.ts';
+import { eventTarget } from '../kube/events.ts';
 import { R } from '../kube/resources.ts';
 import { LABEL, MANAGER, namespaceOwnedBy, ownedBy, pickUp, provenanceOf, stampOwnership } from '../names/names.ts';
 import type {
@@ -286,13 +287,7 @@ function createRefusal(
       {
         type: 'event',
         side: 'tenant',
-        regarding: {
-          apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
-          kind: r.kind,
-          namespace: tm.namespace,
-          name: tm.name ?? '',
-          uid: tm.uid,
-        },
+        regarding: eventTarget(r, tm),
         eventType: 'Warning',
         reason: 'NamespaceNotOwned',
         message,

@@ -12,6 +12,7 @@ import {
   type KubeClient,
   type KubeObject,
 } from '../kube/client.ts';
+import { eventTarget } from '../kube/events.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import type { CacheReader, PluginContext, ResourcePlugin } from '../plugins/contract.ts';
@@ -319,19 +320,12 @@ export class KeyReconciler {
     const tm = tenantObj?.metadata;
     if (!r || !tm?.name) return;
     const ctx = this.context(s);
-    const regarding = {
-      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
-      kind: r.kind,
-      namespace: tm.namespace,
-      name: tm.name,
-      uid: tm.uid,
-    };
     await this.effects.run(
       { session: s, key, plugin: k.plugin, resource: r, ctx, superUid: undefined },
       {
         type: 'event',
         side: 'tenant',
-        regarding,
+        regarding: eventTarget(r, tm),
         eventType: 'Warning',
         reason: 'PluginFailed',
         message:
@@ -364,13 +358,7 @@ export class KeyReconciler {
       {
         type: 'event',
         side: 'tenant',
-        regarding: {
-          apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
-          kind: r.kind,
-          namespace: tm.namespace,
-          name: tm.name,
-          uid: tm.uid,
-        },
+        regarding: eventTarget(r, tm),
         eventType: 'Warning',
         reason: BYTE_RATE_REASON,
         message:
@@ -416,14 +404,6 @@ export class KeyReconciler {
     const again = plan({ host: this.o.host, plugin: p, ctx, key: k, tenantObj, superObj: actual });
     if (again.skip) {
       // The name is taken by an object the syncer may not adopt (a hand-made namespace, say): tell the tenant.
-      const tm = tenantObj.metadata ?? {};
-      const regarding = {
-        apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
-        kind: r.kind,
-        namespace: tm.namespace,
-        name: tm.name ?? '',
-        uid: tm.uid,
-      };
       const target = {
         session: s,
         key: makeKey(k.tenant, k.plugin, k.namespace, k.name),
@@ -435,7 +415,7 @@ export class KeyReconciler {
       await this.effects.run(target, {
         type: 'event',
         side: 'tenant',
-        regarding,
+        regarding: eventTarget(r, tenantObj.metadata ?? {}),
         eventType: 'Warning',
         reason: again.skip.reason,
         message: again.skip.message,

@@ -1,25 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
-import { ensureToolchain, isComplete, toolchainDir } from '../../toolchain/toolchain.ts';
-import { registerVirtualClusterCommands } from './vcs.ts';
-import { registerBackupCommands } from './backup.ts';
-import { registerDescribeCommand } from './describe.ts';
-import { registerVnAgentCommand } from './vnagent.ts';
-import { registerTopCommand } from './top.ts';
-import { registerGitOpsCommands } from './gitops.ts';
-import { registerGitSourceCommands } from './sources.ts';
-import { registerSleepCommands } from './sleep.ts';
-import { registerRotateCaCommand } from './rotateca.ts';
-import { registerUpCommands } from './up.ts';
-import { registerSuperClusterCommands } from './superclusters.ts';
-import { registerDrainCommands } from './drain.ts';
-import { registerRebalanceCommand } from './rebalance.ts';
-import { registerImageCommands } from './image.ts';
-import { registerInstallCommands } from './install.ts';
 import { KUBECONFIG_RULE } from './kubeconfig.ts';
-import { registerVersionCommand } from './version.ts';
-import { registerCompletionCommand } from './completion.ts';
-import { registerPluginSigningCommands } from './pluginsign.ts';
+import { COMMAND_MODULES, commandOf, modulesFor } from './commands.ts';
 import { errorReport } from './errors.ts';
 import { formatData, formatTable, outputOption } from './output.ts';
 
@@ -66,6 +48,7 @@ toolchain
       const { ensureKubernetesMinor } = await import('../../toolchain/minors.ts');
       return void process.stdout.write(`${await ensureKubernetesMinor()}\n`);
     }
+    const { ensureToolchain } = await import('../../toolchain/toolchain.ts');
     if (o.node !== true) process.stdout.write(`${await ensureToolchain()}\n`);
     if (o.node === false || (o.node === undefined && process.env.VC_REAL_NODES === '0')) return;
     const { setupNodeToolchain } = await import('../../toolchain/setup.ts');
@@ -76,7 +59,8 @@ toolchain
   .command('path')
   .description('print the directory that holds the pinned binaries')
   .option('--check', 'exit non-zero when the binaries are not built yet')
-  .action((o: { check?: boolean }) => {
+  .action(async (o: { check?: boolean }) => {
+    const { isComplete, toolchainDir } = await import('../../toolchain/toolchain.ts');
     const dir = toolchainDir();
     process.stdout.write(`${dir}\n`);
     if (o.check && !isComplete(dir)) {
@@ -182,27 +166,17 @@ plugins
     if (host.failures.length) process.exitCode = 1;
     await host.close();
   });
-registerPluginSigningCommands(plugins);
-
-registerVirtualClusterCommands(program);
-registerDescribeCommand(program);
-registerBackupCommands(program);
-registerVnAgentCommand(program);
-registerTopCommand(program);
-registerGitOpsCommands(program);
-registerGitSourceCommands(program);
-registerSleepCommands(program);
-registerRotateCaCommand(program);
-registerUpCommands(program);
-registerInstallCommands(program);
-registerSuperClusterCommands(program);
-// After the `vc superclusters` listing is registered: drain and undrain go under it.
-registerDrainCommands(program);
-registerRebalanceCommand(program);
-registerImageCommands(program);
-registerVersionCommand(program);
-// Last: the completion script covers every command registered before it.
-registerCompletionCommand(program);
+// The commands of the other modules: only those of the command that runs are imported (commands.ts), all of them
+// for help, completion and an unknown command.
+const args = process.argv.slice(2);
+const others = modulesFor(
+  args,
+  program.commands.map((c) => c.name()),
+);
+// `vc plugins sign` and its kin (pluginsign.ts) go under main's own `plugins`.
+if (commandOf(args) === 'plugins' || others.length === COMMAND_MODULES.length)
+  (await import('./pluginsign.ts')).registerPluginSigningCommands(plugins);
+for (const m of others) (await m.load())(program);
 
 /** verbose says whether errors show their stack: -v, or kubectl's --v=N with N > 0. */
 const verbose = (o: { verbose?: boolean; v?: string }) => !!o.verbose || (o.v !== undefined && o.v !== '0');
