@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { ApiError, isAlreadyExists, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
+import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
@@ -20,7 +21,8 @@ import { envInt } from './pods.ts';
 import { diffCounters, syncerCounters } from './accounting.ts';
 import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts';
 import { deleteAllPods, envTenantEtcd } from './syncersetup.ts';
-import { LoadProbe } from './loadprobe.ts';
+import { LoadProbe, MAIN_THREAD } from './loadprobe.ts';
+import { CpuMeter } from './procstat.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
 /** The slow tenant's webhook holds each pods/binding and pods/status request this long (the apiserver's maximum). */
@@ -418,10 +420,37 @@ export async function slowTenantBench(): Promise<BenchResult> {
       };
       // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
       s0.setMaxInFlightPerTenant(cap);
+      // Who takes the cores while the capped tenant fills: its own control plane, the others', the super cluster's
+      // and this process's main thread (the syncer's).
+      const cappedCp = cps[OTHERS + 1]!;
+      const etcdPid = (cp: LocalControlPlane) =>
+        cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined;
+      const otherCps = cps.slice(0, OTHERS + 1);
+      const cpu = new CpuMeter({
+        cappedApiserver: () => [cappedCp.apiserver.pid],
+        cappedEtcd: () => [etcdPid(cappedCp)],
+        cappedControllerManager: () => [cappedCp.controllerManager?.pid],
+        otherTenantControlPlanes: () =>
+          otherCps.flatMap((cp) => [cp.apiserver.pid, cp.controllerManager?.pid, etcdPid(cp)]),
+        superApiserver: () => [t!.sc.cluster.apiserver.pid],
+        superEtcd: () => [t!.sc.etcd.process.pid],
+        superOthers: () => [
+          t!.sc.cluster.controllerManager?.pid,
+          t!.sc.cluster.scheduler?.pid,
+          t!.sc.cluster.kwok?.pid,
+        ],
+        syncerThread: () => [MAIN_THREAD],
+      });
       const fill = atCapsFill(capped);
       const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
+      const cpuDuring = cpu.stop();
+      log(
+        `CPU while the capped tenant fills (% of one core): ${JSON.stringify(
+          Object.fromEntries(Object.entries(cpuDuring).map(([k, v]) => [k, v.percentOfOneCore])),
+        )}`,
+      );
       const filled = await fill;
-      detail.withCappedTenant = { ...during, ...filled };
+      detail.withCappedTenant = { ...during, ...filled, cpuWhileOthersRun: cpuDuring };
       Object.assign(figures, filled.figures, {
         othersP99WithCappedTenantMs: during.p99Ms,
         othersP99RatioCapped: during.p99Ms / alone.p99Ms,
