@@ -39,3 +39,32 @@ export const DEFAULT_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 1024 * 102
  * the small hosts the platform is measured on (docs/benchmarks.md, slow-tenant).
  */
 export const MAX_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 16 * 1024 * 1024, burst: 64 * 1024 * 1024 });
+
+/**
+ * ControlPlaneCpu is the CPU a tenant's own control plane (its etcd, kube-apiserver and kube-controller-manager) may
+ * take on the host that runs it, where the local provisioner runs it (a TenantPolicy's quota.controlPlaneCPU): a
+ * hard ceiling and a weight against everything else when the cores are contended.
+ */
+export interface ControlPlaneCpu {
+  /** the most CPU time the control plane gets, in thousandths of a core per wall second (a CFS quota) */
+  millicores: number;
+  /** its weight when the host's cores are contended, as cgroup v1 cpu.shares (1024 is one ordinary process's) */
+  shares: number;
+}
+
+/**
+ * DEFAULT_CONTROL_PLANE_CPU is the CPU of a tenant control plane whose policy sets none: one core at most, and the
+ * weight of one process. Measured by the `slow-tenant` bench (docs/benchmarks.md): a tenant writing 80 MiB of
+ * ConfigMaps as fast as its apiserver takes them has its own apiserver and etcd take both cores of a 2-core host
+ * unbounded, and the syncer's thread waits for a core behind them.
+ */
+export const DEFAULT_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 1000, shares: 1024 });
+
+/**
+ * MAX_CONTROL_PLANE_CPU is the most a TenantPolicy may grant (the schema's maximum of quota.controlPlaneCPU): 16
+ * cores, and a weight of 16 processes.
+ */
+export const MAX_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 16_000, shares: 16_384 });
+
+/** MIN_CONTROL_PLANE_CPU is the least (the schema's minimum): below a tenth of a core an apiserver does not start in time. */
+export const MIN_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 100, shares: 2 });

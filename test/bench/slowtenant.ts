@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { ApiError, isAlreadyExists, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -9,7 +10,8 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { defaultMaxInFlightPerTenant, SYNCER_DEFAULTS, Syncer } from '../../core/syncer/syncer.ts';
 import { checkByteRate } from '../../core/syncer/bytepacer.ts';
-import type { ByteRate } from '../../core/api/tenantpolicy.ts';
+import { type ByteRate, type ControlPlaneCpu, DEFAULT_CONTROL_PLANE_CPU } from '../../core/api/tenantpolicy.ts';
+import { CpuCgroup, cpuHierarchy } from '../../core/dev/local/cpulimit.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
@@ -164,6 +166,36 @@ export function envByteRate(v = process.env.BENCH_SLOW_BYTE_RATE): ByteRate {
 }
 
 /**
+ * envControlPlaneCpu reads BENCH_SLOW_CP_CPU, the CPU limit of each tenant control plane: `millicores/shares`, or 0 for
+ * none (as before the limit existed); absent, the policy's default (DEFAULT_CONTROL_PLANE_CPU), as the local
+ * provisioner runs every tenant.
+ */
+export function envControlPlaneCpu(v = process.env.BENCH_SLOW_CP_CPU): ControlPlaneCpu | undefined {
+  if (v === undefined || v === '') return DEFAULT_CONTROL_PLANE_CPU;
+  if (v === '0') return undefined;
+  const [millicores, shares = String(DEFAULT_CONTROL_PLANE_CPU.shares)] = v.split('/');
+  const out = { millicores: Number(millicores), shares: Number(shares) };
+  if (!Number.isInteger(out.millicores) || !Number.isInteger(out.shares) || out.millicores < 100 || out.shares < 2)
+    throw new Error(`BENCH_SLOW_CP_CPU=${v}: must be 0 or millicores/shares (integers, at least 100 and 2)`);
+  return out;
+}
+
+/**
+ * limitTenantCpu puts a running tenant control plane's etcd (its own), apiserver and controller manager into the cpu
+ * cgroup the local provisioner gives it (core/dev/local/cpulimit.ts), with the limit `cpu`.
+ */
+function limitTenantCpu(cp: LocalControlPlane, cpu: ControlPlaneCpu): CpuCgroup {
+  const hierarchy = cpuHierarchy();
+  if (!hierarchy) throw new Error('BENCH_SLOW_CP_CPU: this host has no cpu cgroup controller (set it to 0)');
+  const cg = new CpuCgroup(cp.opts.name, hierarchy);
+  cg.apply(cpu);
+  const etcd = cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined;
+  for (const pid of [etcd, cp.apiserver.pid, cp.controllerManager?.pid])
+    if (pid) writeFileSync(cg.procsFile, String(pid));
+  return cg;
+}
+
+/**
  * slowTenantBench measures what a tenant whose own admission webhook stalls the syncer's writes costs the others,
  * on a real local super cluster with real tenant control planes. One tenant registers a validating webhook (a real
  * HTTPS server in this process) that holds every pods/binding and pods/status request for 30 s; the other tenants
@@ -184,6 +216,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
   const CAPPED = envInt('BENCH_SLOW_AT_CAPS', 1) > 0;
   const BYTE_RATE = envByteRate();
+  const CP_CPU = envControlPlaneCpu();
   // The tenants share the super cluster's etcd unless BENCH_TENANT_ETCD=own gives each its own, as the local
   // provisioner runs them: then the capped tenant's own writes do not land in the super cluster's etcd.
   const TENANT_ETCD = envTenantEtcd(process.env.BENCH_TENANT_ETCD || 'shared');
@@ -201,6 +234,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     maxInFlightPerTenant: cap,
     tenantRequestTimeoutMs: TIMEOUT_MS,
     cappedTenantByteRate: BYTE_RATE,
+    tenantControlPlaneCpu: CP_CPU ?? 'none',
     tenantEtcd: TENANT_ETCD,
     webhookDelayMs: WEBHOOK_DELAY_MS,
     cpus: availableParallelism(),
@@ -211,6 +245,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
   let syncer: Syncer | undefined;
   let webhook: SlowWebhook | undefined;
   const watches: PodWatch[] = [];
+  const cgroups: CpuCgroup[] = [];
   const clients: KubeClient[] = [];
   try {
     const nodes = Math.max(2, Math.ceil((STUCK * REPS + OTHERS * PODS * (2 * REPS + 2) + 16) / 100));
@@ -224,6 +259,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
         t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS, ownEtcd: TENANT_ETCD === 'own' }),
       ),
     );
+    if (CP_CPU) cgroups.push(...cps.map((cp) => limitTenantCpu(cp, CP_CPU)));
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
     const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', name(i), randomUUID(), extra));
@@ -411,12 +447,15 @@ export async function slowTenantBench(): Promise<BenchResult> {
       figures.othersNotRunningByDeadlineUncapped = uncapped.notRunningByDeadline;
     }
     if (CAPPED) {
+      let writerPid: number | undefined;
       const capped = {
         t,
         client: rest[OTHERS]!,
         tenant: tenants[OTHERS + 1]!,
         log,
         bytesPerSecond: BYTE_RATE.perSecond,
+        kubeconfig: cps[OTHERS + 1]!.kubeconfigPath,
+        onWriter: (pid: number) => (writerPid = pid),
       };
       // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
       s0.setMaxInFlightPerTenant(cap);
@@ -440,6 +479,8 @@ export async function slowTenantBench(): Promise<BenchResult> {
           t!.sc.cluster.kwok?.pid,
         ],
         syncerThread: () => [MAIN_THREAD],
+        // while it runs; its whole CPU time is the figure cappedTenantWriterCpuSeconds
+        cappedTenantWriter: () => [writerPid],
       });
       const fill = atCapsFill(capped);
       const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
@@ -466,5 +507,6 @@ export async function slowTenantBench(): Promise<BenchResult> {
     await webhook?.close();
     for (const c of clients) c.close();
     await t?.stop();
+    await Promise.all(cgroups.map((cg) => cg.remove()));
   }
 }
