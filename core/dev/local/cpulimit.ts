@@ -8,10 +8,10 @@
  * cpu.shares; cgroup v2 with the cpu controller available gets cpu.max and cpu.weight, in the same directory as the
  * control plane's network confinement (netconfine.ts), whose name this shares.
  */
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlaneCpu } from '../../api/tenantpolicy.ts';
-import { cgroup2Root, confinementNames } from './netconfine.ts';
+import { cgroup2Root, CONFINE_CHAIN_PREFIX, confinementNames } from './netconfine.ts';
 
 /** CFS_PERIOD_US is the CFS period the quota is spent over: the kernel's default, 100 ms. */
 export const CFS_PERIOD_US = 100_000;
@@ -150,4 +150,27 @@ export function controlPlaneCgroup(
     return { unavailable: e instanceof Error ? e.message : String(e) };
   }
   return { cgroup };
+}
+
+/**
+ * sweepCpuCgroups removes the cpu cgroups of control planes that are gone (a `vc up` killed outright cannot remove
+ * its own): every `vc-cp-*` cgroup of the cpu hierarchy that holds no process. One that still holds a process belongs
+ * to a running control plane and stays. On cgroup v2 the cgroup is the confinement's, which sweepConfinements removes.
+ */
+export function sweepCpuCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarchy()): string[] {
+  if (!hierarchy || hierarchy.version !== 1) return [];
+  const prefix = CONFINE_CHAIN_PREFIX.toLowerCase();
+  const removed: string[] = [];
+  for (const name of readdirSync(hierarchy.root)) {
+    if (!name.startsWith(prefix)) continue;
+    const cg = join(hierarchy.root, name);
+    try {
+      if (readFileSync(join(cg, 'cgroup.procs'), 'utf8').trim() !== '') continue;
+      rmdirSync(cg);
+      removed.push(`cpu cgroup ${name}`);
+    } catch {
+      // gone meanwhile, or the kernel has not yet freed its last process: the next sweep takes it
+    }
+  }
+  return removed;
 }
