@@ -219,7 +219,9 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const CP_CPU = envControlPlaneCpu();
   // BENCH_SYNCER_NICE: the nice value of this process's main thread, the syncer's (default 0, unchanged; negative
   // needs root): what a higher CPU weight of the syncer's one thread buys against the host's other threads
-  const SYNCER_NICE = envInt('BENCH_SYNCER_NICE', 0);
+  const SYNCER_NICE = Number(process.env.BENCH_SYNCER_NICE || 0);
+  if (!Number.isInteger(SYNCER_NICE) || SYNCER_NICE < -20 || SYNCER_NICE > 19)
+    throw new Error(`BENCH_SYNCER_NICE must be an integer from -20 to 19, got "${process.env.BENCH_SYNCER_NICE}"`);
   // The tenants share the super cluster's etcd unless BENCH_TENANT_ETCD=own gives each its own, as the local
   // provisioner runs them: then the capped tenant's own writes do not land in the super cluster's etcd.
   const TENANT_ETCD = envTenantEtcd(process.env.BENCH_TENANT_ETCD || 'shared');
