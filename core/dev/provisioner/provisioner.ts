@@ -50,6 +50,7 @@ import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { upgradeVerdict } from '../../provisioners/upgrade.ts';
 import { DEFAULT_CONTROL_PLANE_CPU } from '../../api/tenantpolicy.ts';
+import { CpuCgroup, cpuHierarchy } from '../local/cpulimit.ts';
 import {
   assertStartable,
   binariesOf,
@@ -566,6 +567,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     await this.sleeping.get(root)?.stopped;
     await this.sleeping.get(root)?.etcd?.stop();
     this.sleeping.delete(root);
+    // the cpu cgroup a sleep kept for its etcd, now empty
+    await cpuCgroupOf(root)?.remove();
     await this.doors.close(root);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
     if (existsSync(this.dir(root))) rmSync(this.dir(root), { recursive: true, force: true });
@@ -578,10 +581,22 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     await Promise.all([...this.waking.values()].map((w) => w.catch(() => undefined)));
     await Promise.all([...this.running.values()].map((r) => stopRunning(r)));
     this.running.clear();
-    await Promise.all([...this.sleeping.values()].map(async (s) => (await s.stopped, await s.etcd?.stop())));
+    await Promise.all(
+      [...this.sleeping].map(async ([root, s]) => {
+        await s.stopped;
+        await s.etcd?.stop();
+        await cpuCgroupOf(root)?.remove();
+      }),
+    );
     this.sleeping.clear();
     await this.doors.closeAll();
   }
+}
+
+/** cpuCgroupOf is the cpu cgroup of the tenant `root`'s control plane on this host, if the host has a cpu controller. */
+function cpuCgroupOf(root: string): CpuCgroup | undefined {
+  const h = cpuHierarchy();
+  return h && new CpuCgroup(root, h);
 }
 
 /**
