@@ -78,8 +78,8 @@ describe.skipIf(!hierarchy || process.getuid?.() !== 0)('the CPU limit of a loca
   });
 
   it("runs the tenant's etcd, apiserver and controller manager in a cgroup with its policy's limit", async () => {
-    await local.ensure(vc, root, { controlPlaneCpu: { millicores: 500, shares: 256 } });
-    expect(limitOf(cgroupDir)).toEqual(expected(500, 256));
+    await local.ensure(vc, root, { controlPlaneCpu: { millicores: 1500, shares: 2048 } });
+    expect(limitOf(cgroupDir)).toEqual(expected(1500, 2048));
     const pids = tenantPids();
     expect(pidsIn(cgroupDir)).toEqual(expect.arrayContaining(pids));
     // each process says so itself
@@ -92,9 +92,9 @@ describe.skipIf(!hierarchy || process.getuid?.() !== 0)('the CPU limit of a loca
 
   it('writes a changed limit to the running processes without restarting them', async () => {
     const before = tenantPids();
-    const state = await local.ensure(vc, root, { controlPlaneCpu: { millicores: 1500, shares: 2048 } });
+    const state = await local.ensure(vc, root, { controlPlaneCpu: { millicores: 500, shares: 256 } });
     expect(state).toMatchObject({ ready: true, rolled: false });
-    expect(limitOf(cgroupDir)).toEqual(expected(1500, 2048));
+    expect(limitOf(cgroupDir)).toEqual(expected(500, 256));
     expect(tenantPids()).toEqual(before);
     // a policy without the field: the default
     await local.ensure(vc, root, {});
