@@ -1127,7 +1127,7 @@ export interface TenantPolicySpec {
      * hierarchy: cpu.cfs_quota_us and cpu.shares on cgroup v1, cpu.max and cpu.weight on v2), so a tenant writing as
      * fast as its apiserver takes cannot take the host's cores from the syncer and the other tenants. A change applies
      * to the running processes at once, without a restart. The native provisioner sets its containers' resources from
-     * the ClusterVersion instead. Defaults to one core at most and a weight of 1024.
+     * the ClusterVersion instead. Defaults to one core at most and a weight of 4096.
      */
     controlPlaneCPU?: {
       /**
@@ -1138,7 +1138,8 @@ export interface TenantPolicySpec {
       millicores?: number;
       /**
        * Its weight when the host's cores are contended, as cgroup v1 cpu.shares (1024 is one ordinary process's; cgroup
-       * v2's cpu.weight is derived from it as Kubernetes derives it): at least 2, at most 16384. Defaults to 1024.
+       * v2's cpu.weight is derived from it as Kubernetes derives it): at least 2, at most 16384. Defaults to 4096
+       * (about what the three processes weigh unconfined on two cores).
        */
       shares?: number;
     };

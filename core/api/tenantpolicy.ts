@@ -54,11 +54,13 @@ export interface ControlPlaneCpu {
 
 /**
  * DEFAULT_CONTROL_PLANE_CPU is the CPU of a tenant control plane whose policy sets none: one core at most, and the
- * weight of one process. Measured by the `slow-tenant` bench (docs/benchmarks.md): a tenant writing 80 MiB of
+ * weight of four processes. Unconfined, its three processes weigh 1024 per runnable thread, up to about four at once
+ * on two cores: 4096 keeps that share when the host is contended (1024, one process's, starves a tenant apiserver's
+ * start behind a busy host's other threads), and the quota is what bounds it. Measured by the `slow-tenant` bench (docs/benchmarks.md): a tenant writing 80 MiB of
  * ConfigMaps as fast as its apiserver takes them has its own apiserver and etcd take both cores of a 2-core host
  * unbounded, and the syncer's thread waits for a core behind them.
  */
-export const DEFAULT_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 1000, shares: 1024 });
+export const DEFAULT_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 1000, shares: 4096 });
 
 /**
  * MAX_CONTROL_PLANE_CPU is the most a TenantPolicy may grant (the schema's maximum of quota.controlPlaneCPU): 16

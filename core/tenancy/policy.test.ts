@@ -91,7 +91,7 @@ const builtinQuota = {
     defaultRequests: { cpu: '100m', memory: '256Mi' },
   },
   etcdBytes: 2147483648,
-  controlPlaneCPU: { millicores: 1000, shares: 1024 },
+  controlPlaneCPU: { millicores: 1000, shares: 4096 },
 };
 
 /** PLATFORM_ONLY is the refusal of a plugin setting in PLATFORM_PLUGIN_CONFIG, naming the policy. */
@@ -232,7 +232,7 @@ describe('evaluatePolicy', () => {
         compute: { hard: { 'requests.cpu': '8' }, defaultRequests: builtinQuota.compute.defaultRequests },
         etcdBytes: 67108864,
         // millicores from the policy, shares left out keeps the default
-        controlPlaneCPU: { millicores: 500, shares: 1024 },
+        controlPlaneCPU: { millicores: 500, shares: 4096 },
       },
     });
   });
