@@ -1,6 +1,7 @@
 // The at-caps tenant's writer, as a process of its own (see atCapsFill in atcaps.ts): the tenant's own client builds
 // and sends 80 MiB of ConfigMaps, which on the bench's main thread would take the syncer's event loop from it.
-// argv: kubeconfig, ConfigMap count, characters each, creates in flight. Prints its CPU seconds; exits 1 with the error.
+// argv: kubeconfig, ConfigMap count, characters each, creates in flight. Prints `writing` once its first ConfigMap
+// is created, then `cpu <seconds>`; exits 1 with the error.
 import { setPriority } from 'node:os';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -12,6 +13,7 @@ setPriority(0);
 const client = await KubeClient.fromFile(kubeconfig!);
 try {
   const blob = 'x'.repeat(Number(chars));
+  let announced = false;
   const names = Array.from({ length: Number(count) }, (_, i) => `fill-${i}`);
   await pool(names, Number(inFlight), async (name) => {
     const cm: KubeObject = {
@@ -21,6 +23,8 @@ try {
       data: { blob },
     };
     await client.create(R.configmaps, cm);
+    if (!announced) process.stdout.write('writing\n');
+    announced = true;
   });
 } catch (e) {
   process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
@@ -28,5 +32,5 @@ try {
 } finally {
   client.close();
   const cpu = process.cpuUsage();
-  process.stdout.write(`${(cpu.user + cpu.system) / 1e6}\n`);
+  process.stdout.write(`cpu ${(cpu.user + cpu.system) / 1e6}\n`);
 }

@@ -25,6 +25,8 @@ export interface AtCaps {
   kubeconfig: string;
   /** the writer process's pid, once it runs (for the bench's CPU meter) */
   onWriter?: (pid: number) => void;
+  /** called once the writer's first ConfigMap is in the tenant (its process takes seconds to start) */
+  onWriting?: () => void;
 }
 
 /** WRITER is the at-caps tenant's writer, run as a process of its own. */
@@ -46,12 +48,15 @@ function writeInOwnProcess(c: AtCaps, count: number): Promise<{ cpuSeconds: numb
   let err = '';
   let out = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.startsWith('writing\n')) c.onWriting?.();
+  });
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) =>
       code === 0
-        ? resolve({ cpuSeconds: Number(out.trim()) })
+        ? resolve({ cpuSeconds: Number(/^cpu (\S+)$/m.exec(out)?.[1]) })
         : reject(new Error(`at-caps writer exited ${code}: ${err.trim()}`)),
     );
   });

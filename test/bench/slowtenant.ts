@@ -17,7 +17,7 @@ import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { startSlowWebhook, type SlowWebhook } from '../slowwebhook.ts';
 import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
-import { atCapsFill } from './atcaps.ts';
+import { type AtCaps, atCapsFill } from './atcaps.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import { diffCounters, syncerCounters } from './accounting.ts';
@@ -458,7 +458,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     }
     if (CAPPED) {
       let writerPid: number | undefined;
-      const capped = {
+      const capped: AtCaps = {
         t,
         client: rest[OTHERS]!,
         tenant: tenants[OTHERS + 1]!,
@@ -469,6 +469,10 @@ export async function slowTenantBench(): Promise<BenchResult> {
       };
       // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
       s0.setMaxInFlightPerTenant(cap);
+      // The phase starts once the writer's first ConfigMap is in its tenant: its process takes seconds to start.
+      const writing = new Promise<void>((resolve) => (capped.onWriting = resolve));
+      const fill = atCapsFill(capped);
+      await Promise.race([writing, fill]);
       // Who takes the cores while the capped tenant fills: its own control plane, the others', the super cluster's
       // and this process's main thread (the syncer's).
       const cappedCp = cps[OTHERS + 1]!;
@@ -492,7 +496,6 @@ export async function slowTenantBench(): Promise<BenchResult> {
         // while it runs; its whole CPU time is the figure cappedTenantWriterCpuSeconds
         cappedTenantWriter: () => [writerPid],
       });
-      const fill = atCapsFill(capped);
       const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
       const cpuDuring = cpu.stop();
       log(
