@@ -55,10 +55,9 @@ export interface ControlPlaneCpu {
 /**
  * DEFAULT_CONTROL_PLANE_CPU is the CPU of a tenant control plane whose policy sets none: one core at most, and the
  * weight of four processes. Unconfined, its three processes weigh 1024 per runnable thread, up to about four at once
- * on two cores: 4096 keeps that share when the host is contended (1024, one process's, starves a tenant apiserver's
- * start behind a busy host's other threads), and the quota is what bounds it. Measured by the `slow-tenant` bench (docs/benchmarks.md): a tenant writing 80 MiB of
- * ConfigMaps as fast as its apiserver takes them has its own apiserver and etcd take both cores of a 2-core host
- * unbounded, and the syncer's thread waits for a core behind them.
+ * on two cores: 4096 keeps that share when the host is contended (1024, one process's, would leave a tenant's start a
+ * quarter of it behind a busy host's other threads), and the quota bounds what a tenant writing as fast as its apiserver
+ * takes can hold of the host. The `slow-tenant` bench (docs/benchmarks.md) measures each process's CPU while one does.
  */
 export const DEFAULT_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 1000, shares: 4096 });
 
@@ -67,6 +66,3 @@ export const DEFAULT_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millic
  * cores, and a weight of 16 processes.
  */
 export const MAX_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 16_000, shares: 16_384 });
-
-/** MIN_CONTROL_PLANE_CPU is the least (the schema's minimum): below a tenth of a core an apiserver does not start in time. */
-export const MIN_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 100, shares: 2 });
