@@ -1164,6 +1164,28 @@ export interface TenantPolicySpec {
       /** Bytes that may be written at once after a quiet spell: at least 1 KiB, at most 64 MiB. Defaults to 4 MiB. */
       burst?: number;
     };
+    /**
+     * The CPU the tenant's own control plane (its etcd, kube-apiserver and kube-controller-manager) may take on the
+     * host, where the local provisioner runs it: the processes run in a cgroup of their own (vc-cp-<hash> in the cpu
+     * hierarchy: cpu.cfs_quota_us and cpu.shares on cgroup v1, cpu.max and cpu.weight on v2), so a tenant writing as
+     * fast as its apiserver takes cannot take the host's cores from the syncer and the other tenants. A change applies
+     * to the running processes at once, without a restart. The native provisioner sets its containers' resources from
+     * the ClusterVersion instead. Defaults to one core at most and a weight of 4096.
+     */
+    controlPlaneCPU?: {
+      /**
+       * The most CPU the control plane gets, in thousandths of a core (a CFS quota over a 100 ms period): at least 100
+       * (below, an apiserver does not start in time), at most 16000 (the platform's maximum). Defaults to 1000, one
+       * core.
+       */
+      millicores?: number;
+      /**
+       * Its weight when the host's cores are contended, as cgroup v1 cpu.shares (1024 is one ordinary process's; cgroup
+       * v2's cpu.weight is derived from it as Kubernetes derives it): at least 2, at most 16384. Defaults to 4096
+       * (about what the three processes weigh unconfined on two cores).
+       */
+      shares?: number;
+    };
   };
 }
 

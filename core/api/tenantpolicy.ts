@@ -39,3 +39,30 @@ export const DEFAULT_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 1024 * 102
  * the small hosts the platform is measured on (docs/benchmarks.md, slow-tenant).
  */
 export const MAX_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 16 * 1024 * 1024, burst: 64 * 1024 * 1024 });
+
+/**
+ * ControlPlaneCpu is the CPU a tenant's own control plane (its etcd, kube-apiserver and kube-controller-manager) may
+ * take on the host that runs it, where the local provisioner runs it (a TenantPolicy's quota.controlPlaneCPU): a
+ * hard ceiling and a weight against everything else when the cores are contended.
+ */
+export interface ControlPlaneCpu {
+  /** the most CPU time the control plane gets, in thousandths of a core per wall second (a CFS quota) */
+  millicores: number;
+  /** its weight when the host's cores are contended, as cgroup v1 cpu.shares (1024 is one ordinary process's) */
+  shares: number;
+}
+
+/**
+ * DEFAULT_CONTROL_PLANE_CPU is the CPU of a tenant control plane whose policy sets none: one core at most, and the
+ * weight of four processes. Unconfined, its three processes weigh 1024 per runnable thread, up to about four at once
+ * on two cores: 4096 keeps that share when the host is contended (1024, one process's, would leave a tenant's start a
+ * quarter of it behind a busy host's other threads), and the quota bounds what a tenant writing as fast as its apiserver
+ * takes can hold of the host. The `slow-tenant` bench (docs/benchmarks.md) measures each process's CPU while one does.
+ */
+export const DEFAULT_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 1000, shares: 4096 });
+
+/**
+ * MAX_CONTROL_PLANE_CPU is the most a TenantPolicy may grant (the schema's maximum of quota.controlPlaneCPU): 16
+ * cores, and a weight of 16 processes.
+ */
+export const MAX_CONTROL_PLANE_CPU: ControlPlaneCpu = Object.freeze({ millicores: 16_000, shares: 16_384 });

@@ -425,6 +425,7 @@ export class VirtualClusterController {
   private sleepIfAsked(p: Pass): Promise<Outcome> {
     return this.sleep.ifAsked(p.vc, p.root, p.provisioner, p.type, () => withEffective(p.vc, p.effective!, p.type!), {
       etcdBytes: p.effective!.quota.etcdBytes,
+      controlPlaneCpu: p.effective!.quota.controlPlaneCPU,
       sleepEtcd: p.effective!.sleep.etcd,
     });
   }
@@ -435,6 +436,7 @@ export class VirtualClusterController {
     const clusterVersion = cvName ? this.clusterVersions.get(cvName) : undefined;
     return (p.limits ??= {
       etcdBytes: p.effective!.quota.etcdBytes,
+      controlPlaneCpu: p.effective!.quota.controlPlaneCPU,
       importSecrets: p.effective!.importSecrets,
       ...(clusterVersion && { clusterVersion }),
       ...(p.effective!.controlPlaneMaxResources && {

@@ -1,4 +1,5 @@
 import type { ClusterVersionSpec } from '../api/generated.ts';
+import type { ControlPlaneCpu } from '../api/tenantpolicy.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
 import type { ControlPlaneMaxResources } from '../tenancy/policy.ts';
 import type { RollComponent, RollFailure } from './roll.ts';
@@ -61,6 +62,11 @@ export interface RemoveWaiting {
 export interface ProvisionLimits {
   /** storage quota of the tenant's etcd, in bytes (the local provisioner gives each tenant an etcd of its own) */
   etcdBytes?: number;
+  /**
+   * the CPU of the tenant's own control plane (the policy's quota.controlPlaneCPU): the local provisioner runs its
+   * processes in a cpu cgroup with this limit
+   */
+  controlPlaneCpu?: ControlPlaneCpu;
   /** the Secrets the tenant's policy grants the import provisioner (spec.grants.importSecrets); absent: none */
   importSecrets?: ReadonlyArray<{ namespace: string; name: string }>;
   /** the ClusterVersion the tenant names, as the controller's cache has it (the local provisioner takes its flags) */

@@ -62,6 +62,7 @@ const gold = policy('gold', {
     compute: { hard: { 'requests.cpu': '8' } },
     etcdBytes: 67108864,
     byteRate: { perSecond: 2097152 },
+    controlPlaneCPU: { millicores: 500 },
   },
 });
 
@@ -90,6 +91,7 @@ const builtinQuota = {
     defaultRequests: { cpu: '100m', memory: '256Mi' },
   },
   etcdBytes: 2147483648,
+  controlPlaneCPU: { millicores: 1000, shares: 4096 },
 };
 
 /** PLATFORM_ONLY is the refusal of a plugin setting in PLATFORM_PLUGIN_CONFIG, naming the policy. */
@@ -230,6 +232,8 @@ describe('evaluatePolicy', () => {
         // compute.hard replaces the default whole; defaultRequests left out keeps the default
         compute: { hard: { 'requests.cpu': '8' }, defaultRequests: builtinQuota.compute.defaultRequests },
         etcdBytes: 67108864,
+        // millicores from the policy, shares left out keeps the default
+        controlPlaneCPU: { millicores: 500, shares: 4096 },
       },
     });
   });
@@ -689,6 +693,8 @@ describe('DEFAULT_POLICY', () => {
     ['quota.etcdBytes', DEFAULT_POLICY.quotaEtcdBytes],
     ['quota.byteRate.perSecond', DEFAULT_POLICY.quotaByteRate.perSecond],
     ['quota.byteRate.burst', DEFAULT_POLICY.quotaByteRate.burst],
+    ['quota.controlPlaneCPU.millicores', DEFAULT_POLICY.quotaControlPlaneCpu.millicores],
+    ['quota.controlPlaneCPU.shares', DEFAULT_POLICY.quotaControlPlaneCpu.shares],
     ['sleep.etcd', DEFAULT_POLICY.sleepEtcd],
     ['sleep.workloads', DEFAULT_POLICY.sleepWorkloads],
     ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],

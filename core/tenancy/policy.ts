@@ -11,6 +11,9 @@ import {
   DEFAULT_CREATE_RATE,
   MAX_BYTE_RATE,
   type ByteRate,
+  type ControlPlaneCpu,
+  DEFAULT_CONTROL_PLANE_CPU,
+  MAX_CONTROL_PLANE_CPU,
   type CreateRate,
 } from '../api/tenantpolicy.ts';
 import type {
@@ -89,6 +92,7 @@ export interface TenantPolicySpec {
     compute?: { hard?: Record<string, string>; defaultRequests?: Record<string, string> };
     etcdBytes?: number;
     byteRate?: { perSecond?: number; burst?: number };
+    controlPlaneCPU?: { millicores?: number; shares?: number };
   };
   weight?: { max?: number; default?: number };
   provisioners?: { allowed?: ProvisionerType[] };
@@ -188,6 +192,7 @@ export const DEFAULT_POLICY = {
   quotaComputeDefaultRequests: { cpu: '100m', memory: '256Mi' },
   quotaEtcdBytes: 2147483648,
   quotaByteRate: { perSecond: DEFAULT_BYTE_RATE.perSecond, burst: DEFAULT_BYTE_RATE.burst },
+  quotaControlPlaneCpu: { millicores: DEFAULT_CONTROL_PLANE_CPU.millicores, shares: DEFAULT_CONTROL_PLANE_CPU.shares },
   sleepEtcd: 'Stop',
   sleepWorkloads: 'Ignore',
   exposeAllowedTypes: ['ClusterIP'],
@@ -237,6 +242,7 @@ export const DEFAULT_POLICY = {
   quotaComputeDefaultRequests: Record<string, string>;
   quotaEtcdBytes: number;
   quotaByteRate: ByteRate;
+  quotaControlPlaneCpu: ControlPlaneCpu;
   sleepEtcd: SleepEtcd;
   sleepWorkloads: SleepWorkloads;
   exposeAllowedTypes: readonly ExposeType[];
@@ -364,6 +370,8 @@ export interface ControlPlaneMaxResources {
 export interface QuotaSettings extends QuotaPolicyView {
   /** --quota-backend-bytes of the tenant's own etcd, where the local provisioner runs the control plane */
   etcdBytes: number;
+  /** the CPU of the tenant's own control plane, where the local provisioner runs it (quota.controlPlaneCPU) */
+  controlPlaneCPU: ControlPlaneCpu;
 }
 
 /** PolicyViolation is one thing a VirtualCluster (or its policy) asks for beyond what the policy allows. */
@@ -645,6 +653,7 @@ function quotaSettings(q: TenantPolicySpec['quota']): QuotaSettings {
       defaultRequests: { ...(q?.compute?.defaultRequests ?? DEFAULT_POLICY.quotaComputeDefaultRequests) },
     },
     etcdBytes: q?.etcdBytes ?? DEFAULT_POLICY.quotaEtcdBytes,
+    controlPlaneCPU: controlPlaneCpuOf(q?.controlPlaneCPU),
   };
 }
 
@@ -656,6 +665,20 @@ function byteRateOf(r: { perSecond?: number; burst?: number } | undefined): Byte
   return {
     perSecond: Math.min(r?.perSecond ?? DEFAULT_POLICY.quotaByteRate.perSecond, MAX_BYTE_RATE.perSecond),
     burst: Math.min(r?.burst ?? DEFAULT_POLICY.quotaByteRate.burst, MAX_BYTE_RATE.burst),
+  };
+}
+
+/**
+ * controlPlaneCpuOf lays a policy's quota.controlPlaneCPU over the default, held to the platform's maximum
+ * (MAX_CONTROL_PLANE_CPU; the schema refuses more, this holds for a policy read without it).
+ */
+function controlPlaneCpuOf(c: { millicores?: number; shares?: number } | undefined): ControlPlaneCpu {
+  return {
+    millicores: Math.min(
+      c?.millicores ?? DEFAULT_POLICY.quotaControlPlaneCpu.millicores,
+      MAX_CONTROL_PLANE_CPU.millicores,
+    ),
+    shares: Math.min(c?.shares ?? DEFAULT_POLICY.quotaControlPlaneCpu.shares, MAX_CONTROL_PLANE_CPU.shares),
   };
 }
 

@@ -1,26 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, getPriority, setPriority } from 'node:os';
 import { ApiError, isAlreadyExists, KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
+import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { defaultMaxInFlightPerTenant, SYNCER_DEFAULTS, Syncer } from '../../core/syncer/syncer.ts';
 import { checkByteRate } from '../../core/syncer/bytepacer.ts';
-import type { ByteRate } from '../../core/api/tenantpolicy.ts';
+import { type ByteRate, type ControlPlaneCpu, DEFAULT_CONTROL_PLANE_CPU } from '../../core/api/tenantpolicy.ts';
+import { CpuCgroup, cpuHierarchy } from '../../core/dev/local/cpulimit.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import { startSlowWebhook, type SlowWebhook } from '../slowwebhook.ts';
 import { DEFAULT_POLICY } from '../../core/tenancy/policy.ts';
-import { atCapsFill } from './atcaps.ts';
+import { type AtCaps, atCapsFill } from './atcaps.ts';
 import type { BenchResult } from './main.ts';
 import { envInt } from './pods.ts';
 import { diffCounters, syncerCounters } from './accounting.ts';
 import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts';
 import { deleteAllPods, envTenantEtcd } from './syncersetup.ts';
-import { LoadProbe } from './loadprobe.ts';
+import { LoadProbe, MAIN_THREAD } from './loadprobe.ts';
+import { CpuMeter } from './procstat.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
 /** The slow tenant's webhook holds each pods/binding and pods/status request this long (the apiserver's maximum). */
@@ -162,6 +166,36 @@ export function envByteRate(v = process.env.BENCH_SLOW_BYTE_RATE): ByteRate {
 }
 
 /**
+ * envControlPlaneCpu reads BENCH_SLOW_CP_CPU, the CPU limit of each tenant control plane: `millicores/shares`, or 0 for
+ * none (as before the limit existed); absent, the policy's default (DEFAULT_CONTROL_PLANE_CPU), as the local
+ * provisioner runs every tenant.
+ */
+export function envControlPlaneCpu(v = process.env.BENCH_SLOW_CP_CPU): ControlPlaneCpu | undefined {
+  if (v === undefined || v === '') return DEFAULT_CONTROL_PLANE_CPU;
+  if (v === '0') return undefined;
+  const [millicores, shares = String(DEFAULT_CONTROL_PLANE_CPU.shares)] = v.split('/');
+  const out = { millicores: Number(millicores), shares: Number(shares) };
+  if (!Number.isInteger(out.millicores) || !Number.isInteger(out.shares) || out.millicores < 100 || out.shares < 2)
+    throw new Error(`BENCH_SLOW_CP_CPU=${v}: must be 0 or millicores/shares (integers, at least 100 and 2)`);
+  return out;
+}
+
+/**
+ * limitTenantCpu puts a running tenant control plane's etcd (its own), apiserver and controller manager into the cpu
+ * cgroup the local provisioner gives it (core/dev/local/cpulimit.ts), with the limit `cpu`.
+ */
+function limitTenantCpu(cp: LocalControlPlane, cpu: ControlPlaneCpu): CpuCgroup {
+  const hierarchy = cpuHierarchy();
+  if (!hierarchy) throw new Error('BENCH_SLOW_CP_CPU: this host has no cpu cgroup controller (set it to 0)');
+  const cg = new CpuCgroup(cp.opts.name, hierarchy);
+  cg.apply(cpu);
+  const etcd = cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined;
+  for (const pid of [etcd, cp.apiserver.pid, cp.controllerManager?.pid])
+    if (pid) writeFileSync(cg.procsFile, String(pid));
+  return cg;
+}
+
+/**
  * slowTenantBench measures what a tenant whose own admission webhook stalls the syncer's writes costs the others,
  * on a real local super cluster with real tenant control planes. One tenant registers a validating webhook (a real
  * HTTPS server in this process) that holds every pods/binding and pods/status request for 30 s; the other tenants
@@ -182,6 +216,12 @@ export async function slowTenantBench(): Promise<BenchResult> {
   const UNCAPPED = envInt('BENCH_SLOW_UNCAPPED', 1) > 0;
   const CAPPED = envInt('BENCH_SLOW_AT_CAPS', 1) > 0;
   const BYTE_RATE = envByteRate();
+  const CP_CPU = envControlPlaneCpu();
+  // BENCH_SYNCER_NICE: the nice value of this process's main thread, the syncer's (default 0, unchanged; negative
+  // needs root): what a higher CPU weight of the syncer's one thread buys against the host's other threads
+  const SYNCER_NICE = Number(process.env.BENCH_SYNCER_NICE || 0);
+  if (!Number.isInteger(SYNCER_NICE) || SYNCER_NICE < -20 || SYNCER_NICE > 19)
+    throw new Error(`BENCH_SYNCER_NICE must be an integer from -20 to 19, got "${process.env.BENCH_SYNCER_NICE}"`);
   // The tenants share the super cluster's etcd unless BENCH_TENANT_ETCD=own gives each its own, as the local
   // provisioner runs them: then the capped tenant's own writes do not land in the super cluster's etcd.
   const TENANT_ETCD = envTenantEtcd(process.env.BENCH_TENANT_ETCD || 'shared');
@@ -199,6 +239,8 @@ export async function slowTenantBench(): Promise<BenchResult> {
     maxInFlightPerTenant: cap,
     tenantRequestTimeoutMs: TIMEOUT_MS,
     cappedTenantByteRate: BYTE_RATE,
+    tenantControlPlaneCpu: CP_CPU ?? 'none',
+    syncerNice: SYNCER_NICE,
     tenantEtcd: TENANT_ETCD,
     webhookDelayMs: WEBHOOK_DELAY_MS,
     cpus: availableParallelism(),
@@ -209,6 +251,8 @@ export async function slowTenantBench(): Promise<BenchResult> {
   let syncer: Syncer | undefined;
   let webhook: SlowWebhook | undefined;
   const watches: PodWatch[] = [];
+  const cgroups: CpuCgroup[] = [];
+  const nice0 = getPriority();
   const clients: KubeClient[] = [];
   try {
     const nodes = Math.max(2, Math.ceil((STUCK * REPS + OTHERS * PODS * (2 * REPS + 2) + 16) / 100));
@@ -222,6 +266,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
         t!.sc.addControlPlane(`tenant-${name(i)}`, { controllers: TENANT_CONTROLLERS, ownEtcd: TENANT_ETCD === 'own' }),
       ),
     );
+    if (CP_CPU) cgroups.push(...cps.map((cp) => limitTenantCpu(cp, CP_CPU)));
     const tenantClients = await Promise.all(cps.map((cp) => cp.client()));
     const extra = { pluginConfig: { nodes: { vnAgent: { port: 10550 } } } };
     const tenants = cps.map((cp, i) => tenantFor(cp, 'bench', name(i), randomUUID(), extra));
@@ -274,6 +319,9 @@ export async function slowTenantBench(): Promise<BenchResult> {
       return s;
     };
     syncer = await startSyncer();
+    // After every control plane started (a child inherits its parent thread's nice value); on Linux this sets the
+    // main thread's alone. The at-caps writer sets its own back to 0.
+    if (SYNCER_NICE) setPriority(SYNCER_NICE);
     const s0 = syncer;
     await Promise.all(tenants.map((x) => waitServiceAccount(t!.client, superNamespace(x.key, 'default'))));
     await waitUntil(
@@ -409,19 +457,54 @@ export async function slowTenantBench(): Promise<BenchResult> {
       figures.othersNotRunningByDeadlineUncapped = uncapped.notRunningByDeadline;
     }
     if (CAPPED) {
-      const capped = {
+      let writerPid: number | undefined;
+      const capped: AtCaps = {
         t,
         client: rest[OTHERS]!,
         tenant: tenants[OTHERS + 1]!,
         log,
         bytesPerSecond: BYTE_RATE.perSecond,
+        kubeconfig: cps[OTHERS + 1]!.kubeconfigPath,
+        onWriter: (pid: number) => (writerPid = pid),
       };
       // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
       s0.setMaxInFlightPerTenant(cap);
+      // The phase starts once the writer's first ConfigMap is in its tenant: its process takes seconds to start.
+      const writing = new Promise<void>((resolve) => (capped.onWriting = resolve));
       const fill = atCapsFill(capped);
+      await Promise.race([writing, fill]);
+      // Who takes the cores while the capped tenant fills: its own control plane, the others', the super cluster's
+      // and this process's main thread (the syncer's).
+      const cappedCp = cps[OTHERS + 1]!;
+      const etcdPid = (cp: LocalControlPlane) =>
+        cp.opts.etcd instanceof LocalEtcd ? cp.opts.etcd.process.pid : undefined;
+      const otherCps = cps.slice(0, OTHERS + 1);
+      const cpu = new CpuMeter({
+        cappedApiserver: () => [cappedCp.apiserver.pid],
+        cappedEtcd: () => [etcdPid(cappedCp)],
+        cappedControllerManager: () => [cappedCp.controllerManager?.pid],
+        otherTenantControlPlanes: () =>
+          otherCps.flatMap((cp) => [cp.apiserver.pid, cp.controllerManager?.pid, etcdPid(cp)]),
+        superApiserver: () => [t!.sc.cluster.apiserver.pid],
+        superEtcd: () => [t!.sc.etcd.process.pid],
+        superOthers: () => [
+          t!.sc.cluster.controllerManager?.pid,
+          t!.sc.cluster.scheduler?.pid,
+          t!.sc.cluster.kwok?.pid,
+        ],
+        syncerThread: () => [MAIN_THREAD],
+        // while it runs; its whole CPU time is the figure cappedTenantWriterCpuSeconds
+        cappedTenantWriter: () => [writerPid],
+      });
       const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
+      const cpuDuring = cpu.stop();
+      log(
+        `CPU while the capped tenant fills (% of one core): ${JSON.stringify(
+          Object.fromEntries(Object.entries(cpuDuring).map(([k, v]) => [k, v.percentOfOneCore])),
+        )}`,
+      );
       const filled = await fill;
-      detail.withCappedTenant = { ...during, ...filled };
+      detail.withCappedTenant = { ...during, ...filled, cpuWhileOthersRun: cpuDuring };
       Object.assign(figures, filled.figures, {
         othersP99WithCappedTenantMs: during.p99Ms,
         othersP99RatioCapped: during.p99Ms / alone.p99Ms,
@@ -437,5 +520,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     await webhook?.close();
     for (const c of clients) c.close();
     await t?.stop();
+    await Promise.all(cgroups.map((cg) => cg.remove()));
+    if (SYNCER_NICE) setPriority(nice0);
   }
 }

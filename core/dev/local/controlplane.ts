@@ -71,6 +71,8 @@ export interface ControlPlaneOptions {
   advertiseAddress?: string;
   /** a cgroup (v2) directory the apiserver and controller manager run in: a NetConfinement's cgroupDir */
   cgroupDir?: string;
+  /** a cpu cgroup directory the apiserver and controller manager run in: a CpuCgroup's dir (cpulimit.ts) */
+  cpuCgroupDir?: string;
   /**
    * the kube-apiserver and kube-controller-manager executables (a tenant of another Kubernetes version,
    * core/toolchain/minors.ts); default: the pinned toolchain's
@@ -103,6 +105,13 @@ export const BOOTSTRAP_HOOKS = [
 
 /** SERVING_READYZ is /readyz less BOOTSTRAP_HOOKS. */
 const SERVING_READYZ = `/readyz?${BOOTSTRAP_HOOKS.map((h) => `exclude=${h}`).join('&')}`;
+
+/** cgroupProcsOf are the cgroup.procs files the apiserver and controller manager enter: the network's, the CPU's. */
+function cgroupProcsOf(opts: ControlPlaneOptions): string[] {
+  // one directory when both are the same v2 cgroup
+  const dirs = new Set([opts.cgroupDir, opts.cpuCgroupDir].filter((d): d is string => !!d));
+  return [...dirs].map((d) => join(d, 'cgroup.procs'));
+}
 
 /** Ports are the loopback ports of one control plane. */
 export interface Ports {
@@ -144,7 +153,7 @@ export class LocalControlPlane {
       logFile: log('kube-apiserver'),
       restart,
       env: opts.apiserverEnv,
-      ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
+      cgroupProcs: cgroupProcsOf(opts),
       args: apiserverFlags({
         paths: pkiPaths(join(d, 'pki'), {
           kubeconfig: join(d, 'controller-manager.kubeconfig'),
@@ -166,7 +175,7 @@ export class LocalControlPlane {
         logFile: log('kube-controller-manager'),
         restart,
         env: opts.controllerManagerEnv,
-        ...(opts.cgroupDir && { cgroupProcs: join(opts.cgroupDir, 'cgroup.procs') }),
+        cgroupProcs: cgroupProcsOf(opts),
         args: controllerManagerFlags({
           paths: {
             ...pkiPaths(join(d, 'pki'), { kubeconfig: join(d, 'controller-manager.kubeconfig') }),

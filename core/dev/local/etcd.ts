@@ -21,6 +21,8 @@ export interface EtcdOptions {
   extraArgs?: ExtraArgs;
   /** environment of etcd in addition to this process's (Go runtime settings such as GOMEMLIMIT) */
   env?: Record<string, string>;
+  /** the `cgroup.procs` file of a cgroup etcd runs in (a tenant control plane's CPU limit, cpulimit.ts) */
+  cgroupProcs?: string;
 }
 
 /** DEFAULT_QUOTA_BACKEND_BYTES is the storage quota of a LocalEtcd that states none: 8 GiB, etcd's suggested maximum. */
@@ -42,6 +44,7 @@ export class LocalEtcd {
     name: string,
     extraArgs: ExtraArgs = {},
     env?: Record<string, string>,
+    cgroupProcs?: string,
   ) {
     mkdirSync(dir, { recursive: true });
     this.process = new ManagedProcess({
@@ -50,6 +53,7 @@ export class LocalEtcd {
       logFile: join(dir, 'etcd.log'),
       restart,
       ...(env && { env }),
+      ...(cgroupProcs && { cgroupProcs }),
       args: localEtcdFlags({ dir, endpoint: this.endpoint, peerPort, quotaBackendBytes, extraArgs }),
     });
   }
@@ -73,6 +77,7 @@ export class LocalEtcd {
       o.name ?? 'etcd',
       o.extraArgs,
       o.env,
+      o.cgroupProcs,
     );
   }
 

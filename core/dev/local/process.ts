@@ -21,8 +21,11 @@ export interface ProcessSpec {
   cwd?: string;
   /** restart the process when it exits unexpectedly (with backoff) */
   restart?: boolean;
-  /** a cgroup's `cgroup.procs` file the child enters before the command starts (so it never runs outside it) */
-  cgroupProcs?: string;
+  /**
+   * the `cgroup.procs` file of each cgroup the child enters before the command starts (so it never runs outside them):
+   * one per hierarchy (a v2 cgroup of the network confinement, a v1 cpu cgroup of the CPU limit)
+   */
+  cgroupProcs?: string | readonly string[];
 }
 
 /** RestartBackoff bounds how fast a crashing component is restarted. */
@@ -89,9 +92,11 @@ export class ManagedProcess {
     const useSetpriv = existsSync('/usr/bin/setpriv');
     let cmd = useSetpriv ? '/usr/bin/setpriv' : this.spec.command;
     let args = useSetpriv ? ['--pdeathsig', 'KILL', '--', this.spec.command, ...this.spec.args] : this.spec.args;
-    if (this.spec.cgroupProcs) {
-      // the shell moves itself (its pid is the command's after exec) into the cgroup, then becomes the command
-      args = ['-c', 'echo $$ > "$0" && exec "$@"', this.spec.cgroupProcs, cmd, ...args];
+    const cgroups = [this.spec.cgroupProcs ?? []].flat();
+    if (cgroups.length) {
+      // the shell moves itself (its pid is the command's after exec) into each cgroup, then becomes the command
+      const enter = 'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 1; shift; n=$((n-1)); done; exec "$@"';
+      args = ['-c', enter, String(cgroups.length), ...cgroups, cmd, ...args];
       cmd = '/bin/sh';
     }
     const child = spawn(cmd, args, {

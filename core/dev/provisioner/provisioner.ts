@@ -50,6 +50,8 @@ import { restoreRekeyed } from './rekeyrestore.ts';
 import { ensureEtcdutl } from '../../toolchain/etcdutl.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { upgradeVerdict } from '../../provisioners/upgrade.ts';
+import { DEFAULT_CONTROL_PLANE_CPU } from '../../api/tenantpolicy.ts';
+import { CpuCgroup, cpuHierarchy } from '../local/cpulimit.ts';
 import {
   assertStartable,
   binariesOf,
@@ -180,6 +182,12 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
       desired,
     });
     if (entry.hash === hash) this.failedRolls.delete(root);
+    // The CPU limit is no component setting: a changed one is written to the running processes' cgroup.
+    if (entry.cpu && stableJson(entry.desired.controlPlaneCpu) !== stableJson(desired.controlPlaneCpu)) {
+      entry.cpu.apply(desired.controlPlaneCpu!);
+      entry.desired = { ...entry.desired, controlPlaneCpu: desired.controlPlaneCpu! };
+      log.info({ tenant: root, cpu: desired.controlPlaneCpu }, 'control plane CPU limit changed');
+    }
     const door = vc.spec.sleep ? await this.doors.open(root, Date.now()) : await this.doors.close(root);
     const cp = entry.cp;
     const caRotation = await rotateCaAsked(cp, vc, this.options);
@@ -217,6 +225,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     assertFlagsAllowed({ apiServer: api, controllerManager: kcm });
     assertLocalExpose(vc);
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
+    const controlPlaneCpu = limits.controlPlaneCpu ?? DEFAULT_CONTROL_PLANE_CPU;
     const version = { name: vc.spec.clusterVersionName, kubernetes: cv?.kubernetesVersion };
     const cidr = vc.spec.serviceCidr;
     // The platform's etcd flags and Go memory limits; each only when set, like ca below.
@@ -237,6 +246,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     return {
       bins: binariesOf(cv?.kubernetesVersion, vc.spec.clusterVersionName),
       etcdBytes,
+      controlPlaneCpu,
       ...(etcdArgs && { etcdArgs }),
       apiserverArgs: api,
       controllerManagerArgs: kcm,
@@ -296,8 +306,15 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     log.info({ tenant: root, plan }, 'spec changed; rolling the control plane');
     entry.unwatch?.();
     const out = await rollLocal(entry, plan, {
-      etcd: etcdSettings(root, desired),
-      cp: controlPlaneOptions(this.ctx, vc, root, entry.cp.opts.etcd, entry.cp.opts.cgroupDir, desired),
+      etcd: etcdSettings(root, desired, entry.cpu),
+      cp: controlPlaneOptions(
+        this.ctx,
+        vc,
+        root,
+        entry.cp.opts.etcd,
+        { net: entry.cp.opts.cgroupDir, cpu: entry.cpu },
+        desired,
+      ),
     });
     const failure = out.failure;
     // What now runs: the new settings of the components that rolled, the old ones of those that did not.
@@ -558,6 +575,8 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     await this.sleeping.get(root)?.stopped;
     await this.sleeping.get(root)?.etcd?.stop();
     this.sleeping.delete(root);
+    // the cpu cgroup a sleep kept for its etcd, now empty
+    await cpuCgroupOf(root)?.remove();
     await this.doors.close(root);
     const deleted = await deleteEtcdPrefix(this.etcd.endpoint, `/${root}`);
     if (existsSync(this.dir(root))) rmSync(this.dir(root), { recursive: true, force: true });
@@ -570,10 +589,22 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     await Promise.all([...this.waking.values()].map((w) => w.catch(() => undefined)));
     await Promise.all([...this.running.values()].map((r) => stopRunning(r)));
     this.running.clear();
-    await Promise.all([...this.sleeping.values()].map(async (s) => (await s.stopped, await s.etcd?.stop())));
+    await Promise.all(
+      [...this.sleeping].map(async ([root, s]) => {
+        await s.stopped;
+        await s.etcd?.stop();
+        await cpuCgroupOf(root)?.remove();
+      }),
+    );
     this.sleeping.clear();
     await this.doors.closeAll();
   }
+}
+
+/** cpuCgroupOf is the cpu cgroup of the tenant `root`'s control plane on this host, if the host has a cpu controller. */
+function cpuCgroupOf(root: string): CpuCgroup | undefined {
+  const h = cpuHierarchy();
+  return h && new CpuCgroup(root, h);
 }
 
 /**

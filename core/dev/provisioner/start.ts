@@ -7,6 +7,7 @@ import type { VersionedBinaries } from './upgrade.ts';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ExtraArgs } from '../../api/controlplane.ts';
+import { type ControlPlaneCpu, DEFAULT_CONTROL_PLANE_CPU } from '../../api/tenantpolicy.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { childLogger } from '../../log.ts';
 import { issueCert, PKI_FILES } from '../../pki/pki.ts';
@@ -19,6 +20,7 @@ import { LocalControlPlane, type ControlPlaneOptions } from '../local/controlpla
 import { type EtcdEndpoint, LocalEtcd } from '../local/etcd.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
 import { cgroup2Root, type Confinement, NetConfinement } from '../local/netconfine.ts';
+import { controlPlaneCgroup, type CpuCgroup } from '../local/cpulimit.ts';
 import { hostAddress, startTenantMetricsServer, type TenantMetricsServer } from '../local/metricsserver.ts';
 import { freePorts } from '../local/process.ts';
 import { metricsServerPath } from '../../toolchain/metricsserver.ts';
@@ -90,6 +92,8 @@ export interface Running {
   dnsView?: DnsView;
   /** the network confinement of the apiserver and controller manager */
   confinement?: NetConfinement;
+  /** the cpu cgroup of the etcd, apiserver and controller manager (absent where the host has none to write) */
+  cpu?: CpuCgroup;
   /** metrics-server of the tenant (LocalProvisionerOptions.metricsServer) */
   metricsServer?: TenantMetricsServer;
   /** what each component runs with, and its hash */
@@ -108,6 +112,11 @@ export type Parts = Omit<Running, 'hash' | 'settings' | 'unwatch' | 'vc' | 'desi
 /** LocalSettings are what a tenant's components start with: their flags and quota, and per component for planRoll. */
 export interface LocalSettings {
   etcdBytes: number;
+  /**
+   * the CPU limit of the etcd, apiserver and controller manager (the policy's quota.controlPlaneCPU; default
+   * DEFAULT_CONTROL_PLANE_CPU). Not a component setting: a change is written to the running processes' cgroup.
+   */
+  controlPlaneCpu?: ControlPlaneCpu;
   /** the ClusterVersion's etcd flags */
   etcdArgs?: ExtraArgs;
   /** the ClusterVersion's Go memory limit of each component (quantities), where it sets one */
@@ -157,14 +166,33 @@ function goEnv(
 export function etcdSettings(
   root: string,
   desired: LocalSettings,
-): { quotaBackendBytes: number; name: string; extraArgs?: ExtraArgs; env?: Record<string, string> } {
+  cpu?: CpuCgroup,
+): {
+  quotaBackendBytes: number;
+  name: string;
+  extraArgs?: ExtraArgs;
+  env?: Record<string, string>;
+  cgroupProcs?: string;
+} {
   const env = goEnv(desired, 'etcd');
   return {
     quotaBackendBytes: desired.etcdBytes,
     name: `${root}/etcd`,
     ...(desired.etcdArgs && { extraArgs: desired.etcdArgs }),
     ...(env && { env }),
+    ...(cpu && { cgroupProcs: cpu.procsFile }),
   };
+}
+
+/**
+ * limitCpu makes (or updates) the cpu cgroup of the tenant's control plane with the limit `desired` asks for; on a
+ * host without a cpu controller it can write, the control plane runs unlimited and the log says why.
+ */
+export function limitCpu(root: string, desired: LocalSettings): CpuCgroup | undefined {
+  const out = controlPlaneCgroup(root, desired.controlPlaneCpu ?? DEFAULT_CONTROL_PLANE_CPU);
+  if ('cgroup' in out) return out.cgroup;
+  log.warn({ tenant: root, reason: out.unavailable }, 'control plane runs without a CPU limit');
+  return undefined;
 }
 
 /** controlPlaneOptions are the options of the tenant's LocalControlPlane with the settings `desired`. */
@@ -173,7 +201,7 @@ export function controlPlaneOptions(
   vc: VirtualCluster,
   root: string,
   etcd: EtcdEndpoint,
-  cgroupDir: string | undefined,
+  cgroups: { net?: string; cpu?: CpuCgroup },
   desired: LocalSettings,
 ): ControlPlaneOptions {
   const apiserverEnv = goEnv(desired, 'apiserver');
@@ -181,7 +209,8 @@ export function controlPlaneOptions(
   return {
     name: root,
     dir: ctx.dir(root),
-    ...(cgroupDir && { cgroupDir }),
+    ...(cgroups.net && { cgroupDir: cgroups.net }),
+    ...(cgroups.cpu && { cpuCgroupDir: cgroups.cpu.dir }),
     etcd,
     serviceCidr: vc.spec.serviceCidr ?? TENANT_DEFAULTS.serviceCidr,
     controllers: TENANT_CONTROLLERS,
@@ -238,10 +267,12 @@ export async function startComponents(
   const own = ctx.options.etcd !== 'shared' && !legacy;
   if (legacy) log.warn({ tenant: root }, 'tenant created on the shared etcd stays there: no storage quota');
   const kept = own ? hooks.etcd : undefined;
+  // the cgroup before any process: each enters it before it runs (an etcd kept through a sleep is in it already)
+  const cpu = limitCpu(root, desired);
   const etcd =
     kept ??
     (own
-      ? await LocalEtcd.prepare({ ...etcdSettings(root, desired), dir: join(dir, ETCD_DIR), restart: true })
+      ? await LocalEtcd.prepare({ ...etcdSettings(root, desired, cpu), dir: join(dir, ETCD_DIR), restart: true })
       : undefined);
   const etcdHealthy = kept ? undefined : etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
   let confinement: NetConfinement | undefined;
@@ -251,7 +282,7 @@ export async function startComponents(
       ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd, metrics && [metrics.endpoint]));
     confinement = confined?.confinement;
     const cp = await LocalControlPlane.prepare({
-      ...controlPlaneOptions(ctx, vc, root, etcd ?? ctx.etcd, confined?.confinement.cgroupDir, desired),
+      ...controlPlaneOptions(ctx, vc, root, etcd ?? ctx.etcd, { net: confined?.confinement.cgroupDir, cpu }, desired),
       ...(confined && { ports: { apiserver: confined.apiserverPort } }),
     });
     // An etcd that does not come up stops the control plane waiting on it; the etcd's error is the one reported.
@@ -288,11 +319,13 @@ export async function startComponents(
       ...(forwarder && { forwarder }),
       ...(dnsView && { dnsView }),
       ...(confinement && { confinement }),
+      ...(cpu && { cpu }),
     };
   } catch (e) {
     etcdHealthy?.catch(() => undefined);
     await confinement?.remove();
     await etcd?.stop();
+    await cpu?.remove();
     throw e;
   }
 }
@@ -439,4 +472,6 @@ export async function stopRunning(r: Parts & { unwatch?: () => void }, o: { keep
   await r.cp.stop();
   await r.confinement?.remove();
   if (!o.keepEtcd) await r.etcd?.stop();
+  // kept while a kept etcd is in it
+  await r.cpu?.remove();
 }

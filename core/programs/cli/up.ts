@@ -340,9 +340,10 @@ export function registerUpCommands(program: Command): void {
       const sweep = async () => {
         const { sweepLeftoverNodes } = await import('../../dev/local/realnode.ts');
         for (const l of await sweepLeftoverNodes(stateDir)) process.stderr.write(`${l}\n`);
-        // and the network confinement of tenant control planes that died with it
+        // and the network confinement and cpu cgroups of tenant control planes that died with it
         const { sweepConfinements } = await import('../../dev/local/netconfine.ts');
-        const gone = await sweepConfinements();
+        const { sweepCpuCgroups } = await import('../../dev/local/cpulimit.ts');
+        const gone = [...(await sweepConfinements()), ...sweepCpuCgroups()];
         if (gone.length)
           process.stderr.write(`removed ${gone.length} leftover confinement pieces (${gone.join(', ')})\n`);
       };
