@@ -7,7 +7,7 @@ import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import { LeaderElector } from '../../leader/election.ts';
 import { InformerFactory } from '../../kube/factory.ts';
 import { RunGroup, type Runnable } from '../../controller/runnables.ts';
-import { lifecycleControllers } from './lifecycle.ts';
+import { lifecycleControllers, superPodsOf } from './lifecycle.ts';
 import { checkSyncerOnly } from './syncermode.ts';
 import { holderGone, localIdentity } from '../../leader/local.ts';
 import { childLogger } from '../../log.ts';
@@ -31,7 +31,7 @@ import { reportCacheExceeded, TenantCacheStates } from '../../lifecycle/cachelim
 import { CACHE_RETRY_MS } from '../../sessions/tenants.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
 import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
-import { RegisteredSyncers } from './registered.ts';
+import { RegisteredPods, RegisteredSyncers } from './registered.ts';
 
 const log = childLogger({ controller: 'manager' });
 
@@ -288,6 +288,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
     });
   let registry: SuperClusterRegistry | undefined;
   let registered: RegisteredSyncers | undefined;
+  let registeredPods: RegisteredPods | undefined;
   let unwatchRegistry: (() => void) | undefined;
   // The namespace scheduler sees every tenant of every super cluster, and every super cluster: the statically
   // configured ones (always ready) and the registered ones.
@@ -341,12 +342,22 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
               registered = r;
               registry = newRegistry();
               const mine = (name: string) => (syncerOnly ? name === o.syncerOnly : !registeredExternal.has(name));
-              unwatchRegistry = registry.onChange((list) => void r.apply(list.filter((x) => mine(x.name))));
+              // The fence of confined control planes follows the Pods of every registered super cluster, its syncer
+              // here or in a process of its own: the tenant's Pods there are its own to reach.
+              const feed = lifecycle?.podAddresses;
+              const p = feed && new RegisteredPods(feed, (client) => superPodsOf(superInformers(client)));
+              registeredPods = p;
+              unwatchRegistry = registry.onChange((list) => {
+                void r.apply(list.filter((x) => mine(x.name)));
+                void p?.apply(list);
+              });
               await registry.start();
             },
             // The registered syncers stop before the registry closes the clients they use.
             stop: async () => {
               unwatchRegistry?.();
+              await registeredPods?.stop();
+              registeredPods = undefined;
               await registered?.stop();
               registered = undefined;
               await registry?.stop();
