@@ -327,7 +327,12 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     // services/proxy: a Service without a selector whose Endpoints the tenant wrote with that address
     await selectorlessService('door-svc', ip);
     await attempts.attempt("the native tenant's services/proxy to a platform Pod (Endpoints it wrote)", async () => {
-      const out = await rawRefused('/api/v1/namespaces/default/services/door-svc:8080/proxy/hostname');
+      // the apiserver finds the endpoints through its own cache of them: until it has them it answers "no endpoints"
+      const out = await eventually(async () => {
+        const o = await rawRefused('/api/v1/namespaces/default/services/door-svc:http/proxy/hostname');
+        expect(o).not.toContain('no endpoints available');
+        return o;
+      }, 30_000);
       const dial = new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`);
       expect(out).toMatch(dial);
       return `apiserver-egress: ${dial.exec(out)![0]}`;
