@@ -125,7 +125,10 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     return out.o;
   };
 
-  /** selectorlessService makes the tenant Service `name` without a selector, its one endpoint `ip`:8080 written by hand. */
+  /**
+   * selectorlessService makes the tenant Service `name` without a selector, its one endpoint `ip`:8080 written by hand
+   * as the address of the Pod `door`.
+   */
   const selectorlessService = async (name: string, ip: string): Promise<void> => {
     const tenant = await KubeClient.fromFile(kubeconfig);
     const port = { name: 'http', port: 8080, protocol: 'TCP' };
@@ -140,7 +143,10 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
         apiVersion: 'v1',
         kind: 'Endpoints',
         metadata: { name, namespace: 'default' },
-        subsets: [{ addresses: [{ ip }], ports: [port] }],
+        // the apiserver proxies only to an address that is a Pod's: the door Pod, whose status the tenant wrote
+        subsets: [
+          { addresses: [{ ip, targetRef: { kind: 'Pod', name: 'door', namespace: 'default' } }], ports: [port] },
+        ],
       } as KubeObject);
       await tenant.request('POST', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', {
         body: {
@@ -148,7 +154,13 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
           kind: 'EndpointSlice',
           metadata: { name: `${name}-hand`, namespace: 'default', labels: { 'kubernetes.io/service-name': name } },
           addressType: 'IPv4',
-          endpoints: [{ addresses: [ip], conditions: { ready: true } }],
+          endpoints: [
+            {
+              addresses: [ip],
+              conditions: { ready: true },
+              targetRef: { kind: 'Pod', name: 'door', namespace: 'default' },
+            },
+          ],
           ports: [port],
         },
       });
