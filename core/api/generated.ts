@@ -824,8 +824,8 @@ export interface TenantPolicySpec {
   };
   /**
    * Which Service types beyond ClusterIP and ExternalName tenants may have in the super cluster. A Service asking for
-   * more is not synced: the tenant sees why in a Warning event and a VCSynced condition on the Service.
-   * spec.externalIPs and spec.loadBalancerIP are never copied.
+   * more, or setting spec.externalIPs or spec.loadBalancerIP (addresses of the shared network), is not synced: the
+   * tenant sees why in a Warning event and a VCSynced condition on the Service.
    */
   services?: {
     /**

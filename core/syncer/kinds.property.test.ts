@@ -135,7 +135,8 @@ const claimBody = fc.record({
       accessModes: fc.constant(['ReadWriteOnce']),
       resources: fc.constant({ requests: { storage: '1Gi' } }),
       storageClassName: fc.constantFrom('shared', 'platform-only', '', 'shared-default', 'missing'),
-      volumeName: fc.constantFrom('pv-of-team-b', 'pv-platform'),
+      // a claim naming a volume is refused: present in one of two, so that enough claims are created too
+      volumeName: fc.option(fc.constantFrom('pv-of-team-b', 'pv-platform'), { nil: undefined, freq: 2 }),
       selector: fc.constant({ matchLabels: { owner: 'team-b' } }),
       dataSource: fc.constant({ kind: 'PersistentVolumeClaim', name: 'other' }),
       dataSourceRef: fc.constantFrom(

@@ -12,6 +12,7 @@ import plugin, {
   ENDPOINTS_BY_IP,
   endpointsHolding,
   endpointsPlugin,
+  FIELDS_REFUSED,
   type Endpoints,
   type EndpointSubset,
   parseCIDRs,
@@ -389,5 +390,34 @@ describe('endpoints manifest', () => {
       processes: ['manager'],
     });
     expect(plugin).toBe(endpointsPlugin);
+  });
+});
+
+describe('endpoints toSuper: fields the syncer has no rule for', () => {
+  it.each([
+    ['a subset field newer than the table', { addresses: [{ ip: '10.1.0.5' }], zone: 'a' }, 'subsets[0].zone'],
+    [
+      'an address field newer than the table',
+      { addresses: [{ ip: '10.1.0.5', hostIP: '10.0.0.1' }] },
+      'subsets[0].addresses[0].hostIP',
+    ],
+    [
+      'a targetRef field newer than the table',
+      { notReadyAddresses: [{ ip: '10.1.0.5', targetRef: { kind: 'Pod', name: 'db-0', cluster: 'b' } }] },
+      'subsets[0].notReadyAddresses[0].targetRef.cluster',
+    ],
+  ])('refuses Endpoints with %s by name; an earlier copy stays as it was', (_, subset, field) => {
+    const ctx = testContext({
+      tenant: testTenant({ endpoints: endpointsPolicy }),
+      tenantCache: new MapCache([[R.services, [service()]]]),
+      superCache: new MapCache([[R.pods, ownPods]]),
+    });
+    const d = endpointsPlugin.toSuper(tenantEp({ subsets: [subset as EndpointSubset] }), superEp, ctx);
+    expect(d.object).toBeNull();
+    expect(d.skip).toMatchObject({
+      reason: FIELDS_REFUSED,
+      message: expect.stringContaining(`${field}: no rule exists`),
+    });
+    expect(d.effects).toMatchObject([{ type: 'event', eventType: 'Warning', reason: FIELDS_REFUSED }]);
   });
 });

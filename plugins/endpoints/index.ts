@@ -14,7 +14,10 @@ import {
   type RouteContext,
   type TenantKey,
 } from '@virtualcluster-ts/plugin-sdk';
+import { checkEndpointsFields } from './fields.ts';
 import { ADDRESSES_REFUSED, type AddressRule, addressRule, podIPs, REFUSED_RETRY_MS } from './policy.ts';
+
+export { checkEndpointsFields, ENDPOINT_SUBSET_FIELDS, ENDPOINTS_FIELDS_VERSION } from './fields.ts';
 
 export {
   ADDRESSES_REFUSED,
@@ -24,6 +27,9 @@ export {
   podIPs,
   REFUSED_RETRY_MS,
 } from './policy.ts';
+
+/** FIELDS_REFUSED is the skip and event reason of tenant Endpoints with a field the syncer has no rule for. */
+export const FIELDS_REFUSED = 'EndpointsFieldRefused';
 
 /** ObjectReference is the targetRef of an endpoint address. */
 export type { ObjectReference } from '@virtualcluster-ts/plugin-sdk';
@@ -87,6 +93,25 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
   const name = tm.name ?? '';
   const service = ctx.tenantCache.get(R.services, namespace, name);
   if (!service || hasSelector(service)) return { object: null };
+  const unknown = checkEndpointsFields(tenantObj.subsets);
+  if (unknown) {
+    // Refused whole, as an apiserver refuses an object: a super copy of an earlier version stays as it was.
+    const message = `not copied to the super cluster: ${unknown.message}`;
+    return {
+      object: null,
+      skip: { reason: FIELDS_REFUSED, message },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: { apiVersion: 'v1', kind: 'Endpoints', namespace, name, uid: tm.uid },
+          eventType: 'Warning',
+          reason: FIELDS_REFUSED,
+          message,
+        },
+      ],
+    };
+  }
   const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name });
   const desired = buildOn<Endpoints>(superObj, { apiVersion: 'v1', kind: 'Endpoints' }, meta);
   const rule = addressRule(ctx);

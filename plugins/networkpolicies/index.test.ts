@@ -405,3 +405,26 @@ describe("the policy's internal ranges", () => {
     });
   });
 });
+
+describe('networkpolicies toSuper: fields the syncer has no rule for', () => {
+  it.each([
+    ['a spec field newer than the table', { podSelector: {}, futureScope: 'cluster' }, 'spec.futureScope'],
+    [
+      'a peer field newer than the table',
+      { podSelector: {}, egress: [{ to: [{ serviceAccountSelector: { matchLabels: { a: 'b' } } }] }] },
+      'spec.egress[0].to[0].serviceAccountSelector',
+    ],
+    [
+      'a port field newer than the table',
+      { podSelector: {}, ingress: [{ ports: [{ port: 80, hostNetwork: true }] }] },
+      'spec.ingress[0].ports[0].hostNetwork',
+    ],
+  ])('refuses a policy with %s by name, and removes an earlier copy', (_, spec, field) => {
+    const d = networkPoliciesPlugin.toSuper(tenantNP(spec as NetworkPolicySpec), undefined, ctx);
+    expect(d.object).toBeNull();
+    expect(d.skip).toBeUndefined();
+    expect(d.effects).toMatchObject([
+      { type: 'event', reason: REFUSED, message: expect.stringContaining(`not synced: ${field}: no rule exists`) },
+    ]);
+  });
+});

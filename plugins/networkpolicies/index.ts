@@ -28,7 +28,10 @@ import {
   parseCidr,
 } from '@virtualcluster-ts/plugin-sdk/network';
 
+import { checkNetworkPolicyFields } from './fields.ts';
+
 export type { NetworkPolicy } from '@virtualcluster-ts/plugin-sdk/network';
+export { checkNetworkPolicyFields, NETWORK_POLICY_FIELDS_VERSION, NETWORK_POLICY_SPEC_FIELDS } from './fields.ts';
 
 /** RESERVED_NAME is the skip reason of a tenant NetworkPolicy named like the tenant isolation policy. */
 export const RESERVED_NAME = 'ReservedName';
@@ -192,6 +195,9 @@ function toSuper(
       effects: [refusedEvent(tenantObj, NOT_MANAGED, `not synced: ${message}`)],
     };
   }
+  const unknown = checkNetworkPolicyFields(tenantObj.spec);
+  // Not synced, and a super copy of an earlier version is removed, as for a Refusal below.
+  if (unknown) return { object: null, effects: [refusedEvent(tenantObj, REFUSED, `not synced: ${unknown.message}`)] };
   let spec: NetworkPolicy['spec'];
   try {
     spec = translateSpec(tenantObj.spec, ctx);

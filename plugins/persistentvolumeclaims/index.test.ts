@@ -123,7 +123,7 @@ interface DownCase {
 
 const down: DownCase[] = [
   {
-    name: 'create: spec fields copied; volumeName, status, tenant binding annotations and finalizers not; dataSourceRef namespace mapped',
+    name: 'create: spec fields copied; status, tenant binding annotations and finalizers not; dataSourceRef namespace mapped',
     tenant: tenantPvc(
       {
         spec: {
@@ -138,7 +138,6 @@ const down: DownCase[] = [
             name: 'snap',
             namespace: 'backups',
           },
-          volumeName: 'pvc-999',
         },
         status: { phase: 'Bound' },
       },
@@ -280,6 +279,23 @@ describe('persistentvolumeclaims toSuper: claims that would bind what the platfo
       { storageClassName: undefined },
       'spec.storageClassName',
       withDefaults({ name: 'platform-local', shared: false }),
+    ],
+    [
+      'a volume named by the tenant (binds it, another tenant\u2019s included)',
+      { volumeName: 'pv-b' },
+      'spec.volumeName',
+    ],
+    [
+      'a VolumeAttributesClass (the platform\u2019s)',
+      { volumeAttributesClassName: 'gold' },
+      'spec.volumeAttributesClassName',
+    ],
+    ['a field newer than the table', { futureBinding: 'x' }, 'spec.futureBinding: no rule exists for this field yet'],
+    ['a resources field newer than the table', { resources: { claims: [{ name: 'x' }] } }, 'spec.resources.claims'],
+    [
+      'a dataSourceRef field newer than the table',
+      { dataSourceRef: { kind: 'X', name: 'y', cluster: 'b' } },
+      'spec.dataSourceRef.cluster',
     ],
     ['a shared class', { storageClassName: 'fast' }, undefined],
   ])('%s', (_n, over, field, cache = sharedClasses) => {

@@ -12,7 +12,10 @@ import {
   R,
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
+import { checkClaimFields } from './fields.ts';
 import { checkClaim, CLAIM_POLICY_VIOLATION, type ClaimRefusal, sharedDefaultClass } from './policy.ts';
+
+export { CLAIM_FIELDS_VERSION, CLAIM_SPEC_FIELDS, checkClaimFields } from './fields.ts';
 
 /** TypedObjectReference is the dataSource / dataSourceRef of a claim. */
 export interface TypedObjectReference {
@@ -122,7 +125,7 @@ function toSuper(
 
   if (!superObj) {
     const ts = tenantObj.spec ?? {};
-    const refusal = checkClaim(ts, ctx);
+    const refusal = checkClaimFields(ts) ?? checkClaim(ts, ctx);
     if (refusal) return refuse(tenantObj, refusal);
     const spec: PersistentVolumeClaimSpec = {};
     copyFields(ts, spec, DOWN_SPEC_FIELDS);

@@ -161,28 +161,6 @@ const down: DownCase[] = [
     },
   },
   {
-    name: 'create: externalIPs and loadBalancerIP are not copied, and the tenant is told',
-    tenant: tenantSvc(tenantSpec({ externalIPs: ['8.8.8.8'], loadBalancerIP: '1.2.3.4' })),
-    want: {
-      object: {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: createdMeta(),
-        spec: { type: 'ClusterIP', ports: [http], ...mirrored },
-      },
-      effects: [
-        {
-          type: 'event',
-          side: 'tenant',
-          regarding: { apiVersion: 'v1', kind: 'Service', namespace: 'app', name: 'web', uid: 'tenant-uid' },
-          eventType: 'Warning',
-          reason: 'FieldsIgnored',
-          message: expect.stringMatching(/externalIPs.*loadBalancerIP/) as unknown as string,
-        },
-      ],
-    },
-  },
-  {
     name: "update NodePort: the super's cluster IPs and node ports (matched by name, else port) are kept over the tenant's",
     tenant: tenantSvc(
       tenantSpec({
@@ -703,9 +681,32 @@ describe('services toSuper under the services policy', () => {
     ]);
   });
 
-  it('keeps dropping externalIPs with a warning, policy or not', () => {
-    const d = servicesPlugin.toSuper(tenantSvc(tenantSpec({ externalIPs: ['10.0.0.1'] })), undefined, testContext());
-    expect(d.object?.spec?.externalIPs).toBeUndefined();
-    expect(d.effects?.map((e) => e.type === 'event' && e.reason)).toEqual(['FieldsIgnored']);
+  it.each([
+    ['externalIPs', { externalIPs: ['10.0.0.1'] }, /^spec\.externalIPs: .*capture traffic/],
+    ['loadBalancerIP', { loadBalancerIP: '1.2.3.4' }, /^spec\.loadBalancerIP: .*capture traffic/],
+    ['a field newer than the table', { futureRouting: 'any' }, /^spec\.futureRouting: no rule exists .*v1\.36/],
+    ['a port field newer than the table', { ports: [{ port: 80, hostIP: '10.0.0.1' }] }, /^spec\.ports\[0\]\.hostIP: /],
+    ['a sessionAffinityConfig field newer than the table', { sessionAffinityConfig: { cookie: {} } }, /cookie/],
+  ])('refuses a Service with %s by name, on an event and the VCSynced condition', (_, over, message) => {
+    const d = servicesPlugin.toSuper(tenantSvc(tenantSpec(over)), undefined, testContext());
+    expect(d.object).toBeNull();
+    expect(d.skip).toEqual({ reason: 'ServicePolicyViolation', message: expect.stringMatching(message) });
+    expect(d.effects).toEqual([
+      expect.objectContaining({ type: 'event', reason: 'ServicePolicyViolation', message: d.skip?.message }),
+      expect.objectContaining({
+        type: 'tenantCondition',
+        condition: expect.objectContaining({ type: 'VCSynced', status: 'False', message: d.skip?.message }),
+      }),
+    ]);
+  });
+
+  it('keeps an existing super copy as it was when an update adds a refused field', () => {
+    const d = servicesPlugin.toSuper(
+      tenantSvc(tenantSpec({ externalIPs: ['10.0.0.1'] })),
+      { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'x', name: 'web' }, spec: { type: 'ClusterIP' } },
+      testContext(),
+    );
+    expect(d.object).toBeNull();
+    expect(d.skip?.reason).toBe('ServicePolicyViolation');
   });
 });

@@ -14,6 +14,7 @@ import {
   type ResourcePlugin,
 } from '@virtualcluster-ts/plugin-sdk';
 import { externalNameRefusal } from './externalname.ts';
+import { checkServiceFields } from './fields.ts';
 import {
   checkLoadBalancerClass,
   checkServiceType,
@@ -31,6 +32,7 @@ export {
   SERVICE_POLICY_VIOLATION,
   SYNCED_CONDITION,
 } from './policy.ts';
+export { checkServiceFields, SERVICE_FIELDS_VERSION, SERVICE_SPEC_FIELDS } from './fields.ts';
 
 /** ServicePort is one port of a Service. */
 export interface ServicePort {
@@ -68,8 +70,9 @@ export interface Service extends KubeObject {
 
 /**
  * MIRRORED_SPEC_FIELDS are the spec fields the super Service takes from the tenant as they are (absent stays absent).
- * Not copied: clusterIP(s), ipFamilies, nodePorts and healthCheckNodePort (the super assigns them), and externalIPs
- * and loadBalancerIP, with which a tenant could capture traffic to addresses it does not own in the shared cluster.
+ * Not copied: clusterIP(s), ipFamilies, nodePorts and healthCheckNodePort (the super assigns them). A Service with
+ * externalIPs or loadBalancerIP, with which a tenant could capture traffic to addresses it does not own in the shared
+ * cluster, or with a field SERVICE_SPEC_FIELDS does not know, is refused (checkServiceFields).
  */
 export const MIRRORED_SPEC_FIELDS = [
   'type',
@@ -197,6 +200,7 @@ function syncedAgain(tenantObj: Service): Effect[] {
 function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginContext): Decision<Service> {
   const tm = tenantObj.metadata ?? {};
   const refusal =
+    checkServiceFields(tenantObj.spec) ??
     externalNameRefusal(tenantObj.spec, ctx.tenant.clusterDomain) ??
     checkLoadBalancerClass(tenantObj, ctx) ??
     checkServiceType(tenantObj, ctx);
@@ -233,21 +237,7 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
   }
   if (!superObj || ts.type !== 'LoadBalancer' || ts.externalTrafficPolicy !== 'Local') delete spec.healthCheckNodePort;
 
-  const effects: Effect[] = syncedAgain(tenantObj);
-  const ignored = [ts.externalIPs?.length ? 'externalIPs' : '', ts.loadBalancerIP ? 'loadBalancerIP' : ''].filter(
-    Boolean,
-  );
-  if (ignored.length) {
-    effects.push({
-      type: 'event',
-      side: 'tenant',
-      regarding: serviceRef(tenantObj),
-      eventType: 'Warning',
-      reason: 'FieldsIgnored',
-      message: `spec.${ignored.join(' and spec.')} not applied: addresses in the shared cluster are assigned by its administrator`,
-    });
-  }
-
+  const effects = syncedAgain(tenantObj);
   const desired = buildOn<Service>(superObj, { apiVersion: 'v1', kind: 'Service' }, meta, { spec });
   return effects.length ? { object: desired, effects } : { object: desired };
 }

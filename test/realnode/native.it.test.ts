@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git } from '../git/server.ts';
-import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
+import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
@@ -17,6 +17,7 @@ import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
+import { Attempts } from '../security/attempts.ts';
 
 const exec = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -71,6 +72,7 @@ function containerRss(shims: number[]): Record<string, number> {
  * and on the host.
  */
 describe.skipIf(!!skip)('a native tenant on the real node, from the embedded default', () => {
+  const attempts = new Attempts();
   let dir: string;
   let e: Embedded | undefined;
   let c: KubeClient;
@@ -106,7 +108,69 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     await git(dir, ['clone', '-q', e.gitURL, work]);
   }, 600_000);
 
+  /**
+   * rawRefused asks the tenant apiserver for `path` and returns kubectl's error: refused (REJECT) or dropped (the
+   * apiserver's dial times out after 30 s), either way no answer. An answer fails the attempt.
+   */
+  const rawRefused = async (path: string): Promise<string> => {
+    const out = await exec(
+      binaryPath('kubectl'),
+      ['--kubeconfig', kubeconfig, '--request-timeout=75s', 'get', '--raw', path],
+      { timeout: 90_000 },
+    ).then(
+      (r) => ({ ok: true, o: r.stdout }),
+      (err: { stderr?: string; message?: string }) => ({ ok: false, o: err.stderr ?? err.message ?? '' }),
+    );
+    expect(out.ok, out.o).toBe(false);
+    return out.o;
+  };
+
+  /**
+   * selectorlessService makes the tenant Service `name` without a selector, its one endpoint `ip`:8080 written by hand
+   * as the address of the Pod `door`.
+   */
+  const selectorlessService = async (name: string, ip: string): Promise<void> => {
+    const tenant = await KubeClient.fromFile(kubeconfig);
+    const port = { name: 'http', port: 8080, protocol: 'TCP' };
+    try {
+      await tenant.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace: 'default' },
+        spec: { ports: [{ ...port, targetPort: 8080 }] },
+      } as KubeObject);
+      await tenant.create(R.endpoints, {
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { name, namespace: 'default' },
+        // the apiserver proxies only to an address that is a Pod's: the door Pod, whose status the tenant wrote
+        subsets: [
+          { addresses: [{ ip, targetRef: { kind: 'Pod', name: 'door', namespace: 'default' } }], ports: [port] },
+        ],
+      } as KubeObject);
+      await tenant.request('POST', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', {
+        body: {
+          apiVersion: 'discovery.k8s.io/v1',
+          kind: 'EndpointSlice',
+          metadata: { name: `${name}-hand`, namespace: 'default', labels: { 'kubernetes.io/service-name': name } },
+          addressType: 'IPv4',
+          endpoints: [
+            {
+              addresses: [ip],
+              conditions: { ready: true },
+              targetRef: { kind: 'Pod', name: 'door', namespace: 'default' },
+            },
+          ],
+          ports: [port],
+        },
+      });
+    } finally {
+      tenant.close();
+    }
+  };
+
   afterAll(async () => {
+    if (attempts.records.length) attempts.report('native tenant');
     await e?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -225,6 +289,78 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     // the container's root is the image's: the toolchain's state directory on this host is not there
     const ls = await kubectl('exec', webPod!, '--', 'sh', '-c', `test -e ${dir} && echo host || echo container`);
     expect(ls.trim()).toBe('container');
+  });
+
+  it('the native apiserver proxies to its own Pod and not to a platform Pod beside it (apiserver-egress)', async (ctx) => {
+    if (!webPod) ctx.skip();
+    // its own Pod, by pods/proxy: the apiserver Pod reaches its tenant's namespaces
+    expect(
+      (await kubectl('get', '--raw', `/api/v1/namespaces/default/pods/${webPod}:8080/proxy/hostname`)).trim(),
+    ).toBe(webPod);
+    // a platform Pod on the same node, answering HTTP: this host reaches it (the control)
+    const ns = 'vc-test-platform';
+    await c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await c.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'platform', namespace: ns },
+      spec: {
+        nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+        tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          { name: 'platform', image: NODE_IMAGES.agnhost, imagePullPolicy: 'IfNotPresent', args: ['netexec'] },
+        ],
+      },
+    });
+    const ip = await eventually(async () => {
+      const p = await c.get<Pod>(R.pods, ns, 'platform');
+      expect(p.status?.phase).toBe('Running');
+      return p.status!.podIP!;
+    }, 90_000);
+    expect((await eventually(() => get(`http://${ip}:8080/hostname`), 20_000, 500)).body).toBe('platform');
+    // the tenant writes that address into the status of a Pod of its own the syncer never runs (hostNetwork is refused)
+    await kubectl('run', 'door', `--image=${NODE_IMAGES.busybox}`, '--overrides={"spec":{"hostNetwork":true}}');
+    await kubectl(
+      'patch',
+      'pod',
+      'door',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { podIP: ip, podIPs: [{ ip }] } }),
+    );
+    await attempts.attempt("the native tenant's pods/proxy to a platform Pod (a Pod status it wrote)", async () => {
+      const out = await rawRefused('/api/v1/namespaces/default/pods/door:8080/proxy/hostname');
+      const dial = new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`);
+      expect(out).toMatch(dial);
+      return `apiserver-egress: ${dial.exec(out)![0]}`;
+    });
+    // services/proxy: a Service without a selector whose Endpoints the tenant wrote with that address
+    await selectorlessService('door-svc', ip);
+    await attempts.attempt("the native tenant's services/proxy to a platform Pod (Endpoints it wrote)", async () => {
+      // the apiserver finds the endpoints through its own cache of them: until it has them it answers "no endpoints"
+      const out = await eventually(async () => {
+        const o = await rawRefused('/api/v1/namespaces/default/services/door-svc:http/proxy/hostname');
+        expect(o).not.toContain('no endpoints available');
+        return o;
+      }, 30_000);
+      const dial = new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`);
+      expect(out).toMatch(dial);
+      return `apiserver-egress: ${dial.exec(out)![0]}`;
+    });
+    // the platform Pod goes: the removal test below finds no container left on the node
+    await c.delete(R.namespaces, undefined, ns);
+    await eventually(
+      async () =>
+        expect(
+          await c.get(R.pods, ns, 'platform').then(
+            () => 'there',
+            () => 'gone',
+          ),
+        ).toBe('gone'),
+      60_000,
+    );
   });
 
   it("a tenant Pod resolves its tenant's Service by DNS name and fetches it: the super cluster IP", async (ctx) => {

@@ -524,6 +524,8 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
     ['a claim without a class, binding any classless volume of the super', 'no-class', { storageClassName: '' }],
     ['a claim selecting volumes of the super by label', 'by-label', { selector: { matchLabels: { team: 'b' } } }],
     ['a claim naming a class the platform keeps to itself', 'platform-class', { storageClassName: 'platform-local' }],
+    ['a claim naming a volume of the super cluster to bind', 'by-name', { volumeName: 'platform-made-classless' }],
+    ['a claim naming a VolumeAttributesClass of the platform', 'by-vac', { volumeAttributesClassName: 'gold' }],
   ])('refuses %s, with a reason on the claim', async (what, name, spec) => {
     await attempts.attempt(what, async () => {
       const claim = await a.create(R.persistentvolumeclaims, {
@@ -557,6 +559,6 @@ describe('hostile tenant Pods against the pods policy and the token boundary', (
       (p) => p.metadata?.name,
     );
     expect(mine.sort()).toEqual(['confined', 'token-thief']);
-    expect(attempts.summary()).toBe('attempts 28, refused 28, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 30, refused 30, succeeded 0');
   });
 });

@@ -403,6 +403,31 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     );
   });
 
+  it('refuses a Service claiming addresses of the shared network by name, instead of copying it without them', async () => {
+    const bystander = (await t.client.get<Pod>(R.pods, snsB, 'bystander')).status?.podIP ?? '';
+    for (const [what, name, spec, field] of [
+      [
+        "Service with externalIPs naming another tenant's Pod address",
+        'capture-ext',
+        { externalIPs: [bystander] },
+        'spec.externalIPs',
+      ],
+      [
+        'LoadBalancer Service asking for a loadBalancerIP',
+        'capture-lb',
+        { loadBalancerIP: '203.0.113.9' },
+        'spec.loadBalancerIP',
+      ],
+    ] as const) {
+      await attempts.attempt(what, async () => {
+        const type = field === 'spec.loadBalancerIP' ? 'LoadBalancer' : 'ClusterIP';
+        const svc = service(name, type);
+        await a.create(R.services, { ...svc, spec: { ...svc.spec, ...spec } } as Service);
+        return serviceRefused(a, snsA, name, field);
+      });
+    }
+  });
+
   it("changed nothing of the other tenant's super objects, and counts every attempt refused", async () => {
     expect(await superOfB()).toEqual(superOfBBefore);
     const services = (await t.client.list<Service>(R.services, { labelSelector: `${LABEL.cluster}=${tenantA.key}` }))
@@ -414,6 +439,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     // cluster no longer has, and no ExternalName Service of the tenant is in the super at all
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet', 'turncoat']);
     expect(services.filter((s) => s.spec?.type === 'ExternalName')).toEqual([]);
-    expect(attempts.summary()).toBe('attempts 20, refused 20, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 22, refused 22, succeeded 0');
   });
 });

@@ -5,7 +5,7 @@ import { InformerFactory } from '../../kube/factory.ts';
 import { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { pluginHostFromConfig } from '../plugins.ts';
 import type { ManagerConfig } from './config.ts';
-import { lifecycleControllers, vnAgentPortsOf } from './lifecycle.ts';
+import { lifecycleControllers, vnAgentsOf } from './lifecycle.ts';
 
 const config = (local: boolean): ManagerConfig => ({
   apiVersion: 'tenancy.x-k8s.io/v1alpha1',
@@ -44,26 +44,42 @@ describe('lifecycleControllers', () => {
   });
 });
 
-describe('vnAgentPortsOf', () => {
-  it.each<[string, Record<string, unknown> | undefined, { vnAgentPorts?: number[] }]>([
+describe('vnAgentsOf', () => {
+  it.each<[string, Record<string, unknown> | undefined, { vnAgents?: Array<{ host?: string; port: number }> }]>([
     ['no defaults', undefined, {}],
     ['no vn-agent named', { nodes: {} }, {}],
-    ['one vn-agent', { nodes: { vnAgent: { host: '10.1.0.1', port: 41234 } } }, { vnAgentPorts: [41234] }],
     [
-      'one per super cluster, repeats once',
+      'one vn-agent',
+      { nodes: { vnAgent: { host: '10.1.0.1', port: 41234 } } },
+      { vnAgents: [{ host: '10.1.0.1', port: 41234 }] },
+    ],
+    ['a vn-agent on every node (no host)', { nodes: { vnAgent: { port: 10550 } } }, { vnAgents: [{ port: 10550 }] }],
+    [
+      'a host that is no address is no host',
+      { nodes: { vnAgent: { host: 'agent.local', port: 10550 } } },
+      { vnAgents: [{ port: 10550 }] },
+    ],
+    [
+      'one per super cluster, each overriding host and port, repeats once',
       {
         nodes: {
           vnAgent: {
             host: '10.1.0.1',
             port: 41234,
-            superClusters: { r2: { host: '127.0.0.1', port: 41300 }, r3: { host: '127.0.0.1', port: 41234 } },
+            superClusters: { r2: { host: '127.0.0.1', port: 41300 }, r3: { port: 41234 }, r4: { host: '127.0.0.1' } },
           },
         },
       },
-      { vnAgentPorts: [41234, 41300] },
+      {
+        vnAgents: [
+          { host: '10.1.0.1', port: 41234 },
+          { host: '127.0.0.1', port: 41300 },
+          { host: '127.0.0.1', port: 41234 },
+        ],
+      },
     ],
     ['a port that is no port is left out', { nodes: { vnAgent: { port: '10550' } } }, {}],
   ])('%s', (_what, defaults, want) => {
-    expect(vnAgentPortsOf(defaults)).toEqual(want);
+    expect(vnAgentsOf(defaults)).toEqual(want);
   });
 });

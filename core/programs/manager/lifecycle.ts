@@ -1,5 +1,6 @@
-import type { KubeClient } from '../../kube/client.ts';
-import type { InformerFactory } from '../../kube/factory.ts';
+import { isIP } from 'node:net';
+import type { KubeClient, KubeObject } from '../../kube/client.ts';
+import type { InformerFactory, SharedInformer } from '../../kube/factory.ts';
 import type { PluginHost } from '../../plugins/host.ts';
 import type { TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import { VirtualClusterController } from '../../lifecycle/controller.ts';
@@ -7,6 +8,7 @@ import { BackupController, snapshotBeforeDeletion, snapshotBeforeUpgrade } from 
 import { storeFromConfig } from '../../backup/config.ts';
 import { ImportProvisioner } from '../../provisioners/import/provisioner.ts';
 import { NativeProvisioner } from '../../provisioners/native/provisioner.ts';
+import type { VnAgentAddress } from '../../provisioners/native/egress.ts';
 import { SuperPodAddresses } from '../../provisioners/podaddresses.ts';
 import { followsPodAddresses, type Provisioner } from '../../provisioners/provisioner.ts';
 import { R } from '../../kube/resources.ts';
@@ -14,6 +16,10 @@ import { LABEL, MANAGER } from '../../../plugins/sdk/src/names.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { tenantSyncerLag } from '../../syncer/metrics.ts';
 import { ConfigError, managerDefaults, type ManagerConfig } from './config.ts';
+
+/** superPodsOf is the informer of the Pods the syncer made in a super cluster, shared with its syncer's. */
+export const superPodsOf = (f: InformerFactory): SharedInformer<KubeObject> =>
+  f.informer({ resource: R.pods, labelSelector: `${LABEL.managedBy}=${MANAGER}` });
 
 /**
  * lifecycleControllers makes the provisioners a manager configuration turns on and a factory of VirtualCluster
@@ -44,17 +50,13 @@ export function lifecycleControllers(
     import: new ImportProvisioner(meta),
     native: new NativeProvisioner(meta, {
       ...cfg.virtualClusters?.native,
-      ...vnAgentPortsOf(cfg.virtualClusters?.defaultPluginConfig),
+      ...vnAgentsOf(cfg.virtualClusters?.defaultPluginConfig),
     }),
   };
   // A provisioner that confines its control planes to their own tenant's Pods learns their addresses from the Pods of
   // every configured super cluster (each the syncer's informer of them, shared: no second watch).
   const followers = Object.values(provisioners).filter(followsPodAddresses);
-  const podAddresses = followers.length
-    ? new SuperPodAddresses(
-        superPods.map((f) => f.informer({ resource: R.pods, labelSelector: `${LABEL.managedBy}=${MANAGER}` })),
-      )
-    : undefined;
+  const podAddresses = followers.length ? new SuperPodAddresses(superPods.map((f) => superPodsOf(f))) : undefined;
   if (podAddresses) {
     for (const p of followers) p.followPodAddresses(podAddresses);
     podAddresses.start();
@@ -97,6 +99,8 @@ export function lifecycleControllers(
   return {
     newController,
     newBackups,
+    /** the Pod addresses the confined control planes' fence follows (a super cluster registered later is added) */
+    podAddresses,
     stopProvisioners: async () => {
       await Promise.all(Object.values(provisioners).map((p) => p.stop?.()));
       await podAddresses?.stop();
@@ -105,14 +109,35 @@ export function lifecycleControllers(
 }
 
 /**
- * vnAgentPortsOf are the vn-agent ports the platform's vNodes name (defaultPluginConfig.nodes.vnAgent, and that of each
- * super cluster), for the native apiservers' egress; none when the configuration names none.
+ * vnAgentsOf are the vn-agents the platform's vNodes name (defaultPluginConfig.nodes.vnAgent, and that of each super
+ * cluster, whose host and port override it as the nodes plugin reads them), for the native apiservers' egress: each
+ * with its host when one is named, without when the vNodes name their super node's address (a vn-agent on every
+ * node); none when the configuration names no vn-agent.
  */
-export function vnAgentPortsOf(defaults: Record<string, unknown> | undefined): { vnAgentPorts?: number[] } {
-  type Agent = { port?: unknown; superClusters?: Record<string, { port?: unknown }> };
-  const agent = (defaults?.nodes as { vnAgent?: Agent } | undefined)?.vnAgent;
-  const ports = [agent?.port, ...Object.values(agent?.superClusters ?? {}).map((a) => a?.port)].filter(
-    (p): p is number => typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536,
-  );
-  return ports.length ? { vnAgentPorts: [...new Set(ports)] } : {};
+export function vnAgentsOf(defaults: Record<string, unknown> | undefined): { vnAgents?: VnAgentAddress[] } {
+  type Agent = { host?: unknown; port?: unknown };
+  const agent = (defaults?.nodes as { vnAgent?: Agent & { superClusters?: Record<string, Agent> } } | undefined)
+    ?.vnAgent;
+  if (!agent) return {};
+  const port = (p: unknown): number | undefined =>
+    typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536 ? p : undefined;
+  const host = (h: unknown): string | undefined => (typeof h === 'string' && isIP(h) ? h : undefined);
+  const top = { host: host(agent.host), port: port(agent.port) };
+  const all = [
+    top,
+    ...Object.values(agent.superClusters ?? {}).map((a) => ({
+      host: host(a?.host) ?? top.host,
+      port: port(a?.port) ?? top.port,
+    })),
+  ];
+  const seen = new Set<string>();
+  const out: VnAgentAddress[] = [];
+  for (const a of all) {
+    if (a.port === undefined) continue;
+    const key = `${a.host ?? ''} ${a.port}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ ...(a.host && { host: a.host }), port: a.port });
+  }
+  return out.length ? { vnAgents: out } : {};
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KubeClient } from '../../kube/client.ts';
 import type { ClusterState } from '../../superclusters/registration.ts';
-import { planSyncers } from './registered.ts';
+import { planFollow, planSyncers } from './registered.ts';
 
 const client = () => KubeClient.fromSafe({ server: 'https://127.0.0.1:1', context: 'x' });
 const a = client();
@@ -33,5 +33,25 @@ describe('planSyncers', () => {
     ],
   ] as const)('%s', (_what, regs, running, want) => {
     expect(planSyncers(regs, new Map(running as ReadonlyArray<[string, KubeClient]>))).toEqual(want);
+  });
+});
+
+describe('planFollow: whose Pods the fence of confined control planes follows', () => {
+  it.each([
+    ['a ready registration is followed', [reg('r1', 'ready', a)], [], { leave: [], follow: ['r1'] }],
+    ['an unreachable one still runs Pods', [reg('r1', 'unreachable', a)], [], { leave: [], follow: ['r1'] }],
+    ['a draining one too', [reg('r1', 'draining', a)], [], { leave: [], follow: ['r1'] }],
+    ['no verified client, nothing to follow', [reg('r1', 'ready')], [], { leave: [], follow: [] }],
+    ['nothing to do when followed', [reg('r1', 'ready', a)], [['r1', a]], { leave: [], follow: [] }],
+    [
+      'new credentials: left and followed again',
+      [reg('r1', 'ready', b)],
+      [['r1', a]],
+      { leave: ['r1'], follow: ['r1'] },
+    ],
+    ['deregistered is left', [reg('r1', 'deregistered', a)], [['r1', a]], { leave: ['r1'], follow: [] }],
+    ['a deleted Cluster is left', [], [['r1', a]], { leave: ['r1'], follow: [] }],
+  ] as const)('%s', (_what, regs, followed, want) => {
+    expect(planFollow(regs, new Map(followed as ReadonlyArray<[string, KubeClient]>))).toEqual(want);
   });
 });

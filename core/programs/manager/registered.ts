@@ -1,6 +1,8 @@
-// One syncer per registered super cluster, started and stopped as the registry's registrations come and go.
+// One syncer per registered super cluster, started and stopped as the registry's registrations come and go; and the
+// Pods of each followed for the fence of confined control planes.
 
-import type { KubeClient } from '../../kube/client.ts';
+import type { KubeClient, KubeObject } from '../../kube/client.ts';
+import type { SharedInformer } from '../../kube/factory.ts';
 import { childLogger } from '../../log.ts';
 import type { RegisteredSuperCluster } from '../../superclusters/registry.ts';
 import type { Syncer } from '../../syncer/syncer.ts';
@@ -99,5 +101,75 @@ export class RegisteredSyncers {
     await r.started;
     await r.syncer.stop();
     log.info({ superCluster: name }, 'syncer stopped for a registered super cluster');
+  }
+}
+
+/** FollowPlan is what to do with the Pods of registered super clusters: names to leave, then names to follow. */
+export interface FollowPlan {
+  leave: string[];
+  follow: string[];
+}
+
+/**
+ * planFollow decides whose Pods a confined control plane's fence follows: every registered super cluster with a
+ * verified client that is not deregistered (an unreachable or draining one still runs the tenant's Pods). A name
+ * followed with another client (new credentials) is left and followed again.
+ */
+export function planFollow(
+  registrations: readonly Pick<RegisteredSuperCluster, 'name' | 'state' | 'client'>[],
+  followed: ReadonlyMap<string, KubeClient>,
+): FollowPlan {
+  const want = new Map<string, KubeClient>();
+  for (const r of registrations) if (r.client && r.state !== 'deregistered') want.set(r.name, r.client);
+  const leave = [...followed].filter(([n, c]) => want.get(n) !== c).map(([n]) => n);
+  const follow = [...want].filter(([n, c]) => followed.get(n) !== c).map(([n]) => n);
+  return { leave: leave.sort(), follow: follow.sort() };
+}
+
+/** PodFeed is the part of SuperPodAddresses RegisteredPods drives. */
+export interface PodFeed {
+  follow(name: string, informer: SharedInformer<KubeObject>): Promise<void>;
+  unfollow(name: string): Promise<void>;
+}
+
+/**
+ * RegisteredPods keeps the fence of confined control planes (core/dev/local/netconfine.ts, fed by SuperPodAddresses)
+ * following the Pods of the super clusters registered at run time, as planFollow says, one change at a time.
+ */
+export class RegisteredPods {
+  private readonly followed = new Map<string, KubeClient>();
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly feed: PodFeed,
+    /** the informer of a super cluster's Pods that the syncers made (shared: no second watch) */
+    private readonly podsOf: (client: KubeClient) => SharedInformer<KubeObject>,
+  ) {}
+
+  /** apply brings the followed super clusters in line with the registrations; calls are applied in order. */
+  apply(registrations: readonly RegisteredSuperCluster[]): Promise<void> {
+    const list = [...registrations];
+    this.chain = this.chain
+      .then(() => this.step(list))
+      .catch((err: unknown) => log.error({ err }, 'following the Pods of registered super clusters failed'));
+    return this.chain;
+  }
+
+  /** stop leaves every registered super cluster (a leadership term's registry ends). */
+  stop(): Promise<void> {
+    return this.apply([]);
+  }
+
+  private async step(list: RegisteredSuperCluster[]): Promise<void> {
+    const plan = planFollow(list, this.followed);
+    for (const name of plan.leave) {
+      this.followed.delete(name);
+      await this.feed.unfollow(name);
+    }
+    for (const name of plan.follow) {
+      const client = list.find((x) => x.name === name)!.client!;
+      this.followed.set(name, client);
+      await this.feed.follow(name, this.podsOf(client));
+    }
   }
 }

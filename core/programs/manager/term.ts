@@ -16,8 +16,8 @@ import type { SyncerTerm } from '../../syncer/options.ts';
 import type { Syncer } from '../../syncer/syncer.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import type { ManagerConfig } from './config.ts';
-import type { lifecycleControllers } from './lifecycle.ts';
-import { RegisteredSyncers } from './registered.ts';
+import { superPodsOf, type lifecycleControllers } from './lifecycle.ts';
+import { RegisteredPods, RegisteredSyncers } from './registered.ts';
 import { gitopsSettings, registrySettings } from './settings.ts';
 import type { ManagerShape } from './shape.ts';
 import type { TenantFeed } from './tenantfeed.ts';
@@ -54,6 +54,7 @@ export class ManagerTerm {
   scheduler?: NamespaceScheduler;
   registry?: SuperClusterRegistry;
   registered?: RegisteredSyncers;
+  private registeredPods?: RegisteredPods;
   private unwatchRegistry?: () => void;
 
   constructor(private readonly p: TermParts) {}
@@ -125,12 +126,22 @@ export class ManagerTerm {
         const registry = new SuperClusterRegistry({ meta: this.p.meta, ...registrySettings(this.p.cfg, this.p.shape) });
         this.registry = registry;
         const mine = (name: string) => this.p.shape.servesRegistered(name);
-        this.unwatchRegistry = registry.onChange((list) => void r.apply(list.filter((x) => mine(x.name))));
+        // The fence of confined control planes follows the Pods of every registered super cluster, its syncer here or
+        // in a process of its own: the tenant's Pods there are its own to reach.
+        const feed = this.p.lifecycle?.podAddresses;
+        const p = feed && new RegisteredPods(feed, (client) => superPodsOf(this.p.superInformers(client)));
+        this.registeredPods = p;
+        this.unwatchRegistry = registry.onChange((list) => {
+          void r.apply(list.filter((x) => mine(x.name)));
+          void p?.apply(list);
+        });
         await registry.start();
       },
       // The registered syncers stop before the registry closes the clients they use.
       stop: async () => {
         this.unwatchRegistry?.();
+        await this.registeredPods?.stop();
+        this.registeredPods = undefined;
         await this.registered?.stop();
         this.registered = undefined;
         await this.registry?.stop();

@@ -38,13 +38,19 @@ describe('apiserverEgressPolicy', () => {
     expect(JSON.stringify(egress)).not.toContain('"port":53');
   });
 
-  it("opens the ports of the platform's vn-agents, and only those, when the vNodes name others", () => {
-    const egress = (apiserverEgressPolicy(ROOT, undefined, [41234, 41235]).spec as { egress: unknown[] }).egress;
-    expect(egress[1]).toEqual({
-      ports: [
-        { protocol: 'TCP', port: 41234 },
-        { protocol: 'TCP', port: 41235 },
-      ],
-    });
+  it("opens the platform's vn-agents at their own address where it is named, at their port on every address where not", () => {
+    const egress = (
+      apiserverEgressPolicy(ROOT, undefined, [
+        { host: '10.1.0.1', port: 41234 },
+        { host: 'fd00::1', port: 41235 },
+        { port: 10550 },
+      ]).spec as { egress: unknown[] }
+    ).egress;
+    expect(egress.slice(1, 4)).toEqual([
+      { to: [{ ipBlock: { cidr: '10.1.0.1/32' } }], ports: [{ protocol: 'TCP', port: 41234 }] },
+      { to: [{ ipBlock: { cidr: 'fd00::1/128' } }], ports: [{ protocol: 'TCP', port: 41235 }] },
+      { ports: [{ protocol: 'TCP', port: 10550 }] },
+    ]);
+    expect(egress).toHaveLength(5);
   });
 });

@@ -4,6 +4,12 @@ import { LABEL } from '../../../plugins/sdk/src/names.ts';
 import { SUPER_INTERNAL_CIDRS, VN_AGENT_PORT } from '../../../plugins/sdk/src/wellknown.ts';
 import { objectMeta, selector } from './parts.ts';
 
+/** VnAgentAddress is a vn-agent the vNodes name: its host when the platform names one, else on every node's address. */
+export interface VnAgentAddress {
+  host?: string;
+  port: number;
+}
+
 /** APISERVER_EGRESS_POLICY names the NetworkPolicy that confines a native tenant apiserver's connections. */
 export const APISERVER_EGRESS_POLICY = 'apiserver-egress';
 
@@ -15,8 +21,10 @@ export const APISERVER_EGRESS_POLICY = 'apiserver-egress';
  * policy allows:
  * - the tenant's own super namespaces (LABEL.cluster = the root namespace): its etcd, its Pods and Services (the
  *   backends of its webhooks, APIServices and proxied Services), its own DNS;
- * - the vn-agents' ports (`vnAgentPorts`, those the platform's vNodes name; default VN_AGENT_PORT) on every address:
- *   every vNode's kubelet endpoint is the vn-agent of a node (logs, exec), and it serves a tenant only its own Pods;
+ * - the vn-agents (`vnAgents`, those the platform's vNodes name): every vNode's kubelet endpoint is a vn-agent (logs,
+ *   exec), which serves a tenant only its own Pods. One whose host the platform names is allowed at that address and
+ *   port only; one without (default: VN_AGENT_PORT, the DaemonSet's, on the host network of every node, whose
+ *   addresses the policy cannot follow) at its port on every address;
  * - every address outside `internal` (default SUPER_INTERNAL_CIDRS): webhooks the tenant runs elsewhere.
  * The super's DNS is not among them: it would answer other tenants' names, so webhook URLs outside the tenant name an
  * address.
@@ -24,8 +32,12 @@ export const APISERVER_EGRESS_POLICY = 'apiserver-egress';
 export function apiserverEgressPolicy(
   root: string,
   internal: readonly string[] = SUPER_INTERNAL_CIDRS,
-  vnAgentPorts: readonly number[] = [VN_AGENT_PORT],
+  vnAgents: readonly VnAgentAddress[] = [{ port: VN_AGENT_PORT }],
 ): KubeObject {
+  const agents = vnAgents.map((a) => ({
+    ...(a.host && { to: [{ ipBlock: { cidr: `${a.host}/${a.host.includes(':') ? 128 : 32}` } }] }),
+    ports: [{ protocol: 'TCP', port: a.port }],
+  }));
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -35,7 +47,7 @@ export function apiserverEgressPolicy(
       policyTypes: ['Egress'],
       egress: [
         { to: [{ namespaceSelector: { matchLabels: { [LABEL.cluster]: root } } }] },
-        { ports: vnAgentPorts.map((port) => ({ protocol: 'TCP', port })) },
+        ...agents,
         { to: outsidePeers(internal) },
       ],
     },

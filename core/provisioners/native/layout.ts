@@ -10,6 +10,7 @@ import type { ControlPlanePKI, ControlPlanePKIOptions } from '../../pki/pki.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
 import type { ApiServerExpose } from '../../api/virtualcluster.ts';
 import { pkiPaths } from './flags.ts';
+import type { VnAgentAddress } from './egress.ts';
 
 /** VirtualCluster is the part of a tenancy.x-k8s.io VirtualCluster the native provisioner reads. */
 export interface VirtualCluster extends KubeObject {
@@ -107,8 +108,8 @@ export interface NativeInput {
   kubeletCA?: string;
   /** --quota-backend-bytes of the tenant's etcd (the policy's quota.etcdBytes); a ClusterVersion's etcd flag wins */
   etcdBytes?: number;
-  /** the ports of the vn-agents the vNodes name (the apiserver's egress allows them); default VN_AGENT_PORT */
-  vnAgentPorts?: readonly number[];
+  /** the vn-agents the vNodes name (the apiserver's egress allows them); default VN_AGENT_PORT on every node */
+  vnAgents?: readonly VnAgentAddress[];
 }
 
 /** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */

@@ -62,6 +62,7 @@ import {
   type RolledStatefulSet,
 } from './roll.ts';
 import { nativeComponents } from './components.ts';
+import type { VnAgentAddress } from './egress.ts';
 import { nativeCertificates, renewDueLeaves } from './renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
 import {
@@ -142,11 +143,11 @@ export interface NativeOptions {
    */
   dnsView?: { host: string; port: number };
   /**
-   * the ports of the vn-agents the platform's vNodes name as their kubelet (the manager configuration's
-   * defaultPluginConfig.nodes.vnAgent, every super cluster's): the apiserver's egress NetworkPolicy allows them;
-   * absent, VN_AGENT_PORT (the vn-agent DaemonSet's)
+   * the vn-agents the platform's vNodes name as their kubelet (the manager configuration's
+   * defaultPluginConfig.nodes.vnAgent, every super cluster's): the apiserver's egress NetworkPolicy allows each at its
+   * host when one is named, else at its port on every address; absent, VN_AGENT_PORT (the vn-agent DaemonSet's)
    */
-  vnAgentPorts?: readonly number[];
+  vnAgents?: readonly VnAgentAddress[];
   /**
    * a CA certificate file on the manager's host: tenant apiservers verify their kubelets (the vn-agent, which the
    * vNodes name) against it (--kubelet-certificate-authority, from the Secret `kubelet-ca`); absent, not verified
@@ -319,7 +320,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       etcdHostPath: this.etcdDataDir(root),
       ...(limits.etcdBytes !== undefined && { etcdBytes: limits.etcdBytes }),
       ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
-      ...(this.opts.vnAgentPorts?.length && { vnAgentPorts: this.opts.vnAgentPorts }),
+      ...(this.opts.vnAgents?.length && { vnAgents: this.opts.vnAgents }),
     });
     return { objects, pki, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
   }

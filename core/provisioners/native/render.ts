@@ -199,7 +199,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
           }),
     }),
     apiserverService,
-    apiserverEgressPolicy(root, undefined, input.vnAgentPorts),
+    apiserverEgressPolicy(root, undefined, input.vnAgents),
     statefulSet(root, 'apiserver', {
       ...pod,
       replicas: counts.apiserver,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runTable, testTenant } from '@virtualcluster-ts/plugin-sdk/testing';
-import plugin, { BLOCKS_EVICTION, type PodDisruptionBudget, SELECTOR_NOT_COPIED } from './index.ts';
+import plugin, { BLOCKS_EVICTION, FIELD_REFUSED, type PodDisruptionBudget, SELECTOR_NOT_COPIED } from './index.ts';
 
 const tenant = testTenant();
 const sns = `${tenant.key}-web`;
@@ -59,6 +59,12 @@ describe('poddisruptionbudgets', () => {
       'an expression on such a key',
       { maxUnavailable: 1, selector: { matchExpressions: [{ key: 'corp.io/tier', operator: 'Exists' }] } },
       SELECTOR_NOT_COPIED,
+    ],
+    ['a spec field newer than the plugin knows', { maxUnavailable: 1, drainWindow: '1h' }, FIELD_REFUSED],
+    [
+      'a selector field newer than the plugin knows',
+      { maxUnavailable: 1, selector: { matchLabels: {}, matchAnnotations: { a: 'b' } } },
+      FIELD_REFUSED,
     ],
   ])('refuses %s, with a Warning on the tenant budget', (_, spec, reason) => {
     const d = runTable(plugin, { r: { tenantObj: pdb('web', spec) } }).r!.down!;

@@ -1,10 +1,13 @@
 import {
   buildOn,
+  checkFields,
   clone,
   copiedMetadataOf,
   copyFields,
   type Decision,
   downMeta,
+  type FieldShape,
+  fieldRule as F,
   type KubeObject,
   metaKeyMatches,
   PLUGIN_API_VERSION,
@@ -32,6 +35,24 @@ export interface PodDisruptionBudget extends KubeObject {
 /** SPEC_FIELDS are the PodDisruptionBudget spec fields copied to the super cluster as they are. */
 export const SPEC_FIELDS = ['minAvailable', 'maxUnavailable', 'selector', 'unhealthyPodEvictionPolicy'] as const;
 
+/**
+ * PDB_SPEC_FIELDS is the rule of every policy/v1 PodDisruptionBudgetSpec field of Kubernetes v1.36; a field it does not
+ * name refuses the budget (FIELD_REFUSED) instead of being dropped unseen.
+ */
+export const PDB_SPEC_FIELDS: FieldShape = {
+  minAvailable: F.check('not 100% (refusal)'),
+  maxUnavailable: F.check('not 0 (refusal)'),
+  selector: F.object(
+    { matchLabels: F.copy, matchExpressions: F.list({ key: F.copy, operator: F.copy, values: F.copy }) },
+    'check',
+    'only label keys copied to super Pods (refusal)',
+  ),
+  unhealthyPodEvictionPolicy: F.copy,
+};
+
+/** FIELD_REFUSED is the skip and event reason of a budget with a spec field PDB_SPEC_FIELDS does not name. */
+export const FIELD_REFUSED = 'FieldRefused';
+
 /** BLOCKS_EVICTION is the skip and event reason of a budget that would allow no voluntary disruption at all. */
 export const BLOCKS_EVICTION = 'BlocksEviction';
 /** SELECTOR_NOT_COPIED is the skip and event reason of a budget whose selector keys never reach the super Pods. */
@@ -49,6 +70,14 @@ export function refusal(
   pdb: PodDisruptionBudget,
   ctx: Pick<PluginContext, 'tenant'>,
 ): { reason: string; message: string } | undefined {
+  const unknown = checkFields(
+    pdb.spec,
+    PDB_SPEC_FIELDS,
+    'spec',
+    'the plugin knows the PodDisruptionBudget fields of Kubernetes v1.36, and refuses a budget with a field added ' +
+      'since until a rule says how it is kept within the tenant',
+  );
+  if (unknown) return { reason: FIELD_REFUSED, message: unknown.message };
   const spec = pdb.spec ?? {};
   if (zero(spec.maxUnavailable) || spec.minAvailable === '100%')
     return {

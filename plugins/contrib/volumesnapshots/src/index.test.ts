@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runTable, testTenant } from '@virtualcluster-ts/plugin-sdk/testing';
-import plugin, { NO_SOURCE, PRE_PROVISIONED, type VolumeSnapshot } from './index.ts';
+import plugin, { FIELD_REFUSED, NO_SOURCE, PRE_PROVISIONED, type VolumeSnapshot } from './index.ts';
 
 const tenant = testTenant();
 const sns = `${tenant.key}-data`;
@@ -50,6 +50,16 @@ describe('volumesnapshots', () => {
       PRE_PROVISIONED,
     ],
     ['no source', { source: {} }, NO_SOURCE],
+    [
+      'a spec field newer than the plugin knows',
+      { source: { persistentVolumeClaimName: 'db' }, cluster: 'b' },
+      FIELD_REFUSED,
+    ],
+    [
+      'a source field newer than the plugin knows',
+      { source: { persistentVolumeClaimName: 'db', volumeHandle: 'snap-of-b' } },
+      FIELD_REFUSED,
+    ],
   ])('refuses %s, with a Warning on the tenant snapshot', (_, spec, reason) => {
     const d = runTable(plugin, { r: { tenantObj: snap('data', spec) } }).r!.down!;
     expect(d.object).toBeNull();

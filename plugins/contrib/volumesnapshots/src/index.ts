@@ -1,8 +1,11 @@
 import {
   buildOn,
+  checkFields,
   clone,
   type Decision,
   downMeta,
+  type FieldShape,
+  fieldRule as F,
   type KubeObject,
   PLUGIN_API_VERSION,
   type PluginContext,
@@ -34,12 +37,40 @@ export const PRE_PROVISIONED = 'PreProvisionedSnapshot';
 export const NO_SOURCE = 'NoSnapshotSource';
 
 /**
+ * SNAPSHOT_SPEC_FIELDS is the rule of every snapshot.storage.k8s.io/v1 VolumeSnapshotSpec field; a field it does not
+ * name refuses the snapshot (FIELD_REFUSED) instead of being dropped unseen (the tenant installs the CRD, whose schema
+ * may keep fields the upstream one does not have).
+ */
+export const SNAPSHOT_SPEC_FIELDS: FieldShape = {
+  source: F.object({
+    persistentVolumeClaimName: F.copy,
+    volumeSnapshotContentName: F.refuse(
+      "a VolumeSnapshotContent is the super cluster's; snapshot a claim of your own with spec.source.persistentVolumeClaimName",
+    ),
+  }),
+  volumeSnapshotClassName: F.copy,
+};
+
+/** FIELD_REFUSED is the skip and event reason of a snapshot with a spec field SNAPSHOT_SPEC_FIELDS does not name. */
+export const FIELD_REFUSED = 'FieldRefused';
+
+/**
  * refusal says why a tenant snapshot must not reach the super cluster. A VolumeSnapshotContent is cluster-scoped and
  * holds a handle to storage: a tenant naming one (a pre-provisioned snapshot) could bind another tenant's or the
  * platform's snapshot data, so only dynamic snapshots of the tenant's own claims sync.
  */
 function refusal(s: VolumeSnapshot): { reason: string; message: string } | undefined {
   const src = s.spec?.source ?? {};
+  const unknown =
+    !src.volumeSnapshotContentName &&
+    checkFields(
+      s.spec,
+      SNAPSHOT_SPEC_FIELDS,
+      'spec',
+      'the plugin knows the VolumeSnapshot fields of snapshot.storage.k8s.io/v1, and refuses a snapshot with a field ' +
+        'added since until a rule says how it is kept within the tenant',
+    );
+  if (unknown) return { reason: FIELD_REFUSED, message: unknown.message };
   if (src.volumeSnapshotContentName)
     return {
       reason: PRE_PROVISIONED,
