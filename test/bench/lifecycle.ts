@@ -153,6 +153,9 @@ export async function lifecycleBench(): Promise<BenchResult> {
       provisioners: { local },
       tenants: new MutableTenantRegistry(),
       workers: BATCH,
+      // All the bench's tenants share one namespace: the measured ones and the day-two bench's upgrade tenant. A
+      // platform running this many in one namespace raises virtualClusters.maxPerNamespace the same way.
+      maxPerNamespace: maxTenants + 1,
     });
     await controller.start();
 
