@@ -194,11 +194,16 @@ export async function dayTwoBench(
   for (const n of s.tenants) roots.set(n, await rootOf(n));
 
   /** until polls `check` every POLL_MS and resolves with the seconds since t0 at which it first held. */
-  const until = async (what: string, t0: number, check: () => Promise<boolean>): Promise<number> => {
+  const until = async (
+    what: string,
+    t0: number,
+    check: () => Promise<boolean>,
+    deadlineMs = STEP_DEADLINE_MS,
+  ): Promise<number> => {
     for (;;) {
       if (await check().catch(() => false)) return since(t0);
-      if (performance.now() - t0 > STEP_DEADLINE_MS)
-        throw new Error(`lifecycle day two: ${what} not within ${STEP_DEADLINE_MS / 1000} s`);
+      if (performance.now() - t0 > deadlineMs)
+        throw new Error(`lifecycle day two: ${what} not within ${deadlineMs / 1000} s`);
       await sleep(POLL_MS);
     }
   };
@@ -374,21 +379,29 @@ export async function dayTwoBench(
     'merge',
   );
   const done = new Map<string, number>();
-  await until(`the ClusterVersion change through ${s.tenants.length} tenants`, t0, async () => {
-    const all = (await client.list<VirtualCluster>(R.virtualclusters, { namespace: NS })).items.filter((v) =>
-      s.tenants.includes(v.metadata!.name!),
-    );
-    mostUpdating = Math.max(mostUpdating, all.filter((v) => v.status?.phase === 'Updating').length);
-    for (const v of all) {
-      const n = v.metadata!.name!;
-      if (done.has(n)) continue;
-      const applied = v.status?.conditions?.find((c) => c.type === 'SpecApplied');
-      if (v.status?.phase !== 'Running' || applied?.status !== 'True') continue;
-      if (cmdline(local.controlPlane(roots.get(n)!)?.apiserver.pid).includes(`--${ROLLOUT_FLAG}=${value}`))
-        done.set(n, since(t0));
-    }
-    return done.size === s.tenants.length;
-  });
+  // A roll waits for each tenant's health after each step, about 20 s a tenant here (5 tenants: 93 s), so its deadline
+  // grows with the tenants it goes through, maxUnavailable at a time.
+  const rollDeadlineMs = Math.max(STEP_DEADLINE_MS, (60_000 * s.tenants.length) / maxUnavailable);
+  await until(
+    `the ClusterVersion change through ${s.tenants.length} tenants`,
+    t0,
+    async () => {
+      const all = (await client.list<VirtualCluster>(R.virtualclusters, { namespace: NS })).items.filter((v) =>
+        s.tenants.includes(v.metadata!.name!),
+      );
+      mostUpdating = Math.max(mostUpdating, all.filter((v) => v.status?.phase === 'Updating').length);
+      for (const v of all) {
+        const n = v.metadata!.name!;
+        if (done.has(n)) continue;
+        const applied = v.status?.conditions?.find((c) => c.type === 'SpecApplied');
+        if (v.status?.phase !== 'Running' || applied?.status !== 'True') continue;
+        if (cmdline(local.controlPlane(roots.get(n)!)?.apiserver.pid).includes(`--${ROLLOUT_FLAG}=${value}`))
+          done.set(n, since(t0));
+      }
+      return done.size === s.tenants.length;
+    },
+    rollDeadlineMs,
+  );
   const rolloutSeconds = since(t0);
   const rollResources = rollMeter.stop(s.reserveMiB);
   const handMeter = meter();
