@@ -141,9 +141,10 @@ export interface VirtualClusterSpec {
    * Sleep when idle: after afterIdle without a request through the tenant's front door, the manager stops its apiserver
    * and controller manager (and its own etcd) and shows phase Sleeping; the first request through the front door (the
    * server of the kubeconfig Secret) wakes it, and the client waits for the answer. `vc sleep` and `vc wake` do the
-   * same by hand. A sleeping tenant's super workloads keep running (its TenantPolicy's sleep.workloads KeepAwake keeps
-   * a tenant with running Pods from sleeping when idle); a sleeping tenant's etcd gives back the disk its write-ahead
-   * log preallocated; a spec change wakes it.
+   * same by hand. A sleeping tenant's super workloads keep running, or are deleted while it sleeps and made again by
+   * their controllers at the wake with its TenantPolicy's sleep.workloads ScaleToZero (KeepAwake keeps a tenant with
+   * running Pods from sleeping when idle); a sleeping tenant's etcd gives back the disk its write-ahead log
+   * preallocated; a spec change wakes it.
    */
   sleep?: {
     /**
@@ -1035,12 +1036,15 @@ export interface TenantPolicySpec {
      */
     etcd?: 'Stop' | 'Keep';
     /**
-     * Whether a tenant's running workloads keep it awake: Ignore (the default: only requests through its front door
-     * count, so a tenant with running Pods sleeps after spec.sleep.afterIdle, and its Pods in the super cluster run on
-     * while it sleeps) or KeepAwake (a tenant with a Pod of its own Running or Pending in the super cluster is not
-     * idle, however long ago its last request was; `vc sleep` still puts it to sleep).
+     * What a tenant's workloads in the super cluster do to a sleep, and a sleep to them: Ignore (the default: only
+     * requests through its front door count, so a tenant with running Pods sleeps after spec.sleep.afterIdle, and its
+     * Pods in the super cluster run on while it sleeps), KeepAwake (a tenant with a Pod of its own Running or Pending
+     * in the super cluster is not idle, however long ago its last request was; `vc sleep` still puts it to sleep) or
+     * ScaleToZero (as Ignore, and once asleep its Pods in the super cluster are deleted; at the wake the syncer finds
+     * each bound Pod without its super Pod and deletes it, so the Deployments, StatefulSets and Jobs that made them
+     * make new ones, and a Pod no controller made is gone for good).
      */
-    workloads?: 'Ignore' | 'KeepAwake';
+    workloads?: 'Ignore' | 'KeepAwake' | 'ScaleToZero';
   };
   /**
    * Quotas of the tenants of this policy. The syncer writes a ResourceQuota and a LimitRange, both named

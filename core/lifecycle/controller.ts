@@ -423,11 +423,19 @@ export class VirtualClusterController {
 
   /** sleepIfAsked puts the tenant to sleep when asked (SleepControl.ifAsked), and stops the pass there. */
   private sleepIfAsked(p: Pass): Promise<Outcome> {
-    return this.sleep.ifAsked(p.vc, p.root, p.provisioner, p.type, () => withEffective(p.vc, p.effective!, p.type!), {
-      etcdBytes: p.effective!.quota.etcdBytes,
-      controlPlaneCpu: p.effective!.quota.controlPlaneCPU,
-      sleepEtcd: p.effective!.sleep.etcd,
-    });
+    return this.sleep.ifAsked(
+      p.vc,
+      p.root,
+      p.provisioner,
+      p.type,
+      () => withEffective(p.vc, p.effective!, p.type!),
+      {
+        etcdBytes: p.effective!.quota.etcdBytes,
+        controlPlaneCpu: p.effective!.quota.controlPlaneCPU,
+        sleepEtcd: p.effective!.sleep.etcd,
+      },
+      p.effective!.sleep.workloads,
+    );
   }
 
   /** limits are what the provisioner is given besides the spec: the policy's limits and the ClusterVersion. */

@@ -17,6 +17,20 @@ export const SLEEPING = 'Sleeping';
 export const WOKEN = 'Woken';
 /** SLEEP_REFUSED is the reason of the event of a sleep asked for a tenant that cannot sleep (no front door). */
 export const SLEEP_REFUSED = 'SleepRefused';
+/**
+ * SCALED_TO_ZERO is the reason of the event of a tenant whose Pods in the super cluster were deleted as it fell asleep
+ * (its policy's sleep.workloads ScaleToZero).
+ */
+export const SCALED_TO_ZERO = 'WorkloadsScaledToZero';
+
+/** scaledToZeroMessage is the message of that event, for n Pods deleted. */
+export function scaledToZeroMessage(n: number): string {
+  return (
+    `${n} Pod${n === 1 ? '' : 's'} of this tenant deleted from the super cluster while it sleeps (sleep.workloads ` +
+    'ScaleToZero); at the wake their controllers make them again'
+  );
+}
+
 /** MIN_IDLE_MS is the shortest idle time spec.sleep.afterIdle may ask for; less is read as this. */
 export const MIN_IDLE_MS = 10_000;
 

@@ -12,6 +12,8 @@ import {
   asleep,
   idleDue,
   servedBefore,
+  SCALED_TO_ZERO,
+  scaledToZeroMessage,
   SLEEP_REFUSED,
   SLEEPING,
   sleepRequestedAt,
@@ -154,6 +156,7 @@ export class SleepControl {
     type: string | undefined,
     effective: () => VirtualCluster,
     limits: ProvisionLimits,
+    workloads: SleepWorkloads = 'Ignore',
   ): Promise<Outcome> {
     const at = sleepRequestedAt(vc);
     if (at === undefined && vc.status?.phase === 'Sleeping' && !this.takeWake(root)) {
@@ -177,11 +180,36 @@ export class SleepControl {
         } as const);
     if (answer.asleep) {
       if (vc.status?.phase !== 'Sleeping') sleepsTotal.inc();
-      return asleep(vc);
+      const out = asleep(vc);
+      if (workloads !== 'ScaleToZero') return out;
+      // Deleted after the apiserver stopped: the syncer cannot delete the tenant's Pods before the wake.
+      const n = await this.scaleToZero(root);
+      if (n > 0) out.events!.push({ type: 'Normal', reason: SCALED_TO_ZERO, message: scaledToZeroMessage(n) });
+      return out;
     }
     await this.request(vc, null);
     if (answer.reason === 'Busy') return CONTINUE;
     return { events: [{ type: 'Warning', reason: SLEEP_REFUSED, message: answer.message }] };
+  }
+
+  /**
+   * scaleToZero deletes the tenant's Pods in the super cluster (its control plane's own aside) and returns how many it
+   * deleted. A failure fails the pass, which is retried: the tenant is asleep by then and the sleep asked again finds
+   * it so.
+   */
+  private async scaleToZero(root: string): Promise<number> {
+    const pods = await this.o.superClient.list(R.pods, {
+      labelSelector: `${LABEL.cluster}=${root},!${LABEL.component}`,
+    });
+    let n = 0;
+    for (const p of pods.items) {
+      const m = p.metadata!;
+      if (m.deletionTimestamp) continue;
+      if (await this.o.superClient.delete(R.pods, m.namespace, m.name!)) n++;
+    }
+    if (n > 0)
+      log.info({ root, pods: n }, 'asleep: its Pods in the super cluster deleted (sleep.workloads ScaleToZero)');
+    return n;
   }
 
   /** firstWake tells whether this is the first wake seen of the tenant's current sleep, and remembers it. */

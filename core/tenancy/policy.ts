@@ -101,15 +101,19 @@ export interface TenantPolicySpec {
   pluginConfig?: Record<string, unknown>;
   /** snapshots, retention and deletion of the tenants under the policy (core/lifecycle/backuppolicy.ts) */
   backup?: GeneratedPolicySpec['backup'];
-  /** what a sleep does with a tenant's own etcd, and whether running workloads keep a tenant awake */
+  /** what a sleep does with a tenant's own etcd and its super workloads, and whether they keep a tenant awake */
   sleep?: { etcd?: SleepEtcd; workloads?: SleepWorkloads };
 }
 
 /** SleepEtcd is what a sleep does with the tenant's own etcd: stop it, or keep it running. */
 export type SleepEtcd = 'Stop' | 'Keep';
 
-/** SleepWorkloads is whether a tenant's Pods running in the super cluster keep it from sleeping when idle. */
-export type SleepWorkloads = 'Ignore' | 'KeepAwake';
+/**
+ * SleepWorkloads is what a tenant's Pods in the super cluster do to a sleep and a sleep to them: nothing (Ignore: they
+ * run on), keep it from sleeping when idle (KeepAwake), or deleted once it sleeps, made again by their controllers at
+ * the wake (ScaleToZero).
+ */
+export type SleepWorkloads = 'Ignore' | 'KeepAwake' | 'ScaleToZero';
 
 /** ServiceTypePolicy is one Service type's entry in spec.services: allowed or not, and how many per tenant. */
 export interface ServiceTypePolicy {
