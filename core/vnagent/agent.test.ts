@@ -534,6 +534,11 @@ describe('vn-agent (in-process, fake kubelet)', () => {
       '/healthz',
       '/configz',
       '/logs/',
+      '/runningpods/',
+      '/debug/pprof/',
+      '/debug/flags/v',
+      '/checkpoint/default/web/c',
+      '/spec/',
       '/',
     ]) {
       expect(await request(p, kubeletA)).toMatchObject({

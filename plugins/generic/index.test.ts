@@ -244,3 +244,116 @@ describe('generic entries the host refuses', () => {
     expect(failures[0]!.reason).toContain('already synced by plugin x');
   });
 });
+
+describe('generic sync down refuses what only the syncer or the platform sets', () => {
+  const deployments: Resource = {
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    kind: 'Deployment',
+    namespaced: true,
+  };
+  const p = () =>
+    build({
+      resource: deployments,
+      fields: { copy: ['spec'], translate: [{ path: 'spec.target.namespace', to: 'namespace' }] },
+    });
+  const template = (metadata: Record<string, unknown>, spec: Record<string, unknown> = {}) => ({
+    spec: { template: { metadata, spec: { containers: [{ name: 'c', image: 'i' }], ...spec } } },
+  });
+  const rows: Array<[string, Record<string, unknown>, string]> = [
+    [
+      "a provenance annotation in a template (another tenant's key)",
+      template({ annotations: { [ANN.cluster]: 'team-b-4d5e6f-qa' } }),
+      `spec.template.metadata.annotations["${ANN.cluster}"]: keys under tenancy.x-k8s.io are set by the syncer alone`,
+    ],
+    [
+      'the managed-by label in a template',
+      template({ labels: { [LABEL.managedBy]: MANAGER, app: 'w' } }),
+      `spec.template.metadata.labels["${LABEL.managedBy}"]`,
+    ],
+    [
+      'owner references in a template',
+      template({ ownerReferences: [{ apiVersion: 'v1', kind: 'Secret', name: 's', uid: 'u' }] }),
+      'spec.template.metadata.ownerReferences: ownerReferences of the super objects are set by the super cluster',
+    ],
+    [
+      'finalizers in a template',
+      template({ finalizers: ['example.com/hold'] }),
+      'spec.template.metadata.finalizers: finalizers of the super objects',
+    ],
+    [
+      'a platform namespace in an untranslated reference',
+      { spec: { secretRef: { name: 's', namespace: 'kube-system' } } },
+      'spec.secretRef.namespace: "kube-system" is not a namespace of this tenant',
+    ],
+    [
+      "another tenant's super namespace in a field ending in Namespace",
+      { spec: { targetNamespace: 'team-b-4d5e6f-qa-db' } },
+      'spec.targetNamespace: "team-b-4d5e6f-qa-db" is not a namespace of this tenant',
+    ],
+    [
+      'affinity across namespaces in a template',
+      template(
+        {},
+        {
+          affinity: {
+            podAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                { topologyKey: 'k', namespaces: ['kube-system'], labelSelector: {} },
+              ],
+            },
+          },
+        },
+      ),
+      'requiredDuringSchedulingIgnoredDuringExecution[0].namespaces[0]: "kube-system" is not a namespace of this tenant',
+    ],
+    [
+      'a namespace selector, even an empty one',
+      template(
+        {},
+        {
+          affinity: {
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'k', namespaceSelector: {} }],
+            },
+          },
+        },
+      ),
+      'namespaceSelector: a namespace selector reaches every namespace of the super cluster',
+    ],
+  ];
+  it.each(rows)('%s', (_, body, why) => {
+    const d = runTransforms(p(), {
+      tenant,
+      tenantObj: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'w', namespace: 'web' }, ...body },
+    }).down!;
+    expect(d.object).toBeNull();
+    expect(d.skip?.reason).toBe('GenericFieldRefused');
+    expect(d.skip?.message).toContain('Deployment web/w is not copied to the super cluster by plugin widgets');
+    expect(d.skip?.message).toContain(why);
+    expect(d.effects).toEqual([
+      expect.objectContaining({ type: 'event', side: 'tenant', reason: 'GenericFieldRefused', eventType: 'Warning' }),
+    ]);
+  });
+
+  it('a translated namespace, the object keys a tenant may set and labels without the reserved domain pass', () => {
+    const d = runTransforms(p(), {
+      tenant,
+      tenantObj: {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'w', namespace: 'web' },
+        spec: {
+          target: { namespace: 'db' },
+          template: { metadata: { labels: { app: 'w' }, annotations: { 'example.com/a': 'b' } }, spec: {} },
+        },
+      },
+    }).down!;
+    expect(d.skip).toBeUndefined();
+    expect(d.object).toMatchObject({
+      metadata: { namespace: `${root}-web`, name: 'w' },
+      spec: { target: { namespace: `${root}-db` }, template: { metadata: { labels: { app: 'w' } } } },
+    });
+  });
+});

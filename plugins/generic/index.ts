@@ -18,12 +18,20 @@ import {
   upMeta,
 } from '@virtualcluster-ts/plugin-sdk';
 import { compileEntry, type Compiled, type GenericSyncConfig, resourceKey, type Translation } from './config.ts';
+import { contentRefusals } from './content.ts';
 import { copyPath, dropPath, mapPath } from './paths.ts';
 
 export { type GenericSyncConfig, DENIED_CORE, DENIED_GROUPS } from './config.ts';
 
 /** NAME_TOO_LONG is the skip reason of a tenant object whose super name (prefix + name + suffix) is over 253 characters. */
 export const NAME_TOO_LONG = 'NameTooLong';
+
+/**
+ * GENERIC_FIELDS_REFUSED is the skip reason (and the tenant event's) of a tenant object whose copied fields carry what
+ * only the syncer or the platform sets: provenance keys, owner references, finalizers, another namespace
+ * (contentRefusals). It is refused whole, as an apiserver refuses an object: a super copy of an earlier version stays.
+ */
+export const GENERIC_FIELDS_REFUSED = 'GenericFieldRefused';
 
 /** MAX_OBJECT_NAME is the longest name the apiserver accepts for most kinds (a DNS subdomain). */
 const MAX_OBJECT_NAME = 253;
@@ -96,6 +104,33 @@ function toSuper(c: Compiled, tenantObj: KubeObject, superObj: KubeObject | unde
     };
   const desired = buildOn(superObj, tenantObj, downMeta(tenantObj, superObj, ctx, target));
   fill(c, tenantObj, desired, ctx, false);
+  const copied: Record<string, unknown> = {};
+  for (const p of c.copy) copyPath(desired, copied, p);
+  const refused = contentRefusals(copied, ctx.names);
+  if (refused.length) {
+    const what = `${tenantObj.kind} ${tm.namespace ? `${tm.namespace}/` : ''}${tm.name}`;
+    const message = `${what} is not copied to the super cluster by plugin ${c.config.name}: ${refused.join('; ')}`;
+    return {
+      object: null,
+      skip: { reason: GENERIC_FIELDS_REFUSED, message },
+      effects: [
+        {
+          type: 'event',
+          side: 'tenant',
+          regarding: {
+            apiVersion: tenantObj.apiVersion ?? '',
+            kind: tenantObj.kind ?? '',
+            ...(tm.namespace && { namespace: tm.namespace }),
+            name: tm.name ?? '',
+            uid: tm.uid,
+          },
+          eventType: 'Warning',
+          reason: GENERIC_FIELDS_REFUSED,
+          message,
+        },
+      ],
+    };
+  }
   return { object: desired };
 }
 

@@ -1,18 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient, KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { provenanceOf, superNamespace } from '../../core/names/names.ts';
+import { ANN, provenanceOf, superNamespace } from '../../core/names/names.ts';
 import type { PluginHost } from '../../core/plugins/host.ts';
 import { pluginHostFromConfig } from '../../core/programs/plugins.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
+import { Attempts } from '../security/attempts.ts';
 
 /**
  * The generic sync of a CRD, end to end on real processes: the Widget CRD is installed in the tenant and the super
  * cluster, the manager's `plugins.generic` names it, and a tenant Widget appears translated in the super namespace,
  * its status flows up, and deleting it removes the super copy. A Gizmo CRD synced up reaches the tenant only from the
- * tenant's own super namespaces, with values naming anything not the tenant's left out.
+ * tenant's own super namespaces, with values naming anything not the tenant's left out. A Widget whose copied fields
+ * carry what only the syncer or the platform sets (provenance keys or owner references in a template, a namespace that
+ * is not the tenant's) is refused by name (hostile-tenant attempts).
  */
 
 const widgets: Resource = {
@@ -48,6 +51,8 @@ const widgetCRD: KubeObject = {
                   size: { type: 'integer' },
                   secretRef: { type: 'string' },
                   peer: { type: 'string' },
+                  targetNamespace: { type: 'string' },
+                  template: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
                   targets: {
                     type: 'array',
                     items: { type: 'object', properties: { namespace: { type: 'string' }, port: { type: 'integer' } } },
@@ -105,6 +110,7 @@ describe('generic sync of a CRD on a real super cluster and tenant', () => {
   let tenant: Tenant;
   let host: PluginHost;
   let syncer: Syncer;
+  const attempts = new Attempts();
 
   const establish = async (c: KubeClient) => {
     for (const crd of [widgetCRD, gizmoCRD]) {
@@ -176,6 +182,7 @@ describe('generic sync of a CRD on a real super cluster and tenant', () => {
   });
 
   afterAll(async () => {
+    if (attempts.records.length) attempts.report('generic sync');
     await syncer?.stop();
     await t?.stop();
   });
@@ -254,5 +261,55 @@ describe('generic sync of a CRD on a real super cluster and tenant', () => {
 
     await t.client.delete(gizmos, sns, 'own');
     await eventually(async () => expect(await a.getOrNull(gizmos, 'up', 'own')).toBeNull());
+  });
+
+  it('refuses by name a Widget whose copied fields carry provenance, owner references or a foreign namespace', async () => {
+    await a.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'forge' } });
+    const sns = superNamespace(tenant.key, 'forge');
+    await eventually(() => t.client.get(R.namespaces, undefined, sns));
+    const other = 'team-b-4d5e6f-prod';
+    const cases: Array<[string, string, Record<string, unknown>, string]> = [
+      [
+        "a template claiming another tenant's provenance",
+        'prov',
+        { template: { metadata: { annotations: { [ANN.cluster]: other } } } },
+        `spec.template.metadata.annotations["${ANN.cluster}"]`,
+      ],
+      [
+        'a template with owner references of its choosing',
+        'owners',
+        { template: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Secret', name: 's', uid: 'u' }] } } },
+        'spec.template.metadata.ownerReferences',
+      ],
+      [
+        'a platform namespace in a field the entry does not translate',
+        'ns',
+        { targetNamespace: 'kube-system' },
+        'spec.targetNamespace: "kube-system" is not a namespace of this tenant',
+      ],
+    ];
+    for (const [what, name, spec, field] of cases) {
+      await attempts.attempt(`generic sync: ${what}`, async () => {
+        const w = await a.create<Widget>(widgets, {
+          apiVersion: 'example.com/v1',
+          kind: 'Widget',
+          metadata: { name, namespace: 'forge' },
+          spec: { size: 1, ...spec },
+        });
+        const event = await eventually(async () => {
+          const e = (
+            await a.list<KubeObject & { reason?: string; message?: string; involvedObject?: { uid?: string } }>(
+              R.events,
+              { namespace: 'forge' },
+            )
+          ).items.find((x) => x.involvedObject?.uid === w.metadata?.uid && x.reason === 'GenericFieldRefused');
+          expect(e?.message).toContain(field);
+          return e!.message!;
+        }, 30_000);
+        // decided and refused: the syncer wrote the event instead of the copy
+        expect(await t.client.getOrNull(widgets, sns, `w-${name}`)).toBeNull();
+        return event;
+      });
+    }
   });
 });

@@ -125,6 +125,64 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     return out.o;
   };
 
+  /** writeTemp writes an object as JSON into the test's directory and returns the file's path (for kubectl -f). */
+  const writeTemp = (name: string, o: unknown): string => {
+    const f = join(dir, name);
+    writeFileSync(f, JSON.stringify(o));
+    return f;
+  };
+
+  /**
+   * webhookRefused registers, as the tenant admin, a validating webhook at `url` for ConfigMaps labelled door=webhook,
+   * creates one, and returns the apiserver's refusal: with failurePolicy Fail the create fails whatever became of the
+   * call, and the message says what did. The webhook is removed again.
+   */
+  const webhookRefused = async (url: string): Promise<string> => {
+    const tenant = await KubeClient.fromFile(kubeconfig);
+    const path = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
+    try {
+      await tenant.request('POST', path, {
+        body: {
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name: 'door' },
+          webhooks: [
+            {
+              name: 'door.example.com',
+              clientConfig: { url },
+              rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+              objectSelector: { matchLabels: { door: 'webhook' } },
+              failurePolicy: 'Fail',
+              sideEffects: 'None',
+              admissionReviewVersions: ['v1'],
+              timeoutSeconds: 10,
+            },
+          ],
+        },
+      });
+      // the apiserver takes up a new webhook configuration from its informer: until then the create succeeds
+      return await eventually(async () => {
+        const name = `door-${Date.now()}`;
+        const made = await tenant
+          .create(R.configmaps, {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name, namespace: 'default', labels: { door: 'webhook' } },
+          } as KubeObject)
+          .then(
+            () => undefined,
+            (err: Error) => err.message,
+          );
+        if (made === undefined) await tenant.delete(R.configmaps, 'default', name);
+        expect(made, 'the webhook was not called').toMatch(/failed calling webhook/);
+        return made!;
+      }, 60_000);
+    } finally {
+      await tenant.request('DELETE', `${path}/door`).catch(() => undefined);
+      tenant.close();
+    }
+  };
+
   /**
    * selectorlessService makes the tenant Service `name` without a selector, its one endpoint `ip`:8080 written by hand
    * as the address of the Pod `door`.
@@ -291,6 +349,49 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     expect(ls.trim()).toBe('container');
   });
 
+  it("the vn-agent answers the tenant's nodes/proxy only with its own Pods, and no other kubelet path", async (ctx) => {
+    if (!webPod) ctx.skip();
+    const vnode = (await kubectl('get', 'pod', webPod!, '-o', 'jsonpath={.spec.nodeName}')).trim();
+    expect(vnode).not.toBe('');
+    // The apiserver proxies nodes/proxy to the vNode's kubelet endpoint, the vn-agent, with the kubelet client
+    // certificate the agent knows as this tenant's: every kubelet path besides the pod calls and the usage is refused.
+    for (const path of ['configz', 'runningpods/', 'pods', 'debug/pprof/', 'metrics/cadvisor', 'metrics', 'logs/']) {
+      await attempts.attempt(`the native tenant's nodes/proxy to the vn-agent's /${path}`, async () => {
+        const out = await rawRefused(`/api/v1/nodes/${vnode}/proxy/${path}`);
+        expect(out).toMatch(/is not served by the vn-agent/);
+        return /path \S+ is not served by the vn-agent/.exec(out)![0];
+      });
+    }
+    // a pod call for the super Pods beside the tenant's own on that node: its control plane (the platform's Pods)
+    await attempts.attempt("the native tenant's nodes/proxy to the logs of its own apiserver Pod", async () => {
+      const out = await rawRefused(`/api/v1/nodes/${vnode}/proxy/containerLogs/${root}/apiserver-0/apiserver`);
+      expect(out).toMatch(/not found for this tenant/);
+      return /pod \S+ not found for this tenant/.exec(out)![0];
+    });
+    await attempts.attempt("the native tenant's nodes/proxy to the node's usage: only its own Pods", async () => {
+      const summary = JSON.parse(await kubectl('get', '--raw', `/api/v1/nodes/${vnode}/proxy/stats/summary`)) as {
+        pods?: Array<{ podRef: { namespace: string; name: string } }>;
+      };
+      const tenantPods = new Set(
+        (
+          await kubectl(
+            'get',
+            'pods',
+            '-A',
+            '-o',
+            'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}',
+          )
+        )
+          .split(' ')
+          .filter(Boolean),
+      );
+      const seen = (summary.pods ?? []).map((p) => `${p.podRef.namespace}/${p.podRef.name}`);
+      expect(seen).toContain(`default/${webPod}`);
+      for (const p of seen) expect(tenantPods, `${p} is not the tenant's`).toContain(p);
+      return `stats/summary names ${seen.length} Pods, all the tenant's own (not apiserver-0, etcd-0 beside them)`;
+    });
+  });
+
   it('the native apiserver proxies to its own Pod and not to a platform Pod beside it (apiserver-egress)', async (ctx) => {
     if (!webPod) ctx.skip();
     // its own Pod, by pods/proxy: the apiserver Pod reaches its tenant's namespaces
@@ -349,6 +450,48 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       expect(out).toMatch(dial);
       return `apiserver-egress: ${dial.exec(out)![0]}`;
     });
+    // nodes/proxy: a Node the tenant makes, whose only address is the platform Pod's and whose kubelet port is 8080
+    await kubectl(
+      'create',
+      '-f',
+      writeTemp('door-node.json', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'door-node' } }),
+    );
+    await kubectl(
+      'patch',
+      'node',
+      'door-node',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({
+        status: {
+          addresses: [{ type: 'InternalIP', address: ip }],
+          daemonEndpoints: { kubeletEndpoint: { Port: 8080 } },
+        },
+      }),
+    );
+    await attempts.attempt("the native tenant's nodes/proxy to a platform Pod (a Node it made)", async () => {
+      const out = await rawRefused('/api/v1/nodes/http:door-node:8080/proxy/hostname');
+      const dial = new RegExp(`dial tcp ${ip.replaceAll('.', '\\.')}:8080: (connect: connection refused|i/o timeout)`);
+      expect(out).toMatch(dial);
+      return `apiserver-egress: ${dial.exec(out)![0]}`;
+    });
+    await kubectl('delete', 'node', 'door-node', '--wait=false');
+    // admission webhooks by URL: the platform Pod, and the super apiserver's own Service address
+    const superApi = (await c.get<KubeObject & { spec: { clusterIP: string } }>(R.services, 'default', 'kubernetes'))
+      .spec.clusterIP;
+    for (const [what, url] of [
+      ['a platform Pod', `https://${ip}:8080/validate`],
+      ["the super apiserver's Service", `https://${superApi}:443/validate`],
+    ] as const) {
+      await attempts.attempt(`the native tenant's admission webhook calls ${what}`, async () => {
+        const out = await webhookRefused(url);
+        // reached, the call would fail on TLS (an HTTP answer, an unknown authority): never dialled, it times out
+        expect(out).not.toMatch(/x509|HTTP response|tls:|certificate/);
+        expect(out).toMatch(/dial tcp [^:]+:\d+: (connect: connection refused|i\/o timeout)|context deadline exceeded/);
+        return `apiserver-egress: ${/failed calling webhook.*$/m.exec(out)?.[0] ?? out}`;
+      });
+    }
     // the platform Pod goes: the removal test below finds no container left on the node
     await c.delete(R.namespaces, undefined, ns);
     await eventually(
