@@ -1,34 +1,50 @@
 /**
- * Every leaf certificate of a local tenant is renewed before it expires (issue 33, §4), on real processes: with the
- * platform's leaf lifetime set to two minutes, the VirtualCluster controller and the local provisioner renew the
- * apiserver's serving certificate, the front-proxy client, the admin client the manager keeps (the kubeconfig Secret
- * and the syncer's tenant follow it) and the controller manager's client (which restarts) while the apiserver keeps
- * its process and answers; after the first certificates have expired the tenant still works with the new ones.
+ * Certificates renewed while their holders run, on real processes, each with a two-minute life so that the test
+ * outlives the first one. The three holders share one super cluster and wait out their first certificates at the same
+ * time (the cases run concurrently: each one's wait is the expiry, not work):
+ *   - a local tenant (issue 33, §4): the VirtualCluster controller and the local provisioner renew the apiserver's
+ *     serving certificate, the front-proxy client, the admin client the manager keeps (the kubeconfig Secret and the
+ *     syncer's tenant follow it) and the controller manager's client (which restarts) while the apiserver keeps its
+ *     process and answers; after the first certificates have expired the tenant still works with the new ones;
+ *   - the embedded vn-agent reads each node's super Pods with that node's own credential (user system:node:<node>, of
+ *     the super cluster's CA) and renews it at two thirds of its life: past the first one's expiry the agent still
+ *     reads the super cluster through the node's client, while a client holding a credential issued at the same
+ *     moment for the same life is refused (401), which is what the agent would be without renewal;
+ *   - the in-cluster vn-agent program (`vc vn-agent`, deploy/vn-agent) renews the serving certificate it generated
+ *     from its own CA at two thirds of its life: past the first one's expiry it presents another, of the same issuer,
+ *     without a restart.
  */
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { kubeconfigSecretName, type VirtualCluster } from '../../core/api/virtualcluster.ts';
+import { applyCRDs } from '../../core/dev/embedded/superobjects.ts';
+import { startNodesAgent } from '../../core/dev/embedded/agent.ts';
+import { RENEWED_LEAVES } from '../../core/dev/local/renewal.ts';
+import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { parseKubeconfig } from '../../core/kube/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { registry as metrics } from '../../core/metrics/registry.ts';
-import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
-import { RENEWED_LEAVES } from '../../core/dev/local/renewal.ts';
+import { issueNodeCert } from '../../core/pki/pki.ts';
+import { runVnAgent, type RunningVnAgent } from '../../core/programs/vn-agent/run.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
+import type { VnAgent } from '../../core/vnagent/agent.ts';
+import { nodeSuperClient, parseNodeCredential } from '../../core/vnagent/nodecredential.ts';
+import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
-const crds = join(import.meta.dirname, '../../deploy/crds');
 const NS = 'default';
-const LEAF_MINUTES = 2;
+/** LIFE_MINUTES is the life of every certificate renewed here: the tenant's leaves, the node and serving ones. */
+const LIFE_MINUTES = 2;
+const LIFE_DAYS = LIFE_MINUTES / 1440;
 
-/** served is the certificate a TLS server on 127.0.0.1:port presents to a new connection. */
+/** served is the certificate a TLS server on 127.0.0.1:port presents to a new connection (not verified). */
 const served = (port: number) =>
   new Promise<X509Certificate>((resolve, reject) => {
     const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
@@ -39,20 +55,24 @@ const served = (port: number) =>
     s.on('error', reject);
   });
 
-describe('renewing every certificate of a local tenant with two-minute leaves', () => {
+/** until waits until `at` (epoch milliseconds) has passed by `after` milliseconds. */
+const until = (at: number, after: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now()) + after));
+
+describe.concurrent('certificates renewed while their holders run, with two-minute lives', () => {
   let t: TestSuper;
   let stateDir: string;
   let local: LocalProvisioner;
   let controller: VirtualClusterController;
   const tenants = new MutableTenantRegistry();
   const get = () => t.client.get<VirtualCluster>(R.virtualclusters, NS, 'short');
+  let nodesAgent: VnAgent;
+  let control: KubeClient;
+  let controlExpiresAt: number;
+  let program: RunningVnAgent;
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
-    for (const f of ['virtualclusters.yaml', 'clusterversions.yaml', 'tenantpolicies.yaml'])
-      for (const d of parseAllDocuments(readFileSync(join(crds, f), 'utf8')))
-        await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
-    await eventually(() => t.client.list(R.clusterversions));
+    await applyCRDs(t.sc);
     await eventually(() =>
       t.client.apply(
         R.tenantpolicies,
@@ -66,7 +86,7 @@ describe('renewing every certificate of a local tenant with two-minute leaves', 
       ),
     );
     stateDir = mkdtempSync(join(tmpdir(), 'vc-certrenewal-'));
-    local = new LocalProvisioner(stateDir, t.sc.etcd, { certificates: { validityDays: LEAF_MINUTES / 1440 } });
+    local = new LocalProvisioner(join(stateDir, 'tenants'), t.sc.etcd, { certificates: { validityDays: LIFE_DAYS } });
     controller = new VirtualClusterController({
       meta: t.client,
       superClient: t.client,
@@ -74,16 +94,79 @@ describe('renewing every certificate of a local tenant with two-minute leaves', 
       tenants,
     });
     await controller.start();
-  });
+    program = await runVnAgent({
+      host: '127.0.0.1',
+      port: 0,
+      ops: { port: 0 },
+      stateDir: join(stateDir, 'vn-agent'),
+      metaKubeconfig: join(t.sc.cluster.dir, 'admin.kubeconfig'),
+      servingCertValidityDays: LIFE_DAYS,
+    });
+    nodesAgent = await startNodesAgent(t.sc, {
+      port: 0,
+      directory: new StaticTenantDirectory(),
+      nodeCredentialDays: LIFE_DAYS,
+    });
+    // The control: a credential of the same node issued now, for the same life, which nothing renews.
+    const node = t.sc.cluster.kwokNodeNames[0]!;
+    const cert = await issueNodeCert(t.sc.cluster.ca, node, LIFE_DAYS);
+    const cred = parseNodeCredential(cert.certPem, cert.keyPem, 'of the control', node);
+    controlExpiresAt = cred.notAfter.getTime();
+    control = nodeSuperClient(t.client, cred);
+  }, 240_000);
 
   afterAll(async () => {
+    control?.close();
+    await nodesAgent?.stop();
+    await program?.stop();
     await controller?.stop();
     await local?.stop();
     await t?.stop();
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it('renews each leaf while the apiserver keeps its process and answers, and works past the first expiry', async () => {
+  it("the embedded vn-agent reads super Pods past its node credential's first expiry, where the control is refused", async ({
+    expect,
+  }) => {
+    // Before the expiry both are authenticated: the Node authorizer answers 403 for a Pod bound to no node, which the
+    // agent reads as not there.
+    expect(await nodesAgent.superView.pod('default', 'absent')).toBeUndefined();
+    await expect(control.getOrNull(R.pods, 'default', 'absent')).rejects.toMatchObject({ code: 403 });
+    await until(controlExpiresAt, 5000);
+    await expect(control.getOrNull(R.pods, 'default', 'absent')).rejects.toMatchObject({ code: 401 });
+    // The agent's node client asks the apiserver (the Pod is not in its cache) with its renewed credential: 403, not
+    // 401 (which superView.pod would throw).
+    expect(await nodesAgent.superView.pod('default', 'absent')).toBeUndefined();
+    // A super Pod bound to the node after the expiry is seen through the node's client.
+    await t.client.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'after-expiry', namespace: 'default' },
+      spec: { nodeName: t.sc.cluster.kwokNodeNames[0], containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    const seen = await nodesAgent.superView.pod('default', 'after-expiry');
+    expect(seen?.metadata?.name).toBe('after-expiry');
+  }, 300_000);
+
+  it("the vn-agent program presents a renewed serving certificate of the same issuer past the first one's expiry, with no restart", async ({
+    expect,
+  }) => {
+    const port = program.agent.port;
+    const first = await served(port);
+    const expiresAt = Date.parse(first.validTo);
+    expect(expiresAt - Date.now()).toBeLessThan((LIFE_MINUTES + 1) * 60_000);
+    await until(expiresAt, 5000);
+    const later = await served(port);
+    expect(later.serialNumber).not.toBe(first.serialNumber);
+    expect(later.issuer).toEqual(first.issuer);
+    expect(later.subject).toEqual(first.subject);
+    expect(Date.parse(later.validTo)).toBeGreaterThan(Date.now());
+    expect(program.agent.port).toBe(port);
+  }, 300_000);
+
+  it('a local tenant renews each leaf while the apiserver keeps its process and answers, and works past the first expiry', async ({
+    expect,
+  }) => {
     await t.client.create(R.virtualclusters, {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'VirtualCluster',
@@ -99,7 +182,7 @@ describe('renewing every certificate of a local tenant with two-minute leaves', 
     const pki = (base: string) => new X509Certificate(readFileSync(join(cp.dir, 'pki', `${base}.crt`), 'utf8'));
     const first = new Map(RENEWED_LEAVES.map((l) => [l.base, pki(l.base)]));
     const firstExpiry = Math.max(...[...first.values()].map((c) => new Date(c.validTo).getTime()));
-    expect(firstExpiry - Date.now()).toBeLessThan(LEAF_MINUTES * 60_000 + 5_000);
+    expect(firstExpiry - Date.now()).toBeLessThan(LIFE_MINUTES * 60_000 + 5_000);
     const kubeletClient = pki('kubelet-client').fingerprint256;
     const apiserverPid = cp.apiserver.pid;
     const kcmPid = cp.controllerManager!.pid;
@@ -124,7 +207,7 @@ describe('renewing every certificate of a local tenant with two-minute leaves', 
           for (const leaf of RENEWED_LEAVES)
             expect(pki(leaf.base).serialNumber, leaf.name).not.toBe(first.get(leaf.base)!.serialNumber);
         },
-        LEAF_MINUTES * 60_000 + 30_000,
+        LIFE_MINUTES * 60_000 + 30_000,
         1000,
       );
       // The apiserver serves the renewed certificate to new connections without a restart.
@@ -158,7 +241,7 @@ describe('renewing every certificate of a local tenant with two-minute leaves', 
       });
       // Past the first certificates' expiry the tenant works with the renewed ones: the admin kubeconfig of the
       // Secret reaches it, and the controller manager still acts (it makes the new namespace's ServiceAccount).
-      await new Promise((r) => setTimeout(r, Math.max(0, firstExpiry - Date.now() + 2_000)));
+      await until(firstExpiry, 2_000);
       const admin = await KubeClient.fromString(await secretKubeconfig(), 'the renewed kubeconfig Secret');
       try {
         await admin.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'after-expiry' } });
