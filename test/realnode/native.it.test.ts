@@ -13,6 +13,7 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { MANAGER_KUBECONFIG_KEY } from '../../core/lifecycle/kubeconfigsecret.ts';
 import { registry as metrics } from '../../core/metrics/registry.ts';
+import { NODE_CLIENTS } from '../../core/dev/local/nodecerts.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import {
   containerdSocket,
@@ -77,15 +78,26 @@ function containerRss(shims: number[]): Record<string, number> {
   return out;
 }
 
-/** CERT_LIFETIME_MINUTES is the life of the real node's client certificates here: long enough for a renewal (below). */
-const CERT_LIFETIME_MINUTES = 7;
 /**
- * CERT_RENEW_FRACTION renews them about a minute in, after the kubelet and kube-proxy have started with the first
- * ones, leaving six minutes: the five client-go may take to drop connections made with a replaced certificate
- * (core/dev/local/nodecerts.ts) and one to spare.
+ * CERT_LIFETIME_MINUTES and CERT_RENEW_FRACTION: the real node's client certificates here are valid from a minute
+ * before they are issued (core/pki/ca.ts) to seven minutes after, and renewed a quarter of that way in, a minute
+ * after issue (once the kubelet and kube-proxy run with the first ones), leaving six minutes: the five client-go may
+ * take to drop connections made with a replaced certificate (core/dev/local/nodecerts.ts) and one to spare.
  */
-const CERT_RENEW_FRACTION = 0.15;
+const CERT_LIFETIME_MINUTES = 7;
+const CERT_RENEW_FRACTION = 0.25;
 const CERT_CLIENTS = ['kubelet', 'kube-proxy'] as const;
+
+/** issuedCertificates reads a real node's client certificates under stateDir once both are written. */
+function issuedCertificates(stateDir: string): Record<string, X509Certificate> | undefined {
+  const nodes = join(stateDir, 'nodes');
+  for (const name of existsSync(nodes) ? readdirSync(nodes) : []) {
+    const files = CERT_CLIENTS.map((n) => join(nodes, name, NODE_CLIENTS.find((x) => x.name === n)!.file));
+    if (files.every((f) => existsSync(f)))
+      return Object.fromEntries(CERT_CLIENTS.map((n, i) => [n, new X509Certificate(readFileSync(files[i]!, 'utf8'))]));
+  }
+  return undefined;
+}
 
 /**
  * `provisioner: native` in a tenant file of the embedded default, on the real node of the local super cluster:
@@ -126,15 +138,23 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-native-'));
-    e = await startEmbedded({
-      stateDir: join(dir, 'state'),
-      nodes: 1,
-      realNodes: 1,
-      realNodeLockWaitMs: 30 * 60_000,
-      realNodeCertificates: { validityDays: CERT_LIFETIME_MINUTES / 1440, renewFraction: CERT_RENEW_FRACTION },
-    });
+    // the first certificates are read as soon as they are written: the rest of the start may outlast their renewal
+    let issued: Record<string, X509Certificate> | undefined;
+    const watch = setInterval(() => (issued ??= issuedCertificates(join(dir, 'state'))), 250);
+    try {
+      e = await startEmbedded({
+        stateDir: join(dir, 'state'),
+        nodes: 1,
+        realNodes: 1,
+        realNodeLockWaitMs: 30 * 60_000,
+        realNodeCertificates: { validityDays: CERT_LIFETIME_MINUTES / 1440, renewFraction: CERT_RENEW_FRACTION },
+      });
+    } finally {
+      clearInterval(watch);
+    }
     node = e.superCluster.realNodes[0]!;
-    firstCerts = Object.fromEntries(CERT_CLIENTS.map((n) => [n, cert(n)]));
+    if (!issued) throw new Error(`no client certificates of the real node under ${join(dir, 'state', 'nodes')}`);
+    firstCerts = issued;
     pids = { kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid };
     c = await e.superCluster.cluster.client();
     // The platform puts this tenant's Pods on the real node; the sample tenants are not needed here.
@@ -608,7 +628,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       'renews them while kubelet and kube-proxy keep running, and the node serves past the first expiry',
       async () => {
         expect(pids.kubelet).toBeDefined();
-        // each was renewed about a minute in (while the tests above ran), with the same subject
+        // each was renewed about a minute after issue, with the same subject
         for (const n of CERT_CLIENTS)
           await eventually(
             () => {
