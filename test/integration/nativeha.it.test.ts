@@ -29,7 +29,7 @@ interface Service extends KubeObject {
 
 /**
  * A native tenant of three members on a real super cluster of three kwok nodes (kwok runs no container, so this file
- * holds what the super cluster does with the objects; test/realnode/nativeha.it.test.ts runs them): the super
+ * holds what the super cluster does with the objects; test/realnode/nativeha.ts runs them): the super
  * cluster accepts them, each member's Service gets a ClusterIP that every control-plane Pod maps its member's name
  * to, the scheduler puts the three members of each component on three nodes (the preferred anti-affinity), and a
  * change of the member count of the running tenant is refused with nothing applied.

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -10,14 +11,24 @@ import { git } from '../git/server.ts';
 import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
+import { MANAGER_KUBECONFIG_KEY } from '../../core/lifecycle/kubeconfigsecret.ts';
+import { registry as metrics } from '../../core/metrics/registry.ts';
+import { NODE_CLIENTS } from '../../core/dev/local/nodecerts.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
-import { containerdSocket, criSandboxes, REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
+import {
+  containerdSocket,
+  criSandboxes,
+  REAL_NODE_LABEL,
+  REAL_NODE_TAINT,
+  type RealNode,
+} from '../../core/dev/local/realnode.ts';
 import { startEmbedded, type Embedded } from '../../core/dev/embedded/embedded.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import { eventually, realNodeSkipReason } from '../harness.ts';
+import { eventually, realNodeSkipReason, startTestSuper } from '../harness.ts';
 import { Attempts } from '../security/attempts.ts';
+import { nativeHaSuite } from './nativeha.ts';
 
 const exec = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -42,6 +53,9 @@ function get(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
+const serverOf = (kubeconfig: string): string =>
+  (parse(kubeconfig) as { clusters: Array<{ cluster: { server: string } }> }).clusters[0]!.cluster.server;
+
 /** statusOf reads one field of /proc/<pid>/status, or undefined when the process is gone. */
 function statusOf(pid: number, field: string): string | undefined {
   try {
@@ -65,11 +79,41 @@ function containerRss(shims: number[]): Record<string, number> {
 }
 
 /**
+ * CERT_LIFETIME_MINUTES and CERT_RENEW_FRACTION: the real node's client certificates here are valid from a minute
+ * before they are issued (core/pki/ca.ts) to seven minutes after, and renewed a quarter of that way in, a minute
+ * after issue (once the kubelet and kube-proxy run with the first ones), leaving six minutes: the five client-go may
+ * take to drop connections made with a replaced certificate (core/dev/local/nodecerts.ts) and one to spare.
+ */
+const CERT_LIFETIME_MINUTES = 7;
+const CERT_RENEW_FRACTION = 0.25;
+const CERT_CLIENTS = ['kubelet', 'kube-proxy'] as const;
+
+/** issuedCertificates reads a real node's client certificates under stateDir once both are written. */
+function issuedCertificates(stateDir: string): Record<string, X509Certificate> | undefined {
+  const nodes = join(stateDir, 'nodes');
+  for (const name of existsSync(nodes) ? readdirSync(nodes) : []) {
+    const files = CERT_CLIENTS.map((n) => join(nodes, name, NODE_CLIENTS.find((x) => x.name === n)!.file));
+    if (files.every((f) => existsSync(f)))
+      return Object.fromEntries(CERT_CLIENTS.map((n, i) => [n, new X509Certificate(readFileSync(files[i]!, 'utf8'))]));
+  }
+  return undefined;
+}
+
+/**
  * `provisioner: native` in a tenant file of the embedded default, on the real node of the local super cluster:
  * etcd, kube-apiserver and kube-controller-manager run as real containers, the tenant kubeconfig works from this
  * host (the apiserver Service's ClusterIP through kube-proxy), a tenant Deployment runs a real container that
  * kubectl logs and exec reach through the vn-agent, and removing the file removes everything, in the super cluster
- * and on the host.
+ * and on the host. Then a native tenant with `spec.apiServer.expose.type: NodePort` (no load balancer provider here):
+ * its kubeconfig Secret names the real node's address at the node port, which kubectl on this host reaches through
+ * kube-proxy with the tenant's own CA. Then a tenant of three members (test/realnode/nativeha.ts).
+ *
+ * The same real node's client certificates (kubelet's and kube-proxy's) live CERT_LIFETIME_MINUTES and are renewed
+ * while it runs (issue 33, §4), so everything above runs across a renewal; the last test checks that each got a new
+ * certificate while the processes kept their process ids, and that after the first certificates have expired the node
+ * still serves: the kubelet renews its Lease and runs a Pod created then, kube-proxy programs a Service created then,
+ * and the Node carries a CertificatesValid condition. The expiry cannot come sooner (client-go's five minutes), so
+ * these checks share this file's real node rather than wait minutes on one of their own.
  */
 describe.skipIf(!!skip)('a native tenant on the real node, from the embedded default', () => {
   const attempts = new Attempts();
@@ -85,9 +129,33 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
   const kubectl = async (...args: string[]) =>
     (await exec(binaryPath('kubectl'), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 })).stdout;
 
+  /** the real node, its first client certificates and its components' process ids, as started */
+  let node: RealNode;
+  const cert = (n: (typeof CERT_CLIENTS)[number]) =>
+    new X509Certificate(readFileSync(node.certificates.path(n), 'utf8'));
+  let firstCerts: Record<string, X509Certificate>;
+  let pids: { kubelet?: number; kubeProxy?: number };
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-native-'));
-    e = await startEmbedded({ stateDir: join(dir, 'state'), nodes: 1, realNodes: 1, realNodeLockWaitMs: 30 * 60_000 });
+    // the first certificates are read as soon as they are written: the rest of the start may outlast their renewal
+    let issued: Record<string, X509Certificate> | undefined;
+    const watch = setInterval(() => (issued ??= issuedCertificates(join(dir, 'state'))), 250);
+    try {
+      e = await startEmbedded({
+        stateDir: join(dir, 'state'),
+        nodes: 1,
+        realNodes: 1,
+        realNodeLockWaitMs: 30 * 60_000,
+        realNodeCertificates: { validityDays: CERT_LIFETIME_MINUTES / 1440, renewFraction: CERT_RENEW_FRACTION },
+      });
+    } finally {
+      clearInterval(watch);
+    }
+    node = e.superCluster.realNodes[0]!;
+    if (!issued) throw new Error(`no client certificates of the real node under ${join(dir, 'state', 'nodes')}`);
+    firstCerts = issued;
+    pids = { kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid };
     c = await e.superCluster.cluster.client();
     // The platform puts this tenant's Pods on the real node; the sample tenants are not needed here.
     await c.create(R.tenantpolicies, {
@@ -231,6 +299,12 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     if (attempts.records.length) attempts.report('native tenant');
     await e?.stop();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a real-node certificate lifetime the components could not take a renewal up in, before starting anything', async () => {
+    await expect(
+      startTestSuper({ realNodes: 1, realNodeCertificates: { validityDays: 4 / 1440, renewFraction: 0.5 } }),
+    ).rejects.toThrow(/realNodeCertificates: a certificate renewed with 120 s of life left may expire/);
   });
 
   it('comes up Running from `provisioner: native` with etcd, apiserver and controller manager as real containers', async () => {
@@ -599,5 +673,189 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       expect(left).toEqual([]);
     }, 60_000);
     expect(Object.keys(containerRss(node.shimPids()))).toEqual([]);
+  });
+
+  describe('reached through a NodePort on the real node', () => {
+    beforeAll(async () => {
+      await c.create(R.tenantpolicies, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'exposed' },
+        spec: {
+          grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
+          controlPlane: { expose: { allowedTypes: ['NodePort'] } },
+          pods: {
+            forced: {
+              nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+              tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+            },
+          },
+        },
+      });
+    });
+
+    it('writes a kubeconfig for <node address>:<nodePort> that kubectl uses from this host', async () => {
+      const created = await c.create<VirtualCluster>(R.virtualclusters, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'VirtualCluster',
+        metadata: { name: 'edge', namespace: 'default' },
+        spec: { provisioner: { type: 'native' }, policyName: 'exposed', apiServer: { expose: { type: 'NodePort' } } },
+      });
+      const started = Date.now();
+      const vc = await eventually(
+        async () => {
+          const v = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'edge');
+          expect(v.status?.phase, v.status?.message).toBe('Running');
+          return v;
+        },
+        240_000,
+        500,
+      );
+      const edgeRoot = rootNamespace('default', 'edge', created.metadata!.uid!);
+      const svc = await c.get<KubeObject & { spec: { type: string; ports: Array<{ nodePort?: number }> } }>(
+        R.services,
+        edgeRoot,
+        'apiserver',
+      );
+      expect(svc.spec.type).toBe('NodePort');
+      const nodePort = svc.spec.ports[0]!.nodePort!;
+      expect(nodePort).toBeGreaterThanOrEqual(30000);
+      const server = `https://${node.nodeIP}:${nodePort}`;
+      expect(vc.status?.conditions?.find((x) => x.type === 'Exposed')).toMatchObject({
+        status: 'True',
+        reason: 'NodePort',
+        message: `reached from outside the super cluster at ${server}`,
+      });
+
+      const secret = await c.get<KubeObject & { data: Record<string, string> }>(
+        R.secrets,
+        'default',
+        'edge-kubeconfig',
+      );
+      const people = Buffer.from(secret.data.kubeconfig!, 'base64').toString('utf8');
+      const manager = Buffer.from(secret.data[MANAGER_KUBECONFIG_KEY]!, 'base64').toString('utf8');
+      expect(serverOf(people)).toBe(server);
+      expect(serverOf(manager)).not.toBe(server);
+
+      const file = join(dir, 'edge.kubeconfig');
+      writeFileSync(file, people, { mode: 0o600 });
+      const out = await eventually(
+        async () =>
+          (
+            await exec(binaryPath('kubectl'), ['--kubeconfig', file, 'get', 'namespaces', '-o', 'name'], {
+              timeout: 30_000,
+            })
+          ).stdout,
+        60_000,
+        1000,
+      );
+      expect(out.split('\n')).toEqual(expect.arrayContaining(['namespace/default', 'namespace/kube-system']));
+      process.stdout.write(
+        `NodePort tenant: Running ${Date.now() - started} ms after create; kubectl through ${server}\n`,
+      );
+
+      await c.delete(R.virtualclusters, 'default', 'edge');
+      await eventually(
+        async () => expect(await c.getOrNull(R.virtualclusters, 'default', 'edge')).toBeNull(),
+        120_000,
+        500,
+      );
+      expect(await c.getOrNull(R.namespaces, undefined, edgeRoot)).toBeNull();
+    });
+  });
+
+  nativeHaSuite(() => ({ e: e!, c, dir }));
+
+  describe("renewing the real node's client certificates", () => {
+    it(
+      'renews them while kubelet and kube-proxy keep running, and the node serves past the first expiry',
+      async () => {
+        expect(pids.kubelet).toBeDefined();
+        // each was renewed about a minute after issue, with the same subject
+        for (const n of CERT_CLIENTS)
+          await eventually(
+            () => {
+              const now = cert(n);
+              expect(now.serialNumber, n).not.toBe(firstCerts[n]!.serialNumber);
+              expect(now.subject).toBe(firstCerts[n]!.subject);
+            },
+            4 * 60_000,
+            1000,
+          );
+        const text = await metrics.getSingleMetricAsString('vc_real_node_certificate_expiry_timestamp_seconds');
+        for (const n of CERT_CLIENTS) {
+          const line = text.split('\n').find((l) => l.includes(`node="${node.name}"`) && l.includes(`"${n}"`));
+          expect(Number(line?.split(' ').pop()), n).toBe(Date.parse(cert(n).validTo) / 1000);
+        }
+        // the Node shows the condition as tenants do, beside the kubelet's own
+        await eventually(
+          async () => {
+            const n = await c.get<KubeObject & { status?: { conditions?: Array<Record<string, string>> } }>(
+              R.nodes,
+              undefined,
+              node.name,
+            );
+            expect(n.status?.conditions?.map((x) => x.type)).toContain('Ready');
+            expect(n.status?.conditions?.find((x) => x.type === 'CertificatesValid')).toMatchObject({
+              status: 'True',
+              reason: 'CertificatesCurrent',
+              message: expect.stringMatching(/^earliest expiry: /),
+            });
+          },
+          90_000,
+          1000,
+        );
+        // past the first certificates' end
+        const expiry = Math.max(...CERT_CLIENTS.map((n) => Date.parse(firstCerts[n]!.validTo)));
+        await new Promise((r) => setTimeout(r, Math.max(0, expiry - Date.now() + 15_000)));
+        expect({ kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid }).toEqual(pids);
+        // the kubelet: its Lease renewed after the expiry, and a Pod created now runs
+        await eventually(
+          async () => {
+            const lease = await c.get<KubeObject & { spec?: { renewTime?: string } }>(
+              R.leases,
+              'kube-node-lease',
+              node.name,
+            );
+            expect(Date.parse(lease.spec!.renewTime!)).toBeGreaterThan(expiry);
+          },
+          60_000,
+          1000,
+        );
+        await c.create(R.pods, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'after', namespace: 'default', labels: { app: 'after' } },
+          spec: {
+            nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+            tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists', effect: REAL_NODE_TAINT.effect }],
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              { name: 'c', image: NODE_IMAGES.busybox, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+            ],
+          },
+        });
+        await eventually(
+          async () => expect((await c.get<Pod>(R.pods, 'default', 'after')).status?.phase).toBe('Running'),
+          90_000,
+          1000,
+        );
+        // kube-proxy: a Service created now gets its rules
+        const svc = await c.create<KubeObject & { spec?: { clusterIP?: string } }>(R.services, {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: 'after', namespace: 'default' },
+          spec: { selector: { app: 'after' }, ports: [{ port: 80, targetPort: 8080 }] },
+        });
+        await eventually(
+          async () =>
+            expect((await exec('iptables-save', ['-t', 'nat'])).stdout).toContain(`${svc.spec!.clusterIP}/32`),
+          60_000,
+          1000,
+        );
+        expect({ kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid }).toEqual(pids);
+      },
+      15 * 60_000,
+    );
   });
 });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { R } from '../../kube/resources.ts';
 import { LocalSuperCluster } from '../local/supercluster.ts';
+import type { NodeCertificateSettings } from '../local/nodecerts.ts';
 import { registerSuperCluster } from '../local/registration.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
 import { confinementUnavailable } from '../local/netconfine.ts';
@@ -86,6 +87,8 @@ export async function startEmbedded(o: {
   realNodes?: number;
   /** how long to wait for another set of real nodes on this host to stop (host lock); default 0: fail at once */
   realNodeLockWaitMs?: number;
+  /** lifetime and renewal of the real nodes' client certificates (SuperClusterOptions.realNodeCertificates) */
+  realNodeCertificates?: NodeCertificateSettings;
   plugins?: string[];
   /**
    * images imported on the real nodes besides the node toolchain's (e.g. `npm run conformance` imports the e2e
@@ -154,6 +157,7 @@ export async function startEmbedded(o: {
     realNodes: firstReal,
     ...(netnsRealNodes && { netnsRealNodes }),
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
+    ...(o.realNodeCertificates && { realNodeCertificates: o.realNodeCertificates }),
     restart: true,
   });
   try {
