@@ -1,6 +1,7 @@
 /**
  * A real node's client certificates are renewed while it runs (issue 33, §4): kubelet's and kube-proxy's, issued from
- * the super cluster's CA with a lifetime of eight minutes and renewed a quarter of the way through it. Each file gets a
+ * the super cluster's CA with a lifetime of eight minutes and renewed a quarter of the way through it, and the
+ * kubelet's serving certificate, which the kubelet reloads and presents to new connections. Each file gets a
  * new certificate while the processes keep their process ids, and after the first certificates have expired the node
  * still serves: the kubelet renews its Lease and runs a Pod created then, and kube-proxy programs a Service created
  * then; the Node carries a CertificatesValid condition. Several minutes long: client-go takes a replaced certificate
@@ -9,6 +10,7 @@
 import { X509Certificate } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import tls from 'node:tls';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { R } from '../../core/kube/resources.ts';
@@ -29,6 +31,20 @@ describe.skipIf(!!skip)("renewing a real node's client certificates", () => {
   let t: TestSuper | undefined;
   let node: RealNode;
   const cert = (c: (typeof COMPONENTS)[number]) => new X509Certificate(readFileSync(node.certificates.path(c), 'utf8'));
+  /**
+   * served is the serving certificate the kubelet presents to a new connection, verified as the vn-agent and
+   * metrics-server verify it: against the super cluster's CA, for the node's address, in date.
+   */
+  const served = () =>
+    new Promise<X509Certificate>((resolve, reject) => {
+      const u = new URL(node.kubeletURL);
+      const s = tls.connect({ host: u.hostname, port: Number(u.port), ca: t!.sc.cluster.caPem }, () => {
+        const raw = s.getPeerCertificate().raw;
+        s.end();
+        resolve(new X509Certificate(raw));
+      });
+      s.on('error', reject);
+    });
 
   beforeAll(async () => {
     t = await startTestSuper({
@@ -56,6 +72,7 @@ describe.skipIf(!!skip)("renewing a real node's client certificates", () => {
       const first = Object.fromEntries(COMPONENTS.map((n) => [n, cert(n)]));
       const pids = { kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid };
       expect(pids.kubelet).toBeDefined();
+      const firstServing = await served();
       // each is renewed at a quarter of its life (about two minutes in), with the same subject
       for (const n of COMPONENTS)
         await eventually(
@@ -67,6 +84,16 @@ describe.skipIf(!!skip)("renewing a real node's client certificates", () => {
           4 * 60_000,
           1000,
         );
+      // the kubelet's serving certificate too: the kubelet reloads its file and presents the renewed one
+      await eventually(
+        async () => {
+          const now = await served();
+          expect(now.serialNumber, 'kubelet serving').not.toBe(firstServing.serialNumber);
+          expect([now.subject, now.subjectAltName]).toEqual([firstServing.subject, firstServing.subjectAltName]);
+        },
+        4 * 60_000,
+        1000,
+      );
       const text = await metrics.getSingleMetricAsString('vc_real_node_certificate_expiry_timestamp_seconds');
       for (const n of COMPONENTS) {
         const line = text.split('\n').find((l) => l.includes(`node="${node.name}"`) && l.includes(`"${n}"`));
@@ -92,9 +119,14 @@ describe.skipIf(!!skip)("renewing a real node's client certificates", () => {
         1000,
       );
       // past the first certificates' end
-      const expiry = Math.max(...COMPONENTS.map((n) => Date.parse(first[n]!.validTo)));
+      const expiry = Math.max(
+        ...COMPONENTS.map((n) => Date.parse(first[n]!.validTo)),
+        Date.parse(firstServing.validTo),
+      );
       await new Promise((r) => setTimeout(r, Math.max(0, expiry - Date.now() + 15_000)));
       expect({ kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid }).toEqual(pids);
+      // a verifying client still reaches the kubelet (served() verifies the chain, the address and the dates)
+      expect(Date.parse((await served()).validTo)).toBeGreaterThan(Date.now());
       // the kubelet: its Lease renewed after the expiry, and a Pod created now runs
       await eventually(
         async () => {
