@@ -4,7 +4,8 @@
  * local provisioner publishes the renewed certificate in the VirtualCluster's status before it gives it to the
  * apiserver, and keeps the replaced one published until it expires. A tenant's `kubectl logs` goes through the real
  * apiserver to the embedded vn-agent, whose VirtualClusterDirectory reads that status, and on to kwok: it answers
- * before the renewal, just after it and past the first certificate's expiry, while the apiserver keeps its process.
+ * before the renewal, just after it and past the first certificate's expiry, while the apiserver keeps its process;
+ * the one call kube-apiserver itself fails when it takes a changed file up is retried once, and only that failure is.
  */
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -132,12 +133,24 @@ describe("renewing a local tenant apiserver's kubelet client certificate, which 
       expect(p.spec.nodeName).toBeTruthy();
     }, 90_000);
     let lastLogs = 0;
+    /**
+     * closedOnRotation counts the calls that failed the one way kube-apiserver's own reload of the file fails one:
+     * on the first connection it opens after the file changed, it sees the new certificate and closes every
+     * connection it holds to kubelets, the one it is opening included (kubernetes/kops#16850).
+     */
+    const closedOnRotation: string[] = [];
     const logs = async (when: string) => {
-      const r = await logsOverGet(cp, 'default', 'app');
+      let r = await logsOverGet(cp, 'default', 'app');
+      if (r.status === 500 && /use of closed network connection/.test(r.body.toString())) {
+        closedOnRotation.push(when);
+        r = await logsOverGet(cp, 'default', 'app');
+      }
       lastLogs = Date.now();
-      expect(`${r.status} ${r.body.toString()}`, when).toMatch(/^200 [\s\S]*kwok fake container log line 1/);
+      expect(r.status, `${when}: ${r.body.toString()}`).toBe(200);
+      expect(r.body.toString(), when).toContain('kwok fake container log line 1');
     };
     await logs('before the renewal');
+    expect(closedOnRotation).toEqual([]);
 
     // The status as the vn-agent reads it, each second: the renewed fingerprint is listed beside the old before it
     // becomes the one recorded, and then the old one is listed until it expires.
