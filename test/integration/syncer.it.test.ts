@@ -636,6 +636,8 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
       metadata: { name, namespace: 'default' },
       spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu } } }] },
     });
+    // run alone (-t), the service account controllers may not have made `default` yet
+    for (const c of [a, b]) await eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000);
     await a.create(R.pods, sized('too-big', '64'));
     const unschedulable = (p: Pod | null) => p?.status?.conditions?.find((c) => c.type === 'PodScheduled');
     const pending = await eventually(async () => {
