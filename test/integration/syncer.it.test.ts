@@ -664,11 +664,16 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     await eventually(async () =>
       expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'too-big')).toBeNull(),
     );
+    // and the others go, super Pods included, before the next test counts super Pods
     for (const [c, n] of [
       [a, 'fits'],
       [b, 'fits-b'],
     ] as const)
-      await c.delete(R.pods, 'default', n);
+      await c.delete(R.pods, 'default', n, { gracePeriodSeconds: 0 });
+    await eventually(async () => {
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'fits')).toBeNull();
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantB.key, 'default'), 'fits-b')).toBeNull();
+    }, 60_000);
   });
 
   it('drops a tenant whose apiserver never answers when it is removed, and keeps serving the others', async () => {
