@@ -264,6 +264,13 @@ export interface VirtualClusterStatus {
    * kubelets; the vn-agent tells tenants apart by it.
    */
   kubeletClientCertFingerprint?: string;
+  /**
+   * SHA-256 fingerprints of the tenant apiserver's kubelet client certificates in rotation beside
+   * kubeletClientCertFingerprint: a renewed one, published before the apiserver is given it, and the one it replaced,
+   * until that expires (the apiserver keeps presenting it on connections opened before). The vn-agent accepts each, in
+   * date.
+   */
+  rotatingKubeletClientCertFingerprints?: string[];
   /** Name of the Secret, in the VirtualCluster's namespace, holding the tenant's admin kubeconfig. */
   kubeconfigSecretName?: VirtualClusterDnsSubdomain;
   /**

@@ -337,6 +337,7 @@ export function running(
       clusterNamespace: root,
       kubeconfigSecretName: secretName,
       kubeletClientCertFingerprint: p.kubeletClientCertFingerprint,
+      rotatingKubeletClientCertFingerprints: p.rotatingKubeletClientCertFingerprints,
       apiserverEndpoint: endpoint ? `https://${endpoint.host}:${endpoint.port}` : undefined,
     },
     conditions: [

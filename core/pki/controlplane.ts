@@ -16,11 +16,13 @@ export interface ControlPlanePKIOptions {
   serviceIP: string;
   /** Lifetime of the leaf certificates. */
   validityDays: number;
-  /**
-   * Lifetime of the two CAs and of the kubelet client certificate (pinned by fingerprint, so not renewed with the other
-   * leaves); defaults to validityDays. Leaves never outlive their CA.
-   */
+  /** Lifetime of the two CAs; defaults to validityDays. Leaves never outlive their CA. */
   caValidityDays?: number;
+  /**
+   * Lifetime of the kubelet client certificate, which the VirtualCluster's status pins by fingerprint; defaults to
+   * caValidityDays, for a provisioner that does not renew it (the local provisioner does, and gives validityDays).
+   */
+  kubeletClientValidityDays?: number;
   /** Cluster DNS domain; defaults to `cluster.local`. */
   clusterDomain?: string;
 }
@@ -98,12 +100,11 @@ export async function generateControlPlanePKI(opts: ControlPlanePKIOptions): Pro
     client('admin', ['system:masters']),
     client('system:kube-controller-manager'),
     client('system:kube-scheduler'),
-    // Pinned by fingerprint in the VirtualCluster's status, it is not renewed with the other leaves: it lives as the CA.
     issueCert(ca, {
       commonName: 'kube-apiserver-kubelet-client',
       organizations: ['system:masters'],
       usages: ['client'],
-      validityDays: caValidityDays,
+      validityDays: opts.kubeletClientValidityDays ?? caValidityDays,
     }),
   ]);
   return {

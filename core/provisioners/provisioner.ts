@@ -10,6 +10,11 @@ export interface Provisioned {
   kubeconfig: string;
   /** SHA-256 of the client certificate the tenant apiserver presents to kubelets (the vn-agent checks it) */
   kubeletClientCertFingerprint?: string;
+  /**
+   * the other kubelet client certificates the vn-agent must accept while that one is renewed (a renewed one before the
+   * apiserver is given it, the replaced one until it expires); a provisioner that renews it reports [] when none
+   */
+  rotatingKubeletClientCertFingerprints?: string[];
   /** where workloads reach the apiserver */
   apiserverEndpoint?: { host: string; port: number };
   /**

@@ -49,6 +49,44 @@ describe('vn-agent authentication', () => {
     expect(rb.ok && rb.tenant.key).toBe('team-b-222222-b');
   });
 
+  it('accepts the certificates in rotation beside the recorded one, in date and of its own CA only', async () => {
+    const renewed = await issueCert(caA, {
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
+      usages: ['client'],
+      validityDays: 10,
+    });
+    // Status publishes the renewed one first (rotating), then records it with the replaced one rotating.
+    const staged = agentTenant({
+      key: 'team-a-111111-a',
+      caPem: caA.certPem,
+      fingerprint: fingerprintSha256(kubeletA.certPem),
+      rotating: [fingerprintSha256(renewed.certPem)],
+    });
+    const swapped = agentTenant({
+      key: 'team-a-111111-a',
+      caPem: caA.certPem,
+      fingerprint: fingerprintSha256(renewed.certPem),
+      rotating: [fingerprintSha256(kubeletA.certPem)],
+    });
+    for (const t of [staged, swapped])
+      for (const c of [kubeletA, renewed]) expect(authenticate(x(c), [b, t])).toMatchObject({ ok: true, tenant: t });
+    // Without it in status, the renewed certificate is another certificate of the CA (403); past its end, the old
+    // one is refused even while still listed (401); another tenant cannot list this tenant's certificate.
+    expect(authenticate(x(renewed), [a])).toMatchObject({ ok: false, status: 403 });
+    expect(authenticate(x(kubeletA), [swapped], new Date(Date.now() + 11 * DAY))).toMatchObject({ status: 401 });
+    const thief = agentTenant({
+      key: 'team-b-222222-b',
+      caPem: caB.certPem,
+      fingerprint: fingerprintSha256(kubeletB.certPem),
+      rotating: [fingerprintSha256(renewed.certPem)],
+    });
+    expect(authenticate(x(renewed), [thief])).toMatchObject({ ok: false, status: 401 });
+    expect(() =>
+      agentTenant({ key: 'k', caPem: caA.certPem, fingerprint: 'a'.repeat(64), rotating: ['nope'] }),
+    ).toThrow(/fingerprint/);
+  });
+
   it('asks for a certificate when none is presented (401)', () => {
     expect(authenticate(undefined, [a])).toMatchObject({
       ok: false,

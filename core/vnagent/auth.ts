@@ -6,7 +6,8 @@ import { tenantFrom, tenantView } from '../tenancy/tenant.ts';
 /**
  * Tenant identity for the vn-agent. A tenant apiserver reaches the agent with its kubelet client certificate; the
  * agent accepts it only when the certificate (a) chains to the CA of a known tenant and (b) is exactly the
- * certificate recorded for that tenant (`status.kubeletClientCertFingerprint` of its VirtualCluster), and is in date.
+ * certificate recorded for that tenant (`status.kubeletClientCertFingerprint` of its VirtualCluster, or one of
+ * `status.rotatingKubeletClientCertFingerprints` while that certificate is renewed), and is in date.
  */
 
 /** AgentTenant is one tenant as the vn-agent knows it: who it is, which CA and which client certificate are its. */
@@ -19,6 +20,8 @@ export interface AgentTenant {
   readonly cas: readonly X509Certificate[];
   /** lowercase hex SHA-256 of the DER of the tenant apiserver's kubelet client certificate */
   readonly fingerprint: string;
+  /** the fingerprints of the certificates in rotation beside it (a renewed one, the one replaced), also accepted */
+  readonly rotating: readonly string[];
   /** the tenant as plugins see it (only identity, plugins and pluginConfig are meaningful in the agent) */
   readonly tenant: TenantView;
   /** tenant-bound naming */
@@ -30,6 +33,8 @@ export interface AgentTenantSpec {
   key: string;
   caPem: string;
   fingerprint: string;
+  /** status.rotatingKubeletClientCertFingerprints: a renewed certificate and the one it replaced, accepted too */
+  rotating?: readonly string[];
   vcName?: string;
   vcNamespace?: string;
   vcUid?: string;
@@ -77,9 +82,12 @@ export function agentTenant(s: AgentTenantSpec): AgentTenant {
     if (!cas.length)
       throw new Error(`tenant ${s.key}: no CA certificate is named ${s.caCommonName}: the CA is not this tenant's`);
   }
-  const fingerprint = s.fingerprint.toLowerCase().replace(/:/g, '');
-  if (!/^[0-9a-f]{64}$/.test(fingerprint))
-    throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
+  const [fingerprint, ...rotating] = [s.fingerprint, ...(s.rotating ?? [])].map((f) => {
+    const hex = f.toLowerCase().replace(/:/g, '');
+    if (!/^[0-9a-f]{64}$/.test(hex))
+      throw new Error(`tenant ${s.key}: kubelet client certificate fingerprint is not a SHA-256 hex digest`);
+    return hex;
+  });
   const tenant = tenantView(
     tenantFrom({
       key: s.key,
@@ -89,7 +97,7 @@ export function agentTenant(s: AgentTenantSpec): AgentTenant {
       settings: { plugins: s.plugins, pluginConfig: s.pluginConfig, ...(s.nodes && { nodes: s.nodes }) },
     }),
   );
-  return { key: s.key, caPem: s.caPem, cas, fingerprint, tenant, names: tenantNaming(s.key) };
+  return { key: s.key, caPem: s.caPem, cas, fingerprint: fingerprint!, rotating, tenant, names: tenantNaming(s.key) };
 }
 
 /** certFingerprint is the lowercase hex SHA-256 of a certificate's DER, as fingerprintSha256 computes from PEM. */
@@ -142,7 +150,8 @@ export function authenticate(
     return { ok: false, status: 401, reason: `client certificate "${subjectOf(peer)}" expired at ${peer.validTo}` };
   const fp = certFingerprint(peer);
   const all = [...tenants];
-  for (const t of all) if (t.fingerprint === fp && chainsTo(peer, t.cas, now)) return { ok: true, tenant: t };
+  const pinned = (t: AgentTenant) => t.fingerprint === fp || t.rotating.includes(fp);
+  for (const t of all) if (pinned(t) && chainsTo(peer, t.cas, now)) return { ok: true, tenant: t };
   const signer = all.find((t) => chainsTo(peer, t.cas, now));
   if (signer) {
     return {

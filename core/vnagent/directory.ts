@@ -141,6 +141,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
         caCommonName: tenantCACommonName(tenantKey),
         caPem,
         fingerprint: s.kubeletClientCertFingerprint,
+        rotating: s.rotatingKubeletClientCertFingerprints,
         vcName: vc.metadata?.name,
         vcNamespace: vc.metadata?.namespace,
         vcUid: vc.metadata?.uid,

@@ -251,8 +251,8 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
       }
       const v = await get();
       expect(v.status?.conditions?.find((c) => c.type === 'CertificatesValid')).toMatchObject({ status: 'True' });
-      // The kubelet client is pinned by fingerprint: not renewed, and long-lived.
-      expect(pki('kubelet-client').fingerprint256).toBe(kubeletClient);
+      // The kubelet client is renewed too, published first (test/integration/kubeletclientrenewal.it.test.ts).
+      expect(pki('kubelet-client').fingerprint256).not.toBe(kubeletClient);
       // Each renewed certificate's expiry is a metric, and it is the renewed one's.
       const text = await metrics.getSingleMetricAsString('vc_tenant_certificate_expiry_timestamp_seconds');
       for (const leaf of RENEWED_LEAVES) {

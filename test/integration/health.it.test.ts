@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
+import { registry as metrics } from '../../core/metrics/registry.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
@@ -112,6 +113,19 @@ describe('tenant health on a real local control plane', () => {
     await eventually(() => expect(phases).toContain('Degraded'), 30_000);
     const vc = await runningAndHealthy();
     expect(restartsOf(vc, 'kube-apiserver')).toBe(1);
+    // the per-tenant metrics say the same: healthy again, and the restart counted
+    const metric = async (name: string, component?: string) => {
+      const text = await metrics.getSingleMetricAsString(name);
+      const line = text
+        .split('\n')
+        .find((l) => l.includes(`tenant="${root}"`) && (!component || l.includes(`component="${component}"`)));
+      return Number(line?.split(' ').pop());
+    };
+    await eventually(async () => {
+      expect(await metric('vc_tenant_healthy')).toBe(1);
+      expect(await metric('vc_tenant_component_healthy', 'kube-apiserver')).toBe(1);
+      expect(await metric('vc_tenant_component_restarts', 'kube-apiserver')).toBe(1);
+    });
     const ev = await events();
     const down = ev.filter((e) => e.type === 'Warning' && e.message?.startsWith('kube-apiserver: '));
     expect(down.length, JSON.stringify(ev.map((e) => [e.reason, e.message]))).toBeGreaterThan(0);

@@ -29,7 +29,11 @@ interface Pod extends KubeObject {
     automountServiceAccountToken?: boolean;
     volumes?: Array<{ name: string; secret?: { secretName: string } }>;
   };
-  status?: { phase?: string; podIP?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+  };
 }
 
 const sandboxPlugin = join(import.meta.dirname, '../../plugins/examples/sandbox-runtimeclass');
@@ -622,6 +626,54 @@ describe('syncer on a real super cluster with two tenant control planes', () => 
     }, 60_000);
     expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), name)).toBeNull();
     await a.delete(jobs, 'default', 'work', { propagationPolicy: 'Background' });
+  });
+
+  it('leaves a Pod no super node has room for Pending with the scheduler reason, and keeps running the others', async () => {
+    // Each kwok node offers 32 CPUs: a Pod asking for 64 fits on none.
+    const sized = (name: string, cpu: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu } } }] },
+    });
+    // run alone (-t), the service account controllers may not have made `default` yet
+    for (const c of [a, b]) await eventually(() => c.get(R.serviceaccounts, 'default', 'default'), 60_000);
+    await a.create(R.pods, sized('too-big', '64'));
+    const unschedulable = (p: Pod | null) => p?.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    const pending = await eventually(async () => {
+      const p = await a.get<Pod>(R.pods, 'default', 'too-big');
+      expect(p.status?.phase).toBe('Pending');
+      expect(unschedulable(p)).toMatchObject({ status: 'False', reason: 'Unschedulable' });
+      return p;
+    }, 60_000);
+    expect(pending.status!.conditions!.find((c) => c.type === 'PodScheduled')!.message).toMatch(
+      /0\/2 nodes are available: 2 Insufficient cpu/,
+    );
+    // Meanwhile a Pod of the same tenant that fits and one of the other tenant run, and the big one stays unbound.
+    await a.create(R.pods, sized('fits', '100m'));
+    await b.create(R.pods, sized('fits-b', '100m'));
+    await eventually(async () => {
+      expect((await a.get<Pod>(R.pods, 'default', 'fits')).status?.phase).toBe('Running');
+      expect((await b.get<Pod>(R.pods, 'default', 'fits-b')).status?.phase).toBe('Running');
+    }, 60_000);
+    const still = await a.get<Pod>(R.pods, 'default', 'too-big');
+    expect([still.status?.phase, still.spec.nodeName]).toEqual(['Pending', undefined]);
+    expect(unschedulable(still)).toMatchObject({ status: 'False', reason: 'Unschedulable' });
+    // Deleting it removes its super Pod; nothing was bound for it.
+    await a.delete(R.pods, 'default', 'too-big');
+    await eventually(async () =>
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'too-big')).toBeNull(),
+    );
+    // and the others go, super Pods included, before the next test counts super Pods
+    for (const [c, n] of [
+      [a, 'fits'],
+      [b, 'fits-b'],
+    ] as const)
+      await c.delete(R.pods, 'default', n, { gracePeriodSeconds: 0 });
+    await eventually(async () => {
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantA.key, 'default'), 'fits')).toBeNull();
+      expect(await t.client.getOrNull(R.pods, superNamespace(tenantB.key, 'default'), 'fits-b')).toBeNull();
+    }, 60_000);
   });
 
   it('drops a tenant whose apiserver never answers when it is removed, and keeps serving the others', async () => {

@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -13,7 +14,7 @@ import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { MANAGER_KUBECONFIG_KEY } from '../../core/lifecycle/kubeconfigsecret.ts';
 import { registry as metrics } from '../../core/metrics/registry.ts';
-import { NODE_CLIENTS } from '../../core/dev/local/nodecerts.ts';
+import { KUBELET_SERVING, NODE_CLIENTS } from '../../core/dev/local/nodecerts.ts';
 import { GITSOURCES } from '../../gitops/applier/gitsource.ts';
 import {
   containerdSocket,
@@ -88,13 +89,23 @@ const CERT_LIFETIME_MINUTES = 7;
 const CERT_RENEW_FRACTION = 0.25;
 const CERT_CLIENTS = ['kubelet', 'kube-proxy'] as const;
 
-/** issuedCertificates reads a real node's client certificates under stateDir once both are written. */
+/** CERT_FILES are the real node's certificates checked here: its two clients', then the kubelet's serving one. */
+const CERT_FILES: ReadonlyArray<{ name: string; file: string }> = [
+  ...CERT_CLIENTS.map((n) => NODE_CLIENTS.find((x) => x.name === n)!),
+  KUBELET_SERVING,
+];
+
+/** certificateOf reads the certificate of a PEM file (the serving one holds its key beside it). */
+const certificateOf = (file: string): X509Certificate =>
+  new X509Certificate(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(readFileSync(file, 'utf8'))![0]);
+
+/** issuedCertificates reads a real node's certificates (CERT_FILES) under stateDir once all are written. */
 function issuedCertificates(stateDir: string): Record<string, X509Certificate> | undefined {
   const nodes = join(stateDir, 'nodes');
   for (const name of existsSync(nodes) ? readdirSync(nodes) : []) {
-    const files = CERT_CLIENTS.map((n) => join(nodes, name, NODE_CLIENTS.find((x) => x.name === n)!.file));
+    const files = CERT_FILES.map((c) => join(nodes, name, c.file));
     if (files.every((f) => existsSync(f)))
-      return Object.fromEntries(CERT_CLIENTS.map((n, i) => [n, new X509Certificate(readFileSync(files[i]!, 'utf8'))]));
+      return Object.fromEntries(CERT_FILES.map((c, i) => [c.name, certificateOf(files[i]!)]));
   }
   return undefined;
 }
@@ -108,9 +119,10 @@ function issuedCertificates(stateDir: string): Record<string, X509Certificate> |
  * its kubeconfig Secret names the real node's address at the node port, which kubectl on this host reaches through
  * kube-proxy with the tenant's own CA. Then a tenant of three members (test/realnode/nativeha.ts).
  *
- * The same real node's client certificates (kubelet's and kube-proxy's) live CERT_LIFETIME_MINUTES and are renewed
- * while it runs (issue 33, §4), so everything above runs across a renewal; the last test checks that each got a new
- * certificate while the processes kept their process ids, and that after the first certificates have expired the node
+ * The same real node's client certificates (kubelet's and kube-proxy's) and the kubelet's serving certificate live
+ * CERT_LIFETIME_MINUTES and are renewed while it runs (issue 33, §4), so everything above runs across a renewal; the
+ * last test checks that each got a new certificate (the kubelet presenting the renewed serving one to a verifying
+ * client) while the processes kept their process ids, and that after the first certificates have expired the node
  * still serves: the kubelet renews its Lease and runs a Pod created then, kube-proxy programs a Service created then,
  * and the Node carries a CertificatesValid condition. The expiry cannot come sooner (client-go's five minutes), so
  * these checks share this file's real node rather than wait minutes on one of their own.
@@ -135,6 +147,20 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     new X509Certificate(readFileSync(node.certificates.path(n), 'utf8'));
   let firstCerts: Record<string, X509Certificate>;
   let pids: { kubelet?: number; kubeProxy?: number };
+  /**
+   * served is the serving certificate the kubelet presents to a new connection, verified as the vn-agent and
+   * metrics-server verify it: against the super cluster's CA, for the node's address, in date.
+   */
+  const served = () =>
+    new Promise<X509Certificate>((resolve, reject) => {
+      const u = new URL(node.kubeletURL);
+      const s = tls.connect({ host: u.hostname, port: Number(u.port), ca: e!.superCluster.cluster.caPem }, () => {
+        const raw = s.getPeerCertificate().raw;
+        s.end();
+        resolve(new X509Certificate(raw));
+      });
+      s.on('error', reject);
+    });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vc-native-'));
@@ -766,9 +792,9 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
 
   nativeHaSuite(() => ({ e: e!, c, dir }));
 
-  describe("renewing the real node's client certificates", () => {
+  describe("renewing the real node's certificates", () => {
     it(
-      'renews them while kubelet and kube-proxy keep running, and the node serves past the first expiry',
+      'renews the client and kubelet serving certificates while kubelet and kube-proxy keep running, and the node serves past the first expiry',
       async () => {
         expect(pids.kubelet).toBeDefined();
         // each was renewed about a minute after issue, with the same subject
@@ -782,6 +808,17 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
             4 * 60_000,
             1000,
           );
+        // the kubelet's serving certificate too: the kubelet reloads its file and presents the renewed one
+        const firstServing = firstCerts[KUBELET_SERVING.name]!;
+        await eventually(
+          async () => {
+            const now = await served();
+            expect(now.serialNumber, 'kubelet serving').not.toBe(firstServing.serialNumber);
+            expect([now.subject, now.subjectAltName]).toEqual([firstServing.subject, firstServing.subjectAltName]);
+          },
+          4 * 60_000,
+          1000,
+        );
         const text = await metrics.getSingleMetricAsString('vc_real_node_certificate_expiry_timestamp_seconds');
         for (const n of CERT_CLIENTS) {
           const line = text.split('\n').find((l) => l.includes(`node="${node.name}"`) && l.includes(`"${n}"`));
@@ -806,9 +843,11 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
           1000,
         );
         // past the first certificates' end
-        const expiry = Math.max(...CERT_CLIENTS.map((n) => Date.parse(firstCerts[n]!.validTo)));
+        const expiry = Math.max(...CERT_FILES.map((f) => Date.parse(firstCerts[f.name]!.validTo)));
         await new Promise((r) => setTimeout(r, Math.max(0, expiry - Date.now() + 15_000)));
         expect({ kubelet: node.kubelet.pid, kubeProxy: node.kubeProxy.pid }).toEqual(pids);
+        // a verifying client still reaches the kubelet (served() verifies the chain, the address and the dates)
+        expect(Date.parse((await served()).validTo)).toBeGreaterThan(Date.now());
         // the kubelet: its Lease renewed after the expiry, and a Pod created now runs
         await eventually(
           async () => {

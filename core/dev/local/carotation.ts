@@ -2,7 +2,15 @@ import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCA } from '../../pki/pki.ts';
-import { pemBlocks, RENEWED_LEAVES, renewLeaf, writeAtomic, writeSigningCert, type Leaf } from './renewal.ts';
+import {
+  dropStagedKubeletClient,
+  KUBELET_CLIENT,
+  pemBlocks,
+  RENEWED_LEAVES,
+  renewLeaf,
+  writeAtomic,
+  writeSigningCert,
+} from './renewal.ts';
 
 /**
  * The rotation of a local tenant's cluster CA, in three steps that `vc rotate-ca` asks for one at a time through the
@@ -98,8 +106,9 @@ export async function rotateCa(
     rmSync(join(pkiDir, NEXT_KEY), { force: true });
     for (const leaf of RENEWED_LEAVES.filter((l) => l.issuer === 'ca' && l.base !== 'apiserver'))
       await renewLeaf(pkiDir, leaf, validity.leafDays);
-    // The kubelet client is pinned by fingerprint; the new one lives as the CA, as the first did.
-    await renewLeaf(pkiDir, KUBELET_CLIENT, validity.caDays);
+    // The apiserver restarts with it at once; a renewal staged from the old CA is dropped.
+    dropStagedKubeletClient(pkiDir);
+    await renewLeaf(pkiDir, KUBELET_CLIENT, validity.leafDays);
     record(pkiDir, step);
     return { step, done: true, changed: true, restart: ['apiserver', 'controllerManager'] };
   }
@@ -112,7 +121,6 @@ export async function rotateCa(
   return { step, done: true, changed: true, restart: ['controllerManager'] };
 }
 
-const KUBELET_CLIENT: Leaf = { name: 'kube-apiserver kubelet client', base: 'kubelet-client', issuer: 'ca' };
 const SERVING = RENEWED_LEAVES.find((l) => l.base === 'apiserver')!;
 
 function record(pkiDir: string, step: CaRotationStep): void {

@@ -499,6 +499,8 @@ async function prepareStateDir(opts: ControlPlaneOptions, ports: Ports): Promise
       serviceIP: firstServiceIP(opts.serviceCidr ?? '10.96.0.0/16'),
       validityDays: opts.leafValidityDays ?? opts.pkiValidityDays ?? 365,
       caValidityDays: opts.pkiValidityDays ?? 365,
+      // A tenant's local provisioner renews it with the leaves (core/dev/provisioner/certs.ts).
+      kubeletClientValidityDays: opts.leafValidityDays ?? opts.pkiValidityDays ?? 365,
     });
     writePKI(join(d, 'pki'), pki);
   } else if (opts.apiserverIPs?.length) {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCA, type CertKeyPair } from '../../pki/pki.ts';
 import { checkNodeCertificateSettings, NodeCertificates } from './nodecerts.ts';
+import { KUBELET_SERVING_FILE } from './nodeconfig.ts';
 
 describe('checkNodeCertificateSettings', () => {
   it.each<[string, { validityDays?: number; renewFraction?: number }, RegExp | undefined]>([
@@ -42,6 +43,7 @@ describe('NodeCertificates', () => {
       ca,
       settings: { validityDays: 62 / 86_400, renewFraction: 0.5 },
       clients: ['kubelet', 'kube-proxy'],
+      serving: { ipAddresses: ['10.0.0.1', '127.0.0.1'] },
       report: (c) => {
         reported.push(`${c.status}/${c.reason}`);
         return Promise.resolve();
@@ -53,16 +55,34 @@ describe('NodeCertificates', () => {
     const first = new X509Certificate(read('kubelet'));
     expect(first.subject).toBe('O=system:nodes\nCN=system:node:n1');
     expect(new X509Certificate(read('kube-proxy')).subject).toBe('CN=system:kube-proxy');
-    expect(certs.read().map((c) => c.name)).toEqual(['kubelet', 'kube-proxy']);
+    expect(certs.read().map((c) => c.name)).toEqual(['kubelet', 'kube-proxy', 'kubelet-serving']);
+    // The kubelet's serving certificate: one file the kubelet configuration names as certificate and key.
+    const serving = () => readFileSync(join(dir, KUBELET_SERVING_FILE), 'utf8');
+    expect(serving()).toMatch(/BEGIN CERTIFICATE[\s\S]+BEGIN PRIVATE KEY/);
+    const firstServing = new X509Certificate(serving());
+    expect([firstServing.subject, firstServing.subjectAltName]).toEqual([
+      'CN=n1',
+      'DNS:n1, IP Address:10.0.0.1, IP Address:127.0.0.1',
+    ]);
     certs.start();
     try {
       const deadline = Date.now() + 10_000;
-      while (new X509Certificate(read('kubelet')).serialNumber === first.serialNumber && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 100));
+      // the serving certificate is renewed in the same pass, after the clients
+      const renewed = () =>
+        new X509Certificate(read('kubelet')).serialNumber !== first.serialNumber &&
+        new X509Certificate(serving()).serialNumber !== firstServing.serialNumber;
+      while (!renewed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       const next = new X509Certificate(read('kubelet'));
       expect(next.serialNumber).not.toBe(first.serialNumber);
       expect(next.subject).toBe(first.subject);
       expect(next.checkIssued(new X509Certificate(ca.certPem))).toBe(true);
+      const nextServing = new X509Certificate(serving());
+      expect(nextServing.serialNumber).not.toBe(firstServing.serialNumber);
+      expect([nextServing.subject, nextServing.subjectAltName, nextServing.keyUsage]).toEqual([
+        firstServing.subject,
+        firstServing.subjectAltName,
+        firstServing.keyUsage,
+      ]);
       expect(reported[0]).toBe('True/CertificatesCurrent');
       expect(certs.condition(new Date(Date.parse(next.validTo) + 1000))).toMatchObject({
         status: 'False',

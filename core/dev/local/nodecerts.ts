@@ -8,12 +8,14 @@ import { issueCert, issueNodeCert, type CertKeyPair } from '../../pki/pki.ts';
 import { DEFAULT_RENEW_FRACTION, renewAt } from '../../pki/renewal.ts';
 import type { ConditionInput } from '../../controller/status.ts';
 import { certificatesCondition } from '../../lifecycle/certificates.ts';
-import { KUBE_ROUTER_USER } from './nodeconfig.ts';
+import { KUBE_ROUTER_USER, KUBELET_SERVING_FILE } from './nodeconfig.ts';
 import { writeAtomic } from './renewal.ts';
 
 /**
  * The client certificates of a real node's components towards the super apiserver (kubelet, kube-proxy, kube-router),
- * which the manager issues from the super cluster's CA and renews while the node runs. Each is one file with the
+ * and the kubelet's serving certificate, which the manager issues from the super cluster's CA and renews while the
+ * node runs. The kubelet reloads its serving certificate file when it changes (ReloadKubeletServerCertificateFile, on
+ * by default since Kubernetes 1.31) and presents the renewed one to connections opened from then on. Each is one file with the
  * certificate and its key, named by path in the component's kubeconfig: Kubernetes' clients (client-go) read such a
  * file at every new connection and, every five minutes, close their connections once it changed, so a renewal needs
  * no restart. The old certificate must therefore stay valid for five minutes after its renewal: lifetime times
@@ -55,12 +57,19 @@ export const NODE_CLIENTS: readonly NodeClient[] = [
   { name: 'kube-router', file: 'pki/kube-router-client.pem', user: () => KUBE_ROUTER_USER },
 ];
 
-/** nodeCertificateExpiry is when each real node's client certificate runs out. */
+/** KUBELET_SERVING is the kubelet's serving certificate: its name (metric label) and its file (nodeconfig.ts). */
+export const KUBELET_SERVING = { name: 'kubelet-serving', file: KUBELET_SERVING_FILE } as const;
+
+/** NodeCertificateName is the name a real node's certificate is reported under. */
+export type NodeCertificateName = NodeClient['name'] | typeof KUBELET_SERVING.name;
+
+/** nodeCertificateExpiry is when each real node's certificate runs out. */
 export const nodeCertificateExpiry = new Gauge({
   name: 'vc_real_node_certificate_expiry_timestamp_seconds',
   help:
-    "When a real node's client certificate towards the super apiserver runs out (Unix seconds), per node and " +
-    'component (kubelet, kube-proxy, kube-router); it moves when the manager renews it. Bounded by the real nodes.',
+    "When a real node's certificate runs out (Unix seconds), per node and certificate: the client certificates " +
+    'towards the super apiserver (kubelet, kube-proxy, kube-router) and the kubelet serving certificate ' +
+    '(kubelet-serving); it moves when the manager renews it. Bounded by the real nodes.',
   labelNames: ['node', 'certificate'],
   registers: [registry],
 });
@@ -87,8 +96,8 @@ function windowOf(pem: string): { notBefore: Date; notAfter: Date } {
 }
 
 /**
- * NodeCertificates issues and renews one real node's client certificates from the super cluster's CA. issue writes
- * all of them (at the node's preparation); start keeps them renewed until stop.
+ * NodeCertificates issues and renews one real node's certificates from the super cluster's CA. issue writes all of
+ * them (at the node's preparation); start keeps them renewed until stop.
  */
 export class NodeCertificates {
   private timer?: ReturnType<typeof setTimeout>;
@@ -104,6 +113,8 @@ export class NodeCertificates {
       settings?: NodeCertificateSettings;
       /** which components the node runs (kube-router only with the netpol toolchain) */
       clients?: readonly NodeClient['name'][];
+      /** the kubelet's serving certificate, for these addresses (and the node's name); none without it */
+      serving?: { ipAddresses: string[] };
       /**
        * report writes the CertificatesValid condition (as tenants have it, core/lifecycle/certificates.ts) where users
        * see it: the real node's Node. Called at start, after each renewal and when the condition changes.
@@ -151,13 +162,30 @@ export class NodeCertificates {
     return join(this.o.dir, NODE_CLIENTS.find((x) => x.name === c)!.file);
   }
 
-  /** issue writes one component's certificate and key anew, atomically (a reader never sees half of it). */
-  private async issueOne(c: NodeClient): Promise<void> {
-    const days = this.o.settings?.validityDays ?? 365;
-    const pair =
-      c.name === 'kubelet'
-        ? await issueNodeCert(this.o.ca, this.o.node, days)
-        : await issueCert(this.o.ca, { commonName: c.user(this.o.node), usages: ['client'], validityDays: days });
+  /** entries are the certificates this node has: its components' clients, then the kubelet's serving one. */
+  private get entries(): ReadonlyArray<{ name: NodeCertificateName; file: string }> {
+    return [...this.clients, ...(this.o.serving ? [KUBELET_SERVING] : [])];
+  }
+
+  /** issueCertificate issues one certificate of the node from the CA, for the configured lifetime. */
+  private issueCertificate(name: NodeCertificateName, days: number): Promise<CertKeyPair> {
+    const node = this.o.node;
+    if (name === KUBELET_SERVING.name)
+      return issueCert(this.o.ca, {
+        commonName: node,
+        dnsNames: [node],
+        ipAddresses: this.o.serving?.ipAddresses ?? [],
+        usages: ['server'],
+        validityDays: days,
+      });
+    if (name === 'kubelet') return issueNodeCert(this.o.ca, node, days);
+    const c = NODE_CLIENTS.find((x) => x.name === name)!;
+    return issueCert(this.o.ca, { commonName: c.user(node), usages: ['client'], validityDays: days });
+  }
+
+  /** issue writes one certificate and its key anew in one file, atomically (a reader never sees half of it). */
+  private async issueOne(c: { name: NodeCertificateName; file: string }): Promise<void> {
+    const pair = await this.issueCertificate(c.name, this.o.settings?.validityDays ?? 365);
     writeAtomic(join(this.o.dir, c.file), pair.certPem + pair.keyPem, 0o600);
     nodeCertificateExpiry.set(
       { node: this.o.node, certificate: c.name },
@@ -165,14 +193,14 @@ export class NodeCertificates {
     );
   }
 
-  /** issue writes every client certificate of the node anew. */
+  /** issue writes every certificate of the node anew. */
   async issue(): Promise<void> {
-    for (const c of this.clients) await this.issueOne(c);
+    for (const c of this.entries) await this.issueOne(c);
   }
 
   /** read lists each certificate's window as it is on disk now. */
-  read(): Array<{ name: NodeClient['name']; notBefore: Date; notAfter: Date }> {
-    return this.clients
+  read(): Array<{ name: NodeCertificateName; notBefore: Date; notAfter: Date }> {
+    return this.entries
       .filter((c) => existsSync(join(this.o.dir, c.file)))
       .map((c) => ({ name: c.name, ...windowOf(readFileSync(join(this.o.dir, c.file), 'utf8')) }));
   }
@@ -204,8 +232,8 @@ export class NodeCertificates {
       for (const c of this.read()) {
         if (this.stopped) return;
         if (renewAt(c, this.fraction).getTime() > now) continue;
-        await this.issueOne(this.clients.find((x) => x.name === c.name)!);
-        log.info({ node: this.o.node, certificate: c.name }, 'real node client certificate renewed');
+        await this.issueOne(this.entries.find((x) => x.name === c.name)!);
+        log.info({ node: this.o.node, certificate: c.name }, 'real node certificate renewed');
       }
       this.schedule();
       await this.reportCondition();
@@ -221,6 +249,7 @@ export class NodeCertificates {
     clearTimeout(this.timer);
     clearInterval(this.watchTimer);
     await this.running;
-    for (const c of NODE_CLIENTS) nodeCertificateExpiry.remove({ node: this.o.node, certificate: c.name });
+    for (const c of [...NODE_CLIENTS, KUBELET_SERVING])
+      nodeCertificateExpiry.remove({ node: this.o.node, certificate: c.name });
   }
 }

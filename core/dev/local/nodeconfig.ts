@@ -182,6 +182,12 @@ export function cniConfig(c: RealNodeConfigInput): Record<string, unknown> {
 export const NODE_EVICTION = { 'nodefs.available': '5%', 'nodefs.inodesFree': '5%', 'imagefs.available': '0%' };
 
 /**
+ * KUBELET_SERVING_FILE is the kubelet's serving certificate and key, in one PEM below the node directory, named as both
+ * its tlsCertFile and tlsPrivateKeyFile (Go reads the certificate blocks of the one and the key block of the other).
+ */
+export const KUBELET_SERVING_FILE = 'pki/kubelet-serving.pem';
+
+/**
  * kubeletConfig renders the KubeletConfiguration: serving with the super CA's certificate on the node IP, client
  * certificates required (x509 against the super CA, anonymous off) and webhook authentication and authorization (the
  * super apiserver's TokenReview and SubjectAccessReview decide), the cgroupfs driver under its own cgroup root,
@@ -201,8 +207,9 @@ export function kubeletConfig(c: RealNodeConfigInput): Record<string, unknown> {
     readOnlyPort: 0,
     healthzBindAddress: '127.0.0.1',
     healthzPort: c.kubeletHealthzPort,
-    tlsCertFile: join(c.dir, 'pki/kubelet.crt'),
-    tlsPrivateKeyFile: join(c.dir, 'pki/kubelet.key'),
+    // one file with certificate and key, so that a renewal (nodecerts.ts) replaces both in one rename
+    tlsCertFile: join(c.dir, KUBELET_SERVING_FILE),
+    tlsPrivateKeyFile: join(c.dir, KUBELET_SERVING_FILE),
     authentication: {
       anonymous: { enabled: false },
       webhook: { enabled: true },

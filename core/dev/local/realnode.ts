@@ -12,7 +12,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileS
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { fromPackageRoot } from '../../paths.ts';
-import { issueCert, renderKubeconfig } from '../../pki/pki.ts';
+import { renderKubeconfig } from '../../pki/pki.ts';
 import { NodeCertificates, type NodeCertificateSettings, type NodeClient } from './nodecerts.ts';
 import type { ConditionInput } from '../../controller/status.ts';
 import { R } from '../../kube/resources.ts';
@@ -194,6 +194,7 @@ export class RealNode {
       ca: opts.cluster.ca,
       settings: opts.certificates,
       clients: ['kubelet', 'kube-proxy', ...(cfg.kubeRouter ? (['kube-router'] as const) : [])],
+      serving: { ipAddresses: [cfg.nodeIP, '127.0.0.1'] },
       report: (c) => this.reportCertificates(c),
     });
     const here = (command: string, args: string[]) =>
@@ -328,16 +329,7 @@ export class RealNode {
     const { dir, cluster, name } = this.opts;
     const c = this.cfg;
     const ca = cluster.ca;
-    const [serving] = await Promise.all([
-      issueCert(ca, {
-        commonName: name,
-        dnsNames: [name],
-        ipAddresses: [c.nodeIP, '127.0.0.1'],
-        usages: ['server'],
-        validityDays: 365,
-      }),
-      this.certificates.issue(),
-    ]);
+    await this.certificates.issue();
     const secret = { mode: 0o600 };
     const ns = this.record.netns;
     // In its namespace the node reaches the apiserver (on the host's loopback) through a relay on the uplink's host end.
@@ -355,8 +347,6 @@ export class RealNode {
       return run(x.command, x.args, o);
     };
     writeFileSync(join(dir, 'pki/ca.crt'), ca.certPem);
-    writeFileSync(join(dir, 'pki/kubelet.crt'), serving.certPem);
-    writeFileSync(join(dir, 'pki/kubelet.key'), serving.keyPem, secret);
     // Each component's client credential is one file (certificate and key) its kubeconfig names by path, so that a
     // renewal (this.certificates) is read again without a restart. The kubelet's is where a kubelet with certificate
     // rotation keeps it (its --cert-dir): an in-cluster vn-agent reads super Pods with it (vc install

@@ -4,8 +4,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseKubeconfig } from '../../kube/kubeconfig.ts';
-import { generateControlPlanePKI, writePKI } from '../../pki/pki.ts';
-import { dueLeaves, readCertificates, RENEWED_LEAVES, renewLeaf, writeLeafKubeconfig } from './renewal.ts';
+import { fingerprintSha256, generateControlPlanePKI, writePKI } from '../../pki/pki.ts';
+import {
+  dueLeaves,
+  KUBELET_CLIENT,
+  kubeletClientFingerprints,
+  kubeletClientStep,
+  promoteKubeletClient,
+  PUBLISH_GRACE_MS,
+  readCertificates,
+  RENEWED_LEAVES,
+  renewLeaf,
+  stageKubeletClient,
+  stagedKubeletClient,
+  writeLeafKubeconfig,
+} from './renewal.ts';
 
 const MINUTE_DAYS = 1 / 1440;
 
@@ -30,13 +43,14 @@ describe('renewing the leaves of a local tenant PKI', () => {
         serviceIP: '10.96.0.1',
         validityDays: 10 * MINUTE_DAYS,
         caValidityDays: 30,
+        kubeletClientValidityDays: 10 * MINUTE_DAYS,
       }),
     );
     for (const leaf of RENEWED_LEAVES) writeLeafKubeconfig(dir, leaf, cluster());
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('is due only past the fraction of a leaf life, and never for the CAs or the kubelet client', () => {
+  it('is due only past the fraction of a leaf life, the kubelet client last, and never for the CAs', () => {
     const issued = cert('admin');
     const from = new Date(issued.validFrom).getTime();
     const life = new Date(issued.validTo).getTime() - from;
@@ -48,11 +62,10 @@ describe('renewing the leaves of a local tenant PKI', () => {
       ['past a third with fraction 1/3', 1 / 3, 0.4],
     ];
     const due = cases.map(([, f, at]) => dueLeaves(pki(), f, new Date(from + life * at)).length);
-    expect(due).toEqual([0, 0, RENEWED_LEAVES.length, RENEWED_LEAVES.length]);
+    expect(due).toEqual([0, 0, RENEWED_LEAVES.length + 1, RENEWED_LEAVES.length + 1]);
+    expect(dueLeaves(pki(), 2 / 3, new Date(from + life * 0.7)).at(-1)).toBe(KUBELET_CLIENT);
     const manual = readCertificates(pki()).filter((c) => c.manual);
-    expect(manual.map((c) => c.name).sort()).toEqual(['cluster CA', 'front-proxy CA', 'kube-apiserver kubelet client']);
-    // The kubelet client is pinned by fingerprint: it lives as the CA, not as the short-lived leaves.
-    expect(new Date(cert('kubelet-client').validTo).getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000);
+    expect(manual.map((c) => c.name).sort()).toEqual(['cluster CA', 'front-proxy CA']);
   });
 
   it.each(RENEWED_LEAVES.map((l) => [l.name, l] as const))('renews %s like the one it replaces', async (_, leaf) => {
@@ -82,5 +95,88 @@ describe('renewing the leaves of a local tenant PKI', () => {
       expect(kc.context).toBe(`${leaf.kubeconfig.user}@t`);
       expect(new X509Certificate(kc.certPem!).serialNumber).toBe(after.serialNumber);
     }
+  });
+});
+
+describe('kubeletClientStep: the two steps of the kubelet client certificate renewal', () => {
+  const fp = 'a'.repeat(64);
+  const old = 'b'.repeat(64);
+  it.each([
+    // [what, state, step]
+    ['not due, nothing staged', { due: false, published: [old] }, 'none'],
+    ['due, nothing staged: a renewed pair is made beside it', { due: true, published: [old] }, 'stage'],
+    [
+      'staged, not yet in the status: the apiserver must not present it',
+      { due: true, staged: { fingerprint: fp, ageMs: 60_000 }, published: [old] },
+      'wait',
+    ],
+    [
+      'staged and published only a moment ago: the vn-agents may not have it yet',
+      { due: true, staged: { fingerprint: fp, ageMs: PUBLISH_GRACE_MS - 1 }, published: [old, fp] },
+      'wait',
+    ],
+    [
+      'staged and published for the grace: given to the apiserver',
+      { due: true, staged: { fingerprint: fp, ageMs: PUBLISH_GRACE_MS }, published: [old, fp] },
+      'promote',
+    ],
+  ] as const)('%s', (_, state, step) => {
+    expect(kubeletClientStep(state)).toBe(step);
+  });
+});
+
+describe('renewing the kubelet client certificate of a local tenant PKI', () => {
+  let dir: string;
+  const read = (f: string) => readFileSync(join(dir, f), 'utf8');
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'vc-kubeletclient-'));
+    writePKI(
+      dir,
+      await generateControlPlanePKI({
+        clusterName: 't',
+        apiserverDnsNames: [],
+        apiserverIPs: [],
+        serviceIP: '10.96.0.1',
+        validityDays: 10 * MINUTE_DAYS,
+        caValidityDays: 30,
+        kubeletClientValidityDays: 10 * MINUTE_DAYS,
+      }),
+    );
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('publishes a staged pair beside the current one, then keeps the replaced one published until it expires', async () => {
+    const first = read('kubelet-client.crt');
+    const now = new Date();
+    expect(kubeletClientFingerprints(dir, now)).toEqual({ current: fingerprintSha256(first), rotating: [] });
+
+    await stageKubeletClient(dir, 20 * MINUTE_DAYS);
+    const staged = stagedKubeletClient(dir, new Date());
+    // The apiserver's files are untouched; the renewed one is only published.
+    expect(read('kubelet-client.crt')).toBe(first);
+    expect(kubeletClientFingerprints(dir, now)).toEqual({
+      current: fingerprintSha256(first),
+      rotating: [staged!.fingerprint],
+    });
+    const next = new X509Certificate(read('kubelet-client-next.crt'));
+    expect([next.subject, next.issuer, next.keyUsage]).toEqual([
+      new X509Certificate(first).subject,
+      new X509Certificate(first).issuer,
+      new X509Certificate(first).keyUsage,
+    ]);
+
+    promoteKubeletClient(dir);
+    const renewed = new X509Certificate(read('kubelet-client.crt'));
+    expect(fingerprintSha256(read('kubelet-client.crt'))).toBe(staged!.fingerprint);
+    expect(renewed.checkPrivateKey(createPrivateKey(read('kubelet-client.key')))).toBe(true);
+    expect(stagedKubeletClient(dir, new Date())).toBeUndefined();
+    // The replaced one stays accepted while in date (connections opened before present it), and goes once expired.
+    expect(kubeletClientFingerprints(dir, now)).toEqual({
+      current: staged!.fingerprint,
+      rotating: [fingerprintSha256(first)],
+    });
+    const pastFirst = new Date(new Date(new X509Certificate(first).validTo).getTime() + 1000);
+    expect(kubeletClientFingerprints(dir, pastFirst)).toEqual({ current: staged!.fingerprint, rotating: [] });
   });
 });

@@ -1,8 +1,8 @@
 import { randomBytes, X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
-import { issueCert, PKI_FILES, renderKubeconfig, type CertUsage } from '../../pki/pki.ts';
+import { fingerprintSha256, issueCert, PKI_FILES, renderKubeconfig, type CertUsage } from '../../pki/pki.ts';
 
 /**
  * The leaf certificates of a local tenant's PKI directory, which of them the manager renews, and the renewal itself:
@@ -49,16 +49,92 @@ export const RENEWED_LEAVES: readonly Leaf[] = [
   },
 ];
 
-/**
- * WATCHED_ONLY are reported (metric, condition) but not renewed by the manager: the CAs are rotated by `vc rotate-ca`
- * and the kubelet client certificate is pinned by fingerprint in the VirtualCluster's status, which the vn-agent
- * accepts one at a time, so a renewal would cut the tenant's logs and exec until the status caught up.
- */
+/** WATCHED_ONLY are reported (metric, condition) but not renewed by the manager: `vc rotate-ca` rotates the CAs. */
 export const WATCHED_ONLY = [
   { name: 'cluster CA', file: PKI_FILES.ca.cert },
   { name: 'front-proxy CA', file: PKI_FILES.frontProxyCA.cert },
-  { name: 'kube-apiserver kubelet client', file: PKI_FILES.kubeletClient.cert },
 ] as const;
+
+/**
+ * KUBELET_CLIENT is the certificate kube-apiserver presents to kubelets (to the vn-agent). It is renewed too, but in
+ * two steps (kubeletClientStep), since the vn-agent accepts only the fingerprints the VirtualCluster's status
+ * publishes: the renewed pair is made beside it (`kubelet-client-next.*`) and published first, and only then moved
+ * into the files the apiserver reads (it reloads them for each new connection), the one replaced kept as
+ * `kubelet-client-previous.crt` and published until it expires, since connections opened before go on with it.
+ */
+export const KUBELET_CLIENT: Leaf = { name: 'kube-apiserver kubelet client', base: 'kubelet-client', issuer: 'ca' };
+const NEXT = 'kubelet-client-next';
+const PREVIOUS = 'kubelet-client-previous.crt';
+
+/**
+ * PUBLISH_GRACE_MS is how long a renewed kubelet client certificate stays published before the apiserver is given it:
+ * time for every vn-agent's watch of the VirtualCluster to bring the status.
+ */
+export const PUBLISH_GRACE_MS = 5_000;
+
+/** KubeletClientStep is what the kubelet client certificate's renewal does now (kubeletClientStep). */
+export type KubeletClientStep = 'none' | 'stage' | 'wait' | 'promote';
+
+/**
+ * kubeletClientStep decides the kubelet client certificate's renewal: `stage` a renewed pair once the current one is
+ * due and none is staged; `promote` a staged one (move it into the apiserver's files) once the status has published
+ * its fingerprint for PUBLISH_GRACE_MS; else `wait` while one is staged, `none` otherwise.
+ */
+export function kubeletClientStep(s: {
+  due: boolean;
+  staged?: { fingerprint: string; ageMs: number };
+  published: readonly string[];
+}): KubeletClientStep {
+  if (s.staged)
+    return s.published.includes(s.staged.fingerprint) && s.staged.ageMs >= PUBLISH_GRACE_MS ? 'promote' : 'wait';
+  return s.due ? 'stage' : 'none';
+}
+
+/** stagedKubeletClient is the renewed kubelet client certificate of pkiDir not yet given to the apiserver, if any. */
+export function stagedKubeletClient(pkiDir: string, now: Date): { fingerprint: string; ageMs: number } | undefined {
+  const f = join(pkiDir, `${NEXT}.crt`);
+  if (!existsSync(f)) return undefined;
+  return { fingerprint: fingerprintSha256(readFileSync(f, 'utf8')), ageMs: now.getTime() - statSync(f).mtimeMs };
+}
+
+/**
+ * kubeletClientFingerprints is what the status publishes of pkiDir's kubelet client certificates: the one the
+ * apiserver reads, and the ones in rotation beside it (a staged renewal, the replaced one while in date).
+ */
+export function kubeletClientFingerprints(pkiDir: string, now: Date): { current: string; rotating: string[] } {
+  const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
+  const rotating: string[] = [];
+  const staged = stagedKubeletClient(pkiDir, now);
+  if (staged) rotating.push(staged.fingerprint);
+  if (existsSync(join(pkiDir, PREVIOUS))) {
+    const pem = read(PREVIOUS);
+    if (new Date(new X509Certificate(pem).validTo) > now) rotating.push(fingerprintSha256(pem));
+  }
+  return { current: fingerprintSha256(read(PKI_FILES.kubeletClient.cert)), rotating };
+}
+
+/** stageKubeletClient issues the renewed kubelet client pair beside the current one (`kubelet-client-next.*`). */
+export async function stageKubeletClient(pkiDir: string, validityDays: number): Promise<void> {
+  await renewLeaf(pkiDir, { ...KUBELET_CLIENT, base: NEXT }, validityDays, KUBELET_CLIENT.base);
+}
+
+/**
+ * promoteKubeletClient gives the apiserver the staged pair: the current certificate is kept as the previous one, then
+ * the staged key and certificate replace the current ones (key first, each in one rename) and the staged files go.
+ */
+export function promoteKubeletClient(pkiDir: string): void {
+  const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
+  writeAtomic(join(pkiDir, PREVIOUS), read(PKI_FILES.kubeletClient.cert), 0o644);
+  writeAtomic(join(pkiDir, PKI_FILES.kubeletClient.key), read(`${NEXT}.key`), 0o600);
+  writeAtomic(join(pkiDir, PKI_FILES.kubeletClient.cert), read(`${NEXT}.crt`), 0o644);
+  dropStagedKubeletClient(pkiDir);
+}
+
+/** dropStagedKubeletClient removes a staged kubelet client pair (a CA rotation issues the certificate itself). */
+export function dropStagedKubeletClient(pkiDir: string): void {
+  rmSync(join(pkiDir, `${NEXT}.crt`), { force: true });
+  rmSync(join(pkiDir, `${NEXT}.key`), { force: true });
+}
 
 /** ReportedCertificate is an IssuedCertificate with whether the manager renews it by itself. */
 export type ReportedCertificate = IssuedCertificate & { manual?: boolean };
@@ -74,9 +150,9 @@ function validity(name: string, pem: string): IssuedCertificate {
 export function readCertificates(pkiDir: string): ReportedCertificate[] {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
   return [
-    ...RENEWED_LEAVES.filter((l) => existsSync(join(pkiDir, `${l.base}.crt`))).map((l) =>
-      validity(l.name, read(`${l.base}.crt`)),
-    ),
+    ...[...RENEWED_LEAVES, KUBELET_CLIENT]
+      .filter((l) => existsSync(join(pkiDir, `${l.base}.crt`)))
+      .map((l) => validity(l.name, read(`${l.base}.crt`))),
     ...WATCHED_ONLY.filter((w) => existsSync(join(pkiDir, w.file))).map((w) => ({
       ...validity(w.name, read(w.file)),
       manual: true,
@@ -84,11 +160,14 @@ export function readCertificates(pkiDir: string): ReportedCertificate[] {
   ];
 }
 
-/** dueLeaves are the renewed leaves of pkiDir whose renewal time (fraction of their life) has come at now. */
+/**
+ * dueLeaves are the leaves of pkiDir whose renewal time (fraction of their life) has come at now: of RENEWED_LEAVES,
+ * and KUBELET_CLIENT last (which is renewed in two steps, see kubeletClientStep).
+ */
 export function dueLeaves(pkiDir: string, fraction: number, now: Date): Leaf[] {
   const certs = readCertificates(pkiDir).filter((c) => !c.manual);
   const due = new Set(dueForRenewal(certs, now, fraction).map((c) => c.name));
-  return RENEWED_LEAVES.filter((l) => due.has(l.name));
+  return [...RENEWED_LEAVES, KUBELET_CLIENT].filter((l) => due.has(l.name));
 }
 
 /** subjectOf reads a certificate's CN and O values. */
@@ -123,12 +202,12 @@ export function writeAtomic(path: string, data: string, mode: number): void {
 
 /**
  * renewLeaf issues leaf again in pkiDir from its CA, for validityDays (cut at the CA's expiry), with a new key and the
- * subject, names and usages of the certificate it replaces. The key is written first: a process that reloads when
+ * subject, names and usages of the certificate it replaces (`<from>.crt`, by default the leaf's own). The key is written first: a process that reloads when
  * either file changes reads a matching pair once the certificate lands.
  */
-export async function renewLeaf(pkiDir: string, leaf: Leaf, validityDays: number): Promise<void> {
+export async function renewLeaf(pkiDir: string, leaf: Leaf, validityDays: number, from = leaf.base): Promise<void> {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
-  const old = new X509Certificate(read(`${leaf.base}.crt`));
+  const old = new X509Certificate(read(`${from}.crt`));
   const { cn, o } = subjectOf(old);
   const usages = (old.keyUsage ?? []).map((oid) => EKU[oid]).filter((u): u is CertUsage => !!u);
   const next = await issueCert(signingCa(pkiDir, leaf.issuer), {

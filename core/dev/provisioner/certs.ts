@@ -10,7 +10,13 @@ import { isCaRotationStep, rotateCa } from '../local/carotation.ts';
 import type { LocalControlPlane } from '../local/controlplane.ts';
 import {
   dueLeaves,
+  KUBELET_CLIENT,
+  kubeletClientFingerprints,
+  kubeletClientStep,
+  promoteKubeletClient,
   readCertificates,
+  stageKubeletClient,
+  stagedKubeletClient,
   RENEWED_LEAVES,
   renewLeaf,
   writeLeafKubeconfig,
@@ -46,7 +52,10 @@ export async function renewCertificates(
   o: LocalProvisionerOptions,
 ): Promise<ReportedCertificate[]> {
   const pkiDir = join(cp.dir, 'pki');
-  const due = dueLeaves(pkiDir, renewFraction(o), new Date());
+  const now = new Date();
+  const dueNow = dueLeaves(pkiDir, renewFraction(o), now);
+  const due = dueNow.filter((l) => l !== KUBELET_CLIENT);
+  await renewKubeletClient(cp, vc, dueNow.includes(KUBELET_CLIENT), leafDays(vc, o), now);
   if (due.length) {
     for (const leaf of due) await renewLeaf(pkiDir, leaf, leafDays(vc, o));
     writeKubeconfigs(cp, due);
@@ -55,6 +64,47 @@ export async function renewCertificates(
     log.info({ tenant: cp.name, renewed: due.map((l) => l.name) }, 'certificates renewed');
   }
   return readCertificates(pkiDir);
+}
+
+/**
+ * renewKubeletClient takes the apiserver's kubelet client certificate one step through its renewal (kubeletClientStep):
+ * a renewed pair staged once it is due, given to the apiserver (which reloads it for new connections) once the
+ * VirtualCluster's status publishes its fingerprint, so that the vn-agent knows it before the apiserver presents it.
+ */
+async function renewKubeletClient(
+  cp: LocalControlPlane,
+  vc: VirtualCluster,
+  due: boolean,
+  validityDays: number,
+  now: Date,
+): Promise<void> {
+  const pkiDir = join(cp.dir, 'pki');
+  const s = vc.status;
+  const published = [s?.kubeletClientCertFingerprint, ...(s?.rotatingKubeletClientCertFingerprints ?? [])];
+  const step = kubeletClientStep({
+    due,
+    staged: stagedKubeletClient(pkiDir, now),
+    published: published.filter((f) => f !== undefined),
+  });
+  if (step === 'stage') {
+    await stageKubeletClient(pkiDir, validityDays);
+    log.info({ tenant: cp.name }, 'kubelet client certificate renewed; published before the apiserver takes it');
+  } else if (step === 'promote') {
+    promoteKubeletClient(pkiDir);
+    log.info({ tenant: cp.name }, 'renewed kubelet client certificate given to the apiserver');
+  }
+}
+
+/**
+ * kubeletClientStatus is what the VirtualCluster's status says of the apiserver's kubelet client certificates in pkiDir:
+ * the one it presents, and the others the vn-agent accepts meanwhile (a renewal staged, the one replaced until expiry).
+ */
+export function kubeletClientStatus(pkiDir: string): {
+  kubeletClientCertFingerprint: string;
+  rotatingKubeletClientCertFingerprints: string[];
+} {
+  const f = kubeletClientFingerprints(pkiDir, new Date());
+  return { kubeletClientCertFingerprint: f.current, rotatingKubeletClientCertFingerprints: f.rotating };
 }
 
 /**

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_QUOTA_BACKEND_BYTES, deleteEtcdPrefix, type EtcdEndpoint, type LocalEtcd } from '../local/etcd.ts';
-import { renewCertificates, renewFraction, rotateCaAsked } from './certs.ts';
+import { kubeletClientStatus, renewCertificates, renewFraction, rotateCaAsked } from './certs.ts';
 import type { LocalControlPlane } from '../local/controlplane.ts';
 import { planRoll, stableJson, type RollComponent, type RollFailure } from '../../provisioners/roll.ts';
 import { rollLocal } from './roll.ts';
@@ -25,7 +25,6 @@ import {
 } from './start.ts';
 import { assertFlagsAllowed } from '../../tenancy/allowlist.ts';
 import { childLogger } from '../../log.ts';
-import { fingerprintSha256 } from '../../pki/pki.ts';
 import {
   ProvisionRefused,
   type ComponentReport,
@@ -203,7 +202,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
         certificateRenewFraction: renewFraction(this.options),
         ...(caRotation && { caRotation }),
         kubeconfig: readFileSync(cp.kubeconfigPath, 'utf8'),
-        kubeletClientCertFingerprint: fingerprintSha256(readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8')),
+        ...kubeletClientStatus(join(cp.dir, 'pki')),
         apiserverEndpoint: fwd
           ? { host: fwd.opts.host, port: fwd.port }
           : { host: '127.0.0.1', port: cp.ports.apiserver },

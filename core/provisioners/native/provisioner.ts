@@ -63,7 +63,7 @@ import {
 } from './roll.ts';
 import { nativeComponents } from './components.ts';
 import type { VnAgentAddress } from './egress.ts';
-import { nativeCertificates, renewDueLeaves } from './renewal.ts';
+import { nativeCaRotation, nativeCertificates, renewDueLeaves } from './renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
 import {
   exposeSettings,
@@ -370,6 +370,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     const answer = failure ? true : await probeReadyz(kubeconfig, READYZ_TIMEOUT_MS);
     if (answer !== true) return { ready: false, waitingFor: `the apiserver to answer at ${url} (${answer})` };
     const target = { host, port: NATIVE_PORTS.apiserver, caPem: pki.ca.certPem };
+    const caRotation = nativeCaRotation(vc.metadata?.annotations?.[ANN.caRotation]);
     return {
       ready: true,
       rolled,
@@ -381,6 +382,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
         externalAccess: externalAccess(exposed, vc.metadata?.name ?? root, pki),
         certificates,
         certificateRenewFraction: this.renewFraction(),
+        ...(caRotation && { caRotation }),
         ...(this.opts.dnsView && { dnsApiEndpoint: await this.ensureDnsView(vc, root, pki, target) }),
       },
     };

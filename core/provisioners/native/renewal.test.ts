@@ -2,7 +2,8 @@ import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
 import { nativePKIOptions, renderNative, type VirtualCluster } from './render.ts';
-import { NATIVE_RENEWED, nativeCertificates, renewDueLeaves } from './renewal.ts';
+import { NATIVE_RENEWED, nativeCaRotation, nativeCertificates, renewDueLeaves } from './renewal.ts';
+import { CA_ROTATION_REFUSED, caRotationCondition } from '../../lifecycle/certificates.ts';
 import { ANN } from '../../names/names.ts';
 import type { KubeObject } from '../../kube/client.ts';
 
@@ -93,5 +94,18 @@ describe('renewDueLeaves', () => {
     expect(hashOf(after, 'apiserver')).toBe(hashOf(before, 'apiserver'));
     expect(hashOf(after, 'etcd')).toBe(hashOf(before, 'etcd'));
     expect(hashOf(after, 'controller-manager')).not.toBe(hashOf(before, 'controller-manager'));
+  });
+});
+
+describe('nativeCaRotation', () => {
+  it('answers nothing without the annotation', () => {
+    expect(nativeCaRotation(undefined)).toBeUndefined();
+  });
+
+  it.each(['add', 'reissue', 'drop', 'later'])('refuses step %s by name, as vc rotate-ca reads it', (step) => {
+    const c = caRotationCondition(nativeCaRotation(step)!);
+    expect(c).toMatchObject({ status: 'False', reason: CA_ROTATION_REFUSED });
+    // vc rotate-ca stops waiting on a refusal whose message names the step it asked for.
+    expect(c.message).toContain(`step ${step}: native tenants have no CA rotation yet`);
   });
 });

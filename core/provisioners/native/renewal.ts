@@ -87,3 +87,18 @@ export async function renewDueLeaves(
   if (due.has('controllerManager')) next.controllerManager = await client('system:kube-controller-manager');
   return { pki: next, renewed: leaves.filter((k) => due.has(k)).map((k) => NATIVE_RENEWED[k]) };
 }
+
+/**
+ * nativeCaRotation answers the CA rotation step a native tenant's ca-rotation annotation asks for (`vc rotate-ca`),
+ * or undefined without one: refused, naming the step, since the native provisioner does not rotate CAs yet. The
+ * refusal reaches `vc rotate-ca` as the CARotation condition at once, instead of a wait for a step never done.
+ */
+export function nativeCaRotation(step: string | undefined): { step: string; refused: string } | undefined {
+  if (step === undefined) return undefined;
+  return {
+    step,
+    refused:
+      `step ${step}: native tenants have no CA rotation yet; their CAs live spec.pkiExpireDays ` +
+      '(docs/operations/certificates.md)',
+  };
+}
