@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import type { KubeClient, KubeObject } from '../core/kube/client.ts';
 import { R } from '../core/kube/resources.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../core/api/virtualcluster.ts';
-import { PLACEMENTS, SLICE } from '../core/scheduler/annotations.ts';
+import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../core/scheduler/annotations.ts';
 import { eventually } from './harness.ts';
 
 /** RunningTenant is a VirtualCluster once Running: its root namespace in the super cluster and its kubeconfig. */
@@ -108,4 +108,76 @@ export async function namespaceOnlyOn(tenant: KubeClient, cluster: string): Prom
   }
   expect(far).not.toBe('');
   return far;
+}
+
+/** SEED_DEMO names what seedDemo makes in the tenant's `default` namespace: its Deployment and the Pods' label. */
+export const SEED_DEMO = { namespace: 'default', deployment: 'test-1', selector: 'app=test-1' } as const;
+
+/**
+ * seedDemo runs the seed's multi-super-cluster experiment in a tenant, step by step as it is written: the slice
+ * annotation `{"cpu":"100m", "memory":"100Mi"}` added to the tenant's existing `default` namespace, the ResourceQuota
+ * `mem-cpu-demo` of two slices (cpu 200m, memory 200Mi) there, the scheduler's placements on `default` awaited (they
+ * must equal `placements`), then Deployment `test-1` (dnsPolicy ClusterFirst, the default; one container `test`
+ * running `sh -c "sleep 1000000"` with limits of one slice and no requests, which default to the limits) with one
+ * replica, and once its Pod is placed, scaled to two. `image` replaces the seed's docker.io/library/busybox:1.29
+ * (and its imagePullPolicy Always) with one the host has, `pod` adds to the Pod spec. Returns when the second Pod
+ * exists; the caller waits for what it checks.
+ */
+export async function seedDemo(
+  tenant: KubeClient,
+  placements: Record<string, number>,
+  o: { image?: string; pod?: Record<string, unknown> } = {},
+) {
+  const ns = SEED_DEMO.namespace;
+  await tenant.patch(
+    R.namespaces,
+    undefined,
+    ns,
+    { metadata: { annotations: { [SLICE]: '{"cpu":"100m", "memory":"100Mi"}' } } },
+    'merge',
+  );
+  await tenant.create(R.resourcequotas, {
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'mem-cpu-demo', namespace: ns },
+    spec: { hard: { cpu: '200m', memory: '200Mi' } },
+  });
+  await eventually(async () => {
+    const got = await tenant.get(R.namespaces, undefined, ns);
+    expect(JSON.parse(got.metadata?.annotations?.[PLACEMENTS] ?? '{}')).toEqual(placements);
+  }, 60_000);
+  const labels = { app: SEED_DEMO.deployment };
+  await tenant.create(R.deployments, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: SEED_DEMO.deployment, namespace: ns, labels },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          ...o.pod,
+          dnsPolicy: 'ClusterFirst',
+          containers: [
+            {
+              name: 'test',
+              command: ['sh', '-c', 'sleep 1000000'],
+              image: o.image ?? 'docker.io/library/busybox:1.29',
+              imagePullPolicy: o.image ? 'IfNotPresent' : 'Always',
+              resources: { limits: { cpu: '100m', memory: '100Mi' } },
+            },
+          ],
+        },
+      },
+    },
+  });
+  const placed = (n: number) =>
+    eventually(async () => {
+      const pods = (await tenant.list(R.pods, { namespace: ns, labelSelector: SEED_DEMO.selector })).items;
+      expect(pods.filter((p) => p.metadata?.annotations?.[SUPER_CLUSTER])).toHaveLength(n);
+    }, 120_000);
+  await placed(1);
+  await tenant.patch(R.deployments, ns, SEED_DEMO.deployment, { spec: { replicas: 2 } }, 'merge');
+  await placed(2);
 }

@@ -1,7 +1,8 @@
 /**
  * `vc up --super-clusters 2 --meta` (issue 39): the meta cluster apart from the super clusters, as the seed's demo runs
- * it. The meta cluster holds the VirtualClusters and the registrations of r1 and r2 and runs no tenant Pod; the demo's
- * sliced namespace spreads a Deployment with the default dnsPolicy over r1 and r2 (kwok nodes).
+ * it. The meta cluster holds the VirtualClusters and the registrations of r1 and r2 and runs no tenant Pod; the seed's
+ * experiment, as written (slice and quota on the tenant's `default` namespace, Deployment test-1 with dnsPolicy
+ * ClusterFirst scaled from one replica to two), spreads its Pods over r1 and r2 (kwok nodes).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +20,7 @@ import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { superNamespace } from '../../core/names/names.ts';
 import { SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { eventually } from '../harness.ts';
-import { demoDeployment, runningTenant, slicedNamespace } from '../tenants.ts';
+import { runningTenant, SEED_DEMO, seedDemo } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
@@ -80,17 +81,18 @@ describe('vc up --super-clusters 2 --meta (the meta cluster apart from r1 and r2
     expect(rows.map((r) => r.name)).not.toContain('meta');
   });
 
-  // The seed's demo: slice annotation and ResourceQuota on the tenant's namespace, placements {"r1":1,"r2":1}, a
-  // two-replica Deployment with the default dnsPolicy.
+  // The seed's experiment as written: slice annotation and ResourceQuota on the tenant's `default` namespace,
+  // placements {"r1":1,"r2":1}, Deployment test-1 (dnsPolicy ClusterFirst) scaled from one replica to two.
   it('the demo spreads a ClusterFirst Deployment over r1 and r2; no tenant Pod or namespace is on the meta cluster', async () => {
-    await slicedNamespace(dev, 'demo', { r1: 1, r2: 1 });
-    await demoDeployment(dev, 'demo');
+    await seedDemo(dev, { r1: 1, r2: 1 });
     const pods = await eventually(async () => {
-      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      const items = (await dev.list<P>(R.pods, { namespace: SEED_DEMO.namespace, labelSelector: SEED_DEMO.selector }))
+        .items;
       expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
       expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
       return items;
     }, 120_000);
+    expect(pods.map((p) => p.spec?.dnsPolicy)).toEqual(['ClusterFirst', 'ClusterFirst']);
     for (const p of pods) {
       const sc = p.metadata!.annotations![SUPER_CLUSTER]!;
       expect(p.spec?.nodeName).toBe(`${sc}.${sc}-node-0`);
@@ -107,7 +109,7 @@ describe('vc up --super-clusters 2 --meta (the meta cluster apart from r1 and r2
           kubeSystem,
           'kube-dns',
         );
-        const copy = await client.get<P>(R.pods, superNamespace(tenantKey, 'demo'), pod.metadata!.name!);
+        const copy = await client.get<P>(R.pods, superNamespace(tenantKey, SEED_DEMO.namespace), pod.metadata!.name!);
         expect(copy.spec?.dnsConfig?.nameservers?.[0]).toBe(dns.spec?.clusterIP);
         await eventually(async () => {
           const servers = (await client.list<P>(R.pods, { namespace: kubeSystem, labelSelector: 'k8s-app=kube-dns' }))
@@ -127,6 +129,6 @@ describe('vc up --super-clusters 2 --meta (the meta cluster apart from r1 and r2
     expect(roots).toHaveLength(2);
     const names = (await meta.list(R.namespaces)).items.map((n) => n.metadata!.name!);
     for (const root of roots) expect(names.filter((n) => n.startsWith(`${root}-`))).toEqual([]);
-    expect(names).not.toContain(superNamespace(tenantKey, 'demo'));
+    expect(names).not.toContain(superNamespace(tenantKey, SEED_DEMO.namespace));
   });
 });

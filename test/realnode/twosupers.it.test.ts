@@ -1,12 +1,13 @@
 /**
  * The seed's demo under `vc up --super-clusters 2 --meta --real-node-super r1,r2` (issue 39): the meta cluster apart,
  * r1 and r2 each with one real node of this host as its only node, each node in a network namespace of its own
- * (core/dev/local/nodenetns.ts). The tenant's sliced namespace spreads a two-replica Deployment with the default
- * dnsPolicy over r1 and r2; both Pods run as containers and each resolves, through the copy of its tenant's DNS on
- * its own super cluster's node, a tenant Service by name to its own super cluster's copy of it. A Service whose
- * namespace is only on r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Drained from r2,
- * both Pods run and resolve on r1; undrained and rebalanced, one comes back to r2 and resolves there. Stopping leaves
- * no namespace and no uplink on the host.
+ * (core/dev/local/nodenetns.ts). The seed's experiment as written (slice annotation and ResourceQuota on the tenant's
+ * `default` namespace, Deployment test-1 with dnsPolicy ClusterFirst scaled from one replica to two) spreads its Pods
+ * over r1 and r2; both run as containers and each resolves, through the copy of its tenant's DNS on its own super
+ * cluster's node, a tenant Service by name to its own super cluster's copy of it. A Service whose namespace is only on
+ * r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Drained from r2, both Pods run and
+ * resolve on r1 and the tenant's DNS copy leaves r2; undrained and rebalanced, one comes back to r2 with a DNS copy
+ * started there again and resolves there. Stopping leaves no namespace and no uplink on the host.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -24,7 +25,7 @@ import { SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
-import { demoDeployment, namespaceOnlyOn, runningTenant, slicedNamespace } from '../tenants.ts';
+import { namespaceOnlyOn, runningTenant, SEED_DEMO, seedDemo } from '../tenants.ts';
 
 const execP = promisify(execFile);
 const skip = await realNodeSkipReason();
@@ -37,6 +38,13 @@ type P = KubeObject & {
 type S = KubeObject & { spec?: { clusterIP?: string } };
 
 const CLUSTER_IP = 'transparency.tenancy.x-k8s.io/clusterIP.';
+/**
+ * LOCK_WAIT_MS is how long the start waits for other real nodes of this host to stop; the start's own time comes on
+ * top of it, so a start that waited is never cut short by the hook's timeout (which would leave its node behind).
+ */
+const LOCK_WAIT_MS = 20 * 60_000;
+const NS = SEED_DEMO.namespace;
+const WEB = `web.${NS}.svc.cluster.local`;
 
 describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real node on each of r1 and r2', () => {
   let dir: string;
@@ -73,7 +81,7 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
   const lookedUp = async (sc: string, pod: string, name: string, want: string) => {
     try {
       return await eventually(async () => {
-        const r = await inPod(sc, 'demo', pod, 'timeout', '5', 'nslookup', name);
+        const r = await inPod(sc, NS, pod, 'timeout', '5', 'nslookup', name);
         expect(r.out).toContain(want);
         return r;
       }, 120_000);
@@ -91,12 +99,12 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
       superClusters: 2,
       meta: true,
       realNodeSupers: ['r1', 'r2'],
-      realNodeLockWaitMs: 20 * 60_000,
+      realNodeLockWaitMs: LOCK_WAIT_MS,
     });
     meta = await e.superCluster.cluster.client();
     dev = await KubeClient.fromString((await runningTenant(meta, 'dev')).kubeconfig, 'dev kubeconfig');
     tenantKey = (await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev')).status!.clusterNamespace!;
-  }, 900_000);
+  }, LOCK_WAIT_MS + 900_000);
 
   afterAll(async () => {
     dev?.close();
@@ -107,13 +115,10 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
   }, 300_000);
 
   it('both Pods of the demo run as containers, one on each super cluster, each pointed at its own super DNS', async () => {
-    await slicedNamespace(dev, 'demo', { r1: 1, r2: 1 });
-    await demoDeployment(dev, 'demo', {
-      pod: { terminationGracePeriodSeconds: 1 },
-      container: { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] },
-    });
+    // the seed's image is pulled from Docker Hub; the node has the toolchain's busybox, and no registry access
+    await seedDemo(dev, { r1: 1, r2: 1 }, { image: NODE_IMAGES.busybox, pod: { terminationGracePeriodSeconds: 1 } });
     const pods = await eventually(async () => {
-      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      const items = (await dev.list<P>(R.pods, { namespace: NS, labelSelector: SEED_DEMO.selector })).items;
       expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
       expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
       return items;
@@ -125,7 +130,7 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
       const client = await KubeClient.fromFile(kubeconfigOf(sc));
       try {
         const dns = await client.get<S>(R.services, superNamespace(tenantKey, 'kube-system'), 'kube-dns');
-        const copy = await client.get<P>(R.pods, superNamespace(tenantKey, 'demo'), on(sc).metadata!.name!);
+        const copy = await client.get<P>(R.pods, superNamespace(tenantKey, NS), on(sc).metadata!.name!);
         expect(copy.spec?.dnsConfig?.nameservers?.[0]).toBe(dns.spec?.clusterIP);
       } finally {
         client.close();
@@ -136,13 +141,13 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
   });
 
   it("each Pod resolves its tenant's Service to its own super's copy; one only on r2 is .invalid on r1", async () => {
-    const pods = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+    const pods = (await dev.list<P>(R.pods, { namespace: NS, labelSelector: SEED_DEMO.selector })).items;
     const podOn = (sc: string) => pods.find((p) => p.metadata!.annotations![SUPER_CLUSTER] === sc)!.metadata!.name!;
     await dev.create(R.services, {
       apiVersion: 'v1',
       kind: 'Service',
-      metadata: { name: 'web', namespace: 'demo' },
-      spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+      metadata: { name: 'web', namespace: NS },
+      spec: { selector: { app: SEED_DEMO.deployment }, ports: [{ port: 80 }] },
     });
     const far = await namespaceOnlyOn(dev, 'r2');
     await dev.create(R.services, {
@@ -159,8 +164,8 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
       }, 60_000);
     // CoreDNS caches an answer up to 30 s: the name resolves once the syncer recorded the IP and the cache expired.
     for (const sc of ['r1', 'r2']) {
-      const ip = await ipOn('demo', 'web', sc);
-      await lookedUp(sc, podOn(sc), 'web.demo.svc.cluster.local', ip);
+      const ip = await ipOn(NS, 'web', sc);
+      await lookedUp(sc, podOn(sc), WEB, ip);
     }
     const awayIP = await ipOn(far, 'away', 'r2');
     await lookedUp('r2', podOn('r2'), `away.${far}.svc.cluster.local`, awayIP);
@@ -184,14 +189,26 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
       },
     );
     const moved = await eventually(async () => {
-      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      const items = (await dev.list<P>(R.pods, { namespace: NS, labelSelector: SEED_DEMO.selector })).items;
       expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER])).toEqual(['r1', 'r1']);
       expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
       return items;
     }, 300_000);
-    const ip = (await dev.get(R.services, 'demo', 'web')).metadata?.annotations?.[`${CLUSTER_IP}r1`];
+    const ip = (await dev.get(R.services, NS, 'web')).metadata?.annotations?.[`${CLUSTER_IP}r1`];
     expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-    for (const p of moved) await lookedUp('r1', p.metadata!.name!, 'web.demo.svc.cluster.local', ip!);
+    for (const p of moved) await lookedUp('r1', p.metadata!.name!, WEB, ip!);
+    // The tenant has left r2 (every slice moved, no Pod of it left there): its DNS copy there goes, namespace and all.
+    const r2 = await KubeClient.fromFile(kubeconfigOf('r2'));
+    try {
+      await eventually(async () => {
+        expect(await r2.getOrNull(R.namespaces, undefined, superNamespace(tenantKey, 'kube-system'))).toBeNull();
+      }, 120_000);
+      expect((await r2.list(R.pods)).items.filter((p) => p.metadata!.namespace!.startsWith(`${tenantKey}-`))).toEqual(
+        [],
+      );
+    } finally {
+      r2.close();
+    }
   });
 
   it("undrained and rebalanced, a demo slice goes back to r2: the Pod recreated there resolves the tenant's Service on r2", async () => {
@@ -201,20 +218,20 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
         timeout: 90_000,
       });
     await vc('undrain', 'r2');
-    // The demo's two slices are on r1 with the far-* namespaces' ones: the first move is one of demo's (the
+    // The demo's two slices are on r1 with the far-* namespaces' ones: the first move is one of default's (the
     // namespace with the most slices there), once the scheduler sees r2 ready again. A dry run moves nothing.
     const planned = await eventually(async () => {
       const r = await vc('rebalance', '--dry-run', '--max-moves', '1');
-      expect(r.stdout).toMatch(new RegExp(`\\n${tenantKey}\\s+demo\\s+r1 -> r2\\n`));
+      expect(r.stdout).toMatch(new RegExp(`\\n${tenantKey}\\s+${NS}\\s+r1 -> r2\\n`));
       return r.stdout;
     }, 60_000);
     expect(planned).toMatch(/^dry run \(spread\): 1 slice move\(s\) planned, nothing changed/);
     const done = await vc('rebalance', '--max-moves', '1');
     expect(done.stdout).toMatch(/^rebalanced \(spread\): 1 slice move\(s\)/);
-    expect(done.stdout).toMatch(new RegExp(`\\n${tenantKey}\\s+demo\\s+r1 -> r2\\n`));
-    // The newer of demo's Pods on r1 no longer fits its one slice left there: evicted, it comes back on r2's node.
+    expect(done.stdout).toMatch(new RegExp(`\\n${tenantKey}\\s+${NS}\\s+r1 -> r2\\n`));
+    // The newer of the demo's Pods on r1 no longer fits its one slice left there: evicted, it comes back on r2's node.
     const back = await eventually(async () => {
-      const items = (await dev.list<P>(R.pods, { namespace: 'demo', labelSelector: 'app=web' })).items;
+      const items = (await dev.list<P>(R.pods, { namespace: NS, labelSelector: SEED_DEMO.selector })).items;
       expect(items.map((p) => p.metadata?.annotations?.[SUPER_CLUSTER]).sort()).toEqual(['r1', 'r2']);
       expect(items.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
       return items;
@@ -228,14 +245,14 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
         () => r2.get<S>(R.services, superNamespace(tenantKey, 'kube-system'), 'kube-dns'),
         60_000,
       );
-      const copy = await r2.get<P>(R.pods, superNamespace(tenantKey, 'demo'), onR2.metadata!.name!);
+      const copy = await r2.get<P>(R.pods, superNamespace(tenantKey, NS), onR2.metadata!.name!);
       expect(copy.spec?.dnsConfig?.nameservers?.[0]).toBe(dns.spec?.clusterIP);
       const web = await eventually(async () => {
-        const ip = (await r2.get<S>(R.services, superNamespace(tenantKey, 'demo'), 'web')).spec?.clusterIP;
+        const ip = (await r2.get<S>(R.services, superNamespace(tenantKey, NS), 'web')).spec?.clusterIP;
         expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
         return ip!;
       }, 60_000);
-      await lookedUp('r2', onR2.metadata!.name!, 'web.demo.svc.cluster.local', web);
+      await lookedUp('r2', onR2.metadata!.name!, WEB, web);
     } finally {
       r2.close();
     }
