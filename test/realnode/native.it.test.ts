@@ -111,6 +111,12 @@ function issuedCertificates(stateDir: string): Record<string, X509Certificate> |
 }
 
 /**
+ * LOCK_WAIT_MS is how long the start waits for other real nodes of this host to stop; its hook allows that and the
+ * start's own ten minutes, so a start that waited is not cut off halfway (which would leave its node behind).
+ */
+const LOCK_WAIT_MS = 30 * 60_000;
+
+/**
  * `provisioner: native` in a tenant file of the embedded default, on the real node of the local super cluster:
  * etcd, kube-apiserver and kube-controller-manager run as real containers, the tenant kubeconfig works from this
  * host (the apiserver Service's ClusterIP through kube-proxy), a tenant Deployment runs a real container that
@@ -172,7 +178,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
         stateDir: join(dir, 'state'),
         nodes: 1,
         realNodes: 1,
-        realNodeLockWaitMs: 30 * 60_000,
+        realNodeLockWaitMs: LOCK_WAIT_MS,
         realNodeCertificates: { validityDays: CERT_LIFETIME_MINUTES / 1440, renewFraction: CERT_RENEW_FRACTION },
       });
     } finally {
@@ -200,7 +206,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     });
     work = join(dir, 'tenants');
     await git(dir, ['clone', '-q', e.gitURL, work]);
-  }, 600_000);
+  }, LOCK_WAIT_MS + 600_000);
 
   /**
    * rawRefused asks the tenant apiserver for `path` and returns kubectl's error: refused (REJECT) or dropped (the
