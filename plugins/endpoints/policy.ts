@@ -39,6 +39,28 @@ export interface AddressRule {
 }
 
 /**
+ * apiserverAddress is the one address the tenant's `default/kubernetes` endpoints may hold besides its Pods: its own
+ * apiserver as its Pods reach it (the tenant's apiserverEndpoint, which the VirtualCluster controller writes there),
+ * when every port given is that endpoint's port. That address with another port may be another tenant's apiserver
+ * (one host, a port each), and in any other object it is refused like any other address.
+ */
+export function apiserverAddress(
+  ctx: Pick<PluginContext, 'tenant'>,
+  namespace: string,
+  name: string,
+  ports: ReadonlyArray<number | undefined>,
+): string | undefined {
+  const endpoint = ctx.tenant.apiserverEndpoint;
+  if (!endpoint || namespace !== 'default' || name !== 'kubernetes' || !ports.length) return undefined;
+  return ports.every((p) => p === endpoint.port) ? endpoint.host : undefined;
+}
+
+/** withAddress is `rule` that also allows `also` (apiserverAddress's answer), when there is one. */
+export function withAddress(rule: AddressRule, also: string | undefined): AddressRule {
+  return also === undefined ? rule : { refusal: (ip) => (ip === also ? undefined : rule.refusal(ip)) };
+}
+
+/**
  * parseCIDRs turns CIDR strings into a BlockList; entries that are not CIDRs are left out (the schema refuses them
  * earlier, and a rule that cannot be read allows nothing).
  */
