@@ -7,7 +7,7 @@ import {
   R,
 } from '@virtualcluster-ts/plugin-sdk';
 
-/** ADDRESSES_REFUSED is the reason of the event naming the addresses not copied to the super Endpoints. */
+/** ADDRESSES_REFUSED is the reason of the event naming the addresses not copied to the super Endpoints or EndpointSlice. */
 export const ADDRESSES_REFUSED = 'EndpointAddressesRefused';
 /** REFUSED_RETRY_MS is when Endpoints with refused addresses look again (a tenant Pod may not have its IP yet). */
 export const REFUSED_RETRY_MS = 30_000;
