@@ -3,7 +3,8 @@
  * by the real kubelet, answers from the tenant's Services, which it reads from the tenant apiserver through the
  * local provisioner's forwarder on the node's bridge. A tenant Pod resolves `web.default.svc.cluster.local` to its
  * own tenant's Service and fetches it over HTTP; another tenant's Pod asking the same name, or the first tenant's
- * super-side name, gets nothing, and its DNS credential reaches nothing beyond its own tenant's Services.
+ * super-side name, gets nothing, and its DNS credential reaches nothing beyond its own tenant's Services. Its Pods
+ * reach its own apiserver through `kubernetes.default.svc`, as in any cluster.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishApiserverEndpoint } from '../../core/kube/apiendpoint.ts';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_DNS_NAME, TENANT_DNS_NAMESPACE, ensureTenantDns } from '../../core/lifecycle/tenantdns.ts';
@@ -266,6 +268,25 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     expect(body).toBe('web');
     // the search path of the tenant namespace: the short name works as in any cluster
     expect(await eventually(() => fetch('a', 'http://web/hostname'), 10_000, 1000)).toBe('web');
+  });
+
+  it('a tenant Pod reaches its own apiserver at kubernetes.default.svc, whose endpoints name it', async () => {
+    // what the VirtualCluster controller writes in every tenant (its apiserver runs with --endpoint-reconciler-type=none)
+    const endpoint = tenants.a.tenant.apiserverEndpoint!;
+    await publishApiserverEndpoint(tenants.a.client, endpoint.host, endpoint.port);
+    const sns = superNamespace(tenants.a.root, 'default');
+    // the syncer copies it (the one address outside the tenant it allows, on that port only); kube-proxy routes to it
+    await eventually(async () => {
+      const e = await t!.client.get<KubeObject & { subsets?: Array<{ addresses?: Array<{ ip: string }> }> }>(
+        R.endpoints,
+        sns,
+        'kubernetes',
+      );
+      expect(e.subsets?.flatMap((x) => (x.addresses ?? []).map((a) => a.ip))).toEqual([endpoint.host]);
+    }, 60_000);
+    const connect = (target: string) =>
+      kubectl('exec', '-n', sns, 'web', '--', '/agnhost', 'connect', target, '--timeout=5s');
+    await eventually(() => connect('kubernetes.default.svc.cluster.local:443'), 60_000, 1000);
   });
 
   it("another tenant's Pod asking the same name reaches nothing of the first tenant's", async () => {
