@@ -270,6 +270,27 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     expect(await eventually(() => fetch('a', 'http://web/hostname'), 10_000, 1000)).toBe('web');
   });
 
+  it('a Service without a selector whose EndpointSlice the tenant wrote leads to the Pod it names', async () => {
+    const a = tenants.a.client;
+    const webIP = (await a.get<KubeObject & { status?: { podIP?: string } }>(R.pods, 'default', 'web')).status!.podIP!;
+    await a.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'manual', namespace: 'default' },
+      spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    });
+    await a.create(R.endpointslices, {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'manual-1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'manual' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [webIP] }],
+      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    });
+    const body = await eventually(() => fetch('a', 'http://manual.default.svc.cluster.local/hostname'), 90_000, 1000);
+    expect(body).toBe('web');
+  });
+
   it('a tenant Pod reaches its own apiserver at kubernetes.default.svc, whose endpoints name it', async () => {
     // what the VirtualCluster controller writes in every tenant (its apiserver runs with --endpoint-reconciler-type=none)
     const endpoint = tenants.a.tenant.apiserverEndpoint!;
