@@ -4,6 +4,7 @@ import customresourcedefinitions from './customresourcedefinitions/index.ts';
 import dns from './dns/index.ts';
 import dnsview from './dns/view.ts';
 import endpoints from './endpoints/index.ts';
+import { endpointslicesPlugin as endpointslices } from './endpoints/slices.ts';
 import events from './events/index.ts';
 import ingresses from './ingresses/index.ts';
 import namespaces from './namespaces/index.ts';
@@ -30,6 +31,7 @@ export const builtinPlugins: Plugin[] = [
   serviceaccounts,
   services,
   endpoints,
+  endpointslices,
   networkpolicies,
   persistentvolumeclaims,
   persistentvolumes,

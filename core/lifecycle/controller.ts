@@ -8,6 +8,7 @@ import { EventRecorder } from '../controller/events.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { StatusWriter } from '../controller/status.ts';
+import { publishable, publishApiserverEndpoint } from '../kube/apiendpoint.ts';
 import { KubeClient, type KubeObject } from '../kube/client.ts';
 import { OwnStatus, statusOnly } from '../controller/predicates.ts';
 import { InformerFactory, syncedWithin, type SharedInformer } from '../kube/factory.ts';
@@ -536,11 +537,15 @@ export class VirtualClusterController {
     return { ...merge(merge(serving, roll), { conditions }), publish: true };
   }
 
-  /** serveDns remembers the settings the tenant now runs with and ensures its DNS server when configured. */
+  /**
+   * serveDns remembers the settings the tenant now runs with, points its `default/kubernetes` Service at the address
+   * its Pods reach its apiserver at, and ensures its DNS server when configured.
+   */
   private async serveDns(p: Pass): Promise<Outcome> {
     this.accepted.set(p.key, p.effective!);
+    const endpoint = await this.publishEndpoint(p.vc, p.state!.result);
     const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
-    const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns);
+    const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns ?? endpoint);
     // Renewal happens in the provisioner's ensure: the key comes back when the next certificate is due.
     // Only what the provisioner renews by itself: a CA past its renewal time would bring the key back every second.
     const result = p.state!.result;
@@ -597,6 +602,29 @@ export class VirtualClusterController {
     );
     log.info({ vc: p.key, tenant: p.root }, 'VirtualCluster deleted');
     return { stop: true };
+  }
+
+  /**
+   * publishEndpoint writes the tenant's `default/kubernetes` Endpoints and EndpointSlice (its apiserver runs with
+   * --endpoint-reconciler-type=none) with the provisioner's apiserverEndpoint, the address the tenant's Pods get as
+   * KUBERNETES_SERVICE_HOST; nothing when that is not an address the apiserver takes in Endpoints (a host name,
+   * loopback). Applied on every pass, so a tenant admin's edit is put back; a failure is logged and retried.
+   */
+  private async publishEndpoint(vc: VirtualCluster, p: Provisioned): Promise<Result> {
+    const endpoint = p.apiserverEndpoint;
+    if (!endpoint || !publishable(endpoint.host)) return;
+    let tenant: KubeClient | undefined;
+    try {
+      tenant = await KubeClient.fromString(p.kubeconfig, `the kubeconfig of VirtualCluster ${objectKey(vc)}`);
+      await publishApiserverEndpoint(tenant, endpoint.host, endpoint.port);
+      return;
+    } catch (e) {
+      const err = e instanceof Error ? e.message : String(e);
+      log.warn({ vc: objectKey(vc), err }, 'tenant default/kubernetes endpoints not written yet');
+      return { requeueAfter: 5000 };
+    } finally {
+      tenant?.close();
+    }
   }
 
   /** ensureDns creates the tenant's missing DNS objects; a failure is logged and retried, the tenant keeps running. */

@@ -184,7 +184,7 @@ const sharedDefaultClass: KubeObject = {
 };
 
 /** NEEDS_MORE_STATE are plugins that create nothing from a lone random object (a selectorless Service, a class). */
-const NEEDS_MORE_STATE = ['endpoints', 'runtimeclasses'];
+const NEEDS_MORE_STATE = ['endpoints', 'endpointslices', 'runtimeclasses'];
 const created = new Map<string, number>();
 
 describe('planner and plugins, for any tenant object', () => {

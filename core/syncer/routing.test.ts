@@ -42,7 +42,9 @@ describe('watched resources come from declarations', () => {
   });
 
   it('drops what only a disabled plugin reads', () => {
-    const noEndpoints = testTenant({ plugins: { disable: ['endpoints', 'services', 'dns', 'events'] } });
+    const noEndpoints = testTenant({
+      plugins: { disable: ['endpoints', 'endpointslices', 'services', 'dns', 'events'] },
+    });
     expect([...tenantResources(host, noEndpoints).keys()]).not.toContain('services');
   });
 

@@ -421,3 +421,40 @@ describe('endpoints toSuper: fields the syncer has no rule for', () => {
     expect(d.effects).toMatchObject([{ type: 'event', eventType: 'Warning', reason: FIELDS_REFUSED }]);
   });
 });
+
+describe("endpoints toSuper: the tenant's default/kubernetes", () => {
+  const apiserver = { host: '172.18.0.1', port: 40123 };
+  const kube = (port: number, labels: Record<string, string> = {}): Endpoints => ({
+    apiVersion: 'v1',
+    kind: 'Endpoints',
+    metadata: { namespace: 'default', name: 'kubernetes', labels },
+    subsets: [{ addresses: [{ ip: apiserver.host }], ports: [{ name: 'https', port, protocol: 'TCP' }] }],
+  });
+  const run = (e: Endpoints) =>
+    endpointsPlugin.toSuper(
+      e,
+      undefined,
+      testContext({
+        tenant: testTenant({ apiserverEndpoint: apiserver }),
+        tenantCache: new MapCache([
+          [R.services, [{ ...service(), metadata: { namespace: 'default', name: 'kubernetes' } }]],
+        ]),
+        superCache: new MapCache([[R.pods, ownPods]]),
+      }),
+    );
+
+  it('copies its own apiserver endpoint, and the skip-mirror label that says the tenant writes its slices', () => {
+    const d = run(kube(apiserver.port, { 'endpointslice.kubernetes.io/skip-mirror': 'true' }));
+    expect(d.effects).toBeUndefined();
+    expect(d.object).toMatchObject({
+      metadata: { labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
+      subsets: [{ addresses: [{ ip: apiserver.host }], ports: [{ port: apiserver.port }] }],
+    });
+  });
+
+  it("refuses the host on another port (another tenant's apiserver shares it)", () => {
+    const d = run(kube(apiserver.port + 1));
+    expect(d.object?.subsets).toBeUndefined();
+    expect(d.effects).toMatchObject([{ reason: 'EndpointAddressesRefused' }]);
+  });
+});

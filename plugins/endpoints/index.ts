@@ -15,18 +15,32 @@ import {
   type TenantKey,
 } from '@virtualcluster-ts/plugin-sdk';
 import { checkEndpointsFields } from './fields.ts';
-import { ADDRESSES_REFUSED, type AddressRule, addressRule, podIPs, REFUSED_RETRY_MS } from './policy.ts';
+import { hasSelector } from './selector.ts';
+import {
+  ADDRESSES_REFUSED,
+  type AddressRule,
+  addressRule,
+  apiserverAddress,
+  podIPs,
+  REFUSED_RETRY_MS,
+  withAddress,
+} from './policy.ts';
 
 export { checkEndpointsFields, ENDPOINT_SUBSET_FIELDS, ENDPOINTS_FIELDS_VERSION } from './fields.ts';
+export { hasSelector } from './selector.ts';
 
 export {
   ADDRESSES_REFUSED,
   addressRule,
+  apiserverAddress,
   DEFAULT_ENDPOINTS_POLICY,
   parseCIDRs,
   podIPs,
   REFUSED_RETRY_MS,
 } from './policy.ts';
+
+/** SKIP_MIRROR_LABEL on Endpoints keeps the EndpointSlice mirroring controller from deriving slices of them. */
+export const SKIP_MIRROR_LABEL = 'endpointslice.kubernetes.io/skip-mirror';
 
 /** FIELDS_REFUSED is the skip and event reason of tenant Endpoints with a field the syncer has no rule for. */
 export const FIELDS_REFUSED = 'EndpointsFieldRefused';
@@ -52,12 +66,6 @@ export interface EndpointSubset {
 /** Endpoints is the part of a core/v1 Endpoints this plugin touches. */
 export interface Endpoints extends KubeObject {
   subsets?: EndpointSubset[];
-}
-
-/** hasSelector reports whether a Service selects Pods (an empty selector selects none, like no selector). */
-export function hasSelector(service: KubeObject | undefined): boolean {
-  const selector = (service as { spec?: { selector?: Record<string, string> } } | undefined)?.spec?.selector;
-  return Object.keys(selector ?? {}).length > 0;
 }
 
 /** superAddress points a tenant address's targetRef at the super object: super namespace, no tenant uid or version. */
@@ -112,15 +120,26 @@ function toSuper(tenantObj: Endpoints, superObj: Endpoints | undefined, ctx: Plu
       ],
     };
   }
-  const meta = downMeta(tenantObj, superObj, ctx, { namespace: ctx.names.superNamespace(namespace), name });
+  // Endpoints whose EndpointSlices the tenant writes itself are not mirrored in the super either (slices.ts copies them).
+  const skipMirror = tm.labels?.[SKIP_MIRROR_LABEL] === 'true' ? { [SKIP_MIRROR_LABEL]: 'true' } : undefined;
+  const meta = downMeta(
+    tenantObj,
+    superObj,
+    ctx,
+    { namespace: ctx.names.superNamespace(namespace), name },
+    {},
+    skipMirror && { extraLabels: skipMirror },
+  );
   const desired = buildOn<Endpoints>(superObj, { apiVersion: 'v1', kind: 'Endpoints' }, meta);
   const rule = addressRule(ctx);
   const refused = new Map<string, string>();
   const subsets: EndpointSubset[] = [];
   for (const s of tenantObj.subsets ?? []) {
     const out: EndpointSubset = clone(s);
-    const addresses = keepAllowed(s.addresses, rule, refused, ctx);
-    const notReady = keepAllowed(s.notReadyAddresses, rule, refused, ctx);
+    const ports = (s.ports ?? []).map((p) => p.port as number | undefined);
+    const subsetRule = withAddress(rule, apiserverAddress(ctx, namespace, name, ports));
+    const addresses = keepAllowed(s.addresses, subsetRule, refused, ctx);
+    const notReady = keepAllowed(s.notReadyAddresses, subsetRule, refused, ctx);
     if (s.addresses) out.addresses = addresses;
     if (s.notReadyAddresses) out.notReadyAddresses = notReady;
     // A subset whose every address was refused is left out: the apiserver refuses a subset without addresses.
@@ -181,8 +200,10 @@ export function endpointsHolding(pod: KubeObject, rctx: RouteContext): TenantKey
  * by a tenant controller); the super's endpoints controller fills those of Services with a selector itself, so
  * for them, and while the tenant Service is missing, the super object must not exist. TargetRefs point at the super
  * namespace and lose the tenant uid. Only addresses of the tenant's own Pods, or in its policy's
- * endpoints.allowedCIDRs, are copied; the others are named in a Warning event on the tenant Endpoints. Tenant
- * EndpointSlices are not synced: the super's EndpointSlice mirroring controller derives them from these Endpoints.
+ * endpoints.allowedCIDRs, are copied (and in `default/kubernetes`, its own apiserverEndpoint: apiserverAddress); the
+ * others are named in a Warning event on the tenant Endpoints. The EndpointSlices the tenant's mirroring controller
+ * derives from these Endpoints are not synced: the super's mirroring controller derives its own (slices.ts copies the
+ * other EndpointSlices of such Services).
  */
 export const endpointsPlugin = {
   manifest: {

@@ -7,7 +7,7 @@ import {
   R,
 } from '@virtualcluster-ts/plugin-sdk';
 
-/** ADDRESSES_REFUSED is the reason of the event naming the addresses not copied to the super Endpoints. */
+/** ADDRESSES_REFUSED is the reason of the event naming the addresses not copied to the super Endpoints or EndpointSlice. */
 export const ADDRESSES_REFUSED = 'EndpointAddressesRefused';
 /** REFUSED_RETRY_MS is when Endpoints with refused addresses look again (a tenant Pod may not have its IP yet). */
 export const REFUSED_RETRY_MS = 30_000;
@@ -36,6 +36,28 @@ export const podIPs = (pod: KubeObject): string[] => {
 export interface AddressRule {
   /** refusal returns why the address is refused, or undefined when it may be copied */
   refusal(ip: string): string | undefined;
+}
+
+/**
+ * apiserverAddress is the one address the tenant's `default/kubernetes` endpoints may hold besides its Pods: its own
+ * apiserver as its Pods reach it (the tenant's apiserverEndpoint, which the VirtualCluster controller writes there),
+ * when every port given is that endpoint's port. That address with another port may be another tenant's apiserver
+ * (one host, a port each), and in any other object it is refused like any other address.
+ */
+export function apiserverAddress(
+  ctx: Pick<PluginContext, 'tenant'>,
+  namespace: string,
+  name: string,
+  ports: ReadonlyArray<number | undefined>,
+): string | undefined {
+  const endpoint = ctx.tenant.apiserverEndpoint;
+  if (!endpoint || namespace !== 'default' || name !== 'kubernetes' || !ports.length) return undefined;
+  return ports.every((p) => p === endpoint.port) ? endpoint.host : undefined;
+}
+
+/** withAddress is `rule` that also allows `also` (apiserverAddress's answer), when there is one. */
+export function withAddress(rule: AddressRule, also: string | undefined): AddressRule {
+  return also === undefined ? rule : { refusal: (ip) => (ip === also ? undefined : rule.refusal(ip)) };
 }
 
 /**

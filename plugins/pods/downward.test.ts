@@ -3,16 +3,18 @@ import { ANN } from '../../core/names/names.ts';
 import { R } from '../../core/kube/resources.ts';
 import { MapCache, testContext } from '../../core/plugins/testing.ts';
 import {
-  checkDownwardVolumes,
   downwardAnnotations,
   downwardKey,
+  formatMap,
+  goQuote,
   resolveTenantFieldRefs,
   superFieldPath,
   tenantFieldValue,
   translateDownwardVolumes,
+  wholeMapKey,
 } from './downward.ts';
 import { podsPlugin } from './index.ts';
-import type { Pod, PodSpec } from '@virtualcluster-ts/plugin-sdk/pods';
+import type { Pod } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const tenantPod: Pod = {
   metadata: {
@@ -92,7 +94,8 @@ describe('superFieldPath', () => {
     ['metadata.uid', annotation(ANN.uid)],
     ["metadata.labels['app']", annotation(downwardKey('labels', 'app'))],
     ["metadata.annotations['app']", annotation(downwardKey('annotations', 'app'))],
-    ['metadata.labels', undefined],
+    ['metadata.labels', annotation(wholeMapKey('labels'))],
+    ['metadata.annotations', annotation(wholeMapKey('annotations'))],
     ['spec.nodeName', undefined],
   ])('%s -> %s', (path, want) => {
     expect(superFieldPath(path)).toBe(want);
@@ -104,29 +107,17 @@ describe('superFieldPath', () => {
   });
 });
 
-describe('checkDownwardVolumes', () => {
-  const withItems = (items: unknown[], projected = false): PodSpec => ({
-    containers: [{ name: 'c' }],
-    volumes: [
-      projected
-        ? { name: 'p', projected: { sources: [{ configMap: { name: 'cm' } }, { downwardAPI: { items } }] } }
-        : { name: 'd', downwardAPI: { items } },
-    ],
-  });
-  it.each([
-    ['one label', withItems([item("metadata.labels['app']")]), undefined],
-    ['namespace and uid', withItems([item('metadata.namespace'), item('metadata.uid')]), undefined],
-    ['all labels', withItems([item('metadata.labels')]), 'spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath'],
-    [
-      'all annotations, projected',
-      withItems([item('metadata.name'), item('metadata.annotations')], true),
-      'spec.volumes[0].projected.sources[1].downwardAPI.items[1].fieldRef.fieldPath',
-    ],
-  ])('%s', (_name, spec, field) => {
-    const r = checkDownwardVolumes(spec);
-    expect(r?.field).toBe(field);
-    if (field) expect(r?.message).toContain('name the keys one by one');
-  });
+describe('formatMap', () => {
+  // what the kubelet writes for a volume item of all labels or annotations (fieldpath.FormatMap: sorted, key=%q)
+  it.each<[string, Record<string, string>, string]>([
+    ['nothing', {}, ''],
+    ['sorted keys, one per line, no newline after the last', { b: '2', a: '1' }, 'a="1"\nb="2"'],
+    ['quotes and backslashes escaped', { k: 'say "hi" \\ bye' }, 'k="say \\"hi\\" \\\\ bye"'],
+    ['control characters as Go escapes them', { k: 'a\nb\tc\u0001\u007f' }, 'k="a\\nb\\tc\\x01\\x7f"'],
+    ['printable Unicode kept, a no-break space escaped', { k: 'é\u00a0😀' }, 'k="é\\u00a0😀"'],
+  ])('%s', (_name, m, want) => expect(formatMap(m)).toBe(want));
+
+  it('quotes a value as Go %q', () => expect(goQuote('')).toBe('""'));
 });
 
 describe('downward volumes', () => {
@@ -196,18 +187,36 @@ describe('downward volumes', () => {
     expect(updated.spec).toEqual(created.spec);
   });
 
-  it('the pods plugin refuses a volume of all labels with a VCSynced=False condition', () => {
+  it('the pods plugin copies a volume of all labels and annotations as the files the kubelet would write', () => {
+    const opaqueCtx = testContext({
+      tenant: { ...ctx.tenant, opaqueMetaPrefixes: ['secret.example.com/'] },
+      superCache: new MapCache([[R.serviceaccounts, [sa]]]),
+    });
     const tp: Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
       ...tenantPod,
+      metadata: {
+        ...tenantPod.metadata,
+        annotations: { builder: 'bar', 'secret.example.com/token': 'x' },
+      },
       spec: {
         containers: [{ name: 'c' }],
-        volumes: [{ name: 'd', downwardAPI: { items: [item('metadata.labels')] } }],
+        volumes: [
+          { name: 'd', downwardAPI: { items: [item('metadata.labels', 'labels')] } },
+          { name: 'p', projected: { sources: [{ downwardAPI: { items: [item('metadata.annotations', 'ann')] } }] } },
+        ],
       },
     };
-    const d = podsPlugin.toSuper!(tp, undefined, ctx);
-    expect(d.object).toBeNull();
-    expect(d.skip?.message).toContain('metadata.labels is refused');
+    const created = podsPlugin.toSuper!(tp, undefined, opaqueCtx).object as Pod;
+    expect(created.metadata?.annotations?.[wholeMapKey('labels')]).toBe('app="web"');
+    // the tenant's opaque keys never reach the super cluster, not even inside this annotation
+    expect(created.metadata?.annotations?.[wholeMapKey('annotations')]).toBe('builder="bar"');
+    const items = (created.spec!.volumes![0]!.downwardAPI as { items: Array<{ fieldRef?: { fieldPath: string } }> })
+      .items;
+    expect(items[0]!.fieldRef!.fieldPath).toBe(annotation(wholeMapKey('labels')));
+    const relabelled = { ...tp, metadata: { ...tp.metadata, labels: { app: 'web', tier: 'front' } } };
+    const updated = podsPlugin.toSuper!(relabelled, created, opaqueCtx).object as Pod;
+    expect(updated.metadata?.annotations?.[wholeMapKey('labels')]).toBe('app="web"\ntier="front"');
   });
 });

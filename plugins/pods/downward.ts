@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ANN, PREFIX } from '@virtualcluster-ts/plugin-sdk';
-import type { Pod, PodRefusal, PodSpec, Volume } from '@virtualcluster-ts/plugin-sdk/pods';
+import type { Pod, PodSpec, Volume } from '@virtualcluster-ts/plugin-sdk/pods';
 
 const KEYED = /^metadata\.(labels|annotations)\['(.+)'\]$/;
 
@@ -50,10 +50,48 @@ export function downwardKey(map: 'labels' | 'annotations', key: string): string 
 
 const annotationPath = (key: string): string => `metadata.annotations['${key}']`;
 
-/** WHOLE_MAP tells why a downward volume item of all labels or all annotations is refused. */
-const WHOLE_MAP =
-  'the kubelet would write the super Pod\u2019s, which carry the syncer\u2019s keys naming the super namespace; ' +
-  "name the keys one by one (metadata.labels['key'])";
+/** wholeMapKey is the super Pod annotation that carries all the tenant Pod's labels (or annotations) as a file. */
+export function wholeMapKey(map: 'labels' | 'annotations'): string {
+  return `${DOWNWARD_PREFIX}/${map}`;
+}
+
+const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+const ESCAPES: Record<string, string> = {
+  '\x07': '\\a',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+  '\\': '\\\\',
+  '"': '\\"',
+};
+
+/** goQuote quotes a string as Go's %q does (strconv.Quote): printable characters as they are, others escaped. */
+export function goQuote(v: string): string {
+  let out = '"';
+  for (const ch of v) {
+    const c = ch.codePointAt(0)!;
+    if (ESCAPES[ch]) out += ESCAPES[ch];
+    else if (c < 0x80 && (c < 0x20 || c === 0x7f)) out += `\\x${c.toString(16).padStart(2, '0')}`;
+    else if (PRINTABLE.test(ch)) out += ch;
+    else if (c < 0x10000) out += `\\u${c.toString(16).padStart(4, '0')}`;
+    else out += `\\U${c.toString(16).padStart(8, '0')}`;
+  }
+  return `${out}"`;
+}
+
+/**
+ * formatMap renders labels or annotations as the kubelet writes a downward volume file of a whole map: one
+ * `key="value"` line per key in sorted order, the value quoted as Go's %q, no newline after the last.
+ */
+export function formatMap(m: Record<string, string>): string {
+  return Object.keys(m)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .map((k) => `${k}=${goQuote(m[k]!)}`)
+    .join('\n');
+}
 
 type Item = { path?: string; fieldRef?: { fieldPath?: string; [f: string]: unknown }; [f: string]: unknown };
 
@@ -76,28 +114,17 @@ function downwardItems(spec: PodSpec): Array<{ item: Item; at: string }> {
  * superFieldPath is the fieldPath a downward volume item of the tenant Pod reads on the super Pod: the tenant's name,
  * namespace and uid are the ownership annotations the syncer sets on every super object, a tenant label or annotation
  * an annotation of DOWNWARD_PREFIX the syncer keeps at the tenant's value (so a file follows the tenant Pod's labels as
- * the kubelet's does); undefined when the path reads the same on both sides (or is no metadata the kubelet knows).
+ * the kubelet's does), and all of them an annotation holding the file the kubelet would write (formatMap); undefined
+ * when the path reads the same on both sides (or is no metadata the kubelet knows).
  */
 export function superFieldPath(fieldPath: string): string | undefined {
+  if (fieldPath === 'metadata.labels') return annotationPath(wholeMapKey('labels'));
+  if (fieldPath === 'metadata.annotations') return annotationPath(wholeMapKey('annotations'));
   if (fieldPath === 'metadata.name') return annotationPath(ANN.name);
   if (fieldPath === 'metadata.namespace') return annotationPath(ANN.namespace);
   if (fieldPath === 'metadata.uid') return annotationPath(ANN.uid);
   const k = KEYED.exec(fieldPath);
   return k ? annotationPath(downwardKey(k[1] as 'labels' | 'annotations', k[2]!)) : undefined;
-}
-
-/**
- * checkDownwardVolumes refuses a downward volume item of all labels or all annotations: the super Pod's maps hold the
- * syncer's keys (the tenant's root namespace among them) and lack the tenant keys not copied down, and no fieldPath
- * of the super Pod gives the tenant's whole map.
- */
-export function checkDownwardVolumes(spec: PodSpec): PodRefusal | undefined {
-  for (const { item, at } of downwardItems(spec)) {
-    const p = item.fieldRef?.fieldPath;
-    if (p === 'metadata.labels' || p === 'metadata.annotations')
-      return { field: `${at}.fieldRef.fieldPath`, message: `${at}.fieldRef.fieldPath ${p} is refused: ${WHOLE_MAP}` };
-  }
-  return undefined;
 }
 
 /** translateDownwardVolumes points each downward volume item of the super Pod's spec at superFieldPath. */
@@ -112,12 +139,22 @@ export function translateDownwardVolumes(spec: PodSpec): void {
 /**
  * downwardAnnotations are the annotations of DOWNWARD_PREFIX the super Pod carries for the tenant Pod's downward
  * volumes: each tenant label or annotation a volume item names, at its tenant value ('' when absent, as the kubelet
- * writes a missing key). Read from the tenant spec, whose volumes cannot change, so create and update agree.
+ * writes a missing key), and for an item of all labels or all annotations the whole map as the kubelet formats it,
+ * less the keys under the tenant's opaque prefixes (`opaque`), which never reach the super cluster. Read from the tenant
+ * spec, whose volumes cannot change, so create and update agree.
  */
-export function downwardAnnotations(tenantPod: Pod): Record<string, string> {
+export function downwardAnnotations(tenantPod: Pod, opaque: readonly string[] = []): Record<string, string> {
   const out: Record<string, string> = {};
+  const m = tenantPod.metadata ?? {};
   for (const { item } of downwardItems(tenantPod.spec ?? { containers: [] })) {
-    const k = KEYED.exec(item.fieldRef?.fieldPath ?? '');
+    const p = item.fieldRef?.fieldPath ?? '';
+    if (p === 'metadata.labels' || p === 'metadata.annotations') {
+      const map = (p === 'metadata.labels' ? m.labels : m.annotations) ?? {};
+      const kept = Object.entries(map).filter(([k]) => !opaque.some((o) => k.startsWith(o)));
+      out[wholeMapKey(p === 'metadata.labels' ? 'labels' : 'annotations')] = formatMap(Object.fromEntries(kept));
+      continue;
+    }
+    const k = KEYED.exec(p);
     if (k) out[downwardKey(k[1] as 'labels' | 'annotations', k[2]!)] = tenantFieldValue(tenantPod, k[0])!;
   }
   return out;

@@ -47,12 +47,7 @@ import { terminalStatus } from './terminal.ts';
 import { checkNodePins, translateNodePins } from './nodepin.ts';
 import { checkNodeName, NODE_NAME_REFUSED, translateNodeName } from './nodename.ts';
 import { checkEphemeralClaims } from './ephemeral.ts';
-import {
-  checkDownwardVolumes,
-  downwardAnnotations,
-  resolveTenantFieldRefs,
-  translateDownwardVolumes,
-} from './downward.ts';
+import { downwardAnnotations, resolveTenantFieldRefs, translateDownwardVolumes } from './downward.ts';
 import { checkPodFields } from './fields.ts';
 import { checkImage, checkImages } from './images.ts';
 import { gated } from './gates.ts';
@@ -409,7 +404,7 @@ function newSuperPod(
     new Set(ctx.tenant.pods?.preloadedImages ?? []),
   );
   const meta = downMeta(tenantPod, undefined, ctx, target, {
-    ...downwardAnnotations(tenantPod),
+    ...downwardAnnotations(tenantPod, ctx.tenant.opaqueMetaPrefixes),
     ...generationAnnotation(tenantPod),
   });
   const object = newObject<Pod>(tenantPod, meta, { spec });
@@ -442,7 +437,7 @@ function updateSuperPod(
 ): Decision<Pod> {
   const desired = clone(superPod);
   desired.metadata = downMeta(tenantPod, superPod, ctx, target, {
-    ...downwardAnnotations(tenantPod),
+    ...downwardAnnotations(tenantPod, ctx.tenant.opaqueMetaPrefixes),
     ...generationAnnotation(tenantPod),
   });
   const spec = desired.spec;
@@ -626,7 +621,6 @@ export const podsPlugin: ResourcePlugin<Pod> & Required<Pick<VnAgentCapability, 
       if (pinned) return refuse(tenantPod, pinned, NODE_NAME_REFUSED);
       const refusal =
         checkPodFields(spec) ??
-        checkDownwardVolumes(spec) ??
         checkPodPolicy(spec, ctx.tenant.pods, undefined, ctx.tenant.podSecurityLevel) ??
         checkImages(spec, ctx.tenant) ??
         checkNodePins(spec, ctx) ??

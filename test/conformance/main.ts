@@ -308,6 +308,8 @@ async function main(o: Options): Promise<number> {
   const procs = Number(o.procs);
   const sigs = o.sig !== undefined ? parseSigs(o.sig) : undefined;
   const t0 = Date.now();
+  // the commit the run's code comes from: read now, since the checkout may move on during a long run
+  const commit = gitCommit();
   const binDir = await ensureE2eBinaries();
   // built before the real node starts, so that a cold build does not hold the host lock
   const extra: ExtraImageDirs = {
@@ -402,7 +404,7 @@ async function main(o: Options): Promise<number> {
     writeFileSync(join(reportDir, 'side-by-side.json'), JSON.stringify(side, null, 2) + '\n');
     const run: RunMeta = {
       date: new Date().toISOString().slice(0, 10),
-      commit: await gitCommit(),
+      commit: await commit,
       kubernetes: pinnedVersions().kubernetes,
       command: reproducibleCommand(process.argv.slice(2)),
       focus: sel.focus,

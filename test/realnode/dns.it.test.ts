@@ -3,7 +3,8 @@
  * by the real kubelet, answers from the tenant's Services, which it reads from the tenant apiserver through the
  * local provisioner's forwarder on the node's bridge. A tenant Pod resolves `web.default.svc.cluster.local` to its
  * own tenant's Service and fetches it over HTTP; another tenant's Pod asking the same name, or the first tenant's
- * super-side name, gets nothing, and its DNS credential reaches nothing beyond its own tenant's Services.
+ * super-side name, gets nothing, and its DNS credential reaches nothing beyond its own tenant's Services. Its Pods
+ * reach its own apiserver through `kubernetes.default.svc`, as in any cluster.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishApiserverEndpoint } from '../../core/kube/apiendpoint.ts';
 import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { TENANT_DNS_NAME, TENANT_DNS_NAMESPACE, ensureTenantDns } from '../../core/lifecycle/tenantdns.ts';
@@ -90,107 +92,111 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     return r.out.trim().split('\n').slice(-2).join(' ');
   };
 
-  beforeAll(async () => {
-    t = await startTestSuper({ nodes: 1, realNodes: 1 });
-    const node = t.sc.realNodes[0]!;
-    dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
-    // confined: the tenant apiservers reach their own Pods on the node, nothing else of the Pod network or the host;
-    // they learn their Pods' addresses from the super cluster's Pods, as the manager's local provisioner does
-    local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, {
-      podAddress: node.nodeIP,
-      confine: { podCidrs: [node.cfg.podCidr], endpoints: [] },
-    });
-    podAddresses = new SuperPodAddresses([
-      new InformerFactory(t.client, 'super').informer({
-        resource: R.pods,
-        labelSelector: `${LABEL.managedBy}=${MANAGER}`,
-      }),
-    ]);
-    local.followPodAddresses(podAddresses);
-    podAddresses.start();
-    const forced = {
-      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
-      tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists' as const, effect: REAL_NODE_TAINT.effect }],
-    };
-    await Promise.all(
-      (['a', 'b'] as const).map(async (n, i) => {
-        const vc = {
-          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-          kind: 'VirtualCluster',
-          metadata: { name: n, namespace: `team-${n}`, uid: `${i + 1}${i + 1}111111-dddd-4ddd-8ddd-00000000000${i}` },
-          spec: { provisioner: { type: 'local' } },
-        } as VirtualCluster;
-        const root = rootNamespace(vc.metadata!.namespace!, n, vc.metadata!.uid!);
-        const state = await local!.ensure(vc, root);
-        if (!state.ready) throw new Error(`tenant ${n}: ${state.waitingFor}`);
-        expect(state.result.apiserverEndpoint?.host).toBe(node.nodeIP);
-        const tenant = tenantFrom({
-          key: root,
-          vcName: n,
-          vcNamespace: vc.metadata!.namespace!,
-          vcUid: vc.metadata!.uid!,
-          kubeconfig: state.result.kubeconfig,
-          apiserverEndpoint: state.result.apiserverEndpoint,
-          dnsApiEndpoint: state.result.dnsApiEndpoint,
-          settings: {
-            pods: { forced, preloadedImages: Object.values(NODE_IMAGES) },
-            pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
-          },
-        });
-        tenants[n] = { tenant, client: await local!.controlPlane(root)!.client(), vc, root };
-      }),
-    );
-    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
-    syncer = new Syncer({
-      superClient: t.client,
-      host,
-      registry: new MutableTenantRegistry([tenants.a.tenant, tenants.b.tenant]),
-      patrolIntervalMs: 0,
-      workers: 4,
-    });
-    await syncer.start();
-    for (const n of ['a', 'b'] as const) {
-      const state = await local.ensure(tenants[n].vc, tenants[n].root);
-      if (!state.ready) throw new Error(`tenant ${n}: ${state.waitingFor}`);
-      await ensureTenantDns(tenants[n].client, {
-        clusterDomain: 'cluster.local',
-        apiserver: state.result.dnsApiEndpoint,
+  beforeAll(
+    async () => {
+      t = await startTestSuper({ nodes: 1, realNodes: 1 });
+      const node = t.sc.realNodes[0]!;
+      dir = mkdtempSync(join(tmpdir(), 'vc-dns-'));
+      // confined: the tenant apiservers reach their own Pods on the node, nothing else of the Pod network or the host;
+      // they learn their Pods' addresses from the super cluster's Pods, as the manager's local provisioner does
+      local = new LocalProvisioner(join(dir, 'tenants'), t.sc.etcd, {
+        podAddress: node.nodeIP,
+        confine: { podCidrs: [node.cfg.podCidr], endpoints: [] },
       });
-    }
-    const a = tenants.a.client;
-    await eventually(() => a.get(R.serviceaccounts, 'default', 'default'), 30_000);
-    await eventually(() => tenants.b.client.get(R.serviceaccounts, 'default', 'default'), 30_000);
-    await a.create(R.pods, pod('web', { app: 'web' }, { image: NODE_IMAGES.agnhost, args: ['netexec'] }));
-    await a.create(R.services, {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'web', namespace: 'default' },
-      spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
-    });
-    for (const n of ['a', 'b'] as const) {
-      await tenants[n].client.create(
-        R.pods,
-        pod('client', {}, { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] }),
+      podAddresses = new SuperPodAddresses([
+        new InformerFactory(t.client, 'super').informer({
+          resource: R.pods,
+          labelSelector: `${LABEL.managedBy}=${MANAGER}`,
+        }),
+      ]);
+      local.followPodAddresses(podAddresses);
+      podAddresses.start();
+      const forced = {
+        nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+        tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Exists' as const, effect: REAL_NODE_TAINT.effect }],
+      };
+      await Promise.all(
+        (['a', 'b'] as const).map(async (n, i) => {
+          const vc = {
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'VirtualCluster',
+            metadata: { name: n, namespace: `team-${n}`, uid: `${i + 1}${i + 1}111111-dddd-4ddd-8ddd-00000000000${i}` },
+            spec: { provisioner: { type: 'local' } },
+          } as VirtualCluster;
+          const root = rootNamespace(vc.metadata!.namespace!, n, vc.metadata!.uid!);
+          const state = await local!.ensure(vc, root);
+          if (!state.ready) throw new Error(`tenant ${n}: ${state.waitingFor}`);
+          expect(state.result.apiserverEndpoint?.host).toBe(node.nodeIP);
+          const tenant = tenantFrom({
+            key: root,
+            vcName: n,
+            vcNamespace: vc.metadata!.namespace!,
+            vcUid: vc.metadata!.uid!,
+            kubeconfig: state.result.kubeconfig,
+            apiserverEndpoint: state.result.apiserverEndpoint,
+            dnsApiEndpoint: state.result.dnsApiEndpoint,
+            settings: {
+              pods: { forced, preloadedImages: Object.values(NODE_IMAGES) },
+              pluginConfig: { nodes: { vnAgent: { port: 10550 } } },
+            },
+          });
+          tenants[n] = { tenant, client: await local!.controlPlane(root)!.client(), vc, root };
+        }),
       );
-    }
-    // Running in the tenant: the syncer copies the real kubelet's status back
-    for (const [n, name] of [
-      ['a', 'web'],
-      ['a', 'client'],
-      ['b', 'client'],
-    ] as const) {
-      await eventually(async () => {
-        const p = await tenants[n].client.get<KubeObject & { status?: { phase?: string } }>(R.pods, 'default', name);
-        expect(p.status?.phase).toBe('Running');
-      }, 90_000).catch(async (e: unknown) => {
-        const sup = await kubectl('get', 'pods', '-A', '-o', 'wide').catch(String);
-        const ev = await kubectl('get', 'events', '-A').catch(String);
-        const tp = JSON.stringify((await tenants[n].client.get(R.pods, 'default', name)).status);
-        process.stdout.write(`DEBUG ${n}/${name}: ${tp}\n${sup}\n${ev}\n`);
-        throw e;
+      const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+      syncer = new Syncer({
+        superClient: t.client,
+        host,
+        registry: new MutableTenantRegistry([tenants.a.tenant, tenants.b.tenant]),
+        patrolIntervalMs: 0,
+        workers: 4,
       });
-    }
-  }, 240_000);
+      await syncer.start();
+      for (const n of ['a', 'b'] as const) {
+        const state = await local.ensure(tenants[n].vc, tenants[n].root);
+        if (!state.ready) throw new Error(`tenant ${n}: ${state.waitingFor}`);
+        await ensureTenantDns(tenants[n].client, {
+          clusterDomain: 'cluster.local',
+          apiserver: state.result.dnsApiEndpoint,
+        });
+      }
+      const a = tenants.a.client;
+      await eventually(() => a.get(R.serviceaccounts, 'default', 'default'), 30_000);
+      await eventually(() => tenants.b.client.get(R.serviceaccounts, 'default', 'default'), 30_000);
+      await a.create(R.pods, pod('web', { app: 'web' }, { image: NODE_IMAGES.agnhost, args: ['netexec'] }));
+      await a.create(R.services, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+      });
+      for (const n of ['a', 'b'] as const) {
+        await tenants[n].client.create(
+          R.pods,
+          pod('client', {}, { image: NODE_IMAGES.busybox, command: ['sleep', '3600'] }),
+        );
+      }
+      // Running in the tenant: the syncer copies the real kubelet's status back
+      for (const [n, name] of [
+        ['a', 'web'],
+        ['a', 'client'],
+        ['b', 'client'],
+      ] as const) {
+        await eventually(async () => {
+          const p = await tenants[n].client.get<KubeObject & { status?: { phase?: string } }>(R.pods, 'default', name);
+          expect(p.status?.phase).toBe('Running');
+        }, 90_000).catch(async (e: unknown) => {
+          const sup = await kubectl('get', 'pods', '-A', '-o', 'wide').catch(String);
+          const ev = await kubectl('get', 'events', '-A').catch(String);
+          const tp = JSON.stringify((await tenants[n].client.get(R.pods, 'default', name)).status);
+          process.stdout.write(`DEBUG ${n}/${name}: ${tp}\n${sup}\n${ev}\n`);
+          throw e;
+        });
+      }
+      // the harness waits up to 30 minutes for another set of real nodes on this host to stop (host lock)
+    },
+    30 * 60_000 + 240_000,
+  );
 
   afterAll(async () => {
     attempts.report('tenant DNS');
@@ -266,6 +272,46 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     expect(body).toBe('web');
     // the search path of the tenant namespace: the short name works as in any cluster
     expect(await eventually(() => fetch('a', 'http://web/hostname'), 10_000, 1000)).toBe('web');
+  });
+
+  it('a Service without a selector whose EndpointSlice the tenant wrote leads to the Pod it names', async () => {
+    const a = tenants.a.client;
+    const webIP = (await a.get<KubeObject & { status?: { podIP?: string } }>(R.pods, 'default', 'web')).status!.podIP!;
+    await a.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'manual', namespace: 'default' },
+      spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    });
+    await a.create(R.endpointslices, {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'manual-1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'manual' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [webIP] }],
+      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    });
+    const body = await eventually(() => fetch('a', 'http://manual.default.svc.cluster.local/hostname'), 90_000, 1000);
+    expect(body).toBe('web');
+  });
+
+  it('a tenant Pod reaches its own apiserver at kubernetes.default.svc, whose endpoints name it', async () => {
+    // what the VirtualCluster controller writes in every tenant (its apiserver runs with --endpoint-reconciler-type=none)
+    const endpoint = tenants.a.tenant.apiserverEndpoint!;
+    await publishApiserverEndpoint(tenants.a.client, endpoint.host, endpoint.port);
+    const sns = superNamespace(tenants.a.root, 'default');
+    // the syncer copies it (the one address outside the tenant it allows, on that port only); kube-proxy routes to it
+    await eventually(async () => {
+      const e = await t!.client.get<KubeObject & { subsets?: Array<{ addresses?: Array<{ ip: string }> }> }>(
+        R.endpoints,
+        sns,
+        'kubernetes',
+      );
+      expect(e.subsets?.flatMap((x) => (x.addresses ?? []).map((a) => a.ip))).toEqual([endpoint.host]);
+    }, 60_000);
+    const connect = (target: string) =>
+      kubectl('exec', '-n', sns, 'web', '--', '/agnhost', 'connect', target, '--timeout=5s');
+    await eventually(() => connect('kubernetes.default.svc.cluster.local:443'), 60_000, 1000);
   });
 
   it("another tenant's Pod asking the same name reaches nothing of the first tenant's", async () => {

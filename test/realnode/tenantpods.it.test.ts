@@ -434,6 +434,7 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
               item('name', 'metadata.name'),
               item('uid', 'metadata.uid'),
               item('app', "metadata.labels['app']"),
+              item('labels', 'metadata.labels'),
             ],
           },
         },
@@ -449,6 +450,10 @@ describe.skipIf(!!skip)('tenant Pods on the real node, reached through the vn-ag
       expect(await sh('echo "$NS $UID"')).toBe(`default ${uid}\n`);
       const files = await sh('cat /info/namespace; echo; cat /info/name; echo; cat /info/uid; echo; cat /info/app');
       expect(files).toBe(`default\ndownward\n${uid}\nshown`);
+      // all labels: the tenant Pod's, as the kubelet writes a map (key="value" lines), none of the syncer's
+      expect(await sh('cat /info/labels')).toBe('app="shown"');
+      await a.patch(R.pods, 'default', 'downward', { metadata: { labels: { tier: 'front' } } }, 'merge');
+      await eventually(async () => expect(await sh('cat /info/labels')).toBe('app="shown"\ntier="front"'), 120_000);
       const superNs = superNamespace(tenantA.key, 'default');
       const superPod = await t.client.get(R.pods, superNs, 'downward');
       expect(files).not.toContain(superNs);

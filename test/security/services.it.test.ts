@@ -1,10 +1,11 @@
 /**
  * Hostile tenant Services, Ingresses and Endpoints (issue 12, Services and network): a tenant with cluster-admin on
  * its own apiserver tries to take shared things of the super cluster through the objects the syncer copies: node
- * ports and load balancers beyond its policy or of a class it was not given, another tenant's Ingress host, controller snippets, and Endpoints that
- * route a Service to another tenant's Pod or to the super apiserver. Each attempt must leave the super cluster without
- * it and give the tenant a reason it can read (an event, and a VCSynced condition on Services). Runs the real syncer
- * against a real local super cluster and two tenant control planes.
+ * ports and load balancers beyond its policy or of a class it was not given, another tenant's Ingress host, controller
+ * snippets, and Endpoints and EndpointSlices that route a Service to another tenant's Pod or to the super apiserver.
+ * Each attempt must leave the super cluster without it and give the tenant a reason it can read (an event, and a
+ * VCSynced condition on Services). Runs the real syncer against a real local super cluster and two tenant control
+ * planes.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +39,10 @@ interface Pod extends KubeObject {
 
 interface Endpoints extends KubeObject {
   subsets?: Array<{ addresses?: Array<{ ip: string }> }>;
+}
+
+interface EndpointSlice extends KubeObject {
+  endpoints?: Array<{ addresses: string[] }>;
 }
 
 const service = (name: string, type: string, selector = true): Service => ({
@@ -303,6 +308,39 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     }
   });
 
+  it("keeps another tenant's Pod and the super apiserver out of a selectorless Service's EndpointSlices", async () => {
+    const victimIP = (await t.client.get<Pod>(R.pods, snsB, 'bystander')).status!.podIP!;
+    const ownIP = (await a.get<Pod>(R.pods, 'default', 'own')).status!.podIP!;
+    const apiserverIP = (await t.client.get<Service>(R.services, 'default', 'kubernetes')).spec!.clusterIP!;
+    await a.create(R.services, service('slices', 'ClusterIP', false));
+    for (const [what, name, ip] of [
+      ["an EndpointSlice at another tenant's super Pod", 'slices-steal', victimIP],
+      ['an EndpointSlice at the super apiserver', 'slices-steal-api', apiserverIP],
+    ] as const) {
+      await attempts.attempt(what, async () => {
+        const created = await a.create<EndpointSlice>(R.endpointslices, {
+          apiVersion: 'discovery.k8s.io/v1',
+          kind: 'EndpointSlice',
+          metadata: { name, namespace: 'default', labels: { 'kubernetes.io/service-name': 'slices' } },
+          addressType: 'IPv4',
+          endpoints: [{ addresses: [ownIP] }, { addresses: [ip] }],
+          ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+        });
+        // The tenant's own Pod is copied under the Service's name (so kube-proxy routes to it), the other is not.
+        const copy = await eventually(async () => {
+          const e = await t.client.get<EndpointSlice>(R.endpointslices, snsA, name);
+          expect(e.metadata?.labels?.['kubernetes.io/service-name']).toBe('slices');
+          expect(e.endpoints?.flatMap((x) => x.addresses)).toEqual([ownIP]);
+          return e;
+        });
+        expect(JSON.stringify(copy)).not.toContain(`"${ip}"`);
+        const message = await warned(a, created.metadata?.uid, 'EndpointAddressesRefused');
+        expect(message).toContain(ip);
+        return message;
+      });
+    }
+  });
+
   it.each([
     ['the super apiserver', 'to-apiserver', 'kubernetes.default.svc.cluster.local'],
     ["the other tenant's Service by its super name", 'to-other', 'web.SNS_A.svc.cluster.local'],
@@ -439,6 +477,6 @@ describe('hostile tenant Services, Ingresses and Endpoints against the services,
     // cluster no longer has, and no ExternalName Service of the tenant is in the super at all
     expect(ingresses.map((i) => i.metadata?.name).sort()).toEqual(['mine', 'snippet', 'turncoat']);
     expect(services.filter((s) => s.spec?.type === 'ExternalName')).toEqual([]);
-    expect(attempts.summary()).toBe('attempts 22, refused 22, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 24, refused 24, succeeded 0');
   });
 });

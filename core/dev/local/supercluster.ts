@@ -7,7 +7,7 @@ import { freePorts, type StopOptions } from './process.ts';
 import { choosePodCidr, gatewayOf, RealNode, realNodePreflightHere } from './realnode.ts';
 import { TcpForwarder } from './forwarder.ts';
 import { uplinkOf } from './nodenetns.ts';
-import { publishApiserverEndpoint } from './apiendpoint.ts';
+import { publishApiserverEndpoint } from '../../kube/apiendpoint.ts';
 import { acquireHostLock, type HostLock } from './hostlock.ts';
 import type { NodeRegistry } from './noderegistry.ts';
 import type { ExtraArgs } from '../../api/controlplane.ts';

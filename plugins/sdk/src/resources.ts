@@ -26,6 +26,7 @@ export const R = {
   pods: core('pods', 'Pod'),
   services: core('services', 'Service'),
   endpoints: core('endpoints', 'Endpoints'),
+  endpointslices: grp('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice'),
   configmaps: core('configmaps', 'ConfigMap'),
   secrets: core('secrets', 'Secret'),
   serviceaccounts: core('serviceaccounts', 'ServiceAccount'),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kubernetesEndpoints } from './apiendpoint.ts';
+import { kubernetesEndpoints, publishable } from './apiendpoint.ts';
 
 describe('kubernetesEndpoints', () => {
   it('points the Endpoints (unmirrored) and the EndpointSlice of default/kubernetes at the address and port', () => {
@@ -27,4 +27,18 @@ describe('kubernetesEndpoints', () => {
     ['10.0.0.1', 70000, /port 70000 is not a TCP port/],
   ];
   for (const [a, p, msg] of bad) it(`refuses ${a}:${p}`, () => expect(() => kubernetesEndpoints(a, p)).toThrow(msg));
+});
+
+describe('publishable', () => {
+  const cases: Array<[string, boolean]> = [
+    ['10.213.7.1', true],
+    ['192.168.49.1', true],
+    ['127.0.0.1', false],
+    ['169.254.0.5', false],
+    ['0.0.0.0', false],
+    ['10.0.0.256', false],
+    ['apiserver.vc-root.svc', false],
+    ['fd00::1', false],
+  ];
+  for (const [address, ok] of cases) it(`${address}: ${ok}`, () => expect(publishable(address)).toBe(ok));
 });

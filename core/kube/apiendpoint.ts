@@ -1,5 +1,5 @@
-import type { KubeClient, KubeObject } from '../../kube/client.ts';
-import { R } from '../../kube/resources.ts';
+import type { KubeClient, KubeObject } from './client.ts';
+import { R } from './resources.ts';
 
 /** FIELD_MANAGER is the server-side apply field manager of the `kubernetes` Service's endpoint objects. */
 const FIELD_MANAGER = 'vc-local-apiserver-endpoint';
@@ -15,7 +15,8 @@ const ENDPOINT_SLICES = {
 /**
  * kubernetesEndpoints are the objects that make `default/kubernetes` (the in-cluster configuration's Service) lead to
  * address:port, as a kube-apiserver's own endpoint reconciler writes them: the Endpoints (not mirrored again) and the
- * EndpointSlice kube-proxy reads. The local control planes run with --endpoint-reconciler-type=none, so nobody else
+ * EndpointSlice kube-proxy reads. The local super clusters and every tenant apiserver run with
+ * --endpoint-reconciler-type=none (the address their Pods reach them at is not one they listen on), so nobody else
  * writes them.
  */
 export function kubernetesEndpoints(address: string, port: number): KubeObject[] {
@@ -47,6 +48,18 @@ export function kubernetesEndpoints(address: string, port: number): KubeObject[]
       ports: [{ name: 'https', port, protocol: 'TCP' }],
     } as KubeObject,
   ];
+}
+
+/**
+ * publishable tells whether an apiserver address can stand in `default/kubernetes`: an IPv4 address outside the
+ * loopback, link-local and unspecified ranges, which the apiserver refuses in Endpoints. A host name (a native
+ * provisioner's Service name) or 127.0.0.1 (a tenant whose Pods only run on simulated nodes) is not.
+ */
+export function publishable(address: string): boolean {
+  const m = /^(\d{1,3})\.(\d{1,3})\.\d{1,3}\.\d{1,3}$/.exec(address);
+  if (!m || address.split('.').some((o) => Number(o) > 255)) return false;
+  const [a, b] = [Number(m[1]), Number(m[2])];
+  return a !== 0 && a !== 127 && !(a === 169 && b === 254);
 }
 
 /** publishApiserverEndpoint applies kubernetesEndpoints(address, port) to the cluster of c. */
