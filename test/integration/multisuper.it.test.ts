@@ -300,6 +300,9 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     expect(await ask(false, { cname: ['web.far.not-on-super-cluster-r1.invalid'] })).toEqual({
       cname: ['web.far.not-on-super-cluster-r1.invalid'],
     });
+    // the Pod leaves r2 (later cases count the tenants' Pods there)
+    await x.delete(R.pods, 'far', 'far-1');
+    await eventually(async () => expect(await superHas(c2, keyX, 'far', R.pods, 'far-1')).toBe(false), 60_000);
   });
 
   it('gives nodes of the same name on two super clusters a vNode each, kept by its own syncer', async () => {
