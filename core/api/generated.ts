@@ -2065,6 +2065,13 @@ export interface ManagerConfiguration {
      * scheduler.enabled, so that every tenant namespace is placed on a super cluster.
      */
     metaOnly?: boolean;
+    /**
+     * Super clusters listed with the same network name have joined Pod networks: a Pod on one reaches the Pod IPs of
+     * the others. The DNS view of a super cluster then answers a tenant Service whose copies are all on super clusters
+     * of its network with the ready Pod IPs of its endpoints (as for a headless Service), not with the
+     * not-on-super-cluster-<name>.invalid name. Absent: joined to none. Not on a metaOnly entry (it has no Pods).
+     */
+    network?: ManagerConfigurationName;
   }[];
   /**
    * Super clusters registered in the meta cluster (the first super cluster): a Cluster API Cluster each, its kubeconfig

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ANN } from '../names/names.ts';
-import { rewriteServices, splitSuperView, superAddressed } from './dnsview.ts';
+import { joinedNetworks, rewriteServices, splitSuperView, superAddressed } from './dnsview.ts';
 import { superViewServer } from '@virtualcluster-ts/plugin-sdk';
 
 const svc = (spec: Record<string, unknown>, superIP?: string) => ({
@@ -77,6 +77,65 @@ describe('the view of one super cluster', () => {
   ])('%s', (_n, svc, want) => {
     expect(superAddressed(svc, 'r2').spec).toEqual(want);
     expect(JSON.parse(rewriteServices(JSON.stringify({ type: 'ADDED', object: svc }), 'r2')).object.spec).toEqual(want);
+  });
+
+  describe('joined Pod networks', () => {
+    // r1 and r2 share network "flat", r3 has one of its own, r4 none
+    const joined = joinedNetworks([
+      { name: 'r1', network: 'flat' },
+      { name: 'r2', network: 'flat' },
+      { name: 'r3', network: 'island' },
+      { name: 'r4' },
+    ]);
+    const headless = { clusterIP: 'None', clusterIPs: ['None'] };
+    const invalid = (sc: string) => ({
+      type: 'ExternalName',
+      externalName: `web.shop.not-on-super-cluster-${sc}.invalid`,
+    });
+    it.each([
+      [
+        'a copy here keeps its own IP',
+        'r1',
+        { [on('r1')]: '10.96.1.1', [on('r2')]: '10.96.2.2' },
+        { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] },
+      ],
+      [
+        'copies only on joined super clusters: headless, answered with their Pod IPs',
+        'r1',
+        { [on('r2')]: '10.96.2.2' },
+        headless,
+      ],
+      [
+        'a copy on a super cluster not joined: named why',
+        'r1',
+        { [on('r2')]: '10.96.2.2', [on('r3')]: '10.96.3.3' },
+        invalid('r1'),
+      ],
+      ['only on a super cluster of another network: named why', 'r1', { [on('r3')]: '10.96.3.3' }, invalid('r1')],
+      ['a super cluster in no network joins none', 'r4', { [on('r1')]: '10.96.1.1' }, invalid('r4')],
+      ['the only one of its network joins none', 'r3', { [on('r1')]: '10.96.1.1' }, invalid('r3')],
+      ['no copy anywhere yet (no IP recorded): named why', 'r1', {}, invalid('r1')],
+      ['an empty recorded IP is no copy', 'r1', { [on('r2')]: '' }, invalid('r1')],
+    ])('%s', (_n, sc, annotations, want) => {
+      const svc = s2({ clusterIP: '10.32.0.5', clusterIPs: ['10.32.0.5'], ports: [{ port: 80 }] }, annotations);
+      expect(superAddressed(svc, sc, joined).spec).toEqual({ ports: [{ port: 80 }], ...want });
+      const list = { kind: 'ServiceList', items: [svc] };
+      expect(JSON.parse(rewriteServices(JSON.stringify(list), sc, joined)).items[0].spec).toEqual({
+        ports: [{ port: 80 }],
+        ...want,
+      });
+    });
+    it.each([
+      ['headless stays headless', { clusterIP: 'None' }],
+      ['ExternalName is left alone', { type: 'ExternalName', externalName: 'x.example' }],
+    ])('%s', (_n, spec) => {
+      expect(superAddressed(s2(spec, { [on('r2')]: '10.96.2.2' }), 'r1', joined).spec).toEqual(spec);
+    });
+    it('joinedNetworks lists the others of a network, never the asker', () => {
+      expect([...joined('r2')]).toEqual(['r1']);
+      expect([...joined('r3')]).toEqual([]);
+      expect([...joined('unknown')]).toEqual([]);
+    });
   });
 
   it.each([

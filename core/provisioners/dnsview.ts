@@ -15,6 +15,8 @@ export interface DnsViewOptions {
   keyPem: string;
   /** the tenant apiserver on loopback and its CA */
   target: { host: string; port: number; caPem: string };
+  /** the super clusters whose Pod networks are joined (superAddressed); absent: none */
+  joined?: JoinedNetworks;
 }
 
 interface ServiceLike {
@@ -41,19 +43,55 @@ export function notHereName(svc: ServiceLike, superCluster: string): string {
 }
 
 /**
+ * JoinedNetworks says, for a super cluster, the other super clusters whose Pod network its Pods reach (the manager
+ * configuration's `superClusters[].network`: entries with one network name are joined). Absent: none is joined.
+ */
+export type JoinedNetworks = (superCluster: string) => ReadonlySet<string>;
+
+/**
+ * joinedNetworks makes JoinedNetworks from super cluster names and their network names (entries without a network
+ * are joined to none).
+ */
+export function joinedNetworks(supers: ReadonlyArray<{ name: string; network?: string }>): JoinedNetworks {
+  const byName = new Map(supers.map((s) => [s.name, s.network]));
+  return (superCluster) => {
+    const net = byName.get(superCluster);
+    if (!net) return new Set();
+    return new Set(supers.filter((s) => s.network === net && s.name !== superCluster).map((s) => s.name));
+  };
+}
+
+/** SUPER_IP_PREFIX is the annotation prefix under which each syncer records its super copy's cluster IP. */
+const SUPER_IP_PREFIX = `${ANN.superClusterIP}.`;
+
+/** copiesOf are the super clusters a tenant Service has a copy with a cluster IP on (the syncers' annotations). */
+function copiesOf(svc: ServiceLike): string[] {
+  return Object.keys(svc.metadata?.annotations ?? {})
+    .filter((k) => k.startsWith(SUPER_IP_PREFIX) && svc.metadata!.annotations![k])
+    .map((k) => k.slice(SUPER_IP_PREFIX.length));
+}
+
+/**
  * superAddressed shows a tenant Service with the cluster IP of its super copy (the syncer's ANN.superClusterIP
  * annotation) in place of the tenant's own: only the super cluster IP carries packets on a node. Headless and
  * ExternalName Services, and Services whose super copy has no IP yet, are returned as they are. With `superCluster`
  * (several super clusters, each DNS server reading the view of its own), the IP is that super cluster's copy's
- * (superClusterIPOn), and a Service with none there is shown as an ExternalName named by notHereName.
+ * (superClusterIPOn). A Service with none there, whose copies are all on super clusters `joined` says that one's Pods
+ * reach, is shown headless: the DNS server then answers the ready Pod IPs of the tenant's EndpointSlices, which carry
+ * packets across the joined network, where the other super cluster's cluster IP would not. Any other Service with
+ * no copy there is shown as an ExternalName named by notHereName.
  */
-export function superAddressed<T extends ServiceLike>(svc: T, superCluster?: string): T {
+export function superAddressed<T extends ServiceLike>(svc: T, superCluster?: string, joined?: JoinedNetworks): T {
   const own = svc.spec?.clusterIP;
   if (!own || own === 'None' || svc.spec?.type === 'ExternalName') return svc;
   const key = superCluster === undefined ? ANN.superClusterIP : superClusterIPOn(superCluster);
   const ip = key && svc.metadata?.annotations?.[key];
   if (ip) return { ...svc, spec: { ...svc.spec, clusterIP: ip, clusterIPs: [ip] } };
   if (superCluster === undefined) return svc;
+  const reach = joined?.(superCluster);
+  const copies = copiesOf(svc);
+  if (reach?.size && copies.length && copies.every((c) => reach.has(c)))
+    return { ...svc, spec: { ...svc.spec, clusterIP: 'None', clusterIPs: ['None'] } };
   const spec = { ...svc.spec, type: 'ExternalName', externalName: notHereName(svc, superCluster) };
   delete spec.clusterIP;
   delete spec.clusterIPs;
@@ -61,10 +99,10 @@ export function superAddressed<T extends ServiceLike>(svc: T, superCluster?: str
 }
 
 /**
- * rewriteServices applies superAddressed (for `superCluster`, if given) to a Service, a ServiceList or a watch event
+ * rewriteServices applies superAddressed (for `superCluster` and `joined`, if given) to a Service, a ServiceList or a watch event
  * (JSON text), or leaves it.
  */
-export function rewriteServices(json: string, superCluster?: string): string {
+export function rewriteServices(json: string, superCluster?: string, joined?: JoinedNetworks): string {
   if (!json.trim()) return json;
   const o = JSON.parse(json) as ServiceLike & {
     kind?: string;
@@ -72,7 +110,7 @@ export function rewriteServices(json: string, superCluster?: string): string {
     type?: string;
     object?: ServiceLike & { kind?: string };
   };
-  const one = (x: ServiceLike) => superAddressed(x, superCluster);
+  const one = (x: ServiceLike) => superAddressed(x, superCluster, joined);
   if (o.kind === 'ServiceList') return JSON.stringify({ ...o, items: (o.items ?? []).map(one) });
   if (o.kind === 'Service') return JSON.stringify(one(o));
   if (o.type && o.object?.kind === 'Service') return JSON.stringify({ ...o, object: one(o.object) });
@@ -101,7 +139,7 @@ export class DnsView {
   static async start(opts: DnsViewOptions): Promise<DnsView> {
     const server = https.createServer(
       { cert: opts.certPem, key: opts.keyPem, ALPNProtocols: ['http/1.1'] },
-      (req, res) => relay(opts.target, req, res),
+      (req, res) => relay(opts.target, req, res, opts.joined),
     );
     return new DnsView(server, await listen(server, opts.host, opts.port), opts);
   }
@@ -140,7 +178,7 @@ export class DnsViews {
   ) {}
 
   /** DnsViews.start listens on host:port (0 picks a free port) with no route yet. */
-  static async start(opts: { host: string; port: number }): Promise<DnsViews> {
+  static async start(opts: { host: string; port: number; joined?: JoinedNetworks }): Promise<DnsViews> {
     const routes = new Map<string, { route: DnsViewRoute; context: tls.SecureContext }>();
     const server = https.createServer(
       {
@@ -153,7 +191,7 @@ export class DnsViews {
       },
       (req, res) => {
         const r = routes.get(((req.socket as TLSSocket).servername || '').toLowerCase());
-        if (r) return relay(r.route.target, req, res);
+        if (r) return relay(r.route.target, req, res, opts.joined);
         res.writeHead(421, { 'content-type': 'text/plain' }).end('no tenant DNS view for this server name\n');
       },
     );
@@ -198,7 +236,12 @@ async function close(server: https.Server): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
-function relay(target: DnsViewOptions['target'], req: IncomingMessage, res: ServerResponse): void {
+function relay(
+  target: DnsViewOptions['target'],
+  req: IncomingMessage,
+  res: ServerResponse,
+  joined?: JoinedNetworks,
+): void {
   if (req.method !== 'GET') {
     res.writeHead(405, { 'content-type': 'text/plain' }).end('the DNS view of the tenant apiserver is read-only\n');
     return;
@@ -224,9 +267,9 @@ function relay(target: DnsViewOptions['target'], req: IncomingMessage, res: Serv
       ur.on('data', (chunk: string) => {
         const lines = (rest + chunk).split('\n');
         rest = lines.pop()!;
-        if (lines.length) res.write(lines.map((l) => rewriteServices(l, superCluster)).join('\n') + '\n');
+        if (lines.length) res.write(lines.map((l) => rewriteServices(l, superCluster, joined)).join('\n') + '\n');
       });
-      ur.on('end', () => res.end(rest ? rewriteServices(rest, superCluster) : ''));
+      ur.on('end', () => res.end(rest ? rewriteServices(rest, superCluster, joined) : ''));
       ur.on('error', () => res.destroy());
     },
   );

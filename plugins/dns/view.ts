@@ -46,7 +46,8 @@ export function perSuperKubeconfig(text: string, superCluster: string): string |
 /**
  * dnsViewPlugin points the super copy of the tenant's CoreDNS configuration (kube-system/coredns) at the DNS view of
  * the super cluster it is copied to, when several super clusters serve the tenant: the tenant's DNS server on each
- * then answers with that super cluster's own Service IPs, and a Service with no copy there as a name that says so.
+ * then answers with that super cluster's own Service IPs, a Service with no copy there with its Pod IPs where the
+ * platform's network joins the super clusters holding it (superClusters[].network), else as a name that says so.
  * With one super cluster nothing changes.
  */
 export const dnsViewPlugin: MutatorPlugin<ConfigMap> = {

@@ -5,8 +5,9 @@
  * manager's signing key. The last part is the issue's demo end to end, as a user runs it: a second manager with the
  * namespace scheduler and the filtered syncers, one vn-agent per super cluster, and kubectl against the tenant.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { Resolver } from 'node:dns/promises';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -23,7 +24,18 @@ import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.
 import { UP_OWNER_LABEL } from '../../core/syncer/placement.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { PluginHost } from '../../core/plugins/host.ts';
-import { createCA, fingerprintSha256, issueCert } from '../../core/pki/pki.ts';
+import { createCA, fingerprintSha256, issueCert, PKI_FILES } from '../../core/pki/pki.ts';
+import { DnsView, joinedNetworks } from '../../core/provisioners/dnsview.ts';
+import {
+  dnsKubeconfig,
+  TENANT_DNS_NAME,
+  TENANT_DNS_NAMESPACE,
+  tenantDnsObjects,
+} from '../../core/lifecycle/tenantdns.ts';
+import { freePorts } from '../../core/dev/local/process.ts';
+import { nodeBinaryPath } from '../../core/toolchain/node.ts';
+import { perSuperKubeconfig } from '../../plugins/dns/view.ts';
+import { superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
@@ -42,6 +54,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
   let r1: TestSuper;
   let r2: LocalControlPlane;
   let c2: KubeClient;
+  let cpX: LocalControlPlane;
   let dir: string;
   let manager: Manager;
   let x: KubeClient;
@@ -63,6 +76,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       ['tenant-x', 'tenant-y', 'tenant-z'].map((n) => r1.sc.addControlPlane(n, { controllers: TENANT_CONTROLLERS })),
     );
     [x, y, z] = await Promise.all(cps.map((cp) => cp.client()));
+    cpX = cps[0]!;
     // The lifecycle controller watches VirtualClusters and TenantPolicies: both CRDs, established. The ClusterVersion
     // CRD is left out on purpose: a manager starts without it (see the test of a VirtualCluster that names one).
     for (const f of ['virtualclusters.yaml', 'tenantpolicies.yaml'])
@@ -183,6 +197,112 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     expect(p2.spec?.nodeName).toMatch(/^r2\.r2-node-/);
     const vNodes = (await x.list(R.nodes)).items.map((n) => n.metadata?.name).sort();
     expect(vNodes).toEqual([p1.spec!.nodeName, p2.spec!.nodeName].sort());
+  });
+
+  // Tenant DNS on r1 for a Service whose namespace is placed on r2 alone (issue 39): the stock CoreDNS binary reads
+  // r1's DNS view of tenant x's apiserver (the kubeconfig the dnsview plugin gives r1's copy), with the tenant DNS
+  // ServiceAccount's token. Joined networks (superClusters[].network) answer r2's ready Pod IP; apart, the CNAME
+  // that says the Service is not on r1.
+  it("answers r1's DNS for a Service on r2 alone with r2's Pod IPs when the networks are joined, else the .invalid name", async () => {
+    await setup(x, 'far');
+    await place(x, keyX, 'far', '{"r2":1}');
+    await x.create(R.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'far-1', namespace: 'far', labels: { app: 'far' } },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    await schedule(x, keyX, 'far', 'far-1', 'r2');
+    const podIP = (await running(x, 'far', 'far-1')).status as { podIP?: string };
+    expect(podIP.podIP).toBeTruthy();
+    await x.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'far' },
+      spec: { selector: { app: 'far' }, ports: [{ port: 80 }] },
+    });
+    // r2's syncer records its copy's cluster IP on the tenant Service; r1 has none
+    await eventually(async () => {
+      const a = (await x.get(R.services, 'far', 'web')).metadata?.annotations ?? {};
+      expect(a[superClusterIPOn('r2')!]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      expect(a[superClusterIPOn('r1')!]).toBeUndefined();
+    }, 60_000);
+    for (const o of tenantDnsObjects({ clusterDomain: 'cluster.local' }).slice(0, 3))
+      await x.apply(o.resource, o.object, 'test');
+    const tr = await x.request<{ status: { token: string } }>(
+      'POST',
+      `/api/v1/namespaces/${TENANT_DNS_NAMESPACE}/serviceaccounts/${TENANT_DNS_NAME}/token`,
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } },
+    );
+    const sa = join(dir, 'dns-sa');
+    mkdirSync(sa, { recursive: true });
+    const viewCA = await createCA('dns-view-ca', 1);
+    const serving = await issueCert(viewCA, {
+      commonName: 'dns-view',
+      ipAddresses: ['127.0.0.1'],
+      usages: ['server'],
+      validityDays: 1,
+    });
+    writeFileSync(join(sa, 'token'), tr.status.token);
+    writeFileSync(join(sa, 'ca.crt'), viewCA.certPem);
+    const target = {
+      host: '127.0.0.1',
+      port: cpX.ports.apiserver,
+      caPem: readFileSync(join(cpX.dir, 'pki', PKI_FILES.ca.cert), 'utf8'),
+    };
+    const ask = async (joined: boolean, want: { a: string[] } | { cname: string[] }) => {
+      const view = await DnsView.start({
+        host: '127.0.0.1',
+        port: 0,
+        certPem: serving.certPem,
+        keyPem: serving.keyPem,
+        target,
+        ...(joined && {
+          joined: joinedNetworks([
+            { name: 'r1', network: 'flat' },
+            { name: 'r2', network: 'flat' },
+          ]),
+        }),
+      });
+      const [dnsPort] = await freePorts(1);
+      const kubeconfig = perSuperKubeconfig(dnsKubeconfig({ host: '127.0.0.1', port: view.port }), 'r1')!;
+      const kc = join(sa, `kubeconfig-${joined}`);
+      writeFileSync(kc, kubeconfig.replaceAll('/var/run/secrets/kubernetes.io/serviceaccount', sa));
+      const cf = join(sa, `Corefile-${joined}`);
+      writeFileSync(
+        cf,
+        `cluster.local:${dnsPort} {\n  bind 127.0.0.1\n  kubernetes cluster.local {\n    kubeconfig ${kc} tenant\n    pods disabled\n  }\n}\n`,
+      );
+      const coredns = spawn(nodeBinaryPath('coredns'), ['-conf', cf], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let log = '';
+      coredns.stderr.on('data', (d: Buffer) => (log += d.toString()));
+      const exited = new Promise((r) => coredns.once('exit', r));
+      try {
+        const resolver = new Resolver({ timeout: 2000, tries: 1 });
+        resolver.setServers([`127.0.0.1:${dnsPort}`]);
+        return await eventually(async () => {
+          // until CoreDNS has read the view (an empty answer first is not the answer)
+          const got = joined
+            ? { a: await resolver.resolve4('web.far.svc.cluster.local') }
+            : { cname: await resolver.resolveCname('web.far.svc.cluster.local') };
+          expect(got).toEqual(want);
+          return got;
+        }, 30_000).catch((e: Error) => {
+          throw new Error(`${e.message}\ncoredns: ${log}`);
+        });
+      } finally {
+        coredns.kill();
+        await exited;
+        await view.stop();
+      }
+    };
+    expect(await ask(true, { a: [podIP.podIP!] })).toEqual({ a: [podIP.podIP] });
+    expect(await ask(false, { cname: ['web.far.not-on-super-cluster-r1.invalid'] })).toEqual({
+      cname: ['web.far.not-on-super-cluster-r1.invalid'],
+    });
+    // the Pod leaves r2 (later cases count the tenants' Pods there)
+    await x.delete(R.pods, 'far', 'far-1');
+    await eventually(async () => expect(await superHas(c2, keyX, 'far', R.pods, 'far-1')).toBe(false), 60_000);
   });
 
   it('gives nodes of the same name on two super clusters a vNode each, kept by its own syncer', async () => {

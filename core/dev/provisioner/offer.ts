@@ -1,4 +1,5 @@
 import type { ManagerConfig } from '../../programs/manager/config.ts';
+import { joinedNetworks } from '../../provisioners/dnsview.ts';
 import { LocalProvisioner } from './provisioner.ts';
 
 /**
@@ -9,6 +10,7 @@ import { LocalProvisioner } from './provisioner.ts';
 export function localProvisioners(cfg: ManagerConfig): { local?: LocalProvisioner } {
   const local = cfg.virtualClusters?.local;
   if (!local) return {};
+  const supers = cfg.superClusters ?? [];
   return {
     local: new LocalProvisioner(
       local.stateDir,
@@ -19,6 +21,7 @@ export function localProvisioners(cfg: ManagerConfig): { local?: LocalProvisione
         ...(local.confine && { confine: local.confine }),
         ...(local.certificates && { certificates: local.certificates }),
         ...(local.metricsServer && { metricsServer: true }),
+        ...(supers.some((s) => s.network) && { joined: joinedNetworks(supers) }),
       },
     ),
   };

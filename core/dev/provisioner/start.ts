@@ -11,7 +11,7 @@ import { type ControlPlaneCpu, DEFAULT_CONTROL_PLANE_CPU } from '../../api/tenan
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { childLogger } from '../../log.ts';
 import { issueCert, PKI_FILES } from '../../pki/pki.ts';
-import { DnsView } from '../../provisioners/dnsview.ts';
+import { DnsView, type JoinedNetworks } from '../../provisioners/dnsview.ts';
 import { TENANT_CONTROLLERS } from '../../provisioners/native/flags.ts';
 import { goRuntimeEnv } from '../../provisioners/native/parts.ts';
 import type { ComponentSettings } from '../../provisioners/roll.ts';
@@ -54,6 +54,12 @@ export interface LocalProvisionerOptions {
    * tenant DNS server among them) get as KUBERNETES_SERVICE_HOST/PORT. The apiserver certificate names the address.
    */
   podAddress?: string;
+  /**
+   * joined says which super clusters' Pod networks are joined (the configuration's `superClusters[].network`): the DNS
+   * view of one answers a Service whose copies are all on super clusters joined to it with their Pod IPs
+   * (superAddressed). Absent: none is joined.
+   */
+  joined?: JoinedNetworks;
   /**
    * the CA tenant apiservers verify their kubelets' serving certificates against (--kubelet-certificate-authority):
    * every vNode's kubelet is the vn-agent, so this is the CA of the vn-agent's serving certificate
@@ -305,7 +311,7 @@ export async function startComponents(
     let dnsView: DnsView | undefined;
     try {
       forwarder = pod ? await startForwarder(dir, pod, cp) : undefined;
-      dnsView = pod ? await startDnsView(dir, pod, cp, vc) : undefined;
+      dnsView = pod ? await startDnsView(dir, pod, cp, vc, ctx.options.joined) : undefined;
     } catch (e) {
       await forwarder?.stop();
       await cp.stop();
@@ -363,7 +369,13 @@ async function confine(
 }
 
 /** startDnsView serves the DNS view of the tenant apiserver on host, with a certificate of the tenant CA. */
-async function startDnsView(dir: string, host: string, cp: LocalControlPlane, vc: VirtualCluster): Promise<DnsView> {
+async function startDnsView(
+  dir: string,
+  host: string,
+  cp: LocalControlPlane,
+  vc: VirtualCluster,
+  joined?: JoinedNetworks,
+): Promise<DnsView> {
   const pki = (f: string) => readFileSync(join(cp.dir, 'pki', f), 'utf8');
   const ca = { certPem: pki(PKI_FILES.ca.cert), keyPem: pki(PKI_FILES.ca.key) };
   const serving = await issueCert(ca, {
@@ -376,7 +388,7 @@ async function startDnsView(dir: string, host: string, cp: LocalControlPlane, vc
   const file = join(dir, DNS_PORT_FILE);
   const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
   const start = (port: number) =>
-    DnsView.start({ host, port, certPem: serving.certPem, keyPem: serving.keyPem, target });
+    DnsView.start({ host, port, certPem: serving.certPem, keyPem: serving.keyPem, target, ...(joined && { joined }) });
   const v = await start(kept).catch((e: unknown) => {
     if (!kept) throw e;
     return start(0);

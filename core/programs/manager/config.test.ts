@@ -229,6 +229,17 @@ describe('several super clusters in the configuration', () => {
       },
       /metaOnly and external/,
     ],
+    [
+      'a network on the meta cluster apart',
+      {
+        superClusters: [
+          { name: 'meta', metaOnly: true, network: 'flat' },
+          { name: 'r1', network: 'flat' },
+        ],
+        scheduler: { enabled: true },
+      },
+      /\/superClusters\/0\/network: a meta cluster apart/,
+    ],
   ] as const)('metaOnly: %s', (_, cfg, problem) => {
     const got = metaOnlyProblem(cfg as unknown as ManagerConfig);
     if (problem) expect(got).toMatch(problem);
@@ -238,6 +249,16 @@ describe('several super clusters in the configuration', () => {
   it('loadManagerConfig refuses a metaOnly configuration without the scheduler, naming the file and field', () => {
     const f = write('meta.yaml', `${header}superClusters:\n  - {name: meta, metaOnly: true}\n  - {name: r1}\n`);
     expect(() => loadManagerConfig(f)).toThrow(/meta\.yaml: \/superClusters\/0\/metaOnly needs/);
+  });
+
+  it('loads superClusters[].network and refuses one that is not a name, naming the file and field', () => {
+    const f = write(
+      'net.yaml',
+      `${header}superClusters:\n  - {name: r1, network: flat}\n  - {name: r2, network: flat}\n`,
+    );
+    expect(loadManagerConfig(f).superClusters?.map((s) => s.network)).toEqual(['flat', 'flat']);
+    const bad = write('net-bad.yaml', `${header}superClusters:\n  - {name: r1, network: Flat_Net}\n`);
+    expect(() => loadManagerConfig(bad)).toThrow(/net-bad\.yaml.*\/superClusters\/0\/network/s);
   });
 
   it('refuses placedOnly that is not a boolean, naming the field', () => {

@@ -17,7 +17,14 @@ import type { ProvisionerType } from '../../api/virtualcluster.ts';
 export interface ManagerConfig {
   apiVersion: 'tenancy.x-k8s.io/v1alpha1';
   kind: 'ManagerConfiguration';
-  superClusters?: Array<{ name: string; kubeconfig?: string; external?: boolean; metaOnly?: boolean }>;
+  superClusters?: Array<{
+    name: string;
+    kubeconfig?: string;
+    external?: boolean;
+    metaOnly?: boolean;
+    /** super clusters with one network name have joined Pod networks (core/provisioners/dnsview.ts, joinedNetworks) */
+    network?: string;
+  }>;
   superClusterRegistry?: {
     enabled?: boolean;
     namespace?: string;
@@ -189,6 +196,8 @@ export function metaOnlyProblem(cfg: ManagerConfig): string | undefined {
   if (later > 0)
     return `/superClusters/${later}/metaOnly: only the first super cluster (the meta cluster) can be the meta cluster alone`;
   if (!supers[0]?.metaOnly) return undefined;
+  if (supers[0].network)
+    return '/superClusters/0/network: a meta cluster apart (metaOnly) runs no tenant Pod, so it joins no Pod network';
   if (supers[0].external)
     return '/superClusters/0: metaOnly and external together: a meta cluster apart has no syncer to run elsewhere';
   if (!cfg.scheduler?.enabled)

@@ -16,6 +16,7 @@ import { LABEL, MANAGER } from '../../../plugins/sdk/src/names.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { tenantSyncerLag } from '../../syncer/metrics.ts';
 import { ConfigError, managerDefaults, type ManagerConfig } from './config.ts';
+import { joinedNetworks } from '../../provisioners/dnsview.ts';
 
 /** superPodsOf is the informer of the Pods the syncer made in a super cluster, shared with its syncer's. */
 export const superPodsOf = (f: InformerFactory): SharedInformer<KubeObject> =>
@@ -51,6 +52,7 @@ export function lifecycleControllers(
     native: new NativeProvisioner(meta, {
       ...cfg.virtualClusters?.native,
       ...vnAgentsOf(cfg.virtualClusters?.defaultPluginConfig),
+      ...(cfg.superClusters?.some((s) => s.network) && { joined: joinedNetworks(cfg.superClusters) }),
     }),
   };
   // A provisioner that confines its control planes to their own tenant's Pods learns their addresses from the Pods of

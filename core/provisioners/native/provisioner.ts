@@ -15,7 +15,7 @@ import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import { judgeMembersChange, judgeNativeChange, runningKubernetesVersion } from './version.ts';
 import { judgeResources } from './resourcebounds.ts';
-import { DnsViews } from '../dnsview.ts';
+import { DnsViews, type JoinedNetworks } from '../dnsview.ts';
 import {
   generateControlPlanePKI,
   issueApiserverCert,
@@ -142,6 +142,11 @@ export interface NativeOptions {
    * which carry no packets in the super cluster
    */
   dnsView?: { host: string; port: number };
+  /**
+   * which super clusters' Pod networks are joined (the manager configuration's `superClusters[].network`), for the DNS
+   * view's answer to a Service with no copy on the asking Pod's super cluster (superAddressed); absent: none
+   */
+  joined?: JoinedNetworks;
   /**
    * the vn-agents the platform's vNodes name as their kubelet (the manager configuration's
    * defaultPluginConfig.nodes.vnAgent, every super cluster's): the apiserver's egress NetworkPolicy allows each at its
@@ -496,7 +501,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
   /** dnsViews starts the shared DNS view once; a failed start is tried again by the next reconcile. */
   private dnsViews(): Promise<DnsViews> {
     if (!this.views) {
-      const started = DnsViews.start(this.opts.dnsView!);
+      const started = DnsViews.start({ ...this.opts.dnsView!, ...(this.opts.joined && { joined: this.opts.joined }) });
       this.views = started;
       started.catch(() => {
         if (this.views === started) this.views = undefined;
