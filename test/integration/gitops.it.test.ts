@@ -140,6 +140,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
               'default/after': { clusterScoped: true },
               'default/health': { clusterScoped: true },
               'default/notified': { clusterScoped: true },
+              'default/unreached': { clusterScoped: true },
             },
           },
         },
@@ -610,6 +611,109 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         await t.client.delete(GITSOURCES, 'default', 'notified');
       } finally {
         await new Promise((ok) => receiver.close(ok));
+      }
+    });
+
+    it('goes on reconciling while its webhook is down, says so, and delivers once the webhook is back', async () => {
+      // A port that was just closed: nothing listens there, so every call is refused.
+      const probe = createServer();
+      await new Promise<void>((ok) => probe.listen(0, '127.0.0.1', ok));
+      const port = (probe.address() as AddressInfo).port;
+      await new Promise((ok) => probe.close(ok));
+      const url = `http://127.0.0.1:${port}/hooks`;
+      const metric = async (name: string, labels: string) => {
+        const text = await (await fetch(`http://127.0.0.1:${manager.opsPort}/metrics`)).text();
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+        return line ? Number(line.split(' ')[1]) : 0;
+      };
+      const failedBefore = await metric(
+        'vc_gitops_notifications_total',
+        'type="webhook",event="Applied",result="failed"',
+      );
+
+      await git.initRepo('unreached');
+      const first = await git.commitFiles('unreached', { 'v.yaml': cvYaml('gitops-unreached-1') }, 'a version');
+      await t.client.create(
+        GITSOURCES,
+        gitSource('unreached', 'unreached', { notifications: [{ type: 'webhook', url, retries: 1 }] }),
+      );
+      // The revision is applied and healthy all the same; the failed delivery is a Warning naming the webhook.
+      await eventually(async () => {
+        const g = await named('unreached');
+        expect(g.status?.lastAppliedRevision).toBe(first);
+        expect(condition(g, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      }, 60_000);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-unreached-1')).not.toBeNull();
+      const failures = async () =>
+        (
+          await t.client.list<{ reason?: string; message?: string; involvedObject?: { name?: string } }>(R.events, {
+            namespace: 'default',
+          })
+        ).items.filter((e) => e.reason === 'NotificationFailed' && e.involvedObject?.name === 'unreached');
+      await eventually(async () => {
+        expect((await failures()).map((e) => e.message)).toContainEqual(
+          expect.stringMatching(new RegExp(`^Applied not delivered to webhook ${url}: connect ECONNREFUSED`)),
+        );
+        expect(
+          await metric('vc_gitops_notifications_total', 'type="webhook",event="Applied",result="failed"'),
+        ).toBeGreaterThan(failedBefore);
+      }, 30_000);
+      // The other sources were not held up.
+      await eventually(
+        async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'True' }),
+        90_000,
+      );
+
+      // More retries (1 s, 2 s, 4 s, ... 32 s): the next revision's delivery is refused and retried, and it lands
+      // once the webhook listens again on its port.
+      await t.client.patch(
+        GITSOURCES,
+        'default',
+        'unreached',
+        {
+          spec: { notifications: [{ type: 'webhook', url, retries: 6 }] },
+        },
+        'merge',
+      );
+      const retriedBefore = await metric('vc_gitops_notification_retries_total', 'type="webhook",event="Applied"');
+      const second = await git.commitFiles('unreached', { 'v.yaml': cvYaml('gitops-unreached-2') }, 'the next version');
+      const r = await vcCli(['reconcile', 'gitsource', 'unreached', ...kc()]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-unreached-2')).not.toBeNull();
+      await eventually(async () => {
+        expect(await metric('vc_gitops_notification_retries_total', 'type="webhook",event="Applied"')).toBeGreaterThan(
+          retriedBefore,
+        );
+      }, 30_000);
+      // The first revision's deliveries have run out by now (a destination's deliveries go in order).
+      const failedSince = async () => [
+        await metric('vc_gitops_notifications_total', 'type="webhook",event="Applied",result="failed"'),
+        await metric('vc_gitops_notifications_total', 'type="webhook",event="Healthy",result="failed"'),
+      ];
+      const failedAtOutage = await failedSince();
+      const hooks: Record<string, unknown>[] = [];
+      const back = createServer((req, res) => {
+        let raw = '';
+        req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+        req.on('end', () => {
+          hooks.push(JSON.parse(raw) as Record<string, unknown>);
+          res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((ok) => back.listen(port, '127.0.0.1', ok));
+      try {
+        await eventually(() => {
+          expect(hooks.map((h) => [h.event, h.revision])).toEqual([
+            ['Applied', second],
+            ['Healthy', second],
+          ]);
+        }, 90_000);
+        for (const h of hooks) expect(validate('notification', h)).toEqual([]);
+        // Delivered late, not lost: no delivery of the second revision was given up.
+        expect(await failedSince()).toEqual(failedAtOutage);
+        await t.client.delete(GITSOURCES, 'default', 'unreached');
+      } finally {
+        await new Promise((ok) => back.close(ok));
       }
     });
   });
