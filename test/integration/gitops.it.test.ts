@@ -517,6 +517,13 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
           expect(condition(g, 'Stalled')!.message).toBe(`spec.dependsOn makes a cycle: ${cycle}`);
         }
       }, 30_000);
+      // The cycle stops only its own members: a new revision of the same path is applied by the source outside it.
+      const next = await git.commitFiles('platform', { 'after/v3.yaml': cvYaml('gitops-v3') }, 'another version');
+      const r = await vcCli(['reconcile', 'gitsource', 'after', ...kc()]);
+      expect(r.code, r.stderr).toBe(0);
+      expect((await named('after')).status?.lastAppliedRevision).toBe(next);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-v3')).not.toBeNull();
+      expect(condition(await named('x'), 'Stalled')).toMatchObject({ status: 'True', reason: 'DependencyCycle' });
       for (const n of ['x', 'y', 'after', 'platform']) await t.client.delete(GITSOURCES, 'default', n);
     });
 
