@@ -477,6 +477,45 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
       await eventually(async () => expect(await vc('later')).toBeNull(), 60_000);
     });
 
+    it('is not Ready once a tenant it applied is still not Running after spec.healthTimeout, naming it', async () => {
+      // A policy that lets this source's tenant name a super cluster no syncer serves: the tenant stays Pending,
+      // neither Running nor failed.
+      await t.client.create(R.tenantpolicies, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'gitops-slow' },
+        spec: {
+          grants: {
+            subjects: [{ kind: 'GitSource', namespace: 'default', name: 'slow' }],
+            superClusters: ['nowhere'],
+          },
+        },
+      });
+      await git.initRepo('slow');
+      await git.commitFiles(
+        'slow',
+        { 'slow.yaml': vcYaml('slow', { policyName: 'gitops-slow', superCluster: 'nowhere' }) },
+        'slow',
+      );
+      await t.client.create(GITSOURCES, gitSource('slow', 'slow', { healthTimeout: '5s' }));
+      const late = await eventually(async () => {
+        const ready = condition(await named('slow'), 'Ready');
+        expect(ready, ready?.message).toMatchObject({ status: 'False', reason: 'HealthCheckFailed' });
+        return named('slow');
+      }, 60_000);
+      expect(condition(late, 'Ready')!.message).toMatch(
+        /not healthy after 5s \(spec\.healthTimeout\): VirtualCluster default\/slow \(phase Pending/,
+      );
+      expect(late.status?.inventory).toEqual([
+        expect.objectContaining({ kind: 'VirtualCluster', name: 'slow', health: 'Progressing' }),
+      ]);
+      expect((await vc('slow'))?.status?.phase).toBe('Pending');
+      await t.client.delete(GITSOURCES, 'default', 'slow');
+      await t.client.delete(R.virtualclusters, 'default', 'slow');
+      await eventually(async () => expect(await vc('slow')).toBeNull(), 60_000);
+      await t.client.delete(R.tenantpolicies, undefined, 'gitops-slow');
+    });
+
     it('applies a source only once the sources it depends on are Ready, and stalls a cycle', async () => {
       await git.initRepo('platform');
       await git.commitFiles(
