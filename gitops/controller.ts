@@ -30,6 +30,7 @@ import {
   dependencyRefs,
   HEALTH_TIMEOUT_DEFAULT_MS,
   objectHealth,
+  healthRecheck,
   readiness,
   withHealth,
   withReadiness,
@@ -296,7 +297,10 @@ export class GitOpsController {
     const handle = requested && requested !== gs.status?.lastHandledReconcileAt ? requested : undefined;
     // Asked for now: fetch at once (the poll's artifact or error lands in st before the apply below).
     if (handle) await st.poller.trigger();
-    if (!this.full.delete(key) && !handle && (await this.checkHealth(gs, st, interval))) return;
+    if (!this.full.delete(key) && !handle) {
+      const checked = await this.checkHealth(gs, st, interval);
+      if (checked !== false) return checked;
+    }
     // Set again once this full reconcile's status is written: a retry after a failure is a full one.
     st.lastFull = undefined;
     const allow = gs.metadata.annotations?.[ALLOW_REVISION_ANNOTATION];
@@ -346,21 +350,24 @@ export class GitOpsController {
         `not this GitSource's to delete (outside its scope or not labelled as its own), forgotten: ${names}`,
       );
     }
-    return { requeueAfter: interval };
+    const recheck = st.applied && healthRecheck(report.status, st.applied.at, now, healthTimeoutOf(gs));
+    return { requeueAfter: Math.min(recheck ?? interval, interval) };
   }
 
   /**
    * checkHealth re-judges the health of what the last full reconcile applied, without applying again, when that
-   * reconcile succeeded on the same artifact and generation within the interval; false when a full one is due instead.
+   * reconcile succeeded on the same artifact and generation within the interval (then the result, a requeue when
+   * spec.healthTimeout runs out before the interval); false when a full one is due instead.
    */
-  private async checkHealth(gs: GitSource, st: SourceState, intervalMs: number): Promise<boolean> {
+  private async checkHealth(gs: GitSource, st: SourceState, intervalMs: number): Promise<Result | false> {
     const last = st.lastFull;
     const now = Date.now();
     if (!last?.ok || !st.applied || st.error || !st.artifact || last.digest !== st.artifact.digest) return false;
     if (last.generation !== gs.metadata.generation || now - last.at >= intervalMs) return false;
     const status = this.healthOf(gs, { ...(gs.status ?? {}) }, st.applied, now);
     await this.writeStatus(gs, reported(st.record, status));
-    return true;
+    const recheck = healthRecheck(status, st.applied.at, now, healthTimeoutOf(gs));
+    return recheck === undefined ? undefined : { requeueAfter: Math.min(recheck, intervalMs) };
   }
 
   /** healthOf is a fully applied status with each inventory entry's health and the Ready verdict from them. */
@@ -376,8 +383,7 @@ export class GitOpsController {
         ? objectHealth(e.kind, this.owned.get(`${e.namespace}/${e.name}`))
         : objectHealth(e.kind, { metadata: {} }),
     );
-    const timeout = parseDuration(gs.spec.healthTimeout, HEALTH_TIMEOUT_DEFAULT_MS);
-    const verdict = readiness(inventory, applied.revision, applied.at, now, timeout);
+    const verdict = readiness(inventory, applied.revision, applied.at, now, healthTimeoutOf(gs));
     return withReadiness(gs.status?.conditions, status, inventory, verdict, new Date(now));
   }
 
@@ -532,3 +538,6 @@ export class GitOpsController {
 function sameSource(prev: SourceState, gs: GitSource): boolean {
   return !!prev.artifact && prev.artifact.url === gs.spec.url;
 }
+
+/** healthTimeoutOf is a source's spec.healthTimeout in milliseconds. */
+const healthTimeoutOf = (gs: GitSource): number => parseDuration(gs.spec.healthTimeout, HEALTH_TIMEOUT_DEFAULT_MS);

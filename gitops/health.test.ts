@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../core/kube/client.ts';
 import type { GitSource, InventoryStatus } from './applier/gitsource.ts';
-import { dependencyCycle, dependencyGate, objectHealth, readiness, withHealth, withReadiness } from './health.ts';
+import {
+  dependencyCycle,
+  dependencyGate,
+  HEALTH_RECHECK_SLACK_MS,
+  healthRecheck,
+  objectHealth,
+  readiness,
+  withHealth,
+  withReadiness,
+} from './health.ts';
 
 const vc = (status: Record<string, unknown> | undefined, meta: Record<string, unknown> = {}): KubeObject => ({
   metadata: { name: 'a', namespace: 'n', generation: 1, ...meta },
@@ -216,6 +225,23 @@ describe('dependencies', () => {
     );
     expect(dependencyGate(source('team', 'u', [{ name: 'policies', namespace: 'platform' }]), world(policies))).toBe(
       undefined,
+    );
+  });
+});
+
+describe('healthRecheck', () => {
+  const at = 1_000_000;
+  it.each<[string, ReturnType<typeof ready> | undefined, number, number | undefined]>([
+    ['waiting, 60 s timeout, 20 s in: at the timeout', ready('Unknown', 'Progressing'), at + 20_000, 40_000],
+    ['waiting, the timeout already passed: at once', ready('Unknown', 'Progressing'), at + 90_000, 0],
+    ['Ready True: nothing to wait for', ready('True', 'Succeeded'), at + 20_000, undefined],
+    ['Ready False: already judged', ready('False', 'HealthCheckFailed'), at + 20_000, undefined],
+    ['suspended: not a health wait', ready('Unknown', 'Suspended'), at + 20_000, undefined],
+    ['no Ready condition', undefined, at + 20_000, undefined],
+  ])('%s', (_, condition, now, wait) => {
+    const status = { conditions: condition ? [condition] : [] };
+    expect(healthRecheck(status, at, now, 60_000)).toBe(
+      wait === undefined ? undefined : wait + HEALTH_RECHECK_SLACK_MS,
     );
   });
 });

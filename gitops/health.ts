@@ -222,3 +222,22 @@ export function dependencyGate(
   if (unready.length) return { cycle: false, message: `waiting for spec.dependsOn: ${unready.join('; ')}` };
   return undefined;
 }
+
+/**
+ * healthRecheck is how long until a source still waiting for what it applied at `appliedAt` to be healthy (Ready
+ * Unknown, Progressing) must be judged again because its health timeout runs out: nothing else need change by then (a
+ * tenant stuck Pending writes no new status), yet the verdict must turn False on time. Undefined when it is not waiting.
+ */
+export function healthRecheck(
+  status: GitSourceStatus,
+  appliedAt: number,
+  now: number,
+  timeoutMs: number,
+): number | undefined {
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status !== 'Unknown' || ready.reason !== 'Progressing') return undefined;
+  return Math.max(appliedAt + timeoutMs - now, 0) + HEALTH_RECHECK_SLACK_MS;
+}
+
+/** HEALTH_RECHECK_SLACK_MS is added to a recheck so that it lands just past the timeout, not a moment before it. */
+export const HEALTH_RECHECK_SLACK_MS = 100;

@@ -25,6 +25,14 @@ const sent = new Counter({
   registers: [registry],
 });
 
+// A destination that is down shows here while its retries run, before they run out and become an event.
+const retried = new Counter({
+  name: 'vc_gitops_notification_retries_total',
+  help: 'Failed attempts to deliver a GitSource notification that are retried, by destination type and event.',
+  labelNames: ['type', 'event'],
+  registers: [registry],
+});
+
 /** Notification is one entry of a GitSource's spec.notifications. */
 export type Notification = NonNullable<GitSource['spec']['notifications']>[number];
 
@@ -192,6 +200,7 @@ export class Notifier {
           sent.inc({ type: n.type, event: o.event, result: 'sent' });
           return;
         }
+        if (i < retries && !this.stopped) retried.inc({ type: n.type, event: o.event });
       }
     } catch (e) {
       error = e instanceof Error ? e.message : String(e);

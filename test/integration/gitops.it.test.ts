@@ -140,6 +140,7 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
               'default/after': { clusterScoped: true },
               'default/health': { clusterScoped: true },
               'default/notified': { clusterScoped: true },
+              'default/unreached': { clusterScoped: true },
             },
           },
         },
@@ -476,6 +477,45 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
       await eventually(async () => expect(await vc('later')).toBeNull(), 60_000);
     });
 
+    it('is not Ready once a tenant it applied is still not Running after spec.healthTimeout, naming it', async () => {
+      // A policy that lets this source's tenant name a super cluster no syncer serves: the tenant stays Pending,
+      // neither Running nor failed.
+      await t.client.create(R.tenantpolicies, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'gitops-slow' },
+        spec: {
+          grants: {
+            subjects: [{ kind: 'GitSource', namespace: 'default', name: 'slow' }],
+            superClusters: ['nowhere'],
+          },
+        },
+      });
+      await git.initRepo('slow');
+      await git.commitFiles(
+        'slow',
+        { 'slow.yaml': vcYaml('slow', { policyName: 'gitops-slow', superCluster: 'nowhere' }) },
+        'slow',
+      );
+      await t.client.create(GITSOURCES, gitSource('slow', 'slow', { healthTimeout: '5s' }));
+      const late = await eventually(async () => {
+        const ready = condition(await named('slow'), 'Ready');
+        expect(ready, ready?.message).toMatchObject({ status: 'False', reason: 'HealthCheckFailed' });
+        return named('slow');
+      }, 60_000);
+      expect(condition(late, 'Ready')!.message).toMatch(
+        /not healthy after 5s \(spec\.healthTimeout\): VirtualCluster default\/slow \(phase Pending/,
+      );
+      expect(late.status?.inventory).toEqual([
+        expect.objectContaining({ kind: 'VirtualCluster', name: 'slow', health: 'Progressing' }),
+      ]);
+      expect((await vc('slow'))?.status?.phase).toBe('Pending');
+      await t.client.delete(GITSOURCES, 'default', 'slow');
+      await t.client.delete(R.virtualclusters, 'default', 'slow');
+      await eventually(async () => expect(await vc('slow')).toBeNull(), 60_000);
+      await t.client.delete(R.tenantpolicies, undefined, 'gitops-slow');
+    });
+
     it('applies a source only once the sources it depends on are Ready, and stalls a cycle', async () => {
       await git.initRepo('platform');
       await git.commitFiles(
@@ -516,6 +556,13 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
           expect(condition(g, 'Stalled')!.message).toBe(`spec.dependsOn makes a cycle: ${cycle}`);
         }
       }, 30_000);
+      // The cycle stops only its own members: a new revision of the same path is applied by the source outside it.
+      const next = await git.commitFiles('platform', { 'after/v3.yaml': cvYaml('gitops-v3') }, 'another version');
+      const r = await vcCli(['reconcile', 'gitsource', 'after', ...kc()]);
+      expect(r.code, r.stderr).toBe(0);
+      expect((await named('after')).status?.lastAppliedRevision).toBe(next);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-v3')).not.toBeNull();
+      expect(condition(await named('x'), 'Stalled')).toMatchObject({ status: 'True', reason: 'DependencyCycle' });
       for (const n of ['x', 'y', 'after', 'platform']) await t.client.delete(GITSOURCES, 'default', n);
     });
 
@@ -610,6 +657,109 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         await t.client.delete(GITSOURCES, 'default', 'notified');
       } finally {
         await new Promise((ok) => receiver.close(ok));
+      }
+    });
+
+    it('goes on reconciling while its webhook is down, says so, and delivers once the webhook is back', async () => {
+      // A port that was just closed: nothing listens there, so every call is refused.
+      const probe = createServer();
+      await new Promise<void>((ok) => probe.listen(0, '127.0.0.1', ok));
+      const port = (probe.address() as AddressInfo).port;
+      await new Promise((ok) => probe.close(ok));
+      const url = `http://127.0.0.1:${port}/hooks`;
+      const metric = async (name: string, labels: string) => {
+        const text = await (await fetch(`http://127.0.0.1:${manager.opsPort}/metrics`)).text();
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+        return line ? Number(line.split(' ')[1]) : 0;
+      };
+      const failedBefore = await metric(
+        'vc_gitops_notifications_total',
+        'type="webhook",event="Applied",result="failed"',
+      );
+
+      await git.initRepo('unreached');
+      const first = await git.commitFiles('unreached', { 'v.yaml': cvYaml('gitops-unreached-1') }, 'a version');
+      await t.client.create(
+        GITSOURCES,
+        gitSource('unreached', 'unreached', { notifications: [{ type: 'webhook', url, retries: 1 }] }),
+      );
+      // The revision is applied and healthy all the same; the failed delivery is a Warning naming the webhook.
+      await eventually(async () => {
+        const g = await named('unreached');
+        expect(g.status?.lastAppliedRevision).toBe(first);
+        expect(condition(g, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      }, 60_000);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-unreached-1')).not.toBeNull();
+      const failures = async () =>
+        (
+          await t.client.list<{ reason?: string; message?: string; involvedObject?: { name?: string } }>(R.events, {
+            namespace: 'default',
+          })
+        ).items.filter((e) => e.reason === 'NotificationFailed' && e.involvedObject?.name === 'unreached');
+      await eventually(async () => {
+        expect((await failures()).map((e) => e.message)).toContainEqual(
+          expect.stringMatching(new RegExp(`^Applied not delivered to webhook ${url}: connect ECONNREFUSED`)),
+        );
+        expect(
+          await metric('vc_gitops_notifications_total', 'type="webhook",event="Applied",result="failed"'),
+        ).toBeGreaterThan(failedBefore);
+      }, 30_000);
+      // The other sources were not held up.
+      await eventually(
+        async () => expect(condition(await source(), 'Ready')).toMatchObject({ status: 'True' }),
+        90_000,
+      );
+
+      // More retries (1 s, 2 s, 4 s, ... 32 s): the next revision's delivery is refused and retried, and it lands
+      // once the webhook listens again on its port.
+      await t.client.patch(
+        GITSOURCES,
+        'default',
+        'unreached',
+        {
+          spec: { notifications: [{ type: 'webhook', url, retries: 6 }] },
+        },
+        'merge',
+      );
+      const retriedBefore = await metric('vc_gitops_notification_retries_total', 'type="webhook",event="Applied"');
+      const second = await git.commitFiles('unreached', { 'v.yaml': cvYaml('gitops-unreached-2') }, 'the next version');
+      const r = await vcCli(['reconcile', 'gitsource', 'unreached', ...kc()]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(await t.client.getOrNull(R.clusterversions, undefined, 'gitops-unreached-2')).not.toBeNull();
+      await eventually(async () => {
+        expect(await metric('vc_gitops_notification_retries_total', 'type="webhook",event="Applied"')).toBeGreaterThan(
+          retriedBefore,
+        );
+      }, 30_000);
+      // The first revision's deliveries have run out by now (a destination's deliveries go in order).
+      const failedSince = async () => [
+        await metric('vc_gitops_notifications_total', 'type="webhook",event="Applied",result="failed"'),
+        await metric('vc_gitops_notifications_total', 'type="webhook",event="Healthy",result="failed"'),
+      ];
+      const failedAtOutage = await failedSince();
+      const hooks: Record<string, unknown>[] = [];
+      const back = createServer((req, res) => {
+        let raw = '';
+        req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+        req.on('end', () => {
+          hooks.push(JSON.parse(raw) as Record<string, unknown>);
+          res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((ok) => back.listen(port, '127.0.0.1', ok));
+      try {
+        await eventually(() => {
+          expect(hooks.map((h) => [h.event, h.revision])).toEqual([
+            ['Applied', second],
+            ['Healthy', second],
+          ]);
+        }, 90_000);
+        for (const h of hooks) expect(validate('notification', h)).toEqual([]);
+        // Delivered late, not lost: no delivery of the second revision was given up.
+        expect(await failedSince()).toEqual(failedAtOutage);
+        await t.client.delete(GITSOURCES, 'default', 'unreached');
+      } finally {
+        await new Promise((ok) => back.close(ok));
       }
     });
   });

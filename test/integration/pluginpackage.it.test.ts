@@ -1,5 +1,15 @@
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -219,6 +229,81 @@ describe('the sandbox plugin as an installed npm package', () => {
             `peerDependencies): it is built for SDK ${major}.${minor + 1}.0, a newer minor version than this host's SDK ${SDK_VERSION}`,
         ),
       },
+    ]);
+  });
+
+  it('published signed and installed with npm, it loads under trustedKeys; signed by another key or changed, it is refused by name', async () => {
+    const vcBin = join(
+      repo,
+      (JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { bin: { vc: string } }).bin.vc,
+    );
+    const vc = (cwd: string, ...args: string[]) =>
+      spawnSync(process.execPath, [vcBin, ...args], { cwd, encoding: 'utf8' });
+    // The author: the package as npm pack laid it out, its signature listed in `files`, signed, packed again.
+    const author = join(dir, 'author');
+    mkdirSync(join(author, 'keys'), { recursive: true });
+    const tarballs = join(dir, 'tarballs');
+    const packed = readdirSync(tarballs).find((f) => f.includes('sandbox-runtimeclass'))!;
+    execFileSync('tar', ['-xzf', join(tarballs, packed), '-C', author]);
+    const folder = join(author, 'package');
+    const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { files: string[] };
+    writeFileSync(
+      join(folder, 'package.json'),
+      JSON.stringify({ ...manifest, files: [...manifest.files, 'vc-plugin.sig'] }, null, 2),
+    );
+    for (const k of ['platform', 'other']) expect(vc(author, 'plugins', 'keygen', `keys/${k}`).status).toBe(0);
+    const signed = vc(author, 'plugins', 'sign', '--key', 'keys/platform.key', 'package');
+    expect(signed.status, signed.stderr).toBe(0);
+    const published = join(author, 'published');
+    mkdirSync(published);
+    npm(folder, 'pack', '--ignore-scripts', '--pack-destination', published);
+
+    // The platform: installs the published tarball with the SDK, checks it, and lists the key it trusts.
+    const platform = join(dir, 'platform');
+    mkdirSync(platform);
+    writeFileSync(join(platform, 'package.json'), JSON.stringify({ name: 'platform', private: true, type: 'module' }));
+    const sdk = readdirSync(tarballs).find((f) => f.includes('plugin-sdk'))!;
+    npm(platform, 'install', join(tarballs, sdk), ...readdirSync(published).map((f) => join(published, f)));
+    const installed = join(platform, 'node_modules', PLUGIN);
+    expect(existsSync(join(installed, 'vc-plugin.sig'))).toBe(true);
+    const verified = vc(
+      platform,
+      'plugins',
+      'verify',
+      '--key',
+      join(author, 'keys/platform.pub'),
+      `node_modules/${PLUGIN}`,
+    );
+    expect(verified.status, verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(/^verified /);
+
+    const load = async (key: string) => {
+      const h = await PluginHost.load({
+        process: 'manager',
+        builtins: builtinPlugins,
+        thirdParty: [PLUGIN],
+        baseDir: platform,
+        trustedKeys: [join(author, 'keys', `${key}.pub`)],
+      });
+      await h.close();
+      return h;
+    };
+    const trusted = await load('platform');
+    expect(trusted.failures).toEqual([]);
+    expect(trusted.names()).toContain('sandbox-runtimeclass');
+    const other = await load('other');
+    expect(other.names()).not.toContain('sandbox-runtimeclass');
+    expect(other.failures).toEqual([
+      expect.objectContaining({
+        source: PLUGIN,
+        reason: expect.stringMatching(/^not installed: .* is signed by key [0-9a-f]{16}, which is not a trusted key/),
+      }),
+    ]);
+    appendFileSync(join(installed, 'dist', 'index.js'), '\n// changed after install\n');
+    const changed = await load('platform');
+    expect(changed.names()).not.toContain('sandbox-runtimeclass');
+    expect(changed.failures).toEqual([
+      expect.objectContaining({ source: PLUGIN, reason: expect.stringMatching(/changed after it was signed/) }),
     ]);
   });
 
