@@ -8,7 +8,6 @@ import {
   type ObjectReference,
   PLUGIN_API_VERSION,
   type PluginContext,
-  provenanceOf,
   R,
   type ResourcePlugin,
   type RouteContext,
@@ -21,7 +20,7 @@ import {
   type AddressRule,
   addressRule,
   apiserverAddress,
-  podIPs,
+  objectsHolding,
   REFUSED_RETRY_MS,
   withAddress,
 } from './policy.ts';
@@ -182,17 +181,7 @@ export function addressesOf(ep: KubeObject): string[] {
  * common case (no Endpoints hold the IP) a lookup.
  */
 export function endpointsHolding(pod: KubeObject, rctx: RouteContext): TenantKey[] {
-  const keys: TenantKey[] = [];
-  for (const ip of podIPs(pod)) {
-    const tenants = rctx.tenantsBy(ENDPOINTS_BY_IP, ip);
-    if (!tenants.length) continue;
-    for (const ep of rctx.superCache.list<Endpoints>(R.endpoints)) {
-      const p = provenanceOf(ep);
-      if (p && tenants.includes(p.cluster) && addressesOf(ep).includes(ip))
-        keys.push({ tenant: p.cluster, namespace: p.namespace, name: p.name });
-    }
-  }
-  return keys;
+  return objectsHolding<Endpoints>(pod, rctx, ENDPOINTS_BY_IP, R.endpoints, addressesOf);
 }
 
 /**

@@ -5,6 +5,9 @@ import {
   type PluginContext,
   provenanceOf,
   R,
+  type Resource,
+  type RouteContext,
+  type TenantKey,
 } from '@virtualcluster-ts/plugin-sdk';
 
 /** ADDRESSES_REFUSED is the reason of the event naming the addresses not copied to the super Endpoints or EndpointSlice. */
@@ -101,4 +104,28 @@ export function addressRule(ctx: PluginContext): AddressRule {
       return `neither a Pod of this tenant nor in the policy's endpoints.allowedCIDRs (${listed})`;
     },
   };
+}
+
+/**
+ * objectsHolding maps a super Pod to the tenant objects of `resource` whose super copy holds one of its IPs (by
+ * `addresses`), for the tenants the index `byIP` names for that IP: the common case (none) is a lookup.
+ */
+export function objectsHolding<T extends KubeObject>(
+  pod: KubeObject,
+  rctx: RouteContext,
+  byIP: string,
+  resource: Resource,
+  addresses: (o: T) => string[],
+): TenantKey[] {
+  const keys: TenantKey[] = [];
+  for (const ip of podIPs(pod)) {
+    const tenants = rctx.tenantsBy(byIP, ip);
+    if (!tenants.length) continue;
+    for (const o of rctx.superCache.list<T>(resource)) {
+      const p = provenanceOf(o);
+      if (p && tenants.includes(p.cluster) && addresses(o).includes(ip))
+        keys.push({ tenant: p.cluster, namespace: p.namespace, name: p.name });
+    }
+  }
+  return keys;
 }

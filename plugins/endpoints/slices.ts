@@ -11,7 +11,6 @@ import {
   type ObjectReference,
   PLUGIN_API_VERSION,
   type PluginContext,
-  provenanceOf,
   R,
   type ResourcePlugin,
   type RouteContext,
@@ -19,7 +18,14 @@ import {
 } from '@virtualcluster-ts/plugin-sdk';
 import { hasSelector } from './selector.ts';
 import { ENDPOINTS_FIELDS_VERSION } from './fields.ts';
-import { ADDRESSES_REFUSED, addressRule, apiserverAddress, podIPs, REFUSED_RETRY_MS, withAddress } from './policy.ts';
+import {
+  ADDRESSES_REFUSED,
+  addressRule,
+  apiserverAddress,
+  objectsHolding,
+  REFUSED_RETRY_MS,
+  withAddress,
+} from './policy.ts';
 
 /** SLICE_FIELDS_REFUSED is the skip and event reason of tenant EndpointSlices with a field the syncer has no rule for. */
 export const SLICE_FIELDS_REFUSED = 'EndpointSliceFieldRefused';
@@ -229,17 +235,7 @@ export function sliceAddressesOf(slice: KubeObject): string[] {
  * again at once.
  */
 export function slicesHolding(pod: KubeObject, rctx: RouteContext): TenantKey[] {
-  const keys: TenantKey[] = [];
-  for (const ip of podIPs(pod)) {
-    const tenants = rctx.tenantsBy(ENDPOINTSLICES_BY_IP, ip);
-    if (!tenants.length) continue;
-    for (const slice of rctx.superCache.list<EndpointSlice>(R.endpointslices)) {
-      const p = provenanceOf(slice);
-      if (p && tenants.includes(p.cluster) && sliceAddressesOf(slice).includes(ip))
-        keys.push({ tenant: p.cluster, namespace: p.namespace, name: p.name });
-    }
-  }
-  return keys;
+  return objectsHolding<EndpointSlice>(pod, rctx, ENDPOINTSLICES_BY_IP, R.endpointslices, sliceAddressesOf);
 }
 
 /**
