@@ -4,7 +4,14 @@ import type { VirtualCluster } from '../api/virtualcluster.ts';
 import type { KubeObject } from '../kube/client.ts';
 import { asleep, durationMs, idleDue, sleepRequestedAt, specChangedWhileAsleep, workloadsRunning } from './sleep.ts';
 
-const vc = (o: { afterIdle?: string; phase?: string; asked?: string; generation?: number; observed?: number }) =>
+const vc = (o: {
+  afterIdle?: string;
+  phase?: string;
+  asked?: string;
+  generation?: number;
+  observed?: number;
+  readySince?: number;
+}) =>
   ({
     apiVersion: 'tenancy.x-k8s.io/v1alpha1',
     kind: 'VirtualCluster',
@@ -15,7 +22,20 @@ const vc = (o: { afterIdle?: string; phase?: string; asked?: string; generation?
       ...(o.asked !== undefined && { annotations: { [ANN.sleepRequested]: o.asked } }),
     },
     spec: { ...(o.afterIdle && { sleep: { afterIdle: o.afterIdle } }) },
-    status: { phase: o.phase ?? 'Running', observedGeneration: o.observed ?? 1 },
+    status: {
+      phase: o.phase ?? 'Running',
+      observedGeneration: o.observed ?? 1,
+      ...(o.readySince !== undefined && {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'Running',
+            lastTransitionTime: new Date(o.readySince).toISOString(),
+          },
+        ],
+      }),
+    },
   }) as VirtualCluster;
 
 describe('durationMs', () => {
@@ -42,6 +62,24 @@ describe('idleDue', () => {
     ['no front door', vc({ afterIdle: '30s' }), undefined, false],
     ['not Running', vc({ afterIdle: '30s', phase: 'Degraded' }), { open: 0, lastActiveMs: 0 }, false],
     ['already asked', vc({ afterIdle: '30s', asked: 'x' }), { open: 0, lastActiveMs: 0 }, false],
+    [
+      'woken (Ready) since the last client, not yet afterIdle ago',
+      vc({ afterIdle: '30s', readySince: now - 29_000 }),
+      { open: 0, lastActiveMs: now - 600_000 },
+      false,
+    ],
+    [
+      'Ready for afterIdle, no client since',
+      vc({ afterIdle: '30s', readySince: now - 30_000 }),
+      { open: 0, lastActiveMs: 0 },
+      true,
+    ],
+    [
+      'a client after it became Ready counts from the client',
+      vc({ afterIdle: '30s', readySince: now - 600_000 }),
+      { open: 0, lastActiveMs: now - 1000 },
+      false,
+    ],
   ] as const)('%s', (_name, v, activity, due) => expect(idleDue(v, activity, now)).toBe(due));
 });
 

@@ -90,14 +90,17 @@ export function specChangedWhileAsleep(vc: VirtualCluster): boolean {
 
 /**
  * idleDue reports whether a served tenant with spec.sleep is due to sleep at `nowMs`: its front door has no open
- * connection and none opened or spoke for afterIdle (at least MIN_IDLE_MS). A tenant without a front door, already
- * asked to sleep, or not Running is never due.
+ * connection and none opened or spoke for afterIdle (at least MIN_IDLE_MS), counted from when it last became Ready at
+ * the earliest (a tenant woken by `vc wake` or a spec change, with no client since, stays awake that long too). A
+ * tenant without a front door, already asked to sleep, or not Running is never due.
  */
 export function idleDue(vc: VirtualCluster, activity: FrontDoorActivity | undefined, nowMs: number): boolean {
   const after = vc.spec?.sleep?.afterIdle;
   if (!after || !activity || vc.status?.phase !== 'Running' || sleepRequestedAt(vc) !== undefined) return false;
   const idle = Math.max(MIN_IDLE_MS, durationMs(after) ?? Infinity);
-  return activity.open === 0 && nowMs - activity.lastActiveMs >= idle;
+  const ready = vc.status.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
+  const since = Math.max(activity.lastActiveMs, ready ? Date.parse(ready) || 0 : 0);
+  return activity.open === 0 && nowMs - since >= idle;
 }
 
 /**

@@ -49,6 +49,15 @@ describe('SleepControl.ifAsked on a wake by vc wake', () => {
     expect(woken(await ask(c, sleeping('2026-11-30T09:00:00Z')))).toEqual([WOKEN]);
   });
 
+  it('does not count a wake through the front door again as a command when a pass reads the sleep once more', async () => {
+    const c = control();
+    // what woken records for a wake through the front door
+    (c as unknown as { wokenByRequest: Set<string> }).wokenByRequest.add('root-a');
+    expect(woken(await ask(c, sleeping('2026-11-30T08:00:00Z')))).toEqual([]);
+    expect(woken(await ask(c, sleeping('2026-11-30T08:00:00Z')))).toEqual([]);
+    expect(woken(await ask(c, sleeping('2026-11-30T09:00:00Z')))).toEqual([WOKEN]);
+  });
+
   it('records every wake when the status names no sleep', async () => {
     const c = control();
     expect(woken(await ask(c, sleeping(undefined)))).toEqual([WOKEN]);

@@ -159,10 +159,14 @@ export class SleepControl {
     workloads: SleepWorkloads = 'Ignore',
   ): Promise<Outcome> {
     const at = sleepRequestedAt(vc);
-    if (at === undefined && vc.status?.phase === 'Sleeping' && !this.takeWake(root)) {
-      if (!this.firstWake(root, vc)) return CONTINUE;
-      wakesTotal.inc({ cause: 'command' });
-      return { events: [{ type: 'Normal', reason: WOKEN, message: 'the sleep request was removed (vc wake)' }] };
+    if (at === undefined && vc.status?.phase === 'Sleeping') {
+      // A wake through the front door was counted by woken; its sleep is marked counted too, so a pass that reads the
+      // Sleeping status again (from a cache not yet showing the wake) does not count it once more as a command.
+      const byRequest = this.takeWake(root);
+      if (this.firstWake(root, vc) && !byRequest) {
+        wakesTotal.inc({ cause: 'command' });
+        return { events: [{ type: 'Normal', reason: WOKEN, message: 'the sleep request was removed (vc wake)' }] };
+      }
     }
     if (at === undefined || !servedBefore(vc)) return CONTINUE;
     if (specChangedWhileAsleep(vc)) {
