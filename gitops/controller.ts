@@ -301,6 +301,9 @@ export class GitOpsController {
       const checked = await this.checkHealth(gs, st, interval);
       if (checked !== false) return checked;
     }
+    // The cache may not show the source's deletion yet (the deletion of a VirtualCluster it applied, seen on another
+    // watch, queues a full reconcile first): a source that is gone applies nothing, or it would make that tenant again.
+    if (!(await this.stillThere(gs))) return;
     // Set again once this full reconcile's status is written: a retry after a failure is a full one.
     st.lastFull = undefined;
     const allow = gs.metadata.annotations?.[ALLOW_REVISION_ANNOTATION];
@@ -352,6 +355,12 @@ export class GitOpsController {
     }
     const recheck = st.applied && healthRecheck(report.status, st.applied.at, now, healthTimeoutOf(gs));
     return { requeueAfter: Math.min(recheck ?? interval, interval) };
+  }
+
+  /** stillThere reads the source from the API: false when it is gone, replaced (another uid) or being deleted. */
+  private async stillThere(gs: GitSource): Promise<boolean> {
+    const live = await this.o.meta.getOrNull<GitSource>(GITSOURCES, gs.metadata.namespace, gs.metadata.name);
+    return !!live && live.metadata.uid === gs.metadata.uid && !live.metadata.deletionTimestamp;
   }
 
   /**
