@@ -46,6 +46,9 @@ export default defineConfig({
           // worker share one module graph instead of loading it again for each file: importing was about 90 % of the
           // unit stage's time (a whole unit run: 141 s of CPU isolated, 31 s shared).
           isolate: false,
+          // A pure test is never waiting on anything: its timeout only has to outlast a host at load average 20 (the
+          // property tests' thousand cases took more than vitest's default 5 s there), not bound its speed.
+          testTimeout: 60_000,
           include: [
             'core/**/*.test.ts',
             'plugins/**/*.test.ts',
