@@ -7,6 +7,7 @@ import { PROCESS_STATS_ENV } from '../core/dev/local/procstats.ts';
 import { fromPackageRoot, packageRoot } from '../core/paths.ts';
 import { processSummaryLines, readProcessSummary } from './procsummary.ts';
 import { DIST_BUILT_ENV } from './build-dist.ts';
+import { busyLine, cpuTimes } from './hostcpu.ts';
 import { LinePrefixer } from './lineprefixer.ts';
 import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
 
@@ -28,10 +29,11 @@ import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
  * eslint's under node_modules/.cache/virtualcluster-ts/<checkout>, so a fresh install (CI) lints everything: a
  * type-aware rule's result can change with another file's types, which eslint's cache does not see. Removing either
  * directory is always safe.
- * At the end it prints how long each stage took, the slowest test files of the whole run, how many of each Kubernetes
- * component the tests started and how long they took to become ready (core/dev/local/procstats.ts), and one closing line
- * `tests: N passed, N failed, N skipped` over every vitest run (the reporter in summary-reporter.ts writes each run's
- * counts to a directory this script gives it).
+ * At the end it prints how long each stage took, how busy the host's CPUs were over each step (bound by CPU or by
+ * waits: test/hostcpu.ts), the slowest test files of the whole run with the CPU time each used, how many of each
+ * Kubernetes component the tests started and how long they took to become ready (core/dev/local/procstats.ts), and
+ * one closing line `tests: N passed, N failed, N skipped` over every vitest run (the reporter in summary-reporter.ts
+ * writes each run's counts to a directory this script gives it).
  */
 
 interface Stage {
@@ -181,12 +183,16 @@ async function main(): Promise<number> {
   mkdirSync(USER_CACHE, { recursive: true });
   const started = Date.now();
   const times: string[] = [];
+  const busy: string[] = [];
   const failed: string[] = [];
   try {
     for (const step of steps) {
       // A test run after the build step finds dist/ current and does not build it again (test/build-dist.ts).
       if (step.some((s) => s.name === 'build')) env[DIST_BUILT_ENV] = '1';
+      const cpuBefore = cpuTimes();
       const results = await Promise.all(step.map((s) => runStage(s, env, step.length === 1)));
+      const line = busyLine(step.map((s) => s.name).join(', '), cpuBefore, cpuTimes());
+      if (line) busy.push(line);
       for (const r of results) {
         times.push(`${r.name} ${r.seconds} s`);
         if (r.failure) failed.push(`${r.name} (${r.failure})`);
@@ -196,12 +202,19 @@ async function main(): Promise<number> {
     const totals = readRunTotals(totalsDir);
     const total = Math.round((Date.now() - started) / 1000);
     process.stdout.write(`\nstage times: ${times.join(', ')} (all together ${total} s)\n`);
+    if (busy.length > 0) process.stdout.write(`host CPU busy over each step:\n${busy.join('\n')}\n`);
+    const summary = readProcessSummary(statsFile);
     if (totals.files.length > 0) {
-      process.stdout.write(`slowest test files:\n`);
-      for (const f of totals.files.slice(0, SLOWEST))
-        process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.file}\n`);
+      // A file's CPU time against its wall time: a file far below one core's worth mostly waits.
+      const cpu = new Map(summary.labels.map((l) => [l.label, l.cpu]));
+      process.stdout.write(`slowest test files (wall time, CPU time of the file with all it reaped):\n`);
+      for (const f of totals.files.slice(0, SLOWEST)) {
+        const c = cpu.get(f.file);
+        const cpuText = c === undefined ? '' : `${c.toFixed(1).padStart(7)} CPU-s`;
+        process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s ${cpuText.padStart(13)}  ${f.file}\n`);
+      }
     }
-    for (const l of processSummaryLines(readProcessSummary(statsFile), SLOWEST)) process.stdout.write(`${l}\n`);
+    for (const l of processSummaryLines(summary, SLOWEST)) process.stdout.write(`${l}\n`);
     if (failed.length) process.stdout.write(`stopped at: ${failed.join(', ')}\n`);
     // A failed stage that is not a test run (typecheck, lint, format, toolchain) counts as one failure, so the closing
     // line never reads as a clean run when the run stopped early.

@@ -1,11 +1,17 @@
 /**
  * Certificates renewed while their holders run, on real processes, each with a two-minute life so that the test
- * outlives the first one. The three holders share one super cluster and wait out their first certificates at the same
- * time (the cases run concurrently: each one's wait is the expiry, not work):
- *   - a local tenant (issue 33, §4): the VirtualCluster controller and the local provisioner renew the apiserver's
+ * outlives the first one. The holders share one super cluster and one local tenant and wait out their first
+ * certificates at the same time (the cases run concurrently: each one's wait is the expiry, not work):
+ *   - the local tenant (issue 33, §4): the VirtualCluster controller and the local provisioner renew the apiserver's
  *     serving certificate, the front-proxy client, the admin client the manager keeps (the kubeconfig Secret and the
  *     syncer's tenant follow it) and the controller manager's client (which restarts) while the apiserver keeps its
  *     process and answers; after the first certificates have expired the tenant still works with the new ones;
+ *   - the same tenant's kubelet client certificate, which the vn-agent pins by its fingerprint: the local provisioner
+ *     publishes the renewed one in the VirtualCluster's status before it gives it to the apiserver, and keeps the
+ *     replaced one published until it expires. A tenant's `kubectl logs` goes through the real apiserver to an
+ *     embedded vn-agent whose VirtualClusterDirectory reads that status, and on to kwok: it answers before the
+ *     renewal, just after it and past the first certificate's expiry, while the apiserver keeps its process; the one
+ *     call kube-apiserver itself fails when it takes a changed file up is retried once, and only that failure is;
  *   - the embedded vn-agent reads each node's super Pods with that node's own credential (user system:node:<node>, of
  *     the super cluster's CA) and renews it at two thirds of its life: past the first one's expiry the agent still
  *     reads the super cluster through the node's client, while a client holding a credential issued at the same
@@ -30,14 +36,18 @@ import { parseKubeconfig } from '../../core/kube/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import { registry as metrics } from '../../core/metrics/registry.ts';
-import { issueNodeCert } from '../../core/pki/pki.ts';
+import { fingerprintSha256, issueNodeCert } from '../../core/pki/pki.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
 import { runVnAgent, type RunningVnAgent } from '../../core/programs/vn-agent/run.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import type { VnAgent } from '../../core/vnagent/agent.ts';
 import { nodeSuperClient, parseNodeCredential } from '../../core/vnagent/nodecredential.ts';
 import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { logsOverGet } from '../podlogs.ts';
 
 const NS = 'default';
 /** LIFE_MINUTES is the life of every certificate renewed here: the tenant's leaves, the node and serving ones. */
@@ -58,6 +68,18 @@ const served = (port: number) =>
 /** until waits until `at` (epoch milliseconds) has passed by `after` milliseconds. */
 const until = (at: number, after: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now()) + after));
 
+/**
+ * IDLE_CLOSE_MS is past how long kube-apiserver keeps an idle connection to a kubelet (Go's 90 s): a connection opened
+ * with a certificate is used with it until then, so a log call past the first certificate's expiry is made that long
+ * after the last one, and must then come with the renewed certificate.
+ */
+const IDLE_CLOSE_MS = 95_000;
+
+interface Pod extends KubeObject {
+  spec: { nodeName?: string };
+  status?: { phase?: string };
+}
+
 describe.concurrent('certificates renewed while their holders run, with two-minute lives', () => {
   let t: TestSuper;
   let stateDir: string;
@@ -69,6 +91,11 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
   let control: KubeClient;
   let controlExpiresAt: number;
   let program: RunningVnAgent;
+  /** the agent of `vc up`, whose directory follows the VirtualClusters' status: the tenant's kubelets are behind it */
+  let logsAgent: VnAgent;
+  let syncer: Syncer;
+  /** the local tenant both tenant cases watch, once it is Running (created in beforeAll, awaited by the cases) */
+  let running: Promise<VirtualCluster>;
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 1 });
@@ -85,6 +112,7 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
         'test',
       ),
     );
+    logsAgent = await startNodesAgent(t.sc, { port: 0 });
     stateDir = mkdtempSync(join(tmpdir(), 'vc-certrenewal-'));
     local = new LocalProvisioner(join(stateDir, 'tenants'), t.sc.etcd, { certificates: { validityDays: LIFE_DAYS } });
     controller = new VirtualClusterController({
@@ -92,8 +120,27 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
       superClient: t.client,
       provisioners: { local },
       tenants,
+      defaultPluginConfig: { nodes: { vnAgent: { port: logsAgent.port } } },
     });
     await controller.start();
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({ superClient: t.client, host, registry: tenants, patrolIntervalMs: 0, workers: 4 });
+    await syncer.start();
+    // The tenant is provisioned while the agents below start; its cases wait for it.
+    await t.client.create(R.virtualclusters, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'VirtualCluster',
+      metadata: { name: 'short', namespace: NS },
+      spec: { provisioner: { type: 'local' } },
+    });
+    running = eventually(async () => {
+      const v = await get();
+      if (v.status?.phase !== 'Running') throw new Error(`phase ${v.status?.phase}: ${v.status?.message}`);
+      return v;
+    }, 120_000);
+    // A case that awaits it sees its failure; this only keeps a failure of the rest of beforeAll from leaving the
+    // rejection unhandled.
+    running.catch(() => {});
     program = await runVnAgent({
       host: '127.0.0.1',
       port: 0,
@@ -119,8 +166,10 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
     control?.close();
     await nodesAgent?.stop();
     await program?.stop();
+    await syncer?.stop();
     await controller?.stop();
     await local?.stop();
+    await logsAgent?.stop();
     await t?.stop();
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   });
@@ -167,17 +216,7 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
   it('a local tenant renews each leaf while the apiserver keeps its process and answers, and works past the first expiry', async ({
     expect,
   }) => {
-    await t.client.create(R.virtualclusters, {
-      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-      kind: 'VirtualCluster',
-      metadata: { name: 'short', namespace: NS },
-      spec: { provisioner: { type: 'local' } },
-    });
-    const vc = await eventually(async () => {
-      const v = await get();
-      expect(v.status?.phase, v.status?.message).toBe('Running');
-      return v;
-    }, 120_000);
+    const vc = await running;
     const cp = local.controlPlane(vc.status!.clusterNamespace!)!;
     const pki = (base: string) => new X509Certificate(readFileSync(join(cp.dir, 'pki', `${base}.crt`), 'utf8'));
     const first = new Map(RENEWED_LEAVES.map((l) => [l.base, pki(l.base)]));
@@ -251,7 +290,7 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
       }
       const v = await get();
       expect(v.status?.conditions?.find((c) => c.type === 'CertificatesValid')).toMatchObject({ status: 'True' });
-      // The kubelet client is renewed too, published first (test/integration/kubeletclientrenewal.it.test.ts).
+      // The kubelet client is renewed too, published first (the case below).
       expect(pki('kubelet-client').fingerprint256).not.toBe(kubeletClient);
       // Each renewed certificate's expiry is a metric, and it is the renewed one's.
       const text = await metrics.getSingleMetricAsString('vc_tenant_certificate_expiry_timestamp_seconds');
@@ -267,4 +306,89 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
     expect(asked).toBeGreaterThan(10);
     expect(failures).toEqual([]);
   }, 300_000);
+
+  it("publishes the tenant's renewed kubelet client certificate before the apiserver presents it, and logs answer throughout", async ({
+    expect,
+  }) => {
+    const vc = await running;
+    const cp = local.controlPlane(vc.status!.clusterNamespace!)!;
+    const kubeletClient = () => readFileSync(join(cp.dir, 'pki/kubelet-client.crt'), 'utf8');
+    const firstPem = kubeletClient();
+    const first = fingerprintSha256(firstPem);
+    const firstExpiry = new Date(new X509Certificate(firstPem).validTo).getTime();
+    expect(firstExpiry - Date.now()).toBeLessThan(LIFE_MINUTES * 60_000 + 5_000);
+    expect(vc.status?.kubeletClientCertFingerprint).toBe(first);
+    const apiserverPid = cp.apiserver.pid;
+
+    const tenant = await cp.client();
+    try {
+      await eventually(() => tenant.get(R.serviceaccounts, 'default', 'default'), 60_000);
+      await tenant.create(R.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'app', namespace: 'default' },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      });
+      await eventually(async () => {
+        const p = await tenant.get<Pod>(R.pods, 'default', 'app');
+        expect(p.status?.phase).toBe('Running');
+        expect(p.spec.nodeName).toBeTruthy();
+      }, 90_000);
+    } finally {
+      tenant.close();
+    }
+    let lastLogs = 0;
+    /**
+     * closedOnRotation counts the calls that failed the one way kube-apiserver's own reload of the file fails one:
+     * on the first connection it opens after the file changed, it sees the new certificate and closes every
+     * connection it holds to kubelets, the one it is opening included (kubernetes/kops#16850).
+     */
+    const closedOnRotation: string[] = [];
+    const logs = async (when: string) => {
+      let r = await logsOverGet(cp, 'default', 'app');
+      if (r.status === 500 && /use of closed network connection/.test(r.body.toString())) {
+        closedOnRotation.push(when);
+        r = await logsOverGet(cp, 'default', 'app');
+      }
+      lastLogs = Date.now();
+      expect(r.status, `${when}: ${r.body.toString()}`).toBe(200);
+      expect(r.body.toString(), when).toContain('kwok fake container log line 1');
+    };
+    await logs('before the renewal');
+    expect(closedOnRotation).toEqual([]);
+
+    // The status as the vn-agent reads it, each second: the renewed fingerprint is listed beside the old before it
+    // becomes the one recorded, and then the old one is listed until it expires.
+    const seen: Array<{ current?: string; rotating: string[] }> = [];
+    const swapped = await eventually(
+      async () => {
+        const s = (await get()).status;
+        seen.push({
+          current: s?.kubeletClientCertFingerprint,
+          rotating: s?.rotatingKubeletClientCertFingerprints ?? [],
+        });
+        expect(s?.kubeletClientCertFingerprint).not.toBe(first);
+        return s!;
+      },
+      LIFE_MINUTES * 60_000 + 30_000,
+      1000,
+    );
+    const renewed = swapped.kubeletClientCertFingerprint!;
+    expect(swapped.rotatingKubeletClientCertFingerprints).toEqual([first]);
+    expect(seen).toContainEqual({ current: first, rotating: [renewed] });
+    expect(fingerprintSha256(kubeletClient())).toBe(renewed);
+    expect(Date.now()).toBeLessThan(firstExpiry);
+    await logs('just after the renewal, before the first certificate expires');
+
+    // Past the first certificate's expiry (and the apiserver's idle connections made with it), the renewed one is
+    // presented and accepted: the agent refuses an expired certificate, so only it can answer now.
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, firstExpiry + 5_000 - Date.now(), lastLogs + IDLE_CLOSE_MS - Date.now())),
+    );
+    await logs('past the first certificate expiry');
+    expect(cp.apiserver.pid).toBe(apiserverPid);
+    const after = (await get()).status!;
+    expect(after.rotatingKubeletClientCertFingerprints ?? []).not.toContain(first);
+    expect(after.conditions?.find((c) => c.type === 'CertificatesValid')).toMatchObject({ status: 'True' });
+  }, 420_000);
 });
