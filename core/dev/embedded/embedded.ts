@@ -7,6 +7,7 @@ import type { NodeCertificateSettings } from '../local/nodecerts.ts';
 import { registerSuperCluster } from '../local/registration.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
 import { confinementUnavailable } from '../local/netconfine.ts';
+import { platformCgroup } from '../local/cpulimit.ts';
 import { waitFor } from '../local/process.ts';
 import type { ManagerConfig } from '../../programs/manager/config.ts';
 import { startManager, type Manager } from '../../programs/manager/manager.ts';
@@ -133,6 +134,12 @@ export async function startEmbedded(o: {
    * turns it on and builds it, tests that do not measure usage leave it off (default).
    */
   metricsServer?: boolean;
+  /**
+   * platformCpu (default true) runs this process, the manager's, in a cpu cgroup of the platform's weight
+   * (core/dev/local/cpulimit.ts PlatformCgroup) from the manager's start until stop, where the host's cpu controller
+   * can be written; false leaves it an ordinary process
+   */
+  platformCpu?: boolean;
 }): Promise<Embedded> {
   const count = o.superClusters ?? 1;
   const meta = o.meta ?? false;
@@ -333,10 +340,28 @@ export async function startEmbedded(o: {
       };
     const configPath = join(o.stateDir, 'manager.yaml');
     writeFileSync(configPath, stringify(cfg));
+    // The manager's syncer serves every tenant: this process takes the platform's cpu weight, above the tenant control
+    // planes' cgroups, so that a tenant whose control plane takes the cores cannot make it wait for one. The super
+    // cluster, the real nodes and the vn-agents' children started before stay where they are.
+    const platform = o.platformCpu === false ? undefined : platformCgroup();
+    if (platform && 'unavailable' in platform)
+      step(`the manager runs with an ordinary process's CPU weight: ${platform.unavailable}`);
+    const leavePlatform = () => platform && 'cgroup' in platform && platform.cgroup.leave();
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
     // The local provisioner is the developer environment's: this program offers it to the manager, which never imports it.
-    const manager = await startManager(cfg, configPath, { provisioners: localProvisioners(cfg) });
-    await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 });
+    const manager = await startManager(cfg, configPath, { provisioners: localProvisioners(cfg) }).catch(
+      (e: unknown) => {
+        leavePlatform();
+        throw e;
+      },
+    );
+    await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 }).catch(
+      async (e: unknown) => {
+        await manager.stop();
+        leavePlatform();
+        throw e;
+      },
+    );
     return {
       superCluster: sc,
       superClusters: supers,
@@ -347,6 +372,7 @@ export async function startEmbedded(o: {
       vnAgentPort: agent.port,
       async stop() {
         await manager.stop();
+        leavePlatform();
         for (const a of agents) await a.stop();
         await gitServer.close();
         await sc.stop();
