@@ -16,8 +16,8 @@ out.cgroup.release(child.pid!);
 process.stdout.write(`${JSON.stringify({ dir: out.cgroup.dir, child: child.pid })}\n`);
 process.stdin.on('data', (d: Buffer) => {
   if (!d.toString().includes('leave')) return;
-  child.once('exit', () => {
-    out.cgroup.leave();
+  child.once('exit', async () => {
+    await out.cgroup.leave();
     process.stdout.write('left\n');
     process.exit(0);
   });

@@ -194,7 +194,12 @@ export class PlatformCgroup {
         ? ['cpu.shares', String(PLATFORM_CPU_SHARES)]
         : ['cpu.weight', String(sharesToWeight(PLATFORM_CPU_SHARES))];
     writeFileSync(join(this.dir, file), value);
-    writeFileSync(join(this.dir, 'cgroup.procs'), String(this.pid));
+    writeFileSync(this.procsFile, String(this.pid));
+  }
+
+  /** procsFile is the file a process writes its pid into to enter the cgroup. */
+  get procsFile(): string {
+    return join(this.dir, 'cgroup.procs');
   }
 
   /** release moves the process `pid` (a child started while this one was in the cgroup) back to the origin. */
@@ -207,14 +212,25 @@ export class PlatformCgroup {
     return Number(readFileSync(join(this.dir, this.hierarchy.version === 1 ? 'cpu.shares' : 'cpu.weight'), 'utf8'));
   }
 
-  /** leave moves the process back to its origin and deletes the cgroup, unless a child still runs in it. */
-  leave(): void {
-    if (!existsSync(this.dir)) return;
+  /**
+   * leave moves the process back to its origin and deletes the cgroup once the processes it holds are gone (the kernel
+   * frees an exited one a moment later: it waits up to 5 s); one that still holds a child stays, and the sweep of
+   * `vc down` removes it once it is empty.
+   */
+  async leave(): Promise<void> {
     try {
       this.release(this.pid);
-      rmdirSync(this.dir);
     } catch {
-      // a child still in it, or the origin gone: the sweep of `vc down` removes it once it is empty
+      // the origin is gone: the process stays in the cgroup until it exits
+      return;
+    }
+    for (let i = 0; i < 50 && existsSync(this.dir); i++) {
+      try {
+        rmdirSync(this.dir);
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   }
 }
@@ -250,7 +266,7 @@ export function platformCgroup(
   try {
     cgroup.enter();
   } catch (e) {
-    cgroup.leave();
+    void cgroup.leave();
     return { unavailable: e instanceof Error ? e.message : String(e) };
   }
   return { cgroup };
