@@ -24,7 +24,7 @@ import {
   PLATFORM_CGROUP_PREFIX,
   PLATFORM_CPU_SHARES,
   sharesToWeight,
-  sweepCpuCgroups,
+  sweepPlatformCgroups,
 } from '../../core/dev/local/cpulimit.ts';
 import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { confinementNames } from '../../core/dev/local/netconfine.ts';
@@ -180,7 +180,7 @@ describe.skipIf(!hierarchy || process.getuid?.() !== 0)("the platform process's 
 
   afterAll(() => {
     for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    sweepCpuCgroups();
+    sweepPlatformCgroups();
   });
 
   it('runs in a cgroup that outweighs 16 tenants at the most a policy grants, hands a child back and leaves it', async () => {
@@ -200,13 +200,16 @@ describe.skipIf(!hierarchy || process.getuid?.() !== 0)("the platform process's 
     expect(existsSync(dir)).toBe(false);
   });
 
-  it('leaves an empty cgroup when killed outright, which the sweep of vc down removes', async () => {
+  it('leaves an empty cgroup when killed outright, which the sweep of vc down removes (its platform part here)', async () => {
     const { p, dir, child } = await start();
     process.kill(child, 'SIGKILL');
     p.kill('SIGKILL');
     await once(p, 'exit');
     expect(existsSync(dir)).toBe(true);
-    await eventually(() => expect(sweepCpuCgroups()).toContain(`cpu cgroup ${PLATFORM_CGROUP_PREFIX}${p.pid}`), 10_000);
+    await eventually(
+      () => expect(sweepPlatformCgroups()).toContain(`cpu cgroup ${PLATFORM_CGROUP_PREFIX}${p.pid}`),
+      10_000,
+    );
     expect(existsSync(dir)).toBe(false);
   });
 });

@@ -282,9 +282,26 @@ export function platformCgroup(
 export function sweepCpuCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarchy()): string[] {
   if (!hierarchy) return [];
   const prefix = CONFINE_CHAIN_PREFIX.toLowerCase();
+  return sweepWhere(
+    hierarchy,
+    (name) => (hierarchy.version === 1 && name.startsWith(prefix)) || platformOfDeadProcess(name),
+  );
+}
+
+/**
+ * sweepPlatformCgroups removes the empty `vc-platform-<pid>` cgroups whose process is gone (part of sweepCpuCgroups;
+ * it leaves every tenant's cgroup alone).
+ */
+export function sweepPlatformCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarchy()): string[] {
+  if (!hierarchy) return [];
+  return sweepWhere(hierarchy, platformOfDeadProcess);
+}
+
+/** sweepWhere removes the cgroups of the cpu hierarchy that `which` names and that hold no process. */
+function sweepWhere(hierarchy: CpuHierarchy, which: (name: string) => boolean): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(hierarchy.root)) {
-    if (!(hierarchy.version === 1 && name.startsWith(prefix)) && !platformOfDeadProcess(name)) continue;
+    if (!which(name)) continue;
     const cg = join(hierarchy.root, name);
     try {
       if (readFileSync(join(cg, 'cgroup.procs'), 'utf8').trim() !== '') continue;
