@@ -418,7 +418,9 @@ async function startForwarder(dir: string, host: string, cp: LocalControlPlane):
  * metricsServerPlan decides whether the tenant gets metrics-server and where it will listen (this host's address, a
  * port kept across restarts), so that a confined apiserver may reach it; start runs it once the apiserver is up. A
  * tenant starts without it when the binary is not built or it fails to start: metrics are not worth a tenant. It runs
- * in the control plane's cpu cgroup `cpu`, under the tenant's CPU limit.
+ * in the control plane's cpu cgroup `cpu`, under the tenant's CPU limit, where that is a cgroup v1 one: on cgroup v2 it
+ * is also the network confinement's (made for the apiserver and the controller manager), and metrics-server stays in
+ * the manager's cgroup as before.
  */
 async function metricsServerPlan(
   ctx: StartContext,
@@ -457,7 +459,7 @@ async function metricsServerPlan(
           port,
           binary,
           timeoutMs: 0,
-          ...(cpu && { cgroupProcs: cpu.procsFile }),
+          ...(cpu?.hierarchy.version === 1 && { cgroupProcs: cpu.procsFile }),
         });
         return {
           ...ms,
