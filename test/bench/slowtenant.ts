@@ -11,7 +11,7 @@ import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { defaultMaxInFlightPerTenant, SYNCER_DEFAULTS, Syncer } from '../../core/syncer/syncer.ts';
 import { checkByteRate } from '../../core/syncer/bytepacer.ts';
 import { type ByteRate, type ControlPlaneCpu, DEFAULT_CONTROL_PLANE_CPU } from '../../core/api/tenantpolicy.ts';
-import { CpuCgroup, cpuHierarchy } from '../../core/dev/local/cpulimit.ts';
+import { CpuCgroup, cpuHierarchy, type PlatformCgroup, platformCgroup } from '../../core/dev/local/cpulimit.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
@@ -205,7 +205,9 @@ function limitTenantCpu(cp: LocalControlPlane, cpu: ControlPlaneCpu): CpuCgroup 
  * CPU and event-loop delay (it runs in this process) and the stages of the others' Pods.
  * BENCH_SLOW_OTHERS (tenants creating Pods, default 2), BENCH_SLOW_PODS (Pods per other tenant and phase, default
  * 30), BENCH_SLOW_STUCK (Pods of the slow tenant, default 16), BENCH_WORKERS (default 8), BENCH_SLOW_TIMEOUT_MS (the
- * syncer's tenant request timeout, default the syncer's) and BENCH_SLOW_UNCAPPED (0 skips the comparison) size it.
+ * syncer's tenant request timeout, default the syncer's) and BENCH_SLOW_UNCAPPED (0 skips the comparison) size it;
+ * BENCH_PLATFORM_CPU (default 2: this process and the super cluster's in the platform's cpu cgroup, PlatformCgroup, as
+ * `vc up` runs them; 1: this process alone; 0: neither) compares what that weight buys.
  */
 export async function slowTenantBench(): Promise<BenchResult> {
   const OTHERS = envInt('BENCH_SLOW_OTHERS', 2);
@@ -220,6 +222,10 @@ export async function slowTenantBench(): Promise<BenchResult> {
   // BENCH_SYNCER_NICE: the nice value of this process's main thread, the syncer's (default 0, unchanged; negative
   // needs root): what a higher CPU weight of the syncer's one thread buys against the host's other threads
   const SYNCER_NICE = Number(process.env.BENCH_SYNCER_NICE || 0);
+  // BENCH_PLATFORM_CPU: 2 (default) runs this process (the syncer's) and the super cluster's in the platform's cpu
+  // cgroup (PLATFORM_CPU_SHARES), as `vc up` runs its manager and super cluster; 1 this process alone; 0 neither
+  const PLATFORM_CPU = envInt('BENCH_PLATFORM_CPU', 2);
+  if (PLATFORM_CPU > 2) throw new Error(`BENCH_PLATFORM_CPU must be 0, 1 or 2, got ${PLATFORM_CPU}`);
   if (!Number.isInteger(SYNCER_NICE) || SYNCER_NICE < -20 || SYNCER_NICE > 19)
     throw new Error(`BENCH_SYNCER_NICE must be an integer from -20 to 19, got "${process.env.BENCH_SYNCER_NICE}"`);
   // The tenants share the super cluster's etcd unless BENCH_TENANT_ETCD=own gives each its own, as the local
@@ -252,6 +258,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
   let webhook: SlowWebhook | undefined;
   const watches: PodWatch[] = [];
   const cgroups: CpuCgroup[] = [];
+  let platform: PlatformCgroup | undefined;
   const nice0 = getPriority();
   const clients: KubeClient[] = [];
   try {
@@ -322,6 +329,28 @@ export async function slowTenantBench(): Promise<BenchResult> {
     // After every control plane started (a child inherits its parent thread's nice value); on Linux this sets the
     // main thread's alone. The at-caps writer sets its own back to 0.
     if (SYNCER_NICE) setPriority(SYNCER_NICE);
+    // After every control plane and the super cluster started: the tenants' stay in their cgroups, this process (the
+    // syncer's, and the bench's own clients with it) and the super cluster's take the platform's weight, as under
+    // `vc up`. A child started later (the capped tenant's writer) is handed back.
+    if (PLATFORM_CPU) {
+      const out = platformCgroup();
+      if ('unavailable' in out)
+        throw new Error(`the platform's cpu cgroup (BENCH_PLATFORM_CPU=0 turns it off): ${out.unavailable}`);
+      platform = out.cgroup;
+      if (PLATFORM_CPU === 2) {
+        const c = t.sc.cluster;
+        for (const pid of [
+          t.sc.etcd.process.pid,
+          c.apiserver.pid,
+          c.controllerManager?.pid,
+          c.scheduler?.pid,
+          c.kwok?.pid,
+        ])
+          if (pid) writeFileSync(platform.procsFile, String(pid));
+      }
+    }
+    detail.syncerCpuShares = platform ? platform.shares() : 'an ordinary process';
+    detail.superClusterInPlatformCgroup = PLATFORM_CPU === 2;
     const s0 = syncer;
     await Promise.all(tenants.map((x) => waitServiceAccount(t!.client, superNamespace(x.key, 'default'))));
     await waitUntil(
@@ -465,7 +494,11 @@ export async function slowTenantBench(): Promise<BenchResult> {
         log,
         bytesPerSecond: BYTE_RATE.perSecond,
         kubeconfig: cps[OTHERS + 1]!.kubeconfigPath,
-        onWriter: (pid: number) => (writerPid = pid),
+        onWriter: (pid: number) => {
+          writerPid = pid;
+          // the tenant's client is not the platform's
+          platform?.release(pid);
+        },
       };
       // The slow tenant's Pods are bound by now or given up: the cap is back, as a deployment runs.
       s0.setMaxInFlightPerTenant(cap);
@@ -520,6 +553,7 @@ export async function slowTenantBench(): Promise<BenchResult> {
     await webhook?.close();
     for (const c of clients) c.close();
     await t?.stop();
+    await platform?.leave();
     await Promise.all(cgroups.map((cg) => cg.remove()));
     if (SYNCER_NICE) setPriority(nice0);
   }

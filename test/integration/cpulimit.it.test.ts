@@ -4,8 +4,13 @@
  * its TenantPolicy's quota.controlPlaneCPU. Read from the running system: the cgroup's files hold the limit, the
  * three processes are in it, a changed limit reaches them without a restart, removing the tenant removes the cgroup;
  * a policy asking for less than the least or more than the platform's maximum is refused by `vc validate` and by the
- * apiserver, naming the file, the object and the field.
+ * apiserver, naming the file, the object and the field. The platform's own process (the manager of `vc up`) runs in a
+ * cgroup whose weight outweighs the tenants' control planes, leaves it on stop, and a killed one's is swept.
  */
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +18,14 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONTROL_PLANE_CPU, MAX_CONTROL_PLANE_CPU } from '../../core/api/tenantpolicy.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import { cpuHierarchy } from '../../core/dev/local/cpulimit.ts';
+import {
+  cgroupOf,
+  cpuHierarchy,
+  PLATFORM_CGROUP_PREFIX,
+  PLATFORM_CPU_SHARES,
+  sharesToWeight,
+  sweepPlatformCgroups,
+} from '../../core/dev/local/cpulimit.ts';
 import { LocalEtcd } from '../../core/dev/local/etcd.ts';
 import { confinementNames } from '../../core/dev/local/netconfine.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
@@ -148,4 +160,56 @@ describe.skipIf(!hierarchy || process.getuid?.() !== 0)('the CPU limit of a loca
       expect(refusal).toMatch(admissionMessage);
     },
   );
+});
+
+describe.skipIf(!hierarchy || process.getuid?.() !== 0)("the platform process's cpu weight", () => {
+  const script = join(import.meta.dirname, '../platformproc.ts');
+  const started: Array<ChildProcessByStdio<Writable, Readable, null>> = [];
+  const start = async (): Promise<{ p: ChildProcessByStdio<Writable, Readable, null>; dir: string; child: number }> => {
+    const p = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    started.push(p);
+    const [line] = (await once(createInterface({ input: p.stdout }), 'line')) as [string];
+    const out = JSON.parse(line) as { dir: string; child: number; unavailable?: string };
+    expect(out.unavailable).toBeUndefined();
+    return { p, ...out };
+  };
+  const weightFile = () => (hierarchy!.version === 1 ? 'cpu.shares' : 'cpu.weight');
+  const platformWeight = () =>
+    String(hierarchy!.version === 1 ? PLATFORM_CPU_SHARES : sharesToWeight(PLATFORM_CPU_SHARES));
+  const mine = () => cgroupOf(process.pid, hierarchy!.version);
+
+  afterAll(() => {
+    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    sweepPlatformCgroups();
+  });
+
+  it('runs in a cgroup that outweighs 16 tenants at the most a policy grants, hands a child back and leaves it', async () => {
+    const { p, dir, child } = await start();
+    expect(dir).toBe(join(hierarchy!.root, `${PLATFORM_CGROUP_PREFIX}${p.pid}`));
+    expect(cgroupOf(p.pid!, hierarchy!.version)).toBe(`/${PLATFORM_CGROUP_PREFIX}${p.pid}`);
+    expect(readFileSync(join(dir, weightFile()), 'utf8').trim()).toBe(platformWeight());
+    const tenantWeight =
+      hierarchy!.version === 1 ? MAX_CONTROL_PLANE_CPU.shares : sharesToWeight(MAX_CONTROL_PLANE_CPU.shares);
+    expect(Number(platformWeight())).toBeGreaterThanOrEqual(16 * tenantWeight);
+    expect(pidsIn(dir)).toEqual([p.pid]);
+    // the child it started and handed back is where the platform process came from, as this test's own process is
+    expect(cgroupOf(child, hierarchy!.version)).toBe(mine());
+    p.stdin.write('leave\n');
+    const [code] = (await once(p, 'exit')) as [number];
+    expect(code).toBe(0);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('leaves an empty cgroup when killed outright, which the sweep of vc down removes (its platform part here)', async () => {
+    const { p, dir, child } = await start();
+    process.kill(child, 'SIGKILL');
+    p.kill('SIGKILL');
+    await once(p, 'exit');
+    expect(existsSync(dir)).toBe(true);
+    await eventually(
+      () => expect(sweepPlatformCgroups()).toContain(`cpu cgroup ${PLATFORM_CGROUP_PREFIX}${p.pid}`),
+      10_000,
+    );
+    expect(existsSync(dir)).toBe(false);
+  });
 });

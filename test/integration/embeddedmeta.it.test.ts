@@ -2,10 +2,11 @@
  * `vc up --super-clusters 2 --meta` (issue 39): the meta cluster apart from the super clusters, as the seed's demo runs
  * it. The meta cluster holds the VirtualClusters and the registrations of r1 and r2 and runs no tenant Pod; the seed's
  * experiment, as written (slice and quota on the tenant's `default` namespace, Deployment test-1 with dnsPolicy
- * ClusterFirst scaled from one replica to two), spreads its Pods over r1 and r2 (kwok nodes).
+ * ClusterFirst scaled from one replica to two), spreads its Pods over r1 and r2 (kwok nodes). The manager's process
+ * and the clusters run in the platform's cpu cgroup (issue 31 §3), a tenant's control plane in its own.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,10 +15,12 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { startEmbedded, type Embedded } from '../../core/dev/embedded/embedded.ts';
+import { cgroupOf, cpuHierarchy, PLATFORM_CGROUP_PREFIX } from '../../core/dev/local/cpulimit.ts';
 import { REGISTRATION_NAMESPACE } from '../../core/dev/local/registration.ts';
 import { CLUSTERS_RESOURCE } from '../../core/programs/cli/drain.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
-import { superNamespace } from '../../core/names/names.ts';
+import { rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { confinementNames } from '../../core/dev/local/netconfine.ts';
 import { SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { eventually } from '../harness.ts';
 import { runningTenant, SEED_DEMO, seedDemo } from '../tenants.ts';
@@ -49,6 +52,25 @@ describe('vc up --super-clusters 2 --meta (the meta cluster apart from r1 and r2
     await e?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
+
+  it.skipIf(!cpuHierarchy() || process.getuid?.() !== 0)(
+    "runs the manager's process and the clusters in the platform's cpu cgroup, a tenant's control plane in its own",
+    async () => {
+      const h = cpuHierarchy()!;
+      const platform = `/${PLATFORM_CGROUP_PREFIX}${process.pid}`;
+      expect(cgroupOf(process.pid, h.version)).toBe(platform);
+      expect(cgroupOf(e.superCluster.cluster.apiserver.pid!, h.version)).toBe(platform);
+      const vc = await meta.get<VirtualCluster>(R.virtualclusters, 'default', 'dev');
+      const own = confinementNames(rootNamespace('default', 'dev', vc.metadata!.uid!)).cgroup;
+      const pids = readFileSync(join(h.root, own, 'cgroup.procs'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map(Number);
+      // its kube-apiserver and kube-controller-manager, and its etcd where it has its own
+      expect(pids.length).toBeGreaterThanOrEqual(2);
+      for (const pid of pids) expect(cgroupOf(pid, h.version)).toBe(`/${own}`);
+    },
+  );
 
   it('the meta cluster holds the VirtualClusters and the registrations of r1 and r2, and has no node', async () => {
     expect(e.superClusters.map((s) => s.name)).toEqual(['r1', 'r2']);

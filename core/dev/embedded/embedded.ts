@@ -7,6 +7,7 @@ import type { NodeCertificateSettings } from '../local/nodecerts.ts';
 import { registerSuperCluster } from '../local/registration.ts';
 import { TcpForwarder } from '../local/forwarder.ts';
 import { confinementUnavailable } from '../local/netconfine.ts';
+import { platformCgroup } from '../local/cpulimit.ts';
 import { waitFor } from '../local/process.ts';
 import type { ManagerConfig } from '../../programs/manager/config.ts';
 import { startManager, type Manager } from '../../programs/manager/manager.ts';
@@ -133,6 +134,12 @@ export async function startEmbedded(o: {
    * turns it on and builds it, tests that do not measure usage leave it off (default).
    */
   metricsServer?: boolean;
+  /**
+   * platformCpu (default true) runs this process (the manager's) and the super clusters in a cpu cgroup of the
+   * platform's weight (core/dev/local/cpulimit.ts PlatformCgroup) from start until stop, where the host's cpu
+   * controller can be written; false leaves them ordinary processes
+   */
+  platformCpu?: boolean;
 }): Promise<Embedded> {
   const count = o.superClusters ?? 1;
   const meta = o.meta ?? false;
@@ -146,6 +153,16 @@ export async function startEmbedded(o: {
   const realOn = (name: string) => (realSupers.includes(name) ? (o.realNodes ?? 0) : 0);
   const firstReal = realOn(firstName);
   const step = o.onStep ?? (() => {});
+  // The platform (the super clusters and the manager, whose syncer serves every tenant) runs in a cpu cgroup whose
+  // weight is above the tenant control planes' cgroups: a tenant whose control plane takes the cores cannot make the
+  // platform wait for one. Every process started from here on inherits it, but for the tenants' control planes, which
+  // enter their own cgroups, and the real nodes' Pods, which run under the kubelet's cgroupRoot.
+  const platform = o.platformCpu === false ? undefined : platformCgroup();
+  if (platform && 'unavailable' in platform)
+    step(`the platform's processes run with an ordinary process's CPU weight: ${platform.unavailable}`);
+  const leavePlatform = async () => {
+    if (platform && 'cgroup' in platform) await platform.cgroup.leave();
+  };
   step(
     meta
       ? 'starting the meta cluster (etcd, kube-apiserver, controller-manager, scheduler, no nodes)'
@@ -159,6 +176,9 @@ export async function startEmbedded(o: {
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
     ...(o.realNodeCertificates && { realNodeCertificates: o.realNodeCertificates }),
     restart: true,
+  }).catch(async (e: unknown) => {
+    await leavePlatform();
+    throw e;
   });
   try {
     step('installing the CRDs');
@@ -336,7 +356,12 @@ export async function startEmbedded(o: {
     step('starting the manager (leader election, VirtualCluster controller, syncer)');
     // The local provisioner is the developer environment's: this program offers it to the manager, which never imports it.
     const manager = await startManager(cfg, configPath, { provisioners: localProvisioners(cfg) });
-    await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 });
+    await waitFor('the manager to lead', async () => manager.isLeader(), { timeoutMs: 60_000 }).catch(
+      async (e: unknown) => {
+        await manager.stop();
+        throw e;
+      },
+    );
     return {
       superCluster: sc,
       superClusters: supers,
@@ -350,10 +375,12 @@ export async function startEmbedded(o: {
         for (const a of agents) await a.stop();
         await gitServer.close();
         await sc.stop();
+        await leavePlatform();
       },
     };
   } catch (e) {
     await sc.stop();
+    await leavePlatform();
     throw e;
   }
 }

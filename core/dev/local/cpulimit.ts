@@ -153,16 +153,155 @@ export function controlPlaneCgroup(
 }
 
 /**
+ * PLATFORM_CPU_SHARES is the cpu weight of the platform's own process on a host that runs local tenant control planes
+ * (the manager of `vc up`, whose syncer serves every tenant): cgroup v1's largest cpu.shares, cgroup v2 cpu.weight
+ * 10000. A tenant may be granted 16384 (MAX_CONTROL_PLANE_CPU) and gets 4096 by default, so the platform outweighs
+ * the sum of the `vc-cp-*` cgroups of up to 16 tenants at the most and 64 at the default: a tenant whose control
+ * plane takes the cores cannot make the syncer wait for one, and the syncer's fair queue, not the host's scheduler,
+ * decides whose work it does next. It has no quota: it takes only the CPU the tenants' work asks of it.
+ */
+export const PLATFORM_CPU_SHARES = 262_144;
+
+/** PLATFORM_CGROUP_PREFIX names the platform cgroup of one process: `vc-platform-<pid>`. */
+export const PLATFORM_CGROUP_PREFIX = 'vc-platform-';
+
+/**
+ * PlatformCgroup is the cpu cgroup of weight PLATFORM_CPU_SHARES that one platform process (this one, by default)
+ * runs in. enter makes it and moves the process with all its threads into it; children started afterwards inherit
+ * it, so a child that is not the platform's (a tenant's process without a cgroup of its own) is handed back with
+ * release. leave moves the process back where it came from and deletes the cgroup; a process killed outright leaves
+ * it empty, and sweepCpuCgroups removes it.
+ */
+export class PlatformCgroup {
+  readonly dir: string;
+  /** the cgroup of the cpu hierarchy the process was in before enter (its procs file) */
+  readonly originProcs: string;
+
+  constructor(
+    readonly hierarchy: CpuHierarchy,
+    readonly pid: number = process.pid,
+  ) {
+    this.dir = join(hierarchy.root, `${PLATFORM_CGROUP_PREFIX}${pid}`);
+    this.originProcs = join(hierarchy.root, cgroupOf(pid, hierarchy.version), 'cgroup.procs');
+  }
+
+  /** enter creates the cgroup with the platform's weight and moves the process into it. */
+  enter(): void {
+    if (this.hierarchy.version === 2) enableCpuController(this.hierarchy.root);
+    mkdirSync(this.dir, { recursive: true });
+    const [file, value] =
+      this.hierarchy.version === 1
+        ? ['cpu.shares', String(PLATFORM_CPU_SHARES)]
+        : ['cpu.weight', String(sharesToWeight(PLATFORM_CPU_SHARES))];
+    writeFileSync(join(this.dir, file), value);
+    writeFileSync(this.procsFile, String(this.pid));
+  }
+
+  /** procsFile is the file a process writes its pid into to enter the cgroup. */
+  get procsFile(): string {
+    return join(this.dir, 'cgroup.procs');
+  }
+
+  /** release moves the process `pid` (a child started while this one was in the cgroup) back to the origin. */
+  release(pid: number): void {
+    writeFileSync(this.originProcs, String(pid));
+  }
+
+  /** shares reads back the cgroup's weight (cpu.shares on v1, cpu.weight on v2). */
+  shares(): number {
+    return Number(readFileSync(join(this.dir, this.hierarchy.version === 1 ? 'cpu.shares' : 'cpu.weight'), 'utf8'));
+  }
+
+  /**
+   * leave moves the process back to its origin and deletes the cgroup once the processes it holds are gone (the kernel
+   * frees an exited one a moment later: it waits up to 5 s); one that still holds a child stays, and the sweep of
+   * `vc down` removes it once it is empty.
+   */
+  async leave(): Promise<void> {
+    try {
+      this.release(this.pid);
+    } catch {
+      // the origin is gone: the process stays in the cgroup until it exits
+      return;
+    }
+    for (let i = 0; i < 50 && existsSync(this.dir); i++) {
+      try {
+        rmdirSync(this.dir);
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+}
+
+/** cgroupOf is the cgroup of `pid` in the cpu hierarchy, relative to its root (cgroupInFile of /proc/<pid>/cgroup). */
+export function cgroupOf(pid: number, version: 1 | 2): string {
+  return cgroupInFile(readFileSync(`/proc/${pid}/cgroup`, 'utf8'), version);
+}
+
+/**
+ * cgroupInFile reads a process's cgroup in the cpu hierarchy from its /proc/<pid>/cgroup text: on v1 the line whose
+ * controllers include cpu (`4:cpu,cpuacct:/a`), on v2 the line `0::/a`; `/` (the root) when there is none.
+ */
+export function cgroupInFile(text: string, version: 1 | 2): string {
+  for (const line of text.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line);
+    if (!m) continue;
+    const [, id, controllers, path] = m;
+    if (version === 2 ? id === '0' && controllers === '' : controllers!.split(',').includes('cpu')) return path || '/';
+  }
+  return '/';
+}
+
+/**
+ * platformCgroup moves this process into a PlatformCgroup, or says why it cannot (no cpu controller that can be
+ * written: the process then keeps the weight of an ordinary one).
+ */
+export function platformCgroup(
+  hierarchy: CpuHierarchy | undefined = cpuHierarchy(),
+): { cgroup: PlatformCgroup } | { unavailable: string } {
+  if (!hierarchy) return { unavailable: 'no cpu cgroup controller on this host (cgroup v1 cpu or v2 with cpu)' };
+  const cgroup = new PlatformCgroup(hierarchy);
+  try {
+    cgroup.enter();
+  } catch (e) {
+    void cgroup.leave();
+    return { unavailable: e instanceof Error ? e.message : String(e) };
+  }
+  return { cgroup };
+}
+
+/**
  * sweepCpuCgroups removes the cpu cgroups of control planes that are gone (a `vc up` killed outright cannot remove
- * its own): every `vc-cp-*` cgroup of the cpu hierarchy that holds no process. One that still holds a process belongs
- * to a running control plane and stays. On cgroup v2 the cgroup is the confinement's, which sweepConfinements removes.
+ * its own): every `vc-cp-*` cgroup of the cpu hierarchy that holds no process, and every `vc-platform-<pid>` whose
+ * process is gone and which holds none. One that still holds a process belongs to a running control plane and stays.
+ * On cgroup v2 a control plane's cgroup is the confinement's, which sweepConfinements removes; the platform's is
+ * removed here on either version.
  */
 export function sweepCpuCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarchy()): string[] {
-  if (!hierarchy || hierarchy.version !== 1) return [];
+  if (!hierarchy) return [];
   const prefix = CONFINE_CHAIN_PREFIX.toLowerCase();
+  return sweepWhere(
+    hierarchy,
+    (name) => (hierarchy.version === 1 && name.startsWith(prefix)) || platformOfDeadProcess(name),
+  );
+}
+
+/**
+ * sweepPlatformCgroups removes the empty `vc-platform-<pid>` cgroups whose process is gone (part of sweepCpuCgroups;
+ * it leaves every tenant's cgroup alone).
+ */
+export function sweepPlatformCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarchy()): string[] {
+  if (!hierarchy) return [];
+  return sweepWhere(hierarchy, platformOfDeadProcess);
+}
+
+/** sweepWhere removes the cgroups of the cpu hierarchy that `which` names and that hold no process. */
+function sweepWhere(hierarchy: CpuHierarchy, which: (name: string) => boolean): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(hierarchy.root)) {
-    if (!name.startsWith(prefix)) continue;
+    if (!which(name)) continue;
     const cg = join(hierarchy.root, name);
     try {
       if (readFileSync(join(cg, 'cgroup.procs'), 'utf8').trim() !== '') continue;
@@ -173,4 +312,11 @@ export function sweepCpuCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarc
     }
   }
   return removed;
+}
+
+/** platformOfDeadProcess: `name` is a PlatformCgroup whose process no longer runs. */
+function platformOfDeadProcess(name: string): boolean {
+  if (!name.startsWith(PLATFORM_CGROUP_PREFIX)) return false;
+  const pid = Number(name.slice(PLATFORM_CGROUP_PREFIX.length));
+  return Number.isInteger(pid) && pid > 0 && !existsSync(`/proc/${pid}`);
 }

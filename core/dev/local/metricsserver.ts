@@ -146,6 +146,11 @@ export interface TenantMetricsServerOptions {
   port?: number;
   /** the metrics-server executable (default: built on demand, ensureMetricsServer) */
   binary?: string;
+  /**
+   * the `cgroup.procs` file of the tenant control plane's cpu cgroup (cpulimit.ts): metrics-server is the tenant's and
+   * enters it before it runs, rather than staying in the cgroup of the manager that starts it
+   */
+  cgroupProcs?: string;
 }
 
 /** TenantMetricsServer is a running metrics-server registered in its tenant. */
@@ -197,6 +202,7 @@ export async function startTenantMetricsServer(o: TenantMetricsServerOptions): P
     }),
     logFile: join(dir, 'metrics-server.log'),
     restart: true,
+    ...(o.cgroupProcs && { cgroupProcs: o.cgroupProcs }),
   });
   process.start();
   const stop = async () => {

@@ -283,7 +283,7 @@ export async function startComponents(
   const etcdHealthy = kept ? undefined : etcd?.resume().then(() => hooks.phase?.('etcd', Date.now() - t0));
   let confinement: NetConfinement | undefined;
   try {
-    const metrics = await metricsServerPlan(ctx, root, dir);
+    const metrics = await metricsServerPlan(ctx, root, dir, cpu);
     const confined =
       ctx.options.confine && (await confine(ctx, root, dir, etcd ?? ctx.etcd, metrics && [metrics.endpoint]));
     confinement = confined?.confinement;
@@ -417,12 +417,16 @@ async function startForwarder(dir: string, host: string, cp: LocalControlPlane):
 /**
  * metricsServerPlan decides whether the tenant gets metrics-server and where it will listen (this host's address, a
  * port kept across restarts), so that a confined apiserver may reach it; start runs it once the apiserver is up. A
- * tenant starts without it when the binary is not built or it fails to start: metrics are not worth a tenant.
+ * tenant starts without it when the binary is not built or it fails to start: metrics are not worth a tenant. It runs
+ * in the control plane's cpu cgroup `cpu`, under the tenant's CPU limit, where that is a cgroup v1 one: on cgroup v2 it
+ * is also the network confinement's (made for the apiserver and the controller manager), and metrics-server stays in
+ * the manager's cgroup as before.
  */
 async function metricsServerPlan(
   ctx: StartContext,
   root: string,
   dir: string,
+  cpu: CpuCgroup | undefined,
 ): Promise<
   | { endpoint: { host: string; port: number }; start(cp: LocalControlPlane): Promise<TenantMetricsServer | undefined> }
   | undefined
@@ -455,6 +459,7 @@ async function metricsServerPlan(
           port,
           binary,
           timeoutMs: 0,
+          ...(cpu?.hierarchy.version === 1 && { cgroupProcs: cpu.procsFile }),
         });
         return {
           ...ms,
