@@ -7,6 +7,7 @@ import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { probeReadyz } from '../../core/provisioners/native/provisioner.ts';
 import { CpuMeter, type CpuShare, memAvailableMiB } from './procstat.ts';
+import { type ArmLoad, loadBetween, meanLoad, type RatioSpec, readLoad } from './repeat.ts';
 
 /**
  * This module holds the day-two part of the lifecycle bench (test/bench/lifecycle.ts): on tenants the manager already
@@ -147,23 +148,73 @@ export interface DayTwoSetup {
   tenants: readonly string[];
   clusterVersion: string;
   /**
-   * the ClusterVersion on the older minor, when its binaries are here (the upgrade is measured only then): the upgraded
-   * tenant names it alone, and the upgrade is an edit of its kubernetesVersion
+   * one ClusterVersion on the older minor for each repetition, when its binaries are here (the upgrade is measured
+   * only then): a repetition's upgraded tenant names its own alone, and the upgrade is an edit of its kubernetesVersion
    */
-  olderClusterVersion?: string;
+  olderClusterVersions?: readonly string[];
   newerVersion: string;
   /** creates a tenant on a ClusterVersion and resolves once its kubeconfig answers */
   create: (name: string, clusterVersion: string) => Promise<void>;
+  /** deletes a tenant made by `create` and resolves once its VirtualCluster is gone */
+  remove: (name: string) => Promise<void>;
   reserveMiB: number;
 }
 
+/** DayTwoValue is what one arm of one repetition measured: flat figures (seconds, counts) and its detail. */
+export interface DayTwoValue {
+  figures: Record<string, number>;
+  detail: Record<string, unknown>;
+}
+
+/** DayTwoArm is one arm of the day-two bench, run once per repetition by interleave. */
+export interface DayTwoArm {
+  name: string;
+  run: (rep: number) => Promise<{ value: DayTwoValue; load: ArmLoad }>;
+}
+
 /**
- * dayTwoBench runs the three day-two measurements on the tenants of `s` and returns their figures (flat, for the
- * report) and details.
+ * DAY_TWO_RATIOS are the day-two ratios of a manager's arm to the same restarts by hand in the same repetition, each
+ * with the figure it takes from either arm.
  */
-export async function dayTwoBench(
-  s: DayTwoSetup,
-): Promise<{ figures: Record<string, number>; detail: Record<string, unknown> }> {
+export const DAY_TWO_RATIOS: Record<string, RatioSpec<DayTwoValue>> = {
+  ...Object.fromEntries(
+    COMPONENTS.map((c) => [
+      `${c}.restoreRatio`,
+      {
+        numerator: 'kill',
+        denominator: 'killByHand',
+        f: (v: DayTwoValue) => v.figures[`${c}.restoreSeconds`]!,
+        fDenominator: (v: DayTwoValue) => v.figures[`${c}.byHandRestartSeconds`]!,
+      },
+    ]),
+  ),
+  'upgrade.secondsRatio': {
+    numerator: 'upgrade',
+    denominator: 'upgradeByHand',
+    f: (v) => v.figures['upgrade.seconds']!,
+    fDenominator: (v) => v.figures['upgrade.byHandRestartSeconds']!,
+  },
+  'upgrade.unavailableRatio': {
+    numerator: 'upgrade',
+    denominator: 'upgradeByHand',
+    f: (v) => v.figures['upgrade.unavailableSeconds']!,
+    fDenominator: (v) => v.figures['upgrade.byHandUnavailableSeconds']!,
+  },
+  'rollout.secondsRatio': {
+    numerator: 'rollout',
+    denominator: 'rolloutByHand',
+    f: (v) => v.figures['rollout.seconds']!,
+    fDenominator: (v) => v.figures['rollout.byHandSeconds']!,
+  },
+};
+
+/**
+ * dayTwoArms returns the day-two measurements on the tenants of `s` as arms for interleave, in the order they run in
+ * each repetition: each manager's arm followed by the same restarts by hand (`kill`, `killByHand`, `upgrade`,
+ * `upgradeByHand` when the older minor is built, `rollout`, `rolloutByHand`). Each arm's load is taken over what it
+ * times, not over its preparation (the upgrade's fresh tenant, the wait for health before a kill).
+ */
+export function dayTwoArms(s: DayTwoSetup): DayTwoArm[] {
   const { client, local } = s;
   const get = (name: string) => client.get<VirtualCluster>(R.virtualclusters, NS, name);
   const rootOf = async (name: string) => (await get(name)).status!.clusterNamespace!;
@@ -176,22 +227,22 @@ export async function dayTwoBench(
     );
     return Buffer.from(secret.data!.kubeconfig!, 'base64').toString('utf8');
   };
+  const roots = new Map<string, string>();
   const tenantPids = () =>
-    s.tenants.flatMap((n) => {
-      const root = roots.get(n);
-      const cp = root ? local.controlPlane(root) : undefined;
-      return [
-        ...(cp?.processes() ?? []),
-        ...(root && local.tenantEtcd(root) ? [local.tenantEtcd(root)!.process] : []),
-      ].map((p) => p.pid);
+    [...roots.values()].flatMap((root) => {
+      const cp = local.controlPlane(root);
+      return [...(cp?.processes() ?? []), ...(local.tenantEtcd(root) ? [local.tenantEtcd(root)!.process] : [])].map(
+        (p) => p.pid,
+      );
     });
   const meter = () =>
     new PhaseMeter({
       tenants: tenantPids,
       superCluster: () => [s.sc.etcd.process.pid, ...s.sc.cluster.processes().map((p) => p.pid)],
     });
-  const roots = new Map<string, string>();
-  for (const n of s.tenants) roots.set(n, await rootOf(n));
+  const rootsOf = async () => {
+    for (const n of s.tenants) if (!roots.has(n)) roots.set(n, await rootOf(n));
+  };
 
   /** until polls `check` every POLL_MS and resolves with the seconds since t0 at which it first held. */
   const until = async (
@@ -211,100 +262,114 @@ export async function dayTwoBench(
   const ready = (vc: VirtualCluster) => vc.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
   const servingHealthy = (vc: VirtualCluster) =>
     vc.status?.phase === 'Running' && ready(vc) && COMPONENTS.every((c) => component(vc, c)?.healthy);
+  /** killed is the tenant whose component is killed in a repetition: another one each time where there are enough */
+  const killed = (rep: number, i: number) => s.tenants[(rep * COMPONENTS.length + i) % s.tenants.length]!;
 
-  // 1. A component killed (SIGKILL): the manager's detection and restore, then the same restart by a script.
-  const kills: Record<string, unknown> = {};
-  const figures: Record<string, number> = {};
-  const killMeter = meter();
-  for (const [i, name] of COMPONENTS.entries()) {
-    const tenant = s.tenants[i % s.tenants.length]!;
-    const root = roots.get(tenant)!;
-    const kubeconfig = await kubeconfigOf(tenant);
-    await until(`${tenant} healthy before the kill`, performance.now(), async () => servingHealthy(await get(tenant)));
-    const before = component(await get(tenant), name)?.restarts ?? 0;
-    const proc = () =>
-      name === 'etcd'
-        ? local.tenantEtcd(root)!.process
-        : name === 'kube-apiserver'
-          ? local.controlPlane(root)!.apiserver
-          : local.controlPlane(root)!.controllerManager!;
-    const oldPid = proc().pid;
-    const t0 = performance.now();
-    proc().kill();
-    const [detect, processBack, restore] = await Promise.all([
-      until(`${tenant}: the manager reporting ${name} down`, t0, async () => {
-        const vc = await get(tenant);
-        const c = component(vc, name);
-        return vc.status?.phase === 'Degraded' || !ready(vc) || c?.healthy === false || (c?.restarts ?? 0) > before;
-      }),
-      until(`${tenant}: ${name} running again`, t0, async () => proc().pid !== undefined && proc().pid !== oldPid),
-      until(`${tenant}: Running and healthy after ${name} was killed`, t0, async () => {
-        const vc = await get(tenant);
-        return (
-          servingHealthy(vc) &&
-          (component(vc, name)?.restarts ?? 0) > before &&
-          (await probeReadyz(kubeconfig, PROBE_TIMEOUT_MS)) === true
-        );
-      }),
-    ]);
-    // The same process stopped and started again by hand, timed from the start to its own health check.
-    let byHand: number;
-    if (name === 'etcd') {
-      const etcd = local.tenantEtcd(root)!;
-      await etcd.process.stop(0);
-      const t1 = performance.now();
-      await etcd.resume();
-      byHand = since(t1);
-    } else if (name === 'kube-apiserver') {
-      const cp = local.controlPlane(root)!;
-      await cp.apiserver.stop(0);
-      const t1 = performance.now();
-      await cp.startApiserver();
-      byHand = since(t1);
-    } else {
-      const cp = local.controlPlane(root)!;
-      await cp.controllerManager!.stop(0);
-      const t1 = performance.now();
-      await cp.startControllerManager();
-      byHand = since(t1);
+  // 1. A component killed (SIGKILL): the manager's detection and restore.
+  const kill = async (rep: number) => {
+    await rootsOf();
+    const kills: Record<string, unknown> = {};
+    const figures: Record<string, number> = {};
+    const loads: ArmLoad[] = [];
+    const m = meter();
+    for (const [i, name] of COMPONENTS.entries()) {
+      const tenant = killed(rep, i);
+      const root = roots.get(tenant)!;
+      const kubeconfig = await kubeconfigOf(tenant);
+      await until(`${tenant} healthy before the kill`, performance.now(), async () =>
+        servingHealthy(await get(tenant)),
+      );
+      const before = component(await get(tenant), name)?.restarts ?? 0;
+      const proc = () =>
+        name === 'etcd'
+          ? local.tenantEtcd(root)!.process
+          : name === 'kube-apiserver'
+            ? local.controlPlane(root)!.apiserver
+            : local.controlPlane(root)!.controllerManager!;
+      const oldPid = proc().pid;
+      const l0 = readLoad();
+      const t0 = performance.now();
+      proc().kill();
+      const [detect, processBack, restore] = await Promise.all([
+        until(`${tenant}: the manager reporting ${name} down`, t0, async () => {
+          const vc = await get(tenant);
+          const c = component(vc, name);
+          return vc.status?.phase === 'Degraded' || !ready(vc) || c?.healthy === false || (c?.restarts ?? 0) > before;
+        }),
+        until(`${tenant}: ${name} running again`, t0, async () => proc().pid !== undefined && proc().pid !== oldPid),
+        until(`${tenant}: Running and healthy after ${name} was killed`, t0, async () => {
+          const vc = await get(tenant);
+          return (
+            servingHealthy(vc) &&
+            (component(vc, name)?.restarts ?? 0) > before &&
+            (await probeReadyz(kubeconfig, PROBE_TIMEOUT_MS)) === true
+          );
+        }),
+      ]);
+      loads.push(loadBetween(l0, readLoad()));
+      kills[name] = { tenant, detectSeconds: detect, processBackSeconds: processBack, restoreSeconds: restore };
+      figures[`${name}.detectSeconds`] = detect;
+      figures[`${name}.processBackSeconds`] = processBack;
+      figures[`${name}.restoreSeconds`] = restore;
+      process.stderr.write(
+        `lifecycle: repetition ${rep + 1}: killed ${name} of ${tenant}: reported down after ${detect.toFixed(1)} s, ` +
+          `process back ${processBack.toFixed(1)} s, Running and answering ${restore.toFixed(1)} s\n`,
+      );
     }
-    kills[name] = {
-      tenant,
-      detectSeconds: detect,
-      processBackSeconds: processBack,
-      restoreSeconds: restore,
-      byHandRestartSeconds: byHand,
-    };
-    figures[`${name}.detectSeconds`] = detect;
-    figures[`${name}.restoreSeconds`] = restore;
-    figures[`${name}.byHandRestartSeconds`] = byHand;
-    figures[`${name}.restoreRatio`] = restore / byHand;
-    process.stderr.write(
-      `lifecycle: killed ${name} of ${tenant}: reported down after ${detect.toFixed(1)} s, process back ${processBack.toFixed(1)} s, ` +
-        `Running and answering ${restore.toFixed(1)} s; the same restart by hand ${byHand.toFixed(1)} s\n`,
-    );
-  }
-  const killResources = killMeter.stop(s.reserveMiB);
+    return { value: { figures, detail: { kills, resources: m.stop(s.reserveMiB) } }, load: meanLoad(loads) };
+  };
 
-  // 2. An upgrade from the older minor, with the API probed throughout; then the same components restarted by hand.
-  let upgrade: Record<string, unknown> = { skipped: 'the older minor is not built (see docs/benchmarks.md)' };
-  if (s.olderClusterVersion) {
-    const name = 'bench-upgrade';
-    await s.create(name, s.olderClusterVersion);
+  // The same processes stopped and started again by hand, each timed from the start to its own health check.
+  const killByHand = async (rep: number) => {
+    const figures: Record<string, number> = {};
+    const loads: ArmLoad[] = [];
+    for (const [i, name] of COMPONENTS.entries()) {
+      const root = roots.get(killed(rep, i))!;
+      const l0 = readLoad();
+      let t1: number;
+      if (name === 'etcd') {
+        const etcd = local.tenantEtcd(root)!;
+        await etcd.process.stop(0);
+        t1 = performance.now();
+        await etcd.resume();
+      } else if (name === 'kube-apiserver') {
+        const cp = local.controlPlane(root)!;
+        await cp.apiserver.stop(0);
+        t1 = performance.now();
+        await cp.startApiserver();
+      } else {
+        const cp = local.controlPlane(root)!;
+        await cp.controllerManager!.stop(0);
+        t1 = performance.now();
+        await cp.startControllerManager();
+      }
+      figures[`${name}.byHandRestartSeconds`] = since(t1);
+      loads.push(loadBetween(l0, readLoad()));
+    }
+    process.stderr.write(
+      `lifecycle: repetition ${rep + 1}: the same restarts by hand ` +
+        COMPONENTS.map((c) => `${c} ${figures[`${c}.byHandRestartSeconds`]!.toFixed(1)} s`).join(', ') +
+        '\n',
+    );
+    return { value: { figures, detail: {} }, load: meanLoad(loads) };
+  };
+
+  // 2. An upgrade from the older minor, with the API probed throughout, on a tenant made for it; then the same
+  // components restarted by hand on it.
+  const upgrades = new Map<number, { name: string; root: string; kubeconfig: string; plan: string[] }>();
+  const upgrade = async (rep: number) => {
+    const older = s.olderClusterVersions![rep]!;
+    const name = `bench-upgrade-r${rep + 1}`;
+    await s.create(name, older);
     const root = await rootOf(name);
     const kubeconfig = await kubeconfigOf(name);
     const m = meter();
     const messages = new Set<string>();
     const prober = new Prober(kubeconfig);
+    const l0 = readLoad();
     const t0 = performance.now();
     // The ClusterVersion edit a platform commits: its tenants move to the newer minor.
-    await client.patch(
-      R.clusterversions,
-      undefined,
-      s.olderClusterVersion,
-      { spec: { kubernetesVersion: s.newerVersion } },
-      'merge',
-    );
+    await client.patch(R.clusterversions, undefined, older, { spec: { kubernetesVersion: s.newerVersion } }, 'merge');
     const seconds = await until(`${name} upgraded to ${s.newerVersion}`, t0, async () => {
       const vc = await get(name);
       if (vc.status?.phase === 'Updating' && vc.status.message) messages.add(vc.status.message);
@@ -313,20 +378,36 @@ export async function dayTwoBench(
       const v = await (await local.controlPlane(root)!.client()).request<{ gitVersion: string }>('GET', '/version');
       return v.gitVersion === s.newerVersion;
     });
+    const load = loadBetween(l0, readLoad());
     const during = unavailability(await prober.stop());
-    const resources = m.stop(s.reserveMiB);
     // The components the roll restarted, from its Updating message ("rolling a, then b to the new spec").
     const plan = [...messages]
       .map((x) => /^rolling (.*) to the new spec/.exec(x)?.[1])
       .find((x) => x)
       ?.split(', then ') ?? ['kube-apiserver', 'kube-controller-manager'];
-    const byHandProber = new Prober(kubeconfig);
+    upgrades.set(rep, { name, root, kubeconfig, plan });
+    process.stderr.write(
+      `lifecycle: repetition ${rep + 1}: upgrade took ${seconds.toFixed(1)} s (${plan.join(', ')}), API unavailable ` +
+        `${during.seconds.toFixed(1)} s (${during.failed}/${during.probes} probes failed)\n`,
+    );
+    return {
+      value: {
+        figures: { 'upgrade.seconds': seconds, 'upgrade.unavailableSeconds': during.seconds },
+        detail: { from: older, plan, unavailable: during, resources: m.stop(s.reserveMiB) },
+      },
+      load,
+    };
+  };
+  const upgradeByHand = async (rep: number) => {
+    const u = upgrades.get(rep)!;
+    const prober = new Prober(u.kubeconfig);
     await sleep(1000);
+    const l0 = readLoad();
     const t1 = performance.now();
-    const cp = local.controlPlane(root)!;
-    for (const c of plan) {
+    const cp = local.controlPlane(u.root)!;
+    for (const c of u.plan) {
       if (c === 'etcd') {
-        const etcd = local.tenantEtcd(root)!;
+        const etcd = local.tenantEtcd(u.root)!;
         await etcd.process.stop();
         await etcd.resume();
       } else if (c === 'kube-apiserver') {
@@ -336,113 +417,126 @@ export async function dayTwoBench(
         await cp.restartControllerManager();
       }
     }
-    const byHandSeconds = since(t1);
+    const seconds = since(t1);
+    const load = loadBetween(l0, readLoad());
     await sleep(1000);
-    const byHand = unavailability(await byHandProber.stop());
-    upgrade = {
-      from: s.olderClusterVersion,
-      plan,
-      seconds,
-      unavailable: during,
-      byHandSeconds,
-      byHandUnavailable: byHand,
-      resources,
-    };
-    figures['upgrade.seconds'] = seconds;
-    figures['upgrade.unavailableSeconds'] = during.seconds;
-    figures['upgrade.byHandRestartSeconds'] = byHandSeconds;
-    figures['upgrade.byHandUnavailableSeconds'] = byHand.seconds;
-    figures['upgrade.secondsRatio'] = seconds / byHandSeconds;
+    const byHand = unavailability(await prober.stop());
     process.stderr.write(
-      `lifecycle: upgrade took ${seconds.toFixed(1)} s (${plan.join(', ')}), API unavailable ${during.seconds.toFixed(1)} s ` +
-        `(${during.failed}/${during.probes} probes failed); the same restarts by hand ${byHandSeconds.toFixed(1)} s, ` +
-        `unavailable ${byHand.seconds.toFixed(1)} s\n`,
+      `lifecycle: repetition ${rep + 1}: the same restarts by hand ${seconds.toFixed(1)} s, unavailable ` +
+        `${byHand.seconds.toFixed(1)} s\n`,
     );
-  }
+    // The upgraded tenant goes: the next repetition upgrades a tenant of its own.
+    await s.remove(u.name);
+    return {
+      value: {
+        figures: { 'upgrade.byHandRestartSeconds': seconds, 'upgrade.byHandUnavailableSeconds': byHand.seconds },
+        detail: { unavailable: byHand },
+      },
+      load,
+    };
+  };
 
   // 3. A ClusterVersion change rolled through every tenant on it, then the same restarts by hand one after another.
-  const cv = await client.get<{ spec?: { rollout?: { maxUnavailable?: number } } }>(
-    R.clusterversions,
-    undefined,
-    s.clusterVersion,
-  );
-  const maxUnavailable = cv.spec?.rollout?.maxUnavailable ?? 1;
-  const value = String(400 + Math.floor(Math.random() * 100));
-  const rollMeter = meter();
-  let mostUpdating = 0;
-  const t0 = performance.now();
-  await client.patch(
-    R.clusterversions,
-    undefined,
-    s.clusterVersion,
-    { spec: { apiServer: { extraArgs: { [ROLLOUT_FLAG]: value } } } },
-    'merge',
-  );
-  const done = new Map<string, number>();
-  // A roll waits for each tenant's health after each step, about 20 s a tenant here (5 tenants: 93 s), so its deadline
-  // grows with the tenants it goes through, maxUnavailable at a time.
-  const rollDeadlineMs = Math.max(STEP_DEADLINE_MS, (60_000 * s.tenants.length) / maxUnavailable);
-  await until(
-    `the ClusterVersion change through ${s.tenants.length} tenants`,
-    t0,
-    async () => {
-      const all = (await client.list<VirtualCluster>(R.virtualclusters, { namespace: NS })).items.filter((v) =>
-        s.tenants.includes(v.metadata!.name!),
-      );
-      mostUpdating = Math.max(mostUpdating, all.filter((v) => v.status?.phase === 'Updating').length);
-      for (const v of all) {
-        const n = v.metadata!.name!;
-        if (done.has(n)) continue;
-        const applied = v.status?.conditions?.find((c) => c.type === 'SpecApplied');
-        if (v.status?.phase !== 'Running' || applied?.status !== 'True') continue;
-        if (cmdline(local.controlPlane(roots.get(n)!)?.apiserver.pid).includes(`--${ROLLOUT_FLAG}=${value}`))
-          done.set(n, since(t0));
-      }
-      return done.size === s.tenants.length;
-    },
-    rollDeadlineMs,
-  );
-  const rolloutSeconds = since(t0);
-  const rollResources = rollMeter.stop(s.reserveMiB);
-  const handMeter = meter();
-  const t1 = performance.now();
-  for (const n of s.tenants) {
-    const cp = local.controlPlane(roots.get(n)!)!;
-    await cp.apiserver.stop();
-    await cp.startApiserver();
-  }
-  const byHandSeconds = since(t1);
-  const handResources = handMeter.stop(s.reserveMiB);
-  figures['rollout.tenants'] = s.tenants.length;
-  figures['rollout.maxUnavailable'] = maxUnavailable;
-  figures['rollout.seconds'] = rolloutSeconds;
-  figures['rollout.byHandSeconds'] = byHandSeconds;
-  figures['rollout.secondsRatio'] = rolloutSeconds / byHandSeconds;
-  figures['rollout.mostUpdatingAtOnce'] = mostUpdating;
-  process.stderr.write(
-    `lifecycle: ClusterVersion change rolled through ${s.tenants.length} tenants ` +
-      `(maxUnavailable ${maxUnavailable}, at most ${mostUpdating} Updating at once) ` +
-      `in ${rolloutSeconds.toFixed(1)} s; the same apiserver restarts by hand one after another ${byHandSeconds.toFixed(1)} s\n`,
-  );
-  return {
-    figures,
-    detail: {
-      kills,
-      killResources,
-      upgrade,
-      rollout: {
-        flag: `--${ROLLOUT_FLAG}=${value}`,
-        maxUnavailable,
-        seconds: rolloutSeconds,
-        doneAtSeconds: Object.fromEntries(done),
-        mostUpdatingAtOnce: mostUpdating,
-        resources: rollResources,
-        byHandSeconds,
-        byHandResources: handResources,
+  const rollout = async (rep: number) => {
+    await rootsOf();
+    const cv = await client.get<{ spec?: { rollout?: { maxUnavailable?: number } } }>(
+      R.clusterversions,
+      undefined,
+      s.clusterVersion,
+    );
+    const maxUnavailable = cv.spec?.rollout?.maxUnavailable ?? 1;
+    // Another value in each repetition, so that each one changes the flag.
+    const value = String(400 + rep);
+    const m = meter();
+    let mostUpdating = 0;
+    const l0 = readLoad();
+    const t0 = performance.now();
+    await client.patch(
+      R.clusterversions,
+      undefined,
+      s.clusterVersion,
+      { spec: { apiServer: { extraArgs: { [ROLLOUT_FLAG]: value } } } },
+      'merge',
+    );
+    const done = new Map<string, number>();
+    // A roll waits for each tenant's health after each step, about 20 s a tenant here (5 tenants: 93 s), so its
+    // deadline grows with the tenants it goes through, maxUnavailable at a time.
+    const rollDeadlineMs = Math.max(STEP_DEADLINE_MS, (60_000 * s.tenants.length) / maxUnavailable);
+    await until(
+      `the ClusterVersion change through ${s.tenants.length} tenants`,
+      t0,
+      async () => {
+        const all = (await client.list<VirtualCluster>(R.virtualclusters, { namespace: NS })).items.filter((v) =>
+          s.tenants.includes(v.metadata!.name!),
+        );
+        mostUpdating = Math.max(mostUpdating, all.filter((v) => v.status?.phase === 'Updating').length);
+        for (const v of all) {
+          const n = v.metadata!.name!;
+          if (done.has(n)) continue;
+          const applied = v.status?.conditions?.find((c) => c.type === 'SpecApplied');
+          if (v.status?.phase !== 'Running' || applied?.status !== 'True') continue;
+          if (cmdline(local.controlPlane(roots.get(n)!)?.apiserver.pid).includes(`--${ROLLOUT_FLAG}=${value}`))
+            done.set(n, since(t0));
+        }
+        return done.size === s.tenants.length;
       },
-      probeEveryMs: PROBE_EVERY_MS,
-    },
+      rollDeadlineMs,
+    );
+    const seconds = since(t0);
+    const load = loadBetween(l0, readLoad());
+    process.stderr.write(
+      `lifecycle: repetition ${rep + 1}: ClusterVersion change rolled through ${s.tenants.length} tenants ` +
+        `(maxUnavailable ${maxUnavailable}, at most ${mostUpdating} Updating at once) in ${seconds.toFixed(1)} s\n`,
+    );
+    return {
+      value: {
+        figures: {
+          'rollout.tenants': s.tenants.length,
+          'rollout.maxUnavailable': maxUnavailable,
+          'rollout.seconds': seconds,
+          'rollout.mostUpdatingAtOnce': mostUpdating,
+        },
+        detail: {
+          flag: `--${ROLLOUT_FLAG}=${value}`,
+          doneAtSeconds: Object.fromEntries(done),
+          resources: m.stop(s.reserveMiB),
+        },
+      },
+      load,
+    };
   };
+  const rolloutByHand = async (rep: number) => {
+    const m = meter();
+    const l0 = readLoad();
+    const t1 = performance.now();
+    for (const n of s.tenants) {
+      const cp = local.controlPlane(roots.get(n)!)!;
+      await cp.apiserver.stop();
+      await cp.startApiserver();
+    }
+    const seconds = since(t1);
+    const load = loadBetween(l0, readLoad());
+    process.stderr.write(
+      `lifecycle: repetition ${rep + 1}: the same apiserver restarts by hand one after another ${seconds.toFixed(1)} s\n`,
+    );
+    return {
+      value: { figures: { 'rollout.byHandSeconds': seconds }, detail: { resources: m.stop(s.reserveMiB) } },
+      load,
+    };
+  };
+
+  return [
+    { name: 'kill', run: kill },
+    { name: 'killByHand', run: killByHand },
+    ...(s.olderClusterVersions?.length
+      ? [
+          { name: 'upgrade', run: upgrade },
+          { name: 'upgradeByHand', run: upgradeByHand },
+        ]
+      : []),
+    { name: 'rollout', run: rollout },
+    { name: 'rolloutByHand', run: rolloutByHand },
+  ];
 }
 
 /** cmdline is the command line of a process, arguments joined by spaces; empty when it is gone. */

@@ -15,7 +15,7 @@ import { startTestSuper, type TestSuper } from '../harness.ts';
 import { compareCopies, type CopyFindings, findingsTotal } from './compare.ts';
 import { killManager, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
-import { envInt } from './pods.ts';
+import { benchSize, envInt, envSized } from './pods.ts';
 import type { BenchSeries } from './report.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
@@ -130,12 +130,14 @@ interface CaseResult {
 /** faultsBench runs the fault cases named by `--case` (all when none), sized by the FAULTS_* environment. */
 export async function faultsBench(): Promise<BenchResult> {
   const cases = selectedCases(process.argv.slice(2));
-  const T = Math.max(2, envInt('FAULTS_TENANTS', 4));
-  const PODS = envInt('FAULTS_PODS', 1000);
-  const KILL_PODS = envInt('FAULTS_KILL_PODS', 5000);
-  const KILLS = envInt('FAULTS_KILLS', 20);
-  const DELETE_PODS = envInt('FAULTS_DELETE_PODS', 1000);
-  const TENANT_DOWN_S = envInt('FAULTS_TENANT_DOWN_SECONDS', 60);
+  // BENCH_SIZE=small: every case at a fifth to a tenth of its Pods, kills and outage, three repetitions in about the
+  // time one full run takes on this 2-core host.
+  const T = Math.max(2, envSized('FAULTS_TENANTS', { full: 4, small: 3 }));
+  const PODS = envSized('FAULTS_PODS', { full: 1000, small: 200 });
+  const KILL_PODS = envSized('FAULTS_KILL_PODS', { full: 5000, small: 600 });
+  const KILLS = envSized('FAULTS_KILLS', { full: 20, small: 5 });
+  const DELETE_PODS = envSized('FAULTS_DELETE_PODS', { full: 1000, small: 200 });
+  const TENANT_DOWN_S = envSized('FAULTS_TENANT_DOWN_SECONDS', { full: 60, small: 20 });
   const OUTAGE_S = envInt('FAULTS_OUTAGE_SECONDS', 10);
   const PACE_MS = envInt('FAULTS_PACE_MS', 500);
   const REPS = repsOf();
@@ -728,6 +730,7 @@ export async function faultsBench(): Promise<BenchResult> {
         tenants: T,
         nodes,
         repetitions: REPS,
+        size: benchSize(),
         scale: { PODS, KILL_PODS, KILLS, DELETE_PODS, TENANT_DOWN_S, OUTAGE_S, PACE_MS },
         leaderElection: LEASE,
         cases: runs,

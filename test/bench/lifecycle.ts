@@ -19,7 +19,19 @@ import {
   kubernetesMinorDir,
   previousKubernetes,
 } from '../../core/toolchain/minors.ts';
-import { dayTwoBench } from './daytwo.ts';
+import { DAY_TWO_RATIOS, type DayTwoValue, dayTwoArms } from './daytwo.ts';
+import { benchSize, envSized } from './pods.ts';
+import {
+  figureSpreads,
+  interleave,
+  loadBetween,
+  readLoad,
+  repsOf,
+  reportRatios,
+  type RepRun,
+  spread,
+  spreadFigures,
+} from './repeat.ts';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -34,7 +46,9 @@ const TENANT_DEADLINE_MS = 180_000;
 const crdDir = join(import.meta.dirname, '../../deploy/crds');
 /** the ClusterVersion every bench tenant names (the pinned Kubernetes), and the one on the older minor */
 const CURRENT_CV = 'bench-current';
-const OLDER_CV = 'bench-older';
+/** the ClusterVersion on the older minor of repetition `rep` (0-based): each repetition upgrades a tenant of its own */
+const olderCv = (rep: number) => `bench-older-r${rep + 1}`;
+const VC_GONE_MS = 180_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -95,14 +109,21 @@ interface Sample {
  * the kubeconfig Secret) for tenants created one after another, against Kamaji's reported 16 s; (b) the resident
  * memory of one idle tenant control plane (apiserver + controller-manager); (c) memory growth over batches of
  * tenants up to BENCH_MAX_TENANTS (default 20), the etcd growth per tenant, and how many tenants would fit in the
- * memory available at the start less a 2 GiB reserve: an extrapolation beyond the measured count. Then, unless
- * BENCH_LIFECYCLE_DAY_TWO is 0, the day-two figures on the same tenants (test/bench/daytwo.ts): a killed component
- * noticed and restored, an upgrade from the older minor (when its binaries are built, or BENCH_LIFECYCLE_UPGRADE=build
- * builds them) and a ClusterVersion change rolled through every tenant with BENCH_MAX_UNAVAILABLE (default 1), each
- * against the same restarts by hand in the same run.
+ * memory available at the start less a 2 GiB reserve: an extrapolation beyond the measured count (BENCH_SIZE=small:
+ * 5). Then, in BENCH_REPS repetitions (default 3), the arms interleaved: (d) one more tenant created and timed to a
+ * usable kubeconfig, deleted after (arm `create`), and unless BENCH_LIFECYCLE_DAY_TWO is 0 the day-two arms on the
+ * same tenants (test/bench/daytwo.ts): a killed component noticed and restored, an upgrade from the older minor (when
+ * its binaries are built, or BENCH_LIFECYCLE_UPGRADE=build builds them) and a ClusterVersion change rolled through
+ * every tenant with BENCH_MAX_UNAVAILABLE (default 1), each followed by the same restarts by hand. Times are the
+ * median, min and max over the repetitions; a ratio to the by-hand arm counts in a repetition only when the two arms
+ * ran under like other load (repeat.ts).
  */
 export async function lifecycleBench(): Promise<BenchResult> {
-  const maxTenants = Math.max(SEQUENTIAL, Math.floor(Number(process.env.BENCH_MAX_TENANTS ?? 20) / BATCH) * BATCH);
+  const maxTenants = Math.max(
+    SEQUENTIAL,
+    Math.floor(envSized('BENCH_MAX_TENANTS', { full: 20, small: SEQUENTIAL }) / BATCH) * BATCH,
+  );
+  const reps = repsOf();
   const dir = stateDir('vc-bench-lifecycle-');
   const sc = await LocalSuperCluster.start({ stateDir: join(dir, 'super'), nodes: 1 });
   let local: LocalProvisioner | undefined;
@@ -129,9 +150,10 @@ export async function lifecycleBench(): Promise<BenchResult> {
       await ensureKubernetesMinor({ version: older });
     const upgradeFrom = older && isMinorComplete(kubernetesMinorDir(older)) ? older : undefined;
     const maxUnavailable = Number(process.env.BENCH_MAX_UNAVAILABLE ?? 1);
+    const olderCvs = upgradeFrom ? Array.from({ length: reps }, (_, r) => olderCv(r)) : [];
     const clusterVersions: Array<[string, string]> = [
       [CURRENT_CV, pinnedVersions().kubernetes],
-      ...(upgradeFrom ? [[OLDER_CV, upgradeFrom] as [string, string]] : []),
+      ...olderCvs.map((n): [string, string] => [n, upgradeFrom!]),
     ];
     for (const [name, kubernetesVersion] of clusterVersions)
       await client.create(R.clusterversions, {
@@ -144,7 +166,7 @@ export async function lifecycleBench(): Promise<BenchResult> {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'TenantPolicy',
       metadata: { name: 'bench', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
-      spec: { provisioners: { allowed: ['local'] }, grants: { clusterVersions: [CURRENT_CV, OLDER_CV] } },
+      spec: { provisioners: { allowed: ['local'] }, grants: { clusterVersions: [CURRENT_CV, ...olderCvs] } },
     });
     local = new LocalProvisioner(join(dir, 'tenants'), sc.etcd);
     controller = new VirtualClusterController({
@@ -153,9 +175,10 @@ export async function lifecycleBench(): Promise<BenchResult> {
       provisioners: { local },
       tenants: new MutableTenantRegistry(),
       workers: BATCH,
-      // All the bench's tenants share one namespace: the measured ones and the day-two bench's upgrade tenant. A
-      // platform running this many in one namespace raises virtualClusters.maxPerNamespace the same way.
-      maxPerNamespace: maxTenants + 1,
+      // All the bench's tenants share one namespace: the measured ones, and in each repetition one created and one
+      // upgraded (each deleted after its arm). A platform running this many in one namespace raises
+      // virtualClusters.maxPerNamespace the same way.
+      maxPerNamespace: maxTenants + 2 * reps,
     });
     await controller.start();
 
@@ -182,8 +205,11 @@ export async function lifecycleBench(): Promise<BenchResult> {
       };
     };
 
-    /** usable creates a VirtualCluster and resolves with the seconds until its kubeconfig answers GET /api. */
-    const usable = async (name: string, clusterVersionName = CURRENT_CV): Promise<number> => {
+    /**
+     * usable creates a VirtualCluster and resolves with the seconds until its kubeconfig answers GET /api; a tenant
+     * the memory samples count (`measured`) joins `roots`.
+     */
+    const usable = async (name: string, clusterVersionName = CURRENT_CV, measured = true): Promise<number> => {
       const t0 = performance.now();
       const created = await client.create<VirtualCluster>(R.virtualclusters, {
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
@@ -207,7 +233,7 @@ export async function lifecycleBench(): Promise<BenchResult> {
             const tc = await KubeClient.fromString(Buffer.from(s.data.kubeconfig, 'base64').toString('utf8'));
             try {
               await tc.request('GET', '/api', { timeoutMs: 2000 });
-              if (clusterVersionName === CURRENT_CV) roots.push(vc.status.clusterNamespace!);
+              if (measured) roots.push(vc.status.clusterNamespace!);
               return (performance.now() - t0) / 1000;
             } catch {
               /* not answering yet */
@@ -285,28 +311,54 @@ export async function lifecycleBench(): Promise<BenchResult> {
       `memory only, CPU (2 cores here) and etcd load are not modelled`;
     process.stderr.write(`lifecycle: ${note}\n`);
     const tenantNames = Array.from({ length: roots.length }, (_, i) => `bench-${i}`);
-    const dayTwo =
-      process.env.BENCH_LIFECYCLE_DAY_TWO === '0'
-        ? undefined
-        : await dayTwoBench({
+    /** remove deletes a VirtualCluster a repetition made and waits until it is gone (its processes with it). */
+    const remove = async (name: string) => {
+      await client.delete(R.virtualclusters, 'default', name);
+      const end = Date.now() + VC_GONE_MS;
+      while (await client.getOrNull(R.virtualclusters, 'default', name)) {
+        if (Date.now() > end)
+          throw new Error(`VirtualCluster ${name} not gone ${VC_GONE_MS / 1000} s after its delete`);
+        await sleep(250);
+      }
+    };
+
+    // (d) and day two: the arms interleaved over the repetitions.
+    const createArm = {
+      name: 'create',
+      run: async (rep: number) => {
+        const l0 = readLoad();
+        const s = await usable(`bench-create-r${rep + 1}`, CURRENT_CV, false);
+        process.stderr.write(`lifecycle: repetition ${rep + 1}: a tenant usable ${s.toFixed(2)} s after its create\n`);
+        return { value: { figures: { createToKubeconfigSeconds: s }, detail: {} }, load: loadBetween(l0, readLoad()) };
+      },
+    };
+    const arms = [
+      createArm,
+      ...(process.env.BENCH_LIFECYCLE_DAY_TWO === '0'
+        ? []
+        : dayTwoArms({
             sc,
             client,
             local,
             tenants: tenantNames,
             clusterVersion: CURRENT_CV,
-            ...(upgradeFrom && { olderClusterVersion: OLDER_CV }),
+            ...(upgradeFrom && { olderClusterVersions: olderCvs }),
             newerVersion: pinnedVersions().kubernetes,
-            create: async (name, cv) => void (await usable(name, cv)),
+            create: async (name, cv) => void (await usable(name, cv, false)),
+            remove,
             reserveMiB: RESERVE_BYTES / MiB,
-          });
-    const p50 = percentile(seconds, 50);
+          })),
+    ];
+    process.stderr.write(`lifecycle: ${reps} repetitions of ${arms.map((a) => a.name).join(', ')}\n`);
+    const runs = await interleave<DayTwoValue>(arms, reps, async (rep, arm) => {
+      if (arm === 'create') await remove(`bench-create-r${rep + 1}`);
+    });
+    const { figures: repeated, notes } = lifecycleFigures(runs);
     return {
       name: 'lifecycle',
+      notes,
       figures: {
-        ...dayTwo?.figures,
-        createToKubeconfigP50Seconds: p50,
-        createToKubeconfigMaxSeconds: Math.max(...seconds),
-        kamajiRatio: p50 / KAMAJI_SECONDS,
+        ...repeated,
         tenantRssMiB: perTenantMiB.reduce((s, x) => s + x, 0) / perTenantMiB.length,
         tenantPssMiB: perTenantPssMiB.reduce((s, x) => s + x, 0) / perTenantPssMiB.length,
         measuredTenants: roots.length,
@@ -319,9 +371,12 @@ export async function lifecycleBench(): Promise<BenchResult> {
       },
       detail: {
         note,
-        ...(dayTwo && { dayTwo: dayTwo.detail }),
+        size: benchSize(),
+        repetitions: reps,
+        runs,
         kamajiSeconds: KAMAJI_SECONDS,
         sequentialSeconds: seconds,
+        sequentialP50Seconds: percentile(seconds, 50),
         tenantRssMiBEach: perTenantMiB,
         tenantPssMiBEach: perTenantPssMiB,
         tenantRssMiBByComponent: byComponent,
@@ -344,4 +399,27 @@ export async function lifecycleBench(): Promise<BenchResult> {
     await sc.stop();
     removeStateDir(dir);
   }
+}
+
+/**
+ * lifecycleFigures turns the interleaved runs into figures: every time of every arm as its median, min and max over
+ * the repetitions, the Kamaji ratio of the create arm's (against a published constant, so no load bound), and the
+ * day-two ratios of each manager's arm to its by-hand arm within a repetition, left out where their other load
+ * differs beyond the bound; with the notes that print each ratio's spread or why it is missing.
+ */
+export function lifecycleFigures(runs: ReadonlyArray<RepRun<DayTwoValue>>): {
+  figures: Record<string, number>;
+  notes: string[];
+} {
+  const figures: Record<string, number> = {};
+  const notes: string[] = [];
+  figureSpreads(runs, (v) => v.figures, figures);
+  const creates = runs.filter((r) => r.arm === 'create').map((r) => r.value.figures.createToKubeconfigSeconds!);
+  Object.assign(figures, spreadFigures('kamajiRatio', spread(creates.map((x) => x / KAMAJI_SECONDS))));
+  const arms = new Set(runs.map((r) => r.arm));
+  const ratios = Object.fromEntries(
+    Object.entries(DAY_TWO_RATIOS).filter(([, r]) => arms.has(r.numerator) && arms.has(r.denominator)),
+  );
+  reportRatios(runs, ratios, figures, notes);
+  return { figures, notes };
 }

@@ -3,12 +3,35 @@ import { R } from '../../core/kube/resources.ts';
 import { pool, waitUntil } from './podwatch.ts';
 
 /** envInt reads a non-negative integer from the environment, or returns the default. */
-export function envInt(name: string, def: number): number {
-  const v = process.env[name];
+export function envInt(name: string, def: number, env: Record<string, string | undefined> = process.env): number {
+  const v = env[name];
   if (v === undefined || v === '') return def;
   const n = Number(v);
   if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
   return n;
+}
+
+/**
+ * BenchSize is how large a scenario runs: `full` (its defaults) or `small` (`BENCH_SIZE=small`: the same cases with
+ * fewer tenants, Pods and seconds, so that three repetitions finish on a small shared host).
+ */
+export type BenchSize = 'full' | 'small';
+
+/** benchSize reads BENCH_SIZE: unset, empty or `full` is full; `small` is small; anything else is refused. */
+export function benchSize(env: Record<string, string | undefined> = process.env): BenchSize {
+  const v = env.BENCH_SIZE;
+  if (v === undefined || v === '' || v === 'full') return 'full';
+  if (v === 'small') return 'small';
+  throw new Error(`BENCH_SIZE=${v}: must be full or small`);
+}
+
+/** envSized reads a size like envInt, its default the `full` or the `small` one by BENCH_SIZE. */
+export function envSized(
+  name: string,
+  sizes: Record<BenchSize, number>,
+  env: Record<string, string | undefined> = process.env,
+): number {
+  return envInt(name, sizes[benchSize(env)], env);
 }
 
 /** TenantPodsOptions name and pace the Pods of createPodsAndWaitRunning. */

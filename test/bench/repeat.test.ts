@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  figureSpreads,
   formatSpread,
   interleave,
   loadBetween,
+  meanLoad,
   ratioSpread,
   type RepRun,
   repsOf,
@@ -182,5 +184,75 @@ describe('repsOf', () => {
   ])('%s', (_, raw, want) => {
     if (typeof want === 'number') expect(repsOf({ BENCH_REPS: raw })).toBe(want);
     else expect(() => repsOf({ BENCH_REPS: raw })).toThrow(want);
+  });
+});
+
+describe('ratioSpread with a denominator figure of its own', () => {
+  it("divides the numerator arm's figure by the denominator arm's, each read by its own name", () => {
+    type V = Record<string, number>;
+    const load = { hostPercent: 100, otherPercent: 0 };
+    const runs: Array<RepRun<V>> = [
+      { rep: 0, arm: 'upgrade', value: { seconds: 9 }, load },
+      { rep: 0, arm: 'byHand', value: { byHandSeconds: 3 }, load },
+      { rep: 1, arm: 'upgrade', value: { seconds: 8 }, load },
+      { rep: 1, arm: 'byHand', value: { byHandSeconds: 4 }, load },
+    ];
+    const r = ratioSpread(
+      runs,
+      'upgrade',
+      'byHand',
+      (v) => v.seconds!,
+      25,
+      (v) => v.byHandSeconds!,
+    );
+    expect(r.perRep).toEqual([3, 2]);
+    expect(r.median).toBe(2.5);
+  });
+});
+
+describe('meanLoad', () => {
+  it.each([
+    {
+      name: 'the mean of each',
+      loads: [
+        { hostPercent: 100, otherPercent: 10 },
+        { hostPercent: 151, otherPercent: 41 },
+      ],
+      want: { hostPercent: 126, otherPercent: 26 },
+    },
+    {
+      name: 'a stretch with no time between its readings is left out',
+      loads: [
+        { hostPercent: NaN, otherPercent: NaN },
+        { hostPercent: 80, otherPercent: 5 },
+      ],
+      want: { hostPercent: 80, otherPercent: 5 },
+    },
+  ])('$name', ({ loads, want }) => expect(meanLoad(loads)).toEqual(want));
+
+  it('no stretch gives no load', () => expect(meanLoad([]).otherPercent).toBeNaN());
+});
+
+describe('figureSpreads', () => {
+  it('takes each figure over the repetitions of the arms that report it', () => {
+    const load = { hostPercent: 0, otherPercent: 0 };
+    const runs: Array<RepRun<Record<string, number>>> = [
+      { rep: 0, arm: 'kill', value: { 'etcd.restoreSeconds': 6 }, load },
+      { rep: 0, arm: 'byHand', value: { 'etcd.byHandRestartSeconds': 1 }, load },
+      { rep: 1, arm: 'kill', value: { 'etcd.restoreSeconds': 9 }, load },
+      { rep: 1, arm: 'byHand', value: { 'etcd.byHandRestartSeconds': 0.8 }, load },
+      { rep: 2, arm: 'kill', value: { 'etcd.restoreSeconds': 7 }, load },
+      { rep: 2, arm: 'byHand', value: { 'etcd.byHandRestartSeconds': 0.9 }, load },
+    ];
+    const figures: Record<string, number> = {};
+    figureSpreads(runs, (v) => v, figures);
+    expect(figures).toEqual({
+      'etcd.restoreSeconds': 7,
+      'etcd.restoreSecondsMin': 6,
+      'etcd.restoreSecondsMax': 9,
+      'etcd.byHandRestartSeconds': 0.9,
+      'etcd.byHandRestartSecondsMin': 0.8,
+      'etcd.byHandRestartSecondsMax': 1,
+    });
   });
 });

@@ -71,8 +71,9 @@ export interface RatioSpread extends Spread {
 }
 
 /**
- * ratioSpread takes, in each repetition, f(numerator arm) / f(denominator arm), leaving out a repetition whose two
- * arms' other load differs by more than `bound` (% of one core), and summarizes the rest.
+ * ratioSpread takes, in each repetition, f(numerator arm) / fDenominator(denominator arm) (f for both unless given),
+ * leaving out a repetition whose two arms' other load differs by more than `bound` (% of one core), and summarizes
+ * the rest.
  */
 export function ratioSpread<T>(
   runs: ReadonlyArray<RepRun<T>>,
@@ -80,6 +81,7 @@ export function ratioSpread<T>(
   denominator: string,
   f: (v: T) => number,
   bound = OTHER_LOAD_BOUND,
+  fDenominator: (v: T) => number = f,
 ): RatioSpread {
   const reps = [...new Set(runs.map((r) => r.rep))].sort((a, b) => a - b);
   const perRep: Array<number | null> = [];
@@ -101,7 +103,7 @@ export function ratioSpread<T>(
       );
       continue;
     }
-    perRep.push(f(num.value) / f(den.value));
+    perRep.push(f(num.value) / fDenominator(den.value));
   }
   return { ...spread(perRep.filter((x): x is number => x !== null)), perRep, refused };
 }
@@ -149,6 +151,17 @@ export function loadBetween(a: LoadReading, b: LoadReading): ArmLoad {
 }
 
 /**
+ * meanLoad is the load over several timed stretches of one arm, each weighed alike (for an arm that times a few
+ * like steps and not what it does between them).
+ */
+export function meanLoad(loads: readonly ArmLoad[]): ArmLoad {
+  const ok = loads.filter((l) => Number.isFinite(l.otherPercent) && Number.isFinite(l.hostPercent));
+  if (!ok.length) return { hostPercent: NaN, otherPercent: NaN };
+  const mean = (f: (l: ArmLoad) => number) => Math.round(ok.reduce((s, l) => s + f(l), 0) / ok.length);
+  return { hostPercent: mean((l) => l.hostPercent), otherPercent: mean((l) => l.otherPercent) };
+}
+
+/**
  * measured turns a function that runs one arm into an arm of interleave: its value, and the load while it ran, the
  * other load being the host's CPU outside this process's tree. For scenarios whose processes are all below this one.
  */
@@ -160,11 +173,15 @@ export function measured<T>(run: (rep: number) => Promise<T>): (rep: number) => 
   };
 }
 
-/** RatioSpec names a ratio of two arms: numerator and denominator arms, and the figure of an arm's value. */
+/**
+ * RatioSpec names a ratio of two arms: numerator and denominator arms, and the figure of an arm's value (f, or for the
+ * denominator fDenominator when the two arms report it under different names).
+ */
 export interface RatioSpec<T> {
   numerator: string;
   denominator: string;
   f: (v: T) => number;
+  fDenominator?: (v: T) => number;
 }
 
 /**
@@ -181,7 +198,7 @@ export function reportRatios<T>(
 ): Record<string, RatioSpread> {
   const out: Record<string, RatioSpread> = {};
   for (const [name, r] of Object.entries(specs)) {
-    const s = ratioSpread(runs, r.numerator, r.denominator, r.f, bound);
+    const s = ratioSpread(runs, r.numerator, r.denominator, r.f, bound, r.fDenominator);
     out[name] = s;
     Object.assign(figures, spreadFigures(name, s));
     notes.push(formatSpread(name, s));
@@ -205,4 +222,19 @@ export function repsOf(env: Record<string, string | undefined> = process.env, de
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_REPS=${raw}: must be a whole number >= 1`);
   return n;
+}
+
+/**
+ * figureSpreads adds to `figures` the median, min and max over the repetitions of every figure an arm's runs report
+ * (`figuresOf` reads them from a run's value), under the figure's own name; a name two arms report is taken over both.
+ */
+export function figureSpreads<T>(
+  runs: ReadonlyArray<RepRun<T>>,
+  figuresOf: (v: T) => Record<string, number>,
+  figures: Record<string, number>,
+): void {
+  const byName = new Map<string, number[]>();
+  for (const r of runs)
+    for (const [k, v] of Object.entries(figuresOf(r.value))) byName.set(k, [...(byName.get(k) ?? []), v]);
+  for (const [k, vs] of byName) Object.assign(figures, spreadFigures(k, spread(vs)));
 }
