@@ -51,7 +51,12 @@ describe('the global flag allow-list', () => {
     ['apiServer', 'secure-port', 'not allow-listed'],
     ['apiServer', 'endpoint-reconciler-type', 'not allow-listed'],
     ['controllerManager', 'max-requests-inflight', 'not allow-listed'],
-    ['controllerManager', 'leader-elect', 'not allow-listed'],
+    ['controllerManager', 'leader-elect-resource-name', 'not allow-listed'],
+    ['controllerManager', 'leader-elect-resource-namespace', 'not allow-listed'],
+    ['controllerManager', 'leader-elect-resource-lock', 'not allow-listed'],
+    ['controllerManager', 'leader-elect', undefined],
+    ['controllerManager', 'leader-elect-lease-duration', undefined],
+    ['apiServer', 'leader-elect', 'not allow-listed'],
   ])('%s --%s: %s', (component, flag, category) => {
     expect(flagCategory(component, flag)).toBe(category);
   });

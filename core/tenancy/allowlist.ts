@@ -121,6 +121,13 @@ export const ALLOWED_FLAGS: Readonly<Record<FlagComponent, readonly Rule[]>> = {
     'enable-garbage-collector',
     'profiling',
     'feature-gates',
+    // Leader election on the tenant's own Lease kube-system/kube-controller-manager, which tenant health reads: a
+    // controller manager that hangs stops renewing it. Its resource name, namespace and lock stay off the list, so
+    // the Lease is always where health looks; a native tenant with more than one replica keeps it on regardless.
+    'leader-elect',
+    'leader-elect-lease-duration',
+    'leader-elect-renew-deadline',
+    'leader-elect-retry-period',
   ],
 };
 

@@ -11,24 +11,35 @@ import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
+import { superNamespace } from '../../core/names/names.ts';
+import { PluginHost } from '../../core/plugins/host.ts';
+import { builtinPlugins } from '../../plugins/registry.ts';
+import { Syncer } from '../../core/syncer/syncer.ts';
+import { tenantSyncerLag } from '../../core/syncer/metrics.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+/** MAX_WAITING is the syncer backlog this file's health monitor tolerates per tenant (the default is 10 000). */
+const MAX_WAITING = 50;
 
 /**
  * A local tenant's components die and hang on real processes; the manager's health monitor sees it, the
  * VirtualCluster shows which component and why (Degraded, Ready=False, events), the dead process is restarted with
- * its count in status, and the tenant returns to Running.
+ * its count in status, and the tenant returns to Running. A second tenant runs its controller manager with leader
+ * election (its policy's extraArgs), so a hung controller manager shows as a Lease not renewed; a syncer in this
+ * process serves both tenants, so its backlog on one is read into that tenant's health.
  */
 describe('tenant health on a real local control plane', () => {
   let t: TestSuper;
   let stateDir: string;
   let local: LocalProvisioner;
   let controller: VirtualClusterController;
+  let syncer: Syncer;
   /** every phase the poller saw, in order, collapsed */
   const phases: string[] = [];
   let polling = true;
   let poller: Promise<void> | undefined;
 
-  const getVC = () => t.client.get<VirtualCluster>(R.virtualclusters, 'default', 'hc');
+  const getVC = (name = 'hc') => t.client.get<VirtualCluster>(R.virtualclusters, 'default', name);
   const events = async () =>
     (
       await t.client.list<KubeObject & { reason?: string; message?: string; type?: string }>(R.events, {
@@ -37,9 +48,9 @@ describe('tenant health on a real local control plane', () => {
       })
     ).items;
   /** runningAndHealthy waits for Running with every component healthy (and what `also` asserts on the same status). */
-  const runningAndHealthy = (also?: (vc: VirtualCluster) => void) =>
+  const runningAndHealthy = (also?: (vc: VirtualCluster) => void, name = 'hc') =>
     eventually(async () => {
-      const vc = await getVC();
+      const vc = await getVC(name);
       expect(vc.status?.phase, vc.status?.message).toBe('Running');
       expect(vc.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
       const names = (vc.status?.components ?? []).filter((c) => c.healthy).map((c) => c.name);
@@ -65,22 +76,52 @@ describe('tenant health on a real local control plane', () => {
         'test',
       ),
     );
+    // The platform turns on the controller manager's leader election for the tenants of this policy (kube's own
+    // defaults: a 15 s Lease, renewed within 10 s).
+    await t.client.apply(
+      R.tenantpolicies,
+      {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'TenantPolicy',
+        metadata: { name: 'health-lease' },
+        spec: {
+          provisioners: { allowed: ['local'] },
+          grants: { subjects: [{ kind: 'Namespace', name: 'default' }] },
+          controlPlane: { controllerManager: { extraArgs: { 'leader-elect': 'true' } } },
+        },
+      },
+      'test',
+    );
     stateDir = mkdtempSync(join(tmpdir(), 'vc-health-'));
     local = new LocalProvisioner(stateDir, t.sc.etcd);
+    const tenants = new MutableTenantRegistry();
+    const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
+    syncer = new Syncer({ superClient: t.client, host, registry: tenants, patrolIntervalMs: 0, workers: 4 });
+    await syncer.start();
     controller = new VirtualClusterController({
       meta: t.client,
       superClient: t.client,
       provisioners: { local },
-      tenants: new MutableTenantRegistry(),
-      health: { intervalMs: 1000, timeoutMs: 1500 },
+      tenants,
+      // as the manager wires it (core/programs/manager/lifecycle.ts), with a backlog limit a test can pass
+      health: {
+        intervalMs: 1000,
+        timeoutMs: 1500,
+        syncerLag: tenantSyncerLag,
+        limits: { syncerMaxWaiting: MAX_WAITING },
+      },
     });
     await controller.start();
-    await t.client.create(R.virtualclusters, {
-      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-      kind: 'VirtualCluster',
-      metadata: { name: 'hc', namespace: 'default' },
-      spec: { provisioner: { type: 'local' } },
-    });
+    for (const [name, policyName] of [
+      ['hc', undefined],
+      ['hl', 'health-lease'],
+    ] as const)
+      await t.client.create(R.virtualclusters, {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'VirtualCluster',
+        metadata: { name, namespace: 'default' },
+        spec: { provisioner: { type: 'local' }, ...(policyName && { policyName }) },
+      });
     poller = (async () => {
       while (polling) {
         const p = (await getVC().catch(() => undefined))?.status?.phase;
@@ -94,6 +135,7 @@ describe('tenant health on a real local control plane', () => {
     polling = false;
     await poller;
     await controller?.stop();
+    await syncer?.stop();
     await local?.stop();
     await t?.stop();
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
@@ -184,5 +226,97 @@ describe('tenant health on a real local control plane', () => {
     // Not a restart: the same process answers again.
     expect(local.controlPlane(root)!.apiserver.pid).toBe(pid);
     expect(restartsOf(vc, 'kube-apiserver')).toBe(1);
+  });
+
+  it('a hung controller manager with leader election: Degraded naming its Lease not renewed, Running once it renews', async () => {
+    const vc0 = await runningAndHealthy((v) => {
+      const kcm = v.status!.components!.find((c) => c.name === 'kube-controller-manager')!;
+      // the Lease is read: the healthy line names its holder
+      expect(kcm.message).toMatch(/^leader \S+/);
+    }, 'hl');
+    const root = vc0.status!.clusterNamespace!;
+    const pid = local.controlPlane(root)!.controllerManager!.pid!;
+    expect(pid).toBeDefined();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      // The process lives on, so only the Lease tells: 15 s of Lease and 5 s of grace after its last renewal.
+      const vc = await eventually(async () => {
+        const v = await getVC('hl');
+        expect(v.status?.phase).toBe('Degraded');
+        expect(v.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('LeaseNotRenewed');
+        return v;
+      }, 60_000);
+      const ready = vc.status!.conditions!.find((c) => c.type === 'Ready')!;
+      expect(ready).toMatchObject({ status: 'False', reason: 'LeaseNotRenewed' });
+      expect(ready.message).toMatch(
+        /^kube-controller-manager: leader Lease kube-system\/kube-controller-manager \(holder \S+\) not renewed within 20 s$/,
+      );
+      const kcm = vc.status!.components!.find((c) => c.name === 'kube-controller-manager')!;
+      expect(kcm).toMatchObject({ healthy: false, reason: 'LeaseNotRenewed' });
+      // the other components are not blamed
+      for (const c of vc.status!.components!.filter((x) => x.name !== 'kube-controller-manager'))
+        expect(c.healthy, c.name).toBe(true);
+      const ev = await t.client.list<KubeObject & { reason?: string; type?: string }>(R.events, {
+        namespace: 'default',
+        fieldSelector: 'involvedObject.kind=VirtualCluster,involvedObject.name=hl',
+      });
+      expect(ev.items.some((e) => e.type === 'Warning' && e.reason === 'LeaseNotRenewed')).toBe(true);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // Woken past its renew deadline, the controller manager either renews or exits and is restarted by the
+    // manager; either way a controller manager holds a fresh Lease again.
+    await runningAndHealthy(undefined, 'hl');
+  });
+
+  it("a syncer that falls behind on a tenant: Degraded naming the syncer's backlog, Running once it catches up", async () => {
+    const root = (await runningAndHealthy()).status!.clusterNamespace!;
+    const tenant = await local.controlPlane(root)!.client();
+    const count = MAX_WAITING * 3;
+    // Paused, the syncer's workers hold their keys and the tenant's new ConfigMaps queue up behind them.
+    syncer.pause();
+    try {
+      for (let i = 0; i < count; i += 25)
+        await Promise.all(
+          Array.from({ length: Math.min(25, count - i) }, (_, j) =>
+            tenant.create(R.configmaps, {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: { name: `lag-${i + j}`, namespace: 'default' },
+              data: { n: String(i + j) },
+            }),
+          ),
+        );
+      const vc = await eventually(async () => {
+        const v = await getVC();
+        expect(v.status?.phase).toBe('Degraded');
+        expect(v.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('SyncerBacklog');
+        return v;
+      }, 30_000);
+      const ready = vc.status!.conditions!.find((c) => c.type === 'Ready')!;
+      expect(ready).toMatchObject({ status: 'False', reason: 'SyncerBacklog' });
+      expect(ready.message).toBe(`syncer: more than ${MAX_WAITING} of the tenant's keys wait in the syncer's queue`);
+      expect(vc.status!.components!.find((c) => c.name === 'syncer')).toMatchObject({
+        healthy: false,
+        reason: 'SyncerBacklog',
+      });
+      // the lag itself is the syncer's queue depth for the tenant, in the metrics
+      const depth = await metrics.getSingleMetricAsString('vc_syncer_queue_depth');
+      const line = depth.split('\n').find((l) => l.includes(`tenant="${root}"`));
+      expect(Number(line?.split(' ').pop()), depth).toBeGreaterThan(MAX_WAITING);
+      // the control plane itself is fine
+      for (const c of vc.status!.components!.filter((x) => x.name !== 'syncer')) expect(c.healthy, c.name).toBe(true);
+    } finally {
+      syncer.resume();
+    }
+    await runningAndHealthy((v) =>
+      expect(v.status!.components!.find((c) => c.name === 'syncer')).toMatchObject({ healthy: true }),
+    );
+    // and it caught up: every ConfigMap reached the super cluster
+    await eventually(async () => {
+      const copied = await t.client.list(R.configmaps, { namespace: superNamespace(root, 'default') });
+      const names = new Set(copied.items.map((c) => c.metadata?.name));
+      expect(Array.from({ length: count }, (_, i) => `lag-${i}`).filter((n) => !names.has(n))).toEqual([]);
+    }, 60_000);
   });
 });

@@ -79,6 +79,14 @@ function containerRss(shims: number[]): Record<string, number> {
   return out;
 }
 
+/** containerPids are the process ids of one control-plane binary started by one of the given shims. */
+function containerPids(shims: number[], binary: (typeof CONTROL_PLANE)[number]): number[] {
+  return readdirSync('/proc')
+    .map(Number)
+    .filter((pid) => pid && shims.includes(Number(statusOf(pid, 'PPid'))))
+    .filter((pid) => binary.startsWith(statusOf(pid, 'Name') ?? '-'));
+}
+
 /**
  * CERT_LIFETIME_MINUTES and CERT_RENEW_FRACTION: the real node's client certificates here are valid from a minute
  * before they are issued (core/pki/ca.ts) to seven minutes after, and renewed a quarter of that way in, a minute
@@ -667,6 +675,47 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     expect(message).toContain(`Address: ${superIP}`);
     expect(message).not.toContain(tenantIP);
     expect(message).toContain(`body=${webPod}`);
+  });
+
+  it("a killed controller manager is restarted by the kubelet, counted in the tenant's status, and Running again", async () => {
+    const node = e!.superCluster.realNodes[0]!;
+    const getVC = () => c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
+    const kcmOf = (v: VirtualCluster) => v.status?.components?.find((x) => x.name === 'kube-controller-manager');
+    const before = kcmOf(await getVC())?.restarts ?? 0;
+    // the tenant's is the only controller manager in a container on this node (the super cluster's runs on the host)
+    const [pid, ...others] = containerPids(node.shimPids(), 'kube-controller-manager');
+    expect(others).toEqual([]);
+    process.kill(pid!, 'SIGKILL');
+    await eventually(
+      async () => {
+        const v = await getVC();
+        expect(v.status?.phase, v.status?.message).toBe('Running');
+        expect(kcmOf(v)).toMatchObject({ healthy: true });
+        expect(kcmOf(v)?.restarts).toBeGreaterThan(before);
+      },
+      180_000,
+      1000,
+    );
+    // The count is the kubelet's: a new process in the same Pod, whose container restart count grew.
+    const pod = await c.get<KubeObject & { status?: { containerStatuses?: Array<{ restartCount?: number }> } }>(
+      R.pods,
+      root,
+      'controller-manager-0',
+    );
+    expect(pod.status?.containerStatuses?.[0]?.restartCount).toBeGreaterThan(before);
+    expect(containerPids(node.shimPids(), 'kube-controller-manager')).not.toContain(pid);
+    const events = await c.list<KubeObject & { reason?: string; message?: string }>(R.events, {
+      namespace: 'default',
+      fieldSelector: 'involvedObject.kind=VirtualCluster,involvedObject.name=native',
+    });
+    expect(
+      events.items.some(
+        (ev) =>
+          ev.reason === 'ComponentRestarted' &&
+          ev.message?.startsWith('kube-controller-manager died and was restarted'),
+      ),
+      JSON.stringify(events.items.map((ev) => [ev.reason, ev.message])),
+    ).toBe(true);
   });
 
   it('removing the tenant file removes Pods, Services, Secrets, namespaces and etcd data, in the super and on the host', async () => {

@@ -128,6 +128,19 @@ describe('renderNative with three members', () => {
     expect(flag(container(objs, 'controller-manager').args, 'leader-elect')).toBe('true');
   });
 
+  it('keeps leader election on for two controller managers whatever extraArgs say, and lets one replica have it', () => {
+    const off = { controllerManager: { extraArgs: { 'leader-elect': 'false', 'leader-elect-lease-duration': '20s' } } };
+    const two = render({ clusterVersion: cv(off) });
+    expect(sts(two, 'controller-manager').spec.replicas).toBe(2);
+    expect(flag(container(two, 'controller-manager').args, 'leader-elect')).toBe('true');
+    expect(flag(container(two, 'controller-manager').args, 'leader-elect-lease-duration')).toBe('20s');
+    const on = { controllerManager: { extraArgs: { 'leader-elect': 'true' } } };
+    const one = render({ vc: vc(1), clusterVersion: cv(on) });
+    expect(sts(one, 'controller-manager').spec.replicas).toBe(1);
+    expect(flag(container(one, 'controller-manager').args, 'leader-elect')).toBe('true');
+    expect(flag(container(render({ vc: vc(1) }), 'controller-manager').args, 'leader-elect')).toBe('false');
+  });
+
   it('prefers one instance of each component per node, and never requires it', () => {
     const objs = render();
     for (const c of ['etcd', 'apiserver', 'controller-manager']) {

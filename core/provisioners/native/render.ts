@@ -107,7 +107,12 @@ export function renderNative(input: NativeInput): KubeObject[] {
     serviceCidr,
     controllers: TENANT_CONTROLLERS,
     leaderElect: kcmReplicas > 1,
-    extraArgs: { ...cv.spec.controllerManager?.extraArgs, ...s.controllerManager?.extraArgs },
+    extraArgs: {
+      ...cv.spec.controllerManager?.extraArgs,
+      ...s.controllerManager?.extraArgs,
+      // two replicas without leader election would both run every controller: a flag turning it off is overridden
+      ...(kcmReplicas > 1 && { 'leader-elect': 'true' }),
+    },
   });
   // The policy's storage quota of the tenant's etcd (quota.etcdBytes); a ClusterVersion flag of the platform wins.
   const quota: Record<string, string> =
