@@ -43,7 +43,10 @@ export function serverPortRange(ephemeral = readEphemeralRange()): [number, numb
       ];
     });
   // a run too small to hold a test's ports is no better than none
-  const best = runs.reduce<[number, number] | undefined>((m, r) => (!m || r[1] - r[0] > m[1] - m[0] ? r : m), undefined);
+  const best = runs.reduce<[number, number] | undefined>(
+    (m, r) => (!m || r[1] - r[0] > m[1] - m[0] ? r : m),
+    undefined,
+  );
   return best && best[1] - best[0] >= 1000 ? best : FALLBACK_RANGE;
 }
 
