@@ -590,11 +590,9 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     const superApi = (await c.get<KubeObject & { spec: { clusterIP: string } }>(R.services, 'default', 'kubernetes'))
       .spec.clusterIP;
     const superEp = (
-      await c.get<KubeObject & { subsets: Array<{ addresses: Array<{ ip: string }>; ports: Array<{ port: number }> }> }>(
-        R.endpoints,
-        'default',
-        'kubernetes',
-      )
+      await c.get<
+        KubeObject & { subsets: Array<{ addresses: Array<{ ip: string }>; ports: Array<{ port: number }> }> }
+      >(R.endpoints, 'default', 'kubernetes')
     ).subsets[0]!;
     const [epIP, epPort] = [superEp.addresses[0]!.ip, superEp.ports[0]!.port];
     // kube-router lets a Pod reach a local address at a NodePort-range port before its egress policy (ports.ts)
