@@ -111,4 +111,14 @@ describe('platformAddressesOf', () => {
     ).toEqual(['10.0.0.5', '10.213.7.1', '2001:db8::5', '203.0.113.1']);
     expect(platformAddressesOf(null, [])).toEqual([]);
   });
+
+  it('adds the hosts the manager reaches the super apiserver at when they are addresses, not names', () => {
+    expect(
+      platformAddressesOf(
+        { subsets: [{ addresses: [{ ip: '10.0.0.1' }] }] },
+        [],
+        ['198.51.100.7', '[2001:db8::7]', 'super.example.com', '10.0.0.1'],
+      ),
+    ).toEqual(['10.0.0.1', '198.51.100.7', '2001:db8::7']);
+  });
 });

@@ -73,11 +73,16 @@ export interface NodeAddressesLike extends KubeObject {
 
 /**
  * platformAddressesOf lists the super cluster's own addresses that apiserverEgressPolicy leaves out: the endpoints of
- * the super apiserver (its `default/kubernetes` Endpoints, where kube-proxy sends 10.96.0.1) and every node's
- * addresses (names such as Hostname are skipped), sorted, each once.
+ * the super apiserver (its `default/kubernetes` Endpoints, where kube-proxy sends 10.96.0.1), every node's addresses
+ * and `servers` (the hosts the manager reaches the super apiserver at, such as a load balancer's address in front of
+ * it), sorted, each once; names (a Hostname address, a server's DNS name) are skipped.
  */
-export function platformAddressesOf(apiserver: EndpointsLike | null, nodes: readonly NodeAddressesLike[]): string[] {
-  const out = new Set<string>();
+export function platformAddressesOf(
+  apiserver: EndpointsLike | null,
+  nodes: readonly NodeAddressesLike[],
+  servers: readonly string[] = [],
+): string[] {
+  const out = new Set(servers.map((h) => h.replace(/^\[(.*)\]$/, '$1')).filter((h) => isIP(h)));
   for (const s of apiserver?.subsets ?? []) for (const a of s.addresses ?? []) if (a.ip && isIP(a.ip)) out.add(a.ip);
   for (const n of nodes)
     for (const a of n.status?.addresses ?? []) if (a.address && isIP(a.address)) out.add(a.address);

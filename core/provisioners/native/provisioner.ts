@@ -328,7 +328,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       ...(limits.etcdBytes !== undefined && { etcdBytes: limits.etcdBytes }),
       ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
       ...(this.opts.vnAgents?.length && { vnAgents: this.opts.vnAgents }),
-      platformAddresses: platformAddressesOf(superApiserver, allNodes),
+      platformAddresses: platformAddressesOf(superApiserver, allNodes, [this.superClient.server.hostname]),
     });
     return { objects, pki, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
   }
