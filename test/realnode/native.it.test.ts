@@ -25,6 +25,7 @@ import {
 } from '../../core/dev/local/realnode.ts';
 import { startEmbedded, type Embedded } from '../../core/dev/embedded/embedded.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
+import { NODE_PORT_RANGE } from '../../core/dev/local/ports.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, realNodeSkipReason, startTestSuper } from '../harness.ts';
@@ -591,12 +592,23 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       return `apiserver-egress: ${dial.exec(out)![0]}`;
     });
     await kubectl('delete', 'node', 'door-node', '--wait=false');
-    // admission webhooks by URL: the platform Pod, and the super apiserver's own Service address
+    // admission webhooks by URL: the platform Pod, the super apiserver's own Service address, and the address and port
+    // the super apiserver listens on behind it (the Service's endpoint, which the policy sees once kube-proxy has
+    // translated the Service address: here the node's bridge address, local to the node)
     const superApi = (await c.get<KubeObject & { spec: { clusterIP: string } }>(R.services, 'default', 'kubernetes'))
       .spec.clusterIP;
+    const superEp = (
+      await c.get<
+        KubeObject & { subsets: Array<{ addresses: Array<{ ip: string }>; ports: Array<{ port: number }> }> }
+      >(R.endpoints, 'default', 'kubernetes')
+    ).subsets[0]!;
+    const [epIP, epPort] = [superEp.addresses[0]!.ip, superEp.ports[0]!.port];
+    // kube-router lets a Pod reach a local address at a NodePort-range port before its egress policy (ports.ts)
+    expect(epPort < NODE_PORT_RANGE[0] || epPort > NODE_PORT_RANGE[1], `super apiserver port ${epPort}`).toBe(true);
     for (const [what, url] of [
       ['a platform Pod', `https://${ip}:8080/validate`],
       ["the super apiserver's Service", `https://${superApi}:443/validate`],
+      ["the super apiserver's endpoint", `https://${epIP}:${epPort}/validate`],
     ] as const) {
       await attempts.attempt(`the native tenant's admission webhook calls ${what}`, async () => {
         const out = await webhookRefused(url);

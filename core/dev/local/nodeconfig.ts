@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { ANTISPOOF_PLUGIN, antispoofPluginDir } from './antispoof.ts';
 import { registryConfigDir } from './noderegistry.ts';
+import { NODE_PORT_RANGE } from './ports.ts';
 
 /** REAL_NODE_LABEL marks a real node (kubelet + containerd on this host); kwok's nodes carry `type=kwok` instead. */
 export const REAL_NODE_LABEL = 'vc.tenancy.x-k8s.io/real-node';
@@ -255,7 +256,8 @@ export const KUBE_ROUTER_USER = 'system:kube-router';
 /**
  * kubeRouterArgs renders kube-router's flags for firewall-only mode: NetworkPolicies of the Pods on this node become
  * iptables rules and ipsets; no routing, no service proxy (kube-proxy's), no CNI config; metrics off, health on
- * loopback's port of the node.
+ * loopback's port of the node. Its NodePort range is the super apiserver's (NODE_PORT_RANGE): kube-router lets every
+ * Pod reach a local address at a port in it, ahead of the Pod's egress policy, so nothing of ours listens there.
  */
 export function kubeRouterArgs(c: RealNodeConfigInput): string[] {
   return [
@@ -269,6 +271,7 @@ export function kubeRouterArgs(c: RealNodeConfigInput): string[] {
     `--kubeconfig=${join(c.dir, 'kube-router.kubeconfig')}`,
     `--hostname-override=${c.name}`,
     `--service-cluster-ip-range=${c.serviceCidr}`,
+    `--service-node-port-range=${NODE_PORT_RANGE.join('-')}`,
     `--health-port=${c.kubeRouterHealthPort ?? 0}`,
     '--metrics-port=0',
     '--v=1',

@@ -3,17 +3,27 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pickPorts, RESERVATION_TTL_MS, reserve, serverPortRange } from './ports.ts';
+import { NODE_PORT_RANGE, pickPorts, RESERVATION_TTL_MS, reserve, serverPortRange } from './ports.ts';
 
 describe('serverPortRange', () => {
   it.each([
-    { ephemeral: [32768, 60999] as [number, number], want: [20000, 32767] },
-    { ephemeral: [40000, 65535] as [number, number], want: [20000, 39999] },
-    { ephemeral: [1024, 20000] as [number, number], want: [20001, 65535] },
-    { ephemeral: [1024, 65535] as [number, number], want: [20000, 32767] },
-    { ephemeral: undefined, want: [20000, 32767] },
+    { ephemeral: [32768, 60999] as [number, number], want: [20000, 29999] },
+    { ephemeral: [40000, 65535] as [number, number], want: [20000, 29999] },
+    { ephemeral: [1024, 20000] as [number, number], want: [32768, 65535] },
+    { ephemeral: [1024, 31000] as [number, number], want: [32768, 65535] },
+    { ephemeral: [25000, 65535] as [number, number], want: [20000, 24999] },
+    { ephemeral: [1024, 65535] as [number, number], want: [20000, 29999] },
+    { ephemeral: [20500, 65535] as [number, number], want: [20000, 29999] },
+    { ephemeral: undefined, want: [20000, 29999] },
   ])('ephemeral $ephemeral -> $want', ({ ephemeral, want }) => {
     expect(serverPortRange(ephemeral)).toEqual(want);
+  });
+
+  it('never hands out a port of the NodePort range, whose local listeners kube-router opens to every Pod', () => {
+    for (const e of [[32768, 60999], [1024, 20000], [40000, 65535], undefined] as Array<[number, number] | undefined>) {
+      const [low, high] = serverPortRange(e);
+      expect(high < NODE_PORT_RANGE[0] || low > NODE_PORT_RANGE[1], `${low}-${high}`).toBe(true);
+    }
   });
 });
 

@@ -14,20 +14,40 @@ export const PORT_RESERVATIONS = join(tmpdir(), 'virtualcluster-ts-ports');
 /** RESERVATION_TTL_MS is how long a reservation of a live process holds; its component binds well within it. */
 export const RESERVATION_TTL_MS = 10 * 60_000;
 
+/**
+ * NODE_PORT_RANGE is the super clusters' NodePort range (kube-apiserver's default `--service-node-port-range`, which
+ * the real nodes' kube-router is given too). No component of this project listens on a host port inside it: kube-router
+ * returns every packet to a local address and a port in this range from its INPUT chain before any Pod's egress policy
+ * is looked at ("allow LOCAL TCP traffic to node ports"), so a listener on a real node's bridge address at such a port
+ * (a super or tenant apiserver's relay) would be open to every Pod on that node whatever its NetworkPolicies say.
+ */
+export const NODE_PORT_RANGE: readonly [number, number] = [30000, 32767];
+
 /** FALLBACK_RANGE is where ports come from when the ephemeral range is unknown (not Linux). */
-const FALLBACK_RANGE: [number, number] = [20000, 32767];
+const FALLBACK_RANGE: [number, number] = [20000, NODE_PORT_RANGE[0] - 1];
 
 /**
- * serverPortRange is the range ports are chosen from: below the kernel's ephemeral range (ip_local_port_range), so an
- * outgoing connection never takes a port between its choice and its bind, and above the well-known service ports.
+ * serverPortRange is the range ports are chosen from: the largest run of ports from 20000 up (above the well-known
+ * service ports) that is outside both the kernel's ephemeral range (ip_local_port_range), so an outgoing connection
+ * never takes a port between its choice and its bind, and NODE_PORT_RANGE.
  */
 export function serverPortRange(ephemeral = readEphemeralRange()): [number, number] {
   if (!ephemeral) return FALLBACK_RANGE;
-  const low = ephemeral[0];
-  if (low > 21000) return [20000, low - 1];
-  // An ephemeral range that starts low leaves room above it instead.
-  if (ephemeral[1] < 64000) return [ephemeral[1] + 1, 65535];
-  return FALLBACK_RANGE;
+  let runs: Array<[number, number]> = [[20000, 65535]];
+  for (const [lo, hi] of [ephemeral, NODE_PORT_RANGE])
+    runs = runs.flatMap(([a, b]): Array<[number, number]> => {
+      if (hi < a || lo > b) return [[a, b]];
+      return [
+        ...(lo > a ? [[a, lo - 1] as [number, number]] : []),
+        ...(hi < b ? [[hi + 1, b] as [number, number]] : []),
+      ];
+    });
+  // a run too small to hold a test's ports is no better than none
+  const best = runs.reduce<[number, number] | undefined>(
+    (m, r) => (!m || r[1] - r[0] > m[1] - m[0] ? r : m),
+    undefined,
+  );
+  return best && best[1] - best[0] >= 1000 ? best : FALLBACK_RANGE;
 }
 
 function readEphemeralRange(): [number, number] | undefined {

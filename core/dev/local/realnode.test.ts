@@ -72,6 +72,7 @@ describe('kube-router', () => {
     expect(a).toContain('--kubeconfig=/s/nodes/super-real-0/kube-router.kubeconfig');
     expect(a).toContain('--hostname-override=super-real-0');
     expect(a).toContain('--service-cluster-ip-range=10.96.0.0/16');
+    expect(a).toContain('--service-node-port-range=30000-32767');
   });
 
   it.each([

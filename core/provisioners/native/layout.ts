@@ -110,6 +110,11 @@ export interface NativeInput {
   etcdBytes?: number;
   /** the vn-agents the vNodes name (the apiserver's egress allows them); default VN_AGENT_PORT on every node */
   vnAgents?: readonly VnAgentAddress[];
+  /**
+   * the super cluster's own addresses (its apiserver's endpoints, its nodes' addresses): the apiserver's egress allows
+   * none of them, even outside the super-internal ranges
+   */
+  platformAddresses?: readonly string[];
 }
 
 /** NativeServiceIPs are the ClusterIPs of a tenant control plane's Services. */

@@ -62,7 +62,7 @@ import {
   type RolledStatefulSet,
 } from './roll.ts';
 import { nativeComponents } from './components.ts';
-import type { VnAgentAddress } from './egress.ts';
+import { platformAddressesOf, type EndpointsLike, type VnAgentAddress } from './egress.ts';
 import { nativeCaRotation, nativeCertificates, renewDueLeaves } from './renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
 import {
@@ -311,8 +311,10 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     }
     const byClusterIP = this.opts.apiserverAccess === 'ClusterIP';
     if (byClusterIP && !serviceIPs.apiserver) return { waitingFor: `a ClusterIP for the Service ${root}/apiserver` };
-    const nodes =
-      expose.type === 'NodePort' ? (await this.superClient.listAll<NodeLike>(R.nodes)).items : ([] as NodeLike[]);
+    // every node's addresses and the super apiserver's endpoints are kept out of the apiserver's egress (egress.ts)
+    const allNodes = (await this.superClient.listAll<NodeLike>(R.nodes)).items;
+    const superApiserver = await this.superClient.getOrNull<EndpointsLike>(R.endpoints, 'default', 'kubernetes');
+    const nodes = expose.type === 'NodePort' ? allNodes : [];
     const exposed = exposure(expose, apiserverService!, nodes, this.opts.placement);
     const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : [], exposed.sans, dry);
     const objects = renderNative({
@@ -326,6 +328,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       ...(limits.etcdBytes !== undefined && { etcdBytes: limits.etcdBytes }),
       ...(this.opts.kubeletCAFile && { kubeletCA: readFileSync(this.opts.kubeletCAFile, 'utf8') }),
       ...(this.opts.vnAgents?.length && { vnAgents: this.opts.vnAgents }),
+      platformAddresses: platformAddressesOf(superApiserver, allNodes, [this.superClient.server.hostname]),
     });
     return { objects, pki, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
   }

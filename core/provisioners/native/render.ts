@@ -204,7 +204,7 @@ export function renderNative(input: NativeInput): KubeObject[] {
           }),
     }),
     apiserverService,
-    apiserverEgressPolicy(root, undefined, input.vnAgents),
+    apiserverEgressPolicy(root, undefined, input.vnAgents, input.platformAddresses),
     statefulSet(root, 'apiserver', {
       ...pod,
       replicas: counts.apiserver,

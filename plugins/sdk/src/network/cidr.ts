@@ -51,3 +51,47 @@ export function cidrContains(outer: Cidr, inner: Cidr): boolean {
   const host = BigInt(bitsOf(outer.family) - outer.prefix);
   return outer.addr >> host === inner.addr >> host;
 }
+
+/** formatCidr writes a block as `a.b.c.d/n` or in the shortest IPv6 form (RFC 5952: lower case, `::` once). */
+export function formatCidr(c: Cidr): string {
+  if (c.family === 4) {
+    const octets = [24n, 16n, 8n, 0n].map((s) => String(Number((c.addr >> s) & 0xffn)));
+    return `${octets.join('.')}/${c.prefix}`;
+  }
+  const groups = Array.from({ length: 8 }, (_, i) => Number((c.addr >> BigInt(112 - 16 * i)) & 0xffffn));
+  // the first longest run of two or more zero groups becomes `::`
+  let [at, len] = [-1, 1];
+  for (let i = 0; i < 8; i++) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > len) [at, len] = [i, j - i];
+    i = Math.max(i, j - 1);
+  }
+  const hex = (gs: number[]): string => gs.map((g) => g.toString(16)).join(':');
+  const text = at < 0 ? hex(groups) : `${hex(groups.slice(0, at))}::${hex(groups.slice(at + len))}`;
+  return `${text}/${c.prefix}`;
+}
+
+/**
+ * cidrComplement is every address of one family outside `exclude` (blocks of the other family are ignored), as the
+ * fewest CIDR blocks, in address order: a NetworkPolicy peer list made of them allows exactly those addresses with no
+ * `except`, so nothing a NetworkPolicy implementation does with excepted entries (ipset `nomatch`, rule order) can
+ * let an excluded address in. Throws on a block that is not a CIDR.
+ */
+export function cidrComplement(family: 4 | 6, exclude: readonly string[]): string[] {
+  const bits = bitsOf(family);
+  const ex = exclude.map(parseCidr).filter((c) => c.family === family);
+  const out: string[] = [];
+  const walk = (c: Cidr): void => {
+    if (ex.some((e) => cidrContains(e, c))) return;
+    if (!ex.some((e) => cidrContains(c, e))) {
+      out.push(formatCidr(c));
+      return;
+    }
+    const half = 1n << BigInt(bits - c.prefix - 1);
+    walk({ family, addr: c.addr, prefix: c.prefix + 1 });
+    walk({ family, addr: c.addr | half, prefix: c.prefix + 1 });
+  };
+  walk({ family, addr: 0n, prefix: 0 });
+  return out;
+}

@@ -4,7 +4,7 @@ import { PREFIX } from '../meta.ts';
 import { LABEL } from '../names.ts';
 import { R } from '../resources.ts';
 import { SUPER_INTERNAL_CIDRS, TENANT_ISOLATION_POLICY } from '../wellknown.ts';
-import { parseCidr } from './cidr.ts';
+import { cidrComplement, parseCidr } from './cidr.ts';
 import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer } from './types.ts';
 
 /** NAMESPACE_NAME_LABEL is the label the apiserver sets on every Namespace to its own name. */
@@ -42,6 +42,14 @@ export function outsidePeers(internal: readonly string[] = SUPER_INTERNAL_CIDRS)
     ipBlock: { cidr, ...(except.length && { except }) },
   });
   return [block('0.0.0.0/0', v4), block('::/0', v6)];
+}
+
+/**
+ * outsideBlockPeers are the same addresses as outsidePeers, less `exclude` too, as plain ipBlocks with no `except`
+ * (cidrComplement): what they allow does not hang on how a NetworkPolicy implementation keeps excepted entries.
+ */
+export function outsideBlockPeers(exclude: readonly string[] = SUPER_INTERNAL_CIDRS): NetworkPolicyPeer[] {
+  return [...cidrComplement(4, exclude), ...cidrComplement(6, exclude)].map((cidr) => ({ ipBlock: { cidr } }));
 }
 
 const hostCidr = (host: string): string | undefined => {
