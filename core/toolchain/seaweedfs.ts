@@ -1,6 +1,6 @@
 import { supervise } from './child.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -131,10 +131,21 @@ export async function startObjectStore(o: { weed?: string } = {}): Promise<Local
   const child: ChildProcess = spawn(weed, args, {
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+    // TMPDIR: its glog files (weed.INFO, weed.ERROR, ...) go to the temporary directory, which stop() removes.
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir },
   });
   const proc = supervise(child, { keep: 80, killAfterMs: 10_000, dir });
-  const { stop } = proc;
+  // Its unix sockets are named under /tmp whatever TMPDIR says, by kind and port: removed once it has stopped.
+  const sockets = [
+    `filer-${filer}`,
+    `filer-grpc-${filerGrpc}`,
+    `master-grpc-${masterGrpc}`,
+    `volume-grpc-${volumeGrpc}`,
+  ].map((n) => `/tmp/seaweedfs-${n}.sock`);
+  const stop = async () => {
+    await proc.stop();
+    for (const s of sockets) rmSync(s, { force: true });
+  };
   const endpoint = `http://127.0.0.1:${s3}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
