@@ -9,7 +9,7 @@ import { processSummaryLines, readProcessSummary } from './procsummary.ts';
 import { DIST_BUILT_ENV } from './build-dist.ts';
 import { busyLine, cpuTimes } from './hostcpu.ts';
 import { LinePrefixer } from './lineprefixer.ts';
-import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
+import { failureLines, readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
 
 /**
  * run.ts is `npm test`: the checks in the order of their cost, stopping at the first step that fails, so a type error
@@ -31,9 +31,10 @@ import { readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from './totals.ts';
  * directory is always safe.
  * At the end it prints how long each stage took, how busy the host's CPUs were over each step (bound by CPU or by
  * waits: test/hostcpu.ts), the slowest test files of the whole run with the CPU time each used, how many of each
- * Kubernetes component the tests started and how long they took to become ready (core/dev/local/procstats.ts), and
- * one closing line `tests: N passed, N failed, N skipped` over every vitest run (the reporter in summary-reporter.ts
- * writes each run's counts to a directory this script gives it).
+ * Kubernetes component the tests started and how long they took to become ready (core/dev/local/procstats.ts), the
+ * failed tests with their errors' first lines, and one closing line `tests: N passed, N failed, N skipped` over every
+ * vitest run (the reporter in summary-reporter.ts writes each run's counts and failures to a directory this script
+ * gives it).
  */
 
 interface Stage {
@@ -215,6 +216,8 @@ async function main(): Promise<number> {
       }
     }
     for (const l of processSummaryLines(summary, SLOWEST)) process.stdout.write(`${l}\n`);
+    // The failures come last, just above the closing line: a CI system that shows only a long log's end shows them.
+    for (const l of failureLines(totals.failures)) process.stdout.write(`${l}\n`);
     if (failed.length) process.stdout.write(`stopped at: ${failed.join(', ')}\n`);
     // A failed stage that is not a test run (typecheck, lint, format, toolchain) counts as one failure, so the closing
     // line never reads as a clean run when the run stopped early.

@@ -6,7 +6,7 @@ import { PROCESS_STATS_ENV } from '../core/dev/local/procstats.ts';
 import { fromPackageRoot } from '../core/paths.ts';
 import { processSummaryLines, readProcessSummary, UNLABELLED } from './procsummary.ts';
 import { ATTEMPTS_DIR_ENV, countLine, tallyAttempts } from './security/attempts.ts';
-import { emptyTotals, TOTALS_DIR_ENV, writeRunTotals } from './totals.ts';
+import { emptyTotals, errorHead, failureLines, TOTALS_DIR_ENV, writeRunTotals } from './totals.ts';
 
 const SECURITY_DIR = `${sep}test${sep}security${sep}`;
 
@@ -46,16 +46,20 @@ export default class SummaryReporter implements Reporter {
     const n = emptyTotals();
     for (const m of modules) {
       const d = m.diagnostic();
-      n.files.push({
-        file: relative(fromPackageRoot(), m.moduleId),
-        ms: Math.round(d.collectDuration + d.setupDuration + d.duration),
-      });
+      const file = relative(fromPackageRoot(), m.moduleId);
+      n.files.push({ file, ms: Math.round(d.collectDuration + d.setupDuration + d.duration) });
       for (const t of m.children.allTests()) {
-        const s = t.result().state;
-        if (s === 'passed') n.passed++;
-        else if (s === 'failed') n.failed++;
-        else n.skipped++;
+        const r = t.result();
+        if (r.state === 'passed') n.passed++;
+        else if (r.state === 'failed') {
+          n.failed++;
+          n.failures.push({ file, name: t.fullName, error: errorHead(r.errors[0]) });
+        } else n.skipped++;
       }
+      // errors outside any test: a failed beforeAll or afterAll, or a file that did not load
+      for (const s of [m, ...m.children.allSuites()])
+        for (const e of s.errors())
+          n.failures.push({ file, name: s.type === 'module' ? '(the file)' : s.fullName, error: errorHead(e) });
       if (m.state() === 'failed' && m.children.size === 0) n.failed++;
     }
     if (modules.some((m) => m.moduleId.includes(SECURITY_DIR))) {
@@ -73,6 +77,8 @@ export default class SummaryReporter implements Reporter {
     if (summary?.labels.some((l) => l.label !== UNLABELLED)) {
       process.stdout.write(`\n${processSummaryLines(summary, 10).join('\n')}\n`);
     }
+    const failed = failureLines(n.failures);
+    if (failed.length > 0) process.stdout.write(`\n${failed.join('\n')}\n`);
     process.stdout.write(`\ntests: ${n.passed} passed, ${n.failed} failed, ${n.skipped} skipped\n`);
   }
 }
