@@ -97,8 +97,15 @@ describe.skipIf(!!skip)('vc up --real-nodes 2', () => {
     expect(ips[0]!.split('.').slice(0, 3)).not.toEqual(ips[1]!.split('.').slice(0, 3));
     const fetch = (from: string, url: string) =>
       kubectl(undefined, 'exec', from, '--', 'sh', '-c', `timeout 5 wget -qO- ${url}`);
-    expect(await fetch('s0', `http://${ips[1]}:8080/hostname`)).toBe('s1');
-    expect(await fetch('s1', `http://${ips[0]}:8080/hostname`)).toBe('s0');
+    // Running is not listening: netexec binds its port a moment after its container starts (no readiness probe here)
+    await eventually(
+      async () => {
+        expect(await fetch('s0', `http://${ips[1]}:8080/hostname`)).toBe('s1');
+        expect(await fetch('s1', `http://${ips[0]}:8080/hostname`)).toBe('s0');
+      },
+      60_000,
+      500,
+    );
     // a Service spreads over both nodes' Pods, through both kube-proxies' rules
     await kubectl(
       undefined,
