@@ -49,6 +49,7 @@ export default defineConfig({
           // A pure test is never waiting on anything: its timeout only has to outlast a host at load average 20 (the
           // property tests' thousand cases took more than vitest's default 5 s there), not bound its speed.
           testTimeout: 60_000,
+          setupFiles: ['./test/tmpdir-setup.ts'],
           include: [
             'core/**/*.test.ts',
             'plugins/**/*.test.ts',
@@ -70,7 +71,7 @@ export default defineConfig({
           exclude: [...REAL_NODE_FILES, 'node_modules/**'],
           // dist/ first, then the super cluster the files calling sharedTestSuper share (test/sharedsuper.ts).
           globalSetup: ['./test/build-dist.ts', './test/sharedsuper-setup.ts'],
-          setupFiles: ['./test/procstats-setup.ts'],
+          setupFiles: ['./test/procstats-setup.ts', './test/tmpdir-setup.ts'],
           sequence: { groupOrder: 1 },
           maxWorkers: 2,
           testTimeout: 180_000,
@@ -83,7 +84,7 @@ export default defineConfig({
           name: 'realnode',
           include: REAL_NODE_FILES,
           globalSetup: ['./test/build-dist.ts'],
-          setupFiles: ['./test/procstats-setup.ts'],
+          setupFiles: ['./test/procstats-setup.ts', './test/tmpdir-setup.ts'],
           sequence: { groupOrder: 2 },
           maxWorkers: 1,
           testTimeout: 180_000,

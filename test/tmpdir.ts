@@ -1,17 +1,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, onTestFinished } from 'vitest';
+import { onTestFinished } from 'vitest';
 
 /** outsideTests are the directories asked for outside a test, removed when the file's tests finish. */
 const outsideTests = new Set<string>();
 
-// Registered when a test file imports this module, so on that file's root suite: vitest runs no afterAll that a
-// beforeAll hook registers, so a directory asked for there is removed by this one.
-afterAll(() => {
+/**
+ * removeDirsOutsideTests removes the directories asked for outside a test. test/tmpdir-setup.ts, a setup file of every
+ * project, runs it after each file's last hook: a hook of this module's own would run after the first file only where
+ * the files of a worker share their modules (the unit project), and vitest runs no afterAll that a beforeAll registers.
+ */
+export function removeDirsOutsideTests(): void {
   for (const d of outsideTests) rmSync(d, { recursive: true, force: true });
   outsideTests.clear();
-});
+}
 
 /**
  * testDir makes a directory under the OS temp directory that is removed, with everything in it, when the test that
