@@ -22,7 +22,10 @@ import { registry as metricsRegistry } from '../metrics/registry.ts';
 import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import {
   canPlanRoll,
+  nodeAddressesChanged,
   ProvisionRefused,
+  readsNodeAddresses,
+  type NodeWithAddresses,
   type ProvisionLimits,
   type Provisioned,
   type ProvisionState,
@@ -130,6 +133,8 @@ export class VirtualClusterController {
   private readonly informer: SharedInformer<VirtualCluster>;
   private readonly policies: SharedInformer<TenantPolicy>;
   private readonly clusterVersions: SharedInformer<ClusterVersion>;
+  /** the Nodes, watched while a provisioner renders from their addresses (readsNodeAddresses) */
+  private readonly nodes?: SharedInformer<KubeObject & NodeWithAddresses>;
   /** the keys whose roll this manager has allowed and not finished: they count against maxUnavailable at once */
   private readonly rolling = new Set<string>();
   /** the certificates each served key's provisioner renews, as it last reported them (the expiry metric) */
@@ -181,6 +186,19 @@ export class VirtualClusterController {
     const cvUsers = (cv: KubeObject) =>
       this.informer.list().forEach((vc) => vc.spec?.clusterVersionName === cv.metadata?.name && enqueue(vc));
     this.clusterVersions.addHandler({ onAdd: cvUsers, onUpdate: (_a, b) => cvUsers(b), onDelete: cvUsers });
+    // A provisioner that renders from the Nodes' addresses (the native apiserver egress leaves them out) sees a Node
+    // that joins, leaves or changes its addresses at once, not at its tenants' next change: their objects render again.
+    const readers = Object.keys(o.provisioners).filter((k) => readsNodeAddresses(o.provisioners[k]));
+    if (readers.length > 0) {
+      this.nodes = informers.informer<KubeObject & NodeWithAddresses>({ resource: R.nodes });
+      const nodeUsers = () =>
+        this.informer.list().forEach((vc) => readers.includes(this.provisionerOf(vc) ?? '') && enqueue(vc));
+      this.nodes.addHandler({
+        onAdd: nodeUsers,
+        onUpdate: (a, b) => nodeAddressesChanged(a, b) && nodeUsers(),
+        onDelete: nodeUsers,
+      });
+    }
     this.runner = new Runner({
       name: 'virtualcluster',
       queue: this.queue,
@@ -218,6 +236,7 @@ export class VirtualClusterController {
     this.certificates.register();
     this.policies.start();
     this.clusterVersions.start();
+    this.nodes?.start();
     this.informer.start();
     await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
     // A cluster without the ClusterVersion CRD does not stop the manager: tenants that name one wait for it.
@@ -238,7 +257,13 @@ export class VirtualClusterController {
     await this.runner.stop();
     await this.informer.stop();
     await this.clusterVersions.stop();
+    await this.nodes?.stop();
     await this.policies.stop();
+  }
+
+  /** provisionerOf is the type of the provisioner that serves vc: the accepted one, else the one its spec names. */
+  private provisionerOf(vc: VirtualCluster): string | undefined {
+    return this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
   }
 
   /** phaseCounts counts cached VirtualClusters by phase. */
@@ -561,7 +586,7 @@ export class VirtualClusterController {
     const vc = p.vc;
     const m = vc.metadata!;
     // The provisioner that made the control plane, not one a refused edit names since.
-    const type = this.accepted.get(p.key)?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
+    const type = this.provisionerOf(vc);
     // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
     const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, p.root);
     const ours = !rootNs || !notOwnedRoot(rootNs, m.uid!);
@@ -572,7 +597,7 @@ export class VirtualClusterController {
         .catch((e: unknown) =>
           this.events.record(vc, 'Warning', 'SnapshotFailed', `no snapshot before deletion: ${(e as Error).message}`),
         );
-    const removing = ours ? await (type && this.o.provisioners[type])?.remove(vc, p.root) : undefined;
+    const removing = ours && type ? await this.o.provisioners[type]?.remove(vc, p.root) : undefined;
     const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${p.root}` });
     const remaining = labelled.items.filter((n) => ownedNamespace(n, p.root, m.uid!));
     if (remaining.length) {

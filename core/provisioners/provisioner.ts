@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { ClusterVersionSpec } from '../api/generated.ts';
 import type { ControlPlaneCpu } from '../api/tenantpolicy.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
@@ -229,4 +230,37 @@ export interface PodAddressFollower {
 /** followsPodAddresses reports whether the provisioner follows its tenants' Pod addresses. */
 export function followsPodAddresses(p: Provisioner | undefined): p is Provisioner & PodAddressFollower {
   return typeof (p as Partial<PodAddressFollower> | undefined)?.followPodAddresses === 'function';
+}
+
+/**
+ * NodeAddressReader is the optional mark of a provisioner whose rendered objects depend on the Nodes' addresses of the
+ * cluster it runs control planes in (the native apiserver egress leaves them out): the VirtualCluster controller
+ * reconciles its tenants again when a Node joins, leaves or changes its addresses (type guard readsNodeAddresses).
+ */
+export interface NodeAddressReader {
+  readonly readsNodeAddresses: true;
+}
+
+/** readsNodeAddresses reports whether the provisioner's objects depend on the Nodes' addresses. */
+export function readsNodeAddresses(p: Provisioner | undefined): p is Provisioner & NodeAddressReader {
+  return (p as Partial<NodeAddressReader> | undefined)?.readsNodeAddresses === true;
+}
+
+/** NodeWithAddresses is the part of a Node nodeAddressesChanged reads. */
+export interface NodeWithAddresses {
+  status?: { addresses?: Array<{ address?: string }> };
+}
+
+/** ipsOf is a Node's IP addresses, sorted, each once; a name (a Hostname address) is not one. */
+function ipsOf(n: NodeWithAddresses | undefined): string {
+  const ips = (n?.status?.addresses ?? []).map((a) => a.address ?? '').filter((a) => isIP(a) !== 0);
+  return [...new Set(ips)].sort().join(',');
+}
+
+/**
+ * nodeAddressesChanged tells whether a Node event changes the addresses a NodeAddressReader renders from: a Node that
+ * joins or leaves (one side undefined), or whose IP addresses differ. A heartbeat, a condition or a label does not.
+ */
+export function nodeAddressesChanged(a: NodeWithAddresses | undefined, b: NodeWithAddresses | undefined): boolean {
+  return a === undefined || b === undefined || ipsOf(a) !== ipsOf(b);
 }

@@ -47,6 +47,7 @@ import {
   ProvisionRefused,
   type ComponentReport,
   type ComponentSource,
+  type NodeAddressReader,
   type Provisioner,
   type ProvisionLimits,
   type ProvisionState,
@@ -217,7 +218,7 @@ export function pkiOptionsHash(o: ControlPlanePKIOptions): string {
  * balancer's once assigned) and the extra names go into the serving certificate, which alone is issued again when
  * they change, and the result carries an admin kubeconfig for the outside server (externalAccess).
  */
-export class NativeProvisioner implements Provisioner, ComponentSource, RollPlanner {
+export class NativeProvisioner implements Provisioner, ComponentSource, RollPlanner, NodeAddressReader {
   readonly type = 'native';
 
   /** components reports the tenant's control-plane Pods (core/provisioners/native/components.ts). */
@@ -226,6 +227,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
   }
 
   private readonly opts: NativeOptions;
+  /** the apiserver egress leaves out every node's addresses (egress.ts): a Node that joins or moves renders again */
+  readonly readsNodeAddresses = true as const;
   /** per root namespace, the last roll that stopped and the hash of the StatefulSets it was rolling to */
   private readonly failedRolls = new Map<string, { hash: string; failure: RollFailure }>();
   /** the shared DNS view, started with the first tenant that needs it */
