@@ -193,21 +193,26 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
     });
     const httpd = await inPod('r2', NS, podOn('r2'), 'httpd', '-p', '8080', '-h', '/etc');
     expect(httpd).toEqual({ out: '', code: 0 });
-    const url = `http://lone.${NS}.svc.cluster.local/hostname`;
-    const get = (sc: string) => inPod(sc, NS, podOn(sc), 'timeout', '20', 'wget', '-q', '-T', '10', '-O', '-', url);
+    const name = `lone.${NS}.svc.cluster.local`;
+    const ipOf = (sc: string) =>
+      eventually(async () => {
+        const v = (await dev.get(R.services, NS, 'lone')).metadata?.annotations?.[`${CLUSTER_IP}${sc}`];
+        expect(v).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        return v!;
+      }, 60_000);
+    // busybox wget by name, bounded by timeout (this build's wget -T crashes)
+    const get = (sc: string) =>
+      inPod(sc, NS, podOn(sc), 'timeout', '20', 'wget', '-q', '-O', '-', `http://${name}/hostname`);
     // On r2 the name is r2's copy of lone, whose endpoint is the Pod there: it answers with its hostname.
+    const onR2 = await ipOf('r2');
+    await lookedUp('r2', podOn('r2'), name, onR2);
     await eventually(async () => {
-      const r = await get('r2');
-      expect(r).toEqual({ out: `${podOn('r2')}\n`, code: 0 });
+      expect(await get('r2')).toEqual({ out: `${podOn('r2')}\n`, code: 0 });
     }, 120_000);
     // On r1 the name resolves to r1's copy (the namespace is placed there too), which has no endpoint on r1: the
     // connection is refused at once by r1's kube-proxy, not left to hang; r2's Pod is not reached from r1.
-    const ip = await eventually(async () => {
-      const v = (await dev.get(R.services, NS, 'lone')).metadata?.annotations?.[`${CLUSTER_IP}r1`];
-      expect(v).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-      return v!;
-    }, 60_000);
-    await lookedUp('r1', podOn('r1'), `lone.${NS}.svc.cluster.local`, ip);
+    const onR1 = await ipOf('r1');
+    await lookedUp('r1', podOn('r1'), name, onR1);
     await eventually(async () => {
       const far = await get('r1');
       expect(far.code).not.toBe(0);
