@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type KubeObject } from '../kube/client.ts';
-import { isMissingNamespace, isStalePatch, runSteps } from './execute.ts';
+import { isMissingNamespace, isStalePatch, isTerminatingNamespace, runSteps } from './execute.ts';
 import type { Step } from './plan.ts';
 
 const test = (rv: string) => ({ op: 'test' as const, path: '/metadata/resourceVersion', value: rv });
@@ -65,23 +65,47 @@ describe('error classes', () => {
       new ApiError(404, 'NotFound', 'POST x', { details: { name: 'ns', kind: 'namespaces' } }),
       true,
       false,
+      false,
+    ],
+    [
+      'a namespace being deleted',
+      new ApiError(403, 'Forbidden', 'POST x', {
+        details: {
+          name: 'a',
+          kind: 'configmaps',
+          causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace' }],
+        },
+      }),
+      false,
+      false,
+      true,
+    ],
+    [
+      'a create forbidden by RBAC',
+      new ApiError(403, 'Forbidden', 'POST x', { details: { name: 'a', kind: 'configmaps' } }),
+      false,
+      false,
+      false,
     ],
     [
       'a missing object',
       new ApiError(404, 'NotFound', 'GET x', { details: { name: 'a', kind: 'configmaps' } }),
       false,
       false,
+      false,
     ],
-    ['a failed resourceVersion test', new ApiError(422, 'Invalid', 'PATCH x', { details: {} }), false, true],
+    ['a failed resourceVersion test', new ApiError(422, 'Invalid', 'PATCH x', { details: {} }), false, true, false],
     [
       'an invalid patch',
       new ApiError(422, 'Invalid', 'PATCH x', { details: { causes: [{ field: 'spec' }] } }),
       false,
       false,
+      false,
     ],
-  ])('tells %s', (_, e, missingNs, stale) => {
+  ])('tells %s', (_, e, missingNs, stale, terminating) => {
     expect(isMissingNamespace(e)).toBe(missingNs);
     expect(isStalePatch(e)).toBe(stale);
+    expect(isTerminatingNamespace(e)).toBe(terminating);
   });
 });
 

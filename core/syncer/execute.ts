@@ -116,3 +116,14 @@ export function isMissingNamespace(e: unknown): boolean {
   const details = (e.body as { details?: { kind?: string } } | undefined)?.details;
   return details?.kind === 'namespaces';
 }
+
+/**
+ * isTerminatingNamespace recognises a create refused because its namespace is being deleted: a super namespace that
+ * is removed and wanted again at once (the copy of a tenant's DNS namespace on a super cluster the tenant leaves and
+ * comes back to, placement.ts) is another ordering race, over once the old namespace is gone and its key made it again.
+ */
+export function isTerminatingNamespace(e: unknown): boolean {
+  if (!(e instanceof ApiError) || e.code !== 403) return false;
+  const causes = (e.body as { details?: { causes?: Array<{ reason?: string }> } } | undefined)?.details?.causes;
+  return causes?.some((c) => c.reason === 'NamespaceTerminating') ?? false;
+}

@@ -23,7 +23,7 @@ import { BYTE_RATE_REASON, type PodAdmission } from './admission.ts';
 import { usageOf } from './compute.ts';
 import { capRefusal, sizeOf, superQuotaRefusal, type PendingCreates } from './caps.ts';
 import type { Effects } from './effects.ts';
-import { isMissingNamespace, isStalePatch, runSteps, stepWrite, write } from './execute.ts';
+import { isMissingNamespace, isStalePatch, isTerminatingNamespace, runSteps, stepWrite, write } from './execute.ts';
 import { countWrite, syncerMetrics } from './metrics.ts';
 import type { SyncerOptions } from './options.ts';
 import { signatureOf } from './patrol.ts';
@@ -286,8 +286,9 @@ export class KeyReconciler {
         log.debug({ key, err: String(e) }, 'stale cache; requeueing');
         return { requeueAfter: 100 };
       }
-      // So does a super namespace that is not there yet (its own key is being synced): retry quietly, backing off.
-      if (isMissingNamespace(e)) {
+      // So does a super namespace that is not there yet (its own key is being synced), or is still being deleted
+      // before it is made again: retry quietly, backing off.
+      if (isMissingNamespace(e) || isTerminatingNamespace(e)) {
         log.debug({ key, err: String(e) }, 'namespace not there yet; requeueing');
         return { requeueAfter: this.namespaceBackoff(key) };
       }

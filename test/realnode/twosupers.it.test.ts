@@ -5,7 +5,8 @@
  * `default` namespace, Deployment test-1 with dnsPolicy ClusterFirst scaled from one replica to two) spreads its Pods
  * over r1 and r2; both run as containers and each resolves, through the copy of its tenant's DNS on its own super
  * cluster's node, a tenant Service by name to its own super cluster's copy of it. A Service whose namespace is only on
- * r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once. Drained from r2, both Pods run and
+ * r2 resolves on r2 and gets the documented `.invalid` answer on r1 at once; one of the spread namespace whose only Pod
+ * is on r2 answers through r2's copy on r2, and on r1 resolves to r1's copy, which refuses a connection at once. Drained from r2, both Pods run and
  * resolve on r1 and the tenant's DNS copy leaves r2; undrained and rebalanced, one comes back to r2 with a DNS copy
  * started there again and resolves there. Stopping leaves no namespace and no uplink on the host.
  */
@@ -177,6 +178,46 @@ describe.skipIf(!!skip)('the seed demo with the meta cluster apart and a real no
     );
     // answered, not timed out (busybox's timeout exits 124 when nslookup hangs)
     expect(away.code).not.toBe(124);
+  });
+
+  it('a Service of the spread namespace whose only Pod is on r2 answers on r2 and is refused at once on r1', async () => {
+    const pods = (await dev.list<P>(R.pods, { namespace: NS, labelSelector: SEED_DEMO.selector })).items;
+    const podOn = (sc: string) => pods.find((p) => p.metadata!.annotations![SUPER_CLUSTER] === sc)!.metadata!.name!;
+    // The tenant labels its Pod on r2 (labels follow it down) and serves /etc there with busybox httpd on 8080.
+    await dev.patch(R.pods, NS, podOn('r2'), { metadata: { labels: { lone: 'yes' } } }, 'merge');
+    await dev.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'lone', namespace: NS },
+      spec: { selector: { lone: 'yes' }, ports: [{ port: 80, targetPort: 8080 }] },
+    });
+    const httpd = await inPod('r2', NS, podOn('r2'), 'httpd', '-p', '8080', '-h', '/etc');
+    expect(httpd).toEqual({ out: '', code: 0 });
+    const name = `lone.${NS}.svc.cluster.local`;
+    const ipOf = (sc: string) =>
+      eventually(async () => {
+        const v = (await dev.get(R.services, NS, 'lone')).metadata?.annotations?.[`${CLUSTER_IP}${sc}`];
+        expect(v).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        return v!;
+      }, 60_000);
+    // busybox wget by name, bounded by timeout (this build's wget -T crashes)
+    const get = (sc: string) =>
+      inPod(sc, NS, podOn(sc), 'timeout', '20', 'wget', '-q', '-O', '-', `http://${name}/hostname`);
+    // On r2 the name is r2's copy of lone, whose endpoint is the Pod there: it answers with its hostname.
+    const onR2 = await ipOf('r2');
+    await lookedUp('r2', podOn('r2'), name, onR2);
+    await eventually(async () => {
+      expect(await get('r2')).toEqual({ out: `${podOn('r2')}\n`, code: 0 });
+    }, 120_000);
+    // On r1 the name resolves to r1's copy (the namespace is placed there too), which has no endpoint on r1: the
+    // connection is refused at once by r1's kube-proxy, not left to hang; r2's Pod is not reached from r1.
+    const onR1 = await ipOf('r1');
+    await lookedUp('r1', podOn('r1'), name, onR1);
+    await eventually(async () => {
+      const far = await get('r1');
+      expect(far.code).not.toBe(0);
+      expect(far.out).toMatch(/refused/i);
+    }, 60_000);
   });
 
   it("drained from r2, the demo's Pod comes back on r1's real node and resolves the tenant's Services there", async () => {
