@@ -29,6 +29,8 @@ import { NODE_PORT_RANGE } from '../../core/dev/local/ports.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, realNodeSkipReason, startTestSuper } from '../harness.ts';
+import { APISERVER_EGRESS_POLICY } from '../../core/provisioners/native/egress.ts';
+import { cidrContains, parseCidr } from '@virtualcluster-ts/plugin-sdk/network';
 import { Attempts } from '../security/attempts.ts';
 import { nativeHaSuite } from './nativeha.ts';
 
@@ -39,6 +41,11 @@ if (skip) process.stdout.write(`native.it.test.ts skipped: ${skip}\n`);
 interface Pod extends KubeObject {
   spec?: { nodeName?: string };
   status?: { phase?: string; podIP?: string; containerStatuses?: Array<{ containerID?: string; ready?: boolean }> };
+}
+
+/** EgressPolicy is the part of a NetworkPolicy the apiserver-egress case reads. */
+interface EgressPolicy extends KubeObject {
+  spec?: { egress?: Array<{ to?: Array<{ ipBlock?: { cidr: string } }> }> };
 }
 
 const CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager'] as const;
@@ -630,6 +637,32 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
         ).toBe('gone'),
       60_000,
     );
+  });
+
+  it('a Node that joins is left out of the apiserver egress at once, and its address is open again once it leaves', async () => {
+    // a public address (TEST-NET-3), open to the apiserver as long as no Node of the platform has it
+    const address = parseCidr('203.0.113.77/32');
+    const joiner = 'vc-test-joiner';
+    const open = async () => {
+      const np = await c.get<EgressPolicy>(R.networkpolicies, root, APISERVER_EGRESS_POLICY);
+      return (np.spec?.egress ?? []).some((rule) =>
+        (rule.to ?? []).some((peer) => peer.ipBlock && cidrContains(parseCidr(peer.ipBlock.cidr), address)),
+      );
+    };
+    expect(await open()).toBe(true);
+    // a Running tenant has nothing of its own to reconcile for: only the Node watch renders its policy again
+    await c.create(R.nodes, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: joiner },
+      status: { addresses: [{ type: 'InternalIP', address: '203.0.113.77' }] },
+    });
+    try {
+      await eventually(async () => expect(await open()).toBe(false), 60_000, 500);
+    } finally {
+      await c.delete(R.nodes, undefined, joiner);
+    }
+    await eventually(async () => expect(await open()).toBe(true), 60_000, 500);
   });
 
   it("a tenant Pod resolves its tenant's Service by DNS name and fetches it: the super cluster IP", async (ctx) => {
