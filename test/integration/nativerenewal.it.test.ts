@@ -186,4 +186,37 @@ describe('native certificate renewal on a real super cluster', () => {
     expect(after.apiserver).toBe(before.apiserver);
     expect(after.etcd).toBe(before.etcd);
   });
+
+  it('replaces the CAs when spec.pkiExpireDays changes: every certificate from the new ones, the ServiceAccount key kept', async () => {
+    const first = await readPKI();
+    const before = await hashes();
+    const changed: VirtualCluster = { ...vc, spec: { ...vc.spec, pkiExpireDays: 31 } };
+    await native.ensure(changed, root);
+    const replaced = await readPKI();
+    const x = (pem: string) => new X509Certificate(pem);
+    const [ca, frontProxyCA] = [x(replaced.ca.certPem), x(replaced.frontProxyCA.certPem)];
+    expect(ca.serialNumber).not.toBe(x(first.ca.certPem).serialNumber);
+    expect(frontProxyCA.serialNumber).not.toBe(x(first.frontProxyCA.certPem).serialNumber);
+    expect((Date.parse(ca.validTo) - Date.parse(ca.validFrom)) / 86_400_000).toBeCloseTo(31, 1);
+    for (const k of ['apiserver', 'admin', 'controllerManager', 'scheduler', 'kubeletClient'] as const) {
+      expect(x(replaced[k].certPem).verify(ca.publicKey), k).toBe(true);
+      expect(x(replaced[k].certPem).verify(x(first.ca.certPem).publicKey), k).toBe(false);
+    }
+    expect(x(replaced.frontProxyClient.certPem).verify(frontProxyCA.publicKey)).toBe(true);
+    expect(replaced.kubeletClientFingerprint).toBe(fingerprintSha256(replaced.kubeletClient.certPem));
+    // tokens the tenant's apiserver signed before go on being accepted
+    expect(replaced.serviceAccount).toEqual(first.serviceAccount);
+    // a kubelet client renewal under the old CA is over
+    expect(await readRotation()).toEqual({});
+    // the admin kubeconfig the manager hands out trusts the new CA only
+    const admin = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, 'admin-kubeconfig');
+    const text = Buffer.from(admin.data['admin-kubeconfig']!, 'base64').toString();
+    const caData = /certificate-authority-data: (\S+)/.exec(text)![1]!;
+    expect(Buffer.from(caData, 'base64').toString()).toBe(replaced.ca.certPem);
+    // the apiserver and the controller manager roll onto the new files; etcd, which uses none of them, does not
+    const after = await hashes();
+    expect(after.apiserver).not.toBe(before.apiserver);
+    expect(after['controller-manager']).not.toBe(before['controller-manager']);
+    expect(after.etcd).toBe(before.etcd);
+  });
 });

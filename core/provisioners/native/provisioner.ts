@@ -626,11 +626,14 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       return kubelet;
     }
 
-    // A new PKI has a new CA: a renewal of the kubelet client in progress under the old one is dropped.
-    const pki = await generateControlPlanePKI(opts);
+    // A new PKI has new CAs: a renewal of the kubelet client in progress under the old one is dropped. It keeps the
+    // ServiceAccount signing key of the PKI it replaces, where that one is readable: tokens issued before stay valid.
+    const generated = await generateControlPlanePKI(opts);
+    const kept = existing ? keptServiceAccountKey(existing) : undefined;
+    const pki = kept ? { ...generated, serviceAccount: kept } : generated;
     if (dry) return { pki, rotation: {} };
     if (existing) {
-      log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
+      log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI (new CAs)');
       // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
       await this.superClient.update(R.secrets, pkiSecret(root, pki, hash, namesHash, existing), {
         fieldManager: IDENTITY.manager,
@@ -735,6 +738,16 @@ function pkiSecret(
       }),
     },
   };
+}
+
+/** keptServiceAccountKey is the ServiceAccount signing key of the PKI in PKI_SECRET, or undefined when it is unreadable. */
+function keptServiceAccountKey(secret: Secret): ControlPlanePKI['serviceAccount'] | undefined {
+  try {
+    const sa = parsePKI(secret, '').serviceAccount;
+    return sa?.privateKeyPem && sa.publicKeyPem ? sa : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -198,5 +198,7 @@ describe('nativeCaRotation', () => {
     expect(c).toMatchObject({ status: 'False', reason: CA_ROTATION_REFUSED });
     // vc rotate-ca stops waiting on a refusal whose message names the step it asked for.
     expect(c.message).toContain(`step ${step}: native tenants have no CA rotation yet`);
+    // and says what replaces their CAs instead
+    expect(c.message).toContain('spec.pkiExpireDays, and a change of it replaces them');
   });
 });

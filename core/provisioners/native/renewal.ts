@@ -103,7 +103,7 @@ export async function renewDueLeaves(
 
 /**
  * nativeCaRotation answers the CA rotation step a native tenant's ca-rotation annotation asks for (`vc rotate-ca`),
- * or undefined without one: refused, naming the step, since the native provisioner does not rotate CAs yet. The
+ * or undefined without one: refused, naming the step and the way a native tenant's CAs are replaced instead. The
  * refusal reaches `vc rotate-ca` as the CARotation condition at once, instead of a wait for a step never done.
  */
 export function nativeCaRotation(step: string | undefined): { step: string; refused: string } | undefined {
@@ -111,8 +111,8 @@ export function nativeCaRotation(step: string | undefined): { step: string; refu
   return {
     step,
     refused:
-      `step ${step}: native tenants have no CA rotation yet; their CAs live spec.pkiExpireDays ` +
-      '(docs/operations/certificates.md)',
+      `step ${step}: native tenants have no CA rotation yet; their CAs live spec.pkiExpireDays, and a change of it ` +
+      'replaces them with every certificate they signed (docs/operations/certificates.md)',
   };
 }
 
