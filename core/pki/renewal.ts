@@ -30,3 +30,29 @@ export function dueForRenewal(certs: readonly IssuedCertificate[], now: Date, fr
     .filter((c) => renewAt(c, fraction).getTime() <= now.getTime())
     .sort((a, b) => a.notAfter.getTime() - b.notAfter.getTime());
 }
+
+/**
+ * PUBLISH_GRACE_MS is how long a renewed kubelet client certificate of a tenant apiserver stays published before the
+ * apiserver is given it: time for every vn-agent's watch of the VirtualCluster to bring the status.
+ */
+export const PUBLISH_GRACE_MS = 5_000;
+
+/** KubeletClientStep is what the kubelet client certificate's renewal does now (kubeletClientStep). */
+export type KubeletClientStep = 'none' | 'stage' | 'wait' | 'promote';
+
+/**
+ * kubeletClientStep decides the renewal of a tenant apiserver's kubelet client certificate, which the vn-agent accepts
+ * only once the VirtualCluster's status publishes its fingerprint: `stage` a renewed pair once the current one is due
+ * and none is staged; `promote` a staged one (give it to the apiserver) once the status has published its fingerprint
+ * for PUBLISH_GRACE_MS; else `wait` while one is staged, `none` otherwise. Both provisioners follow it: the local one
+ * with files beside the apiserver's, the native one in the tenant's PKI Secret.
+ */
+export function kubeletClientStep(s: {
+  due: boolean;
+  staged?: { fingerprint: string; ageMs: number };
+  published: readonly string[];
+}): KubeletClientStep {
+  if (s.staged)
+    return s.published.includes(s.staged.fingerprint) && s.staged.ageMs >= PUBLISH_GRACE_MS ? 'promote' : 'wait';
+  return s.due ? 'stage' : 'none';
+}

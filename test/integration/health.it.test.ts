@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
@@ -16,7 +18,17 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { tenantSyncerLag } from '../../core/syncer/metrics.ts';
+import type { UpStatus } from '../../core/programs/cli/up.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+
+const execP = promisify(execFile);
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+
+/** vc runs the CLI as a user would and answers what it printed (a failed command fails the test with its stderr). */
+async function cli(...args: string[]): Promise<string> {
+  const r = await execP(process.execPath, [vcBin, ...args], { timeout: 120_000 });
+  return r.stdout;
+}
 
 /** MAX_WAITING is the syncer backlog this file's health monitor tolerates per tenant (the default is 10 000). */
 const MAX_WAITING = 50;
@@ -93,6 +105,19 @@ describe('tenant health on a real local control plane', () => {
       'test',
     );
     stateDir = mkdtempSync(join(tmpdir(), 'vc-health-'));
+    // `vc status` lists the tenants of the cluster that the state file of a running `vc up` names. This file's super
+    // cluster stands in for vc up's: the record names its kubeconfig, and this process as the one that runs it.
+    const up: UpStatus = {
+      pid: process.pid,
+      ready: true,
+      startedAt: new Date().toISOString(),
+      superKubeconfig: t.sc.kubeconfigPath,
+      managerConfig: '-',
+      gitURL: '-',
+      opsURL: '-',
+      kubectl: '-',
+    };
+    writeFileSync(join(stateDir, 'status.json'), JSON.stringify(up));
     local = new LocalProvisioner(stateDir, t.sc.etcd);
     const tenants = new MutableTenantRegistry();
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
@@ -219,6 +244,24 @@ describe('tenant health on a real local control plane', () => {
       const ready = vc.status!.conditions!.find((c) => c.type === 'Ready')!;
       expect(ready).toMatchObject({ status: 'False', reason: 'ApiserverUnreachable' });
       expect(ready.message).toMatch(/^kube-apiserver: /);
+      // What a user reads meanwhile: `vc get`'s HEALTH column, `vc status`'s tenant line and `vc describe` name the
+      // hung component and why.
+      const kc = ['--kubeconfig', t.sc.kubeconfigPath];
+      expect(await cli('get', '-n', 'default', ...kc)).toMatch(
+        /^default\s+hc\s+Degraded\s+kube-apiserver: ApiserverUnreachable\s+local\s/m,
+      );
+      const up = JSON.parse(await cli('status', '--state-dir', stateDir, '-o', 'json')) as {
+        tenants: Array<{ name: string; phase: string; health: string }>;
+      };
+      expect(up.tenants.find((x) => x.name === 'hc')).toMatchObject({
+        phase: 'Degraded',
+        health: 'kube-apiserver: ApiserverUnreachable',
+      });
+      const text = await cli('status', '--state-dir', stateDir);
+      expect(text).toMatch(/^ {2}default\/hc {2}Degraded {2}kube-apiserver: ApiserverUnreachable/m);
+      const described = await cli('describe', 'hc', ...kc);
+      expect(described).toMatch(/^Phase:\s+Degraded$/m);
+      expect(described).toMatch(/^ {2}kube-apiserver\s+false\s+\S+\s+\S+\s+ApiserverUnreachable\s/m);
     } finally {
       process.kill(pid, 'SIGCONT');
     }
@@ -226,6 +269,12 @@ describe('tenant health on a real local control plane', () => {
     // Not a restart: the same process answers again.
     expect(local.controlPlane(root)!.apiserver.pid).toBe(pid);
     expect(restartsOf(vc, 'kube-apiserver')).toBe(1);
+    // and the CLI says so
+    await eventually(async () =>
+      expect(await cli('get', 'hc', '--kubeconfig', t.sc.kubeconfigPath)).toMatch(
+        /^default\s+hc\s+Running\s+Healthy\s/m,
+      ),
+    );
   });
 
   it('a hung controller manager with leader election: Degraded naming its Lease not renewed, Running once it renews', async () => {

@@ -6,9 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { ANN, rootNamespace } from '../../core/names/names.ts';
-import { NativeProvisioner, PKI_SECRET, PKI_SECRET_KEY } from '../../core/provisioners/native/provisioner.ts';
-import { nativeCertificates } from '../../core/provisioners/native/renewal.ts';
-import type { ControlPlanePKI } from '../../core/pki/pki.ts';
+import {
+  KUBELET_CLIENT_ROTATION_KEY,
+  NativeProvisioner,
+  PKI_SECRET,
+  PKI_SECRET_KEY,
+} from '../../core/provisioners/native/provisioner.ts';
+import { nativeCertificates, type KubeletClientRotation } from '../../core/provisioners/native/renewal.ts';
+import { fingerprintSha256, type ControlPlanePKI } from '../../core/pki/pki.ts';
+import { PUBLISH_GRACE_MS } from '../../core/pki/renewal.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 
@@ -25,7 +31,9 @@ interface StatefulSet extends KubeObject {
  * Pods, so this holds what the super cluster is given; the apiserver's reload of its files is kube-apiserver's own):
  * a minute after the first reconcile the next one issues the four leaves again from the same CAs, with the CAs and
  * the pinned kubelet client kept, writes them to the PKI Secret and the Secrets the Pods read, leaves the
- * apiserver's and etcd's pod templates alone and rolls the controller manager's.
+ * apiserver's and etcd's pod templates alone and rolls the controller manager's. The kubelet client certificate, due
+ * at the same time, is renewed in two steps: staged in the PKI Secret, and given to the apiserver's Secret only once
+ * the VirtualCluster's status publishes it.
  */
 describe('native certificate renewal on a real super cluster', () => {
   let t: TestSuper;
@@ -36,6 +44,13 @@ describe('native certificate renewal on a real super cluster', () => {
     const s = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, PKI_SECRET);
     return JSON.parse(Buffer.from(s.data[PKI_SECRET_KEY]!, 'base64').toString('utf8')) as ControlPlanePKI;
   };
+  const readRotation = async (): Promise<KubeletClientRotation> => {
+    const s = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, PKI_SECRET);
+    const data = s.data[KUBELET_CLIENT_ROTATION_KEY];
+    return data ? (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as KubeletClientRotation) : {};
+  };
+  const kubeletSecret = async () =>
+    t.client.get<KubeObject & { data: Record<string, string> }>(R.secrets, root, 'kubelet-client');
   const hashes = async (): Promise<Record<string, string>> => {
     const out: Record<string, string> = {};
     for (const c of ['etcd', 'apiserver', 'controller-manager'])
@@ -100,6 +115,7 @@ describe('native certificate renewal on a real super cluster', () => {
       expect(is.serialNumber, k).not.toBe(was.serialNumber);
       expect(is.subjectAltName, k).toBe(was.subjectAltName);
     }
+    // the kubelet client is due too, but the apiserver is not given a renewed one the status has not published
     for (const k of ['ca', 'frontProxyCA', 'kubeletClient'] as const)
       expect(renewed[k].certPem, k).toBe(first[k].certPem);
     // the Secret the apiserver's Pods read carries the new serving certificate
@@ -116,5 +132,91 @@ describe('native certificate renewal on a real super cluster', () => {
         .find((c) => c.name === 'admin client')!
         .notAfter.getTime(),
     );
+  });
+
+  it('renews the kubelet client in two steps: staged, then given to the apiserver once published, without a roll', async () => {
+    const first = await readPKI();
+    // due at half its life like the leaves: a renewed pair from the same CA waits in the PKI Secret
+    const staged = await eventually(
+      async () => {
+        await native.ensure(vc, root);
+        const r = await readRotation();
+        expect(r.next).toBeDefined();
+        return r.next!;
+      },
+      120_000,
+      5_000,
+    );
+    const [was, is] = [new X509Certificate(first.kubeletClient.certPem), new X509Certificate(staged.certPem)];
+    expect(is.serialNumber).not.toBe(was.serialNumber);
+    expect(is.subject).toBe(was.subject);
+    expect(is.verify(new X509Certificate(first.ca.certPem).publicKey)).toBe(true);
+    const fp = fingerprintSha256(staged.certPem);
+    // Reconciled with a status that does not publish it, however long after: the apiserver's Secret keeps the
+    // current pair, since a vn-agent would refuse a certificate the status does not name.
+    await new Promise((r) => setTimeout(r, PUBLISH_GRACE_MS));
+    await native.ensure(vc, root);
+    expect((await readRotation()).next?.certPem).toBe(staged.certPem);
+    expect(Buffer.from((await kubeletSecret()).data['tls.crt']!, 'base64').toString()).toBe(
+      first.kubeletClient.certPem,
+    );
+    const before = await hashes();
+
+    // The status as the controller writes it from the provisioner's report: the current one, and the staged one.
+    const published: VirtualCluster = {
+      ...vc,
+      status: {
+        kubeletClientCertFingerprint: first.kubeletClientFingerprint,
+        rotatingKubeletClientCertFingerprints: [fp],
+      },
+    };
+    await native.ensure(published, root);
+    const promoted = await readPKI();
+    expect(promoted.kubeletClientFingerprint).toBe(fp);
+    expect(promoted.kubeletClient).toEqual({ certPem: staged.certPem, keyPem: staged.keyPem });
+    expect(promoted.ca.certPem).toBe(first.ca.certPem);
+    // the replaced one is kept, published until it expires (connections opened before go on with it)
+    expect(await readRotation()).toEqual({ previousCertPem: first.kubeletClient.certPem });
+    // the Secret the apiserver's Pods project carries the renewed pair, and neither the apiserver nor etcd rolls for it
+    const secret = await kubeletSecret();
+    expect(Buffer.from(secret.data['tls.crt']!, 'base64').toString()).toBe(staged.certPem);
+    expect(Buffer.from(secret.data['tls.key']!, 'base64').toString()).toBe(staged.keyPem);
+    expect(secret.metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(fp);
+    const after = await hashes();
+    expect(after.apiserver).toBe(before.apiserver);
+    expect(after.etcd).toBe(before.etcd);
+  });
+
+  it('replaces the CAs when spec.pkiExpireDays changes: every certificate from the new ones, the ServiceAccount key kept', async () => {
+    const first = await readPKI();
+    const before = await hashes();
+    const changed: VirtualCluster = { ...vc, spec: { ...vc.spec, pkiExpireDays: 31 } };
+    await native.ensure(changed, root);
+    const replaced = await readPKI();
+    const x = (pem: string) => new X509Certificate(pem);
+    const [ca, frontProxyCA] = [x(replaced.ca.certPem), x(replaced.frontProxyCA.certPem)];
+    expect(ca.serialNumber).not.toBe(x(first.ca.certPem).serialNumber);
+    expect(frontProxyCA.serialNumber).not.toBe(x(first.frontProxyCA.certPem).serialNumber);
+    expect((Date.parse(ca.validTo) - Date.parse(ca.validFrom)) / 86_400_000).toBeCloseTo(31, 1);
+    for (const k of ['apiserver', 'admin', 'controllerManager', 'scheduler', 'kubeletClient'] as const) {
+      expect(x(replaced[k].certPem).verify(ca.publicKey), k).toBe(true);
+      expect(x(replaced[k].certPem).verify(x(first.ca.certPem).publicKey), k).toBe(false);
+    }
+    expect(x(replaced.frontProxyClient.certPem).verify(frontProxyCA.publicKey)).toBe(true);
+    expect(replaced.kubeletClientFingerprint).toBe(fingerprintSha256(replaced.kubeletClient.certPem));
+    // tokens the tenant's apiserver signed before go on being accepted
+    expect(replaced.serviceAccount).toEqual(first.serviceAccount);
+    // a kubelet client renewal under the old CA is over
+    expect(await readRotation()).toEqual({});
+    // the admin kubeconfig the manager hands out trusts the new CA only
+    const admin = await t.client.get<{ data: Record<string, string> }>(R.secrets, root, 'admin-kubeconfig');
+    const text = Buffer.from(admin.data['admin-kubeconfig']!, 'base64').toString();
+    const caData = /certificate-authority-data: (\S+)/.exec(text)![1]!;
+    expect(Buffer.from(caData, 'base64').toString()).toBe(replaced.ca.certPem);
+    // the apiserver and the controller manager roll onto the new files; etcd, which uses none of them, does not
+    const after = await hashes();
+    expect(after.apiserver).not.toBe(before.apiserver);
+    expect(after['controller-manager']).not.toBe(before['controller-manager']);
+    expect(after.etcd).toBe(before.etcd);
   });
 });

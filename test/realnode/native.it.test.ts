@@ -763,6 +763,49 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     ).toBe(true);
   });
 
+  it("a changed spec.pkiExpireDays replaces the tenant's CAs: the old kubeconfig is refused, the new one and logs work", async (ctx) => {
+    const caOf = (kc: string) =>
+      Buffer.from(/certificate-authority-data: (\S+)/.exec(readFileSync(kc, 'utf8'))![1]!, 'base64').toString();
+    const oldCa = caOf(kubeconfig);
+    const before = (await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native')).status!;
+    const text = readFileSync(join(work, 'tenants/native.yaml'), 'utf8');
+    writeFileSync(join(work, 'tenants/native.yaml'), text.replace('spec:\n', 'spec:\n  pkiExpireDays: 366\n'));
+    await git(work, ['commit', '-qam', 'replace the native tenant CA']);
+    await git(work, ['push', '-q', 'origin', 'main']);
+    // the kubeconfig Secret carries the new CA once the apiserver answers with it; the tenant is Running again
+    const fresh = join(dir, 'native-new.kubeconfig');
+    await eventually(
+      async () => {
+        const v = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
+        expect(v.status?.phase, v.status?.message).toBe('Running');
+        expect(v.status?.kubeletClientCertFingerprint).not.toBe(before.kubeletClientCertFingerprint);
+        const secret = await c.get<KubeObject & { data: Record<string, string> }>(
+          R.secrets,
+          'default',
+          'native-kubeconfig',
+        );
+        writeFileSync(fresh, Buffer.from(secret.data.kubeconfig!, 'base64'), { mode: 0o600 });
+        expect(caOf(fresh)).not.toBe(oldCa);
+      },
+      300_000,
+      2000,
+    );
+    const old = kubeconfig;
+    kubeconfig = fresh;
+    expect((await kubectl('get', 'namespaces', '-o', 'name')).split('\n')).toContain('namespace/default');
+    // a kubeconfig from before no longer trusts the apiserver
+    const refused = await exec(binaryPath('kubectl'), ['--kubeconfig', old, 'get', 'namespaces'], {
+      timeout: 30_000,
+    }).then(
+      () => '',
+      (err: { stderr?: string }) => err.stderr ?? '',
+    );
+    expect(refused).toMatch(/certificate signed by unknown authority/);
+    // the vn-agent accepts the apiserver's new kubelet client certificate, which the status now names
+    if (!webPod) ctx.skip();
+    await eventually(async () => expect(await kubectl('logs', webPod!)).toMatch(/Started HTTP server/), 60_000, 2000);
+  });
+
   it('removing the tenant file removes Pods, Services, Secrets, namespaces and etcd data, in the super and on the host', async () => {
     const node = e!.superCluster.realNodes[0]!;
     await git(work, ['rm', '-q', 'tenants/native.yaml']);

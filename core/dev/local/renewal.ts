@@ -57,7 +57,7 @@ export const WATCHED_ONLY = [
 
 /**
  * KUBELET_CLIENT is the certificate kube-apiserver presents to kubelets (to the vn-agent). It is renewed too, but in
- * two steps (kubeletClientStep), since the vn-agent accepts only the fingerprints the VirtualCluster's status
+ * two steps (kubeletClientStep, core/pki/renewal.ts), since the vn-agent accepts only the fingerprints the VirtualCluster's status
  * publishes: the renewed pair is made beside it (`kubelet-client-next.*`) and published first, and only then moved
  * into the files the apiserver reads (it reloads them for each new connection), the one replaced kept as
  * `kubelet-client-previous.crt` and published until it expires, since connections opened before go on with it.
@@ -65,30 +65,6 @@ export const WATCHED_ONLY = [
 export const KUBELET_CLIENT: Leaf = { name: 'kube-apiserver kubelet client', base: 'kubelet-client', issuer: 'ca' };
 const NEXT = 'kubelet-client-next';
 const PREVIOUS = 'kubelet-client-previous.crt';
-
-/**
- * PUBLISH_GRACE_MS is how long a renewed kubelet client certificate stays published before the apiserver is given it:
- * time for every vn-agent's watch of the VirtualCluster to bring the status.
- */
-export const PUBLISH_GRACE_MS = 5_000;
-
-/** KubeletClientStep is what the kubelet client certificate's renewal does now (kubeletClientStep). */
-export type KubeletClientStep = 'none' | 'stage' | 'wait' | 'promote';
-
-/**
- * kubeletClientStep decides the kubelet client certificate's renewal: `stage` a renewed pair once the current one is
- * due and none is staged; `promote` a staged one (move it into the apiserver's files) once the status has published
- * its fingerprint for PUBLISH_GRACE_MS; else `wait` while one is staged, `none` otherwise.
- */
-export function kubeletClientStep(s: {
-  due: boolean;
-  staged?: { fingerprint: string; ageMs: number };
-  published: readonly string[];
-}): KubeletClientStep {
-  if (s.staged)
-    return s.published.includes(s.staged.fingerprint) && s.staged.ageMs >= PUBLISH_GRACE_MS ? 'promote' : 'wait';
-  return s.due ? 'stage' : 'none';
-}
 
 /** stagedKubeletClient is the renewed kubelet client certificate of pkiDir not yet given to the apiserver, if any. */
 export function stagedKubeletClient(pkiDir: string, now: Date): { fingerprint: string; ageMs: number } | undefined {

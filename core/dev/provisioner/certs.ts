@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import tls from 'node:tls';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { DEFAULT_RENEW_FRACTION, type CaRotationReport } from '../../lifecycle/certificates.ts';
+import { kubeletClientStep } from '../../pki/renewal.ts';
 import { childLogger } from '../../log.ts';
 import { ANN } from '../../names/names.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
@@ -12,7 +13,6 @@ import {
   dueLeaves,
   KUBELET_CLIENT,
   kubeletClientFingerprints,
-  kubeletClientStep,
   promoteKubeletClient,
   readCertificates,
   stageKubeletClient,

@@ -64,7 +64,14 @@ import {
 } from './roll.ts';
 import { nativeComponents } from './components.ts';
 import { platformAddressesOf, type EndpointsLike, type VnAgentAddress } from './egress.ts';
-import { nativeCaRotation, nativeCertificates, renewDueLeaves } from './renewal.ts';
+import {
+  kubeletClientFingerprints,
+  nativeCaRotation,
+  nativeCertificates,
+  renewDueLeaves,
+  renewKubeletClient,
+  type KubeletClientRotation,
+} from './renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
 import {
   exposeSettings,
@@ -83,6 +90,11 @@ const log = childLogger({ controller: 'provisioner-native' });
 export const PKI_SECRET = 'vc-pki';
 /** PKI_SECRET_KEY is the data key of the serialized ControlPlanePKI (JSON) in PKI_SECRET. */
 export const PKI_SECRET_KEY = 'pki.json';
+/**
+ * KUBELET_CLIENT_ROTATION_KEY is the data key in PKI_SECRET of the kubelet client certificate's renewal in progress
+ * (KubeletClientRotation, JSON): a renewed pair published before the apiserver is given it, the one it replaced.
+ */
+export const KUBELET_CLIENT_ROTATION_KEY = 'kubelet-client-rotation.json';
 /** PKI_OPTIONS_ANNOTATION on PKI_SECRET is pkiOptionsHash of the options the PKI was generated with. */
 export const PKI_OPTIONS_ANNOTATION = ANN.pkiOptionsHash;
 /**
@@ -264,6 +276,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     | {
         objects: KubeObject[];
         pki: ControlPlanePKI;
+        kubeletClients: ReturnType<typeof kubeletClientFingerprints>;
         certificates: ReturnType<typeof nativeCertificates>;
         serviceIPs: NativeServiceIPs;
         byClusterIP: boolean;
@@ -319,7 +332,13 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     const superApiserver = await this.superClient.getOrNull<EndpointsLike>(R.endpoints, 'default', 'kubernetes');
     const nodes = expose.type === 'NodePort' ? allNodes : [];
     const exposed = exposure(expose, apiserverService!, nodes, this.opts.placement);
-    const pki = await this.ensurePKI(vc, root, byClusterIP ? [serviceIPs.apiserver!] : [], exposed.sans, dry);
+    const { pki, rotation } = await this.ensurePKI(
+      vc,
+      root,
+      byClusterIP ? [serviceIPs.apiserver!] : [],
+      exposed.sans,
+      dry,
+    );
     const objects = renderNative({
       vc,
       clusterVersion,
@@ -333,13 +352,14 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       ...(this.opts.vnAgents?.length && { vnAgents: this.opts.vnAgents }),
       platformAddresses: platformAddressesOf(superApiserver, allNodes, [this.superClient.server.hostname]),
     });
-    return { objects, pki, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
+    const kubeletClients = kubeletClientFingerprints(pki, rotation, new Date());
+    return { objects, pki, kubeletClients, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
   }
 
   async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
     const r = await this.render(vc, root, limits, false);
     if ('waitingFor' in r) return { ready: false, waitingFor: r.waitingFor };
-    const { objects, pki, certificates, serviceIPs, byClusterIP, exposed } = r;
+    const { objects, pki, kubeletClients, certificates, serviceIPs, byClusterIP, exposed } = r;
     let adminKubeconfig: string | undefined;
     // Everything but the workloads first (Secrets, Services, policies): the Pods of a roll read the new Secrets.
     for (const obj of objects.filter((o) => o.kind !== 'StatefulSet')) {
@@ -388,7 +408,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       ...(failure && { rollFailed: failure }),
       result: {
         kubeconfig,
-        kubeletClientCertFingerprint: pki.kubeletClientFingerprint,
+        kubeletClientCertFingerprint: kubeletClients.current,
+        rotatingKubeletClientCertFingerprints: kubeletClients.rotating,
         apiserverEndpoint: { host, port: NATIVE_PORTS.apiserver },
         externalAccess: externalAccess(exposed, vc.metadata?.name ?? root, pki),
         certificates,
@@ -537,8 +558,11 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
 
   /**
    * ensurePKI returns the PKI kept in PKI_SECRET, generating and storing it when the Secret is missing or was made
-   * for other certificate options (with `dry`, what it would store, without storing it). Creation is a create, not an
-   * apply: of two racing managers one wins and the other reads its PKI.
+   * for other certificate options (with `dry`, what it would store, without storing it), with the kubelet client
+   * certificate's renewal in progress. Leaves past their renewal time are issued again from the same CA, and the
+   * kubelet client certificate is taken one step through its renewal (renewKubeletClient: the status must publish a
+   * renewed one before the apiserver is given it). Creation is a create, not an apply: of two racing managers one wins
+   * and the other reads its PKI.
    */
   private async ensurePKI(
     vc: VirtualCluster,
@@ -546,23 +570,26 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     apiserverIPs: string[],
     exposed: Exposure['sans'],
     dry = false,
-  ): Promise<ControlPlanePKI> {
+  ): Promise<{ pki: ControlPlanePKI; rotation: KubeletClientRotation }> {
     const base = nativePKIOptions(vc, root, undefined, apiserverIPs);
     const hash = pkiOptionsHash(base);
     const namesHash = servingNamesHash(exposed);
     // The exposed names are not part of the options hash: a change of them alone reissues the serving certificate.
     // Neither is the platform's leaf lifetime: the CAs keep the tenant's spec.pkiExpireDays, the leaves get it.
+    const leafDays = this.opts.certificates?.validityDays ?? base.validityDays;
     const opts = {
       ...base,
       apiserverDnsNames: [...base.apiserverDnsNames, ...exposed.dnsNames],
       apiserverIPs: [...base.apiserverIPs, ...exposed.ips],
-      validityDays: this.opts.certificates?.validityDays ?? base.validityDays,
+      validityDays: leafDays,
       caValidityDays: base.validityDays,
+      kubeletClientValidityDays: leafDays,
     };
     const existing = await this.superClient.getOrNull<Secret>(R.secrets, root, PKI_SECRET);
     const annotations = existing?.metadata?.annotations ?? {};
     if (existing && annotations[PKI_OPTIONS_ANNOTATION] === hash) {
       let pki = parsePKI(existing, root);
+      const rotation = parseRotation(existing, root);
       const sameNames =
         (annotations[SERVING_NAMES_ANNOTATION] ?? servingNamesHash({ dnsNames: [], ips: [] })) === namesHash;
       if (!sameNames) {
@@ -573,35 +600,59 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
           );
         pki = { ...pki, apiserver: await issueApiserverCert(pki.ca, opts) };
       }
-      // Leaves past their renewal time are issued again from the same CA (the apiserver reloads its own files).
-      const due = await renewDueLeaves(pki, opts, new Date(), this.renewFraction(), opts.validityDays);
-      if (dry || (sameNames && !due.renewed.length)) return due.pki;
-      if (due.renewed.length) log.info({ tenant: root, renewed: due.renewed }, 'certificates renewed');
-      await this.superClient.update(R.secrets, pkiSecret(root, due.pki, hash, namesHash, existing), {
-        fieldManager: IDENTITY.manager,
+      const now = new Date();
+      const due = await renewDueLeaves(pki, opts, now, this.renewFraction(), leafDays);
+      // The kubelet client's renewal needs the status its last step published: a dry run leaves it where it is (its
+      // files are reloaded by the apiserver, so no StatefulSet a dry run plans for depends on it).
+      if (dry) return { pki: due.pki, rotation };
+      const s = vc.status;
+      const kubelet = await renewKubeletClient(due.pki, rotation, {
+        now,
+        fraction: this.renewFraction(),
+        validityDays: leafDays,
+        published: [s?.kubeletClientCertFingerprint, ...(s?.rotatingKubeletClientCertFingerprints ?? [])].filter(
+          (f) => f !== undefined,
+        ),
       });
-      return due.pki;
+      const sameRotation = stableJson(kubelet.rotation) === stableJson(rotation);
+      if (sameNames && !due.renewed.length && sameRotation) return kubelet;
+      if (due.renewed.length) log.info({ tenant: root, renewed: due.renewed }, 'certificates renewed');
+      if (kubelet.step === 'stage')
+        log.info({ tenant: root }, 'kubelet client certificate renewed; published before the apiserver takes it');
+      if (kubelet.step === 'promote')
+        log.info({ tenant: root }, 'renewed kubelet client certificate given to the apiserver');
+      await this.superClient.update(
+        R.secrets,
+        pkiSecret(root, kubelet.pki, hash, namesHash, existing, kubelet.rotation),
+        { fieldManager: IDENTITY.manager },
+      );
+      return kubelet;
     }
 
-    const pki = await generateControlPlanePKI(opts);
-    if (dry) return pki;
+    // A new PKI has new CAs: a renewal of the kubelet client in progress under the old one is dropped. It keeps the
+    // ServiceAccount signing key of the PKI it replaces, where that one is readable: tokens issued before stay valid.
+    const generated = await generateControlPlanePKI(opts);
+    const kept = existing ? keptServiceAccountKey(existing) : undefined;
+    const pki = kept ? { ...generated, serviceAccount: kept } : generated;
+    if (dry) return { pki, rotation: {} };
     if (existing) {
-      log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI');
+      log.info({ tenant: root }, 'certificate options changed; regenerating the tenant PKI (new CAs)');
       // Replace only the Secret we read: a concurrent writer makes this a conflict, and the next reconcile reads theirs.
       await this.superClient.update(R.secrets, pkiSecret(root, pki, hash, namesHash, existing), {
         fieldManager: IDENTITY.manager,
       });
-      return pki;
+      return { pki, rotation: {} };
     }
     try {
       await this.superClient.create(R.secrets, pkiSecret(root, pki, hash, namesHash), {
         fieldManager: IDENTITY.manager,
       });
       log.info({ tenant: root }, 'tenant PKI generated');
-      return pki;
+      return { pki, rotation: {} };
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
-      return parsePKI(await this.superClient.get<Secret>(R.secrets, root, PKI_SECRET), root);
+      const theirs = await this.superClient.get<Secret>(R.secrets, root, PKI_SECRET);
+      return { pki: parsePKI(theirs, root), rotation: parseRotation(theirs, root) };
     }
   }
 
@@ -664,7 +715,14 @@ function workloadsHash(workloads: readonly KubeObject[]): string {
  * pkiSecret is PKI_SECRET holding pki, annotated with the hashes it was made for; given the Secret it replaces, with
  * that one's resourceVersion, so a concurrent writer makes the update a conflict (the next reconcile reads theirs).
  */
-function pkiSecret(root: string, pki: ControlPlanePKI, hash: string, namesHash: string, replaces?: Secret): Secret {
+function pkiSecret(
+  root: string,
+  pki: ControlPlanePKI,
+  hash: string,
+  namesHash: string,
+  replaces?: Secret,
+  rotation: KubeletClientRotation = {},
+): Secret {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -676,8 +734,46 @@ function pkiSecret(root: string, pki: ControlPlanePKI, hash: string, namesHash: 
       ...(replaces && { resourceVersion: replaces.metadata?.resourceVersion }),
     },
     type: 'Opaque',
-    data: { [PKI_SECRET_KEY]: Buffer.from(JSON.stringify(pki), 'utf8').toString('base64') },
+    data: {
+      [PKI_SECRET_KEY]: Buffer.from(JSON.stringify(pki), 'utf8').toString('base64'),
+      ...((rotation.next || rotation.previousCertPem) && {
+        [KUBELET_CLIENT_ROTATION_KEY]: Buffer.from(JSON.stringify(rotation), 'utf8').toString('base64'),
+      }),
+    },
   };
+}
+
+/** keptServiceAccountKey is the ServiceAccount signing key of the PKI in PKI_SECRET, or undefined when it is unreadable. */
+function keptServiceAccountKey(secret: Secret): ControlPlanePKI['serviceAccount'] | undefined {
+  try {
+    const sa = parsePKI(secret, '').serviceAccount;
+    return sa?.privateKeyPem && sa.publicKeyPem ? sa : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * parseRotation reads the kubelet client certificate's renewal in progress from PKI_SECRET ({} without one); a value
+ * that is not one is refused, naming the Secret and key, rather than dropped (its certificates may be in use).
+ */
+function parseRotation(secret: Secret, root: string): KubeletClientRotation {
+  const data = secret.data?.[KUBELET_CLIENT_ROTATION_KEY];
+  if (!data) return {};
+  try {
+    const r = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as KubeletClientRotation;
+    if (typeof r !== 'object' || r === null) throw new Error('not an object');
+    if (r.next && (!r.next.certPem || !r.next.keyPem || Number.isNaN(Date.parse(r.next.stagedAt))))
+      throw new Error('next needs certPem, keyPem and stagedAt');
+    if (r.previousCertPem !== undefined && typeof r.previousCertPem !== 'string')
+      throw new Error('previousCertPem is not a string');
+    return r;
+  } catch (e) {
+    throw new Error(
+      `Secret ${root}/${PKI_SECRET} key "${KUBELET_CLIENT_ROTATION_KEY}" is not a kubelet client renewal ` +
+        `(${(e as Error).message}); delete that key to start the renewal again`,
+    );
+  }
 }
 
 function parsePKI(secret: Secret, root: string): ControlPlanePKI {

@@ -54,14 +54,17 @@ export {
 } from './layout.ts';
 
 /**
- * APISERVER_RELOADED are the apiserver's files it reloads when they change (its serving certificate and its front-proxy
- * client certificate, both renewed before expiry, core/provisioners/native/renewal.ts): a renewal rolls no apiserver.
+ * APISERVER_RELOADED are the apiserver's files it reloads when they change, all renewed before expiry
+ * (core/provisioners/native/renewal.ts): its serving certificate and its front-proxy client certificate, and its
+ * kubelet client certificate, which it reads again for each new connection to a kubelet. A renewal rolls no apiserver.
  */
 export const APISERVER_RELOADED: ReadonlySet<string> = new Set([
   PATHS.apiserverCert,
   PATHS.apiserverKey,
   PATHS.frontProxyClientCert,
   PATHS.frontProxyClientKey,
+  PATHS.kubeletClientCert,
+  PATHS.kubeletClientKey,
 ]);
 
 /**

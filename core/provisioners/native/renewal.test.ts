@@ -1,8 +1,22 @@
 import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generateControlPlanePKI, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
+import {
+  fingerprintSha256,
+  generateControlPlanePKI,
+  type ControlPlanePKI,
+  type ControlPlanePKIOptions,
+} from '../../pki/pki.ts';
+import { PUBLISH_GRACE_MS } from '../../pki/renewal.ts';
 import { nativePKIOptions, renderNative, type VirtualCluster } from './render.ts';
-import { NATIVE_RENEWED, nativeCaRotation, nativeCertificates, renewDueLeaves } from './renewal.ts';
+import {
+  kubeletClientFingerprints,
+  NATIVE_KUBELET_CLIENT,
+  NATIVE_RENEWED,
+  nativeCaRotation,
+  nativeCertificates,
+  renewDueLeaves,
+  renewKubeletClient,
+} from './renewal.ts';
 import { CA_ROTATION_REFUSED, caRotationCondition } from '../../lifecycle/certificates.ts';
 import { ANN } from '../../names/names.ts';
 import type { KubeObject } from '../../kube/client.ts';
@@ -16,7 +30,12 @@ const vc: VirtualCluster = {
   spec: { pkiExpireDays: 30 },
 };
 // leaves of ten days under CAs of thirty, as NativeOptions.certificates.validityDays gives them
-const opts: ControlPlanePKIOptions = { ...nativePKIOptions(vc, ROOT), validityDays: 10, caValidityDays: 30 };
+const opts: ControlPlanePKIOptions = {
+  ...nativePKIOptions(vc, ROOT),
+  validityDays: 10,
+  caValidityDays: 30,
+  kubeletClientValidityDays: 10,
+};
 
 let pki: ControlPlanePKI;
 beforeAll(async () => {
@@ -31,21 +50,20 @@ const hashOf = (objs: KubeObject[], name: string): string =>
   ).spec.template.metadata.annotations[ANN.configHash]!;
 
 describe('nativeCertificates', () => {
-  it('reports the renewed leaves and, marked manual, the CAs and the pinned kubelet client', () => {
+  it('reports the renewed leaves and the kubelet client and, marked manual, the CAs', () => {
     const certs = nativeCertificates(pki);
-    expect(certs.filter((c) => !c.manual).map((c) => c.name)).toEqual(Object.values(NATIVE_RENEWED));
-    expect(certs.filter((c) => c.manual).map((c) => c.name)).toEqual([
-      'cluster CA',
-      'front-proxy CA',
-      'kube-apiserver kubelet client',
+    expect(certs.filter((c) => !c.manual).map((c) => c.name)).toEqual([
+      ...Object.values(NATIVE_RENEWED),
+      NATIVE_KUBELET_CLIENT,
     ]);
+    expect(certs.filter((c) => c.manual).map((c) => c.name)).toEqual(['cluster CA', 'front-proxy CA']);
     const life = (name: string) => {
       const c = certs.find((x) => x.name === name)!;
       return Math.round((c.notAfter.getTime() - c.notBefore.getTime()) / DAY_MS);
     };
     expect(life('admin client')).toBe(10);
     expect(life('cluster CA')).toBe(30);
-    expect(life('kube-apiserver kubelet client')).toBe(30);
+    expect(life('kube-apiserver kubelet client')).toBe(10);
   });
 });
 
@@ -97,6 +115,79 @@ describe('renewDueLeaves', () => {
   });
 });
 
+describe('renewKubeletClient: the two steps of the kubelet client certificate renewal', () => {
+  const at = (days: number) => new Date(Date.now() + days * DAY_MS);
+  const step = (p: ControlPlanePKI, r: Parameters<typeof renewKubeletClient>[1], now: Date, published: string[]) =>
+    renewKubeletClient(p, r, { now, fraction: 2 / 3, validityDays: 10, published });
+
+  it('does nothing before two thirds of its life', async () => {
+    const out = await step(pki, {}, at(6), [pki.kubeletClientFingerprint]);
+    expect(out).toEqual({ pki, rotation: {}, step: 'none' });
+  });
+
+  it('stages, waits for the status and the grace, promotes, and keeps the replaced one until it expires', async () => {
+    const t0 = at(7);
+    const staged = await step(pki, {}, t0, [pki.kubeletClientFingerprint]);
+    expect(staged.step).toBe('stage');
+    // the apiserver is not given it yet: the PKI is the same, the renewed pair waits in the rotation
+    expect(staged.pki).toBe(pki);
+    const next = staged.rotation.next!;
+    const [was, is] = [x509(pki.kubeletClient.certPem), x509(next.certPem)];
+    expect(is.serialNumber).not.toBe(was.serialNumber);
+    expect(is.subject).toBe(was.subject);
+    expect(is.verify(x509(pki.ca.certPem).publicKey)).toBe(true);
+    expect(Math.round((Date.parse(is.validTo) - Date.parse(is.validFrom)) / DAY_MS)).toBe(10);
+    const fp = fingerprintSha256(next.certPem);
+    // what the status publishes now: the current one and the staged one
+    expect(kubeletClientFingerprints(staged.pki, staged.rotation, t0)).toEqual({
+      current: pki.kubeletClientFingerprint,
+      rotating: [fp],
+    });
+
+    // not published yet, or published less than the grace ago: it waits, whatever the time
+    const later = new Date(t0.getTime() + 60_000);
+    expect((await step(pki, staged.rotation, later, [pki.kubeletClientFingerprint])).step).toBe('wait');
+    const soon = new Date(t0.getTime() + PUBLISH_GRACE_MS - 1);
+    const waiting = await step(pki, staged.rotation, soon, [pki.kubeletClientFingerprint, fp]);
+    expect(waiting).toEqual({ pki, rotation: staged.rotation, step: 'wait' });
+
+    const t1 = new Date(t0.getTime() + PUBLISH_GRACE_MS);
+    const promoted = await step(pki, staged.rotation, t1, [pki.kubeletClientFingerprint, fp]);
+    expect(promoted.step).toBe('promote');
+    expect(promoted.pki.kubeletClient).toEqual({ certPem: next.certPem, keyPem: next.keyPem });
+    expect(promoted.pki.kubeletClientFingerprint).toBe(fp);
+    expect(promoted.pki.ca).toBe(pki.ca);
+    expect(promoted.rotation).toEqual({ previousCertPem: pki.kubeletClient.certPem });
+    expect(kubeletClientFingerprints(promoted.pki, promoted.rotation, t1)).toEqual({
+      current: fp,
+      rotating: [pki.kubeletClientFingerprint],
+    });
+    // the rendered apiserver Secret carries the renewed pair, and the apiserver's pod template does not change
+    const cv = {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'ClusterVersion',
+      metadata: { name: 'v1' },
+      spec: { kubernetesVersion: 'v1.36.3' },
+    };
+    const before = renderNative({ vc, clusterVersion: cv, pki, rootNamespace: ROOT });
+    const after = renderNative({ vc, clusterVersion: cv, pki: promoted.pki, rootNamespace: ROOT });
+    const secret = after.find((o) => o.kind === 'Secret' && o.metadata?.name === 'kubelet-client') as KubeObject & {
+      data: Record<string, string>;
+    };
+    expect(Buffer.from(secret.data['tls.crt']!, 'base64').toString()).toBe(next.certPem);
+    expect(secret.metadata?.annotations?.[ANN.kubeletClientFingerprint]).toBe(fp);
+    expect(hashOf(after, 'apiserver')).toBe(hashOf(before, 'apiserver'));
+
+    // once the replaced certificate has expired it is no longer published, and the next step drops it (here, with
+    // both issued in this test's same second, the renewed one is due by then too: it is staged again)
+    const expired = at(11);
+    expect(kubeletClientFingerprints(promoted.pki, promoted.rotation, expired).rotating).toEqual([]);
+    const again = await step(promoted.pki, promoted.rotation, expired, [fp]);
+    expect(again.step).toBe('stage');
+    expect(Object.keys(again.rotation)).toEqual(['next']);
+  });
+});
+
 describe('nativeCaRotation', () => {
   it('answers nothing without the annotation', () => {
     expect(nativeCaRotation(undefined)).toBeUndefined();
@@ -107,5 +198,7 @@ describe('nativeCaRotation', () => {
     expect(c).toMatchObject({ status: 'False', reason: CA_ROTATION_REFUSED });
     // vc rotate-ca stops waiting on a refusal whose message names the step it asked for.
     expect(c.message).toContain(`step ${step}: native tenants have no CA rotation yet`);
+    // and says what replaces their CAs instead
+    expect(c.message).toContain('spec.pkiExpireDays, and a change of it replaces them');
   });
 });

@@ -1,6 +1,18 @@
 import { X509Certificate } from 'node:crypto';
-import { dueForRenewal, type IssuedCertificate } from '../../pki/renewal.ts';
-import { issueApiserverCert, issueCert, type ControlPlanePKI, type ControlPlanePKIOptions } from '../../pki/pki.ts';
+import {
+  dueForRenewal,
+  kubeletClientStep,
+  renewAt,
+  type IssuedCertificate,
+  type KubeletClientStep,
+} from '../../pki/renewal.ts';
+import {
+  fingerprintSha256,
+  issueApiserverCert,
+  issueCert,
+  type ControlPlanePKI,
+  type ControlPlanePKIOptions,
+} from '../../pki/pki.ts';
 
 /**
  * The certificates of a native tenant's PKI (kept in its PKI Secret), which of them the manager renews, and the
@@ -8,7 +20,8 @@ import { issueApiserverCert, issueCert, type ControlPlanePKI, type ControlPlaneP
  * (core/provisioners/native/render.ts): the apiserver reloads its serving and front-proxy client files, which the
  * kubelet rewrites in the projected volume when the Secret changes (they are left out of the apiserver's config hash,
  * so they do not roll it); the admin kubeconfig Secret is written again and the manager's clients reconnect; the
- * controller manager's kubeconfig is in its config hash, so its StatefulSet rolls (the apiserver keeps serving).
+ * controller manager's kubeconfig is in its config hash, so its StatefulSet rolls (the apiserver keeps serving). The
+ * apiserver's kubelet client certificate is renewed in two steps (renewKubeletClient), as the local provisioner's.
  */
 
 /** NativeLeaf is a member of ControlPlanePKI the native provisioner renews. */
@@ -22,14 +35,13 @@ export const NATIVE_RENEWED: Readonly<Record<NativeLeaf, string>> = {
   controllerManager: 'kube-controller-manager client',
 };
 
-/**
- * NATIVE_WATCHED are reported but not renewed: the CAs (a new one is a rotation) and the kubelet client certificate,
- * which the vn-agent pins by fingerprint and which lives as long as the CA.
- */
+/** NATIVE_KUBELET_CLIENT names the apiserver's kubelet client certificate as the metric and the condition report it. */
+export const NATIVE_KUBELET_CLIENT = 'kube-apiserver kubelet client';
+
+/** NATIVE_WATCHED are reported but not renewed: the CAs (a new one is a rotation). */
 export const NATIVE_WATCHED = {
   ca: 'cluster CA',
   frontProxyCA: 'front-proxy CA',
-  kubeletClient: 'kube-apiserver kubelet client',
 } as const satisfies Partial<Record<keyof ControlPlanePKI, string>>;
 
 /** ReportedCertificate is one certificate as the provisioner reports it (Provisioned.certificates). */
@@ -45,6 +57,7 @@ function validity(name: string, pem: string): IssuedCertificate {
 export function nativeCertificates(pki: ControlPlanePKI): ReportedCertificate[] {
   return [
     ...Object.entries(NATIVE_RENEWED).map(([k, name]) => validity(name, pki[k as NativeLeaf].certPem)),
+    validity(NATIVE_KUBELET_CLIENT, pki.kubeletClient.certPem),
     ...Object.entries(NATIVE_WATCHED).map(([k, name]) => ({
       ...validity(name, pki[k as keyof typeof NATIVE_WATCHED].certPem),
       manual: true,
@@ -90,7 +103,7 @@ export async function renewDueLeaves(
 
 /**
  * nativeCaRotation answers the CA rotation step a native tenant's ca-rotation annotation asks for (`vc rotate-ca`),
- * or undefined without one: refused, naming the step, since the native provisioner does not rotate CAs yet. The
+ * or undefined without one: refused, naming the step and the way a native tenant's CAs are replaced instead. The
  * refusal reaches `vc rotate-ca` as the CARotation condition at once, instead of a wait for a step never done.
  */
 export function nativeCaRotation(step: string | undefined): { step: string; refused: string } | undefined {
@@ -98,7 +111,85 @@ export function nativeCaRotation(step: string | undefined): { step: string; refu
   return {
     step,
     refused:
-      `step ${step}: native tenants have no CA rotation yet; their CAs live spec.pkiExpireDays ` +
-      '(docs/operations/certificates.md)',
+      `step ${step}: native tenants have no CA rotation yet; their CAs live spec.pkiExpireDays, and a change of it ` +
+      'replaces them with every certificate they signed (docs/operations/certificates.md)',
   };
+}
+
+/**
+ * KubeletClientRotation is the renewal of a native tenant's kubelet client certificate in progress, kept in its PKI
+ * Secret beside the PKI: a renewed pair not yet given to the apiserver (with when it was made), and the certificate
+ * the last renewal replaced, which the apiserver goes on presenting on connections opened before, until it expires.
+ */
+export interface KubeletClientRotation {
+  next?: { certPem: string; keyPem: string; stagedAt: string };
+  previousCertPem?: string;
+}
+
+/**
+ * kubeletClientFingerprints is what the VirtualCluster's status publishes of the kubelet client certificates: the one
+ * the apiserver is given, and the ones in rotation beside it (a staged renewal, the one replaced while in date).
+ */
+export function kubeletClientFingerprints(
+  pki: ControlPlanePKI,
+  rotation: KubeletClientRotation,
+  now: Date,
+): { current: string; rotating: string[] } {
+  const rotating: string[] = [];
+  if (rotation.next) rotating.push(fingerprintSha256(rotation.next.certPem));
+  const previous = rotation.previousCertPem;
+  if (previous && new Date(new X509Certificate(previous).validTo) > now) rotating.push(fingerprintSha256(previous));
+  return { current: pki.kubeletClientFingerprint, rotating };
+}
+
+/**
+ * renewKubeletClient takes the apiserver's kubelet client certificate one step through its renewal (kubeletClientStep):
+ * once `fraction` of its life has passed, a renewed pair from the same CA (same subject, for validityDays) is staged
+ * in the rotation; once `published` (the status's fingerprints) has held it for the grace, it becomes the PKI's
+ * kubeletClient, which the apiserver's Secret then carries, and the replaced certificate is kept as the previous one.
+ * A previous certificate past its expiry is dropped. Answers the PKI and rotation to keep, and the step taken.
+ */
+export async function renewKubeletClient(
+  pki: ControlPlanePKI,
+  rotation: KubeletClientRotation,
+  s: { now: Date; fraction: number; validityDays: number; published: readonly string[] },
+): Promise<{ pki: ControlPlanePKI; rotation: KubeletClientRotation; step: KubeletClientStep }> {
+  const current = validity(NATIVE_KUBELET_CLIENT, pki.kubeletClient.certPem);
+  const kept: KubeletClientRotation = { ...rotation };
+  if (kept.previousCertPem && new Date(new X509Certificate(kept.previousCertPem).validTo) <= s.now)
+    delete kept.previousCertPem;
+  const step = kubeletClientStep({
+    due: renewAt(current, s.fraction).getTime() <= s.now.getTime(),
+    ...(kept.next && {
+      staged: {
+        fingerprint: fingerprintSha256(kept.next.certPem),
+        ageMs: s.now.getTime() - Date.parse(kept.next.stagedAt),
+      },
+    }),
+    published: s.published,
+  });
+  if (step === 'stage') {
+    const old = new X509Certificate(pki.kubeletClient.certPem);
+    const subject = old.subject.split('\n');
+    const pair = await issueCert(pki.ca, {
+      commonName: subject.find((l) => l.startsWith('CN='))!.slice(3),
+      organizations: subject.filter((l) => l.startsWith('O=')).map((l) => l.slice(2)),
+      usages: ['client'],
+      validityDays: s.validityDays,
+    });
+    return { pki, rotation: { ...kept, next: { ...pair, stagedAt: s.now.toISOString() } }, step };
+  }
+  if (step === 'promote') {
+    const next = kept.next!;
+    return {
+      pki: {
+        ...pki,
+        kubeletClient: { certPem: next.certPem, keyPem: next.keyPem },
+        kubeletClientFingerprint: fingerprintSha256(next.certPem),
+      },
+      rotation: { previousCertPem: pki.kubeletClient.certPem },
+      step,
+    };
+  }
+  return { pki, rotation: kept, step };
 }
