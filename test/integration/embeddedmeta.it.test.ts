@@ -3,10 +3,11 @@
  * it, started as a user starts it (`vc up --detach`). The meta cluster holds the VirtualClusters and the registrations
  * of r1 and r2 and runs no tenant Pod; the seed's experiment, as written (slice and quota on the tenant's `default`
  * namespace, Deployment test-1 with dnsPolicy ClusterFirst scaled from one replica to two), spreads its Pods over r1
- * and r2 (kwok nodes). `vc status` names the three clusters' kubeconfigs. The manager's process and the clusters run in
- * the platform's cpu cgroup (issue 31 §3), a tenant's control plane in its own. `vc down` leaves no process; `vc up`
- * again on the state directory refuses fewer super clusters and, without the options, runs the meta cluster apart and
- * r1, r2 again, the demo's Pods still on them; the last `vc down` leaves no process either.
+ * and r2 (kwok nodes). `vc status` names the three clusters' kubeconfigs; the meta cluster runs no scheduler. The
+ * manager's process and the clusters run in the platform's cpu cgroup (issue 31 §3), a tenant's control plane in its
+ * own. `vc down` leaves no process; `vc up` again on the state directory refuses fewer super clusters and, without the
+ * options, runs the meta cluster apart and r1, r2 again, the demo's Pods still on them; the last `vc down` leaves no
+ * process either.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -119,6 +120,12 @@ describe('vc up --super-clusters 2 --meta (the meta cluster apart from r1 and r2
     );
     expect(new Set(servers.map((x) => x.server)).size).toBe(3);
     expect(servers.map((x) => x.nodes)).toEqual([[], ['r1-node-0'], ['r2-node-0']]);
+    // a kube-scheduler for each super cluster, none for the meta cluster, which runs no Pod
+    const schedulers = (await processes())
+      .filter((l) => l.includes('kube-scheduler'))
+      .map((l) => /--kubeconfig=\S*\/clusters\/([^/]+)\//.exec(l)?.[1])
+      .sort();
+    expect(schedulers).toEqual(['r1', 'r2']);
     const dev = out.tenants.find((t) => t.name === 'dev')!;
     expect(dev.phase).toBe('Running');
     expect(existsSync(dev.kubeconfig!)).toBe(true);

@@ -167,12 +167,14 @@ export async function startEmbedded(o: {
   };
   step(
     meta
-      ? 'starting the meta cluster (etcd, kube-apiserver, controller-manager, scheduler, no nodes)'
+      ? 'starting the meta cluster (etcd, kube-apiserver, controller-manager; no scheduler, no nodes)'
       : `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${firstReal ? `, ${firstReal} real node(s)` : ''})`,
   );
   const sc = await LocalSuperCluster.start({
     stateDir: o.stateDir,
     nodes: meta ? 0 : (o.nodes ?? 3),
+    // The meta cluster apart runs no Pod: nothing for a scheduler to do there.
+    ...(meta && { scheduler: false }),
     realNodes: firstReal,
     ...(netnsRealNodes && { netnsRealNodes }),
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),
