@@ -15,6 +15,7 @@ import { localProvisioners } from '../provisioner/offer.ts';
 import { git, startGitServer, type TenantRepositoryServer } from './gitserver.ts';
 import { keptPort, startAgent } from './agent.ts';
 import { embeddedTenantDefaults, nativeOnRealNodes } from './defaults.ts';
+import { resolveShape, shapeOf } from './shape.ts';
 import { applyCRDs, applyFile, ensureEmbeddedPolicy, managerIdentity } from './superobjects.ts';
 
 // The embedded default's parts, named from here as well, where its users have always found them.
@@ -99,7 +100,8 @@ export async function startEmbedded(o: {
   onStep?: (s: string) => void;
   /**
    * superClusters > 1 runs further super clusters r2..rN on the same etcd, each registered in the meta cluster as a
-   * user would register one; the first is then named r1 (default: one super cluster, named default)
+   * user would register one; the first is then named r1 (default: as many as the state directory ran, else one super
+   * cluster, named default). A restart may add super clusters, never remove one (resolveShape).
    */
   superClusters?: number;
   /**
@@ -125,7 +127,7 @@ export async function startEmbedded(o: {
    * plane named `meta` without nodes holds the VirtualClusters, the manager's Lease and the registrations, and every
    * super cluster r1..rN (superClusters of them, at least one) is registered in it; the scheduler places every tenant
    * namespace, and no tenant Pod runs on the meta cluster. The native provisioner (Pods in the meta cluster) is then
-   * not offered.
+   * not offered. Default: as the state directory was started; a state directory refuses the other way (resolveShape).
    */
   meta?: boolean;
   /**
@@ -141,8 +143,8 @@ export async function startEmbedded(o: {
    */
   platformCpu?: boolean;
 }): Promise<Embedded> {
-  const count = o.superClusters ?? 1;
-  const meta = o.meta ?? false;
+  // A restart runs the clusters the state directory has, or refuses what would strand its objects and Pods.
+  const { superClusters: count, meta } = resolveShape(o, shapeOf(o.stateDir), o.stateDir);
   const firstName = meta ? 'meta' : count > 1 ? 'r1' : 'default';
   const superNames = meta || count > 1 ? Array.from({ length: count }, (_, i) => `r${i + 1}`) : [firstName];
   const realSupers = o.realNodeSupers ?? [o.realNodeSuper ?? superNames[0]!];
@@ -165,12 +167,14 @@ export async function startEmbedded(o: {
   };
   step(
     meta
-      ? 'starting the meta cluster (etcd, kube-apiserver, controller-manager, scheduler, no nodes)'
+      ? 'starting the meta cluster (etcd, kube-apiserver, controller-manager; no scheduler, no nodes)'
       : `starting the super cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes${firstReal ? `, ${firstReal} real node(s)` : ''})`,
   );
   const sc = await LocalSuperCluster.start({
     stateDir: o.stateDir,
     nodes: meta ? 0 : (o.nodes ?? 3),
+    // The meta cluster apart runs no Pod: nothing for a scheduler to do there.
+    ...(meta && { scheduler: false }),
     realNodes: firstReal,
     ...(netnsRealNodes && { netnsRealNodes }),
     ...(o.realNodeLockWaitMs ? { realNodeLockWaitMs: o.realNodeLockWaitMs } : {}),

@@ -22,6 +22,11 @@ export interface SuperClusterOptions {
   name?: string;
   /** restart crashed components */
   restart?: boolean;
+  /**
+   * scheduler (default true) runs kube-scheduler; a meta cluster apart, which runs no Pod, has none (real nodes and
+   * kwok nodes still need it)
+   */
+  scheduler?: boolean;
   /** number of real nodes (kubelet + containerd on this host, see core/dev/local/realnode.ts; default 0) */
   realNodes?: number;
   /**
@@ -90,7 +95,7 @@ export class LocalSuperCluster {
         name,
         dir: join(o.stateDir, 'clusters', name),
         etcd,
-        scheduler: true,
+        scheduler: o.scheduler ?? true,
         kwokNodes: o.nodes ?? 3,
         restart: o.restart,
         // Authorization is Node,RBAC (core/provisioners/native/flags.ts): a node's credential (system:node:<node>, as

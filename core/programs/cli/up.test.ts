@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { upNumbers } from './up.ts';
+import type { EmbeddedShape } from '../../dev/embedded/shape.ts';
 
 describe('upNumbers', () => {
   const base = { nodes: '3', superClusters: '1' };
@@ -55,5 +56,26 @@ describe('upNumbers', () => {
     [{ superClusters: '2', realNodeSuper: 'r1,' }, '--real-node-super : must be one of r1..r2 (--super-clusters)'],
   ])('%j is refused naming the option, the value and what it takes', (o, msg) => {
     expect(() => upNumbers({ ...base, ...o })).toThrow(msg);
+  });
+
+  // vc up again on a state directory: what it ran is the default, and the options may not strand what it holds
+  const apart: EmbeddedShape = { meta: true, superClusters: 2 };
+  const plain: EmbeddedShape = { meta: false, superClusters: 1 };
+  it.each([
+    [{}, apart, { superClusters: 2, realNodeSuper: 'r1', meta: true }],
+    [{ realNodeSuper: 'r2' }, apart, { superClusters: 2, realNodeSuper: 'r2', meta: true }],
+    [{ meta: true, superClusters: '3' }, apart, { superClusters: 3, realNodeSuper: 'r1', meta: true }],
+    [{}, plain, { superClusters: 1, meta: false }],
+    [{ superClusters: '2' }, plain, { superClusters: 2, meta: false }],
+  ])('%j on a state directory that ran %j runs %j', (o, shape, want) => {
+    expect(upNumbers({ nodes: '3', ...o }, { dir: '/s', shape })).toMatchObject(want);
+  });
+
+  it.each([
+    [{ superClusters: '1' }, apart, '--super-clusters 1: /s runs 2 super clusters (r1..r2)'],
+    [{ meta: true }, plain, '--meta: /s was started without --meta'],
+    [{ superClusters: '3', realNodeSuper: 'r4' }, apart, '--real-node-super r4: must be one of r1..r3'],
+  ])('%j on a state directory that ran %j is refused naming the option', (o, shape, msg) => {
+    expect(() => upNumbers({ nodes: '3', ...o }, { dir: '/s', shape })).toThrow(msg);
   });
 });

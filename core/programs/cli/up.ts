@@ -11,6 +11,7 @@ import { ensureToolchain, toolchainDir } from '../../toolchain/toolchain.ts';
 import { CliError, DEFAULT_STATE_DIR } from './vcs.ts';
 import { formatData, outputOption } from './output.ts';
 import { healthOf } from './describe.ts';
+import { resolveShape, shapeOf, type EmbeddedShape } from '../../dev/embedded/shape.ts';
 
 /** UpStatus is what a running embedded default records in `<state-dir>/status.json`. */
 export interface UpStatus {
@@ -33,7 +34,7 @@ export interface UpStatus {
 }
 
 /** SuperClusterOption is the `--super-clusters` option of vc up, with `--real-node-super` and `--meta`. */
-type SuperClusterOption = { superClusters: string; realNodeSuper?: string; meta?: boolean };
+type SuperClusterOption = { superClusters?: string; realNodeSuper?: string; meta?: boolean };
 
 /** UpOptions are the options of vc up (`--real-nodes` absent: decided by the real-node preflight). */
 type UpOptions = {
@@ -133,13 +134,19 @@ export interface UpNumbers {
  * upNumbers checks vc up's numeric options and returns them parsed, or throws a CliError naming the option, the value
  * given and what it accepts.
  */
-export function upNumbers(o: {
-  nodes: string;
-  superClusters: string;
-  realNodes?: string;
-  realNodeSuper?: string;
-  meta?: boolean;
-}): UpNumbers {
+export function upNumbers(
+  o: {
+    nodes: string;
+    /** undefined: as the state directory was started, else 1 */
+    superClusters?: string;
+    realNodes?: string;
+    realNodeSuper?: string;
+    /** undefined: as the state directory was started, else false */
+    meta?: boolean;
+  },
+  /** state is the state directory and the shape an earlier start left there (shapeOf), if any */
+  state?: { dir: string; shape?: EmbeddedShape },
+): UpNumbers {
   const whole = (flag: string, raw: string, min: number, max: number): number => {
     const n = /^\d+$/.test(raw.trim()) ? Number(raw) : NaN;
     if (!Number.isInteger(n) || n < min || n > max)
@@ -147,12 +154,18 @@ export function upNumbers(o: {
     return n;
   };
   const nodes = whole('--nodes', o.nodes, 0, 1000);
-  const superClusters = whole('--super-clusters', o.superClusters, 1, 9);
+  const asked = o.superClusters === undefined ? undefined : whole('--super-clusters', o.superClusters, 1, 9);
+  let shape: EmbeddedShape;
+  try {
+    shape = resolveShape({ meta: o.meta, superClusters: asked }, state?.shape, state?.dir ?? '');
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  const { superClusters, meta } = shape;
   // One set of real nodes per host; each is a kubelet, containerd and kube-proxy of this machine.
   const realNodes = o.realNodes === undefined ? undefined : whole('--real-nodes', o.realNodes, 0, 4);
   const realNodeSuper = o.realNodeSuper ?? 'r1';
   const realNodeSupers = realNodeSuper.split(',').map((r) => r.trim());
-  const meta = o.meta ?? false;
   for (const [i, r] of realNodeSupers.entries()) {
     if (r !== 'r1' && !((superClusters > 1 || meta) && /^r[1-9]$/.test(r) && Number(r.slice(1)) <= superClusters))
       throw new CliError(`--real-node-super ${r}: must be one of r1..r${superClusters} (--super-clusters)`);
@@ -175,7 +188,11 @@ export function registerUpCommands(program: Command): void {
     .description('start the embedded default here: super cluster, tenant git repository, manager; Ctrl-C stops it all')
     .option('--state-dir <dir>', 'where all state lives', DEFAULT_STATE_DIR)
     .option('--nodes <n>', 'number of kwok nodes', '3')
-    .option('--super-clusters <n>', 'super clusters to run (more than one: r1..rN, registered in r1)', '1')
+    .option(
+      '--super-clusters <n>',
+      'super clusters to run (more than one: r1..rN, registered in the meta cluster, which is r1 unless --meta); ' +
+        'default: as many as the state directory ran, else 1 (a restart may add super clusters, never remove one)',
+    )
     .option('--real-nodes <n>', 'real nodes (kubelet + containerd here); default: 1 when the host allows it, else 0')
     .option(
       '--real-node-super <names>',
@@ -186,7 +203,8 @@ export function registerUpCommands(program: Command): void {
     .option(
       '--meta',
       'run the meta cluster (VirtualClusters, registrations, no nodes) apart from the super clusters r1..rN, each ' +
-        'registered in it; no tenant Pod runs on it',
+        'registered in it; no tenant Pod runs on it. A state directory keeps it: vc up again there runs it apart ' +
+        'without the flag, and one started without it refuses it',
     )
     .option('-d, --detach', 'return once everything is ready and leave it running (stop it with vc down)')
     .option(
@@ -213,8 +231,11 @@ export function registerUpCommands(program: Command): void {
     )
     .action(async (o: UpOptions) => {
       // Bad numbers are refused before anything is built or started.
-      const { superClusters, realNodeSuper, realNodeSupers, realNodes, nodes, meta } = upNumbers(o);
       const stateDir = resolve(o.stateDir);
+      const { superClusters, realNodeSuper, realNodeSupers, realNodes, nodes, meta } = upNumbers(o, {
+        dir: stateDir,
+        shape: shapeOf(stateDir),
+      });
       mkdirSync(stateDir, { recursive: true });
       await ensureToolchain();
       // The quick start's first line on a fresh machine: the node toolchain (and its Debian packages) too, unless
