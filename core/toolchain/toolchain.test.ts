@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -59,6 +59,17 @@ describe('toolchain cache', () => {
     await ensureToolchain({ versions, script, out: quiet() });
     await ensureToolchain({ versions, script, out: quiet() });
     expect(readFileSync(join(root, 'runs'), 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+
+  it('removes what a build killed outright left beside the directory (its .tmp-<pid> and .tmp-<pid>.work)', async () => {
+    const dir = toolchainDir(versions);
+    for (const left of [`${dir}.tmp-999999`, `${dir}.tmp-999999.work`]) {
+      mkdirSync(join(left, 'bin'), { recursive: true });
+      writeFileSync(join(left, 'bin', 'half'), '');
+    }
+    await ensureToolchain({ versions, script, out: quiet() });
+    expect(isComplete(dir)).toBe(true);
+    expect(readdirSync(join(root, 'cache')).filter((f) => f.includes('.tmp-'))).toEqual([]);
   });
 
   it('keeps a failed build out of the cache and reports its output', async () => {

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
 import cliProgress from 'cli-progress';
 import { fromPackageRoot } from '../paths.ts';
@@ -130,9 +130,11 @@ export async function ensureBuilt(b: CachedBuild): Promise<string> {
     } as lockfile.LockOptions['retries'],
   } as lockfile.LockOptions);
   try {
+    // Under the lock no other build of dir runs: what an interrupted one left (its .tmp-<pid>, .tmp-<pid>.work) goes.
+    for (const e of readdirSync(dirname(dir)))
+      if (e.startsWith(`${basename(dir)}.tmp-`)) rmSync(join(dirname(dir), e), { recursive: true, force: true });
     if (b.isComplete(dir)) return dir;
     const tmp = `${dir}.tmp-${process.pid}`;
-    rmSync(tmp, { recursive: true, force: true });
     const started = Date.now();
     out.write(`building ${b.what} into ${dir}\n`);
     out.write(`${b.note}\n`);
