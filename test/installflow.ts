@@ -102,8 +102,9 @@ export class InstallFlow {
    * starts a super cluster whose one node is the real node, without the taint that keeps other tests' Pods off it.
    */
   static async start(): Promise<InstallFlow> {
-    const dir = mkdtempSync(join(tmpdir(), 'vc-install-flow-'));
+    // the registry first: a registry that fails to start (or to build, on a first run) leaves no directory behind
     const reg = await startRegistry({ users: [USER, TENANT_USER] });
+    const dir = mkdtempSync(join(tmpdir(), 'vc-install-flow-'));
     try {
       writeFileSync(join(dir, 'registry-ca.crt'), reg.caPem);
       for (const [d, u] of [
