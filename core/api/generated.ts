@@ -2069,7 +2069,9 @@ export interface ManagerConfiguration {
      * Super clusters listed with the same network name have joined Pod networks: a Pod on one reaches the Pod IPs of
      * the others. The DNS view of a super cluster then answers a tenant Service whose copies are all on super clusters
      * of its network with the ready Pod IPs of its endpoints (as for a headless Service), not with the
-     * not-on-super-cluster-<name>.invalid name. Absent: joined to none. Not on a metaOnly entry (it has no Pods).
+     * not-on-super-cluster-<name>.invalid name; and a Service with a copy of its own there that has no ready endpoint,
+     * while copies on super clusters of its network have some, with their ready addresses, not with its own copy's
+     * cluster IP. Absent: joined to none. Not on a metaOnly entry (it has no Pods).
      */
     network?: ManagerConfigurationName;
   }[];

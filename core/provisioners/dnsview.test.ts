@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ANN } from '../names/names.ts';
 import { joinedNetworks, rewriteServices, splitSuperView, superAddressed } from './dnsview.ts';
-import { superViewServer } from '@virtualcluster-ts/plugin-sdk';
+import { readyEndpointsOn, superViewServer } from '@virtualcluster-ts/plugin-sdk';
 
 const svc = (spec: Record<string, unknown>, superIP?: string) => ({
   kind: 'Service',
@@ -52,6 +52,7 @@ describe('rewriteServices', () => {
 
 describe('the view of one super cluster', () => {
   const on = (sc: string) => `${ANN.superClusterIP}.${sc}`;
+  const ready = (sc: string) => readyEndpointsOn(sc)!;
   const s2 = (spec: Record<string, unknown>, annotations: Record<string, string>) => ({
     kind: 'Service',
     metadata: { name: 'web', namespace: 'shop', annotations },
@@ -116,6 +117,56 @@ describe('the view of one super cluster', () => {
       ['the only one of its network joins none', 'r3', { [on('r1')]: '10.96.1.1' }, invalid('r3')],
       ['no copy anywhere yet (no IP recorded): named why', 'r1', {}, invalid('r1')],
       ['an empty recorded IP is no copy', 'r1', { [on('r2')]: '' }, invalid('r1')],
+      // a spread namespace: copies on r1 and r2, each syncer recording its copy's ready addresses (ready())
+      [
+        'spread, ready here: its own IP',
+        'r1',
+        { [on('r1')]: '10.96.1.1', [ready('r1')]: '10.244.1.5', [on('r2')]: '10.96.2.2', [ready('r2')]: '10.244.2.7' },
+        { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] },
+      ],
+      [
+        'spread, none ready here: the ready Pod IPs of the joined copies',
+        'r1',
+        { [on('r1')]: '10.96.1.1', [ready('r1')]: '', [on('r2')]: '10.96.2.2', [ready('r2')]: '10.244.2.9,10.244.2.7' },
+        { clusterIP: '10.244.2.7', clusterIPs: ['10.244.2.7', '10.244.2.9'] },
+      ],
+      [
+        'spread, none ready here nor there: its own IP (refused at once)',
+        'r1',
+        { [on('r1')]: '10.96.1.1', [ready('r1')]: '', [on('r2')]: '10.96.2.2', [ready('r2')]: '' },
+        { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] },
+      ],
+      [
+        'spread, nothing recorded here yet: its own IP',
+        'r1',
+        { [on('r1')]: '10.96.1.1', [on('r2')]: '10.96.2.2', [ready('r2')]: '10.244.2.7' },
+        { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] },
+      ],
+      [
+        'spread onto a super cluster of another network: never its addresses',
+        'r1',
+        { [on('r1')]: '10.96.1.1', [ready('r1')]: '', [on('r3')]: '10.96.3.3', [ready('r3')]: '10.244.3.3' },
+        { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] },
+      ],
+      [
+        'spread over three: only the joined one of them',
+        'r1',
+        {
+          [on('r1')]: '10.96.1.1',
+          [ready('r1')]: '',
+          [on('r2')]: '10.96.2.2',
+          [ready('r2')]: '10.244.2.7',
+          [on('r3')]: '10.96.3.3',
+          [ready('r3')]: '10.244.3.3',
+        },
+        { clusterIP: '10.244.2.7', clusterIPs: ['10.244.2.7'] },
+      ],
+      [
+        'spread, a super cluster in no network: its own IP',
+        'r4',
+        { [on('r4')]: '10.96.4.4', [ready('r4')]: '', [on('r1')]: '10.96.1.1', [ready('r1')]: '10.244.1.5' },
+        { clusterIP: '10.96.4.4', clusterIPs: ['10.96.4.4'] },
+      ],
     ])('%s', (_n, sc, annotations, want) => {
       const svc = s2({ clusterIP: '10.32.0.5', clusterIPs: ['10.32.0.5'], ports: [{ port: 80 }] }, annotations);
       expect(superAddressed(svc, sc, joined).spec).toEqual({ ports: [{ port: 80 }], ...want });
@@ -130,6 +181,13 @@ describe('the view of one super cluster', () => {
       ['ExternalName is left alone', { type: 'ExternalName', externalName: 'x.example' }],
     ])('%s', (_n, spec) => {
       expect(superAddressed(s2(spec, { [on('r2')]: '10.96.2.2' }), 'r1', joined).spec).toEqual(spec);
+    });
+    it('without joined networks a spread Service keeps its own copy with none ready there', () => {
+      const svc = s2(
+        { clusterIP: '10.32.0.5' },
+        { [on('r1')]: '10.96.1.1', [ready('r1')]: '', [ready('r2')]: '10.244.2.7' },
+      );
+      expect(superAddressed(svc, 'r1').spec).toEqual({ clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] });
     });
     it('joinedNetworks lists the others of a network, never the asker', () => {
       expect([...joined('r2')]).toEqual(['r1']);

@@ -2,7 +2,7 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
-import { superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
+import { readyEndpointsOn, superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
 import { ANN } from '../names/names.ts';
 
 /** DnsViewOptions say where a DnsView listens, its serving certificate, and the tenant apiserver behind it. */
@@ -72,6 +72,27 @@ function copiesOf(svc: ServiceLike): string[] {
 }
 
 /**
+ * joinedReady are the ready addresses of a tenant Service's copies on the super clusters `reach` names (each copy's
+ * syncer records them, readyEndpointsOn), when the copy on `superCluster` is recorded with none ready; undefined when
+ * that copy has a ready address, has none recorded (its syncer has not said), or no copy in reach has one.
+ */
+function joinedReady(
+  svc: ServiceLike,
+  superCluster: string,
+  reach: ReadonlySet<string> | undefined,
+): string[] | undefined {
+  const a = svc.metadata?.annotations ?? {};
+  const own = readyEndpointsOn(superCluster);
+  if (!reach?.size || !own || a[own] !== '') return undefined;
+  const out = new Set<string>();
+  for (const c of [...reach].sort()) {
+    const k = readyEndpointsOn(c);
+    for (const ip of k && a[k] ? a[k].split(',') : []) if (ip) out.add(ip);
+  }
+  return out.size ? [...out].sort() : undefined;
+}
+
+/**
  * superAddressed shows a tenant Service with the cluster IP of its super copy (the syncer's ANN.superClusterIP
  * annotation) in place of the tenant's own: only the super cluster IP carries packets on a node. Headless and
  * ExternalName Services, and Services whose super copy has no IP yet, are returned as they are. With `superCluster`
@@ -79,16 +100,21 @@ function copiesOf(svc: ServiceLike): string[] {
  * (superClusterIPOn). A Service with none there, whose copies are all on super clusters `joined` says that one's Pods
  * reach, is shown headless: the DNS server then answers the ready Pod IPs of the tenant's EndpointSlices, which carry
  * packets across the joined network, where the other super cluster's cluster IP would not. Any other Service with
- * no copy there is shown as an ExternalName named by notHereName.
+ * no copy there is shown as an ExternalName named by notHereName. A Service whose copy there is recorded with no
+ * ready address while copies on super clusters `joined` reaches have some (joinedReady) is shown with those
+ * addresses as its cluster IPs: the DNS server answers each of them, the tenant's own Pods there, across the joined
+ * network; as soon as the copy there has a ready address again it is answered with that copy's cluster IP.
  */
 export function superAddressed<T extends ServiceLike>(svc: T, superCluster?: string, joined?: JoinedNetworks): T {
   const own = svc.spec?.clusterIP;
   if (!own || own === 'None' || svc.spec?.type === 'ExternalName') return svc;
   const key = superCluster === undefined ? ANN.superClusterIP : superClusterIPOn(superCluster);
   const ip = key && svc.metadata?.annotations?.[key];
+  const reach = superCluster === undefined ? undefined : joined?.(superCluster);
+  const far = superCluster === undefined ? undefined : joinedReady(svc, superCluster, reach);
+  if (ip && far) return { ...svc, spec: { ...svc.spec, clusterIP: far[0], clusterIPs: far } };
   if (ip) return { ...svc, spec: { ...svc.spec, clusterIP: ip, clusterIPs: [ip] } };
   if (superCluster === undefined) return svc;
-  const reach = joined?.(superCluster);
   const copies = copiesOf(svc);
   if (reach?.size && copies.length && copies.every((c) => reach.has(c)))
     return { ...svc, spec: { ...svc.spec, clusterIP: 'None', clusterIPs: ['None'] } };

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ANN, LABEL, MANAGER, superNamespace } from '../../core/names/names.ts';
-import { superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
+import { MAX_RECORDED_ENDPOINTS, R, readyEndpointsOn, superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
 import type { Decision, Plugin } from '../../core/plugins/contract.ts';
-import { testContext, testTenant } from '../../core/plugins/testing.ts';
+import { MapCache, testContext, testTenant } from '../../core/plugins/testing.ts';
 import plugin, {
   matchPort,
+  readyAddresses,
+  serviceOfSlice,
   SERVICE_POLICY_VIOLATION,
   servicesPlugin,
   SYNCED_CONDITION,
@@ -514,22 +516,30 @@ describe('services toTenant', () => {
 describe('services toTenant with several super clusters', () => {
   // Each super cluster's syncer records its own copy's IP under its own key and leaves the others' (and the
   // single-cluster key) alone, so two syncers of one spread namespace never flip one annotation between them.
+  // Each also records its copy's ready addresses (none here: no EndpointSlice in the cache).
   const r1 = superClusterIPOn('r1')!;
   const r2 = superClusterIPOn('r2')!;
+  const e1 = readyEndpointsOn('r1')!;
+  const e2 = readyEndpointsOn('r2')!;
   it.each([
-    { name: 'first record on r2', cluster: 'r2', had: {}, want: { [r2]: '10.0.0.5' } },
+    { name: 'first record on r2', cluster: 'r2', had: {}, want: { [r2]: '10.0.0.5', [e2]: '' } },
     {
       name: "r1's record is kept",
       cluster: 'r2',
-      had: { [r1]: '10.9.9.9' },
-      want: { [r1]: '10.9.9.9', [r2]: '10.0.0.5' },
+      had: { [r1]: '10.9.9.9', [e1]: '10.244.1.5' },
+      want: { [r1]: '10.9.9.9', [e1]: '10.244.1.5', [r2]: '10.0.0.5', [e2]: '' },
     },
-    { name: 'a stale own record is replaced', cluster: 'r2', had: { [r2]: '10.1.1.1' }, want: { [r2]: '10.0.0.5' } },
+    {
+      name: 'a stale own record is replaced',
+      cluster: 'r2',
+      had: { [r2]: '10.1.1.1', [e2]: '10.244.2.2' },
+      want: { [r2]: '10.0.0.5', [e2]: '' },
+    },
     {
       name: 'the single-cluster key is not touched',
       cluster: 'r1',
       had: { [ANN.superClusterIP]: '10.7.7.7' },
-      want: { [ANN.superClusterIP]: '10.7.7.7', [r1]: '10.0.0.5' },
+      want: { [ANN.superClusterIP]: '10.7.7.7', [r1]: '10.0.0.5', [e1]: '' },
     },
   ])('$name', ({ cluster, had, want }) => {
     const got = servicesPlugin.toTenant(
@@ -543,6 +553,92 @@ describe('services toTenant with several super clusters', () => {
   it('a super cluster name too long for an annotation key gets no record', () => {
     expect(superClusterIPOn('a'.repeat(53))).toBe(`${ANN.superClusterIP}.${'a'.repeat(53)}`);
     expect(superClusterIPOn('a'.repeat(54))).toBeUndefined();
+    expect(readyEndpointsOn('a'.repeat(53))).toBe(`transparency.tenancy.x-k8s.io/endpoints.${'a'.repeat(53)}`);
+    expect(readyEndpointsOn('a'.repeat(54))).toBeUndefined();
+  });
+
+  const slice = (name: string, service: string, endpoints: unknown[], namespace = sns) => ({
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name, namespace, labels: { 'kubernetes.io/service-name': service, [LABEL.managedBy]: MANAGER } },
+    addressType: 'IPv4',
+    endpoints,
+  });
+  const up = (slices: unknown[], superCluster = 'r1', sharedTenants = true) =>
+    servicesPlugin.toTenant(
+      frozen(superSvc({ type: 'ClusterIP', ports: [http], ...mirrored })),
+      frozen(tenantSvc(tenantSpec())),
+      testContext({
+        superCluster,
+        sharedTenants,
+        superCache: new MapCache([[R.endpointslices, slices as never]]),
+      }),
+    ).object?.metadata?.annotations;
+  it.each([
+    {
+      name: 'ready and unset-ready endpoints of its slices, sorted, each once',
+      slices: [
+        slice('web-a', 'web', [
+          { addresses: ['10.244.1.9'], conditions: { ready: true } },
+          { addresses: ['10.244.1.10'] },
+        ]),
+        slice('web-b', 'web', [{ addresses: ['10.244.1.9'], conditions: { ready: true } }]),
+      ],
+      want: '10.244.1.10,10.244.1.9',
+    },
+    {
+      name: 'not a not-ready endpoint',
+      slices: [slice('web-a', 'web', [{ addresses: ['10.244.1.9'], conditions: { ready: false, serving: true } }])],
+      want: '',
+    },
+    {
+      name: "not another Service's slice, nor one of another namespace",
+      slices: [
+        slice('db-a', 'db', [{ addresses: ['10.244.1.7'] }]),
+        slice('web-x', 'web', [{ addresses: ['10.244.9.9'] }], superNamespace('other-tenant-key', 'app')),
+      ],
+      want: '',
+    },
+  ])('records $name', ({ slices, want }) => {
+    expect(up(slices)?.[e1]).toBe(want);
+  });
+  it('records at most MAX_RECORDED_ENDPOINTS addresses', () => {
+    const many = Array.from({ length: MAX_RECORDED_ENDPOINTS + 5 }, (_, i) => ({ addresses: [`10.244.${i}.1`] }));
+    const got = up([slice('web-a', 'web', many)])?.[e1];
+    expect(got?.split(',')).toHaveLength(MAX_RECORDED_ENDPOINTS);
+    expect(
+      readyAddresses(superSvc({}), {
+        superCache: new MapCache([[R.endpointslices, [slice('w', 'web', many)] as never]]),
+      }),
+    ).toEqual(got?.split(','));
+  });
+  it('one super cluster records none (no key of its own)', () => {
+    expect(up([slice('web-a', 'web', [{ addresses: ['10.244.1.9'] }])], 'r1', false)).toEqual({
+      [ANN.superClusterIP]: '10.0.0.5',
+    });
+  });
+  it('a headless copy records none', () => {
+    const got = servicesPlugin.toTenant(
+      frozen(superSvc({ type: 'ClusterIP', clusterIP: 'None', clusterIPs: ['None'], ports: [http] })),
+      frozen(tenantSvc(tenantSpec({ clusterIP: 'None', clusterIPs: ['None'] }))),
+      testContext({ superCluster: 'r1', sharedTenants: true }),
+    );
+    expect(got.object?.metadata?.annotations?.[e1]).toBeUndefined();
+  });
+  it('a super EndpointSlice requeues the tenant Service of its copy, with several super clusters only', () => {
+    const rctx = (sharedTenants: boolean) => ({
+      tenants: [tenant],
+      superCache: new MapCache(),
+      tenantsBy: () => [],
+      tenantOfNamespace: (ns: string) => (ns === sns ? { tenant: tenant.key, namespace: 'app' } : undefined),
+      superCluster: 'r1',
+      sharedTenants,
+    });
+    const s = slice('web-a', 'web', []);
+    expect(serviceOfSlice(s, rctx(true))).toEqual([{ tenant: tenant.key, namespace: 'app', name: 'web' }]);
+    expect(serviceOfSlice(s, rctx(false))).toEqual([]);
+    expect(serviceOfSlice(slice('x', 'web', [], 'kube-system'), rctx(true))).toEqual([]);
+    expect(servicesPlugin.watches).toEqual([{ resource: R.endpointslices, side: 'super', map: serviceOfSlice }]);
   });
 });
 

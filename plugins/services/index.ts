@@ -1,6 +1,10 @@
 import {
   ANN,
+  MAX_RECORDED_ENDPOINTS,
+  readyEndpointsOn,
+  type RouteContext,
   superClusterIPOn,
+  type TenantKey,
   buildOn,
   clone,
   copyFields,
@@ -260,6 +264,9 @@ function toTenant(
   const key = ctx.sharedTenants && ctx.superCluster ? superClusterIPOn(ctx.superCluster) : ANN.superClusterIP;
   if (key && superIP) annotations[key] = superIP;
   else if (key) delete annotations[key];
+  const ready = ctx.sharedTenants && ctx.superCluster ? readyEndpointsOn(ctx.superCluster) : undefined;
+  if (ready && superIP && superIP !== 'None') annotations[ready] = readyAddresses(superObj, ctx).join(',');
+  else if (ready) delete annotations[ready];
   if (Object.keys(annotations).length) meta.annotations = annotations;
   else delete meta.annotations;
 
@@ -272,6 +279,40 @@ function toTenant(
     }
   }
   return { object: desired };
+}
+
+/** SERVICE_NAME_LABEL names the Service an EndpointSlice belongs to. */
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+interface EndpointSlice extends KubeObject {
+  endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean } }>;
+}
+
+/**
+ * readyAddresses are the ready addresses (an unset `ready` counts as ready, as the API says) of the EndpointSlices of a
+ * super Service in its own namespace, sorted, at most MAX_RECORDED_ENDPOINTS. Every slice there is the super cluster's
+ * own or one the syncer checked: those its controllers derive from the tenant's super Pods, and the tenant slices the
+ * endpointslices plugin copied after keeping only the tenant's own addresses.
+ */
+export function readyAddresses(superObj: Service, ctx: Pick<PluginContext, 'superCache'>): string[] {
+  const name = superObj.metadata?.name;
+  const out = new Set<string>();
+  for (const s of ctx.superCache.list<EndpointSlice>(R.endpointslices, superObj.metadata?.namespace)) {
+    if (!name || s.metadata?.labels?.[SERVICE_NAME_LABEL] !== name) continue;
+    for (const e of s.endpoints ?? []) if (e.conditions?.ready !== false) for (const a of e.addresses ?? []) out.add(a);
+  }
+  return [...out].sort().slice(0, MAX_RECORDED_ENDPOINTS);
+}
+
+/**
+ * serviceOfSlice maps a super EndpointSlice to the tenant Service whose copy it belongs to, with several super
+ * clusters only (readyEndpointsOn is written only then).
+ */
+export function serviceOfSlice(slice: KubeObject, rctx: RouteContext): TenantKey[] {
+  const svc = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+  const owner = rctx.tenantOfNamespace(slice.metadata?.namespace ?? '');
+  if (!rctx.sharedTenants || !rctx.superCluster || !svc || !owner) return [];
+  return [{ tenant: owner.tenant, namespace: owner.namespace, name: svc }];
 }
 
 /**
@@ -293,6 +334,8 @@ export const servicesPlugin = {
     sourceOfTruth: 'tenant',
     processes: ['manager'],
   },
+  // The ready addresses of a copy (readyEndpointsOn) follow its EndpointSlices.
+  watches: [{ resource: R.endpointslices, side: 'super', map: serviceOfSlice }],
   toSuper,
   toTenant,
 } satisfies ResourcePlugin<Service>;

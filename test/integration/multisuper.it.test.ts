@@ -35,7 +35,7 @@ import {
 import { freePorts } from '../../core/dev/local/process.ts';
 import { nodeBinaryPath } from '../../core/toolchain/node.ts';
 import { perSuperKubeconfig } from '../../plugins/dns/view.ts';
-import { superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
+import { readyEndpointsOn, superClusterIPOn } from '@virtualcluster-ts/plugin-sdk';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { startVnAgent, type VnAgent } from '../../core/vnagent/agent.ts';
 import { StaticTenantDirectory } from '../../core/vnagent/testing.ts';
@@ -199,22 +199,104 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     expect(vNodes).toEqual([p1.spec!.nodeName, p2.spec!.nodeName].sort());
   });
 
-  // Tenant DNS on r1 for a Service whose namespace is placed on r2 alone (issue 39): the stock CoreDNS binary reads
-  // r1's DNS view of tenant x's apiserver (the kubeconfig the dnsview plugin gives r1's copy), with the tenant DNS
-  // ServiceAccount's token. Joined networks (superClusters[].network) answer r2's ready Pod IP; apart, the CNAME
-  // that says the Service is not on r1.
-  it("answers r1's DNS for a Service on r2 alone with r2's Pod IPs when the networks are joined, else the .invalid name", async () => {
-    await setup(x, 'far');
-    await place(x, keyX, 'far', '{"r2":1}');
+  /**
+   * askR1 starts the stock CoreDNS binary reading r1's DNS view of tenant x's apiserver (the kubeconfig the dnsview
+   * plugin gives r1's copy), with the tenant DNS ServiceAccount's token, the networks of r1 and r2 joined or not,
+   * and asks it `name` until it answers `want` (A records or a CNAME); then stops both.
+   */
+  let dnsSA: { dir: string; serving: { certPem: string; keyPem: string } } | undefined;
+  const askR1 = async (joined: boolean, name: string, want: { a: string[] } | { cname: string[] }) => {
+    if (!dnsSA) {
+      for (const o of tenantDnsObjects({ clusterDomain: 'cluster.local' }).slice(0, 3))
+        await x.apply(o.resource, o.object, 'test');
+      const tr = await x.request<{ status: { token: string } }>(
+        'POST',
+        `/api/v1/namespaces/${TENANT_DNS_NAMESPACE}/serviceaccounts/${TENANT_DNS_NAME}/token`,
+        { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } },
+      );
+      const sa = join(dir, 'dns-sa');
+      mkdirSync(sa, { recursive: true });
+      const viewCA = await createCA('dns-view-ca', 1);
+      const serving = await issueCert(viewCA, {
+        commonName: 'dns-view',
+        ipAddresses: ['127.0.0.1'],
+        usages: ['server'],
+        validityDays: 1,
+      });
+      writeFileSync(join(sa, 'token'), tr.status.token);
+      writeFileSync(join(sa, 'ca.crt'), viewCA.certPem);
+      dnsSA = { dir: sa, serving };
+    }
+    const sa = dnsSA.dir;
+    const target = {
+      host: '127.0.0.1',
+      port: cpX.ports.apiserver,
+      caPem: readFileSync(join(cpX.dir, 'pki', PKI_FILES.ca.cert), 'utf8'),
+    };
+    const view = await DnsView.start({
+      host: '127.0.0.1',
+      port: 0,
+      certPem: dnsSA.serving.certPem,
+      keyPem: dnsSA.serving.keyPem,
+      target,
+      ...(joined && {
+        joined: joinedNetworks([
+          { name: 'r1', network: 'flat' },
+          { name: 'r2', network: 'flat' },
+        ]),
+      }),
+    });
+    const [dnsPort] = await freePorts(1);
+    const kubeconfig = perSuperKubeconfig(dnsKubeconfig({ host: '127.0.0.1', port: view.port }), 'r1')!;
+    const kc = join(sa, `kubeconfig-${joined}`);
+    writeFileSync(kc, kubeconfig.replaceAll('/var/run/secrets/kubernetes.io/serviceaccount', sa));
+    const cf = join(sa, `Corefile-${joined}`);
+    writeFileSync(
+      cf,
+      `cluster.local:${dnsPort} {\n  bind 127.0.0.1\n  kubernetes cluster.local {\n    kubeconfig ${kc} tenant\n    pods disabled\n  }\n}\n`,
+    );
+    const coredns = spawn(nodeBinaryPath('coredns'), ['-conf', cf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    coredns.stderr.on('data', (d: Buffer) => (log += d.toString()));
+    const exited = new Promise((r) => coredns.once('exit', r));
+    try {
+      const resolver = new Resolver({ timeout: 2000, tries: 1 });
+      resolver.setServers([`127.0.0.1:${dnsPort}`]);
+      return await eventually(async () => {
+        // until CoreDNS has read the view (an empty answer first is not the answer)
+        const got =
+          'a' in want ? { a: (await resolver.resolve4(name)).sort() } : { cname: await resolver.resolveCname(name) };
+        expect(got).toEqual(want);
+        return got;
+      }, 30_000).catch((e: Error) => {
+        throw new Error(`${e.message}\ncoredns: ${log}`);
+      });
+    } finally {
+      coredns.kill();
+      await exited;
+      await view.stop();
+    }
+  };
+
+  const labelledPod = async (ns: string, name: string, app: string, cluster: string) => {
     await x.create(R.pods, {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'far-1', namespace: 'far', labels: { app: 'far' } },
+      metadata: { name, namespace: ns, labels: { app } },
       spec: { containers: [{ name: 'c', image: 'nginx' }] },
     });
-    await schedule(x, keyX, 'far', 'far-1', 'r2');
-    const podIP = (await running(x, 'far', 'far-1')).status as { podIP?: string };
-    expect(podIP.podIP).toBeTruthy();
+    await schedule(x, keyX, ns, name, cluster);
+    const ip = ((await running(x, ns, name)).status as { podIP?: string }).podIP;
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    return ip!;
+  };
+
+  // Tenant DNS on r1 for a Service whose namespace is placed on r2 alone (issue 39). Joined networks
+  // (superClusters[].network) answer r2's ready Pod IP; apart, the CNAME that says the Service is not on r1.
+  it("answers r1's DNS for a Service on r2 alone with r2's Pod IPs when the networks are joined, else the .invalid name", async () => {
+    await setup(x, 'far');
+    await place(x, keyX, 'far', '{"r2":1}');
+    const podIP = await labelledPod('far', 'far-1', 'far', 'r2');
     await x.create(R.services, {
       apiVersion: 'v1',
       kind: 'Service',
@@ -227,82 +309,50 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
       expect(a[superClusterIPOn('r2')!]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
       expect(a[superClusterIPOn('r1')!]).toBeUndefined();
     }, 60_000);
-    for (const o of tenantDnsObjects({ clusterDomain: 'cluster.local' }).slice(0, 3))
-      await x.apply(o.resource, o.object, 'test');
-    const tr = await x.request<{ status: { token: string } }>(
-      'POST',
-      `/api/v1/namespaces/${TENANT_DNS_NAMESPACE}/serviceaccounts/${TENANT_DNS_NAME}/token`,
-      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } },
-    );
-    const sa = join(dir, 'dns-sa');
-    mkdirSync(sa, { recursive: true });
-    const viewCA = await createCA('dns-view-ca', 1);
-    const serving = await issueCert(viewCA, {
-      commonName: 'dns-view',
-      ipAddresses: ['127.0.0.1'],
-      usages: ['server'],
-      validityDays: 1,
-    });
-    writeFileSync(join(sa, 'token'), tr.status.token);
-    writeFileSync(join(sa, 'ca.crt'), viewCA.certPem);
-    const target = {
-      host: '127.0.0.1',
-      port: cpX.ports.apiserver,
-      caPem: readFileSync(join(cpX.dir, 'pki', PKI_FILES.ca.cert), 'utf8'),
-    };
-    const ask = async (joined: boolean, want: { a: string[] } | { cname: string[] }) => {
-      const view = await DnsView.start({
-        host: '127.0.0.1',
-        port: 0,
-        certPem: serving.certPem,
-        keyPem: serving.keyPem,
-        target,
-        ...(joined && {
-          joined: joinedNetworks([
-            { name: 'r1', network: 'flat' },
-            { name: 'r2', network: 'flat' },
-          ]),
-        }),
-      });
-      const [dnsPort] = await freePorts(1);
-      const kubeconfig = perSuperKubeconfig(dnsKubeconfig({ host: '127.0.0.1', port: view.port }), 'r1')!;
-      const kc = join(sa, `kubeconfig-${joined}`);
-      writeFileSync(kc, kubeconfig.replaceAll('/var/run/secrets/kubernetes.io/serviceaccount', sa));
-      const cf = join(sa, `Corefile-${joined}`);
-      writeFileSync(
-        cf,
-        `cluster.local:${dnsPort} {\n  bind 127.0.0.1\n  kubernetes cluster.local {\n    kubeconfig ${kc} tenant\n    pods disabled\n  }\n}\n`,
-      );
-      const coredns = spawn(nodeBinaryPath('coredns'), ['-conf', cf], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let log = '';
-      coredns.stderr.on('data', (d: Buffer) => (log += d.toString()));
-      const exited = new Promise((r) => coredns.once('exit', r));
-      try {
-        const resolver = new Resolver({ timeout: 2000, tries: 1 });
-        resolver.setServers([`127.0.0.1:${dnsPort}`]);
-        return await eventually(async () => {
-          // until CoreDNS has read the view (an empty answer first is not the answer)
-          const got = joined
-            ? { a: await resolver.resolve4('web.far.svc.cluster.local') }
-            : { cname: await resolver.resolveCname('web.far.svc.cluster.local') };
-          expect(got).toEqual(want);
-          return got;
-        }, 30_000).catch((e: Error) => {
-          throw new Error(`${e.message}\ncoredns: ${log}`);
-        });
-      } finally {
-        coredns.kill();
-        await exited;
-        await view.stop();
-      }
-    };
-    expect(await ask(true, { a: [podIP.podIP!] })).toEqual({ a: [podIP.podIP] });
-    expect(await ask(false, { cname: ['web.far.not-on-super-cluster-r1.invalid'] })).toEqual({
+    const name = 'web.far.svc.cluster.local';
+    expect(await askR1(true, name, { a: [podIP] })).toEqual({ a: [podIP] });
+    expect(await askR1(false, name, { cname: ['web.far.not-on-super-cluster-r1.invalid'] })).toEqual({
       cname: ['web.far.not-on-super-cluster-r1.invalid'],
     });
     // the Pod leaves r2 (later cases count the tenants' Pods there)
     await x.delete(R.pods, 'far', 'far-1');
     await eventually(async () => expect(await superHas(c2, keyX, 'far', R.pods, 'far-1')).toBe(false), 60_000);
+  });
+
+  // A Service of a namespace spread over r1 and r2 whose Pods run on r2 only: r1's copy has no endpoint. Each syncer
+  // records its copy's ready addresses on the tenant Service; r1's DNS answers r2's Pod IP where the networks are
+  // joined, r1's own copy (refused at once) where they are not, and r1's copy again once a Pod on r1 is ready.
+  it("answers r1's DNS for a spread Service with its Pods on r2 alone with r2's Pod IPs when joined, else r1's copy", async () => {
+    await setup(x, 'both');
+    await place(x, keyX, 'both', '{"r1":1,"r2":1}');
+    const far = await labelledPod('both', 'both-2', 'both', 'r2');
+    await x.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'both' },
+      spec: { selector: { app: 'both' }, ports: [{ port: 80 }] },
+    });
+    const recorded = (want: { r1: string; r2: string }) =>
+      eventually(async () => {
+        const a = (await x.get(R.services, 'both', 'web')).metadata?.annotations ?? {};
+        expect(a[superClusterIPOn('r1')!]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        expect(a[superClusterIPOn('r2')!]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        expect({ r1: a[readyEndpointsOn('r1')!], r2: a[readyEndpointsOn('r2')!] }).toEqual(want);
+        return a[superClusterIPOn('r1')!]!;
+      }, 60_000);
+    const r1IP = await recorded({ r1: '', r2: far });
+    const name = 'web.both.svc.cluster.local';
+    expect(await askR1(true, name, { a: [far] })).toEqual({ a: [far] });
+    expect(await askR1(false, name, { a: [r1IP] })).toEqual({ a: [r1IP] });
+    const near = await labelledPod('both', 'both-1', 'both', 'r1');
+    await recorded({ r1: near, r2: far });
+    expect(await askR1(true, name, { a: [r1IP] })).toEqual({ a: [r1IP] });
+    // the Pods leave (later cases count the tenants' Pods)
+    await Promise.all(['both-1', 'both-2'].map((p) => x.delete(R.pods, 'both', p)));
+    await eventually(async () => {
+      expect(await superHas(r1.client, keyX, 'both', R.pods, 'both-1')).toBe(false);
+      expect(await superHas(c2, keyX, 'both', R.pods, 'both-2')).toBe(false);
+    }, 60_000);
   });
 
   it('gives nodes of the same name on two super clusters a vNode each, kept by its own syncer', async () => {

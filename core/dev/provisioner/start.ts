@@ -56,8 +56,8 @@ export interface LocalProvisionerOptions {
   podAddress?: string;
   /**
    * joined says which super clusters' Pod networks are joined (the configuration's `superClusters[].network`): the DNS
-   * view of one answers a Service whose copies are all on super clusters joined to it with their Pod IPs
-   * (superAddressed). Absent: none is joined.
+   * view of one answers a Service whose copies are all on super clusters joined to it, or whose copy there has no
+   * ready endpoint while those copies have some, with their Pod IPs (superAddressed). Absent: none is joined.
    */
   joined?: JoinedNetworks;
   /**

@@ -157,7 +157,8 @@ export interface NativeOptions {
   dnsView?: { host: string; port: number };
   /**
    * which super clusters' Pod networks are joined (the manager configuration's `superClusters[].network`), for the DNS
-   * view's answer to a Service with no copy on the asking Pod's super cluster (superAddressed); absent: none
+   * view's answer to a Service with no copy, or a copy with no ready endpoint, on the asking Pod's super cluster
+   * (superAddressed); absent: none
    */
   joined?: JoinedNetworks;
   /**

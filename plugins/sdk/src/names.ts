@@ -42,6 +42,20 @@ export function superClusterIPOn(superCluster: string): string | undefined {
   return superCluster.length <= 53 ? `${ANN.superClusterIP}.${superCluster}` : undefined;
 }
 
+/**
+ * readyEndpointsOn is the annotation that shows a tenant Service the ready addresses of its copy on super cluster
+ * `superCluster` (what that super cluster's EndpointSlices for the copy list as ready, comma-separated, sorted, at most
+ * MAX_RECORDED_ENDPOINTS; empty when none is ready). The syncer of that super cluster writes it when several super
+ * clusters serve the tenant; the tenant DNS view of a super cluster whose own copy has none reads those of the super
+ * clusters its Pods reach. Like superClusterIPOn, no key for a name over 53 characters.
+ */
+export function readyEndpointsOn(superCluster: string): string | undefined {
+  return superCluster.length <= 53 ? `transparency.${PREFIX}/endpoints.${superCluster}` : undefined;
+}
+
+/** MAX_RECORDED_ENDPOINTS bounds the addresses readyEndpointsOn records (the smallest, as strings, are kept). */
+export const MAX_RECORDED_ENDPOINTS = 64;
+
 /** LABEL names the labels the core writes on super objects, and the one a super-cluster admin sets. */
 export const LABEL = {
   /** MANAGER on every object the syncer writes */
