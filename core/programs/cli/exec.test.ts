@@ -24,6 +24,13 @@ const exited = (p: ReturnType<typeof spawn>) =>
     p.once('close', (code) => res({ code, out }));
   });
 
+/**
+ * exitOf resolves with the runner's exit status as a shell reports it, once the runner itself has ended: not once its
+ * output closes, which a command it left behind (had a signal killed it outright) would hold open for minutes.
+ */
+const exitOf = (p: ReturnType<typeof spawn>) =>
+  new Promise<number | string>((res) => p.once('exit', (code, sig) => res(code ?? `killed by ${sig}`)));
+
 /** started resolves when the command has printed `started` (so the runner forwards signals to it). */
 const started = (p: ReturnType<typeof spawn>) =>
   new Promise<void>((res) => {
@@ -45,7 +52,7 @@ const started = (p: ReturnType<typeof spawn>) =>
 const signal = (p: ReturnType<typeof spawn>, sig: NodeJS.Signals) => {
   p.kill(sig);
   const again = setTimeout(() => p.kill(sig), 10_000);
-  p.once('close', () => clearTimeout(again));
+  p.once('exit', () => clearTimeout(again));
 };
 
 // tsx keeps its own cache under the temp directory: only vc-exec-* entries are the kubeconfig's.
@@ -69,21 +76,20 @@ describe('runWithKubeconfig', { timeout: 120_000 }, () => {
 
   it('removes the kubeconfig after Ctrl-C (SIGINT), passed on to the command', async () => {
     const p = runner(tmp, ['sh', '-c', 'echo started; exec sleep 300']);
-    const done = exited(p);
+    const done = exitOf(p);
     await started(p);
     expect(leftovers(tmp)).toHaveLength(1);
     signal(p, 'SIGINT');
-    const r = await done;
-    expect(r.code).toBe(130);
+    expect(await done).toBe(130);
     expect(leftovers(tmp)).toEqual([]);
   });
 
   it('removes the kubeconfig after SIGTERM', async () => {
     const p = runner(tmp, ['sh', '-c', 'echo started; exec sleep 300']);
-    const done = exited(p);
+    const done = exitOf(p);
     await started(p);
     signal(p, 'SIGTERM');
-    expect((await done).code).toBe(143);
+    expect(await done).toBe(143);
     expect(leftovers(tmp)).toEqual([]);
   });
 

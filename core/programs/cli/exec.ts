@@ -24,7 +24,10 @@ export async function runWithKubeconfig(
   const handlers = new Map<NodeJS.Signals, () => void>();
   try {
     writeFileSync(file, kubeconfig, { mode: 0o600 });
-    const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: { ...env, KUBECONFIG: file } });
+    // The handlers are in place before the command starts: a signal that comes as soon as it runs (a loaded host may
+    // run the command well before this process again) is passed on, not left to kill this process by default while
+    // the command runs on.
+    const started: { child?: ReturnType<typeof spawn> } = {};
     for (const sig of FORWARDED) {
       // A second signal while the command still runs: remove the file and leave without waiting any longer.
       let seen = false;
@@ -34,14 +37,16 @@ export async function runWithKubeconfig(
           process.exit(128 + constants.signals[sig]);
         }
         seen = true;
-        child.kill(sig);
+        started.child?.kill(sig);
       };
       handlers.set(sig, h);
       process.on(sig, h);
     }
+    const running = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: { ...env, KUBECONFIG: file } });
+    started.child = running;
     return await new Promise<number>((res, rej) => {
-      child.once('error', (e) => rej(new Error(`${command[0]}: ${e.message}`)));
-      child.once('close', (code, signal) => res(code ?? (signal ? 128 + constants.signals[signal] : 1)));
+      running.once('error', (e) => rej(new Error(`${command[0]}: ${e.message}`)));
+      running.once('close', (code, signal) => res(code ?? (signal ? 128 + constants.signals[signal] : 1)));
     });
   } finally {
     for (const [sig, h] of handlers) process.off(sig, h);
