@@ -20,42 +20,90 @@ export function procCpuSeconds(pid: number | string | undefined): number {
   }
 }
 
+/** ProcRow is one process of a /proc scan: its parent and its CPU ticks (those of its reaped children included). */
+export interface ProcRow {
+  ppid: number;
+  ticks: number;
+}
+
+/** ProcScan is a /proc scan: every process, and (when asked for) each live thread's time waiting for a CPU. */
+export interface ProcScan {
+  procs: Map<number, ProcRow>;
+  /** `<pid>/<tid>` -> seconds the thread has spent runnable but waiting on a run queue (schedstat) */
+  threadWaitSeconds: Map<string, number>;
+}
+
 /**
- * treeCpuSeconds is the CPU time of a process and every process below it, from /proc: each live one's user and system
- * time plus that of its children already reaped (cutime, cstime), so a child that exited still counts once, in its
- * parent. What a run started and that re-parented itself away (a double fork) is not counted.
+ * scanProcs reads every process's parent and CPU ticks (user and system time plus that of its children already
+ * reaped, cutime and cstime) from /proc, and with `waits` each thread's run-queue wait from its schedstat.
  */
-export function treeCpuSeconds(root: number = process.pid): number {
-  const stats = new Map<number, { ppid: number; ticks: number }>();
+export function scanProcs(waits = false): ProcScan {
+  const procs = new Map<number, ProcRow>();
+  const threadWaitSeconds = new Map<string, number>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(name), {
+      procs.set(Number(name), {
         ppid: Number(f[1]),
         ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
       });
+      if (!waits) continue;
+      for (const tid of readdirSync(`/proc/${name}/task`))
+        threadWaitSeconds.set(`${name}/${tid}`, schedMs(`${name}/task/${tid}`)[1] / 1000);
     } catch {
       /* gone meanwhile */
     }
   }
-  return treeTicks(stats, root) / USER_HZ;
+  return { procs, threadWaitSeconds };
 }
 
-/** treeTicks sums `ticks` over root and its descendants in a pid -> {ppid, ticks} table. */
-export function treeTicks(stats: ReadonlyMap<number, { ppid: number; ticks: number }>, root: number): number {
+/**
+ * treeCpuSeconds is the CPU time of a process and every process below it, from /proc: each live one's user and system
+ * time plus that of its children already reaped, so a child that exited still counts once, in its parent. What a run
+ * started and that re-parented itself away (a double fork) is not counted.
+ */
+export function treeCpuSeconds(root: number = process.pid): number {
+  return treeTicks(scanProcs().procs, root) / USER_HZ;
+}
+
+/** treePids is root and its descendants in a pid -> {ppid} table (empty when root is not in it). */
+export function treePids(stats: ReadonlyMap<number, { ppid: number }>, root: number): Set<number> {
   const children = new Map<number, number[]>();
   for (const [pid, { ppid }] of stats) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
-  let sum = 0;
   const seen = new Set<number>();
-  const todo = [root];
+  const todo = stats.has(root) ? [root] : [];
   while (todo.length) {
     const pid = todo.pop()!;
     if (seen.has(pid)) continue;
     seen.add(pid);
-    sum += stats.get(pid)?.ticks ?? 0;
     todo.push(...(children.get(pid) ?? []));
+  }
+  return seen;
+}
+
+/** treeTicks sums `ticks` over root and its descendants in a pid -> {ppid, ticks} table. */
+export function treeTicks(stats: ReadonlyMap<number, { ppid: number; ticks: number }>, root: number): number {
+  let sum = 0;
+  for (const pid of treePids(stats, root)) sum += stats.get(pid)!.ticks;
+  return sum;
+}
+
+/**
+ * waitOutside is how long the threads outside a run waited for a CPU between two scans, in seconds: over each thread
+ * of the later scan whose process is not in `run`, its wait then less its wait in the earlier scan (0 for a thread
+ * born since). A thread that ended between the two is not counted, nor a negative difference (a reused id).
+ */
+export function waitOutside(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+  run: ReadonlySet<number>,
+): number {
+  let sum = 0;
+  for (const [key, w] of after) {
+    if (run.has(Number(key.slice(0, key.indexOf('/'))))) continue;
+    sum += Math.max(0, w - (before.get(key) ?? 0));
   }
   return sum;
 }

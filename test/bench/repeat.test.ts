@@ -104,24 +104,47 @@ describe('ratioSpread', () => {
 });
 
 describe('loadBetween', () => {
-  const at = (wallSeconds: number, hostCpuSeconds: number, runCpuSeconds: number) => ({
+  // pid 10 is the run, 20 something else on the host; waits are per `<pid>/<tid>`
+  const at = (
+    wallSeconds: number,
+    hostCpuSeconds: number,
+    runCpuSeconds: number,
+    waits: Record<string, number> = {},
+  ) => ({
     wallSeconds,
     hostCpuSeconds,
     runCpuSeconds,
+    runPids: new Set([10]),
+    threadWaitSeconds: new Map(Object.entries(waits)),
+  });
+  const load = (hostPercent: number, otherCpuPercent: number, otherWaitPercent: number) => ({
+    hostPercent,
+    otherPercent: otherCpuPercent + otherWaitPercent,
+    otherCpuPercent,
+    otherWaitPercent,
   });
   it.each([
-    { name: 'the run alone', a: at(0, 0, 0), b: at(10, 15, 15), want: { hostPercent: 150, otherPercent: 0 } },
-    {
-      name: 'half a core of other work',
-      a: at(0, 0, 0),
-      b: at(10, 20, 15),
-      want: { hostPercent: 200, otherPercent: 50 },
-    },
+    { name: 'the run alone', a: at(0, 0, 0), b: at(10, 15, 15), want: load(150, 0, 0) },
+    { name: 'half a core of other work', a: at(0, 0, 0), b: at(10, 20, 15), want: load(200, 50, 0) },
     {
       name: 'the run read above the host (two reads a moment apart) is no negative other load',
       a: at(5, 100, 50),
       b: at(15, 110, 61),
-      want: { hostPercent: 100, otherPercent: 0 },
+      want: load(100, 0, 0),
+    },
+    {
+      // Others wanting 1.5 cores beside a run that takes 1.5 of the 2: they get half a core and wait for one.
+      name: 'a saturated host: what the others waited counts, what the run waited does not',
+      a: at(0, 0, 0, { '10/10': 0, '20/20': 0, '20/21': 0 }),
+      b: at(10, 20, 15, { '10/10': 4, '20/20': 5, '20/21': 5 }),
+      want: load(200, 50, 100),
+    },
+    {
+      // The same others beside a run that takes half a core: they use more and wait less, and their demand is the same.
+      name: 'the same others beside a lighter run have the same demand',
+      a: at(0, 0, 0, { '20/20': 0, '20/21': 0 }),
+      b: at(10, 20, 5, { '20/20': 1.25, '20/21': 1.25 }),
+      want: load(200, 150, 25),
     },
   ])('$name', ({ a, b, want }) => expect(loadBetween(a, b)).toEqual(want));
 

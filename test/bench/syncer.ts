@@ -23,7 +23,7 @@ import {
   writeCounts,
   writesByOp,
 } from './accounting.ts';
-import { type ArmLoad, interleave, repsOf } from './repeat.ts';
+import { type ArmLoad, interleave, loadBetween, readLoad, repsOf } from './repeat.ts';
 import {
   createAndTime,
   type PodJob,
@@ -196,15 +196,17 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     };
     const arm = async (label: string, jobs: PodJob[]): Promise<ArmResult> => {
       const m = meter();
+      const l0 = readLoad();
       const r = await createAndTime(jobs, CONCURRENCY, phaseDeadline(jobs.length), label);
+      const load = loadBetween(l0, readLoad());
       const { cpu, inflight } = m();
       log(
         `${label}: ${r.podsPerSecond.toFixed(1)} pods/s, p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms; ` +
-          `busiest ${JSON.stringify(busiest(cpu))}, host ${cpu.host!.percentOfOneCore}% (others ${cpu.otherOnHost!.percentOfOneCore}%), ` +
+          `busiest ${JSON.stringify(busiest(cpu))}, host ${load.hostPercent}% (others used ${load.otherCpuPercent}% and waited ${load.otherWaitPercent}%), ` +
           `cpu ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, v.percentOfOneCore])))}, ` +
           `inflight ${JSON.stringify(inflight)}`,
       );
-      return { ...r, cpu, inflight };
+      return { ...r, cpu, inflight, load };
     };
 
     // ---- fairness: in the last repetition, after its syncer arm, with that syncer and its Pods (fairness.ts) ----
@@ -279,10 +281,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     const swWatch = new PodWatch(superClient, { labelSelector: 'bench=samewrites' }, (p) => sw?.superPod(p));
     await swWatch.start();
     watches.push(swWatch);
-    const loadOf = (r: ArmResult): ArmLoad => ({
-      hostPercent: r.cpu.host!.percentOfOneCore,
-      otherPercent: r.cpu.otherOnHost!.percentOfOneCore,
-    });
+    const loadOf = (r: ArmResult): ArmLoad => r.load;
     const memory: Record<string, number> = {};
     const repDetail: Array<Record<string, unknown>> = [];
     // The syncer's writes per Pod by op in the syncer arm of each repetition: the same-writes arm after it replays them.
