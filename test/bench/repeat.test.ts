@@ -7,6 +7,7 @@ import {
   meanLoad,
   ratioSpread,
   type RepRun,
+  repeatedFigures,
   repsOf,
   reportRatios,
   spread,
@@ -277,5 +278,35 @@ describe('figureSpreads', () => {
       'etcd.byHandRestartSecondsMin': 0.8,
       'etcd.byHandRestartSecondsMax': 1,
     });
+  });
+});
+
+describe('repeatedFigures', () => {
+  const run = (rep: number, arm: string, figures: Record<string, number>, otherPercent: number) => ({
+    rep,
+    arm,
+    value: { figures, detail: {} },
+    load: { hostPercent: 180, otherPercent, otherCpuPercent: otherPercent - 10, otherWaitPercent: 10 },
+  });
+  it('gives every figure its median, min and max over the repetitions, and every arm’s load', () => {
+    const r = repeatedFigures([
+      run(0, 'standby', { standbyMs: 400 }, 30),
+      run(0, 'spawn', { spawnMs: 900 }, 40),
+      run(1, 'standby', { standbyMs: 600 }, 50),
+      run(1, 'spawn', { spawnMs: 700 }, 60),
+      run(2, 'standby', { standbyMs: 500 }, 70),
+      run(2, 'spawn', { spawnMs: 2000 }, 80),
+    ]);
+    expect(r.figures).toEqual({
+      standbyMs: 500,
+      standbyMsMin: 400,
+      standbyMsMax: 600,
+      spawnMs: 900,
+      spawnMsMin: 700,
+      spawnMsMax: 2000,
+    });
+    expect(r.notes[0]).toBe('3 repetitions, each figure their median (min, max)');
+    expect(r.notes[1]).toContain('standby r1 30% (used 20%, waited 10%; host 180%)');
+    expect(r.notes[1]).toContain('spawn r3 80% (used 70%, waited 10%; host 180%)');
   });
 });

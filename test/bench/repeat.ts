@@ -278,3 +278,42 @@ export function figureSpreads<T>(
   for (const [k, vs] of byName) Object.assign(figures, spreadFigures(k, spread(vs)));
 }
 
+/** ArmFigures is what one arm of one repetition measured: flat figures (seconds, counts, MiB) and its detail. */
+export interface ArmFigures {
+  figures: Record<string, number>;
+  detail: Record<string, unknown>;
+}
+
+/**
+ * repeatFigures runs arms that report figures of their own (no ratio of one arm to another) interleaved over `reps`
+ * repetitions, each timed with its load (`measured`), and returns every figure's median, min and max over the
+ * repetitions (`figureSpreads`: a figure named by two arms is taken over both), the line with every arm's other load,
+ * and the runs for the scenario's detail. `after` runs after each arm, outside its measurement.
+ */
+export async function repeatFigures(
+  arms: ReadonlyArray<{ name: string; run: (rep: number) => Promise<ArmFigures> }>,
+  reps: number,
+  after?: (rep: number, arm: string) => Promise<void>,
+): Promise<{ figures: Record<string, number>; notes: string[]; runs: Array<RepRun<ArmFigures>> }> {
+  const runs = await interleave(
+    arms.map((a) => ({ name: a.name, run: measured(a.run) })),
+    reps,
+    after,
+  );
+  return { ...repeatedFigures(runs), runs };
+}
+
+/** repeatedFigures is repeatFigures' summary of finished runs: the spreads of their figures and the other-load line. */
+export function repeatedFigures(runs: ReadonlyArray<RepRun<ArmFigures>>): {
+  figures: Record<string, number>;
+  notes: string[];
+} {
+  const figures: Record<string, number> = {};
+  figureSpreads(runs, (v) => v.figures, figures);
+  return { figures, notes: [`${reps(runs)} repetitions, each figure their median (min, max)`, otherLoadLine(runs)] };
+}
+
+/** reps counts the repetitions among some runs. */
+function reps(runs: ReadonlyArray<RepRun<unknown>>): number {
+  return new Set(runs.map((r) => r.rep)).size;
+}
