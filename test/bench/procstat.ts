@@ -26,20 +26,23 @@ export interface ProcRow {
   ticks: number;
 }
 
-/** ProcScan is a /proc scan: every process, and (when asked for) each live thread's time waiting for a CPU. */
+/** ThreadSched is a thread's time on a CPU and time runnable but waiting on a run queue, in seconds (schedstat). */
+export type ThreadSched = readonly [runSeconds: number, waitSeconds: number];
+
+/** ProcScan is a /proc scan: every process, and (when asked for) each live thread's run and run-queue wait. */
 export interface ProcScan {
   procs: Map<number, ProcRow>;
-  /** `<pid>/<tid>` -> seconds the thread has spent runnable but waiting on a run queue (schedstat) */
-  threadWaitSeconds: Map<string, number>;
+  /** `<pid>/<tid>` -> the thread's run and wait so far */
+  threads: Map<string, ThreadSched>;
 }
 
 /**
  * scanProcs reads every process's parent and CPU ticks (user and system time plus that of its children already
- * reaped, cutime and cstime) from /proc, and with `waits` each thread's run-queue wait from its schedstat.
+ * reaped, cutime and cstime) from /proc, and with `waits` each thread's run and run-queue wait from its schedstat.
  */
 export function scanProcs(waits = false): ProcScan {
   const procs = new Map<number, ProcRow>();
-  const threadWaitSeconds = new Map<string, number>();
+  const threads = new Map<string, ThreadSched>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
@@ -50,13 +53,15 @@ export function scanProcs(waits = false): ProcScan {
         ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
       });
       if (!waits) continue;
-      for (const tid of readdirSync(`/proc/${name}/task`))
-        threadWaitSeconds.set(`${name}/${tid}`, schedMs(`${name}/task/${tid}`)[1] / 1000);
+      for (const tid of readdirSync(`/proc/${name}/task`)) {
+        const [run, wait] = schedMs(`${name}/task/${tid}`);
+        threads.set(`${name}/${tid}`, [run / 1000, wait / 1000]);
+      }
     } catch {
       /* gone meanwhile */
     }
   }
-  return { procs, threadWaitSeconds };
+  return { procs, threads };
 }
 
 /**
@@ -91,19 +96,29 @@ export function treeTicks(stats: ReadonlyMap<number, { ppid: number; ticks: numb
 }
 
 /**
- * waitOutside is how long the threads outside a run waited for a CPU between two scans, in seconds: over each thread
- * of the later scan whose process is not in `run`, its wait then less its wait in the earlier scan (0 for a thread
- * born since). A thread that ended between the two is not counted, nor a negative difference (a reused id).
+ * wantedWaitOutside is how long the threads outside a run waited for a CPU they wanted between two scans `seconds`
+ * apart, in seconds. Over each thread of the later scan whose process is not in `run`, with its run r, wait w and time
+ * asleep s in between (s = seconds - r - w): its wait weighed by w / (w + s), the share of its time off a CPU in which
+ * it wanted one. A thread that was runnable all along (s = 0) counts all its wait: it would have used the CPU, whatever
+ * the run did. A thread that mostly sleeps counts little of it: its work is done (in r, which the CPU used already
+ * counts), and what it waited is mostly the run's doing (a busier run keeps it waiting longer). A thread born between
+ * the scans counts from 0 and as if alive all along; one that ended is not counted, nor a negative difference (a
+ * reused id).
  */
-export function waitOutside(
-  before: ReadonlyMap<string, number>,
-  after: ReadonlyMap<string, number>,
+export function wantedWaitOutside(
+  before: ReadonlyMap<string, ThreadSched>,
+  after: ReadonlyMap<string, ThreadSched>,
   run: ReadonlySet<number>,
+  seconds: number,
 ): number {
   let sum = 0;
-  for (const [key, w] of after) {
+  for (const [key, [r1, w1]] of after) {
     if (run.has(Number(key.slice(0, key.indexOf('/'))))) continue;
-    sum += Math.max(0, w - (before.get(key) ?? 0));
+    const [r0, w0] = before.get(key) ?? [0, 0];
+    const r = Math.max(0, r1 - r0);
+    const w = Math.max(0, w1 - w0);
+    const asleep = Math.max(0, seconds - r - w);
+    if (w > 0) sum += (w * w) / (w + asleep);
   }
   return sum;
 }

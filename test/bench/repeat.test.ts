@@ -105,18 +105,18 @@ describe('ratioSpread', () => {
 });
 
 describe('loadBetween', () => {
-  // pid 10 is the run, 20 something else on the host; waits are per `<pid>/<tid>`
+  // pid 10 is the run, 20 something else on the host; threads are `<pid>/<tid>` -> [run, wait] seconds
   const at = (
     wallSeconds: number,
     hostCpuSeconds: number,
     runCpuSeconds: number,
-    waits: Record<string, number> = {},
+    threads: Record<string, [number, number]> = {},
   ) => ({
     wallSeconds,
     hostCpuSeconds,
     runCpuSeconds,
     runPids: new Set([10]),
-    threadWaitSeconds: new Map(Object.entries(waits)),
+    threads: new Map(Object.entries(threads)),
   });
   const load = (hostPercent: number, otherCpuPercent: number, otherWaitPercent: number) => ({
     hostPercent,
@@ -134,18 +134,18 @@ describe('loadBetween', () => {
       want: load(100, 0, 0),
     },
     {
-      // Others wanting 1.5 cores beside a run that takes 1.5 of the 2: they get half a core and wait for one.
+      // Two always-runnable threads of other work beside a run that takes 1.5 of the 2 cores: they get half a core.
       name: 'a saturated host: what the others waited counts, what the run waited does not',
-      a: at(0, 0, 0, { '10/10': 0, '20/20': 0, '20/21': 0 }),
-      b: at(10, 20, 15, { '10/10': 4, '20/20': 5, '20/21': 5 }),
-      want: load(200, 50, 100),
+      a: at(0, 0, 0, { '10/10': [0, 0], '20/20': [0, 0], '20/21': [0, 0] }),
+      b: at(10, 20, 15, { '10/10': [6, 4], '20/20': [2.5, 7.5], '20/21': [2.5, 7.5] }),
+      want: load(200, 50, 150),
     },
     {
-      // The same others beside a run that takes half a core: they use more and wait less, and their demand is the same.
+      // The same two beside a run that takes half a core: they use more and wait less, their demand is the same.
       name: 'the same others beside a lighter run have the same demand',
-      a: at(0, 0, 0, { '20/20': 0, '20/21': 0 }),
-      b: at(10, 20, 5, { '20/20': 1.25, '20/21': 1.25 }),
-      want: load(200, 150, 25),
+      a: at(0, 0, 0, { '20/20': [0, 0], '20/21': [0, 0] }),
+      b: at(10, 20, 5, { '20/20': [7.5, 2.5], '20/21': [7.5, 2.5] }),
+      want: load(200, 150, 50),
     },
   ])('$name', ({ a, b, want }) => expect(loadBetween(a, b)).toEqual(want));
 

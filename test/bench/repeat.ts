@@ -6,7 +6,7 @@
  * arms' other load differs by at most a stated bound, and what is reported is the median with the min and the max.
  */
 
-import { hostCpuSeconds, scanProcs, treePids, waitOutside } from './procstat.ts';
+import { hostCpuSeconds, scanProcs, type ThreadSched, treePids, wantedWaitOutside } from './procstat.ts';
 
 /** OTHER_LOAD_BOUND is the most the other load (% of one core) of two arms may differ for their ratio to count. */
 export const OTHER_LOAD_BOUND = 25;
@@ -130,21 +130,21 @@ export function spreadFigures(name: string, s: Spread): Record<string, number> {
 /**
  * LoadReading is one reading of the clocks an arm's load is taken from: wall time, the host's busy CPU, the run's (this
  * process and every process below it: the clusters, managers and tools a scenario starts), the processes of the run,
- * and each thread's time waiting for a CPU.
+ * and each thread's time on a CPU and waiting for one.
  */
 export interface LoadReading {
   wallSeconds: number;
   hostCpuSeconds: number;
   runCpuSeconds: number;
   runPids: ReadonlySet<number>;
-  /** `<pid>/<tid>` -> seconds runnable but waiting on a run queue, every live thread of the host */
-  threadWaitSeconds: ReadonlyMap<string, number>;
+  /** `<pid>/<tid>` -> its run and run-queue wait so far, every live thread of the host */
+  threads: ReadonlyMap<string, ThreadSched>;
 }
 
-/** readLoad reads the host's busy CPU, that of this process's tree, and every thread's run-queue wait, from /proc. */
+/** readLoad reads the host's busy CPU, that of this process's tree, and every thread's run and run-queue wait, from /proc. */
 export function readLoad(): LoadReading {
   const host = hostCpuSeconds();
-  const { procs, threadWaitSeconds } = scanProcs(true);
+  const { procs, threads } = scanProcs(true);
   const runPids = treePids(procs, process.pid);
   let ticks = 0;
   for (const pid of runPids) ticks += procs.get(pid)!.ticks;
@@ -153,23 +153,24 @@ export function readLoad(): LoadReading {
     hostCpuSeconds: host,
     runCpuSeconds: ticks / 100,
     runPids,
-    threadWaitSeconds,
+    threads,
   };
 }
 
 /**
  * loadBetween is the load between two readings, in % of one core: the host's busy CPU, and the other load, the demand
  * for CPU of everything outside the run: the CPU it used (the host's less the run's, never below 0: the two are read a
- * moment apart) plus the time its threads waited for a CPU. The wait is what makes the other load a figure of the
- * others alone: on a saturated host what the others use is the complement of what the run uses, while what they use
- * plus what they wait for is about the same whatever the run does. The run is the later reading's process tree.
+ * moment apart) plus the time its threads waited for a CPU they wanted (wantedWaitOutside). The wait is what makes the
+ * other load a figure of the others alone: on a saturated host what the others use is the complement of what the run
+ * uses, while what a thread that is always runnable uses plus what it waits for is the whole interval, whatever the
+ * run does. The run is the later reading's process tree.
  */
 export function loadBetween(a: LoadReading, b: LoadReading): ArmLoad {
   const wall = b.wallSeconds - a.wallSeconds;
   if (!(wall > 0)) return { hostPercent: NaN, otherPercent: NaN, otherCpuPercent: NaN, otherWaitPercent: NaN };
   const host = b.hostCpuSeconds - a.hostCpuSeconds;
   const otherCpu = Math.max(0, host - (b.runCpuSeconds - a.runCpuSeconds));
-  const otherWait = waitOutside(a.threadWaitSeconds, b.threadWaitSeconds, b.runPids);
+  const otherWait = wantedWaitOutside(a.threads, b.threads, b.runPids, wall);
   const pct = (s: number) => Math.round((s / wall) * 100);
   return {
     hostPercent: pct(host),
