@@ -306,6 +306,7 @@ describe('repeatedFigures', () => {
       spawnMsMax: 2000,
     });
     expect(r.notes[0]).toBe('3 repetitions, each figure their median (min, max)');
+    expect(r.notes[1]).not.toContain('bound');
     expect(r.notes[1]).toContain('standby r1 30% (used 20%, waited 10%; host 180%)');
     expect(r.notes[1]).toContain('spawn r3 80% (used 70%, waited 10%; host 180%)');
   });

@@ -242,13 +242,16 @@ export function reportRatios<T>(
   return out;
 }
 
-/** otherLoadLine prints the other load and the host's of every arm of every repetition, with the bound. */
-export function otherLoadLine(runs: ReadonlyArray<RepRun<unknown>>, bound = OTHER_LOAD_BOUND): string {
+/**
+ * otherLoadLine prints the other load and the host's of every arm of every repetition, with the bound its ratios are
+ * held to (none for arms that are not set against each other).
+ */
+export function otherLoadLine(runs: ReadonlyArray<RepRun<unknown>>, bound: number | null = OTHER_LOAD_BOUND): string {
   const parts = (l: ArmLoad) =>
     l.otherCpuPercent === undefined ? '' : `used ${l.otherCpuPercent}%, waited ${l.otherWaitPercent}%; `;
   return (
-    `other load (% of a core demanded outside this run: CPU used plus time waiting for one) per arm and repetition, ` +
-    `bound ${bound}% between the arms of a ratio: ` +
+    `other load (% of a core demanded outside this run: CPU used plus time waiting for one) per arm and repetition` +
+    (bound === null ? ': ' : `, bound ${bound}% between the arms of a ratio: `) +
     runs
       .map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (${parts(x.load)}host ${x.load.hostPercent}%)`)
       .join(', ')
@@ -311,7 +314,10 @@ export function repeatedFigures(runs: ReadonlyArray<RepRun<ArmFigures>>): {
 } {
   const figures: Record<string, number> = {};
   figureSpreads(runs, (v) => v.figures, figures);
-  return { figures, notes: [`${reps(runs)} repetitions, each figure their median (min, max)`, otherLoadLine(runs)] };
+  return {
+    figures,
+    notes: [`${reps(runs)} repetitions, each figure their median (min, max)`, otherLoadLine(runs, null)],
+  };
 }
 
 /** reps counts the repetitions among some runs. */
