@@ -8,6 +8,7 @@ import {
   ratioSpread,
   type RepRun,
   repeatedFigures,
+  repetitionsLine,
   repsOf,
   reportRatios,
   spread,
@@ -310,4 +311,11 @@ describe('repeatedFigures', () => {
     expect(r.notes[1]).toContain('standby r1 30% (used 20%, waited 10%; host 180%)');
     expect(r.notes[1]).toContain('spawn r3 80% (used 70%, waited 10%; host 180%)');
   });
+});
+
+describe('repetitionsLine', () => {
+  it.each([
+    [1, '1 repetition: each figure is its one value'],
+    [3, '3 repetitions, each figure their median (min, max)'],
+  ])('%i', (n, want) => expect(repetitionsLine(n)).toBe(want));
 });

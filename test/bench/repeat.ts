@@ -316,8 +316,15 @@ export function repeatedFigures(runs: ReadonlyArray<RepRun<ArmFigures>>): {
   figureSpreads(runs, (v) => v.figures, figures);
   return {
     figures,
-    notes: [`${reps(runs)} repetitions, each figure their median (min, max)`, otherLoadLine(runs, null)],
+    notes: [repetitionsLine(reps(runs)), otherLoadLine(runs, null)],
   };
+}
+
+/** repetitionsLine says over how many repetitions the figures are taken. */
+export function repetitionsLine(n: number): string {
+  return n === 1
+    ? '1 repetition: each figure is its one value'
+    : `${n} repetitions, each figure their median (min, max)`;
 }
 
 /** reps counts the repetitions among some runs. */
