@@ -1,6 +1,7 @@
 import { LocalSuperCluster } from '../../core/dev/local/supercluster.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import type { BenchResult } from './main.ts';
+import { type ArmFigures, repeatFigures, repsOf } from './repeat.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 
 const MiB = 1024 * 1024;
@@ -8,9 +9,16 @@ const MiB = 1024 * 1024;
 /**
  * controlPlaneBench measures how long the local super cluster and one extra tenant control plane take to become
  * ready, their resident memory once idle, and how long a tenant control plane takes to stop, gracefully and when its
- * state is thrown away (as tests' teardown does).
+ * state is thrown away (as tests' teardown does): each of BENCH_REPS repetitions (default 3) starts its own super
+ * cluster, and every figure is the median over them with its min and max.
  */
 export async function controlPlaneBench(): Promise<BenchResult> {
+  const { figures, notes, runs } = await repeatFigures([{ name: 'controlplane', run: controlPlaneRun }], repsOf());
+  return { name: 'controlplane', figures, notes, detail: { runs } };
+}
+
+/** controlPlaneRun is one repetition: a super cluster and two tenant control planes started, measured, stopped. */
+async function controlPlaneRun(): Promise<ArmFigures> {
   const dir = stateDir('vc-bench-');
   const t0 = performance.now();
   const sc = await LocalSuperCluster.start({ stateDir: dir, nodes: 3 });
@@ -34,7 +42,6 @@ export async function controlPlaneBench(): Promise<BenchResult> {
     await other.stop({ discard: true });
     const tenantDiscardStopMs = performance.now() - t3;
     return {
-      name: 'controlplane',
       figures: {
         superReadySeconds: superReadyMs / 1000,
         tenantReadySeconds: tenantReadyMs / 1000,

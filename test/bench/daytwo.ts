@@ -7,7 +7,7 @@ import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { probeReadyz } from '../../core/provisioners/native/provisioner.ts';
 import { CpuMeter, type CpuShare, memAvailableMiB } from './procstat.ts';
-import { type ArmLoad, loadBetween, meanLoad, type RatioSpec, readLoad } from './repeat.ts';
+import { type ArmFigures, type ArmLoad, loadBetween, meanLoad, type RatioSpec, readLoad } from './repeat.ts';
 
 /**
  * This module holds the day-two part of the lifecycle bench (test/bench/lifecycle.ts): on tenants the manager already
@@ -161,10 +161,7 @@ export interface DayTwoSetup {
 }
 
 /** DayTwoValue is what one arm of one repetition measured: flat figures (seconds, counts) and its detail. */
-export interface DayTwoValue {
-  figures: Record<string, number>;
-  detail: Record<string, unknown>;
-}
+export type DayTwoValue = ArmFigures;
 
 /** DayTwoArm is one arm of the day-two bench, run once per repetition by interleave. */
 export interface DayTwoArm {

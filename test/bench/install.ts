@@ -10,11 +10,13 @@ import { eventually, realNodeSkipReason } from '../harness.ts';
 import { InstallFlow } from '../installflow.ts';
 import { killManager, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
+import { envSized } from './pods.ts';
 import { pool } from './podwatch.ts';
+import { type ArmFigures, repeatFigures, repsOf } from './repeat.ts';
 
 const MiB = 1024 * 1024;
 const repo = join(import.meta.dirname, '../..');
-const TENANTS = Number(process.env.BENCH_INSTALL_TENANTS ?? 20);
+const TENANTS = envSized('BENCH_INSTALL_TENANTS', { full: 20, small: 5 });
 const CONFIGMAPS = 5;
 const SETTLE_MS = 30_000;
 const log = (m: string) => process.stderr.write(`install: ${m}\n`);
@@ -166,10 +168,18 @@ async function allRunning(c: KubeClient, ns: string, names: readonly string[], t
  * The tenants are imported, not native: a native tenant is three Pods (etcd, apiserver, controller manager) on the
  * one real node, and 20 of them beside the rest of the machine's work do not fit in 2 cores (see docs/benchmarks.md).
  * What the manager holds per tenant (informers, queues, the syncer's caches) does not depend on the provisioner.
+ * Each of BENCH_REPS repetitions (default 3) is a whole run of the above on a super cluster of its own; every figure is
+ * the median with its min and max. BENCH_SIZE=small imports 5 tenants.
  */
 export async function installBench(): Promise<BenchResult> {
   const skip = await realNodeSkipReason();
   if (skip) return { name: 'install', figures: {}, detail: { skipped: skip } };
+  const { figures, notes, runs } = await repeatFigures([{ name: 'install', run: installRun }], repsOf());
+  return { name: 'install', figures, notes, detail: { runs } };
+}
+
+/** installRun is one repetition: a super cluster with a real node, the installation and the managers measured on it. */
+async function installRun(): Promise<ArmFigures> {
   const f = await InstallFlow.start();
   const spawner = new ManagerSpawner();
   const relays: TcpForwarder[] = [];
@@ -352,7 +362,6 @@ export async function installBench(): Promise<BenchResult> {
     const inRest = max(rest);
     const inWith = max(inClusterWith);
     return {
-      name: 'install',
       figures: {
         image_archive_mib: imageMiB,
         vc_install_s: installS,

@@ -17,6 +17,7 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, tenantFor, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { type ArmFigures, repeatFigures, repsOf } from './repeat.ts';
 import { createPodsAndWaitRunning } from './pods.ts';
 import { waitServiceAccount } from './podwatch.ts';
 
@@ -31,7 +32,8 @@ import { waitServiceAccount } from './podwatch.ts';
  * Figures per scale: the baseline (a plain loop that reads the same lists and builds the same keys, measured in the
  * same run), a pass planning every key (no memo: what patrol cost before), the first pass with the memo (the same
  * work), the median of the next passes (nothing changed), their ratio to the baseline, and the drift a pass finds
- * after a super Pod is deleted, another edited and an orphan added (must be 3).
+ * after a super Pod is deleted, another edited and an orphan added (must be 3). The scales run in turn over BENCH_REPS
+ * repetitions (default 3), each on caches filled afresh; every figure is the median with its min and max.
  */
 
 const POD_PREFIX = 'pb-';
@@ -286,10 +288,9 @@ export async function patrolBench(): Promise<BenchResult> {
     await t?.stop();
   }
   // The clusters are stopped: the passes below compete only with the rest of the machine.
-  const figures: Record<string, number> = { loadAverageAtStart: round(load0) };
-  const detail: Record<string, unknown> = { tenants: T, seedPodsPerTenant: P };
   const uidRe = podUids([superSnap, ...tenantSnaps.map((x) => x.snap)]);
-  for (const scale of scales) {
+  /** scaleArm fills fresh caches up to `scale` Pods (a pass's drift check edits them) and measures the passes. */
+  const scaleArm = (scale: number) => (): Promise<ArmFigures> => {
     const copies = Math.max(1, Math.round(scale / (T * P)));
     const sessions: PatrolSession[] = tenantSnaps.map(({ tenant, snap }) => ({
       tenant,
@@ -301,7 +302,7 @@ export async function patrolBench(): Promise<BenchResult> {
     const objects = superCache.count() + sessions.reduce((n, s) => n + (s.cache as IndexedCache).count(), 0);
     const pods = sessions.reduce((n, s) => n + s.cache.list(R.pods).length, 0);
     const f = measure(host, { sessions, superCache, pods, objects }, log);
-    detail[`pods${scale}`] = f;
+    const figures: Record<string, number> = {};
     for (const k of [
       'pods',
       'baselineCpuMs',
@@ -309,15 +310,29 @@ export async function patrolBench(): Promise<BenchResult> {
       'unchangedPassCpuMs',
       'unchangedOverBaseline',
       'driftFound',
-    ])
-      figures[`${k}At${scale}`] = f[k as keyof typeof f];
+    ] as const)
+      figures[`${k}At${scale}`] = f[k];
     figures[`unchangedPassFixesAt${scale}`] = f.unchangedPassFixes + f.fullPassFixes;
-  }
-  figures.loadAverageAtEnd = round(loadavg()[0]!);
+    return Promise.resolve({ figures, detail: f });
+  };
+  // The scales in turn, over BENCH_REPS repetitions: each figure is the median with its min and max.
+  const { figures, notes, runs } = await repeatFigures(
+    scales.map((scale) => ({ name: `pods${scale}`, run: scaleArm(scale) })),
+    repsOf(),
+  );
   // The passes run on one thread with nothing to wait for: their limit is this process's CPU (wall over CPU above 1
   // means the machine's other work kept it from a core).
-  detail.limit = 'CPU of the patrolling process (one thread, no I/O); wall/CPU > 1 is time waiting for a core';
-  return { name: 'patrol', figures, detail };
+  return {
+    name: 'patrol',
+    notes,
+    figures: { loadAverageAtStart: round(load0), ...figures, loadAverageAtEnd: round(loadavg()[0]!) },
+    detail: {
+      tenants: T,
+      seedPodsPerTenant: P,
+      runs,
+      limit: 'CPU of the patrolling process (one thread, no I/O); wall/CPU > 1 is time waiting for a core',
+    },
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

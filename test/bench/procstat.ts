@@ -20,42 +20,105 @@ export function procCpuSeconds(pid: number | string | undefined): number {
   }
 }
 
+/** ProcRow is one process of a /proc scan: its parent and its CPU ticks (those of its reaped children included). */
+export interface ProcRow {
+  ppid: number;
+  ticks: number;
+}
+
+/** ThreadSched is a thread's time on a CPU and time runnable but waiting on a run queue, in seconds (schedstat). */
+export type ThreadSched = readonly [runSeconds: number, waitSeconds: number];
+
+/** ProcScan is a /proc scan: every process, and (when asked for) each live thread's run and run-queue wait. */
+export interface ProcScan {
+  procs: Map<number, ProcRow>;
+  /** `<pid>/<tid>` -> the thread's run and wait so far */
+  threads: Map<string, ThreadSched>;
+}
+
 /**
- * treeCpuSeconds is the CPU time of a process and every process below it, from /proc: each live one's user and system
- * time plus that of its children already reaped (cutime, cstime), so a child that exited still counts once, in its
- * parent. What a run started and that re-parented itself away (a double fork) is not counted.
+ * scanProcs reads every process's parent and CPU ticks (user and system time plus that of its children already
+ * reaped, cutime and cstime) from /proc, and with `waits` each thread's run and run-queue wait from its schedstat.
  */
-export function treeCpuSeconds(root: number = process.pid): number {
-  const stats = new Map<number, { ppid: number; ticks: number }>();
+export function scanProcs(waits = false): ProcScan {
+  const procs = new Map<number, ProcRow>();
+  const threads = new Map<string, ThreadSched>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(name), {
+      procs.set(Number(name), {
         ppid: Number(f[1]),
         ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
       });
+      if (!waits) continue;
+      for (const tid of readdirSync(`/proc/${name}/task`)) {
+        const [run, wait] = schedMs(`${name}/task/${tid}`);
+        threads.set(`${name}/${tid}`, [run / 1000, wait / 1000]);
+      }
     } catch {
       /* gone meanwhile */
     }
   }
-  return treeTicks(stats, root) / USER_HZ;
+  return { procs, threads };
 }
 
-/** treeTicks sums `ticks` over root and its descendants in a pid -> {ppid, ticks} table. */
-export function treeTicks(stats: ReadonlyMap<number, { ppid: number; ticks: number }>, root: number): number {
+/**
+ * treeCpuSeconds is the CPU time of a process and every process below it, from /proc: each live one's user and system
+ * time plus that of its children already reaped, so a child that exited still counts once, in its parent. What a run
+ * started and that re-parented itself away (a double fork) is not counted.
+ */
+export function treeCpuSeconds(root: number = process.pid): number {
+  return treeTicks(scanProcs().procs, root) / USER_HZ;
+}
+
+/** treePids is root and its descendants in a pid -> {ppid} table (empty when root is not in it). */
+export function treePids(stats: ReadonlyMap<number, { ppid: number }>, root: number): Set<number> {
   const children = new Map<number, number[]>();
   for (const [pid, { ppid }] of stats) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
-  let sum = 0;
   const seen = new Set<number>();
-  const todo = [root];
+  const todo = stats.has(root) ? [root] : [];
   while (todo.length) {
     const pid = todo.pop()!;
     if (seen.has(pid)) continue;
     seen.add(pid);
-    sum += stats.get(pid)?.ticks ?? 0;
     todo.push(...(children.get(pid) ?? []));
+  }
+  return seen;
+}
+
+/** treeTicks sums `ticks` over root and its descendants in a pid -> {ppid, ticks} table. */
+export function treeTicks(stats: ReadonlyMap<number, { ppid: number; ticks: number }>, root: number): number {
+  let sum = 0;
+  for (const pid of treePids(stats, root)) sum += stats.get(pid)!.ticks;
+  return sum;
+}
+
+/**
+ * wantedWaitOutside is how long the threads outside a run waited for a CPU they wanted between two scans `seconds`
+ * apart, in seconds. Over each thread of the later scan whose process is not in `run`, with its run r, wait w and time
+ * asleep s in between (s = seconds - r - w): its wait weighed by w / (w + s), the share of its time off a CPU in which
+ * it wanted one. A thread that was runnable all along (s = 0) counts all its wait: it would have used the CPU, whatever
+ * the run did. A thread that mostly sleeps counts little of it: its work is done (in r, which the CPU used already
+ * counts), and what it waited is mostly the run's doing (a busier run keeps it waiting longer). A thread born between
+ * the scans counts from 0 and as if alive all along; one that ended is not counted, nor a negative difference (a
+ * reused id).
+ */
+export function wantedWaitOutside(
+  before: ReadonlyMap<string, ThreadSched>,
+  after: ReadonlyMap<string, ThreadSched>,
+  run: ReadonlySet<number>,
+  seconds: number,
+): number {
+  let sum = 0;
+  for (const [key, [r1, w1]] of after) {
+    if (run.has(Number(key.slice(0, key.indexOf('/'))))) continue;
+    const [r0, w0] = before.get(key) ?? [0, 0];
+    const r = Math.max(0, r1 - r0);
+    const w = Math.max(0, w1 - w0);
+    const asleep = Math.max(0, seconds - r - w);
+    if (w > 0) sum += (w * w) / (w + asleep);
   }
   return sum;
 }

@@ -7,6 +7,8 @@ import {
   meanLoad,
   ratioSpread,
   type RepRun,
+  repeatedFigures,
+  repetitionsLine,
   repsOf,
   reportRatios,
   spread,
@@ -104,24 +106,47 @@ describe('ratioSpread', () => {
 });
 
 describe('loadBetween', () => {
-  const at = (wallSeconds: number, hostCpuSeconds: number, runCpuSeconds: number) => ({
+  // pid 10 is the run, 20 something else on the host; threads are `<pid>/<tid>` -> [run, wait] seconds
+  const at = (
+    wallSeconds: number,
+    hostCpuSeconds: number,
+    runCpuSeconds: number,
+    threads: Record<string, [number, number]> = {},
+  ) => ({
     wallSeconds,
     hostCpuSeconds,
     runCpuSeconds,
+    runPids: new Set([10]),
+    threads: new Map(Object.entries(threads)),
+  });
+  const load = (hostPercent: number, otherCpuPercent: number, otherWaitPercent: number) => ({
+    hostPercent,
+    otherPercent: otherCpuPercent + otherWaitPercent,
+    otherCpuPercent,
+    otherWaitPercent,
   });
   it.each([
-    { name: 'the run alone', a: at(0, 0, 0), b: at(10, 15, 15), want: { hostPercent: 150, otherPercent: 0 } },
-    {
-      name: 'half a core of other work',
-      a: at(0, 0, 0),
-      b: at(10, 20, 15),
-      want: { hostPercent: 200, otherPercent: 50 },
-    },
+    { name: 'the run alone', a: at(0, 0, 0), b: at(10, 15, 15), want: load(150, 0, 0) },
+    { name: 'half a core of other work', a: at(0, 0, 0), b: at(10, 20, 15), want: load(200, 50, 0) },
     {
       name: 'the run read above the host (two reads a moment apart) is no negative other load',
       a: at(5, 100, 50),
       b: at(15, 110, 61),
-      want: { hostPercent: 100, otherPercent: 0 },
+      want: load(100, 0, 0),
+    },
+    {
+      // Two always-runnable threads of other work beside a run that takes 1.5 of the 2 cores: they get half a core.
+      name: 'a saturated host: what the others waited counts, what the run waited does not',
+      a: at(0, 0, 0, { '10/10': [0, 0], '20/20': [0, 0], '20/21': [0, 0] }),
+      b: at(10, 20, 15, { '10/10': [6, 4], '20/20': [2.5, 7.5], '20/21': [2.5, 7.5] }),
+      want: load(200, 50, 150),
+    },
+    {
+      // The same two beside a run that takes half a core: they use more and wait less, their demand is the same.
+      name: 'the same others beside a lighter run have the same demand',
+      a: at(0, 0, 0, { '20/20': [0, 0], '20/21': [0, 0] }),
+      b: at(10, 20, 5, { '20/20': [7.5, 2.5], '20/21': [7.5, 2.5] }),
+      want: load(200, 150, 50),
     },
   ])('$name', ({ a, b, want }) => expect(loadBetween(a, b)).toEqual(want));
 
@@ -255,4 +280,42 @@ describe('figureSpreads', () => {
       'etcd.byHandRestartSecondsMax': 1,
     });
   });
+});
+
+describe('repeatedFigures', () => {
+  const run = (rep: number, arm: string, figures: Record<string, number>, otherPercent: number) => ({
+    rep,
+    arm,
+    value: { figures, detail: {} },
+    load: { hostPercent: 180, otherPercent, otherCpuPercent: otherPercent - 10, otherWaitPercent: 10 },
+  });
+  it('gives every figure its median, min and max over the repetitions, and every arm’s load', () => {
+    const r = repeatedFigures([
+      run(0, 'standby', { standbyMs: 400 }, 30),
+      run(0, 'spawn', { spawnMs: 900 }, 40),
+      run(1, 'standby', { standbyMs: 600 }, 50),
+      run(1, 'spawn', { spawnMs: 700 }, 60),
+      run(2, 'standby', { standbyMs: 500 }, 70),
+      run(2, 'spawn', { spawnMs: 2000 }, 80),
+    ]);
+    expect(r.figures).toEqual({
+      standbyMs: 500,
+      standbyMsMin: 400,
+      standbyMsMax: 600,
+      spawnMs: 900,
+      spawnMsMin: 700,
+      spawnMsMax: 2000,
+    });
+    expect(r.notes[0]).toBe('3 repetitions, each figure their median (min, max)');
+    expect(r.notes[1]).not.toContain('bound');
+    expect(r.notes[1]).toContain('standby r1 30% (used 20%, waited 10%; host 180%)');
+    expect(r.notes[1]).toContain('spawn r3 80% (used 70%, waited 10%; host 180%)');
+  });
+});
+
+describe('repetitionsLine', () => {
+  it.each([
+    [1, '1 repetition: each figure is its one value'],
+    [3, '3 repetitions, each figure their median (min, max)'],
+  ])('%i', (n, want) => expect(repetitionsLine(n)).toBe(want));
 });

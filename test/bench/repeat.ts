@@ -2,19 +2,24 @@
  * Repetitions of a benchmark's arms, and ratios between arms that say how much they moved. A 2-core host shared with
  * other work gives figures that move by 2x from one run to the next; a ratio of two arms means something only when
  * both ran under the same other load. So the arms run interleaved (a, b, c, a, b, c, ...), each arm records the host's
- * CPU and the CPU of everything outside the run meanwhile, a ratio is taken within one repetition only when its two
+ * CPU and the demand for CPU of everything outside the run meanwhile (used or waited for), a ratio is taken within one repetition only when its two
  * arms' other load differs by at most a stated bound, and what is reported is the median with the min and the max.
  */
 
-import { hostCpuSeconds, treeCpuSeconds } from './procstat.ts';
+import { hostCpuSeconds, scanProcs, type ThreadSched, treePids, wantedWaitOutside } from './procstat.ts';
 
 /** OTHER_LOAD_BOUND is the most the other load (% of one core) of two arms may differ for their ratio to count. */
 export const OTHER_LOAD_BOUND = 25;
 
-/** ArmLoad is what the host did while one arm ran, in % of one core: all of it, and what was outside the run. */
+/**
+ * ArmLoad is what the host did while one arm ran, in % of one core: its busy CPU, and the other load, the demand of
+ * what was outside the run (the CPU it used plus the time its threads waited for a CPU, each given when measured).
+ */
 export interface ArmLoad {
   hostPercent: number;
   otherPercent: number;
+  otherCpuPercent?: number;
+  otherWaitPercent?: number;
 }
 
 /** RepRun is one arm of one repetition: its figures and the load it ran under. */
@@ -122,31 +127,56 @@ export function spreadFigures(name: string, s: Spread): Record<string, number> {
   return { [name]: s.median, [`${name}Min`]: s.min, [`${name}Max`]: s.max };
 }
 
-/** LoadReading is one reading of the clocks an arm's load is taken from: wall time, the host's busy CPU, the run's. */
+/**
+ * LoadReading is one reading of the clocks an arm's load is taken from: wall time, the host's busy CPU, the run's (this
+ * process and every process below it: the clusters, managers and tools a scenario starts), the processes of the run,
+ * and each thread's time on a CPU and waiting for one.
+ */
 export interface LoadReading {
   wallSeconds: number;
   hostCpuSeconds: number;
-  /** this process and everything below it (the clusters, managers and tools a scenario starts) */
   runCpuSeconds: number;
+  runPids: ReadonlySet<number>;
+  /** `<pid>/<tid>` -> its run and run-queue wait so far, every live thread of the host */
+  threads: ReadonlyMap<string, ThreadSched>;
 }
 
-/** readLoad reads the host's busy CPU and that of this process's tree, from /proc. */
+/** readLoad reads the host's busy CPU, that of this process's tree, and every thread's run and run-queue wait, from /proc. */
 export function readLoad(): LoadReading {
-  return { wallSeconds: performance.now() / 1000, hostCpuSeconds: hostCpuSeconds(), runCpuSeconds: treeCpuSeconds() };
+  const host = hostCpuSeconds();
+  const { procs, threads } = scanProcs(true);
+  const runPids = treePids(procs, process.pid);
+  let ticks = 0;
+  for (const pid of runPids) ticks += procs.get(pid)!.ticks;
+  return {
+    wallSeconds: performance.now() / 1000,
+    hostCpuSeconds: host,
+    runCpuSeconds: ticks / 100,
+    runPids,
+    threads,
+  };
 }
 
 /**
- * loadBetween is the load between two readings, in % of one core: the host's busy CPU, and the part of it outside the
- * run (never below 0: the two are read a moment apart).
+ * loadBetween is the load between two readings, in % of one core: the host's busy CPU, and the other load, the demand
+ * for CPU of everything outside the run: the CPU it used (the host's less the run's, never below 0: the two are read a
+ * moment apart) plus the time its threads waited for a CPU they wanted (wantedWaitOutside). The wait is what makes the
+ * other load a figure of the others alone: on a saturated host what the others use is the complement of what the run
+ * uses, while what a thread that is always runnable uses plus what it waits for is the whole interval, whatever the
+ * run does. The run is the later reading's process tree.
  */
 export function loadBetween(a: LoadReading, b: LoadReading): ArmLoad {
   const wall = b.wallSeconds - a.wallSeconds;
-  if (!(wall > 0)) return { hostPercent: NaN, otherPercent: NaN };
+  if (!(wall > 0)) return { hostPercent: NaN, otherPercent: NaN, otherCpuPercent: NaN, otherWaitPercent: NaN };
   const host = b.hostCpuSeconds - a.hostCpuSeconds;
-  const run = b.runCpuSeconds - a.runCpuSeconds;
+  const otherCpu = Math.max(0, host - (b.runCpuSeconds - a.runCpuSeconds));
+  const otherWait = wantedWaitOutside(a.threads, b.threads, b.runPids, wall);
+  const pct = (s: number) => Math.round((s / wall) * 100);
   return {
-    hostPercent: Math.round((host / wall) * 100),
-    otherPercent: Math.round((Math.max(0, host - run) / wall) * 100),
+    hostPercent: pct(host),
+    otherPercent: pct(otherCpu + otherWait),
+    otherCpuPercent: pct(otherCpu),
+    otherWaitPercent: pct(otherWait),
   };
 }
 
@@ -158,7 +188,12 @@ export function meanLoad(loads: readonly ArmLoad[]): ArmLoad {
   const ok = loads.filter((l) => Number.isFinite(l.otherPercent) && Number.isFinite(l.hostPercent));
   if (!ok.length) return { hostPercent: NaN, otherPercent: NaN };
   const mean = (f: (l: ArmLoad) => number) => Math.round(ok.reduce((s, l) => s + f(l), 0) / ok.length);
-  return { hostPercent: mean((l) => l.hostPercent), otherPercent: mean((l) => l.otherPercent) };
+  const out: ArmLoad = { hostPercent: mean((l) => l.hostPercent), otherPercent: mean((l) => l.otherPercent) };
+  if (ok.every((l) => l.otherCpuPercent !== undefined && l.otherWaitPercent !== undefined)) {
+    out.otherCpuPercent = mean((l) => l.otherCpuPercent!);
+    out.otherWaitPercent = mean((l) => l.otherWaitPercent!);
+  }
+  return out;
 }
 
 /**
@@ -207,11 +242,19 @@ export function reportRatios<T>(
   return out;
 }
 
-/** otherLoadLine prints the other load and the host's of every arm of every repetition, with the bound. */
-export function otherLoadLine(runs: ReadonlyArray<RepRun<unknown>>, bound = OTHER_LOAD_BOUND): string {
+/**
+ * otherLoadLine prints the other load and the host's of every arm of every repetition, with the bound its ratios are
+ * held to (none for arms that are not set against each other).
+ */
+export function otherLoadLine(runs: ReadonlyArray<RepRun<unknown>>, bound: number | null = OTHER_LOAD_BOUND): string {
+  const parts = (l: ArmLoad) =>
+    l.otherCpuPercent === undefined ? '' : `used ${l.otherCpuPercent}%, waited ${l.otherWaitPercent}%; `;
   return (
-    `other load (% of a core outside this run) per arm and repetition, bound ${bound}% between the arms of a ratio: ` +
-    runs.map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (host ${x.load.hostPercent}%)`).join(', ')
+    `other load (% of a core demanded outside this run: CPU used plus time waiting for one) per arm and repetition` +
+    (bound === null ? ': ' : `, bound ${bound}% between the arms of a ratio: `) +
+    runs
+      .map((x) => `${x.arm} r${x.rep + 1} ${x.load.otherPercent}% (${parts(x.load)}host ${x.load.hostPercent}%)`)
+      .join(', ')
   );
 }
 
@@ -237,4 +280,54 @@ export function figureSpreads<T>(
   for (const r of runs)
     for (const [k, v] of Object.entries(figuresOf(r.value))) byName.set(k, [...(byName.get(k) ?? []), v]);
   for (const [k, vs] of byName) Object.assign(figures, spreadFigures(k, spread(vs)));
+}
+
+/** ArmFigures is what one arm of one repetition measured: flat figures (seconds, counts, MiB) and its detail. */
+export interface ArmFigures {
+  figures: Record<string, number>;
+  detail: Record<string, unknown>;
+}
+
+/**
+ * repeatFigures runs arms that report figures of their own (no ratio of one arm to another) interleaved over `reps`
+ * repetitions, each timed with its load (`measured`), and returns every figure's median, min and max over the
+ * repetitions (`figureSpreads`: a figure named by two arms is taken over both), the line with every arm's other load,
+ * and the runs for the scenario's detail. `after` runs after each arm, outside its measurement.
+ */
+export async function repeatFigures(
+  arms: ReadonlyArray<{ name: string; run: (rep: number) => Promise<ArmFigures> }>,
+  reps: number,
+  after?: (rep: number, arm: string) => Promise<void>,
+): Promise<{ figures: Record<string, number>; notes: string[]; runs: Array<RepRun<ArmFigures>> }> {
+  const runs = await interleave(
+    arms.map((a) => ({ name: a.name, run: measured(a.run) })),
+    reps,
+    after,
+  );
+  return { ...repeatedFigures(runs), runs };
+}
+
+/** repeatedFigures is repeatFigures' summary of finished runs: the spreads of their figures and the other-load line. */
+export function repeatedFigures(runs: ReadonlyArray<RepRun<ArmFigures>>): {
+  figures: Record<string, number>;
+  notes: string[];
+} {
+  const figures: Record<string, number> = {};
+  figureSpreads(runs, (v) => v.figures, figures);
+  return {
+    figures,
+    notes: [repetitionsLine(reps(runs)), otherLoadLine(runs, null)],
+  };
+}
+
+/** repetitionsLine says over how many repetitions the figures are taken. */
+export function repetitionsLine(n: number): string {
+  return n === 1
+    ? '1 repetition: each figure is its one value'
+    : `${n} repetitions, each figure their median (min, max)`;
+}
+
+/** reps counts the repetitions among some runs. */
+function reps(runs: ReadonlyArray<RepRun<unknown>>): number {
+  return new Set(runs.map((r) => r.rep)).size;
 }

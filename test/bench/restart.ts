@@ -9,6 +9,7 @@ import { ensureToolchain } from '../../core/toolchain/toolchain.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 import { killManager, managerMetric, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
 import type { BenchResult } from './main.ts';
+import { type ArmFigures, repeatFigures, repsOf } from './repeat.ts';
 import { createPodsAndWaitRunning, envInt } from './pods.ts';
 import { waitServiceAccount, waitUntil } from './podwatch.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
@@ -20,7 +21,9 @@ import { removeStateDir, stateDir } from '../statedirs.ts';
  * each: the time to the new leader, to serving (its queue drained and every Pod key reconciled once), and the writes
  * it made (0 expected, nothing changed). Spawn figures are split into loading the program (until /metrics is served)
  * and the rest. The leader is killed once the standby's caches are warm (vc_syncer_cache_synced), as one that has been
- * running for a while: the time it took to warm them is reported as its warm-up.
+ * running for a while: the time it took to warm them is reported as its warm-up. The two takeovers run interleaved over
+ * BENCH_REPS repetitions (default 3), each killing the leader the one before left; every figure is their median with
+ * its min and max.
  */
 
 const DIST = join(import.meta.dirname, '../../dist/core/programs/cli/main.js');
@@ -106,8 +109,8 @@ export async function restartBench(): Promise<BenchResult> {
         })),
       }),
     );
-    const first = await startManager(config);
-    const coldLoadMs = first.readyAt! - first.startedAt;
+    let leader = await startManager(config);
+    const coldLoadMs = leader.readyAt! - leader.startedAt;
     await Promise.all(clients.map((c) => waitServiceAccount(c, 'default')));
     log(`creating ${T} x ${P} Pods`);
     await createPodsAndWaitRunning(clients, P, {
@@ -116,61 +119,89 @@ export async function restartBench(): Promise<BenchResult> {
       deadlineMs: 600_000,
       everyMs: 1000,
     });
-    await serving(first, T * P, T);
-    log('synced; starting a standby replica');
+    await serving(leader, T * P, T);
+    log('synced');
 
-    // 1. A standby replica is already running when the leader is killed.
-    const standby = await startManager(config);
-    const warmAt = await warm(standby, T);
-    const warmUpMs = warmAt === undefined ? undefined : round(warmAt - standby.startedAt);
-    log(warmUpMs === undefined ? 'standby keeps no caches' : `standby caches synced ${warmUpMs} ms after its spawn`);
-    const k1 = performance.now();
-    await killManager(first);
-    const s1 = await serving(standby, T * P, T);
-    const standbyWrites = await managerMetric(standby, 'vc_syncer_writes_total');
-    // What serving took after the Lease: one reconcile per cached key, by the reconciles' own clock.
-    const reconciles = await managerMetric(standby, 'vc_syncer_sync_duration_seconds_count');
-    const reconcileSeconds = await managerMetric(standby, 'vc_syncer_sync_duration_seconds_sum');
-    const standbyFig = {
-      warmUpMs,
-      reconciles,
-      reconcileMsEach: Number(((reconcileSeconds * 1000) / Math.max(1, reconciles)).toFixed(3)),
-      killToLeaderMs: round(standby.leaderAt! - k1),
-      killToServingMs: round(s1 - k1),
-      writes: standbyWrites,
+    // Two takeovers, interleaved over the repetitions; each arm's new leader is the next one's to kill.
+    const standbyArm = async (rep: number): Promise<ArmFigures> => {
+      // 1. A standby replica is already running when the leader is killed.
+      const standby = await startManager(config);
+      const warmAt = await warm(standby, T);
+      const warmUpMs = warmAt === undefined ? undefined : round(warmAt - standby.startedAt);
+      log(
+        `r${rep + 1}: ` +
+          (warmUpMs === undefined ? 'standby keeps no caches' : `standby caches synced ${warmUpMs} ms after its spawn`),
+      );
+      const k1 = performance.now();
+      await killManager(leader);
+      const s1 = await serving(standby, T * P, T);
+      leader = standby;
+      const writes = await managerMetric(standby, 'vc_syncer_writes_total');
+      // What serving took after the Lease: one reconcile per cached key, by the reconciles' own clock.
+      const reconciles = await managerMetric(standby, 'vc_syncer_sync_duration_seconds_count');
+      const reconcileSeconds = await managerMetric(standby, 'vc_syncer_sync_duration_seconds_sum');
+      const fig = {
+        warmUpMs,
+        reconciles,
+        reconcileMsEach: Number(((reconcileSeconds * 1000) / Math.max(1, reconciles)).toFixed(3)),
+        killToLeaderMs: round(standby.leaderAt! - k1),
+        killToServingMs: round(s1 - k1),
+        writes,
+      };
+      log(`r${rep + 1}: standby takeover: ${JSON.stringify(fig)}`);
+      return {
+        figures: {
+          ...(warmUpMs !== undefined && { standbyWarmUpMs: warmUpMs }),
+          standbyKillToLeaderMs: fig.killToLeaderMs,
+          standbyKillToServingMs: fig.killToServingMs,
+          standbyWrites: writes,
+        },
+        detail: fig,
+      };
     };
-    log(`standby takeover: ${JSON.stringify(standbyFig)}`);
-
-    // 2. No standby: a manager is spawned after the kill.
-    const k2 = performance.now();
-    await killManager(standby);
-    const fresh = await startManager(config);
-    const s2 = await serving(fresh, T * P, T);
-    const freshWrites = await managerMetric(fresh, 'vc_syncer_writes_total');
-    const freshFig = {
-      killToMetricsMs: round(fresh.readyAt! - k2),
-      killToLeaderMs: round(fresh.leaderAt! - k2),
-      killToServingMs: round(s2 - k2),
-      writes: freshWrites,
+    const spawnArm = async (rep: number): Promise<ArmFigures> => {
+      // 2. No standby: a manager is spawned after the kill.
+      const k2 = performance.now();
+      await killManager(leader);
+      const fresh = await startManager(config);
+      const s2 = await serving(fresh, T * P, T);
+      leader = fresh;
+      const writes = await managerMetric(fresh, 'vc_syncer_writes_total');
+      const fig = {
+        killToMetricsMs: round(fresh.readyAt! - k2),
+        killToLeaderMs: round(fresh.leaderAt! - k2),
+        killToServingMs: round(s2 - k2),
+        writes,
+      };
+      log(`r${rep + 1}: spawned after the kill: ${JSON.stringify(fig)} (load ${loadavg()[0]!.toFixed(1)})`);
+      return {
+        figures: {
+          spawnKillToMetricsMs: fig.killToMetricsMs,
+          spawnKillToLeaderMs: fig.killToLeaderMs,
+          spawnKillToServingMs: fig.killToServingMs,
+          spawnWrites: writes,
+        },
+        detail: fig,
+      };
     };
-    log(`spawned after the kill: ${JSON.stringify(freshFig)} (load ${loadavg()[0]!.toFixed(1)})`);
+    const { figures, notes, runs } = await repeatFigures(
+      [
+        { name: 'standby', run: standbyArm },
+        { name: 'spawn', run: spawnArm },
+      ],
+      repsOf(),
+    );
     return {
       name: 'restart',
+      notes,
       figures: {
         pods: T * P,
         loadAverageAtStart: Number(load0.toFixed(1)),
         coldProgramLoadMs: round(coldLoadMs),
-        ...(warmUpMs !== undefined && { standbyWarmUpMs: warmUpMs }),
-        standbyKillToLeaderMs: standbyFig.killToLeaderMs,
-        standbyKillToServingMs: standbyFig.killToServingMs,
-        standbyWrites,
-        spawnKillToMetricsMs: freshFig.killToMetricsMs,
-        spawnKillToLeaderMs: freshFig.killToLeaderMs,
-        spawnKillToServingMs: freshFig.killToServingMs,
-        spawnWrites: freshWrites,
+        ...figures,
         loadAverageAtEnd: Number(loadavg()[0]!.toFixed(1)),
       },
-      detail: { tenants: T, podsPerTenant: P, lease, standby: standbyFig, spawned: freshFig },
+      detail: { tenants: T, podsPerTenant: P, lease, runs },
     };
   } finally {
     await spawner.stopAll();

@@ -10,7 +10,7 @@ import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { startTestSuper, type TestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
-import { envInt } from './pods.ts';
+import { envInt, envSized } from './pods.ts';
 import { CpuMeter, InflightSampler, memAvailableMiB } from './procstat.ts';
 import { apiCallsOf, SameWrites, type SameWritesTenant } from './samewrites.ts';
 import type { LoadGenerator } from './loadgen.ts';
@@ -23,7 +23,7 @@ import {
   writeCounts,
   writesByOp,
 } from './accounting.ts';
-import { type ArmLoad, interleave, repsOf } from './repeat.ts';
+import { type ArmLoad, interleave, loadBetween, readLoad, repsOf } from './repeat.ts';
 import {
   createAndTime,
   type PodJob,
@@ -55,18 +55,19 @@ const CONCURRENCY = 32;
  * BENCH_CREATE_RATE=perSecond/burst its pace of one tenant's Pod creates (0 turns it off), BENCH_TENANT_ETCD=own
  * (or shared) whether each tenant has an etcd of its own, BENCH_FLOOD_RATE=perSecond/burst the flooding tenant's own
  * create rate, BENCH_CREATE_YIELD the share of its rate a tenant with a backlog keeps while another creates,
- * BENCH_TENANT_CPUS the GOMAXPROCS of each tenant apiserver (default 0: unset).
+ * BENCH_TENANT_CPUS the GOMAXPROCS of each tenant apiserver (default 0: unset). BENCH_SIZE=small: 10 tenants x 50 Pods,
+ * a quiet tenant of 10 and 2 fairness rounds.
  */
 export function syncerBench(): Promise<BenchResult> {
-  const quiet = envInt('BENCH_QUIET', 20);
+  const quiet = envSized('BENCH_QUIET', { full: 20, small: 10 });
   return runSyncerBench({
     name: 'syncer',
-    tenants: envInt('BENCH_TENANTS', 20),
-    podsPerTenant: envInt('BENCH_PODS', 100),
+    tenants: envSized('BENCH_TENANTS', { full: 20, small: 10 }),
+    podsPerTenant: envSized('BENCH_PODS', { full: 100, small: 50 }),
     workers: envInt('BENCH_WORKERS', 8),
     quiet,
     quietEveryMs: envInt('BENCH_QUIET_EVERY', 250),
-    fairRounds: envInt('BENCH_FAIR_ROUNDS', 5),
+    fairRounds: envSized('BENCH_FAIR_ROUNDS', { full: 5, small: 2 }),
     flood: envInt('BENCH_FLOOD', 10 * quiet),
     repetitions: repsOf(),
     ...envSyncerSettings(),
@@ -196,15 +197,17 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     };
     const arm = async (label: string, jobs: PodJob[]): Promise<ArmResult> => {
       const m = meter();
+      const l0 = readLoad();
       const r = await createAndTime(jobs, CONCURRENCY, phaseDeadline(jobs.length), label);
+      const load = loadBetween(l0, readLoad());
       const { cpu, inflight } = m();
       log(
         `${label}: ${r.podsPerSecond.toFixed(1)} pods/s, p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms; ` +
-          `busiest ${JSON.stringify(busiest(cpu))}, host ${cpu.host!.percentOfOneCore}% (others ${cpu.otherOnHost!.percentOfOneCore}%), ` +
+          `busiest ${JSON.stringify(busiest(cpu))}, host ${load.hostPercent}% (others used ${load.otherCpuPercent}% and waited ${load.otherWaitPercent}%), ` +
           `cpu ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, v.percentOfOneCore])))}, ` +
           `inflight ${JSON.stringify(inflight)}`,
       );
-      return { ...r, cpu, inflight };
+      return { ...r, cpu, inflight, load };
     };
 
     // ---- fairness: in the last repetition, after its syncer arm, with that syncer and its Pods (fairness.ts) ----
@@ -279,10 +282,7 @@ async function runSyncerBench(o: SyncerBenchOptions): Promise<BenchResult> {
     const swWatch = new PodWatch(superClient, { labelSelector: 'bench=samewrites' }, (p) => sw?.superPod(p));
     await swWatch.start();
     watches.push(swWatch);
-    const loadOf = (r: ArmResult): ArmLoad => ({
-      hostPercent: r.cpu.host!.percentOfOneCore,
-      otherPercent: r.cpu.otherOnHost!.percentOfOneCore,
-    });
+    const loadOf = (r: ArmResult): ArmLoad => r.load;
     const memory: Record<string, number> = {};
     const repDetail: Array<Record<string, unknown>> = [];
     // The syncer's writes per Pod by op in the syncer arm of each repetition: the same-writes arm after it replays them.

@@ -1,6 +1,6 @@
 import { percentile, latenciesOf, type RunFigures, type Sample, stages } from './podwatch.ts';
 import type { CpuShare, InflightStats } from './procstat.ts';
-import { OTHER_LOAD_BOUND, type RepRun, reportRatios, spread } from './repeat.ts';
+import { type ArmLoad, OTHER_LOAD_BOUND, type RepRun, reportRatios, spread } from './repeat.ts';
 import type { BenchSeries } from './report.ts';
 import { beyondPerPod, type WriteRow, writesPerPodTotal } from './accounting.ts';
 
@@ -9,6 +9,8 @@ export interface ArmResult extends RunFigures {
   samples: Sample[];
   cpu: Record<string, CpuShare>;
   inflight: InflightStats;
+  /** the host's busy CPU and the other load (outside this run's process tree) while the arm ran */
+  load: ArmLoad;
 }
 
 /** ArmRun is what one arm of one repetition leaves for the figures: its result and, for the synced arms, writes. */
