@@ -14,6 +14,7 @@ import {
   R,
   type ResourcePlugin,
   type RouteContext,
+  SERVICE_NAME_LABEL,
   type TenantKey,
 } from '@virtualcluster-ts/plugin-sdk';
 import { hasSelector } from './selector.ts';
@@ -30,8 +31,6 @@ import {
 /** SLICE_FIELDS_REFUSED is the skip and event reason of tenant EndpointSlices with a field the syncer has no rule for. */
 export const SLICE_FIELDS_REFUSED = 'EndpointSliceFieldRefused';
 
-/** SERVICE_NAME_LABEL names the Service an EndpointSlice belongs to (what kube-proxy and CoreDNS select on). */
-export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** MANAGED_BY_LABEL names the controller that writes an EndpointSlice. */
 export const MANAGED_BY_LABEL = 'endpointslice.kubernetes.io/managed-by';
 /**

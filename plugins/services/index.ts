@@ -3,6 +3,7 @@ import {
   MAX_RECORDED_ENDPOINTS,
   readyEndpointsOn,
   type RouteContext,
+  SERVICE_NAME_LABEL,
   superClusterIPOn,
   type TenantKey,
   buildOn,
@@ -280,9 +281,6 @@ function toTenant(
   }
   return { object: desired };
 }
-
-/** SERVICE_NAME_LABEL names the Service an EndpointSlice belongs to. */
-const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 interface EndpointSlice extends KubeObject {
   endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean } }>;

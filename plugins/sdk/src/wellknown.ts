@@ -75,3 +75,6 @@ export const QUOTA_OBJECT_NAME = 'vc-tenant-quota';
 
 /** QUOTA_EXCEEDED is the reason of the Warning event on a tenant object the syncer does not copy because of a cap. */
 export const QUOTA_EXCEEDED = 'QuotaExceeded';
+
+/** SERVICE_NAME_LABEL names the Service an EndpointSlice belongs to (what kube-proxy and CoreDNS select on). */
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
