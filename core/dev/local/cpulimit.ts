@@ -314,9 +314,15 @@ function sweepWhere(hierarchy: CpuHierarchy, which: (name: string) => boolean): 
   return removed;
 }
 
+/** platformProcessRuns is whether `name` is a PlatformCgroup (undefined: it is not one) whose process still runs. */
+export function platformProcessRuns(name: string): boolean | undefined {
+  if (!name.startsWith(PLATFORM_CGROUP_PREFIX)) return undefined;
+  const pid = Number(name.slice(PLATFORM_CGROUP_PREFIX.length));
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  return existsSync(`/proc/${pid}`);
+}
+
 /** platformOfDeadProcess: `name` is a PlatformCgroup whose process no longer runs. */
 function platformOfDeadProcess(name: string): boolean {
-  if (!name.startsWith(PLATFORM_CGROUP_PREFIX)) return false;
-  const pid = Number(name.slice(PLATFORM_CGROUP_PREFIX.length));
-  return Number.isInteger(pid) && pid > 0 && !existsSync(`/proc/${pid}`);
+  return platformProcessRuns(name) === false;
 }

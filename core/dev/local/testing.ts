@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { allPids, cgroupMounts, cmdlineOf, HOST_PATHS_OUTSIDE, SYSCTLS, tryRun } from './nodehost.ts';
 import { CONFINE_CHAIN_PREFIX, cgroup2Root } from './netconfine.ts';
-import { PLATFORM_CGROUP_PREFIX } from './cpulimit.ts';
+import { platformProcessRuns } from './cpulimit.ts';
 
 /**
  * Test fixtures of real nodes: a snapshot of what a node can leave on the host, and the difference of two. Only the
@@ -36,17 +36,6 @@ export interface HostSnapshot {
 function confinementOf(name: string): string | undefined {
   const lower = name.toLowerCase();
   return lower.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) ? lower : undefined;
-}
-
-/**
- * runningPlatform tells whether a cgroup name is the PlatformCgroup of a process that still runs: the platform of a
- * `vc up` or an embedded platform that another test file runs beside this one (integration files start and stop them
- * at any moment). One whose process is gone is a leftover, and stays in the snapshot.
- */
-function runningPlatform(name: string): boolean {
-  if (!name.startsWith(PLATFORM_CGROUP_PREFIX)) return false;
-  const pid = Number(name.slice(PLATFORM_CGROUP_PREFIX.length));
-  return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`);
 }
 
 /** confinementState tells whether a confinement's cgroup holds processes, is empty, or is gone */
@@ -128,7 +117,9 @@ export async function hostSnapshot(binDir: string): Promise<HostSnapshot> {
   const leftover = await leftoverConfinements(seen);
   const keep = (entry: string) => {
     const name = lastName(entry);
-    if (runningPlatform(name)) return false;
+    // the platform cgroup of a `vc up` or embedded platform another test file runs beside this one, started or
+    // stopped at any moment; one whose process is gone is a leftover and stays
+    if (platformProcessRuns(name) === true) return false;
     const c = confinementOf(name);
     return c === undefined || leftover.has(c);
   };
