@@ -251,10 +251,10 @@ export interface NodeWithAddresses {
   status?: { addresses?: Array<{ address?: string }> };
 }
 
-/** ipsOf is a Node's IP addresses, sorted, each once; a name (a Hostname address) is not one. */
-function ipsOf(n: NodeWithAddresses | undefined): string {
+/** nodeIPs is a Node's IP addresses, sorted, each once; a name (a Hostname address) is not one. */
+export function nodeIPs(n: NodeWithAddresses | undefined): string[] {
   const ips = (n?.status?.addresses ?? []).map((a) => a.address ?? '').filter((a) => isIP(a) !== 0);
-  return [...new Set(ips)].sort().join(',');
+  return [...new Set(ips)].sort();
 }
 
 /**
@@ -262,5 +262,5 @@ function ipsOf(n: NodeWithAddresses | undefined): string {
  * joins or leaves (one side undefined), or whose IP addresses differ. A heartbeat, a condition or a label does not.
  */
 export function nodeAddressesChanged(a: NodeWithAddresses | undefined, b: NodeWithAddresses | undefined): boolean {
-  return a === undefined || b === undefined || ipsOf(a) !== ipsOf(b);
+  return a === undefined || b === undefined || nodeIPs(a).join() !== nodeIPs(b).join();
 }

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { KubeObject } from '../../kube/client.ts';
+import { nodeIPs } from '../provisioner.ts';
 import { outsideBlockPeers } from '../../../plugins/sdk/src/network/isolation.ts';
 import { LABEL } from '../../../plugins/sdk/src/names.ts';
 import { SUPER_INTERNAL_CIDRS, VN_AGENT_PORT } from '../../../plugins/sdk/src/wellknown.ts';
@@ -84,7 +85,6 @@ export function platformAddressesOf(
 ): string[] {
   const out = new Set(servers.map((h) => h.replace(/^\[(.*)\]$/, '$1')).filter((h) => isIP(h)));
   for (const s of apiserver?.subsets ?? []) for (const a of s.addresses ?? []) if (a.ip && isIP(a.ip)) out.add(a.ip);
-  for (const n of nodes)
-    for (const a of n.status?.addresses ?? []) if (a.address && isIP(a.address)) out.add(a.address);
+  for (const n of nodes) for (const ip of nodeIPs(n)) out.add(ip);
   return [...out].sort();
 }
