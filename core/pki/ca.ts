@@ -178,6 +178,14 @@ export function fingerprintSha256(certPem: string): string {
   return createHash('sha256').update(new X509Certificate(certPem).raw).digest('hex');
 }
 
+/** subjectOf reads a certificate's CN and O values (to issue its renewal for the same subject). */
+export function subjectOf(x: X509Certificate): { cn: string; o: string[] } {
+  const lines = x.subject.split('\n');
+  const cn = lines.find((l) => l.startsWith('CN='))?.slice(3);
+  if (!cn) throw new Error(`certificate ${x.subject} has no CN`);
+  return { cn, o: lines.filter((l) => l.startsWith('O=')).map((l) => l.slice(2)) };
+}
+
 /**
  * firstServiceIP is the first host address of a service CIDR (`10.96.0.0/12` gives `10.96.0.1`), the ClusterIP of
  * the `kubernetes` Service and so a SAN the apiserver certificate needs.

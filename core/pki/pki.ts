@@ -8,6 +8,7 @@ export {
   firstServiceIP,
   issueCert,
   issueNodeCert,
+  subjectOf,
 } from './ca.ts';
 export type { CertificateRequest, CertKeyPair, CertUsage, KeyPair, LeafOptions } from './ca.ts';
 export { PKI_FILES, generateControlPlanePKI, issueApiserverCert, readPKI, writePKI } from './controlplane.ts';

@@ -2,7 +2,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
-import { fingerprintSha256, issueCert, PKI_FILES, renderKubeconfig, type CertUsage } from '../../pki/pki.ts';
+import { fingerprintSha256, issueCert, PKI_FILES, renderKubeconfig, subjectOf, type CertUsage } from '../../pki/pki.ts';
 
 /**
  * The leaf certificates of a local tenant's PKI directory, which of them the manager renews, and the renewal itself:
@@ -144,14 +144,6 @@ export function dueLeaves(pkiDir: string, fraction: number, now: Date): Leaf[] {
   const certs = readCertificates(pkiDir).filter((c) => !c.manual);
   const due = new Set(dueForRenewal(certs, now, fraction).map((c) => c.name));
   return [...RENEWED_LEAVES, KUBELET_CLIENT].filter((l) => due.has(l.name));
-}
-
-/** subjectOf reads a certificate's CN and O values. */
-function subjectOf(x: X509Certificate): { cn: string; o: string[] } {
-  const lines = x.subject.split('\n');
-  const cn = lines.find((l) => l.startsWith('CN='))?.slice(3);
-  if (!cn) throw new Error(`certificate ${x.subject} has no CN`);
-  return { cn, o: lines.filter((l) => l.startsWith('O=')).map((l) => l.slice(2)) };
 }
 
 /** sansOf reads a certificate's DNS and IP subject alternative names. */

@@ -10,6 +10,7 @@ import {
   fingerprintSha256,
   issueApiserverCert,
   issueCert,
+  subjectOf,
   type ControlPlanePKI,
   type ControlPlanePKIOptions,
 } from '../../pki/pki.ts';
@@ -169,11 +170,10 @@ export async function renewKubeletClient(
     published: s.published,
   });
   if (step === 'stage') {
-    const old = new X509Certificate(pki.kubeletClient.certPem);
-    const subject = old.subject.split('\n');
+    const { cn, o } = subjectOf(new X509Certificate(pki.kubeletClient.certPem));
     const pair = await issueCert(pki.ca, {
-      commonName: subject.find((l) => l.startsWith('CN='))!.slice(3),
-      organizations: subject.filter((l) => l.startsWith('O=')).map((l) => l.slice(2)),
+      commonName: cn,
+      organizations: o,
       usages: ['client'],
       validityDays: s.validityDays,
     });
