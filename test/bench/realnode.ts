@@ -9,6 +9,7 @@ import { ensureNodeToolchain, NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { cacheRoot } from '../../core/toolchain/toolchain.ts';
 import { eventually, realNodeSkipReason } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { type ArmFigures, repeatFigures, repsOf } from './repeat.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
 
 const MiB = 1024 * 1024;
@@ -73,11 +74,19 @@ async function podRunningMs(c: KubeClient, name: string, nodeName: string): Prom
  * start) against a new kwok node's, the first and a second Pod's Running time (create to Running, bound to the
  * node, image already imported) against a kwok Pod's, and the resident memory of the node's processes (containerd,
  * kubelet, kube-proxy, kube-router and the runc shims of the two Pods) against kwok's, which simulates every kwok node.
- * It holds the host's real-node lock only while it runs.
+ * It holds the host's real-node lock only while it runs. Each of BENCH_REPS repetitions (default 3) starts its own super
+ * cluster and real node, and every figure (the ratios too, each taken within its repetition) is the median over them
+ * with its min and max.
  */
 export async function realNodeBench(): Promise<BenchResult> {
   const skip = await realNodeSkipReason();
   if (skip) throw new Error(`realnode bench: ${skip}`);
+  const { figures, notes, runs } = await repeatFigures([{ name: 'realnode', run: realNodeRun }], repsOf());
+  return { name: 'realnode', figures, notes, detail: { runs, toolchainBuilds: toolchainBuilds() } };
+}
+
+/** realNodeRun is one repetition: a super cluster with a real node and a kwok node started, measured, stopped. */
+async function realNodeRun(): Promise<ArmFigures> {
   const c0 = performance.now();
   await ensureNodeToolchain();
   const toolchainCheckMs = performance.now() - c0;
@@ -111,7 +120,6 @@ export async function realNodeBench(): Promise<BenchResult> {
     const nodeMiB = Object.values(byComponent).reduce((a, b) => a + b, 0);
     const kwokMiB = (sc.cluster.kwok?.rssBytes() ?? 0) / MiB;
     return {
-      name: 'realnode',
       figures: {
         nodeToolchainCheckSeconds: toolchainCheckMs / 1000,
         nodeReadySeconds: node.timings.readyMs / 1000,
@@ -130,7 +138,6 @@ export async function realNodeBench(): Promise<BenchResult> {
         rssMiBByComponent: byComponent,
         shims: node.shimPids().length,
         kubeRouter: !!node.kubeRouter,
-        toolchainBuilds: toolchainBuilds(),
       },
     };
   } finally {

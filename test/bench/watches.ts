@@ -9,6 +9,7 @@ import { startManager, type Manager } from '../../core/programs/manager/manager.
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { apiserverWatchCounts, eventually, startTestSuper } from '../harness.ts';
 import type { BenchResult } from './main.ts';
+import { type ArmFigures, repeatFigures, repsOf } from './repeat.ts';
 
 /**
  * The watches benchmark: how many watches a manager serving one tenant holds open on each cluster, per resource, as
@@ -18,7 +19,9 @@ import type { BenchResult } from './main.ts';
  * what the clusters' own components watch (counted before the manager starts and again after it stops, when the
  * apiservers noticed its watches closed). Figures per arm: the manager's watches on the meta/super cluster and on the
  * tenant's, and how many resources it watches more than once on one cluster (must be 0: one watch per resource per
- * cluster).
+ * cluster). The four arms run interleaved over BENCH_REPS repetitions (default 3) on the same clusters; each figure is
+ * the median over them with its min and max (counts, which do not move with the host's load: a spread says a watch
+ * came or went between repetitions).
  */
 
 const ARMS: Array<{ name: string; config: Record<string, unknown> }> = [
@@ -65,63 +68,75 @@ const sum = (o: Record<string, number>) => Object.values(o).reduce((s, n) => s +
 export async function watchesBench(): Promise<BenchResult> {
   const t = await startTestSuper({ nodes: 1 });
   const dir = mkdtempSync(join(tmpdir(), 'vc-watches-'));
-  const figures: Record<string, number> = {};
-  const detail: Record<string, unknown> = {};
-  const notes: string[] = [];
   let manager: Manager | undefined;
   try {
     const tenant = await t.sc.addControlPlane('tenant-w', { controllers: TENANT_CONTROLLERS });
     const key = rootNamespace('team-w', 'w', 'uid-w');
     const clusters = { meta: t.sc.cluster, tenant };
-    for (const arm of ARMS) {
-      const base = { meta: await settled(clusters.meta), tenant: await settled(clusters.tenant) };
-      const file = join(dir, `${arm.name}.yaml`);
-      writeFileSync(
-        file,
-        stringify({
-          apiVersion: 'tenancy.x-k8s.io/v1alpha1',
-          kind: 'ManagerConfiguration',
-          superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
-          syncer: { patrolIntervalSeconds: 0 },
-          tenants: [
-            { name: 'w', namespace: 'team-w', uid: 'uid-w', kubeconfig: tenant.kubeconfigPath, superCluster: 'one' },
-          ],
-          ...arm.config,
-        }),
-      );
-      manager = await startManager(loadManagerConfig(file), file);
-      const m = manager;
-      await eventually(() => {
-        if (!m.isLeader()) throw new Error('not leading yet');
-        if (!m.syncers.every((s) => s.tenantReady(key))) throw new Error('syncer not serving the tenant yet');
-        if (m.scheduler && !m.scheduler.tenantReady(key)) throw new Error('scheduler not serving the tenant yet');
-      }, 90_000);
-      const serving = { meta: await settled(clusters.meta), tenant: await settled(clusters.tenant) };
-      await manager.stop();
-      manager = undefined;
-      const after = { meta: await settled(clusters.meta), tenant: await settled(clusters.tenant) };
-      const own = { meta: minus(serving.meta, base.meta), tenant: minus(serving.tenant, base.tenant) };
-      const twice = Object.entries({ ...prefixed('meta', own.meta), ...prefixed('tenant', own.tenant) })
-        .filter(([, n]) => n > 1)
-        .map(([r]) => r);
-      figures[`${arm.name}.meta`] = sum(own.meta);
-      figures[`${arm.name}.tenant`] = sum(own.tenant);
-      figures[`${arm.name}.watchedTwice`] = twice.length;
-      detail[arm.name] = {
-        manager: own,
-        leftAfterStop: { meta: minus(after.meta, base.meta), tenant: minus(after.tenant, base.tenant) },
+    const arm =
+      (a: (typeof ARMS)[number]) =>
+      async (rep: number): Promise<ArmFigures> => {
+        const base = { meta: await settled(clusters.meta), tenant: await settled(clusters.tenant) };
+        const file = join(dir, `${a.name}-${rep}.yaml`);
+        writeFileSync(
+          file,
+          stringify({
+            apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+            kind: 'ManagerConfiguration',
+            superClusters: [{ name: 'one', kubeconfig: t.sc.kubeconfigPath }],
+            syncer: { patrolIntervalSeconds: 0 },
+            tenants: [
+              { name: 'w', namespace: 'team-w', uid: 'uid-w', kubeconfig: tenant.kubeconfigPath, superCluster: 'one' },
+            ],
+            ...a.config,
+          }),
+        );
+        manager = await startManager(loadManagerConfig(file), file);
+        const m = manager;
+        await eventually(() => {
+          if (!m.isLeader()) throw new Error('not leading yet');
+          if (!m.syncers.every((s) => s.tenantReady(key))) throw new Error('syncer not serving the tenant yet');
+          if (m.scheduler && !m.scheduler.tenantReady(key)) throw new Error('scheduler not serving the tenant yet');
+        }, 90_000);
+        const serving = { meta: await settled(clusters.meta), tenant: await settled(clusters.tenant) };
+        await manager.stop();
+        manager = undefined;
+        const after = { meta: await settled(clusters.meta), tenant: await settled(clusters.tenant) };
+        const own = { meta: minus(serving.meta, base.meta), tenant: minus(serving.tenant, base.tenant) };
+        const twice = Object.entries({ ...prefixed('meta', own.meta), ...prefixed('tenant', own.tenant) })
+          .filter(([, n]) => n > 1)
+          .map(([r]) => r);
+        return {
+          figures: {
+            [`${a.name}.meta`]: sum(own.meta),
+            [`${a.name}.tenant`]: sum(own.tenant),
+            [`${a.name}.watchedTwice`]: twice.length,
+          },
+          detail: {
+            manager: own,
+            watchedTwice: twice,
+            leftAfterStop: { meta: minus(after.meta, base.meta), tenant: minus(after.tenant, base.tenant) },
+          },
+        };
       };
+    const { figures, notes, runs } = await repeatFigures(
+      ARMS.map((a) => ({ name: a.name, run: arm(a) })),
+      repsOf(),
+    );
+    // what each arm watched, from its first repetition (the figures' spreads say whether that moved)
+    for (const r of runs.filter((x) => x.rep === 0)) {
+      const d = r.value.detail as { manager: { meta: object; tenant: object }; watchedTwice: string[] };
       notes.push(
-        `${arm.name}: meta ${JSON.stringify(own.meta)}; tenant ${JSON.stringify(own.tenant)}` +
-          (twice.length ? `; watched more than once: ${twice.join(', ')}` : ''),
+        `${r.arm}: meta ${JSON.stringify(d.manager.meta)}; tenant ${JSON.stringify(d.manager.tenant)}` +
+          (d.watchedTwice.length ? `; watched more than once: ${d.watchedTwice.join(', ')}` : ''),
       );
     }
+    return { name: 'watches', figures, notes, detail: { runs } };
   } finally {
     await manager?.stop();
     await t.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { name: 'watches', figures, detail, notes };
 }
 
 function prefixed(cluster: string, o: Record<string, number>): Record<string, number> {
