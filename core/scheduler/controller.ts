@@ -122,8 +122,13 @@ export class NamespaceScheduler {
   private unsubscribe: Array<() => void> = [];
   private publishTimer?: NodeJS.Timeout;
   private lastPublished = '';
-  /** the state ConfigMap, followed for its rebalance request annotation */
-  private requests?: Informer<StateMap>;
+  /**
+   * the state ConfigMap as last read (undefined: not read yet; null: not there), for its rebalance request annotation.
+   * It is read at every publish interval rather than watched: the meta cluster is often also a super cluster, whose
+   * ConfigMaps the syncer already watches, and a second watch of one resource on one cluster is what the shared
+   * informers are there to avoid (`npm run bench -- watches` counts them).
+   */
+  private state?: StateMap | null;
   /** the answer to the last rebalance request, published in the state ConfigMap */
   private lastRebalance?: RebalanceReport;
   /** namespaces a rebalance moved, not yet written: the super clusters that lost slices, and the Event to record */
@@ -211,19 +216,13 @@ export class NamespaceScheduler {
     replaying = false;
     const every = this.o.publishIntervalMs ?? SCHEDULER_DEFAULTS.publishIntervalMs;
     if (this.o.publish) {
-      this.publishTimer = setInterval(() => void this.publish(), every);
+      const tick = async () => {
+        await this.readState();
+        await this.publish();
+      };
+      this.publishTimer = setInterval(() => void tick(), every);
       this.publishTimer.unref();
-      const p = this.o.publish;
-      this.requests = new Informer<StateMap>({
-        client: p.client,
-        resource: R.configmaps,
-        namespace: p.namespace,
-        fieldSelector: `metadata.name=${STATE_CONFIGMAP.name}`,
-        name: 'scheduler/state',
-      });
-      const enqueue = () => this.queue.add(REBALANCE_KEY);
-      this.requests.addHandler({ onAdd: enqueue, onUpdate: enqueue });
-      this.requests.start();
+      void tick();
     }
     log.info({ policy: this.policy }, 'scheduler started');
   }
@@ -237,7 +236,6 @@ export class NamespaceScheduler {
     await this.sessions.removeAll();
     await Promise.all([...this.nodes.values()].map((n) => n.informer.stop()));
     this.nodes.clear();
-    await this.requests?.stop();
     await this.publish();
   }
 
@@ -274,13 +272,30 @@ export class NamespaceScheduler {
     return this.sessions.get(key)?.ready ?? false;
   }
 
+  /**
+   * readState reads the state ConfigMap and queues a rebalance when it holds a request not answered yet; a failed read
+   * keeps the last one and is tried again at the next interval.
+   */
+  private async readState(): Promise<void> {
+    const p = this.o.publish;
+    if (!p) return;
+    try {
+      this.state = await p.client.getOrNull<StateMap>(R.configmaps, p.namespace, STATE_CONFIGMAP.name);
+    } catch (err) {
+      log.warn({ err }, 'could not read the scheduler state');
+      return;
+    }
+    const raw = this.state?.metadata?.annotations?.[REBALANCE_REQUEST];
+    if (raw !== undefined && raw !== this.lastRebalance?.request) this.queue.add(REBALANCE_KEY);
+  }
+
   /** publish writes the summary ConfigMap when it changed; failures are logged and retried at the next interval. */
   async publish(): Promise<void> {
     const p = this.o.publish;
     if (!p) return;
     // The state holds the rebalance request answered last: read it back before it is written over.
-    if (this.requests && !this.requests.hasSynced()) return;
-    this.lastRebalance ??= answered(this.requests?.list()[0]?.data?.[STATE_CONFIGMAP.key]);
+    if (this.state === undefined) return;
+    this.lastRebalance ??= answered(this.state?.data?.[STATE_CONFIGMAP.key]);
     const text = JSON.stringify(this.summary());
     if (text === this.lastPublished) return;
     try {
@@ -608,7 +623,7 @@ export class NamespaceScheduler {
   // step, then lets each namespace's reconcile write its placements and evict its Pods, as a drain does.
   private async reconcileRebalance(): Promise<Result> {
     const p = this.o.publish;
-    const cm = this.requests?.list()[0];
+    const cm = this.state;
     if (!p || !cm) return;
     const object = `configmap ${p.namespace}/${STATE_CONFIGMAP.name}`;
     // A restarted scheduler knows the request it answered last from the published state.
