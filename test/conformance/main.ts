@@ -34,8 +34,8 @@ import {
   type TestCase,
 } from './report.ts';
 import { renderPage } from './page.ts';
-import { compare, reproducibleCommand, selection, type RunMeta } from './sidebyside.ts';
-import { mergeRuns, parseSigs, readSummary } from './sigruns.ts';
+import { classify, compare, reproducibleCommand, selection, type RunMeta } from './sidebyside.ts';
+import { mergeRecheck, mergeRuns, parseSigs, readSummary } from './sigruns.ts';
 import { readGinkgoReport, stepTimes } from './timeline.ts';
 import { prepareSuperRun } from './superside.ts';
 
@@ -393,6 +393,7 @@ async function main(o: Options): Promise<number> {
     } finally {
       await opened.restore();
     }
+    const results = classify(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
     const side = compare(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
     // where the tenant's time went, step by step, beside the super cluster's
     const timelines = [reportDir, superDir].map((d) => join(d, JSON_REPORT));
@@ -411,10 +412,11 @@ async function main(o: Options): Promise<number> {
       ...(sel.skip && { skip: sel.skip }),
       seconds: { tenant: tenantRun.seconds, super: superRun.seconds },
     };
-    // this run's SIGs in place of the same SIGs of earlier runs; the page shows them all
+    // this run's SIGs in place of the same SIGs of earlier runs (a focused run's specs in place of the same specs);
+    // the page shows them all
     const summaryFile = resolve(o.summary);
     const earlier = readSummary(existsSync(summaryFile) ? readFileSync(summaryFile, 'utf8') : undefined);
-    const merged = mergeRuns(earlier, side, run);
+    const merged = o.all || sigs ? mergeRuns(earlier, side, run) : mergeRecheck(earlier, results, run);
     mkdirSync(dirname(summaryFile), { recursive: true });
     writeFileSync(summaryFile, JSON.stringify(merged, null, 2) + '\n');
     mkdirSync(dirname(resolve(o.page)), { recursive: true });
