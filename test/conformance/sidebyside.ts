@@ -68,7 +68,7 @@ export const DESIGN_LIMITS: readonly DesignLimit[] = [
     reason:
       "curls the tenant Service's own spec.clusterIP, which the tenant apiserver allocated and no node routes: the " +
       'super cluster allocates the copy another, which the tenant DNS answers for the name (the original ' +
-      'VirtualCluster fails it for the same reason; only vcluster, which hands the tenant the super cluster IP, ' +
+      'VirtualCluster fails it for the same reason; vcluster, whose virtual Services take the host cluster IPs, ' +
       'passes it)',
   },
 ];
