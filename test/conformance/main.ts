@@ -65,6 +65,8 @@ interface Options {
   realNodes: string;
   /** the tenant's pods.serviceAccountTokens */
   tokens: string;
+  /** write the page from the summary and run nothing */
+  pageOnly?: boolean;
 }
 
 const log = (s: string): void => void process.stderr.write(`[conformance] ${s}\n`);
@@ -303,6 +305,13 @@ async function gitCommit(): Promise<string> {
 }
 
 async function main(o: Options): Promise<number> {
+  if (o.pageOnly) {
+    const summary = readSummary(existsSync(resolve(o.summary)) ? readFileSync(resolve(o.summary), 'utf8') : undefined);
+    if (!summary) throw new Error(`--page-only: no summary in ${o.summary}`);
+    writeFileSync(resolve(o.page), renderPage(summary));
+    process.stdout.write(`wrote ${o.page} from ${o.summary}\n`);
+    return 0;
+  }
   const stateDir = resolve(o.stateDir);
   const reportDir = resolve(o.reportDir);
   const procs = Number(o.procs);
@@ -476,6 +485,7 @@ const program = new Command('conformance')
     'the JSON summary a side-by-side run merges its SIGs into, and the page is made from',
     'docs/conformance-results.json',
   )
+  .option('--page-only', 'write the page from the summary again (after a change to its format) and run nothing')
   .action(async (o: Options) => {
     process.exitCode = await main(o);
   });

@@ -126,6 +126,12 @@ describe('renderPage: a focused recheck', () => {
     expect(p).toContain(`## Rechecked\n\nSpecs a focused run made again`);
     expect(p).toContain(`- ${C}: passed on both sides (2026-12-01, fed4321)\n`);
     expect(page).not.toContain('## Rechecked');
+    const limit = mergeRecheck(
+      merged,
+      classify([it_(B, 'failed', 4)], [it_(B, 'passed', 2)], ALL_FOCUS),
+      run('2026-12-01', 'fed4321', 'npm run conformance -- --super --focus DaemonSet', 40, 10),
+    );
+    expect(renderPage(limit)).toContain(`- ${B}: a design limit (Gaps) (2026-12-01, fed4321)\n`);
   });
 });
 

@@ -16,7 +16,7 @@ const perSpec = (seconds: number, specs: number) => (specs ? (seconds / specs).t
 /** OUTCOME_WORDS say what a rechecked spec came to. */
 const OUTCOME_WORDS: Record<Outcome, string> = {
   passed: 'passed on both sides',
-  gap: 'a gap (Gaps)',
+  gap: 'a fidelity gap (Gaps)',
   environment: 'failed on both sides (Environment)',
   tenantOnly: 'passed on the tenant only (Tenant only)',
   skipped: 'skipped',
@@ -124,7 +124,9 @@ export function renderPage(r: SideBySide): string {
       '',
     );
     for (const { x, run } of rechecks)
-      lines.push(`- ${x.text}: ${OUTCOME_WORDS[x.outcome]} (${run.date}, ${run.commit})`);
+      lines.push(
+        `- ${x.text}: ${x.designLimit ? 'a design limit (Gaps)' : OUTCOME_WORDS[x.outcome]} (${run.date}, ${run.commit})`,
+      );
   }
   const steps = r.sigs.filter((g) => g.timing?.steps?.length);
   if (steps.length) {
