@@ -187,6 +187,67 @@ describe('downward volumes', () => {
     expect(updated.spec).toEqual(created.spec);
   });
 
+  describe('an update that relabels the tenant Pod goes through the allow-list and reserved keys as at creation', () => {
+    const tp: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      ...tenantPod,
+      spec: {
+        containers: [{ name: 'c' }],
+        volumes: [{ name: 'd', downwardAPI: { items: [item('metadata.labels', 'l')] } }],
+      },
+    };
+    const created = podsPlugin.toSuper!(tp, undefined, ctx).object as Pod;
+    const update = (labels: Record<string, string>, annotations: Record<string, string>) =>
+      podsPlugin.toSuper!({ ...tp, metadata: { ...tp.metadata, labels, annotations } }, created, ctx).object as Pod;
+
+    interface Case {
+      name: string;
+      labels: Record<string, string>;
+      annotations: Record<string, string>;
+      super: { labels: Record<string, string>; annotations?: Record<string, string>; file: string };
+    }
+    it.each<Case>([
+      {
+        name: 'a label the tenant changes follows, and so does the file of all labels',
+        labels: { app: 'api' },
+        annotations: {},
+        super: { labels: { app: 'api' }, file: 'app="api"' },
+      },
+      {
+        name: 'a label off the allow-list stays off the super Pod, though the file shows it as the kubelet would',
+        labels: { app: 'web', 'sidecar.istio.io/inject': 'true' },
+        annotations: {},
+        super: { labels: { app: 'web' }, file: 'app="web"\nsidecar.istio.io/inject="true"' },
+      },
+      {
+        name: "the project's keys the tenant sets (ownership, the downward file itself) are dropped",
+        labels: { app: 'web', 'tenancy.x-k8s.io/cluster': 'another-tenant' },
+        annotations: {
+          [ANN.uid]: 'forged',
+          [wholeMapKey('labels')]: 'app="admin"',
+          [downwardKey('labels', 'role')]: 'admin',
+          note: 'mine',
+        },
+        super: {
+          labels: { app: 'web' },
+          annotations: { note: 'mine' },
+          file: 'app="web"\ntenancy.x-k8s.io/cluster="another-tenant"',
+        },
+      },
+    ])('$name', ({ labels, annotations, super: want }) => {
+      const m = update(labels, annotations).metadata!;
+      const own = (x: Record<string, string> | undefined) =>
+        Object.fromEntries(Object.entries(x ?? {}).filter(([k]) => !k.includes('tenancy.x-k8s.io/')));
+      expect(own(m.labels)).toEqual(want.labels);
+      expect(own(m.annotations)).toEqual(want.annotations ?? {});
+      expect(m.annotations?.[wholeMapKey('labels')]).toBe(want.file);
+      expect(m.annotations?.[ANN.uid]).not.toBe('forged');
+      expect(m.annotations?.[downwardKey('labels', 'role')]).toBeUndefined();
+      expect(m.labels?.['tenancy.x-k8s.io/cluster']).not.toBe('another-tenant');
+    });
+  });
+
   it('the pods plugin copies a volume of all labels and annotations as the files the kubelet would write', () => {
     const opaqueCtx = testContext({
       tenant: { ...ctx.tenant, opaqueMetaPrefixes: ['secret.example.com/'] },

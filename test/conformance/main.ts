@@ -34,8 +34,8 @@ import {
   type TestCase,
 } from './report.ts';
 import { renderPage } from './page.ts';
-import { compare, reproducibleCommand, selection, type RunMeta } from './sidebyside.ts';
-import { mergeRuns, parseSigs, readSummary } from './sigruns.ts';
+import { classify, compare, reproducibleCommand, selection, type RunMeta } from './sidebyside.ts';
+import { mergeRecheck, mergeRuns, parseSigs, readSummary } from './sigruns.ts';
 import { readGinkgoReport, stepTimes } from './timeline.ts';
 import { prepareSuperRun } from './superside.ts';
 
@@ -65,6 +65,8 @@ interface Options {
   realNodes: string;
   /** the tenant's pods.serviceAccountTokens */
   tokens: string;
+  /** write the page from the summary and run nothing */
+  pageOnly?: boolean;
 }
 
 const log = (s: string): void => void process.stderr.write(`[conformance] ${s}\n`);
@@ -303,6 +305,13 @@ async function gitCommit(): Promise<string> {
 }
 
 async function main(o: Options): Promise<number> {
+  if (o.pageOnly) {
+    const summary = readSummary(existsSync(resolve(o.summary)) ? readFileSync(resolve(o.summary), 'utf8') : undefined);
+    if (!summary) throw new Error(`--page-only: no summary in ${o.summary}`);
+    writeFileSync(resolve(o.page), renderPage(summary));
+    process.stdout.write(`wrote ${o.page} from ${o.summary}\n`);
+    return 0;
+  }
   const stateDir = resolve(o.stateDir);
   const reportDir = resolve(o.reportDir);
   const procs = Number(o.procs);
@@ -393,6 +402,7 @@ async function main(o: Options): Promise<number> {
     } finally {
       await opened.restore();
     }
+    const results = classify(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
     const side = compare(tenantRun.cases, superRun.cases, sel.focus, sel.skip);
     // where the tenant's time went, step by step, beside the super cluster's
     const timelines = [reportDir, superDir].map((d) => join(d, JSON_REPORT));
@@ -411,10 +421,11 @@ async function main(o: Options): Promise<number> {
       ...(sel.skip && { skip: sel.skip }),
       seconds: { tenant: tenantRun.seconds, super: superRun.seconds },
     };
-    // this run's SIGs in place of the same SIGs of earlier runs; the page shows them all
+    // this run's SIGs in place of the same SIGs of earlier runs (a focused run's specs in place of the same specs);
+    // the page shows them all
     const summaryFile = resolve(o.summary);
     const earlier = readSummary(existsSync(summaryFile) ? readFileSync(summaryFile, 'utf8') : undefined);
-    const merged = mergeRuns(earlier, side, run);
+    const merged = o.all || sigs ? mergeRuns(earlier, side, run) : mergeRecheck(earlier, results, run);
     mkdirSync(dirname(summaryFile), { recursive: true });
     writeFileSync(summaryFile, JSON.stringify(merged, null, 2) + '\n');
     mkdirSync(dirname(resolve(o.page)), { recursive: true });
@@ -474,6 +485,7 @@ const program = new Command('conformance')
     'the JSON summary a side-by-side run merges its SIGs into, and the page is made from',
     'docs/conformance-results.json',
   )
+  .option('--page-only', 'write the page from the summary again (after a change to its format) and run nothing')
   .action(async (o: Options) => {
     process.exitCode = await main(o);
   });

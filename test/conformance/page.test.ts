@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { renderPage, runsOf } from './page.ts';
 import type { SpecState, TestCase } from './report.ts';
-import { ALL_FOCUS, compare, type RunMeta, SERIAL_SKIP } from './sidebyside.ts';
-import { mergeRuns } from './sigruns.ts';
+import { ALL_FOCUS, classify, compare, type RunMeta, SERIAL_SKIP } from './sidebyside.ts';
+import { mergeRecheck, mergeRuns } from './sigruns.ts';
 
 const it_ = (text: string, status: SpecState, seconds = 1, message?: string): TestCase => ({
   node: 'It',
@@ -13,7 +13,7 @@ const it_ = (text: string, status: SpecState, seconds = 1, message?: string): Te
 });
 
 const A = '[sig-apps] Deployment should roll [Conformance]';
-const B = '[sig-apps] DaemonSet should run and stop complex daemon [Conformance]';
+const B = '[sig-apps] Daemon set should run and stop complex daemon [Conformance]';
 const C = '[sig-apps] StatefulSet should pin [Conformance]';
 const D = '[sig-node] Pods should run [NodeConformance] [Conformance]';
 const E = '[sig-network] Services should serve [Conformance]';
@@ -100,6 +100,38 @@ describe('renderPage: steps', () => {
       sigs: merged.sigs.map((g) => ({ ...g, timing: g.timing && { ...g.timing, steps: undefined } })),
     };
     expect(renderPage(bare)).not.toContain('## Where the tenant spends');
+  });
+});
+
+describe('renderPage: a focused recheck', () => {
+  const rechecked = mergeRecheck(
+    merged,
+    classify([it_(C, 'passed', 4)], [it_(C, 'passed', 2)], ALL_FOCUS),
+    run('2026-12-01', 'fed4321', "npm run conformance -- --super --focus 'StatefulSet'", 40, 10),
+  );
+  const p = renderPage(rechecked);
+
+  it("names the recheck beside the SIG's run, and counts the spec's new result", () => {
+    expect(p).toContain(
+      '| apps | 3 | 2 | 3 | 1 | 0 | 0 | 0 | 30.0 / 6.0 | 2026-11-29, abc1234; 1 rechecked 2026-12-01, fed4321 |',
+    );
+    expect(p).not.toContain(`- ${C}: fidelity gap`);
+    expect(p).toContain(`- ${B}: design limit: labels a vNode`);
+  });
+
+  it('lists the run with the number of specs it rechecked, and each spec with what it came to', () => {
+    expect(p).toContain(
+      "- 2026-12-01, commit fed4321 (Kubernetes v1.36.3), 1 specs rechecked of SIGs apps: `npm run conformance -- --super --focus 'StatefulSet'`",
+    );
+    expect(p).toContain(`## Rechecked\n\nSpecs a focused run made again`);
+    expect(p).toContain(`- ${C}: passed on both sides (2026-12-01, fed4321)\n`);
+    expect(page).not.toContain('## Rechecked');
+    const limit = mergeRecheck(
+      merged,
+      classify([it_(B, 'failed', 4)], [it_(B, 'passed', 2)], ALL_FOCUS),
+      run('2026-12-01', 'fed4321', 'npm run conformance -- --super --focus DaemonSet', 40, 10),
+    );
+    expect(renderPage(limit)).toContain(`- ${B}: a design limit (Gaps) (2026-12-01, fed4321)\n`);
   });
 });
 

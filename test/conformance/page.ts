@@ -4,7 +4,7 @@
  * side; every spec that is not a pass on both, by class, with its reason; and where the tenant's time goes beyond
  * the super cluster's. Unit-tested in page.test.ts.
  */
-import type { RunMeta, SideBySide, SigSummary, SpecResult } from './sidebyside.ts';
+import type { Outcome, RunMeta, SideBySide, SigSummary, SpecResult } from './sidebyside.ts';
 
 const clock = (seconds: number) => {
   const t = Math.round(seconds);
@@ -13,18 +13,34 @@ const clock = (seconds: number) => {
 
 const perSpec = (seconds: number, specs: number) => (specs ? (seconds / specs).toFixed(1) : '-');
 
+/** OUTCOME_WORDS say what a rechecked spec came to. */
+const OUTCOME_WORDS: Record<Outcome, string> = {
+  passed: 'passed on both sides',
+  gap: 'a fidelity gap (Gaps)',
+  environment: 'failed on both sides (Environment)',
+  tenantOnly: 'passed on the tenant only (Tenant only)',
+  skipped: 'skipped',
+};
+
 /** runKey tells runs apart: one command at one commit on one date. */
 const runKey = (r: RunMeta) => `${r.date} ${r.commit} ${r.command}`;
 
-/** runsOf lists the distinct runs the SIGs come from, oldest first, with the SIGs each one gave. */
-export function runsOf(sigs: readonly SigSummary[]): Array<{ run: RunMeta; sigs: string[] }> {
-  const out = new Map<string, { run: RunMeta; sigs: string[] }>();
-  for (const g of sigs) {
-    if (!g.run) continue;
-    const k = runKey(g.run);
-    const e = out.get(k) ?? { run: g.run, sigs: [] };
-    e.sigs.push(g.sig);
+/**
+ * runsOf lists the distinct runs the SIGs come from, oldest first, with the SIGs each one gave and, for a focused run
+ * that rechecked some of their specs, how many.
+ */
+export function runsOf(sigs: readonly SigSummary[]): Array<{ run: RunMeta; sigs: string[]; rechecked?: number }> {
+  const out = new Map<string, { run: RunMeta; sigs: string[]; rechecked?: number }>();
+  const add = (run: RunMeta, sig: string, rechecked?: number) => {
+    const k = runKey(run);
+    const e = out.get(k) ?? { run, sigs: [] };
+    if (!e.sigs.includes(sig)) e.sigs.push(sig);
+    if (rechecked !== undefined) e.rechecked = (e.rechecked ?? 0) + rechecked;
     out.set(k, e);
+  };
+  for (const g of sigs) {
+    if (g.run) add(g.run, g.sig);
+    for (const c of g.rechecks ?? []) add(c.run, g.sig, c.specs.length);
   }
   return [...out.values()].sort(
     (a, b) => a.run.date.localeCompare(b.run.date) || runKey(a.run).localeCompare(runKey(b.run)),
@@ -44,7 +60,8 @@ export function renderPage(r: SideBySide): string {
     '',
     'Made by `npm run conformance` from the summary [conformance-results.json](conformance-results.json), one or ' +
       "more SIGs per run; each SIG row names the run it comes from, and running that run's command again replaces " +
-      'its rows. A **gap** passes on the super cluster and fails on the tenant (a fidelity gap, or a design limit ' +
+      "its rows; a focused run (`--focus`) replaces only its specs' results and is named beside the SIG's run. " +
+      'A **gap** passes on the super cluster and fails on the tenant (a fidelity gap, or a design limit ' +
       'with its reason); **environment** fails on both (this machine); **tenant only** passes on the tenant alone. ' +
       "Time per spec is Ginkgo's own time of the specs that passed on both sides.",
     '',
@@ -53,7 +70,10 @@ export function renderPage(r: SideBySide): string {
     ...r.sigs.map((g) => {
       const t = g.timing;
       const time = t ? `${perSpec(t.tenantSeconds, t.specs)} / ${perSpec(t.superSeconds, t.specs)}` : '-';
-      const run = g.run ? `${g.run.date}, ${g.run.commit}` : '-';
+      const run = [
+        g.run ? `${g.run.date}, ${g.run.commit}` : '-',
+        ...(g.rechecks ?? []).map((c) => `${c.specs.length} rechecked ${c.run.date}, ${c.run.commit}`),
+      ].join('; ');
       return (
         `| ${g.sig} | ${g.selected} | ${g.passedTenant} | ${g.passedSuper} | ${g.gaps.length} | ` +
         `${g.environment.length} | ${g.tenantOnly.length} | ${g.skipped} | ${time} | ${run} |`
@@ -66,9 +86,10 @@ export function renderPage(r: SideBySide): string {
     '## Runs',
     '',
   ];
-  for (const { run, sigs } of runs)
+  for (const { run, sigs, rechecked } of runs)
     lines.push(
-      `- ${run.date}, commit ${run.commit} (Kubernetes ${run.kubernetes}), SIGs ${sigs.join(', ')}: ` +
+      `- ${run.date}, commit ${run.commit} (Kubernetes ${run.kubernetes}), ` +
+        `${rechecked === undefined ? 'SIGs' : `${rechecked} specs rechecked of SIGs`} ${sigs.join(', ')}: ` +
         `\`${run.command}\`; tenant run ${clock(run.seconds.tenant)}, super run ${clock(run.seconds.super)} ` +
         `(focus \`${run.focus}\`${run.skip ? `, skip \`${run.skip}\`` : ''}).`,
     );
@@ -93,6 +114,20 @@ export function renderPage(r: SideBySide): string {
     (g) => g.tenantOnly,
     (x) => `super: ${x.message ?? x.super ?? ''}`,
   );
+  const rechecks = r.sigs.flatMap((g) => (g.rechecks ?? []).flatMap((c) => c.specs.map((x) => ({ x, run: c.run }))));
+  if (rechecks.length) {
+    lines.push(
+      '',
+      '## Rechecked',
+      '',
+      "Specs a focused run made again after their SIG's run; its results replace that run's above.",
+      '',
+    );
+    for (const { x, run } of rechecks)
+      lines.push(
+        `- ${x.text}: ${x.designLimit ? 'a design limit (Gaps)' : OUTCOME_WORDS[x.outcome]} (${run.date}, ${run.commit})`,
+      );
+  }
   const steps = r.sigs.filter((g) => g.timing?.steps?.length);
   if (steps.length) {
     lines.push(

@@ -93,7 +93,7 @@ const it_ = (text: string, status: SpecState, message?: string): TestCase => ({
 });
 
 const A = '[sig-apps] Deployment should roll [Conformance]';
-const B = '[sig-apps] DaemonSet should run and stop complex daemon [Conformance]';
+const B = '[sig-apps] Daemon set should run and stop complex daemon [Conformance]';
 const C = '[sig-apps] StatefulSet should pin [Conformance]';
 const D = '[sig-node] Pods should run [NodeConformance] [Conformance]';
 const E = '[sig-network] Services should serve [Conformance]';
@@ -182,6 +182,28 @@ describe('compare', () => {
   it('counts a spec one side never reported as skipped, not as a gap', () => {
     const x = compare([it_(A, 'failed')], [], ALL_FOCUS);
     expect(x.totals).toMatchObject({ selected: 1, gaps: 0, skipped: 1 });
+  });
+});
+
+describe('DESIGN_LIMITS', () => {
+  it.each([
+    ['[sig-apps] Daemon set [Serial] should run and stop complex daemon [Conformance]', /labels a vNode/],
+    [
+      '[sig-network] EndpointSlice should support a Service with multiple endpoint IPs specified in multiple EndpointSlices [Conformance]',
+      /own spec.clusterIP/,
+    ],
+    [
+      '[sig-network] EndpointSlice should support a Service with multiple ports specified in multiple EndpointSlices [Conformance]',
+      /own spec.clusterIP/,
+    ],
+    [
+      '[sig-network] EndpointSlice should create Endpoints and EndpointSlices for Pods matching a Service [Conformance]',
+      undefined,
+    ],
+  ])('%s', (text, want) => {
+    const g = compare([it_(text, 'failed', '[FAILED] x')], [it_(text, 'passed')], ALL_FOCUS).sigs[0]!;
+    if (want) expect(g.gaps[0]!.designLimit).toMatch(want);
+    else expect(g.gaps[0]!.designLimit).toBeUndefined();
   });
 });
 

@@ -16,6 +16,7 @@ import type { PodsPolicyView } from '../../core/plugins/contract.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
+import { formatMap, wholeMapKey } from '../../plugins/pods/downward.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
 import { eventually, tenantFor } from '../harness.ts';
 import { sharedTestSuper, type SharedTestSuper } from '../sharedsuper.ts';
@@ -203,6 +204,52 @@ describe('hostile tenant placement and metadata against the forced pool and the 
     );
   });
 
+  it('keeps them off when the tenant relabels a running Pod, while its allow-listed keys and downward file follow', async () => {
+    await attempts.attempt(
+      'Pod relabelled with ownership keys, another owner and a forged downward-volume file',
+      async () => {
+        const volumes = [
+          { name: 'd', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+        ];
+        await a.create(R.pods, pod('relabelled', { volumes }, { labels: { app: 'web' } }));
+        await eventually(() => t.client.get<Pod>(R.pods, sns, 'relabelled'), 90_000);
+        const labels = { app: 'api', 'sidecar.istio.io/inject': 'true', [LABEL.cluster]: 'another-tenant' };
+        await a.patch(
+          R.pods,
+          'default',
+          'relabelled',
+          {
+            metadata: {
+              labels,
+              annotations: {
+                [ANN.uid]: 'forged',
+                [ANN.cluster]: 'another-tenant',
+                [wholeMapKey('labels')]: 'role="admin"',
+                note: 'changed',
+              },
+            },
+          },
+          'merge',
+        );
+        const sp = await eventually(async () => {
+          const got = await t.client.get<Pod>(R.pods, sns, 'relabelled');
+          expect(got.metadata?.labels?.app).toBe('api');
+          return got;
+        }, 90_000);
+        const tp = await a.get(R.pods, 'default', 'relabelled');
+        expect(tenantKeys(sp.metadata?.labels)).toEqual(['app']);
+        expect(sp.metadata?.labels?.[LABEL.cluster]).toBe(tenant.key);
+        expect(sp.metadata?.annotations?.[ANN.uid]).toBe(tp.metadata?.uid);
+        expect(sp.metadata?.annotations?.[ANN.cluster]).toBe(tenant.key);
+        expect(tenantKeys(sp.metadata?.annotations).filter((k) => !k.startsWith('downward.'))).toEqual(['note']);
+        // the file the kubelet writes is the tenant Pod's labels, as a kubelet of the tenant would write it
+        expect(sp.metadata?.annotations?.[wholeMapKey('labels')]).toBe(formatMap(tp.metadata?.labels ?? {}));
+        expect(formatMap(tp.metadata?.labels ?? {})).toContain(formatMap(labels));
+        return 'super Pod follows app and note; no istio, forged ownership or forged downward file';
+      },
+    );
+  });
+
   it('keeps load-balancer and address-pool annotations off the super Service', async () => {
     await attempts.attempt('Service annotated for an internal load balancer and a platform address pool', async () => {
       await a.create(R.services, {
@@ -251,7 +298,7 @@ describe('hostile tenant placement and metadata against the forced pool and the 
     const mine = (await t.client.list(R.pods, { labelSelector: `${LABEL.cluster}=${tenant.key}` })).items
       .map((p) => p.metadata?.name)
       .sort();
-    expect(mine).toEqual(['labelled', 'later', 'no-pool']);
-    expect(attempts.summary()).toBe('attempts 5, refused 5, succeeded 0');
+    expect(mine).toEqual(['labelled', 'later', 'no-pool', 'relabelled']);
+    expect(attempts.summary()).toBe('attempts 6, refused 6, succeeded 0');
   });
 });
