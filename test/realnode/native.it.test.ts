@@ -119,11 +119,10 @@ const certificateOf = (file: string): X509Certificate =>
   new X509Certificate(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(readFileSync(file, 'utf8'))![0]);
 
 /**
- * apiserverKubeletClient is the kubelet client certificate file as the tenant's kube-apiserver (process `pid`) reads
- * it: through its own mount namespace, the file the kubelet projects from the Secret `kubelet-client`.
+ * apiserverFile is a file as the tenant's kube-apiserver (process `pid`) reads it: through its own mount namespace,
+ * the file the kubelet projects from a Secret.
  */
-const apiserverKubeletClient = (pid: number): string =>
-  readFileSync(`/proc/${pid}/root${PATHS.kubeletClientCert}`, 'utf8');
+const apiserverFile = (pid: number, file: string): string => readFileSync(`/proc/${pid}/root${file}`, 'utf8');
 
 /**
  * presentedExpiries are the expiries (Unix seconds) of the client certificates tenant apiservers last authenticated
@@ -133,6 +132,32 @@ async function presentedExpiries(): Promise<number[]> {
   const m = metrics.getSingleMetric('vc_vnagent_tenant_client_certificate_expiry_timestamp_seconds');
   return m ? (await m.get()).values.map((v) => v.value) : [];
 }
+
+/** tenantExpiry is the expiry the manager reports of one of the native tenant's certificates (Unix seconds). */
+async function tenantExpiry(certificate: string): Promise<number | undefined> {
+  const m = metrics.getSingleMetric('vc_tenant_certificate_expiry_timestamp_seconds');
+  const values = m ? (await m.get()).values : [];
+  return values.find((x) => x.labels.vc_name === 'native' && x.labels.certificate === certificate)?.value;
+}
+
+/** servedBy is the certificate the TLS server at `server` presents to a new connection (read, not verified). */
+const servedBy = (server: string) =>
+  new Promise<X509Certificate>((resolve, reject) => {
+    const u = new URL(server);
+    const s = tls.connect({ host: u.hostname, port: Number(u.port), rejectUnauthorized: false }, () => {
+      const raw = s.getPeerCertificate().raw;
+      s.end();
+      resolve(new X509Certificate(raw));
+    });
+    s.on('error', reject);
+  });
+
+/** RENEWED_FILES are the apiserver's files whose renewal by hand native.it asks for, with the reported names. */
+const RENEWED_FILES = [
+  { cert: 'kubelet-client', name: 'kube-apiserver kubelet client', file: PATHS.kubeletClientCert },
+  { cert: 'apiserver', name: 'kube-apiserver serving', file: PATHS.apiserverCert },
+  { cert: 'front-proxy-client', name: 'front-proxy client', file: PATHS.frontProxyClientCert },
+] as const;
 
 /** issuedCertificates reads a real node's certificates (CERT_FILES) under stateDir once all are written. */
 function issuedCertificates(stateDir: string): Record<string, X509Certificate> | undefined {
@@ -533,39 +558,38 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     });
   });
 
-  /** the apiserver as it was when its kubelet client certificate's renewal was asked for (the next test) */
+  /** the apiserver as it was when the renewal of its certificates was asked for (the next test) */
   let renewal:
-    { uid: string; restarts: number; pid: number; pem: string; fingerprint: string; asked: number } | undefined;
+    | { uid: string; restarts: number; pid: number; pems: Record<string, string>; fingerprint: string; asked: number }
+    | undefined;
   const apiserverPod = () =>
     c.get<Pod & { status?: { containerStatuses?: Array<{ restartCount?: number }> } }>(R.pods, root, 'apiserver-0');
 
-  it('asks for a renewal of the kubelet client certificate with vc certs renew, taken up while the tests below run', async (ctx) => {
+  it('asks for a renewal of the apiserver certificates with vc certs renew, taken up while the tests below run', async (ctx) => {
     if (!webPod) ctx.skip();
     const pod = await apiserverPod();
     const [pid, ...others] = containerPids(node.shimPids(), 'kube-apiserver');
     expect(others).toEqual([]);
-    const pem = apiserverKubeletClient(pid!);
+    const pems = Object.fromEntries(RENEWED_FILES.map((f) => [f.cert, apiserverFile(pid!, f.file)]));
     const vc = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
-    // the apiserver reads the certificate the status names, and the vn-agent has seen it (logs and exec above)
-    expect(fingerprintSha256(pem)).toBe(vc.status?.kubeletClientCertFingerprint);
-    expect(await presentedExpiries()).toContain(Date.parse(new X509Certificate(pem).validTo) / 1000);
-    const out = await exec(process.execPath, [
-      vcBin,
-      'certs',
-      'renew',
-      'native',
-      '--cert',
-      'kubelet-client',
-      '--kubeconfig',
-      e!.superCluster.cluster.kubeconfigPath,
-    ]);
-    expect(out.stdout).toMatch(/renew-certificates=kubelet-client@\S+Z; the manager renews kubelet-client/);
+    // the apiserver reads the kubelet client certificate the status names, and the vn-agent has seen it (logs above)
+    const kubeletClient = new X509Certificate(pems['kubelet-client']!);
+    expect(fingerprintSha256(pems['kubelet-client']!)).toBe(vc.status?.kubeletClientCertFingerprint);
+    expect(await presentedExpiries()).toContain(Date.parse(kubeletClient.validTo) / 1000);
+    expect(await tenantExpiry('kube-apiserver kubelet client')).toBe(Date.parse(kubeletClient.validTo) / 1000);
+    expect((await servedBy(serverOf(readFileSync(kubeconfig, 'utf8')))).raw).toEqual(
+      new X509Certificate(pems.apiserver!).raw,
+    );
+    const args = RENEWED_FILES.flatMap((f) => ['--cert', f.cert]);
+    const kc = e!.superCluster.cluster.kubeconfigPath;
+    const out = await exec(process.execPath, [vcBin, 'certs', 'renew', 'native', ...args, '--kubeconfig', kc]);
+    expect(out.stdout).toMatch(/renew-certificates=kubelet-client,apiserver,front-proxy-client@\S+Z; the manager/);
     renewal = {
       uid: pod.metadata!.uid!,
       restarts: pod.status?.containerStatuses?.[0]?.restartCount ?? 0,
       pid: pid!,
-      pem,
-      fingerprint: fingerprintSha256(pem),
+      pems,
+      fingerprint: fingerprintSha256(pems['kubelet-client']!),
       asked: Date.now(),
     };
   });
@@ -819,10 +843,10 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     ).toBe(true);
   });
 
-  it('the running apiserver takes the renewed kubelet client certificate up without a restart; logs and exec work', async (ctx) => {
+  it('the running apiserver takes its renewed certificates up without a restart; logs and exec work', async (ctx) => {
     if (!renewal || !webPod) ctx.skip();
     const was = renewal!;
-    // two steps: the status names the renewed certificate, and the replaced one beside it while it is in date
+    // the kubelet client in two steps: the status names the renewed one, and the replaced one beside it while in date
     const vc = await eventually(
       async () => {
         const v = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
@@ -833,20 +857,29 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       120_000,
       1000,
     );
-    // the file the apiserver reads is the renewed one once the kubelet has rewritten the projected Secret
-    const pem = await eventually(
+    // each file the apiserver reads is a renewed one once the kubelet has rewritten the projected Secrets
+    const now = await eventually(
       () => {
-        const now = apiserverKubeletClient(was.pid);
-        expect(fingerprintSha256(now)).toBe(vc.status?.kubeletClientCertFingerprint);
-        return now;
+        const pems = Object.fromEntries(RENEWED_FILES.map((f) => [f.cert, apiserverFile(was.pid, f.file)]));
+        for (const f of RENEWED_FILES) expect(pems[f.cert], f.cert).not.toBe(was.pems[f.cert]);
+        expect(fingerprintSha256(pems['kubelet-client']!)).toBe(vc.status?.kubeletClientCertFingerprint);
+        return Object.fromEntries(RENEWED_FILES.map((f) => [f.cert, new X509Certificate(pems[f.cert]!)]));
       },
       180_000,
       2000,
     );
-    const [before, after] = [new X509Certificate(was.pem), new X509Certificate(pem)];
-    expect(after.serialNumber).not.toBe(before.serialNumber);
-    expect(after.subject).toBe(before.subject);
-    expect(after.issuer).toBe(before.issuer);
+    for (const f of RENEWED_FILES) {
+      const before = new X509Certificate(was.pems[f.cert]!);
+      expect(now[f.cert]!.serialNumber, f.cert).not.toBe(before.serialNumber);
+      expect([now[f.cert]!.subject, now[f.cert]!.issuer, now[f.cert]!.subjectAltName], f.cert).toEqual([
+        before.subject,
+        before.issuer,
+        before.subjectAltName,
+      ]);
+    }
+    // the apiserver serves the renewed serving certificate to new connections (it reloads the file)
+    const server = serverOf(readFileSync(kubeconfig, 'utf8'));
+    await eventually(async () => expect((await servedBy(server)).raw).toEqual(now.apiserver!.raw), 60_000, 1000);
     // logs and exec through the vn-agent; the apiserver closes its kubelet connections when it takes the file up,
     // which can fail the one call in flight (docs/operations/certificates.md): that one is tried again
     await eventually(async () => expect(await kubectl('logs', webPod!)).toMatch(/Started HTTP server/), 20_000, 1000);
@@ -855,17 +888,27 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       20_000,
       1000,
     );
-    // the vn-agent authenticated the apiserver with the renewed certificate: taken up, not only written
-    expect(await presentedExpiries()).toContain(Date.parse(after.validTo) / 1000);
+    // the vn-agent authenticated the apiserver with the renewed kubelet client certificate: taken up, not only written
+    const kubeletClientExpiry = Date.parse(now['kubelet-client']!.validTo) / 1000;
+    expect(await presentedExpiries()).toContain(kubeletClientExpiry);
     // by the same process in the same Pod: no restart
     const pod = await apiserverPod();
     expect(pod.metadata?.uid).toBe(was.uid);
     expect(pod.status?.containerStatuses?.[0]?.restartCount ?? 0).toBe(was.restarts);
     expect(containerPids(node.shimPids(), 'kube-apiserver')).toEqual([was.pid]);
-    const valid = vc.status?.conditions?.find((x) => x.type === 'CertificatesValid');
+    // the expiries the manager reports moved to the renewed certificates', and CertificatesValid holds
+    for (const f of RENEWED_FILES)
+      await eventually(
+        async () => expect(await tenantExpiry(f.name), f.name).toBe(Date.parse(now[f.cert]!.validTo) / 1000),
+        30_000,
+        1000,
+      );
+    const valid = (await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native')).status?.conditions?.find(
+      (x) => x.type === 'CertificatesValid',
+    );
     expect(valid?.status, valid?.message).toBe('True');
     process.stdout.write(
-      `native tenant: renewed kubelet client certificate presented and checked ${Date.now() - was.asked} ms after vc certs renew\n`,
+      `native tenant: renewed apiserver certificates taken up and checked ${Date.now() - was.asked} ms after vc certs renew\n`,
     );
   });
 
