@@ -580,9 +580,16 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     expect((await servedBy(serverOf(readFileSync(kubeconfig, 'utf8')))).raw).toEqual(
       new X509Certificate(pems.apiserver!).raw,
     );
-    const args = RENEWED_FILES.flatMap((f) => ['--cert', f.cert]);
     const kc = e!.superCluster.cluster.kubeconfigPath;
-    const out = await exec(process.execPath, [vcBin, 'certs', 'renew', 'native', ...args, '--kubeconfig', kc]);
+    const out = await exec(process.execPath, [
+      vcBin,
+      'certs',
+      'renew',
+      'native',
+      ...RENEWED_FILES.flatMap((f) => ['--cert', f.cert]),
+      '--kubeconfig',
+      kc,
+    ]);
     expect(out.stdout).toMatch(/renew-certificates=kubelet-client,apiserver,front-proxy-client@\S+Z; the manager/);
     renewal = {
       uid: pod.metadata!.uid!,
