@@ -73,6 +73,11 @@ export const ANN = {
    * `vc rotate-ca`; the CARotation condition says when it is done
    */
   caRotation: `${PREFIX}/ca-rotation`,
+  /**
+   * on a VirtualCluster: a renewal of its certificates asked for by hand, `[NAME[,NAME...]@]TIME` (set by `vc certs
+   * renew`): those issued before TIME are renewed (core/pki/renewal.ts, parseRenewalRequest)
+   */
+  renewCertificates: `${PREFIX}/renew-certificates`,
 } as const;
 
 /** LABEL names the labels the project writes: the SDK's (managed-by, cluster, public) and those only the core writes. */

@@ -1,6 +1,7 @@
 import { KeyObject, X509Certificate, createHash, createPrivateKey, randomBytes, type webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
 import { x509 } from './x509.ts';
+import { CLOCK_SKEW_MS } from './renewal.ts';
 
 /** CertKeyPair is a certificate (`CERTIFICATE` PEM) and its private key (PKCS#8 `PRIVATE KEY` PEM). */
 export interface CertKeyPair {
@@ -35,8 +36,6 @@ export interface LeafOptions {
 const EC_KEY = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGNATURE = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;
-/** notBefore lies this far in the past so that peers whose clocks lag a little accept a fresh certificate. */
-const CLOCK_SKEW_MS = 60_000;
 
 const EKU_OIDS: Record<CertUsage, string> = {
   server: x509.ExtendedKeyUsage.serverAuth,

@@ -722,6 +722,11 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(m).toContain(`tenant="${A}",kind="containerLogs",result="bad_gateway"`);
     expect(m).toContain(`tenant="${A}",kind="exec",result="kubelet_error"`);
     expect(m).toContain(`tenant="${A}",kind="containerLogs",result="timeout"`);
+    // the client certificate tenant A's apiserver authenticated with, by its expiry
+    const presented = Date.parse(new X509Certificate(kubeletA.certPem).validTo) / 1000;
+    expect(
+      await registry.getSingleMetricAsString('vc_vnagent_tenant_client_certificate_expiry_timestamp_seconds'),
+    ).toContain(`{tenant="${A}"} ${presented}`);
     expect(await registry.getSingleMetricAsString('vc_vnagent_relayed_bytes_total')).toMatch(
       new RegExp(`tenant="${A}",kind="exec",direction="to_kubelet"} \\d{7}`),
     );

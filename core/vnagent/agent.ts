@@ -117,6 +117,14 @@ interface Admission {
 }
 
 /**
+ * presented records the client certificate a tenant's apiserver authenticated with (its expiry, per tenant): a renewed
+ * kubelet client certificate shows there once the apiserver presents it.
+ */
+function presented(t: AgentTenant, peer: X509Certificate): void {
+  vnAgentMetrics.tenantClientCertificateExpiry.set({ tenant: t.key }, Date.parse(peer.validTo) / 1000);
+}
+
+/**
  * VnAgent is the kubelet endpoint of every vNode. A tenant apiserver connects with its kubelet client certificate;
  * the agent finds the tenant (authenticate), lets the plugins translate the kubelet path to super names, checks that
  * the super Pod exists and belongs to that tenant, and forwards the request, or relays the upgraded stream, to the
@@ -442,6 +450,7 @@ export class VnAgent {
     const auth = authenticate(peer, this.o.directory.tenants());
     if (!auth.ok) return refuse(auth.status, auth.reason, auth.status === 401 ? 'unauthenticated' : 'forbidden');
     const t = auth.tenant;
+    presented(t, peer!);
     const kind = kindOf(url);
     if (!kind) {
       return refuse(
@@ -581,6 +590,7 @@ export class VnAgent {
         tenant: '',
       });
     const t = auth.tenant;
+    presented(t, peer!);
     if (req.method !== 'GET')
       return refuse({
         status: 405,

@@ -50,6 +50,14 @@ export const vnAgentMetrics = {
     labelNames: ['tenant', 'kind', 'direction'],
     registers: [registry],
   }),
+  tenantClientCertificateExpiry: new Gauge({
+    name: 'vc_vnagent_tenant_client_certificate_expiry_timestamp_seconds',
+    help:
+      "When the client certificate a tenant's apiserver last authenticated with runs out (Unix seconds), per tenant: " +
+      `it moves once the apiserver presents a renewed kubelet client certificate. ${TENANT_LABEL_BOUND}`,
+    labelNames: ['tenant'],
+    registers: [registry],
+  }),
 };
 
 /** UsageSource gives one agent's per-tenant usage now (VnAgent reads its kubelets' summaries). */

@@ -30,11 +30,14 @@ import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { eventually, realNodeSkipReason, startTestSuper } from '../harness.ts';
 import { APISERVER_EGRESS_POLICY } from '../../core/provisioners/native/egress.ts';
+import { PATHS } from '../../core/provisioners/native/layout.ts';
+import { fingerprintSha256 } from '../../core/pki/pki.ts';
 import { cidrContains, parseCidr } from '@virtualcluster-ts/plugin-sdk/network';
 import { Attempts } from '../security/attempts.ts';
 import { nativeHaSuite } from './nativeha.ts';
 
 const exec = promisify(execFile);
+const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 const skip = await realNodeSkipReason();
 if (skip) process.stdout.write(`native.it.test.ts skipped: ${skip}\n`);
 
@@ -114,6 +117,47 @@ const CERT_FILES: ReadonlyArray<{ name: string; file: string }> = [
 /** certificateOf reads the certificate of a PEM file (the serving one holds its key beside it). */
 const certificateOf = (file: string): X509Certificate =>
   new X509Certificate(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(readFileSync(file, 'utf8'))![0]);
+
+/**
+ * apiserverFile is a file as the tenant's kube-apiserver (process `pid`) reads it: through its own mount namespace,
+ * the file the kubelet projects from a Secret.
+ */
+const apiserverFile = (pid: number, file: string): string => readFileSync(`/proc/${pid}/root${file}`, 'utf8');
+
+/**
+ * presentedExpiries are the expiries (Unix seconds) of the client certificates tenant apiservers last authenticated
+ * with at this process's vn-agent (vc_vnagent_tenant_client_certificate_expiry_timestamp_seconds).
+ */
+async function presentedExpiries(): Promise<number[]> {
+  const m = metrics.getSingleMetric('vc_vnagent_tenant_client_certificate_expiry_timestamp_seconds');
+  return m ? (await m.get()).values.map((v) => v.value) : [];
+}
+
+/** tenantExpiry is the expiry the manager reports of one of the native tenant's certificates (Unix seconds). */
+async function tenantExpiry(certificate: string): Promise<number | undefined> {
+  const m = metrics.getSingleMetric('vc_tenant_certificate_expiry_timestamp_seconds');
+  const values = m ? (await m.get()).values : [];
+  return values.find((x) => x.labels.vc_name === 'native' && x.labels.certificate === certificate)?.value;
+}
+
+/** servedBy is the certificate the TLS server at `server` presents to a new connection (read, not verified). */
+const servedBy = (server: string) =>
+  new Promise<X509Certificate>((resolve, reject) => {
+    const u = new URL(server);
+    const s = tls.connect({ host: u.hostname, port: Number(u.port), rejectUnauthorized: false }, () => {
+      const raw = s.getPeerCertificate().raw;
+      s.end();
+      resolve(new X509Certificate(raw));
+    });
+    s.on('error', reject);
+  });
+
+/** RENEWED_FILES are the apiserver's files whose renewal by hand native.it asks for, with the reported names. */
+const RENEWED_FILES = [
+  { cert: 'kubelet-client', name: 'kube-apiserver kubelet client', file: PATHS.kubeletClientCert },
+  { cert: 'apiserver', name: 'kube-apiserver serving', file: PATHS.apiserverCert },
+  { cert: 'front-proxy-client', name: 'front-proxy client', file: PATHS.frontProxyClientCert },
+] as const;
 
 /** issuedCertificates reads a real node's certificates (CERT_FILES) under stateDir once all are written. */
 function issuedCertificates(stateDir: string): Record<string, X509Certificate> | undefined {
@@ -514,6 +558,49 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     });
   });
 
+  /** the apiserver as it was when the renewal of its certificates was asked for (the next test) */
+  let renewal:
+    | { uid: string; restarts: number; pid: number; pems: Record<string, string>; fingerprint: string; asked: number }
+    | undefined;
+  const apiserverPod = () =>
+    c.get<Pod & { status?: { containerStatuses?: Array<{ restartCount?: number }> } }>(R.pods, root, 'apiserver-0');
+
+  it('asks for a renewal of the apiserver certificates with vc certs renew, taken up while the tests below run', async (ctx) => {
+    if (!webPod) ctx.skip();
+    const pod = await apiserverPod();
+    const [pid, ...others] = containerPids(node.shimPids(), 'kube-apiserver');
+    expect(others).toEqual([]);
+    const pems = Object.fromEntries(RENEWED_FILES.map((f) => [f.cert, apiserverFile(pid!, f.file)]));
+    const vc = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
+    // the apiserver reads the kubelet client certificate the status names, and the vn-agent has seen it (logs above)
+    const kubeletClient = new X509Certificate(pems['kubelet-client']!);
+    expect(fingerprintSha256(pems['kubelet-client']!)).toBe(vc.status?.kubeletClientCertFingerprint);
+    expect(await presentedExpiries()).toContain(Date.parse(kubeletClient.validTo) / 1000);
+    expect(await tenantExpiry('kube-apiserver kubelet client')).toBe(Date.parse(kubeletClient.validTo) / 1000);
+    expect((await servedBy(serverOf(readFileSync(kubeconfig, 'utf8')))).raw).toEqual(
+      new X509Certificate(pems.apiserver!).raw,
+    );
+    const kc = e!.superCluster.cluster.kubeconfigPath;
+    const out = await exec(process.execPath, [
+      vcBin,
+      'certs',
+      'renew',
+      'native',
+      ...RENEWED_FILES.flatMap((f) => ['--cert', f.cert]),
+      '--kubeconfig',
+      kc,
+    ]);
+    expect(out.stdout).toMatch(/renew-certificates=kubelet-client,apiserver,front-proxy-client@\S+Z; the manager/);
+    renewal = {
+      uid: pod.metadata!.uid!,
+      restarts: pod.status?.containerStatuses?.[0]?.restartCount ?? 0,
+      pid: pid!,
+      pems,
+      fingerprint: fingerprintSha256(pems['kubelet-client']!),
+      asked: Date.now(),
+    };
+  });
+
   it('the native apiserver proxies to its own Pod and not to a platform Pod beside it (apiserver-egress)', async (ctx) => {
     if (!webPod) ctx.skip();
     // its own Pod, by pods/proxy: the apiserver Pod reaches its tenant's namespaces
@@ -762,6 +849,78 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       JSON.stringify(events.items.map((ev) => [ev.reason, ev.message])),
     ).toBe(true);
   });
+
+  it('the running apiserver takes its renewed certificates up without a restart; logs and exec work', async (ctx) => {
+    if (!renewal || !webPod) ctx.skip();
+    const was = renewal!;
+    // the kubelet client in two steps: the status names the renewed one, and the replaced one beside it while in date
+    const vc = await eventually(
+      async () => {
+        const v = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
+        expect(v.status?.kubeletClientCertFingerprint).not.toBe(was.fingerprint);
+        expect(v.status?.rotatingKubeletClientCertFingerprints).toContain(was.fingerprint);
+        return v;
+      },
+      120_000,
+      1000,
+    );
+    // each file the apiserver reads is a renewed one once the kubelet has rewritten the projected Secrets; a renewal
+    // that rolled the apiserver instead (a new process) fails here at once
+    const now = await eventually(
+      () => {
+        if (!containerPids(node.shimPids(), 'kube-apiserver').includes(was.pid)) return undefined;
+        const pems = Object.fromEntries(RENEWED_FILES.map((f) => [f.cert, apiserverFile(was.pid, f.file)]));
+        for (const f of RENEWED_FILES) expect(pems[f.cert], f.cert).not.toBe(was.pems[f.cert]);
+        expect(fingerprintSha256(pems['kubelet-client']!)).toBe(vc.status?.kubeletClientCertFingerprint);
+        return Object.fromEntries(RENEWED_FILES.map((f) => [f.cert, new X509Certificate(pems[f.cert]!)]));
+      },
+      180_000,
+      2000,
+    );
+    if (!now) expect.fail(`the apiserver process ${was.pid} is gone: the renewal restarted the apiserver`);
+    for (const f of RENEWED_FILES) {
+      const before = new X509Certificate(was.pems[f.cert]!);
+      expect(now[f.cert]!.serialNumber, f.cert).not.toBe(before.serialNumber);
+      expect([now[f.cert]!.subject, now[f.cert]!.issuer, now[f.cert]!.subjectAltName], f.cert).toEqual([
+        before.subject,
+        before.issuer,
+        before.subjectAltName,
+      ]);
+    }
+    // the apiserver serves the renewed serving certificate to new connections (it reloads the file)
+    const server = serverOf(readFileSync(kubeconfig, 'utf8'));
+    await eventually(async () => expect((await servedBy(server)).raw).toEqual(now.apiserver!.raw), 60_000, 1000);
+    // logs and exec through the vn-agent; the apiserver closes its kubelet connections when it takes the file up,
+    // which can fail the one call in flight (docs/operations/certificates.md): that one is tried again
+    await eventually(async () => expect(await kubectl('logs', webPod!)).toMatch(/Started HTTP server/), 20_000, 1000);
+    await eventually(
+      async () => expect((await kubectl('exec', webPod!, '--', 'hostname')).trim()).toBe(webPod),
+      20_000,
+      1000,
+    );
+    // the vn-agent authenticated the apiserver with the renewed kubelet client certificate: taken up, not only written
+    const kubeletClientExpiry = Date.parse(now['kubelet-client']!.validTo) / 1000;
+    expect(await presentedExpiries()).toContain(kubeletClientExpiry);
+    // by the same process in the same Pod: no restart
+    const pod = await apiserverPod();
+    expect(pod.metadata?.uid).toBe(was.uid);
+    expect(pod.status?.containerStatuses?.[0]?.restartCount ?? 0).toBe(was.restarts);
+    expect(containerPids(node.shimPids(), 'kube-apiserver')).toEqual([was.pid]);
+    // the expiries the manager reports moved to the renewed certificates', and CertificatesValid holds
+    for (const f of RENEWED_FILES)
+      await eventually(
+        async () => expect(await tenantExpiry(f.name), f.name).toBe(Date.parse(now[f.cert]!.validTo) / 1000),
+        30_000,
+        1000,
+      );
+    const valid = (await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native')).status?.conditions?.find(
+      (x) => x.type === 'CertificatesValid',
+    );
+    expect(valid?.status, valid?.message).toBe('True');
+    process.stdout.write(
+      `native tenant: renewed apiserver certificates taken up and checked ${Date.now() - was.asked} ms after vc certs renew\n`,
+    );
+  }, 420_000);
 
   it("a changed spec.pkiExpireDays replaces the tenant's CAs: the old kubeconfig is refused, the new one and logs work", async (ctx) => {
     const caOf = (kc: string) =>

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RenewalRequest } from '../../pki/renewal.ts';
 import { parseKubeconfig } from '../../kube/kubeconfig.ts';
 import { fingerprintSha256, generateControlPlanePKI, writePKI } from '../../pki/pki.ts';
 import {
@@ -64,6 +65,21 @@ describe('renewing the leaves of a local tenant PKI', () => {
     expect(dueLeaves(pki(), 2 / 3, new Date(from + life * 0.7)).at(-1)).toBe(KUBELET_CLIENT);
     const manual = readCertificates(pki()).filter((c) => c.manual);
     expect(manual.map((c) => c.name).sort()).toEqual(['cluster CA', 'front-proxy CA']);
+  });
+
+  it('is due from the time of a renewal asked for by hand, for the certificates it names only', () => {
+    const from = new Date(cert('admin').validFrom).getTime();
+    // asked a minute after the PKI was issued (its notBefore is a minute back): everything in it was issued before
+    const before = new Date(from + 2 * 60_000);
+    const names = (at: Date, request: RenewalRequest) => dueLeaves(pki(), 2 / 3, at, request).map((l) => l.name);
+    expect(names(new Date(before.getTime() - 1), { before })).toEqual([]);
+    expect(names(before, { before, names: ['kubelet-client', 'scheduler'] })).toEqual([
+      'kube-scheduler client',
+      'kube-apiserver kubelet client',
+    ]);
+    expect(names(before, { before })).toEqual([...RENEWED_LEAVES, KUBELET_CLIENT].map((l) => l.name));
+    // asked for at (or before) the issue of the certificates: none is renewed again
+    expect(names(before, { before: new Date(from + 60_000) })).toEqual([]);
   });
 
   it.each(RENEWED_LEAVES.map((l) => [l.name, l] as const))('renews %s like the one it replaces', async (_, leaf) => {

@@ -2,6 +2,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dueForRenewal, type IssuedCertificate } from '../../lifecycle/certificates.ts';
+import { withRenewalRequest, type RenewalRequest } from '../../pki/renewal.ts';
 import { fingerprintSha256, issueCert, PKI_FILES, renderKubeconfig, subjectOf, type CertUsage } from '../../pki/pki.ts';
 
 /**
@@ -122,13 +123,16 @@ function validity(name: string, pem: string): IssuedCertificate {
   return { name, notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
 }
 
-/** readCertificates lists every certificate of pkiDir with its validity, the renewed leaves first. */
-export function readCertificates(pkiDir: string): ReportedCertificate[] {
+/**
+ * readCertificates lists every certificate of pkiDir with its validity, the renewed leaves first, those `request` (a
+ * renewal asked for by hand) covers with its renewBy.
+ */
+export function readCertificates(pkiDir: string, request?: RenewalRequest): ReportedCertificate[] {
   const read = (f: string) => readFileSync(join(pkiDir, f), 'utf8');
   return [
     ...[...RENEWED_LEAVES, KUBELET_CLIENT]
       .filter((l) => existsSync(join(pkiDir, `${l.base}.crt`)))
-      .map((l) => validity(l.name, read(`${l.base}.crt`))),
+      .map((l) => withRenewalRequest(validity(l.name, read(`${l.base}.crt`)), request)),
     ...WATCHED_ONLY.filter((w) => existsSync(join(pkiDir, w.file))).map((w) => ({
       ...validity(w.name, read(w.file)),
       manual: true,
@@ -137,11 +141,12 @@ export function readCertificates(pkiDir: string): ReportedCertificate[] {
 }
 
 /**
- * dueLeaves are the leaves of pkiDir whose renewal time (fraction of their life) has come at now: of RENEWED_LEAVES,
- * and KUBELET_CLIENT last (which is renewed in two steps, see kubeletClientStep).
+ * dueLeaves are the leaves of pkiDir whose renewal time (fraction of their life, or the time of a renewal `request`
+ * asked for by hand that covers them) has come at now: of RENEWED_LEAVES, and KUBELET_CLIENT last (which is renewed
+ * in two steps, see kubeletClientStep).
  */
-export function dueLeaves(pkiDir: string, fraction: number, now: Date): Leaf[] {
-  const certs = readCertificates(pkiDir).filter((c) => !c.manual);
+export function dueLeaves(pkiDir: string, fraction: number, now: Date, request?: RenewalRequest): Leaf[] {
+  const certs = readCertificates(pkiDir, request).filter((c) => !c.manual);
   const due = new Set(dueForRenewal(certs, now, fraction).map((c) => c.name));
   return [...RENEWED_LEAVES, KUBELET_CLIENT].filter((l) => due.has(l.name));
 }

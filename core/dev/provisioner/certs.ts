@@ -6,6 +6,7 @@ import { DEFAULT_RENEW_FRACTION, type CaRotationReport } from '../../lifecycle/c
 import { kubeletClientStep } from '../../pki/renewal.ts';
 import { childLogger } from '../../log.ts';
 import { ANN } from '../../names/names.ts';
+import { renewalRequestOf } from '../../provisioners/renewrequest.ts';
 import { TENANT_DEFAULTS } from '../../tenancy/defaults.ts';
 import { isCaRotationStep, rotateCa } from '../local/carotation.ts';
 import type { LocalControlPlane } from '../local/controlplane.ts';
@@ -42,7 +43,8 @@ function writeKubeconfigs(cp: LocalControlPlane, leaves = RENEWED_LEAVES): void 
 /**
  * renewCertificates renews each leaf certificate of the tenant's PKI (RENEWED_LEAVES) once its renewal fraction of
  * its life has passed, for certificates.validityDays (default the tenant's spec.pkiExpireDays), and makes the
- * processes that use it take it up without the apiserver stopping: the apiserver reloads its files, the kubeconfigs
+ * processes that use it take it up without the apiserver stopping (a renewal asked for by hand, renewalRequestOf,
+ * makes those it covers due from its time on): the apiserver reloads its files, the kubeconfigs
  * that embed a renewed certificate are written again, the controller manager restarts, the admin client reconnects.
  * It reports every certificate of the PKI, CAs and kubelet client included (those marked manual).
  */
@@ -53,7 +55,8 @@ export async function renewCertificates(
 ): Promise<ReportedCertificate[]> {
   const pkiDir = join(cp.dir, 'pki');
   const now = new Date();
-  const dueNow = dueLeaves(pkiDir, renewFraction(o), now);
+  const request = renewalRequestOf(vc);
+  const dueNow = dueLeaves(pkiDir, renewFraction(o), now, request);
   const due = dueNow.filter((l) => l !== KUBELET_CLIENT);
   await renewKubeletClient(cp, vc, dueNow.includes(KUBELET_CLIENT), leafDays(vc, o), now);
   if (due.length) {
@@ -63,7 +66,7 @@ export async function renewCertificates(
     if (due.some((l) => l.base === 'admin')) cp.renewClient();
     log.info({ tenant: cp.name, renewed: due.map((l) => l.name) }, 'certificates renewed');
   }
-  return readCertificates(pkiDir);
+  return readCertificates(pkiDir, request);
 }
 
 /**

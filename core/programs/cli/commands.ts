@@ -34,6 +34,7 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
   },
   { commands: ['sleep', 'wake'], load: async () => (await import('./sleep.ts')).registerSleepCommands },
   { commands: ['rotate-ca'], load: async () => (await import('./rotateca.ts')).registerRotateCaCommand },
+  { commands: ['certs'], load: async () => (await import('./certs.ts')).registerCertsCommands },
   { commands: ['up', 'status', 'down'], load: async () => (await import('./up.ts')).registerUpCommands },
   { commands: ['install', 'uninstall'], load: async () => (await import('./install.ts')).registerInstallCommands },
   { commands: ['superclusters'], load: async () => (await import('./superclusters.ts')).registerSuperClusterCommands },

@@ -73,6 +73,7 @@ import {
   type KubeletClientRotation,
 } from './renewal.ts';
 import { DEFAULT_RENEW_FRACTION } from '../../pki/renewal.ts';
+import { renewalRequestOf } from '../renewrequest.ts';
 import {
   exposeSettings,
   exposure,
@@ -354,7 +355,15 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
       platformAddresses: platformAddressesOf(superApiserver, allNodes, [this.superClient.server.hostname]),
     });
     const kubeletClients = kubeletClientFingerprints(pki, rotation, new Date());
-    return { objects, pki, kubeletClients, certificates: nativeCertificates(pki), serviceIPs, byClusterIP, exposed };
+    return {
+      objects,
+      pki,
+      kubeletClients,
+      certificates: nativeCertificates(pki, renewalRequestOf(vc)),
+      serviceIPs,
+      byClusterIP,
+      exposed,
+    };
   }
 
   async ensure(vc: VirtualCluster, root: string, limits: ProvisionLimits = {}): Promise<ProvisionState> {
@@ -602,7 +611,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
         pki = { ...pki, apiserver: await issueApiserverCert(pki.ca, opts) };
       }
       const now = new Date();
-      const due = await renewDueLeaves(pki, opts, now, this.renewFraction(), leafDays);
+      const request = renewalRequestOf(vc);
+      const due = await renewDueLeaves(pki, opts, now, this.renewFraction(), leafDays, request);
       // The kubelet client's renewal needs the status its last step published: a dry run leaves it where it is (its
       // files are reloaded by the apiserver, so no StatefulSet a dry run plans for depends on it).
       if (dry) return { pki: due.pki, rotation };
@@ -611,6 +621,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
         now,
         fraction: this.renewFraction(),
         validityDays: leafDays,
+        request,
         published: [s?.kubeletClientCertFingerprint, ...(s?.rotatingKubeletClientCertFingerprints ?? [])].filter(
           (f) => f !== undefined,
         ),

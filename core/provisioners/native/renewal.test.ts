@@ -6,7 +6,7 @@ import {
   type ControlPlanePKI,
   type ControlPlanePKIOptions,
 } from '../../pki/pki.ts';
-import { PUBLISH_GRACE_MS } from '../../pki/renewal.ts';
+import { PUBLISH_GRACE_MS, type RenewalRequest } from '../../pki/renewal.ts';
 import { nativePKIOptions, renderNative, type VirtualCluster } from './render.ts';
 import {
   kubeletClientFingerprints,
@@ -185,6 +185,50 @@ describe('renewKubeletClient: the two steps of the kubelet client certificate re
     const again = await step(promoted.pki, promoted.rotation, expired, [fp]);
     expect(again.step).toBe('stage');
     expect(Object.keys(again.rotation)).toEqual(['next']);
+  });
+});
+
+describe('a renewal asked for by hand (the renew-certificates annotation)', () => {
+  // asked at the next whole second (an annotation's time counts to the second), once it has come: everything in the
+  // PKI was issued before, and what is renewed now is issued at it or after, as in the manager
+  const request = async (names?: RenewalRequest['names']): Promise<RenewalRequest> => {
+    const before = new Date(Math.ceil((Date.now() + 1) / 1000) * 1000);
+    await new Promise((r) => setTimeout(r, before.getTime() - Date.now() + 1));
+    return { before, ...(names && { names }) };
+  };
+
+  it('renews the leaves it names from its time on, long before their fraction of life', async () => {
+    const r = await request(['admin', 'apiserver']);
+    expect((await renewDueLeaves(pki, opts, new Date(r.before.getTime() - 1), 2 / 3, 10, r)).renewed).toEqual([]);
+    const out = await renewDueLeaves(pki, opts, new Date(r.before.getTime() + 1), 2 / 3, 10, r);
+    expect(out.renewed).toEqual(['kube-apiserver serving', 'admin client']);
+    expect(out.pki.frontProxyClient).toBe(pki.frontProxyClient);
+    expect(out.pki.kubeletClient).toBe(pki.kubeletClient);
+    // the certificates it issued are not covered by the same request: nothing is renewed again
+    const again = await renewDueLeaves(out.pki, opts, new Date(r.before.getTime() + 2000), 2 / 3, 10, r);
+    expect(again.renewed).toEqual([]);
+  });
+
+  it('takes the kubelet client through the same two steps, and is done once the renewed one is given', async () => {
+    const r = await request(['kubelet-client']);
+    const s = (p: ControlPlanePKI, rot: Parameters<typeof renewKubeletClient>[1], now: Date, published: string[]) =>
+      renewKubeletClient(p, rot, { now, fraction: 2 / 3, validityDays: 10, published, request: r });
+    const t0 = new Date(r.before.getTime() + 1);
+    const staged = await s(pki, {}, t0, [pki.kubeletClientFingerprint]);
+    expect(staged.step).toBe('stage');
+    const fp = fingerprintSha256(staged.rotation.next!.certPem);
+    expect((await s(pki, staged.rotation, t0, [pki.kubeletClientFingerprint])).step).toBe('wait');
+    const t1 = new Date(t0.getTime() + PUBLISH_GRACE_MS);
+    const promoted = await s(pki, staged.rotation, t1, [pki.kubeletClientFingerprint, fp]);
+    expect(promoted.step).toBe('promote');
+    expect(promoted.pki.kubeletClientFingerprint).toBe(fp);
+    // the renewed one was issued at the request's time or after: the request is satisfied
+    const after = await s(promoted.pki, promoted.rotation, new Date(t1.getTime() + 60_000), [fp]);
+    expect(after.step).toBe('none');
+    // reported with the request's time as its renewal time until then, which CertificatesValid and the requeue read
+    const reported = (p: ControlPlanePKI) => nativeCertificates(p, r).find((c) => c.name === NATIVE_KUBELET_CLIENT)!;
+    expect(reported(pki).renewBy).toEqual(r.before);
+    expect(reported(promoted.pki).renewBy).toBeUndefined();
   });
 });
 

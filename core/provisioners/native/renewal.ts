@@ -3,8 +3,10 @@ import {
   dueForRenewal,
   kubeletClientStep,
   renewAt,
+  withRenewalRequest,
   type IssuedCertificate,
   type KubeletClientStep,
+  type RenewalRequest,
 } from '../../pki/renewal.ts';
 import {
   fingerprintSha256,
@@ -48,17 +50,20 @@ export const NATIVE_WATCHED = {
 /** ReportedCertificate is one certificate as the provisioner reports it (Provisioned.certificates). */
 export type ReportedCertificate = IssuedCertificate & { manual?: boolean };
 
-/** validity reads a PEM certificate's window. */
-function validity(name: string, pem: string): IssuedCertificate {
+/** validity reads a PEM certificate's window, with the renewBy of a renewal asked for by hand that covers it. */
+function validity(name: string, pem: string, request?: RenewalRequest): IssuedCertificate {
   const x = new X509Certificate(pem);
-  return { name, notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) };
+  return withRenewalRequest({ name, notBefore: new Date(x.validFrom), notAfter: new Date(x.validTo) }, request);
 }
 
-/** nativeCertificates are the tenant's certificates with their windows, the watched ones marked manual. */
-export function nativeCertificates(pki: ControlPlanePKI): ReportedCertificate[] {
+/**
+ * nativeCertificates are the tenant's certificates with their windows (and the renewBy of `request`, the renewal asked
+ * for by hand), the watched ones marked manual.
+ */
+export function nativeCertificates(pki: ControlPlanePKI, request?: RenewalRequest): ReportedCertificate[] {
   return [
-    ...Object.entries(NATIVE_RENEWED).map(([k, name]) => validity(name, pki[k as NativeLeaf].certPem)),
-    validity(NATIVE_KUBELET_CLIENT, pki.kubeletClient.certPem),
+    ...Object.entries(NATIVE_RENEWED).map(([k, name]) => validity(name, pki[k as NativeLeaf].certPem, request)),
+    validity(NATIVE_KUBELET_CLIENT, pki.kubeletClient.certPem, request),
     ...Object.entries(NATIVE_WATCHED).map(([k, name]) => ({
       ...validity(name, pki[k as keyof typeof NATIVE_WATCHED].certPem),
       manual: true,
@@ -67,9 +72,10 @@ export function nativeCertificates(pki: ControlPlanePKI): ReportedCertificate[] 
 }
 
 /**
- * renewDueLeaves issues again, for validityDays, each renewed leaf whose `fraction` of life has passed at `now`, and
- * answers the PKI with them replaced and their names (none: the same PKI object). `opts` are the apiserver's
- * certificate options (its names and addresses, as the serving certificate carries them now).
+ * renewDueLeaves issues again, for validityDays, each renewed leaf whose `fraction` of life has passed at `now`, or
+ * that `request` (a renewal asked for by hand) covers from its time on, and answers the PKI with them replaced and
+ * their names (none: the same PKI object). `opts` are the apiserver's certificate options (its names and addresses,
+ * as the serving certificate carries them now).
  */
 export async function renewDueLeaves(
   pki: ControlPlanePKI,
@@ -77,14 +83,16 @@ export async function renewDueLeaves(
   now: Date,
   fraction: number,
   validityDays: number,
+  request?: RenewalRequest,
 ): Promise<{ pki: ControlPlanePKI; renewed: string[] }> {
   const leaves = Object.keys(NATIVE_RENEWED) as NativeLeaf[];
+  const byName = new Map(leaves.map((k) => [NATIVE_RENEWED[k], k]));
   const due = new Set(
     dueForRenewal(
-      leaves.map((k) => validity(k, pki[k].certPem)),
+      leaves.map((k) => validity(NATIVE_RENEWED[k], pki[k].certPem, request)),
       now,
       fraction,
-    ).map((c) => c.name as NativeLeaf),
+    ).map((c) => byName.get(c.name)!),
   );
   if (due.size === 0) return { pki, renewed: [] };
   const client = (commonName: string, organizations: string[] = []) =>
@@ -148,14 +156,15 @@ export function kubeletClientFingerprints(
  * once `fraction` of its life has passed, a renewed pair from the same CA (same subject, for validityDays) is staged
  * in the rotation; once `published` (the status's fingerprints) has held it for the grace, it becomes the PKI's
  * kubeletClient, which the apiserver's Secret then carries, and the replaced certificate is kept as the previous one.
- * A previous certificate past its expiry is dropped. Answers the PKI and rotation to keep, and the step taken.
+ * A previous certificate past its expiry is dropped. `request`, a renewal asked for by hand, makes the current one
+ * due from its time on when issued before it. Answers the PKI and rotation to keep, and the step taken.
  */
 export async function renewKubeletClient(
   pki: ControlPlanePKI,
   rotation: KubeletClientRotation,
-  s: { now: Date; fraction: number; validityDays: number; published: readonly string[] },
+  s: { now: Date; fraction: number; validityDays: number; published: readonly string[]; request?: RenewalRequest },
 ): Promise<{ pki: ControlPlanePKI; rotation: KubeletClientRotation; step: KubeletClientStep }> {
-  const current = validity(NATIVE_KUBELET_CLIENT, pki.kubeletClient.certPem);
+  const current = validity(NATIVE_KUBELET_CLIENT, pki.kubeletClient.certPem, s.request);
   const kept: KubeletClientRotation = { ...rotation };
   if (kept.previousCertPem && new Date(new X509Certificate(kept.previousCertPem).validTo) <= s.now)
     delete kept.previousCertPem;
