@@ -9,6 +9,7 @@ import { R } from '../kube/resources.ts';
 import type { BindEffect, CacheReader, Effect, PluginContext } from '../plugins/contract.ts';
 import { callPlugin } from '../plugins/failures.ts';
 import type { PluginHost } from '../plugins/host.ts';
+import { RecentApplies } from './applied.ts';
 import { diffStatus, forCreate } from './diff.ts';
 import { resourceName } from './execute.ts';
 import { countSend, countWrite, syncerMetrics, type Write, type WriteOp } from './metrics.ts';
@@ -83,6 +84,8 @@ function write(
 export class Effects {
   private readonly recentEvents = new Set<string>();
   private readonly recentConditions = new Set<string>();
+  /** the super ServiceAccounts applied lately, by super namespace and name */
+  private readonly serviceAccounts = new RecentApplies();
 
   private readonly lane: EventLane;
 
@@ -139,9 +142,12 @@ export class Effects {
         const sns = s.names.superNamespace(e.namespace);
         // Only in a super namespace the syncer wrote for this tenant's namespace (as every create: plan.ts).
         if (!namespaceOwnedBy(this.o.superCache.get(R.namespaces, undefined, sns), s.tenant, e.namespace)) return;
-        this.count(t, write(t, 'superServiceAccount', 'super', 'patch', resourceName(R.serviceaccounts)));
-        await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, {
-          force: true,
+        // Every Pod of a new namespace asks for it until the cache shows it: one apply serves them all.
+        await this.serviceAccounts.run(`${sns}/${e.name}`, async () => {
+          this.count(t, write(t, 'superServiceAccount', 'super', 'patch', resourceName(R.serviceaccounts)));
+          await this.o.superClient.apply(R.serviceaccounts, podServiceAccount(sns, e.name, s.tenant.key), MANAGER, {
+            force: true,
+          });
         });
         return;
       }

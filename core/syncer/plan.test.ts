@@ -697,3 +697,47 @@ describe('status up after the bind', () => {
     expect(plan.steps.filter((x) => x.op === 'patchTenantStatus').length).toBe(c.write ? 1 : 0);
   });
 });
+
+describe('planner: a plugin note (Decision.remember) on the plan', () => {
+  const noter: ResourcePlugin = {
+    manifest: {
+      apiVersion: PLUGIN_API_VERSION,
+      name: 'noter',
+      version: '0.1.0',
+      resource: { ...R.storageclasses },
+      direction: 'up',
+      sourceOfTruth: 'super',
+      processes: ['manager'],
+    },
+    toTenant: (s, t, ctx) => ({ object: t ?? null, remember: `${s?.metadata?.name} after ${ctx.remembered ?? '-'}` }),
+  };
+  const planOf = (remembered?: string) => {
+    const ctx = testContext({
+      tenant,
+      tenantCache: new MapCache([[R.storageclasses, [tenantSC('csi.a')]]]),
+      superCache: new MapCache([[R.storageclasses, [publicSC('csi.a')]]]),
+    });
+    if (remembered !== undefined) ctx.remembered = remembered;
+    return planKey(noMutators, noter, ctx, { namespace: '', name: 'fast' });
+  };
+
+  it("carries an up plugin's note, and hands the plugin the one it is given", () => {
+    expect(planOf().remember).toBe('fast after -');
+    expect(planOf('fast after -').remember).toBe('fast after fast after -');
+    expect(planOf().steps).toEqual([]);
+  });
+
+  it('has no note when the plugin gives none', () => {
+    const plan = planKey(
+      noMutators,
+      storageclasses,
+      testContext({
+        tenant,
+        tenantCache: new MapCache([[R.storageclasses, [tenantSC('csi.a')]]]),
+        superCache: new MapCache([[R.storageclasses, [publicSC('csi.a')]]]),
+      }),
+      { namespace: '', name: 'fast' },
+    );
+    expect(plan).not.toHaveProperty('remember');
+  });
+});

@@ -49,6 +49,8 @@ export interface Plan {
   afterEffects?: Step[];
   requeueAfterMs?: number;
   skip?: { reason: string; message: string };
+  /** the plugin's note for this key's next plan (Decision.remember; only an up plugin's toTenant sets one) */
+  remember?: string;
 }
 
 /** PlanHost is the part of the plugin host the planner consults: the mutator chain and per-tenant enablement. */
@@ -446,6 +448,7 @@ function planUp(
     toTenant(superObj && structuredClone(superObj), tenantObj && structuredClone(tenantObj), ctx),
   );
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
+  if (d.remember !== undefined) out.remember = d.remember;
   if (d.skip) return out;
   if (d.object === null) {
     const m = tenantObj?.metadata;

@@ -68,6 +68,8 @@ export class KeyReconciler {
   private readonly missingNamespaceRetries = new Map<string, number>();
   /** the binds and tenant statuses written lately, which a pass from a tenant cache behind them must not repeat */
   private readonly recent = new RecentTenantWrites();
+  /** the plugins' notes by key (Decision.remember), handed back as ctx.remembered on the key's next plan */
+  private readonly notes = new Map<string, string>();
 
   constructor(private readonly d: KeyReconcilerDeps) {
     this.o = d.options;
@@ -94,6 +96,15 @@ export class KeyReconciler {
   /** clearBackoff forgets the retries of keys waiting for their super namespace: a new term starts afresh. */
   clearBackoff(): void {
     this.missingNamespaceRetries.clear();
+  }
+
+  /**
+   * forgetNotes drops the plugins' notes of one tenant (no longer served), or all of them (a new leadership term:
+   * another leader may have acted meanwhile, so what this process noted before is not taken as still true).
+   */
+  forgetNotes(tenant?: string): void {
+    if (tenant === undefined) return this.notes.clear();
+    for (const key of [...this.notes.keys()]) if (parseKey(key).tenant === tenant) this.notes.delete(key);
   }
 
   /**
@@ -149,7 +160,7 @@ export class KeyReconciler {
     return { follow: !!v.follow };
   }
 
-  private context(s: TenantSession): PluginContext {
+  private context(s: TenantSession, key?: string): PluginContext {
     const ctx: PluginContext = {
       tenant: s.view,
       names: s.names,
@@ -157,6 +168,8 @@ export class KeyReconciler {
       superCache: this.superCache,
       now: new Date(),
     };
+    const note = key === undefined ? undefined : this.notes.get(key);
+    if (note !== undefined) ctx.remembered = note;
     if (this.o.name !== undefined) ctx.superCluster = this.o.name;
     if (this.o.placement) ctx.sharedTenants = true;
     return ctx;
@@ -179,7 +192,7 @@ export class KeyReconciler {
     const k = parseKey(key);
     const sp = this.served(k);
     if (!sp) return undefined;
-    return planKey(this.o.host, sp.p, this.context(sp.s), k, undefined, this.o.placement?.cluster, sp);
+    return planKey(this.o.host, sp.p, this.context(sp.s, key), k, undefined, this.o.placement?.cluster, sp);
   }
 
   /** signature is the versions of the two objects a key's plan starts from (patrol.ts). */
@@ -187,7 +200,7 @@ export class KeyReconciler {
     const k = parseKey(key);
     const s = this.sessions.get(k.tenant);
     const p = this.o.host.get(k.plugin) as ResourcePlugin | undefined;
-    return s && p?.manifest.resource ? signatureOf(p, this.context(s), k) : '';
+    return s && p?.manifest.resource ? signatureOf(p, this.context(s, key), k) : '';
   }
 
   async reconcile(key: string, signal: AbortSignal): Promise<Result> {
@@ -202,9 +215,12 @@ export class KeyReconciler {
     const started = performance.now();
     try {
       const sp = this.served(k);
-      if (!sp) return;
+      if (!sp) {
+        this.notes.delete(key);
+        return;
+      }
       const { p } = sp;
-      const ctx = this.context(s);
+      const ctx = this.context(s, key);
       if (this.admission.parkedBeforePlan(s, p, ctx, k, key)) return await this.heldNotice(s, p, ctx, k, key);
       // The tenant object as the cache has it: a bind or status this syncer wrote and the cache does not show yet is
       // not written again (recent.ts).
@@ -214,6 +230,9 @@ export class KeyReconciler {
         cachedTenant,
         planKey(this.o.host, p, ctx, k, this.pending, this.o.placement?.cluster, sp),
       );
+      // A note is what the plugin saw, not what was written: kept whether or not the writes below succeed.
+      if (out.remember === undefined) this.notes.delete(key);
+      else this.notes.set(key, out.remember);
       if (out.skip) syncerMetrics.skips.inc({ tenant: k.tenant, plugin: k.plugin, reason: out.skip.reason });
       const r = p.manifest.resource!.resource;
       const compute = s.view.quota?.compute;

@@ -244,6 +244,7 @@ export class Syncer {
       if (e.type === 'remove') this.window?.forget(e.key);
       if (e.type === 'remove') this.pacer.forget(e.key);
       if (e.type === 'remove') this.bytePacer.forget(e.key);
+      if (e.type === 'remove') this.keys.forgetNotes(e.key);
       const done = e.type === 'upsert' ? this.sessions.upsert(e.tenant) : this.sessions.remove(e.key);
       // A tenant no longer synced leaves the metrics too: the tenant label stays bounded by the tenants synced now.
       if (e.type === 'remove') done.then(() => forgetTenant(e.key)).catch(() => {});
@@ -270,6 +271,7 @@ export class Syncer {
       this.effects = this.newEffects();
       this.pending.clear();
       this.keys.clearBackoff();
+      this.keys.forgetNotes();
     }
     this.term = { ...term };
     this.queue.reopen();

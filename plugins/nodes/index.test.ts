@@ -171,6 +171,8 @@ interface Case {
   pluginConfig?: Tenant['pluginConfig'];
   /** the super cluster of the syncer (PluginContext.superCluster) */
   superCluster?: string;
+  /** the syncer's note on the key from the last decision (PluginContext.remembered) */
+  remembered?: string;
   want: Decision<Node>;
 }
 
@@ -275,10 +277,54 @@ const cases: Case[] = [
     want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5', annotations: { keep: 'me' } } }) },
   },
   {
-    name: 'the last Pod left: the vNode is marked empty now, as it was shown, and looked at again after the grace period',
+    name: 'the last Pod left: nothing written yet, the time noted, looked at again after the 15 s settle time',
     vNode: existing(),
     tenantPods: [tenantPodOn('node-2')],
     superPods: [superPodOn('node-1', OTHER)],
+    want: { object: existing(), requeueAfterMs: 15_000, remember: NOW.toISOString() },
+  },
+  {
+    name: 'a Pod back within the settle time: the vNode as it was (no write), the note dropped',
+    vNode: existing(),
+    superPods: [superPodOn('node-1', KEY)],
+    remembered: ago(5),
+    want: { object: mirrored({ extraMeta: { uid: 'vnode-uid', resourceVersion: '5' } }) },
+  },
+  {
+    name: 'empty for part of the settle time: still nothing written, the same time noted, requeued for the rest',
+    vNode: existing(),
+    remembered: ago(5),
+    want: { object: existing(), requeueAfterMs: 10_000, remember: ago(5) },
+  },
+  {
+    name: 'empty for the settle time: marked with the time it emptied, so the grace period ends as it would have',
+    vNode: existing(),
+    remembered: ago(15),
+    want: { object: existing({ 'tenancy.x-k8s.io/empty-since': ago(15) }), requeueAfterMs: 105_000 },
+  },
+  {
+    name: 'a note that does not parse counts as emptied now',
+    vNode: existing(),
+    remembered: 'not a time',
+    want: { object: existing(), requeueAfterMs: 15_000, remember: NOW.toISOString() },
+  },
+  {
+    name: 'a mark already written wins over a note',
+    vNode: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }),
+    remembered: ago(5),
+    want: { object: existing({ 'tenancy.x-k8s.io/empty-since': ago(100) }), requeueAfterMs: 20_000 },
+  },
+  {
+    name: 'the settle time comes from pluginConfig.nodes.emptySettleSeconds',
+    vNode: existing(),
+    pluginConfig: { nodes: { emptySettleSeconds: 30 } },
+    remembered: ago(20),
+    want: { object: existing(), requeueAfterMs: 10_000, remember: ago(20) },
+  },
+  {
+    name: 'a settle time of 0 marks the vNode empty at once (one write on emptying, one on refilling)',
+    vNode: existing(),
+    pluginConfig: { nodes: { emptySettleSeconds: 0 } },
     want: { object: existing({ 'tenancy.x-k8s.io/empty-since': NOW.toISOString() }), requeueAfterMs: 120_000 },
   },
   {
@@ -298,14 +344,32 @@ const cases: Case[] = [
     want: { object: null },
   },
   {
-    name: 'a configured grace period is used for the first requeue',
+    name: 'a grace period shorter than the settle time is used for the first requeue',
     vNode: existing(),
-    pluginConfig: { nodes: { gracePeriodSeconds: 30 } },
-    want: { object: existing({ 'tenancy.x-k8s.io/empty-since': NOW.toISOString() }), requeueAfterMs: 30_000 },
+    pluginConfig: { nodes: { gracePeriodSeconds: 10 } },
+    want: { object: existing(), requeueAfterMs: 10_000, remember: NOW.toISOString() },
   },
   {
-    name: "a tenant-made Node with the syncer's labels forged, no Pod there: only marked empty, none of the node's data",
+    name: 'a grace period that ends within the settle time deletes the vNode without ever marking it',
+    vNode: existing(),
+    pluginConfig: { nodes: { gracePeriodSeconds: 10 } },
+    remembered: ago(10),
+    want: { object: null },
+  },
+  {
+    name: "a tenant-made Node with the syncer's labels forged, no Pod there: left as it is, none of the node's data",
     vNode: tenantMade({ [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' }),
+    want: {
+      object: tenantMade({ [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' }),
+      requeueAfterMs: 15_000,
+      remember: NOW.toISOString(),
+    },
+  },
+  {
+    name: "a tenant-made Node with the syncer's labels forged, empty for the settle time: only marked empty",
+    vNode: tenantMade({ [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' }),
+    remembered: NOW.toISOString(),
+    pluginConfig: { nodes: { emptySettleSeconds: 0 } },
     want: {
       object: {
         ...tenantMade({ [LABEL.managedBy]: MANAGER, 'tenancy.x-k8s.io/vnode': 'true' }),
@@ -362,6 +426,7 @@ describe('nodes plugin: toTenant', () => {
       now: NOW,
       ...(c.superCluster === undefined ? {} : { superCluster: c.superCluster }),
     });
+    if (c.remembered !== undefined) ctx.remembered = c.remembered;
     const sn = 'superNode' in c ? c.superNode : superNode;
     const vNode = c.vNode && structuredClone(c.vNode);
     const got = nodesPlugin.toTenant!(sn && structuredClone(sn), vNode, ctx);
@@ -469,7 +534,7 @@ const viewCases: ViewCase[] = [
   },
   {
     name: 'schedulable view: a shown node going NotReady shows it for the grace period, like an emptied vNode',
-    tenant: schedulable(),
+    tenant: schedulable({ pluginConfig: { nodes: { emptySettleSeconds: 0 } } }),
     superNode: notReady(),
     vNode: existing(),
     want: {

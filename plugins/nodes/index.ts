@@ -29,7 +29,10 @@ import {
 
 /** VNODE_LABEL marks a tenant Node as a vNode the syncer mirrors from a super node. */
 export const VNODE_LABEL = `${PREFIX}/vnode`;
-/** EMPTY_SINCE_ANN records on a vNode when the tenant's last Pod left it (ISO time). */
+/**
+ * EMPTY_SINCE_ANN records on a vNode when the tenant's last Pod left it (ISO time). It is written once the vNode has
+ * stayed empty for the settle time (emptySettleSeconds), with the time it emptied: a restart or a new leader reads it.
+ */
 export const EMPTY_SINCE_ANN = `${PREFIX}/empty-since`;
 /** DEFAULT_VN_AGENT_PORT is the vn-agent port a vNode advertises as its kubelet endpoint. */
 export const DEFAULT_VN_AGENT_PORT = VN_AGENT_PORT;
@@ -37,6 +40,11 @@ export const DEFAULT_VN_AGENT_PORT = VN_AGENT_PORT;
 export const PODS_BY_NODE = 'nodes/pods-by-node';
 /** DEFAULT_GRACE_SECONDS is how long an empty vNode is kept before it is deleted. */
 export const DEFAULT_GRACE_SECONDS = 120;
+/**
+ * DEFAULT_SETTLE_SECONDS is how long a vNode stays empty before its empty-since mark is written: a node whose last Pod
+ * is replaced sooner (a one-replica Deployment rolling, a Job's next Pod) gets no write at all.
+ */
+export const DEFAULT_SETTLE_SECONDS = 15;
 
 /** Shared is what naming a vNode needs: this syncer's super cluster, and whether others serve the same tenants. */
 type Shared = Pick<PluginContext, 'superCluster' | 'sharedTenants'>;
@@ -81,6 +89,14 @@ export const CONFIG_SCHEMA = {
     },
     gracePeriodSeconds: {
       description: 'how long an empty vNode is kept before it is deleted',
+      type: 'number',
+      minimum: 0,
+    },
+    emptySettleSeconds: {
+      description:
+        'how long a vNode stays empty before the syncer writes its empty-since mark (with the time it emptied; the ' +
+        'grace period still counts from then); a vNode a Pod returns to sooner is not written at all. A syncer ' +
+        'restarted or newly leading within that time counts the grace period from when it first sees the node empty',
       type: 'number',
       minimum: 0,
     },
@@ -170,6 +186,41 @@ export function graceSeconds(ctx: Pick<PluginContext, 'tenant'>): number {
   return typeof g === 'number' && g >= 0 ? g : DEFAULT_GRACE_SECONDS;
 }
 
+/** settleSeconds reads `pluginConfig.nodes.emptySettleSeconds` of a tenant (default DEFAULT_SETTLE_SECONDS). */
+export function settleSeconds(ctx: Pick<PluginContext, 'tenant'>): number {
+  const s = (pluginConfigOf(ctx, 'nodes') as { emptySettleSeconds?: unknown } | undefined)?.emptySettleSeconds;
+  return typeof s === 'number' && s >= 0 ? s : DEFAULT_SETTLE_SECONDS;
+}
+
+/**
+ * emptyDecision keeps an empty vNode (`desired`, what it is to show meanwhile) through the grace period, then deletes
+ * it. The empty-since mark is written only once the node has stayed empty for the settle time, with the time it
+ * emptied: until then that time is the syncer's note on the key (`ctx.remembered`), so a node a Pod returns to within
+ * the settle time costs no write. Without a note (a restart, a new leader) the node counts as emptied now.
+ */
+function emptyDecision(
+  vNode: Node,
+  desired: Node,
+  ctx: Pick<PluginContext, 'tenant' | 'now' | 'remembered'>,
+): Decision<Node> {
+  const now = ctx.now.getTime();
+  const graceMs = graceSeconds(ctx) * 1000;
+  const marked = Date.parse(vNode.metadata?.annotations?.[EMPTY_SINCE_ANN] ?? '');
+  if (!Number.isNaN(marked)) {
+    const left = marked + graceMs - now;
+    return left <= 0 ? { object: null } : { object: desired, requeueAfterMs: left };
+  }
+  const noted = Date.parse(ctx.remembered ?? '');
+  const since = Number.isNaN(noted) ? now : noted;
+  const left = since + graceMs - now;
+  if (left <= 0) return { object: null };
+  const at = new Date(since).toISOString();
+  const settling = since + settleSeconds(ctx) * 1000 - now;
+  if (settling > 0) return { object: desired, requeueAfterMs: Math.min(settling, left), remember: at };
+  desired.metadata = { ...desired.metadata, annotations: { ...desired.metadata?.annotations, [EMPTY_SINCE_ANN]: at } };
+  return { object: desired, requeueAfterMs: left };
+}
+
 /** extraLabels reads `pluginConfig.nodes.extraLabels` of a tenant: more label keys or prefixes a vNode shows. */
 function extraLabels(ctx: Pick<PluginContext, 'tenant'>): string[] {
   const raw = (pluginConfigOf(ctx, 'nodes') as { extraLabels?: unknown } | undefined)?.extraLabels;
@@ -256,9 +307,10 @@ const nodeOf = (pod: KubeObject): string[] => {
 
 /**
  * nodesPlugin keeps vNodes: the tenant's view of the super nodes its Pods run on, with the kubelet endpoint pointing
- * at the vn-agent. A vNode the tenant no longer has Pods on is marked empty and deleted after a grace period. Under
- * the policy's `schedulable` view (nodes.view) the tenant also sees every Ready node its Pods may be placed on; a
- * node its placement excludes is not shown, and a vNode of it without the tenant's Pods is deleted at once.
+ * at the vn-agent. A vNode the tenant no longer has Pods on is deleted after a grace period, and marked empty once it
+ * has stayed empty for a settle time (emptyDecision). Under the policy's `schedulable` view (nodes.view) the tenant
+ * also sees every Ready node its Pods may be placed on; a node its placement excludes is not shown, and a vNode of it
+ * without the tenant's Pods is deleted at once.
  */
 export const nodesPlugin: ResourcePlugin<Node> = {
   manifest: {
@@ -342,18 +394,11 @@ export const nodesPlugin: ResourcePlugin<Node> = {
     // the tenant created under its name must not get its data mirrored in).
     if (nodesView(ctx.tenant) === 'schedulable' && !mayPlaceOn(superNode, ctx.tenant, ctx.superCache))
       return { object: null };
-    const graceMs = graceSeconds(ctx) * 1000;
     // Under the withPods view an empty vNode keeps what it showed while the tenant had Pods there: refreshed from the
     // super node, a Node the tenant made with the syncer's labels forged would be shown that node's data for the
     // grace period. Under the schedulable view the node passed mayPlaceOn above, so the tenant may see it now.
     const desired = nodesView(ctx.tenant) === 'schedulable' ? mirror(superNode, clone(vNode), ctx) : clone(vNode);
-    const since = Date.parse(vNode.metadata?.annotations?.[EMPTY_SINCE_ANN] ?? '');
-    if (Number.isNaN(since)) {
-      desired.metadata!.annotations = { ...desired.metadata!.annotations, [EMPTY_SINCE_ANN]: ctx.now.toISOString() };
-      return { object: desired, requeueAfterMs: graceMs };
-    }
-    const left = since + graceMs - ctx.now.getTime();
-    return left <= 0 ? { object: null } : { object: desired, requeueAfterMs: left };
+    return emptyDecision(vNode, desired, ctx);
   },
 };
 

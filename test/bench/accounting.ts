@@ -33,7 +33,7 @@ const WHY: Record<string, string> = {
   'patchTenantStatus nodes nodes/status': "a new vNode's status, right after its create",
   'patchTenant nodes nodes':
     "a vNode following its real node's labels, taints or addresses (the tenant apiserver's TaintNodesByCondition " +
-    'admission taints every new Node not-ready), or marked empty and in use again (per node)',
+    'admission taints every new Node not-ready), or marked empty after 15 s without Pods and in use again (per node)',
   'token pods serviceaccounts/token': 'a ServiceAccount token minted in the tenant (shared per ServiceAccount)',
   'token pods secrets': 'the super Secret holding the minted token',
   'superServiceAccount pods serviceaccounts': 'the token-less super ServiceAccount Pods run under, per namespace',

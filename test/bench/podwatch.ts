@@ -1,4 +1,4 @@
-import { isGone, type KubeClient, type KubeObject } from '../../core/kube/client.ts';
+import { isAlreadyExists, isGone, type KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 
 const POD_SPEC = { containers: [{ name: 'c', image: 'nginx' }] };
@@ -190,7 +190,7 @@ const keyOf = (j: PodJob) => `${j.namespace}/${j.name}`;
 /** createOne creates one Pod and resolves once its watch shows it Running. */
 async function createOne(j: PodJob, onCreated?: (t0: number) => void): Promise<Sample> {
   const t0 = performance.now();
-  const pod = await j.client.create<Pod>(R.pods, {
+  const pod = await createPod(j, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: j.name, namespace: j.namespace, labels: j.labels },
@@ -200,6 +200,25 @@ async function createOne(j: PodJob, onCreated?: (t0: number) => void): Promise<S
   j.afterCreate?.(pod);
   onCreated?.(t0);
   return { job: j, t0, created, running: await j.watch.whenRunning(keyOf(j)) };
+}
+
+/**
+ * createPod creates a job's Pod, and sends the create once more when its connection was reset before an answer (a
+ * kept-alive connection the apiserver closed while an arm's clients were idle: the first create of an arm failed so
+ * and ended the run). The first create may have landed: the second is then AlreadyExists, and the Pod is read back.
+ */
+async function createPod(j: PodJob, pod: KubeObject): Promise<Pod> {
+  try {
+    return await j.client.create<Pod>(R.pods, pod);
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== 'ECONNRESET') throw e;
+  }
+  try {
+    return await j.client.create<Pod>(R.pods, pod);
+  } catch (e) {
+    if (!isAlreadyExists(e)) throw e;
+    return j.client.get<Pod>(R.pods, j.namespace, j.name);
+  }
 }
 
 /**

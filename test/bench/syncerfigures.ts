@@ -84,8 +84,8 @@ export function syncerFigures(i: FiguresInput): BenchSeries {
     notes.push(
       `syncer writes per Pod (the tenant's create aside): first repetition ${figures.syncerWritesPerPodFirstRep}, ` +
         (later.length
-          ? `later repetitions (namespaces, ServiceAccounts and vNodes in place; a vNode marked empty when the ` +
-            `repetition before deleted its Pods is patched once as Pods return) median ` +
+          ? `later repetitions (namespaces, ServiceAccounts and vNodes in place; a vNode Pods return to within its ` +
+            `settle time after the repetition before deleted them is not written) median ` +
             `${figures.syncerWritesPerPodLaterReps} of which ${figures.syncerBeyondPerPodLaterReps} beyond ` +
             `1 super create, 1 Binding and 1 status`
           : 'no later repetition'),

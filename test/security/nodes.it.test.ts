@@ -183,16 +183,25 @@ describe('vNodes of the schedulable view, and a tenant that tries to see more no
             .map((n) => n.metadata!.name!)
             .find((n) => !mine.includes(n))!;
           const handled = await notOwnedSkips(tenantB.key);
-          await b.create(R.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: other, labels } });
+          const made = await b.create(R.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: other, labels } });
           // Its creation queues the key; an adopted Node would get the super node's data for the 120 s grace period.
-          // Read until the syncer has handled it: skipped as not its own, or (labels forged) marked empty.
+          // Read until the syncer has handled it: skipped as not its own, or (labels forged) marked empty, which it is
+          // only once the node has stayed empty for the settle time (15 s), with the time the syncer first saw it.
           const reads: Node[] = [];
+          let markedAt = 0;
           await eventually(async () => {
             const n = await b.get<Node>(R.nodes, undefined, other);
             reads.push(n);
-            if (labels) expect(n.metadata?.annotations?.['tenancy.x-k8s.io/empty-since']).toBeDefined();
-            else expect(await notOwnedSkips(tenantB.key)).toBeGreaterThan(handled);
+            if (labels) {
+              expect(n.metadata?.annotations?.['tenancy.x-k8s.io/empty-since']).toBeDefined();
+              markedAt = Date.now();
+            } else expect(await notOwnedSkips(tenantB.key)).toBeGreaterThan(handled);
           });
+          if (labels) {
+            const since = Date.parse(reads.at(-1)!.metadata!.annotations!['tenancy.x-k8s.io/empty-since']!);
+            expect(since).toBeGreaterThanOrEqual(Date.parse(made.metadata!.creationTimestamp!));
+            expect(markedAt - since).toBeGreaterThanOrEqual(15_000);
+          }
           for (const n of reads) {
             expect(n.status?.capacity).toBeUndefined();
             expect(n.status?.conditions).toBeUndefined();

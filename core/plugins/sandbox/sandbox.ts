@@ -469,13 +469,17 @@ function resourceId(r: Pick<Resource, 'group' | 'resource'>): string {
   return r.group ? `${r.resource}.${r.group}` : r.resource;
 }
 
-/** contextView is the part of a PluginContext that crosses as data: the tenant view, the time, the super cluster. */
+/**
+ * contextView is the part of a PluginContext that crosses as data: the tenant view, the time, the super cluster, the
+ * plugin's note.
+ */
 function contextView(ctx: Partial<PluginContext>): Record<string, unknown> {
   return {
     tenant: ctx.tenant,
     now: (ctx.now ?? new Date()).toISOString(),
     ...(ctx.superCluster !== undefined && { superCluster: ctx.superCluster }),
     ...(ctx.sharedTenants && { sharedTenants: true }),
+    ...(ctx.remembered !== undefined && { remembered: ctx.remembered }),
   };
 }
 

@@ -81,6 +81,8 @@ export interface PluginContext {
   superCache: CacheReader;
   /** the time of this reconcile */
   now: Date;
+  /** the note the plugin's last decision on this key asked the core to keep (Decision.remember), if any */
+  remembered?: string;
   /** the name of the super cluster this syncer serves (absent: the manager's single, unnamed one) */
   superCluster?: string;
   /**
@@ -178,6 +180,13 @@ export interface Decision<T extends KubeObject = KubeObject> {
   effects?: Effect[];
   /** ask to be called again after this many milliseconds (grace periods) */
   requeueAfterMs?: number;
+  /**
+   * a short note the core keeps in its memory for this key and hands back as `ctx.remembered` on the key's next
+   * decision; absent, the note is dropped. Only toTenant of a plugin whose source of truth is the super cluster
+   * (direction `up`) gets and keeps one. The note is gone after a restart, on a new leadership term and when the
+   * tenant is no longer served: what a plugin decides from it must stay right without it, at worst later.
+   */
+  remember?: string;
 }
 
 /** TenantKey names an object on the tenant side (namespace empty for cluster-scoped objects). */
