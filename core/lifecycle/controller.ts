@@ -1,16 +1,13 @@
-// Over 500 lines, on purpose: the VirtualCluster controller is one reconcile written as named steps over one Pass
-// (validate, check, admit, provision, publish, serve; cleanUp on delete) that share the controller's queue, recorder
-// and provisioners. The decisions are pure functions in decisions.ts; the kubeconfig Secret, tenant DNS, counting,
-// ownership and the cache limit have files of their own. What is left is the order of the steps and their status.
-import { Gauge } from 'prom-client';
+// The VirtualCluster controller: its watches (watches.ts), the steps of a reconcile in order over one Pass, run by
+// runSteps (steps.ts), and the steps that share its state. Decisions are pure functions in decisions.ts; deletion is
+// cleanup.ts, the writes into a tenant's apiserver tenantwrites.ts, the snapshots snapshots.ts.
 import { formatErrors, validate } from '../../schemas/validate.ts';
 import { EventRecorder } from '../controller/events.ts';
 import { queueMetrics } from '../controller/metrics.ts';
 import { Runner, type Result } from '../controller/runner.ts';
 import { StatusWriter } from '../controller/status.ts';
-import { publishable, publishApiserverEndpoint } from '../kube/apiendpoint.ts';
-import { KubeClient, type KubeObject } from '../kube/client.ts';
-import { OwnStatus, statusOnly } from '../controller/predicates.ts';
+import type { KubeObject } from '../kube/client.ts';
+import { OwnStatus } from '../controller/predicates.ts';
 import { InformerFactory, syncedWithin, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
@@ -18,31 +15,20 @@ import { R } from '../kube/resources.ts';
 import { cacheCondition } from './cachelimit.ts';
 import { countVerdict, DEFAULT_MAX_PER_NAMESPACE } from './count.ts';
 import { childLogger } from '../log.ts';
-import { registry as metricsRegistry } from '../metrics/registry.ts';
-import { IDENTITY, LABEL, rootNamespace, VC_FINALIZER } from '../names/names.ts';
+import { IDENTITY, rootNamespace, VC_FINALIZER } from '../names/names.ts';
 import {
   canPlanRoll,
-  nodeAddressesChanged,
   ProvisionRefused,
-  readsNodeAddresses,
   type NodeWithAddresses,
   type ProvisionLimits,
-  type Provisioned,
   type ProvisionState,
-  type Provisioner,
 } from '../provisioners/provisioner.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
-import { defaultProvisioner, TENANT_DEFAULTS } from '../tenancy/defaults.ts';
+import { defaultProvisioner } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
 import { checkPolicies, formatViolations, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
 import { subjectOf, type GrantSubject } from '../tenancy/grants.ts';
-import {
-  kubeconfigSecretName,
-  tenantCAConfigMapName,
-  type ProvisionerType,
-  type VirtualCluster,
-  type VirtualClusterStatus,
-} from '../api/virtualcluster.ts';
+import { type ProvisionerType, type VirtualCluster, type VirtualClusterStatus } from '../api/virtualcluster.ts';
 import {
   afterDns,
   clusterVersionsUnavailable,
@@ -64,60 +50,24 @@ import {
   unknownSuperCluster,
   type Outcome,
 } from './decisions.ts';
-import { guarded, MetaObjects, notOwnedRoot, ownedNamespace, VC_API_VERSION } from './ownership.ts';
+import { guarded, MetaObjects, notOwnedRoot, VC_API_VERSION } from './ownership.ts';
 import { HealthMonitor } from './healthmonitor.ts';
 import { mayRoll, peersOf, rollHeld, rollResult, rollStarts } from './rollout.ts';
 import { caRotationCondition, certificatesCondition, DEFAULT_RENEW_FRACTION, renewalRequeue } from './certificates.ts';
 import { CertificateExpiries } from './certmetrics.ts';
-import type { ClusterVersionSpec } from '../api/generated.ts';
-
-/** ClusterVersion is a ClusterVersion object as the controller's cache holds it. */
-type ClusterVersion = KubeObject & { spec?: ClusterVersionSpec };
-import { ensureTenantDns } from './tenantdns.ts';
 import { tenantOfVirtualCluster, withEffective } from './tenantof.ts';
 import { SleepControl } from './sleepcontrol.ts';
+import { runSteps, type Pass, type Step } from './steps.ts';
+import { cleanUp, type CleanUpParts } from './cleanup.ts';
+import { ensureDns, publishEndpoint } from './tenantwrites.ts';
+import type { LifecycleOptions } from './options.ts';
+import { lifecycleWatches, type ClusterVersion } from './watches.ts';
+import { countInPhaseGauge } from './phases.ts';
+import { snapshotBeforeUpgrade } from './snapshots.ts';
 
 const log = childLogger({ controller: 'virtualcluster' });
-/** DELETE_RECHECK_MS is how soon a deletion that waits for namespaces or a control plane to go is looked at again. */
-const DELETE_RECHECK_MS = 1000;
 /** CLUSTER_VERSIONS_START_WAIT_MS bounds how long start waits for the first list of ClusterVersions. */
 const CLUSTER_VERSIONS_START_WAIT_MS = 5_000;
-
-/**
- * Pass is what one reconcile of one VirtualCluster has learned so far; each step reads it and adds what it found.
- * `vc` is the latest copy: a status write replaces it.
- */
-interface Pass {
-  key: string;
-  vc: VirtualCluster;
-  root: string;
-  effective?: EffectiveSettings;
-  type?: ProvisionerType;
-  provisioner?: Provisioner;
-  /** whether the control plane had never been Running when this reconcile began */
-  first?: boolean;
-  state?: Extract<ProvisionState, { ready: true }>;
-  secretName?: string;
-  /** what the provisioner is given besides the spec: the policy's limits and the ClusterVersion */
-  limits?: ProvisionLimits;
-}
-
-/** Step is one named part of the reconcile: it does its I/O and says what follows. */
-type Step = (p: Pass) => Promise<Outcome>;
-
-const liveControllers = new Set<VirtualClusterController>();
-new Gauge({
-  name: 'vc_virtualclusters',
-  help: 'VirtualClusters by phase.',
-  labelNames: ['phase'],
-  registers: [metricsRegistry],
-  collect() {
-    this.reset();
-    for (const c of liveControllers) for (const [phase, n] of c.phaseCounts()) this.set({ phase }, n);
-  },
-});
-
-import type { LifecycleOptions } from './options.ts';
 
 export type { LifecycleOptions };
 
@@ -149,12 +99,16 @@ export class VirtualClusterController {
   private readonly status: StatusWriter<VirtualClusterStatus>;
   private readonly events: EventRecorder;
   private readonly metaObjects: MetaObjects;
+  /** what a deletion reads and writes through (cleanup.ts) */
+  private readonly cleanUpParts: CleanUpParts;
   private readonly unwatchCache: (() => void) | undefined;
   /** what a VirtualCluster naming no provisioner gets; undefined when this manager offers no default */
   private readonly defaultProvisioner: ProvisionerType | undefined;
   /** probes served tenants; a changed verdict enqueues the key, and serve turns it into phase and conditions */
   readonly health?: HealthMonitor;
   private readonly sleep: SleepControl;
+  /** takes this controller's cache out of the vc_virtualclusters gauge */
+  private uncount?: () => void;
 
   constructor(private readonly o: LifecycleOptions) {
     this.defaultProvisioner = defaultProvisioner(
@@ -163,42 +117,17 @@ export class VirtualClusterController {
     );
     const informers = o.informers ?? new InformerFactory(o.meta, 'lifecycle');
     if (o.health !== false) this.health = new HealthMonitor({ ...o.health, onChange: (k) => this.queue.add(k) });
-    this.informer = informers.informer<VirtualCluster>({ resource: R.virtualclusters });
-    const enqueue = (vc: KubeObject) => this.queue.add(objectKey(vc));
-    // The echo of the controller's own status write decides nothing: what the author or a deletion changed runs
-    // the steps again, and so does a status someone else wrote (the controller puts its own answer back).
-    this.informer.addHandler({
-      onAdd: enqueue,
-      onUpdate: (a, b) => {
-        if (!statusOnly(a, b) || !this.ownStatus.isOwn(objectKey(b), b.status)) enqueue(b);
-      },
-      onDelete: enqueue,
+    const watches = lifecycleWatches(informers, {
+      enqueue: (k) => this.queue.add(k),
+      ownStatus: this.ownStatus,
+      provisioners: o.provisioners,
+      provisionerOf: (vc) => this.provisionerOf(vc),
     });
-    this.policies = informers.informer<TenantPolicy>({ resource: R.tenantpolicies });
+    this.informer = watches.virtualClusters;
+    this.policies = watches.policies;
+    this.clusterVersions = watches.clusterVersions;
+    this.nodes = watches.nodes;
     this.unwatchCache = o.cacheStates?.onChange((t) => this.queue.add(`${t.vcNamespace}/${t.vcName}`));
-    const requeueUsers = (p: KubeObject) => {
-      for (const vc of this.informer.list())
-        if (!vc.spec?.policyName || vc.spec.policyName === p.metadata?.name) enqueue(vc);
-    };
-    this.policies.addHandler({ onAdd: requeueUsers, onUpdate: (_a, b) => requeueUsers(b), onDelete: requeueUsers });
-    // A ClusterVersion edit reaches every tenant that names it, through the same roll (held back by maxUnavailable).
-    this.clusterVersions = informers.informer<ClusterVersion>({ resource: R.clusterversions });
-    const cvUsers = (cv: KubeObject) =>
-      this.informer.list().forEach((vc) => vc.spec?.clusterVersionName === cv.metadata?.name && enqueue(vc));
-    this.clusterVersions.addHandler({ onAdd: cvUsers, onUpdate: (_a, b) => cvUsers(b), onDelete: cvUsers });
-    // A provisioner that renders from the Nodes' addresses (the native apiserver egress leaves them out) sees a Node
-    // that joins, leaves or changes its addresses at once, not at its tenants' next change: their objects render again.
-    const readers = Object.keys(o.provisioners).filter((k) => readsNodeAddresses(o.provisioners[k]));
-    if (readers.length > 0) {
-      this.nodes = informers.informer<KubeObject & NodeWithAddresses>({ resource: R.nodes });
-      const nodeUsers = () =>
-        this.informer.list().forEach((vc) => readers.includes(this.provisionerOf(vc) ?? '') && enqueue(vc));
-      this.nodes.addHandler({
-        onAdd: nodeUsers,
-        onUpdate: (a, b) => nodeAddressesChanged(a, b) && nodeUsers(),
-        onDelete: nodeUsers,
-      });
-    }
     this.runner = new Runner({
       name: 'virtualcluster',
       queue: this.queue,
@@ -214,6 +143,14 @@ export class VirtualClusterController {
       kind: 'VirtualCluster',
       log,
     });
+    this.cleanUpParts = {
+      meta: o.meta,
+      superClient: o.superClient,
+      metaObjects: this.metaObjects,
+      events: this.events,
+      provisioners: o.provisioners,
+      beforeRemove: o.beforeRemove,
+    };
     this.sleep = new SleepControl({
       meta: o.meta,
       superClient: o.superClient,
@@ -232,7 +169,7 @@ export class VirtualClusterController {
 
   /** start syncs the cache and starts the workers. */
   async start(): Promise<void> {
-    liveControllers.add(this);
+    this.uncount = countInPhaseGauge(() => this.informer.list());
     this.certificates.register();
     this.policies.start();
     this.clusterVersions.start();
@@ -249,7 +186,7 @@ export class VirtualClusterController {
 
   /** stop stops the workers and the informer (control planes keep running until their provisioner stops them). */
   async stop(): Promise<void> {
-    liveControllers.delete(this);
+    this.uncount?.();
     this.sleep.stop();
     this.certificates.unregister();
     await this.health?.stop();
@@ -264,14 +201,6 @@ export class VirtualClusterController {
   /** provisionerOf is the type of the provisioner that serves vc: the accepted one, else the one its spec names. */
   private provisionerOf(vc: VirtualCluster): string | undefined {
     return this.accepted.get(objectKey(vc))?.provisioner ?? vc.spec?.provisioner?.type ?? this.defaultProvisioner;
-  }
-
-  /** phaseCounts counts cached VirtualClusters by phase. */
-  phaseCounts(): Array<[string, number]> {
-    const m = new Map<string, number>();
-    for (const vc of this.informer.list())
-      m.set(vc.status?.phase ?? 'Pending', (m.get(vc.status?.phase ?? 'Pending') ?? 0) + 1);
-    return [...m];
   }
 
   /**
@@ -319,34 +248,15 @@ export class VirtualClusterController {
     (p) => this.cleanUp(p),
   ];
 
-  /**
-   * run runs steps in order. A step's `release` takes the tenant from the syncer at once; its status, conditions
-   * and events wait until a step publishes or stops, or one throws, and are then written in one place (commit).
-   */
-  private async run(p: Pass, steps: Step[]): Promise<Result> {
-    let pending: Outcome = CONTINUE;
-    try {
-      for (const step of steps) {
-        const o = await step(p);
-        if (o.release) {
-          this.o.tenants.remove(p.root);
-          this.health?.unwatch(p.key);
-        }
-        pending = merge(pending, o);
-        if (o.stop) {
-          if (o.error !== undefined) throw o.error;
-          return o.requeueAfter !== undefined ? { requeueAfter: o.requeueAfter } : undefined;
-        }
-        if (o.publish) {
-          const published = pending;
-          pending = CONTINUE;
-          await this.commit(p, published);
-        }
-      }
-      return undefined;
-    } finally {
-      await this.commit(p, pending);
-    }
+  /** run runs the steps of a pass (runSteps), releasing the tenant and writing status as they say. */
+  private run(p: Pass, steps: Step[]): Promise<Result> {
+    return runSteps(p, steps, {
+      release: (q) => {
+        this.o.tenants.remove(q.root);
+        this.health?.unwatch(q.key);
+      },
+      commit: (q, o) => this.commit(q, o),
+    });
   }
 
   /** commit writes the outcome's status (when it has one) and then records its events. */
@@ -476,24 +386,8 @@ export class VirtualClusterController {
       ...(p.effective!.controlPlaneMaxResources && {
         maxResources: { policyName: p.effective!.policyName, max: p.effective!.controlPlaneMaxResources },
       }),
-      beforeUpgrade: (from, to) => this.beforeUpgrade(p.vc, from, to),
+      beforeUpgrade: (from, to) => snapshotBeforeUpgrade(this.events, this.o.beforeUpgrade, p.vc, from, to),
     });
-  }
-
-  /**
-   * beforeUpgrade snapshots the tenant (the beforeUpgrade option) before its control plane moves to the next minor,
-   * and says so in an event: the snapshot's id, or a Warning that there is no store to keep one (the upgrade goes on).
-   */
-  private async beforeUpgrade(vc: VirtualCluster, from: string, to: string): Promise<void> {
-    const id = await this.o.beforeUpgrade?.(vc, from, to);
-    if (id) await this.events.record(vc, 'Normal', 'UpgradeSnapshot', `snapshot ${id} taken before ${from} -> ${to}`);
-    else
-      await this.events.record(
-        vc,
-        'Warning',
-        'UpgradeWithoutSnapshot',
-        `upgrading ${from} -> ${to} without a snapshot: this manager keeps no backups (/backups/directory)`,
-      );
   }
 
   /**
@@ -568,8 +462,8 @@ export class VirtualClusterController {
    */
   private async serveDns(p: Pass): Promise<Outcome> {
     this.accepted.set(p.key, p.effective!);
-    const endpoint = await this.publishEndpoint(p.vc, p.state!.result);
-    const dns = this.o.tenantDns ? await this.ensureDns(p.vc, p.state!.result) : undefined;
+    const endpoint = await publishEndpoint(p.vc, p.state!.result);
+    const dns = this.o.tenantDns ? await ensureDns(p.vc, p.state!.result, this.o.tenantDns.image) : undefined;
     const after = afterDns(!!p.state!.result.externalAccess?.waiting, dns ?? endpoint);
     // Renewal happens in the provisioner's ensure: the key comes back when the next certificate is due.
     // Only what the provisioner renews by itself: a CA past its renewal time would bring the key back every second.
@@ -578,98 +472,9 @@ export class VirtualClusterController {
     return renewalRequeue(after, renewed, result.certificateRenewFraction ?? DEFAULT_RENEW_FRACTION, new Date());
   }
 
-  /**
-   * cleanUp removes the control plane (with the provisioner that made it), the tenant's super namespaces, its
-   * kubeconfig Secret and CA ConfigMap, then the finalizer; it looks again each second while something is going.
-   */
-  private async cleanUp(p: Pass): Promise<Outcome> {
-    const vc = p.vc;
-    const m = vc.metadata!;
-    // The provisioner that made the control plane, not one a refused edit names since.
-    const type = this.provisionerOf(vc);
-    // A root namespace that is not this VirtualCluster's was never provisioned into: nothing in it is deleted.
-    const rootNs = await this.o.superClient.getOrNull(R.namespaces, undefined, p.root);
-    const ours = !rootNs || !notOwnedRoot(rootNs, m.uid!);
-    // A snapshot that fails is an event, and the deletion goes on: a tenant too broken to snapshot must still go.
-    if (ours && this.o.beforeRemove)
-      await this.o
-        .beforeRemove(vc)
-        .catch((e: unknown) =>
-          this.events.record(vc, 'Warning', 'SnapshotFailed', `no snapshot before deletion: ${(e as Error).message}`),
-        );
-    const removing = ours && type ? await this.o.provisioners[type]?.remove(vc, p.root) : undefined;
-    const labelled = await this.o.superClient.list(R.namespaces, { labelSelector: `${LABEL.cluster}=${p.root}` });
-    const remaining = labelled.items.filter((n) => ownedNamespace(n, p.root, m.uid!));
-    if (remaining.length) {
-      for (const n of remaining) {
-        if (!n.metadata?.deletionTimestamp)
-          await this.o.superClient.delete(R.namespaces, undefined, n.metadata!.name!, { uid: n.metadata!.uid });
-      }
-      return { stop: true, requeueAfter: DELETE_RECHECK_MS };
-    }
-    if (removing) {
-      log.debug({ vc: p.key, tenant: p.root }, `deleting: waiting for ${removing.waitingFor}`);
-      return { stop: true, requeueAfter: DELETE_RECHECK_MS };
-    }
-    await this.metaObjects.deleteOwned(R.secrets, m.namespace!, kubeconfigSecretName(m.name!), m.uid!);
-    await this.metaObjects.deleteOwned(R.configmaps, m.namespace!, tenantCAConfigMapName(m.name!), m.uid!);
-    const finalizers = m.finalizers ?? [];
-    await this.o.meta.patch(
-      R.virtualclusters,
-      m.namespace,
-      m.name!,
-      [
-        { op: 'test', path: '/metadata/finalizers', value: finalizers },
-        { op: 'replace', path: '/metadata/finalizers', value: finalizers.filter((f) => f !== VC_FINALIZER) },
-      ],
-      'json',
-      { fieldManager: IDENTITY.manager },
-    );
-    log.info({ vc: p.key, tenant: p.root }, 'VirtualCluster deleted');
-    return { stop: true };
-  }
-
-  /**
-   * publishEndpoint writes the tenant's `default/kubernetes` Endpoints and EndpointSlice (its apiserver runs with
-   * --endpoint-reconciler-type=none) with the provisioner's apiserverEndpoint, the address the tenant's Pods get as
-   * KUBERNETES_SERVICE_HOST; nothing when that is not an address the apiserver takes in Endpoints (a host name,
-   * loopback). Applied on every pass, so a tenant admin's edit is put back; a failure is logged and retried.
-   */
-  private async publishEndpoint(vc: VirtualCluster, p: Provisioned): Promise<Result> {
-    const endpoint = p.apiserverEndpoint;
-    if (!endpoint || !publishable(endpoint.host)) return;
-    let tenant: KubeClient | undefined;
-    try {
-      tenant = await KubeClient.fromString(p.kubeconfig, `the kubeconfig of VirtualCluster ${objectKey(vc)}`);
-      await publishApiserverEndpoint(tenant, endpoint.host, endpoint.port);
-      return;
-    } catch (e) {
-      const err = e instanceof Error ? e.message : String(e);
-      log.warn({ vc: objectKey(vc), err }, 'tenant default/kubernetes endpoints not written yet');
-      return { requeueAfter: 5000 };
-    } finally {
-      tenant?.close();
-    }
-  }
-
-  /** ensureDns creates the tenant's missing DNS objects; a failure is logged and retried, the tenant keeps running. */
-  private async ensureDns(vc: VirtualCluster, p: Provisioned): Promise<Result> {
-    let tenant: KubeClient | undefined;
-    try {
-      tenant = await KubeClient.fromString(p.kubeconfig, `the kubeconfig of VirtualCluster ${objectKey(vc)}`);
-      const created = await ensureTenantDns(tenant, {
-        clusterDomain: vc.spec?.clusterDomain ?? TENANT_DEFAULTS.clusterDomain,
-        image: this.o.tenantDns?.image,
-        ...(p.dnsApiEndpoint && { apiserver: p.dnsApiEndpoint }),
-      });
-      if (created.length) log.info({ vc: objectKey(vc), created }, 'tenant DNS created');
-      return;
-    } catch (e) {
-      log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'tenant DNS not created yet');
-      return { requeueAfter: 5000 };
-    } finally {
-      tenant?.close();
-    }
+  /** cleanUp removes everything the VirtualCluster owns (cleanup.ts), with the provisioner that made its control plane. */
+  private cleanUp(p: Pass): Promise<Outcome> {
+    return cleanUp(this.cleanUpParts, p, this.provisionerOf(p.vc));
   }
 
   /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it. */

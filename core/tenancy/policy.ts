@@ -1,5 +1,6 @@
 // Over 500 lines, on purpose: one TenantPolicy's evaluation (defaults, quota, exposure, flags, plugins) over one
-// spec reads in order here; the flag allow-list (allowlist.ts) and the grants (grants.ts) are already apart.
+// spec reads in order here, as one table of field-by-field checks; the flag allow-list (allowlist.ts), the grants
+// (grants.ts) and exposure (expose.ts) are already apart.
 import type { TenantPolicySpec as GeneratedPolicySpec } from '../api/generated.ts';
 import { isIP } from 'node:net';
 import { formatErrors, validate } from '../../schemas/validate.ts';
@@ -40,9 +41,6 @@ export type { ExposePolicy } from './expose.ts';
  * The TenantPolicy: what the platform decides for the VirtualClusters that use it (issue 11). A VirtualCluster may
  * ask for less than its policy allows, never more; evaluatePolicy turns the two into the settings the provisioner
  * and the syncer get, or into the list of what the VirtualCluster asked for beyond its policy.
- *
- * Over 500 lines, on purpose: the policy's types and defaults and evaluatePolicy, a field-by-field check against them
- * that reads as one table; the flag allow-list (allowlist.ts) and exposure (expose.ts) are apart already.
  */
 
 /** DEFAULT_POLICY_ANNOTATION marks the TenantPolicy of every VirtualCluster that names none (one policy at most). */

@@ -5,7 +5,7 @@ import type { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts
 import type { LocalSuperCluster } from '../../core/dev/local/supercluster.ts';
 import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { probeReadyz } from '../../core/provisioners/native/provisioner.ts';
+import { probeReadyz } from '../../core/provisioners/native/readyz.ts';
 import { CpuMeter, type CpuShare, memAvailableMiB } from './procstat.ts';
 import { type ArmFigures, type ArmLoad, loadBetween, meanLoad, type RatioSpec, readLoad } from './repeat.ts';
 

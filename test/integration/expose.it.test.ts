@@ -8,12 +8,12 @@ import { R } from '../../core/kube/resources.ts';
 import { VirtualClusterController } from '../../core/lifecycle/controller.ts';
 import type { ApiServerExpose, VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { rootNamespace } from '../../core/names/names.ts';
+import { NativeProvisioner } from '../../core/provisioners/native/provisioner.ts';
 import {
-  NativeProvisioner,
   PKI_OPTIONS_ANNOTATION,
   PKI_SECRET,
   SERVING_NAMES_ANNOTATION,
-} from '../../core/provisioners/native/provisioner.ts';
+} from '../../core/provisioners/native/pkistore.ts';
 import { NATIVE_SECRETS } from '../../core/provisioners/native/render.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';

@@ -6,12 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { ANN, rootNamespace } from '../../core/names/names.ts';
-import {
-  KUBELET_CLIENT_ROTATION_KEY,
-  NativeProvisioner,
-  PKI_SECRET,
-  PKI_SECRET_KEY,
-} from '../../core/provisioners/native/provisioner.ts';
+import { NativeProvisioner } from '../../core/provisioners/native/provisioner.ts';
+import { KUBELET_CLIENT_ROTATION_KEY, PKI_SECRET, PKI_SECRET_KEY } from '../../core/provisioners/native/pkistore.ts';
 import { nativeCertificates, type KubeletClientRotation } from '../../core/provisioners/native/renewal.ts';
 import { fingerprintSha256, type ControlPlanePKI } from '../../core/pki/pki.ts';
 import { PUBLISH_GRACE_MS } from '../../core/pki/renewal.ts';

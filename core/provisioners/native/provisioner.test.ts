@@ -1,16 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { validate } from '../../../schemas/validate.ts';
-import { createCA, generateControlPlanePKI, renderKubeconfig } from '../../pki/pki.ts';
+import { generateControlPlanePKI } from '../../pki/pki.ts';
 import type { KubeClient, KubeObject } from '../../kube/client.ts';
 import { NODE_IMAGES } from '../../toolchain/node.ts';
 import { nativePKIOptions, renderNative } from './render.ts';
-import {
-  defaultClusterVersion,
-  NativeProvisioner,
-  pkiOptionsHash,
-  probeReadyz,
-  type ApiAccess,
-} from './provisioner.ts';
+import { defaultClusterVersion, NativeProvisioner, type ApiAccess } from './provisioner.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 
 const vc = (spec: VirtualCluster['spec'] = {}): VirtualCluster => ({
@@ -48,27 +42,5 @@ describe('native provisioner helpers', () => {
     expect(() => new NativeProvisioner(client, { etcdHostPathDir: 'native' })).toThrow(
       'native provisioner: etcdHostPathDir native is not an absolute path',
     );
-  });
-
-  it('hashes PKI options stably and changes only with certificate-relevant fields', () => {
-    const base = pkiOptionsHash(nativePKIOptions(vc(), 'root'));
-    expect(pkiOptionsHash(nativePKIOptions(vc({ apiServer: { extraArgs: { v: '4' } } }), 'root'))).toBe(base);
-    const reordered = nativePKIOptions(vc(), 'root');
-    expect(pkiOptionsHash({ ...reordered, apiserverDnsNames: [...reordered.apiserverDnsNames].reverse() })).toBe(base);
-    expect(pkiOptionsHash(nativePKIOptions(vc({ serviceCidr: '10.40.0.0/16' }), 'root'))).not.toBe(base);
-    expect(pkiOptionsHash(nativePKIOptions(vc({ pkiExpireDays: 30 }), 'root'))).not.toBe(base);
-    expect(pkiOptionsHash(nativePKIOptions(vc(), 'other-root'))).not.toBe(base);
-  });
-
-  it('reports why /readyz does not answer instead of throwing', async () => {
-    const ca = await createCA('probe-ca', 1);
-    const kubeconfig = renderKubeconfig({
-      clusterName: 'x',
-      server: 'https://127.0.0.1:1',
-      caPem: ca.certPem,
-      user: 'u',
-      token: 't',
-    });
-    expect(await probeReadyz(kubeconfig, 3000)).toBe('ECONNREFUSED 127.0.0.1');
   });
 });

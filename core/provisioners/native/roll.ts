@@ -1,7 +1,11 @@
+import { createHash } from 'node:crypto';
 import type { KubeClient, KubeObject } from '../../kube/client.ts';
 import { R } from '../../kube/resources.ts';
-import { LABEL } from '../../names/names.ts';
-import type { RollComponent } from '../roll.ts';
+import { childLogger } from '../../log.ts';
+import { IDENTITY, LABEL } from '../../names/names.ts';
+import { stableJson, type RollComponent, type RollFailure } from '../roll.ts';
+
+const log = childLogger({ controller: 'provisioner-native' });
 
 /**
  * This module rolls a running native tenant's StatefulSets one component at a time, in ROLL_ORDER (etcd, then the
@@ -134,4 +138,86 @@ export async function waitRolledOut(
     }
     await new Promise((r) => setTimeout(r, Math.min(ROLL_POLL_MS, Math.max(0, deadline - Date.now()))));
   }
+}
+
+/**
+ * WorkloadRoller applies a native tenant's StatefulSets (all at once on a first start, one component at a time on a
+ * serving tenant) and remembers, per root namespace, the last roll that stopped and the hash of the StatefulSets it
+ * was rolling to, so that the same spec is neither planned nor rolled again until it changes.
+ */
+export class WorkloadRoller {
+  /** per root namespace, the last roll that stopped and the hash of the StatefulSets it was rolling to */
+  private readonly failedRolls = new Map<string, { hash: string; failure: RollFailure }>();
+
+  constructor(
+    private readonly client: KubeClient,
+    /** how long one component of a roll may take to roll out */
+    private readonly stepTimeoutMs: number = DEFAULT_ROLL_STEP_TIMEOUT_MS,
+  ) {}
+
+  /**
+   * plan lists the components whose StatefulSet an apply of these workloads would change, in ROLL_ORDER, by a dry run
+   * of each StatefulSet's apply (a changed spec bumps its generation). A first start (a StatefulSet missing) and
+   * workloads whose last roll failed plan nothing: apply reports them.
+   */
+  async plan(root: string, workloads: readonly KubeObject[]): Promise<RollComponent[]> {
+    if (this.failedRolls.get(root)?.hash === workloadsHash(workloads)) return [];
+    const plan: RollComponent[] = [];
+    for (const [component, name] of NATIVE_WORKLOADS) {
+      const obj = workloads.find((o) => o.metadata?.name === name);
+      const existing = await this.client.getOrNull<RolledStatefulSet>(R.statefulsets, root, name);
+      if (!obj || !existing) return [];
+      const dry = await this.client.apply(R.statefulsets, obj, IDENTITY.manager, { dryRun: true });
+      if (dry.metadata?.generation !== existing.metadata?.generation) plan.push(component);
+    }
+    return plan;
+  }
+
+  /**
+   * apply applies the tenant's StatefulSets. A first start applies all three at once (the apiserver waits
+   * for etcd by itself), and so does a tenant with no ready replica of any component. A serving tenant's are rolled
+   * in ROLL_ORDER: each one applied, and when that changed it or it was still
+   * rolling, waited for until all its replicas run it and are ready, before the next is applied. A step that does not
+   * roll out in time stops there and is reported; the same spec is not applied past that step again until it changes.
+   */
+  async apply(root: string, workloads: readonly KubeObject[]): Promise<{ rolled: boolean; failure?: RollFailure }> {
+    const current = new Map<string, RolledStatefulSet | null>();
+    for (const [, name] of NATIVE_WORKLOADS)
+      current.set(name, await this.client.getOrNull<RolledStatefulSet>(R.statefulsets, root, name));
+    // A first start, or a tenant none of whose components has a ready replica (it never came up, or is down
+    // whole), has nothing to keep serving: all three at once, as waiting on a step that never was ready would stall.
+    const serving = [...current.values()].some((sts) => (sts?.status?.readyReplicas ?? 0) > 0);
+    if (!current.get('apiserver') || !serving) {
+      for (const obj of workloads) await this.client.apply(R.statefulsets, obj, IDENTITY.manager);
+      return { rolled: false };
+    }
+    const hash = workloadsHash(workloads);
+    const failed = this.failedRolls.get(root);
+    if (failed?.hash === hash) return { rolled: false, failure: failed.failure };
+    let rolled = false;
+    for (const [component, name] of NATIVE_WORKLOADS) {
+      const obj = workloads.find((o) => o.metadata?.name === name);
+      if (!obj) continue;
+      const before = current.get(name);
+      const applied = await this.client.apply<RolledStatefulSet>(R.statefulsets, obj, IDENTITY.manager);
+      const changed = applied.metadata?.generation !== before?.metadata?.generation;
+      if (!changed && !rolloutInProgress(applied)) continue;
+      rolled ||= changed;
+      log.info({ tenant: root, component, changed }, 'rolling the component; waiting for its rollout');
+      const stalled = await waitRolledOut(this.client, root, name, this.stepTimeoutMs);
+      if (stalled) {
+        const failure: RollFailure = { component, message: stalled.message, kept: stalled.serving };
+        log.warn({ tenant: root, ...failure }, 'roll stopped');
+        this.failedRolls.set(root, { hash, failure });
+        return { rolled, failure };
+      }
+    }
+    this.failedRolls.delete(root);
+    return { rolled };
+  }
+}
+
+/** workloadsHash identifies the StatefulSets a roll goes to (a failed roll is not tried again until they change). */
+function workloadsHash(workloads: readonly KubeObject[]): string {
+  return createHash('sha256').update(stableJson(workloads)).digest('hex').slice(0, 16);
 }
