@@ -41,7 +41,7 @@ export function dueForRenewal(certs: readonly IssuedCertificate[], now: Date, fr
 /**
  * RENEWABLE names the certificates a renewal may be asked for by hand (the renew-certificates annotation, `vc certs
  * renew --cert`): the short name an operator writes, and the name the metric and CertificatesValid report it under.
- * `scheduler` is a local tenant's only (a native tenant runs no scheduler of its own).
+ * A native tenant runs no scheduler of its own: its `scheduler` certificate is kept and renewed, and used by nothing.
  */
 export const RENEWABLE = {
   apiserver: 'kube-apiserver serving',

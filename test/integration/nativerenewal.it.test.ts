@@ -25,11 +25,11 @@ interface StatefulSet extends KubeObject {
 /**
  * Renewal of a native tenant's leaf certificates with lifetimes of minutes, on a real super cluster (kwok runs the
  * Pods, so this holds what the super cluster is given; the apiserver's reload of its files is kube-apiserver's own):
- * a minute after the first reconcile the next one issues the four leaves again from the same CAs, with the CAs and
- * the pinned kubelet client kept, writes them to the PKI Secret and the Secrets the Pods read, leaves the
- * apiserver's and etcd's pod templates alone and rolls the controller manager's. The kubelet client certificate, due
- * at the same time, is renewed in two steps: staged in the PKI Secret, and given to the apiserver's Secret only once
- * the VirtualCluster's status publishes it.
+ * a minute after the first reconcile the next one issues the five leaves again from the same CAs (the scheduler
+ * client one too, which no native component uses), with the CAs and the pinned kubelet client kept, writes them to
+ * the PKI Secret and the Secrets the Pods read, leaves the apiserver's and etcd's pod templates alone and rolls the
+ * controller manager's. The kubelet client certificate, due at the same time, is renewed in two steps: staged in the
+ * PKI Secret, and given to the apiserver's Secret only once the VirtualCluster's status publishes it.
  */
 describe('native certificate renewal on a real super cluster', () => {
   let t: TestSuper;
@@ -80,7 +80,7 @@ describe('native certificate renewal on a real super cluster', () => {
     await t?.stop();
   });
 
-  it('renews the four leaves once half their life has passed, rolling only the controller manager', async () => {
+  it('renews the five leaves once half their life has passed, rolling only the controller manager', async () => {
     await native.ensure(vc, root);
     const first = await readPKI();
     const life = (pem: string) => {
@@ -106,7 +106,7 @@ describe('native certificate renewal on a real super cluster', () => {
       120_000,
       5_000,
     );
-    for (const k of ['apiserver', 'frontProxyClient', 'admin', 'controllerManager'] as const) {
+    for (const k of ['apiserver', 'frontProxyClient', 'admin', 'controllerManager', 'scheduler'] as const) {
       const [was, is] = [new X509Certificate(first[k].certPem), new X509Certificate(renewed[k].certPem)];
       expect(is.serialNumber, k).not.toBe(was.serialNumber);
       expect(is.subjectAltName, k).toBe(was.subjectAltName);

@@ -77,7 +77,7 @@ describe('renewDueLeaves', () => {
   it('renews every leaf past it from the same CAs, with the same subjects and names, and keeps the rest', async () => {
     const out = await renewDueLeaves(pki, opts, new Date(Date.now() + 7 * DAY_MS), 2 / 3, 10);
     expect(out.renewed).toEqual(Object.values(NATIVE_RENEWED));
-    for (const k of ['apiserver', 'frontProxyClient', 'admin', 'controllerManager'] as const) {
+    for (const k of ['apiserver', 'frontProxyClient', 'admin', 'controllerManager', 'scheduler'] as const) {
       const [was, now] = [x509(pki[k].certPem), x509(out.pki[k].certPem)];
       expect(now.serialNumber, k).not.toBe(was.serialNumber);
       expect(now.subject, k).toBe(was.subject);

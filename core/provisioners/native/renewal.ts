@@ -23,12 +23,13 @@ import {
  * (core/provisioners/native/render.ts): the apiserver reloads its serving and front-proxy client files, which the
  * kubelet rewrites in the projected volume when the Secret changes (they are left out of the apiserver's config hash,
  * so they do not roll it); the admin kubeconfig Secret is written again and the manager's clients reconnect; the
- * controller manager's kubeconfig is in its config hash, so its StatefulSet rolls (the apiserver keeps serving). The
+ * controller manager's kubeconfig is in its config hash, so its StatefulSet rolls (the apiserver keeps serving); the
+ * scheduler client certificate, which no native component uses, is only written to the Secret. The
  * apiserver's kubelet client certificate is renewed in two steps (renewKubeletClient), as the local provisioner's.
  */
 
 /** NativeLeaf is a member of ControlPlanePKI the native provisioner renews. */
-export type NativeLeaf = 'apiserver' | 'frontProxyClient' | 'admin' | 'controllerManager';
+export type NativeLeaf = 'apiserver' | 'frontProxyClient' | 'admin' | 'controllerManager' | 'scheduler';
 
 /** NATIVE_RENEWED names the renewed leaves as the metric and the CertificatesValid condition report them. */
 export const NATIVE_RENEWED: Readonly<Record<NativeLeaf, string>> = {
@@ -36,6 +37,9 @@ export const NATIVE_RENEWED: Readonly<Record<NativeLeaf, string>> = {
   frontProxyClient: 'front-proxy client',
   admin: 'admin client',
   controllerManager: 'kube-controller-manager client',
+  // issued with the rest of the PKI though no native component presents it (the tenant's Pods are scheduled in the
+  // super cluster): renewed all the same, so no certificate the manager issued is left to expire
+  scheduler: 'kube-scheduler client',
 };
 
 /** NATIVE_KUBELET_CLIENT names the apiserver's kubelet client certificate as the metric and the condition report it. */
@@ -107,6 +111,7 @@ export async function renewDueLeaves(
     });
   if (due.has('admin')) next.admin = await client('admin', ['system:masters']);
   if (due.has('controllerManager')) next.controllerManager = await client('system:kube-controller-manager');
+  if (due.has('scheduler')) next.scheduler = await client('system:kube-scheduler');
   return { pki: next, renewed: leaves.filter((k) => due.has(k)).map((k) => NATIVE_RENEWED[k]) };
 }
 
