@@ -2,6 +2,7 @@ import type { Artifact, SourceDocument } from '../artifact.ts';
 import type { KubeObject, Resource } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { ANN, LABEL, sourceLabelValue } from '../../core/names/names.ts';
+import { parseRenewalRequest } from '../../core/pki/renewal.ts';
 import { validate, type SchemaName } from '../../schemas/validate.ts';
 
 /** SOURCE_LABEL marks every applied object with the GitSource it came from (`<namespace>.<name>`). */
@@ -94,6 +95,21 @@ export function waveOf(o: Record<string, unknown>): number | { error: string } {
   return Number.isInteger(n) && Math.abs(n) <= 1000
     ? n
     : { error: `${JSON.stringify(v)} is not an apply wave: an integer from -1000 to 1000, as a string` };
+}
+
+const RENEW_POINTER = `/metadata/annotations/${ANN.renewCertificates.replace('/', '~1')}`;
+
+/**
+ * renewalRequestError says why a VirtualCluster's renew-certificates annotation (`vc certs renew`) is refused, if it
+ * is: a definition in git that asks for a renewal the manager would ignore is refused before it is applied.
+ */
+export function renewalRequestError(kind: string, o: Record<string, unknown>): string | undefined {
+  if (kind !== 'VirtualCluster') return undefined;
+  const v = (o.metadata as { annotations?: Record<string, unknown> } | undefined)?.annotations?.[ANN.renewCertificates];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') return `${JSON.stringify(v)} is not a renewal request: write [NAME[,NAME...]@]TIME`;
+  const r = parseRenewalRequest(v, RENEW_POINTER);
+  return 'refused' in r ? r.refused.slice(RENEW_POINTER.length + 2) : undefined;
 }
 
 /**
@@ -216,6 +232,11 @@ export function renderDesired(artifact: Artifact, source?: GitSourceRef): Render
     const wave = waveOf(doc.object);
     if (typeof wave !== 'number') {
       fail(`${at}: ${object}: ${WAVE_POINTER} ${wave.error}`, WAVE_POINTER);
+      continue;
+    }
+    const renewal = renewalRequestError(r.kind, doc.object);
+    if (renewal) {
+      fail(`${at}: ${object}: ${RENEW_POINTER} ${renewal}`, RENEW_POINTER);
       continue;
     }
     const ref: ObjectRef = { apiVersion: r.apiVersion!, kind: r.kind, name: r.name! };
