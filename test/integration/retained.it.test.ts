@@ -376,12 +376,15 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
       return v!;
     }, 180_000);
     expect(woken.spec.weight).toBe(3);
-    const events = (
-      await t.client.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
-        R.events,
-        { namespace: 'default' },
-      )
-    ).items.filter((e) => e.involvedObject?.name === NAME);
-    expect(events.map((e) => `${e.reason}: ${e.message}`)).toContain('Woken: the spec changed: woken to apply it');
+    // a pass writes its status first and records its events after it (core/lifecycle/steps.ts): read them until then
+    await eventually(async () => {
+      const events = (
+        await t.client.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
+          R.events,
+          { namespace: 'default' },
+        )
+      ).items.filter((e) => e.involvedObject?.name === NAME);
+      expect(events.map((e) => `${e.reason}: ${e.message}`)).toContain('Woken: the spec changed: woken to apply it');
+    }, 30_000);
   }, 400_000);
 });
