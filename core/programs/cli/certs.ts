@@ -5,11 +5,10 @@
  */
 import type { Command } from 'commander';
 import { ANN } from '../../names/names.ts';
-import { R } from '../../kube/resources.ts';
 import { parseRenewalRequest, RENEWABLE } from '../../pki/renewal.ts';
 import { addClusterOptions, clusterClient } from './kubeconfig.ts';
 import { CliError } from './errors.ts';
-import { read } from './sleep.ts';
+import { annotate, read } from './sleep.ts';
 
 interface Flags {
   kubeconfig?: string;
@@ -49,13 +48,7 @@ export function registerCertsCommands(program: Command): void {
       const value = renewalRequestValue(o.cert, new Date());
       const c = await clusterClient(o);
       await read(c, o.namespace, name);
-      await c.patch(
-        R.virtualclusters,
-        o.namespace,
-        name,
-        { metadata: { annotations: { [ANN.renewCertificates]: value } } },
-        'merge',
-      );
+      await annotate(c, o.namespace, name, ANN.renewCertificates, value);
       process.stdout.write(
         `VirtualCluster ${o.namespace}/${name}: ${ANN.renewCertificates}=${value}; the manager renews ` +
           `${o.cert.length ? o.cert.join(', ') : 'every renewable certificate'} issued before then at its next ` +

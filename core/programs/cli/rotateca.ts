@@ -5,12 +5,11 @@
  */
 import type { Command } from 'commander';
 import { ANN } from '../../names/names.ts';
-import { R } from '../../kube/resources.ts';
 import { CA_ROTATION, CA_ROTATION_REASONS, CA_ROTATION_REFUSED } from '../../lifecycle/certificates.ts';
 import type { VirtualCluster } from '../../api/virtualcluster.ts';
 import { addClusterOptions, clusterClient } from './kubeconfig.ts';
 import { CliError } from './errors.ts';
-import { read, timeoutMs, waitPhase } from './sleep.ts';
+import { annotate, read, timeoutMs, waitPhase } from './sleep.ts';
 
 interface Flags {
   kubeconfig?: string;
@@ -40,13 +39,7 @@ export function registerRotateCaCommand(program: Command): void {
       const ms = timeoutMs(o.timeout);
       const c = await clusterClient(o);
       await read(c, o.namespace, name);
-      await c.patch(
-        R.virtualclusters,
-        o.namespace,
-        name,
-        { metadata: { annotations: { [ANN.caRotation]: step } } },
-        'merge',
-      );
+      await annotate(c, o.namespace, name, ANN.caRotation, step);
       const reason = CA_ROTATION_REASONS[step];
       // Done when the condition reports this step, or a refusal of it (a step out of order).
       const vc = await waitPhase(

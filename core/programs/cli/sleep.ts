@@ -35,6 +35,17 @@ export async function read(c: KubeClient, ns: string, name: string): Promise<Vir
   }
 }
 
+/** annotate sets (a string) or removes (null) one annotation of the VirtualCluster ns/name by a merge patch. */
+export async function annotate(
+  c: KubeClient,
+  ns: string,
+  name: string,
+  key: string,
+  value: string | null,
+): Promise<void> {
+  await c.patch(R.virtualclusters, ns, name, { metadata: { annotations: { [key]: value } } }, 'merge');
+}
+
 /** waitPhase polls the VirtualCluster until done says it is there, or the timeout passes. */
 export async function waitPhase(
   c: KubeClient,
@@ -79,13 +90,7 @@ export function registerSleepCommands(program: Command): void {
             'nothing would wake it; set spec.sleep.afterIdle (e.g. 15m) first',
         );
       const at = new Date().toISOString();
-      await c.patch(
-        R.virtualclusters,
-        o.namespace,
-        name,
-        { metadata: { annotations: { [ANN.sleepRequested]: at } } },
-        'merge',
-      );
+      await annotate(c, o.namespace, name, ANN.sleepRequested, at);
       if (!o.wait) return void process.stdout.write(`VirtualCluster ${o.namespace}/${name}: sleep requested\n`);
       const after = await waitPhase(
         c,
@@ -111,13 +116,7 @@ export function registerSleepCommands(program: Command): void {
       const ms = timeoutMs(o.timeout);
       const c = await clusterClient(o);
       await read(c, o.namespace, name);
-      await c.patch(
-        R.virtualclusters,
-        o.namespace,
-        name,
-        { metadata: { annotations: { [ANN.sleepRequested]: null } } },
-        'merge',
-      );
+      await annotate(c, o.namespace, name, ANN.sleepRequested, null);
       if (!o.wait) return void process.stdout.write(`VirtualCluster ${o.namespace}/${name}: wake requested\n`);
       await waitPhase(c, o.namespace, name, ms, (v) => v.status?.phase === 'Running', 'Running');
       process.stdout.write(`VirtualCluster ${o.namespace}/${name} is Running\n`);
