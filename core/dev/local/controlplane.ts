@@ -335,12 +335,14 @@ export class LocalControlPlane {
    */
   async startApiserver(serving?: () => void): Promise<void> {
     this.apiserver.start();
-    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 90_000);
+    const budgetMs = this.opts.readyTimeoutMs ?? 90_000;
+    const deadline = Date.now() + budgetMs;
     // A wake (serving given) has a client waiting on the answer: it probes every 50 ms, so the front door relays at
     // most that long after the apiserver serves (a probe before it listens is a refused connection, and costs little).
     const ready = (path: string) =>
       waitFor(`${this.name} kube-apiserver ${path}`, () => this.probe(this.ports.apiserver, path, this.adminToken), {
         timeoutMs: Math.max(0, deadline - Date.now()),
+        budgetMs,
         process: this.apiserver,
         ...(serving && { intervalMs: WAKE_PROBE_MS }),
       });

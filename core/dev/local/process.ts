@@ -284,6 +284,8 @@ export function freePorts(n: number): Promise<number[]> {
 /** WaitOptions bound waitFor. */
 export interface WaitOptions {
   timeoutMs: number;
+  /** the whole budget this wait is the rest of, named in the timeout error instead of timeoutMs */
+  budgetMs?: number;
   intervalMs?: number;
   /** a process whose death aborts the wait with its log tail */
   process?: ManagedProcess;
@@ -312,7 +314,7 @@ export async function waitFor(what: string, check: () => Promise<boolean>, o: Wa
     if (Date.now() > deadline) {
       const tail = o.process ? `\nlog ${o.process.spec.logFile}:\n${o.process.logTail()}` : '';
       throw new Error(
-        `timed out after ${o.timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}${tail}`,
+        `timed out after ${o.budgetMs ?? o.timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}${tail}`,
       );
     }
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 200));
