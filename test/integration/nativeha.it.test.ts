@@ -17,6 +17,9 @@ interface Pod extends KubeObject {
   spec?: { nodeName?: string };
   status?: { phase?: string };
 }
+interface Node extends KubeObject {
+  spec?: { taints?: Array<{ key: string; effect: string }> };
+}
 interface StatefulSet extends KubeObject {
   spec: {
     replicas: number;
@@ -42,6 +45,14 @@ describe('a native tenant of three members on a super cluster of three nodes', (
 
   beforeAll(async () => {
     t = await startTestSuper({ nodes: 3 });
+    // A new Node carries node.kubernetes.io/not-ready:NoSchedule from its admission until the node lifecycle controller
+    // sees it Ready and lifts it; the scheduler leaves a tainted node out, and the spread below is only preferred.
+    await eventually(async () => {
+      const nodes = (await t.client.list<Node>(R.nodes)).items;
+      expect(nodes).toHaveLength(3);
+      for (const n of nodes)
+        expect(n.spec?.taints?.filter((x) => x.effect === 'NoSchedule') ?? [], n.metadata!.name).toEqual([]);
+    }, 60_000);
     for (const f of readdirSync(crdDir).filter((f) => f.endsWith('.yaml'))) {
       for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8')))
         await t.client.apply(R.crds, d.toJS() as KubeObject, 'test');
