@@ -40,6 +40,9 @@ describe('SleepControl.ifAsked on a wake by vc wake', () => {
   const ask = (c: SleepControl, vc: VirtualCluster) =>
     c.ifAsked(vc, 'root-a', undefined, 'local', () => vc, {} as never);
   const woken = (o: { events?: Array<{ reason: string }> }) => (o.events ?? []).map((e) => e.reason);
+  /** byRequest is what woken records for a wake through the front door: the sleep it woke the tenant from */
+  const byRequest = (c: SleepControl) =>
+    (c as unknown as { wokenByRequest: Map<string, string | undefined> }).wokenByRequest;
 
   it('records one wake of one sleep, however often the reconcile sees it before the tenant shows Running', async () => {
     const c = control();
@@ -51,10 +54,16 @@ describe('SleepControl.ifAsked on a wake by vc wake', () => {
 
   it('does not count a wake through the front door again as a command when a pass reads the sleep once more', async () => {
     const c = control();
-    // what woken records for a wake through the front door
-    (c as unknown as { wokenByRequest: Set<string> }).wokenByRequest.add('root-a');
+    byRequest(c).set('root-a', '2026-11-30T08:00:00Z');
     expect(woken(await ask(c, sleeping('2026-11-30T08:00:00Z')))).toEqual([]);
     expect(woken(await ask(c, sleeping('2026-11-30T08:00:00Z')))).toEqual([]);
+    expect(woken(await ask(c, sleeping('2026-11-30T09:00:00Z')))).toEqual([WOKEN]);
+  });
+
+  it('counts a wake by vc wake when the front door last woke the tenant from an earlier sleep no pass saw', async () => {
+    const c = control();
+    // the front door woke it from the 08:00 sleep while a pass found it awake already: nothing took that wake
+    byRequest(c).set('root-a', '2026-11-30T08:00:00Z');
     expect(woken(await ask(c, sleeping('2026-11-30T09:00:00Z')))).toEqual([WOKEN]);
   });
 

@@ -53,8 +53,12 @@ export interface SleepControlOptions {
  */
 export class SleepControl {
   private readonly offWake: Array<() => void> = [];
-  /** roots a front door woke whose reconcile has not seen the wake yet */
-  private readonly wokenByRequest = new Set<string>();
+  /**
+   * per tenant root a front door woke whose reconcile has not seen the wake yet, the sleep (sleepEpisode) it woke from:
+   * a pass that finds the tenant awake already (it answered the sleep request Busy meanwhile) never takes the entry,
+   * which then must not be read as the wake of a later sleep
+   */
+  private readonly wokenByRequest = new Map<string, string | undefined>();
   /** per tenant root, the sleep (sleepEpisode) whose wake by command or spec was counted: a reconcile that runs again
    * before the cache shows the tenant Running sees the same sleep and counts nothing more */
   private readonly counted = new Map<string, string>();
@@ -86,18 +90,21 @@ export class SleepControl {
   }
 
   /**
-   * takeWake reports, once, whether the tenant at root was woken by a request through its front door: else a
-   * Sleeping tenant without a sleep request was woken by hand (`vc wake`).
+   * takeWake reports, once, whether the tenant at root was woken from its current sleep by a request through its
+   * front door: else a Sleeping tenant without a sleep request was woken by hand (`vc wake`).
    */
-  takeWake(root: string): boolean {
-    return this.wokenByRequest.delete(root);
+  takeWake(root: string, vc: VirtualCluster): boolean {
+    if (!this.wokenByRequest.has(root)) return false;
+    const from = this.wokenByRequest.get(root);
+    this.wokenByRequest.delete(root);
+    return from === sleepEpisode(vc);
   }
 
   /** woken records a wake a front door started: the request is cleared, an event and the metrics written. */
   private async woken(root: string, ms: number): Promise<void> {
     const vc = this.o.list().find((v) => this.o.served(objectKey(v))?.root === root);
     if (!vc) return;
-    this.wokenByRequest.add(root);
+    this.wokenByRequest.set(root, sleepEpisode(vc));
     wakesTotal.inc({ cause: 'request' });
     wakeSeconds.observe(ms / 1000);
     try {
@@ -162,7 +169,7 @@ export class SleepControl {
     if (at === undefined && vc.status?.phase === 'Sleeping') {
       // A wake through the front door was counted by woken; its sleep is marked counted too, so a pass that reads the
       // Sleeping status again (from a cache not yet showing the wake) does not count it once more as a command.
-      const byRequest = this.takeWake(root);
+      const byRequest = this.takeWake(root, vc);
       if (this.firstWake(root, vc) && !byRequest) {
         wakesTotal.inc({ cause: 'command' });
         return { events: [{ type: 'Normal', reason: WOKEN, message: 'the sleep request was removed (vc wake)' }] };
