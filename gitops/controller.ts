@@ -8,7 +8,7 @@ import { queueMetrics } from '../core/controller/metrics.ts';
 import { Runner, type Result } from '../core/controller/runner.ts';
 import { StatusWriter } from '../core/controller/status.ts';
 import { isNotFound, type KubeClient, type KubeObject } from '../core/kube/client.ts';
-import { statusOnly } from '../core/controller/predicates.ts';
+import { OwnStatus, statusOnly } from '../core/controller/predicates.ts';
 import { InformerFactory, type SharedInformer } from '../core/kube/factory.ts';
 import { objectKey } from '../core/kube/informer.ts';
 import { R } from '../core/kube/resources.ts';
@@ -145,6 +145,8 @@ export class GitOpsController {
   /** set by stop: a reconcile still in flight starts no poller */
   private stopping = false;
   private readonly status: StatusWriter<GitSourceStatus>;
+  /** the status last written per source: its echo is no reason to reconcile the source again */
+  private readonly ownStatus = new OwnStatus();
   private readonly events: EventRecorder;
   private readonly notifier: Notifier;
 
@@ -165,9 +167,15 @@ export class GitOpsController {
       for (const other of this.sources.list())
         if (dependencyRefs(other).some((d) => `${d.namespace}/${d.name}` === k)) this.requeue(objectKey(other));
     };
+    // The echo of the controller's own status write applies nothing again (else each write queued one more full
+    // reconcile, whose apply could still be in flight when the source and a tenant it made were deleted, and make that
+    // tenant again); it still gates the dependents. A spec, metadata or someone else's status change runs it fully.
     this.sources.addHandler({
       onAdd: (gs) => (enqueue(gs), dependents(gs)),
-      onUpdate: (_a, b) => (enqueue(b), dependents(b)),
+      onUpdate: (a, b) => {
+        if (!statusOnly(a, b) || !this.ownStatus.isOwn(objectKey(b), b.status)) enqueue(b);
+        dependents(b);
+      },
       onDelete: (gs) => (enqueue(gs), dependents(gs)),
     });
     // Objects a source applied: a hand edit or deletion requeues their source at once. The VirtualClusters are the
@@ -212,7 +220,8 @@ export class GitOpsController {
 
   /** writeStatus writes a GitSource's status and hands the change to the notifier. */
   private async writeStatus(gs: GitSource, status: GitSourceStatus): Promise<void> {
-    await this.status.write(gs, status);
+    const written = await this.status.write(gs, status);
+    this.ownStatus.remember(objectKey(gs), written.status);
     this.notifier.written(gs, status);
   }
 
@@ -255,6 +264,7 @@ export class GitOpsController {
     if (!gs) {
       const [namespace = '', name = ''] = key.split('/');
       this.notifier.forget(namespace, name);
+      this.ownStatus.forget(key);
       this.state.get(key)?.poller.stop();
       this.state.delete(key);
       await this.refreshWebhooks();
