@@ -9,6 +9,15 @@ import { VITEST_CACHE_ENV } from './test/totals.ts';
 // `npm test` (test/run.ts) in a vitest run of their own beside the integration files, which touch no host state.
 // Integration files that start real nodes (directly or through `vc up`, whose default starts one when the host allows).
 const REAL_NODE_FILES = ['test/realnode/**/*.it.test.ts', 'test/security/workload.it.test.ts'];
+// Integration files that take minutes, mostly waiting out timers of their own (certificates of two minutes, a snapshot
+// schedule and a retention grace, idle timeouts) with well under half a core busy: under `npm test` they run in a
+// vitest run of their own, one at a time, beside the integration and real-node runs, instead of each holding one of the
+// integration run's two workers for minutes (docs/benchmarks.md#build-and-test-times).
+const WAITING_FILES = [
+  'test/integration/certrenewal.it.test.ts',
+  'test/integration/retained.it.test.ts',
+  'test/integration/sleep.it.test.ts',
+];
 
 export default defineConfig({
   // `npm test` gives each of its vitest runs a cache directory of its own (test/run.ts).
@@ -72,7 +81,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.it.test.ts'],
-          exclude: [...REAL_NODE_FILES, 'node_modules/**'],
+          exclude: [...REAL_NODE_FILES, ...WAITING_FILES, 'node_modules/**'],
           // dist/ first, then the super cluster the files calling sharedTestSuper share (test/sharedsuper.ts).
           globalSetup: ['./test/build-dist.ts', './test/sharedsuper-setup.ts'],
           setupFiles: ['./test/procstats-setup.ts', './test/tmpdir-setup.ts'],
@@ -90,6 +99,19 @@ export default defineConfig({
           globalSetup: ['./test/build-dist.ts'],
           setupFiles: ['./test/procstats-setup.ts', './test/tmpdir-setup.ts'],
           sequence: { groupOrder: 2 },
+          maxWorkers: 1,
+          testTimeout: 180_000,
+          hookTimeout: 240_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'waits',
+          include: WAITING_FILES,
+          globalSetup: ['./test/build-dist.ts'],
+          setupFiles: ['./test/procstats-setup.ts', './test/tmpdir-setup.ts'],
+          sequence: { groupOrder: 3 },
           maxWorkers: 1,
           testTimeout: 180_000,
           hookTimeout: 240_000,

@@ -10,7 +10,7 @@ export const DIST_BUILT_ENV = 'VC_TEST_DIST_BUILT';
  * nothing changed).
  */
 export default function setup(): void {
-  // Two projects (integration, realnode) share this setup in one vitest process: build once.
+  // Several projects (integration, realnode, waits) share this setup in one vitest process: build once.
   if (process.env[DIST_BUILT_ENV] === '1') return;
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: fromPackageRoot(), stdio: 'inherit' });
   process.env[DIST_BUILT_ENV] = '1';

@@ -17,10 +17,13 @@ import { failureLines, readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from '.
  *   typecheck, lint, format   together (no server, no build; each one's output printed when it ends)
  *   unit tests                no server, no Go build
  *   toolchain, build          together: the Kubernetes binaries (or their cache) and dist/ (which `vc` runs)
- *   integration, realnode     together, two vitest runs: simulated-node files two at a time beside the real-node
- *                             files one at a time (their lines prefixed with the stage's name as they come)
+ *   integration, realnode,    together, three vitest runs: simulated-node files two at a time beside the real-node
+ *   waits                     files one at a time, and beside both the few long files that mostly wait out timers of
+ *                             their own (vitest.config.ts) one at a time (their lines prefixed with the stage's name as
+ *                             they come)
  * The integration and real-node tests mostly wait on the processes they start, so running the real-node files beside
- * the integration files instead of after them shortens the run (figures: docs/benchmarks.md#build-and-test-times).
+ * the integration files instead of after them shortens the run, and so does taking the files that wait on timers out
+ * of the integration run's two workers (figures: docs/benchmarks.md#build-and-test-times).
  * `--from <stage>` starts at the step of that stage (e.g. `npm test -- --from integration` after the checks passed).
  * The static checks keep caches keyed by file content, so a second run checks only what changed: tsc's incremental
  * build info and prettier's cache under the user's cache directory (~/.cache/virtualcluster-ts/checks/<checkout>),
@@ -102,7 +105,7 @@ const STEPS: Stage[][] = [
     },
   ],
   [{ name: 'unit', cmd: 'npx', args: ['vitest', 'run', '--project', 'unit'], vitest: true }],
-  // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the two
+  // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the
   // test runs below do not build it at the same time.
   [
     { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'] },
@@ -117,6 +120,7 @@ const STEPS: Stage[][] = [
       vitest: true,
     },
     { name: 'realnode', cmd: 'npx', args: ['vitest', 'run', '--project', 'realnode'], stream: true, vitest: true },
+    { name: 'waits', cmd: 'npx', args: ['vitest', 'run', '--project', 'waits'], stream: true, vitest: true },
   ],
 ];
 

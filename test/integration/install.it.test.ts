@@ -350,6 +350,8 @@ describe('vc uninstall', () => {
       deleteTenants: true,
       out: (l) => printed.push(l),
     });
+    // how long each of its waits took (lines "waited N s for ..."), in the run's log: a slow uninstall names its wait
+    console.log(`vc uninstall: ${printed.filter((l) => /^(waited|still waiting) /.test(l)).join('; ')}`);
     expect(printed.slice(0, 2)).toEqual([
       'deleting GitSource tenants/tenants (it would apply its tenants again)',
       'deleting VirtualCluster tenants/team-a',

@@ -32,6 +32,16 @@ const vcYaml = (spec: Record<string, unknown> = {}) =>
     spec: { provisioner: { type: 'local' }, ...spec },
   });
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
+/**
+ * EVERY_S is the policy's snapshot interval here: the first two cases wait for the next scheduled snapshot (after a
+ * revision, then a second one), each up to this long.
+ */
+const EVERY_S = 5;
+/**
+ * GRACE is how long the grace case keeps a deleted tenant's data: it reads the record as soon as the tenant is gone
+ * (the record is written before the control plane is torn down, which takes seconds), then waits it out.
+ */
+const GRACE = '20s';
 
 /**
  * Automatic snapshots and retained deletion through GitOps, on real processes: a git server, the manager (GitOps
@@ -100,7 +110,7 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
         metadata: { name: 'backups', annotations: { [DEFAULT_POLICY_ANNOTATION]: 'true' } },
         spec: {
           provisioners: { allowed: ['local'] },
-          backup: { schedule: { every: '15s' }, retention: { count: 30 }, retainFor, ...backup },
+          backup: { schedule: { every: `${EVERY_S}s` }, retention: { count: 30 }, retainFor, ...backup },
         },
       },
       'test',
@@ -201,7 +211,7 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
     const times = all.map((e) => Date.parse(e.createdAt)).sort((a, b) => a - b);
     for (let i = 1; i < times.length; i++)
       if (all.find((e) => Date.parse(e.createdAt) === times[i])!.reason === 'schedule')
-        expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(15_000);
+        expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(EVERY_S * 1000);
   }, 200_000);
 
   let before: Record<string, unknown>;
@@ -273,7 +283,7 @@ describe('schedules, per-revision snapshots and retained deletion, driven from g
   }, 600_000);
 
   it('after the grace the retained data goes for good, and a tenant made again starts empty', async () => {
-    await policy('30s');
+    await policy(GRACE);
     const first = await running();
     await first.client.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'app' } });
     first.client.close();

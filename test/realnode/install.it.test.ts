@@ -539,6 +539,13 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
       '300',
     );
     installed = false;
+    // how long each of its waits took, in the run's log: a slow uninstall names its wait
+    console.log(
+      `vc uninstall: ${out
+        .split('\n')
+        .filter((l) => /^(waited|still waiting) /.test(l))
+        .join('; ')}`,
+    );
     expect(out).toMatch(/^deleting GitSource tenants\/tenants \(it would apply its tenants again\)$/m);
     expect(out).toMatch(/^deleted: apps\/Deployment vc-system\/vc-manager$/m);
     const mapper = new ResourceMapper(t!.client);

@@ -100,12 +100,14 @@ function containerPids(shims: number[], binary: (typeof CONTROL_PLANE)[number]):
 
 /**
  * CERT_LIFETIME_MINUTES and CERT_RENEW_FRACTION: the real node's client certificates here are valid from a minute
- * before they are issued (core/pki/ca.ts) to seven minutes after, and renewed a quarter of that way in, a minute
- * after issue (once the kubelet and kube-proxy run with the first ones), leaving six minutes: the five client-go may
- * take to drop connections made with a replaced certificate (core/dev/local/nodecerts.ts) and one to spare.
+ * before they are issued (core/pki/ca.ts) to six and a half minutes after, and renewed two minutes into that window,
+ * a minute after issue (once the kubelet and kube-proxy run with the first ones), leaving five and a half minutes:
+ * the five client-go may take to drop connections made with a replaced certificate (core/dev/local/nodecerts.ts) and
+ * half a minute to spare. Client-go looks every five minutes from the component's start, which comes after the issue,
+ * so it drops them before the first certificates' end by more than that. The last test waits for that end.
  */
-const CERT_LIFETIME_MINUTES = 7;
-const CERT_RENEW_FRACTION = 0.25;
+const CERT_LIFETIME_MINUTES = 6.5;
+const CERT_RENEW_FRACTION = 2 / (CERT_LIFETIME_MINUTES + 1);
 const CERT_CLIENTS = ['kubelet', 'kube-proxy'] as const;
 
 /** CERT_FILES are the real node's certificates checked here: its two clients', then the kubelet's serving one. */
@@ -396,7 +398,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
   it('refuses a real-node certificate lifetime the components could not take a renewal up in, before starting anything', async () => {
     await expect(
       startTestSuper({ realNodes: 1, realNodeCertificates: { validityDays: 4 / 1440, renewFraction: 0.5 } }),
-    ).rejects.toThrow(/realNodeCertificates: a certificate renewed with 120 s of life left may expire/);
+    ).rejects.toThrow(/realNodeCertificates: a certificate renewed with 150 s of life left may expire/);
   });
 
   it('comes up Running from `provisioner: native` with etcd, apiserver and controller manager as real containers', async () => {

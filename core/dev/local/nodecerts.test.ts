@@ -11,11 +11,25 @@ describe('checkNodeCertificateSettings', () => {
   it.each<[string, { validityDays?: number; renewFraction?: number }, RegExp | undefined]>([
     ['the defaults', {}, undefined],
     [
-      'eight minutes renewed at a quarter (six minutes left)',
+      'eight minutes renewed at a quarter (of nine from a minute before issue: 6.75 minutes left)',
       { validityDays: 8 / 1440, renewFraction: 0.25 },
       undefined,
     ],
-    ['four minutes renewed at half', { validityDays: 4 / 1440, renewFraction: 0.5 }, /renewed with 120 s of life left/],
+    [
+      'six and a half minutes renewed a minute after issue (two minutes into a window from a minute before it)',
+      { validityDays: 6.5 / 1440, renewFraction: 2 / 7.5 },
+      undefined,
+    ],
+    [
+      'six minutes renewed a minute after issue: five minutes left, not above them',
+      { validityDays: 6 / 1440, renewFraction: 2 / 7 },
+      /renewed with 300 s of life left/,
+    ],
+    [
+      'four minutes renewed at half of the window from a minute before issue',
+      { validityDays: 4 / 1440, renewFraction: 0.5 },
+      /renewed with 150 s of life left .*make validityDays longer or renewFraction smaller/,
+    ],
     ['a fraction of 1', { renewFraction: 1 }, /renewFraction must be between 0 and 1, got 1/],
     ['no lifetime', { validityDays: 0 }, /validityDays must be above 0, got 0/],
   ])('%s', (_, s, want) => {

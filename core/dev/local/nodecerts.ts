@@ -5,7 +5,7 @@ import { Gauge } from 'prom-client';
 import { childLogger } from '../../log.ts';
 import { registry } from '../../metrics/registry.ts';
 import { issueCert, issueNodeCert, type CertKeyPair } from '../../pki/pki.ts';
-import { DEFAULT_RENEW_FRACTION, renewAt } from '../../pki/renewal.ts';
+import { CLOCK_SKEW_MS, DEFAULT_RENEW_FRACTION, renewAt } from '../../pki/renewal.ts';
 import type { ConditionInput } from '../../controller/status.ts';
 import { certificatesCondition } from '../../lifecycle/certificates.ts';
 import { KUBE_ROUTER_USER, KUBELET_SERVING_FILE } from './nodeconfig.ts';
@@ -18,8 +18,8 @@ import { writeAtomic } from './renewal.ts';
  * by default since Kubernetes 1.31) and presents the renewed one to connections opened from then on. Each is one file with the
  * certificate and its key, named by path in the component's kubeconfig: Kubernetes' clients (client-go) read such a
  * file at every new connection and, every five minutes, close their connections once it changed, so a renewal needs
- * no restart. The old certificate must therefore stay valid for five minutes after its renewal: lifetime times
- * (1 - renew fraction) above that (NODE_CLIENT_RELOAD_MS).
+ * no restart. The old certificate must therefore stay valid for five minutes after its renewal (NODE_CLIENT_RELOAD_MS):
+ * its window, from its notBefore a minute before issue (CLOCK_SKEW_MS) to its end, times (1 - renew fraction) above that.
  */
 
 const log = childLogger({ controller: 'real-node-certificates' });
@@ -80,12 +80,13 @@ export function checkNodeCertificateSettings(s: NodeCertificateSettings, where: 
   const f = s.renewFraction ?? DEFAULT_RENEW_FRACTION;
   if (!(f > 0 && f < 1)) throw new Error(`${where}: renewFraction must be between 0 and 1, got ${f}`);
   if (!(days > 0)) throw new Error(`${where}: validityDays must be above 0, got ${days}`);
-  const leftMs = days * 86_400_000 * (1 - f);
+  // renewAt counts the fraction from notBefore, which lies CLOCK_SKEW_MS before the issue (core/pki/ca.ts)
+  const leftMs = (days * 86_400_000 + CLOCK_SKEW_MS) * (1 - f);
   if (leftMs <= NODE_CLIENT_RELOAD_MS)
     throw new Error(
       `${where}: a certificate renewed with ${Math.round(leftMs / 1000)} s of life left may expire before the ` +
         `node's components take the new one up (within ${NODE_CLIENT_RELOAD_MS / 60_000} minutes): make ` +
-        'validityDays * (1 - renewFraction) longer',
+        'validityDays longer or renewFraction smaller',
     );
 }
 

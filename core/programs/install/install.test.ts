@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createCA, issueCert } from '../../pki/pki.ts';
 import type { KubeObject } from '../../kube/client.ts';
 import { pruneSet, rolloutState } from './apply.ts';
+import { holdingUp } from './install.ts';
 import { preflightLines, type PreflightFacts } from './preflight.ts';
 import { kustomizationFor, parseComponents, parseImage, type InstallComponent } from './render.ts';
 import { certificateUsable } from './vnagent.ts';
@@ -274,5 +275,80 @@ describe('certificateUsable', () => {
     expect(certificateUsable(other.certPem, now)).toBe('subject CN=someone');
     expect(certificateUsable(undefined, now)).toBe('no certificate');
     expect(certificateUsable('garbage', now)).toMatch(/^not a certificate/);
+  });
+});
+
+describe('holdingUp', () => {
+  const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'vc-system' } };
+  it.each<[string, Parameters<typeof holdingUp>[0], string]>([
+    ['an object whose status says nothing: its name alone', ns, 'Namespace vc-system'],
+    [
+      "a namespace: its phase and the namespace controller's conditions that hold, not those that do not",
+      {
+        ...ns,
+        status: {
+          phase: 'Terminating',
+          conditions: [
+            { type: 'NamespaceDeletionDiscoveryFailure', status: 'False', reason: 'ResourcesDiscovered' },
+            {
+              type: 'NamespaceContentRemaining',
+              status: 'True',
+              reason: 'SomeResourcesRemain',
+              message: 'Some resources are remaining: pods. has 1 resource instances',
+            },
+            { type: 'NamespaceFinalizersRemaining', status: 'True', reason: 'SomeFinalizersRemain' },
+          ],
+        },
+      },
+      'Namespace vc-system (phase Terminating; NamespaceContentRemaining: Some resources are remaining: pods. has 1 ' +
+        'resource instances; NamespaceFinalizersRemaining: SomeFinalizersRemain)',
+    ],
+    [
+      'a CustomResourceDefinition: Terminating while its objects go, not Established, and the finalizer',
+      {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: {
+          name: 'virtualclusters.tenancy.x-k8s.io',
+          finalizers: ['customresourcecleanup.apiextensions.k8s.io'],
+        },
+        status: {
+          conditions: [
+            { type: 'Established', status: 'True', reason: 'InitialNamesAccepted' },
+            {
+              type: 'Terminating',
+              status: 'True',
+              reason: 'InstanceDeletionInProgress',
+              message: 'CustomResource deletion is in progress',
+            },
+          ],
+        },
+      },
+      'apiextensions.k8s.io/CustomResourceDefinition virtualclusters.tenancy.x-k8s.io (Terminating: CustomResource ' +
+        'deletion is in progress; finalizers customresourcecleanup.apiextensions.k8s.io)',
+    ],
+    [
+      'a VirtualCluster: its phase and message, and the finalizer of its controller',
+      {
+        apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+        kind: 'VirtualCluster',
+        metadata: { name: 'team-a', namespace: 'tenants', finalizers: ['tenancy.x-k8s.io/virtualcluster'] },
+        status: { phase: 'Deleting', message: 'waiting for 2 Pods to stop' },
+      },
+      'tenancy.x-k8s.io/VirtualCluster tenants/team-a (phase Deleting (waiting for 2 Pods to stop); finalizers ' +
+        'tenancy.x-k8s.io/virtualcluster)',
+    ],
+    [
+      'a Pod: its phase',
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'vc-manager-1', namespace: 'vc-system' },
+        status: { phase: 'Running' },
+      },
+      'Pod vc-system/vc-manager-1 (phase Running)',
+    ],
+  ])('%s', (_, object, want) => {
+    expect(holdingUp(object)).toBe(want);
   });
 });

@@ -187,7 +187,8 @@ const GITSOURCE_KIND = { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'GitSour
  * VirtualClusters exist unless told to delete them (then deletes the GitSources that would apply them again, deletes
  * them and waits until they are gone, which needs the manager still running to remove their control planes), and
  * leaves the CRDs unless `crds`. The Deployments and DaemonSets go first, the rest (their RBAC among it) once their Pods
- * have stopped. It waits for the namespaces (and CRDs) it deleted to be gone.
+ * have stopped. It waits for the namespaces (and CRDs) it deleted to be gone. Each wait ends with a line of how long it
+ * took, and says every half minute what it still waits for and why (holdingUp), so a slow uninstall names its wait.
  */
 export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<string[]> {
   const mapper = new ResourceMapper(c);
@@ -212,9 +213,10 @@ export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<str
       o.out(`deleting VirtualCluster ${v.metadata!.namespace}/${v.metadata!.name}`);
     }
     if (tenants.length)
-      await until(timeoutMs, 'the VirtualClusters to be deleted (is the manager running?)', async () => {
-        return (await c.list(vcs)).items.length === 0;
-      });
+      await until(
+        { timeoutMs, what: 'the VirtualClusters to be deleted', hint: 'is the manager running?', out: o.out },
+        async () => (await c.list(vcs)).items.map((v) => holdingUp({ ...v, ...VC_KIND })),
+      );
   }
   const kinds = [...PRUNABLE_KINDS, ...(o.crds ? [CRD_KIND] : [])];
   const live = await listManaged(c, mapper, kinds);
@@ -227,10 +229,13 @@ export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<str
   for (const d of deleted) o.out(`deleted: ${d}`);
   if (workloads.length) {
     o.out(`waiting for the Pods of ${workloads.map(objectRef).join(', ')} to stop`);
-    await until(timeoutMs, `the Pods of ${workloads.map(objectRef).join(', ')} to stop`, async () => {
-      for (const w of workloads) if ((await podsOf(c, w)).length) return false;
-      return true;
-    });
+    await until(
+      { timeoutMs, what: `the Pods of ${workloads.map(objectRef).join(', ')} to stop`, out: o.out },
+      async () =>
+        (await Promise.all(workloads.map((w) => podsOf(c, w))))
+          .flat()
+          .map((p) => holdingUp({ ...p, apiVersion: 'v1', kind: 'Pod' })),
+    );
   }
   const rest = await deleteObjects(
     c,
@@ -240,22 +245,93 @@ export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<str
   for (const d of rest) o.out(`deleted: ${d}`);
   deleted.push(...rest);
   const waitFor = doomed.filter((x) => x.kind === 'Namespace' || x.kind === CRD_KIND.kind);
-  await until(timeoutMs, `${waitFor.map(objectRef).join(', ')} to be gone`, async () => {
-    for (const x of waitFor) {
-      const r = await mapper.resourceFor(x.apiVersion!, x.kind!);
-      if (await c.getOrNull(r, undefined, x.metadata!.name!)) return false;
-    }
-    return true;
-  });
+  if (waitFor.length)
+    await until({ timeoutMs, what: `${waitFor.map(objectRef).join(', ')} to be gone`, out: o.out }, async () => {
+      const left: string[] = [];
+      for (const x of waitFor) {
+        const r = await mapper.resourceFor(x.apiVersion!, x.kind!);
+        const now = await c.getOrNull(r, undefined, x.metadata!.name!);
+        if (now) left.push(holdingUp({ ...now, apiVersion: x.apiVersion, kind: x.kind }));
+      }
+      return left;
+    });
   if (!o.crds) o.out('kept the CustomResourceDefinitions (vc uninstall --crds removes them and every object of them)');
   return deleted;
 }
 
-async function until(timeoutMs: number, what: string, done: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline)
-      throw new InstallError(`gave up after ${Math.round(timeoutMs / 1000)}s waiting for ${what}`);
+/** PROGRESS_MS is how often a wait of uninstall says what it is still waiting for. */
+const PROGRESS_MS = 30_000;
+
+/**
+ * HOLDING_CONDITIONS are the conditions that say why a deleted object is not gone yet while they hold: the namespace
+ * controller's (content it could not list or delete, content or finalizers remaining) and a CustomResourceDefinition's
+ * Terminating (its objects being deleted).
+ */
+const HOLDING_CONDITIONS = new Set([
+  'NamespaceDeletionDiscoveryFailure',
+  'NamespaceDeletionGroupVersionParsingFailure',
+  'NamespaceDeletionContentFailure',
+  'NamespaceContentRemaining',
+  'NamespaceFinalizersRemaining',
+  'Terminating',
+]);
+
+/** Holding is what holdingUp reads of an object: its phase and message, its conditions and finalizers. */
+type Holding = KubeObject & {
+  status?: {
+    phase?: string;
+    message?: string;
+    conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
+  };
+};
+
+/**
+ * holdingUp names an object uninstall is still waiting for, with what its status says keeps it: its phase (and
+ * message), the conditions of HOLDING_CONDITIONS that hold, and its finalizers.
+ */
+export function holdingUp(x: Holding): string {
+  const why: string[] = [];
+  const s = x.status;
+  if (s?.phase) why.push(`phase ${s.phase}${s.message ? ` (${s.message})` : ''}`);
+  for (const c of s?.conditions ?? [])
+    if (c.status === 'True' && c.type && HOLDING_CONDITIONS.has(c.type))
+      why.push(`${c.type}: ${c.message || c.reason || 'no message'}`);
+  if (x.metadata?.finalizers?.length) why.push(`finalizers ${x.metadata.finalizers.join(', ')}`);
+  return why.length ? `${objectRef(x)} (${why.join('; ')})` : objectRef(x);
+}
+
+/**
+ * until polls `pending` each second until it lists nothing, then says how long it waited, so that a slow uninstall's
+ * output names the wait that took the time; every PROGRESS_MS it says what is still there and why (holdingUp), and
+ * past timeoutMs it gives up with that.
+ */
+async function until(
+  o: {
+    timeoutMs: number;
+    what: string;
+    out: (line: string) => void;
+    /** a question added to what is still there, pointing at the likely cause */
+    hint?: string;
+  },
+  pending: () => Promise<string[]>,
+): Promise<void> {
+  const start = Date.now();
+  let said = start;
+  const secs = (ms: number) => Math.round(ms / 1000);
+  const still = (left: string[]) => `${left.join(', ')}${o.hint ? ` (${o.hint})` : ''}`;
+  for (;;) {
+    const left = await pending();
+    const now = Date.now();
+    if (!left.length) {
+      o.out(`waited ${secs(now - start)} s for ${o.what}`);
+      return;
+    }
+    if (now - start > o.timeoutMs)
+      throw new InstallError(`gave up after ${secs(o.timeoutMs)}s waiting for ${o.what}: ${still(left)}`);
+    if (now - said >= PROGRESS_MS) {
+      said = now;
+      o.out(`still waiting for ${o.what} after ${secs(now - start)} s: ${still(left)}`);
+    }
     await new Promise((res) => setTimeout(res, 1000));
   }
 }
