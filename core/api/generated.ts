@@ -1052,6 +1052,15 @@ export interface TenantPolicySpec {
      * make new ones, and a Pod no controller made is gone for good).
      */
     workloads?: 'Ignore' | 'KeepAwake' | 'ScaleToZero';
+    /**
+     * The most times a tenant may be woken within an hour (by a request through its front door, vc wake or a spec
+     * change) and still be put to sleep again: a wake starts its etcd and apiserver, about 2-3 CPU-seconds, and anyone
+     * who can reach the front door can wake it, credentials or not. A tenant that has woken this often is kept awake (a
+     * Warning event SleepDeferred, which names when it may sleep again) until its oldest wake of the hour is an hour
+     * old; an awake idle tenant costs about 28 millicores, about 100 CPU-seconds an hour, so the default bounds what
+     * wakes cost below that.
+     */
+    maxWakesPerHour?: number;
   };
   /**
    * Quotas of the tenants of this policy. The syncer writes a ResourceQuota and a LimitRange, both named
