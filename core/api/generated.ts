@@ -1536,7 +1536,12 @@ export interface ManagerConfigurationPluginSelection {
  */
 export interface ManagerConfigurationSuperClusterRegistry {
   enabled?: boolean;
-  /** Read Clusters of this namespace only; default every namespace. */
+  /**
+   * The one namespace of the meta cluster whose Clusters (and their <name>-kubeconfig Secrets) are super cluster
+   * registrations; default vc-system. Registering a super cluster is the platform's act: name a namespace only the
+   * platform writes, never one where VirtualClusters or GitSources live (a VirtualCluster's admin kubeconfig Secret is
+   * named <vc>-kubeconfig too, and is refused as a registration in any namespace, reason TenantKubeconfig).
+   */
   namespace?: string;
   /** How often each registration is checked again (Secret, reachability, supercluster-info id); default 30. */
   probeIntervalSeconds?: number;
