@@ -616,8 +616,9 @@ export interface TenantPolicySpec {
      * default fills it in (docs/operations/high-availability.md), must be at most this. A tenant whose ClusterVersion
      * asks for more is refused by the native provisioner (reason ControlPlaneResourcesOverPolicy) naming the
      * ClusterVersion's field and this one, and nothing is applied: a running tenant keeps running as it was. The local
-     * provisioner runs processes without container resources and is not bounded. A component or resource left out is
-     * not bounded.
+     * provisioner runs processes without container resources and is not bounded. A CPU or memory limit bounded here
+     * that the ClusterVersion and the provisioner's default leave unset (the default has no CPU limit) is set to this
+     * maximum: a container without a limit may use the whole node. A component or resource left out is not bounded.
      */
     maxResources?: {
       /** The most for each etcd member's container. */
