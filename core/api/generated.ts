@@ -1996,7 +1996,8 @@ export interface ManagerConfigurationGitops {
   allowPrivateAddresses?: boolean | string[];
   /**
    * The shortest poll interval a GitSource gets: one asking for less polls at this floor, with a Warning event
-   * IntervalRaised.
+   * IntervalRaised. Polls asked for by a webhook or vc reconcile count too: after a burst of 5, a GitSource's polls
+   * start at most once per this many seconds, a poll asked for sooner waiting for its turn.
    */
   minIntervalSeconds?: number;
   /**
