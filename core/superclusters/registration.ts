@@ -132,7 +132,7 @@ export interface ClusterRef {
 
 /** SecretLike is what the registry reads of a Secret. */
 export interface SecretLike {
-  metadata?: { ownerReferences?: Array<{ apiVersion?: string; kind?: string; name?: string }> };
+  metadata?: { ownerReferences?: ReadonlyArray<{ apiVersion?: string; kind?: string; name?: string }> };
   data?: Record<string, string>;
 }
 
