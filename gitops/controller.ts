@@ -15,6 +15,8 @@ import { R } from '../core/kube/resources.ts';
 import { childLogger } from '../core/log.ts';
 import { IDENTITY } from '../core/names/names.ts';
 import { registry } from '../core/metrics/registry.ts';
+import { realClock } from '../core/queue/clock.ts';
+import { BucketRateLimiter } from '../core/queue/ratelimiter.ts';
 import { WorkQueue } from '../core/queue/workqueue.ts';
 import type { Artifact } from './artifact.ts';
 import { Applier } from './applier/applier.ts';
@@ -89,6 +91,12 @@ export interface GitOpsOptions {
 
 /** MIN_INTERVAL_DEFAULT_MS is the platform's default floor of poll intervals, as in the manager configuration schema. */
 export const MIN_INTERVAL_DEFAULT_MS = 10_000;
+
+/**
+ * POLL_BURST is how many polls of one GitSource may start back to back (webhooks, `vc reconcile`) before they wait for
+ * the floor: one each minIntervalMs, as a token bucket refills.
+ */
+export const POLL_BURST = 5;
 
 /**
  * SourceProgress is what the controller knows of one GitSource apart from its poller: the poller's callbacks read and
@@ -491,6 +499,10 @@ export class GitOpsController {
         sourceErrors.inc({ source: key, reason: e.reason });
         this.requeue(key);
       },
+      // Webhooks and `vc reconcile` ask for polls too, and whoever owns the GitSource sends them: past a burst, polls
+      // start no more often than the platform's floor, so a revision pushed and announced every second is applied at
+      // that pace, not as fast as the author pushes (each revision may renew certificates or roll a control plane).
+      limiter: new BucketRateLimiter(1000 / this.minIntervalMs(), POLL_BURST, realClock),
     });
     const st: SourceState = Object.assign(progress, { poller });
     if (hook && gs.spec.webhook) {
@@ -521,10 +533,15 @@ export class GitOpsController {
     return st;
   }
 
+  /** minIntervalMs is the platform's floor of poll intervals (gitops.minIntervalSeconds). */
+  private minIntervalMs(): number {
+    return this.o.minIntervalMs ?? MIN_INTERVAL_DEFAULT_MS;
+  }
+
   /** interval is the poll interval of a GitSource: its own, but never below the platform's floor. */
   private interval(gs: GitSource): { ms: number; raised: boolean } {
     const asked = parseDuration(gs.spec.interval, 60_000);
-    const floor = this.o.minIntervalMs ?? MIN_INTERVAL_DEFAULT_MS;
+    const floor = this.minIntervalMs();
     return asked < floor ? { ms: floor, raised: true } : { ms: asked, raised: false };
   }
 

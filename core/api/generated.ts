@@ -616,8 +616,9 @@ export interface TenantPolicySpec {
      * default fills it in (docs/operations/high-availability.md), must be at most this. A tenant whose ClusterVersion
      * asks for more is refused by the native provisioner (reason ControlPlaneResourcesOverPolicy) naming the
      * ClusterVersion's field and this one, and nothing is applied: a running tenant keeps running as it was. The local
-     * provisioner runs processes without container resources and is not bounded. A component or resource left out is
-     * not bounded.
+     * provisioner runs processes without container resources and is not bounded. A CPU or memory limit bounded here
+     * that the ClusterVersion and the provisioner's default leave unset (the default has no CPU limit) is set to this
+     * maximum: a container without a limit may use the whole node. A component or resource left out is not bounded.
      */
     maxResources?: {
       /** The most for each etcd member's container. */
@@ -1052,6 +1053,15 @@ export interface TenantPolicySpec {
      * make new ones, and a Pod no controller made is gone for good).
      */
     workloads?: 'Ignore' | 'KeepAwake' | 'ScaleToZero';
+    /**
+     * The most times a tenant may be woken within an hour (by a request through its front door, vc wake or a spec
+     * change) and still be put to sleep again: a wake starts its etcd and apiserver, about 2-3 CPU-seconds, and anyone
+     * who can reach the front door can wake it, credentials or not. A tenant that has woken this often is kept awake (a
+     * Warning event SleepDeferred, which names when it may sleep again) until its oldest wake of the hour is an hour
+     * old; an awake idle tenant costs about 28 millicores, about 100 CPU-seconds an hour, so the default bounds what
+     * wakes cost below that.
+     */
+    maxWakesPerHour?: number;
   };
   /**
    * Quotas of the tenants of this policy. The syncer writes a ResourceQuota and a LimitRange, both named
@@ -1527,7 +1537,12 @@ export interface ManagerConfigurationPluginSelection {
  */
 export interface ManagerConfigurationSuperClusterRegistry {
   enabled?: boolean;
-  /** Read Clusters of this namespace only; default every namespace. */
+  /**
+   * The one namespace of the meta cluster whose Clusters (and their <name>-kubeconfig Secrets) are super cluster
+   * registrations; default vc-system. Registering a super cluster is the platform's act: name a namespace only the
+   * platform writes, never one where VirtualClusters or GitSources live (a VirtualCluster's admin kubeconfig Secret is
+   * named <vc>-kubeconfig too, and is refused as a registration in any namespace, reason TenantKubeconfig).
+   */
   namespace?: string;
   /** How often each registration is checked again (Secret, reachability, supercluster-info id); default 30. */
   probeIntervalSeconds?: number;
@@ -1981,7 +1996,8 @@ export interface ManagerConfigurationGitops {
   allowPrivateAddresses?: boolean | string[];
   /**
    * The shortest poll interval a GitSource gets: one asking for less polls at this floor, with a Warning event
-   * IntervalRaised.
+   * IntervalRaised. Polls asked for by a webhook or vc reconcile count too: after a burst of 5, a GitSource's polls
+   * start at most once per this many seconds, a poll asked for sooner waiting for its turn.
    */
   minIntervalSeconds?: number;
   /**

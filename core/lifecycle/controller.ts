@@ -160,7 +160,14 @@ export class VirtualClusterController {
       served: (key) => {
         const root = this.roots.get(key);
         const accepted = this.accepted.get(key);
-        return root ? { root, provisioner: accepted?.provisioner, workloads: accepted?.sleep.workloads } : undefined;
+        return root
+          ? {
+              root,
+              provisioner: accepted?.provisioner,
+              workloads: accepted?.sleep.workloads,
+              maxWakesPerHour: accepted?.sleep.maxWakesPerHour,
+            }
+          : undefined;
       },
       enqueue: (key) => this.queue.add(key),
       idleCheckMs: o.idleCheckMs,
@@ -371,6 +378,7 @@ export class VirtualClusterController {
         sleepEtcd: p.effective!.sleep.etcd,
       },
       p.effective!.sleep.workloads,
+      p.effective!.sleep.maxWakesPerHour,
     );
   }
 

@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { ANN } from '../names/names.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
 import type { KubeObject } from '../kube/client.ts';
-import { asleep, durationMs, idleDue, sleepRequestedAt, specChangedWhileAsleep, workloadsRunning } from './sleep.ts';
+import {
+  asleep,
+  durationMs,
+  idleDue,
+  sleepDeferredUntil,
+  sleepRequestedAt,
+  specChangedWhileAsleep,
+  WAKE_WINDOW_MS,
+  workloadsRunning,
+} from './sleep.ts';
 
 const vc = (o: {
   afterIdle?: string;
@@ -37,6 +46,36 @@ const vc = (o: {
       }),
     },
   }) as VirtualCluster;
+
+describe('sleepDeferredUntil', () => {
+  const now = 10 * WAKE_WINDOW_MS;
+  const min = 60_000;
+  it.each([
+    { name: 'no wakes', wakes: [], max: 3, want: undefined },
+    { name: 'fewer wakes than allowed', wakes: [now - min, now - 2 * min], max: 3, want: undefined },
+    {
+      name: 'as many as allowed: awake until the oldest is an hour old',
+      wakes: [now - min, now - 5 * min, now - 2 * min],
+      max: 3,
+      want: now - 5 * min + WAKE_WINDOW_MS,
+    },
+    {
+      name: 'more than allowed: until the max-th latest is an hour old',
+      wakes: [now - 50 * min, now - min, now - 5 * min, now - 2 * min],
+      max: 3,
+      want: now - 5 * min + WAKE_WINDOW_MS,
+    },
+    {
+      name: 'wakes older than the hour do not count',
+      wakes: [now - WAKE_WINDOW_MS, now - 61 * min, now - min],
+      max: 2,
+      want: undefined,
+    },
+    { name: 'one allowed, one wake', wakes: [now - min], max: 1, want: now - min + WAKE_WINDOW_MS },
+  ])('$name', ({ wakes, max, want }) => {
+    expect(sleepDeferredUntil(wakes, now, max)).toBe(want);
+  });
+});
 
 describe('durationMs', () => {
   it.each([

@@ -31,6 +31,36 @@ export function scaledToZeroMessage(n: number): string {
   );
 }
 
+/**
+ * SLEEP_DEFERRED is the reason of the Warning event of a tenant kept awake although idle or asked to sleep: it woke as
+ * often in the last hour as its policy's sleep.maxWakesPerHour allows.
+ */
+export const SLEEP_DEFERRED = 'SleepDeferred';
+
+/** WAKE_WINDOW_MS is the window sleep.maxWakesPerHour counts wakes in. */
+export const WAKE_WINDOW_MS = 3_600_000;
+
+/**
+ * sleepDeferredUntil answers, for a tenant woken at `wakesMs` (ms epoch, any order), until when (ms epoch) it must be
+ * kept awake at `nowMs`: when `max` or more of those wakes lie within the last WAKE_WINDOW_MS, until the oldest of the
+ * `max` latest is that old; undefined when it may sleep now. Each wake starts an etcd and an apiserver, and anyone
+ * who reaches the front door can wake a tenant, so a tenant woken that often costs less awake than asleep.
+ */
+export function sleepDeferredUntil(wakesMs: readonly number[], nowMs: number, max: number): number | undefined {
+  const recent = wakesMs.filter((t) => t > nowMs - WAKE_WINDOW_MS && t <= nowMs).sort((a, b) => b - a);
+  if (max < 1 || recent.length < max) return undefined;
+  return recent[max - 1]! + WAKE_WINDOW_MS;
+}
+
+/** sleepDeferredMessage is the message of the SleepDeferred event of a tenant kept awake until `untilMs`. */
+export function sleepDeferredMessage(max: number, untilMs: number, asked: boolean): string {
+  return (
+    `${asked ? 'the sleep request was removed: ' : ''}kept awake until ${new Date(untilMs).toISOString()}: woken ` +
+    `${max} time${max === 1 ? '' : 's'} within the last hour, the most its TenantPolicy allows before it stays awake ` +
+    '(sleep.maxWakesPerHour); each wake starts its etcd and apiserver again'
+  );
+}
+
 /** MIN_IDLE_MS is the shortest idle time spec.sleep.afterIdle may ask for; less is read as this. */
 export const MIN_IDLE_MS = 10_000;
 

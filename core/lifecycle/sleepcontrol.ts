@@ -4,7 +4,7 @@ import { objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { ANN, IDENTITY, LABEL } from '../names/names.ts';
-import type { SleepWorkloads } from '../tenancy/policy.ts';
+import { DEFAULT_POLICY, type SleepWorkloads } from '../tenancy/policy.ts';
 import { canSleep, type ProvisionLimits, type Provisioner } from '../provisioners/provisioner.ts';
 import { CONTINUE, type Outcome } from './decisions.ts';
 import type { VirtualCluster } from '../api/virtualcluster.ts';
@@ -14,11 +14,15 @@ import {
   servedBefore,
   SCALED_TO_ZERO,
   scaledToZeroMessage,
+  SLEEP_DEFERRED,
   SLEEP_REFUSED,
+  sleepDeferredMessage,
+  sleepDeferredUntil,
   SLEEPING,
   sleepRequestedAt,
   sleepsTotal,
   specChangedWhileAsleep,
+  WAKE_WINDOW_MS,
   WOKEN,
   wakeSeconds,
   wakesTotal,
@@ -36,10 +40,15 @@ export interface SleepControlOptions {
   provisioners: Partial<Record<string, Provisioner>>;
   /** the cached VirtualClusters */
   list: () => VirtualCluster[];
-  /** the served tenant's root namespace, provisioner type and its policy's sleep.workloads, by key */
-  served: (
-    key: string,
-  ) => { root: string; provisioner: string | undefined; workloads?: SleepWorkloads | undefined } | undefined;
+  /** the served tenant's root namespace, provisioner type and its policy's sleep.workloads and maxWakesPerHour, by key */
+  served: (key: string) =>
+    | {
+        root: string;
+        provisioner: string | undefined;
+        workloads?: SleepWorkloads | undefined;
+        maxWakesPerHour?: number | undefined;
+      }
+    | undefined;
   enqueue: (key: string) => void;
   /** how often served tenants with spec.sleep are checked for idleness (default 5 s) */
   idleCheckMs?: number;
@@ -62,6 +71,10 @@ export class SleepControl {
   /** per tenant root, the sleep (sleepEpisode) whose wake by command or spec was counted: a reconcile that runs again
    * before the cache shows the tenant Running sees the same sleep and counts nothing more */
   private readonly counted = new Map<string, string>();
+  /** per tenant root, when it was woken (ms epoch) within the last WAKE_WINDOW_MS, by any cause */
+  private readonly wakes = new Map<string, number[]>();
+  /** per tenant root, the end of the deferral its SleepDeferred event announced (so it is told once) */
+  private readonly deferralTold = new Map<string, number>();
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly o: SleepControlOptions) {}
@@ -105,6 +118,7 @@ export class SleepControl {
     const vc = this.o.list().find((v) => this.o.served(objectKey(v))?.root === root);
     if (!vc) return;
     this.wokenByRequest.set(root, sleepEpisode(vc));
+    this.noteWake(root);
     wakesTotal.inc({ cause: 'request' });
     wakeSeconds.observe(ms / 1000);
     try {
@@ -124,10 +138,36 @@ export class SleepControl {
       const prov = served?.provisioner ? this.o.provisioners[served.provisioner] : undefined;
       if (!served || !canSleep(prov) || !idleDue(vc, prov.activity(served.root), now)) continue;
       if (served.workloads === 'KeepAwake' && (await this.busy(vc, served.root))) continue;
+      const max = served.maxWakesPerHour ?? DEFAULT_POLICY.sleepMaxWakesPerHour;
+      const until = sleepDeferredUntil(this.wakes.get(served.root) ?? [], now, max);
+      if (until !== undefined) {
+        await this.tellDeferred(vc, served.root, sleepDeferredMessage(max, until, false), until);
+        continue;
+      }
       await this.request(vc, new Date(now).toISOString()).catch((e: unknown) =>
         log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'asking a sleep failed'),
       );
     }
+  }
+
+  /** noteWake records a wake of the tenant at root now, forgetting those older than the window sleeps count them in. */
+  private noteWake(root: string): void {
+    const now = Date.now();
+    const kept = (this.wakes.get(root) ?? []).filter((t) => t > now - WAKE_WINDOW_MS);
+    kept.push(now);
+    this.wakes.set(root, kept);
+  }
+
+  /** tellDeferred records the SleepDeferred event of a tenant kept awake until untilMs, once per deferral. */
+  private async tellDeferred(vc: VirtualCluster, root: string, message: string, untilMs: number): Promise<void> {
+    if (this.deferralTold.get(root) === untilMs) return;
+    this.deferralTold.set(root, untilMs);
+    log.info({ vc: objectKey(vc), until: new Date(untilMs).toISOString() }, 'kept awake: woken too often');
+    await this.o.events
+      .record(vc, 'Warning', SLEEP_DEFERRED, message)
+      .catch((e: unknown) =>
+        log.warn({ vc: objectKey(vc), err: e instanceof Error ? e.message : String(e) }, 'recording an event failed'),
+      );
   }
 
   /**
@@ -154,7 +194,8 @@ export class SleepControl {
   /**
    * ifAsked puts the tenant to sleep when its sleep-requested annotation asks (and it ran before), and stops
    * there: a sleeping tenant is not provisioned, served or synced. A spec change since it fell asleep, a request
-   * through its front door after the sleep was asked for, or a tenant that cannot sleep clears the request instead.
+   * through its front door after the sleep was asked for, a tenant that cannot sleep, or one woken maxWakesPerHour
+   * times within the last hour (its policy's sleep.maxWakesPerHour: it is kept awake) clears the request instead.
    */
   async ifAsked(
     vc: VirtualCluster,
@@ -164,6 +205,7 @@ export class SleepControl {
     effective: () => VirtualCluster,
     limits: ProvisionLimits,
     workloads: SleepWorkloads = 'Ignore',
+    maxWakesPerHour: number = DEFAULT_POLICY.sleepMaxWakesPerHour,
   ): Promise<Outcome> {
     const at = sleepRequestedAt(vc);
     if (at === undefined && vc.status?.phase === 'Sleeping') {
@@ -171,6 +213,7 @@ export class SleepControl {
       // Sleeping status again (from a cache not yet showing the wake) does not count it once more as a command.
       const byRequest = this.takeWake(root, vc);
       if (this.firstWake(root, vc) && !byRequest) {
+        this.noteWake(root);
         wakesTotal.inc({ cause: 'command' });
         return { events: [{ type: 'Normal', reason: WOKEN, message: 'the sleep request was removed (vc wake)' }] };
       }
@@ -179,8 +222,22 @@ export class SleepControl {
     if (specChangedWhileAsleep(vc)) {
       await this.request(vc, null);
       if (!this.firstWake(root, vc)) return CONTINUE;
+      this.noteWake(root);
       wakesTotal.inc({ cause: 'spec' });
       return { events: [{ type: 'Normal', reason: WOKEN, message: 'the spec changed: woken to apply it' }] };
+    }
+    const until =
+      vc.status?.phase === 'Sleeping'
+        ? undefined
+        : sleepDeferredUntil(this.wakes.get(root) ?? [], Date.now(), maxWakesPerHour);
+    if (until !== undefined) {
+      // A request from git or by hand is bounded as idleness is: else a definition re-applied after every wake would
+      // cycle the tenant through sleeps and wakes as fast as its clients connect.
+      await this.request(vc, null);
+      if (this.deferralTold.get(root) === until) return CONTINUE;
+      this.deferralTold.set(root, until);
+      const message = sleepDeferredMessage(maxWakesPerHour, until, true);
+      return { events: [{ type: 'Warning', reason: SLEEP_DEFERRED, message }] };
     }
     const answer = canSleep(provisioner)
       ? await provisioner.sleep(effective(), root, at, limits)

@@ -71,12 +71,28 @@ describe('kubeconfigFromSecret', () => {
       'KubeconfigInvalid',
       'users[0].user.exec',
     ],
+    [
+      "a VirtualCluster's admin kubeconfig (the manager writes it as <vc>-kubeconfig, with value for a Cluster's)",
+      {
+        metadata: {
+          ownerReferences: [{ apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster', name: 'r2' }],
+        },
+        data: { value: b64(good), kubeconfig: b64(good) },
+      },
+      'TenantKubeconfig',
+      'is the admin kubeconfig of VirtualCluster vc-system/r2',
+    ],
   ] as const)('refuses %s, naming the field', (_what, secret, reason, text) => {
     const f = failure(() => kubeconfigFromSecret(ref, secret));
     expect(f.reason).toBe(reason);
     expect(f.message).toContain('Cluster vc-system/r2');
     expect(f.message).toContain(text);
   });
+});
+
+it('reads a Secret owned by something else than a VirtualCluster as any other', () => {
+  const owned = { ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', name: 'r2' }] };
+  expect(kubeconfigFromSecret(ref, { metadata: owned, data: { value: b64(good) } }).text).toBe(good);
 });
 
 describe('duplicateOf', () => {

@@ -20,6 +20,13 @@ export type ClusterState = (typeof CLUSTER_STATES)[number];
 /** SUPERCLUSTER_INFO is where a super cluster names itself: ConfigMap kube-system/supercluster-info, key `id`. */
 export const SUPERCLUSTER_INFO = { namespace: 'kube-system', name: 'supercluster-info', idKey: 'id' } as const;
 
+/**
+ * DEFAULT_REGISTRATION_NAMESPACE is the only namespace of the meta cluster whose Clusters the registry reads unless the
+ * manager configuration names another: registering a super cluster is the platform's act, and the namespaces where
+ * VirtualClusters and their `<vc>-kubeconfig` Secrets live are their authors'.
+ */
+export const DEFAULT_REGISTRATION_NAMESPACE = 'vc-system';
+
 /** KUBECONFIG_KEY is the key of the kubeconfig in a Cluster's `<name>-kubeconfig` Secret (Cluster API convention). */
 export const KUBECONFIG_KEY = 'value';
 
@@ -96,6 +103,7 @@ export const REGISTRATION_REASONS = [
   'Registered',
   'SecretMissing',
   'KubeconfigInvalid',
+  'TenantKubeconfig',
   'Unreachable',
   'InfoInvalid',
   'DuplicateName',
@@ -124,8 +132,12 @@ export interface ClusterRef {
 
 /** SecretLike is what the registry reads of a Secret. */
 export interface SecretLike {
+  metadata?: { ownerReferences?: ReadonlyArray<{ apiVersion?: string; kind?: string; name?: string }> };
   data?: Record<string, string>;
 }
+
+/** TENANCY_GROUP is the API group of VirtualClusters, as owner references name it (`tenancy.x-k8s.io/v1alpha1`). */
+const TENANCY_GROUP = 'tenancy.x-k8s.io/';
 
 /** secretSource names a Cluster's kubeconfig Secret and key in messages. */
 export function secretSource(c: ClusterRef): string {
@@ -143,6 +155,18 @@ export function kubeconfigFromSecret(c: ClusterRef, secret: SecretLike | null): 
     throw new RegistrationFailure(
       'SecretMissing',
       `Cluster ${c.namespace}/${c.name}: ${src} not found (it holds the kubeconfig in data.${KUBECONFIG_KEY})`,
+    );
+  // The manager writes each VirtualCluster's admin kubeconfig as `<vc>-kubeconfig`, Cluster API's name, and adds the
+  // `value` key for a VirtualCluster labelled as a Cluster's: whoever defines a tenant would otherwise register its
+  // control plane, whose Nodes and supercluster-info it writes, and have other tenants' namespaces placed there.
+  const tenant = secret.metadata?.ownerReferences?.find(
+    (o) => o.kind === 'VirtualCluster' && (o.apiVersion ?? '').startsWith(TENANCY_GROUP),
+  );
+  if (tenant)
+    throw new RegistrationFailure(
+      'TenantKubeconfig',
+      `Cluster ${c.namespace}/${c.name}: ${src} is the admin kubeconfig of VirtualCluster ${c.namespace}/${tenant.name ?? ''}: ` +
+        "a tenant's control plane is never a super cluster; give the super cluster's own credentials in a Secret of this name",
     );
   const b64 = secret.data?.[KUBECONFIG_KEY];
   if (b64 === undefined || b64 === '')

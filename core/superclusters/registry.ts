@@ -17,6 +17,7 @@ import { queueMetrics } from '../controller/metrics.ts';
 import { WorkQueue } from '../queue/workqueue.ts';
 import {
   clusterState,
+  DEFAULT_REGISTRATION_NAMESPACE,
   kubeconfigSecretName,
   RegistrationError,
   SUPERCLUSTER_INFO,
@@ -60,7 +61,7 @@ export interface RegisteredSuperCluster {
 export interface SuperClusterRegistryOptions {
   /** meta is the meta cluster, where Clusters and their kubeconfig Secrets live */
   meta: KubeClient;
-  /** namespace limits the watch to one namespace; default all */
+  /** namespace is the one namespace whose Clusters are registrations; default DEFAULT_REGISTRATION_NAMESPACE */
   namespace?: string;
   /** names of statically configured super clusters, which no Cluster may take */
   reserved?: readonly string[];
@@ -126,7 +127,7 @@ export class SuperClusterRegistry {
     this.clusters = new Informer<ClusterObj>({
       client: o.meta,
       resource: CLUSTERS as Resource,
-      namespace: o.namespace,
+      namespace: o.namespace ?? DEFAULT_REGISTRATION_NAMESPACE,
       ...(o.only !== undefined && { fieldSelector: `metadata.name=${o.only}` }),
       name: 'clusters',
     });
@@ -140,7 +141,7 @@ export class SuperClusterRegistry {
     this.secrets = new Informer({
       client: o.meta,
       resource: R.secrets,
-      namespace: o.namespace,
+      namespace: o.namespace ?? DEFAULT_REGISTRATION_NAMESPACE,
       labelSelector: o.only === undefined ? CLUSTER_NAME_LABEL : `${CLUSTER_NAME_LABEL}=${o.only}`,
       name: 'supercluster-kubeconfigs',
     });

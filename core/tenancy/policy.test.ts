@@ -107,7 +107,16 @@ describe('evaluatePolicy', () => {
     [{ sleep: { etcd: 'Stop', workloads: 'KeepAwake' } }, 'Stop', 'KeepAwake'],
     [{ sleep: { workloads: 'Ignore' } }, 'Stop', 'Ignore'],
   ])("policy %j: a sleep does %s with the tenant's etcd, running workloads: %s", (spec, etcd, workloads) => {
-    expect(evaluatePolicy(vc(), policy('p', spec), manager).effective.sleep).toEqual({ etcd, workloads });
+    expect(evaluatePolicy(vc(), policy('p', spec), manager).effective.sleep).toEqual({
+      etcd,
+      workloads,
+      maxWakesPerHour: DEFAULT_POLICY.sleepMaxWakesPerHour,
+    });
+  });
+
+  it("takes the policy's sleep.maxWakesPerHour", () => {
+    const spec: TenantPolicySpec = { sleep: { maxWakesPerHour: 3 } };
+    expect(evaluatePolicy(vc(), policy('p', spec), manager).effective.sleep.maxWakesPerHour).toBe(3);
   });
 
   it('gives a VirtualCluster that asks for nothing the restrictive built-in defaults', () => {
@@ -154,7 +163,7 @@ describe('evaluatePolicy', () => {
         ingresses: { hosts: [], classes: [], annotations: [] },
         endpoints: { allowedCIDRs: [] },
         importSecrets: [],
-        sleep: { etcd: 'Stop', workloads: 'Ignore' },
+        sleep: { etcd: 'Stop', workloads: 'Ignore', maxWakesPerHour: 12 },
         quota: builtinQuota,
       },
       violations: [],
@@ -223,7 +232,7 @@ describe('evaluatePolicy', () => {
       ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
       endpoints: { allowedCIDRs: ['192.0.2.0/24'] },
       importSecrets: [],
-      sleep: { etcd: 'Stop', workloads: 'Ignore' },
+      sleep: { etcd: 'Stop', workloads: 'Ignore', maxWakesPerHour: 12 },
       // hard and limits replace the defaults whole; objects replaces the entries it names ({} lifts the caps)
       quota: {
         resourceQuota: { pods: '20' },
@@ -697,6 +706,7 @@ describe('DEFAULT_POLICY', () => {
     ['quota.controlPlaneCPU.shares', DEFAULT_POLICY.quotaControlPlaneCpu.shares],
     ['sleep.etcd', DEFAULT_POLICY.sleepEtcd],
     ['sleep.workloads', DEFAULT_POLICY.sleepWorkloads],
+    ['sleep.maxWakesPerHour', DEFAULT_POLICY.sleepMaxWakesPerHour],
     ['controlPlane.expose.allowedTypes', DEFAULT_POLICY.exposeAllowedTypes],
     ['controlPlane.expose.extraNames', DEFAULT_POLICY.exposeExtraNames],
     ['controlPlane.expose.fixedNodePort', DEFAULT_POLICY.exposeFixedNodePort],

@@ -100,7 +100,7 @@ export interface TenantPolicySpec {
   /** snapshots, retention and deletion of the tenants under the policy (core/lifecycle/backuppolicy.ts) */
   backup?: GeneratedPolicySpec['backup'];
   /** what a sleep does with a tenant's own etcd and its super workloads, and whether they keep a tenant awake */
-  sleep?: { etcd?: SleepEtcd; workloads?: SleepWorkloads };
+  sleep?: { etcd?: SleepEtcd; workloads?: SleepWorkloads; maxWakesPerHour?: number };
 }
 
 /** SleepEtcd is what a sleep does with the tenant's own etcd: stop it, or keep it running. */
@@ -197,6 +197,7 @@ export const DEFAULT_POLICY = {
   quotaControlPlaneCpu: { millicores: DEFAULT_CONTROL_PLANE_CPU.millicores, shares: DEFAULT_CONTROL_PLANE_CPU.shares },
   sleepEtcd: 'Stop',
   sleepWorkloads: 'Ignore',
+  sleepMaxWakesPerHour: 12,
   exposeAllowedTypes: ['ClusterIP'],
   exposeExtraNames: false,
   exposeFixedNodePort: false,
@@ -247,6 +248,7 @@ export const DEFAULT_POLICY = {
   quotaControlPlaneCpu: ControlPlaneCpu;
   sleepEtcd: SleepEtcd;
   sleepWorkloads: SleepWorkloads;
+  sleepMaxWakesPerHour: number;
   exposeAllowedTypes: readonly ExposeType[];
   exposeExtraNames: boolean;
   exposeFixedNodePort: boolean;
@@ -349,8 +351,11 @@ export interface EffectiveSettings {
   quota: QuotaSettings;
   /** the Secrets the policy grants the import provisioner (spec.grants.importSecrets); it reads no other */
   importSecrets: Array<{ namespace: string; name: string }>;
-  /** what a sleep does with the tenant's own etcd (the local provisioner) */
-  sleep: { etcd: SleepEtcd; workloads: SleepWorkloads };
+  /**
+   * what a sleep does with the tenant's own etcd (the local provisioner), and the most wakes in an hour after which
+   * the tenant is kept awake instead of put to sleep again
+   */
+  sleep: { etcd: SleepEtcd; workloads: SleepWorkloads; maxWakesPerHour: number };
   /** the most each native control-plane component's container may request or be limited to; absent: no bound */
   controlPlaneMaxResources?: ControlPlaneMaxResources;
 }
@@ -602,6 +607,7 @@ export function evaluatePolicy(
       sleep: {
         etcd: p.sleep?.etcd ?? DEFAULT_POLICY.sleepEtcd,
         workloads: p.sleep?.workloads ?? DEFAULT_POLICY.sleepWorkloads,
+        maxWakesPerHour: p.sleep?.maxWakesPerHour ?? DEFAULT_POLICY.sleepMaxWakesPerHour,
       },
       ...optional('controlPlaneMaxResources', p.controlPlane?.maxResources),
     },

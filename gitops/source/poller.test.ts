@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../../core/queue/clock.ts';
+import { BucketRateLimiter } from '../../core/queue/ratelimiter.ts';
 import { hmacSha256Hex, startWebhookReceiver } from './webhook.ts';
 import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '../../test/git/server.ts';
 import type { Artifact } from '../artifact.ts';
@@ -147,6 +148,35 @@ describe('SourcePoller (fake fetcher, fake clock)', () => {
     expect(await Promise.all(queued)).toEqual(['emitted', 'emitted', 'emitted']);
     expect(fetcher.resolves).toBe(2);
     expect(artifacts.map((a) => a.revision)).toEqual(['c1', 'c2']);
+  });
+
+  it('starts polls no faster than its limiter allows, however many are asked for, and none after stop', async () => {
+    const clock = new FakeClock();
+    // two back to back, then one a second
+    const limiter = new BucketRateLimiter(1, 2, clock);
+    const { fetcher, poller } = setup({ intervalMs: 3_600_000 }, { clock, limiter });
+    poller.start();
+    await settle();
+    expect(fetcher.resolves).toBe(1);
+    expect(await poller.trigger()).toBe('unchanged');
+    expect(fetcher.resolves).toBe(2);
+    // the third waits for a token; triggers meanwhile share it
+    const third = poller.trigger();
+    expect(poller.trigger()).toBe(third);
+    await settle();
+    expect(fetcher.resolves).toBe(2);
+    clock.step(999);
+    await settle();
+    expect(fetcher.resolves).toBe(2);
+    clock.step(1);
+    expect(await third).toBe('unchanged');
+    expect(fetcher.resolves).toBe(3);
+    // one waiting when the poller stops does not poll
+    const late = poller.trigger();
+    poller.stop();
+    clock.step(1000);
+    expect(await late).toBe('suspended');
+    expect(fetcher.resolves).toBe(3);
   });
 
   it('reports errors with their reason and wraps foreign ones as FetchFailed', async () => {

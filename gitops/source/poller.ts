@@ -5,6 +5,7 @@
 import type { Artifact } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
 import { realClock, type Clock, type TimerHandle } from '../../core/queue/clock.ts';
+import type { RateLimiter } from '../../core/queue/ratelimiter.ts';
 import { SourceError } from './errors.ts';
 import { redactUrl, type Credentials, type GitSourceFetcher, type GitRef, type SourceRequest } from './source.ts';
 import type { VerifyKeys } from './verify.ts';
@@ -43,6 +44,11 @@ export interface SourcePollerOptions {
   /** random source in [0, 1) for the jitter */
   random?: () => number;
   logger?: Logger;
+  /**
+   * bounds how often polls start, whatever asks for them (webhooks, `vc reconcile`, the interval): a poll beyond it
+   * waits for its turn (a token bucket, core/queue/ratelimiter.ts); default unbounded
+   */
+  limiter?: RateLimiter;
 }
 
 /** PollOutcome says what one poll did. */
@@ -62,10 +68,13 @@ export class SourcePoller {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly log: Logger;
+  private readonly limiter: RateLimiter | undefined;
   private timer: TimerHandle | null = null;
   private running: Promise<PollOutcome> | null = null;
   private queued: Promise<PollOutcome> | null = null;
   private started = false;
+  /** set by stop: a poll waiting for its turn then does not run */
+  private stopped = false;
   private last: { revision: string; digest: string } | null = null;
   private lastAttempt: { revision: string; failed: boolean } | null = null;
   private pollCount = 0;
@@ -78,6 +87,7 @@ export class SourcePoller {
     this.jitter = opts.jitter ?? 0.1;
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
+    this.limiter = opts.limiter;
     this.log = opts.logger ?? childLogger({ component: 'source-poller', url: redactUrl(opts.spec.url) });
   }
 
@@ -100,12 +110,14 @@ export class SourcePoller {
   start(): void {
     if (this.started) return;
     this.started = true;
+    this.stopped = false;
     if (!this.suspended) void this.trigger();
   }
 
   /** stop cancels the interval; a poll in flight completes. */
   stop(): void {
     this.started = false;
+    this.stopped = true;
     this.clearTimer();
   }
 
@@ -127,20 +139,41 @@ export class SourcePoller {
    */
   trigger(): Promise<PollOutcome> {
     if (this.suspended) return Promise.resolve('suspended');
-    if (!this.running) return this.run();
-    if (!this.queued) {
-      this.queued = this.running.then(
-        () => {
-          this.queued = null;
-          return this.run();
-        },
-        () => {
-          this.queued = null;
-          return this.run();
-        },
-      );
+    if (this.queued) return this.queued;
+    if (!this.running) {
+      const wait = this.turn();
+      if (wait <= 0) return this.run();
+      this.queued = this.after(wait);
+      return this.queued;
     }
+    const next = () => {
+      const wait = this.turn();
+      return wait <= 0 ? this.runQueued() : this.after(wait);
+    };
+    this.queued = this.running.then(next, next);
     return this.queued;
+  }
+
+  /** turn reserves the next poll's place with the limiter: how many ms it waits (0 without a limiter). */
+  private turn(): number {
+    return this.limiter?.when('poll') ?? 0;
+  }
+
+  /** runQueued runs the queued poll now. */
+  private runQueued(): Promise<PollOutcome> {
+    this.queued = null;
+    return this.run();
+  }
+
+  /** after runs the queued poll in `ms`, unless the poller was stopped meanwhile. */
+  private after(ms: number): Promise<PollOutcome> {
+    return new Promise<void>((resolve) => this.clock.setTimer(resolve, ms)).then(() => {
+      if (this.stopped) {
+        this.queued = null;
+        return 'suspended' as const;
+      }
+      return this.runQueued();
+    });
   }
 
   private run(): Promise<PollOutcome> {

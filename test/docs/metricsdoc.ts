@@ -14,13 +14,14 @@ export interface MetricRow {
   help: string;
 }
 
-/** registeredMetrics loads the manager, its process guards, the vn-agent and the embedded default's real nodes (whose
- * metrics `vc up` serves with the manager's), and returns every metric registered, by name. */
+/** registeredMetrics loads the manager, its process guards, the vn-agent and the embedded default's real nodes and
+ * front doors (whose metrics `vc up` serves with the manager's), and returns every metric registered, by name. */
 export async function registeredMetrics(): Promise<MetricRow[]> {
   await import('../../core/programs/manager/manager.ts');
   await import('../../core/programs/guards.ts');
   await import('../../core/programs/vn-agent/run.ts');
   await import('../../core/dev/local/nodecerts.ts');
+  await import('../../core/dev/local/frontdoor.ts');
   return registry
     .getMetricsAsArray()
     .map((m) => ({

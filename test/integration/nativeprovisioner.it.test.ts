@@ -285,6 +285,11 @@ describe('native provisioner on a real super cluster (kwok runs the Pods)', () =
         expect(Object.keys(sets).sort()).toEqual(['apiserver', 'controller-manager', 'etcd']);
         return sets;
       }, 90_000);
+      // The policy bounds the apiserver's CPU, which the ClusterVersion and the default leave unlimited: it runs limited
+      // to the policy's maximum, not with no limit at all.
+      const limitsOf = (c: unknown) => (c as { resources?: { limits?: Record<string, string> } }).resources?.limits;
+      expect(limitsOf(before.apiserver!.containers[0])).toMatchObject({ cpu: '1', memory: '1280Mi' });
+      expect(limitsOf(before['controller-manager']!.containers[0])).not.toHaveProperty('cpu');
       await t.client.patch(
         R.clusterversions,
         undefined,

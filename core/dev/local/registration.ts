@@ -9,6 +9,7 @@ import { fromPackageRoot } from '../../paths.ts';
 import {
   CLUSTER_NAME_LABEL,
   CLUSTERS,
+  DEFAULT_REGISTRATION_NAMESPACE,
   KUBECONFIG_KEY,
   kubeconfigSecretName,
   SUPERCLUSTER_INFO,
@@ -16,7 +17,7 @@ import {
 import { waitFor } from './process.ts';
 
 /** REGISTRATION_NAMESPACE is where the local super clusters are registered in the meta cluster. */
-export const REGISTRATION_NAMESPACE = 'vc-system';
+export const REGISTRATION_NAMESPACE = DEFAULT_REGISTRATION_NAMESPACE;
 
 const FIELD_MANAGER = 'vc-up';
 

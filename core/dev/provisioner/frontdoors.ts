@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withServer } from '../../pki/kubeconfig.ts';
 import type { FrontDoorActivity } from '../../provisioners/provisioner.ts';
-import { FrontDoor } from '../local/frontdoor.ts';
+import { ConnectionCap, FRONT_DOORS_CONNECTIONS, FrontDoor } from '../local/frontdoor.ts';
 
 /** FRONT_PORT_FILE keeps a tenant's front door port: its kubeconfig Secret names it. */
 const FRONT_PORT_FILE = 'front-port';
@@ -16,13 +16,19 @@ const FRONT_PORT_FILE = 'front-port';
 export class FrontDoors {
   private readonly doors = new Map<string, FrontDoor>();
   private readonly opening = new Map<string, Promise<FrontDoor>>();
+  /** the connections all the doors hold together: one tenant's door cannot take the manager's file descriptors */
+  private readonly shared: ConnectionCap;
 
   constructor(
     /** the state directory of a tenant */
     private readonly dir: (root: string) => string,
     /** where a tenant's front door relays to: its running apiserver, woken first when it sleeps */
     private readonly upstream: (root: string) => Promise<{ host: string; port: number }>,
-  ) {}
+    /** the most connections one door, and all doors together, hold at once (FrontDoor's defaults) */
+    private readonly limits: { perDoor?: number; all?: number } = {},
+  ) {
+    this.shared = new ConnectionCap(limits.all ?? FRONT_DOORS_CONNECTIONS);
+  }
 
   /** activity is what the tenant's front door saw; undefined without one. */
   activity(root: string): FrontDoorActivity | undefined {
@@ -41,7 +47,14 @@ export class FrontDoors {
       const file = join(this.dir(root), FRONT_PORT_FILE);
       const kept = existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0;
       const start = (port: number) =>
-        FrontDoor.start({ host: '127.0.0.1', port, activeSinceMs, upstream: () => this.upstream(root) });
+        FrontDoor.start({
+          host: '127.0.0.1',
+          port,
+          activeSinceMs,
+          upstream: () => this.upstream(root),
+          shared: this.shared,
+          ...(this.limits.perDoor !== undefined && { maxConnections: this.limits.perDoor }),
+        });
       p = start(kept)
         .catch((e: unknown) => {
           if (!kept) throw e;

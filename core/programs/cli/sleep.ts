@@ -103,7 +103,7 @@ export function registerSleepCommands(program: Command): void {
       if (after.status?.phase !== 'Sleeping')
         throw new CliError(
           `VirtualCluster ${o.namespace}/${name} did not sleep: a request came through its front door since ` +
-            '(or it cannot sleep: vc describe vc ' +
+            '(or it woke as often this hour as its policy allows, or it cannot sleep: vc describe vc ' +
             name +
             ')',
         );

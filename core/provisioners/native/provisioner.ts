@@ -10,7 +10,7 @@ import { childLogger } from '../../log.ts';
 import { ANN, IDENTITY, LABEL } from '../../names/names.ts';
 import { rootNamespaceObject } from '../../tenancy/namespace.ts';
 import { judgeMembersChange, judgeNativeChange, runningKubernetesVersion } from './version.ts';
-import { judgeResources } from './resourcebounds.ts';
+import { judgeResources, withPolicyLimits } from './resourcebounds.ts';
 import type { JoinedNetworks } from '../dnsview.ts';
 import { renderKubeconfig, type ControlPlanePKI } from '../../pki/pki.ts';
 import type { ForcedPlacementView } from '../../plugins/contract.ts';
@@ -251,6 +251,8 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
     });
     // The policy bounds what the ClusterVersion's components may request; over it, nothing is applied.
     judgeResources(clusterVersion, cvName, limits.maxResources, limits.etcdBytes);
+    // What the policy bounds is a limit too: a component left without one is limited to the policy's maximum.
+    clusterVersion = withPolicyLimits(clusterVersion, limits.maxResources?.max, limits.etcdBytes);
     // A version change the skew policy forbids is refused before anything is applied; an upgrade snapshots first.
     const running = await this.superClient.getOrNull<KubeObject>(R.statefulsets, root, 'apiserver');
     const to = clusterVersion.spec.kubernetesVersion;

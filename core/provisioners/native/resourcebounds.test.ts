@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ProvisionRefused } from '../provisioner.ts';
 import type { ClusterVersion } from './layout.ts';
-import { cpuMillis, judgeResources, resourcesOverPolicy, RESOURCES_OVER_POLICY } from './resourcebounds.ts';
+import { containerResources } from './parts.ts';
+import {
+  cpuMillis,
+  judgeResources,
+  resourcesOverPolicy,
+  RESOURCES_OVER_POLICY,
+  withPolicyLimits,
+} from './resourcebounds.ts';
 
 const cv = (spec: Partial<ClusterVersion['spec']> = {}): ClusterVersion['spec'] => ({
   kubernetesVersion: 'v1.36.3',
@@ -112,4 +119,53 @@ describe('judgeResources', () => {
     expect(() =>
       judgeResources({ spec: cv({ etcd: { resources: { limits: { memory: '64Gi' } } } }) }, 'x', undefined),
     ).not.toThrow());
+});
+
+describe('withPolicyLimits', () => {
+  const full = (spec: ClusterVersion['spec']): ClusterVersion => ({
+    apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+    kind: 'ClusterVersion',
+    metadata: { name: 'v' },
+    spec,
+  });
+  /** limits is what each component's container runs with, as render gives it (containerResources). */
+  const limits = (c: ClusterVersion) => ({
+    etcd: containerResources('etcd', c.spec.etcd?.resources).limits,
+    apiserver: containerResources('apiserver', c.spec.apiServer?.resources).limits,
+    kcm: containerResources('controller-manager', c.spec.controllerManager?.resources).limits,
+  });
+  it.each([
+    [
+      'no bound: the default has no CPU limit',
+      cv(),
+      undefined,
+      { etcd: { memory: '2304Mi' }, apiserver: { memory: '1280Mi' }, kcm: { memory: '512Mi' } },
+    ],
+    [
+      "a bounded CPU without a limit gets the policy's maximum; a default memory limit within the bound stays",
+      cv(),
+      { apiServer: { cpu: '1', memory: '2Gi' }, etcd: { cpu: '500m' } },
+      {
+        etcd: { memory: '2304Mi', cpu: '500m' },
+        apiserver: { memory: '1280Mi', cpu: '1' },
+        kcm: { memory: '512Mi' },
+      },
+    ],
+    [
+      "the ClusterVersion's own limit stays (judgeResources refuses one over the bound)",
+      cv({ controllerManager: { resources: { limits: { cpu: '300m' } } } }),
+      { controllerManager: { cpu: '1' } },
+      { etcd: { memory: '2304Mi' }, apiserver: { memory: '1280Mi' }, kcm: { memory: '512Mi', cpu: '300m' } },
+    ],
+  ])('%s', (_what, spec, max, want) => {
+    const before = full(spec);
+    const copy = structuredClone(before);
+    expect(limits(withPolicyLimits(before, max))).toEqual(want);
+    expect(before).toEqual(copy);
+  });
+  it('leaves what it renders within the bound it was judged by', () => {
+    const max = { etcd: { cpu: '1' }, apiServer: { cpu: '2' }, controllerManager: { cpu: '1' } };
+    const bounded = withPolicyLimits(full(cv()), max);
+    expect(resourcesOverPolicy(bounded.spec, 'v', { policyName: 'p', max })).toEqual([]);
+  });
 });

@@ -80,3 +80,32 @@ export function judgeResources(
   const over = resourcesOverPolicy(cv.spec, cvName, bound, etcdBytes);
   if (over.length) throw new ProvisionRefused(RESOURCES_OVER_POLICY, over.join('; '));
 }
+
+/**
+ * withPolicyLimits is the ClusterVersion the provisioner renders a tenant with under its policy's maximum (judged by
+ * judgeResources first): a CPU or memory limit the policy bounds for a component, and that neither the ClusterVersion
+ * nor the provisioner's default sets, becomes the policy's maximum. A container without a limit may use the whole
+ * node, more than any bound; the provisioner's default has no CPU limit, so without this a policy's `cpu` bounded
+ * only requests. Without a bound the ClusterVersion is answered as it is.
+ */
+export function withPolicyLimits(
+  cv: ClusterVersion,
+  max: ControlPlaneMaxResources | undefined,
+  etcdBytes?: number,
+): ClusterVersion {
+  if (!max) return cv;
+  const out = structuredClone(cv);
+  for (const [field, component] of BOUNDED) {
+    const most = max[field];
+    if (!most) continue;
+    const effective = containerResources(component, cv.spec[field]?.resources, etcdBytes);
+    for (const resource of ['cpu', 'memory'] as const) {
+      const bound = most[resource];
+      if (bound === undefined || effective.limits[resource] !== undefined) continue;
+      const spec = (out.spec[field] ??= {});
+      const resources = (spec.resources ??= {});
+      resources.limits = { ...resources.limits, [resource]: bound };
+    }
+  }
+  return out;
+}
