@@ -56,11 +56,16 @@ export default class SummaryReporter implements Reporter {
           n.failures.push({ file, name: t.fullName, error: errorHead(r.errors[0]) });
         } else n.skipped++;
       }
-      // errors outside any test: a failed beforeAll or afterAll, or a file that did not load
-      for (const s of [m, ...m.children.allSuites()])
-        for (const e of s.errors())
+      // Errors outside any test: a failed beforeAll or afterAll (its suite's tests are then reported skipped), or a
+      // file that did not load. Each such suite counts as one failure, so the closing line agrees with the list.
+      let failedSuites = 0;
+      for (const s of [m, ...m.children.allSuites()]) {
+        const errors = s.errors();
+        if (errors.length > 0) failedSuites++;
+        for (const e of errors)
           n.failures.push({ file, name: s.type === 'module' ? '(the file)' : s.fullName, error: errorHead(e) });
-      if (m.state() === 'failed' && m.children.size === 0) n.failed++;
+      }
+      n.failed += failedSuites || (m.state() === 'failed' && m.children.size === 0 ? 1 : 0);
     }
     if (modules.some((m) => m.moduleId.includes(SECURITY_DIR))) {
       process.stdout.write(`\nhostile-tenant suite: ${countLine(tallyAttempts(this.attemptsDir))}`);
