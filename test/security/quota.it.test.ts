@@ -164,7 +164,8 @@ describe('hostile tenant against its quotas and the shared storage', () => {
         const rq = await eventually(() => t.client.get(R.resourcequotas, sns, QUOTA_OBJECT_NAME), 60_000);
         expect((rq as { spec?: unknown }).spec).toEqual({ hard: quota.resourceQuota });
         expect(rq.metadata?.labels?.[LABEL.cluster]).toBe(tenantA.key);
-        const lr = await t.client.get(R.limitranges, sns, QUOTA_OBJECT_NAME);
+        // the ResourceQuota is written before the LimitRange: the second may come a moment after the first is seen
+        const lr = await eventually(() => t.client.get(R.limitranges, sns, QUOTA_OBJECT_NAME), 60_000);
         expect((lr as { spec?: { limits?: unknown } }).spec?.limits).toEqual(quota.limitRange);
       }
       for (const n of names.slice(2)) await create(n);
