@@ -158,10 +158,16 @@ export class SleepControl {
     this.wakes.set(root, kept);
   }
 
+  /** newDeferral reports whether the deferral until untilMs of the tenant at root is not told yet, and marks it told. */
+  private newDeferral(root: string, untilMs: number): boolean {
+    if (this.deferralTold.get(root) === untilMs) return false;
+    this.deferralTold.set(root, untilMs);
+    return true;
+  }
+
   /** tellDeferred records the SleepDeferred event of a tenant kept awake until untilMs, once per deferral. */
   private async tellDeferred(vc: VirtualCluster, root: string, message: string, untilMs: number): Promise<void> {
-    if (this.deferralTold.get(root) === untilMs) return;
-    this.deferralTold.set(root, untilMs);
+    if (!this.newDeferral(root, untilMs)) return;
     log.info({ vc: objectKey(vc), until: new Date(untilMs).toISOString() }, 'kept awake: woken too often');
     await this.o.events
       .record(vc, 'Warning', SLEEP_DEFERRED, message)
@@ -234,8 +240,7 @@ export class SleepControl {
       // A request from git or by hand is bounded as idleness is: else a definition re-applied after every wake would
       // cycle the tenant through sleeps and wakes as fast as its clients connect.
       await this.request(vc, null);
-      if (this.deferralTold.get(root) === until) return CONTINUE;
-      this.deferralTold.set(root, until);
+      if (!this.newDeferral(root, until)) return CONTINUE;
       const message = sleepDeferredMessage(maxWakesPerHour, until, true);
       return { events: [{ type: 'Warning', reason: SLEEP_DEFERRED, message }] };
     }

@@ -75,6 +75,8 @@ export class SourcePoller {
   private started = false;
   /** set by stop: a poll waiting for its turn then does not run */
   private stopped = false;
+  /** the poll waiting for its turn (after): stop cancels its timer and settles it at once */
+  private waiting: { handle: TimerHandle; fire: () => void } | null = null;
   private last: { revision: string; digest: string } | null = null;
   private lastAttempt: { revision: string; failed: boolean } | null = null;
   private pollCount = 0;
@@ -119,6 +121,11 @@ export class SourcePoller {
     this.started = false;
     this.stopped = true;
     this.clearTimer();
+    // A poll waiting for its turn would otherwise hold the process until its timer fires, only to do nothing.
+    if (this.waiting) {
+      this.clock.clearTimer(this.waiting.handle);
+      this.waiting.fire();
+    }
   }
 
   /** suspend stops polling (interval and triggers) until resume. */
@@ -167,7 +174,13 @@ export class SourcePoller {
 
   /** after runs the queued poll in `ms`, unless the poller was stopped meanwhile. */
   private after(ms: number): Promise<PollOutcome> {
-    return new Promise<void>((resolve) => this.clock.setTimer(resolve, ms)).then(() => {
+    return new Promise<void>((resolve) => {
+      const fire = () => {
+        this.waiting = null;
+        resolve();
+      };
+      this.waiting = { handle: this.clock.setTimer(fire, ms), fire };
+    }).then(() => {
       if (this.stopped) {
         this.queued = null;
         return 'suspended' as const;
