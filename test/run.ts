@@ -13,10 +13,13 @@ import { failureLines, readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from '.
 
 /**
  * run.ts is `npm test`: the checks in the order of their cost, stopping at the first step that fails, so a type error
- * or a failing unit test is reported in minutes, before the Go toolchain is built. The steps:
+ * or a failing unit test is reported in minutes, without waiting for the Go toolchain to be built. The steps:
  *   typecheck, lint, format   together (no server, no build; each one's output printed when it ends)
  *   unit tests                no server, no Go build
- *   toolchain, build          together: the Kubernetes binaries (or their cache) and dist/ (which `vc` runs)
+ *   toolchain, build          together: the Kubernetes binaries (or their cache) and dist/ (which `vc` runs); the
+ *                             toolchain's build starts with the first step, beside the checks, its progress lines
+ *                             prefixed `[toolchain]` as they come (on a fresh machine it takes most of an hour's
+ *                             budget, and the unit tests keep only a quarter of the cores busy); a failed check stops it
  *   integration, realnode,    together, three vitest runs: simulated-node files two at a time beside the real-node
  *   waits                     files one at a time, and beside both the few long files that mostly wait out timers of
  *                             their own (vitest.config.ts) one at a time (their lines prefixed with the stage's name as
@@ -51,6 +54,12 @@ interface Stage {
    * the user's cache, which outlives node_modules (`npm ci` in a fresh clone) and which no run beside it overwrites
    */
   vitest?: boolean;
+  /**
+   * start it with the run's first step rather than with its own (whose end still waits for it), streamed: a stage
+   * that needs no check to pass first and on a fresh machine takes long (the Go builds) runs beside the checks, and
+   * a step that fails before its own stops it
+   */
+  early?: boolean;
 }
 
 /** vitestCacheDir is where the vitest run of a stage keeps its results (vitest.config.ts reads VITEST_CACHE_ENV). */
@@ -108,7 +117,7 @@ const STEPS: Stage[][] = [
   // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the
   // test runs below do not build it at the same time.
   [
-    { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'] },
+    { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'], stream: true, early: true },
     { name: 'build', cmd: 'npm', args: ['run', '--silent', 'build'] },
   ],
   [
@@ -138,13 +147,27 @@ interface StageResult {
  * runStage runs one stage. Alone in its step, it writes to this terminal as it goes; beside others, its output is
  * collected and printed in one piece when it ends, so that the stages' lines do not interleave.
  */
-function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean): Promise<StageResult> {
+function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean, stop?: AbortSignal): Promise<StageResult> {
   const header = `\n== ${s.name}: ${[s.cmd, ...s.args].join(' ')}\n`;
   const streamed = !alone && s.stream === true;
   if (alone || streamed) process.stdout.write(header);
   const start = Date.now();
   const stageEnv = s.vitest ? { ...env, [VITEST_CACHE_ENV]: vitestCacheDir(s.name) } : env;
-  const child = spawn(s.cmd, s.args, { cwd: fromPackageRoot(), env: stageEnv, stdio: alone ? 'inherit' : 'pipe' });
+  // A stage that may be stopped runs in a process group of its own, so that stopping it stops what it started (go).
+  const child = spawn(s.cmd, s.args, {
+    cwd: fromPackageRoot(),
+    env: stageEnv,
+    stdio: alone ? 'inherit' : 'pipe',
+    detached: stop !== undefined,
+  });
+  const kill = () => {
+    try {
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // the group has ended already
+    }
+  };
+  stop?.addEventListener('abort', kill, { once: true });
   const out: Buffer[] = [];
   const prefixed = streamed ? new LinePrefixer(`[${s.name}] `) : undefined;
   const take = (b: Buffer) => (prefixed ? process.stdout.write(prefixed.push(b.toString())) : out.push(b));
@@ -152,6 +175,7 @@ function runStage(s: Stage, env: NodeJS.ProcessEnv, alone: boolean): Promise<Sta
   child.stderr?.on('data', take);
   return new Promise((resolve) => {
     const done = (failure: string | undefined) => {
+      stop?.removeEventListener('abort', kill);
       const seconds = Math.round((Date.now() - start) / 1000);
       if (prefixed) process.stdout.write(prefixed.end() + `(${s.name}: ${seconds} s)\n`);
       else if (!alone) process.stdout.write(header + Buffer.concat(out).toString() + `(${s.name}: ${seconds} s)\n`);
@@ -187,20 +211,41 @@ async function main(): Promise<number> {
   mkdirSync(CACHE, { recursive: true });
   mkdirSync(USER_CACHE, { recursive: true });
   const started = Date.now();
+  // The early stages start now, beside the first step; Ctrl-C or a failed step before theirs stops them (they run in
+  // process groups of their own, which the terminal's signal does not reach).
+  const stopEarly = new AbortController();
+  const early = new Map(
+    steps
+      .flat()
+      .filter((s) => s.early)
+      .map((s) => [s.name, runStage(s, env, false, stopEarly.signal)] as const),
+  );
+  const interrupted = (signal: NodeJS.Signals) => {
+    stopEarly.abort();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   const times: string[] = [];
   const busy: string[] = [];
   const failed: string[] = [];
+  /** failed stages that are not vitest runs (typecheck, lint, format, toolchain, build), and the vitest runs that failed */
+  let otherFailures = 0;
+  let vitestFailures = 0;
   try {
     for (const step of steps) {
       // A test run after the build step finds dist/ current and does not build it again (test/build-dist.ts).
       if (step.some((s) => s.name === 'build')) env[DIST_BUILT_ENV] = '1';
       const cpuBefore = cpuTimes();
-      const results = await Promise.all(step.map((s) => runStage(s, env, step.length === 1)));
+      const results = await Promise.all(step.map((s) => early.get(s.name) ?? runStage(s, env, step.length === 1)));
       const line = busyLine(step.map((s) => s.name).join(', '), cpuBefore, cpuTimes());
       if (line) busy.push(line);
       for (const r of results) {
         times.push(`${r.name} ${r.seconds} s`);
-        if (r.failure) failed.push(`${r.name} (${r.failure})`);
+        if (!r.failure) continue;
+        failed.push(`${r.name} (${r.failure})`);
+        if (step.find((st) => st.name === r.name)?.vitest) vitestFailures++;
+        else otherFailures++;
       }
       if (failed.length) break;
     }
@@ -223,14 +268,16 @@ async function main(): Promise<number> {
     // The failures come last, just above the closing line: a CI system that shows only a long log's end shows them.
     for (const l of failureLines(totals.failures)) process.stdout.write(`${l}\n`);
     if (failed.length) process.stdout.write(`stopped at: ${failed.join(', ')}\n`);
-    // A failed stage that is not a test run (typecheck, lint, format, toolchain) counts as one failure, so the closing
-    // line never reads as a clean run when the run stopped early.
-    const stageFailures = failed.filter((f) => !/^(unit|integration|realnode) /.test(f)).length;
+    // A failed stage that is not a test run (typecheck, lint, format, toolchain) counts as one failure, and so does a
+    // failed test run whose tests all passed (vitest itself failed), so the closing line never reads as a clean run
+    // when the run stopped early; a test run's own failed tests are counted once, by its reporter.
+    const stageFailures = otherFailures + (totals.failed === 0 ? vitestFailures : 0);
     process.stdout.write(
       `\ntests: ${totals.passed} passed, ${totals.failed + stageFailures} failed, ${totals.skipped} skipped\n`,
     );
     return failed.length ? 1 : 0;
   } finally {
+    stopEarly.abort();
     rmSync(totalsDir, { recursive: true, force: true });
   }
 }
