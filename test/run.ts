@@ -17,9 +17,9 @@ import { failureLines, readRunTotals, TOTALS_DIR_ENV, VITEST_CACHE_ENV } from '.
  *   typecheck, lint, format   together (no server, no build; each one's output printed when it ends)
  *   unit tests                no server, no Go build
  *   toolchain, build          together: the Kubernetes binaries (or their cache) and dist/ (which `vc` runs); the
- *                             toolchain's build starts with the first step, beside the checks, its progress lines
- *                             prefixed `[toolchain]` as they come (on a fresh machine it takes most of an hour's
- *                             budget, and the unit tests keep only a quarter of the cores busy); a failed check stops it
+ *                             toolchain's build starts with the unit tests, its progress lines prefixed `[toolchain]`
+ *                             as they come (on a fresh machine it takes most of an hour's budget, and the unit tests
+ *                             keep a quarter of the cores busy, the static checks all of them); failed tests stop it
  *   integration, realnode,    together, three vitest runs: simulated-node files two at a time beside the real-node
  *   waits                     files one at a time, and beside both the few long files that mostly wait out timers of
  *                             their own (vitest.config.ts) one at a time (their lines prefixed with the stage's name as
@@ -55,11 +55,11 @@ interface Stage {
    */
   vitest?: boolean;
   /**
-   * start it with the run's first step rather than with its own (whose end still waits for it), streamed: a stage
-   * that needs no check to pass first and on a fresh machine takes long (the Go builds) runs beside the checks, and
-   * a step that fails before its own stops it
+   * start it with the step of this earlier stage rather than with its own (whose end still waits for it), streamed:
+   * a stage that on a fresh machine takes long (the Go builds) runs beside a step that leaves the cores idle, and a
+   * step that fails before its own stops it
    */
-  early?: boolean;
+  startsWith?: string;
 }
 
 /** vitestCacheDir is where the vitest run of a stage keeps its results (vitest.config.ts reads VITEST_CACHE_ENV). */
@@ -117,7 +117,7 @@ const STEPS: Stage[][] = [
   // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the
   // test runs below do not build it at the same time.
   [
-    { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'], stream: true, early: true },
+    { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'], stream: true, startsWith: 'unit' },
     { name: 'build', cmd: 'npm', args: ['run', '--silent', 'build'] },
   ],
   [
@@ -211,15 +211,10 @@ async function main(): Promise<number> {
   mkdirSync(CACHE, { recursive: true });
   mkdirSync(USER_CACHE, { recursive: true });
   const started = Date.now();
-  // The early stages start now, beside the first step; Ctrl-C or a failed step before theirs stops them (they run in
-  // process groups of their own, which the terminal's signal does not reach).
+  // A stage that starts with an earlier step (startsWith) runs in a process group of its own, which the terminal's
+  // signal does not reach: Ctrl-C, or a failed step before its own, stops it.
   const stopEarly = new AbortController();
-  const early = new Map(
-    steps
-      .flat()
-      .filter((s) => s.early)
-      .map((s) => [s.name, runStage(s, env, false, stopEarly.signal)] as const),
-  );
+  const early = new Map<string, Promise<StageResult>>();
   const interrupted = (signal: NodeJS.Signals) => {
     stopEarly.abort();
     process.exit(signal === 'SIGINT' ? 130 : 143);
@@ -236,6 +231,10 @@ async function main(): Promise<number> {
     for (const step of steps) {
       // A test run after the build step finds dist/ current and does not build it again (test/build-dist.ts).
       if (step.some((s) => s.name === 'build')) env[DIST_BUILT_ENV] = '1';
+      const names = new Set(step.map((s) => s.name));
+      for (const later of steps.flat())
+        if (later.startsWith && names.has(later.startsWith) && !early.has(later.name))
+          early.set(later.name, runStage(later, env, false, stopEarly.signal));
       const cpuBefore = cpuTimes();
       const results = await Promise.all(step.map((s) => early.get(s.name) ?? runStage(s, env, step.length === 1)));
       const line = busyLine(step.map((s) => s.name).join(', '), cpuBefore, cpuTimes());
