@@ -117,7 +117,13 @@ const STEPS: Stage[][] = [
   // dist/ is built here, once, rather than by each vitest run's global setup (test/build-dist.ts), so that the
   // test runs below do not build it at the same time.
   [
-    { name: 'toolchain', cmd: 'npx', args: [...TSX, 'toolchain', 'build'], stream: true, startsWith: 'unit' },
+    {
+      name: 'toolchain',
+      cmd: 'npx',
+      args: [...TSX, 'toolchain', 'build', '--extras'],
+      stream: true,
+      startsWith: 'unit',
+    },
     { name: 'build', cmd: 'npm', args: ['run', '--silent', 'build'] },
   ],
   [

@@ -43,17 +43,29 @@ toolchain
     'build only kube-apiserver and kube-controller-manager of the older pinned Kubernetes minor (kubernetesPrevious), ' +
       'which tenants on that version and the upgrade tests run',
   )
-  .action(async (o: { node?: boolean; previous?: boolean }) => {
+  .option(
+    '--extras',
+    'also what `vc up` and the tests build on first use: metrics-server, etcdutl (restores) and the OCI registry',
+  )
+  .action(async (o: { node?: boolean; previous?: boolean; extras?: boolean }) => {
     if (o.previous) {
       const { ensureKubernetesMinor } = await import('../../toolchain/minors.ts');
       return void process.stdout.write(`${await ensureKubernetesMinor()}\n`);
     }
     const { ensureToolchain } = await import('../../toolchain/toolchain.ts');
     if (o.node !== true) process.stdout.write(`${await ensureToolchain()}\n`);
-    if (o.node === false || (o.node === undefined && process.env.VC_REAL_NODES === '0')) return;
-    const { setupNodeToolchain } = await import('../../toolchain/setup.ts');
-    const dir = await setupNodeToolchain({ force: o.node === true });
-    if (dir) process.stdout.write(`${dir}\n`);
+    if (o.node !== false && (o.node !== undefined || process.env.VC_REAL_NODES !== '0')) {
+      const { setupNodeToolchain } = await import('../../toolchain/setup.ts');
+      const dir = await setupNodeToolchain({ force: o.node === true });
+      if (dir) process.stdout.write(`${dir}\n`);
+    }
+    if (!o.extras) return;
+    const { ensureMetricsServer } = await import('../../toolchain/metricsserver.ts');
+    const { ensureEtcdutl } = await import('../../toolchain/etcdutl.ts');
+    const { ensureRegistryToolchain } = await import('../../toolchain/registry.ts');
+    // One after another: each Go build takes both cores.
+    for (const build of [ensureMetricsServer, ensureEtcdutl, ensureRegistryToolchain])
+      process.stdout.write(`${await build()}\n`);
   });
 toolchain
   .command('path')
