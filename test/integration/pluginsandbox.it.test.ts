@@ -100,7 +100,10 @@ describe('a sandboxed plugin on the real syncer', () => {
         syncer: { workers: 4, patrolIntervalSeconds: 0 },
         plugins: {
           sandboxed: [FIXTURE, join(dir, 'hostile')],
-          sandbox: { cpuMillis: 100, memoryMiB: 32, maxFailures: 12 },
+          // The allocating case must reach its memory budget before its CPU budget: filling 32 MiB of Buffers took
+          // 250-280 ms of CPU at load average 40 (and was stopped for cpu at 100 ms), a few tens on an idle host; the
+          // wall budget leaves the looping case time to use its CPU on a busy host.
+          sandbox: { cpuMillis: 500, memoryMiB: 32, wallMillis: 10_000, maxFailures: 12 },
         },
         tenants: list,
       }),
