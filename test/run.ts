@@ -245,13 +245,13 @@ async function main(): Promise<number> {
       const results = await Promise.all(step.map((s) => early.get(s.name) ?? runStage(s, env, step.length === 1)));
       const line = busyLine(step.map((s) => s.name).join(', '), cpuBefore, cpuTimes());
       if (line) busy.push(line);
-      for (const r of results) {
+      results.forEach((r, i) => {
         times.push(`${r.name} ${r.seconds} s`);
-        if (!r.failure) continue;
+        if (!r.failure) return;
         failed.push(`${r.name} (${r.failure})`);
-        if (step.find((st) => st.name === r.name)?.vitest) vitestFailures++;
+        if (step[i]!.vitest) vitestFailures++;
         else otherFailures++;
-      }
+      });
       if (failed.length) break;
     }
     const totals = readRunTotals(totalsDir);
