@@ -117,6 +117,22 @@ const patchContentType: Record<PatchType, string> = {
 };
 
 /**
+ * IDLE_SOCKET_MS is how long a kept-alive connection may sit unused before the client closes it: well inside the 90 s
+ * after which kube-apiserver closes an idle one, so a request is not written onto a connection the server is closing
+ * at that moment (the request fails with 'socket hang up'), even when this process's event loop runs late.
+ */
+const IDLE_SOCKET_MS = 30_000;
+
+/** SAFE are the methods sent once more when a kept-alive connection turns out closed (see send). */
+const SAFE = new Set(['GET', 'HEAD']);
+
+/** keepAliveAgent pools connections to server, closing those idle for IDLE_SOCKET_MS (a request in flight is not bound). */
+function keepAliveAgent(server: URL, opts: https.AgentOptions): http.Agent {
+  const o = { ...opts, keepAlive: true, timeout: IDLE_SOCKET_MS };
+  return server.protocol === 'https:' ? new https.Agent(o) : new http.Agent(o);
+}
+
+/**
  * KubeClient is a small dynamic client over one apiserver: every verb for any resource, and streaming watches.
  * It keeps connections alive through one agent for requests; watches get connections of their own (see watchAgent).
  * Every request asks the client's credential source for its credentials (cached, re-read or re-run as they change:
@@ -142,10 +158,7 @@ export class KubeClient {
     private readonly credentials: CredentialSource,
   ) {
     const tlsOpts = pickTls(tls);
-    this.watchAgent =
-      server.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true, ...tlsOpts })
-        : new http.Agent({ keepAlive: true, ...tlsOpts });
+    this.watchAgent = keepAliveAgent(server, tlsOpts);
   }
 
   /**
@@ -163,8 +176,7 @@ export class KubeClient {
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     const { tls, credentials } = await platformAuth(kc, hints);
     const server = new URL(cluster.server);
-    const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) };
-    const agent = server.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+    const agent = keepAliveAgent(server, { maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
     return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs), credentials);
   }
 
@@ -225,8 +237,9 @@ export class KubeClient {
     if (k.tlsServerName) tls.servername = k.tlsServerName;
     // Only what the parser accepted, inline and fixed: nothing here is read again or run.
     const source = credentials ?? staticSource(k.token ? { authorization: `Bearer ${k.token}` } : {});
-    const agent = new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
-    return new KubeClient(new URL(k.server), tls, agent, kc, checkTimeout(opts.timeoutMs), source);
+    const server = new URL(k.server);
+    const agent = keepAliveAgent(server, { maxSockets: opts.maxSockets ?? 64, ...pickTls(tls) });
+    return new KubeClient(server, tls, agent, kc, checkTimeout(opts.timeoutMs), source);
   }
 
   /**
@@ -360,6 +373,7 @@ export class KubeClient {
     auth: Auth,
     agent: http.Agent | undefined,
     countAs: string,
+    retried = false,
   ): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {}))
@@ -386,7 +400,13 @@ export class KubeClient {
           resolve(res);
         },
       );
-      req.on('error', (e) => {
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        // A kept-alive connection the server closed just as this request went out on it: a read goes once more on a
+        // new connection, as Go's transport does; a write may have been read, so its caller sees the error.
+        if (!retried && req.reusedSocket && e.code === 'ECONNRESET' && SAFE.has(method) && !opts.signal?.aborted) {
+          resolve(this.send(method, path, opts, auth, agent, countAs, true));
+          return;
+        }
         countAnswer(countAs, undefined);
         reject(e);
       });
