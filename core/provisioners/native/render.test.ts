@@ -11,6 +11,7 @@ import {
   KUBE_DIR,
   NATIVE_SECRETS,
   nativePKIOptions,
+  PROBE_TIMEOUT_S,
   renderNative,
   resourceFor,
   type ClusterVersion,
@@ -40,8 +41,13 @@ interface Container {
   command: string[];
   args: string[];
   volumeMounts: Array<{ name: string; mountPath: string }>;
-  readinessProbe?: { httpGet: { path: string; port: number; scheme: string } };
-  livenessProbe?: { httpGet: { path: string; port: number; scheme: string } };
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  startupProbe?: Probe;
+}
+interface Probe {
+  httpGet: { path: string; port: number; scheme: string };
+  timeoutSeconds?: number;
 }
 interface StatefulSet extends KubeObject {
   spec: {
@@ -271,6 +277,10 @@ describe('renderNative', () => {
     const kcm = container(objs, 'controller-manager');
     expect(kcm.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 10257, scheme: 'HTTPS' });
     expect(kcm.readinessProbe?.httpGet).toEqual({ path: '/healthz', port: 10257, scheme: 'HTTPS' });
+    // a busy node's slow answer does not take a component out of its Service
+    for (const c of ['etcd', 'apiserver', 'controller-manager'].map((n) => container(objs, n)))
+      for (const p of [c.readinessProbe, c.livenessProbe, c.startupProbe])
+        expect(p?.timeoutSeconds, `${c.name}`).toBe(PROBE_TIMEOUT_S);
   });
 
   it('takes images, replicas, service type and storage size from the ClusterVersion, with defaults', () => {

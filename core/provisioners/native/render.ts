@@ -67,6 +67,9 @@ export const APISERVER_RELOADED: ReadonlySet<string> = new Set([
   PATHS.kubeletClientKey,
 ]);
 
+/** PROBE_TIMEOUT_S is how long each control-plane probe may take to answer (see renderNative). */
+export const PROBE_TIMEOUT_S = 15;
+
 /**
  * renderNative renders a tenant control plane as objects for the super cluster, all in the root namespace: the
  * Namespace; Secrets with the PKI and the admin and controller-manager kubeconfigs (server apiserverURL); etcd
@@ -133,8 +136,16 @@ export function renderNative(input: NativeInput): KubeObject[] {
     placement: input.placement,
   };
   const k8sImage = (name: string): string => `registry.k8s.io/${name}:${cv.spec.kubernetesVersion}`;
-  const httpsProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTPS' } });
-  const httpProbe = (path: string, port: number) => ({ httpGet: { path, port, scheme: 'HTTP' } });
+  // Every probe may take PROBE_TIMEOUT_S to answer (kubeadm's choice for its static control-plane Pods): with the
+  // default of 1 s, a busy node's slow answers take every apiserver of a tenant out of its Service at once.
+  const httpsProbe = (path: string, port: number) => ({
+    httpGet: { path, port, scheme: 'HTTPS' },
+    timeoutSeconds: PROBE_TIMEOUT_S,
+  });
+  const httpProbe = (path: string, port: number) => ({
+    httpGet: { path, port, scheme: 'HTTP' },
+    timeoutSeconds: PROBE_TIMEOUT_S,
+  });
 
   return [
     rootNamespaceObject(vc.metadata ?? {}, root),
