@@ -210,8 +210,14 @@ describe('vc CLI against a manager on a real super cluster', () => {
     });
 
   it('waits, saying so, for a VirtualCluster still being provisioned before running the command', async () => {
+    // No controller runs when the command starts, so the tenant is certainly not Running yet (on a busy host a running
+    // controller could provision it before the command's first read); a new controller provisions it meanwhile.
+    await controller.stop();
     await createLocal('late');
-    const e = await vc(['exec', 'late', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    const running = vc(['exec', 'late', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    controller = makeController();
+    await controller.start();
+    const e = await running;
     expect(e.code, e.stderr).toBe(0);
     expect(e.stderr).toMatch(/default\/late (Pending|Provisioning)/);
     expect(e.stdout.trim()).toBe('namespace/default');
