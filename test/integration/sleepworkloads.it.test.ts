@@ -168,8 +168,11 @@ describe("a sleeping tenant's super workloads, per its policy's sleep.workloads"
     await phase('thrifty', 'Sleeping');
     expect(local.controlPlane(root)).toBeUndefined();
     await eventually(async () => expect(await superPods(root)).toEqual([]), 60_000);
-    const scaled = (await events('thrifty')).find((e) => e.reason === SCALED_TO_ZERO);
-    expect(scaled?.message).toContain('1 Pod of this tenant deleted from the super cluster');
+    // the event is recorded after the deletions it reports, so it may come a moment after the Pods are gone
+    await eventually(async () => {
+      const scaled = (await events('thrifty')).find((e) => e.reason === SCALED_TO_ZERO);
+      expect(scaled?.message).toContain('1 Pod of this tenant deleted from the super cluster');
+    }, 30_000);
 
     // A user's first request through the front door wakes it and is answered: the Deployment is still there.
     expect(await kubectl(vc, ['get', 'deployments', '-o', 'name'])).toContain('deployment.apps/web');
