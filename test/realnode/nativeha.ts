@@ -69,6 +69,8 @@ export function nativeHaSuite(shared: () => SharedNode): void {
       (await c.list<Pod>(R.pods, { namespace: root, labelSelector: `tenancy.x-k8s.io/component=${component}` })).items;
     const ready = (p: Pod) => p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready === true;
     const node = () => e.superCluster.realNodes[0]!.name;
+    const cordon = (unschedulable: boolean) =>
+      c.patch(R.nodes, undefined, node(), { spec: { unschedulable } }, 'merge');
 
     beforeAll(async () => {
       ({ e, c, dir } = shared());
@@ -99,7 +101,7 @@ export function nativeHaSuite(shared: () => SharedNode): void {
 
     afterAll(async () => {
       // whatever happened, the node takes Pods again for the tests after these
-      if (e) await c.patch(R.nodes, undefined, node(), { spec: { unschedulable: false } }, 'merge').catch(() => {});
+      if (e) await cordon(false).catch(() => {});
     });
 
     it('refuses five members where the policy allows three, naming the field', async () => {
@@ -184,7 +186,11 @@ export function nativeHaSuite(shared: () => SharedNode): void {
     it('keeps serving reads and writes with one etcd member and one apiserver gone, and takes them back', async (ctx) => {
       if (!kubeconfig) ctx.skip();
       // Cordoned, the node takes no replacement: the two stay gone until it is uncordoned.
-      await c.patch(R.nodes, undefined, node(), { spec: { unschedulable: true } }, 'merge');
+      await cordon(true);
+      // a failure below leaves the node taking Pods again, so the cases after this one see the tenant whole
+      ctx.onTestFailed(async () => {
+        await cordon(false);
+      });
       const leader = await (async () => {
         for (const p of await pods('etcd'))
           if ((await metric(p.status!.podIP!, 'etcd_server_is_leader')) === 1) return p;
@@ -230,11 +236,7 @@ export function nativeHaSuite(shared: () => SharedNode): void {
         },
         60_000,
         1000,
-      ).catch(async (err: unknown) => {
-        // the node takes Pods again, so the cases after this one see the tenant whole
-        await c.patch(R.nodes, undefined, node(), { spec: { unschedulable: false } }, 'merge');
-        throw err;
-      });
+      );
       expect(during).toEqual(expect.arrayContaining(['configmap/before', 'configmap/during']));
       const survivors = (await pods('etcd')).filter(ready);
       expect(survivors.map((p) => p.metadata!.name).sort()).toEqual(
@@ -244,7 +246,7 @@ export function nativeHaSuite(shared: () => SharedNode): void {
       const probesWhileLost = probes;
       const failuresWhileLost = failures;
 
-      await c.patch(R.nodes, undefined, node(), { spec: { unschedulable: false } }, 'merge');
+      await cordon(false);
       await eventually(
         async () => {
           expect((await pods('etcd')).filter(ready)).toHaveLength(3);

@@ -138,14 +138,11 @@ export function renderNative(input: NativeInput): KubeObject[] {
   const k8sImage = (name: string): string => `registry.k8s.io/${name}:${cv.spec.kubernetesVersion}`;
   // Every probe may take PROBE_TIMEOUT_S to answer (kubeadm's choice for its static control-plane Pods): with the
   // default of 1 s, a busy node's slow answers take every apiserver of a tenant out of its Service at once.
-  const httpsProbe = (path: string, port: number) => ({
-    httpGet: { path, port, scheme: 'HTTPS' },
+  const httpProbe = (path: string, port: number, scheme = 'HTTP') => ({
+    httpGet: { path, port, scheme },
     timeoutSeconds: PROBE_TIMEOUT_S,
   });
-  const httpProbe = (path: string, port: number) => ({
-    httpGet: { path, port, scheme: 'HTTP' },
-    timeoutSeconds: PROBE_TIMEOUT_S,
-  });
+  const httpsProbe = (path: string, port: number) => httpProbe(path, port, 'HTTPS');
 
   return [
     rootNamespaceObject(vc.metadata ?? {}, root),
