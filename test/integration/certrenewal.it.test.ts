@@ -193,8 +193,11 @@ describe.concurrent('certificates renewed while their holders run, with two-minu
       metadata: { name: 'after-expiry', namespace: 'default' },
       spec: { nodeName: t.sc.cluster.kwokNodeNames[0], containers: [{ name: 'c', image: 'nginx' }] },
     });
-    const seen = await nodesAgent.superView.pod('default', 'after-expiry');
-    expect(seen?.metadata?.name).toBe('after-expiry');
+    // The apiserver's Node authorizer learns of the Pod from its own watch: until then it answers 403, read as absent.
+    await eventually(async () => {
+      const seen = await nodesAgent.superView.pod('default', 'after-expiry');
+      expect(seen?.metadata?.name).toBe('after-expiry');
+    }, 30_000);
   }, 300_000);
 
   it("the vn-agent program presents a renewed serving certificate of the same issuer past the first one's expiry, with no restart", async ({
