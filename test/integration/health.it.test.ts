@@ -193,15 +193,23 @@ describe('tenant health on a real local control plane', () => {
       expect(await metric('vc_tenant_component_healthy', 'kube-apiserver')).toBe(1);
       expect(await metric('vc_tenant_component_restarts', 'kube-apiserver')).toBe(1);
     });
-    const ev = await events();
-    const down = ev.filter((e) => e.type === 'Warning' && e.message?.startsWith('kube-apiserver: '));
-    expect(down.length, JSON.stringify(ev.map((e) => [e.reason, e.message]))).toBeGreaterThan(0);
-    expect(ev.some((e) => e.reason === 'Recovered')).toBe(true);
-    expect(
-      ev.some(
-        (e) => e.reason === 'ComponentRestarted' && e.message?.startsWith('kube-apiserver died and was restarted'),
-      ),
-    ).toBe(true);
+    // The events are recorded after the status they describe is written, so they are read until they are there.
+    await eventually(async () => {
+      const ev = await events();
+      const seen = JSON.stringify(ev.map((e) => [e.reason, e.message]));
+      const down = ev.filter((e) => e.type === 'Warning' && e.message?.startsWith('kube-apiserver: '));
+      expect(down.length, seen).toBeGreaterThan(0);
+      expect(
+        ev.some((e) => e.reason === 'Recovered'),
+        seen,
+      ).toBe(true);
+      expect(
+        ev.some(
+          (e) => e.reason === 'ComponentRestarted' && e.message?.startsWith('kube-apiserver died and was restarted'),
+        ),
+        seen,
+      ).toBe(true);
+    });
   });
 
   it('a killed etcd: Degraded naming etcd (not the apiserver that fails with it), restarted, Running again', async () => {
