@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -30,6 +30,33 @@ async function vc(
     const x = e as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof x.code === 'number' ? x.code : 1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
   }
+}
+
+/**
+ * vcSaying runs the CLI as vc does and also tells when its standard error first matches `said`: a test starts what the
+ * command waits for only once the command has said that it waits (its process takes seconds to start on a busy host).
+ */
+function vcSaying(
+  args: string[],
+  said: RegExp,
+): { said: Promise<void>; done: Promise<{ code: number; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [vcBin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+  let stdout = '';
+  let stderr = '';
+  let saw: () => void = () => {};
+  const saidP = new Promise<void>((resolve) => (saw = resolve));
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    if (said.test(stderr)) saw();
+  });
+  const done = new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => {
+      saw();
+      resolve({ code: code ?? 1, stdout, stderr });
+    }),
+  );
+  return { said: saidP, done };
 }
 
 describe('vc CLI against a manager on a real super cluster', () => {
@@ -214,10 +241,16 @@ describe('vc CLI against a manager on a real super cluster', () => {
     // controller could provision it before the command's first read); a new controller provisions it meanwhile.
     await controller.stop();
     await createLocal('late');
-    const running = vc(['exec', 'late', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name']);
+    const running = vcSaying(
+      ['exec', 'late', ...kc, '--', 'kubectl', 'get', 'namespace', 'default', '-o', 'name'],
+      /default\/late (Pending|Provisioning)/,
+    );
+    // The controller starts once the command has read the tenant not yet Running and said so (ci62: started while
+    // the command's process was still starting on a busy host, it provisioned the tenant before the first read).
+    await running.said;
     controller = makeController();
     await controller.start();
-    const e = await running;
+    const e = await running.done;
     expect(e.code, e.stderr).toBe(0);
     expect(e.stderr).toMatch(/default\/late (Pending|Provisioning)/);
     expect(e.stdout.trim()).toBe('namespace/default');
@@ -229,10 +262,11 @@ describe('vc CLI against a manager on a real super cluster', () => {
     await controller.stop();
     await createLocal('later');
     const now = await vc(['kubeconfig', 'later', '--wait', '0', ...kc]);
-    const waiting = vc(['kubeconfig', 'later', ...kc]);
+    const waiting = vcSaying(['kubeconfig', 'later', ...kc], /default\/later (Pending|Provisioning)/);
+    await waiting.said;
     controller = makeController();
     await controller.start();
-    const k = await waiting;
+    const k = await waiting.done;
     expect(now.code).toBe(1);
     expect(now.stderr).toMatch(/VirtualCluster default\/later has no kubeconfig yet \(phase (Pending|Provisioning)\)/);
     expect(k.code, k.stderr).toBe(0);
