@@ -130,6 +130,7 @@ export function nativeHaSuite(shared: () => SharedNode): void {
       await c.delete(R.virtualclusters, 'default', 'five');
     });
 
+    // Its own waits (Running within 300 s, the members ready within 180 s more) bound it, not the default timeout.
     it('comes up Running with three etcd members in one cluster, three apiservers and two controller managers', async () => {
       await c.create(R.virtualclusters, {
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
@@ -181,7 +182,7 @@ export function nativeHaSuite(shared: () => SharedNode): void {
       kubeconfig = join(dir, 'ha.kubeconfig');
       writeFileSync(kubeconfig, kubeconfigText, { mode: 0o600 });
       await kubectl('create', 'configmap', 'before', '--from-literal=k=v');
-    });
+    }, 540_000);
 
     it('keeps serving reads and writes with one etcd member and one apiserver gone, and takes them back', async (ctx) => {
       if (!kubeconfig) ctx.skip();
