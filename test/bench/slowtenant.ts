@@ -25,6 +25,7 @@ import { interleave, measured, repsOf, reportRatios, spread } from './repeat.ts'
 import { deleteAllPods, envCreateRate, envTenantEtcd } from './syncersetup.ts';
 import { LoadProbe, MAIN_THREAD } from './loadprobe.ts';
 import { CpuMeter } from './procstat.ts';
+import { startCpuProfile } from './cpuprofile.ts';
 import { percentile, PodWatch, pool, waitServiceAccount, waitUntil } from './podwatch.ts';
 
 /** The slow tenant's webhook holds each pods/binding and pods/status request this long (the apiserver's maximum). */
@@ -537,8 +538,15 @@ export async function slowTenantBench(): Promise<BenchResult> {
         // while it runs; its whole CPU time is the figure cappedTenantWriterCpuSeconds
         cappedTenantWriter: () => [writerPid],
       });
+      // BENCH_CPU_PROFILE=<file>: a CPU profile of this process's main thread (the syncer's) over this phase
+      const profilePath = process.env.BENCH_CPU_PROFILE;
+      const profile = profilePath ? await startCpuProfile() : undefined;
       const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
       const cpuDuring = cpu.stop();
+      if (profile && profilePath) {
+        await profile.stop(profilePath);
+        log(`CPU profile of the main thread while the capped tenant fills: ${profilePath}`);
+      }
       log(
         `CPU while the capped tenant fills (% of one core): ${JSON.stringify(
           Object.fromEntries(Object.entries(cpuDuring).map(([k, v]) => [k, v.percentOfOneCore])),
