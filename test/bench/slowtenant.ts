@@ -540,11 +540,11 @@ export async function slowTenantBench(): Promise<BenchResult> {
       });
       // BENCH_CPU_PROFILE=<file>: a CPU profile of this process's main thread (the syncer's) over this phase
       const profilePath = process.env.BENCH_CPU_PROFILE;
-      const profile = profilePath ? await startCpuProfile() : undefined;
+      const profile = profilePath ? await startCpuProfile(profilePath) : undefined;
       const during = await phase('capped tenant filling its caps', s0, 'caps', phaseDeadlineMs);
       const cpuDuring = cpu.stop();
-      if (profile && profilePath) {
-        await profile.stop(profilePath);
+      if (profile) {
+        await profile.stop();
         log(`CPU profile of the main thread while the capped tenant fills: ${profilePath}`);
       }
       log(

@@ -14,15 +14,13 @@ import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import type { VcResult } from '../vccli.ts';
 
 const execP = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
 
 /** vc runs the CLI as a user would, returning its exit code and output instead of throwing. */
-async function vc(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
+async function vc(args: string[], env: Record<string, string> = {}): Promise<VcResult> {
   try {
     const r = await execP(process.execPath, [vcBin, ...args], { env: { ...process.env, ...env }, timeout: 180_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -36,10 +34,7 @@ async function vc(
  * vcSaying runs the CLI as vc does and also tells when its standard error first matches `said`: a test starts what the
  * command waits for only once the command has said that it waits (its process takes seconds to start on a busy host).
  */
-function vcSaying(
-  args: string[],
-  said: RegExp,
-): { said: Promise<void>; done: Promise<{ code: number; stdout: string; stderr: string }> } {
+function vcSaying(args: string[], said: RegExp): { said: Promise<void>; done: Promise<VcResult> } {
   const child = spawn(process.execPath, [vcBin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
   let stdout = '';
   let stderr = '';
@@ -50,7 +45,7 @@ function vcSaying(
     stderr += d.toString();
     if (said.test(stderr)) saw();
   });
-  const done = new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+  const done = new Promise<VcResult>((resolve) =>
     child.on('close', (code) => {
       saw();
       resolve({ code: code ?? 1, stdout, stderr });

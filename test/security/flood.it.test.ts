@@ -177,8 +177,8 @@ describe('a tenant flooding the super scheduler', () => {
       }
       // At its whole rate the flood would have its burst and 4 more a second by now (all 14 after the burst in 3.5
       // s); at a quarter of it, about one a second. The loop above takes 3 s on a quiet host and longer on a busy
-      // one (ci62: 14 of them at load average 15, in a case of 11 s), so the bound is of the seconds it took, with four to
-      // spare, and always short of the whole flood.
+      // one (ci62: 14 of them at load average 15, in a case of 11 s), so the bound is of the seconds it took, with
+      // four to spare, and always short of the whole flood.
       const during = await created(floodTenant, 'yield-');
       const seconds = (performance.now() - started) / 1000;
       const quarter = YIELD_RATE.burst + Math.ceil(seconds * YIELD_RATE.perSecond * DEFAULT_YIELD_SHARE) + 4;
