@@ -74,7 +74,8 @@ describe('super clusters registered in the meta cluster', () => {
       expect(state('r2')?.state).toBe('ready');
       expect([...m.registeredSyncers().keys()]).toEqual(['r1', 'r2']);
     }, 30_000);
-    expect((await condition('r2'))?.status).toBe('True');
+    // the condition is written to the Cluster after the registration's state changes in memory
+    await eventually(async () => expect((await condition('r2'))?.status).toBe('True'), 30_000);
     expect(m.superClusters().map((s) => `${s.name}:${s.state}`)).toEqual(['meta:ready', 'r1:ready', 'r2:ready']);
     const nodes = (await (await t.supers[1]!.cp.client()).list(R.nodes)).items.map((n) => n.metadata?.name);
     expect(nodes).toEqual(['r2-node-0']);
@@ -164,7 +165,8 @@ describe('super clusters registered in the meta cluster', () => {
     await eventually(() => expect(m.registeredSyncers().has('r2')).toBe(false), 20_000);
     await t.client.apply(R.secrets, kubeconfigSecret('r2', Buffer.from(good, 'base64').toString('utf8')), 'test');
     await eventually(async () => {
-      expect((await condition('r2'))?.status).toBe('True');
+      // the condition is written to the Cluster after the registration's state changes in memory
+      await eventually(async () => expect((await condition('r2'))?.status).toBe('True'), 30_000);
       expect(state('r2')?.state).toBe('ready');
       expect(m.registeredSyncers().has('r2')).toBe(true);
     }, 20_000);

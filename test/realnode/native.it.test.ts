@@ -34,7 +34,7 @@ import { PATHS } from '../../core/provisioners/native/layout.ts';
 import { fingerprintSha256 } from '../../core/pki/pki.ts';
 import { cidrContains, parseCidr } from '@virtualcluster-ts/plugin-sdk/network';
 import { Attempts } from '../security/attempts.ts';
-import { nativeHaSuite } from './nativeha.ts';
+import { nativeHaSuite, reported } from './nativeha.ts';
 
 const exec = promisify(execFile);
 const vcBin = join(import.meta.dirname, '../../core/programs/cli/vc.mjs');
@@ -401,6 +401,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
     ).rejects.toThrow(/realNodeCertificates: a certificate renewed with 150 s of life left may expire/);
   });
 
+  // Its own waits bound it (Running within 300 s: three containers' starts on a busy host), not the default timeout.
   it('comes up Running from `provisioner: native` with etcd, apiserver and controller manager as real containers', async () => {
     writeFileSync(
       join(work, 'tenants/native.yaml'),
@@ -415,7 +416,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       const v = await c.get<VirtualCluster>(R.virtualclusters, 'default', 'native');
       expect(v.status?.phase, v.status?.message).toBe('Running');
       return v;
-    }, 120_000);
+    }, 300_000).catch(reported(c, 'default', 'native'));
     const runningMs = Date.now() - pushed;
     root = rootNamespace('default', 'native', vc.metadata!.uid!);
 
@@ -450,7 +451,7 @@ describe.skipIf(!!skip)('a native tenant on the real node, from the embedded def
       `native tenant: Running ${runningMs} ms after the push; RSS ${CONTROL_PLANE.map((k) => `${k} ${mb(rss[k]!)}`).join(', ')}\n`,
     );
     expect(existsSync(join(dir, 'state/native', root))).toBe(true);
-  });
+  }, 480_000);
 
   it('gives a kubeconfig that works from this host, at the apiserver Service ClusterIP', async () => {
     const secret = await c.get<KubeObject & { data: Record<string, string> }>(

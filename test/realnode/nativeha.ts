@@ -38,6 +38,71 @@ function metric(podIP: string, name: string): Promise<number> {
   });
 }
 
+interface PodReport extends KubeObject {
+  status?: {
+    phase?: string;
+    containerStatuses?: Array<{
+      name: string;
+      ready?: boolean;
+      restartCount?: number;
+      state?: Record<string, { reason?: string; exitCode?: number }>;
+      lastState?: Record<string, { reason?: string; exitCode?: number }>;
+    }>;
+  };
+}
+
+interface EventReport extends KubeObject {
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  involvedObject?: { name?: string };
+}
+
+/**
+ * controlPlaneReport says what a native tenant's control plane was doing when a wait on it ran out: each Pod of its
+ * root namespace with each container's state, restarts and last termination, then the namespace's latest Warning
+ * events (a startup probe that failed, an OOM kill, an image that did not pull), so a failure on a busy host says why.
+ */
+export async function controlPlaneReport(c: KubeClient, namespace: string, name: string): Promise<string> {
+  try {
+    const vc = await c.get<VirtualCluster>(R.virtualclusters, namespace, name);
+    const root = rootNamespace(namespace, name, vc.metadata!.uid!);
+    const state = (s?: Record<string, { reason?: string; exitCode?: number }>) =>
+      Object.entries(s ?? {})
+        .map(
+          ([k, v]) => `${k}${v.reason ? ` ${v.reason}` : ''}${v.exitCode !== undefined ? ` exit ${v.exitCode}` : ''}`,
+        )
+        .join(',') || '-';
+    const pods = (await c.list<PodReport>(R.pods, { namespace: root })).items.map(
+      (p) =>
+        `  ${p.metadata!.name} ${p.status?.phase ?? '?'}: ` +
+        (p.status?.containerStatuses ?? [])
+          .map(
+            (s) =>
+              `${s.name} ready=${s.ready} restarts=${s.restartCount ?? 0} now ${state(s.state)} last ${state(s.lastState)}`,
+          )
+          .join('; '),
+    );
+    const events = (await c.list<EventReport>(R.events, { namespace: root })).items
+      .filter((ev) => ev.type === 'Warning')
+      .slice(-12)
+      .map((ev) => `  ${ev.involvedObject?.name} ${ev.reason} x${ev.count ?? 1}: ${ev.message?.slice(0, 200)}`);
+    return `Pods of ${root}:\n${pods.join('\n') || '  none'}\nWarning events:\n${events.join('\n') || '  none'}`;
+  } catch (e) {
+    return `(no report of ${namespace}/${name}'s control plane: ${String(e)})`;
+  }
+}
+
+/** reported rethrows a failed wait on a native tenant with controlPlaneReport appended to its message. */
+export function reported(c: KubeClient, namespace: string, name: string): (e: unknown) => Promise<never> {
+  return async (e) => {
+    const err = e instanceof Error ? e : new Error(String(e));
+    err.message += `\n${await controlPlaneReport(c, namespace, name)}`;
+    throw err;
+  };
+}
+
 /** SharedNode is what the file that runs nativeHaSuite started: the embedded default with one real node. */
 export interface SharedNode {
   e: Embedded;
@@ -151,7 +216,7 @@ export function nativeHaSuite(shared: () => SharedNode): void {
         },
         300_000,
         1000,
-      );
+      ).catch(reported(c, 'default', 'ha'));
       root = rootNamespace('default', 'ha', vc.metadata!.uid!);
       const etcd = await eventually(
         async () => {

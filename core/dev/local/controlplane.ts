@@ -44,7 +44,7 @@ export interface ControlPlaneOptions {
   apiserverExtraArgs?: ExtraArgs;
   /** kube-controller-manager flags by name that replace or add to the defaults */
   controllerManagerExtraArgs?: ExtraArgs;
-  /** how long the apiserver may take to answer /readyz (default 90 s) */
+  /** how long the apiserver may take to answer /readyz (default APISERVER_READY_MS, 4 minutes) */
   readyTimeoutMs?: number;
   /** environment of kube-apiserver in addition to this process's (Go runtime settings such as GOMEMLIMIT) */
   apiserverEnv?: Record<string, string>;
@@ -105,6 +105,17 @@ export const BOOTSTRAP_HOOKS = [
 
 /** WAKE_PROBE_MS is how often a wake probes the apiserver's readiness (a start otherwise: waitFor's 200 ms). */
 export const WAKE_PROBE_MS = 50;
+
+/**
+ * APISERVER_READY_MS is how long a start waits for the apiserver's /readyz before it gives up, as kubeadm waits four
+ * minutes for its control plane: an apiserver spends 2-10 CPU-s becoming ready, so on two busy cores with several
+ * starting at once (a manager bringing its tenants back, a test run) a minute and more is progress, not a hang, and a
+ * start that gave up earlier would be done again from the beginning. A process that exits fails the wait at once.
+ */
+export const APISERVER_READY_MS = 240_000;
+
+/** COMPONENT_HEALTHY_MS is the same for the controller manager's and the scheduler's /healthz, once /readyz passed. */
+const COMPONENT_HEALTHY_MS = 120_000;
 
 /** SERVING_READYZ is /readyz less BOOTSTRAP_HOOKS. */
 const SERVING_READYZ = `/readyz?${BOOTSTRAP_HOOKS.map((h) => `exclude=${h}`).join('&')}`;
@@ -335,7 +346,7 @@ export class LocalControlPlane {
    */
   async startApiserver(serving?: () => void): Promise<void> {
     this.apiserver.start();
-    const budgetMs = this.opts.readyTimeoutMs ?? 90_000;
+    const budgetMs = this.opts.readyTimeoutMs ?? APISERVER_READY_MS;
     const deadline = Date.now() + budgetMs;
     // A wake (serving given) has a client waiting on the answer: it probes every 50 ms, so the front door relays at
     // most that long after the apiserver serves (a probe before it listens is a refused connection, and costs little).
@@ -387,7 +398,7 @@ export class LocalControlPlane {
 
   private waitHealthz(what: string, port: number, p: ManagedProcess): Promise<void> {
     return waitFor(`${this.name} ${what} /healthz`, () => this.probe(port, '/healthz'), {
-      timeoutMs: 60_000,
+      timeoutMs: COMPONENT_HEALTHY_MS,
       process: p,
     });
   }

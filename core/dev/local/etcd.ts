@@ -89,7 +89,7 @@ export class LocalEtcd {
   /** resume (re)starts the process on the same ports and data and waits for health. */
   async resume(): Promise<void> {
     this.process.start();
-    await waitFor('etcd to become healthy', () => this.healthy(), { timeoutMs: 30_000, process: this.process });
+    await waitFor('etcd to become healthy', () => this.healthy(), { timeoutMs: 60_000, process: this.process });
   }
 
   /** healthy asks etcd's /health. */
