@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { LocalSuperCluster, type SuperClusterOptions } from '../core/dev/local/supercluster.ts';
 import type { KubeClient } from '../core/kube/client.ts';
-import type { LocalControlPlane } from '../core/dev/local/controlplane.ts';
+import { APISERVER_READY_MS, type LocalControlPlane } from '../core/dev/local/controlplane.ts';
 import { tenantFrom, type Tenant } from '../core/tenancy/tenant.ts';
 import { ensureClusterCRD, registerSuperCluster } from '../core/dev/local/registration.ts';
 import { ensureToolchain } from '../core/toolchain/toolchain.ts';
@@ -10,6 +10,12 @@ import { removeStateDir, stateDir as makeStateDir } from './statedirs.ts';
 import { fetchText } from './bench/procstat.ts';
 
 /** TestSuper is a running local super cluster for one test file, with its admin client. */
+/**
+ * TENANT_START_MS bounds a wait for a tenant to be provisioned and Running: its apiserver's start alone may take
+ * APISERVER_READY_MS on a host a whole test run keeps busy, and the start is what such a wait mostly waits for.
+ */
+export const TENANT_START_MS = APISERVER_READY_MS;
+
 export interface TestSuper {
   sc: LocalSuperCluster;
   client: KubeClient;

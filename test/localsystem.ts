@@ -7,7 +7,7 @@ import { applyCRDs } from '../core/dev/embedded/embedded.ts';
 import { ImportProvisioner } from '../core/provisioners/import/provisioner.ts';
 import { LocalProvisioner } from '../core/dev/provisioner/provisioner.ts';
 import { MutableTenantRegistry } from '../core/tenancy/tenant.ts';
-import { eventually, type TestSuper } from './harness.ts';
+import { eventually, TENANT_START_MS, type TestSuper } from './harness.ts';
 import { removeStateDir, stateDir } from './statedirs.ts';
 
 /** LocalSystemOptions tune startLocalSystem. */
@@ -73,7 +73,7 @@ export async function startLocalSystem(t: TestSuper, o: LocalSystemOptions): Pro
         const v = await t.client.get<VirtualCluster>(R.virtualclusters, ns, name);
         expect(v.status?.phase, v.status?.message).toBe('Running');
         return v;
-      }, 90_000),
+      }, TENANT_START_MS),
     async stop() {
       await sys.stopController();
       await local.stop();

@@ -7,7 +7,7 @@ import type { KubeClient, KubeObject } from '../core/kube/client.ts';
 import { R } from '../core/kube/resources.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../core/api/virtualcluster.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../core/scheduler/annotations.ts';
-import { eventually } from './harness.ts';
+import { eventually, TENANT_START_MS } from './harness.ts';
 
 /** RunningTenant is a VirtualCluster once Running: its root namespace in the super cluster and its kubeconfig. */
 export interface RunningTenant {
@@ -16,7 +16,11 @@ export interface RunningTenant {
 }
 
 /** runningTenant waits until the VirtualCluster default/`name` is Running and its kubeconfig Secret exists. */
-export async function runningTenant(meta: KubeClient, name: string, timeoutMs = 120_000): Promise<RunningTenant> {
+export async function runningTenant(
+  meta: KubeClient,
+  name: string,
+  timeoutMs = TENANT_START_MS,
+): Promise<RunningTenant> {
   return eventually(async () => {
     const vc = await meta.get<VirtualCluster>(R.virtualclusters, 'default', name);
     expect(vc.status?.phase).toBe('Running');

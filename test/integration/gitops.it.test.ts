@@ -18,7 +18,7 @@ import { startManager, type Manager } from '../../core/programs/manager/manager.
 import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { validate } from '../../schemas/validate.ts';
 import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '../git/server.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, startTestSuper, TENANT_START_MS, type TestSuper } from '../harness.ts';
 
 const vcYaml = (name: string, spec: Record<string, unknown> = {}) =>
   stringify({
@@ -304,8 +304,9 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
       expect(again?.metadata?.uid).toBeDefined();
       expect(again!.metadata!.uid).not.toBe(before);
       expect(again!.status?.phase).toBe('Running');
-    }, 90_000);
-  });
+      // the deleted tenant's control plane is torn down and a new one started
+    }, TENANT_START_MS);
+  }, 420_000);
 
   it('refuses a force-pushed, rewritten history until that revision is allowed, then follows it', async () => {
     const rev = await git.forcePush('tenants', { 'tenants/alpha.yaml': vcYaml('alpha', { weight: 7 }) }, 'rewritten');

@@ -15,7 +15,7 @@ import { ANN, LABEL, rootNamespace } from '../../core/names/names.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry, type TenantEvent } from '../../core/tenancy/tenant.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, startTestSuper, TENANT_START_MS, type TestSuper } from '../harness.ts';
 
 const exec = promisify(execFile);
 const crdDir = join(import.meta.dirname, '../../deploy/crds');
@@ -50,7 +50,7 @@ describe('VirtualCluster lifecycle on a real super cluster', () => {
     await local.stop();
   };
   const getVC = (name: string) => t.client.get<VirtualCluster>(R.virtualclusters, 'default', name);
-  const running = (name: string, timeout = 60_000) =>
+  const running = (name: string, timeout = TENANT_START_MS) =>
     eventually(async () => {
       const vc = await getVC(name);
       expect(vc.status?.phase, vc.status?.message).toBe('Running');

@@ -20,7 +20,7 @@ import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { reissueServingCert } from '../../core/dev/local/controlplane.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
 import { MutableTenantRegistry } from '../../core/tenancy/tenant.ts';
-import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
+import { eventually, startTestSuper, TENANT_START_MS, type TestSuper } from '../harness.ts';
 
 const crds = join(import.meta.dirname, '../../deploy/crds');
 const NS = 'default';
@@ -58,7 +58,7 @@ describe('rolling spec changes through local tenant control planes', () => {
       const vc = await get(name);
       expect(vc.status?.phase, vc.status?.message).toBe('Running');
       return vc;
-    }, 90_000);
+    }, TENANT_START_MS);
   const events = async (name: string) =>
     (
       await t.client.list<KubeObject & { reason?: string; type?: string; message?: string }>(R.events, {
