@@ -9,9 +9,11 @@ import {
   HEALTHY,
   judge,
   LEASE_STALE,
+  missedDeath,
   sameHealth,
   SYNCER_BACKLOG,
   SYNCER_NOT_SYNCED,
+  DEFAULT_HEALTH_LIMITS,
   type ProbeResults,
 } from './health.ts';
 
@@ -213,4 +215,46 @@ describe('sameHealth', () => {
     ['unhealthy against healthy', a, judge({ ...healthy, readyz: { error: 'x' } }, NOW), false],
     ['none against one', undefined, a, false],
   ])('%s', (_n, x, y, want) => expect(sameHealth(x, y)).toBe(want));
+});
+
+describe('missedDeath: a death the provisioner announced is shown even when the probe found the component back', () => {
+  const etcdBack: ProbeResults = {
+    ...healthy,
+    components: [up('etcd', 1), up('kube-apiserver'), up('kube-controller-manager')],
+    readyz: { error: 'context deadline exceeded' },
+    lease: { state: 'unknown', error: 'no answer' },
+  };
+  const cases: Array<{ name: string; p: ProbeResults; died: string[]; component?: string; message?: RegExp }> = [
+    {
+      name: 'etcd back, the apiserver timed out meanwhile: etcd is named, with its restart',
+      p: etcdBack,
+      died: ['etcd'],
+      component: 'etcd',
+      message: /^etcd: etcd exited and was restarted \(1 restarts\)$/,
+    },
+    {
+      name: 'etcd back and everything healthy: etcd is still named once',
+      p: { ...healthy, components: [up('etcd', 1), up('kube-apiserver'), up('kube-controller-manager')] },
+      died: ['etcd'],
+      component: 'etcd',
+      message: /^etcd: etcd exited/,
+    },
+    { name: 'nothing died: nothing to add', p: etcdBack, died: [] },
+    {
+      name: 'the probe saw it down itself: its own verdict stands',
+      p: { ...healthy, components: [{ name: 'etcd', running: false, restarts: 0 }, up('kube-apiserver')] },
+      died: ['etcd'],
+    },
+    {
+      name: 'a component the provisioner does not report: nothing to add',
+      p: { ...healthy, components: [up('kube-apiserver')] },
+      died: ['etcd'],
+    },
+  ];
+  it.each(cases)('$name', ({ p, died, component, message }) => {
+    const v = missedDeath(p, judge(p, NOW), died, NOW, DEFAULT_HEALTH_LIMITS);
+    if (!component) return expect(v).toBeUndefined();
+    expect(v).toMatchObject({ healthy: false, component, reason: COMPONENT_DOWN });
+    expect(v!.message).toMatch(message!);
+  });
 });

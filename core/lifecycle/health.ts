@@ -290,3 +290,26 @@ export function sameHealth(a: HealthVerdict | undefined, b: HealthVerdict | unde
     ]);
   return sig(a) === sig(b);
 }
+
+/**
+ * missedDeath is the verdict to show for components the provisioner said died but that were back (restarted by it)
+ * before the probe looked: the same probe with those components reported down, so the tenant's status and events
+ * name what died (an etcd restarted in half a second is still an etcd that died, not an apiserver whose readyz failed
+ * or timed out meanwhile). Undefined when nothing died or the probe itself saw them down.
+ */
+export function missedDeath(
+  results: ProbeResults,
+  verdict: HealthVerdict,
+  died: readonly string[],
+  now: Date,
+  limits: HealthLimits,
+): HealthVerdict | undefined {
+  const back = died.filter((n) => results.components?.some((c) => c.name === n && c.running));
+  if (!back.length || (verdict.component && died.includes(verdict.component))) return undefined;
+  const components = results.components!.map((c) =>
+    back.includes(c.name)
+      ? { ...c, running: false, message: `${c.name} exited and was restarted (${c.restarts} restarts)` }
+      : c,
+  );
+  return judge({ ...results, components }, now, limits);
+}

@@ -8,6 +8,7 @@ import type { VirtualCluster } from '../api/virtualcluster.ts';
 import {
   DEFAULT_HEALTH_LIMITS,
   judge,
+  missedDeath,
   sameHealth,
   type ComponentName,
   type HealthLimits,
@@ -64,6 +65,8 @@ interface Entry {
   /** the restart count last seen per component, and the growths not yet taken by the controller */
   restartsSeen: Map<string, number>;
   restarted: Map<ComponentName, number>;
+  /** components the provisioner said died since the last probe began: shown down once even if back before it looked */
+  died: Set<string>;
   /** bumped by reset: a probe that began before it reports on processes that are gone, and is dropped */
   generation: number;
   unsyncedSince?: number;
@@ -171,6 +174,7 @@ export class HealthMonitor {
       generation: 0,
       restartsSeen: old?.restartsSeen ?? new Map(),
       restarted: old?.restarted ?? new Map(),
+      died: old?.died ?? new Set(),
       ...(old?.verdict && { verdict: old.verdict }),
     });
     this.subscribe(t.provisioner);
@@ -187,6 +191,7 @@ export class HealthMonitor {
     e.generation++;
     e.verdict = undefined;
     e.pending = undefined;
+    e.died.clear();
     void this.probe(key);
   }
 
@@ -236,8 +241,12 @@ export class HealthMonitor {
     if (!hasComponents(p) || !p.onComponentExit || this.unsubscribes.has(p)) return;
     this.unsubscribes.set(
       p,
-      p.onComponentExit((root) => {
-        for (const e of this.entries.values()) if (e.target.root === root) void this.probe(e.target.key);
+      p.onComponentExit((root, component) => {
+        for (const e of this.entries.values())
+          if (e.target.root === root) {
+            e.died.add(component);
+            void this.probe(e.target.key);
+          }
       }),
     );
   }
@@ -271,9 +280,13 @@ export class HealthMonitor {
   private async probeOnce(e: Entry): Promise<void> {
     const t = e.target;
     const generation = e.generation;
+    const died = [...e.died];
+    e.died.clear();
     const results = await this.collect(e);
-    const verdict = judge(results, new Date(), this.limits);
+    const now = new Date();
+    const verdict = judge(results, now, this.limits);
     if (this.entries.get(t.key) !== e || e.generation !== generation) return;
+    const missed = missedDeath(results, verdict, died, now, this.limits);
     for (const c of verdict.components) {
       if (c.restarts === undefined) continue;
       const seen = e.restartsSeen.get(c.name);
@@ -282,7 +295,8 @@ export class HealthMonitor {
     }
     const changed = !sameHealth(e.verdict, verdict);
     e.verdict = verdict;
-    if (!changed) return;
+    if (missed) e.pending = missed;
+    if (!changed && !missed) return;
     if (!verdict.healthy) e.pending = verdict;
     log.info(
       { vc: t.key, tenant: t.root, healthy: verdict.healthy, component: verdict.component, reason: verdict.reason },

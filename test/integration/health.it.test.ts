@@ -223,14 +223,15 @@ describe('tenant health on a real local control plane', () => {
     const before = new Set(await etcdWarnings());
     phases.length = 0;
     local.tenantEtcd(root)!.process.kill();
-    // etcd is back within a second or two: the Warning naming it, written with the Degraded status, is the lasting proof.
+    // etcd is back within a second or two, often before a probe looks: the provisioner's word that it died is enough
+    // for the Warning naming it, written with the Degraded status, which is the lasting proof.
     await eventually(async () => {
       const now = await etcdWarnings();
       expect(
         now.filter((w) => !before.has(w)),
         JSON.stringify(await events()),
       ).not.toEqual([]);
-    }, 30_000);
+    }, 90_000);
     const vc = await runningAndHealthy((v) => expect(restartsOf(v, 'etcd')).toBe(1));
     expect(restartsOf(vc, 'kube-apiserver')).toBe(1);
   });
