@@ -378,18 +378,31 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
 /**
  * splice pipes two sockets into each other and resolves once both are closed. An orderly close of one side ends the
  * other after its pending writes (destroyed if that does not finish within 5 s); an error or the idle timeout destroys
- * both at once.
+ * both at once. Idleness is judged over both directions by one check a quarter of the timeout apart, not by each
+ * socket's own timeout: that fires once per silence of its socket, so a check it made a moment too early (the other
+ * side had talked just under the timeout before) was never made again and a dead stream stayed open for good.
  */
 function splice(client: Duplex, kubelet: Duplex, o: RelayOptions): Promise<void> {
   return new Promise((resolve) => {
     let open = 2;
     let lastActivity = Date.now();
+    const idle = setInterval(
+      () => {
+        if (Date.now() - lastActivity >= o.idleTimeoutMs) kill();
+      },
+      Math.max(1, Math.floor(o.idleTimeoutMs / 4)),
+    );
+    idle.unref();
     const kill = (): void => {
+      clearInterval(idle);
       client.destroy();
       kubelet.destroy();
     };
     const ended = (other: Duplex) => (): void => {
-      if (--open === 0) return resolve();
+      if (--open === 0) {
+        clearInterval(idle);
+        return resolve();
+      }
       if (other.destroyed) return;
       if (other.writableFinished) return void other.destroy();
       other.end();
@@ -402,15 +415,11 @@ function splice(client: Duplex, kubelet: Duplex, o: RelayOptions): Promise<void>
       [client, kubelet, 'to_kubelet'],
       [kubelet, client, 'to_client'],
     ] as const) {
-      // After the upgrade the stream's idleness is ours to judge (both sides): drop any other 'timeout' listener (an
-      // HTTP server with `timeout` set would destroy the socket when this side alone was idle).
+      // After the upgrade the stream's idleness is ours to judge (both sides): drop any other 'timeout' listener and
+      // timer (an HTTP server with `timeout` set would destroy the socket when this side alone was idle).
       s.removeAllListeners('timeout');
       // Upgraded sockets are net.Sockets (TLS ones) even though the 'upgrade' event types them as Duplex.
-      (s as Socket).setTimeout?.(o.idleTimeoutMs);
-      s.on('timeout', () => {
-        // Both directions must be silent: a busy peer keeps the stream alive even if this side only listens.
-        if (Date.now() - lastActivity >= o.idleTimeoutMs) kill();
-      });
+      (s as Socket).setTimeout?.(0);
       s.on('error', kill);
       s.on('close', ended(other));
       s.on('data', (c: Buffer) => {
