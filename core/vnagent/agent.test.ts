@@ -238,6 +238,7 @@ describe('vn-agent (in-process, fake kubelet)', () => {
   async function upgrade(
     path: string,
     cert: CertKeyPair | undefined,
+    method = 'POST',
   ): Promise<{ socket: tls.TLSSocket; status: number; head: string; rest: string }> {
     const socket = tls.connect({
       host: '127.0.0.1',
@@ -248,7 +249,7 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     await once(socket, 'secureConnect');
     socket.write(
       [
-        `POST ${path} HTTP/1.1`,
+        `${method} ${path} HTTP/1.1`,
         'Host: 127.0.0.1',
         'Connection: Upgrade',
         'Upgrade: SPDY/3.1',
@@ -654,6 +655,16 @@ describe('vn-agent (in-process, fake kubelet)', () => {
     expect(await readToEnd(u.socket, u.rest)).toBe('pod default/web-b not found for this tenant\n');
     const anon = await upgrade('/portForward/default/web', undefined);
     expect(anon.status).toBe(401);
+  });
+
+  it("refuses an upgrade of container logs, which would pass the plugins' output filter, before reaching the kubelet", async () => {
+    const before = seen.length;
+    const u = await upgrade('/containerLogs/default/web/c', kubeletA, 'GET');
+    expect(u.status).toBe(400);
+    expect(await readToEnd(u.socket, u.rest)).toBe(
+      'containerLogs is not a stream: only exec, attach and portForward are upgraded\n',
+    );
+    expect(seen.length).toBe(before);
   });
 
   it('refuses exec, attach, port-forward and run on a simulated node, before reaching it, and still relays its logs', async () => {

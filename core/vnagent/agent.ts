@@ -105,6 +105,9 @@ interface Refusal {
   kind: string;
 }
 
+/** STREAM_KINDS are the kubelet calls that are streams (an HTTP upgrade); any other is refused an upgrade. */
+const STREAM_KINDS: ReadonlySet<string> = new Set(['exec', 'attach', 'portForward']);
+
 /** Admission is a request the agent forwards. */
 interface Admission {
   ok: true;
@@ -646,6 +649,14 @@ export class VnAgent {
     if (!a.ok) {
       this.refused(a, req);
       return rawResponse(socket, a.status, a.reason);
+    }
+    // Only the streams upgrade: container logs asked for with an upgrade would come back through the raw relay,
+    // past the plugins' output filter.
+    if (!STREAM_KINDS.has(a.kind)) {
+      a.release();
+      const reason = `${a.kind} is not a stream: only exec, attach and portForward are upgraded`;
+      this.refused({ ok: false, status: 400, reason, result: 'forbidden', tenant: a.tenant.key, kind: a.kind }, req);
+      return rawResponse(socket, 400, reason);
     }
     const labels = { tenant: a.tenant.key, kind: a.kind };
     const protocol = req.headers.upgrade;
