@@ -136,7 +136,7 @@ describe('pods plugin: images from internal registries', () => {
         [ANN.uid]: meta.uid,
       },
     },
-    spec: { containers: [{ name: 'app', image: 'nginx:1' }] },
+    spec: { containers: [{ name: 'app', image: 'nginx:1', imagePullPolicy: 'Always' }] },
   };
 
   it('refuses a new Pod whose image is on the node itself, with the reason on the Pod', () => {
@@ -151,6 +151,48 @@ describe('pods plugin: images from internal registries', () => {
     expect(got.skip?.reason).toBe('PodPolicyViolation');
     expect(got.object?.spec?.containers[0]?.image).toBe('nginx:1');
     expect(got.effects?.map((e) => e.type)).toEqual(['event', 'tenantCondition']);
+  });
+
+  describe('a container made for a preloaded image (IfNotPresent, which cannot change)', () => {
+    const preloadedCtx = testContext({
+      superCache,
+      tenant: {
+        ...testContext().tenant,
+        pods: {
+          ...testContext().tenant.pods!,
+          preloadedImages: ['registry.k8s.io/pause:3.10', 'registry.k8s.io/pause:3.9'],
+        },
+      },
+    });
+    const running = (image: string, imagePullPolicy: string | undefined) => {
+      const p = structuredClone(superPod);
+      p.spec!.containers[0] = { name: 'app', image, ...(imagePullPolicy && { imagePullPolicy }) };
+      return p;
+    };
+    it.each([
+      [
+        'to an image that must be pulled: refused, the node cache would serve it',
+        'IfNotPresent',
+        'ghcr.io/b/private:1',
+        true,
+      ],
+      ['to another preloaded image: copied', 'IfNotPresent', 'registry.k8s.io/pause:3.9', false],
+      ['with no pull policy read back: refused', undefined, 'ghcr.io/b/private:1', true],
+      ['of a container that pulls (Always): copied', 'Always', 'ghcr.io/b/private:1', false],
+    ])('%s', (_what, policy, image, refused) => {
+      const got = podsPlugin.toSuper!(tenantPod(image), running('registry.k8s.io/pause:3.10', policy), preloadedCtx);
+      const c = got.object?.spec?.containers[0];
+      if (refused) {
+        expect(got.skip?.reason).toBe('PodPolicyViolation');
+        expect(got.skip?.message).toMatch(
+          /^spec\.containers\[0\]\.image "ghcr\.io\/b\/private:1": the container runs the preloaded image/,
+        );
+        expect(c?.image).toBe('registry.k8s.io/pause:3.10');
+      } else {
+        expect(got.skip).toBeUndefined();
+        expect(c?.image).toBe(image);
+      }
+    });
   });
 
   it('copies an image change to a public registry', () => {

@@ -444,14 +444,28 @@ function updateSuperPod(
   const tspec = tenantPod.spec;
   if (!spec || !tspec) return { object: desired };
   // An image the tenant changed is checked like one at creation; a refused one is not copied (the super container
-  // keeps the image it runs) and the tenant is told why on the Pod.
+  // keeps the image it runs) and the tenant is told why on the Pod. A container's pull policy cannot change: one made
+  // for a preloaded image (IfNotPresent) may only move to another preloaded image, or the node's cache would serve it
+  // an image another tenant pulled with its own credentials.
   let refused: PodRefusal | undefined;
+  const preloaded = new Set(ctx.tenant.pods?.preloadedImages ?? []);
   const images = (where: string, cs: Container[] | undefined, from: Container[] | undefined): void => {
     for (const c of cs ?? []) {
       const i = from?.findIndex((x) => x.name === c.name) ?? -1;
       const t = i >= 0 ? from![i] : undefined;
       if (t?.image === undefined || t.image === c.image) continue;
-      const r = checkImage({ field: `spec.${where}[${i}].image`, image: t.image }, ctx.tenant);
+      const field = `spec.${where}[${i}].image`;
+      const r =
+        checkImage({ field, image: t.image }, ctx.tenant) ??
+        (c.imagePullPolicy !== 'Always' && !preloaded.has(t.image)
+          ? {
+              field,
+              message:
+                `${field} "${t.image}": the container runs the preloaded image "${c.image}" with imagePullPolicy ` +
+                `${c.imagePullPolicy ?? 'unset'}, which a Pod cannot change, and this image must be pulled ` +
+                `(Always); create a new Pod to run it`,
+            }
+          : undefined);
       if (r) refused ??= r;
       else c.image = t.image;
     }
