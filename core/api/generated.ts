@@ -1313,10 +1313,11 @@ export interface GitSourceMetadata {
 export interface GitSourceSpec {
   /**
    * HTTP(S) URL of the git repository, e.g. https://git.example.com/platform/tenants.git. It carries no credentials (no
-   * user:password@ before the host): they come only from spec.secretRef. A host that resolves to a loopback,
-   * link-local, unspecified or cloud metadata address is refused (Stalled, reason AddressRefused) unless the manager
-   * configuration allows it (gitops.allowPrivateAddresses). What the source may write (its own namespace unless the
-   * platform's gitops.policy says more) is decided there too, never here.
+   * user:password@ before the host): they come only from spec.secretRef; its host is written as it is (no
+   * percent-escape or backslash). A host that resolves to a loopback, link-local, unspecified or cloud metadata address
+   * is refused (Stalled, reason AddressRefused) unless the manager configuration allows it
+   * (gitops.allowPrivateAddresses). What the source may write (its own namespace unless the platform's gitops.policy
+   * says more) is decided there too, never here.
    */
   url: string;
   /** The git reference to follow: exactly one of branch, tag, semver or commit. */

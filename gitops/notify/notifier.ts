@@ -14,7 +14,7 @@ import { currentUserAgent } from '../../core/kube/identity.ts';
 import { registry } from '../../core/metrics/registry.ts';
 import type { GitSource, GitSourceStatus } from '../applier/gitsource.ts';
 import { hostOf, pinnedAgent, resolveChecked, type AddressPolicy } from '../source/address.ts';
-import { credentialHosts, type CredentialSecret, urlCredentialsRefusal } from '../source/credentials.ts';
+import { credentialHosts, type CredentialSecret, urlRefusal } from '../source/credentials.ts';
 import { redactUrl } from '../source/ref.ts';
 import { outcomesOf, type NotificationEvent, type Outcome } from './outcome.ts';
 
@@ -183,11 +183,12 @@ export class Notifier {
   private async attempt(gs: GitSource, n: Notification, o: Outcome): Promise<void> {
     let error = '';
     try {
-      // credentials written into a notification url: sent with every call and echoed in the event of a failed one
+      // credentials written into a notification url (sent with every call and echoed in the event of a failed one), or
+      // a host that parsers read differently
       const inUrl =
         n.url === undefined
           ? undefined
-          : urlCredentialsRefusal(n.url, 'spec.notifications[].url', 'spec.notifications[].secretRef');
+          : urlRefusal(n.url, 'spec.notifications[].url', 'spec.notifications[].secretRef');
       if (inUrl) throw new Error(inUrl);
       const token = await this.token(gs, n);
       const req = requestOf(gs, n, o, token, new Date());

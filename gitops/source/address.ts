@@ -130,6 +130,9 @@ export async function resolveChecked(
   policy: AddressPolicy,
   resolve: Resolver = systemResolver,
 ): Promise<ResolvedAddress[]> {
+  // The checked host must be the connected one: an authority the git client's parser reads differently is refused.
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*[%\\]/i.test(url))
+    throw new SourceError('AddressRefused', `the host of ${url} holds a percent-escape or a backslash`);
   const host = hostOf(url);
   const literal = isIP(host);
   let addresses: ResolvedAddress[];

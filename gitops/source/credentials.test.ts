@@ -11,6 +11,7 @@ import {
   GIT_CREDENTIALS_LABEL,
   GIT_HOSTS_ANNOTATION,
   mayReceive,
+  urlAuthorityRefusal,
   urlCredentialsRefusal,
   withCredentialsFor,
   type CredentialSecret,
@@ -80,6 +81,22 @@ describe('credentialHosts', () => {
   });
 });
 
+describe('urlAuthorityRefusal: a host parsers could read differently', () => {
+  it.each<[string, boolean]>([
+    ['https://git.example.com/t.git', false],
+    ['https://git.example.com/a%2e%2e/t.git', false],
+    ['http://[::1]:8080/t.git', false],
+    // WHATWG reads 127.0.0.1.a.evil.example (a public name), the legacy parser the git client uses 127.0.0.1
+    ['http://127.0.0.1%2ea.evil.example/r.git', true],
+    ['https://git%2eexample.com/t.git', true],
+    ['http://127.0.0.1\\.evil.example/r.git', true],
+  ])('%s: refused %s', (url, refused) => {
+    const why = urlAuthorityRefusal(url);
+    expect(why !== undefined).toBe(refused);
+    if (refused) expect(why).toMatch(/^spec\.url has a percent-escape or a backslash in its host/);
+  });
+});
+
 describe('urlCredentialsRefusal', () => {
   it.each<[string, boolean]>([
     ['https://git.example.com/t.git', false],
@@ -110,7 +127,12 @@ describe('mayReceive and withCredentialsFor', () => {
     [['git.example.com:443'], 'https://git.example.com/x', true],
     [['git.example.com:443'], 'http://git.example.com/x', false],
     [['git.example.com'], 'https://git.example.com.evil.net/x', false],
-    [['::1'], 'http://[::1]:8080/x', true],
+    [['[::1]:8080'], 'http://[::1]:8080/x', true],
+    // plain http only to a port the entry names: a bare host is for https
+    [['::1'], 'http://[::1]:8080/x', false],
+    [['git.example.com'], 'http://git.example.com/x', false],
+    [['git.example.com'], 'http://git.example.com:8080/x', false],
+    [['git.example.com:8080'], 'http://git.example.com:8080/x', true],
     [defaultHosts('http://127.0.0.1:3000/r.git'), 'http://127.0.0.1:3001/r.git', false],
   ])('%j may receive %s: %s', (hosts, url, want) => expect(mayReceive(hosts, url)).toBe(want));
 
@@ -173,6 +195,21 @@ describe('credentials on the real git server', () => {
     // Listed, the same credentials go with the redirect and the other host answers the ref listing.
     await resolve([...defaultHosts(front), `127.0.0.1:${target.port}`]);
     expect(target.stats.infoRefs).toBeGreaterThan(before.infoRefs);
+  });
+
+  it('refuses a url whose host the git client would read as a loopback address behind a public-looking name', async () => {
+    // resolved as a name, it would be public: the check must not be what lets the connection reach 127.0.0.1
+    const f = new GitSourceFetcher({ cacheRoot, resolver: async () => [{ address: '93.184.216.34', family: 4 }] });
+    const before = { ...target.stats };
+    const err = await f
+      .resolve({ url: `http://127.0.0.1%2ea.evil.example:${target.port}/private.git`, ref: { branch: 'main' } })
+      .then(
+        () => undefined,
+        (e: unknown) => e as SourceError,
+      );
+    expect(err?.reason).toBe('InvalidSpec');
+    expect(err?.message).toMatch(/percent-escape or a backslash in its host/);
+    expect(target.stats).toEqual(before);
   });
 
   it('refuses a git server on a private address unless the platform allows it', async () => {

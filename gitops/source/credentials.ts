@@ -47,6 +47,23 @@ export function urlCredentialsRefusal(
 }
 
 /**
+ * urlAuthorityRefusal says why a url whose authority (between `//` and the path) holds a `%` or a `\` is refused, or
+ * undefined. Host names never need either, and parsers disagree on them: WHATWG decodes `127.0.0.1%2ex.example` to
+ * a name that resolves to a public address, while the legacy parser the git client connects with reads the host
+ * `127.0.0.1`, so the address checked and the address reached would differ.
+ */
+export function urlAuthorityRefusal(url: string, field = 'spec.url'): string | undefined {
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
+  if (authority === undefined || !/[%\\]/.test(authority)) return undefined;
+  return `${field} has a percent-escape or a backslash in its host (${JSON.stringify(authority)}); write the host as it is`;
+}
+
+/** urlRefusal is the first of urlAuthorityRefusal and urlCredentialsRefusal that refuses the url, or undefined. */
+export function urlRefusal(url: string, field = 'spec.url', secretField = 'spec.secretRef'): string | undefined {
+  return urlAuthorityRefusal(url, field) ?? urlCredentialsRefusal(url, field, secretField);
+}
+
+/**
  * credentialHosts checks that a Secret may serve as the credentials of a GitSource fetching `url` and returns the
  * hosts it is for; otherwise an error naming the Secret, the label or annotation, and the GitSource field.
  */
@@ -73,16 +90,20 @@ export function credentialHosts(secret: CredentialSecret, url: string): string[]
 }
 
 /**
- * mayReceive tells whether credentials for `hosts` may be sent with a request to `url`: its host:port or its bare
- * host name is listed. An entry without a port matches every port of that host.
+ * mayReceive tells whether credentials for `hosts` may be sent with a request to `url`: its host:port, or for https
+ * its bare host name, is listed. An entry without a port matches every https port of that host; credentials go over
+ * plain http only to a port the entry names, so that a url moved to another port of the host (or to http) does not
+ * send them in the clear.
  */
 export function mayReceive(hosts: readonly string[], url: string): boolean {
   const u = new URL(url);
   const name = u.hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
   const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+  const https = u.protocol === 'https:';
   return hosts.some((h) => {
     const entry = h.toLowerCase();
-    return entry === name || entry === `${name}:${port}` || entry === `[${name}]:${port}` || entry === `[${name}]`;
+    if (entry === `${name}:${port}` || entry === `[${name}]:${port}`) return true;
+    return https && (entry === name || entry === `[${name}]`);
   });
 }
 

@@ -14,7 +14,7 @@ import type { Artifact } from '../artifact.ts';
 import { childLogger, type Logger } from '../../core/log.ts';
 import { systemResolver, type AddressPolicy, type Resolver } from './address.ts';
 import { hasCommit, initCache, peelToCommit } from './cache.ts';
-import { urlCredentialsRefusal } from './credentials.ts';
+import { urlRefusal } from './credentials.ts';
 import { SourceError, errorMessage, type SourceErrorReason } from './errors.ts';
 import { ALLOW_REVISION_ANNOTATION, commitsSince } from './history.ts';
 import { readTree, type TreeContent } from './manifests.ts';
@@ -99,9 +99,12 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** refuseUrlCredentials throws InvalidSpec for a url that carries credentials itself (urlCredentialsRefusal). */
-function refuseUrlCredentials(url: string): void {
-  const refusal = urlCredentialsRefusal(url);
+/**
+ * refuseUnsafeUrl throws InvalidSpec for a url that carries credentials itself or whose host parsers read differently
+ * (urlRefusal).
+ */
+function refuseUnsafeUrl(url: string): void {
+  const refusal = urlRefusal(url);
   if (refusal) throw new SourceError('InvalidSpec', refusal);
 }
 
@@ -143,7 +146,7 @@ export class GitSourceFetcher {
 
   /** resolve finds the commit a ref points at on the server with one ref listing (no fetch); commit refs need none. */
   async resolve(req: Pick<SourceRequest, 'url' | 'ref' | 'credentials' | 'timeoutMs'>): Promise<ResolvedRef> {
-    refuseUrlCredentials(req.url);
+    refuseUnsafeUrl(req.url);
     const ref = req.ref;
     if ('commit' in ref) {
       const commit = ref.commit.toLowerCase();
@@ -399,7 +402,7 @@ export class GitSourceFetcher {
     credentials: Credentials | undefined,
     fn: (gitdir: string) => Promise<T>,
   ): Promise<T> {
-    refuseUrlCredentials(url);
+    refuseUnsafeUrl(url);
     const dir = this.cacheDir(url, credentials);
     const previous = this.locks.get(dir) ?? Promise.resolve();
     let release!: () => void;

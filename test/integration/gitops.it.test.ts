@@ -593,7 +593,10 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
             name: 'notify',
             namespace: 'default',
             labels: { 'tenancy.x-k8s.io/git-credentials': 'true' },
-            annotations: { 'tenancy.x-k8s.io/git-hosts': '127.0.0.1' },
+            // plain http: each port named (the receiver's and the git server's, for the commit status)
+            annotations: {
+              'tenancy.x-k8s.io/git-hosts': [url, git.url('notified')].map((u) => new URL(u).host).join(','),
+            },
           },
           stringData: { token: 'n0tify' },
         });

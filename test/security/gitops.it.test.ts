@@ -451,6 +451,24 @@ describe('security: a hostile author against GitOps scope, history and fetching'
     });
   });
 
+  it('refuses a git URL whose host parsers read differently: the checked address is the connected one', async () => {
+    // WHATWG reads the host 127.0.0.1.a.evil.example (resolvable to a public address); the git client's parser 127.0.0.1
+    await attempts.attempt('a git URL hiding 127.0.0.1 behind a percent-escaped dot', async () => {
+      const before = await snapshot();
+      const hidden = url('tenants').replace(/\/\/[^/]+/, '//127.0.0.1%2ea.evil.example');
+      const err = await t.client.create(GITSOURCES, gitSource('escaped', { url: hidden })).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe(422);
+      expect((err as ApiError).message).toContain('spec.url');
+      expect(await t.client.getOrNull(GITSOURCES, NS, 'escaped')).toBeNull();
+      expect(await snapshot()).toEqual(before);
+      return `422 ${(err as ApiError).reason}: ${(err as ApiError).message.slice(0, 160)}`;
+    });
+  });
+
   it('as S, refuses to prune objects a forged status inventory names', async () => {
     await attempts.attempt(
       'a forged inventory entry in the GitSource status, naming objects to be pruned',
@@ -570,7 +588,7 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   });
 
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(13).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 13, refused 13, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(14).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 14, refused 14, succeeded 0');
   });
 });
