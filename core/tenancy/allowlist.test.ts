@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { assertFlagsAllowed, checkFlags, flagCategory, type FlagCategory, type FlagComponent } from './allowlist.ts';
+import { assertFlagsAllowed, checkFlags, flagCategory, type CheckedComponent, type FlagCategory } from './allowlist.ts';
 
 describe('the global flag allow-list', () => {
-  it.each<[FlagComponent, string, FlagCategory | undefined]>([
+  it.each<[CheckedComponent, string, FlagCategory | undefined]>([
     ['apiServer', 'v', undefined],
     ['apiServer', 'max-requests-inflight', undefined],
     ['apiServer', 'max-mutating-requests-inflight', undefined],
@@ -57,6 +57,18 @@ describe('the global flag allow-list', () => {
     ['controllerManager', 'leader-elect', undefined],
     ['controllerManager', 'leader-elect-lease-duration', undefined],
     ['apiServer', 'leader-elect', 'not allow-listed'],
+    // etcd: tuning only, from a ClusterVersion; where it listens, its data and its TLS are the provisioner's
+    ['etcd', 'quota-backend-bytes', undefined],
+    ['etcd', 'snapshot-count', undefined],
+    ['etcd', 'listen-client-urls', 'not allow-listed'],
+    ['etcd', 'advertise-client-urls', 'not allow-listed'],
+    ['etcd', 'initial-cluster', 'not allow-listed'],
+    ['etcd', 'data-dir', 'host files'],
+    ['etcd', 'wal-dir', 'host files'],
+    ['etcd', 'trusted-ca-file', 'host files'],
+    ['etcd', 'client-cert-auth', 'not allow-listed'],
+    ['etcd', 'unsafe-no-fsync', 'not allow-listed'],
+    ['etcd', 'enable-pprof', 'not allow-listed'],
   ])('%s --%s: %s', (component, flag, category) => {
     expect(flagCategory(component, flag)).toBe(category);
   });
@@ -76,5 +88,9 @@ describe('the global flag allow-list', () => {
     expect(() =>
       assertFlagsAllowed({ apiServer: { v: '2' }, controllerManager: { 'concurrent-gc-syncs': '5' } }),
     ).not.toThrow();
+    expect(() => assertFlagsAllowed({ etcd: { 'listen-client-urls': 'http://0.0.0.0:2379' } })).toThrow(
+      'refusing to start the control plane: etcd: --listen-client-urls is refused by the flag allow-list (not allow-listed)',
+    );
+    expect(() => assertFlagsAllowed({ etcd: { 'snapshot-count': '5000' } })).not.toThrow();
   });
 });

@@ -9,10 +9,17 @@ import type { ExtraArgs } from '../api/controlplane.ts';
  * must be on the list below.
  */
 
-/** FLAG_COMPONENTS are the control-plane components whose flags the allow-list covers. */
+/** FLAG_COMPONENTS are the control-plane components whose flags a policy or a tenant may set. */
 export const FLAG_COMPONENTS = ['apiServer', 'controllerManager'] as const;
 /** FlagComponent is one of FLAG_COMPONENTS. */
 export type FlagComponent = (typeof FLAG_COMPONENTS)[number];
+/**
+ * CHECKED_COMPONENTS are every component whose flags the allow-list covers: FLAG_COMPONENTS, and etcd, whose flags
+ * only a ClusterVersion sets (its listeners, data directory and certificates are the provisioner's).
+ */
+export const CHECKED_COMPONENTS = [...FLAG_COMPONENTS, 'etcd'] as const;
+/** CheckedComponent is one of CHECKED_COMPONENTS. */
+export type CheckedComponent = (typeof CHECKED_COMPONENTS)[number];
 
 /** FLAG_CATEGORIES are the reasons a flag is refused. */
 export const FLAG_CATEGORIES = [
@@ -85,7 +92,7 @@ const HOST_FILES: readonly Rule[] = [
  * are on it because platforms need them; they switch on alpha APIs and behaviour of the tenant's own apiserver only
  * (the syncer copies only the kinds its plugins know), and a platform that lets tenants set them accepts that risk.
  */
-export const ALLOWED_FLAGS: Readonly<Record<FlagComponent, readonly Rule[]>> = {
+export const ALLOWED_FLAGS: Readonly<Record<CheckedComponent, readonly Rule[]>> = {
   apiServer: [
     'v',
     'vmodule',
@@ -129,6 +136,26 @@ export const ALLOWED_FLAGS: Readonly<Record<FlagComponent, readonly Rule[]>> = {
     'leader-elect-renew-deadline',
     'leader-elect-retry-period',
   ],
+  // Tuning only: where etcd listens and advertises, its data and WAL, its members and its TLS stay the provisioner's
+  // (a listener on 0.0.0.0 or a data directory elsewhere on the manager's host is what a flag here could otherwise do).
+  etcd: [
+    'quota-backend-bytes',
+    'snapshot-count',
+    'heartbeat-interval',
+    'election-timeout',
+    'auto-compaction-mode',
+    'auto-compaction-retention',
+    'max-request-bytes',
+    'max-txn-ops',
+    'max-snapshots',
+    'max-wals',
+    'grpc-keepalive-min-time',
+    'grpc-keepalive-interval',
+    'grpc-keepalive-timeout',
+    'backend-batch-limit',
+    'backend-batch-interval',
+    'log-level',
+  ],
 };
 
 /** FlagRefusal is one flag the allow-list refuses and why. */
@@ -138,14 +165,14 @@ export interface FlagRefusal {
 }
 
 /** flagCategory returns why a flag of a component is refused, or undefined when the allow-list lets it through. */
-export function flagCategory(component: FlagComponent, name: string): FlagCategory | undefined {
+export function flagCategory(component: CheckedComponent, name: string): FlagCategory | undefined {
   for (const [category, rules] of REFUSED) if (rules.some((r) => matches(r, name))) return category;
   if (ALLOWED_FLAGS[component].some((r) => matches(r, name))) return undefined;
   return HOST_FILES.some((r) => matches(r, name)) ? 'host files' : 'not allow-listed';
 }
 
 /** checkFlags returns the refused flags of one component's extra arguments, in name order. */
-export function checkFlags(component: FlagComponent, args: ExtraArgs | undefined): FlagRefusal[] {
+export function checkFlags(component: CheckedComponent, args: ExtraArgs | undefined): FlagRefusal[] {
   const out: FlagRefusal[] = [];
   for (const flag of Object.keys(args ?? {}).sort()) {
     const category = flagCategory(component, flag);
@@ -163,7 +190,7 @@ export function refusalText(r: FlagRefusal): string {
  * assertFlagsAllowed throws when any extra argument of the control plane is refused; the provisioners call it on the
  * flags they are about to run, a second line behind the policy evaluation.
  */
-export function assertFlagsAllowed(args: Partial<Record<FlagComponent, ExtraArgs | undefined>>): void {
-  const refused = FLAG_COMPONENTS.flatMap((c) => checkFlags(c, args[c]).map((r) => `${c}: ${refusalText(r)}`));
+export function assertFlagsAllowed(args: Partial<Record<CheckedComponent, ExtraArgs | undefined>>): void {
+  const refused = CHECKED_COMPONENTS.flatMap((c) => checkFlags(c, args[c]).map((r) => `${c}: ${refusalText(r)}`));
   if (refused.length) throw new Error(`refusing to start the control plane: ${refused.join('; ')}`);
 }

@@ -221,7 +221,7 @@ export class LocalProvisioner implements Provisioner, ComponentSource, Sleeper, 
     const api = { ...cv?.apiServer?.extraArgs, ...vc.spec.apiServer?.extraArgs };
     const kcm = { ...cv?.controllerManager?.extraArgs, ...vc.spec.controllerManager?.extraArgs };
     // The controller hands over only what the TenantPolicy grants; this is the second line, before any process runs.
-    assertFlagsAllowed({ apiServer: api, controllerManager: kcm });
+    assertFlagsAllowed({ apiServer: api, controllerManager: kcm, etcd: cv?.etcd?.extraArgs });
     assertLocalExpose(vc);
     const etcdBytes = limits.etcdBytes ?? DEFAULT_QUOTA_BACKEND_BYTES;
     const controlPlaneCpu = limits.controlPlaneCpu ?? DEFAULT_CONTROL_PLANE_CPU;

@@ -248,6 +248,7 @@ export class NativeProvisioner implements Provisioner, ComponentSource, RollPlan
         ...clusterVersion.spec.controllerManager?.extraArgs,
         ...vc.spec.controllerManager?.extraArgs,
       },
+      etcd: clusterVersion.spec.etcd?.extraArgs,
     });
     // The policy bounds what the ClusterVersion's components may request; over it, nothing is applied.
     judgeResources(clusterVersion, cvName, limits.maxResources, limits.etcdBytes);
