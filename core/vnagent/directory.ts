@@ -5,7 +5,8 @@ import { TENANT_CA_KEY, tenantCAConfigMapName, type VirtualCluster } from '../ap
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import type { NodesPolicyView } from '../plugins/contract.ts';
-import { resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
+import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
+import { checkPolicies, resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
 import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -128,7 +129,8 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const caPem = ca?.data?.[TENANT_CA_KEY];
     if (!caPem || !ownedByVirtualCluster(ca, vc)) return undefined;
     const nodes = this.nodesOf(vc);
-    const stamp = `${m.resourceVersion}/${ca.metadata?.resourceVersion}/${JSON.stringify(nodes)}`;
+    const plugins = this.pluginsOf(vc);
+    const stamp = `${m.resourceVersion}/${ca.metadata?.resourceVersion}/${JSON.stringify([nodes, plugins])}`;
     const cached = this.memo.get(key);
     if (cached?.stamp === stamp) return cached.entry;
     let entry: AgentTenant | undefined;
@@ -145,8 +147,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
         vcName: vc.metadata?.name,
         vcNamespace: vc.metadata?.namespace,
         vcUid: vc.metadata?.uid,
-        plugins: vc.spec?.plugins,
-        pluginConfig: vc.spec?.pluginConfig,
+        ...plugins,
         nodes,
       };
       entry = agentTenant(spec);
@@ -158,6 +159,21 @@ export class VirtualClusterDirectory implements TenantDirectory {
     }
     this.memo.set(key, { stamp, entry });
     return entry;
+  }
+
+  /**
+   * pluginsOf is the tenant's plugins and their configuration as its TenantPolicy accepts them (checkPolicies, as the
+   * manager runs it on a served tenant): a spec.plugins.disable of a plugin the policy enforces, an opt-in it does not
+   * allow or a pluginConfig key the platform reserves never reaches the agent's plugins. Until the policies are known,
+   * or when the spec is refused, the tenant gets the plugins every tenant gets and no configuration of its own. The
+   * manager's own defaultPluginConfig is not known here: the policy's pluginConfig is the platform's layer the agent
+   * keeps.
+   */
+  private pluginsOf(vc: VirtualCluster): Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> {
+    if (!this.policies.hasSynced()) return {};
+    const r = checkPolicies(vc, this.policies.list(), {}, GRANTED_BY_CONTROLLER);
+    if (!('effective' in r)) return {};
+    return { plugins: r.effective.plugins, pluginConfig: r.effective.pluginConfig };
   }
 
   /** nodesOf is what the tenant's TenantPolicy decides of node totals: withheld unless it is known to say scaled. */

@@ -2,7 +2,8 @@
  * Node totals follow the tenant's TenantPolicy (nodes.totals) in the vn-agent: its VirtualClusterDirectory, running as
  * the vn-agent's ServiceAccount under deploy/vn-agent/rbac.yaml, resolves each Running VirtualCluster's policy as the
  * manager does (the one it names, else the one annotated default) and follows edits of it; a policy it cannot resolve
- * withholds. What the agent then serves and the syncer writes on vNodes under each mode is shown on the real node
+ * withholds. The tenant's plugins and their configuration reach the agent's plugins as the policy accepts them, never
+ * as the spec alone says. What the agent then serves and the syncer writes on vNodes under each mode is shown on the real node
  * (test/realnode/tenantpods.it.test.ts); kwok's nodes report no usage to filter.
  */
 import { readFileSync } from 'node:fs';
@@ -49,13 +50,18 @@ describe('node totals as the TenantPolicy says, in the vn-agent (nodes.totals)',
   });
 
   /** runningTenant makes a VirtualCluster the directory serves: its CA ConfigMap as the manager writes it, Running. */
-  const runningTenant = async (ns: string, name: string, policyName?: string): Promise<string> => {
+  const runningTenant = async (
+    ns: string,
+    name: string,
+    policyName?: string,
+    spec: Record<string, unknown> = {},
+  ): Promise<string> => {
     await t.client.apply(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, 'test');
     const vc = await t.client.create<KubeObject>(R.virtualclusters, {
       apiVersion: 'tenancy.x-k8s.io/v1alpha1',
       kind: 'VirtualCluster',
       metadata: { name, namespace: ns },
-      spec: { provisioner: { type: 'local' }, ...(policyName && { policyName }) },
+      spec: { provisioner: { type: 'local' }, ...(policyName && { policyName }), ...spec },
     });
     const key = rootNamespace(ns, name, vc.metadata!.uid!);
     const ca = await createCA(tenantCACommonName(key), 1);
@@ -132,5 +138,41 @@ describe('node totals as the TenantPolicy says, in the vn-agent (nodes.totals)',
     await t.client.delete(R.tenantpolicies, undefined, 'second-default');
     await t.client.delete(R.tenantpolicies, undefined, 'platform-default');
     await eventually(() => expect(totalsOf(key)).toBe('scaled'));
+  });
+
+  it("hands the agent's plugins only what the policy accepts of spec.plugins and spec.pluginConfig", async () => {
+    const key = await runningTenant('team-c', 'c', 'plugins', {
+      plugins: { enable: ['node-call-guard'], disable: ['dns'] },
+      pluginConfig: { 'node-call-guard': { maxTailLines: 2 } },
+    });
+    const served = () => [...directory.tenants()].find((x) => x.key === key)?.tenant;
+    // dns enforced: the spec is refused (as the manager refuses it), and the agent keeps every tenant's plugins
+    await t.client.create(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'plugins' },
+      spec: {
+        plugins: { enforced: ['namespaces', 'pods', 'dns'], allowedOptIn: ['node-call-guard'] },
+        pluginConfig: { 'node-call-guard': { maxBytes: 4096 } },
+      },
+    });
+    await eventually(() => {
+      expect(served()).toBeDefined();
+      expect(served()!.plugins).toBeUndefined();
+      expect(served()!.pluginConfig ?? {}).toEqual({});
+    });
+    // dns no longer enforced: the choice is accepted, and the policy's setting is layered under the tenant's own
+    await t.client.patch(
+      R.tenantpolicies,
+      undefined,
+      'plugins',
+      { spec: { plugins: { enforced: ['namespaces', 'pods'] } } },
+      'merge',
+    );
+    await eventually(() => {
+      expect(served()!.plugins).toEqual({ enable: ['node-call-guard'], disable: ['dns'] });
+      expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } });
+    });
+    await t.client.delete(R.tenantpolicies, undefined, 'plugins');
   });
 });
