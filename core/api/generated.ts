@@ -307,7 +307,13 @@ export type ClusterVersionImage = string;
 /** Number of instances when the component runs as Pods in the super cluster (1 to 5). Defaults to 1. */
 export type ClusterVersionReplicas = number;
 
-/** Extra command-line flags for the component, keyed by flag name without the leading dashes: {"v": "4"} adds --v=4. */
+/**
+ * Extra command-line flags for the component, keyed by flag name without the leading dashes: {"v": "4"} adds --v=4.
+ * They pass the project's flag allow-list: the apiserver's and controller manager's as a TenantPolicy's do; etcd's only
+ * tune it (quota, snapshots, compaction, heartbeat and election timing, request and transaction sizes, gRPC keep-alive,
+ * backend batching, log level), since where it listens, its data and its TLS are the provisioner's. A control plane
+ * with a refused flag is not started.
+ */
 export interface ClusterVersionExtraArgs {
   [key: string]: string;
 }
