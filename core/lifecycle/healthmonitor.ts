@@ -174,7 +174,8 @@ export class HealthMonitor {
       generation: 0,
       restartsSeen: old?.restartsSeen ?? new Map(),
       restarted: old?.restarted ?? new Map(),
-      died: old?.died ?? new Set(),
+      // a death reported before the new kubeconfig (a new control plane, or new credentials) is not shown again
+      died: new Set(),
       ...(old?.verdict && { verdict: old.verdict }),
     });
     this.subscribe(t.provisioner);
