@@ -71,6 +71,11 @@ export class VirtualClusterDirectory implements TenantDirectory {
   private readonly cas: Informer<ConfigMap>;
   private readonly policies: Informer<TenantPolicy>;
   private readonly memo = new Map<string, { stamp: string; entry: AgentTenant | undefined }>();
+  /** pluginsOf's answers by VirtualCluster key, kept while its resourceVersion and the policies' stay the same */
+  private readonly pluginsMemo = new Map<
+    string,
+    { stamp: string; plugins: Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> }
+  >();
 
   constructor(private readonly o: VirtualClusterDirectoryOptions) {
     this.vcs = new Informer<VirtualCluster>({
@@ -117,6 +122,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
       if (entry) yield entry;
     }
     for (const k of this.memo.keys()) if (!seen.has(k)) this.memo.delete(k);
+    for (const k of this.pluginsMemo.keys()) if (!seen.has(k)) this.pluginsMemo.delete(k);
   }
 
   private entryOf(key: string, vc: VirtualCluster): AgentTenant | undefined {
@@ -129,7 +135,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const caPem = ca?.data?.[TENANT_CA_KEY];
     if (!caPem || !ownedByVirtualCluster(ca, vc)) return undefined;
     const nodes = this.nodesOf(vc);
-    const plugins = this.pluginsOf(vc);
+    const plugins = this.pluginsOf(key, vc);
     const stamp = `${m.resourceVersion}/${ca.metadata?.resourceVersion}/${JSON.stringify([nodes, plugins])}`;
     const cached = this.memo.get(key);
     if (cached?.stamp === stamp) return cached.entry;
@@ -169,11 +175,18 @@ export class VirtualClusterDirectory implements TenantDirectory {
    * manager's own defaultPluginConfig is not known here: the policy's pluginConfig is the platform's layer the agent
    * keeps.
    */
-  private pluginsOf(vc: VirtualCluster): Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> {
+  private pluginsOf(key: string, vc: VirtualCluster): Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> {
     if (!this.policies.hasSynced()) return {};
-    const r = checkPolicies(vc, this.policies.list(), {}, GRANTED_BY_CONTROLLER);
-    if (!('effective' in r)) return {};
-    return { plugins: r.effective.plugins, pluginConfig: r.effective.pluginConfig };
+    // tenants() runs on every request: the evaluation (about 20 µs) is redone only when the VirtualCluster or a
+    // policy changed
+    const policies = this.policies.list();
+    const stamp = `${vc.metadata?.resourceVersion}/${policies.map((p) => `${p.metadata?.name}@${p.metadata?.resourceVersion}`).join(',')}`;
+    const cached = this.pluginsMemo.get(key);
+    if (cached?.stamp === stamp) return cached.plugins;
+    const r = checkPolicies(vc, policies, {}, GRANTED_BY_CONTROLLER);
+    const plugins = 'effective' in r ? { plugins: r.effective.plugins, pluginConfig: r.effective.pluginConfig } : {};
+    this.pluginsMemo.set(key, { stamp, plugins });
+    return plugins;
   }
 
   /** nodesOf is what the tenant's TenantPolicy decides of node totals: withheld unless it is known to say scaled. */
