@@ -296,9 +296,10 @@ export class HealthMonitor {
     }
     const changed = !sameHealth(e.verdict, verdict);
     e.verdict = verdict;
-    if (missed) e.pending = missed;
     if (!changed && !missed) return;
-    if (!verdict.healthy) e.pending = verdict;
+    // what died is shown first, even where the probe's own verdict blames a component that failed with it
+    if (missed) e.pending = missed;
+    else if (!verdict.healthy) e.pending = verdict;
     log.info(
       { vc: t.key, tenant: t.root, healthy: verdict.healthy, component: verdict.component, reason: verdict.reason },
       verdict.healthy ? 'tenant healthy' : `tenant unhealthy: ${verdict.message}`,

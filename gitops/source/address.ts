@@ -106,6 +106,16 @@ export function checkAddresses(
   return undefined;
 }
 
+/**
+ * ambiguousAuthority is a url's authority (between `//` and the path) when it holds a `%` or a `\`, else undefined.
+ * Host names never need either, and parsers disagree on them: WHATWG decodes `127.0.0.1%2ex.example` to a name that
+ * may resolve to a public address, while the legacy parser the git client connects with reads the host `127.0.0.1`.
+ */
+export function ambiguousAuthority(url: string): string | undefined {
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
+  return authority !== undefined && /[%\\]/.test(authority) ? authority : undefined;
+}
+
 /** hostOf is the host of a URL without IPv6 brackets. */
 export function hostOf(url: string): string {
   return new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
@@ -131,7 +141,7 @@ export async function resolveChecked(
   resolve: Resolver = systemResolver,
 ): Promise<ResolvedAddress[]> {
   // The checked host must be the connected one: an authority the git client's parser reads differently is refused.
-  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*[%\\]/i.test(url))
+  if (ambiguousAuthority(url) !== undefined)
     throw new SourceError('AddressRefused', `the host of ${url} holds a percent-escape or a backslash`);
   const host = hostOf(url);
   const literal = isIP(host);

@@ -7,6 +7,7 @@
  * to every request it sends.
  */
 import { ANN, LABEL } from '../../core/names/names.ts';
+import { ambiguousAuthority } from './address.ts';
 
 /** GIT_CREDENTIALS_LABEL marks a Secret the platform allows as a GitSource's credentials (value "true"). */
 export const GIT_CREDENTIALS_LABEL = LABEL.gitCredentials;
@@ -47,14 +48,12 @@ export function urlCredentialsRefusal(
 }
 
 /**
- * urlAuthorityRefusal says why a url whose authority (between `//` and the path) holds a `%` or a `\` is refused, or
- * undefined. Host names never need either, and parsers disagree on them: WHATWG decodes `127.0.0.1%2ex.example` to
- * a name that resolves to a public address, while the legacy parser the git client connects with reads the host
- * `127.0.0.1`, so the address checked and the address reached would differ.
+ * urlAuthorityRefusal says why a url whose host parsers read differently (ambiguousAuthority: a `%` or a `\` in it)
+ * is refused, or undefined: the address checked and the address reached would differ.
  */
 export function urlAuthorityRefusal(url: string, field = 'spec.url'): string | undefined {
-  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
-  if (authority === undefined || !/[%\\]/.test(authority)) return undefined;
+  const authority = ambiguousAuthority(url);
+  if (authority === undefined) return undefined;
   return `${field} has a percent-escape or a backslash in its host (${JSON.stringify(authority)}); write the host as it is`;
 }
 
