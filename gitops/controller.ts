@@ -21,6 +21,7 @@ import { WorkQueue } from '../core/queue/workqueue.ts';
 import type { Artifact } from './artifact.ts';
 import { Applier } from './applier/applier.ts';
 import {
+  GITSOURCE_FINALIZER,
   GITSOURCES,
   RECONCILE_ANNOTATION,
   reconcileOptionsFor,
@@ -269,15 +270,15 @@ export class GitOpsController {
 
   private async reconcile(key: string): Promise<Result> {
     const gs = this.sources.get(key);
-    if (!gs) {
-      const [namespace = '', name = ''] = key.split('/');
-      this.notifier.forget(namespace, name);
-      this.ownStatus.forget(key);
-      this.state.get(key)?.poller.stop();
-      this.state.delete(key);
-      await this.refreshWebhooks();
+    if (!gs) return this.forget(key);
+    // The queue never runs a key twice at once: past this point no reconcile of this source is applying anything, so
+    // the finalizer can go and the deletion finish; what the source applied stays.
+    if (gs.metadata.deletionTimestamp) {
+      await this.forget(key);
+      await this.release(gs);
       return;
     }
+    await this.hold(gs);
     const interval = this.interval(gs).ms;
     let st: SourceState;
     try {
@@ -373,6 +374,52 @@ export class GitOpsController {
     }
     const recheck = st.applied && healthRecheck(report.status, st.applied.at, now, healthTimeoutOf(gs));
     return { requeueAfter: Math.min(recheck ?? interval, interval) };
+  }
+
+  /** forget stops a source's poller and drops what is known of it (deleted, or being deleted). */
+  private async forget(key: string): Promise<void> {
+    const [namespace = '', name = ''] = key.split('/');
+    this.notifier.forget(namespace, name);
+    this.ownStatus.forget(key);
+    this.state.get(key)?.poller.stop();
+    this.state.delete(key);
+    await this.refreshWebhooks();
+  }
+
+  /** hold puts GITSOURCE_FINALIZER on a source that lacks it (conditional on its resourceVersion). */
+  private async hold(gs: GitSource): Promise<void> {
+    const m = gs.metadata;
+    if (m.finalizers?.includes(GITSOURCE_FINALIZER)) return;
+    await this.o.meta.patch(
+      GITSOURCES,
+      m.namespace,
+      m.name,
+      { metadata: { finalizers: [...(m.finalizers ?? []), GITSOURCE_FINALIZER], resourceVersion: m.resourceVersion } },
+      'merge',
+      { fieldManager: IDENTITY.manager },
+    );
+  }
+
+  /** release takes GITSOURCE_FINALIZER off a deleted source, leaving others' finalizers as they are. */
+  private async release(gs: GitSource): Promise<void> {
+    const finalizers = gs.metadata.finalizers ?? [];
+    if (!finalizers.includes(GITSOURCE_FINALIZER)) return;
+    try {
+      await this.o.meta.patch(
+        GITSOURCES,
+        gs.metadata.namespace,
+        gs.metadata.name,
+        [
+          { op: 'test', path: '/metadata/finalizers', value: finalizers },
+          { op: 'replace', path: '/metadata/finalizers', value: finalizers.filter((f) => f !== GITSOURCE_FINALIZER) },
+        ],
+        'json',
+        { fieldManager: IDENTITY.manager },
+      );
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    log.info({ source: objectKey(gs) }, 'GitSource deleted: it applies nothing more, and what it applied stays');
   }
 
   /** stillThere reads the source from the API: false when it is gone, replaced (another uid) or being deleted. */

@@ -14,6 +14,12 @@ export const GITSOURCES: Resource = {
   namespaced: true,
 };
 
+/**
+ * GITSOURCE_FINALIZER keeps a deleted GitSource until its controller has stopped applying it: a reconcile in flight
+ * when the source is deleted would otherwise make again a tenant deleted right after it. The source's objects stay.
+ */
+export const GITSOURCE_FINALIZER = 'tenancy.x-k8s.io/gitsource';
+
 /** SAFETY_DEFAULTS are the deletion limits of a GitSource without spec.safety, as in its schema. */
 export const SAFETY_DEFAULTS = { maxDeletes: 3, maxDeletePercent: 25 } as const;
 

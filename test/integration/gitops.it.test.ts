@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { localProvisioners } from '../../core/dev/provisioner/offer.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
-import { GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
+import { GITSOURCE_FINALIZER, GITSOURCES, type GitSource } from '../../gitops/applier/gitsource.ts';
 import { validate } from '../../schemas/validate.ts';
 import { makeSshKey, sshKeygenAvailable, startGitServer, type GitServer } from '../git/server.ts';
 import { eventually, startTestSuper, TENANT_START_MS, type TestSuper } from '../harness.ts';
@@ -521,9 +522,16 @@ describe('GitOps: tenant definitions in git, reconciled into Running tenants', (
         expect.objectContaining({ kind: 'VirtualCluster', name: 'slow', health: 'Progressing' }),
       ]);
       expect((await vc('slow'))?.status?.phase).toBe('Pending');
+      // A deleted source is gone once its manager has let it go (kubectl delete waits for that): from then on no
+      // reconcile of it applies anything, so the tenant deleted next stays deleted, though this source re-checked it
+      // every 5 s (its healthTimeout) and a reconcile may have been applying at the moment of the deletion.
+      expect((await named('slow')).metadata.finalizers).toContain(GITSOURCE_FINALIZER);
       await t.client.delete(GITSOURCES, 'default', 'slow');
+      await eventually(async () => expect(await t.client.getOrNull(GITSOURCES, 'default', 'slow')).toBeNull(), 60_000);
       await t.client.delete(R.virtualclusters, 'default', 'slow');
       await eventually(async () => expect(await vc('slow')).toBeNull(), 60_000);
+      await sleep(6_000);
+      expect(await vc('slow')).toBeNull();
       await t.client.delete(R.tenantpolicies, undefined, 'gitops-slow');
     });
 

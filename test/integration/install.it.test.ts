@@ -352,8 +352,9 @@ describe('vc uninstall', () => {
     });
     // how long each of its waits took (lines "waited N s for ..."), in the run's log: a slow uninstall names its wait
     console.log(`vc uninstall: ${printed.filter((l) => /^(waited|still waiting) /.test(l)).join('; ')}`);
-    expect(printed.slice(0, 2)).toEqual([
+    expect(printed.slice(0, 3)).toEqual([
       'deleting GitSource tenants/tenants (it would apply its tenants again)',
+      expect.stringMatching(/^waited \d+ s for the GitSources to be deleted$/),
       'deleting VirtualCluster tenants/team-a',
     ]);
     expect(deleted).toContain('Namespace vc-system');

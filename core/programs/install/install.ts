@@ -202,12 +202,21 @@ export async function uninstall(c: KubeClient, o: UninstallOptions): Promise<str
         `${tenants.length} VirtualCluster${tenants.length > 1 ? 's' : ''} still exist (${names.join(', ')}): delete them ` +
           'first, or pass --delete-tenants to delete them (and their control planes) now',
       );
-    // A GitSource would apply its tenants again while they are deleted: the sources go first.
-    const sources = tenants.length ? await mapper.resourceOrNull(GITSOURCE_KIND.apiVersion, GITSOURCE_KIND.kind) : null;
-    for (const g of sources ? (await c.list(sources)).items : []) {
+    // A GitSource would apply its tenants again while they are deleted: the sources go first, and are waited for
+    // (the manager takes their finalizer off once no reconcile of theirs is applying). With --crds they go now too,
+    // while the manager still runs: deleted with their CRD after it, their finalizer would hold the CRD for good.
+    const sources =
+      tenants.length || o.crds ? await mapper.resourceOrNull(GITSOURCE_KIND.apiVersion, GITSOURCE_KIND.kind) : null;
+    const doomedSources = sources ? (await c.list(sources)).items : [];
+    for (const g of doomedSources) {
       await c.delete(sources!, g.metadata!.namespace, g.metadata!.name!, { uid: g.metadata!.uid });
       o.out(`deleting GitSource ${g.metadata!.namespace}/${g.metadata!.name} (it would apply its tenants again)`);
     }
+    if (doomedSources.length)
+      await until(
+        { timeoutMs, what: 'the GitSources to be deleted', hint: 'is the manager running?', out: o.out },
+        async () => (await c.list(sources!)).items.map((g) => holdingUp({ ...g, ...GITSOURCE_KIND })),
+      );
     for (const v of tenants) {
       await c.delete(vcs, v.metadata!.namespace, v.metadata!.name!, { uid: v.metadata!.uid });
       o.out(`deleting VirtualCluster ${v.metadata!.namespace}/${v.metadata!.name}`);
