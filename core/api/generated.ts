@@ -2030,6 +2030,17 @@ export interface ManagerConfigurationGitops {
      * ... may begin one).
      */
     maxDocuments?: number;
+    /**
+     * Bytes of one git object (a file, a directory listing, a commit) once inflated. Checked as the pack streams in,
+     * from each object's header and by inflating it into a count, before anything is unpacked: zlib packs a run of
+     * zeros about a thousand to one, so maxFetchBytes alone does not bound what a revision unpacks to.
+     */
+    maxObjectBytes?: number;
+    /**
+     * Bytes of all git objects fetched for one revision together once inflated (a delta counts at the size of the
+     * object it makes), checked as maxObjectBytes is.
+     */
+    maxUnpackedBytes?: number;
   };
   /**
    * What each GitSource may write. Without an entry a GitSource writes only tenant kinds in its own namespace, never

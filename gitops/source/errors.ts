@@ -7,7 +7,7 @@ export const SourceErrorReasons = [
   'FetchFailed',
   'Timeout',
   'VerificationFailed',
-  /** a cap on bytes fetched, files or bytes read, or history walked was exceeded */
+  /** a cap on bytes fetched or unpacked, files or bytes read, or history walked was exceeded */
   'LimitExceeded',
   /** the URL's host resolves to an address the platform does not allow (loopback, link-local, metadata…) */
   'AddressRefused',

@@ -59,6 +59,10 @@ export interface SourceLimits {
   maxHistoryCommits?: number;
   /** YAML documents of all manifest files together (default 5000) */
   maxDocuments?: number;
+  /** bytes of one git object once inflated, checked before it is unpacked (default 16 MiB) */
+  maxObjectBytes?: number;
+  /** bytes of all git objects fetched for a revision once inflated (default 256 MiB) */
+  maxUnpackedBytes?: number;
 }
 
 /** SOURCE_LIMIT_DEFAULTS are the defaults of SourceLimits, as in schemas/manager-config.schema.json. */
@@ -69,6 +73,8 @@ export const SOURCE_LIMIT_DEFAULTS: Required<SourceLimits> = {
   maxTotalBytes: 16 * 1024 * 1024,
   maxHistoryCommits: HISTORY_CAP_DEFAULT,
   maxDocuments: 5000,
+  maxObjectBytes: 16 * 1024 * 1024,
+  maxUnpackedBytes: 256 * 1024 * 1024,
 };
 
 /** ResolvedRef is a ref resolved against the server. */

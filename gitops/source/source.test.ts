@@ -454,6 +454,28 @@ describe('GitSourceFetcher against a real git server', () => {
       );
     });
 
+    it('refuses a revision holding a git object over maxObjectBytes unpacked, before isomorphic-git unpacks it', async () => {
+      await server.initRepo('zeros');
+      const url = server.url('zeros');
+      // 8 MiB of zeros: a few KiB on the wire, under any fetch budget, and 8 MiB in memory once unpacked
+      await server.commitFiles('zeros', { 'a.yaml': cm('a'), 'blob.bin': '\0'.repeat(8 * 1024 * 1024) }, 'zeros');
+      const root = await mkdtemp(join(tmpdir(), 'source-cache-'));
+      temps.push(root);
+      const capped = new GitSourceFetcher({
+        cacheRoot: root,
+        addresses: LOOPBACK,
+        limits: { maxFetchBytes: 1024 * 1024, maxObjectBytes: 1024 * 1024 },
+      });
+      const refused = await sourceError(capped.artifact({ url, ref: { branch: 'main' } }));
+      expect(refused.reason).toBe('LimitExceeded');
+      expect(refused.message).toMatch(
+        /^fetch .*: the server sent a blob of 8388608 bytes unpacked, more than 1048576 \(gitops\.limits\.maxObjectBytes\)$/,
+      );
+      // The same cache, with the default caps, fetches the revision whole.
+      const roomy = new GitSourceFetcher({ cacheRoot: root, addresses: LOOPBACK });
+      expect((await roomy.artifact({ url, ref: { branch: 'main' } })).documents).toHaveLength(1);
+    });
+
     it('refuses a revision with more YAML documents than maxDocuments, before parsing them', async () => {
       await server.initRepo('docs');
       const url = server.url('docs');

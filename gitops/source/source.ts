@@ -304,7 +304,8 @@ export class GitSourceFetcher {
   }
 
   private budget(): Budget {
-    return { fetched: 0, max: this.limits.maxFetchBytes };
+    const { maxFetchBytes: max, maxObjectBytes, maxUnpackedBytes } = this.limits;
+    return { fetched: 0, max, unpack: { maxObjectBytes, maxUnpackedBytes, unpacked: 0 } };
   }
 
   private async ensureLocked(

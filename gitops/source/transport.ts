@@ -13,15 +13,17 @@ import {
 } from './address.ts';
 import { defaultHosts, withCredentialsFor } from './credentials.ts';
 import { SourceError } from './errors.ts';
+import { PackGuard, type UnpackBudget } from './packguard.ts';
 import { redactUrl, type SourceRequest } from './ref.ts';
 
 const TOKEN_USERNAME = 'x-access-token';
 const MAX_REDIRECTS = 5;
 
-/** Budget is what one revision may still fetch. */
+/** Budget is what one revision may still fetch, and unpack. */
 export interface Budget {
   fetched: number;
   max: number;
+  unpack?: UnpackBudget;
 }
 
 /** Transport is what a network call needs from its fetcher. */
@@ -53,25 +55,40 @@ export async function network<T>(
     return p;
   };
   let overBudget: SourceError | undefined;
+  const refuse = (e: SourceError): never => {
+    overBudget = e;
+    controller.abort(e);
+    throw e;
+  };
+  // A pack (the answer to a POST of git-upload-pack) is checked for its unpacked sizes before isomorphic-git sees it.
   const counted = (
     body: AsyncIterableIterator<Uint8Array> | undefined,
+    guard: PackGuard | undefined,
   ): AsyncIterableIterator<Uint8Array> | undefined => {
     if (!body) return body;
     return (async function* () {
       for await (const chunk of body) {
         budget.fetched += chunk.byteLength;
-        if (budget.fetched > budget.max) {
-          overBudget = new SourceError(
-            'LimitExceeded',
-            `${what}: the server sent more than ${budget.max} bytes for this revision (gitops.limits.maxFetchBytes)`,
+        if (budget.fetched > budget.max)
+          refuse(
+            new SourceError(
+              'LimitExceeded',
+              `${what}: the server sent more than ${budget.max} bytes for this revision (gitops.limits.maxFetchBytes)`,
+            ),
           );
-          controller.abort(overBudget);
-          throw overBudget;
+        try {
+          guard?.push(chunk);
+        } catch (e) {
+          refuse(e instanceof SourceError ? e : new SourceError('FetchFailed', `${what}: ${String(e)}`));
         }
         yield chunk;
       }
     })();
   };
+  const packGuard = (r: { method?: string }, url: string): PackGuard | undefined =>
+    budget.unpack && (r.method ?? 'GET').toUpperCase() === 'POST' && new URL(url).pathname.endsWith('/git-upload-pack')
+      ? new PackGuard(budget.unpack, what)
+      : undefined;
   const credentialHosts = req.credentials?.hosts ?? defaultHosts(req.url);
   const http: HttpClient = {
     request: async (r) => {
@@ -94,7 +111,7 @@ export async function network<T>(
           url = new URL(location, url).toString();
           continue;
         }
-        return { ...res, url, body: counted(res.body) };
+        return { ...res, url, body: counted(res.body, packGuard(r, url)) };
       }
     },
   };
