@@ -4,8 +4,8 @@ import { objectKey } from '../kube/informer.ts';
 import { R } from '../kube/resources.ts';
 import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
-import { checkPolicies, type ManagerDefaults, type TenantPolicy } from '../tenancy/policy.ts';
-import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
+import { checkPolicies, type EffectiveSettings, type ManagerDefaults, type TenantPolicy } from '../tenancy/policy.ts';
+import { subjectOf } from '../tenancy/grants.ts';
 import { MutableTenantRegistry, type Tenant, type TenantEvent, type TenantRegistry } from '../tenancy/tenant.ts';
 import { tenantOfVirtualCluster } from './tenantof.ts';
 import { provisionedOfSecret } from './kubeconfigsecret.ts';
@@ -39,6 +39,7 @@ export class MetaTenantRegistry implements TenantRegistry {
   private readonly vcs: SharedInformer<VirtualCluster>;
   private readonly policies: SharedInformer<TenantPolicy>;
   private readonly secrets: SharedInformer<Secret>;
+  private readonly namespaces: SharedInformer<KubeObject>;
   private readonly out = new MutableTenantRegistry();
   private readonly served = new Map<string, string>();
 
@@ -50,6 +51,7 @@ export class MetaTenantRegistry implements TenantRegistry {
       resource: R.secrets,
       labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
     });
+    this.namespaces = informers.informer<KubeObject>({ resource: R.namespaces });
   }
 
   /** start syncs the caches, reports the tenants, and follows changes. */
@@ -59,13 +61,26 @@ export class MetaTenantRegistry implements TenantRegistry {
       inf.addHandler({ onAdd: all, onUpdate: all, onDelete: all });
       inf.start();
     }
-    await Promise.all([this.vcs.waitForSync(), this.policies.waitForSync(), this.secrets.waitForSync()]);
+    // A namespace's labels can grant a policy (spec.grants.subjects selector): only a change of them counts. A
+    // VirtualCluster's namespace exists before it, and goes after it.
+    this.namespaces.addHandler({
+      onUpdate: (a, b) => {
+        if (JSON.stringify(a.metadata?.labels ?? {}) !== JSON.stringify(b.metadata?.labels ?? {})) all();
+      },
+    });
+    this.namespaces.start();
+    await Promise.all([
+      this.vcs.waitForSync(),
+      this.policies.waitForSync(),
+      this.secrets.waitForSync(),
+      this.namespaces.waitForSync(),
+    ]);
     this.refresh();
   }
 
   /** stop stops the caches. */
   async stop(): Promise<void> {
-    await Promise.all([this.vcs.stop(), this.policies.stop(), this.secrets.stop()]);
+    await Promise.all([this.vcs.stop(), this.policies.stop(), this.secrets.stop(), this.namespaces.stop()]);
   }
 
   subscribe(fn: (e: TenantEvent) => void): () => void {
@@ -74,7 +89,8 @@ export class MetaTenantRegistry implements TenantRegistry {
 
   /** refresh recomputes every tenant; only those whose tenant changed are reported. */
   private refresh(): void {
-    if (!this.vcs.hasSynced() || !this.policies.hasSynced() || !this.secrets.hasSynced()) return;
+    const caches = [this.vcs, this.policies, this.secrets, this.namespaces] as Array<SharedInformer<KubeObject>>;
+    if (!caches.every((c) => c.hasSynced())) return;
     const seen = new Set<string>();
     for (const vc of this.vcs.list()) {
       const t = this.tenantOf(vc);
@@ -106,11 +122,36 @@ export class MetaTenantRegistry implements TenantRegistry {
     const owner = secret?.metadata?.ownerReferences?.find((r) => r.controller === true);
     const provisioned = provisionedOfSecret(secret?.data);
     if (!provisioned || owner?.uid !== m.uid) return undefined;
-    const r = checkPolicies(vc, this.policies.list(), this.o.defaults, GRANTED_BY_CONTROLLER);
-    if (!('effective' in r)) {
-      log.warn({ vc: objectKey(vc) }, 'spec refused by its policy; the tenant keeps its last settings');
-      return this.served.has(root) ? 'keep' : undefined;
+    const decided = servedSettings(
+      vc,
+      this.policies.list(),
+      this.o.defaults,
+      this.namespaces.get(m.namespace)?.metadata?.labels ?? {},
+      this.served.has(root),
+    );
+    if (decided === 'keep' || decided === undefined) {
+      log.warn({ vc: objectKey(vc) }, 'spec or its grant refused by its policy; the tenant keeps its last settings');
+      return decided;
     }
-    return tenantOfVirtualCluster(vc, root, provisioned, r.effective);
+    return tenantOfVirtualCluster(vc, root, provisioned, decided);
   }
+}
+
+/**
+ * servedSettings decides what a syncer apart from the controller serves a Running VirtualCluster with, judging it as
+ * the controller does, grants included (its namespace and labels, the GitSource that applied it): the effective
+ * settings when its spec and choices are allowed now, else 'keep' (the last ones served stay, as the controller keeps
+ * the control plane on its last accepted ones) or, when nothing was served yet, undefined (not served). Taking the
+ * controller's word instead would let a tenant whose grant was revoked run on whatever its former policy allows next.
+ */
+export function servedSettings(
+  vc: VirtualCluster,
+  policies: readonly TenantPolicy[],
+  defaults: ManagerDefaults,
+  namespaceLabels: Readonly<Record<string, string>>,
+  served: boolean,
+): EffectiveSettings | 'keep' | undefined {
+  const r = checkPolicies(vc, policies, defaults, subjectOf(vc, namespaceLabels));
+  if ('effective' in r) return r.effective;
+  return served ? 'keep' : undefined;
 }

@@ -23,8 +23,9 @@ export interface GrantSubject {
 }
 
 /**
- * GRANTED_BY_CONTROLLER stands for the subject where the grants were checked already: a Running tenant's settings are
- * derived again apart from the manager (core/lifecycle/metatenants.ts), which serves only what the controller ran.
+ * GRANTED_BY_CONTROLLER stands for the subject where the grants were checked already and the reader has no namespaces
+ * to check them again: the vn-agent's view of a tenant's plugins (core/vnagent/directory.ts). A syncer apart from the
+ * manager judges grants itself (core/lifecycle/metatenants.ts).
  */
 export const GRANTED_BY_CONTROLLER = 'granted-by-controller' as const;
 
