@@ -183,6 +183,11 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const stamp = `${vc.metadata?.resourceVersion}/${policies.map((p) => `${p.metadata?.name}@${p.metadata?.resourceVersion}`).join(',')}`;
     const cached = this.pluginsMemo.get(key);
     if (cached?.stamp === stamp) return cached.plugins;
+    // The agent cannot judge grants (it reads no namespaces): where the controller refused the tenant's spec or its
+    // grant (PolicyAccepted False, the tenant kept on its last accepted settings), a policy widened since does not
+    // reach the agent either; what it served stays.
+    const accepted = vc.status?.conditions?.find((c) => c.type === 'PolicyAccepted');
+    if (accepted?.status === 'False') return cached?.plugins ?? {};
     const r = checkPolicies(vc, policies, {}, GRANTED_BY_CONTROLLER);
     const plugins = 'effective' in r ? { plugins: r.effective.plugins, pluginConfig: r.effective.pluginConfig } : {};
     this.pluginsMemo.set(key, { stamp, plugins });

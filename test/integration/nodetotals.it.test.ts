@@ -173,6 +173,51 @@ describe('node totals as the TenantPolicy says, in the vn-agent (nodes.totals)',
       expect(served()!.plugins).toEqual({ enable: ['node-call-guard'], disable: ['dns'] });
       expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } });
     });
+    // The controller refuses the tenant from now on (a grant revoked, which the agent cannot judge): a policy widened
+    // afterwards does not reach the agent, which keeps what it served. (The rotating fingerprint only shows when the
+    // agent's cache has the new status.)
+    const fingerprint = (
+      await t.client.get<KubeObject & { status?: { kubeletClientCertFingerprint?: string } }>(
+        R.virtualclusters,
+        'team-c',
+        'c',
+      )
+    ).status!.kubeletClientCertFingerprint!;
+    await t.client.patch(
+      R.virtualclusters,
+      'team-c',
+      'c',
+      {
+        status: {
+          phase: 'Running',
+          rotatingKubeletClientCertFingerprints: [fingerprint],
+          conditions: [
+            {
+              type: 'PolicyAccepted',
+              status: 'False',
+              reason: 'PolicyViolation',
+              message: 'spec.policyName: TenantPolicy "plugins" is not granted to namespace "team-c"',
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+        },
+      },
+      'merge',
+      { subresource: 'status' },
+    );
+    await eventually(() =>
+      expect([...directory.tenants()].find((x) => x.key === key)?.rotating).toEqual([fingerprint]),
+    );
+    // nodes.totals in the same write shows when the agent has the widened policy
+    await t.client.patch(
+      R.tenantpolicies,
+      undefined,
+      'plugins',
+      { spec: { nodes: { totals: 'withheld' }, pluginConfig: { 'node-call-guard': { maxBytes: 1 << 30 } } } },
+      'merge',
+    );
+    await eventually(() => expect(totalsOf(key)).toBe('withheld'));
+    expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } });
     await t.client.delete(R.tenantpolicies, undefined, 'plugins');
   });
 });
