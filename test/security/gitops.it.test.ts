@@ -28,6 +28,7 @@ import { Attempts } from './attempts.ts';
 
 const NS = 'team-a';
 const MAX_FILE_BYTES = 64 * 1024;
+const MAX_OBJECT_BYTES = 1024 * 1024;
 
 const vcYaml = (namespace: string, name: string, spec: Record<string, unknown> = {}) =>
   stringify({
@@ -260,7 +261,11 @@ describe('security: a hostile author against GitOps scope, history and fetching'
         apiVersion: 'tenancy.x-k8s.io/v1alpha1',
         kind: 'ManagerConfiguration',
         superClusters: [{ name: 'default', kubeconfig: t.sc.kubeconfigPath }],
-        gitops: { enabled: true, cacheDir: join(dir, 'git-cache'), limits: { maxFileBytes: MAX_FILE_BYTES } },
+        gitops: {
+          enabled: true,
+          cacheDir: join(dir, 'git-cache'),
+          limits: { maxFileBytes: MAX_FILE_BYTES, maxObjectBytes: MAX_OBJECT_BYTES },
+        },
         syncer: { patrolIntervalSeconds: 0 },
       }),
     );
@@ -402,6 +407,28 @@ describe('security: a hostile author against GitOps scope, history and fetching'
       expect(await t.client.getOrNull(R.virtualclusters, NS, 'big')).toBeNull();
       return why;
     });
+  });
+
+  it('refuses a revision whose git objects unpack past maxObjectBytes, wherever they lie in the repository', async () => {
+    const bare = join(gitServer.root, 'tenants.git');
+    const applied = (await runGit(bare, ['rev-parse', 'refs/heads/main'])).trim();
+    await attempts.attempt('a file of zeros outside the path, small on the wire and 4 MiB unpacked', async () => {
+      const before = await snapshot();
+      // zlib packs it into a few KiB: only its unpacked size is over a limit, and the manager never holds it
+      await gitServer.commitFiles('tenants', { 'assets/zeros.bin': '\0'.repeat(4 * 1024 * 1024) }, 'zeros');
+      await poke('tenants');
+      const why = await refusedWith(
+        'tenants',
+        'LimitExceeded',
+        `a blob of ${4 * 1024 * 1024} bytes unpacked, more than ${MAX_OBJECT_BYTES} (gitops.limits.maxObjectBytes)`,
+      );
+      expect(await snapshot()).toEqual(before);
+      return why;
+    });
+    // The commit is in the history every later revision is checked through: the owner takes it out of the branch.
+    await runGit(bare, ['update-ref', 'refs/heads/main', applied]);
+    await poke('tenants');
+    await ready('tenants', applied);
   });
 
   it('refuses git URLs to loopback and to the cloud metadata address', async () => {
@@ -588,7 +615,7 @@ describe('security: a hostile author against GitOps scope, history and fetching'
   });
 
   it('counts every attempt as refused', () => {
-    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(14).fill('refused'));
-    expect(attempts.summary()).toBe('attempts 14, refused 14, succeeded 0');
+    expect(attempts.records.map((r) => r.outcome)).toEqual(Array(15).fill('refused'));
+    expect(attempts.summary()).toBe('attempts 15, refused 15, succeeded 0');
   });
 });
