@@ -1,3 +1,4 @@
+import { sameJSON } from '../controller/status.ts';
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { InformerFactory, type SharedInformer } from '../kube/factory.ts';
 import { objectKey } from '../kube/informer.ts';
@@ -65,7 +66,7 @@ export class MetaTenantRegistry implements TenantRegistry {
     // VirtualCluster's namespace exists before it, and goes after it.
     this.namespaces.addHandler({
       onUpdate: (a, b) => {
-        if (JSON.stringify(a.metadata?.labels ?? {}) !== JSON.stringify(b.metadata?.labels ?? {})) all();
+        if (!sameJSON(a.metadata?.labels ?? {}, b.metadata?.labels ?? {})) all();
       },
     });
     this.namespaces.start();

@@ -57,7 +57,7 @@ class Varint {
 
 type Phase =
   | { at: 'pack-header'; got: number[] }
-  | { at: 'object-header'; type: number; size: Varint }
+  | { at: 'object-header'; type?: number; size: Varint }
   | { at: 'delta-base'; type: number; size: number; left: number }
   | { at: 'data'; type: number; size: number; strm: ZStream; out: number; delta?: [Varint, Varint] }
   | { at: 'end' };
@@ -162,21 +162,22 @@ export class PackGuard {
           const head = Buffer.from(p.got);
           if (head.toString('latin1', 0, 4) !== 'PACK') return this.stop();
           this.objectsLeft = head.readUInt32BE(8);
-          this.phase = this.objectsLeft ? { at: 'object-header', type: 0, size: new Varint() } : { at: 'end' };
+          this.phase = this.nextObject();
           break;
         }
         case 'object-header': {
           const byte = bytes[i++]!;
-          if (p.size.value === 0 && !p.type) p.type = (byte >> 4) & 7;
+          // the type is in the first byte's bits 6-4, beside the size's lowest four bits
+          const type = (p.type ??= (byte >> 4) & 7);
           if (!p.size.push(byte, 0x0f, 4)) break;
           const size = p.size.value;
-          if (p.type === OBJ_OFS_DELTA || p.type === OBJ_REF_DELTA) {
+          if (type === OBJ_OFS_DELTA || type === OBJ_REF_DELTA) {
             // The delta's own data is bounded as an object; what it makes is counted once its header is inflated.
-            if (size > this.budget.maxObjectBytes) this.count(size, TYPES[p.type]!);
-            this.phase = { at: 'delta-base', type: p.type, size, left: p.type === OBJ_REF_DELTA ? SHA1_BYTES : -1 };
+            if (size > this.budget.maxObjectBytes) this.count(size, TYPES[type]!);
+            this.phase = { at: 'delta-base', type, size, left: type === OBJ_REF_DELTA ? SHA1_BYTES : -1 };
           } else {
-            this.count(size, TYPES[p.type] || `object of type ${p.type}`);
-            this.phase = this.data(p.type, size);
+            this.count(size, TYPES[type] || `object of type ${type}`);
+            this.phase = this.data(type, size);
           }
           break;
         }
@@ -193,7 +194,8 @@ export class PackGuard {
           i += consumed;
           if (p.out !== p.size)
             this.refuse(`a ${TYPES[p.type]} in the pack unpacks to ${p.out} bytes, not the ${p.size} it declares`);
-          this.phase = --this.objectsLeft > 0 ? { at: 'object-header', type: 0, size: new Varint() } : { at: 'end' };
+          this.objectsLeft--;
+          this.phase = this.nextObject();
           break;
         }
       }
@@ -240,6 +242,11 @@ export class PackGuard {
       const v = delta[0].done ? delta[1] : delta[0];
       if (v.push(byte) && v === delta[1]) return this.count(v.value, `${TYPES[p.type]} result`);
     }
+  }
+
+  /** nextObject is the phase after the pack header or an object: the next object's header, or the end. */
+  private nextObject(): Phase {
+    return this.objectsLeft > 0 ? { at: 'object-header', size: new Varint() } : { at: 'end' };
   }
 
   /** data starts inflating an object's data into a count (and, for a delta, the two sizes that begin it). */
