@@ -1854,8 +1854,7 @@ export interface ManagerConfigurationVirtualClusters {
      * of their own tenant's Pods in these Pod CIDRs (as the super cluster's Pods tell them), and addresses outside the
      * super-internal ranges that are not this host's, so that a tenant admin cannot use its control plane (webhooks,
      * APIServices, services/pods/nodes proxy) to reach the host, the super cluster, the manager, other tenants or their
-     * Pods, or the platform's Pods. vc up sets it where the host has cgroup v2 and the iptables cgroup match. Absent:
-     * not confined.
+     * Pods, or the platform's Pods. vc up sets it where the host has cgroup v2 and nftables. Absent: not confined.
      */
     confine?: {
       /**

@@ -18,7 +18,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
 import type { KubeClient } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
-import { cgroup2Root, confinementNames, NetConfinement, sweepConfinements } from '../../core/dev/local/netconfine.ts';
+import {
+  cgroup2Root,
+  CONFINE_PREFIX,
+  confinementNames,
+  NetConfinement,
+  sweepConfinements,
+} from '../../core/dev/local/netconfine.ts';
 import { rootNamespace } from '../../core/names/names.ts';
 import { LocalProvisioner } from '../../core/dev/provisioner/provisioner.ts';
 import { binaryPath } from '../../core/toolchain/toolchain.ts';
@@ -245,16 +251,15 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
     }
   });
 
-  it('a confinement some program removed from the filter table comes back', async () => {
-    const { chain, cgroup } = confinementNames(rootA);
-    const jump = ['OUTPUT', '-m', 'cgroup', '--path', cgroup, '-j', chain];
-    // what a restore from an older snapshot does: the jump and the chain are gone
-    await exec('iptables', ['-w', '-D', ...jump]);
-    await exec('iptables', ['-w', '-F', chain]);
-    await exec('iptables', ['-w', '-X', chain]);
-    await eventually(() => exec('iptables', ['-w', '-C', ...jump]), 30_000);
-    const rules = (await exec('iptables', ['-w', '-S', chain])).stdout;
-    expect(rules).toContain('--dst-type LOCAL -j REJECT');
+  it('a confinement some program deleted comes back', async () => {
+    const { table } = confinementNames(rootA);
+    await exec('nft', ['delete', 'table', 'inet', table]);
+    const rules = await eventually(async () => {
+      const out = (await exec('nft', ['list', 'table', 'inet', table])).stdout;
+      expect(out).toContain('jump confined');
+      return out;
+    }, 30_000);
+    expect(rules).toContain('fib daddr type local reject');
   });
 
   it('a sweep (vc down) removes the confinement of a control plane that is gone and keeps a running one', async () => {
@@ -264,13 +269,45 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
       cgroup2Root()!,
     );
     await gone.apply();
+    // what an earlier version confined with: an iptables chain jumped to from OUTPUT by the cgroup's path
+    const cgroup = gone.table;
+    const legacy = `VC-CP-${cgroup.slice(CONFINE_PREFIX.length)}`;
+    await exec('iptables', ['-w', '-N', legacy]);
+    await exec('iptables', ['-w', '-A', 'OUTPUT', '-m', 'cgroup', '--path', cgroup, '-j', legacy]);
     const removed = await sweepConfinements();
-    expect(removed).toContain(`iptables chain ${gone.chain}`);
+    expect(removed).toContain(`nftables table inet ${gone.table}`);
+    expect(removed).toContain(`iptables chain ${legacy}`);
     expect(await gone.intact()).toBe(false);
     expect(existsSync(gone.cgroupDir)).toBe(false);
-    const { chain, cgroup } = confinementNames(rootA);
-    expect(removed).not.toContain(`iptables chain ${chain}`);
-    await exec('iptables', ['-w', '-C', 'OUTPUT', '-m', 'cgroup', '--path', cgroup, '-j', chain]);
+    await expect(exec('iptables', ['-w', '-S', legacy])).rejects.toThrow();
+    const { table } = confinementNames(rootA);
+    expect(removed).not.toContain(`nftables table inet ${table}`);
+    await exec('nft', ['list', 'table', 'inet', table]);
+  });
+
+  it("iptables rules that accept the control plane's packets (kube-router's, a restored snapshot) open no door", async () => {
+    await serviceTo(a, 'accepted', hostAddress!, hostPort);
+    const { cgroup } = confinementNames(rootA);
+    const accept = ['OUTPUT', '-m', 'cgroup', '--path', cgroup, '-j', 'ACCEPT'];
+    await exec('iptables', ['-w', '-I', ...accept]);
+    try {
+      await attempts.attempt(
+        "services/proxy to the host's port while the filter table accepts every packet",
+        async () => {
+          const out = await eventually(async () => {
+            const o = await rawFails(
+              aKubeconfig,
+              `/api/v1/namespaces/default/services/http:accepted:${hostPort}/proxy/`,
+            );
+            expect(o).toContain('connection refused');
+            return o;
+          }, 30_000);
+          return out.split('\n').at(-1)!;
+        },
+      );
+    } finally {
+      await exec('iptables', ['-w', '-D', ...accept]);
+    }
   });
 
   it("the proxy paths of the confined tenant do not reach the host's port", async () => {
@@ -305,6 +342,6 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
       return out.split('\n').at(-1)!;
     });
     expect(hostHits.length).toBe(before);
-    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 10, refused 10, succeeded 0');
   });
 });

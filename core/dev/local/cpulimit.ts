@@ -11,7 +11,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlaneCpu } from '../../api/tenantpolicy.ts';
-import { cgroup2Root, CONFINE_CHAIN_PREFIX, confinementNames } from './netconfine.ts';
+import { cgroup2Root, CONFINE_PREFIX, confinementNames } from './netconfine.ts';
 
 /** CFS_PERIOD_US is the CFS period the quota is spent over: the kernel's default, 100 ms. */
 export const CFS_PERIOD_US = 100_000;
@@ -281,7 +281,7 @@ export function platformCgroup(
  */
 export function sweepCpuCgroups(hierarchy: CpuHierarchy | undefined = cpuHierarchy()): string[] {
   if (!hierarchy) return [];
-  const prefix = CONFINE_CHAIN_PREFIX.toLowerCase();
+  const prefix = CONFINE_PREFIX;
   return sweepWhere(
     hierarchy,
     (name) => (hierarchy.version === 1 && name.startsWith(prefix)) || platformOfDeadProcess(name),

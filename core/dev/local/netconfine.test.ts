@@ -1,16 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  CONFINE_CHAIN_PREFIX,
+  CONFINE_PREFIX,
   confinementNames,
   confinementRules,
+  confinementScript,
   ownPodAddresses,
-  podFenceScript,
 } from './netconfine.ts';
 
-const ret = (...m: string[]) => [...m, '-j', 'RETURN'];
-const reject = (cidr: string) => ['-d', cidr, '-j', 'REJECT'];
-const established = ret('-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED');
-const host = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT'];
+const established = 'ct state established,related accept';
+const host = 'fib daddr type local reject';
 
 describe('confinementRules', () => {
   it.each([
@@ -23,48 +21,81 @@ describe('confinementRules', () => {
         endpoints: [{ host: '10.213.7.1', port: 10550 }],
         internalCidrs: ['10.0.0.0/8', '169.254.0.0/16', 'fc00::/7'],
       },
-      v4: [
+      rules: [
         established,
-        ret('-d', '127.0.0.1/32', '-p', 'tcp', '--dport', '2379'),
-        ret('-d', '127.0.0.1/32', '-p', 'tcp', '--dport', '6443'),
-        ret('-d', '10.213.7.1/32', '-p', 'tcp', '--dport', '10550'),
+        'ip daddr 127.0.0.1 tcp dport { 2379, 6443 } accept',
+        'ip daddr 10.213.7.1 tcp dport 10550 accept',
         host,
-        ret('-d', '10.213.7.5/32'),
-        ret('-d', '10.213.7.9/32'),
-        reject('10.213.7.0/24'),
-        reject('10.0.0.0/8'),
-        reject('169.254.0.0/16'),
-        reject('127.0.0.0/8'),
+        'ip daddr { 10.213.7.5, 10.213.7.9 } accept',
+        'ip6 daddr { fd00:7::9 } accept',
+        'ip daddr 10.213.7.0/24 reject',
+        'ip6 daddr fd00:7::/64 reject',
+        'ip daddr 10.0.0.0/8 reject',
+        'ip daddr 169.254.0.0/16 reject',
+        'ip6 daddr fc00::/7 reject',
+        'ip daddr 127.0.0.0/8 reject',
+        'ip6 daddr ::1/128 reject',
       ],
-      v6: [established, host, ret('-d', 'fd00:7::9/128'), reject('fd00:7::/64'), reject('fc00::/7'), reject('::1/128')],
     },
     {
       name: 'no Pod address yet: the whole Pod CIDR is refused, even one outside the internal ranges',
       spec: { loopbackPorts: [], podCidrs: ['203.0.113.0/24'], endpoints: [], internalCidrs: [] },
-      v4: [established, host, reject('203.0.113.0/24'), reject('127.0.0.0/8')],
-      v6: [established, host, reject('::1/128')],
+      rules: [
+        established,
+        host,
+        'ip daddr 203.0.113.0/24 reject',
+        'ip daddr 127.0.0.0/8 reject',
+        'ip6 daddr ::1/128 reject',
+      ],
     },
     {
       name: 'nothing allowed: established only; the host and loopback refused even when not listed as internal',
       spec: { loopbackPorts: [], podCidrs: [], endpoints: [], internalCidrs: [] },
-      v4: [established, host, reject('127.0.0.0/8')],
-      v6: [established, host, reject('::1/128')],
+      rules: [established, host, 'ip daddr 127.0.0.0/8 reject', 'ip6 daddr ::1/128 reject'],
     },
     {
-      name: 'an IPv6 endpoint goes to ip6tables',
-      spec: { loopbackPorts: [], podCidrs: [], endpoints: [{ host: 'fd00::1', port: 10550 }], internalCidrs: [] },
-      v4: [established, host, reject('127.0.0.0/8')],
-      v6: [established, ret('-d', 'fd00::1/128', '-p', 'tcp', '--dport', '10550'), host, reject('::1/128')],
+      name: 'an IPv6 endpoint, on its port only; a Pod CIDR that is also an internal range refused once',
+      spec: {
+        loopbackPorts: [],
+        podCidrs: ['10.0.0.0/8'],
+        endpoints: [{ host: 'fd00::1', port: 10550 }],
+        internalCidrs: ['10.0.0.0/8'],
+      },
+      rules: [
+        established,
+        'ip6 daddr fd00::1 tcp dport 10550 accept',
+        host,
+        'ip daddr 10.0.0.0/8 reject',
+        'ip daddr 127.0.0.0/8 reject',
+        'ip6 daddr ::1/128 reject',
+      ],
     },
-  ])('$name', ({ spec, v4, v6 }) => {
-    expect(confinementRules(spec)).toEqual({ v4, v6 });
+    {
+      name: "an address outside the Pod CIDRs is no Pod of the tenant's (a node's, from a host-network Pod)",
+      spec: {
+        loopbackPorts: [],
+        podCidrs: ['10.1.0.0/16'],
+        podAddresses: ['192.0.2.2'],
+        endpoints: [],
+        internalCidrs: [],
+      },
+      rules: [
+        established,
+        host,
+        'ip daddr 10.1.0.0/16 reject',
+        'ip daddr 127.0.0.0/8 reject',
+        'ip6 daddr ::1/128 reject',
+      ],
+    },
+  ])('$name', ({ spec, rules }) => {
+    expect(confinementRules(spec)).toEqual(rules);
   });
 
   it('refuses the default super-internal ranges, the metadata address among them', () => {
-    const { v4 } = confinementRules({ loopbackPorts: [], podCidrs: [], endpoints: [] });
-    expect(v4).toContainEqual(reject('169.254.0.0/16'));
-    expect(v4).toContainEqual(reject('10.0.0.0/8'));
-    expect(v4.at(-1)).toEqual(reject('127.0.0.0/8'));
+    const rules = confinementRules({ loopbackPorts: [], podCidrs: [], endpoints: [] });
+    expect(rules).toContain('ip daddr 169.254.0.0/16 reject');
+    expect(rules).toContain('ip daddr 10.0.0.0/8 reject');
+    expect(rules).toContain('ip daddr 127.0.0.0/8 reject');
   });
 });
 
@@ -87,60 +118,32 @@ describe('ownPodAddresses', () => {
   });
 });
 
-describe('podFenceScript', () => {
-  const who = 'socket cgroupv2 level 1 "vc-cp-1"';
-  it.each([
-    {
-      name: 'own Pods pass, the rest of each Pod CIDR is rejected, per family',
-      spec: { podCidrs: ['10.1.0.0/16', 'fd00:1::/64'], podAddresses: ['10.1.0.9', '10.1.0.3', 'fd00:1::5'] },
-      rules: [
-        `${who} ct state established,related accept`,
-        `${who} ip daddr { 10.1.0.3, 10.1.0.9 } accept`,
-        `${who} ip daddr { 10.1.0.0/16 } reject`,
-        `${who} ip6 daddr { fd00:1::5 } accept`,
-        `${who} ip6 daddr { fd00:1::/64 } reject`,
-      ],
-    },
-    {
-      name: 'an endpoint on a bridge address inside a Pod CIDR passes on its port only',
-      spec: { podCidrs: ['10.1.0.0/16'], podAddresses: [], endpoints: [{ host: '10.1.0.1', port: 31847 }] },
-      rules: [
-        `${who} ct state established,related accept`,
-        `${who} ip daddr 10.1.0.1 tcp dport 31847 accept`,
-        `${who} ip daddr { 10.1.0.0/16 } reject`,
-      ],
-    },
-    {
-      name: 'no Pod of its own yet: the whole Pod CIDR is rejected',
-      spec: { podCidrs: ['10.1.0.0/16'], podAddresses: [] },
-      rules: [`${who} ct state established,related accept`, `${who} ip daddr { 10.1.0.0/16 } reject`],
-    },
-  ])('$name', ({ spec, rules }) => {
-    const script = podFenceScript('vc-cp-1', 'vc-cp-1', spec);
-    expect(script.split('\n').slice(0, 6)).toEqual([
+describe('confinementScript', () => {
+  it('remakes the table in one transaction: the rules in chain confined, only the cgroup jumps there, before iptables', () => {
+    const spec = { loopbackPorts: [6443], podCidrs: [], endpoints: [], internalCidrs: [] };
+    expect(confinementScript('vc-cp-1', 'unified/vc-cp-1', spec).split('\n')).toEqual([
       'table inet vc-cp-1 {}',
       'delete table inet vc-cp-1',
       'table inet vc-cp-1 {',
+      '  chain confined {',
+      ...confinementRules(spec).map((r) => `    ${r}`),
+      '  }',
       '  chain out {',
       '    type filter hook output priority -1; policy accept;',
-      `    ${rules[0]}`,
+      '    socket cgroupv2 level 1 "unified/vc-cp-1" jump confined',
+      '  }',
+      '}',
+      '',
     ]);
-    expect(
-      script
-        .split('\n')
-        .filter((l) => l.startsWith('    socket'))
-        .map((l) => l.trim()),
-    ).toEqual(rules);
   });
 });
 
 describe('confinementNames', () => {
-  it('fits iptables chain names and differs per control plane', () => {
+  it('names the cgroup and the table alike, and differently per control plane', () => {
     const a = confinementNames('team-a-123456-a');
     const b = confinementNames('team-b-654321-b');
-    expect(a.chain.startsWith(CONFINE_CHAIN_PREFIX)).toBe(true);
-    expect(a.chain.length).toBeLessThanOrEqual(28);
-    expect(a.cgroup).toBe(a.chain.toLowerCase());
-    expect(a.chain).not.toBe(b.chain);
+    expect(a.cgroup.startsWith(CONFINE_PREFIX)).toBe(true);
+    expect(a.table).toBe(a.cgroup);
+    expect(a.cgroup).not.toBe(b.cgroup);
   });
 });

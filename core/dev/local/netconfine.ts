@@ -4,12 +4,12 @@
  * `nodes/proxy` to the addresses of Nodes it creates. On the manager's host those connections would start at the
  * host, beside the super apiserver, the manager, other tenants' apiservers and etcds, and the cloud metadata
  * address. The apiserver and controller manager of a confined tenant run in a cgroup (v2) of their own, and an
- * iptables chain that the OUTPUT chain sends that cgroup's packets to lets them reach only their own ports on
- * loopback, the vn-agent, the addresses of their own tenant's Pods, and addresses outside the super-internal ranges
- * that are not this host's own. Other tenants' Pods and the platform's, in the same Pod network, are refused, and
- * that refusal is also made in an nftables table of the control plane's own whose output hook runs before the
- * iptables filter table (podFence): on a real node, kube-router's OUTPUT rules accept this host's packets to every
- * Pod a NetworkPolicy selects (so that kubelet probes pass) before the iptables chain would see them.
+ * nftables table of that control plane's own (`inet vc-cp-<hash>`) lets the sockets of that cgroup open connections
+ * only to their own ports on loopback, the vn-agent, the addresses of their own tenant's Pods, and addresses outside
+ * the super-internal ranges that are not this host's own. Its output chain runs at priority filter - 1, before the
+ * iptables filter table, and nothing else writes that table: kube-router on a real node of this host restores the
+ * whole iptables filter table from snapshots and accepts this host's packets to every Pod a NetworkPolicy selects
+ * (so that kubelet probes pass), and neither can open or remove a door here.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -22,8 +22,11 @@ import { SUPER_INTERNAL_CIDRS } from '../../../plugins/sdk/src/wellknown.ts';
 
 const exec = promisify(execFile);
 
-/** CONFINE_CHAIN_PREFIX starts the name of every confinement chain (and, lowercased, every cgroup) this module makes. */
-export const CONFINE_CHAIN_PREFIX = 'VC-CP-';
+/** CONFINE_PREFIX starts the name of every confinement cgroup and nftables table this module makes. */
+export const CONFINE_PREFIX = 'vc-cp-';
+
+/** LEGACY_CHAIN matches the iptables chains earlier versions confined with; sweepConfinements removes them. */
+const LEGACY_CHAIN = /^VC-CP-[0-9a-f]+$/;
 
 /** Confinement is what one confined control plane may connect to; every other new connection is refused. */
 export interface Confinement {
@@ -45,39 +48,34 @@ export interface Confinement {
   internalCidrs?: readonly string[];
 }
 
-/** ConfinementRules are the rules of one chain, for iptables and for ip6tables, in order. */
-export interface ConfinementRules {
-  v4: string[][];
-  v6: string[][];
-}
-
 const isV6 = (cidr: string): boolean => cidr.includes(':');
-const withPrefix = (host: string): string => (host.includes('/') ? host : `${host}/${isV6(host) ? 128 : 32}`);
+const family = (addr: string): 'ip' | 'ip6' => (isV6(addr) ? 'ip6' : 'ip');
 
 /**
- * confinementRules renders a Confinement as chain rules. Replies on connections the control plane accepted (its
- * clients') and packets of connections it was allowed to open are returned to OUTPUT first; then its loopback ports
- * and endpoints; then every address of this host is rejected; then the tenant's own Pod addresses are allowed; then
- * the rest of the Pod CIDRs and every internal range (and loopback) are rejected, so a refused connection fails at
- * once with "connection refused" instead of hanging; what is left, the outside, returns to OUTPUT.
+ * confinementRules renders a Confinement as the rules of the table's `confined` chain, which sees only the packets of
+ * the control plane's sockets. Packets of connections already made (replies to its clients, and connections it was
+ * allowed to open) pass first; then its loopback ports and endpoints; then every address of this host is rejected;
+ * then the tenant's own Pod addresses pass; then the rest of the Pod CIDRs and every internal range (and loopback) are
+ * rejected, so a refused connection fails at once with "connection refused" instead of hanging; what is left, the
+ * outside, falls through to the policy (accept).
  */
-export function confinementRules(c: Confinement): ConfinementRules {
-  const established = ['-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN'];
-  const v4: string[][] = [established];
-  const v6: string[][] = [established];
-  for (const port of c.loopbackPorts)
-    v4.push(['-d', '127.0.0.1/32', '-p', 'tcp', '--dport', String(port), '-j', 'RETURN']);
-  for (const e of c.endpoints)
-    (isV6(e.host) ? v6 : v4).push(['-d', withPrefix(e.host), '-p', 'tcp', '--dport', String(e.port), '-j', 'RETURN']);
+export function confinementRules(c: Confinement): string[] {
+  const rules = ['ct state established,related accept'];
+  if (c.loopbackPorts.length)
+    rules.push(`ip daddr 127.0.0.1 tcp dport { ${[...new Set(c.loopbackPorts)].join(', ')} } accept`);
+  for (const e of c.endpoints) rules.push(`${family(e.host)} daddr ${e.host} tcp dport ${e.port} accept`);
   // every address of this host (its bridges' gateways lie inside the Pod CIDRs; a public address is not internal)
-  const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT'];
-  v4.push(local);
-  v6.push(local);
-  for (const ip of ownPodAddresses(c)) (isV6(ip) ? v6 : v4).push(['-d', withPrefix(ip), '-j', 'RETURN']);
-  const internal = [...(c.internalCidrs ?? SUPER_INTERNAL_CIDRS)];
-  for (const cidr of [...c.podCidrs, ...internal, '127.0.0.0/8', '::1/128'].filter((x, i, all) => all.indexOf(x) === i))
-    (isV6(cidr) ? v6 : v4).push(['-d', cidr, '-j', 'REJECT']);
-  return { v4, v6 };
+  rules.push('fib daddr type local reject');
+  const own = ownPodAddresses(c);
+  for (const f of ['ip', 'ip6'] as const) {
+    const addrs = own.filter((a) => family(a) === f);
+    if (addrs.length) rules.push(`${f} daddr { ${addrs.join(', ')} } accept`);
+  }
+  // one rule per range: an anonymous set refuses overlapping intervals (a Pod CIDR inside an internal range)
+  const refused = [...c.podCidrs, ...(c.internalCidrs ?? SUPER_INTERNAL_CIDRS), '127.0.0.0/8', '::1/128'];
+  for (const cidr of refused.filter((x, i, all) => all.indexOf(x) === i))
+    rules.push(`${family(cidr)} daddr ${cidr} reject`);
+  return rules;
 }
 
 /**
@@ -90,79 +88,65 @@ export function ownPodAddresses(c: Pick<Confinement, 'podCidrs' | 'podAddresses'
   return [...new Set((c.podAddresses ?? []).filter(inside))].sort();
 }
 
+/** CONFINED_JUMP is how the output chain of a confinement's table names its `confined` chain. */
+const CONFINED_JUMP = 'jump confined';
+
 /**
- * podFenceScript is the `nft -f` script that (re)makes table `inet <table>`: one chain on the output hook at priority
- * filter - 1, before any iptables filter rule, where the sockets of cgroup `cgroup` (a child of the cgroup v2 root,
- * named by its path under /sys/fs/cgroup, where nft looks it up: `unified/<name>` on a hybrid host)
- * pass on connections already made, to its endpoints and to the tenant's own Pod addresses, and are rejected
- * ("connection refused") towards the rest of the Pod CIDRs. Everything else goes on to the iptables chain. The table is declared, deleted
- * and made again in one transaction, so a change never leaves it half made.
+ * confinementScript is the `nft -f` script that (re)makes table `inet <table>`: chain `confined` holds
+ * confinementRules, and chain `out`, on the output hook at priority filter - 1 (after connection tracking and the NAT
+ * of Service addresses, before any iptables filter rule), sends to it the packets of the sockets of cgroup `cgroup`
+ * (a child of the cgroup v2 root, named by its path under /sys/fs/cgroup, where nft looks it up: `unified/<name>` on
+ * a hybrid host). The table is declared, deleted and made again in one transaction, so a change never leaves it half
+ * made and the control plane is never unconfined in between.
  */
-export function podFenceScript(
-  table: string,
-  cgroup: string,
-  c: Pick<Confinement, 'podCidrs' | 'podAddresses'> & Partial<Pick<Confinement, 'endpoints'>>,
-): string {
-  const who = `socket cgroupv2 level 1 "${cgroup}"`;
-  const own = ownPodAddresses(c);
-  const rules = [`${who} ct state established,related accept`];
-  for (const [family, v6] of [
-    ['ip', false],
-    ['ip6', true],
-  ] as const) {
-    const addrs = own.filter((a) => isV6(a) === v6);
-    const cidrs = c.podCidrs.filter((x) => isV6(x) === v6);
-    // the endpoints (the vn-agent behind every vNode) may sit on a bridge address inside a Pod CIDR
-    for (const e of (c.endpoints ?? []).filter((x) => isV6(x.host) === v6))
-      rules.push(`${who} ${family} daddr ${e.host} tcp dport ${e.port} accept`);
-    if (addrs.length) rules.push(`${who} ${family} daddr { ${addrs.join(', ')} } accept`);
-    if (cidrs.length) rules.push(`${who} ${family} daddr { ${cidrs.join(', ')} } reject`);
-  }
+export function confinementScript(table: string, cgroup: string, c: Confinement): string {
   return [
     `table inet ${table} {}`,
     `delete table inet ${table}`,
     `table inet ${table} {`,
+    '  chain confined {',
+    ...confinementRules(c).map((r) => `    ${r}`),
+    '  }',
     '  chain out {',
     '    type filter hook output priority -1; policy accept;',
-    ...rules.map((r) => `    ${r}`),
+    `    socket cgroupv2 level 1 "${cgroup}" ${CONFINED_JUMP}`,
     '  }',
     '}',
     '',
   ].join('\n');
 }
 
-/** confinementNames are the chain and the cgroup directory name of the control plane `name`. */
-export function confinementNames(name: string): { chain: string; cgroup: string } {
+/** confinementNames are the cgroup directory name and the nftables table of the control plane `name` (the same). */
+export function confinementNames(name: string): { cgroup: string; table: string } {
   const h = createHash('sha256').update(name).digest('hex').slice(0, 12);
-  return { chain: `${CONFINE_CHAIN_PREFIX}${h}`, cgroup: `${CONFINE_CHAIN_PREFIX.toLowerCase()}${h}` };
+  return { cgroup: `${CONFINE_PREFIX}${h}`, table: `${CONFINE_PREFIX}${h}` };
 }
 
 /**
  * cgroup2Root is where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a
- * hybrid one; undefined without one (iptables' cgroup match by path needs v2).
+ * hybrid one; undefined without one (nftables' socket cgroupv2 match needs v2).
  */
 export function cgroup2Root(): string | undefined {
   return ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((d) => existsSync(join(d, 'cgroup.controllers')));
 }
 
 /**
- * NetConfinement is the confinement of one control plane on this host: its cgroup, its chains and the OUTPUT jumps to
- * them. apply makes them (again, idempotently); remove deletes them once the processes in the cgroup are gone.
+ * NetConfinement is the confinement of one control plane on this host: its cgroup and its nftables table. apply
+ * makes them (again, idempotently); remove deletes them once the processes in the cgroup are gone.
  */
 export class NetConfinement {
-  /** chain is the iptables (and ip6tables) chain. */
-  readonly chain: string;
+  /** table is the nftables table (family inet). */
+  readonly table: string;
   /** cgroupDir is the cgroup's directory; processes written into its cgroup.procs are confined. */
   readonly cgroupDir: string;
-  private readonly cgroupPath: string;
   /** the cgroup's path under /sys/fs/cgroup, as nft names it */
-  private readonly fencePath: string;
+  private readonly cgroupPath: string;
   private timer?: NodeJS.Timeout;
-  /** the tenant's own Pod addresses the chain allows now (ownPodAddresses of the spec and the last set) */
+  /** the tenant's own Pod addresses the table allows now (ownPodAddresses of the spec and the last set) */
   private podAddresses: readonly string[];
   /** the apply in progress: applies run one after another, so the last one written is the last one asked */
   private applying: Promise<void> = Promise.resolve();
-  /** set by remove: a later apply (a Pod address change arriving late) does not make the chain again */
+  /** set by remove: a later apply (a Pod address change arriving late) does not make the table again */
   private removed = false;
 
   constructor(
@@ -171,20 +155,19 @@ export class NetConfinement {
     root: string,
   ) {
     const n = confinementNames(name);
-    this.chain = n.chain;
-    this.cgroupPath = n.cgroup;
+    this.table = n.table;
     this.cgroupDir = join(root, n.cgroup);
-    this.fencePath = relative('/sys/fs/cgroup', this.cgroupDir);
+    this.cgroupPath = relative('/sys/fs/cgroup', this.cgroupDir);
     this.podAddresses = ownPodAddresses(spec);
   }
 
-  /** allowedPodAddresses are the tenant Pod addresses the chain lets the control plane reach. */
+  /** allowedPodAddresses are the tenant Pod addresses the table lets the control plane reach. */
   get allowedPodAddresses(): readonly string[] {
     return this.podAddresses;
   }
 
   /**
-   * setPodAddresses replaces the tenant's own Pod addresses the control plane may reach and rewrites the chain when
+   * setPodAddresses replaces the tenant's own Pod addresses the control plane may reach and rewrites the table when
    * the set changed (a Pod started, or one stopped and its address may go to another tenant's Pod).
    */
   async setPodAddresses(addresses: readonly string[]): Promise<void> {
@@ -194,11 +177,7 @@ export class NetConfinement {
     await this.apply();
   }
 
-  /**
-   * apply creates the cgroup, then in one iptables-restore transaction per family declares (and so empties) the chain,
-   * fills it with confinementRules and, when missing, sends the cgroup's packets to it from OUTPUT: another program
-   * rewriting the filter table meanwhile (kube-router does, from a snapshot) never sees a half-made chain.
-   */
+  /** apply creates the cgroup, then (re)makes the table in one `nft -f` transaction. */
   apply(): Promise<void> {
     const run = this.applying.catch(() => undefined).then(() => this.applyNow());
     this.applying = run;
@@ -207,35 +186,14 @@ export class NetConfinement {
 
   private async applyNow(): Promise<void> {
     if (this.removed) return;
+    // the cgroup must exist for nft to resolve its path
     mkdirSync(this.cgroupDir, { recursive: true });
-    // the nftables fence first: the cgroup must exist for nft to resolve its path
-    await nft(podFenceScript(this.cgroupPath, this.fencePath, { ...this.spec, podAddresses: this.podAddresses }));
-    const rules = confinementRules({ ...this.spec, podAddresses: this.podAddresses });
-    for (const [bin, list] of [
-      ['iptables', rules.v4],
-      ['ip6tables', rules.v6],
-    ] as const) {
-      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
-      const present = await run(bin, ['-C', ...jump]).then(
-        () => true,
-        () => false,
-      );
-      const script = [
-        '*filter',
-        `:${this.chain} - [0:0]`,
-        ...list.map((r) => ['-A', this.chain, ...r].join(' ')),
-        ...(present ? [] : [['-I', ...jump].join(' ')]),
-        'COMMIT',
-        '',
-      ].join('\n');
-      await restore(bin, script);
-    }
+    await nft(confinementScript(this.table, this.cgroupPath, { ...this.spec, podAddresses: this.podAddresses }));
   }
 
   /**
-   * keep checks every `intervalMs` that both OUTPUT jumps are still there and applies again when one is gone: a
-   * program that restores the filter table from a snapshot taken before apply (kube-router on a real node of this
-   * host) would otherwise leave the control plane unconfined. remove stops it.
+   * keep checks every `intervalMs` that the table is still there and applies again when it is not (a program that
+   * flushes the whole ruleset would otherwise leave the control plane unconfined). remove stops it.
    */
   keep(intervalMs = 5000): void {
     if (this.timer) return;
@@ -251,44 +209,22 @@ export class NetConfinement {
     this.timer.unref();
   }
 
-  /** intact tells whether both OUTPUT jumps (and so their chains) and the nftables fence exist. */
+  /** intact tells whether the table exists and its output chain still sends the cgroup's packets to `confined`. */
   async intact(): Promise<boolean> {
-    const fence = await exec('nft', ['list', 'table', 'inet', this.cgroupPath], { timeout: 30_000 }).then(
-      () => true,
-      () => false,
+    const listed = await exec('nft', ['list', 'chain', 'inet', this.table, 'out'], { timeout: 30_000 }).then(
+      (r) => r.stdout,
+      () => '',
     );
-    if (!fence) return false;
-    for (const bin of ['iptables', 'ip6tables'] as const) {
-      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
-      if (
-        !(await run(bin, ['-C', ...jump]).then(
-          () => true,
-          () => false,
-        ))
-      )
-        return false;
-    }
-    return true;
+    return listed.includes(CONFINED_JUMP);
   }
 
-  /** remove deletes the jumps, the chains and the cgroup; what is already gone is not an error. */
+  /** remove deletes the table and the cgroup; what is already gone is not an error. */
   async remove(): Promise<void> {
     this.removed = true;
     clearInterval(this.timer);
     this.timer = undefined;
     await this.applying.catch(() => undefined);
-    for (const bin of ['iptables', 'ip6tables'] as const) {
-      const jump = ['OUTPUT', '-m', 'cgroup', '--path', this.cgroupPath, '-j', this.chain];
-      while (
-        await run(bin, ['-D', ...jump]).then(
-          () => true,
-          () => false,
-        )
-      );
-      await run(bin, ['-F', this.chain]).catch(() => undefined);
-      await run(bin, ['-X', this.chain]).catch(() => undefined);
-    }
-    await exec('nft', ['delete', 'table', 'inet', this.cgroupPath], { timeout: 30_000 }).catch(() => undefined);
+    await exec('nft', ['delete', 'table', 'inet', this.table], { timeout: 30_000 }).catch(() => undefined);
     // the kernel frees a cgroup's last process a moment after it exits
     for (let i = 0; i < 50 && existsSync(this.cgroupDir); i++) {
       try {
@@ -308,23 +244,14 @@ function nft(script: string): Promise<void> {
   });
 }
 
-/** restore feeds an iptables-restore script (without flushing the tables) to `bin`-restore. */
-function restore(bin: string, script: string): Promise<void> {
-  return new Promise((res, rej) => {
-    const child = execFile(`${bin}-restore`, ['-w', '--noflush'], { timeout: 30_000 }, (err) =>
-      err ? rej(err) : res(),
-    );
-    child.stdin!.end(script);
-  });
-}
-
 async function run(bin: string, args: string[]): Promise<void> {
   await exec(bin, ['-w', ...args], { timeout: 30_000 });
 }
 
 /**
- * confinementUnavailable says why control planes cannot be confined on this host (not root, no cgroup v2, or an
- * iptables without the cgroup match), or undefined when they can: a throw-away confinement is applied and removed.
+ * confinementUnavailable says why control planes cannot be confined on this host (not root, no cgroup v2, or no
+ * nftables that matches sockets by cgroup), or undefined when they can: a throw-away confinement is applied and
+ * removed.
  */
 export async function confinementUnavailable(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'not running as root';
@@ -335,7 +262,7 @@ export async function confinementUnavailable(): Promise<string | undefined> {
     await probe.apply();
     return undefined;
   } catch (e) {
-    return `iptables or nftables cannot match by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
+    return `nftables cannot confine by cgroup: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
   } finally {
     await probe.remove().catch(() => undefined);
   }
@@ -343,9 +270,9 @@ export async function confinementUnavailable(): Promise<string | undefined> {
 
 /**
  * sweepConfinements removes what confinements of control planes that are gone left behind (a `vc up` killed outright
- * never removes its own): every confinement chain whose cgroup holds no process, its OUTPUT jumps and that cgroup.
- * A confinement whose cgroup still holds processes belongs to a running control plane and stays. Returns what it
- * removed.
+ * never removes its own): every confinement table whose cgroup holds no process, and that cgroup, and the iptables
+ * chains (with their OUTPUT jumps) that earlier versions confined with. A confinement whose cgroup still holds
+ * processes belongs to a running control plane and stays. Returns what it removed.
  */
 export async function sweepConfinements(): Promise<string[]> {
   if (process.getuid?.() !== 0) return [];
@@ -366,8 +293,8 @@ export async function sweepConfinements(): Promise<string[]> {
       () => '',
     );
     for (const line of saved.split('\n')) {
-      const chain = /^:(VC-CP-[0-9a-f]+) /.exec(line)?.[1];
-      if (chain) chains.add(chain);
+      const chain = /^:(\S+) /.exec(line)?.[1];
+      if (chain && LEGACY_CHAIN.test(chain)) chains.add(chain);
     }
     for (const line of saved.split('\n')) {
       const m = /^-A OUTPUT (.*-j (VC-CP-[0-9a-f]+))$/.exec(line);
@@ -393,7 +320,7 @@ export async function sweepConfinements(): Promise<string[]> {
   }
   if (root)
     for (const e of readdirSync(root)) {
-      if (!e.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) || live(e)) continue;
+      if (!e.startsWith(CONFINE_PREFIX) || live(e)) continue;
       try {
         rmdirSync(join(root, e));
         removed.push(`cgroup ${e}`);

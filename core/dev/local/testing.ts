@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { allPids, cgroupMounts, cmdlineOf, HOST_PATHS_OUTSIDE, SYSCTLS, tryRun } from './nodehost.ts';
-import { CONFINE_CHAIN_PREFIX, cgroup2Root } from './netconfine.ts';
+import { CONFINE_PREFIX, cgroup2Root } from './netconfine.ts';
 import { platformProcessRuns } from './cpulimit.ts';
 
 /**
@@ -35,7 +35,7 @@ export interface HostSnapshot {
  */
 function confinementOf(name: string): string | undefined {
   const lower = name.toLowerCase();
-  return lower.startsWith(CONFINE_CHAIN_PREFIX.toLowerCase()) ? lower : undefined;
+  return lower.startsWith(CONFINE_PREFIX) ? lower : undefined;
 }
 
 /** confinementState tells whether a confinement's cgroup holds processes, is empty, or is gone */

@@ -210,7 +210,7 @@ export function registerUpCommands(program: Command): void {
     .option(
       '--no-confine',
       "do not network-confine local tenants' control planes (by default they reach only their own ports, the " +
-        "vn-agents, their own tenant's Pods and the outside, where the host has cgroup v2 and the iptables cgroup match)",
+        "vn-agents, their own tenant's Pods and the outside, where the host has cgroup v2 and nftables)",
     )
     .option(
       '--no-metrics-server',
