@@ -83,6 +83,8 @@ export class VirtualClusterController {
   private readonly informer: SharedInformer<VirtualCluster>;
   private readonly policies: SharedInformer<TenantPolicy>;
   private readonly clusterVersions: SharedInformer<ClusterVersion>;
+  /** the meta cluster's namespaces: a change of their labels judges their tenants' grants again */
+  private readonly namespaces: SharedInformer<KubeObject>;
   /** the Nodes, watched while a provisioner renders from their addresses (readsNodeAddresses) */
   private readonly nodes?: SharedInformer<KubeObject & NodeWithAddresses>;
   /** the keys whose roll this manager has allowed and not finished: they count against maxUnavailable at once */
@@ -126,6 +128,7 @@ export class VirtualClusterController {
     this.informer = watches.virtualClusters;
     this.policies = watches.policies;
     this.clusterVersions = watches.clusterVersions;
+    this.namespaces = watches.namespaces;
     this.nodes = watches.nodes;
     this.unwatchCache = o.cacheStates?.onChange((t) => this.queue.add(`${t.vcNamespace}/${t.vcName}`));
     this.runner = new Runner({
@@ -180,6 +183,7 @@ export class VirtualClusterController {
     this.certificates.register();
     this.policies.start();
     this.clusterVersions.start();
+    this.namespaces.start();
     this.nodes?.start();
     this.informer.start();
     await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
@@ -201,6 +205,7 @@ export class VirtualClusterController {
     await this.runner.stop();
     await this.informer.stop();
     await this.clusterVersions.stop();
+    await this.namespaces.stop();
     await this.nodes?.stop();
     await this.policies.stop();
   }

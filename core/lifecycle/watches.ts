@@ -1,4 +1,5 @@
 import type { OwnStatus } from '../controller/predicates.ts';
+import { sameJSON } from '../controller/status.ts';
 import { statusOnly } from '../controller/predicates.ts';
 import type { KubeObject } from '../kube/client.ts';
 import type { InformerFactory, SharedInformer } from '../kube/factory.ts';
@@ -22,6 +23,8 @@ export interface LifecycleWatches {
   virtualClusters: SharedInformer<VirtualCluster>;
   policies: SharedInformer<TenantPolicy>;
   clusterVersions: SharedInformer<ClusterVersion>;
+  /** the namespaces of the meta cluster: their labels can grant a policy (spec.grants.subjects selector) */
+  namespaces: SharedInformer<KubeObject>;
   /** the Nodes, watched while a provisioner renders from their addresses (readsNodeAddresses) */
   nodes?: SharedInformer<KubeObject & NodeWithAddresses>;
 }
@@ -39,7 +42,8 @@ export interface WatchTargets {
 /**
  * lifecycleWatches takes the controller's informers from the shared factory and gives each handlers that only
  * enqueue the keys of the VirtualClusters an event concerns: the VirtualCluster itself (not the echo of the
- * controller's own status write), every user of a TenantPolicy or ClusterVersion that changed, and, when some
+ * controller's own status write), every user of a TenantPolicy or ClusterVersion that changed, every VirtualCluster
+ * of a namespace whose labels changed (a selector grant given or taken back), and, when some
  * provisioner renders from the Nodes' addresses, every tenant of such a provisioner when a Node joins, leaves or
  * changes its addresses.
  */
@@ -66,10 +70,19 @@ export function lifecycleWatches(informers: InformerFactory, t: WatchTargets): L
   const cvUsers = (cv: KubeObject) =>
     virtualClusters.list().forEach((vc) => vc.spec?.clusterVersionName === cv.metadata?.name && enqueue(vc));
   clusterVersions.addHandler({ onAdd: cvUsers, onUpdate: (_a, b) => cvUsers(b), onDelete: cvUsers });
+  // A grant by namespace labels is taken back (or given) by relabelling the namespace: its tenants are judged again
+  // at once, not at their next change. A namespace exists before its VirtualClusters and goes after them.
+  const namespaces = informers.informer<KubeObject>({ resource: R.namespaces });
+  namespaces.addHandler({
+    onUpdate: (a, b) => {
+      if (sameJSON(a.metadata?.labels ?? {}, b.metadata?.labels ?? {})) return;
+      for (const vc of virtualClusters.list()) if (vc.metadata?.namespace === b.metadata?.name) enqueue(vc);
+    },
+  });
   // A provisioner that renders from the Nodes' addresses (the native apiserver egress leaves them out) sees a Node
   // that joins, leaves or changes its addresses at once, not at its tenants' next change: their objects render again.
   const readers = Object.keys(t.provisioners).filter((k) => readsNodeAddresses(t.provisioners[k]));
-  if (readers.length === 0) return { virtualClusters, policies, clusterVersions };
+  if (readers.length === 0) return { virtualClusters, policies, clusterVersions, namespaces };
   const nodes = informers.informer<KubeObject & NodeWithAddresses>({ resource: R.nodes });
   const nodeUsers = () =>
     virtualClusters.list().forEach((vc) => readers.includes(t.provisionerOf(vc) ?? '') && enqueue(vc));
@@ -78,5 +91,5 @@ export function lifecycleWatches(informers: InformerFactory, t: WatchTargets): L
     onUpdate: (a, b) => nodeAddressesChanged(a, b) && nodeUsers(),
     onDelete: nodeUsers,
   });
-  return { virtualClusters, policies, clusterVersions, nodes };
+  return { virtualClusters, policies, clusterVersions, namespaces, nodes };
 }

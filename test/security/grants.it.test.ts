@@ -136,6 +136,35 @@ describe('hostile authors against grants, on the real local system', () => {
       await passesController('team-c', 'by-label', { policyName: 'gold' });
     });
 
+    it('judges a tenant again at once when the platform takes a label grant back', async () => {
+      await ensureNamespace(t.client, 'team-d', { tier: 'gold' });
+      await t.client.create(R.virtualclusters, vcObject('team-d', 'relabelled', { policyName: 'gold' }));
+      await eventually(async () => {
+        const vc = await getVC('team-d', 'relabelled');
+        expect(vc.status?.phase).toBe('Running');
+        expect(vc.status?.conditions?.find((c) => c.type === 'PolicyAccepted')).toMatchObject({ status: 'True' });
+      }, 90_000);
+      await attempts.attempt('controller: a tenant keeps the policy its namespace label no longer grants', async () => {
+        await t.client.patch(R.namespaces, undefined, 'team-d', { metadata: { labels: { tier: null } } }, 'merge');
+        // nothing else changes: only the namespace's labels can bring the tenant back to the controller
+        const vc = await eventually(async () => {
+          const v = await getVC('team-d', 'relabelled');
+          expect(v.status?.conditions?.find((c) => c.type === 'PolicyAccepted')).toMatchObject({
+            status: 'False',
+            reason: 'PolicyViolation',
+          });
+          return v;
+        }, 30_000);
+        expect(vc.status!.message).toContain('TenantPolicy "gold" is not granted to namespace "team-d"');
+        return vc.status!.message!.split('\n').at(-1)!;
+      });
+      await t.client.delete(R.virtualclusters, 'team-d', 'relabelled');
+      await eventually(
+        async () => expect(await t.client.getOrNull(R.virtualclusters, 'team-d', 'relabelled')).toBeNull(),
+        90_000,
+      );
+    });
+
     it.each([
       [
         "naming another team's policy",
