@@ -255,6 +255,17 @@ export interface VirtualClusterStatus {
   /** The metadata.generation the manager last acted on. */
   observedGeneration?: number;
   /**
+   * The TenantPolicy (and its metadata.generation) whose settings the tenant runs with, as the manager last accepted
+   * them. The vn-agent serves the tenant's plugin configuration from that generation of the policy only; absent for the
+   * built-in defaults.
+   */
+  acceptedPolicy?: {
+    /** The TenantPolicy's name (the built-in defaults' name when none applies). */
+    name: string;
+    /** Its metadata.generation when the manager evaluated it. */
+    generation?: number;
+  };
+  /**
    * The tenant's root namespace in the super cluster (its cluster key), derived from the namespace, uid and name of
    * this object.
    */

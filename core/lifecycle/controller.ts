@@ -26,7 +26,7 @@ import {
 import { WorkQueue } from '../queue/workqueue.ts';
 import { defaultProvisioner } from '../tenancy/defaults.ts';
 import { rootNamespaceObject } from '../tenancy/namespace.ts';
-import { checkPolicies, formatViolations, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
+import { judgeTenant, type EffectiveSettings, type TenantPolicy } from '../tenancy/policy.ts';
 import { subjectOf, type GrantSubject } from '../tenancy/grants.ts';
 import { type ProvisionerType, type VirtualCluster, type VirtualClusterStatus } from '../api/virtualcluster.ts';
 import {
@@ -83,8 +83,7 @@ export class VirtualClusterController {
   private readonly informer: SharedInformer<VirtualCluster>;
   private readonly policies: SharedInformer<TenantPolicy>;
   private readonly clusterVersions: SharedInformer<ClusterVersion>;
-  /** the meta cluster's namespaces: a change of their labels judges their tenants' grants again */
-  private readonly namespaces: SharedInformer<KubeObject>;
+  private readonly namespaces: SharedInformer<KubeObject>; // the meta cluster's: relabelled, grants judged again
   /** the Nodes, watched while a provisioner renders from their addresses (readsNodeAddresses) */
   private readonly nodes?: SharedInformer<KubeObject & NodeWithAddresses>;
   /** the keys whose roll this manager has allowed and not finished: they count against maxUnavailable at once */
@@ -321,6 +320,7 @@ export class VirtualClusterController {
     const evaluation = this.evaluate(p.vc, subjectOf(p.vc, ns?.metadata?.labels ?? {}));
     if ('refused' in evaluation) return policyRefused(p.vc, evaluation.refused, this.accepted.get(p.key));
     p.effective = evaluation.effective;
+    p.acceptedPolicy = evaluation.policy;
     return CONTINUE;
   }
 
@@ -466,7 +466,8 @@ export class VirtualClusterController {
     const valid = certs && certificatesCondition(certs, new Date(), fraction);
     const rotation = state.result.caRotation && caRotationCondition(state.result.caRotation);
     const conditions = [valid, rotation].filter((c) => !!c);
-    return { ...merge(merge(serving, roll), { conditions }), publish: true };
+    const accepted = { acceptedPolicy: p.acceptedPolicy }; // the generation the vn-agent serves plugin config from
+    return { ...merge(merge(serving, roll), { conditions, status: accepted }), publish: true };
   }
 
   /**
@@ -490,10 +491,9 @@ export class VirtualClusterController {
     return cleanUp(this.cleanUpParts, p, this.provisionerOf(p.vc));
   }
 
-  /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it. */
-  private evaluate(vc: VirtualCluster, subject: GrantSubject): { effective: EffectiveSettings } | { refused: string } {
+  /** evaluate resolves the VirtualCluster's TenantPolicy and checks the spec against it (judgeTenant). */
+  private evaluate(vc: VirtualCluster, subject: GrantSubject): ReturnType<typeof judgeTenant> {
     const defaults = { ...this.o.tenantDefaults, pluginConfig: this.o.defaultPluginConfig };
-    const r = checkPolicies(vc, this.policies.list(), { ...defaults, provisioner: this.defaultProvisioner }, subject);
-    return 'effective' in r ? r : { refused: formatViolations(`VirtualCluster ${objectKey(vc)}`, r.violations) };
+    return judgeTenant(vc, this.policies.list(), { ...defaults, provisioner: this.defaultProvisioner }, subject);
   }
 }

@@ -1,6 +1,6 @@
 import type { Result } from '../controller/runner.ts';
 import type { Provisioner, ProvisionLimits, ProvisionState } from '../provisioners/provisioner.ts';
-import type { EffectiveSettings } from '../tenancy/policy.ts';
+import type { AcceptedPolicy, EffectiveSettings } from '../tenancy/policy.ts';
 import type { ProvisionerType, VirtualCluster } from '../api/virtualcluster.ts';
 import { CONTINUE, merge, type Outcome } from './decisions.ts';
 
@@ -13,6 +13,8 @@ export interface Pass {
   vc: VirtualCluster;
   root: string;
   effective?: EffectiveSettings;
+  /** the TenantPolicy the effective settings came from, at the generation evaluated (status.acceptedPolicy) */
+  acceptedPolicy?: AcceptedPolicy;
   type?: ProvisionerType;
   provisioner?: Provisioner;
   /** whether the control plane had never been Running when this reconcile began */

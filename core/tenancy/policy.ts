@@ -732,6 +732,42 @@ export function resolvePolicy(vc: Pick<VirtualCluster, 'spec'>, policies: readon
 /** Admission is checkPolicies' answer: the effective settings, or the violations (never both). */
 export type Admission = { effective: EffectiveSettings } | { violations: PolicyViolation[] };
 
+/** AcceptedPolicy names the TenantPolicy a tenant's settings came from, as status.acceptedPolicy records it. */
+export interface AcceptedPolicy {
+  /** the TenantPolicy's name, or BUILTIN_POLICY_NAME */
+  name: string;
+  /** its metadata.generation when it was evaluated (none for the built-in defaults) */
+  generation?: number;
+}
+
+/**
+ * acceptedPolicyOf names the policy `effective` came from, with the generation `policies` hold of it: what a
+ * VirtualCluster's status.acceptedPolicy records, and what the vn-agent compares with the policy it evaluates.
+ */
+export function acceptedPolicyOf(
+  effective: Pick<EffectiveSettings, 'policyName'>,
+  policies: readonly TenantPolicy[],
+): AcceptedPolicy {
+  const generation = policies.find((p) => p.metadata?.name === effective.policyName)?.metadata?.generation;
+  return { name: effective.policyName, ...(generation !== undefined && { generation }) };
+}
+
+/**
+ * judgeTenant is checkPolicies as the VirtualCluster controller records it: the effective settings and the policy
+ * they came from (status.acceptedPolicy), or the violations as one message naming the VirtualCluster.
+ */
+export function judgeTenant(
+  vc: VirtualCluster,
+  policies: readonly TenantPolicy[],
+  defaults: ManagerDefaults,
+  subject: GrantSubject,
+): { effective: EffectiveSettings; policy: AcceptedPolicy } | { refused: string } {
+  const r = checkPolicies(vc, policies, defaults, subject);
+  if (!('effective' in r))
+    return { refused: formatViolations(`VirtualCluster ${vc.metadata?.namespace}/${vc.metadata?.name}`, r.violations) };
+  return { effective: r.effective, policy: acceptedPolicyOf(r.effective, policies) };
+}
+
 /**
  * checkPolicies is what every entry point runs on a VirtualCluster (the controller, `vc create`, `vc validate` and
  * the GitOps plan): resolve its policy among the known ones, check that policy against its schema (an object written

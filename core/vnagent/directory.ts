@@ -6,7 +6,7 @@ import { childLogger } from '../log.ts';
 import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import type { NodesPolicyView } from '../plugins/contract.ts';
 import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
-import { checkPolicies, resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
+import { acceptedPolicyOf, checkPolicies, resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
 import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -189,6 +189,13 @@ export class VirtualClusterDirectory implements TenantDirectory {
     const accepted = vc.status?.conditions?.find((c) => c.type === 'PolicyAccepted');
     if (accepted?.status === 'False') return cached?.plugins ?? {};
     const r = checkPolicies(vc, policies, {}, GRANTED_BY_CONTROLLER);
+    // Nor does a policy the controller has not accepted for this tenant yet (status.acceptedPolicy names another
+    // generation): a widened policy reaching the agent before the controller's refusal would otherwise be served, and
+    // kept. The controller's acceptance changes the VirtualCluster, which evaluates again.
+    const recorded = vc.status?.acceptedPolicy;
+    const evaluated = 'effective' in r ? acceptedPolicyOf(r.effective, policies) : undefined;
+    if (recorded && evaluated && (recorded.name !== evaluated.name || recorded.generation !== evaluated.generation))
+      return cached?.plugins ?? {};
     const plugins = 'effective' in r ? { plugins: r.effective.plugins, pluginConfig: r.effective.pluginConfig } : {};
     this.pluginsMemo.set(key, { stamp, plugins });
     return plugins;

@@ -220,4 +220,47 @@ describe('node totals as the TenantPolicy says, in the vn-agent (nodes.totals)',
     expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } });
     await t.client.delete(R.tenantpolicies, undefined, 'plugins');
   });
+
+  it('serves plugin configuration from the policy generation the controller accepted (status.acceptedPolicy) only', async () => {
+    const key = await runningTenant('team-d', 'd', 'recorded', {
+      pluginConfig: { 'node-call-guard': { maxTailLines: 2 } },
+    });
+    const served = () => [...directory.tenants()].find((x) => x.key === key)?.tenant;
+    const created = await t.client.create<KubeObject>(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'recorded' },
+      spec: { pluginConfig: { 'node-call-guard': { maxBytes: 4096 } } },
+    });
+    /** accept records what the controller accepted, as it writes it after evaluating the policy */
+    const accept = (generation: number) =>
+      t.client.patch(
+        R.virtualclusters,
+        'team-d',
+        'd',
+        { status: { acceptedPolicy: { name: 'recorded', generation } } },
+        'merge',
+        { subresource: 'status' },
+      );
+    await accept(created.metadata!.generation!);
+    const first = { 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } };
+    await eventually(() => expect(served()?.pluginConfig).toEqual(first));
+    // The platform widens the policy; the controller has not judged the tenant against it yet (it may be about to
+    // refuse it: a grant taken back). nodes.totals in the same write shows when the agent has the new generation.
+    const widened = await t.client.patch<KubeObject>(
+      R.tenantpolicies,
+      undefined,
+      'recorded',
+      { spec: { nodes: { totals: 'withheld' }, pluginConfig: { 'node-call-guard': { maxBytes: 1 << 30 } } } },
+      'merge',
+    );
+    await eventually(() => expect(totalsOf(key)).toBe('withheld'));
+    expect(served()!.pluginConfig).toEqual(first);
+    // The controller accepts the new generation: now it is served.
+    await accept(widened.metadata!.generation!);
+    await eventually(() =>
+      expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 1 << 30 } }),
+    );
+    await t.client.delete(R.tenantpolicies, undefined, 'recorded');
+  });
 });

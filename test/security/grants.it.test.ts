@@ -143,6 +143,9 @@ describe('hostile authors against grants, on the real local system', () => {
         const vc = await getVC('team-d', 'relabelled');
         expect(vc.status?.phase).toBe('Running');
         expect(vc.status?.conditions?.find((c) => c.type === 'PolicyAccepted')).toMatchObject({ status: 'True' });
+        // the generation the vn-agent serves plugin configuration from
+        const policy = await t.client.get<KubeObject>(R.tenantpolicies, undefined, 'gold');
+        expect(vc.status?.acceptedPolicy).toEqual({ name: 'gold', generation: policy.metadata!.generation });
       }, 90_000);
       await attempts.attempt('controller: a tenant keeps the policy its namespace label no longer grants', async () => {
         await t.client.patch(R.namespaces, undefined, 'team-d', { metadata: { labels: { tier: null } } }, 'merge');
