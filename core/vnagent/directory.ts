@@ -7,6 +7,7 @@ import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import type { NodesPolicyView } from '../plugins/contract.ts';
 import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
 import { acceptedPolicyOf, checkPolicies, resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
+import { pluginDefaultsOf } from '../tenancy/plugindefaults.ts';
 import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -72,6 +73,8 @@ export class VirtualClusterDirectory implements TenantDirectory {
   private readonly policies: Informer<TenantPolicy>;
   private readonly memo = new Map<string, { stamp: string; entry: AgentTenant | undefined }>();
   /** pluginsOf's answers by VirtualCluster key, kept while its resourceVersion and the policies' stay the same */
+  /** the last reason the manager's plugin defaults were unusable, logged once */
+  private defaultsWarned?: string;
   private readonly pluginsMemo = new Map<
     string,
     { stamp: string; plugins: Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> }
@@ -172,15 +175,24 @@ export class VirtualClusterDirectory implements TenantDirectory {
    * manager runs it on a served tenant): a spec.plugins.disable of a plugin the policy enforces, an opt-in it does not
    * allow or a pluginConfig key the platform reserves never reaches the agent's plugins. Until the policies are known,
    * or when the spec is refused, the tenant gets the plugins every tenant gets and no configuration of its own. The
-   * manager's own defaultPluginConfig is not known here: the policy's pluginConfig is the platform's layer the agent
-   * keeps.
+   * manager's defaultPluginConfig is the layer under the policy's, as the manager publishes it (plugindefaults.ts);
+   * while that cannot be told (two such ConfigMaps, or one that does not parse) every tenant gets no configuration of
+   * its own, and without one (no manager publishes it) the policy's layer is all there is.
    */
   private pluginsOf(key: string, vc: VirtualCluster): Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> {
     if (!this.policies.hasSynced()) return {};
-    // tenants() runs on every request: the evaluation (about 20 µs) is redone only when the VirtualCluster or a
-    // policy changed
+    const defaults = pluginDefaultsOf(this.cas.list());
+    if (defaults.state === 'unusable') {
+      if (this.defaultsWarned !== defaults.why)
+        log.warn({ why: defaults.why }, "the manager's plugin defaults are unusable");
+      this.defaultsWarned = defaults.why;
+      return {};
+    }
+    // tenants() runs on every request: the evaluation (about 20 µs) is redone only when the VirtualCluster, a policy
+    // or the manager's defaults changed
     const policies = this.policies.list();
-    const stamp = `${vc.metadata?.resourceVersion}/${policies.map((p) => `${p.metadata?.name}@${p.metadata?.resourceVersion}`).join(',')}`;
+    const layer = defaults.state === 'known' ? defaults.stamp : '-';
+    const stamp = `${vc.metadata?.resourceVersion}/${layer}/${policies.map((p) => `${p.metadata?.name}@${p.metadata?.resourceVersion}`).join(',')}`;
     const cached = this.pluginsMemo.get(key);
     if (cached?.stamp === stamp) return cached.plugins;
     // The agent cannot judge grants (it reads no namespaces): where the controller refused the tenant's spec or its
@@ -188,7 +200,8 @@ export class VirtualClusterDirectory implements TenantDirectory {
     // reach the agent either; what it served stays.
     const accepted = vc.status?.conditions?.find((c) => c.type === 'PolicyAccepted');
     if (accepted?.status === 'False') return cached?.plugins ?? {};
-    const r = checkPolicies(vc, policies, {}, GRANTED_BY_CONTROLLER);
+    const pluginConfig = defaults.state === 'known' ? defaults.config : undefined;
+    const r = checkPolicies(vc, policies, { ...(pluginConfig && { pluginConfig }) }, GRANTED_BY_CONTROLLER);
     // Nor does a policy the controller has not accepted for this tenant yet (status.acceptedPolicy names another
     // generation): a widened policy reaching the agent before the controller's refusal would otherwise be served, and
     // kept. The controller's acceptance changes the VirtualCluster, which evaluates again.

@@ -16,6 +16,7 @@ import { applyCRDs } from '../../core/dev/embedded/superobjects.ts';
 import { LABEL, rootNamespace } from '../../core/names/names.ts';
 import { createCA, fingerprintSha256 } from '../../core/pki/pki.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
+import { PLUGIN_DEFAULTS_CONFIGMAP, publishPluginDefaults } from '../../core/tenancy/plugindefaults.ts';
 import { tenantCACommonName } from '../../core/vnagent/auth.ts';
 import { VirtualClusterDirectory } from '../../core/vnagent/directory.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
@@ -262,5 +263,43 @@ describe('node totals as the TenantPolicy says, in the vn-agent (nodes.totals)',
       expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 1 << 30 } }),
     );
     await t.client.delete(R.tenantpolicies, undefined, 'recorded');
+  });
+
+  it("layers the manager's published plugin defaults under the policy's, as the manager does", async () => {
+    const key = await runningTenant('team-e', 'e', 'layered', {
+      pluginConfig: { 'node-call-guard': { maxTailLines: 2 } },
+    });
+    const served = () => [...directory.tenants()].find((x) => x.key === key)?.tenant;
+    await t.client.create(R.tenantpolicies, {
+      apiVersion: 'tenancy.x-k8s.io/v1alpha1',
+      kind: 'TenantPolicy',
+      metadata: { name: 'layered' },
+      spec: { pluginConfig: { 'node-call-guard': { maxBytes: 4096 } } },
+    });
+    await eventually(() =>
+      expect(served()?.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } }),
+    );
+    // what the manager publishes at the start of its term, in its namespace (made here: it does not exist yet)
+    expect(await t.client.getOrNull(R.namespaces, undefined, 'vc-system')).toBeNull();
+    const publish = (ns: string, config: Record<string, unknown>) => publishPluginDefaults(t.client, ns, config);
+    await publish('vc-system', { 'node-call-guard': { timeoutSeconds: 5 } });
+    await eventually(() =>
+      expect(served()!.pluginConfig).toEqual({
+        'node-call-guard': { maxTailLines: 2, maxBytes: 4096, timeoutSeconds: 5 },
+      }),
+    );
+    // the platform's defaults take a key the tenant set: the manager refuses the spec, and so does the agent
+    await publish('vc-system', { 'node-call-guard': { maxTailLines: 50 } });
+    await eventually(() => expect(served()!.pluginConfig ?? {}).toEqual({}));
+    // which of two published layers holds cannot be told: no tenant configuration at all
+    await publish('vc-system', {});
+    await eventually(() =>
+      expect(served()!.pluginConfig).toEqual({ 'node-call-guard': { maxTailLines: 2, maxBytes: 4096 } }),
+    );
+    await publish('team-e', {});
+    await eventually(() => expect(served()!.pluginConfig ?? {}).toEqual({}));
+    await t.client.delete(R.configmaps, 'team-e', PLUGIN_DEFAULTS_CONFIGMAP.name);
+    await t.client.delete(R.configmaps, 'vc-system', PLUGIN_DEFAULTS_CONFIGMAP.name);
+    await t.client.delete(R.tenantpolicies, undefined, 'layered');
   });
 });

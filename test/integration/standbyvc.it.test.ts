@@ -6,10 +6,11 @@ import type { KubeClient, KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import { rootNamespace, superNamespace } from '../../core/names/names.ts';
+import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { applyCRDs } from '../../core/dev/embedded/embedded.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { DEFAULT_POLICY_ANNOTATION } from '../../core/tenancy/policy.ts';
+import { PLUGIN_DEFAULTS_CONFIGMAP } from '../../core/tenancy/plugindefaults.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { killManager, type ManagerProc, ManagerSpawner, nonZero, scrape, sum } from '../managerproc.ts';
 import { removeStateDir, stateDir } from '../statedirs.ts';
@@ -114,6 +115,15 @@ describe('a standby manager warms the VirtualClusters its leader serves', () => 
         key = rootNamespace('default', 'svc', vc.metadata!.uid!);
       }, 120_000);
       await eventually(() => tenant.get(R.serviceaccounts, 'default', 'default'), 60_000);
+      // The leader's term published the layer under every policy for the vn-agents (none configured: {}), in the
+      // manager's namespace (its Lease's).
+      const defaults = await t.client.get<KubeObject & { data?: Record<string, string> }>(
+        R.configmaps,
+        'kube-system',
+        PLUGIN_DEFAULTS_CONFIGMAP.name,
+      );
+      expect(defaults.metadata!.labels![LABEL.managedBy]).toBe('vc-manager');
+      expect(JSON.parse(defaults.data![PLUGIN_DEFAULTS_CONFIGMAP.key]!)).toEqual({});
       for (let i = 0; i < PODS; i++)
         await tenant.create(R.pods, {
           apiVersion: 'v1',

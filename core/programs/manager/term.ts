@@ -9,18 +9,22 @@ import type { BackupController } from '../../lifecycle/backups.ts';
 import { CapiProvider } from '../../lifecycle/capi.ts';
 import type { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { IDENTITY } from '../../names/names.ts';
+import { childLogger } from '../../log.ts';
 import { NamespaceScheduler } from '../../scheduler/controller.ts';
 import type { TenantInformerPool } from '../../sessions/pool.ts';
 import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
 import type { SyncerTerm } from '../../syncer/options.ts';
 import type { Syncer } from '../../syncer/syncer.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
+import { publishPluginDefaults } from '../../tenancy/plugindefaults.ts';
 import type { ManagerConfig } from './config.ts';
 import { superPodsOf, type lifecycleControllers } from './lifecycle.ts';
 import { RegisteredPods, RegisteredSyncers } from './registered.ts';
 import { gitopsSettings, registrySettings } from './settings.ts';
 import type { ManagerShape } from './shape.ts';
 import type { TenantFeed } from './tenantfeed.ts';
+
+const log = childLogger({ controller: 'manager' });
 
 /** TermParts are the long-lived parts of the process a term's controllers are built over. */
 export interface TermParts {
@@ -155,6 +159,14 @@ export class ManagerTerm {
     return {
       name: 'VirtualCluster controller',
       start: async () => {
+        // the vn-agents layer the tenants' plugin configuration over it as this controller does (plugindefaults.ts)
+        const ns = this.p.shape.signingNamespace;
+        await publishPluginDefaults(this.p.meta, ns, this.p.cfg.virtualClusters?.defaultPluginConfig).catch((e) =>
+          log.error(
+            { namespace: ns, err: e instanceof Error ? e.message : String(e) },
+            "the plugin defaults are not published: the vn-agents layer the tenants' TenantPolicies only",
+          ),
+        );
         this.virtualClusters = lifecycle.newController();
         await this.virtualClusters.start();
         this.backups = lifecycle.newBackups();
