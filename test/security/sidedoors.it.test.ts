@@ -279,7 +279,6 @@ describe.skipIf(!!skip)('a tenant control plane is no proxy into the platform', 
     expect(removed).toContain(`iptables chain ${legacy}`);
     expect(await gone.intact()).toBe(false);
     expect(existsSync(gone.cgroupDir)).toBe(false);
-    await expect(exec('iptables', ['-w', '-S', legacy])).rejects.toThrow();
     const { table } = confinementNames(rootA);
     expect(removed).not.toContain(`nftables table inet ${table}`);
     await exec('nft', ['list', 'table', 'inet', table]);
