@@ -7,8 +7,15 @@ import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
 import { R } from '../kube/resources.ts';
 import { IDENTITY, LABEL } from '../names/names.ts';
 
-/** PLUGIN_DEFAULTS_CONFIGMAP is the ConfigMap, in the manager's namespace, holding defaultPluginConfig as JSON. */
-export const PLUGIN_DEFAULTS_CONFIGMAP = { name: 'vc-plugin-defaults', key: 'defaultPluginConfig.json' } as const;
+/**
+ * PLUGIN_DEFAULTS_CONFIGMAP is the ConfigMap holding defaultPluginConfig as JSON, in the manager's namespace: by
+ * default vc-system, where the manager's admission policy lets it keep this one (deploy/policy/manager-scope.yaml).
+ */
+export const PLUGIN_DEFAULTS_CONFIGMAP = {
+  name: 'vc-plugin-defaults',
+  key: 'defaultPluginConfig.json',
+  namespace: 'vc-system',
+} as const;
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 

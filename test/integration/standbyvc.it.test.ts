@@ -116,10 +116,10 @@ describe('a standby manager warms the VirtualClusters its leader serves', () => 
       }, 120_000);
       await eventually(() => tenant.get(R.serviceaccounts, 'default', 'default'), 60_000);
       // The leader's term published the layer under every policy for the vn-agents (none configured: {}), in the
-      // manager's namespace (its Lease's).
+      // manager's namespace (made by the manager here: no admission policy keeps it from it).
       const defaults = await t.client.get<KubeObject & { data?: Record<string, string> }>(
         R.configmaps,
-        'kube-system',
+        'vc-system',
         PLUGIN_DEFAULTS_CONFIGMAP.name,
       );
       expect(defaults.metadata!.labels![LABEL.managedBy]).toBe('vc-manager');

@@ -16,7 +16,7 @@ import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../supercl
 import type { SyncerTerm } from '../../syncer/options.ts';
 import type { Syncer } from '../../syncer/syncer.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
-import { publishPluginDefaults } from '../../tenancy/plugindefaults.ts';
+import { PLUGIN_DEFAULTS_CONFIGMAP, publishPluginDefaults } from '../../tenancy/plugindefaults.ts';
 import type { ManagerConfig } from './config.ts';
 import { superPodsOf, type lifecycleControllers } from './lifecycle.ts';
 import { RegisteredPods, RegisteredSyncers } from './registered.ts';
@@ -160,7 +160,8 @@ export class ManagerTerm {
       name: 'VirtualCluster controller',
       start: async () => {
         // the vn-agents layer the tenants' plugin configuration over it as this controller does (plugindefaults.ts)
-        const ns = this.p.shape.signingNamespace;
+        const { cfg } = this.p;
+        const ns = cfg.scheduler?.namespace ?? cfg.leaderElection?.namespace ?? PLUGIN_DEFAULTS_CONFIGMAP.namespace;
         await publishPluginDefaults(this.p.meta, ns, this.p.cfg.virtualClusters?.defaultPluginConfig).catch((e) =>
           log.error(
             { namespace: ns, err: e instanceof Error ? e.message : String(e) },
