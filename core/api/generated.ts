@@ -1931,9 +1931,8 @@ export interface ManagerConfigurationVirtualClusters {
    * Plugin settings every tenant gets unless its VirtualCluster sets its own, keyed by plugin name (e.g. nodes:
    * {vnAgent: {host, port}}). Each entry is checked against its plugin's configSchema when the plugin loads; an invalid
    * entry fails that plugin. A top-level vnAgent (0.1) is still read by the nodes plugin. The leading manager publishes
-   * it (ConfigMap vc-plugin-defaults in the namespace of scheduler.namespace, else leaderElection.namespace, else
-   * vc-system; labelled as the manager's) for the vn-agents, which layer it under each tenant's TenantPolicy as the
-   * manager does.
+   * it (ConfigMap vc-plugin-defaults in vc-system, or in scheduler.namespace when set; labelled as the manager's) for
+   * the vn-agents, which layer it under each tenant's TenantPolicy as the manager does.
    */
   defaultPluginConfig?: {
     [key: string]: unknown;

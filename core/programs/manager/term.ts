@@ -160,8 +160,7 @@ export class ManagerTerm {
       name: 'VirtualCluster controller',
       start: async () => {
         // the vn-agents layer the tenants' plugin configuration over it as this controller does (plugindefaults.ts)
-        const { cfg } = this.p;
-        const ns = cfg.scheduler?.namespace ?? cfg.leaderElection?.namespace ?? PLUGIN_DEFAULTS_CONFIGMAP.namespace;
+        const ns = this.p.cfg.scheduler?.namespace ?? PLUGIN_DEFAULTS_CONFIGMAP.namespace;
         await publishPluginDefaults(this.p.meta, ns, this.p.cfg.virtualClusters?.defaultPluginConfig).catch((e) =>
           log.error(
             { namespace: ns, err: e instanceof Error ? e.message : String(e) },
