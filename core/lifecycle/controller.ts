@@ -185,7 +185,7 @@ export class VirtualClusterController {
     this.namespaces.start();
     this.nodes?.start();
     this.informer.start();
-    await Promise.all([this.policies.waitForSync(), this.informer.waitForSync()]);
+    await Promise.all([this.policies.waitForSync(), this.namespaces.waitForSync(), this.informer.waitForSync()]);
     // A cluster without the ClusterVersion CRD does not stop the manager: tenants that name one wait for it.
     if (!(await syncedWithin(this.clusterVersions, CLUSTER_VERSIONS_START_WAIT_MS)))
       log.error({ resource: R.clusterversions.resource }, 'ClusterVersions cannot be listed: is their CRD installed?');
@@ -308,12 +308,10 @@ export class VirtualClusterController {
     return unknownSuperCluster(p.vc, p.key, pinned === undefined ? true : (this.o.checkSuperCluster?.(pinned) ?? true));
   }
 
-  /**
-   * checkPolicy resolves the effective settings under the VirtualCluster's TenantPolicy, with the grants checked for
-   * its namespace as it is now (its labels read live: a selector grant follows the namespace's labels).
-   */
+  /** checkPolicy: settings under its TenantPolicy, granted for its namespace's labels (cached; relabels requeue). */
   private async checkPolicy(p: Pass): Promise<Outcome> {
-    const ns = await this.o.meta.getOrNull<KubeObject>(R.namespaces, undefined, p.vc.metadata!.namespace!);
+    const n = p.vc.metadata!.namespace!;
+    const ns = this.namespaces.get(n) ?? (await this.o.meta.getOrNull<KubeObject>(R.namespaces, undefined, n));
     const named = p.vc.spec?.policyName;
     const waiting = policyNotFound(p.vc, p.key, !named || !!this.policies.get(named));
     if (waiting !== CONTINUE) return waiting;

@@ -7,7 +7,7 @@ import { IDENTITY, LABEL, rootNamespace } from '../names/names.ts';
 import type { NodesPolicyView } from '../plugins/contract.ts';
 import { GRANTED_BY_CONTROLLER } from '../tenancy/grants.ts';
 import { acceptedPolicyOf, checkPolicies, resolvePolicy, type TenantPolicy } from '../tenancy/policy.ts';
-import { pluginDefaultsOf } from '../tenancy/plugindefaults.ts';
+import { PLUGIN_DEFAULTS_CONFIGMAP, pluginDefaultsOf, type PluginDefaults } from '../tenancy/plugindefaults.ts';
 import { agentTenant, tenantCACommonName, type AgentTenant, type AgentTenantSpec } from './auth.ts';
 
 const log = childLogger({ controller: 'vn-agent-directory' });
@@ -73,6 +73,8 @@ export class VirtualClusterDirectory implements TenantDirectory {
   private readonly policies: Informer<TenantPolicy>;
   private readonly memo = new Map<string, { stamp: string; entry: AgentTenant | undefined }>();
   /** pluginsOf's answers by VirtualCluster key, kept while its resourceVersion and the policies' stay the same */
+  /** the manager's plugin defaults as the tenant-CA informer last showed them (plugindefaults.ts) */
+  private defaults: PluginDefaults = { state: 'none' };
   /** the last reason the manager's plugin defaults were unusable, logged once */
   private defaultsWarned?: string;
   private readonly pluginsMemo = new Map<
@@ -92,6 +94,12 @@ export class VirtualClusterDirectory implements TenantDirectory {
       labelSelector: `${LABEL.managedBy}=${IDENTITY.manager}`,
       name: 'vn-agent-tenant-cas',
     });
+    // The manager's plugin defaults ride the same informer; they are picked out again only when a ConfigMap of that
+    // name changes, not on every request.
+    const pick = (cm: ConfigMap) => {
+      if (cm.metadata?.name === PLUGIN_DEFAULTS_CONFIGMAP.name) this.defaults = pluginDefaultsOf(this.cas.list());
+    };
+    this.cas.addHandler({ onAdd: pick, onUpdate: (_old, cm) => pick(cm), onDelete: pick });
     this.policies = new Informer<TenantPolicy>({
       client: o.meta,
       resource: R.tenantpolicies,
@@ -181,7 +189,7 @@ export class VirtualClusterDirectory implements TenantDirectory {
    */
   private pluginsOf(key: string, vc: VirtualCluster): Pick<AgentTenantSpec, 'plugins' | 'pluginConfig'> {
     if (!this.policies.hasSynced()) return {};
-    const defaults = pluginDefaultsOf(this.cas.list());
+    const defaults = this.defaults;
     if (defaults.state === 'unusable') {
       if (this.defaultsWarned !== defaults.why)
         log.warn({ why: defaults.why }, "the manager's plugin defaults are unusable");
