@@ -1748,8 +1748,8 @@ export interface ManagerConfigurationScheduler {
    */
   policy?: 'spread' | 'pack';
   /**
-   * Namespace of the meta cluster for the scheduler's signing-key Secret and its vc-scheduler-state ConfigMap; default
-   * the leader election namespace.
+   * Namespace of the meta cluster for the scheduler's signing-key Secret, its vc-scheduler-state ConfigMap and its
+   * placement records (vc-placements-<tenant>), which the syncers read; default the leader election namespace.
    */
   namespace?: string;
   workers?: number;

@@ -7,6 +7,7 @@ import { kubeconfigSecretName, tenantCAConfigMapName } from '../api/virtualclust
 import type { Outcome } from './decisions.ts';
 import type { LifecycleOptions } from './options.ts';
 import { notOwnedRoot, ownedNamespace, type MetaObjects } from './ownership.ts';
+import { recordName } from '../scheduler/placementrecord.ts';
 import { snapshotBeforeRemove } from './snapshots.ts';
 import type { Pass } from './steps.ts';
 
@@ -22,11 +23,13 @@ export interface CleanUpParts {
   events: EventRecorder;
   provisioners: LifecycleOptions['provisioners'];
   beforeRemove?: LifecycleOptions['beforeRemove'];
+  placementRecords?: LifecycleOptions['placementRecords'];
 }
 
 /**
  * cleanUp removes the control plane (with the provisioner `type` that made it, not one a refused edit names since),
- * the tenant's super namespaces, its kubeconfig Secret and CA ConfigMap, then the finalizer; it looks again each
+ * the tenant's super namespaces, its kubeconfig Secret and CA ConfigMap, the scheduler's record of its placements,
+ * then the finalizer; it looks again each
  * second while something is going.
  */
 export async function cleanUp(c: CleanUpParts, p: Pass, type: string | undefined): Promise<Outcome> {
@@ -52,6 +55,7 @@ export async function cleanUp(c: CleanUpParts, p: Pass, type: string | undefined
   }
   await c.metaObjects.deleteOwned(R.secrets, m.namespace!, kubeconfigSecretName(m.name!), m.uid!);
   await c.metaObjects.deleteOwned(R.configmaps, m.namespace!, tenantCAConfigMapName(m.name!), m.uid!);
+  if (c.placementRecords) await c.meta.delete(R.configmaps, c.placementRecords, recordName(p.root));
   const finalizers = m.finalizers ?? [];
   await c.meta.patch(
     R.virtualclusters,

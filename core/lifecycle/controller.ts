@@ -152,6 +152,7 @@ export class VirtualClusterController {
       events: this.events,
       provisioners: o.provisioners,
       beforeRemove: o.beforeRemove,
+      placementRecords: o.placementRecords,
     };
     this.sleep = new SleepControl({
       meta: o.meta,

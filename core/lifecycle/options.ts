@@ -52,6 +52,8 @@ export interface LifecycleOptions {
   idleCheckMs?: number;
   /** runs before a deleted VirtualCluster's control plane is removed (core/lifecycle/backups.ts: its last snapshot) */
   beforeRemove?: (vc: VirtualCluster) => Promise<unknown>;
+  /** placementRecords is the namespace of the scheduler's placement records: a deleted tenant's record goes too */
+  placementRecords?: string;
   /**
    * runs before a tenant's control plane moves to the next Kubernetes minor (core/lifecycle/backups.ts: a snapshot
    * with reason upgrade); answers the snapshot id, or undefined when there is no store to keep one. A throw holds the

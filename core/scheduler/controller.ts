@@ -68,6 +68,7 @@ import {
   type Obj,
 } from './records.ts';
 import { signedValue } from './signature.ts';
+import { RecordError, recordedValue, type RecordEntries, type RecordEntry } from './placementrecord.ts';
 import { STATE_CONFIGMAP, summarize, type RebalanceReport, type SchedulerState } from './state.ts';
 import {
   MAX_MOVES,
@@ -118,6 +119,8 @@ export class NamespaceScheduler {
   private readonly waiting = new Set<string>();
   /** tenants known at start whose placements are not counted yet */
   private readonly awaiting = new Set<string>();
+  /** tenants whose placements are counted (from their record): only their namespaces are reconciled */
+  private readonly counted = new Set<string>();
   private startedAt = 0;
   private unsubscribe: Array<() => void> = [];
   private publishTimer?: NodeJS.Timeout;
@@ -230,6 +233,7 @@ export class NamespaceScheduler {
   /** stop stops the workers, the tenants' informers and the super clusters' node informers. */
   async stop(): Promise<void> {
     clearInterval(this.publishTimer);
+    this.counted.clear();
     for (const off of this.unsubscribe) off();
     this.unsubscribe = [];
     await this.runner.stop();
@@ -331,19 +335,57 @@ export class NamespaceScheduler {
     if (ns) this.queue.add(`${s.tenant.key}/${ns}`);
   }
 
-  // served counts a tenant's placements from its signed annotations before any of its keys is reconciled.
+  // served counts a tenant's placements before any of its keys is reconciled: from its record in the meta cluster,
+  // which the tenant cannot reach (a signed annotation it wrote back after a move would verify), or, for a tenant
+  // that has none yet (placed by a scheduler before records), from the signed annotations, then recorded.
   private served(s: TenantSession): void {
+    const records = this.o.records;
+    if (!records) return this.count(s, undefined);
+    records.load(s.tenant.key).then(
+      (entries) => this.sessions.get(s.tenant.key) === s && this.count(s, entries),
+      (err: unknown) => {
+        if (this.sessions.get(s.tenant.key) !== s) return;
+        if (err instanceof RecordError) {
+          log.error(
+            { tenant: s.tenant.key, err: err.message },
+            'placement record unreadable: counted from signed annotations',
+          );
+          return this.count(s, undefined);
+        }
+        log.warn({ tenant: s.tenant.key, err }, 'could not read the placement record; trying again');
+        setTimeout(() => this.sessions.get(s.tenant.key) === s && this.served(s), RECORD_RETRY_MS).unref();
+      },
+    );
+  }
+
+  private count(s: TenantSession, entries: RecordEntries | undefined): void {
+    const fromAnnotations: Array<[string, RecordEntry]> = [];
     for (const ns of s.cache.list<Obj>(R.namespaces)) {
-      const key = `${s.tenant.key}/${ns.metadata!.name!}`;
-      const placements = this.signedPlacements(s, ns);
+      const name = ns.metadata!.name!;
+      const key = `${s.tenant.key}/${name}`;
+      let placements = this.signedPlacements(s, ns);
+      if (entries) placements = parsedOrNone(name, recordedValue(entries, ns));
+      else if (placements.size > 0)
+        fromAnnotations.push([name, { uid: ns.metadata!.uid!, placements: formatPlacements(placements) }]);
       const { slice, quota } = this.readUnit(s, ns);
       this.setRecord(key, { uid: ns.metadata!.uid!, sliced: !!slice, unit: unitOf({ slice, quota }), placements });
     }
+    this.counted.add(s.tenant.key);
+    const records = this.o.records;
+    for (const [name, e] of fromAnnotations)
+      records?.set(s.tenant.key, name, e).catch((err: unknown) => {
+        log.warn(
+          { tenant: s.tenant.key, namespace: name, err },
+          'could not record a placement; written at its next reconcile',
+        );
+      });
     if (this.awaiting.delete(s.tenant.key) && this.awaiting.size === 0) log.info('every tenant known at start counted');
     for (const k of this.waiting) this.queue.add(k);
   }
 
   private forgetTenant(tenant: string): void {
+    this.counted.delete(tenant);
+    this.o.records?.forget(tenant);
     for (const key of [...this.records.keys()]) if (key.startsWith(`${tenant}/`)) this.setRecord(key, undefined);
     for (const key of [...this.pods.keys()]) if (key.startsWith(`${tenant}/`)) this.pods.delete(key);
     for (const key of [...this.waiting]) if (key.startsWith(`${tenant}/`)) this.waiting.delete(key);
@@ -374,13 +416,7 @@ export class NamespaceScheduler {
   }
 
   private signedPlacements(s: TenantSession, ns: Obj): Placements {
-    const v = signedValue(this.o.signingKey, s.tenant.key, ns, PLACEMENTS, 'Namespace');
-    if (v === undefined) return new Map();
-    try {
-      return parsePlacements(`namespace ${ns.metadata!.name}`, v);
-    } catch {
-      return new Map();
-    }
+    return parsedOrNone(ns.metadata!.name!, signedValue(this.o.signingKey, s.tenant.key, ns, PLACEMENTS, 'Namespace'));
   }
 
   private readUnit(s: TenantSession, ns: Obj): { slice?: Resources; quota?: Resources; error?: Error } {
@@ -483,8 +519,10 @@ export class NamespaceScheduler {
     const [tenant, name] = splitKey(key);
     const s = this.sessions.get(tenant);
     if (!s?.ready) return;
+    if (!this.counted.has(tenant)) return { requeueAfter: RECORD_RETRY_MS };
     const ns = s.cache.get<Obj>(R.namespaces, undefined, name);
     if (!ns) {
+      await this.o.records?.set(tenant, name, undefined);
       this.setRecord(key, undefined);
       this.pods.delete(key);
       this.waiting.delete(key);
@@ -563,6 +601,7 @@ export class NamespaceScheduler {
     const differs = annotated !== value || !samePlacements(signed, next);
     if (next.size > 0 && differs && (!lagging || !samePlacements(placements, next))) {
       try {
+        await this.o.records?.set(tenant, name, { uid, placements: value });
         const rv = await this.writer.writeNamespace(s, ns, value);
         this.setRecord(key, { ...rec, placements: next, rv });
       } catch (e) {
@@ -582,6 +621,7 @@ export class NamespaceScheduler {
         );
       if (evictFrom.size) this.roomChanged();
     } else if (next.size === 0 && annotated !== undefined && !lagging) {
+      await this.o.records?.set(tenant, name, undefined);
       await this.writer.clearNamespace(s, ns);
       await this.writer.warn(
         s,
@@ -758,5 +798,18 @@ function answered(text: string | undefined): RebalanceReport | undefined {
     return typeof r?.request === 'string' ? r : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** RECORD_RETRY_MS is how soon a placement record that could not be read is read again. */
+const RECORD_RETRY_MS = 1000;
+
+/** parsedOrNone parses a PLACEMENTS value; none, or one that does not parse, is no placement. */
+function parsedOrNone(namespace: string, value: string | undefined): Placements {
+  if (value === undefined) return new Map();
+  try {
+    return parsePlacements(`namespace ${namespace}`, value);
+  } catch {
+    return new Map();
   }
 }

@@ -1,4 +1,5 @@
 /** The namespace scheduler's options, defaults, statistics and the super cluster registrations it reads. */
+import type { PlacementRecords } from './placementrecord.ts';
 import type { InformerFactory } from '../kube/factory.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { TenantInformerPool } from '../sessions/pool.ts';
@@ -60,6 +61,12 @@ export interface SchedulerOptions {
   pinnedOf?: (t: Tenant) => string | undefined;
   /** publish writes the summary ConfigMap STATE_CONFIGMAP.name in this namespace of the meta cluster. */
   publish?: { client: KubeClient; namespace: string };
+  /**
+   * records keeps each tenant's current placements in the meta cluster (placementrecord.ts), where the syncers read
+   * them; a tenant (re)served is counted from its record, not from the annotations it could have written back.
+   * Absent (tests of the decisions alone): counted from the signed annotations.
+   */
+  records?: PlacementRecords;
   startupGraceMs?: number;
   publishIntervalMs?: number;
   tenantRequestTimeoutMs?: number;

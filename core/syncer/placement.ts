@@ -8,7 +8,20 @@ import {
 } from '../scheduler/annotations.ts';
 import { DNS_NAMESPACE } from '../scheduler/namespace.ts';
 import { SIGNATURE, signedValue } from '../scheduler/signature.ts';
+import {
+  changedNamespaces,
+  parseRecord,
+  PLACEMENT_RECORD,
+  RecordError,
+  recordedValue,
+  recordName,
+  type RecordEntries,
+} from '../scheduler/placementrecord.ts';
+import type { SharedInformer } from '../kube/factory.ts';
+import { childLogger } from '../log.ts';
 import { PREFIX } from '../names/names.ts';
+
+const log = childLogger({ component: 'placement' });
 
 /**
  * The placement filter: with several super clusters, the syncer of super cluster X copies a tenant namespace and its
@@ -17,10 +30,15 @@ import { PREFIX } from '../names/names.ts';
  * not their signatures.
  */
 
-/** SignedPlacements reads the scheduler's annotations of a tenant object, only when their signature verifies. */
+/**
+ * SignedPlacements reads where the scheduler placed a tenant's namespace (from the platform's record, see
+ * recordedPlacements) and a tenant Pod (its annotation, only when its signature verifies).
+ */
 export interface SignedPlacements {
   namespacePlacements(tenant: string, ns: KubeObject): string | undefined;
   podSuperCluster(tenant: string, pod: KubeObject): string | undefined;
+  /** onChange, where given, reports the namespaces of a tenant whose recorded placements changed */
+  onChange?(fn: (tenant: string, namespaces: string[]) => void): () => void;
 }
 
 /** signedPlacements reads signed placements with the scheduler's signing key. */
@@ -28,6 +46,67 @@ export function signedPlacements(key: Uint8Array): SignedPlacements {
   return {
     namespacePlacements: (tenant, ns) => signedValue(key, tenant, ns, PLACEMENTS, 'Namespace'),
     podSuperCluster: (tenant, pod) => signedValue(key, tenant, pod, SUPER_CLUSTER, 'Pod'),
+  };
+}
+
+/**
+ * recordedPlacements reads a namespace's placements from the scheduler's record of its tenant (a ConfigMap in
+ * `namespace` of the meta cluster that tenants cannot reach, core/scheduler/placementrecord.ts) in the cache of
+ * `records`, the shared informer of those ConfigMaps (RECORD_SELECTOR), whose handlers it adds: a
+ * namespace whose entry is missing or names another uid is not placed, whatever its annotations say, so a signed
+ * value the tenant kept from before a move counts for nothing. A Pod's super cluster is still its signed annotation:
+ * the scheduler never changes it once written, so no earlier value of it exists to write back.
+ */
+export function recordedPlacements(
+  key: Uint8Array,
+  records: SharedInformer<KubeObject>,
+  namespace: string,
+): SignedPlacements {
+  const parsed = new Map<string, { rv: string; entries: RecordEntries }>();
+  /** tenantOf is the tenant a record is of; undefined for any other ConfigMap the informer holds */
+  const tenantOf = (cm: KubeObject | undefined): string | undefined => {
+    const tenant = cm?.metadata?.labels?.[PLACEMENT_RECORD.label];
+    return tenant && cm?.metadata?.namespace === namespace && cm.metadata.name === recordName(tenant)
+      ? tenant
+      : undefined;
+  };
+  const entriesOf = (cm: KubeObject | undefined): RecordEntries => {
+    const tenant = tenantOf(cm);
+    if (!cm || !tenant) return new Map();
+    const rv = cm.metadata?.resourceVersion ?? '';
+    const known = parsed.get(tenant);
+    if (known?.rv === rv) return known.entries;
+    let entries: RecordEntries = new Map();
+    try {
+      entries = parseRecord(cm);
+    } catch (e) {
+      if (!(e instanceof RecordError)) throw e;
+      log.error({ tenant, err: e.message }, 'placement record unreadable: none of its namespaces is synced here');
+    }
+    parsed.set(tenant, { rv, entries });
+    return entries;
+  };
+  const listeners = new Set<(tenant: string, namespaces: string[]) => void>();
+  const changed = (a: KubeObject | undefined, b: KubeObject | undefined) => {
+    const tenant = tenantOf(b ?? a);
+    if (!tenant) return;
+    const names = changedNamespaces(entriesOf(a), entriesOf(b));
+    if (!b) parsed.delete(tenant);
+    if (names.length) for (const fn of listeners) fn(tenant, names);
+  };
+  records.addHandler({
+    onAdd: (obj) => changed(undefined, obj),
+    onUpdate: (a, b) => changed(a, b),
+    onDelete: (obj) => changed(obj, undefined),
+  });
+  return {
+    namespacePlacements: (tenant, ns) =>
+      recordedValue(entriesOf(records.get(`${namespace}/${recordName(tenant)}`)), ns),
+    podSuperCluster: (tenant, pod) => signedValue(key, tenant, pod, SUPER_CLUSTER, 'Pod'),
+    onChange: (fn) => {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
   };
 }
 

@@ -84,6 +84,8 @@ export class Syncer {
   private readonly podCreateRate: CreateRate;
   private unwatchLatency?: () => void;
   private unsubscribe?: () => void;
+  /** ends the subscription to the placement records' changes */
+  private unwatchPlacements?: () => void;
   private unwatchCaches?: () => void;
   private gate?: Promise<void>;
   private openGate?: () => void;
@@ -253,6 +255,16 @@ export class Syncer {
         log.error({ tenant: key, op: e.type, err }, 'tenant could not be served; skipped until reported again');
       });
     });
+    this.unwatchPlacements = this.o.placement?.signed.onChange?.((tenant, names) => {
+      const s = this.sessions.get(tenant);
+      if (!s?.ready) return;
+      for (const name of names) {
+        const ns = s.cache.get(R.namespaces, undefined, name);
+        if (ns) this.router.tenantHandler(s, R.namespaces.resource).onAdd?.(ns);
+        this.replayNamespace(s, name);
+      }
+      if (names.some((n) => n !== DNS_NAMESPACE)) this.replayDns(s);
+    });
   }
 
   /**
@@ -383,6 +395,7 @@ export class Syncer {
     await Promise.all([...this.superInformers.values()].map((i) => i.stop()));
     await this.warming?.catch(() => {});
     this.unsubscribe?.();
+    this.unwatchPlacements?.();
     await this.effects.events.stop();
     await this.sessions.removeAll();
   }
@@ -536,7 +549,8 @@ export class Syncer {
       ...h,
       onUpdate: (a, b) => {
         h.onUpdate?.(a, b);
-        if (!placementChanged(a, b, PLACEMENT_ANNOTATIONS)) return;
+        // Recorded placements report their own changes (above); the annotations count where they are the source.
+        if (pl.signed.onChange || !placementChanged(a, b, PLACEMENT_ANNOTATIONS)) return;
         const name = b.metadata?.name ?? '';
         this.replayNamespace(s, name);
         if (name !== DNS_NAMESPACE) this.replayDns(s);

@@ -20,6 +20,7 @@ import { loadManagerConfig } from '../../core/programs/manager/config.ts';
 import { startManager, type Manager } from '../../core/programs/manager/manager.ts';
 import { LABEL, rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { PlacementRecords } from '../../core/scheduler/placementrecord.ts';
 import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.ts';
 import { UP_OWNER_LABEL } from '../../core/syncer/placement.ts';
 import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
@@ -61,6 +62,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
   let y: KubeClient;
   let z: KubeClient;
   let key: Buffer;
+  let records: PlacementRecords;
   const keyX = rootNamespace('team-x', 'x', 'uid-x');
   const keyY = rootNamespace('team-y', 'y', 'uid-y');
   const keyZ = rootNamespace('team-z', 'z', 'uid-z');
@@ -104,6 +106,7 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     );
     manager = await startManager(loadManagerConfig(file), file);
     key = await loadSigningKey(r1.client, 'kube-system');
+    records = new PlacementRecords(r1.client, 'kube-system');
   }, 240_000);
 
   afterAll(async () => {
@@ -112,10 +115,11 @@ describe('two super clusters, each syncer syncing only what is placed on it', ()
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** place writes a namespace's placements and their signature, as the scheduler does. */
+  /** place records a namespace's placements and writes them with their signature, as the scheduler does. */
   const place = async (c: KubeClient, tenant: string, ns: string, placements: string) => {
     const uid = (await c.get(R.namespaces, undefined, ns)).metadata!.uid!;
     const sig = sign(key, { tenant, kind: 'Namespace', namespace: ns, name: ns, uid, value: placements });
+    await records.set(tenant, ns, { uid, placements });
     await c.patch(
       R.namespaces,
       undefined,

@@ -17,6 +17,7 @@ import { rootNamespace, superNamespace } from '../../core/names/names.ts';
 import { MANAGER_DEFAULTS } from '../../core/programs/manager/manager.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
+import { PlacementRecords } from '../../core/scheduler/placementrecord.ts';
 import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.ts';
 import { eventually, startTestSuper, type TestSuper } from '../harness.ts';
 import { killManager, managerAlive, type ManagerProc, ManagerSpawner } from '../managerproc.ts';
@@ -53,6 +54,7 @@ describe('a super cluster synced by `vc syncer` processes of its own', () => {
   let config: string;
   let manager: ManagerProc;
   let key: Buffer;
+  let records: PlacementRecords;
   const syncers: ManagerProc[] = [];
   const keyX = rootNamespace('team-x', 'x', 'uid-x');
 
@@ -81,6 +83,7 @@ describe('a super cluster synced by `vc syncer` processes of its own', () => {
     manager = spawner.spawn({ config, keep: KEEP, keepLines: 100, keepChars: 4000 });
     await manager.ready;
     key = await loadSigningKey(t.client, LEASE_NS);
+    records = new PlacementRecords(t.client, LEASE_NS);
   }, 240_000);
 
   afterAll(async () => {
@@ -93,10 +96,11 @@ describe('a super cluster synced by `vc syncer` processes of its own', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** place writes a namespace's placements and their signature, as the scheduler does. */
+  /** place records a namespace's placements and writes them with their signature, as the scheduler does. */
   const place = async (ns: string, placements: string) => {
     const uid = (await x.get(R.namespaces, undefined, ns)).metadata!.uid!;
     const sig = sign(key, { tenant: keyX, kind: 'Namespace', namespace: ns, name: ns, uid, value: placements });
+    await records.set(keyX, ns, { uid, placements });
     const annotations = { [PLACEMENTS]: placements, [SIGNATURE]: sig };
     await x.patch(R.namespaces, undefined, ns, { metadata: { annotations } }, 'merge');
   };

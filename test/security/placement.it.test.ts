@@ -2,8 +2,9 @@
  * Hostile tenant placements (issue 14): the scheduler's annotations live in the tenant's own apiserver, where the
  * tenant is cluster-admin. A tenant that writes scheduler.tenancy.x-k8s.io/placements or superCluster itself (or
  * copies a signature the scheduler wrote elsewhere) must never get an object synced to a super cluster it was not placed
- * on. Two real local super clusters, one syncer each with the placement filter on; the test signs the legitimate
- * placements with the scheduler's signing key, as the scheduler does.
+ * on. Two real local super clusters, one syncer each with the placement filter on; the test places as the scheduler
+ * does: it records each namespace's placements in the meta cluster (placementrecord.ts) and signs the annotations with
+ * the scheduler's signing key.
  */
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
@@ -22,7 +23,9 @@ import { PluginHost } from '../../core/plugins/host.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PLACEMENTS, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { loadSigningKey, sign, SIGNATURE } from '../../core/scheduler/signature.ts';
-import { signedPlacements } from '../../core/syncer/placement.ts';
+import { PlacementRecords, RECORD_SELECTOR } from '../../core/scheduler/placementrecord.ts';
+import { InformerFactory } from '../../core/kube/factory.ts';
+import { recordedPlacements } from '../../core/syncer/placement.ts';
 import { Syncer } from '../../core/syncer/syncer.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
 import { builtinPlugins } from '../../plugins/registry.ts';
@@ -42,6 +45,8 @@ describe('hostile tenant placements against the placement filter', () => {
   let tenant: Tenant;
   let key: Buffer;
   let cp: LocalControlPlane;
+  let records: PlacementRecords;
+  const recordInformers: Array<{ stop(): Promise<void> }> = [];
   const syncers: Syncer[] = [];
   const agents: Record<string, VnAgent> = {};
 
@@ -76,6 +81,7 @@ describe('hostile tenant placements against the placement filter', () => {
   const place = async (ns: string, placements: string) => {
     const uid = (await t.get(R.namespaces, undefined, ns)).metadata!.uid!;
     const s = sign(key, { tenant: tenant.key, kind: 'Namespace', namespace: ns, name: ns, uid, value: placements });
+    await records.set(tenant.key, ns, { uid, placements });
     await annotate(R.namespaces, undefined, ns, { [PLACEMENTS]: placements, [SIGNATURE]: s });
   };
 
@@ -112,6 +118,20 @@ describe('hostile tenant placements against the placement filter', () => {
     for (const p of pods) expect(await c.getOrNull(R.pods, sns, p)).toBeNull();
   };
 
+  /** recordedOn reads the placement records of the meta cluster (r1, where the syncers' manager would run). */
+  const recordedOn = async (meta: KubeClient) => {
+    const inf = new InformerFactory(meta, 'meta').informer<KubeObject>({
+      resource: R.configmaps,
+      namespace: 'kube-system',
+      labelSelector: RECORD_SELECTOR,
+    });
+    const signed = recordedPlacements(key, inf, 'kube-system');
+    inf.start();
+    recordInformers.push(inf);
+    await inf.waitForSync();
+    return signed;
+  };
+
   beforeAll(async () => {
     r1 = await startTestSuper({ nodes: 1, name: 'r1' });
     r2 = await LocalSuperCluster.start({ stateDir: `${r1.stateDir}/r2`, nodes: 1, name: 'r2' });
@@ -120,6 +140,7 @@ describe('hostile tenant placements against the placement filter', () => {
     t = await cp.client();
     tenant = tenantFor(cp, 'team-t', 't', '33333333-cccc-4ccc-8ccc-0000000000c3');
     key = await loadSigningKey(r1.client, 'kube-system');
+    records = new PlacementRecords(r1.client, 'kube-system');
     const host = await PluginHost.load({ process: 'manager', builtins: builtinPlugins });
     for (const [cluster, client] of [
       ['r1', r1.client],
@@ -132,7 +153,7 @@ describe('hostile tenant placements against the placement filter', () => {
         patrolIntervalMs: 0,
         workers: 4,
         name: cluster,
-        placement: { cluster, signed: signedPlacements(key) },
+        placement: { cluster, signed: await recordedOn(r1.client) },
       });
       syncers.push(s);
       await s.start();
@@ -185,6 +206,7 @@ describe('hostile tenant placements against the placement filter', () => {
   afterAll(async () => {
     attempts.report('placement boundary');
     for (const s of syncers) await s.stop();
+    for (const i of recordInformers) await i.stop();
     for (const a of Object.values(agents)) await a.stop();
     await r2?.stop();
     await r1?.stop();
@@ -238,6 +260,35 @@ describe('hostile tenant placements against the placement filter', () => {
       await namespace('again', { [PLACEMENTS]: old[PLACEMENTS]!, [SIGNATURE]: old[SIGNATURE]! });
       await absentFrom(c2, 'again');
       return 'the signature binds the namespace uid';
+    });
+  });
+
+  it('ignores a signed placement the tenant kept and wrote back after the namespace moved', async () => {
+    await attempts.attempt('placements {"r1":1} and their signature written back after a move to r2', async () => {
+      await namespace('moved');
+      await place('moved', '{"r1":1}');
+      await eventually(() => r1.client.get(R.configmaps, superNamespace(tenant.key, 'moved'), 'cm'));
+      const before = (await t.get(R.namespaces, undefined, 'moved')).metadata!.annotations!;
+      await place('moved', '{"r2":1}');
+      await eventually(() => c2.get(R.configmaps, superNamespace(tenant.key, 'moved'), 'cm'));
+      await annotate(R.namespaces, undefined, 'moved', {
+        [PLACEMENTS]: before[PLACEMENTS]!,
+        [SIGNATURE]: before[SIGNATURE]!,
+      });
+      await t.create(R.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'after', namespace: 'moved' },
+        data: { a: '1' },
+      });
+      await pod('moved', 'p');
+      await eventually(() => c2.get(R.configmaps, superNamespace(tenant.key, 'moved'), 'after'));
+      await new Promise((r) => setTimeout(r, 2500));
+      const sns = superNamespace(tenant.key, 'moved');
+      expect(await r1.client.getOrNull(R.configmaps, sns, 'after')).toBeNull();
+      expect(await r1.client.getOrNull(R.pods, sns, 'p')).toBeNull();
+      expect(await c2.getOrNull(R.pods, sns, 'p')).not.toBeNull();
+      return "the signature still verifies, but the syncers follow the scheduler's record, which says r2";
     });
   });
 

@@ -14,6 +14,7 @@ import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NamespaceScheduler } from '../../core/scheduler/controller.ts';
+import { PlacementRecords, parseRecord, recordName } from '../../core/scheduler/placementrecord.ts';
 import { SIGNATURE, signedValue } from '../../core/scheduler/signature.ts';
 import { StaticSuperClusters } from '../../core/scheduler/testing.ts';
 import { MutableTenantRegistry, type Tenant } from '../../core/tenancy/tenant.ts';
@@ -41,6 +42,9 @@ describe('hostile tenants writing the scheduler annotations', () => {
   let tenant1: Tenant;
   let tenant2: Tenant;
   let scheduler: NamespaceScheduler;
+  let supers: StaticSuperClusters;
+  /** the scheduler's options, to start it again as a restarted manager would */
+  let options: ConstructorParameters<typeof NamespaceScheduler>[0];
 
   const namespace = async (c: KubeClient, name: string, annotations: Record<string, string>, hard?: object) => {
     await c.create(R.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, annotations } });
@@ -82,15 +86,18 @@ describe('hostile tenants writing the scheduler annotations', () => {
     // t1 is pinned to r1: any placement on r2 is one it was not given.
     tenant1 = tenantFor(cp1, 'team-a', 'one', '11111111-aaaa-4aaa-8aaa-000000000001', { superCluster: 'r1' });
     tenant2 = tenantFor(cp2, 'team-b', 'two', '22222222-bbbb-4bbb-8bbb-000000000002');
-    scheduler = new NamespaceScheduler({
+    supers = new StaticSuperClusters([
+      { name: 'r1', state: 'ready', client: t.client },
+      { name: 'r2', state: 'ready', client: r2Client },
+    ]);
+    options = {
       tenants: new MutableTenantRegistry([tenant1, tenant2]),
-      supers: new StaticSuperClusters([
-        { name: 'r1', state: 'ready', client: t.client },
-        { name: 'r2', state: 'ready', client: r2Client },
-      ]),
+      supers,
       signingKey: key,
       startupGraceMs: 10_000,
-    });
+      records: new PlacementRecords(t.client, 'kube-system'),
+    };
+    scheduler = new NamespaceScheduler(options);
     await scheduler.start();
     await namespace(t1, 'demo', { [SLICE]: SLICE_DEMO }, { cpu: '300m', memory: '300Mi' });
     await eventually(async () => expect(await trusted(t1, tenant1, 'demo')).toBe('{"r1":3}'), 30_000);
@@ -195,5 +202,51 @@ describe('hostile tenants writing the scheduler annotations', () => {
       },
     );
     expect(attempts.summary()).toBe('attempts 7, refused 7, succeeded 0');
+  });
+
+  it('a placement written back after the scheduler moved the namespace is put back, also by a restarted scheduler', async () => {
+    /** recorded is the namespace's placements in the scheduler's record of tenant2, in the meta cluster. */
+    const recorded = async (ns: string) =>
+      parseRecord(await t.client.get(R.configmaps, 'kube-system', recordName(tenant2.key))).get(ns)?.placements;
+    await namespace(t2, 'moving', { [SLICE]: SLICE_DEMO }, { cpu: '100m', memory: '100Mi' });
+    const first = await eventually(async () => {
+      const v = await trusted(t2, tenant2, 'moving');
+      expect(v).toMatch(/^\{"r[12]":1\}$/);
+      return v!;
+    }, 30_000);
+    const from = first.includes('r1') ? 'r1' : 'r2';
+    const to = from === 'r1' ? 'r2' : 'r1';
+    const kept = await annotations(t2, 'moving');
+    supers.setState(from, 'draining');
+    await eventually(async () => expect(await trusted(t2, tenant2, 'moving')).toBe(`{"${to}":1}`), 30_000);
+    supers.setState(from, 'ready');
+    expect(await recorded('moving')).toBe(`{"${to}":1}`);
+    const writeBack = () =>
+      t2.patch(
+        R.namespaces,
+        undefined,
+        'moving',
+        { metadata: { annotations: { [PLACEMENTS]: kept[PLACEMENTS]!, [SIGNATURE]: kept[SIGNATURE]! } } },
+        'merge',
+      );
+
+    await attempts.attempt(`PLACEMENTS ${first} and its signature written back after the move to ${to}`, async () => {
+      await writeBack();
+      await eventually(async () => expect(await trusted(t2, tenant2, 'moving')).toBe(`{"${to}":1}`));
+      expect(await recorded('moving')).toBe(`{"${to}":1}`);
+      return `the record says ${to}: the annotation was written back to it`;
+    });
+
+    await attempts.attempt(`the same written back while the scheduler was down, before it started again`, async () => {
+      await scheduler.stop();
+      await writeBack();
+      expect(await trusted(t2, tenant2, 'moving')).toBe(first);
+      scheduler = new NamespaceScheduler(options);
+      await scheduler.start();
+      await eventually(async () => expect(await trusted(t2, tenant2, 'moving')).toBe(`{"${to}":1}`), 30_000);
+      expect(await recorded('moving')).toBe(`{"${to}":1}`);
+      return `the restarted scheduler counted the namespace from its record (${to}), not from the annotation`;
+    });
+    expect(attempts.summary()).toBe('attempts 9, refused 9, succeeded 0');
   });
 });

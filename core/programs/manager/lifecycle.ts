@@ -1,3 +1,4 @@
+import { schedulerNamespace } from './shape.ts';
 import { isIP } from 'node:net';
 import type { KubeClient, KubeObject } from '../../kube/client.ts';
 import type { InformerFactory, SharedInformer } from '../../kube/factory.ts';
@@ -93,6 +94,7 @@ export function lifecycleControllers(
       health: { syncerLag: tenantSyncerLag },
       cacheStates,
       beforeRemove: (vc) => snapshotBeforeDeletion(backupOptions, vc),
+      ...(cfg.scheduler?.enabled && { placementRecords: schedulerNamespace(cfg) }),
       beforeUpgrade: (vc, from) => snapshotBeforeUpgrade(backupOptions, vc, from),
       ...(dns?.enabled && { tenantDns: { ...(dns.image && { image: dns.image }) } }),
     });

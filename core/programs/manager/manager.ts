@@ -3,8 +3,9 @@
 import { dirname, resolve } from 'node:path';
 import type { GitOpsController } from '../../../gitops/controller.ts';
 import { RunGroup, type Runnable } from '../../controller/runnables.ts';
-import { KubeClient } from '../../kube/client.ts';
+import { KubeClient, type KubeObject } from '../../kube/client.ts';
 import { InformerFactory } from '../../kube/factory.ts';
+import { R } from '../../kube/resources.ts';
 import { reportCacheExceeded, TenantCacheStates } from '../../lifecycle/cachelimit.ts';
 import type { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { MetaTenantRegistry } from '../../lifecycle/metatenants.ts';
@@ -17,7 +18,8 @@ import { loadSigningKey } from '../../scheduler/signature.ts';
 import { TenantInformerPool } from '../../sessions/pool.ts';
 import { CACHE_RETRY_MS } from '../../sessions/tenants.ts';
 import type { RegisteredSuperCluster, SuperClusterRegistry } from '../../superclusters/registry.ts';
-import { signedPlacements } from '../../syncer/placement.ts';
+import { recordedPlacements } from '../../syncer/placement.ts';
+import { RECORD_SELECTOR } from '../../scheduler/placementrecord.ts';
 import { Syncer, SYNCER_DEFAULTS } from '../../syncer/syncer.ts';
 import { routedRegistry } from '../../tenancy/routing.ts';
 import { MutableTenantRegistry } from '../../tenancy/tenant.ts';
@@ -104,8 +106,11 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
   const tenants = new MutableTenantRegistry(staticTenants(cfg, file));
   // One read (or first creation) of the signing key serves the syncers' filter and every scheduler term.
   const signingKey = retriedOnce(() => loadSigningKey(meta, shape.signingNamespace));
-  const signed = shape.placedOnly ? signedPlacements(await signingKey()) : undefined;
   const { metaInformers, superInformers, tenantInformers } = sharedInformers(meta, cfg);
+  const records = shape.placedOnly
+    ? await placementRecords(await signingKey(), metaInformers, shape.signingNamespace)
+    : undefined;
+  const signed = records?.signed;
   // What the syncers say of each tenant's caches, for the VirtualCluster's CacheWithinLimit condition.
   const cacheStates = new TenantCacheStates(CACHE_RETRY_MS);
   const lifecycle = shape.runs.virtualClusters
@@ -220,6 +225,7 @@ export async function startManager(cfg: ManagerConfig, file: string, o: ManagerO
       await election?.stop();
       if (running) await terms.halt();
       await always.stop();
+      await records?.informer.stop();
       clients.forEach((c) => c?.close());
       await host.close();
     },
@@ -308,6 +314,23 @@ function staticSuperClusters(
     const client = s.metaOnly ? undefined : clients[i];
     return client ? [{ name: s.name, namespace: '', state: 'ready' as const, client, kubeconfig: s.kubeconfig }] : [];
   });
+}
+
+/**
+ * placementRecords reads the scheduler's placement records (core/scheduler/placementrecord.ts) for the syncers' filter:
+ * one watch of the record ConfigMaps in the scheduler's namespace, listed before any syncer starts, since a syncer that
+ * found no record would take its tenants for gone from its super cluster.
+ */
+async function placementRecords(key: Uint8Array, metaInformers: InformerFactory, namespace: string) {
+  const records = metaInformers.informer<KubeObject>({
+    resource: R.configmaps,
+    namespace,
+    labelSelector: RECORD_SELECTOR,
+  });
+  const signed = recordedPlacements(key, records, namespace);
+  records.start();
+  await records.waitForSync();
+  return { signed, informer: records };
 }
 
 /**

@@ -59,6 +59,14 @@ export interface ManagerShape {
 }
 
 /**
+ * schedulerNamespace is the namespace of the meta cluster that holds the scheduler's signing key, state and placement
+ * records: scheduler.namespace, else the leader election namespace.
+ */
+export function schedulerNamespace(cfg: ManagerConfig): string {
+  return cfg.scheduler?.namespace ?? cfg.leaderElection?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace;
+}
+
+/**
  * managerShape reads what a manager process runs from its configuration (`file` names it in errors), and refuses a
  * `vc syncer --super-cluster` name the manager runs itself or does not know.
  */
@@ -85,7 +93,7 @@ export function managerShape(cfg: ManagerConfig, file: string, syncerOnly?: stri
     syncs: supers.map((s) => (one ? s.name === syncerOnly : !s.external && !s.metaOnly)),
     // With the scheduler on, every syncer syncs only what it placed and signed there, unless syncer.placedOnly says no.
     placedOnly: cfg.syncer?.placedOnly ?? !!cfg.scheduler?.enabled,
-    signingNamespace: cfg.scheduler?.namespace ?? le?.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace,
+    signingNamespace: schedulerNamespace(cfg),
     lease: le?.enabled
       ? {
           namespace: le.namespace ?? MANAGER_DEFAULTS.leaderElection.namespace,

@@ -1,5 +1,6 @@
 // What a manager runs while it leads (or, without leader election, for the whole process): one leadership term.
 
+import { PlacementRecords } from '../../scheduler/placementrecord.ts';
 import { GitOpsController } from '../../../gitops/controller.ts';
 import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import type { Runnable } from '../../controller/runnables.ts';
@@ -231,6 +232,7 @@ export class ManagerTerm {
           policy: cfg.policy,
           workers: cfg.workers,
           publish: { client: this.p.meta, namespace: this.p.shape.signingNamespace },
+          records: new PlacementRecords(this.p.meta, this.p.shape.signingNamespace),
         });
         await this.scheduler.start();
       },
