@@ -600,13 +600,16 @@ export class NamespaceScheduler {
     const lagging = rec.rv !== undefined && olderThan(ns.metadata?.resourceVersion, rec.rv);
     const differs = annotated !== value || !samePlacements(signed, next);
     if (next.size > 0 && differs && (!lagging || !samePlacements(placements, next))) {
+      let recorded = false;
       try {
         await this.o.records?.set(tenant, name, { uid, placements: value });
+        recorded = !!this.o.records;
         const rv = await this.writer.writeNamespace(s, ns, value);
         this.setRecord(key, { ...rec, placements: next, rv });
       } catch (e) {
-        // Give the reservation back: the next try decides again from what the tenant shows.
-        this.setRecord(key, { ...rec, placements });
+        // Give the reservation back unless the record holds it: the syncers follow the record, and the next try
+        // writes the annotation again from it; else it decides again from what the tenant shows.
+        if (!recorded) this.setRecord(key, { ...rec, placements });
         throw e;
       }
       if (!samePlacements(placements, next))

@@ -112,17 +112,35 @@ export class PlacementRecords {
     string,
     { entries: Map<string, RecordEntry>; dirty: boolean; chain: Promise<void> }
   >();
+  /** reads under way, so that a tenant served twice at once is read once */
+  private readonly reading = new Map<string, Promise<RecordEntries | undefined>>();
 
   constructor(
     private readonly client: KubeClient,
     readonly namespace: string,
   ) {}
 
-  /** load reads a tenant's record (undefined: none written yet) and makes it the base of later writes. */
-  async load(tenant: string): Promise<RecordEntries | undefined> {
+  /**
+   * load reads a tenant's record (undefined: none written yet) and makes it the base of later writes; a tenant held
+   * already (served again while this scheduler runs) is answered from what it wrote, which a write under way may not
+   * have landed yet.
+   */
+  load(tenant: string): Promise<RecordEntries | undefined> {
+    const held = this.tenants.get(tenant);
+    if (held) return Promise.resolve(held.entries);
+    let reading = this.reading.get(tenant);
+    if (!reading) {
+      reading = this.read(tenant).finally(() => this.reading.delete(tenant));
+      this.reading.set(tenant, reading);
+    }
+    return reading;
+  }
+
+  private async read(tenant: string): Promise<RecordEntries | undefined> {
     const cm = await this.client.getOrNull<ConfigMap>(R.configmaps, this.namespace, recordName(tenant));
     const entries = cm ? parseRecord(cm) : undefined;
-    this.tenants.set(tenant, { entries: new Map(entries), dirty: false, chain: Promise.resolve() });
+    if (!this.tenants.has(tenant))
+      this.tenants.set(tenant, { entries: new Map(entries), dirty: false, chain: Promise.resolve() });
     return entries;
   }
 

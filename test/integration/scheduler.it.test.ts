@@ -6,6 +6,7 @@ import type { LocalControlPlane } from '../../core/dev/local/controlplane.ts';
 import { TENANT_CONTROLLERS } from '../../core/provisioners/native/flags.ts';
 import { PLACEMENTS, SLICE, SUPER_CLUSTER } from '../../core/scheduler/annotations.ts';
 import { NamespaceScheduler, PLACED_CONDITION } from '../../core/scheduler/controller.ts';
+import { PlacementRecords } from '../../core/scheduler/placementrecord.ts';
 import { SIGNATURE } from '../../core/scheduler/signature.ts';
 import { StaticSuperClusters } from '../../core/scheduler/testing.ts';
 import { STATE_CONFIGMAP, type SchedulerState } from '../../core/scheduler/state.ts';
@@ -63,6 +64,7 @@ describe('namespace scheduler over two super clusters', () => {
       supers,
       signingKey: key,
       publish: { client: t.client, namespace: 'default' },
+      records: new PlacementRecords(t.client, 'default'),
       publishIntervalMs: 200,
       startupGraceMs: 10_000,
     });
