@@ -2,12 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../kube/client.ts';
 import { PLACEMENTS, SUPER_CLUSTER } from '../scheduler/annotations.ts';
 import { sign, SIGNATURE } from '../scheduler/signature.ts';
+import { recordConfigMap } from '../scheduler/placementrecord.ts';
+import type { SharedInformer } from '../kube/factory.ts';
+import type { EventHandler } from '../kube/informer.ts';
 import {
   PLACEMENT_ANNOTATIONS,
   placedOn,
   placementChanged,
   placementVerdict,
   podEndsPresence,
+  recordedPlacements,
   signedPlacements,
   tenantOnCluster,
   UP_OWNER_LABEL,
@@ -324,4 +328,88 @@ describe('placedOn', () => {
     ['{"r2":0}', 'r2', false],
     ['not json', 'r2', false],
   ])('%s on %s', (raw, c, want) => expect(placedOn(raw, c)).toBe(want));
+});
+
+describe('recordedPlacements', () => {
+  /** cache is the records informer's cache, fed by hand: add, update or delete calls its handlers as a watch would. */
+  function cache() {
+    const store = new Map<string, KubeObject>();
+    const handlers: Array<EventHandler<KubeObject>> = [];
+    const informer: SharedInformer<KubeObject> = {
+      addHandler: (h) => handlers.push(h),
+      get: (k) => store.get(k),
+      list: () => [...store.values()],
+      hasSynced: () => true,
+      waitForSync: async () => {},
+      start: () => {},
+      stop: async () => {},
+    };
+    const put = (cm: KubeObject) => {
+      const k = `${cm.metadata!.namespace}/${cm.metadata!.name}`;
+      const old = store.get(k);
+      store.set(k, cm);
+      for (const h of handlers) {
+        if (old) h.onUpdate?.(old, cm);
+        else h.onAdd?.(cm);
+      }
+    };
+    const del = (cm: KubeObject) => {
+      store.delete(`${cm.metadata!.namespace}/${cm.metadata!.name}`);
+      for (const h of handlers) h.onDelete?.(cm);
+    };
+    return { informer, put, del };
+  }
+  const record = (entries: Record<string, [string, string]>, namespace = 'vc-system', rv = '1') => {
+    const cm = recordConfigMap(
+      namespace,
+      T,
+      new Map(Object.entries(entries).map(([n, [uid, placements]]) => [n, { uid, placements }])),
+    );
+    cm.metadata!.resourceVersion = rv;
+    return cm;
+  };
+
+  it('reads the record, whatever the signed annotation says; a namespace made again is not placed', () => {
+    const c = cache();
+    const r = recordedPlacements(key, c.informer, 'vc-system');
+    c.put(record({ team: ['nsuid', '{"r2":1}'] }));
+    expect(r.namespacePlacements(T, ns('{"r1":1}'))).toBe('{"r2":1}');
+    c.put(record({ team: ['otheruid', '{"r2":1}'] }, 'vc-system', '2'));
+    expect(r.namespacePlacements(T, ns('{"r1":1}'))).toBeUndefined();
+    c.put(record({}, 'vc-system', '3'));
+    expect(r.namespacePlacements(T, ns('{"r1":1}'))).toBeUndefined();
+  });
+
+  it('reads the signed annotation of a tenant with no record, and only a record of its name in its namespace', () => {
+    const c = cache();
+    const r = recordedPlacements(key, c.informer, 'vc-system');
+    expect(r.namespacePlacements(T, ns('{"r1":1}'))).toBe('{"r1":1}');
+    expect(r.namespacePlacements(T, ns('{"r1":1}', true))).toBeUndefined();
+    c.put(record({ team: ['nsuid', '{"r2":1}'] }, 'elsewhere'));
+    expect(r.namespacePlacements(T, ns('{"r1":1}'))).toBe('{"r1":1}');
+  });
+
+  it('reports the namespaces whose entry changed', () => {
+    const c = cache();
+    const r = recordedPlacements(key, c.informer, 'vc-system');
+    const seen: Array<[string, string[]]> = [];
+    const off = r.onChange!((t, names) => seen.push([t, names]));
+    c.put(record({ team: ['nsuid', '{"r1":1}'], other: ['u2', '{"r1":1}'] }));
+    c.put(record({ team: ['nsuid', '{"r2":1}'], other: ['u2', '{"r1":1}'] }, 'vc-system', '2'));
+    c.put(record({ team: ['nsuid', '{"r2":1}'], other: ['u2', '{"r1":1}'] }, 'vc-system', '3'));
+    c.del(record({ team: ['nsuid', '{"r2":1}'] }, 'vc-system', '3'));
+    off();
+    c.put(record({ team: ['nsuid', '{"r1":1}'] }, 'vc-system', '4'));
+    expect(seen).toEqual([
+      [T, ['other', 'team']],
+      [T, ['team']],
+      [T, ['other', 'team']],
+    ]);
+  });
+
+  it('reads Pods by their signature', () => {
+    const r = recordedPlacements(key, cache().informer, 'vc-system');
+    expect(r.podSuperCluster(T, pod('r2'))).toBe('r2');
+    expect(r.podSuperCluster(T, pod('r2', true))).toBeUndefined();
+  });
 });

@@ -54,8 +54,9 @@ export function signedPlacements(key: Uint8Array): SignedPlacements {
  * `namespace` of the meta cluster that tenants cannot reach, core/scheduler/placementrecord.ts) in the cache of
  * `records`, the shared informer of those ConfigMaps (RECORD_SELECTOR), whose handlers it adds: a
  * namespace whose entry is missing or names another uid is not placed, whatever its annotations say, so a signed
- * value the tenant kept from before a move counts for nothing. A Pod's super cluster is still its signed annotation:
- * the scheduler never changes it once written, so no earlier value of it exists to write back.
+ * value the tenant kept from before a move counts for nothing. Only a tenant with no record at all (placed before
+ * records, not yet counted by the scheduler) is read from its signed annotations. A Pod's super cluster is still its
+ * signed annotation: the scheduler never changes it once written, so no earlier value of it exists to write back.
  */
 export function recordedPlacements(
   key: Uint8Array,
@@ -100,8 +101,13 @@ export function recordedPlacements(
     onDelete: (obj) => changed(obj, undefined),
   });
   return {
-    namespacePlacements: (tenant, ns) =>
-      recordedValue(entriesOf(records.get(`${namespace}/${recordName(tenant)}`)), ns),
+    namespacePlacements: (tenant, ns) => {
+      const cm = records.get(`${namespace}/${recordName(tenant)}`);
+      // No record yet: a tenant placed by a scheduler of an earlier version, until this one counts and records it (a
+      // tenant the scheduler placed since has one, written before its first placement).
+      if (!tenantOf(cm)) return signedValue(key, tenant, ns, PLACEMENTS, 'Namespace');
+      return recordedValue(entriesOf(cm), ns);
+    },
     podSuperCluster: (tenant, pod) => signedValue(key, tenant, pod, SUPER_CLUSTER, 'Pod'),
     onChange: (fn) => {
       listeners.add(fn);

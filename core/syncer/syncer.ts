@@ -549,8 +549,8 @@ export class Syncer {
       ...h,
       onUpdate: (a, b) => {
         h.onUpdate?.(a, b);
-        // Recorded placements report their own changes (above); the annotations count where they are the source.
-        if (pl.signed.onChange || !placementChanged(a, b, PLACEMENT_ANNOTATIONS)) return;
+        // Recorded placements report their own changes (above); the annotations count for a tenant without a record.
+        if (!placementChanged(a, b, PLACEMENT_ANNOTATIONS)) return;
         const name = b.metadata?.name ?? '';
         this.replayNamespace(s, name);
         if (name !== DNS_NAMESPACE) this.replayDns(s);
