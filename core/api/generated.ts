@@ -1194,12 +1194,12 @@ export interface TenantPolicySpec {
      * own apiserver takes them cannot take the super cluster's etcd and apiserver from the others. The object caps
      * bound what the tenant keeps in the super cluster; this bounds how fast it gets there. A write larger than burst
      * goes on a full bucket and the next waits longer. At most 16 MiB per second and 64 MiB at once (the platform's
-     * maximum). Defaults to 1 MiB per second and 4 MiB at once.
+     * maximum). Defaults to 512 KiB per second and 2 MiB at once.
      */
     byteRate?: {
-      /** Bytes per second once the burst is spent: at least 1 KiB, at most 16 MiB. Defaults to 1 MiB. */
+      /** Bytes per second once the burst is spent: at least 1 KiB, at most 16 MiB. Defaults to 512 KiB. */
       perSecond?: number;
-      /** Bytes that may be written at once after a quiet spell: at least 1 KiB, at most 64 MiB. Defaults to 4 MiB. */
+      /** Bytes that may be written at once after a quiet spell: at least 1 KiB, at most 64 MiB. Defaults to 2 MiB. */
       burst?: number;
     };
     /**
@@ -1707,7 +1707,7 @@ export interface ManagerConfigurationSyncer {
   /**
    * How fast the syncer writes one tenant's objects into the super cluster, in bytes, for tenants whose TenantPolicy
    * sets no quota.byteRate (static tenants): burst at once, then perSecond; further writes wait in the syncer. Default
-   * 1 MiB per second and 4 MiB at once; perSecond 0 turns pacing off for those tenants.
+   * 512 KiB per second and 2 MiB at once; perSecond 0 turns pacing off for those tenants.
    */
   superByteRate?: {
     /** Bytes per second once the burst is spent; 0 turns pacing off. */

@@ -26,12 +26,14 @@ export interface ByteRate {
 }
 
 /**
- * DEFAULT_BYTE_RATE is the byte rate of a tenant whose policy sets none: 1 MiB per second after a burst of 4 MiB. A
- * tenant's Pods are a few KiB each, so 20 Pod creates per second (DEFAULT_CREATE_RATE) use a tenth of it; a tenant
- * writing objects near the 1 MiB per-object cap gets four at once, then one a second (64 MiB, the default byte cap of
- * its ConfigMaps, in about a minute).
+ * DEFAULT_BYTE_RATE is the byte rate of a tenant whose policy sets none: 512 KiB per second after a burst of 2 MiB. A
+ * tenant's Pods are a few KiB each, so 20 Pod creates per second (DEFAULT_CREATE_RATE) use a fifth of it; a tenant
+ * writing objects near the 1 MiB per-object cap gets two at once, then one every two seconds (64 MiB, the default byte
+ * cap of its ConfigMaps, in about two minutes). The rate that keeps the other tenants' Pod starts within 1.2x of
+ * alone while one tenant fills its caps (`npm run bench -- slow-tenant`, docs/benchmarks.md): at twice this rate the
+ * tenant at its caps took the super cluster's CPU from them.
  */
-export const DEFAULT_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 1024 * 1024, burst: 4 * 1024 * 1024 });
+export const DEFAULT_BYTE_RATE: ByteRate = Object.freeze({ perSecond: 512 * 1024, burst: 2 * 1024 * 1024 });
 
 /**
  * MAX_BYTE_RATE is the most a TenantPolicy may grant (the schema's maximum of quota.byteRate): 16 MiB per second and
