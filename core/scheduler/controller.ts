@@ -595,21 +595,26 @@ export class NamespaceScheduler {
       await this.writer.setCondition(s, ns, 'False', d.reason, d.message);
     }
     const value = formatPlacements(next);
+    // The record is what the syncers follow: kept equal to the decision whatever the annotation says (a record
+    // write that failed, as when a tenant of an earlier version was first recorded, is made here again).
+    try {
+      await this.o.records?.set(tenant, name, next.size > 0 ? { uid, placements: value } : undefined);
+    } catch (e) {
+      this.setRecord(key, { ...rec, placements });
+      throw e;
+    }
     const annotated = ns.metadata?.annotations?.[PLACEMENTS];
     // The cache may not show the scheduler's own last write yet: only a new decision is written then.
     const lagging = rec.rv !== undefined && olderThan(ns.metadata?.resourceVersion, rec.rv);
     const differs = annotated !== value || !samePlacements(signed, next);
     if (next.size > 0 && differs && (!lagging || !samePlacements(placements, next))) {
-      let recorded = false;
       try {
-        await this.o.records?.set(tenant, name, { uid, placements: value });
-        recorded = !!this.o.records;
         const rv = await this.writer.writeNamespace(s, ns, value);
         this.setRecord(key, { ...rec, placements: next, rv });
       } catch (e) {
         // Give the reservation back unless the record holds it: the syncers follow the record, and the next try
         // writes the annotation again from it; else it decides again from what the tenant shows.
-        if (!recorded) this.setRecord(key, { ...rec, placements });
+        if (!this.o.records) this.setRecord(key, { ...rec, placements });
         throw e;
       }
       if (!samePlacements(placements, next))
@@ -624,7 +629,6 @@ export class NamespaceScheduler {
         );
       if (evictFrom.size) this.roomChanged();
     } else if (next.size === 0 && annotated !== undefined && !lagging) {
-      await this.o.records?.set(tenant, name, undefined);
       await this.writer.clearNamespace(s, ns);
       await this.writer.warn(
         s,

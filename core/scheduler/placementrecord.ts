@@ -149,7 +149,8 @@ export class PlacementRecords {
     let t = this.tenants.get(tenant);
     if (!t) this.tenants.set(tenant, (t = { entries: new Map(), dirty: false, chain: Promise.resolve() }));
     const now = t.entries.get(namespace);
-    if (now?.uid === entry?.uid && now?.placements === entry?.placements && !t.dirty) return t.chain;
+    // Unchanged, and no write failed since: a write carrying it has been made.
+    if (now?.uid === entry?.uid && now?.placements === entry?.placements && !t.dirty) return Promise.resolve();
     if (entry) t.entries.set(namespace, entry);
     else t.entries.delete(namespace);
     t.dirty = true;
