@@ -29,8 +29,7 @@ export interface CleanUpParts {
 /**
  * cleanUp removes the control plane (with the provisioner `type` that made it, not one a refused edit names since),
  * the tenant's super namespaces, its kubeconfig Secret and CA ConfigMap, the scheduler's record of its placements,
- * then the finalizer; it looks again each
- * second while something is going.
+ * then the finalizer; it looks again each second while something is going.
  */
 export async function cleanUp(c: CleanUpParts, p: Pass, type: string | undefined): Promise<Outcome> {
   const vc = p.vc;

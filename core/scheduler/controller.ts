@@ -363,9 +363,8 @@ export class NamespaceScheduler {
     for (const ns of s.cache.list<Obj>(R.namespaces)) {
       const name = ns.metadata!.name!;
       const key = `${s.tenant.key}/${name}`;
-      let placements = this.signedPlacements(s, ns);
-      if (entries) placements = parsedOrNone(name, recordedValue(entries, ns));
-      else if (placements.size > 0)
+      const placements = entries ? parsedOrNone(name, recordedValue(entries, ns)) : this.signedPlacements(s, ns);
+      if (!entries && placements.size > 0)
         fromAnnotations.push([name, { uid: ns.metadata!.uid!, placements: formatPlacements(placements) }]);
       const { slice, quota } = this.readUnit(s, ns);
       this.setRecord(key, { uid: ns.metadata!.uid!, sliced: !!slice, unit: unitOf({ slice, quota }), placements });

@@ -6,7 +6,6 @@
 // a restarted scheduler counts placements from it. The annotation on the tenant's namespace stays what the tenant
 // reads (and the scheduler writes it back whenever it differs).
 import type { KubeClient, KubeObject } from '../kube/client.ts';
-import { isNotFound } from '../kube/errors.ts';
 import { R } from '../kube/resources.ts';
 import { IDENTITY, LABEL } from '../names/names.ts';
 
@@ -169,23 +168,8 @@ export class PlacementRecords {
     return next;
   }
 
-  /** entries is what the scheduler holds of a tenant's record. */
-  entries(tenant: string): RecordEntries | undefined {
-    return this.tenants.get(tenant)?.entries;
-  }
-
   /** forget drops what is held of a tenant, as at the end of a leadership term. */
   forget(tenant: string): void {
     this.tenants.delete(tenant);
-  }
-
-  /** remove deletes a tenant's record, once the tenant is gone. */
-  async remove(tenant: string): Promise<void> {
-    this.tenants.delete(tenant);
-    try {
-      await this.client.delete(R.configmaps, this.namespace, recordName(tenant));
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
   }
 }

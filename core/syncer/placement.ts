@@ -63,6 +63,7 @@ export function recordedPlacements(
   records: SharedInformer<KubeObject>,
   namespace: string,
 ): SignedPlacements {
+  const signed = signedPlacements(key);
   const parsed = new Map<string, { rv: string; entries: RecordEntries }>();
   /** tenantOf is the tenant a record is of; undefined for any other ConfigMap the informer holds */
   const tenantOf = (cm: KubeObject | undefined): string | undefined => {
@@ -105,10 +106,10 @@ export function recordedPlacements(
       const cm = records.get(`${namespace}/${recordName(tenant)}`);
       // No record yet: a tenant placed by a scheduler of an earlier version, until this one counts and records it (a
       // tenant the scheduler placed since has one, written before its first placement).
-      if (!tenantOf(cm)) return signedValue(key, tenant, ns, PLACEMENTS, 'Namespace');
+      if (!tenantOf(cm)) return signed.namespacePlacements(tenant, ns);
       return recordedValue(entriesOf(cm), ns);
     },
-    podSuperCluster: (tenant, pod) => signedValue(key, tenant, pod, SUPER_CLUSTER, 'Pod'),
+    podSuperCluster: signed.podSuperCluster,
     onChange: (fn) => {
       listeners.add(fn);
       return () => listeners.delete(fn);

@@ -1,4 +1,3 @@
-import { schedulerNamespace } from './shape.ts';
 import { isIP } from 'node:net';
 import type { KubeClient, KubeObject } from '../../kube/client.ts';
 import type { InformerFactory, SharedInformer } from '../../kube/factory.ts';
@@ -17,6 +16,7 @@ import { LABEL, MANAGER } from '../../../plugins/sdk/src/names.ts';
 import type { MutableTenantRegistry } from '../../tenancy/tenant.ts';
 import { tenantSyncerLag } from '../../syncer/metrics.ts';
 import { ConfigError, managerDefaults, type ManagerConfig } from './config.ts';
+import { schedulerNamespace } from './shape.ts';
 import { joinedNetworks } from '../../provisioners/dnsview.ts';
 
 /** superPodsOf is the informer of the Pods the syncer made in a super cluster, shared with its syncer's. */

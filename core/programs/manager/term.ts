@@ -1,6 +1,5 @@
 // What a manager runs while it leads (or, without leader election, for the whole process): one leadership term.
 
-import { PlacementRecords } from '../../scheduler/placementrecord.ts';
 import { GitOpsController } from '../../../gitops/controller.ts';
 import { GITSOURCES } from '../../../gitops/applier/gitsource.ts';
 import type { Runnable } from '../../controller/runnables.ts';
@@ -12,6 +11,7 @@ import type { VirtualClusterController } from '../../lifecycle/controller.ts';
 import { IDENTITY } from '../../names/names.ts';
 import { childLogger } from '../../log.ts';
 import { NamespaceScheduler } from '../../scheduler/controller.ts';
+import { PlacementRecords } from '../../scheduler/placementrecord.ts';
 import type { TenantInformerPool } from '../../sessions/pool.ts';
 import { SuperClusterRegistry, type RegisteredSuperCluster } from '../../superclusters/registry.ts';
 import type { SyncerTerm } from '../../syncer/options.ts';
