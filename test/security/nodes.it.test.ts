@@ -260,6 +260,13 @@ describe('vNodes of the schedulable view, and a tenant that tries to see more no
     const node = (await b.get<Pod>(R.pods, 'default', 'first')).spec.nodeName!;
     const superNode = await t.client.get<Node & { spec?: { taints?: object[] } }>(R.nodes, undefined, node);
     const taints = superNode.spec?.taints ?? [];
+    // The syncer decides from its cache of super nodes; B's vNode mirrors that node's taints, so once it shows (or no
+    // longer shows) a taint the syncer has seen the change. An attack racing the platform's own write is not one.
+    const vNodeTainted = (key: string, present: boolean) =>
+      eventually(async () => {
+        const v = await b.get<Node & { spec?: { taints?: Array<{ key: string }> } }>(R.nodes, undefined, node);
+        expect((v.spec?.taints ?? []).some((x) => x.key === key)).toBe(present);
+      });
     const refusedByName = async (name: string): Promise<string> => {
       await b.create(R.pods, pod(name, { nodeName: node }));
       const c = await eventually(async () => {
@@ -276,14 +283,18 @@ describe('vNodes of the schedulable view, and a tenant that tries to see more no
       const dedicated = { key: 'dedicated', value: 'team-a', effect: 'NoSchedule' };
       await t.client.patch(R.nodes, undefined, node, { spec: { taints: [...taints, dedicated] } }, 'merge');
       try {
+        await vNodeTainted('dedicated', true);
         return await refusedByName('by-name-tainted');
       } finally {
         await t.client.patch(R.nodes, undefined, node, { spec: { taints } }, 'merge');
+        await vNodeTainted('dedicated', false);
       }
     });
     await attempts.attempt("spec.nodeName to the tenant's node while it is cordoned", async () => {
       await t.client.patch(R.nodes, undefined, node, { spec: { unschedulable: true } }, 'merge');
       try {
+        // The super cluster's node lifecycle controller taints a cordoned node; the vNode mirrors that taint.
+        await vNodeTainted('node.kubernetes.io/unschedulable', true);
         return await refusedByName('by-name-cordoned');
       } finally {
         await t.client.patch(R.nodes, undefined, node, { spec: { unschedulable: null } }, 'merge');
