@@ -6,8 +6,9 @@
 //
 // Level-triggered: informer events only enqueue keys (`<tenant>/<namespace>`, `@cluster/<name>`, `@clusters/all`,
 // `@rebalance/request` for the request annotation on the state ConfigMap) into a fair queue; a reconcile reads the
-// caches. The capacity cache lives in memory but is rebuilt from the signed annotations whenever a tenant is
-// (re)served, so a restarted scheduler starts from exactly what it had written and moves nothing. Decisions and the
+// caches. The capacity cache lives in memory but is rebuilt from the tenant's placement record in the meta cluster
+// (placementrecord.ts; from the signed annotations for a tenant not yet recorded) whenever a tenant is (re)served, so a
+// restarted scheduler starts from exactly what it had decided and moves nothing. Decisions and the
 // reservations they make happen in one synchronous step, so several workers never hand out the same room twice; a
 // write that fails gives its reservation back.
 //
