@@ -27,6 +27,8 @@ const tenantPod: Pod = {
   spec: { serviceAccountName: 'builder', containers: [{ name: 'c' }] },
 };
 
+const annotation = (key: string) => `metadata.annotations['${key}']`;
+
 describe('tenantFieldValue', () => {
   it.each([
     ['metadata.namespace', 'team'],
@@ -48,44 +50,74 @@ describe('tenantFieldValue', () => {
 });
 
 describe('resolveTenantFieldRefs', () => {
-  it('turns the fieldRefs the super Pod would answer differently into literals, in init containers too', () => {
-    const ref = (fieldPath: string) => ({ fieldRef: { fieldPath } });
-    const spec = {
-      initContainers: [{ name: 'i', env: [{ name: 'NS', valueFrom: ref('metadata.namespace') }] }],
-      containers: [
-        {
-          name: 'c',
-          env: [
-            { name: 'IDX', valueFrom: ref("metadata.annotations['batch.kubernetes.io/job-completion-index']") },
-            { name: 'NAME', valueFrom: ref('metadata.name') },
-            { name: 'IP', valueFrom: ref('status.podIP') },
-            { name: 'CM', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } },
-            { name: 'PLAIN', value: 'x' },
-          ],
-        },
-      ],
-    };
-    resolveTenantFieldRefs(spec, tenantPod);
-    expect(spec).toEqual({
+  const ref = (fieldPath: string) => ({ fieldRef: { fieldPath } });
+  const spec = () => ({
+    initContainers: [{ name: 'i', env: [{ name: 'NS', valueFrom: ref('metadata.namespace') }] }],
+    containers: [
+      {
+        name: 'c',
+        env: [
+          { name: 'IDX', valueFrom: ref("metadata.annotations['batch.kubernetes.io/job-completion-index']") },
+          { name: 'APP', valueFrom: ref("metadata.labels['app']") },
+          { name: 'NAME', valueFrom: ref('metadata.name') },
+          { name: 'IP', valueFrom: ref('status.podIP') },
+          { name: 'CM', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } },
+          { name: 'PLAIN', value: 'x' },
+        ],
+      },
+    ],
+  });
+  const untouched = [
+    { name: 'NAME', valueFrom: ref('metadata.name') },
+    { name: 'IP', valueFrom: ref('status.podIP') },
+    { name: 'CM', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } },
+    { name: 'PLAIN', value: 'x' },
+  ];
+
+  it('follows a tenant label or annotation through its downward annotation; the rest become literals', () => {
+    const s = spec();
+    resolveTenantFieldRefs(s, tenantPod, true);
+    expect(s).toEqual({
       initContainers: [{ name: 'i', env: [{ name: 'NS', value: 'team' }] }],
       containers: [
         {
           name: 'c',
           env: [
-            { name: 'IDX', value: '3' },
-            { name: 'NAME', valueFrom: ref('metadata.name') },
-            { name: 'IP', valueFrom: ref('status.podIP') },
-            { name: 'CM', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } },
-            { name: 'PLAIN', value: 'x' },
+            {
+              name: 'IDX',
+              valueFrom: ref(annotation(downwardKey('annotations', 'batch.kubernetes.io/job-completion-index'))),
+            },
+            { name: 'APP', valueFrom: ref(annotation(downwardKey('labels', 'app'))) },
+            ...untouched,
           ],
         },
       ],
     });
+    // the annotations those refs read carry the tenant's values
+    expect(downwardAnnotations({ ...tenantPod, spec: spec() })).toEqual({
+      [downwardKey('annotations', 'batch.kubernetes.io/job-completion-index')]: '3',
+      [downwardKey('labels', 'app')]: 'web',
+    });
+  });
+
+  it('writes literals without follow (ephemeral containers start once)', () => {
+    const s = spec();
+    resolveTenantFieldRefs(s, tenantPod, false);
+    expect(s.containers[0]!.env.slice(0, 2)).toEqual([
+      { name: 'IDX', value: '3' },
+      { name: 'APP', value: 'web' },
+    ]);
+    expect(s.initContainers[0]!.env).toEqual([{ name: 'NS', value: 'team' }]);
+  });
+
+  it('a ref to a super annotation of the syncer reads the tenant key of that name, never the super value', () => {
+    const s = { containers: [{ name: 'c', env: [{ name: 'X', valueFrom: ref(annotation(ANN.uid)) }] }] };
+    resolveTenantFieldRefs(s, tenantPod, true);
+    expect(s.containers[0]!.env[0]!.valueFrom.fieldRef.fieldPath).toBe(annotation(downwardKey('annotations', ANN.uid)));
   });
 });
 
 const item = (fieldPath: string, path = 'f') => ({ path, fieldRef: { apiVersion: 'v1', fieldPath } });
-const annotation = (key: string) => `metadata.annotations['${key}']`;
 
 describe('superFieldPath', () => {
   it.each([

@@ -22,21 +22,41 @@ export function tenantFieldValue(tenantPod: Pod, fieldPath: string): string | un
 }
 
 /**
- * resolveTenantFieldRefs replaces, in the super Pod's spec, each env fieldRef that tenantFieldValue answers with the
- * tenant's value as a literal: the kubelet resolves a fieldRef against the super Pod, which would hand the container
- * the super namespace and the syncer's ServiceAccount, and miss a label or annotation not copied down (an Indexed
- * Job's `batch.kubernetes.io/job-completion-index` annotation, read through JOB_COMPLETION_INDEX). Environment
- * variables are set once at container start, so a literal is what the tenant Pod's container would have seen.
+ * resolveTenantFieldRefs makes each env fieldRef that tenantFieldValue answers read the tenant's value on the super
+ * Pod: the kubelet resolves a fieldRef against the super Pod, which would hand the container the super namespace and
+ * the syncer's ServiceAccount, and miss a label or annotation not copied down (an Indexed Job's
+ * `batch.kubernetes.io/job-completion-index` annotation, read through JOB_COMPLETION_INDEX). A tenant label or
+ * annotation is read, with `follow`, from the annotation of DOWNWARD_PREFIX the syncer keeps at the tenant's value
+ * (downwardAnnotations): the kubelet resolves env again at every container start, so a container restarted after the
+ * tenant changed the key sees the new value, as upstream (a subPathExpr that failed on a missing annotation works once
+ * the tenant sets it). Without `follow`, and for namespace, uid and ServiceAccount (which never change), the value is
+ * written as a literal; ephemeral containers, which start once, take literals.
  */
-export function resolveTenantFieldRefs(spec: PodSpec, tenantPod: Pod): void {
+export function resolveTenantFieldRefs(spec: PodSpec, tenantPod: Pod, follow: boolean): void {
   for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
     for (const e of c.env ?? []) {
       const ref = e.valueFrom?.fieldRef as { fieldPath?: string } | undefined;
-      const v = ref?.fieldPath === undefined ? undefined : tenantFieldValue(tenantPod, ref.fieldPath);
+      const path = ref?.fieldPath;
+      const v = path === undefined ? undefined : tenantFieldValue(tenantPod, path);
       if (v === undefined) continue;
+      if (follow && KEYED.test(path!)) {
+        ref!.fieldPath = superFieldPath(path!);
+        continue;
+      }
       delete e.valueFrom;
       e.value = v;
     }
+}
+
+/** envFieldPaths lists the tenant labels and annotations the env of a spec's containers and init containers read. */
+function envFieldPaths(spec: PodSpec): string[] {
+  const out: string[] = [];
+  for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
+    for (const e of c.env ?? []) {
+      const p = (e.valueFrom?.fieldRef as { fieldPath?: string } | undefined)?.fieldPath;
+      if (p !== undefined && KEYED.test(p)) out.push(p);
+    }
+  return out;
 }
 
 /** DOWNWARD_PREFIX is the domain of the annotations that carry a tenant label or annotation for a downward volume. */
@@ -138,16 +158,17 @@ export function translateDownwardVolumes(spec: PodSpec): void {
 
 /**
  * downwardAnnotations are the annotations of DOWNWARD_PREFIX the super Pod carries for the tenant Pod's downward
- * volumes: each tenant label or annotation a volume item names, at its tenant value ('' when absent, as the kubelet
- * writes a missing key), and for an item of all labels or all annotations the whole map as the kubelet formats it,
- * less the keys under the tenant's opaque prefixes (`opaque`), which never reach the super cluster. Read from the tenant
- * spec, whose volumes cannot change, so create and update agree.
+ * volumes and env: each tenant label or annotation a volume item or a container's env names, at its tenant value (''
+ * when absent, as the kubelet resolves a missing key), and for a volume item of all labels or all annotations the whole
+ * map as the kubelet formats it, less the keys under the tenant's opaque prefixes (`opaque`), which never reach the
+ * super cluster. Read from the tenant spec, whose volumes and containers cannot change, so create and update agree.
  */
 export function downwardAnnotations(tenantPod: Pod, opaque: readonly string[] = []): Record<string, string> {
   const out: Record<string, string> = {};
   const m = tenantPod.metadata ?? {};
-  for (const { item } of downwardItems(tenantPod.spec ?? { containers: [] })) {
-    const p = item.fieldRef?.fieldPath ?? '';
+  const spec = tenantPod.spec ?? { containers: [] };
+  const paths = [...downwardItems(spec).map(({ item }) => item.fieldRef?.fieldPath ?? ''), ...envFieldPaths(spec)];
+  for (const p of paths) {
     if (p === 'metadata.labels' || p === 'metadata.annotations') {
       const map = (p === 'metadata.labels' ? m.labels : m.annotations) ?? {};
       const kept = Object.entries(map).filter(([k]) => !opaque.some((o) => k.startsWith(o)));

@@ -331,7 +331,7 @@ const refusalEvent = (tenantPod: Pod, r: PodRefusal, reason: string = POD_POLICY
  * updateSuperPod runs it on the ephemeral containers `kubectl debug` adds, as the containers of a spec of their own.
  */
 function translateContainers(spec: PodSpec, tenantPod: Pod, ctx: PluginContext): void {
-  resolveTenantFieldRefs(spec, tenantPod);
+  resolveTenantFieldRefs(spec, tenantPod, false);
   renameRootCA(spec);
   setPullPolicies(spec, new Set(ctx.tenant.pods?.preloadedImages ?? []));
   dropNetRaw(spec);
@@ -367,7 +367,7 @@ function newSuperPod(
   runtimeClassName: string | undefined,
 ): Decision<Pod> {
   const spec = clone(tenantPod.spec ?? { containers: [] });
-  resolveTenantFieldRefs(spec, tenantPod);
+  resolveTenantFieldRefs(spec, tenantPod, true);
   translateDownwardVolumes(spec);
   translateNodePins(spec, ctx);
   translateNodeName(spec, ctx);
