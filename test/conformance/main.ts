@@ -15,6 +15,7 @@ import { KubeClient, type KubeObject } from '../../core/kube/client.ts';
 import { R } from '../../core/kube/resources.ts';
 import { hostLockHeld, hostLockOwner, describeOwner } from '../../core/dev/local/hostlock.ts';
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from '../../core/dev/local/realnode.ts';
+import { TEST_HANDLER } from '../../core/dev/local/nodeconfig.ts';
 import { kubeconfigSecretName, type VirtualCluster } from '../../core/api/virtualcluster.ts';
 import { fromPackageRoot } from '../../core/paths.ts';
 import { readUpStatus, type UpStatus } from '../../core/programs/cli/up.ts';
@@ -234,6 +235,8 @@ async function tenant(superClient: KubeClient, tokens: string): Promise<string> 
           },
         },
         nodes: { view: 'schedulable' },
+        // the RuntimeClass specs create classes with upstream's preconfigured handler, which the real node registers
+        runtimeClasses: { handlers: ['runc', TEST_HANDLER] },
       },
     } as KubeObject,
     'vc-conformance',

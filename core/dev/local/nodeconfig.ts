@@ -46,6 +46,12 @@ export interface RealNodeConfigInput {
 }
 
 /** MAX_SHIM_SOCKET_DIR is containerd 2.4's limit on `socket_dir` on Linux (a shim socket path must fit sun_path). */
+/**
+ * TEST_HANDLER is the runtime handler upstream's RuntimeClass conformance specs name (its
+ * PreconfiguredRuntimeClassHandler): a real node registers it as runc, as kind does; a policy must still allow it.
+ */
+export const TEST_HANDLER = 'test-handler';
+
 export const MAX_SHIM_SOCKET_DIR = 42;
 
 /**
@@ -110,6 +116,13 @@ export function containerdConfig(c: RealNodeConfigInput): string {
     `[${runtime}.containerd.runtimes.runc]`,
     "  runtime_type = 'io.containerd.runc.v2'",
     `[${runtime}.containerd.runtimes.runc.options]`,
+    `  BinaryName = ${q(join(c.binDir, 'runc'))}`,
+    `  Root = ${q(join(c.dir, 'runc'))}`,
+    '  SystemdCgroup = false',
+    // The handler upstream's RuntimeClass specs expect preconfigured (as kind configures it): runc under another name.
+    `[${runtime}.containerd.runtimes.${TEST_HANDLER}]`,
+    "  runtime_type = 'io.containerd.runc.v2'",
+    `[${runtime}.containerd.runtimes.${TEST_HANDLER}.options]`,
     `  BinaryName = ${q(join(c.binDir, 'runc'))}`,
     `  Root = ${q(join(c.dir, 'runc'))}`,
     '  SystemdCgroup = false',

@@ -51,6 +51,8 @@ describe('containerdConfig', () => {
     expect(toml).toContain('imports = []');
     expect(toml).toMatch(/nri\.v1\.nri'\]\n {2}disable = true/);
     expect(toml).not.toContain('runtimes.runsc');
+    // upstream's preconfigured RuntimeClass handler runs runc
+    expect(toml).toMatch(/runtimes\.test-handler\]\n {2}runtime_type = 'io\.containerd\.runc\.v2'/);
     expect(toml).toContain("[plugins.'io.containerd.shim.v1.manager']\n  socket_dir = '/s/nodes/super-real-0/s'");
   });
 
