@@ -84,6 +84,18 @@ describe('e2eImageSpec', () => {
     expect(s.files.find((e) => e.path === 'usr/local/bin/nc')).toEqual(link('usr/local/bin/nc', '/bin/nc.openbsd'));
   });
 
+  it('agnhost links /agnhost-2 to itself, as upstream, for the entrypoint-override specs', () => {
+    const s = e2eImageSpec('agnhost', sources);
+    expect(s.files.find((e) => e.path === 'agnhost-2')).toEqual(link('agnhost-2', 'agnhost'));
+  });
+
+  it('busybox has every applet in /bin as upstream, where Debian lists some elsewhere', () => {
+    const s = e2eImageSpec('busybox', sources);
+    expect(s.files.find((e) => e.path === 'bin/nslookup')).toEqual(link('bin/nslookup', '/bin/busybox'));
+    expect(s.files.filter((e) => e.path === 'bin/sh')).toHaveLength(1);
+    expect(s.files.find((e) => e.path === 'usr/bin/nslookup')).toEqual(link('usr/bin/nslookup', '/bin/busybox'));
+  });
+
   it('nautilus is agnhost serving nautilus.jpg and data.json from / with test-webserver', () => {
     const s = e2eImageSpec('nautilus', sources);
     expect(s.entrypoint).toEqual(['/agnhost']);

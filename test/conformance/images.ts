@@ -23,7 +23,9 @@ export type E2eImage =
  * toolchain's agnhost, busybox and etcd, Debian's nginx, curl and dig, the sample-apiserver of this Kubernetes
  * version): the specs use these programs' long-standing behaviour only.
  * - agnhost: the toolchain's, with upstream's /localhost.crt and .key (the StatefulSet readiness probe fetches
- *   them) and the network tools upstream's Alpine-based image has (curl, dig, netcat-openbsd), from Debian.
+ *   them), its /agnhost-2 link, and the network tools upstream's Alpine-based image has (curl, dig, netcat-openbsd),
+ *   from Debian.
+ * - busybox: the toolchain's, with every applet also in /bin as upstream's image has it.
  * - nautilus: agnhost serving /nautilus.jpg and /data.json with test-webserver (Kubectl "Update Demo").
  * - nonewprivs: upstream's program that prints its effective uid, set-user-ID root (Security Context
  *   "should not allow privilege escalation when false").
@@ -68,16 +70,39 @@ export function overlay(base: readonly TarEntry[], top: readonly TarEntry[]): Ta
   return [...base.filter((e) => !over.has(e.path)), ...top];
 }
 
+/**
+ * binLinks are the links an image of busybox applets also needs in /bin to match upstream's busybox image, which
+ * installs every applet there (the Sysctls spec runs /bin/sysctl); Debian's busybox lists some under sbin and usr.
+ */
+export function binLinks(files: readonly TarEntry[]): TarEntry[] {
+  const have = new Set(files.map((e) => e.path));
+  const out: TarEntry[] = [];
+  for (const e of files) {
+    if (e.type !== 'symlink' || e.target !== '/bin/busybox' || e.path.startsWith('bin/')) continue;
+    const at = `bin/${e.path.slice(e.path.lastIndexOf('/') + 1)}`;
+    if (have.has(at)) continue;
+    have.add(at);
+    out.push({ type: 'symlink', path: at, target: '/bin/busybox' });
+  }
+  return out;
+}
+
 /** e2eImageSpec is the image a name of E2E_IMAGES is built as, without its reference (the caller names it). */
 export function e2eImageSpec(key: E2eImage, s: E2eImageSources): Omit<ImageSpec, 'ref'> {
   const agnhost = (): Omit<ImageSpec, 'ref'> => {
     const base = s.node.agnhost();
     const cert = ['localhost.crt', 'localhost.key'].map((f) => fileEntry(f, join(s.images, 'agnhost', f)));
-    return { ...base, files: overlay([...base.files, ...cert], s.tools()) };
+    // upstream's image links agnhost-2 to agnhost: the entrypoint-override specs run /agnhost-2
+    const second: TarEntry = { type: 'symlink', path: 'agnhost-2', target: 'agnhost' };
+    return { ...base, files: overlay([...base.files, ...cert, second], s.tools()) };
   };
   switch (key) {
     case 'agnhost':
       return agnhost();
+    case 'busybox': {
+      const b = s.node.busybox();
+      return { ...b, files: [...b.files, ...binLinks(b.files)] };
+    }
     case 'nautilus': {
       const a = agnhost();
       const html = ['nautilus.jpg', 'data.json'].map((f) => fileEntry(f, join(s.images, 'nautilus', f)));
