@@ -219,6 +219,25 @@ describe('downward volumes', () => {
     expect(updated.spec).toEqual(created.spec);
   });
 
+  it("a container's env reads a tenant annotation through the super Pod, so a restart after a change sees it", () => {
+    // upstream's "failing subpath expansion can be modified during the lifecycle of a container"
+    const env = [{ name: 'ANNOTATION', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['mysubpath']" } } }];
+    const tp: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      ...tenantPod,
+      spec: { containers: [{ name: 'c', env }] },
+    };
+    const created = podsPlugin.toSuper!(tp, undefined, ctx).object as Pod;
+    const key = downwardKey('annotations', 'mysubpath');
+    expect(created.metadata?.annotations?.[key]).toBe('');
+    expect(created.spec!.containers[0]!.env![0]!.valueFrom).toEqual({ fieldRef: { fieldPath: annotation(key) } });
+    const set = { ...tp, metadata: { ...tp.metadata, annotations: { mysubpath: 'mypath' } } };
+    const updated = podsPlugin.toSuper!(set, created, ctx).object as Pod;
+    expect(updated.metadata?.annotations?.[key]).toBe('mypath');
+    expect(updated.spec).toEqual(created.spec);
+  });
+
   describe('an update that relabels the tenant Pod goes through the allow-list and reserved keys as at creation', () => {
     const tp: Pod = {
       apiVersion: 'v1',
