@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { R } from '../../kube/resources.ts';
+import { VIRTUAL_CLUSTER_PROBE, waitAdmissionConfigured } from '../../kube/admission.ts';
 import { LocalSuperCluster } from '../local/supercluster.ts';
 import type { NodeCertificateSettings } from '../local/nodecerts.ts';
 import { registerSuperCluster } from '../local/registration.ts';
@@ -191,6 +192,9 @@ export async function startEmbedded(o: {
     await ensureEmbeddedPolicy(await sc.cluster.client(), superNames);
     step('admitting only VirtualClusters whose choices their TenantPolicy grants (deploy/policy/tenant-grants.yaml)');
     await applyFile(await sc.cluster.client(), 'deploy/policy/tenant-grants.yaml', 'vc-up');
+    // The policy takes TenantPolicies, a CRD of moments ago, as parameters: until the apiserver maps them it refuses
+    // every VirtualCluster write, and `vc up` must not hand over a cluster that does.
+    await waitAdmissionConfigured(await sc.cluster.client(), R.virtualclusters, VIRTUAL_CLUSTER_PROBE);
     step('starting the tenant git repository');
     const gitServer = await startTenantRepository(o.stateDir);
     const gitURL = gitServer.url('tenants');

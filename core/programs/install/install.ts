@@ -1,4 +1,6 @@
 import type { KubeClient, KubeObject } from '../../kube/client.ts';
+import { VIRTUAL_CLUSTER_PROBE, waitAdmissionConfigured } from '../../kube/admission.ts';
+import { R } from '../../kube/resources.ts';
 import {
   applyObjects,
   CRD_KIND,
@@ -112,8 +114,13 @@ export async function install(c: KubeClient, o: InstallOptions): Promise<Install
   const pruned = await deleteObjects(c, mapper, stale);
   for (const p of pruned) o.out(`pruned: ${p}`);
 
-  if (o.wait !== false)
+  if (o.wait !== false) {
     await waitRollouts(c, mapper, rendered.objects, { timeoutMs: o.timeoutMs ?? 300_000, progress: o.out });
+    // deploy/policy takes TenantPolicies (a CRD just installed) as parameters; until the apiserver maps them, every
+    // VirtualCluster write is refused with "failed to configure policy".
+    await waitAdmissionConfigured(c, R.virtualclusters, VIRTUAL_CLUSTER_PROBE, { timeoutMs: o.timeoutMs ?? 300_000 });
+    o.out('admission policies for VirtualClusters evaluate');
+  }
   for (const l of await whereItRuns(c, rendered.objects)) o.out(l);
   o.out('');
   o.out('Create a first tenant (a native control plane in namespace tenants, its template and the TenantPolicies):');
