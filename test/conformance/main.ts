@@ -73,9 +73,16 @@ interface Options {
 const log = (s: string): void => void process.stderr.write(`[conformance] ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function run(cmd: string, args: string[], o: { quiet?: boolean } = {}): Promise<{ code: number; out: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  o: { quiet?: boolean; env?: Record<string, string> } = {},
+): Promise<{ code: number; out: string }> {
   return new Promise((res, rej) => {
-    const c = spawn(cmd, args, { stdio: ['ignore', o.quiet ? 'pipe' : 'inherit', o.quiet ? 'pipe' : 'inherit'] });
+    const c = spawn(cmd, args, {
+      stdio: ['ignore', o.quiet ? 'pipe' : 'inherit', o.quiet ? 'pipe' : 'inherit'],
+      env: { ...process.env, ...o.env },
+    });
     let out = '';
     c.stdout?.on('data', (b: Buffer) => (out += b.toString()));
     c.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -84,7 +91,10 @@ function run(cmd: string, args: string[], o: { quiet?: boolean } = {}): Promise<
   });
 }
 
-const vc = (...args: string[]) => run(process.execPath, [fromPackageRoot('core/programs/cli/vc.mjs'), ...args]);
+// The sources of this checkout, not dist/ (built at `npm ci`, stale after an edit): the run is recorded under the
+// checkout's commit, so the embedded default it starts must run that commit's code.
+const vc = (...args: string[]) =>
+  run(process.execPath, [fromPackageRoot('core/programs/cli/vc.mjs'), ...args], { env: { VC_FROM_SOURCE: '1' } });
 
 /** startOrReuse returns the running embedded default of stateDir, starting one with a real node when none runs. */
 async function startOrReuse(stateDir: string, realNodes: string): Promise<{ status: UpStatus; started: boolean }> {
