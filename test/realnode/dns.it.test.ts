@@ -314,6 +314,39 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     await eventually(() => connect('kubernetes.default.svc.cluster.local:443'), 60_000, 1000);
   });
 
+  it("a tenant Pod verifies its token through its issuer's OIDC discovery, keys included", async () => {
+    // upstream's conformance spec "ServiceAccountIssuerDiscovery should support OIDC discovery of service account
+    // issuer" runs this: the discovery document at the token's issuer, then the key set that document names, both
+    // fetched in the cluster with the Pod's own token and CA (the default ClusterRoleBinding lets ServiceAccounts read them)
+    const endpoint = tenants.a.tenant.apiserverEndpoint!;
+    await publishApiserverEndpoint(tenants.a.client, endpoint.host, endpoint.port);
+    const issuer = 'https://kubernetes.default.svc.cluster.local';
+    const a = tenants.a.client;
+    const validator = pod(
+      'oidc',
+      {},
+      {
+        image: NODE_IMAGES.agnhost,
+        args: [
+          'test-service-account-issuer-discovery',
+          '--token-path=/var/run/secrets/kubernetes.io/serviceaccount/token',
+          `--audience=${issuer}`,
+        ],
+      },
+    );
+    await a.create(R.pods, { ...validator, spec: { ...(validator.spec as object), restartPolicy: 'Never' } });
+    const sns = superNamespace(tenants.a.root, 'default');
+    const phase = async () =>
+      (await a.get<KubeObject & { status?: { phase?: string } }>(R.pods, 'default', 'oidc')).status?.phase;
+    await eventually(async () => expect(['Succeeded', 'Failed']).toContain(await phase()), 120_000, 1000);
+    const logs = await kubectl('logs', '-n', sns, 'oidc').catch(String);
+    expect(await phase(), logs).toBe('Succeeded');
+    expect(logs).toContain('OK: Validated signature on JWT');
+    // the document names keys under the issuer, not the apiserver's loopback address
+    const doc = await a.request<{ jwks_uri?: string }>('GET', '/.well-known/openid-configuration');
+    expect(doc.jwks_uri).toBe(`${issuer}/openid/v1/jwks`);
+  });
+
   it("another tenant's Pod asking the same name reaches nothing of the first tenant's", async () => {
     await attempts.attempt('tenant b resolves web.default.svc.cluster.local', async () => {
       // b's own DNS works (it answers b's kube-dns), so the refusal below is about the name, not a dead server

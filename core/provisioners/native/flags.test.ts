@@ -41,6 +41,7 @@ const LOCAL_APISERVER = [
   '--client-ca-file=/s/pki/ca.crt',
   '--token-auth-file=/s/tokens.csv',
   '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+  '--service-account-jwks-uri=https://kubernetes.default.svc.cluster.local/openid/v1/jwks',
   '--service-account-key-file=/s/pki/sa.pub',
   '--service-account-signing-key-file=/s/pki/sa.key',
   '--service-cluster-ip-range=10.96.0.0/16',
@@ -105,7 +106,25 @@ describe('apiserverFlags', () => {
     [
       'another cluster domain',
       { clusterDomain: 'tenant.local' },
-      { 'service-account-issuer': 'https://kubernetes.default.svc.tenant.local' },
+      {
+        'service-account-issuer': 'https://kubernetes.default.svc.tenant.local',
+        'service-account-jwks-uri': 'https://kubernetes.default.svc.tenant.local/openid/v1/jwks',
+      },
+    ],
+    [
+      'an issuer of the platform: upstream chooses the key set URI',
+      { extraArgs: { '--service-account-issuer': 'https://oidc.example.com/t1' } },
+      { 'service-account-issuer': 'https://oidc.example.com/t1', 'service-account-jwks-uri': undefined },
+    ],
+    [
+      'an issuer and a key set URI of the platform',
+      {
+        extraArgs: {
+          'service-account-issuer': 'https://oidc.example.com/t1',
+          'service-account-jwks-uri': 'https://oidc.example.com/t1/keys',
+        },
+      },
+      { 'service-account-jwks-uri': 'https://oidc.example.com/t1/keys' },
     ],
     ['extraArgs overriding a default', { extraArgs: { v: '4' } }, { v: '4' }],
     ['extraArgs naming a flag with dashes', { extraArgs: { '--profiling': 'true' } }, { profiling: 'true' }],

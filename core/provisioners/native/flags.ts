@@ -95,6 +95,12 @@ export function pkiPaths(pkiDir: string, files: { kubeconfig: string; tokenFile?
 export function apiserverFlags(input: ApiserverFlagsInput): string[] {
   const p = input.paths;
   const etcd = typeof input.etcdServers === 'string' ? input.etcdServers : input.etcdServers.join(',');
+  const issuer = `https://kubernetes.default.svc.${input.clusterDomain ?? TENANT_DEFAULTS.clusterDomain}`;
+  // The key set is served under the issuer's own address, not the apiserver's advertised one (upstream's default,
+  // https://<advertise-address>:<port>, is loopback or a bridge address no Pod or relying party reaches): whoever
+  // can fetch <issuer>/.well-known/openid-configuration can then fetch the keys it names. An issuer set through
+  // extraArgs keeps upstream's default unless the key set's URI is set there too.
+  const ownIssuer = !Object.keys(input.extraArgs ?? {}).some((k) => k.replace(/^-+/, '') === 'service-account-issuer');
   const defaults: Array<[string, string | undefined]> = [
     ['etcd-servers', etcd],
     ['etcd-prefix', input.etcdPrefix],
@@ -105,10 +111,8 @@ export function apiserverFlags(input: ApiserverFlagsInput): string[] {
     ['tls-private-key-file', p.apiserverKey],
     ['client-ca-file', p.caFile],
     ['token-auth-file', p.tokenFile],
-    [
-      'service-account-issuer',
-      `https://kubernetes.default.svc.${input.clusterDomain ?? TENANT_DEFAULTS.clusterDomain}`,
-    ],
+    ['service-account-issuer', issuer],
+    ['service-account-jwks-uri', ownIssuer ? `${issuer}/openid/v1/jwks` : undefined],
     ['service-account-key-file', p.saPub],
     ['service-account-signing-key-file', p.saKey],
     ['service-cluster-ip-range', input.serviceCidr],
