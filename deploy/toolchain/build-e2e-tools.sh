@@ -7,7 +7,12 @@
 # - curl (Service, hostPort and lifecycle-hook specs: `curl -g -q -s --connect-timeout ...`) and netcat-openbsd
 #   (`nc -v -u -w 2`), which upstream's agnhost image has from Alpine and busybox's applets do not match;
 # - dig from bind9-dnsutils (the DNS specs' probes, in agnhost and in glibc-dns-testing) and getent from libc-bin
-#   (the /etc/hosts probe of glibc-dns-testing, a Debian image upstream).
+#   (the /etc/hosts probe of glibc-dns-testing, a Debian image upstream);
+# - busybox, Debian's dynamically linked build, in place of the node toolchain's busybox-static: the specs run their
+#   commands with `sh -c`, and the static build's shell runs its own applet for a name that is one (FEATURE_SH_STANDALONE
+#   and PREFER_APPLETS: `type nc` says `nc is nc`) whatever the PATH holds, so `echo hostName | nc -v -t -w 2 svc 80`
+#   ran busybox's nc, which has no -v, and every Service reachability check failed. This build looks names up in
+#   the PATH, as the shell of upstream's Alpine-based image does.
 # The conformance harness lays this tree over its agnhost and glibc-dns-testing images (test/conformance/images.ts).
 # `nc` is linked in /usr/local/bin, ahead of busybox's /usr/bin/nc on the images' PATH. OUT/packages lists the
 # packages and versions. Called by ensureE2eTools (test/conformance/e2e.ts), which owns the cache key, the lock and
@@ -17,7 +22,7 @@ OUT=${1:?out dir}
 step() { echo "::step $*" >&2; }
 work="$OUT.work"; rm -rf "$work"; mkdir -p "$work/debs" "$OUT/rootfs"
 cd "$work/debs"
-TOOLS=(curl bind9-dnsutils netcat-openbsd libc-bin)
+TOOLS=(curl bind9-dnsutils netcat-openbsd libc-bin busybox)
 step "resolving the dependencies of ${TOOLS[*]}"
 # Real packages only: the recursive listing also names virtual ones as <name>.
 mapfile -t pkgs < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
@@ -41,7 +46,7 @@ mkdir -p "$r/usr/local/bin"
 ln -sf /bin/nc.openbsd "$r/usr/local/bin/nc"
 # Every library the programs need must be in the tree: fail the build rather than an image whose tools cannot start.
 libs="$r/lib/x86_64-linux-gnu:$r/usr/lib/x86_64-linux-gnu"
-for p in usr/bin/curl usr/bin/dig bin/nc.openbsd usr/bin/getent; do
+for p in usr/bin/curl usr/bin/dig bin/nc.openbsd usr/bin/getent bin/busybox; do
   [ -x "$r/$p" ] || { echo "/$p is not in the unpacked packages" >&2; exit 1; }
   missing=$(LD_LIBRARY_PATH="$libs" ldd "$r/$p" | grep 'not found' || true)
   [ -z "$missing" ] || { echo "/$p needs libraries not in the tree: $missing" >&2; exit 1; }

@@ -117,15 +117,20 @@ export function e2eToolsDir(): string {
 }
 
 /**
- * ensureE2eTools returns the directory holding `rootfs/`: Debian's curl, dig (bind9-dnsutils), netcat-openbsd and
- * getent (libc-bin) with every package they depend on (deploy/toolchain/build-e2e-tools.sh), building it when
- * missing; the specs run them inside agnhost and glibc-dns-testing Pods, and this host cannot pull those images.
+ * ensureE2eTools returns the directory holding `rootfs/`: Debian's curl, dig (bind9-dnsutils), netcat-openbsd,
+ * getent (libc-bin) and busybox (whose shell looks commands up in the PATH) with every package they depend on
+ * (deploy/toolchain/build-e2e-tools.sh), building it when missing; the specs run them inside agnhost and
+ * glibc-dns-testing Pods, and this host cannot pull those images.
  */
 export async function ensureE2eTools(out: NodeJS.WriteStream = process.stderr): Promise<string> {
   return ensureBuilt({
     dir: e2eToolsDir(),
-    isComplete: (d) => existsSync(join(d, '.complete')) && existsSync(join(d, 'rootfs/usr/bin/dig')),
-    what: "the e2e images' network tools (curl, dig, nc, getent) from this host's Debian packages",
+    // a tree built before busybox joined it lacks rootfs/bin/busybox and is built again
+    isComplete: (d) =>
+      existsSync(join(d, '.complete')) &&
+      existsSync(join(d, 'rootfs/usr/bin/dig')) &&
+      existsSync(join(d, 'rootfs/bin/busybox')),
+    what: "the e2e images' network tools (curl, dig, nc, getent) and shell (busybox) from this host's Debian packages",
     note: 'a cold build downloads about 26 MB of Debian packages (52 with their dependencies) and takes under a minute',
     marker: {},
     out,

@@ -24,7 +24,7 @@ export type E2eImage =
  * version): the specs use these programs' long-standing behaviour only.
  * - agnhost: the toolchain's, with upstream's /localhost.crt and .key (the StatefulSet readiness probe fetches
  *   them), its /agnhost-2 link, and the network tools upstream's Alpine-based image has (curl, dig, netcat-openbsd),
- *   from Debian.
+ *   from Debian, with Debian's dynamically linked busybox, whose shell runs `nc` from the PATH, not its own applet.
  * - busybox: the toolchain's, with every applet also in /bin as upstream's image has it.
  * - nautilus: agnhost serving /nautilus.jpg and /data.json with test-webserver (Kubectl "Update Demo").
  * - nonewprivs: upstream's program that prints its effective uid, set-user-ID root (Security Context
