@@ -119,6 +119,8 @@ export class InstallFlow {
       const t = await startTestSuper({
         nodes: 0,
         realNodes: 1,
+        // the installed vn-agent DaemonSet translates tenant cluster IPs on the node (its cluster-ips container)
+        realNodeClusterIPs: false,
         registries: [{ host: reg.host, caPem: reg.caPem }],
         apiserverExtraArgs: {
           'audit-policy-file': join(dir, 'audit-policy.yaml'),

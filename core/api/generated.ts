@@ -1909,7 +1909,8 @@ export interface ManagerConfigurationVirtualClusters {
      * Where the manager serves the tenant DNS servers' read-only view of their apiservers, which shows each tenant
      * Service with its super cluster IP (one address for all native tenants, told apart by TLS server name). Pods must
      * reach it, e.g. a real node's bridge gateway for a manager on the nodes' host. Absent: tenant DNS answers with the
-     * tenant's own cluster IPs, which carry no packets.
+     * tenant's own cluster IPs, which each node's translation carries to the super copies (the vn-agent DaemonSet's
+     * cluster-ips container).
      */
     dnsView?: {
       host: string;

@@ -12,7 +12,7 @@ import { fromPackageRoot } from '../paths.ts';
 export const PRODUCT = 'virtualcluster-ts';
 
 /** COMPONENTS are the programs that name themselves in the User-Agent; `vc` is the CLI and the embedded default. */
-export const COMPONENTS = ['manager', 'vn-agent', 'syncer', 'vc'] as const;
+export const COMPONENTS = ['manager', 'vn-agent', 'cluster-ips', 'syncer', 'vc'] as const;
 /** Component is one of COMPONENTS. */
 export type Component = (typeof COMPONENTS)[number];
 

@@ -100,6 +100,8 @@ export interface AppImageOptions {
   root?: string;
   /** the Node.js binary to ship; node_modules/node/bin/node (the pinned `node` package) by default */
   nodeBinary?: string;
+  /** the nft binary to ship at /usr/sbin/nft (the node's cluster IP translation); /usr/sbin/nft by default */
+  nftBinary?: string;
   /** the CA bundle to ship at /etc/ssl/certs/ca-certificates.crt */
   caBundle?: string;
   /** the image reference written into index.json */
@@ -109,7 +111,7 @@ export interface AppImageOptions {
 const SDK_DIR = 'plugins/sdk';
 
 /**
- * appImageFiles collects the image's files: Node.js with the shared libraries and loader it links, the compiled
+ * appImageFiles collects the image's files: Node.js and nft with the shared libraries and loader they link, the compiled
  * dist/ (JavaScript and JSON only), the production node_modules of package-lock.json, the plugin SDK's build, the
  * CRDs and versions.json the programs read, a CA bundle, /etc/passwd and /etc/group with the user 65532, and /tmp.
  * A missing part is an error saying which and how to make it.
@@ -122,15 +124,25 @@ export function appImageFiles(o: AppImageOptions = {}): TarEntry[] {
     return p;
   };
   need(node, 'install the pinned `node` package (npm ci)');
+  const nft = need(o.nftBinary ?? '/usr/sbin/nft', 'install the nftables package (apt-get install nftables)');
   need(join(root, 'dist', 'core', 'programs', 'cli', 'main.js'), 'run `npm run build` first');
   need(join(root, SDK_DIR, 'dist'), 'run `npm run build:plugins` first');
   const caBundle = need(o.caBundle ?? '/etc/ssl/certs/ca-certificates.crt', 'install the ca-certificates package');
   const out: TarEntry[] = [];
   const A = APP_DIR;
 
-  out.push({ type: 'file', path: 'usr/local/bin/node', mode: 0o755, data: readFileSync(node) });
-  for (const lib of parseLdd(execFileSync('ldd', [node], { encoding: 'utf8' }), node)) {
-    out.push({ type: 'file', path: lib.slice(1), mode: 0o755, data: readFileSync(realpathSync(lib)) });
+  // Node.js, and nft for the node's cluster IP translation (`vc cluster-ips`), each with the libraries it links
+  const libs = new Set<string>();
+  for (const [binary, at] of [
+    [node, 'usr/local/bin/node'],
+    [nft, 'usr/sbin/nft'],
+  ] as const) {
+    out.push({ type: 'file', path: at, mode: 0o755, data: readFileSync(binary) });
+    for (const lib of parseLdd(execFileSync('ldd', [binary], { encoding: 'utf8' }), binary)) {
+      if (libs.has(lib)) continue;
+      libs.add(lib);
+      out.push({ type: 'file', path: lib.slice(1), mode: 0o755, data: readFileSync(realpathSync(lib)) });
+    }
   }
   out.push({ type: 'file', path: 'etc/ssl/certs/ca-certificates.crt', data: readFileSync(caBundle) });
   out.push({
@@ -203,7 +215,8 @@ export function buildAppImage(o: AppImageOptions & ({ out: string } | { archive:
     files: appImageFiles(o),
     entrypoint: APP_ENTRYPOINT,
     cmd: APP_CMD,
-    env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production', 'LOG_LEVEL=info'],
+    // Debian's PATH, as deploy/Dockerfile's base has it: nft is in /usr/sbin
+    env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'NODE_ENV=production', 'LOG_LEVEL=info'],
     workingDir: `/${APP_DIR}`,
     user: `${APP_UID}:${APP_UID}`,
     createdBy: 'virtualcluster-ts vc image build',

@@ -26,15 +26,15 @@ const blob = (layout: string, digest: string): Buffer =>
 
 interface Workload {
   kind: string;
-  spec: { template: { spec: { containers: Array<{ command?: string[]; args: string[] }> } } };
+  spec: { template: { spec: { containers: Array<{ name?: string; command?: string[]; args: string[] }> } } };
 }
 
-/** containerArgs reads the first container of the Deployment or DaemonSet in a deploy manifest. */
-function containerArgs(file: string): { command?: string[]; args: string[] } {
+/** containersOf reads the containers of the Deployment or DaemonSet in a deploy manifest. */
+function containersOf(file: string): Array<{ name?: string; command?: string[]; args: string[] }> {
   const docs = parseAllDocuments(readFileSync(join(repo, file), 'utf8')).map((d) => d.toJS() as Workload);
   const w = docs.find((d) => d.kind === 'Deployment' || d.kind === 'DaemonSet');
   if (!w) throw new Error(`${file}: no Deployment or DaemonSet`);
-  return w.spec.template.spec.containers[0]!;
+  return w.spec.template.spec.containers;
 }
 
 describe('vc image build', () => {
@@ -73,6 +73,7 @@ describe('vc image build', () => {
     execFileSync('tar', ['-xzf', join(layout, 'blobs', 'sha256', manifest.layers[0]!.digest.slice(7)), '-C', root]);
     for (const present of [
       'usr/local/bin/node',
+      'usr/sbin/nft',
       'lib64/ld-linux-x86-64.so.2',
       'etc/ssl/certs/ca-certificates.crt',
       'app/dist/core/programs/cli/main.js',
@@ -103,8 +104,11 @@ describe('vc image build', () => {
       console.log('image.it: not root, so the unpacked image is not run under chroot');
       return;
     }
-    for (const file of ['deploy/manager/deployment.yaml', 'deploy/vn-agent/daemonset.yaml']) {
-      const c = containerArgs(file);
+    const containers = ['deploy/manager/deployment.yaml', 'deploy/vn-agent/daemonset.yaml'].flatMap((file) =>
+      containersOf(file).map((c) => ({ file: `${file} ${c.name}`, c })),
+    );
+    expect(containers.map((x) => x.c.args[0])).toEqual(['manager', 'vn-agent', 'cluster-ips']);
+    for (const { file, c } of containers) {
       expect(c.command, file).toBeUndefined();
       const run = spawnSync(
         'chroot',
@@ -114,5 +118,9 @@ describe('vc image build', () => {
       expect(run.status, `${file}: ${run.stderr}`).toBe(0);
       expect(run.stdout, file).toContain(`Usage: vc ${c.args[0]}`);
     }
+    // the node's cluster IP translation runs nft: it loads with the libraries the image carries
+    const nft = spawnSync('chroot', [root, '/usr/sbin/nft', '--version'], { encoding: 'utf8' });
+    expect(nft.status, nft.stderr).toBe(0);
+    expect(nft.stdout).toMatch(/^nftables v\d/);
   }, 600_000);
 });

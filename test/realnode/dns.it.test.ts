@@ -274,6 +274,49 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
     expect(await eventually(() => fetch('a', 'http://web/hostname'), 10_000, 1000)).toBe('web');
   });
 
+  it("a tenant Pod reaches its Service at the cluster IP its own apiserver gave it; another tenant's, at the same address, its own", async () => {
+    const a = tenants.a.client;
+    const b = tenants.b.client;
+    const tenantIP = (await a.get<KubeObject & { spec: { clusterIP: string } }>(R.services, 'default', 'web')).spec
+      .clusterIP;
+    const superIP = (
+      await t!.client.get<KubeObject & { spec: { clusterIP: string } }>(
+        R.services,
+        superNamespace(tenants.a.root, 'default'),
+        'web',
+      )
+    ).spec.clusterIP;
+    expect(tenantIP).not.toBe(superIP);
+    const body = await eventually(() => fetch('a', `http://${tenantIP}/hostname`), 60_000, 1000);
+    expect(body).toBe('web');
+    // the node's table holds the translation for tenant a's Pods, by the syncer's record on the copy
+    const node = t!.sc.realNodes[0]!;
+    expect(node.clusterIPs?.pid).toBeTruthy();
+
+    // tenant b's range is the same: b takes a's address for a Service of its own, in front of a Pod of its own
+    await b.create(R.pods, pod('bweb', { app: 'bweb' }, { image: NODE_IMAGES.agnhost, args: ['netexec'] }));
+    await b.create(R.services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'bweb', namespace: 'default' },
+      spec: { selector: { app: 'bweb' }, clusterIP: tenantIP, ports: [{ port: 80, targetPort: 8080 }] },
+    });
+    await attempts.attempt("tenant b connects to tenant a's Service at a's cluster IP", async () => {
+      const got = await eventually(
+        async () => {
+          const out = await fetch('b', `http://${tenantIP}/hostname`);
+          expect(out).toBe('bweb');
+          return out;
+        },
+        90_000,
+        1000,
+      );
+      return `b's packets to ${tenantIP} reach b's own Service (${got}), never a's`;
+    });
+    // and a still reaches its own at that address
+    expect(await fetch('a', `http://${tenantIP}/hostname`)).toBe('web');
+  });
+
   it('a Service without a selector whose EndpointSlice the tenant wrote leads to the Pod it names', async () => {
     const a = tenants.a.client;
     const webIP = (await a.get<KubeObject & { status?: { podIP?: string } }>(R.pods, 'default', 'web')).status!.podIP!;
@@ -766,6 +809,6 @@ describe.skipIf(!!skip)("tenant DNS on a real node: each tenant's CoreDNS answer
       expect(code).toBe(401);
       return `HTTP ${code}: the super apiserver does not know tenant tokens`;
     });
-    expect(attempts.summary()).toBe('attempts 23, refused 23, succeeded 0');
+    expect(attempts.summary()).toBe('attempts 24, refused 24, succeeded 0');
   });
 });

@@ -19,7 +19,7 @@ import { renderKubeconfig } from '../../core/pki/kubeconfig.ts';
 import { R } from '../../core/kube/resources.ts';
 import type { RealNode } from '../../core/dev/local/realnode.ts';
 import type { VirtualCluster } from '../../core/api/virtualcluster.ts';
-import { rootNamespace } from '../../core/names/names.ts';
+import { ANN, rootNamespace } from '../../core/names/names.ts';
 import { NODE_IMAGES } from '../../core/toolchain/node.ts';
 import { CRD_KIND, listManaged, PRUNABLE_KINDS, ResourceMapper } from '../../core/programs/install/apply.ts';
 import { MANAGED_SELECTOR } from '../../core/programs/install/render.ts';
@@ -35,7 +35,7 @@ const skip = await realNodeSkipReason();
 if (skip) process.stdout.write(`install.it.test.ts skipped: ${skip}\n`);
 
 interface Pod extends KubeObject {
-  spec?: { nodeName?: string; containers?: Array<{ image?: string }> };
+  spec?: { nodeName?: string; containers?: Array<{ name?: string; image?: string }> };
   status?: {
     phase?: string;
     podIP?: string;
@@ -152,7 +152,11 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     for (const p of [...managers, ...agents]) {
       expect(p.spec?.nodeName, p.metadata!.name).toBe(node.name);
       expect(p.status?.phase, p.metadata!.name).toBe('Running');
-      expect(p.status?.containerStatuses?.[0]?.ready, p.metadata!.name).toBe(true);
+      // every container: the vn-agent's two (the agent and the node's cluster IP translation) too
+      expect(
+        p.status?.containerStatuses?.map((c) => c.ready),
+        p.metadata!.name,
+      ).toEqual(p.spec?.containers?.map(() => true));
       // pulled by digest from the registry, not a copy imported on the node
       expect(p.status?.containerStatuses?.[0]?.imageID, p.metadata!.name).toBe(
         `${reg!.host}/platform/virtualcluster-ts@${digest}`,
@@ -236,6 +240,39 @@ describe.skipIf(!!skip)('vc install on the local super cluster with a real node'
     );
     expect((await tenantKubectl('exec', name, '--', 'hostname')).trim()).toBe(name);
     webPod = name;
+  }, 300_000);
+
+  it("a tenant Pod reaches the tenant's Service at the cluster IP the tenant apiserver gave it, through the DaemonSet's translation", async (ctx) => {
+    if (!tenantKubeconfig || !webPod) ctx.skip();
+    await tenantKubectl('expose', 'deployment', 'web', '--port=80', '--target-port=8080');
+    const tenantIP = (await tenantKubectl('get', 'service', 'web', '-o', 'jsonpath={.spec.clusterIP}')).trim();
+    const copy = await eventually(async () => {
+      const found = (await t!.client.list<KubeObject & { spec?: { clusterIP?: string } }>(R.services)).items.find(
+        (x) => x.metadata?.name === 'web' && x.metadata?.annotations?.[ANN.tenantClusterIP] === tenantIP,
+      );
+      expect(found?.spec?.clusterIP).toBeTruthy();
+      return found!;
+    }, 60_000);
+    expect(copy.spec!.clusterIP).not.toBe(tenantIP);
+    await tenantKubectl('run', 'client', `--image=${NODE_IMAGES.agnhost}`, '--command', '--', '/agnhost', 'pause');
+    await eventually(
+      async () => expect(await tenantKubectl('get', 'pod', 'client', '-o', 'jsonpath={.status.phase}')).toBe('Running'),
+      180_000,
+      1000,
+    );
+    // no process of the test's node translates: the table is the installed DaemonSet's
+    expect(node.clusterIPs).toBeUndefined();
+    await eventually(
+      () => tenantKubectl('exec', 'client', '--', '/agnhost', 'connect', `${tenantIP}:80`, '--timeout=5s'),
+      60_000,
+      1000,
+    ).catch(async (e: unknown) => {
+      const agent = (await podsOf('vc-vn-agent', 'vc-vn-agent'))[0]?.metadata?.name ?? '';
+      const logs = await kubectl('logs', '-n', 'vc-vn-agent', agent, '-c', 'cluster-ips', '--tail=30').catch(String);
+      const table = await exec('nft', ['list', 'table', 'ip', 'vc-cluster-ips']).then((r) => r.stdout, String);
+      process.stdout.write(`DEBUG cluster-ips (super copy ${copy.spec!.clusterIP}):\n${logs}\n${table}\n`);
+      throw e;
+    });
   }, 300_000);
 
   it('a tenant pushes an image of its own to the registry and runs it with its pull Secret; without it, the node pulls nothing', async (ctx) => {

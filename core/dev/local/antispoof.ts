@@ -20,6 +20,12 @@ export function antispoofTable(network: string): string {
   return `${network}-antispoof`;
 }
 
+/** clusterIPTable is the ip-family nftables table of the tenant cluster IP translation of the node whose CNI network
+ * is `network` (written by `vc cluster-ips`, core/vnagent/clusterips.ts). */
+export function clusterIPTable(network: string): string {
+  return `${network}-cluster-ips`;
+}
+
 /** podChain is the name of the chain of one Pod sandbox (by its container ID). */
 export function podChain(containerId: string): string {
   return `pod-${createHash('sha256').update(containerId).digest('hex').slice(0, 16)}`;

@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { onlySpoofCheckChains, SPOOFCHECK_TABLE } from './bridgenft.ts';
-import { antispoofTable } from './antispoof.ts';
+import { antispoofTable, clusterIPTable } from './antispoof.ts';
 import { removeNodeNetns } from './nodenetns.ts';
 
 import {
@@ -36,7 +36,8 @@ export function nodeProcesses(r: NodeRecord): number[] {
     if (!cmd?.length) continue;
     // components carry the node directory in a flag; shims carry containerd's socket (also in the directory)
     const base = cmd[0]!.split('/').pop()!;
-    if (NODE_PROGRAMS.some((p) => base.startsWith(p)) && cmd.some((a) => a.includes(r.dir))) found.add(pid);
+    const program = NODE_PROGRAMS.some((p) => base.startsWith(p)) || cmd.includes(CLUSTER_IPS_COMMAND);
+    if (program && cmd.some((a) => a.includes(r.dir))) found.add(pid);
   }
   for (const mnt of cgroupMounts()) {
     const base = join(mnt, r.cgroupRoot);
@@ -52,6 +53,9 @@ export function nodeProcesses(r: NodeRecord): number[] {
   for (const p of ancestors()) found.delete(p);
   return [...found];
 }
+
+/** CLUSTER_IPS_COMMAND is the `vc` command of the node's cluster IP translation, a Node.js process (realnode.ts). */
+const CLUSTER_IPS_COMMAND = 'cluster-ips';
 
 /** NODE_PROGRAMS are the name prefixes of the programs a node runs on the host itself (not in containers). */
 const NODE_PROGRAMS = ['kubelet', 'kube-proxy', 'kube-router', 'containerd', 'runc', 'runsc'] as const;
@@ -235,6 +239,9 @@ async function sweepHostNetwork(r: NodeRecord): Promise<string[]> {
     }
   }
   // bridge ipMasq rules jump from POSTROUTING into per-Pod CNI- chains; a chain already gone leaves nothing else
+  // this node's cluster IP translation (its process deletes it when it stops, unless it was killed)
+  if ((await tryRun('nft', ['delete', 'table', 'ip', clusterIPTable(r.network)])) !== undefined)
+    done.push(`deleted nftables table ip ${clusterIPTable(r.network)}`);
   // this node's vc-antispoof table (its Pods' chains went with their veths' DELs, or go now)
   if ((await tryRun('nft', ['delete', 'table', 'bridge', antispoofTable(r.network)])) !== undefined)
     done.push(`deleted nftables table bridge ${antispoofTable(r.network)}`);

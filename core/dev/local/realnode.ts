@@ -33,6 +33,7 @@ import {
   antispoofPluginDir,
   antispoofTable,
   antispoofTableScript,
+  clusterIPTable,
   antispoofWrapper,
 } from './antispoof.ts';
 import {
@@ -127,6 +128,11 @@ export interface RealNodeOptions {
   apiserverHost?: string;
   /** lifetime and renewal of the node's client certificates (kubelet, kube-proxy, kube-router; nodecerts.ts) */
   certificates?: NodeCertificateSettings;
+  /**
+   * clusterIPs (default true) runs the node's tenant cluster IP translation (`vc cluster-ips`) as a process of the
+   * node; false where an installed vn-agent DaemonSet runs it on the node instead
+   */
+  clusterIPs?: boolean;
 }
 
 /**
@@ -168,6 +174,8 @@ export class RealNode {
   readonly containerd: ManagedProcess;
   readonly kubelet: ManagedProcess;
   readonly kubeProxy: ManagedProcess;
+  /** the node's translation of tenant cluster IPs for tenant Pods (`vc cluster-ips`, core/vnagent/clusterips.ts) */
+  readonly clusterIPs?: ManagedProcess;
   /** the NetworkPolicy enforcer, when the netpol toolchain is built */
   readonly kubeRouter?: ManagedProcess;
   timings: RealNodeTimings = { readyMs: 0 };
@@ -226,6 +234,20 @@ export class RealNode {
       logFile: log('kube-proxy'),
       env,
     });
+    if (opts.clusterIPs !== false)
+      this.clusterIPs = new ManagedProcess({
+        name: `${opts.name}/cluster-ips`,
+        ...here(process.execPath, [
+          fromPackageRoot('core/programs/cli/vc.mjs'),
+          'cluster-ips',
+          `--node=${opts.name}`,
+          `--kubeconfig=${join(d, 'kubelet.kubeconfig')}`,
+          `--table=${clusterIPTable(cfg.network)}`,
+        ]),
+        logFile: log('cluster-ips'),
+        // from the sources while this runs from them (dist/ may be older than what is being edited)
+        env: { ...env, ...(import.meta.url.endsWith('.ts') ? { VC_FROM_SOURCE: '1' } : {}) },
+      });
     if (cfg.kubeRouter)
       this.kubeRouter = new ManagedProcess({
         name: `${opts.name}/kube-router`,
@@ -428,6 +450,10 @@ export class RealNode {
     this.recordPid('kubelet', this.kubelet);
     this.kubeProxy.start();
     this.recordPid('kube-proxy', this.kubeProxy);
+    if (this.clusterIPs) {
+      this.clusterIPs.start();
+      this.recordPid('cluster-ips', this.clusterIPs);
+    }
     const client = await this.opts.cluster.client();
     await waitFor(
       `${this.name} Ready`,
@@ -507,7 +533,13 @@ export class RealNode {
 
   /** processes lists the node's own components. */
   processes(): ManagedProcess[] {
-    return [this.kubelet, this.kubeProxy, ...(this.kubeRouter ? [this.kubeRouter] : []), this.containerd];
+    return [
+      this.kubelet,
+      this.kubeProxy,
+      ...(this.clusterIPs ? [this.clusterIPs] : []),
+      ...(this.kubeRouter ? [this.kubeRouter] : []),
+      this.containerd,
+    ];
   }
 
   /**
@@ -530,7 +562,12 @@ export class RealNode {
         notes.push(`removing Pod sandboxes through CRI failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
-    await Promise.all([this.kubeProxy.stop(), this.kubeRouter?.stop(), this.containerd.stop()]);
+    await Promise.all([
+      this.kubeProxy.stop(),
+      this.clusterIPs?.stop(),
+      this.kubeRouter?.stop(),
+      this.containerd.stop(),
+    ]);
     await this.apiserverRelay?.stop();
     try {
       const client = await this.opts.cluster.client();

@@ -48,6 +48,11 @@ export interface SuperClusterOptions {
    * renewed at two thirds)
    */
   realNodeCertificates?: NodeCertificateSettings;
+  /**
+   * realNodeClusterIPs (default true) runs each real node's tenant cluster IP translation as a process of the node;
+   * false where an installed vn-agent DaemonSet runs it (its cluster-ips container)
+   */
+  realNodeClusterIPs?: boolean;
 }
 
 /**
@@ -63,6 +68,7 @@ export class LocalSuperCluster {
   private hostLock?: HostLock;
   /** the real nodes' certificate settings (SuperClusterOptions.realNodeCertificates) */
   private nodeCertificates?: NodeCertificateSettings;
+  private nodeClusterIPs = true;
   /** the relays of each apiserver's advertised address on its first real node's bridge to its loopback port */
   private readonly apiserverRelays: TcpForwarder[] = [];
 
@@ -106,6 +112,7 @@ export class LocalSuperCluster {
       });
       const sc = new LocalSuperCluster(o.stateDir, etcd, cluster, o.registries);
       sc.nodeCertificates = o.realNodeCertificates;
+      sc.nodeClusterIPs = o.realNodeClusterIPs ?? true;
       try {
         await sc.startRealNodes(cluster, o.realNodes ?? 0, o.realNodeLockWaitMs ?? 0, podCidr, false, netns);
       } catch (e) {
@@ -152,6 +159,7 @@ export class LocalSuperCluster {
         preflight,
         registries: this.registries,
         ...(this.nodeCertificates && { certificates: this.nodeCertificates }),
+        ...(!this.nodeClusterIPs && { clusterIPs: false }),
         ...(i === 0 && firstCidr && { podCidr: firstCidr }),
         ...(untainted && { untainted }),
         ...(netns && { netns, ...(apiserverHost && { apiserverHost }) }),

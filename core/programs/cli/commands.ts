@@ -25,7 +25,7 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
   },
   { commands: ['describe'], load: async () => (await import('./describe.ts')).registerDescribeCommand },
   { commands: ['backup', 'restore'], load: async () => (await import('./backup.ts')).registerBackupCommands },
-  { commands: ['vn-agent'], load: async () => (await import('./vnagent.ts')).registerVnAgentCommand },
+  { commands: ['vn-agent', 'cluster-ips'], load: async () => (await import('./vnagent.ts')).registerVnAgentCommand },
   { commands: ['top'], load: async () => (await import('./top.ts')).registerTopCommand },
   { commands: ['validate', 'diff'], load: async () => (await import('./gitops.ts')).registerGitOpsCommands },
   {

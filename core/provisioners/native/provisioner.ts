@@ -111,7 +111,7 @@ export interface NativeOptions {
    * shown with its super cluster IP), one address for all native tenants, told apart by TLS server name
    * (dnsViewServerName). Pods must reach it (e.g. a real node's bridge gateway, for a manager on the nodes' host).
    * Absent: tenant DNS servers read the tenant apiserver in-cluster and answer with the tenant's own cluster IPs,
-   * which carry no packets in the super cluster
+   * which each node's translation (core/vnagent/clusterips.ts) carries to the super copies
    */
   dnsView?: { host: string; port: number };
   /**
