@@ -871,6 +871,15 @@ export interface TenantPolicySpec {
        * range all tenants share, so this and max bound what one tenant holds of it. Defaults to 5.
        */
       maxPorts?: number;
+      /**
+       * Whether a Service's super copy asks for the node ports the tenant's own apiserver gave it, so the tenant's
+       * Service keeps the numbers it shows (as on a cluster of its own), instead of taking those the super cluster
+       * picks. A number the super cluster refuses (given to another Service, another tenant's too, or outside its
+       * range) is not retried: the copy then gets the super cluster's, which the tenant's Service is updated to show.
+       * Node ports come from one range every tenant shares, so a tenant allowed this holds the numbers it asks for (at
+       * most max times maxPorts of them). Defaults to false.
+       */
+      keepTenantPorts?: boolean;
     };
     /**
      * Services of type LoadBalancer. Whether tenant Services may have this type, and how many of them a tenant may have
@@ -889,6 +898,15 @@ export interface TenantPolicySpec {
        * range all tenants share, so this and max bound what one tenant holds of it. Defaults to 5.
        */
       maxPorts?: number;
+      /**
+       * Whether a Service's super copy asks for the node ports the tenant's own apiserver gave it, so the tenant's
+       * Service keeps the numbers it shows (as on a cluster of its own), instead of taking those the super cluster
+       * picks. A number the super cluster refuses (given to another Service, another tenant's too, or outside its
+       * range) is not retried: the copy then gets the super cluster's, which the tenant's Service is updated to show.
+       * Node ports come from one range every tenant shares, so a tenant allowed this holds the numbers it asks for (at
+       * most max times maxPorts of them). Defaults to false.
+       */
+      keepTenantPorts?: boolean;
       /**
        * Load balancer classes (spec.loadBalancerClass) tenant Services may name: each class is a controller of the
        * platform that hands out addresses, some of them from networks meant for the platform alone. A Service naming

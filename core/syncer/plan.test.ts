@@ -727,6 +727,28 @@ describe('planner: a plugin note (Decision.remember) on the plan', () => {
     expect(planOf().steps).toEqual([]);
   });
 
+  it("carries a down plugin's note on a create, and none once the super object exists", () => {
+    const asker: ResourcePlugin = {
+      manifest: { ...noter.manifest, name: 'asker', direction: 'down', sourceOfTruth: 'tenant' },
+      toSuper: (t, sup) => ({ object: { ...t, metadata: { name: t.metadata!.name } }, remember: sup ? 'x' : 'asked' }),
+    };
+    const planWith = (superObjs: KubeObject[]) =>
+      planKey(
+        noMutators,
+        asker,
+        testContext({
+          tenant,
+          tenantCache: new MapCache([[R.storageclasses, [tenantSC('csi.a')]]]),
+          superCache: new MapCache([[R.storageclasses, superObjs]]),
+        }),
+        { namespace: '', name: 'fast' },
+      );
+    const create = planWith([]);
+    expect(create.steps.map((x) => x.op)).toEqual(['createSuper']);
+    expect(create.remember).toBe('asked');
+    expect(planWith([publicSC('csi.a')])).not.toHaveProperty('remember');
+  });
+
   it('has no note when the plugin gives none', () => {
     const plan = planKey(
       noMutators,

@@ -49,7 +49,7 @@ export interface Plan {
   afterEffects?: Step[];
   requeueAfterMs?: number;
   skip?: { reason: string; message: string };
-  /** the plugin's note for this key's next plan (Decision.remember; only an up plugin's toTenant sets one) */
+  /** the plugin's note for this key's next plan (Decision.remember: an up plugin's toTenant, a create's toSuper) */
   remember?: string;
 }
 
@@ -220,6 +220,8 @@ function planOnlyTenant(
   if (!p.toSuper) return nothing();
   const d = desiredSuper(host, p, ctx, tenantObj, undefined);
   const out: Plan = { steps: [], effects: d.effects ?? [], requeueAfterMs: d.requeueAfterMs, skip: d.skip };
+  // a create's note (what it asked for) is handed back if the create has to be planned again
+  if (d.remember !== undefined) out.remember = d.remember;
   if (!d.object) return out;
   // Before a plugin's own skip: its effects (the pods plugin's super ServiceAccount) write where the object would.
   const refused = createRefusal(ctx, p, tenantObj, d.object);

@@ -157,8 +157,8 @@ describe('evaluatePolicy', () => {
         nodes: { view: 'withPods', totals: 'scaled' },
         network: { internalCIDRs: [...SUPER_INTERNAL_CIDRS] },
         services: {
-          nodePort: { allowed: false, max: 5, maxPorts: 5 },
-          loadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] },
+          nodePort: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false },
+          loadBalancer: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false, classes: [] },
         },
         ingresses: { hosts: [], classes: [], annotations: [] },
         endpoints: { allowedCIDRs: [] },
@@ -226,8 +226,8 @@ describe('evaluatePolicy', () => {
       nodes: { view: 'schedulable', totals: 'withheld' },
       network: { internalCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
       services: {
-        nodePort: { allowed: true, max: 2, maxPorts: 5 },
-        loadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] },
+        nodePort: { allowed: true, max: 2, maxPorts: 5, keepTenantPorts: false },
+        loadBalancer: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false, classes: [] },
       },
       ingresses: { hosts: ['*.gold.example.com'], classes: ['nginx'], annotations: [] },
       endpoints: { allowedCIDRs: ['192.0.2.0/24'] },

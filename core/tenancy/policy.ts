@@ -118,6 +118,8 @@ export interface ServiceTypePolicy {
   allowed?: boolean;
   max?: number;
   maxPorts?: number;
+  /** the super copy asks for the node ports the tenant's apiserver gave (one try; the super's if refused) */
+  keepTenantPorts?: boolean;
 }
 
 /** LoadBalancerPolicy is spec.services.loadBalancer: a ServiceTypePolicy and the load balancer classes tenants may name. */
@@ -165,8 +167,8 @@ export const DEFAULT_POLICY = {
   nodesTotals: 'scaled',
   copiedMetadata: DEFAULT_COPIED_METADATA,
   networkInternalCIDRs: SUPER_INTERNAL_CIDRS,
-  serviceNodePort: { allowed: false, max: 5, maxPorts: 5 },
-  serviceLoadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] },
+  serviceNodePort: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false },
+  serviceLoadBalancer: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false, classes: [] },
   ingressHosts: [],
   ingressClasses: [],
   ingressAnnotations: [],

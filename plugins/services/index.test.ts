@@ -11,6 +11,7 @@ import plugin, {
   servicesPlugin,
   SYNCED_CONDITION,
   TENANT_ONLY,
+  TRIED_TENANT_PORTS,
   type Service,
   type ServicePort,
   type ServiceSpec,
@@ -415,6 +416,93 @@ describe('services toSuper', () => {
     expect(
       servicesPlugin.toSuper(frozen(structuredClone(c.tenant)), c.super && frozen(structuredClone(c.super)), ctx),
     ).toEqual(c.want);
+  });
+});
+
+describe('services toSuper: the tenant node ports, where the policy keeps them', () => {
+  const nodePortSvc = (type = 'NodePort') =>
+    tenantSvc(
+      tenantSpec({
+        type,
+        ports: [
+          { ...http, nodePort: 30001 },
+          { ...https, nodePort: 30002 },
+        ],
+      }),
+    );
+  const assigned: Service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { ...superServerMeta },
+    spec: {
+      type: 'NodePort',
+      ports: [
+        { ...http, nodePort: 31000 },
+        { ...https, nodePort: 31001 },
+      ],
+    },
+  };
+  const ctxWith = (keepTenantPorts: boolean | undefined, remembered?: string) => ({
+    ...testContext({
+      tenant: testTenant({
+        services: {
+          nodePort: { allowed: true, ...(keepTenantPorts !== undefined && { keepTenantPorts }) },
+          loadBalancer: { allowed: true, ...(keepTenantPorts !== undefined && { keepTenantPorts }) },
+        },
+      }),
+    }),
+    ...(remembered !== undefined && { remembered }),
+  });
+  const ports = (d: Decision<Service>) => d.object?.spec?.ports?.map((p) => p.nodePort ?? null);
+
+  it.each<[string, Service, Service | undefined, ReturnType<typeof ctxWith>, Array<number | null>, string | undefined]>(
+    [
+      [
+        'kept: a create asks for the tenant numbers, noting it',
+        nodePortSvc(),
+        undefined,
+        ctxWith(true),
+        [30001, 30002],
+        TRIED_TENANT_PORTS,
+      ],
+      [
+        'kept, LoadBalancer too',
+        nodePortSvc('LoadBalancer'),
+        undefined,
+        ctxWith(true),
+        [30001, 30002],
+        TRIED_TENANT_PORTS,
+      ],
+      [
+        'kept, but the create asked once already: the super cluster picks',
+        nodePortSvc(),
+        undefined,
+        ctxWith(true, TRIED_TENANT_PORTS),
+        [null, null],
+        undefined,
+      ],
+      [
+        'not kept (the default): the super cluster picks',
+        nodePortSvc(),
+        undefined,
+        ctxWith(undefined),
+        [null, null],
+        undefined,
+      ],
+      [
+        'kept, the copy exists: its own numbers stay',
+        nodePortSvc(),
+        assigned,
+        ctxWith(true),
+        [31000, 31001],
+        undefined,
+      ],
+      ['kept, a ClusterIP Service has none', tenantSvc(), undefined, ctxWith(true), [null], undefined],
+    ],
+  )('%s', (_n, t, sup, ctx, want, note) => {
+    const d = servicesPlugin.toSuper(frozen(structuredClone(t)), sup && frozen(structuredClone(sup)), ctx);
+    expect(ports(d)).toEqual(want);
+    expect(d.remember).toBe(note);
   });
 });
 

@@ -23,6 +23,7 @@ import { checkServiceFields } from './fields.ts';
 import {
   checkLoadBalancerClass,
   checkServiceType,
+  ruleFor,
   SERVICE_POLICY_VIOLATION,
   type ServiceRefusal,
   SYNCED_CONDITION,
@@ -75,7 +76,8 @@ export interface Service extends KubeObject {
 
 /**
  * MIRRORED_SPEC_FIELDS are the spec fields the super Service takes from the tenant as they are (absent stays absent).
- * Not copied: clusterIP(s), ipFamilies, nodePorts and healthCheckNodePort (the super assigns them). A Service with
+ * Not copied: clusterIP(s), ipFamilies, nodePorts and healthCheckNodePort (the super assigns them; where the policy keeps
+ * the tenant's node ports, a create asks for them once, keepsTenantPorts). A Service with
  * externalIPs or loadBalancerIP, with which a tenant could capture traffic to addresses it does not own in the shared
  * cluster, or with a field SERVICE_SPEC_FIELDS does not know, is refused (checkServiceFields).
  */
@@ -224,12 +226,16 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
   const spec: ServiceSpec = superObj?.spec ? clone(superObj.spec) : {};
   copyFields(ts, spec, MIRRORED_SPEC_FIELDS);
   delete spec.externalName; // only a copy made before ExternalName Services stayed in the tenant has one
+  // A create asks for the tenant's own node ports where the policy keeps them, once: a create planned again after
+  // that (the super cluster refused a number) lets the super cluster pick, and the tenant is shown its numbers.
+  const askTenantPorts = !superObj && keepsTenantPorts(ts.type, ctx) && ctx.remembered !== TRIED_TENANT_PORTS;
   if (ts.ports?.length) {
     spec.ports = ts.ports.map((p) => {
       const out = clone(p);
       delete out.nodePort;
       const assigned = usesNodePorts(ts.type) ? matchPort(p, superObj?.spec?.ports)?.nodePort : undefined;
       if (assigned) out.nodePort = assigned;
+      else if (askTenantPorts && p.nodePort) out.nodePort = p.nodePort;
       return out;
     });
   } else delete spec.ports;
@@ -244,7 +250,16 @@ function toSuper(tenantObj: Service, superObj: Service | undefined, ctx: PluginC
 
   const effects = syncedAgain(tenantObj);
   const desired = buildOn<Service>(superObj, { apiVersion: 'v1', kind: 'Service' }, meta, { spec });
-  return effects.length ? { object: desired, effects } : { object: desired };
+  const asked = askTenantPorts && spec.ports?.some((p) => p.nodePort) ? { remember: TRIED_TENANT_PORTS } : {};
+  return effects.length ? { object: desired, effects, ...asked } : { object: desired, ...asked };
+}
+
+/** TRIED_TENANT_PORTS is the note of a create that asked for the tenant's node ports (Decision.remember). */
+export const TRIED_TENANT_PORTS = 'tried-tenant-node-ports';
+
+/** keepsTenantPorts says whether the tenant's policy keeps the node ports of a Service of this type (keepTenantPorts). */
+function keepsTenantPorts(type: string | undefined, ctx: PluginContext): boolean {
+  return (type === 'NodePort' || type === 'LoadBalancer') && ruleFor(ctx.tenant.services, type).keepTenantPorts;
 }
 
 function toTenant(

@@ -19,8 +19,8 @@ export const SYNCED_CONDITION = 'VCSynced';
  * schema's defaults (policy.test.ts holds them together).
  */
 export const DEFAULT_SERVICES_POLICY = {
-  nodePort: { allowed: false, max: 5, maxPorts: 5 },
-  loadBalancer: { allowed: false, max: 5, maxPorts: 5, classes: [] as readonly string[] },
+  nodePort: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false },
+  loadBalancer: { allowed: false, max: 5, maxPorts: 5, keepTenantPorts: false, classes: [] as readonly string[] },
 } as const satisfies { nodePort: Required<ServiceTypeRule>; loadBalancer: Required<LoadBalancerRule> };
 
 /** CAPPED_TYPES are the Service types that take something shared from the super cluster: node ports, load balancers. */

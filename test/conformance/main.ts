@@ -246,7 +246,8 @@ async function tenant(superClient: KubeClient, tokens: string): Promise<string> 
         },
         nodes: { view: 'schedulable' },
         // the Service specs make NodePort Services (several at once across their namespaces); the default refuses them
-        services: { nodePort: { allowed: true, max: 100 } },
+        // the suite reads a NodePort Service's numbers as created and connects to them at once
+        services: { nodePort: { allowed: true, max: 100, keepTenantPorts: true } },
         // the RuntimeClass specs create classes with upstream's preconfigured handler, which the real node registers
         runtimeClasses: { handlers: ['runc', TEST_HANDLER] },
       },

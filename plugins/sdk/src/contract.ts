@@ -182,8 +182,9 @@ export interface Decision<T extends KubeObject = KubeObject> {
   requeueAfterMs?: number;
   /**
    * a short note the core keeps in its memory for this key and hands back as `ctx.remembered` on the key's next
-   * decision; absent, the note is dropped. Only toTenant of a plugin whose source of truth is the super cluster
-   * (direction `up`) gets and keeps one. The note is gone after a restart, on a new leadership term and when the
+   * decision; absent, the note is dropped. toTenant of a plugin whose source of truth is the super cluster
+   * (direction `up`) gets and keeps one, and so does toSuper while the super object does not exist yet (a create: a
+   * plugin may try another choice after a create the super cluster refused). The note is gone after a restart, on a new leadership term and when the
    * tenant is no longer served: what a plugin decides from it must stay right without it, at worst later.
    */
   remember?: string;
@@ -493,6 +494,11 @@ export interface ServiceTypeRule {
   readonly max?: number;
   /** the most ports one Service of this type may have: each takes a node port on every node */
   readonly maxPorts?: number;
+  /**
+   * the super copy asks for the node ports the tenant's own apiserver gave the Service (tried once when the copy is
+   * created; refused, the super cluster's are taken and shown to the tenant)
+   */
+  readonly keepTenantPorts?: boolean;
 }
 
 /** ServicesPolicyView is what the tenant's policy decides for its Services. */
