@@ -11,23 +11,28 @@ const svc = (spec: Record<string, unknown>, superIP?: string) => ({
 
 describe('superAddressed', () => {
   it.each([
-    ['a ClusterIP Service shows its super cluster IP', svc({ clusterIP: '10.32.0.5' }, '10.96.1.2'), '10.96.1.2'],
+    [
+      'one super cluster: a ClusterIP Service keeps its own (the nodes translate it)',
+      svc({ clusterIP: '10.32.0.5' }, '10.96.1.2'),
+      '10.32.0.5',
+    ],
     ['a Service not synced yet keeps its own', svc({ clusterIP: '10.32.0.5' }), '10.32.0.5'],
     ['a headless Service stays headless', svc({ clusterIP: 'None' }, '10.96.1.2'), 'None'],
     ['an ExternalName Service is left alone', svc({ type: 'ExternalName' }, '10.96.1.2'), undefined],
   ])('%s', (_n, s, want) => {
     expect(superAddressed(s).spec.clusterIP).toBe(want);
   });
-  it('replaces clusterIPs with the super IP alone', () => {
-    expect(superAddressed(svc({ clusterIP: '10.32.0.5', clusterIPs: ['10.32.0.5'] }, '10.96.1.2')).spec).toEqual({
-      clusterIP: '10.96.1.2',
-      clusterIPs: ['10.96.1.2'],
-    });
+  it('one super cluster: the Service is returned unchanged', () => {
+    const s = svc({ clusterIP: '10.32.0.5', clusterIPs: ['10.32.0.5'] }, '10.96.1.2');
+    expect(superAddressed(s)).toBe(s);
   });
 });
 
 describe('rewriteServices', () => {
-  const s = svc({ clusterIP: '10.32.0.5' }, '10.96.1.2');
+  const s = {
+    ...svc({ clusterIP: '10.32.0.5' }),
+    metadata: { name: 'web', annotations: { [`${ANN.superClusterIP}.r1`]: '10.96.1.2' } },
+  };
   it.each([
     [
       'a list',
@@ -40,8 +45,9 @@ describe('rewriteServices', () => {
       (o: { object: { spec: { clusterIP: string } } }) => o.object.spec.clusterIP,
     ],
     ['a single Service', s, (o: { spec: { clusterIP: string } }) => o.spec.clusterIP],
-  ])('rewrites %s', (_n, doc, pick) => {
-    expect(pick(JSON.parse(rewriteServices(JSON.stringify(doc))))).toBe('10.96.1.2');
+  ])('rewrites %s for the view of one of several super clusters, and leaves it with one', (_n, doc, pick) => {
+    expect(pick(JSON.parse(rewriteServices(JSON.stringify(doc), 'r1')))).toBe('10.96.1.2');
+    expect(pick(JSON.parse(rewriteServices(JSON.stringify(doc))))).toBe('10.32.0.5');
   });
   it('leaves other documents and blank lines as they are', () => {
     const status = JSON.stringify({ kind: 'Status', code: 403 });

@@ -93,11 +93,12 @@ function joinedReady(
 }
 
 /**
- * superAddressed shows a tenant Service with the cluster IP of its super copy (the syncer's ANN.superClusterIP
- * annotation) in place of the tenant's own: only the super cluster IP carries packets on a node. Headless and
- * ExternalName Services, and Services whose super copy has no IP yet, are returned as they are. With `superCluster`
- * (several super clusters, each DNS server reading the view of its own), the IP is that super cluster's copy's
- * (superClusterIPOn). A Service with none there, whose copies are all on super clusters `joined` says that one's Pods
+ * superAddressed shows a tenant Service as the DNS server of one super cluster must answer it. With one super cluster
+ * (no `superCluster`) the Service is returned as it is: its own cluster IP, which the nodes translate to the copy's for
+ * the tenant's Pods. With `superCluster` (several super clusters, each DNS server reading the view of its own), it is
+ * shown with the cluster IP of that super cluster's copy (superClusterIPOn), which says on which super clusters the
+ * Service has a copy at all. Headless and ExternalName Services, and Services whose super copy has no IP yet, are
+ * returned as they are. A Service with none there, whose copies are all on super clusters `joined` says that one's Pods
  * reach, is shown headless: the DNS server then answers the ready Pod IPs of the tenant's EndpointSlices, which carry
  * packets across the joined network, where the other super cluster's cluster IP would not. Any other Service with
  * no copy there is shown as an ExternalName named by notHereName. A Service whose copy there is recorded with no
@@ -108,6 +109,9 @@ function joinedReady(
 export function superAddressed<T extends ServiceLike>(svc: T, superCluster?: string, joined?: JoinedNetworks): T {
   const own = svc.spec?.clusterIP;
   if (!own || own === 'None' || svc.spec?.type === 'ExternalName') return svc;
+  // One super cluster: the tenant's own cluster IP, which every node translates for the tenant's Pods
+  // (core/vnagent/clusterips.ts), so names, reverse names and the Service's spec agree.
+  if (superCluster === undefined) return svc;
   const key = superCluster === undefined ? ANN.superClusterIP : superClusterIPOn(superCluster);
   const ip = key && svc.metadata?.annotations?.[key];
   const reach = superCluster === undefined ? undefined : joined?.(superCluster);
@@ -149,8 +153,9 @@ const SERVICES_PATH = /^\/api\/v1\/(namespaces\/[^/]+\/)?services(\/[^/?]+)?(\?|
  * DnsView is the tenant apiserver as the tenant's DNS server must see it: a read-only (GET only) TLS proxy in front
  * of the tenant apiserver, listening where Pods reach it, that passes the caller's bearer token through (the tenant
  * apiserver authenticates and authorizes every request: the DNS ServiceAccount reads only Services, EndpointSlices and
- * Namespaces) and shows each Service with its super cluster IP (superAddressed). This is the translation upstream
- * VirtualCluster makes in a patched CoreDNS; here the stock CoreDNS `kubernetes` plugin reads this view. Responses
+ * Namespaces) and, with several super clusters, shows each Service with its copy's cluster IP on the view's super
+ * cluster (superAddressed). Upstream VirtualCluster answers super cluster IPs from a patched CoreDNS; here the stock
+ * CoreDNS `kubernetes` plugin reads this view. Responses
  * are JSON (the proxy asks for it), so it can rewrite list results and watch events line by line.
  */
 export class DnsView {

@@ -63,14 +63,6 @@ export const DESIGN_LIMITS: readonly DesignLimit[] = [
       'labels a vNode and selects on the label: tenants do not label super nodes (the original VirtualCluster and ' +
       'vcluster without node syncing fail it too)',
   },
-  {
-    spec: /EndpointSlice should support a Service with multiple (endpoint IPs|ports) specified in multiple EndpointSlices/,
-    reason:
-      "curls the tenant Service's own spec.clusterIP, which the tenant apiserver allocated and no node routes: the " +
-      'super cluster allocates the copy another, which the tenant DNS answers for the name (the original ' +
-      'VirtualCluster fails it for the same reason; vcluster, whose virtual Services take the host cluster IPs, ' +
-      'passes it)',
-  },
 ];
 
 /** SpecResult is one selected spec with both sides' states. */
